@@ -1,0 +1,27 @@
+"""Entry point: ``python profile.py --help``.
+
+This file sits at the repository root, where it shadows the standard library's ``profile``
+module whenever the root is on ``sys.path`` (``cProfile`` imports ``profile``, and
+``torch._dynamo`` imports ``cProfile``). When it is imported under the name ``profile`` it
+therefore loads the standard library's module and puts that in its place, so ``cProfile``
+keeps working from the repository root.
+"""
+
+import sys
+
+if __name__ == "__main__":
+    from profiler.cli import main
+
+    sys.exit(main())
+else:  # imported as ``profile``: hand over to the standard library module of that name
+    import importlib.util as _util
+    import os as _os
+    import sysconfig as _sysconfig
+
+    _spec = _util.spec_from_file_location(
+        __name__, _os.path.join(_sysconfig.get_paths()["stdlib"], "profile.py")
+    )
+    _stdlib_profile = _util.module_from_spec(_spec)
+    sys.modules[__name__] = _stdlib_profile
+    _spec.loader.exec_module(_stdlib_profile)
+    globals().update(_stdlib_profile.__dict__)

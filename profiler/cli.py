@@ -1,0 +1,125 @@
+"""Command line: parses arguments and hands them on; no logic lives here.
+
+Heavy modules (torch, the harness) are imported inside the commands that need them, so
+``summarize`` and ``--help`` start fast and work on machines without torch.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from .errors import UserError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+    help="Kernel-level profiling for GPU inference.\n\n"
+    "[b]run[/b] profiles one model x backend x batch size and writes a TensorBoard trace under "
+    "tb_logs/ and timed results under runs/. [b]summarize[/b] turns any PyTorch profiler (Kineto) "
+    "trace into kernel, Tensor Core, occupancy and step-time tables.",
+)
+
+
+def user_errors(command):
+    """Turn a UserError into one line on stderr and exit status 2; Ctrl-C into status 130."""
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except UserError as error:
+            typer.echo(f"error: {error}", err=True)
+            raise typer.Exit(2) from None
+        except KeyboardInterrupt:
+            typer.echo("interrupted: nothing was written for the unfinished run", err=True)
+            raise typer.Exit(130) from None
+
+    return wrapper
+
+
+@app.command()
+@user_errors
+def run(
+    backend: str = typer.Option("pytorch_fp32", "--backend", "-b",
+                                help="Backend to run; `backends` lists them and what each needs."),
+    bs: int = typer.Option(8, "--bs", help="Batch size."),
+    model: str = typer.Option(
+        "resnet50", "--model", "-m",
+        help="resnet50, resnet18, distilbert, transformer, or package.module:function returning "
+        "(model, example_inputs)."),
+    image_size: int = typer.Option(224, help="Image side for vision models."),
+    seq_len: int = typer.Option(128, help="Sequence length for text models."),
+    seed: int = typer.Option(0, help="Seed for weights and inputs."),
+    weights: Optional[Path] = typer.Option(
+        None, help="A state dict to load (torch.load with weights_only=True); random weights otherwise."),
+    compile_mode: str = typer.Option("default", help="torch.compile mode for inductor_* backends."),
+    memory_format: str = typer.Option(
+        "auto", help="auto (channels_last for conv nets in fp16/bf16), channels_last or contiguous."),
+    tf32: bool = typer.Option(False, "--tf32", help="Allow TF32 for FP32 matmuls and convolutions "
+                              "(off by default: FP32 means FP32)."),
+    wait: int = typer.Option(1, help="Profiler schedule: steps skipped before each cycle.", rich_help_panel="Profiler"),
+    warmup: int = typer.Option(1, help="Profiler schedule: steps traced then discarded.", rich_help_panel="Profiler"),
+    active: int = typer.Option(3, help="Profiler schedule: steps recorded per cycle.", rich_help_panel="Profiler"),
+    repeat: int = typer.Option(1, help="Profiler schedule: number of cycles (one trace file each).", rich_help_panel="Profiler"),
+    record_shapes: bool = typer.Option(False, "--record-shapes", help="Record operator input shapes.", rich_help_panel="Profiler"),
+    profile_memory: bool = typer.Option(False, "--profile-memory", help="Record allocations.", rich_help_panel="Profiler"),
+    with_stack: bool = typer.Option(False, "--with-stack", help="Record Python stacks.", rich_help_panel="Profiler"),
+    with_flops: bool = typer.Option(False, "--with-flops", help="Estimate FLOPs of matmul/conv.", rich_help_panel="Profiler"),
+    gzip: bool = typer.Option(True, "--gzip/--no-gzip", help="Write the trace as .json.gz.", rich_help_panel="Profiler"),
+    iters: int = typer.Option(100, help="Timed iterations (separate from the profiled steps).", rich_help_panel="Timing"),
+    timed_warmup: int = typer.Option(20, help="Untimed iterations before the timed ones.", rich_help_panel="Timing"),
+    name: Optional[str] = typer.Option(None, help="Suffix for the run folder: <backend>_bs<N>_<name>."),
+    runs_dir: Path = typer.Option(Path("runs"), help="Where run results go."),
+    tb_dir: Path = typer.Option(Path("tb_logs"), help="Where TensorBoard traces go."),
+    json_out: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout (progress stays on stderr)."),
+) -> None:
+    """Profile one model x backend x batch size: a trace in tb_logs/<backend>_bs<N>/, results in runs/<backend>_bs<N>/.
+
+    Example: [b]python profile.py run --backend pytorch_fp16 --bs 32[/b]
+    """
+    from .config import RunConfig
+
+    config = RunConfig(
+        backend=backend, batch_size=bs, model=model, image_size=image_size, seq_len=seq_len,
+        seed=seed, weights=weights, compile_mode=compile_mode, memory_format=memory_format,
+        tf32=tf32, wait=wait, warmup=warmup, active=active, repeat=repeat,
+        record_shapes=record_shapes, profile_memory=profile_memory, with_stack=with_stack,
+        with_flops=with_flops, gzip=gzip, iters=iters, timed_warmup=timed_warmup, name=name,
+        runs_dir=runs_dir, tb_dir=tb_dir,
+    )
+    from . import harness
+    from .report import run_view
+
+    result = harness.run(config, quiet=json_out)
+    if json_out:
+        run_view.print_json(result)
+    else:
+        run_view.print_result(result)
+
+
+@app.command()
+@user_errors
+def backends(json_out: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
+    """List the backends, whether each can run on this machine, and why not."""
+    from .backends import all_backends
+    from .report import run_view
+
+    run_view.print_backends(all_backends(), json_out=json_out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        app(args=argv, prog_name="profile.py")
+    except SystemExit as done:
+        return int(done.code or 0) if not isinstance(done.code, str) else 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

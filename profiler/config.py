@@ -1,0 +1,95 @@
+"""Every knob of a run in one validated, frozen place."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .errors import UserError
+
+# A run name becomes a folder under runs/ and tb_logs/: keep it a single, plain path component.
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+MEMORY_FORMATS = ("auto", "channels_last", "contiguous")
+
+
+def check_path_component(value: str, what: str) -> str:
+    """Reject anything that could escape the folder it is joined to (``..``, ``/``, ``~``)."""
+    if not _SAFE_NAME.fullmatch(value) or ".." in value:
+        raise UserError(
+            f"{what} {value!r} is not a plain folder name: use letters, digits, '.', '_' and '-' "
+            "(no '/', no '..', not starting with '.')"
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One model x backend x batch size, and how to profile and time it."""
+
+    backend: str = "pytorch_fp32"
+    batch_size: int = 8
+    model: str = "resnet50"
+    image_size: int = 224
+    seq_len: int = 128
+    seed: int = 0
+    weights: Path | None = None
+    compile_mode: str = "default"
+    memory_format: str = "auto"
+    tf32: bool = False
+    # torch.profiler schedule
+    wait: int = 1
+    warmup: int = 1
+    active: int = 3
+    repeat: int = 1
+    record_shapes: bool = False
+    profile_memory: bool = False
+    with_stack: bool = False
+    with_flops: bool = False
+    gzip: bool = True
+    # timed window
+    iters: int = 100
+    timed_warmup: int = 20
+    # where results go
+    name: str | None = None
+    runs_dir: Path = Path("runs")
+    tb_dir: Path = Path("tb_logs")
+    extra: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        positive = {"--bs": self.batch_size, "--active": self.active, "--repeat": self.repeat,
+                    "--iters": self.iters, "--image-size": self.image_size, "--seq-len": self.seq_len}
+        for flag, value in positive.items():
+            if value < 1:
+                raise UserError(f"{flag} must be at least 1 (got {value})")
+        for flag, value in {"--wait": self.wait, "--warmup": self.warmup,
+                            "--timed-warmup": self.timed_warmup}.items():
+            if value < 0:
+                raise UserError(f"{flag} must be 0 or more (got {value})")
+        if self.compile_mode not in COMPILE_MODES:
+            raise UserError(f"unknown --compile-mode {self.compile_mode!r}; choose one of: "
+                            + ", ".join(COMPILE_MODES))
+        if self.memory_format not in MEMORY_FORMATS:
+            raise UserError(f"unknown --memory-format {self.memory_format!r}; choose one of: "
+                            + ", ".join(MEMORY_FORMATS))
+        if self.name is not None:
+            check_path_component(self.name, "run name")
+
+    @property
+    def run_name(self) -> str:
+        """``<backend>_bs<N>[_<name>]``: the folder under both runs/ and tb_logs/."""
+        base = f"{self.backend}_bs{self.batch_size}"
+        return f"{base}_{self.name}" if self.name else base
+
+    @property
+    def profiled_steps(self) -> int:
+        return (self.wait + self.warmup + self.active) * self.repeat
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        for key in ("weights", "runs_dir", "tb_dir"):
+            data[key] = None if data[key] is None else str(data[key])
+        data["run_name"] = self.run_name
+        return data
