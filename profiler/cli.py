@@ -63,6 +63,9 @@ def run(
         "auto", help="auto (channels_last for conv nets in fp16/bf16), channels_last or contiguous."),
     tf32: bool = typer.Option(False, "--tf32", help="Allow TF32 for FP32 matmuls and convolutions "
                               "(off by default: FP32 means FP32)."),
+    cudnn_benchmark: bool = typer.Option(
+        True, "--cudnn-benchmark/--no-cudnn-benchmark",
+        help="Let cuDNN autotune convolution algorithms (during prepare and warm-up)."),
     wait: int = typer.Option(1, help="Profiler schedule: steps skipped before each cycle.", rich_help_panel="Profiler"),
     warmup: int = typer.Option(1, help="Profiler schedule: steps traced then discarded.", rich_help_panel="Profiler"),
     active: int = typer.Option(3, help="Profiler schedule: steps recorded per cycle.", rich_help_panel="Profiler"),
@@ -88,7 +91,7 @@ def run(
     config = RunConfig(
         backend=backend, batch_size=bs, model=model, image_size=image_size, seq_len=seq_len,
         seed=seed, weights=weights, compile_mode=compile_mode, memory_format=memory_format,
-        tf32=tf32, wait=wait, warmup=warmup, active=active, repeat=repeat,
+        tf32=tf32, cudnn_benchmark=cudnn_benchmark, wait=wait, warmup=warmup, active=active, repeat=repeat,
         record_shapes=record_shapes, profile_memory=profile_memory, with_stack=with_stack,
         with_flops=with_flops, gzip=gzip, iters=iters, timed_warmup=timed_warmup, name=name,
         runs_dir=runs_dir, tb_dir=tb_dir,

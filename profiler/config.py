@@ -39,6 +39,7 @@ class RunConfig:
     compile_mode: str = "default"
     memory_format: str = "auto"
     tf32: bool = False
+    cudnn_benchmark: bool = True
     # torch.profiler schedule
     wait: int = 1
     warmup: int = 1

@@ -1,0 +1,243 @@
+"""Collection: the only code that touches the GPU.
+
+One run goes through four phases, each inside an NVTX range of the harness's domain:
+prepare (build, move, compile, first call), warmup, timed (the latency figures), and profile
+(torch.profiler with a wait/warmup/active/repeat schedule). Timing comes before profiling so the
+profiler's instrumentation can't leak into the latencies. Everything is written into hidden
+staging folders and moved into runs/<run>/ and tb_logs/<run>/ only when the run succeeded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import re
+import shutil
+import sys
+import time
+import warnings
+from datetime import datetime, timezone
+from pathlib import Path
+
+import torch
+
+from . import backends, metadata, models
+from .config import RunConfig
+from .errors import UserError
+from .fsutil import replace_dir, staging_dir, write_json_atomic, write_text_atomic
+from .timing import latency_stats, time_iterations
+
+NVTX_DOMAIN = "infer-profiler"
+RESULT_SCHEMA = 1
+
+try:
+    import nvtx as _nvtx
+except ImportError:  # recorded in the metadata; ranges are then simply absent
+    _nvtx = None
+
+
+def nvtx_range(message: str):
+    if _nvtx is None:
+        return contextlib.nullcontext()
+    return _nvtx.annotate(message, domain=NVTX_DOMAIN)
+
+
+def set_math_flags(config: RunConfig) -> dict:
+    """FP32 means FP32 unless --tf32: set both TF32 switches explicitly (PyTorch's default lets
+    cuDNN use TF32) and report what they read, with cuDNN's autotuner setting."""
+    torch.backends.cuda.matmul.allow_tf32 = config.tf32
+    torch.backends.cudnn.allow_tf32 = config.tf32
+    torch.backends.cudnn.benchmark = config.cudnn_benchmark
+    return {"tf32": config.tf32, "matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+            "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32,
+            "cudnn_benchmark": torch.backends.cudnn.benchmark}
+
+
+class _Progress:
+    """Phase lines and a progress bar on stderr; quiet leaves only the phase lines out of stdout."""
+
+    def __init__(self, quiet: bool) -> None:
+        from rich.console import Console
+
+        self.console = Console(stderr=True)
+        self.quiet = quiet
+
+    def say(self, text: str) -> None:
+        if not self.quiet:
+            self.console.print(text, highlight=False)
+
+    @contextlib.contextmanager
+    def bar(self, label: str, total: int):
+        if self.quiet or not self.console.is_terminal:
+            yield lambda: None
+            return
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+        with Progress("[progress.description]{task.description}", BarColumn(),
+                      MofNCompleteColumn(), TimeElapsedColumn(), console=self.console,
+                      transient=True) as progress:
+            task = progress.add_task(label, total=total)
+            yield lambda: progress.advance(task)
+
+
+def _sync(use_cuda: bool) -> None:
+    if use_cuda:
+        torch.cuda.synchronize()
+
+
+def _worker_name(config: RunConfig) -> str:
+    # the TensorBoard plugin reads "<worker>.<span>.pt.trace.json": no dots in the worker name
+    return re.sub(r"[^A-Za-z0-9_-]", "_", config.model) or "worker"
+
+
+def _out_of_memory_types() -> tuple:
+    kinds = [getattr(torch, "OutOfMemoryError", None), getattr(torch.cuda, "OutOfMemoryError", None)]
+    return tuple(k for k in kinds if k is not None)
+
+
+def _describe_output(output) -> dict:
+    """Consume the output (so no work can be skipped) and record a checksum to spot NaNs."""
+    tensors = [output] if isinstance(output, torch.Tensor) else [
+        t for t in (output if isinstance(output, (tuple, list)) else []) if isinstance(t, torch.Tensor)]
+    if not tensors:
+        return {"type": type(output).__name__}
+    first = tensors[0].detach()
+    checksum = float(first.float().sum().item())
+    return {"shape": list(first.shape), "dtype": str(first.dtype).replace("torch.", ""),
+            "checksum": checksum, "finite": bool(torch.isfinite(first).all().item())}
+
+
+def run(config: RunConfig, quiet: bool = False) -> dict:
+    """Run one configuration end to end and return the result written to runs/<run>/result.json."""
+    backend = backends.get(config.backend)
+    use_cuda = torch.cuda.is_available()
+    reason = backend.unavailable_reason(use_cuda)
+    if reason:
+        raise UserError(f"backend {backend.name} cannot run here: {reason}")
+    device = torch.device("cuda" if use_cuda else "cpu")
+    progress = _Progress(quiet)
+    precision_flags = set_math_flags(config)
+
+    began = time.perf_counter()
+    model, inputs = models.build(config)  # bad models and weights fail here, before any writing
+    built_s = time.perf_counter() - began
+
+    run_dir = config.runs_dir / config.run_name
+    tb_run_dir = config.tb_dir / config.run_name
+    run_stage = staging_dir(run_dir)
+    tb_stage = staging_dir(tb_run_dir)
+    try:
+        result = _collect(config, backend, model, inputs, device, use_cuda, progress, run_stage,
+                          tb_stage, tb_run_dir)
+        result["timing"]["model_build_s"] = built_s
+        result["precision"] = precision_flags
+        write_json_atomic(run_stage / "result.json", result)
+        replace_dir(tb_stage, tb_run_dir)
+        replace_dir(run_stage, run_dir)
+    except _out_of_memory_types():
+        raise UserError(f"CUDA out of memory at batch size {config.batch_size} "
+                        f"({backend.name}, {config.model}); try a smaller --bs") from None
+    finally:
+        shutil.rmtree(run_stage, ignore_errors=True)
+        shutil.rmtree(tb_stage, ignore_errors=True)
+    return result
+
+
+def _collect(config, backend, model, inputs, device, use_cuda, progress, run_stage: Path,
+             tb_stage: Path, tb_run_dir: Path) -> dict:
+    label = f"{config.model} {backend.name} bs{config.batch_size}"
+    progress.say(f"[bold]{label}[/bold] on {torch.cuda.get_device_name() if use_cuda else 'CPU'}")
+
+    # prepare: hand the model to the backend, and make the first call (compilers compile
+    # there), each timed with a synchronize at the end
+    with nvtx_range("prepare"):
+        began = time.perf_counter()
+        prepared = backend.prepare(model, inputs, config, device)
+        _sync(use_cuda)
+        prepare_s = time.perf_counter() - began
+        began = time.perf_counter()
+        prepared.fn(*prepared.inputs)
+        _sync(use_cuda)
+        first_call_s = time.perf_counter() - began
+    fn, inputs = prepared.fn, prepared.inputs
+    progress.say(f"  prepare {prepare_s:.2f} s, first call {first_call_s:.2f} s")
+
+    with nvtx_range("warmup"), progress.bar("warmup", config.timed_warmup) as tick:
+        for _ in range(config.timed_warmup):
+            fn(*inputs)
+            tick()
+        _sync(use_cuda)
+
+    with nvtx_range("timed"), progress.bar("timed", config.iters) as tick:
+        latencies, output = time_iterations(fn, inputs, config.iters, use_cuda, tick)
+    stats = latency_stats(latencies, config.batch_size)
+    progress.say(f"  timed {config.iters} iterations: p50 {stats['p50_ms']:.3f} ms")
+
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if use_cuda:
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    handler = torch.profiler.tensorboard_trace_handler(
+        str(tb_stage), worker_name=_worker_name(config), use_gzip=config.gzip)
+    schedule = torch.profiler.schedule(wait=config.wait, warmup=config.warmup,
+                                       active=config.active, repeat=config.repeat)
+    # each cycle's trace is exported by the handler, so clearing events between cycles is intended
+    warnings.filterwarnings("ignore", message="Warning: Profiler clears events")
+    with nvtx_range("profile"), progress.bar("profile", config.profiled_steps) as tick, \
+            torch.profiler.profile(activities=activities, schedule=schedule,
+                                   on_trace_ready=handler, record_shapes=config.record_shapes,
+                                   profile_memory=config.profile_memory,
+                                   with_stack=config.with_stack,
+                                   with_flops=config.with_flops) as prof:
+        for step in range(config.profiled_steps):
+            with torch.profiler.record_function("inference_step"), nvtx_range(f"step {step}"):
+                fn(*inputs)
+                _sync(use_cuda)
+            prof.step()
+            tick()
+
+    trace_files = sorted(p.name for p in tb_stage.iterdir() if ".pt.trace.json" in p.name)
+    if not trace_files:
+        raise RuntimeError("torch.profiler wrote no trace file")
+
+    csv_text = io.StringIO()
+    writer = csv.writer(csv_text, lineterminator="\n")
+    writer.writerow(["iteration", "latency_ms"])
+    writer.writerows((i, f"{ms:.6f}") for i, ms in enumerate(latencies))
+    write_text_atomic(run_stage / "latency.csv", csv_text.getvalue())
+
+    env = metadata.environment(torch)
+    env["nvtx"] = _nvtx is not None
+    run_dir = config.runs_dir / config.run_name
+    return {
+        "schema": RESULT_SCHEMA,
+        "run_name": config.run_name,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "model": config.model,
+        "batch_size": config.batch_size,
+        "device": str(device),
+        "config": config.to_dict(),
+        "backend": {"name": backend.name, "family": backend.family,
+                    "precision": backend.precision, "notes": prepared.notes},
+        "timing": {
+            "prepare_s": prepare_s,
+            "first_call_s": first_call_s,
+            "timer": "cuda_event" if use_cuda else "perf_counter",
+            "sync": "every iteration",
+            "warmup_iters": config.timed_warmup,
+            "iters": config.iters,
+            **stats,
+        },
+        "output": _describe_output(output),
+        "profile": {
+            "activities": [a.name for a in activities],
+            "schedule": {"wait": config.wait, "warmup": config.warmup, "active": config.active,
+                         "repeat": config.repeat},
+            "steps_run": config.profiled_steps,
+            "step_span": "inference_step",
+            "nvtx_domain": NVTX_DOMAIN if _nvtx is not None else None,
+        },
+        "trace": {"dir": str(tb_run_dir), "files": [str(tb_run_dir / f) for f in trace_files]},
+        "latency_csv": str(run_dir / "latency.csv"),
+        "environment": env,
+    }

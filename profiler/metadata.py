@@ -1,0 +1,75 @@
+"""Facts about the machine and software a run used, for result.json."""
+
+from __future__ import annotations
+
+import platform
+import socket
+import subprocess
+import sys
+from importlib import metadata as importlib_metadata
+from pathlib import Path
+
+# distributions whose versions matter to a result, when installed
+_DISTRIBUTIONS = ("torch", "torchvision", "triton", "transformers", "nvtx", "torch-tensorrt",
+                  "torch-tensorrt-rtx", "tensorrt", "tensorrt-cu12", "tensorrt-cu13",
+                  "tensorrt-rtx", "tensorrt-rtx-cu13")
+
+
+def package_versions() -> dict[str, str]:
+    versions = {}
+    for name in _DISTRIBUTIONS:
+        try:
+            versions[name] = importlib_metadata.version(name)
+        except importlib_metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def _run(args: list[str], cwd: Path | None = None) -> str | None:
+    try:
+        done = subprocess.run(args, capture_output=True, text=True, timeout=10, cwd=cwd)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def git_commit() -> dict | None:
+    root = Path(__file__).resolve().parent.parent
+    commit = _run(["git", "rev-parse", "HEAD"], cwd=root)
+    if not commit:
+        return None
+    dirty = _run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root)
+    return {"commit": commit, "dirty": bool(dirty)}
+
+
+def gpu_facts(torch) -> dict | None:
+    if not torch.cuda.is_available():
+        return None
+    index = torch.cuda.current_device()
+    props = torch.cuda.get_device_properties(index)
+    driver = _run(["nvidia-smi", f"--id={index}", "--query-gpu=driver_version",
+                   "--format=csv,noheader"])
+    return {
+        "name": props.name,
+        "compute_capability": f"{props.major}.{props.minor}",
+        "multiprocessors": props.multi_processor_count,
+        "memory_gib": round(props.total_memory / 2**30, 1),
+        "driver": driver,
+        "device_index": index,
+    }
+
+
+def environment(torch) -> dict:
+    cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    return {
+        "gpu": gpu_facts(torch),
+        "torch": torch.__version__,
+        "cuda_runtime": torch.version.cuda,
+        "cudnn": cudnn,
+        "packages": package_versions(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "hostname": socket.gethostname(),
+        "command_line": [Path(sys.argv[0]).name, *sys.argv[1:]],
+        "git": git_commit(),
+    }

@@ -1,0 +1,176 @@
+"""Models by name: each builder returns ``(model, example_inputs)`` with random weights and
+random (never all-zero) inputs for one batch. Nothing is downloaded."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Callable
+
+import torch
+from torch import nn
+
+from .config import RunConfig
+from .errors import UserError
+
+Built = tuple[nn.Module, tuple]
+
+
+def _torchvision(arch: str) -> Callable[[RunConfig], Built]:
+    def build(config: RunConfig) -> Built:
+        import torchvision
+
+        model = getattr(torchvision.models, arch)(weights=None)
+        images = torch.randn(config.batch_size, 3, config.image_size, config.image_size)
+        return model, (images,)
+
+    return build
+
+
+class _LogitsOnly(nn.Module):
+    """Return the logits tensor of a Hugging Face model, so every backend sees one tensor out."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        return self.model(input_ids=input_ids, attention_mask=attention_mask).logits
+
+
+def _distilbert(config: RunConfig) -> Built:
+    try:
+        from transformers import DistilBertConfig, DistilBertForSequenceClassification
+    except ImportError:
+        raise UserError('the distilbert model needs transformers: pip install -e ".[nlp]"') from None
+    hf_config = DistilBertConfig(num_labels=2, max_position_embeddings=max(512, config.seq_len))
+    model = _LogitsOnly(DistilBertForSequenceClassification(hf_config))
+    input_ids = torch.randint(1, hf_config.vocab_size, (config.batch_size, config.seq_len))
+    attention_mask = torch.ones(config.batch_size, config.seq_len, dtype=torch.long)
+    return model, (input_ids, attention_mask)
+
+
+class _PositionalEncoding(nn.Module):
+    def __init__(self, d_model: int, max_len: int) -> None:
+        super().__init__()
+        position = torch.arange(max_len).unsqueeze(1)
+        div = torch.exp(torch.arange(0, d_model, 2) * (-math.log(10000.0) / d_model))
+        table = torch.zeros(max_len, d_model)
+        table[:, 0::2] = torch.sin(position * div)
+        table[:, 1::2] = torch.cos(position * div)
+        self.register_buffer("table", table)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.table[: x.size(1)]
+
+
+class Seq2SeqTransformer(nn.Module):
+    """An ``nn.Transformer`` encoder-decoder as used for translation: token embeddings, sinusoidal
+    positions, a causal mask on the target, and a projection to the target vocabulary."""
+
+    def __init__(self, vocab: int = 10000, d_model: int = 512, heads: int = 8, layers: int = 6,
+                 max_len: int = 1024) -> None:
+        super().__init__()
+        self.d_model = d_model
+        self.src_embed = nn.Embedding(vocab, d_model)
+        self.tgt_embed = nn.Embedding(vocab, d_model)
+        self.positions = _PositionalEncoding(d_model, max_len)
+        self.transformer = nn.Transformer(
+            d_model=d_model, nhead=heads, num_encoder_layers=layers, num_decoder_layers=layers,
+            dim_feedforward=4 * d_model, dropout=0.0, batch_first=True)
+        self.generator = nn.Linear(d_model, vocab)
+
+    def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
+        scale = math.sqrt(self.d_model)
+        src_x = self.positions(self.src_embed(src) * scale)
+        tgt_x = self.positions(self.tgt_embed(tgt) * scale)
+        length = tgt.size(1)
+        causal = torch.triu(torch.full((length, length), float("-inf"), device=tgt.device), 1)
+        hidden = self.transformer(src_x, tgt_x, tgt_mask=causal)
+        return self.generator(hidden)
+
+
+def _transformer(config: RunConfig) -> Built:
+    vocab = 10000
+    model = Seq2SeqTransformer(vocab=vocab, max_len=max(1024, config.seq_len))
+    src = torch.randint(1, vocab, (config.batch_size, config.seq_len))
+    tgt = torch.randint(1, vocab, (config.batch_size, config.seq_len))
+    return model, (src, tgt)
+
+
+MODELS: dict[str, Callable[[RunConfig], Built]] = {
+    "resnet50": _torchvision("resnet50"),
+    "resnet18": _torchvision("resnet18"),
+    "distilbert": _distilbert,
+    "transformer": _transformer,
+}
+
+CONV_MODELS = {"resnet50", "resnet18"}
+
+
+def _custom(spec: str, config: RunConfig) -> Built:
+    module_name, _, func_name = spec.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as error:  # any import failure is the user's module, not ours
+        raise UserError(f"--model {spec}: cannot import {module_name!r} ({type(error).__name__}: "
+                        f"{error})") from None
+    func = getattr(module, func_name, None)
+    if not callable(func):
+        raise UserError(f"--model {spec}: {module_name!r} has no function {func_name!r}")
+    offered = {"batch_size": config.batch_size, "image_size": config.image_size,
+               "seq_len": config.seq_len}
+    params = inspect.signature(func).parameters
+    kwargs = {key: value for key, value in offered.items() if key in params}
+    built = func(**kwargs)
+    if (not isinstance(built, tuple) or len(built) != 2 or not isinstance(built[0], nn.Module)):
+        raise UserError(f"--model {spec} must return (model, example_inputs) with an nn.Module "
+                        f"first; it returned {type(built).__name__}")
+    model, inputs = built
+    if isinstance(inputs, torch.Tensor):
+        inputs = (inputs,)
+    return model, tuple(inputs)
+
+
+def build(config: RunConfig) -> Built:
+    """The model in eval mode with seeded random weights, and its example inputs on the CPU."""
+    torch.manual_seed(config.seed)
+    if ":" in config.model:
+        model, inputs = _custom(config.model, config)
+    elif config.model in MODELS:
+        model, inputs = MODELS[config.model](config)
+    else:
+        raise UserError(f"unknown model {config.model!r}; choose one of: "
+                        f"{', '.join(MODELS)}, or package.module:function")
+    if config.weights is not None:
+        load_weights(model, config.weights)
+    return model.eval(), inputs
+
+
+def load_weights(model: nn.Module, path: Path) -> None:
+    if not path.is_file():
+        raise UserError(f"--weights {path}: no such file")
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as error:
+        raise UserError(f"--weights {path} is not a loadable state dict ({type(error).__name__}: "
+                        f"{str(error).splitlines()[0] if str(error) else ''})") from None
+    if not isinstance(state, Mapping) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise UserError(f"--weights {path} is not a state dict (a mapping of names to tensors)")
+    try:
+        result = model.load_state_dict(state, strict=False)
+    except RuntimeError as error:  # shape mismatches raise even when strict=False
+        first = str(error).strip().splitlines()[-1].strip()
+        raise UserError(f"--weights {path} does not fit the model: {first}") from None
+    problems = [f"missing {k}" for k in result.missing_keys] + [
+        f"unexpected {k}" for k in result.unexpected_keys]
+    if problems:
+        shown = ", ".join(problems[:3]) + (f" and {len(problems) - 3} more" if len(problems) > 3 else "")
+        raise UserError(f"--weights {path} does not fit the model: {shown}")
+
+
+def is_conv_net(model: nn.Module) -> bool:
+    return any(isinstance(m, nn.Conv2d) for m in model.modules())

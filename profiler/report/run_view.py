@@ -1,0 +1,70 @@
+"""Terminal and JSON views of a run result and of the backend list (plain data in, text out)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from rich.console import Console
+from rich.table import Table
+
+
+def print_json(result: dict) -> None:
+    sys.stdout.write(json.dumps(result, indent=2, default=str) + "\n")
+
+
+def _ms(value: float) -> str:
+    return f"{value:.3f}"
+
+
+def print_result(result: dict) -> None:
+    timing = result["timing"]
+    backend = result["backend"]
+    env = result["environment"]
+    gpu = env.get("gpu") or {}
+    table = Table(title=f"{result['model']} · {backend['name']} · bs {result['batch_size']} · "
+                        f"{gpu.get('name', 'CPU')}", title_justify="left")
+    for column in ("mean ms", "std", "min", "p50", "p90", "p95", "p99", "max", "samples/s",
+                   "prepare s"):
+        table.add_column(column, justify="right")
+    table.add_row(*(_ms(timing[k]) for k in ("mean_ms", "std_ms", "min_ms", "p50_ms", "p90_ms",
+                                             "p95_ms", "p99_ms", "max_ms")),
+                  f"{timing['throughput_samples_per_s']:.1f}",
+                  f"{timing['prepare_s'] + timing['first_call_s']:.2f}")
+    console = Console()
+    console.print(table)
+    notes = ", ".join(f"{k}={v}" for k, v in backend["notes"].items())
+    precision = result.get("precision", {})
+    console.print(f"{timing['iters']} iterations after {timing['warmup_iters']} warm-up, "
+                  f"{timing['timer']}, synchronized every iteration; TF32 "
+                  f"{'on' if precision.get('tf32') else 'off'}; {notes}", highlight=False)
+    output = result.get("output", {})
+    if output.get("finite") is False:
+        console.print("[bold red]warning:[/] the output holds NaN or Inf values")
+    console.print(f"trace:   {', '.join(result['trace']['files'])}", highlight=False)
+    console.print(f"results: {result['latency_csv'].rsplit('/', 1)[0]}/result.json", highlight=False)
+
+
+def print_backends(backend_list, json_out: bool) -> None:
+    import importlib
+
+    cuda = False
+    if importlib.util.find_spec("torch") is not None:
+        import torch
+
+        cuda = torch.cuda.is_available()
+    rows = [{"name": b.name, "family": b.family, "precision": b.precision,
+             "available": b.unavailable_reason(cuda) is None,
+             "why_not": b.unavailable_reason(cuda), "description": b.description}
+            for b in backend_list]
+    if json_out:
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return
+    table = Table(title=f"backends ({'CUDA GPU found' if cuda else 'no CUDA GPU: CPU only'})",
+                  title_justify="left")
+    for column in ("backend", "precision", "available", "what it is / why not"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(row["name"], row["precision"], "yes" if row["available"] else "[red]no[/]",
+                      row["description"] if row["available"] else row["why_not"])
+    Console().print(table)

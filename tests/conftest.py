@@ -1,0 +1,43 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"
+
+
+class CliResult:
+    def __init__(self, code: int, stdout: str, stderr: str) -> None:
+        self.code, self.stdout, self.stderr = code, stdout, stderr
+
+    def __repr__(self) -> str:
+        return f"CliResult(code={self.code}, stderr={self.stderr!r})"
+
+
+@pytest.fixture
+def cli(tmp_path, monkeypatch):
+    """Invoke the CLI in-process from a scratch folder (runs/ and tb_logs/ land there)."""
+    from profiler.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(ROOT))
+
+    def invoke(*args: str) -> CliResult:
+        result = CliRunner().invoke(app, list(args))
+        if result.exception and not isinstance(result.exception, SystemExit):
+            raise result.exception
+        return CliResult(result.exit_code, result.stdout, result.stderr)
+
+    return invoke
+
+
+def run_python(*args: str, cwd: Path = ROOT, timeout: float = 600) -> subprocess.CompletedProcess:
+    """A fresh interpreter, as a user would start one, from the repository root by default."""
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, env=env)
