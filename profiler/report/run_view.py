@@ -9,6 +9,14 @@ from rich.console import Console
 from rich.table import Table
 
 
+def make_console(stderr: bool = False) -> Console:
+    """A console that does not squeeze tables into 80 columns when output goes to a file/pipe."""
+    console = Console(stderr=stderr)
+    if not console.is_terminal:
+        console = Console(stderr=stderr, width=max(console.width, 160))
+    return console
+
+
 def print_json(result: dict) -> None:
     sys.stdout.write(json.dumps(result, indent=2, default=str) + "\n")
 
@@ -31,7 +39,7 @@ def print_result(result: dict) -> None:
                                              "p95_ms", "p99_ms", "max_ms")),
                   f"{timing['throughput_samples_per_s']:.1f}",
                   f"{timing['prepare_s'] + timing['first_call_s']:.2f}")
-    console = Console()
+    console = make_console()
     console.print(table)
     notes = ", ".join(f"{k}={v}" for k, v in backend["notes"].items())
     precision = result.get("precision", {})
@@ -67,4 +75,4 @@ def print_backends(backend_list, json_out: bool) -> None:
     for row in rows:
         table.add_row(row["name"], row["precision"], "yes" if row["available"] else "[red]no[/]",
                       row["description"] if row["available"] else row["why_not"])
-    Console().print(table)
+    make_console().print(table)
