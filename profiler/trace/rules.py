@@ -79,6 +79,11 @@ RULES: tuple[Rule, ...] = (
          source="cuBLAS FP64/complex legacy kernels; Tensor Core DMMA kernels carry an MMA shape"),
     Rule(r"simt|ffma|scudnn|fp32_?gemm_?fp32", tensor_core=NO,
          source="cutlass 'simt' kernels and cuDNN 'scudnn' (single precision) kernels run FFMA"),
+    Rule(r"cask_cudnn::compute\w*offsets", "other", NO,
+         "cuDNN/cask offset-table helper kernels that run before an implicit GEMM"),
+    Rule(r"^(?:void )?cudnn::[\w:]+<(?:float|double)\b", tensor_core=NO,
+         source="cuDNN's own engines templated on float/double (dgrad_engine<float,...>, "
+         "wgrad_alg0_engine<float,...>, winograd_nonfused<float,...>): FFMA kernels"),
     Rule(r"gemv|gemmSN_|gemmk1_|dot_kernel|splitKreduce", tensor_core=NO,
          source="cuBLAS gemv / small-N (gemmSN) / k=1 kernels and the split-K reduction are "
          "CUDA-core kernels"),
@@ -131,22 +136,23 @@ RULES: tuple[Rule, ...] = (
     Rule(r"memset|fill_kernel|zero_?kernel", "memset", NO,
          "device-side memset kernels (cuBLAS/cuDNN workspace clears)"),
     Rule(r"memcpy|copy_?kernel|copypacked|genericreformat|reformat|catarray|concat|"
-         r"transpose|permute|direct_copy|unrolled_copy|gather_kernel|scatter_kernel|index_kernel",
+         r"transpose|permute|copy_|gather_kernel|scatter_kernel|index_kernel|nchwtonhwc|nhwctonchw",
          "copy", NO, "data-movement kernels: ATen copy_/cat/index, TensorRT reformat (genericReformat)"),
 
     # ---- categories of the remaining kernels ---------------------------------------------
-    Rule(r"conv|fprop|dgrad|wgrad|winograd|implicit_?gemm|im2col|col2im|depthwise|precomputed",
+    Rule(r"conv|fprop|dgrad|wgrad|winograd|implicit_?gemm|im2col|col2im|depthwise|precomputed|"
+         r"scudnn|hcudnn|\dcudnn",
          "convolution", source="cuDNN/cutlass/ATen convolution kernels (fprop/dgrad/wgrad, "
-         "implicit GEMM, winograd, im2col)"),
+         "implicit GEMM, winograd, im2col; cuDNN's volta_scudnn_*/turing_h1688cudnn_*)"),
     Rule(r"gemm|matmul|mat_mul|nvjet|cutlass|_mm_|bmm|addmm|cublas|splitk|_gemm",
          "GEMM", source="cuBLAS/cutlass GEMM kernels"),
     Rule(r"norm|bn_fw|bn_bw|batch_?norm|layer_?norm|rms|welford|instance_?norm|group_?norm",
          "normalization", source="ATen/cuDNN/apex normalization kernels"),
     Rule(r"reduce|softmax|sum_|_sum|mean|argmax|argmin|max_pool|avg_pool|pool|topk|sort|"
-         r"scan|cumsum|norm_kernel|lognorm", "reduction",
+         r"scan|cumsum|norm_kernel|lognorm|criterion|nll_?loss|cross_?entropy", "reduction",
          source="ATen reduce_kernel, softmax, pooling, sort/scan"),
     Rule(r"elementwise|pointwise|functor|vectorized|unrolled|activation|relu|gelu|silu|sigmoid|"
-         r"tanh|add|mul|_div|clamp|where|cast|bias", "elementwise",
+         r"tanh|add|mul|_div|clamp|where|cast|bias|scale", "elementwise",
          source="ATen vectorized/unrolled_elementwise_kernel and fused activations"),
 )
 
@@ -195,6 +201,11 @@ _TEMPLATE = re.compile(r"<[^<>]*>")
 _PARENS = re.compile(r"\([^()]*\)")
 
 
+_HINT = re.compile(r"([A-Za-z][A-Za-z0-9_]*(?:Functor|functor|Ops|_kernel_impl|_kernel_cuda|"
+                   r"_device_to_device))\b")
+_GENERIC = re.compile(r"elementwise_kernel|reduce_kernel|index_elementwise")
+
+
 def short_name(name: str, width: int = 60) -> str:
     """``void at::native::vectorized_elementwise_kernel<4, ...>(int, ...)`` ->
     ``at::native::vectorized_elementwise_kernel``; cutlass ``Kernel<cutlass_80_...>`` keeps the
@@ -213,6 +224,10 @@ def short_name(name: str, width: int = 60) -> str:
             text = stripped
         text = text.split(" ")[-1] if " " in text and "::" in text.split(" ")[-1] else text
         text = text.strip()
+        if _GENERIC.search(text):  # ATen's generic kernels: the functor is the informative part
+            hints = [h for h in _HINT.findall(name) if h not in ("func_wrapper_t",)]
+            if hints:
+                text = f"{text} [{hints[0]}]"
     if len(text) > width:
         text = text[: width - 1] + "…"
     return text or name[:width]
