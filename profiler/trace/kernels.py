@@ -184,7 +184,7 @@ def kernel_summary(trace: Trace, rows: pd.DataFrame | None = None) -> KernelSumm
 
     notes = []
     if unknown_time > 0:
-        notes.append(f"{100 * unknown_time / total:.1f} % of kernel time is in kernels whose "
+        notes.append(f"{100 * unknown_time / total:.2f} % of kernel time is in kernels whose "
                      "names do not tell whether they use Tensor Cores (counted as not)")
     over_48k = (rows["shared_memory"] > 48 * 1024) & (rows["kineto_occupancy_pct"] == 0)
     if over_48k.any():
