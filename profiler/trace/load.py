@@ -20,10 +20,12 @@ A new spelling is a new row in one of these tables.
 
 from __future__ import annotations
 
+import gc
 import gzip
 import zlib
 from collections import Counter
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, Optional, Union
 
@@ -265,7 +267,18 @@ def read_bytes(path: Path) -> bytes:
 
 
 def load_trace(path: Path | str) -> Trace:
-    path = Path(path)
+    # millions of short-lived objects and no reference cycles: the cyclic GC would only rescan
+    # them over and over, so it is paused while decoding
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _load(Path(path))
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _load(path: Path) -> Trace:
     data = read_bytes(path)
     try:
         head = _FILE_DECODER.decode(data)
@@ -355,7 +368,10 @@ class _ColumnBuilder:
                     continue
                 values = _coalesce(kargs, column)
                 if column.type == "dim3":
-                    dims = np.array([_dim3(v) for v in values], dtype=np.int64).reshape(-1, 3)
+                    try:  # fast path: every kernel has [x, y, z]
+                        dims = np.array(values, dtype=np.int64).reshape(-1, 3)
+                    except (TypeError, ValueError):
+                        dims = np.array([_dim3(v) for v in values], dtype=np.int64).reshape(-1, 3)
                     for axis, letter in enumerate("xyz"):
                         kpart[f"{column.column}_{letter}"] = dims[:, axis]
                 elif column.type == "int":
@@ -394,10 +410,11 @@ class _ColumnBuilder:
 
 
 def _coalesce(args: list, column: ArgColumn) -> list:
-    first = [getattr(a, _field_name(column, 0)) for a in args]
+    first = list(map(attrgetter(_field_name(column, 0)), args))
     for i in range(1, len(column.keys)):
-        other = _field_name(column, i)
-        first = [v if v is not None else getattr(a, other) for v, a in zip(first, args)]
+        other = list(map(attrgetter(_field_name(column, i)), args))
+        if any(v is not None for v in other):
+            first = [v if v is not None else o for v, o in zip(first, other)]
     return first
 
 
