@@ -116,6 +116,26 @@ def backends(json_out: bool = typer.Option(False, "--json", help="Print as JSON.
     run_view.print_backends(all_backends(), json_out=json_out)
 
 
+@app.command()
+@user_errors
+def summarize(
+    target: str = typer.Argument(
+        ..., help="A trace (.json / .json.gz), a run folder under runs/ or tb_logs/, a folder "
+        "of traces, or a run name such as pytorch_fp32_bs8."),
+    view: str = typer.Option("all", "--view", help="all, overview, kernels, categories or operators."),
+    top: int = typer.Option(20, "--top", help="Rows per table (0 = all)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Also write CSV, JSON and Markdown here."),
+    json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
+) -> None:
+    """Kernel, Tensor Core, occupancy and step-time tables from any PyTorch profiler (Kineto) trace.
+
+    Example: [b]python profile.py summarize runs/pytorch_fp16_bs32 --view kernels --top 10[/b]
+    """
+    from .report import summarize_view
+
+    summarize_view.run(target, view=view, top=top, out=out, json_out=json_out)
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         app(args=argv, prog_name="profile.py")

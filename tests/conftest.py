@@ -8,6 +8,11 @@ from typer.testing import CliRunner
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
+TB_PLUGIN = FIXTURES / "kineto_tb_plugin"
+V100_TRACE = TB_PLUGIN / "worker0.1623143089861.pt.trace.json.gz"
+GOLDEN_INPUT = TB_PLUGIN / "gpu_metrics_input.json"
+GOLDEN_EXPECTED = TB_PLUGIN / "gpu_metrics_expected.json"
+PLUGIN_REFERENCE = TB_PLUGIN / "plugin_reference.json"
 
 
 class CliResult:
@@ -41,3 +46,10 @@ def run_python(*args: str, cwd: Path = ROOT, timeout: float = 600) -> subprocess
     env.pop("PYTHONPATH", None)
     return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True,
                           timeout=timeout, env=env)
+
+
+@pytest.fixture(scope="session")
+def v100_summary():
+    from profiler.trace.summary import summarize
+
+    return summarize(V100_TRACE)

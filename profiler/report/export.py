@@ -1,0 +1,97 @@
+"""Write a trace Summary as CSV, JSON and Markdown. Every file is written atomically (a temp
+file in the same folder, then os.replace), so a crash never leaves half a CSV behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from ..errors import UserError
+from ..trace.summary import Summary
+
+
+def write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def _markdown(frame: pd.DataFrame, floatfmt: str = ".1f") -> str:
+    if frame.empty:
+        return "_(none)_\n"
+    cols = list(frame.columns)
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for row in frame.itertuples(index=False):
+        cells = []
+        for v in row:
+            if isinstance(v, float):
+                cells.append("" if pd.isna(v) else format(v, floatfmt))
+            else:
+                cells.append(str(v).replace("|", "\\|"))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def export(summary: Summary, out_dir: Path, top: int = 0) -> list[Path]:
+    """kernels.csv, categories.csv, operators.csv, steps.csv, summary.json, summary.md."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UserError(f"cannot create --out folder {out_dir}: {error.strerror}") from None
+    k, o = summary.kernels, summary.overview
+    written = []
+    tables = {"kernels.csv": k.table, "categories.csv": k.categories,
+              "operators.csv": o.operators, "steps.csv": o.steps}
+    for name, frame in tables.items():
+        path = out_dir / name
+        write_atomic(path, frame.to_csv(index=False))
+        written.append(path)
+    data = summary.to_dict()
+    write_atomic(out_dir / "summary.json", json.dumps(data, indent=1) + "\n")
+    written.append(out_dir / "summary.json")
+
+    t = data["tensor_cores"]
+    md = [f"# Trace summary: `{summary.trace_path.name}`\n",
+          f"- schema: {summary.schema}",
+          f"- steps: {len(o.steps)}, mean step time {o.mean_step_us:,.1f} µs"]
+    for d in o.devices:
+        md.append(f"- GPU {d.device} ({d.name}): utilization {d.gpu_utilization_pct:.1f} %, "
+                  f"est. SM efficiency {_p(d.est_sm_efficiency_pct)}, "
+                  f"est. achieved occupancy (Kineto) {_p(d.est_achieved_occupancy_pct)}, "
+                  f"theoretical occupancy (computed) {_p(d.theoretical_occupancy_pct)}, "
+                  f"{d.idle_gaps} idle gaps totalling {d.idle_total_us:,.1f} µs "
+                  f"(largest {d.idle_largest_us:,.1f} µs)")
+    md.append(f"- kernel time on Tensor Cores: {t['tensor_core_share_pct']:.1f} % of all kernel "
+              f"time, {t['tensor_core_share_of_gemm_conv_pct']:.1f} % of GEMM + convolution time")
+    md += [f"- note: {n}" for n in summary.notes]
+    md.append("\n## Step time breakdown (µs)\n")
+    md.append(_markdown(o.steps.drop(columns=["start", "end", "cpu_start", "cpu_end"],
+                                     errors="ignore")))
+    md.append("\n## Kernel time by category\n")
+    md.append(_markdown(k.categories))
+    shown = k.table if not top else k.table.head(top)
+    md.append("\n## Kernels\n")
+    md.append(_markdown(shown.drop(columns=["name", "tensor_core_why"], errors="ignore")))
+    ops = o.operators if not top else o.operators.head(top)
+    md.append("\n## CPU operators\n")
+    md.append(_markdown(ops))
+    write_atomic(out_dir / "summary.md", "\n".join(md))
+    written.append(out_dir / "summary.md")
+    return written
+
+
+def _p(value) -> str:
+    return "-" if value is None else f"{value:.1f} %"

@@ -1,0 +1,207 @@
+"""Kernel table, category table and Tensor Core shares: pure functions of a parsed Trace."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .load import KIND, Trace
+from .occupancy import theoretical_occupancy
+from .rules import CATEGORIES, YES, UNKNOWN, classify, short_name
+
+NO_OPERATOR = "(no operator)"
+
+
+def kernel_rows(trace: Trace) -> pd.DataFrame:
+    """One row per kernel launch: timing, launch configuration, the operator that launched it
+    (through the correlation id of its cudaLaunchKernel / cuLaunchKernelEx call), and the
+    theoretical occupancy of its configuration."""
+    events = trace.events
+    kernels = events[events["kind"] == KIND["kernel"]]
+    rows = kernels.join(trace.kernel_launch, how="left")
+    rows["threads_per_block"] = rows["block_x"] * rows["block_y"] * rows["block_z"]
+    rows["blocks"] = rows["grid_x"] * rows["grid_y"] * rows["grid_z"]
+    rows["operator_id"] = launching_operator(trace, rows)
+    rows["theoretical_occupancy_pct"] = _theoretical(trace, rows)
+    return rows
+
+
+def launching_operator(trace: Trace, kernels: pd.DataFrame) -> np.ndarray:
+    """name_id of the innermost CPU operator that launched each kernel, or -1.
+
+    kernel --correlation--> runtime or driver launch call --External id--> cpu_op. Driver-API
+    launches (cuLaunchKernelEx: cuBLAS nvjet, TensorRT, Triton) count like runtime ones; when
+    the launch call is missing the kernel's own External id is used."""
+    events = trace.events
+    launch = events[events["kind"].isin([KIND["runtime"], KIND["driver"]])
+                    & (events["correlation"] >= 0)]
+    launch_ext = pd.Series(launch["external_id"].to_numpy(),
+                           index=launch["correlation"].to_numpy())
+    launch_ext = launch_ext[~launch_ext.index.duplicated()]
+    ext = kernels["correlation"].map(launch_ext).fillna(-1).astype(np.int64).to_numpy()
+    ext = np.where(ext >= 0, ext, kernels["external_id"].to_numpy())
+
+    ops = events[events["kind"].isin([KIND["cpu_op"], KIND["annotation"]])
+                 & (events["external_id"] >= 0)]
+    # operators first, so an op and an annotation sharing an id resolve to the op
+    ops = ops.sort_values("kind", kind="stable")
+    op_of_ext = pd.Series(ops["name_id"].to_numpy(), index=ops["external_id"].to_numpy())
+    op_of_ext = op_of_ext[~op_of_ext.index.duplicated()]
+    found = pd.Series(ext).map(op_of_ext)
+    return found.fillna(-1).astype(np.int64).to_numpy()
+
+
+def _theoretical(trace: Trace, rows: pd.DataFrame) -> np.ndarray:
+    """Theoretical occupancy % of each launch, computed once per distinct configuration."""
+    if not len(rows) or not trace.devices:
+        return np.full(len(rows), np.nan)
+    keys = ["device", "registers_per_thread", "shared_memory", "threads_per_block"]
+    configs = rows[keys].drop_duplicates().reset_index(drop=True)
+    values = []
+    for device, regs, smem, threads in configs.itertuples(index=False):
+        props = trace.devices.get(int(device)) or next(iter(trace.devices.values()))
+        result = None
+        if regs >= 0 and smem >= 0:
+            result = theoretical_occupancy(int(regs), int(smem), int(threads), props)
+        values.append(np.nan if result is None else 100.0 * result.occupancy)
+    configs["theoretical"] = values
+    return rows[keys].merge(configs, on=keys, how="left")["theoretical"].to_numpy()
+
+
+def _weighted_mean(values: pd.Series, weights: pd.Series, groups: pd.Series) -> pd.Series:
+    valid = values.notna() & (values >= 0)
+    w = weights.where(valid, 0.0)
+    num = (values.fillna(0.0) * w).groupby(groups).sum()
+    den = w.groupby(groups).sum()
+    return (num / den).where(den > 0)
+
+
+@dataclass
+class KernelSummary:
+    #: one row per kernel name, sorted by total time
+    table: pd.DataFrame
+    #: one row per category
+    categories: pd.DataFrame
+    total_kernel_us: float
+    tensor_core_us: float
+    tensor_core_unknown_us: float
+    matrix_us: float              # GEMM + convolution
+    matrix_tensor_core_us: float
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def tensor_core_share(self) -> float:
+        return self.tensor_core_us / self.total_kernel_us if self.total_kernel_us else 0.0
+
+    @property
+    def tensor_core_share_of_matrix(self) -> float:
+        return self.matrix_tensor_core_us / self.matrix_us if self.matrix_us else 0.0
+
+
+KERNEL_TABLE_COLUMNS = (
+    "kernel", "name", "category", "calls", "total_us", "mean_us", "median_us", "min_us",
+    "max_us", "share_pct", "tensor_core", "tensor_core_rule", "registers_per_thread",
+    "shared_memory_bytes", "block", "grid", "blocks_per_sm", "warps_per_sm",
+    "kineto_est_occupancy_pct", "theoretical_occupancy_pct", "launch_configs", "top_operator",
+)
+
+
+def kernel_summary(trace: Trace, rows: pd.DataFrame | None = None) -> KernelSummary:
+    rows = kernel_rows(trace) if rows is None else rows
+    if rows.empty:
+        empty = pd.DataFrame(columns=list(KERNEL_TABLE_COLUMNS))
+        cats = pd.DataFrame(columns=["category", "kernels", "calls", "total_us", "share_pct",
+                                     "tensor_core_us", "tensor_core_pct"])
+        return KernelSummary(empty, cats, 0.0, 0.0, 0.0, 0.0, 0.0,
+                             notes=["no GPU kernels in this trace"])
+    group = rows["name_id"]
+    dur = rows["dur"]
+    stats = dur.groupby(group).agg(["count", "sum", "mean", "median", "min", "max"])
+    total = float(dur.sum())
+
+    # the launch configuration that took the most time stands for the kernel
+    config_cols = ["registers_per_thread", "shared_memory", "block_x", "block_y", "block_z",
+                   "grid_x", "grid_y", "grid_z"]
+    by_config = rows.groupby(["name_id"] + config_cols, sort=False)["dur"].sum().reset_index()
+    n_configs = by_config.groupby("name_id").size()
+    main = by_config.sort_values("dur", ascending=False).drop_duplicates("name_id") \
+        .set_index("name_id")
+
+    op_time = rows.groupby(["name_id", "operator_id"])["dur"].sum().reset_index() \
+        .sort_values("dur", ascending=False).drop_duplicates("name_id").set_index("name_id")
+
+    names = trace.names[stats.index.to_numpy()]
+    classes = [classify(n) for n in names]
+    table = pd.DataFrame({
+        "kernel": [short_name(n) for n in names],
+        "name": names,
+        "category": [c.category for c in classes],
+        "calls": stats["count"].to_numpy(),
+        "total_us": stats["sum"].to_numpy(),
+        "mean_us": stats["mean"].to_numpy(),
+        "median_us": stats["median"].to_numpy(),
+        "min_us": stats["min"].to_numpy(),
+        "max_us": stats["max"].to_numpy(),
+        "share_pct": 100.0 * stats["sum"].to_numpy() / total if total else 0.0,
+        "tensor_core": [c.tensor_core for c in classes],
+        "tensor_core_rule": [c.tensor_core_rule for c in classes],
+        "tensor_core_why": [c.tensor_core_why for c in classes],
+        "registers_per_thread": main.loc[stats.index, "registers_per_thread"].to_numpy(),
+        "shared_memory_bytes": main.loc[stats.index, "shared_memory"].to_numpy(),
+        "block": [_dim(main.loc[i, ["block_x", "block_y", "block_z"]]) for i in stats.index],
+        "grid": [_dim(main.loc[i, ["grid_x", "grid_y", "grid_z"]]) for i in stats.index],
+        "blocks_per_sm": _weighted_mean(rows["blocks_per_sm"], dur, group)
+        .loc[stats.index].to_numpy(),
+        "warps_per_sm": _weighted_mean(rows["warps_per_sm"], dur, group)
+        .loc[stats.index].to_numpy(),
+        "kineto_est_occupancy_pct": _weighted_mean(rows["kineto_occupancy_pct"], dur, group)
+        .loc[stats.index].to_numpy(),
+        "theoretical_occupancy_pct": _weighted_mean(rows["theoretical_occupancy_pct"], dur, group)
+        .loc[stats.index].to_numpy(),
+        "launch_configs": n_configs.loc[stats.index].to_numpy(),
+        "top_operator": [_op_name(trace, op_time.loc[i, "operator_id"]) for i in stats.index],
+    })
+    table = table.sort_values("total_us", ascending=False, kind="stable").reset_index(drop=True)
+
+    tc_time = table.loc[table["tensor_core"] == YES, "total_us"].sum()
+    unknown_time = table.loc[table["tensor_core"] == UNKNOWN, "total_us"].sum()
+    matrix = table["category"].isin(["GEMM", "convolution"])
+    matrix_time = table.loc[matrix, "total_us"].sum()
+    matrix_tc = table.loc[matrix & (table["tensor_core"] == YES), "total_us"].sum()
+
+    cat = table.assign(tc_us=table["total_us"].where(table["tensor_core"] == YES, 0.0)) \
+        .groupby("category").agg(kernels=("name", "size"), calls=("calls", "sum"),
+                                 total_us=("total_us", "sum"), tensor_core_us=("tc_us", "sum"))
+    cat = cat.reindex([c for c in CATEGORIES if c in cat.index]).reset_index()
+    cat["share_pct"] = 100.0 * cat["total_us"] / total if total else 0.0
+    cat["tensor_core_pct"] = np.where(cat["total_us"] > 0,
+                                      100.0 * cat["tensor_core_us"] / cat["total_us"], 0.0)
+    cat = cat.sort_values("total_us", ascending=False).reset_index(drop=True)[
+        ["category", "kernels", "calls", "total_us", "share_pct", "tensor_core_us",
+         "tensor_core_pct"]]
+
+    notes = []
+    if unknown_time > 0:
+        notes.append(f"{100 * unknown_time / total:.2f} % of kernel time is in kernels whose "
+                     "names do not tell whether they use Tensor Cores (counted as not)")
+    over_48k = (rows["shared_memory"] > 48 * 1024) & (rows["kineto_occupancy_pct"] == 0)
+    if over_48k.any():
+        share = 100 * rows.loc[over_48k, "dur"].sum() / total
+        notes.append(f"Kineto's est. occupancy reads 0 for kernels with > 48 KB shared memory "
+                     f"({share:.1f} % of kernel time); the theoretical column does not")
+    return KernelSummary(table=table, categories=cat, total_kernel_us=total,
+                         tensor_core_us=float(tc_time), tensor_core_unknown_us=float(unknown_time),
+                         matrix_us=float(matrix_time), matrix_tensor_core_us=float(matrix_tc),
+                         notes=notes)
+
+
+def _dim(values) -> str:
+    x, y, z = (int(v) for v in values)
+    return f"{x}x{y}x{z}" if (y, z) != (1, 1) else str(x)
+
+
+def _op_name(trace: Trace, op_id) -> str:
+    op_id = int(op_id)
+    return NO_OPERATOR if op_id < 0 else str(trace.names[op_id])

@@ -1,0 +1,471 @@
+"""Overview: steps, GPU utilization, SM efficiency, occupancy, time breakdown, idle gaps,
+top CPU operators. Pure functions of a parsed Trace; interval arithmetic in numpy.
+
+Definitions follow the PyTorch profiler TensorBoard plugin (its docs/gpu_utilization.md and
+gpu_metrics_parser.py), implemented independently here:
+
+- steps come from the CPU-side ``ProfilerStep#N`` spans only (Kineto's GPU-timeline copies,
+  ``gpu_user_annotation``, are not steps). A step is extended to the end of the GPU work its
+  launches started, and starts no earlier than the previous step ended; without step spans the
+  CPU activity is one step;
+- GPU utilization = time with at least one kernel running, inside the steps / steps time;
+- est. SM efficiency = sum over time of min(sum of concurrent kernels' blocks per SM, 1),
+  inside the steps / steps time;
+- est. achieved occupancy = kernel-time-weighted mean of Kineto's ``est. achieved occupancy %``
+  over the kernels inside the steps;
+- time breakdown: each instant of a step goes to the first of kernel, memcpy, memset,
+  communication, runtime, data loader, CPU exec that covers it, else "other".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .kernels import NO_OPERATOR
+from .load import KIND, Trace
+
+BREAKDOWN = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader",
+             "cpu_exec", "other")
+
+_COMMUNICATION = r"nccl|all_?reduce|all_?gather|reduce_?scatter|alltoall"
+
+
+# --------------------------------------------------------------------------------------------
+# interval helpers
+# --------------------------------------------------------------------------------------------
+
+def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Union of intervals, as sorted disjoint (starts, ends)."""
+    if len(starts) == 0:
+        return np.array([]), np.array([])
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], ends[order]
+    running_end = np.maximum.accumulate(e)
+    new = np.ones(len(s), dtype=bool)
+    new[1:] = s[1:] > running_end[:-1]
+    return s[new], np.maximum.reduceat(e, np.flatnonzero(new)) if len(s) else e[new]
+
+
+def covered(starts: np.ndarray, ends: np.ndarray, lo: float, hi: float) -> float:
+    """Length of merged intervals (starts, ends) inside [lo, hi]."""
+    if len(starts) == 0 or hi <= lo:
+        return 0.0
+    return float(np.clip(np.minimum(ends, hi) - np.maximum(starts, lo), 0, None).sum())
+
+
+def covered_per_window(starts, ends, w_lo, w_hi) -> np.ndarray:
+    """Covered length of merged intervals inside each window (windows may be many)."""
+    return np.array([covered(starts, ends, lo, hi) for lo, hi in zip(w_lo, w_hi)])
+
+
+def _inside(points: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Index of the merged interval containing each point, or -1."""
+    if len(starts) == 0:
+        return np.full(len(points), -1)
+    i = np.searchsorted(starts, points, side="right") - 1
+    ok = (i >= 0) & (points < ends[np.clip(i, 0, None)])
+    return np.where(ok, i, -1)
+
+
+# --------------------------------------------------------------------------------------------
+# results
+# --------------------------------------------------------------------------------------------
+
+@dataclass
+class DeviceMetrics:
+    device: int
+    name: str
+    gpu_utilization_pct: float
+    est_sm_efficiency_pct: float | None
+    est_achieved_occupancy_pct: float | None  # Kineto's per-kernel estimate, time-weighted
+    theoretical_occupancy_pct: float | None   # ours, time-weighted over the same kernels
+    busy_us: float
+    idle_gaps: int
+    idle_total_us: float
+    idle_largest_us: float
+    idle_median_us: float
+
+
+@dataclass
+class Overview:
+    #: one row per step: name, CPU span, GPU-extended span, breakdown, kernels, idle gaps
+    steps: pd.DataFrame
+    devices: list[DeviceMetrics]
+    #: averages per step of each breakdown role, µs
+    breakdown_us: dict[str, float]
+    steps_window: tuple[float, float]
+    #: CPU operators (and record_function ranges): calls, total/self CPU, kernel time launched
+    operators: pd.DataFrame
+    has_gpu: bool
+    dropped_tail_steps: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def mean_step_us(self) -> float:
+        return float(self.steps["step_us"].mean()) if len(self.steps) else 0.0
+
+
+# --------------------------------------------------------------------------------------------
+# steps
+# --------------------------------------------------------------------------------------------
+
+def cpu_steps(trace: Trace) -> pd.DataFrame:
+    """ProfilerStep#N spans on CPU threads, one per step number (the GPU copies are ignored)."""
+    ev = trace.events
+    cpu = ev[ev["kind"].isin([KIND["cpu_op"], KIND["annotation"]])]
+    names = pd.Series(trace.names)
+    step_ids = names[names.str.startswith("ProfilerStep#")].index
+    steps = cpu[cpu["name_id"].isin(step_ids)].copy()
+    if steps.empty:
+        return pd.DataFrame(columns=["step", "cpu_start", "cpu_end"])
+    steps["step"] = trace.names[steps["name_id"].to_numpy()]
+    steps = steps.sort_values("dur", ascending=False).drop_duplicates("step")
+    steps = steps.sort_values("ts")
+    return pd.DataFrame({"step": steps["step"].to_numpy(),
+                         "cpu_start": steps["ts"].to_numpy(),
+                         "cpu_end": (steps["ts"] + steps["dur"]).to_numpy()})
+
+
+def _gpu_rows(trace: Trace) -> pd.DataFrame:
+    ev = trace.events
+    return ev[ev["kind"].isin([KIND["kernel"], KIND["memcpy"], KIND["memset"]])]
+
+
+def step_windows(trace: Trace) -> tuple[pd.DataFrame, int]:
+    """Steps with their GPU-extended windows [start, end], and how many tail steps were dropped
+    because the recording ended before their kernels were captured."""
+    ev = trace.events
+    steps = cpu_steps(trace)
+    cpu_kinds = [KIND["cpu_op"], KIND["annotation"], KIND["python"]]
+    if steps.empty:
+        cpu = ev[ev["kind"].isin(cpu_kinds)]
+        if cpu.empty:
+            cpu = ev
+        if cpu.empty:
+            return pd.DataFrame(columns=["step", "cpu_start", "cpu_end", "start", "end",
+                                         "gpu_events"]), 0
+        steps = pd.DataFrame({"step": ["(whole trace)"], "cpu_start": [cpu["ts"].min()],
+                              "cpu_end": [(cpu["ts"] + cpu["dur"]).max()]})
+    gpu = _gpu_rows(trace)
+    launch = ev[ev["kind"].isin([KIND["runtime"], KIND["driver"]]) & (ev["correlation"] >= 0)]
+    n = len(steps)
+    dev_min = np.full(n, np.inf)
+    dev_max = np.full(n, -np.inf)
+    matched = np.zeros(n, dtype=np.int64)
+    prev_end = float(steps["cpu_start"].iloc[0])
+    if len(gpu) and len(launch):
+        link = gpu[["correlation", "ts", "dur"]].merge(
+            launch[["correlation", "ts", "dur"]].rename(columns={"ts": "lts", "dur": "ldur"}),
+            on="correlation", how="inner")
+        lts, lend = link["lts"].to_numpy(), (link["lts"] + link["ldur"]).to_numpy()
+        cs, ce = steps["cpu_start"].to_numpy(), steps["cpu_end"].to_numpy()
+        i = np.searchsorted(cs, lts, side="right") - 1
+        ok = (i >= 0) & (lend <= ce[np.clip(i, 0, None)]) & (lts >= cs[np.clip(i, 0, None)])
+        gts, gend = link["ts"].to_numpy(), (link["ts"] + link["dur"]).to_numpy()
+        if ok.any():
+            np.minimum.at(dev_min, i[ok], gts[ok])
+            np.maximum.at(dev_max, i[ok], gend[ok])
+            np.add.at(matched, i[ok], 1)
+        if np.isfinite(dev_min[0]):
+            # GPU work launched outside the steps that finished before step 0's GPU work
+            early = gend[~ok][gend[~ok] < dev_min[0]]
+            if len(early):
+                prev_end = max(prev_end, float(early.max()))
+    use_gpu = bool(matched.sum())
+    starts, ends = [], []
+    for k in range(n):
+        cs_k, ce_k = float(steps["cpu_start"].iloc[k]), float(steps["cpu_end"].iloc[k])
+        if use_gpu:
+            start = max(prev_end, cs_k)
+            end = max(ce_k, dev_max[k]) if matched[k] else max(ce_k, start)
+            end = max(end, start)
+            prev_end = end
+        else:
+            start, end = cs_k, ce_k
+        starts.append(start)
+        ends.append(end)
+    steps = steps.assign(start=starts, end=ends, gpu_events=matched)
+    dropped = 0
+    if use_gpu and n > 1:
+        last = int(np.flatnonzero(matched > 0).max()) if (matched > 0).any() else -1
+        keep = last + 1
+        if last > 0 and matched[last - 1] * 0.8 > matched[last]:
+            keep = last
+        dropped = n - keep
+        steps = steps.iloc[:keep]
+    return steps.reset_index(drop=True), dropped
+
+
+# --------------------------------------------------------------------------------------------
+# GPU metrics
+# --------------------------------------------------------------------------------------------
+
+def _device_of(rows: pd.DataFrame, trace: Trace) -> np.ndarray:
+    dev = rows["device"].to_numpy()
+    if (dev < 0).any():  # old traces without args.device: the pid is the device
+        pids = np.array([trace.threads[t][0] for t in rows["thread"].to_numpy()], dtype=object)
+        fallback = np.array([p if isinstance(p, int) else -1 for p in pids], dtype=np.int64)
+        dev = np.where(dev >= 0, dev, fallback)
+    return dev
+
+
+def sm_efficiency_ranges(starts, ends, blocks_per_sm):
+    """Step function of min(sum of concurrent blocks per SM, 1): (seg_start, seg_end, value)."""
+    valid = blocks_per_sm > 0
+    s, e, v = starts[valid], ends[valid], blocks_per_sm[valid]
+    if len(s) == 0:
+        return np.array([]), np.array([]), np.array([])
+    times = np.concatenate([s, e])
+    deltas = np.concatenate([v, -v])
+    is_end = np.concatenate([np.zeros(len(s)), np.ones(len(e))])
+    order = np.lexsort((is_end, times))  # starts before ends at equal times
+    times, deltas = times[order], deltas[order]
+    level = np.cumsum(deltas)
+    seg_s, seg_e, val = times[:-1], times[1:], level[:-1]
+    keep = (seg_e > seg_s) & (val > 1e-9)
+    return seg_s[keep], seg_e[keep], np.minimum(val[keep], 1.0)
+
+
+def device_metrics(trace: Trace, kernels: pd.DataFrame, window: tuple[float, float]
+                   ) -> list[DeviceMetrics]:
+    lo, hi = window
+    span = hi - lo
+    out = []
+    if kernels.empty or span <= 0:
+        return out
+    devices = _device_of(kernels, trace)
+    gpu = _gpu_rows(trace)
+    gpu_devices = _device_of(gpu, trace)
+    for device in sorted(set(devices.tolist())):
+        k = kernels[devices == device]
+        ks, ke = k["ts"].to_numpy(), (k["ts"] + k["dur"]).to_numpy()
+        ms, me = merge(ks, ke)
+        busy = covered(ms, me, lo, hi)
+        bps = k["blocks_per_sm"].to_numpy(dtype=np.float64)
+        sm_eff = None
+        if np.isfinite(bps).any():
+            ss, se, sv = sm_efficiency_ranges(ks, ke, np.nan_to_num(bps, nan=0.0))
+            if len(ss):
+                clip = np.clip(np.minimum(se, hi) - np.maximum(ss, lo), 0, None)
+                sm_eff = 100.0 * float((clip * sv).sum()) / span
+        clip_k = np.clip(np.minimum(ke, hi) - np.maximum(ks, lo), 0, None)
+        occ = k["kineto_occupancy_pct"].to_numpy(dtype=np.float64)
+        has = np.isfinite(occ) & (occ >= 0) & (clip_k > 0)
+        est_occ = float((occ[has] * clip_k[has]).sum() / clip_k[has].sum()) if has.any() else None
+        theo = k["theoretical_occupancy_pct"].to_numpy(dtype=np.float64)
+        has_t = np.isfinite(theo) & (clip_k > 0)
+        theo_occ = float((theo[has_t] * clip_k[has_t]).sum() / clip_k[has_t].sum()) \
+            if has_t.any() else None
+        # idle gaps between GPU activity (kernels, copies, memsets) inside the steps
+        g = gpu[gpu_devices == device]
+        gs, ge = merge(g["ts"].to_numpy(), (g["ts"] + g["dur"]).to_numpy())
+        inside = (ge > lo) & (gs < hi)
+        gs, ge = np.clip(gs[inside], lo, hi), np.clip(ge[inside], lo, hi)
+        gaps = gs[1:] - ge[:-1] if len(gs) > 1 else np.array([])
+        gaps = gaps[gaps > 0]
+        props = trace.devices.get(int(device))
+        out.append(DeviceMetrics(
+            device=int(device), name=props.name if props else "",
+            gpu_utilization_pct=100.0 * busy / span, est_sm_efficiency_pct=sm_eff,
+            est_achieved_occupancy_pct=est_occ, theoretical_occupancy_pct=theo_occ,
+            busy_us=busy, idle_gaps=int(len(gaps)), idle_total_us=float(gaps.sum()),
+            idle_largest_us=float(gaps.max()) if len(gaps) else 0.0,
+            idle_median_us=float(np.median(gaps)) if len(gaps) else 0.0))
+    return out
+
+
+def utilization_timeline(trace: Trace, device: int | None = None) -> list[tuple[float, float]]:
+    """The plugin's GPU-utilization counter track: buckets of a power-of-ten µs (at most 100 of
+    them over the recorded span, the last one stretched to its end), each with the busy
+    fraction; a final (end, 0) point."""
+    lo, hi = trace.span
+    kernels = trace.events[trace.events["kind"] == KIND["kernel"]]
+    if device is not None:
+        kernels = kernels[_device_of(kernels, trace) == device]
+    ms, me = merge(kernels["ts"].to_numpy(), (kernels["ts"] + kernels["dur"]).to_numpy())
+    length = hi - lo
+    size = 1
+    while length / size > 100:
+        size *= 10
+    n = int(length / size)
+    edges = [lo + i * size for i in range(n)] + [hi]
+    points = []
+    for i in range(n):
+        a, b = edges[i], edges[i + 1]
+        points.append((a, covered(ms, me, a, b) / (b - a)))
+    points.append((hi, 0.0))
+    return points
+
+
+# --------------------------------------------------------------------------------------------
+# breakdown
+# --------------------------------------------------------------------------------------------
+
+def _role_intervals(trace: Trace, communication_kernel: np.ndarray) -> dict[str, tuple]:
+    ev = trace.events
+    names = pd.Series(trace.names)
+    kind = ev["kind"].to_numpy()
+    is_step = names.str.startswith("ProfilerStep#").to_numpy()[ev["name_id"].to_numpy()]
+    is_loader = names.str.contains(r"^enumerate\(DataLoader\)#.*__next__$|^enumerate\(DataPipe\)#",
+                                   regex=True).to_numpy()[ev["name_id"].to_numpy()]
+    kernel = kind == KIND["kernel"]
+    masks = {
+        "kernel": kernel & ~communication_kernel,
+        "memcpy": kind == KIND["memcpy"],
+        "memset": kind == KIND["memset"],
+        "communication": kernel & communication_kernel,
+        "runtime": (kind == KIND["runtime"]) | (kind == KIND["driver"]),
+        "dataloader": np.isin(kind, [KIND["cpu_op"], KIND["annotation"]]) & is_loader,
+        "cpu_exec": np.isin(kind, [KIND["cpu_op"], KIND["annotation"], KIND["python"]])
+        & ~is_step & ~is_loader,
+    }
+    ts, end = ev["ts"].to_numpy(), (ev["ts"] + ev["dur"]).to_numpy()
+    return {role: merge(ts[m], end[m]) for role, m in masks.items()}
+
+
+def breakdown(trace: Trace, steps: pd.DataFrame, communication_kernel: np.ndarray
+              ) -> pd.DataFrame:
+    """Per step, µs of each role, by priority (kernel first, 'other' last)."""
+    if steps.empty:
+        return pd.DataFrame(columns=list(BREAKDOWN))
+    roles = _role_intervals(trace, communication_kernel)
+    w_lo, w_hi = steps["start"].to_numpy(dtype=float), steps["end"].to_numpy(dtype=float)
+    bounds = [w_lo, w_hi] + [x for s, e in roles.values() for x in (s, e)]
+    cuts = np.unique(np.concatenate(bounds))
+    cuts = cuts[(cuts >= w_lo.min()) & (cuts <= w_hi.max())]
+    seg_s, seg_e = cuts[:-1], cuts[1:]
+    mid = (seg_s + seg_e) / 2
+    length = seg_e - seg_s
+    step_of = np.searchsorted(w_lo, mid, side="right") - 1
+    in_step = (step_of >= 0) & (mid < w_hi[np.clip(step_of, 0, None)])
+    owner = np.full(len(mid), len(BREAKDOWN) - 1)
+    unassigned = np.ones(len(mid), dtype=bool)
+    for r, role in enumerate(BREAKDOWN[:-1]):
+        s, e = roles[role]
+        hit = unassigned & (_inside(mid, s, e) >= 0)
+        owner[hit] = r
+        unassigned &= ~hit
+    table = np.zeros((len(steps), len(BREAKDOWN)))
+    np.add.at(table, (step_of[in_step], owner[in_step]), length[in_step])
+    return pd.DataFrame(table, columns=list(BREAKDOWN))
+
+
+# --------------------------------------------------------------------------------------------
+# operators
+# --------------------------------------------------------------------------------------------
+
+def operator_table(trace: Trace, kernels: pd.DataFrame) -> pd.DataFrame:
+    """CPU operators and record_function ranges by name: calls, total (inclusive) and self CPU
+    µs, and the GPU kernel time they launched directly (innermost operator)."""
+    ev = trace.events
+    names = pd.Series(trace.names)
+    cpu = ev[ev["kind"].isin([KIND["cpu_op"], KIND["annotation"]])]
+    if cpu.empty:
+        return pd.DataFrame(columns=["operator", "calls", "cpu_total_us", "cpu_self_us",
+                                     "kernels", "kernel_us"])
+    self_us = _self_time(cpu)
+    frame = pd.DataFrame({"name_id": cpu["name_id"].to_numpy(), "dur": cpu["dur"].to_numpy(),
+                          "self": self_us})
+    is_step = names.str.startswith("ProfilerStep#").to_numpy()[frame["name_id"].to_numpy()]
+    frame = frame[~is_step]
+    agg = frame.groupby("name_id").agg(calls=("dur", "size"), cpu_total_us=("dur", "sum"),
+                                       cpu_self_us=("self", "sum"))
+    if len(kernels):
+        launched = kernels.groupby("operator_id")["dur"].agg(["size", "sum"])
+        agg["kernels"] = launched["size"].reindex(agg.index).fillna(0).astype(int)
+        agg["kernel_us"] = launched["sum"].reindex(agg.index).fillna(0.0)
+        orphan = launched.loc[launched.index < 0] if (launched.index < 0).any() else None
+    else:
+        agg["kernels"], agg["kernel_us"], orphan = 0, 0.0, None
+    agg.insert(0, "operator", trace.names[agg.index.to_numpy()])
+    agg = agg.reset_index(drop=True)
+    if orphan is not None and len(orphan):
+        agg = pd.concat([agg, pd.DataFrame([{
+            "operator": NO_OPERATOR, "calls": 0, "cpu_total_us": 0.0, "cpu_self_us": 0.0,
+            "kernels": int(orphan["size"].sum()), "kernel_us": float(orphan["sum"].sum())}])],
+            ignore_index=True)
+    return agg.sort_values(["cpu_total_us", "kernel_us"], ascending=False).reset_index(drop=True)
+
+
+def _self_time(cpu: pd.DataFrame) -> np.ndarray:
+    """Self time of nested CPU ranges, per thread, without a Python loop over events.
+
+    Ranges on one thread nest. Sorted by (start, longest first), the ranges enclosing range i
+    are exactly the earlier ones that have not ended by its start, so its depth is
+    i - #(ranges ending at or before its start); its parent is the last earlier range one level
+    up. Self time = duration - the durations of the children."""
+    n = len(cpu)
+    dur = cpu["dur"].to_numpy(dtype=np.float64)
+    ts = cpu["ts"].to_numpy(dtype=np.float64)
+    thread = cpu["thread"].to_numpy()
+    span = (ts + dur).max() - ts.min() + 1.0
+    t0 = (ts - ts.min()) + thread.astype(np.float64) * span  # threads side by side in time
+    real = dur > 0
+    idx = np.flatnonzero(real)
+    order = idx[np.lexsort((-dur[idx], t0[idx]))]
+    s, e = t0[order], t0[order] + dur[order]
+    ends_sorted = np.sort(e)
+    depth = np.arange(len(order)) - np.searchsorted(ends_sorted, s, side="right")
+    depth = np.maximum(depth, 0)
+    parent = np.full(len(order), -1)
+    for d in range(1, int(depth.max()) + 1 if len(depth) else 0):
+        up = np.flatnonzero(depth == d - 1)
+        here = np.flatnonzero(depth == d)
+        if len(up) == 0 or len(here) == 0:
+            continue
+        j = np.searchsorted(up, here, side="left") - 1
+        parent[here] = np.where(j >= 0, up[np.clip(j, 0, None)], -1)
+    child_sum = np.zeros(len(order))
+    has = parent >= 0
+    np.add.at(child_sum, parent[has], dur[order][has])
+    out = np.zeros(n)
+    out[order] = np.maximum(dur[order] - child_sum, 0.0)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# the whole overview
+# --------------------------------------------------------------------------------------------
+
+def overview(trace: Trace, kernels: pd.DataFrame, kernel_categories: pd.Series | None = None
+             ) -> Overview:
+    """``kernels``: kernel_rows(trace); ``kernel_categories``: category of each of those rows."""
+    steps, dropped = step_windows(trace)
+    has_gpu = trace.has_gpu_activity
+    notes = []
+    if not has_gpu:
+        notes.append("no GPU activity was recorded in this trace (CPU-only profile): "
+                     "CPU tables only")
+    if dropped:
+        notes.append(f"left out the last {dropped} step(s): the recording ended before their "
+                     "GPU work was captured")
+    window = (float(steps["start"].min()), float(steps["end"].max())) if len(steps) \
+        else trace.span
+    communication = np.zeros(len(trace.events), dtype=bool)
+    if kernel_categories is not None and len(kernels):
+        communication[kernels.index.to_numpy()] = (kernel_categories == "communication")
+    devices = device_metrics(trace, kernels, window) if has_gpu else []
+    table = breakdown(trace, steps, communication)
+    if len(steps):
+        per_step = steps.reset_index(drop=True).join(table)
+        per_step["step_us"] = per_step["end"] - per_step["start"]
+        per_step["cpu_step_us"] = per_step["cpu_end"] - per_step["cpu_start"]
+        kts = kernels["ts"].to_numpy() if len(kernels) else np.array([])
+        ke = (kernels["ts"] + kernels["dur"]).to_numpy() if len(kernels) else np.array([])
+        ms, me = merge(kts, ke)
+        per_step["gpu_busy_us"] = covered_per_window(ms, me, per_step["start"], per_step["end"])
+        per_step["gpu_utilization_pct"] = np.where(
+            per_step["step_us"] > 0, 100 * per_step["gpu_busy_us"] / per_step["step_us"], 0.0)
+        step_of = np.searchsorted(per_step["start"].to_numpy(), kts, side="right") - 1
+        ok = (step_of >= 0) & (kts < per_step["end"].to_numpy()[np.clip(step_of, 0, None)])
+        per_step["kernels"] = np.bincount(step_of[ok], minlength=len(per_step))[:len(per_step)]
+        avg = {role: float(table[role].mean()) for role in BREAKDOWN}
+    else:
+        per_step = pd.DataFrame()
+        avg = {role: 0.0 for role in BREAKDOWN}
+    return Overview(steps=per_step, devices=devices, breakdown_us=avg, steps_window=window,
+                    operators=operator_table(trace, kernels), has_gpu=has_gpu,
+                    dropped_tail_steps=dropped, notes=notes)

@@ -1,0 +1,127 @@
+"""The summarize command end to end: bad input, CPU-only traces, targets, exports."""
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from .conftest import ROOT, V100_TRACE
+
+
+def run_cli(*args, cwd=ROOT):
+    env = dict(os.environ, COLUMNS="200")
+    return subprocess.run([sys.executable, str(ROOT / "profile.py"), "summarize", *map(str, args)],
+                          capture_output=True, text=True, cwd=cwd, env=env, timeout=120)
+
+
+def _bad_inputs(tmp):
+    empty = tmp / "empty.json"
+    empty.write_bytes(b"")
+    truncated = tmp / "truncated.json"
+    truncated.write_text('{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1')
+    not_gzip = tmp / "fake.json.gz"
+    not_gzip.write_text('{"traceEvents": []}')
+    no_events = tmp / "no_events.json"
+    no_events.write_text('{"schemaVersion": 1, "deviceProperties": []}')
+    truncated_gz = tmp / "truncated.json.gz"
+    truncated_gz.write_bytes(gzip.compress(b'{"traceEvents": [' + b' ' * 1000)[:30])
+    no_traces = tmp / "nothing_here"
+    no_traces.mkdir()
+    (no_traces / "notes.txt").write_text("hello")
+    return {
+        "missing path": (tmp / "does_not_exist.json", "no such file"),
+        "empty file": (empty, "is empty"),
+        "truncated JSON": (truncated, "not valid JSON"),
+        ".gz that is not gzip": (not_gzip, "not gzip"),
+        "truncated gzip": (truncated_gz, "gzip"),
+        "JSON without traceEvents": (no_events, "no traceEvents"),
+        "folder with no traces": (no_traces, "no trace files"),
+    }
+
+
+def test_bad_input_gives_one_line_and_nonzero_exit(tmp_path):
+    for case, (path, words) in _bad_inputs(tmp_path).items():
+        result = run_cli(path)
+        assert result.returncode != 0, case
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1, (case, result.stderr)
+        assert lines[0].startswith("error:") and words in lines[0], (case, lines[0])
+        assert "Traceback" not in result.stderr
+
+
+def test_unknown_view_is_a_user_error():
+    result = run_cli(V100_TRACE, "--view", "flames")
+    assert result.returncode == 2 and "unknown --view" in result.stderr
+
+
+@pytest.fixture(scope="module")
+def cpu_only_trace(tmp_path_factory):
+    """A real CPU-only trace: torch.profiler on a tiny CPU model (the test may import torch; the
+    analysis package never does)."""
+    torch = pytest.importorskip("torch")
+    from torch.profiler import ProfilerActivity, profile, schedule
+
+    path = tmp_path_factory.mktemp("cpu") / "cpu_only.pt.trace.json"
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(), torch.nn.Flatten(),
+                                torch.nn.Linear(8 * 14 * 14, 10))
+    x = torch.randn(2, 3, 16, 16)
+    with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=1, warmup=1, active=3),
+                 on_trace_ready=lambda p: p.export_chrome_trace(str(path))) as prof:
+        for _ in range(6):
+            with torch.no_grad():
+                model(x)
+            prof.step()
+    return path
+
+
+def test_cpu_only_trace_is_not_an_error(cpu_only_trace):
+    result = run_cli(cpu_only_trace)
+    assert result.returncode == 0, result.stderr
+    assert "no GPU activity was recorded" in result.stdout
+    assert "aten::conv2d" in result.stdout
+    data = json.loads(run_cli(cpu_only_trace, "--json").stdout)
+    assert data["overview"]["steps"] == 3
+    assert data["overview"]["devices"] == [] and data["kernels"] == []
+    ops = {op["operator"]: op for op in data["operators"]}
+    assert ops["aten::conv2d"]["calls"] == 3
+    assert ops["aten::conv2d"]["cpu_self_us"] <= ops["aten::conv2d"]["cpu_total_us"]
+
+
+def test_v100_tables_json_and_exports(tmp_path):
+    result = run_cli(V100_TRACE, "--top", "5", "--out", tmp_path / "out")
+    assert result.returncode == 0, result.stderr
+    for words in ("GPU 0 utilization", "55.5 %", "occupancy: Kineto est.",
+                  "occupancy: theoretical (computed)", "cudnn::detail::dgrad_engine",
+                  "Kernel time by category", "CPU operators"):
+        assert words in result.stdout, words
+    files = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert files == ["categories.csv", "kernels.csv", "operators.csv", "steps.csv",
+                     "summary.json", "summary.md"]
+    data = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert len(data["kernels"]) == 67  # exports are never cut to --top
+    assert "| kernel |" in (tmp_path / "out" / "summary.md").read_text()
+
+
+def test_targets_run_folder_and_run_name(tmp_path):
+    # runs/<run>/result.json names the trace relative to the repository root
+    (tmp_path / "tb_logs" / "pytorch_fp32_bs8").mkdir(parents=True)
+    older = tmp_path / "tb_logs" / "pytorch_fp32_bs8" / "a.pt.trace.json.gz"
+    newer = tmp_path / "tb_logs" / "pytorch_fp32_bs8" / "b.pt.trace.json.gz"
+    older.write_bytes(V100_TRACE.read_bytes())
+    newer.write_bytes(V100_TRACE.read_bytes())
+    os.utime(older, (1, 1))
+    run = tmp_path / "runs" / "pytorch_fp32_bs8"
+    run.mkdir(parents=True)
+    (run / "result.json").write_text(json.dumps(
+        {"trace": {"dir": "tb_logs/pytorch_fp32_bs8",
+                   "files": ["tb_logs/pytorch_fp32_bs8/a.pt.trace.json.gz"]}}))
+    by_name = run_cli("pytorch_fp32_bs8", "--view", "categories", cwd=tmp_path)
+    assert by_name.returncode == 0, by_name.stderr
+    assert "convolution" in by_name.stdout and by_name.stderr == ""
+    # a folder of several traces: the newest is used, and we say so on stderr
+    folder = run_cli(tmp_path / "tb_logs" / "pytorch_fp32_bs8", "--view", "categories")
+    assert folder.returncode == 0
+    assert "using the newest, b.pt.trace.json.gz" in folder.stderr

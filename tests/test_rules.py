@@ -1,0 +1,116 @@
+"""Tensor Core and category rules on real kernel names (from public traces and the issue)."""
+
+import pytest
+
+from profiler.trace.rules import RULES, classify, short_name
+
+TENSOR_CORE_CASES = [
+    # cuDNN xmma: the type letters decide (Nsight Compute on an H200: 0 % vs 40-55 % tensor pipe)
+    ("sm80_xmma_fprop_implicit_gemm_f32f32_f32f32_f32_nhwckrsc_nchw_tilesize128x128x16_stage4_"
+     "warpsize2x2x1_g1_ffma_aligna4_alignc4_execute_kernel__5x_cudnn", "no"),
+    ("sm80_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nchw_tilesize128x128x16_stage4_"
+     "warpsize2x2x1_g1_tensor16x8x8_execute_kernel__5x_cudnn", "yes"),
+    ("sm80_xmma_fprop_implicit_gemm_f16f16_f16f32_f32_nhwckrsc_nhwc_tilesize128x128x32_stage4_"
+     "warpsize2x2x1_g1_tensor16x8x16_execute_kernel__5x_cudnn", "yes"),
+    ("sm90_xmma_fprop_implicit_gemm_f16f16_f16f32_f32_nhwckrsc_nhwc_tilesize128x128x64_"
+     "warpgroupsize1x1x1_g1_execute_segment_k_off_kernel__5x_cudnn", "yes"),
+    ("sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_"
+     "segment_k_off_kernel__5x_cublas", "yes"),
+    ("sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x32_stage4_warpsize2x2x1_"
+     "tensor16x8x16_kernel", "yes"),
+    # cuBLAS nvjet (Hopper): type letters; FP32-in 'sss' is not Tensor Core work
+    ("nvjet_sm90_hsh_64x128_64x5_1x2_h_bz_coopA_NNT", "yes"),
+    ("nvjet_sm90_tst_128x128_32x4_1x2_h_bz_coopA_TNT", "yes"),
+    ("nvjet_sm90_sss_128x64_64x4_2x1_v_bz_TNT", "no"),
+    # Volta / Turing / Ampere cuBLAS and cutlass
+    ("ampere_sgemm_128x64_nn", "no"),
+    ("volta_sgemm_128x32_nt", "no"),
+    ("volta_h884gemm_64x64_ldg8_nn", "yes"),
+    ("turing_fp16_s1688gemm_fp16_128x128_ldg8_f2f_nn", "yes"),
+    ("ampere_fp16_s16816gemm_fp16_128x64_ldg8_f2f_stages_64x4_nn", "yes"),
+    ("void cutlass::Kernel<cutlass_80_tensorop_s16816gemm_f16_128x128_32x4_nn_align8>"
+     "(cutlass_80_tensorop_s16816gemm_f16_128x128_32x4_nn_align8::Params)", "yes"),
+    ("void cutlass::Kernel2<cutlass_80_simt_sgemm_128x128_8x4_nn_align1>"
+     "(cutlass_80_simt_sgemm_128x128_8x4_nn_align1::Params)", "no"),
+    ("volta_scudnn_winograd_128x128_ldg1_ldg4_relu_tile148t_nt_v1", "no"),
+    ("void implicit_convolve_sgemm<float, float, 128, 5, 5, 3, 3, 3, 1, false, false, true>(int)",
+     "no"),
+    ("void cudnn::detail::dgrad_engine<float, 512, 6, 5, 3, 3, 3, false>(int, int)", "no"),
+    # cuDNN runtime fusion (Torch-TensorRT FP16 engines on Hopper)
+    ("cudnn_generated_fort_native_sm90_convFwd_kernel_0", "yes"),
+    ("cudnn_generated_fort_native_sm90_matMul_kernel_1", "yes"),
+    # TensorRT Myelin: opaque
+    ("__myl_bb0_1_ResTraAddMulMeaSubMulMeaAddSqrtDivMulMulAdd", "unknown"),
+    # torch.compile: templates have no dtype in the name; pointwise/reductions never use MMA
+    ("triton_tem_fused_mm_0", "unknown"),
+    ("triton_tem_fused_addmm_relu_2", "unknown"),
+    ("triton_poi_fused_add_relu_1", "no"),
+    ("triton_red_fused__softmax_2", "no"),
+    ("triton_per_fused_native_layer_norm_4", "no"),
+    # attention
+    ("pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4, false, false, "
+     "cutlass::half_t> >(pytorch_flash::Flash_fwd_params)", "yes"),
+    ("fmha_cutlassF_f32_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel<float>"
+     "::Params)", "no"),
+    # CUDA-core helpers and ATen kernels
+    ("void gemmSN_TN_kernel_64addr<float, 128, 16, 2, 4, 8, 9, false>(cublasGemmSmallNParams)",
+     "no"),
+    ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+     "at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>)", "no"),
+    ("ncclDevKernel_AllReduce_Sum_f16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", "no"),
+]
+
+
+@pytest.mark.parametrize("name,expected", TENSOR_CORE_CASES)
+def test_tensor_core_verdict(name, expected):
+    assert classify(name).tensor_core == expected, classify(name)
+
+
+def test_xmma_alone_is_not_evidence():
+    assert classify("sm80_xmma_gemm_some_new_kernel").tensor_core == "unknown"
+
+
+CATEGORY_CASES = [
+    ("sm90_xmma_fprop_implicit_gemm_f16f16_f16f32_f32_nhwckrsc", "convolution"),
+    ("sm90_xmma_gemm_f16f16_f16f32_f32_tn_n", "GEMM"),
+    ("nvjet_sm90_hsh_64x128_64x5_1x2_h_bz_coopA_NNT", "GEMM"),
+    ("cudnn_generated_fort_native_sm90_convFwd_kernel_0", "convolution"),
+    ("triton_tem_fused_convolution_3", "convolution"),
+    ("triton_tem_fused_mm_permute_0", "GEMM"),
+    ("triton_poi_fused_add_relu_1", "elementwise"),
+    ("void cudnn::bn_fw_inf_1C11_kernel_NCHW<float, float, true, 1>(float)", "normalization"),
+    ("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float> >(int)", "reduction"),
+    ("volta_scudnn_128x64_relu_interior_nn_v1", "convolution"),
+    ("void nchwToNhwcKernel<float, float, float, true, false>(int)", "copy"),
+    ("ncclDevKernel_AllReduce_Sum_f16_RING_LL", "communication"),
+    ("pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64> >(Params)", "attention"),
+]
+
+
+@pytest.mark.parametrize("name,expected", CATEGORY_CASES)
+def test_category(name, expected):
+    assert classify(name).category == expected
+
+
+def test_every_rule_says_where_its_convention_comes_from():
+    for rule in RULES:
+        assert rule.source, rule.pattern
+        assert rule.category is not None or rule.tensor_core is not None, rule.pattern
+
+
+def test_verdict_names_the_deciding_rule():
+    verdict = classify("nvjet_sm90_sss_128x64_64x4_2x1_v_bz_TNT")
+    assert "nvjet" in verdict.tensor_core_rule and "FP32" in verdict.tensor_core_why
+
+
+def test_short_names():
+    assert short_name("void at::native::vectorized_elementwise_kernel<4, at::native::"
+                      "AddFunctor<float>, at::detail::Array<char*, 3> >(int, at::native::"
+                      "AddFunctor<float>, at::detail::Array<char*, 3>)") == \
+        "at::native::vectorized_elementwise_kernel [AddFunctor]"
+    assert short_name("void cutlass::Kernel<cutlass_80_tensorop_s16816gemm_f16_128x128_32x4_nn_"
+                      "align8>(cutlass_80_tensorop_s16816gemm_f16_128x128_32x4_nn_align8::"
+                      "Params)") == "cutlass_80_tensorop_s16816gemm_f16_128x128_32x4_nn_align8"
+    assert short_name("void at::native::(anonymous namespace)::max_pool_forward_nchw<float, "
+                      "float>(int, float const*)") == "at::native::max_pool_forward_nchw"
+    assert short_name("volta_sgemm_128x32_nt") == "volta_sgemm_128x32_nt"
