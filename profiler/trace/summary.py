@@ -66,7 +66,10 @@ def _traces_named_by_result(folder: Path, root: Path) -> list[Path]:
     found = []
     for name in files:
         p = Path(name)
-        for candidate in ([p] if p.is_absolute() else [root / p, folder / p, Path.cwd() / p]):
+        # relative names are relative to where `run` was started: usually the folder that holds
+        # runs/, so try the run folder's ancestors too (runs/<run>/, runs/<sweep>/<run>/)
+        bases = [root, Path.cwd(), folder, *list(folder.resolve().parents)[:4]]
+        for candidate in ([p] if p.is_absolute() else [base / p for base in bases]):
             if candidate.is_file():
                 found.append(candidate)
                 break
