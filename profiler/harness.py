@@ -23,6 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import torch
+from rich.markup import escape
 
 from . import backends, metadata, models, numerics
 from .config import RunConfig, check_path_component
@@ -175,6 +176,8 @@ def _collect(config, backend, model, inputs, device, use_cuda, progress, run_sta
         first_call_s = time.perf_counter() - began
     fn, inputs = prepared.fn, prepared.inputs
     progress.say(f"  prepare {prepare_s:.2f} s, first call {first_call_s:.2f} s")
+    for warning in prepared.notes.get("warnings", []):
+        progress.say(f"  [yellow]warning:[/] {escape(warning)}")
 
     with nvtx_range("warmup"), progress.bar("warmup", config.timed_warmup) as tick:
         for _ in range(config.timed_warmup):
