@@ -88,8 +88,8 @@ def run(
     cache: bool = typer.Option(True, "--cache/--no-cache", help="Reuse and save compiled TensorRT "
                                "engines (ttrt_* backends).", rich_help_panel="Engine cache"),
     cache_dir: Optional[Path] = typer.Option(
-        None, envvar="INFER_PROFILER_CACHE", help="Engine cache folder [default: "
-        "~/.cache/infer-profiler/engines].", rich_help_panel="Engine cache"),
+        None, envvar="INFER_PROFILER_CACHE", help="Engine cache folder (default "
+        "~/.cache/infer-profiler/engines).", rich_help_panel="Engine cache"),
 ) -> None:
     """Profile one model x backend x batch size: a trace in tb_logs/<backend>_bs<N>/, results in runs/<backend>_bs<N>/.
 
