@@ -81,6 +81,15 @@ def run(
     runs_dir: Path = typer.Option(Path("runs"), help="Where run results go."),
     tb_dir: Path = typer.Option(Path("tb_logs"), help="Where TensorBoard traces go."),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout (progress stays on stderr)."),
+    max_rel_error: Optional[float] = typer.Option(
+        None, help="Fail the run (exit 2, nothing written) when the output's relative L2 error "
+        "against the FP32 eager reference exceeds this; NaN or Inf always fails. Checked for every "
+        "backend except pytorch_fp32, which is the reference."),
+    cache: bool = typer.Option(True, "--cache/--no-cache", help="Reuse and save compiled TensorRT "
+                               "engines (ttrt_* backends).", rich_help_panel="Engine cache"),
+    cache_dir: Optional[Path] = typer.Option(
+        None, envvar="INFER_PROFILER_CACHE", help="Engine cache folder (default "
+        "~/.cache/infer-profiler/engines).", rich_help_panel="Engine cache"),
 ) -> None:
     """Profile one model x backend x batch size: a trace in tb_logs/<backend>_bs<N>/, results in runs/<backend>_bs<N>/.
 
@@ -94,7 +103,8 @@ def run(
         tf32=tf32, cudnn_benchmark=cudnn_benchmark, wait=wait, warmup=warmup, active=active, repeat=repeat,
         record_shapes=record_shapes, profile_memory=profile_memory, with_stack=with_stack,
         with_flops=with_flops, gzip=gzip, iters=iters, timed_warmup=timed_warmup, name=name,
-        runs_dir=runs_dir, tb_dir=tb_dir,
+        runs_dir=runs_dir, tb_dir=tb_dir, cache_dir=cache_dir, use_cache=cache,
+        max_rel_error=max_rel_error,
     )
     from . import harness
     from .report import run_view

@@ -57,6 +57,11 @@ class RunConfig:
     name: str | None = None
     runs_dir: Path = Path("runs")
     tb_dir: Path = Path("tb_logs")
+    # compiled-engine cache (ttrt_* backends): None means engine_cache.default_dir()
+    cache_dir: Path | None = None
+    use_cache: bool = True
+    # numeric check against the FP32 eager reference: fail the run above this relative L2 error
+    max_rel_error: float | None = None
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -75,6 +80,8 @@ class RunConfig:
         if self.memory_format not in MEMORY_FORMATS:
             raise UserError(f"unknown --memory-format {self.memory_format!r}; choose one of: "
                             + ", ".join(MEMORY_FORMATS))
+        if self.max_rel_error is not None and not self.max_rel_error >= 0:
+            raise UserError(f"--max-rel-error must be 0 or more (got {self.max_rel_error})")
         if self.name is not None:
             check_path_component(self.name, "run name")
 
@@ -90,7 +97,7 @@ class RunConfig:
 
     def to_dict(self) -> dict:
         data = asdict(self)
-        for key in ("weights", "runs_dir", "tb_dir"):
+        for key in ("weights", "runs_dir", "tb_dir", "cache_dir"):
             data[key] = None if data[key] is None else str(data[key])
         data["run_name"] = self.run_name
         return data

@@ -3,8 +3,10 @@
 One run goes through four phases, each inside an NVTX range of the harness's domain:
 prepare (build, move, compile, first call), warmup, timed (the latency figures), and profile
 (torch.profiler with a wait/warmup/active/repeat schedule). Timing comes before profiling so the
-profiler's instrumentation can't leak into the latencies. Everything is written into hidden
-staging folders and moved into runs/<run>/ and tb_logs/<run>/ only when the run succeeded.
+profiler's instrumentation can't leak into the latencies. After both windows come the backend's
+own extra measurements (e.g. TensorRT per-layer timing) and the numeric check against a fresh
+FP32 eager copy of the model. Everything is written into hidden staging folders and moved into
+runs/<run>/ and tb_logs/<run>/ only when the run succeeded.
 """
 
 from __future__ import annotations
@@ -21,15 +23,18 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import torch
+from rich.markup import escape
 
-from . import backends, metadata, models
-from .config import RunConfig
+from . import backends, metadata, models, numerics
+from .config import RunConfig, check_path_component
 from .errors import UserError
 from .fsutil import replace_dir, staging_dir, write_json_atomic, write_text_atomic
 from .timing import latency_stats, time_iterations
 
 NVTX_DOMAIN = "infer-profiler"
 RESULT_SCHEMA = 1
+# the backend every other one is checked against
+REFERENCE_BACKEND = "pytorch_fp32"
 
 try:
     import nvtx as _nvtx
@@ -96,13 +101,17 @@ def _out_of_memory_types() -> tuple:
     return tuple(k for k in kinds if k is not None)
 
 
-def _describe_output(output) -> dict:
-    """Consume the output (so no work can be skipped) and record a checksum to spot NaNs."""
+def _first_tensor(output) -> torch.Tensor | None:
     tensors = [output] if isinstance(output, torch.Tensor) else [
         t for t in (output if isinstance(output, (tuple, list)) else []) if isinstance(t, torch.Tensor)]
-    if not tensors:
+    return tensors[0].detach() if tensors else None
+
+
+def _describe_output(output) -> dict:
+    """Consume the output (so no work can be skipped) and record a checksum to spot NaNs."""
+    first = _first_tensor(output)
+    if first is None:
         return {"type": type(output).__name__}
-    first = tensors[0].detach()
     checksum = float(first.float().sum().item())
     return {"shape": list(first.shape), "dtype": str(first.dtype).replace("torch.", ""),
             "checksum": checksum, "finite": bool(torch.isfinite(first).all().item())}
@@ -132,6 +141,11 @@ def run(config: RunConfig, quiet: bool = False) -> dict:
                           tb_stage, tb_run_dir)
         result["timing"]["model_build_s"] = built_s
         result["precision"] = precision_flags
+        if config.max_rel_error is not None and "skipped" not in result["numerics"]:
+            why = numerics.exceeds(result["numerics"], config.max_rel_error)
+            if why:
+                raise UserError(f"{backend.name} on {config.model} bs{config.batch_size}: {why} "
+                                "against the FP32 eager reference; nothing was written")
         write_json_atomic(run_stage / "result.json", result)
         replace_dir(tb_stage, tb_run_dir)
         replace_dir(run_stage, run_dir)
@@ -162,6 +176,8 @@ def _collect(config, backend, model, inputs, device, use_cuda, progress, run_sta
         first_call_s = time.perf_counter() - began
     fn, inputs = prepared.fn, prepared.inputs
     progress.say(f"  prepare {prepare_s:.2f} s, first call {first_call_s:.2f} s")
+    for warning in prepared.notes.get("warnings", []):
+        progress.say(f"  [yellow]warning:[/] {escape(warning)}")
 
     with nvtx_range("warmup"), progress.bar("warmup", config.timed_warmup) as tick:
         for _ in range(config.timed_warmup):
@@ -200,6 +216,23 @@ def _collect(config, backend, model, inputs, device, use_cuda, progress, run_sta
     if not trace_files:
         raise RuntimeError("torch.profiler wrote no trace file")
 
+    notes = dict(prepared.notes)
+    artifacts = dict(notes.pop("artifacts", {}))
+    if prepared.after_windows is not None:
+        with nvtx_range("after windows"):
+            extra = dict(prepared.after_windows())
+        artifacts.update(extra.pop("artifacts", {}))
+        notes.update(extra)
+    for file_name, text in artifacts.items():
+        write_text_atomic(run_stage / check_path_component(file_name, "artifact name"), text)
+
+    with nvtx_range("numerics"):
+        numeric_check = check_numerics(config, backend.name, fn, inputs, device, use_cuda)
+    if "skipped" not in numeric_check:
+        progress.say(f"  numerics vs FP32 eager: relative L2 error "
+                     f"{_figure(numeric_check['rel_l2_error'])}, max abs error "
+                     f"{_figure(numeric_check['max_abs_error'])}")
+
     csv_text = io.StringIO()
     writer = csv.writer(csv_text, lineterminator="\n")
     writer.writerow(["iteration", "latency_ms"])
@@ -218,7 +251,9 @@ def _collect(config, backend, model, inputs, device, use_cuda, progress, run_sta
         "device": str(device),
         "config": config.to_dict(),
         "backend": {"name": backend.name, "family": backend.family,
-                    "precision": backend.precision, "notes": prepared.notes},
+                    "precision": backend.precision, "notes": notes},
+        "artifacts": sorted(artifacts),
+        "numerics": numeric_check,
         "timing": {
             "prepare_s": prepare_s,
             "first_call_s": first_call_s,
@@ -241,3 +276,40 @@ def _collect(config, backend, model, inputs, device, use_cuda, progress, run_sta
         "latency_csv": str(run_dir / "latency.csv"),
         "environment": env,
     }
+
+
+def _figure(value: float | None) -> str:
+    return "not finite" if value is None else f"{value:.3g}"
+
+
+def check_numerics(config: RunConfig, backend_name: str, fn, inputs: tuple, device,
+                   use_cuda: bool) -> dict:
+    """Compare one more call of the backend with a fresh FP32 eager build of the same model.
+
+    The reference is built again with models.build (same seed, same --weights, so the same
+    weights: the backend's own model may have been cast or compiled in place), runs on the same
+    device with TF32 as --tf32 set it, and gets this run's inputs cast back to float32, so both
+    see identical input values.
+    """
+    if backend_name == REFERENCE_BACKEND:
+        return {"skipped": f"{REFERENCE_BACKEND} is the FP32 eager reference itself"}
+    # a fresh call, cloned: an engine may reuse its output buffers across calls
+    output = _first_tensor(fn(*inputs))
+    if output is None:
+        return {"skipped": "the output is not a tensor"}
+    output = output.clone()
+    reference_model, _ = models.build(config)
+    reference_model = reference_model.to(device=device, dtype=torch.float32)
+    reference_inputs = tuple(t.to(torch.float32) if t.is_floating_point() else t for t in inputs)
+    with torch.inference_mode():
+        reference = _first_tensor(reference_model(*reference_inputs))
+    _sync(use_cuda)
+    result = numerics.compare(output, reference)
+    result["reference"] = {
+        "backend": REFERENCE_BACKEND,
+        "how": "fresh FP32 eager build (same seed and weights) on this run's inputs cast to float32",
+        "device": str(device),
+        "tf32": config.tf32,
+    }
+    del reference_model
+    return result

@@ -19,8 +19,12 @@ class Prepared:
 
     fn: Callable[..., Any]
     inputs: tuple
-    # facts for the run metadata (memory format, compile mode, engine details, cache hits ...)
+    # facts for the run metadata (memory format, compile mode, engine details, cache hits ...);
+    # notes["artifacts"] = {file name: text} are written into the run folder, not into the notes
     notes: dict = field(default_factory=dict)
+    # extra measurements the harness runs after the timed and profiled windows (so they cannot
+    # perturb them), e.g. per-layer engine timing; returns notes to merge, artifacts included
+    after_windows: Callable[[], dict] | None = None
 
 
 @dataclass(frozen=True)
@@ -81,4 +85,4 @@ def all_backends() -> list[Backend]:
 
 def _load_families() -> None:
     # importing a family module registers its backends; the modules import torch lazily
-    from . import eager, inductor, torchscript  # noqa: F401
+    from . import eager, inductor, tensorrt, torchscript  # noqa: F401

@@ -6,6 +6,7 @@ import json
 import sys
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 
@@ -32,25 +33,58 @@ def print_result(result: dict) -> None:
     gpu = env.get("gpu") or {}
     table = Table(title=f"{result['model']} · {backend['name']} · bs {result['batch_size']} · "
                         f"{gpu.get('name', 'CPU')}", title_justify="left")
-    for column in ("mean ms", "std", "min", "p50", "p90", "p95", "p99", "max", "samples/s",
-                   "prepare s"):
+    columns = ["mean ms", "std", "min", "p50", "p90", "p95", "p99", "max", "samples/s", "prepare s"]
+    cells = [*(_ms(timing[k]) for k in ("mean_ms", "std_ms", "min_ms", "p50_ms", "p90_ms",
+                                        "p95_ms", "p99_ms", "max_ms")),
+             f"{timing['throughput_samples_per_s']:.1f}",
+             f"{timing['prepare_s'] + timing['first_call_s']:.2f}"]
+    # compiled backends: the compile (or cache load) part of prepare, as its own figure
+    for key, column in (("compile_s", "compile s"), ("load_s", "cache load s")):
+        if key in backend["notes"]:
+            columns.append(column)
+            cells.append(f"{backend['notes'][key]:.2f}")
+    for column in columns:
         table.add_column(column, justify="right")
-    table.add_row(*(_ms(timing[k]) for k in ("mean_ms", "std_ms", "min_ms", "p50_ms", "p90_ms",
-                                             "p95_ms", "p99_ms", "max_ms")),
-                  f"{timing['throughput_samples_per_s']:.1f}",
-                  f"{timing['prepare_s'] + timing['first_call_s']:.2f}")
+    table.add_row(*cells)
     console = make_console()
     console.print(table)
-    notes = ", ".join(f"{k}={v}" for k, v in backend["notes"].items())
+    _print_numerics(console, result.get("numerics"))
+    shown_apart = {"artifacts", "warnings", "compile_s", "load_s"}
+    notes = ", ".join(f"{k}={v}" for k, v in backend["notes"].items() if k not in shown_apart)
     precision = result.get("precision", {})
     console.print(f"{timing['iters']} iterations after {timing['warmup_iters']} warm-up, "
                   f"{timing['timer']}, synchronized every iteration; TF32 "
                   f"{'on' if precision.get('tf32') else 'off'}; {notes}", highlight=False)
+    for warning in backend["notes"].get("warnings", []):
+        console.print(f"[bold yellow]warning:[/] {escape(warning)}", highlight=False)
     output = result.get("output", {})
     if output.get("finite") is False:
         console.print("[bold red]warning:[/] the output holds NaN or Inf values")
+    if result.get("artifacts"):
+        console.print(f"files:   {', '.join(result['artifacts'])}", highlight=False)
     console.print(f"trace:   {', '.join(result['trace']['files'])}", highlight=False)
     console.print(f"results: {result['latency_csv'].rsplit('/', 1)[0]}/result.json", highlight=False)
+
+
+def _figure(value, digits: int = 3) -> str:
+    return "[red]not finite[/]" if value is None else f"{value:.{digits}g}"
+
+
+def _print_numerics(console: Console, numerics: dict | None) -> None:
+    """The numeric check against the FP32 eager reference, as a one-row table."""
+    if not numerics or "skipped" in numerics:
+        return
+    table = Table(title="numerics vs FP32 eager reference", title_justify="left")
+    for column in ("max abs err", "mean abs err", "rel L2 err", "cosine", "top-1 agree"):
+        table.add_column(column, justify="right")
+    top1 = numerics.get("top1_agreement")
+    table.add_row(_figure(numerics["max_abs_error"]), _figure(numerics["mean_abs_error"]),
+                  _figure(numerics["rel_l2_error"]), _figure(numerics["cosine_similarity"], 6),
+                  "-" if top1 is None and numerics["finite"] else _figure(top1, 4))
+    console.print(table)
+    if not numerics["finite"]:
+        console.print("[bold red]warning:[/] NaN or Inf in the output or the reference: the "
+                      "numeric check fails")
 
 
 def print_backends(backend_list, json_out: bool) -> None:
@@ -74,5 +108,5 @@ def print_backends(backend_list, json_out: bool) -> None:
         table.add_column(column)
     for row in rows:
         table.add_row(row["name"], row["precision"], "yes" if row["available"] else "[red]no[/]",
-                      row["description"] if row["available"] else row["why_not"])
+                      escape(row["description"] if row["available"] else row["why_not"]))
     make_console().print(table)

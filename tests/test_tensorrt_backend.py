@@ -1,0 +1,215 @@
+"""The ttrt_* backends on a machine without CUDA or TensorRT.
+
+Real here: flavour detection logic, the CLI's one-line errors, the listing of ops outside
+TensorRT on a real exported graph, and the backend's prepare flow (cache miss, store, hit,
+build failure) driven through a stand-in for torch_tensorrt. Faked, because it cannot exist on
+CPU: the installed distributions (importlib.metadata answers), the ``torch_tensorrt`` and
+``tensorrt_rtx`` modules, and the GPU's name. The stand-in compiles with torch.export, so its
+"compiled" module has no TensorRT engines and every op counts as running in PyTorch. Nothing here
+says how real TensorRT behaves; the GPU runs check that.
+"""
+
+import importlib.metadata
+import json
+import logging
+import types
+from pathlib import Path
+
+import pytest
+import torch
+
+from profiler.backends import tensorrt as ttrt
+from profiler.config import RunConfig
+from profiler.errors import UserError
+from tests.test_cli_errors import TINY, assert_nothing_written, assert_one_line_error
+
+
+def fake_metadata(installed: dict, modules: set):
+    def version_of(distribution):
+        if distribution not in installed:
+            raise importlib.metadata.PackageNotFoundError(distribution)
+        return installed[distribution]
+
+    def find_spec(name):
+        return object() if name in modules else None
+
+    return {"version_of": version_of, "find_spec": find_spec}
+
+
+def test_full_tensorrt_flavour():
+    flavour = ttrt.detect_flavour(**fake_metadata({"torch-tensorrt": "2.11.0"},
+                                                  {"torch_tensorrt", "tensorrt"}))
+    assert flavour == ttrt.Flavour("tensorrt", "torch-tensorrt", "2.11.0", "tensorrt")
+
+
+def test_tensorrt_rtx_flavour():
+    flavour = ttrt.detect_flavour(**fake_metadata({"torch-tensorrt-rtx": "2.11.0"},
+                                                  {"torch_tensorrt", "tensorrt_rtx"}))
+    assert flavour.name == "tensorrt-rtx" and flavour.library_module == "tensorrt_rtx"
+
+
+def test_neither_installed_names_both_extras():
+    with pytest.raises(UserError) as error:
+        ttrt.detect_flavour(**fake_metadata({}, set()))
+    message = str(error.value)
+    assert '.[tensorrt]' in message and '.[tensorrt-rtx]' in message and "\n" not in message
+
+
+def test_both_installed_is_refused():
+    with pytest.raises(UserError, match="both installed.*uninstall one"):
+        ttrt.detect_flavour(**fake_metadata(
+            {"torch-tensorrt": "2.11.0", "torch-tensorrt-rtx": "2.11.0"},
+            {"torch_tensorrt", "tensorrt", "tensorrt_rtx"}))
+
+
+def test_library_module_missing():
+    with pytest.raises(UserError, match="library module 'tensorrt_rtx' is not"):
+        ttrt.detect_flavour(**fake_metadata({"torch-tensorrt-rtx": "2.11.0"}, {"torch_tensorrt"}))
+    with pytest.raises(UserError, match="torch_tensorrt module is missing"):
+        ttrt.detect_flavour(**fake_metadata({"torch-tensorrt": "2.11.0"}, {"tensorrt"}))
+
+
+@pytest.mark.skipif(ttrt._missing() is None, reason="Torch-TensorRT is installed here")
+@pytest.mark.parametrize("backend", ["ttrt_fp32", "ttrt_fp16"])
+def test_ttrt_without_torch_tensorrt_is_one_line(cli, backend):
+    done = cli("run", "--backend", backend, *TINY)
+    assert_one_line_error(done, backend, "torch-tensorrt", '.[tensorrt]', '.[tensorrt-rtx]')
+    assert_nothing_written()
+
+
+def test_fallback_ops_lists_the_aten_ops_of_a_graph():
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU())
+    graph = torch.export.export(model, (torch.randn(2, 4),)).module()
+    ops = ttrt.fallback_ops(graph)
+    assert "aten.relu.default" in ops and ops == sorted(ops)
+    assert all(op.startswith("aten.") for op in ops)
+
+
+def test_find_engines_reads_runtime_modules():
+    """A stand-in for a C++-runtime TorchTensorRTModule: get_layer_info() and an .engine."""
+
+    class FakeEngine:
+        def enable_profiling(self):
+            pass
+
+    class FakeTRTModule(torch.nn.Module):
+        engine = FakeEngine()
+
+        def get_layer_info(self):
+            return '{"Layers": []}'
+
+    root = torch.nn.Module()
+    root.trt = FakeTRTModule()
+    found = ttrt.find_engines(root)
+    assert [(name, type(engine).__name__) for name, _, engine in found] == [("trt", "FakeEngine")]
+    assert ttrt.layer_info(found[0][1]) == '{"Layers": []}'
+
+
+# ----- the prepare flow, with a stand-in torch_tensorrt ------------------------------------------
+
+
+@pytest.fixture
+def fake_trt(monkeypatch, tmp_path):
+    calls = []
+    state = {"fail": False}
+    module = types.ModuleType("torch_tensorrt")
+    module.__version__ = "2.11.0"
+
+    def compile(model, ir, inputs, **options):
+        calls.append({"ir": ir, **options})
+        logging.getLogger("torch_tensorrt [TensorRT Conversion Context]").info("fake build starts")
+        if state["fail"]:
+            logging.getLogger("torch_tensorrt [TensorRT Conversion Context]").error(
+                "Error Code 4: Internal Error (fake)")
+            raise RuntimeError("Failed to build the TensorRT engine\nsecond line")
+        return torch.export.export(model, tuple(inputs)).module()
+
+    def save(graph, path, output_format, inputs):
+        torch.export.save(torch.export.export(graph, tuple(inputs)), path)
+
+    module.compile, module.save, module.load = compile, save, torch.export.load
+    library = types.ModuleType("tensorrt_rtx")
+    library.__version__ = "1.4.0"
+    monkeypatch.setitem(__import__("sys").modules, "torch_tensorrt", module)
+    monkeypatch.setitem(__import__("sys").modules, "tensorrt_rtx", library)
+    monkeypatch.setattr(ttrt, "detect_flavour", lambda: ttrt.Flavour(
+        "tensorrt-rtx", "torch-tensorrt-rtx", "2.11.0", "tensorrt_rtx"))
+    monkeypatch.setattr(ttrt, "_gpu_facts", lambda torch_module: ("Fake GPU", "9.0"))
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *args: None)
+    return calls, state
+
+
+def prepare(tmp_path, **overrides):
+    from tests.tiny_models import conv_net
+
+    config = RunConfig(backend="ttrt_fp32", model="tests.tiny_models:conv_net", batch_size=2,
+                       cache_dir=tmp_path / "cache", runs_dir=tmp_path / "runs", **overrides)
+    model, inputs = conv_net(batch_size=2)
+    return ttrt._prepare(model.eval(), inputs, config, torch.device("cpu"), "fp32")
+
+
+def test_build_then_cache_hit(fake_trt, tmp_path):
+    calls, _ = fake_trt
+    first = prepare(tmp_path)
+    notes = first.notes
+    assert calls == [{"ir": "dynamo", "use_explicit_typing": True, "min_block_size": 5,
+                      "disable_tf32": True}]
+    assert notes["flavour"] == "tensorrt-rtx"
+    assert notes["versions"] == {"torch": torch.__version__, "torch_tensorrt": "2.11.0",
+                                 "tensorrt_rtx": "1.4.0"}
+    assert notes["cache"]["hit"] is False and notes["cache"]["reason"] == "no entry"
+    assert notes["cache"]["stored"] is True and Path(notes["cache"]["path"]).is_file()
+    assert notes["compile_s"] > 0 and "load_s" not in notes
+    assert "aten.conv2d.default" in notes["fallback_ops"]  # no engines in the stand-in
+    assert any("run in PyTorch" in w for w in notes["warnings"])
+    assert notes["engine_count"] == 0 and notes["layer_files"] == []
+    assert "fake build starts" in notes["artifacts"]["tensorrt_build.log"]
+    expected = first.fn(*first.inputs)
+
+    second = prepare(tmp_path)
+    assert len(calls) == 1  # loaded, not rebuilt
+    assert second.notes["cache"]["hit"] is True and second.notes["load_s"] > 0
+    assert "compile_s" not in second.notes
+    assert second.notes["fallback_ops"] == notes["fallback_ops"]
+    assert torch.equal(second.fn(*second.inputs), expected)
+    assert second.after_windows() == {
+        "layer_timing": "not available: no C++-runtime engines (Python runtime)"}
+
+    third = prepare(tmp_path, use_cache=False)
+    assert len(calls) == 2 and third.notes["cache"]["reason"] == "--no-cache"
+
+
+def test_other_tf32_setting_is_another_entry(fake_trt, tmp_path):
+    calls, _ = fake_trt
+    prepare(tmp_path)
+    again = prepare(tmp_path, tf32=True)
+    assert len(calls) == 2 and calls[1]["disable_tf32"] is False
+    assert again.notes["cache"]["hit"] is False
+
+
+def test_failed_build_is_one_line_and_keeps_the_log_beside_the_run(fake_trt, tmp_path):
+    _, state = fake_trt
+    state["fail"] = True
+    with pytest.raises(UserError) as error:
+        prepare(tmp_path)
+    message = str(error.value)
+    log = tmp_path / "runs" / "ttrt_fp32_bs2.failed" / "tensorrt_build.log"
+    assert "\n" not in message and "TensorRT build failed" in message and str(log) in message
+    assert "Failed to build the TensorRT engine" in message
+    text = log.read_text()
+    assert "Error Code 4: Internal Error (fake)" in text and "RuntimeError" in text
+    assert not (tmp_path / "runs" / "ttrt_fp32_bs2").exists()
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
+    # the next successful build clears the stale failure folder
+    state["fail"] = False
+    prepare(tmp_path)
+    assert not log.parent.exists()
+
+
+def test_sidecar_report_is_json(fake_trt, tmp_path):
+    prepare(tmp_path)
+    sidecars = list((tmp_path / "cache").glob("*.json"))
+    assert len(sidecars) == 1
+    data = json.loads(sidecars[0].read_text())
+    assert data["facts"]["gpu"] == "Fake GPU" and data["facts"]["backend"] == "ttrt_fp32"
+    assert data["report"]["fallback_ops"]
