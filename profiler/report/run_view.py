@@ -9,13 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-
-def make_console(stderr: bool = False) -> Console:
-    """A console that does not squeeze tables into 80 columns when output goes to a file/pipe."""
-    console = Console(stderr=stderr)
-    if not console.is_terminal:
-        console = Console(stderr=stderr, width=max(console.width, 160))
-    return console
+from .console import make_console
 
 
 def print_json(result: dict) -> None:

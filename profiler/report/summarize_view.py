@@ -30,8 +30,7 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
         json.dump(summary.to_dict(top=top), sys.stdout, indent=1)
         sys.stdout.write("\n")
         return
-    from rich.console import Console
-
+    from .console import make_console
     from .tables import print_summary
 
-    print_summary(summary, view=view, top=top, console=Console())
+    print_summary(summary, view=view, top=top, console=make_console())

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..trace.overview import BREAKDOWN
+from .console import make_console
 from ..trace.summary import Summary
 
 VIEWS = ("all", "overview", "kernels", "categories", "operators")
@@ -45,7 +46,7 @@ def _top(frame: pd.DataFrame, top: int) -> pd.DataFrame:
 
 def print_summary(summary: Summary, view: str = "all", top: int = 20,
                   console: Console | None = None) -> None:
-    console = console or Console()
+    console = console or make_console()
     header = f"[b]{summary.trace_path}[/b]  ({summary.schema}"
     if summary.devices:
         d = summary.devices[0]
