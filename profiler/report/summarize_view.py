@@ -20,7 +20,7 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
     resolved = resolve_target(target)
     if resolved.note:
         print(resolved.note, file=sys.stderr)
-    summary = summarize(resolved.path)
+    summary = summarize(resolved.path, resolved.context)
     if out is not None:
         from .export import export
 

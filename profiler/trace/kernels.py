@@ -9,7 +9,7 @@ import pandas as pd
 
 from .load import KIND, Trace
 from .occupancy import theoretical_occupancy
-from .rules import CATEGORIES, YES, UNKNOWN, classify, short_name
+from .rules import CATEGORIES, UNKNOWN, YES, RunContext, classify, short_name
 
 NO_OPERATOR = "(no operator)"
 
@@ -108,7 +108,10 @@ KERNEL_TABLE_COLUMNS = (
 )
 
 
-def kernel_summary(trace: Trace, rows: pd.DataFrame | None = None) -> KernelSummary:
+def kernel_summary(trace: Trace, rows: pd.DataFrame | None = None,
+                   context: RunContext | None = None) -> KernelSummary:
+    """The kernel and category tables; ``context`` (the run's precision) decides kernels whose
+    names carry no data type (rules.CONTEXT_RULES)."""
     rows = kernel_rows(trace) if rows is None else rows
     if rows.empty:
         empty = pd.DataFrame(columns=list(KERNEL_TABLE_COLUMNS))
@@ -133,7 +136,7 @@ def kernel_summary(trace: Trace, rows: pd.DataFrame | None = None) -> KernelSumm
         .sort_values("dur", ascending=False).drop_duplicates("name_id").set_index("name_id")
 
     names = trace.names[stats.index.to_numpy()]
-    classes = [classify(n) for n in names]
+    classes = [classify(n, context) for n in names]
     table = pd.DataFrame({
         "kernel": [short_name(n) for n in names],
         "name": names,

@@ -79,6 +79,9 @@ RULES: tuple[Rule, ...] = (
          source="cuBLAS FP64/complex legacy kernels; Tensor Core DMMA kernels carry an MMA shape"),
     Rule(r"simt|ffma|scudnn|fp32_?gemm_?fp32", tensor_core=NO,
          source="cutlass 'simt' kernels and cuDNN 'scudnn' (single precision) kernels run FFMA"),
+    Rule(r"cudnn_generated_\w*resample", "reduction", NO,
+         "cuDNN runtime-compiled resample (pooling) kernels, e.g. "
+         "cudnn_generated_resampleFwd_cutlass_* in TensorRT engines: no MMA"),
     Rule(r"cask_cudnn::compute\w*offsets", "other", NO,
          "cuDNN/cask offset-table helper kernels that run before an implicit GEMM"),
     Rule(r"^(?:void )?cudnn::[\w:]+<(?:float|double)\b", tensor_core=NO,
@@ -164,6 +167,38 @@ _OTHER = Rule("", category="other", source="no rule matched")
 
 
 @dataclass(frozen=True)
+class RunContext:
+    """What the run that made a trace says about its arithmetic (its result.json): evidence for
+    kernels whose names carry no data type."""
+
+    precision: str | None = None  # the backend's precision: "fp32", "fp16", "bf16"
+    tf32: bool | None = None      # whether TF32 was allowed
+    source: str = ""              # where this came from, for the rule text
+
+
+@dataclass(frozen=True)
+class ContextRule:
+    pattern: str
+    precisions: tuple[str, ...]
+    tf32: bool | None  # None: either
+    tensor_core: str
+    source: str
+
+
+#: Rules that need the run's precision; they apply only where the name alone said "unknown".
+CONTEXT_RULES: tuple[ContextRule, ...] = (
+    ContextRule(r"triton_tem_", ("fp16", "bf16"), None, YES,
+                "Inductor template kernels run tl.dot on the model's dtype; FP16/BF16 operands "
+                "issue MMA (HMMA/wgmma)"),
+    ContextRule(r"triton_tem_", ("fp32",), True, YES,
+                "FP32 run with TF32 allowed: Inductor's templates pass allow_tf32 to tl.dot, "
+                "which then issues TF32 MMA"),
+    ContextRule(r"triton_tem_", ("fp32",), False, NO,
+                "FP32 run with TF32 off: tl.dot in IEEE FP32 runs on FFMA"),
+)
+
+
+@dataclass(frozen=True)
 class KernelClass:
     category: str
     tensor_core: str
@@ -171,8 +206,9 @@ class KernelClass:
     tensor_core_why: str    # and its source note
 
 
-def classify(name: str) -> KernelClass:
-    """Category and Tensor Core verdict of one kernel name, with the deciding rule."""
+def classify(name: str, context: RunContext | None = None) -> KernelClass:
+    """Category and Tensor Core verdict of one kernel name, with the deciding rule. Where the
+    name alone says "unknown", the run's context (precision, TF32) may decide."""
     category: Rule | None = None
     tensor_core: Rule | None = None
     for rule in RULES:
@@ -190,6 +226,16 @@ def classify(name: str) -> KernelClass:
     if tensor_core is None:
         tensor_core = _MATRIX_DEFAULT if category.category in MATRIX_CATEGORIES \
             else _NON_MATRIX_DEFAULT
+    if tensor_core.tensor_core == UNKNOWN and context is not None and context.precision:
+        for rule in CONTEXT_RULES:
+            if (context.precision in rule.precisions
+                    and (rule.tf32 is None or rule.tf32 == bool(context.tf32))
+                    and _compile(rule.pattern).search(name)):
+                tf32 = "" if rule.tf32 is None else f", TF32 {'on' if context.tf32 else 'off'}"
+                return KernelClass(
+                    category=category.category, tensor_core=rule.tensor_core,
+                    tensor_core_rule=f"{rule.pattern} + run precision {context.precision}{tf32}",
+                    tensor_core_why=f"{rule.source} ({context.source})")
     return KernelClass(category=category.category, tensor_core=tensor_core.tensor_core,
                        tensor_core_rule=tensor_core.pattern or "(default)",
                        tensor_core_why=tensor_core.source)

@@ -14,6 +14,7 @@ from ..errors import UserError
 from .kernels import KernelSummary, kernel_rows, kernel_summary
 from .load import Trace, load_trace
 from .overview import Overview, overview
+from .rules import RunContext
 
 TRACE_PATTERNS = ("*.pt.trace.json", "*.pt.trace.json.gz")
 LOOSE_PATTERNS = ("*.json", "*.json.gz")
@@ -23,6 +24,7 @@ LOOSE_PATTERNS = ("*.json", "*.json.gz")
 class Target:
     path: Path
     note: str | None = None  # e.g. which of several traces was picked
+    context: RunContext | None = None  # what the run's result.json says about its arithmetic
 
 
 def resolve_target(target: str, root: Path | None = None) -> Target:
@@ -44,11 +46,24 @@ def resolve_target(target: str, root: Path | None = None) -> Target:
     if not candidates:
         raise UserError(f"no trace files in {path}: expected *.pt.trace.json[.gz] or a "
                         "result.json naming them")
+    context = run_context(path / "result.json")
     if len(candidates) == 1:
-        return Target(candidates[0])
+        return Target(candidates[0], context=context)
     newest = max(candidates, key=lambda p: p.stat().st_mtime)
     return Target(newest, note=f"{len(candidates)} traces in {path}; using the newest, "
-                               f"{newest.name}")
+                               f"{newest.name}", context=context)
+
+
+def run_context(result_path: Path) -> RunContext | None:
+    """The backend precision and TF32 switch a run recorded, if ``result_path`` is one."""
+    try:
+        data = json.loads(result_path.read_text())
+        precision = data["backend"]["precision"]
+        tf32 = data.get("precision", {}).get("tf32")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return RunContext(precision=precision, tf32=tf32,
+                      source=f"{data['backend'].get('name', '?')} run, {result_path.name}")
 
 
 def _traces_named_by_result(folder: Path, root: Path) -> list[Path]:
@@ -129,9 +144,9 @@ class Summary:
         })
 
 
-def summarize_trace(trace: Trace) -> Summary:
+def summarize_trace(trace: Trace, context: RunContext | None = None) -> Summary:
     rows = kernel_rows(trace)
-    kernels = kernel_summary(trace, rows)
+    kernels = kernel_summary(trace, rows, context)
     category_of = dict(zip(kernels.table["name"], kernels.table["category"]))
     categories = pd.Series(trace.names[rows["name_id"].to_numpy()]).map(category_of) \
         if len(rows) else pd.Series([], dtype=object)
@@ -141,13 +156,17 @@ def summarize_trace(trace: Trace) -> Summary:
     from .load import KINDS
     event_counts = {KINDS[k]: n for k, n in counts.items()}
     notes = list(ov.notes) + list(kernels.notes)
+    if context is not None:
+        notes.append(f"run context: precision {context.precision}, TF32 "
+                     f"{'on' if context.tf32 else 'off'} ({context.source}); used only for "
+                     "kernels whose names carry no data type")
     devices = [asdict(d) for d in trace.devices.values()]
     return Summary(trace_path=trace.path, schema=trace.schema, devices=devices,
                    event_counts=event_counts, kernels=kernels, overview=ov, notes=notes)
 
 
-def summarize(path: Path | str) -> Summary:
-    return summarize_trace(load_trace(path))
+def summarize(path: Path | str, context: RunContext | None = None) -> Summary:
+    return summarize_trace(load_trace(path), context)
 
 
 def _records(frame: pd.DataFrame) -> list[dict]:
