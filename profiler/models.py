@@ -88,8 +88,11 @@ class Seq2SeqTransformer(nn.Module):
         src_x = self.positions(self.src_embed(src) * scale)
         tgt_x = self.positions(self.tgt_embed(tgt) * scale)
         length = tgt.size(1)
-        causal = torch.triu(torch.full((length, length), float("-inf"), device=tgt.device), 1)
-        hidden = self.transformer(src_x, tgt_x, tgt_mask=causal)
+        causal = torch.triu(torch.full((length, length), float("-inf"), device=tgt.device,
+                                       dtype=tgt_x.dtype), 1)
+        # saying the mask is causal spares nn.Transformer a data-dependent check of the mask,
+        # which graph capture (torch.export, used by Torch-TensorRT) cannot trace
+        hidden = self.transformer(src_x, tgt_x, tgt_mask=causal, tgt_is_causal=True)
         return self.generator(hidden)
 
 

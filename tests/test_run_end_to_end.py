@@ -112,3 +112,17 @@ def test_tf32_flag_is_recorded(cli):
                "--timed-warmup", "0", "--active", "1", "--tf32", "--json")
     assert done.code == 0
     assert json.loads(done.stdout)["precision"]["cudnn_allow_tf32"] is True
+
+
+def test_transformer_model_can_be_captured_by_torch_export():
+    """Torch-TensorRT's dynamo path starts from torch.export: the translation model must export
+    (it did not while nn.Transformer checked its causal mask with a data-dependent branch)."""
+    import torch
+
+    from profiler.config import RunConfig
+    from profiler.models import build
+
+    model, inputs = build(RunConfig(model="transformer", batch_size=2, seq_len=8))
+    exported = torch.export.export(model, inputs)
+    with torch.no_grad():
+        assert torch.allclose(exported.module()(*inputs), model(*inputs), atol=1e-5)
