@@ -124,7 +124,7 @@ def store(cache_dir: Path, facts: dict, write_module: Callable[[Path], None],
     cache_dir.mkdir(parents=True, exist_ok=True)
     key = cache_key(facts)
     module_path, sidecar_path = paths(cache_dir, key)
-    handle, tmp = tempfile.mkstemp(prefix=f".{key}.", suffix=".ep.tmp", dir=cache_dir)
+    handle, tmp = tempfile.mkstemp(prefix=f".{key}.", suffix=".tmp.pt2", dir=cache_dir)
     os.close(handle)
     try:
         write_module(Path(tmp))

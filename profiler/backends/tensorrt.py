@@ -175,6 +175,23 @@ def fallback_ops(graph_module) -> list[str]:
 # building
 
 
+# torch loggers that repeat a warning for every TensorRT engine attribute while a compiled module
+# is saved or loaded (fake_class_registry) or about the cache file's suffix (export)
+NOISY_LOGGERS = ("torch._library.fake_class_registry", "torch.export.pt2_archive._package")
+
+
+@contextlib.contextmanager
+def quiet_torch_loggers():
+    saved = [(logging.getLogger(name), logging.getLogger(name).level) for name in NOISY_LOGGERS]
+    for logger, _ in saved:
+        logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        for logger, level in saved:
+            logger.setLevel(level)
+
+
 @contextlib.contextmanager
 def captured_build_log():
     """Collect Torch-TensorRT's and TensorRT's messages (INFO and up) while compiling, instead of
@@ -316,6 +333,8 @@ def _prepare(model, inputs, config, device, precision: str) -> Prepared:
     artifacts: dict[str, str] = {}
     workdir = Path(tempfile.mkdtemp(prefix="infer-profiler-trt-"))
     compiled = None
+    quiet = contextlib.ExitStack()
+    quiet.enter_context(quiet_torch_loggers())
     try:
         if found is not None and found.hit:
             began = time.perf_counter()
@@ -353,6 +372,7 @@ def _prepare(model, inputs, config, device, precision: str) -> Prepared:
             if config.use_cache:
                 _store(torch_tensorrt, compiled, inputs, cache_dir, facts, notes, cache)
     finally:
+        quiet.close()
         shutil.rmtree(workdir, ignore_errors=True)
     notes["cache"] = cache
     if notes["fallback_ops"]:

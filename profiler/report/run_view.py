@@ -43,12 +43,12 @@ def print_result(result: dict) -> None:
     console = make_console()
     console.print(table)
     _print_numerics(console, result.get("numerics"))
-    shown_apart = {"artifacts", "warnings", "compile_s", "load_s"}
-    notes = ", ".join(f"{k}={v}" for k, v in backend["notes"].items() if k not in shown_apart)
     precision = result.get("precision", {})
     console.print(f"{timing['iters']} iterations after {timing['warmup_iters']} warm-up, "
                   f"{timing['timer']}, synchronized every iteration; TF32 "
-                  f"{'on' if precision.get('tf32') else 'off'}; {notes}", highlight=False)
+                  f"{'on' if precision.get('tf32') else 'off'}", highlight=False)
+    for line in describe_notes(backend["notes"]):
+        console.print(line, highlight=False)
     for warning in backend["notes"].get("warnings", []):
         console.print(f"[bold yellow]warning:[/] {escape(warning)}", highlight=False)
     output = result.get("output", {})
@@ -58,6 +58,30 @@ def print_result(result: dict) -> None:
         console.print(f"files:   {', '.join(result['artifacts'])}", highlight=False)
     console.print(f"trace:   {', '.join(result['trace']['files'])}", highlight=False)
     console.print(f"results: {result['latency_csv'].rsplit('/', 1)[0]}/result.json", highlight=False)
+
+
+# backend notes that stay in result.json only (too long for the terminal, or shown elsewhere)
+_QUIET_NOTES = {"artifacts", "warnings", "compile_s", "load_s", "cache", "versions",
+                "compile_options", "distribution", "layer_files", "layer_timing",
+                "profiling_verbosity"}
+
+
+def describe_notes(notes: dict) -> list[str]:
+    """What the backend did, in a few short lines (everything stays in result.json)."""
+    brief = [f"{key.replace('_', ' ')} {', '.join(map(str, value)) or 'none'}"
+             if isinstance(value, list) else f"{key.replace('_', ' ')} {value}"
+             for key, value in notes.items() if key not in _QUIET_NOTES]
+    lines = [f"backend: {escape('; '.join(brief))}"] if brief else []
+    if "versions" in notes:
+        lines.append("versions: " + escape(", ".join(f"{k} {v}" for k, v in notes["versions"].items())))
+    cache = notes.get("cache")
+    if isinstance(cache, dict) and cache.get("enabled"):
+        state = "hit" if cache.get("hit") else f"miss ({cache.get('reason', '?')})"
+        stored = ", stored" if cache.get("stored") else ""
+        lines.append(f"engine cache: {state}{stored}: {cache.get('path')}")
+    elif isinstance(cache, dict):
+        lines.append("engine cache: off (--no-cache)")
+    return lines
 
 
 def _figure(value, digits: int = 3) -> str:
