@@ -146,6 +146,34 @@ def summarize(
     summarize_view.run(target, view=view, top=top, out=out, json_out=json_out)
 
 
+@app.command()
+@user_errors
+def compare(
+    a: str = typer.Argument(..., help="Run A (before): a run name, <sweep>/<cell>, a run folder "
+                            "or a trace file."),
+    b: str = typer.Argument(..., help="Run B (after), the same kinds of target."),
+    top: int = typer.Option(15, "--top", help="Rows per table (0 = all)."),
+    out: Optional[Path] = typer.Option(
+        None, "--out", help="Also write overview, categories, kernels, operators and "
+        "top_changes CSVs into this folder."),
+) -> None:
+    """Kernel-level diff of two runs: step and GPU time, categories, kernels, operators.
+
+    Times are per profiled step and delta = B - A. Kernels are matched by full name (the
+    unmatched ones of each side are listed); runs that share no kernel name (eager vs TensorRT)
+    compare by category and by the operator that launched the kernels.
+
+    Examples:
+
+    [b]python profile.py compare pytorch_fp32_bs8 ttrt_fp16_bs8[/b]
+
+    [b]python profile.py compare sweep_resnet50/pytorch_fp16_bs8 sweep_resnet50/inductor_fp16_bs8 --out diff/[/b]
+    """
+    from .report import compare_view
+
+    compare_view.run(a, b, top=top, out=out)
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         app(args=argv, prog_name="profile.py")
