@@ -259,6 +259,34 @@ def compare(
     compare_view.run(a, b, top=top, out=out)
 
 
+@app.command()
+@user_errors
+def plot(
+    target: str = typer.Argument(
+        ..., help="A sweep folder (runs/<sweep>, or just <sweep>), or a run: run name, "
+        "<sweep>/<cell>, run folder or trace file."),
+    out: Optional[Path] = typer.Option(
+        None, "--out", help="Folder for the PNGs (default: plots/ inside the sweep or run "
+        "folder)."),
+) -> None:
+    """PNG plots (matplotlib, no display needed).
+
+    A sweep gives latency.png (p50 per backend vs batch size, p90/p99 marks), speedup.png (vs
+    the baseline, per batch size), throughput.png and categories.png (kernel time per step by
+    category, per cell). A run gives <run>_categories.png.
+
+    Examples:
+
+    [b]python profile.py plot runs/sweep_resnet50[/b]
+
+    [b]python profile.py plot sweep_resnet50/ttrt_fp16_bs8 --out docs/img[/b]
+    """
+    from .report import plots
+
+    for path in plots.plot(target, out):
+        typer.echo(f"wrote {path}")
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         app(args=argv, prog_name="profile.py")
