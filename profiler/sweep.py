@@ -394,6 +394,9 @@ def run_sweep(p: SweepPlan, say=print, progress=None) -> SweepOutcome:
     manifest = start_manifest(p)
     p.sweep_dir.mkdir(parents=True, exist_ok=True)
     write_manifest(p.sweep_dir, manifest)
+    say(f"sweep {p.name}: {len(p.backends)} backends x {len(p.batch_sizes)} batch sizes = "
+        f"{len(p.cells)} cells of {p.options['model']}, one subprocess each; results in "
+        f"{p.sweep_dir}/")
     total = len(p.cells)
     ran = skipped = 0
     current = None

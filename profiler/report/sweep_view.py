@@ -22,7 +22,7 @@ def _duration(seconds: float) -> str:
 def _cell_progress(console: Console, total: int):
     """A progress bar over the cells when stderr is a terminal, per-cell lines either way."""
     def say(text: str) -> None:
-        console.print(escape(text), highlight=False)
+        console.print(escape(text), highlight=False, soft_wrap=True)
 
     if not console.is_terminal:
         yield say, None
@@ -38,11 +38,7 @@ def _cell_progress(console: Console, total: int):
 def run(plan: SweepPlan) -> int:
     """Run the sweep; returns the exit status: 0 if at least one cell is ok (a warning lists the
     others), 1 if none is."""
-    err = Console(stderr=True)
-    err.print(f"sweep {escape(plan.name)}: {len(plan.backends)} backends x "
-              f"{len(plan.batch_sizes)} batch sizes = {len(plan.cells)} cells of "
-              f"{escape(plan.options['model'])}, one subprocess each; results in "
-              f"{escape(str(plan.sweep_dir))}/", highlight=False)
+    err = make_console(stderr=True)
     with _cell_progress(err, len(plan.cells)) as (say, advance):
         try:
             outcome = run_sweep(plan, say=say, progress=advance)
@@ -55,16 +51,16 @@ def run(plan: SweepPlan) -> int:
     bad = [(name, cell) for name, cell in cells if cell.get("status") != OK]
     err.print(f"sweep took {_duration(outcome.wall_s)} ({outcome.ran} cell(s) run, "
               f"{outcome.skipped} skipped); tables: {plan.sweep_dir}/benchmark.csv and .md",
-              highlight=False)
+              highlight=False, soft_wrap=True)
     if bad and len(bad) < len(cells):
         listed = ", ".join(f"{name} ({cell.get('status')})" for name, cell in bad)
         err.print(f"[yellow]warning:[/] {len(bad)} of {len(cells)} cells did not finish: "
                   f"{escape(listed)}; reasons in {escape(str(plan.sweep_dir))}/sweep.json",
-                  highlight=False)
+                  highlight=False, soft_wrap=True)
     if len(bad) == len(cells):
         first = bad[0][1].get("reason")
         err.print(f"error: all {len(cells)} cells failed (first: {escape(str(first))}); "
-                  f"logs in {escape(str(plan.sweep_dir))}/logs/", highlight=False)
+                  f"logs in {escape(str(plan.sweep_dir))}/logs/", highlight=False, soft_wrap=True)
         return 1
     return 0
 
