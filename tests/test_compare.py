@@ -154,5 +154,5 @@ def test_plots_of_a_gpu_sweep_built_from_the_fixtures(tmp_path, monkeypatch):
     assert sorted(p.name for p in written) == ["categories.png", "latency.png", "speedup.png",
                                                "throughput.png"]
     for path in written:
-        assert path.parent == tmp_path / "runs" / "gpu" / "plots"
+        assert path.parent.resolve() == tmp_path.resolve() / "runs" / "gpu" / "plots"
         assert path.read_bytes()[:4] == b"\x89PNG" and path.stat().st_size > 10_000
