@@ -22,7 +22,9 @@ app = typer.Typer(
     help="Kernel-level profiling for GPU inference.\n\n"
     "[b]run[/b] profiles one model x backend x batch size and writes a TensorBoard trace under "
     "tb_logs/ and timed results under runs/. [b]summarize[/b] turns any PyTorch profiler (Kineto) "
-    "trace into kernel, Tensor Core, occupancy and step-time tables.",
+    "trace into kernel, Tensor Core, occupancy and step-time tables. [b]sweep[/b] runs a backend x "
+    "batch-size matrix with speedups; [b]compare[/b] diffs two runs kernel by kernel; [b]plot[/b] "
+    "draws a sweep or a run.",
 )
 
 
