@@ -3,3 +3,7 @@
 
 class UserError(Exception):
     """A mistake in the input or the environment that the message tells the user how to fix."""
+
+
+class Interrupted(Exception):
+    """Ctrl-C, after what was finished was kept. The CLI prints it as one line, exit status 130."""

@@ -22,3 +22,24 @@ def failing(batch_size: int = 2):
 
 def not_a_pair():
     return nn.Linear(2, 2)
+
+
+class _OutOfMemoryAbove(nn.Module):
+    """conv_net's layers, but a batch larger than ``limit`` raises the error CUDA raises when
+    memory runs out (torch.OutOfMemoryError), so a sweep's OOM path is tested on the CPU."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+        self.body = conv_net()[0]
+
+    def forward(self, x):
+        if x.shape[0] > self.limit:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB "
+                                         "(simulated by tests.tiny_models)")
+        return self.body(x)
+
+
+def oom_above_2(batch_size: int = 2, image_size: int = 16):
+    model = _OutOfMemoryAbove(2)
+    return model, (torch.randn(batch_size, 3, image_size, image_size),)

@@ -24,15 +24,17 @@ LOOSE_PATTERNS = ("*.json", "*.json.gz")
 class Target:
     path: Path
     note: str | None = None  # e.g. which of several traces was picked
-    context: RunContext | None = None  # what the run's result.json says about its arithmetic
+    result_json: Path | None = None  # the run's result.json, when the target is a run folder
+    context: RunContext | None = None  # what that result.json says about the run's arithmetic
 
 
 def resolve_target(target: str, root: Path | None = None) -> Target:
     """A trace file; a run folder (runs/<run>/ with result.json naming its traces); a folder of
-    traces; or a bare run name looked up as runs/<name> then tb_logs/<name>."""
+    traces; or a run name looked up as runs/<name> then tb_logs/<name> (also a sweep's cell,
+    <sweep>/<backend>_bs<N>)."""
     root = Path.cwd() if root is None else root
     path = Path(target).expanduser()
-    if not path.exists() and not path.is_absolute() and "/" not in target:
+    if not path.exists() and not path.is_absolute() and ".." not in Path(target).parts:
         for base in ("runs", "tb_logs"):
             if (root / base / target).exists():
                 path = root / base / target
@@ -46,12 +48,13 @@ def resolve_target(target: str, root: Path | None = None) -> Target:
     if not candidates:
         raise UserError(f"no trace files in {path}: expected *.pt.trace.json[.gz] or a "
                         "result.json naming them")
-    context = run_context(path / "result.json")
+    result = path / "result.json" if (path / "result.json").is_file() else None
+    context = run_context(result) if result else None
     if len(candidates) == 1:
-        return Target(candidates[0], context=context)
+        return Target(candidates[0], result_json=result, context=context)
     newest = max(candidates, key=lambda p: p.stat().st_mtime)
     return Target(newest, note=f"{len(candidates)} traces in {path}; using the newest, "
-                               f"{newest.name}", context=context)
+                               f"{newest.name}", result_json=result, context=context)
 
 
 def run_context(result_path: Path) -> RunContext | None:

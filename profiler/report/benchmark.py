@@ -1,0 +1,171 @@
+"""A sweep's benchmark table: one row per cell, built from the manifest and each cell's
+result.json, written as benchmark.csv and benchmark.md and printed with rich.
+
+Columns (times in ms, as the timed window measured them; the trace figures come from the
+profiled steps, summarized with profiler.trace):
+
+model, device, backend, bs, mean_ms, p50_ms, p90_ms, p99_ms, throughput_per_s,
+speedup (baseline p50 / this cell's p50 at the same batch size; empty when the baseline cell
+did not finish), baseline, ready_s (prepare + first call: from handing the model to the backend
+to the first output, every backend), compile_s and compile_what (TensorRT: engine build time, or
+the engine cache load time; Inductor: the first call, where torch.compile compiles; empty for
+eager and TorchScript), rel_l2_error (vs the FP32 eager reference; empty for pytorch_fp32,
+the reference itself), tensor_core_pct (share of kernel time on Tensor Cores), gpu_util_pct,
+status, reason, elapsed_s (the cell's subprocess, wall time).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from ..errors import UserError
+from .export import _markdown, write_atomic
+
+COLUMNS = ["model", "device", "backend", "bs", "mean_ms", "p50_ms", "p90_ms", "p99_ms",
+           "throughput_per_s", "speedup", "baseline", "ready_s", "compile_s", "compile_what",
+           "rel_l2_error", "tensor_core_pct", "gpu_util_pct", "status", "reason", "elapsed_s"]
+
+
+MD_FORMATS = {"mean_ms": ".3f", "p50_ms": ".3f", "p90_ms": ".3f", "p99_ms": ".3f",
+              "throughput_per_s": ".1f", "speedup": ".2f", "ready_s": ".2f", "compile_s": ".2f",
+              "rel_l2_error": ".2e", "tensor_core_pct": ".1f", "gpu_util_pct": ".1f",
+              "elapsed_s": ".1f"}
+
+
+def _read_result(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def compile_time(result: dict) -> tuple[float | None, str]:
+    notes = result.get("backend", {}).get("notes", {}) or {}
+    family = result.get("backend", {}).get("family")
+    if notes.get("compile_s") is not None:
+        return float(notes["compile_s"]), "TensorRT engine build"
+    if notes.get("load_s") is not None:
+        return float(notes["load_s"]), "engine cache load"
+    if family == "inductor":
+        return float(result["timing"]["first_call_s"]), "first call (torch.compile)"
+    return None, ""
+
+
+def benchmark_table(sweep_dir: Path, manifest: dict) -> pd.DataFrame:
+    from ..sweep import OK, grid_cells
+
+    rows = []
+    for name, cell in grid_cells(manifest):
+        row = {"model": manifest["model"], "device": "", "backend": cell["backend"],
+               "bs": cell["batch_size"], "status": cell.get("status"),
+               "reason": cell.get("reason") or "", "elapsed_s": cell.get("elapsed_s"),
+               "baseline": manifest["baseline"]}
+        result = _read_result(sweep_dir / name / "result.json") if cell.get("status") == OK \
+            else None
+        if cell.get("status") == OK and result is None:
+            row.update(status="failed", reason="result.json missing or unreadable")
+        if result is not None:
+            timing = result["timing"]
+            gpu = (result.get("environment") or {}).get("gpu") or {}
+            compile_s, compile_what = compile_time(result)
+            numerics = result.get("numerics") or {}
+            metrics = cell.get("metrics") or {}
+            row.update({
+                "device": gpu.get("name") or "CPU",
+                "mean_ms": timing["mean_ms"], "p50_ms": timing["p50_ms"],
+                "p90_ms": timing["p90_ms"], "p99_ms": timing["p99_ms"],
+                "throughput_per_s": timing["throughput_samples_per_s"],
+                "ready_s": timing["prepare_s"] + timing["first_call_s"],
+                "compile_s": compile_s, "compile_what": compile_what,
+                "rel_l2_error": numerics.get("rel_l2_error"),
+                "tensor_core_pct": metrics.get("tensor_core_pct"),
+                "gpu_util_pct": metrics.get("gpu_util_pct"),
+            })
+        rows.append(row)
+    frame = pd.DataFrame(rows).reindex(columns=COLUMNS)
+    frame = frame.astype({c: float for c in ("mean_ms", "p50_ms", "p90_ms", "p99_ms",
+                                              "throughput_per_s", "speedup", "ready_s",
+                                              "compile_s", "rel_l2_error", "tensor_core_pct",
+                                              "gpu_util_pct", "elapsed_s")})
+    base = frame[frame["backend"] == manifest["baseline"]].set_index("bs")["p50_ms"]
+    frame["speedup"] = [base.get(bs, math.nan) / p50 if p50 and p50 > 0 else math.nan
+                        for bs, p50 in zip(frame["bs"], frame["p50_ms"])]
+    return frame
+
+
+def write_benchmark(sweep_dir: Path, frame: pd.DataFrame, manifest: dict) -> list[Path]:
+    csv_path, md_path = sweep_dir / "benchmark.csv", sweep_dir / "benchmark.md"
+    write_atomic(csv_path, frame.to_csv(index=False, float_format="%.6g"))
+    write_atomic(md_path, markdown(frame, manifest))
+    return [csv_path, md_path]
+
+
+def markdown(frame: pd.DataFrame, manifest: dict) -> str:
+    devices = sorted({d for d in frame["device"].dropna() if d})
+    options = manifest.get("options", {})
+    lines = [f"# Sweep `{manifest.get('name', '')}`: {manifest['model']} on "
+             f"{', '.join(devices) or 'no finished cell'}\n",
+             f"- backends: {', '.join(manifest['backends'])}; batch sizes: "
+             f"{', '.join(map(str, manifest['batch_sizes']))}",
+             f"- speedup = p50 of `{manifest['baseline']}` / p50 of the cell, at the same batch "
+             "size",
+             f"- timed window: {options.get('iters')} iterations after "
+             f"{options.get('timed_warmup')} warm-up, synchronized every iteration; TF32 "
+             f"{'on' if options.get('tf32') else 'off'}",
+             "- ready_s = prepare + first call; compile_s: see compile_what; rel_l2_error vs the "
+             "FP32 eager reference; tensor_core_pct and gpu_util_pct from the profiled steps' "
+             "trace", ""]
+    shown = frame.drop(columns=["model", "device", "baseline", "reason"]).astype(object)
+    for column, fmt in MD_FORMATS.items():
+        shown[column] = [("" if pd.isna(v) else format(v, fmt)) for v in frame[column]]
+    lines.append(_markdown(shown))
+    failed = frame[frame["status"] != "ok"]
+    if len(failed):
+        lines.append("\n## Cells that did not finish\n")
+        for r in failed.itertuples():
+            lines.append(f"- `{r.backend}` bs {r.bs}: {r.status}: {r.reason}")
+    return "\n".join(lines) + "\n"
+
+
+def _f(value, fmt: str) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return format(value, fmt)
+
+
+def print_benchmark(frame: pd.DataFrame, manifest: dict, console: Console) -> None:
+    devices = sorted({d for d in frame["device"].dropna() if d})
+    t = Table(title=f"{manifest['model']} on {', '.join(devices) or '-'}: speedup = "
+                    f"{manifest['baseline']} p50 / p50", title_justify="left")
+    headers = ("backend", "bs", "mean ms", "p50 ms", "p90 ms", "p99 ms", "samples/s", "speedup",
+               "ready s", "compile s", "rel L2 err", "Tensor Cores", "GPU util", "status")
+    for h in headers:
+        t.add_column(h, justify="left" if h in ("backend", "status") else "right")
+    for r in frame.itertuples():
+        status = r.status if r.status == "ok" else f"[red]{escape(str(r.status))}[/]"
+        t.add_row(r.backend, str(r.bs), _f(r.mean_ms, ".3f"), _f(r.p50_ms, ".3f"),
+                  _f(r.p90_ms, ".3f"), _f(r.p99_ms, ".3f"), _f(r.throughput_per_s, ",.1f"),
+                  _f(r.speedup, ".2f") + ("x" if not pd.isna(r.speedup) else ""),
+                  _f(r.ready_s, ".2f"), _f(r.compile_s, ".2f"), _f(r.rel_l2_error, ".2g"),
+                  _f(r.tensor_core_pct, ".1f") + (" %" if not pd.isna(r.tensor_core_pct) else ""),
+                  _f(r.gpu_util_pct, ".1f") + (" %" if not pd.isna(r.gpu_util_pct) else ""),
+                  status)
+    console.print(t)
+
+
+def load_sweep(target: Path) -> tuple[Path, dict]:
+    """A sweep folder (or its sweep.json) -> (folder, manifest)."""
+    from ..sweep import MANIFEST, read_manifest
+
+    folder = target.parent if target.name == MANIFEST else target
+    manifest = read_manifest(folder) if folder.is_dir() else None
+    if manifest is None:
+        raise UserError(f"{target} is not a sweep folder (no {MANIFEST})")
+    return folder, manifest

@@ -1,0 +1,247 @@
+"""PNG plots with matplotlib's Agg backend (no display needed).
+
+A sweep folder gives latency vs batch size per backend (p50 line, p90 and p99 marks), speedup
+bars vs the baseline per batch size, throughput vs batch size, and kernel time per step by
+category for every finished cell. A run (or any trace) gives its kernel time by category.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from ..errors import UserError
+
+#: one colour per kernel category, the same in every figure
+CATEGORY_COLOURS = {
+    "GEMM": "#1f77b4", "convolution": "#ff7f0e", "attention": "#9467bd",
+    "elementwise": "#2ca02c", "reduction": "#d62728", "normalization": "#8c564b",
+    "copy": "#e377c2", "memset": "#bcbd22", "communication": "#17becf", "other": "#7f7f7f",
+}
+
+
+def _pyplot():
+    try:
+        import matplotlib
+    except ImportError:
+        raise UserError('plots need matplotlib: pip install -e ".[plots]"') from None
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, path: Path) -> Path:
+    """Write the PNG atomically (temp file + rename), like every other export."""
+    import os
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        fig.savefig(tmp, format="png", dpi=130, bbox_inches="tight")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    finally:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+    return path
+
+
+def _title(what: str, model: str, device: str) -> str:
+    return f"{what}\n{model} on {device}"
+
+
+def _devices(frame: pd.DataFrame) -> str:
+    devices = sorted({d for d in frame["device"].dropna() if d})
+    return ", ".join(devices) or "unknown device"
+
+
+# ---- sweep figures ---------------------------------------------------------------------------
+
+def latency_plot(frame: pd.DataFrame, model: str, out: Path) -> Path:
+    plt = _pyplot()
+    ok = frame[frame["status"] == "ok"]
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    for i, (backend, rows) in enumerate(ok.groupby("backend", sort=False)):
+        rows = rows.sort_values("bs")
+        colour = f"C{i % 10}"
+        ax.plot(rows["bs"], rows["p50_ms"], marker="o", color=colour, label=f"{backend} p50")
+        ax.scatter(rows["bs"], rows["p90_ms"], marker="_", s=140, color=colour, linewidths=2)
+        ax.scatter(rows["bs"], rows["p99_ms"], marker="x", s=40, color=colour)
+    ax.scatter([], [], marker="_", s=140, color="black", linewidths=2, label="p90")
+    ax.scatter([], [], marker="x", s=40, color="black", label="p99")
+    _batch_axis(ax, frame)
+    ax.set_ylabel("latency per batch (ms)")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left")
+    ax.set_title(_title("Latency vs batch size (p50 line; p90 -, p99 x)", model,
+                        _devices(frame)), fontsize=10)
+    return _save(fig, out)
+
+
+def throughput_plot(frame: pd.DataFrame, model: str, out: Path) -> Path:
+    plt = _pyplot()
+    ok = frame[frame["status"] == "ok"]
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    for i, (backend, rows) in enumerate(ok.groupby("backend", sort=False)):
+        rows = rows.sort_values("bs")
+        ax.plot(rows["bs"], rows["throughput_per_s"], marker="o", color=f"C{i % 10}",
+                label=backend)
+    _batch_axis(ax, frame)
+    ax.set_ylabel("throughput (samples/s, from the mean latency)")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left")
+    ax.set_title(_title("Throughput vs batch size", model, _devices(frame)), fontsize=10)
+    return _save(fig, out)
+
+
+def speedup_plot(frame: pd.DataFrame, model: str, baseline: str, out: Path) -> Path:
+    plt = _pyplot()
+    sizes = sorted(frame["bs"].unique())
+    backends = list(dict.fromkeys(frame["backend"]))
+    fig, ax = plt.subplots(figsize=(max(7.5, 1.2 * len(sizes) * max(len(backends), 1) / 2), 4.8))
+    width = 0.8 / max(len(backends), 1)
+    for i, backend in enumerate(backends):
+        rows = frame[frame["backend"] == backend].set_index("bs")
+        values = [rows["speedup"].get(bs, math.nan) for bs in sizes]
+        xs = [k + (i - (len(backends) - 1) / 2) * width for k in range(len(sizes))]
+        bars = ax.bar(xs, [0 if pd.isna(v) else v for v in values], width * 0.95,
+                      color=f"C{i % 10}", label=backend)
+        for bar, value, bs in zip(bars, values, sizes):
+            status = rows["status"].get(bs, "not run")
+            text = f"{value:.2f}x" if not pd.isna(value) else \
+                (status if status != "ok" else "no baseline")
+            ax.annotate(text, (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                        ha="center", va="bottom", fontsize=7, rotation=90 if len(backends) > 3
+                        else 0, xytext=(0, 2), textcoords="offset points")
+    ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
+    ax.set_xticks(range(len(sizes)), [str(bs) for bs in sizes])
+    ax.set_xlabel("batch size")
+    ax.set_ylabel(f"speedup vs {baseline} (p50 ratio, x)")
+    ax.margins(y=0.15)
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left")
+    ax.set_title(_title(f"Speedup over {baseline} at the same batch size", model,
+                        _devices(frame)), fontsize=10)
+    return _save(fig, out)
+
+
+def _batch_axis(ax, frame: pd.DataFrame) -> None:
+    sizes = sorted(frame["bs"].unique())
+    if len(sizes) > 1 and sizes[-1] / sizes[0] >= 8:
+        ax.set_xscale("log", base=2)
+    ax.set_xticks(sizes, [str(s) for s in sizes])
+    ax.minorticks_off()
+    ax.set_xlabel("batch size")
+
+
+def category_bars(labels: list[str], per_label: list[dict[str, float]], title: str,
+                  out: Path, legend: bool = True) -> Path:
+    """Horizontal stacked bars: one per label, kernel µs per step by category."""
+    plt = _pyplot()
+    categories = [c for c in CATEGORY_COLOURS if any(d.get(c, 0) > 0 for d in per_label)]
+    categories += sorted({c for d in per_label for c in d} - set(categories))
+    unit, scale = ("ms", 1e-3) if max((sum(d.values()) for d in per_label), default=0) >= 1e3 \
+        else ("µs", 1.0)
+    fig, ax = plt.subplots(figsize=(8.5, 1.2 + 0.42 * len(labels)))
+    left = [0.0] * len(labels)
+    ys = list(range(len(labels)))[::-1]
+    for category in categories:
+        values = [d.get(category, 0.0) * scale for d in per_label]
+        ax.barh(ys, values, left=left, color=CATEGORY_COLOURS.get(category, "#444444"),
+                label=category, height=0.7)
+        left = [a + b for a, b in zip(left, values)]
+    for y, total in zip(ys, left):
+        ax.annotate(f"{total:,.1f} {unit}", (total, y), xytext=(3, 0), textcoords="offset points",
+                    va="center", fontsize=7)
+    ax.set_yticks(ys, labels, fontsize=8)
+    ax.set_xlabel(f"GPU kernel time per profiled step ({unit})")
+    ax.set_xlim(0, max(max(left, default=0), 1e-9) * 1.15)
+    ax.grid(True, axis="x", alpha=0.3)
+    if legend:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="category",
+                  title_fontsize=8)
+    ax.set_title(title, fontsize=10)
+    return _save(fig, out)
+
+
+def sweep_plots(sweep_dir: Path, out: Path) -> list[Path]:
+    from ..sweep import OK, grid_cells
+    from .benchmark import benchmark_table, load_sweep
+
+    folder, manifest = load_sweep(sweep_dir)
+    frame = benchmark_table(folder, manifest)
+    model = manifest["model"]
+    if not (frame["status"] == "ok").any():
+        raise UserError(f"{folder}: no cell of this sweep finished; nothing to plot")
+    written = [latency_plot(frame, model, out / "latency.png"),
+               speedup_plot(frame, model, manifest["baseline"], out / "speedup.png"),
+               throughput_plot(frame, model, out / "throughput.png")]
+    cells = [(name, cell) for name, cell in grid_cells(manifest)
+             if cell.get("status") == OK and (cell.get("metrics") or {}).get(
+                 "categories_us_per_step")]
+    if cells and any(sum(c["metrics"]["categories_us_per_step"].values()) > 0 for _, c in cells):
+        labels = [f"{c['backend']} bs{c['batch_size']}" for _, c in cells]
+        data = [c["metrics"]["categories_us_per_step"] for _, c in cells]
+        written.append(category_bars(labels, data, _title(
+            "GPU kernel time by category, per cell", model, _devices(frame)),
+            out / "categories.png"))
+    else:
+        print("no GPU kernels in this sweep's traces (CPU run?): categories.png left out",
+              file=sys.stderr)
+    return written
+
+
+def run_plots(target: str, out: Path | None) -> list[Path]:
+    import json
+
+    from ..trace.diff import steps_of
+    from ..trace.summary import resolve_target, summarize
+
+    resolved = resolve_target(target)
+    summary = summarize(resolved.path, resolved.context)
+    steps = steps_of(summary)
+    cats = {r.category: float(r.total_us) / steps for r in summary.kernels.categories.itertuples()}
+    if not cats:
+        raise UserError(f"{target}: the trace holds no GPU kernels; nothing to plot")
+    device = summary.devices[0]["name"] if summary.devices else "unknown device"
+    model = ""
+    if resolved.result_json is not None:
+        run_dir = resolved.result_json.parent
+        try:
+            model = json.loads(resolved.result_json.read_text()).get("model", "")
+        except (OSError, ValueError):
+            model = ""
+    else:
+        run_dir = resolved.path.parent
+    name = run_dir.name
+    out = out if out is not None else run_dir / "plots"
+    labels = sorted(cats, key=cats.get, reverse=True)
+    share = {r.category: r.tensor_core_pct for r in summary.kernels.categories.itertuples()}
+    labels_shown = [f"{c} ({share[c]:.0f} % TC)" if share.get(c) else c for c in labels]
+    title = (f"GPU kernel time by category: {name} ({steps} profiled steps)\n"
+             f"{model + ' on ' if model else ''}{device}; TC = share on Tensor Cores")
+    return [category_bars(labels_shown, [{c: cats[c]} for c in labels], title,
+                          out / f"{name}_categories.png", legend=False)]
+
+
+def plot(target: str, out: Path | None) -> list[Path]:
+    from ..sweep import MANIFEST
+
+    path = Path(target)
+    for candidate in (path, Path("runs") / target):
+        folder = candidate.parent if candidate.name == MANIFEST else candidate
+        if (folder / MANIFEST).is_file():
+            return sweep_plots(folder, out if out is not None else folder / "plots")
+    _pyplot()  # say so early when matplotlib is missing
+    return run_plots(target, out)

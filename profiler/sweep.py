@@ -1,0 +1,466 @@
+"""Sweeps: a backend x batch-size matrix of `profile.py run`, one subprocess per cell.
+
+Each cell runs in its own interpreter, so a crash, a CUDA out-of-memory or a hung compiler in one
+cell is recorded with its reason and the sweep goes on. This process never imports torch: it
+validates the options (RunConfig, the backend registry), starts the cells, summarizes each
+finished cell's trace (profiler.trace, torch-free) and writes the tables.
+
+Layout of a sweep called S (``--name``, default ``sweep_<model>``):
+
+    runs/S/sweep.json          the manifest: model, backends, batch sizes, baseline, shared
+                               options, and per cell its status, reason, exit code, seconds and
+                               trace metrics; written atomically after every change
+    runs/S/benchmark.csv|.md   one row per cell (report.benchmark)
+    runs/S/logs/<cell>.log     the cell's stdout and stderr
+    runs/S/<backend>_bs<N>/    the cell's run folder (result.json, latency.csv)
+    tb_logs/S/<backend>_bs<N>/ the cell's trace (TensorBoard shows S/<cell> as the run name)
+
+Cell statuses: ok, failed, oom (the error line says "out of memory"), timeout
+(``--cell-timeout``), interrupted (Ctrl-C), running (the process died while the cell ran), and
+pending. ``--resume`` skips the cells that are ok and whose result.json exists, and runs the
+others again.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from .config import RunConfig, check_path_component
+from .errors import Interrupted, UserError
+from .fsutil import write_json_atomic
+
+MANIFEST = "sweep.json"
+MANIFEST_SCHEMA = 1
+ENTRY = Path(__file__).resolve().parent.parent / "profile.py"
+
+OK, FAILED, OOM, TIMEOUT, INTERRUPTED, RUNNING, PENDING = (
+    "ok", "failed", "oom", "timeout", "interrupted", "running", "pending")
+
+#: run options a sweep shares between its cells: option key -> `profile.py run` flag. Booleans
+#: with a (true, false) pair of flags are written out either way, so a cell never depends on
+#: `run`'s defaults.
+PASS_THROUGH: dict[str, str | tuple[str, str]] = {
+    "model": "--model",
+    "image_size": "--image-size",
+    "seq_len": "--seq-len",
+    "seed": "--seed",
+    "weights": "--weights",
+    "compile_mode": "--compile-mode",
+    "memory_format": "--memory-format",
+    "tf32": ("--tf32", ""),
+    "cudnn_benchmark": ("--cudnn-benchmark", "--no-cudnn-benchmark"),
+    "wait": "--wait",
+    "warmup": "--warmup",
+    "active": "--active",
+    "repeat": "--repeat",
+    "record_shapes": ("--record-shapes", ""),
+    "profile_memory": ("--profile-memory", ""),
+    "with_stack": ("--with-stack", ""),
+    "with_flops": ("--with-flops", ""),
+    "gzip": ("--gzip", "--no-gzip"),
+    "iters": "--iters",
+    "timed_warmup": "--timed-warmup",
+    "max_rel_error": "--max-rel-error",
+    "cache": ("--cache", "--no-cache"),
+    "cache_dir": "--cache-dir",
+}
+#: options that may differ when a sweep is resumed (they change how, not what, is measured)
+RESUMABLE_CHANGES = ("cache", "cache_dir")
+#: RunConfig's name for an option where it differs
+_CONFIG_NAME = {"cache": "use_cache"}
+
+
+def cell_name(backend: str, batch_size: int) -> str:
+    return f"{backend}_bs{batch_size}"
+
+
+def default_name(model: str) -> str:
+    return "sweep_" + (re.sub(r"[^A-Za-z0-9._-]", "_", model).strip("._-") or "model")
+
+
+# ---- parsing and validation ----------------------------------------------------------------
+
+def parse_backends(text: str) -> list[str]:
+    from . import backends
+
+    names = _split(text, "--backends", "pytorch_fp32,ttrt_fp16")
+    for name in names:
+        try:
+            backends.get(name)
+        except UserError as error:
+            raise UserError(f"--backends: {error}") from None
+    _no_duplicates(names, "--backends", "backend")
+    return names
+
+
+def parse_batch_sizes(text: str) -> list[int]:
+    sizes = []
+    for item in _split(text, "--bs", "1,8,32"):
+        try:
+            sizes.append(int(item))
+        except ValueError:
+            raise UserError(f"--bs: {item!r} is not a whole number (give a comma-separated "
+                            "list such as 1,8,32)") from None
+        if sizes[-1] < 1:
+            raise UserError(f"--bs: batch sizes must be at least 1 (got {sizes[-1]})")
+    _no_duplicates(sizes, "--bs", "batch size")
+    return sizes
+
+
+def _split(text: str, flag: str, example: str) -> list[str]:
+    items = [item.strip() for item in text.split(",")]
+    if not any(items):
+        raise UserError(f"{flag} is empty: give a comma-separated list such as {example}")
+    if not all(items):
+        raise UserError(f"{flag} {text!r} has an empty item: give a comma-separated list such "
+                        f"as {example}")
+    return items
+
+
+def _no_duplicates(items: list, flag: str, what: str) -> None:
+    seen = set()
+    for item in items:
+        if item in seen:
+            raise UserError(f"{flag} names {what} {item} twice: each cell of a sweep runs once")
+        seen.add(item)
+
+
+def run_args(options: dict) -> list[str]:
+    """The shared options as `profile.py run` arguments."""
+    args: list[str] = []
+    for key, flag in PASS_THROUGH.items():
+        value = options.get(key)
+        if isinstance(flag, tuple):
+            chosen = flag[0] if value else flag[1]
+            if chosen:
+                args.append(chosen)
+        elif value is not None:
+            args += [flag, str(value)]
+    return args
+
+
+def validate(options: dict, backend_names: list[str], batch_sizes: list[int]) -> None:
+    """Every cell's configuration must be valid before the first one starts."""
+    config = {_CONFIG_NAME.get(k, k): v for k, v in options.items() if k in PASS_THROUGH}
+    for path_key in ("weights", "cache_dir"):
+        if config.get(path_key) is not None:
+            config[path_key] = Path(config[path_key])
+    for backend in backend_names:
+        for batch_size in batch_sizes:
+            RunConfig(backend=backend, batch_size=batch_size, **config)
+
+
+# ---- the manifest --------------------------------------------------------------------------
+
+def read_manifest(sweep_dir: Path) -> dict | None:
+    import json
+
+    path = sweep_dir / MANIFEST
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise UserError(f"{path} is not readable JSON ({error}); remove it or use --name") \
+            from None
+    if not isinstance(data, dict) or "cells" not in data or "options" not in data:
+        raise UserError(f"{path} is not a sweep manifest; use another --name")
+    return data
+
+
+def write_manifest(sweep_dir: Path, manifest: dict) -> None:
+    manifest["updated"] = _now()
+    write_json_atomic(sweep_dir / MANIFEST, manifest)
+
+
+def check_resumable(sweep_dir: Path, manifest: dict, options: dict) -> None:
+    """Refuse to resume a sweep folder whose cells were measured differently."""
+    old = manifest.get("options", {})
+    if old.get("model") != options.get("model"):
+        raise UserError(f"{sweep_dir} holds a sweep of model {old.get('model')!r}, not "
+                        f"{options.get('model')!r}: pass --name for a new sweep")
+    changed = [key for key in PASS_THROUGH
+               if key not in RESUMABLE_CHANGES and old.get(key) != options.get(key)]
+    if changed:
+        parts = [f"{_flag(k)} {old.get(k)!r} (now {options.get(k)!r})" for k in changed]
+        raise UserError(f"{sweep_dir} was swept with {', '.join(parts)}: pass the same options "
+                        "to resume it, or --name for a new sweep")
+
+
+def _flag(key: str) -> str:
+    flag = PASS_THROUGH[key]
+    return flag[0] if isinstance(flag, tuple) else flag
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+# ---- one cell ------------------------------------------------------------------------------
+
+@dataclass
+class CellOutcome:
+    status: str
+    reason: str | None
+    exit_code: int | None
+    elapsed_s: float
+
+
+def failure_reason(log_text: str) -> str | None:
+    """The last ``error:`` line (the harness's one-line user errors, CUDA OOM included), else
+    the last non-empty line (a crash's exception line)."""
+    lines = [line.strip() for line in log_text.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("error:")]
+    if errors:
+        return errors[-1][len("error:"):].strip()
+    return lines[-1] if lines else None
+
+
+def run_cell(command: list[str], log_path: Path, timeout_s: float | None) -> CellOutcome:
+    """Run one `profile.py run` subprocess with its output in ``log_path``. Ctrl-C is passed on
+    to the cell (which then cleans its staging folders) and raised again here."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    began = time.perf_counter()
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    with open(log_path, "w", encoding="utf-8") as log:
+        log.write("$ " + " ".join(command) + "\n")
+        log.flush()
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+        try:
+            code = process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            _stop(process)
+            elapsed = time.perf_counter() - began
+            return CellOutcome(TIMEOUT, f"no result after --cell-timeout {timeout_s:g} s",
+                               process.returncode, elapsed)
+        except BaseException:  # Ctrl-C (KeyboardInterrupt) or anything else: stop the cell
+            _stop(process)
+            raise
+    elapsed = time.perf_counter() - began
+    if code == 0:
+        return CellOutcome(OK, None, 0, elapsed)
+    if code in (130, -signal.SIGINT):
+        return CellOutcome(INTERRUPTED, "interrupted (Ctrl-C)", code, elapsed)
+    reason = failure_reason(log_path.read_text(encoding="utf-8", errors="replace")) \
+        or f"exit status {code}"
+    status = OOM if "out of memory" in reason.lower() else FAILED
+    return CellOutcome(status, reason, code, elapsed)
+
+
+def _stop(process: subprocess.Popen, grace_s: float = 15.0) -> None:
+    """Ask a cell to stop like Ctrl-C does (so it removes its staging folders), then kill it."""
+    if process.poll() is not None:
+        return
+    try:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    except KeyboardInterrupt:  # a second Ctrl-C: do not wait any longer
+        process.kill()
+        process.wait()
+
+
+def cell_metrics(run_dir: Path) -> dict:
+    """Tensor Core share, GPU utilization and kernel time by category of a finished cell's
+    trace, summarized with profiler.trace (no torch). A trace that cannot be summarized leaves
+    a note instead of stopping the sweep."""
+    from .trace.diff import steps_of
+    from .trace.summary import resolve_target, summarize
+
+    try:
+        target = resolve_target(str(run_dir))
+        summary = summarize(target.path, target.context)
+    except UserError as error:
+        return {"note": f"trace not summarized: {error}"}
+    except Exception as error:  # a bug in the analysis must not end the sweep
+        return {"note": f"trace not summarized: {type(error).__name__}: {error}"}
+    k, o = summary.kernels, summary.overview
+    steps = steps_of(summary)
+    metrics: dict = {
+        "kernel_us_per_step": k.total_kernel_us / steps,
+        "categories_us_per_step": {r.category: float(r.total_us) / steps
+                                   for r in k.categories.itertuples()},
+        "tensor_core_pct": 100 * k.tensor_core_share if k.total_kernel_us else None,
+        "gpu_util_pct": (sum(d.gpu_utilization_pct for d in o.devices) / len(o.devices)
+                         if o.devices else None),
+    }
+    return metrics
+
+
+# ---- the sweep -----------------------------------------------------------------------------
+
+@dataclass
+class SweepPlan:
+    name: str
+    backends: list[str]
+    batch_sizes: list[int]
+    baseline: str
+    options: dict
+    runs_dir: Path = Path("runs")
+    tb_dir: Path = Path("tb_logs")
+    resume: bool = False
+    cell_timeout_s: float | None = None
+    cells: list[tuple[str, int]] = field(default_factory=list)
+
+    @property
+    def sweep_dir(self) -> Path:
+        return self.runs_dir / self.name
+
+    @property
+    def trace_dir(self) -> Path:
+        return self.tb_dir / self.name
+
+
+def plan(backends: str, batch_sizes: str, options: dict, name: str | None = None,
+         baseline: str | None = None, runs_dir: Path = Path("runs"),
+         tb_dir: Path = Path("tb_logs"), resume: bool = False,
+         cell_timeout_s: float | None = None) -> SweepPlan:
+    backend_names = parse_backends(backends)
+    sizes = parse_batch_sizes(batch_sizes)
+    if baseline is None:
+        baseline = backend_names[0]
+    elif baseline not in backend_names:
+        raise UserError(f"--baseline {baseline!r} is not one of --backends "
+                        f"({', '.join(backend_names)})")
+    if cell_timeout_s is not None and not cell_timeout_s > 0:
+        raise UserError(f"--cell-timeout must be more than 0 seconds (got {cell_timeout_s})")
+    name = check_path_component(name or default_name(options["model"]), "sweep name")
+    validate(options, backend_names, sizes)
+    return SweepPlan(name=name, backends=backend_names, batch_sizes=sizes, baseline=baseline,
+                     options=options, runs_dir=runs_dir, tb_dir=tb_dir, resume=resume,
+                     cell_timeout_s=cell_timeout_s,
+                     cells=[(b, n) for b in backend_names for n in sizes])
+
+
+def start_manifest(p: SweepPlan) -> dict:
+    """A fresh manifest, or the resumed one with this invocation's grid; refuses a sweep folder
+    that exists without --resume, or that holds another model or other options."""
+    existing = p.sweep_dir.exists() and any(p.sweep_dir.iterdir())
+    manifest = None
+    if existing:
+        if not p.resume:
+            raise UserError(f"{p.sweep_dir} already exists: pass --resume to continue that "
+                            "sweep, or --name for a new one")
+        manifest = read_manifest(p.sweep_dir)
+        if manifest is None:
+            raise UserError(f"{p.sweep_dir} is not a sweep folder (no {MANIFEST}); use another "
+                            "--name")
+        check_resumable(p.sweep_dir, manifest, p.options)
+    manifest = manifest or {"schema": MANIFEST_SCHEMA, "kind": "infer-profiler sweep",
+                            "name": p.name, "created": _now(), "cells": {}}
+    manifest.update({
+        "model": p.options["model"], "backends": p.backends, "batch_sizes": p.batch_sizes,
+        "baseline": p.baseline, "options": p.options, "cell_timeout_s": p.cell_timeout_s,
+        "runs_dir": str(p.sweep_dir), "tb_dir": str(p.trace_dir),
+        "command_line": [Path(sys.argv[0]).name, *sys.argv[1:]],
+    })
+    for backend, batch_size in p.cells:
+        manifest["cells"].setdefault(cell_name(backend, batch_size), {
+            "backend": backend, "batch_size": batch_size, "status": PENDING})
+    return manifest
+
+
+def is_done(sweep_dir: Path, cell: dict, name: str) -> bool:
+    return cell.get("status") == OK and (sweep_dir / name / "result.json").is_file()
+
+
+def cell_command(p: SweepPlan, backend: str, batch_size: int) -> list[str]:
+    return [sys.executable, str(ENTRY), "run", "--backend", backend, "--bs", str(batch_size),
+            *run_args(p.options), "--runs-dir", str(p.sweep_dir), "--tb-dir", str(p.trace_dir)]
+
+
+@dataclass
+class SweepOutcome:
+    manifest: dict
+    wall_s: float
+    ran: int
+    skipped: int
+
+
+def run_sweep(p: SweepPlan, say=print, progress=None) -> SweepOutcome:
+    """Run every cell not done yet. ``say(text)`` prints a line per cell; ``progress(advance)``
+    moves a progress bar. Ctrl-C marks the running cell interrupted, keeps the finished ones,
+    and raises Interrupted once the manifest is written."""
+    began = time.perf_counter()
+    manifest = start_manifest(p)
+    p.sweep_dir.mkdir(parents=True, exist_ok=True)
+    write_manifest(p.sweep_dir, manifest)
+    say(f"sweep {p.name}: {len(p.backends)} backends x {len(p.batch_sizes)} batch sizes = "
+        f"{len(p.cells)} cells of {p.options['model']}, one subprocess each; results in "
+        f"{p.sweep_dir}/")
+    total = len(p.cells)
+    ran = skipped = 0
+    current = None
+    try:
+        for index, (backend, batch_size) in enumerate(p.cells, start=1):
+            name = cell_name(backend, batch_size)
+            cell = manifest["cells"][name]
+            label = f"[{index}/{total}] {backend} bs {batch_size}"
+            if p.resume and is_done(p.sweep_dir, cell, name):
+                skipped += 1
+                say(f"{label}: done before, skipped (--resume)")
+                if progress:
+                    progress()
+                continue
+            current = name
+            cell.update(status=RUNNING, reason=None, exit_code=None, started=_now(),
+                        log=f"logs/{name}.log")
+            cell.pop("metrics", None)
+            write_manifest(p.sweep_dir, manifest)
+            outcome = run_cell(cell_command(p, backend, batch_size),
+                               p.sweep_dir / "logs" / f"{name}.log", p.cell_timeout_s)
+            cell.update(status=outcome.status, reason=outcome.reason,
+                        exit_code=outcome.exit_code, elapsed_s=round(outcome.elapsed_s, 3),
+                        finished=_now())
+            if outcome.status == OK:
+                cell["metrics"] = cell_metrics(p.sweep_dir / name)
+            write_manifest(p.sweep_dir, manifest)
+            current = None
+            ran += 1
+            if outcome.status == INTERRUPTED:  # the cell saw Ctrl-C first: stop like we do
+                raise KeyboardInterrupt
+            say(f"{label}: {describe(p.sweep_dir, name, cell)}")
+            if progress:
+                progress()
+    except KeyboardInterrupt:
+        if current is not None:
+            cell = manifest["cells"][current]
+            cell.update(status=INTERRUPTED, reason="interrupted (Ctrl-C)", finished=_now())
+        manifest["wall_s"] = round(time.perf_counter() - began, 3)
+        write_manifest(p.sweep_dir, manifest)
+        done = sum(1 for c in manifest["cells"].values() if c.get("status") == OK)
+        raise Interrupted(f"sweep stopped; {done} finished cell(s) kept in {p.sweep_dir} "
+                          "(continue with --resume)") from None
+    wall = time.perf_counter() - began
+    manifest["wall_s"] = round(wall, 3)
+    write_manifest(p.sweep_dir, manifest)
+    return SweepOutcome(manifest=manifest, wall_s=wall, ran=ran, skipped=skipped)
+
+
+def describe(sweep_dir: Path, name: str, cell: dict) -> str:
+    seconds = f"({cell.get('elapsed_s', 0):.1f} s)"
+    if cell["status"] != OK:
+        return f"{cell['status']}: {cell.get('reason')} {seconds}"
+    import json
+
+    try:
+        timing = json.loads((sweep_dir / name / "result.json").read_text())["timing"]
+        return f"ok, p50 {timing['p50_ms']:.3f} ms {seconds}"
+    except (OSError, ValueError, KeyError):
+        return f"ok {seconds}"
+
+
+def grid_cells(manifest: dict) -> list[tuple[str, dict]]:
+    """The manifest's cells of its current grid, in sweep order."""
+    names = [cell_name(b, n) for b in manifest["backends"] for n in manifest["batch_sizes"]]
+    return [(name, manifest["cells"][name]) for name in names if name in manifest["cells"]]

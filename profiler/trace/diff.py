@@ -1,0 +1,211 @@
+"""Kernel-level diff of two trace Summaries, A (before) and B (after): pure functions that
+return DataFrames.
+
+Every time is µs per profiled step (a trace's totals divided by its number of steps), so traces
+that recorded different numbers of steps compare fairly. ``delta_us = B - A``: negative means B
+spends less time there (faster in B).
+
+Four views, from coarse to fine:
+
+- overview: step time, kernel time, GPU busy time and utilization, launches, Tensor Core shares;
+- categories: kernel time per category (GEMM, convolution, elementwise ...);
+- operators: kernel time attributed to the CPU operator that launched it (the innermost one;
+  TensorRT kernels attribute to ``tensorrt::execute_engine``, Inductor's to its Triton kernels
+  or to the compiled graph's span);
+- kernels: matched by full kernel name; a kernel on one side only is listed with the other
+  side's time as 0, so the deltas of every view sum to the difference of the totals.
+
+Eager and TensorRT runs usually share no kernel name at all; then only the category and operator
+views say what changed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .kernels import NO_OPERATOR
+from .summary import Summary
+
+BOTH, ONLY_A, ONLY_B = "both", "only A", "only B"
+
+
+def steps_of(summary: Summary) -> int:
+    """Number of profiled steps a trace's kernels belong to (1 when it has no step spans)."""
+    o = summary.overview
+    return max(len(o.steps) + o.dropped_tail_steps, 1)
+
+
+def _change(a, b) -> float:
+    if a is None or b is None or not np.isfinite(a) or not np.isfinite(b) or a == 0:
+        return float("nan")
+    return 100.0 * (b - a) / a
+
+
+def _gpu(summary: Summary, what: str) -> float:
+    devices = summary.overview.devices
+    if not devices:
+        return float("nan")
+    if what == "busy":
+        return float(sum(d.busy_us for d in devices))
+    return float(np.mean([d.gpu_utilization_pct for d in devices]))
+
+
+def overview_diff(a: Summary, b: Summary) -> pd.DataFrame:
+    """One row per headline metric: metric, unit, a, b, delta (b - a), change_pct."""
+    na, nb = steps_of(a), steps_of(b)
+    ka, kb = a.kernels, b.kernels
+    rows = [
+        ("profiled steps", "", na, nb),
+        ("mean step time", "µs", a.overview.mean_step_us, b.overview.mean_step_us),
+        ("kernel time per step", "µs", ka.total_kernel_us / na, kb.total_kernel_us / nb),
+        ("GPU busy time per step", "µs", _gpu(a, "busy") / na, _gpu(b, "busy") / nb),
+        ("GPU utilization", "%", _gpu(a, "util"), _gpu(b, "util")),
+        ("kernel launches per step", "", _calls(a) / na, _calls(b) / nb),
+        ("distinct kernels", "", len(ka.table), len(kb.table)),
+        ("kernel time on Tensor Cores", "%", 100 * ka.tensor_core_share,
+         100 * kb.tensor_core_share),
+        ("GEMM + conv time on Tensor Cores", "%", 100 * ka.tensor_core_share_of_matrix,
+         100 * kb.tensor_core_share_of_matrix),
+    ]
+    frame = pd.DataFrame(rows, columns=["metric", "unit", "a", "b"])
+    frame["a"] = frame["a"].astype(float)
+    frame["b"] = frame["b"].astype(float)
+    frame["delta"] = frame["b"] - frame["a"]
+    # percentages change in points (the delta); a relative change of a share says little
+    frame["change_pct"] = [float("nan") if unit == "%" else _change(x, y)
+                           for x, y, unit in zip(frame["a"], frame["b"], frame["unit"])]
+    return frame
+
+
+def _calls(summary: Summary) -> float:
+    table = summary.kernels.table
+    return float(table["calls"].sum()) if len(table) else 0.0
+
+
+def _finish(frame: pd.DataFrame) -> pd.DataFrame:
+    frame["delta_us"] = frame["us_b"] - frame["us_a"]
+    frame["change_pct"] = [_change(x, y) if x > 0 else float("nan")
+                           for x, y in zip(frame["us_a"], frame["us_b"])]
+    order = frame["delta_us"].abs().sort_values(ascending=False, kind="stable").index
+    return frame.loc[order].reset_index(drop=True)
+
+
+def category_diff(a: Summary, b: Summary) -> pd.DataFrame:
+    """Kernel time per category on each side: us_a, us_b, delta_us, share of each side's kernel
+    time, and the Tensor Core part of each category on each side."""
+    na, nb = steps_of(a), steps_of(b)
+    cols = ["category", "total_us", "share_pct", "tensor_core_pct", "calls"]
+    ca = a.kernels.categories.reindex(columns=cols).set_index("category")
+    cb = b.kernels.categories.reindex(columns=cols).set_index("category")
+    names = list(dict.fromkeys([*ca.index, *cb.index]))
+    frame = pd.DataFrame({"category": names})
+    frame["us_a"] = ca["total_us"].reindex(names).fillna(0.0).to_numpy() / na
+    frame["us_b"] = cb["total_us"].reindex(names).fillna(0.0).to_numpy() / nb
+    frame["share_a_pct"] = ca["share_pct"].reindex(names).fillna(0.0).to_numpy()
+    frame["share_b_pct"] = cb["share_pct"].reindex(names).fillna(0.0).to_numpy()
+    frame["tensor_core_a_pct"] = ca["tensor_core_pct"].reindex(names).to_numpy(dtype=float)
+    frame["tensor_core_b_pct"] = cb["tensor_core_pct"].reindex(names).to_numpy(dtype=float)
+    frame["calls_a"] = ca["calls"].reindex(names).fillna(0).to_numpy(dtype=float) / na
+    frame["calls_b"] = cb["calls"].reindex(names).fillna(0).to_numpy(dtype=float) / nb
+    return _finish(frame)
+
+
+def kernel_diff(a: Summary, b: Summary) -> pd.DataFrame:
+    """Every kernel of both sides, matched by full name: side (both / only A / only B), short
+    name, category, calls and µs per step on each side, delta."""
+    na, nb = steps_of(a), steps_of(b)
+    cols = ["name", "kernel", "category", "calls", "total_us", "tensor_core"]
+    ta = a.kernels.table.reindex(columns=cols).set_index("name")
+    tb = b.kernels.table.reindex(columns=cols).set_index("name")
+    names = list(dict.fromkeys([*ta.index, *tb.index]))
+    in_a, in_b = ta.index, tb.index
+    frame = pd.DataFrame({"name": names})
+    frame["side"] = [BOTH if n in in_a and n in in_b else ONLY_A if n in in_a else ONLY_B
+                     for n in names]
+    both = ta.combine_first(tb).reindex(names)  # A's description wins where both have one
+    frame["kernel"] = both["kernel"].to_numpy()
+    frame["category"] = both["category"].to_numpy()
+    frame["tensor_core"] = both["tensor_core"].to_numpy()
+    frame["calls_a"] = ta["calls"].reindex(names).fillna(0).to_numpy(dtype=float) / na
+    frame["calls_b"] = tb["calls"].reindex(names).fillna(0).to_numpy(dtype=float) / nb
+    frame["us_a"] = ta["total_us"].reindex(names).fillna(0.0).to_numpy(dtype=float) / na
+    frame["us_b"] = tb["total_us"].reindex(names).fillna(0.0).to_numpy(dtype=float) / nb
+    frame = _finish(frame)
+    return frame[["side", "kernel", "category", "tensor_core", "calls_a", "calls_b", "us_a",
+                  "us_b", "delta_us", "change_pct", "name"]]
+
+
+def operator_diff(a: Summary, b: Summary) -> pd.DataFrame:
+    """Kernel time per launching CPU operator on each side (operators that launched no kernel
+    are left out; kernels with no operator go to '(no operator)')."""
+    na, nb = steps_of(a), steps_of(b)
+
+    def launched(summary: Summary) -> pd.DataFrame:
+        ops = summary.overview.operators
+        if not len(ops):
+            return pd.DataFrame(columns=["kernels", "kernel_us"])
+        ops = ops[ops["kernel_us"] > 0].groupby("operator")[["kernels", "kernel_us"]].sum()
+        # kernels attributed to an operator the table left out (e.g. a ProfilerStep span)
+        rest = summary.kernels.total_kernel_us - float(ops["kernel_us"].sum())
+        if rest > 1e-6 * max(summary.kernels.total_kernel_us, 1.0):
+            extra = pd.DataFrame({"kernels": [0], "kernel_us": [rest]}, index=[NO_OPERATOR])
+            ops = pd.concat([ops, extra]).groupby(level=0).sum()
+        return ops
+
+    oa, ob = launched(a), launched(b)
+    names = list(dict.fromkeys([*oa.sort_values("kernel_us", ascending=False).index,
+                                *ob.sort_values("kernel_us", ascending=False).index]))
+    frame = pd.DataFrame({"operator": names})
+    frame["side"] = [BOTH if n in oa.index and n in ob.index else ONLY_A if n in oa.index
+                     else ONLY_B for n in names]
+    frame["kernels_a"] = oa["kernels"].reindex(names).fillna(0).to_numpy(dtype=float) / na
+    frame["kernels_b"] = ob["kernels"].reindex(names).fillna(0).to_numpy(dtype=float) / nb
+    frame["us_a"] = oa["kernel_us"].reindex(names).fillna(0.0).to_numpy(dtype=float) / na
+    frame["us_b"] = ob["kernel_us"].reindex(names).fillna(0.0).to_numpy(dtype=float) / nb
+    return _finish(frame)
+
+
+@dataclass
+class Diff:
+    a_label: str
+    b_label: str
+    overview: pd.DataFrame
+    categories: pd.DataFrame
+    kernels: pd.DataFrame
+    operators: pd.DataFrame
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def shared_kernels(self) -> int:
+        return int((self.kernels["side"] == BOTH).sum())
+
+    @property
+    def change_level(self) -> str:
+        """Where top gainers and losers are looked for: kernels when the runs share kernel
+        names, else launching operators."""
+        return "kernel" if self.shared_kernels else "operator"
+
+    def top_changes(self, n: int = 10) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """(faster in B, slower in B): the n largest negative and positive deltas."""
+        frame = self.kernels if self.change_level == "kernel" else self.operators
+        faster = frame[frame["delta_us"] < 0].sort_values("delta_us", kind="stable")
+        slower = frame[frame["delta_us"] > 0].sort_values("delta_us", ascending=False,
+                                                           kind="stable")
+        return (faster.head(n) if n else faster).reset_index(drop=True), \
+            (slower.head(n) if n else slower).reset_index(drop=True)
+
+
+def diff(a: Summary, b: Summary, a_label: str = "A", b_label: str = "B") -> Diff:
+    kernels = kernel_diff(a, b)
+    notes = []
+    if len(kernels) and not (kernels["side"] == BOTH).any():
+        notes.append("the two runs share no kernel name (e.g. eager vs TensorRT): compare them "
+                     "by category and by launching operator; top changes are per operator")
+    if steps_of(a) != steps_of(b):
+        notes.append(f"A recorded {steps_of(a)} steps and B {steps_of(b)}: every time is per step")
+    return Diff(a_label=a_label, b_label=b_label, overview=overview_diff(a, b),
+                categories=category_diff(a, b), kernels=kernels, operators=operator_diff(a, b),
+                notes=notes)

@@ -1,0 +1,262 @@
+"""The sweep command on the CPU: cells in subprocesses, failures recorded, --resume, Ctrl-C,
+bad input; and plots of a sweep."""
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import ROOT
+
+FAST = ["--iters", "2", "--timed-warmup", "0", "--active", "1"]
+# bs 3 runs out of (simulated) CUDA memory: tests.tiny_models.oom_above_2
+GRID = ["--backends", "pytorch_fp32,pytorch_bf16", "--bs", "1,2,3",
+        "--model", "tests.tiny_models:oom_above_2", *FAST, "--name", "grid"]
+
+
+def sweep_cli(*args, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    env = dict(os.environ, COLUMNS="200")
+    env.pop("PYTHONPATH", None)
+    return subprocess.run([sys.executable, str(ROOT / "profile.py"), "sweep", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout, env=env)
+
+
+@pytest.fixture(scope="module")
+def grid(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("sweep")
+    done = sweep_cli(*GRID, cwd=workdir)
+    return workdir, done
+
+
+def _manifest(workdir: Path, name: str = "grid") -> dict:
+    return json.loads((workdir / "runs" / name / "sweep.json").read_text())
+
+
+def test_sweep_writes_cells_tables_and_manifest(grid):
+    workdir, done = grid
+    # some cells failed (OOM), at least one finished: exit 0 with a warning naming the others
+    assert done.returncode == 0, done.stderr
+    assert "warning: 2 of 6 cells did not finish" in done.stderr
+    assert "pytorch_fp32_bs3 (oom)" in done.stderr and "sweep took" in done.stderr
+    sweep = workdir / "runs" / "grid"
+    for cell in ("pytorch_fp32_bs1", "pytorch_fp32_bs2", "pytorch_bf16_bs1", "pytorch_bf16_bs2"):
+        result = json.loads((sweep / cell / "result.json").read_text())
+        assert result["run_name"] == cell
+        traces = list((workdir / "tb_logs" / "grid" / cell).glob("*.pt.trace.json.gz"))
+        assert len(traces) == 1
+    assert not (sweep / "pytorch_fp32_bs3").exists()
+    manifest = _manifest(workdir)
+    assert manifest["baseline"] == "pytorch_fp32" and manifest["batch_sizes"] == [1, 2, 3]
+    assert manifest["options"]["iters"] == 2
+    oom = manifest["cells"]["pytorch_bf16_bs3"]
+    assert oom["status"] == "oom" and oom["exit_code"] == 2
+    assert "CUDA out of memory at batch size 3" in oom["reason"]
+    assert oom["elapsed_s"] > 0 and (sweep / oom["log"]).is_file()
+    with open(sweep / "benchmark.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert list(rows[0]) == ["model", "device", "backend", "bs", "mean_ms", "p50_ms", "p90_ms",
+                             "p99_ms", "throughput_per_s", "speedup", "baseline", "ready_s",
+                             "compile_s", "compile_what", "rel_l2_error", "tensor_core_pct",
+                             "gpu_util_pct", "status", "reason", "elapsed_s"]
+    by_cell = {(r["backend"], int(r["bs"])): r for r in rows}
+    assert len(by_cell) == 6
+    for bs in (1, 2):
+        base, bf16 = by_cell[("pytorch_fp32", bs)], by_cell[("pytorch_bf16", bs)]
+        assert float(base["speedup"]) == pytest.approx(1.0)
+        assert float(bf16["speedup"]) == pytest.approx(
+            float(base["p50_ms"]) / float(bf16["p50_ms"]), rel=1e-4)
+        assert base["rel_l2_error"] == "" and float(bf16["rel_l2_error"]) > 0
+        assert base["device"] == "CPU" and base["status"] == "ok"
+    assert by_cell[("pytorch_fp32", 3)]["status"] == "oom"
+    assert by_cell[("pytorch_fp32", 3)]["speedup"] == ""
+    md = (sweep / "benchmark.md").read_text()
+    assert "| pytorch_bf16 | 2 |" in md and "## Cells that did not finish" in md
+    assert "pytorch_fp32" in done.stdout and "oom" in done.stdout  # the rich table
+
+
+def test_resume_skips_finished_cells(grid):
+    workdir, _ = grid
+    result = workdir / "runs" / "grid" / "pytorch_fp32_bs1" / "result.json"
+    before = result.stat().st_mtime_ns
+    done = sweep_cli(*GRID, "--resume", cwd=workdir)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("skipped (--resume)") == 4
+    assert "(2 cell(s) run, 4 skipped)" in done.stderr  # the two OOM cells are tried again
+    assert result.stat().st_mtime_ns == before
+    assert _manifest(workdir)["cells"]["pytorch_fp32_bs3"]["status"] == "oom"
+
+
+def test_plots_of_a_cpu_sweep(grid, tmp_path):
+    workdir, _ = grid
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    done = subprocess.run([sys.executable, str(ROOT / "profile.py"), "plot", "runs/grid",
+                           "--out", str(tmp_path)], cwd=workdir, capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    for name in ("latency.png", "speedup.png", "throughput.png"):
+        data = (tmp_path / name).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000, name
+    # a CPU sweep has no GPU kernels: no category figure, and we say so
+    assert not (tmp_path / "categories.png").exists() and "no GPU kernels" in done.stderr
+
+
+def test_compare_two_cells_of_a_sweep(grid):
+    workdir, _ = grid
+    env = dict(os.environ, COLUMNS="200")
+    env.pop("PYTHONPATH", None)
+    done = subprocess.run([sys.executable, str(ROOT / "profile.py"), "compare",
+                           "grid/pytorch_fp32_bs2", "grid/pytorch_bf16_bs2"], cwd=workdir,
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "timed p50 latency (result.json)" in done.stdout
+
+
+def test_all_cells_failing_exits_1(tmp_path):
+    done = sweep_cli("--backends", "pytorch_fp32", "--bs", "2", "--model",
+                     "tests.tiny_models:failing", *FAST, cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1].startswith("error: all 1 cells failed")
+    cell = _manifest(tmp_path, "sweep_tests.tiny_models_failing")["cells"]["pytorch_fp32_bs2"]
+    # a crash (not a user error): the last line of the traceback is the reason
+    assert cell["status"] == "failed" and cell["exit_code"] == 1
+    assert cell["reason"] == "RuntimeError: this model fails on purpose"
+
+
+def test_ctrl_c_keeps_finished_cells(tmp_path):
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "profile.py"), "sweep", "--backends", "pytorch_fp32",
+         "--bs", "1,2,3", "--model", "tests.tiny_models:conv_net", *FAST, "--name", "stop"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    manifest_path = tmp_path / "runs" / "stop" / "sweep.json"
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline:  # wait until cell 1 is done and cell 2 is running
+            try:
+                cells = json.loads(manifest_path.read_text())["cells"]
+            except (OSError, ValueError):
+                cells = {}
+            if cells.get("pytorch_fp32_bs1", {}).get("status") == "ok" and \
+                    cells.get("pytorch_fp32_bs2", {}).get("status") == "running":
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail("the sweep never reached its second cell")
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130, stderr
+    assert stderr.strip().splitlines()[-1].startswith("interrupted: sweep stopped; 1 finished")
+    cells = json.loads(manifest_path.read_text())["cells"]
+    assert cells["pytorch_fp32_bs1"]["status"] == "ok"
+    assert cells["pytorch_fp32_bs2"]["status"] == "interrupted"
+    assert cells["pytorch_fp32_bs3"]["status"] == "pending"
+    assert (tmp_path / "runs" / "stop" / "pytorch_fp32_bs1" / "result.json").is_file()
+    assert not (tmp_path / "runs" / "stop" / "pytorch_fp32_bs2").exists()
+    # no half-built staging folder of the interrupted cell is left behind
+    for folder in (tmp_path / "runs" / "stop", tmp_path / "tb_logs" / "stop"):
+        assert [p.name for p in folder.iterdir() if p.name.startswith(".") and p.is_dir()] == []
+    assert "pytorch_fp32,1," in (tmp_path / "runs" / "stop" / "benchmark.csv").read_text()
+
+
+# ---- bad input: one line, exit 2, nothing started -------------------------------------------
+
+def _one_line(done, *fragments):
+    assert done.code == 2, done
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("args, fragments", [
+    (["--backends", "pytorch_fp32,tensorflow", "--bs", "1"],
+     ["--backends: unknown backend 'tensorflow'", "ttrt_fp16"]),
+    (["--backends", "", "--bs", "1"], ["--backends is empty"]),
+    (["--backends", "pytorch_fp32", "--bs", " , "], ["--bs is empty"]),
+    (["--backends", "pytorch_fp32,,pytorch_bf16", "--bs", "1"], ["has an empty item"]),
+    (["--backends", "pytorch_fp32", "--bs", "8,8"], ["--bs names batch size 8 twice"]),
+    (["--backends", "pytorch_fp32,pytorch_fp32", "--bs", "8"],
+     ["--backends names backend pytorch_fp32 twice"]),
+    (["--backends", "pytorch_fp32", "--bs", "8,x"], ["'x' is not a whole number"]),
+    (["--backends", "pytorch_fp32", "--bs", "0"], ["at least 1"]),
+    (["--backends", "pytorch_fp32", "--bs", "1", "--baseline", "ttrt_fp16"],
+     ["--baseline 'ttrt_fp16' is not one of --backends"]),
+    (["--backends", "pytorch_fp32", "--bs", "1", "--name", "../up"], ["not a plain folder"]),
+    (["--backends", "pytorch_fp32", "--bs", "1", "--compile-mode", "fast"],
+     ["unknown --compile-mode"]),
+])
+def test_bad_lists_and_options(cli, args, fragments):
+    _one_line(cli("sweep", *args), *fragments)
+    assert not Path("runs").exists()
+
+
+def _fake_sweep(model: str, iters: int = 2) -> None:
+    folder = Path("runs/old")
+    folder.mkdir(parents=True)
+    options = {"model": model, "iters": iters}
+    (folder / "sweep.json").write_text(json.dumps({"options": options, "cells": {}}))
+
+
+def test_existing_folder_needs_resume_or_name(cli):
+    _fake_sweep("tests.tiny_models:conv_net")
+    _one_line(cli("sweep", "--backends", "pytorch_fp32", "--bs", "1", "--name", "old"),
+              "runs/old already exists: pass --resume", "--name")
+
+
+def test_resume_refuses_another_model(cli):
+    _fake_sweep("resnet18")
+    _one_line(cli("sweep", "--backends", "pytorch_fp32", "--bs", "1", "--name", "old",
+                  "--model", "tests.tiny_models:conv_net", "--resume"),
+              "holds a sweep of model 'resnet18'", "--name")
+
+
+def test_resume_refuses_other_options(cli):
+    from profiler.sweep import PASS_THROUGH
+
+    options = {key: None for key in PASS_THROUGH}
+    _fake_sweep("tests.tiny_models:conv_net")
+    manifest = json.loads(Path("runs/old/sweep.json").read_text())
+    manifest["options"] = {**options, "model": "tests.tiny_models:conv_net", "iters": 100,
+                           "image_size": 224, "seq_len": 128, "seed": 0,
+                           "compile_mode": "default", "memory_format": "auto",
+                           "cudnn_benchmark": True, "wait": 1, "warmup": 1, "active": 1,
+                           "repeat": 1, "gzip": True, "timed_warmup": 0, "tf32": False,
+                           "record_shapes": False, "profile_memory": False,
+                           "with_stack": False, "with_flops": False, "cache": True}
+    Path("runs/old/sweep.json").write_text(json.dumps(manifest))
+    _one_line(cli("sweep", "--backends", "pytorch_fp32", "--bs", "1", "--name", "old",
+                  "--model", "tests.tiny_models:conv_net", *FAST, "--resume"),
+              "--iters 100 (now 2)", "pass the same options")
+
+
+def test_failure_reason_parsing():
+    from profiler.sweep import failure_reason
+
+    log = "$ python profile.py run\nresnet50 pytorch_fp16 bs64 on NVIDIA H200\n" \
+          "error: CUDA out of memory at batch size 64 (pytorch_fp16, resnet50); try a smaller --bs\n"
+    assert failure_reason(log).startswith("CUDA out of memory at batch size 64")
+    assert failure_reason("Traceback (most recent call last):\n  ...\nValueError: boom\n") \
+        == "ValueError: boom"
+    assert failure_reason("") is None
+
+
+def test_run_args_pass_every_shared_option():
+    from profiler.sweep import run_args
+
+    args = run_args({"model": "resnet18", "iters": 5, "tf32": True, "cache": False,
+                     "gzip": True, "cudnn_benchmark": False, "max_rel_error": None})
+    assert args[:2] == ["--model", "resnet18"]
+    assert "--tf32" in args and "--no-cache" in args and "--gzip" in args
+    assert "--no-cudnn-benchmark" in args and "--max-rel-error" not in args
+    assert args[args.index("--iters") + 1] == "5"
