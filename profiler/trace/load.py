@@ -355,7 +355,7 @@ _EVENTS_KEY = re.compile(rb'"traceEvents"[ \t\n\r]*:[ \t\n\r]*\[')
 #: an event's closing brace, the list's comma and the next event's opening '{"'
 _EVENT_END = re.compile(rb'\}[ \t\n\r]*,[ \t\n\r]*(\{)[ \t\n\r]*"')
 _MARKER = b'["traceEvents-splice-marker"]'
-_PIECE_BYTES = 8 << 20  # JSON text decoded into Structs at a time
+_PIECE_BYTES = 2 << 20  # JSON text decoded into Structs at a time (smaller pieces stay in cache)
 _CUT_TRIES = 8  # candidate cuts tried per piece before parsing the file in full
 _END_TRIES = 16  # candidate ends of the events array
 
