@@ -24,3 +24,16 @@ def test_covered_regions_equals_a_search_per_midpoint(seed):
     region = np.arange(len(mid)) + (mid >= seg_e)
     expected = ov._inside(mid, ms, me) >= 0
     assert (ov._covered_regions(cuts, ms, me)[region] == expected).all()
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_covered_per_window_is_bitwise_the_per_window_sum(seed):
+    rng = np.random.default_rng(seed)
+    starts = 4.4e12 + rng.random(3000) * 1e6  # non-integer µs, as in recent traces
+    ms, me = ov.merge(starts, starts + rng.random(3000) * 400)
+    w_lo = np.sort(4.4e12 + rng.random(50) * 1.1e6 - 5e4)
+    w_hi = w_lo + rng.random(50) * 3e4
+    w_hi[3] = w_lo[3]  # an empty window
+    expected = [ov.covered(ms, me, lo, hi) for lo, hi in zip(w_lo, w_hi)]
+    assert ov.covered_per_window(ms, me, w_lo, w_hi).tolist() == expected
+    assert ov.covered_per_window(np.array([]), np.array([]), w_lo, w_hi).tolist() == [0.0] * 50
