@@ -125,6 +125,7 @@ def test_null_args_and_old_spelling(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("text, message", [
     ('{"traceEvents": [{"ph": "X", "name": "a", "ts": 1},]}', "not valid JSON"),
+    ('{"traceEvents": [{"ph": "X", "ts": 1}, {"ph": "i", "ts": 2}, ]}', "not valid JSON"),
     ('{"traceEvents": [{"ph": "X", "name": "a", "ts": 1}], }', "not valid JSON"),
     ('{"traceEvents": [{"ph": "X", "name": "a", "ts": "one"}]}', "unexpected field type"),
     ('{"traceEvents": [{"ph": "X"}, 5]}', "unexpected field type"),
@@ -152,3 +153,18 @@ def test_whitespace_between_events_must_be_json(tmp_path, monkeypatch):
     assert load._load_split(path, load._read(path)) is None
     with pytest.raises(UserError, match="not valid JSON"):
         load.load_trace(path)
+
+
+def test_events_of_no_or_unknown_phase(tmp_path, monkeypatch):
+    """A piece with an event whose 'ph' is missing or outside the Trace Event Format is decoded
+    with the plain Struct (any 'ph'); only complete ('X') events are kept either way."""
+    monkeypatch.setattr(load, "_PIECE_BYTES", 100)
+    kernel = {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10, "dur": 5}
+    odd = [{"name": "no phase", "ts": 1}, {"ph": "Z", "name": "unknown", "ts": 2},
+           {"ph": "x", "cat": "kernel", "name": "lower-case x", "ts": 3, "dur": 1}]
+    events = [dict(kernel, ts=10 * i) if i % 4 else odd[i // 4 % 3] for i in range(40)]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    trace = fast(path)
+    assert_same(trace, robust(path))
+    assert len(trace.events) == 30 and trace.categories == {"kernel": 30}

@@ -1,9 +1,11 @@
 """Kineto trace file (JSON or .json.gz) -> typed columns.
 
-Only the fields the analyses need are decoded: msgspec decodes each event into a small typed
-Struct, the loader turns a chunk of those into numpy columns and lets the Structs go, so a
-GB-sized trace never exists as millions of Python dicts. Names are interned into one table
-(``Trace.names``) and the events refer to them by number.
+Only the fields the analyses need are decoded: msgspec decodes each complete ('X') event into a
+small typed Struct (other events into empty ones), the loader turns a piece of the file at a time
+into numpy columns and lets the Structs go, so a GB-sized trace never exists as millions of
+Python dicts. Names are interned into one table (``Trace.names``) and the events refer to them
+by number. Fields of events other than 'X' are not decoded, so not type-checked either (unless
+their piece holds an event of no or a non-standard 'ph', see ``_complete_events``).
 
 Schema drift between Kineto versions is handled as data, not as ``if`` chains:
 
@@ -184,8 +186,9 @@ _Args = msgspec.defstruct(
 _NO_ARGS = _Args()
 
 
-class _Event(msgspec.Struct, gc=False):
-    ph: str = ""
+class _Complete(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
+    """A complete event ('ph': 'X'), the only kind the analyses read."""
+
     cat: str = ""
     name: str = ""
     pid: Union[int, str] = 0
@@ -195,6 +198,21 @@ class _Event(msgspec.Struct, gc=False):
     args: Optional[_Args] = None
 
 
+#: The other 'ph' values of the Trace Event Format (duration B/E, instant, counter, async, flow,
+#: sample, object, metadata, memory dump, mark, clock sync, context). Decoded through a union
+#: tagged by 'ph', each of those events is an empty Struct: none of its fields are decoded.
+_OTHER_PHASES = ("B", "E", "i", "I", "C", "b", "n", "e", "S", "T", "p", "F", "s", "t", "f", "P",
+                 "N", "O", "D", "M", "V", "v", "R", "c", "(", ")")
+_SKIPPED = tuple(msgspec.defstruct(f"_Phase{i}", [], tag_field="ph", tag=ph, gc=False)
+                 for i, ph in enumerate(_OTHER_PHASES))
+
+
+class _Event(_Complete, gc=False, tag=False):
+    """Any event, 'ph' as a plain field: for lists with an event of no or another 'ph'."""
+
+    ph: str = ""
+
+
 class _TraceFile(msgspec.Struct):
     traceEvents: list[msgspec.Raw]
     deviceProperties: Optional[list[dict[str, Any]]] = None
@@ -202,7 +220,16 @@ class _TraceFile(msgspec.Struct):
 
 
 _FILE_DECODER = msgspec.json.Decoder(_TraceFile)
+_PHASE_DECODER = msgspec.json.Decoder(list[Union[(_Complete, *_SKIPPED)]])
 _CHUNK_DECODER = msgspec.json.Decoder(list[_Event])
+
+
+def _complete_events(text) -> list:
+    """The complete events of a JSON list of events, as _Complete or _Event Structs."""
+    try:
+        return [e for e in _PHASE_DECODER.decode(text) if e.__class__ is _Complete]
+    except msgspec.ValidationError:  # no 'ph', a 'ph' outside the format, or a wrong type
+        return [e for e in _CHUNK_DECODER.decode(text) if e.ph == "X"]
 _CHUNK = 100_000  # events decoded into Structs at a time
 
 EVENT_COLUMNS = ("kind", "name_id", "thread", "ts", "dur") + tuple(
@@ -338,7 +365,7 @@ def _devices(head) -> dict[int, DeviceProperties]:
 # '...{lambda()#1}, {...', a list of objects in args), so nothing found is trusted until msgspec
 # has decoded it strictly:
 #
-# - a piece is decoded as '[' + text + ']' into list[_Event]. If the text does not end exactly
+# - a piece is decoded as '[' + text + ']' (_complete_events). If the text does not end exactly
 #   at the end of a top-level event, the object it cuts into is left unclosed and the strict
 #   decoder rejects the piece (appending ']' cannot close a '{'); then the next candidate is
 #   tried. So a piece that decodes is a whole number of events, and the next piece starts at
@@ -405,7 +432,9 @@ def _load_split(path: Path, data) -> Trace | None:
         pos = start
         while True:
             events, stop = _decode_piece(data, view, pos, end)
-            if events is None or (not events and pos != start):  # '[..., ]' is not JSON
+            # (every piece after the first starts at a '{', so a trailing comma, '[..., ]', is
+            # never a piece of its own: it fails to decode with the last event)
+            if events is None:
                 return None
             builder.add(events)
             del events
@@ -428,7 +457,7 @@ def _decode_piece(data, view: memoryview, pos: int, end: int) -> tuple[list | No
         try:
             # (a bracketed copy of the piece: decoding in place from the mapping was measured
             # slower, the copy is hot in cache when msgspec reads it)
-            events = _CHUNK_DECODER.decode(b"".join((b"[", view[pos:stop], b"]")))
+            events = _complete_events(b"".join((b"[", view[pos:stop], b"]")))
         except msgspec.DecodeError:
             if cut is None:
                 return None, end
@@ -463,7 +492,7 @@ def _load_robust(path: Path, data) -> Trace:
     for start in range(0, len(raws), _CHUNK):
         chunk = b"[" + b",".join(raws[start:start + _CHUNK]) + b"]"
         try:
-            events = _CHUNK_DECODER.decode(chunk)
+            events = _complete_events(chunk)
         except msgspec.ValidationError as error:
             raise UserError(f"{path}: an event has an unexpected field type ({error})") from None
         builder.add(events)
@@ -505,8 +534,7 @@ class _ColumnBuilder:
         self.span_max = -np.inf
         self.profiler_span: tuple[float, float] | None = None
 
-    def add(self, events: list) -> None:
-        complete = [e for e in events if e.ph == "X"]
+    def add(self, complete: list) -> None:
         cats = list(map(_CAT, complete))
         counts = Counter(cats)
         for cat, count in counts.items():
