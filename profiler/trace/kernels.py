@@ -35,16 +35,17 @@ def launching_operator(trace: Trace, kernels: pd.DataFrame) -> np.ndarray:
     launches (cuLaunchKernelEx: cuBLAS nvjet, TensorRT, Triton) count like runtime ones; when
     the launch call is missing the kernel's own External id is used."""
     events = trace.events
-    launch = events[events["kind"].isin([KIND["runtime"], KIND["driver"]])
-                    & (events["correlation"] >= 0)]
+    # (only the columns used are filtered: a row filter copies every column it is given)
+    launch = events.loc[events["kind"].isin([KIND["runtime"], KIND["driver"]])
+                        & (events["correlation"] >= 0), ["correlation", "external_id"]]
     launch_ext = pd.Series(launch["external_id"].to_numpy(),
                            index=launch["correlation"].to_numpy())
     launch_ext = launch_ext[~launch_ext.index.duplicated()]
     ext = kernels["correlation"].map(launch_ext).fillna(-1).astype(np.int64).to_numpy()
     ext = np.where(ext >= 0, ext, kernels["external_id"].to_numpy())
 
-    ops = events[events["kind"].isin([KIND["cpu_op"], KIND["annotation"]])
-                 & (events["external_id"] >= 0)]
+    ops = events.loc[events["kind"].isin([KIND["cpu_op"], KIND["annotation"]])
+                     & (events["external_id"] >= 0), ["kind", "name_id", "external_id"]]
     # operators first, so an op and an annotation sharing an id resolve to the op
     ops = ops.sort_values("kind", kind="stable")
     op_of_ext = pd.Series(ops["name_id"].to_numpy(), index=ops["external_id"].to_numpy())

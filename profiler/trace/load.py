@@ -1,9 +1,11 @@
 """Kineto trace file (JSON or .json.gz) -> typed columns.
 
-Only the fields the analyses need are decoded: msgspec decodes each event into a small typed
-Struct, the loader turns a chunk of those into numpy columns and lets the Structs go, so a
-GB-sized trace never exists as millions of Python dicts. Names are interned into one table
-(``Trace.names``) and the events refer to them by number.
+Only the fields the analyses need are decoded: msgspec decodes each complete ('X') event into a
+small typed Struct (other events into empty ones), the loader turns a piece of the file at a time
+into numpy columns and lets the Structs go, so a GB-sized trace never exists as millions of
+Python dicts. Names are interned into one table (``Trace.names``) and the events refer to them
+by number. Fields of events other than 'X' are not decoded, so not type-checked either (unless
+their piece holds an event of no or a non-standard 'ph', see ``_complete_events``).
 
 Schema drift between Kineto versions is handled as data, not as ``if`` chains:
 
@@ -22,9 +24,13 @@ from __future__ import annotations
 
 import gc
 import gzip
+import mmap
+import os
+import re
 import zlib
 from collections import Counter
 from dataclasses import dataclass, field
+from itertools import compress
 from operator import attrgetter
 from pathlib import Path
 from typing import Any, Optional, Union
@@ -160,6 +166,10 @@ class DeviceProperties:
 # --------------------------------------------------------------------------------------------
 
 _ARG_TYPES = {"int": Optional[int], "float": Optional[float], "dim3": Optional[list[int]]}
+#: what a column holds when its key is absent: -1 for ints (ids, devices, counts are never
+#: negative), nan for floats. Absent keys decode straight to these, so a column is one
+#: ``np.fromiter`` pass; an explicit ``null`` still decodes to None and takes a slower path.
+_ARG_DEFAULTS = {"int": -1, "float": float("nan"), "dim3": None}
 
 
 def _field_name(column: ArgColumn, i: int) -> str:
@@ -168,15 +178,17 @@ def _field_name(column: ArgColumn, i: int) -> str:
 
 _Args = msgspec.defstruct(
     "_Args",
-    [(_field_name(col, i), _ARG_TYPES[col.type], msgspec.field(name=key, default=None))
+    [(_field_name(col, i), _ARG_TYPES[col.type],
+      msgspec.field(name=key, default=_ARG_DEFAULTS[col.type]))
      for col in ARG_COLUMNS for i, key in enumerate(col.keys)],
     gc=False,
 )
 _NO_ARGS = _Args()
 
 
-class _Event(msgspec.Struct, gc=False):
-    ph: str = ""
+class _Complete(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
+    """A complete event ('ph': 'X'), the only kind the analyses read."""
+
     cat: str = ""
     name: str = ""
     pid: Union[int, str] = 0
@@ -186,6 +198,21 @@ class _Event(msgspec.Struct, gc=False):
     args: Optional[_Args] = None
 
 
+#: The other 'ph' values of the Trace Event Format (duration B/E, instant, counter, async, flow,
+#: sample, object, metadata, memory dump, mark, clock sync, context). Decoded through a union
+#: tagged by 'ph', each of those events is an empty Struct: none of its fields are decoded.
+_OTHER_PHASES = ("B", "E", "i", "I", "C", "b", "n", "e", "S", "T", "p", "F", "s", "t", "f", "P",
+                 "N", "O", "D", "M", "V", "v", "R", "c", "(", ")")
+_SKIPPED = tuple(msgspec.defstruct(f"_Phase{i}", [], tag_field="ph", tag=ph, gc=False)
+                 for i, ph in enumerate(_OTHER_PHASES))
+
+
+class _Event(_Complete, gc=False, tag=False):
+    """Any event, 'ph' as a plain field: for lists with an event of no or another 'ph'."""
+
+    ph: str = ""
+
+
 class _TraceFile(msgspec.Struct):
     traceEvents: list[msgspec.Raw]
     deviceProperties: Optional[list[dict[str, Any]]] = None
@@ -193,7 +220,16 @@ class _TraceFile(msgspec.Struct):
 
 
 _FILE_DECODER = msgspec.json.Decoder(_TraceFile)
+_PHASE_DECODER = msgspec.json.Decoder(list[Union[(_Complete, *_SKIPPED)]])
 _CHUNK_DECODER = msgspec.json.Decoder(list[_Event])
+
+
+def _complete_events(text) -> list:
+    """The complete events of a JSON list of events, as _Complete or _Event Structs."""
+    try:
+        return [e for e in _PHASE_DECODER.decode(text) if e.__class__ is _Complete]
+    except msgspec.ValidationError:  # no 'ph', a 'ph' outside the format, or a wrong type
+        return [e for e in _CHUNK_DECODER.decode(text) if e.ph == "X"]
 _CHUNK = 100_000  # events decoded into Structs at a time
 
 EVENT_COLUMNS = ("kind", "name_id", "thread", "ts", "dur") + tuple(
@@ -243,15 +279,32 @@ class Trace:
 # --------------------------------------------------------------------------------------------
 
 _GZIP_MAGIC = b"\x1f\x8b"
+#: plain files at least this big are memory-mapped rather than read: mapping page-cache pages is
+#: much cheaper than copying them into fresh memory (on the 2-core VM this runs on, touching
+#: fresh memory costs up to ~2.5 s per GB), and the loader only ever reads the buffer
+_MMAP_MIN_BYTES = 1 << 20
 
 
 def read_bytes(path: Path) -> bytes:
     """The JSON text of a trace file, gunzipped when needed; one-line errors for bad files."""
+    data = _read(path, mmap_ok=False)
+    assert isinstance(data, bytes)
+    return data
+
+
+def _read(path: Path, mmap_ok: bool = True) -> bytes | mmap.mmap:
+    """Like read_bytes, but a large uncompressed file comes back as a read-only mmap."""
     if not path.exists():
         raise UserError(f"no such file: {path}")
     if path.is_dir():
         raise UserError(f"{path} is a folder, expected a trace file")
-    data = path.read_bytes()
+    with open(path, "rb") as f:
+        magic = f.read(2)
+        size = os.fstat(f.fileno()).st_size
+        if mmap_ok and magic != _GZIP_MAGIC and size >= _MMAP_MIN_BYTES \
+                and path.suffix != ".gz":
+            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        data = magic + f.read()
     if not data:
         raise UserError(f"{path} is empty: not a trace")
     if data[:2] == _GZIP_MAGIC:
@@ -279,7 +332,148 @@ def load_trace(path: Path | str) -> Trace:
 
 
 def _load(path: Path) -> Trace:
-    data = read_bytes(path)
+    data = _read(path)
+    try:
+        return _load_split(path, data) or _load_robust(path, data)
+    finally:
+        if isinstance(data, mmap.mmap):
+            try:
+                data.close()
+            except BufferError:  # a view is still alive (an exception's traceback): GC closes it
+                pass
+
+
+def _devices(head) -> dict[int, DeviceProperties]:
+    devices = {}
+    for block in DEVICE_PROPERTY_BLOCKS:
+        for raw in getattr(head, block) or []:
+            if isinstance(raw, dict):
+                props = DeviceProperties.from_json(raw)
+                devices.setdefault(props.id, props)
+    return devices
+
+
+# --------------------------------------------------------------------------------------------
+# Fast path: split the traceEvents text into pieces of whole events without parsing it first
+# --------------------------------------------------------------------------------------------
+#
+# Decoding a GB-sized trace in one go would hold every event's Struct at once (~1.6 GB for 1 GB
+# of JSON), and parsing it once just to find the events (a list of msgspec.Raw) costs a second
+# full scan plus a copy of every event. Instead the events text is cut into pieces of about
+# _PIECE_BYTES at what looks like the end of an event: '}', the list's ',' and the next '{"'
+# (JSON whitespace between). That pattern can also occur inside an event (kernel names such as
+# '...{lambda()#1}, {...', a list of objects in args), so nothing found is trusted until msgspec
+# has decoded it strictly:
+#
+# - a piece is decoded as '[' + text + ']' (_complete_events). If the text does not end exactly
+#   at the end of a top-level event, the object it cuts into is left unclosed and the strict
+#   decoder rejects the piece (appending ']' cannot close a '{'); then the next candidate is
+#   tried. So a piece that decodes is a whole number of events, and the next piece starts at
+#   the '{' after the list's comma;
+# - the whole file minus the events array (the array replaced by a marker) is decoded as the
+#   trace object, and must have the marker as its traceEvents: this checks the array's bounds
+#   and everything outside it (deviceProperties, JSON validity of the rest).
+#
+# Anything unexpected (the checks failing, an invalid or unusual file) sends the file to the
+# robust path below, which parses it in full and gives the error messages. The result is the
+# same either way (tests/test_trace_loading.py checks it on re-formatted fixtures).
+
+_EVENTS_KEY = re.compile(rb'"traceEvents"[ \t\n\r]*:[ \t\n\r]*\[')
+#: an event's closing brace, the list's comma and the next event's opening '{"'
+_EVENT_END = re.compile(rb'\}[ \t\n\r]*,[ \t\n\r]*(\{)[ \t\n\r]*"')
+_MARKER = b'["traceEvents-splice-marker"]'
+_PIECE_BYTES = 2 << 20  # JSON text decoded into Structs at a time (smaller pieces stay in cache)
+_CUT_TRIES = 8  # candidate cuts tried per piece before parsing the file in full
+_END_TRIES = 16  # candidate ends of the events array
+
+
+class _Head(msgspec.Struct):
+    traceEvents: msgspec.Raw
+    deviceProperties: Optional[list[dict[str, Any]]] = None
+    computeProperties: Optional[list[dict[str, Any]]] = None
+
+
+_HEAD_DECODER = msgspec.json.Decoder(_Head)
+
+
+def _split_head(data) -> tuple[_Head, int, int] | None:
+    """The trace object without its events, and the events array's inner bounds [start, end)."""
+    key = _EVENTS_KEY.search(data)
+    if key is None:
+        return None
+    start = key.end()  # just after '['
+    # The array's ']' is one of the file's last few ']'. Splicing the marker in at a ']' inside
+    # the array leaves that array's closers unmatched (invalid); at a ']' after it (a list in a
+    # later key) it can be valid too, so the first valid one from the start is the array's.
+    found = None
+    end = len(data)
+    for _ in range(_END_TRIES):
+        end = data.rfind(b"]", start, end)
+        if end < 0:
+            break
+        text = b"".join((data[:start - 1], _MARKER, data[end + 1:]))
+        try:
+            head = _HEAD_DECODER.decode(text)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            continue
+        if bytes(head.traceEvents) == _MARKER and text.count(_MARKER) == 1:
+            found = head, start, end
+    return found
+
+
+def _load_split(path: Path, data) -> Trace | None:
+    split = _split_head(data)
+    if split is None:
+        return None
+    head, start, end = split
+    view = memoryview(data)
+    builder = _ColumnBuilder()
+    try:
+        pos = start
+        while True:
+            events, stop = _decode_piece(data, view, pos, end)
+            # (every piece after the first starts at a '{', so a trailing comma, '[..., ]', is
+            # never a piece of its own: it fails to decode with the last event)
+            if events is None:
+                return None
+            builder.add(events)
+            del events
+            if stop == end:
+                break
+            pos = stop
+    finally:
+        view.release()
+    return builder.finish(path, _devices(head))
+
+
+def _decode_piece(data, view: memoryview, pos: int, end: int) -> tuple[list | None, int]:
+    """The events of about _PIECE_BYTES of text from ``pos``, and where the next piece starts
+    (``end`` after the last piece); None when no cut decodes (then the file is parsed in full).
+    """
+    search_from = pos + _PIECE_BYTES
+    for _ in range(_CUT_TRIES):
+        cut = _EVENT_END.search(data, search_from, end) if search_from < end else None
+        stop = cut.start() + 1 if cut else end
+        try:
+            # (a bracketed copy of the piece: decoding in place from the mapping was measured
+            # slower, the copy is hot in cache when msgspec reads it)
+            events = _complete_events(b"".join((b"[", view[pos:stop], b"]")))
+        except msgspec.DecodeError:
+            if cut is None:
+                return None, end
+            search_from = stop  # that '}' was inside an event: try the next candidate
+            continue
+        except msgspec.ValidationError:
+            return None, end
+        return events, (cut.start(1) if cut else end)
+    return None, end
+
+
+# --------------------------------------------------------------------------------------------
+# Robust path: parse the whole file into one Raw per event, then decode those in chunks
+# --------------------------------------------------------------------------------------------
+
+def _load_robust(path: Path, data) -> Trace:
     try:
         head = _FILE_DECODER.decode(data)
     except msgspec.ValidationError as error:
@@ -291,34 +485,47 @@ def _load(path: Path) -> Trace:
     except msgspec.DecodeError as error:
         raise UserError(f"{path} is not valid JSON, perhaps truncated ({error})") from None
 
-    devices = {}
-    for block in DEVICE_PROPERTY_BLOCKS:
-        for raw in getattr(head, block) or []:
-            if isinstance(raw, dict):
-                props = DeviceProperties.from_json(raw)
-                devices.setdefault(props.id, props)
-
+    devices = _devices(head)
     raws = head.traceEvents
     del head
     builder = _ColumnBuilder()
     for start in range(0, len(raws), _CHUNK):
         chunk = b"[" + b",".join(raws[start:start + _CHUNK]) + b"]"
         try:
-            events = _CHUNK_DECODER.decode(chunk)
+            events = _complete_events(chunk)
         except msgspec.ValidationError as error:
             raise UserError(f"{path}: an event has an unexpected field type ({error})") from None
         builder.add(events)
         del events, chunk
-    del raws, data
+    del raws
     return builder.finish(path, devices)
 
 
+class _Interner(dict):
+    """value -> number, in order of first appearance. ``interner[value]`` numbers unseen values,
+    so ``map(interner.__getitem__, values)`` interns a whole column at C speed."""
+
+    def __missing__(self, key):
+        self[key] = number = len(self)
+        return number
+
+
+_CAT, _NAME, _PID, _TID = (attrgetter(a) for a in ("cat", "name", "pid", "tid"))
+_TS, _DUR = attrgetter("ts"), attrgetter("dur")
+_ARG_GETTERS = {(c.column, i): attrgetter(_field_name(c, i))
+                for c in ARG_COLUMNS for i in range(len(c.keys))}
+
+
 class _ColumnBuilder:
-    """Turns chunks of decoded events into numpy columns; interns names and threads."""
+    """Turns chunks of decoded events into numpy columns; interns names and threads.
+
+    Each column is one C-level pass (``map`` + ``np.fromiter``) over the chunk's Structs: per
+    event Python work is what dominates loading, so there is no per-event Python code here
+    beyond the ``ph`` filter."""
 
     def __init__(self) -> None:
-        self.name_ids: dict[str, int] = {}
-        self.thread_ids: dict[tuple, int] = {}
+        self.name_ids = _Interner()
+        self.thread_ids = _Interner()
         self.categories: dict[str, int] = {}
         self.parts: list[dict[str, np.ndarray]] = []
         self.kernel_parts: list[dict[str, np.ndarray]] = []
@@ -327,33 +534,35 @@ class _ColumnBuilder:
         self.span_max = -np.inf
         self.profiler_span: tuple[float, float] | None = None
 
-    def add(self, events: list) -> None:
-        complete = [e for e in events if e.ph == "X"]
-        cats = [e.cat for e in complete]
-        for cat, count in Counter(cats).items():
+    def add(self, complete: list) -> None:
+        cats = list(map(_CAT, complete))
+        counts = Counter(cats)
+        for cat, count in counts.items():
             self.categories[cat] = self.categories.get(cat, 0) + count
-        kinds = np.array([_KIND_CODE.get(c, -1) for c in cats], dtype=np.int8)
-        keep = np.flatnonzero(kinds >= 0)
-        if len(keep) == 0:
+        code_of = {cat: _KIND_CODE.get(cat, -1) for cat in counts}
+        kinds = np.fromiter(map(code_of.__getitem__, cats), dtype=np.int8, count=len(cats))
+        if -1 in code_of.values():  # unknown categories: drop those events
+            keep = kinds >= 0
+            complete = list(compress(complete, keep.tolist()))
+            kinds = kinds[keep]
+        kept, n = complete, len(complete)
+        if n == 0:
             return
-        kept = [complete[i] for i in keep]
-        kinds = kinds[keep]
-        names, threads = self.name_ids, self.thread_ids
         part = {
             "kind": kinds,
-            "name_id": np.array([names.setdefault(e.name, len(names)) for e in kept],
-                                dtype=np.int32),
-            "thread": np.array([threads.setdefault((e.pid, e.tid), len(threads)) for e in kept],
-                               dtype=np.int32),
-            "ts": np.array([e.ts for e in kept], dtype=np.float64),
-            "dur": np.array([e.dur for e in kept], dtype=np.float64),
+            "name_id": np.fromiter(map(self.name_ids.__getitem__, map(_NAME, kept)),
+                                   dtype=np.int32, count=n),
+            "thread": np.fromiter(map(self.thread_ids.__getitem__,
+                                      zip(map(_PID, kept), map(_TID, kept))),
+                                  dtype=np.int32, count=n),
+            "ts": np.fromiter(map(_TS, kept), dtype=np.float64, count=n),
+            "dur": np.fromiter(map(_DUR, kept), dtype=np.float64, count=n),
         }
-        args = [e.args or _NO_ARGS for e in kept]
+        args = [e.args or _NO_ARGS for e in kept]  # a Struct is always true: only None -> default
         for column in ARG_COLUMNS:
             if not column.kernels_only:
-                part[column.column] = _int_column(_coalesce(args, column))
-        trace_rows = np.flatnonzero(kinds == KIND["trace"])
-        for i in trace_rows:
+                part[column.column] = _arg_column(args, column)
+        for i in np.flatnonzero(kinds == KIND["trace"]):
             if kept[i].name.startswith("PyTorch Profiler") and self.profiler_span is None:
                 self.profiler_span = (kept[i].ts, kept[i].ts + kept[i].dur)
         self.span_min = min(self.span_min, float(part["ts"].min()))
@@ -361,31 +570,27 @@ class _ColumnBuilder:
 
         kernel_rows = np.flatnonzero(kinds == KIND["kernel"])
         if len(kernel_rows):
-            kargs = [args[i] for i in kernel_rows]
+            kargs = [args[i] for i in kernel_rows.tolist()]
             kpart: dict[str, np.ndarray] = {"row": kernel_rows + self.offset}
             for column in ARG_COLUMNS:
                 if not column.kernels_only:
                     continue
-                values = _coalesce(kargs, column)
                 if column.type == "dim3":
-                    try:  # fast path: every kernel has [x, y, z]
-                        dims = np.array(values, dtype=np.int64).reshape(-1, 3)
-                    except (TypeError, ValueError):
-                        dims = np.array([_dim3(v) for v in values], dtype=np.int64).reshape(-1, 3)
+                    dims = _dim3_column(list(map(_ARG_GETTERS[column.column, 0], kargs)))
                     for axis, letter in enumerate("xyz"):
                         kpart[f"{column.column}_{letter}"] = dims[:, axis]
-                elif column.type == "int":
-                    kpart[column.column] = _int_column(values)
                 else:
-                    kpart[column.column] = np.array(values, dtype=np.float64)
+                    kpart[column.column] = _arg_column(kargs, column)
             self.kernel_parts.append(kpart)
         self.parts.append(part)
-        self.offset += len(kept)
+        self.offset += n
 
     def finish(self, path: Path, devices: dict[int, DeviceProperties]) -> Trace:
         if self.parts:
+            # copy=False: the frame keeps these fresh arrays rather than copying them into
+            # 2-D blocks (a second ~100 MB of fresh memory, slow to touch on a VM)
             events = pd.DataFrame({c: np.concatenate([p[c] for p in self.parts])
-                                   for c in EVENT_COLUMNS})
+                                   for c in EVENT_COLUMNS}, copy=False)
         else:
             events = pd.DataFrame({c: np.array([], dtype=np.float64) for c in EVENT_COLUMNS})
             events["kind"] = events["kind"].astype(np.int8)
@@ -396,7 +601,7 @@ class _ColumnBuilder:
         if self.kernel_parts:
             rows = np.concatenate([p["row"] for p in self.kernel_parts])
             launch = pd.DataFrame({c: np.concatenate([p[c] for p in self.kernel_parts])
-                                   for c in KERNEL_COLUMNS}, index=rows)
+                                   for c in KERNEL_COLUMNS}, index=rows, copy=False)
         else:
             launch = pd.DataFrame({c: np.array([], dtype=np.float64) for c in KERNEL_COLUMNS})
         names = np.empty(len(self.name_ids), dtype=object)
@@ -409,19 +614,39 @@ class _ColumnBuilder:
                      span=span)
 
 
-def _coalesce(args: list, column: ArgColumn) -> list:
-    first = list(map(attrgetter(_field_name(column, 0)), args))
-    for i in range(1, len(column.keys)):
-        other = list(map(attrgetter(_field_name(column, i)), args))
-        if any(v is not None for v in other):
-            first = [v if v is not None else o for v, o in zip(first, other)]
-    return first
+def _arg_column(args: list, column: ArgColumn) -> np.ndarray:
+    """One int or float column from the args Structs; the first of the column's keys present
+    wins (ints: -1 = absent, floats: nan = absent)."""
+    values = _arg_values(args, column, 0)
+    for i in range(1, len(column.keys)):  # e.g. the old 'external id' spelling
+        other = _arg_values(args, column, i)
+        absent = values == -1 if column.type == "int" else np.isnan(values)
+        if absent.any():
+            values = np.where(absent, other, values)
+    return values
 
 
-def _int_column(values: list) -> np.ndarray:
-    """Integers with -1 for missing (ids, devices, streams, counts are never negative)."""
-    as_float = np.array(values, dtype=np.float64)  # None -> nan
-    return np.where(np.isnan(as_float), -1, as_float).astype(np.int64)
+def _arg_values(args: list, column: ArgColumn, i: int) -> np.ndarray:
+    get = _ARG_GETTERS[column.column, i]
+    dtype = np.int64 if column.type == "int" else np.float64
+    try:
+        return np.fromiter(map(get, args), dtype=dtype, count=len(args))
+    except (TypeError, OverflowError):  # an explicit null, or an int beyond 64 bits
+        values = np.array([np.nan if v is None else v for v in map(get, args)],
+                          dtype=np.float64)
+        if column.type == "float":
+            return values
+        return np.where(np.isnan(values), -1, values).astype(np.int64)
+
+
+def _dim3_column(values: list) -> np.ndarray:
+    try:  # fast path: every kernel has [x, y, z]
+        dims = np.array(values, dtype=np.int64)
+        if dims.ndim == 2 and dims.shape[1] == 3:
+            return dims
+    except (TypeError, ValueError):
+        pass
+    return np.array([_dim3(v) for v in values], dtype=np.int64).reshape(-1, 3)
 
 
 def _dim3(value) -> tuple[int, int, int]:

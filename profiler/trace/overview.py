@@ -57,8 +57,28 @@ def covered(starts: np.ndarray, ends: np.ndarray, lo: float, hi: float) -> float
 
 
 def covered_per_window(starts, ends, w_lo, w_hi) -> np.ndarray:
-    """Covered length of merged intervals inside each window (windows may be many)."""
-    return np.array([covered(starts, ends, lo, hi) for lo, hi in zip(w_lo, w_hi)])
+    """Covered length of merged intervals inside each window (windows may be many).
+
+    Per window, the same as ``covered``: only the intervals that overlap the window are clipped
+    (the others clip to exactly +0.0), into a zeroed buffer of full length, so the sum adds the
+    same array in the same order and gives the same bits, without recomputing every interval
+    for every window."""
+    starts, ends = np.asarray(starts, dtype=np.float64), np.asarray(ends, dtype=np.float64)
+    out = np.zeros(len(w_lo))
+    if len(starts) == 0:
+        return out
+    buffer = np.zeros(len(starts))
+    for k, (lo, hi) in enumerate(zip(w_lo, w_hi)):
+        if hi <= lo:
+            continue
+        # merged intervals are sorted and disjoint: those overlapping [lo, hi] are contiguous
+        i0 = int(np.searchsorted(ends, lo, side="right"))
+        i1 = int(np.searchsorted(starts, hi, side="left"))
+        part = buffer[i0:i1]
+        np.clip(np.minimum(ends[i0:i1], hi) - np.maximum(starts[i0:i1], lo), 0, None, out=part)
+        out[k] = float(buffer.sum())
+        part[:] = 0.0
+    return out
 
 
 def _inside(points: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -115,10 +135,10 @@ class Overview:
 def cpu_steps(trace: Trace) -> pd.DataFrame:
     """ProfilerStep#N spans on CPU threads, one per step number (the GPU copies are ignored)."""
     ev = trace.events
-    cpu = ev[ev["kind"].isin([KIND["cpu_op"], KIND["annotation"]])]
     names = pd.Series(trace.names)
     step_ids = names[names.str.startswith("ProfilerStep#")].index
-    steps = cpu[cpu["name_id"].isin(step_ids)].copy()
+    steps = ev.loc[ev["kind"].isin([KIND["cpu_op"], KIND["annotation"]])
+                   & ev["name_id"].isin(step_ids), ["name_id", "ts", "dur"]].copy()
     if steps.empty:
         return pd.DataFrame(columns=["step", "cpu_start", "cpu_end"])
     steps["step"] = trace.names[steps["name_id"].to_numpy()]
@@ -131,7 +151,8 @@ def cpu_steps(trace: Trace) -> pd.DataFrame:
 
 def _gpu_rows(trace: Trace) -> pd.DataFrame:
     ev = trace.events
-    return ev[ev["kind"].isin([KIND["kernel"], KIND["memcpy"], KIND["memset"]])]
+    return ev.loc[ev["kind"].isin([KIND["kernel"], KIND["memcpy"], KIND["memset"]]),
+                  ["ts", "dur", "correlation", "device", "thread"]]
 
 
 def step_windows(trace: Trace) -> tuple[pd.DataFrame, int]:
@@ -150,7 +171,8 @@ def step_windows(trace: Trace) -> tuple[pd.DataFrame, int]:
         steps = pd.DataFrame({"step": ["(whole trace)"], "cpu_start": [cpu["ts"].min()],
                               "cpu_end": [(cpu["ts"] + cpu["dur"]).max()]})
     gpu = _gpu_rows(trace)
-    launch = ev[ev["kind"].isin([KIND["runtime"], KIND["driver"]]) & (ev["correlation"] >= 0)]
+    launch = ev.loc[ev["kind"].isin([KIND["runtime"], KIND["driver"]]) & (ev["correlation"] >= 0),
+                    ["correlation", "ts", "dur"]]
     n = len(steps)
     dev_min = np.full(n, np.inf)
     dev_max = np.full(n, -np.inf)
@@ -326,6 +348,20 @@ def _role_intervals(trace: Trace, communication_kernel: np.ndarray) -> dict[str,
     return {role: merge(ts[m], end[m]) for role, m in masks.items()}
 
 
+def _covered_regions(cuts: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """For each region [cuts[r], cuts[r+1]) (the last one open-ended), whether one of the merged
+    intervals (starts, ends) covers it; the same as ``_inside(point, starts, ends) >= 0`` for any
+    point of the region, provided every interval bound within [cuts[0], cuts[-1]] is a cut.
+
+    Each interval covers the regions from its start's cut index to its end's; counting those
+    with a cumulative sum is linear, where a binary search per region was not."""
+    m = len(cuts)
+    first = np.searchsorted(cuts, starts, side="left")
+    stop = np.searchsorted(cuts, ends, side="left")
+    depth = np.cumsum(np.bincount(first, minlength=m + 1) - np.bincount(stop, minlength=m + 1))
+    return depth[:m] > 0
+
+
 def breakdown(trace: Trace, steps: pd.DataFrame, communication_kernel: np.ndarray
               ) -> pd.DataFrame:
     """Per step, µs of each role, by priority (kernel first, 'other' last)."""
@@ -343,9 +379,12 @@ def breakdown(trace: Trace, steps: pd.DataFrame, communication_kernel: np.ndarra
     in_step = (step_of >= 0) & (mid < w_hi[np.clip(step_of, 0, None)])
     owner = np.full(len(mid), len(BREAKDOWN) - 1)
     unassigned = np.ones(len(mid), dtype=bool)
+    # the region of `cuts` each midpoint lies in: its segment, or the next one where the
+    # midpoint of two adjacent floats rounds up to the segment's end
+    region = np.arange(len(mid)) + (mid >= seg_e)
     for r, role in enumerate(BREAKDOWN[:-1]):
         s, e = roles[role]
-        hit = unassigned & (_inside(mid, s, e) >= 0)
+        hit = unassigned & _covered_regions(cuts, s, e)[region]
         owner[hit] = r
         unassigned &= ~hit
     table = np.zeros((len(steps), len(BREAKDOWN)))
@@ -362,7 +401,8 @@ def operator_table(trace: Trace, kernels: pd.DataFrame) -> pd.DataFrame:
     µs, and the GPU kernel time they launched directly (innermost operator)."""
     ev = trace.events
     names = pd.Series(trace.names)
-    cpu = ev[ev["kind"].isin([KIND["cpu_op"], KIND["annotation"]])]
+    cpu = ev.loc[ev["kind"].isin([KIND["cpu_op"], KIND["annotation"]]),
+                 ["name_id", "ts", "dur", "thread"]]
     if cpu.empty:
         return pd.DataFrame(columns=["operator", "calls", "cpu_total_us", "cpu_self_us",
                                      "kernels", "kernel_us"])
@@ -418,9 +458,9 @@ def _self_time(cpu: pd.DataFrame) -> np.ndarray:
             continue
         j = np.searchsorted(up, here, side="left") - 1
         parent[here] = np.where(j >= 0, up[np.clip(j, 0, None)], -1)
-    child_sum = np.zeros(len(order))
     has = parent >= 0
-    np.add.at(child_sum, parent[has], dur[order][has])
+    # bincount adds the weights in order, as np.add.at would, only faster
+    child_sum = np.bincount(parent[has], weights=dur[order][has], minlength=len(order))
     out = np.zeros(n)
     out[order] = np.maximum(dur[order] - child_sum, 0.0)
     return out
