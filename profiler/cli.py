@@ -85,6 +85,13 @@ def run(
         None, help="Fail the run (exit 2, nothing written) when the output's relative L2 error "
         "against the FP32 eager reference exceeds this; NaN or Inf always fails. Checked for every "
         "backend except pytorch_fp32, which is the reference."),
+    tb_compat: bool = typer.Option(
+        False, "--tb-compat", help="Also write a copy of the trace that torch-tb-profiler reads "
+        "right, in tb_logs/<run>_tbcompat/ (see `tb-compat --help`)."),
+    capture: str = typer.Option(
+        "torch", "--capture", help="torch: torch.profiler traces the profiled steps (default). "
+        "cuda-profiler-api: no torch.profiler; torch.cuda.profiler.start()/stop() around the "
+        "active steps, for nsys/ncu to capture (no trace is written).", rich_help_panel="Profiler"),
     cache: bool = typer.Option(True, "--cache/--no-cache", help="Reuse and save compiled TensorRT "
                                "engines (ttrt_* backends).", rich_help_panel="Engine cache"),
     cache_dir: Optional[Path] = typer.Option(
@@ -104,12 +111,20 @@ def run(
         record_shapes=record_shapes, profile_memory=profile_memory, with_stack=with_stack,
         with_flops=with_flops, gzip=gzip, iters=iters, timed_warmup=timed_warmup, name=name,
         runs_dir=runs_dir, tb_dir=tb_dir, cache_dir=cache_dir, use_cache=cache,
-        max_rel_error=max_rel_error,
+        max_rel_error=max_rel_error, capture=capture,
     )
+    if tb_compat and capture != "torch":
+        raise UserError("--tb-compat needs a trace: leave --capture at torch")
     from . import harness
     from .report import run_view
 
     result = harness.run(config, quiet=json_out)
+    if tb_compat:
+        from .trace.tb_compat import write_compat_copy
+
+        for trace in result["trace"]["files"]:
+            written = write_compat_copy(Path(trace))
+            typer.echo(f"tb-compat copy: {written.written}", err=True)
     if json_out:
         run_view.print_json(result)
     else:
@@ -144,6 +159,48 @@ def summarize(
     from .report import summarize_view
 
     summarize_view.run(target, view=view, top=top, out=out, json_out=json_out)
+
+
+@app.command("tb-compat")
+@user_errors
+def tb_compat_command(
+    target: str = typer.Argument(..., help="A trace, a tb_logs/<run>/ or runs/<run>/ folder, or "
+                                 "a run name."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Folder for the copies (default: "
+                                       "tb_logs/<run>_tbcompat/ beside the run's folder)."),
+) -> None:
+    """Write a copy of a trace that the TensorBoard plugin (torch-tb-profiler 0.4.3) reads right.
+
+    The plugin drops cuda_runtime and cuda_driver events (Runtime share 0, kernels not linked to
+    operators) and reads GPU-side copies of record_function spans as CPU spans (GPU-side
+    ProfilerStep#N copies become extra steps). The copy renames those categories; nothing else
+    changes. It goes to its own folder, which TensorBoard shows as its own run.
+    """
+    from .trace.tb_compat import traces_of, write_compat_copy
+
+    for trace in traces_of(target):
+        result = write_compat_copy(trace, out)
+        changes = ", ".join(f"{k}: {v}" for k, v in result.renamed.items()) or "nothing to change"
+        typer.echo(f"{result.written}  ({changes})")
+
+
+@app.command()
+@user_errors
+def tensorboard(
+    logdir: Path = typer.Option(Path("tb_logs"), "--logdir", help="Folder of runs (tb_logs/)."),
+    port: Optional[int] = typer.Option(None, "--port", help="Port (default: a free one)."),
+    bind_all: bool = typer.Option(False, "--bind-all", help="Serve on all network interfaces "
+                                  "(default: 127.0.0.1 only)."),
+) -> None:
+    """Start TensorBoard with the PyTorch profiler plugin and print its URL; Ctrl-C stops it.
+
+    Example: [b]python profile.py tensorboard --logdir tb_logs[/b]
+    """
+    from .tools import tensorboard as tb
+
+    code = tb.serve(logdir, port=port, bind_all=bind_all, echo=typer.echo)
+    if code not in (0, -2, 130):
+        raise UserError(f"TensorBoard exited with status {code}")
 
 
 def main(argv: list[str] | None = None) -> int:
