@@ -151,6 +151,10 @@ def summarize(
     top: int = typer.Option(20, "--top", help="Rows per table (0 = all)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Also write CSV, JSON and Markdown here."),
     json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
+    ncu: Optional[str] = typer.Option(
+        None, "--ncu", help="Nsight Compute CSV (`ncu --csv --page raw`) or a run folder with "
+        "ncu.csv: adds hardware Tensor Core and occupancy columns and flags kernels where the "
+        "name rules disagree. A run folder's ncu.csv is picked up without it."),
 ) -> None:
     """Kernel, Tensor Core, occupancy and step-time tables from any PyTorch profiler (Kineto) trace.
 
@@ -158,7 +162,7 @@ def summarize(
     """
     from .report import summarize_view
 
-    summarize_view.run(target, view=view, top=top, out=out, json_out=json_out)
+    summarize_view.run(target, view=view, top=top, out=out, json_out=json_out, ncu=ncu)
 
 
 @app.command("tb-compat")
@@ -201,6 +205,63 @@ def tensorboard(
     code = tb.serve(logdir, port=port, bind_all=bind_all, echo=typer.echo)
     if code not in (0, -2, 130):
         raise UserError(f"TensorBoard exited with status {code}")
+
+
+@app.command()
+@user_errors
+def nsys(
+    backend: str = typer.Option("pytorch_fp32", "--backend", "-b", help="Backend to run."),
+    bs: int = typer.Option(8, "--bs", help="Batch size."),
+    model: str = typer.Option("resnet50", "--model", "-m", help="Model (as for `run`)."),
+    name: str = typer.Option("nsys", help="Run folder suffix: runs/<backend>_bs<N>_<name>/."),
+    runs_dir: Path = typer.Option(Path("runs"), help="Where run results go."),
+) -> None:
+    """Run the harness under Nsight Systems over the active profiled steps (cudaProfilerApi
+    capture range) and parse `nsys stats` kernel and NVTX summaries where it works.
+
+    nsys is found on PATH, through $NSYS, or in the usual install folders.
+    """
+    from .tools import nsys as nsys_tool
+
+    result = nsys_tool.run(backend, bs, model=model, name=name, runs_dir=runs_dir,
+                           echo=lambda line: typer.echo(line, err=True))
+    nsys_tool.print_result(result, echo=typer.echo)
+    if result.get("stats_error"):
+        raise typer.Exit(1)
+
+
+@app.command()
+@user_errors
+def ncu(
+    backend: str = typer.Option("pytorch_fp32", "--backend", "-b", help="Backend to run."),
+    bs: int = typer.Option(8, "--bs", help="Batch size."),
+    top: int = typer.Option(10, "--top", help="Profile the K kernels with the most time in the "
+                            "trace (0 = every kernel of the step)."),
+    model: str = typer.Option("resnet50", "--model", "-m", help="Model (as for `run`)."),
+    step: Optional[int] = typer.Option(None, help="Profiled step to measure (default: the "
+                                       "first active one, step 2 with the default schedule)."),
+    launch_count: int = typer.Option(200, help="At most this many kernel launches profiled."),
+    name: Optional[str] = typer.Option(None, help="Run folder suffix, as for `run`."),
+    reuse: bool = typer.Option(False, "--reuse", help="Take the kernel table from the run "
+                               "folder's existing trace instead of running once without ncu."),
+    chip: Optional[str] = typer.Option(None, help="Chip for `ncu --query-metrics` (e.g. gh100; "
+                                       "default: the GPU present)."),
+    runs_dir: Path = typer.Option(Path("runs"), help="Where run results go."),
+    tb_dir: Path = typer.Option(Path("tb_logs"), help="Where TensorBoard traces go."),
+) -> None:
+    """Nsight Compute on the top-K kernels of one profiled step: hardware Tensor Core activity
+    and occupancy beside the kernel table, and where the name rules disagree.
+
+    Writes ncu.csv (and ncu.json, ncu.ncu-rep, ncu.log) into runs/<run>/, where `summarize`
+    finds it. ncu is found on PATH, through $NCU, or in the usual install folders.
+    """
+    from .tools import ncu as ncu_tool
+
+    result = ncu_tool.run(backend, bs, model=model, top=top, step=step,
+                          launch_count=launch_count, name=name, runs_dir=runs_dir,
+                          tb_dir=tb_dir, reuse=reuse, chip=chip,
+                          echo=lambda line: typer.echo(line, err=True))
+    ncu_tool.print_result(result, top=top, echo=typer.echo)
 
 
 def main(argv: list[str] | None = None) -> int:
