@@ -216,8 +216,10 @@ def nsys(
     name: str = typer.Option("nsys", help="Run folder suffix: runs/<backend>_bs<N>_<name>/."),
     runs_dir: Path = typer.Option(Path("runs"), help="Where run results go."),
 ) -> None:
-    """Run the harness under Nsight Systems over the active profiled steps (cudaProfilerApi
-    capture range) and parse `nsys stats` kernel and NVTX summaries where it works.
+    """Run the harness under Nsight Systems over the active profiled steps; parse nsys stats.
+
+    The capture range is cudaProfilerApi (torch.cuda.profiler.start/stop around the active
+    steps); `nsys stats` kernel and NVTX summaries are parsed where it works.
 
     nsys is found on PATH, through $NSYS, or in the usual install folders.
     """
@@ -249,8 +251,10 @@ def ncu(
     runs_dir: Path = typer.Option(Path("runs"), help="Where run results go."),
     tb_dir: Path = typer.Option(Path("tb_logs"), help="Where TensorBoard traces go."),
 ) -> None:
-    """Nsight Compute on the top-K kernels of one profiled step: hardware Tensor Core activity
-    and occupancy beside the kernel table, and where the name rules disagree.
+    """Nsight Compute on the top-K kernels of one profiled step (Tensor Cores, occupancy).
+
+    Hardware tensor-pipe activity and occupancy beside the kernel table, and where the name
+    rules disagree.
 
     Writes ncu.csv (and ncu.json, ncu.ncu-rep, ncu.log) into runs/<run>/, where `summarize`
     finds it. ncu is found on PATH, through $NCU, or in the usual install folders.

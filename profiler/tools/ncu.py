@@ -171,7 +171,7 @@ def run(backend: str, bs: int, model: str = "resnet50", top: int = 10, step: Opt
         if done.returncode != 0 or not report.is_file():
             why = last_line_with(done.output, ("==error==", "error")) or \
                 f"exit status {done.returncode}"
-            raise UserError(f"ncu did not write a report: {why} (log: {log})")
+            raise UserError(f"ncu did not write a report: {why} (log: {run_dir / 'ncu.log'})")
 
         # 3. CSV, join, agreement
         csv_result = subprocess.run(import_command(ncu, report), capture_output=True, text=True)
@@ -193,11 +193,11 @@ def run(backend: str, bs: int, model: str = "resnet50", top: int = 10, step: Opt
             "env": {"TORCHINDUCTOR_COMPILE_THREADS": "1"}, **agreement.to_dict(),
         }
         write_json_atomic(scratch / "ncu.json", result)
+    finally:  # whatever ncu left, also when it failed (the log says why)
         run_dir.mkdir(parents=True, exist_ok=True)
         for file_name in ("ncu.csv", "ncu.ncu-rep", "ncu.log", "ncu.json", "query-metrics.txt"):
             if (scratch / file_name).exists():
                 os.replace(scratch / file_name, run_dir / file_name)
-    finally:
         shutil.rmtree(scratch, ignore_errors=True)
     result["joined"] = joined
     result["agreement"] = agreement
