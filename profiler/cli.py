@@ -90,6 +90,13 @@ def run(
         None, help="Fail the run (exit 2, nothing written) when the output's relative L2 error "
         "against the FP32 eager reference exceeds this; NaN or Inf always fails. Checked for every "
         "backend except pytorch_fp32, which is the reference."),
+    tb_compat: bool = typer.Option(
+        False, "--tb-compat", help="Also write a copy of the trace that torch-tb-profiler reads "
+        "right, in tb_logs/<run>_tbcompat/ (see `tb-compat --help`)."),
+    capture: str = typer.Option(
+        "torch", "--capture", help="torch: torch.profiler traces the profiled steps (default). "
+        "cuda-profiler-api: no torch.profiler; torch.cuda.profiler.start()/stop() around the "
+        "active steps, for nsys/ncu to capture (no trace is written).", rich_help_panel="Profiler"),
     cache: bool = typer.Option(True, "--cache/--no-cache", help="Reuse and save compiled TensorRT "
                                "engines (ttrt_* backends).", rich_help_panel="Engine cache"),
     cache_dir: Optional[Path] = typer.Option(
@@ -109,12 +116,20 @@ def run(
         record_shapes=record_shapes, profile_memory=profile_memory, with_stack=with_stack,
         with_flops=with_flops, gzip=gzip, iters=iters, timed_warmup=timed_warmup, name=name,
         runs_dir=runs_dir, tb_dir=tb_dir, cache_dir=cache_dir, use_cache=cache,
-        max_rel_error=max_rel_error,
+        max_rel_error=max_rel_error, capture=capture,
     )
+    if tb_compat and capture != "torch":
+        raise UserError("--tb-compat needs a trace: leave --capture at torch")
     from . import harness
     from .report import run_view
 
     result = harness.run(config, quiet=json_out)
+    if tb_compat:
+        from .trace.tb_compat import write_compat_copy
+
+        for trace in result["trace"]["files"]:
+            written = write_compat_copy(Path(trace))
+            typer.echo(f"tb-compat copy: {written.written}", err=True)
     if json_out:
         run_view.print_json(result)
     else:
@@ -141,6 +156,10 @@ def summarize(
     top: int = typer.Option(20, "--top", help="Rows per table (0 = all)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Also write CSV, JSON and Markdown here."),
     json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
+    ncu: Optional[str] = typer.Option(
+        None, "--ncu", help="Nsight Compute CSV (`ncu --csv --page raw`) or a run folder with "
+        "ncu.csv: adds hardware Tensor Core and occupancy columns and flags kernels where the "
+        "name rules disagree. A run folder's ncu.csv is picked up without it."),
 ) -> None:
     """Kernel, Tensor Core, occupancy and step-time tables from any PyTorch profiler (Kineto) trace.
 
@@ -148,7 +167,110 @@ def summarize(
     """
     from .report import summarize_view
 
-    summarize_view.run(target, view=view, top=top, out=out, json_out=json_out)
+    summarize_view.run(target, view=view, top=top, out=out, json_out=json_out, ncu=ncu)
+
+
+@app.command("tb-compat")
+@user_errors
+def tb_compat_command(
+    target: str = typer.Argument(..., help="A trace, a tb_logs/<run>/ or runs/<run>/ folder, or "
+                                 "a run name."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Folder for the copies (default: "
+                                       "tb_logs/<run>_tbcompat/ beside the run's folder)."),
+) -> None:
+    """Write a copy of a trace that the TensorBoard plugin (torch-tb-profiler 0.4.3) reads right.
+
+    The plugin drops cuda_runtime and cuda_driver events (Runtime share 0, kernels not linked to
+    operators) and reads GPU-side copies of record_function spans as CPU spans (GPU-side
+    ProfilerStep#N copies become extra steps). The copy renames those categories; nothing else
+    changes. It goes to its own folder, which TensorBoard shows as its own run.
+    """
+    from .trace.tb_compat import traces_of, write_compat_copy
+
+    for trace in traces_of(target):
+        result = write_compat_copy(trace, out)
+        changes = ", ".join(f"{k}: {v}" for k, v in result.renamed.items()) or "nothing to change"
+        typer.echo(f"{result.written}  ({changes})")
+
+
+@app.command()
+@user_errors
+def tensorboard(
+    logdir: Path = typer.Option(Path("tb_logs"), "--logdir", help="Folder of runs (tb_logs/)."),
+    port: Optional[int] = typer.Option(None, "--port", help="Port (default: a free one)."),
+    bind_all: bool = typer.Option(False, "--bind-all", help="Serve on all network interfaces "
+                                  "(default: 127.0.0.1 only)."),
+) -> None:
+    """Start TensorBoard with the PyTorch profiler plugin and print its URL; Ctrl-C stops it.
+
+    Example: [b]python profile.py tensorboard --logdir tb_logs[/b]
+    """
+    from .tools import tensorboard as tb
+
+    code = tb.serve(logdir, port=port, bind_all=bind_all, echo=typer.echo)
+    if code not in (0, -2, 130):
+        raise UserError(f"TensorBoard exited with status {code}")
+
+
+@app.command()
+@user_errors
+def nsys(
+    backend: str = typer.Option("pytorch_fp32", "--backend", "-b", help="Backend to run."),
+    bs: int = typer.Option(8, "--bs", help="Batch size."),
+    model: str = typer.Option("resnet50", "--model", "-m", help="Model (as for `run`)."),
+    name: str = typer.Option("nsys", help="Run folder suffix: runs/<backend>_bs<N>_<name>/."),
+    runs_dir: Path = typer.Option(Path("runs"), help="Where run results go."),
+) -> None:
+    """Run the harness under Nsight Systems over the active profiled steps; parse nsys stats.
+
+    The capture range is cudaProfilerApi (torch.cuda.profiler.start/stop around the active
+    steps); `nsys stats` kernel and NVTX summaries are parsed where it works.
+
+    nsys is found on PATH, through $NSYS, or in the usual install folders.
+    """
+    from .tools import nsys as nsys_tool
+
+    result = nsys_tool.run(backend, bs, model=model, name=name, runs_dir=runs_dir,
+                           echo=lambda line: typer.echo(line, err=True))
+    nsys_tool.print_result(result, echo=typer.echo)
+    if result.get("stats_error"):
+        raise typer.Exit(1)
+
+
+@app.command()
+@user_errors
+def ncu(
+    backend: str = typer.Option("pytorch_fp32", "--backend", "-b", help="Backend to run."),
+    bs: int = typer.Option(8, "--bs", help="Batch size."),
+    top: int = typer.Option(10, "--top", help="Profile the K kernels with the most time in the "
+                            "trace (0 = every kernel of the step)."),
+    model: str = typer.Option("resnet50", "--model", "-m", help="Model (as for `run`)."),
+    step: Optional[int] = typer.Option(None, help="Profiled step to measure (default: the "
+                                       "first active one, step 2 with the default schedule)."),
+    launch_count: int = typer.Option(200, help="At most this many kernel launches profiled."),
+    name: Optional[str] = typer.Option(None, help="Run folder suffix, as for `run`."),
+    reuse: bool = typer.Option(False, "--reuse", help="Take the kernel table from the run "
+                               "folder's existing trace instead of running once without ncu."),
+    chip: Optional[str] = typer.Option(None, help="Chip for `ncu --query-metrics` (e.g. gh100; "
+                                       "default: the GPU present)."),
+    runs_dir: Path = typer.Option(Path("runs"), help="Where run results go."),
+    tb_dir: Path = typer.Option(Path("tb_logs"), help="Where TensorBoard traces go."),
+) -> None:
+    """Nsight Compute on the top-K kernels of one profiled step (Tensor Cores, occupancy).
+
+    Hardware tensor-pipe activity and occupancy beside the kernel table, and where the name
+    rules disagree.
+
+    Writes ncu.csv (and ncu.json, ncu.ncu-rep, ncu.log) into runs/<run>/, where `summarize`
+    finds it. ncu is found on PATH, through $NCU, or in the usual install folders.
+    """
+    from .tools import ncu as ncu_tool
+
+    result = ncu_tool.run(backend, bs, model=model, top=top, step=step,
+                          launch_count=launch_count, name=name, runs_dir=runs_dir,
+                          tb_dir=tb_dir, reuse=reuse, chip=chip,
+                          echo=lambda line: typer.echo(line, err=True))
+    ncu_tool.print_result(result, top=top, echo=typer.echo)
 
 
 @app.command()

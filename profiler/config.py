@@ -13,6 +13,10 @@ _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 MEMORY_FORMATS = ("auto", "channels_last", "contiguous")
+# how the profiled steps are captured: torch.profiler (a Kineto trace), or only
+# cudaProfilerStart/Stop around the active steps for an outside profiler (nsys, ncu), which then
+# owns CUPTI alone (CUPTI takes one subscriber)
+CAPTURES = ("torch", "cuda-profiler-api")
 
 
 def check_path_component(value: str, what: str) -> str:
@@ -62,6 +66,7 @@ class RunConfig:
     use_cache: bool = True
     # numeric check against the FP32 eager reference: fail the run above this relative L2 error
     max_rel_error: float | None = None
+    capture: str = "torch"
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -80,6 +85,9 @@ class RunConfig:
         if self.memory_format not in MEMORY_FORMATS:
             raise UserError(f"unknown --memory-format {self.memory_format!r}; choose one of: "
                             + ", ".join(MEMORY_FORMATS))
+        if self.capture not in CAPTURES:
+            raise UserError(f"unknown --capture {self.capture!r}; choose one of: "
+                            + ", ".join(CAPTURES))
         if self.max_rel_error is not None and not self.max_rel_error >= 0:
             raise UserError(f"--max-rel-error must be 0 or more (got {self.max_rel_error})")
         if self.name is not None:

@@ -2,7 +2,9 @@
 
 One run goes through four phases, each inside an NVTX range of the harness's domain:
 prepare (build, move, compile, first call), warmup, timed (the latency figures), and profile
-(torch.profiler with a wait/warmup/active/repeat schedule). Timing comes before profiling so the
+(torch.profiler with a wait/warmup/active/repeat schedule; or, with --capture cuda-profiler-api,
+no torch.profiler but cudaProfilerStart/Stop around the active steps, so that nsys or ncu own
+CUPTI and no trace is written). Timing comes before profiling so the
 profiler's instrumentation can't leak into the latencies. After both windows come the backend's
 own extra measurements (e.g. TensorRT per-layer timing) and the numeric check against a fresh
 FP32 eager copy of the model. Everything is written into hidden staging folders and moved into
@@ -147,7 +149,8 @@ def run(config: RunConfig, quiet: bool = False) -> dict:
                 raise UserError(f"{backend.name} on {config.model} bs{config.batch_size}: {why} "
                                 "against the FP32 eager reference; nothing was written")
         write_json_atomic(run_stage / "result.json", result)
-        replace_dir(tb_stage, tb_run_dir)
+        if result["trace"]["files"]:  # no trace with --capture cuda-profiler-api: keep tb_logs/
+            replace_dir(tb_stage, tb_run_dir)
         replace_dir(run_stage, run_dir)
     except _out_of_memory_types():
         raise UserError(f"CUDA out of memory at batch size {config.batch_size} "
@@ -190,31 +193,12 @@ def _collect(config, backend, model, inputs, device, use_cuda, progress, run_sta
     stats = latency_stats(latencies, config.batch_size)
     progress.say(f"  timed {config.iters} iterations: p50 {stats['p50_ms']:.3f} ms")
 
-    activities = [torch.profiler.ProfilerActivity.CPU]
-    if use_cuda:
-        activities.append(torch.profiler.ProfilerActivity.CUDA)
-    handler = torch.profiler.tensorboard_trace_handler(
-        str(tb_stage), worker_name=_worker_name(config), use_gzip=config.gzip)
-    schedule = torch.profiler.schedule(wait=config.wait, warmup=config.warmup,
-                                       active=config.active, repeat=config.repeat)
-    # each cycle's trace is exported by the handler, so clearing events between cycles is intended
-    warnings.filterwarnings("ignore", message="Warning: Profiler clears events")
-    with nvtx_range("profile"), progress.bar("profile", config.profiled_steps) as tick, \
-            torch.profiler.profile(activities=activities, schedule=schedule,
-                                   on_trace_ready=handler, record_shapes=config.record_shapes,
-                                   profile_memory=config.profile_memory,
-                                   with_stack=config.with_stack,
-                                   with_flops=config.with_flops) as prof:
-        for step in range(config.profiled_steps):
-            with torch.profiler.record_function("inference_step"), nvtx_range(f"step {step}"):
-                fn(*inputs)
-                _sync(use_cuda)
-            prof.step()
-            tick()
-
-    trace_files = sorted(p.name for p in tb_stage.iterdir() if ".pt.trace.json" in p.name)
-    if not trace_files:
-        raise RuntimeError("torch.profiler wrote no trace file")
+    if config.capture == "torch":
+        activities, trace_files = _profile_with_torch(config, fn, inputs, use_cuda, progress,
+                                                      tb_stage)
+    else:
+        activities, trace_files = [], []
+        _profile_with_cuda_profiler_api(config, fn, inputs, use_cuda, progress)
 
     notes = dict(prepared.notes)
     artifacts = dict(notes.pop("artifacts", {}))
@@ -265,6 +249,7 @@ def _collect(config, backend, model, inputs, device, use_cuda, progress, run_sta
         },
         "output": _describe_output(output),
         "profile": {
+            "capture": config.capture,
             "activities": [a.name for a in activities],
             "schedule": {"wait": config.wait, "warmup": config.warmup, "active": config.active,
                          "repeat": config.repeat},
@@ -272,10 +257,75 @@ def _collect(config, backend, model, inputs, device, use_cuda, progress, run_sta
             "step_span": "inference_step",
             "nvtx_domain": NVTX_DOMAIN if _nvtx is not None else None,
         },
-        "trace": {"dir": str(tb_run_dir), "files": [str(tb_run_dir / f) for f in trace_files]},
+        "trace": {"dir": str(tb_run_dir), "files": [str(tb_run_dir / f) for f in trace_files]}
+        if trace_files else {"dir": None, "files": [],
+                             "skipped": f"--capture {config.capture}: an outside profiler "
+                             "(nsys, ncu) records the active steps"},
         "latency_csv": str(run_dir / "latency.csv"),
         "environment": env,
     }
+
+
+def _profile_with_torch(config, fn, inputs, use_cuda, progress, tb_stage: Path):
+    """torch.profiler over the wait/warmup/active/repeat schedule; the trace files' names."""
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if use_cuda:
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    handler = torch.profiler.tensorboard_trace_handler(
+        str(tb_stage), worker_name=_worker_name(config), use_gzip=config.gzip)
+    schedule = torch.profiler.schedule(wait=config.wait, warmup=config.warmup,
+                                       active=config.active, repeat=config.repeat)
+    # each cycle's trace is exported by the handler, so clearing events between cycles is intended
+    warnings.filterwarnings("ignore", message="Warning: Profiler clears events")
+    with nvtx_range("profile"), progress.bar("profile", config.profiled_steps) as tick, \
+            torch.profiler.profile(activities=activities, schedule=schedule,
+                                   on_trace_ready=handler, record_shapes=config.record_shapes,
+                                   profile_memory=config.profile_memory,
+                                   with_stack=config.with_stack,
+                                   with_flops=config.with_flops) as prof:
+        for step in range(config.profiled_steps):
+            with torch.profiler.record_function("inference_step"), nvtx_range(f"step {step}"):
+                fn(*inputs)
+                _sync(use_cuda)
+            prof.step()
+            tick()
+
+    trace_files = sorted(p.name for p in tb_stage.iterdir() if ".pt.trace.json" in p.name)
+    if not trace_files:
+        raise RuntimeError("torch.profiler wrote no trace file")
+    return activities, trace_files
+
+
+def active_steps(config: RunConfig) -> list[int]:
+    """Step numbers the schedule records (the same numbers in both capture modes, and in the
+    "step N" NVTX ranges): per cycle, after ``wait`` and ``warmup`` steps, ``active`` steps."""
+    cycle = config.wait + config.warmup + config.active
+    return [c * cycle + config.wait + config.warmup + i
+            for c in range(config.repeat) for i in range(config.active)]
+
+
+def _profile_with_cuda_profiler_api(config, fn, inputs, use_cuda, progress) -> None:
+    """The same steps and NVTX ranges as with torch.profiler, but no torch.profiler: each
+    cycle's active steps run between torch.cuda.profiler.start() and stop()
+    (cudaProfilerStart/Stop), which nsys --capture-range=cudaProfilerApi and ncu
+    --profile-from-start off honour. On a machine without CUDA the calls are skipped."""
+    active = set(active_steps(config))
+    capturing = False
+    with nvtx_range("profile"), progress.bar("profile", config.profiled_steps) as tick:
+        for step in range(config.profiled_steps):
+            if step in active and not capturing:
+                _sync(use_cuda)
+                if use_cuda:
+                    torch.cuda.profiler.start()
+                capturing = True
+            with torch.profiler.record_function("inference_step"), nvtx_range(f"step {step}"):
+                fn(*inputs)
+                _sync(use_cuda)
+            if capturing and step + 1 not in active:
+                if use_cuda:
+                    torch.cuda.profiler.stop()
+                capturing = False
+            tick()
 
 
 def _figure(value: float | None) -> str:

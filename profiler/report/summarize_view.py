@@ -12,7 +12,7 @@ from .tables import VIEWS
 
 
 def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
-        json_out: bool = False) -> None:
+        json_out: bool = False, ncu: str | None = None) -> None:
     if view not in VIEWS:
         raise UserError(f"unknown --view {view!r}; choose one of: {', '.join(VIEWS)}")
     if top < 0:
@@ -21,16 +21,54 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
     if resolved.note:
         print(resolved.note, file=sys.stderr)
     summary = summarize(resolved.path, resolved.context)
+    joined = agreement = None
+    ncu_path = _ncu_csv(target, ncu)
+    if ncu_path is not None:
+        from ..trace.hardware import agreement_share, hardware_join, read_ncu_csv
+
+        print(f"Nsight Compute measurements: {ncu_path}", file=sys.stderr)
+        joined = hardware_join(summary.kernels.table, read_ncu_csv(ncu_path))
+        agreement = agreement_share(joined)
     if out is not None:
-        from .export import export
+        from .export import export, write_atomic
 
         written = export(summary, out, top=0)
+        if joined is not None:
+            from .hardware_view import export_columns
+
+            write_atomic(out / "hardware.csv", export_columns(joined).to_csv(index=False))
+            written.append(out / "hardware.csv")
         print(f"wrote {len(written)} files to {out}", file=sys.stderr)
     if json_out:
-        json.dump(summary.to_dict(top=top), sys.stdout, indent=1)
+        data = summary.to_dict(top=top)
+        if joined is not None:
+            from ..trace.summary import _clean
+            from .hardware_view import export_columns
+
+            rows = export_columns(joined[joined["rules_vs_hardware"] != "not profiled"])
+            data["hardware"] = _clean({"ncu_csv": str(ncu_path), **agreement.to_dict(),
+                                       "kernels": rows.to_dict(orient="records")})
+        json.dump(data, sys.stdout, indent=1)
         sys.stdout.write("\n")
         return
     from .console import make_console
     from .tables import print_summary
 
-    print_summary(summary, view=view, top=top, console=make_console())
+    console = make_console()
+    print_summary(summary, view=view, top=top, console=console)
+    if joined is not None and view in ("all", "kernels"):
+        from .hardware_view import print_hardware
+
+        print_hardware(joined, agreement, top, console)
+
+
+def _ncu_csv(target: str, ncu: str | None) -> Path | None:
+    """--ncu (a CSV, or a run folder holding ncu.csv), else ncu.csv in the target's run folder."""
+    from ..trace.hardware import find_ncu_csv
+
+    if ncu is None:
+        return find_ncu_csv(target)
+    found = find_ncu_csv(ncu)
+    if found is None:
+        raise UserError(f"--ncu {ncu}: not a CSV file, nor a run folder with ncu.csv")
+    return found

@@ -1,0 +1,71 @@
+"""Nsight Compute columns beside the name rules: a table, the agreement line, and exports."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+from rich.console import Console
+from rich.table import Table
+
+from ..trace.hardware import TENSOR_NO_PCT, TENSOR_YES_PCT, Agreement
+
+HARDWARE_CSV_COLUMNS = (
+    "kernel", "name", "category", "calls", "total_us", "share_pct", "tensor_core",
+    "tensor_core_rule", "hw_tensor_core", "rules_vs_hardware", "hw_tensor_pipe_pct",
+    "hw_tensor_inst", "hw_achieved_occupancy_pct", "hw_theoretical_occupancy_pct",
+    "theoretical_occupancy_pct", "kineto_est_occupancy_pct", "hw_launches", "hw_match",
+    "hw_kernel_name",
+)
+
+
+def _pct(value) -> str:
+    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) \
+        else f"{value:.1f} %"
+
+
+def hardware_table(joined: pd.DataFrame, top: int) -> Table:
+    shown = joined[joined["rules_vs_hardware"] != "not profiled"]
+    shown = shown if not top else shown.head(top)
+    t = Table(title=f"Name rules vs Nsight Compute (Tensor Cores: tensor pipe >= "
+              f"{TENSOR_YES_PCT:g} % yes, <= {TENSOR_NO_PCT:g} % no)", title_justify="left")
+    t.add_column("kernel", no_wrap=True, overflow="ellipsis", max_width=50)
+    for name in ("share", "rule", "hardware", "verdict", "tensor pipe", "occupancy achieved",
+                 "occupancy theoretical (ncu)", "theoretical (computed)"):
+        t.add_column(name, justify="right" if name not in ("rule", "hardware", "verdict")
+                     else "left")
+    for r in shown.itertuples():
+        verdict = r.rules_vs_hardware
+        if verdict == "disagree":
+            verdict = "[bold red]disagree[/]"
+        t.add_row(r.kernel, _pct(r.share_pct), r.tensor_core, str(r.hw_tensor_core), verdict,
+                  _pct(r.hw_tensor_pipe_pct), _pct(r.hw_achieved_occupancy_pct),
+                  _pct(r.hw_theoretical_occupancy_pct), _pct(r.theoretical_occupancy_pct))
+    return t
+
+
+def agreement_lines(agreement: Agreement) -> list[str]:
+    a = agreement
+    if not a.profiled_us:
+        return ["Nsight Compute: none of the trace's kernels were found in the ncu CSV"]
+    lines = [f"name rules agree with Nsight Compute on {100 * a.share:.1f} % of the profiled "
+             f"kernel time ({a.profiled_kernels} kernels, {100 * a.coverage:.1f} % of all "
+             "kernel time)"]
+    for label, us in (("disagree", a.disagree_us), ("rule says unknown", a.unknown_rule_us),
+                      ("hardware unclear (between thresholds)", a.unclear_hardware_us)):
+        if us:
+            lines.append(f"  {label}: {100 * us / a.profiled_us:.1f} % of the profiled time")
+    return lines
+
+
+def print_hardware(joined: pd.DataFrame, agreement: Agreement, top: int,
+                   console: Console) -> None:
+    console.print(hardware_table(joined, top))
+    for line in agreement_lines(agreement):
+        console.print(line)
+    for name in agreement.disagreeing:
+        console.print(f"[yellow]rule vs hardware disagree:[/yellow] {name}")
+
+
+def export_columns(joined: pd.DataFrame) -> pd.DataFrame:
+    return joined[[c for c in HARDWARE_CSV_COLUMNS if c in joined.columns]]

@@ -1,0 +1,86 @@
+"""Shared by the nsys and ncu launchers: finding a tool, running a command list with its output
+both shown and logged, and the harness command line they wrap. Nothing here imports torch: the
+harness runs as a child process, under the tool."""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Optional
+
+from ..errors import UserError
+
+ROOT = Path(__file__).resolve().parents[2]
+PROFILE_PY = ROOT / "profile.py"
+
+
+def locate(tool: str, env_var: str, known: Iterable[str]) -> str:
+    """``$ENV_VAR``, then PATH, then known install locations (newest version first)."""
+    from_env = os.environ.get(env_var)
+    if from_env:
+        if not (os.path.isfile(from_env) and os.access(from_env, os.X_OK)):
+            raise UserError(f"{env_var}={from_env} is not an executable file")
+        return from_env
+    found = shutil.which(tool)
+    if found:
+        return found
+    for pattern in known:
+        matches = sorted(glob.glob(pattern), reverse=True)
+        for match in matches:
+            if os.access(match, os.X_OK):
+                return match
+    raise UserError(f"{tool} not found: put it on PATH or set {env_var} to its path "
+                    f"(looked in {', '.join(known)})")
+
+
+@dataclass
+class Finished:
+    returncode: int
+    output: str  # stdout and stderr, interleaved
+
+
+def run_logged(command: list[str], log_path: Path, env: Optional[dict] = None,
+               echo: bool = True) -> Finished:
+    """Run an argument list (never a shell string); copy its output to stderr and a log file."""
+    assert isinstance(command, list) and all(isinstance(a, str) for a in command), command
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    lines = []
+    with open(log_path, "a", encoding="utf-8") as log:
+        log.write("$ " + " ".join(command) + "\n")
+        try:
+            process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                       stdin=subprocess.DEVNULL, env=env, text=True,
+                                       errors="replace", bufsize=1)
+        except OSError as error:
+            raise UserError(f"cannot start {command[0]}: {error.strerror}") from None
+        try:
+            for line in process.stdout:
+                lines.append(line)
+                log.write(line)
+                if echo:
+                    sys.stderr.write(line)
+            process.wait()
+        except KeyboardInterrupt:
+            process.terminate()
+            process.wait()
+            raise
+    return Finished(process.returncode, "".join(lines))
+
+
+def harness_command(backend: str, bs: int, model: str, extra: list[str]) -> list[str]:
+    """``python profile.py run ...`` as a list, with this Python."""
+    return [sys.executable, str(PROFILE_PY), "run", "--backend", backend, "--bs", str(bs),
+            "--model", model, *extra]
+
+
+def last_line_with(text: str, words: Iterable[str]) -> Optional[str]:
+    words = [w.lower() for w in words]
+    for line in reversed(text.splitlines()):
+        if any(w in line.lower() for w in words):
+            return line.strip()
+    return None

@@ -1,0 +1,314 @@
+"""Nsight Compute measurements beside the kernel table: hardware ground truth for the name rules.
+
+``ncu --csv --page raw`` prints one row per profiled kernel launch: identification columns
+(``ID``, ``Kernel Name``, ``Block Size``, ...) and one column per collected metric, named as the
+metric is (``sm__warps_active.avg.pct_of_peak_sustained_active``); the second row holds the
+units (empty for the identification columns). ``parse_ncu_csv`` reads that layout,
+``hardware_table`` maps the metrics to our columns, ``hardware_join`` adds them to a kernel table,
+and ``agreement_share`` says how much kernel time the Tensor Core name rules got right.
+
+Why tensor-pipe *activity* and not instruction counts: on an H200,
+``sm__inst_executed_pipe_tensor_op_hmma`` is non-zero for FP16 elementwise kernels (HFMA2.MMA)
+and FP32 CUDA-core convolutions show a few thousand; tensor-pipe cycles active as a share of the
+peak separates real Tensor Core GEMM/convolution kernels (>= 5 %) from the rest (<= 2 %).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import UserError
+from .rules import NO, UNKNOWN, YES
+
+#: Tensor Core verdict from tensor-pipe activity (% of peak sustained, while the SM is active)
+TENSOR_YES_PCT = 5.0
+TENSOR_NO_PCT = 2.0
+UNCLEAR = "unclear"
+
+
+@dataclass(frozen=True)
+class HardwareColumn:
+    """One of our columns, filled from the first of ``metrics`` that ncu collected (or, with
+    ``combine="max"``, the largest of those collected)."""
+
+    column: str
+    metrics: tuple[str, ...]
+    why: str
+    combine: str = "first"
+
+
+#: Our columns <- ncu metrics, in order of preference. Names checked against
+#: ``ncu --query-metrics --chip gh100`` (ncu 2025.3.1): a metric missing on a chip is skipped.
+HARDWARE_COLUMNS: tuple[HardwareColumn, ...] = (
+    HardwareColumn("hw_tensor_pipe_pct", (
+        "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+        "sm__pipe_tensor_cycles_active_realtime.avg.pct_of_peak_sustained_active",
+    ), "tensor pipe (all MMA flavours) cycles active, % of peak, while the SM is active"),
+    HardwareColumn("hw_tensor_pipe_subunit_pct", (
+        "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+        "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active",
+        "sm__pipe_tensor_op_imma_cycles_active.avg.pct_of_peak_sustained_active",
+        "sm__pipe_tensor_op_hmma_cycles_active_realtime.avg.pct_of_peak_sustained_active",
+        "sm__pipe_tensor_op_imma_cycles_active_realtime.avg.pct_of_peak_sustained_active",
+    ), "largest of the HMMA/GMMA/IMMA sub-pipes: stands in when the total is not available",
+        combine="max"),
+    HardwareColumn("hw_achieved_occupancy_pct",
+                   ("sm__warps_active.avg.pct_of_peak_sustained_active",),
+                   "achieved occupancy: active warps / maximum warps per SM, while active"),
+    HardwareColumn("hw_theoretical_occupancy_pct", ("sm__maximum_warps_per_active_cycle_pct",),
+                   "theoretical occupancy of the launch configuration"),
+    HardwareColumn("hw_tensor_inst", ("sm__inst_executed_pipe_tensor.sum",),
+                   "tensor-pipe instructions (information only: not proof of Tensor Core work)"),
+    HardwareColumn("hw_duration_ns", ("gpu__time_duration.sum",),
+                   "kernel duration under ncu (weights the per-kernel means)"),
+)
+
+
+def wanted_metrics() -> list[str]:
+    return [m for col in HARDWARE_COLUMNS for m in col.metrics]
+
+
+_METRIC = re.compile(r"^[a-z0-9]+__[A-Za-z0-9_.]+$")
+_NUMBER = re.compile(r"^-?[\d,]*\.?\d+(?:[eE][-+]?\d+)?$")
+
+
+def _number(text: str) -> float:
+    text = text.strip()
+    if _NUMBER.match(text):
+        return float(text.replace(",", ""))
+    return np.nan
+
+
+def parse_ncu_csv(text: str) -> pd.DataFrame:
+    """``ncu --csv --page raw`` output -> one row per profiled launch; metric columns numeric.
+
+    Lines before the header (``==PROF==``/``==WARNING==`` messages) are skipped, and so is the
+    units row."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
+    if start is None:
+        raise UserError("not an ncu --csv --page raw file: no header row starting with \"ID\"")
+    rows = list(csv.reader(io.StringIO("\n".join(lines[start:]))))
+    header, body = rows[0], [r for r in rows[1:] if len(r) == len(rows[0])]
+    if "Kernel Name" not in header:
+        raise UserError("ncu CSV has no \"Kernel Name\" column")
+    id_col = header.index("ID")
+    body = [r for r in body if r[id_col].strip().isdigit()]  # drops the units row
+    frame = pd.DataFrame(body, columns=header)
+    for name in header:
+        if _METRIC.match(name):
+            frame[name] = [_number(v) for v in frame[name]]
+    return frame
+
+
+def metrics_in(frame: pd.DataFrame) -> list[str]:
+    return [c for c in frame.columns if _METRIC.match(c)]
+
+
+def hardware_table(raw: pd.DataFrame) -> pd.DataFrame:
+    """Per launch: ``kernel_name`` and our hardware columns (NaN where not collected)."""
+    out = pd.DataFrame({"kernel_name": raw["Kernel Name"].astype(str)})
+    for col in HARDWARE_COLUMNS:
+        present = [m for m in col.metrics if m in raw.columns]
+        if not present:
+            out[col.column] = np.nan
+        elif col.combine == "max":
+            out[col.column] = raw[present].max(axis=1, skipna=True)
+        else:
+            out[col.column] = raw[present[0]]
+    # the total tensor-pipe figure, or the largest sub-pipe where the total was not collected
+    out["hw_tensor_pipe_pct"] = out["hw_tensor_pipe_pct"].fillna(out["hw_tensor_pipe_subunit_pct"])
+    return out
+
+
+def tensor_core_from_pipe(pct: float) -> str | float:
+    if pct is None or not np.isfinite(pct):
+        return np.nan
+    if pct >= TENSOR_YES_PCT:
+        return YES
+    if pct <= TENSOR_NO_PCT:
+        return NO
+    return UNCLEAR
+
+
+# ---- matching ncu's kernel names to Kineto's ----------------------------------------------
+
+_TEMPLATE = re.compile(r"<[^<>]*>")
+_PARENS = re.compile(r"\([^()]*\)")
+
+
+def normalized_name(name: str) -> str:
+    """The same demangled name however a demangler spaced it: no whitespace, no leading void."""
+    text = name.strip()
+    if text.startswith("void "):
+        text = text[5:]
+    return re.sub(r"\s+", "", text)
+
+
+def function_name(name: str) -> str:
+    """The bare function name: no return type, namespaces, template or parameter lists
+    (``void at::native::foo<4, X>(int, X)`` -> ``foo``); what ncu calls the function base."""
+    text = name.strip().replace("(anonymous namespace)", "anon")
+    for _ in range(30):
+        stripped = _PARENS.sub("", _TEMPLATE.sub("", text))
+        if stripped == text:
+            break
+        text = stripped
+    text = text.strip().split(" ")[-1]
+    return text.split("::")[-1]
+
+
+def _match(kernel_names: pd.Series, ncu_names: list[str]) -> tuple[list, list]:
+    """For each kernel-table name: the ncu name it matches and how (exact, normalized,
+    function), or (None, None)."""
+    exact = set(ncu_names)
+    by_norm: dict[str, list[str]] = {}
+    by_func: dict[str, list[str]] = {}
+    for n in ncu_names:
+        by_norm.setdefault(normalized_name(n), []).append(n)
+        by_func.setdefault(function_name(n), []).append(n)
+    table_funcs = pd.Series([function_name(n) for n in kernel_names]).value_counts()
+    matched, how = [], []
+    for name in kernel_names:
+        if name in exact:
+            matched.append(name), how.append("exact")
+            continue
+        norm = by_norm.get(normalized_name(name), [])
+        if len(norm) == 1:
+            matched.append(norm[0]), how.append("normalized")
+            continue
+        func = function_name(name)
+        candidates = by_func.get(func, [])
+        if len(candidates) == 1 and table_funcs.get(func, 0) == 1:
+            matched.append(candidates[0]), how.append("function")
+            continue
+        matched.append(None), how.append(None)
+    return matched, how
+
+
+def _per_kernel(hw: pd.DataFrame) -> pd.DataFrame:
+    """Launches -> one row per kernel name: means weighted by duration under ncu."""
+    weights = hw["hw_duration_ns"].where(hw["hw_duration_ns"] > 0, 1.0).fillna(1.0)
+    columns = [c.column for c in HARDWARE_COLUMNS if c.column != "hw_duration_ns"]
+    rows = {}
+    for name, group in hw.groupby("kernel_name", sort=False):
+        w = weights.loc[group.index]
+        row = {"hw_launches": len(group), "hw_duration_ns": group["hw_duration_ns"].mean()}
+        for col in columns:
+            values = group[col]
+            ok = values.notna()
+            row[col] = float(np.average(values[ok], weights=w[ok])) if ok.any() else np.nan
+        rows[name] = row
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def hardware_join(kernel_table: pd.DataFrame, ncu: pd.DataFrame) -> pd.DataFrame:
+    """The kernel table with hardware columns, ``hw_tensor_core`` (yes / no / unclear, NaN when
+    ncu did not profile the kernel) and ``rules_vs_hardware`` (agree / disagree / unknown-rule /
+    unclear-hardware / not profiled). ``ncu`` is ``hardware_table`` output or raw
+    ``parse_ncu_csv`` output."""
+    hw = ncu if "kernel_name" in ncu.columns else hardware_table(ncu)
+    per_kernel = _per_kernel(hw) if len(hw) else pd.DataFrame()
+    joined = kernel_table.copy()
+    matched, how = _match(joined["name"], list(per_kernel.index))
+    joined["hw_kernel_name"] = matched
+    joined["hw_match"] = how
+    for col in ("hw_launches", *[c.column for c in HARDWARE_COLUMNS]):
+        values = [per_kernel.loc[m, col] if m is not None and col in per_kernel.columns
+                  else np.nan for m in matched]
+        joined[col] = pd.Series(values, index=joined.index, dtype=float)
+    joined["hw_tensor_core"] = [tensor_core_from_pipe(v) for v in joined["hw_tensor_pipe_pct"]]
+    joined["rules_vs_hardware"] = [
+        _verdict(rule, hw_) for rule, hw_ in zip(joined["tensor_core"], joined["hw_tensor_core"])]
+    return joined
+
+
+def _verdict(rule: str, hardware) -> str:
+    if not isinstance(hardware, str):
+        return "not profiled"
+    if hardware == UNCLEAR:
+        return "unclear-hardware"
+    if rule == UNKNOWN:
+        return "unknown-rule"
+    return "agree" if rule == hardware else "disagree"
+
+
+@dataclass
+class Agreement:
+    """Kernel time of the profiled kernels, by how the name rule compares with the hardware."""
+
+    profiled_us: float
+    agree_us: float
+    disagree_us: float
+    unknown_rule_us: float
+    unclear_hardware_us: float
+    kernel_us: float          # all kernels in the table, profiled or not
+    profiled_kernels: int
+    disagreeing: list[str]
+
+    @property
+    def share(self) -> float:
+        """Agreeing time / profiled time (unknown rules and unclear hardware count as not)."""
+        return self.agree_us / self.profiled_us if self.profiled_us else float("nan")
+
+    @property
+    def coverage(self) -> float:
+        return self.profiled_us / self.kernel_us if self.kernel_us else float("nan")
+
+    def to_dict(self) -> dict:
+        return {"agreement_share": self.share, "coverage_of_kernel_time": self.coverage,
+                "profiled_us": self.profiled_us, "agree_us": self.agree_us,
+                "disagree_us": self.disagree_us, "unknown_rule_us": self.unknown_rule_us,
+                "unclear_hardware_us": self.unclear_hardware_us, "kernel_us": self.kernel_us,
+                "profiled_kernels": self.profiled_kernels, "disagreeing": self.disagreeing}
+
+
+def agreement_share(joined: pd.DataFrame) -> Agreement:
+    verdict = joined["rules_vs_hardware"]
+    time = joined["total_us"].astype(float)
+
+    def total(kind: str) -> float:
+        return float(time[verdict == kind].sum())
+
+    profiled = verdict != "not profiled"
+    return Agreement(
+        profiled_us=float(time[profiled].sum()), agree_us=total("agree"),
+        disagree_us=total("disagree"), unknown_rule_us=total("unknown-rule"),
+        unclear_hardware_us=total("unclear-hardware"), kernel_us=float(time.sum()),
+        profiled_kernels=int(profiled.sum()),
+        disagreeing=list(joined.loc[verdict == "disagree", "name"]))
+
+
+def read_ncu_csv(path: Path) -> pd.DataFrame:
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError as error:
+        raise UserError(f"cannot read {path}: {error.strerror}") from None
+    return parse_ncu_csv(text)
+
+
+def find_ncu_csv(target: str, root: Path | None = None) -> Path | None:
+    """``ncu.csv`` for a summarize target: the file itself, or in the run folder (runs/<run>/,
+    also when the target is the run's name or its tb_logs/<run>/ folder)."""
+    root = Path.cwd() if root is None else root
+    path = Path(target).expanduser()
+    if path.is_file() and path.suffix == ".csv":
+        return path
+    folders = []
+    if path.is_file():  # a trace in tb_logs/<run>/
+        folders += [path.parent, path.parent.parent.parent / "runs" / path.parent.name]
+    elif path.is_dir():
+        folders += [path, path.parent.parent / "runs" / path.name]
+    elif "/" not in target:
+        folders.append(root / "runs" / target)
+    for folder in folders:
+        if (folder / "ncu.csv").is_file():
+            return folder / "ncu.csv"
+    return None

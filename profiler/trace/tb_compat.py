@@ -1,0 +1,144 @@
+"""A copy of a Kineto trace that torch-tb-profiler 0.4.3 (the last release, 2023) reads right.
+
+The plugin maps each event's ``cat`` through a fixed table (``EventTypeMap`` in its
+``profiler/trace.py``) and drops every category it does not know. Three things in current traces
+go wrong there:
+
+- ``cuda_runtime`` is not in the table (the plugin knows ``Runtime``/``runtime``), so every CUDA
+  runtime call is dropped: the overview's Runtime share reads 0, and kernels are not linked to
+  the operators that launched them (the link goes kernel -> correlation -> runtime call ->
+  External id -> operator), so the kernel view's "Operator" column says ``CallTreeRoot``;
+- ``cuda_driver`` (``cuLaunchKernel``/``cuLaunchKernelEx`` of cuBLAS nvjet, Triton, TensorRT)
+  is dropped the same way, so those kernels are not linked either;
+- ``gpu_user_annotation`` (the GPU-timeline copy Kineto makes of a ``record_function`` span) is
+  read as a CPU ``user_annotation``: a copy named ``ProfilerStep#N`` becomes an extra step, and
+  any other copy counts as CPU execution time on a thread that does not exist.
+
+The copy renames categories by the table below and changes nothing else: names, times, ids and
+arguments stay as they are, so the plugin's trace view still shows every event. The original
+trace is never modified.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import UserError
+from ..fsutil import write_text_atomic
+from .load import read_bytes
+
+#: ``cat`` in the trace -> ``cat`` in the copy, with why. The plugin lower-cases ``cat`` and
+#: looks it up; ``Runtime`` is its own 2021 spelling. A category the plugin does not know is
+#: ignored by its analyses but still drawn by its trace view.
+CATEGORY_RENAMES: dict[str, tuple[str, str]] = {
+    "cuda_runtime": ("Runtime", "CUDA runtime API calls: the plugin only knows 'Runtime'"),
+    "cuda_driver": ("Runtime", "CUDA driver API calls (cuLaunchKernelEx ...): linked to "
+                    "kernels by correlation id like runtime launches"),
+    "gpu_user_annotation": ("gpu_user_annotation_tbcompat",
+                            "GPU-timeline copies of record_function spans: hidden from the "
+                            "plugin's step and CPU-time analyses, still drawn in its trace view"),
+}
+
+#: Suffix of the folder beside ``tb_logs/<run>/`` that holds the copies. A separate folder is a
+#: separate run in TensorBoard; two traces in one folder would show as two spans of one worker.
+COMPAT_SUFFIX = "_tbcompat"
+COMPAT_KEY = "tbCompat"  # top-level key recording what was changed
+
+
+@dataclass
+class CompatResult:
+    source: Path
+    written: Path
+    renamed: dict[str, int] = field(default_factory=dict)  # "old -> new": events
+
+
+def compat_trace(data: dict) -> dict[str, int]:
+    """Rename categories in place (``data`` is a parsed trace); return ``{"old -> new": n}``."""
+    events = data.get("traceEvents")
+    if not isinstance(events, list):
+        raise UserError("not a Kineto/Chrome trace: no traceEvents list")
+    counts: Counter = Counter()
+    for event in events:
+        if not isinstance(event, dict):
+            continue
+        rename = CATEGORY_RENAMES.get(event.get("cat"))
+        if rename is not None:
+            counts[f"{event['cat']} -> {rename[0]}"] += 1
+            event["cat"] = rename[0]
+    data[COMPAT_KEY] = {"renamed": dict(counts),
+                        "by": "infer-profiler tb-compat (see profiler/trace/tb_compat.py)"}
+    return dict(counts)
+
+
+def compat_dir_for(trace: Path) -> Path:
+    """``tb_logs/<run>/x.pt.trace.json.gz`` -> ``tb_logs/<run>_tbcompat/``."""
+    folder = trace.parent
+    if folder.name.endswith(COMPAT_SUFFIX):
+        raise UserError(f"{trace} is already in a {COMPAT_SUFFIX} folder")
+    return folder.with_name(folder.name + COMPAT_SUFFIX)
+
+
+def write_compat_copy(trace: Path, out_dir: Path | None = None) -> CompatResult:
+    """Write the plugin-friendly copy of one trace under the same file name (the plugin reads
+    ``<worker>.<span>.pt.trace.json[.gz]``), atomically: a temp file the plugin's name pattern
+    does not match, then a rename."""
+    trace = Path(trace)
+    try:
+        data = json.loads(read_bytes(trace))
+    except ValueError as error:
+        raise UserError(f"{trace} is not valid JSON ({error})") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{trace} is not a trace object")
+    counts = compat_trace(data)
+    out_dir = compat_dir_for(trace) if out_dir is None else Path(out_dir)
+    target = out_dir / trace.name
+    if target.resolve() == trace.resolve():
+        raise UserError(f"--out would overwrite the original trace {trace}")
+    text = json.dumps(data, separators=(",", ":"))
+    if trace.name.endswith(".gz"):
+        _write_bytes_atomic(target, gzip.compress(text.encode("utf-8"), compresslevel=6))
+    else:
+        write_text_atomic(target, text)
+    return CompatResult(source=trace, written=target, renamed=counts)
+
+
+def _write_bytes_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def traces_of(target: str, root: Path | None = None) -> list[Path]:
+    """Every trace of TARGET: a trace file; a folder of traces (tb_logs/<run>/); a run folder
+    whose result.json names its traces; or a bare run name looked up under runs/ and tb_logs/.
+    All traces of a run are converted (one per profiler cycle with --repeat)."""
+    from .summary import _traces_in_folder, _traces_named_by_result
+
+    root = Path.cwd() if root is None else root
+    path = Path(target).expanduser()
+    if not path.exists() and "/" not in target:
+        for base in ("runs", "tb_logs"):
+            if (root / base / target).exists():
+                path = root / base / target
+                break
+    if not path.exists():
+        raise UserError(f"no such trace, folder or run: {target}")
+    if path.is_file():
+        return [path]
+    found = _traces_named_by_result(path, root) or _traces_in_folder(path)
+    found = [p for p in found if not p.parent.name.endswith(COMPAT_SUFFIX)]
+    if not found:
+        raise UserError(f"no trace files in {path}")
+    return found

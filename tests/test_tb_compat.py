@@ -1,0 +1,90 @@
+"""tb-compat: the plugin-friendly copy of a trace, checked in-process against the plugin's own
+parser (the real-server test checks it over HTTP)."""
+
+import copy
+import gzip
+import json
+import logging
+
+import pytest
+
+from profiler.trace.tb_compat import CATEGORY_RENAMES, COMPAT_KEY, compat_trace, write_compat_copy
+
+from .conftest import FIXTURES
+
+H200_TB = FIXTURES / "h200" / "tb_logs"
+
+
+def _trace(run):
+    path = next((H200_TB / run).glob("*.pt.trace.json.gz"))
+    return path, json.loads(gzip.decompress(path.read_bytes()))
+
+
+def _plugin_steps(data):
+    pytest.importorskip("torch_tb_profiler")
+    from torch_tb_profiler.profiler.data import RunProfileData
+
+    logging.disable(logging.WARNING)
+    try:
+        profile = RunProfileData.from_json("worker", 0, data)
+    finally:
+        logging.disable(logging.NOTSET)
+    return list(profile.steps_names), dict(zip(
+        ["kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec",
+         "other", "total"], profile.avg_costs.costs))
+
+
+def test_copy_renames_only_categories(tmp_path):
+    path, original = _trace("inductor_fp16_bs8")
+    tb_logs = tmp_path / "tb_logs"
+    (tb_logs / "inductor_fp16_bs8").mkdir(parents=True)
+    source = tb_logs / "inductor_fp16_bs8" / path.name
+    source.write_bytes(path.read_bytes())
+    result = write_compat_copy(source)
+    assert result.written == tb_logs / "inductor_fp16_bs8_tbcompat" / path.name
+    assert source.read_bytes() == path.read_bytes()  # the original is untouched
+    copied = json.loads(gzip.decompress(result.written.read_bytes()))
+    assert result.renamed == {"cuda_runtime -> Runtime": 382, "cuda_driver -> Runtime": 222,
+                              "gpu_user_annotation -> gpu_user_annotation_tbcompat": 3}
+    assert copied[COMPAT_KEY]["renamed"] == result.renamed
+    before, after = original["traceEvents"], copied["traceEvents"]
+    assert len(before) == len(after)
+    for a, b in zip(before, after):
+        if a.get("cat") in CATEGORY_RENAMES:
+            assert b["cat"] == CATEGORY_RENAMES[a["cat"]][0]
+            b = dict(b, cat=a["cat"])
+        assert a == b
+    assert not list(tb_logs.glob("**/*.tmp"))
+    # a second pass changes nothing
+    assert compat_trace(copied) == {}
+
+
+def test_gpu_side_profiler_steps_are_not_extra_steps():
+    """The H200 fixtures (torch 2.11) have GPU-timeline copies of `inference_step` only; other
+    Kineto versions also copy `ProfilerStep#N` to the GPU timeline. CONSTRUCTED case: a twin
+    named like each CPU step is added to each GPU copy of the real trace."""
+    _, data = _trace("pytorch_fp16_bs8")
+    gpu = sorted((e for e in data["traceEvents"] if e.get("cat") == "gpu_user_annotation"),
+                 key=lambda e: e["ts"])
+    steps = sorted(e["name"] for e in data["traceEvents"]
+                   if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#"))
+    data["traceEvents"] += [dict(e, name=s) for e, s in zip(gpu, steps)]
+    raw_steps, _ = _plugin_steps(copy.deepcopy(data))
+    assert raw_steps == ["2", "2", "3", "3", "4", "4"]  # the plugin's misreading
+    compat_trace(data)
+    fixed_steps, costs = _plugin_steps(data)
+    assert fixed_steps == ["2", "3", "4"] and costs["runtime"] > 0
+
+
+def test_tb_compat_command_converts_every_trace_of_a_run(cli, tmp_path):
+    path, _ = _trace("ttrt_fp16_bs8")
+    folder = tmp_path / "tb_logs" / "ttrt_fp16_bs8"
+    folder.mkdir(parents=True)
+    (folder / path.name).write_bytes(path.read_bytes())
+    result = cli("tb-compat", "ttrt_fp16_bs8")
+    assert result.code == 0, result.stderr
+    assert "cuda_driver -> Runtime: 195" in result.stdout
+    assert (tmp_path / "tb_logs" / "ttrt_fp16_bs8_tbcompat" / path.name).is_file()
+    again = cli("tb-compat", str(tmp_path / "tb_logs" / "ttrt_fp16_bs8_tbcompat" / path.name))
+    assert again.code == 2 and "already in a _tbcompat folder" in again.stderr
+    assert cli("tb-compat", "nope").code == 2
