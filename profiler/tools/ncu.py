@@ -139,7 +139,8 @@ def run(backend: str, bs: int, model: str = "resnet50", top: int = 10, step: Opt
             *same, "--runs-dir", str(runs_dir), "--tb-dir", str(tb_dir)]), env=env)
         if first.returncode != 0:
             raise UserError(f"the run without ncu failed (status {first.returncode}); see above")
-    summary = summarize(resolve_target(str(run_dir)).path)
+    target = resolve_target(str(run_dir))
+    summary = summarize(target.path, target.context)
     table = summary.kernels.table
     chosen = table if not top else table.head(top)
     name_regex = kernel_regex(list(chosen["name"])) if top else None

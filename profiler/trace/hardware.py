@@ -16,6 +16,7 @@ peak separates real Tensor Core GEMM/convolution kernels (>= 5 %) from the rest 
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import re
 from dataclasses import dataclass
@@ -86,6 +87,21 @@ def _number(text: str) -> float:
     return np.nan
 
 
+def _split_record(line: str, width: int) -> list[str] | None:
+    """One record of ncu's raw CSV. ncu does not double the quotes inside NVTX payloads
+    (TensorRT names its layer ranges with JSON, seen on an H200 with ncu 2025.3.1), which breaks
+    a strict CSV reader; every field is quoted, so the separators are the '","' between them.
+    A strict parse is tried first; the split is the fallback."""
+    strict = next(csv.reader([line]), [])
+    if len(strict) == width:
+        return strict
+    if line.startswith('"') and line.endswith('"'):
+        fields = line[1:-1].split('","')
+        if len(fields) == width:
+            return [f.replace('""', '"') for f in fields]
+    return None
+
+
 def parse_ncu_csv(text: str) -> pd.DataFrame:
     """``ncu --csv --page raw`` output -> one row per profiled launch; metric columns numeric.
 
@@ -95,8 +111,9 @@ def parse_ncu_csv(text: str) -> pd.DataFrame:
     start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
     if start is None:
         raise UserError("not an ncu --csv --page raw file: no header row starting with \"ID\"")
-    rows = list(csv.reader(io.StringIO("\n".join(lines[start:]))))
-    header, body = rows[0], [r for r in rows[1:] if len(r) == len(rows[0])]
+    header = next(csv.reader([lines[start]]))
+    body = [_split_record(line, len(header)) for line in lines[start + 1:] if line.strip()]
+    body = [r for r in body if r is not None]
     if "Kernel Name" not in header:
         raise UserError("ncu CSV has no \"Kernel Name\" column")
     id_col = header.index("ID")
@@ -288,10 +305,15 @@ def agreement_share(joined: pd.DataFrame) -> Agreement:
 
 def read_ncu_csv(path: Path) -> pd.DataFrame:
     try:
-        text = Path(path).read_text(encoding="utf-8", errors="replace")
+        data = Path(path).read_bytes()
     except OSError as error:
         raise UserError(f"cannot read {path}: {error.strerror}") from None
-    return parse_ncu_csv(text)
+    if data[:2] == b"\x1f\x8b":  # ncu.csv.gz, as the fixtures keep it
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as error:
+            raise UserError(f"{path} is a damaged gzip file ({error})") from None
+    return parse_ncu_csv(data.decode("utf-8", errors="replace"))
 
 
 def find_ncu_csv(target: str, root: Path | None = None) -> Path | None:
@@ -299,7 +321,7 @@ def find_ncu_csv(target: str, root: Path | None = None) -> Path | None:
     also when the target is the run's name or its tb_logs/<run>/ folder)."""
     root = Path.cwd() if root is None else root
     path = Path(target).expanduser()
-    if path.is_file() and path.suffix == ".csv":
+    if path.is_file() and path.name.endswith((".csv", ".csv.gz")):
         return path
     folders = []
     if path.is_file():  # a trace in tb_logs/<run>/
@@ -309,6 +331,7 @@ def find_ncu_csv(target: str, root: Path | None = None) -> Path | None:
     elif "/" not in target:
         folders.append(root / "runs" / target)
     for folder in folders:
-        if (folder / "ncu.csv").is_file():
-            return folder / "ncu.csv"
+        for name in ("ncu.csv", "ncu.csv.gz"):
+            if (folder / name).is_file():
+                return folder / name
     return None
