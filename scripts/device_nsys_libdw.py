@@ -86,10 +86,14 @@ def main() -> int:
     if nsys is None:
         print("nsys not found (PATH, $NSYS, /opt/nvidia/...)")
         return 1
-    importer = Path(nsys).resolve().parent / "QdstrmImporter"
-    print(f"nsys: {nsys}\nimporter: {importer} (exists: {importer.exists()})")
-    if not importer.exists():
+    # nsys sits in host/target-linux-x64/, the importer in a sibling folder (on the H200
+    # machine: host/linux-desktop-glibc_2_11_3-x64/QdstrmImporter)
+    host = Path(nsys).resolve().parent.parent
+    found = sorted(host.glob("*/QdstrmImporter"))
+    print(f"nsys: {nsys}\nimporter: {', '.join(map(str, found)) or f'none under {host}'}")
+    if not found:
         return 1
+    importer = found[0]
     debs = sorted(deb_dir.glob("*.deb"))
     print(f"debs: {', '.join(d.name for d in debs) or 'none'}")
     work = Path(tempfile.mkdtemp(prefix="libdw-"))
