@@ -18,7 +18,6 @@ import csv
 import io
 import re
 import shutil
-import sys
 import time
 import warnings
 from datetime import datetime, timezone

@@ -6,8 +6,6 @@ side by side, so each assertion compares what the plugin makes of both.
 """
 
 import shutil
-import time
-from pathlib import Path
 
 import pytest
 

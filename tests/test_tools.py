@@ -8,7 +8,6 @@ ones from the H200 fixture trace.
 """
 
 import csv
-import gzip
 import io
 import json
 import subprocess

@@ -27,6 +27,7 @@ from rich.table import Table
 
 from ..errors import UserError
 from .export import _markdown, write_atomic
+from .fmt import missing
 
 COLUMNS = ["model", "device", "backend", "bs", "mean_ms", "p50_ms", "p90_ms", "p99_ms",
            "throughput_per_s", "speedup", "baseline", "ready_s", "compile_s", "compile_what",
@@ -135,7 +136,7 @@ def markdown(frame: pd.DataFrame, manifest: dict) -> str:
 
 
 def _f(value, fmt: str) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if missing(value):
         return "-"
     return format(value, fmt)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from ..trace.diff import BOTH, ONLY_A, ONLY_B, Diff, diff
 from ..trace.summary import Summary, resolve_target, summarize
 from .console import make_console
 from .export import write_atomic
+from .fmt import head, missing
 
 
 def load_side(target: str) -> tuple[Summary, dict | None]:
@@ -86,7 +86,7 @@ def write_csvs(result: Diff, out: Path) -> list[Path]:
 # ---- terminal ------------------------------------------------------------------------------
 
 def _v(value, unit: str = "") -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if missing(value):
         return "-"
     if unit == "µs":
         return _us(value)
@@ -106,7 +106,7 @@ def _us(value: float) -> str:
 
 
 def _signed(value, unit: str = "µs") -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if missing(value):
         return "-"
     text = _v(abs(value), unit)
     if unit == "%":
@@ -117,7 +117,7 @@ def _signed(value, unit: str = "µs") -> str:
 
 
 def _pct(value) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if missing(value):
         return "-"
     return f"{value:+.1f} %"
 
@@ -172,13 +172,9 @@ def categories_table(result: Diff) -> Table:
     return t
 
 
-def _cut(frame: pd.DataFrame, top: int) -> pd.DataFrame:
-    return frame if not top else frame.head(top)
-
-
 def kernels_table(result: Diff, top: int) -> Table:
     matched = result.kernels[result.kernels["side"] == BOTH]
-    shown = _cut(matched, top)
+    shown = head(matched, top)
     t = Table(title=f"Kernels in both runs, matched by full name ({len(shown)} of "
                     f"{len(matched)} by |delta|)", title_justify="left")
     t.add_column("kernel (short name; full name in --out)", no_wrap=True, overflow="ellipsis",
@@ -196,7 +192,7 @@ def unmatched_table(result: Diff, side: str, top: int) -> Table:
     column = "us_a" if side == ONLY_A else "us_b"
     calls = "calls_a" if side == ONLY_A else "calls_b"
     rows = rows.sort_values(column, ascending=False, kind="stable")
-    shown = _cut(rows, top)
+    shown = head(rows, top)
     which = "A" if side == ONLY_A else "B"
     t = Table(title=f"Kernels only in {which}: {len(rows)} kernels, {_us(rows[column].sum())} "
                     f"per step (top {len(shown)})", title_justify="left")
@@ -211,7 +207,7 @@ def unmatched_table(result: Diff, side: str, top: int) -> Table:
 
 def operators_table(result: Diff, top: int) -> Table:
     ops = result.operators
-    shown = _cut(ops, top)
+    shown = head(ops, top)
     t = Table(title=f"Kernel time by launching operator, per step ({len(shown)} of {len(ops)} "
                     "by |delta|)", title_justify="left")
     t.add_column("operator", no_wrap=True, overflow="ellipsis", max_width=60)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import math
 
 import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
 from ..trace.hardware import TENSOR_NO_PCT, TENSOR_YES_PCT, Agreement
+from .fmt import pct
 
 HARDWARE_CSV_COLUMNS = (
     "kernel", "name", "category", "calls", "total_us", "share_pct", "tensor_core",
@@ -17,11 +17,6 @@ HARDWARE_CSV_COLUMNS = (
     "theoretical_occupancy_pct", "kineto_est_occupancy_pct", "hw_launches", "hw_match",
     "hw_kernel_name",
 )
-
-
-def _pct(value) -> str:
-    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) \
-        else f"{value:.1f} %"
 
 
 def hardware_table(joined: pd.DataFrame, top: int) -> Table:
@@ -38,9 +33,9 @@ def hardware_table(joined: pd.DataFrame, top: int) -> Table:
         verdict = r.rules_vs_hardware
         if verdict == "disagree":
             verdict = "[bold red]disagree[/]"
-        t.add_row(r.kernel, _pct(r.share_pct), r.tensor_core, str(r.hw_tensor_core), verdict,
-                  _pct(r.hw_tensor_pipe_pct), _pct(r.hw_achieved_occupancy_pct),
-                  _pct(r.hw_theoretical_occupancy_pct), _pct(r.theoretical_occupancy_pct))
+        t.add_row(r.kernel, pct(r.share_pct), r.tensor_core, str(r.hw_tensor_core), verdict,
+                  pct(r.hw_tensor_pipe_pct), pct(r.hw_achieved_occupancy_pct),
+                  pct(r.hw_theoretical_occupancy_pct), pct(r.theoretical_occupancy_pct))
     return t
 
 

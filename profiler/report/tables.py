@@ -3,21 +3,20 @@ except formatting."""
 
 from __future__ import annotations
 
-import math
 
-import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
 from ..trace.overview import BREAKDOWN
 from .console import make_console
+from .fmt import head, missing, pct
 from ..trace.summary import Summary
 
 VIEWS = ("all", "overview", "kernels", "categories", "operators")
 
 
 def _us(value) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if missing(value):
         return "-"
     if abs(value) >= 1e6:
         return f"{value / 1e6:,.2f} s"
@@ -26,22 +25,12 @@ def _us(value) -> str:
     return f"{value:,.1f} µs"
 
 
-def _pct(value) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    return f"{value:.1f} %"
-
-
 def _num(value, digits=0) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if missing(value):
         return "-"
     if isinstance(value, float) and not value.is_integer() or digits:
         return f"{value:,.{digits or 2}f}"
     return f"{int(value):,}"
-
-
-def _top(frame: pd.DataFrame, top: int) -> pd.DataFrame:
-    return frame if not top else frame.head(top)
 
 
 def print_summary(summary: Summary, view: str = "all", top: int = 20,
@@ -79,28 +68,28 @@ def overview_tables(summary: Summary, top: int, console: Console) -> None:
                       "ProfilerStep#N duration on the CPU thread")
     for d in o.devices:
         name = f"GPU {d.device}"
-        facts.add_row(f"{name} utilization", _pct(d.gpu_utilization_pct),
+        facts.add_row(f"{name} utilization", pct(d.gpu_utilization_pct),
                       "time with >= 1 kernel running / steps time")
-        facts.add_row(f"{name} est. SM efficiency", _pct(d.est_sm_efficiency_pct),
+        facts.add_row(f"{name} est. SM efficiency", pct(d.est_sm_efficiency_pct),
                       "sum over time of min(blocks per SM, 1) / steps time")
         facts.add_row(f"{name} est. achieved occupancy (Kineto)",
-                      _pct(d.est_achieved_occupancy_pct),
+                      pct(d.est_achieved_occupancy_pct),
                       "Kineto's per-kernel estimate, kernel-time weighted (0 for >48 KB smem)")
         facts.add_row(f"{name} theoretical occupancy (computed)",
-                      _pct(d.theoretical_occupancy_pct),
+                      pct(d.theoretical_occupancy_pct),
                       "occupancy calculator on regs/smem/block size, kernel-time weighted")
         facts.add_row(f"{name} idle gaps between GPU work",
                       f"{d.idle_gaps:,} gaps, {_us(d.idle_total_us)}",
                       f"largest {_us(d.idle_largest_us)}, median {_us(d.idle_median_us)}; "
                       "many short gaps = launch-bound")
     if k.total_kernel_us:
-        facts.add_row("kernel time on Tensor Cores", _pct(100 * k.tensor_core_share),
+        facts.add_row("kernel time on Tensor Cores", pct(100 * k.tensor_core_share),
                       f"of all kernel time ({_us(k.tensor_core_us)} of {_us(k.total_kernel_us)})")
-        facts.add_row("  … of GEMM + convolution time", _pct(100 * k.tensor_core_share_of_matrix),
+        facts.add_row("  … of GEMM + convolution time", pct(100 * k.tensor_core_share_of_matrix),
                       f"{_us(k.matrix_tensor_core_us)} of {_us(k.matrix_us)}")
         if k.tensor_core_unknown_us:
             facts.add_row("  undecided (name gives no evidence)",
-                          _pct(100 * k.tensor_core_unknown_us / k.total_kernel_us),
+                          pct(100 * k.tensor_core_unknown_us / k.total_kernel_us),
                           "counted as not Tensor Core")
     console.print(facts)
 
@@ -112,12 +101,12 @@ def overview_tables(summary: Summary, top: int, console: Console) -> None:
         for row in o.steps.itertuples():
             steps.add_row(row.step, _num(row.step_us), _num(row.cpu_step_us),
                           *[_num(getattr(row, r)) for r in BREAKDOWN],
-                          _pct(row.gpu_utilization_pct), _num(row.kernels))
+                          pct(row.gpu_utilization_pct), _num(row.kernels))
         if len(o.steps) > 1:
             steps.add_row("[b]mean[/b]", _num(o.mean_step_us),
                           _num(float(o.steps["cpu_step_us"].mean())),
                           *[_num(o.breakdown_us[r]) for r in BREAKDOWN],
-                          _pct(float(o.steps["gpu_utilization_pct"].mean())),
+                          pct(float(o.steps["gpu_utilization_pct"].mean())),
                           _num(float(o.steps["kernels"].mean())))
         console.print(steps)
 
@@ -129,7 +118,7 @@ def categories_table(summary: Summary) -> Table:
         t.add_column(col, justify="left" if col == "category" else "right")
     for r in summary.kernels.categories.itertuples():
         t.add_row(r.category, _num(r.kernels), _num(r.calls), _us(r.total_us),
-                  _pct(r.share_pct), _pct(r.tensor_core_pct))
+                  pct(r.share_pct), pct(r.tensor_core_pct))
     return t
 
 
@@ -145,9 +134,9 @@ def kernels_table(summary: Summary, top: int) -> Table:
         t.add_column(name, justify="right")
     t.add_column("Tensor Cores")
     t.add_column("launched by (operator)", no_wrap=True, overflow="ellipsis", max_width=36)
-    for r in _top(table, top).itertuples():
+    for r in head(table, top).itertuples():
         t.add_row(r.kernel, r.category, _num(r.calls), _us(r.total_us), _us(r.mean_us),
-                  _us(r.median_us), _us(r.min_us), _us(r.max_us), _pct(r.share_pct),
+                  _us(r.median_us), _us(r.min_us), _us(r.max_us), pct(r.share_pct),
                   r.tensor_core, r.top_operator)
     return t
 
@@ -161,10 +150,10 @@ def launch_table(summary: Summary, top: int) -> Table:
     for name in ("regs/thread", "smem/block", "block", "grid", "blocks/SM", "warps/SM",
                  "occupancy: Kineto est.", "occupancy: theoretical (computed)", "configs"):
         t.add_column(name, justify="right")
-    for r in _top(table, top).itertuples():
+    for r in head(table, top).itertuples():
         t.add_row(r.kernel, _num(r.registers_per_thread), _bytes(r.shared_memory_bytes),
                   r.block, r.grid, _num(r.blocks_per_sm, 1), _num(r.warps_per_sm, 1),
-                  _pct(r.kineto_est_occupancy_pct), _pct(r.theoretical_occupancy_pct),
+                  pct(r.kineto_est_occupancy_pct), pct(r.theoretical_occupancy_pct),
                   _num(r.launch_configs))
     return t
 
@@ -178,13 +167,13 @@ def operators_table(summary: Summary, top: int) -> Table:
     for name in ("calls", "CPU total (incl. children)", "CPU self",
                  "kernels launched", "kernel time launched"):
         t.add_column(name, justify="right")
-    for r in _top(ops, top).itertuples():
+    for r in head(ops, top).itertuples():
         t.add_row(r.operator, _num(r.calls), _us(r.cpu_total_us), _us(r.cpu_self_us),
                   _num(r.kernels), _us(r.kernel_us))
     return t
 
 
 def _bytes(value) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)) or value < 0:
+    if missing(value) or value < 0:
         return "-"
     return f"{value / 1024:.1f} KB" if value >= 1024 else f"{int(value)} B"

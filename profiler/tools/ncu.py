@@ -23,7 +23,6 @@ collected and skipped, agreement).
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
