@@ -275,11 +275,11 @@ def cell_metrics(run_dir: Path) -> dict:
     trace, summarized with profiler.trace (no torch). A trace that cannot be summarized leaves
     a note instead of stopping the sweep."""
     from .trace.diff import steps_of
-    from .trace.summary import resolve_target, summarize
+    from .trace.summary import resolve_target
 
     try:
         target = resolve_target(str(run_dir))
-        summary = summarize(target.path, target.context)
+        summary = target.summary()
     except UserError as error:
         return {"note": f"trace not summarized: {error}"}
     except Exception as error:  # a bug in the analysis must not end the sweep

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from ..errors import UserError
 from ..trace.diff import BOTH, ONLY_A, ONLY_B, Diff, diff
-from ..trace.summary import Summary, resolve_target, summarize
+from ..trace.summary import Summary, resolve_target
 from .console import make_console
 from .export import write_atomic
 from .fmt import head, missing
@@ -30,7 +30,7 @@ def load_side(target: str) -> tuple[Summary, dict | None]:
             result = json.loads(resolved.result_json.read_text())
         except (OSError, ValueError):
             result = None
-    return summarize(resolved.path, resolved.context), result
+    return resolved.summary(), result
 
 
 def run(a: str, b: str, top: int = 15, out: Path | None = None) -> Diff:

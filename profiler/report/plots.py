@@ -206,10 +206,10 @@ def run_plots(target: str, out: Path | None) -> list[Path]:
     import json
 
     from ..trace.diff import steps_of
-    from ..trace.summary import resolve_target, summarize
+    from ..trace.summary import resolve_target
 
     resolved = resolve_target(target)
-    summary = summarize(resolved.path, resolved.context)
+    summary = resolved.summary()
     steps = steps_of(summary)
     cats = {r.category: float(r.total_us) / steps for r in summary.kernels.categories.itertuples()}
     if not cats:

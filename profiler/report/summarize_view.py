@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from ..errors import UserError
-from ..trace.summary import resolve_target, summarize
+from ..trace.summary import resolve_target
 from .tables import VIEWS
 
 
@@ -20,7 +20,7 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
     resolved = resolve_target(target)
     if resolved.note:
         print(resolved.note, file=sys.stderr)
-    summary = summarize(resolved.path, resolved.context)
+    summary = resolved.summary()
     joined = agreement = None
     ncu_path = _ncu_csv(target, ncu)
     if ncu_path is not None:

@@ -119,7 +119,7 @@ def run(backend: str, bs: int, model: str = "resnet50", top: int = 10, step: Opt
         echo=print) -> dict:
     from ..config import RunConfig
     from ..trace.hardware import agreement_share, hardware_join, read_ncu_csv
-    from ..trace.summary import resolve_target, summarize
+    from ..trace.summary import resolve_target
 
     ncu = locate_ncu()
     config = RunConfig(backend=backend, batch_size=bs, model=model, name=name,
@@ -139,7 +139,7 @@ def run(backend: str, bs: int, model: str = "resnet50", top: int = 10, step: Opt
         if first.returncode != 0:
             raise UserError(f"the run without ncu failed (status {first.returncode}); see above")
     target = resolve_target(str(run_dir))
-    summary = summarize(target.path, target.context)
+    summary = target.summary()
     table = summary.kernels.table
     chosen = table if not top else table.head(top)
     name_regex = kernel_regex(list(chosen["name"])) if top else None

@@ -27,6 +27,10 @@ class Target:
     result_json: Path | None = None  # the run's result.json, when the target is a run folder
     context: RunContext | None = None  # what that result.json says about the run's arithmetic
 
+    def summary(self) -> "Summary":
+        """The trace summarized with the run's context (what every view should show)."""
+        return summarize(self.path, self.context)
+
 
 def resolve_target(target: str, root: Path | None = None) -> Target:
     """A trace file; a run folder (runs/<run>/ with result.json naming its traces); a folder of
