@@ -13,6 +13,7 @@ from typing import Optional
 
 import typer
 
+from . import signals
 from .errors import Interrupted, UserError
 
 app = typer.Typer(
@@ -28,6 +29,13 @@ app = typer.Typer(
 )
 
 
+def _say(line: str) -> None:
+    try:
+        typer.echo(line, err=True)
+    except OSError:  # stderr gone (a closed terminal sent SIGHUP): the exit status remains
+        pass
+
+
 def user_errors(command):
     """Turn a UserError into one line on stderr and exit status 2; Ctrl-C into status 130."""
 
@@ -36,14 +44,15 @@ def user_errors(command):
         try:
             return command(*args, **kwargs)
         except UserError as error:
-            typer.echo(f"error: {error}", err=True)
+            _say(f"error: {error}")
             raise typer.Exit(2) from None
         except Interrupted as stop:
-            typer.echo(f"interrupted: {stop}", err=True)
-            raise typer.Exit(130) from None
-        except KeyboardInterrupt:
-            typer.echo("interrupted: nothing was written for the unfinished run", err=True)
-            raise typer.Exit(130) from None
+            _say(f"interrupted: {stop}")
+            raise typer.Exit(stop.exit_code) from None
+        except KeyboardInterrupt as stop:  # Ctrl-C; SIGTERM and SIGHUP inside as_interrupts()
+            by = "" if signals.describe(stop) == "Ctrl-C" else f" by {signals.describe(stop)}"
+            _say(f"interrupted{by}: nothing was written for the unfinished run")
+            raise typer.Exit(signals.exit_code(stop)) from None
 
     return wrapper
 
@@ -123,7 +132,8 @@ def run(
     from . import harness
     from .report import run_view
 
-    result = harness.run(config, quiet=json_out)
+    with signals.as_interrupts():  # SIGTERM, SIGHUP: like Ctrl-C
+        result = harness.run(config, quiet=json_out)
     if tb_compat:
         from .trace.tb_compat import write_compat_copy
 
@@ -350,7 +360,8 @@ def sweep(
     plan = sweep_module.plan(backends, bs, options, name=name, baseline=baseline,
                              runs_dir=runs_dir, tb_dir=tb_dir, resume=resume,
                              cell_timeout_s=cell_timeout)
-    code = sweep_view.run(plan)
+    with signals.as_interrupts():  # SIGTERM, SIGHUP: like Ctrl-C
+        code = sweep_view.run(plan)
     if code:
         raise typer.Exit(code)
 

@@ -26,10 +26,11 @@ from pathlib import Path
 import torch
 from rich.markup import escape
 
-from . import backends, metadata, models, numerics
+from . import backends, metadata, models, numerics, signals
 from .config import RunConfig, check_path_component
 from .errors import UserError
-from .fsutil import replace_dir, staging_dir, write_json_atomic, write_text_atomic
+from .fsutil import (clean_leftovers, folder_lock, replace_dir, staging_dir, write_json_atomic,
+                     write_text_atomic)
 from .timing import latency_stats, time_iterations
 
 NVTX_DOMAIN = "infer-profiler"
@@ -102,6 +103,45 @@ def _out_of_memory_types() -> tuple:
     return tuple(k for k in kinds if k is not None)
 
 
+# torch's CPU allocator raises a plain RuntimeError: "... DefaultCPUAllocator: can't allocate
+# memory: you tried to allocate N bytes. Error code 12 (Cannot allocate memory)"
+_HOST_OOM = re.compile(r"can't allocate memory|Cannot allocate memory")
+
+
+def out_of_memory_kind(error: BaseException) -> str | None:
+    """"CUDA" or "host" when ``error`` is running out of that memory, else None."""
+    if isinstance(error, _out_of_memory_types()):
+        return "CUDA"
+    if isinstance(error, MemoryError) or (
+            isinstance(error, RuntimeError) and _HOST_OOM.search(str(error))):
+        return "host"
+    return None
+
+
+@contextlib.contextmanager
+def _memory_errors(config: RunConfig):
+    """Running out of GPU or host memory anywhere in the run (building the batch included) is
+    one line with "out of memory" in it, which a sweep records as the cell status oom."""
+    try:
+        yield
+    except Exception as error:
+        kind = out_of_memory_kind(error)
+        if kind is None:
+            raise
+        asked = re.search(r"tried to allocate ([0-9.]+ ?[A-Za-z]*)", str(error))
+        detail = f", tried to allocate {asked[1]}" if asked else ""
+        if kind == "CUDA":
+            _release_cuda_memory()
+        raise UserError(f"{kind} out of memory at batch size {config.batch_size} "
+                        f"({config.backend}, {config.model}{detail}); try a smaller --bs") \
+            from None
+
+
+def _release_cuda_memory() -> None:
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
 def _first_tensor(output) -> torch.Tensor | None:
     tensors = [output] if isinstance(output, torch.Tensor) else [
         t for t in (output if isinstance(output, (tuple, list)) else []) if isinstance(t, torch.Tensor)]
@@ -119,7 +159,22 @@ def _describe_output(output) -> dict:
 
 
 def run(config: RunConfig, quiet: bool = False) -> dict:
-    """Run one configuration end to end and return the result written to runs/<run>/result.json."""
+    """Run one configuration end to end and return the result written to runs/<run>/result.json.
+
+    The run holds the write lock of runs/<run>/ and tb_logs/<run>/ throughout (a second run of
+    the same name refuses with one line), first removes what killed runs left in runs/ and
+    tb_logs/, and turns running out of memory and the failures of a --model
+    package.module:function into one-line errors."""
+    run_dir = config.runs_dir / config.run_name
+    tb_run_dir = config.tb_dir / config.run_name
+    with folder_lock(run_dir, tb_run_dir, what="run"), models.user_model_errors(config.model), \
+            _memory_errors(config):
+        for folder in (config.runs_dir, config.tb_dir):
+            clean_leftovers(folder)
+        return _run(config, quiet)
+
+
+def _run(config: RunConfig, quiet: bool) -> dict:
     backend = backends.get(config.backend)
     use_cuda = torch.cuda.is_available()
     reason = backend.unavailable_reason(use_cuda)
@@ -148,12 +203,10 @@ def run(config: RunConfig, quiet: bool = False) -> dict:
                 raise UserError(f"{backend.name} on {config.model} bs{config.batch_size}: {why} "
                                 "against the FP32 eager reference; nothing was written")
         write_json_atomic(run_stage / "result.json", result)
-        if result["trace"]["files"]:  # no trace with --capture cuda-profiler-api: keep tb_logs/
-            replace_dir(tb_stage, tb_run_dir)
-        replace_dir(run_stage, run_dir)
-    except _out_of_memory_types():
-        raise UserError(f"CUDA out of memory at batch size {config.batch_size} "
-                        f"({backend.name}, {config.model}); try a smaller --bs") from None
+        with signals.deferred():  # a signal does not cut the moves in half
+            if result["trace"]["files"]:  # no trace with --capture cuda-profiler-api: keep tb_logs/
+                replace_dir(tb_stage, tb_run_dir)
+            replace_dir(run_stage, run_dir)
     finally:
         shutil.rmtree(run_stage, ignore_errors=True)
         shutil.rmtree(tb_stage, ignore_errors=True)
@@ -215,6 +268,9 @@ def _collect(config, backend, model, inputs, device, use_cuda, progress, run_sta
         progress.say(f"  numerics vs FP32 eager: relative L2 error "
                      f"{_figure(numeric_check['rel_l2_error'])}, max abs error "
                      f"{_figure(numeric_check['max_abs_error'])}")
+    elif "reason" in numeric_check:
+        progress.say(f"  [yellow]numerics: skipped ({numeric_check['skipped']}):[/] "
+                     f"{escape(numeric_check['reason'])}")
 
     csv_text = io.StringIO()
     writer = csv.writer(csv_text, lineterminator="\n")
@@ -289,10 +345,47 @@ def _profile_with_torch(config, fn, inputs, use_cuda, progress, tb_stage: Path):
             prof.step()
             tick()
 
-    trace_files = sorted(p.name for p in tb_stage.iterdir() if ".pt.trace.json" in p.name)
-    if not trace_files:
-        raise RuntimeError("torch.profiler wrote no trace file")
-    return activities, trace_files
+    return activities, finished_traces(tb_stage)
+
+
+TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
+
+
+def finished_traces(folder: Path) -> list[str]:
+    """The names of the trace files torch.profiler finished in ``folder``. One it did not finish
+    (Kineto's ``.pt.trace.json.tmp`` left by a failed write, e.g. on a full disk, or a file cut
+    short) fails the run: a truncated trace is never kept as a result."""
+    names = sorted(p.name for p in folder.iterdir() if ".pt.trace.json" in p.name)
+    finished = [name for name in names if name.endswith(TRACE_SUFFIXES)]
+    broken = [name for name in names if name not in finished or not _is_whole(folder / name)]
+    if broken:
+        raise UserError(f"torch.profiler did not finish writing the trace ({', '.join(broken)} "
+                        "is cut short; is the disk full?); nothing was written")
+    if not finished:
+        raise UserError("torch.profiler wrote no trace file (is the disk full?); nothing was "
+                        "written")
+    return finished
+
+
+def _is_whole(path: Path) -> bool:
+    """The file is a complete trace: a gzip stream that ends properly (its CRC checked), and
+    JSON text that ends with its closing brace."""
+    import gzip
+    import zlib
+
+    try:
+        if path.name.endswith(".gz"):
+            tail = b""
+            with gzip.open(path, "rb") as stream:
+                while chunk := stream.read(1 << 20):
+                    tail = (tail + chunk)[-64:]
+        else:
+            with open(path, "rb") as stream:
+                stream.seek(max(0, path.stat().st_size - 64))
+                tail = stream.read()
+    except (OSError, EOFError, zlib.error):
+        return False
+    return tail.rstrip().endswith((b"}", b"]"))
 
 
 def active_steps(config: RunConfig) -> list[int]:
@@ -347,12 +440,17 @@ def check_numerics(config: RunConfig, backend_name: str, fn, inputs: tuple, devi
     if output is None:
         return {"skipped": "the output is not a tensor"}
     output = output.clone()
-    reference_model, _ = models.build(config)
-    reference_model = reference_model.to(device=device, dtype=torch.float32)
-    reference_inputs = tuple(t.to(torch.float32) if t.is_floating_point() else t for t in inputs)
-    with torch.inference_mode():
-        reference = _first_tensor(reference_model(*reference_inputs))
-    _sync(use_cuda)
+    try:
+        reference = _fp32_reference(config, inputs, device, use_cuda)
+    except Exception as error:  # FP16/BF16/TensorRT can fit batches that FP32 cannot
+        kind = out_of_memory_kind(error)
+        if kind is None:
+            raise
+        if kind == "CUDA":
+            _release_cuda_memory()
+        return {"skipped": "reference did not fit",
+                "reason": f"{kind} out of memory in the FP32 eager reference at batch size "
+                          f"{config.batch_size}; the measurement is kept"}
     result = numerics.compare(output, reference)
     result["reference"] = {
         "backend": REFERENCE_BACKEND,
@@ -360,5 +458,14 @@ def check_numerics(config: RunConfig, backend_name: str, fn, inputs: tuple, devi
         "device": str(device),
         "tf32": config.tf32,
     }
-    del reference_model
     return result
+
+
+def _fp32_reference(config: RunConfig, inputs: tuple, device, use_cuda: bool) -> torch.Tensor:
+    reference_model, _ = models.build(config)
+    reference_model = reference_model.to(device=device, dtype=torch.float32)
+    reference_inputs = tuple(t.to(torch.float32) if t.is_floating_point() else t for t in inputs)
+    with torch.inference_mode():
+        reference = _first_tensor(reference_model(*reference_inputs))
+    _sync(use_cuda)
+    return reference

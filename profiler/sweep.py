@@ -33,9 +33,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from . import signals
 from .config import RunConfig, check_path_component
 from .errors import Interrupted, UserError
-from .fsutil import write_json_atomic
+from .fsutil import clean_leftovers, folder_lock, write_json_atomic
 
 MANIFEST = "sweep.json"
 MANIFEST_SCHEMA = 1
@@ -173,7 +174,30 @@ def read_manifest(sweep_dir: Path) -> dict | None:
             from None
     if not isinstance(data, dict) or "cells" not in data or "options" not in data:
         raise UserError(f"{path} is not a sweep manifest; use another --name")
+    problem = manifest_problem(data)
+    if problem:
+        raise UserError(f"{path} is damaged ({problem}); remove it or use another --name")
     return data
+
+
+def manifest_problem(data: dict) -> str | None:
+    """What makes a parsed manifest unusable, or None: every part that is read must have its
+    type (a hand-edited or damaged file is refused before anything is rewritten)."""
+    if not isinstance(data["options"], dict):
+        return "options is not an object"
+    if not isinstance(data["cells"], dict):
+        return "cells is not an object"
+    for name, cell in data["cells"].items():
+        if not isinstance(cell, dict):
+            return f"cell {name!r} is not an object"
+        if not isinstance(cell.get("status", PENDING), str):
+            return f"cell {name!r} has a status that is not a string"
+    for key, kind in (("backends", str), ("batch_sizes", int)):
+        value = data.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, kind) and not isinstance(v, bool)
+                                                  for v in value):
+            return f"{key} is not a list of {kind.__name__}"
+    return None
 
 
 def write_manifest(sweep_dir: Path, manifest: dict) -> None:
@@ -391,6 +415,14 @@ def run_sweep(p: SweepPlan, say=print, progress=None) -> SweepOutcome:
     """Run every cell not done yet. ``say(text)`` prints a line per cell; ``progress(advance)``
     moves a progress bar. Ctrl-C marks the running cell interrupted, keeps the finished ones,
     and raises Interrupted once the manifest is written."""
+    # one process writes a sweep folder at a time: a second refuses with one line
+    with folder_lock(p.sweep_dir, p.trace_dir, what="sweep"):
+        for folder in (p.sweep_dir, p.trace_dir):  # what killed cells left
+            clean_leftovers(folder)
+        return _run_sweep(p, say, progress)
+
+
+def _run_sweep(p: SweepPlan, say, progress) -> SweepOutcome:
     began = time.perf_counter()
     manifest = start_manifest(p)
     p.sweep_dir.mkdir(parents=True, exist_ok=True)
@@ -422,8 +454,13 @@ def run_sweep(p: SweepPlan, say=print, progress=None) -> SweepOutcome:
             cell.update(status=outcome.status, reason=outcome.reason,
                         exit_code=outcome.exit_code, elapsed_s=round(outcome.elapsed_s, 3),
                         finished=_now())
-            if outcome.status == OK:
+            if outcome.status == OK and not (p.sweep_dir / name / "result.json").is_file():
+                cell.update(status=FAILED, reason="the cell exited 0 without writing "
+                            "result.json (did the model call os._exit?)")
+            if cell["status"] == OK:
                 cell["metrics"] = cell_metrics(p.sweep_dir / name)
+            else:  # a cell stopped by --cell-timeout may leave staging folders
+                _clean_cells(p)
             write_manifest(p.sweep_dir, manifest)
             current = None
             ran += 1
@@ -432,19 +469,27 @@ def run_sweep(p: SweepPlan, say=print, progress=None) -> SweepOutcome:
             say(f"{label}: {describe(p.sweep_dir, name, cell)}")
             if progress:
                 progress()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:  # Ctrl-C; SIGTERM and SIGHUP in signals.as_interrupts()
         if current is not None:
             cell = manifest["cells"][current]
-            cell.update(status=INTERRUPTED, reason="interrupted (Ctrl-C)", finished=_now())
+            cell.update(status=INTERRUPTED, reason=f"interrupted ({signals.describe(stop)})",
+                        finished=_now())
+            _clean_cells(p)
         manifest["wall_s"] = round(time.perf_counter() - began, 3)
         write_manifest(p.sweep_dir, manifest)
         done = sum(1 for c in manifest["cells"].values() if c.get("status") == OK)
         raise Interrupted(f"sweep stopped; {done} finished cell(s) kept in {p.sweep_dir} "
-                          "(continue with --resume)") from None
+                          "(continue with --resume)", exit_code=signals.exit_code(stop)) \
+            from None
     wall = time.perf_counter() - began
     manifest["wall_s"] = round(wall, 3)
     write_manifest(p.sweep_dir, manifest)
     return SweepOutcome(manifest=manifest, wall_s=wall, ran=ran, skipped=skipped)
+
+
+def _clean_cells(p: SweepPlan) -> None:
+    for folder in (p.sweep_dir, p.trace_dir):
+        clean_leftovers(folder)
 
 
 def describe(sweep_dir: Path, name: str, cell: dict) -> str:

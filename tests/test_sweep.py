@@ -124,9 +124,10 @@ def test_all_cells_failing_exits_1(tmp_path):
     assert done.returncode == 1
     assert done.stderr.strip().splitlines()[-1].startswith("error: all 1 cells failed")
     cell = _manifest(tmp_path, "sweep_tests.tiny_models_failing")["cells"]["pytorch_fp32_bs2"]
-    # a crash (not a user error): the last line of the traceback is the reason
-    assert cell["status"] == "failed" and cell["exit_code"] == 1
-    assert cell["reason"] == "RuntimeError: this model fails on purpose"
+    # the user's model failing is the cell's one error line, naming the function
+    assert cell["status"] == "failed" and cell["exit_code"] == 2
+    assert cell["reason"].startswith("--model tests.tiny_models:failing failed: RuntimeError: "
+                                      "this model fails on purpose (at tiny_models.py:")
 
 
 def test_ctrl_c_keeps_finished_cells(tmp_path):

@@ -90,6 +90,9 @@ def _figure(value, digits: int = 3) -> str:
 
 def _print_numerics(console: Console, numerics: dict | None) -> None:
     """The numeric check against the FP32 eager reference, as a one-row table."""
+    if numerics and "reason" in numerics:  # a check that could not run says why
+        console.print(f"numerics: skipped ({numerics['skipped']}): {escape(numerics['reason'])}",
+                      highlight=False)
     if not numerics or "skipped" in numerics:
         return
     table = Table(title="numerics vs FP32 eager reference", title_justify="left")

@@ -101,9 +101,13 @@ def _traces_named_by_result(folder: Path, root: Path) -> list[Path]:
 
 
 def _traces_in_folder(folder: Path) -> list[Path]:
+    """Trace files under ``folder``, outside hidden folders and files: a run's staging folders
+    (``.<run>.partial-*``, ``.<run>.old-*``, half-built or left by a killed run) and temporary
+    files are never a trace to summarize."""
     for patterns in (TRACE_PATTERNS, LOOSE_PATTERNS):
         found = sorted({p for pattern in patterns for p in folder.rglob(pattern)
-                        if p.is_file() and p.name != "result.json"})
+                        if p.is_file() and p.name != "result.json"
+                        and not any(part.startswith(".") for part in p.relative_to(folder).parts)})
         if found:
             return found
     return []
