@@ -215,8 +215,10 @@ def tensorboard(
 
     Example: [b]python profile.py tensorboard --logdir tb_logs[/b]
     """
+    from .fsutil import clean_tree
     from .tools import tensorboard as tb
 
+    clean_tree(logdir)  # staging folders of killed runs would be listed as runs
     code = tb.serve(logdir, port=port, bind_all=bind_all, echo=typer.echo)
     if code not in (0, -2, 130):
         raise UserError(f"TensorBoard exited with status {code}")

@@ -180,6 +180,17 @@ def clean_leftovers(folder: Path) -> list[Path]:
     return removed
 
 
+def clean_tree(logdir: Path) -> list[Path]:
+    """clean_leftovers in ``logdir`` and in each folder directly below it (a sweep's cells), as
+    TensorBoard lists every run folder under its logdir."""
+    removed = clean_leftovers(logdir)
+    if logdir.is_dir():
+        for folder in sorted(logdir.iterdir()):
+            if folder.is_dir() and not folder.name.startswith("."):
+                removed += clean_leftovers(folder)
+    return removed
+
+
 def _remove_leftovers(final: Path, leftovers: list[Path]) -> list[Path]:
     olds = sorted((p for p in leftovers if LEFTOVER.match(p.name)["kind"] == "old"),
                   key=lambda p: p.stat().st_mtime)

@@ -151,3 +151,43 @@ def _cmdline(pid: str) -> bytes:
         return Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return b""
+
+
+HOLD = """
+import sys, time
+from pathlib import Path
+from profiler.fsutil import folder_lock, staging_dir
+with folder_lock(Path(sys.argv[1]), what="run"):
+    print(staging_dir(Path(sys.argv[1])), flush=True)
+    time.sleep(60)
+"""
+
+
+def test_tensorboard_logdir_is_cleaned_of_dead_writers_leftovers_only(tmp_path):
+    """What `tensorboard --logdir` removes first (fsutil.clean_tree): the leftovers of dead
+    writers at both levels, never those of a live one, and a replace cut in half is undone."""
+    from profiler.fsutil import clean_tree
+
+    tb = tmp_path / "tb_logs"
+    dead = [tb / ".a_bs1.partial-x1y2", tb / "sw" / ".c_bs2.partial-abc", tb / ".b_bs1.old-99"]
+    for folder in dead:
+        (folder / "sub").mkdir(parents=True)
+    (tb / ".b_bs1.old-99" / "w.pt.trace.json").write_text("{}")  # b_bs1 itself is missing
+    (tb / "sw" / ".c_bs2.lock").write_text("12345\n")  # a killed holder's lock file
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    live = subprocess.Popen([sys.executable, "-c", HOLD, str(tb / "sw" / "d_bs4")], env=env,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        live_staging = Path(live.stdout.readline().strip())
+        assert live_staging.is_dir()
+        removed = clean_tree(tb)
+        assert sorted(removed) == sorted([dead[0], dead[1]])
+        assert live_staging.is_dir()  # its writer still runs
+        assert (tb / "b_bs1" / "w.pt.trace.json").is_file()  # put back
+        assert sorted(p.name for p in tb.iterdir()) == ["b_bs1", "sw"]
+        assert not (tb / "sw" / ".c_bs2.lock").exists()  # a dead holder's lock file goes too
+    finally:
+        live.kill()
+        live.wait()
+    assert clean_tree(tb) == [live_staging]  # now its writer is dead
+    assert list((tb / "sw").iterdir()) == []
