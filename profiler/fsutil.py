@@ -101,19 +101,22 @@ def _release(path: Path, descriptor: int) -> None:
 
 
 def _holder(path: Path) -> str:
+    """"process 123 (a sweep)", from what the holder wrote into the lock file."""
     try:
-        pid = path.read_text().strip()
+        pid, _, what = path.read_text().strip().partition(" ")
     except OSError:
-        pid = ""
-    return f"process {pid}" if pid.isdigit() else "another process"
+        pid, what = "", ""
+    return (f"process {pid}" if pid.isdigit() else "another process") + \
+        (f" (a {what})" if what.isidentifier() else "")
 
 
 @contextlib.contextmanager
-def folder_lock(*folders: Path, what: str = "folder") -> Iterator[None]:
-    """Hold the write lock of each folder (the same folder named twice is locked once). A folder
-    another live process holds raises FolderBusy at once, naming that process: the second
-    writer refuses rather than waits, because a run or a sweep can take hours. Parent folders
-    this creates for its lock files are removed again if they are still empty at the end."""
+def folder_lock(*folders: Path, what: str = "writer") -> Iterator[None]:
+    """Hold the write lock of each folder (the same folder named twice is locked once) as a
+    ``what`` ("run", "sweep": one word, shown to a process that is refused). A folder another
+    live process holds raises FolderBusy at once, naming that process: the second writer
+    refuses rather than waits, because a run or a sweep can take hours. Parent folders this
+    creates for its lock files are removed again if they are still empty at the end."""
     held: list[tuple[Path, int]] = []
     created: list[Path] = []
     unique = {os.path.abspath(lock_path(Path(f))): Path(f) for f in reversed(folders)}
@@ -126,13 +129,12 @@ def folder_lock(*folders: Path, what: str = "folder") -> Iterator[None]:
             except OSError as error:
                 raise UserError(f"cannot write in {path.parent}: {error.strerror}") from None
             if descriptor is None:
-                raise FolderBusy(f"{folder} is being written by {_holder(path)} (another "
-                                 f"{what} of the same name); wait for it to finish, or use "
-                                 "another --name")
+                raise FolderBusy(f"{folder} is being written by {_holder(path)}; wait for it "
+                                 "to finish, or use another --name")
             held.append((path, descriptor))
             _held_here.add(str(path))
             os.ftruncate(descriptor, 0)
-            os.pwrite(descriptor, f"{os.getpid()}\n".encode(), 0)
+            os.pwrite(descriptor, f"{os.getpid()} {what}\n".encode(), 0)
         yield
     finally:
         for path, descriptor in reversed(held):

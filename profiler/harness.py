@@ -128,10 +128,8 @@ def _memory_errors(config: RunConfig):
         kind = out_of_memory_kind(error)
         if kind is None:
             raise
-        asked = re.search(r"tried to allocate ([0-9.]+ ?[A-Za-z]*)", str(error))
+        asked = re.search(r"tried to allocate ([0-9.]+ ?[A-Za-z]*)", str(error), re.IGNORECASE)
         detail = f", tried to allocate {asked[1]}" if asked else ""
-        if kind == "CUDA":
-            _release_cuda_memory()
         raise UserError(f"{kind} out of memory at batch size {config.batch_size} "
                         f"({config.backend}, {config.model}{detail}); try a smaller --bs") \
             from None
@@ -440,14 +438,15 @@ def check_numerics(config: RunConfig, backend_name: str, fn, inputs: tuple, devi
     if output is None:
         return {"skipped": "the output is not a tensor"}
     output = output.clone()
+    kind = None
     try:
         reference = _fp32_reference(config, inputs, device, use_cuda)
     except Exception as error:  # FP16/BF16/TensorRT can fit batches that FP32 cannot
         kind = out_of_memory_kind(error)
         if kind is None:
             raise
-        if kind == "CUDA":
-            _release_cuda_memory()
+    if kind is not None:  # out of the except block: the reference's frames are freed
+        _release_cuda_memory()
         return {"skipped": "reference did not fit",
                 "reason": f"{kind} out of memory in the FP32 eager reference at batch size "
                           f"{config.batch_size}; the measurement is kept"}

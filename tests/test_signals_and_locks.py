@@ -93,7 +93,7 @@ def test_killed_run_leftovers_are_cleaned_and_a_second_writer_refuses(tmp_path):
     second = _start(SLOW_RUN, tmp_path)
     _, stderr = _finish(second)
     assert second.returncode == 2
-    _one_error_line(stderr, f"runs/{RUN} is being written by process {first.pid}",
+    _one_error_line(stderr, f"runs/{RUN} is being written by process {first.pid} (a run)",
                     "another --name")
     assert first.poll() is None and _staging(runs) + _staging(tb) == live
 
@@ -123,7 +123,7 @@ def test_sweep_stops_on_sigterm_like_ctrl_c(tmp_path):
     second = _start([*args, "--resume"], tmp_path)
     _, stderr = _finish(second)
     assert second.returncode == 2
-    _one_error_line(stderr, f"runs/{name} is being written by process {sweep.pid}")
+    _one_error_line(stderr, f"runs/{name} is being written by process {sweep.pid} (a sweep)")
     assert manifest_path.read_bytes() == before
 
     sweep.send_signal(signum)
