@@ -106,22 +106,23 @@ def import_failure(output: str) -> str:
     return why or "no error message from nsys"
 
 
-def run(backend: str, bs: int, model: str = "resnet50", name: str = "nsys",
-        runs_dir: Path = Path("runs"), echo=print) -> dict:
+def run(options: dict, echo=print) -> dict:
+    """``options``: RunConfig field -> value, as for `run`; the run under nsys is captured with
+    cuda-profiler-api, once (--repeat 1), its trace folder a scratch one."""
+    from dataclasses import replace
+
     from ..config import RunConfig
 
     nsys = locate_nsys()
-    config = RunConfig(backend=backend, batch_size=bs, model=model, name=name, runs_dir=runs_dir,
-                       capture="cuda-profiler-api")
+    config = RunConfig(**{**options, "capture": "cuda-profiler-api", "repeat": 1})
+    runs_dir = config.runs_dir
     run_dir = runs_dir / config.run_name
     runs_dir.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=f".{config.run_name}.nsys-partial-", dir=runs_dir))
     result: dict = {"run": config.run_name, "nsys": nsys}
     try:
         log = scratch / "nsys.log"
-        run_args = harness_command(backend, bs, model, [
-            "--name", name, "--capture", "cuda-profiler-api", "--repeat", "1",
-            "--runs-dir", str(runs_dir), "--tb-dir", str(scratch / "tb_logs")])
+        run_args = harness_command(replace(config, tb_dir=scratch / "tb_logs"))
         command = profile_command(nsys, scratch / "nsys", run_args)
         result["profile_command"] = command
         echo(f"nsys: {' '.join(command[:8])} ... (log: {run_dir / 'nsys.log'})")
