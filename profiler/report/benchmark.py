@@ -26,7 +26,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import UserError
-from .export import _markdown, write_atomic
+from ..fsutil import write_text_atomic
+from .export import _markdown
 from .fmt import missing
 
 COLUMNS = ["model", "device", "backend", "bs", "mean_ms", "p50_ms", "p90_ms", "p99_ms",
@@ -103,8 +104,8 @@ def benchmark_table(sweep_dir: Path, manifest: dict) -> pd.DataFrame:
 
 def write_benchmark(sweep_dir: Path, frame: pd.DataFrame, manifest: dict) -> list[Path]:
     csv_path, md_path = sweep_dir / "benchmark.csv", sweep_dir / "benchmark.md"
-    write_atomic(csv_path, frame.to_csv(index=False, float_format="%.6g"))
-    write_atomic(md_path, markdown(frame, manifest))
+    write_text_atomic(csv_path, frame.to_csv(index=False, float_format="%.6g"))
+    write_text_atomic(md_path, markdown(frame, manifest))
     return [csv_path, md_path]
 
 

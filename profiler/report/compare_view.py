@@ -15,7 +15,7 @@ from ..errors import UserError
 from ..trace.diff import BOTH, ONLY_A, ONLY_B, Diff, diff
 from ..trace.summary import Summary, resolve_target
 from .console import make_console
-from .export import write_atomic
+from ..fsutil import write_text_atomic
 from .fmt import head, missing
 
 
@@ -78,7 +78,7 @@ def write_csvs(result: Diff, out: Path) -> list[Path]:
               "top_changes.csv": changes}
     written = []
     for name, frame in frames.items():
-        write_atomic(out / name, frame.to_csv(index=False))
+        write_text_atomic(out / name, frame.to_csv(index=False))
         written.append(out / name)
     return written
 

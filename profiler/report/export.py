@@ -1,32 +1,16 @@
-"""Write a trace Summary as CSV, JSON and Markdown. Every file is written atomically (a temp
-file in the same folder, then os.replace), so a crash never leaves half a CSV behind."""
+"""Write a trace Summary as CSV, JSON and Markdown. Every file is written atomically
+(fsutil), so a crash never leaves half a CSV behind."""
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import pandas as pd
 
 from ..errors import UserError
+from ..fsutil import write_text_atomic
 from ..trace.summary import Summary
-
-
-def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
 
 
 def _markdown(frame: pd.DataFrame, floatfmt: str = ".1f") -> str:
@@ -57,10 +41,10 @@ def export(summary: Summary, out_dir: Path, top: int = 0) -> list[Path]:
               "operators.csv": o.operators, "steps.csv": o.steps}
     for name, frame in tables.items():
         path = out_dir / name
-        write_atomic(path, frame.to_csv(index=False))
+        write_text_atomic(path, frame.to_csv(index=False))
         written.append(path)
     data = summary.to_dict()
-    write_atomic(out_dir / "summary.json", json.dumps(data, indent=1) + "\n")
+    write_text_atomic(out_dir / "summary.json", json.dumps(data, indent=1) + "\n")
     written.append(out_dir / "summary.json")
 
     t = data["tensor_cores"]
@@ -88,7 +72,7 @@ def export(summary: Summary, out_dir: Path, top: int = 0) -> list[Path]:
     ops = o.operators if not top else o.operators.head(top)
     md.append("\n## CPU operators\n")
     md.append(_markdown(ops))
-    write_atomic(out_dir / "summary.md", "\n".join(md))
+    write_text_atomic(out_dir / "summary.md", "\n".join(md))
     written.append(out_dir / "summary.md")
     return written
 

@@ -36,18 +36,11 @@ def _pyplot():
 
 def _save(fig, path: Path) -> Path:
     """Write the PNG atomically (temp file + rename), like every other export."""
-    import os
-    import tempfile
+    from ..fsutil import write_with
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
     try:
-        fig.savefig(tmp, format="png", dpi=130, bbox_inches="tight")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        write_with(path, lambda tmp: fig.savefig(tmp, format="png", dpi=130,
+                                                 bbox_inches="tight"))
     finally:
         import matplotlib.pyplot as plt
 

@@ -30,13 +30,14 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
         joined = hardware_join(summary.kernels.table, read_ncu_csv(ncu_path))
         agreement = agreement_share(joined)
     if out is not None:
-        from .export import export, write_atomic
+        from ..fsutil import write_text_atomic
+        from .export import export
 
         written = export(summary, out, top=0)
         if joined is not None:
             from .hardware_view import export_columns
 
-            write_atomic(out / "hardware.csv", export_columns(joined).to_csv(index=False))
+            write_text_atomic(out / "hardware.csv", export_columns(joined).to_csv(index=False))
             written.append(out / "hardware.csv")
         print(f"wrote {len(written)} files to {out}", file=sys.stderr)
     if json_out:

@@ -37,7 +37,7 @@ from ..config import RunConfig
 from ..errors import UserError
 from ..trace.hardware import agreement_share, hardware_join, read_ncu_csv
 from ..trace.summary import resolve_target
-from ..fsutil import write_json_atomic, write_text_atomic
+from ..fsutil import move_into, write_json_atomic, write_text_atomic
 from .external import harness_command, last_line_with, locate, run_logged
 
 NVTX_DOMAIN = "infer-profiler"  # the harness's NVTX domain (harness.NVTX_DOMAIN; no torch here)
@@ -233,10 +233,8 @@ def describe(config: RunConfig, ncu: str, step: int, name_regex: Optional[str],
 
 def keep_outputs(scratch: Path, run_dir: Path) -> None:
     """Move ncu's files from the scratch folder into the run folder; drop the rest."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    for file_name in ("ncu.csv", "ncu.ncu-rep", "ncu.log", "ncu.json", "query-metrics.txt"):
-        if (scratch / file_name).exists():
-            os.replace(scratch / file_name, run_dir / file_name)
+    names = ("ncu.csv", "ncu.ncu-rep", "ncu.log", "ncu.json", "query-metrics.txt")
+    move_into(run_dir, [scratch / n for n in names if (scratch / n).exists()])
     shutil.rmtree(scratch, ignore_errors=True)
 
 

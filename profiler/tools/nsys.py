@@ -17,7 +17,6 @@ into the run folder when it exits. Where ``nsys stats`` works, ``cuda_gpu_kern_s
 from __future__ import annotations
 
 import io
-import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -26,7 +25,7 @@ from typing import Optional
 import pandas as pd
 
 from ..errors import UserError
-from ..fsutil import write_json_atomic, write_text_atomic
+from ..fsutil import move_into, write_json_atomic, write_text_atomic
 from .external import harness_command, last_line_with, locate, run_logged
 
 KNOWN_LOCATIONS = ("/opt/nvidia/nsight-systems/*/bin/nsys", "/usr/local/cuda/bin/nsys",
@@ -154,13 +153,8 @@ def run(options: dict, echo=print) -> dict:
         else:
             result["stats_error"] = (f"nsys wrote no report (exit status {done.returncode}): "
                                      f"{import_failure(done.output)}")
-        run_dir.mkdir(parents=True, exist_ok=True)
-        kept = []
-        for path in sorted(scratch.iterdir()):
-            if path.is_file():
-                os.replace(path, run_dir / path.name)
-                kept.append(str(run_dir / path.name))
-        result["files"] = kept
+        kept = move_into(run_dir, [p for p in sorted(scratch.iterdir()) if p.is_file()])
+        result["files"] = [str(path) for path in kept]
         result["report"] = str(run_dir / report.name) if report.is_file() or \
             (run_dir / report.name).is_file() else None
         result["qdstrm"] = str(run_dir / qdstrm.name) if qdstrm is not None else None
