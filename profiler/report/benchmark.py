@@ -28,7 +28,7 @@ from rich.table import Table
 from ..errors import UserError
 from ..fsutil import write_text_atomic
 from .export import _markdown
-from .fmt import missing
+from .fmt import fixed, pct, times
 
 COLUMNS = ["model", "device", "backend", "bs", "mean_ms", "p50_ms", "p90_ms", "p99_ms",
            "throughput_per_s", "speedup", "baseline", "ready_s", "compile_s", "compile_what",
@@ -125,8 +125,8 @@ def markdown(frame: pd.DataFrame, manifest: dict) -> str:
              "FP32 eager reference; tensor_core_pct and gpu_util_pct from the profiled steps' "
              "trace", ""]
     shown = frame.drop(columns=["model", "device", "baseline", "reason"]).astype(object)
-    for column, fmt in MD_FORMATS.items():
-        shown[column] = [("" if pd.isna(v) else format(v, fmt)) for v in frame[column]]
+    for column, spec in MD_FORMATS.items():
+        shown[column] = [fixed(v, spec, blank="") for v in frame[column]]
     lines.append(_markdown(shown))
     failed = frame[frame["status"] != "ok"]
     if len(failed):
@@ -134,12 +134,6 @@ def markdown(frame: pd.DataFrame, manifest: dict) -> str:
         for r in failed.itertuples():
             lines.append(f"- `{r.backend}` bs {r.bs}: {r.status}: {r.reason}")
     return "\n".join(lines) + "\n"
-
-
-def _f(value, fmt: str) -> str:
-    if missing(value):
-        return "-"
-    return format(value, fmt)
 
 
 def print_benchmark(frame: pd.DataFrame, manifest: dict, console: Console) -> None:
@@ -152,13 +146,11 @@ def print_benchmark(frame: pd.DataFrame, manifest: dict, console: Console) -> No
         t.add_column(h, justify="left" if h in ("backend", "status") else "right")
     for r in frame.itertuples():
         status = r.status if r.status == "ok" else f"[red]{escape(str(r.status))}[/]"
-        t.add_row(r.backend, str(r.bs), _f(r.mean_ms, ".3f"), _f(r.p50_ms, ".3f"),
-                  _f(r.p90_ms, ".3f"), _f(r.p99_ms, ".3f"), _f(r.throughput_per_s, ",.1f"),
-                  _f(r.speedup, ".2f") + ("x" if not pd.isna(r.speedup) else ""),
-                  _f(r.ready_s, ".2f"), _f(r.compile_s, ".2f"), _f(r.rel_l2_error, ".2g"),
-                  _f(r.tensor_core_pct, ".1f") + (" %" if not pd.isna(r.tensor_core_pct) else ""),
-                  _f(r.gpu_util_pct, ".1f") + (" %" if not pd.isna(r.gpu_util_pct) else ""),
-                  status)
+        t.add_row(r.backend, str(r.bs), fixed(r.mean_ms, ".3f"), fixed(r.p50_ms, ".3f"),
+                  fixed(r.p90_ms, ".3f"), fixed(r.p99_ms, ".3f"),
+                  fixed(r.throughput_per_s, ",.1f"), times(r.speedup), fixed(r.ready_s, ".2f"),
+                  fixed(r.compile_s, ".2f"), fixed(r.rel_l2_error, ".2g"),
+                  pct(r.tensor_core_pct), pct(r.gpu_util_pct), status)
     console.print(t)
 
 

@@ -16,7 +16,7 @@ from ..trace.diff import BOTH, ONLY_A, ONLY_B, Diff, diff
 from ..trace.summary import Summary, resolve_target
 from .console import make_console
 from ..fsutil import write_text_atomic
-from .fmt import head, missing
+from .fmt import change_pct, head, signed, us_fine, with_unit
 
 
 def load_side(target: str) -> tuple[Summary, dict | None]:
@@ -85,43 +85,6 @@ def write_csvs(result: Diff, out: Path) -> list[Path]:
 
 # ---- terminal ------------------------------------------------------------------------------
 
-def _v(value, unit: str = "") -> str:
-    if missing(value):
-        return "-"
-    if unit == "µs":
-        return _us(value)
-    if unit == "%":
-        return f"{value:.1f} %"
-    if unit == "ms":
-        return f"{value:.3f} ms"
-    if float(value).is_integer():
-        return f"{int(value):,}"
-    return f"{value:,.1f}"
-
-
-def _us(value: float) -> str:
-    if abs(value) >= 1e3:
-        return f"{value / 1e3:,.3f} ms"
-    return f"{value:,.1f} µs"
-
-
-def _signed(value, unit: str = "µs") -> str:
-    if missing(value):
-        return "-"
-    text = _v(abs(value), unit)
-    if unit == "%":
-        text = text.replace(" %", " pt")
-    sign = "+" if value > 0 else "-" if value < 0 else "±"
-    colour = "red" if value > 0 else "green" if value < 0 else ""
-    return f"[{colour}]{sign}{text}[/]" if colour else f"{sign}{text}"
-
-
-def _pct(value) -> str:
-    if missing(value):
-        return "-"
-    return f"{value:+.1f} %"
-
-
 def _side_name(label: str, summary: Summary) -> str:
     device = summary.devices[0]["name"] if summary.devices else "no GPU"
     return f"{label} ({device}; {summary.trace_path.name})"
@@ -152,8 +115,8 @@ def overview_table(result: Diff) -> Table:
     for col in ("metric", "A", "B", "delta", "change"):
         t.add_column(col, justify="left" if col == "metric" else "right")
     for r in result.overview.itertuples():
-        t.add_row(r.metric, _v(r.a, r.unit), _v(r.b, r.unit),
-                  _signed(r.delta, r.unit or "n"), _pct(r.change_pct))
+        t.add_row(r.metric, with_unit(r.a, r.unit), with_unit(r.b, r.unit),
+                  signed(r.delta, r.unit or "n"), change_pct(r.change_pct))
     return t
 
 
@@ -164,11 +127,11 @@ def categories_table(result: Diff) -> Table:
         t.add_column(col, justify="left" if col == "category" else "right")
     c = result.categories
     for r in c.itertuples():
-        t.add_row(r.category, _us(r.us_a), _us(r.us_b), _signed(r.delta_us), _pct(r.change_pct),
-                  _v(r.share_a_pct, "%"), _v(r.share_b_pct, "%"), _v(r.tensor_core_a_pct, "%"),
-                  _v(r.tensor_core_b_pct, "%"))
-    t.add_row("[b]all[/b]", _us(c["us_a"].sum()), _us(c["us_b"].sum()),
-              _signed(float(c["delta_us"].sum())), "", "", "", "", "")
+        t.add_row(r.category, us_fine(r.us_a), us_fine(r.us_b), signed(r.delta_us), change_pct(r.change_pct),
+                  with_unit(r.share_a_pct, "%"), with_unit(r.share_b_pct, "%"), with_unit(r.tensor_core_a_pct, "%"),
+                  with_unit(r.tensor_core_b_pct, "%"))
+    t.add_row("[b]all[/b]", us_fine(c["us_a"].sum()), us_fine(c["us_b"].sum()),
+              signed(float(c["delta_us"].sum())), "", "", "", "", "")
     return t
 
 
@@ -182,8 +145,8 @@ def kernels_table(result: Diff, top: int) -> Table:
     for col in ("category", "calls A", "calls B", "A", "B", "delta", "change"):
         t.add_column(col, justify="left" if col == "category" else "right")
     for r in shown.itertuples():
-        t.add_row(escape(r.kernel), r.category, _v(r.calls_a), _v(r.calls_b), _us(r.us_a),
-                  _us(r.us_b), _signed(r.delta_us), _pct(r.change_pct))
+        t.add_row(escape(r.kernel), r.category, with_unit(r.calls_a), with_unit(r.calls_b), us_fine(r.us_a),
+                  us_fine(r.us_b), signed(r.delta_us), change_pct(r.change_pct))
     return t
 
 
@@ -194,14 +157,14 @@ def unmatched_table(result: Diff, side: str, top: int) -> Table:
     rows = rows.sort_values(column, ascending=False, kind="stable")
     shown = head(rows, top)
     which = "A" if side == ONLY_A else "B"
-    t = Table(title=f"Kernels only in {which}: {len(rows)} kernels, {_us(rows[column].sum())} "
+    t = Table(title=f"Kernels only in {which}: {len(rows)} kernels, {us_fine(rows[column].sum())} "
                     f"per step (top {len(shown)})", title_justify="left")
     t.add_column("kernel", no_wrap=True, overflow="ellipsis", max_width=70)
     for col in ("category", "Tensor Cores", "calls", "time"):
         t.add_column(col, justify="left" if col in ("category", "Tensor Cores") else "right")
     for r in shown.itertuples():
-        t.add_row(escape(r.kernel), r.category, r.tensor_core, _v(getattr(r, calls)),
-                  _us(getattr(r, column)))
+        t.add_row(escape(r.kernel), r.category, r.tensor_core, with_unit(getattr(r, calls)),
+                  us_fine(getattr(r, column)))
     return t
 
 
@@ -214,8 +177,8 @@ def operators_table(result: Diff, top: int) -> Table:
     for col in ("in", "kernels A", "kernels B", "A", "B", "delta", "change"):
         t.add_column(col, justify="left" if col == "in" else "right")
     for r in shown.itertuples():
-        t.add_row(escape(r.operator), r.side, _v(r.kernels_a), _v(r.kernels_b), _us(r.us_a),
-                  _us(r.us_b), _signed(r.delta_us), _pct(r.change_pct))
+        t.add_row(escape(r.operator), r.side, with_unit(r.kernels_a), with_unit(r.kernels_b), us_fine(r.us_a),
+                  us_fine(r.us_b), signed(r.delta_us), change_pct(r.change_pct))
     return t
 
 
@@ -226,6 +189,6 @@ def changes_table(frame: pd.DataFrame, title: str, level: str) -> Table:
         t.add_column(col, justify="left" if col == "in" else "right")
     name = "kernel" if level == "kernel" else "operator"
     for r in frame.itertuples():
-        t.add_row(escape(getattr(r, name)), r.side, _us(r.us_a), _us(r.us_b),
-                  _signed(r.delta_us))
+        t.add_row(escape(getattr(r, name)), r.side, us_fine(r.us_a), us_fine(r.us_b),
+                  signed(r.delta_us))
     return t

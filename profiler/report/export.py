@@ -11,6 +11,7 @@ import pandas as pd
 from ..errors import UserError
 from ..fsutil import write_text_atomic
 from ..trace.summary import Summary
+from .fmt import fixed, pct
 
 
 def _markdown(frame: pd.DataFrame, floatfmt: str = ".1f") -> str:
@@ -22,7 +23,7 @@ def _markdown(frame: pd.DataFrame, floatfmt: str = ".1f") -> str:
         cells = []
         for v in row:
             if isinstance(v, float):
-                cells.append("" if pd.isna(v) else format(v, floatfmt))
+                cells.append(fixed(v, floatfmt, blank=""))
             else:
                 cells.append(str(v).replace("|", "\\|"))
         lines.append("| " + " | ".join(cells) + " |")
@@ -53,9 +54,9 @@ def export(summary: Summary, out_dir: Path, top: int = 0) -> list[Path]:
           f"- steps: {len(o.steps)}, mean step time {o.mean_step_us:,.1f} µs"]
     for d in o.devices:
         md.append(f"- GPU {d.device} ({d.name}): utilization {d.gpu_utilization_pct:.1f} %, "
-                  f"est. SM efficiency {_p(d.est_sm_efficiency_pct)}, "
-                  f"est. achieved occupancy (Kineto) {_p(d.est_achieved_occupancy_pct)}, "
-                  f"theoretical occupancy (computed) {_p(d.theoretical_occupancy_pct)}, "
+                  f"est. SM efficiency {pct(d.est_sm_efficiency_pct)}, "
+                  f"est. achieved occupancy (Kineto) {pct(d.est_achieved_occupancy_pct)}, "
+                  f"theoretical occupancy (computed) {pct(d.theoretical_occupancy_pct)}, "
                   f"{d.idle_gaps} idle gaps totalling {d.idle_total_us:,.1f} µs "
                   f"(largest {d.idle_largest_us:,.1f} µs)")
     md.append(f"- kernel time on Tensor Cores: {t['tensor_core_share_pct']:.1f} % of all kernel "
@@ -77,5 +78,3 @@ def export(summary: Summary, out_dir: Path, top: int = 0) -> list[Path]:
     return written
 
 
-def _p(value) -> str:
-    return "-" if value is None else f"{value:.1f} %"

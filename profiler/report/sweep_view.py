@@ -11,11 +11,7 @@ from ..errors import Interrupted, UserError
 from ..sweep import OK, SweepPlan, grid_cells, run_sweep
 from .benchmark import benchmark_table, print_benchmark, write_benchmark
 from .console import make_console
-
-
-def _duration(seconds: float) -> str:
-    minutes, rest = divmod(seconds, 60)
-    return f"{int(minutes)} min {rest:.0f} s" if minutes else f"{rest:.1f} s"
+from .fmt import seconds
 
 
 @contextlib.contextmanager
@@ -49,7 +45,7 @@ def run(plan: SweepPlan) -> int:
     print_benchmark(frame, manifest, make_console())
     cells = grid_cells(manifest)
     bad = [(name, cell) for name, cell in cells if cell.get("status") != OK]
-    err.print(f"sweep took {_duration(outcome.wall_s)} ({outcome.ran} cell(s) run, "
+    err.print(f"sweep took {seconds(outcome.wall_s)} ({outcome.ran} cell(s) run, "
               f"{outcome.skipped} skipped); tables: {plan.sweep_dir}/benchmark.csv and .md",
               highlight=False, soft_wrap=True)
     if bad and len(bad) < len(cells):
