@@ -9,13 +9,16 @@ from __future__ import annotations
 import functools
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Literal, Optional
 
 import typer
 
-from .cli_options import RunOptionsCommand, run_options
+from .cli_options import OneLineErrors, run_options
+from .commands.summarize import VIEWS as VIEW_NAMES
 from .errors import Interrupted, UserError
 from .sweep import SWEEP_SETS
+
+VIEWS = Literal[VIEW_NAMES]
 
 # run options that ncu and nsys set themselves (the run under them needs these values)
 NCU_SETS = ("capture",)
@@ -50,6 +53,11 @@ def main_options(
     """Kernel-level profiling for GPU inference."""
 
 
+def _exit(code: int) -> None:
+    if code:
+        raise typer.Exit(code)
+
+
 def user_errors(command):
     """Turn a UserError into one line on stderr and exit status 2; Ctrl-C into status 130."""
 
@@ -70,7 +78,7 @@ def user_errors(command):
     return wrapper
 
 
-@app.command(cls=RunOptionsCommand)
+@app.command(cls=OneLineErrors)
 @user_errors
 @run_options()
 def run(
@@ -85,44 +93,27 @@ def run(
 
     Example: [b]python profile.py run --backend pytorch_fp16 --bs 32[/b]
     """
-    from .config import RunConfig
+    from .commands.run import run as run_command
 
-    config = RunConfig(**options)
-    if tb_compat and config.capture != "torch":
-        raise UserError("--tb-compat needs a trace: leave --capture at torch")
-    from . import harness
-    from .report import run_view
-
-    result = harness.run(config, quiet=json_out)
-    if tb_compat:
-        from .trace.tb_compat import write_compat_copy
-
-        for trace in result["trace"]["files"]:
-            written = write_compat_copy(Path(trace))
-            typer.echo(f"tb-compat copy: {written.written}", err=True)
-    if json_out:
-        run_view.print_json(result)
-    else:
-        run_view.print_result(result)
+    run_command(options, json_out=json_out, tb_compat=tb_compat)
 
 
 @app.command()
 @user_errors
 def backends(json_out: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
     """List the backends, whether each can run on this machine, and why not."""
-    from .backends import all_backends
-    from .report import run_view
+    from .commands import tools
 
-    run_view.print_backends(all_backends(), json_out=json_out)
+    tools.backends(json_out)
 
 
-@app.command()
+@app.command(cls=OneLineErrors)
 @user_errors
 def summarize(
     target: str = typer.Argument(
         ..., help="A trace (.json / .json.gz), a run folder under runs/ or tb_logs/, a folder "
         "of traces, or a run name such as pytorch_fp32_bs8."),
-    view: str = typer.Option("all", "--view", help="all, overview, kernels, categories or operators."),
+    view: VIEWS = typer.Option("all", "--view", help="Which tables to print."),
     top: int = typer.Option(20, "--top", help="Rows per table (0 = all)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Also write CSV, JSON and Markdown here."),
     json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
@@ -135,9 +126,9 @@ def summarize(
 
     Example: [b]python profile.py summarize runs/pytorch_fp16_bs32 --view kernels --top 10[/b]
     """
-    from .report import summarize_view
+    from .commands.summarize import run as summarize_command
 
-    summarize_view.run(target, view=view, top=top, out=out, json_out=json_out, ncu=ncu)
+    summarize_command(target, view=view, top=top, out=out, json_out=json_out, ncu=ncu)
 
 
 @app.command("tb-compat")
@@ -155,12 +146,9 @@ def tb_compat_command(
     ProfilerStep#N copies become extra steps). The copy renames those categories; nothing else
     changes. It goes to its own folder, which TensorBoard shows as its own run.
     """
-    from .trace.tb_compat import traces_of, write_compat_copy
+    from .commands import tools
 
-    for trace in traces_of(target):
-        result = write_compat_copy(trace, out)
-        changes = ", ".join(f"{k}: {v}" for k, v in result.renamed.items()) or "nothing to change"
-        typer.echo(f"{result.written}  ({changes})")
+    tools.tb_compat(target, out)
 
 
 @app.command()
@@ -175,14 +163,12 @@ def tensorboard(
 
     Example: [b]python profile.py tensorboard --logdir tb_logs[/b]
     """
-    from .tools import tensorboard as tb
+    from .commands import tools
 
-    code = tb.serve(logdir, port=port, bind_all=bind_all, echo=typer.echo)
-    if code not in (0, -2, 130):
-        raise UserError(f"TensorBoard exited with status {code}")
+    tools.tensorboard(logdir, port, bind_all)
 
 
-@app.command(cls=RunOptionsCommand)
+@app.command(cls=OneLineErrors)
 @user_errors
 @run_options(skip=NSYS_SETS, defaults={"name": "nsys"})
 def nsys(options) -> None:
@@ -195,15 +181,12 @@ def nsys(options) -> None:
 
     nsys is found on PATH, through $NSYS, or in the usual install folders.
     """
-    from .tools import nsys as nsys_tool
+    from .commands import tools
 
-    result = nsys_tool.run(options, echo=lambda line: typer.echo(line, err=True))
-    nsys_tool.print_result(result, echo=typer.echo)
-    if result.get("stats_error"):
-        raise typer.Exit(1)
+    _exit(tools.nsys(options))
 
 
-@app.command(cls=RunOptionsCommand)
+@app.command(cls=OneLineErrors)
 @user_errors
 @run_options(skip=NCU_SETS)
 def ncu(
@@ -227,14 +210,12 @@ def ncu(
     Writes ncu.csv (and ncu.json, ncu.ncu-rep, ncu.log) into runs/<run>/, where `summarize`
     finds it. ncu is found on PATH, through $NCU, or in the usual install folders.
     """
-    from .tools import ncu as ncu_tool
+    from .commands import tools
 
-    result = ncu_tool.run(options, top=top, step=step, launch_count=launch_count, reuse=reuse,
-                          chip=chip, echo=lambda line: typer.echo(line, err=True))
-    ncu_tool.print_result(result, top=top, echo=typer.echo)
+    _exit(tools.ncu(options, top, step, launch_count, reuse, chip))
 
 
-@app.command(cls=RunOptionsCommand)
+@app.command(cls=OneLineErrors)
 @user_errors
 @run_options(skip=tuple(SWEEP_SETS), helps={"iters": "Timed iterations per cell."})
 def sweep(
@@ -271,16 +252,13 @@ def sweep(
     [b]python profile.py sweep --backends pytorch_fp32,pytorch_fp16 --bs 1,8 --name quick --iters 50 --resume[/b]
     """
     from . import sweep as sweep_module
-    from .report import sweep_view
-
+    from .commands import sweep as sweep_command
     from .config import keyed
 
     plan = sweep_module.plan(backends, bs, keyed(options), name=name, baseline=baseline,
                              runs_dir=runs_dir, tb_dir=tb_dir, resume=resume,
                              cell_timeout_s=cell_timeout)
-    code = sweep_view.run(plan)
-    if code:
-        raise typer.Exit(code)
+    _exit(sweep_command.run(plan))
 
 
 @app.command()
@@ -306,9 +284,9 @@ def compare(
 
     [b]python profile.py compare sweep_resnet50/pytorch_fp16_bs8 sweep_resnet50/inductor_fp16_bs8 --out diff/[/b]
     """
-    from .report import compare_view
+    from .commands.compare import run as compare_command
 
-    compare_view.run(a, b, top=top, out=out)
+    compare_command(a, b, top=top, out=out)
 
 
 @app.command()
@@ -333,9 +311,9 @@ def plot(
 
     [b]python profile.py plot sweep_resnet50/ttrt_fp16_bs8 --out docs/img[/b]
     """
-    from .report import plots
+    from .commands.plot import plot as plot_command
 
-    for path in plots.plot(target, out):
+    for path in plot_command(target, out):
         typer.echo(f"wrote {path}")
 
 

@@ -20,7 +20,7 @@ import typer.core
 from .config import CliOption, RunConfig, run_options as declared_options
 
 
-class RunOptionsCommand(typer.core.TyperCommand):
+class OneLineErrors(typer.core.TyperCommand):
     """A command whose refused option values (a choice not among those listed, a number that
     is not one) are one ``error:`` line on stderr and exit status 2, as every user error is."""
 

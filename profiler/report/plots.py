@@ -1,8 +1,9 @@
 """PNG plots with matplotlib's Agg backend (no display needed).
 
-A sweep folder gives latency vs batch size per backend (p50 line, p90 and p99 marks), speedup
-bars vs the baseline per batch size, throughput vs batch size, and kernel time per step by
-category for every finished cell. A run (or any trace) gives its kernel time by category.
+A sweep gives latency vs batch size per backend (p50 line, p90 and p99 marks), speedup bars vs
+the baseline per batch size, throughput vs batch size, and kernel time per step by category for
+every finished cell. A run (or any trace) gives its kernel time by category. Drawing only:
+commands.plot finds the sweep or run and computes what is drawn.
 """
 
 from __future__ import annotations
@@ -168,15 +169,12 @@ def category_bars(labels: list[str], per_label: list[dict[str, float]], title: s
     return _save(fig, out)
 
 
-def sweep_plots(sweep_dir: Path, out: Path) -> list[Path]:
+def sweep_plots(frame: pd.DataFrame, manifest: dict, out: Path) -> list[Path]:
+    """latency.png, speedup.png, throughput.png and categories.png of a sweep's benchmark
+    table (a frame with at least one finished cell) and manifest."""
     from ..sweep import OK, grid_cells
-    from .benchmark import benchmark_table, load_sweep
 
-    folder, manifest = load_sweep(sweep_dir)
-    frame = benchmark_table(folder, manifest)
     model = manifest["model"]
-    if not (frame["status"] == "ok").any():
-        raise UserError(f"{folder}: no cell of this sweep finished; nothing to plot")
     written = [latency_plot(frame, model, out / "latency.png"),
                speedup_plot(frame, model, manifest["baseline"], out / "speedup.png"),
                throughput_plot(frame, model, out / "throughput.png")]
@@ -195,46 +193,18 @@ def sweep_plots(sweep_dir: Path, out: Path) -> list[Path]:
     return written
 
 
-def run_plots(target: str, out: Path | None) -> list[Path]:
-    import json
-
-    from ..trace.diff import steps_of
-    from ..trace.summary import resolve_target
-
-    resolved = resolve_target(target)
-    summary = resolved.summary()
-    steps = steps_of(summary)
-    cats = {r.category: float(r.total_us) / steps for r in summary.kernels.categories.itertuples()}
-    if not cats:
-        raise UserError(f"{target}: the trace holds no GPU kernels; nothing to plot")
-    device = summary.devices[0]["name"] if summary.devices else "unknown device"
-    model = ""
-    if resolved.result_json is not None:
-        run_dir = resolved.result_json.parent
-        try:
-            model = json.loads(resolved.result_json.read_text()).get("model", "")
-        except (OSError, ValueError):
-            model = ""
-    else:
-        run_dir = resolved.path.parent
-    name = run_dir.name
-    out = out if out is not None else run_dir / "plots"
+def run_plot(cats: dict[str, float], share: dict[str, float], steps: int, name: str,
+             model: str, device: str, out: Path) -> Path:
+    """<name>_categories.png: kernel time per step by category (``cats``, µs), each labelled
+    with its Tensor Core share."""
     labels = sorted(cats, key=cats.get, reverse=True)
-    share = {r.category: r.tensor_core_pct for r in summary.kernels.categories.itertuples()}
     labels_shown = [f"{c} ({share[c]:.0f} % TC)" if share.get(c) else c for c in labels]
     title = (f"GPU kernel time by category: {name} ({steps} profiled steps)\n"
              f"{model + ' on ' if model else ''}{device}; TC = share on Tensor Cores")
-    return [category_bars(labels_shown, [{c: cats[c]} for c in labels], title,
-                          out / f"{name}_categories.png", legend=False)]
+    return category_bars(labels_shown, [{c: cats[c]} for c in labels], title,
+                         out / f"{name}_categories.png", legend=False)
 
 
-def plot(target: str, out: Path | None) -> list[Path]:
-    from ..sweep import MANIFEST
-
-    path = Path(target)
-    for candidate in (path, Path("runs") / target):
-        folder = candidate.parent if candidate.name == MANIFEST else candidate
-        if (folder / MANIFEST).is_file():
-            return sweep_plots(folder, out if out is not None else folder / "plots")
-    _pyplot()  # say so early when matplotlib is missing
-    return run_plots(target, out)
+def require_matplotlib() -> None:
+    """Say so early when matplotlib is missing."""
+    _pyplot()

@@ -3,7 +3,6 @@ except formatting."""
 
 from __future__ import annotations
 
-
 from rich.console import Console
 from rich.table import Table
 
@@ -11,8 +10,6 @@ from ..trace.overview import BREAKDOWN
 from .console import make_console
 from .fmt import count, head, pct, size_bytes, us
 from ..trace.summary import Summary
-
-VIEWS = ("all", "overview", "kernels", "categories", "operators")
 
 
 def print_summary(summary: Summary, view: str = "all", top: int = 20,
