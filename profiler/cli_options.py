@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import inspect
 import typing
-from pathlib import Path
 from typing import Any, Callable, Literal, Optional
 
 import typer
@@ -120,6 +119,3 @@ def run_options(*, skip: tuple[str, ...] = (), defaults: dict | None = None,
 
     return decorate
 
-
-def plain_path(value: Path | None) -> str | None:
-    return None if value is None else str(value)

@@ -10,7 +10,8 @@ def test_text_and_bytes_replace_whole(tmp_path):
     write_text_atomic(path, "one\r\n")
     assert path.read_bytes() == b"one\r\n"  # no newline translation
     write_bytes_atomic(path, b"two")
-    assert path.read_bytes() == b"two" and sorted(p.name for p in path.parent.iterdir()) == ["a.txt"]
+    assert path.read_bytes() == b"two"
+    assert [p.name for p in path.parent.iterdir()] == ["a.txt"]
 
 
 def test_failed_writer_leaves_the_old_file_and_no_temp(tmp_path):

@@ -211,3 +211,31 @@ def test_help_lists_choices(cli, monkeypatch, command, skipped):
         assert spec.flags[0].split("/")[0] in done.stdout, (command, name)
         if isinstance(spec.choices, tuple):
             assert "|".join(spec.choices) in done.stdout, name
+
+
+def test_shell_completion_offers_the_choices():
+    import typer.main
+
+    from profiler.backends import REGISTRY, all_backends
+    from profiler.cli import app
+
+    all_backends()
+    command = typer.main.get_command(app).commands["run"]
+    params = {p.name: p for p in command.params}
+    ctx = command.make_context("run", [], resilient_parsing=True)
+
+    def offered(name: str, incomplete: str) -> list[str]:
+        return [item.value for item in params[name].shell_complete(ctx, incomplete)]
+
+    assert offered("compile_mode", "max") == ["max-autotune", "max-autotune-no-cudagraphs"]
+    assert offered("capture", "") == ["torch", "cuda-profiler-api"]
+    assert sorted(offered("backend", "")) == sorted(REGISTRY)
+    assert sorted(offered("backend", "ttrt")) == ["ttrt_fp16", "ttrt_fp32"]
+
+
+def test_version(cli):
+    from profiler import package_version
+
+    done = cli("--version")
+    assert done.code == 0 and done.stdout.strip().endswith(package_version())
+    assert package_version().count(".") >= 1

@@ -9,7 +9,7 @@ from rich.table import Table
 
 from ..trace.diff import BOTH, ONLY_A, ONLY_B, Diff
 from ..trace.summary import Summary
-from .fmt import change_pct, head, signed, us_fine, with_unit
+from .fmt import change_pct, head, pct, signed, us_fine, with_unit
 
 
 def _side_name(label: str, summary: Summary) -> str:
@@ -54,9 +54,9 @@ def categories_table(result: Diff) -> Table:
         t.add_column(col, justify="left" if col == "category" else "right")
     c = result.categories
     for r in c.itertuples():
-        t.add_row(r.category, us_fine(r.us_a), us_fine(r.us_b), signed(r.delta_us), change_pct(r.change_pct),
-                  with_unit(r.share_a_pct, "%"), with_unit(r.share_b_pct, "%"), with_unit(r.tensor_core_a_pct, "%"),
-                  with_unit(r.tensor_core_b_pct, "%"))
+        t.add_row(r.category, us_fine(r.us_a), us_fine(r.us_b), signed(r.delta_us),
+                  change_pct(r.change_pct), pct(r.share_a_pct), pct(r.share_b_pct),
+                  pct(r.tensor_core_a_pct), pct(r.tensor_core_b_pct))
     t.add_row("[b]all[/b]", us_fine(c["us_a"].sum()), us_fine(c["us_b"].sum()),
               signed(float(c["delta_us"].sum())), "", "", "", "", "")
     return t
@@ -65,15 +65,11 @@ def categories_table(result: Diff) -> Table:
 def kernels_table(result: Diff, top: int) -> Table:
     matched = result.kernels[result.kernels["side"] == BOTH]
     shown = head(matched, top)
-    t = Table(title=f"Kernels in both runs, matched by full name ({len(shown)} of "
-                    f"{len(matched)} by |delta|)", title_justify="left")
-    t.add_column("kernel (short name; full name in --out)", no_wrap=True, overflow="ellipsis",
-                 max_width=60)
-    for col in ("category", "calls A", "calls B", "A", "B", "delta", "change"):
-        t.add_column(col, justify="left" if col == "category" else "right")
+    t = _delta_table(f"Kernels in both runs, matched by full name ({len(shown)} of "
+                     f"{len(matched)} by |delta|)", "kernel (short name; full name in --out)",
+                     "category", "calls")
     for r in shown.itertuples():
-        t.add_row(escape(r.kernel), r.category, with_unit(r.calls_a), with_unit(r.calls_b), us_fine(r.us_a),
-                  us_fine(r.us_b), signed(r.delta_us), change_pct(r.change_pct))
+        t.add_row(escape(r.kernel), r.category, *_delta_cells(r, r.calls_a, r.calls_b))
     return t
 
 
@@ -98,15 +94,25 @@ def unmatched_table(result: Diff, side: str, top: int) -> Table:
 def operators_table(result: Diff, top: int) -> Table:
     ops = result.operators
     shown = head(ops, top)
-    t = Table(title=f"Kernel time by launching operator, per step ({len(shown)} of {len(ops)} "
-                    "by |delta|)", title_justify="left")
-    t.add_column("operator", no_wrap=True, overflow="ellipsis", max_width=60)
-    for col in ("in", "kernels A", "kernels B", "A", "B", "delta", "change"):
-        t.add_column(col, justify="left" if col == "in" else "right")
+    t = _delta_table(f"Kernel time by launching operator, per step ({len(shown)} of "
+                     f"{len(ops)} by |delta|)", "operator", "in", "kernels")
     for r in shown.itertuples():
-        t.add_row(escape(r.operator), r.side, with_unit(r.kernels_a), with_unit(r.kernels_b), us_fine(r.us_a),
-                  us_fine(r.us_b), signed(r.delta_us), change_pct(r.change_pct))
+        t.add_row(escape(r.operator), r.side, *_delta_cells(r, r.kernels_a, r.kernels_b))
     return t
+
+
+def _delta_table(title: str, name: str, kind: str, counted: str) -> Table:
+    """A table of named rows, each with counts and times of A and B and their difference."""
+    t = Table(title=title, title_justify="left")
+    t.add_column(name, no_wrap=True, overflow="ellipsis", max_width=60)
+    for col in (kind, f"{counted} A", f"{counted} B", "A", "B", "delta", "change"):
+        t.add_column(col, justify="left" if col == kind else "right")
+    return t
+
+
+def _delta_cells(r, count_a, count_b) -> list[str]:
+    return [with_unit(count_a), with_unit(count_b), us_fine(r.us_a), us_fine(r.us_b),
+            signed(r.delta_us), change_pct(r.change_pct)]
 
 
 def changes_table(frame: pd.DataFrame, title: str, level: str) -> Table:

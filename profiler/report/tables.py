@@ -103,9 +103,7 @@ def categories_table(summary: Summary) -> Table:
 
 def kernels_table(summary: Summary, top: int) -> Table:
     table = summary.kernels.table
-    title = "Kernels by total time" + (f" (top {top} of {len(table)})" if top and
-                                       len(table) > top else "")
-    t = Table(title=title, title_justify="left")
+    t = Table(title=_top_title("Kernels by total time", top, len(table)), title_justify="left")
     t.add_column("kernel (short name; full name in --out/--json)", no_wrap=True,
                  overflow="ellipsis", max_width=50)
     t.add_column("category")
@@ -139,9 +137,8 @@ def launch_table(summary: Summary, top: int) -> Table:
 
 def operators_table(summary: Summary, top: int) -> Table:
     ops = summary.overview.operators
-    title = "CPU operators by total CPU time" + (f" (top {top} of {len(ops)})" if top and
-                                                 len(ops) > top else "")
-    t = Table(title=title, title_justify="left")
+    t = Table(title=_top_title("CPU operators by total CPU time", top, len(ops)),
+              title_justify="left")
     t.add_column("operator", no_wrap=True, overflow="ellipsis", max_width=60)
     for name in ("calls", "CPU total (incl. children)", "CPU self",
                  "kernels launched", "kernel time launched"):
@@ -152,3 +149,6 @@ def operators_table(summary: Summary, top: int) -> Table:
     return t
 
 
+def _top_title(title: str, top: int, rows: int) -> str:
+    """``title (top K of N)`` when the table is cut to its top rows."""
+    return title + (f" (top {top} of {rows})" if top and rows > top else "")
