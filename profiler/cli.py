@@ -85,6 +85,9 @@ def run(
     name: Optional[str] = typer.Option(None, help="Suffix for the run folder: <backend>_bs<N>_<name>."),
     runs_dir: Path = typer.Option(Path("runs"), help="Where run results go."),
     tb_dir: Path = typer.Option(Path("tb_logs"), help="Where TensorBoard traces go."),
+    replace: bool = typer.Option(
+        False, "--replace", help="Replace a run folder of the same name that holds another model, "
+        "image size, sequence length or weights (a re-run of the same run always replaces it)."),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout (progress stays on stderr)."),
     max_rel_error: Optional[float] = typer.Option(
         None, help="Fail the run (exit 2, nothing written) when the output's relative L2 error "
@@ -116,7 +119,7 @@ def run(
         record_shapes=record_shapes, profile_memory=profile_memory, with_stack=with_stack,
         with_flops=with_flops, gzip=gzip, iters=iters, timed_warmup=timed_warmup, name=name,
         runs_dir=runs_dir, tb_dir=tb_dir, cache_dir=cache_dir, use_cache=cache,
-        max_rel_error=max_rel_error, capture=capture,
+        max_rel_error=max_rel_error, capture=capture, replace=replace,
     )
     if tb_compat and capture != "torch":
         raise UserError("--tb-compat needs a trace: leave --capture at torch")
@@ -127,7 +130,7 @@ def run(
     if tb_compat:
         from .trace.tb_compat import write_compat_copy
 
-        for trace in result["trace"]["files"]:
+        for trace in result.trace.files:
             written = write_compat_copy(Path(trace))
             typer.echo(f"tb-compat copy: {written.written}", err=True)
     if json_out:
@@ -185,7 +188,8 @@ def tb_compat_command(
     ProfilerStep#N copies become extra steps). The copy renames those categories; nothing else
     changes. It goes to its own folder, which TensorBoard shows as its own run.
     """
-    from .trace.tb_compat import traces_of, write_compat_copy
+    from .runs import traces_of
+    from .trace.tb_compat import write_compat_copy
 
     for trace in traces_of(target):
         result = write_compat_copy(trace, out)

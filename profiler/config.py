@@ -19,6 +19,23 @@ MEMORY_FORMATS = ("auto", "channels_last", "contiguous")
 CAPTURES = ("torch", "cuda-profiler-api")
 
 
+DEFAULT_MODEL = "resnet50"
+
+
+def model_slug(model: str) -> str:
+    """A model as part of a folder name: ``resnet18``; ``pkg.mod:build`` -> ``build``."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", model.rpartition(":")[2]).strip("-") or "model"
+
+
+def run_name(backend: str, batch_size: int, model: str = DEFAULT_MODEL,
+             name: str | None = None) -> str:
+    """A run's folder name: its identity (backend, batch size, and the model or --name)."""
+    base = f"{backend}_bs{batch_size}"
+    if name:
+        return f"{base}_{name}"
+    return base if model == DEFAULT_MODEL else f"{base}_{model_slug(model)}"
+
+
 def check_path_component(value: str, what: str) -> str:
     """Reject anything that could escape the folder it is joined to (``..``, ``/``, ``~``)."""
     if not _SAFE_NAME.fullmatch(value) or ".." in value:
@@ -35,7 +52,7 @@ class RunConfig:
 
     backend: str = "pytorch_fp32"
     batch_size: int = 8
-    model: str = "resnet50"
+    model: str = DEFAULT_MODEL
     image_size: int = 224
     seq_len: int = 128
     seed: int = 0
@@ -61,6 +78,9 @@ class RunConfig:
     name: str | None = None
     runs_dir: Path = Path("runs")
     tb_dir: Path = Path("tb_logs")
+    # --replace: a run of another model, image size, sequence length or weights may replace the
+    # folder of the same name (a re-run of the same identity always does)
+    replace: bool = False
     # compiled-engine cache (ttrt_* backends): None means engine_cache.default_dir()
     cache_dir: Path | None = None
     use_cache: bool = True
@@ -95,9 +115,9 @@ class RunConfig:
 
     @property
     def run_name(self) -> str:
-        """``<backend>_bs<N>[_<name>]``: the folder under both runs/ and tb_logs/."""
-        base = f"{self.backend}_bs{self.batch_size}"
-        return f"{base}_{self.name}" if self.name else base
+        """The folder under both runs/ and tb_logs/: ``<backend>_bs<N>_<name>`` with --name,
+        else ``<backend>_bs<N>``, with ``_<model>`` added for a model other than the default."""
+        return run_name(self.backend, self.batch_size, self.model, self.name)
 
     @property
     def profiled_steps(self) -> int:

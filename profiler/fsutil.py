@@ -9,10 +9,27 @@ import tempfile
 from pathlib import Path
 
 
+def current_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def chmod_by_umask(target: int | str | Path, directory: bool = False) -> None:
+    """Give a file (a path or an open descriptor) or folder made by mkstemp/mkdtemp (0600/0700)
+    the mode an ordinary open/mkdir would have given it (0644/0755 under umask 022)."""
+    mode = (0o777 if directory else 0o666) & ~current_umask()
+    if isinstance(target, int):
+        os.fchmod(target, mode)
+    else:
+        os.chmod(target, mode)
+
+
 def write_text_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        chmod_by_umask(handle)
         with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
             out.write(text)
         os.replace(tmp, path)
@@ -28,7 +45,13 @@ def write_json_atomic(path: Path, data: object) -> None:
 def staging_dir(final: Path) -> Path:
     """A fresh hidden folder beside ``final`` to build its contents in."""
     final.parent.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=f".{final.name}.partial-", dir=final.parent))
+    staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.partial-", dir=final.parent))
+    try:
+        chmod_by_umask(staging, directory=True)
+    except BaseException:  # Ctrl-C included: leave no empty staging folder behind
+        staging.rmdir()
+        raise
+    return staging
 
 
 def replace_dir(staging: Path, final: Path) -> None:

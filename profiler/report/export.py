@@ -11,12 +11,14 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import UserError
+from ..fsutil import chmod_by_umask
 from ..trace.summary import Summary
 
 
 def write_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    chmod_by_umask(fd)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import UserError
+from ..fsutil import chmod_by_umask
 
 #: one colour per kernel category, the same in every figure
 CATEGORY_COLOURS = {
@@ -41,6 +42,7 @@ def _save(fig, path: Path) -> Path:
 
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    chmod_by_umask(fd)
     os.close(fd)
     try:
         fig.savefig(tmp, format="png", dpi=130, bbox_inches="tight")
@@ -181,18 +183,17 @@ def sweep_plots(sweep_dir: Path, out: Path) -> list[Path]:
 
     folder, manifest = load_sweep(sweep_dir)
     frame = benchmark_table(folder, manifest)
-    model = manifest["model"]
+    model = manifest.model
     if not (frame["status"] == "ok").any():
         raise UserError(f"{folder}: no cell of this sweep finished; nothing to plot")
     written = [latency_plot(frame, model, out / "latency.png"),
-               speedup_plot(frame, model, manifest["baseline"], out / "speedup.png"),
+               speedup_plot(frame, model, manifest.baseline, out / "speedup.png"),
                throughput_plot(frame, model, out / "throughput.png")]
-    cells = [(name, cell) for name, cell in grid_cells(manifest)
-             if cell.get("status") == OK and (cell.get("metrics") or {}).get(
-                 "categories_us_per_step")]
-    if cells and any(sum(c["metrics"]["categories_us_per_step"].values()) > 0 for _, c in cells):
-        labels = [f"{c['backend']} bs{c['batch_size']}" for _, c in cells]
-        data = [c["metrics"]["categories_us_per_step"] for _, c in cells]
+    cells = [cell for _, cell in grid_cells(manifest)
+             if cell.status == OK and (cell.metrics or {}).get("categories_us_per_step")]
+    if cells and any(sum(c.metrics["categories_us_per_step"].values()) > 0 for c in cells):
+        labels = [f"{c.backend} bs{c.batch_size}" for c in cells]
+        data = [c.metrics["categories_us_per_step"] for c in cells]
         written.append(category_bars(labels, data, _title(
             "GPU kernel time by category, per cell", model, _devices(frame)),
             out / "categories.png"))
@@ -203,10 +204,8 @@ def sweep_plots(sweep_dir: Path, out: Path) -> list[Path]:
 
 
 def run_plots(target: str, out: Path | None) -> list[Path]:
-    import json
-
+    from ..runs import resolve_target
     from ..trace.diff import steps_of
-    from ..trace.summary import resolve_target
 
     resolved = resolve_target(target)
     summary = resolved.summary()
@@ -215,15 +214,9 @@ def run_plots(target: str, out: Path | None) -> list[Path]:
     if not cats:
         raise UserError(f"{target}: the trace holds no GPU kernels; nothing to plot")
     device = summary.devices[0]["name"] if summary.devices else "unknown device"
-    model = ""
-    if resolved.result_json is not None:
-        run_dir = resolved.result_json.parent
-        try:
-            model = json.loads(resolved.result_json.read_text()).get("model", "")
-        except (OSError, ValueError):
-            model = ""
-    else:
-        run_dir = resolved.path.parent
+    model = resolved.result.model if resolved.result is not None else ""
+    run_dir = resolved.result_json.parent if resolved.result_json is not None \
+        else resolved.path.parent
     name = run_dir.name
     out = out if out is not None else run_dir / "plots"
     labels = sorted(cats, key=cats.get, reverse=True)
@@ -236,12 +229,10 @@ def run_plots(target: str, out: Path | None) -> list[Path]:
 
 
 def plot(target: str, out: Path | None) -> list[Path]:
-    from ..sweep import MANIFEST
+    from ..runs import find_sweep
 
-    path = Path(target)
-    for candidate in (path, Path("runs") / target):
-        folder = candidate.parent if candidate.name == MANIFEST else candidate
-        if (folder / MANIFEST).is_file():
-            return sweep_plots(folder, out if out is not None else folder / "plots")
+    folder = find_sweep(target)
+    if folder is not None:
+        return sweep_plots(folder, out if out is not None else folder / "plots")
     _pyplot()  # say so early when matplotlib is missing
     return run_plots(target, out)

@@ -119,7 +119,7 @@ def run(backend: str, bs: int, model: str = "resnet50", top: int = 10, step: Opt
         echo=print) -> dict:
     from ..config import RunConfig
     from ..trace.hardware import agreement_share, hardware_join, read_ncu_csv
-    from ..trace.summary import resolve_target
+    from ..runs import RESULT_FILE, resolve_target
 
     ncu = locate_ncu()
     config = RunConfig(backend=backend, batch_size=bs, model=model, name=name,
@@ -132,7 +132,7 @@ def run(backend: str, bs: int, model: str = "resnet50", top: int = 10, step: Opt
     env = ncu_env()
 
     # 1. the kernel table, from an ordinary run (or the one already there)
-    if not (reuse and (run_dir / "result.json").is_file()):
+    if not (reuse and (run_dir / RESULT_FILE).is_file()):
         echo(f"ncu 1/3: ordinary run for the kernel table ({config.run_name})")
         first = subprocess.run(harness_command(backend, bs, model, [
             *same, "--runs-dir", str(runs_dir), "--tb-dir", str(tb_dir)]), env=env)
