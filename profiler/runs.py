@@ -525,16 +525,19 @@ def _identity(record) -> dict:
             if key == "weights" else getattr(record, key) for key in IDENTITY}
 
 
+def check_separate_roots(runs_dir: Path, tb_dir: Path) -> None:
+    if Path(runs_dir).resolve() == Path(tb_dir).resolve():
+        raise UserError(f"--runs-dir and --tb-dir are the same folder ({runs_dir}): the trace "
+                        "folder would replace the results folder; give them different folders")
+
+
 def check_destination(config) -> None:
     """Refuse, before anything is built, a run that would replace what it is not: a sweep
     folder, a run of another model / image size / sequence length / weights (unless
     ``config.replace``), or a run whose results and trace folders are one folder."""
     run_dir = config.runs_dir / config.run_name
     tb_run_dir = config.tb_dir / config.run_name
-    if config.runs_dir.resolve() == config.tb_dir.resolve():
-        raise UserError(f"--runs-dir and --tb-dir are the same folder ({config.runs_dir}): the "
-                        "trace folder would replace the results folder; give them different "
-                        "folders")
+    check_separate_roots(config.runs_dir, config.tb_dir)
     for folder in (run_dir, tb_run_dir):
         if is_sweep_dir(folder):
             raise UserError(f"{folder} is a sweep ({MANIFEST}); a run never replaces a sweep: "

@@ -321,6 +321,7 @@ def plan(backends: str, batch_sizes: str, options: dict, name: str | None = None
     if cell_timeout_s is not None and not cell_timeout_s > 0:
         raise UserError(f"--cell-timeout must be more than 0 seconds (got {cell_timeout_s})")
     name = check_path_component(name or default_name(options["model"]), "sweep name")
+    runs.check_separate_roots(runs_dir, tb_dir)
     validate(options, backend_names, sizes)
     return SweepPlan(name=name, backends=backend_names, batch_sizes=sizes, baseline=baseline,
                      options=options, runs_dir=runs_dir, tb_dir=tb_dir, resume=resume,

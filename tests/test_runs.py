@@ -197,6 +197,9 @@ def test_runs_dir_and_tb_dir_must_differ(cli):
     _one_line(cli("run", *TINY, "--runs-dir", "out", "--tb-dir", "./out/"),
               "--runs-dir and --tb-dir are the same folder")
     assert not Path("out").exists()
+    _one_line(cli("sweep", "--backends", "pytorch_fp32", "--bs", "1", *TINY[:2],
+                  "--runs-dir", "out", "--tb-dir", "out"), "--runs-dir and --tb-dir")
+    assert not Path("out").exists()
 
 
 def test_files_and_folders_follow_the_umask(cli):
