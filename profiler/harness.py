@@ -152,6 +152,7 @@ def run(config: RunConfig, quiet: bool = False) -> RunResult:
                                 "against the FP32 eager reference; nothing was written")
         result = _result(config, backend, device, use_cuda, collected, built_s, precision_flags)
         runs.write_result(run_stage, result)
+        runs.check_destination(config)  # again: another process may have written meanwhile
         if result.trace.files:  # no trace with --capture cuda-profiler-api: keep tb_logs/
             replace_dir(tb_stage, tb_run_dir)
         replace_dir(run_stage, run_dir)
