@@ -104,7 +104,7 @@ class Reference(msgspec.Struct, frozen=True):
     tf32: bool
 
 
-class Numerics(msgspec.Struct, frozen=True, omit_defaults=True):
+class Numerics(msgspec.Struct, frozen=True):
     """The check against the FP32 eager reference (profiler.numerics), or why it was skipped."""
 
     skipped: str | None = None
@@ -157,7 +157,7 @@ class ProfileInfo(msgspec.Struct, frozen=True):
     nvtx_domain: str | None = None
 
 
-class TraceInfo(msgspec.Struct, frozen=True, omit_defaults=True):
+class TraceInfo(msgspec.Struct, frozen=True):
     files: list[str]  # the trace files, as the run named them
     dir: str | None = None
     skipped: str | None = None  # why there is no trace (--capture cuda-profiler-api)
@@ -254,6 +254,9 @@ def result_to_dict(result: RunResult) -> dict:
         if key == "backend":
             ordered["backend"] = _backend_to_json(result.backend)
             ordered["artifacts"] = sorted(result.backend.artifacts)
+        elif key == "numerics" and value is not None:  # either why it was skipped, or figures
+            ordered[key] = {"skipped": value["skipped"]} if value["skipped"] is not None else \
+                {k: v for k, v in value.items() if k != "skipped"}
         else:
             ordered[key] = value
     return ordered

@@ -74,11 +74,15 @@ def test_non_finite_checksum_is_written_as_null(tmp_path):
     import msgspec
 
     result = runs.read_result(H200 / "runs" / "pytorch_fp32_bs8")
-    result = msgspec.structs.replace(result, output=msgspec.structs.replace(
-        result.output, checksum=float("nan"), finite=False))
+    result = msgspec.structs.replace(
+        result, output=msgspec.structs.replace(result.output, checksum=float("nan"), finite=False),
+        numerics=runs.Numerics(finite=False, elements=8))
     runs.write_result(tmp_path, result)
     on_disk = json.loads((tmp_path / "result.json").read_text())  # strict JSON parses
     assert on_disk["output"]["checksum"] is None
+    # figures that are not finite stay in the file as null, as schema 1 wrote them
+    assert on_disk["numerics"]["rel_l2_error"] is None and "skipped" not in on_disk["numerics"]
+    assert on_disk["trace"]["dir"] is not None and on_disk["trace"]["skipped"] is None
 
 
 def test_sweep_manifest_round_trip(tmp_path):
