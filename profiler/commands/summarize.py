@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from ..errors import UserError
+from ..runs import resolve_target
 
 VIEWS = ("all", "overview", "kernels", "categories", "operators")
 
@@ -17,8 +18,6 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
         raise UserError(f"unknown --view {view!r}; choose one of: {', '.join(VIEWS)}")
     if top < 0:
         raise UserError(f"--top must be 0 (all) or more (got {top})")
-    from ..trace.summary import resolve_target
-
     resolved = resolve_target(target)
     if resolved.note:
         print(resolved.note, file=sys.stderr)
@@ -67,11 +66,11 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
 
 def _ncu_csv(target: str, ncu: str | None) -> Path | None:
     """--ncu (a CSV, or a run folder holding ncu.csv), else ncu.csv in the target's run folder."""
-    from ..trace.hardware import find_ncu_csv
+    from ..runs import ncu_csv_of
 
     if ncu is None:
-        return find_ncu_csv(target)
-    found = find_ncu_csv(ncu)
+        return ncu_csv_of(target)
+    found = ncu_csv_of(ncu)
     if found is None:
         raise UserError(f"--ncu {ncu}: not a CSV file, nor a run folder with ncu.csv")
     return found
