@@ -158,7 +158,7 @@ class RunConfig:
     tb_dir: Path = option(Path("tb_logs"), "Where TensorBoard traces go.")
     replace: bool = option(False, "Replace a run folder of the same name that holds another "
                            "model, image size, sequence length or weights (a re-run of the same "
-                           "run always replaces it).")
+                           "run always replaces it).", resumable=True)
     # compiled-engine cache (ttrt_* backends): None means engine_cache.default_dir()
     cache_dir: Path | None = option(None, "Engine cache folder (default "
                                     "~/.cache/infer-profiler/engines).", panel=PANEL_CACHE,

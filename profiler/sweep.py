@@ -29,12 +29,13 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
 
 from . import runs
-from .config import CliOption, RunConfig, check_path_component, run_argv, run_name, run_options, unkeyed
+from .config import (CliOption, RunConfig, check_path_component, keyed, run_argv, run_name,
+                     run_options, unkeyed)
 from .errors import Interrupted, UserError
 from .runs import MANIFEST, SweepCell, SweepManifest
 ENTRY = Path(__file__).resolve().parent.parent / "profile.py"
@@ -146,10 +147,13 @@ def check_resumable(sweep_dir: Path, manifest: SweepManifest, options: dict) -> 
         raise UserError(f"{sweep_dir} holds a sweep of model {old.get('model')!r}, not "
                         f"{options.get('model')!r}: pass --name for a new sweep")
     shared = shared_options()
+    # an option the manifest does not name (one added since the sweep began) had its default
+    defaults = keyed({f.name: f.default for f in fields(RunConfig) if f.name in run_options()})
+    before = {key: old.get(key, defaults.get(key)) for key in shared}
     changed = [key for key, spec in shared.items()
-               if not spec.resumable and old.get(key) != options.get(key)]
+               if not spec.resumable and before[key] != options.get(key)]
     if changed:
-        parts = [f"{shared[k].flags[0].split('/')[0]} {old.get(k)!r} (now {options.get(k)!r})"
+        parts = [f"{shared[k].flags[0].split('/')[0]} {before[k]!r} (now {options.get(k)!r})"
                  for k in changed]
         raise UserError(f"{sweep_dir} was swept with {', '.join(parts)}: pass the same options "
                         "to resume it, or --name for a new sweep")
