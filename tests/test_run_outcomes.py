@@ -74,7 +74,7 @@ def test_reference_that_does_not_fit_keeps_the_measurement(cli):
     assert done.code == 0, done.stderr
     assert "numerics: skipped (reference did not fit)" in done.stderr  # the progress line
     assert "numerics: skipped (reference did not fit)" in done.stdout  # the result view
-    result = json.loads(Path("runs/torchscript_fp32_bs2/result.json").read_text())
+    result = json.loads(Path("runs/torchscript_fp32_bs2_reference_oom/result.json").read_text())
     assert result["numerics"]["skipped"] == "reference did not fit"
     assert "out of memory in the FP32 eager reference" in result["numerics"]["reason"]
     assert result["timing"]["p50_ms"] > 0
@@ -128,10 +128,12 @@ def test_disk_full_during_an_uncompressed_trace_write_fails_the_run(cli, tiny_di
 # ---- D20: a damaged manifest ----------------------------------------------------------------
 
 @pytest.mark.parametrize("manifest, problem", [
-    ({"cells": {}, "options": "x"}, "options is not an object"),
-    ({"cells": {"pytorch_fp32_bs1": "done"}, "options": {}}, "cell 'pytorch_fp32_bs1' is not"),
-    ({"cells": [], "options": {}}, "cells is not an object"),
-    ({"cells": {}, "options": {}, "batch_sizes": ["1"]}, "batch_sizes is not a list of int"),
+    ({"cells": {}, "options": "x"}, "Expected `object`, got `str` - at `$.options`"),
+    ({"cells": {"pytorch_fp32_bs1": "done"}, "options": {}}, "got `str` - at `$.cells[...]`"),
+    ({"cells": [], "options": {}}, "Expected `object`, got `array` - at `$.cells`"),
+    ({"cells": {}, "options": {}, "batch_sizes": [True]}, "got `bool` - at `$.batch_sizes[0]`"),
+    ({"cells": {"c": {"backend": "b", "batch_size": 1, "status": 3}}, "options": {}},
+     "got `int` - at `$.cells[...].status`"),
 ])
 def test_damaged_sweep_manifest_is_one_line_and_left_alone(cli, manifest, problem):
     path = Path("runs/c/sweep.json")

@@ -20,7 +20,7 @@ from .conftest import FIXTURES, ROOT
 
 SLOW_RUN = ["run", "--model", "tests.tiny_models:slow", "--bs", "2", "--iters", "100",
             "--timed-warmup", "0", "--name", "k"]
-RUN = "pytorch_fp32_bs2_k"
+RUN = "pytorch_fp32_bs2_k"  # --name k
 
 
 def _start(args: list[str], cwd: Path) -> subprocess.Popen:
@@ -64,7 +64,7 @@ def _one_error_line(stderr: str, *fragments: str) -> None:
 
 def test_killed_run_leftovers_are_cleaned_and_a_second_writer_refuses(tmp_path):
     from profiler.fsutil import clean_leftovers
-    from profiler.trace.summary import resolve_target
+    from profiler.runs import resolve_target
 
     runs, tb = tmp_path / "runs", tmp_path / "tb_logs"
     # a run killed with SIGKILL (the OOM killer, a cell past its grace) leaves its staging
@@ -133,10 +133,10 @@ def test_sweep_stops_on_sigterm_like_ctrl_c(tmp_path):
         "interrupted: sweep stopped; 0 finished cell(s) kept")
     assert "Traceback" not in stderr
     cells = json.loads(manifest_path.read_text())["cells"]
-    assert cells["pytorch_fp32_bs1"]["status"] == "interrupted"
-    assert cells["pytorch_fp32_bs1"]["reason"] == \
+    assert cells["pytorch_fp32_bs1_slow"]["status"] == "interrupted"
+    assert cells["pytorch_fp32_bs1_slow"]["reason"] == \
         f"interrupted ({signal.Signals(signum).name})"
-    assert cells["pytorch_fp32_bs2"]["status"] == "pending"
+    assert cells["pytorch_fp32_bs2_slow"]["status"] == "pending"
     assert (sweep_dir / "benchmark.csv").is_file() and (sweep_dir / "benchmark.md").is_file()
     # the running cell was stopped (not orphaned) and its staging folders are gone
     cell_processes = [pid for pid in os.listdir("/proc") if pid.isdigit()
