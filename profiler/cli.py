@@ -207,9 +207,12 @@ def tensorboard(
     """
     from .tools import tensorboard as tb
 
-    code = tb.serve(logdir, port=port, bind_all=bind_all, echo=typer.echo)
-    if code not in (0, -2, 130):
-        raise UserError(f"TensorBoard exited with status {code}")
+    served = tb.serve(logdir, port=port, bind_all=bind_all, echo=typer.echo)
+    if served.server_status:
+        raise UserError(f"TensorBoard exited with status {served.server_status} (its output: "
+                        f"{served.log})")
+    if served.exit_code:  # SIGTERM or SIGHUP: 128 + the signal's number
+        raise typer.Exit(served.exit_code)
 
 
 @app.command()
