@@ -34,7 +34,7 @@ def user_errors(command):
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
         try:
-            return command(*args, **kwargs)
+            return _file_errors_as_user_errors(command, args, kwargs)
         except UserError as error:
             typer.echo(f"error: {error}", err=True)
             raise typer.Exit(2) from None
@@ -46,6 +46,28 @@ def user_errors(command):
             raise typer.Exit(130) from None
 
     return wrapper
+
+
+def _file_errors_as_user_errors(command, args, kwargs):
+    """A file that cannot be written or read (a read-only or occupied output folder, a full
+    disk, a name too long) is the user's environment, not a bug: one line, like a UserError."""
+    try:
+        return command(*args, **kwargs)
+    except BrokenPipeError:  # `| head`: the reader is gone, nothing to say
+        raise
+    except OSError as error:
+        where = f": {error.filename}" if error.filename else ""
+        where += f" -> {error.filename2}" if error.filename2 else ""
+        raise UserError(f"{error.strerror or error}{where}") from None
+
+
+def _tolerant_output() -> None:
+    """Characters the terminal's encoding cannot show (µ, …, unicode paths on an ASCII stdout)
+    are escaped instead of raising."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure") and (stream.encoding or "").lower() not in (
+                "utf-8", "utf8"):
+            stream.reconfigure(errors="replace")
 
 
 @app.command()
@@ -415,6 +437,7 @@ def plot(
 
 
 def main(argv: list[str] | None = None) -> int:
+    _tolerant_output()
     try:
         app(args=argv, prog_name="profile.py")
     except SystemExit as done:

@@ -39,8 +39,14 @@ def _save(fig, path: Path) -> Path:
     import os
     import tempfile
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as error:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+        raise UserError(f"cannot write {path}: {error.strerror or error}") from None
     os.close(fd)
     try:
         fig.savefig(tmp, format="png", dpi=130, bbox_inches="tight")

@@ -85,6 +85,9 @@ def _traces_named_by_result(folder: Path, root: Path) -> list[Path]:
     files = trace.get("files") if isinstance(trace, dict) else None
     if not files:
         return []
+    if not isinstance(files, list) or not all(isinstance(name, str) for name in files):
+        raise UserError(f"{result}: trace.files must be a list of file names (got "
+                        f"{json.dumps(files)[:80]})")
     found = []
     for name in files:
         p = Path(name)
@@ -102,8 +105,12 @@ def _traces_named_by_result(folder: Path, root: Path) -> list[Path]:
 
 def _traces_in_folder(folder: Path) -> list[Path]:
     for patterns in (TRACE_PATTERNS, LOOSE_PATTERNS):
-        found = sorted({p for pattern in patterns for p in folder.rglob(pattern)
-                        if p.is_file() and p.name != "result.json"})
+        try:
+            found = sorted({p for pattern in patterns for p in folder.rglob(pattern)
+                            if p.is_file() and p.name != "result.json"})
+        except OSError as error:  # /proc and the like: give the folder, not a traceback
+            raise UserError(f"cannot search {folder} for traces ({error.strerror or error}: "
+                            f"{error.filename}); give a trace file or a run folder") from None
         if found:
             return found
     return []
