@@ -55,10 +55,9 @@ def _file_errors_as_user_errors(command, args, kwargs):
         return command(*args, **kwargs)
     except BrokenPipeError:  # `| head`: the reader is gone, nothing to say
         raise
-    except OSError as error:
-        where = f": {error.filename}" if error.filename else ""
-        where += f" -> {error.filename2}" if error.filename2 else ""
-        raise UserError(f"{error.strerror or error}{where}") from None
+    except OSError as error:  # as the shell says it: "<file>: <reason>"
+        where = f"{error.filename} -> {error.filename2}" if error.filename2 else error.filename
+        raise UserError(f"{where}: {error.strerror or error}" if where else str(error)) from None
 
 
 def _tolerant_output() -> None:
