@@ -109,6 +109,12 @@ CASES = [
     ("run-int-key-weights-D22", ["run", *TINY, "--weights", "{intkeys.pt}"]),
     ("run-missing-weights", ["run", *TINY, "--weights", "nope.pt"]),
     ("run-runs-dir-is-a-file-D10", ["run", *TINY, "--runs-dir", "{afile}"]),
+    ("run-runs-dir-is-tb-dir-D2", ["run", *TINY, "--runs-dir", "tb_logs", "--tb-dir", "tb_logs"]),
+    ("run-runs-dir-is-tb-dir-spelled-apart-D2", ["run", *TINY, "--runs-dir", "runs",
+                                                 "--tb-dir", "./runs/"]),
+    ("run-unknown-backend", ["run", *TINY, "--backend", "nope"]),
+    ("run-unknown-compile-mode", ["run", *TINY, "--compile-mode", "bogus"]),
+    ("run-bs-not-a-number", ["run", *TINY, "--bs", "abc"]),
     # sweep
     ("sweep-name-300-chars-D19", ["sweep", *TINY, "--backends", "pytorch_fp32", "--bs", "1",
                                   "--name", LONG_NAME]),
@@ -116,6 +122,8 @@ CASES = [
                             "--name", "../x"]),
     ("sweep-unknown-backend", ["sweep", *TINY, "--backends", "nope", "--bs", "1"]),
     ("sweep-bs-zero", ["sweep", *TINY, "--backends", "pytorch_fp32", "--bs", "0"]),
+    ("sweep-runs-dir-is-tb-dir-D2", ["sweep", *TINY, "--backends", "pytorch_fp32", "--bs", "1",
+                                     "--runs-dir", "runs", "--tb-dir", "runs"]),
     # ncu, nsys: not installed here, or refused before anything runs
     ("ncu-bs-beyond-64-bits", ["ncu", "--bs", BEYOND_64_BITS, "--model",
                                "tests.tiny_models:conv_net"]),
@@ -173,6 +181,45 @@ def test_bad_input_is_refused_in_one_line(scratch, cli, args):
     before = _snapshot(scratch / "runs", scratch / "tb_logs")
     done = cli(*argv)
     assert_refused(done.code, done.stderr)
+    assert _snapshot(scratch / "runs", scratch / "tb_logs") == before
+
+
+def _run_of_another_model(scratch: Path, run_name: str) -> None:
+    """runs/<run_name>/ and tb_logs/<run_name>/ hold a ResNet50 run (the H200 fixture)."""
+    shutil.copytree(H200 / "runs" / "pytorch_fp32_bs8", scratch / "runs" / run_name)
+    shutil.copytree(H200 / "tb_logs" / "pytorch_fp32_bs8", scratch / "tb_logs" / run_name)
+
+
+def _sweep(scratch: Path, run_name: str) -> None:
+    """runs/<run_name>/ is a sweep (a manifest written as `sweep` writes it)."""
+    from profiler.runs import SweepManifest, write_manifest
+
+    (scratch / "runs" / run_name).mkdir()
+    write_manifest(scratch / "runs" / run_name, SweepManifest(
+        options={}, name=run_name, model="resnet50", backends=["pytorch_fp32"],
+        batch_sizes=[1], baseline="pytorch_fp32"))
+
+
+#: a run whose folder is taken by something it must not replace: setup, command, the refusal
+OCCUPIED = [
+    ("another-model-D27", _run_of_another_model, ["run", *TINY, "--bs", "8"],
+     "holds another run"),
+    ("another-model-by-name-D27", _run_of_another_model,
+     ["run", *TINY, "--bs", "8", "--name", "conv_net"], "holds another run"),
+    ("a-sweep-D1", _sweep, ["run", *TINY, "--bs", "8"], "is a sweep"),
+]
+
+
+@pytest.mark.parametrize("setup, args, says", [c[1:] for c in OCCUPIED],
+                         ids=[c[0] for c in OCCUPIED])
+def test_a_run_never_replaces_what_it_is_not(scratch, cli, setup, args, says):
+    """Without --replace, a run whose folder holds another model's run, or a sweep, is refused
+    in one line before anything is built; both folders stay as they were."""
+    setup(scratch, "pytorch_fp32_bs8_conv_net")  # the tiny model's default run name at --bs 8
+    before = _snapshot(scratch / "runs", scratch / "tb_logs")
+    done = cli(*args)
+    assert_refused(done.code, done.stderr)
+    assert says in done.stderr
     assert _snapshot(scratch / "runs", scratch / "tb_logs") == before
 
 
