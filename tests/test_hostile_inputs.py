@@ -293,3 +293,35 @@ def test_full_disk_while_writing_a_plot_is_one_line_and_leaves_nothing(scratch, 
     assert_refused(done.code, done.stderr)
     assert "No space left on device" in done.stderr
     assert list(out.iterdir()) == []  # the temp file is gone too
+
+
+def test_full_disk_while_writing_a_run_is_one_line_and_leaves_nothing(scratch, cli,
+                                                                     monkeypatch):
+    """D10, disk full in `run`: a stand-in raising ENOSPC when result.json is written (no tmpfs
+    can be mounted here); the staging folders go, runs/ and tb_logs/ stay as they were."""
+    import errno
+
+    write_bytes = Path.write_bytes
+
+    def full_disk_for_results(self, data):
+        if self.name.startswith(".result.json."):
+            raise OSError(errno.ENOSPC, "No space left on device", str(self))
+        return write_bytes(self, data)
+
+    monkeypatch.setattr(Path, "write_bytes", full_disk_for_results)
+    before = _snapshot(scratch / "runs", scratch / "tb_logs")
+    done = cli("run", *TINY, "--bs", "2")
+    assert done.code != 0 and "Traceback" not in done.stderr, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    # progress lines come first; the one error line is the last
+    assert len(errors) == 1 and done.stderr.strip().endswith(errors[0]), done.stderr
+    assert "No space left on device" in errors[0]
+    assert _snapshot(scratch / "runs", scratch / "tb_logs") == before
+
+
+def test_result_json_naming_non_strings_says_so(scratch, cli):
+    """D21: trace.files of nulls and numbers is named as the fault, not a missing trace."""
+    argv = _argv(["summarize", "{nonstr_files_run}"], scratch / "in")
+    done = cli(*argv)
+    assert_refused(done.code, done.stderr)
+    assert "trace.files must be a list of file names" in done.stderr
