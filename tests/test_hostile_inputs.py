@@ -122,6 +122,8 @@ CASES = [
                             "--name", "../x"]),
     ("sweep-unknown-backend", ["sweep", *TINY, "--backends", "nope", "--bs", "1"]),
     ("sweep-bs-zero", ["sweep", *TINY, "--backends", "pytorch_fp32", "--bs", "0"]),
+    ("sweep-bs-beyond-64-bits-D18", ["sweep", *TINY, "--backends", "pytorch_fp32",
+                                     "--bs", BEYOND_64_BITS]),
     ("sweep-runs-dir-is-tb-dir-D2", ["sweep", *TINY, "--backends", "pytorch_fp32", "--bs", "1",
                                      "--runs-dir", "runs", "--tb-dir", "runs"]),
     # ncu, nsys: not installed here, or refused before anything runs
