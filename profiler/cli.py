@@ -72,7 +72,7 @@ def user_errors(command):
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
         try:
-            return command(*args, **kwargs)
+            return _file_errors_as_user_errors(command, args, kwargs)
         except UserError as error:
             _say(f"error: {error}")
             raise typer.Exit(2) from None
@@ -85,6 +85,27 @@ def user_errors(command):
             raise typer.Exit(signals.exit_code(stop)) from None
 
     return wrapper
+
+
+def _file_errors_as_user_errors(command, args, kwargs):
+    """A file that cannot be written or read (a read-only or occupied output folder, a full
+    disk, a name too long) is the user's environment, not a bug: one line, like a UserError."""
+    try:
+        return command(*args, **kwargs)
+    except BrokenPipeError:  # `| head`: the reader is gone, nothing to say
+        raise
+    except OSError as error:  # as the shell says it: "<file>: <reason>"
+        where = f"{error.filename} -> {error.filename2}" if error.filename2 else error.filename
+        raise UserError(f"{where}: {error.strerror or error}" if where else str(error)) from None
+
+
+def _tolerant_output() -> None:
+    """Characters the terminal's encoding cannot show (µ, …, unicode paths on an ASCII stdout)
+    are escaped instead of raising."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure") and (stream.encoding or "").lower() not in (
+                "utf-8", "utf8"):
+            stream.reconfigure(errors="replace")
 
 
 @app.command(cls=OneLineErrors)
@@ -174,7 +195,7 @@ def tensorboard(
     """
     from .commands import tools
 
-    tools.tensorboard(logdir, port, bind_all)
+    _exit(tools.tensorboard(logdir, port, bind_all))
 
 
 @app.command(cls=OneLineErrors)
@@ -327,6 +348,7 @@ def plot(
 
 
 def main(argv: list[str] | None = None) -> int:
+    _tolerant_output()
     try:
         app(args=argv, prog_name="profile.py")
     except SystemExit as done:

@@ -11,6 +11,11 @@ from .errors import UserError
 
 # A run name becomes a folder under runs/ and tb_logs/: keep it a single, plain path component.
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+#: a file name is at most 255 bytes on common filesystems; run folders add a backend and batch
+#: size in front and staging folders a '.partial-XXXXXXXX' suffix
+MAX_NAME_CHARS = 120
+#: a batch size a tensor dimension can hold (torch sizes are int64)
+MAX_BATCH_SIZE = 2 ** 62
 
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 MEMORY_FORMATS = ("auto", "channels_last", "contiguous")
@@ -39,6 +44,9 @@ def run_name(backend: str, batch_size: int, model: str = DEFAULT_MODEL,
 
 def check_path_component(value: str, what: str) -> str:
     """Reject anything that could escape the folder it is joined to (``..``, ``/``, ``~``)."""
+    if len(value) > MAX_NAME_CHARS:
+        raise UserError(f"{what} is {len(value)} characters long: at most {MAX_NAME_CHARS} (it "
+                        "becomes a folder name, with a prefix and a suffix)")
     if not _SAFE_NAME.fullmatch(value) or ".." in value:
         raise UserError(
             f"{what} {value!r} is not a plain folder name: use letters, digits, '.', '_' and '-' "
@@ -183,6 +191,9 @@ class RunConfig:
         for flag, value in positive.items():
             if value < 1:
                 raise UserError(f"{flag} must be at least 1 (got {value})")
+        if self.batch_size > MAX_BATCH_SIZE:
+            raise UserError(f"--bs {self.batch_size} is beyond what a tensor dimension can hold "
+                            f"(at most {MAX_BATCH_SIZE})")
         for flag, value in {"--wait": self.wait, "--warmup": self.warmup,
                             "--timed-warmup": self.timed_warmup}.items():
             if value < 0:

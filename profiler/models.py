@@ -215,8 +215,9 @@ def load_weights(model: nn.Module, path: Path) -> None:
     except Exception as error:
         raise UserError(f"--weights {path} is not a loadable state dict ({type(error).__name__}: "
                         f"{str(error).splitlines()[0] if str(error) else ''})") from None
-    if not isinstance(state, Mapping) or not all(isinstance(v, torch.Tensor) for v in state.values()):
-        raise UserError(f"--weights {path} is not a state dict (a mapping of names to tensors)")
+    if not isinstance(state, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()):
+        raise UserError(f"--weights {path} is not a state dict (a mapping of string names to tensors)")
     try:
         result = model.load_state_dict(state, strict=False)
     except RuntimeError as error:  # shape mismatches raise even when strict=False

@@ -478,7 +478,12 @@ def _trace_names(result_json: Path) -> list[str]:
         raise UserError(f"{result_json} is not readable JSON ({error})") from None
     trace = data.get("trace") if isinstance(data, dict) else None
     files = trace.get("files") if isinstance(trace, dict) else None
-    return [f for f in files if isinstance(f, str)] if isinstance(files, list) else []
+    if not files:
+        return []
+    if not isinstance(files, list) or not all(isinstance(name, str) for name in files):
+        raise UserError(f"{result_json}: trace.files must be a list of file names (got "
+                        f"{json.dumps(files)[:80]})")
+    return files
 
 
 def traces_named_by_result(folder: Path, root: Path | None = None) -> list[Path]:
@@ -508,9 +513,14 @@ def traces_in_folder(folder: Path) -> list[Path]:
     """Trace files under ``folder``, outside hidden folders and files: staging folders, replaced
     runs on their way out (see is_leftover) and temporary files are never a trace."""
     for patterns in (TRACE_PATTERNS, LOOSE_PATTERNS):
-        found = sorted({p for pattern in patterns for p in folder.rglob(pattern)
-                        if p.is_file() and p.name not in NOT_TRACES
-                        and not any(part.startswith(".") for part in p.relative_to(folder).parts)})
+        try:
+            found = sorted({p for pattern in patterns for p in folder.rglob(pattern)
+                            if p.is_file() and p.name not in NOT_TRACES
+                            and not any(part.startswith(".")
+                                        for part in p.relative_to(folder).parts)})
+        except OSError as error:  # /proc and the like: give the folder, not a traceback
+            raise UserError(f"cannot search {folder} for traces ({error.strerror or error}: "
+                            f"{error.filename}); give a trace file or a run folder") from None
         if found:
             return found
     return []

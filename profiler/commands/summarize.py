@@ -22,6 +22,8 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
     if resolved.note:
         print(resolved.note, file=sys.stderr)
     summary = resolved.summary()
+    if summary.warning:
+        print(f"warning: {summary.warning}", file=sys.stderr)
     joined = agreement = None
     ncu_path = _ncu_csv(target, ncu)
     if ncu_path is not None:

@@ -24,6 +24,10 @@ class Summary:
     kernels: KernelSummary
     overview: Overview
     notes: list[str] = field(default_factory=list)
+    #: events left out of the figures because their values cannot be real: reason -> count
+    excluded_events: dict[str, int] = field(default_factory=dict)
+    #: one line saying so (None when nothing was left out); views print it as a warning
+    warning: str | None = None
 
     def to_dict(self, top: int = 0) -> dict:
         k, o = self.kernels, self.overview
@@ -54,6 +58,7 @@ class Summary:
             "kernels": _records(k.table if not top else k.table.head(top)),
             "operators": _records(o.operators if not top else o.operators.head(top)),
             "notes": self.notes,
+            "excluded_events": self.excluded_events,
         })
 
 
@@ -75,7 +80,8 @@ def summarize_trace(trace: Trace, context: RunContext | None = None) -> Summary:
                      "kernels whose names carry no data type")
     devices = [asdict(d) for d in trace.devices.values()]
     return Summary(trace_path=trace.path, schema=trace.schema, devices=devices,
-                   event_counts=event_counts, kernels=kernels, overview=ov, notes=notes)
+                   event_counts=event_counts, kernels=kernels, overview=ov, notes=notes,
+                   excluded_events=dict(trace.excluded), warning=trace.excluded_warning)
 
 
 def summarize(path: Path | str, context: RunContext | None = None) -> Summary:
