@@ -80,8 +80,20 @@ def run(
     with_stack: bool = typer.Option(False, "--with-stack", help="Record Python stacks.", rich_help_panel="Profiler"),
     with_flops: bool = typer.Option(False, "--with-flops", help="Estimate FLOPs of matmul/conv.", rich_help_panel="Profiler"),
     gzip: bool = typer.Option(True, "--gzip/--no-gzip", help="Write the trace as .json.gz.", rich_help_panel="Profiler"),
-    iters: int = typer.Option(100, help="Timed iterations (separate from the profiled steps).", rich_help_panel="Timing"),
-    timed_warmup: int = typer.Option(20, help="Untimed iterations before the timed ones.", rich_help_panel="Timing"),
+    iters: Optional[int] = typer.Option(
+        None, help="Timed iterations (separate from the profiled steps). Default: 100 on a GPU; "
+        "on a CPU chosen by --min-time (5 s).", rich_help_panel="Timing"),
+    timed_warmup: Optional[int] = typer.Option(
+        None, help="Untimed iterations before the timed ones. Default: 20 on a GPU, 2 on a CPU.",
+        rich_help_panel="Timing"),
+    min_time: Optional[float] = typer.Option(
+        None, "--min-time", help="Choose the timed iterations by time: estimate one call from "
+        "the warm-up, run about S seconds (5 to 10000 iterations). The CPU default is 5 s.",
+        rich_help_panel="Timing"),
+    repeat_runs: int = typer.Option(
+        1, "--repeat-runs", help="Repeat the timed window K times, each extra one in a fresh "
+        "process, and report the spread of p50 (not the profiler's --repeat).",
+        rich_help_panel="Timing"),
     name: Optional[str] = typer.Option(None, help="Suffix for the run folder: <backend>_bs<N>_<name>."),
     runs_dir: Path = typer.Option(Path("runs"), help="Where run results go."),
     tb_dir: Path = typer.Option(Path("tb_logs"), help="Where TensorBoard traces go."),
@@ -114,7 +126,8 @@ def run(
         seed=seed, weights=weights, compile_mode=compile_mode, memory_format=memory_format,
         tf32=tf32, cudnn_benchmark=cudnn_benchmark, wait=wait, warmup=warmup, active=active, repeat=repeat,
         record_shapes=record_shapes, profile_memory=profile_memory, with_stack=with_stack,
-        with_flops=with_flops, gzip=gzip, iters=iters, timed_warmup=timed_warmup, name=name,
+        with_flops=with_flops, gzip=gzip, iters=iters, timed_warmup=timed_warmup,
+        min_time=min_time, repeat_runs=repeat_runs, name=name,
         runs_dir=runs_dir, tb_dir=tb_dir, cache_dir=cache_dir, use_cache=cache,
         max_rel_error=max_rel_error, capture=capture,
     )
@@ -308,8 +321,11 @@ def sweep(
     with_stack: bool = typer.Option(False, "--with-stack", rich_help_panel="Profiler"),
     with_flops: bool = typer.Option(False, "--with-flops", rich_help_panel="Profiler"),
     gzip: bool = typer.Option(True, "--gzip/--no-gzip", rich_help_panel="Profiler"),
-    iters: int = typer.Option(100, help="Timed iterations per cell.", rich_help_panel="Timing"),
-    timed_warmup: int = typer.Option(20, help="Untimed iterations before the timed ones.", rich_help_panel="Timing"),
+    iters: Optional[int] = typer.Option(None, help="Timed iterations per cell (default: 100 on a "
+                                        "GPU, by --min-time on a CPU).", rich_help_panel="Timing"),
+    timed_warmup: Optional[int] = typer.Option(None, help="Untimed iterations before the timed "
+                                               "ones (default: 20 on a GPU, 2 on a CPU).",
+                                               rich_help_panel="Timing"),
     max_rel_error: Optional[float] = typer.Option(
         None, help="Fail a cell whose output's relative L2 error vs FP32 eager exceeds this."),
     cache: bool = typer.Option(True, "--cache/--no-cache", help="Reuse and save compiled "

@@ -55,8 +55,14 @@ class RunConfig:
     with_flops: bool = False
     gzip: bool = True
     # timed window
-    iters: int = 100
-    timed_warmup: int = 20
+    # option: --iters: Timed iterations; default 100 on a GPU, on a CPU chosen by --min-time
+    iters: int | None = None
+    # option: --timed-warmup: Untimed iterations before the timed ones; default 20 on a GPU, 2 on a CPU
+    timed_warmup: int | None = None
+    # option: --min-time: Choose the timed iterations by time: about S seconds (bounded 5-10000 iterations); the CPU default is 5 s
+    min_time: float | None = None
+    # option: --repeat-runs: Repeat the timed window K times in fresh processes and report the spread of p50
+    repeat_runs: int = 1
     # where results go
     name: str | None = None
     runs_dir: Path = Path("runs")
@@ -71,13 +77,16 @@ class RunConfig:
 
     def __post_init__(self) -> None:
         positive = {"--bs": self.batch_size, "--active": self.active, "--repeat": self.repeat,
-                    "--iters": self.iters, "--image-size": self.image_size, "--seq-len": self.seq_len}
+                    "--image-size": self.image_size, "--seq-len": self.seq_len,
+                    "--repeat-runs": self.repeat_runs}
+        if self.iters is not None:
+            positive["--iters"] = self.iters
         for flag, value in positive.items():
             if value < 1:
                 raise UserError(f"{flag} must be at least 1 (got {value})")
         for flag, value in {"--wait": self.wait, "--warmup": self.warmup,
                             "--timed-warmup": self.timed_warmup}.items():
-            if value < 0:
+            if value is not None and value < 0:
                 raise UserError(f"{flag} must be 0 or more (got {value})")
         if self.compile_mode not in COMPILE_MODES:
             raise UserError(f"unknown --compile-mode {self.compile_mode!r}; choose one of: "
@@ -88,6 +97,10 @@ class RunConfig:
         if self.capture not in CAPTURES:
             raise UserError(f"unknown --capture {self.capture!r}; choose one of: "
                             + ", ".join(CAPTURES))
+        if self.min_time is not None and not self.min_time > 0:
+            raise UserError(f"--min-time must be more than 0 seconds (got {self.min_time})")
+        if self.min_time is not None and self.iters is not None:
+            raise UserError("give --iters or --min-time, not both")
         if self.max_rel_error is not None and not self.max_rel_error >= 0:
             raise UserError(f"--max-rel-error must be 0 or more (got {self.max_rel_error})")
         if self.name is not None:

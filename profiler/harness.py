@@ -30,7 +30,9 @@ from . import backends, metadata, models, numerics
 from .config import RunConfig, check_path_component
 from .errors import UserError
 from .fsutil import replace_dir, staging_dir, write_json_atomic, write_text_atomic
+from . import timing
 from .timing import latency_stats, time_iterations
+from .trace.noise import noise
 
 NVTX_DOMAIN = "infer-profiler"
 RESULT_SCHEMA = 1
@@ -141,6 +143,8 @@ def run(config: RunConfig, quiet: bool = False) -> dict:
         result = _collect(config, backend, model, inputs, device, use_cuda, progress, run_stage,
                           tb_stage, tb_run_dir)
         result["timing"]["model_build_s"] = built_s
+        if config.repeat_runs > 1:
+            _add_repeats(config, result, progress)
         result["precision"] = precision_flags
         if config.max_rel_error is not None and "skipped" not in result["numerics"]:
             why = numerics.exceeds(result["numerics"], config.max_rel_error)
@@ -181,16 +185,21 @@ def _collect(config, backend, model, inputs, device, use_cuda, progress, run_sta
     for warning in prepared.notes.get("warnings", []):
         progress.say(f"  [yellow]warning:[/] {escape(warning)}")
 
-    with nvtx_range("warmup"), progress.bar("warmup", config.timed_warmup) as tick:
-        for _ in range(config.timed_warmup):
-            fn(*inputs)
-            tick()
+    plan = timing.plan_window(config.iters, config.timed_warmup, config.min_time, use_cuda)
+    with nvtx_range("warmup"), progress.bar("warmup", plan.warmup) as tick:
+        estimate_ms = timing.warm_up(fn, inputs, plan, use_cuda, tick)
         _sync(use_cuda)
-
-    with nvtx_range("timed"), progress.bar("timed", config.iters) as tick:
-        latencies, output = time_iterations(fn, inputs, config.iters, use_cuda, tick)
+    iters = plan.iterations(estimate_ms)
+    timing.reset_peak_memory(use_cuda)
+    with nvtx_range("timed"), progress.bar("timed", iters) as tick:
+        latencies, output = time_iterations(fn, inputs, iters, use_cuda, tick)
+    memory = timing.peak_memory(use_cuda)
     stats = latency_stats(latencies, config.batch_size)
-    progress.say(f"  timed {config.iters} iterations: p50 {stats['p50_ms']:.3f} ms")
+    window_noise = noise(latencies)
+    progress.say(f"  timed {iters} iterations ({plan.why}): p50 {stats['p50_ms']:.3f} ms, "
+                 f"CV {100 * window_noise.cv:.1f} %")
+    for warning in window_noise.warnings:
+        progress.say(f"  [yellow]warning:[/] {escape(warning)}")
 
     if config.capture == "torch":
         activities, trace_files = _profile_with_torch(config, fn, inputs, use_cuda, progress,
@@ -242,10 +251,14 @@ def _collect(config, backend, model, inputs, device, use_cuda, progress, run_sta
             "first_call_s": first_call_s,
             "timer": "cuda_event" if use_cuda else "perf_counter",
             "sync": "every iteration",
-            "warmup_iters": config.timed_warmup,
-            "iters": config.iters,
+            "warmup_iters": plan.warmup,
+            "iters": iters,
+            "iterations_chosen_by": plan.why,
+            "min_time_s": plan.min_time_s,
             **stats,
+            "noise": window_noise.to_dict(),
         },
+        "memory": {**memory, **_engine_memory(notes)},
         "output": _describe_output(output),
         "profile": {
             "capture": config.capture,
@@ -325,6 +338,29 @@ def _profile_with_cuda_profiler_api(config, fn, inputs, use_cuda, progress) -> N
                     torch.cuda.profiler.stop()
                 capturing = False
             tick()
+
+
+def _add_repeats(config: RunConfig, result: dict, progress) -> None:
+    """--repeat-runs: more timed windows in fresh processes; the spread of their p50s."""
+    from .repeat_window import repeat
+    from .trace.noise import spread_of_runs
+
+    timed = result["timing"]
+    windows = repeat(config, timed["iters"], timed["warmup_iters"], progress.say)
+    p50s = [timed["p50_ms"]] + [latency_stats(w["latencies_ms"], config.batch_size)["p50_ms"]
+                                for w in windows]
+    timed["noise"]["repeat_runs"] = spread_of_runs(p50s)
+    progress.say(f"  p50 over {len(p50s)} processes: {min(p50s):.3f} to {max(p50s):.3f} ms "
+                 f"({timed['noise']['repeat_runs']['range_pct_of_median']:.1f} % of the median)")
+
+
+def _engine_memory(notes: dict) -> dict:
+    """The TensorRT engines' device memory, where the backend recorded it."""
+    engine = notes.get("engine_memory")
+    if not isinstance(engine, dict):
+        return {"engine_device_memory_bytes": None}
+    return {"engine_device_memory_bytes": engine.get("engine_device_memory_bytes"),
+            "engine_device_memory_why_not": engine.get("why_not")}
 
 
 def _figure(value: float | None) -> str:

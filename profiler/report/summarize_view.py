@@ -21,6 +21,7 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
     if resolved.note:
         print(resolved.note, file=sys.stderr)
     summary = resolved.summary()
+    headline = _headline(resolved, summary)
     joined = agreement = None
     ncu_path = _ncu_csv(target, ncu)
     if ncu_path is not None:
@@ -41,6 +42,10 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
         print(f"wrote {len(written)} files to {out}", file=sys.stderr)
     if json_out:
         data = summary.to_dict(top=top)
+        if headline is not None:
+            from ..trace.summary import _clean
+
+            data = {"headline": _clean(headline), **data}
         if joined is not None:
             from ..trace.summary import _clean
             from .hardware_view import export_columns
@@ -55,6 +60,10 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
     from .tables import print_summary
 
     console = make_console()
+    if headline is not None:
+        from .headline_view import print_headline
+
+        print_headline(headline, console)
     print_summary(summary, view=view, top=top, console=console)
     if joined is not None and view in ("all", "kernels"):
         from .hardware_view import print_hardware
@@ -72,3 +81,16 @@ def _ncu_csv(target: str, ncu: str | None) -> Path | None:
     if found is None:
         raise UserError(f"--ncu {ncu}: not a CSV file, nor a run folder with ncu.csv")
     return found
+
+
+def _headline(resolved, summary) -> dict | None:
+    """The run's timed figures, noise, memory and config, when the target is a run folder."""
+    if resolved.result_json is None:
+        return None
+    from ..trace.headline import read_result
+    from .headline_view import headline_data
+
+    result = read_result(resolved.result_json)
+    if result is None:
+        return None
+    return headline_data(result, resolved.result_json.parent, summary.overview.mean_step_us)

@@ -61,8 +61,9 @@ def overview_tables(summary: Summary, top: int, console: Console) -> None:
     facts.add_column("value", justify="right")
     facts.add_column("what it means", style="dim")
     facts.add_row("steps", str(len(o.steps)), "CPU-side ProfilerStep#N spans (GPU copies not counted)")
-    facts.add_row("mean step time", _us(o.mean_step_us),
-                  "step span extended to the end of the GPU work it launched")
+    facts.add_row("mean step time under the profiler", _us(o.mean_step_us),
+                  "step span extended to the end of the GPU work it launched; slower than the "
+                  "timed window")
     if len(o.steps):
         facts.add_row("mean CPU step span", _us(float(o.steps["cpu_step_us"].mean())),
                       "ProfilerStep#N duration on the CPU thread")

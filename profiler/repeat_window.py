@@ -1,0 +1,72 @@
+"""--repeat-runs: the timed window again in fresh processes, for the spread between processes
+(allocator state, clocks, autotuner choices) that one window cannot show.
+
+Each repeat is ``python -m profiler.repeat_window`` with the run's config as JSON on stdin: it
+builds the model, prepares the backend (a TensorRT engine comes from the engine cache), warms up
+as the main run did, times the same number of iterations, and prints the latencies as JSON.
+Collection code: it touches the GPU."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from .config import RunConfig
+from .errors import UserError
+
+_PATH_FIELDS = ("weights", "runs_dir", "tb_dir", "cache_dir")
+
+
+def config_to_json(config: RunConfig) -> str:
+    data = config.to_dict()
+    data.pop("run_name", None)
+    return json.dumps(data)
+
+
+def config_from_json(text: str) -> RunConfig:
+    data = json.loads(text)
+    for key in _PATH_FIELDS:
+        if data.get(key) is not None:
+            data[key] = Path(data[key])
+    return RunConfig(**data)
+
+
+def repeat(config: RunConfig, iters: int, warmup: int, say) -> list[dict]:
+    """K - 1 more timed windows (the main run is the first), each in a fresh process."""
+    child = dataclasses.replace(config, iters=iters, timed_warmup=warmup, min_time=None,
+                                repeat_runs=1)
+    windows = []
+    for index in range(1, config.repeat_runs):
+        say(f"  repeat {index + 1} of {config.repeat_runs}: a fresh process")
+        done = subprocess.run([sys.executable, "-m", "profiler.repeat_window"],
+                              input=config_to_json(child), capture_output=True, text=True)
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            raise UserError(f"--repeat-runs: repeat {index + 1} failed: {last}")
+        windows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    return windows
+
+
+def _time_once(config: RunConfig) -> dict:
+    import torch
+
+    from . import backends, models, timing
+    from .harness import set_math_flags
+
+    use_cuda = torch.cuda.is_available()
+    device = torch.device("cuda" if use_cuda else "cpu")
+    set_math_flags(config)
+    model, inputs = models.build(config)
+    prepared = backends.get(config.backend).prepare(model, inputs, config, device)
+    plan = timing.plan_window(config.iters, config.timed_warmup, None, use_cuda)
+    prepared.fn(*prepared.inputs)
+    timing.warm_up(prepared.fn, prepared.inputs, plan, use_cuda)
+    latencies, _ = timing.time_iterations(prepared.fn, prepared.inputs, plan.iters, use_cuda)
+    return {"latencies_ms": latencies}
+
+
+if __name__ == "__main__":
+    print(json.dumps(_time_once(config_from_json(sys.stdin.read()))))
