@@ -381,6 +381,9 @@ def compare(
     out: Optional[Path] = typer.Option(
         None, "--out", help="Also write overview, categories, kernels, operators and "
         "top_changes CSVs into this folder."),
+    json_out: bool = typer.Option(False, "--json", help="Print the comparison as JSON on "
+                                  "stdout (full kernel names, the timed figures and what "
+                                  "differs)."),
 ) -> None:
     """Kernel-level diff of two runs: step and GPU time, categories, kernels, operators.
 
@@ -396,7 +399,7 @@ def compare(
     """
     from .report import compare_view
 
-    compare_view.run(a, b, top=top, out=out)
+    compare_view.run(a, b, top=top, out=out, json_out=json_out)
 
 
 @app.command()

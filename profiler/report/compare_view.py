@@ -13,39 +13,108 @@ from rich.table import Table
 
 from ..errors import UserError
 from ..trace.diff import BOTH, ONLY_A, ONLY_B, Diff, diff
-from ..trace.summary import Summary, resolve_target
+from ..trace.headline import compare_timed, read_result
+from ..trace.summary import Summary, _clean, resolve_target
 from .console import make_console
 from .export import write_atomic
 from .fmt import head, missing
+from .headline_view import mib
 
 
-def load_side(target: str) -> tuple[Summary, dict | None]:
-    """Summary of a target's trace, and its run's result.json when the target is a run."""
+def load_side(target: str) -> tuple[Summary, dict | None, Path | None]:
+    """Summary of a target's trace, its run's result.json and run folder when it is a run."""
     resolved = resolve_target(target)
     if resolved.note:
         print(f"{target}: {resolved.note}", file=sys.stderr)
-    result = None
+    result = run_dir = None
     if resolved.result_json is not None:
-        try:
-            result = json.loads(resolved.result_json.read_text())
-        except (OSError, ValueError):
-            result = None
-    return resolved.summary(), result
+        result = read_result(resolved.result_json)
+        run_dir = resolved.result_json.parent
+    return resolved.summary(), result, run_dir
 
 
-def run(a: str, b: str, top: int = 15, out: Path | None = None) -> Diff:
+def run(a: str, b: str, top: int = 15, out: Path | None = None, json_out: bool = False) -> Diff:
     if top < 0:
         raise UserError(f"--top must be 0 (all) or more (got {top})")
-    (sa, ra), (sb, rb) = load_side(a), load_side(b)
+    (sa, ra, da), (sb, rb, db) = load_side(a), load_side(b)
     result = diff(sa, sb, a_label=a, b_label=b)
+    timed_ab = compare_timed(ra, rb, da, db)
     timed = timed_rows(ra, rb)
     if len(timed):
         result.overview = pd.concat([timed, result.overview], ignore_index=True)
     if out is not None:
         written = write_csvs(result, out)
         print(f"wrote {len(written)} files to {out}", file=sys.stderr)
-    print_diff(result, sa, sb, top=top, console=make_console())
+    if json_out:
+        json.dump(diff_json(result, timed_ab, top), sys.stdout, indent=1, default=str)
+        sys.stdout.write("\n")
+        return result
+    console = make_console()
+    if timed_ab is not None:
+        print_timed_headline(timed_ab, result.a_label, result.b_label, console)
+    print_diff(result, sa, sb, top=top, console=console)
     return result
+
+
+def diff_json(result: Diff, timed_ab: dict | None, top: int) -> dict:
+    """The compare as JSON: the timed headline first, then every table (full kernel names)."""
+    def records(frame: pd.DataFrame) -> list[dict]:
+        return frame.to_dict(orient="records") if len(frame) else []
+
+    faster, slower = result.top_changes(top or 0)
+    return _clean({"a": result.a_label, "b": result.b_label, "timed": timed_ab,
+                   "overview": records(result.overview),
+                   "categories": records(result.categories),
+                   "kernels": records(head(result.kernels, top)),
+                   "operators": records(head(result.operators, top)),
+                   "faster_in_b": records(faster), "slower_in_b": records(slower),
+                   "notes": list(result.notes)})
+
+
+def print_timed_headline(t: dict, a_label: str, b_label: str, console: Console) -> None:
+    """Timed figures of both runs, the speedup, whether it is outside noise, what differs."""
+    table = Table(title="Timed window (no profiler attached)", title_justify="left")
+    for col in ("metric", "A", "B", "B vs A"):
+        table.add_column(col, justify="left" if col == "metric" else "right")
+    a, b = t["a"], t["b"]
+    for key, label in (("p50_ms", "p50"), ("p90_ms", "p90"), ("p99_ms", "p99")):
+        table.add_row(f"{label} latency", _v(a[key], "ms"), _v(b[key], "ms"),
+                      _pct(100 * (b[key] - a[key]) / a[key]) if a[key] and b[key] else "-")
+    key = "throughput_samples_per_s"
+    table.add_row("throughput (samples/s)", _v(a[key]), _v(b[key]),
+                  _pct(100 * (b[key] - a[key]) / a[key]) if a[key] and b[key] else "-")
+    table.add_row("speedup (p50 A / p50 B)", "", "",
+                  "-" if t["speedup_x"] is None else f"{t['speedup_x']:.2f}x")
+    for side, label in (("noise_a", "CV A"), ("noise_b", "CV B")):
+        window = t[side]
+        if window:
+            table.add_row(label, "", "", f"{100 * window['cv']:.1f} %")
+    ma, mb = t["memory_a"], t["memory_b"]
+    for key, label in (("peak_allocated_mib", "peak allocated"), ("peak_reserved_mib",
+                                                                  "peak reserved"),
+                       ("engine_mib", "TensorRT engine memory")):
+        if key != "engine_mib" or ma[key] is not None or mb[key] is not None:
+            table.add_row(label, mib(ma[key], ma["note"]), mib(mb[key], mb["note"]), "")
+    console.print(table)
+    ratio = t["p50_ratio"]
+    if ratio:
+        colour = "green" if ratio["verdict"] == "within noise" else "bold"
+        console.print(f"p50 B / A = {ratio['ratio']:.3f}, 95 % interval [{ratio['low']:.3f}, "
+                      f"{ratio['high']:.3f}]: [{colour}]{ratio['verdict']}[/] ({ratio['method']})",
+                      highlight=False)
+    for side, label in (("noise_a", "A"), ("noise_b", "B")):
+        for warning in (t[side] or {}).get("warnings") or []:
+            console.print(f"[bold yellow]warning ({label}):[/] {escape(warning)}", highlight=False)
+    console.print(f"config A: {escape(t['config_a'])}", highlight=False)
+    console.print(f"config B: {escape(t['config_b'])}", highlight=False)
+    differing = t["differences"]
+    diffs = Table(title=f"Config and environment fields that differ ({len(differing)})",
+                  title_justify="left")
+    for col in ("field", "A", "B"):
+        diffs.add_column(col, overflow="fold")
+    for row in differing:
+        diffs.add_row(escape(row["field"]), escape(str(row["a"])), escape(str(row["b"])))
+    console.print(diffs if differing else "config and environment: no field differs")
 
 
 def timed_rows(ra: dict | None, rb: dict | None) -> pd.DataFrame:

@@ -9,7 +9,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from pathlib import Path
+
+from ..trace.headline import memory_figures, window_noise
 from .console import make_console
+from .headline_view import mib
 
 
 def print_json(result: dict) -> None:
@@ -27,11 +31,21 @@ def print_result(result: dict) -> None:
     gpu = env.get("gpu") or {}
     table = Table(title=f"{result['model']} · {backend['name']} · bs {result['batch_size']} · "
                         f"{gpu.get('name', 'CPU')}", title_justify="left")
-    columns = ["mean ms", "std", "min", "p50", "p90", "p95", "p99", "max", "samples/s", "prepare s"]
-    cells = [*(_ms(timing[k]) for k in ("mean_ms", "std_ms", "min_ms", "p50_ms", "p90_ms",
-                                        "p95_ms", "p99_ms", "max_ms")),
+    memory = memory_figures(result)
+    window = window_noise(result, Path(result["latency_csv"]).parent) or {}
+    columns = ["p50 ms", "p90", "p99", "mean", "min", "max", "samples/s", "CV", "IQR",
+               "peak alloc", "peak reserved", "prepare s"]
+    cells = [*(_ms(timing[k]) for k in ("p50_ms", "p90_ms", "p99_ms", "mean_ms", "min_ms",
+                                        "max_ms")),
              f"{timing['throughput_samples_per_s']:.1f}",
+             f"{100 * window['cv']:.1f} %" if window else "-",
+             _ms(window["iqr_ms"]) if window else "-",
+             mib(memory["peak_allocated_mib"], memory["note"]),
+             mib(memory["peak_reserved_mib"], memory["note"]),
              f"{timing['prepare_s'] + timing['first_call_s']:.2f}"]
+    if memory["engine_mib"] is not None:
+        columns.append("engine mem")
+        cells.append(mib(memory["engine_mib"]))
     # compiled backends: the compile (or cache load) part of prepare, as its own figure
     for key, column in (("compile_s", "compile s"), ("load_s", "cache load s")):
         if key in backend["notes"]:
@@ -44,9 +58,17 @@ def print_result(result: dict) -> None:
     console.print(table)
     _print_numerics(console, result.get("numerics"))
     precision = result.get("precision", {})
-    console.print(f"{timing['iters']} iterations after {timing['warmup_iters']} warm-up, "
-                  f"{timing['timer']}, synchronized every iteration; TF32 "
+    chosen = f" ({timing['iterations_chosen_by']})" if timing.get("iterations_chosen_by") else ""
+    console.print(f"{timing['iters']} iterations{chosen} after {timing['warmup_iters']} "
+                  f"warm-up, {timing['timer']}, synchronized every iteration; TF32 "
                   f"{'on' if precision.get('tf32') else 'off'}", highlight=False)
+    for warning in window.get("warnings") or []:
+        console.print(f"[bold yellow]warning:[/] {escape(warning)}", highlight=False)
+    spread = window.get("repeat_runs")
+    if spread:
+        console.print(f"p50 over {spread['runs']} processes: {spread['min_p50_ms']:.3f} to "
+                      f"{spread['max_p50_ms']:.3f} ms ({spread['range_pct_of_median']:.1f} % of "
+                      "the median)", highlight=False)
     for line in describe_notes(backend["notes"]):
         console.print(line, highlight=False)
     for warning in backend["notes"].get("warnings", []):
@@ -57,13 +79,27 @@ def print_result(result: dict) -> None:
     if result.get("artifacts"):
         console.print(f"files:   {', '.join(result['artifacts'])}", highlight=False)
     console.print(f"trace:   {', '.join(result['trace']['files'])}", highlight=False)
-    console.print(f"results: {result['latency_csv'].rsplit('/', 1)[0]}/result.json", highlight=False)
+    run_dir = result['latency_csv'].rsplit('/', 1)[0]
+    console.print(f"results: {run_dir}/result.json", highlight=False)
+    for hint in next_steps(result, run_dir):
+        console.print(f"next: {escape(hint)}", highlight=False)
+
+
+def next_steps(result: dict, run_dir: str) -> list[str]:
+    """What to run after `run`: the summary, a layer view for TensorRT, a comparison."""
+    hints = [f"python profile.py summarize {run_dir}   (timed headline, kernels, step time)"]
+    if result.get("backend", {}).get("family") == "tensorrt":
+        hints.append(f"python profile.py summarize {run_dir} --view layers   (TensorRT layers)")
+    other = "ttrt_fp16" if result["backend"]["name"] != "ttrt_fp16" else "pytorch_fp32"
+    hints.append(f"python profile.py compare {run_dir} {run_dir.rsplit('/', 1)[0]}/"
+                 f"{other}_bs{result['batch_size']}   (after running --backend {other})")
+    return hints
 
 
 # backend notes that stay in result.json only (too long for the terminal, or shown elsewhere)
 _QUIET_NOTES = {"artifacts", "warnings", "compile_s", "load_s", "cache", "versions",
                 "compile_options", "distribution", "layer_files", "layer_timing",
-                "profiling_verbosity"}
+                "profiling_verbosity", "engine_memory"}
 
 
 def describe_notes(notes: dict) -> list[str]:

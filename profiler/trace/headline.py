@@ -126,3 +126,24 @@ def differences(ra: dict | None, rb: dict | None) -> list[tuple[str, object, obj
         if a != b:
             fields.append((key, a, b))
     return fields
+
+
+def compare_timed(ra: dict | None, rb: dict | None, dir_a: Path | None,
+                  dir_b: Path | None) -> dict | None:
+    """Both runs' timed figures, speedup (p50 A / p50 B, as x), the bootstrap verdict on the
+    p50 ratio from both latency.csv files, memory, and every differing field."""
+    if not ra or not rb or "timing" not in ra or "timing" not in rb:
+        return None
+    from .noise import p50_ratio
+
+    a, b = timed_figures(ra), timed_figures(rb)
+    speedup = a["p50_ms"] / b["p50_ms"] if a["p50_ms"] and b["p50_ms"] else None
+    csv_a, csv_b = latency_csv(ra, dir_a), latency_csv(rb, dir_b)
+    ratio = None
+    if csv_a is not None and csv_b is not None:
+        ratio = p50_ratio(read_latency_csv(csv_a), read_latency_csv(csv_b)).to_dict()
+    return {"a": a, "b": b, "speedup_x": speedup, "p50_ratio": ratio,
+            "noise_a": window_noise(ra, dir_a), "noise_b": window_noise(rb, dir_b),
+            "memory_a": memory_figures(ra), "memory_b": memory_figures(rb),
+            "config_a": config_line(ra), "config_b": config_line(rb),
+            "differences": [{"field": f, "a": x, "b": y} for f, x, y in differences(ra, rb)]}
