@@ -14,9 +14,10 @@ from rich.table import Table
 from ..errors import UserError
 from ..trace.diff import BOTH, ONLY_A, ONLY_B, Diff, diff
 from ..trace.headline import compare_timed, read_result
+from ..trace.rules import SHORT_WIDTH
 from ..trace.summary import Summary, _clean, resolve_target
 from .console import make_console
-from .export import write_atomic
+from .export import write_table, write_tables
 from .fmt import head, missing
 from .headline_view import mib
 
@@ -135,21 +136,16 @@ def timed_rows(ra: dict | None, rb: dict | None) -> pd.DataFrame:
 
 
 def write_csvs(result: Diff, out: Path) -> list[Path]:
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise UserError(f"cannot create --out folder {out}: {error.strerror}") from None
+    """The tables as CSVs in the folder ``out``; with ``out`` ending in .parquet, the kernel
+    table (the big one, full names) as one Parquet file."""
+    if out.suffix == ".parquet":
+        return [write_table(out, result.kernels)]
     faster, slower = result.top_changes(0)
     changes = pd.concat([faster.assign(direction="faster in B"),
                          slower.assign(direction="slower in B")], ignore_index=True)
-    frames = {"overview.csv": result.overview, "categories.csv": result.categories,
-              "kernels.csv": result.kernels, "operators.csv": result.operators,
-              "top_changes.csv": changes}
-    written = []
-    for name, frame in frames.items():
-        write_atomic(out / name, frame.to_csv(index=False))
-        written.append(out / name)
-    return written
+    return write_tables(out, {"overview": result.overview, "categories": result.categories,
+                              "kernels": result.kernels, "operators": result.operators,
+                              "top_changes": changes})
 
 
 # ---- terminal ------------------------------------------------------------------------------
@@ -246,8 +242,8 @@ def kernels_table(result: Diff, top: int) -> Table:
     shown = head(matched, top)
     t = Table(title=f"Kernels in both runs, matched by full name ({len(shown)} of "
                     f"{len(matched)} by |delta|)", title_justify="left")
-    t.add_column("kernel (short name; full name in --out)", no_wrap=True, overflow="ellipsis",
-                 max_width=60)
+    t.add_column("kernel (short name; full name in --out/--json)", no_wrap=True,
+                 min_width=SHORT_WIDTH)
     for col in ("category", "calls A", "calls B", "A", "B", "delta", "change"):
         t.add_column(col, justify="left" if col == "category" else "right")
     for r in shown.itertuples():
@@ -265,7 +261,7 @@ def unmatched_table(result: Diff, side: str, top: int) -> Table:
     which = "A" if side == ONLY_A else "B"
     t = Table(title=f"Kernels only in {which}: {len(rows)} kernels, {_us(rows[column].sum())} "
                     f"per step (top {len(shown)})", title_justify="left")
-    t.add_column("kernel", no_wrap=True, overflow="ellipsis", max_width=70)
+    t.add_column("kernel", no_wrap=True, min_width=SHORT_WIDTH)
     for col in ("category", "Tensor Cores", "calls", "time"):
         t.add_column(col, justify="left" if col in ("category", "Tensor Cores") else "right")
     for r in shown.itertuples():
@@ -290,7 +286,8 @@ def operators_table(result: Diff, top: int) -> Table:
 
 def changes_table(frame: pd.DataFrame, title: str, level: str) -> Table:
     t = Table(title=title, title_justify="left")
-    t.add_column(level, no_wrap=True, overflow="ellipsis", max_width=70)
+    t.add_column(level, no_wrap=True, min_width=SHORT_WIDTH if level == "kernel" else None,
+                 overflow="ellipsis", max_width=None if level == "kernel" else 70)
     for col in ("in", "A", "B", "delta"):
         t.add_column(col, justify="left" if col == "in" else "right")
     name = "kernel" if level == "kernel" else "operator"

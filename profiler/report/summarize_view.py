@@ -22,6 +22,9 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
         print(resolved.note, file=sys.stderr)
     summary = resolved.summary()
     headline = _headline(resolved, summary)
+    if view == "layers":
+        _layers(resolved, out, json_out, top)
+        return
     joined = agreement = None
     ncu_path = _ncu_csv(target, ncu)
     if ncu_path is not None:
@@ -30,7 +33,11 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
         print(f"Nsight Compute measurements: {ncu_path}", file=sys.stderr)
         joined = hardware_join(summary.kernels.table, read_ncu_csv(ncu_path))
         agreement = agreement_share(joined)
-    if out is not None:
+    if out is not None and out.suffix == ".parquet":
+        from .export import write_table
+
+        print(f"wrote {write_table(out, summary.kernels.table)}", file=sys.stderr)
+    elif out is not None:
         from .export import export, write_atomic
 
         written = export(summary, out, top=0)
@@ -94,3 +101,26 @@ def _headline(resolved, summary) -> dict | None:
     if result is None:
         return None
     return headline_data(result, resolved.result_json.parent, summary.overview.mean_step_us)
+
+
+def _layers(resolved, out: Path | None, json_out: bool, top: int) -> None:
+    """--view layers: the TensorRT layers of a run with the profiled kernels attributed."""
+    from ..trace.load import load_trace
+    from ..trace.summary import _clean
+    from .layers_view import LAYER_COLUMNS, engine_attributions, print_layers, to_dict
+
+    run_dir = resolved.result_json.parent if resolved.result_json is not None else None
+    attributions = engine_attributions(run_dir, load_trace(resolved.path))
+    if out is not None:
+        from .export import write_tables
+
+        written = write_tables(out, {f"layers_{i}": a.layers[LAYER_COLUMNS]
+                                     for i, a in enumerate(attributions)})
+        print(f"wrote {len(written)} files to {out}", file=sys.stderr)
+    if json_out:
+        json.dump(_clean({"engines": to_dict(attributions)}), sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return
+    from .console import make_console
+
+    print_layers(attributions, top, make_console())

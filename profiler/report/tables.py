@@ -10,9 +10,10 @@ from rich.table import Table
 from ..trace.overview import BREAKDOWN
 from .console import make_console
 from .fmt import head, missing, pct
+from ..trace.rules import SHORT_WIDTH
 from ..trace.summary import Summary
 
-VIEWS = ("all", "overview", "kernels", "categories", "operators")
+VIEWS = ("all", "overview", "kernels", "categories", "operators", "layers")
 
 
 def _us(value) -> str:
@@ -129,7 +130,7 @@ def kernels_table(summary: Summary, top: int) -> Table:
                                        len(table) > top else "")
     t = Table(title=title, title_justify="left")
     t.add_column("kernel (short name; full name in --out/--json)", no_wrap=True,
-                 overflow="ellipsis", max_width=50)
+                 min_width=SHORT_WIDTH)
     t.add_column("category")
     for name in ("calls", "total", "mean", "median", "min", "max", "share"):
         t.add_column(name, justify="right")
@@ -147,7 +148,7 @@ def launch_table(summary: Summary, top: int) -> Table:
     t = Table(title="Kernel launch configuration and occupancy (most time-consuming "
               "configuration; per-SM values and occupancy kernel-time weighted)",
               title_justify="left")
-    t.add_column("kernel", no_wrap=True, overflow="ellipsis", max_width=50)
+    t.add_column("kernel", no_wrap=True, min_width=SHORT_WIDTH)
     for name in ("regs/thread", "smem/block", "block", "grid", "blocks/SM", "warps/SM",
                  "occupancy: Kineto est.", "occupancy: theoretical (computed)", "configs"):
         t.add_column(name, justify="right")
