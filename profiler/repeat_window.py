@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -42,12 +43,21 @@ def repeat(config: RunConfig, iters: int, warmup: int, say) -> list[dict]:
     for index in range(1, config.repeat_runs):
         say(f"  repeat {index + 1} of {config.repeat_runs}: a fresh process")
         done = subprocess.run([sys.executable, "-m", "profiler.repeat_window"],
-                              input=config_to_json(child), capture_output=True, text=True)
+                              input=config_to_json(child), capture_output=True, text=True,
+                              env=_child_env())
         if done.returncode != 0:
             last = (done.stderr.strip().splitlines() or ["no output"])[-1]
             raise UserError(f"--repeat-runs: repeat {index + 1} failed: {last}")
         windows.append(json.loads(done.stdout.strip().splitlines()[-1]))
     return windows
+
+
+def _child_env() -> dict:
+    """This process's environment, with this copy of the package (and the current folder, for
+    package.module:function models) importable first."""
+    package_root = str(Path(__file__).resolve().parent.parent)
+    paths = [package_root, os.getcwd(), os.environ.get("PYTHONPATH", "")]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
 
 
 def _time_once(config: RunConfig) -> dict:

@@ -1,0 +1,111 @@
+"""Timed headline in summarize and compare, what differs between runs, machine output."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from tests.conftest import FIXTURES
+
+RUNS = FIXTURES / "h200" / "runs"
+
+
+def test_summarize_opens_with_the_timed_figures_and_labels_the_profiled_step(cli):
+    out = cli("summarize", str(RUNS / "pytorch_fp16_bs8"), "--view", "overview")
+    assert out.code == 0, out.stderr
+    first = out.stdout.index("Timed window")
+    assert first < out.stdout.index("Overview")
+    assert "5.791 ms" in out.stdout  # the run's timed p50, from result.json
+    assert "1,493.8 samples/s" in out.stdout
+    assert "step time under the profiler" in out.stdout
+    # 12.327 ms under the profiler / 5.791 ms timed p50
+    assert "2.13x the timed p50" in out.stdout
+    assert "backend=pytorch_fp16" in out.stdout and "batch_size=8" in out.stdout
+    # this window really is noisy and bimodal (CV 16.9 %): the headline says so
+    assert "warning: noisy" in out.stdout and "warning: bimodal" in out.stdout
+
+
+def test_summarize_json_carries_the_headline(cli):
+    out = cli("summarize", str(RUNS / "ttrt_fp16_bs8"), "--json", "--top", "3")
+    data = json.loads(out.stdout)
+    headline = data["headline"]
+    assert headline["timed"]["p50_ms"] == pytest.approx(0.7987, abs=1e-3)
+    assert headline["noise"]["cv"] < 0.1 and headline["noise"]["warnings"] == []
+    assert headline["memory"]["note"] == "not recorded"  # recorded before memory was
+    assert headline["profiler_overhead_ratio"] > 1
+
+
+def test_a_bare_trace_has_no_headline(cli):
+    trace = next((FIXTURES / "h200" / "tb_logs" / "pytorch_fp32_bs8").iterdir())
+    out = cli("summarize", str(trace), "--view", "overview")
+    assert out.code == 0 and "Timed window" not in out.stdout
+
+
+def test_compare_of_a_run_with_itself_is_within_noise_and_nothing_differs(cli):
+    run = str(RUNS / "pytorch_fp32_bs8")
+    out = cli("compare", run, run, "--top", "3")
+    assert out.code == 0, out.stderr
+    assert out.stdout.index("Timed window") < out.stdout.index("Overview")
+    assert "within noise" in out.stdout and "1.00x" in out.stdout
+    assert "no field differs" in out.stdout
+
+
+def test_compare_json_has_speedup_verdict_and_every_differing_field(cli):
+    out = cli("compare", str(RUNS / "pytorch_fp32_bs8"), str(RUNS / "ttrt_fp16_bs8"), "--json")
+    data = json.loads(out.stdout)
+    timed = data["timed"]
+    assert timed["speedup_x"] == pytest.approx(4.888 / 0.7987, rel=1e-3)
+    assert timed["p50_ratio"]["verdict"] == "B faster"
+    fields = {d["field"] for d in timed["differences"]}
+    assert {"config.backend", "backend.precision",
+            "environment.packages.torch-tensorrt-rtx"} <= fields
+    assert "config.batch_size" not in fields
+    # full kernel names in JSON
+    assert all("name" in row for row in data["kernels"])
+
+
+def test_compare_csvs_write_counts_as_integers(cli, tmp_path):
+    out = cli("compare", str(RUNS / "pytorch_fp32_bs8"), str(RUNS / "pytorch_fp16_bs8"),
+              "--out", str(tmp_path / "diff"))
+    assert out.code == 0
+    kernels = (tmp_path / "diff" / "kernels.csv").read_text().splitlines()
+    header = kernels[0].split(",")
+    for line in kernels[1:6]:
+        cells = line.split(",")
+        assert "." not in cells[header.index("calls_a")]
+    operators = pd.read_csv(tmp_path / "diff" / "operators.csv")
+    assert pd.api.types.is_integer_dtype(operators["kernels_a"])
+
+
+def test_compare_out_parquet_keeps_full_names(cli, tmp_path):
+    pytest.importorskip("pyarrow")
+    path = tmp_path / "kernels.parquet"
+    out = cli("compare", str(RUNS / "pytorch_fp32_bs8"), str(RUNS / "pytorch_fp16_bs8"),
+              "--out", str(path))
+    assert out.code == 0
+    frame = pd.read_parquet(path)
+    assert {"name", "kernel", "calls_a"} <= set(frame.columns)
+    assert str(frame["calls_a"].dtype) == "Int64"
+
+
+def test_differences_lists_changed_and_missing_fields():
+    from profiler.trace.headline import differences
+
+    a = {"config": {"iters": 100, "tf32": False}, "environment": {"gpu": {"name": "H100"}}}
+    b = {"config": {"iters": 50, "tf32": False, "min_time": 1.0},
+         "environment": {"gpu": {"name": "H200"}}}
+    assert differences(a, b) == [("config.iters", 100, 50), ("config.min_time", None, 1.0),
+                                 ("environment.gpu.name", "H100", "H200")]
+
+
+def test_memory_on_a_cpu_run_says_not_applicable():
+    from profiler.trace.headline import NOT_ON_CPU, memory_figures
+
+    cpu = {"device": "cpu", "memory": {"peak_allocated_bytes": None,
+                                       "peak_reserved_bytes": None}}
+    assert memory_figures(cpu)["note"] == NOT_ON_CPU
+    gpu = {"device": "cuda", "memory": {"peak_allocated_bytes": 3 * 1024 ** 2,
+                                        "peak_reserved_bytes": 4 * 1024 ** 2,
+                                        "engine_device_memory_bytes": 1024 ** 2}}
+    assert memory_figures(gpu) == {"peak_allocated_mib": 3.0, "peak_reserved_mib": 4.0,
+                                   "engine_mib": 1.0, "note": None}
