@@ -334,6 +334,8 @@ def sweep(
                                              help="Engine cache folder.", rich_help_panel="Engine cache"),
     runs_dir: Path = typer.Option(Path("runs"), help="Where the sweep folder goes."),
     tb_dir: Path = typer.Option(Path("tb_logs"), help="Where the sweep's traces go."),
+    json_out: bool = typer.Option(False, "--json", help="Print the benchmark table as JSON on "
+                                  "stdout (progress stays on stderr)."),
 ) -> None:
     """Run a backend x batch-size matrix, one `run` subprocess per cell, and tabulate it.
 
@@ -366,7 +368,7 @@ def sweep(
     plan = sweep_module.plan(backends, bs, options, name=name, baseline=baseline,
                              runs_dir=runs_dir, tb_dir=tb_dir, resume=resume,
                              cell_timeout_s=cell_timeout)
-    code = sweep_view.run(plan)
+    code = sweep_view.run(plan, json_out=json_out)
     if code:
         raise typer.Exit(code)
 
@@ -411,6 +413,7 @@ def plot(
     out: Optional[Path] = typer.Option(
         None, "--out", help="Folder for the PNGs (default: plots/ inside the sweep or run "
         "folder)."),
+    json_out: bool = typer.Option(False, "--json", help="Print the written files as JSON."),
 ) -> None:
     """PNG plots (matplotlib, no display needed).
 
@@ -426,7 +429,14 @@ def plot(
     """
     from .report import plots
 
-    for path in plots.plot(target, out):
+    written = plots.plot(target, out)
+    if json_out:
+        import json
+
+        typer.echo(json.dumps({"target": target, "written": [str(p) for p in written]},
+                              indent=1))
+        return
+    for path in written:
         typer.echo(f"wrote {path}")
 
 

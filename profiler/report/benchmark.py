@@ -11,7 +11,10 @@ to the first output, every backend), compile_s and compile_what (TensorRT: engin
 the engine cache load time; Inductor: the first call, where torch.compile compiles; empty for
 eager and TorchScript), rel_l2_error (vs the FP32 eager reference; empty for pytorch_fp32,
 the reference itself), tensor_core_pct (share of kernel time on Tensor Cores), gpu_util_pct,
-status, reason, elapsed_s (the cell's subprocess, wall time).
+cv_pct (the timed window's coefficient of variation), noise (its warnings, ";"-joined),
+peak_allocated_mib and peak_reserved_mib (PyTorch allocator, timed window; empty on a CPU),
+engine_mib (TensorRT engines' device memory), status, reason, elapsed_s (the cell's subprocess,
+wall time).
 """
 
 from __future__ import annotations
@@ -26,18 +29,21 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import UserError
-from .export import _markdown, write_atomic
+from .export import _markdown, integer_counts, write_atomic
 from .fmt import missing
 
 COLUMNS = ["model", "device", "backend", "bs", "mean_ms", "p50_ms", "p90_ms", "p99_ms",
            "throughput_per_s", "speedup", "baseline", "ready_s", "compile_s", "compile_what",
-           "rel_l2_error", "tensor_core_pct", "gpu_util_pct", "status", "reason", "elapsed_s"]
+           "rel_l2_error", "tensor_core_pct", "gpu_util_pct", "cv_pct", "noise",
+           "peak_allocated_mib", "peak_reserved_mib", "engine_mib", "status", "reason",
+           "elapsed_s"]
 
 
 MD_FORMATS = {"mean_ms": ".3f", "p50_ms": ".3f", "p90_ms": ".3f", "p99_ms": ".3f",
               "throughput_per_s": ".1f", "speedup": ".2f", "ready_s": ".2f", "compile_s": ".2f",
               "rel_l2_error": ".2e", "tensor_core_pct": ".1f", "gpu_util_pct": ".1f",
-              "elapsed_s": ".1f"}
+              "elapsed_s": ".1f", "cv_pct": ".1f", "peak_allocated_mib": ".1f",
+              "peak_reserved_mib": ".1f", "engine_mib": ".1f"}
 
 
 def _read_result(path: Path) -> dict | None:
@@ -88,22 +94,36 @@ def benchmark_table(sweep_dir: Path, manifest: dict) -> pd.DataFrame:
                 "rel_l2_error": numerics.get("rel_l2_error"),
                 "tensor_core_pct": metrics.get("tensor_core_pct"),
                 "gpu_util_pct": metrics.get("gpu_util_pct"),
+                **_noise_and_memory(result, sweep_dir / name),
             })
         rows.append(row)
     frame = pd.DataFrame(rows).reindex(columns=COLUMNS)
     frame = frame.astype({c: float for c in ("mean_ms", "p50_ms", "p90_ms", "p99_ms",
                                               "throughput_per_s", "speedup", "ready_s",
                                               "compile_s", "rel_l2_error", "tensor_core_pct",
-                                              "gpu_util_pct", "elapsed_s")})
+                                              "gpu_util_pct", "elapsed_s", "cv_pct",
+                                              "peak_allocated_mib", "peak_reserved_mib",
+                                              "engine_mib")})
     base = frame[frame["backend"] == manifest["baseline"]].set_index("bs")["p50_ms"]
     frame["speedup"] = [base.get(bs, math.nan) / p50 if p50 and p50 > 0 else math.nan
                         for bs, p50 in zip(frame["bs"], frame["p50_ms"])]
     return frame
 
 
+def _noise_and_memory(result: dict, run_dir: Path) -> dict:
+    from ..trace.headline import memory_figures, window_noise
+
+    window = window_noise(result, run_dir) or {}
+    memory = memory_figures(result)
+    return {"cv_pct": None if "cv" not in window else 100 * window["cv"],
+            "noise": "; ".join(w.split(":")[0] for w in window.get("warnings") or []),
+            "peak_allocated_mib": memory["peak_allocated_mib"],
+            "peak_reserved_mib": memory["peak_reserved_mib"], "engine_mib": memory["engine_mib"]}
+
+
 def write_benchmark(sweep_dir: Path, frame: pd.DataFrame, manifest: dict) -> list[Path]:
     csv_path, md_path = sweep_dir / "benchmark.csv", sweep_dir / "benchmark.md"
-    write_atomic(csv_path, frame.to_csv(index=False, float_format="%.6g"))
+    write_atomic(csv_path, integer_counts(frame).to_csv(index=False, float_format="%.6g"))
     write_atomic(md_path, markdown(frame, manifest))
     return [csv_path, md_path]
 
@@ -117,8 +137,9 @@ def markdown(frame: pd.DataFrame, manifest: dict) -> str:
              f"{', '.join(map(str, manifest['batch_sizes']))}",
              f"- speedup = p50 of `{manifest['baseline']}` / p50 of the cell, at the same batch "
              "size",
-             f"- timed window: {options.get('iters')} iterations after "
-             f"{options.get('timed_warmup')} warm-up, synchronized every iteration; TF32 "
+             f"- timed window: {options.get('iters') or 'default'} iterations after "
+             f"{_or_default(options.get('timed_warmup'))} warm-up (defaults: 100 after 20 on a "
+             "GPU, a 5 s budget after 2 on a CPU), synchronized every iteration; TF32 "
              f"{'on' if options.get('tf32') else 'off'}",
              "- ready_s = prepare + first call; compile_s: see compile_what; rel_l2_error vs the "
              "FP32 eager reference; tensor_core_pct and gpu_util_pct from the profiled steps' "
@@ -135,6 +156,10 @@ def markdown(frame: pd.DataFrame, manifest: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _or_default(value) -> str:
+    return "default" if value is None else str(value)
+
+
 def _f(value, fmt: str) -> str:
     if missing(value):
         return "-"
@@ -146,7 +171,8 @@ def print_benchmark(frame: pd.DataFrame, manifest: dict, console: Console) -> No
     t = Table(title=f"{manifest['model']} on {', '.join(devices) or '-'}: speedup = "
                     f"{manifest['baseline']} p50 / p50", title_justify="left")
     headers = ("backend", "bs", "mean ms", "p50 ms", "p90 ms", "p99 ms", "samples/s", "speedup",
-               "ready s", "compile s", "rel L2 err", "Tensor Cores", "GPU util", "status")
+               "ready s", "compile s", "rel L2 err", "Tensor Cores", "GPU util", "CV",
+               "peak alloc MiB", "peak reserved MiB", "status")
     for h in headers:
         t.add_column(h, justify="left" if h in ("backend", "status") else "right")
     for r in frame.itertuples():
@@ -157,8 +183,18 @@ def print_benchmark(frame: pd.DataFrame, manifest: dict, console: Console) -> No
                   _f(r.ready_s, ".2f"), _f(r.compile_s, ".2f"), _f(r.rel_l2_error, ".2g"),
                   _f(r.tensor_core_pct, ".1f") + (" %" if not pd.isna(r.tensor_core_pct) else ""),
                   _f(r.gpu_util_pct, ".1f") + (" %" if not pd.isna(r.gpu_util_pct) else ""),
+                  _f(r.cv_pct, ".1f") + (" %" if not pd.isna(r.cv_pct) else "")
+                  + (f" [yellow]{escape(r.noise)}[/]" if isinstance(r.noise, str) and r.noise
+                     else ""),
+                  _mib(r.peak_allocated_mib, r.device), _mib(r.peak_reserved_mib, r.device),
                   status)
     console.print(t)
+
+
+def _mib(value, device) -> str:
+    if missing(value):
+        return "n/a (CPU)" if device == "CPU" else "-"
+    return f"{value:,.1f}"
 
 
 def load_sweep(target: Path) -> tuple[Path, dict]:
@@ -170,3 +206,13 @@ def load_sweep(target: Path) -> tuple[Path, dict]:
     if manifest is None:
         raise UserError(f"{target} is not a sweep folder (no {MANIFEST})")
     return folder, manifest
+
+
+def benchmark_json(frame: pd.DataFrame, manifest: dict, sweep_dir: Path) -> dict:
+    """The sweep's table as JSON: one record per cell (the benchmark.csv columns)."""
+    from ..trace.summary import _clean
+
+    return _clean({"sweep": manifest.get("name"), "folder": str(sweep_dir),
+                   "model": manifest.get("model"), "baseline": manifest.get("baseline"),
+                   "cells": integer_counts(frame).astype(object)
+                   .where(frame.notna(), None).to_dict(orient="records")})

@@ -35,7 +35,7 @@ def _cell_progress(console: Console, total: int):
         yield say, lambda: bar.advance(task)
 
 
-def run(plan: SweepPlan) -> int:
+def run(plan: SweepPlan, json_out: bool = False) -> int:
     """Run the sweep; returns the exit status: 0 if at least one cell is ok (a warning lists the
     others), 1 if none is."""
     err = make_console(stderr=True)
@@ -46,7 +46,16 @@ def run(plan: SweepPlan) -> int:
             _write_tables(plan, quiet=True)
             raise
     frame, manifest = _write_tables(plan)
-    print_benchmark(frame, manifest, make_console())
+    if json_out:
+        import json
+        import sys
+
+        from .benchmark import benchmark_json
+
+        json.dump(benchmark_json(frame, manifest, plan.sweep_dir), sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        print_benchmark(frame, manifest, make_console())
     cells = grid_cells(manifest)
     bad = [(name, cell) for name, cell in cells if cell.get("status") != OK]
     err.print(f"sweep took {_duration(outcome.wall_s)} ({outcome.ran} cell(s) run, "
