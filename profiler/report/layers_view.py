@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import UserError
+from ..trace.rules import short_name
 from ..trace.trt_layers import Attribution, attribute, layer_files, read_layers
 from .fmt import head, missing
 
@@ -66,8 +67,9 @@ def print_layers(attributions: list[Attribution], top: int, console: Console) ->
                       f"({a.attributed_us:,.1f} of {a.engine_kernel_us:,.1f} µs).",
                       highlight=False)
         for r in a.not_attributed.itertuples():
-            console.print(f"not attributed: {escape(r.kernel)} ({r.calls} calls, "
+            console.print(f"not attributed: {escape(short_name(r.kernel))} ({r.calls} calls, "
                           f"{r.total_us:,.1f} µs)", highlight=False)
         for r in a.outside_engine.itertuples():
-            console.print(f"outside the engine (PyTorch): {escape(r.kernel)} ({r.calls} calls, "
+            console.print(f"outside the engine (PyTorch): {escape(short_name(r.kernel))} "
+                          f"({r.calls} calls, "
                           f"{r.total_us:,.1f} µs)", highlight=False)
