@@ -109,3 +109,27 @@ def test_memory_on_a_cpu_run_says_not_applicable():
                                         "engine_device_memory_bytes": 1024 ** 2}}
     assert memory_figures(gpu) == {"peak_allocated_mib": 3.0, "peak_reserved_mib": 4.0,
                                    "engine_mib": 1.0, "note": None}
+
+
+def test_run_table_shows_noise_memory_and_next_steps(capsys):
+    from profiler.report.run_view import print_result
+
+    result = json.loads((RUNS / "ttrt_fp16_bs8" / "result.json").read_text())
+    result["latency_csv"] = str(RUNS / "ttrt_fp16_bs8" / "latency.csv")
+    result["memory"] = {"peak_allocated_bytes": 200 * 1024 ** 2,
+                        "peak_reserved_bytes": 256 * 1024 ** 2,
+                        "engine_device_memory_bytes": 12 * 1024 ** 2}
+    print_result(result)
+    text = capsys.readouterr().out
+    assert "200.0 MiB" in text and "256.0 MiB" in text and "12.0 MiB" in text
+    assert "2.4 %" in text  # CV computed from latency.csv for a run that predates it
+    assert "next: python profile.py summarize" in text and "--view layers" in text
+
+
+def test_summarize_out_parquet_writes_the_kernel_table(cli, tmp_path):
+    pytest.importorskip("pyarrow")
+    path = tmp_path / "kernels.parquet"
+    out = cli("summarize", str(RUNS / "pytorch_fp32_bs8"), "--out", str(path))
+    assert out.code == 0, out.stderr
+    frame = pd.read_parquet(path)
+    assert frame["name"].is_unique and pd.api.types.is_integer_dtype(frame["calls"])

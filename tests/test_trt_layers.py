@@ -71,3 +71,13 @@ def test_layers_view_of_an_eager_run_is_a_one_line_error(cli):
     assert out.code == 2
     assert out.stderr.startswith("error: no engine_layers_*.json")
     assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_layers_out_writes_a_csv_with_full_kernel_names(cli, tmp_path):
+    out = cli("summarize", str(H200 / "runs" / "ttrt_fp16_bs8"), "--view", "layers",
+              "--out", str(tmp_path / "layers"))
+    assert out.code == 0, out.stderr
+    import pandas as pd
+
+    frame = pd.read_csv(tmp_path / "layers" / "layers_0.csv")
+    assert len(frame) == 73 and frame["kernel"].dropna().str.len().max() > 48
