@@ -26,11 +26,10 @@ from pathlib import Path
 import torch
 from rich.markup import escape
 
-from . import backends, metadata, models, numerics
+from . import backends, metadata, models, numerics, timing
 from .config import RunConfig, check_path_component
 from .errors import UserError
 from .fsutil import replace_dir, staging_dir, write_json_atomic, write_text_atomic
-from . import timing
 from .timing import latency_stats, time_iterations
 from .trace.noise import noise
 
