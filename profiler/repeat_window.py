@@ -15,28 +15,21 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .config import RunConfig
+from .config import RunConfig, keyed, unkeyed
 from .errors import UserError
 
-_PATH_FIELDS = ("weights", "runs_dir", "tb_dir", "cache_dir")
-
-
 def config_to_json(config: RunConfig) -> str:
-    data = config.to_dict()
-    data.pop("run_name", None)
-    return json.dumps(data)
+    """The run options as JSON (option key -> plain value, as a sweep manifest holds them)."""
+    return json.dumps(keyed(config.options()))
 
 
 def config_from_json(text: str) -> RunConfig:
-    data = json.loads(text)
-    for key in _PATH_FIELDS:
-        if data.get(key) is not None:
-            data[key] = Path(data[key])
-    return RunConfig(**data)
+    return RunConfig(**unkeyed(json.loads(text)))
 
 
-def repeat(config: RunConfig, iters: int, warmup: int, say) -> list[dict]:
-    """K - 1 more timed windows (the main run is the first), each in a fresh process."""
+def repeat(config: RunConfig, iters: int, warmup: int, say) -> list[list[float]]:
+    """K - 1 more timed windows (the main run is the first), each in a fresh process; the
+    latencies (ms) of each."""
     child = dataclasses.replace(config, iters=iters, timed_warmup=warmup, min_time=None,
                                 repeat_runs=1)
     windows = []
@@ -48,7 +41,7 @@ def repeat(config: RunConfig, iters: int, warmup: int, say) -> list[dict]:
         if done.returncode != 0:
             last = (done.stderr.strip().splitlines() or ["no output"])[-1]
             raise UserError(f"--repeat-runs: repeat {index + 1} failed: {last}")
-        windows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        windows.append(json.loads(done.stdout.strip().splitlines()[-1])["latencies_ms"])
     return windows
 
 

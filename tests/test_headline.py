@@ -88,37 +88,70 @@ def test_compare_out_parquet_keeps_full_names(cli, tmp_path):
     assert str(frame["calls_a"].dtype) == "Int64"
 
 
-def test_differences_lists_changed_and_missing_fields():
-    from profiler.trace.headline import differences
+def test_differing_fields_lists_changed_and_missing_fields():
+    from profiler.trace.headline import differing_fields
 
     a = {"config": {"iters": 100, "tf32": False}, "environment": {"gpu": {"name": "H100"}}}
     b = {"config": {"iters": 50, "tf32": False, "min_time": 1.0},
          "environment": {"gpu": {"name": "H200"}}}
-    assert differences(a, b) == [("config.iters", 100, 50), ("config.min_time", None, 1.0),
-                                 ("environment.gpu.name", "H100", "H200")]
+    assert differing_fields(a, b) == [("config.iters", 100, 50), ("config.min_time", None, 1.0),
+                                      ("environment.gpu.name", "H100", "H200")]
+
+
+def fixture_result(run: str, **changes):
+    """A committed run's RunResult, with fields replaced (msgspec.structs.replace)."""
+    import msgspec
+
+    from profiler.runs import read_result
+
+    return msgspec.structs.replace(read_result(RUNS / run / "result.json"), **changes)
 
 
 def test_memory_on_a_cpu_run_says_not_applicable():
-    from profiler.trace.headline import NOT_ON_CPU, memory_figures
+    from profiler.headline import memory_figures
+    from profiler.runs import Memory
+    from profiler.trace.headline import NOT_ON_CPU
 
-    cpu = {"device": "cpu", "memory": {"peak_allocated_bytes": None,
-                                       "peak_reserved_bytes": None}}
+    cpu = fixture_result("pytorch_fp32_bs8", device="cpu", memory=Memory())
     assert memory_figures(cpu)["note"] == NOT_ON_CPU
-    gpu = {"device": "cuda", "memory": {"peak_allocated_bytes": 3 * 1024 ** 2,
-                                        "peak_reserved_bytes": 4 * 1024 ** 2,
-                                        "engine_device_memory_bytes": 1024 ** 2}}
+    gpu = fixture_result("pytorch_fp32_bs8", memory=Memory(
+        peak_allocated_bytes=3 * 1024 ** 2, peak_reserved_bytes=4 * 1024 ** 2,
+        engine_device_memory_bytes=1024 ** 2))
     assert memory_figures(gpu) == {"peak_allocated_mib": 3.0, "peak_reserved_mib": 4.0,
                                    "engine_mib": 1.0, "note": None}
+    # the committed runs predate memory: "not recorded", not zero
+    assert memory_figures(fixture_result("pytorch_fp32_bs8"))["note"] == "not recorded"
+
+
+def test_memory_and_noise_survive_result_json(tmp_path):
+    from profiler.runs import Memory, NoiseStats, RepeatSpread, read_result, write_result
+
+    spread = RepeatSpread(runs=2, p50_ms=[1.0, 1.1], median_p50_ms=1.05, min_p50_ms=1.0,
+                          max_p50_ms=1.1, range_pct_of_median=9.5)
+    original = read_result(RUNS / "pytorch_fp32_bs8" / "result.json")
+    import msgspec
+
+    timing = msgspec.structs.replace(
+        original.timing, iterations_chosen_by="--min-time 2 s", min_time_s=2.0,
+        noise=NoiseStats(n=100, median_ms=1.0, cv=0.01, iqr_ms=0.01, relative_iqr=0.01,
+                         warnings=["noisy: x"], repeat_runs=spread))
+    result = msgspec.structs.replace(original, timing=timing,
+                                     memory=Memory(peak_allocated_bytes=5, scope="timed"))
+    written = write_result(tmp_path, result)
+    data = json.loads(written.read_text())
+    assert data["timing"]["noise"]["repeat_runs"]["runs"] == 2
+    assert data["memory"]["peak_allocated_bytes"] == 5
+    assert read_result(written) == result
 
 
 def test_run_table_shows_noise_memory_and_next_steps(capsys):
     from profiler.report.run_view import print_result
+    from profiler.runs import Memory
 
-    result = json.loads((RUNS / "ttrt_fp16_bs8" / "result.json").read_text())
-    result["latency_csv"] = str(RUNS / "ttrt_fp16_bs8" / "latency.csv")
-    result["memory"] = {"peak_allocated_bytes": 200 * 1024 ** 2,
-                        "peak_reserved_bytes": 256 * 1024 ** 2,
-                        "engine_device_memory_bytes": 12 * 1024 ** 2}
+    result = fixture_result(
+        "ttrt_fp16_bs8", latency_csv=str(RUNS / "ttrt_fp16_bs8" / "latency.csv"),
+        memory=Memory(peak_allocated_bytes=200 * 1024 ** 2, peak_reserved_bytes=256 * 1024 ** 2,
+                      engine_device_memory_bytes=12 * 1024 ** 2))
     print_result(result)
     text = capsys.readouterr().out
     assert "200.0 MiB" in text and "256.0 MiB" in text and "12.0 MiB" in text
@@ -133,3 +166,16 @@ def test_summarize_out_parquet_writes_the_kernel_table(cli, tmp_path):
     assert out.code == 0, out.stderr
     frame = pd.read_parquet(path)
     assert frame["name"].is_unique and pd.api.types.is_integer_dtype(frame["calls"])
+
+
+def test_engine_memory_note_is_typed_and_written_back_under_backend_notes():
+    from profiler.runs import EngineMemory, result_from_dict, result_to_dict
+
+    data = json.loads((RUNS / "ttrt_fp16_bs8" / "result.json").read_text())
+    data["backend"]["notes"]["engine_memory"] = {
+        "engine_device_memory_bytes": 2048, "per_engine_bytes": [2048], "why_not": None}
+    result = result_from_dict(data)
+    assert result.backend.engine_memory == EngineMemory(2048, [2048], None)
+    assert "engine_memory" not in result.backend.extra
+    notes = result_to_dict(result)["backend"]["notes"]
+    assert notes["engine_memory"]["engine_device_memory_bytes"] == 2048

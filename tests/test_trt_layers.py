@@ -5,7 +5,8 @@ import json
 import pytest
 
 from profiler.trace.load import load_trace
-from profiler.trace.trt_layers import MIN_COVERAGE, attribute, layer_files, read_layers
+from profiler.runs import engine_layer_files as layer_files
+from profiler.trace.trt_layers import MIN_COVERAGE, attribute, read_layers
 from tests.conftest import FIXTURES
 
 H200 = FIXTURES / "h200"

@@ -19,7 +19,6 @@ wall time).
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -29,8 +28,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import UserError
-from .export import _markdown, integer_counts, write_atomic
-from .fmt import missing
+from ..fsutil import write_text_atomic
+from ..runs import MANIFEST, RESULT_FILE, RunResult, SweepManifest, read_manifest, try_read_result
+from .export import _markdown, integer_counts
+from .fmt import fixed, mib, pct, times
 
 COLUMNS = ["model", "device", "backend", "bs", "mean_ms", "p50_ms", "p90_ms", "p99_ms",
            "throughput_per_s", "speedup", "baseline", "ready_s", "compile_s", "compile_what",
@@ -46,56 +47,29 @@ MD_FORMATS = {"mean_ms": ".3f", "p50_ms": ".3f", "p90_ms": ".3f", "p99_ms": ".3f
               "peak_reserved_mib": ".1f", "engine_mib": ".1f"}
 
 
-def _read_result(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def compile_time(result: dict) -> tuple[float | None, str]:
-    notes = result.get("backend", {}).get("notes", {}) or {}
-    family = result.get("backend", {}).get("family")
-    if notes.get("compile_s") is not None:
-        return float(notes["compile_s"]), "TensorRT engine build"
-    if notes.get("load_s") is not None:
-        return float(notes["load_s"]), "engine cache load"
-    if family == "inductor":
-        return float(result["timing"]["first_call_s"]), "first call (torch.compile)"
+def compile_time(result: RunResult) -> tuple[float | None, str]:
+    if result.backend.compile_s is not None:
+        return float(result.backend.compile_s), "TensorRT engine build"
+    if result.backend.cache_load_s is not None:
+        return float(result.backend.cache_load_s), "engine cache load"
+    if result.backend.family == "inductor":
+        return float(result.timing.first_call_s), "first call (torch.compile)"
     return None, ""
 
 
-def benchmark_table(sweep_dir: Path, manifest: dict) -> pd.DataFrame:
+def benchmark_table(sweep_dir: Path, manifest: SweepManifest) -> pd.DataFrame:
     from ..sweep import OK, grid_cells
 
     rows = []
     for name, cell in grid_cells(manifest):
-        row = {"model": manifest["model"], "device": "", "backend": cell["backend"],
-               "bs": cell["batch_size"], "status": cell.get("status"),
-               "reason": cell.get("reason") or "", "elapsed_s": cell.get("elapsed_s"),
-               "baseline": manifest["baseline"]}
-        result = _read_result(sweep_dir / name / "result.json") if cell.get("status") == OK \
-            else None
-        if cell.get("status") == OK and result is None:
+        row = {"model": manifest.model, "device": "", "backend": cell.backend,
+               "bs": cell.batch_size, "status": cell.status, "reason": cell.reason or "",
+               "elapsed_s": cell.elapsed_s, "baseline": manifest.baseline}
+        result = try_read_result(sweep_dir / name / RESULT_FILE) if cell.status == OK else None
+        if cell.status == OK and result is None:
             row.update(status="failed", reason="result.json missing or unreadable")
         if result is not None:
-            timing = result["timing"]
-            gpu = (result.get("environment") or {}).get("gpu") or {}
-            compile_s, compile_what = compile_time(result)
-            numerics = result.get("numerics") or {}
-            metrics = cell.get("metrics") or {}
-            row.update({
-                "device": gpu.get("name") or "CPU",
-                "mean_ms": timing["mean_ms"], "p50_ms": timing["p50_ms"],
-                "p90_ms": timing["p90_ms"], "p99_ms": timing["p99_ms"],
-                "throughput_per_s": timing["throughput_samples_per_s"],
-                "ready_s": timing["prepare_s"] + timing["first_call_s"],
-                "compile_s": compile_s, "compile_what": compile_what,
-                "rel_l2_error": numerics.get("rel_l2_error"),
-                "tensor_core_pct": metrics.get("tensor_core_pct"),
-                "gpu_util_pct": metrics.get("gpu_util_pct"),
-                **_noise_and_memory(result, sweep_dir / name),
-            })
+            row.update(_result_columns(result, cell.metrics or {}))
         rows.append(row)
     frame = pd.DataFrame(rows).reindex(columns=COLUMNS)
     frame = frame.astype({c: float for c in ("mean_ms", "p50_ms", "p90_ms", "p99_ms",
@@ -104,16 +78,33 @@ def benchmark_table(sweep_dir: Path, manifest: dict) -> pd.DataFrame:
                                               "gpu_util_pct", "elapsed_s", "cv_pct",
                                               "peak_allocated_mib", "peak_reserved_mib",
                                               "engine_mib")})
-    base = frame[frame["backend"] == manifest["baseline"]].set_index("bs")["p50_ms"]
+    base = frame[frame["backend"] == manifest.baseline].set_index("bs")["p50_ms"]
     frame["speedup"] = [base.get(bs, math.nan) / p50 if p50 and p50 > 0 else math.nan
                         for bs, p50 in zip(frame["bs"], frame["p50_ms"])]
     return frame
 
 
-def _noise_and_memory(result: dict, run_dir: Path) -> dict:
-    from ..trace.headline import memory_figures, window_noise
+def _result_columns(result: RunResult, metrics: dict) -> dict:
+    timing = result.timing
+    compile_s, compile_what = compile_time(result)
+    return {
+        "device": (result.environment.gpu or {}).get("name") or "CPU",
+        "mean_ms": timing.mean_ms, "p50_ms": timing.p50_ms,
+        "p90_ms": timing.p90_ms, "p99_ms": timing.p99_ms,
+        "throughput_per_s": timing.throughput_samples_per_s,
+        "ready_s": timing.prepare_s + timing.first_call_s,
+        "compile_s": compile_s, "compile_what": compile_what,
+        "rel_l2_error": result.numerics.rel_l2_error if result.numerics else None,
+        "tensor_core_pct": metrics.get("tensor_core_pct"),
+        "gpu_util_pct": metrics.get("gpu_util_pct"),
+        **_noise_and_memory(result),
+    }
 
-    window = window_noise(result, run_dir) or {}
+
+def _noise_and_memory(result: RunResult) -> dict:
+    from ..headline import memory_figures, window_noise
+
+    window = window_noise(result) or {}
     memory = memory_figures(result)
     return {"cv_pct": None if "cv" not in window else 100 * window["cv"],
             "noise": "; ".join(w.split(":")[0] for w in window.get("warnings") or []),
@@ -121,32 +112,33 @@ def _noise_and_memory(result: dict, run_dir: Path) -> dict:
             "peak_reserved_mib": memory["peak_reserved_mib"], "engine_mib": memory["engine_mib"]}
 
 
-def write_benchmark(sweep_dir: Path, frame: pd.DataFrame, manifest: dict) -> list[Path]:
+def write_benchmark(sweep_dir: Path, frame: pd.DataFrame, manifest: SweepManifest) -> list[Path]:
     csv_path, md_path = sweep_dir / "benchmark.csv", sweep_dir / "benchmark.md"
-    write_atomic(csv_path, integer_counts(frame).to_csv(index=False, float_format="%.6g"))
-    write_atomic(md_path, markdown(frame, manifest))
+    write_text_atomic(csv_path, integer_counts(frame).to_csv(index=False, float_format="%.6g"))
+    write_text_atomic(md_path, markdown(frame, manifest))
     return [csv_path, md_path]
 
 
-def markdown(frame: pd.DataFrame, manifest: dict) -> str:
+def markdown(frame: pd.DataFrame, manifest: SweepManifest) -> str:
     devices = sorted({d for d in frame["device"].dropna() if d})
-    options = manifest.get("options", {})
-    lines = [f"# Sweep `{manifest.get('name', '')}`: {manifest['model']} on "
+    options = {key: "default" if value is None else value
+               for key, value in manifest.options.items()}
+    lines = [f"# Sweep `{manifest.name}`: {manifest.model} on "
              f"{', '.join(devices) or 'no finished cell'}\n",
-             f"- backends: {', '.join(manifest['backends'])}; batch sizes: "
-             f"{', '.join(map(str, manifest['batch_sizes']))}",
-             f"- speedup = p50 of `{manifest['baseline']}` / p50 of the cell, at the same batch "
+             f"- backends: {', '.join(manifest.backends)}; batch sizes: "
+             f"{', '.join(map(str, manifest.batch_sizes))}",
+             f"- speedup = p50 of `{manifest.baseline}` / p50 of the cell, at the same batch "
              "size",
-             f"- timed window: {options.get('iters') or 'default'} iterations after "
-             f"{_or_default(options.get('timed_warmup'))} warm-up (defaults: 100 after 20 on a "
+             f"- timed window: {options.get('iters', 'default')} iterations after "
+             f"{options.get('timed_warmup', 'default')} warm-up (defaults: 100 after 20 on a "
              "GPU, a 5 s budget after 2 on a CPU), synchronized every iteration; TF32 "
              f"{'on' if options.get('tf32') else 'off'}",
              "- ready_s = prepare + first call; compile_s: see compile_what; rel_l2_error vs the "
              "FP32 eager reference; tensor_core_pct and gpu_util_pct from the profiled steps' "
              "trace", ""]
     shown = frame.drop(columns=["model", "device", "baseline", "reason"]).astype(object)
-    for column, fmt in MD_FORMATS.items():
-        shown[column] = [("" if pd.isna(v) else format(v, fmt)) for v in frame[column]]
+    for column, spec in MD_FORMATS.items():
+        shown[column] = [fixed(v, spec, blank="") for v in frame[column]]
     lines.append(_markdown(shown))
     failed = frame[frame["status"] != "ok"]
     if len(failed):
@@ -156,20 +148,10 @@ def markdown(frame: pd.DataFrame, manifest: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _or_default(value) -> str:
-    return "default" if value is None else str(value)
-
-
-def _f(value, fmt: str) -> str:
-    if missing(value):
-        return "-"
-    return format(value, fmt)
-
-
-def print_benchmark(frame: pd.DataFrame, manifest: dict, console: Console) -> None:
+def print_benchmark(frame: pd.DataFrame, manifest: SweepManifest, console: Console) -> None:
     devices = sorted({d for d in frame["device"].dropna() if d})
-    t = Table(title=f"{manifest['model']} on {', '.join(devices) or '-'}: speedup = "
-                    f"{manifest['baseline']} p50 / p50", title_justify="left")
+    t = Table(title=f"{manifest.model} on {', '.join(devices) or '-'}: speedup = "
+                    f"{manifest.baseline} p50 / p50", title_justify="left")
     headers = ("backend", "bs", "mean ms", "p50 ms", "p90 ms", "p99 ms", "samples/s", "speedup",
                "ready s", "compile s", "rel L2 err", "Tensor Cores", "GPU util", "CV",
                "peak alloc MiB", "peak reserved MiB", "status")
@@ -177,30 +159,24 @@ def print_benchmark(frame: pd.DataFrame, manifest: dict, console: Console) -> No
         t.add_column(h, justify="left" if h in ("backend", "status") else "right")
     for r in frame.itertuples():
         status = r.status if r.status == "ok" else f"[red]{escape(str(r.status))}[/]"
-        t.add_row(r.backend, str(r.bs), _f(r.mean_ms, ".3f"), _f(r.p50_ms, ".3f"),
-                  _f(r.p90_ms, ".3f"), _f(r.p99_ms, ".3f"), _f(r.throughput_per_s, ",.1f"),
-                  _f(r.speedup, ".2f") + ("x" if not pd.isna(r.speedup) else ""),
-                  _f(r.ready_s, ".2f"), _f(r.compile_s, ".2f"), _f(r.rel_l2_error, ".2g"),
-                  _f(r.tensor_core_pct, ".1f") + (" %" if not pd.isna(r.tensor_core_pct) else ""),
-                  _f(r.gpu_util_pct, ".1f") + (" %" if not pd.isna(r.gpu_util_pct) else ""),
-                  _f(r.cv_pct, ".1f") + (" %" if not pd.isna(r.cv_pct) else "")
-                  + (f" [yellow]{escape(r.noise)}[/]" if isinstance(r.noise, str) and r.noise
-                     else ""),
+        t.add_row(r.backend, str(r.bs), fixed(r.mean_ms, ".3f"), fixed(r.p50_ms, ".3f"),
+                  fixed(r.p90_ms, ".3f"), fixed(r.p99_ms, ".3f"),
+                  fixed(r.throughput_per_s, ",.1f"), times(r.speedup), fixed(r.ready_s, ".2f"),
+                  fixed(r.compile_s, ".2f"), fixed(r.rel_l2_error, ".2g"),
+                  pct(r.tensor_core_pct), pct(r.gpu_util_pct),
+                  pct(r.cv_pct) + (f" [yellow]{escape(r.noise)}[/]" if isinstance(r.noise, str)
+                                   and r.noise else ""),
                   _mib(r.peak_allocated_mib, r.device), _mib(r.peak_reserved_mib, r.device),
                   status)
     console.print(t)
 
 
 def _mib(value, device) -> str:
-    if missing(value):
-        return "n/a (CPU)" if device == "CPU" else "-"
-    return f"{value:,.1f}"
+    return mib(value, "n/a (CPU)" if device == "CPU" else None).removesuffix(" MiB")
 
 
-def load_sweep(target: Path) -> tuple[Path, dict]:
+def load_sweep(target: Path) -> tuple[Path, SweepManifest]:
     """A sweep folder (or its sweep.json) -> (folder, manifest)."""
-    from ..sweep import MANIFEST, read_manifest
-
     folder = target.parent if target.name == MANIFEST else target
     manifest = read_manifest(folder) if folder.is_dir() else None
     if manifest is None:
@@ -208,11 +184,11 @@ def load_sweep(target: Path) -> tuple[Path, dict]:
     return folder, manifest
 
 
-def benchmark_json(frame: pd.DataFrame, manifest: dict, sweep_dir: Path) -> dict:
+def benchmark_json(frame: pd.DataFrame, manifest: SweepManifest, sweep_dir: Path) -> dict:
     """The sweep's table as JSON: one record per cell (the benchmark.csv columns)."""
     from ..trace.summary import _clean
 
-    return _clean({"sweep": manifest.get("name"), "folder": str(sweep_dir),
-                   "model": manifest.get("model"), "baseline": manifest.get("baseline"),
+    return _clean({"sweep": manifest.name, "folder": str(sweep_dir),
+                   "model": manifest.model, "baseline": manifest.baseline,
                    "cells": integer_counts(frame).astype(object)
                    .where(frame.notna(), None).to_dict(orient="records")})

@@ -3,34 +3,11 @@ and the profiled step time labelled as measured under the profiler (a view over 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..trace.headline import (config_line, memory_figures, overhead_ratio, timed_figures,
-                              window_noise)
-from .fmt import missing
-
-
-def headline_data(result: dict, run_dir: Path | None, profiled_step_us: float | None) -> dict:
-    """Everything the headline shows, as plain data (also the "headline" key of --json)."""
-    timed = timed_figures(result)
-    return {"timed": timed, "noise": window_noise(result, run_dir),
-            "memory": memory_figures(result), "config": config_line(result),
-            "profiled_step_ms": None if profiled_step_us is None else profiled_step_us / 1000.0,
-            "profiler_overhead_ratio": overhead_ratio(profiled_step_us, timed["p50_ms"])}
-
-
-def _ms(value) -> str:
-    return "-" if missing(value) else f"{value:.3f} ms"
-
-
-def mib(value, note: str | None = None) -> str:
-    if missing(value):
-        return note or "-"
-    return f"{value:,.1f} MiB"
+from .fmt import mib, missing, ms_unit as _ms
 
 
 def print_headline(data: dict, console: Console) -> None:

@@ -3,38 +3,13 @@ them (a view over trace.trt_layers results)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..errors import UserError
 from ..trace.rules import short_name
-from ..trace.trt_layers import Attribution, attribute, layer_files, read_layers
+from ..trace.trt_layers import Attribution
 from .fmt import head, missing
-
-LAYER_COLUMNS = ["layer", "type", "precision", "tactic", "ms_per_call", "share_pct", "kernel",
-                 "profiled_us_per_call"]
-
-
-def engine_attributions(run_dir: Path | None, trace) -> list[Attribution]:
-    """One Attribution per engine of the run (engine_layers_<i>.json in its folder)."""
-    pairs = layer_files(run_dir) if run_dir is not None else []
-    if not pairs:
-        raise UserError(f"no engine_layers_*.json in {run_dir or 'the target'}: the layers view "
-                        "needs a TensorRT run folder (a ttrt_* run)")
-    return [attribute(read_layers(layers, times), trace) for layers, times in pairs]
-
-
-def to_dict(attributions: list[Attribution]) -> list[dict]:
-    return [{"method": a.method, "calls": a.calls, "engine_kernel_us": a.engine_kernel_us,
-             "attributed_us": a.attributed_us, "coverage_pct": 100 * a.coverage,
-             "layers": a.layers[LAYER_COLUMNS].to_dict(orient="records"),
-             "not_attributed": a.not_attributed.to_dict(orient="records"),
-             "outside_engine": a.outside_engine.to_dict(orient="records")}
-            for a in attributions]
-
 
 def _cut(text, width: int) -> str:
     text = "" if missing(text) else str(text)

@@ -9,59 +9,52 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from pathlib import Path
-
-from ..trace.headline import memory_figures, window_noise
+from ..headline import memory_figures, window_noise
+from ..runs import RESULT_FILE, Numerics, RunResult, result_text
 from .console import make_console
-from .headline_view import mib
+from .fmt import mib, ms, ms_unit, pct, significant
 
 
-def print_json(result: dict) -> None:
-    sys.stdout.write(json.dumps(result, indent=2, default=str) + "\n")
+def print_json(result: RunResult) -> None:
+    sys.stdout.write(result_text(result))
 
 
-def _ms(value: float) -> str:
-    return f"{value:.3f}"
-
-
-def print_result(result: dict) -> None:
-    timing = result["timing"]
-    backend = result["backend"]
-    env = result["environment"]
-    gpu = env.get("gpu") or {}
-    table = Table(title=f"{result['model']} · {backend['name']} · bs {result['batch_size']} · "
+def print_result(result: RunResult) -> None:
+    timing, backend = result.timing, result.backend
+    gpu = result.environment.gpu or {}
+    table = Table(title=f"{result.model} · {backend.name} · bs {result.batch_size} · "
                         f"{gpu.get('name', 'CPU')}", title_justify="left")
     memory = memory_figures(result)
-    window = window_noise(result, Path(result["latency_csv"]).parent) or {}
+    window = window_noise(result) or {}
     columns = ["p50 ms", "p90", "p99", "mean", "min", "max", "samples/s", "CV", "IQR",
                "peak alloc", "peak reserved", "prepare s"]
-    cells = [*(_ms(timing[k]) for k in ("p50_ms", "p90_ms", "p99_ms", "mean_ms", "min_ms",
-                                        "max_ms")),
-             f"{timing['throughput_samples_per_s']:.1f}",
-             f"{100 * window['cv']:.1f} %" if window else "-",
-             _ms(window["iqr_ms"]) if window else "-",
+    cells = [*(ms(getattr(timing, k)) for k in ("p50_ms", "p90_ms", "p99_ms", "mean_ms",
+                                                 "min_ms", "max_ms")),
+             f"{timing.throughput_samples_per_s:.1f}",
+             pct(100 * window["cv"]) if window else "-",
+             ms_unit(window["iqr_ms"]) if window else "-",
              mib(memory["peak_allocated_mib"], memory["note"]),
              mib(memory["peak_reserved_mib"], memory["note"]),
-             f"{timing['prepare_s'] + timing['first_call_s']:.2f}"]
+             f"{timing.prepare_s + timing.first_call_s:.2f}"]
     if memory["engine_mib"] is not None:
         columns.append("engine mem")
         cells.append(mib(memory["engine_mib"]))
     # compiled backends: the compile (or cache load) part of prepare, as its own figure
-    for key, column in (("compile_s", "compile s"), ("load_s", "cache load s")):
-        if key in backend["notes"]:
+    for value, column in ((backend.compile_s, "compile s"), (backend.cache_load_s, "cache load s")):
+        if value is not None:
             columns.append(column)
-            cells.append(f"{backend['notes'][key]:.2f}")
+            cells.append(f"{value:.2f}")
     for column in columns:
         table.add_column(column, justify="right")
     table.add_row(*cells)
     console = make_console()
     console.print(table)
-    _print_numerics(console, result.get("numerics"))
-    precision = result.get("precision", {})
-    chosen = f" ({timing['iterations_chosen_by']})" if timing.get("iterations_chosen_by") else ""
-    console.print(f"{timing['iters']} iterations{chosen} after {timing['warmup_iters']} "
-                  f"warm-up, {timing['timer']}, synchronized every iteration; TF32 "
-                  f"{'on' if precision.get('tf32') else 'off'}", highlight=False)
+    _print_numerics(console, result.numerics)
+    chosen = f" ({timing.iterations_chosen_by})" if timing.iterations_chosen_by else ""
+    console.print(f"{timing.iters} iterations{chosen} after {timing.warmup_iters} warm-up, "
+                  f"{timing.timer}, synchronized every iteration; TF32 "
+                  f"{'on' if result.precision and result.precision.tf32 else 'off'}",
+                  highlight=False)
     for warning in window.get("warnings") or []:
         console.print(f"[bold yellow]warning:[/] {escape(warning)}", highlight=False)
     spread = window.get("repeat_runs")
@@ -69,30 +62,29 @@ def print_result(result: dict) -> None:
         console.print(f"p50 over {spread['runs']} processes: {spread['min_p50_ms']:.3f} to "
                       f"{spread['max_p50_ms']:.3f} ms ({spread['range_pct_of_median']:.1f} % of "
                       "the median)", highlight=False)
-    for line in describe_notes(backend["notes"]):
+    for line in describe_notes(backend.extra):
         console.print(line, highlight=False)
-    for warning in backend["notes"].get("warnings", []):
+    for warning in backend.warnings:
         console.print(f"[bold yellow]warning:[/] {escape(warning)}", highlight=False)
-    output = result.get("output", {})
-    if output.get("finite") is False:
+    if result.output.finite is False:
         console.print("[bold red]warning:[/] the output holds NaN or Inf values")
-    if result.get("artifacts"):
-        console.print(f"files:   {', '.join(result['artifacts'])}", highlight=False)
-    console.print(f"trace:   {', '.join(result['trace']['files'])}", highlight=False)
-    run_dir = result['latency_csv'].rsplit('/', 1)[0]
-    console.print(f"results: {run_dir}/result.json", highlight=False)
-    for hint in next_steps(result, run_dir):
+    if backend.artifacts:
+        console.print(f"files:   {', '.join(backend.artifacts)}", highlight=False)
+    console.print(f"trace:   {', '.join(result.trace.files)}", highlight=False)
+    console.print(f"results: {result.run_dir}/{RESULT_FILE}", highlight=False)
+    for hint in next_steps(result):
         console.print(f"next: {escape(hint)}", highlight=False)
 
 
-def next_steps(result: dict, run_dir: str) -> list[str]:
+def next_steps(result: RunResult) -> list[str]:
     """What to run after `run`: the summary, a layer view for TensorRT, a comparison."""
+    run_dir = result.run_dir
     hints = [f"python profile.py summarize {run_dir}   (timed headline, kernels, step time)"]
-    if result.get("backend", {}).get("family") == "tensorrt":
+    if result.backend.family == "tensorrt":
         hints.append(f"python profile.py summarize {run_dir} --view layers   (TensorRT layers)")
-    other = "ttrt_fp16" if result["backend"]["name"] != "ttrt_fp16" else "pytorch_fp32"
-    hints.append(f"python profile.py compare {run_dir} {run_dir.rsplit('/', 1)[0]}/"
-                 f"{other}_bs{result['batch_size']}   (after running --backend {other})")
+    other = "ttrt_fp16" if result.backend.name != "ttrt_fp16" else "pytorch_fp32"
+    hints.append(f"python profile.py compare {run_dir} {run_dir.parent / f'{other}_bs{result.batch_size}'}"
+                 f"   (after running --backend {other})")
     return hints
 
 
@@ -120,23 +112,19 @@ def describe_notes(notes: dict) -> list[str]:
     return lines
 
 
-def _figure(value, digits: int = 3) -> str:
-    return "[red]not finite[/]" if value is None else f"{value:.{digits}g}"
-
-
-def _print_numerics(console: Console, numerics: dict | None) -> None:
+def _print_numerics(console: Console, numerics: Numerics | None) -> None:
     """The numeric check against the FP32 eager reference, as a one-row table."""
-    if not numerics or "skipped" in numerics:
+    if numerics is None or numerics.skipped is not None:
         return
     table = Table(title="numerics vs FP32 eager reference", title_justify="left")
     for column in ("max abs err", "mean abs err", "rel L2 err", "cosine", "top-1 agree"):
         table.add_column(column, justify="right")
-    top1 = numerics.get("top1_agreement")
-    table.add_row(_figure(numerics["max_abs_error"]), _figure(numerics["mean_abs_error"]),
-                  _figure(numerics["rel_l2_error"]), _figure(numerics["cosine_similarity"], 6),
-                  "-" if top1 is None and numerics["finite"] else _figure(top1, 4))
+    top1 = numerics.top1_agreement
+    table.add_row(significant(numerics.max_abs_error), significant(numerics.mean_abs_error),
+                  significant(numerics.rel_l2_error), significant(numerics.cosine_similarity, 6),
+                  "-" if top1 is None and numerics.finite else significant(top1, 4))
     console.print(table)
-    if not numerics["finite"]:
+    if not numerics.finite:
         console.print("[bold red]warning:[/] NaN or Inf in the output or the reference: the "
                       "numeric check fails")
 

@@ -33,16 +33,9 @@ from .load import Trace
 NO_KERNEL_TYPES = ("signal", "wait")
 ENGINE_OPERATOR = "execute_engine"
 MIN_COVERAGE = 0.90
-
-
-def layer_files(run_dir: Path) -> list[tuple[Path, Path | None]]:
-    """(engine_layers_<i>.json, engine_layer_times_<i>.json or None) per engine of a run."""
-    pairs = []
-    for layers in sorted(run_dir.glob("engine_layers_*.json")):
-        index = layers.stem.rsplit("_", 1)[-1]
-        times = run_dir / f"engine_layer_times_{index}.json"
-        pairs.append((layers, times if times.is_file() else None))
-    return pairs
+#: the columns of a layer table that the layers view shows and exports
+LAYER_COLUMNS = ["layer", "type", "precision", "tactic", "ms_per_call", "share_pct", "kernel",
+                 "profiled_us_per_call"]
 
 
 def _precision(layer: dict) -> str:

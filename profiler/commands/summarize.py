@@ -1,4 +1,4 @@
-"""The `summarize` command behind the CLI: resolve the target, summarize, print, export."""
+"""`summarize`: resolve the target, summarize it, join ncu measurements, print, export."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import sys
 from pathlib import Path
 
 from ..errors import UserError
-from ..trace.summary import resolve_target
-from .tables import VIEWS
+from ..runs import resolve_target
+
+VIEWS = ("all", "overview", "kernels", "categories", "operators", "layers")
 
 
 def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
@@ -20,11 +21,11 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
     resolved = resolve_target(target)
     if resolved.note:
         print(resolved.note, file=sys.stderr)
-    summary = resolved.summary()
-    headline = _headline(resolved, summary)
     if view == "layers":
         _layers(resolved, out, json_out, top)
         return
+    summary = resolved.summary()
+    headline = _headline(resolved, summary)
     joined = agreement = None
     ncu_path = _ncu_csv(target, ncu)
     if ncu_path is not None:
@@ -34,17 +35,18 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
         joined = hardware_join(summary.kernels.table, read_ncu_csv(ncu_path))
         agreement = agreement_share(joined)
     if out is not None and out.suffix == ".parquet":
-        from .export import write_table
+        from ..report.export import write_table
 
         print(f"wrote {write_table(out, summary.kernels.table)}", file=sys.stderr)
     elif out is not None:
-        from .export import export, write_atomic
+        from ..fsutil import write_text_atomic
+        from ..report.export import export
 
         written = export(summary, out, top=0)
         if joined is not None:
-            from .hardware_view import export_columns
+            from ..report.hardware_view import export_columns
 
-            write_atomic(out / "hardware.csv", export_columns(joined).to_csv(index=False))
+            write_text_atomic(out / "hardware.csv", export_columns(joined).to_csv(index=False))
             written.append(out / "hardware.csv")
         print(f"wrote {len(written)} files to {out}", file=sys.stderr)
     if json_out:
@@ -55,7 +57,7 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
             data = {"headline": _clean(headline), **data}
         if joined is not None:
             from ..trace.summary import _clean
-            from .hardware_view import export_columns
+            from ..report.hardware_view import export_columns
 
             rows = export_columns(joined[joined["rules_vs_hardware"] != "not profiled"])
             data["hardware"] = _clean({"ncu_csv": str(ncu_path), **agreement.to_dict(),
@@ -63,28 +65,28 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
         json.dump(data, sys.stdout, indent=1)
         sys.stdout.write("\n")
         return
-    from .console import make_console
-    from .tables import print_summary
+    from ..report.console import make_console
+    from ..report.tables import print_summary
 
     console = make_console()
     if headline is not None:
-        from .headline_view import print_headline
+        from ..report.headline_view import print_headline
 
         print_headline(headline, console)
     print_summary(summary, view=view, top=top, console=console)
     if joined is not None and view in ("all", "kernels"):
-        from .hardware_view import print_hardware
+        from ..report.hardware_view import print_hardware
 
         print_hardware(joined, agreement, top, console)
 
 
 def _ncu_csv(target: str, ncu: str | None) -> Path | None:
     """--ncu (a CSV, or a run folder holding ncu.csv), else ncu.csv in the target's run folder."""
-    from ..trace.hardware import find_ncu_csv
+    from ..runs import ncu_csv_of
 
     if ncu is None:
-        return find_ncu_csv(target)
-    found = find_ncu_csv(ncu)
+        return ncu_csv_of(target)
+    found = ncu_csv_of(ncu)
     if found is None:
         raise UserError(f"--ncu {ncu}: not a CSV file, nor a run folder with ncu.csv")
     return found
@@ -92,35 +94,55 @@ def _ncu_csv(target: str, ncu: str | None) -> Path | None:
 
 def _headline(resolved, summary) -> dict | None:
     """The run's timed figures, noise, memory and config, when the target is a run folder."""
-    if resolved.result_json is None:
+    if resolved.result is None:
         return None
-    from ..trace.headline import read_result
-    from .headline_view import headline_data
+    from ..headline import headline_data
 
-    result = read_result(resolved.result_json)
-    if result is None:
-        return None
-    return headline_data(result, resolved.result_json.parent, summary.overview.mean_step_us)
+    return headline_data(resolved.result, resolved.result_json, summary.overview.mean_step_us)
+
+
+def engine_attributions(run_dir: Path | None, trace) -> list:
+    """One trace.trt_layers.Attribution per engine of the run (its engine_layers_<i>.json)."""
+    from ..runs import engine_layer_files
+    from ..trace.trt_layers import attribute, read_layers
+
+    pairs = engine_layer_files(run_dir) if run_dir is not None else []
+    if not pairs:
+        raise UserError(f"no engine_layers_*.json in {run_dir or 'the target'}: the layers view "
+                        "needs a TensorRT run folder (a ttrt_* run)")
+    return [attribute(read_layers(layers, times), trace) for layers, times in pairs]
+
+
+def layers_json(attributions: list) -> list[dict]:
+    from ..trace.trt_layers import LAYER_COLUMNS
+
+    return [{"method": a.method, "calls": a.calls, "engine_kernel_us": a.engine_kernel_us,
+             "attributed_us": a.attributed_us, "coverage_pct": 100 * a.coverage,
+             "layers": a.layers[LAYER_COLUMNS].to_dict(orient="records"),
+             "not_attributed": a.not_attributed.to_dict(orient="records"),
+             "outside_engine": a.outside_engine.to_dict(orient="records")}
+            for a in attributions]
 
 
 def _layers(resolved, out: Path | None, json_out: bool, top: int) -> None:
     """--view layers: the TensorRT layers of a run with the profiled kernels attributed."""
     from ..trace.load import load_trace
     from ..trace.summary import _clean
-    from .layers_view import LAYER_COLUMNS, engine_attributions, print_layers, to_dict
+    from ..trace.trt_layers import LAYER_COLUMNS
 
     run_dir = resolved.result_json.parent if resolved.result_json is not None else None
     attributions = engine_attributions(run_dir, load_trace(resolved.path))
     if out is not None:
-        from .export import write_tables
+        from ..report.export import write_tables
 
         written = write_tables(out, {f"layers_{i}": a.layers[LAYER_COLUMNS]
                                      for i, a in enumerate(attributions)})
         print(f"wrote {len(written)} files to {out}", file=sys.stderr)
     if json_out:
-        json.dump(_clean({"engines": to_dict(attributions)}), sys.stdout, indent=1)
+        json.dump(_clean({"engines": layers_json(attributions)}), sys.stdout, indent=1)
         sys.stdout.write("\n")
         return
-    from .console import make_console
+    from ..report.console import make_console
+    from ..report.layers_view import print_layers
 
     print_layers(attributions, top, make_console())
