@@ -317,17 +317,9 @@ def plot(
 
     [b]python profile.py plot sweep_resnet50/ttrt_fp16_bs8 --out docs/img[/b]
     """
-    from .commands.plot import plot as plot_command
+    from .commands.plot import plot_and_list
 
-    written = plot_command(target, out)
-    if json_out:
-        import json
-
-        typer.echo(json.dumps({"target": target, "written": [str(p) for p in written]},
-                              indent=1))
-        return
-    for path in written:
-        typer.echo(f"wrote {path}")
+    plot_and_list(target, out, json_out=json_out)
 
 
 def main(argv: list[str] | None = None) -> int:
