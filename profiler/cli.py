@@ -265,6 +265,8 @@ def sweep(
         None, help="Stop a cell that runs longer than this many seconds (status timeout)."),
     runs_dir: Path = typer.Option(Path("runs"), help="Where the sweep folder goes."),
     tb_dir: Path = typer.Option(Path("tb_logs"), help="Where the sweep's traces go."),
+    json_out: bool = typer.Option(False, "--json", help="Print the benchmark table as JSON on "
+                                  "stdout (progress stays on stderr)."),
 ) -> None:
     """Run a backend x batch-size matrix, one `run` subprocess per cell, and tabulate it.
 
@@ -288,7 +290,7 @@ def sweep(
     plan = sweep_module.plan(backends, bs, keyed(options), name=name, baseline=baseline,
                              runs_dir=runs_dir, tb_dir=tb_dir, resume=resume,
                              cell_timeout_s=cell_timeout)
-    _exit(sweep_command.run(plan))
+    _exit(sweep_command.run(plan, json_out=json_out))
 
 
 @app.command()
@@ -301,6 +303,9 @@ def compare(
     out: Optional[Path] = typer.Option(
         None, "--out", help="Also write overview, categories, kernels, operators and "
         "top_changes CSVs into this folder."),
+    json_out: bool = typer.Option(False, "--json", help="Print the comparison as JSON on "
+                                  "stdout (full kernel names, the timed figures and what "
+                                  "differs)."),
 ) -> None:
     """Kernel-level diff of two runs: step and GPU time, categories, kernels, operators.
 
@@ -316,7 +321,7 @@ def compare(
     """
     from .commands.compare import run as compare_command
 
-    compare_command(a, b, top=top, out=out)
+    compare_command(a, b, top=top, out=out, json_out=json_out)
 
 
 @app.command()
@@ -328,6 +333,7 @@ def plot(
     out: Optional[Path] = typer.Option(
         None, "--out", help="Folder for the PNGs (default: plots/ inside the sweep or run "
         "folder)."),
+    json_out: bool = typer.Option(False, "--json", help="Print the written files as JSON."),
 ) -> None:
     """PNG plots (matplotlib, no display needed).
 
@@ -341,10 +347,9 @@ def plot(
 
     [b]python profile.py plot sweep_resnet50/ttrt_fp16_bs8 --out docs/img[/b]
     """
-    from .commands.plot import plot as plot_command
+    from .commands.plot import plot_and_list
 
-    for path in plot_command(target, out):
-        typer.echo(f"wrote {path}")
+    plot_and_list(target, out, json_out=json_out)
 
 
 def main(argv: list[str] | None = None) -> int:

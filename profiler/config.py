@@ -156,10 +156,16 @@ class RunConfig:
     with_flops: bool = option(False, "Estimate FLOPs of matmul/conv.", panel=PANEL_PROFILER)
     gzip: bool = option(True, "Write the trace as .json.gz.", panel=PANEL_PROFILER)
     # timed window
-    iters: int = option(100, "Timed iterations (separate from the profiled steps).",
-                        panel=PANEL_TIMING)
-    timed_warmup: int = option(20, "Untimed iterations before the timed ones.",
+    iters: int | None = option(None, "Timed iterations (separate from the profiled steps); "
+                               "default 100 on a GPU, on a CPU chosen by --min-time.",
                                panel=PANEL_TIMING)
+    timed_warmup: int | None = option(None, "Untimed iterations before the timed ones; default "
+                                      "20 on a GPU, 2 on a CPU.", panel=PANEL_TIMING)
+    min_time: float | None = option(None, "Choose the timed iterations by time: about S seconds "
+                                    "(bounded 5-10000 iterations); the CPU default is 5 s.",
+                                    panel=PANEL_TIMING)
+    repeat_runs: int = option(1, "Repeat the timed window K times in fresh processes and report "
+                              "the spread of p50.", panel=PANEL_TIMING)
     # where results go
     name: str | None = option(None, "Suffix for the run folder: <backend>_bs<N>_<name>.")
     runs_dir: Path = option(Path("runs"), "Where run results go.")
@@ -187,7 +193,10 @@ class RunConfig:
 
     def __post_init__(self) -> None:
         positive = {"--bs": self.batch_size, "--active": self.active, "--repeat": self.repeat,
-                    "--iters": self.iters, "--image-size": self.image_size, "--seq-len": self.seq_len}
+                    "--image-size": self.image_size, "--seq-len": self.seq_len,
+                    "--repeat-runs": self.repeat_runs}
+        if self.iters is not None:
+            positive["--iters"] = self.iters
         for flag, value in positive.items():
             if value < 1:
                 raise UserError(f"{flag} must be at least 1 (got {value})")
@@ -196,7 +205,7 @@ class RunConfig:
                             f"(at most {MAX_BATCH_SIZE})")
         for flag, value in {"--wait": self.wait, "--warmup": self.warmup,
                             "--timed-warmup": self.timed_warmup}.items():
-            if value < 0:
+            if value is not None and value < 0:
                 raise UserError(f"{flag} must be 0 or more (got {value})")
         if self.compile_mode not in COMPILE_MODES:
             raise UserError(f"unknown --compile-mode {self.compile_mode!r}; choose one of: "
@@ -207,6 +216,10 @@ class RunConfig:
         if self.capture not in CAPTURES:
             raise UserError(f"unknown --capture {self.capture!r}; choose one of: "
                             + ", ".join(CAPTURES))
+        if self.min_time is not None and not self.min_time > 0:
+            raise UserError(f"--min-time must be more than 0 seconds (got {self.min_time})")
+        if self.min_time is not None and self.iters is not None:
+            raise UserError("give --iters or --min-time, not both")
         if self.max_rel_error is not None and not self.max_rel_error >= 0:
             raise UserError(f"--max-rel-error must be 0 or more (got {self.max_rel_error})")
         if self.name is not None:

@@ -29,12 +29,13 @@ from rich.markup import escape
 
 import msgspec
 
-from . import backends, metadata, models, numerics, runs, signals
+from . import backends, metadata, models, numerics, runs, signals, timing
 from .config import RunConfig, check_path_component
 from .errors import UserError
 from .fsutil import clean_leftovers, folder_lock, replace_dir, staging_dir, write_text_atomic
 from .runs import RunResult
 from .timing import latency_stats, time_iterations
+from .trace.noise import Noise, noise
 
 NVTX_DOMAIN = "infer-profiler"
 # the backend every other one is checked against
@@ -235,6 +236,10 @@ class _Collected:
     notes: dict
     artifacts: list[str]
     numerics: dict
+    plan: timing.WindowPlan
+    memory: dict
+    noise: Noise
+    repeat_spread: dict | None
 
 
 def _collect(config, backend, model, inputs, device, use_cuda, progress, run_stage: Path,
@@ -245,8 +250,10 @@ def _collect(config, backend, model, inputs, device, use_cuda, progress, run_sta
     prepared, prepare_s, first_call_s = _prepare(config, backend, model, inputs, device,
                                                  use_cuda, progress)
     fn, inputs = prepared.fn, prepared.inputs
-    _warm_up(config, fn, inputs, use_cuda, progress)
-    latencies, output = _timed(config, fn, inputs, use_cuda, progress)
+    plan = timing.plan_window(config.iters, config.timed_warmup, config.min_time, use_cuda)
+    estimate_ms = _warm_up(plan, fn, inputs, use_cuda, progress)
+    latencies, output, memory, window_noise = _timed(config, plan, estimate_ms, fn, inputs,
+                                                     use_cuda, progress)
     if config.capture == "torch":
         activities, trace_files = _profile_with_torch(config, fn, inputs, use_cuda, progress,
                                                       tb_stage)
@@ -264,8 +271,10 @@ def _collect(config, backend, model, inputs, device, use_cuda, progress, run_sta
         progress.say(f"  [yellow]numerics: skipped ({numeric_check['skipped']}):[/] "
                      f"{escape(numeric_check['reason'])}")
     _write_latency_csv(run_stage, latencies)
+    spread = _repeat_spread(config, plan, latencies, progress) if config.repeat_runs > 1 \
+        else None
     return _Collected(prepare_s, first_call_s, latencies, output, activities, trace_files, notes,
-                      artifacts, numeric_check)
+                      artifacts, numeric_check, plan, memory, window_noise, spread)
 
 
 def _prepare(config, backend, model, inputs, device, use_cuda, progress):
@@ -286,20 +295,30 @@ def _prepare(config, backend, model, inputs, device, use_cuda, progress):
     return prepared, prepare_s, first_call_s
 
 
-def _warm_up(config, fn, inputs, use_cuda, progress) -> None:
-    with nvtx_range("warmup"), progress.bar("warmup", config.timed_warmup) as tick:
-        for _ in range(config.timed_warmup):
-            fn(*inputs)
-            tick()
+
+def _warm_up(plan: timing.WindowPlan, fn, inputs, use_cuda, progress) -> float:
+    """The untimed warm-up; returns the estimate of one call (ms) a time budget needs."""
+    with nvtx_range("warmup"), progress.bar("warmup", plan.warmup) as tick:
+        estimate_ms = timing.warm_up(fn, inputs, plan, use_cuda, tick)
         _sync(use_cuda)
+    return estimate_ms
 
 
-def _timed(config, fn, inputs, use_cuda, progress):
-    with nvtx_range("timed"), progress.bar("timed", config.iters) as tick:
-        latencies, output = time_iterations(fn, inputs, config.iters, use_cuda, tick)
+def _timed(config, plan: timing.WindowPlan, estimate_ms: float, fn, inputs, use_cuda,
+           progress):
+    """The timed window: its latencies, last output, peak memory and noise."""
+    iters = plan.iterations(estimate_ms)
+    timing.reset_peak_memory(use_cuda)
+    with nvtx_range("timed"), progress.bar("timed", iters) as tick:
+        latencies, output = time_iterations(fn, inputs, iters, use_cuda, tick)
+    memory = timing.peak_memory(use_cuda)
+    window_noise = noise(latencies)
     p50 = latency_stats(latencies, config.batch_size)["p50_ms"]
-    progress.say(f"  timed {config.iters} iterations: p50 {p50:.3f} ms")
-    return latencies, output
+    progress.say(f"  timed {iters} iterations ({plan.why}): p50 {p50:.3f} ms, "
+                 f"CV {100 * window_noise.cv:.1f} %")
+    for warning in window_noise.warnings:
+        progress.say(f"  [yellow]warning:[/] {escape(warning)}")
+    return latencies, output, memory, window_noise
 
 
 def _after_windows(prepared, run_stage: Path) -> tuple[dict, list[str]]:
@@ -333,15 +352,23 @@ def _result(config: RunConfig, backend, device, use_cuda: bool, c: _Collected, b
     run_dir = config.runs_dir / config.run_name
     tb_run_dir = config.tb_dir / config.run_name
     notes = dict(c.notes)
+    engine_memory = notes.pop("engine_memory", None)
     facts = runs.BackendFacts(
         name=backend.name, family=backend.family, precision=backend.precision,
         compile_s=notes.pop("compile_s", None), cache_load_s=notes.pop("load_s", None),
-        warnings=list(notes.pop("warnings", [])), artifacts=c.artifacts, extra=notes)
-    timing = runs.TimingStats(
+        warnings=list(notes.pop("warnings", [])), artifacts=c.artifacts,
+        engine_memory=None if engine_memory is None else _typed(engine_memory,
+                                                                runs.EngineMemory),
+        extra=notes)
+    window_noise = _typed({**c.noise.to_dict(), "repeat_runs": c.repeat_spread},
+                          runs.NoiseStats)
+    timing_stats = runs.TimingStats(
         prepare_s=c.prepare_s, first_call_s=c.first_call_s,
         timer="cuda_event" if use_cuda else "perf_counter", sync="every iteration",
-        warmup_iters=config.timed_warmup, model_build_s=built_s,
-        **latency_stats(c.latencies, config.batch_size), iters=config.iters)
+        warmup_iters=c.plan.warmup, model_build_s=built_s,
+        **latency_stats(c.latencies, config.batch_size), iters=len(c.latencies),
+        iterations_chosen_by=c.plan.why, min_time_s=c.plan.min_time_s, noise=window_noise)
+    memory = runs.Memory(**c.memory, **_engine_memory(facts.engine_memory))
     profile = runs.ProfileInfo(
         capture=config.capture, activities=[a.name for a in c.activities],
         schedule=runs.Schedule(wait=config.wait, warmup=config.warmup, active=config.active,
@@ -357,7 +384,7 @@ def _result(config: RunConfig, backend, device, use_cuda: bool, c: _Collected, b
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         model=config.model, batch_size=config.batch_size, device=str(device),
         config=_typed(config.to_dict(), runs.ConfigRecord), backend=facts,
-        numerics=_typed(c.numerics, runs.Numerics), timing=timing,
+        numerics=_typed(c.numerics, runs.Numerics), timing=timing_stats, memory=memory,
         output=_typed(_describe_output(c.output), runs.OutputInfo), profile=profile,
         trace=trace, latency_csv=str(run_dir / runs.LATENCY_CSV),
         environment=_typed(env, runs.Environment),
@@ -366,6 +393,14 @@ def _result(config: RunConfig, backend, device, use_cuda: bool, c: _Collected, b
 
 def _typed(data: dict, struct: type):
     return msgspec.convert(data, struct, strict=False)
+
+
+def _engine_memory(engine: runs.EngineMemory | None) -> dict:
+    """The TensorRT engines' device memory, where the backend recorded it."""
+    if engine is None:
+        return {}
+    return {"engine_device_memory_bytes": engine.engine_device_memory_bytes,
+            "engine_device_memory_why_not": engine.why_not}
 
 
 def _profile_with_torch(config, fn, inputs, use_cuda, progress, tb_stage: Path):
@@ -465,6 +500,20 @@ def _profile_with_cuda_profiler_api(config, fn, inputs, use_cuda, progress) -> N
                     torch.cuda.profiler.stop()
                 capturing = False
             tick()
+
+
+def _repeat_spread(config: RunConfig, plan: timing.WindowPlan, latencies: list[float],
+                   progress) -> dict:
+    """--repeat-runs: more timed windows in fresh processes; the spread of their p50s."""
+    from .repeat_window import repeat
+    from .trace.noise import spread_of_runs
+
+    windows = repeat(config, len(latencies), plan.warmup, progress.say)
+    p50s = [latency_stats(w, config.batch_size)["p50_ms"] for w in [latencies, *windows]]
+    spread = spread_of_runs(p50s)
+    progress.say(f"  p50 over {len(p50s)} processes: {min(p50s):.3f} to {max(p50s):.3f} ms "
+                 f"({spread['range_pct_of_median']:.1f} % of the median)")
+    return spread
 
 
 def _figure(value: float | None) -> str:

@@ -5,6 +5,7 @@ Layout (``--runs-dir`` and ``--tb-dir`` move the two roots)::
     runs/<run>/result.json         RunResult, read back only through read_result()
     runs/<run>/latency.csv         one row per timed iteration
     runs/<run>/ncu.csv[.gz]        `profile.py ncu`'s raw metrics
+    runs/<run>/engine_layers_<i>.json, engine_layer_times_<i>.json   a TensorRT run's engines
     tb_logs/<run>/*.pt.trace.json[.gz]   the run's Kineto traces (named in result.json)
     runs/<sweep>/sweep.json        SweepManifest, read back only through read_manifest()
     runs/<sweep>/<cell>/ and tb_logs/<sweep>/<cell>/   a sweep cell's run
@@ -76,8 +77,36 @@ def _config_struct() -> type:
 ConfigRecord = _config_struct()
 
 
+class RepeatSpread(msgspec.Struct, frozen=True):
+    """--repeat-runs: the p50 of each timed window (the first is the run's own), and spread."""
+
+    runs: int
+    p50_ms: list[float]
+    median_p50_ms: float
+    min_p50_ms: float
+    max_p50_ms: float
+    range_pct_of_median: float
+
+
+class NoiseStats(msgspec.Struct, frozen=True):
+    """The timed window's spread, shape and drift (profiler.trace.noise.Noise; times in ms)."""
+
+    n: int
+    median_ms: float
+    cv: float
+    iqr_ms: float
+    relative_iqr: float
+    bimodal_d: float | None = None
+    clusters_ms: list[float] | None = None
+    first_third_median_ms: float | None = None
+    last_third_median_ms: float | None = None
+    warnings: list[str] = []
+    repeat_runs: RepeatSpread | None = None
+
+
 class TimingStats(msgspec.Struct, frozen=True):
-    """The timed window (profiler.timing) and the time to get there."""
+    """The timed window (profiler.timing) and the time to get there. Runs recorded before
+    iterations could be chosen by time, or noise was recorded, lack the last three fields."""
 
     iters: int
     mean_ms: float
@@ -95,6 +124,29 @@ class TimingStats(msgspec.Struct, frozen=True):
     sync: str = "every iteration"
     warmup_iters: int = 0
     model_build_s: float | None = None
+    iterations_chosen_by: str | None = None  # "--iters 50", "CPU default: --min-time 5 s" ...
+    min_time_s: float | None = None
+    noise: NoiseStats | None = None
+
+
+class Memory(msgspec.Struct, frozen=True):
+    """Peak memory of the timed window (PyTorch's caching allocator; None on a CPU) and the
+    TensorRT engines' device memory (None for other backends)."""
+
+    peak_allocated_bytes: int | None = None
+    peak_reserved_bytes: int | None = None
+    scope: str | None = None
+    engine_device_memory_bytes: int | None = None
+    engine_device_memory_why_not: list[str] | None = None
+
+
+class EngineMemory(msgspec.Struct, frozen=True):
+    """Device memory each TensorRT engine asks for at execution context creation (backend notes
+    key ``engine_memory``): the sum when every engine told it, else None and why not."""
+
+    engine_device_memory_bytes: int | None = None
+    per_engine_bytes: list[int | None] = []
+    why_not: list[str] | None = None
 
 
 class Reference(msgspec.Struct, frozen=True):
@@ -131,6 +183,7 @@ class BackendFacts(msgspec.Struct, frozen=True):
     cache_load_s: float | None = None  # loading a cached engine instead (notes key load_s)
     warnings: list[str] = []
     artifacts: list[str] = []  # file names in the run folder
+    engine_memory: EngineMemory | None = None  # ttrt_* backends (notes key engine_memory)
     extra: dict[str, Any] = {}  # any other fact (ORT providers, calibration time ...)
 
 
@@ -199,6 +252,7 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
     backend: BackendFacts
     numerics: Numerics | None = None  # absent in the earliest schema-1 files
     timing: TimingStats
+    memory: Memory | None = None  # absent in runs recorded before memory was
     output: OutputInfo
     profile: ProfileInfo
     trace: TraceInfo
@@ -215,7 +269,8 @@ def _backend_from_json(data: dict) -> dict:
     backend = dict(data.get("backend") or {})
     notes = dict(backend.pop("notes", None) or {})
     backend.update(compile_s=notes.pop("compile_s", None), cache_load_s=notes.pop("load_s", None),
-                   warnings=notes.pop("warnings", []), extra=notes,
+                   warnings=notes.pop("warnings", []),
+                   engine_memory=notes.pop("engine_memory", None), extra=notes,
                    artifacts=list(data.get("artifacts") or []))
     notes.pop("artifacts", None)
     return backend
@@ -227,6 +282,8 @@ def _backend_to_json(facts: BackendFacts) -> dict:
         if value is not None:
             notes[key] = value
     notes["warnings"] = list(facts.warnings)
+    if facts.engine_memory is not None:
+        notes["engine_memory"] = msgspec.to_builtins(facts.engine_memory)
     return {"name": facts.name, "family": facts.family, "precision": facts.precision,
             "notes": notes}
 
@@ -255,6 +312,8 @@ def result_to_dict(result: RunResult) -> dict:
         if key == "backend":
             ordered["backend"] = _backend_to_json(result.backend)
             ordered["artifacts"] = sorted(result.backend.artifacts)
+        elif key == "memory" and value is None:  # not recorded: no key, as before
+            continue
         elif key == "numerics" and value is not None:  # either why it was skipped, or figures
             ordered[key] = _numerics_to_json(value)
         else:
@@ -524,6 +583,24 @@ def traces_in_folder(folder: Path) -> list[Path]:
         if found:
             return found
     return []
+
+
+def engine_layer_files(run_dir: Path) -> list[tuple[Path, Path | None]]:
+    """A TensorRT run's (engine_layers_<i>.json, engine_layer_times_<i>.json or None), one pair
+    per engine."""
+    pairs = []
+    for layers in sorted(Path(run_dir).glob("engine_layers_*.json")):
+        index = layers.stem.rsplit("_", 1)[-1]
+        times = Path(run_dir) / f"engine_layer_times_{index}.json"
+        pairs.append((layers, times if times.is_file() else None))
+    return pairs
+
+
+def latency_csv_of(result: RunResult, result_json: Path | None = None) -> Path | None:
+    """A run's latency.csv: beside its result.json first, else where result.json names it."""
+    candidates = [] if result_json is None else [Path(result_json).parent / LATENCY_CSV]
+    candidates.append(Path(result.latency_csv))
+    return next((p for p in candidates if p.is_file()), None)
 
 
 def ncu_csv_of(target: str, root: Path | None = None) -> Path | None:

@@ -65,7 +65,8 @@ def test_sweep_writes_cells_tables_and_manifest(grid):
     assert list(rows[0]) == ["model", "device", "backend", "bs", "mean_ms", "p50_ms", "p90_ms",
                              "p99_ms", "throughput_per_s", "speedup", "baseline", "ready_s",
                              "compile_s", "compile_what", "rel_l2_error", "tensor_core_pct",
-                             "gpu_util_pct", "status", "reason", "elapsed_s"]
+                             "gpu_util_pct", "cv_pct", "noise", "peak_allocated_mib",
+                             "peak_reserved_mib", "engine_mib", "status", "reason", "elapsed_s"]
     by_cell = {(r["backend"], int(r["bs"])): r for r in rows}
     assert len(by_cell) == 6
     for bs in (1, 2):
@@ -75,6 +76,7 @@ def test_sweep_writes_cells_tables_and_manifest(grid):
             float(base["p50_ms"]) / float(bf16["p50_ms"]), rel=1e-4)
         assert base["rel_l2_error"] == "" and float(bf16["rel_l2_error"]) > 0
         assert base["device"] == "CPU" and base["status"] == "ok"
+        assert float(base["cv_pct"]) >= 0 and base["peak_allocated_mib"] == ""
     assert by_cell[("pytorch_fp32", 3)]["status"] == "oom"
     assert by_cell[("pytorch_fp32", 3)]["speedup"] == ""
     md = (sweep / "benchmark.md").read_text()
@@ -94,14 +96,27 @@ def test_resume_skips_finished_cells(grid):
     assert _manifest(workdir)["cells"]["pytorch_fp32_bs3_oom_above_2"]["status"] == "oom"
 
 
+def test_sweep_json_prints_the_table_as_records(grid):
+    workdir, _ = grid
+    done = sweep_cli(*GRID, "--resume", "--json", cwd=workdir)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["baseline"] == "pytorch_fp32" and len(data["cells"]) == 6
+    ok = [c for c in data["cells"] if c["status"] == "ok"]
+    assert all(isinstance(c["bs"], int) and c["peak_allocated_mib"] is None for c in ok)
+    assert all(c["cv_pct"] >= 0 for c in ok)
+
+
 def test_plots_of_a_cpu_sweep(grid, tmp_path):
     workdir, _ = grid
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
     done = subprocess.run([sys.executable, str(ROOT / "profile.py"), "plot", "runs/grid",
-                           "--out", str(tmp_path)], cwd=workdir, capture_output=True, text=True,
-                          env=env, timeout=120)
+                           "--out", str(tmp_path), "--json"], cwd=workdir, capture_output=True,
+                          text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
+    assert sorted(Path(p).name for p in json.loads(done.stdout)["written"]) == [
+        "latency.png", "speedup.png", "throughput.png"]
     for name in ("latency.png", "speedup.png", "throughput.png"):
         data = (tmp_path / name).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000, name
@@ -119,6 +134,7 @@ def test_compare_two_cells_of_a_sweep(grid):
                           capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "timed p50 latency (result.json)" in done.stdout
+    assert "config.backend" in done.stdout and "p50 B / A" in done.stdout
 
 
 def test_all_cells_failing_exits_1(tmp_path):
