@@ -26,7 +26,7 @@ from pathlib import Path
 import torch
 from rich.markup import escape
 
-from . import backends, metadata, models, numerics
+from . import backends, flops, metadata, models, numerics
 from .config import RunConfig, check_path_component
 from .errors import UserError
 from .fsutil import replace_dir, staging_dir, write_json_atomic, write_text_atomic
@@ -132,6 +132,7 @@ def run(config: RunConfig, quiet: bool = False) -> dict:
     began = time.perf_counter()
     model, inputs = models.build(config)  # bad models and weights fail here, before any writing
     built_s = time.perf_counter() - began
+    roofline_inputs = flops.roofline_inputs(model, inputs, backend.precision, config.batch_size)
 
     run_dir = config.runs_dir / config.run_name
     tb_run_dir = config.tb_dir / config.run_name
@@ -142,6 +143,7 @@ def run(config: RunConfig, quiet: bool = False) -> dict:
                           tb_stage, tb_run_dir)
         result["timing"]["model_build_s"] = built_s
         result["precision"] = precision_flags
+        result["roofline_inputs"] = roofline_inputs
         if config.max_rel_error is not None and "skipped" not in result["numerics"]:
             why = numerics.exceeds(result["numerics"], config.max_rel_error)
             if why:

@@ -1,0 +1,147 @@
+"""The `report` command: resolve one or two targets (runs, sweep cells, traces) or a sweep folder,
+gather their numbers, roofline and advice, and write one self-contained HTML file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from ..errors import UserError
+from ..fsutil import write_text_atomic
+from ..trace.diff import diff
+from ..trace.insight import Insight, insight, read_result
+from ..trace.summary import resolve_target
+from . import html
+
+
+def _side(target: str, peaks_dir: Path | None):
+    resolved = resolve_target(target)
+    summary = resolved.summary()
+    return resolved, summary, read_result(resolved), insight(resolved, summary, peaks_dir)
+
+
+def _steps(summary) -> int:
+    return max(len(summary.overview.steps), 1)
+
+
+def _run_sections(page: html.Page, label: str, resolved, summary, result, found: Insight) -> None:
+    page.add(f"{label}: headline", html.headline(result, label))
+    page.add(f"{label}: roofline", html.roofline_block(found.roofline, found.ceilings_source))
+    page.add(f"{label}: advice", html.advice_block(found.advice))
+    k = summary.kernels
+    cats = k.categories.assign(ms_per_step=k.categories["total_us"] / _steps(summary) / 1e3)
+    page.add(f"{label}: kernel time by category",
+             html.category_chart([label], [k.categories], [_steps(summary)]) +
+             html.table(cats, ["category", "kernels", "calls", "ms_per_step", "share_pct",
+                               "tensor_core_pct"]))
+    page.add(f"{label}: top kernels", html.table(
+        k.table.assign(ms_total=k.table["total_us"] / 1e3),
+        ["name", "category", "calls", "ms_total", "share_pct", "tensor_core"], 15))
+    layers = html.layer_view(resolved.result_json.parent if resolved.result_json else None)
+    if layers:
+        page.add(f"{label}: TensorRT layers (engine_layer_times)", layers)
+
+
+def run_page(target: str, peaks_dir: Path | None = None) -> html.Page:
+    resolved, summary, result, found = _side(target, peaks_dir)
+    page = html.Page(f"Report: {target}")
+    _run_sections(page, target, resolved, summary, result, found)
+    chart = html.roofline_chart([(target, found.roofline)])
+    if chart:
+        page.add("Roofline chart", chart)
+    return page
+
+
+def compare_page(a: str, b: str, peaks_dir: Path | None = None) -> html.Page:
+    ra, sa, resa, ia = _side(a, peaks_dir)
+    rb, sb, resb, ib = _side(b, peaks_dir)
+    result = diff(sa, sb, a_label=a, b_label=b)
+    page = html.Page(f"Comparison: {a} vs {b}")
+    from .compare_view import timed_rows
+
+    overview = pd.concat([timed_rows(resa, resb), result.overview], ignore_index=True)
+    page.add("Overview (delta = B - A; times per profiled step)", html.table(
+        overview, ["metric", "unit", "a", "b", "delta", "change_pct"]))
+    page.add("Kernel time by category", html.category_chart(
+        [a, b], [sa.kernels.categories, sb.kernels.categories], [_steps(sa), _steps(sb)]) +
+        html.table(result.categories))
+    faster, slower = result.top_changes(10)
+    level = result.change_level
+    page.add(f"Kernel diff: top {level}s faster in B", html.table(faster))
+    page.add(f"Kernel diff: top {level}s slower in B", html.table(slower))
+    chart = html.roofline_chart([(a, ia.roofline), (b, ib.roofline)])
+    if chart:
+        page.add("Roofline chart", chart)
+    _run_sections(page, "A", ra, sa, resa, ia)
+    _run_sections(page, "B", rb, sb, resb, ib)
+    return page
+
+
+def sweep_page(folder: Path, peaks_dir: Path | None = None) -> html.Page:
+    frame = pd.read_csv(folder / "benchmark.csv")
+    page = html.Page(f"Sweep: {folder.name}")
+    page.add("Benchmark (benchmark.csv)", html.table(frame, [c for c in (
+        "backend", "bs", "p50_ms", "p90_ms", "p99_ms", "throughput_per_s", "speedup",
+        "tensor_core_pct", "gpu_util_pct", "rel_l2_error", "status") if c in frame]))
+    from .plots import _pyplot
+
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for backend, rows in frame[frame["status"] == "ok"].groupby("backend", sort=False):
+        axes[0].plot(rows["bs"], rows["p50_ms"], marker="o", label=backend)
+        axes[1].plot(rows["bs"], rows["throughput_per_s"], marker="o", label=backend)
+    axes[0].set(xlabel="batch size", ylabel="p50 latency (ms)", xscale="log")
+    axes[1].set(xlabel="batch size", ylabel="samples/s", xscale="log")
+    axes[0].legend(fontsize=8)
+    page.add("Latency and throughput", html.figure_png(fig))
+    points, advice_rows = [], []
+    for row in frame[frame["status"] == "ok"].itertuples():
+        cell = folder / f"{row.backend}_bs{row.bs}"
+        if not (cell / "result.json").is_file():
+            continue
+        try:
+            resolved, summary, result, found = _side(str(cell), peaks_dir)
+        except UserError:
+            continue
+        label = f"{row.backend} bs{row.bs}"
+        points.append((label, found.roofline))
+        r = found.roofline
+        advice_rows.append({"cell": label, "TFLOP/s": r.achieved_tflops if r else None,
+                            "% of compute": r.pct_of_compute if r else None,
+                            "GB/s": r.achieved_gbs if r else None,
+                            "% of bandwidth": r.pct_of_bandwidth if r else None,
+                            "advice": "; ".join(a.rule for a in found.advice) or "-"})
+    if advice_rows:
+        page.add("Roofline and advice per cell", html.table(pd.DataFrame(advice_rows)))
+    chart = html.roofline_chart(points)
+    if chart:
+        page.add("Roofline chart", chart)
+    return page
+
+
+def _sweep_folder(target: str) -> Path | None:
+    for path in (Path(target), Path("runs") / target):
+        if path.is_dir() and (path / "benchmark.csv").is_file():
+            return path
+    return None
+
+
+def run(target: str, target_b: str | None, out: Path | None,
+        peaks_dir: Path | None = None) -> Path:
+    sweep = _sweep_folder(target) if target_b is None else None
+    if sweep is not None:
+        page = sweep_page(sweep, peaks_dir)
+        default = sweep / "report.html"
+    elif target_b is not None:
+        page = compare_page(target, target_b, peaks_dir)
+        default = Path(f"report_{Path(target).name}_vs_{Path(target_b).name}.html")
+    else:
+        page = run_page(target, peaks_dir)
+        default = Path(f"report_{Path(target).name}.html")
+    path = out or default
+    try:
+        write_text_atomic(path, page.render())
+    except OSError as error:
+        raise UserError(f"cannot write {path}: {error.strerror}") from None
+    return path
