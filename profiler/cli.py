@@ -207,6 +207,9 @@ def tensorboard(
     """
     from .tools import tensorboard as tb
 
+    typer.echo("warning: the profiler plugin's page loads Google Charts and cdnjs, so it needs "
+               "the internet in the browser (offline it stays a spinner); for a file that "
+               "opens anywhere use `profile.py report RUN [RUN_B]`", err=True)
     code = tb.serve(logdir, port=port, bind_all=bind_all, echo=typer.echo)
     if code not in (0, -2, 130):
         raise UserError(f"TensorBoard exited with status {code}")
@@ -409,6 +412,58 @@ def plot(
 
     for path in plots.plot(target, out):
         typer.echo(f"wrote {path}")
+
+
+@app.command()
+@user_errors
+def report(
+    target: str = typer.Argument(..., help="A run (name, <sweep>/<cell>, folder or trace) or a "
+                                 "sweep folder (runs/<sweep> or <sweep>)."),
+    target_b: Optional[str] = typer.Argument(None, help="A second run: the report compares "
+                                             "TARGET (A) with it (B)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="HTML file to write (default: "
+                                       "report_<run>.html, report_<a>_vs_<b>.html, or "
+                                       "<sweep>/report.html)."),
+    flops: Optional[Path] = typer.Option(
+        None, "--flops", help="FLOPs/bytes table from scripts/roofline_inputs.py, for runs "
+        "whose result.json has no roofline_inputs (matched by model, precision, batch size)."),
+    peaks_dir: Optional[Path] = typer.Option(
+        None, "--peaks-dir", help="Folder of `peaks` measurements (default: the peaks cache)."),
+) -> None:
+    """One self-contained HTML file (no network needed): headline timings, noise, roofline,
+    advice, kernel categories, top kernels, TensorRT layers; a kernel diff for two runs; the
+    table, plots, roofline and advice of every cell for a sweep.
+
+    Example: [b]python profile.py report pytorch_fp16_bs8 ttrt_fp16_bs8[/b]
+    """
+    from .report import html_report
+
+    typer.echo(f"wrote {html_report.run(target, target_b, out, peaks_dir, flops)}")
+
+
+@app.command()
+@user_errors
+def peaks(
+    refresh: bool = typer.Option(False, "--refresh", help="Measure again even if cached."),
+    cache_dir: Optional[Path] = typer.Option(
+        None, "--cache-dir", help="Folder for the measurements (default: peaks/ beside the "
+        "engine cache, ~/.cache/infer-profiler/peaks)."),
+    matmul_n: Optional[int] = typer.Option(None, "--matmul-n", help="Matrix side n of the "
+                                           "n x n matmuls (default 8192 on a GPU, 256 on a CPU)."),
+    copy_mib: Optional[int] = typer.Option(None, "--copy-mib", help="Bytes copied per "
+                                           "bandwidth measurement, MiB (default 1024 / 16)."),
+    json_out: bool = typer.Option(False, "--json", help="Print the measurement as JSON."),
+) -> None:
+    """Measure this GPU's ceilings once and cache them: dense matmul TFLOP/s per data type
+    (FP32, TF32, FP16, BF16, FP8, INT8 where supported) and device-memory copy bandwidth.
+
+    The roofline in `report`, `summarize` and `compare` reads them; without a measurement it
+    falls back to a labelled datasheet table. On a CPU it measures the CPU (small sizes).
+    """
+    from .report import peaks_view
+
+    peaks_view.run(refresh=refresh, cache_dir=cache_dir, matmul_n=matmul_n, copy_mib=copy_mib,
+                   json_out=json_out)
 
 
 def main(argv: list[str] | None = None) -> int:

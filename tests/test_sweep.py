@@ -63,8 +63,14 @@ def test_sweep_writes_cells_tables_and_manifest(grid):
     assert list(rows[0]) == ["model", "device", "backend", "bs", "mean_ms", "p50_ms", "p90_ms",
                              "p99_ms", "throughput_per_s", "speedup", "baseline", "ready_s",
                              "compile_s", "compile_what", "rel_l2_error", "tensor_core_pct",
-                             "gpu_util_pct", "status", "reason", "elapsed_s"]
+                             "gpu_util_pct", "tflops", "pct_peak_compute", "gbs",
+                             "pct_peak_bandwidth", "flop_per_byte", "status", "reason",
+                             "elapsed_s"]
     by_cell = {(r["backend"], int(r["bs"])): r for r in rows}
+    # the roofline of the timed p50 from the FLOPs the run counted; no GPU, so no ceilings
+    assert float(by_cell[("pytorch_fp32", 2)]["tflops"]) > 0
+    assert float(by_cell[("pytorch_fp32", 2)]["flop_per_byte"]) > 0
+    assert by_cell[("pytorch_fp32", 2)]["pct_peak_compute"] == ""
     assert len(by_cell) == 6
     for bs in (1, 2):
         base, bf16 = by_cell[("pytorch_fp32", bs)], by_cell[("pytorch_bf16", bs)]

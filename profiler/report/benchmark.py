@@ -11,6 +11,9 @@ to the first output, every backend), compile_s and compile_what (TensorRT: engin
 the engine cache load time; Inductor: the first call, where torch.compile compiles; empty for
 eager and TorchScript), rel_l2_error (vs the FP32 eager reference; empty for pytorch_fp32,
 the reference itself), tensor_core_pct (share of kernel time on Tensor Cores), gpu_util_pct,
+tflops, pct_peak_compute, gbs, pct_peak_bandwidth, flop_per_byte (the roofline of the timed
+p50: FLOPs and minimum bytes from result.json's roofline_inputs, against the measured ceilings of
+`profile.py peaks`, else the datasheet's; empty for runs without roofline_inputs),
 status, reason, elapsed_s (the cell's subprocess, wall time).
 """
 
@@ -29,15 +32,33 @@ from ..errors import UserError
 from .export import _markdown, write_atomic
 from .fmt import missing
 
+ROOFLINE_COLUMNS = ["tflops", "pct_peak_compute", "gbs", "pct_peak_bandwidth", "flop_per_byte"]
 COLUMNS = ["model", "device", "backend", "bs", "mean_ms", "p50_ms", "p90_ms", "p99_ms",
            "throughput_per_s", "speedup", "baseline", "ready_s", "compile_s", "compile_what",
-           "rel_l2_error", "tensor_core_pct", "gpu_util_pct", "status", "reason", "elapsed_s"]
+           "rel_l2_error", "tensor_core_pct", "gpu_util_pct", *ROOFLINE_COLUMNS, "status", "reason",
+           "elapsed_s"]
 
 
 MD_FORMATS = {"mean_ms": ".3f", "p50_ms": ".3f", "p90_ms": ".3f", "p99_ms": ".3f",
               "throughput_per_s": ".1f", "speedup": ".2f", "ready_s": ".2f", "compile_s": ".2f",
               "rel_l2_error": ".2e", "tensor_core_pct": ".1f", "gpu_util_pct": ".1f",
-              "elapsed_s": ".1f"}
+              "elapsed_s": ".1f", "tflops": ".2f", "pct_peak_compute": ".1f", "gbs": ".1f",
+              "pct_peak_bandwidth": ".1f", "flop_per_byte": ".0f"}
+
+
+def roofline_columns(result: dict) -> dict:
+    """The roofline figures of one cell's result.json (empty without roofline_inputs)."""
+    from ..trace.insight import peaks_folder
+    from ..trace.roofline import ceilings_for, load_peaks, result_roofline
+
+    gpu = ((result.get("environment") or {}).get("gpu") or {}).get("name") or ""
+    found = load_peaks(peaks_folder(), gpu) if gpu else None
+    r = result_roofline(result, ceilings_for(result, found[0] if found else None))
+    if r is None:
+        return {}
+    return {"tflops": r.achieved_tflops, "pct_peak_compute": r.pct_of_compute,
+            "gbs": r.achieved_gbs, "pct_peak_bandwidth": r.pct_of_bandwidth,
+            "flop_per_byte": r.intensity}
 
 
 def _read_result(path: Path) -> dict | None:
@@ -88,13 +109,14 @@ def benchmark_table(sweep_dir: Path, manifest: dict) -> pd.DataFrame:
                 "rel_l2_error": numerics.get("rel_l2_error"),
                 "tensor_core_pct": metrics.get("tensor_core_pct"),
                 "gpu_util_pct": metrics.get("gpu_util_pct"),
+                **roofline_columns(result),
             })
         rows.append(row)
     frame = pd.DataFrame(rows).reindex(columns=COLUMNS)
     frame = frame.astype({c: float for c in ("mean_ms", "p50_ms", "p90_ms", "p99_ms",
                                               "throughput_per_s", "speedup", "ready_s",
                                               "compile_s", "rel_l2_error", "tensor_core_pct",
-                                              "gpu_util_pct", "elapsed_s")})
+                                              "gpu_util_pct", "elapsed_s", *ROOFLINE_COLUMNS)})
     base = frame[frame["backend"] == manifest["baseline"]].set_index("bs")["p50_ms"]
     frame["speedup"] = [base.get(bs, math.nan) / p50 if p50 and p50 > 0 else math.nan
                         for bs, p50 in zip(frame["bs"], frame["p50_ms"])]

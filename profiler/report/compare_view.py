@@ -44,8 +44,21 @@ def run(a: str, b: str, top: int = 15, out: Path | None = None) -> Diff:
     if out is not None:
         written = write_csvs(result, out)
         print(f"wrote {len(written)} files to {out}", file=sys.stderr)
-    print_diff(result, sa, sb, top=top, console=make_console())
+    console = make_console()
+    print_diff(result, sa, sb, top=top, console=console)
+    _print_insights(a, b, sa, sb, console)
     return result
+
+
+def _print_insights(a: str, b: str, sa: Summary, sb: Summary, console: Console) -> None:
+    """Roofline and advice of each side that is a run (has result.json)."""
+    from ..trace.insight import insight
+    from .insight_view import print_insight
+
+    for label, target, summary in (("A", a, sa), ("B", b, sb)):
+        resolved = resolve_target(target)
+        if resolved.result_json is not None:
+            print_insight(insight(resolved, summary), console, label)
 
 
 def timed_rows(ra: dict | None, rb: dict | None) -> pd.DataFrame:

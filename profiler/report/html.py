@@ -56,9 +56,15 @@ class Page:
 def _fmt(value) -> str:
     if value is None or (isinstance(value, float) and value != value):
         return "-"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return f"{int(value):,}"
     if isinstance(value, float):
         return f"{value:,.3f}" if abs(value) < 100 else f"{value:,.1f}"
     return str(value)
+
+
+#: longest text shown in a table cell (kernel names run to kilobytes)
+CELL_CHARS = 110
 
 
 def table(frame: pd.DataFrame, columns: list[str] | None = None, top: int = 0) -> str:
@@ -66,6 +72,8 @@ def table(frame: pd.DataFrame, columns: list[str] | None = None, top: int = 0) -
         return "<p class='note'>(none)</p>"
     frame = frame[columns] if columns else frame
     frame = frame.head(top) if top else frame
+    frame = frame.map(lambda v: v[:CELL_CHARS] + "…" if isinstance(v, str) and
+                      len(v) > CELL_CHARS else v)
     head = "".join(f"<th>{escape(str(c))}</th>" for c in frame.columns)
     rows = "".join("<tr>" + "".join(f"<td>{escape(_fmt(v))}</td>" for v in row) + "</tr>"
                    for row in frame.itertuples(index=False))
@@ -198,5 +206,5 @@ def category_chart(labels: list[str], categories: list[pd.DataFrame], steps: lis
             left += width
     ax.set_yticks(range(len(labels)), labels)
     ax.set_xlabel("kernel time per profiled step (ms)")
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return figure_png(fig)

@@ -15,10 +15,16 @@ from ..trace.summary import resolve_target
 from . import html
 
 
-def _side(target: str, peaks_dir: Path | None):
+def _side(target: str, peaks_dir: Path | None, flops_table: dict | None = None):
     resolved = resolve_target(target)
     summary = resolved.summary()
-    return resolved, summary, read_result(resolved), insight(resolved, summary, peaks_dir)
+    result = read_result(resolved)
+    return resolved, summary, result, insight(resolved, summary, peaks_dir,
+                                              flops_table=flops_table)
+
+
+def _label(target: str) -> str:
+    return Path(target).name or target
 
 
 def _steps(summary) -> int:
@@ -43,21 +49,24 @@ def _run_sections(page: html.Page, label: str, resolved, summary, result, found:
         page.add(f"{label}: TensorRT layers (engine_layer_times)", layers)
 
 
-def run_page(target: str, peaks_dir: Path | None = None) -> html.Page:
-    resolved, summary, result, found = _side(target, peaks_dir)
+def run_page(target: str, peaks_dir: Path | None = None,
+             flops_table: dict | None = None) -> html.Page:
+    resolved, summary, result, found = _side(target, peaks_dir, flops_table)
     page = html.Page(f"Report: {target}")
-    _run_sections(page, target, resolved, summary, result, found)
-    chart = html.roofline_chart([(target, found.roofline)])
+    _run_sections(page, _label(target), resolved, summary, result, found)
+    chart = html.roofline_chart([(_label(target), found.roofline)])
     if chart:
         page.add("Roofline chart", chart)
     return page
 
 
-def compare_page(a: str, b: str, peaks_dir: Path | None = None) -> html.Page:
-    ra, sa, resa, ia = _side(a, peaks_dir)
-    rb, sb, resb, ib = _side(b, peaks_dir)
+def compare_page(a: str, b: str, peaks_dir: Path | None = None,
+             flops_table: dict | None = None) -> html.Page:
+    ra, sa, resa, ia = _side(a, peaks_dir, flops_table)
+    rb, sb, resb, ib = _side(b, peaks_dir, flops_table)
     result = diff(sa, sb, a_label=a, b_label=b)
-    page = html.Page(f"Comparison: {a} vs {b}")
+    a, b = _label(a), _label(b)
+    page = html.Page(f"Comparison: A = {a}, B = {b}")
     from .compare_view import timed_rows
 
     overview = pd.concat([timed_rows(resa, resb), result.overview], ignore_index=True)
@@ -78,7 +87,8 @@ def compare_page(a: str, b: str, peaks_dir: Path | None = None) -> html.Page:
     return page
 
 
-def sweep_page(folder: Path, peaks_dir: Path | None = None) -> html.Page:
+def sweep_page(folder: Path, peaks_dir: Path | None = None,
+             flops_table: dict | None = None) -> html.Page:
     frame = pd.read_csv(folder / "benchmark.csv")
     page = html.Page(f"Sweep: {folder.name}")
     page.add("Benchmark (benchmark.csv)", html.table(frame, [c for c in (
@@ -101,7 +111,7 @@ def sweep_page(folder: Path, peaks_dir: Path | None = None) -> html.Page:
         if not (cell / "result.json").is_file():
             continue
         try:
-            resolved, summary, result, found = _side(str(cell), peaks_dir)
+            resolved, summary, result, found = _side(str(cell), peaks_dir, flops_table)
         except UserError:
             continue
         label = f"{row.backend} bs{row.bs}"
@@ -127,17 +137,29 @@ def _sweep_folder(target: str) -> Path | None:
     return None
 
 
-def run(target: str, target_b: str | None, out: Path | None,
-        peaks_dir: Path | None = None) -> Path:
+def read_flops_table(path: Path | None) -> dict | None:
+    if path is None:
+        return None
+    import json
+
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise UserError(f"--flops {path}: not readable JSON ({error})") from None
+
+
+def run(target: str, target_b: str | None, out: Path | None, peaks_dir: Path | None = None,
+        flops: Path | None = None) -> Path:
+    flops_table = read_flops_table(flops)
     sweep = _sweep_folder(target) if target_b is None else None
     if sweep is not None:
-        page = sweep_page(sweep, peaks_dir)
+        page = sweep_page(sweep, peaks_dir, flops_table)
         default = sweep / "report.html"
     elif target_b is not None:
-        page = compare_page(target, target_b, peaks_dir)
+        page = compare_page(target, target_b, peaks_dir, flops_table)
         default = Path(f"report_{Path(target).name}_vs_{Path(target_b).name}.html")
     else:
-        page = run_page(target, peaks_dir)
+        page = run_page(target, peaks_dir, flops_table)
         default = Path(f"report_{Path(target).name}.html")
     path = out or default
     try:

@@ -39,8 +39,17 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
             write_atomic(out / "hardware.csv", export_columns(joined).to_csv(index=False))
             written.append(out / "hardware.csv")
         print(f"wrote {len(written)} files to {out}", file=sys.stderr)
+    found = None
+    if resolved.result_json is not None:
+        from ..trace.insight import insight
+
+        found = insight(resolved, summary)
     if json_out:
         data = summary.to_dict(top=top)
+        if found is not None:
+            from .insight_view import to_dict
+
+            data["insight"] = to_dict(found)
         if joined is not None:
             from ..trace.summary import _clean
             from .hardware_view import export_columns
@@ -60,6 +69,10 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
         from .hardware_view import print_hardware
 
         print_hardware(joined, agreement, top, console)
+    if found is not None and view in ("all", "overview"):
+        from .insight_view import print_insight
+
+        print_insight(found, console)
 
 
 def _ncu_csv(target: str, ncu: str | None) -> Path | None:

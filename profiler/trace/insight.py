@@ -73,9 +73,23 @@ def evidence(summary: Summary, result: dict | None, run_folder: Path | None,
         roofline=roofline, sweep=sweep)
 
 
+def with_flops(result: dict, flops_table: dict | None) -> dict:
+    """``result`` with ``roofline_inputs`` taken from a table written by
+    scripts/roofline_inputs.py (keys ``<precision>_bs<N>``) when the run did not record them."""
+    if result.get("roofline_inputs") or not flops_table:
+        return result
+    key = f"{(result.get('backend') or {}).get('precision')}_bs{result.get('batch_size')}"
+    found = flops_table.get("roofline_inputs", {}).get(key)
+    if found is None or flops_table.get("model") != result.get("model"):
+        return result
+    return {**result, "roofline_inputs": {**found, "from": "--flops table"}}
+
+
 def insight(target: Target, summary: Summary, peaks_dir: Path | None = None,
-            ncu: pd.DataFrame | None = None) -> Insight:
+            ncu: pd.DataFrame | None = None, flops_table: dict | None = None) -> Insight:
     result = read_result(target)
+    if result is not None:
+        result = with_flops(result, flops_table)
     run_folder = target.result_json.parent if target.result_json else None
     roofline, source = None, "no result.json"
     if result is not None:

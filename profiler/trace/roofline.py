@@ -129,7 +129,7 @@ def result_roofline(result: dict, ceilings: Ceilings | None) -> Roofline | None:
     """The roofline of a run's result.json, or None when it holds no ``roofline_inputs``."""
     inputs = result.get("roofline_inputs")
     p50 = (result.get("timing") or {}).get("p50_ms")
-    if not inputs or not p50:
+    if not inputs or "flops_per_batch" not in inputs or not p50:
         return None
     backend = result.get("backend") or {}
     key = matmul_key(backend.get("precision", "fp32"),
