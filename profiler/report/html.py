@@ -166,30 +166,11 @@ def layer_view(run_folder: Path | None, top: int = 20) -> str | None:
 
 
 def roofline_chart(points: list[tuple[str, Roofline]]) -> str | None:
-    """Log-log roofline: the ceilings of the first point's GPU and every run's point."""
-    points = [(label, r) for label, r in points if r is not None]
-    if not points:
-        return None
-    from .plots import _pyplot
+    """The roofline figure of plots.roofline_figure, inlined; None without a roofline."""
+    from .plots import roofline_figure
 
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    r0 = points[0][1]
-    if r0.peak_tflops and r0.peak_gbs:
-        xs = [1, r0.ridge, max(r0.ridge * 10, 1e4)]
-        ax.plot(xs, [min(r0.peak_tflops, x * r0.peak_gbs / 1e3) for x in xs], color="black",
-                label=f"roof: {r0.peak_gbs:,.0f} GB/s, {r0.peak_tflops:,.0f} TFLOP/s "
-                      f"({r0.matmul_key})")
-    for label, r in points:
-        ax.scatter([r.intensity], [r.achieved_tflops], label=label, zorder=3)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("arithmetic intensity (FLOP/byte, minimum bytes)")
-    ax.set_ylabel("achieved TFLOP/s (timed p50)")
-    ax.set_title(f"Roofline ({r0.ceilings_source})", fontsize=10)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    return figure_png(fig)
+    fig = roofline_figure(points)
+    return figure_png(fig) if fig is not None else None
 
 
 def category_chart(labels: list[str], categories: list[pd.DataFrame], steps: list[int]) -> str:

@@ -1,8 +1,8 @@
 """PNG plots with matplotlib's Agg backend (no display needed).
 
 A sweep folder gives latency vs batch size per backend (p50 line, p90 and p99 marks), speedup
-bars vs the baseline per batch size, throughput vs batch size, and kernel time per step by
-category for every finished cell. A run (or any trace) gives its kernel time by category.
+bars vs the baseline per batch size, throughput vs batch size, kernel time per step by
+category for every finished cell, and a roofline of the cells that counted their FLOPs. A run (or any trace) gives its kernel time by category.
 """
 
 from __future__ import annotations
@@ -199,7 +199,57 @@ def sweep_plots(sweep_dir: Path, out: Path) -> list[Path]:
     else:
         print("no GPU kernels in this sweep's traces (CPU run?): categories.png left out",
               file=sys.stderr)
+    roofline = sweep_roofline(folder, frame, out / "roofline.png")
+    if roofline is not None:
+        written.append(roofline)
     return written
+
+
+def roofline_figure(points: list):
+    """Log-log roofline: the ceilings of the first point's GPU and each (label, Roofline)'s
+    achieved TFLOP/s against its arithmetic intensity; None when no point has a roofline."""
+    points = [(label, r) for label, r in points if r is not None]
+    if not points:
+        return None
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    r0 = points[0][1]
+    if r0.peak_tflops and r0.peak_gbs:
+        xs = [1, r0.ridge, max(r0.ridge * 10, 1e4)]
+        ax.plot(xs, [min(r0.peak_tflops, x * r0.peak_gbs / 1e3) for x in xs], color="black",
+                label=f"roof: {r0.peak_gbs:,.0f} GB/s, {r0.peak_tflops:,.0f} TFLOP/s "
+                      f"({r0.matmul_key})")
+    for label, r in points:
+        ax.scatter([r.intensity], [r.achieved_tflops], label=label, zorder=3)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP/byte, minimum bytes)")
+    ax.set_ylabel("achieved TFLOP/s (timed p50)")
+    ax.set_title(f"Roofline ({r0.ceilings_source})", fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return fig
+
+
+def sweep_roofline(folder: Path, frame: pd.DataFrame, out: Path) -> Path | None:
+    """roofline.png of every finished cell whose result.json has roofline_inputs."""
+    import json
+
+    from ..trace.insight import peaks_folder
+    from ..trace.roofline import ceilings_for, load_peaks, result_roofline
+
+    points = []
+    for row in frame[frame["status"] == "ok"].itertuples():
+        try:
+            result = json.loads((folder / f"{row.backend}_bs{row.bs}" / "result.json").read_text())
+        except (OSError, ValueError):
+            continue
+        gpu = ((result.get("environment") or {}).get("gpu") or {}).get("name") or ""
+        found = load_peaks(peaks_folder(), gpu) if gpu else None
+        points.append((f"{row.backend} bs{row.bs}",
+                       result_roofline(result, ceilings_for(result, found[0] if found else None))))
+    fig = roofline_figure(points)
+    return _save(fig, out) if fig is not None else None
 
 
 def run_plots(target: str, out: Path | None) -> list[Path]:

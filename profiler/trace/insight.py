@@ -85,6 +85,14 @@ def with_flops(result: dict, flops_table: dict | None) -> dict:
     return {**result, "roofline_inputs": {**found, "from": "--flops table"}}
 
 
+def ncu_join(summary: Summary, run_folder: Path) -> pd.DataFrame | None:
+    """The kernel table joined with the run folder's ncu.csv, when there is one."""
+    from .hardware import find_ncu_csv, hardware_join, read_ncu_csv
+
+    path = find_ncu_csv(str(run_folder))
+    return hardware_join(summary.kernels.table, read_ncu_csv(path)) if path else None
+
+
 def insight(target: Target, summary: Summary, peaks_dir: Path | None = None,
             ncu: pd.DataFrame | None = None, flops_table: dict | None = None) -> Insight:
     result = read_result(target)
@@ -99,6 +107,8 @@ def insight(target: Target, summary: Summary, peaks_dir: Path | None = None,
                                 str(found[1]) if found else "")
         roofline = result_roofline(result, ceilings)
         source = ceilings.source if ceilings else "no ceilings for this GPU"
+    if ncu is None and run_folder is not None:
+        ncu = ncu_join(summary, run_folder)
     sweep = sweep_table(run_folder) if run_folder else None
     ev = evidence(summary, result, run_folder, roofline, ncu, sweep)
     return Insight(roofline=roofline, advice=advise(ev), ceilings_source=source)
