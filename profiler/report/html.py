@@ -58,6 +58,8 @@ def _fmt(value) -> str:
         return "-"
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
         return f"{int(value):,}"
+    if isinstance(value, float) and 0 < abs(value) < 0.01:
+        return f"{value:.2e}"
     if isinstance(value, float):
         return f"{value:,.3f}" if abs(value) < 100 else f"{value:,.1f}"
     return str(value)
