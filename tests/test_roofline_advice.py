@@ -109,7 +109,7 @@ def test_gemm_flops_from_recorded_shapes(tmp_path):
     """A real CPU trace recorded with record_shapes: the addmm of a Linear layer."""
     import torch
 
-    from profiler.trace.roofline import kernel_roofline, op_flops, shaped_ops
+    from profiler.trace.roofline import gemm_roofline, kernel_roofline, op_flops, shaped_ops
 
     assert op_flops("aten::mm", [[4, 8], [8, 16]]) == 2 * 4 * 8 * 16
     assert op_flops("aten::bmm", [[2, 4, 8], [2, 8, 16]]) == 2 * 2 * 4 * 8 * 16
@@ -125,6 +125,8 @@ def test_gemm_flops_from_recorded_shapes(tmp_path):
     assert ops["flops"].iloc[0] == 2 * 8 * 32 * 64
     table = kernel_roofline(ops, {}, 100.0)  # no GPU kernels on the CPU: no rate
     assert table["calls"].iloc[0] == 1 and table["tflops"].isna().all()
+    whole = gemm_roofline(path, 100.0)
+    assert list(whole["flops_per_call"]) == [2 * 8 * 32 * 64] and whole["gpu_us"].iloc[0] == 0
 
 
 # ---- advice: each rule where it fires and where it must not --------------------------------

@@ -44,6 +44,12 @@ def _run_sections(page: html.Page, label: str, resolved, summary, result, found:
     page.add(f"{label}: top kernels", html.table(
         k.table.assign(ms_total=k.table["total_us"] / 1e3),
         ["name", "category", "calls", "ms_total", "share_pct", "tensor_core"], 15))
+    if result and (result.get("config") or {}).get("record_shapes"):
+        from ..trace.roofline import gemm_roofline
+
+        r = found.roofline
+        page.add(f"{label}: GEMMs by recorded shape (--record-shapes)", html.table(
+            gemm_roofline(resolved.path, r.peak_tflops if r else None), top=20))
     layers = html.layer_view(resolved.result_json.parent if resolved.result_json else None)
     if layers:
         page.add(f"{label}: TensorRT layers (engine_layer_times)", layers)

@@ -228,3 +228,23 @@ def load_peaks(folder: Path, gpu_name: str) -> tuple[dict, Path] | None:
         except (OSError, ValueError, KeyError, TypeError):
             continue
     return None
+
+
+def kernel_us_by_external_id(trace) -> dict[int, float]:
+    """GPU kernel time per launching operator's External id (Kineto links the two by it)."""
+    from .load import KIND
+
+    kernels = trace.events[trace.events["kind"] == KIND["kernel"]]
+    if "external_id" not in kernels or not len(kernels):
+        return {}
+    return kernels.groupby("external_id")["dur"].sum().to_dict()
+
+
+def gemm_roofline(path: Path | str, peak_tflops: float | None) -> pd.DataFrame:
+    """Per GEMM shape of a --record-shapes trace: calls, FLOPs per call, GPU time, TFLOP/s."""
+    from .load import load_trace
+
+    ops = shaped_ops(path)
+    if not len(ops):
+        return kernel_roofline(ops, {}, peak_tflops)
+    return kernel_roofline(ops, kernel_us_by_external_id(load_trace(path)), peak_tflops)
