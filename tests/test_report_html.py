@@ -153,3 +153,20 @@ def test_tensorboard_warns_that_its_page_needs_the_internet(cli, monkeypatch):
     result = cli("tensorboard")
     assert result.code == 0 and "needs the internet" in result.stderr
     assert "profile.py report" in result.stderr
+
+
+def test_a_cpu_run_records_its_flops_and_its_report_shows_them(cli, tmp_path):
+    """run stores roofline_inputs; a --record-shapes run's report lists its GEMM by shape."""
+    done = cli("run", "--model", "tests.tiny_models:conv_net", "--bs", "2", "--iters", "3",
+               "--timed-warmup", "0", "--active", "1", "--record-shapes")
+    assert done.code == 0, done.stderr
+    result = json.loads((tmp_path / "runs" / "pytorch_fp32_bs2" / "result.json").read_text())
+    inputs = result["roofline_inputs"]
+    # conv_net gets the run's --image-size, 224 by default
+    assert inputs["flops_per_batch"] == 2 * 2 * 8 * 3 * 3 * 3 * 224 * 224 + 2 * 2 * 8 * 4
+    assert inputs["precision"] == "fp32" and inputs["bytes_per_element"] == 4
+    done = cli("report", "pytorch_fp32_bs2", "--peaks-dir", str(tmp_path / "none"))
+    assert done.code == 0, done.stderr
+    text = (tmp_path / "report_pytorch_fp32_bs2.html").read_text()
+    assert "GEMMs by recorded shape" in text and "aten::addmm" in text
+    assert "FLOPs per batch (FlopCounterMode)" in text and "no ceilings" in text

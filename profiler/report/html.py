@@ -176,6 +176,8 @@ def roofline_chart(points: list[tuple[str, Roofline]]) -> str | None:
 
 
 def category_chart(labels: list[str], categories: list[pd.DataFrame], steps: list[int]) -> str:
+    if not any(len(frame) for frame in categories):
+        return "<p class='note'>no GPU kernels in the trace</p>"
     from .plots import CATEGORY_COLOURS, _pyplot
 
     plt = _pyplot()
