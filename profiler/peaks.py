@@ -144,8 +144,9 @@ def measure(device: torch.device, sizes: dict, warmup: int = 5, repeats: int = 2
         "method": {"data": "random (seeded)", "warmup_calls": warmup, "repeats": repeats,
                    "statistic": "median",
                    "timer": "CUDA events" if device.type == "cuda" else "perf_counter",
-                   "matmul": "n x n by n x n, 2 n^3 FLOPs", "copy": "one tensor to another in device memory, "
-                   "2 x bytes moved (read + write)", "sizes": dict(sizes)},
+                   "matmul": "n x n by n x n, 2 n^3 FLOPs",
+                   "copy": "one tensor to another in device memory, 2 x bytes moved (read + "
+                           "write)", "sizes": dict(sizes)},
         "matmul_tflops": {k: v["tflops"] for k, v in matmul.items()},
         "matmul_detail": matmul,
         "copy": _copy_bandwidth(sizes["copy_bytes"], device, warmup, repeats),
