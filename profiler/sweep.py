@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .config import RunConfig, check_path_component
+from .config import CliOption, RunConfig, check_path_component, run_argv, run_options, unkeyed
 from .errors import Interrupted, UserError
 from .fsutil import write_json_atomic
 
@@ -44,38 +44,22 @@ ENTRY = Path(__file__).resolve().parent.parent / "profile.py"
 OK, FAILED, OOM, TIMEOUT, INTERRUPTED, RUNNING, PENDING = (
     "ok", "failed", "oom", "timeout", "interrupted", "running", "pending")
 
-#: run options a sweep shares between its cells: option key -> `profile.py run` flag. Booleans
-#: with a (true, false) pair of flags are written out either way, so a cell never depends on
-#: `run`'s defaults.
-PASS_THROUGH: dict[str, str | tuple[str, str]] = {
-    "model": "--model",
-    "image_size": "--image-size",
-    "seq_len": "--seq-len",
-    "seed": "--seed",
-    "weights": "--weights",
-    "compile_mode": "--compile-mode",
-    "memory_format": "--memory-format",
-    "tf32": ("--tf32", ""),
-    "cudnn_benchmark": ("--cudnn-benchmark", "--no-cudnn-benchmark"),
-    "wait": "--wait",
-    "warmup": "--warmup",
-    "active": "--active",
-    "repeat": "--repeat",
-    "record_shapes": ("--record-shapes", ""),
-    "profile_memory": ("--profile-memory", ""),
-    "with_stack": ("--with-stack", ""),
-    "with_flops": ("--with-flops", ""),
-    "gzip": ("--gzip", "--no-gzip"),
-    "iters": "--iters",
-    "timed_warmup": "--timed-warmup",
-    "max_rel_error": "--max-rel-error",
-    "cache": ("--cache", "--no-cache"),
-    "cache_dir": "--cache-dir",
+#: run options a sweep sets itself rather than passing them on to its cells: field -> why.
+#: Every other RunConfig option is a sweep option, shared by all cells (config.run_options).
+SWEEP_SETS = {
+    "backend": "--backends takes a comma-separated list",
+    "batch_size": "--bs takes a comma-separated list",
+    "name": "--name names the sweep folder; a cell is named <backend>_bs<N>",
+    "runs_dir": "cells go into <runs-dir>/<sweep>/",
+    "tb_dir": "cells' traces go into <tb-dir>/<sweep>/",
+    "capture": "the benchmark table needs each cell's torch.profiler trace",
 }
-#: options that may differ when a sweep is resumed (they change how, not what, is measured)
-RESUMABLE_CHANGES = ("cache", "cache_dir")
-#: RunConfig's name for an option where it differs
-_CONFIG_NAME = {"cache": "use_cache"}
+
+
+def shared_options() -> dict[str, CliOption]:
+    """Option key (the manifest's ``options`` key) -> declaration of the options a sweep
+    passes on to its cells."""
+    return {spec.key: spec for name, spec in run_options().items() if name not in SWEEP_SETS}
 
 
 def cell_name(backend: str, batch_size: int) -> str:
@@ -134,25 +118,13 @@ def _no_duplicates(items: list, flag: str, what: str) -> None:
 
 
 def run_args(options: dict) -> list[str]:
-    """The shared options as `profile.py run` arguments."""
-    args: list[str] = []
-    for key, flag in PASS_THROUGH.items():
-        value = options.get(key)
-        if isinstance(flag, tuple):
-            chosen = flag[0] if value else flag[1]
-            if chosen:
-                args.append(chosen)
-        elif value is not None:
-            args += [flag, str(value)]
-    return args
+    """The shared options (keyed as in the manifest) as `profile.py run` arguments."""
+    return run_argv(unkeyed({k: v for k, v in options.items() if k in shared_options()}))
 
 
 def validate(options: dict, backend_names: list[str], batch_sizes: list[int]) -> None:
     """Every cell's configuration must be valid before the first one starts."""
-    config = {_CONFIG_NAME.get(k, k): v for k, v in options.items() if k in PASS_THROUGH}
-    for path_key in ("weights", "cache_dir"):
-        if config.get(path_key) is not None:
-            config[path_key] = Path(config[path_key])
+    config = unkeyed({k: v for k, v in options.items() if k in shared_options()})
     for backend in backend_names:
         for batch_size in batch_sizes:
             RunConfig(backend=backend, batch_size=batch_size, **config)
@@ -187,17 +159,14 @@ def check_resumable(sweep_dir: Path, manifest: dict, options: dict) -> None:
     if old.get("model") != options.get("model"):
         raise UserError(f"{sweep_dir} holds a sweep of model {old.get('model')!r}, not "
                         f"{options.get('model')!r}: pass --name for a new sweep")
-    changed = [key for key in PASS_THROUGH
-               if key not in RESUMABLE_CHANGES and old.get(key) != options.get(key)]
+    shared = shared_options()
+    changed = [key for key, spec in shared.items()
+               if not spec.resumable and old.get(key) != options.get(key)]
     if changed:
-        parts = [f"{_flag(k)} {old.get(k)!r} (now {options.get(k)!r})" for k in changed]
+        parts = [f"{shared[k].flags[0].split('/')[0]} {old.get(k)!r} (now {options.get(k)!r})"
+                 for k in changed]
         raise UserError(f"{sweep_dir} was swept with {', '.join(parts)}: pass the same options "
                         "to resume it, or --name for a new sweep")
-
-
-def _flag(key: str) -> str:
-    flag = PASS_THROUGH[key]
-    return flag[0] if isinstance(flag, tuple) else flag
 
 
 def _now() -> str:

@@ -129,7 +129,7 @@ def test_plots_of_a_gpu_sweep_built_from_the_fixtures(tmp_path, monkeypatch):
     import json
     import shutil
 
-    from profiler.report.plots import plot
+    from profiler.commands.plot import plot
     from profiler.sweep import cell_metrics
 
     monkeypatch.chdir(tmp_path)

@@ -228,9 +228,9 @@ def test_resume_refuses_another_model(cli):
 
 
 def test_resume_refuses_other_options(cli):
-    from profiler.sweep import PASS_THROUGH
+    from profiler.sweep import shared_options
 
-    options = {key: None for key in PASS_THROUGH}
+    options = {key: None for key in shared_options()}
     _fake_sweep("tests.tiny_models:conv_net")
     manifest = json.loads(Path("runs/old/sweep.json").read_text())
     manifest["options"] = {**options, "model": "tests.tiny_models:conv_net", "iters": 100,

@@ -29,8 +29,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import UserError
-from .export import _markdown, write_atomic
-from .fmt import missing
+from ..fsutil import write_text_atomic
+from .export import _markdown
+from .fmt import fixed, pct, times
 
 ROOFLINE_COLUMNS = ["tflops", "pct_peak_compute", "gbs", "pct_peak_bandwidth", "flop_per_byte"]
 COLUMNS = ["model", "device", "backend", "bs", "mean_ms", "p50_ms", "p90_ms", "p99_ms",
@@ -125,8 +126,8 @@ def benchmark_table(sweep_dir: Path, manifest: dict) -> pd.DataFrame:
 
 def write_benchmark(sweep_dir: Path, frame: pd.DataFrame, manifest: dict) -> list[Path]:
     csv_path, md_path = sweep_dir / "benchmark.csv", sweep_dir / "benchmark.md"
-    write_atomic(csv_path, frame.to_csv(index=False, float_format="%.6g"))
-    write_atomic(md_path, markdown(frame, manifest))
+    write_text_atomic(csv_path, frame.to_csv(index=False, float_format="%.6g"))
+    write_text_atomic(md_path, markdown(frame, manifest))
     return [csv_path, md_path]
 
 
@@ -146,8 +147,8 @@ def markdown(frame: pd.DataFrame, manifest: dict) -> str:
              "FP32 eager reference; tensor_core_pct and gpu_util_pct from the profiled steps' "
              "trace", ""]
     shown = frame.drop(columns=["model", "device", "baseline", "reason"]).astype(object)
-    for column, fmt in MD_FORMATS.items():
-        shown[column] = [("" if pd.isna(v) else format(v, fmt)) for v in frame[column]]
+    for column, spec in MD_FORMATS.items():
+        shown[column] = [fixed(v, spec, blank="") for v in frame[column]]
     lines.append(_markdown(shown))
     failed = frame[frame["status"] != "ok"]
     if len(failed):
@@ -155,12 +156,6 @@ def markdown(frame: pd.DataFrame, manifest: dict) -> str:
         for r in failed.itertuples():
             lines.append(f"- `{r.backend}` bs {r.bs}: {r.status}: {r.reason}")
     return "\n".join(lines) + "\n"
-
-
-def _f(value, fmt: str) -> str:
-    if missing(value):
-        return "-"
-    return format(value, fmt)
 
 
 def print_benchmark(frame: pd.DataFrame, manifest: dict, console: Console) -> None:
@@ -173,13 +168,11 @@ def print_benchmark(frame: pd.DataFrame, manifest: dict, console: Console) -> No
         t.add_column(h, justify="left" if h in ("backend", "status") else "right")
     for r in frame.itertuples():
         status = r.status if r.status == "ok" else f"[red]{escape(str(r.status))}[/]"
-        t.add_row(r.backend, str(r.bs), _f(r.mean_ms, ".3f"), _f(r.p50_ms, ".3f"),
-                  _f(r.p90_ms, ".3f"), _f(r.p99_ms, ".3f"), _f(r.throughput_per_s, ",.1f"),
-                  _f(r.speedup, ".2f") + ("x" if not pd.isna(r.speedup) else ""),
-                  _f(r.ready_s, ".2f"), _f(r.compile_s, ".2f"), _f(r.rel_l2_error, ".2g"),
-                  _f(r.tensor_core_pct, ".1f") + (" %" if not pd.isna(r.tensor_core_pct) else ""),
-                  _f(r.gpu_util_pct, ".1f") + (" %" if not pd.isna(r.gpu_util_pct) else ""),
-                  status)
+        t.add_row(r.backend, str(r.bs), fixed(r.mean_ms, ".3f"), fixed(r.p50_ms, ".3f"),
+                  fixed(r.p90_ms, ".3f"), fixed(r.p99_ms, ".3f"),
+                  fixed(r.throughput_per_s, ",.1f"), times(r.speedup), fixed(r.ready_s, ".2f"),
+                  fixed(r.compile_s, ".2f"), fixed(r.rel_l2_error, ".2g"),
+                  pct(r.tensor_core_pct), pct(r.gpu_util_pct), status)
     console.print(t)
 
 

@@ -1,8 +1,10 @@
 """PNG plots with matplotlib's Agg backend (no display needed).
 
-A sweep folder gives latency vs batch size per backend (p50 line, p90 and p99 marks), speedup
-bars vs the baseline per batch size, throughput vs batch size, kernel time per step by
-category for every finished cell, and a roofline of the cells that counted their FLOPs. A run (or any trace) gives its kernel time by category.
+A sweep gives latency vs batch size per backend (p50 line, p90 and p99 marks), speedup bars vs
+the baseline per batch size, throughput vs batch size, and kernel time per step by category for
+every finished cell, and a roofline of the cells that counted their FLOPs. A run (or any trace)
+gives its kernel time by category. Drawing only:
+commands.plot finds the sweep or run and computes what is drawn.
 """
 
 from __future__ import annotations
@@ -36,18 +38,11 @@ def _pyplot():
 
 def _save(fig, path: Path) -> Path:
     """Write the PNG atomically (temp file + rename), like every other export."""
-    import os
-    import tempfile
+    from ..fsutil import write_with
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
     try:
-        fig.savefig(tmp, format="png", dpi=130, bbox_inches="tight")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        write_with(path, lambda tmp: fig.savefig(tmp, format="png", dpi=130,
+                                                 bbox_inches="tight"))
     finally:
         import matplotlib.pyplot as plt
 
@@ -175,15 +170,12 @@ def category_bars(labels: list[str], per_label: list[dict[str, float]], title: s
     return _save(fig, out)
 
 
-def sweep_plots(sweep_dir: Path, out: Path) -> list[Path]:
+def sweep_plots(frame: pd.DataFrame, manifest: dict, out: Path) -> list[Path]:
+    """latency.png, speedup.png, throughput.png and categories.png of a sweep's benchmark
+    table (a frame with at least one finished cell) and manifest."""
     from ..sweep import OK, grid_cells
-    from .benchmark import benchmark_table, load_sweep
 
-    folder, manifest = load_sweep(sweep_dir)
-    frame = benchmark_table(folder, manifest)
     model = manifest["model"]
-    if not (frame["status"] == "ok").any():
-        raise UserError(f"{folder}: no cell of this sweep finished; nothing to plot")
     written = [latency_plot(frame, model, out / "latency.png"),
                speedup_plot(frame, model, manifest["baseline"], out / "speedup.png"),
                throughput_plot(frame, model, out / "throughput.png")]
@@ -199,9 +191,6 @@ def sweep_plots(sweep_dir: Path, out: Path) -> list[Path]:
     else:
         print("no GPU kernels in this sweep's traces (CPU run?): categories.png left out",
               file=sys.stderr)
-    roofline = sweep_roofline(folder, frame, out / "roofline.png")
-    if roofline is not None:
-        written.append(roofline)
     return written
 
 
@@ -231,67 +220,24 @@ def roofline_figure(points: list):
     return fig
 
 
-def sweep_roofline(folder: Path, frame: pd.DataFrame, out: Path) -> Path | None:
-    """roofline.png of every finished cell whose result.json has roofline_inputs."""
-    import json
-
-    from ..trace.insight import peaks_folder
-    from ..trace.roofline import ceilings_for, load_peaks, result_roofline
-
-    points = []
-    for row in frame[frame["status"] == "ok"].itertuples():
-        try:
-            result = json.loads((folder / f"{row.backend}_bs{row.bs}" / "result.json").read_text())
-        except (OSError, ValueError):
-            continue
-        gpu = ((result.get("environment") or {}).get("gpu") or {}).get("name") or ""
-        found = load_peaks(peaks_folder(), gpu) if gpu else None
-        points.append((f"{row.backend} bs{row.bs}",
-                       result_roofline(result, ceilings_for(result, found[0] if found else None))))
+def roofline_plot(points: list, out: Path) -> Path | None:
+    """roofline.png of (label, Roofline) points; None when none has a roofline."""
     fig = roofline_figure(points)
     return _save(fig, out) if fig is not None else None
 
 
-def run_plots(target: str, out: Path | None) -> list[Path]:
-    import json
-
-    from ..trace.diff import steps_of
-    from ..trace.summary import resolve_target
-
-    resolved = resolve_target(target)
-    summary = resolved.summary()
-    steps = steps_of(summary)
-    cats = {r.category: float(r.total_us) / steps for r in summary.kernels.categories.itertuples()}
-    if not cats:
-        raise UserError(f"{target}: the trace holds no GPU kernels; nothing to plot")
-    device = summary.devices[0]["name"] if summary.devices else "unknown device"
-    model = ""
-    if resolved.result_json is not None:
-        run_dir = resolved.result_json.parent
-        try:
-            model = json.loads(resolved.result_json.read_text()).get("model", "")
-        except (OSError, ValueError):
-            model = ""
-    else:
-        run_dir = resolved.path.parent
-    name = run_dir.name
-    out = out if out is not None else run_dir / "plots"
+def run_plot(cats: dict[str, float], share: dict[str, float], steps: int, name: str,
+             model: str, device: str, out: Path) -> Path:
+    """<name>_categories.png: kernel time per step by category (``cats``, µs), each labelled
+    with its Tensor Core share."""
     labels = sorted(cats, key=cats.get, reverse=True)
-    share = {r.category: r.tensor_core_pct for r in summary.kernels.categories.itertuples()}
     labels_shown = [f"{c} ({share[c]:.0f} % TC)" if share.get(c) else c for c in labels]
     title = (f"GPU kernel time by category: {name} ({steps} profiled steps)\n"
              f"{model + ' on ' if model else ''}{device}; TC = share on Tensor Cores")
-    return [category_bars(labels_shown, [{c: cats[c]} for c in labels], title,
-                          out / f"{name}_categories.png", legend=False)]
+    return category_bars(labels_shown, [{c: cats[c]} for c in labels], title,
+                         out / f"{name}_categories.png", legend=False)
 
 
-def plot(target: str, out: Path | None) -> list[Path]:
-    from ..sweep import MANIFEST
-
-    path = Path(target)
-    for candidate in (path, Path("runs") / target):
-        folder = candidate.parent if candidate.name == MANIFEST else candidate
-        if (folder / MANIFEST).is_file():
-            return sweep_plots(folder, out if out is not None else folder / "plots")
-    _pyplot()  # say so early when matplotlib is missing
-    return run_plots(target, out)
+def require_matplotlib() -> None:
+    """Say so early when matplotlib is missing."""
+    _pyplot()

@@ -10,14 +10,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from .console import make_console
+from .fmt import ms, significant
 
 
 def print_json(result: dict) -> None:
     sys.stdout.write(json.dumps(result, indent=2, default=str) + "\n")
-
-
-def _ms(value: float) -> str:
-    return f"{value:.3f}"
 
 
 def print_result(result: dict) -> None:
@@ -28,7 +25,7 @@ def print_result(result: dict) -> None:
     table = Table(title=f"{result['model']} · {backend['name']} · bs {result['batch_size']} · "
                         f"{gpu.get('name', 'CPU')}", title_justify="left")
     columns = ["mean ms", "std", "min", "p50", "p90", "p95", "p99", "max", "samples/s", "prepare s"]
-    cells = [*(_ms(timing[k]) for k in ("mean_ms", "std_ms", "min_ms", "p50_ms", "p90_ms",
+    cells = [*(ms(timing[k]) for k in ("mean_ms", "std_ms", "min_ms", "p50_ms", "p90_ms",
                                         "p95_ms", "p99_ms", "max_ms")),
              f"{timing['throughput_samples_per_s']:.1f}",
              f"{timing['prepare_s'] + timing['first_call_s']:.2f}"]
@@ -84,10 +81,6 @@ def describe_notes(notes: dict) -> list[str]:
     return lines
 
 
-def _figure(value, digits: int = 3) -> str:
-    return "[red]not finite[/]" if value is None else f"{value:.{digits}g}"
-
-
 def _print_numerics(console: Console, numerics: dict | None) -> None:
     """The numeric check against the FP32 eager reference, as a one-row table."""
     if not numerics or "skipped" in numerics:
@@ -96,9 +89,9 @@ def _print_numerics(console: Console, numerics: dict | None) -> None:
     for column in ("max abs err", "mean abs err", "rel L2 err", "cosine", "top-1 agree"):
         table.add_column(column, justify="right")
     top1 = numerics.get("top1_agreement")
-    table.add_row(_figure(numerics["max_abs_error"]), _figure(numerics["mean_abs_error"]),
-                  _figure(numerics["rel_l2_error"]), _figure(numerics["cosine_similarity"], 6),
-                  "-" if top1 is None and numerics["finite"] else _figure(top1, 4))
+    table.add_row(significant(numerics["max_abs_error"]), significant(numerics["mean_abs_error"]),
+                  significant(numerics["rel_l2_error"]), significant(numerics["cosine_similarity"], 6),
+                  "-" if top1 is None and numerics["finite"] else significant(top1, 4))
     console.print(table)
     if not numerics["finite"]:
         console.print("[bold red]warning:[/] NaN or Inf in the output or the reference: the "

@@ -23,14 +23,12 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
-import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UserError
-from ..fsutil import write_text_atomic
+from ..fsutil import write_bytes_atomic, write_text_atomic
 from .load import read_bytes
 
 #: ``cat`` in the trace -> ``cat`` in the copy, with why. The plugin lower-cases ``cat`` and
@@ -102,22 +100,10 @@ def write_compat_copy(trace: Path, out_dir: Path | None = None) -> CompatResult:
         raise UserError(f"--out would overwrite the original trace {trace}")
     text = json.dumps(data, separators=(",", ":"))
     if trace.name.endswith(".gz"):
-        _write_bytes_atomic(target, gzip.compress(text.encode("utf-8"), compresslevel=6))
+        write_bytes_atomic(target, gzip.compress(text.encode("utf-8"), compresslevel=6))
     else:
         write_text_atomic(target, text)
     return CompatResult(source=trace, written=target, renamed=counts)
-
-
-def _write_bytes_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def traces_of(target: str, root: Path | None = None) -> list[Path]:

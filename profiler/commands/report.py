@@ -12,7 +12,7 @@ from ..fsutil import write_text_atomic
 from ..trace.diff import diff
 from ..trace.insight import Insight, insight, read_result
 from ..trace.summary import resolve_target
-from . import html
+from ..report import html
 
 
 def _side(target: str, peaks_dir: Path | None, flops_table: dict | None = None):
@@ -73,7 +73,7 @@ def compare_page(a: str, b: str, peaks_dir: Path | None = None,
     result = diff(sa, sb, a_label=a, b_label=b)
     a, b = _label(a), _label(b)
     page = html.Page(f"Comparison: A = {a}, B = {b}")
-    from .compare_view import timed_rows
+    from .compare import timed_rows
 
     overview = pd.concat([timed_rows(resa, resb), result.overview], ignore_index=True)
     page.add("Overview (delta = B - A; times per profiled step)", html.table(
@@ -100,7 +100,7 @@ def sweep_page(folder: Path, peaks_dir: Path | None = None,
     page.add("Benchmark (benchmark.csv)", html.table(frame, [c for c in (
         "backend", "bs", "p50_ms", "p90_ms", "p99_ms", "throughput_per_s", "speedup",
         "tensor_core_pct", "gpu_util_pct", "rel_l2_error", "status") if c in frame]))
-    from .plots import _pyplot
+    from ..report.plots import _pyplot
 
     plt = _pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
