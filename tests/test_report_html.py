@@ -21,7 +21,7 @@ OFFLINE = ["--headless", "--no-sandbox", "--disable-gpu", "--proxy-server=127.0.
 
 @pytest.fixture(scope="module")
 def comparison(tmp_path_factory):
-    from profiler.report.html_report import run
+    from profiler.commands.report import run
 
     out = tmp_path_factory.mktemp("report") / "compare.html"
     run(str(H200 / "runs" / "pytorch_fp16_bs8"), str(H200 / "runs" / "ttrt_fp16_bs8"), out,
@@ -64,7 +64,7 @@ def test_report_renders_in_a_browser_without_network(comparison, tmp_path):
 def test_report_of_a_run_and_of_a_sweep(tmp_path, monkeypatch):
     """A run without FLOPs says so; the fixture runs laid out as a sweep with the warm sweep's
     benchmark.csv give the table, the per-cell advice and the roofline chart."""
-    from profiler.report.html_report import run
+    from profiler.commands.report import run
 
     single = run(str(H200 / "runs" / "pytorch_fp32_bs8"), None, tmp_path / "run.html",
                  peaks_dir=tmp_path / "none")
