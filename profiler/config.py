@@ -20,6 +20,23 @@ MEMORY_FORMATS = ("auto", "channels_last", "contiguous")
 CAPTURES = ("torch", "cuda-profiler-api")
 
 
+DEFAULT_MODEL = "resnet50"
+
+
+def model_slug(model: str) -> str:
+    """A model as part of a folder name: ``resnet18``; ``pkg.mod:build`` -> ``build``."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", model.rpartition(":")[2]).strip("-") or "model"
+
+
+def run_name(backend: str, batch_size: int, model: str = DEFAULT_MODEL,
+             name: str | None = None) -> str:
+    """A run's folder name: its identity (backend, batch size, and the model or --name)."""
+    base = f"{backend}_bs{batch_size}"
+    if name:
+        return f"{base}_{name}"
+    return base if model == DEFAULT_MODEL else f"{base}_{model_slug(model)}"
+
+
 def check_path_component(value: str, what: str) -> str:
     """Reject anything that could escape the folder it is joined to (``..``, ``/``, ``~``)."""
     if not _SAFE_NAME.fullmatch(value) or ".." in value:
@@ -102,7 +119,7 @@ class RunConfig:
     backend: str = option("pytorch_fp32", "Backend to run; `backends` lists them and what each "
                           "needs.", short="-b", choices=_backend_names)
     batch_size: int = option(8, "Batch size.", flag="--bs")
-    model: str = option("resnet50", "resnet50, resnet18, distilbert, transformer, or "
+    model: str = option(DEFAULT_MODEL, "resnet50, resnet18, distilbert, transformer, or "
                         "package.module:function returning (model, example_inputs).", short="-m")
     image_size: int = option(224, "Image side for vision models.")
     seq_len: int = option(128, "Sequence length for text models.")
@@ -139,6 +156,9 @@ class RunConfig:
     name: str | None = option(None, "Suffix for the run folder: <backend>_bs<N>_<name>.")
     runs_dir: Path = option(Path("runs"), "Where run results go.")
     tb_dir: Path = option(Path("tb_logs"), "Where TensorBoard traces go.")
+    replace: bool = option(False, "Replace a run folder of the same name that holds another "
+                           "model, image size, sequence length or weights (a re-run of the same "
+                           "run always replaces it).", resumable=True)
     # compiled-engine cache (ttrt_* backends): None means engine_cache.default_dir()
     cache_dir: Path | None = option(None, "Engine cache folder (default "
                                     "~/.cache/infer-profiler/engines).", panel=PANEL_CACHE,
@@ -183,9 +203,9 @@ class RunConfig:
 
     @property
     def run_name(self) -> str:
-        """``<backend>_bs<N>[_<name>]``: the folder under both runs/ and tb_logs/."""
-        base = f"{self.backend}_bs{self.batch_size}"
-        return f"{base}_{self.name}" if self.name else base
+        """The folder under both runs/ and tb_logs/: ``<backend>_bs<N>_<name>`` with --name,
+        else ``<backend>_bs<N>``, with ``_<model>`` added for a model other than the default."""
+        return run_name(self.backend, self.batch_size, self.model, self.name)
 
     @property
     def profiled_steps(self) -> int:

@@ -13,6 +13,22 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 
+def current_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def chmod_by_umask(target: int | str | Path, directory: bool = False) -> None:
+    """Give a file (a path or an open descriptor) or folder made by mkstemp/mkdtemp (0600/0700)
+    the mode an ordinary open/mkdir would have given it (0644/0755 under umask 022)."""
+    mode = (0o777 if directory else 0o666) & ~current_umask()
+    if isinstance(target, int):
+        os.fchmod(target, mode)
+    else:
+        os.chmod(target, mode)
+
+
 @contextlib.contextmanager
 def atomic_path(path: Path, suffix: str = ".tmp") -> Iterator[Path]:
     """A hidden temp file beside ``path`` for the block to write (by name: a library's
@@ -20,6 +36,7 @@ def atomic_path(path: Path, suffix: str = ".tmp") -> Iterator[Path]:
     name (``.<name>.<random><suffix>``) matches no pattern a reader of the folder looks for."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
+    chmod_by_umask(handle)
     os.close(handle)
     try:
         yield Path(tmp)
@@ -52,7 +69,13 @@ def write_json_atomic(path: Path, data: object) -> None:
 def staging_dir(final: Path) -> Path:
     """A fresh hidden folder beside ``final`` to build its contents in."""
     final.parent.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=f".{final.name}.partial-", dir=final.parent))
+    staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.partial-", dir=final.parent))
+    try:
+        chmod_by_umask(staging, directory=True)
+    except BaseException:  # Ctrl-C included: leave no empty staging folder behind
+        staging.rmdir()
+        raise
+    return staging
 
 
 def replace_dir(staging: Path, final: Path) -> None:

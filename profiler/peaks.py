@@ -31,7 +31,7 @@ CPU_SIZES = {"matmul_n": 256, "copy_bytes": 1 << 24, "int8_n": 256}
 
 def default_dir() -> Path:
     """``peaks/`` beside the engine cache's default folder."""
-    return engine_cache.default_dir().parent / "peaks"
+    return engine_cache.peaks_dir()
 
 
 def machine_facts() -> dict:

@@ -14,7 +14,8 @@ H200 = FIXTURES / "h200"
 
 @pytest.fixture(scope="module")
 def summaries():
-    from profiler.trace.summary import resolve_target, summarize
+    from profiler.runs import resolve_target
+    from profiler.trace.summary import summarize
 
     names = ["pytorch_fp32_bs8", "pytorch_fp16_bs8", "ttrt_fp16_bs8", "inductor_fp16_bs8",
              "inductor_fp16_bs8_maxautotune"]

@@ -71,14 +71,22 @@ def test_report_of_a_run_and_of_a_sweep(tmp_path, monkeypatch):
     text = single.read_text()
     assert "no roofline: the run's result.json has no roofline_inputs" in text
     assert "FP32 GEMM/conv on CUDA cores" in text
+    from profiler.runs import SweepCell, SweepManifest, write_manifest
+
     sweep = tmp_path / "runs" / "warm"
-    for name in ("pytorch_fp16_bs8", "ttrt_fp16_bs8"):
+    names = ("pytorch_fp16_bs8", "ttrt_fp16_bs8")
+    for name in names:
         shutil.copytree(H200 / "runs" / name, sweep / name)
+        # result.json names tb_logs/<run>/... relative to where `run` was started
+        shutil.copytree(H200 / "tb_logs" / name, tmp_path / "tb_logs" / name)
+    write_manifest(sweep, SweepManifest(
+        options={}, name="warm", model="resnet50", backends=["pytorch_fp16", "ttrt_fp16"],
+        batch_sizes=[8], baseline="pytorch_fp16",
+        cells={n: SweepCell(backend=n.rsplit("_bs", 1)[0], batch_size=8, status="ok")
+               for n in names}))
     shutil.copy(ROOT / "docs" / "sweep" / "warm" / "benchmark.csv", sweep / "benchmark.csv")
-    monkeypatch.chdir(H200.parent.parent.parent)  # result.json names tb_logs/... from the root
-    monkeypatch.setattr("profiler.trace.summary._traces_named_by_result",
-                        lambda folder, root: [next((H200 / "tb_logs" / folder.name).glob("*.gz"))])
-    page = run(str(sweep), None, None, peaks_dir=tmp_path / "none", flops=FLOPS)
+    monkeypatch.chdir(tmp_path)
+    page = run("warm", None, None, peaks_dir=tmp_path / "none", flops=FLOPS)
     assert page == sweep / "report.html"
     text = page.read_text()
     assert "Roofline and advice per cell" in text and "Roofline chart" in text
@@ -160,13 +168,19 @@ def test_a_cpu_run_records_its_flops_and_its_report_shows_them(cli, tmp_path):
     done = cli("run", "--model", "tests.tiny_models:conv_net", "--bs", "2", "--iters", "3",
                "--timed-warmup", "0", "--active", "1", "--record-shapes")
     assert done.code == 0, done.stderr
-    result = json.loads((tmp_path / "runs" / "pytorch_fp32_bs2" / "result.json").read_text())
-    inputs = result["roofline_inputs"]
+    from profiler.runs import read_result
+
+    run = "pytorch_fp32_bs2_conv_net"
+    on_disk = json.loads((tmp_path / "runs" / run / "result.json").read_text())
+    assert on_disk["roofline_inputs"]["flops_per_batch"] > 0 and "from" not in \
+        on_disk["roofline_inputs"]
+    inputs = read_result(tmp_path / "runs" / run).roofline_inputs
     # conv_net gets the run's --image-size, 224 by default
-    assert inputs["flops_per_batch"] == 2 * 2 * 8 * 3 * 3 * 3 * 224 * 224 + 2 * 2 * 8 * 4
-    assert inputs["precision"] == "fp32" and inputs["bytes_per_element"] == 4
-    done = cli("report", "pytorch_fp32_bs2", "--peaks-dir", str(tmp_path / "none"))
+    assert inputs.flops_per_batch == 2 * 2 * 8 * 3 * 3 * 3 * 224 * 224 + 2 * 2 * 8 * 4
+    assert inputs.precision == "fp32" and inputs.bytes_per_element == 4
+    assert inputs.flops_by_operator and inputs.error is None
+    done = cli("report", run, "--peaks-dir", str(tmp_path / "none"))
     assert done.code == 0, done.stderr
-    text = (tmp_path / "report_pytorch_fp32_bs2.html").read_text()
+    text = (tmp_path / f"report_{run}.html").read_text()
     assert "GEMMs by recorded shape" in text and "aten::addmm" in text
     assert "FLOPs per batch (FlopCounterMode)" in text and "no ceilings" in text

@@ -21,21 +21,24 @@ WARM = pd.read_csv(ROOT / "docs" / "sweep" / "warm" / "benchmark.csv")
 
 
 def _result(run: str) -> dict:
+    """The fixture's result.json read as RunResult (as the commands read it), as JSON."""
+    from profiler.runs import read_result, result_to_dict
     from profiler.trace.insight import with_flops
 
-    return with_flops(json.loads((H200 / "runs" / run / "result.json").read_text()), FLOPS)
+    return with_flops(result_to_dict(read_result(H200 / "runs" / run)), FLOPS)
 
 
 def _evidence(run: str, sweep: pd.DataFrame | None = None, ncu: bool = False):
     from profiler.trace.insight import evidence, ncu_join
     from profiler.trace.roofline import ceilings_for, result_roofline
-    from profiler.trace.summary import resolve_target
+    from profiler.runs import ncu_csv_of, resolve_target
 
     target = resolve_target(str(H200 / "runs" / run))
     summary = target.summary()
     result = _result(run)
     roofline = result_roofline(result, ceilings_for(result, None))
-    joined = ncu_join(summary, FIXTURES / "h200_ncu" / "runs" / run) if ncu else None
+    joined = ncu_join(summary, ncu_csv_of(str(FIXTURES / "h200_ncu" / "runs" / run))) \
+        if ncu else None
     return evidence(summary, result, H200 / "runs" / run, roofline, joined, sweep)
 
 
@@ -209,3 +212,19 @@ def test_every_rule_names_its_source():
 
     assert len({r.id for r in RULES}) == len(RULES) == 6
     assert all(r.source and r.action and r.title for r in RULES)
+
+
+def test_roofline_inputs_are_an_optional_typed_field_of_the_run_result():
+    """Fixture runs from before FLOP counting read (no roofline_inputs); a count, a failed
+    count and figures taken from a --flops table survive result.json's round trip."""
+    from profiler.runs import RooflineInputs, read_result, result_from_dict, result_to_dict
+
+    old = read_result(H200 / "runs" / "pytorch_fp16_bs8")
+    assert old.roofline_inputs is None and result_to_dict(old)["roofline_inputs"] is None
+    for inputs in (FLOPS["roofline_inputs"]["fp16_bs8"], {"error": "FLOPs not counted: x"},
+                   {**FLOPS["roofline_inputs"]["fp16_bs8"], "from": "--flops table"}):
+        data = {**result_to_dict(old), "roofline_inputs": inputs}
+        back = result_from_dict(data)
+        assert isinstance(back.roofline_inputs, RooflineInputs)
+        assert result_to_dict(back)["roofline_inputs"] == inputs
+    assert back.roofline_inputs.source == "--flops table"

@@ -3,7 +3,6 @@ terminal tables."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -14,21 +13,16 @@ from ..fsutil import write_text_atomic
 from ..report.compare_view import print_diff
 from ..report.console import make_console
 from ..trace.diff import Diff, diff
-from ..trace.summary import Summary, resolve_target
+from ..runs import RunResult, resolve_target
+from ..trace.summary import Summary
 
 
-def load_side(target: str) -> tuple[Summary, dict | None]:
-    """Summary of a target's trace, and its run's result.json when the target is a run."""
+def load_side(target: str) -> tuple[Summary, RunResult | None]:
+    """Summary of a target's trace, and its run's result when the target is a run."""
     resolved = resolve_target(target)
     if resolved.note:
         print(f"{target}: {resolved.note}", file=sys.stderr)
-    result = None
-    if resolved.result_json is not None:
-        try:
-            result = json.loads(resolved.result_json.read_text())
-        except (OSError, ValueError):
-            result = None
-    return resolved.summary(), result
+    return resolved.summary(), resolved.result
 
 
 def run(a: str, b: str, top: int = 15, out: Path | None = None) -> Diff:
@@ -51,24 +45,24 @@ def run(a: str, b: str, top: int = 15, out: Path | None = None) -> Diff:
 def print_insights(a: str, b: str, sa: Summary, sb: Summary, console) -> None:
     """Roofline and advice of each side that is a run (has result.json)."""
     from ..report.insight_view import print_insight
-    from ..trace.insight import insight
+    from .report import insight_of
 
     for label, target, summary in (("A", a, sa), ("B", b, sb)):
         resolved = resolve_target(target)
         if resolved.result_json is not None:
-            print_insight(insight(resolved, summary), console, label)
+            print_insight(insight_of(resolved, summary), console, label)
 
 
-def timed_rows(ra: dict | None, rb: dict | None) -> pd.DataFrame:
+def timed_rows(ra: RunResult | None, rb: RunResult | None) -> pd.DataFrame:
     """The timed window's p50 and throughput from both result.json files (not from the trace,
     whose steps ran under the profiler)."""
-    if not ra or not rb or "timing" not in ra or "timing" not in rb:
+    if ra is None or rb is None:
         return pd.DataFrame()
     rows = []
     for key, metric, unit in (("p50_ms", "timed p50 latency (result.json)", "ms"),
                               ("throughput_samples_per_s", "timed throughput (result.json)",
                                "samples/s")):
-        x, y = ra["timing"].get(key), rb["timing"].get(key)
+        x, y = getattr(ra.timing, key), getattr(rb.timing, key)
         if x is not None and y is not None:
             rows.append({"metric": metric, "unit": unit, "a": float(x), "b": float(y),
                          "delta": float(y) - float(x),

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ..errors import UserError
 
 
 def plot(target: str, out: Path | None) -> list[Path]:
-    from ..sweep import MANIFEST
+    from ..runs import find_sweep
 
-    path = Path(target)
-    for candidate in (path, Path("runs") / target):
-        folder = candidate.parent if candidate.name == MANIFEST else candidate
-        if (folder / MANIFEST).is_file():
-            return sweep(folder, out if out is not None else folder / "plots")
+    folder = find_sweep(target)
+    if folder is not None:
+        return sweep(folder, out if out is not None else folder / "plots")
     from ..report.plots import require_matplotlib
 
     require_matplotlib()
@@ -37,26 +34,23 @@ def sweep(sweep_dir: Path, out: Path) -> list[Path]:
 
 def sweep_rooflines(folder: Path, frame) -> list:
     """(cell label, Roofline or None) of every finished cell of a sweep."""
-    from ..trace.insight import peaks_folder
-    from ..trace.roofline import ceilings_for, load_peaks, result_roofline
+    from ..engine_cache import peaks_dir
+    from ..runs import RESULT_FILE, result_to_dict, try_read_result
+    from ..trace.roofline import roofline_of
 
     points = []
     for row in frame[frame["status"] == "ok"].itertuples():
-        try:
-            result = json.loads((folder / f"{row.backend}_bs{row.bs}" / "result.json").read_text())
-        except (OSError, ValueError):
-            continue
-        gpu = ((result.get("environment") or {}).get("gpu") or {}).get("name") or ""
-        found = load_peaks(peaks_folder(), gpu) if gpu else None
-        points.append((f"{row.backend} bs{row.bs}",
-                       result_roofline(result, ceilings_for(result, found[0] if found else None))))
+        result = try_read_result(folder / f"{row.backend}_bs{row.bs}" / RESULT_FILE)
+        if result is not None:
+            points.append((f"{row.backend} bs{row.bs}",
+                           roofline_of(result_to_dict(result), peaks_dir())))
     return points
 
 
 def run(target: str, out: Path | None) -> list[Path]:
     from ..report.plots import run_plot
     from ..trace.diff import steps_of
-    from ..trace.summary import resolve_target
+    from ..runs import resolve_target
 
     resolved = resolve_target(target)
     summary = resolved.summary()
@@ -65,15 +59,9 @@ def run(target: str, out: Path | None) -> list[Path]:
     if not cats:
         raise UserError(f"{target}: the trace holds no GPU kernels; nothing to plot")
     device = summary.devices[0]["name"] if summary.devices else "unknown device"
-    model = ""
-    if resolved.result_json is not None:
-        run_dir = resolved.result_json.parent
-        try:
-            model = json.loads(resolved.result_json.read_text()).get("model", "")
-        except (OSError, ValueError):
-            model = ""
-    else:
-        run_dir = resolved.path.parent
+    model = resolved.result.model if resolved.result is not None else ""
+    run_dir = resolved.result_json.parent if resolved.result_json is not None \
+        else resolved.path.parent
     share = {r.category: r.tensor_core_pct for r in summary.kernels.categories.itertuples()}
     return [run_plot(cats, share, steps, run_dir.name, model, device,
                      out if out is not None else run_dir / "plots")]

@@ -7,20 +7,32 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..engine_cache import peaks_dir as default_peaks_dir
 from ..errors import UserError
 from ..fsutil import write_text_atomic
+from ..runs import RESULT_FILE, Target, find_sweep, ncu_csv_of, resolve_target, result_to_dict
 from ..trace.diff import diff
-from ..trace.insight import Insight, insight, read_result
-from ..trace.summary import resolve_target
+from ..trace.insight import Insight, insight, ncu_join
+from ..trace.summary import Summary
 from ..report import html
+
+
+def insight_of(resolved: Target, summary: Summary, peaks_dir: Path | None = None,
+               flops_table: dict | None = None) -> Insight:
+    """Roofline and advice of a resolved target: its result, run folder, ncu.csv and the
+    measured peaks (``peaks_dir``, else `profile.py peaks`' cache)."""
+    run_folder = resolved.result_json.parent if resolved.result_json else None
+    ncu_csv = ncu_csv_of(str(run_folder)) if run_folder else None
+    return insight(result_to_dict(resolved.result) if resolved.result else None, run_folder,
+                   summary, default_peaks_dir() if peaks_dir is None else peaks_dir,
+                   ncu=ncu_join(summary, ncu_csv) if ncu_csv else None, flops_table=flops_table)
 
 
 def _side(target: str, peaks_dir: Path | None, flops_table: dict | None = None):
     resolved = resolve_target(target)
     summary = resolved.summary()
-    result = read_result(resolved)
-    return resolved, summary, result, insight(resolved, summary, peaks_dir,
-                                              flops_table=flops_table)
+    return resolved, summary, resolved.result, insight_of(resolved, summary, peaks_dir,
+                                                          flops_table)
 
 
 def _label(target: str) -> str:
@@ -44,7 +56,7 @@ def _run_sections(page: html.Page, label: str, resolved, summary, result, found:
     page.add(f"{label}: top kernels", html.table(
         k.table.assign(ms_total=k.table["total_us"] / 1e3),
         ["name", "category", "calls", "ms_total", "share_pct", "tensor_core"], 15))
-    if result and (result.get("config") or {}).get("record_shapes"):
+    if result is not None and result.config.record_shapes:
         from ..trace.roofline import gemm_roofline
 
         r = found.roofline
@@ -114,7 +126,7 @@ def sweep_page(folder: Path, peaks_dir: Path | None = None,
     points, advice_rows = [], []
     for row in frame[frame["status"] == "ok"].itertuples():
         cell = folder / f"{row.backend}_bs{row.bs}"
-        if not (cell / "result.json").is_file():
+        if not (cell / RESULT_FILE).is_file():
             continue
         try:
             resolved, summary, result, found = _side(str(cell), peaks_dir, flops_table)
@@ -137,10 +149,12 @@ def sweep_page(folder: Path, peaks_dir: Path | None = None,
 
 
 def _sweep_folder(target: str) -> Path | None:
-    for path in (Path(target), Path("runs") / target):
-        if path.is_dir() and (path / "benchmark.csv").is_file():
-            return path
-    return None
+    """The sweep folder TARGET names, when it is a sweep that has its benchmark.csv."""
+    folder = find_sweep(target)
+    if folder is not None and not (folder / "benchmark.csv").is_file():
+        raise UserError(f"{folder} is a sweep without benchmark.csv: run `profile.py sweep "
+                        "--resume` (or wait for it) to finish it")
+    return folder
 
 
 def read_flops_table(path: Path | None) -> dict | None:

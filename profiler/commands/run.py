@@ -21,7 +21,7 @@ def run(options: dict, json_out: bool = False, tb_compat: bool = False) -> None:
     if tb_compat:
         from ..trace.tb_compat import write_compat_copy
 
-        for trace in result["trace"]["files"]:
+        for trace in result.trace.files:
             written = write_compat_copy(Path(trace))
             print(f"tb-compat copy: {written.written}", file=sys.stderr)
     if json_out:

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from ..errors import UserError
+from ..runs import resolve_target
 
 VIEWS = ("all", "overview", "kernels", "categories", "operators")
 
@@ -17,8 +18,6 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
         raise UserError(f"unknown --view {view!r}; choose one of: {', '.join(VIEWS)}")
     if top < 0:
         raise UserError(f"--top must be 0 (all) or more (got {top})")
-    from ..trace.summary import resolve_target
-
     resolved = resolve_target(target)
     if resolved.note:
         print(resolved.note, file=sys.stderr)
@@ -44,9 +43,9 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
         print(f"wrote {len(written)} files to {out}", file=sys.stderr)
     found = None
     if resolved.result_json is not None:
-        from ..trace.insight import insight
+        from .report import insight_of
 
-        found = insight(resolved, summary)
+        found = insight_of(resolved, summary)
     if json_out:
         data = summary.to_dict(top=top)
         if found is not None:
@@ -80,11 +79,11 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
 
 def _ncu_csv(target: str, ncu: str | None) -> Path | None:
     """--ncu (a CSV, or a run folder holding ncu.csv), else ncu.csv in the target's run folder."""
-    from ..trace.hardware import find_ncu_csv
+    from ..runs import ncu_csv_of
 
     if ncu is None:
-        return find_ncu_csv(target)
-    found = find_ncu_csv(ncu)
+        return ncu_csv_of(target)
+    found = ncu_csv_of(ncu)
     if found is None:
         raise UserError(f"--ncu {ncu}: not a CSV file, nor a run folder with ncu.csv")
     return found

@@ -26,17 +26,17 @@ def run(plan: SweepPlan) -> int:
     frame, manifest = write_tables(plan)
     print_benchmark(frame, manifest, make_console())
     cells = grid_cells(manifest)
-    bad = [(name, cell) for name, cell in cells if cell.get("status") != OK]
+    bad = [(name, cell) for name, cell in cells if cell.status != OK]
     err.print(f"sweep took {seconds(outcome.wall_s)} ({outcome.ran} cell(s) run, "
               f"{outcome.skipped} skipped); tables: {plan.sweep_dir}/benchmark.csv and .md",
               highlight=False, soft_wrap=True)
     if bad and len(bad) < len(cells):
-        listed = ", ".join(f"{name} ({cell.get('status')})" for name, cell in bad)
+        listed = ", ".join(f"{name} ({cell.status})" for name, cell in bad)
         err.print(f"[yellow]warning:[/] {len(bad)} of {len(cells)} cells did not finish: "
                   f"{escape(listed)}; reasons in {escape(str(plan.sweep_dir))}/sweep.json",
                   highlight=False, soft_wrap=True)
     if len(bad) == len(cells):
-        first = bad[0][1].get("reason")
+        first = bad[0][1].reason
         err.print(f"error: all {len(cells)} cells failed (first: {escape(str(first))}); "
                   f"logs in {escape(str(plan.sweep_dir))}/logs/", highlight=False, soft_wrap=True)
         return 1

@@ -22,7 +22,8 @@ def backends(json_out: bool) -> int:
 
 
 def tb_compat(target: str, out: Path | None) -> int:
-    from ..trace.tb_compat import traces_of, write_compat_copy
+    from ..runs import traces_of
+    from ..trace.tb_compat import write_compat_copy
 
     for trace in traces_of(target):
         result = write_compat_copy(trace, out)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..runs import RunResult
 from ..trace.advice import Advice
 from ..trace.roofline import Roofline
 
@@ -98,19 +99,19 @@ def figure_png(fig) -> str:
     return f"<img alt='figure' src='data:image/png;base64,{data}'>"
 
 
-def headline(result: dict | None, label: str) -> str:
-    if not result:
+def headline(result: RunResult | None, label: str) -> str:
+    if result is None:
         return f"<p class='note'>{escape(label)}: a trace without result.json (no timed window)</p>"
-    t = result.get("timing", {})
-    gpu = ((result.get("environment") or {}).get("gpu") or {}).get("name", result.get("device"))
-    noise = 100 * t["std_ms"] / t["mean_ms"] if t.get("std_ms") and t.get("mean_ms") else None
-    return (f"<p class='big'>{escape(label)}: p50 {t.get('p50_ms', 0):.3f} ms, "
-            f"{t.get('throughput_samples_per_s', 0):,.0f} samples/s</p>" + key_values([
-                ("model", result.get("model")), ("backend", result["backend"]["name"]),
-                ("batch size", result.get("batch_size")), ("device", gpu),
-                ("p90 / p99 ms", f"{t.get('p90_ms', 0):.3f} / {t.get('p99_ms', 0):.3f}"),
+    t = result.timing
+    gpu = (result.environment.gpu or {}).get("name", result.device)
+    noise = 100 * t.std_ms / t.mean_ms if t.mean_ms else None
+    return (f"<p class='big'>{escape(label)}: p50 {t.p50_ms:.3f} ms, "
+            f"{t.throughput_samples_per_s:,.0f} samples/s</p>" + key_values([
+                ("model", result.model), ("backend", result.backend.name),
+                ("batch size", result.batch_size), ("device", gpu),
+                ("p90 / p99 ms", f"{t.p90_ms:.3f} / {t.p99_ms:.3f}"),
                 ("noise (std / mean)", f"{noise:.1f} %" if noise is not None else None),
-                ("timed iterations", t.get("iters"))]))
+                ("timed iterations", t.iters)]))
 
 
 def roofline_block(roofline: Roofline | None, source: str) -> str:

@@ -170,21 +170,20 @@ def category_bars(labels: list[str], per_label: list[dict[str, float]], title: s
     return _save(fig, out)
 
 
-def sweep_plots(frame: pd.DataFrame, manifest: dict, out: Path) -> list[Path]:
+def sweep_plots(frame: pd.DataFrame, manifest, out: Path) -> list[Path]:
     """latency.png, speedup.png, throughput.png and categories.png of a sweep's benchmark
     table (a frame with at least one finished cell) and manifest."""
     from ..sweep import OK, grid_cells
 
-    model = manifest["model"]
+    model = manifest.model
     written = [latency_plot(frame, model, out / "latency.png"),
-               speedup_plot(frame, model, manifest["baseline"], out / "speedup.png"),
+               speedup_plot(frame, model, manifest.baseline, out / "speedup.png"),
                throughput_plot(frame, model, out / "throughput.png")]
-    cells = [(name, cell) for name, cell in grid_cells(manifest)
-             if cell.get("status") == OK and (cell.get("metrics") or {}).get(
-                 "categories_us_per_step")]
-    if cells and any(sum(c["metrics"]["categories_us_per_step"].values()) > 0 for _, c in cells):
-        labels = [f"{c['backend']} bs{c['batch_size']}" for _, c in cells]
-        data = [c["metrics"]["categories_us_per_step"] for _, c in cells]
+    cells = [cell for _, cell in grid_cells(manifest)
+             if cell.status == OK and (cell.metrics or {}).get("categories_us_per_step")]
+    if cells and any(sum(c.metrics["categories_us_per_step"].values()) > 0 for c in cells):
+        labels = [f"{c.backend} bs{c.batch_size}" for c in cells]
+        data = [c.metrics["categories_us_per_step"] for c in cells]
         written.append(category_bars(labels, data, _title(
             "GPU kernel time by category, per cell", model, _devices(frame)),
             out / "categories.png"))

@@ -36,7 +36,7 @@ from typing import Optional
 from ..config import RunConfig
 from ..errors import UserError
 from ..trace.hardware import agreement_share, hardware_join, read_ncu_csv
-from ..trace.summary import resolve_target
+from ..runs import RESULT_FILE, resolve_target
 from ..fsutil import move_into, write_json_atomic, write_text_atomic
 from .external import harness_command, last_line_with, locate, run_logged
 
@@ -160,7 +160,7 @@ def run(options: dict, top: int = 10, step: Optional[int] = None, launch_count: 
 def kernel_table(config: RunConfig, reuse: bool, echo=print):
     """1. The kernel table, from an ordinary run (or, with --reuse, the one already there)."""
     run_dir = config.runs_dir / config.run_name
-    if not (reuse and (run_dir / "result.json").is_file()):
+    if not (reuse and (run_dir / RESULT_FILE).is_file()):
         echo(f"ncu 1/3: ordinary run for the kernel table ({config.run_name})")
         first = subprocess.run(harness_command(config), env=ncu_env())
         if first.returncode != 0:

@@ -1,9 +1,10 @@
-"""One run's roofline and advice, gathered from its folder: result.json, trace summary, ncu.csv,
-TensorRT layer files and, for a sweep cell, the sweep's benchmark.csv. Never imports torch."""
+"""One run's roofline and advice, gathered from what the caller found for it: result.json's JSON
+object, the trace summary, ncu.csv, the TensorRT layer files in the run folder and, for a sweep
+cell, the sweep's benchmark.csv. Never imports torch; resolving a target (profiler.runs) and
+where the peaks cache lives are the caller's business."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pandas as pd
 
 from .advice import Advice, Evidence, advise, read_trt_layers
 from .roofline import Roofline, ceilings_for, load_peaks, result_roofline
-from .summary import Summary, Target
+from .summary import Summary
 
 
 @dataclass
@@ -19,22 +20,6 @@ class Insight:
     roofline: Roofline | None
     advice: list[Advice]
     ceilings_source: str
-
-
-def peaks_folder() -> Path:
-    """Where `profile.py peaks` caches its measurements (beside the engine cache)."""
-    from ..engine_cache import default_dir
-
-    return default_dir().parent / "peaks"
-
-
-def read_result(target: Target) -> dict | None:
-    if target.result_json is None:
-        return None
-    try:
-        return json.loads(target.result_json.read_text())
-    except (OSError, ValueError):
-        return None
 
 
 def sweep_table(run_folder: Path) -> pd.DataFrame | None:
@@ -85,30 +70,29 @@ def with_flops(result: dict, flops_table: dict | None) -> dict:
     return {**result, "roofline_inputs": {**found, "from": "--flops table"}}
 
 
-def ncu_join(summary: Summary, run_folder: Path) -> pd.DataFrame | None:
-    """The kernel table joined with the run folder's ncu.csv, when there is one."""
-    from .hardware import find_ncu_csv, hardware_join, read_ncu_csv
+def ncu_join(summary: Summary, ncu_csv: Path) -> pd.DataFrame:
+    """The kernel table joined with an ncu.csv's measurements."""
+    from .hardware import hardware_join, read_ncu_csv
 
-    path = find_ncu_csv(str(run_folder))
-    return hardware_join(summary.kernels.table, read_ncu_csv(path)) if path else None
+    return hardware_join(summary.kernels.table, read_ncu_csv(ncu_csv))
 
 
-def insight(target: Target, summary: Summary, peaks_dir: Path | None = None,
-            ncu: pd.DataFrame | None = None, flops_table: dict | None = None) -> Insight:
-    result = read_result(target)
+def insight(result: dict | None, run_folder: Path | None, summary: Summary,
+            peaks_dir: Path | None = None, ncu: pd.DataFrame | None = None,
+            flops_table: dict | None = None) -> Insight:
+    """Roofline and advice of one run. ``result``: its result.json as a JSON object (None for a
+    bare trace); ``peaks_dir``: where measured peaks are cached (None: datasheet only);
+    ``ncu``: the kernel table joined with ncu.csv (ncu_join), when there is one."""
     if result is not None:
         result = with_flops(result, flops_table)
-    run_folder = target.result_json.parent if target.result_json else None
     roofline, source = None, "no result.json"
     if result is not None:
         gpu = ((result.get("environment") or {}).get("gpu") or {}).get("name") or ""
-        found = load_peaks(peaks_folder() if peaks_dir is None else peaks_dir, gpu)
+        found = load_peaks(peaks_dir, gpu) if peaks_dir is not None else None
         ceilings = ceilings_for(result, found[0] if found else None,
                                 str(found[1]) if found else "")
         roofline = result_roofline(result, ceilings)
         source = ceilings.source if ceilings else "no ceilings for this GPU"
-    if ncu is None and run_folder is not None:
-        ncu = ncu_join(summary, run_folder)
     sweep = sweep_table(run_folder) if run_folder else None
     ev = evidence(summary, result, run_folder, roofline, ncu, sweep)
     return Insight(roofline=roofline, advice=advise(ev), ceilings_source=source)

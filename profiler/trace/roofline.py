@@ -145,6 +145,15 @@ def ceilings_for(result: dict, peaks: dict | None, where: str = "") -> Ceilings 
     return datasheet_ceilings(gpu) if gpu else None
 
 
+def roofline_of(result: dict, peaks_dir: Path | None) -> Roofline | None:
+    """The roofline of a result.json object against the peaks cached in ``peaks_dir`` for its
+    GPU, else the datasheet row; None without ``roofline_inputs``."""
+    gpu = ((result.get("environment") or {}).get("gpu") or {}).get("name") or ""
+    found = load_peaks(peaks_dir, gpu) if gpu and peaks_dir is not None else None
+    return result_roofline(result, ceilings_for(result, found[0] if found else None,
+                                                str(found[1]) if found else ""))
+
+
 # ---- per GEMM / convolution, where the trace recorded shapes (--record-shapes) ----------------
 
 def op_flops(name: str, dims: list) -> float | None:

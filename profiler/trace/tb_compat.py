@@ -106,25 +106,3 @@ def write_compat_copy(trace: Path, out_dir: Path | None = None) -> CompatResult:
     return CompatResult(source=trace, written=target, renamed=counts)
 
 
-def traces_of(target: str, root: Path | None = None) -> list[Path]:
-    """Every trace of TARGET: a trace file; a folder of traces (tb_logs/<run>/); a run folder
-    whose result.json names its traces; or a bare run name looked up under runs/ and tb_logs/.
-    All traces of a run are converted (one per profiler cycle with --repeat)."""
-    from .summary import _traces_in_folder, _traces_named_by_result
-
-    root = Path.cwd() if root is None else root
-    path = Path(target).expanduser()
-    if not path.exists() and "/" not in target:
-        for base in ("runs", "tb_logs"):
-            if (root / base / target).exists():
-                path = root / base / target
-                break
-    if not path.exists():
-        raise UserError(f"no such trace, folder or run: {target}")
-    if path.is_file():
-        return [path]
-    found = _traces_named_by_result(path, root) or _traces_in_folder(path)
-    found = [p for p in found if not p.parent.name.endswith(COMPAT_SUFFIX)]
-    if not found:
-        raise UserError(f"no trace files in {path}")
-    return found
