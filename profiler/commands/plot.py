@@ -28,21 +28,22 @@ def sweep(sweep_dir: Path, out: Path) -> list[Path]:
     if not (frame["status"] == "ok").any():
         raise UserError(f"{folder}: no cell of this sweep finished; nothing to plot")
     written = sweep_plots(frame, manifest, out)
-    roofline = roofline_plot(sweep_rooflines(folder, frame), out / "roofline.png")
+    roofline = roofline_plot(sweep_rooflines(folder, manifest), out / "roofline.png")
     return written + ([roofline] if roofline is not None else [])
 
 
-def sweep_rooflines(folder: Path, frame) -> list:
+def sweep_rooflines(folder: Path, manifest) -> list:
     """(cell label, Roofline or None) of every finished cell of a sweep."""
     from ..engine_cache import peaks_dir
     from ..runs import RESULT_FILE, result_to_dict, try_read_result
+    from ..sweep import OK, grid_cells
     from ..trace.roofline import roofline_of
 
     points = []
-    for row in frame[frame["status"] == "ok"].itertuples():
-        result = try_read_result(folder / f"{row.backend}_bs{row.bs}" / RESULT_FILE)
+    for name, cell in grid_cells(manifest):
+        result = try_read_result(folder / name / RESULT_FILE) if cell.status == OK else None
         if result is not None:
-            points.append((f"{row.backend} bs{row.bs}",
+            points.append((f"{cell.backend} bs{cell.batch_size}",
                            roofline_of(result_to_dict(result), peaks_dir())))
     return points
 

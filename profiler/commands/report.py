@@ -10,7 +10,8 @@ import pandas as pd
 from ..engine_cache import peaks_dir as default_peaks_dir
 from ..errors import UserError
 from ..fsutil import write_text_atomic
-from ..runs import RESULT_FILE, Target, find_sweep, ncu_csv_of, resolve_target, result_to_dict
+from ..runs import (RESULT_FILE, Target, find_sweep, ncu_csv_of, read_manifest, resolve_target,
+                    result_to_dict)
 from ..trace.diff import diff
 from ..trace.insight import Insight, insight, ncu_join
 from ..trace.summary import Summary
@@ -106,17 +107,22 @@ def compare_page(a: str, b: str, peaks_dir: Path | None = None,
 
 
 def sweep_page(folder: Path, peaks_dir: Path | None = None,
-             flops_table: dict | None = None) -> html.Page:
-    frame = pd.read_csv(folder / "benchmark.csv")
+               flops_table: dict | None = None) -> html.Page:
+    """The sweep's table (from its manifest and cells' results), plots, and the roofline and
+    advice of every finished cell."""
+    from ..report.benchmark import benchmark_table
+    from ..report.plots import _pyplot
+    from ..sweep import OK, grid_cells
+
+    manifest = read_manifest(folder)
+    frame = benchmark_table(folder, manifest)
     page = html.Page(f"Sweep: {folder.name}")
-    page.add("Benchmark (benchmark.csv)", html.table(frame, [c for c in (
+    page.add("Benchmark", html.table(frame, [c for c in (
         "backend", "bs", "p50_ms", "p90_ms", "p99_ms", "throughput_per_s", "speedup",
         "tensor_core_pct", "gpu_util_pct", "rel_l2_error", "status") if c in frame]))
-    from ..report.plots import _pyplot
-
     plt = _pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for backend, rows in frame[frame["status"] == "ok"].groupby("backend", sort=False):
+    for backend, rows in frame[frame["status"] == OK].groupby("backend", sort=False):
         axes[0].plot(rows["bs"], rows["p50_ms"], marker="o", label=backend)
         axes[1].plot(rows["bs"], rows["throughput_per_s"], marker="o", label=backend)
     axes[0].set(xlabel="batch size", ylabel="p50 latency (ms)", xscale="log")
@@ -124,15 +130,14 @@ def sweep_page(folder: Path, peaks_dir: Path | None = None,
     axes[0].legend(fontsize=8)
     page.add("Latency and throughput", html.figure_png(fig))
     points, advice_rows = [], []
-    for row in frame[frame["status"] == "ok"].itertuples():
-        cell = folder / f"{row.backend}_bs{row.bs}"
-        if not (cell / RESULT_FILE).is_file():
+    for name, cell in grid_cells(manifest):
+        if cell.status != OK or not (folder / name / RESULT_FILE).is_file():
             continue
         try:
-            resolved, summary, result, found = _side(str(cell), peaks_dir, flops_table)
+            _, _, _, found = _side(str(folder / name), peaks_dir, flops_table)
         except UserError:
             continue
-        label = f"{row.backend} bs{row.bs}"
+        label = f"{cell.backend} bs{cell.batch_size}"
         points.append((label, found.roofline))
         r = found.roofline
         advice_rows.append({"cell": label, "TFLOP/s": r.achieved_tflops if r else None,
@@ -146,15 +151,6 @@ def sweep_page(folder: Path, peaks_dir: Path | None = None,
     if chart:
         page.add("Roofline chart", chart)
     return page
-
-
-def _sweep_folder(target: str) -> Path | None:
-    """The sweep folder TARGET names, when it is a sweep that has its benchmark.csv."""
-    folder = find_sweep(target)
-    if folder is not None and not (folder / "benchmark.csv").is_file():
-        raise UserError(f"{folder} is a sweep without benchmark.csv: run `profile.py sweep "
-                        "--resume` (or wait for it) to finish it")
-    return folder
 
 
 def read_flops_table(path: Path | None) -> dict | None:
@@ -171,7 +167,7 @@ def read_flops_table(path: Path | None) -> dict | None:
 def run(target: str, target_b: str | None, out: Path | None, peaks_dir: Path | None = None,
         flops: Path | None = None) -> Path:
     flops_table = read_flops_table(flops)
-    sweep = _sweep_folder(target) if target_b is None else None
+    sweep = find_sweep(target) if target_b is None else None
     if sweep is not None:
         page = sweep_page(sweep, peaks_dir, flops_table)
         default = sweep / "report.html"
