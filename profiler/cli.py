@@ -338,8 +338,9 @@ def plot(
     """PNG plots (matplotlib, no display needed).
 
     A sweep gives latency.png (p50 per backend vs batch size, p90/p99 marks), speedup.png (vs
-    the baseline, per batch size), throughput.png and categories.png (kernel time per step by
-    category, per cell). A run gives <run>_categories.png.
+    the baseline, per batch size), throughput.png, categories.png (kernel time per step by
+    category, per cell) and roofline.png (cells that counted their FLOPs). A run gives
+    <run>_categories.png.
 
     Examples:
 
@@ -350,6 +351,58 @@ def plot(
     from .commands.plot import plot_and_list
 
     plot_and_list(target, out, json_out=json_out)
+
+
+@app.command()
+@user_errors
+def report(
+    target: str = typer.Argument(..., help="A run (name, <sweep>/<cell>, folder or trace) or a "
+                                 "sweep folder (runs/<sweep> or <sweep>)."),
+    target_b: Optional[str] = typer.Argument(None, help="A second run: the report compares "
+                                             "TARGET (A) with it (B)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="HTML file to write (default: "
+                                       "report_<run>.html, report_<a>_vs_<b>.html, or "
+                                       "<sweep>/report.html)."),
+    flops: Optional[Path] = typer.Option(
+        None, "--flops", help="FLOPs/bytes table from scripts/roofline_inputs.py, for runs "
+        "whose result.json has no roofline_inputs (matched by model, precision, batch size)."),
+    peaks_dir: Optional[Path] = typer.Option(
+        None, "--peaks-dir", help="Folder of `peaks` measurements (default: the peaks cache)."),
+) -> None:
+    """One self-contained HTML file (no network needed): headline timings, noise, roofline,
+    advice, kernel categories, top kernels, TensorRT layers; a kernel diff for two runs; the
+    table, plots, roofline and advice of every cell for a sweep.
+
+    Example: [b]python profile.py report pytorch_fp16_bs8 ttrt_fp16_bs8[/b]
+    """
+    from .commands.report import run as report_command
+
+    typer.echo(f"wrote {report_command(target, target_b, out, peaks_dir, flops)}")
+
+
+@app.command()
+@user_errors
+def peaks(
+    refresh: bool = typer.Option(False, "--refresh", help="Measure again even if cached."),
+    cache_dir: Optional[Path] = typer.Option(
+        None, "--cache-dir", help="Folder for the measurements (default: peaks/ beside the "
+        "engine cache, ~/.cache/infer-profiler/peaks)."),
+    matmul_n: Optional[int] = typer.Option(None, "--matmul-n", help="Matrix side n of the "
+                                           "n x n matmuls (default 8192 on a GPU, 256 on a CPU)."),
+    copy_mib: Optional[int] = typer.Option(None, "--copy-mib", help="Bytes copied per "
+                                           "bandwidth measurement, MiB (default 1024 / 16)."),
+    json_out: bool = typer.Option(False, "--json", help="Print the measurement as JSON."),
+) -> None:
+    """Measure this GPU's ceilings once and cache them: dense matmul TFLOP/s per data type
+    (FP32, TF32, FP16, BF16, FP8, INT8 where supported) and device-memory copy bandwidth.
+
+    The roofline in `report`, `summarize` and `compare` reads them; without a measurement it
+    falls back to a labelled datasheet table. On a CPU it measures the CPU (small sizes).
+    """
+    from .commands.peaks import run as peaks_command
+
+    peaks_command(refresh=refresh, cache_dir=cache_dir, matmul_n=matmul_n, copy_mib=copy_mib,
+                  json_out=json_out)
 
 
 def main(argv: list[str] | None = None) -> int:

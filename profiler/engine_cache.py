@@ -37,6 +37,11 @@ def default_dir() -> Path:
     return Path.home() / ".cache" / "infer-profiler" / "engines"
 
 
+def peaks_dir() -> Path:
+    """Where `profile.py peaks` caches its measurements: ``peaks/`` beside the engine cache."""
+    return default_dir().parent / "peaks"
+
+
 def _digest(data: object) -> str:
     text = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()

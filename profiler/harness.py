@@ -29,7 +29,7 @@ from rich.markup import escape
 
 import msgspec
 
-from . import backends, metadata, models, numerics, runs, signals, timing
+from . import backends, flops, metadata, models, numerics, runs, signals, timing
 from .config import RunConfig, check_path_component
 from .errors import UserError
 from .fsutil import clean_leftovers, folder_lock, replace_dir, staging_dir, write_text_atomic
@@ -190,6 +190,7 @@ def _run(config: RunConfig, backend, use_cuda: bool, quiet: bool) -> RunResult:
     began = time.perf_counter()
     model, inputs = models.build(config)  # bad models and weights fail here, before any writing
     built_s = time.perf_counter() - began
+    roofline_inputs = flops.roofline_inputs(model, inputs, backend.precision, config.batch_size)
 
     run_dir = config.runs_dir / config.run_name
     tb_run_dir = config.tb_dir / config.run_name
@@ -204,7 +205,8 @@ def _run(config: RunConfig, backend, use_cuda: bool, quiet: bool) -> RunResult:
             if why:
                 raise UserError(f"{backend.name} on {config.model} bs{config.batch_size}: {why} "
                                 "against the FP32 eager reference; nothing was written")
-        result = _result(config, backend, device, use_cuda, collected, built_s, precision_flags)
+        result = _result(config, backend, device, use_cuda, collected, built_s, precision_flags,
+                         roofline_inputs)
         runs.write_result(run_stage, result)
         runs.check_destination(config)  # again: a writer that ignored the lock (an older version)
         with signals.deferred():  # a signal does not cut the moves in half
@@ -345,7 +347,7 @@ def _write_latency_csv(run_stage: Path, latencies: list[float]) -> None:
 
 
 def _result(config: RunConfig, backend, device, use_cuda: bool, c: _Collected, built_s: float,
-            precision_flags: dict) -> RunResult:
+            precision_flags: dict, roofline_inputs: dict | None = None) -> RunResult:
     """Everything measured, as the typed run contract (profiler.runs.RunResult)."""
     env = metadata.environment(torch)
     env["nvtx"] = _nvtx is not None
@@ -388,7 +390,8 @@ def _result(config: RunConfig, backend, device, use_cuda: bool, c: _Collected, b
         output=_typed(_describe_output(c.output), runs.OutputInfo), profile=profile,
         trace=trace, latency_csv=str(run_dir / runs.LATENCY_CSV),
         environment=_typed(env, runs.Environment),
-        precision=_typed(precision_flags, runs.Precision))
+        precision=_typed(precision_flags, runs.Precision),
+        roofline_inputs=_typed(roofline_inputs, runs.RooflineInputs) if roofline_inputs else None)
 
 
 def _typed(data: dict, struct: type):

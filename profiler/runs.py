@@ -238,6 +238,25 @@ class Precision(msgspec.Struct, frozen=True):
     cudnn_benchmark: bool | None = None
 
 
+class RooflineInputs(msgspec.Struct, frozen=True, omit_defaults=True):
+    """What one inference must do at least (profiler.flops): FLOPs counted on the eager model
+    and minimum bytes (weights once + inputs + outputs) at the run's precision; or why the count
+    failed (``error``). ``source`` (key ``from``) names a table the figures were taken from."""
+
+    flops_per_batch: int | None = None
+    flops_by_operator: dict[str, int] = {}
+    batch_size: int | None = None
+    weight_bytes: int | None = None
+    input_bytes: int | None = None
+    output_bytes: int | None = None
+    min_bytes_per_batch: int | None = None
+    bytes_per_element: int | None = None
+    precision: str | None = None
+    method: str | None = None
+    error: str | None = None
+    source: str | None = msgspec.field(default=None, name="from")
+
+
 class RunResult(msgspec.Struct, frozen=True, kw_only=True):
     """runs/<run>/result.json: one model x backend x batch size, measured. The field order is
     result.json's key order."""
@@ -259,6 +278,7 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
     latency_csv: str
     environment: Environment
     precision: Precision | None = None
+    roofline_inputs: RooflineInputs | None = None  # absent before FLOPs were counted
 
     @property
     def run_dir(self) -> Path:

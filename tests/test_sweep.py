@@ -66,8 +66,14 @@ def test_sweep_writes_cells_tables_and_manifest(grid):
                              "p99_ms", "throughput_per_s", "speedup", "baseline", "ready_s",
                              "compile_s", "compile_what", "rel_l2_error", "tensor_core_pct",
                              "gpu_util_pct", "cv_pct", "noise", "peak_allocated_mib",
-                             "peak_reserved_mib", "engine_mib", "status", "reason", "elapsed_s"]
+                             "peak_reserved_mib", "engine_mib", "tflops", "pct_peak_compute",
+                             "gbs", "pct_peak_bandwidth", "flop_per_byte", "status", "reason",
+                             "elapsed_s"]
     by_cell = {(r["backend"], int(r["bs"])): r for r in rows}
+    # the roofline of the timed p50 from the FLOPs the run counted; no GPU, so no ceilings
+    assert float(by_cell[("pytorch_fp32", 2)]["tflops"]) > 0
+    assert float(by_cell[("pytorch_fp32", 2)]["flop_per_byte"]) > 0
+    assert by_cell[("pytorch_fp32", 2)]["pct_peak_compute"] == ""
     assert len(by_cell) == 6
     for bs in (1, 2):
         base, bf16 = by_cell[("pytorch_fp32", bs)], by_cell[("pytorch_bf16", bs)]
@@ -122,6 +128,23 @@ def test_plots_of_a_cpu_sweep(grid, tmp_path):
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000, name
     # a CPU sweep has no GPU kernels: no category figure, and we say so
     assert not (tmp_path / "categories.png").exists() and "no GPU kernels" in done.stderr
+    # cells are named <backend>_bs<N>_<model>: every finished one is on the roofline chart
+    assert (tmp_path / "roofline.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_report_of_a_cpu_sweep_lists_every_finished_cell(grid):
+    workdir, _ = grid
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    done = subprocess.run([sys.executable, str(ROOT / "profile.py"), "report", "grid"],
+                          cwd=workdir, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    text = (workdir / "runs" / "grid" / "report.html").read_text()
+    assert "Roofline and advice per cell" in text
+    for backend in ("pytorch_fp32", "pytorch_bf16"):
+        for bs in (1, 2):
+            assert f"<td>{backend} bs{bs}</td>" in text, (backend, bs)
+    assert "pytorch_fp32 bs3" not in text  # out of memory: not a finished cell
 
 
 def test_compare_two_cells_of_a_sweep(grid):

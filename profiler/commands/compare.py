@@ -49,6 +49,7 @@ def run(a: str, b: str, top: int = 15, out: Path | None = None, json_out: bool =
     if timed_ab is not None:
         print_timed_headline(timed_ab, console)
     print_diff(result, sa, sb, top=top, console=console)
+    print_insights(a, b, sa, sb, console)
     return result
 
 
@@ -65,6 +66,17 @@ def diff_json(result: Diff, timed_ab: dict | None, top: int) -> dict:
                    "operators": records(head(result.operators, top)),
                    "faster_in_b": records(faster), "slower_in_b": records(slower),
                    "notes": list(result.notes)})
+
+
+def print_insights(a: str, b: str, sa: Summary, sb: Summary, console) -> None:
+    """Roofline and advice of each side that is a run (has result.json)."""
+    from ..report.insight_view import print_insight
+    from .report import insight_of
+
+    for label, target, summary in (("A", a, sa), ("B", b, sb)):
+        resolved = resolve_target(target)
+        if resolved.result_json is not None:
+            print_insight(insight_of(resolved, summary), console, label)
 
 
 def timed_rows(ra: RunResult | None, rb: RunResult | None) -> pd.DataFrame:

@@ -33,13 +33,31 @@ def plot(target: str, out: Path | None) -> list[Path]:
 
 def sweep(sweep_dir: Path, out: Path) -> list[Path]:
     from ..report.benchmark import benchmark_table, load_sweep
-    from ..report.plots import sweep_plots
+    from ..report.plots import roofline_plot, sweep_plots
 
     folder, manifest = load_sweep(sweep_dir)
     frame = benchmark_table(folder, manifest)
     if not (frame["status"] == "ok").any():
         raise UserError(f"{folder}: no cell of this sweep finished; nothing to plot")
-    return sweep_plots(frame, manifest, out)
+    written = sweep_plots(frame, manifest, out)
+    roofline = roofline_plot(sweep_rooflines(folder, manifest), out / "roofline.png")
+    return written + ([roofline] if roofline is not None else [])
+
+
+def sweep_rooflines(folder: Path, manifest) -> list:
+    """(cell label, Roofline or None) of every finished cell of a sweep."""
+    from ..engine_cache import peaks_dir
+    from ..runs import RESULT_FILE, result_to_dict, try_read_result
+    from ..sweep import OK, grid_cells
+    from ..trace.roofline import roofline_of
+
+    points = []
+    for name, cell in grid_cells(manifest):
+        result = try_read_result(folder / name / RESULT_FILE) if cell.status == OK else None
+        if result is not None:
+            points.append((f"{cell.backend} bs{cell.batch_size}",
+                           roofline_of(result_to_dict(result), peaks_dir())))
+    return points
 
 
 def run(target: str, out: Path | None) -> list[Path]:

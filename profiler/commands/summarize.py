@@ -51,12 +51,21 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
             write_text_atomic(out / "hardware.csv", export_columns(joined).to_csv(index=False))
             written.append(out / "hardware.csv")
         print(f"wrote {len(written)} files to {out}", file=sys.stderr)
+    found = None
+    if resolved.result_json is not None:
+        from .report import insight_of
+
+        found = insight_of(resolved, summary)
     if json_out:
         data = summary.to_dict(top=top)
         if headline is not None:
             from ..trace.summary import _clean
 
             data = {"headline": _clean(headline), **data}
+        if found is not None:
+            from ..report.insight_view import to_dict
+
+            data["insight"] = to_dict(found)
         if joined is not None:
             from ..trace.summary import _clean
             from ..report.hardware_view import export_columns
@@ -80,6 +89,10 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
         from ..report.hardware_view import print_hardware
 
         print_hardware(joined, agreement, top, console)
+    if found is not None and view in ("all", "overview"):
+        from ..report.insight_view import print_insight
+
+        print_insight(found, console)
 
 
 def _ncu_csv(target: str, ncu: str | None) -> Path | None:

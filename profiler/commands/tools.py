@@ -37,6 +37,9 @@ def tensorboard(logdir: Path, port: int | None, bind_all: bool) -> int:
     from ..fsutil import clean_tree
     from ..tools import tensorboard as tb
 
+    print("warning: the profiler plugin's page loads Google Charts and cdnjs, so it needs the "
+          "internet in the browser (offline it stays a spinner); for a file that opens "
+          "anywhere use `profile.py report RUN [RUN_B]`", file=sys.stderr)
     clean_tree(logdir)  # staging folders of killed runs would be listed as runs
     served = tb.serve(logdir, port=port, bind_all=bind_all, echo=print)
     if served.server_status:

@@ -13,8 +13,11 @@ eager and TorchScript), rel_l2_error (vs the FP32 eager reference; empty for pyt
 the reference itself), tensor_core_pct (share of kernel time on Tensor Cores), gpu_util_pct,
 cv_pct (the timed window's coefficient of variation), noise (its warnings, ";"-joined),
 peak_allocated_mib and peak_reserved_mib (PyTorch allocator, timed window; empty on a CPU),
-engine_mib (TensorRT engines' device memory), status, reason, elapsed_s (the cell's subprocess,
-wall time).
+engine_mib (TensorRT engines' device memory),
+tflops, pct_peak_compute, gbs, pct_peak_bandwidth, flop_per_byte (the roofline of the timed
+p50: FLOPs and minimum bytes from result.json's roofline_inputs, against the measured ceilings of
+`profile.py peaks`, else the datasheet's; empty for runs without roofline_inputs),
+status, reason, elapsed_s (the cell's subprocess, wall time).
 """
 
 from __future__ import annotations
@@ -33,10 +36,12 @@ from ..runs import MANIFEST, RESULT_FILE, RunResult, SweepManifest, read_manifes
 from .export import _markdown, integer_counts
 from .fmt import fixed, mib, pct, times
 
+ROOFLINE_COLUMNS = ["tflops", "pct_peak_compute", "gbs", "pct_peak_bandwidth", "flop_per_byte"]
 COLUMNS = ["model", "device", "backend", "bs", "mean_ms", "p50_ms", "p90_ms", "p99_ms",
            "throughput_per_s", "speedup", "baseline", "ready_s", "compile_s", "compile_what",
            "rel_l2_error", "tensor_core_pct", "gpu_util_pct", "cv_pct", "noise",
-           "peak_allocated_mib", "peak_reserved_mib", "engine_mib", "status", "reason",
+           "peak_allocated_mib", "peak_reserved_mib", "engine_mib", *ROOFLINE_COLUMNS, "status",
+           "reason",
            "elapsed_s"]
 
 
@@ -44,7 +49,26 @@ MD_FORMATS = {"mean_ms": ".3f", "p50_ms": ".3f", "p90_ms": ".3f", "p99_ms": ".3f
               "throughput_per_s": ".1f", "speedup": ".2f", "ready_s": ".2f", "compile_s": ".2f",
               "rel_l2_error": ".2e", "tensor_core_pct": ".1f", "gpu_util_pct": ".1f",
               "elapsed_s": ".1f", "cv_pct": ".1f", "peak_allocated_mib": ".1f",
-              "peak_reserved_mib": ".1f", "engine_mib": ".1f"}
+              "peak_reserved_mib": ".1f", "engine_mib": ".1f", "tflops": ".2f",
+              "pct_peak_compute": ".1f", "gbs": ".1f", "pct_peak_bandwidth": ".1f",
+              "flop_per_byte": ".0f"}
+
+
+
+def roofline_columns(result: RunResult) -> dict:
+    """The roofline figures of one cell's result (empty without roofline_inputs)."""
+    from ..engine_cache import peaks_dir
+    from ..runs import result_to_dict
+    from ..trace.roofline import roofline_of
+
+    if result.roofline_inputs is None:
+        return {}
+    r = roofline_of(result_to_dict(result), peaks_dir())
+    if r is None:
+        return {}
+    return {"tflops": r.achieved_tflops, "pct_peak_compute": r.pct_of_compute,
+            "gbs": r.achieved_gbs, "pct_peak_bandwidth": r.pct_of_bandwidth,
+            "flop_per_byte": r.intensity}
 
 
 def compile_time(result: RunResult) -> tuple[float | None, str]:
@@ -77,7 +101,7 @@ def benchmark_table(sweep_dir: Path, manifest: SweepManifest) -> pd.DataFrame:
                                               "compile_s", "rel_l2_error", "tensor_core_pct",
                                               "gpu_util_pct", "elapsed_s", "cv_pct",
                                               "peak_allocated_mib", "peak_reserved_mib",
-                                              "engine_mib")})
+                                              "engine_mib", *ROOFLINE_COLUMNS)})
     base = frame[frame["backend"] == manifest.baseline].set_index("bs")["p50_ms"]
     frame["speedup"] = [base.get(bs, math.nan) / p50 if p50 and p50 > 0 else math.nan
                         for bs, p50 in zip(frame["bs"], frame["p50_ms"])]
@@ -98,6 +122,7 @@ def _result_columns(result: RunResult, metrics: dict) -> dict:
         "tensor_core_pct": metrics.get("tensor_core_pct"),
         "gpu_util_pct": metrics.get("gpu_util_pct"),
         **_noise_and_memory(result),
+        **roofline_columns(result),
     }
 
 

@@ -2,7 +2,8 @@
 
 A sweep gives latency vs batch size per backend (p50 line, p90 and p99 marks), speedup bars vs
 the baseline per batch size, throughput vs batch size, and kernel time per step by category for
-every finished cell. A run (or any trace) gives its kernel time by category. Drawing only:
+every finished cell, and a roofline of the cells that counted their FLOPs. A run (or any trace)
+gives its kernel time by category. Drawing only:
 commands.plot finds the sweep or run and computes what is drawn.
 """
 
@@ -192,6 +193,38 @@ def sweep_plots(frame: pd.DataFrame, manifest, out: Path) -> list[Path]:
         print("no GPU kernels in this sweep's traces (CPU run?): categories.png left out",
               file=sys.stderr)
     return written
+
+
+def roofline_figure(points: list):
+    """Log-log roofline: the ceilings of the first point's GPU and each (label, Roofline)'s
+    achieved TFLOP/s against its arithmetic intensity; None when no point has a roofline."""
+    points = [(label, r) for label, r in points if r is not None]
+    if not points:
+        return None
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    r0 = points[0][1]
+    if r0.peak_tflops and r0.peak_gbs:
+        xs = [1, r0.ridge, max(r0.ridge * 10, 1e4)]
+        ax.plot(xs, [min(r0.peak_tflops, x * r0.peak_gbs / 1e3) for x in xs], color="black",
+                label=f"roof: {r0.peak_gbs:,.0f} GB/s, {r0.peak_tflops:,.0f} TFLOP/s "
+                      f"({r0.matmul_key})")
+    for label, r in points:
+        ax.scatter([r.intensity], [r.achieved_tflops], label=label, zorder=3)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP/byte, minimum bytes)")
+    ax.set_ylabel("achieved TFLOP/s (timed p50)")
+    ax.set_title(f"Roofline ({r0.ceilings_source})", fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return fig
+
+
+def roofline_plot(points: list, out: Path) -> Path | None:
+    """roofline.png of (label, Roofline) points; None when none has a roofline."""
+    fig = roofline_figure(points)
+    return _save(fig, out) if fig is not None else None
 
 
 def run_plot(cats: dict[str, float], share: dict[str, float], steps: int, name: str,

@@ -1,0 +1,39 @@
+"""`peaks`: measure (or read the cached) ceilings of this machine and print them."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from ..errors import UserError
+
+
+def run(refresh: bool = False, cache_dir: Path | None = None, matmul_n: int | None = None,
+        copy_mib: int | None = None, json_out: bool = False) -> dict:
+    for flag, value in (("--matmul-n", matmul_n), ("--copy-mib", copy_mib)):
+        if value is not None and value < 1:
+            raise UserError(f"{flag} must be 1 or more (got {value})")
+    from .. import peaks
+
+    sizes = None
+    if matmul_n is not None or copy_mib is not None:
+        import torch
+
+        base = dict(peaks.GPU_SIZES if torch.cuda.is_available() else peaks.CPU_SIZES)
+        if matmul_n is not None:
+            base["matmul_n"] = base["int8_n"] = matmul_n
+        if copy_mib is not None:
+            base["copy_bytes"] = copy_mib << 20
+        sizes = base
+    print("measuring..." if refresh else "reading or measuring...", file=sys.stderr)
+    data, path, measured = peaks.peaks(cache_dir, refresh=refresh or sizes is not None,
+                                       sizes=sizes)
+    if json_out:
+        json.dump({**data, "cache_file": str(path)}, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return data
+    from ..report.peaks_view import print_peaks
+
+    print_peaks(data, path, measured)
+    return data

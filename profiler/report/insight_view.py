@@ -1,0 +1,42 @@
+"""Terminal lines for a run's roofline and advice (`summarize`, `compare`)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+
+from ..trace.advice import Advice
+from ..trace.insight import Insight
+from ..trace.roofline import Roofline
+
+
+def roofline_line(r: Roofline | None) -> str:
+    if r is None:
+        return "no roofline (result.json has no roofline_inputs)"
+    pct = (lambda v: f"{v:.1f} %" if v is not None else "n/a")
+    return (f"{r.flops / 1e9:,.1f} GFLOP and {r.min_bytes / 1e6:,.1f} MB per batch in "
+            f"{r.seconds * 1e3:.3f} ms (timed p50): {r.achieved_tflops:,.2f} TFLOP/s = "
+            f"{pct(r.pct_of_compute)} of {r.matmul_key} peak, {r.achieved_gbs:,.1f} GB/s = "
+            f"{pct(r.pct_of_bandwidth)} of bandwidth, intensity {r.intensity:,.0f} FLOP/B "
+            f"({r.bound}-bound by the roofline)")
+
+
+def to_dict(found: Insight) -> dict:
+    return {"roofline": found.roofline.to_dict() if found.roofline else None,
+            "ceilings": found.ceilings_source,
+            "advice": [advice_dict(a) for a in found.advice]}
+
+
+def advice_dict(a: Advice) -> dict:
+    return {"rule": a.rule, "title": a.title, "action": a.action, "evidence": a.evidence,
+            "projected_gain": a.projected_gain, "source": a.source, "measured": a.measured}
+
+
+def print_insight(found: Insight, console: Console, label: str = "") -> None:
+    prefix = f"{label}: " if label else ""
+    console.print(f"[b]{escape(prefix)}Roofline[/b] ({escape(found.ceilings_source)}): "
+                  f"{escape(roofline_line(found.roofline))}", highlight=False)
+    for a in found.advice:
+        console.print(f"[b]{escape(prefix)}Advice[/b] {escape(a.line())}", highlight=False)
+    if not found.advice:
+        console.print(f"[b]{escape(prefix)}Advice[/b]: no rule fired", highlight=False)
