@@ -157,7 +157,7 @@ def test_a_model_that_fails_leaves_an_error_not_an_exception():
 def test_tensorboard_warns_that_its_page_needs_the_internet(cli, monkeypatch):
     from profiler.tools import tensorboard
 
-    monkeypatch.setattr(tensorboard, "serve", lambda *a, **k: 0)
+    monkeypatch.setattr(tensorboard, "serve", lambda *a, **k: tensorboard.Served(0, None, None))
     result = cli("tensorboard")
     assert result.code == 0 and "needs the internet" in result.stderr
     assert "profile.py report" in result.stderr

@@ -122,7 +122,7 @@ def test_plots_of_a_cpu_sweep(grid, tmp_path):
                           text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     assert sorted(Path(p).name for p in json.loads(done.stdout)["written"]) == [
-        "latency.png", "speedup.png", "throughput.png"]
+        "latency.png", "roofline.png", "speedup.png", "throughput.png"]
     for name in ("latency.png", "speedup.png", "throughput.png"):
         data = (tmp_path / name).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000, name
