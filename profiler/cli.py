@@ -102,6 +102,14 @@ def run(
     cache_dir: Optional[Path] = typer.Option(
         None, envvar="INFER_PROFILER_CACHE", help="Engine cache folder (default "
         "~/.cache/infer-profiler/engines).", rich_help_panel="Engine cache"),
+    calib_batches: int = typer.Option(0, "--calib-batches", help="Calibrate INT8/FP8 activation "
+                                      "scales on N random batches (inductor_int8: 0 = dynamic "
+                                      "scales; ttrt_int8/ttrt_fp8: 0 = 8 batches).",
+                                      rich_help_panel="Quantization"),
+    calib_data: Optional[Path] = typer.Option(None, "--calib-data", help="Calibration batches "
+                                              "from a tensor file (torch.save of a tensor, or a "
+                                              "tuple of tensors, one per model input).",
+                                              rich_help_panel="Quantization"),
 ) -> None:
     """Profile one model x backend x batch size: a trace in tb_logs/<backend>_bs<N>/, results in runs/<backend>_bs<N>/.
 
@@ -116,7 +124,8 @@ def run(
         record_shapes=record_shapes, profile_memory=profile_memory, with_stack=with_stack,
         with_flops=with_flops, gzip=gzip, iters=iters, timed_warmup=timed_warmup, name=name,
         runs_dir=runs_dir, tb_dir=tb_dir, cache_dir=cache_dir, use_cache=cache,
-        max_rel_error=max_rel_error, capture=capture,
+        max_rel_error=max_rel_error, capture=capture, calib_batches=calib_batches,
+        calib_data=calib_data,
     )
     if tb_compat and capture != "torch":
         raise UserError("--tb-compat needs a trace: leave --capture at torch")

@@ -67,6 +67,10 @@ class RunConfig:
     # numeric check against the FP32 eager reference: fail the run above this relative L2 error
     max_rel_error: float | None = None
     capture: str = "torch"
+    # option: --calib-batches: calibrate INT8/FP8 activation scales on N random batches (inductor_int8: 0 = dynamic scales; ttrt_int8/ttrt_fp8: 0 = 8 batches)
+    calib_batches: int = 0
+    # option: --calib-data: calibration batches from a tensor file (torch.save of a tensor, or a tuple of tensors, one per model input, shaped like the inputs or [N, *input shape])
+    calib_data: Path | None = None
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -76,6 +80,7 @@ class RunConfig:
             if value < 1:
                 raise UserError(f"{flag} must be at least 1 (got {value})")
         for flag, value in {"--wait": self.wait, "--warmup": self.warmup,
+                            "--calib-batches": self.calib_batches,
                             "--timed-warmup": self.timed_warmup}.items():
             if value < 0:
                 raise UserError(f"{flag} must be 0 or more (got {value})")
@@ -105,7 +110,7 @@ class RunConfig:
 
     def to_dict(self) -> dict:
         data = asdict(self)
-        for key in ("weights", "runs_dir", "tb_dir", "cache_dir"):
+        for key in ("weights", "runs_dir", "tb_dir", "cache_dir", "calib_data"):
             data[key] = None if data[key] is None else str(data[key])
         data["run_name"] = self.run_name
         return data

@@ -85,4 +85,4 @@ def all_backends() -> list[Backend]:
 
 def _load_families() -> None:
     # importing a family module registers its backends; the modules import torch lazily
-    from . import eager, inductor, onnxruntime, tensorrt, torchscript  # noqa: F401
+    from . import eager, inductor, onnxruntime, quantized, tensorrt, torchscript  # noqa: F401
