@@ -114,3 +114,46 @@ def test_short_names():
     assert short_name("void at::native::(anonymous namespace)::max_pool_forward_nchw<float, "
                       "float>(int, float const*)") == "at::native::max_pool_forward_nchw"
     assert short_name("volta_sgemm_128x32_nt") == "volta_sgemm_128x32_nt"
+
+
+# ---- INT8, FP8 and ONNX Runtime kernels (issue 10). Each name is quoted from where it was seen:
+# a public profile of torch._int_mm and cuBLASLt INT8 kernels, ModelOpt's CUDA extension source,
+# and nvprof output in microsoft/onnxruntime#9244 and #7578.
+EIGHT_BIT_CASES = [
+    # (name, category, tensor core)
+    ("void cutlass::Kernel2<cutlass_80_tensorop_i16832gemm_s8_128x256_128x3_tn_align16>"
+     "(cutlass_80_tensorop_i16832gemm_s8_128x256_128x3_tn_align16::Params)", "GEMM", "yes"),
+    ("cutlass::Kernel2<cutlass_80_wmma_tensorop_i161616gemm_s8_forwardCompat_128x128_32x2_tn_"
+     "align4>(...)", "GEMM", "yes"),
+    ("ampere_igemm_int8_128x128_ldg4_nt", "GEMM", "no"),  # DP4A, CUDA cores
+    ("void fake_e4m3fy_kernel<float>(float const*, unsigned long, float*)", "elementwise", "no"),
+    ("void onnxruntime::cuda::_UnaryElementWise<float, float, onnxruntime::cuda::OP_Sigmoid"
+     "<float>, int=256, int=4>(float const *, float*, float, int)", "elementwise", "no"),
+    ("void onnxruntime::cuda::_UpampleNearestKernel<float, int=4>(onnxruntime::cuda::TArray"
+     "<__int64, int=8>, float const *, float*, __int64)", "copy", "no"),
+    # ORT's convolutions are cuDNN's: the same rows as for eager runs decide
+    ("maxwell_scudnn_128x128_relu_small_nn_v1", "convolution", "no"),
+]
+
+
+@pytest.mark.parametrize("name,category,tensor_core", EIGHT_BIT_CASES)
+def test_eight_bit_and_onnxruntime_kernels(name, category, tensor_core):
+    verdict = classify(name)
+    assert (verdict.category, verdict.tensor_core) == (category, tensor_core)
+
+
+def test_fp8_gemm_is_tensor_core_but_its_quantize_kernel_is_not():
+    # xmma/nvjet FP8 names follow the type-letter convention of the rows above
+    assert classify("sm90_xmma_gemm_e4m3e4m3_e4m3f32_f32_tn_n").tensor_core == "yes"
+    assert classify("triton_poi_fused_quantize_per_tensor_0").tensor_core == "no"
+    assert classify("__myl_CastMulQuan_0x1").tensor_core == "no"
+
+
+def test_int8_run_context_decides_inductor_templates():
+    from profiler.trace.rules import RunContext
+
+    unknown = classify("triton_tem_fused_mm_0")
+    assert unknown.tensor_core == "unknown"
+    verdict = classify("triton_tem_fused_mm_0", RunContext(precision="int8", source="result.json"))
+    assert verdict.tensor_core == "yes" and "int8" in verdict.tensor_core_rule
+    assert classify("triton_tem_fused__int_mm_mul_0").tensor_core == "yes"

@@ -43,3 +43,23 @@ class _OutOfMemoryAbove(nn.Module):
 def oom_above_2(batch_size: int = 2, image_size: int = 16):
     model = _OutOfMemoryAbove(2)
     return model, (torch.randn(batch_size, 3, image_size, image_size),)
+
+
+class _TokenClassifier(nn.Module):
+    """Token layers on [batch, seq, hidden] (batch x seq rows) and a head on [batch, hidden]
+    (batch rows): the shape pattern of DistilBERT's classifier at small batch sizes."""
+
+    def __init__(self, hidden: int = 32) -> None:
+        super().__init__()
+        self.up = nn.Linear(hidden, 64)
+        self.down = nn.Linear(64, hidden)
+        self.head = nn.Linear(hidden, 4)
+
+    def forward(self, x):
+        x = self.down(torch.relu(self.up(x)))
+        return self.head(x.mean(dim=1))
+
+
+def token_classifier(batch_size: int = 2, seq_len: int = 16):
+    torch.manual_seed(0)
+    return _TokenClassifier(), (torch.randn(batch_size, seq_len, 32),)

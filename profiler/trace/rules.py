@@ -57,9 +57,33 @@ RULES: tuple[Rule, ...] = (
     Rule(r"nccl|all_?reduce|all_?gather|reduce_?scatter|alltoall|cross_device_reduce",
          "communication", NO, "NCCL kernels are ncclKernel_*/ncclDevKernel_*; custom all-reduce "
          "kernels (vLLM, TensorRT-LLM) say so in their names"),
+    # ---- 8-bit quantize / dequantize / cast kernels: elementwise, never MMA --------------
+    Rule(r"fake_e4m3fy|e4m3fy|fake_tensor_quant|tensor_quant_kernel|fake_quant", "elementwise",
+         NO, "ModelOpt's CUDA extension (modelopt/torch/quantization/src: fake_e4m3fy_kernel, "
+         "fused_fake_e4m3fy, fake_tensor_quant): per-element scale, round and clamp"),
+    Rule(r"(?:^|[^a-z])(?:de)?quantize|quantize_?per|dynamic_quant|scaled_fp8_quant|to_fp8|"
+         r"cast_?to_?(?:fp8|e4m3|int8)|choose_?qparams", "elementwise", NO,
+         "quantize/dequantize/convert kernels (torchao/Inductor quantize_affine, TensorRT "
+         "Q/DQ, vLLM scaled_fp8_quant): elementwise conversions"),
+    # ---- ONNX Runtime's own CUDA kernels (its GEMMs and convolutions are cuBLAS/cuDNN, decided
+    # by the library rows below) ------------------------------------------------------------
+    Rule(r"onnxruntime::(?:contrib::)?cuda::_?\w*ElementWise", "elementwise", NO,
+         "ORT CUDA EP elementwise kernels, e.g. onnxruntime::cuda::_UnaryElementWise<float, "
+         "float, OP_Sigmoid<float>> and _BinaryElementWise (nvprof output in "
+         "microsoft/onnxruntime#9244; ORT's profiler lists BinaryElementWiseKernel, #8406)"),
+    Rule(r"onnxruntime::(?:contrib::)?cuda::_?\w*(?:Concat|Transpose|Gather|Slice|Expand|Pad|"
+         r"Split|Upample|Upsample|Resize|Tile|Scatter|Copy)", "copy", NO,
+         "ORT CUDA EP data-movement kernels, e.g. onnxruntime::cuda::_ConcatKernel, "
+         "_UpampleNearestKernel (nvprof output in microsoft/onnxruntime#7578)"),
+    Rule(r"onnxruntime::(?:contrib::)?cuda::\w*(?:Softmax|Reduce|Pool)", "reduction", NO,
+         "ORT CUDA EP softmax/reduction/pooling kernels"),
+    Rule(r"onnxruntime::(?:contrib::)?cuda::\w*(?:LayerNorm|BatchNorm|SkipLayerNorm)",
+         "normalization", NO, "ORT CUDA EP (contrib) normalization kernels"),
+
     # ---- TensorRT --------------------------------------------------------------------
     Rule(r"^__myl_(?:Resh|Add|Relu|Move|Conc|Mul|Mean|Tran|Slic|Cast|Sub|Div|Sum|Max|Min|Exp|"
-         r"Sigm|Tanh|Gelu|Silu|Erf|Pow|Sqrt|Rsqr|Neg|Abs|Copy|Gath|Pad)+_", tensor_core=NO,
+         r"Sigm|Tanh|Gelu|Silu|Erf|Pow|Sqrt|Rsqr|Neg|Abs|Copy|Gath|Pad|Quan|Dequ|Qdq|Cvt|Clip|"
+         r"Roun)+_", tensor_core=NO,
          source="TensorRT Myelin kernels spell their fused ops in the name (__myl_ReshAddRelu = "
          "reshape+add+relu); with only pointwise, reduction and data-movement ops there is no "
          "MMA (Nsight Compute on an H200: 0.5 % tensor-pipe activity for __myl_ReshAddRelu)"),
@@ -67,6 +91,10 @@ RULES: tuple[Rule, ...] = (
          source="other TensorRT Myelin fused kernels (__myl_*): no type evidence in the name"),
 
     # ---- torch.compile (Inductor) Triton kernels -------------------------------------------
+    Rule(r"triton_tem_\w*int_mm", "GEMM", YES,
+         "Inductor names template kernels after the ATen ops they fuse; torch._int_mm lowers to "
+         "the tuned_int_mm Triton template (torch/_inductor/kernel/mm.py), whose tl.dot on INT8 "
+         "operands issues IMMA (sm80) / IGMMA (sm90)"),
     Rule(r"triton_tem_fused_.*conv", "convolution", UNKNOWN,
          "Inductor template conv: tl.dot uses MMA for FP16/BF16 (or TF32) inputs, FFMA for "
          "IEEE FP32; the name does not say which"),
@@ -80,6 +108,10 @@ RULES: tuple[Rule, ...] = (
     Rule(r"(?:^|[^a-z])(?:volta|turing|ampere|maxwell|pascal|sm\d+)?_?sgemm|_sgemm_|implicit_convolve_sgemm",
          tensor_core=NO, source="cuBLAS/cuDNN 'sgemm': FP32 FFMA kernels on the CUDA cores "
          "(ampere_sgemm_*, volta_sgemm_*, implicit_convolve_sgemm)"),
+    Rule(r"(?:^|_)igemm", tensor_core=NO,
+         source="cuBLAS 'igemm' INT8 kernels (ampere_igemm_int8_128x128_ldg4_nt) use DP4A on the "
+         "CUDA cores: a public benchmark measured 71 TOPS for them, the card's DP4A ceiling, "
+         "against 393 TOPS for cutlass_80_tensorop_i16832gemm_s8 on the same GPU"),
     Rule(r"(?:^|_)dgemm|_zgemm|_cgemm", tensor_core=NO,
          source="cuBLAS FP64/complex legacy kernels; Tensor Core DMMA kernels carry an MMA shape"),
     Rule(r"simt|ffma|scudnn|fp32_?gemm_?fp32", tensor_core=NO,
@@ -105,6 +137,16 @@ RULES: tuple[Rule, ...] = (
          "i8i8_*): issues HMMA/IMMA/GMMA; 40-55 % tensor-pipe activity in Nsight Compute (H200)"),
     Rule(r"xmma", tensor_core=UNKNOWN,
          source="'xmma' alone proves nothing: the library also builds FP32 CUDA-core kernels"),
+
+    # ---- INT8 and FP8 Tensor Core GEMMs -------------------------------------------------
+    Rule(r"tensorop_(?:[a-z0-9]+_)?i\d{4,6}gemm|_i8i8_|_s8s8_|imma", "GEMM", YES,
+         "cutlass INT8 Tensor Core GEMMs: cutlass_80_tensorop_i16832gemm_s8_*_tn_align16 is what "
+         "torch._int_mm runs through cuBLASLt (also on an H100, per a public profile), "
+         "cutlass_80_wmma_tensorop_i161616gemm_s8_*; xmma i8i8 and IMMA kernels"),
+    Rule(r"(?:gemm|_mm_|conv|fprop|gmma|matmul).*(?:e4m3|e5m2|fp8)|(?:e4m3|e5m2|fp8).*(?:gemm|"
+         r"_mm_|conv|fprop|gmma|matmul)|qgmma", tensor_core=YES,
+         source="FP8 (e4m3/e5m2) GEMM/conv kernels: FP8 operands exist only for the Tensor Cores "
+         "(QGMMA, the sm90 wgmma FP8 instruction; QMMA on sm89)"),
 
     # ---- Hopper and later --------------------------------------------------------------
     Rule(_NVJET_TC, tensor_core=YES,
@@ -195,6 +237,9 @@ CONTEXT_RULES: tuple[ContextRule, ...] = (
     ContextRule(r"triton_tem_", ("fp16", "bf16"), None, YES,
                 "Inductor template kernels run tl.dot on the model's dtype; FP16/BF16 operands "
                 "issue MMA (HMMA/wgmma)"),
+    ContextRule(r"triton_tem_", ("int8",), None, YES,
+                "inductor_int8 runs INT8 GEMMs (tl.dot on int8 -> IMMA/IGMMA) and leaves the "
+                "other layers in BF16 (HMMA/wgmma) on a GPU: every template issues MMA"),
     ContextRule(r"triton_tem_", ("fp32",), True, YES,
                 "FP32 run with TF32 allowed: Inductor's templates pass allow_tf32 to tl.dot, "
                 "which then issues TF32 MMA"),
