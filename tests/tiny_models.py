@@ -63,3 +63,15 @@ class _TokenClassifier(nn.Module):
 def token_classifier(batch_size: int = 2, seq_len: int = 16):
     torch.manual_seed(0)
     return _TokenClassifier(), (torch.randn(batch_size, seq_len, 32),)
+
+
+
+class _NoOnnxOp(nn.Module):
+    """Runs eagerly, but uses an op (a general eigendecomposition) with no ONNX conversion."""
+
+    def forward(self, x):
+        return torch.linalg.eig(x.reshape(-1, 2, 2))[0].real.sum(-1).reshape(x.shape[0], -1)
+
+
+def not_exportable(batch_size: int = 2):
+    return _NoOnnxOp(), (torch.randn(batch_size, 4),)
