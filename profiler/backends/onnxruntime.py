@@ -45,7 +45,7 @@ PROFILE_ARTIFACT = "ort_profile.json"
 EXPORT_OPTIONS = {"exporter": "torch.onnx.export(dynamo=True)", "optimize": True}
 RECORD_FUNCTION = "onnxruntime::run"
 # torch dtype name -> numpy dtype name, for IO binding
-ELEMENT_TYPES = {"float32": "float32", "float16": "float16", "bfloat16": "float32",
+ELEMENT_TYPES = {"float32": "float32", "float16": "float16",
                  "int64": "int64", "int32": "int32", "bool": "bool_"}
 
 
