@@ -57,6 +57,7 @@ def test_ort_fp32_end_to_end_on_the_cpu(cli, tmp_path):
     assert notes["nodes_per_provider"]["CPUExecutionProvider"] > 10
     assert notes["export_s"] > 0 and notes["cache"]["stored"] is True
     assert Path(notes["cache"]["path"]).is_file()
+    assert "onnx_export.log" in result["artifacts"]
     # ORT's own node-level profile is kept in the run folder
     profile = json.loads((tmp_path / "runs" / "ort_fp32_bs1" / "ort_profile.json").read_text())
     assert any(e.get("cat") == "Node" and e["args"].get("op_name") == "Conv" for e in profile)
@@ -306,3 +307,8 @@ def test_modelopt_failure_is_one_line_and_keeps_the_log(stand_ins, monkeypatch, 
     assert "\n" not in str(error.value) and "calibration diverged" in str(error.value)
     assert "ModelOpt PTQ or TensorRT build failed" in str(error.value)
     assert "RuntimeError" in log.read_text()
+
+
+def test_negative_calib_batches_is_refused():
+    with pytest.raises(UserError, match="--calib-batches must be 0 or more"):
+        RunConfig(calib_batches=-1)

@@ -92,9 +92,9 @@ def input_names(model, count: int) -> list[str]:
     return params[:count] if len(params) >= count else [f"input_{i}" for i in range(count)]
 
 
-def export(model, inputs, path: Path, config, precision: str) -> None:
-    """Export to ONNX at ``path``; a failure is one line, with the exporter's log kept in
-    runs/<run>.failed/onnx_export.log."""
+def export(model, inputs, path: Path, config, precision: str) -> str:
+    """Export to ONNX at ``path`` and return the exporter's log; a failure is one line, with the
+    log kept in runs/<run>.failed/onnx_export.log."""
     import torch
 
     with captured_output() as log:
@@ -109,6 +109,7 @@ def export(model, inputs, path: Path, config, precision: str) -> None:
             first = str(error).strip().splitlines()[0] if str(error).strip() else ""
             raise UserError(f"ONNX export failed for {config.model} ort_{precision} "
                             f"({type(error).__name__}: {first}); log in {failed}") from None
+    return log.getvalue()
 
 
 def providers_for(ort, device, config) -> list:
@@ -234,7 +235,7 @@ def _prepare(model, inputs, config, device, precision: str) -> Prepared:
     else:
         model_path = workdir / "model.onnx"
         began = time.perf_counter()
-        export(model, inputs, model_path, config, precision)
+        artifacts[EXPORT_LOG] = export(model, inputs, model_path, config, precision)
         notes["export_s"] = time.perf_counter() - began
         shutil.rmtree(config.runs_dir / f"{config.run_name}.failed", ignore_errors=True)
         if config.use_cache:

@@ -249,7 +249,7 @@ def _prepare_inductor_int8(model, inputs, config, device) -> Prepared:
     base = "bf16" if device.type == "cuda" else "fp32"
     model, inputs, notes = place(model, inputs, config, device, base)
     static = config.calib_batches > 0 or config.calib_data is not None
-    with calibration_log(config) as log:
+    with CalibrationLog(config) as log:
         began = time.perf_counter()
         batches, source = calibration_batches(config, inputs, 1) if static else (
             [inputs], "the example inputs (shapes only)")
@@ -286,7 +286,7 @@ def _share_text(plan: dict) -> str:
             f"({100 * conv:.1f} % are convolutions, kept in floating point)")
 
 
-class calibration_log:
+class CalibrationLog:
     """Collects calibration messages; on failure the log and the exception go to
     runs/<run>.failed/calibration.log and the error becomes one line."""
 
