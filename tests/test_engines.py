@@ -21,7 +21,7 @@ import torch
 
 from profiler.backends import onnxruntime as ort_backend
 from profiler.backends import quantized
-from profiler.config import RunConfig
+from profiler.config import RunConfig, run_name
 from profiler.errors import UserError
 from tests.test_cli_errors import assert_nothing_written, assert_one_line_error
 
@@ -59,7 +59,7 @@ def test_ort_fp32_end_to_end_on_the_cpu(cli, tmp_path):
     assert Path(notes["cache"]["path"]).is_file()
     assert "onnx_export.log" in result["artifacts"]
     # ORT's own node-level profile is kept in the run folder
-    profile = json.loads((tmp_path / "runs" / "ort_fp32_bs1" / "ort_profile.json").read_text())
+    profile = json.loads((tmp_path / "runs" / run_name("ort_fp32", 1, "resnet18") / "ort_profile.json").read_text())
     assert any(e.get("cat") == "Node" and e["args"].get("op_name") == "Conv" for e in profile)
     # the same numbers as eager FP32: ORT's CPU kernels are FP32
     assert result["numerics"]["rel_l2_error"] < 1e-4 and result["numerics"]["top1_agreement"] == 1
@@ -80,10 +80,11 @@ def test_ort_fp32_end_to_end_on_the_cpu(cli, tmp_path):
 def test_failed_export_is_one_line_and_keeps_the_log(cli, tmp_path):
     done = cli("run", "--backend", "ort_fp32", "--model", "tests.tiny_models:not_exportable",
                *FAST, "--no-cache")
-    log = Path("runs") / "ort_fp32_bs8.failed" / ort_backend.EXPORT_LOG
+    folder = run_name("ort_fp32", 8, "tests.tiny_models:not_exportable")
+    log = Path("runs") / f"{folder}.failed" / ort_backend.EXPORT_LOG
     assert_one_line_error(done, "ONNX export failed", str(log), progress_before=True)
     assert "--- exception ---" in log.read_text()
-    assert not Path("runs/ort_fp32_bs8").exists()
+    assert not (Path("runs") / folder).exists()
 
 
 def test_missing_onnxruntime_names_the_extra(cli, monkeypatch):
@@ -208,7 +209,7 @@ def test_quantization_failure_is_one_line_and_keeps_the_log(monkeypatch, tmp_pat
     model, inputs = token_classifier(batch_size=2, seq_len=16)
     with pytest.raises(UserError) as error:
         quantized._prepare_inductor_int8(model.eval(), inputs, config, torch.device("cpu"))
-    log = tmp_path / "runs" / "inductor_int8_bs2.failed" / quantized.CALIBRATION_LOG
+    log = tmp_path / "runs" / f"{config.run_name}.failed" / quantized.CALIBRATION_LOG
     message = str(error.value)
     assert "\n" not in message and "quantize_ refused this layer" in message and str(log) in message
     assert "calibration on 2 random batches" not in log.read_text()  # it failed before that line
@@ -312,3 +313,4 @@ def test_modelopt_failure_is_one_line_and_keeps_the_log(stand_ins, monkeypatch, 
 def test_negative_calib_batches_is_refused():
     with pytest.raises(UserError, match="--calib-batches must be 0 or more"):
         RunConfig(calib_batches=-1)
+

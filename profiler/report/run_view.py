@@ -9,55 +9,50 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ..runs import RESULT_FILE, Numerics, RunResult, result_text
 from .console import make_console
+from .fmt import ms, significant
 
 
-def print_json(result: dict) -> None:
-    sys.stdout.write(json.dumps(result, indent=2, default=str) + "\n")
+def print_json(result: RunResult) -> None:
+    sys.stdout.write(result_text(result))
 
 
-def _ms(value: float) -> str:
-    return f"{value:.3f}"
-
-
-def print_result(result: dict) -> None:
-    timing = result["timing"]
-    backend = result["backend"]
-    env = result["environment"]
-    gpu = env.get("gpu") or {}
-    table = Table(title=f"{result['model']} · {backend['name']} · bs {result['batch_size']} · "
+def print_result(result: RunResult) -> None:
+    timing, backend = result.timing, result.backend
+    gpu = result.environment.gpu or {}
+    table = Table(title=f"{result.model} · {backend.name} · bs {result.batch_size} · "
                         f"{gpu.get('name', 'CPU')}", title_justify="left")
     columns = ["mean ms", "std", "min", "p50", "p90", "p95", "p99", "max", "samples/s", "prepare s"]
-    cells = [*(_ms(timing[k]) for k in ("mean_ms", "std_ms", "min_ms", "p50_ms", "p90_ms",
-                                        "p95_ms", "p99_ms", "max_ms")),
-             f"{timing['throughput_samples_per_s']:.1f}",
-             f"{timing['prepare_s'] + timing['first_call_s']:.2f}"]
+    cells = [*(ms(getattr(timing, k)) for k in ("mean_ms", "std_ms", "min_ms", "p50_ms",
+                                                 "p90_ms", "p95_ms", "p99_ms", "max_ms")),
+             f"{timing.throughput_samples_per_s:.1f}",
+             f"{timing.prepare_s + timing.first_call_s:.2f}"]
     # compiled backends: the compile (or cache load) part of prepare, as its own figure
-    for key, column in (("compile_s", "compile s"), ("load_s", "cache load s")):
-        if key in backend["notes"]:
+    for value, column in ((backend.compile_s, "compile s"), (backend.cache_load_s, "cache load s")):
+        if value is not None:
             columns.append(column)
-            cells.append(f"{backend['notes'][key]:.2f}")
+            cells.append(f"{value:.2f}")
     for column in columns:
         table.add_column(column, justify="right")
     table.add_row(*cells)
     console = make_console()
     console.print(table)
-    _print_numerics(console, result.get("numerics"))
-    precision = result.get("precision", {})
-    console.print(f"{timing['iters']} iterations after {timing['warmup_iters']} warm-up, "
-                  f"{timing['timer']}, synchronized every iteration; TF32 "
-                  f"{'on' if precision.get('tf32') else 'off'}", highlight=False)
-    for line in describe_notes(backend["notes"]):
+    _print_numerics(console, result.numerics)
+    console.print(f"{timing.iters} iterations after {timing.warmup_iters} warm-up, "
+                  f"{timing.timer}, synchronized every iteration; TF32 "
+                  f"{'on' if result.precision and result.precision.tf32 else 'off'}",
+                  highlight=False)
+    for line in describe_notes(backend.extra):
         console.print(line, highlight=False)
-    for warning in backend["notes"].get("warnings", []):
+    for warning in backend.warnings:
         console.print(f"[bold yellow]warning:[/] {escape(warning)}", highlight=False)
-    output = result.get("output", {})
-    if output.get("finite") is False:
+    if result.output.finite is False:
         console.print("[bold red]warning:[/] the output holds NaN or Inf values")
-    if result.get("artifacts"):
-        console.print(f"files:   {', '.join(result['artifacts'])}", highlight=False)
-    console.print(f"trace:   {', '.join(result['trace']['files'])}", highlight=False)
-    console.print(f"results: {result['latency_csv'].rsplit('/', 1)[0]}/result.json", highlight=False)
+    if backend.artifacts:
+        console.print(f"files:   {', '.join(backend.artifacts)}", highlight=False)
+    console.print(f"trace:   {', '.join(result.trace.files)}", highlight=False)
+    console.print(f"results: {result.run_dir}/{RESULT_FILE}", highlight=False)
 
 
 # backend notes that stay in result.json only (too long for the terminal, or shown elsewhere)
@@ -84,23 +79,19 @@ def describe_notes(notes: dict) -> list[str]:
     return lines
 
 
-def _figure(value, digits: int = 3) -> str:
-    return "[red]not finite[/]" if value is None else f"{value:.{digits}g}"
-
-
-def _print_numerics(console: Console, numerics: dict | None) -> None:
+def _print_numerics(console: Console, numerics: Numerics | None) -> None:
     """The numeric check against the FP32 eager reference, as a one-row table."""
-    if not numerics or "skipped" in numerics:
+    if numerics is None or numerics.skipped is not None:
         return
     table = Table(title="numerics vs FP32 eager reference", title_justify="left")
     for column in ("max abs err", "mean abs err", "rel L2 err", "cosine", "top-1 agree"):
         table.add_column(column, justify="right")
-    top1 = numerics.get("top1_agreement")
-    table.add_row(_figure(numerics["max_abs_error"]), _figure(numerics["mean_abs_error"]),
-                  _figure(numerics["rel_l2_error"]), _figure(numerics["cosine_similarity"], 6),
-                  "-" if top1 is None and numerics["finite"] else _figure(top1, 4))
+    top1 = numerics.top1_agreement
+    table.add_row(significant(numerics.max_abs_error), significant(numerics.mean_abs_error),
+                  significant(numerics.rel_l2_error), significant(numerics.cosine_similarity, 6),
+                  "-" if top1 is None and numerics.finite else significant(top1, 4))
     console.print(table)
-    if not numerics["finite"]:
+    if not numerics.finite:
         console.print("[bold red]warning:[/] NaN or Inf in the output or the reference: the "
                       "numeric check fails")
 
