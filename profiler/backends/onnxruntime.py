@@ -26,6 +26,7 @@ import io
 import json
 import logging
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -41,9 +42,13 @@ from .tensorrt import save_failed_build
 EXTRA_HINT = 'pip install -e ".[onnx]"'
 EXPORT_LOG = "onnx_export.log"
 PROFILE_ARTIFACT = "ort_profile.json"
+# what ONNX Runtime's C++ logger wrote while sessions were made and first run
+SESSION_LOG = "ort_session.log"
 # what is exported: part of the cache key and recorded in the notes
 EXPORT_OPTIONS = {"exporter": "torch.onnx.export(dynamo=True)", "optimize": True}
 RECORD_FUNCTION = "onnxruntime::run"
+# "2026-11-23 01:47:28.07 [E:onnxruntime:Default, cudnn_fe_call.cc:39 Fn] message"
+_LOG_LINE = re.compile(r"\[(?P<level>[VIWEF]):onnxruntime:[^\]]*\]\s*(?P<message>.*)")
 # torch dtype name -> numpy dtype name, for IO binding
 ELEMENT_TYPES = {"float32": "float32", "float16": "float16",
                  "int64": "int64", "int32": "int32", "bool": "bool_"}
@@ -82,6 +87,44 @@ def captured_output():
             yield buffer
     finally:
         logger.removeHandler(handler)
+
+
+@contextlib.contextmanager
+def native_stderr():
+    """Send file descriptor 2 to a buffer: ONNX Runtime's C++ logger writes there, not through
+    Python. Yields a list that holds the captured text after the block."""
+    import sys
+
+    captured: list[str] = []
+    with tempfile.TemporaryFile(mode="w+b") as sink:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield captured
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            captured.append(sink.read().decode("utf-8", "replace"))
+
+
+def log_digest(text: str) -> dict:
+    """Counts of what ORT logged, by severity letter ([E:onnxruntime...], [W:...]), and its most
+    repeated line, without the timestamp and colour codes."""
+    counts: dict[str, int] = {}
+    messages: dict[str, int] = {}
+    for line in text.splitlines():
+        match = _LOG_LINE.search(line)
+        if not match:
+            continue
+        counts[match["level"]] = counts.get(match["level"], 0) + 1
+        message = match["message"].strip().removesuffix("\x1b[m").strip()
+        messages[message] = messages.get(message, 0) + 1
+    top = max(messages.items(), key=lambda item: item[1]) if messages else None
+    return {"lines_by_level": counts,
+            "most_repeated": f"{top[1]} x {top[0]}" if top else None}
 
 
 def input_names(model, count: int) -> list[str]:
@@ -130,7 +173,10 @@ def providers_for(ort, device, config) -> list:
 
 def make_session(ort, model_path: Path, providers: list, profile_prefix: str | None = None):
     options = ort.SessionOptions()
-    options.log_severity_level = 3  # errors only: node placement is read from the profile
+    # warnings and errors; they are captured into ort_session.log (native_stderr), where the
+    # CUDA EP's FP16 convolutions log dozens of "[cudnn_frontend] Error: No execution plans
+    # support the graph." lines while cuDNN's frontend probes engines (seen on an H100)
+    options.log_severity_level = 2
     if profile_prefix:
         options.enable_profiling = True
         options.profile_file_prefix = profile_prefix
@@ -249,9 +295,10 @@ def _prepare(model, inputs, config, device, precision: str) -> Prepared:
     notes["cache"] = cache
     providers = providers_for(ort, device, config)
     began = time.perf_counter()
-    session = make_session(ort, model_path, providers)
     named_inputs = dict(zip(input_names(model, len(inputs)), (t.contiguous() for t in inputs)))
-    bound = bind(session, named_inputs, device)
+    with native_stderr() as ort_log:
+        session = make_session(ort, model_path, providers)
+        bound = bind(session, named_inputs, device)
     notes["session_s"] = time.perf_counter() - began
     notes["compile_s"] = notes.get("export_s", 0.0) + notes["session_s"]
     notes["providers"] = session.get_providers()
@@ -259,6 +306,9 @@ def _prepare(model, inputs, config, device, precision: str) -> Prepared:
         notes["warnings"].append("the CUDA execution provider was asked for but not used: "
                                  f"providers {notes['providers']}")
     notes["io_binding"] = f"inputs and outputs bound on {device.type}"
+    if ort_log[0].strip():
+        artifacts[SESSION_LOG] = ort_log[0]
+        notes["ort_log"] = log_digest(ort_log[0])
     notes["artifacts"] = artifacts
 
     def forward(*args):
@@ -274,8 +324,9 @@ def probe_placement(ort, model_path: Path, providers: list, named_inputs: dict, 
                     workdir: Path) -> dict:
     """One run of a second session with ORT's profiler on: which provider ran each node."""
     try:
-        session = make_session(ort, model_path, providers, str(workdir / "ort_profile"))
-        bind(session, named_inputs, device).run()
+        with native_stderr():  # the same log lines again: the first session's are kept
+            session = make_session(ort, model_path, providers, str(workdir / "ort_profile"))
+            bind(session, named_inputs, device).run()
         profile = Path(session.end_profiling())
         placement = node_placement(profile)
         text = profile.read_text(encoding="utf-8")
