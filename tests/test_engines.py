@@ -314,3 +314,11 @@ def test_negative_calib_batches_is_refused():
     with pytest.raises(UserError, match="--calib-batches must be 0 or more"):
         RunConfig(calib_batches=-1)
 
+
+def test_native_stderr_keeps_what_the_cpp_logger_writes(capfd):
+    with ort_backend.native_stderr() as captured:
+        import os
+
+        os.write(2, b"[E:onnxruntime:Default, cudnn_fe_call.cc:39 Fn] not on the console\n")
+    assert "not on the console" in captured[0]
+    assert "not on the console" not in capfd.readouterr().err
