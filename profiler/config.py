@@ -58,6 +58,7 @@ def check_path_component(value: str, what: str) -> str:
 #: the key of a field's CLI declaration in its dataclass metadata
 CLI = "cli"
 PANEL_PROFILER, PANEL_TIMING, PANEL_CACHE = "Profiler", "Timing", "Engine cache"
+PANEL_QUANT = "Quantization"
 
 
 @dataclass(frozen=True)
@@ -189,6 +190,13 @@ class RunConfig:
         "torch", "torch: torch.profiler traces the profiled steps (default). cuda-profiler-api: "
         "no torch.profiler; torch.cuda.profiler.start()/stop() around the active steps, for "
         "nsys/ncu to capture (no trace is written).", panel=PANEL_PROFILER, choices=CAPTURES)
+    calib_batches: int = option(
+        0, "Calibrate INT8/FP8 activation scales on N random batches (inductor_int8: 0 = "
+        "dynamic scales; ttrt_int8/ttrt_fp8: 0 = 8 batches).", panel=PANEL_QUANT)
+    calib_data: Path | None = option(
+        None, "Calibration batches from a tensor file (torch.save of a tensor, or a tuple of "
+        "tensors, one per model input, shaped like the inputs or [N, *input shape]; loaded with "
+        "weights_only=True).", panel=PANEL_QUANT)
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -204,6 +212,7 @@ class RunConfig:
             raise UserError(f"--bs {self.batch_size} is beyond what a tensor dimension can hold "
                             f"(at most {MAX_BATCH_SIZE})")
         for flag, value in {"--wait": self.wait, "--warmup": self.warmup,
+                            "--calib-batches": self.calib_batches,
                             "--timed-warmup": self.timed_warmup}.items():
             if value is not None and value < 0:
                 raise UserError(f"{flag} must be 0 or more (got {value})")
@@ -241,7 +250,7 @@ class RunConfig:
 
     def to_dict(self) -> dict:
         data = asdict(self)
-        for key in ("weights", "runs_dir", "tb_dir", "cache_dir"):
+        for key in ("weights", "runs_dir", "tb_dir", "cache_dir", "calib_data"):
             data[key] = None if data[key] is None else str(data[key])
         data["run_name"] = self.run_name
         return data

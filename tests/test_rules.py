@@ -114,3 +114,69 @@ def test_short_names():
     assert short_name("void at::native::(anonymous namespace)::max_pool_forward_nchw<float, "
                       "float>(int, float const*)") == "at::native::max_pool_forward_nchw"
     assert short_name("volta_sgemm_128x32_nt") == "volta_sgemm_128x32_nt"
+
+
+# ---- INT8, FP8 and ONNX Runtime kernels. Names as seen on an H100 (torch 2.11, onnxruntime-gpu
+# 1.31.1, torchao 0.18, ModelOpt 0.47 + TensorRT-RTX) where one was seen; the others are quoted
+# from public profiles (cuBLAS igemm, wmma i161616) and microsoft/onnxruntime#7578.
+EIGHT_BIT_CASES = [
+    # (name, category, tensor core)
+    # torch._int_mm through cuBLASLt (IMMA)
+    ("void cutlass::Kernel2<cutlass_80_tensorop_i16832gemm_s8_128x256_128x3_tn_align16>"
+     "(cutlass_80_tensorop_i16832gemm_s8_128x256_128x3_tn_align16::Params)", "GEMM", "yes"),
+    # torchao INT8 DistilBERT under torch.compile: its GEMMs, and its quantize kernels, which
+    # Inductor names after the ATen ops they fuse
+    ("void cutlass::Kernel2<cutlass_80_tensorop_i16832gemm_s8_64x64_128x6_tn_align16>"
+     "(cutlass_80_tensorop_i16832gemm_s8_64x64_128x6_tn_align16::Params)", "GEMM", "yes"),
+    ("triton_red_fused__to_copy_add_amax_amin_clamp_div_expand_gelu_maximum_minimum_mul_neg_"
+     "reciprocal_view_zeros_like_7", "reduction", "no"),
+    ("triton_poi_fused__to_copy_add_clamp_clone_div_expand_maximum_minimum_mul_neg_transpose_"
+     "view_zeros_like_1", "elementwise", "no"),
+    ("cutlass_80_wmma_tensorop_i161616gemm_s8_forwardCompat_128x128_32x2_tn_align4", "GEMM",
+     "yes"),
+    ("ampere_igemm_int8_128x128_ldg4_nt", "GEMM", "no"),  # DP4A, CUDA cores
+    # FP8: torch._scaled_mm (nvjet type letter q) and the TensorRT-RTX FP8 engine of ResNet50
+    ("nvjet_sm90_qqtst_128x128_128x6_1x2_h_bz_coopA_algo2_TNT", "GEMM", "yes"),
+    ("cudnn_generated_fort_native_sm90_matMul_knob_23_128x128x64_10_1_0", "GEMM", "yes"),
+    ("cudnn_generated_fort_native_sm90_convFwd_knob_49_128x64x128_8_1_0", "convolution", "yes"),
+    ("__myl_MulAddReluCastMulCast_0xd00fd5a7d6095b460dbaecda1ed8a062", "elementwise", "no"),
+    ("__myl_CastMulCastCastMulCastConc_0x64158a82142b56ddedbb8830fa336475", "elementwise", "no"),
+    # ONNX Runtime's CUDA EP on ResNet50: its own kernels, and cuDNN's
+    ("void onnxruntime::cuda::_UnaryElementWise<float, float, onnxruntime::cuda::OP_Relu<float>, "
+     "256, 4>(float const*, float*, onnxruntime::cuda::OP_Relu<float>, long)", "elementwise", "no"),
+    ("void onnxruntime::cuda::_BinaryElementWiseSimple<true, true, __half, __half, __half, "
+     "onnxruntime::cuda::OP_Add<__half, __half, __half>, 256, 4, int>(__half const*, __half "
+     "const*, __half*, onnxruntime::cuda::OP_Add<__half, __half, __half>, int)", "elementwise",
+     "no"),
+    ("void onnxruntime::cuda::_UpampleNearestKernel<float, int=4>(onnxruntime::cuda::TArray"
+     "<__int64, int=8>, float const *, float*, __int64)", "copy", "no"),
+    ("sm80_xmma_fprop_implicit_gemm_f32f32_f32f32_f32_nchwkcrs_nchw_tilesize32x32x8_stage3_"
+     "warpsize1x2x1_g1_ffma_aligna4_alignc4_execute_kernel__5x_cudnn", "convolution", "no"),
+    # ort_fp16: legacy cuDNN FP16 convolutions on the CUDA cores beside Tensor Core ones
+    ("void implicit_convolve_sgemm<__half, __half, 128, 5, 5, 3, 3, 3, 1, false, false, true>(int, "
+     "int, int, __half const*, int, __half*, __half const*, kernel_conv_params, unsigned long "
+     "long, int, float, float, int, __half const*, __half const*, bool, bool, int, int)",
+     "convolution", "no"),
+    ("sm90_xmma_fprop_implicit_gemm_f16f16_f16f32_f32_nhwckrsc_nhwc_tilesize64x64x64_"
+     "warpgroupsize1x1x1_g1_execute_segment_k_off_kernel__5x_cudnn", "convolution", "yes"),
+]
+
+
+@pytest.mark.parametrize("name,category,tensor_core", EIGHT_BIT_CASES)
+def test_eight_bit_and_onnxruntime_kernels(name, category, tensor_core):
+    verdict = classify(name)
+    assert (verdict.category, verdict.tensor_core) == (category, tensor_core)
+
+
+def test_fp8_cublas_kernel_is_read_from_its_five_type_letters():
+    verdict = classify("nvjet_sm90_qqtst_128x128_128x6_1x2_h_bz_coopA_algo2_TNT")
+    assert "qqtst" in verdict.tensor_core_why  # the row names the kernel it was checked on
+
+
+def test_int8_run_context_decides_inductor_templates():
+    from profiler.trace.rules import RunContext
+
+    unknown = classify("triton_tem_fused_mm_0")
+    assert unknown.tensor_core == "unknown"
+    verdict = classify("triton_tem_fused_mm_0", RunContext(precision="int8", source="result.json"))
+    assert verdict.tensor_core == "yes" and "int8" in verdict.tensor_core_rule

@@ -241,7 +241,7 @@ def test_shell_completion_offers_the_choices():
     assert offered("compile_mode", "max") == ["max-autotune", "max-autotune-no-cudagraphs"]
     assert offered("capture", "") == ["torch", "cuda-profiler-api"]
     assert sorted(offered("backend", "")) == sorted(REGISTRY)
-    assert sorted(offered("backend", "ttrt")) == ["ttrt_fp16", "ttrt_fp32"]
+    assert sorted(offered("backend", "ttrt")) == ["ttrt_fp16", "ttrt_fp32", "ttrt_fp8", "ttrt_int8"]
 
 
 def test_version(cli):

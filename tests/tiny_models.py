@@ -117,3 +117,35 @@ class _Slow(nn.Module):
 
 def slow(batch_size: int = 2):
     return _Slow(), (torch.randn(batch_size, 8),)
+
+
+class _TokenClassifier(nn.Module):
+    """Token layers on [batch, seq, hidden] (batch x seq rows) and a head on [batch, hidden]
+    (batch rows): the shape pattern of DistilBERT's classifier at small batch sizes."""
+
+    def __init__(self, hidden: int = 32) -> None:
+        super().__init__()
+        self.up = nn.Linear(hidden, 64)
+        self.down = nn.Linear(64, hidden)
+        self.head = nn.Linear(hidden, 4)
+
+    def forward(self, x):
+        x = self.down(torch.relu(self.up(x)))
+        return self.head(x.mean(dim=1))
+
+
+def token_classifier(batch_size: int = 2, seq_len: int = 16):
+    torch.manual_seed(0)
+    return _TokenClassifier(), (torch.randn(batch_size, seq_len, 32),)
+
+
+
+class _NoOnnxOp(nn.Module):
+    """Runs eagerly, but uses an op (a general eigendecomposition) with no ONNX conversion."""
+
+    def forward(self, x):
+        return torch.linalg.eig(x.reshape(-1, 2, 2))[0].real.sum(-1).reshape(x.shape[0], -1)
+
+
+def not_exportable(batch_size: int = 2):
+    return _NoOnnxOp(), (torch.randn(batch_size, 4),)

@@ -30,8 +30,8 @@ class Prepared:
 @dataclass(frozen=True)
 class Backend:
     name: str
-    family: str  # "pytorch", "inductor", "torchscript", "tensorrt"
-    precision: str  # "fp32", "fp16", "bf16"
+    family: str  # "pytorch", "inductor", "torchscript", "tensorrt", "onnxruntime"
+    precision: str  # "fp32", "fp16", "bf16", "int8", "fp8"
     description: str
     needs_cuda: bool
     # prepare(model, inputs, config, device) -> Prepared; imported lazily from the family module
@@ -85,4 +85,4 @@ def all_backends() -> list[Backend]:
 
 def _load_families() -> None:
     # importing a family module registers its backends; the modules import torch lazily
-    from . import eager, inductor, tensorrt, torchscript  # noqa: F401
+    from . import eager, inductor, onnxruntime, quantized, tensorrt, torchscript  # noqa: F401

@@ -259,10 +259,11 @@ def captured_build_log():
             logger.propagate = propagate
 
 
-def save_failed_build(config, log_text: str, error: BaseException) -> Path:
-    """Write the tail of the build log beside the run folder, as runs/<run>.failed/, so the
-    normal run folder is never half-written."""
-    path = config.runs_dir / f"{config.run_name}.failed" / BUILD_LOG
+def save_failed_build(config, log_text: str, error: BaseException,
+                      log_name: str = BUILD_LOG) -> Path:
+    """Write the tail of the build log beside the run folder, as runs/<run>.failed/<log_name>, so
+    the normal run folder is never half-written."""
+    path = config.runs_dir / f"{config.run_name}.failed" / log_name
     lines = log_text.splitlines()[-LOG_TAIL_LINES:]
     trace = "".join(traceback.format_exception(type(error), error, error.__traceback__))
     write_text_atomic(path, "\n".join(lines) + "\n\n--- exception ---\n" + trace)

@@ -7,9 +7,10 @@ profiled steps, summarized with profiler.trace):
 model, device, backend, bs, mean_ms, p50_ms, p90_ms, p99_ms, throughput_per_s,
 speedup (baseline p50 / this cell's p50 at the same batch size; empty when the baseline cell
 did not finish), baseline, ready_s (prepare + first call: from handing the model to the backend
-to the first output, every backend), compile_s and compile_what (TensorRT: engine build time, or
-the engine cache load time; Inductor: the first call, where torch.compile compiles; empty for
-eager and TorchScript), rel_l2_error (vs the FP32 eager reference; empty for pytorch_fp32,
+to the first output, every backend), compile_s and compile_what (TensorRT: engine build time,
+with ModelOpt's extension build for ttrt_fp8/ttrt_int8, or the engine cache load time; ONNX
+Runtime: export + session creation, or the session alone from a cached ONNX file; Inductor: the
+first call, where torch.compile compiles; empty for eager and TorchScript), rel_l2_error (vs the FP32 eager reference; empty for pytorch_fp32,
 the reference itself), tensor_core_pct (share of kernel time on Tensor Cores), gpu_util_pct,
 cv_pct (the timed window's coefficient of variation), noise (its warnings, ";"-joined),
 peak_allocated_mib and peak_reserved_mib (PyTorch allocator, timed window; empty on a CPU),
@@ -73,12 +74,22 @@ def roofline_columns(result: RunResult) -> dict:
 
 def compile_time(result: RunResult) -> tuple[float | None, str]:
     if result.backend.compile_s is not None:
-        return float(result.backend.compile_s), "TensorRT engine build"
+        return float(result.backend.compile_s), _what_compiled(result.backend)
     if result.backend.cache_load_s is not None:
         return float(result.backend.cache_load_s), "engine cache load"
     if result.backend.family == "inductor":
         return float(result.timing.first_call_s), "first call (torch.compile)"
     return None, ""
+
+
+def _what_compiled(backend) -> str:
+    """What a backend's compile_s measured, from its family and notes."""
+    if backend.family == "onnxruntime":
+        return ("ONNX export + session" if "export_s" in backend.extra
+                else "session (cached ONNX)")
+    if "modelopt_import_s" in backend.extra:
+        return "ModelOpt extension + TensorRT engine build"
+    return "TensorRT engine build"
 
 
 def benchmark_table(sweep_dir: Path, manifest: SweepManifest) -> pd.DataFrame:

@@ -33,25 +33,64 @@ def launching_operator(trace: Trace, kernels: pd.DataFrame) -> np.ndarray:
 
     kernel --correlation--> runtime or driver launch call --External id--> cpu_op. Driver-API
     launches (cuLaunchKernelEx: cuBLAS nvjet, TensorRT, Triton) count like runtime ones; when
-    the launch call is missing the kernel's own External id is used."""
+    the launch call is missing the kernel's own External id is used. A launch with no External
+    id at all (ONNX Runtime's, under a record_function that pushes no correlation: seen on an
+    H100 with torch 2.11) goes to the innermost operator or annotation enclosing the launch call
+    on its CPU thread, step spans (ProfilerStep#N) left out."""
     events = trace.events
     # (only the columns used are filtered: a row filter copies every column it is given)
     launch = events.loc[events["kind"].isin([KIND["runtime"], KIND["driver"]])
-                        & (events["correlation"] >= 0), ["correlation", "external_id"]]
-    launch_ext = pd.Series(launch["external_id"].to_numpy(),
-                           index=launch["correlation"].to_numpy())
-    launch_ext = launch_ext[~launch_ext.index.duplicated()]
-    ext = kernels["correlation"].map(launch_ext).fillna(-1).astype(np.int64).to_numpy()
+                        & (events["correlation"] >= 0),
+                        ["correlation", "external_id", "thread", "ts"]]
+    launch = launch[~launch["correlation"].duplicated()].set_index("correlation")
+    linked = launch.reindex(kernels["correlation"].to_numpy())
+    ext = linked["external_id"].fillna(-1).astype(np.int64).to_numpy()
     ext = np.where(ext >= 0, ext, kernels["external_id"].to_numpy())
 
-    ops = events.loc[events["kind"].isin([KIND["cpu_op"], KIND["annotation"]])
-                     & (events["external_id"] >= 0), ["kind", "name_id", "external_id"]]
+    ops = events.loc[events["kind"].isin([KIND["cpu_op"], KIND["annotation"]]),
+                     ["kind", "name_id", "external_id", "thread", "ts", "dur"]]
     # operators first, so an op and an annotation sharing an id resolve to the op
-    ops = ops.sort_values("kind", kind="stable")
-    op_of_ext = pd.Series(ops["name_id"].to_numpy(), index=ops["external_id"].to_numpy())
+    with_ext = ops[ops["external_id"] >= 0].sort_values("kind", kind="stable")
+    op_of_ext = pd.Series(with_ext["name_id"].to_numpy(), index=with_ext["external_id"].to_numpy())
     op_of_ext = op_of_ext[~op_of_ext.index.duplicated()]
-    found = pd.Series(ext).map(op_of_ext)
-    return found.fillna(-1).astype(np.int64).to_numpy()
+    found = pd.Series(ext).map(op_of_ext).fillna(-1).to_numpy(dtype=np.int64, copy=True)
+    orphan = (found < 0) & linked["ts"].notna().to_numpy()
+    if orphan.any():
+        steps = np.char.startswith(trace.names.astype(str), "ProfilerStep#")
+        ops = ops[~steps[ops["name_id"].to_numpy()]]
+        found[orphan] = _enclosing_op(ops, linked["thread"].to_numpy()[orphan],
+                                      linked["ts"].to_numpy()[orphan])
+    return found
+
+
+def _enclosing_op(ops: pd.DataFrame, threads: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """name_id of the innermost of ``ops`` on each thread whose span holds each time, or -1.
+    Spans on one thread nest, so the innermost is the latest-starting one that has not ended,
+    found by walking up from the latest start before the time."""
+    found = np.full(len(times), -1, dtype=np.int64)
+    for thread, spans in ops.groupby("thread"):
+        spans = spans.sort_values(["ts", "dur"], ascending=[True, False], kind="stable")
+        starts, ends = spans["ts"].to_numpy(), (spans["ts"] + spans["dur"]).to_numpy()
+        parent = _parents(starts, ends)
+        names = spans["name_id"].to_numpy()
+        for i in np.flatnonzero(threads == thread):
+            j = int(np.searchsorted(starts, times[i], side="right")) - 1
+            while j >= 0 and ends[j] < times[i]:
+                j = parent[j]
+            found[i] = names[j] if j >= 0 else -1
+    return found
+
+
+def _parents(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Index of the span enclosing each span (sorted by start, longest first), or -1."""
+    parent = np.full(len(starts), -1, dtype=np.int64)
+    stack: list[int] = []
+    for i in range(len(starts)):
+        while stack and ends[stack[-1]] < starts[i]:
+            stack.pop()
+        parent[i] = stack[-1] if stack else -1
+        stack.append(i)
+    return parent
 
 
 def _theoretical(trace: Trace, rows: pd.DataFrame) -> np.ndarray:

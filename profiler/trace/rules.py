@@ -51,16 +51,47 @@ _TC_INPUT = r"(?:f16|bf16|tf32|e4m3|e5m2|fp8|i8|s8|u8|i4|int8)"
 # d = FP64. The input letter decides. FP32 inputs with FP32 compute ("sss") are not Tensor Core
 # work: with TF32 allowed cuBLAS picks the "tst" kernels instead. (Decided from the letters;
 # to be pinned against Nsight Compute on the GPU traces, issue point 8.)
-_NVJET_TC = r"nvjet_(?:sm\d+_|tst_|[a-z]{3}_)?(?:[hbteqi][a-z]{2})_"
+_NVJET_TC = r"nvjet_(?:sm\d+_|tst_|[a-z]{3}_)?(?:[hbteqi][a-z]{2}(?:[a-z]{2})?)_"
 
 RULES: tuple[Rule, ...] = (
     # ---- communication: never Tensor Core ------------------------------------------------
     Rule(r"nccl|all_?reduce|all_?gather|reduce_?scatter|alltoall|cross_device_reduce",
          "communication", NO, "NCCL kernels are ncclKernel_*/ncclDevKernel_*; custom all-reduce "
          "kernels (vLLM, TensorRT-LLM) say so in their names"),
+    # ---- 8-bit quantize / dequantize / cast kernels: elementwise, never MMA --------------
+    Rule(r"fake_e4m3fy|e4m3fy|fake_tensor_quant|tensor_quant_kernel|fake_quant", "elementwise",
+         NO, "ModelOpt's CUDA extension (modelopt/torch/quantization/src: fake_e4m3fy_kernel, "
+         "fused_fake_e4m3fy, fake_tensor_quant): per-element scale, round and clamp. Names from "
+         "the source; not seen in a trace here (they run during calibration, and the ttrt_fp8 "
+         "engine quantizes in Myelin kernels: __myl_MulAddReluCastMulCast_*, the Myelin row)"),
+    Rule(r"(?:^|[^a-z])(?:de)?quantize|quantize_?per|dynamic_quant|scaled_fp8_quant|to_fp8|"
+         r"cast_?to_?(?:fp8|e4m3|int8)|choose_?qparams", "elementwise", NO,
+         "quantize/dequantize/convert kernels (torchao/Inductor quantize_affine, TensorRT "
+         "Q/DQ, vLLM scaled_fp8_quant): elementwise conversions. No real example seen here: "
+         "torchao's dynamic INT8 on an H100 quantized inside Inductor kernels named after ATen "
+         "ops (triton_red_fused__to_copy_add_amax_amin_clamp_div_..., the triton rows)"),
+    # ---- ONNX Runtime's own CUDA kernels (its GEMMs and convolutions are cuBLAS/cuDNN, decided
+    # by the library rows below) ------------------------------------------------------------
+    Rule(r"onnxruntime::(?:contrib::)?cuda::_?\w*ElementWise", "elementwise", NO,
+         "ORT CUDA EP elementwise kernels: onnxruntime::cuda::_UnaryElementWise<float, float, "
+         "OP_Relu<float>, 256, 4> and _BinaryElementWiseSimple<..., OP_Add<...>> (ResNet50 on "
+         "an H100, onnxruntime-gpu 1.31.1; also nvprof output in microsoft/onnxruntime#9244)"),
+    Rule(r"onnxruntime::(?:contrib::)?cuda::_?\w*(?:Concat|Transpose|Gather|Slice|Expand|Pad|"
+         r"Split|Upample|Upsample|Resize|Tile|Scatter|Copy)", "copy", NO,
+         "ORT CUDA EP data-movement kernels, e.g. onnxruntime::cuda::_ConcatKernel, "
+         "_UpampleNearestKernel (nvprof output in microsoft/onnxruntime#7578)"),
+    Rule(r"onnxruntime::(?:contrib::)?cuda::\w*(?:Softmax|Reduce|Pool)", "reduction", NO,
+         "ORT CUDA EP softmax/reduction/pooling kernels (pattern from ORT's kernel names; no "
+         "example in a trace here: ResNet50's reduction ran as "
+         "onnxruntime::cuda::detail::reduce_matrix_columns_kernel, a default-rule reduction)"),
+    Rule(r"onnxruntime::(?:contrib::)?cuda::\w*(?:LayerNorm|BatchNorm|SkipLayerNorm)",
+         "normalization", NO, "ORT CUDA EP (contrib) normalization kernels (pattern from ORT's "
+         "kernel names; no example in a trace here)"),
+
     # ---- TensorRT --------------------------------------------------------------------
     Rule(r"^__myl_(?:Resh|Add|Relu|Move|Conc|Mul|Mean|Tran|Slic|Cast|Sub|Div|Sum|Max|Min|Exp|"
-         r"Sigm|Tanh|Gelu|Silu|Erf|Pow|Sqrt|Rsqr|Neg|Abs|Copy|Gath|Pad)+_", tensor_core=NO,
+         r"Sigm|Tanh|Gelu|Silu|Erf|Pow|Sqrt|Rsqr|Neg|Abs|Copy|Gath|Pad|Quan|Dequ|Qdq|Cvt|Clip|"
+         r"Roun)+_", tensor_core=NO,
          source="TensorRT Myelin kernels spell their fused ops in the name (__myl_ReshAddRelu = "
          "reshape+add+relu); with only pointwise, reduction and data-movement ops there is no "
          "MMA (Nsight Compute on an H200: 0.5 % tensor-pipe activity for __myl_ReshAddRelu)"),
@@ -68,6 +99,11 @@ RULES: tuple[Rule, ...] = (
          source="other TensorRT Myelin fused kernels (__myl_*): no type evidence in the name"),
 
     # ---- torch.compile (Inductor) Triton kernels -------------------------------------------
+    Rule(r"triton_tem_\w*int_mm", "GEMM", YES,
+         "Inductor names template kernels after the ATen ops they fuse; torch._int_mm lowers to "
+         "the tuned_int_mm Triton template (torch/_inductor/kernel/mm.py), whose tl.dot on INT8 "
+         "operands issues IMMA (sm80) / IGMMA (sm90). No real example seen: in default mode "
+         "Inductor kept torch._int_mm on cuBLASLt's cutlass_80_tensorop_i16832gemm_s8 (H100)"),
     Rule(r"triton_tem_fused_.*conv", "convolution", UNKNOWN,
          "Inductor template conv: tl.dot uses MMA for FP16/BF16 (or TF32) inputs, FFMA for "
          "IEEE FP32; the name does not say which"),
@@ -81,6 +117,10 @@ RULES: tuple[Rule, ...] = (
     Rule(r"(?:^|[^a-z])(?:volta|turing|ampere|maxwell|pascal|sm\d+)?_?sgemm|_sgemm_|implicit_convolve_sgemm",
          tensor_core=NO, source="cuBLAS/cuDNN 'sgemm': FP32 FFMA kernels on the CUDA cores "
          "(ampere_sgemm_*, volta_sgemm_*, implicit_convolve_sgemm)"),
+    Rule(r"(?:^|_)igemm", tensor_core=NO,  # name from that benchmark, not seen in a trace here
+         source="cuBLAS 'igemm' INT8 kernels (ampere_igemm_int8_128x128_ldg4_nt) use DP4A on the "
+         "CUDA cores: a public benchmark measured 71 TOPS for them, the card's DP4A ceiling, "
+         "against 393 TOPS for cutlass_80_tensorop_i16832gemm_s8 on the same GPU"),
     Rule(r"(?:^|_)dgemm|_zgemm|_cgemm", tensor_core=NO,
          source="cuBLAS FP64/complex legacy kernels; Tensor Core DMMA kernels carry an MMA shape"),
     Rule(r"simt|ffma|scudnn|fp32_?gemm_?fp32", tensor_core=NO,
@@ -107,10 +147,24 @@ RULES: tuple[Rule, ...] = (
     Rule(r"xmma", tensor_core=UNKNOWN,
          source="'xmma' alone proves nothing: the library also builds FP32 CUDA-core kernels"),
 
+    # ---- INT8 and FP8 Tensor Core GEMMs -------------------------------------------------
+    Rule(r"tensorop_(?:[a-z0-9]+_)?i\d{4,6}gemm|_i8i8_|_s8s8_|imma", "GEMM", YES,
+         "cutlass INT8 Tensor Core GEMMs: torch._int_mm ran "
+         "cutlass_80_tensorop_i16832gemm_s8_128x256_128x3_tn_align16 through cuBLASLt on an H100, "
+         "and torchao's INT8 DistilBERT _64x64_128x6 / _128x64_128x3 variants (IMMA); the wmma "
+         "i161616 and xmma i8i8/s8s8 spellings are from public profiles, not seen here"),
+    Rule(r"(?:gemm|_mm_|conv|fprop|gmma|matmul).*(?:e4m3|e5m2|fp8)|(?:e4m3|e5m2|fp8).*(?:gemm|"
+         r"_mm_|conv|fprop|gmma|matmul)|qgmma", tensor_core=YES,
+         source="FP8 (e4m3/e5m2) GEMM/conv kernels: FP8 operands exist only for the Tensor Cores "
+         "(QGMMA, the sm90 wgmma FP8 instruction; QMMA on sm89). No real example of this spelling "
+         "seen here: cuBLAS FP8 is nvjet_*_qq* (the nvjet row) and TensorRT's FP8 convolutions "
+         "are cudnn_generated_fort_native_* (no type in the name)"),
+
     # ---- Hopper and later --------------------------------------------------------------
     Rule(_NVJET_TC, tensor_core=YES,
          source="cuBLAS(Lt) nvjet kernels (sm90+): the first type letter h/b/t/e/q/i is a "
-         "Tensor Core input type"),
+         "Tensor Core input type; FP8 names carry five letters (torch._scaled_mm with e4m3 "
+         "operands ran nvjet_sm90_qqtst_128x128_128x6_1x2_h_bz_coopA_algo2_TNT on an H100)"),
     Rule(r"nvjet_(?:sm\d+_)?[sd][a-z]{2}_", tensor_core=NO,
          source="nvjet with FP32 ('sss') or FP64 inputs: no TF32/FP16 inputs for the MMA units"),
     Rule(r"nvjet", "GEMM", UNKNOWN, "nvjet name without readable type letters"),
@@ -122,7 +176,9 @@ RULES: tuple[Rule, ...] = (
          "cuDNN runtime-fusion engines (cudnn_generated_fort_native_sm90_convFwd*): the "
          "runtime-fusion engines are built on Tensor Core MMA (FP16/BF16, or TF32 for FP32)"),
     Rule(r"cudnn_generated_fort_native.*mat_?mul", "GEMM", YES,
-         "cuDNN runtime-fusion matmul engines (cudnn_generated_fort_native_*matMul*)"),
+         "cuDNN runtime-fusion matmul engines (cudnn_generated_fort_native_sm90_matMul_knob_23_"
+         "128x128x64_10_1_0 in TensorRT-RTX's FP8 ResNet50 on an H100): the data type is not in "
+         "the name; Tensor Core by the engine family"),
     Rule(r"cudnn_generated_fort_native", tensor_core=YES,
          source="other cuDNN runtime-fusion engines (Tensor Core MMA)"),
 
@@ -196,6 +252,9 @@ CONTEXT_RULES: tuple[ContextRule, ...] = (
     ContextRule(r"triton_tem_", ("fp16", "bf16"), None, YES,
                 "Inductor template kernels run tl.dot on the model's dtype; FP16/BF16 operands "
                 "issue MMA (HMMA/wgmma)"),
+    ContextRule(r"triton_tem_", ("int8",), None, YES,
+                "inductor_int8 runs INT8 GEMMs (tl.dot on int8 -> IMMA/IGMMA) and leaves the "
+                "other layers in BF16 (HMMA/wgmma) on a GPU: every template issues MMA"),
     ContextRule(r"triton_tem_", ("fp32",), True, YES,
                 "FP32 run with TF32 allowed: Inductor's templates pass allow_tf32 to tl.dot, "
                 "which then issues TF32 MMA"),
