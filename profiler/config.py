@@ -17,6 +17,9 @@ MEMORY_FORMATS = ("auto", "channels_last", "contiguous")
 # cudaProfilerStart/Stop around the active steps for an outside profiler (nsys, ncu), which then
 # owns CUPTI alone (CUPTI takes one subscriber)
 CAPTURES = ("torch", "cuda-profiler-api")
+# forward: one forward pass per step; generate: one greedy generation per step (models that
+# generate: transformer, an encoder-decoder; gpt2, a decoder-only LM)
+WORKLOADS = ("forward", "generate")
 
 
 def check_path_component(value: str, what: str) -> str:
@@ -67,11 +70,23 @@ class RunConfig:
     # numeric check against the FP32 eager reference: fail the run above this relative L2 error
     max_rel_error: float | None = None
     capture: str = "torch"
+    # option: --workload: forward (one forward pass per step) or generate (one greedy generation
+    # per step: transformer encodes once and decodes token by token; gpt2 prefills then decodes
+    # with its KV cache)
+    workload: str = "forward"
+    # option: --src-len: source tokens of the encoder-decoder transformer (--workload generate)
+    src_len: int = 64
+    # option: --prompt-len: prompt tokens of a decoder-only LM such as gpt2 (--workload generate)
+    prompt_len: int = 128
+    # option: --max-new-tokens: tokens generated per sequence, EOS ignored (--workload generate)
+    max_new_tokens: int = 64
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         positive = {"--bs": self.batch_size, "--active": self.active, "--repeat": self.repeat,
-                    "--iters": self.iters, "--image-size": self.image_size, "--seq-len": self.seq_len}
+                    "--iters": self.iters, "--image-size": self.image_size, "--seq-len": self.seq_len,
+                    "--src-len": self.src_len, "--prompt-len": self.prompt_len,
+                    "--max-new-tokens": self.max_new_tokens}
         for flag, value in positive.items():
             if value < 1:
                 raise UserError(f"{flag} must be at least 1 (got {value})")
@@ -88,6 +103,9 @@ class RunConfig:
         if self.capture not in CAPTURES:
             raise UserError(f"unknown --capture {self.capture!r}; choose one of: "
                             + ", ".join(CAPTURES))
+        if self.workload not in WORKLOADS:
+            raise UserError(f"unknown --workload {self.workload!r}; choose one of: "
+                            + ", ".join(WORKLOADS))
         if self.max_rel_error is not None and not self.max_rel_error >= 0:
             raise UserError(f"--max-rel-error must be 0 or more (got {self.max_rel_error})")
         if self.name is not None:
@@ -95,8 +113,10 @@ class RunConfig:
 
     @property
     def run_name(self) -> str:
-        """``<backend>_bs<N>[_<name>]``: the folder under both runs/ and tb_logs/."""
+        """``<backend>_bs<N>[_gen][_<name>]``: the folder under both runs/ and tb_logs/."""
         base = f"{self.backend}_bs{self.batch_size}"
+        if self.workload == "generate":  # never the same folder as a forward run
+            base += "_gen"
         return f"{base}_{self.name}" if self.name else base
 
     @property

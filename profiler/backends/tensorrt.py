@@ -301,30 +301,26 @@ def _gpu_facts(torch) -> tuple[str, str]:
     return props.name, f"{props.major}.{props.minor}"
 
 
-def _prepare(model, inputs, config, device, precision: str) -> Prepared:
+def environment_facts(torch, torch_tensorrt) -> tuple[Flavour, dict]:
+    """The flavour and the cache facts about this machine and its libraries."""
     flavour = detect_flavour()
-    import torch
-    import torch_tensorrt
-
     library = importlib.import_module(flavour.library_module)
     versions = library_versions(flavour, torch, torch_tensorrt, library)
-    if config.memory_format == "auto":  # TensorRT picks its own layouts: feed plain tensors
-        config = dataclasses.replace(config, memory_format="contiguous")
-    weights = engine_cache.state_dict_digest(model)
-    model, inputs, notes = place(model, inputs, config, device, precision)
     gpu, capability = _gpu_facts(torch)
-    facts = {
-        "model": config.model, "weights_sha256": weights,
-        "inputs": [[list(t.shape), str(t.dtype).replace("torch.", "")] for t in inputs],
-        "memory_format": notes["memory_format"],
-        "backend": f"ttrt_{precision}", "precision": precision, "tf32": config.tf32,
-        "compile_options": COMPILE_OPTIONS,
-        "gpu": gpu, "compute_capability": capability, "versions": versions,
-        "flavour": flavour.name,
-    }
-    notes.update({"flavour": flavour.name, "distribution": flavour.distribution,
-                  "versions": versions, "compile_options": COMPILE_OPTIONS,
-                  "tf32": config.tf32, "warnings": []})
+    return flavour, {"gpu": gpu, "compute_capability": capability, "versions": versions,
+                     "flavour": flavour.name}
+
+
+def cached_compile(torch_tensorrt, model, inputs, config, facts: dict, what: str):
+    """The compiled module for ``facts``: loaded from the engine cache, or built (and stored).
+
+    Returns (compiled, notes, artifacts): notes hold compile_s or load_s, the cache state,
+    fallback_ops, engine_count, layer_files; artifacts the build log and each engine's layer
+    JSON. A failed build is one UserError naming ``what``, its log kept beside the run folder.
+    """
+    import torch
+
+    notes: dict = {"warnings": []}
     cache_dir = Path(config.cache_dir) if config.cache_dir else engine_cache.default_dir()
     found = engine_cache.lookup(cache_dir, facts) if config.use_cache else None
     cache = {"enabled": config.use_cache, "key": engine_cache.cache_key(facts),
@@ -361,8 +357,8 @@ def _prepare(model, inputs, config, device, precision: str) -> Prepared:
                         raise
                     path = save_failed_build(config, log.getvalue(), error)
                     first = str(error).strip().splitlines()[0] if str(error).strip() else ""
-                    raise UserError(f"TensorRT build failed for {config.model} ttrt_{precision} "
-                                    f"({type(error).__name__}: {first}); log tail in {path}") from None
+                    raise UserError(f"TensorRT build failed for {what} ({type(error).__name__}: "
+                                    f"{first}); log tail in {path}") from None
             torch.cuda.synchronize()
             notes["compile_s"] = time.perf_counter() - began
             notes.update(build_notes)
@@ -387,6 +383,31 @@ def _prepare(model, inputs, config, device, precision: str) -> Prepared:
         except Exception as error:
             notes["warnings"].append(f"engine {index}: no layer information ({error})")
     notes["layer_files"] = sorted(name for name in artifacts if name.startswith("engine_layers_"))
+    return compiled, notes, artifacts
+
+
+def _prepare(model, inputs, config, device, precision: str) -> Prepared:
+    import torch
+    import torch_tensorrt
+
+    flavour, environment = environment_facts(torch, torch_tensorrt)
+    if config.memory_format == "auto":  # TensorRT picks its own layouts: feed plain tensors
+        config = dataclasses.replace(config, memory_format="contiguous")
+    weights = engine_cache.state_dict_digest(model)
+    model, inputs, notes = place(model, inputs, config, device, precision)
+    facts = {
+        "model": config.model, "weights_sha256": weights,
+        "inputs": [[list(t.shape), str(t.dtype).replace("torch.", "")] for t in inputs],
+        "memory_format": notes["memory_format"],
+        "backend": f"ttrt_{precision}", "precision": precision, "tf32": config.tf32,
+        "compile_options": COMPILE_OPTIONS, **environment,
+    }
+    notes.update({"flavour": flavour.name, "distribution": flavour.distribution,
+                  "versions": environment["versions"], "compile_options": COMPILE_OPTIONS,
+                  "tf32": config.tf32})
+    compiled, built, artifacts = cached_compile(
+        torch_tensorrt, model, inputs, config, facts, f"{config.model} ttrt_{precision}")
+    notes.update(built)
     notes["artifacts"] = artifacts
 
     def forward(*args):
