@@ -56,7 +56,7 @@ def run(
     bs: int = typer.Option(8, "--bs", help="Batch size."),
     model: str = typer.Option(
         "resnet50", "--model", "-m",
-        help="resnet50, resnet18, distilbert, transformer, or package.module:function returning "
+        help="resnet50, resnet18, distilbert, transformer, gpt2, or package.module:function returning "
         "(model, example_inputs)."),
     image_size: int = typer.Option(224, help="Image side for vision models."),
     seq_len: int = typer.Option(128, help="Sequence length for text models."),
@@ -102,6 +102,16 @@ def run(
     cache_dir: Optional[Path] = typer.Option(
         None, envvar="INFER_PROFILER_CACHE", help="Engine cache folder (default "
         "~/.cache/infer-profiler/engines).", rich_help_panel="Engine cache"),
+    workload: str = typer.Option(
+        "forward", "--workload", help="forward: one forward pass per step. generate: one greedy "
+        "generation per step (transformer: encode, then decode token by token; gpt2: prefill, "
+        "then decode with the KV cache); --iters counts generations.", rich_help_panel="Generation"),
+    src_len: int = typer.Option(64, "--src-len", help="Source tokens (transformer, --workload "
+                                "generate).", rich_help_panel="Generation"),
+    prompt_len: int = typer.Option(128, "--prompt-len", help="Prompt tokens (gpt2, --workload "
+                                   "generate).", rich_help_panel="Generation"),
+    max_new_tokens: int = typer.Option(64, "--max-new-tokens", help="Tokens generated per "
+                                       "sequence, EOS ignored.", rich_help_panel="Generation"),
 ) -> None:
     """Profile one model x backend x batch size: a trace in tb_logs/<backend>_bs<N>/, results in runs/<backend>_bs<N>/.
 
@@ -116,7 +126,8 @@ def run(
         record_shapes=record_shapes, profile_memory=profile_memory, with_stack=with_stack,
         with_flops=with_flops, gzip=gzip, iters=iters, timed_warmup=timed_warmup, name=name,
         runs_dir=runs_dir, tb_dir=tb_dir, cache_dir=cache_dir, use_cache=cache,
-        max_rel_error=max_rel_error, capture=capture,
+        max_rel_error=max_rel_error, capture=capture, workload=workload, src_len=src_len,
+        prompt_len=prompt_len, max_new_tokens=max_new_tokens,
     )
     if tb_compat and capture != "torch":
         raise UserError("--tb-compat needs a trace: leave --capture at torch")

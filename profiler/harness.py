@@ -138,8 +138,12 @@ def run(config: RunConfig, quiet: bool = False) -> dict:
     run_stage = staging_dir(run_dir)
     tb_stage = staging_dir(tb_run_dir)
     try:
-        result = _collect(config, backend, model, inputs, device, use_cuda, progress, run_stage,
-                          tb_stage, tb_run_dir)
+        collect = _collect
+        if config.workload == "generate":  # one greedy generation per step
+            from .workloads import generate
+            collect = generate.collect
+        result = collect(config, backend, model, inputs, device, use_cuda, progress, run_stage,
+                         tb_stage, tb_run_dir)
         result["timing"]["model_build_s"] = built_s
         result["precision"] = precision_flags
         if config.max_rel_error is not None and "skipped" not in result["numerics"]:

@@ -42,6 +42,8 @@ def print_result(result: dict) -> None:
     table.add_row(*cells)
     console = make_console()
     console.print(table)
+    if result.get("generation"):
+        _print_generation(console, result["generation"], result.get("numerics"))
     _print_numerics(console, result.get("numerics"))
     precision = result.get("precision", {})
     console.print(f"{timing['iters']} iterations after {timing['warmup_iters']} warm-up, "
@@ -103,6 +105,40 @@ def _print_numerics(console: Console, numerics: dict | None) -> None:
     if not numerics["finite"]:
         console.print("[bold red]warning:[/] NaN or Inf in the output or the reference: the "
                       "numeric check fails")
+
+
+def _optional_ms(value) -> str:
+    return "-" if value is None else _ms(value)
+
+
+def _print_generation(console: Console, generation: dict, numerics: dict | None) -> None:
+    """--workload generate: time to first token, per-token latency, tokens/s, and the token
+    agreement with FP32 eager generation (the main table above is whole generations)."""
+    table = Table(title=f"generation ({generation['kind']}, {generation['max_new_tokens']} new "
+                        f"tokens, input {generation['input_len']})", title_justify="left")
+    per_token = generation["per_token_ms"]
+    columns = {"TTFT p50": _ms(generation["ttft_ms"]["p50"]),
+               "encode ms": _optional_ms((generation.get("encode_ms") or {}).get("mean")),
+               "token mean": _optional_ms(per_token["mean"]),
+               "token p50": _optional_ms(per_token["p50"]),
+               "token p90": _optional_ms(per_token["p90"]),
+               "token p99": _optional_ms(per_token["p99"]),
+               "tokens/s": f"{generation['tokens_per_s']:.1f}",
+               "seq p50 ms": _ms(generation["sequence_ms"]["p50"])}
+    if numerics and "tokens" in numerics:
+        encoder = numerics.get("encoder_output")
+        columns["enc rel L2"] = "-" if encoder is None else _figure(encoder["rel_l2_error"])
+        columns["logits rel L2"] = _figure(numerics["first_step_logits"]["rel_l2_error"])
+        columns["tokens equal"] = f"{numerics['tokens']['positions_equal']:.3f}"
+        columns["seqs identical"] = f"{numerics['tokens']['sequences_identical']:.3f}"
+    for column in columns:
+        table.add_column(column, justify="right")
+    table.add_row(*columns.values())
+    console.print(table)
+    steps = generation["step_ms_by_position"]
+    shown = sorted({0, 1, len(steps) // 2, len(steps) - 1} & set(range(len(steps))))
+    console.print("step ms by position: " + ", ".join(f"#{k} {steps[k]:.3f}" for k in shown),
+                  highlight=False)
 
 
 def print_backends(backend_list, json_out: bool) -> None:
