@@ -163,7 +163,7 @@ def summarize(
     target: str = typer.Argument(
         ..., help="A trace (.json / .json.gz), a run folder under runs/ or tb_logs/, a folder "
         "of traces, or a run name such as pytorch_fp32_bs8."),
-    view: str = typer.Option("all", "--view", help="all, overview, kernels, categories or operators."),
+    view: str = typer.Option("all", "--view", help="all, overview, kernels, categories, operators or phases (generation runs: kernels per encode/decode/project or prefill/decode span, and decode step time by position)."),
     top: int = typer.Option(20, "--top", help="Rows per table (0 = all)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Also write CSV, JSON and Markdown here."),
     json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),

@@ -49,6 +49,14 @@ class PhaseSummary:
                 "has_kernels": self.has_kernels}
 
 
+def has_phase_spans(trace: Trace, names=GENERATION_PHASES) -> bool:
+    """Whether any CPU-side annotation carries one of ``names``."""
+    wanted = np.flatnonzero(np.isin(trace.names, list(names)))
+    ev = trace.events
+    return bool(len(wanted)) and bool(((ev["kind"] == KIND["annotation"])
+                                       & ev["name_id"].isin(wanted)).any())
+
+
 def phase_spans(trace: Trace, names=GENERATION_PHASES) -> pd.DataFrame:
     """CPU-side spans named in ``names``: phase, start, end, step (the ProfilerStep#N holding
     it, or "") and position (its ordinal among same-named spans of that step)."""

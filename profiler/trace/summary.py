@@ -14,6 +14,7 @@ from ..errors import UserError
 from .kernels import KernelSummary, kernel_rows, kernel_summary
 from .load import Trace, load_trace
 from .overview import Overview, overview
+from .phases import PhaseSummary, has_phase_spans, phase_summary
 from .rules import RunContext
 
 TRACE_PATTERNS = ("*.pt.trace.json", "*.pt.trace.json.gz")
@@ -118,6 +119,8 @@ class Summary:
     kernels: KernelSummary
     overview: Overview
     notes: list[str] = field(default_factory=list)
+    #: per-phase split when the trace holds generation phase spans (trace/phases.py), else None
+    phases: PhaseSummary | None = None
 
     def to_dict(self, top: int = 0) -> dict:
         k, o = self.kernels, self.overview
@@ -148,6 +151,7 @@ class Summary:
             "kernels": _records(k.table if not top else k.table.head(top)),
             "operators": _records(o.operators if not top else o.operators.head(top)),
             "notes": self.notes,
+            **({"phases": self.phases.to_dict()} if self.phases is not None else {}),
         })
 
 
@@ -168,8 +172,10 @@ def summarize_trace(trace: Trace, context: RunContext | None = None) -> Summary:
                      f"{'on' if context.tf32 else 'off'} ({context.source}); used only for "
                      "kernels whose names carry no data type")
     devices = [asdict(d) for d in trace.devices.values()]
+    phases = phase_summary(trace, context=context) if has_phase_spans(trace) else None
     return Summary(trace_path=trace.path, schema=trace.schema, devices=devices,
-                   event_counts=event_counts, kernels=kernels, overview=ov, notes=notes)
+                   event_counts=event_counts, kernels=kernels, overview=ov, notes=notes,
+                   phases=phases)
 
 
 def summarize(path: Path | str, context: RunContext | None = None) -> Summary:
