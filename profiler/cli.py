@@ -329,6 +329,13 @@ def sweep(
                                              help="Engine cache folder.", rich_help_panel="Engine cache"),
     runs_dir: Path = typer.Option(Path("runs"), help="Where the sweep folder goes."),
     tb_dir: Path = typer.Option(Path("tb_logs"), help="Where the sweep's traces go."),
+    workload: str = typer.Option("forward", "--workload", help="forward or generate, as for "
+                                 "run.", rich_help_panel="Generation"),
+    src_len: int = typer.Option(64, "--src-len", help="As for run.", rich_help_panel="Generation"),
+    prompt_len: int = typer.Option(128, "--prompt-len", help="As for run.",
+                                   rich_help_panel="Generation"),
+    max_new_tokens: int = typer.Option(64, "--max-new-tokens", help="As for run.",
+                                       rich_help_panel="Generation"),
 ) -> None:
     """Run a backend x batch-size matrix, one `run` subprocess per cell, and tabulate it.
 
@@ -357,6 +364,8 @@ def sweep(
         "with_stack": with_stack, "with_flops": with_flops, "gzip": gzip, "iters": iters,
         "timed_warmup": timed_warmup, "max_rel_error": max_rel_error, "cache": cache,
         "cache_dir": None if cache_dir is None else str(cache_dir),
+        "workload": workload, "src_len": src_len, "prompt_len": prompt_len,
+        "max_new_tokens": max_new_tokens,
     }
     plan = sweep_module.plan(backends, bs, options, name=name, baseline=baseline,
                              runs_dir=runs_dir, tb_dir=tb_dir, resume=resume,

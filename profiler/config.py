@@ -113,10 +113,8 @@ class RunConfig:
 
     @property
     def run_name(self) -> str:
-        """``<backend>_bs<N>[_gen][_<name>]``: the folder under both runs/ and tb_logs/."""
+        """``<backend>_bs<N>[_<name>]``: the folder under both runs/ and tb_logs/."""
         base = f"{self.backend}_bs{self.batch_size}"
-        if self.workload == "generate":  # never the same folder as a forward run
-            base += "_gen"
         return f"{base}_{self.name}" if self.name else base
 
     @property

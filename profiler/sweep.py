@@ -71,7 +71,13 @@ PASS_THROUGH: dict[str, str | tuple[str, str]] = {
     "max_rel_error": "--max-rel-error",
     "cache": ("--cache", "--no-cache"),
     "cache_dir": "--cache-dir",
+    "workload": "--workload",
+    "src_len": "--src-len",
+    "prompt_len": "--prompt-len",
+    "max_new_tokens": "--max-new-tokens",
 }
+#: options added after sweeps were first written: a manifest without one had the default
+_ADDED_DEFAULTS = {"workload": "forward", "src_len": 64, "prompt_len": 128, "max_new_tokens": 64}
 #: options that may differ when a sweep is resumed (they change how, not what, is measured)
 RESUMABLE_CHANGES = ("cache", "cache_dir")
 #: RunConfig's name for an option where it differs
@@ -188,7 +194,8 @@ def check_resumable(sweep_dir: Path, manifest: dict, options: dict) -> None:
         raise UserError(f"{sweep_dir} holds a sweep of model {old.get('model')!r}, not "
                         f"{options.get('model')!r}: pass --name for a new sweep")
     changed = [key for key in PASS_THROUGH
-               if key not in RESUMABLE_CHANGES and old.get(key) != options.get(key)]
+               if key not in RESUMABLE_CHANGES
+               and old.get(key, _ADDED_DEFAULTS.get(key)) != options.get(key)]
     if changed:
         parts = [f"{_flag(k)} {old.get(k)!r} (now {options.get(k)!r})" for k in changed]
         raise UserError(f"{sweep_dir} was swept with {', '.join(parts)}: pass the same options "

@@ -63,7 +63,8 @@ def test_sweep_writes_cells_tables_and_manifest(grid):
     assert list(rows[0]) == ["model", "device", "backend", "bs", "mean_ms", "p50_ms", "p90_ms",
                              "p99_ms", "throughput_per_s", "speedup", "baseline", "ready_s",
                              "compile_s", "compile_what", "rel_l2_error", "tensor_core_pct",
-                             "gpu_util_pct", "status", "reason", "elapsed_s"]
+                             "gpu_util_pct", "ttft_ms", "token_p50_ms", "token_p99_ms",
+                             "tokens_per_s", "token_agreement", "status", "reason", "elapsed_s"]
     by_cell = {(r["backend"], int(r["bs"])): r for r in rows}
     assert len(by_cell) == 6
     for bs in (1, 2):

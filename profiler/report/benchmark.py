@@ -12,6 +12,13 @@ the engine cache load time; Inductor: the first call, where torch.compile compil
 eager and TorchScript), rel_l2_error (vs the FP32 eager reference; empty for pytorch_fp32,
 the reference itself), tensor_core_pct (share of kernel time on Tensor Cores), gpu_util_pct,
 status, reason, elapsed_s (the cell's subprocess, wall time).
+
+With ``--workload generate`` a cell's timed unit is one whole generation (mean_ms ... p99_ms,
+throughput_per_s in sequences/s), and four more columns are filled: ttft_ms (time to first
+token, p50), token_p50_ms and token_p99_ms (decode latency per token after the first) and
+tokens_per_s (generated tokens per second, batch included); token_agreement is the share of
+generated tokens equal to FP32 eager generation's. The seed's benchmark_times.csv (mean, p50,
+p90, p99 per backend) is the first columns.
 """
 
 from __future__ import annotations
@@ -31,13 +38,17 @@ from .fmt import missing
 
 COLUMNS = ["model", "device", "backend", "bs", "mean_ms", "p50_ms", "p90_ms", "p99_ms",
            "throughput_per_s", "speedup", "baseline", "ready_s", "compile_s", "compile_what",
-           "rel_l2_error", "tensor_core_pct", "gpu_util_pct", "status", "reason", "elapsed_s"]
+           "rel_l2_error", "tensor_core_pct", "gpu_util_pct", "ttft_ms", "token_p50_ms",
+           "token_p99_ms", "tokens_per_s", "token_agreement", "status", "reason", "elapsed_s"]
+GENERATION_COLUMNS = ("ttft_ms", "token_p50_ms", "token_p99_ms", "tokens_per_s",
+                      "token_agreement")
 
 
 MD_FORMATS = {"mean_ms": ".3f", "p50_ms": ".3f", "p90_ms": ".3f", "p99_ms": ".3f",
               "throughput_per_s": ".1f", "speedup": ".2f", "ready_s": ".2f", "compile_s": ".2f",
               "rel_l2_error": ".2e", "tensor_core_pct": ".1f", "gpu_util_pct": ".1f",
-              "elapsed_s": ".1f"}
+              "elapsed_s": ".1f", "ttft_ms": ".3f", "token_p50_ms": ".3f",
+              "token_p99_ms": ".3f", "tokens_per_s": ".1f", "token_agreement": ".3f"}
 
 
 def _read_result(path: Path) -> dict | None:
@@ -57,6 +68,19 @@ def compile_time(result: dict) -> tuple[float | None, str]:
     if family == "inductor":
         return float(result["timing"]["first_call_s"]), "first call (torch.compile)"
     return None, ""
+
+
+def generation_columns(result: dict) -> dict:
+    """TTFT, per-token p50/p99, tokens/s and token agreement of a --workload generate run."""
+    generation = result.get("generation")
+    if not generation:
+        return {}
+    tokens = (result.get("numerics") or {}).get("tokens") or {}
+    return {"ttft_ms": generation["ttft_ms"]["p50"],
+            "token_p50_ms": generation["per_token_ms"]["p50"],
+            "token_p99_ms": generation["per_token_ms"]["p99"],
+            "tokens_per_s": generation["tokens_per_s"],
+            "token_agreement": tokens.get("positions_equal")}
 
 
 def benchmark_table(sweep_dir: Path, manifest: dict) -> pd.DataFrame:
@@ -88,13 +112,15 @@ def benchmark_table(sweep_dir: Path, manifest: dict) -> pd.DataFrame:
                 "rel_l2_error": numerics.get("rel_l2_error"),
                 "tensor_core_pct": metrics.get("tensor_core_pct"),
                 "gpu_util_pct": metrics.get("gpu_util_pct"),
+                **generation_columns(result),
             })
         rows.append(row)
     frame = pd.DataFrame(rows).reindex(columns=COLUMNS)
     frame = frame.astype({c: float for c in ("mean_ms", "p50_ms", "p90_ms", "p99_ms",
                                               "throughput_per_s", "speedup", "ready_s",
                                               "compile_s", "rel_l2_error", "tensor_core_pct",
-                                              "gpu_util_pct", "elapsed_s")})
+                                              "gpu_util_pct", "elapsed_s",
+                                              *GENERATION_COLUMNS)})
     base = frame[frame["backend"] == manifest["baseline"]].set_index("bs")["p50_ms"]
     frame["speedup"] = [base.get(bs, math.nan) / p50 if p50 and p50 > 0 else math.nan
                         for bs, p50 in zip(frame["bs"], frame["p50_ms"])]
@@ -123,8 +149,13 @@ def markdown(frame: pd.DataFrame, manifest: dict) -> str:
              "- ready_s = prepare + first call; compile_s: see compile_what; rel_l2_error vs the "
              "FP32 eager reference; tensor_core_pct and gpu_util_pct from the profiled steps' "
              "trace", ""]
-    shown = frame.drop(columns=["model", "device", "baseline", "reason"]).astype(object)
+    dropped = ["model", "device", "baseline", "reason"]
+    if not frame["tokens_per_s"].notna().any():  # not a generation sweep
+        dropped += list(GENERATION_COLUMNS)
+    shown = frame.drop(columns=dropped).astype(object)
     for column, fmt in MD_FORMATS.items():
+        if column not in shown:
+            continue
         shown[column] = [("" if pd.isna(v) else format(v, fmt)) for v in frame[column]]
     lines.append(_markdown(shown))
     failed = frame[frame["status"] != "ok"]
@@ -147,6 +178,9 @@ def print_benchmark(frame: pd.DataFrame, manifest: dict, console: Console) -> No
                     f"{manifest['baseline']} p50 / p50", title_justify="left")
     headers = ("backend", "bs", "mean ms", "p50 ms", "p90 ms", "p99 ms", "samples/s", "speedup",
                "ready s", "compile s", "rel L2 err", "Tensor Cores", "GPU util", "status")
+    generation = bool(frame["tokens_per_s"].notna().any())
+    if generation:
+        headers = headers[:-1] + ("TTFT ms", "token p50", "token p99", "tokens/s", "status")
     for h in headers:
         t.add_column(h, justify="left" if h in ("backend", "status") else "right")
     for r in frame.itertuples():
@@ -157,6 +191,8 @@ def print_benchmark(frame: pd.DataFrame, manifest: dict, console: Console) -> No
                   _f(r.ready_s, ".2f"), _f(r.compile_s, ".2f"), _f(r.rel_l2_error, ".2g"),
                   _f(r.tensor_core_pct, ".1f") + (" %" if not pd.isna(r.tensor_core_pct) else ""),
                   _f(r.gpu_util_pct, ".1f") + (" %" if not pd.isna(r.gpu_util_pct) else ""),
+                  *((_f(r.ttft_ms, ".3f"), _f(r.token_p50_ms, ".3f"), _f(r.token_p99_ms, ".3f"),
+                     _f(r.tokens_per_s, ",.1f")) if generation else ()),
                   status)
     console.print(t)
 
