@@ -130,7 +130,9 @@ def _tensorrt_seq2seq(backend, model, src, config, device):
             artifacts[f"{part}_{name}"] = text
         split[part]["layer_files"] = [f"{part}_{name}" for name in part_notes["layer_files"]]
     notes["split_engines"] = split
-    notes["compile_s"] = sum(p.get("compile_s", 0.0) for p in split.values())
+    for key in ("compile_s", "load_s"):  # the split's totals, as a whole build reports them
+        if any(key in p for p in split.values()):
+            notes[key] = sum(p.get(key, 0.0) for p in split.values())
     notes["artifacts"] = artifacts
 
     def call(part):

@@ -119,13 +119,14 @@ def bucket_lengths(max_new_tokens: int, max_len: int, bucket: int = BUCKET) -> l
     return sorted({bucket_length(n, max_len, bucket) for n in range(1, max_new_tokens + 1)})
 
 
-def padded_decoder(decoders: dict[int, Callable], max_len: int, pad: int = BOS):
+def padded_decoder(decoders: dict[int, Callable], max_len: int, pad: int = BOS,
+                   bucket: int = BUCKET):
     """A ``decode(tgt, memory)`` that pads ``tgt`` to its bucket and calls that bucket's
     statically shaped decoder. The decoder is causal, so the padding (after the last real
     position) cannot change the positions the loop reads."""
 
     def decode(tgt: torch.Tensor, memory: torch.Tensor) -> torch.Tensor:
-        length = bucket_length(tgt.size(1), max_len)
+        length = bucket_length(tgt.size(1), max_len, bucket)
         if length > tgt.size(1):
             fill = torch.full((tgt.size(0), length - tgt.size(1)), pad, dtype=tgt.dtype,
                               device=tgt.device)
