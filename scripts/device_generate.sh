@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# GPU runs of --workload generate: the translation loop (transformer, encode once, decode token by
+# token, 64 new tokens) through pytorch_fp32, pytorch_fp16, inductor_fp16 and ttrt_fp16 (split
+# engines) at bs 1 and 8, the decoder-only LM (gpt2) through pytorch_fp16 and inductor_fp16, and
+# ttrt_fp16 on gpt2 (expected: one line saying it is not converted). Each run's stdout/stderr go
+# to $OUT/logs/<run>.log; its folder to $OUT/runs/<run>, its trace to $OUT/tb_logs/<run>; then
+# the per-phase split (summarize --view phases) to $OUT/phases/<run>.txt. A failing run is noted
+# and the script goes on; the last thing printed is one table of every run.
+#
+#   OUT=/tmp/out bash scripts/device_generate.sh      # from the repository root, GPU machine
+set -u
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+OUT=${OUT:-out}
+ITERS=${ITERS:-20}
+mkdir -p "$OUT/logs" "$OUT/phases"
+export TORCHINDUCTOR_COMPILE_THREADS=${TORCHINDUCTOR_COMPILE_THREADS:-4}
+COMMON=(--workload generate --iters "$ITERS" --timed-warmup 3 --wait 1 --warmup 1 --active 2
+        --runs-dir "$OUT/runs" --tb-dir "$OUT/tb_logs")
+failed=()
+
+run() {  # run <run name> <profile.py run arguments...>
+    local name=$1
+    shift
+    echo "=== $name: profile.py run $*"
+    local start=$(date +%s)
+    if "$PY" profile.py run "$@" "${COMMON[@]}" --name "$name" > "$OUT/logs/$name.log" 2>&1; then
+        echo "--- ok in $(( $(date +%s) - start )) s"
+    else
+        local why
+        why=$(grep '^error:' "$OUT/logs/$name.log" | tail -1)
+        [ -n "$why" ] || why=$(tail -1 "$OUT/logs/$name.log")
+        echo "--- FAILED in $(( $(date +%s) - start )) s: $why"
+        failed+=("$name")
+    fi
+}
+
+for bs in 1 8; do
+    for backend in pytorch_fp32 pytorch_fp16 inductor_fp16 ttrt_fp16; do
+        run "s2s_gen" --backend "$backend" --bs "$bs" --model transformer --src-len 64 \
+            --max-new-tokens 64
+    done
+done
+for bs in 1 8; do
+    for backend in pytorch_fp16 inductor_fp16; do
+        run "gpt2_gen" --backend "$backend" --bs "$bs" --model gpt2 --prompt-len 128 \
+            --max-new-tokens 64
+    done
+done
+run "gpt2_gen" --backend ttrt_fp16 --bs 1 --model gpt2 --prompt-len 128 --max-new-tokens 64
+
+echo "=== per-phase kernel split"
+for folder in "$OUT"/runs/*_gen; do
+    [ -f "$folder/result.json" ] || continue
+    name=$(basename "$folder")
+    "$PY" profile.py summarize "$folder" --view phases --top 12 > "$OUT/phases/$name.txt" 2>&1 \
+        || echo "summarize failed for $name (see $OUT/phases/$name.txt)"
+    echo "--- $name"
+    cat "$OUT/phases/$name.txt"
+done
+for bs in 1 8; do
+    a="$OUT/runs/pytorch_fp16_bs${bs}_s2s_gen"
+    b="$OUT/runs/ttrt_fp16_bs${bs}_s2s_gen"
+    if [ -f "$a/result.json" ] && [ -f "$b/result.json" ]; then
+        "$PY" profile.py compare "$a" "$b" --top 10 > "$OUT/phases/compare_fp16_vs_ttrt_bs$bs.txt" 2>&1
+    fi
+done
+
+echo "=== every run (times in ms; token = decode latency per token after the first)"
+"$PY" - "$OUT/runs" <<'PYEOF'
+import json, sys
+from pathlib import Path
+
+def f(value, fmt=".3f"):
+    return "-" if value is None else format(value, fmt)
+
+print("| model | backend | bs | TTFT p50 | token mean | token p50 | token p90 | token p99 "
+      "| tokens/s | seq p50 | logits rel L2 | enc rel L2 | tokens equal | seqs identical | compile s |")
+print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+for path in sorted(Path(sys.argv[1]).glob("*/result.json")):
+    r = json.loads(path.read_text())
+    g, n = r["generation"], r["numerics"]
+    tok, enc = n.get("tokens") or {}, n.get("encoder_output") or {}
+    logits = (n.get("first_step_logits") or {}).get("rel_l2_error")
+    compile_s = r["backend"]["notes"].get("compile_s")
+    print(f"| {r['model']} | {r['backend']['name']} | {r['batch_size']} | {f(g['ttft_ms']['p50'])} "
+          f"| {f(g['per_token_ms']['mean'])} | {f(g['per_token_ms']['p50'])} "
+          f"| {f(g['per_token_ms']['p90'])} | {f(g['per_token_ms']['p99'])} "
+          f"| {f(g['tokens_per_s'], '.1f')} | {f(g['sequence_ms']['p50'])} | {f(logits, '.2e')} "
+          f"| {f(enc.get('rel_l2_error'), '.2e')} | {f(tok.get('positions_equal'))} "
+          f"| {f(tok.get('sequences_identical'))} | {f(compile_s, '.1f')} |")
+PYEOF
+if [ ${#failed[@]} -gt 0 ]; then
+    echo "failed runs: ${failed[*]} (logs in $OUT/logs)"
+fi
