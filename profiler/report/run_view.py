@@ -46,8 +46,9 @@ def print_result(result: dict) -> None:
         _print_generation(console, result["generation"], result.get("numerics"))
     _print_numerics(console, result.get("numerics"))
     precision = result.get("precision", {})
-    console.print(f"{timing['iters']} iterations after {timing['warmup_iters']} warm-up, "
-                  f"{timing['timer']}, synchronized every iteration; TF32 "
+    unit = "generations" if result.get("generation") else "iterations"
+    console.print(f"{timing['iters']} {unit} after {timing['warmup_iters']} warm-up, "
+                  f"{timing['timer']}, synchronized every {unit[:-1]}; TF32 "
                   f"{'on' if precision.get('tf32') else 'off'}", highlight=False)
     for line in describe_notes(backend["notes"]):
         console.print(line, highlight=False)

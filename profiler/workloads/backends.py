@@ -135,8 +135,8 @@ def _tensorrt_seq2seq(backend, model, src, config, device):
             notes[key] = sum(p.get(key, 0.0) for p in split.values())
     notes["artifacts"] = artifacts
 
-    def call(part):
-        return lambda *args: engines[part](*args)
+    def call(part):  # engines take contiguous inputs (the projection's is a strided slice)
+        return lambda *args: engines[part](*(a.contiguous() for a in args))
 
     decoders = {length: call(f"decoder_len{length}") for length in lengths}
     parts = loops.Seq2SeqParts(call("encoder"), loops.padded_decoder(decoders, model.max_len),

@@ -176,29 +176,31 @@ def lm_parts(hf_model, batch_size: int, prompt_len: int, max_new_tokens: int, de
              static_cache: bool, compile_step: Callable | None = None) -> LMParts:
     """Prefill and decode step of a Hugging Face causal LM.
 
-    ``static_cache``: a transformers StaticCache of prompt + new tokens, allocated once per
-    generation and updated in place, so every decode step has the same shapes (what a compiled
-    step needs); otherwise a DynamicCache that grows by concatenation. ``compile_step`` wraps
-    the model's forward for the prefill and the step (torch.compile), or None for eager."""
+    ``static_cache``: one transformers StaticCache of prompt + new tokens, allocated here and
+    zeroed (``reset``) at each prefill, updated in place, so every decode step sees the same
+    cache object and shapes (what a compiled step needs: a new cache object per generation
+    would fail Dynamo's guards and recompile); otherwise a fresh DynamicCache per generation
+    that grows by concatenation. Cache positions are slices of one device tensor, so no step
+    copies from the host. ``compile_step`` wraps the model's forward (torch.compile), or None
+    for eager."""
     from transformers import DynamicCache, StaticCache
 
     forward = compile_step(hf_model) if compile_step else hf_model
     total = prompt_len + max_new_tokens
+    positions = torch.arange(total, device=device)
+    static = StaticCache(config=hf_model.config, max_cache_len=total) if static_cache else None
 
     def prefill(prompt):
-        if static_cache:
-            cache = StaticCache(config=hf_model.config, max_cache_len=total)
-        else:
-            cache = DynamicCache(config=hf_model.config)
-        positions = torch.arange(prompt.size(1), device=prompt.device)
+        if static is not None:
+            static.reset()
+        cache = static if static is not None else DynamicCache(config=hf_model.config)
         out = forward(input_ids=prompt, past_key_values=cache, use_cache=True,
-                      cache_position=positions)
+                      cache_position=positions[:prompt.size(1)])
         return out.logits[:, -1], out.past_key_values
 
     def step(token, position, cache):
-        positions = torch.tensor([position], device=token.device)
         out = forward(input_ids=token, past_key_values=cache, use_cache=True,
-                      cache_position=positions)
+                      cache_position=positions[position:position + 1])
         return out.logits[:, -1], out.past_key_values
 
     return LMParts(prefill=prefill, step=step)
