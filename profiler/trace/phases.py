@@ -160,7 +160,8 @@ def _phase_row(trace, phase, spans, rows, total_kernel, context, has_kernels: bo
 def _tensor_core_pct(trace, rows, context) -> float | None:
     if not len(rows):
         return None
-    return 100.0 * kernel_summary(trace, rows.drop(columns=["span", "end"]), context).tensor_core_share
+    summary = kernel_summary(trace, rows.drop(columns=["span", "end"]), context)
+    return 100.0 * summary.tensor_core_share
 
 
 def _records(frame: pd.DataFrame) -> list[dict]:

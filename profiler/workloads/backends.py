@@ -101,7 +101,9 @@ def _tensorrt_seq2seq(backend, model, src, config, device):
     with torch.inference_mode():
         memory = model.encode(src)
     batch, d_model = src.size(0), memory.size(-1)
-    lengths = loops.bucket_lengths(config.max_new_tokens, model.max_len)
+    # a custom encoder-decoder may not say how many positions it has: no cap then
+    max_len = getattr(model, "max_len", None) or loops.bucket_length(config.max_new_tokens, 1 << 30)
+    lengths = loops.bucket_lengths(config.max_new_tokens, max_len)
     plan = [("encoder", "encode", (src,))]
     plan += [(f"decoder_len{length}", "decode",
               (torch.full((batch, length), loops.BOS, dtype=torch.long, device=device), memory))
@@ -139,6 +141,6 @@ def _tensorrt_seq2seq(backend, model, src, config, device):
         return lambda *args: engines[part](*(a.contiguous() for a in args))
 
     decoders = {length: call(f"decoder_len{length}") for length in lengths}
-    parts = loops.Seq2SeqParts(call("encoder"), loops.padded_decoder(decoders, model.max_len),
+    parts = loops.Seq2SeqParts(call("encoder"), loops.padded_decoder(decoders, max_len),
                                call("projection"))
     return parts, src, notes
