@@ -9,9 +9,13 @@ generation), the mean generation time after it, and how many graphs Dynamo made.
 
 import argparse
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from profiler.models import Seq2SeqTransformer
 from profiler.workloads import loops
