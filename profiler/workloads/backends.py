@@ -98,7 +98,7 @@ def _tensorrt_seq2seq(backend, model, src, config, device):
     weights = engine_cache.state_dict_digest(model)
     model, (src,), notes = place(model, (src,), config, device, backend.precision)
     dtype = getattr(torch, DTYPES[backend.precision])
-    with torch.inference_mode():
+    with torch.no_grad():  # an ordinary tensor (not an inference one) as the export example
         memory = model.encode(src)
     batch, d_model = src.size(0), memory.size(-1)
     # a custom encoder-decoder may not say how many positions it has: no cap then
