@@ -66,6 +66,12 @@ for bs in 1 8; do
     fi
 done
 
+echo "=== Inductor: dynamic=True (what inductor_* runs) vs bucket-padded static shapes"
+"$PY" scripts/bench_generate_inductor.py --device cuda --d-model 512 --layers 6 --bs 8 \
+    --src-len 64 --new-tokens 64 > "$OUT/logs/bench_generate_inductor.log" 2>&1 \
+    || echo "bench_generate_inductor failed (see $OUT/logs/bench_generate_inductor.log)"
+grep -E "^(eager|dynamic|padded) " "$OUT/logs/bench_generate_inductor.log"
+
 echo "=== every run (times in ms; token = decode latency per token after the first)"
 "$PY" - "$OUT/runs" <<'PYEOF'
 import json, sys
