@@ -56,6 +56,8 @@ def main() -> None:
         parts = parts_for(model, how, 256)
         began = time.perf_counter()
         out = loops.greedy_seq2seq(parts, src, args.new_tokens)
+        if args.device != "cpu":
+            torch.cuda.synchronize()
         first = time.perf_counter() - began
         times = []
         for _ in range(args.repeats):
