@@ -4,4 +4,19 @@ Collection (``harness``, ``backends``, ``models``) imports torch; analysis (``tr
 ``report``) never does, so traces can be summarized on any machine.
 """
 
-__version__ = "0.1.0"
+from pathlib import Path
+
+DISTRIBUTION = "infer-profiler"
+
+
+def package_version() -> str:
+    """The installed distribution's version; pyproject.toml's where it is not installed."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        import tomllib
+
+        pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+        return tomllib.loads(pyproject.read_text())["project"]["version"]

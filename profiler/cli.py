@@ -9,14 +9,23 @@ from __future__ import annotations
 import functools
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Literal, Optional
 
 import typer
 
+from .cli_options import OneLineErrors, run_options
+from .commands.summarize import VIEWS as VIEW_NAMES
 from .errors import Interrupted, UserError
+from .sweep import SWEEP_SETS
+
+VIEWS = Literal[VIEW_NAMES]
+
+# run options that ncu and nsys set themselves (the run under them needs these values)
+NCU_SETS = ("capture",)
+NSYS_SETS = ("capture", "repeat")
 
 app = typer.Typer(
-    add_completion=False,
+    add_completion=True,
     no_args_is_help=True,
     rich_markup_mode="rich",
     help="Kernel-level profiling for GPU inference.\n\n"
@@ -26,6 +35,27 @@ app = typer.Typer(
     "batch-size matrix with speedups; [b]compare[/b] diffs two runs kernel by kernel; [b]plot[/b] "
     "draws a sweep or a run.",
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from . import package_version
+
+        typer.echo(f"profile.py (infer-profiler) {package_version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_options(
+    version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                 help="Print the version and exit."),
+) -> None:
+    """Kernel-level profiling for GPU inference."""
+
+
+def _exit(code: int) -> None:
+    if code:
+        raise typer.Exit(code)
 
 
 def user_errors(command):
@@ -48,122 +78,42 @@ def user_errors(command):
     return wrapper
 
 
-@app.command()
+@app.command(cls=OneLineErrors)
 @user_errors
+@run_options()
 def run(
-    backend: str = typer.Option("pytorch_fp32", "--backend", "-b",
-                                help="Backend to run; `backends` lists them and what each needs."),
-    bs: int = typer.Option(8, "--bs", help="Batch size."),
-    model: str = typer.Option(
-        "resnet50", "--model", "-m",
-        help="resnet50, resnet18, distilbert, transformer, gpt2, or package.module:function returning "
-        "(model, example_inputs)."),
-    image_size: int = typer.Option(224, help="Image side for vision models."),
-    seq_len: int = typer.Option(128, help="Sequence length for text models."),
-    seed: int = typer.Option(0, help="Seed for weights and inputs."),
-    weights: Optional[Path] = typer.Option(
-        None, help="A state dict to load (torch.load with weights_only=True); random weights otherwise."),
-    compile_mode: str = typer.Option("default", help="torch.compile mode for inductor_* backends."),
-    memory_format: str = typer.Option(
-        "auto", help="auto (channels_last for conv nets in fp16/bf16), channels_last or contiguous."),
-    tf32: bool = typer.Option(False, "--tf32", help="Allow TF32 for FP32 matmuls and convolutions "
-                              "(off by default: FP32 means FP32)."),
-    cudnn_benchmark: bool = typer.Option(
-        True, "--cudnn-benchmark/--no-cudnn-benchmark",
-        help="Let cuDNN autotune convolution algorithms (during prepare and warm-up)."),
-    wait: int = typer.Option(1, help="Profiler schedule: steps skipped before each cycle.", rich_help_panel="Profiler"),
-    warmup: int = typer.Option(1, help="Profiler schedule: steps traced then discarded.", rich_help_panel="Profiler"),
-    active: int = typer.Option(3, help="Profiler schedule: steps recorded per cycle.", rich_help_panel="Profiler"),
-    repeat: int = typer.Option(1, help="Profiler schedule: number of cycles (one trace file each).", rich_help_panel="Profiler"),
-    record_shapes: bool = typer.Option(False, "--record-shapes", help="Record operator input shapes.", rich_help_panel="Profiler"),
-    profile_memory: bool = typer.Option(False, "--profile-memory", help="Record allocations.", rich_help_panel="Profiler"),
-    with_stack: bool = typer.Option(False, "--with-stack", help="Record Python stacks.", rich_help_panel="Profiler"),
-    with_flops: bool = typer.Option(False, "--with-flops", help="Estimate FLOPs of matmul/conv.", rich_help_panel="Profiler"),
-    gzip: bool = typer.Option(True, "--gzip/--no-gzip", help="Write the trace as .json.gz.", rich_help_panel="Profiler"),
-    iters: int = typer.Option(100, help="Timed iterations (separate from the profiled steps).", rich_help_panel="Timing"),
-    timed_warmup: int = typer.Option(20, help="Untimed iterations before the timed ones.", rich_help_panel="Timing"),
-    name: Optional[str] = typer.Option(None, help="Suffix for the run folder: <backend>_bs<N>_<name>."),
-    runs_dir: Path = typer.Option(Path("runs"), help="Where run results go."),
-    tb_dir: Path = typer.Option(Path("tb_logs"), help="Where TensorBoard traces go."),
-    json_out: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout (progress stays on stderr)."),
-    max_rel_error: Optional[float] = typer.Option(
-        None, help="Fail the run (exit 2, nothing written) when the output's relative L2 error "
-        "against the FP32 eager reference exceeds this; NaN or Inf always fails. Checked for every "
-        "backend except pytorch_fp32, which is the reference."),
+    options,
+    json_out: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout "
+                                  "(progress stays on stderr)."),
     tb_compat: bool = typer.Option(
         False, "--tb-compat", help="Also write a copy of the trace that torch-tb-profiler reads "
         "right, in tb_logs/<run>_tbcompat/ (see `tb-compat --help`)."),
-    capture: str = typer.Option(
-        "torch", "--capture", help="torch: torch.profiler traces the profiled steps (default). "
-        "cuda-profiler-api: no torch.profiler; torch.cuda.profiler.start()/stop() around the "
-        "active steps, for nsys/ncu to capture (no trace is written).", rich_help_panel="Profiler"),
-    cache: bool = typer.Option(True, "--cache/--no-cache", help="Reuse and save compiled TensorRT "
-                               "engines (ttrt_* backends).", rich_help_panel="Engine cache"),
-    cache_dir: Optional[Path] = typer.Option(
-        None, envvar="INFER_PROFILER_CACHE", help="Engine cache folder (default "
-        "~/.cache/infer-profiler/engines).", rich_help_panel="Engine cache"),
-    workload: str = typer.Option(
-        "forward", "--workload", help="forward: one forward pass per step. generate: one greedy "
-        "generation per step (transformer: encode, then decode token by token; gpt2: prefill, "
-        "then decode with the KV cache); --iters counts generations.", rich_help_panel="Generation"),
-    src_len: int = typer.Option(64, "--src-len", help="Source tokens (transformer, --workload "
-                                "generate).", rich_help_panel="Generation"),
-    prompt_len: int = typer.Option(128, "--prompt-len", help="Prompt tokens (gpt2, --workload "
-                                   "generate).", rich_help_panel="Generation"),
-    max_new_tokens: int = typer.Option(64, "--max-new-tokens", help="Tokens generated per "
-                                       "sequence, EOS ignored.", rich_help_panel="Generation"),
 ) -> None:
     """Profile one model x backend x batch size: a trace in tb_logs/<backend>_bs<N>/, results in runs/<backend>_bs<N>/.
 
     Example: [b]python profile.py run --backend pytorch_fp16 --bs 32[/b]
     """
-    from .config import RunConfig
+    from .commands.run import run as run_command
 
-    config = RunConfig(
-        backend=backend, batch_size=bs, model=model, image_size=image_size, seq_len=seq_len,
-        seed=seed, weights=weights, compile_mode=compile_mode, memory_format=memory_format,
-        tf32=tf32, cudnn_benchmark=cudnn_benchmark, wait=wait, warmup=warmup, active=active, repeat=repeat,
-        record_shapes=record_shapes, profile_memory=profile_memory, with_stack=with_stack,
-        with_flops=with_flops, gzip=gzip, iters=iters, timed_warmup=timed_warmup, name=name,
-        runs_dir=runs_dir, tb_dir=tb_dir, cache_dir=cache_dir, use_cache=cache,
-        max_rel_error=max_rel_error, capture=capture, workload=workload, src_len=src_len,
-        prompt_len=prompt_len, max_new_tokens=max_new_tokens,
-    )
-    if tb_compat and capture != "torch":
-        raise UserError("--tb-compat needs a trace: leave --capture at torch")
-    from . import harness
-    from .report import run_view
-
-    result = harness.run(config, quiet=json_out)
-    if tb_compat:
-        from .trace.tb_compat import write_compat_copy
-
-        for trace in result["trace"]["files"]:
-            written = write_compat_copy(Path(trace))
-            typer.echo(f"tb-compat copy: {written.written}", err=True)
-    if json_out:
-        run_view.print_json(result)
-    else:
-        run_view.print_result(result)
+    run_command(options, json_out=json_out, tb_compat=tb_compat)
 
 
 @app.command()
 @user_errors
 def backends(json_out: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
     """List the backends, whether each can run on this machine, and why not."""
-    from .backends import all_backends
-    from .report import run_view
+    from .commands import tools
 
-    run_view.print_backends(all_backends(), json_out=json_out)
+    tools.backends(json_out)
 
 
-@app.command()
+@app.command(cls=OneLineErrors)
 @user_errors
 def summarize(
     target: str = typer.Argument(
         ..., help="A trace (.json / .json.gz), a run folder under runs/ or tb_logs/, a folder "
         "of traces, or a run name such as pytorch_fp32_bs8."),
-    view: str = typer.Option("all", "--view", help="all, overview, kernels, categories, operators or phases (generation runs: kernels per encode/decode/project or prefill/decode span, and decode step time by position)."),
+    view: VIEWS = typer.Option("all", "--view", help="Which tables to print."),
     top: int = typer.Option(20, "--top", help="Rows per table (0 = all)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Also write CSV, JSON and Markdown here."),
     json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
@@ -176,9 +126,9 @@ def summarize(
 
     Example: [b]python profile.py summarize runs/pytorch_fp16_bs32 --view kernels --top 10[/b]
     """
-    from .report import summarize_view
+    from .commands.summarize import run as summarize_command
 
-    summarize_view.run(target, view=view, top=top, out=out, json_out=json_out, ncu=ncu)
+    summarize_command(target, view=view, top=top, out=out, json_out=json_out, ncu=ncu)
 
 
 @app.command("tb-compat")
@@ -196,12 +146,9 @@ def tb_compat_command(
     ProfilerStep#N copies become extra steps). The copy renames those categories; nothing else
     changes. It goes to its own folder, which TensorBoard shows as its own run.
     """
-    from .trace.tb_compat import traces_of, write_compat_copy
+    from .commands import tools
 
-    for trace in traces_of(target):
-        result = write_compat_copy(trace, out)
-        changes = ", ".join(f"{k}: {v}" for k, v in result.renamed.items()) or "nothing to change"
-        typer.echo(f"{result.written}  ({changes})")
+    tools.tb_compat(target, out)
 
 
 @app.command()
@@ -216,77 +163,63 @@ def tensorboard(
 
     Example: [b]python profile.py tensorboard --logdir tb_logs[/b]
     """
-    from .tools import tensorboard as tb
+    from .commands import tools
 
-    code = tb.serve(logdir, port=port, bind_all=bind_all, echo=typer.echo)
-    if code not in (0, -2, 130):
-        raise UserError(f"TensorBoard exited with status {code}")
+    tools.tensorboard(logdir, port, bind_all)
 
 
-@app.command()
+@app.command(cls=OneLineErrors)
 @user_errors
-def nsys(
-    backend: str = typer.Option("pytorch_fp32", "--backend", "-b", help="Backend to run."),
-    bs: int = typer.Option(8, "--bs", help="Batch size."),
-    model: str = typer.Option("resnet50", "--model", "-m", help="Model (as for `run`)."),
-    name: str = typer.Option("nsys", help="Run folder suffix: runs/<backend>_bs<N>_<name>/."),
-    runs_dir: Path = typer.Option(Path("runs"), help="Where run results go."),
-) -> None:
+@run_options(skip=NSYS_SETS, defaults={"name": "nsys"})
+def nsys(options) -> None:
     """Run the harness under Nsight Systems over the active profiled steps; parse nsys stats.
 
     The capture range is cudaProfilerApi (torch.cuda.profiler.start/stop around the active
-    steps); `nsys stats` kernel and NVTX summaries are parsed where it works.
+    steps); `nsys stats` kernel and NVTX summaries are parsed where it works. Every `run`
+    option is passed on to that run, but --capture (cuda-profiler-api under nsys) and --repeat
+    (1: the capture range is the first cycle).
 
     nsys is found on PATH, through $NSYS, or in the usual install folders.
     """
-    from .tools import nsys as nsys_tool
+    from .commands import tools
 
-    result = nsys_tool.run(backend, bs, model=model, name=name, runs_dir=runs_dir,
-                           echo=lambda line: typer.echo(line, err=True))
-    nsys_tool.print_result(result, echo=typer.echo)
-    if result.get("stats_error"):
-        raise typer.Exit(1)
+    _exit(tools.nsys(options))
 
 
-@app.command()
+@app.command(cls=OneLineErrors)
 @user_errors
+@run_options(skip=NCU_SETS)
 def ncu(
-    backend: str = typer.Option("pytorch_fp32", "--backend", "-b", help="Backend to run."),
-    bs: int = typer.Option(8, "--bs", help="Batch size."),
+    options,
     top: int = typer.Option(10, "--top", help="Profile the K kernels with the most time in the "
                             "trace (0 = every kernel of the step)."),
-    model: str = typer.Option("resnet50", "--model", "-m", help="Model (as for `run`)."),
     step: Optional[int] = typer.Option(None, help="Profiled step to measure (default: the "
                                        "first active one, step 2 with the default schedule)."),
     launch_count: int = typer.Option(200, help="At most this many kernel launches profiled."),
-    name: Optional[str] = typer.Option(None, help="Run folder suffix, as for `run`."),
     reuse: bool = typer.Option(False, "--reuse", help="Take the kernel table from the run "
                                "folder's existing trace instead of running once without ncu."),
     chip: Optional[str] = typer.Option(None, help="Chip for `ncu --query-metrics` (e.g. gh100; "
                                        "default: the GPU present)."),
-    runs_dir: Path = typer.Option(Path("runs"), help="Where run results go."),
-    tb_dir: Path = typer.Option(Path("tb_logs"), help="Where TensorBoard traces go."),
 ) -> None:
     """Nsight Compute on the top-K kernels of one profiled step (Tensor Cores, occupancy).
 
     Hardware tensor-pipe activity and occupancy beside the kernel table, and where the name
-    rules disagree.
+    rules disagree. Every `run` option is passed on to both runs (the run under ncu is
+    captured with cuda-profiler-api, and times only 10 iterations after 3 warm-up ones).
 
     Writes ncu.csv (and ncu.json, ncu.ncu-rep, ncu.log) into runs/<run>/, where `summarize`
     finds it. ncu is found on PATH, through $NCU, or in the usual install folders.
     """
-    from .tools import ncu as ncu_tool
+    from .commands import tools
 
-    result = ncu_tool.run(backend, bs, model=model, top=top, step=step,
-                          launch_count=launch_count, name=name, runs_dir=runs_dir,
-                          tb_dir=tb_dir, reuse=reuse, chip=chip,
-                          echo=lambda line: typer.echo(line, err=True))
-    ncu_tool.print_result(result, top=top, echo=typer.echo)
+    _exit(tools.ncu(options, top, step, launch_count, reuse, chip))
 
 
-@app.command()
+@app.command(cls=OneLineErrors)
 @user_errors
+@run_options(skip=tuple(SWEEP_SETS), helps={"iters": "Timed iterations per cell."})
 def sweep(
+    options,
     backends: str = typer.Option(
         ..., "--backends", help="Comma-separated backends, e.g. pytorch_fp32,ttrt_fp32,ttrt_fp16."),
     bs: str = typer.Option(..., "--bs", help="Comma-separated batch sizes, e.g. 1,8,16,32."),
@@ -300,42 +233,8 @@ def sweep(
         "finished, run the others (same model and run options required)."),
     cell_timeout: Optional[float] = typer.Option(
         None, help="Stop a cell that runs longer than this many seconds (status timeout)."),
-    model: str = typer.Option("resnet50", "--model", "-m", help="As for run."),
-    image_size: int = typer.Option(224, help="Image side for vision models."),
-    seq_len: int = typer.Option(128, help="Sequence length for text models."),
-    seed: int = typer.Option(0, help="Seed for weights and inputs."),
-    weights: Optional[Path] = typer.Option(None, help="A state dict to load, as for run."),
-    compile_mode: str = typer.Option("default", help="torch.compile mode for inductor_* backends."),
-    memory_format: str = typer.Option("auto", help="auto, channels_last or contiguous."),
-    tf32: bool = typer.Option(False, "--tf32", help="Allow TF32 for FP32 matmuls and convolutions."),
-    cudnn_benchmark: bool = typer.Option(True, "--cudnn-benchmark/--no-cudnn-benchmark",
-                                         help="Let cuDNN autotune convolution algorithms."),
-    wait: int = typer.Option(1, help="Profiler schedule: steps skipped.", rich_help_panel="Profiler"),
-    warmup: int = typer.Option(1, help="Profiler schedule: steps traced then discarded.", rich_help_panel="Profiler"),
-    active: int = typer.Option(3, help="Profiler schedule: steps recorded per cycle.", rich_help_panel="Profiler"),
-    repeat: int = typer.Option(1, help="Profiler schedule: number of cycles.", rich_help_panel="Profiler"),
-    record_shapes: bool = typer.Option(False, "--record-shapes", rich_help_panel="Profiler"),
-    profile_memory: bool = typer.Option(False, "--profile-memory", rich_help_panel="Profiler"),
-    with_stack: bool = typer.Option(False, "--with-stack", rich_help_panel="Profiler"),
-    with_flops: bool = typer.Option(False, "--with-flops", rich_help_panel="Profiler"),
-    gzip: bool = typer.Option(True, "--gzip/--no-gzip", rich_help_panel="Profiler"),
-    iters: int = typer.Option(100, help="Timed iterations per cell.", rich_help_panel="Timing"),
-    timed_warmup: int = typer.Option(20, help="Untimed iterations before the timed ones.", rich_help_panel="Timing"),
-    max_rel_error: Optional[float] = typer.Option(
-        None, help="Fail a cell whose output's relative L2 error vs FP32 eager exceeds this."),
-    cache: bool = typer.Option(True, "--cache/--no-cache", help="Reuse and save compiled "
-                               "TensorRT engines.", rich_help_panel="Engine cache"),
-    cache_dir: Optional[Path] = typer.Option(None, envvar="INFER_PROFILER_CACHE",
-                                             help="Engine cache folder.", rich_help_panel="Engine cache"),
     runs_dir: Path = typer.Option(Path("runs"), help="Where the sweep folder goes."),
     tb_dir: Path = typer.Option(Path("tb_logs"), help="Where the sweep's traces go."),
-    workload: str = typer.Option("forward", "--workload", help="forward or generate, as for "
-                                 "run.", rich_help_panel="Generation"),
-    src_len: int = typer.Option(64, "--src-len", help="As for run.", rich_help_panel="Generation"),
-    prompt_len: int = typer.Option(128, "--prompt-len", help="As for run.",
-                                   rich_help_panel="Generation"),
-    max_new_tokens: int = typer.Option(64, "--max-new-tokens", help="As for run.",
-                                       rich_help_panel="Generation"),
 ) -> None:
     """Run a backend x batch-size matrix, one `run` subprocess per cell, and tabulate it.
 
@@ -353,26 +252,13 @@ def sweep(
     [b]python profile.py sweep --backends pytorch_fp32,pytorch_fp16 --bs 1,8 --name quick --iters 50 --resume[/b]
     """
     from . import sweep as sweep_module
-    from .report import sweep_view
+    from .commands import sweep as sweep_command
+    from .config import keyed
 
-    options = {
-        "model": model, "image_size": image_size, "seq_len": seq_len, "seed": seed,
-        "weights": None if weights is None else str(weights), "compile_mode": compile_mode,
-        "memory_format": memory_format, "tf32": tf32, "cudnn_benchmark": cudnn_benchmark,
-        "wait": wait, "warmup": warmup, "active": active, "repeat": repeat,
-        "record_shapes": record_shapes, "profile_memory": profile_memory,
-        "with_stack": with_stack, "with_flops": with_flops, "gzip": gzip, "iters": iters,
-        "timed_warmup": timed_warmup, "max_rel_error": max_rel_error, "cache": cache,
-        "cache_dir": None if cache_dir is None else str(cache_dir),
-        "workload": workload, "src_len": src_len, "prompt_len": prompt_len,
-        "max_new_tokens": max_new_tokens,
-    }
-    plan = sweep_module.plan(backends, bs, options, name=name, baseline=baseline,
+    plan = sweep_module.plan(backends, bs, keyed(options), name=name, baseline=baseline,
                              runs_dir=runs_dir, tb_dir=tb_dir, resume=resume,
                              cell_timeout_s=cell_timeout)
-    code = sweep_view.run(plan)
-    if code:
-        raise typer.Exit(code)
+    _exit(sweep_command.run(plan))
 
 
 @app.command()
@@ -398,9 +284,9 @@ def compare(
 
     [b]python profile.py compare sweep_resnet50/pytorch_fp16_bs8 sweep_resnet50/inductor_fp16_bs8 --out diff/[/b]
     """
-    from .report import compare_view
+    from .commands.compare import run as compare_command
 
-    compare_view.run(a, b, top=top, out=out)
+    compare_command(a, b, top=top, out=out)
 
 
 @app.command()
@@ -425,9 +311,9 @@ def plot(
 
     [b]python profile.py plot sweep_resnet50/ttrt_fp16_bs8 --out docs/img[/b]
     """
-    from .report import plots
+    from .commands.plot import plot as plot_command
 
-    for path in plots.plot(target, out):
+    for path in plot_command(target, out):
         typer.echo(f"wrote {path}")
 
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import Callable
 
 from .errors import UserError
 
@@ -22,6 +23,25 @@ CAPTURES = ("torch", "cuda-profiler-api")
 WORKLOADS = ("forward", "generate")
 
 
+DEFAULT_MODEL = "resnet50"
+
+
+def model_slug(model: str) -> str:
+    """A model as part of a folder name: ``resnet18``; ``pkg.mod:build`` -> ``build``."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", model.rpartition(":")[2]).strip("-") or "model"
+
+
+def run_name(backend: str, batch_size: int, model: str = DEFAULT_MODEL,
+             name: str | None = None, workload: str = "forward") -> str:
+    """A run's folder name: its identity (backend, batch size, and the model or --name; a
+    generation run without --name ends in ``_gen``)."""
+    base = f"{backend}_bs{batch_size}"
+    if name:
+        return f"{base}_{name}"
+    base = base if model == DEFAULT_MODEL else f"{base}_{model_slug(model)}"
+    return f"{base}_gen" if workload == "generate" else base
+
+
 def check_path_component(value: str, what: str) -> str:
     """Reject anything that could escape the folder it is joined to (``..``, ``/``, ``~``)."""
     if not _SAFE_NAME.fullmatch(value) or ".." in value:
@@ -32,54 +52,146 @@ def check_path_component(value: str, what: str) -> str:
     return value
 
 
+#: the key of a field's CLI declaration in its dataclass metadata
+CLI = "cli"
+PANEL_PROFILER, PANEL_TIMING, PANEL_CACHE = "Profiler", "Timing", "Engine cache"
+PANEL_GENERATION = "Generation"
+
+
+@dataclass(frozen=True)
+class CliOption:
+    """How a RunConfig field is spelled on the command line: ``run``, ``sweep``, ``ncu`` and
+    ``nsys`` take their options from these declarations, and a sweep passes them on to its cells
+    with them."""
+
+    flags: tuple[str, ...]  # ("--backend", "-b"), or a bool's ("--gzip/--no-gzip",)
+    help: str
+    panel: str | None = None
+    # the values it takes, listed in --help and offered by shell completion; a callable is
+    # asked only when they are needed (the backend registry)
+    choices: tuple[str, ...] | Callable[[], list[str]] | None = None
+    envvar: str | None = None
+    # may differ when a sweep is resumed (changes how, not what, is measured)
+    resumable: bool = False
+
+    @property
+    def key(self) -> str:
+        """The option's name: the keyword of the CLI parameter and its sweep manifest key."""
+        return self.flags[0].split("/")[0].lstrip("-").replace("-", "_")
+
+    def argv(self, value) -> list[str]:
+        """The arguments that give this option ``value`` on `profile.py run`."""
+        on, _, off = self.flags[0].partition("/")
+        if isinstance(value, bool):
+            chosen = on if value else off
+            return [chosen] if chosen else []
+        return [] if value is None else [self.flags[0], str(value)]
+
+
+def option(default, help: str, *, flag: str | None = None, short: str | None = None,
+           panel: str | None = None, choices=None, envvar: str | None = None,
+           resumable: bool = False):
+    """A RunConfig field with its CLI declaration. ``flag`` defaults to the field's name in
+    kebab case (booleans: ``--x`` when off by default, ``--x/--no-x`` when on); set it when the
+    flag is named otherwise (``--bs`` for batch_size)."""
+    declaration = {"flag": flag, "short": short, "help": help, "panel": panel,
+                   "choices": choices, "envvar": envvar, "resumable": resumable, "default": default}
+    return field(default=default, metadata={CLI: declaration})
+
+
+def _declare(name: str, raw: dict) -> CliOption:
+    flag = raw["flag"] or "--" + name.replace("_", "-")
+    if raw["flag"] is None and isinstance(raw["default"], bool) and raw["default"]:
+        flag = f"{flag}/--no-{flag[2:]}"
+    flags = (flag, raw["short"]) if raw["short"] else (flag,)
+    return CliOption(flags=flags, help=raw["help"], panel=raw["panel"], choices=raw["choices"],
+                     envvar=raw["envvar"], resumable=raw["resumable"])
+
+
+def _backend_names() -> list[str]:
+    from . import backends
+
+    return [backend.name for backend in backends.all_backends()]
+
+
 @dataclass(frozen=True)
 class RunConfig:
-    """One model x backend x batch size, and how to profile and time it."""
+    """One model x backend x batch size, and how to profile and time it.
 
-    backend: str = "pytorch_fp32"
-    batch_size: int = 8
-    model: str = "resnet50"
-    image_size: int = 224
-    seq_len: int = 128
-    seed: int = 0
-    weights: Path | None = None
-    compile_mode: str = "default"
-    memory_format: str = "auto"
-    tf32: bool = False
-    cudnn_benchmark: bool = True
+    Every field but ``extra`` is a run option: declared here once with ``option()``, it is a
+    flag of ``run``, ``sweep``, ``ncu`` and ``nsys`` and reaches a sweep's cells.
+    """
+
+    backend: str = option("pytorch_fp32", "Backend to run; `backends` lists them and what each "
+                          "needs.", short="-b", choices=_backend_names)
+    batch_size: int = option(8, "Batch size.", flag="--bs")
+    model: str = option(DEFAULT_MODEL, "resnet50, resnet18, distilbert, transformer, gpt2, "
+                        "package.module:function returning (model, example_inputs).", short="-m")
+    image_size: int = option(224, "Image side for vision models.")
+    seq_len: int = option(128, "Sequence length for text models.")
+    seed: int = option(0, "Seed for weights and inputs.")
+    weights: Path | None = option(None, "A state dict to load (torch.load with "
+                                  "weights_only=True); random weights otherwise.")
+    compile_mode: str = option("default", "torch.compile mode for inductor_* backends.",
+                               choices=COMPILE_MODES)
+    memory_format: str = option("auto", "auto (channels_last for conv nets in fp16/bf16), "
+                                "channels_last or contiguous.", choices=MEMORY_FORMATS)
+    tf32: bool = option(False, "Allow TF32 for FP32 matmuls and convolutions (off by default: "
+                        "FP32 means FP32).")
+    cudnn_benchmark: bool = option(True, "Let cuDNN autotune convolution algorithms (during "
+                                   "prepare and warm-up).")
     # torch.profiler schedule
-    wait: int = 1
-    warmup: int = 1
-    active: int = 3
-    repeat: int = 1
-    record_shapes: bool = False
-    profile_memory: bool = False
-    with_stack: bool = False
-    with_flops: bool = False
-    gzip: bool = True
+    wait: int = option(1, "Profiler schedule: steps skipped before each cycle.",
+                       panel=PANEL_PROFILER)
+    warmup: int = option(1, "Profiler schedule: steps traced then discarded.",
+                         panel=PANEL_PROFILER)
+    active: int = option(3, "Profiler schedule: steps recorded per cycle.", panel=PANEL_PROFILER)
+    repeat: int = option(1, "Profiler schedule: number of cycles (one trace file each).",
+                         panel=PANEL_PROFILER)
+    record_shapes: bool = option(False, "Record operator input shapes.", panel=PANEL_PROFILER)
+    profile_memory: bool = option(False, "Record allocations.", panel=PANEL_PROFILER)
+    with_stack: bool = option(False, "Record Python stacks.", panel=PANEL_PROFILER)
+    with_flops: bool = option(False, "Estimate FLOPs of matmul/conv.", panel=PANEL_PROFILER)
+    gzip: bool = option(True, "Write the trace as .json.gz.", panel=PANEL_PROFILER)
     # timed window
-    iters: int = 100
-    timed_warmup: int = 20
+    iters: int = option(100, "Timed iterations (separate from the profiled steps).",
+                        panel=PANEL_TIMING)
+    timed_warmup: int = option(20, "Untimed iterations before the timed ones.",
+                               panel=PANEL_TIMING)
     # where results go
-    name: str | None = None
-    runs_dir: Path = Path("runs")
-    tb_dir: Path = Path("tb_logs")
+    name: str | None = option(None, "Suffix for the run folder: <backend>_bs<N>_<name>.")
+    runs_dir: Path = option(Path("runs"), "Where run results go.")
+    tb_dir: Path = option(Path("tb_logs"), "Where TensorBoard traces go.")
+    replace: bool = option(False, "Replace a run folder of the same name that holds another "
+                           "model, image size, sequence length or weights (a re-run of the same "
+                           "run always replaces it).", resumable=True)
     # compiled-engine cache (ttrt_* backends): None means engine_cache.default_dir()
-    cache_dir: Path | None = None
-    use_cache: bool = True
+    cache_dir: Path | None = option(None, "Engine cache folder (default "
+                                    "~/.cache/infer-profiler/engines).", panel=PANEL_CACHE,
+                                    envvar="INFER_PROFILER_CACHE", resumable=True)
+    use_cache: bool = option(True, "Reuse and save compiled TensorRT engines (ttrt_* "
+                             "backends).", flag="--cache/--no-cache", panel=PANEL_CACHE,
+                             resumable=True)
     # numeric check against the FP32 eager reference: fail the run above this relative L2 error
-    max_rel_error: float | None = None
-    capture: str = "torch"
-    # option: --workload: forward (one forward pass per step) or generate (one greedy generation
-    # per step: transformer encodes once and decodes token by token; gpt2 prefills then decodes
-    # with its KV cache)
-    workload: str = "forward"
-    # option: --src-len: source tokens of the encoder-decoder transformer (--workload generate)
-    src_len: int = 64
-    # option: --prompt-len: prompt tokens of a decoder-only LM such as gpt2 (--workload generate)
-    prompt_len: int = 128
-    # option: --max-new-tokens: tokens generated per sequence, EOS ignored (--workload generate)
-    max_new_tokens: int = 64
+    max_rel_error: float | None = option(
+        None, "Fail the run (exit 2, nothing written) when the output's relative L2 error "
+        "against the FP32 eager reference exceeds this; NaN or Inf always fails. Checked for "
+        "every backend except pytorch_fp32, which is the reference.")
+    capture: str = option(
+        "torch", "torch: torch.profiler traces the profiled steps (default). cuda-profiler-api: "
+        "no torch.profiler; torch.cuda.profiler.start()/stop() around the active steps, for "
+        "nsys/ncu to capture (no trace is written).", panel=PANEL_PROFILER, choices=CAPTURES)
+    # --workload generate: one greedy generation per step
+    workload: str = option(
+        "forward", "forward: one forward pass per step. generate: one greedy generation per step "
+        "(transformer: encode, then decode token by token; gpt2: prefill, then decode with the "
+        "KV cache); --iters counts generations.", panel=PANEL_GENERATION, choices=WORKLOADS)
+    src_len: int = option(64, "Source tokens (transformer, --workload generate).",
+                          panel=PANEL_GENERATION)
+    prompt_len: int = option(128, "Prompt tokens (gpt2, --workload generate).",
+                             panel=PANEL_GENERATION)
+    max_new_tokens: int = option(64, "Tokens generated per sequence, EOS ignored (--workload "
+                                 "generate).", panel=PANEL_GENERATION)
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -113,13 +225,18 @@ class RunConfig:
 
     @property
     def run_name(self) -> str:
-        """``<backend>_bs<N>[_<name>]``: the folder under both runs/ and tb_logs/."""
-        base = f"{self.backend}_bs{self.batch_size}"
-        return f"{base}_{self.name}" if self.name else base
+        """The folder under both runs/ and tb_logs/: ``<backend>_bs<N>_<name>`` with --name,
+        else ``<backend>_bs<N>``, with ``_<model>`` added for a model other than the default
+        and ``_gen`` for --workload generate."""
+        return run_name(self.backend, self.batch_size, self.model, self.name, self.workload)
 
     @property
     def profiled_steps(self) -> int:
         return (self.wait + self.warmup + self.active) * self.repeat
+
+    def options(self) -> dict:
+        """Field name -> value of every run option (every field declared with ``option()``)."""
+        return {name: getattr(self, name) for name in run_options()}
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -127,3 +244,37 @@ class RunConfig:
             data[key] = None if data[key] is None else str(data[key])
         data["run_name"] = self.run_name
         return data
+
+
+# ---- the options table -------------------------------------------------------------------
+
+def run_options() -> dict[str, CliOption]:
+    """RunConfig field name -> its CLI declaration, in declaration order."""
+    return {f.name: _declare(f.name, f.metadata[CLI]) for f in fields(RunConfig)
+            if CLI in f.metadata}
+
+
+_PATH_FIELDS = {f.name for f in fields(RunConfig) if "Path" in str(f.type)}
+
+
+def keyed(values: dict) -> dict:
+    """Field-name -> value as option key -> plain value (paths as text): a sweep manifest's
+    ``options``."""
+    table = run_options()
+    return {table[name].key: (str(v) if name in _PATH_FIELDS and v is not None else v)
+            for name, v in values.items()}
+
+
+def unkeyed(options: dict) -> dict:
+    """The inverse of ``keyed``: RunConfig keyword arguments (paths as Path)."""
+    by_key = {spec.key: name for name, spec in run_options().items()}
+    values = {by_key[key]: value for key, value in options.items() if key in by_key}
+    return {name: (Path(v) if name in _PATH_FIELDS and v is not None else v)
+            for name, v in values.items()}
+
+
+def run_argv(values: dict) -> list[str]:
+    """Field-name -> value as `profile.py run` arguments; every option is written out, so the
+    run never depends on its defaults (booleans without an off flag excepted)."""
+    table = run_options()
+    return [arg for name, value in values.items() for arg in table[name].argv(value)]

@@ -16,12 +16,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from .fsutil import write_json_atomic
+from .fsutil import write_json_atomic, write_with
 
 ENV_VAR = "INFER_PROFILER_CACHE"
 SIDECAR_SCHEMA = 1
@@ -124,14 +123,7 @@ def store(cache_dir: Path, facts: dict, write_module: Callable[[Path], None],
     cache_dir.mkdir(parents=True, exist_ok=True)
     key = cache_key(facts)
     module_path, sidecar_path = paths(cache_dir, key)
-    handle, tmp = tempfile.mkstemp(prefix=f".{key}.", suffix=".tmp.pt2", dir=cache_dir)
-    os.close(handle)
-    try:
-        write_module(Path(tmp))
-        os.replace(tmp, module_path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_with(module_path, write_module, suffix=".tmp.pt2")
     write_json_atomic(sidecar_path, {"schema": SIDECAR_SCHEMA, "key": key,
                                      "build_key": build_key(facts), "facts": facts,
                                      "report": report or {}})

@@ -20,20 +20,23 @@ import re
 import shutil
 import time
 import warnings
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 import torch
 from rich.markup import escape
 
-from . import backends, metadata, models, numerics
+import msgspec
+
+from . import backends, metadata, models, numerics, runs
 from .config import RunConfig, check_path_component
 from .errors import UserError
-from .fsutil import replace_dir, staging_dir, write_json_atomic, write_text_atomic
+from .fsutil import replace_dir, staging_dir, write_text_atomic
+from .runs import RunResult
 from .timing import latency_stats, time_iterations
 
 NVTX_DOMAIN = "infer-profiler"
-RESULT_SCHEMA = 1
 # the backend every other one is checked against
 REFERENCE_BACKEND = "pytorch_fp32"
 
@@ -118,13 +121,14 @@ def _describe_output(output) -> dict:
             "checksum": checksum, "finite": bool(torch.isfinite(first).all().item())}
 
 
-def run(config: RunConfig, quiet: bool = False) -> dict:
+def run(config: RunConfig, quiet: bool = False) -> RunResult:
     """Run one configuration end to end and return the result written to runs/<run>/result.json."""
     backend = backends.get(config.backend)
     use_cuda = torch.cuda.is_available()
     reason = backend.unavailable_reason(use_cuda)
     if reason:
         raise UserError(f"backend {backend.name} cannot run here: {reason}")
+    runs.check_destination(config)
     device = torch.device("cuda" if use_cuda else "cpu")
     progress = _Progress(quiet)
     precision_flags = set_math_flags(config)
@@ -135,42 +139,94 @@ def run(config: RunConfig, quiet: bool = False) -> dict:
 
     run_dir = config.runs_dir / config.run_name
     tb_run_dir = config.tb_dir / config.run_name
-    run_stage = staging_dir(run_dir)
-    tb_stage = staging_dir(tb_run_dir)
+    stages: list[Path] = []
     try:
+        run_stage = _staged(stages, run_dir)
+        tb_stage = _staged(stages, tb_run_dir)
         collect = _collect
         if config.workload == "generate":  # one greedy generation per step
             from .workloads import generate
             collect = generate.collect
-        result = collect(config, backend, model, inputs, device, use_cuda, progress, run_stage,
-                         tb_stage, tb_run_dir)
-        result["timing"]["model_build_s"] = built_s
-        result["precision"] = precision_flags
-        if config.max_rel_error is not None and "skipped" not in result["numerics"]:
-            why = numerics.exceeds(result["numerics"], config.max_rel_error)
+        collected = collect(config, backend, model, inputs, device, use_cuda, progress,
+                            run_stage, tb_stage)
+        if config.max_rel_error is not None and "skipped" not in collected.numerics:
+            why = numerics.exceeds(collected.numerics, config.max_rel_error)
             if why:
                 raise UserError(f"{backend.name} on {config.model} bs{config.batch_size}: {why} "
                                 "against the FP32 eager reference; nothing was written")
-        write_json_atomic(run_stage / "result.json", result)
-        if result["trace"]["files"]:  # no trace with --capture cuda-profiler-api: keep tb_logs/
+        result = _result(config, backend, device, use_cuda, collected, built_s, precision_flags)
+        runs.write_result(run_stage, result)
+        runs.check_destination(config)  # again: another process may have written meanwhile
+        if result.trace.files:  # no trace with --capture cuda-profiler-api: keep tb_logs/
             replace_dir(tb_stage, tb_run_dir)
         replace_dir(run_stage, run_dir)
     except _out_of_memory_types():
         raise UserError(f"CUDA out of memory at batch size {config.batch_size} "
                         f"({backend.name}, {config.model}); try a smaller --bs") from None
     finally:
-        shutil.rmtree(run_stage, ignore_errors=True)
-        shutil.rmtree(tb_stage, ignore_errors=True)
+        for stage in stages:
+            shutil.rmtree(stage, ignore_errors=True)
     return result
 
 
+def _staged(stages: list[Path], final: Path) -> Path:
+    """A staging folder for ``final``, remembered in ``stages`` for the clean-up."""
+    stages.append(staging_dir(final))
+    return stages[-1]
+
+
+@dataclass
+class _Collected:
+    """What the phases of one run measured, before it becomes a RunResult."""
+
+    prepare_s: float
+    first_call_s: float
+    latencies: list[float]
+    output: object
+    activities: list
+    trace_files: list[str]
+    notes: dict
+    artifacts: list[str]
+    numerics: dict
+    # --workload generate (profiler.workloads.generate): the generation block, what one timed
+    # iteration and one profiler step are, and the record_function spans inside a step
+    generation: dict | None = None
+    unit: str | None = None
+    sync: str = "every iteration"
+    phase_spans: list[str] | None = None
+
+
 def _collect(config, backend, model, inputs, device, use_cuda, progress, run_stage: Path,
-             tb_stage: Path, tb_run_dir: Path) -> dict:
+             tb_stage: Path) -> _Collected:
+    """The phases in order: prepare, warmup, timed, profile, after windows, numerics."""
     label = f"{config.model} {backend.name} bs{config.batch_size}"
     progress.say(f"[bold]{label}[/bold] on {torch.cuda.get_device_name() if use_cuda else 'CPU'}")
+    prepared, prepare_s, first_call_s = _prepare(config, backend, model, inputs, device,
+                                                 use_cuda, progress)
+    fn, inputs = prepared.fn, prepared.inputs
+    _warm_up(config, fn, inputs, use_cuda, progress)
+    latencies, output = _timed(config, fn, inputs, use_cuda, progress)
+    if config.capture == "torch":
+        activities, trace_files = _profile_with_torch(config, fn, inputs, use_cuda, progress,
+                                                      tb_stage)
+    else:
+        activities, trace_files = [], []
+        _profile_with_cuda_profiler_api(config, fn, inputs, use_cuda, progress)
+    notes, artifacts = _after_windows(prepared, run_stage)
+    with nvtx_range("numerics"):
+        numeric_check = check_numerics(config, backend.name, fn, inputs, device, use_cuda)
+    if "skipped" not in numeric_check:
+        progress.say(f"  numerics vs FP32 eager: relative L2 error "
+                     f"{_figure(numeric_check['rel_l2_error'])}, max abs error "
+                     f"{_figure(numeric_check['max_abs_error'])}")
+    _write_latency_csv(run_stage, latencies)
+    return _Collected(prepare_s, first_call_s, latencies, output, activities, trace_files, notes,
+                      artifacts, numeric_check)
 
-    # prepare: hand the model to the backend, and make the first call (compilers compile
-    # there), each timed with a synchronize at the end
+
+def _prepare(config, backend, model, inputs, device, use_cuda, progress):
+    """prepare: hand the model to the backend, and make the first call (compilers compile
+    there), each timed with a synchronize at the end."""
     with nvtx_range("prepare"):
         began = time.perf_counter()
         prepared = backend.prepare(model, inputs, config, device)
@@ -180,29 +236,31 @@ def _collect(config, backend, model, inputs, device, use_cuda, progress, run_sta
         prepared.fn(*prepared.inputs)
         _sync(use_cuda)
         first_call_s = time.perf_counter() - began
-    fn, inputs = prepared.fn, prepared.inputs
     progress.say(f"  prepare {prepare_s:.2f} s, first call {first_call_s:.2f} s")
     for warning in prepared.notes.get("warnings", []):
         progress.say(f"  [yellow]warning:[/] {escape(warning)}")
+    return prepared, prepare_s, first_call_s
 
+
+def _warm_up(config, fn, inputs, use_cuda, progress) -> None:
     with nvtx_range("warmup"), progress.bar("warmup", config.timed_warmup) as tick:
         for _ in range(config.timed_warmup):
             fn(*inputs)
             tick()
         _sync(use_cuda)
 
+
+def _timed(config, fn, inputs, use_cuda, progress):
     with nvtx_range("timed"), progress.bar("timed", config.iters) as tick:
         latencies, output = time_iterations(fn, inputs, config.iters, use_cuda, tick)
-    stats = latency_stats(latencies, config.batch_size)
-    progress.say(f"  timed {config.iters} iterations: p50 {stats['p50_ms']:.3f} ms")
+    p50 = latency_stats(latencies, config.batch_size)["p50_ms"]
+    progress.say(f"  timed {config.iters} iterations: p50 {p50:.3f} ms")
+    return latencies, output
 
-    if config.capture == "torch":
-        activities, trace_files = _profile_with_torch(config, fn, inputs, use_cuda, progress,
-                                                      tb_stage)
-    else:
-        activities, trace_files = [], []
-        _profile_with_cuda_profiler_api(config, fn, inputs, use_cuda, progress)
 
+def _after_windows(prepared, run_stage: Path) -> tuple[dict, list[str]]:
+    """The backend's own measurements after both windows; its artifacts written into the run
+    folder. Returns the backend's notes and the artifacts' file names."""
     notes = dict(prepared.notes)
     artifacts = dict(notes.pop("artifacts", {}))
     if prepared.after_windows is not None:
@@ -212,61 +270,60 @@ def _collect(config, backend, model, inputs, device, use_cuda, progress, run_sta
         notes.update(extra)
     for file_name, text in artifacts.items():
         write_text_atomic(run_stage / check_path_component(file_name, "artifact name"), text)
+    return notes, sorted(artifacts)
 
-    with nvtx_range("numerics"):
-        numeric_check = check_numerics(config, backend.name, fn, inputs, device, use_cuda)
-    if "skipped" not in numeric_check:
-        progress.say(f"  numerics vs FP32 eager: relative L2 error "
-                     f"{_figure(numeric_check['rel_l2_error'])}, max abs error "
-                     f"{_figure(numeric_check['max_abs_error'])}")
 
+def _write_latency_csv(run_stage: Path, latencies: list[float]) -> None:
     csv_text = io.StringIO()
     writer = csv.writer(csv_text, lineterminator="\n")
     writer.writerow(["iteration", "latency_ms"])
     writer.writerows((i, f"{ms:.6f}") for i, ms in enumerate(latencies))
-    write_text_atomic(run_stage / "latency.csv", csv_text.getvalue())
+    write_text_atomic(run_stage / runs.LATENCY_CSV, csv_text.getvalue())
 
+
+def _result(config: RunConfig, backend, device, use_cuda: bool, c: _Collected, built_s: float,
+            precision_flags: dict) -> RunResult:
+    """Everything measured, as the typed run contract (profiler.runs.RunResult)."""
     env = metadata.environment(torch)
     env["nvtx"] = _nvtx is not None
     run_dir = config.runs_dir / config.run_name
-    return {
-        "schema": RESULT_SCHEMA,
-        "run_name": config.run_name,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "model": config.model,
-        "batch_size": config.batch_size,
-        "device": str(device),
-        "config": config.to_dict(),
-        "backend": {"name": backend.name, "family": backend.family,
-                    "precision": backend.precision, "notes": notes},
-        "artifacts": sorted(artifacts),
-        "numerics": numeric_check,
-        "timing": {
-            "prepare_s": prepare_s,
-            "first_call_s": first_call_s,
-            "timer": "cuda_event" if use_cuda else "perf_counter",
-            "sync": "every iteration",
-            "warmup_iters": config.timed_warmup,
-            "iters": config.iters,
-            **stats,
-        },
-        "output": _describe_output(output),
-        "profile": {
-            "capture": config.capture,
-            "activities": [a.name for a in activities],
-            "schedule": {"wait": config.wait, "warmup": config.warmup, "active": config.active,
-                         "repeat": config.repeat},
-            "steps_run": config.profiled_steps,
-            "step_span": "inference_step",
-            "nvtx_domain": NVTX_DOMAIN if _nvtx is not None else None,
-        },
-        "trace": {"dir": str(tb_run_dir), "files": [str(tb_run_dir / f) for f in trace_files]}
-        if trace_files else {"dir": None, "files": [],
-                             "skipped": f"--capture {config.capture}: an outside profiler "
-                             "(nsys, ncu) records the active steps"},
-        "latency_csv": str(run_dir / "latency.csv"),
-        "environment": env,
-    }
+    tb_run_dir = config.tb_dir / config.run_name
+    notes = dict(c.notes)
+    facts = runs.BackendFacts(
+        name=backend.name, family=backend.family, precision=backend.precision,
+        compile_s=notes.pop("compile_s", None), cache_load_s=notes.pop("load_s", None),
+        warnings=list(notes.pop("warnings", [])), artifacts=c.artifacts, extra=notes)
+    timing = runs.TimingStats(
+        prepare_s=c.prepare_s, first_call_s=c.first_call_s,
+        timer="cuda_event" if use_cuda else "perf_counter", sync=c.sync, unit=c.unit,
+        warmup_iters=config.timed_warmup, model_build_s=built_s,
+        **latency_stats(c.latencies, config.batch_size), iters=config.iters)
+    profile = runs.ProfileInfo(
+        capture=config.capture, activities=[a.name for a in c.activities],
+        schedule=runs.Schedule(wait=config.wait, warmup=config.warmup, active=config.active,
+                               repeat=config.repeat),
+        steps_run=config.profiled_steps, step_span="inference_step",
+        nvtx_domain=NVTX_DOMAIN if _nvtx is not None else None, step_is=c.unit,
+        phase_spans=c.phase_spans)
+    trace = runs.TraceInfo(dir=str(tb_run_dir), files=[str(tb_run_dir / f) for f in c.trace_files]) \
+        if c.trace_files else runs.TraceInfo(
+            files=[], skipped=f"--capture {config.capture}: an outside profiler (nsys, ncu) "
+            "records the active steps")
+    return RunResult(
+        run_name=config.run_name,
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        model=config.model, batch_size=config.batch_size, device=str(device),
+        workload=config.workload, config=_typed(config.to_dict(), runs.ConfigRecord), backend=facts,
+        numerics=_typed(c.numerics, runs.Numerics), timing=timing,
+        output=_typed(_describe_output(c.output), runs.OutputInfo), profile=profile,
+        trace=trace, latency_csv=str(run_dir / runs.LATENCY_CSV),
+        environment=_typed(env, runs.Environment),
+        precision=_typed(precision_flags, runs.Precision),
+        generation=None if c.generation is None else _typed(c.generation, runs.Generation))
+
+
+def _typed(data: dict, struct: type):
+    return msgspec.convert(data, struct, strict=False)
 
 
 def _profile_with_torch(config, fn, inputs, use_cuda, progress, tb_stage: Path):

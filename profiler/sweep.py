@@ -29,63 +29,46 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .config import RunConfig, check_path_component
+from . import runs
+from .config import (CliOption, RunConfig, check_path_component, keyed, run_argv, run_name,
+                     run_options, unkeyed)
 from .errors import Interrupted, UserError
-from .fsutil import write_json_atomic
-
-MANIFEST = "sweep.json"
-MANIFEST_SCHEMA = 1
+from .runs import MANIFEST, SweepCell, SweepManifest
 ENTRY = Path(__file__).resolve().parent.parent / "profile.py"
 
 OK, FAILED, OOM, TIMEOUT, INTERRUPTED, RUNNING, PENDING = (
     "ok", "failed", "oom", "timeout", "interrupted", "running", "pending")
 
-#: run options a sweep shares between its cells: option key -> `profile.py run` flag. Booleans
-#: with a (true, false) pair of flags are written out either way, so a cell never depends on
-#: `run`'s defaults.
-PASS_THROUGH: dict[str, str | tuple[str, str]] = {
-    "model": "--model",
-    "image_size": "--image-size",
-    "seq_len": "--seq-len",
-    "seed": "--seed",
-    "weights": "--weights",
-    "compile_mode": "--compile-mode",
-    "memory_format": "--memory-format",
-    "tf32": ("--tf32", ""),
-    "cudnn_benchmark": ("--cudnn-benchmark", "--no-cudnn-benchmark"),
-    "wait": "--wait",
-    "warmup": "--warmup",
-    "active": "--active",
-    "repeat": "--repeat",
-    "record_shapes": ("--record-shapes", ""),
-    "profile_memory": ("--profile-memory", ""),
-    "with_stack": ("--with-stack", ""),
-    "with_flops": ("--with-flops", ""),
-    "gzip": ("--gzip", "--no-gzip"),
-    "iters": "--iters",
-    "timed_warmup": "--timed-warmup",
-    "max_rel_error": "--max-rel-error",
-    "cache": ("--cache", "--no-cache"),
-    "cache_dir": "--cache-dir",
-    "workload": "--workload",
-    "src_len": "--src-len",
-    "prompt_len": "--prompt-len",
-    "max_new_tokens": "--max-new-tokens",
+#: run options a sweep sets itself rather than passing them on to its cells: field -> why.
+#: Every other RunConfig option is a sweep option, shared by all cells (config.run_options).
+SWEEP_SETS = {
+    "backend": "--backends takes a comma-separated list",
+    "batch_size": "--bs takes a comma-separated list",
+    "name": "--name names the sweep folder; a cell is named <backend>_bs<N>",
+    "runs_dir": "cells go into <runs-dir>/<sweep>/",
+    "tb_dir": "cells' traces go into <tb-dir>/<sweep>/",
+    "capture": "the benchmark table needs each cell's torch.profiler trace",
 }
-#: options added after sweeps were first written: a manifest without one had the default
-_ADDED_DEFAULTS = {"workload": "forward", "src_len": 64, "prompt_len": 128, "max_new_tokens": 64}
-#: options that may differ when a sweep is resumed (they change how, not what, is measured)
-RESUMABLE_CHANGES = ("cache", "cache_dir")
-#: RunConfig's name for an option where it differs
-_CONFIG_NAME = {"cache": "use_cache"}
 
 
-def cell_name(backend: str, batch_size: int) -> str:
-    return f"{backend}_bs{batch_size}"
+def shared_options() -> dict[str, CliOption]:
+    """Option key (the manifest's ``options`` key) -> declaration of the options a sweep
+    passes on to its cells."""
+    return {spec.key: spec for name, spec in run_options().items() if name not in SWEEP_SETS}
+
+
+def cell_name(backend: str, batch_size: int, model: str, workload: str = "forward") -> str:
+    """A cell's folder: the name `profile.py run` gives that run (config.run_name)."""
+    return run_name(backend, batch_size, model, workload=workload)
+
+
+def _plan_cell_name(p, backend: str, batch_size: int) -> str:
+    return cell_name(backend, batch_size, p.options["model"],
+                     p.options.get("workload", "forward"))
 
 
 def default_name(model: str) -> str:
@@ -140,25 +123,13 @@ def _no_duplicates(items: list, flag: str, what: str) -> None:
 
 
 def run_args(options: dict) -> list[str]:
-    """The shared options as `profile.py run` arguments."""
-    args: list[str] = []
-    for key, flag in PASS_THROUGH.items():
-        value = options.get(key)
-        if isinstance(flag, tuple):
-            chosen = flag[0] if value else flag[1]
-            if chosen:
-                args.append(chosen)
-        elif value is not None:
-            args += [flag, str(value)]
-    return args
+    """The shared options (keyed as in the manifest) as `profile.py run` arguments."""
+    return run_argv(unkeyed({k: v for k, v in options.items() if k in shared_options()}))
 
 
 def validate(options: dict, backend_names: list[str], batch_sizes: list[int]) -> None:
     """Every cell's configuration must be valid before the first one starts."""
-    config = {_CONFIG_NAME.get(k, k): v for k, v in options.items() if k in PASS_THROUGH}
-    for path_key in ("weights", "cache_dir"):
-        if config.get(path_key) is not None:
-            config[path_key] = Path(config[path_key])
+    config = unkeyed({k: v for k, v in options.items() if k in shared_options()})
     for backend in backend_names:
         for batch_size in batch_sizes:
             RunConfig(backend=backend, batch_size=batch_size, **config)
@@ -166,45 +137,31 @@ def validate(options: dict, backend_names: list[str], batch_sizes: list[int]) ->
 
 # ---- the manifest --------------------------------------------------------------------------
 
-def read_manifest(sweep_dir: Path) -> dict | None:
-    import json
-
-    path = sweep_dir / MANIFEST
-    if not path.is_file():
-        return None
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as error:
-        raise UserError(f"{path} is not readable JSON ({error}); remove it or use --name") \
-            from None
-    if not isinstance(data, dict) or "cells" not in data or "options" not in data:
-        raise UserError(f"{path} is not a sweep manifest; use another --name")
-    return data
+read_manifest = runs.read_manifest
 
 
-def write_manifest(sweep_dir: Path, manifest: dict) -> None:
-    manifest["updated"] = _now()
-    write_json_atomic(sweep_dir / MANIFEST, manifest)
+def write_manifest(sweep_dir: Path, manifest: SweepManifest) -> None:
+    manifest.updated = _now()
+    runs.write_manifest(sweep_dir, manifest)
 
 
-def check_resumable(sweep_dir: Path, manifest: dict, options: dict) -> None:
+def check_resumable(sweep_dir: Path, manifest: SweepManifest, options: dict) -> None:
     """Refuse to resume a sweep folder whose cells were measured differently."""
-    old = manifest.get("options", {})
+    old = manifest.options
     if old.get("model") != options.get("model"):
         raise UserError(f"{sweep_dir} holds a sweep of model {old.get('model')!r}, not "
                         f"{options.get('model')!r}: pass --name for a new sweep")
-    changed = [key for key in PASS_THROUGH
-               if key not in RESUMABLE_CHANGES
-               and old.get(key, _ADDED_DEFAULTS.get(key)) != options.get(key)]
+    shared = shared_options()
+    # an option the manifest does not name (one added since the sweep began) had its default
+    defaults = keyed({f.name: f.default for f in fields(RunConfig) if f.name in run_options()})
+    before = {key: old.get(key, defaults.get(key)) for key in shared}
+    changed = [key for key, spec in shared.items()
+               if not spec.resumable and before[key] != options.get(key)]
     if changed:
-        parts = [f"{_flag(k)} {old.get(k)!r} (now {options.get(k)!r})" for k in changed]
+        parts = [f"{shared[k].flags[0].split('/')[0]} {before[k]!r} (now {options.get(k)!r})"
+                 for k in changed]
         raise UserError(f"{sweep_dir} was swept with {', '.join(parts)}: pass the same options "
                         "to resume it, or --name for a new sweep")
-
-
-def _flag(key: str) -> str:
-    flag = PASS_THROUGH[key]
-    return flag[0] if isinstance(flag, tuple) else flag
 
 
 def _now() -> str:
@@ -282,7 +239,7 @@ def cell_metrics(run_dir: Path) -> dict:
     trace, summarized with profiler.trace (no torch). A trace that cannot be summarized leaves
     a note instead of stopping the sweep."""
     from .trace.diff import steps_of
-    from .trace.summary import resolve_target
+    from .runs import resolve_target
 
     try:
         target = resolve_target(str(run_dir))
@@ -342,6 +299,7 @@ def plan(backends: str, batch_sizes: str, options: dict, name: str | None = None
     if cell_timeout_s is not None and not cell_timeout_s > 0:
         raise UserError(f"--cell-timeout must be more than 0 seconds (got {cell_timeout_s})")
     name = check_path_component(name or default_name(options["model"]), "sweep name")
+    runs.check_separate_roots(runs_dir, tb_dir)
     validate(options, backend_names, sizes)
     return SweepPlan(name=name, backends=backend_names, batch_sizes=sizes, baseline=baseline,
                      options=options, runs_dir=runs_dir, tb_dir=tb_dir, resume=resume,
@@ -349,7 +307,7 @@ def plan(backends: str, batch_sizes: str, options: dict, name: str | None = None
                      cells=[(b, n) for b in backend_names for n in sizes])
 
 
-def start_manifest(p: SweepPlan) -> dict:
+def start_manifest(p: SweepPlan) -> SweepManifest:
     """A fresh manifest, or the resumed one with this invocation's grid; refuses a sweep folder
     that exists without --resume, or that holds another model or other options."""
     existing = p.sweep_dir.exists() and any(p.sweep_dir.iterdir())
@@ -363,22 +321,23 @@ def start_manifest(p: SweepPlan) -> dict:
             raise UserError(f"{p.sweep_dir} is not a sweep folder (no {MANIFEST}); use another "
                             "--name")
         check_resumable(p.sweep_dir, manifest, p.options)
-    manifest = manifest or {"schema": MANIFEST_SCHEMA, "kind": "infer-profiler sweep",
-                            "name": p.name, "created": _now(), "cells": {}}
-    manifest.update({
-        "model": p.options["model"], "backends": p.backends, "batch_sizes": p.batch_sizes,
-        "baseline": p.baseline, "options": p.options, "cell_timeout_s": p.cell_timeout_s,
-        "runs_dir": str(p.sweep_dir), "tb_dir": str(p.trace_dir),
-        "command_line": [Path(sys.argv[0]).name, *sys.argv[1:]],
-    })
+    grid = dict(model=p.options["model"], backends=p.backends, batch_sizes=p.batch_sizes,
+                baseline=p.baseline, options=p.options, cell_timeout_s=p.cell_timeout_s,
+                runs_dir=str(p.sweep_dir), tb_dir=str(p.trace_dir),
+                command_line=[Path(sys.argv[0]).name, *sys.argv[1:]])
+    if manifest is None:
+        manifest = SweepManifest(name=p.name, created=_now(), **grid)
+    else:
+        for key, value in grid.items():
+            setattr(manifest, key, value)
     for backend, batch_size in p.cells:
-        manifest["cells"].setdefault(cell_name(backend, batch_size), {
-            "backend": backend, "batch_size": batch_size, "status": PENDING})
+        manifest.cells.setdefault(_plan_cell_name(p, backend, batch_size),
+                                  SweepCell(backend=backend, batch_size=batch_size))
     return manifest
 
 
-def is_done(sweep_dir: Path, cell: dict, name: str) -> bool:
-    return cell.get("status") == OK and (sweep_dir / name / "result.json").is_file()
+def is_done(sweep_dir: Path, cell: SweepCell, name: str) -> bool:
+    return cell.status == OK and (sweep_dir / name / runs.RESULT_FILE).is_file()
 
 
 def cell_command(p: SweepPlan, backend: str, batch_size: int) -> list[str]:
@@ -388,7 +347,7 @@ def cell_command(p: SweepPlan, backend: str, batch_size: int) -> list[str]:
 
 @dataclass
 class SweepOutcome:
-    manifest: dict
+    manifest: SweepManifest
     wall_s: float
     ran: int
     skipped: int
@@ -410,8 +369,8 @@ def run_sweep(p: SweepPlan, say=print, progress=None) -> SweepOutcome:
     current = None
     try:
         for index, (backend, batch_size) in enumerate(p.cells, start=1):
-            name = cell_name(backend, batch_size)
-            cell = manifest["cells"][name]
+            name = _plan_cell_name(p, backend, batch_size)
+            cell = manifest.cells[name]
             label = f"[{index}/{total}] {backend} bs {batch_size}"
             if p.resume and is_done(p.sweep_dir, cell, name):
                 skipped += 1
@@ -420,17 +379,16 @@ def run_sweep(p: SweepPlan, say=print, progress=None) -> SweepOutcome:
                     progress()
                 continue
             current = name
-            cell.update(status=RUNNING, reason=None, exit_code=None, started=_now(),
-                        log=f"logs/{name}.log")
-            cell.pop("metrics", None)
+            _update(cell, status=RUNNING, reason=None, exit_code=None, started=_now(),
+                    log=f"logs/{name}.log", metrics=None)
             write_manifest(p.sweep_dir, manifest)
             outcome = run_cell(cell_command(p, backend, batch_size),
                                p.sweep_dir / "logs" / f"{name}.log", p.cell_timeout_s)
-            cell.update(status=outcome.status, reason=outcome.reason,
-                        exit_code=outcome.exit_code, elapsed_s=round(outcome.elapsed_s, 3),
-                        finished=_now())
+            _update(cell, status=outcome.status, reason=outcome.reason,
+                    exit_code=outcome.exit_code, elapsed_s=round(outcome.elapsed_s, 3),
+                    finished=_now())
             if outcome.status == OK:
-                cell["metrics"] = cell_metrics(p.sweep_dir / name)
+                cell.metrics = cell_metrics(p.sweep_dir / name)
             write_manifest(p.sweep_dir, manifest)
             current = None
             ran += 1
@@ -441,33 +399,42 @@ def run_sweep(p: SweepPlan, say=print, progress=None) -> SweepOutcome:
                 progress()
     except KeyboardInterrupt:
         if current is not None:
-            cell = manifest["cells"][current]
-            cell.update(status=INTERRUPTED, reason="interrupted (Ctrl-C)", finished=_now())
-        manifest["wall_s"] = round(time.perf_counter() - began, 3)
+            _update(manifest.cells[current], status=INTERRUPTED, reason="interrupted (Ctrl-C)",
+                    finished=_now())
+        manifest.wall_s = round(time.perf_counter() - began, 3)
         write_manifest(p.sweep_dir, manifest)
-        done = sum(1 for c in manifest["cells"].values() if c.get("status") == OK)
+        done = sum(1 for c in manifest.cells.values() if c.status == OK)
         raise Interrupted(f"sweep stopped; {done} finished cell(s) kept in {p.sweep_dir} "
                           "(continue with --resume)") from None
     wall = time.perf_counter() - began
-    manifest["wall_s"] = round(wall, 3)
+    manifest.wall_s = round(wall, 3)
     write_manifest(p.sweep_dir, manifest)
     return SweepOutcome(manifest=manifest, wall_s=wall, ran=ran, skipped=skipped)
 
 
-def describe(sweep_dir: Path, name: str, cell: dict) -> str:
-    seconds = f"({cell.get('elapsed_s', 0):.1f} s)"
-    if cell["status"] != OK:
-        return f"{cell['status']}: {cell.get('reason')} {seconds}"
-    import json
-
-    try:
-        timing = json.loads((sweep_dir / name / "result.json").read_text())["timing"]
-        return f"ok, p50 {timing['p50_ms']:.3f} ms {seconds}"
-    except (OSError, ValueError, KeyError):
-        return f"ok {seconds}"
+def _update(cell: SweepCell, **changes) -> None:
+    for key, value in changes.items():
+        setattr(cell, key, value)
 
 
-def grid_cells(manifest: dict) -> list[tuple[str, dict]]:
+def describe(sweep_dir: Path, name: str, cell: SweepCell) -> str:
+    seconds = f"({cell.elapsed_s or 0:.1f} s)"
+    if cell.status != OK:
+        return f"{cell.status}: {cell.reason} {seconds}"
+    result = runs.try_read_result(sweep_dir / name / runs.RESULT_FILE)
+    return f"ok, p50 {result.timing.p50_ms:.3f} ms {seconds}" if result else f"ok {seconds}"
+
+
+def grid_cells(manifest: SweepManifest) -> list[tuple[str, SweepCell]]:
     """The manifest's cells of its current grid, in sweep order."""
-    names = [cell_name(b, n) for b in manifest["backends"] for n in manifest["batch_sizes"]]
-    return [(name, manifest["cells"][name]) for name in names if name in manifest["cells"]]
+    by_grid = {(c.backend, c.batch_size): (name, c) for name, c in manifest.cells.items()}
+    found = []
+    for backend in manifest.backends:
+        for batch_size in manifest.batch_sizes:
+            name = cell_name(backend, batch_size, manifest.model,
+                             manifest.options.get("workload", "forward"))
+            if name in manifest.cells:
+                found.append((name, manifest.cells[name]))
+            elif (backend, batch_size) in by_grid:  # a manifest from before models were named
+                found.append(by_grid[backend, batch_size])
+    return found

@@ -3,7 +3,8 @@
 # token, 64 new tokens) through pytorch_fp32, pytorch_fp16, inductor_fp16 and ttrt_fp16 (split
 # engines) at bs 1 and 8, the decoder-only LM (gpt2) through pytorch_fp16 and inductor_fp16, and
 # ttrt_fp16 on gpt2 (expected: one line saying it is not converted). Each run's stdout/stderr go
-# to $OUT/logs/<run>.log; its folder to $OUT/runs/<run>, its trace to $OUT/tb_logs/<run>; then
+# to $OUT/logs/<run>.log; its folder to $OUT/runs/<run>, its trace to $OUT/tb_logs/<run> (<run>:
+# the default name, e.g. ttrt_fp16_bs8_transformer_gen); then
 # the per-phase split (summarize --view phases) to $OUT/phases/<run>.txt. A failing run is noted
 # and the script goes on; the last thing printed is one table of every run.
 #
@@ -19,12 +20,12 @@ COMMON=(--workload generate --iters "$ITERS" --timed-warmup 3 --wait 1 --warmup 
         --runs-dir "$OUT/runs" --tb-dir "$OUT/tb_logs")
 failed=()
 
-run() {  # run <run name> <profile.py run arguments...>
+run() {  # run <log name> <profile.py run arguments...> (runs keep their default names)
     local name=$1
     shift
     echo "=== $name: profile.py run $*"
     local start=$(date +%s)
-    if "$PY" profile.py run "$@" "${COMMON[@]}" --name "$name" > "$OUT/logs/$name.log" 2>&1; then
+    if "$PY" profile.py run "$@" "${COMMON[@]}" > "$OUT/logs/$name.log" 2>&1; then
         echo "--- ok in $(( $(date +%s) - start )) s"
     else
         local why
@@ -37,17 +38,19 @@ run() {  # run <run name> <profile.py run arguments...>
 
 for bs in 1 8; do
     for backend in pytorch_fp32 pytorch_fp16 inductor_fp16 ttrt_fp16; do
-        run "s2s_gen" --backend "$backend" --bs "$bs" --model transformer --src-len 64 \
+        run "${backend}_bs${bs}_transformer_gen" --backend "$backend" --bs "$bs" \
+            --model transformer --src-len 64 \
             --max-new-tokens 64
     done
 done
 for bs in 1 8; do
     for backend in pytorch_fp16 inductor_fp16; do
-        run "gpt2_gen" --backend "$backend" --bs "$bs" --model gpt2 --prompt-len 128 \
+        run "${backend}_bs${bs}_gpt2_gen" --backend "$backend" --bs "$bs" --model gpt2 \
+            --prompt-len 128 \
             --max-new-tokens 64
     done
 done
-run "gpt2_gen" --backend ttrt_fp16 --bs 1 --model gpt2 --prompt-len 128 --max-new-tokens 64
+run "ttrt_fp16_bs1_gpt2_gen" --backend ttrt_fp16 --bs 1 --model gpt2 --prompt-len 128 --max-new-tokens 64
 
 echo "=== per-phase kernel split"
 for folder in "$OUT"/runs/*_gen; do
@@ -59,8 +62,8 @@ for folder in "$OUT"/runs/*_gen; do
     cat "$OUT/phases/$name.txt"
 done
 for bs in 1 8; do
-    a="$OUT/runs/pytorch_fp16_bs${bs}_s2s_gen"
-    b="$OUT/runs/ttrt_fp16_bs${bs}_s2s_gen"
+    a="$OUT/runs/pytorch_fp16_bs${bs}_transformer_gen"
+    b="$OUT/runs/ttrt_fp16_bs${bs}_transformer_gen"
     if [ -f "$a/result.json" ] && [ -f "$b/result.json" ]; then
         "$PY" profile.py compare "$a" "$b" --top 10 > "$OUT/phases/compare_fp16_vs_ttrt_bs$bs.txt" 2>&1
     fi

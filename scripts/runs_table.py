@@ -4,24 +4,25 @@
     python scripts/runs_table.py [runs/pytorch_fp32_bs8 ...]
 """
 
-import json
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from profiler.runs import RESULT_FILE, read_result  # noqa: E402
 
 
 def main(argv: list[str]) -> int:
     folders = [Path(a) for a in argv] or sorted(p for p in Path("runs").iterdir() if p.is_dir())
     rows = []
     for folder in folders:
-        path = folder / "result.json"
+        path = folder / RESULT_FILE
         if not path.is_file():
             continue
-        r = json.loads(path.read_text())
-        t = r["timing"]
-        gpu = (r["environment"].get("gpu") or {}).get("name", "CPU")
-        rows.append((r["model"], r["backend"]["name"], r["batch_size"], t["mean_ms"], t["p50_ms"],
-                     t["p90_ms"], t["p99_ms"], t["throughput_samples_per_s"],
-                     t["prepare_s"] + t["first_call_s"], gpu))
+        r = read_result(path)
+        t = r.timing
+        gpu = (r.environment.gpu or {}).get("name", "CPU")
+        rows.append((r.model, r.backend.name, r.batch_size, t.mean_ms, t.p50_ms, t.p90_ms,
+                     t.p99_ms, t.throughput_samples_per_s, t.prepare_s + t.first_call_s, gpu))
     print("| model | backend | bs | mean ms | p50 ms | p90 ms | p99 ms | samples/s | prepare s | device |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for m, b, bs, mean, p50, p90, p99, thr, prep, gpu in rows:

@@ -94,26 +94,29 @@ def run(backend: str, args, cache_dir: Path, workdir: Path) -> tuple[int, dict |
                "--timed-warmup", "5", "--runs-dir", str(workdir / "runs"),
                "--tb-dir", str(workdir / "tb_logs"), "--cache-dir", str(cache_dir), "--json"]
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
-    result = json.loads(done.stdout) if done.returncode == 0 and done.stdout.strip() else None
+    from profiler.runs import result_from_dict
+
+    result = result_from_dict(json.loads(done.stdout), "run --json") \
+        if done.returncode == 0 and done.stdout.strip() else None
     return done.returncode, result, done.stderr
 
 
-def check_run(label: str, result: dict, expect_hit: bool, run_dir: Path) -> list[str]:
+def check_run(label: str, result, expect_hit: bool, run_dir: Path) -> list[str]:
     problems = []
-    notes = result["backend"]["notes"]
+    notes, timing = result.backend.extra, result.timing
     cache = notes.get("cache", {})
     print(f"== {label}")
-    print(f"  p50 {result['timing']['p50_ms']:.3f} ms, prepare {result['timing']['prepare_s']:.2f} s, "
-          f"first call {result['timing']['first_call_s']:.2f} s, compile_s {notes.get('compile_s')}, "
-          f"load_s {notes.get('load_s')}")
+    print(f"  p50 {timing.p50_ms:.3f} ms, prepare {timing.prepare_s:.2f} s, "
+          f"first call {timing.first_call_s:.2f} s, compile_s {result.backend.compile_s}, "
+          f"load_s {result.backend.cache_load_s}")
     print(f"  cache {cache}")
     print(f"  flavour {notes.get('flavour')} versions {notes.get('versions')}")
     print(f"  engines {notes.get('engine_count')}, verbosity {notes.get('profiling_verbosity')}, "
           f"fallback ops {notes.get('fallback_ops')}")
     print(f"  layer timing {notes.get('layer_timing')}")
-    print(f"  warnings {notes.get('warnings')}")
-    print(f"  numerics {result.get('numerics')}")
-    print(f"  artifacts {result.get('artifacts')}")
+    print(f"  warnings {result.backend.warnings}")
+    print(f"  numerics {result.numerics}")
+    print(f"  artifacts {result.backend.artifacts}")
     if cache.get("hit") is not expect_hit:
         problems.append(f"{label}: expected cache hit={expect_hit}, got {cache}")
     if not notes.get("engine_count"):
@@ -129,8 +132,8 @@ def check_run(label: str, result: dict, expect_hit: bool, run_dir: Path) -> list
         problems.append(f"{label}: no engine_layers_*.json written")
     if not isinstance(notes.get("layer_timing"), dict):
         problems.append(f"{label}: no per-layer timing ({notes.get('layer_timing')})")
-    numerics = result.get("numerics", {})
-    if not numerics.get("finite"):
+    numerics = result.numerics
+    if numerics is None or not numerics.finite:
         problems.append(f"{label}: numerics not finite: {numerics}")
     return problems
 

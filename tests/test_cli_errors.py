@@ -113,7 +113,8 @@ def test_weights_that_fit_are_loaded(cli, tmp_path):
     done = cli("run", *TINY, "--weights", str(path), "--json")
     assert done.code == 0, done.stderr
     with_weights = json.loads(done.stdout)["output"]["checksum"]
-    without = json.loads(cli("run", *TINY, "--json").stdout)["output"]["checksum"]
+    # other weights are another run: the same name needs --replace
+    without = json.loads(cli("run", *TINY, "--json", "--replace").stdout)["output"]["checksum"]
     assert with_weights != pytest.approx(without)
 
 

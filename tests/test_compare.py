@@ -14,7 +14,8 @@ H200 = FIXTURES / "h200"
 
 @pytest.fixture(scope="module")
 def summaries():
-    from profiler.trace.summary import resolve_target, summarize
+    from profiler.runs import resolve_target
+    from profiler.trace.summary import summarize
 
     names = ["pytorch_fp32_bs8", "pytorch_fp16_bs8", "ttrt_fp16_bs8", "inductor_fp16_bs8",
              "inductor_fp16_bs8_maxautotune"]
@@ -129,7 +130,7 @@ def test_plots_of_a_gpu_sweep_built_from_the_fixtures(tmp_path, monkeypatch):
     import json
     import shutil
 
-    from profiler.report.plots import plot
+    from profiler.commands.plot import plot
     from profiler.sweep import cell_metrics
 
     monkeypatch.chdir(tmp_path)

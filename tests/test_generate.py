@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from profiler import backends
 from profiler.config import RunConfig
 from profiler.errors import UserError
+from profiler.runs import read_result, result_to_dict
 from profiler.trace import phases
 from profiler.trace.kernels import kernel_summary
 from profiler.trace.load import load_trace
@@ -31,6 +32,8 @@ NEW_TOKENS = 3
 SEQ2SEQ = ["--model", "tests.tiny_models:tiny_seq2seq", "--workload", "generate", "--bs", "2",
            "--src-len", "6", "--max-new-tokens", str(NEW_TOKENS), "--iters", "2",
            "--timed-warmup", "0", "--wait", "0", "--warmup", "1", "--active", "2"]
+# the names `run` gives: the model's, and _gen for a generation run without --name
+BF16_RUN = "pytorch_bf16_bs2_tiny_seq2seq_gen"
 GPT2 = ["--model", "tests.tiny_models:tiny_gpt2", "--workload", "generate", "--bs", "2",
         "--prompt-len", "5", "--max-new-tokens", str(NEW_TOKENS), "--iters", "2",
         "--timed-warmup", "0", "--wait", "0", "--warmup", "1", "--active", "2"]
@@ -123,7 +126,7 @@ def _result(workdir, run):
 
 def test_result_holds_per_phase_timing_and_token_agreement(runs):
     workdir, outputs = runs
-    result = _result(workdir, "pytorch_bf16_bs2")
+    result = _result(workdir, BF16_RUN)
     generation = result["generation"]
     assert result["workload"] == "generate" and generation["kind"] == "encoder-decoder"
     assert generation["phases"] == ["encode", "decode", "project"]
@@ -141,7 +144,15 @@ def test_result_holds_per_phase_timing_and_token_agreement(runs):
     assert 0 <= tokens["sequences_identical"] <= tokens["positions_equal"] <= 1
     assert "tokens equal" in outputs["bf16"] and "TTFT p50" in outputs["bf16"]
     assert "skipped" in _result(workdir, "pytorch_fp32_bs2_ref")["numerics"]
-    with open(workdir / "runs" / "pytorch_bf16_bs2" / "generation_steps.csv") as handle:
+    typed = read_result(workdir / "runs" / BF16_RUN)  # the same keys, typed
+    assert typed.workload == "generate" and typed.generation.kind == "encoder-decoder"
+    assert typed.generation.ttft_ms.p50 == generation["ttft_ms"]["p50"]
+    assert typed.numerics.tokens.positions_equal == tokens["positions_equal"]
+    assert typed.timing.unit == typed.profile.step_is == "one whole generation"
+    assert typed.profile.phase_spans == ["encode", "decode", "project"]
+    assert "generation_steps.csv" in typed.backend.artifacts
+    assert "recomputes" in typed.backend.extra["decode"]
+    with open(workdir / "runs" / BF16_RUN / "generation_steps.csv") as handle:
         rows = list(csv.DictReader(handle))
     assert len(rows) == 2 * NEW_TOKENS and [int(r["position"]) for r in rows[:NEW_TOKENS]] == \
         list(range(NEW_TOKENS))
@@ -158,7 +169,7 @@ def test_lm_result_has_prefill_and_no_encoder(runs):
 
 def test_real_cpu_trace_has_one_generation_per_profiler_step(runs):
     workdir, _ = runs
-    for run, counts in (("pytorch_bf16_bs2", {"encode": 1, "decode": NEW_TOKENS,
+    for run, counts in ((BF16_RUN, {"encode": 1, "decode": NEW_TOKENS,
                                               "project": NEW_TOKENS}),
                         ("pytorch_bf16_bs2_lm", {"prefill": 1, "decode": NEW_TOKENS - 1})):
         trace = load_trace(_result(workdir, run)["trace"]["files"][0])
@@ -178,35 +189,55 @@ def test_real_cpu_trace_has_one_generation_per_profiler_step(runs):
         assert (decode["spans"] == 2).all() and (decode["mean_wall_us"] > 0).all()
 
 
+def test_a_generation_run_is_named_with_gen_unless_named():
+    assert RunConfig(model="transformer", workload="generate").run_name == \
+        "pytorch_fp32_bs8_transformer_gen"
+    assert RunConfig(model="gpt2", workload="generate", name="lm").run_name == "pytorch_fp32_bs8_lm"
+    assert RunConfig(model="transformer").run_name == "pytorch_fp32_bs8_transformer"
+
+
+def test_a_forward_result_writes_no_generation_keys():
+    written = result_to_dict(read_result(FIXTURES / "h200" / "runs" / "ttrt_fp16_bs8"))
+    assert "workload" not in written and "generation" not in written
+    assert "unit" not in written["timing"] and "step_is" not in written["profile"]
+    assert "tokens" not in written["numerics"]
+
+
 def test_summarize_and_compare_show_the_phases(runs):
     workdir, _ = runs
     patch = pytest.MonkeyPatch()
     patch.chdir(workdir)
     try:
-        text = _invoke("summarize", "pytorch_bf16_bs2", "--view", "phases").stdout
+        text = _invoke("summarize", BF16_RUN, "--view", "phases").stdout
         assert "Phases" in text and "decode step by position" in text and "project" in text
-        data = json.loads(_invoke("summarize", "pytorch_bf16_bs2", "--json").stdout)
+        data = json.loads(_invoke("summarize", BF16_RUN, "--json").stdout)
         assert [row["phase"] for row in data["phases"]["phases"]] == ["encode", "decode",
                                                                       "project"]
-        text = _invoke("compare", "pytorch_fp32_bs2_ref", "pytorch_bf16_bs2").stdout
+        text = _invoke("compare", "pytorch_fp32_bs2_ref", BF16_RUN).stdout
         assert "Phases, A vs B" in text and "decode step by position, A vs B" in text
     finally:
         patch.undo()
 
 
 def test_benchmark_row_carries_the_generation_columns(runs, tmp_path):
+    from profiler import sweep as sweep_module
     from profiler.report.benchmark import benchmark_table
+    from profiler.runs import SweepCell, SweepManifest
 
     workdir, _ = runs
+    model = "tests.tiny_models:tiny_seq2seq"
+    name = sweep_module.cell_name("pytorch_bf16", 2, model, "generate")
+    assert name == BF16_RUN  # a sweep cell is named as `run` names the run
     sweep = tmp_path / "sweep"
-    (sweep / "pytorch_bf16_bs2").mkdir(parents=True)
-    (sweep / "pytorch_bf16_bs2" / "result.json").write_text(
-        (workdir / "runs" / "pytorch_bf16_bs2" / "result.json").read_text())
-    manifest = {"model": "tiny", "baseline": "pytorch_bf16", "backends": ["pytorch_bf16"],
-                "batch_sizes": [2], "cells": {"pytorch_bf16_bs2": {
-                    "backend": "pytorch_bf16", "batch_size": 2, "status": "ok"}}}
+    (sweep / name).mkdir(parents=True)
+    (sweep / name / "result.json").write_text(
+        (workdir / "runs" / BF16_RUN / "result.json").read_text())
+    manifest = SweepManifest(options={"workload": "generate"}, model=model,
+                             baseline="pytorch_bf16", backends=["pytorch_bf16"],
+                             batch_sizes=[2], cells={name: SweepCell(
+                                 backend="pytorch_bf16", batch_size=2, status="ok")})
     row = benchmark_table(sweep, manifest).iloc[0]
-    result = _result(workdir, "pytorch_bf16_bs2")
+    result = _result(workdir, BF16_RUN)
     assert row["ttft_ms"] == pytest.approx(result["generation"]["ttft_ms"]["p50"])
     assert row["token_p99_ms"] == pytest.approx(result["generation"]["per_token_ms"]["p99"])
     assert row["tokens_per_s"] == pytest.approx(result["generation"]["tokens_per_s"])
@@ -217,8 +248,9 @@ def test_benchmark_row_carries_the_generation_columns(runs, tmp_path):
 def test_sweep_passes_the_generation_options_on():
     from profiler import sweep
 
-    args = sweep.run_args({"workload": "generate", "max_new_tokens": 16, "src_len": 8})
-    assert args[-6:] == ["--workload", "generate", "--src-len", "8", "--max-new-tokens", "16"]
+    assert {"workload", "src_len", "prompt_len", "max_new_tokens"} <= set(sweep.shared_options())
+    args = sweep.run_args({"workload": "generate", "src_len": 8, "max_new_tokens": 16})
+    assert args == ["--workload", "generate", "--src-len", "8", "--max-new-tokens", "16"]
 
 
 # ----- phases on a real GPU trace ----------------------------------------------------------------
@@ -313,7 +345,7 @@ def test_one_failed_split_engine_is_one_line_and_keeps_its_log(fake_trt, tmp_pat
     with pytest.raises(UserError) as error:
         _split(tmp_path)
     message = str(error.value)
-    log = tmp_path / "runs" / "ttrt_fp32_bs2.failed" / "tensorrt_build.log"
+    log = tmp_path / "runs" / "ttrt_fp32_bs2_tiny_seq2seq_gen.failed" / "tensorrt_build.log"
     assert "\n" not in message and "decoder_len16 engine" in message and str(log) in message
     assert "out of bounds (fake)" in log.read_text()
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from profiler.trace.summary import resolve_target, summarize
+from profiler.runs import resolve_target
+from profiler.trace.summary import summarize
 from tests.conftest import FIXTURES
 
 RUNS = FIXTURES / "h200" / "runs"

@@ -5,8 +5,9 @@ import gzip
 
 import pytest
 
-from profiler.trace.hardware import agreement_share, find_ncu_csv, hardware_join, read_ncu_csv
-from profiler.trace.summary import resolve_target, summarize
+from profiler.runs import ncu_csv_of, resolve_target
+from profiler.trace.hardware import agreement_share, hardware_join, read_ncu_csv
+from profiler.trace.summary import summarize
 from tests.conftest import FIXTURES
 
 RUNS = FIXTURES / "h200_ncu" / "runs"
@@ -22,7 +23,7 @@ PINNED = {
 def joined(run: str):
     target = resolve_target(str(RUNS / run))
     summary = summarize(target.path, target.context)
-    raw = read_ncu_csv(find_ncu_csv(str(RUNS / run)))
+    raw = read_ncu_csv(ncu_csv_of(str(RUNS / run)))
     table = hardware_join(summary.kernels.table, raw)
     return raw, table, agreement_share(table)
 

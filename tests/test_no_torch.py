@@ -6,8 +6,8 @@ from .conftest import ROOT, V100_TRACE
 
 def test_analysis_half_never_imports_torch():
     code = (
-        "import sys, pkgutil, importlib, profiler.trace, profiler.report\n"
-        "for pkg in (profiler.trace, profiler.report):\n"
+        "import sys, pkgutil, importlib, profiler.trace, profiler.report, profiler.commands\n"
+        "for pkg in (profiler.trace, profiler.report, profiler.commands):\n"
         "    for m in pkgutil.iter_modules(pkg.__path__):\n"
         "        importlib.import_module(pkg.__name__ + '.' + m.name)\n"
         "from profiler.cli import app\n"
@@ -17,3 +17,12 @@ def test_analysis_half_never_imports_torch():
         "assert 'torch' not in sys.modules, sorted(m for m in sys.modules if 'torch' in m)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, timeout=120)
+
+
+def test_report_only_renders():
+    """report/ draws and exports what commands/ computed: it resolves no target, runs no sweep
+    and calls no command."""
+    for path in sorted((ROOT / "profiler" / "report").glob("*.py")):
+        text = path.read_text()
+        for word in ("resolve_target", "run_sweep", "profiler.commands", "..commands"):
+            assert word not in text, f"{path.name} uses {word}"

@@ -11,7 +11,7 @@ from tests.test_cli_errors import TINY, assert_nothing_written, assert_one_line_
 def test_reduced_precision_run_records_numerics(cli):
     done = cli("run", "--backend", "pytorch_bf16", *TINY, "--max-rel-error", "0.5", "--json")
     assert done.code == 0, done.stderr
-    on_disk = json.loads(Path("runs/pytorch_bf16_bs8/result.json").read_text())
+    on_disk = json.loads(Path("runs/pytorch_bf16_bs8_conv_net/result.json").read_text())
     numerics = on_disk["numerics"]
     assert numerics["finite"] is True and 0 < numerics["rel_l2_error"] < 0.5
     assert 0 < numerics["max_abs_error"] and 0.9 < numerics["cosine_similarity"] <= 1.0 + 1e-9
@@ -70,7 +70,7 @@ def test_backend_artifacts_and_after_window_notes_land_in_the_run(cli, monkeypat
     done = cli("run", "--backend", "artifact_test", *TINY, "--json")
     assert done.code == 0, done.stderr
     result = json.loads(done.stdout)
-    run = Path("runs/artifact_test_bs8")
+    run = Path("runs/artifact_test_bs8_conv_net")
     assert (run / "engine_layers_0.json").read_text() == '{"Layers": []}'
     assert (run / "engine_layer_times_0.json").read_text() == "[]"
     assert result["artifacts"] == ["engine_layer_times_0.json", "engine_layers_0.json"]

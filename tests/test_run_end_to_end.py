@@ -34,7 +34,7 @@ def test_trace_has_profiler_steps_and_inference_spans(resnet18_run):
     workdir, result = resnet18_run
     files = [Path(f) for f in result["trace"]["files"]]
     assert len(files) == 1 and files[0].exists()
-    assert files[0].parent == workdir / "tb_logs" / "pytorch_fp32_bs2"
+    assert files[0].parent == workdir / "tb_logs" / "pytorch_fp32_bs2_resnet18"
     assert files[0].name.startswith("resnet18.") and files[0].name.endswith(".pt.trace.json.gz")
     events = _events(files[0])
     steps = {e["name"] for e in events if e.get("name", "").startswith("ProfilerStep#")}
@@ -47,8 +47,8 @@ def test_trace_has_profiler_steps_and_inference_spans(resnet18_run):
 
 def test_result_json_has_statistics_and_metadata(resnet18_run):
     workdir, result = resnet18_run
-    on_disk = json.loads((workdir / "runs" / "pytorch_fp32_bs2" / "result.json").read_text())
-    assert on_disk["run_name"] == result["run_name"] == "pytorch_fp32_bs2"
+    on_disk = json.loads((workdir / "runs" / "pytorch_fp32_bs2_resnet18" / "result.json").read_text())
+    assert on_disk["run_name"] == result["run_name"] == "pytorch_fp32_bs2_resnet18"
     timing = on_disk["timing"]
     assert timing["iters"] == 7 and timing["timer"] == "perf_counter"
     assert 0 < timing["min_ms"] <= timing["p50_ms"] <= timing["p90_ms"] <= timing["p95_ms"] \
@@ -68,7 +68,7 @@ def test_result_json_has_statistics_and_metadata(resnet18_run):
 
 def test_latency_csv_has_one_row_per_iteration(resnet18_run):
     workdir, result = resnet18_run
-    lines = (workdir / "runs" / "pytorch_fp32_bs2" / "latency.csv").read_text().splitlines()
+    lines = (workdir / "runs" / "pytorch_fp32_bs2_resnet18" / "latency.csv").read_text().splitlines()
     assert lines[0] == "iteration,latency_ms"
     assert len(lines) == 1 + 7
     values = sorted(float(line.split(",")[1]) for line in lines[1:])
@@ -78,8 +78,8 @@ def test_latency_csv_has_one_row_per_iteration(resnet18_run):
 
 def test_nothing_left_in_staging(resnet18_run):
     workdir, _ = resnet18_run
-    assert sorted(p.name for p in (workdir / "runs").iterdir()) == ["pytorch_fp32_bs2"]
-    assert sorted(p.name for p in (workdir / "tb_logs").iterdir()) == ["pytorch_fp32_bs2"]
+    assert sorted(p.name for p in (workdir / "runs").iterdir()) == ["pytorch_fp32_bs2_resnet18"]
+    assert sorted(p.name for p in (workdir / "tb_logs").iterdir()) == ["pytorch_fp32_bs2_resnet18"]
 
 
 def test_rerun_replaces_the_run_folder(cli):

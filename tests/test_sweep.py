@@ -43,18 +43,20 @@ def test_sweep_writes_cells_tables_and_manifest(grid):
     # some cells failed (OOM), at least one finished: exit 0 with a warning naming the others
     assert done.returncode == 0, done.stderr
     assert "warning: 2 of 6 cells did not finish" in done.stderr
-    assert "pytorch_fp32_bs3 (oom)" in done.stderr and "sweep took" in done.stderr
+    assert "pytorch_fp32_bs3_oom_above_2 (oom)" in done.stderr and "sweep took" in done.stderr
     sweep = workdir / "runs" / "grid"
-    for cell in ("pytorch_fp32_bs1", "pytorch_fp32_bs2", "pytorch_bf16_bs1", "pytorch_bf16_bs2"):
+    # a cell's folder is the run's own name: <backend>_bs<N>_<model function>
+    for cell in (f"{backend}_bs{n}_oom_above_2" for backend in ("pytorch_fp32", "pytorch_bf16")
+                 for n in (1, 2)):
         result = json.loads((sweep / cell / "result.json").read_text())
         assert result["run_name"] == cell
         traces = list((workdir / "tb_logs" / "grid" / cell).glob("*.pt.trace.json.gz"))
         assert len(traces) == 1
-    assert not (sweep / "pytorch_fp32_bs3").exists()
+    assert not (sweep / "pytorch_fp32_bs3_oom_above_2").exists()
     manifest = _manifest(workdir)
     assert manifest["baseline"] == "pytorch_fp32" and manifest["batch_sizes"] == [1, 2, 3]
     assert manifest["options"]["iters"] == 2
-    oom = manifest["cells"]["pytorch_bf16_bs3"]
+    oom = manifest["cells"]["pytorch_bf16_bs3_oom_above_2"]
     assert oom["status"] == "oom" and oom["exit_code"] == 2
     assert "CUDA out of memory at batch size 3" in oom["reason"]
     assert oom["elapsed_s"] > 0 and (sweep / oom["log"]).is_file()
@@ -83,14 +85,14 @@ def test_sweep_writes_cells_tables_and_manifest(grid):
 
 def test_resume_skips_finished_cells(grid):
     workdir, _ = grid
-    result = workdir / "runs" / "grid" / "pytorch_fp32_bs1" / "result.json"
+    result = workdir / "runs" / "grid" / "pytorch_fp32_bs1_oom_above_2" / "result.json"
     before = result.stat().st_mtime_ns
     done = sweep_cli(*GRID, "--resume", cwd=workdir)
     assert done.returncode == 0, done.stderr
     assert done.stderr.count("skipped (--resume)") == 4
     assert "(2 cell(s) run, 4 skipped)" in done.stderr  # the two OOM cells are tried again
     assert result.stat().st_mtime_ns == before
-    assert _manifest(workdir)["cells"]["pytorch_fp32_bs3"]["status"] == "oom"
+    assert _manifest(workdir)["cells"]["pytorch_fp32_bs3_oom_above_2"]["status"] == "oom"
 
 
 def test_plots_of_a_cpu_sweep(grid, tmp_path):
@@ -113,7 +115,8 @@ def test_compare_two_cells_of_a_sweep(grid):
     env = dict(os.environ, COLUMNS="200")
     env.pop("PYTHONPATH", None)
     done = subprocess.run([sys.executable, str(ROOT / "profile.py"), "compare",
-                           "grid/pytorch_fp32_bs2", "grid/pytorch_bf16_bs2"], cwd=workdir,
+                           "grid/pytorch_fp32_bs2_oom_above_2",
+                           "grid/pytorch_bf16_bs2_oom_above_2"], cwd=workdir,
                           capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "timed p50 latency (result.json)" in done.stdout
@@ -124,7 +127,8 @@ def test_all_cells_failing_exits_1(tmp_path):
                      "tests.tiny_models:failing", *FAST, cwd=tmp_path)
     assert done.returncode == 1
     assert done.stderr.strip().splitlines()[-1].startswith("error: all 1 cells failed")
-    cell = _manifest(tmp_path, "sweep_tests.tiny_models_failing")["cells"]["pytorch_fp32_bs2"]
+    cells = _manifest(tmp_path, "sweep_tests.tiny_models_failing")["cells"]
+    cell = cells["pytorch_fp32_bs2_failing"]
     # a crash (not a user error): the last line of the traceback is the reason
     assert cell["status"] == "failed" and cell["exit_code"] == 1
     assert cell["reason"] == "RuntimeError: this model fails on purpose"
@@ -145,8 +149,8 @@ def test_ctrl_c_keeps_finished_cells(tmp_path):
                 cells = json.loads(manifest_path.read_text())["cells"]
             except (OSError, ValueError):
                 cells = {}
-            if cells.get("pytorch_fp32_bs1", {}).get("status") == "ok" and \
-                    cells.get("pytorch_fp32_bs2", {}).get("status") == "running":
+            if cells.get("pytorch_fp32_bs1_conv_net", {}).get("status") == "ok" and \
+                    cells.get("pytorch_fp32_bs2_conv_net", {}).get("status") == "running":
                 break
             time.sleep(0.05)
         else:
@@ -159,11 +163,11 @@ def test_ctrl_c_keeps_finished_cells(tmp_path):
     assert process.returncode == 130, stderr
     assert stderr.strip().splitlines()[-1].startswith("interrupted: sweep stopped; 1 finished")
     cells = json.loads(manifest_path.read_text())["cells"]
-    assert cells["pytorch_fp32_bs1"]["status"] == "ok"
-    assert cells["pytorch_fp32_bs2"]["status"] == "interrupted"
-    assert cells["pytorch_fp32_bs3"]["status"] == "pending"
-    assert (tmp_path / "runs" / "stop" / "pytorch_fp32_bs1" / "result.json").is_file()
-    assert not (tmp_path / "runs" / "stop" / "pytorch_fp32_bs2").exists()
+    assert cells["pytorch_fp32_bs1_conv_net"]["status"] == "ok"
+    assert cells["pytorch_fp32_bs2_conv_net"]["status"] == "interrupted"
+    assert cells["pytorch_fp32_bs3_conv_net"]["status"] == "pending"
+    assert (tmp_path / "runs" / "stop" / "pytorch_fp32_bs1_conv_net" / "result.json").is_file()
+    assert not (tmp_path / "runs" / "stop" / "pytorch_fp32_bs2_conv_net").exists()
     # no half-built staging folder of the interrupted cell is left behind
     for folder in (tmp_path / "runs" / "stop", tmp_path / "tb_logs" / "stop"):
         assert [p.name for p in folder.iterdir() if p.name.startswith(".") and p.is_dir()] == []
@@ -223,9 +227,9 @@ def test_resume_refuses_another_model(cli):
 
 
 def test_resume_refuses_other_options(cli):
-    from profiler.sweep import PASS_THROUGH
+    from profiler.sweep import shared_options
 
-    options = {key: None for key in PASS_THROUGH}
+    options = {key: None for key in shared_options()}
     _fake_sweep("tests.tiny_models:conv_net")
     manifest = json.loads(Path("runs/old/sweep.json").read_text())
     manifest["options"] = {**options, "model": "tests.tiny_models:conv_net", "iters": 100,

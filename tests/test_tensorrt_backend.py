@@ -193,12 +193,12 @@ def test_failed_build_is_one_line_and_keeps_the_log_beside_the_run(fake_trt, tmp
     with pytest.raises(UserError) as error:
         prepare(tmp_path)
     message = str(error.value)
-    log = tmp_path / "runs" / "ttrt_fp32_bs2.failed" / "tensorrt_build.log"
+    log = tmp_path / "runs" / "ttrt_fp32_bs2_conv_net.failed" / "tensorrt_build.log"
     assert "\n" not in message and "TensorRT build failed" in message and str(log) in message
     assert "Failed to build the TensorRT engine" in message
     text = log.read_text()
     assert "Error Code 4: Internal Error (fake)" in text and "RuntimeError" in text
-    assert not (tmp_path / "runs" / "ttrt_fp32_bs2").exists()
+    assert not (tmp_path / "runs" / "ttrt_fp32_bs2_conv_net").exists()
     assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
     # the next successful build clears the stale failure folder
     state["fail"] = False

@@ -293,14 +293,14 @@ def test_run_with_cuda_profiler_api_capture_writes_no_trace(cli, tmp_path):
     data = json.loads(result.stdout)
     assert data["profile"]["capture"] == "cuda-profiler-api"
     assert data["trace"]["files"] == [] and "skipped" in data["trace"]
-    assert (tmp_path / "runs" / "pytorch_fp32_bs2" / "result.json").is_file()
-    assert not (tmp_path / "tb_logs" / "pytorch_fp32_bs2").exists()
+    assert (tmp_path / "runs" / "pytorch_fp32_bs2_resnet18" / "result.json").is_file()
+    assert not (tmp_path / "tb_logs" / "pytorch_fp32_bs2_resnet18").exists()
 
 
 def test_run_with_tb_compat_writes_the_copy_beside_the_trace(cli, tmp_path):
     result = cli("run", *TINY, "--tb-compat", "--json")
     assert result.code == 0, result.stderr
     (trace,) = json.loads(result.stdout)["trace"]["files"]
-    copy_path = tmp_path / "tb_logs" / "pytorch_fp32_bs2_tbcompat" / Path(trace).name
+    copy_path = tmp_path / "tb_logs" / "pytorch_fp32_bs2_resnet18_tbcompat" / Path(trace).name
     assert copy_path.is_file() and "tb-compat copy" in result.stderr
     assert cli("run", *TINY, "--tb-compat", "--capture", "cuda-profiler-api").code == 2

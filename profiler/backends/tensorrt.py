@@ -302,7 +302,7 @@ def _gpu_facts(torch) -> tuple[str, str]:
 
 
 def environment_facts(torch, torch_tensorrt) -> tuple[Flavour, dict]:
-    """The flavour and the cache facts about this machine and its libraries."""
+    """The flavour, and the engine cache's facts about this machine and its libraries."""
     flavour = detect_flavour()
     library = importlib.import_module(flavour.library_module)
     versions = library_versions(flavour, torch, torch_tensorrt, library)
@@ -311,12 +311,50 @@ def environment_facts(torch, torch_tensorrt) -> tuple[Flavour, dict]:
                      "flavour": flavour.name}
 
 
+def _prepare(model, inputs, config, device, precision: str) -> Prepared:
+    """Place the model, then load its engine from the cache or build it, then describe the
+    engines; the notes say which happened and how long it took."""
+    import torch
+    import torch_tensorrt
+
+    flavour, environment = environment_facts(torch, torch_tensorrt)
+    if config.memory_format == "auto":  # TensorRT picks its own layouts: feed plain tensors
+        config = dataclasses.replace(config, memory_format="contiguous")
+    weights = engine_cache.state_dict_digest(model)
+    model, inputs, notes = place(model, inputs, config, device, precision)
+    facts = cache_facts(config, precision, weights, inputs, environment,
+                         memory_format=notes["memory_format"])
+    notes.update({"flavour": flavour.name, "distribution": flavour.distribution,
+                  "versions": environment["versions"], "compile_options": COMPILE_OPTIONS,
+                  "tf32": config.tf32})
+    compiled, built, artifacts = cached_compile(torch_tensorrt, model, inputs, config, facts,
+                                                f"{config.model} ttrt_{precision}")
+    notes.update(built)
+    notes["artifacts"] = artifacts
+    return Prepared(fn=_inference(torch, compiled), inputs=inputs, notes=notes,
+                    after_windows=partial(_layer_timing_after_windows, compiled, inputs))
+
+
+def cache_facts(config, precision: str, weights: str, inputs, environment: dict,
+                 **more) -> dict:
+    """Everything that decides an engine: the engine cache's key is made of these. ``more``:
+    what else tells this engine apart (the memory format; a split engine's part)."""
+    return {
+        "model": config.model, "weights_sha256": weights, **more,
+        "inputs": [[list(t.shape), str(t.dtype).replace("torch.", "")] for t in inputs],
+        "backend": f"ttrt_{precision}", "precision": precision, "tf32": config.tf32,
+        "compile_options": COMPILE_OPTIONS, **environment,
+    }
+
+
 def cached_compile(torch_tensorrt, model, inputs, config, facts: dict, what: str):
-    """The compiled module for ``facts``: loaded from the engine cache, or built (and stored).
+    """The compiled module for ``facts``: loaded from the engine cache, or built (and stored),
+    then described. Used for a whole model and for each split engine of a generation.
 
     Returns (compiled, notes, artifacts): notes hold compile_s or load_s, the cache state,
-    fallback_ops, engine_count, layer_files; artifacts the build log and each engine's layer
-    JSON. A failed build is one UserError naming ``what``, its log kept beside the run folder.
+    fallback_ops, engine_count, layer_files and warnings; artifacts the build log and each
+    engine's layer JSON. A failed build is one UserError naming ``what``, its log kept beside
+    the run folder.
     """
     import torch
 
@@ -327,50 +365,69 @@ def cached_compile(torch_tensorrt, model, inputs, config, facts: dict, what: str
              "path": str(engine_cache.paths(cache_dir, engine_cache.cache_key(facts))[0]),
              "hit": False, "reason": found.reason if found else "--no-cache"}
     artifacts: dict[str, str] = {}
-    workdir = Path(tempfile.mkdtemp(prefix="infer-profiler-trt-"))
-    compiled = None
-    quiet = contextlib.ExitStack()
-    quiet.enter_context(quiet_torch_loggers())
-    try:
-        if found is not None and found.hit:
-            began = time.perf_counter()
-            try:
-                compiled = torch_tensorrt.load(str(found.module_path)).module()
-                notes["load_s"] = time.perf_counter() - began
-                report = engine_cache.read_report(cache_dir, found.key)
-                cache.update(hit=True, reason="hit")
-                notes["fallback_ops"] = report.get("fallback_ops", [])
-                notes["profiling_verbosity"] = report.get("profiling_verbosity", "unknown")
-                notes["built_compile_s"] = report.get("compile_s")
-            except Exception as error:  # a stale or broken entry: say so and build afresh
-                cache["reason"] = (f"cached module failed to load ({type(error).__name__}: "
-                                   f"{str(error).splitlines()[0] if str(error) else ''}): rebuilt")
-                compiled = None
+    with quiet_torch_loggers():
+        compiled = _load_cached(torch_tensorrt, found, cache_dir, notes, cache) \
+            if found is not None and found.hit else None
         if compiled is None:
-            began = time.perf_counter()
-            with captured_build_log() as log:
-                try:
-                    compiled, build_notes = compile_module(torch_tensorrt, model, inputs, config,
-                                                           str(workdir))
-                except Exception as error:
-                    if "out of memory" in str(error).lower():
-                        raise
-                    path = save_failed_build(config, log.getvalue(), error)
-                    first = str(error).strip().splitlines()[0] if str(error).strip() else ""
-                    raise UserError(f"TensorRT build failed for {what} ({type(error).__name__}: "
-                                    f"{first}); log tail in {path}") from None
-            torch.cuda.synchronize()
-            notes["compile_s"] = time.perf_counter() - began
-            notes.update(build_notes)
-            notes["fallback_ops"] = fallback_ops(compiled)
-            artifacts[BUILD_LOG] = log.getvalue()
-            shutil.rmtree(config.runs_dir / f"{config.run_name}.failed", ignore_errors=True)
+            compiled = _build(torch, torch_tensorrt, model, inputs, config, what, notes,
+                              artifacts)
             if config.use_cache:
                 _store(torch_tensorrt, compiled, inputs, cache_dir, facts, notes, cache)
-    finally:
-        quiet.close()
-        shutil.rmtree(workdir, ignore_errors=True)
     notes["cache"] = cache
+    _describe_engines(compiled, notes, artifacts)
+    return compiled, notes, artifacts
+
+
+def _load_cached(torch_tensorrt, found, cache_dir: Path, notes: dict, cache: dict):
+    """The cached module, or None (a stale or broken entry: said so in ``cache``, and the
+    caller builds afresh)."""
+    began = time.perf_counter()
+    try:
+        compiled = torch_tensorrt.load(str(found.module_path)).module()
+    except Exception as error:
+        cache["reason"] = (f"cached module failed to load ({type(error).__name__}: "
+                           f"{str(error).splitlines()[0] if str(error) else ''}): rebuilt")
+        return None
+    notes["load_s"] = time.perf_counter() - began
+    report = engine_cache.read_report(cache_dir, found.key)
+    cache.update(hit=True, reason="hit")
+    notes["fallback_ops"] = report.get("fallback_ops", [])
+    notes["profiling_verbosity"] = report.get("profiling_verbosity", "unknown")
+    notes["built_compile_s"] = report.get("compile_s")
+    return compiled
+
+
+def _build(torch, torch_tensorrt, model, inputs, config, what: str, notes: dict,
+           artifacts: dict):
+    """Compile the engine, timed to the end of the GPU's work; a failed build is one line
+    naming ``what`` and pointing at the build log kept beside the run."""
+    workdir = Path(tempfile.mkdtemp(prefix="infer-profiler-trt-"))
+    try:
+        began = time.perf_counter()
+        with captured_build_log() as log:
+            try:
+                compiled, build_notes = compile_module(torch_tensorrt, model, inputs, config,
+                                                       str(workdir))
+            except Exception as error:
+                if "out of memory" in str(error).lower():
+                    raise
+                path = save_failed_build(config, log.getvalue(), error)
+                first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+                raise UserError(f"TensorRT build failed for {what} ({type(error).__name__}: "
+                                f"{first}); log tail in {path}") from None
+        torch.cuda.synchronize()
+        notes["compile_s"] = time.perf_counter() - began
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    notes.update(build_notes)
+    notes["fallback_ops"] = fallback_ops(compiled)
+    artifacts[BUILD_LOG] = log.getvalue()
+    shutil.rmtree(config.runs_dir / f"{config.run_name}.failed", ignore_errors=True)
+    return compiled
+
+
+def _describe_engines(compiled, notes: dict, artifacts: dict) -> None:
+    """Warnings for ops left to PyTorch, and each engine's layer information as an artifact."""
     if notes["fallback_ops"]:
         notes["warnings"].append(
             f"{len(notes['fallback_ops'])} op(s) run in PyTorch, outside TensorRT: "
@@ -383,47 +440,24 @@ def cached_compile(torch_tensorrt, model, inputs, config, facts: dict, what: str
         except Exception as error:
             notes["warnings"].append(f"engine {index}: no layer information ({error})")
     notes["layer_files"] = sorted(name for name in artifacts if name.startswith("engine_layers_"))
-    return compiled, notes, artifacts
 
 
-def _prepare(model, inputs, config, device, precision: str) -> Prepared:
-    import torch
-    import torch_tensorrt
-
-    flavour, environment = environment_facts(torch, torch_tensorrt)
-    if config.memory_format == "auto":  # TensorRT picks its own layouts: feed plain tensors
-        config = dataclasses.replace(config, memory_format="contiguous")
-    weights = engine_cache.state_dict_digest(model)
-    model, inputs, notes = place(model, inputs, config, device, precision)
-    facts = {
-        "model": config.model, "weights_sha256": weights,
-        "inputs": [[list(t.shape), str(t.dtype).replace("torch.", "")] for t in inputs],
-        "memory_format": notes["memory_format"],
-        "backend": f"ttrt_{precision}", "precision": precision, "tf32": config.tf32,
-        "compile_options": COMPILE_OPTIONS, **environment,
-    }
-    notes.update({"flavour": flavour.name, "distribution": flavour.distribution,
-                  "versions": environment["versions"], "compile_options": COMPILE_OPTIONS,
-                  "tf32": config.tf32})
-    compiled, built, artifacts = cached_compile(
-        torch_tensorrt, model, inputs, config, facts, f"{config.model} ttrt_{precision}")
-    notes.update(built)
-    notes["artifacts"] = artifacts
-
+def _inference(torch, compiled):
     def forward(*args):
         with torch.inference_mode():
             return compiled(*args)
 
-    def after_windows() -> dict:
-        timing_dir = Path(tempfile.mkdtemp(prefix="infer-profiler-trt-layers-"))
-        try:
-            return layer_timing(compiled, inputs, timing_dir)
-        except Exception as error:  # an API this version lacks: record why, keep the run
-            return {"layer_timing": f"not available: {type(error).__name__}: {error}"}
-        finally:
-            shutil.rmtree(timing_dir, ignore_errors=True)
+    return forward
 
-    return Prepared(fn=forward, inputs=inputs, notes=notes, after_windows=after_windows)
+
+def _layer_timing_after_windows(compiled, inputs) -> dict:
+    timing_dir = Path(tempfile.mkdtemp(prefix="infer-profiler-trt-layers-"))
+    try:
+        return layer_timing(compiled, inputs, timing_dir)
+    except Exception as error:  # an API this version lacks: record why, keep the run
+        return {"layer_timing": f"not available: {type(error).__name__}: {error}"}
+    finally:
+        shutil.rmtree(timing_dir, ignore_errors=True)
 
 
 def _store(torch_tensorrt, compiled, inputs, cache_dir: Path, facts: dict, notes: dict,

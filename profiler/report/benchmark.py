@@ -23,7 +23,6 @@ p90, p99 per backend) is the first columns.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -33,8 +32,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import UserError
-from .export import _markdown, write_atomic
-from .fmt import missing
+from ..fsutil import write_text_atomic
+from ..runs import MANIFEST, RESULT_FILE, RunResult, SweepManifest, read_manifest, try_read_result
+from .export import _markdown
+from .fmt import fixed, pct, times
 
 COLUMNS = ["model", "device", "backend", "bs", "mean_ms", "p50_ms", "p90_ms", "p99_ms",
            "throughput_per_s", "speedup", "baseline", "ready_s", "compile_s", "compile_what",
@@ -51,69 +52,42 @@ MD_FORMATS = {"mean_ms": ".3f", "p50_ms": ".3f", "p90_ms": ".3f", "p99_ms": ".3f
               "token_p99_ms": ".3f", "tokens_per_s": ".1f", "token_agreement": ".3f"}
 
 
-def _read_result(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def compile_time(result: dict) -> tuple[float | None, str]:
-    notes = result.get("backend", {}).get("notes", {}) or {}
-    family = result.get("backend", {}).get("family")
-    if notes.get("compile_s") is not None:
-        return float(notes["compile_s"]), "TensorRT engine build"
-    if notes.get("load_s") is not None:
-        return float(notes["load_s"]), "engine cache load"
-    if family == "inductor":
-        return float(result["timing"]["first_call_s"]), "first call (torch.compile)"
+def compile_time(result: RunResult) -> tuple[float | None, str]:
+    if result.backend.compile_s is not None:
+        return float(result.backend.compile_s), "TensorRT engine build"
+    if result.backend.cache_load_s is not None:
+        return float(result.backend.cache_load_s), "engine cache load"
+    if result.backend.family == "inductor":
+        return float(result.timing.first_call_s), "first call (torch.compile)"
     return None, ""
 
 
-def generation_columns(result: dict) -> dict:
+def generation_columns(result: RunResult) -> dict:
     """TTFT, per-token p50/p99, tokens/s and token agreement of a --workload generate run."""
-    generation = result.get("generation")
-    if not generation:
+    generation = result.generation
+    if generation is None:
         return {}
-    tokens = (result.get("numerics") or {}).get("tokens") or {}
-    return {"ttft_ms": generation["ttft_ms"]["p50"],
-            "token_p50_ms": generation["per_token_ms"]["p50"],
-            "token_p99_ms": generation["per_token_ms"]["p99"],
-            "tokens_per_s": generation["tokens_per_s"],
-            "token_agreement": tokens.get("positions_equal")}
+    tokens = result.numerics.tokens if result.numerics else None
+    return {"ttft_ms": generation.ttft_ms.p50,
+            "token_p50_ms": generation.per_token_ms.p50,
+            "token_p99_ms": generation.per_token_ms.p99,
+            "tokens_per_s": generation.tokens_per_s,
+            "token_agreement": tokens.positions_equal if tokens else None}
 
 
-def benchmark_table(sweep_dir: Path, manifest: dict) -> pd.DataFrame:
+def benchmark_table(sweep_dir: Path, manifest: SweepManifest) -> pd.DataFrame:
     from ..sweep import OK, grid_cells
 
     rows = []
     for name, cell in grid_cells(manifest):
-        row = {"model": manifest["model"], "device": "", "backend": cell["backend"],
-               "bs": cell["batch_size"], "status": cell.get("status"),
-               "reason": cell.get("reason") or "", "elapsed_s": cell.get("elapsed_s"),
-               "baseline": manifest["baseline"]}
-        result = _read_result(sweep_dir / name / "result.json") if cell.get("status") == OK \
-            else None
-        if cell.get("status") == OK and result is None:
+        row = {"model": manifest.model, "device": "", "backend": cell.backend,
+               "bs": cell.batch_size, "status": cell.status, "reason": cell.reason or "",
+               "elapsed_s": cell.elapsed_s, "baseline": manifest.baseline}
+        result = try_read_result(sweep_dir / name / RESULT_FILE) if cell.status == OK else None
+        if cell.status == OK and result is None:
             row.update(status="failed", reason="result.json missing or unreadable")
         if result is not None:
-            timing = result["timing"]
-            gpu = (result.get("environment") or {}).get("gpu") or {}
-            compile_s, compile_what = compile_time(result)
-            numerics = result.get("numerics") or {}
-            metrics = cell.get("metrics") or {}
-            row.update({
-                "device": gpu.get("name") or "CPU",
-                "mean_ms": timing["mean_ms"], "p50_ms": timing["p50_ms"],
-                "p90_ms": timing["p90_ms"], "p99_ms": timing["p99_ms"],
-                "throughput_per_s": timing["throughput_samples_per_s"],
-                "ready_s": timing["prepare_s"] + timing["first_call_s"],
-                "compile_s": compile_s, "compile_what": compile_what,
-                "rel_l2_error": numerics.get("rel_l2_error"),
-                "tensor_core_pct": metrics.get("tensor_core_pct"),
-                "gpu_util_pct": metrics.get("gpu_util_pct"),
-                **generation_columns(result),
-            })
+            row.update(_result_columns(result, cell.metrics or {}))
         rows.append(row)
     frame = pd.DataFrame(rows).reindex(columns=COLUMNS)
     frame = frame.astype({c: float for c in ("mean_ms", "p50_ms", "p90_ms", "p99_ms",
@@ -121,27 +95,44 @@ def benchmark_table(sweep_dir: Path, manifest: dict) -> pd.DataFrame:
                                               "compile_s", "rel_l2_error", "tensor_core_pct",
                                               "gpu_util_pct", "elapsed_s",
                                               *GENERATION_COLUMNS)})
-    base = frame[frame["backend"] == manifest["baseline"]].set_index("bs")["p50_ms"]
+    base = frame[frame["backend"] == manifest.baseline].set_index("bs")["p50_ms"]
     frame["speedup"] = [base.get(bs, math.nan) / p50 if p50 and p50 > 0 else math.nan
                         for bs, p50 in zip(frame["bs"], frame["p50_ms"])]
     return frame
 
 
-def write_benchmark(sweep_dir: Path, frame: pd.DataFrame, manifest: dict) -> list[Path]:
+def _result_columns(result: RunResult, metrics: dict) -> dict:
+    timing = result.timing
+    compile_s, compile_what = compile_time(result)
+    return {
+        "device": (result.environment.gpu or {}).get("name") or "CPU",
+        "mean_ms": timing.mean_ms, "p50_ms": timing.p50_ms,
+        "p90_ms": timing.p90_ms, "p99_ms": timing.p99_ms,
+        "throughput_per_s": timing.throughput_samples_per_s,
+        "ready_s": timing.prepare_s + timing.first_call_s,
+        "compile_s": compile_s, "compile_what": compile_what,
+        "rel_l2_error": result.numerics.rel_l2_error if result.numerics else None,
+        "tensor_core_pct": metrics.get("tensor_core_pct"),
+        "gpu_util_pct": metrics.get("gpu_util_pct"),
+        **generation_columns(result),
+    }
+
+
+def write_benchmark(sweep_dir: Path, frame: pd.DataFrame, manifest: SweepManifest) -> list[Path]:
     csv_path, md_path = sweep_dir / "benchmark.csv", sweep_dir / "benchmark.md"
-    write_atomic(csv_path, frame.to_csv(index=False, float_format="%.6g"))
-    write_atomic(md_path, markdown(frame, manifest))
+    write_text_atomic(csv_path, frame.to_csv(index=False, float_format="%.6g"))
+    write_text_atomic(md_path, markdown(frame, manifest))
     return [csv_path, md_path]
 
 
-def markdown(frame: pd.DataFrame, manifest: dict) -> str:
+def markdown(frame: pd.DataFrame, manifest: SweepManifest) -> str:
     devices = sorted({d for d in frame["device"].dropna() if d})
-    options = manifest.get("options", {})
-    lines = [f"# Sweep `{manifest.get('name', '')}`: {manifest['model']} on "
+    options = manifest.options
+    lines = [f"# Sweep `{manifest.name}`: {manifest.model} on "
              f"{', '.join(devices) or 'no finished cell'}\n",
-             f"- backends: {', '.join(manifest['backends'])}; batch sizes: "
-             f"{', '.join(map(str, manifest['batch_sizes']))}",
-             f"- speedup = p50 of `{manifest['baseline']}` / p50 of the cell, at the same batch "
+             f"- backends: {', '.join(manifest.backends)}; batch sizes: "
+             f"{', '.join(map(str, manifest.batch_sizes))}",
+             f"- speedup = p50 of `{manifest.baseline}` / p50 of the cell, at the same batch "
              "size",
              f"- timed window: {options.get('iters')} iterations after "
              f"{options.get('timed_warmup')} warm-up, synchronized every iteration; TF32 "
@@ -153,10 +144,9 @@ def markdown(frame: pd.DataFrame, manifest: dict) -> str:
     if not frame["tokens_per_s"].notna().any():  # not a generation sweep
         dropped += list(GENERATION_COLUMNS)
     shown = frame.drop(columns=dropped).astype(object)
-    for column, fmt in MD_FORMATS.items():
-        if column not in shown:
-            continue
-        shown[column] = [("" if pd.isna(v) else format(v, fmt)) for v in frame[column]]
+    for column, spec in MD_FORMATS.items():
+        if column in shown:
+            shown[column] = [fixed(v, spec, blank="") for v in frame[column]]
     lines.append(_markdown(shown))
     failed = frame[frame["status"] != "ok"]
     if len(failed):
@@ -166,16 +156,10 @@ def markdown(frame: pd.DataFrame, manifest: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _f(value, fmt: str) -> str:
-    if missing(value):
-        return "-"
-    return format(value, fmt)
-
-
-def print_benchmark(frame: pd.DataFrame, manifest: dict, console: Console) -> None:
+def print_benchmark(frame: pd.DataFrame, manifest: SweepManifest, console: Console) -> None:
     devices = sorted({d for d in frame["device"].dropna() if d})
-    t = Table(title=f"{manifest['model']} on {', '.join(devices) or '-'}: speedup = "
-                    f"{manifest['baseline']} p50 / p50", title_justify="left")
+    t = Table(title=f"{manifest.model} on {', '.join(devices) or '-'}: speedup = "
+                    f"{manifest.baseline} p50 / p50", title_justify="left")
     headers = ("backend", "bs", "mean ms", "p50 ms", "p90 ms", "p99 ms", "samples/s", "speedup",
                "ready s", "compile s", "rel L2 err", "Tensor Cores", "GPU util", "status")
     generation = bool(frame["tokens_per_s"].notna().any())
@@ -185,22 +169,20 @@ def print_benchmark(frame: pd.DataFrame, manifest: dict, console: Console) -> No
         t.add_column(h, justify="left" if h in ("backend", "status") else "right")
     for r in frame.itertuples():
         status = r.status if r.status == "ok" else f"[red]{escape(str(r.status))}[/]"
-        t.add_row(r.backend, str(r.bs), _f(r.mean_ms, ".3f"), _f(r.p50_ms, ".3f"),
-                  _f(r.p90_ms, ".3f"), _f(r.p99_ms, ".3f"), _f(r.throughput_per_s, ",.1f"),
-                  _f(r.speedup, ".2f") + ("x" if not pd.isna(r.speedup) else ""),
-                  _f(r.ready_s, ".2f"), _f(r.compile_s, ".2f"), _f(r.rel_l2_error, ".2g"),
-                  _f(r.tensor_core_pct, ".1f") + (" %" if not pd.isna(r.tensor_core_pct) else ""),
-                  _f(r.gpu_util_pct, ".1f") + (" %" if not pd.isna(r.gpu_util_pct) else ""),
-                  *((_f(r.ttft_ms, ".3f"), _f(r.token_p50_ms, ".3f"), _f(r.token_p99_ms, ".3f"),
-                     _f(r.tokens_per_s, ",.1f")) if generation else ()),
+        t.add_row(r.backend, str(r.bs), fixed(r.mean_ms, ".3f"), fixed(r.p50_ms, ".3f"),
+                  fixed(r.p90_ms, ".3f"), fixed(r.p99_ms, ".3f"),
+                  fixed(r.throughput_per_s, ",.1f"), times(r.speedup), fixed(r.ready_s, ".2f"),
+                  fixed(r.compile_s, ".2f"), fixed(r.rel_l2_error, ".2g"),
+                  pct(r.tensor_core_pct), pct(r.gpu_util_pct),
+                  *((fixed(r.ttft_ms, ".3f"), fixed(r.token_p50_ms, ".3f"),
+                     fixed(r.token_p99_ms, ".3f"), fixed(r.tokens_per_s, ",.1f"))
+                    if generation else ()),
                   status)
     console.print(t)
 
 
-def load_sweep(target: Path) -> tuple[Path, dict]:
+def load_sweep(target: Path) -> tuple[Path, SweepManifest]:
     """A sweep folder (or its sweep.json) -> (folder, manifest)."""
-    from ..sweep import MANIFEST, read_manifest
-
     folder = target.parent if target.name == MANIFEST else target
     manifest = read_manifest(folder) if folder.is_dir() else None
     if manifest is None:

@@ -1,32 +1,17 @@
-"""Write a trace Summary as CSV, JSON and Markdown. Every file is written atomically (a temp
-file in the same folder, then os.replace), so a crash never leaves half a CSV behind."""
+"""Write a trace Summary as CSV, JSON and Markdown. Every file is written atomically
+(fsutil), so a crash never leaves half a CSV behind."""
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import pandas as pd
 
 from ..errors import UserError
+from ..fsutil import write_text_atomic
 from ..trace.summary import Summary
-
-
-def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+from .fmt import fixed, pct
 
 
 def _markdown(frame: pd.DataFrame, floatfmt: str = ".1f") -> str:
@@ -38,7 +23,7 @@ def _markdown(frame: pd.DataFrame, floatfmt: str = ".1f") -> str:
         cells = []
         for v in row:
             if isinstance(v, float):
-                cells.append("" if pd.isna(v) else format(v, floatfmt))
+                cells.append(fixed(v, floatfmt, blank=""))
             else:
                 cells.append(str(v).replace("|", "\\|"))
         lines.append("| " + " | ".join(cells) + " |")
@@ -57,10 +42,10 @@ def export(summary: Summary, out_dir: Path, top: int = 0) -> list[Path]:
               "operators.csv": o.operators, "steps.csv": o.steps}
     for name, frame in tables.items():
         path = out_dir / name
-        write_atomic(path, frame.to_csv(index=False))
+        write_text_atomic(path, frame.to_csv(index=False))
         written.append(path)
     data = summary.to_dict()
-    write_atomic(out_dir / "summary.json", json.dumps(data, indent=1) + "\n")
+    write_text_atomic(out_dir / "summary.json", json.dumps(data, indent=1) + "\n")
     written.append(out_dir / "summary.json")
 
     t = data["tensor_cores"]
@@ -69,9 +54,9 @@ def export(summary: Summary, out_dir: Path, top: int = 0) -> list[Path]:
           f"- steps: {len(o.steps)}, mean step time {o.mean_step_us:,.1f} µs"]
     for d in o.devices:
         md.append(f"- GPU {d.device} ({d.name}): utilization {d.gpu_utilization_pct:.1f} %, "
-                  f"est. SM efficiency {_p(d.est_sm_efficiency_pct)}, "
-                  f"est. achieved occupancy (Kineto) {_p(d.est_achieved_occupancy_pct)}, "
-                  f"theoretical occupancy (computed) {_p(d.theoretical_occupancy_pct)}, "
+                  f"est. SM efficiency {pct(d.est_sm_efficiency_pct)}, "
+                  f"est. achieved occupancy (Kineto) {pct(d.est_achieved_occupancy_pct)}, "
+                  f"theoretical occupancy (computed) {pct(d.theoretical_occupancy_pct)}, "
                   f"{d.idle_gaps} idle gaps totalling {d.idle_total_us:,.1f} µs "
                   f"(largest {d.idle_largest_us:,.1f} µs)")
     md.append(f"- kernel time on Tensor Cores: {t['tensor_core_share_pct']:.1f} % of all kernel "
@@ -88,10 +73,8 @@ def export(summary: Summary, out_dir: Path, top: int = 0) -> list[Path]:
     ops = o.operators if not top else o.operators.head(top)
     md.append("\n## CPU operators\n")
     md.append(_markdown(ops))
-    write_atomic(out_dir / "summary.md", "\n".join(md))
+    write_text_atomic(out_dir / "summary.md", "\n".join(md))
     written.append(out_dir / "summary.md")
     return written
 
 
-def _p(value) -> str:
-    return "-" if value is None else f"{value:.1f} %"

@@ -1,5 +1,5 @@
-"""Number formatting shared by the terminal views: "-" for a missing value, one way to cut a
-table to its top rows."""
+"""Every number the views print or export goes through here: one spelling of a missing value
+("-"), of times, percentages, counts and sizes, and one way to cut a table to its top rows."""
 
 from __future__ import annotations
 
@@ -13,8 +13,99 @@ def missing(value) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
+def fixed(value, spec: str, blank: str = "-") -> str:
+    """``format(value, spec)``, or ``blank`` for a missing value."""
+    return blank if missing(value) else format(value, spec)
+
+
 def pct(value) -> str:
+    """A share: ``42.1 %``."""
     return "-" if missing(value) else f"{value:.1f} %"
+
+
+def change_pct(value) -> str:
+    """A relative change: ``+12.5 %``."""
+    return "-" if missing(value) else f"{value:+.1f} %"
+
+
+def times(value) -> str:
+    """A speedup: ``4.03x``."""
+    return "-" if missing(value) else f"{value:.2f}x"
+
+
+def count(value, digits: int = 0) -> str:
+    """A count with thousands separators; a fraction (or ``digits``) with decimals."""
+    if missing(value):
+        return "-"
+    if isinstance(value, float) and not value.is_integer() or digits:
+        return f"{value:,.{digits or 2}f}"
+    return f"{int(value):,}"
+
+
+def us(value) -> str:
+    """A duration given in µs, in µs, ms or s (two decimals above µs)."""
+    if missing(value):
+        return "-"
+    if abs(value) >= 1e6:
+        return f"{value / 1e6:,.2f} s"
+    if abs(value) >= 1e3:
+        return f"{value / 1e3:,.2f} ms"
+    return f"{value:,.1f} µs"
+
+
+def us_fine(value: float) -> str:
+    """A duration given in µs, in µs or ms with three decimals (differences of a diff)."""
+    if abs(value) >= 1e3:
+        return f"{value / 1e3:,.3f} ms"
+    return f"{value:,.1f} µs"
+
+
+def ms(value: float) -> str:
+    return f"{value:.3f}"
+
+
+def seconds(value: float) -> str:
+    """A wall time: ``12.5 s`` or ``3 min 5 s``."""
+    minutes, rest = divmod(value, 60)
+    return f"{int(minutes)} min {rest:.0f} s" if minutes else f"{rest:.1f} s"
+
+
+def size_bytes(value) -> str:
+    if missing(value) or value < 0:
+        return "-"
+    return f"{value / 1024:.1f} KB" if value >= 1024 else f"{int(value)} B"
+
+
+def significant(value, digits: int = 3) -> str:
+    """``digits`` significant figures; None (a value that was not finite) in red."""
+    return "[red]not finite[/]" if value is None else f"{value:.{digits}g}"
+
+
+def with_unit(value, unit: str = "") -> str:
+    """A value of a diff's overview row in its unit (µs, %, ms, or a count)."""
+    if missing(value):
+        return "-"
+    if unit == "µs":
+        return us_fine(value)
+    if unit == "%":
+        return f"{value:.1f} %"
+    if unit == "ms":
+        return f"{value:.3f} ms"
+    if float(value).is_integer():
+        return f"{int(value):,}"
+    return f"{value:,.1f}"
+
+
+def signed(value, unit: str = "µs") -> str:
+    """A difference with its sign, red when B is slower (+), green when faster (-)."""
+    if missing(value):
+        return "-"
+    text = with_unit(abs(value), unit)
+    if unit == "%":
+        text = text.replace(" %", " pt")
+    sign = "+" if value > 0 else "-" if value < 0 else "±"
+    colour = "red" if value > 0 else "green" if value < 0 else ""
+    return f"[{colour}]{sign}{text}[/]" if colour else f"{sign}{text}"
 
 
 def head(frame: pd.DataFrame, top: int) -> pd.DataFrame:

@@ -7,8 +7,7 @@ import pandas as pd
 from rich.table import Table
 
 from ..trace.phases import PhaseSummary
-from .fmt import missing, pct
-from .tables import _num, _us
+from .fmt import count, missing, pct, us
 
 PER_STEP_NOTE = "summed over the profiled generations"
 
@@ -19,8 +18,8 @@ def phases_table(phases: PhaseSummary, title: str = "Phases") -> Table:
                 "GPU idle", "idle share", "Tensor Core"):
         t.add_column(col, justify="left" if col == "phase" else "right")
     for r in phases.phases.itertuples():
-        t.add_row(r.phase, _num(r.spans), _us(r.wall_us), _us(r.kernel_us),
-                  pct(r.kernel_share_pct), _num(r.launches), _us(r.gpu_idle_us),
+        t.add_row(r.phase, count(r.spans), us(r.wall_us), us(r.kernel_us),
+                  pct(r.kernel_share_pct), count(r.launches), us(r.gpu_idle_us),
                   pct(r.gpu_idle_pct), pct(r.tensor_core_pct))
     return t
 
@@ -32,8 +31,8 @@ def positions_table(phases: PhaseSummary, phase: str = "decode", top: int = 0) -
     for col in ("position", "CPU wall", "kernel time", "launches"):
         t.add_column(col, justify="right")
     for r in _spread(rows, top).itertuples():
-        t.add_row(str(r.position), _us(r.mean_wall_us), _us(r.mean_kernel_us),
-                  _num(r.mean_launches, 1))
+        t.add_row(str(r.position), us(r.mean_wall_us), us(r.mean_kernel_us),
+                  count(r.mean_launches, 1))
     return t
 
 
@@ -59,8 +58,8 @@ def compare_phases_table(a: PhaseSummary, b: PhaseSummary) -> Table:
         def cell(row, key, fmt):
             return "-" if row is None or missing(row[key]) else fmt(row[key])
 
-        t.add_row(phase, cell(x, "kernel_us", _us), cell(y, "kernel_us", _us),
-                  cell(x, "launches", _num), cell(y, "launches", _num),
+        t.add_row(phase, cell(x, "kernel_us", us), cell(y, "kernel_us", us),
+                  cell(x, "launches", count), cell(y, "launches", count),
                   cell(x, "gpu_idle_pct", pct), cell(y, "gpu_idle_pct", pct),
                   cell(x, "tensor_core_pct", pct), cell(y, "tensor_core_pct", pct))
     return t
@@ -76,6 +75,6 @@ def compare_positions_table(a: PhaseSummary, b: PhaseSummary, phase: str = "deco
     for col in ("position", "wall A", "wall B", "kernel A", "kernel B"):
         t.add_column(col, justify="right")
     for r in _spread(rows, top).itertuples():
-        t.add_row(str(r.position), _us(r.mean_wall_us_a), _us(r.mean_wall_us_b),
-                  _us(r.mean_kernel_us_a), _us(r.mean_kernel_us_b))
+        t.add_row(str(r.position), us(r.mean_wall_us_a), us(r.mean_wall_us_b),
+                  us(r.mean_kernel_us_a), us(r.mean_kernel_us_b))
     return t

@@ -1,8 +1,9 @@
 """PNG plots with matplotlib's Agg backend (no display needed).
 
-A sweep folder gives latency vs batch size per backend (p50 line, p90 and p99 marks), speedup
-bars vs the baseline per batch size, throughput vs batch size, and kernel time per step by
-category for every finished cell. A run (or any trace) gives its kernel time by category.
+A sweep gives latency vs batch size per backend (p50 line, p90 and p99 marks), speedup bars vs
+the baseline per batch size, throughput vs batch size, and kernel time per step by category for
+every finished cell. A run (or any trace) gives its kernel time by category. Drawing only:
+commands.plot finds the sweep or run and computes what is drawn.
 """
 
 from __future__ import annotations
@@ -36,18 +37,11 @@ def _pyplot():
 
 def _save(fig, path: Path) -> Path:
     """Write the PNG atomically (temp file + rename), like every other export."""
-    import os
-    import tempfile
+    from ..fsutil import write_with
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
     try:
-        fig.savefig(tmp, format="png", dpi=130, bbox_inches="tight")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        write_with(path, lambda tmp: fig.savefig(tmp, format="png", dpi=130,
+                                                 bbox_inches="tight"))
     finally:
         import matplotlib.pyplot as plt
 
@@ -175,24 +169,20 @@ def category_bars(labels: list[str], per_label: list[dict[str, float]], title: s
     return _save(fig, out)
 
 
-def sweep_plots(sweep_dir: Path, out: Path) -> list[Path]:
+def sweep_plots(frame: pd.DataFrame, manifest, out: Path) -> list[Path]:
+    """latency.png, speedup.png, throughput.png and categories.png of a sweep's benchmark
+    table (a frame with at least one finished cell) and manifest."""
     from ..sweep import OK, grid_cells
-    from .benchmark import benchmark_table, load_sweep
 
-    folder, manifest = load_sweep(sweep_dir)
-    frame = benchmark_table(folder, manifest)
-    model = manifest["model"]
-    if not (frame["status"] == "ok").any():
-        raise UserError(f"{folder}: no cell of this sweep finished; nothing to plot")
+    model = manifest.model
     written = [latency_plot(frame, model, out / "latency.png"),
-               speedup_plot(frame, model, manifest["baseline"], out / "speedup.png"),
+               speedup_plot(frame, model, manifest.baseline, out / "speedup.png"),
                throughput_plot(frame, model, out / "throughput.png")]
-    cells = [(name, cell) for name, cell in grid_cells(manifest)
-             if cell.get("status") == OK and (cell.get("metrics") or {}).get(
-                 "categories_us_per_step")]
-    if cells and any(sum(c["metrics"]["categories_us_per_step"].values()) > 0 for _, c in cells):
-        labels = [f"{c['backend']} bs{c['batch_size']}" for _, c in cells]
-        data = [c["metrics"]["categories_us_per_step"] for _, c in cells]
+    cells = [cell for _, cell in grid_cells(manifest)
+             if cell.status == OK and (cell.metrics or {}).get("categories_us_per_step")]
+    if cells and any(sum(c.metrics["categories_us_per_step"].values()) > 0 for c in cells):
+        labels = [f"{c.backend} bs{c.batch_size}" for c in cells]
+        data = [c.metrics["categories_us_per_step"] for c in cells]
         written.append(category_bars(labels, data, _title(
             "GPU kernel time by category, per cell", model, _devices(frame)),
             out / "categories.png"))
@@ -202,46 +192,18 @@ def sweep_plots(sweep_dir: Path, out: Path) -> list[Path]:
     return written
 
 
-def run_plots(target: str, out: Path | None) -> list[Path]:
-    import json
-
-    from ..trace.diff import steps_of
-    from ..trace.summary import resolve_target
-
-    resolved = resolve_target(target)
-    summary = resolved.summary()
-    steps = steps_of(summary)
-    cats = {r.category: float(r.total_us) / steps for r in summary.kernels.categories.itertuples()}
-    if not cats:
-        raise UserError(f"{target}: the trace holds no GPU kernels; nothing to plot")
-    device = summary.devices[0]["name"] if summary.devices else "unknown device"
-    model = ""
-    if resolved.result_json is not None:
-        run_dir = resolved.result_json.parent
-        try:
-            model = json.loads(resolved.result_json.read_text()).get("model", "")
-        except (OSError, ValueError):
-            model = ""
-    else:
-        run_dir = resolved.path.parent
-    name = run_dir.name
-    out = out if out is not None else run_dir / "plots"
+def run_plot(cats: dict[str, float], share: dict[str, float], steps: int, name: str,
+             model: str, device: str, out: Path) -> Path:
+    """<name>_categories.png: kernel time per step by category (``cats``, µs), each labelled
+    with its Tensor Core share."""
     labels = sorted(cats, key=cats.get, reverse=True)
-    share = {r.category: r.tensor_core_pct for r in summary.kernels.categories.itertuples()}
     labels_shown = [f"{c} ({share[c]:.0f} % TC)" if share.get(c) else c for c in labels]
     title = (f"GPU kernel time by category: {name} ({steps} profiled steps)\n"
              f"{model + ' on ' if model else ''}{device}; TC = share on Tensor Cores")
-    return [category_bars(labels_shown, [{c: cats[c]} for c in labels], title,
-                          out / f"{name}_categories.png", legend=False)]
+    return category_bars(labels_shown, [{c: cats[c]} for c in labels], title,
+                         out / f"{name}_categories.png", legend=False)
 
 
-def plot(target: str, out: Path | None) -> list[Path]:
-    from ..sweep import MANIFEST
-
-    path = Path(target)
-    for candidate in (path, Path("runs") / target):
-        folder = candidate.parent if candidate.name == MANIFEST else candidate
-        if (folder / MANIFEST).is_file():
-            return sweep_plots(folder, out if out is not None else folder / "plots")
-    _pyplot()  # say so early when matplotlib is missing
-    return run_plots(target, out)
+def require_matplotlib() -> None:
+    """Say so early when matplotlib is missing."""
+    _pyplot()

@@ -9,58 +9,53 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ..runs import RESULT_FILE, Generation, Numerics, RunResult, result_text
 from .console import make_console
+from .fmt import fixed, ms, significant
 
 
-def print_json(result: dict) -> None:
-    sys.stdout.write(json.dumps(result, indent=2, default=str) + "\n")
+def print_json(result: RunResult) -> None:
+    sys.stdout.write(result_text(result))
 
 
-def _ms(value: float) -> str:
-    return f"{value:.3f}"
-
-
-def print_result(result: dict) -> None:
-    timing = result["timing"]
-    backend = result["backend"]
-    env = result["environment"]
-    gpu = env.get("gpu") or {}
-    table = Table(title=f"{result['model']} · {backend['name']} · bs {result['batch_size']} · "
+def print_result(result: RunResult) -> None:
+    timing, backend = result.timing, result.backend
+    gpu = result.environment.gpu or {}
+    table = Table(title=f"{result.model} · {backend.name} · bs {result.batch_size} · "
                         f"{gpu.get('name', 'CPU')}", title_justify="left")
     columns = ["mean ms", "std", "min", "p50", "p90", "p95", "p99", "max", "samples/s", "prepare s"]
-    cells = [*(_ms(timing[k]) for k in ("mean_ms", "std_ms", "min_ms", "p50_ms", "p90_ms",
-                                        "p95_ms", "p99_ms", "max_ms")),
-             f"{timing['throughput_samples_per_s']:.1f}",
-             f"{timing['prepare_s'] + timing['first_call_s']:.2f}"]
+    cells = [*(ms(getattr(timing, k)) for k in ("mean_ms", "std_ms", "min_ms", "p50_ms",
+                                                 "p90_ms", "p95_ms", "p99_ms", "max_ms")),
+             f"{timing.throughput_samples_per_s:.1f}",
+             f"{timing.prepare_s + timing.first_call_s:.2f}"]
     # compiled backends: the compile (or cache load) part of prepare, as its own figure
-    for key, column in (("compile_s", "compile s"), ("load_s", "cache load s")):
-        if key in backend["notes"]:
+    for value, column in ((backend.compile_s, "compile s"), (backend.cache_load_s, "cache load s")):
+        if value is not None:
             columns.append(column)
-            cells.append(f"{backend['notes'][key]:.2f}")
+            cells.append(f"{value:.2f}")
     for column in columns:
         table.add_column(column, justify="right")
     table.add_row(*cells)
     console = make_console()
     console.print(table)
-    if result.get("generation"):
-        _print_generation(console, result["generation"], result.get("numerics"))
-    _print_numerics(console, result.get("numerics"))
-    precision = result.get("precision", {})
-    unit = "generations" if result.get("generation") else "iterations"
-    console.print(f"{timing['iters']} {unit} after {timing['warmup_iters']} warm-up, "
-                  f"{timing['timer']}, synchronized every {unit[:-1]}; TF32 "
-                  f"{'on' if precision.get('tf32') else 'off'}", highlight=False)
-    for line in describe_notes(backend["notes"]):
+    if result.generation is not None:
+        _print_generation(console, result.generation, result.numerics)
+    _print_numerics(console, result.numerics)
+    unit = "generations" if result.generation is not None else "iterations"
+    console.print(f"{timing.iters} {unit} after {timing.warmup_iters} warm-up, "
+                  f"{timing.timer}, synchronized every {unit[:-1]}; TF32 "
+                  f"{'on' if result.precision and result.precision.tf32 else 'off'}",
+                  highlight=False)
+    for line in describe_notes(backend.extra):
         console.print(line, highlight=False)
-    for warning in backend["notes"].get("warnings", []):
+    for warning in backend.warnings:
         console.print(f"[bold yellow]warning:[/] {escape(warning)}", highlight=False)
-    output = result.get("output", {})
-    if output.get("finite") is False:
+    if result.output.finite is False:
         console.print("[bold red]warning:[/] the output holds NaN or Inf values")
-    if result.get("artifacts"):
-        console.print(f"files:   {', '.join(result['artifacts'])}", highlight=False)
-    console.print(f"trace:   {', '.join(result['trace']['files'])}", highlight=False)
-    console.print(f"results: {result['latency_csv'].rsplit('/', 1)[0]}/result.json", highlight=False)
+    if backend.artifacts:
+        console.print(f"files:   {', '.join(backend.artifacts)}", highlight=False)
+    console.print(f"trace:   {', '.join(result.trace.files)}", highlight=False)
+    console.print(f"results: {result.run_dir}/{RESULT_FILE}", highlight=False)
 
 
 # backend notes that stay in result.json only (too long for the terminal, or shown elsewhere)
@@ -87,56 +82,50 @@ def describe_notes(notes: dict) -> list[str]:
     return lines
 
 
-def _figure(value, digits: int = 3) -> str:
-    return "[red]not finite[/]" if value is None else f"{value:.{digits}g}"
-
-
-def _print_numerics(console: Console, numerics: dict | None) -> None:
+def _print_numerics(console: Console, numerics: Numerics | None) -> None:
     """The numeric check against the FP32 eager reference, as a one-row table."""
-    if not numerics or "skipped" in numerics:
+    if numerics is None or numerics.skipped is not None:
         return
     table = Table(title="numerics vs FP32 eager reference", title_justify="left")
     for column in ("max abs err", "mean abs err", "rel L2 err", "cosine", "top-1 agree"):
         table.add_column(column, justify="right")
-    top1 = numerics.get("top1_agreement")
-    table.add_row(_figure(numerics["max_abs_error"]), _figure(numerics["mean_abs_error"]),
-                  _figure(numerics["rel_l2_error"]), _figure(numerics["cosine_similarity"], 6),
-                  "-" if top1 is None and numerics["finite"] else _figure(top1, 4))
+    top1 = numerics.top1_agreement
+    table.add_row(significant(numerics.max_abs_error), significant(numerics.mean_abs_error),
+                  significant(numerics.rel_l2_error), significant(numerics.cosine_similarity, 6),
+                  "-" if top1 is None and numerics.finite else significant(top1, 4))
     console.print(table)
-    if not numerics["finite"]:
+    if not numerics.finite:
         console.print("[bold red]warning:[/] NaN or Inf in the output or the reference: the "
                       "numeric check fails")
 
 
-def _optional_ms(value) -> str:
-    return "-" if value is None else _ms(value)
-
-
-def _print_generation(console: Console, generation: dict, numerics: dict | None) -> None:
+def _print_generation(console: Console, generation: Generation,
+                      numerics: Numerics | None) -> None:
     """--workload generate: time to first token, per-token latency, tokens/s, and the token
     agreement with FP32 eager generation (the main table above is whole generations)."""
-    table = Table(title=f"generation ({generation['kind']}, {generation['max_new_tokens']} new "
-                        f"tokens, input {generation['input_len']})", title_justify="left")
-    per_token = generation["per_token_ms"]
-    columns = {"TTFT p50": _ms(generation["ttft_ms"]["p50"]),
-               "encode ms": _optional_ms((generation.get("encode_ms") or {}).get("mean")),
-               "token mean": _optional_ms(per_token["mean"]),
-               "token p50": _optional_ms(per_token["p50"]),
-               "token p90": _optional_ms(per_token["p90"]),
-               "token p99": _optional_ms(per_token["p99"]),
-               "tokens/s": f"{generation['tokens_per_s']:.1f}",
-               "seq p50 ms": _ms(generation["sequence_ms"]["p50"])}
-    if numerics and "tokens" in numerics:
-        encoder = numerics.get("encoder_output")
-        columns["enc rel L2"] = "-" if encoder is None else _figure(encoder["rel_l2_error"])
-        columns["logits rel L2"] = _figure(numerics["first_step_logits"]["rel_l2_error"])
-        columns["tokens equal"] = f"{numerics['tokens']['positions_equal']:.3f}"
-        columns["seqs identical"] = f"{numerics['tokens']['sequences_identical']:.3f}"
+    table = Table(title=f"generation ({generation.kind}, {generation.max_new_tokens} new "
+                        f"tokens, input {generation.input_len})", title_justify="left")
+    per_token = generation.per_token_ms
+    columns = {"TTFT p50": fixed(generation.ttft_ms.p50, ".3f"),
+               "encode ms": fixed(generation.encode_ms.mean if generation.encode_ms else None,
+                                  ".3f"),
+               "token mean": fixed(per_token.mean, ".3f"),
+               "token p50": fixed(per_token.p50, ".3f"),
+               "token p90": fixed(per_token.p90, ".3f"),
+               "token p99": fixed(per_token.p99, ".3f"),
+               "tokens/s": f"{generation.tokens_per_s:.1f}",
+               "seq p50 ms": fixed(generation.sequence_ms.p50, ".3f")}
+    if numerics is not None and numerics.tokens is not None:
+        encoder, logits = numerics.encoder_output, numerics.first_step_logits
+        columns["enc rel L2"] = "-" if encoder is None else significant(encoder.rel_l2_error)
+        columns["logits rel L2"] = "-" if logits is None else significant(logits.rel_l2_error)
+        columns["tokens equal"] = f"{numerics.tokens.positions_equal:.3f}"
+        columns["seqs identical"] = f"{numerics.tokens.sequences_identical:.3f}"
     for column in columns:
         table.add_column(column, justify="right")
     table.add_row(*columns.values())
     console.print(table)
-    steps = generation["step_ms_by_position"]
+    steps = generation.step_ms_by_position
     shown = sorted({0, 1, len(steps) // 2, len(steps) - 1} & set(range(len(steps))))
     console.print("step ms by position: " + ", ".join(f"#{k} {steps[k]:.3f}" for k in shown),
                   highlight=False)

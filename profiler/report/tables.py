@@ -3,34 +3,13 @@ except formatting."""
 
 from __future__ import annotations
 
-
 from rich.console import Console
 from rich.table import Table
 
 from ..trace.overview import BREAKDOWN
 from .console import make_console
-from .fmt import head, missing, pct
+from .fmt import count, head, pct, size_bytes, us
 from ..trace.summary import Summary
-
-VIEWS = ("all", "overview", "kernels", "categories", "operators", "phases")
-
-
-def _us(value) -> str:
-    if missing(value):
-        return "-"
-    if abs(value) >= 1e6:
-        return f"{value / 1e6:,.2f} s"
-    if abs(value) >= 1e3:
-        return f"{value / 1e3:,.2f} ms"
-    return f"{value:,.1f} µs"
-
-
-def _num(value, digits=0) -> str:
-    if missing(value):
-        return "-"
-    if isinstance(value, float) and not value.is_integer() or digits:
-        return f"{value:,.{digits or 2}f}"
-    return f"{int(value):,}"
 
 
 def print_summary(summary: Summary, view: str = "all", top: int = 20,
@@ -66,10 +45,10 @@ def overview_tables(summary: Summary, top: int, console: Console) -> None:
     facts.add_column("value", justify="right")
     facts.add_column("what it means", style="dim")
     facts.add_row("steps", str(len(o.steps)), "CPU-side ProfilerStep#N spans (GPU copies not counted)")
-    facts.add_row("mean step time", _us(o.mean_step_us),
+    facts.add_row("mean step time", us(o.mean_step_us),
                   "step span extended to the end of the GPU work it launched")
     if len(o.steps):
-        facts.add_row("mean CPU step span", _us(float(o.steps["cpu_step_us"].mean())),
+        facts.add_row("mean CPU step span", us(float(o.steps["cpu_step_us"].mean())),
                       "ProfilerStep#N duration on the CPU thread")
     for d in o.devices:
         name = f"GPU {d.device}"
@@ -84,14 +63,14 @@ def overview_tables(summary: Summary, top: int, console: Console) -> None:
                       pct(d.theoretical_occupancy_pct),
                       "occupancy calculator on regs/smem/block size, kernel-time weighted")
         facts.add_row(f"{name} idle gaps between GPU work",
-                      f"{d.idle_gaps:,} gaps, {_us(d.idle_total_us)}",
-                      f"largest {_us(d.idle_largest_us)}, median {_us(d.idle_median_us)}; "
+                      f"{d.idle_gaps:,} gaps, {us(d.idle_total_us)}",
+                      f"largest {us(d.idle_largest_us)}, median {us(d.idle_median_us)}; "
                       "many short gaps = launch-bound")
     if k.total_kernel_us:
         facts.add_row("kernel time on Tensor Cores", pct(100 * k.tensor_core_share),
-                      f"of all kernel time ({_us(k.tensor_core_us)} of {_us(k.total_kernel_us)})")
+                      f"of all kernel time ({us(k.tensor_core_us)} of {us(k.total_kernel_us)})")
         facts.add_row("  … of GEMM + convolution time", pct(100 * k.tensor_core_share_of_matrix),
-                      f"{_us(k.matrix_tensor_core_us)} of {_us(k.matrix_us)}")
+                      f"{us(k.matrix_tensor_core_us)} of {us(k.matrix_us)}")
         if k.tensor_core_unknown_us:
             facts.add_row("  undecided (name gives no evidence)",
                           pct(100 * k.tensor_core_unknown_us / k.total_kernel_us),
@@ -104,15 +83,15 @@ def overview_tables(summary: Summary, top: int, console: Console) -> None:
         for col in ("step", "step time", "CPU span", *BREAKDOWN, "GPU util", "kernels"):
             steps.add_column(col, justify="left" if col == "step" else "right")
         for row in o.steps.itertuples():
-            steps.add_row(row.step, _num(row.step_us), _num(row.cpu_step_us),
-                          *[_num(getattr(row, r)) for r in BREAKDOWN],
-                          pct(row.gpu_utilization_pct), _num(row.kernels))
+            steps.add_row(row.step, count(row.step_us), count(row.cpu_step_us),
+                          *[count(getattr(row, r)) for r in BREAKDOWN],
+                          pct(row.gpu_utilization_pct), count(row.kernels))
         if len(o.steps) > 1:
-            steps.add_row("[b]mean[/b]", _num(o.mean_step_us),
-                          _num(float(o.steps["cpu_step_us"].mean())),
-                          *[_num(o.breakdown_us[r]) for r in BREAKDOWN],
+            steps.add_row("[b]mean[/b]", count(o.mean_step_us),
+                          count(float(o.steps["cpu_step_us"].mean())),
+                          *[count(o.breakdown_us[r]) for r in BREAKDOWN],
                           pct(float(o.steps["gpu_utilization_pct"].mean())),
-                          _num(float(o.steps["kernels"].mean())))
+                          count(float(o.steps["kernels"].mean())))
         console.print(steps)
 
 
@@ -122,16 +101,14 @@ def categories_table(summary: Summary) -> Table:
                 "on Tensor Cores"):
         t.add_column(col, justify="left" if col == "category" else "right")
     for r in summary.kernels.categories.itertuples():
-        t.add_row(r.category, _num(r.kernels), _num(r.calls), _us(r.total_us),
+        t.add_row(r.category, count(r.kernels), count(r.calls), us(r.total_us),
                   pct(r.share_pct), pct(r.tensor_core_pct))
     return t
 
 
 def kernels_table(summary: Summary, top: int) -> Table:
     table = summary.kernels.table
-    title = "Kernels by total time" + (f" (top {top} of {len(table)})" if top and
-                                       len(table) > top else "")
-    t = Table(title=title, title_justify="left")
+    t = Table(title=_top_title("Kernels by total time", top, len(table)), title_justify="left")
     t.add_column("kernel (short name; full name in --out/--json)", no_wrap=True,
                  overflow="ellipsis", max_width=50)
     t.add_column("category")
@@ -140,8 +117,8 @@ def kernels_table(summary: Summary, top: int) -> Table:
     t.add_column("Tensor Cores")
     t.add_column("launched by (operator)", no_wrap=True, overflow="ellipsis", max_width=36)
     for r in head(table, top).itertuples():
-        t.add_row(r.kernel, r.category, _num(r.calls), _us(r.total_us), _us(r.mean_us),
-                  _us(r.median_us), _us(r.min_us), _us(r.max_us), pct(r.share_pct),
+        t.add_row(r.kernel, r.category, count(r.calls), us(r.total_us), us(r.mean_us),
+                  us(r.median_us), us(r.min_us), us(r.max_us), pct(r.share_pct),
                   r.tensor_core, r.top_operator)
     return t
 
@@ -156,29 +133,27 @@ def launch_table(summary: Summary, top: int) -> Table:
                  "occupancy: Kineto est.", "occupancy: theoretical (computed)", "configs"):
         t.add_column(name, justify="right")
     for r in head(table, top).itertuples():
-        t.add_row(r.kernel, _num(r.registers_per_thread), _bytes(r.shared_memory_bytes),
-                  r.block, r.grid, _num(r.blocks_per_sm, 1), _num(r.warps_per_sm, 1),
+        t.add_row(r.kernel, count(r.registers_per_thread), size_bytes(r.shared_memory_bytes),
+                  r.block, r.grid, count(r.blocks_per_sm, 1), count(r.warps_per_sm, 1),
                   pct(r.kineto_est_occupancy_pct), pct(r.theoretical_occupancy_pct),
-                  _num(r.launch_configs))
+                  count(r.launch_configs))
     return t
 
 
 def operators_table(summary: Summary, top: int) -> Table:
     ops = summary.overview.operators
-    title = "CPU operators by total CPU time" + (f" (top {top} of {len(ops)})" if top and
-                                                 len(ops) > top else "")
-    t = Table(title=title, title_justify="left")
+    t = Table(title=_top_title("CPU operators by total CPU time", top, len(ops)),
+              title_justify="left")
     t.add_column("operator", no_wrap=True, overflow="ellipsis", max_width=60)
     for name in ("calls", "CPU total (incl. children)", "CPU self",
                  "kernels launched", "kernel time launched"):
         t.add_column(name, justify="right")
     for r in head(ops, top).itertuples():
-        t.add_row(r.operator, _num(r.calls), _us(r.cpu_total_us), _us(r.cpu_self_us),
-                  _num(r.kernels), _us(r.kernel_us))
+        t.add_row(r.operator, count(r.calls), us(r.cpu_total_us), us(r.cpu_self_us),
+                  count(r.kernels), us(r.kernel_us))
     return t
 
 
-def _bytes(value) -> str:
-    if missing(value) or value < 0:
-        return "-"
-    return f"{value / 1024:.1f} KB" if value >= 1024 else f"{int(value)} B"
+def _top_title(title: str, top: int, rows: int) -> str:
+    """``title (top K of N)`` when the table is cut to its top rows."""
+    return title + (f" (top {top} of {rows})" if top and rows > top else "")

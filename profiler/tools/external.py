@@ -11,9 +11,12 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import TYPE_CHECKING, Iterable, Optional
 
 from ..errors import UserError
+
+if TYPE_CHECKING:
+    from ..config import RunConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 PROFILE_PY = ROOT / "profile.py"
@@ -72,10 +75,12 @@ def run_logged(command: list[str], log_path: Path, env: Optional[dict] = None,
     return Finished(process.returncode, "".join(lines))
 
 
-def harness_command(backend: str, bs: int, model: str, extra: list[str]) -> list[str]:
-    """``python profile.py run ...`` as a list, with this Python."""
-    return [sys.executable, str(PROFILE_PY), "run", "--backend", backend, "--bs", str(bs),
-            "--model", model, *extra]
+def harness_command(config: "RunConfig") -> list[str]:
+    """``python profile.py run ...`` as a list, with this Python, giving every option of
+    ``config``."""
+    from ..config import run_argv
+
+    return [sys.executable, str(PROFILE_PY), "run", *run_argv(config.options())]
 
 
 def last_line_with(text: str, words: Iterable[str]) -> Optional[str]:

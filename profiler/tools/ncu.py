@@ -29,11 +29,15 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Optional
 
+from ..config import RunConfig
 from ..errors import UserError
-from ..fsutil import write_json_atomic, write_text_atomic
+from ..trace.hardware import agreement_share, hardware_join, read_ncu_csv
+from ..runs import RESULT_FILE, resolve_target
+from ..fsutil import move_into, write_json_atomic, write_text_atomic
 from .external import harness_command, last_line_with, locate, run_logged
 
 NVTX_DOMAIN = "infer-profiler"  # the harness's NVTX domain (harness.NVTX_DOMAIN; no torch here)
@@ -113,95 +117,125 @@ def ncu_env() -> dict:
     return env
 
 
-def run(backend: str, bs: int, model: str = "resnet50", top: int = 10, step: Optional[int] = None,
-        launch_count: int = 200, name: Optional[str] = None, runs_dir: Path = Path("runs"),
-        tb_dir: Path = Path("tb_logs"), reuse: bool = False, chip: Optional[str] = None,
-        echo=print) -> dict:
-    from ..config import RunConfig
-    from ..trace.hardware import agreement_share, hardware_join, read_ncu_csv
-    from ..trace.summary import resolve_target
+@dataclass
+class Measured:
+    """What the run under ncu gave: the command, the report, the metrics it took."""
 
+    command: list[str]
+    report: Path
+    metrics: list[str]
+    skipped: list[str]
+
+
+def run(options: dict, top: int = 10, step: Optional[int] = None, launch_count: int = 200,
+        reuse: bool = False, chip: Optional[str] = None, echo=print) -> dict:
+    """``options``: RunConfig field -> value, as for `run`; both runs get them all."""
     ncu = locate_ncu()
-    config = RunConfig(backend=backend, batch_size=bs, model=model, name=name,
-                       runs_dir=runs_dir, tb_dir=tb_dir)  # validates the names
+    config = RunConfig(**options)  # validates the options and names
     if top < 0:
         raise UserError(f"--top must be 0 (all kernels of the step) or more (got {top})")
     step = config.wait + config.warmup if step is None else step
-    run_dir = runs_dir / config.run_name
-    same = ["--name", name] if name else []
-    env = ncu_env()
-
-    # 1. the kernel table, from an ordinary run (or the one already there)
-    if not (reuse and (run_dir / "result.json").is_file()):
-        echo(f"ncu 1/3: ordinary run for the kernel table ({config.run_name})")
-        first = subprocess.run(harness_command(backend, bs, model, [
-            *same, "--runs-dir", str(runs_dir), "--tb-dir", str(tb_dir)]), env=env)
-        if first.returncode != 0:
-            raise UserError(f"the run without ncu failed (status {first.returncode}); see above")
-    target = resolve_target(str(run_dir))
-    summary = target.summary()
-    table = summary.kernels.table
+    run_dir = config.runs_dir / config.run_name
+    table = kernel_table(config, reuse, echo)
     chosen = table if not top else table.head(top)
     name_regex = kernel_regex(list(chosen["name"])) if top else None
-
-    # 2. the harness under ncu, into a scratch folder
-    scratch = Path(tempfile.mkdtemp(prefix=f".{config.run_name}.ncu-partial-", dir=runs_dir))
+    scratch = Path(tempfile.mkdtemp(prefix=f".{config.run_name}.ncu-partial-",
+                                    dir=config.runs_dir))
     try:
-        log = scratch / "ncu.log"
-        query = subprocess.run(query_command(ncu, chip), capture_output=True, text=True)
-        available = parse_query_metrics(query.stdout) if query.returncode == 0 else None
-        write_text_atomic(scratch / "query-metrics.txt", query.stdout + query.stderr)
-        metrics, skipped = choose_metrics(available or None)
-        run_args = harness_command(backend, bs, model, [
-            *same, "--capture", "cuda-profiler-api", "--iters", "10", "--timed-warmup", "3",
-            "--runs-dir", str(scratch / "runs"), "--tb-dir", str(scratch / "tb_logs")])
-        report_base = scratch / "ncu"
-        for attempt in range(4):
-            command = profile_command(ncu, metrics, report_base, step, name_regex, launch_count,
-                                      run_args)
-            echo(f"ncu 2/3: {len(metrics)} metrics, NVTX {nvtx_filter(step)!r}, "
-                 f"{len(chosen)} kernels, at most {launch_count} launches")
-            done = run_logged(command, log, env=env)
-            missing = [m for m in missing_metrics(done.output) if m in metrics]
-            if done.returncode == 0 or not missing or attempt == 3:
-                break
-            skipped += missing
-            metrics = [m for m in metrics if m not in missing]
-        report = report_base.with_suffix(".ncu-rep")
-        if done.returncode != 0 or not report.is_file():
-            why = last_line_with(done.output, ("==error==", "error")) or \
-                f"exit status {done.returncode}"
-            raise UserError(f"ncu did not write a report: {why} (log: {run_dir / 'ncu.log'})")
-
-        # 3. CSV, join, agreement
-        csv_result = subprocess.run(import_command(ncu, report), capture_output=True, text=True)
-        if csv_result.returncode != 0:
-            raise UserError(f"ncu --import failed: {csv_result.stderr.strip()[-300:]}")
-        write_text_atomic(scratch / "ncu.csv", csv_result.stdout)
-        raw = read_ncu_csv(scratch / "ncu.csv")
+        metrics, skipped = query_metrics(ncu, chip, scratch)
+        measured = profile_step(ncu, config, scratch, step, name_regex, launch_count,
+                                (metrics, skipped), len(chosen), run_dir, echo)
+        raw = export_csv(ncu, measured.report, scratch)
         joined = hardware_join(table, raw)
-        agreement = agreement_share(joined)
-        profiled = set(joined.loc[joined["rules_vs_hardware"] != "not profiled", "name"])
-        result = {
-            "run": config.run_name, "ncu": ncu, "step": step, "nvtx_include": nvtx_filter(step),
-            "kernel_regex": name_regex, "launch_count": launch_count, "top": top,
-            "top_kernels": list(chosen["name"]),
-            "top_kernels_not_profiled": [n for n in chosen["name"] if n not in profiled],
-            "launches_profiled": int(len(raw)), "metrics_collected": [
-                m for m in metrics if m in raw.columns], "metrics_skipped": skipped,
-            "profile_command": command, "import_command": import_command(ncu, report),
-            "env": {"TORCHINDUCTOR_COMPILE_THREADS": "1"}, **agreement.to_dict(),
-        }
+        result = describe(config, ncu, step, name_regex, launch_count, top, chosen, raw, joined,
+                          measured)
         write_json_atomic(scratch / "ncu.json", result)
     finally:  # whatever ncu left, also when it failed (the log says why)
-        run_dir.mkdir(parents=True, exist_ok=True)
-        for file_name in ("ncu.csv", "ncu.ncu-rep", "ncu.log", "ncu.json", "query-metrics.txt"):
-            if (scratch / file_name).exists():
-                os.replace(scratch / file_name, run_dir / file_name)
-        shutil.rmtree(scratch, ignore_errors=True)
+        keep_outputs(scratch, run_dir)
     result["joined"] = joined
-    result["agreement"] = agreement
+    result["agreement"] = agreement_share(joined)
     return result
+
+
+def kernel_table(config: RunConfig, reuse: bool, echo=print):
+    """1. The kernel table, from an ordinary run (or, with --reuse, the one already there)."""
+    run_dir = config.runs_dir / config.run_name
+    if not (reuse and (run_dir / RESULT_FILE).is_file()):
+        echo(f"ncu 1/3: ordinary run for the kernel table ({config.run_name})")
+        first = subprocess.run(harness_command(config), env=ncu_env())
+        if first.returncode != 0:
+            raise UserError(f"the run without ncu failed (status {first.returncode}); see above")
+    return resolve_target(str(run_dir)).summary().kernels.table
+
+
+def query_metrics(ncu: str, chip: Optional[str], scratch: Path) -> tuple[list[str], list[str]]:
+    """The metrics this chip has, of those wanted (``ncu --query-metrics``, kept beside)."""
+    query = subprocess.run(query_command(ncu, chip), capture_output=True, text=True)
+    available = parse_query_metrics(query.stdout) if query.returncode == 0 else None
+    write_text_atomic(scratch / "query-metrics.txt", query.stdout + query.stderr)
+    return choose_metrics(available or None)
+
+
+def profile_step(ncu: str, config: RunConfig, scratch: Path, step: int,
+                 name_regex: Optional[str], launch_count: int,
+                 metrics_skipped: tuple[list[str], list[str]], kernels: int, run_dir: Path,
+                 echo=print) -> Measured:
+    """2. The harness under ncu, into the scratch folder; a metric ncu says it cannot find is
+    dropped and the run tried again (at most four tries)."""
+    metrics, skipped = metrics_skipped
+    under_ncu = replace(config, capture="cuda-profiler-api", iters=10, timed_warmup=3,
+                        runs_dir=scratch / "runs", tb_dir=scratch / "tb_logs")
+    report_base = scratch / "ncu"
+    for attempt in range(4):
+        command = profile_command(ncu, metrics, report_base, step, name_regex, launch_count,
+                                  harness_command(under_ncu))
+        echo(f"ncu 2/3: {len(metrics)} metrics, NVTX {nvtx_filter(step)!r}, "
+             f"{kernels} kernels, at most {launch_count} launches")
+        done = run_logged(command, scratch / "ncu.log", env=ncu_env())
+        missing = [m for m in missing_metrics(done.output) if m in metrics]
+        if done.returncode == 0 or not missing or attempt == 3:
+            break
+        skipped += missing
+        metrics = [m for m in metrics if m not in missing]
+    report = report_base.with_suffix(".ncu-rep")
+    if done.returncode != 0 or not report.is_file():
+        why = last_line_with(done.output, ("==error==", "error")) or \
+            f"exit status {done.returncode}"
+        raise UserError(f"ncu did not write a report: {why} (log: {run_dir / 'ncu.log'})")
+    return Measured(command, report, metrics, skipped)
+
+
+def export_csv(ncu: str, report: Path, scratch: Path):
+    """3. The report as ncu.csv (raw page, demangled names) and read back."""
+    csv_result = subprocess.run(import_command(ncu, report), capture_output=True, text=True)
+    if csv_result.returncode != 0:
+        raise UserError(f"ncu --import failed: {csv_result.stderr.strip()[-300:]}")
+    write_text_atomic(scratch / "ncu.csv", csv_result.stdout)
+    return read_ncu_csv(scratch / "ncu.csv")
+
+
+def describe(config: RunConfig, ncu: str, step: int, name_regex: Optional[str],
+             launch_count: int, top: int, chosen, raw, joined, measured: Measured) -> dict:
+    """ncu.json: what was asked for, what was measured, and where the name rules agree."""
+    profiled = set(joined.loc[joined["rules_vs_hardware"] != "not profiled", "name"])
+    return {
+        "run": config.run_name, "ncu": ncu, "step": step, "nvtx_include": nvtx_filter(step),
+        "kernel_regex": name_regex, "launch_count": launch_count, "top": top,
+        "top_kernels": list(chosen["name"]),
+        "top_kernels_not_profiled": [n for n in chosen["name"] if n not in profiled],
+        "launches_profiled": int(len(raw)),
+        "metrics_collected": [m for m in measured.metrics if m in raw.columns],
+        "metrics_skipped": measured.skipped, "profile_command": measured.command,
+        "import_command": import_command(ncu, measured.report),
+        "env": {"TORCHINDUCTOR_COMPILE_THREADS": "1"}, **agreement_share(joined).to_dict(),
+    }
+
+
+def keep_outputs(scratch: Path, run_dir: Path) -> None:
+    """Move ncu's files from the scratch folder into the run folder; drop the rest."""
+    names = ("ncu.csv", "ncu.ncu-rep", "ncu.log", "ncu.json", "query-metrics.txt")
+    move_into(run_dir, [scratch / n for n in names if (scratch / n).exists()])
+    shutil.rmtree(scratch, ignore_errors=True)
 
 
 def print_result(result: dict, top: int, echo=print) -> None:

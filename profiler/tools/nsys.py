@@ -17,7 +17,6 @@ into the run folder when it exits. Where ``nsys stats`` works, ``cuda_gpu_kern_s
 from __future__ import annotations
 
 import io
-import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -26,7 +25,7 @@ from typing import Optional
 import pandas as pd
 
 from ..errors import UserError
-from ..fsutil import write_json_atomic, write_text_atomic
+from ..fsutil import move_into, write_json_atomic, write_text_atomic
 from .external import harness_command, last_line_with, locate, run_logged
 
 KNOWN_LOCATIONS = ("/opt/nvidia/nsight-systems/*/bin/nsys", "/usr/local/cuda/bin/nsys",
@@ -106,22 +105,23 @@ def import_failure(output: str) -> str:
     return why or "no error message from nsys"
 
 
-def run(backend: str, bs: int, model: str = "resnet50", name: str = "nsys",
-        runs_dir: Path = Path("runs"), echo=print) -> dict:
+def run(options: dict, echo=print) -> dict:
+    """``options``: RunConfig field -> value, as for `run`; the run under nsys is captured with
+    cuda-profiler-api, once (--repeat 1), its trace folder a scratch one."""
+    from dataclasses import replace
+
     from ..config import RunConfig
 
     nsys = locate_nsys()
-    config = RunConfig(backend=backend, batch_size=bs, model=model, name=name, runs_dir=runs_dir,
-                       capture="cuda-profiler-api")
+    config = RunConfig(**{**options, "capture": "cuda-profiler-api", "repeat": 1})
+    runs_dir = config.runs_dir
     run_dir = runs_dir / config.run_name
     runs_dir.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=f".{config.run_name}.nsys-partial-", dir=runs_dir))
     result: dict = {"run": config.run_name, "nsys": nsys}
     try:
         log = scratch / "nsys.log"
-        run_args = harness_command(backend, bs, model, [
-            "--name", name, "--capture", "cuda-profiler-api", "--repeat", "1",
-            "--runs-dir", str(runs_dir), "--tb-dir", str(scratch / "tb_logs")])
+        run_args = harness_command(replace(config, tb_dir=scratch / "tb_logs"))
         command = profile_command(nsys, scratch / "nsys", run_args)
         result["profile_command"] = command
         echo(f"nsys: {' '.join(command[:8])} ... (log: {run_dir / 'nsys.log'})")
@@ -153,13 +153,8 @@ def run(backend: str, bs: int, model: str = "resnet50", name: str = "nsys",
         else:
             result["stats_error"] = (f"nsys wrote no report (exit status {done.returncode}): "
                                      f"{import_failure(done.output)}")
-        run_dir.mkdir(parents=True, exist_ok=True)
-        kept = []
-        for path in sorted(scratch.iterdir()):
-            if path.is_file():
-                os.replace(path, run_dir / path.name)
-                kept.append(str(run_dir / path.name))
-        result["files"] = kept
+        kept = move_into(run_dir, [p for p in sorted(scratch.iterdir()) if p.is_file()])
+        result["files"] = [str(path) for path in kept]
         result["report"] = str(run_dir / report.name) if report.is_file() or \
             (run_dir / report.name).is_file() else None
         result["qdstrm"] = str(run_dir / qdstrm.name) if qdstrm is not None else None

@@ -313,24 +313,3 @@ def read_ncu_csv(path: Path) -> pd.DataFrame:
         except (OSError, EOFError) as error:
             raise UserError(f"{path} is a damaged gzip file ({error})") from None
     return parse_ncu_csv(data.decode("utf-8", errors="replace"))
-
-
-def find_ncu_csv(target: str, root: Path | None = None) -> Path | None:
-    """``ncu.csv`` for a summarize target: the file itself, or in the run folder (runs/<run>/,
-    also when the target is the run's name or its tb_logs/<run>/ folder)."""
-    root = Path.cwd() if root is None else root
-    path = Path(target).expanduser()
-    if path.is_file() and path.name.endswith((".csv", ".csv.gz")):
-        return path
-    folders = []
-    if path.is_file():  # a trace in tb_logs/<run>/
-        folders += [path.parent, path.parent.parent.parent / "runs" / path.parent.name]
-    elif path.is_dir():
-        folders += [path, path.parent.parent / "runs" / path.name]
-    elif "/" not in target:
-        folders.append(root / "runs" / target)
-    for folder in folders:
-        for name in ("ncu.csv", "ncu.csv.gz"):
-            if (folder / name).is_file():
-                return folder / name
-    return None

@@ -1,8 +1,8 @@
-"""TARGET -> trace file, and trace file -> every table, as plain data."""
+"""A trace file -> every table, as plain data. (Which file a command-line TARGET means is
+profiler.runs' business: analysis takes paths, never folder conventions.)"""
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -10,105 +10,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import UserError
 from .kernels import KernelSummary, kernel_rows, kernel_summary
 from .load import Trace, load_trace
 from .overview import Overview, overview
 from .phases import PhaseSummary, has_phase_spans, phase_summary
 from .rules import RunContext
-
-TRACE_PATTERNS = ("*.pt.trace.json", "*.pt.trace.json.gz")
-LOOSE_PATTERNS = ("*.json", "*.json.gz")
-
-
-@dataclass
-class Target:
-    path: Path
-    note: str | None = None  # e.g. which of several traces was picked
-    result_json: Path | None = None  # the run's result.json, when the target is a run folder
-    context: RunContext | None = None  # what that result.json says about the run's arithmetic
-
-    def summary(self) -> "Summary":
-        """The trace summarized with the run's context (what every view should show)."""
-        return summarize(self.path, self.context)
-
-
-def resolve_target(target: str, root: Path | None = None) -> Target:
-    """A trace file; a run folder (runs/<run>/ with result.json naming its traces); a folder of
-    traces; or a run name looked up as runs/<name> then tb_logs/<name> (also a sweep's cell,
-    <sweep>/<backend>_bs<N>)."""
-    root = Path.cwd() if root is None else root
-    path = Path(target).expanduser()
-    if not path.exists() and not path.is_absolute() and ".." not in Path(target).parts:
-        for base in ("runs", "tb_logs"):
-            if (root / base / target).exists():
-                path = root / base / target
-                break
-    if not path.exists():
-        raise UserError(f"no such file, folder or run: {target} (looked in runs/ and tb_logs/ "
-                        "too)")
-    if path.is_file():
-        return Target(path)
-    candidates = _traces_named_by_result(path, root) or _traces_in_folder(path)
-    if not candidates:
-        raise UserError(f"no trace files in {path}: expected *.pt.trace.json[.gz] or a "
-                        "result.json naming them")
-    result = path / "result.json" if (path / "result.json").is_file() else None
-    context = run_context(result) if result else None
-    if len(candidates) == 1:
-        return Target(candidates[0], result_json=result, context=context)
-    newest = max(candidates, key=lambda p: p.stat().st_mtime)
-    return Target(newest, note=f"{len(candidates)} traces in {path}; using the newest, "
-                               f"{newest.name}", result_json=result, context=context)
-
-
-def run_context(result_path: Path) -> RunContext | None:
-    """The backend precision and TF32 switch a run recorded, if ``result_path`` is one."""
-    try:
-        data = json.loads(result_path.read_text())
-        precision = data["backend"]["precision"]
-        tf32 = data.get("precision", {}).get("tf32")
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None
-    return RunContext(precision=precision, tf32=tf32,
-                      source=f"{data['backend'].get('name', '?')} run, {result_path.name}")
-
-
-def _traces_named_by_result(folder: Path, root: Path) -> list[Path]:
-    result = folder / "result.json"
-    if not result.is_file():
-        return []
-    try:
-        data = json.loads(result.read_text())
-    except (OSError, ValueError) as error:
-        raise UserError(f"{result} is not readable JSON ({error})") from None
-    trace = data.get("trace") if isinstance(data, dict) else None
-    files = trace.get("files") if isinstance(trace, dict) else None
-    if not files:
-        return []
-    found = []
-    for name in files:
-        p = Path(name)
-        # relative names are relative to where `run` was started: usually the folder that holds
-        # runs/, so try the run folder's ancestors too (runs/<run>/, runs/<sweep>/<run>/)
-        bases = [root, Path.cwd(), folder, *list(folder.resolve().parents)[:4]]
-        for candidate in ([p] if p.is_absolute() else [base / p for base in bases]):
-            if candidate.is_file():
-                found.append(candidate)
-                break
-    if not found:
-        raise UserError(f"{result} names trace files that do not exist: {', '.join(files)}")
-    return found
-
-
-def _traces_in_folder(folder: Path) -> list[Path]:
-    for patterns in (TRACE_PATTERNS, LOOSE_PATTERNS):
-        found = sorted({p for pattern in patterns for p in folder.rglob(pattern)
-                        if p.is_file() and p.name != "result.json"})
-        if found:
-            return found
-    return []
-
 
 @dataclass
 class Summary:

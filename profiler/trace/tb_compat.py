@@ -23,14 +23,12 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
-import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UserError
-from ..fsutil import write_text_atomic
+from ..fsutil import write_bytes_atomic, write_text_atomic
 from .load import read_bytes
 
 #: ``cat`` in the trace -> ``cat`` in the copy, with why. The plugin lower-cases ``cat`` and
@@ -102,43 +100,9 @@ def write_compat_copy(trace: Path, out_dir: Path | None = None) -> CompatResult:
         raise UserError(f"--out would overwrite the original trace {trace}")
     text = json.dumps(data, separators=(",", ":"))
     if trace.name.endswith(".gz"):
-        _write_bytes_atomic(target, gzip.compress(text.encode("utf-8"), compresslevel=6))
+        write_bytes_atomic(target, gzip.compress(text.encode("utf-8"), compresslevel=6))
     else:
         write_text_atomic(target, text)
     return CompatResult(source=trace, written=target, renamed=counts)
 
 
-def _write_bytes_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def traces_of(target: str, root: Path | None = None) -> list[Path]:
-    """Every trace of TARGET: a trace file; a folder of traces (tb_logs/<run>/); a run folder
-    whose result.json names its traces; or a bare run name looked up under runs/ and tb_logs/.
-    All traces of a run are converted (one per profiler cycle with --repeat)."""
-    from .summary import _traces_in_folder, _traces_named_by_result
-
-    root = Path.cwd() if root is None else root
-    path = Path(target).expanduser()
-    if not path.exists() and "/" not in target:
-        for base in ("runs", "tb_logs"):
-            if (root / base / target).exists():
-                path = root / base / target
-                break
-    if not path.exists():
-        raise UserError(f"no such trace, folder or run: {target}")
-    if path.is_file():
-        return [path]
-    found = _traces_named_by_result(path, root) or _traces_in_folder(path)
-    found = [p for p in found if not p.parent.name.endswith(COMPAT_SUFFIX)]
-    if not found:
-        raise UserError(f"no trace files in {path}")
-    return found

@@ -118,10 +118,8 @@ def _tensorrt_seq2seq(backend, model, src, config, device):
                             f"per target length {lengths}"})
     engines, split, artifacts = {}, {}, {}
     for part, method, inputs in plan:
-        facts = {"model": config.model, "weights_sha256": weights, "part": part,
-                 "inputs": [[list(t.shape), str(t.dtype).replace("torch.", "")] for t in inputs],
-                 "backend": backend.name, "precision": backend.precision, "tf32": config.tf32,
-                 "compile_options": ttrt.COMPILE_OPTIONS, **environment}
+        facts = ttrt.cache_facts(config, backend.precision, weights, inputs, environment,
+                                  part=part)
         what = f"the {part} engine of {config.model} {backend.name}"
         compiled, part_notes, part_artifacts = ttrt.cached_compile(
             torch_tensorrt, _Part(model, method).eval(), inputs, config, facts, what)

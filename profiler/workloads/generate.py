@@ -21,14 +21,14 @@ from __future__ import annotations
 import csv
 import io
 import time
-from datetime import datetime, timezone
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from rich.markup import escape
 
-from .. import metadata, models, numerics
-from ..config import RunConfig, check_path_component
+from .. import models, numerics
+from ..config import RunConfig
 from ..errors import UserError
 from ..fsutil import write_text_atomic
 from ..timing import latency_stats, percentile
@@ -84,34 +84,19 @@ def _sync(use_cuda: bool) -> None:
 
 
 def collect(config, backend, model, inputs, device, use_cuda, progress, run_stage: Path,
-            tb_stage: Path, tb_run_dir: Path) -> dict:
-    """The generation counterpart of harness._collect: the same result keys, plus
-    ``workload`` and ``generation``; ``numerics`` holds the generation comparisons."""
+            tb_stage: Path):
+    """The generation counterpart of harness._collect: the same phases, one whole generation
+    per iteration and per profiler step; the harness turns what it returns into a RunResult
+    with its ``generation`` block and the generation numerics."""
     from .. import harness
 
     kind = kind_of(model, config)
     check_lengths(model, kind, inputs, config)
     label = f"{config.model} {backend.name} bs{config.batch_size} generate"
     progress.say(f"[bold]{label}[/bold] on {torch.cuda.get_device_name() if use_cuda else 'CPU'}")
-
-    with harness.nvtx_range("prepare"):
-        began = time.perf_counter()
-        generate, notes = _parts(kind, backend, model, inputs, config, device)
-        _sync(use_cuda)
-        prepare_s = time.perf_counter() - began
-        began = time.perf_counter()
-        generate()
-        _sync(use_cuda)
-        first_call_s = time.perf_counter() - began
-    progress.say(f"  prepare {prepare_s:.2f} s, first generation {first_call_s:.2f} s")
-    for warning in notes.get("warnings", []):
-        progress.say(f"  [yellow]warning:[/] {escape(warning)}")
-
-    with harness.nvtx_range("warmup"), progress.bar("warmup", config.timed_warmup) as tick:
-        for _ in range(config.timed_warmup):
-            generate()
-            tick()
-        _sync(use_cuda)
+    generate, notes, prepare_s, first_call_s = _prepare(kind, backend, model, inputs, config,
+                                                        device, use_cuda, progress)
+    harness._warm_up(config, generate, (), use_cuda, progress)
 
     with harness.nvtx_range("timed"), progress.bar("timed", config.iters) as tick:
         per_generation = _timed(generate, config.iters, use_cuda, kind, tick)
@@ -129,10 +114,7 @@ def collect(config, backend, model, inputs, device, use_cuda, progress, run_stag
     else:
         activities, trace_files = [], []
         harness._profile_with_cuda_profiler_api(config, one_generation, (), use_cuda, progress)
-
-    artifacts = dict(notes.pop("artifacts", {}))
-    for file_name, text in artifacts.items():
-        write_text_atomic(run_stage / check_path_component(file_name, "artifact name"), text)
+    notes, artifacts = harness._after_windows(_PreparedNotes(notes), run_stage)
 
     with harness.nvtx_range("numerics"):
         # a fresh generation, cloned at once: CUDA graphs (reduce-overhead) and engines may
@@ -146,56 +128,45 @@ def collect(config, backend, model, inputs, device, use_cuda, progress, run_stag
                      f"{numeric_check['tokens']['positions_equal']:.3f}")
 
     _write_csvs(run_stage, per_generation)
-    env = metadata.environment(torch)
-    env["nvtx"] = harness._nvtx is not None
     run_dir = config.runs_dir / config.run_name
-    sequence_stats = latency_stats([g["sequence_ms"] for g in per_generation], config.batch_size)
-    return {
-        "schema": harness.RESULT_SCHEMA,
-        "run_name": config.run_name,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "model": config.model,
-        "batch_size": config.batch_size,
-        "device": str(device),
-        "workload": "generate",
-        "config": config.to_dict(),
-        "backend": {"name": backend.name, "family": backend.family,
-                    "precision": backend.precision, "notes": notes},
-        "artifacts": sorted(artifacts) + [STEPS_CSV],
-        "numerics": numeric_check,
-        "generation": {"kind": kind, "phases": PHASES[kind], "max_new_tokens":
-                       config.max_new_tokens, "input_len": inputs[0].size(1),
-                       "eos": "ignored: every sequence gets max_new_tokens tokens",
-                       "steps_csv": str(run_dir / STEPS_CSV), **figures},
-        "timing": {
-            "prepare_s": prepare_s,
-            "first_call_s": first_call_s,
-            "timer": "cuda_event" if use_cuda else "perf_counter",
-            "sync": "every generation (device marks per token)",
-            "unit": "one whole generation",
-            "warmup_iters": config.timed_warmup,
-            "iters": config.iters,
-            **sequence_stats,
-        },
-        "output": harness._describe_output(output.tokens),
-        "profile": {
-            "capture": config.capture,
-            "activities": [a.name for a in activities],
-            "schedule": {"wait": config.wait, "warmup": config.warmup, "active": config.active,
-                         "repeat": config.repeat},
-            "steps_run": config.profiled_steps,
-            "step_span": "inference_step",
-            "step_is": "one whole generation",
-            "phase_spans": PHASES[kind],
-            "nvtx_domain": harness.NVTX_DOMAIN if harness._nvtx is not None else None,
-        },
-        "trace": {"dir": str(tb_run_dir), "files": [str(tb_run_dir / f) for f in trace_files]}
-        if trace_files else {"dir": None, "files": [],
-                             "skipped": f"--capture {config.capture}: an outside profiler "
-                             "(nsys, ncu) records the active steps"},
-        "latency_csv": str(run_dir / "latency.csv"),
-        "environment": env,
-    }
+    generation = {"kind": kind, "phases": PHASES[kind], "max_new_tokens": config.max_new_tokens,
+                  "input_len": inputs[0].size(1),
+                  "eos": "ignored: every sequence gets max_new_tokens tokens",
+                  "steps_csv": str(run_dir / STEPS_CSV), **figures}
+    return harness._Collected(
+        prepare_s, first_call_s, [g["sequence_ms"] for g in per_generation], output.tokens,
+        activities, trace_files, notes, artifacts + [STEPS_CSV], numeric_check,
+        generation=generation, unit="one whole generation",
+        sync="every generation (device marks per token)", phase_spans=PHASES[kind])
+
+
+@dataclass
+class _PreparedNotes:
+    """What harness._after_windows reads of a prepared backend: its notes (no measurements of
+    its own after the windows)."""
+
+    notes: dict
+    after_windows: None = None
+
+
+def _prepare(kind, backend, model, inputs, config, device, use_cuda, progress):
+    """prepare: the backend's parts of the loop (compiled or built here), then a first
+    generation; each timed with a synchronize at the end."""
+    from .. import harness
+
+    with harness.nvtx_range("prepare"):
+        began = time.perf_counter()
+        generate, notes = _parts(kind, backend, model, inputs, config, device)
+        _sync(use_cuda)
+        prepare_s = time.perf_counter() - began
+        began = time.perf_counter()
+        generate()
+        _sync(use_cuda)
+        first_call_s = time.perf_counter() - began
+    progress.say(f"  prepare {prepare_s:.2f} s, first generation {first_call_s:.2f} s")
+    for warning in notes.get("warnings", []):
+        progress.say(f"  [yellow]warning:[/] {escape(warning)}")
+    return generate, notes, prepare_s, first_call_s
 
 
 def _cloned(generation: loops.Generation) -> loops.Generation:
@@ -256,11 +227,9 @@ def generation_figures(per_generation: list[dict], batch_size: int, new_tokens: 
 def _write_csvs(run_stage: Path, per_generation: list[dict]) -> None:
     """latency.csv (one whole generation per row, like a forward run's) and
     generation_steps.csv (one token step per row)."""
-    latency = io.StringIO()
-    writer = csv.writer(latency, lineterminator="\n")
-    writer.writerow(["iteration", "latency_ms"])
-    writer.writerows((i, f"{g['sequence_ms']:.6f}") for i, g in enumerate(per_generation))
-    write_text_atomic(run_stage / "latency.csv", latency.getvalue())
+    from .. import harness
+
+    harness._write_latency_csv(run_stage, [g["sequence_ms"] for g in per_generation])
     steps = io.StringIO()
     writer = csv.writer(steps, lineterminator="\n")
     writer.writerow(["generation", "position", "step_ms", "ttft_ms", "encode_ms"])

@@ -1,4 +1,4 @@
-"""The `summarize` command behind the CLI: resolve the target, summarize, print, export."""
+"""`summarize`: resolve the target, summarize it, join ncu measurements, print, export."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import sys
 from pathlib import Path
 
 from ..errors import UserError
-from ..trace.summary import resolve_target
-from .tables import VIEWS
+from ..runs import resolve_target
+
+VIEWS = ("all", "overview", "kernels", "categories", "operators", "phases")
 
 
 def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
@@ -30,20 +31,21 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
         joined = hardware_join(summary.kernels.table, read_ncu_csv(ncu_path))
         agreement = agreement_share(joined)
     if out is not None:
-        from .export import export, write_atomic
+        from ..fsutil import write_text_atomic
+        from ..report.export import export
 
         written = export(summary, out, top=0)
         if joined is not None:
-            from .hardware_view import export_columns
+            from ..report.hardware_view import export_columns
 
-            write_atomic(out / "hardware.csv", export_columns(joined).to_csv(index=False))
+            write_text_atomic(out / "hardware.csv", export_columns(joined).to_csv(index=False))
             written.append(out / "hardware.csv")
         print(f"wrote {len(written)} files to {out}", file=sys.stderr)
     if json_out:
         data = summary.to_dict(top=top)
         if joined is not None:
             from ..trace.summary import _clean
-            from .hardware_view import export_columns
+            from ..report.hardware_view import export_columns
 
             rows = export_columns(joined[joined["rules_vs_hardware"] != "not profiled"])
             data["hardware"] = _clean({"ncu_csv": str(ncu_path), **agreement.to_dict(),
@@ -51,24 +53,24 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
         json.dump(data, sys.stdout, indent=1)
         sys.stdout.write("\n")
         return
-    from .console import make_console
-    from .tables import print_summary
+    from ..report.console import make_console
+    from ..report.tables import print_summary
 
     console = make_console()
     print_summary(summary, view=view, top=top, console=console)
     if joined is not None and view in ("all", "kernels"):
-        from .hardware_view import print_hardware
+        from ..report.hardware_view import print_hardware
 
         print_hardware(joined, agreement, top, console)
 
 
 def _ncu_csv(target: str, ncu: str | None) -> Path | None:
     """--ncu (a CSV, or a run folder holding ncu.csv), else ncu.csv in the target's run folder."""
-    from ..trace.hardware import find_ncu_csv
+    from ..runs import ncu_csv_of
 
     if ncu is None:
-        return find_ncu_csv(target)
-    found = find_ncu_csv(ncu)
+        return ncu_csv_of(target)
+    found = ncu_csv_of(ncu)
     if found is None:
         raise UserError(f"--ncu {ncu}: not a CSV file, nor a run folder with ncu.csv")
     return found

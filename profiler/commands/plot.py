@@ -1,0 +1,50 @@
+"""`plot`: a sweep folder (its benchmark table) or a run (its trace's categories) as PNGs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import UserError
+
+
+def plot(target: str, out: Path | None) -> list[Path]:
+    from ..runs import find_sweep
+
+    folder = find_sweep(target)
+    if folder is not None:
+        return sweep(folder, out if out is not None else folder / "plots")
+    from ..report.plots import require_matplotlib
+
+    require_matplotlib()
+    return run(target, out)
+
+
+def sweep(sweep_dir: Path, out: Path) -> list[Path]:
+    from ..report.benchmark import benchmark_table, load_sweep
+    from ..report.plots import sweep_plots
+
+    folder, manifest = load_sweep(sweep_dir)
+    frame = benchmark_table(folder, manifest)
+    if not (frame["status"] == "ok").any():
+        raise UserError(f"{folder}: no cell of this sweep finished; nothing to plot")
+    return sweep_plots(frame, manifest, out)
+
+
+def run(target: str, out: Path | None) -> list[Path]:
+    from ..report.plots import run_plot
+    from ..trace.diff import steps_of
+    from ..runs import resolve_target
+
+    resolved = resolve_target(target)
+    summary = resolved.summary()
+    steps = steps_of(summary)
+    cats = {r.category: float(r.total_us) / steps for r in summary.kernels.categories.itertuples()}
+    if not cats:
+        raise UserError(f"{target}: the trace holds no GPU kernels; nothing to plot")
+    device = summary.devices[0]["name"] if summary.devices else "unknown device"
+    model = resolved.result.model if resolved.result is not None else ""
+    run_dir = resolved.result_json.parent if resolved.result_json is not None \
+        else resolved.path.parent
+    share = {r.category: r.tensor_core_pct for r in summary.kernels.categories.itertuples()}
+    return [run_plot(cats, share, steps, run_dir.name, model, device,
+                     out if out is not None else run_dir / "plots")]

@@ -1,0 +1,30 @@
+"""`run`: one model x backend x batch size through the harness, then its result printed."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from ..config import RunConfig
+from ..errors import UserError
+
+
+def run(options: dict, json_out: bool = False, tb_compat: bool = False) -> None:
+    """``options``: RunConfig field -> value."""
+    config = RunConfig(**options)
+    if tb_compat and config.capture != "torch":
+        raise UserError("--tb-compat needs a trace: leave --capture at torch")
+    from .. import harness
+    from ..report import run_view
+
+    result = harness.run(config, quiet=json_out)
+    if tb_compat:
+        from ..trace.tb_compat import write_compat_copy
+
+        for trace in result.trace.files:
+            written = write_compat_copy(Path(trace))
+            print(f"tb-compat copy: {written.written}", file=sys.stderr)
+    if json_out:
+        run_view.print_json(result)
+    else:
+        run_view.print_result(result)

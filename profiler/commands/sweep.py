@@ -1,0 +1,53 @@
+"""`sweep`: run the cells with progress, then write and print the benchmark table; the exit
+status says whether any cell finished."""
+
+from __future__ import annotations
+
+from rich.markup import escape
+
+from ..errors import Interrupted, UserError
+from ..report.benchmark import benchmark_table, print_benchmark, write_benchmark
+from ..report.console import make_console
+from ..report.fmt import seconds
+from ..report.sweep_view import cell_progress
+from ..sweep import OK, SweepPlan, grid_cells, read_manifest, run_sweep
+
+
+def run(plan: SweepPlan) -> int:
+    """Run the sweep; returns the exit status: 0 if at least one cell is ok (a warning lists the
+    others), 1 if none is."""
+    err = make_console(stderr=True)
+    with cell_progress(err, len(plan.cells)) as (say, advance):
+        try:
+            outcome = run_sweep(plan, say=say, progress=advance)
+        except Interrupted:
+            write_tables(plan)
+            raise
+    frame, manifest = write_tables(plan)
+    print_benchmark(frame, manifest, make_console())
+    cells = grid_cells(manifest)
+    bad = [(name, cell) for name, cell in cells if cell.status != OK]
+    err.print(f"sweep took {seconds(outcome.wall_s)} ({outcome.ran} cell(s) run, "
+              f"{outcome.skipped} skipped); tables: {plan.sweep_dir}/benchmark.csv and .md",
+              highlight=False, soft_wrap=True)
+    if bad and len(bad) < len(cells):
+        listed = ", ".join(f"{name} ({cell.status})" for name, cell in bad)
+        err.print(f"[yellow]warning:[/] {len(bad)} of {len(cells)} cells did not finish: "
+                  f"{escape(listed)}; reasons in {escape(str(plan.sweep_dir))}/sweep.json",
+                  highlight=False, soft_wrap=True)
+    if len(bad) == len(cells):
+        first = bad[0][1].reason
+        err.print(f"error: all {len(cells)} cells failed (first: {escape(str(first))}); "
+                  f"logs in {escape(str(plan.sweep_dir))}/logs/", highlight=False, soft_wrap=True)
+        return 1
+    return 0
+
+
+def write_tables(plan: SweepPlan):
+    """benchmark.csv and .md from the manifest as it is now."""
+    manifest = read_manifest(plan.sweep_dir)
+    if manifest is None:
+        raise UserError(f"{plan.sweep_dir} lost its manifest during the sweep")
+    frame = benchmark_table(plan.sweep_dir, manifest)
+    write_benchmark(plan.sweep_dir, frame, manifest)
+    return frame, manifest

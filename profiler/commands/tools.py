@@ -1,0 +1,59 @@
+"""The commands around outside tools: `backends`, `tb-compat`, `tensorboard`, `nsys`, `ncu`.
+Each returns the exit status."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from ..errors import UserError
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
+def backends(json_out: bool) -> int:
+    from ..backends import all_backends
+    from ..report import run_view
+
+    run_view.print_backends(all_backends(), json_out=json_out)
+    return 0
+
+
+def tb_compat(target: str, out: Path | None) -> int:
+    from ..runs import traces_of
+    from ..trace.tb_compat import write_compat_copy
+
+    for trace in traces_of(target):
+        result = write_compat_copy(trace, out)
+        changes = ", ".join(f"{k}: {v}" for k, v in result.renamed.items()) or "nothing to change"
+        print(f"{result.written}  ({changes})")
+    return 0
+
+
+def tensorboard(logdir: Path, port: int | None, bind_all: bool) -> int:
+    from ..tools import tensorboard as tb
+
+    code = tb.serve(logdir, port=port, bind_all=bind_all, echo=print)
+    if code not in (0, -2, 130):
+        raise UserError(f"TensorBoard exited with status {code}")
+    return 0
+
+
+def nsys(options: dict) -> int:
+    from ..tools import nsys as nsys_tool
+
+    result = nsys_tool.run(options, echo=_say)
+    nsys_tool.print_result(result, echo=print)
+    return 1 if result.get("stats_error") else 0
+
+
+def ncu(options: dict, top: int, step: int | None, launch_count: int, reuse: bool,
+        chip: str | None) -> int:
+    from ..tools import ncu as ncu_tool
+
+    result = ncu_tool.run(options, top=top, step=step, launch_count=launch_count, reuse=reuse,
+                          chip=chip, echo=_say)
+    ncu_tool.print_result(result, top=top, echo=print)
+    return 0

@@ -1,0 +1,241 @@
+"""Every run option, declared once on RunConfig, reaches the run through `run`, `sweep`, `ncu`
+and `nsys`. Each field gets a value other than its default; the commands are stopped at the
+boundary where they hand the run on (harness.run, the cell's subprocess, the tool's command
+line), and the run's argument list is parsed back by `run`. A field added to RunConfig with
+config.option() is probed with no change here; one added without it fails the first test."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import typing
+from pathlib import Path
+
+import pytest
+
+from profiler.cli import NCU_SETS, NSYS_SETS
+from profiler.config import RunConfig, run_options
+from profiler.errors import UserError
+from profiler.sweep import SWEEP_SETS
+
+NOT_OPTIONS = {"extra"}  # free-form notes, set by code, not by a flag
+# a valid value for the fields whose type alone does not give one
+KNOWN = {"backend": "pytorch_fp16", "model": "tests.tiny_models:conv_net"}
+
+
+def probe_value(name: str):
+    """A valid value other than the field's default, from its type."""
+    if name in KNOWN:
+        return KNOWN[name]
+    spec = run_options()[name]
+    default = getattr(RunConfig(), name)
+    kind = typing.get_type_hints(RunConfig)[name]
+    if isinstance(spec.choices, tuple):
+        return next(choice for choice in spec.choices if choice != default)
+    args = [a for a in typing.get_args(kind) if a is not type(None)] or [kind]
+    kind = args[0]
+    if kind is bool:
+        return not default
+    if kind is int:
+        return default + 2
+    if kind is float:
+        return 0.25
+    if kind is Path:
+        return Path(f"probe_{name}")
+    if kind is str:
+        return f"probe-{name.replace('_', '-')}"
+    raise AssertionError(f"no probe value for RunConfig.{name} of type {kind}: add one to KNOWN")
+
+
+def probes() -> dict:
+    return {name: probe_value(name) for name in run_options()}
+
+
+def argv(values: dict) -> list[str]:
+    """The flags that give ``values``, written from the declarations (not run_argv)."""
+    args: list[str] = []
+    for name, value in values.items():
+        flags = run_options()[name].flags[0]
+        if isinstance(value, bool):
+            on, _, off = flags.partition("/")
+            args += [on if value else off]
+        else:
+            args += [flags, str(value)]
+    return args
+
+
+@pytest.fixture
+def parse_run(cli, monkeypatch):
+    """`run` with its arguments, stopped where it hands the RunConfig to the harness."""
+    import profiler.harness
+
+    seen = []
+
+    def fake_run(config, quiet=False):
+        seen.append(config)
+        raise UserError("stopped at the harness")
+
+    monkeypatch.setattr(profiler.harness, "run", fake_run)
+
+    def parse(*args: str) -> RunConfig:
+        done = cli("run", *args)
+        assert seen and "stopped at the harness" in done.stderr, done
+        return seen.pop()
+
+    return parse
+
+
+def assert_reaches(config: RunConfig, values: dict, set_by_command) -> None:
+    for name, value in values.items():
+        if name not in set_by_command:
+            assert getattr(config, name) == value, f"--{name} did not reach the run"
+
+
+def test_every_field_is_a_declared_option():
+    names = {f.name for f in dataclasses.fields(RunConfig)}
+    assert set(run_options()) == names - NOT_OPTIONS
+
+
+def test_run(parse_run):
+    values = probes()
+    config = parse_run(*argv(values))
+    assert config.options() == values
+
+
+def test_sweep_cells(cli, parse_run, monkeypatch):
+    from profiler import sweep
+
+    commands = []
+
+    def fake_cell(command, log_path, timeout_s):
+        commands.append(command)
+        return sweep.CellOutcome(sweep.FAILED, "stopped at the cell", 1, 0.0)
+
+    monkeypatch.setattr(sweep, "run_cell", fake_cell)
+    values = probes()
+    shared = {k: v for k, v in values.items() if k not in SWEEP_SETS}
+    done = cli("sweep", "--backends", values["backend"], "--bs", str(values["batch_size"]),
+               "--name", "probe", "--runs-dir", "r", "--tb-dir", "t", *argv(shared))
+    assert len(commands) == 1, done
+    assert commands[0][2] == "run"
+    config = parse_run(*commands[0][3:])
+    assert_reaches(config, values, SWEEP_SETS)
+    assert (config.backend, config.batch_size) == (values["backend"], values["batch_size"])
+    assert (config.runs_dir, config.tb_dir, config.name) == (Path("r/probe"), Path("t/probe"),
+                                                              None)
+    assert config.capture == "torch"  # every cell is traced for the table
+
+
+def test_sweep_resume_compares_every_shared_option(cli, monkeypatch):
+    import json
+
+    from profiler import sweep
+
+    monkeypatch.setattr(sweep, "run_cell", lambda *a: sweep.CellOutcome(
+        sweep.FAILED, "stopped", 1, 0.0))
+    values = probes()
+    shared = {k: v for k, v in values.items() if k not in SWEEP_SETS}
+    base = ["--backends", "pytorch_fp32", "--bs", "1", "--name", "s"]
+    cli("sweep", *base, "--model", values["model"])
+    options = json.loads(Path("runs/s/sweep.json").read_text())["options"]
+    assert set(options) == {run_options()[n].key for n in shared}
+    for name, value in shared.items():
+        spec = run_options()[name]
+        done = cli("sweep", *base, "--resume", *argv({"model": values["model"], name: value}))
+        if spec.resumable or name == "model":
+            assert "pass the same options" not in done.stderr, name
+        else:
+            assert done.code == 2 and spec.flags[0].split("/")[0] in done.stderr, (name, done)
+
+
+def test_ncu_runs(cli, parse_run, monkeypatch):
+    from profiler.tools import ncu
+
+    started = []
+
+    def fake_subprocess(command, **kwargs):
+        started.append(command)
+        return subprocess.CompletedProcess(command, 1)
+
+    monkeypatch.setattr(ncu, "locate_ncu", lambda: "ncu")
+    monkeypatch.setattr(ncu.subprocess, "run", fake_subprocess)
+    values = probes()
+    offered = {k: v for k, v in values.items() if k not in NCU_SETS}
+    done = cli("ncu", *argv(offered))
+    assert "the run without ncu failed" in done.stderr, done
+    config = parse_run(*started[0][3:])
+    assert_reaches(config, values, NCU_SETS)
+    assert config.capture == "torch"  # the ordinary run gives the kernel table
+
+
+def test_ncu_run_under_ncu(parse_run):
+    from profiler.tools import external
+
+    values = probes()
+    config = RunConfig(**values)
+    under = dataclasses.replace(config, capture="cuda-profiler-api", iters=10, timed_warmup=3)
+    parsed = parse_run(*external.harness_command(under)[3:])
+    assert parsed == under
+
+
+def test_nsys_run(cli, parse_run, monkeypatch):
+    from profiler.tools import external, nsys
+
+    started = []
+
+    def fake_logged(command, log_path, env=None, echo=True):
+        started.append(command)
+        return external.Finished(1, "")
+
+    monkeypatch.setattr(nsys, "locate_nsys", lambda: "nsys")
+    monkeypatch.setattr(nsys, "run_logged", fake_logged)
+    values = probes()
+    offered = {k: v for k, v in values.items() if k not in NSYS_SETS}
+    cli("nsys", *argv(offered))
+    command = started[0]
+    run_args = command[command.index(str(external.PROFILE_PY)) + 2:]
+    config = parse_run(*run_args)
+    assert_reaches(config, values, (*NSYS_SETS, "tb_dir"))
+    assert (config.capture, config.repeat) == ("cuda-profiler-api", 1)
+    assert config.tb_dir.parent.parent == values["runs_dir"]  # a scratch folder in runs/
+
+
+@pytest.mark.parametrize("command, skipped", [("run", ()), ("sweep", tuple(SWEEP_SETS)),
+                                              ("ncu", NCU_SETS), ("nsys", NSYS_SETS)])
+def test_help_lists_choices(cli, monkeypatch, command, skipped):
+    monkeypatch.setenv("COLUMNS", "400")
+    done = cli(command, "--help")
+    for name, spec in run_options().items():
+        if name in skipped:
+            continue
+        assert spec.flags[0].split("/")[0] in done.stdout, (command, name)
+        if isinstance(spec.choices, tuple):
+            assert "|".join(spec.choices) in done.stdout, name
+
+
+def test_shell_completion_offers_the_choices():
+    import typer.main
+
+    from profiler.backends import REGISTRY, all_backends
+    from profiler.cli import app
+
+    all_backends()
+    command = typer.main.get_command(app).commands["run"]
+    params = {p.name: p for p in command.params}
+    ctx = command.make_context("run", [], resilient_parsing=True)
+
+    def offered(name: str, incomplete: str) -> list[str]:
+        return [item.value for item in params[name].shell_complete(ctx, incomplete)]
+
+    assert offered("compile_mode", "max") == ["max-autotune", "max-autotune-no-cudagraphs"]
+    assert offered("capture", "") == ["torch", "cuda-profiler-api"]
+    assert sorted(offered("backend", "")) == sorted(REGISTRY)
+    assert sorted(offered("backend", "ttrt")) == ["ttrt_fp16", "ttrt_fp32"]
+
+
+def test_version(cli):
+    from profiler import package_version
+
+    done = cli("--version")
+    assert done.code == 0 and done.stdout.strip().endswith(package_version())
+    assert package_version().count(".") >= 1
