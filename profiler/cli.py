@@ -13,6 +13,7 @@ from typing import Literal, Optional
 
 import typer
 
+from . import signals
 from .cli_options import OneLineErrors, run_options
 from .commands.summarize import VIEWS as VIEW_NAMES
 from .errors import Interrupted, UserError
@@ -58,24 +59,53 @@ def _exit(code: int) -> None:
         raise typer.Exit(code)
 
 
+def _say(line: str) -> None:
+    try:
+        typer.echo(line, err=True)
+    except OSError:  # stderr gone (a closed terminal sent SIGHUP): the exit status remains
+        pass
+
+
 def user_errors(command):
     """Turn a UserError into one line on stderr and exit status 2; Ctrl-C into status 130."""
 
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
         try:
-            return command(*args, **kwargs)
+            return _file_errors_as_user_errors(command, args, kwargs)
         except UserError as error:
-            typer.echo(f"error: {error}", err=True)
+            _say(f"error: {error}")
             raise typer.Exit(2) from None
         except Interrupted as stop:
-            typer.echo(f"interrupted: {stop}", err=True)
-            raise typer.Exit(130) from None
-        except KeyboardInterrupt:
-            typer.echo("interrupted: nothing was written for the unfinished run", err=True)
-            raise typer.Exit(130) from None
+            _say(f"interrupted: {stop}")
+            raise typer.Exit(stop.exit_code) from None
+        except KeyboardInterrupt as stop:  # Ctrl-C; SIGTERM and SIGHUP inside as_interrupts()
+            by = "" if signals.describe(stop) == "Ctrl-C" else f" by {signals.describe(stop)}"
+            _say(f"interrupted{by}: nothing was written for the unfinished run")
+            raise typer.Exit(signals.exit_code(stop)) from None
 
     return wrapper
+
+
+def _file_errors_as_user_errors(command, args, kwargs):
+    """A file that cannot be written or read (a read-only or occupied output folder, a full
+    disk, a name too long) is the user's environment, not a bug: one line, like a UserError."""
+    try:
+        return command(*args, **kwargs)
+    except BrokenPipeError:  # `| head`: the reader is gone, nothing to say
+        raise
+    except OSError as error:  # as the shell says it: "<file>: <reason>"
+        where = f"{error.filename} -> {error.filename2}" if error.filename2 else error.filename
+        raise UserError(f"{where}: {error.strerror or error}" if where else str(error)) from None
+
+
+def _tolerant_output() -> None:
+    """Characters the terminal's encoding cannot show (µ, …, unicode paths on an ASCII stdout)
+    are escaped instead of raising."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure") and (stream.encoding or "").lower() not in (
+                "utf-8", "utf8"):
+            stream.reconfigure(errors="replace")
 
 
 @app.command(cls=OneLineErrors)
@@ -165,7 +195,7 @@ def tensorboard(
     """
     from .commands import tools
 
-    tools.tensorboard(logdir, port, bind_all)
+    _exit(tools.tensorboard(logdir, port, bind_all))
 
 
 @app.command(cls=OneLineErrors)
@@ -235,6 +265,8 @@ def sweep(
         None, help="Stop a cell that runs longer than this many seconds (status timeout)."),
     runs_dir: Path = typer.Option(Path("runs"), help="Where the sweep folder goes."),
     tb_dir: Path = typer.Option(Path("tb_logs"), help="Where the sweep's traces go."),
+    json_out: bool = typer.Option(False, "--json", help="Print the benchmark table as JSON on "
+                                  "stdout (progress stays on stderr)."),
 ) -> None:
     """Run a backend x batch-size matrix, one `run` subprocess per cell, and tabulate it.
 
@@ -258,7 +290,7 @@ def sweep(
     plan = sweep_module.plan(backends, bs, keyed(options), name=name, baseline=baseline,
                              runs_dir=runs_dir, tb_dir=tb_dir, resume=resume,
                              cell_timeout_s=cell_timeout)
-    _exit(sweep_command.run(plan))
+    _exit(sweep_command.run(plan, json_out=json_out))
 
 
 @app.command()
@@ -271,6 +303,9 @@ def compare(
     out: Optional[Path] = typer.Option(
         None, "--out", help="Also write overview, categories, kernels, operators and "
         "top_changes CSVs into this folder."),
+    json_out: bool = typer.Option(False, "--json", help="Print the comparison as JSON on "
+                                  "stdout (full kernel names, the timed figures and what "
+                                  "differs)."),
 ) -> None:
     """Kernel-level diff of two runs: step and GPU time, categories, kernels, operators.
 
@@ -286,7 +321,7 @@ def compare(
     """
     from .commands.compare import run as compare_command
 
-    compare_command(a, b, top=top, out=out)
+    compare_command(a, b, top=top, out=out, json_out=json_out)
 
 
 @app.command()
@@ -298,6 +333,7 @@ def plot(
     out: Optional[Path] = typer.Option(
         None, "--out", help="Folder for the PNGs (default: plots/ inside the sweep or run "
         "folder)."),
+    json_out: bool = typer.Option(False, "--json", help="Print the written files as JSON."),
 ) -> None:
     """PNG plots (matplotlib, no display needed).
 
@@ -311,13 +347,13 @@ def plot(
 
     [b]python profile.py plot sweep_resnet50/ttrt_fp16_bs8 --out docs/img[/b]
     """
-    from .commands.plot import plot as plot_command
+    from .commands.plot import plot_and_list
 
-    for path in plot_command(target, out):
-        typer.echo(f"wrote {path}")
+    plot_and_list(target, out, json_out=json_out)
 
 
 def main(argv: list[str] | None = None) -> int:
+    _tolerant_output()
     try:
         app(args=argv, prog_name="profile.py")
     except SystemExit as done:

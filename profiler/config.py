@@ -11,6 +11,11 @@ from .errors import UserError
 
 # A run name becomes a folder under runs/ and tb_logs/: keep it a single, plain path component.
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+#: a file name is at most 255 bytes on common filesystems; run folders add a backend and batch
+#: size in front and staging folders a '.partial-XXXXXXXX' suffix
+MAX_NAME_CHARS = 120
+#: a batch size a tensor dimension can hold (torch sizes are int64)
+MAX_BATCH_SIZE = 2 ** 62
 
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 MEMORY_FORMATS = ("auto", "channels_last", "contiguous")
@@ -44,6 +49,9 @@ def run_name(backend: str, batch_size: int, model: str = DEFAULT_MODEL,
 
 def check_path_component(value: str, what: str) -> str:
     """Reject anything that could escape the folder it is joined to (``..``, ``/``, ``~``)."""
+    if len(value) > MAX_NAME_CHARS:
+        raise UserError(f"{what} is {len(value)} characters long: at most {MAX_NAME_CHARS} (it "
+                        "becomes a folder name, with a prefix and a suffix)")
     if not _SAFE_NAME.fullmatch(value) or ".." in value:
         raise UserError(
             f"{what} {value!r} is not a plain folder name: use letters, digits, '.', '_' and '-' "
@@ -154,10 +162,16 @@ class RunConfig:
     with_flops: bool = option(False, "Estimate FLOPs of matmul/conv.", panel=PANEL_PROFILER)
     gzip: bool = option(True, "Write the trace as .json.gz.", panel=PANEL_PROFILER)
     # timed window
-    iters: int = option(100, "Timed iterations (separate from the profiled steps).",
-                        panel=PANEL_TIMING)
-    timed_warmup: int = option(20, "Untimed iterations before the timed ones.",
+    iters: int | None = option(None, "Timed iterations (separate from the profiled steps); "
+                               "default 100 on a GPU, on a CPU chosen by --min-time.",
                                panel=PANEL_TIMING)
+    timed_warmup: int | None = option(None, "Untimed iterations before the timed ones; default "
+                                      "20 on a GPU, 2 on a CPU.", panel=PANEL_TIMING)
+    min_time: float | None = option(None, "Choose the timed iterations by time: about S seconds "
+                                    "(bounded 5-10000 iterations); the CPU default is 5 s.",
+                                    panel=PANEL_TIMING)
+    repeat_runs: int = option(1, "Repeat the timed window K times in fresh processes and report "
+                              "the spread of p50.", panel=PANEL_TIMING)
     # where results go
     name: str | None = option(None, "Suffix for the run folder: <backend>_bs<N>_<name>.")
     runs_dir: Path = option(Path("runs"), "Where run results go.")
@@ -196,15 +210,20 @@ class RunConfig:
 
     def __post_init__(self) -> None:
         positive = {"--bs": self.batch_size, "--active": self.active, "--repeat": self.repeat,
-                    "--iters": self.iters, "--image-size": self.image_size, "--seq-len": self.seq_len,
-                    "--src-len": self.src_len, "--prompt-len": self.prompt_len,
-                    "--max-new-tokens": self.max_new_tokens}
+                    "--image-size": self.image_size, "--seq-len": self.seq_len,
+                    "--repeat-runs": self.repeat_runs, "--src-len": self.src_len,
+                    "--prompt-len": self.prompt_len, "--max-new-tokens": self.max_new_tokens}
+        if self.iters is not None:
+            positive["--iters"] = self.iters
         for flag, value in positive.items():
             if value < 1:
                 raise UserError(f"{flag} must be at least 1 (got {value})")
+        if self.batch_size > MAX_BATCH_SIZE:
+            raise UserError(f"--bs {self.batch_size} is beyond what a tensor dimension can hold "
+                            f"(at most {MAX_BATCH_SIZE})")
         for flag, value in {"--wait": self.wait, "--warmup": self.warmup,
                             "--timed-warmup": self.timed_warmup}.items():
-            if value < 0:
+            if value is not None and value < 0:
                 raise UserError(f"{flag} must be 0 or more (got {value})")
         if self.compile_mode not in COMPILE_MODES:
             raise UserError(f"unknown --compile-mode {self.compile_mode!r}; choose one of: "
@@ -218,6 +237,10 @@ class RunConfig:
         if self.workload not in WORKLOADS:
             raise UserError(f"unknown --workload {self.workload!r}; choose one of: "
                             + ", ".join(WORKLOADS))
+        if self.min_time is not None and not self.min_time > 0:
+            raise UserError(f"--min-time must be more than 0 seconds (got {self.min_time})")
+        if self.min_time is not None and self.iters is not None:
+            raise UserError("give --iters or --min-time, not both")
         if self.max_rel_error is not None and not self.max_rel_error >= 0:
             raise UserError(f"--max-rel-error must be 0 or more (got {self.max_rel_error})")
         if self.name is not None:

@@ -6,4 +6,9 @@ class UserError(Exception):
 
 
 class Interrupted(Exception):
-    """Ctrl-C, after what was finished was kept. The CLI prints it as one line, exit status 130."""
+    """Ctrl-C (or SIGTERM, SIGHUP), after what was finished was kept. The CLI prints it as one
+    line, exit status ``exit_code`` (130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP)."""
+
+    def __init__(self, message: str, exit_code: int = 130) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code

@@ -1,16 +1,22 @@
 """Atomic writes, the one family every file goes through: a crash or Ctrl-C never leaves a
 half-written file or run folder behind. Text, bytes and JSON, or any writer given a temp path
-(``write_with``, ``atomic_path``); whole folders through ``staging_dir`` and ``replace_dir``."""
+(``write_with``, ``atomic_path``); whole folders through ``staging_dir`` and ``replace_dir``.
+One writer per folder (``folder_lock``: a lock file beside it), and the removal of what a killed
+writer left (``clean_leftovers``)."""
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Callable, Iterator
+
+from .errors import UserError
 
 
 def current_umask() -> int:
@@ -97,3 +103,158 @@ def move_into(folder: Path, files: list[Path]) -> list[Path]:
         os.replace(path, folder / path.name)
         moved.append(folder / path.name)
     return moved
+
+
+# ---- one writer per folder, and what a killed writer left behind ---------------------------
+#
+# A run or sweep folder F (runs/<run>, tb_logs/<run>, runs/<sweep>) has a lock file beside it,
+# F.parent/.F.lock, held with flock(2) by the one process that writes F, for as long as that
+# process may create F's staging folders (.F.partial-*) or replace F (.F.old-*). The kernel
+# releases the lock when the process ends in any way (SIGKILL, OOM killer, power loss), so a
+# staging folder whose lock nobody holds is a leftover, and any later command may remove it.
+# The holder unlinks the lock file as it lets go; a killed holder leaves an unlocked one, which
+# the next writer takes over.
+
+#: hidden staging names: staging_dir's ".<name>.partial-<random>" and replace_dir's ".<name>.old-<pid>"
+LEFTOVER = re.compile(r"^\.(?P<name>.+)\.(?P<kind>partial|old)-[A-Za-z0-9_]+$")
+
+
+#: the lock files this process holds (flock conflicts between two descriptors of one process)
+_held_here: set[str] = set()
+
+
+class FolderBusy(UserError):
+    """Another live process is writing the folder."""
+
+
+def lock_path(folder: Path) -> Path:
+    return folder.parent / f".{folder.name}.lock"
+
+
+def _try_lock(path: Path) -> int | None:
+    """An open descriptor holding an exclusive flock on ``path`` (created if need be), or None
+    when another process holds it. A holder unlinks the file before it lets go, so a lock taken
+    on a file that is no longer at ``path`` is dropped and taken again on the new one."""
+    while True:
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)  # as open(): the umask decides
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(descriptor)
+            return None
+        try:
+            if os.stat(path).st_ino == os.fstat(descriptor).st_ino:
+                return descriptor
+        except FileNotFoundError:
+            pass
+        os.close(descriptor)
+
+
+def _release(path: Path, descriptor: int) -> None:
+    with contextlib.suppress(OSError):
+        path.unlink()
+    os.close(descriptor)  # closing releases the flock
+
+
+def _holder(path: Path) -> str:
+    """"process 123 (a sweep)", from what the holder wrote into the lock file."""
+    try:
+        pid, _, what = path.read_text().strip().partition(" ")
+    except OSError:
+        pid, what = "", ""
+    return (f"process {pid}" if pid.isdigit() else "another process") + \
+        (f" (a {what})" if what.isidentifier() else "")
+
+
+@contextlib.contextmanager
+def folder_lock(*folders: Path, what: str = "writer") -> Iterator[None]:
+    """Hold the write lock of each folder (the same folder named twice is locked once) as a
+    ``what`` ("run", "sweep": one word, shown to a process that is refused). A folder another
+    live process holds raises FolderBusy at once, naming that process: the second writer
+    refuses rather than waits, because a run or a sweep can take hours. Parent folders this
+    creates for its lock files are removed again if they are still empty at the end."""
+    held: list[tuple[Path, int]] = []
+    created: list[Path] = []
+    unique = {os.path.abspath(lock_path(Path(f))): Path(f) for f in reversed(folders)}
+    try:
+        for path, folder in reversed(unique.items()):
+            path = Path(path)
+            try:
+                created += _make_parents(path.parent)
+                descriptor = _try_lock(path)
+            except OSError as error:
+                raise UserError(f"cannot write in {path.parent}: {error.strerror}") from None
+            if descriptor is None:
+                raise FolderBusy(f"{folder} is being written by {_holder(path)}; wait for it "
+                                 "to finish, or use another --name")
+            held.append((path, descriptor))
+            _held_here.add(str(path))
+            os.ftruncate(descriptor, 0)
+            os.pwrite(descriptor, f"{os.getpid()} {what}\n".encode(), 0)
+        yield
+    finally:
+        for path, descriptor in reversed(held):
+            _held_here.discard(str(path))
+            _release(path, descriptor)
+        for folder in reversed(created):
+            with contextlib.suppress(OSError):
+                folder.rmdir()  # only when empty
+
+
+def _make_parents(folder: Path) -> list[Path]:
+    """mkdir -p, returning the folders it created, outermost first."""
+    missing = [p for p in (folder, *folder.parents) if not p.exists()][::-1]
+    folder.mkdir(parents=True, exist_ok=True)
+    return missing
+
+
+def clean_leftovers(folder: Path) -> list[Path]:
+    """Remove the staging folders in ``folder`` that no live process owns, and put back a folder
+    whose replacement was cut between its two renames (``.F.old-*`` present, ``F`` missing).
+    Folders whose writer still runs are left alone. Returns what was removed."""
+    if not folder.is_dir():
+        return []
+    by_name: dict[str, list[Path]] = {}
+    for entry in folder.iterdir():
+        match = LEFTOVER.match(entry.name)
+        if match and entry.is_dir() and not entry.is_symlink():
+            by_name.setdefault(match["name"], []).append(entry)
+    removed = []
+    for name, leftovers in by_name.items():
+        if os.path.abspath(lock_path(folder / name)) in _held_here:
+            # ours, taken before this process made any staging folder: all are leftovers
+            removed += _remove_leftovers(folder / name, leftovers)
+            continue
+        try:
+            descriptor = _try_lock(lock_path(folder / name))
+        except OSError:  # a read-only folder: nothing can be cleaned, nothing is harmed
+            continue
+        if descriptor is None:
+            continue  # a live writer owns them
+        try:
+            removed += _remove_leftovers(folder / name, leftovers)
+        finally:
+            _release(lock_path(folder / name), descriptor)
+    return removed
+
+
+def clean_tree(logdir: Path) -> list[Path]:
+    """clean_leftovers in ``logdir`` and in each folder directly below it (a sweep's cells), as
+    TensorBoard lists every run folder under its logdir."""
+    removed = clean_leftovers(logdir)
+    if logdir.is_dir():
+        for folder in sorted(logdir.iterdir()):
+            if folder.is_dir() and not folder.name.startswith("."):
+                removed += clean_leftovers(folder)
+    return removed
+
+
+def _remove_leftovers(final: Path, leftovers: list[Path]) -> list[Path]:
+    olds = sorted((p for p in leftovers if LEFTOVER.match(p.name)["kind"] == "old"),
+                  key=lambda p: p.stat().st_mtime)
+    if olds and not final.exists():
+        os.replace(olds[-1], final)
+        leftovers = [p for p in leftovers if p != olds[-1]]
+    for path in leftovers:
+        shutil.rmtree(path, ignore_errors=True)
+    return leftovers

@@ -29,12 +29,13 @@ from rich.markup import escape
 
 import msgspec
 
-from . import backends, metadata, models, numerics, runs
+from . import backends, metadata, models, numerics, runs, signals, timing
 from .config import RunConfig, check_path_component
 from .errors import UserError
-from .fsutil import replace_dir, staging_dir, write_text_atomic
+from .fsutil import clean_leftovers, folder_lock, replace_dir, staging_dir, write_text_atomic
 from .runs import RunResult
 from .timing import latency_stats, time_iterations
+from .trace.noise import Noise, noise
 
 NVTX_DOMAIN = "infer-profiler"
 # the backend every other one is checked against
@@ -105,6 +106,43 @@ def _out_of_memory_types() -> tuple:
     return tuple(k for k in kinds if k is not None)
 
 
+# torch's CPU allocator raises a plain RuntimeError: "... DefaultCPUAllocator: can't allocate
+# memory: you tried to allocate N bytes. Error code 12 (Cannot allocate memory)"
+_HOST_OOM = re.compile(r"can't allocate memory|Cannot allocate memory")
+
+
+def out_of_memory_kind(error: BaseException) -> str | None:
+    """"CUDA" or "host" when ``error`` is running out of that memory, else None."""
+    if isinstance(error, _out_of_memory_types()):
+        return "CUDA"
+    if isinstance(error, MemoryError) or (
+            isinstance(error, RuntimeError) and _HOST_OOM.search(str(error))):
+        return "host"
+    return None
+
+
+@contextlib.contextmanager
+def _memory_errors(config: RunConfig):
+    """Running out of GPU or host memory anywhere in the run (building the batch included) is
+    one line with "out of memory" in it, which a sweep records as the cell status oom."""
+    try:
+        yield
+    except Exception as error:
+        kind = out_of_memory_kind(error)
+        if kind is None:
+            raise
+        asked = re.search(r"tried to allocate ([0-9.]+ ?[A-Za-z]*)", str(error), re.IGNORECASE)
+        detail = f", tried to allocate {asked[1]}" if asked else ""
+        raise UserError(f"{kind} out of memory at batch size {config.batch_size} "
+                        f"({config.backend}, {config.model}{detail}); try a smaller --bs") \
+            from None
+
+
+def _release_cuda_memory() -> None:
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
 def _first_tensor(output) -> torch.Tensor | None:
     tensors = [output] if isinstance(output, torch.Tensor) else [
         t for t in (output if isinstance(output, (tuple, list)) else []) if isinstance(t, torch.Tensor)]
@@ -122,13 +160,29 @@ def _describe_output(output) -> dict:
 
 
 def run(config: RunConfig, quiet: bool = False) -> RunResult:
-    """Run one configuration end to end and return the result written to runs/<run>/result.json."""
+    """Run one configuration end to end and return the result written to runs/<run>/result.json.
+
+    The run holds the write lock of runs/<run>/ and tb_logs/<run>/ throughout (a second run of
+    the same name refuses with one line); under it, it first removes what killed runs left in
+    runs/ and tb_logs/, then checks the destination. Running out of memory and the failures of
+    a --model package.module:function are one-line errors."""
     backend = backends.get(config.backend)
     use_cuda = torch.cuda.is_available()
     reason = backend.unavailable_reason(use_cuda)
     if reason:
         raise UserError(f"backend {backend.name} cannot run here: {reason}")
-    runs.check_destination(config)
+    runs.check_separate_roots(config.runs_dir, config.tb_dir)
+    run_dir = config.runs_dir / config.run_name
+    tb_run_dir = config.tb_dir / config.run_name
+    with folder_lock(run_dir, tb_run_dir, what="run"), models.user_model_errors(config.model), \
+            _memory_errors(config):
+        for folder in (config.runs_dir, config.tb_dir):
+            clean_leftovers(folder)
+        runs.check_destination(config)
+        return _run(config, backend, use_cuda, quiet)
+
+
+def _run(config: RunConfig, backend, use_cuda: bool, quiet: bool) -> RunResult:
     device = torch.device("cuda" if use_cuda else "cpu")
     progress = _Progress(quiet)
     precision_flags = set_math_flags(config)
@@ -156,13 +210,11 @@ def run(config: RunConfig, quiet: bool = False) -> RunResult:
                                 "against the FP32 eager reference; nothing was written")
         result = _result(config, backend, device, use_cuda, collected, built_s, precision_flags)
         runs.write_result(run_stage, result)
-        runs.check_destination(config)  # again: another process may have written meanwhile
-        if result.trace.files:  # no trace with --capture cuda-profiler-api: keep tb_logs/
-            replace_dir(tb_stage, tb_run_dir)
-        replace_dir(run_stage, run_dir)
-    except _out_of_memory_types():
-        raise UserError(f"CUDA out of memory at batch size {config.batch_size} "
-                        f"({backend.name}, {config.model}); try a smaller --bs") from None
+        runs.check_destination(config)  # again: a writer that ignored the lock (an older version)
+        with signals.deferred():  # a signal does not cut the moves in half
+            if result.trace.files:  # no trace with --capture cuda-profiler-api: keep tb_logs/
+                replace_dir(tb_stage, tb_run_dir)
+            replace_dir(run_stage, run_dir)
     finally:
         for stage in stages:
             shutil.rmtree(stage, ignore_errors=True)
@@ -188,6 +240,10 @@ class _Collected:
     notes: dict
     artifacts: list[str]
     numerics: dict
+    plan: timing.WindowPlan
+    memory: dict
+    noise: Noise
+    repeat_spread: dict | None
     # --workload generate (profiler.workloads.generate): the generation block, what one timed
     # iteration and one profiler step are, and the record_function spans inside a step
     generation: dict | None = None
@@ -204,8 +260,10 @@ def _collect(config, backend, model, inputs, device, use_cuda, progress, run_sta
     prepared, prepare_s, first_call_s = _prepare(config, backend, model, inputs, device,
                                                  use_cuda, progress)
     fn, inputs = prepared.fn, prepared.inputs
-    _warm_up(config, fn, inputs, use_cuda, progress)
-    latencies, output = _timed(config, fn, inputs, use_cuda, progress)
+    plan = timing.plan_window(config.iters, config.timed_warmup, config.min_time, use_cuda)
+    estimate_ms = _warm_up(plan, fn, inputs, use_cuda, progress)
+    latencies, output, memory, window_noise = _timed(config, plan, estimate_ms, fn, inputs,
+                                                     use_cuda, progress)
     if config.capture == "torch":
         activities, trace_files = _profile_with_torch(config, fn, inputs, use_cuda, progress,
                                                       tb_stage)
@@ -219,9 +277,14 @@ def _collect(config, backend, model, inputs, device, use_cuda, progress, run_sta
         progress.say(f"  numerics vs FP32 eager: relative L2 error "
                      f"{_figure(numeric_check['rel_l2_error'])}, max abs error "
                      f"{_figure(numeric_check['max_abs_error'])}")
+    elif "reason" in numeric_check:
+        progress.say(f"  [yellow]numerics: skipped ({numeric_check['skipped']}):[/] "
+                     f"{escape(numeric_check['reason'])}")
     _write_latency_csv(run_stage, latencies)
+    spread = _repeat_spread(config, plan, latencies, progress) if config.repeat_runs > 1 \
+        else None
     return _Collected(prepare_s, first_call_s, latencies, output, activities, trace_files, notes,
-                      artifacts, numeric_check)
+                      artifacts, numeric_check, plan, memory, window_noise, spread)
 
 
 def _prepare(config, backend, model, inputs, device, use_cuda, progress):
@@ -242,20 +305,30 @@ def _prepare(config, backend, model, inputs, device, use_cuda, progress):
     return prepared, prepare_s, first_call_s
 
 
-def _warm_up(config, fn, inputs, use_cuda, progress) -> None:
-    with nvtx_range("warmup"), progress.bar("warmup", config.timed_warmup) as tick:
-        for _ in range(config.timed_warmup):
-            fn(*inputs)
-            tick()
+
+def _warm_up(plan: timing.WindowPlan, fn, inputs, use_cuda, progress) -> float:
+    """The untimed warm-up; returns the estimate of one call (ms) a time budget needs."""
+    with nvtx_range("warmup"), progress.bar("warmup", plan.warmup) as tick:
+        estimate_ms = timing.warm_up(fn, inputs, plan, use_cuda, tick)
         _sync(use_cuda)
+    return estimate_ms
 
 
-def _timed(config, fn, inputs, use_cuda, progress):
-    with nvtx_range("timed"), progress.bar("timed", config.iters) as tick:
-        latencies, output = time_iterations(fn, inputs, config.iters, use_cuda, tick)
+def _timed(config, plan: timing.WindowPlan, estimate_ms: float, fn, inputs, use_cuda,
+           progress):
+    """The timed window: its latencies, last output, peak memory and noise."""
+    iters = plan.iterations(estimate_ms)
+    timing.reset_peak_memory(use_cuda)
+    with nvtx_range("timed"), progress.bar("timed", iters) as tick:
+        latencies, output = time_iterations(fn, inputs, iters, use_cuda, tick)
+    memory = timing.peak_memory(use_cuda)
+    window_noise = noise(latencies)
     p50 = latency_stats(latencies, config.batch_size)["p50_ms"]
-    progress.say(f"  timed {config.iters} iterations: p50 {p50:.3f} ms")
-    return latencies, output
+    progress.say(f"  timed {iters} iterations ({plan.why}): p50 {p50:.3f} ms, "
+                 f"CV {100 * window_noise.cv:.1f} %")
+    for warning in window_noise.warnings:
+        progress.say(f"  [yellow]warning:[/] {escape(warning)}")
+    return latencies, output, memory, window_noise
 
 
 def _after_windows(prepared, run_stage: Path) -> tuple[dict, list[str]]:
@@ -289,15 +362,23 @@ def _result(config: RunConfig, backend, device, use_cuda: bool, c: _Collected, b
     run_dir = config.runs_dir / config.run_name
     tb_run_dir = config.tb_dir / config.run_name
     notes = dict(c.notes)
+    engine_memory = notes.pop("engine_memory", None)
     facts = runs.BackendFacts(
         name=backend.name, family=backend.family, precision=backend.precision,
         compile_s=notes.pop("compile_s", None), cache_load_s=notes.pop("load_s", None),
-        warnings=list(notes.pop("warnings", [])), artifacts=c.artifacts, extra=notes)
-    timing = runs.TimingStats(
+        warnings=list(notes.pop("warnings", [])), artifacts=c.artifacts,
+        engine_memory=None if engine_memory is None else _typed(engine_memory,
+                                                                runs.EngineMemory),
+        extra=notes)
+    window_noise = _typed({**c.noise.to_dict(), "repeat_runs": c.repeat_spread},
+                          runs.NoiseStats)
+    timing_stats = runs.TimingStats(
         prepare_s=c.prepare_s, first_call_s=c.first_call_s,
         timer="cuda_event" if use_cuda else "perf_counter", sync=c.sync, unit=c.unit,
-        warmup_iters=config.timed_warmup, model_build_s=built_s,
-        **latency_stats(c.latencies, config.batch_size), iters=config.iters)
+        warmup_iters=c.plan.warmup, model_build_s=built_s,
+        **latency_stats(c.latencies, config.batch_size), iters=len(c.latencies),
+        iterations_chosen_by=c.plan.why, min_time_s=c.plan.min_time_s, noise=window_noise)
+    memory = runs.Memory(**c.memory, **_engine_memory(facts.engine_memory))
     profile = runs.ProfileInfo(
         capture=config.capture, activities=[a.name for a in c.activities],
         schedule=runs.Schedule(wait=config.wait, warmup=config.warmup, active=config.active,
@@ -313,8 +394,9 @@ def _result(config: RunConfig, backend, device, use_cuda: bool, c: _Collected, b
         run_name=config.run_name,
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         model=config.model, batch_size=config.batch_size, device=str(device),
-        workload=config.workload, config=_typed(config.to_dict(), runs.ConfigRecord), backend=facts,
-        numerics=_typed(c.numerics, runs.Numerics), timing=timing,
+        workload=config.workload, config=_typed(config.to_dict(), runs.ConfigRecord),
+        backend=facts, numerics=_typed(c.numerics, runs.Numerics), timing=timing_stats,
+        memory=memory,
         output=_typed(_describe_output(c.output), runs.OutputInfo), profile=profile,
         trace=trace, latency_csv=str(run_dir / runs.LATENCY_CSV),
         environment=_typed(env, runs.Environment),
@@ -324,6 +406,14 @@ def _result(config: RunConfig, backend, device, use_cuda: bool, c: _Collected, b
 
 def _typed(data: dict, struct: type):
     return msgspec.convert(data, struct, strict=False)
+
+
+def _engine_memory(engine: runs.EngineMemory | None) -> dict:
+    """The TensorRT engines' device memory, where the backend recorded it."""
+    if engine is None:
+        return {}
+    return {"engine_device_memory_bytes": engine.engine_device_memory_bytes,
+            "engine_device_memory_why_not": engine.why_not}
 
 
 def _profile_with_torch(config, fn, inputs, use_cuda, progress, tb_stage: Path):
@@ -350,10 +440,47 @@ def _profile_with_torch(config, fn, inputs, use_cuda, progress, tb_stage: Path):
             prof.step()
             tick()
 
-    trace_files = sorted(p.name for p in tb_stage.iterdir() if ".pt.trace.json" in p.name)
-    if not trace_files:
-        raise RuntimeError("torch.profiler wrote no trace file")
-    return activities, trace_files
+    return activities, finished_traces(tb_stage)
+
+
+TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
+
+
+def finished_traces(folder: Path) -> list[str]:
+    """The names of the trace files torch.profiler finished in ``folder``. One it did not finish
+    (Kineto's ``.pt.trace.json.tmp`` left by a failed write, e.g. on a full disk, or a file cut
+    short) fails the run: a truncated trace is never kept as a result."""
+    names = sorted(p.name for p in folder.iterdir() if ".pt.trace.json" in p.name)
+    finished = [name for name in names if name.endswith(TRACE_SUFFIXES)]
+    broken = [name for name in names if name not in finished or not _is_whole(folder / name)]
+    if broken:
+        raise UserError(f"torch.profiler did not finish writing the trace ({', '.join(broken)} "
+                        "is cut short; is the disk full?); nothing was written")
+    if not finished:
+        raise UserError("torch.profiler wrote no trace file (is the disk full?); nothing was "
+                        "written")
+    return finished
+
+
+def _is_whole(path: Path) -> bool:
+    """The file is a complete trace: a gzip stream that ends properly (its CRC checked), and
+    JSON text that ends with its closing brace."""
+    import gzip
+    import zlib
+
+    try:
+        if path.name.endswith(".gz"):
+            tail = b""
+            with gzip.open(path, "rb") as stream:
+                while chunk := stream.read(1 << 20):
+                    tail = (tail + chunk)[-64:]
+        else:
+            with open(path, "rb") as stream:
+                stream.seek(max(0, path.stat().st_size - 64))
+                tail = stream.read()
+    except (OSError, EOFError, zlib.error):
+        return False
+    return tail.rstrip().endswith((b"}", b"]"))
 
 
 def active_steps(config: RunConfig) -> list[int]:
@@ -388,6 +515,20 @@ def _profile_with_cuda_profiler_api(config, fn, inputs, use_cuda, progress) -> N
             tick()
 
 
+def _repeat_spread(config: RunConfig, plan: timing.WindowPlan, latencies: list[float],
+                   progress) -> dict:
+    """--repeat-runs: more timed windows in fresh processes; the spread of their p50s."""
+    from .repeat_window import repeat
+    from .trace.noise import spread_of_runs
+
+    windows = repeat(config, len(latencies), plan.warmup, progress.say)
+    p50s = [latency_stats(w, config.batch_size)["p50_ms"] for w in [latencies, *windows]]
+    spread = spread_of_runs(p50s)
+    progress.say(f"  p50 over {len(p50s)} processes: {min(p50s):.3f} to {max(p50s):.3f} ms "
+                 f"({spread['range_pct_of_median']:.1f} % of the median)")
+    return spread
+
+
 def _figure(value: float | None) -> str:
     return "not finite" if value is None else f"{value:.3g}"
 
@@ -408,12 +549,18 @@ def check_numerics(config: RunConfig, backend_name: str, fn, inputs: tuple, devi
     if output is None:
         return {"skipped": "the output is not a tensor"}
     output = output.clone()
-    reference_model, _ = models.build(config)
-    reference_model = reference_model.to(device=device, dtype=torch.float32)
-    reference_inputs = tuple(t.to(torch.float32) if t.is_floating_point() else t for t in inputs)
-    with torch.inference_mode():
-        reference = _first_tensor(reference_model(*reference_inputs))
-    _sync(use_cuda)
+    kind = None
+    try:
+        reference = _fp32_reference(config, inputs, device, use_cuda)
+    except Exception as error:  # FP16/BF16/TensorRT can fit batches that FP32 cannot
+        kind = out_of_memory_kind(error)
+        if kind is None:
+            raise
+    if kind is not None:  # out of the except block: the reference's frames are freed
+        _release_cuda_memory()
+        return {"skipped": "reference did not fit",
+                "reason": f"{kind} out of memory in the FP32 eager reference at batch size "
+                          f"{config.batch_size}; the measurement is kept"}
     result = numerics.compare(output, reference)
     result["reference"] = {
         "backend": REFERENCE_BACKEND,
@@ -421,5 +568,14 @@ def check_numerics(config: RunConfig, backend_name: str, fn, inputs: tuple, devi
         "device": str(device),
         "tf32": config.tf32,
     }
-    del reference_model
     return result
+
+
+def _fp32_reference(config: RunConfig, inputs: tuple, device, use_cuda: bool) -> torch.Tensor:
+    reference_model, _ = models.build(config)
+    reference_model = reference_model.to(device=device, dtype=torch.float32)
+    reference_inputs = tuple(t.to(torch.float32) if t.is_floating_point() else t for t in inputs)
+    with torch.inference_mode():
+        reference = _first_tensor(reference_model(*reference_inputs))
+    _sync(use_cuda)
+    return reference

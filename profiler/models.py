@@ -3,10 +3,13 @@ random (never all-zero) inputs for one batch. Nothing is downloaded."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
 import math
-from collections.abc import Mapping
+import sys
+import traceback
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Callable
 
@@ -189,7 +192,58 @@ def _custom(spec: str, config: RunConfig) -> Built:
     model, inputs = built
     if isinstance(inputs, torch.Tensor):
         inputs = (inputs,)
+    if not isinstance(inputs, (tuple, list)) or not all(isinstance(t, torch.Tensor) for t in inputs):
+        shown = type(inputs).__name__ if not isinstance(inputs, (tuple, list)) else \
+            "a " + type(inputs).__name__ + " of " + ", ".join(sorted({type(t).__name__ for t in inputs}))
+        raise UserError(f"--model {spec} must return example_inputs as a tensor or a tuple of "
+                        f"tensors; it returned {shown}")
     return model, tuple(inputs)
+
+
+@contextlib.contextmanager
+def user_model_errors(spec: str) -> Iterator[None]:
+    """For ``--model package.module:function``: an exception raised in the user's code, or by
+    torch on the user's model (a shape mismatch, a backend that cannot trace it), and a
+    ``sys.exit`` called from it, become one line naming the function and where it failed. An
+    exception raised in this package's own code stays a traceback (a bug here)."""
+    if ":" not in spec:
+        yield
+        return
+    try:
+        yield
+    except UserError:
+        raise
+    except SystemExit as stop:
+        raise UserError(f"--model {spec} called sys.exit({stop.code!r}){_where(stop, spec)}; "
+                        "nothing was written") from None
+    except Exception as error:
+        if _raised_here(error):
+            raise
+        message = next((line.strip() for line in str(error).splitlines() if line.strip()), "")
+        if len(message) > 300:
+            message = message[:297] + "..."
+        raise UserError(f"--model {spec} failed: {type(error).__name__}"
+                        f"{': ' + message if message else ''}{_where(error, spec)}") from None
+
+
+def _raised_here(error: BaseException) -> bool:
+    frames = traceback.extract_tb(error.__traceback__)
+    package = str(Path(__file__).resolve().parent)
+    return bool(frames) and str(Path(frames[-1].filename).resolve()).startswith(package + "/")
+
+
+def _where(error: BaseException, spec: str) -> str:
+    """" (at file.py:LINE in function)" for the innermost frame in the user's module."""
+    module = sys.modules.get(spec.partition(":")[0])
+    source = getattr(module, "__file__", None)
+    if not source:
+        return ""
+    source = str(Path(source).resolve())
+    frames = [f for f in traceback.extract_tb(error.__traceback__)
+              if str(Path(f.filename).resolve()) == source]
+    if not frames:
+        return ""
+    return f" (at {Path(source).name}:{frames[-1].lineno} in {frames[-1].name})"
 
 
 def build(config: RunConfig) -> Built:
@@ -215,8 +269,9 @@ def load_weights(model: nn.Module, path: Path) -> None:
     except Exception as error:
         raise UserError(f"--weights {path} is not a loadable state dict ({type(error).__name__}: "
                         f"{str(error).splitlines()[0] if str(error) else ''})") from None
-    if not isinstance(state, Mapping) or not all(isinstance(v, torch.Tensor) for v in state.values()):
-        raise UserError(f"--weights {path} is not a state dict (a mapping of names to tensors)")
+    if not isinstance(state, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()):
+        raise UserError(f"--weights {path} is not a state dict (a mapping of string names to tensors)")
     try:
         result = model.load_state_dict(state, strict=False)
     except RuntimeError as error:  # shape mismatches raise even when strict=False

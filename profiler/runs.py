@@ -5,6 +5,7 @@ Layout (``--runs-dir`` and ``--tb-dir`` move the two roots)::
     runs/<run>/result.json         RunResult, read back only through read_result()
     runs/<run>/latency.csv         one row per timed iteration
     runs/<run>/ncu.csv[.gz]        `profile.py ncu`'s raw metrics
+    runs/<run>/engine_layers_<i>.json, engine_layer_times_<i>.json   a TensorRT run's engines
     tb_logs/<run>/*.pt.trace.json[.gz]   the run's Kineto traces (named in result.json)
     runs/<sweep>/sweep.json        SweepManifest, read back only through read_manifest()
     runs/<sweep>/<cell>/ and tb_logs/<sweep>/<cell>/   a sweep cell's run
@@ -32,7 +33,7 @@ from typing import Any
 import msgspec
 
 from .errors import UserError
-from .fsutil import write_text_atomic
+from .fsutil import LEFTOVER, write_text_atomic
 
 RESULT_FILE = "result.json"
 LATENCY_CSV = "latency.csv"
@@ -76,8 +77,36 @@ def _config_struct() -> type:
 ConfigRecord = _config_struct()
 
 
+class RepeatSpread(msgspec.Struct, frozen=True):
+    """--repeat-runs: the p50 of each timed window (the first is the run's own), and spread."""
+
+    runs: int
+    p50_ms: list[float]
+    median_p50_ms: float
+    min_p50_ms: float
+    max_p50_ms: float
+    range_pct_of_median: float
+
+
+class NoiseStats(msgspec.Struct, frozen=True):
+    """The timed window's spread, shape and drift (profiler.trace.noise.Noise; times in ms)."""
+
+    n: int
+    median_ms: float
+    cv: float
+    iqr_ms: float
+    relative_iqr: float
+    bimodal_d: float | None = None
+    clusters_ms: list[float] | None = None
+    first_third_median_ms: float | None = None
+    last_third_median_ms: float | None = None
+    warnings: list[str] = []
+    repeat_runs: RepeatSpread | None = None
+
+
 class TimingStats(msgspec.Struct, frozen=True):
-    """The timed window (profiler.timing) and the time to get there."""
+    """The timed window (profiler.timing) and the time to get there. Runs recorded before
+    iterations could be chosen by time, or noise was recorded, lack the last three fields."""
 
     iters: int
     mean_ms: float
@@ -97,6 +126,29 @@ class TimingStats(msgspec.Struct, frozen=True):
     model_build_s: float | None = None
     unit: str | None = None  # what one iteration is, when not one forward pass ("one whole
     # generation" with --workload generate)
+    iterations_chosen_by: str | None = None  # "--iters 50", "CPU default: --min-time 5 s" ...
+    min_time_s: float | None = None
+    noise: NoiseStats | None = None
+
+
+class Memory(msgspec.Struct, frozen=True):
+    """Peak memory of the timed window (PyTorch's caching allocator; None on a CPU) and the
+    TensorRT engines' device memory (None for other backends)."""
+
+    peak_allocated_bytes: int | None = None
+    peak_reserved_bytes: int | None = None
+    scope: str | None = None
+    engine_device_memory_bytes: int | None = None
+    engine_device_memory_why_not: list[str] | None = None
+
+
+class EngineMemory(msgspec.Struct, frozen=True):
+    """Device memory each TensorRT engine asks for at execution context creation (backend notes
+    key ``engine_memory``): the sum when every engine told it, else None and why not."""
+
+    engine_device_memory_bytes: int | None = None
+    per_engine_bytes: list[int | None] = []
+    why_not: list[str] | None = None
 
 
 class Reference(msgspec.Struct, frozen=True):
@@ -135,6 +187,7 @@ class Numerics(msgspec.Struct, frozen=True):
     comparisons are None for a forward run (and absent from its result.json)."""
 
     skipped: str | None = None
+    reason: str | None = None  # the detail of a skip (e.g. the reference ran out of memory)
     finite: bool | None = None
     elements: int | None = None
     max_abs_error: float | None = None
@@ -160,6 +213,7 @@ class BackendFacts(msgspec.Struct, frozen=True):
     cache_load_s: float | None = None  # loading a cached engine instead (notes key load_s)
     warnings: list[str] = []
     artifacts: list[str] = []  # file names in the run folder
+    engine_memory: EngineMemory | None = None  # ttrt_* backends (notes key engine_memory)
     extra: dict[str, Any] = {}  # any other fact (ORT providers, calibration time ...)
 
 
@@ -260,6 +314,7 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
     backend: BackendFacts
     numerics: Numerics | None = None  # absent in the earliest schema-1 files
     timing: TimingStats
+    memory: Memory | None = None  # absent in runs recorded before memory was
     output: OutputInfo
     profile: ProfileInfo
     trace: TraceInfo
@@ -277,7 +332,8 @@ def _backend_from_json(data: dict) -> dict:
     backend = dict(data.get("backend") or {})
     notes = dict(backend.pop("notes", None) or {})
     backend.update(compile_s=notes.pop("compile_s", None), cache_load_s=notes.pop("load_s", None),
-                   warnings=notes.pop("warnings", []), extra=notes,
+                   warnings=notes.pop("warnings", []),
+                   engine_memory=notes.pop("engine_memory", None), extra=notes,
                    artifacts=list(data.get("artifacts") or []))
     notes.pop("artifacts", None)
     return backend
@@ -289,6 +345,8 @@ def _backend_to_json(facts: BackendFacts) -> dict:
         if value is not None:
             notes[key] = value
     notes["warnings"] = list(facts.warnings)
+    if facts.engine_memory is not None:
+        notes["engine_memory"] = msgspec.to_builtins(facts.engine_memory)
     return {"name": facts.name, "family": facts.family, "precision": facts.precision,
             "notes": notes}
 
@@ -338,12 +396,20 @@ def result_to_dict(result: RunResult) -> dict:
         if key == "backend":
             ordered["backend"] = _backend_to_json(result.backend)
             ordered["artifacts"] = sorted(result.backend.artifacts)
+        elif key == "memory" and value is None:  # not recorded: no key, as before
+            continue
         elif key == "numerics" and value is not None:  # either why it was skipped, or figures
-            ordered[key] = {"skipped": value["skipped"]} if value["skipped"] is not None else \
-                {k: v for k, v in value.items() if k != "skipped"}
+            ordered[key] = _numerics_to_json(value)
         else:
             ordered[key] = value
     return ordered
+
+
+def _numerics_to_json(value: dict) -> dict:
+    """Either why the check was skipped (and its detail, when there is one), or the figures."""
+    if value["skipped"] is None:
+        return {k: v for k, v in value.items() if k not in ("skipped", "reason")}
+    return {k: value[k] for k in ("skipped", "reason") if value[k] is not None}
 
 
 def read_result(path: Path) -> RunResult:
@@ -418,8 +484,16 @@ class SweepManifest(msgspec.Struct):
     wall_s: float | None = None
 
 
+def is_leftover(path: Path) -> bool:
+    """A run's staging folder (``.<run>.partial-*``: half-built, or left by a killed run), a
+    replaced run on its way out (``.<run>.old-*``) or a lock file (``.<run>.lock``): never a run,
+    a sweep or a trace, whatever it holds."""
+    name = Path(path).name
+    return bool(LEFTOVER.match(name)) or (name.startswith(".") and name.endswith(".lock"))
+
+
 def is_sweep_dir(folder: Path) -> bool:
-    return (Path(folder) / MANIFEST).is_file()
+    return not is_leftover(folder) and (Path(folder) / MANIFEST).is_file()
 
 
 def read_manifest(sweep_dir: Path) -> SweepManifest | None:
@@ -434,11 +508,11 @@ def read_manifest(sweep_dir: Path) -> SweepManifest | None:
             from None
     if not isinstance(data, dict) or "cells" not in data or "options" not in data:
         raise UserError(f"{path} is not a sweep manifest; use another --name")
-    try:
+    try:  # every part that is read has its type: a damaged file is refused before any rewrite
         return msgspec.convert(data, SweepManifest, strict=False)
     except msgspec.ValidationError as error:
-        raise UserError(f"{path} is not a sweep manifest this version reads ({error}); use "
-                        "another --name") from None
+        raise UserError(f"{path} is damaged or not a sweep manifest this version reads "
+                        f"({error}); remove it or use another --name") from None
 
 
 def write_manifest(sweep_dir: Path, manifest: SweepManifest) -> None:
@@ -493,6 +567,8 @@ def locate(target: str, root: Path | None = None) -> Path:
     ``<sweep>/<cell>``; never an absolute path or one with ``..``)."""
     root = Path.cwd() if root is None else root
     path = Path(target).expanduser()
+    if any(is_leftover(part) for part in Path(target).parts):
+        raise UserError(f"{target} is a staging folder or lock of an unfinished run, not a run")
     if not path.exists() and not path.is_absolute() and ".." not in Path(target).parts:
         for base in (RUNS_ROOT, TB_ROOT):
             if (root / base / target).exists():
@@ -545,7 +621,12 @@ def _trace_names(result_json: Path) -> list[str]:
         raise UserError(f"{result_json} is not readable JSON ({error})") from None
     trace = data.get("trace") if isinstance(data, dict) else None
     files = trace.get("files") if isinstance(trace, dict) else None
-    return [f for f in files if isinstance(f, str)] if isinstance(files, list) else []
+    if not files:
+        return []
+    if not isinstance(files, list) or not all(isinstance(name, str) for name in files):
+        raise UserError(f"{result_json}: trace.files must be a list of file names (got "
+                        f"{json.dumps(files)[:80]})")
+    return files
 
 
 def traces_named_by_result(folder: Path, root: Path | None = None) -> list[Path]:
@@ -572,12 +653,38 @@ def traces_named_by_result(folder: Path, root: Path | None = None) -> list[Path]
 
 
 def traces_in_folder(folder: Path) -> list[Path]:
+    """Trace files under ``folder``, outside hidden folders and files: staging folders, replaced
+    runs on their way out (see is_leftover) and temporary files are never a trace."""
     for patterns in (TRACE_PATTERNS, LOOSE_PATTERNS):
-        found = sorted({p for pattern in patterns for p in folder.rglob(pattern)
-                        if p.is_file() and p.name not in NOT_TRACES})
+        try:
+            found = sorted({p for pattern in patterns for p in folder.rglob(pattern)
+                            if p.is_file() and p.name not in NOT_TRACES
+                            and not any(part.startswith(".")
+                                        for part in p.relative_to(folder).parts)})
+        except OSError as error:  # /proc and the like: give the folder, not a traceback
+            raise UserError(f"cannot search {folder} for traces ({error.strerror or error}: "
+                            f"{error.filename}); give a trace file or a run folder") from None
         if found:
             return found
     return []
+
+
+def engine_layer_files(run_dir: Path) -> list[tuple[Path, Path | None]]:
+    """A TensorRT run's (engine_layers_<i>.json, engine_layer_times_<i>.json or None), one pair
+    per engine."""
+    pairs = []
+    for layers in sorted(Path(run_dir).glob("engine_layers_*.json")):
+        index = layers.stem.rsplit("_", 1)[-1]
+        times = Path(run_dir) / f"engine_layer_times_{index}.json"
+        pairs.append((layers, times if times.is_file() else None))
+    return pairs
+
+
+def latency_csv_of(result: RunResult, result_json: Path | None = None) -> Path | None:
+    """A run's latency.csv: beside its result.json first, else where result.json names it."""
+    candidates = [] if result_json is None else [Path(result_json).parent / LATENCY_CSV]
+    candidates.append(Path(result.latency_csv))
+    return next((p for p in candidates if p.is_file()), None)
 
 
 def ncu_csv_of(target: str, root: Path | None = None) -> Path | None:

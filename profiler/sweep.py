@@ -33,10 +33,11 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import runs
+from . import runs, signals
 from .config import (CliOption, RunConfig, check_path_component, keyed, run_argv, run_name,
                      run_options, unkeyed)
 from .errors import Interrupted, UserError
+from .fsutil import clean_leftovers, folder_lock
 from .runs import MANIFEST, SweepCell, SweepManifest
 ENTRY = Path(__file__).resolve().parent.parent / "profile.py"
 
@@ -357,6 +358,14 @@ def run_sweep(p: SweepPlan, say=print, progress=None) -> SweepOutcome:
     """Run every cell not done yet. ``say(text)`` prints a line per cell; ``progress(advance)``
     moves a progress bar. Ctrl-C marks the running cell interrupted, keeps the finished ones,
     and raises Interrupted once the manifest is written."""
+    # one process writes a sweep folder at a time: a second refuses with one line
+    with folder_lock(p.sweep_dir, p.trace_dir, what="sweep"):
+        for folder in (p.sweep_dir, p.trace_dir):  # what killed cells left
+            clean_leftovers(folder)
+        return _run_sweep(p, say, progress)
+
+
+def _run_sweep(p: SweepPlan, say, progress) -> SweepOutcome:
     began = time.perf_counter()
     manifest = start_manifest(p)
     p.sweep_dir.mkdir(parents=True, exist_ok=True)
@@ -387,8 +396,13 @@ def run_sweep(p: SweepPlan, say=print, progress=None) -> SweepOutcome:
             _update(cell, status=outcome.status, reason=outcome.reason,
                     exit_code=outcome.exit_code, elapsed_s=round(outcome.elapsed_s, 3),
                     finished=_now())
-            if outcome.status == OK:
+            if outcome.status == OK and not (p.sweep_dir / name / runs.RESULT_FILE).is_file():
+                _update(cell, status=FAILED, reason="the cell exited 0 without writing "
+                        "result.json (did the model call os._exit?)")
+            if cell.status == OK:
                 cell.metrics = cell_metrics(p.sweep_dir / name)
+            else:  # a cell stopped by --cell-timeout may leave staging folders
+                _clean_cells(p)
             write_manifest(p.sweep_dir, manifest)
             current = None
             ran += 1
@@ -397,19 +411,26 @@ def run_sweep(p: SweepPlan, say=print, progress=None) -> SweepOutcome:
             say(f"{label}: {describe(p.sweep_dir, name, cell)}")
             if progress:
                 progress()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:  # Ctrl-C; SIGTERM and SIGHUP in signals.as_interrupts()
         if current is not None:
-            _update(manifest.cells[current], status=INTERRUPTED, reason="interrupted (Ctrl-C)",
-                    finished=_now())
+            _update(manifest.cells[current], status=INTERRUPTED,
+                    reason=f"interrupted ({signals.describe(stop)})", finished=_now())
+            _clean_cells(p)
         manifest.wall_s = round(time.perf_counter() - began, 3)
         write_manifest(p.sweep_dir, manifest)
         done = sum(1 for c in manifest.cells.values() if c.status == OK)
         raise Interrupted(f"sweep stopped; {done} finished cell(s) kept in {p.sweep_dir} "
-                          "(continue with --resume)") from None
+                          "(continue with --resume)", exit_code=signals.exit_code(stop)) \
+            from None
     wall = time.perf_counter() - began
     manifest.wall_s = round(wall, 3)
     write_manifest(p.sweep_dir, manifest)
     return SweepOutcome(manifest=manifest, wall_s=wall, ran=ran, skipped=skipped)
+
+
+def _clean_cells(p: SweepPlan) -> None:
+    for folder in (p.sweep_dir, p.trace_dir):
+        clean_leftovers(folder)
 
 
 def _update(cell: SweepCell, **changes) -> None:

@@ -8,11 +8,12 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from profiler.runs import RESULT_FILE, read_result  # noqa: E402
+from profiler.runs import RESULT_FILE, is_leftover, read_result  # noqa: E402
 
 
 def main(argv: list[str]) -> int:
-    folders = [Path(a) for a in argv] or sorted(p for p in Path("runs").iterdir() if p.is_dir())
+    folders = [Path(a) for a in argv] or sorted(
+        p for p in Path("runs").iterdir() if p.is_dir() and not is_leftover(p))
     rows = []
     for folder in folders:
         path = folder / RESULT_FILE

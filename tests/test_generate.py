@@ -149,6 +149,10 @@ def test_result_holds_per_phase_timing_and_token_agreement(runs):
     assert typed.generation.ttft_ms.p50 == generation["ttft_ms"]["p50"]
     assert typed.numerics.tokens.positions_equal == tokens["positions_equal"]
     assert typed.timing.unit == typed.profile.step_is == "one whole generation"
+    # the forward window's plan, noise and memory, over whole generations
+    assert typed.timing.iters == 2 and typed.timing.iterations_chosen_by == "--iters 2"
+    assert typed.timing.noise is not None and typed.timing.noise.cv >= 0
+    assert typed.memory is not None and typed.memory.scope == "n/a (CPU)"
     assert typed.profile.phase_spans == ["encode", "decode", "project"]
     assert "generation_steps.csv" in typed.backend.artifacts
     assert "recomputes" in typed.backend.extra["decode"]
@@ -293,6 +297,12 @@ def test_a_model_that_cannot_generate_is_one_line(cli):
 def test_bad_lengths_are_one_line(cli, args, fragment):
     done = cli("run", *SEQ2SEQ, *args)
     assert_one_line_error(done, fragment)
+    assert_nothing_written()
+
+
+def test_repeat_runs_with_generate_is_one_line(cli):
+    done = cli("run", *SEQ2SEQ, "--repeat-runs", "2")
+    assert_one_line_error(done, "--repeat-runs repeats a forward window")
     assert_nothing_written()
 
 

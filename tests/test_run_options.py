@@ -37,7 +37,7 @@ def probe_value(name: str):
     if kind is bool:
         return not default
     if kind is int:
-        return default + 2
+        return (default or 1) + 2
     if kind is float:
         return 0.25
     if kind is Path:
@@ -47,8 +47,18 @@ def probe_value(name: str):
     raise AssertionError(f"no probe value for RunConfig.{name} of type {kind}: add one to KNOWN")
 
 
-def probes() -> dict:
-    return {name: probe_value(name) for name in run_options()}
+#: options that exclude each other: each test runs once without each of them
+EXCLUSIVE = ("min_time", "iters")
+
+
+@pytest.fixture(params=EXCLUSIVE)
+def left_out(request) -> str:
+    return request.param
+
+
+def probes(left_out: str) -> dict:
+    """A probe value for every option but ``left_out`` (one of EXCLUSIVE)."""
+    return {name: probe_value(name) for name in run_options() if name != left_out}
 
 
 def argv(values: dict) -> list[str]:
@@ -96,13 +106,13 @@ def test_every_field_is_a_declared_option():
     assert set(run_options()) == names - NOT_OPTIONS
 
 
-def test_run(parse_run):
-    values = probes()
+def test_run(parse_run, left_out):
+    values = probes(left_out)
     config = parse_run(*argv(values))
-    assert config.options() == values
+    assert config.options() == {**values, left_out: getattr(RunConfig(), left_out)}
 
 
-def test_sweep_cells(cli, parse_run, monkeypatch):
+def test_sweep_cells(cli, parse_run, monkeypatch, left_out):
     from profiler import sweep
 
     commands = []
@@ -112,7 +122,7 @@ def test_sweep_cells(cli, parse_run, monkeypatch):
         return sweep.CellOutcome(sweep.FAILED, "stopped at the cell", 1, 0.0)
 
     monkeypatch.setattr(sweep, "run_cell", fake_cell)
-    values = probes()
+    values = probes(left_out)
     shared = {k: v for k, v in values.items() if k not in SWEEP_SETS}
     done = cli("sweep", "--backends", values["backend"], "--bs", str(values["batch_size"]),
                "--name", "probe", "--runs-dir", "r", "--tb-dir", "t", *argv(shared))
@@ -126,19 +136,19 @@ def test_sweep_cells(cli, parse_run, monkeypatch):
     assert config.capture == "torch"  # every cell is traced for the table
 
 
-def test_sweep_resume_compares_every_shared_option(cli, monkeypatch):
+def test_sweep_resume_compares_every_shared_option(cli, monkeypatch, left_out):
     import json
 
     from profiler import sweep
 
     monkeypatch.setattr(sweep, "run_cell", lambda *a: sweep.CellOutcome(
         sweep.FAILED, "stopped", 1, 0.0))
-    values = probes()
+    values = probes(left_out)
     shared = {k: v for k, v in values.items() if k not in SWEEP_SETS}
     base = ["--backends", "pytorch_fp32", "--bs", "1", "--name", "s"]
     cli("sweep", *base, "--model", values["model"])
     options = json.loads(Path("runs/s/sweep.json").read_text())["options"]
-    assert set(options) == {run_options()[n].key for n in shared}
+    assert set(options) == {run_options()[n].key for n in [*shared, left_out]}
     for name, value in shared.items():
         spec = run_options()[name]
         done = cli("sweep", *base, "--resume", *argv({"model": values["model"], name: value}))
@@ -148,7 +158,7 @@ def test_sweep_resume_compares_every_shared_option(cli, monkeypatch):
             assert done.code == 2 and spec.flags[0].split("/")[0] in done.stderr, (name, done)
 
 
-def test_ncu_runs(cli, parse_run, monkeypatch):
+def test_ncu_runs(cli, parse_run, monkeypatch, left_out):
     from profiler.tools import ncu
 
     started = []
@@ -159,7 +169,7 @@ def test_ncu_runs(cli, parse_run, monkeypatch):
 
     monkeypatch.setattr(ncu, "locate_ncu", lambda: "ncu")
     monkeypatch.setattr(ncu.subprocess, "run", fake_subprocess)
-    values = probes()
+    values = probes(left_out)
     offered = {k: v for k, v in values.items() if k not in NCU_SETS}
     done = cli("ncu", *argv(offered))
     assert "the run without ncu failed" in done.stderr, done
@@ -168,17 +178,18 @@ def test_ncu_runs(cli, parse_run, monkeypatch):
     assert config.capture == "torch"  # the ordinary run gives the kernel table
 
 
-def test_ncu_run_under_ncu(parse_run):
+def test_ncu_run_under_ncu(parse_run, left_out):
     from profiler.tools import external
 
-    values = probes()
+    values = probes(left_out)
     config = RunConfig(**values)
-    under = dataclasses.replace(config, capture="cuda-profiler-api", iters=10, timed_warmup=3)
+    under = dataclasses.replace(config, capture="cuda-profiler-api", iters=10, timed_warmup=3,
+                                min_time=None, repeat_runs=1)
     parsed = parse_run(*external.harness_command(under)[3:])
     assert parsed == under
 
 
-def test_nsys_run(cli, parse_run, monkeypatch):
+def test_nsys_run(cli, parse_run, monkeypatch, left_out):
     from profiler.tools import external, nsys
 
     started = []
@@ -189,7 +200,7 @@ def test_nsys_run(cli, parse_run, monkeypatch):
 
     monkeypatch.setattr(nsys, "locate_nsys", lambda: "nsys")
     monkeypatch.setattr(nsys, "run_logged", fake_logged)
-    values = probes()
+    values = probes(left_out)
     offered = {k: v for k, v in values.items() if k not in NSYS_SETS}
     cli("nsys", *argv(offered))
     command = started[0]

@@ -217,3 +217,52 @@ def test_files_and_folders_follow_the_umask(cli):
         assert stat.S_IMODE(folder.stat().st_mode) == 0o755, folder
     for name in ("result.json", "latency.csv"):
         assert stat.S_IMODE((run / name).stat().st_mode) == 0o644, name
+
+
+# ---- what killed or unfinished writers leave is never a run (issue 15, D6) -------------------
+
+def _leftovers_beside_a_run(tmp_path: Path) -> Path:
+    """runs/ and tb_logs/ holding only leftovers: a staging folder with a whole trace, a
+    replaced run on its way out (with its result.json), a killed sweep's staging and lock files."""
+    trace = next((H200 / "tb_logs" / "pytorch_fp16_bs8").glob("*.pt.trace.json.gz"))
+    for folder in (tmp_path / "tb_logs" / ".a_bs1.partial-x1y2",
+                   tmp_path / "tb_logs" / ".b_bs1.old-99"):
+        folder.mkdir(parents=True)
+        (folder / trace.name).write_bytes(trace.read_bytes())
+    old_run = tmp_path / "runs" / ".b_bs1.old-99"
+    old_run.mkdir(parents=True)
+    (old_run / "result.json").write_bytes((H200 / "runs" / "pytorch_fp16_bs8" /
+                                           "result.json").read_bytes())
+    sweep = tmp_path / "runs" / ".sw.partial-abc"
+    sweep.mkdir()
+    (sweep / "sweep.json").write_text('{"cells": {}, "options": {}}')
+    (tmp_path / "runs" / ".b_bs1.lock").write_text("123 run\n")
+    return tmp_path
+
+
+def test_leftovers_are_never_traces_runs_or_sweeps(tmp_path):
+    root = _leftovers_beside_a_run(tmp_path)
+    assert runs.traces_in_folder(root / "tb_logs") == []
+    with pytest.raises(UserError, match="no trace files"):
+        runs.resolve_target(str(root / "tb_logs"), root)
+    for name in (".b_bs1.old-99", ".a_bs1.partial-x1y2", ".b_bs1.lock"):
+        with pytest.raises(UserError, match="staging folder or lock of an unfinished run"):
+            runs.resolve_target(name, root)
+    with pytest.raises(UserError, match="not a run"):
+        runs.traces_of(str(root / "tb_logs" / ".a_bs1.partial-x1y2"), root)
+    assert runs.find_sweep(".sw.partial-abc", root) is None
+    assert runs.find_sweep(root / "runs" / ".sw.partial-abc" / "sweep.json", root) is None
+    assert not runs.is_leftover(Path("pytorch_fp32_bs1")) and runs.is_leftover(Path(".x.lock"))
+
+
+def test_a_skipped_check_keeps_its_reason_in_result_json(tmp_path):
+    result = runs.read_result(H200 / "runs" / "pytorch_fp16_bs8")
+    import msgspec
+
+    skipped = msgspec.structs.replace(result, numerics=runs.Numerics(
+        skipped="reference did not fit", reason="CUDA out of memory in the FP32 eager reference"))
+    runs.write_result(tmp_path, skipped)
+    data = json.loads((tmp_path / "result.json").read_text())
+    assert data["numerics"] == {"skipped": "reference did not fit",
+                                "reason": "CUDA out of memory in the FP32 eager reference"}
+    assert runs.read_result(tmp_path).numerics.reason.startswith("CUDA out of memory")

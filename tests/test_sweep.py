@@ -65,8 +65,10 @@ def test_sweep_writes_cells_tables_and_manifest(grid):
     assert list(rows[0]) == ["model", "device", "backend", "bs", "mean_ms", "p50_ms", "p90_ms",
                              "p99_ms", "throughput_per_s", "speedup", "baseline", "ready_s",
                              "compile_s", "compile_what", "rel_l2_error", "tensor_core_pct",
-                             "gpu_util_pct", "ttft_ms", "token_p50_ms", "token_p99_ms",
-                             "tokens_per_s", "token_agreement", "status", "reason", "elapsed_s"]
+                             "gpu_util_pct", "cv_pct", "noise", "peak_allocated_mib",
+                             "peak_reserved_mib", "engine_mib", "ttft_ms", "token_p50_ms",
+                             "token_p99_ms", "tokens_per_s", "token_agreement", "status", "reason",
+                             "elapsed_s"]
     by_cell = {(r["backend"], int(r["bs"])): r for r in rows}
     assert len(by_cell) == 6
     for bs in (1, 2):
@@ -76,6 +78,7 @@ def test_sweep_writes_cells_tables_and_manifest(grid):
             float(base["p50_ms"]) / float(bf16["p50_ms"]), rel=1e-4)
         assert base["rel_l2_error"] == "" and float(bf16["rel_l2_error"]) > 0
         assert base["device"] == "CPU" and base["status"] == "ok"
+        assert float(base["cv_pct"]) >= 0 and base["peak_allocated_mib"] == ""
     assert by_cell[("pytorch_fp32", 3)]["status"] == "oom"
     assert by_cell[("pytorch_fp32", 3)]["speedup"] == ""
     md = (sweep / "benchmark.md").read_text()
@@ -95,14 +98,27 @@ def test_resume_skips_finished_cells(grid):
     assert _manifest(workdir)["cells"]["pytorch_fp32_bs3_oom_above_2"]["status"] == "oom"
 
 
+def test_sweep_json_prints_the_table_as_records(grid):
+    workdir, _ = grid
+    done = sweep_cli(*GRID, "--resume", "--json", cwd=workdir)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["baseline"] == "pytorch_fp32" and len(data["cells"]) == 6
+    ok = [c for c in data["cells"] if c["status"] == "ok"]
+    assert all(isinstance(c["bs"], int) and c["peak_allocated_mib"] is None for c in ok)
+    assert all(c["cv_pct"] >= 0 for c in ok)
+
+
 def test_plots_of_a_cpu_sweep(grid, tmp_path):
     workdir, _ = grid
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
     done = subprocess.run([sys.executable, str(ROOT / "profile.py"), "plot", "runs/grid",
-                           "--out", str(tmp_path)], cwd=workdir, capture_output=True, text=True,
-                          env=env, timeout=120)
+                           "--out", str(tmp_path), "--json"], cwd=workdir, capture_output=True,
+                          text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
+    assert sorted(Path(p).name for p in json.loads(done.stdout)["written"]) == [
+        "latency.png", "speedup.png", "throughput.png"]
     for name in ("latency.png", "speedup.png", "throughput.png"):
         data = (tmp_path / name).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000, name
@@ -120,6 +136,7 @@ def test_compare_two_cells_of_a_sweep(grid):
                           capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "timed p50 latency (result.json)" in done.stdout
+    assert "config.backend" in done.stdout and "p50 B / A" in done.stdout
 
 
 def test_all_cells_failing_exits_1(tmp_path):
@@ -127,11 +144,11 @@ def test_all_cells_failing_exits_1(tmp_path):
                      "tests.tiny_models:failing", *FAST, cwd=tmp_path)
     assert done.returncode == 1
     assert done.stderr.strip().splitlines()[-1].startswith("error: all 1 cells failed")
-    cells = _manifest(tmp_path, "sweep_tests.tiny_models_failing")["cells"]
-    cell = cells["pytorch_fp32_bs2_failing"]
-    # a crash (not a user error): the last line of the traceback is the reason
-    assert cell["status"] == "failed" and cell["exit_code"] == 1
-    assert cell["reason"] == "RuntimeError: this model fails on purpose"
+    cell = _manifest(tmp_path, "sweep_tests.tiny_models_failing")["cells"]["pytorch_fp32_bs2_failing"]
+    # the user's model failing is the cell's one error line, naming the function
+    assert cell["status"] == "failed" and cell["exit_code"] == 2
+    assert cell["reason"].startswith("--model tests.tiny_models:failing failed: RuntimeError: "
+                                      "this model fails on purpose (at tiny_models.py:")
 
 
 def test_ctrl_c_keeps_finished_cells(tmp_path):
@@ -265,3 +282,38 @@ def test_run_args_pass_every_shared_option():
     assert "--tf32" in args and "--no-cache" in args and "--gzip" in args
     assert "--no-cudnn-benchmark" in args and "--max-rel-error" not in args
     assert args[args.index("--iters") + 1] == "5"
+
+
+# ---- cells that end badly, with stand-in cell commands (issue 15: D6, D17) ------------------
+
+def _stand_in_sweep(tmp_path, monkeypatch, script: str, **plan_options):
+    from profiler import sweep as sweep_module
+
+    monkeypatch.setattr(sweep_module, "cell_command",
+                        lambda p, backend, batch_size: [sys.executable, "-c", script])
+    plan = sweep_module.plan("pytorch_fp32", "1", {"model": "tests.tiny_models:conv_net"},
+                             name="s", runs_dir=tmp_path / "runs", tb_dir=tmp_path / "tb_logs",
+                             **plan_options)
+    return sweep_module.run_sweep(plan, say=lambda text: None).manifest.cells
+
+
+def test_cell_that_exits_0_without_a_result_is_failed(tmp_path, monkeypatch):
+    # e.g. a user model that calls os._exit(0): nothing to show for it, so not ok
+    cell = _stand_in_sweep(tmp_path, monkeypatch, "pass")["pytorch_fp32_bs1_conv_net"]
+    assert cell.status == "failed" and cell.exit_code == 0
+    assert "without writing result.json" in cell.reason
+
+
+def test_cell_stopped_by_the_timeout_leaves_no_staging(tmp_path, monkeypatch):
+    # a cell killed before it could clean up (as --cell-timeout's SIGKILL does) left staging
+    script = ("import os, time\n"
+              "for d in ('runs/s', 'tb_logs/s'):\n"
+              "    os.makedirs(d + '/.pytorch_fp32_bs1_conv_net.partial-x1/sub')\n"
+              "import signal; signal.signal(signal.SIGINT, lambda *a: os._exit(1))\n"
+              "time.sleep(60)\n")
+    monkeypatch.chdir(tmp_path)
+    cell = _stand_in_sweep(tmp_path, monkeypatch, script,
+                           cell_timeout_s=1.5)["pytorch_fp32_bs1_conv_net"]
+    assert cell.status == "timeout"
+    for folder in (tmp_path / "runs" / "s", tmp_path / "tb_logs" / "s"):
+        assert [p.name for p in folder.iterdir() if p.name.startswith(".")] == []

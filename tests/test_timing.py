@@ -1,3 +1,5 @@
+import json
+import math
 import random
 
 import numpy as np
@@ -32,3 +34,72 @@ def test_time_iterations_on_cpu_counts_calls_and_keeps_the_output():
     latencies, output = time_iterations(fn, (21,), iters=5, use_cuda=False)
     assert len(latencies) == 5 and all(ms >= 0 for ms in latencies)
     assert len(calls) == 5 and output == 42
+
+
+# ---- iterations by time, CPU defaults, the window's noise and memory in result.json --------
+
+from profiler import timing as timing_module  # noqa: E402
+
+
+def test_gpu_defaults_keep_their_meaning():
+    plan = timing_module.plan_window(None, None, None, use_cuda=True)
+    assert (plan.warmup, plan.iters, plan.min_time_s) == (20, 100, None)
+
+
+def test_cpu_default_is_a_time_budget_with_a_short_warmup():
+    plan = timing_module.plan_window(None, None, None, use_cuda=False)
+    assert plan.warmup == timing_module.CPU_WARMUP and plan.iters is None
+    assert plan.min_time_s == timing_module.CPU_MIN_TIME_S
+    # about one second per call (ResNet50 bs8 on 2 cores): the bound of 5 iterations applies
+    assert plan.iterations(1000.0) == timing_module.MIN_TIME_ITERS_LOW
+
+
+def test_explicit_counts_win_over_defaults():
+    assert timing_module.plan_window(7, 3, None, use_cuda=False).iterations(1.0) == 7
+    plan = timing_module.plan_window(None, 0, 2.0, use_cuda=True)
+    assert plan.warmup == 0 and plan.iterations(4.0) == 500
+
+
+def test_budget_is_converted_to_bounded_iterations():
+    assert timing_module.iterations_for_budget(10.0, 1.0) == 100
+    assert timing_module.iterations_for_budget(1e-6, 10.0) == timing_module.MIN_TIME_ITERS_HIGH
+    assert timing_module.iterations_for_budget(5000.0, 1.0) == timing_module.MIN_TIME_ITERS_LOW
+
+
+def test_warm_up_estimates_only_when_a_budget_needs_it():
+    calls = []
+    fixed = timing_module.plan_window(4, 2, None, use_cuda=False)
+    assert math.isnan(timing_module.warm_up(lambda: calls.append(1), (), fixed, False))
+    assert len(calls) == 2
+    budget = timing_module.plan_window(None, 0, 1.0, use_cuda=False)
+    assert timing_module.warm_up(lambda: calls.append(1), (), budget, False) >= 0
+    assert len(calls) == 3  # no warm-up asked: one timed call for the estimate
+
+
+def test_cpu_memory_is_not_applicable():
+    assert timing_module.peak_memory(False)["scope"] == "n/a (CPU)"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--min-time", "0"], "--min-time must be more than 0"),
+    (["--min-time", "1", "--iters", "5"], "give --iters or --min-time, not both"),
+    (["--repeat-runs", "0"], "--repeat-runs must be at least 1"),
+])
+def test_bad_timing_options_are_one_line_errors(cli, args, message):
+    out = cli("run", "--model", "tests.tiny_models:conv_net", *args)
+    assert out.code == 2 and message in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_min_time_run_records_noise_memory_and_repeats(cli):
+    out = cli("run", "--model", "tests.tiny_models:conv_net", "--min-time", "0.05",
+              "--timed-warmup", "1", "--active", "1", "--repeat-runs", "2", "--json")
+    assert out.code == 0, out.stderr
+    result = json.loads(out.stdout)
+    timed = result["timing"]
+    assert timed["iterations_chosen_by"] == "--min-time 0.05 s" and timed["iters"] >= 5
+    assert set(timed["noise"]) >= {"cv", "iqr_ms", "warnings", "bimodal_d"}
+    assert timed["noise"]["repeat_runs"]["runs"] == 2
+    assert len(timed["noise"]["repeat_runs"]["p50_ms"]) == 2
+    assert result["memory"]["scope"] == "n/a (CPU)"
+    assert result["memory"]["peak_allocated_bytes"] is None

@@ -127,8 +127,6 @@ def test_null_args_and_old_spelling(tmp_path, monkeypatch):
     ('{"traceEvents": [{"ph": "X", "name": "a", "ts": 1},]}', "not valid JSON"),
     ('{"traceEvents": [{"ph": "X", "ts": 1}, {"ph": "i", "ts": 2}, ]}', "not valid JSON"),
     ('{"traceEvents": [{"ph": "X", "name": "a", "ts": 1}], }', "not valid JSON"),
-    ('{"traceEvents": [{"ph": "X", "name": "a", "ts": "one"}]}', "unexpected field type"),
-    ('{"traceEvents": [{"ph": "X"}, 5]}', "unexpected field type"),
     ('{"traceEvents": {"ph": "X"}}', "no traceEvents list"),
     ('{"other": [], "traceEvents": [{"ph": "X"}]', "not valid JSON"),
     ('{"traceEvents": [{"ph": "X"}]} trailing', "not valid JSON"),

@@ -66,3 +66,77 @@ def tiny_gpt2(batch_size: int = 2, prompt_len: int = 5):
                         bos_token_id=0, eos_token_id=0,
                         resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
     return CausalLM(GPT2LMHeadModel(config)), (torch.randint(0, 100, (batch_size, prompt_len)),)
+
+
+# ---- user models that go wrong (tests/test_run_outcomes.py) ----------------------------------
+
+def builder_raises(batch_size: int = 2):
+    raise ValueError("boom in the builder")
+
+
+class _SysExitForward(nn.Module):
+    def forward(self, x):
+        raise SystemExit(0)
+
+
+def sysexit_forward(batch_size: int = 2):
+    return _SysExitForward(), (torch.randn(batch_size, 4),)
+
+
+def builder_exits(batch_size: int = 2):
+    raise SystemExit(0)
+
+
+def shape_mismatch(batch_size: int = 2):
+    return nn.Linear(5, 4), (torch.randn(batch_size, 4),)
+
+
+def inputs_of_strings(batch_size: int = 2):
+    return nn.Linear(4, 4), ["a", "b"]
+
+
+def inputs_not_iterable(batch_size: int = 2):
+    return nn.Linear(4, 4), 5
+
+
+class _HostMemoryHog(nn.Module):
+    """Asks torch's CPU allocator for a petabyte: the real error of host memory running out."""
+
+    def forward(self, x):
+        return x + torch.empty(2 ** 50, dtype=torch.uint8).sum()
+
+
+def host_oom_forward(batch_size: int = 2):
+    return _HostMemoryHog(), (torch.randn(batch_size, 4),)
+
+
+_builds = {"reference_oom": 0}
+
+
+def reference_oom(batch_size: int = 2, image_size: int = 16):
+    """conv_net for the backend; every second build (the FP32 eager reference that the numeric
+    check builds after the measurement) runs out of (simulated) CUDA memory, as an FP32 copy
+    does at batch sizes only FP16/BF16/TensorRT fit."""
+    _builds["reference_oom"] += 1
+    model, inputs = conv_net(batch_size, image_size)
+    if _builds["reference_oom"] % 2 == 0:
+        model = _OutOfMemoryAbove(0)
+    return model, inputs
+
+
+class _Slow(nn.Module):
+    """A linear layer that takes 0.3 s per call: a window to signal a running `run` in."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(8, 8)
+
+    def forward(self, x):
+        import time
+
+        time.sleep(0.3)
+        return self.linear(x)
+
+
+def slow(batch_size: int = 2):
+    return _Slow(), (torch.randn(batch_size, 8),)

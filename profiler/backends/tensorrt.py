@@ -93,6 +93,16 @@ def detect_flavour(version_of=importlib.metadata.version,
     return Flavour(name, distribution, version, library)
 
 
+def _tensorrt_library():
+    """The tensorrt (or tensorrt_rtx) Python package, or None."""
+    for name in ("tensorrt", "tensorrt_rtx"):
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            continue
+    return None
+
+
 def _missing() -> str | None:
     try:
         detect_flavour()
@@ -141,6 +151,40 @@ def find_engines(graph_module) -> list[tuple[str, object, object | None]]:
             if _attribute(obj, "get_engine_layer_info") is not None:
                 found.append((str(node.target), obj, obj))
     return found
+
+
+def engine_device_memory(engines, tensorrt_module=None) -> dict:
+    """Device memory (activations, scratch) each engine asks for at execution context creation:
+    ``ICudaEngine.device_memory_size_v2`` (``device_memory_size`` before TensorRT 10) where the
+    Python runtime exposes the engine; else the C++ engine's serialized bytes deserialized with
+    ``tensorrt.Runtime``. Weights are not included. Records why not where neither works."""
+    sizes, why_not = [], []
+    for name, source, engine in engines:
+        size = None
+        for holder in (source, engine, _attribute(source, "engine")):
+            for attr in ("device_memory_size_v2", "device_memory_size"):
+                value = _attribute(holder, attr)
+                if isinstance(value, int):
+                    size = value
+                    break
+            if size is not None:
+                break
+        if size is None and tensorrt_module is not None:
+            blob = _attribute(source, "serialized_engine")
+            if isinstance(blob, (bytes, bytearray)):
+                try:
+                    runtime = tensorrt_module.Runtime(tensorrt_module.Logger())
+                    cuda_engine = runtime.deserialize_cuda_engine(bytes(blob))
+                    size = int(_attribute(cuda_engine, "device_memory_size_v2")
+                               or _attribute(cuda_engine, "device_memory_size"))
+                except Exception as error:
+                    why_not.append(f"{name}: {type(error).__name__}: {error}")
+        if size is None and not why_not:
+            why_not.append(f"{name}: the engine exposes no device memory size")
+        sizes.append(size)
+    known = [s for s in sizes if s is not None]
+    return {"engine_device_memory_bytes": sum(known) if known and len(known) == len(sizes)
+            else None, "per_engine_bytes": sizes, "why_not": why_not or None}
 
 
 def layer_info(source) -> str:
@@ -440,6 +484,7 @@ def _describe_engines(compiled, notes: dict, artifacts: dict) -> None:
         except Exception as error:
             notes["warnings"].append(f"engine {index}: no layer information ({error})")
     notes["layer_files"] = sorted(name for name in artifacts if name.startswith("engine_layers_"))
+    notes["engine_memory"] = engine_device_memory(engines, _tensorrt_library())
 
 
 def _inference(torch, compiled):

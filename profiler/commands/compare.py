@@ -1,43 +1,70 @@
-"""`compare`: two targets -> Diff (with the timed window's rows from result.json) -> CSVs and
-terminal tables."""
+"""`compare`: two targets -> Diff (with the timed window's rows from result.json) and the timed
+headline (profiler.headline.compare_timed) -> CSVs or Parquet, terminal tables or --json."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 import pandas as pd
 
 from ..errors import UserError
-from ..fsutil import write_text_atomic
-from ..report.compare_view import print_diff
+from ..headline import compare_timed
+from ..report.compare_view import print_diff, print_timed_headline
 from ..report.console import make_console
+from ..report.export import write_table, write_tables
+from ..report.fmt import head
+from ..runs import RunResult, Target, resolve_target
 from ..trace.diff import Diff, diff
-from ..runs import RunResult, resolve_target
-from ..trace.summary import Summary
+from ..trace.summary import _clean
 
 
-def load_side(target: str) -> tuple[Summary, RunResult | None]:
-    """Summary of a target's trace, and its run's result when the target is a run."""
+def load_side(target: str) -> Target:
+    """The resolved target (its trace's Summary via .summary(), its run's result if a run)."""
     resolved = resolve_target(target)
     if resolved.note:
         print(f"{target}: {resolved.note}", file=sys.stderr)
-    return resolved.summary(), resolved.result
+    return resolved
 
 
-def run(a: str, b: str, top: int = 15, out: Path | None = None) -> Diff:
+def run(a: str, b: str, top: int = 15, out: Path | None = None, json_out: bool = False) -> Diff:
     if top < 0:
         raise UserError(f"--top must be 0 (all) or more (got {top})")
-    (sa, ra), (sb, rb) = load_side(a), load_side(b)
+    ta, tb = load_side(a), load_side(b)
+    sa, sb = ta.summary(), tb.summary()
     result = diff(sa, sb, a_label=a, b_label=b)
-    timed = timed_rows(ra, rb)
+    timed_ab = compare_timed(ta.result, tb.result, ta.result_json, tb.result_json)
+    timed = timed_rows(ta.result, tb.result)
     if len(timed):
         result.overview = pd.concat([timed, result.overview], ignore_index=True)
     if out is not None:
         written = write_csvs(result, out)
         print(f"wrote {len(written)} files to {out}", file=sys.stderr)
-    print_diff(result, sa, sb, top=top, console=make_console())
+    if json_out:
+        json.dump(diff_json(result, timed_ab, top), sys.stdout, indent=1, default=str)
+        sys.stdout.write("\n")
+        return result
+    console = make_console()
+    if timed_ab is not None:
+        print_timed_headline(timed_ab, console)
+    print_diff(result, sa, sb, top=top, console=console)
     return result
+
+
+def diff_json(result: Diff, timed_ab: dict | None, top: int) -> dict:
+    """The compare as JSON: the timed headline first, then every table (full kernel names)."""
+    def records(frame: pd.DataFrame) -> list[dict]:
+        return frame.to_dict(orient="records") if len(frame) else []
+
+    faster, slower = result.top_changes(top or 0)
+    return _clean({"a": result.a_label, "b": result.b_label, "timed": timed_ab,
+                   "overview": records(result.overview),
+                   "categories": records(result.categories),
+                   "kernels": records(head(result.kernels, top)),
+                   "operators": records(head(result.operators, top)),
+                   "faster_in_b": records(faster), "slower_in_b": records(slower),
+                   "notes": list(result.notes)})
 
 
 def timed_rows(ra: RunResult | None, rb: RunResult | None) -> pd.DataFrame:
@@ -58,18 +85,13 @@ def timed_rows(ra: RunResult | None, rb: RunResult | None) -> pd.DataFrame:
 
 
 def write_csvs(result: Diff, out: Path) -> list[Path]:
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise UserError(f"cannot create --out folder {out}: {error.strerror}") from None
+    """The tables as CSVs in the folder ``out``; with ``out`` ending in .parquet, the kernel
+    table (the big one, full names) as one Parquet file."""
+    if out.suffix == ".parquet":
+        return [write_table(out, result.kernels)]
     faster, slower = result.top_changes(0)
     changes = pd.concat([faster.assign(direction="faster in B"),
                          slower.assign(direction="slower in B")], ignore_index=True)
-    frames = {"overview.csv": result.overview, "categories.csv": result.categories,
-              "kernels.csv": result.kernels, "operators.csv": result.operators,
-              "top_changes.csv": changes}
-    written = []
-    for name, frame in frames.items():
-        write_text_atomic(out / name, frame.to_csv(index=False))
-        written.append(out / name)
-    return written
+    return write_tables(out, {"overview": result.overview, "categories": result.categories,
+                              "kernels": result.kernels, "operators": result.operators,
+                              "top_changes": changes})

@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from ..errors import UserError
+
+
+def plot_and_list(target: str, out: Path | None, json_out: bool = False) -> list[Path]:
+    """Plot, then name the files written: a line each, or JSON with --json."""
+    written = plot(target, out)
+    if json_out:
+        print(json.dumps({"target": target, "written": [str(p) for p in written]}, indent=1))
+    else:
+        for path in written:
+            print(f"wrote {path}")
+    return written
 
 
 def plot(target: str, out: Path | None) -> list[Path]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from .. import signals
 from ..config import RunConfig
 from ..errors import UserError
 
@@ -17,7 +18,8 @@ def run(options: dict, json_out: bool = False, tb_compat: bool = False) -> None:
     from .. import harness
     from ..report import run_view
 
-    result = harness.run(config, quiet=json_out)
+    with signals.as_interrupts():  # SIGTERM, SIGHUP: like Ctrl-C
+        result = harness.run(config, quiet=json_out)
     if tb_compat:
         from ..trace.tb_compat import write_compat_copy
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from ..errors import UserError
 from ..runs import resolve_target
 
-VIEWS = ("all", "overview", "kernels", "categories", "operators", "phases")
+VIEWS = ("all", "overview", "kernels", "categories", "operators", "layers", "phases")
 
 
 def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
@@ -21,7 +21,13 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
     resolved = resolve_target(target)
     if resolved.note:
         print(resolved.note, file=sys.stderr)
+    if view == "layers":
+        _layers(resolved, out, json_out, top)
+        return
     summary = resolved.summary()
+    if summary.warning:
+        print(f"warning: {summary.warning}", file=sys.stderr)
+    headline = _headline(resolved, summary)
     joined = agreement = None
     ncu_path = _ncu_csv(target, ncu)
     if ncu_path is not None:
@@ -30,7 +36,11 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
         print(f"Nsight Compute measurements: {ncu_path}", file=sys.stderr)
         joined = hardware_join(summary.kernels.table, read_ncu_csv(ncu_path))
         agreement = agreement_share(joined)
-    if out is not None:
+    if out is not None and out.suffix == ".parquet":
+        from ..report.export import write_table
+
+        print(f"wrote {write_table(out, summary.kernels.table)}", file=sys.stderr)
+    elif out is not None:
         from ..fsutil import write_text_atomic
         from ..report.export import export
 
@@ -43,6 +53,10 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
         print(f"wrote {len(written)} files to {out}", file=sys.stderr)
     if json_out:
         data = summary.to_dict(top=top)
+        if headline is not None:
+            from ..trace.summary import _clean
+
+            data = {"headline": _clean(headline), **data}
         if joined is not None:
             from ..trace.summary import _clean
             from ..report.hardware_view import export_columns
@@ -57,6 +71,10 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
     from ..report.tables import print_summary
 
     console = make_console()
+    if headline is not None:
+        from ..report.headline_view import print_headline
+
+        print_headline(headline, console)
     print_summary(summary, view=view, top=top, console=console)
     if joined is not None and view in ("all", "kernels"):
         from ..report.hardware_view import print_hardware
@@ -74,3 +92,59 @@ def _ncu_csv(target: str, ncu: str | None) -> Path | None:
     if found is None:
         raise UserError(f"--ncu {ncu}: not a CSV file, nor a run folder with ncu.csv")
     return found
+
+
+def _headline(resolved, summary) -> dict | None:
+    """The run's timed figures, noise, memory and config, when the target is a run folder."""
+    if resolved.result is None:
+        return None
+    from ..headline import headline_data
+
+    return headline_data(resolved.result, resolved.result_json, summary.overview.mean_step_us)
+
+
+def engine_attributions(run_dir: Path | None, trace) -> list:
+    """One trace.trt_layers.Attribution per engine of the run (its engine_layers_<i>.json)."""
+    from ..runs import engine_layer_files
+    from ..trace.trt_layers import attribute, read_layers
+
+    pairs = engine_layer_files(run_dir) if run_dir is not None else []
+    if not pairs:
+        raise UserError(f"no engine_layers_*.json in {run_dir or 'the target'}: the layers view "
+                        "needs a TensorRT run folder (a ttrt_* run)")
+    return [attribute(read_layers(layers, times), trace) for layers, times in pairs]
+
+
+def layers_json(attributions: list) -> list[dict]:
+    from ..trace.trt_layers import LAYER_COLUMNS
+
+    return [{"method": a.method, "calls": a.calls, "engine_kernel_us": a.engine_kernel_us,
+             "attributed_us": a.attributed_us, "coverage_pct": 100 * a.coverage,
+             "layers": a.layers[LAYER_COLUMNS].to_dict(orient="records"),
+             "not_attributed": a.not_attributed.to_dict(orient="records"),
+             "outside_engine": a.outside_engine.to_dict(orient="records")}
+            for a in attributions]
+
+
+def _layers(resolved, out: Path | None, json_out: bool, top: int) -> None:
+    """--view layers: the TensorRT layers of a run with the profiled kernels attributed."""
+    from ..trace.load import load_trace
+    from ..trace.summary import _clean
+    from ..trace.trt_layers import LAYER_COLUMNS
+
+    run_dir = resolved.result_json.parent if resolved.result_json is not None else None
+    attributions = engine_attributions(run_dir, load_trace(resolved.path))
+    if out is not None:
+        from ..report.export import write_tables
+
+        written = write_tables(out, {f"layers_{i}": a.layers[LAYER_COLUMNS]
+                                     for i, a in enumerate(attributions)})
+        print(f"wrote {len(written)} files to {out}", file=sys.stderr)
+    if json_out:
+        json.dump(_clean({"engines": layers_json(attributions)}), sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return
+    from ..report.console import make_console
+    from ..report.layers_view import print_layers
+
+    print_layers(attributions, top, make_console())

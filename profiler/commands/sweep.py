@@ -3,28 +3,38 @@ status says whether any cell finished."""
 
 from __future__ import annotations
 
+import json
+import sys
+
 from rich.markup import escape
 
+from .. import signals
 from ..errors import Interrupted, UserError
-from ..report.benchmark import benchmark_table, print_benchmark, write_benchmark
+from ..report.benchmark import (benchmark_json, benchmark_table, print_benchmark,
+                                write_benchmark)
 from ..report.console import make_console
 from ..report.fmt import seconds
 from ..report.sweep_view import cell_progress
 from ..sweep import OK, SweepPlan, grid_cells, read_manifest, run_sweep
 
 
-def run(plan: SweepPlan) -> int:
+def run(plan: SweepPlan, json_out: bool = False) -> int:
     """Run the sweep; returns the exit status: 0 if at least one cell is ok (a warning lists the
     others), 1 if none is."""
     err = make_console(stderr=True)
-    with cell_progress(err, len(plan.cells)) as (say, advance):
+    # SIGTERM, SIGHUP: like Ctrl-C (the running cell stopped and recorded, the tables written)
+    with signals.as_interrupts(), cell_progress(err, len(plan.cells)) as (say, advance):
         try:
             outcome = run_sweep(plan, say=say, progress=advance)
         except Interrupted:
             write_tables(plan)
             raise
     frame, manifest = write_tables(plan)
-    print_benchmark(frame, manifest, make_console())
+    if json_out:
+        json.dump(benchmark_json(frame, manifest, plan.sweep_dir), sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        print_benchmark(frame, manifest, make_console())
     cells = grid_cells(manifest)
     bad = [(name, cell) for name, cell in cells if cell.status != OK]
     err.print(f"sweep took {seconds(outcome.wall_s)} ({outcome.ran} cell(s) run, "

@@ -33,12 +33,16 @@ def tb_compat(target: str, out: Path | None) -> int:
 
 
 def tensorboard(logdir: Path, port: int | None, bind_all: bool) -> int:
+    """0 after Ctrl-C; 128 + the signal's number after SIGTERM or SIGHUP."""
+    from ..fsutil import clean_tree
     from ..tools import tensorboard as tb
 
-    code = tb.serve(logdir, port=port, bind_all=bind_all, echo=print)
-    if code not in (0, -2, 130):
-        raise UserError(f"TensorBoard exited with status {code}")
-    return 0
+    clean_tree(logdir)  # staging folders of killed runs would be listed as runs
+    served = tb.serve(logdir, port=port, bind_all=bind_all, echo=print)
+    if served.server_status:
+        raise UserError(f"TensorBoard exited with status {served.server_status} (its output: "
+                        f"{served.log})")
+    return served.exit_code
 
 
 def nsys(options: dict) -> int:

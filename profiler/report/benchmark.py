@@ -11,7 +11,10 @@ to the first output, every backend), compile_s and compile_what (TensorRT: engin
 the engine cache load time; Inductor: the first call, where torch.compile compiles; empty for
 eager and TorchScript), rel_l2_error (vs the FP32 eager reference; empty for pytorch_fp32,
 the reference itself), tensor_core_pct (share of kernel time on Tensor Cores), gpu_util_pct,
-status, reason, elapsed_s (the cell's subprocess, wall time).
+cv_pct (the timed window's coefficient of variation), noise (its warnings, ";"-joined),
+peak_allocated_mib and peak_reserved_mib (PyTorch allocator, timed window; empty on a CPU),
+engine_mib (TensorRT engines' device memory), status, reason, elapsed_s (the cell's subprocess,
+wall time).
 
 With ``--workload generate`` a cell's timed unit is one whole generation (mean_ms ... p99_ms,
 throughput_per_s in sequences/s), and four more columns are filled: ttft_ms (time to first
@@ -34,12 +37,13 @@ from rich.table import Table
 from ..errors import UserError
 from ..fsutil import write_text_atomic
 from ..runs import MANIFEST, RESULT_FILE, RunResult, SweepManifest, read_manifest, try_read_result
-from .export import _markdown
-from .fmt import fixed, pct, times
+from .export import _markdown, integer_counts
+from .fmt import fixed, mib, pct, times
 
 COLUMNS = ["model", "device", "backend", "bs", "mean_ms", "p50_ms", "p90_ms", "p99_ms",
            "throughput_per_s", "speedup", "baseline", "ready_s", "compile_s", "compile_what",
-           "rel_l2_error", "tensor_core_pct", "gpu_util_pct", "ttft_ms", "token_p50_ms",
+           "rel_l2_error", "tensor_core_pct", "gpu_util_pct", "cv_pct", "noise",
+           "peak_allocated_mib", "peak_reserved_mib", "engine_mib", "ttft_ms", "token_p50_ms",
            "token_p99_ms", "tokens_per_s", "token_agreement", "status", "reason", "elapsed_s"]
 GENERATION_COLUMNS = ("ttft_ms", "token_p50_ms", "token_p99_ms", "tokens_per_s",
                       "token_agreement")
@@ -48,8 +52,10 @@ GENERATION_COLUMNS = ("ttft_ms", "token_p50_ms", "token_p99_ms", "tokens_per_s",
 MD_FORMATS = {"mean_ms": ".3f", "p50_ms": ".3f", "p90_ms": ".3f", "p99_ms": ".3f",
               "throughput_per_s": ".1f", "speedup": ".2f", "ready_s": ".2f", "compile_s": ".2f",
               "rel_l2_error": ".2e", "tensor_core_pct": ".1f", "gpu_util_pct": ".1f",
-              "elapsed_s": ".1f", "ttft_ms": ".3f", "token_p50_ms": ".3f",
-              "token_p99_ms": ".3f", "tokens_per_s": ".1f", "token_agreement": ".3f"}
+              "elapsed_s": ".1f", "cv_pct": ".1f", "peak_allocated_mib": ".1f",
+              "peak_reserved_mib": ".1f", "engine_mib": ".1f", "ttft_ms": ".3f",
+              "token_p50_ms": ".3f", "token_p99_ms": ".3f", "tokens_per_s": ".1f",
+              "token_agreement": ".3f"}
 
 
 def compile_time(result: RunResult) -> tuple[float | None, str]:
@@ -93,8 +99,9 @@ def benchmark_table(sweep_dir: Path, manifest: SweepManifest) -> pd.DataFrame:
     frame = frame.astype({c: float for c in ("mean_ms", "p50_ms", "p90_ms", "p99_ms",
                                               "throughput_per_s", "speedup", "ready_s",
                                               "compile_s", "rel_l2_error", "tensor_core_pct",
-                                              "gpu_util_pct", "elapsed_s",
-                                              *GENERATION_COLUMNS)})
+                                              "gpu_util_pct", "elapsed_s", "cv_pct",
+                                              "peak_allocated_mib", "peak_reserved_mib",
+                                              "engine_mib", *GENERATION_COLUMNS)})
     base = frame[frame["backend"] == manifest.baseline].set_index("bs")["p50_ms"]
     frame["speedup"] = [base.get(bs, math.nan) / p50 if p50 and p50 > 0 else math.nan
                         for bs, p50 in zip(frame["bs"], frame["p50_ms"])]
@@ -114,28 +121,42 @@ def _result_columns(result: RunResult, metrics: dict) -> dict:
         "rel_l2_error": result.numerics.rel_l2_error if result.numerics else None,
         "tensor_core_pct": metrics.get("tensor_core_pct"),
         "gpu_util_pct": metrics.get("gpu_util_pct"),
+        **_noise_and_memory(result),
         **generation_columns(result),
     }
 
 
+def _noise_and_memory(result: RunResult) -> dict:
+    from ..headline import memory_figures, window_noise
+
+    window = window_noise(result) or {}
+    memory = memory_figures(result)
+    return {"cv_pct": None if "cv" not in window else 100 * window["cv"],
+            "noise": "; ".join(w.split(":")[0] for w in window.get("warnings") or []),
+            "peak_allocated_mib": memory["peak_allocated_mib"],
+            "peak_reserved_mib": memory["peak_reserved_mib"], "engine_mib": memory["engine_mib"]}
+
+
 def write_benchmark(sweep_dir: Path, frame: pd.DataFrame, manifest: SweepManifest) -> list[Path]:
     csv_path, md_path = sweep_dir / "benchmark.csv", sweep_dir / "benchmark.md"
-    write_text_atomic(csv_path, frame.to_csv(index=False, float_format="%.6g"))
+    write_text_atomic(csv_path, integer_counts(frame).to_csv(index=False, float_format="%.6g"))
     write_text_atomic(md_path, markdown(frame, manifest))
     return [csv_path, md_path]
 
 
 def markdown(frame: pd.DataFrame, manifest: SweepManifest) -> str:
     devices = sorted({d for d in frame["device"].dropna() if d})
-    options = manifest.options
+    options = {key: "default" if value is None else value
+               for key, value in manifest.options.items()}
     lines = [f"# Sweep `{manifest.name}`: {manifest.model} on "
              f"{', '.join(devices) or 'no finished cell'}\n",
              f"- backends: {', '.join(manifest.backends)}; batch sizes: "
              f"{', '.join(map(str, manifest.batch_sizes))}",
              f"- speedup = p50 of `{manifest.baseline}` / p50 of the cell, at the same batch "
              "size",
-             f"- timed window: {options.get('iters')} iterations after "
-             f"{options.get('timed_warmup')} warm-up, synchronized every iteration; TF32 "
+             f"- timed window: {options.get('iters', 'default')} iterations after "
+             f"{options.get('timed_warmup', 'default')} warm-up (defaults: 100 after 20 on a "
+             "GPU, a 5 s budget after 2 on a CPU), synchronized every iteration; TF32 "
              f"{'on' if options.get('tf32') else 'off'}",
              "- ready_s = prepare + first call; compile_s: see compile_what; rel_l2_error vs the "
              "FP32 eager reference; tensor_core_pct and gpu_util_pct from the profiled steps' "
@@ -161,7 +182,8 @@ def print_benchmark(frame: pd.DataFrame, manifest: SweepManifest, console: Conso
     t = Table(title=f"{manifest.model} on {', '.join(devices) or '-'}: speedup = "
                     f"{manifest.baseline} p50 / p50", title_justify="left")
     headers = ("backend", "bs", "mean ms", "p50 ms", "p90 ms", "p99 ms", "samples/s", "speedup",
-               "ready s", "compile s", "rel L2 err", "Tensor Cores", "GPU util", "status")
+               "ready s", "compile s", "rel L2 err", "Tensor Cores", "GPU util", "CV",
+               "peak alloc MiB", "peak reserved MiB", "status")
     generation = bool(frame["tokens_per_s"].notna().any())
     if generation:
         headers = headers[:-1] + ("TTFT ms", "token p50", "token p99", "tokens/s", "status")
@@ -174,11 +196,18 @@ def print_benchmark(frame: pd.DataFrame, manifest: SweepManifest, console: Conso
                   fixed(r.throughput_per_s, ",.1f"), times(r.speedup), fixed(r.ready_s, ".2f"),
                   fixed(r.compile_s, ".2f"), fixed(r.rel_l2_error, ".2g"),
                   pct(r.tensor_core_pct), pct(r.gpu_util_pct),
+                  pct(r.cv_pct) + (f" [yellow]{escape(r.noise)}[/]" if isinstance(r.noise, str)
+                                   and r.noise else ""),
+                  _mib(r.peak_allocated_mib, r.device), _mib(r.peak_reserved_mib, r.device),
                   *((fixed(r.ttft_ms, ".3f"), fixed(r.token_p50_ms, ".3f"),
                      fixed(r.token_p99_ms, ".3f"), fixed(r.tokens_per_s, ",.1f"))
                     if generation else ()),
                   status)
     console.print(t)
+
+
+def _mib(value, device) -> str:
+    return mib(value, "n/a (CPU)" if device == "CPU" else None).removesuffix(" MiB")
 
 
 def load_sweep(target: Path) -> tuple[Path, SweepManifest]:
@@ -188,3 +217,13 @@ def load_sweep(target: Path) -> tuple[Path, SweepManifest]:
     if manifest is None:
         raise UserError(f"{target} is not a sweep folder (no {MANIFEST})")
     return folder, manifest
+
+
+def benchmark_json(frame: pd.DataFrame, manifest: SweepManifest, sweep_dir: Path) -> dict:
+    """The sweep's table as JSON: one record per cell (the benchmark.csv columns)."""
+    from ..trace.summary import _clean
+
+    return _clean({"sweep": manifest.name, "folder": str(sweep_dir),
+                   "model": manifest.model, "baseline": manifest.baseline,
+                   "cells": integer_counts(frame).astype(object)
+                   .where(frame.notna(), None).to_dict(orient="records")})

@@ -1,4 +1,4 @@
-"""A Diff of two runs as terminal tables."""
+"""A Diff of two runs as terminal tables, opened by the timed figures of both runs."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..trace.diff import BOTH, ONLY_A, ONLY_B, Diff
+from ..trace.rules import SHORT_WIDTH
 from ..trace.summary import Summary
-from .fmt import change_pct, head, pct, signed, us_fine, with_unit
+from .fmt import change_pct, head, mib, pct, signed, times, us_fine, with_unit
 
 
 def _side_name(label: str, summary: Summary) -> str:
@@ -71,8 +72,8 @@ def kernels_table(result: Diff, top: int) -> Table:
     matched = result.kernels[result.kernels["side"] == BOTH]
     shown = head(matched, top)
     t = _delta_table(f"Kernels in both runs, matched by full name ({len(shown)} of "
-                     f"{len(matched)} by |delta|)", "kernel (short name; full name in --out)",
-                     "category", "calls")
+                     f"{len(matched)} by |delta|)", "kernel (short name; full name in --out/--json)",
+                     "category", "calls", name_width=SHORT_WIDTH)
     for r in shown.itertuples():
         t.add_row(escape(r.kernel), r.category, *_delta_cells(r, r.calls_a, r.calls_b))
     return t
@@ -87,7 +88,7 @@ def unmatched_table(result: Diff, side: str, top: int) -> Table:
     which = "A" if side == ONLY_A else "B"
     t = Table(title=f"Kernels only in {which}: {len(rows)} kernels, {us_fine(rows[column].sum())} "
                     f"per step (top {len(shown)})", title_justify="left")
-    t.add_column("kernel", no_wrap=True, overflow="ellipsis", max_width=70)
+    t.add_column("kernel", no_wrap=True, min_width=SHORT_WIDTH)
     for col in ("category", "Tensor Cores", "calls", "time"):
         t.add_column(col, justify="left" if col in ("category", "Tensor Cores") else "right")
     for r in shown.itertuples():
@@ -106,10 +107,15 @@ def operators_table(result: Diff, top: int) -> Table:
     return t
 
 
-def _delta_table(title: str, name: str, kind: str, counted: str) -> Table:
-    """A table of named rows, each with counts and times of A and B and their difference."""
+def _delta_table(title: str, name: str, kind: str, counted: str,
+                 name_width: int | None = None) -> Table:
+    """A table of named rows, each with counts and times of A and B and their difference;
+    ``name_width``: names already shortened to stay distinct (kernels), shown whole."""
     t = Table(title=title, title_justify="left")
-    t.add_column(name, no_wrap=True, overflow="ellipsis", max_width=60)
+    if name_width:
+        t.add_column(name, no_wrap=True, min_width=name_width)
+    else:
+        t.add_column(name, no_wrap=True, overflow="ellipsis", max_width=60)
     for col in (kind, f"{counted} A", f"{counted} B", "A", "B", "delta", "change"):
         t.add_column(col, justify="left" if col == kind else "right")
     return t
@@ -122,7 +128,10 @@ def _delta_cells(r, count_a, count_b) -> list[str]:
 
 def changes_table(frame: pd.DataFrame, title: str, level: str) -> Table:
     t = Table(title=title, title_justify="left")
-    t.add_column(level, no_wrap=True, overflow="ellipsis", max_width=70)
+    if level == "kernel":
+        t.add_column(level, no_wrap=True, min_width=SHORT_WIDTH)
+    else:
+        t.add_column(level, no_wrap=True, overflow="ellipsis", max_width=70)
     for col in ("in", "A", "B", "delta"):
         t.add_column(col, justify="left" if col == "in" else "right")
     name = "kernel" if level == "kernel" else "operator"
@@ -130,3 +139,59 @@ def changes_table(frame: pd.DataFrame, title: str, level: str) -> Table:
         t.add_row(escape(getattr(r, name)), r.side, us_fine(r.us_a), us_fine(r.us_b),
                   signed(r.delta_us))
     return t
+
+
+# ---- the timed headline --------------------------------------------------------------------
+
+def _change(a, b) -> str:
+    return change_pct(100 * (b - a) / a) if a and b else "-"
+
+
+def print_timed_headline(t: dict, console: Console) -> None:
+    """Timed figures of both runs (profiler.headline.compare_timed), the speedup, whether it is
+    outside noise, and every differing config and environment field."""
+    table = Table(title="Timed window (no profiler attached)", title_justify="left")
+    for col in ("metric", "A", "B", "B vs A"):
+        table.add_column(col, justify="left" if col == "metric" else "right")
+    a, b = t["a"], t["b"]
+    for key, label in (("p50_ms", "p50"), ("p90_ms", "p90"), ("p99_ms", "p99")):
+        table.add_row(f"{label} latency", with_unit(a[key], "ms"), with_unit(b[key], "ms"),
+                      _change(a[key], b[key]))
+    key = "throughput_samples_per_s"
+    table.add_row("throughput (samples/s)", with_unit(a[key]), with_unit(b[key]),
+                  _change(a[key], b[key]))
+    table.add_row("speedup (p50 A / p50 B)", "", "", times(t["speedup_x"]))
+    for side, label in (("noise_a", "CV A"), ("noise_b", "CV B")):
+        if t[side]:
+            table.add_row(label, "", "", pct(100 * t[side]["cv"]))
+    ma, mb = t["memory_a"], t["memory_b"]
+    for key, label in (("peak_allocated_mib", "peak allocated"),
+                       ("peak_reserved_mib", "peak reserved"),
+                       ("engine_mib", "TensorRT engine memory")):
+        if key != "engine_mib" or ma[key] is not None or mb[key] is not None:
+            table.add_row(label, mib(ma[key], ma["note"]), mib(mb[key], mb["note"]), "")
+    console.print(table)
+    _print_verdict(t, console)
+    console.print(f"config A: {escape(t['config_a'])}", highlight=False)
+    console.print(f"config B: {escape(t['config_b'])}", highlight=False)
+    differing = t["differences"]
+    diffs = Table(title=f"Config and environment fields that differ ({len(differing)})",
+                  title_justify="left")
+    for col in ("field", "A", "B"):
+        diffs.add_column(col, overflow="fold")
+    for row in differing:
+        diffs.add_row(escape(row["field"]), escape(str(row["a"])), escape(str(row["b"])))
+    console.print(diffs if differing else "config and environment: no field differs")
+
+
+def _print_verdict(t: dict, console: Console) -> None:
+    ratio = t["p50_ratio"]
+    if ratio:
+        colour = "green" if ratio["verdict"] == "within noise" else "bold"
+        console.print(f"p50 B / A = {ratio['ratio']:.3f}, 95 % interval [{ratio['low']:.3f}, "
+                      f"{ratio['high']:.3f}]: [{colour}]{ratio['verdict']}[/] "
+                      f"({escape(ratio['method'])})", highlight=False)
+    for side, label in (("noise_a", "A"), ("noise_b", "B")):
+        for warning in (t[side] or {}).get("warnings") or []:
+            console.print(f"[bold yellow]warning ({label}):[/] {escape(warning)}",
+                          highlight=False)

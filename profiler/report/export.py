@@ -4,14 +4,52 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
 
 from ..errors import UserError
-from ..fsutil import write_text_atomic
+from ..fsutil import write_text_atomic, write_with
 from ..trace.summary import Summary
 from .fmt import fixed, pct
+
+
+#: columns that count things: written as integers (a count missing on one side stays empty)
+COUNT_COLUMN = re.compile(r"^(calls|kernels|gpu_events|launch_configs|bs|iters|runs|steps)"
+                          r"(_a|_b)?$")
+
+
+def integer_counts(frame: pd.DataFrame) -> pd.DataFrame:
+    """Count columns as nullable integers, so a CSV says 27, not 27.0."""
+    counts = [c for c in frame.columns if COUNT_COLUMN.match(str(c))
+              and pd.api.types.is_float_dtype(frame[c])
+              and (frame[c].dropna() % 1 == 0).all()]
+    return frame.astype({c: "Int64" for c in counts}) if counts else frame
+
+
+def write_table(path: Path, frame: pd.DataFrame) -> Path:
+    """One table, atomically: Parquet (pyarrow) when the name ends in .parquet, else CSV; counts
+    as integers either way."""
+    frame = integer_counts(frame)
+    if path.suffix != ".parquet":
+        write_text_atomic(path, frame.to_csv(index=False))
+        return path
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        raise UserError(f"{path}: Parquet needs pyarrow (pip install pyarrow), or give a "
+                        "folder for CSVs") from None
+    return write_with(path, lambda tmp: frame.to_parquet(tmp, index=False))
+
+
+def write_tables(out_dir: Path, frames: dict[str, pd.DataFrame]) -> list[Path]:
+    """<name>.csv for each frame in ``out_dir``."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UserError(f"cannot create --out folder {out_dir}: {error.strerror}") from None
+    return [write_table(out_dir / f"{name}.csv", frame) for name, frame in frames.items()]
 
 
 def _markdown(frame: pd.DataFrame, floatfmt: str = ".1f") -> str:
@@ -37,13 +75,9 @@ def export(summary: Summary, out_dir: Path, top: int = 0) -> list[Path]:
     except OSError as error:
         raise UserError(f"cannot create --out folder {out_dir}: {error.strerror}") from None
     k, o = summary.kernels, summary.overview
-    written = []
     tables = {"kernels.csv": k.table, "categories.csv": k.categories,
               "operators.csv": o.operators, "steps.csv": o.steps}
-    for name, frame in tables.items():
-        path = out_dir / name
-        write_text_atomic(path, frame.to_csv(index=False))
-        written.append(path)
+    written = [write_table(out_dir / name, frame) for name, frame in tables.items()]
     data = summary.to_dict()
     write_text_atomic(out_dir / "summary.json", json.dumps(data, indent=1) + "\n")
     written.append(out_dir / "summary.json")

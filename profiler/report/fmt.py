@@ -64,6 +64,16 @@ def ms(value: float) -> str:
     return f"{value:.3f}"
 
 
+def ms_unit(value) -> str:
+    """A latency given in ms: ``5.791 ms``."""
+    return "-" if missing(value) else f"{value:.3f} ms"
+
+
+def mib(value, note: str | None = None) -> str:
+    """A size given in MiB: ``1,234.5 MiB``; ``note`` (why there is none) for a missing one."""
+    return (note or "-") if missing(value) else f"{value:,.1f} MiB"
+
+
 def seconds(value: float) -> str:
     """A wall time: ``12.5 s`` or ``3 min 5 s``."""
     minutes, rest = divmod(value, 60)

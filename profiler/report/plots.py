@@ -42,6 +42,8 @@ def _save(fig, path: Path) -> Path:
     try:
         write_with(path, lambda tmp: fig.savefig(tmp, format="png", dpi=130,
                                                  bbox_inches="tight"))
+    except OSError as error:  # --out is a file, a read-only folder, a full disk ...
+        raise UserError(f"cannot write {path}: {error.strerror or error}") from None
     finally:
         import matplotlib.pyplot as plt
 

@@ -9,9 +9,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ..headline import memory_figures, window_noise
 from ..runs import RESULT_FILE, Generation, Numerics, RunResult, result_text
 from .console import make_console
-from .fmt import fixed, ms, significant
+from .fmt import fixed, mib, ms, ms_unit, pct, significant
 
 
 def print_json(result: RunResult) -> None:
@@ -23,11 +24,21 @@ def print_result(result: RunResult) -> None:
     gpu = result.environment.gpu or {}
     table = Table(title=f"{result.model} · {backend.name} · bs {result.batch_size} · "
                         f"{gpu.get('name', 'CPU')}", title_justify="left")
-    columns = ["mean ms", "std", "min", "p50", "p90", "p95", "p99", "max", "samples/s", "prepare s"]
-    cells = [*(ms(getattr(timing, k)) for k in ("mean_ms", "std_ms", "min_ms", "p50_ms",
-                                                 "p90_ms", "p95_ms", "p99_ms", "max_ms")),
+    memory = memory_figures(result)
+    window = window_noise(result) or {}
+    columns = ["p50 ms", "p90", "p99", "mean", "min", "max", "samples/s", "CV", "IQR",
+               "peak alloc", "peak reserved", "prepare s"]
+    cells = [*(ms(getattr(timing, k)) for k in ("p50_ms", "p90_ms", "p99_ms", "mean_ms",
+                                                 "min_ms", "max_ms")),
              f"{timing.throughput_samples_per_s:.1f}",
+             pct(100 * window["cv"]) if window else "-",
+             ms_unit(window["iqr_ms"]) if window else "-",
+             mib(memory["peak_allocated_mib"], memory["note"]),
+             mib(memory["peak_reserved_mib"], memory["note"]),
              f"{timing.prepare_s + timing.first_call_s:.2f}"]
+    if memory["engine_mib"] is not None:
+        columns.append("engine mem")
+        cells.append(mib(memory["engine_mib"]))
     # compiled backends: the compile (or cache load) part of prepare, as its own figure
     for value, column in ((backend.compile_s, "compile s"), (backend.cache_load_s, "cache load s")):
         if value is not None:
@@ -42,10 +53,18 @@ def print_result(result: RunResult) -> None:
         _print_generation(console, result.generation, result.numerics)
     _print_numerics(console, result.numerics)
     unit = "generations" if result.generation is not None else "iterations"
-    console.print(f"{timing.iters} {unit} after {timing.warmup_iters} warm-up, "
+    chosen = f" ({timing.iterations_chosen_by})" if timing.iterations_chosen_by else ""
+    console.print(f"{timing.iters} {unit}{chosen} after {timing.warmup_iters} warm-up, "
                   f"{timing.timer}, synchronized every {unit[:-1]}; TF32 "
                   f"{'on' if result.precision and result.precision.tf32 else 'off'}",
                   highlight=False)
+    for warning in window.get("warnings") or []:
+        console.print(f"[bold yellow]warning:[/] {escape(warning)}", highlight=False)
+    spread = window.get("repeat_runs")
+    if spread:
+        console.print(f"p50 over {spread['runs']} processes: {spread['min_p50_ms']:.3f} to "
+                      f"{spread['max_p50_ms']:.3f} ms ({spread['range_pct_of_median']:.1f} % of "
+                      "the median)", highlight=False)
     for line in describe_notes(backend.extra):
         console.print(line, highlight=False)
     for warning in backend.warnings:
@@ -56,12 +75,26 @@ def print_result(result: RunResult) -> None:
         console.print(f"files:   {', '.join(backend.artifacts)}", highlight=False)
     console.print(f"trace:   {', '.join(result.trace.files)}", highlight=False)
     console.print(f"results: {result.run_dir}/{RESULT_FILE}", highlight=False)
+    for hint in next_steps(result):
+        console.print(f"next: {escape(hint)}", highlight=False)
+
+
+def next_steps(result: RunResult) -> list[str]:
+    """What to run after `run`: the summary, a layer view for TensorRT, a comparison."""
+    run_dir = result.run_dir
+    hints = [f"python profile.py summarize {run_dir}   (timed headline, kernels, step time)"]
+    if result.backend.family == "tensorrt":
+        hints.append(f"python profile.py summarize {run_dir} --view layers   (TensorRT layers)")
+    other = "ttrt_fp16" if result.backend.name != "ttrt_fp16" else "pytorch_fp32"
+    hints.append(f"python profile.py compare {run_dir} {run_dir.parent / f'{other}_bs{result.batch_size}'}"
+                 f"   (after running --backend {other})")
+    return hints
 
 
 # backend notes that stay in result.json only (too long for the terminal, or shown elsewhere)
 _QUIET_NOTES = {"artifacts", "warnings", "compile_s", "load_s", "cache", "versions",
                 "compile_options", "distribution", "layer_files", "layer_timing",
-                "profiling_verbosity"}
+                "profiling_verbosity", "engine_memory"}
 
 
 def describe_notes(notes: dict) -> list[str]:
@@ -84,6 +117,9 @@ def describe_notes(notes: dict) -> list[str]:
 
 def _print_numerics(console: Console, numerics: Numerics | None) -> None:
     """The numeric check against the FP32 eager reference, as a one-row table."""
+    if numerics is not None and numerics.reason is not None:  # a check that could not run
+        console.print(f"numerics: skipped ({escape(str(numerics.skipped))}): "
+                      f"{escape(numerics.reason)}", highlight=False)
     if numerics is None or numerics.skipped is not None:
         return
     table = Table(title="numerics vs FP32 eager reference", title_justify="left")

@@ -9,6 +9,7 @@ from rich.table import Table
 from ..trace.overview import BREAKDOWN
 from .console import make_console
 from .fmt import count, head, pct, size_bytes, us
+from ..trace.rules import SHORT_WIDTH
 from ..trace.summary import Summary
 
 
@@ -45,8 +46,9 @@ def overview_tables(summary: Summary, top: int, console: Console) -> None:
     facts.add_column("value", justify="right")
     facts.add_column("what it means", style="dim")
     facts.add_row("steps", str(len(o.steps)), "CPU-side ProfilerStep#N spans (GPU copies not counted)")
-    facts.add_row("mean step time", us(o.mean_step_us),
-                  "step span extended to the end of the GPU work it launched")
+    facts.add_row("mean step time under the profiler", us(o.mean_step_us),
+                  "step span extended to the end of the GPU work it launched; slower than the "
+                  "timed window")
     if len(o.steps):
         facts.add_row("mean CPU step span", us(float(o.steps["cpu_step_us"].mean())),
                       "ProfilerStep#N duration on the CPU thread")
@@ -110,7 +112,7 @@ def kernels_table(summary: Summary, top: int) -> Table:
     table = summary.kernels.table
     t = Table(title=_top_title("Kernels by total time", top, len(table)), title_justify="left")
     t.add_column("kernel (short name; full name in --out/--json)", no_wrap=True,
-                 overflow="ellipsis", max_width=50)
+                 min_width=SHORT_WIDTH)
     t.add_column("category")
     for name in ("calls", "total", "mean", "median", "min", "max", "share"):
         t.add_column(name, justify="right")
@@ -128,7 +130,7 @@ def launch_table(summary: Summary, top: int) -> Table:
     t = Table(title="Kernel launch configuration and occupancy (most time-consuming "
               "configuration; per-SM values and occupancy kernel-time weighted)",
               title_justify="left")
-    t.add_column("kernel", no_wrap=True, overflow="ellipsis", max_width=50)
+    t.add_column("kernel", no_wrap=True, min_width=SHORT_WIDTH)
     for name in ("regs/thread", "smem/block", "block", "grid", "blocks/SM", "warps/SM",
                  "occupancy: Kineto est.", "occupancy: theoretical (computed)", "configs"):
         t.add_column(name, justify="right")

@@ -184,7 +184,7 @@ def profile_step(ncu: str, config: RunConfig, scratch: Path, step: int,
     dropped and the run tried again (at most four tries)."""
     metrics, skipped = metrics_skipped
     under_ncu = replace(config, capture="cuda-profiler-api", iters=10, timed_warmup=3,
-                        runs_dir=scratch / "runs", tb_dir=scratch / "tb_logs")
+                        min_time=None, repeat_runs=1, runs_dir=scratch / "runs", tb_dir=scratch / "tb_logs")
     report_base = scratch / "ncu"
     for attempt in range(4):
         command = profile_command(ncu, metrics, report_base, step, name_regex, launch_count,

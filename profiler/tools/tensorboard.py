@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -114,8 +115,18 @@ def start(logdir: Path, port: Optional[int] = None, bind_all: bool = False,
     # plugin's loader processes share the group, so stop() can end them with the server
     process = subprocess.Popen(command(logdir, port, bind_all), stdin=subprocess.DEVNULL,
                                stdout=output, stderr=subprocess.STDOUT if output else None,
-                               start_new_session=True)
+                               start_new_session=True, preexec_fn=_end_with_parent)
     return Server(process=process, port=port, host=host, logdir=logdir)
+
+
+def _end_with_parent() -> None:
+    """In the server before it starts (Linux): SIGTERM it when this process dies, even by
+    SIGKILL, so no server is ever left listening without its launcher."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
 
 
 def wait_until_serving(server: Server, timeout: float = 60.0) -> None:
@@ -151,11 +162,11 @@ def wait_for_runs(server: Server, names: set[str], timeout: float = 90.0) -> dic
                        f"{last}")
 
 
-def stop(server: Server, grace: float = 10.0) -> int:
-    """End the server by its PID: SIGINT (what Ctrl-C sends), then SIGTERM, then SIGKILL; then
-    whatever is left of its process group (plugin loader processes)."""
+def stop(server: Server, grace: float = 1.0) -> int:
+    """End the server by its PID: SIGTERM (it does not stop on SIGINT), SIGKILL after ``grace``
+    seconds; then whatever is left of its process group (plugin loader processes)."""
     process = server.process
-    for sig, wait in ((signal.SIGINT, grace), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
         if process.poll() is not None:
             break
         try:
@@ -173,15 +184,65 @@ def stop(server: Server, grace: float = 10.0) -> int:
     return process.wait()
 
 
+#: signals that stop the ``tensorboard`` command the way Ctrl-C does (kill, timeout, systemd,
+#: CI cancellation, a closed terminal)
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+class Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP while serving."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _raise_stopped(signum: int, frame) -> None:
+    raise Stopped(signum)
+
+
+@dataclass
+class Served:
+    """How the ``tensorboard`` command ended: ``exit_code`` 0 for Ctrl-C, 128 + the signal's
+    number for SIGTERM/SIGHUP; ``server_status`` when the server ended on its own."""
+
+    exit_code: int
+    server_status: Optional[int] = None
+    log: Optional[Path] = None
+
+
 def serve(logdir: Path, port: Optional[int] = None, bind_all: bool = False,
-          echo=print) -> int:
-    """The ``tensorboard`` command: start, print the URL, wait; Ctrl-C stops the server."""
-    server = start(logdir, port=port, bind_all=bind_all)
+          echo=print) -> Served:
+    """The ``tensorboard`` command: start, print the URL, wait; Ctrl-C, SIGTERM and SIGHUP stop
+    the server (within about a second). Its own output goes to a log file, so its shutdown
+    noise never reaches the terminal."""
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, *STOP_SIGNALS)}
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, _raise_stopped)
+    server = log = None
+    served = Served(exit_code=0)
     try:
+        log_handle, log_name = tempfile.mkstemp(prefix="tensorboard-", suffix=".log")
+        log = Path(log_name)
+        with os.fdopen(log_handle, "w") as output:
+            server = start(logdir, port=port, bind_all=bind_all, output=output)
         echo(f"TensorBoard (PyTorch profiler plugin) on {server.url}  logdir {logdir}"
              + ("  [all interfaces]" if bind_all else "") + "; Ctrl-C stops it")
-        return server.process.wait()
+        status = server.process.wait()
+        served = Served(exit_code=0 if status == 0 else 1, server_status=status, log=log)
+    except Stopped as stopped:
+        served = Served(exit_code=128 + stopped.signum)
     except KeyboardInterrupt:
-        return 0
+        served = Served(exit_code=0)
     finally:
-        stop(server)
+        for sig in previous:  # a second signal must not cut the cleanup short
+            signal.signal(sig, signal.SIG_IGN)
+        try:
+            if server is not None:
+                stop(server)
+            if log is not None and served.log is None:  # kept only when the server failed
+                log.unlink(missing_ok=True)
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+    return served

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from .kernels import NO_OPERATOR
+from .rules import distinct_short_names
 from .summary import Summary
 
 BOTH, ONLY_A, ONLY_B = "both", "only A", "only B"
@@ -126,7 +127,7 @@ def kernel_diff(a: Summary, b: Summary) -> pd.DataFrame:
     frame["side"] = [BOTH if n in in_a and n in in_b else ONLY_A if n in in_a else ONLY_B
                      for n in names]
     both = ta.combine_first(tb).reindex(names)  # A's description wins where both have one
-    frame["kernel"] = both["kernel"].to_numpy()
+    frame["kernel"] = distinct_short_names(names)
     frame["category"] = both["category"].to_numpy()
     frame["tensor_core"] = both["tensor_core"].to_numpy()
     frame["calls_a"] = ta["calls"].reindex(names).fillna(0).to_numpy(dtype=float) / na

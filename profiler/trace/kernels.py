@@ -9,7 +9,7 @@ import pandas as pd
 
 from .load import KIND, Trace
 from .occupancy import theoretical_occupancy
-from .rules import CATEGORIES, UNKNOWN, YES, RunContext, classify, short_name
+from .rules import CATEGORIES, UNKNOWN, YES, RunContext, classify, distinct_short_names
 
 NO_OPERATOR = "(no operator)"
 
@@ -139,7 +139,7 @@ def kernel_summary(trace: Trace, rows: pd.DataFrame | None = None,
     names = trace.names[stats.index.to_numpy()]
     classes = [classify(n, context) for n in names]
     table = pd.DataFrame({
-        "kernel": [short_name(n) for n in names],
+        "kernel": distinct_short_names(names),
         "name": names,
         "category": [c.category for c in classes],
         "calls": stats["count"].to_numpy(),

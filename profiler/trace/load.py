@@ -193,8 +193,8 @@ class _Complete(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
     name: str = ""
     pid: Union[int, str] = 0
     tid: Union[int, str] = 0
-    ts: float = 0.0
-    dur: float = 0.0
+    ts: float = float("nan")  # absent: nan, flagged and excluded (see _impossible_rows)
+    dur: float = float("nan")
     args: Optional[_Args] = None
 
 
@@ -215,8 +215,9 @@ class _Event(_Complete, gc=False, tag=False):
 
 class _TraceFile(msgspec.Struct):
     traceEvents: list[msgspec.Raw]
-    deviceProperties: Optional[list[dict[str, Any]]] = None
-    computeProperties: Optional[list[dict[str, Any]]] = None
+    # Any: a property block of an odd shape is ignored (_devices), never a reason to refuse
+    deviceProperties: Any = None
+    computeProperties: Any = None
 
 
 _FILE_DECODER = msgspec.json.Decoder(_TraceFile)
@@ -225,11 +226,89 @@ _CHUNK_DECODER = msgspec.json.Decoder(list[_Event])
 
 
 def _complete_events(text) -> list:
-    """The complete events of a JSON list of events, as _Complete or _Event Structs."""
+    """The complete events of a JSON list of events, as _Complete or _Event Structs.
+
+    Strict typed decoding first (fast); a field of an unexpected type anywhere in ``text``
+    (a ROCm ``"stream": "0x0"``, an Inductor ``"grid": "grid(100,)"`` on a cpu_op) sends the
+    list through ``_lenient_events``, which keeps every event and drops only the odd values."""
     try:
         return [e for e in _PHASE_DECODER.decode(text) if e.__class__ is _Complete]
     except msgspec.ValidationError:  # no 'ph', a 'ph' outside the format, or a wrong type
+        pass
+    try:
         return [e for e in _CHUNK_DECODER.decode(text) if e.ph == "X"]
+    except msgspec.ValidationError:  # a field of an unexpected type
+        return _lenient_events(text)
+
+
+def _lenient_events(text) -> list:
+    """The complete events of a JSON list, decoded untyped and then checked value by value:
+    a value of the wrong type reads as absent (a missing ``ts``/``dur`` is then flagged and
+    the event excluded, see ``_impossible_rows``); an item that is not an object is skipped."""
+    items = msgspec.json.decode(text)
+    if not isinstance(items, list):
+        raise msgspec.ValidationError("the events are not a list")
+    return [_checked_event(e) for e in items if isinstance(e, dict) and e.get("ph") == "X"]
+
+
+def _checked_event(raw: dict) -> _Complete:
+    args = raw.get("args")
+    return _Complete(
+        cat=_text(raw.get("cat")), name=_text(raw.get("name")),
+        pid=_thread_part(raw.get("pid")), tid=_thread_part(raw.get("tid")),
+        ts=_number(raw.get("ts")), dur=_number(raw.get("dur")),
+        args=_checked_args(args) if isinstance(args, dict) else None)
+
+
+def _text(value) -> str:
+    return value if isinstance(value, str) else "" if value is None else str(value)
+
+
+def _thread_part(value) -> int | str:
+    return value if isinstance(value, (int, str)) and not isinstance(value, bool) else \
+        _text(value)
+
+
+def _number(value) -> float:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            return float(value)
+        except OverflowError:  # an int beyond float range
+            return float("inf")
+    return float("nan")
+
+
+def _checked_args(raw: dict) -> _Args:
+    values = {}
+    for column in ARG_COLUMNS:
+        for i, key in enumerate(column.keys):
+            value = _arg_value(raw.get(key), column.type)
+            if value is not None:
+                values[_field_name(column, i)] = value
+    return _Args(**values)
+
+
+def _arg_value(value, type_: str):
+    """``value`` as the column's type, or None when it is absent or of another type. A string
+    int column value is read as a number when it is one (``"0x0"``, ``"7"``)."""
+    if value is None or isinstance(value, bool):
+        return None
+    if type_ == "dim3":
+        ok = isinstance(value, list) and 0 < len(value) <= 3 and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value)
+        return value if ok else None
+    if type_ == "float":
+        return _number(value) if isinstance(value, (int, float)) else None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value, 0)
+        except ValueError:
+            return None
+    return None
 _CHUNK = 100_000  # events decoded into Structs at a time
 
 EVENT_COLUMNS = ("kind", "name_id", "thread", "ts", "dur") + tuple(
@@ -256,6 +335,18 @@ class Trace:
     categories: dict[str, int] = field(default_factory=dict)
     #: the 'PyTorch Profiler (0)' span, or the span of all events
     span: tuple[float, float] = (0.0, 0.0)
+    #: events left out of ``events`` because their values cannot be real: reason -> count
+    excluded: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def excluded_warning(self) -> str | None:
+        """One line naming what was left out of the figures and why, or None."""
+        if not self.excluded:
+            return None
+        total = sum(self.excluded.values())
+        reasons = ", ".join(f"{n} {reason}" for reason, n in self.excluded.items())
+        return (f"{total} of {total + len(self.events)} events left out of the figures, their "
+                f"values cannot be real: {reasons}")
 
     @property
     def schema(self) -> str:
@@ -298,6 +389,13 @@ def _read(path: Path, mmap_ok: bool = True) -> bytes | mmap.mmap:
         raise UserError(f"no such file: {path}")
     if path.is_dir():
         raise UserError(f"{path} is a folder, expected a trace file")
+    try:
+        return _read_file(path, mmap_ok)
+    except OSError as error:
+        raise UserError(f"cannot read {path}: {error.strerror or error}") from None
+
+
+def _read_file(path: Path, mmap_ok: bool) -> bytes | mmap.mmap:
     with open(path, "rb") as f:
         magic = f.read(2)
         size = os.fstat(f.fileno()).st_size
@@ -335,6 +433,8 @@ def _load(path: Path) -> Trace:
     data = _read(path)
     try:
         return _load_split(path, data) or _load_robust(path, data)
+    except RecursionError:
+        raise UserError(f"{path} nests JSON lists or objects too deeply to be a trace") from None
     finally:
         if isinstance(data, mmap.mmap):
             try:
@@ -346,7 +446,8 @@ def _load(path: Path) -> Trace:
 def _devices(head) -> dict[int, DeviceProperties]:
     devices = {}
     for block in DEVICE_PROPERTY_BLOCKS:
-        for raw in getattr(head, block) or []:
+        listed = getattr(head, block)
+        for raw in listed if isinstance(listed, list) else []:
             if isinstance(raw, dict):
                 props = DeviceProperties.from_json(raw)
                 devices.setdefault(props.id, props)
@@ -389,8 +490,8 @@ _END_TRIES = 16  # candidate ends of the events array
 
 class _Head(msgspec.Struct):
     traceEvents: msgspec.Raw
-    deviceProperties: Optional[list[dict[str, Any]]] = None
-    computeProperties: Optional[list[dict[str, Any]]] = None
+    deviceProperties: Any = None
+    computeProperties: Any = None
 
 
 _HEAD_DECODER = msgspec.json.Decoder(_Head)
@@ -530,9 +631,6 @@ class _ColumnBuilder:
         self.parts: list[dict[str, np.ndarray]] = []
         self.kernel_parts: list[dict[str, np.ndarray]] = []
         self.offset = 0
-        self.span_min = np.inf
-        self.span_max = -np.inf
-        self.profiler_span: tuple[float, float] | None = None
 
     def add(self, complete: list) -> None:
         cats = list(map(_CAT, complete))
@@ -562,11 +660,6 @@ class _ColumnBuilder:
         for column in ARG_COLUMNS:
             if not column.kernels_only:
                 part[column.column] = _arg_column(args, column)
-        for i in np.flatnonzero(kinds == KIND["trace"]):
-            if kept[i].name.startswith("PyTorch Profiler") and self.profiler_span is None:
-                self.profiler_span = (kept[i].ts, kept[i].ts + kept[i].dur)
-        self.span_min = min(self.span_min, float(part["ts"].min()))
-        self.span_max = max(self.span_max, float((part["ts"] + part["dur"]).max()))
 
         kernel_rows = np.flatnonzero(kinds == KIND["kernel"])
         if len(kernel_rows):
@@ -606,12 +699,104 @@ class _ColumnBuilder:
             launch = pd.DataFrame({c: np.array([], dtype=np.float64) for c in KERNEL_COLUMNS})
         names = np.empty(len(self.name_ids), dtype=object)
         names[:] = list(self.name_ids)
-        span = self.profiler_span or (
-            (self.span_min, self.span_max) if np.isfinite(self.span_min) else (0.0, 0.0))
+        excluded = _impossible_rows(events)
+        if excluded:
+            events, launch = _without_rows(events, launch, excluded.pop("_rows"))
         return Trace(path=path, events=events, kernel_launch=launch, names=names,
                      threads=list(self.thread_ids), devices=devices,
                      categories=dict(sorted(self.categories.items(), key=lambda kv: -kv[1])),
-                     span=span)
+                     span=_span(events, names), excluded=excluded)
+
+
+#: no trace lasts a day: a duration longer than that, or a start further than that from the
+#: trace's median start, is a damaged value (in µs, Kineto's unit)
+_ABSURD_US = 86_400e6
+#: from 2**53 µs on, float64 cannot hold a timestamp to the microsecond (durations derived from
+#: such timestamps collapse through rounding)
+_MAX_TS_US = float(2 ** 53)
+
+
+def _impossible_rows(events: pd.DataFrame) -> dict:
+    """Counts of events whose values cannot be real, by reason (the first reason that applies),
+    and under ``"_rows"`` the mask of them all; {} when there are none."""
+    ts, dur = events["ts"].to_numpy(), events["dur"].to_numpy()
+    with np.errstate(invalid="ignore"):
+        checks = [
+            ("missing or non-numeric ts/dur", np.isnan(ts) | np.isnan(dur)),
+            ("non-finite ts/dur", np.isinf(ts) | np.isinf(dur)),
+            ("negative dur", dur < 0),
+            ("absurd dur (over a day)", dur > _ABSURD_US),
+            ("absurd ts", np.abs(ts) >= _MAX_TS_US),
+        ]
+    bad = np.zeros(len(events), dtype=bool)
+    counts: dict = {}
+    for reason, mask in checks:
+        new = mask & ~bad
+        if new.any():
+            counts[reason] = int(new.sum())
+            bad |= new
+    if (~bad).any():  # starts far from where the rest of the trace is
+        far = ~bad & (np.abs(ts - np.median(ts[~bad])) > _ABSURD_US)
+        if far.any():
+            counts["absurd ts (over a day from the rest)"] = int(far.sum())
+            bad |= far
+    duplicated = _duplicated(events) & ~bad
+    if duplicated.any():
+        counts["duplicated"] = int(duplicated.sum())
+        bad |= duplicated
+    if counts:
+        counts["_rows"] = bad
+    return counts
+
+
+def _duplicated(events: pd.DataFrame) -> np.ndarray:
+    """Rows equal in every column to an earlier row: the same event written twice. Python
+    function events are left out (their own ids are not among the columns)."""
+    candidates = np.flatnonzero(events["kind"].to_numpy() != KIND["python"])
+    mask = np.zeros(len(events), dtype=bool)
+    # one 64-bit hash per row finds the few rows that may repeat (pandas' duplicated() over
+    # every column is many times slower on millions of events); those are compared exactly
+    hashes = _row_hashes(events)[candidates]
+    ordered = np.sort(hashes)
+    repeated = ordered[1:][ordered[1:] == ordered[:-1]]
+    if len(repeated):
+        maybe = candidates[np.isin(hashes, repeated)]
+        mask[maybe] = events.iloc[maybe].duplicated().to_numpy()
+    return mask
+
+
+def _row_hashes(events: pd.DataFrame) -> np.ndarray:
+    """A 64-bit number per event from its kind, thread, name, ts and dur: equal events get
+    equal numbers; different events rarely do, and then only cost an exact comparison."""
+    def bits(column: str, dtype) -> np.ndarray:
+        return events[column].to_numpy().astype(dtype, copy=False).view(np.uint64)
+
+    with np.errstate(over="ignore"):
+        key = bits("ts", np.float64) + bits("dur", np.float64) * np.uint64(0x9E3779B97F4A7C15)
+        key += bits("name_id", np.int64) * np.uint64(0xC2B2AE3D27D4EB4F)
+        key += (bits("thread", np.int64) << np.uint64(8)) + bits("kind", np.int64)
+    return key
+
+
+def _without_rows(events: pd.DataFrame, launch: pd.DataFrame, drop: np.ndarray):
+    """``events`` without the ``drop`` rows, renumbered, and the kernel launch rows to match."""
+    keep = ~drop
+    new_row = np.cumsum(keep) - 1
+    kept_launch = launch[keep[launch.index.to_numpy()]]
+    kept_launch.index = new_row[kept_launch.index.to_numpy()]
+    return events[keep].reset_index(drop=True), kept_launch
+
+
+def _span(events: pd.DataFrame, names: np.ndarray) -> tuple[float, float]:
+    """The 'PyTorch Profiler (0)' span, or the span of all events."""
+    spans = events[events["kind"] == KIND["trace"]]
+    for name_id, ts, dur in zip(spans["name_id"], spans["ts"], spans["dur"]):
+        if names[name_id].startswith("PyTorch Profiler"):
+            return (float(ts), float(ts + dur))
+    if events.empty:
+        return (0.0, 0.0)
+    ts, dur = events["ts"].to_numpy(), events["dur"].to_numpy()
+    return (float(ts.min()), float((ts + dur).max()))
 
 
 def _arg_column(args: list, column: ArgColumn) -> np.ndarray:
@@ -636,7 +821,8 @@ def _arg_values(args: list, column: ArgColumn, i: int) -> np.ndarray:
                           dtype=np.float64)
         if column.type == "float":
             return values
-        return np.where(np.isnan(values), -1, values).astype(np.int64)
+        absent = np.isnan(values) | (np.abs(values) >= 2.0 ** 63)  # beyond int64: unusable
+        return np.where(absent, -1, values).astype(np.int64)
 
 
 def _dim3_column(values: list) -> np.ndarray:

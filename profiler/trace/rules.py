@@ -15,6 +15,7 @@ kernel whose name carries no type evidence says "unknown" rather than guessing.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -282,3 +283,66 @@ def short_name(name: str, width: int = 60) -> str:
     if len(text) > width:
         text = text[: width - 1] + "…"
     return text or name[:width]
+
+
+#: the width every table column of kernel names is given (views show it whole)
+SHORT_WIDTH = 48
+
+
+def middle_ellipsis(text: str, width: int) -> str:
+    """``head…tail`` in ``width`` characters: the tail of a kernel name (tile sizes, knob and
+    stage numbers) is what tells two cuDNN or CUTLASS variants apart."""
+    if len(text) <= width:
+        return text
+    tail = (width - 1) // 2
+    return text[: width - 1 - tail] + "…" + text[-tail:]
+
+
+_REPEATED = re.compile(r"(?<![A-Za-z0-9])([A-Za-z]+)((?:_\1)+)(?![A-Za-z0-9])")
+
+
+def fold_repeats(text: str) -> str:
+    """``convFwd_pointwise_pointwise_pointwise_knob`` -> ``convFwd_pointwise×3_knob``."""
+    return _REPEATED.sub(lambda m: f"{m.group(1)}×{m.group(0).count('_') + 1}", text)
+
+
+def distinct_short_names(names, width: int = SHORT_WIDTH) -> list[str]:
+    """short_name of each full name, made distinct where different full names would share one:
+    first the template-folded name with repeated words counted (``pointwise×3``) and a middle
+    ellipsis, then the raw name with a middle ellipsis, and where even that collides a ``#k`` suffix in order of appearance."""
+    names = [str(n) for n in names]
+    shorts = [short_name(n, width) for n in names]
+    for fold in (lambda n: fold_repeats(short_name(n, 10**6)),
+                 lambda n: n.strip().removeprefix("void ")):
+        for indices in _collisions(names, shorts):
+            folded = [fold(names[i]) for i in indices]
+            for i, text in zip(indices, _from_first_difference(folded, width)):
+                shorts[i] = text
+    for indices in _collisions(names, shorts):
+        for k, i in enumerate(indices, start=1):
+            suffix = f" #{k}"
+            shorts[i] = middle_ellipsis(shorts[i], width - len(suffix)) + suffix
+    return shorts
+
+
+def _from_first_difference(texts: list[str], width: int, head: int = 12) -> list[str]:
+    """Each text in ``width``: its first ``head`` characters, an ellipsis, then the text from the
+    word where the group starts to differ (middle-cut again where still too long)."""
+    common = os.path.commonprefix(texts)
+    start = common.rfind("_") + 1 if "_" in common else len(common)
+    out = []
+    for text in texts:
+        if len(text) <= width:
+            out.append(text)
+            continue
+        rest = text[start:] if start > head else text[head:]
+        out.append(text[:head] + "…" + middle_ellipsis(rest, width - head - 1))
+    return out
+
+
+def _collisions(names: list[str], shorts: list[str]) -> list[list[int]]:
+    """Index groups that share a short name but not a full name."""
+    groups: dict[str, list[int]] = {}
+    for i, short in enumerate(shorts):
+        groups.setdefault(short, []).append(i)
+    return [idx for idx in groups.values() if len({names[i] for i in idx}) > 1]

@@ -25,6 +25,10 @@ class Summary:
     kernels: KernelSummary
     overview: Overview
     notes: list[str] = field(default_factory=list)
+    #: events left out of the figures because their values cannot be real: reason -> count
+    excluded_events: dict[str, int] = field(default_factory=dict)
+    #: one line saying so (None when nothing was left out); views print it as a warning
+    warning: str | None = None
     #: per-phase split when the trace holds generation phase spans (trace/phases.py), else None
     phases: PhaseSummary | None = None
 
@@ -57,6 +61,7 @@ class Summary:
             "kernels": _records(k.table if not top else k.table.head(top)),
             "operators": _records(o.operators if not top else o.operators.head(top)),
             "notes": self.notes,
+            "excluded_events": self.excluded_events,
             **({"phases": self.phases.to_dict()} if self.phases is not None else {}),
         })
 
@@ -81,6 +86,7 @@ def summarize_trace(trace: Trace, context: RunContext | None = None) -> Summary:
     phases = phase_summary(trace, context=context) if has_phase_spans(trace) else None
     return Summary(trace_path=trace.path, schema=trace.schema, devices=devices,
                    event_counts=event_counts, kernels=kernels, overview=ov, notes=notes,
+                   excluded_events=dict(trace.excluded), warning=trace.excluded_warning,
                    phases=phases)
 
 

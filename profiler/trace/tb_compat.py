@@ -75,10 +75,15 @@ def compat_trace(data: dict) -> dict[str, int]:
 
 
 def compat_dir_for(trace: Path) -> Path:
-    """``tb_logs/<run>/x.pt.trace.json.gz`` -> ``tb_logs/<run>_tbcompat/``."""
+    """``tb_logs/<run>/x.pt.trace.json.gz`` -> ``tb_logs/<run>_tbcompat/``. A trace in the
+    current folder (or at the root) gets a folder of its own beside it:
+    ``x.pt.trace.json.gz`` -> ``x_tbcompat/``."""
     folder = trace.parent
     if folder.name.endswith(COMPAT_SUFFIX):
         raise UserError(f"{trace} is already in a {COMPAT_SUFFIX} folder")
+    if not folder.name or folder.resolve() == Path.cwd().resolve():
+        stem = trace.name.split(".pt.trace.json")[0].split(".json")[0] or "trace"
+        return folder / (stem + COMPAT_SUFFIX)
     return folder.with_name(folder.name + COMPAT_SUFFIX)
 
 
@@ -91,6 +96,8 @@ def write_compat_copy(trace: Path, out_dir: Path | None = None) -> CompatResult:
         data = json.loads(read_bytes(trace))
     except ValueError as error:
         raise UserError(f"{trace} is not valid JSON ({error})") from None
+    except RecursionError:
+        raise UserError(f"{trace} nests JSON lists or objects too deeply to be a trace") from None
     if not isinstance(data, dict):
         raise UserError(f"{trace} is not a trace object")
     counts = compat_trace(data)
@@ -99,10 +106,13 @@ def write_compat_copy(trace: Path, out_dir: Path | None = None) -> CompatResult:
     if target.resolve() == trace.resolve():
         raise UserError(f"--out would overwrite the original trace {trace}")
     text = json.dumps(data, separators=(",", ":"))
-    if trace.name.endswith(".gz"):
-        write_bytes_atomic(target, gzip.compress(text.encode("utf-8"), compresslevel=6))
-    else:
-        write_text_atomic(target, text)
+    try:
+        if trace.name.endswith(".gz"):
+            write_bytes_atomic(target, gzip.compress(text.encode("utf-8"), compresslevel=6))
+        else:
+            write_text_atomic(target, text)
+    except OSError as error:  # --out is a file, a read-only folder, a full disk ...
+        raise UserError(f"cannot write {target}: {error.strerror or error}") from None
     return CompatResult(source=trace, written=target, renamed=counts)
 
 

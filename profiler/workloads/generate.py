@@ -1,7 +1,10 @@
 """--workload generate: greedy generation timed per phase and per token, profiled one generation
 per profiler step, checked against FP32 eager generation.
 
-Timing: after ``--timed-warmup`` untimed generations, ``--iters`` timed ones; each generation
+Timing: the forward workload's window plan (profiler.timing.plan_window: ``--timed-warmup``
+untimed generations, then ``--iters`` timed ones or as many as ``--min-time`` allows; the
+noise of the whole-generation latencies and the window's peak memory as a forward run's;
+``--repeat-runs`` is a forward-workload option). Each generation
 is marked on the device timeline (CUDA events; perf_counter on the CPU) at its start, after the
 encoder (encoder-decoder only) and after each token, with one synchronize at its end. From those:
 
@@ -31,7 +34,9 @@ from .. import models, numerics
 from ..config import RunConfig
 from ..errors import UserError
 from ..fsutil import write_text_atomic
-from ..timing import latency_stats, percentile
+from .. import timing
+from ..timing import percentile
+from ..trace.noise import noise
 from . import backends as generation_backends
 from . import loops
 
@@ -92,18 +97,29 @@ def collect(config, backend, model, inputs, device, use_cuda, progress, run_stag
 
     kind = kind_of(model, config)
     check_lengths(model, kind, inputs, config)
+    if config.repeat_runs > 1:
+        raise UserError("--repeat-runs repeats a forward window; it does not apply to "
+                        "--workload generate")
     label = f"{config.model} {backend.name} bs{config.batch_size} generate"
     progress.say(f"[bold]{label}[/bold] on {torch.cuda.get_device_name() if use_cuda else 'CPU'}")
     generate, notes, prepare_s, first_call_s = _prepare(kind, backend, model, inputs, config,
                                                         device, use_cuda, progress)
-    harness._warm_up(config, generate, (), use_cuda, progress)
-
-    with harness.nvtx_range("timed"), progress.bar("timed", config.iters) as tick:
-        per_generation = _timed(generate, config.iters, use_cuda, kind, tick)
+    plan = timing.plan_window(config.iters, config.timed_warmup, config.min_time, use_cuda)
+    estimate_ms = harness._warm_up(plan, generate, (), use_cuda, progress)
+    iters = plan.iterations(estimate_ms)
+    timing.reset_peak_memory(use_cuda)
+    with harness.nvtx_range("timed"), progress.bar("timed", iters) as tick:
+        per_generation = _timed(generate, iters, use_cuda, kind, tick)
+    memory = timing.peak_memory(use_cuda)
+    sequences = [g["sequence_ms"] for g in per_generation]
+    window_noise = noise(sequences)
     figures = generation_figures(per_generation, config.batch_size, config.max_new_tokens)
-    progress.say(f"  timed {config.iters} generations: TTFT p50 {figures['ttft_ms']['p50']:.3f} "
-                 f"ms, per token p50 {_or_dash(figures['per_token_ms']['p50'])} ms, "
-                 f"{figures['tokens_per_s']:.1f} tokens/s")
+    progress.say(f"  timed {iters} generations ({plan.why}): TTFT p50 "
+                 f"{figures['ttft_ms']['p50']:.3f} ms, per token p50 "
+                 f"{_or_dash(figures['per_token_ms']['p50'])} ms, "
+                 f"{figures['tokens_per_s']:.1f} tokens/s, CV {100 * window_noise.cv:.1f} %")
+    for warning in window_noise.warnings:
+        progress.say(f"  [yellow]warning:[/] {escape(warning)}")
 
     def one_generation():
         generate()
@@ -134,8 +150,8 @@ def collect(config, backend, model, inputs, device, use_cuda, progress, run_stag
                   "eos": "ignored: every sequence gets max_new_tokens tokens",
                   "steps_csv": str(run_dir / STEPS_CSV), **figures}
     return harness._Collected(
-        prepare_s, first_call_s, [g["sequence_ms"] for g in per_generation], output.tokens,
-        activities, trace_files, notes, artifacts + [STEPS_CSV], numeric_check,
+        prepare_s, first_call_s, sequences, output.tokens, activities, trace_files, notes,
+        artifacts + [STEPS_CSV], numeric_check, plan, memory, window_noise, None,
         generation=generation, unit="one whole generation",
         sync="every generation (device marks per token)", phase_spans=PHASES[kind])
 

@@ -1,0 +1,51 @@
+"""The headline of a run: timed figures first, then the noise of the window, memory, the config,
+and the profiled step time labelled as measured under the profiler (a view over plain data)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from .fmt import mib, missing, ms_unit as _ms
+
+
+def print_headline(data: dict, console: Console) -> None:
+    timed, window, memory = data["timed"], data["noise"] or {}, data["memory"]
+    table = Table(title="Timed window (no profiler attached; quote these)", title_justify="left",
+                  show_header=False)
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    table.add_column("what it means", style="dim")
+    table.add_row("p50 latency", _ms(timed["p50_ms"]),
+                  f"median of {timed['iters']} synchronized iterations ({timed['timer']})")
+    table.add_row("p90 / p99 latency", f"{_ms(timed['p90_ms'])} / {_ms(timed['p99_ms'])}",
+                  "tail latency")
+    throughput = timed["throughput_samples_per_s"]
+    table.add_row("throughput", "-" if missing(throughput) else f"{throughput:,.1f} samples/s",
+                  "batch size x iterations / total time")
+    if window:
+        table.add_row("CV / IQR", f"{100 * window['cv']:.1f} % / {_ms(window['iqr_ms'])}",
+                      "std / mean; p75 - p25: the spread of the window")
+    spread = timed.get("repeat_runs")
+    if spread:
+        table.add_row(f"p50 over {spread['runs']} processes",
+                      f"{_ms(spread['min_p50_ms'])} to {_ms(spread['max_p50_ms'])}",
+                      f"{spread['range_pct_of_median']:.1f} % of the median (--repeat-runs)")
+    table.add_row("peak memory allocated / reserved",
+                  f"{mib(memory['peak_allocated_mib'], memory['note'])} / "
+                  f"{mib(memory['peak_reserved_mib'], memory['note'])}",
+                  "PyTorch allocator, timed window")
+    if memory.get("engine_mib") is not None:
+        table.add_row("TensorRT engine device memory", mib(memory["engine_mib"]),
+                      "activations and scratch the engines ask for")
+    step = data["profiled_step_ms"]
+    if step is not None:
+        ratio = data["profiler_overhead_ratio"]
+        table.add_row("step time under the profiler", _ms(step),
+                      "not a latency to quote" + ("" if ratio is None else
+                                                   f"; {ratio:.2f}x the timed p50"))
+    console.print(table)
+    console.print(f"config: {escape(data['config'])}", highlight=False)
+    for warning in window.get("warnings") or []:
+        console.print(f"[bold yellow]warning:[/] {escape(warning)}", highlight=False)

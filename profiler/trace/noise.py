@@ -1,0 +1,171 @@
+"""How far a latency figure can be trusted: spread, shape and drift of the timed window, and
+whether two runs' medians differ beyond that noise. Pure numpy; never imports torch.
+
+Rules (each stated once, here, and printed beside its warning):
+
+- noisy: coefficient of variation (std / mean) above ``NOISY_CV`` (10 %), or relative IQR
+  (IQR / median) above ``NOISY_IQR`` (10 %, torch.utils.benchmark's "may be unreliable" bound).
+- bimodal: the best two-cluster split of the sorted latencies (the split that maximises the
+  between-cluster variance, i.e. 1-D k-means with k = 2 / Otsu), each cluster holding at least
+  ``BIMODAL_MIN_SHARE`` of the samples, separates with Ashman's D = sqrt(2)·|m1 - m2| /
+  sqrt(s1² + s2²) above ``BIMODAL_D`` (4.5; one normal or log-normal sample of 30-100 points
+  stays below 4 in 95 % of draws, two modes five standard deviations apart reach 5).
+- drifting: the medians of the first and last third differ by more than three standard errors
+  of that difference (each third's median error taken as 1.2533·σ/√n, σ = IQR / 1.349 of the
+  whole window) and by more than ``DRIFT_MIN_SHARE`` (2 %) of the median.
+- compare: a percentile bootstrap of p50(B) / p50(A), both latency.csv files resampled with
+  replacement ``BOOTSTRAP_RESAMPLES`` times from a fixed seed; a difference is outside noise
+  when the 95 % interval excludes 1 and the ratio is more than ``MATERIAL_RATIO`` (2 %) from 1.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+NOISY_CV = 0.10
+NOISY_IQR = 0.10
+BIMODAL_MIN_SHARE = 0.10
+BIMODAL_D = 4.5
+DRIFT_MIN_SHARE = 0.02
+BOOTSTRAP_RESAMPLES = 2000
+BOOTSTRAP_SEED = 0
+MATERIAL_RATIO = 0.02
+MIN_SAMPLES = 6  # fewer latencies: shape and drift are not judged
+
+
+@dataclass
+class Noise:
+    """Spread, shape and drift of one timed window (all times in ms)."""
+
+    n: int
+    median_ms: float
+    cv: float
+    iqr_ms: float
+    relative_iqr: float
+    bimodal_d: float | None
+    clusters_ms: list[float] | None  # the two cluster means of the best split
+    first_third_median_ms: float | None
+    last_third_median_ms: float | None
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def noise(latencies_ms) -> Noise:
+    """The Noise of one timed window; warnings name the rule that fired (see the module doc)."""
+    x = np.asarray(latencies_ms, dtype=float)
+    if len(x) == 0:
+        raise ValueError("no latencies")
+    median = float(np.median(x))
+    mean = float(x.mean())
+    cv = float(x.std(ddof=1) / mean) if len(x) > 1 and mean > 0 else 0.0
+    q1, q3 = np.percentile(x, [25, 75])
+    iqr = float(q3 - q1)
+    result = Noise(n=len(x), median_ms=median, cv=cv, iqr_ms=iqr,
+                   relative_iqr=iqr / median if median > 0 else 0.0, bimodal_d=None,
+                   clusters_ms=None, first_third_median_ms=None, last_third_median_ms=None)
+    if cv > NOISY_CV or result.relative_iqr > NOISY_IQR:
+        result.warnings.append(f"noisy: CV {100 * cv:.1f} %, IQR {100 * result.relative_iqr:.1f} % "
+                               f"of the median (above {100 * NOISY_CV:.0f} %)")
+    if len(x) < MIN_SAMPLES:
+        return result
+    d, clusters = two_cluster_split(x)
+    result.bimodal_d, result.clusters_ms = d, clusters
+    if d is not None and d > BIMODAL_D:
+        result.warnings.append(f"bimodal: two clusters around {clusters[0]:.3f} and "
+                               f"{clusters[1]:.3f} ms (Ashman's D {d:.1f} > {BIMODAL_D})")
+    first, last = _third_medians(x)
+    result.first_third_median_ms, result.last_third_median_ms = first, last
+    if drifts(x, first, last, iqr, median):
+        result.warnings.append(f"drifting: median of the first third {first:.3f} ms, of the "
+                               f"last third {last:.3f} ms")
+    return result
+
+
+def two_cluster_split(x: np.ndarray) -> tuple[float | None, list[float] | None]:
+    """Ashman's D of the between-variance-maximising split with >= BIMODAL_MIN_SHARE per side."""
+    s = np.sort(x)
+    n = len(s)
+    low = max(2, math.ceil(BIMODAL_MIN_SHARE * n))
+    if n - low < low:
+        return None, None
+    k = np.arange(low, n - low + 1)
+    c = np.cumsum(s)
+    m1 = c[k - 1] / k
+    m2 = (c[-1] - c[k - 1]) / (n - k)
+    best = int(k[np.argmax(k * (n - k) * (m1 - m2) ** 2)])
+    a, b = s[:best], s[best:]
+    spread = math.sqrt(a.var() + b.var())
+    if spread == 0:
+        return (None, None) if a.mean() == b.mean() else (math.inf, [float(a.mean()), float(b.mean())])
+    return math.sqrt(2) * float(b.mean() - a.mean()) / spread, [float(a.mean()), float(b.mean())]
+
+
+def _third_medians(x: np.ndarray) -> tuple[float, float]:
+    third = len(x) // 3
+    return float(np.median(x[:third])), float(np.median(x[-third:]))
+
+
+def drifts(x: np.ndarray, first: float, last: float, iqr: float, median: float) -> bool:
+    third = len(x) // 3
+    sigma = iqr / 1.349
+    standard_error = math.sqrt(2) * 1.2533 * sigma / math.sqrt(third)
+    return abs(last - first) > max(3 * standard_error, DRIFT_MIN_SHARE * median)
+
+
+@dataclass
+class P50Ratio:
+    """p50(B) / p50(A) with its bootstrap interval, and the verdict."""
+
+    ratio: float
+    low: float
+    high: float
+    n_a: int
+    n_b: int
+    verdict: str  # "within noise", "B faster", "B slower"
+    method: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def p50_ratio(a_ms, b_ms, resamples: int = BOOTSTRAP_RESAMPLES,
+              seed: int = BOOTSTRAP_SEED) -> P50Ratio:
+    """Percentile-bootstrap 95 % interval of p50(B) / p50(A) (see the module doc for the rule)."""
+    a, b = np.asarray(a_ms, dtype=float), np.asarray(b_ms, dtype=float)
+    if not len(a) or not len(b):
+        raise ValueError("no latencies")
+    rng = np.random.default_rng(seed)
+    med_a = np.median(rng.choice(a, size=(resamples, len(a))), axis=1)
+    med_b = np.median(rng.choice(b, size=(resamples, len(b))), axis=1)
+    ratios = med_b / med_a
+    low, high = (float(v) for v in np.percentile(ratios, [2.5, 97.5]))
+    ratio = float(np.median(b) / np.median(a))
+    outside = (low > 1 or high < 1) and abs(ratio - 1) > MATERIAL_RATIO
+    verdict = "within noise" if not outside else ("B faster" if ratio < 1 else "B slower")
+    method = (f"percentile bootstrap of p50(B)/p50(A), {resamples} resamples, seed {seed}, 95 % "
+              f"interval; outside noise when it excludes 1 and |ratio - 1| > "
+              f"{100 * MATERIAL_RATIO:.0f} %")
+    return P50Ratio(ratio, low, high, len(a), len(b), verdict, method)
+
+
+def read_latency_csv(path: Path) -> list[float]:
+    """The latency_ms column of a run's latency.csv."""
+    with open(path, newline="") as handle:
+        return [float(row["latency_ms"]) for row in csv.DictReader(handle)]
+
+
+def spread_of_runs(p50s_ms: list[float]) -> dict:
+    """How the p50 of K repeated timed windows varies: min, max, and (max - min) / median."""
+    values = np.asarray(p50s_ms, dtype=float)
+    median = float(np.median(values))
+    return {"runs": len(values), "p50_ms": [float(v) for v in values], "median_p50_ms": median,
+            "min_p50_ms": float(values.min()), "max_p50_ms": float(values.max()),
+            "range_pct_of_median": 100.0 * float(values.max() - values.min()) / median
+            if median > 0 else 0.0}

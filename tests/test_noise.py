@@ -1,0 +1,64 @@
+import numpy as np
+import pytest
+
+from profiler.trace.noise import (BIMODAL_D, noise, p50_ratio, read_latency_csv, spread_of_runs,
+                                  two_cluster_split)
+
+FIXTURES = "tests/fixtures/h200/runs"
+
+
+def test_steady_normal_window_raises_no_warning():
+    x = np.random.default_rng(1).normal(10.0, 0.2, 100)
+    n = noise(x)
+    assert n.warnings == []
+    assert n.cv == pytest.approx(np.std(x, ddof=1) / np.mean(x))
+    assert n.iqr_ms == pytest.approx(np.subtract(*np.percentile(x, [75, 25])))
+
+
+def test_two_modes_are_called_bimodal_and_noisy():
+    rng = np.random.default_rng(2)
+    x = rng.permutation(np.r_[rng.normal(10, 0.3, 60), rng.normal(20, 0.3, 40)])
+    n = noise(x)
+    assert any(w.startswith("bimodal") for w in n.warnings)
+    assert any(w.startswith("noisy") for w in n.warnings)
+    assert n.clusters_ms[0] == pytest.approx(10, abs=0.2) and n.clusters_ms[1] == pytest.approx(20, abs=0.2)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_unimodal_skewed_windows_are_not_called_bimodal(seed):
+    x = 5 + np.random.default_rng(seed).lognormal(0, 0.3, 100)
+    d, _ = two_cluster_split(x)
+    assert d < BIMODAL_D
+
+
+def test_a_slow_ramp_is_drifting_and_a_shuffled_one_is_not():
+    ramp = np.linspace(10, 12, 90) + np.random.default_rng(3).normal(0, 0.05, 90)
+    assert any(w.startswith("drifting") for w in noise(ramp).warnings)
+    shuffled = np.random.default_rng(4).permutation(ramp)
+    assert not any(w.startswith("drifting") for w in noise(shuffled).warnings)
+
+
+def test_the_real_h200_windows_are_quiet():
+    for run in ("pytorch_fp32_bs8", "ttrt_fp16_bs8"):
+        n = noise(read_latency_csv(f"{FIXTURES}/{run}/latency.csv"))
+        assert n.n == 100 and n.cv < 0.10
+
+
+def test_identical_windows_compare_within_noise_and_a_shift_does_not():
+    a = read_latency_csv(f"{FIXTURES}/pytorch_fp16_bs8/latency.csv")
+    same = p50_ratio(a, a)
+    assert same.verdict == "within noise" and same.low <= 1 <= same.high
+    slower = p50_ratio(a, [v * 1.5 for v in a])
+    assert slower.verdict == "B slower" and slower.low > 1.4
+    assert p50_ratio(a, a).to_dict() == same.to_dict()  # fixed seed: the same interval
+
+
+def test_fp16_vs_fp32_on_the_h200_is_outside_noise():
+    a = read_latency_csv(f"{FIXTURES}/pytorch_fp32_bs8/latency.csv")
+    b = read_latency_csv(f"{FIXTURES}/ttrt_fp16_bs8/latency.csv")
+    assert p50_ratio(a, b).verdict == "B faster"
+
+
+def test_spread_of_repeated_runs():
+    s = spread_of_runs([10.0, 11.0, 12.0])
+    assert s["median_p50_ms"] == 11.0 and s["range_pct_of_median"] == pytest.approx(100 * 2 / 11)
