@@ -341,6 +341,17 @@ def test_split_engines_built_per_part_and_bucket_then_cached(fake_trt, tmp_path)
     assert all(p["cache"]["hit"] for p in again["split_engines"].values())
 
 
+def test_the_stand_in_refuses_a_varargs_forward_as_torch_export_does(fake_trt):
+    class VarArgs(torch.nn.Module):  # what the split engines once compiled: forward(*args)
+        def forward(self, *args):
+            return args[0] * 2
+
+    with pytest.raises(Exception, match="mismatch between the structure of `inputs` and "
+                                        "`dynamic_shapes`"):
+        sys.modules["torch_tensorrt"].compile(VarArgs(), ir="dynamo",
+                                              inputs=[torch.ones(2, 3)])
+
+
 def test_one_failed_split_engine_is_one_line_and_keeps_its_log(fake_trt, tmp_path,
                                                                monkeypatch):
     module = sys.modules["torch_tensorrt"]

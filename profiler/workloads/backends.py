@@ -24,15 +24,33 @@ from . import loops
 
 
 class _Part(nn.Module):
-    """One method of a model as a module's forward (what torch.export and TensorRT compile)."""
+    """One method of a model as a module's forward (what torch.export and TensorRT compile).
+    Torch-TensorRT's tracer keys the dynamic shapes it hands torch.export by the forward's
+    parameter names, so each part's forward names its inputs (a ``*args`` forward is one
+    parameter holding a tuple, which torch.export refuses)."""
 
     def __init__(self, model: nn.Module, method: str) -> None:
         super().__init__()
         self.model = model
         self.method = method
 
-    def forward(self, *args):
-        return getattr(self.model, self.method)(*args)
+
+class _Encoder(_Part):
+    def forward(self, src):
+        return self.model.encode(src)
+
+
+class _Decoder(_Part):
+    def forward(self, tgt, memory):
+        return self.model.decode(tgt, memory)
+
+
+class _Projection(_Part):
+    def forward(self, hidden):
+        return self.model.project(hidden)
+
+
+_PARTS = {"encode": _Encoder, "decode": _Decoder, "project": _Projection}
 
 
 def seq2seq_parts(backend, model, src, config, device):
@@ -122,7 +140,8 @@ def _tensorrt_seq2seq(backend, model, src, config, device):
                                   part=part)
         what = f"the {part} engine of {config.model} {backend.name}"
         compiled, part_notes, part_artifacts = ttrt.cached_compile(
-            torch_tensorrt, _Part(model, method).eval(), inputs, config, facts, what)
+            torch_tensorrt, _PARTS[method](model, method).eval(), inputs, config, facts,
+            what)
         engines[part] = compiled
         notes["warnings"] += [f"{part}: {w}" for w in part_notes.pop("warnings")]
         split[part] = part_notes
