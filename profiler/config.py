@@ -23,6 +23,9 @@ MEMORY_FORMATS = ("auto", "channels_last", "contiguous")
 # cudaProfilerStart/Stop around the active steps for an outside profiler (nsys, ncu), which then
 # owns CUPTI alone (CUPTI takes one subscriber)
 CAPTURES = ("torch", "cuda-profiler-api")
+# forward: one forward pass per step; generate: one greedy generation per step (models that
+# generate: transformer, an encoder-decoder; gpt2, a decoder-only LM)
+WORKLOADS = ("forward", "generate")
 
 
 DEFAULT_MODEL = "resnet50"
@@ -34,12 +37,14 @@ def model_slug(model: str) -> str:
 
 
 def run_name(backend: str, batch_size: int, model: str = DEFAULT_MODEL,
-             name: str | None = None) -> str:
-    """A run's folder name: its identity (backend, batch size, and the model or --name)."""
+             name: str | None = None, workload: str = "forward") -> str:
+    """A run's folder name: its identity (backend, batch size, and the model or --name; a
+    generation run without --name ends in ``_gen``)."""
     base = f"{backend}_bs{batch_size}"
     if name:
         return f"{base}_{name}"
-    return base if model == DEFAULT_MODEL else f"{base}_{model_slug(model)}"
+    base = base if model == DEFAULT_MODEL else f"{base}_{model_slug(model)}"
+    return f"{base}_gen" if workload == "generate" else base
 
 
 def check_path_component(value: str, what: str) -> str:
@@ -59,6 +64,7 @@ def check_path_component(value: str, what: str) -> str:
 CLI = "cli"
 PANEL_PROFILER, PANEL_TIMING, PANEL_CACHE = "Profiler", "Timing", "Engine cache"
 PANEL_QUANT = "Quantization"
+PANEL_GENERATION = "Generation"
 
 
 @dataclass(frozen=True)
@@ -128,7 +134,7 @@ class RunConfig:
     backend: str = option("pytorch_fp32", "Backend to run; `backends` lists them and what each "
                           "needs.", short="-b", choices=_backend_names)
     batch_size: int = option(8, "Batch size.", flag="--bs")
-    model: str = option(DEFAULT_MODEL, "resnet50, resnet18, distilbert, transformer, or "
+    model: str = option(DEFAULT_MODEL, "resnet50, resnet18, distilbert, transformer, gpt2, "
                         "package.module:function returning (model, example_inputs).", short="-m")
     image_size: int = option(224, "Image side for vision models.")
     seq_len: int = option(128, "Sequence length for text models.")
@@ -197,12 +203,24 @@ class RunConfig:
         None, "Calibration batches from a tensor file (torch.save of a tensor, or a tuple of "
         "tensors, one per model input, shaped like the inputs or [N, *input shape]; loaded with "
         "weights_only=True).", panel=PANEL_QUANT)
+    # --workload generate: one greedy generation per step
+    workload: str = option(
+        "forward", "forward: one forward pass per step. generate: one greedy generation per step "
+        "(transformer: encode, then decode token by token; gpt2: prefill, then decode with the "
+        "KV cache); --iters counts generations.", panel=PANEL_GENERATION, choices=WORKLOADS)
+    src_len: int = option(64, "Source tokens (transformer, --workload generate).",
+                          panel=PANEL_GENERATION)
+    prompt_len: int = option(128, "Prompt tokens (gpt2, --workload generate).",
+                             panel=PANEL_GENERATION)
+    max_new_tokens: int = option(64, "Tokens generated per sequence, EOS ignored (--workload "
+                                 "generate).", panel=PANEL_GENERATION)
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         positive = {"--bs": self.batch_size, "--active": self.active, "--repeat": self.repeat,
                     "--image-size": self.image_size, "--seq-len": self.seq_len,
-                    "--repeat-runs": self.repeat_runs}
+                    "--repeat-runs": self.repeat_runs, "--src-len": self.src_len,
+                    "--prompt-len": self.prompt_len, "--max-new-tokens": self.max_new_tokens}
         if self.iters is not None:
             positive["--iters"] = self.iters
         for flag, value in positive.items():
@@ -225,6 +243,9 @@ class RunConfig:
         if self.capture not in CAPTURES:
             raise UserError(f"unknown --capture {self.capture!r}; choose one of: "
                             + ", ".join(CAPTURES))
+        if self.workload not in WORKLOADS:
+            raise UserError(f"unknown --workload {self.workload!r}; choose one of: "
+                            + ", ".join(WORKLOADS))
         if self.min_time is not None and not self.min_time > 0:
             raise UserError(f"--min-time must be more than 0 seconds (got {self.min_time})")
         if self.min_time is not None and self.iters is not None:
@@ -237,8 +258,9 @@ class RunConfig:
     @property
     def run_name(self) -> str:
         """The folder under both runs/ and tb_logs/: ``<backend>_bs<N>_<name>`` with --name,
-        else ``<backend>_bs<N>``, with ``_<model>`` added for a model other than the default."""
-        return run_name(self.backend, self.batch_size, self.model, self.name)
+        else ``<backend>_bs<N>``, with ``_<model>`` added for a model other than the default
+        and ``_gen`` for --workload generate."""
+        return run_name(self.backend, self.batch_size, self.model, self.name, self.workload)
 
     @property
     def profiled_steps(self) -> int:

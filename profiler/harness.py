@@ -190,7 +190,9 @@ def _run(config: RunConfig, backend, use_cuda: bool, quiet: bool) -> RunResult:
     began = time.perf_counter()
     model, inputs = models.build(config)  # bad models and weights fail here, before any writing
     built_s = time.perf_counter() - began
-    roofline_inputs = flops.roofline_inputs(model, inputs, backend.precision, config.batch_size)
+    # FLOPs of one forward pass: a generation's work is not one forward, so none is claimed
+    roofline_inputs = None if config.workload == "generate" else flops.roofline_inputs(
+        model, inputs, backend.precision, config.batch_size)
 
     run_dir = config.runs_dir / config.run_name
     tb_run_dir = config.tb_dir / config.run_name
@@ -198,8 +200,12 @@ def _run(config: RunConfig, backend, use_cuda: bool, quiet: bool) -> RunResult:
     try:
         run_stage = _staged(stages, run_dir)
         tb_stage = _staged(stages, tb_run_dir)
-        collected = _collect(config, backend, model, inputs, device, use_cuda, progress,
-                             run_stage, tb_stage)
+        collect = _collect
+        if config.workload == "generate":  # one greedy generation per step
+            from .workloads import generate
+            collect = generate.collect
+        collected = collect(config, backend, model, inputs, device, use_cuda, progress,
+                            run_stage, tb_stage)
         if config.max_rel_error is not None and "skipped" not in collected.numerics:
             why = numerics.exceeds(collected.numerics, config.max_rel_error)
             if why:
@@ -242,6 +248,12 @@ class _Collected:
     memory: dict
     noise: Noise
     repeat_spread: dict | None
+    # --workload generate (profiler.workloads.generate): the generation block, what one timed
+    # iteration and one profiler step are, and the record_function spans inside a step
+    generation: dict | None = None
+    unit: str | None = None
+    sync: str = "every iteration"
+    phase_spans: list[str] | None = None
 
 
 def _collect(config, backend, model, inputs, device, use_cuda, progress, run_stage: Path,
@@ -366,7 +378,7 @@ def _result(config: RunConfig, backend, device, use_cuda: bool, c: _Collected, b
                           runs.NoiseStats)
     timing_stats = runs.TimingStats(
         prepare_s=c.prepare_s, first_call_s=c.first_call_s,
-        timer="cuda_event" if use_cuda else "perf_counter", sync="every iteration",
+        timer="cuda_event" if use_cuda else "perf_counter", sync=c.sync, unit=c.unit,
         warmup_iters=c.plan.warmup, model_build_s=built_s,
         **latency_stats(c.latencies, config.batch_size), iters=len(c.latencies),
         iterations_chosen_by=c.plan.why, min_time_s=c.plan.min_time_s, noise=window_noise)
@@ -376,7 +388,8 @@ def _result(config: RunConfig, backend, device, use_cuda: bool, c: _Collected, b
         schedule=runs.Schedule(wait=config.wait, warmup=config.warmup, active=config.active,
                                repeat=config.repeat),
         steps_run=config.profiled_steps, step_span="inference_step",
-        nvtx_domain=NVTX_DOMAIN if _nvtx is not None else None)
+        nvtx_domain=NVTX_DOMAIN if _nvtx is not None else None, step_is=c.unit,
+        phase_spans=c.phase_spans)
     trace = runs.TraceInfo(dir=str(tb_run_dir), files=[str(tb_run_dir / f) for f in c.trace_files]) \
         if c.trace_files else runs.TraceInfo(
             files=[], skipped=f"--capture {config.capture}: an outside profiler (nsys, ncu) "
@@ -385,13 +398,15 @@ def _result(config: RunConfig, backend, device, use_cuda: bool, c: _Collected, b
         run_name=config.run_name,
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         model=config.model, batch_size=config.batch_size, device=str(device),
-        config=_typed(config.to_dict(), runs.ConfigRecord), backend=facts,
-        numerics=_typed(c.numerics, runs.Numerics), timing=timing_stats, memory=memory,
+        workload=config.workload, config=_typed(config.to_dict(), runs.ConfigRecord),
+        backend=facts, numerics=_typed(c.numerics, runs.Numerics), timing=timing_stats,
+        memory=memory,
         output=_typed(_describe_output(c.output), runs.OutputInfo), profile=profile,
         trace=trace, latency_csv=str(run_dir / runs.LATENCY_CSV),
         environment=_typed(env, runs.Environment),
         precision=_typed(precision_flags, runs.Precision),
-        roofline_inputs=_typed(roofline_inputs, runs.RooflineInputs) if roofline_inputs else None)
+        roofline_inputs=_typed(roofline_inputs, runs.RooflineInputs) if roofline_inputs else None,
+        generation=None if c.generation is None else _typed(c.generation, runs.Generation))
 
 
 def _typed(data: dict, struct: type):

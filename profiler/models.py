@@ -86,25 +86,77 @@ class Seq2SeqTransformer(nn.Module):
             dim_feedforward=4 * d_model, dropout=0.0, batch_first=True)
         self.generator = nn.Linear(d_model, vocab)
 
-    def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
-        scale = math.sqrt(self.d_model)
-        src_x = self.positions(self.src_embed(src) * scale)
-        tgt_x = self.positions(self.tgt_embed(tgt) * scale)
+    @property
+    def max_len(self) -> int:
+        return self.positions.table.size(0)
+
+    def encode(self, src: torch.Tensor) -> torch.Tensor:
+        """Source tokens [B, S] -> encoder output ("memory") [B, S, d_model]."""
+        src_x = self.positions(self.src_embed(src) * math.sqrt(self.d_model))
+        return self.transformer.encoder(src_x)
+
+    def decode(self, tgt: torch.Tensor, memory: torch.Tensor) -> torch.Tensor:
+        """Target tokens [B, T] and memory -> decoder hidden states [B, T, d_model], causal:
+        position t sees target positions <= t only, so tokens appended after t (or padding)
+        do not change it."""
+        tgt_x = self.positions(self.tgt_embed(tgt) * math.sqrt(self.d_model))
         length = tgt.size(1)
         causal = torch.triu(torch.full((length, length), float("-inf"), device=tgt.device,
                                        dtype=tgt_x.dtype), 1)
         # saying the mask is causal spares nn.Transformer a data-dependent check of the mask,
         # which graph capture (torch.export, used by Torch-TensorRT) cannot trace
-        hidden = self.transformer(src_x, tgt_x, tgt_mask=causal, tgt_is_causal=True)
+        return self.transformer.decoder(tgt_x, memory, tgt_mask=causal, tgt_is_causal=True)
+
+    def project(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Decoder hidden states [..., d_model] -> logits over the vocabulary [..., vocab]."""
         return self.generator(hidden)
+
+    def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
+        return self.project(self.decode(tgt, self.encode(src)))
 
 
 def _transformer(config: RunConfig) -> Built:
     vocab = 10000
+    if config.workload == "generate":  # random source tokens, and the first target token
+        model = Seq2SeqTransformer(vocab=vocab, max_len=1024)
+        src = torch.randint(1, vocab, (config.batch_size, config.src_len))
+        return model, (src,)
     model = Seq2SeqTransformer(vocab=vocab, max_len=max(1024, config.seq_len))
     src = torch.randint(1, vocab, (config.batch_size, config.seq_len))
     tgt = torch.randint(1, vocab, (config.batch_size, config.seq_len))
     return model, (src, tgt)
+
+
+class CausalLM(nn.Module):
+    """A Hugging Face decoder-only LM returning logits only (for the forward workload); the
+    generation workload uses ``.model`` with its KV cache."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    @property
+    def max_len(self) -> int:
+        return self.model.config.n_positions
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        return self.model(input_ids=input_ids, use_cache=False).logits
+
+
+GPT2_VOCAB = 50257
+
+
+def _gpt2(config: RunConfig) -> Built:
+    """A GPT-2 small-shaped LM (12 layers, 768 wide, 12 heads, 1024 positions), random weights."""
+    try:
+        from transformers import GPT2Config, GPT2LMHeadModel
+    except ImportError:
+        raise UserError('the gpt2 model needs transformers: pip install -e ".[nlp]"') from None
+    hf_config = GPT2Config(vocab_size=GPT2_VOCAB, n_positions=1024, n_embd=768, n_layer=12,
+                           n_head=12, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    model = CausalLM(GPT2LMHeadModel(hf_config))
+    length = config.prompt_len if config.workload == "generate" else config.seq_len
+    return model, (torch.randint(0, GPT2_VOCAB, (config.batch_size, length)),)
 
 
 MODELS: dict[str, Callable[[RunConfig], Built]] = {
@@ -112,6 +164,7 @@ MODELS: dict[str, Callable[[RunConfig], Built]] = {
     "resnet18": _torchvision("resnet18"),
     "distilbert": _distilbert,
     "transformer": _transformer,
+    "gpt2": _gpt2,
 }
 
 CONV_MODELS = {"resnet50", "resnet18"}
@@ -128,7 +181,8 @@ def _custom(spec: str, config: RunConfig) -> Built:
     if not callable(func):
         raise UserError(f"--model {spec}: {module_name!r} has no function {func_name!r}")
     offered = {"batch_size": config.batch_size, "image_size": config.image_size,
-               "seq_len": config.seq_len}
+               "seq_len": config.seq_len, "src_len": config.src_len,
+               "prompt_len": config.prompt_len}
     params = inspect.signature(func).parameters
     kwargs = {key: value for key, value in offered.items() if key in params}
     built = func(**kwargs)

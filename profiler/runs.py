@@ -124,6 +124,8 @@ class TimingStats(msgspec.Struct, frozen=True):
     sync: str = "every iteration"
     warmup_iters: int = 0
     model_build_s: float | None = None
+    unit: str | None = None  # what one iteration is, when not one forward pass ("one whole
+    # generation" with --workload generate)
     iterations_chosen_by: str | None = None  # "--iters 50", "CPU default: --min-time 5 s" ...
     min_time_s: float | None = None
     noise: NoiseStats | None = None
@@ -156,8 +158,33 @@ class Reference(msgspec.Struct, frozen=True):
     tf32: bool
 
 
+class Comparison(msgspec.Struct, frozen=True):
+    """One tensor against its FP32 eager counterpart (profiler.numerics.compare)."""
+
+    finite: bool | None = None
+    elements: int | None = None
+    max_abs_error: float | None = None
+    mean_abs_error: float | None = None
+    rel_l2_error: float | None = None
+    cosine_similarity: float | None = None
+    top1_agreement: float | None = None
+    top1_over: str | None = None
+
+
+class TokenAgreement(msgspec.Struct, frozen=True):
+    """Greedy tokens against the reference's: share of (sequence, position) tokens equal, share
+    of sequences identical."""
+
+    positions_equal: float
+    sequences_identical: float
+    sequences: int
+    positions: int
+
+
 class Numerics(msgspec.Struct, frozen=True):
-    """The check against the FP32 eager reference (profiler.numerics), or why it was skipped."""
+    """The check against the FP32 eager reference (profiler.numerics), or why it was skipped.
+    A generation run's top-level figures are its first-step logits'; the three generation
+    comparisons are None for a forward run (and absent from its result.json)."""
 
     skipped: str | None = None
     reason: str | None = None  # the detail of a skip (e.g. the reference ran out of memory)
@@ -170,6 +197,9 @@ class Numerics(msgspec.Struct, frozen=True):
     top1_agreement: float | None = None
     top1_over: str | None = None
     reference: Reference | None = None
+    first_step_logits: Comparison | None = None
+    encoder_output: Comparison | None = None
+    tokens: TokenAgreement | None = None
 
 
 class BackendFacts(msgspec.Struct, frozen=True):
@@ -209,6 +239,8 @@ class ProfileInfo(msgspec.Struct, frozen=True):
     capture: str = "torch"
     step_span: str = "inference_step"
     nvtx_domain: str | None = None
+    step_is: str | None = None  # what one profiler step is, when not one forward pass
+    phase_spans: list[str] | None = None  # record_function spans inside a step (generation)
 
 
 class TraceInfo(msgspec.Struct, frozen=True):
@@ -257,6 +289,35 @@ class RooflineInputs(msgspec.Struct, frozen=True, omit_defaults=True):
     source: str | None = msgspec.field(default=None, name="from")
 
 
+class Quantiles(msgspec.Struct, frozen=True):
+    """Mean and percentiles in ms of a set of times (None when the set is empty)."""
+
+    mean: float | None
+    p50: float | None
+    p90: float | None
+    p99: float | None
+    count: int
+
+
+class Generation(msgspec.Struct, frozen=True):
+    """--workload generate: what one generation is and its per-phase, per-token figures
+    (profiler.workloads.generate)."""
+
+    kind: str  # "encoder-decoder" or "decoder-only"
+    phases: list[str]  # the record_function spans of one generation
+    max_new_tokens: int
+    input_len: int  # source (encoder-decoder) or prompt (decoder-only) tokens
+    eos: str
+    steps_csv: str  # one row per token step
+    ttft_ms: Quantiles  # time to first token
+    encode_ms: Quantiles | None  # the encoder alone (encoder-decoder)
+    per_token_ms: Quantiles  # each token after the first
+    sequence_ms: Quantiles  # start to last token
+    tokens_per_s: float
+    step_ms_by_position: list[float]  # mean step time of each token position
+    generations: int  # timed generations
+
+
 class RunResult(msgspec.Struct, frozen=True, kw_only=True):
     """runs/<run>/result.json: one model x backend x batch size, measured. The field order is
     result.json's key order."""
@@ -267,6 +328,7 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
     model: str
     batch_size: int
     device: str
+    workload: str = "forward"  # "generate": one greedy generation per iteration and step
     config: ConfigRecord  # type: ignore[valid-type]
     backend: BackendFacts
     numerics: Numerics | None = None  # absent in the earliest schema-1 files
@@ -279,6 +341,7 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
     environment: Environment
     precision: Precision | None = None
     roofline_inputs: RooflineInputs | None = None  # absent before FLOPs were counted
+    generation: Generation | None = None  # --workload generate
 
     @property
     def run_dir(self) -> Path:
@@ -324,9 +387,30 @@ def result_from_dict(data: object, source: str = "result.json") -> RunResult:
         raise UserError(f"{source} is not a run result this version reads ({error})") from None
 
 
+#: keys a forward run's result.json leaves out (a generation run writes them): path -> the
+#: value that means absent
+_GENERATION_ONLY = {("workload",): "forward", ("generation",): None, ("timing", "unit"): None,
+                    ("profile", "step_is"): None, ("profile", "phase_spans"): None,
+                    ("numerics", "first_step_logits"): None,
+                    ("numerics", "encoder_output"): None, ("numerics", "tokens"): None}
+
+
+def _drop_generation_only(data: dict) -> None:
+    if data.get("workload") != "forward":
+        return
+    for *parents, key in _GENERATION_ONLY:
+        holder = data
+        for parent in parents:
+            holder = holder.get(parent) or {}
+        if key in holder and holder[key] == _GENERATION_ONLY[(*parents, key)]:
+            del holder[key]
+
+
 def result_to_dict(result: RunResult) -> dict:
-    """RunResult -> result.json's JSON object (the key names and order of schema 1)."""
+    """RunResult -> result.json's JSON object (the key names and order of schema 1; the
+    generation keys only for a generation run)."""
     data = msgspec.to_builtins(result, enc_hook=str)  # facts of odd types: as text, as before
+    _drop_generation_only(data)
     ordered = {}
     for key, value in data.items():
         if key == "backend":

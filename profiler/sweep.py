@@ -62,9 +62,14 @@ def shared_options() -> dict[str, CliOption]:
     return {spec.key: spec for name, spec in run_options().items() if name not in SWEEP_SETS}
 
 
-def cell_name(backend: str, batch_size: int, model: str) -> str:
+def cell_name(backend: str, batch_size: int, model: str, workload: str = "forward") -> str:
     """A cell's folder: the name `profile.py run` gives that run (config.run_name)."""
-    return run_name(backend, batch_size, model)
+    return run_name(backend, batch_size, model, workload=workload)
+
+
+def _plan_cell_name(p, backend: str, batch_size: int) -> str:
+    return cell_name(backend, batch_size, p.options["model"],
+                     p.options.get("workload", "forward"))
 
 
 def default_name(model: str) -> str:
@@ -327,7 +332,7 @@ def start_manifest(p: SweepPlan) -> SweepManifest:
         for key, value in grid.items():
             setattr(manifest, key, value)
     for backend, batch_size in p.cells:
-        manifest.cells.setdefault(cell_name(backend, batch_size, p.options["model"]),
+        manifest.cells.setdefault(_plan_cell_name(p, backend, batch_size),
                                   SweepCell(backend=backend, batch_size=batch_size))
     return manifest
 
@@ -373,7 +378,7 @@ def _run_sweep(p: SweepPlan, say, progress) -> SweepOutcome:
     current = None
     try:
         for index, (backend, batch_size) in enumerate(p.cells, start=1):
-            name = cell_name(backend, batch_size, p.options["model"])
+            name = _plan_cell_name(p, backend, batch_size)
             cell = manifest.cells[name]
             label = f"[{index}/{total}] {backend} bs {batch_size}"
             if p.resume and is_done(p.sweep_dir, cell, name):
@@ -447,7 +452,8 @@ def grid_cells(manifest: SweepManifest) -> list[tuple[str, SweepCell]]:
     found = []
     for backend in manifest.backends:
         for batch_size in manifest.batch_sizes:
-            name = cell_name(backend, batch_size, manifest.model)
+            name = cell_name(backend, batch_size, manifest.model,
+                             manifest.options.get("workload", "forward"))
             if name in manifest.cells:
                 found.append((name, manifest.cells[name]))
             elif (backend, batch_size) in by_grid:  # a manifest from before models were named

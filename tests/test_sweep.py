@@ -67,7 +67,9 @@ def test_sweep_writes_cells_tables_and_manifest(grid):
                              "compile_s", "compile_what", "rel_l2_error", "tensor_core_pct",
                              "gpu_util_pct", "cv_pct", "noise", "peak_allocated_mib",
                              "peak_reserved_mib", "engine_mib", "tflops", "pct_peak_compute",
-                             "gbs", "pct_peak_bandwidth", "flop_per_byte", "status", "reason",
+                             "gbs", "pct_peak_bandwidth", "flop_per_byte", "ttft_ms",
+                             "token_p50_ms", "token_p99_ms", "tokens_per_s", "token_agreement",
+                             "status", "reason",
                              "elapsed_s"]
     by_cell = {(r["backend"], int(r["bs"])): r for r in rows}
     # the roofline of the timed p50 from the FLOPs the run counted; no GPU, so no ceilings

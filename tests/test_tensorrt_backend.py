@@ -10,6 +10,7 @@ says how real TensorRT behaves; the GPU runs check that.
 """
 
 import importlib.metadata
+import inspect
 import json
 import logging
 import types
@@ -115,14 +116,25 @@ def fake_trt(monkeypatch, tmp_path):
     module = types.ModuleType("torch_tensorrt")
     module.__version__ = "2.11.0"
 
-    def compile(model, ir, inputs, **options):
+    def compile(model, ir="default", inputs=None, *, arg_inputs=None, kwarg_inputs=None,
+                **options):
         calls.append({"ir": ir, **options})
         logging.getLogger("torch_tensorrt [TensorRT Conversion Context]").info("fake build starts")
         if state["fail"]:
             logging.getLogger("torch_tensorrt [TensorRT Conversion Context]").error(
                 "Error Code 4: Internal Error (fake)")
             raise RuntimeError("Failed to build the TensorRT engine\nsecond line")
-        return torch.export.export(model, tuple(inputs)).module()
+        return trace(model, inputs or arg_inputs, kwarg_inputs or {}).module()
+
+    def trace(model, arg_inputs, kwarg_inputs):
+        """As torch_tensorrt.dynamo.trace (2.11) exports: dynamic shapes keyed by the forward's
+        parameter names, one per input ({} for a tensor: static), handed to torch.export, which
+        checks their structure against the arguments."""
+        names = list(inspect.signature(model.forward).parameters)[:len(arg_inputs)]
+        dynamic_shapes = {name: {} for name in names}
+        dynamic_shapes.update({name: {} for name in kwarg_inputs})
+        return torch.export.export(model, tuple(arg_inputs), kwargs=kwarg_inputs,
+                                   dynamic_shapes=dynamic_shapes, strict=False)
 
     def save(graph, path, output_format, inputs):
         torch.export.save(torch.export.export(graph, tuple(inputs)), path)

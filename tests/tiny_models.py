@@ -45,6 +45,29 @@ def oom_above_2(batch_size: int = 2, image_size: int = 16):
     return model, (torch.randn(batch_size, 3, image_size, image_size),)
 
 
+def tiny_seq2seq(batch_size: int = 2, src_len: int = 6):
+    """The transformer model's class at a tiny size (d_model 32, 2 layers, vocab 100, 48
+    positions), with random source tokens: for --workload generate."""
+    from profiler.models import Seq2SeqTransformer
+
+    torch.manual_seed(0)
+    model = Seq2SeqTransformer(vocab=100, d_model=32, heads=2, layers=2, max_len=48)
+    return model, (torch.randint(1, 100, (batch_size, src_len)),)
+
+
+def tiny_gpt2(batch_size: int = 2, prompt_len: int = 5):
+    """A GPT-2 config at a tiny size (2 layers, 32 wide, vocab 100, 32 positions)."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from profiler.models import CausalLM
+
+    torch.manual_seed(0)
+    config = GPT2Config(vocab_size=100, n_positions=32, n_embd=32, n_layer=2, n_head=2,
+                        bos_token_id=0, eos_token_id=0,
+                        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    return CausalLM(GPT2LMHeadModel(config)), (torch.randint(0, 100, (batch_size, prompt_len)),)
+
+
 # ---- user models that go wrong (tests/test_run_outcomes.py) ----------------------------------
 
 def builder_raises(batch_size: int = 2):

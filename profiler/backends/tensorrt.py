@@ -346,24 +346,64 @@ def _gpu_facts(torch) -> tuple[str, str]:
     return props.name, f"{props.major}.{props.minor}"
 
 
+def environment_facts(torch, torch_tensorrt) -> tuple[Flavour, dict]:
+    """The flavour, and the engine cache's facts about this machine and its libraries."""
+    flavour = detect_flavour()
+    library = importlib.import_module(flavour.library_module)
+    versions = library_versions(flavour, torch, torch_tensorrt, library)
+    gpu, capability = _gpu_facts(torch)
+    return flavour, {"gpu": gpu, "compute_capability": capability, "versions": versions,
+                     "flavour": flavour.name}
+
+
 def _prepare(model, inputs, config, device, precision: str) -> Prepared:
     """Place the model, then load its engine from the cache or build it, then describe the
     engines; the notes say which happened and how long it took."""
-    flavour = detect_flavour()
     import torch
     import torch_tensorrt
 
-    library = importlib.import_module(flavour.library_module)
-    versions = library_versions(flavour, torch, torch_tensorrt, library)
+    flavour, environment = environment_facts(torch, torch_tensorrt)
     if config.memory_format == "auto":  # TensorRT picks its own layouts: feed plain tensors
         config = dataclasses.replace(config, memory_format="contiguous")
     weights = engine_cache.state_dict_digest(model)
     model, inputs, notes = place(model, inputs, config, device, precision)
-    facts = _cache_facts(torch, config, precision, flavour, versions, weights, inputs,
-                         notes["memory_format"])
+    facts = cache_facts(config, precision, weights, inputs, environment,
+                         memory_format=notes["memory_format"])
     notes.update({"flavour": flavour.name, "distribution": flavour.distribution,
-                  "versions": versions, "compile_options": COMPILE_OPTIONS,
-                  "tf32": config.tf32, "warnings": []})
+                  "versions": environment["versions"], "compile_options": COMPILE_OPTIONS,
+                  "tf32": config.tf32})
+    compiled, built, artifacts = cached_compile(torch_tensorrt, model, inputs, config, facts,
+                                                f"{config.model} ttrt_{precision}")
+    notes.update(built)
+    notes["artifacts"] = artifacts
+    return Prepared(fn=_inference(torch, compiled), inputs=inputs, notes=notes,
+                    after_windows=partial(_layer_timing_after_windows, compiled, inputs))
+
+
+def cache_facts(config, precision: str, weights: str, inputs, environment: dict,
+                 **more) -> dict:
+    """Everything that decides an engine: the engine cache's key is made of these. ``more``:
+    what else tells this engine apart (the memory format; a split engine's part)."""
+    return {
+        "model": config.model, "weights_sha256": weights, **more,
+        "inputs": [[list(t.shape), str(t.dtype).replace("torch.", "")] for t in inputs],
+        "backend": f"ttrt_{precision}", "precision": precision, "tf32": config.tf32,
+        "compile_options": COMPILE_OPTIONS, **environment,
+    }
+
+
+def cached_compile(torch_tensorrt, model, inputs, config, facts: dict, what: str):
+    """The compiled module for ``facts``: loaded from the engine cache, or built (and stored),
+    then described. Used for a whole model and for each split engine of a generation.
+
+    Returns (compiled, notes, artifacts): notes hold compile_s or load_s, the cache state,
+    fallback_ops, engine_count, layer_files and warnings; artifacts the build log and each
+    engine's layer JSON. A failed build is one UserError naming ``what``, its log kept beside
+    the run folder.
+    """
+    import torch
+
+    notes: dict = {"warnings": []}
     cache_dir = Path(config.cache_dir) if config.cache_dir else engine_cache.default_dir()
     found = engine_cache.lookup(cache_dir, facts) if config.use_cache else None
     cache = {"enabled": config.use_cache, "key": engine_cache.cache_key(facts),
@@ -374,30 +414,13 @@ def _prepare(model, inputs, config, device, precision: str) -> Prepared:
         compiled = _load_cached(torch_tensorrt, found, cache_dir, notes, cache) \
             if found is not None and found.hit else None
         if compiled is None:
-            compiled = _build(torch, torch_tensorrt, model, inputs, config, precision, notes,
+            compiled = _build(torch, torch_tensorrt, model, inputs, config, what, notes,
                               artifacts)
             if config.use_cache:
                 _store(torch_tensorrt, compiled, inputs, cache_dir, facts, notes, cache)
     notes["cache"] = cache
     _describe_engines(compiled, notes, artifacts)
-    notes["artifacts"] = artifacts
-    return Prepared(fn=_inference(torch, compiled), inputs=inputs, notes=notes,
-                    after_windows=partial(_layer_timing_after_windows, compiled, inputs))
-
-
-def _cache_facts(torch, config, precision: str, flavour: Flavour, versions: dict, weights: str,
-                 inputs, memory_format: str) -> dict:
-    """Everything that decides the engine: the engine cache's key is made of these."""
-    gpu, capability = _gpu_facts(torch)
-    return {
-        "model": config.model, "weights_sha256": weights,
-        "inputs": [[list(t.shape), str(t.dtype).replace("torch.", "")] for t in inputs],
-        "memory_format": memory_format,
-        "backend": f"ttrt_{precision}", "precision": precision, "tf32": config.tf32,
-        "compile_options": COMPILE_OPTIONS,
-        "gpu": gpu, "compute_capability": capability, "versions": versions,
-        "flavour": flavour.name,
-    }
+    return compiled, notes, artifacts
 
 
 def _load_cached(torch_tensorrt, found, cache_dir: Path, notes: dict, cache: dict):
@@ -419,10 +442,10 @@ def _load_cached(torch_tensorrt, found, cache_dir: Path, notes: dict, cache: dic
     return compiled
 
 
-def _build(torch, torch_tensorrt, model, inputs, config, precision: str, notes: dict,
+def _build(torch, torch_tensorrt, model, inputs, config, what: str, notes: dict,
            artifacts: dict):
     """Compile the engine, timed to the end of the GPU's work; a failed build is one line
-    pointing at the build log kept beside the run."""
+    naming ``what`` and pointing at the build log kept beside the run."""
     workdir = Path(tempfile.mkdtemp(prefix="infer-profiler-trt-"))
     try:
         began = time.perf_counter()
@@ -435,8 +458,8 @@ def _build(torch, torch_tensorrt, model, inputs, config, precision: str, notes: 
                     raise
                 path = save_failed_build(config, log.getvalue(), error)
                 first = str(error).strip().splitlines()[0] if str(error).strip() else ""
-                raise UserError(f"TensorRT build failed for {config.model} ttrt_{precision} "
-                                f"({type(error).__name__}: {first}); log tail in {path}") from None
+                raise UserError(f"TensorRT build failed for {what} ({type(error).__name__}: "
+                                f"{first}); log tail in {path}") from None
         torch.cuda.synchronize()
         notes["compile_s"] = time.perf_counter() - began
     finally:

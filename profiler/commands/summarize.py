@@ -9,7 +9,7 @@ from pathlib import Path
 from ..errors import UserError
 from ..runs import resolve_target
 
-VIEWS = ("all", "overview", "kernels", "categories", "operators", "layers")
+VIEWS = ("all", "overview", "kernels", "categories", "operators", "layers", "phases")
 
 
 def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,

@@ -19,6 +19,13 @@ tflops, pct_peak_compute, gbs, pct_peak_bandwidth, flop_per_byte (the roofline o
 p50: FLOPs and minimum bytes from result.json's roofline_inputs, against the measured ceilings of
 `profile.py peaks`, else the datasheet's; empty for runs without roofline_inputs),
 status, reason, elapsed_s (the cell's subprocess, wall time).
+
+With ``--workload generate`` a cell's timed unit is one whole generation (mean_ms ... p99_ms,
+throughput_per_s in sequences/s), and four more columns are filled: ttft_ms (time to first
+token, p50), token_p50_ms and token_p99_ms (decode latency per token after the first) and
+tokens_per_s (generated tokens per second, batch included); token_agreement is the share of
+generated tokens equal to FP32 eager generation's. The seed's benchmark_times.csv (mean, p50,
+p90, p99 per backend) is the first columns.
 """
 
 from __future__ import annotations
@@ -41,9 +48,11 @@ ROOFLINE_COLUMNS = ["tflops", "pct_peak_compute", "gbs", "pct_peak_bandwidth", "
 COLUMNS = ["model", "device", "backend", "bs", "mean_ms", "p50_ms", "p90_ms", "p99_ms",
            "throughput_per_s", "speedup", "baseline", "ready_s", "compile_s", "compile_what",
            "rel_l2_error", "tensor_core_pct", "gpu_util_pct", "cv_pct", "noise",
-           "peak_allocated_mib", "peak_reserved_mib", "engine_mib", *ROOFLINE_COLUMNS, "status",
-           "reason",
+           "peak_allocated_mib", "peak_reserved_mib", "engine_mib", *ROOFLINE_COLUMNS, "ttft_ms",
+           "token_p50_ms", "token_p99_ms", "tokens_per_s", "token_agreement", "status", "reason",
            "elapsed_s"]
+GENERATION_COLUMNS = ("ttft_ms", "token_p50_ms", "token_p99_ms", "tokens_per_s",
+                      "token_agreement")
 
 
 MD_FORMATS = {"mean_ms": ".3f", "p50_ms": ".3f", "p90_ms": ".3f", "p99_ms": ".3f",
@@ -52,7 +61,9 @@ MD_FORMATS = {"mean_ms": ".3f", "p50_ms": ".3f", "p90_ms": ".3f", "p99_ms": ".3f
               "elapsed_s": ".1f", "cv_pct": ".1f", "peak_allocated_mib": ".1f",
               "peak_reserved_mib": ".1f", "engine_mib": ".1f", "tflops": ".2f",
               "pct_peak_compute": ".1f", "gbs": ".1f", "pct_peak_bandwidth": ".1f",
-              "flop_per_byte": ".0f"}
+              "flop_per_byte": ".0f", "ttft_ms": ".3f",
+              "token_p50_ms": ".3f", "token_p99_ms": ".3f", "tokens_per_s": ".1f",
+              "token_agreement": ".3f"}
 
 
 
@@ -92,6 +103,19 @@ def _what_compiled(backend) -> str:
     return "TensorRT engine build"
 
 
+def generation_columns(result: RunResult) -> dict:
+    """TTFT, per-token p50/p99, tokens/s and token agreement of a --workload generate run."""
+    generation = result.generation
+    if generation is None:
+        return {}
+    tokens = result.numerics.tokens if result.numerics else None
+    return {"ttft_ms": generation.ttft_ms.p50,
+            "token_p50_ms": generation.per_token_ms.p50,
+            "token_p99_ms": generation.per_token_ms.p99,
+            "tokens_per_s": generation.tokens_per_s,
+            "token_agreement": tokens.positions_equal if tokens else None}
+
+
 def benchmark_table(sweep_dir: Path, manifest: SweepManifest) -> pd.DataFrame:
     from ..sweep import OK, grid_cells
 
@@ -112,7 +136,8 @@ def benchmark_table(sweep_dir: Path, manifest: SweepManifest) -> pd.DataFrame:
                                               "compile_s", "rel_l2_error", "tensor_core_pct",
                                               "gpu_util_pct", "elapsed_s", "cv_pct",
                                               "peak_allocated_mib", "peak_reserved_mib",
-                                              "engine_mib", *ROOFLINE_COLUMNS)})
+                                              "engine_mib", *ROOFLINE_COLUMNS,
+                                              *GENERATION_COLUMNS)})
     base = frame[frame["backend"] == manifest.baseline].set_index("bs")["p50_ms"]
     frame["speedup"] = [base.get(bs, math.nan) / p50 if p50 and p50 > 0 else math.nan
                         for bs, p50 in zip(frame["bs"], frame["p50_ms"])]
@@ -134,6 +159,7 @@ def _result_columns(result: RunResult, metrics: dict) -> dict:
         "gpu_util_pct": metrics.get("gpu_util_pct"),
         **_noise_and_memory(result),
         **roofline_columns(result),
+        **generation_columns(result),
     }
 
 
@@ -172,9 +198,13 @@ def markdown(frame: pd.DataFrame, manifest: SweepManifest) -> str:
              "- ready_s = prepare + first call; compile_s: see compile_what; rel_l2_error vs the "
              "FP32 eager reference; tensor_core_pct and gpu_util_pct from the profiled steps' "
              "trace", ""]
-    shown = frame.drop(columns=["model", "device", "baseline", "reason"]).astype(object)
+    dropped = ["model", "device", "baseline", "reason"]
+    if not frame["tokens_per_s"].notna().any():  # not a generation sweep
+        dropped += list(GENERATION_COLUMNS)
+    shown = frame.drop(columns=dropped).astype(object)
     for column, spec in MD_FORMATS.items():
-        shown[column] = [fixed(v, spec, blank="") for v in frame[column]]
+        if column in shown:
+            shown[column] = [fixed(v, spec, blank="") for v in frame[column]]
     lines.append(_markdown(shown))
     failed = frame[frame["status"] != "ok"]
     if len(failed):
@@ -191,6 +221,9 @@ def print_benchmark(frame: pd.DataFrame, manifest: SweepManifest, console: Conso
     headers = ("backend", "bs", "mean ms", "p50 ms", "p90 ms", "p99 ms", "samples/s", "speedup",
                "ready s", "compile s", "rel L2 err", "Tensor Cores", "GPU util", "CV",
                "peak alloc MiB", "peak reserved MiB", "status")
+    generation = bool(frame["tokens_per_s"].notna().any())
+    if generation:
+        headers = headers[:-1] + ("TTFT ms", "token p50", "token p99", "tokens/s", "status")
     for h in headers:
         t.add_column(h, justify="left" if h in ("backend", "status") else "right")
     for r in frame.itertuples():
@@ -203,6 +236,9 @@ def print_benchmark(frame: pd.DataFrame, manifest: SweepManifest, console: Conso
                   pct(r.cv_pct) + (f" [yellow]{escape(r.noise)}[/]" if isinstance(r.noise, str)
                                    and r.noise else ""),
                   _mib(r.peak_allocated_mib, r.device), _mib(r.peak_reserved_mib, r.device),
+                  *((fixed(r.ttft_ms, ".3f"), fixed(r.token_p50_ms, ".3f"),
+                     fixed(r.token_p99_ms, ".3f"), fixed(r.tokens_per_s, ",.1f"))
+                    if generation else ()),
                   status)
     console.print(t)
 

@@ -30,6 +30,11 @@ def print_diff(result: Diff, sa: Summary, sb: Summary, top: int, console: Consol
     for side in (ONLY_A, ONLY_B):
         console.print(unmatched_table(result, side, top))
     console.print(operators_table(result, top))
+    if sa.phases is not None and sb.phases is not None:
+        from .phases_view import compare_phases_table, compare_positions_table
+
+        console.print(compare_phases_table(sa.phases, sb.phases))
+        console.print(compare_positions_table(sa.phases, sb.phases, top=top))
     faster, slower = result.top_changes(top or 10)
     level = result.change_level
     console.print(changes_table(faster, f"Top {len(faster)} gains: {level}s faster in B", level))

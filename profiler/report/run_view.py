@@ -10,9 +10,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..headline import memory_figures, window_noise
-from ..runs import RESULT_FILE, Numerics, RunResult, result_text
+from ..runs import RESULT_FILE, Generation, Numerics, RunResult, result_text
 from .console import make_console
-from .fmt import mib, ms, ms_unit, pct, significant
+from .fmt import fixed, mib, ms, ms_unit, pct, significant
 
 
 def print_json(result: RunResult) -> None:
@@ -49,10 +49,13 @@ def print_result(result: RunResult) -> None:
     table.add_row(*cells)
     console = make_console()
     console.print(table)
+    if result.generation is not None:
+        _print_generation(console, result.generation, result.numerics)
     _print_numerics(console, result.numerics)
+    unit = "generations" if result.generation is not None else "iterations"
     chosen = f" ({timing.iterations_chosen_by})" if timing.iterations_chosen_by else ""
-    console.print(f"{timing.iters} iterations{chosen} after {timing.warmup_iters} warm-up, "
-                  f"{timing.timer}, synchronized every iteration; TF32 "
+    console.print(f"{timing.iters} {unit}{chosen} after {timing.warmup_iters} warm-up, "
+                  f"{timing.timer}, synchronized every {unit[:-1]}; TF32 "
                   f"{'on' if result.precision and result.precision.tf32 else 'off'}",
                   highlight=False)
     for warning in window.get("warnings") or []:
@@ -130,6 +133,38 @@ def _print_numerics(console: Console, numerics: Numerics | None) -> None:
     if not numerics.finite:
         console.print("[bold red]warning:[/] NaN or Inf in the output or the reference: the "
                       "numeric check fails")
+
+
+def _print_generation(console: Console, generation: Generation,
+                      numerics: Numerics | None) -> None:
+    """--workload generate: time to first token, per-token latency, tokens/s, and the token
+    agreement with FP32 eager generation (the main table above is whole generations)."""
+    table = Table(title=f"generation ({generation.kind}, {generation.max_new_tokens} new "
+                        f"tokens, input {generation.input_len})", title_justify="left")
+    per_token = generation.per_token_ms
+    columns = {"TTFT p50": fixed(generation.ttft_ms.p50, ".3f"),
+               "encode ms": fixed(generation.encode_ms.mean if generation.encode_ms else None,
+                                  ".3f"),
+               "token mean": fixed(per_token.mean, ".3f"),
+               "token p50": fixed(per_token.p50, ".3f"),
+               "token p90": fixed(per_token.p90, ".3f"),
+               "token p99": fixed(per_token.p99, ".3f"),
+               "tokens/s": f"{generation.tokens_per_s:.1f}",
+               "seq p50 ms": fixed(generation.sequence_ms.p50, ".3f")}
+    if numerics is not None and numerics.tokens is not None:
+        encoder, logits = numerics.encoder_output, numerics.first_step_logits
+        columns["enc rel L2"] = "-" if encoder is None else significant(encoder.rel_l2_error)
+        columns["logits rel L2"] = "-" if logits is None else significant(logits.rel_l2_error)
+        columns["tokens equal"] = f"{numerics.tokens.positions_equal:.3f}"
+        columns["seqs identical"] = f"{numerics.tokens.sequences_identical:.3f}"
+    for column in columns:
+        table.add_column(column, justify="right")
+    table.add_row(*columns.values())
+    console.print(table)
+    steps = generation.step_ms_by_position
+    shown = sorted({0, 1, len(steps) // 2, len(steps) - 1} & set(range(len(steps))))
+    console.print("step ms by position: " + ", ".join(f"#{k} {steps[k]:.3f}" for k in shown),
+                  highlight=False)
 
 
 def print_backends(backend_list, json_out: bool) -> None:

@@ -30,6 +30,11 @@ def print_summary(summary: Summary, view: str = "all", top: int = 20,
         console.print(launch_table(summary, top))
     if view in ("all", "operators"):
         console.print(operators_table(summary, top))
+    if view in ("all", "phases") and summary.phases is not None:
+        from .phases_view import phases_table, positions_table
+
+        console.print(phases_table(summary.phases))
+        console.print(positions_table(summary.phases, top=top))
     for note in summary.notes:
         console.print(f"[yellow]note:[/yellow] {note}")
 

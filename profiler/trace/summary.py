@@ -13,6 +13,7 @@ import pandas as pd
 from .kernels import KernelSummary, kernel_rows, kernel_summary
 from .load import Trace, load_trace
 from .overview import Overview, overview
+from .phases import PhaseSummary, has_phase_spans, phase_summary
 from .rules import RunContext
 
 @dataclass
@@ -28,6 +29,8 @@ class Summary:
     excluded_events: dict[str, int] = field(default_factory=dict)
     #: one line saying so (None when nothing was left out); views print it as a warning
     warning: str | None = None
+    #: per-phase split when the trace holds generation phase spans (trace/phases.py), else None
+    phases: PhaseSummary | None = None
 
     def to_dict(self, top: int = 0) -> dict:
         k, o = self.kernels, self.overview
@@ -59,6 +62,7 @@ class Summary:
             "operators": _records(o.operators if not top else o.operators.head(top)),
             "notes": self.notes,
             "excluded_events": self.excluded_events,
+            **({"phases": self.phases.to_dict()} if self.phases is not None else {}),
         })
 
 
@@ -79,9 +83,11 @@ def summarize_trace(trace: Trace, context: RunContext | None = None) -> Summary:
                      f"{'on' if context.tf32 else 'off'} ({context.source}); used only for "
                      "kernels whose names carry no data type")
     devices = [asdict(d) for d in trace.devices.values()]
+    phases = phase_summary(trace, context=context) if has_phase_spans(trace) else None
     return Summary(trace_path=trace.path, schema=trace.schema, devices=devices,
                    event_counts=event_counts, kernels=kernels, overview=ov, notes=notes,
-                   excluded_events=dict(trace.excluded), warning=trace.excluded_warning)
+                   excluded_events=dict(trace.excluded), warning=trace.excluded_warning,
+                   phases=phases)
 
 
 def summarize(path: Path | str, context: RunContext | None = None) -> Summary:

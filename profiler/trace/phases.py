@@ -1,0 +1,170 @@
+"""Where the kernels go, phase by phase: pure functions of a parsed Trace.
+
+A phase is a ``record_function`` span on a CPU thread with a known name (the generation loop's
+``encode``, ``decode``, ``project``, ``prefill``; any names can be asked for). A kernel belongs to
+the phase span in which the CPU call that launched it (``cudaLaunchKernel`` / ``cuLaunchKernelEx``,
+linked through the correlation id) started: the GPU may run it later, but that span asked for
+it. Kernels without a launch record, or launched outside every phase span, are "(no phase)".
+
+Per phase: spans, CPU wall time of the spans, kernel time, launches, Tensor Core share (the kernel
+rules, as in ``summarize``), and GPU idle: for each span, its GPU window runs from the span's
+start to the later of its end and its last kernel's end; idle is the part of that window with no
+kernel of any phase running. Per position: the n-th span of a phase inside one profiler step
+(one generation) is position n, so the decode table shows how a step's time grows with the
+target length.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .kernels import kernel_rows, kernel_summary
+from .load import KIND, Trace
+from .overview import covered, cpu_steps, merge
+from .rules import RunContext
+
+GENERATION_PHASES = ("encode", "decode", "project", "prefill")
+NO_PHASE = "(no phase)"
+
+PHASE_COLUMNS = ("phase", "spans", "wall_us", "kernel_us", "kernel_share_pct", "launches",
+                 "gpu_window_us", "gpu_idle_us", "gpu_idle_pct", "tensor_core_pct")
+POSITION_COLUMNS = ("phase", "position", "spans", "mean_wall_us", "mean_kernel_us",
+                    "mean_launches")
+
+
+@dataclass
+class PhaseSummary:
+    #: one row per phase (and one for kernels outside every phase span); PHASE_COLUMNS
+    phases: pd.DataFrame
+    #: one row per (phase, position inside a generation); POSITION_COLUMNS
+    positions: pd.DataFrame
+    #: whether the trace holds GPU kernels at all (a CPU trace has spans and no kernels)
+    has_kernels: bool
+
+    def to_dict(self) -> dict:
+        return {"phases": _records(self.phases), "positions": _records(self.positions),
+                "has_kernels": self.has_kernels}
+
+
+def has_phase_spans(trace: Trace, names=GENERATION_PHASES) -> bool:
+    """Whether any CPU-side annotation carries one of ``names``."""
+    wanted = np.flatnonzero(np.isin(trace.names, list(names)))
+    ev = trace.events
+    return bool(len(wanted)) and bool(((ev["kind"] == KIND["annotation"])
+                                       & ev["name_id"].isin(wanted)).any())
+
+
+def phase_spans(trace: Trace, names=GENERATION_PHASES) -> pd.DataFrame:
+    """CPU-side spans named in ``names``: phase, start, end, step (the ProfilerStep#N holding
+    it, or "") and position (its ordinal among same-named spans of that step)."""
+    ev = trace.events
+    wanted = np.flatnonzero(np.isin(trace.names, list(names)))
+    spans = ev.loc[(ev["kind"] == KIND["annotation"]) & ev["name_id"].isin(wanted),
+                   ["name_id", "ts", "dur"]]
+    frame = pd.DataFrame({"phase": trace.names[spans["name_id"].to_numpy()],
+                          "start": spans["ts"].to_numpy(dtype=float),
+                          "end": (spans["ts"] + spans["dur"]).to_numpy(dtype=float)})
+    frame = frame.sort_values("start", kind="stable").reset_index(drop=True)
+    steps = cpu_steps(trace)
+    step = np.full(len(frame), "", dtype=object)
+    if len(steps) and len(frame):
+        index = np.searchsorted(steps["cpu_start"].to_numpy(), frame["start"].to_numpy(),
+                                side="right") - 1
+        inside = (index >= 0) & (frame["start"].to_numpy()
+                                 <= steps["cpu_end"].to_numpy()[np.clip(index, 0, None)])
+        step = np.where(inside, steps["step"].to_numpy()[np.clip(index, 0, None)], "")
+    frame["step"] = step
+    frame["position"] = frame.groupby(["step", "phase"]).cumcount()
+    return frame
+
+
+def _launch_times(trace: Trace, rows: pd.DataFrame) -> np.ndarray:
+    """Start of the CPU launch call of each kernel row (NaN without one)."""
+    ev = trace.events
+    launch = ev.loc[ev["kind"].isin([KIND["runtime"], KIND["driver"]])
+                    & (ev["correlation"] >= 0), ["correlation", "ts"]]
+    launch = launch.drop_duplicates("correlation").set_index("correlation")["ts"]
+    return rows["correlation"].map(launch).to_numpy(dtype=float)
+
+
+def attribute(spans: pd.DataFrame, launch_ts: np.ndarray) -> np.ndarray:
+    """Index of the innermost span holding each launch time, or -1. Spans of different phases do
+    not nest in the generation loop; where they do, the latest-starting one holds the launch."""
+    owner = np.full(len(launch_ts), -1, dtype=np.int64)
+    if not len(spans):
+        return owner
+    starts, ends = spans["start"].to_numpy(), spans["end"].to_numpy()
+    index = np.searchsorted(starts, launch_ts, side="right") - 1
+    ok = (index >= 0) & ~np.isnan(launch_ts)
+    ok[ok] = launch_ts[ok] <= ends[index[ok]]
+    owner[ok] = index[ok]
+    return owner
+
+
+def phase_summary(trace: Trace, names=GENERATION_PHASES,
+                  context: RunContext | None = None) -> PhaseSummary:
+    """The phase and per-position tables of a trace (see the module docstring)."""
+    spans = phase_spans(trace, names)
+    rows = kernel_rows(trace)
+    owner = attribute(spans, _launch_times(trace, rows)) if len(rows) else np.array([], int)
+    rows = rows.assign(span=owner, end=rows["ts"] + rows["dur"])
+    span_kernels = rows[rows["span"] >= 0].groupby("span").agg(
+        kernel_us=("dur", "sum"), launches=("dur", "size"), last_end=("end", "max"))
+    spans = spans.join(span_kernels)
+    spans[["kernel_us", "launches"]] = spans[["kernel_us", "launches"]].fillna(0.0)
+    spans["gpu_end"] = np.fmax(spans["end"].to_numpy(), spans["last_end"].to_numpy())
+    busy_starts, busy_ends = merge(rows["ts"].to_numpy(dtype=float),
+                                   rows["end"].to_numpy(dtype=float))
+    spans["busy_us"] = [covered(busy_starts, busy_ends, lo, hi)
+                        for lo, hi in zip(spans["start"], spans["gpu_end"])]
+    total_kernel = float(rows["dur"].sum())
+    table = [_phase_row(trace, phase, spans[spans["phase"] == phase],
+                        rows[rows["span"].isin(spans.index[spans["phase"] == phase])],
+                        total_kernel, context, has_kernels=len(rows) > 0)
+             for phase in [n for n in names if (spans["phase"] == n).any()]]
+    outside = rows[rows["span"] < 0]
+    if len(outside):
+        table.append({"phase": NO_PHASE, "spans": 0, "wall_us": 0.0,
+                      "kernel_us": float(outside["dur"].sum()),
+                      "kernel_share_pct": 100.0 * float(outside["dur"].sum()) / total_kernel,
+                      "launches": len(outside), "gpu_window_us": None, "gpu_idle_us": None,
+                      "gpu_idle_pct": None,
+                      "tensor_core_pct": _tensor_core_pct(trace, outside, context)})
+    phases = pd.DataFrame(table, columns=list(PHASE_COLUMNS))
+    positions = spans.assign(wall_us=spans["end"] - spans["start"]).groupby(
+        ["phase", "position"], sort=False).agg(
+        spans=("start", "size"), mean_wall_us=("wall_us", "mean"),
+        mean_kernel_us=("kernel_us", "mean"), mean_launches=("launches", "mean")).reset_index()
+    return PhaseSummary(phases=phases, positions=positions[list(POSITION_COLUMNS)],
+                        has_kernels=len(rows) > 0)
+
+
+def _phase_row(trace, phase, spans, rows, total_kernel, context, has_kernels: bool) -> dict:
+    kernel_us = float(rows["dur"].sum())
+    window = float((spans["gpu_end"] - spans["start"]).sum())
+    idle = window - float(spans["busy_us"].sum())
+    return {"phase": phase, "spans": len(spans),
+            "wall_us": float((spans["end"] - spans["start"]).sum()),
+            "kernel_us": kernel_us,
+            "kernel_share_pct": 100.0 * kernel_us / total_kernel if total_kernel else None,
+            "launches": len(rows),
+            "gpu_window_us": window if has_kernels else None,
+            "gpu_idle_us": idle if has_kernels else None,
+            "gpu_idle_pct": 100.0 * idle / window if has_kernels and window > 0 else None,
+            "tensor_core_pct": _tensor_core_pct(trace, rows, context)}
+
+
+def _tensor_core_pct(trace, rows, context) -> float | None:
+    if not len(rows):
+        return None
+    summary = kernel_summary(trace, rows.drop(columns=["span", "end"]), context)
+    return 100.0 * summary.tensor_core_share
+
+
+def _records(frame: pd.DataFrame) -> list[dict]:
+    return [{k: (None if isinstance(v, float) and np.isnan(v) else
+                 v.item() if isinstance(v, np.generic) else v) for k, v in row.items()}
+            for row in frame.to_dict("records")]
