@@ -122,3 +122,21 @@ def test_fixture_traces_stay_small():
     for trace in (FIXTURES / "h100_engines").rglob("*.gz"):
         assert trace.stat().st_size < 1_000_000, trace
         assert re.search(r"\.(?:pt\.trace\.)?json\.gz$", trace.name)
+
+
+DISTILBERT_INT8 = FIXTURES / "h100_engines" / "runs" / "engines_distilbert" / "inductor_int8_bs12"
+
+
+def test_inductor_int8_on_distilbert_runs_its_linear_layers_on_int8_tensor_cores():
+    # DistilBERT bs 12, seq 64: every token Linear quantized (36 layers, 99.98 % of the Linear
+    # FLOPs); the two head layers have 12 rows, below torch._int_mm's minimum, and stay BF16.
+    # The trace proves it: cutlass's IMMA kernels (i16832gemm_s8) hold 44 % of kernel time and
+    # the rules count them as Tensor Core work.
+    extra = read_result(DISTILBERT_INT8 / "result.json").backend.extra
+    assert len(extra["int8_layers"]) == 36 and extra["int8_linear_flop_share"] > 0.999
+    assert set(extra["fp_layers"]) == {"model.pre_classifier", "model.classifier"}
+    target = resolve_target(str(DISTILBERT_INT8))
+    table = summarize(target.path, target.context).kernels.table
+    imma = table[table["name"].str.contains("tensorop_i16832gemm_s8", regex=False)]
+    assert len(imma) == 2 and set(imma["tensor_core"]) == {"yes"}
+    assert 0.40 < imma["total_us"].sum() / table["total_us"].sum() < 0.48
