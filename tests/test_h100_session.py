@@ -1,0 +1,67 @@
+"""One H100 run of `bash scripts/device_session.sh numbers` (tests/fixtures/h100_session, see its
+README): schema 2 result.json files with memory, engine memory, noise and roofline inputs; the
+TensorRT layers view on a real trace; the bootstrap verdict on two identical runs; and the Tensor
+Core share the overview printed on the GPU machine."""
+
+import pytest
+
+from profiler.cli import main
+from profiler.headline import compare_timed
+from profiler.runs import engine_layer_files, read_result, resolve_target
+from profiler.trace.load import load_trace
+from profiler.trace.trt_layers import MIN_COVERAGE, attribute, read_layers
+from tests.conftest import FIXTURES
+
+SESSION = FIXTURES / "h100_session"
+RUNS = SESSION / "runs"
+TTRT = RUNS / "ttrt_fp16_bs8"
+
+
+@pytest.mark.parametrize("run", ["pytorch_fp32_bs8", "pytorch_fp32_bs8_again", "ttrt_fp16_bs8"])
+def test_result_files_read(run):
+    result = read_result(RUNS / run / "result.json")
+    assert result.run_name == run and result.batch_size == 8
+    assert result.environment.gpu["name"] == "NVIDIA H100 80GB HBM3"
+    assert result.timing.noise is not None and result.timing.noise.n == 100
+    assert result.roofline_inputs.flops_per_batch > 0
+
+
+def test_tensorrt_run_memory_noise_and_flops():
+    result = read_result(TTRT / "result.json")
+    assert result.memory.peak_allocated_bytes > 0
+    assert result.memory.engine_device_memory_bytes > 0
+    assert result.backend.engine_memory.engine_device_memory_bytes > 0
+    assert result.timing.noise.cv < 0.1
+    assert result.timing.noise.repeat_runs.runs == 3
+    assert result.roofline_inputs.precision == "fp16"
+
+
+def test_layers_view_attributes_the_engine_kernels():
+    [(layers_path, times_path)] = engine_layer_files(TTRT)
+    trace = load_trace(resolve_target(str(TTRT)).path)
+    attribution = attribute(read_layers(layers_path, times_path), trace)
+    assert attribution.method.startswith("launch order")
+    assert attribution.calls == 3
+    assert attribution.coverage >= MIN_COVERAGE
+    assert attribution.engine_kernel_us == pytest.approx(2165.5, abs=0.1)  # numbers.log
+
+
+def test_two_identical_runs_are_within_noise():
+    a, b = RUNS / "pytorch_fp32_bs8" / "result.json", RUNS / "pytorch_fp32_bs8_again" / "result.json"
+    compared = compare_timed(read_result(a), read_result(b), a, b)
+    ratio = compared["p50_ratio"]
+    assert ratio["verdict"] == "within noise"
+    # numbers.log: "p50 B / A = 1.005, 95 % interval [1.001, 1.008]: within noise"
+    assert f"{ratio['ratio']:.3f}" == "1.005"
+    assert (f"{ratio['low']:.3f}", f"{ratio['high']:.3f}") == ("1.001", "1.008")
+
+
+def test_tensor_core_share_matches_the_gpu_machine():
+    summary = resolve_target(str(TTRT)).summary()
+    assert f"{100 * summary.kernels.tensor_core_share:.1f}" == "91.4"
+
+
+def test_overview_prints_the_tensor_core_share(capsys):
+    assert main(["summarize", str(TTRT), "--view", "overview"]) == 0
+    line = next(l for l in capsys.readouterr().out.splitlines() if "on Tensor Cores" in l)
+    assert "91.4 %" in line
