@@ -59,6 +59,7 @@ def build_sweep(folder: Path) -> None:
     code under test at capture time (its cells' metrics included)."""
     sys.path.insert(0, str(ROOT))
     from profiler import sweep
+    from profiler.runs import write_manifest
 
     runs, tbs = folder / "runs" / "fixture_sweep", folder / "tb_logs" / "fixture_sweep"
     plan = sweep.plan("pytorch_fp32,pytorch_fp16,ttrt_fp32,ttrt_fp16", "8",
@@ -71,23 +72,26 @@ def build_sweep(folder: Path) -> None:
     here = Path.cwd()
     os.chdir(FIXTURES)  # the fixtures' result.json name their traces relative to this folder
     try:
-        for name, cell in manifest["cells"].items():
-            cell.update(status=sweep.OK, reason=None, exit_code=0, elapsed_s=12.5,
-                        metrics=sweep.cell_metrics(runs / name))
+        for name, cell in manifest.cells.items():
+            cell.status, cell.reason, cell.exit_code, cell.elapsed_s = sweep.OK, None, 0, 12.5
+            cell.metrics = sweep.cell_metrics(runs / name)
     finally:
         os.chdir(here)
-    manifest.update(created="2026-01-01T00:00:00+00:00", command_line=["profile.py", "sweep"],
-                    runs_dir="runs/fixture_sweep", tb_dir="tb_logs/fixture_sweep")
-    (runs / "sweep.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    manifest.created = "2026-01-01T00:00:00+00:00"
+    manifest.command_line = ["profile.py", "sweep"]
+    manifest.runs_dir, manifest.tb_dir = "runs/fixture_sweep", "tb_logs/fixture_sweep"
+    write_manifest(runs, manifest)
 
 
 def _default_options() -> dict:
-    return {"model": "resnet50", "image_size": 224, "seq_len": 128, "seed": 0, "weights": None,
-            "compile_mode": "default", "memory_format": "auto", "tf32": False,
-            "cudnn_benchmark": True, "wait": 1, "warmup": 1, "active": 3, "repeat": 1,
-            "record_shapes": False, "profile_memory": False, "with_stack": False,
-            "with_flops": False, "gzip": True, "iters": 100, "timed_warmup": 20,
-            "max_rel_error": None, "cache": True, "cache_dir": None}
+    """Every option a sweep passes on, at its default (from the options table)."""
+    from dataclasses import fields
+
+    from profiler import sweep
+    from profiler.config import RunConfig, keyed, run_options
+
+    defaults = keyed({f.name: f.default for f in fields(RunConfig) if f.name in run_options()})
+    return {key: value for key, value in defaults.items() if key in sweep.shared_options()}
 
 
 def run_case(args: list[str], cwd: Path, into: Path, scratch: Path) -> None:
