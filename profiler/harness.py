@@ -29,10 +29,11 @@ from rich.markup import escape
 
 import msgspec
 
-from . import backends, flops, metadata, models, numerics, runs, signals, timing
+from . import backends, flops, metadata, models, numerics, phases, runs, signals, timing
 from .config import RunConfig, check_path_component
 from .errors import UserError
 from .fsutil import clean_leftovers, folder_lock, replace_dir, staging_dir, write_text_atomic
+from .phases import Phases
 from .runs import RunResult
 from .timing import latency_stats, time_iterations
 from .trace.noise import Noise, noise
@@ -165,7 +166,13 @@ def run(config: RunConfig, quiet: bool = False) -> RunResult:
     The run holds the write lock of runs/<run>/ and tb_logs/<run>/ throughout (a second run of
     the same name refuses with one line); under it, it first removes what killed runs left in
     runs/ and tb_logs/, then checks the destination. Running out of memory and the failures of
-    a --model package.module:function are one-line errors."""
+    a --model package.module:function are one-line errors. The result's timing records
+    where the seconds went (profiler.phases)."""
+    began = time.perf_counter()
+    timer = Phases()
+    imports_s = phases.imports_s(began)
+    if imports_s is not None:
+        timer.add("imports", imports_s)
     backend = backends.get(config.backend)
     use_cuda = torch.cuda.is_available()
     reason = backend.unavailable_reason(use_cuda)
@@ -179,20 +186,25 @@ def run(config: RunConfig, quiet: bool = False) -> RunResult:
         for folder in (config.runs_dir, config.tb_dir):
             clean_leftovers(folder)
         runs.check_destination(config)
-        return _run(config, backend, use_cuda, quiet)
+        return _run(config, backend, use_cuda, quiet, timer, began - (imports_s or 0.0))
 
 
-def _run(config: RunConfig, backend, use_cuda: bool, quiet: bool) -> RunResult:
+def _run(config: RunConfig, backend, use_cuda: bool, quiet: bool, timer: Phases,
+         began: float) -> RunResult:
+    """``began``: the perf_counter the run's wall time counts from (imports included)."""
     device = torch.device("cuda" if use_cuda else "cpu")
     progress = _Progress(quiet)
     precision_flags = set_math_flags(config)
 
-    began = time.perf_counter()
-    model, inputs = models.build(config)  # bad models and weights fail here, before any writing
-    built_s = time.perf_counter() - began
+    with timer("build"):  # bad models and weights fail here, before any writing
+        model, inputs = models.build(config)
+    built_s = timer.seconds["build"]
     # FLOPs of one forward pass: a generation's work is not one forward, so none is claimed
-    roofline_inputs = None if config.workload == "generate" else flops.roofline_inputs(
-        model, inputs, backend.precision, config.batch_size)
+    roofline_inputs = None
+    if config.workload != "generate":
+        with timer("flops"):
+            roofline_inputs = flops.roofline_inputs(model, inputs, backend.precision,
+                                                    config.batch_size)
 
     run_dir = config.runs_dir / config.run_name
     tb_run_dir = config.tb_dir / config.run_name
@@ -205,14 +217,18 @@ def _run(config: RunConfig, backend, use_cuda: bool, quiet: bool) -> RunResult:
             from .workloads import generate
             collect = generate.collect
         collected = collect(config, backend, model, inputs, device, use_cuda, progress,
-                            run_stage, tb_stage)
+                            run_stage, tb_stage, timer)
         if config.max_rel_error is not None and "skipped" not in collected.numerics:
             why = numerics.exceeds(collected.numerics, config.max_rel_error)
             if why:
                 raise UserError(f"{backend.name} on {config.model} bs{config.batch_size}: {why} "
                                 "against the FP32 eager reference; nothing was written")
-        result = _result(config, backend, device, use_cuda, collected, built_s, precision_flags,
-                         roofline_inputs)
+        with timer("write"):
+            result = _result(config, backend, device, use_cuda, collected, built_s,
+                             precision_flags, roofline_inputs)
+            runs.write_result(run_stage, result)
+        # written again with the phases, the first writing included (the same few ms again)
+        result = _with_phases(result, timer, time.perf_counter() - began)
         runs.write_result(run_stage, result)
         runs.check_destination(config)  # again: a writer that ignored the lock (an older version)
         with signals.deferred():  # a signal does not cut the moves in half
@@ -223,6 +239,12 @@ def _run(config: RunConfig, backend, use_cuda: bool, quiet: bool) -> RunResult:
         for stage in stages:
             shutil.rmtree(stage, ignore_errors=True)
     return result
+
+
+def _with_phases(result: RunResult, timer: Phases, wall_s: float) -> RunResult:
+    timing_stats = msgspec.structs.replace(result.timing, phases_s=phases.ordered(timer.seconds),
+                                           wall_s=round(wall_s, 3))
+    return msgspec.structs.replace(result, timing=timing_stats)
 
 
 def _staged(stages: list[Path], final: Path) -> Path:
@@ -257,25 +279,25 @@ class _Collected:
 
 
 def _collect(config, backend, model, inputs, device, use_cuda, progress, run_stage: Path,
-             tb_stage: Path) -> _Collected:
-    """The phases in order: prepare, warmup, timed, profile, after windows, numerics."""
+             tb_stage: Path, timer: Phases) -> _Collected:
+    """The phases in order: prepare, warmup, timed, profile, after windows, numerics; each
+    one's seconds added to ``timer``."""
     label = f"{config.model} {backend.name} bs{config.batch_size}"
     progress.say(f"[bold]{label}[/bold] on {torch.cuda.get_device_name() if use_cuda else 'CPU'}")
     prepared, prepare_s, first_call_s = _prepare(config, backend, model, inputs, device,
                                                  use_cuda, progress)
+    timer.add("prepare", prepare_s)
+    timer.add("first_call", first_call_s)
     fn, inputs = prepared.fn, prepared.inputs
     plan = timing.plan_window(config.iters, config.timed_warmup, config.min_time, use_cuda)
-    estimate_ms = _warm_up(plan, fn, inputs, use_cuda, progress)
-    latencies, output, memory, window_noise = _timed(config, plan, estimate_ms, fn, inputs,
-                                                     use_cuda, progress)
-    if config.capture == "torch":
-        activities, trace_files = _profile_with_torch(config, fn, inputs, use_cuda, progress,
-                                                      tb_stage)
-    else:
-        activities, trace_files = [], []
-        _profile_with_cuda_profiler_api(config, fn, inputs, use_cuda, progress)
-    notes, artifacts = _after_windows(prepared, run_stage)
-    with nvtx_range("numerics"):
+    with timer("warm_up"):
+        estimate_ms = _warm_up(plan, fn, inputs, use_cuda, progress)
+    with timer("timed"):
+        latencies, output, memory, window_noise = _timed(config, plan, estimate_ms, fn, inputs,
+                                                         use_cuda, progress)
+    activities, trace_files = _profile(config, fn, inputs, use_cuda, progress, tb_stage, timer)
+    notes, artifacts = _after_windows(prepared, run_stage, timer)
+    with nvtx_range("numerics"), timer("numerics"):
         numeric_check = check_numerics(config, backend.name, fn, inputs, device, use_cuda)
     if "skipped" not in numeric_check:
         progress.say(f"  numerics vs FP32 eager: relative L2 error "
@@ -284,9 +306,12 @@ def _collect(config, backend, model, inputs, device, use_cuda, progress, run_sta
     elif "reason" in numeric_check:
         progress.say(f"  [yellow]numerics: skipped ({numeric_check['skipped']}):[/] "
                      f"{escape(numeric_check['reason'])}")
-    _write_latency_csv(run_stage, latencies)
-    spread = _repeat_spread(config, plan, latencies, progress) if config.repeat_runs > 1 \
-        else None
+    with timer("write"):
+        _write_latency_csv(run_stage, latencies)
+    spread = None
+    if config.repeat_runs > 1:
+        with timer("repeat_runs"):
+            spread = _repeat_spread(config, plan, latencies, progress)
     return _Collected(prepare_s, first_call_s, latencies, output, activities, trace_files, notes,
                       artifacts, numeric_check, plan, memory, window_noise, spread)
 
@@ -335,13 +360,24 @@ def _timed(config, plan: timing.WindowPlan, estimate_ms: float, fn, inputs, use_
     return latencies, output, memory, window_noise
 
 
-def _after_windows(prepared, run_stage: Path) -> tuple[dict, list[str]]:
+def _profile(config, fn, inputs, use_cuda, progress, tb_stage: Path, timer: Phases):
+    """The profiled steps, as --capture asks: the activities and trace files (none with
+    cuda-profiler-api)."""
+    if config.capture == "torch":
+        return _profile_with_torch(config, fn, inputs, use_cuda, progress, tb_stage, timer)
+    with timer("profile"):
+        _profile_with_cuda_profiler_api(config, fn, inputs, use_cuda, progress)
+    return [], []
+
+
+def _after_windows(prepared, run_stage: Path, timer: Phases | None = None
+                   ) -> tuple[dict, list[str]]:
     """The backend's own measurements after both windows; its artifacts written into the run
     folder. Returns the backend's notes and the artifacts' file names."""
     notes = dict(prepared.notes)
     artifacts = dict(notes.pop("artifacts", {}))
     if prepared.after_windows is not None:
-        with nvtx_range("after windows"):
+        with nvtx_range("after windows"), (timer or Phases())("after_windows"):
             extra = dict(prepared.after_windows())
         artifacts.update(extra.pop("artifacts", {}))
         notes.update(extra)
@@ -421,13 +457,24 @@ def _engine_memory(engine: runs.EngineMemory | None) -> dict:
             "engine_device_memory_why_not": engine.why_not}
 
 
-def _profile_with_torch(config, fn, inputs, use_cuda, progress, tb_stage: Path):
-    """torch.profiler over the wait/warmup/active/repeat schedule; the trace files' names."""
+def _profile_with_torch(config, fn, inputs, use_cuda, progress, tb_stage: Path,
+                        timer: Phases | None = None):
+    """torch.profiler over the wait/warmup/active/repeat schedule; the trace files' names.
+    ``timer`` gets the window as profile, less the trace handler's writing (and the check of
+    the files written) as trace_write."""
+    timer = timer or Phases()
+    writing = Phases()
     activities = [torch.profiler.ProfilerActivity.CPU]
     if use_cuda:
         activities.append(torch.profiler.ProfilerActivity.CUDA)
-    handler = torch.profiler.tensorboard_trace_handler(
+    write_trace = torch.profiler.tensorboard_trace_handler(
         str(tb_stage), worker_name=_worker_name(config), use_gzip=config.gzip)
+
+    def handler(prof) -> None:
+        with writing("trace_write"):
+            write_trace(prof)
+
+    began = time.perf_counter()
     schedule = torch.profiler.schedule(wait=config.wait, warmup=config.warmup,
                                        active=config.active, repeat=config.repeat)
     # each cycle's trace is exported by the handler, so clearing events between cycles is intended
@@ -444,8 +491,12 @@ def _profile_with_torch(config, fn, inputs, use_cuda, progress, tb_stage: Path):
                 _sync(use_cuda)
             prof.step()
             tick()
-
-    return activities, finished_traces(tb_stage)
+    window_s = time.perf_counter() - began
+    timer.add("profile", window_s - writing.seconds.get("trace_write", 0.0))
+    with writing("trace_write"):
+        names = finished_traces(tb_stage)
+    timer.add("trace_write", writing.seconds["trace_write"])
+    return activities, names
 
 
 TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")

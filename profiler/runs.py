@@ -129,6 +129,11 @@ class TimingStats(msgspec.Struct, frozen=True):
     iterations_chosen_by: str | None = None  # "--iters 50", "CPU default: --min-time 5 s" ...
     min_time_s: float | None = None
     noise: NoiseStats | None = None
+    # where the run's seconds went (profiler.phases: phase -> wall seconds, in run order) and
+    # the run's wall seconds (imports, when recorded, + harness start to result.json written);
+    # absent in runs recorded before phases were
+    phases_s: dict[str, float] | None = None
+    wall_s: float | None = None
 
 
 class Memory(msgspec.Struct, frozen=True):

@@ -70,8 +70,21 @@ def test_sweep_writes_cells_tables_and_manifest(grid):
                              "gbs", "pct_peak_bandwidth", "flop_per_byte", "ttft_ms",
                              "token_p50_ms", "token_p99_ms", "tokens_per_s", "token_agreement",
                              "status", "reason",
-                             "elapsed_s"]
+                             "elapsed_s", "wall_s", "imports_s", "build_s", "flops_s",
+                             "prepare_s", "first_call_s", "warm_up_s", "timed_s", "profile_s",
+                             "trace_write_s", "after_windows_s", "numerics_s",
+                             "repeat_runs_s", "write_s"]
     by_cell = {(r["backend"], int(r["bs"])): r for r in rows}
+    # where each finished cell's seconds went: every phase that ran, none longer than the run
+    ok = by_cell[("pytorch_bf16", 2)]
+    phase_columns = list(rows[0])[list(rows[0]).index("wall_s") + 1:]
+    ran = {k: float(ok[k]) for k in phase_columns if ok[k] != ""}
+    assert set(ran) == {"imports_s", "build_s", "flops_s", "prepare_s", "first_call_s",
+                        "warm_up_s", "timed_s", "profile_s", "trace_write_s", "numerics_s",
+                        "write_s"}
+    assert all(v >= 0 for v in ran.values()) and ran["imports_s"] > 0
+    assert sum(ran.values()) <= float(ok["wall_s"]) <= float(ok["elapsed_s"])
+    assert by_cell[("pytorch_bf16", 3)]["wall_s"] == ""  # the cell that ran out of memory
     # the roofline of the timed p50 from the FLOPs the run counted; no GPU, so no ceilings
     assert float(by_cell[("pytorch_fp32", 2)]["tflops"]) > 0
     assert float(by_cell[("pytorch_fp32", 2)]["flop_per_byte"]) > 0

@@ -18,7 +18,13 @@ engine_mib (TensorRT engines' device memory),
 tflops, pct_peak_compute, gbs, pct_peak_bandwidth, flop_per_byte (the roofline of the timed
 p50: FLOPs and minimum bytes from result.json's roofline_inputs, against the measured ceilings of
 `profile.py peaks`, else the datasheet's; empty for runs without roofline_inputs),
-status, reason, elapsed_s (the cell's subprocess, wall time).
+status, reason, elapsed_s (the cell's subprocess, wall time), then where the cell's seconds
+went: wall_s (the run's own wall time: imports + harness, result.json's timing.wall_s) and one
+column per phase, <phase>_s in run order (profiler.phases: imports_s, build_s, flops_s,
+prepare_s, first_call_s, warm_up_s, timed_s, profile_s, trace_write_s, after_windows_s,
+numerics_s, repeat_runs_s, write_s; empty where the phase did not run). A column per phase
+rather than one text column: the seconds sort, sum and plot as numbers; benchmark.md and the
+terminal table leave them out to stay readable.
 
 With ``--workload generate`` a cell's timed unit is one whole generation (mean_ms ... p99_ms,
 throughput_per_s in sequences/s), and four more columns are filled: ttft_ms (time to first
@@ -40,17 +46,19 @@ from rich.table import Table
 
 from ..errors import UserError
 from ..fsutil import write_text_atomic
+from ..phases import ORDER as PHASE_ORDER
 from ..runs import MANIFEST, RESULT_FILE, RunResult, SweepManifest, read_manifest, try_read_result
 from .export import _markdown, integer_counts
 from .fmt import fixed, mib, pct, times
 
+PHASE_COLUMNS = ["wall_s", *(f"{phase}_s" for phase in PHASE_ORDER)]
 ROOFLINE_COLUMNS = ["tflops", "pct_peak_compute", "gbs", "pct_peak_bandwidth", "flop_per_byte"]
 COLUMNS = ["model", "device", "backend", "bs", "mean_ms", "p50_ms", "p90_ms", "p99_ms",
            "throughput_per_s", "speedup", "baseline", "ready_s", "compile_s", "compile_what",
            "rel_l2_error", "tensor_core_pct", "gpu_util_pct", "cv_pct", "noise",
            "peak_allocated_mib", "peak_reserved_mib", "engine_mib", *ROOFLINE_COLUMNS, "ttft_ms",
            "token_p50_ms", "token_p99_ms", "tokens_per_s", "token_agreement", "status", "reason",
-           "elapsed_s"]
+           "elapsed_s", *PHASE_COLUMNS]
 GENERATION_COLUMNS = ("ttft_ms", "token_p50_ms", "token_p99_ms", "tokens_per_s",
                       "token_agreement")
 
@@ -137,7 +145,7 @@ def benchmark_table(sweep_dir: Path, manifest: SweepManifest) -> pd.DataFrame:
                                               "gpu_util_pct", "elapsed_s", "cv_pct",
                                               "peak_allocated_mib", "peak_reserved_mib",
                                               "engine_mib", *ROOFLINE_COLUMNS,
-                                              *GENERATION_COLUMNS)})
+                                              *GENERATION_COLUMNS, *PHASE_COLUMNS)})
     base = frame[frame["backend"] == manifest.baseline].set_index("bs")["p50_ms"]
     frame["speedup"] = [base.get(bs, math.nan) / p50 if p50 and p50 > 0 else math.nan
                         for bs, p50 in zip(frame["bs"], frame["p50_ms"])]
@@ -160,7 +168,17 @@ def _result_columns(result: RunResult, metrics: dict) -> dict:
         **_noise_and_memory(result),
         **roofline_columns(result),
         **generation_columns(result),
+        **phase_columns(result),
     }
+
+
+def phase_columns(result: RunResult) -> dict:
+    """wall_s and <phase>_s of one cell's result (empty for runs recorded before phases)."""
+    timing = result.timing
+    if not timing.phases_s:
+        return {}
+    return {"wall_s": timing.wall_s,
+            **{f"{phase}_s": seconds for phase, seconds in timing.phases_s.items()}}
 
 
 def _noise_and_memory(result: RunResult) -> dict:
@@ -198,7 +216,7 @@ def markdown(frame: pd.DataFrame, manifest: SweepManifest) -> str:
              "- ready_s = prepare + first call; compile_s: see compile_what; rel_l2_error vs the "
              "FP32 eager reference; tensor_core_pct and gpu_util_pct from the profiled steps' "
              "trace", ""]
-    dropped = ["model", "device", "baseline", "reason"]
+    dropped = ["model", "device", "baseline", "reason", *PHASE_COLUMNS]
     if not frame["tokens_per_s"].notna().any():  # not a generation sweep
         dropped += list(GENERATION_COLUMNS)
     shown = frame.drop(columns=dropped).astype(object)

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from .. import phases
 from ..headline import memory_figures, window_noise
 from ..runs import RESULT_FILE, Generation, Numerics, RunResult, result_text
 from .console import make_console
@@ -52,6 +53,9 @@ def print_result(result: RunResult) -> None:
     if result.generation is not None:
         _print_generation(console, result.generation, result.numerics)
     _print_numerics(console, result.numerics)
+    if timing.phases_s:
+        console.print(phases.one_line(timing.phases_s, timing.wall_s, backend.compile_s,
+                                      backend.cache_load_s), highlight=False, soft_wrap=True)
     unit = "generations" if result.generation is not None else "iterations"
     chosen = f" ({timing.iterations_chosen_by})" if timing.iterations_chosen_by else ""
     console.print(f"{timing.iters} {unit}{chosen} after {timing.warmup_iters} warm-up, "

@@ -89,7 +89,7 @@ def _sync(use_cuda: bool) -> None:
 
 
 def collect(config, backend, model, inputs, device, use_cuda, progress, run_stage: Path,
-            tb_stage: Path):
+            tb_stage: Path, timer):
     """The generation counterpart of harness._collect: the same phases, one whole generation
     per iteration and per profiler step; the harness turns what it returns into a RunResult
     with its ``generation`` block and the generation numerics."""
@@ -104,11 +104,14 @@ def collect(config, backend, model, inputs, device, use_cuda, progress, run_stag
     progress.say(f"[bold]{label}[/bold] on {torch.cuda.get_device_name() if use_cuda else 'CPU'}")
     generate, notes, prepare_s, first_call_s = _prepare(kind, backend, model, inputs, config,
                                                         device, use_cuda, progress)
+    timer.add("prepare", prepare_s)
+    timer.add("first_call", first_call_s)
     plan = timing.plan_window(config.iters, config.timed_warmup, config.min_time, use_cuda)
-    estimate_ms = harness._warm_up(plan, generate, (), use_cuda, progress)
+    with timer("warm_up"):
+        estimate_ms = harness._warm_up(plan, generate, (), use_cuda, progress)
     iters = plan.iterations(estimate_ms)
     timing.reset_peak_memory(use_cuda)
-    with harness.nvtx_range("timed"), progress.bar("timed", iters) as tick:
+    with timer("timed"), harness.nvtx_range("timed"), progress.bar("timed", iters) as tick:
         per_generation = _timed(generate, iters, use_cuda, kind, tick)
     memory = timing.peak_memory(use_cuda)
     sequences = [g["sequence_ms"] for g in per_generation]
@@ -124,15 +127,11 @@ def collect(config, backend, model, inputs, device, use_cuda, progress, run_stag
     def one_generation():
         generate()
 
-    if config.capture == "torch":
-        activities, trace_files = harness._profile_with_torch(
-            config, one_generation, (), use_cuda, progress, tb_stage)
-    else:
-        activities, trace_files = [], []
-        harness._profile_with_cuda_profiler_api(config, one_generation, (), use_cuda, progress)
-    notes, artifacts = harness._after_windows(_PreparedNotes(notes), run_stage)
+    activities, trace_files = harness._profile(config, one_generation, (), use_cuda, progress,
+                                               tb_stage, timer)
+    notes, artifacts = harness._after_windows(_PreparedNotes(notes), run_stage, timer)
 
-    with harness.nvtx_range("numerics"):
+    with harness.nvtx_range("numerics"), timer("numerics"):
         # a fresh generation, cloned at once: CUDA graphs (reduce-overhead) and engines may
         # reuse their output buffers on the next call
         output = _cloned(generate())
@@ -143,7 +142,8 @@ def collect(config, backend, model, inputs, device, use_cuda, progress, run_stag
                      f"{harness._figure(numeric_check['rel_l2_error'])}, tokens equal "
                      f"{numeric_check['tokens']['positions_equal']:.3f}")
 
-    _write_csvs(run_stage, per_generation)
+    with timer("write"):
+        _write_csvs(run_stage, per_generation)
     run_dir = config.runs_dir / config.run_name
     generation = {"kind": kind, "phases": PHASES[kind], "max_new_tokens": config.max_new_tokens,
                   "input_len": inputs[0].size(1),

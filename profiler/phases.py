@@ -1,0 +1,82 @@
+"""Where a run's seconds go: wall-clock seconds per phase, in the order the phases ran.
+
+The phases do not overlap, so their sum is at most the run's wall time; the gap is what no phase
+covers (the checks and locks before the build, moving the finished folders into place). The
+keys, in run order (a phase that did not run is absent):
+
+imports        from the first line of profile.py to the harness's start (the Python modules:
+               typer, torch, the profiler). The interpreter's own start-up before that line is
+               not covered, and a run started in-process (not through profile.py) has no
+               imports phase.
+build          models.build: the model and its inputs
+flops          the FLOP count of one forward pass (roofline_inputs; not for --workload generate)
+prepare        the backend's prepare (export, compile or engine-cache load: result.json's
+               backend compile_s / cache_load_s are parts of it)
+first_call     the first call (Inductor compiles there)
+warm_up        the untimed warm-up
+timed          the timed window
+profile        the profiled steps (torch.profiler or the cuda-profiler-api window), without
+trace_write    torch.profiler's trace handler writing the trace files
+after_windows  the backend's own measurements after both windows (TensorRT layer timing)
+numerics       one more call and the FP32 eager reference (its build included)
+repeat_runs    --repeat-runs: the extra timed windows in fresh processes
+write          latency.csv, the other CSVs and the first writing of result.json
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+
+#: set by profile.py at its first line (time.perf_counter()); None when the run was started
+#: another way, so no imports phase is claimed
+process_mark: float | None = None
+
+ORDER = ("imports", "build", "flops", "prepare", "first_call", "warm_up", "timed", "profile",
+         "trace_write", "after_windows", "numerics", "repeat_runs", "write")
+LABELS = {"first_call": "first call", "warm_up": "warm-up", "trace_write": "trace write",
+          "after_windows": "layer timing", "repeat_runs": "repeat runs"}
+
+
+class Phases:
+    """Seconds per phase; ``with phases("timed"): ...`` adds the block's wall time."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    def add(self, name: str, seconds: float) -> None:
+        self.seconds[name] = self.seconds.get(name, 0.0) + max(0.0, seconds)
+
+    @contextlib.contextmanager
+    def __call__(self, name: str):
+        began = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.add(name, time.perf_counter() - began)
+
+
+def imports_s(harness_began: float) -> float | None:
+    """Seconds from profile.py's first line to ``harness_began`` (perf_counter), or None."""
+    return None if process_mark is None else max(0.0, harness_began - process_mark)
+
+
+def ordered(seconds: dict[str, float]) -> dict[str, float]:
+    """The phases in run order, each rounded to the millisecond."""
+    known = [k for k in ORDER if k in seconds] + [k for k in seconds if k not in ORDER]
+    return {k: round(seconds[k], 3) for k in known}
+
+
+def one_line(phases_s: dict[str, float], total_s: float | None, compile_s: float | None = None,
+             cache_load_s: float | None = None) -> str:
+    """``seconds: build 5.7, prepare 8.4 (compile 7.1), ...; total 23.4``."""
+    parts = []
+    for key, seconds in phases_s.items():
+        text = f"{LABELS.get(key, key.replace('_', ' '))} {seconds:.1f}"
+        if key == "prepare":
+            inside = [f"{what} {value:.1f}" for what, value in
+                      (("compile", compile_s), ("cache load", cache_load_s)) if value is not None]
+            text += f" ({', '.join(inside)})" if inside else ""
+        parts.append(text)
+    total = "" if total_s is None else f"; total {total_s:.1f}"
+    return f"seconds: {', '.join(parts)}{total}"
