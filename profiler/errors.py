@@ -12,3 +12,10 @@ class Interrupted(Exception):
     def __init__(self, message: str, exit_code: int = 130) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+
+
+def first_line(error: BaseException) -> str:
+    """The first non-blank line of an exception's message ("" when it has none): what a
+    one-line error quotes of a library's multi-line failure."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else ""

@@ -34,7 +34,7 @@ from functools import partial
 from pathlib import Path
 
 from .. import engine_cache
-from ..errors import UserError
+from ..errors import UserError, first_line
 from . import Backend, Prepared, register
 from .eager import place
 from .tensorrt import save_failed_build
@@ -149,7 +149,7 @@ def export(model, inputs, path: Path, config, precision: str) -> str:
             program.save(str(path))
         except Exception as error:
             failed = save_failed_build(config, log.getvalue(), error, log_name=EXPORT_LOG)
-            first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+            first = first_line(error)
             raise UserError(f"ONNX export failed for {config.model} ort_{precision} "
                             f"({type(error).__name__}: {first}); log in {failed}") from None
     return log.getvalue()

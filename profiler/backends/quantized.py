@@ -26,7 +26,7 @@ import zipfile
 from functools import partial
 from pathlib import Path
 
-from ..errors import UserError
+from ..errors import UserError, first_line
 from . import Backend, Prepared, module_missing, register
 from .eager import place
 
@@ -63,7 +63,7 @@ def load_calibration_data(path: Path, inputs: tuple) -> list[tuple]:
         raise UserError(f"{what}: no such file") from None
     except (pickle.UnpicklingError, RuntimeError, EOFError, zipfile.BadZipFile, ValueError,
             AttributeError, IsADirectoryError) as error:
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        first = first_line(error) or type(error).__name__
         raise UserError(f"{what} is not a tensor file torch.load(weights_only=True) reads "
                         f"({first[:160]})") from None
     tensors = [data] if isinstance(data, torch.Tensor) else list(data) \
@@ -308,7 +308,7 @@ class CalibrationLog:
 
         path = save_failed_build(self.config, self.buffer.getvalue(), error,
                                  log_name=CALIBRATION_LOG)
-        first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        first = first_line(error)
         raise UserError(f"calibration/quantization failed for {self.config.model} "
                         f"{self.config.backend} ({type(error).__name__}: {first[:200]}); log in "
                         f"{path}") from None
@@ -415,7 +415,7 @@ def _prepare_modelopt(model, inputs, config, device, precision: str) -> Prepared
             if "out of memory" in str(error).lower():
                 raise
             path = save_failed_build(config, log.getvalue(), error)
-            first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+            first = first_line(error)
             raise UserError(f"ModelOpt PTQ or TensorRT build failed for {config.model} "
                             f"ttrt_{precision} ({type(error).__name__}: {first[:200]}); log in "
                             f"{path}") from None

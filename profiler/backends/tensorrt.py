@@ -33,7 +33,7 @@ from functools import partial
 from pathlib import Path
 
 from .. import engine_cache
-from ..errors import UserError
+from ..errors import UserError, first_line
 from ..fsutil import write_text_atomic
 from . import Backend, Prepared, register
 from .eager import place
@@ -457,7 +457,7 @@ def _build(torch, torch_tensorrt, model, inputs, config, what: str, notes: dict,
                 if "out of memory" in str(error).lower():
                     raise
                 path = save_failed_build(config, log.getvalue(), error)
-                first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+                first = first_line(error)
                 raise UserError(f"TensorRT build failed for {what} ({type(error).__name__}: "
                                 f"{first}); log tail in {path}") from None
         torch.cuda.synchronize()
