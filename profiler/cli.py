@@ -263,6 +263,16 @@ def sweep(
         "finished, run the others (same model and run options required)."),
     cell_timeout: Optional[float] = typer.Option(
         None, help="Stop a cell that runs longer than this many seconds (status timeout)."),
+    executor: str = typer.Option(
+        "local", "--executor", help="local: the cells on this machine; ray: one Ray task per "
+        "cell, one GPU each, anywhere on a Ray cluster (pip install '.[cluster]')."),
+    ray_address: Optional[str] = typer.Option(
+        None, "--ray-address", help="With --executor ray: the cluster to join (auto: the one "
+        "`ray start` runs here; host:port); default: start a local Ray instance."),
+    ray_shared_fs: bool = typer.Option(
+        False, "--ray-shared-fs", help="With --executor ray: --runs-dir and --tb-dir have the "
+        "same path on every node, so cells write into them directly (default: results come "
+        "back through Ray's object store)."),
     runs_dir: Path = typer.Option(Path("runs"), help="Where the sweep folder goes."),
     tb_dir: Path = typer.Option(Path("tb_logs"), help="Where the sweep's traces go."),
     json_out: bool = typer.Option(False, "--json", help="Print the benchmark table as JSON on "
@@ -282,6 +292,8 @@ def sweep(
     [b]python profile.py sweep --backends pytorch_fp32,ttrt_fp32,ttrt_fp16 --bs 1,8,16,32[/b]
 
     [b]python profile.py sweep --backends pytorch_fp32,pytorch_fp16 --bs 1,8 --name quick --iters 50 --resume[/b]
+
+    [b]python profile.py sweep --backends pytorch_fp32,ttrt_fp16 --bs 1,8,32 --executor ray --ray-address auto[/b]
     """
     from . import sweep as sweep_module
     from .commands import sweep as sweep_command
@@ -289,7 +301,8 @@ def sweep(
 
     plan = sweep_module.plan(backends, bs, keyed(options), name=name, baseline=baseline,
                              runs_dir=runs_dir, tb_dir=tb_dir, resume=resume,
-                             cell_timeout_s=cell_timeout)
+                             cell_timeout_s=cell_timeout, executor=executor,
+                             ray_address=ray_address, ray_shared_fs=ray_shared_fs)
     _exit(sweep_command.run(plan, json_out=json_out))
 
 

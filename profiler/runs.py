@@ -486,6 +486,9 @@ class SweepCell(msgspec.Struct):
     elapsed_s: float | None = None
     log: str | None = None
     metrics: dict[str, Any] | None = None
+    gpu: str | None = None
+    node: str | None = None
+    worker: str | None = None
 
 
 class SweepManifest(msgspec.Struct):

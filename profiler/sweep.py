@@ -276,6 +276,9 @@ class SweepPlan:
     resume: bool = False
     cell_timeout_s: float | None = None
     cells: list[tuple[str, int]] = field(default_factory=list)
+    executor: str = "local"
+    ray_address: str | None = None
+    ray_shared_fs: bool = False
 
     @property
     def sweep_dir(self) -> Path:
@@ -289,7 +292,9 @@ class SweepPlan:
 def plan(backends: str, batch_sizes: str, options: dict, name: str | None = None,
          baseline: str | None = None, runs_dir: Path = Path("runs"),
          tb_dir: Path = Path("tb_logs"), resume: bool = False,
-         cell_timeout_s: float | None = None) -> SweepPlan:
+         cell_timeout_s: float | None = None, executor: str = "local",
+         ray_address: str | None = None, ray_shared_fs: bool = False) -> SweepPlan:
+    check_executor(executor, ray_address, ray_shared_fs)
     backend_names = parse_backends(backends)
     sizes = parse_batch_sizes(batch_sizes)
     if baseline is None:
@@ -305,7 +310,23 @@ def plan(backends: str, batch_sizes: str, options: dict, name: str | None = None
     return SweepPlan(name=name, backends=backend_names, batch_sizes=sizes, baseline=baseline,
                      options=options, runs_dir=runs_dir, tb_dir=tb_dir, resume=resume,
                      cell_timeout_s=cell_timeout_s,
-                     cells=[(b, n) for b in backend_names for n in sizes])
+                     cells=[(b, n) for b in backend_names for n in sizes],
+                     executor=executor, ray_address=ray_address, ray_shared_fs=ray_shared_fs)
+
+
+EXECUTORS = ("local", "ray")
+
+
+def check_executor(executor: str, ray_address: str | None, ray_shared_fs: bool) -> None:
+    if executor not in EXECUTORS:
+        raise UserError(f"--executor {executor!r}: choose one of {', '.join(EXECUTORS)}")
+    if executor != "ray" and (ray_address is not None or ray_shared_fs):
+        flag = "--ray-address" if ray_address is not None else "--ray-shared-fs"
+        raise UserError(f"{flag} needs --executor ray")
+    if executor == "ray":
+        from .executors.ray import import_ray
+
+        import_ray()  # one line now, before the sweep folder is made, when Ray is missing
 
 
 def start_manifest(p: SweepPlan) -> SweepManifest:
@@ -370,9 +391,12 @@ def _run_sweep(p: SweepPlan, say, progress) -> SweepOutcome:
     manifest = start_manifest(p)
     p.sweep_dir.mkdir(parents=True, exist_ok=True)
     write_manifest(p.sweep_dir, manifest)
+    each = "one Ray task each" if p.executor == "ray" else "one subprocess each"
     say(f"sweep {p.name}: {len(p.backends)} backends x {len(p.batch_sizes)} batch sizes = "
-        f"{len(p.cells)} cells of {p.options['model']}, one subprocess each; results in "
+        f"{len(p.cells)} cells of {p.options['model']}, {each}; results in "
         f"{p.sweep_dir}/")
+    if p.executor == "ray":
+        return _run_on_executor(p, manifest, say, progress, began)
     total = len(p.cells)
     ran = skipped = 0
     current = None
@@ -426,6 +450,79 @@ def _run_sweep(p: SweepPlan, say, progress) -> SweepOutcome:
     manifest.wall_s = round(wall, 3)
     write_manifest(p.sweep_dir, manifest)
     return SweepOutcome(manifest=manifest, wall_s=wall, ran=ran, skipped=skipped)
+
+
+def cell_job(p: SweepPlan, backend: str, batch_size: int):
+    from .cellrun import CellJob
+
+    name = _plan_cell_name(p, backend, batch_size)
+    return CellJob(name=name, backend=backend, batch_size=batch_size,
+                   argv=cell_command(p, backend, batch_size)[2:],
+                   log_path=str(p.sweep_dir / "logs" / f"{name}.log"),
+                   timeout_s=p.cell_timeout_s)
+
+
+def _run_on_executor(p: SweepPlan, manifest: SweepManifest, say, progress,
+                     began: float) -> SweepOutcome:
+    """The cells not done yet, run by an executor (``run(jobs, on_start, on_done)``); the
+    manifest is written after each callback."""
+    from .executors.ray import RayExecutor
+
+    jobs, labels, skipped = [], {}, 0
+    for index, (backend, batch_size) in enumerate(p.cells, start=1):
+        name = _plan_cell_name(p, backend, batch_size)
+        labels[name] = f"[{index}/{len(p.cells)}] {backend} bs {batch_size}"
+        if p.resume and is_done(p.sweep_dir, manifest.cells[name], name):
+            skipped += 1
+            say(f"{labels[name]}: done before, skipped (--resume)")
+            if progress:
+                progress()
+            continue
+        jobs.append(cell_job(p, backend, batch_size))
+
+    def on_start(job, where: dict) -> None:
+        _update(manifest.cells[job.name], status=RUNNING, reason=None, exit_code=None,
+                started=_now(), log=f"logs/{job.name}.log", metrics=None,
+                **{key: where.get(key) for key in ("gpu", "node", "worker")})
+        write_manifest(p.sweep_dir, manifest)
+
+    def on_done(job, outcome) -> None:
+        cell = manifest.cells[job.name]
+        _update(cell, status=outcome.status, reason=outcome.reason,
+                exit_code=outcome.exit_code, elapsed_s=round(outcome.elapsed_s, 3),
+                finished=_now(), gpu=outcome.gpu or cell.gpu, node=outcome.node or cell.node)
+        if cell.status == OK and not (p.sweep_dir / job.name / runs.RESULT_FILE).is_file():
+            _update(cell, status=FAILED, reason="the cell exited 0 without writing "
+                    "result.json (did the model call os._exit?)")
+        if cell.status == OK:
+            cell.metrics = cell_metrics(p.sweep_dir / job.name)
+        else:
+            _clean_cells(p)
+        write_manifest(p.sweep_dir, manifest)
+        where = f" on {cell.node}" + (f" GPU {cell.gpu}" if cell.gpu else "")
+        say(f"{labels[job.name]}: {describe(p.sweep_dir, job.name, cell)}{where}")
+        if progress:
+            progress()
+
+    executor = RayExecutor(address=p.ray_address, shared_fs=p.ray_shared_fs, say=say)
+    try:
+        executor.run(jobs, on_start, on_done)
+    except KeyboardInterrupt as stop:
+        for cell in manifest.cells.values():  # any the executor did not report
+            if cell.status == RUNNING:
+                _update(cell, status=INTERRUPTED, reason=f"interrupted "
+                        f"({signals.describe(stop)})", finished=_now())
+        _clean_cells(p)
+        manifest.wall_s = round(time.perf_counter() - began, 3)
+        write_manifest(p.sweep_dir, manifest)
+        done = sum(1 for c in manifest.cells.values() if c.status == OK)
+        raise Interrupted(f"sweep stopped; {done} finished cell(s) kept in {p.sweep_dir} "
+                          "(continue with --resume)", exit_code=signals.exit_code(stop)) \
+            from None
+    manifest.wall_s = round(time.perf_counter() - began, 3)
+    write_manifest(p.sweep_dir, manifest)
+    return SweepOutcome(manifest=manifest, wall_s=manifest.wall_s, ran=len(jobs),
+                        skipped=skipped)
 
 
 def _clean_cells(p: SweepPlan) -> None:

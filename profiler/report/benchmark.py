@@ -18,7 +18,8 @@ engine_mib (TensorRT engines' device memory),
 tflops, pct_peak_compute, gbs, pct_peak_bandwidth, flop_per_byte (the roofline of the timed
 p50: FLOPs and minimum bytes from result.json's roofline_inputs, against the measured ceilings of
 `profile.py peaks`, else the datasheet's; empty for runs without roofline_inputs),
-status, reason, elapsed_s (the cell's subprocess, wall time), then where the cell's seconds
+status, reason, elapsed_s (the cell's subprocess, wall time), node and gpu (where the cell ran:
+host name and GPU index, recorded by the executor; empty where unknown), then where the cell's seconds
 went: wall_s (the run's own wall time: imports + harness, result.json's timing.wall_s) and one
 column per phase, <phase>_s in run order (profiler.phases: imports_s, build_s, flops_s,
 prepare_s, first_call_s, warm_up_s, timed_s, profile_s, trace_write_s, after_windows_s,
@@ -58,7 +59,7 @@ COLUMNS = ["model", "device", "backend", "bs", "mean_ms", "p50_ms", "p90_ms", "p
            "rel_l2_error", "tensor_core_pct", "gpu_util_pct", "cv_pct", "noise",
            "peak_allocated_mib", "peak_reserved_mib", "engine_mib", *ROOFLINE_COLUMNS, "ttft_ms",
            "token_p50_ms", "token_p99_ms", "tokens_per_s", "token_agreement", "status", "reason",
-           "elapsed_s", *PHASE_COLUMNS]
+           "elapsed_s", "node", "gpu", *PHASE_COLUMNS]
 GENERATION_COLUMNS = ("ttft_ms", "token_p50_ms", "token_p99_ms", "tokens_per_s",
                       "token_agreement")
 
@@ -131,7 +132,8 @@ def benchmark_table(sweep_dir: Path, manifest: SweepManifest) -> pd.DataFrame:
     for name, cell in grid_cells(manifest):
         row = {"model": manifest.model, "device": "", "backend": cell.backend,
                "bs": cell.batch_size, "status": cell.status, "reason": cell.reason or "",
-               "elapsed_s": cell.elapsed_s, "baseline": manifest.baseline}
+               "elapsed_s": cell.elapsed_s, "baseline": manifest.baseline,
+               "node": cell.node or "", "gpu": cell.gpu or ""}
         result = try_read_result(sweep_dir / name / RESULT_FILE) if cell.status == OK else None
         if cell.status == OK and result is None:
             row.update(status="failed", reason="result.json missing or unreadable")
