@@ -324,9 +324,11 @@ def check_executor(executor: str, ray_address: str | None, ray_shared_fs: bool) 
         flag = "--ray-address" if ray_address is not None else "--ray-shared-fs"
         raise UserError(f"{flag} needs --executor ray")
     if executor == "ray":
-        from .executors.ray import import_ray
+        from .executors.ray import check_reachable, import_ray
 
         import_ray()  # one line now, before the sweep folder is made, when Ray is missing
+        if ray_address:
+            check_reachable(ray_address)
 
 
 def start_manifest(p: SweepPlan) -> SweepManifest:

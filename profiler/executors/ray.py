@@ -25,8 +25,9 @@ What can go wrong, and what is recorded:
 - the Ray worker or node is lost while the cell runs (WorkerCrashedError, NodeDiedError, ...):
   the cell is submitted once more; lost twice, it is recorded failed with Ray's reason;
 - Ray's memory monitor kills the worker (host memory): recorded oom;
-- the cell runs longer than its timeout: the task is cancelled (as Ctrl-C, then killed after
-  CANCEL_GRACE_S) and the cell recorded timeout; its log stays on the worker node;
+- the cell runs longer than its timeout: the task is cancelled (its worker process killed) and
+  the cell recorded timeout; in object-store mode its log is lost with the worker's temporary
+  folder, which the next cell on that node removes;
 - Ctrl-C, SIGTERM (KeyboardInterrupt here): every outstanding task is cancelled, running cells
   are reported interrupted, and KeyboardInterrupt is raised again.
 """
@@ -48,17 +49,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+import msgspec
+
 from .. import signals
 from ..cellrun import CellJob, CellOutcome, run_job
 from ..errors import UserError, first_line
 from ..fsutil import replace_dir, staging_dir, write_bytes_atomic
+from ..runs import RESULT_FILE
 
 FAILED, OOM, TIMEOUT, INTERRUPTED = "failed", "oom", "timeout", "interrupted"
 
 #: a lost worker or node is retried this many times; a failing cell never is
 SYSTEM_RETRIES = 1
-#: how long a cancelled cell has to stop by itself (removing its staging) before it is killed
-CANCEL_GRACE_S = 15.0
 POLL_S = 0.5
 #: Ray's errors for a task whose worker, node or results were lost: not the cell's fault
 LOST = ("WorkerCrashedError", "NodeDiedError", "LocalRayletDiedError", "ObjectLostError",
@@ -106,6 +108,8 @@ def connected(ray, address: str | None) -> Iterator[None]:
     if ray.is_initialized():
         yield
         return
+    if address:
+        check_reachable(address)
     handlers = {signum: signal.getsignal(signum)
                 for signum in (signal.SIGINT, *signals.HANDLED)}
     try:
@@ -122,6 +126,19 @@ def connected(ray, address: str | None) -> Iterator[None]:
         yield
     finally:
         ray.shutdown()
+
+
+def check_reachable(address: str, timeout_s: float = 5.0) -> None:
+    """A host:port nothing answers at is one line now (Ray itself retries for minutes)."""
+    host, colon, port = address.rpartition(":")
+    if not colon or not port.isdigit() or "://" in address:
+        return  # "auto", or a ray:// client address: Ray resolves those
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except OSError as error:
+        raise UserError(f"--ray-address {address}: no Ray head answers there "
+                        f"({error.strerror or error}); start one with `ray start --head`, or "
+                        "check the address") from None
 
 
 def cell_resources(ray) -> dict[str, float]:
@@ -150,13 +167,36 @@ def cell_task(job: CellJob, shared_fs: bool, runner: Callable[[CellJob], CellOut
     if shared_fs:
         yield runner(job), None
         return
-    with tempfile.TemporaryDirectory(prefix="infer-profiler-cell-") as folder:
+    remove_orphans(Path(tempfile.gettempdir()))
+    with tempfile.TemporaryDirectory(prefix=f"{TEMP_PREFIX}{os.getpid()}-") as folder:
         local = in_folder(job, Path(folder))
         outcome = runner(local)
+        rehome_results(Path(folder, "runs"), local, job)
         log = Path(local.log_path)
         payload = {"runs": pack(Path(folder, "runs")), "tb": pack(Path(folder, "tb")),
                    "log": log.read_bytes() if log.is_file() else None}
     yield outcome, payload
+
+
+TEMP_PREFIX = "infer-profiler-cell-"
+
+
+def remove_orphans(folder: Path) -> None:
+    """Remove the temporary cell folders of killed workers (a cancelled cell's) on this node."""
+    for entry in folder.glob(f"{TEMP_PREFIX}*-*"):
+        pid = entry.name[len(TEMP_PREFIX):].split("-")[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def where_this_runs() -> dict[str, str | None]:
@@ -173,6 +213,28 @@ def in_folder(job: CellJob, folder: Path) -> CellJob:
     argv = with_option(job.argv, "--runs-dir", str(folder / "runs"))
     argv = with_option(argv, "--tb-dir", str(folder / "tb"))
     return replace(job, argv=argv, log_path=str(folder / "cell.log"))
+
+
+def rehome_results(runs_dir: Path, local: CellJob, home: CellJob) -> None:
+    """Point the paths a run wrote into its result.json (its trace files, folders, log) at
+    where they will be at home, as if the cell had run there."""
+    prefixes = [(option(local.argv, flag), option(home.argv, flag))
+                for flag in ("--runs-dir", "--tb-dir")] + [(local.log_path, home.log_path)]
+
+    def rehomed(value):
+        if isinstance(value, dict):
+            return {key: rehomed(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [rehomed(item) for item in value]
+        if isinstance(value, str):
+            for there, here in prefixes:
+                if value == there or value.startswith(there + os.sep):
+                    return here + value[len(there):]
+        return value
+
+    for result in runs_dir.glob(f"*/{RESULT_FILE}"):
+        data = rehomed(msgspec.json.decode(result.read_bytes()))
+        result.write_bytes(msgspec.json.format(msgspec.json.encode(data), indent=2) + b"\n")
 
 
 def absolute(job: CellJob) -> CellJob:
@@ -330,37 +392,21 @@ class _Cells:
                     "cancelled)", None, task.seconds()))
 
     def cancel(self, generators: list) -> None:
-        """Ask the tasks to stop as Ctrl-C would (a cell removes its staging folders); kill
-        those still running after CANCEL_GRACE_S (or at a second Ctrl-C)."""
+        """End the tasks: pending ones are dropped, running ones' worker processes killed
+        (a cell stuck in a compiler or a CUDA call would not see a gentler request)."""
         for generator in generators:
-            self.ray.cancel(generator, force=False)
-        try:
-            deadline = time.monotonic() + CANCEL_GRACE_S
-            left = list(generators)
-            while left and time.monotonic() < deadline:
-                left = [g for g in left if not self._stopped(g)]
-                if left:
-                    time.sleep(POLL_S)
-        except KeyboardInterrupt:
-            left = list(generators)
-        for generator in left:
             with contextlib.suppress(Exception):
                 self.ray.cancel(generator, force=True)
 
-    def _stopped(self, generator) -> bool:
-        """Whether the task has ended (its stream is closed, whatever it yielded last)."""
-        try:
-            ready, _ = self.ray.wait([generator], num_returns=1, timeout=0)
-            if not ready:
-                return False
-            self.ray.get(next(generator))
-        except StopIteration:
-            return True
-        except self.ray.exceptions.RayError:
-            return True
-        return False
+    def _ready(self, generator) -> bool:
+        return bool(self.ray.wait([generator], num_returns=1, timeout=0)[0])
 
     def cancel_all(self, stop: BaseException) -> None:
+        for generator, task in self.tasks.items():  # started, but not yet heard of here
+            if task.started is None and self._ready(generator):
+                with contextlib.suppress(Exception):
+                    task.where = self.ray.get(next(generator))
+                    task.started = time.monotonic()
         running = [(g, t) for g, t in self.tasks.items() if t.started is not None]
         self.cancel(list(self.tasks))
         for generator, task in running:
