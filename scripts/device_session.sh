@@ -76,7 +76,7 @@ fixtures() {
     say "fixture: gpt2 inductor_fp16 bs 1, prompt 32, 16 new tokens"
     p run --backend inductor_fp16 --bs 1 --model gpt2 --workload generate --prompt-len 32 \
         --max-new-tokens 16 --iters 10 --timed-warmup 2 --active 1 --name fixture "${DIRS[@]}" 2>&1 | tail -n 8
-    for run in ttrt_fp16_bs1_transformer_gen_fixture inductor_fp16_bs1_gpt2_gen_fixture; do
+    for run in ttrt_fp16_bs1_fixture inductor_fp16_bs1_fixture; do
         say "phases: $run"; p summarize "$WORK/runs/$run" --view phases --top 6
         mkdir -p "$OUT/$run" && cp "$WORK"/tb_logs/$run/*.gz "$OUT/$run/" 2>/dev/null
     done
