@@ -524,7 +524,10 @@ def describe(sweep_dir: Path, name: str, cell: SweepCell) -> str:
     if cell.status != OK:
         return f"{cell.status}: {cell.reason} {seconds}"
     result = runs.try_read_result(sweep_dir / name / runs.RESULT_FILE)
-    return f"ok, p50 {result.timing.p50_ms:.3f} ms {seconds}" if result else f"ok {seconds}"
+    if result is None:
+        return f"ok {seconds}"
+    broken = "; warning: the output holds NaN or Inf" if result.output.finite is False else ""
+    return f"ok, p50 {result.timing.p50_ms:.3f} ms{broken} {seconds}"
 
 
 def grid_cells(manifest: SweepManifest) -> list[tuple[str, SweepCell]]:

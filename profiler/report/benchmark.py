@@ -55,6 +55,8 @@ from ..runs import MANIFEST, RESULT_FILE, RunResult, SweepManifest, read_manifes
 from .export import _markdown, integer_counts
 from .fmt import fixed, mib, pct, times
 
+#: the reason of a finished cell whose output holds NaN or Inf: its latency is not one to quote
+NOT_FINITE = "output holds NaN or Inf"
 PHASE_COLUMNS = ["wall_s", *(f"{phase}_s" for phase in PHASE_ORDER)]
 ROOFLINE_COLUMNS = ["tflops", "pct_peak_compute", "gbs", "pct_peak_bandwidth", "flop_per_byte"]
 COLUMNS = ["model", "device", "backend", "bs", "mean_ms", "p50_ms", "p90_ms", "p99_ms",
@@ -150,6 +152,8 @@ def benchmark_table(sweep_dir: Path, manifest: SweepManifest) -> pd.DataFrame:
             row.update(status="failed", reason="result.json missing or unreadable")
         if result is not None:
             row.update(_result_columns(result, cell.metrics or {}))
+            if result.output.finite is False:  # it ran, but what it timed is broken
+                row["reason"] = NOT_FINITE
         rows.append(row)
     frame = pd.DataFrame(rows).reindex(columns=[*COLUMNS[:4], *axes, *COLUMNS[4:]])
     frame = frame.astype({c: float for c in ("mean_ms", "p50_ms", "p90_ms", "p99_ms",
@@ -242,6 +246,11 @@ def markdown(frame: pd.DataFrame, manifest: SweepManifest) -> str:
         if column in shown:
             shown[column] = [fixed(v, spec, blank="") for v in frame[column]]
     lines.append(_markdown(shown))
+    broken = frame[(frame["status"] == "ok") & (frame["reason"] == NOT_FINITE)]
+    if len(broken):
+        lines.append("\n## Cells whose output holds NaN or Inf (their latency is not one to "
+                     "quote)\n")
+        lines.extend(f"- `{r.backend}` bs {r.bs}" for r in broken.itertuples())
     failed = frame[frame["status"] != "ok"]
     if len(failed):
         lines.append("\n## Cells that did not finish\n")
@@ -267,6 +276,8 @@ def print_benchmark(frame: pd.DataFrame, manifest: SweepManifest, console: Conso
         t.add_column(h, justify="left" if h in ("backend", "status") else "right")
     for r in frame.itertuples():
         status = r.status if r.status == "ok" else f"[red]{escape(str(r.status))}[/]"
+        if r.status == "ok" and r.reason == NOT_FINITE:
+            status = "[yellow]ok, NaN/Inf output[/]"
         t.add_row(r.backend, str(r.bs), *(fixed(getattr(r, key), ".0f") for key in axes),
                   fixed(r.mean_ms, ".3f"), fixed(r.p50_ms, ".3f"),
                   fixed(r.p90_ms, ".3f"), fixed(r.p99_ms, ".3f"),
