@@ -486,6 +486,8 @@ class SweepCell(msgspec.Struct):
     elapsed_s: float | None = None
     log: str | None = None
     metrics: dict[str, Any] | None = None
+    # the cell's value of each option the sweep was given a list of (--max-new-tokens 16,64)
+    axis: dict[str, Any] | None = None
     gpu: str | None = None
     node: str | None = None
     worker: str | None = None

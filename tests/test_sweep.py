@@ -326,7 +326,7 @@ def _stand_in_sweep(tmp_path, monkeypatch, script: str, **plan_options):
     from profiler import sweep as sweep_module
 
     monkeypatch.setattr(sweep_module, "cell_command",
-                        lambda p, backend, batch_size: [sys.executable, "-c", script])
+                        lambda p, backend, batch_size, axis=None: [sys.executable, "-c", script])
     plan = sweep_module.plan("pytorch_fp32", "1", {"model": "tests.tiny_models:conv_net"},
                              name="s", runs_dir=tmp_path / "runs", tb_dir=tmp_path / "tb_logs",
                              **plan_options)
