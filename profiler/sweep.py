@@ -379,10 +379,25 @@ def plan(backends: str, batch_sizes: str, options: dict, name: str | None = None
                      options=options, runs_dir=runs_dir, tb_dir=tb_dir, resume=resume,
                      cell_timeout_s=cell_timeout_s,
                      cells=[(b, n, axis) for b in backend_names for n in sizes
-                            for axis in axis_values(options)])
-    executor: str = "local"
-    ray_address: str | None = None
-    ray_shared_fs: bool = False
+                            for axis in axis_values(options)],
+                     executor=executor, ray_address=ray_address, ray_shared_fs=ray_shared_fs)
+
+
+EXECUTORS = ("local", "ray")
+
+
+def check_executor(executor: str, ray_address: str | None, ray_shared_fs: bool) -> None:
+    if executor not in EXECUTORS:
+        raise UserError(f"--executor {executor!r}: choose one of {', '.join(EXECUTORS)}")
+    if executor != "ray" and (ray_address is not None or ray_shared_fs):
+        flag = "--ray-address" if ray_address is not None else "--ray-shared-fs"
+        raise UserError(f"{flag} needs --executor ray")
+    if executor == "ray":
+        from .executors.ray import check_reachable, import_ray
+
+        import_ray()  # one line now, before the sweep folder is made, when Ray is missing
+        if ray_address:
+            check_reachable(ray_address)
 
 
 def start_manifest(p: SweepPlan) -> SweepManifest:

@@ -69,8 +69,8 @@ def test_sweep_writes_cells_tables_and_manifest(grid):
                              "peak_reserved_mib", "engine_mib", "tflops", "pct_peak_compute",
                              "gbs", "pct_peak_bandwidth", "flop_per_byte", "ttft_ms",
                              "token_p50_ms", "token_p99_ms", "tokens_per_s", "token_agreement",
-                             "status", "reason",
-                             "elapsed_s", "wall_s", "imports_s", "build_s", "flops_s",
+                             "status", "reason", "elapsed_s", "node", "gpu",
+                             "wall_s", "imports_s", "build_s", "flops_s",
                              "prepare_s", "first_call_s", "warm_up_s", "timed_s", "profile_s",
                              "trace_write_s", "after_windows_s", "numerics_s",
                              "repeat_runs_s", "write_s"]
