@@ -98,6 +98,48 @@ def test_ray_sweep_resumes(ray_sweep, ray_address):
     assert cell["status"] == "oom" and cell["started"] != oom_started
 
 
+def test_sigterm_stops_a_ray_sweep_and_keeps_its_manifest(ray_address, tmp_path):
+    # ray.init installs its own SIGTERM handler; the sweep's must win (SIGTERM acts as Ctrl-C)
+    import subprocess
+    import sys
+
+    from .conftest import ROOT
+
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "profile.py"), "sweep", "--backends", "pytorch_fp32",
+         "--bs", "1,2,3", "--model", "tests.tiny_models:conv_net", *FAST, "--name", "term",
+         "--executor", "ray", "--ray-address", ray_address],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    manifest = tmp_path / "runs" / "term" / "sweep.json"
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # until a cell runs on a Ray worker
+            try:
+                cells = json.loads(manifest.read_text())["cells"]
+            except (OSError, ValueError):
+                cells = {}
+            if any(c["status"] == "running" for c in cells.values()):
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail("no cell of the Ray sweep started")
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 143, stderr
+    assert stderr.strip().splitlines()[-1].startswith("interrupted: sweep stopped;")
+    cells = json.loads(manifest.read_text())["cells"]
+    assert "running" not in {c["status"] for c in cells.values()}
+    assert "interrupted" in {c["status"] for c in cells.values()}
+    for folder in (tmp_path / "runs" / "term", tmp_path / "tb_logs" / "term"):
+        if folder.is_dir():
+            assert [p.name for p in folder.iterdir() if p.name.startswith(".")] == []
+
+
 def test_ray_options_need_ray_executor_and_a_reachable_head(cli):
     done = cli("sweep", "--backends", "pytorch_fp32", "--bs", "1", "--ray-address", "auto")
     assert done.code == 2 and done.stderr.strip() == "error: --ray-address needs --executor ray"
@@ -288,3 +330,14 @@ def test_ctrl_c_cancels_outstanding_cells_and_keeps_finished_ones(ray_address, t
     # "queued" took the slot "quick" left, or was dropped before it started: never finished
     assert "queued" not in done or done["queued"].status == "interrupted"
     assert not (tmp_path / "runs" / "s" / "queued").exists()
+
+
+def test_from_the_sweeps_executor_settings():
+    from types import SimpleNamespace
+
+    from profiler.executors.ray import from_settings
+
+    executor = from_settings(SimpleNamespace(options={"address": "auto", "shared_fs": True}))
+    assert (executor.address, executor.shared_fs) == ("auto", True)
+    assert executor.describe() == "one Ray task each (results in the shared folder)"
+    assert from_settings(SimpleNamespace(options={})).address is None

@@ -42,6 +42,7 @@ import os
 import shutil
 import signal
 import socket
+import sys
 import tarfile
 import tempfile
 import time
@@ -83,12 +84,16 @@ class RayExecutor:
     (cellrun.run_job); it must be importable on the workers."""
 
     def __init__(self, address: str | None = None, shared_fs: bool = False,
-                 say: Callable[[str], object] = print,
+                 say: Callable[[str], object] | None = None,
                  runner: Callable[[CellJob], CellOutcome] = run_job) -> None:
         self.address = address
         self.shared_fs = shared_fs
-        self.say = say
+        self.say = say or (lambda text: print(text, file=sys.stderr))  # stdout may be --json
         self.runner = runner
+
+    def describe(self) -> str:
+        return "one Ray task each (" + ("results in the shared folder)" if self.shared_fs
+                                         else "results through Ray's object store)")
 
     def run(self, jobs: list[CellJob], on_start: Callable[[CellJob, dict], object],
             on_done: Callable[[CellJob, CellOutcome], object]) -> None:
@@ -99,6 +104,14 @@ class RayExecutor:
             resources = cell_resources(ray)
             self.say(describe_cluster(ray, resources, self.shared_fs))
             _Cells(ray, self, resources, on_start, on_done).run(jobs)
+
+
+def from_settings(settings) -> RayExecutor:
+    """The executor from the sweep's executor settings: ``options`` may hold ``address``
+    (--ray-address) and ``shared_fs`` (--ray-shared-fs)."""
+    options = getattr(settings, "options", None) or {}
+    return RayExecutor(address=options.get("address"), shared_fs=bool(options.get("shared_fs")),
+                       say=options.get("say"))
 
 
 @contextlib.contextmanager
