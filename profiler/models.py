@@ -4,6 +4,7 @@ random (never all-zero) inputs for one batch. Nothing is downloaded."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib
 import inspect
 import math
@@ -246,19 +247,46 @@ def _where(error: BaseException, spec: str) -> str:
     return f" (at {Path(source).name}:{frames[-1].lineno} in {frames[-1].name})"
 
 
-def build(config: RunConfig) -> Built:
-    """The model in eval mode with seeded random weights, and its example inputs on the CPU."""
-    torch.manual_seed(config.seed)
+def build(config: RunConfig, device: torch.device | str | None = None,
+          load: bool = True) -> Built:
+    """The model in eval mode with seeded random weights (``--weights`` loaded unless ``load``
+    is False), and its example inputs on the CPU.
+
+    A built-in model is made on ``device`` (default: the CPU): its weights are allocated and
+    initialised there, by that device's random generator (on a GPU much faster than the host's).
+    The same seed on the same device gives the same weights; the weights differ between devices.
+    A package.module:function model is made where its function makes it."""
+    torch.manual_seed(config.seed)  # every device's generator
     if ":" in config.model:
         model, inputs = _custom(config.model, config)
     elif config.model in MODELS:
-        model, inputs = MODELS[config.model](config)
+        with torch.device(device) if device is not None else contextlib.nullcontext():
+            model, inputs = MODELS[config.model](config)
+        inputs = tuple(t.cpu() for t in inputs)
     else:
         raise UserError(f"unknown model {config.model!r}; choose one of: "
                         f"{', '.join(MODELS)}, or package.module:function")
-    if config.weights is not None:
+    if load and config.weights is not None:
         load_weights(model, config.weights)
     return model.eval(), inputs
+
+
+def is_builtin(config: RunConfig) -> bool:
+    """A model this package defines (its code is known), not a package.module:function."""
+    return config.model in MODELS
+
+
+def build_facts(config: RunConfig, inputs: tuple) -> dict:
+    """What decides a built-in model's architecture and inputs, for cache keys: the model, this
+    file's code (it builds the models), the input shapes and dtypes, the libraries' versions."""
+    from . import metadata
+
+    versions = metadata.package_versions()
+    return {"model": config.model, "workload": config.workload,
+            "model_code": hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16],
+            "inputs": [[list(t.shape), str(t.dtype).replace("torch.", "")] for t in inputs],
+            "versions": {name: versions.get(name) for name in ("torch", "torchvision",
+                                                               "transformers")}}
 
 
 def load_weights(model: nn.Module, path: Path) -> None:
