@@ -172,6 +172,7 @@ def run(config: RunConfig, quiet: bool = False) -> RunResult:
     a --model package.module:function are one-line errors. The result's timing records
     where the seconds went (profiler.phases)."""
     began = time.perf_counter()
+    metadata.prefetch()  # git and nvidia-smi answer while the run goes on
     timer = Phases()
     imports_s = phases.imports_s(began)
     if imports_s is not None:
@@ -220,6 +221,7 @@ def _run(config: RunConfig, backend, use_cuda: bool, quiet: bool, timer: Phases,
         if config.workload == "generate":  # one greedy generation per step
             from .workloads import generate
             collect = generate.collect
+        metadata.settle()  # no git or nvidia-smi beside the backend and the measured windows
         collected = collect(config, backend, model, inputs, device, use_cuda, progress,
                             run_stage, tb_stage, timer)
         if config.max_rel_error is not None and "skipped" not in collected.numerics:
@@ -299,7 +301,7 @@ def _collect(config, backend, model, inputs, device, use_cuda, progress, run_sta
     reference = None
     if backend.name != REFERENCE_BACKEND:  # the FP32 weights, before the backend casts them
         with timer("numerics"):
-            reference = fp32_reference.prepare(config, model, inputs, device)
+            reference = fp32_reference.prepare(config, model)
     prepared, prepare_s, first_call_s = _prepare(config, backend, model, inputs, device,
                                                  use_cuda, progress)
     timer.add("prepare", prepare_s)
@@ -607,13 +609,14 @@ def _figure(value: float | None) -> str:
 
 
 def check_numerics(config: RunConfig, backend_name: str, fn, inputs: tuple, device,
-                   use_cuda: bool, reference: fp32_reference.Reference | None = None) -> dict:
+                   use_cuda: bool, reference: fp32_reference.Reference | None) -> dict:
     """Compare one more call of the backend with the FP32 eager reference.
 
-    ``reference`` (profiler.reference, prepared before the backend saw the model) holds the
-    reference output loaded from the cache, or the measured model's FP32 weights to compute it
-    from: a fresh build holding those weights runs on the same device with TF32 as --tf32 set
-    it, on this run's inputs cast back to float32, so both see identical input values.
+    ``reference`` (profiler.reference, prepared before the backend saw the model; None for the
+    reference backend itself) holds the measured model's FP32 weights: its output is loaded
+    from the reference cache, or computed by a fresh build holding those weights on the same
+    device with TF32 as --tf32 set it, on this run's inputs cast back to float32, so both see
+    identical input values.
     """
     if backend_name == REFERENCE_BACKEND:
         return {"skipped": f"{REFERENCE_BACKEND} is the FP32 eager reference itself"}
@@ -638,7 +641,7 @@ def check_numerics(config: RunConfig, backend_name: str, fn, inputs: tuple, devi
     result["reference"] = {
         "backend": REFERENCE_BACKEND,
         "how": "FP32 eager build holding the measured model's weights (copied before the "
-               "backend saw them) on this run's inputs cast to float32",
+               "backend saw them) on this run's inputs cast to float32 (contiguous)",
         "device": str(device),
         "tf32": config.tf32,
         "source": source,

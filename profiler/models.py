@@ -21,6 +21,8 @@ from .config import RunConfig
 from .errors import UserError
 
 Built = tuple[nn.Module, tuple]
+# example inputs are made on the host (by its seeded generator), wherever the model is built
+HOST = "cpu"
 
 
 def _torchvision(arch: str) -> Callable[[RunConfig], Built]:
@@ -28,7 +30,7 @@ def _torchvision(arch: str) -> Callable[[RunConfig], Built]:
         import torchvision
 
         model = getattr(torchvision.models, arch)(weights=None)
-        images = torch.randn(config.batch_size, 3, config.image_size, config.image_size)
+        images = torch.randn(config.batch_size, 3, config.image_size, config.image_size, device=HOST)
         return model, (images,)
 
     return build
@@ -52,8 +54,9 @@ def _distilbert(config: RunConfig) -> Built:
         raise UserError('the distilbert model needs transformers: pip install -e ".[nlp]"') from None
     hf_config = DistilBertConfig(num_labels=2, max_position_embeddings=max(512, config.seq_len))
     model = _LogitsOnly(DistilBertForSequenceClassification(hf_config))
-    input_ids = torch.randint(1, hf_config.vocab_size, (config.batch_size, config.seq_len))
-    attention_mask = torch.ones(config.batch_size, config.seq_len, dtype=torch.long)
+    input_ids = torch.randint(1, hf_config.vocab_size, (config.batch_size, config.seq_len),
+                              device=HOST)
+    attention_mask = torch.ones(config.batch_size, config.seq_len, dtype=torch.long, device=HOST)
     return model, (input_ids, attention_mask)
 
 
@@ -120,11 +123,11 @@ def _transformer(config: RunConfig) -> Built:
     vocab = 10000
     if config.workload == "generate":  # random source tokens, and the first target token
         model = Seq2SeqTransformer(vocab=vocab, max_len=1024)
-        src = torch.randint(1, vocab, (config.batch_size, config.src_len))
+        src = torch.randint(1, vocab, (config.batch_size, config.src_len), device=HOST)
         return model, (src,)
     model = Seq2SeqTransformer(vocab=vocab, max_len=max(1024, config.seq_len))
-    src = torch.randint(1, vocab, (config.batch_size, config.seq_len))
-    tgt = torch.randint(1, vocab, (config.batch_size, config.seq_len))
+    src = torch.randint(1, vocab, (config.batch_size, config.seq_len), device=HOST)
+    tgt = torch.randint(1, vocab, (config.batch_size, config.seq_len), device=HOST)
     return model, (src, tgt)
 
 
@@ -157,7 +160,7 @@ def _gpt2(config: RunConfig) -> Built:
                            n_head=12, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
     model = CausalLM(GPT2LMHeadModel(hf_config))
     length = config.prompt_len if config.workload == "generate" else config.seq_len
-    return model, (torch.randint(0, GPT2_VOCAB, (config.batch_size, length)),)
+    return model, (torch.randint(0, GPT2_VOCAB, (config.batch_size, length), device=HOST),)
 
 
 MODELS: dict[str, Callable[[RunConfig], Built]] = {
@@ -262,7 +265,6 @@ def build(config: RunConfig, device: torch.device | str | None = None,
     elif config.model in MODELS:
         with torch.device(device) if device is not None else contextlib.nullcontext():
             model, inputs = MODELS[config.model](config)
-        inputs = tuple(t.cpu() for t in inputs)
     else:
         raise UserError(f"unknown model {config.model!r}; choose one of: "
                         f"{', '.join(MODELS)}, or package.module:function")

@@ -1,16 +1,17 @@
 """The FP32 eager reference a backend's output is compared with (the numeric check).
 
 It is made from the measured model's own weights: before the backend casts or compiles the model,
-``snapshot`` copies its state to the host. On a cache miss a fresh build of the model takes that
-state (so the weights are identical, wherever they were initialised) and runs in FP32 on this
-run's inputs, and its output is stored in the reference cache (``<engine cache>/references/``,
-keyed like the engines: model and its code, weights digest, seed, batch size, input shapes,
-dtypes and digest, TF32 and cuDNN settings, device, library versions). A later run of any backend
-on the same model, weights and inputs loads the output instead; ``--no-cache`` neither reads nor
-writes it. Only built-in models are cached: a package.module:function model's code can change
-under the same weights, so its reference is always computed. An entry that cannot be read (cut
-short, corrupt) is computed again and replaced.
-"""
+``prepare`` copies its state to the host. After the windows, a fresh build of the model takes
+that state (so the weights are identical, wherever they were initialised) and runs in FP32 on
+this run's inputs cast to float32, and its output is stored in the reference cache
+(``<engine cache>/references/``, keyed like the engines: model and its code, weights digest,
+seed, batch size, the reference's input shapes, dtypes and digest, TF32 and cuDNN settings,
+device, library versions). A later run of any backend on the same model, weights and input values
+loads the output instead (an FP16 backend's inputs are rounded to FP16, so the FP16 backends
+share one entry and the FP32 ones another). ``--no-cache`` neither reads nor writes it. Only
+built-in models are cached: a package.module:function model's code can change under the same
+weights, so its reference is always computed. An entry that cannot be read (cut short, corrupt)
+is computed again and replaced."""
 
 from __future__ import annotations
 
@@ -31,31 +32,38 @@ COMPUTED, LOADED = "computed", "loaded"
 
 @dataclasses.dataclass
 class Reference:
-    """The reference of one run: its output, loaded from the cache; or the host copy of the
-    measured model's state to compute it from, and where to store it."""
+    """The reference of one run: the host copy of the measured model's state (taken before the
+    backend saw the model), its digest, and where the reference cache is (None: not cached)."""
 
     config: RunConfig
-    state: dict | None
-    loaded: torch.Tensor | None = None
-    facts: dict | None = None  # None: not cached (a custom model, or --no-cache)
+    state: dict
+    weights_sha256: str | None = None
     cache_dir: Path | None = None
     cache_key: str | None = None
-    cache_note: str = ""  # why the cache was not used, or what happened to the entry
+    cache_note: str = ""  # "hit", "stored", or why the cache was not used
 
     def output(self, inputs: tuple, device, use_cuda: bool) -> tuple[torch.Tensor, str]:
-        """The reference output for ``inputs`` (cast to float32) and whether it was computed or
-        loaded; a computed one is stored in the cache (a failure to store is noted)."""
-        if self.loaded is not None:
-            return self.loaded.to(device), LOADED
-        reference = compute(self.config, self.state, inputs, device, use_cuda)
-        if self.facts is not None and self.cache_dir is not None:
-            self._store(reference)
-        return reference, COMPUTED
+        """The reference output for ``inputs`` (this run's inputs, cast to float32 here: an
+        FP16 backend's inputs are the FP16-rounded values, so the reference sees the same
+        values) and whether it was computed or loaded from the cache; a computed one is stored
+        (a failure to store is noted)."""
+        reference_inputs = fp32_inputs(inputs, device)
+        facts = None
+        if self.cache_dir is not None:
+            facts = cache_facts(self.config, self.weights_sha256, reference_inputs, device)
+            self.cache_key = engine_cache.cache_key(facts)
+            loaded, self.cache_note = load(self.cache_dir, facts)
+            if loaded is not None:
+                return loaded.to(device), LOADED
+        output = compute(self.config, self.state, reference_inputs, device, use_cuda)
+        if facts is not None:
+            self._store(facts, output)
+        return output, COMPUTED
 
-    def _store(self, reference: torch.Tensor) -> None:
-        host = reference.detach().cpu().contiguous()
+    def _store(self, facts: dict, output: torch.Tensor) -> None:
+        host = output.detach().cpu().contiguous()
         try:
-            engine_cache.store(self.cache_dir, self.facts, lambda tmp: torch.save(host, tmp),
+            engine_cache.store(self.cache_dir, facts, lambda tmp: torch.save(host, tmp),
                                report={"shape": list(host.shape)}, suffix=CACHE_SUFFIX)
             self.cache_note = "stored"
         except OSError as error:
@@ -68,25 +76,25 @@ def snapshot(model: torch.nn.Module) -> dict:
     return {name: t.detach().to("cpu", copy=True) for name, t in model.state_dict().items()}
 
 
-def prepare(config: RunConfig, model: torch.nn.Module, inputs: tuple, device) -> Reference:
-    """Before the backend sees ``model``: its state copied to the host, and the reference
-    output loaded when the cache holds one for these weights and inputs."""
-    state = snapshot(model)
-    reference = Reference(config, state)
+def prepare(config: RunConfig, model: torch.nn.Module) -> Reference:
+    """Before the backend sees ``model``: its state copied to the host and, where the
+    reference may be cached, hashed for the cache key."""
+    reference = Reference(config, snapshot(model))
     if not config.use_cache:
         reference.cache_note = "--no-cache"
-        return reference
-    if not models.is_builtin(config):
+    elif not models.is_builtin(config):
         reference.cache_note = "not cached for a package.module:function model"
-        return reference
-    reference.facts = cache_facts(config, engine_cache.state_dict_digest(model, state), inputs,
-                                  device)
-    reference.cache_dir = engine_cache.entries_dir(config.cache_dir, CACHE_KIND)
-    reference.cache_key = engine_cache.cache_key(reference.facts)
-    reference.loaded, reference.cache_note = load(reference.cache_dir, reference.facts)
-    if reference.loaded is not None:
-        reference.state = None  # not needed: free the host copy
+    else:
+        reference.weights_sha256 = engine_cache.state_dict_digest(model, reference.state)
+        reference.cache_dir = engine_cache.entries_dir(config.cache_dir, CACHE_KIND)
     return reference
+
+
+def fp32_inputs(inputs: tuple, device) -> tuple:
+    """The inputs the reference gets: floating-point ones cast to float32, all on ``device`` in
+    the plain (contiguous) layout of FP32 eager."""
+    return tuple((t.to(device=device, dtype=torch.float32) if t.is_floating_point()
+                  else t.to(device)).contiguous() for t in inputs)
 
 
 def cache_facts(config: RunConfig, weights_sha256: str, inputs: tuple, device) -> dict:
@@ -127,14 +135,12 @@ def load(cache_dir: Path, facts: dict) -> tuple[torch.Tensor | None, str]:
 def compute(config: RunConfig, state: dict, inputs: tuple, device,
             use_cuda: bool) -> torch.Tensor:
     """A fresh build of the model holding ``state`` (the measured model's weights), in FP32 on
-    ``device``, called once on ``inputs`` cast to float32."""
+    ``device``, called once on ``inputs`` (``fp32_inputs``)."""
     reference_model, _ = models.build(config, device, load=False)
     reference_model.load_state_dict(state)
     reference_model = reference_model.to(device=device, dtype=torch.float32)
-    reference_inputs = tuple(t.to(device=device, dtype=torch.float32) if t.is_floating_point()
-                             else t.to(device) for t in inputs)
     with torch.inference_mode():
-        output = reference_model(*reference_inputs)
+        output = reference_model(*inputs)
     tensors = [output] if isinstance(output, torch.Tensor) else [
         t for t in (output if isinstance(output, (tuple, list)) else [])
         if isinstance(t, torch.Tensor)]
