@@ -100,12 +100,16 @@ def state_digest(state: dict) -> str:
 
 def _state_identity(model) -> tuple | None:
     """What changes when a state tensor is replaced, cast or changed in place; None when a
-    tensor keeps no version counter (made under inference mode): then nothing is remembered."""
+    tensor keeps no version counter (made under inference mode) or has no storage of its own (a
+    tensor subclass): then nothing is remembered."""
     state = model.state_dict()
-    if any(t.is_inference() for t in state.values()):
+    try:
+        if any(t.is_inference() for t in state.values()):
+            return None
+        return tuple((name, t.device.type, t.data_ptr(), t.dtype, tuple(t.shape), t._version)
+                     for name, t in state.items())
+    except (RuntimeError, TypeError, NotImplementedError):  # a tensor subclass without storage
         return None
-    return tuple((name, t.device.type, t.data_ptr(), t.dtype, tuple(t.shape), t._version)
-                 for name, t in state.items())
 
 
 @dataclass
