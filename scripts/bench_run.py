@@ -8,6 +8,7 @@ its p50. Everything goes to a scratch folder (runs, traces and a fresh cache) re
 unless --work-dir or --cache-dir say otherwise.
 
     python scripts/bench_run.py                          # GPU: pytorch_fp32 and ttrt_fp16, bs 8
+    python scripts/bench_run.py --repo ../main           # the same, for another checkout
     python scripts/bench_run.py --compiled-backend torchscript_fp32 --model resnet18 \\
         --image-size 64 --bs 2 -- --min-time 0.5         # a CPU smoke test
 """
@@ -42,20 +43,22 @@ def parse_args() -> argparse.Namespace:
                         help="keep runs/, tb_logs/ and cache/ here (default: a scratch folder)")
     parser.add_argument("--cache-dir", type=Path, default=None,
                         help="the engine cache to use (default: a fresh one in the work folder)")
+    parser.add_argument("--repo", type=Path, default=REPO,
+                        help="the checkout whose profile.py runs (another branch: before/after)")
     parser.add_argument("extra", nargs="*", help="more `run` options, after --")
     return parser.parse_args()
 
 
 def run_once(args: argparse.Namespace, work: Path, backend: str) -> tuple[float, dict | None, str]:
     """Wall seconds of one `profile.py run`, its result (None when it failed) and its stderr."""
-    command = [sys.executable, str(REPO / "profile.py"), "run", "--backend", backend,
+    command = [sys.executable, str(args.repo / "profile.py"), "run", "--backend", backend,
                "--model", args.model, "--bs", str(args.bs), "--runs-dir", str(work / "runs"),
                "--tb-dir", str(work / "tb_logs"), "--cache-dir",
                str(args.cache_dir or work / "cache"), "--replace", "--json", *args.extra]
     if args.image_size:
         command += ["--image-size", str(args.image_size)]
     began = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, cwd=REPO)
+    done = subprocess.run(command, capture_output=True, text=True, cwd=args.repo)
     wall_s = time.perf_counter() - began
     if done.returncode != 0:
         return wall_s, None, done.stderr
@@ -76,7 +79,14 @@ def report(label: str, wall_s: float, result: dict | None, stderr: str,
     print("  " + phases.one_line(timing.get("phases_s") or {}, timing.get("wall_s"),
                                  notes.get("compile_s"), notes.get("load_s")))
     facts = [f"p50 {timing['p50_ms']:.3f} ms over {timing['iters']} iterations"]
-    reference = (result.get("numerics") or {}).get("reference") or {}
+    memory = result.get("memory") or {}
+    if memory.get("peak_allocated_bytes") is not None:
+        facts.append(f"peak allocated {memory['peak_allocated_bytes'] / 2**20:.1f} MiB, "
+                     f"reserved {memory['peak_reserved_bytes'] / 2**20:.1f} MiB")
+    numerics = result.get("numerics") or {}
+    if numerics.get("rel_l2_error") is not None:
+        facts.append(f"rel L2 {numerics['rel_l2_error']:.3g}")
+    reference = numerics.get("reference") or {}
     if reference.get("source"):
         facts.append(f"FP32 reference {reference['source']}")
     cache = notes.get("cache")
