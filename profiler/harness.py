@@ -321,7 +321,8 @@ def _collect(config, backend, model, inputs, device, use_cuda, progress, run_sta
     if "skipped" not in numeric_check:
         progress.say(f"  numerics vs FP32 eager: relative L2 error "
                      f"{_figure(numeric_check['rel_l2_error'])}, max abs error "
-                     f"{_figure(numeric_check['max_abs_error'])}")
+                     f"{_figure(numeric_check['max_abs_error'])} (reference "
+                     f"{numeric_check['reference']['source']})")
     elif "reason" in numeric_check:
         progress.say(f"  [yellow]numerics: skipped ({numeric_check['skipped']}):[/] "
                      f"{escape(numeric_check['reason'])}")

@@ -82,6 +82,7 @@ def test_second_run_of_another_backend_loads_the_reference_with_identical_numeri
     assert loaded["reference"]["source"] == "loaded"
     assert loaded["reference"]["cache"] == "hit"
     assert loaded["reference"]["cache_key"] == computed["reference"]["cache_key"]
+    assert "(reference loaded)" in loaded_run.stderr  # the progress line says so
 
     fresh_run = cli(*RUN, "--backend", "other_bf16", "--no-cache", "--replace")
     assert fresh_run.code == 0, fresh_run.stderr
