@@ -23,6 +23,7 @@ import torch
 
 from . import engine_cache, models
 from .config import RunConfig
+from .errors import first_line
 
 CACHE_KIND = "references"
 CACHE_SUFFIX = ".pt"
@@ -66,8 +67,8 @@ class Reference:
             engine_cache.store(self.cache_dir, facts, lambda tmp: torch.save(host, tmp),
                                report={"shape": list(host.shape)}, suffix=CACHE_SUFFIX)
             self.cache_note = "stored"
-        except OSError as error:
-            self.cache_note = f"not stored ({type(error).__name__}: {error})"
+        except Exception as error:  # a full disk, an unwritable folder: the run goes on
+            self.cache_note = f"not stored ({type(error).__name__}: {first_line(error)})"
 
 
 def snapshot(model: torch.nn.Module) -> dict:

@@ -272,3 +272,14 @@ def test_environment_reads_the_answers_asked_for_in_the_background(monkeypatch):
     assert sorted(asked) == ["driver", "git"]
     assert metadata.environment(torch)["git"] == {"commit": "abc", "dirty": False}
     assert sorted(asked) == ["driver", "git"]  # read, not asked again
+
+
+def test_an_unwritable_reference_cache_is_noted_and_the_run_goes_on(tmp_path):
+    blocker = tmp_path / "a file"
+    blocker.write_text("")
+    cfg = config(cache_dir=blocker)  # <cache>/references cannot be made under a file
+    model, inputs = models.build(cfg)
+    ready = reference.prepare(cfg, model)
+    output, source = ready.output(inputs, "cpu", use_cuda=False)
+    assert source == reference.COMPUTED and output.shape == (2, 1000)
+    assert ready.cache_note.startswith("not stored (")
