@@ -189,8 +189,8 @@ class RunConfig:
     cache_dir: Path | None = option(None, "Engine cache folder (default "
                                     "~/.cache/infer-profiler/engines).", panel=PANEL_CACHE,
                                     envvar="INFER_PROFILER_CACHE", resumable=True)
-    use_cache: bool = option(True, "Reuse and save compiled TensorRT engines (ttrt_* "
-                             "backends).", flag="--cache/--no-cache", panel=PANEL_CACHE,
+    use_cache: bool = option(True, "Reuse and save compiled engines (ttrt_*, ort_* "
+                             "backends), FP32 reference outputs and FLOP counts.", flag="--cache/--no-cache", panel=PANEL_CACHE,
                              resumable=True)
     # numeric check against the FP32 eager reference: fail the run above this relative L2 error
     max_rel_error: float | None = option(

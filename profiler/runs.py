@@ -161,6 +161,11 @@ class Reference(msgspec.Struct, frozen=True):
     how: str
     device: str
     tf32: bool
+    # "computed" in this run, or "loaded" from the reference cache (profiler.reference); None in
+    # results written before the cache existed, and for a generation's reference
+    source: str | None = None
+    cache_key: str | None = None
+    cache: str | None = None  # "hit", "stored", or why the cache was not used
 
 
 class Comparison(msgspec.Struct, frozen=True):

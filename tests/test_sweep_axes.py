@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -90,11 +91,12 @@ def test_speedup_compares_cells_with_the_same_values(tmp_path, monkeypatch):
     cells = {sweep.cell_name(b, 8, "transformer", "generate", {"max_new_tokens": t}):
              SweepCell(backend=b, batch_size=8, status="ok", axis={"max_new_tokens": t})
              for b, t in p50}
-    monkeypatch.setattr(benchmark, "try_read_result", lambda path: path.parent.name)
-    monkeypatch.setattr(benchmark, "_result_columns", lambda name, metrics: {
+    monkeypatch.setattr(benchmark, "try_read_result", lambda path: SimpleNamespace(
+        name=path.parent.name, output=SimpleNamespace(finite=True)))
+    monkeypatch.setattr(benchmark, "_result_columns", lambda result, metrics: {
         "p50_ms": next(v for (b, t), v in p50.items()
-                       if name == sweep.cell_name(b, 8, "transformer", "generate",
-                                                  {"max_new_tokens": t}))})
+                       if result.name == sweep.cell_name(b, 8, "transformer", "generate",
+                                                         {"max_new_tokens": t}))})
     manifest = _manifest(cells)
     frame = benchmark_table(tmp_path, manifest)
     assert list(frame.columns[:5]) == ["model", "device", "backend", "bs", "max_new_tokens"]
