@@ -134,7 +134,8 @@ def test_sigterm_stops_a_ray_sweep_and_keeps_its_manifest(ray_address, tmp_path)
     assert stderr.strip().splitlines()[-1].startswith("interrupted: sweep stopped;")
     cells = json.loads(manifest.read_text())["cells"]
     assert "running" not in {c["status"] for c in cells.values()}
-    assert "interrupted" in {c["status"] for c in cells.values()}
+    stopped = [c for c in cells.values() if c["status"] == "interrupted"]
+    assert stopped and all(c["reason"] == "interrupted (SIGTERM)" for c in stopped)
     for folder in (tmp_path / "runs" / "term", tmp_path / "tb_logs" / "term"):
         if folder.is_dir():
             assert [p.name for p in folder.iterdir() if p.name.startswith(".")] == []
