@@ -342,3 +342,10 @@ def test_from_the_sweeps_executor_settings():
     assert (executor.address, executor.shared_fs) == ("auto", True)
     assert executor.describe() == "one Ray task each (results in the shared folder)"
     assert from_settings(SimpleNamespace(options={})).address is None
+
+
+def test_a_gpu_cell_gets_a_fresh_worker_process():
+    from profiler.executors.ray import task_options
+
+    assert task_options({"num_gpus": 1, "num_cpus": 1})["max_calls"] == 1
+    assert "max_calls" not in task_options({"num_cpus": 1})  # CPU workers are reused

@@ -161,6 +161,17 @@ def cell_resources(ray) -> dict[str, float]:
     return {"num_cpus": 1}
 
 
+def task_options(resources: dict) -> dict:
+    """ray.remote's options for the cell task: a stream (where, then the outcome), no retry by
+    Ray (lost workers are retried here, once), and for a GPU cell a fresh worker process each
+    time (max_calls=1): CUDA binds a process to the GPU it first saw, so a worker reused for a
+    cell on another GPU would run it on the wrong one."""
+    options = {"num_returns": "streaming", "max_retries": 0, **resources}
+    if resources.get("num_gpus"):
+        options["max_calls"] = 1
+    return options
+
+
 def describe_cluster(ray, resources: dict, shared_fs: bool) -> str:
     total = ray.cluster_resources()
     nodes = sum(1 for node in ray.nodes() if node.get("Alive"))
@@ -319,22 +330,24 @@ class _Cells:
         self.executor = executor
         self.on_start = on_start
         self.on_done = on_done
-        self.remote = ray.remote(cell_task).options(num_returns="streaming", max_retries=0,
-                                                    **resources)
+        self.remote = ray.remote(**task_options(resources))(cell_task)
         self.tasks: dict[Any, _Task] = {}
 
     def run(self, jobs: list[CellJob]) -> None:
-        try:
-            for job in jobs:
-                self.submit(_Task(job, time.monotonic()))
-            while self.tasks:
-                ready, _ = self.ray.wait(list(self.tasks), num_returns=1, timeout=POLL_S)
-                for generator in ready:
-                    self.advance(generator)
-                self.stop_overdue()
-        except KeyboardInterrupt as stop:
-            self.cancel_all(stop)
-            raise
+        with signals_seen() as seen:
+            try:
+                for job in jobs:
+                    self.submit(_Task(job, time.monotonic()))
+                while self.tasks:
+                    ready, _ = self.ray.wait(list(self.tasks), num_returns=1, timeout=POLL_S)
+                    for generator in ready:
+                        self.advance(generator)
+                    self.stop_overdue()
+            except KeyboardInterrupt as stop:
+                if seen and not isinstance(stop, signals.Terminated):
+                    stop = signals.Terminated(seen[-1])  # Ray re-raised it as a bare one
+                self.cancel_all(stop)
+                raise stop from None
 
     def submit(self, task: _Task) -> None:
         job = task.job if self.executor.shared_fs is False else absolute(task.job)
@@ -430,6 +443,30 @@ class _Cells:
 
 
 # ---- small helpers -------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def signals_seen() -> Iterator[list[int]]:
+    """The SIGTERM and SIGHUP that arrive in the block, in order. A signal that lands while
+    Ray waits (ray.wait, ray.get) comes out of Ray as a plain KeyboardInterrupt, without the
+    signal's number that the exit status (143, 129) needs. Handlers that are not Python
+    functions (no profiler.signals.as_interrupts around) are left alone."""
+    seen: list[int] = []
+    previous = {signum: signal.getsignal(signum) for signum in signals.HANDLED}
+
+    def note(signum, frame):
+        seen.append(signum)
+        previous[signum](signum, frame)
+
+    for signum, handler in previous.items():
+        if callable(handler):
+            signal.signal(signum, note)
+    try:
+        yield seen
+    finally:
+        for signum, handler in previous.items():
+            if callable(handler):
+                signal.signal(signum, handler)
+
 
 def option(argv: list[str], flag: str) -> str:
     return argv[argv.index(flag) + 1]
