@@ -127,6 +127,19 @@ class Overview:
     def mean_step_us(self) -> float:
         return float(self.steps["step_us"].mean()) if len(self.steps) else 0.0
 
+    def slowest_and_fastest(self, n: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The ``n`` slowest steps (longest ``step_us`` first) and the ``n`` fastest (shortest
+        first); of equal steps, the earlier comes first."""
+        return (self.steps.nlargest(n, "step_us", keep="first"),
+                self.steps.nsmallest(n, "step_us", keep="first"))
+
+    def step_distribution(self) -> pd.DataFrame:
+        """Min, median, 90th percentile and max of every numeric step column, one row each."""
+        numeric = self.steps.select_dtypes("number")
+        rows = {"min": numeric.min(), "median": numeric.median(),
+                "p90": numeric.quantile(0.9), "max": numeric.max()}
+        return pd.DataFrame(rows).T
+
 
 # --------------------------------------------------------------------------------------------
 # steps
