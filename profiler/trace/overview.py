@@ -211,8 +211,9 @@ def step_windows(trace: Trace) -> tuple[pd.DataFrame, int]:
                 prev_end = max(prev_end, float(early.max()))
     use_gpu = bool(matched.sum())
     starts, ends = [], []
+    cpu_starts, cpu_ends = steps["cpu_start"].to_numpy(), steps["cpu_end"].to_numpy()
     for k in range(n):
-        cs_k, ce_k = float(steps["cpu_start"].iloc[k]), float(steps["cpu_end"].iloc[k])
+        cs_k, ce_k = float(cpu_starts[k]), float(cpu_ends[k])
         if use_gpu:
             start = max(prev_end, cs_k)
             end = max(ce_k, dev_max[k]) if matched[k] else max(ce_k, start)
