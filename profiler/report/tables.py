@@ -95,8 +95,8 @@ def step_table(summary: Summary, top: int) -> Table:
     shown = len(o.steps) if not top or len(o.steps) <= top else min(STEP_EXTREMES, top)
     title = "Step time breakdown (µs; each instant counted once, kernel first)"
     if shown < len(o.steps):
-        title += (f": {len(o.steps):,} steps, the {shown} slowest and {shown} fastest, then "
-                  "their distribution (--top 0 or --out: every step)")
+        title += (f": {len(o.steps):,} steps, the {shown} slowest and {shown} fastest and the "
+                  "spread (all: --top 0 or --out)")
     steps = Table(title=title, title_justify="left")
     for col in ("step", "step time", "CPU span", *BREAKDOWN, "GPU util", "kernels"):
         steps.add_column(col, justify="left" if col == "step" else "right")
