@@ -128,6 +128,30 @@ def timed(cmd: list[str], timeout: int | None = None) -> tuple[float, float, int
     return wall, peak_kb / 1e6, rc
 
 
+PHASES_CODE = """
+import contextlib, io, resource, sys, time
+cpu, wall = time.process_time(), time.perf_counter()
+def lap(name):
+    global cpu, wall
+    c, w = time.process_time(), time.perf_counter()
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
+    print(f"  {name:9s} {c - cpu:5.2f} s CPU (this process) {w - wall:5.2f} s wall, "
+          f"peak RSS so far {peak:.2f} GB")
+    cpu, wall = c, w
+from profiler.trace.load import load_trace
+from profiler.trace.summary import summarize_trace
+from profiler.report.console import make_console
+from profiler.report.tables import print_summary
+lap("imports")
+trace = load_trace(sys.argv[1])
+lap("load")
+summary = summarize_trace(trace)
+lap("analyses")
+with contextlib.redirect_stdout(io.StringIO()):
+    print_summary(summary, console=make_console())
+lap("render")
+"""
+
 HTA_CODE = """
 import sys, time
 from hta.trace_analysis import TraceAnalysis
@@ -182,6 +206,8 @@ def main() -> None:
                         help="Folder for the built trace (default /tmp/bench_trace_<fixture>).")
     parser.add_argument("--reuse", action="store_true", help="Reuse a trace already built.")
     parser.add_argument("--repeat", type=int, default=3, help="Timed runs (median reported).")
+    parser.add_argument("--phases", action="store_true",
+                        help="Also time imports, load, analyses and rendering in one process.")
     parser.add_argument("--hta-python", default=None,
                         help="Python of a venv with HolisticTraceAnalysis (e.g. /tmp/hta-venv/bin/python).")
     parser.add_argument("--hta-timeout", type=int, default=900)
@@ -210,6 +236,10 @@ def main() -> None:
     print(f"summarize {size / 1e9:.1f} GB trace ({steps.group(1) if steps else '?'} steps, with "
           f"{recorded_with(trace)}): {statistics.median(walls):.1f} s (target <= {TARGET_S:g} s), "
           f"peak RSS {statistics.median(together):.1f} GB (target <= {TARGET_GB:g} GB)")
+    if args.phases:
+        print("where one run's seconds go (in one process; the loader's forked child not counted "
+              "in CPU):", flush=True)
+        subprocess.run([sys.executable, "-c", PHASES_CODE, str(trace)], cwd=REPO, check=True)
     if args.hta_python:
         try:
             hta_wall, hta_rss, hta_rc = timed([args.hta_python, "-c", HTA_CODE, str(out)],
