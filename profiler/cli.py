@@ -144,7 +144,8 @@ def summarize(
         ..., help="A trace (.json / .json.gz), a run folder under runs/ or tb_logs/, a folder "
         "of traces, or a run name such as pytorch_fp32_bs8."),
     view: VIEWS = typer.Option("all", "--view", help="Which tables to print."),
-    top: int = typer.Option(20, "--top", help="Rows per table (0 = all)."),
+    top: int = typer.Option(20, "--top", help="Rows per table (0 = all); a longer step table "
+                            "shows its slowest and fastest steps and their distribution."),
     out: Optional[Path] = typer.Option(None, "--out", help="Also write CSV, JSON and Markdown here."),
     json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
     ncu: Optional[str] = typer.Option(
