@@ -486,6 +486,9 @@ class SweepCell(msgspec.Struct):
     elapsed_s: float | None = None
     log: str | None = None
     metrics: dict[str, Any] | None = None
+    gpu: str | None = None  # the GPU that ran it (as CUDA_VISIBLE_DEVICES names it)
+    node: str | None = None  # the host that ran it
+    worker: str | None = None  # the worker process: <slot>/pid<N>
 
 
 class SweepManifest(msgspec.Struct):
