@@ -166,8 +166,8 @@ def check_resumable(sweep_dir: Path, manifest: SweepManifest, options: dict) -> 
                         "to resume it, or --name for a new sweep")
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+def _now(timespec: str = "seconds") -> str:
+    return datetime.now(timezone.utc).isoformat(timespec=timespec)
 
 
 # ---- one cell ------------------------------------------------------------------------------
@@ -361,7 +361,8 @@ def _run_sweep(p: SweepPlan, say, progress) -> SweepOutcome:
     def on_start(job: CellJob, where: dict) -> None:
         running.add(job.name)
         _update(manifest.cells[job.name], status=RUNNING, reason=None, exit_code=None,
-                started=_now(), finished=None, log=f"logs/{job.name}.log", metrics=None,
+                started=_now("milliseconds"), finished=None, log=f"logs/{job.name}.log",
+                metrics=None,
                 gpu=where.get("gpu"), node=where.get("node"), worker=where.get("worker"))
         write_manifest(p.sweep_dir, manifest)
 
@@ -380,7 +381,8 @@ def _run_sweep(p: SweepPlan, say, progress) -> SweepOutcome:
     except KeyboardInterrupt as stop:  # Ctrl-C; SIGTERM and SIGHUP in signals.as_interrupts()
         for name in running:  # cells the executor could not report
             _update(manifest.cells[name], status=INTERRUPTED,
-                    reason=f"interrupted ({signals.describe(stop)})", finished=_now())
+                    reason=f"interrupted ({signals.describe(stop)})",
+                    finished=_now("milliseconds"))
         _clean_cells(p)
         manifest.wall_s = round(time.perf_counter() - began, 3)
         write_manifest(p.sweep_dir, manifest)
@@ -397,7 +399,7 @@ def _run_sweep(p: SweepPlan, say, progress) -> SweepOutcome:
 def record_outcome(p: SweepPlan, name: str, cell: SweepCell, outcome: CellOutcome) -> None:
     """A finished cell into its manifest entry: status, reason, seconds, trace metrics."""
     _update(cell, status=outcome.status, reason=outcome.reason, exit_code=outcome.exit_code,
-            elapsed_s=round(outcome.elapsed_s, 3), finished=_now())
+            elapsed_s=round(outcome.elapsed_s, 3), finished=_now("milliseconds"))
     if outcome.gpu is not None:
         cell.gpu = outcome.gpu
     if outcome.node is not None:

@@ -1,5 +1,5 @@
-"""The sweep command on the CPU: cells in subprocesses, failures recorded, --resume, Ctrl-C,
-bad input; and plots of a sweep."""
+"""The sweep command on the CPU: cells in a worker process, failures recorded, --resume,
+Ctrl-C, bad input; and plots of a sweep (crashes, timeouts and GPUs: test_sweep_workers.py)."""
 
 import csv
 import json
@@ -69,7 +69,7 @@ def test_sweep_writes_cells_tables_and_manifest(grid):
                              "peak_reserved_mib", "engine_mib", "tflops", "pct_peak_compute",
                              "gbs", "pct_peak_bandwidth", "flop_per_byte", "ttft_ms",
                              "token_p50_ms", "token_p99_ms", "tokens_per_s", "token_agreement",
-                             "status", "reason",
+                             "status", "reason", "gpu", "node",
                              "elapsed_s", "wall_s", "imports_s", "build_s", "flops_s",
                              "prepare_s", "first_call_s", "warm_up_s", "timed_s", "profile_s",
                              "trace_write_s", "after_windows_s", "numerics_s",
@@ -318,38 +318,3 @@ def test_run_args_pass_every_shared_option():
     assert "--tf32" in args and "--no-cache" in args and "--gzip" in args
     assert "--no-cudnn-benchmark" in args and "--max-rel-error" not in args
     assert args[args.index("--iters") + 1] == "5"
-
-
-# ---- cells that end badly, with stand-in cell commands (issue 15: D6, D17) ------------------
-
-def _stand_in_sweep(tmp_path, monkeypatch, script: str, **plan_options):
-    from profiler import sweep as sweep_module
-
-    monkeypatch.setattr(sweep_module, "cell_command",
-                        lambda p, backend, batch_size: [sys.executable, "-c", script])
-    plan = sweep_module.plan("pytorch_fp32", "1", {"model": "tests.tiny_models:conv_net"},
-                             name="s", runs_dir=tmp_path / "runs", tb_dir=tmp_path / "tb_logs",
-                             **plan_options)
-    return sweep_module.run_sweep(plan, say=lambda text: None).manifest.cells
-
-
-def test_cell_that_exits_0_without_a_result_is_failed(tmp_path, monkeypatch):
-    # e.g. a user model that calls os._exit(0): nothing to show for it, so not ok
-    cell = _stand_in_sweep(tmp_path, monkeypatch, "pass")["pytorch_fp32_bs1_conv_net"]
-    assert cell.status == "failed" and cell.exit_code == 0
-    assert "without writing result.json" in cell.reason
-
-
-def test_cell_stopped_by_the_timeout_leaves_no_staging(tmp_path, monkeypatch):
-    # a cell killed before it could clean up (as --cell-timeout's SIGKILL does) left staging
-    script = ("import os, time\n"
-              "for d in ('runs/s', 'tb_logs/s'):\n"
-              "    os.makedirs(d + '/.pytorch_fp32_bs1_conv_net.partial-x1/sub')\n"
-              "import signal; signal.signal(signal.SIGINT, lambda *a: os._exit(1))\n"
-              "time.sleep(60)\n")
-    monkeypatch.chdir(tmp_path)
-    cell = _stand_in_sweep(tmp_path, monkeypatch, script,
-                           cell_timeout_s=1.5)["pytorch_fp32_bs1_conv_net"]
-    assert cell.status == "timeout"
-    for folder in (tmp_path / "runs" / "s", tmp_path / "tb_logs" / "s"):
-        assert [p.name for p in folder.iterdir() if p.name.startswith(".")] == []
