@@ -124,14 +124,19 @@ def run_job(job: CellJob, process_mark: float | None = None) -> CellOutcome:
 
 
 def _call_cli(argv: list[str]) -> int:
+    """``profile.py <argv>`` in this process; sys.argv reads as it would (result.json's
+    command line comes from it)."""
     from .cli import main
 
+    saved, sys.argv = sys.argv, ["profile.py", *argv]
     try:
         return main(argv)
     except SystemExit as done:  # main catches typer's; a model's own sys.exit lands here
         return done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
     except KeyboardInterrupt:  # between the CLI's handlers (a second Ctrl-C)
         return 130
+    finally:
+        sys.argv = saved
 
 
 @contextlib.contextmanager

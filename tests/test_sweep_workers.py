@@ -182,3 +182,56 @@ def test_visible_gpus_follow_cuda_visible_devices(monkeypatch):
 def test_unknown_executor_is_one_line(cli):
     done = cli("sweep", "--backends", "pytorch_fp32", "--bs", "1", "--executor", "slurm")
     assert done.code == 2 and "--executor: unknown executor 'slurm'" in done.stderr
+
+
+def test_sigterm_stops_both_workers_cells_and_keeps_the_finished(tmp_path):
+    import signal
+    import time
+
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "profile.py"), "sweep", "--backends", "pytorch_fp32",
+         "--bs", "1,2,3,4,5", "--model", "tests.tiny_models:slow", "--iters", "20",
+         "--timed-warmup", "0", "--active", "1", "--gpus", "0,1", "--name", "stop"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    manifest_path = tmp_path / "runs" / "stop" / "sweep.json"
+    deadline = time.monotonic() + 180
+    try:
+        while time.monotonic() < deadline:  # one cell done, one running on each GPU
+            try:
+                cells = json.loads(manifest_path.read_text())["cells"]
+            except (OSError, ValueError):
+                cells = {}
+            running = {c["gpu"] for c in cells.values() if c["status"] == "running"}
+            if any(c["status"] == "ok" for c in cells.values()) and running == {"0", "1"}:
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail("the sweep never had a finished cell and two running ones")
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=90)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 143, stderr
+    assert "interrupted: sweep stopped;" in stderr.strip().splitlines()[-1]
+    cells = json.loads(manifest_path.read_text())["cells"]
+    statuses = sorted(c["status"] for c in cells.values())
+    # a cell may finish in the moment the signal comes; no cell is left "running"
+    assert statuses.count("interrupted") in (1, 2) and "ok" in statuses, statuses
+    assert set(statuses) <= {"ok", "interrupted", "pending"}, statuses
+    for name, cell in cells.items():
+        if cell["status"] == "interrupted":
+            assert cell["reason"] == "interrupted (SIGTERM)"
+            assert not (tmp_path / "runs" / "stop" / name).exists()
+        if cell["status"] == "ok":
+            assert (tmp_path / "runs" / "stop" / name / "result.json").is_file()
+    for folder in (tmp_path / "runs" / "stop", tmp_path / "tb_logs" / "stop"):
+        assert [p.name for p in folder.iterdir() if p.name.startswith(".") and p.is_dir()] == []
+    # the workers are gone with the sweep
+    for cell in cells.values():
+        if cell.get("worker"):
+            pid = int(cell["worker"].split("pid")[1])
+            with pytest.raises(ProcessLookupError):
+                os.kill(pid, 0)

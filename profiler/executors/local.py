@@ -135,16 +135,20 @@ class _Worker:
                            elapsed_s=time.monotonic() - self.began, gpu=self.gpu,
                            node=os.uname().nodename)
 
+    def close_input(self) -> None:
+        """No more cells: the worker ends after the one it runs."""
+        try:
+            self.process.stdin.close()
+        except OSError:
+            pass
+
     def stop(self, grace_s: float = GRACE_S, interrupt: bool = True) -> None:
         """Retire the worker: SIGINT to its cell (staging removed), its input closed, then
         SIGKILL after ``grace_s``."""
         self.retired = True
         if self.process.poll() is None and interrupt and self.job is not None:
             self.process.send_signal(signal.SIGINT)
-        try:
-            self.process.stdin.close()
-        except OSError:
-            pass
+        self.close_input()
         try:
             self.process.wait(timeout=grace_s)
         except subprocess.TimeoutExpired:
@@ -184,10 +188,12 @@ class LocalExecutor:
         except KeyboardInterrupt as stop:
             self._interrupt(workers, events, on_done, stop)
             raise
-        finally:
-            for worker in workers.values():
-                if not worker.retired:
-                    worker.stop(grace_s=5.0, interrupt=False)
+        finally:  # idle workers end at the end of their input
+            live = [w for w in workers.values() if not w.retired]
+            for worker in live:
+                worker.close_input()
+            for worker in live:
+                worker.stop(grace_s=10.0, interrupt=False)
 
     def _hand_out(self, pending, workers, events, on_start) -> None:
         for slot, gpu in self.slots:
@@ -207,8 +213,13 @@ class LocalExecutor:
         try:
             worker, message = events.get(timeout=min(max(wait, 0.0), 1.0))
         except queue.Empty:
-            self._stop_late_cells(busy, on_done)
-            return
+            worker = None
+        if worker is not None:
+            self._handle(worker, message, on_done)
+        self._stop_late_cells(busy, on_done)
+
+    def _handle(self, worker: _Worker, message: dict, on_done) -> None:
+        """A worker's reply (a cell's outcome) or its end."""
         if worker.retired:
             return
         if "exit" in message:
@@ -220,8 +231,9 @@ class LocalExecutor:
             outcome = msgspec.convert(message["outcome"], CellOutcome)
             outcome.gpu = worker.gpu  # the sweep's name for the GPU, not the worker's view
             worker.job = None
-            if self.settings.isolate:
-                worker.stop(interrupt=False)
+            if self.settings.isolate:  # it ends after one cell; the next gets a new one
+                worker.retired = True
+                worker.close_input()
         elif "exit" in message:
             worker.job = None
             outcome = worker.outcome("failed", self._death_reason(worker, job, message["exit"]),
