@@ -284,8 +284,8 @@ def sweep(
     CUDA context are paid once per GPU; no two cells share a GPU at a time, and the state a cell
     leaves (compiled graphs, allocator, TF32/cuDNN switches) is reset before the next. A crash,
     host or CUDA out-of-memory in one cell is recorded with its reason (the worker replaced) and
-    the sweep goes on;
-    Ctrl-C keeps the finished cells (continue with --resume). Writes runs/<name>/benchmark.csv
+    the sweep goes on; Ctrl-C keeps the finished cells (continue with --resume). Each cell's row
+    says which GPU ran it. Writes runs/<name>/benchmark.csv
     and .md (latency, throughput, speedup vs the baseline, compile time, numeric error, Tensor
     Core share, GPU utilization, status), runs/<name>/sweep.json, and per cell
     runs/<name>/<backend>_bs<N>/ and tb_logs/<name>/<backend>_bs<N>/. Exit status 0 when at

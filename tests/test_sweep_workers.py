@@ -47,10 +47,10 @@ def test_crashes_and_kills_are_recorded_and_the_worker_replaced(tmp_path):
 
 
 def test_a_cell_past_its_timeout_is_stopped_and_the_next_runs_on_a_new_worker(tmp_path):
-    done, cells = _sweep(tmp_path, "hangs_at_bs1", "1,2", "--cell-timeout", "20")
+    done, cells = _sweep(tmp_path, "hangs_at_bs1", "1,2", "--cell-timeout", "12")
     assert done.returncode == 0, done.stderr
     hung, fine = cells["pytorch_fp32_bs1_hangs_at_bs1"], cells["pytorch_fp32_bs2_hangs_at_bs1"]
-    assert hung["status"] == "timeout" and "--cell-timeout 20 s" in hung["reason"]
+    assert hung["status"] == "timeout" and "--cell-timeout 12 s" in hung["reason"]
     assert fine["status"] == "ok" and fine["worker"] != hung["worker"]
     for folder in (tmp_path / "runs" / "s", tmp_path / "tb_logs" / "s"):
         assert [p.name for p in folder.iterdir() if p.name.startswith(".") and p.is_dir()] == []

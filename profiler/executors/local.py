@@ -172,10 +172,12 @@ class LocalExecutor:
         self.slots = [(f"gpu{g}", g) for g in gpus] or [("cpu", None)]
 
     def describe(self) -> str:
-        each = "a fresh process per cell" if self.settings.isolate else "one worker each"
+        how = "a fresh process per cell" if self.settings.isolate else "one worker"
         if self.slots[0][1] is None:
-            return f"on the CPU, {each}"
-        return f"on GPU {','.join(g for _, g in self.slots)}, {each}"
+            return f"on the CPU ({how})"
+        gpus = ",".join(g for _, g in self.slots)
+        each = "" if self.settings.isolate or len(self.slots) == 1 else " each"
+        return f"on GPU {gpus} ({how}{each})"
 
     def run(self, jobs: list[CellJob], on_start, on_done) -> None:
         events: queue.Queue = queue.Queue()
