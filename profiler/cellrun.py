@@ -18,6 +18,7 @@ import os
 import signal
 import socket
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -130,13 +131,29 @@ def _call_cli(argv: list[str]) -> int:
 
     saved, sys.argv = sys.argv, ["profile.py", *argv]
     try:
-        return main(argv)
+        with _interruptible():
+            return main(argv)
     except SystemExit as done:  # main catches typer's; a model's own sys.exit lands here
         return done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
     except KeyboardInterrupt:  # between the CLI's handlers (a second Ctrl-C)
         return 130
     finally:
         sys.argv = saved
+
+
+@contextlib.contextmanager
+def _interruptible():
+    """SIGINT raises KeyboardInterrupt inside the block (the cell stops and cleans up), whatever
+    the process does with it outside: a sweep worker ignores it between cells, so a stop meant
+    for a cell that just ended cannot cut the reset or the reply short."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @contextlib.contextmanager

@@ -14,6 +14,7 @@ import time
 _began = time.perf_counter()  # the first cell's imports phase starts here (profiler.phases)
 
 import os  # noqa: E402
+import signal  # noqa: E402
 import sys  # noqa: E402
 
 
@@ -31,6 +32,9 @@ def _private_channels():
 
 def main(argv: list[str]) -> int:
     requests, replies = _private_channels()
+    # SIGINT stops a cell (cellrun.run_job lets it through there); between cells it is ignored,
+    # so a stop that arrives as a cell ends cannot lose that cell's reply
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     import msgspec
 
     from profiler import cellrun
@@ -45,8 +49,6 @@ def main(argv: list[str]) -> int:
             replies.write(msgspec.json.encode({"outcome": outcome}) + b"\n")
             if one_cell:
                 break
-    except KeyboardInterrupt:  # stopped between cells
-        return 130
     except BrokenPipeError:  # the sweep is gone
         return 1
     return 0

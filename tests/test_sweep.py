@@ -188,11 +188,12 @@ def test_all_cells_failing_exits_1(tmp_path):
 
 
 def test_ctrl_c_keeps_finished_cells(tmp_path):
+    # tests.tiny_models:slow (0.3 s a call): cell 2 still runs when the signal comes
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
     process = subprocess.Popen(
         [sys.executable, str(ROOT / "profile.py"), "sweep", "--backends", "pytorch_fp32",
-         "--bs", "1,2,3", "--model", "tests.tiny_models:conv_net", *FAST, "--name", "stop"],
+         "--bs", "1,2,3", "--model", "tests.tiny_models:slow", *FAST, "--name", "stop"],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     manifest_path = tmp_path / "runs" / "stop" / "sweep.json"
     deadline = time.monotonic() + 120
@@ -202,8 +203,8 @@ def test_ctrl_c_keeps_finished_cells(tmp_path):
                 cells = json.loads(manifest_path.read_text())["cells"]
             except (OSError, ValueError):
                 cells = {}
-            if cells.get("pytorch_fp32_bs1_conv_net", {}).get("status") == "ok" and \
-                    cells.get("pytorch_fp32_bs2_conv_net", {}).get("status") == "running":
+            if cells.get("pytorch_fp32_bs1_slow", {}).get("status") == "ok" and \
+                    cells.get("pytorch_fp32_bs2_slow", {}).get("status") == "running":
                 break
             time.sleep(0.05)
         else:
@@ -216,11 +217,11 @@ def test_ctrl_c_keeps_finished_cells(tmp_path):
     assert process.returncode == 130, stderr
     assert stderr.strip().splitlines()[-1].startswith("interrupted: sweep stopped; 1 finished")
     cells = json.loads(manifest_path.read_text())["cells"]
-    assert cells["pytorch_fp32_bs1_conv_net"]["status"] == "ok"
-    assert cells["pytorch_fp32_bs2_conv_net"]["status"] == "interrupted"
-    assert cells["pytorch_fp32_bs3_conv_net"]["status"] == "pending"
-    assert (tmp_path / "runs" / "stop" / "pytorch_fp32_bs1_conv_net" / "result.json").is_file()
-    assert not (tmp_path / "runs" / "stop" / "pytorch_fp32_bs2_conv_net").exists()
+    assert cells["pytorch_fp32_bs1_slow"]["status"] == "ok"
+    assert cells["pytorch_fp32_bs2_slow"]["status"] == "interrupted"
+    assert cells["pytorch_fp32_bs3_slow"]["status"] == "pending"
+    assert (tmp_path / "runs" / "stop" / "pytorch_fp32_bs1_slow" / "result.json").is_file()
+    assert not (tmp_path / "runs" / "stop" / "pytorch_fp32_bs2_slow").exists()
     # no half-built staging folder of the interrupted cell is left behind
     for folder in (tmp_path / "runs" / "stop", tmp_path / "tb_logs" / "stop"):
         assert [p.name for p in folder.iterdir() if p.name.startswith(".") and p.is_dir()] == []

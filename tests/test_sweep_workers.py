@@ -13,17 +13,28 @@ from pathlib import Path
 import pytest
 
 from .conftest import ROOT
-from .test_sweep import FAST, sweep_cli
+from .test_sweep import FAST
+
+# no GPU as far as the sweep can tell, so `--gpus 0,1` names two stand-in GPUs on any machine
+NO_GPUS = {"CUDA_VISIBLE_DEVICES": ""}
 
 
 def _cells(workdir: Path, name: str) -> dict:
     return json.loads((workdir / "runs" / name / "sweep.json").read_text())["cells"]
 
 
+def _env(**changes: str) -> dict:
+    env = dict(os.environ, COLUMNS="200", **changes)
+    env.pop("PYTHONPATH", None)
+    return env
+
+
 def _sweep(workdir: Path, model: str, bs: str, *extra: str, name: str = "s",
-           backends: str = "pytorch_fp32"):
-    done = sweep_cli("--backends", backends, "--bs", bs, "--model", f"tests.tiny_models:{model}",
-                     *FAST, "--name", name, *extra, cwd=workdir)
+           backends: str = "pytorch_fp32", env: dict | None = None):
+    done = subprocess.run([sys.executable, str(ROOT / "profile.py"), "sweep", "--backends",
+                           backends, "--bs", bs, "--model", f"tests.tiny_models:{model}", *FAST,
+                           "--name", name, *extra], cwd=workdir, capture_output=True, text=True,
+                          timeout=300, env=_env(**(env or {})))
     return done, _cells(workdir, name)
 
 
@@ -99,7 +110,7 @@ def _at(stamp: str) -> datetime:
 
 def test_two_gpus_get_a_worker_each_and_never_two_cells_at_once(tmp_path):
     done, cells = _sweep(tmp_path, "conv_net", "1,2,3,4", "--gpus", "0,1",
-                         backends="pytorch_fp32,pytorch_bf16")
+                         backends="pytorch_fp32,pytorch_bf16", env=NO_GPUS)
     assert done.returncode == 0, done.stderr
     assert all(c["status"] == "ok" for c in cells.values())
     by_gpu: dict[str, list] = {}
@@ -188,8 +199,7 @@ def test_sigterm_stops_both_workers_cells_and_keeps_the_finished(tmp_path):
     import signal
     import time
 
-    env = dict(os.environ)
-    env.pop("PYTHONPATH", None)
+    env = _env(**NO_GPUS)
     process = subprocess.Popen(
         [sys.executable, str(ROOT / "profile.py"), "sweep", "--backends", "pytorch_fp32",
          "--bs", "1,2,3,4,5", "--model", "tests.tiny_models:slow", "--iters", "20",

@@ -28,7 +28,7 @@ from pathlib import Path
 import msgspec
 
 from .. import signals
-from ..cellrun import INTERRUPTED, TIMEOUT, CellJob, CellOutcome, death_reason, failure_reason
+from ..cellrun import INTERRUPTED, OK, TIMEOUT, CellJob, CellOutcome, death_reason, failure_reason
 from ..errors import UserError
 from . import ExecutorSettings
 
@@ -268,17 +268,34 @@ class LocalExecutor:
                                             f"{job.timeout_s:g} s", worker.process.returncode))
 
     def _interrupt(self, workers, events, on_done, stop) -> None:
-        """Stop every running cell (each removes its staging folders) and report it."""
+        """Stop every running cell (each removes its staging folders) and report it: a cell
+        that finished in the meantime keeps its result, the others are interrupted."""
         busy = [w for w in workers.values() if w.job and not w.retired]
         for worker in busy:
             if worker.process.poll() is None:
                 worker.process.send_signal(signal.SIGINT)
+            worker.close_input()
+        reason = f"interrupted ({signals.describe(stop)})"
+        deadline = time.monotonic() + GRACE_S
+        while any(w.job for w in busy) and time.monotonic() < deadline:
+            try:
+                worker, message = events.get(timeout=max(deadline - time.monotonic(), 0.0))
+            except queue.Empty:
+                break
+            if worker not in busy or worker.job is None:
+                continue
+            job, worker.job = worker.job, None
+            outcome = (msgspec.convert(message["outcome"], CellOutcome)
+                       if "outcome" in message else None)
+            if outcome is None or outcome.status != OK:
+                outcome = worker.outcome(INTERRUPTED, reason, outcome and outcome.exit_code)
+            outcome.gpu = worker.gpu
+            on_done(job, outcome)
         for worker in busy:
-            job = worker.job
-            worker.stop(interrupt=False)
-            worker.job = None
-            on_done(job, worker.outcome(INTERRUPTED, f"interrupted ({signals.describe(stop)})",
-                                        worker.process.returncode))
+            job, worker.job = worker.job, None
+            worker.stop(grace_s=0.0 if job else GRACE_S, interrupt=False)
+            if job is not None:  # no answer within the grace period: killed
+                on_done(job, worker.outcome(INTERRUPTED, reason, worker.process.returncode))
 
 
 def _next_job(pending: list[CellJob], last_backend: str | None) -> CellJob:
