@@ -94,8 +94,9 @@ class _Worker:
         self.retired = False
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         if gpu is not None:
+            if "CUDA_VISIBLE_DEVICES" not in os.environ:  # indices from nvidia-smi -L
+                env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")  # nvidia-smi's numbering
             env["CUDA_VISIBLE_DEVICES"] = gpu
-            env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")  # nvidia-smi's numbering
         self.log_path = settings.log_dir / "workers" / f"{slot}.log"
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         command = [sys.executable, "-c", _BOOT, str(ROOT)]
