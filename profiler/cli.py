@@ -247,7 +247,8 @@ def ncu(
 
 @app.command(cls=OneLineErrors)
 @user_errors
-@run_options(skip=tuple(SWEEP_SETS), helps={"iters": "Timed iterations per cell."})
+@run_options(skip=tuple(SWEEP_SETS), helps={"iters": "Timed iterations per cell."},
+             lists=True)
 def sweep(
     options,
     backends: str = typer.Option(
@@ -297,6 +298,7 @@ def sweep(
 
     [b]python profile.py sweep --backends pytorch_fp32,pytorch_fp16 --bs 1,8 --name quick --iters 50 --resume[/b]
 
+    [b]python profile.py sweep --backends pytorch_fp16,ttrt_fp16 --bs 1,8 --model transformer --workload generate --max-new-tokens 16,64,256[/b]
     [b]python profile.py sweep --backends pytorch_fp16,ttrt_fp16 --bs 1,8,16,32 --gpus 0,1[/b]
     """
     from . import sweep as sweep_module

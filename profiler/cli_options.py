@@ -66,7 +66,8 @@ def _annotation(field_type, spec: CliOption) -> Any:
     return field_type
 
 
-def _parameters(skip: tuple[str, ...], defaults: dict, helps: dict) -> list[inspect.Parameter]:
+def _parameters(skip: tuple[str, ...], defaults: dict, helps: dict,
+                lists: bool) -> list[inspect.Parameter]:
     hints = typing.get_type_hints(RunConfig)
     default_config = RunConfig()
     found = []
@@ -74,12 +75,15 @@ def _parameters(skip: tuple[str, ...], defaults: dict, helps: dict) -> list[insp
         if name in skip:
             continue
         default = defaults.get(name, getattr(default_config, name))
+        annotation, help = _annotation(hints[name], spec), helps.get(name, spec.help)
+        if lists and spec.axis:  # a sweep axis: one value, or a comma-separated list
+            annotation, default = str, str(default)
+            help += " A comma-separated list (e.g. 16,64) runs one cell per value."
         complete = None if not callable(spec.choices) else _completion(spec.choices)
-        option = typer.Option(default, *spec.flags, help=helps.get(name, spec.help),
-                              rich_help_panel=spec.panel, envvar=spec.envvar,
-                              autocompletion=complete)
+        option = typer.Option(default, *spec.flags, help=help, rich_help_panel=spec.panel,
+                              envvar=spec.envvar, autocompletion=complete)
         found.append(inspect.Parameter(spec.key, inspect.Parameter.KEYWORD_ONLY, default=option,
-                                       annotation=_annotation(hints[name], spec)))
+                                       annotation=annotation))
     return found
 
 
@@ -94,17 +98,19 @@ def _completion(source: Callable[[], list[str]]):
 
 
 def run_options(*, skip: tuple[str, ...] = (), defaults: dict | None = None,
-                helps: dict | None = None):
+                helps: dict | None = None, lists: bool = False):
     """Add every declared run option to a command, except the fields named in ``skip``;
-    ``defaults`` and ``helps`` (field name -> value) change one for this command. The command
-    takes ``options``: field name -> value, for every field not skipped."""
+    ``defaults`` and ``helps`` (field name -> value) change one for this command. With
+    ``lists`` (a sweep), an option declared with an ``axis`` takes text: one value or a
+    comma-separated list. The command takes ``options``: field name -> value, for every field
+    not skipped."""
     defaults, helps = defaults or {}, helps or {}
 
     def decorate(command):
         hints = typing.get_type_hints(command)
         own = [p.replace(annotation=hints.get(p.name, p.annotation))
                for p in inspect.signature(command).parameters.values() if p.name != "options"]
-        added = _parameters(skip, defaults, helps)
+        added = _parameters(skip, defaults, helps, lists)
         keys = {spec.key: name for name, spec in declared_options().items() if name not in skip}
 
         @functools.wraps(command)

@@ -82,6 +82,9 @@ class CliOption:
     envvar: str | None = None
     # may differ when a sweep is resumed (changes how, not what, is measured)
     resumable: bool = False
+    # a sweep takes a comma-separated list of values: one cell per value, its folder name
+    # ending in _<axis><value> (e.g. _new16 for --max-new-tokens 16)
+    axis: str | None = None
 
     @property
     def key(self) -> str:
@@ -99,12 +102,14 @@ class CliOption:
 
 def option(default, help: str, *, flag: str | None = None, short: str | None = None,
            panel: str | None = None, choices=None, envvar: str | None = None,
-           resumable: bool = False):
+           resumable: bool = False, axis: str | None = None):
     """A RunConfig field with its CLI declaration. ``flag`` defaults to the field's name in
     kebab case (booleans: ``--x`` when off by default, ``--x/--no-x`` when on); set it when the
-    flag is named otherwise (``--bs`` for batch_size)."""
+    flag is named otherwise (``--bs`` for batch_size). ``axis``: a sweep takes a list of values
+    of this option, one cell per value, named with this tag."""
     declaration = {"flag": flag, "short": short, "help": help, "panel": panel,
-                   "choices": choices, "envvar": envvar, "resumable": resumable, "default": default}
+                   "choices": choices, "envvar": envvar, "resumable": resumable, "default": default,
+                   "axis": axis}
     return field(default=default, metadata={CLI: declaration})
 
 
@@ -114,7 +119,7 @@ def _declare(name: str, raw: dict) -> CliOption:
         flag = f"{flag}/--no-{flag[2:]}"
     flags = (flag, raw["short"]) if raw["short"] else (flag,)
     return CliOption(flags=flags, help=raw["help"], panel=raw["panel"], choices=raw["choices"],
-                     envvar=raw["envvar"], resumable=raw["resumable"])
+                     envvar=raw["envvar"], resumable=raw["resumable"], axis=raw["axis"])
 
 
 def _backend_names() -> list[str]:
@@ -136,8 +141,8 @@ class RunConfig:
     batch_size: int = option(8, "Batch size.", flag="--bs")
     model: str = option(DEFAULT_MODEL, "resnet50, resnet18, distilbert, transformer, gpt2, "
                         "package.module:function returning (model, example_inputs).", short="-m")
-    image_size: int = option(224, "Image side for vision models.")
-    seq_len: int = option(128, "Sequence length for text models.")
+    image_size: int = option(224, "Image side for vision models.", axis="img")
+    seq_len: int = option(128, "Sequence length for text models.", axis="seq")
     seed: int = option(0, "Seed for weights and inputs.")
     weights: Path | None = option(None, "A state dict to load (torch.load with "
                                   "weights_only=True); random weights otherwise.")
@@ -184,8 +189,8 @@ class RunConfig:
     cache_dir: Path | None = option(None, "Engine cache folder (default "
                                     "~/.cache/infer-profiler/engines).", panel=PANEL_CACHE,
                                     envvar="INFER_PROFILER_CACHE", resumable=True)
-    use_cache: bool = option(True, "Reuse and save compiled TensorRT engines (ttrt_* "
-                             "backends).", flag="--cache/--no-cache", panel=PANEL_CACHE,
+    use_cache: bool = option(True, "Reuse and save compiled engines (ttrt_*, ort_* "
+                             "backends), FP32 reference outputs and FLOP counts.", flag="--cache/--no-cache", panel=PANEL_CACHE,
                              resumable=True)
     # numeric check against the FP32 eager reference: fail the run above this relative L2 error
     max_rel_error: float | None = option(
@@ -209,11 +214,11 @@ class RunConfig:
         "(transformer: encode, then decode token by token; gpt2: prefill, then decode with the "
         "KV cache); --iters counts generations.", panel=PANEL_GENERATION, choices=WORKLOADS)
     src_len: int = option(64, "Source tokens (transformer, --workload generate).",
-                          panel=PANEL_GENERATION)
+                          panel=PANEL_GENERATION, axis="src")
     prompt_len: int = option(128, "Prompt tokens (gpt2, --workload generate).",
-                             panel=PANEL_GENERATION)
+                             panel=PANEL_GENERATION, axis="prompt")
     max_new_tokens: int = option(64, "Tokens generated per sequence, EOS ignored (--workload "
-                                 "generate).", panel=PANEL_GENERATION)
+                                 "generate).", panel=PANEL_GENERATION, axis="new")
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:

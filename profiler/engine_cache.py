@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -35,6 +36,12 @@ def default_dir() -> Path:
     if configured:
         return Path(configured).expanduser()
     return Path.home() / ".cache" / "infer-profiler" / "engines"
+
+
+def entries_dir(cache_dir: Path | None, kind: str) -> Path:
+    """Where entries of another kind than engines live: ``<engine cache>/<kind>/`` (the FP32
+    reference outputs, FLOP counts), so ``--cache-dir`` and ``--no-cache`` govern them too."""
+    return (Path(cache_dir) if cache_dir else default_dir()) / kind
 
 
 def peaks_dir() -> Path:
@@ -57,17 +64,52 @@ def build_key(facts: dict) -> str:
     return _digest({k: v for k, v in facts.items() if k not in ENVIRONMENT_FACTS})[:32]
 
 
-def state_dict_digest(model) -> str:
+# model -> (the state's identity when hashed, its digest): one hash per state, however many
+# callers ask (the FP32 reference's cache key and an engine's)
+_DIGESTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def state_dict_digest(model, state: dict | None = None) -> str:
     """SHA-256 over (name, dtype, shape, bytes) of every state-dict tensor, in name order: two
-    models share a digest only when their weights and buffers are bit-identical."""
+    models share a digest only when their weights and buffers are bit-identical. ``state``: the
+    model's state dict already copied to the host (hashed instead of copying again).
+
+    Remembered per model while its tensors stay the same ones, unchanged (same storage, dtype,
+    shape and version counter): a cast or an in-place change is hashed afresh."""
+    identity = _state_identity(model)
+    remembered = _DIGESTS.get(model)
+    if identity is not None and remembered is not None and remembered[0] == identity:
+        return remembered[1]
+    digest = state_digest(model.state_dict() if state is None else state)
+    if identity is not None:
+        _DIGESTS[model] = (identity, digest)
+    return digest
+
+
+def state_digest(state: dict) -> str:
+    """The digest of a state dict (name -> tensor) as ``state_dict_digest`` makes it."""
     import torch
 
     digest = hashlib.sha256()
-    for name, tensor in sorted(model.state_dict().items()):
+    for name, tensor in sorted(state.items()):
         flat = tensor.detach().cpu().contiguous().reshape(-1)
         digest.update(f"{name}|{flat.dtype}|{tuple(tensor.shape)}|".encode())
         digest.update(flat.view(torch.uint8).numpy().tobytes())
     return digest.hexdigest()
+
+
+def _state_identity(model) -> tuple | None:
+    """What changes when a state tensor is replaced, cast or changed in place; None when a
+    tensor keeps no version counter (made under inference mode) or has no storage of its own (a
+    tensor subclass): then nothing is remembered."""
+    state = model.state_dict()
+    try:
+        if any(t.is_inference() for t in state.values()):
+            return None
+        return tuple((name, t.device.type, t.data_ptr(), t.dtype, tuple(t.shape), t._version)
+                     for name, t in state.items())
+    except (RuntimeError, TypeError, NotImplementedError):  # a tensor subclass without storage
+        return None
 
 
 @dataclass
@@ -80,8 +122,9 @@ class Lookup:
     reason: str  # "hit", "no entry", or why an entry was not used
 
 
-def paths(cache_dir: Path, key: str) -> tuple[Path, Path]:
-    return cache_dir / f"{key}.ep", cache_dir / f"{key}.json"
+def paths(cache_dir: Path, key: str, suffix: str = ".ep") -> tuple[Path, Path]:
+    """The entry's file (``suffix``: what it holds) and its sidecar."""
+    return cache_dir / f"{key}{suffix}", cache_dir / f"{key}.json"
 
 
 def _read_sidecar(path: Path) -> dict | None:
@@ -98,9 +141,9 @@ def _differences(wanted: dict, found: dict) -> list[str]:
             for name in names if wanted.get(name) != found.get(name)]
 
 
-def lookup(cache_dir: Path, facts: dict) -> Lookup:
+def lookup(cache_dir: Path, facts: dict, suffix: str = ".ep") -> Lookup:
     key = cache_key(facts)
-    module_path, sidecar_path = paths(cache_dir, key)
+    module_path, sidecar_path = paths(cache_dir, key, suffix)
     sidecar = _read_sidecar(sidecar_path) if sidecar_path.exists() else None
     if sidecar is not None and module_path.is_file():
         if sidecar["facts"] == facts:
@@ -122,12 +165,12 @@ def lookup(cache_dir: Path, facts: dict) -> Lookup:
 
 
 def store(cache_dir: Path, facts: dict, write_module: Callable[[Path], None],
-          report: dict | None = None) -> Path:
+          report: dict | None = None, suffix: str = ".ep") -> Path:
     """Save an entry: ``write_module(tmp_path)`` writes the module, which is then renamed into
     place, and the sidecar follows (written last, so a sidecar always has its module)."""
     cache_dir.mkdir(parents=True, exist_ok=True)
     key = cache_key(facts)
-    module_path, sidecar_path = paths(cache_dir, key)
+    module_path, sidecar_path = paths(cache_dir, key, suffix)
     write_with(module_path, write_module, suffix=".tmp.pt2")
     write_json_atomic(sidecar_path, {"schema": SIDECAR_SCHEMA, "key": key,
                                      "build_key": build_key(facts), "facts": facts,

@@ -6,8 +6,9 @@ prepare (build, move, compile, first call), warmup, timed (the latency figures),
 no torch.profiler but cudaProfilerStart/Stop around the active steps, so that nsys or ncu own
 CUPTI and no trace is written). Timing comes before profiling so the
 profiler's instrumentation can't leak into the latencies. After both windows come the backend's
-own extra measurements (e.g. TensorRT per-layer timing) and the numeric check against a fresh
-FP32 eager copy of the model. Everything is written into hidden staging folders and moved into
+own extra measurements (e.g. TensorRT per-layer timing) and the numeric check against the FP32
+eager reference (profiler.reference: computed from the measured model's own weights, copied to
+the host before prepare, or loaded from the reference cache). Everything is written into hidden staging folders and moved into
 runs/<run>/ and tb_logs/<run>/ only when the run succeeded.
 """
 
@@ -29,7 +30,9 @@ from rich.markup import escape
 
 import msgspec
 
-from . import backends, flops, metadata, models, numerics, phases, runs, signals, timing
+from . import (backends, engine_cache, flops, metadata, models, numerics, phases, runs, signals,
+               timing)
+from . import reference as fp32_reference
 from .config import RunConfig, check_path_component
 from .errors import UserError
 from .fsutil import clean_leftovers, folder_lock, replace_dir, staging_dir, write_text_atomic
@@ -169,6 +172,7 @@ def run(config: RunConfig, quiet: bool = False) -> RunResult:
     a --model package.module:function are one-line errors. The result's timing records
     where the seconds went (profiler.phases)."""
     began = time.perf_counter()
+    metadata.prefetch()  # git and nvidia-smi answer while the run goes on
     timer = Phases()
     imports_s = phases.imports_s(began)
     if imports_s is not None:
@@ -197,14 +201,15 @@ def _run(config: RunConfig, backend, use_cuda: bool, quiet: bool, timer: Phases,
     precision_flags = set_math_flags(config)
 
     with timer("build"):  # bad models and weights fail here, before any writing
-        model, inputs = models.build(config)
+        model, inputs = models.build(config, device)
     built_s = timer.seconds["build"]
     # FLOPs of one forward pass: a generation's work is not one forward, so none is claimed
     roofline_inputs = None
     if config.workload != "generate":
         with timer("flops"):
+            counted = _flop_count(config, model, inputs)
             roofline_inputs = flops.roofline_inputs(model, inputs, backend.precision,
-                                                    config.batch_size)
+                                                    config.batch_size, counted)
 
     run_dir = config.runs_dir / config.run_name
     tb_run_dir = config.tb_dir / config.run_name
@@ -216,6 +221,7 @@ def _run(config: RunConfig, backend, use_cuda: bool, quiet: bool, timer: Phases,
         if config.workload == "generate":  # one greedy generation per step
             from .workloads import generate
             collect = generate.collect
+        metadata.settle()  # no git or nvidia-smi beside the backend and the measured windows
         collected = collect(config, backend, model, inputs, device, use_cuda, progress,
                             run_stage, tb_stage, timer)
         if config.max_rel_error is not None and "skipped" not in collected.numerics:
@@ -239,6 +245,14 @@ def _run(config: RunConfig, backend, use_cuda: bool, quiet: bool, timer: Phases,
         for stage in stages:
             shutil.rmtree(stage, ignore_errors=True)
     return result
+
+
+def _flop_count(config: RunConfig, model, inputs) -> dict:
+    """The FLOP count, from the cache where it may be kept (a built-in model, --cache)."""
+    facts = models.build_facts(config, inputs) if models.is_builtin(config) else None
+    cache_dir = engine_cache.entries_dir(config.cache_dir, flops.CACHE_KIND) \
+        if config.use_cache else None
+    return flops.cached_count(model, inputs, facts, cache_dir)
 
 
 def _with_phases(result: RunResult, timer: Phases, wall_s: float) -> RunResult:
@@ -284,6 +298,10 @@ def _collect(config, backend, model, inputs, device, use_cuda, progress, run_sta
     one's seconds added to ``timer``."""
     label = f"{config.model} {backend.name} bs{config.batch_size}"
     progress.say(f"[bold]{label}[/bold] on {torch.cuda.get_device_name() if use_cuda else 'CPU'}")
+    reference = None
+    if backend.name != REFERENCE_BACKEND:  # the FP32 weights, before the backend casts them
+        with timer("numerics"):
+            reference = fp32_reference.prepare(config, model)
     prepared, prepare_s, first_call_s = _prepare(config, backend, model, inputs, device,
                                                  use_cuda, progress)
     timer.add("prepare", prepare_s)
@@ -298,11 +316,13 @@ def _collect(config, backend, model, inputs, device, use_cuda, progress, run_sta
     activities, trace_files = _profile(config, fn, inputs, use_cuda, progress, tb_stage, timer)
     notes, artifacts = _after_windows(prepared, run_stage, timer)
     with nvtx_range("numerics"), timer("numerics"):
-        numeric_check = check_numerics(config, backend.name, fn, inputs, device, use_cuda)
+        numeric_check = check_numerics(config, backend.name, fn, inputs, device, use_cuda,
+                                       reference)
     if "skipped" not in numeric_check:
         progress.say(f"  numerics vs FP32 eager: relative L2 error "
                      f"{_figure(numeric_check['rel_l2_error'])}, max abs error "
-                     f"{_figure(numeric_check['max_abs_error'])}")
+                     f"{_figure(numeric_check['max_abs_error'])} (reference "
+                     f"{numeric_check['reference']['source']})")
     elif "reason" in numeric_check:
         progress.say(f"  [yellow]numerics: skipped ({numeric_check['skipped']}):[/] "
                      f"{escape(numeric_check['reason'])}")
@@ -590,13 +610,14 @@ def _figure(value: float | None) -> str:
 
 
 def check_numerics(config: RunConfig, backend_name: str, fn, inputs: tuple, device,
-                   use_cuda: bool) -> dict:
-    """Compare one more call of the backend with a fresh FP32 eager build of the same model.
+                   use_cuda: bool, reference: fp32_reference.Reference | None) -> dict:
+    """Compare one more call of the backend with the FP32 eager reference.
 
-    The reference is built again with models.build (same seed, same --weights, so the same
-    weights: the backend's own model may have been cast or compiled in place), runs on the same
-    device with TF32 as --tf32 set it, and gets this run's inputs cast back to float32, so both
-    see identical input values.
+    ``reference`` (profiler.reference, prepared before the backend saw the model; None for the
+    reference backend itself) holds the measured model's FP32 weights: its output is loaded
+    from the reference cache, or computed by a fresh build holding those weights on the same
+    device with TF32 as --tf32 set it, on this run's inputs cast back to float32, so both see
+    identical input values.
     """
     if backend_name == REFERENCE_BACKEND:
         return {"skipped": f"{REFERENCE_BACKEND} is the FP32 eager reference itself"}
@@ -607,7 +628,7 @@ def check_numerics(config: RunConfig, backend_name: str, fn, inputs: tuple, devi
     output = output.clone()
     kind = None
     try:
-        reference = _fp32_reference(config, inputs, device, use_cuda)
+        reference_output, source = reference.output(inputs, device, use_cuda)
     except Exception as error:  # FP16/BF16/TensorRT can fit batches that FP32 cannot
         kind = out_of_memory_kind(error)
         if kind is None:
@@ -617,21 +638,15 @@ def check_numerics(config: RunConfig, backend_name: str, fn, inputs: tuple, devi
         return {"skipped": "reference did not fit",
                 "reason": f"{kind} out of memory in the FP32 eager reference at batch size "
                           f"{config.batch_size}; the measurement is kept"}
-    result = numerics.compare(output, reference)
+    result = numerics.compare(output, reference_output)
     result["reference"] = {
         "backend": REFERENCE_BACKEND,
-        "how": "fresh FP32 eager build (same seed and weights) on this run's inputs cast to float32",
+        "how": "FP32 eager build holding the measured model's weights (copied before the "
+               "backend saw them) on this run's inputs cast to float32 (contiguous)",
         "device": str(device),
         "tf32": config.tf32,
+        "source": source,
+        "cache_key": reference.cache_key,
+        "cache": reference.cache_note,
     }
     return result
-
-
-def _fp32_reference(config: RunConfig, inputs: tuple, device, use_cuda: bool) -> torch.Tensor:
-    reference_model, _ = models.build(config)
-    reference_model = reference_model.to(device=device, dtype=torch.float32)
-    reference_inputs = tuple(t.to(torch.float32) if t.is_floating_point() else t for t in inputs)
-    with torch.inference_mode():
-        reference = _first_tensor(reference_model(*reference_inputs))
-    _sync(use_cuda)
-    return reference

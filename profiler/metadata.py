@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import platform
 import socket
 import subprocess
@@ -42,13 +43,46 @@ def git_commit() -> dict | None:
     return {"commit": commit, "dirty": bool(dirty)}
 
 
+# the answers of the slow queries (git, nvidia-smi), started by ``prefetch`` so that they run
+# while the model is measured instead of after
+_ANSWERS: dict[str, concurrent.futures.Future] = {}
+
+
+def prefetch() -> None:
+    """Start asking git and nvidia-smi now, in the background; ``environment`` and
+    ``gpu_facts`` then read the answers instead of asking again."""
+    if _ANSWERS:
+        return
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=2,
+                                                 thread_name_prefix="metadata")
+    _ANSWERS["git"] = pool.submit(git_commit)
+    _ANSWERS["driver"] = pool.submit(driver_version)
+    pool.shutdown(wait=False)
+
+
+def settle() -> None:
+    """Wait for the prefetched answers: called before the measured windows, so that no query
+    runs beside them."""
+    concurrent.futures.wait(list(_ANSWERS.values()))
+
+
+def _answer(name: str, ask):
+    future = _ANSWERS.get(name)
+    return future.result() if future is not None else ask()
+
+
+def driver_version() -> str | None:
+    """The NVIDIA driver's version (one per host), or None without nvidia-smi."""
+    answer = _run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"])
+    return answer.splitlines()[0].strip() if answer else None
+
+
 def gpu_facts(torch) -> dict | None:
     if not torch.cuda.is_available():
         return None
     index = torch.cuda.current_device()
     props = torch.cuda.get_device_properties(index)
-    driver = _run(["nvidia-smi", f"--id={index}", "--query-gpu=driver_version",
-                   "--format=csv,noheader"])
+    driver = _answer("driver", driver_version)
     return {
         "name": props.name,
         "compute_capability": f"{props.major}.{props.minor}",
@@ -71,5 +105,5 @@ def environment(torch) -> dict:
         "platform": platform.platform(),
         "hostname": socket.gethostname(),
         "command_line": [Path(sys.argv[0]).name, *sys.argv[1:]],
-        "git": git_commit(),
+        "git": _answer("git", git_commit),
     }

@@ -4,6 +4,7 @@ random (never all-zero) inputs for one batch. Nothing is downloaded."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib
 import inspect
 import math
@@ -20,6 +21,8 @@ from .config import RunConfig
 from .errors import UserError
 
 Built = tuple[nn.Module, tuple]
+# example inputs are made on the host (by its seeded generator), wherever the model is built
+HOST = "cpu"
 
 
 def _torchvision(arch: str) -> Callable[[RunConfig], Built]:
@@ -27,7 +30,7 @@ def _torchvision(arch: str) -> Callable[[RunConfig], Built]:
         import torchvision
 
         model = getattr(torchvision.models, arch)(weights=None)
-        images = torch.randn(config.batch_size, 3, config.image_size, config.image_size)
+        images = torch.randn(config.batch_size, 3, config.image_size, config.image_size, device=HOST)
         return model, (images,)
 
     return build
@@ -51,8 +54,9 @@ def _distilbert(config: RunConfig) -> Built:
         raise UserError('the distilbert model needs transformers: pip install -e ".[nlp]"') from None
     hf_config = DistilBertConfig(num_labels=2, max_position_embeddings=max(512, config.seq_len))
     model = _LogitsOnly(DistilBertForSequenceClassification(hf_config))
-    input_ids = torch.randint(1, hf_config.vocab_size, (config.batch_size, config.seq_len))
-    attention_mask = torch.ones(config.batch_size, config.seq_len, dtype=torch.long)
+    input_ids = torch.randint(1, hf_config.vocab_size, (config.batch_size, config.seq_len),
+                              device=HOST)
+    attention_mask = torch.ones(config.batch_size, config.seq_len, dtype=torch.long, device=HOST)
     return model, (input_ids, attention_mask)
 
 
@@ -119,11 +123,11 @@ def _transformer(config: RunConfig) -> Built:
     vocab = 10000
     if config.workload == "generate":  # random source tokens, and the first target token
         model = Seq2SeqTransformer(vocab=vocab, max_len=1024)
-        src = torch.randint(1, vocab, (config.batch_size, config.src_len))
+        src = torch.randint(1, vocab, (config.batch_size, config.src_len), device=HOST)
         return model, (src,)
     model = Seq2SeqTransformer(vocab=vocab, max_len=max(1024, config.seq_len))
-    src = torch.randint(1, vocab, (config.batch_size, config.seq_len))
-    tgt = torch.randint(1, vocab, (config.batch_size, config.seq_len))
+    src = torch.randint(1, vocab, (config.batch_size, config.seq_len), device=HOST)
+    tgt = torch.randint(1, vocab, (config.batch_size, config.seq_len), device=HOST)
     return model, (src, tgt)
 
 
@@ -156,7 +160,7 @@ def _gpt2(config: RunConfig) -> Built:
                            n_head=12, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
     model = CausalLM(GPT2LMHeadModel(hf_config))
     length = config.prompt_len if config.workload == "generate" else config.seq_len
-    return model, (torch.randint(0, GPT2_VOCAB, (config.batch_size, length)),)
+    return model, (torch.randint(0, GPT2_VOCAB, (config.batch_size, length), device=HOST),)
 
 
 MODELS: dict[str, Callable[[RunConfig], Built]] = {
@@ -246,19 +250,45 @@ def _where(error: BaseException, spec: str) -> str:
     return f" (at {Path(source).name}:{frames[-1].lineno} in {frames[-1].name})"
 
 
-def build(config: RunConfig) -> Built:
-    """The model in eval mode with seeded random weights, and its example inputs on the CPU."""
-    torch.manual_seed(config.seed)
+def build(config: RunConfig, device: torch.device | str | None = None,
+          load: bool = True) -> Built:
+    """The model in eval mode with seeded random weights (``--weights`` loaded unless ``load``
+    is False), and its example inputs on the CPU.
+
+    A built-in model is made on ``device`` (default: the CPU): its weights are allocated and
+    initialised there, by that device's random generator (on a GPU much faster than the host's).
+    The same seed on the same device gives the same weights; the weights differ between devices.
+    A package.module:function model is made where its function makes it."""
+    torch.manual_seed(config.seed)  # every device's generator
     if ":" in config.model:
         model, inputs = _custom(config.model, config)
     elif config.model in MODELS:
-        model, inputs = MODELS[config.model](config)
+        with torch.device(device) if device is not None else contextlib.nullcontext():
+            model, inputs = MODELS[config.model](config)
     else:
         raise UserError(f"unknown model {config.model!r}; choose one of: "
                         f"{', '.join(MODELS)}, or package.module:function")
-    if config.weights is not None:
+    if load and config.weights is not None:
         load_weights(model, config.weights)
     return model.eval(), inputs
+
+
+def is_builtin(config: RunConfig) -> bool:
+    """A model this package defines (its code is known), not a package.module:function."""
+    return config.model in MODELS
+
+
+def build_facts(config: RunConfig, inputs: tuple) -> dict:
+    """What decides a built-in model's architecture and inputs, for cache keys: the model, this
+    file's code (it builds the models), the input shapes and dtypes, the libraries' versions."""
+    from . import metadata
+
+    versions = metadata.package_versions()
+    return {"model": config.model, "workload": config.workload,
+            "model_code": hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16],
+            "inputs": [[list(t.shape), str(t.dtype).replace("torch.", "")] for t in inputs],
+            "versions": {name: versions.get(name) for name in ("torch", "torchvision",
+                                                               "transformers")}}
 
 
 def load_weights(model: nn.Module, path: Path) -> None:

@@ -8,8 +8,9 @@ imports        from the first line of profile.py to the harness's start (the Pyt
                typer, torch, the profiler). The interpreter's own start-up before that line is
                not covered, and a run started in-process (not through profile.py) has no
                imports phase.
-build          models.build: the model and its inputs
-flops          the FLOP count of one forward pass (roofline_inputs; not for --workload generate)
+build          models.build: the model (a built-in one made on the run's device) and its inputs
+flops          the FLOP count of one forward pass, or its reading from the cache (roofline_inputs;
+               not for --workload generate)
 prepare        the backend's prepare (export, compile or engine-cache load: result.json's
                backend compile_s / cache_load_s are parts of it)
 first_call     the first call (Inductor compiles there)
@@ -18,7 +19,8 @@ timed          the timed window
 profile        the profiled steps (torch.profiler or the cuda-profiler-api window), without
 trace_write    torch.profiler's trace handler writing the trace files
 after_windows  the backend's own measurements after both windows (TensorRT layer timing)
-numerics       one more call and the FP32 eager reference (its build included)
+numerics       the FP32 eager reference: its weights copied to the host (before prepare), its
+               output loaded from the cache or computed (its build included), and one more call
 repeat_runs    --repeat-runs: the extra timed windows in fresh processes
 write          latency.csv, the other CSVs and the first writing of result.json
 """

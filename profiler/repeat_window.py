@@ -62,7 +62,7 @@ def _time_once(config: RunConfig) -> dict:
     use_cuda = torch.cuda.is_available()
     device = torch.device("cuda" if use_cuda else "cpu")
     set_math_flags(config)
-    model, inputs = models.build(config)
+    model, inputs = models.build(config, device)
     prepared = backends.get(config.backend).prepare(model, inputs, config, device)
     plan = timing.plan_window(config.iters, config.timed_warmup, None, use_cuda)
     prepared.fn(*prepared.inputs)

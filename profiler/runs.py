@@ -161,6 +161,11 @@ class Reference(msgspec.Struct, frozen=True):
     how: str
     device: str
     tf32: bool
+    # "computed" in this run, or "loaded" from the reference cache (profiler.reference); None in
+    # results written before the cache existed, and for a generation's reference
+    source: str | None = None
+    cache_key: str | None = None
+    cache: str | None = None  # "hit", "stored", or why the cache was not used
 
 
 class Comparison(msgspec.Struct, frozen=True):
@@ -486,6 +491,8 @@ class SweepCell(msgspec.Struct):
     elapsed_s: float | None = None
     log: str | None = None
     metrics: dict[str, Any] | None = None
+    # the cell's value of each option the sweep was given a list of (--max-new-tokens 16,64)
+    axis: dict[str, Any] | None = None
     gpu: str | None = None  # the GPU that ran it (as CUDA_VISIBLE_DEVICES names it)
     node: str | None = None  # the host that ran it
     worker: str | None = None  # the worker process: <slot>/pid<N>

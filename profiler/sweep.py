@@ -9,6 +9,10 @@ This process never imports torch: it validates the options (RunConfig, the backe
 hands out the cells, summarizes each finished cell's trace (profiler.trace, torch-free) and
 writes the tables.
 
+An option declared with an ``axis`` (--max-new-tokens, --src-len, --prompt-len, --seq-len,
+--image-size) may be given a comma-separated list: the grid then holds one cell per value too,
+named ``<backend>_bs<N>..._<axis><value>`` (e.g. ``_new16``).
+
 Layout of a sweep called S (``--name``, default ``sweep_<model>``):
 
     runs/S/sweep.json          the manifest: model, backends, batch sizes, baseline, shared
@@ -27,6 +31,7 @@ others again.
 
 from __future__ import annotations
 
+import itertools
 import re
 import sys
 import time
@@ -63,14 +68,68 @@ def shared_options() -> dict[str, CliOption]:
     return {spec.key: spec for name, spec in run_options().items() if name not in SWEEP_SETS}
 
 
-def cell_name(backend: str, batch_size: int, model: str, workload: str = "forward") -> str:
-    """A cell's folder: the name `profile.py run` gives that run (config.run_name)."""
-    return run_name(backend, batch_size, model, workload=workload)
+def cell_name(backend: str, batch_size: int, model: str, workload: str = "forward",
+              axis: dict | None = None) -> str:
+    """A cell's folder: the name `profile.py run` gives that run (config.run_name), and the
+    cell's value of each swept option (``_new16``)."""
+    specs = axis_options()
+    return run_name(backend, batch_size, model, workload=workload) + "".join(
+        f"_{specs[key].axis}{value}" for key, value in (axis or {}).items())
 
 
-def _plan_cell_name(p, backend: str, batch_size: int) -> str:
+def cell_label(backend: str, batch_size: int, axis: dict | None = None) -> str:
+    """``ttrt_fp16 bs 8`` and the cell's value of each swept option (``--max-new-tokens 16``)."""
+    specs = axis_options()
+    return " ".join([f"{backend} bs {batch_size}", *(
+        f"{specs[key].flags[0]} {value}" for key, value in (axis or {}).items())])
+
+
+def short_label(cell: SweepCell) -> str:
+    """``ttrt_fp16 bs8``, and ``new16`` for each swept option: a cell in a plot or a report."""
+    specs = axis_options()
+    return " ".join([f"{cell.backend} bs{cell.batch_size}", *(
+        f"{specs[key].axis}{value}" for key, value in (cell.axis or {}).items())])
+
+
+def _plan_cell_name(p, backend: str, batch_size: int, axis: dict | None = None) -> str:
     return cell_name(backend, batch_size, p.options["model"],
-                     p.options.get("workload", "forward"))
+                     p.options.get("workload", "forward"), axis)
+
+
+# ---- swept options (a list of values where a run takes one) ---------------------------------
+
+def axis_options() -> dict[str, CliOption]:
+    """Option key -> declaration of the options a sweep may be given a list of."""
+    return {key: spec for key, spec in shared_options().items() if spec.axis}
+
+
+def parse_axes(options: dict) -> dict:
+    """The options with their axis values parsed: ``"64"`` -> 64, ``"16,64"`` -> [16, 64]
+    (a list is an axis of the grid). Values that are numbers already are kept."""
+    parsed = dict(options)
+    for key, spec in axis_options().items():
+        value = parsed.get(key)
+        if not isinstance(value, str):
+            continue
+        flag = spec.flags[0]
+        values = []
+        for item in _split(value, flag, "16,64,256"):
+            try:
+                values.append(int(item))
+            except ValueError:
+                raise UserError(f"{flag}: {item!r} is not a whole number (give one, or a "
+                                "comma-separated list such as 16,64,256)") from None
+        _no_duplicates(values, flag, "value")
+        parsed[key] = values if len(values) > 1 else values[0]
+    return parsed
+
+
+def axis_values(options: dict) -> list[dict]:
+    """Every combination of the swept options' values (``[{}]`` when none is swept), in the
+    order given."""
+    axes = {key: value for key, value in options.items()
+            if key in axis_options() and isinstance(value, list)}
+    return [dict(zip(axes, combo)) for combo in itertools.product(*axes.values())]
 
 
 def default_name(model: str) -> str:
@@ -124,17 +183,21 @@ def _no_duplicates(items: list, flag: str, what: str) -> None:
         seen.add(item)
 
 
-def run_args(options: dict) -> list[str]:
-    """The shared options (keyed as in the manifest) as `profile.py run` arguments."""
-    return run_argv(unkeyed({k: v for k, v in options.items() if k in shared_options()}))
+def run_args(options: dict, axis: dict | None = None) -> list[str]:
+    """The shared options (keyed as in the manifest), with a cell's value of each swept
+    option, as `profile.py run` arguments."""
+    values = {k: v for k, v in options.items() if k in shared_options()}
+    return run_argv(unkeyed({**values, **(axis or {})}))
 
 
 def validate(options: dict, backend_names: list[str], batch_sizes: list[int]) -> None:
     """Every cell's configuration must be valid before the first one starts."""
-    config = unkeyed({k: v for k, v in options.items() if k in shared_options()})
-    for backend in backend_names:
-        for batch_size in batch_sizes:
-            RunConfig(backend=backend, batch_size=batch_size, **config)
+    shared = {k: v for k, v in options.items() if k in shared_options()}
+    for axis in axis_values(options):
+        config = unkeyed({**shared, **axis})
+        for backend in backend_names:
+            for batch_size in batch_sizes:
+                RunConfig(backend=backend, batch_size=batch_size, **config)
 
 
 # ---- the manifest --------------------------------------------------------------------------
@@ -157,8 +220,11 @@ def check_resumable(sweep_dir: Path, manifest: SweepManifest, options: dict) -> 
     # an option the manifest does not name (one added since the sweep began) had its default
     defaults = keyed({f.name: f.default for f in fields(RunConfig) if f.name in run_options()})
     before = {key: old.get(key, defaults.get(key)) for key in shared}
+    # a swept option's cells are named by their value: another list is another grid
+    swept = {key for key in shared
+             if isinstance(before[key], list) or isinstance(options.get(key), list)}
     changed = [key for key, spec in shared.items()
-               if not spec.resumable and before[key] != options.get(key)]
+               if not spec.resumable and key not in swept and before[key] != options.get(key)]
     if changed:
         parts = [f"{shared[k].flags[0].split('/')[0]} {before[k]!r} (now {options.get(k)!r})"
                  for k in changed]
@@ -215,7 +281,8 @@ class SweepPlan:
     tb_dir: Path = Path("tb_logs")
     resume: bool = False
     cell_timeout_s: float | None = None
-    cells: list[tuple[str, int]] = field(default_factory=list)
+    # backend, batch size, and the cell's value of each swept option (empty when none is)
+    cells: list[tuple[str, int, dict]] = field(default_factory=list)
     executor: str = "local"
     gpus: list[str] | None = None  # None: every visible GPU (the executor finds them)
     isolate: bool = False
@@ -245,12 +312,14 @@ def plan(backends: str, batch_sizes: str, options: dict, name: str | None = None
         raise UserError(f"--cell-timeout must be more than 0 seconds (got {cell_timeout_s})")
     name = check_path_component(name or default_name(options["model"]), "sweep name")
     runs.check_separate_roots(runs_dir, tb_dir)
+    options = parse_axes(options)
     validate(options, backend_names, sizes)
     executors.get(executor)  # an unknown name is one line now, not after the first cell
     return SweepPlan(name=name, backends=backend_names, batch_sizes=sizes, baseline=baseline,
                      options=options, runs_dir=runs_dir, tb_dir=tb_dir, resume=resume,
                      cell_timeout_s=cell_timeout_s,
-                     cells=[(b, n) for b in backend_names for n in sizes],
+                     cells=[(b, n, axis) for b in backend_names for n in sizes
+                            for axis in axis_values(options)],
                      executor=executor, gpus=_parse_gpus(gpus, executor), isolate=isolate)
 
 
@@ -290,9 +359,10 @@ def start_manifest(p: SweepPlan) -> SweepManifest:
     else:
         for key, value in grid.items():
             setattr(manifest, key, value)
-    for backend, batch_size in p.cells:
-        manifest.cells.setdefault(_plan_cell_name(p, backend, batch_size),
-                                  SweepCell(backend=backend, batch_size=batch_size))
+    for backend, batch_size, axis in p.cells:
+        manifest.cells.setdefault(_plan_cell_name(p, backend, batch_size, axis),
+                                  SweepCell(backend=backend, batch_size=batch_size,
+                                            axis=axis or None))
     return manifest
 
 
@@ -300,11 +370,13 @@ def is_done(sweep_dir: Path, cell: SweepCell, name: str) -> bool:
     return cell.status == OK and (sweep_dir / name / runs.RESULT_FILE).is_file()
 
 
-def cell_job(p: SweepPlan, backend: str, batch_size: int) -> CellJob:
+def cell_job(p: SweepPlan, backend: str, batch_size: int,
+             axis: dict | None = None) -> CellJob:
     """One cell as an executor runs it: the `profile.py run` arguments and the log file."""
-    name = _plan_cell_name(p, backend, batch_size)
-    argv = ["run", "--backend", backend, "--bs", str(batch_size), *run_args(p.options),
-            "--runs-dir", str(p.sweep_dir), "--tb-dir", str(p.trace_dir)]
+    name = _plan_cell_name(p, backend, batch_size, axis)
+    argv = ["run", "--backend", backend, "--bs", str(batch_size), *run_args(p.options, axis),
+            *_name_args(p, backend, batch_size, axis), "--runs-dir", str(p.sweep_dir),
+            "--tb-dir", str(p.trace_dir)]
     return CellJob(name=name, backend=backend, batch_size=batch_size, argv=argv,
                    log_path=str(p.sweep_dir / "logs" / f"{name}.log"),
                    timeout_s=p.cell_timeout_s)
@@ -314,6 +386,15 @@ def make_executor(p: SweepPlan):
     settings = executors.ExecutorSettings(gpus=p.gpus, isolate=p.isolate,
                                           log_dir=p.sweep_dir / "logs")
     return executors.get(p.executor)(settings)
+
+
+def _name_args(p: SweepPlan, backend: str, batch_size: int, axis: dict | None) -> list[str]:
+    """A cell with swept values gets the folder the sweep names it: `run` names a run
+    ``<backend>_bs<N>_<--name>``, so --name is the rest of the cell's name."""
+    if not axis:
+        return []
+    return ["--name", _plan_cell_name(p, backend, batch_size, axis)[
+        len(run_name(backend, batch_size, name="x")) - 1:]]
 
 
 @dataclass
@@ -344,18 +425,19 @@ def _run_sweep(p: SweepPlan, say, progress) -> SweepOutcome:
     say(f"sweep {p.name}: {len(p.backends)} backends x {len(p.batch_sizes)} batch sizes = "
         f"{len(p.cells)} cells of {p.options['model']}, {executor.describe()}; results in "
         f"{p.sweep_dir}/")
-    labels = {_plan_cell_name(p, b, n): f"[{i}/{len(p.cells)}] {b} bs {n}"
-              for i, (b, n) in enumerate(p.cells, start=1)}
+    labels = {_plan_cell_name(p, b, n, axis):
+              f"[{i}/{len(p.cells)}] {cell_label(b, n, axis)}"
+              for i, (b, n, axis) in enumerate(p.cells, start=1)}
     jobs, skipped = [], 0
-    for backend, batch_size in p.cells:
-        name = _plan_cell_name(p, backend, batch_size)
+    for backend, batch_size, axis in p.cells:
+        name = _plan_cell_name(p, backend, batch_size, axis)
         if p.resume and is_done(p.sweep_dir, manifest.cells[name], name):
             skipped += 1
             say(f"{labels[name]}: done before, skipped (--resume)")
             if progress:
                 progress()
         else:
-            jobs.append(cell_job(p, backend, batch_size))
+            jobs.append(cell_job(p, backend, batch_size, axis))
     running: set[str] = set()
 
     def on_start(job: CellJob, where: dict) -> None:
@@ -432,7 +514,10 @@ def describe(sweep_dir: Path, name: str, cell: SweepCell) -> str:
     if cell.status != OK:
         return f"{cell.status}: {cell.reason} {seconds}"
     result = runs.try_read_result(sweep_dir / name / runs.RESULT_FILE)
-    return f"ok, p50 {result.timing.p50_ms:.3f} ms {seconds}" if result else f"ok {seconds}"
+    if result is None:
+        return f"ok {seconds}"
+    broken = "; warning: the output holds NaN or Inf" if result.output.finite is False else ""
+    return f"ok, p50 {result.timing.p50_ms:.3f} ms{broken} {seconds}"
 
 
 def grid_cells(manifest: SweepManifest) -> list[tuple[str, SweepCell]]:
@@ -441,10 +526,11 @@ def grid_cells(manifest: SweepManifest) -> list[tuple[str, SweepCell]]:
     found = []
     for backend in manifest.backends:
         for batch_size in manifest.batch_sizes:
-            name = cell_name(backend, batch_size, manifest.model,
-                             manifest.options.get("workload", "forward"))
-            if name in manifest.cells:
-                found.append((name, manifest.cells[name]))
-            elif (backend, batch_size) in by_grid:  # a manifest from before models were named
-                found.append(by_grid[backend, batch_size])
+            for axis in axis_values(manifest.options):
+                name = cell_name(backend, batch_size, manifest.model,
+                                 manifest.options.get("workload", "forward"), axis)
+                if name in manifest.cells:
+                    found.append((name, manifest.cells[name]))
+                elif not axis and (backend, batch_size) in by_grid:  # before models were named
+                    found.append(by_grid[backend, batch_size])
     return found

@@ -10,6 +10,13 @@
 #                                              # TensorRT split engines; per-phase split; compare
 #   bash scripts/device_session.sh lm          # gpt2 bs 1 through eager and Inductor
 #   bash scripts/device_session.sh sweep       # ResNet50: 5 backends x bs 1,8,32; sweep report
+#   bash scripts/device_session.sh baseline    # end-to-end seconds of an eager and a TensorRT run
+#                                              # (miss, then hit) with their phases; an eager FP16
+#                                              # trace with stacks, memory and shapes (the seed of
+#                                              # scripts/bench_summarize.py's 1 GB trace)
+#   BS=1 bash scripts/device_session.sh generate   # the translation loop at another batch size
+#   bash scripts/device_session.sh fixtures    # one small generation trace per workload (16 new
+#                                              # tokens, one profiled generation)
 set -u
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -22,7 +29,12 @@ DIRS=(--runs-dir "$WORK/runs" --tb-dir "$WORK/tb_logs")
 say() { echo "=== $*"; }
 p() { "$PY" profile.py "$@"; }
 keep() {  # the small files of the runs made (no traces, no engines), as one archive in $OUT
-    tar czf "$OUT/$1.tgz" -C "$WORK" --exclude="*.pt.trace.json*" --exclude="*.ep" runs 2>/dev/null
+    (cd "$WORK" && find runs -type f -size -2M ! -name "*.pt.trace.json*" ! -name "*.ep" \
+        -print0 | tar czf "$OUT/$1.tgz" --null -T -)
+}
+timed() {  # wall seconds of one command, end to end, on its own line
+    local began=$(date +%s%N); "$@"; local code=$? ms=$((($(date +%s%N) - began) / 1000000))
+    echo "=== wall: $((ms / 1000)).$(printf %03d $((ms % 1000))) s for: $*"; return $code
 }
 
 numbers() {
@@ -43,18 +55,46 @@ numbers() {
 }
 
 generate() {
+    local bs=${BS:-8}
     for backend in pytorch_fp32 pytorch_fp16 inductor_fp16 ttrt_fp16; do
-        say "generate: transformer $backend bs 8, 64 new tokens"
-        p run --backend "$backend" --bs 8 --model transformer --workload generate --src-len 64 \
+        say "generate: transformer $backend bs $bs, 64 new tokens"
+        p run --backend "$backend" --bs "$bs" --model transformer --workload generate --src-len 64 \
             --max-new-tokens 64 --iters 20 --timed-warmup 3 --active 2 "${DIRS[@]}" 2>&1 | tail -n 22
     done
     for backend in pytorch_fp16 ttrt_fp16; do
-        say "phases: $backend"; p summarize "$WORK/runs/${backend}_bs8_transformer_gen" --view phases --top 8
+        say "phases: $backend"; p summarize "$WORK/runs/${backend}_bs${bs}_transformer_gen" --view phases --top 8
     done
     say "compare pytorch_fp16 vs ttrt_fp16 (generation)"
-    p compare "$WORK/runs/pytorch_fp16_bs8_transformer_gen" "$WORK/runs/ttrt_fp16_bs8_transformer_gen" --top 5
-    keep generate
-    cp "$(ls -S "$WORK"/tb_logs/ttrt_fp16_bs8_transformer_gen/*.gz | tail -n 1)" "$OUT/" 2>/dev/null
+    p compare "$WORK/runs/pytorch_fp16_bs${bs}_transformer_gen" "$WORK/runs/ttrt_fp16_bs${bs}_transformer_gen" --top 5
+    keep "generate_bs$bs"
+}
+
+fixtures() {
+    say "fixture: transformer ttrt_fp16 bs 1, 16 new tokens, one profiled generation"
+    p run --backend ttrt_fp16 --bs 1 --model transformer --workload generate --src-len 16 \
+        --max-new-tokens 16 --iters 10 --timed-warmup 2 --active 1 --name fixture "${DIRS[@]}" 2>&1 | tail -n 8
+    say "fixture: gpt2 inductor_fp16 bs 1, prompt 32, 16 new tokens"
+    p run --backend inductor_fp16 --bs 1 --model gpt2 --workload generate --prompt-len 32 \
+        --max-new-tokens 16 --iters 10 --timed-warmup 2 --active 1 --name fixture "${DIRS[@]}" 2>&1 | tail -n 8
+    for run in ttrt_fp16_bs1_fixture inductor_fp16_bs1_fixture; do
+        say "phases: $run"; p summarize "$WORK/runs/$run" --view phases --top 6
+        mkdir -p "$OUT/$run" && cp "$WORK"/tb_logs/$run/*.gz "$OUT/$run/" 2>/dev/null
+    done
+    keep fixtures
+}
+
+baseline() {
+    say "eager ResNet50 bs 8, end to end"
+    timed p run --backend pytorch_fp32 --bs 8 "${DIRS[@]}" 2>&1 | grep -E "seconds:|p50|wall:"
+    say "ttrt_fp16 bs 8: engine-cache miss, then hit"
+    timed p run --backend ttrt_fp16 --bs 8 --name miss "${DIRS[@]}" 2>&1 | grep -E "seconds:|p50|wall:"
+    timed p run --backend ttrt_fp16 --bs 8 --name hit "${DIRS[@]}" 2>&1 | grep -E "seconds:|p50|wall:"
+    say "eager FP16 bs 8 with stacks, memory and shapes: 10 profiled steps"
+    p run --backend pytorch_fp16 --bs 8 --with-stack --profile-memory --record-shapes \
+        --wait 1 --warmup 2 --active 10 --repeat 1 --name stacks "${DIRS[@]}" 2>&1 | grep -E "seconds:|trace"
+    mkdir -p "$OUT/stacks" && cp "$WORK"/tb_logs/pytorch_fp16_bs8_stacks/*.gz "$OUT/stacks/"
+    ls -la "$OUT/stacks"
+    keep baseline
 }
 
 lm() {
@@ -76,7 +116,7 @@ sweep() {
 }
 
 case ${1:-} in
-    numbers|generate|lm|sweep) "$1" ;;
-    *) sed -n 2,13p "$0"; exit 2 ;;
+    numbers|generate|lm|sweep|baseline|fixtures) "$1" ;;
+    *) sed -n 2,20p "$0"; exit 2 ;;
 esac
 ls -la "$OUT"

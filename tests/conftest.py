@@ -23,6 +23,15 @@ class CliResult:
         return f"CliResult(code={self.code}, stderr={self.stderr!r})"
 
 
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path_factory, monkeypatch):
+    """Each test's runs cache engines, FP32 references and FLOP counts in a folder of its own
+    (never in the user's ~/.cache, never shared between tests)."""
+    folder = tmp_path_factory.mktemp("cache")
+    monkeypatch.setenv("INFER_PROFILER_CACHE", str(folder))
+    return folder
+
+
 @pytest.fixture
 def cli(tmp_path, monkeypatch):
     """Invoke the CLI in-process from a scratch folder (runs/ and tb_logs/ land there)."""

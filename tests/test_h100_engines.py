@@ -140,3 +140,23 @@ def test_inductor_int8_on_distilbert_runs_its_linear_layers_on_int8_tensor_cores
     imma = table[table["name"].str.contains("tensorop_i16832gemm_s8", regex=False)]
     assert len(imma) == 2 and set(imma["tensor_core"]) == {"yes"}
     assert 0.40 < imma["total_us"].sum() / table["total_us"].sum() < 0.48
+
+
+def test_a_cell_whose_output_is_nan_is_flagged_not_quoted():
+    # ttrt_fp8 on ResNet50 finished on the H100 with a NaN output: the sweep says so
+    from profiler.report.benchmark import NOT_FINITE, benchmark_table, markdown
+    from profiler.runs import SweepCell, SweepManifest
+    from profiler.sweep import describe
+
+    cells = {c: SweepCell(backend=c.removesuffix("_bs8"), batch_size=8, status="ok")
+             for c in ("ort_fp16_bs8", "ttrt_fp8_bs8")}
+    manifest = SweepManifest(options={}, model="resnet50", baseline="ort_fp16",
+                             backends=["ort_fp16", "ttrt_fp8"], batch_sizes=[8], cells=cells)
+    frame = benchmark_table(SWEEP, manifest)
+    assert list(frame["reason"]) == ["", NOT_FINITE]
+    assert list(frame["status"]) == ["ok", "ok"]
+    text = markdown(frame, manifest)
+    assert "## Cells whose output holds NaN or Inf" in text and "- `ttrt_fp8` bs 8" in text
+    assert "warning: the output holds NaN or Inf" in describe(SWEEP, "ttrt_fp8_bs8",
+                                                              cells["ttrt_fp8_bs8"])
+    assert "warning" not in describe(SWEEP, "ort_fp16_bs8", cells["ort_fp16_bs8"])

@@ -115,8 +115,8 @@ def test_run(parse_run, left_out):
 class RecordingExecutor:
     """A sweep executor that records the cells' command lines and runs none."""
 
-    def __init__(self, commands: list) -> None:
-        self.commands = commands
+    def __init__(self, commands: list, prefix: list[str] | None = None) -> None:
+        self.commands, self.prefix = commands, prefix or ["profile.py"]
 
     def describe(self) -> str:
         return "nowhere"
@@ -125,7 +125,7 @@ class RecordingExecutor:
         from profiler.cellrun import FAILED, CellOutcome
 
         for job in jobs:
-            self.commands.append(["profile.py", *job.argv])
+            self.commands.append([*self.prefix, *job.argv])
             on_start(job, {})
             on_done(job, CellOutcome(FAILED, "stopped at the cell", 1, 0.0))
 

@@ -48,14 +48,14 @@ def sweep_rooflines(folder: Path, manifest) -> list:
     """(cell label, Roofline or None) of every finished cell of a sweep."""
     from ..engine_cache import peaks_dir
     from ..runs import RESULT_FILE, result_to_dict, try_read_result
-    from ..sweep import OK, grid_cells
+    from ..sweep import OK, grid_cells, short_label
     from ..trace.roofline import roofline_of
 
     points = []
     for name, cell in grid_cells(manifest):
         result = try_read_result(folder / name / RESULT_FILE) if cell.status == OK else None
         if result is not None:
-            points.append((f"{cell.backend} bs{cell.batch_size}",
+            points.append((short_label(cell),
                            roofline_of(result_to_dict(result), peaks_dir())))
     return points
 

@@ -110,19 +110,20 @@ def sweep_page(folder: Path, peaks_dir: Path | None = None,
                flops_table: dict | None = None) -> html.Page:
     """The sweep's table (from its manifest and cells' results), plots, and the roofline and
     advice of every finished cell."""
-    from ..report.benchmark import benchmark_table
-    from ..report.plots import _pyplot
-    from ..sweep import OK, grid_cells
+    from ..report.benchmark import axis_columns, benchmark_table
+    from ..report.plots import _pyplot, series
+    from ..sweep import OK, grid_cells, short_label
 
     manifest = read_manifest(folder)
     frame = benchmark_table(folder, manifest)
     page = html.Page(f"Sweep: {folder.name}")
     page.add("Benchmark", html.table(frame, [c for c in (
-        "backend", "bs", "p50_ms", "p90_ms", "p99_ms", "throughput_per_s", "speedup",
+        "backend", "bs", *axis_columns(manifest), "p50_ms", "p90_ms", "p99_ms", "throughput_per_s", "speedup",
         "tensor_core_pct", "gpu_util_pct", "rel_l2_error", "status") if c in frame]))
     plt = _pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for backend, rows in frame[frame["status"] == OK].groupby("backend", sort=False):
+    ok = frame[frame["status"] == OK]
+    for backend, rows in ok.groupby(series(ok), sort=False):
         axes[0].plot(rows["bs"], rows["p50_ms"], marker="o", label=backend)
         axes[1].plot(rows["bs"], rows["throughput_per_s"], marker="o", label=backend)
     axes[0].set(xlabel="batch size", ylabel="p50 latency (ms)", xscale="log")
@@ -137,7 +138,7 @@ def sweep_page(folder: Path, peaks_dir: Path | None = None,
             _, _, _, found = _side(str(folder / name), peaks_dir, flops_table)
         except UserError:
             continue
-        label = f"{cell.backend} bs{cell.batch_size}"
+        label = short_label(cell)
         points.append((label, found.roofline))
         r = found.roofline
         advice_rows.append({"cell": label, "TFLOP/s": r.achieved_tflops if r else None,

@@ -27,6 +27,10 @@ numerics_s, repeat_runs_s, write_s; empty where the phase did not run). A column
 rather than one text column: the seconds sort, sum and plot as numbers; benchmark.md and the
 terminal table leave them out to stay readable.
 
+A sweep given a list of an option's values (``--max-new-tokens 16,64``) has a column of that
+option after bs (named as the manifest's options: max_new_tokens, src_len, prompt_len, seq_len,
+image_size), and speedup compares cells with the same batch size and the same values.
+
 With ``--workload generate`` a cell's timed unit is one whole generation (mean_ms ... p99_ms,
 throughput_per_s in sequences/s), and four more columns are filled: ttft_ms (time to first
 token, p50), token_p50_ms and token_p99_ms (decode latency per token after the first) and
@@ -52,6 +56,8 @@ from ..runs import MANIFEST, RESULT_FILE, RunResult, SweepManifest, read_manifes
 from .export import _markdown, integer_counts
 from .fmt import fixed, mib, pct, times
 
+#: the reason of a finished cell whose output holds NaN or Inf: its latency is not one to quote
+NOT_FINITE = "output holds NaN or Inf"
 PHASE_COLUMNS = ["wall_s", *(f"{phase}_s" for phase in PHASE_ORDER)]
 ROOFLINE_COLUMNS = ["tflops", "pct_peak_compute", "gbs", "pct_peak_bandwidth", "flop_per_byte"]
 COLUMNS = ["model", "device", "backend", "bs", "mean_ms", "p50_ms", "p90_ms", "p99_ms",
@@ -125,22 +131,32 @@ def generation_columns(result: RunResult) -> dict:
             "token_agreement": tokens.positions_equal if tokens else None}
 
 
+def axis_columns(manifest: SweepManifest) -> list[str]:
+    """The options the sweep was given a list of: a column each, after bs."""
+    from ..sweep import axis_options
+
+    return [key for key in axis_options() if isinstance(manifest.options.get(key), list)]
+
+
 def benchmark_table(sweep_dir: Path, manifest: SweepManifest) -> pd.DataFrame:
     from ..sweep import OK, grid_cells
 
     rows = []
+    axes = axis_columns(manifest)
     for name, cell in grid_cells(manifest):
         row = {"model": manifest.model, "device": "", "backend": cell.backend,
-               "bs": cell.batch_size, "status": cell.status, "reason": cell.reason or "",
-               "gpu": cell.gpu or "", "node": cell.node or "",
+               "bs": cell.batch_size, **(cell.axis or {}), "status": cell.status,
+               "reason": cell.reason or "", "gpu": cell.gpu or "", "node": cell.node or "",
                "elapsed_s": cell.elapsed_s, "baseline": manifest.baseline}
         result = try_read_result(sweep_dir / name / RESULT_FILE) if cell.status == OK else None
         if cell.status == OK and result is None:
             row.update(status="failed", reason="result.json missing or unreadable")
         if result is not None:
             row.update(_result_columns(result, cell.metrics or {}))
+            if result.output.finite is False:  # it ran, but what it timed is broken
+                row["reason"] = NOT_FINITE
         rows.append(row)
-    frame = pd.DataFrame(rows).reindex(columns=COLUMNS)
+    frame = pd.DataFrame(rows).reindex(columns=[*COLUMNS[:4], *axes, *COLUMNS[4:]])
     frame = frame.astype({c: float for c in ("mean_ms", "p50_ms", "p90_ms", "p99_ms",
                                               "throughput_per_s", "speedup", "ready_s",
                                               "compile_s", "rel_l2_error", "tensor_core_pct",
@@ -148,9 +164,11 @@ def benchmark_table(sweep_dir: Path, manifest: SweepManifest) -> pd.DataFrame:
                                               "peak_allocated_mib", "peak_reserved_mib",
                                               "engine_mib", *ROOFLINE_COLUMNS,
                                               *GENERATION_COLUMNS, *PHASE_COLUMNS)})
-    base = frame[frame["backend"] == manifest.baseline].set_index("bs")["p50_ms"]
-    frame["speedup"] = [base.get(bs, math.nan) / p50 if p50 and p50 > 0 else math.nan
-                        for bs, p50 in zip(frame["bs"], frame["p50_ms"])]
+    same = ["bs", *axes]  # speedup: the baseline's cell with the same batch size and values
+    base = frame.loc[frame["backend"] == manifest.baseline, [*same, "p50_ms"]]
+    base_p50 = frame[same].merge(base, on=same, how="left")["p50_ms"].to_numpy()
+    frame["speedup"] = [b / p50 if p50 and p50 > 0 else math.nan
+                        for b, p50 in zip(base_p50, frame["p50_ms"])]
     return frame
 
 
@@ -208,9 +226,12 @@ def markdown(frame: pd.DataFrame, manifest: SweepManifest) -> str:
     lines = [f"# Sweep `{manifest.name}`: {manifest.model} on "
              f"{', '.join(devices) or 'no finished cell'}\n",
              f"- backends: {', '.join(manifest.backends)}; batch sizes: "
-             f"{', '.join(map(str, manifest.batch_sizes))}",
+             f"{', '.join(map(str, manifest.batch_sizes))}"
+             + "".join(f"; {key}: {', '.join(map(str, manifest.options[key]))}"
+                       for key in axis_columns(manifest)),
              f"- speedup = p50 of `{manifest.baseline}` / p50 of the cell, at the same batch "
-             "size",
+             "size" + (" and the same " + ", ".join(axis_columns(manifest))
+                       if axis_columns(manifest) else ""),
              f"- timed window: {options.get('iters', 'default')} iterations after "
              f"{options.get('timed_warmup', 'default')} warm-up (defaults: 100 after 20 on a "
              "GPU, a 5 s budget after 2 on a CPU), synchronized every iteration; TF32 "
@@ -230,12 +251,18 @@ def markdown(frame: pd.DataFrame, manifest: SweepManifest) -> str:
         if column in shown:
             shown[column] = [fixed(v, spec, blank="") for v in frame[column]]
     lines.append(_markdown(shown))
+    broken = frame[(frame["status"] == "ok") & (frame["reason"] == NOT_FINITE)]
+    if len(broken):
+        lines.append("\n## Cells whose output holds NaN or Inf (their latency is not one to "
+                     "quote)\n")
+        lines.extend(f"- `{r.backend}` bs {r.bs}" for r in broken.itertuples())
     failed = frame[frame["status"] != "ok"]
     if len(failed):
         lines.append("\n## Cells that did not finish\n")
         for r in failed.itertuples():
+            values = "".join(f" {key} {getattr(r, key)}" for key in axis_columns(manifest))
             where = f" (gpu {r.gpu})" if r.gpu else ""
-            lines.append(f"- `{r.backend}` bs {r.bs}{where}: {r.status}: {r.reason}")
+            lines.append(f"- `{r.backend}` bs {r.bs}{values}{where}: {r.status}: {r.reason}")
     return "\n".join(lines) + "\n"
 
 
@@ -243,7 +270,9 @@ def print_benchmark(frame: pd.DataFrame, manifest: SweepManifest, console: Conso
     devices = sorted({d for d in frame["device"].dropna() if d})
     t = Table(title=f"{manifest.model} on {', '.join(devices) or '-'}: speedup = "
                     f"{manifest.baseline} p50 / p50", title_justify="left")
-    headers = ("backend", "bs", "mean ms", "p50 ms", "p90 ms", "p99 ms", "samples/s", "speedup",
+    axes = axis_columns(manifest)
+    headers = ("backend", "bs", *axes, "mean ms", "p50 ms", "p90 ms", "p99 ms", "samples/s",
+               "speedup",
                "ready s", "compile s", "rel L2 err", "Tensor Cores", "GPU util", "CV",
                "peak alloc MiB", "peak reserved MiB", "status")
     generation = bool(frame["tokens_per_s"].notna().any())
@@ -256,7 +285,11 @@ def print_benchmark(frame: pd.DataFrame, manifest: SweepManifest, console: Conso
         t.add_column(h, justify="left" if h in ("backend", "status") else "right")
     for r in frame.itertuples():
         status = r.status if r.status == "ok" else f"[red]{escape(str(r.status))}[/]"
-        t.add_row(*((r.gpu,) if on_gpus else ()), r.backend, str(r.bs), fixed(r.mean_ms, ".3f"), fixed(r.p50_ms, ".3f"),
+        if r.status == "ok" and r.reason == NOT_FINITE:
+            status = "[yellow]ok, NaN/Inf output[/]"
+        t.add_row(*((r.gpu,) if on_gpus else ()), r.backend, str(r.bs),
+                  *(fixed(getattr(r, key), ".0f") for key in axes),
+                  fixed(r.mean_ms, ".3f"), fixed(r.p50_ms, ".3f"),
                   fixed(r.p90_ms, ".3f"), fixed(r.p99_ms, ".3f"),
                   fixed(r.throughput_per_s, ",.1f"), times(r.speedup), fixed(r.ready_s, ".2f"),
                   fixed(r.compile_s, ".2f"), fixed(r.rel_l2_error, ".2g"),

@@ -63,11 +63,22 @@ def _devices(frame: pd.DataFrame) -> str:
 
 # ---- sweep figures ---------------------------------------------------------------------------
 
+def series(frame: pd.DataFrame) -> pd.Series:
+    """A line per backend, or per backend and value of each swept option (``ttrt_fp16
+    max_new_tokens=16``) when the sweep was given a list of one."""
+    from ..sweep import axis_options
+
+    labels = frame["backend"].astype(str)
+    for key in (k for k in axis_options() if k in frame.columns):
+        labels = labels + f" {key}=" + frame[key].map(lambda v: f"{v:.0f}").astype(str)
+    return labels
+
+
 def latency_plot(frame: pd.DataFrame, model: str, out: Path) -> Path:
     plt = _pyplot()
     ok = frame[frame["status"] == "ok"]
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
-    for i, (backend, rows) in enumerate(ok.groupby("backend", sort=False)):
+    for i, (backend, rows) in enumerate(ok.groupby(series(ok), sort=False)):
         rows = rows.sort_values("bs")
         colour = f"C{i % 10}"
         ax.plot(rows["bs"], rows["p50_ms"], marker="o", color=colour, label=f"{backend} p50")
@@ -89,7 +100,7 @@ def throughput_plot(frame: pd.DataFrame, model: str, out: Path) -> Path:
     plt = _pyplot()
     ok = frame[frame["status"] == "ok"]
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
-    for i, (backend, rows) in enumerate(ok.groupby("backend", sort=False)):
+    for i, (backend, rows) in enumerate(ok.groupby(series(ok), sort=False)):
         rows = rows.sort_values("bs")
         ax.plot(rows["bs"], rows["throughput_per_s"], marker="o", color=f"C{i % 10}",
                 label=backend)
@@ -105,11 +116,12 @@ def throughput_plot(frame: pd.DataFrame, model: str, out: Path) -> Path:
 def speedup_plot(frame: pd.DataFrame, model: str, baseline: str, out: Path) -> Path:
     plt = _pyplot()
     sizes = sorted(frame["bs"].unique())
-    backends = list(dict.fromkeys(frame["backend"]))
+    labels = series(frame)
+    backends = list(dict.fromkeys(labels))
     fig, ax = plt.subplots(figsize=(max(7.5, 1.2 * len(sizes) * max(len(backends), 1) / 2), 4.8))
     width = 0.8 / max(len(backends), 1)
     for i, backend in enumerate(backends):
-        rows = frame[frame["backend"] == backend].set_index("bs")
+        rows = frame[labels == backend].set_index("bs")
         values = [rows["speedup"].get(bs, math.nan) for bs in sizes]
         xs = [k + (i - (len(backends) - 1) / 2) * width for k in range(len(sizes))]
         bars = ax.bar(xs, [0 if pd.isna(v) else v for v in values], width * 0.95,
@@ -175,7 +187,7 @@ def category_bars(labels: list[str], per_label: list[dict[str, float]], title: s
 def sweep_plots(frame: pd.DataFrame, manifest, out: Path) -> list[Path]:
     """latency.png, speedup.png, throughput.png and categories.png of a sweep's benchmark
     table (a frame with at least one finished cell) and manifest."""
-    from ..sweep import OK, grid_cells
+    from ..sweep import OK, grid_cells, short_label
 
     model = manifest.model
     written = [latency_plot(frame, model, out / "latency.png"),
@@ -184,7 +196,7 @@ def sweep_plots(frame: pd.DataFrame, manifest, out: Path) -> list[Path]:
     cells = [cell for _, cell in grid_cells(manifest)
              if cell.status == OK and (cell.metrics or {}).get("categories_us_per_step")]
     if cells and any(sum(c.metrics["categories_us_per_step"].values()) > 0 for c in cells):
-        labels = [f"{c.backend} bs{c.batch_size}" for c in cells]
+        labels = [short_label(c) for c in cells]
         data = [c.metrics["categories_us_per_step"] for c in cells]
         written.append(category_bars(labels, data, _title(
             "GPU kernel time by category, per cell", model, _devices(frame)),

@@ -282,7 +282,7 @@ def check_generation(config, backend_name: str, kind: str, output, inputs, devic
 
     if backend_name == harness.REFERENCE_BACKEND:
         return {"skipped": f"{harness.REFERENCE_BACKEND} is the FP32 eager reference itself"}
-    reference_model, _ = models.build(config)
+    reference_model, _ = models.build(config, device)
     reference_model = reference_model.to(device=device, dtype=torch.float32)
     source = inputs[0].to(device)
     if kind == SEQ2SEQ:
