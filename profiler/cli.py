@@ -265,15 +265,29 @@ def sweep(
         "finished, run the others (same model and run options required)."),
     cell_timeout: Optional[float] = typer.Option(
         None, help="Stop a cell that runs longer than this many seconds (status timeout)."),
+    gpus: Optional[str] = typer.Option(
+        None, "--gpus", help="GPUs to spread the cells over, one worker process each, e.g. "
+        "0,1 (default: all visible; without a GPU, one CPU worker)."),
+    isolate: bool = typer.Option(
+        False, "--isolate", help="A fresh process per cell instead of a worker per GPU: "
+        "slower (imports and CUDA start-up every cell); use it when a cell changes "
+        "process-wide state the worker cannot reset (a library's globals, a leaked thread) "
+        "or to compare against the worker's numbers."),
+    executor: str = typer.Option(
+        "local", "--executor", help="Where the cells run: local (this machine's GPUs)."),
     runs_dir: Path = typer.Option(Path("runs"), help="Where the sweep folder goes."),
     tb_dir: Path = typer.Option(Path("tb_logs"), help="Where the sweep's traces go."),
     json_out: bool = typer.Option(False, "--json", help="Print the benchmark table as JSON on "
                                   "stdout (progress stays on stderr)."),
 ) -> None:
-    """Run a backend x batch-size matrix, one `run` subprocess per cell, and tabulate it.
+    """Run a backend x batch-size matrix of `run` cells over the GPUs, and tabulate it.
 
-    A crash or CUDA out-of-memory in one cell is recorded with its reason and the sweep goes on;
-    Ctrl-C keeps the finished cells (continue with --resume). Writes runs/<name>/benchmark.csv
+    One worker process per GPU (--gpus) runs its cells one after another, so imports and the
+    CUDA context are paid once per GPU; no two cells share a GPU at a time, and the state a cell
+    leaves (compiled graphs, allocator, TF32/cuDNN switches) is reset before the next. A crash,
+    host or CUDA out-of-memory in one cell is recorded with its reason (the worker replaced) and
+    the sweep goes on; Ctrl-C keeps the finished cells (continue with --resume). Each cell's row
+    says which GPU ran it. Writes runs/<name>/benchmark.csv
     and .md (latency, throughput, speedup vs the baseline, compile time, numeric error, Tensor
     Core share, GPU utilization, status), runs/<name>/sweep.json, and per cell
     runs/<name>/<backend>_bs<N>/ and tb_logs/<name>/<backend>_bs<N>/. Exit status 0 when at
@@ -286,6 +300,7 @@ def sweep(
     [b]python profile.py sweep --backends pytorch_fp32,pytorch_fp16 --bs 1,8 --name quick --iters 50 --resume[/b]
 
     [b]python profile.py sweep --backends pytorch_fp16,ttrt_fp16 --bs 1,8 --model transformer --workload generate --max-new-tokens 16,64,256[/b]
+    [b]python profile.py sweep --backends pytorch_fp16,ttrt_fp16 --bs 1,8,16,32 --gpus 0,1[/b]
     """
     from . import sweep as sweep_module
     from .commands import sweep as sweep_command
@@ -293,7 +308,8 @@ def sweep(
 
     plan = sweep_module.plan(backends, bs, keyed(options), name=name, baseline=baseline,
                              runs_dir=runs_dir, tb_dir=tb_dir, resume=resume,
-                             cell_timeout_s=cell_timeout)
+                             cell_timeout_s=cell_timeout, executor=executor, gpus=gpus,
+                             isolate=isolate)
     _exit(sweep_command.run(plan, json_out=json_out))
 
 
