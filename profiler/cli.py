@@ -144,7 +144,8 @@ def summarize(
         ..., help="A trace (.json / .json.gz), a run folder under runs/ or tb_logs/, a folder "
         "of traces, or a run name such as pytorch_fp32_bs8."),
     view: VIEWS = typer.Option("all", "--view", help="Which tables to print."),
-    top: int = typer.Option(20, "--top", help="Rows per table (0 = all)."),
+    top: int = typer.Option(20, "--top", help="Rows per table (0 = all); a longer step table "
+                            "shows its slowest and fastest steps and their distribution."),
     out: Optional[Path] = typer.Option(None, "--out", help="Also write CSV, JSON and Markdown here."),
     json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
     ncu: Optional[str] = typer.Option(
@@ -264,9 +265,18 @@ def sweep(
         "finished, run the others (same model and run options required)."),
     cell_timeout: Optional[float] = typer.Option(
         None, help="Stop a cell that runs longer than this many seconds (status timeout)."),
+    gpus: Optional[str] = typer.Option(
+        None, "--gpus", help="GPUs to spread the cells over, one worker process each, e.g. "
+        "0,1 (default: all visible; without a GPU, one CPU worker)."),
+    isolate: bool = typer.Option(
+        False, "--isolate", help="A fresh process per cell instead of a worker per GPU: "
+        "slower (imports and CUDA start-up every cell); use it when a cell changes "
+        "process-wide state the worker cannot reset (a library's globals, a leaked thread) "
+        "or to compare against the worker's numbers."),
     executor: str = typer.Option(
-        "local", "--executor", help="local: the cells on this machine; ray: one Ray task per "
-        "cell, one GPU each, anywhere on a Ray cluster (pip install '.[cluster]')."),
+        "local", "--executor", help="Where the cells run: local (this machine's GPUs), or ray "
+        "(one Ray task per cell, one GPU each, anywhere on a Ray cluster; pip install "
+        "'.[cluster]')."),
     ray_address: Optional[str] = typer.Option(
         None, "--ray-address", help="With --executor ray: the cluster to join (auto: the one "
         "`ray start` runs here; host:port); default: start a local Ray instance."),
@@ -279,10 +289,14 @@ def sweep(
     json_out: bool = typer.Option(False, "--json", help="Print the benchmark table as JSON on "
                                   "stdout (progress stays on stderr)."),
 ) -> None:
-    """Run a backend x batch-size matrix, one `run` subprocess per cell, and tabulate it.
+    """Run a backend x batch-size matrix of `run` cells over the GPUs, and tabulate it.
 
-    A crash or CUDA out-of-memory in one cell is recorded with its reason and the sweep goes on;
-    Ctrl-C keeps the finished cells (continue with --resume). Writes runs/<name>/benchmark.csv
+    One worker process per GPU (--gpus) runs its cells one after another, so imports and the
+    CUDA context are paid once per GPU; no two cells share a GPU at a time, and the state a cell
+    leaves (compiled graphs, allocator, TF32/cuDNN switches) is reset before the next. A crash,
+    host or CUDA out-of-memory in one cell is recorded with its reason (the worker replaced) and
+    the sweep goes on; Ctrl-C keeps the finished cells (continue with --resume). Each cell's row
+    says which GPU ran it. Writes runs/<name>/benchmark.csv
     and .md (latency, throughput, speedup vs the baseline, compile time, numeric error, Tensor
     Core share, GPU utilization, status), runs/<name>/sweep.json, and per cell
     runs/<name>/<backend>_bs<N>/ and tb_logs/<name>/<backend>_bs<N>/. Exit status 0 when at
@@ -295,6 +309,7 @@ def sweep(
     [b]python profile.py sweep --backends pytorch_fp32,pytorch_fp16 --bs 1,8 --name quick --iters 50 --resume[/b]
 
     [b]python profile.py sweep --backends pytorch_fp16,ttrt_fp16 --bs 1,8 --model transformer --workload generate --max-new-tokens 16,64,256[/b]
+    [b]python profile.py sweep --backends pytorch_fp16,ttrt_fp16 --bs 1,8,16,32 --gpus 0,1[/b]
 
     [b]python profile.py sweep --backends pytorch_fp32,ttrt_fp16 --bs 1,8,32 --executor ray --ray-address auto[/b]
     """
@@ -304,8 +319,9 @@ def sweep(
 
     plan = sweep_module.plan(backends, bs, keyed(options), name=name, baseline=baseline,
                              runs_dir=runs_dir, tb_dir=tb_dir, resume=resume,
-                             cell_timeout_s=cell_timeout, executor=executor,
-                             ray_address=ray_address, ray_shared_fs=ray_shared_fs)
+                             cell_timeout_s=cell_timeout, executor=executor, gpus=gpus,
+                             isolate=isolate, ray_address=ray_address,
+                             ray_shared_fs=ray_shared_fs)
     _exit(sweep_command.run(plan, json_out=json_out))
 
 

@@ -493,9 +493,9 @@ class SweepCell(msgspec.Struct):
     metrics: dict[str, Any] | None = None
     # the cell's value of each option the sweep was given a list of (--max-new-tokens 16,64)
     axis: dict[str, Any] | None = None
-    gpu: str | None = None
-    node: str | None = None
-    worker: str | None = None
+    gpu: str | None = None  # the GPU that ran it (as CUDA_VISIBLE_DEVICES names it)
+    node: str | None = None  # the host that ran it
+    worker: str | None = None  # the worker process: <slot>/pid<N>
 
 
 class SweepManifest(msgspec.Struct):

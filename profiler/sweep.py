@@ -1,9 +1,13 @@
-"""Sweeps: a backend x batch-size matrix of `profile.py run`, one subprocess per cell.
+"""Sweeps: a backend x batch-size matrix of `profile.py run` cells, spread over the GPUs.
 
-Each cell runs in its own interpreter, so a crash, a CUDA out-of-memory or a hung compiler in one
-cell is recorded with its reason and the sweep goes on. This process never imports torch: it
-validates the options (RunConfig, the backend registry), starts the cells, summarizes each
-finished cell's trace (profiler.trace, torch-free) and writes the tables.
+An executor (profiler.executors; ``--executor``, default local) runs the cells: the local one
+keeps a worker process per GPU (``--gpus``, default all visible) alive across cells, so imports
+and the CUDA context are paid once per GPU, and never runs two cells on one GPU at once;
+``--isolate`` gives every cell a fresh process instead. A crash, a CUDA out-of-memory or a hung
+compiler in one cell is recorded with its reason (the worker replaced) and the sweep goes on.
+This process never imports torch: it validates the options (RunConfig, the backend registry),
+hands out the cells, summarizes each finished cell's trace (profiler.trace, torch-free) and
+writes the tables.
 
 An option declared with an ``axis`` (--max-new-tokens, --src-len, --prompt-len, --seq-len,
 --image-size) may be given a comma-separated list: the grid then holds one cell per value too,
@@ -20,31 +24,28 @@ Layout of a sweep called S (``--name``, default ``sweep_<model>``):
     tb_logs/S/<backend>_bs<N>/ the cell's trace (TensorBoard shows S/<cell> as the run name)
 
 Cell statuses: ok, failed, oom (the error line says "out of memory"), timeout
-(``--cell-timeout``), interrupted (Ctrl-C), running (the process died while the cell ran), and
-pending. ``--resume`` skips the cells that are ok and whose result.json exists, and runs the
+(``--cell-timeout``), interrupted (Ctrl-C), running (the sweep died while the cell ran), and
+pending. Each cell records the GPU, host and worker that ran it. ``--resume`` skips the cells that are ok and whose result.json exists, and runs the
 others again.
 """
 
 from __future__ import annotations
 
 import itertools
-import os
 import re
-import signal
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import runs, signals
+from . import cellrun, executors, runs, signals
+from .cellrun import CellJob, CellOutcome
 from .config import (CliOption, RunConfig, check_path_component, keyed, run_argv, run_name,
                      run_options, unkeyed)
 from .errors import Interrupted, UserError
 from .fsutil import clean_leftovers, folder_lock
 from .runs import MANIFEST, SweepCell, SweepManifest
-ENTRY = Path(__file__).resolve().parent.parent / "profile.py"
 
 OK, FAILED, OOM, TIMEOUT, INTERRUPTED, RUNNING, PENDING = (
     "ok", "failed", "oom", "timeout", "interrupted", "running", "pending")
@@ -231,74 +232,13 @@ def check_resumable(sweep_dir: Path, manifest: SweepManifest, options: dict) -> 
                         "to resume it, or --name for a new sweep")
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+def _now(timespec: str = "seconds") -> str:
+    return datetime.now(timezone.utc).isoformat(timespec=timespec)
 
 
 # ---- one cell ------------------------------------------------------------------------------
 
-@dataclass
-class CellOutcome:
-    status: str
-    reason: str | None
-    exit_code: int | None
-    elapsed_s: float
-
-
-def failure_reason(log_text: str) -> str | None:
-    """The last ``error:`` line (the harness's one-line user errors, CUDA OOM included), else
-    the last non-empty line (a crash's exception line)."""
-    lines = [line.strip() for line in log_text.splitlines() if line.strip()]
-    errors = [line for line in lines if line.startswith("error:")]
-    if errors:
-        return errors[-1][len("error:"):].strip()
-    return lines[-1] if lines else None
-
-
-def run_cell(command: list[str], log_path: Path, timeout_s: float | None) -> CellOutcome:
-    """Run one `profile.py run` subprocess with its output in ``log_path``. Ctrl-C is passed on
-    to the cell (which then cleans its staging folders) and raised again here."""
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    began = time.perf_counter()
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    with open(log_path, "w", encoding="utf-8") as log:
-        log.write("$ " + " ".join(command) + "\n")
-        log.flush()
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
-        try:
-            code = process.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            _stop(process)
-            elapsed = time.perf_counter() - began
-            return CellOutcome(TIMEOUT, f"no result after --cell-timeout {timeout_s:g} s",
-                               process.returncode, elapsed)
-        except BaseException:  # Ctrl-C (KeyboardInterrupt) or anything else: stop the cell
-            _stop(process)
-            raise
-    elapsed = time.perf_counter() - began
-    if code == 0:
-        return CellOutcome(OK, None, 0, elapsed)
-    if code in (130, -signal.SIGINT):
-        return CellOutcome(INTERRUPTED, "interrupted (Ctrl-C)", code, elapsed)
-    reason = failure_reason(log_path.read_text(encoding="utf-8", errors="replace")) \
-        or f"exit status {code}"
-    status = OOM if "out of memory" in reason.lower() else FAILED
-    return CellOutcome(status, reason, code, elapsed)
-
-
-def _stop(process: subprocess.Popen, grace_s: float = 15.0) -> None:
-    """Ask a cell to stop like Ctrl-C does (so it removes its staging folders), then kill it."""
-    if process.poll() is not None:
-        return
-    try:
-        process.send_signal(signal.SIGINT)
-        process.wait(timeout=grace_s)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-    except KeyboardInterrupt:  # a second Ctrl-C: do not wait any longer
-        process.kill()
-        process.wait()
+failure_reason = cellrun.failure_reason
 
 
 def cell_metrics(run_dir: Path) -> dict:
@@ -344,6 +284,8 @@ class SweepPlan:
     # backend, batch size, and the cell's value of each swept option (empty when none is)
     cells: list[tuple[str, int, dict]] = field(default_factory=list)
     executor: str = "local"
+    gpus: list[str] | None = None  # None: every visible GPU (the executor finds them)
+    isolate: bool = False
     ray_address: str | None = None
     ray_shared_fs: bool = False
 
@@ -360,8 +302,8 @@ def plan(backends: str, batch_sizes: str, options: dict, name: str | None = None
          baseline: str | None = None, runs_dir: Path = Path("runs"),
          tb_dir: Path = Path("tb_logs"), resume: bool = False,
          cell_timeout_s: float | None = None, executor: str = "local",
-         ray_address: str | None = None, ray_shared_fs: bool = False) -> SweepPlan:
-    check_executor(executor, ray_address, ray_shared_fs)
+         gpus: str | None = None, isolate: bool = False, ray_address: str | None = None,
+         ray_shared_fs: bool = False) -> SweepPlan:
     backend_names = parse_backends(backends)
     sizes = parse_batch_sizes(batch_sizes)
     if baseline is None:
@@ -375,29 +317,41 @@ def plan(backends: str, batch_sizes: str, options: dict, name: str | None = None
     runs.check_separate_roots(runs_dir, tb_dir)
     options = parse_axes(options)
     validate(options, backend_names, sizes)
+    executors.get(executor)  # an unknown name is one line now, not after the first cell
+    check_ray_options(executor, ray_address, ray_shared_fs)
     return SweepPlan(name=name, backends=backend_names, batch_sizes=sizes, baseline=baseline,
                      options=options, runs_dir=runs_dir, tb_dir=tb_dir, resume=resume,
                      cell_timeout_s=cell_timeout_s,
                      cells=[(b, n, axis) for b in backend_names for n in sizes
                             for axis in axis_values(options)],
-                     executor=executor, ray_address=ray_address, ray_shared_fs=ray_shared_fs)
+                     executor=executor, gpus=_parse_gpus(gpus, executor), isolate=isolate,
+                     ray_address=ray_address, ray_shared_fs=ray_shared_fs)
 
 
-EXECUTORS = ("local", "ray")
+def check_ray_options(executor: str, ray_address: str | None, ray_shared_fs: bool) -> None:
+    if executor != "ray":
+        if ray_address is not None or ray_shared_fs:
+            flag = "--ray-address" if ray_address is not None else "--ray-shared-fs"
+            raise UserError(f"{flag} needs --executor ray")
+        return
+    from .executors.ray import check_reachable, import_ray
+
+    import_ray()  # one line now, before the sweep folder is made, when Ray is missing
+    if ray_address:
+        check_reachable(ray_address)
 
 
-def check_executor(executor: str, ray_address: str | None, ray_shared_fs: bool) -> None:
-    if executor not in EXECUTORS:
-        raise UserError(f"--executor {executor!r}: choose one of {', '.join(EXECUTORS)}")
-    if executor != "ray" and (ray_address is not None or ray_shared_fs):
-        flag = "--ray-address" if ray_address is not None else "--ray-shared-fs"
-        raise UserError(f"{flag} needs --executor ray")
-    if executor == "ray":
-        from .executors.ray import check_reachable, import_ray
+def _parse_gpus(text: str | None, executor: str) -> list[str] | None:
+    """--gpus for the local executor (checked against this machine's GPUs); other executors
+    place cells on their cluster's GPUs."""
+    if executor != "local":
+        if text is not None:
+            raise UserError(f"--gpus picks GPUs of this machine: the {executor} executor "
+                            "places cells itself")
+        return None
+    from .executors.local import parse_gpus, visible_gpus
 
-        import_ray()  # one line now, before the sweep folder is made, when Ray is missing
-        if ray_address:
-            check_reachable(ray_address)
+    return parse_gpus(text, visible_gpus())
 
 
 def start_manifest(p: SweepPlan) -> SweepManifest:
@@ -434,11 +388,24 @@ def is_done(sweep_dir: Path, cell: SweepCell, name: str) -> bool:
     return cell.status == OK and (sweep_dir / name / runs.RESULT_FILE).is_file()
 
 
-def cell_command(p: SweepPlan, backend: str, batch_size: int,
-                 axis: dict | None = None) -> list[str]:
-    return [sys.executable, str(ENTRY), "run", "--backend", backend, "--bs", str(batch_size),
-            *run_args(p.options, axis), *_name_args(p, backend, batch_size, axis),
-            "--runs-dir", str(p.sweep_dir), "--tb-dir", str(p.trace_dir)]
+def cell_job(p: SweepPlan, backend: str, batch_size: int,
+             axis: dict | None = None) -> CellJob:
+    """One cell as an executor runs it: the `profile.py run` arguments and the log file."""
+    name = _plan_cell_name(p, backend, batch_size, axis)
+    argv = ["run", "--backend", backend, "--bs", str(batch_size), *run_args(p.options, axis),
+            *_name_args(p, backend, batch_size, axis), "--runs-dir", str(p.sweep_dir),
+            "--tb-dir", str(p.trace_dir)]
+    return CellJob(name=name, backend=backend, batch_size=batch_size, argv=argv,
+                   log_path=str(p.sweep_dir / "logs" / f"{name}.log"),
+                   timeout_s=p.cell_timeout_s)
+
+
+def make_executor(p: SweepPlan):
+    settings = executors.ExecutorSettings(gpus=p.gpus, isolate=p.isolate,
+                                          log_dir=p.sweep_dir / "logs",
+                                          options={"address": p.ray_address,
+                                                   "shared_fs": p.ray_shared_fs})
+    return executors.get(p.executor)(settings)
 
 
 def _name_args(p: SweepPlan, backend: str, batch_size: int, axis: dict | None) -> list[str]:
@@ -474,55 +441,51 @@ def _run_sweep(p: SweepPlan, say, progress) -> SweepOutcome:
     manifest = start_manifest(p)
     p.sweep_dir.mkdir(parents=True, exist_ok=True)
     write_manifest(p.sweep_dir, manifest)
-    each = "one Ray task each" if p.executor == "ray" else "one subprocess each"
+    executor = make_executor(p)
     say(f"sweep {p.name}: {len(p.backends)} backends x {len(p.batch_sizes)} batch sizes = "
-        f"{len(p.cells)} cells of {p.options['model']}, {each}; results in "
+        f"{len(p.cells)} cells of {p.options['model']}, {executor.describe()}; results in "
         f"{p.sweep_dir}/")
-    if p.executor == "ray":
-        return _run_on_executor(p, manifest, say, progress, began)
-    total = len(p.cells)
-    ran = skipped = 0
-    current = None
-    try:
-        for index, (backend, batch_size, axis) in enumerate(p.cells, start=1):
-            name = _plan_cell_name(p, backend, batch_size, axis)
-            cell = manifest.cells[name]
-            label = f"[{index}/{total}] {cell_label(backend, batch_size, axis)}"
-            if p.resume and is_done(p.sweep_dir, cell, name):
-                skipped += 1
-                say(f"{label}: done before, skipped (--resume)")
-                if progress:
-                    progress()
-                continue
-            current = name
-            _update(cell, status=RUNNING, reason=None, exit_code=None, started=_now(),
-                    log=f"logs/{name}.log", metrics=None)
-            write_manifest(p.sweep_dir, manifest)
-            outcome = run_cell(cell_command(p, backend, batch_size, axis),
-                               p.sweep_dir / "logs" / f"{name}.log", p.cell_timeout_s)
-            _update(cell, status=outcome.status, reason=outcome.reason,
-                    exit_code=outcome.exit_code, elapsed_s=round(outcome.elapsed_s, 3),
-                    finished=_now())
-            if outcome.status == OK and not (p.sweep_dir / name / runs.RESULT_FILE).is_file():
-                _update(cell, status=FAILED, reason="the cell exited 0 without writing "
-                        "result.json (did the model call os._exit?)")
-            if cell.status == OK:
-                cell.metrics = cell_metrics(p.sweep_dir / name)
-            else:  # a cell stopped by --cell-timeout may leave staging folders
-                _clean_cells(p)
-            write_manifest(p.sweep_dir, manifest)
-            current = None
-            ran += 1
-            if outcome.status == INTERRUPTED:  # the cell saw Ctrl-C first: stop like we do
-                raise KeyboardInterrupt
-            say(f"{label}: {describe(p.sweep_dir, name, cell)}")
+    labels = {_plan_cell_name(p, b, n, axis):
+              f"[{i}/{len(p.cells)}] {cell_label(b, n, axis)}"
+              for i, (b, n, axis) in enumerate(p.cells, start=1)}
+    jobs, skipped = [], 0
+    for backend, batch_size, axis in p.cells:
+        name = _plan_cell_name(p, backend, batch_size, axis)
+        if p.resume and is_done(p.sweep_dir, manifest.cells[name], name):
+            skipped += 1
+            say(f"{labels[name]}: done before, skipped (--resume)")
             if progress:
                 progress()
+        else:
+            jobs.append(cell_job(p, backend, batch_size, axis))
+    running: set[str] = set()
+
+    def on_start(job: CellJob, where: dict) -> None:
+        running.add(job.name)
+        _update(manifest.cells[job.name], status=RUNNING, reason=None, exit_code=None,
+                started=_now("milliseconds"), finished=None, log=f"logs/{job.name}.log",
+                metrics=None,
+                gpu=where.get("gpu"), node=where.get("node"), worker=where.get("worker"))
+        write_manifest(p.sweep_dir, manifest)
+
+    def on_done(job: CellJob, outcome: CellOutcome) -> None:
+        running.discard(job.name)
+        cell = manifest.cells[job.name]
+        record_outcome(p, job.name, cell, outcome)
+        write_manifest(p.sweep_dir, manifest)
+        if outcome.status != INTERRUPTED:
+            say(f"{labels[job.name]}{_on_gpu(cell)}: {describe(p.sweep_dir, job.name, cell)}")
+            if progress:
+                progress()
+
+    try:
+        executor.run(jobs, on_start, on_done)
     except KeyboardInterrupt as stop:  # Ctrl-C; SIGTERM and SIGHUP in signals.as_interrupts()
-        if current is not None:
-            _update(manifest.cells[current], status=INTERRUPTED,
-                    reason=f"interrupted ({signals.describe(stop)})", finished=_now())
-            _clean_cells(p)
+        for name in running:  # cells the executor could not report
+            _update(manifest.cells[name], status=INTERRUPTED,
+                    reason=f"interrupted ({signals.describe(stop)})",
+                    finished=_now("milliseconds"))
+        _clean_cells(p)
         manifest.wall_s = round(time.perf_counter() - began, 3)
         write_manifest(p.sweep_dir, manifest)
         done = sum(1 for c in manifest.cells.values() if c.status == OK)
@@ -532,80 +495,28 @@ def _run_sweep(p: SweepPlan, say, progress) -> SweepOutcome:
     wall = time.perf_counter() - began
     manifest.wall_s = round(wall, 3)
     write_manifest(p.sweep_dir, manifest)
-    return SweepOutcome(manifest=manifest, wall_s=wall, ran=ran, skipped=skipped)
+    return SweepOutcome(manifest=manifest, wall_s=wall, ran=len(jobs), skipped=skipped)
 
 
-def cell_job(p: SweepPlan, backend: str, batch_size: int, axis: dict | None = None):
-    from .cellrun import CellJob
-
-    name = _plan_cell_name(p, backend, batch_size, axis)
-    return CellJob(name=name, backend=backend, batch_size=batch_size,
-                   argv=cell_command(p, backend, batch_size, axis)[2:],
-                   log_path=str(p.sweep_dir / "logs" / f"{name}.log"),
-                   timeout_s=p.cell_timeout_s)
-
-
-def _run_on_executor(p: SweepPlan, manifest: SweepManifest, say, progress,
-                     began: float) -> SweepOutcome:
-    """The cells not done yet, run by an executor (``run(jobs, on_start, on_done)``); the
-    manifest is written after each callback."""
-    from .executors.ray import RayExecutor
-
-    jobs, labels, skipped = [], {}, 0
-    for index, (backend, batch_size, axis) in enumerate(p.cells, start=1):
-        name = _plan_cell_name(p, backend, batch_size, axis)
-        labels[name] = f"[{index}/{len(p.cells)}] {cell_label(backend, batch_size, axis)}"
-        if p.resume and is_done(p.sweep_dir, manifest.cells[name], name):
-            skipped += 1
-            say(f"{labels[name]}: done before, skipped (--resume)")
-            if progress:
-                progress()
-            continue
-        jobs.append(cell_job(p, backend, batch_size, axis))
-
-    def on_start(job, where: dict) -> None:
-        _update(manifest.cells[job.name], status=RUNNING, reason=None, exit_code=None,
-                started=_now(), log=f"logs/{job.name}.log", metrics=None,
-                **{key: where.get(key) for key in ("gpu", "node", "worker")})
-        write_manifest(p.sweep_dir, manifest)
-
-    def on_done(job, outcome) -> None:
-        cell = manifest.cells[job.name]
-        _update(cell, status=outcome.status, reason=outcome.reason,
-                exit_code=outcome.exit_code, elapsed_s=round(outcome.elapsed_s, 3),
-                finished=_now(), gpu=outcome.gpu or cell.gpu, node=outcome.node or cell.node)
-        if cell.status == OK and not (p.sweep_dir / job.name / runs.RESULT_FILE).is_file():
-            _update(cell, status=FAILED, reason="the cell exited 0 without writing "
-                    "result.json (did the model call os._exit?)")
-        if cell.status == OK:
-            cell.metrics = cell_metrics(p.sweep_dir / job.name)
-        else:
-            _clean_cells(p)
-        write_manifest(p.sweep_dir, manifest)
-        where = f" on {cell.node}" + (f" GPU {cell.gpu}" if cell.gpu else "")
-        say(f"{labels[job.name]}: {describe(p.sweep_dir, job.name, cell)}{where}")
-        if progress:
-            progress()
-
-    executor = RayExecutor(address=p.ray_address, shared_fs=p.ray_shared_fs, say=say)
-    try:
-        executor.run(jobs, on_start, on_done)
-    except KeyboardInterrupt as stop:
-        for cell in manifest.cells.values():  # any the executor did not report
-            if cell.status == RUNNING:
-                _update(cell, status=INTERRUPTED, reason=f"interrupted "
-                        f"({signals.describe(stop)})", finished=_now())
+def record_outcome(p: SweepPlan, name: str, cell: SweepCell, outcome: CellOutcome) -> None:
+    """A finished cell into its manifest entry: status, reason, seconds, trace metrics."""
+    _update(cell, status=outcome.status, reason=outcome.reason, exit_code=outcome.exit_code,
+            elapsed_s=round(outcome.elapsed_s, 3), finished=_now("milliseconds"))
+    if outcome.gpu is not None:
+        cell.gpu = outcome.gpu
+    if outcome.node is not None:
+        cell.node = outcome.node
+    if outcome.status == OK and not (p.sweep_dir / name / runs.RESULT_FILE).is_file():
+        _update(cell, status=FAILED, reason="the cell exited 0 without writing "
+                "result.json (did the model call os._exit?)")
+    if cell.status == OK:
+        cell.metrics = cell_metrics(p.sweep_dir / name)
+    else:  # a cell stopped by --cell-timeout or killed may leave staging folders
         _clean_cells(p)
-        manifest.wall_s = round(time.perf_counter() - began, 3)
-        write_manifest(p.sweep_dir, manifest)
-        done = sum(1 for c in manifest.cells.values() if c.status == OK)
-        raise Interrupted(f"sweep stopped; {done} finished cell(s) kept in {p.sweep_dir} "
-                          "(continue with --resume)", exit_code=signals.exit_code(stop)) \
-            from None
-    manifest.wall_s = round(time.perf_counter() - began, 3)
-    write_manifest(p.sweep_dir, manifest)
-    return SweepOutcome(manifest=manifest, wall_s=manifest.wall_s, ran=len(jobs),
-                        skipped=skipped)
+
+
+def _on_gpu(cell: SweepCell) -> str:
+    return f" on gpu {cell.gpu}" if cell.gpu is not None else ""
 
 
 def _clean_cells(p: SweepPlan) -> None:

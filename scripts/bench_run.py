@@ -27,6 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from profiler import phases  # noqa: E402  (imports no torch)
+from profiler.config import run_name  # noqa: E402
 
 
 def parse_args() -> argparse.Namespace:
@@ -62,7 +63,11 @@ def run_once(args: argparse.Namespace, work: Path, backend: str) -> tuple[float,
     wall_s = time.perf_counter() - began
     if done.returncode != 0:
         return wall_s, None, done.stderr
-    return wall_s, json.loads(done.stdout), done.stderr
+    try:
+        return wall_s, json.loads(done.stdout), done.stderr
+    except json.JSONDecodeError:  # a library printed on stdout too: read the run's result.json
+        name = run_name(backend, args.bs, args.model)
+        return wall_s, json.loads((work / "runs" / name / "result.json").read_text()), done.stderr
 
 
 def report(label: str, wall_s: float, result: dict | None, stderr: str,
@@ -99,6 +104,7 @@ def report(label: str, wall_s: float, result: dict | None, stderr: str,
 
 def main() -> int:
     args = parse_args()
+    args.repo = args.repo.resolve()  # the runs start in it
     scratch = None if args.work_dir else tempfile.TemporaryDirectory(prefix="bench-run-")
     work = args.work_dir or Path(scratch.name)
     ok = True

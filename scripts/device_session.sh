@@ -78,9 +78,9 @@ fixtures() {
         --max-new-tokens 16 --iters 10 --timed-warmup 2 --active 1 --name fixture "${DIRS[@]}" 2>&1 | tail -n 8
     for run in ttrt_fp16_bs1_fixture inductor_fp16_bs1_fixture; do
         say "phases: $run"; p summarize "$WORK/runs/$run" --view phases --top 6
-        mkdir -p "$OUT/$run" && cp "$WORK"/tb_logs/$run/*.gz "$OUT/$run/" 2>/dev/null
     done
-    keep fixtures
+    keep fixtures  # the run folders; the two traces in one more archive ($OUT holds few files)
+    tar czf "$OUT/fixture_traces.tgz" -C "$WORK" tb_logs/ttrt_fp16_bs1_fixture tb_logs/inductor_fp16_bs1_fixture
 }
 
 baseline() {

@@ -125,3 +125,25 @@ def test_targets_run_folder_and_run_name(tmp_path):
     folder = run_cli(tmp_path / "tb_logs" / "pytorch_fp32_bs8", "--view", "categories")
     assert folder.returncode == 0
     assert "using the newest, b.pt.trace.json.gz" in folder.stderr
+
+
+H100_STACKS = ROOT / "tests/fixtures/h100_stacks/h100_pytorch_fp16_bs8_stacks.pt.trace.json.gz"
+
+
+def test_long_step_table_is_summarised_unless_asked():
+    """10 steps with --top 4: the 4 slowest and 4 fastest steps and the distribution; with
+    --top 0 every step."""
+    steps = json.loads(run_cli(H100_STACKS, "--json").stdout)["overview"]["per_step"]
+    by_time = sorted(steps, key=lambda s: -s["step_us"])
+    short = run_cli(H100_STACKS, "--view", "overview", "--top", "4")
+    assert short.returncode == 0, short.stderr
+    assert "10 steps, the 4 slowest and 4 fastest" in short.stdout
+    table = short.stdout[short.stdout.index("Step time breakdown"):]
+    shown = [s["step"] for s in steps if f" {s['step']} " in table]
+    assert sorted(shown) == sorted(s["step"] for s in by_time[:4] + by_time[-4:])
+    assert table.index(by_time[0]["step"] + " ") < table.index(by_time[1]["step"] + " ")
+    for row in ("min", "median", "p90", "max", "mean"):
+        assert f" {row} " in table
+    assert f"{by_time[0]['step_us']:,.2f}" in table.split(" max ")[1].splitlines()[0]
+    full = run_cli(H100_STACKS, "--view", "overview", "--top", "0").stdout
+    assert all(f" {s['step']} " in full for s in steps) and " p90 " not in full

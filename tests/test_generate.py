@@ -378,3 +378,30 @@ def test_ttrt_on_the_lm_says_why_in_one_line(tmp_path):
     with pytest.raises(UserError, match="does not convert .* with a KV cache"):
         generation_backends.lm_parts(backends.get("ttrt_fp16"), model, prompt, config,
                                      torch.device("cpu"))
+
+
+# ----- a real H100 generation trace (tests/fixtures/h100_generate) -------------------------------
+
+H100_GPT2 = FIXTURES / "h100_generate" / "runs" / "inductor_fp16_bs1_fixture"
+
+
+def test_prefill_and_decode_split_on_a_real_h100_generation():
+    from profiler.runs import resolve_target
+
+    target = resolve_target(str(H100_GPT2))
+    result = target.result
+    assert (result.generation.kind, result.generation.max_new_tokens) == ("decoder-only", 16)
+    trace = load_trace(target.path)
+    summary = phases.phase_summary(trace, names=tuple(result.generation.phases))
+    rows = summary.phases.set_index("phase")
+    # one prefill, then a decode step per token after the first
+    assert rows.loc["prefill", "spans"] == 1 and rows.loc["decode", "spans"] == 15
+    assert rows.loc["decode", "kernel_us"] > 10 * rows.loc["prefill", "kernel_us"] > 0
+    total = kernel_summary(trace).total_kernel_us
+    attributed = rows.loc[["prefill", "decode"], "kernel_us"].sum()
+    assert attributed / total > 0.99  # nearly every kernel launched inside a phase span
+    # a static KV cache: every decode step launches the same kernels
+    decode = summary.positions[summary.positions["phase"] == "decode"]
+    assert list(decode["position"]) == list(range(15))
+    assert decode["mean_launches"].nunique() == 1
+    assert 0 < rows.loc["decode", "tensor_core_pct"] < 100

@@ -12,6 +12,7 @@ def test_analysis_half_never_imports_torch():
         "        importlib.import_module(pkg.__name__ + '.' + m.name)\n"
         "from profiler.cli import app\n"
         "import profiler.sweep, profiler.report.plots\n"
+        "import profiler.cellrun, profiler.executors.local\n"
         "from profiler.trace.summary import summarize\n"
         f"summarize({str(V100_TRACE)!r})\n"
         "assert 'torch' not in sys.modules, sorted(m for m in sys.modules if 'torch' in m)\n"

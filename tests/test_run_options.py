@@ -112,23 +112,37 @@ def test_run(parse_run, left_out):
     assert config.options() == {**values, left_out: getattr(RunConfig(), left_out)}
 
 
+class RecordingExecutor:
+    """A sweep executor that records the cells' command lines and runs none."""
+
+    def __init__(self, commands: list, prefix: list[str] | None = None) -> None:
+        self.commands, self.prefix = commands, prefix or ["profile.py"]
+
+    def describe(self) -> str:
+        return "nowhere"
+
+    def run(self, jobs, on_start, on_done) -> None:
+        from profiler.cellrun import FAILED, CellOutcome
+
+        for job in jobs:
+            self.commands.append([*self.prefix, *job.argv])
+            on_start(job, {})
+            on_done(job, CellOutcome(FAILED, "stopped at the cell", 1, 0.0))
+
+
 def test_sweep_cells(cli, parse_run, monkeypatch, left_out):
     from profiler import sweep
 
     commands = []
 
-    def fake_cell(command, log_path, timeout_s):
-        commands.append(command)
-        return sweep.CellOutcome(sweep.FAILED, "stopped at the cell", 1, 0.0)
-
-    monkeypatch.setattr(sweep, "run_cell", fake_cell)
+    monkeypatch.setattr(sweep, "make_executor", lambda plan: RecordingExecutor(commands))
     values = probes(left_out)
     shared = {k: v for k, v in values.items() if k not in SWEEP_SETS}
     done = cli("sweep", "--backends", values["backend"], "--bs", str(values["batch_size"]),
                "--name", "probe", "--runs-dir", "r", "--tb-dir", "t", *argv(shared))
     assert len(commands) == 1, done
-    assert commands[0][2] == "run"
-    config = parse_run(*commands[0][3:])
+    assert commands[0][1] == "run"
+    config = parse_run(*commands[0][2:])
     assert_reaches(config, values, SWEEP_SETS)
     assert (config.backend, config.batch_size) == (values["backend"], values["batch_size"])
     assert (config.runs_dir, config.tb_dir, config.name) == (Path("r/probe"), Path("t/probe"),
@@ -141,8 +155,7 @@ def test_sweep_resume_compares_every_shared_option(cli, monkeypatch, left_out):
 
     from profiler import sweep
 
-    monkeypatch.setattr(sweep, "run_cell", lambda *a: sweep.CellOutcome(
-        sweep.FAILED, "stopped", 1, 0.0))
+    monkeypatch.setattr(sweep, "make_executor", lambda plan: RecordingExecutor([]))
     values = probes(left_out)
     shared = {k: v for k, v in values.items() if k not in SWEEP_SETS}
     base = ["--backends", "pytorch_fp32", "--bs", "1", "--name", "s"]

@@ -52,17 +52,13 @@ def test_host_out_of_memory_in_the_forward_is_one_line(cli):
     assert_nothing_written()
 
 
-def test_a_sweep_records_host_out_of_memory_as_oom():
-    from profiler.sweep import OOM, run_cell
+def test_a_sweep_records_host_out_of_memory_as_oom(tmp_path):
+    from profiler.cellrun import OOM, classify
 
     # the status comes from the cell's error line; the line is the one `run` prints above
-    script = "import sys; print('error: host out of memory at batch size 9 (x)', file=sys.stderr); sys.exit(2)"
-    import sys
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as folder:
-        outcome = run_cell([sys.executable, "-c", script], Path(folder) / "cell.log", None)
-    assert outcome.status == OOM and outcome.exit_code == 2
+    log = tmp_path / "cell.log"
+    log.write_text("$ profile.py run\nerror: host out of memory at batch size 9 (x)\n")
+    assert classify(2, log) == (OOM, "host out of memory at batch size 9 (x)")
 
 
 # ---- D5: the FP32 reference does not fit ----------------------------------------------------

@@ -21,13 +21,12 @@ GENERATE = ["--model", "transformer", "--workload", "generate"]
 @pytest.fixture
 def commands(monkeypatch) -> list[list[str]]:
     """The cells' `profile.py run` command lines; every cell stops there."""
-    seen = []
+    from tests.test_run_options import RecordingExecutor
 
-    def fake_cell(command, log_path, timeout_s):
-        seen.append(command)
-        return sweep.CellOutcome(sweep.FAILED, "stopped at the cell", 1, 0.0)
-
-    monkeypatch.setattr(sweep, "run_cell", fake_cell)
+    seen: list[list[str]] = []
+    # as a cell's process would start: [python, profile.py, run, ...]
+    monkeypatch.setattr(sweep, "make_executor",
+                        lambda plan: RecordingExecutor(seen, prefix=["python", "profile.py"]))
     return seen
 
 

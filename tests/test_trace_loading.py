@@ -17,6 +17,8 @@ from profiler.trace import load
 FIXTURES = Path(__file__).parent / "fixtures"
 V100 = FIXTURES / "kineto_tb_plugin" / "worker0.1623143089861.pt.trace.json.gz"
 H200 = sorted((FIXTURES / "h200" / "tb_logs").glob("*/*.pt.trace.json.gz"))
+#: eager FP16 ResNet50 on an H100 with stacks, memory and shapes (python_function events)
+H100_STACKS = FIXTURES / "h100_stacks" / "h100_pytorch_fp16_bs8_stacks.pt.trace.json.gz"
 
 
 def robust(path: Path) -> load.Trace:
@@ -50,9 +52,57 @@ def small_pieces(monkeypatch):
     monkeypatch.setattr(load, "_PIECE_BYTES", 50_000)
 
 
-@pytest.mark.parametrize("path", [V100, *H200], ids=lambda p: p.parent.name)
+@pytest.mark.parametrize("path", [V100, *H200, H100_STACKS], ids=lambda p: p.parent.name)
 def test_fast_path_matches_full_parse_on_fixtures(path, small_pieces):
     assert_same(fast(path), robust(path))
+
+
+@pytest.fixture
+def two_processes(monkeypatch):
+    """Every file, however small, is read by two processes (where the system can fork)."""
+    if not hasattr(load.os, "fork"):
+        pytest.skip("no fork on this system")
+    monkeypatch.setattr(load, "_PARALLEL_LOAD", True)
+    monkeypatch.setattr(load, "_PARALLEL_MIN_BYTES", 0)
+
+
+@pytest.mark.parametrize("path", [V100, *H200, H100_STACKS], ids=lambda p: p.parent.name)
+def test_two_processes_read_what_one_reads(path, small_pieces, two_processes, monkeypatch):
+    halves = []
+    real = load._build_halves
+    monkeypatch.setattr(load, "_build_halves", lambda *a: halves.append(real(*a)) or halves[-1])
+    trace = load.load_trace(path)
+    assert halves and halves[0] is not None, "the two-process path gave up"
+    assert_same(trace, robust(path))
+    assert list(trace.categories) == list(robust(path).categories)  # the same order too
+
+
+def test_two_processes_with_a_false_cut_in_the_middle(tmp_path, small_pieces, two_processes,
+                                                      monkeypatch):
+    """The middle of the file falls inside an event whose args hold a long list of objects
+    ('}, {"' between them looks like an event boundary): the first half's last piece does not
+    decode, so one process reads the file."""
+    data = v100_json()
+    events = data["traceEvents"][:2000]
+    events[1000]["args"] = {"nested": [{"a": "x" * 1000}] * 2000}
+    data["traceEvents"] = events
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(data))
+    halves = []
+    real = load._build_halves
+    monkeypatch.setattr(load, "_build_halves", lambda *a: halves.append(real(*a)) or halves[-1])
+    assert_same(load.load_trace(path), robust(path))
+    assert halves == [None]
+
+
+def test_python_function_args_are_not_read():
+    """Python events' args (Python ids of the call tree) fill none of the arg columns."""
+    trace = load.load_trace(H100_STACKS)
+    python = trace.of_kind("python")
+    assert len(python) > len(trace.events) / 3
+    assert (python[["external_id", "correlation", "device", "stream"]] == -1).all().all()
+    ops = trace.of_kind("cpu_op")
+    assert (ops["external_id"] >= 0).all()
 
 
 @pytest.mark.parametrize("style", ["minified", "indented", "one_per_line", "odd_whitespace"])

@@ -170,3 +170,82 @@ class _NoOnnxOp(nn.Module):
 
 def not_exportable(batch_size: int = 2):
     return _NoOnnxOp(), (torch.randn(batch_size, 4),)
+
+
+class _EndsTheProcess(nn.Module):
+    """Ends the process that runs it the way a crash does, chosen by batch size: 1 os._exit(0)
+    (no result, exit status 0), 2 a segfault (reading address 0 through ctypes), 3 SIGKILL (as
+    the host's out-of-memory killer sends); larger batches run conv_net's layers."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = conv_net()[0]
+
+    def forward(self, x):
+        import ctypes
+        import os
+        import signal
+
+        if x.shape[0] == 1:
+            os._exit(0)
+        if x.shape[0] == 2:
+            ctypes.string_at(0)
+        if x.shape[0] == 3:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return self.body(x)
+
+
+def crashes_below_4(batch_size: int = 2, image_size: int = 16):
+    return _EndsTheProcess(), (torch.randn(batch_size, 3, image_size, image_size),)
+
+
+class _HangsAtBs1(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = conv_net()[0]
+
+    def forward(self, x):
+        import time
+
+        if x.shape[0] == 1:
+            time.sleep(600)
+        return self.body(x)
+
+
+def hangs_at_bs1(batch_size: int = 2, image_size: int = 16):
+    """conv_net, but a batch of 1 never finishes its first call: a cell for --cell-timeout."""
+    return _HangsAtBs1(), (torch.randn(batch_size, 3, image_size, image_size),)
+
+
+PRISTINE = {"default_dtype": torch.float32, "float32_matmul_precision": "highest",
+            "grad_enabled": True, "leaked_env": None}
+
+
+def _process_state() -> dict:
+    import os
+
+    return {"default_dtype": torch.get_default_dtype(),
+            "float32_matmul_precision": torch.get_float32_matmul_precision(),
+            "grad_enabled": torch.is_grad_enabled(),
+            "leaked_env": os.environ.get("TINY_MODELS_LEAKED")}
+
+
+def leaks_state_at_bs1(batch_size: int = 2, image_size: int = 16):
+    """conv_net; a batch of 1 leaves process-wide state behind (default dtype float64, matmul
+    precision medium, an environment variable, cuDNN autotuner and TF32 on); any other batch
+    size fails unless the process is as a fresh one is (PRISTINE): the probe of a sweep
+    worker's reset between cells."""
+    import os
+
+    if batch_size == 1:
+        model, inputs = conv_net(batch_size, image_size)
+        torch.set_default_dtype(torch.float64)
+        torch.set_float32_matmul_precision("medium")
+        os.environ["TINY_MODELS_LEAKED"] = "1"
+        torch.backends.cudnn.benchmark = True
+        torch.backends.cuda.matmul.allow_tf32 = True
+        return model, inputs
+    found = _process_state()
+    if found != PRISTINE:
+        raise RuntimeError(f"state leaked from an earlier cell: {found}")
+    return conv_net(batch_size, image_size)

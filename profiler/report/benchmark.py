@@ -18,8 +18,8 @@ engine_mib (TensorRT engines' device memory),
 tflops, pct_peak_compute, gbs, pct_peak_bandwidth, flop_per_byte (the roofline of the timed
 p50: FLOPs and minimum bytes from result.json's roofline_inputs, against the measured ceilings of
 `profile.py peaks`, else the datasheet's; empty for runs without roofline_inputs),
-status, reason, elapsed_s (the cell's subprocess, wall time), node and gpu (where the cell ran:
-host name and GPU index, recorded by the executor; empty where unknown), then where the cell's seconds
+status, reason, gpu (the GPU that ran the cell, as CUDA_VISIBLE_DEVICES names it; empty on a
+CPU), node (the host), elapsed_s (the cell in its worker, wall time), then where the cell's seconds
 went: wall_s (the run's own wall time: imports + harness, result.json's timing.wall_s) and one
 column per phase, <phase>_s in run order (profiler.phases: imports_s, build_s, flops_s,
 prepare_s, first_call_s, warm_up_s, timed_s, profile_s, trace_write_s, after_windows_s,
@@ -65,7 +65,7 @@ COLUMNS = ["model", "device", "backend", "bs", "mean_ms", "p50_ms", "p90_ms", "p
            "rel_l2_error", "tensor_core_pct", "gpu_util_pct", "cv_pct", "noise",
            "peak_allocated_mib", "peak_reserved_mib", "engine_mib", *ROOFLINE_COLUMNS, "ttft_ms",
            "token_p50_ms", "token_p99_ms", "tokens_per_s", "token_agreement", "status", "reason",
-           "elapsed_s", "node", "gpu", *PHASE_COLUMNS]
+           "gpu", "node", "elapsed_s", *PHASE_COLUMNS]
 GENERATION_COLUMNS = ("ttft_ms", "token_p50_ms", "token_p99_ms", "tokens_per_s",
                       "token_agreement")
 
@@ -146,8 +146,8 @@ def benchmark_table(sweep_dir: Path, manifest: SweepManifest) -> pd.DataFrame:
     for name, cell in grid_cells(manifest):
         row = {"model": manifest.model, "device": "", "backend": cell.backend,
                "bs": cell.batch_size, **(cell.axis or {}), "status": cell.status,
-               "reason": cell.reason or "", "elapsed_s": cell.elapsed_s,
-               "baseline": manifest.baseline, "node": cell.node or "", "gpu": cell.gpu or ""}
+               "reason": cell.reason or "", "gpu": cell.gpu or "", "node": cell.node or "",
+               "elapsed_s": cell.elapsed_s, "baseline": manifest.baseline}
         result = try_read_result(sweep_dir / name / RESULT_FILE) if cell.status == OK else None
         if cell.status == OK and result is None:
             row.update(status="failed", reason="result.json missing or unreadable")
@@ -240,6 +240,10 @@ def markdown(frame: pd.DataFrame, manifest: SweepManifest) -> str:
              "FP32 eager reference; tensor_core_pct and gpu_util_pct from the profiled steps' "
              "trace", ""]
     dropped = ["model", "device", "baseline", "reason", *PHASE_COLUMNS]
+    if frame["node"].nunique() < 2:  # one host: its name says nothing per cell
+        dropped.append("node")
+    if not frame["gpu"].astype(bool).any():  # a CPU sweep
+        dropped.append("gpu")
     if not frame["tokens_per_s"].notna().any():  # not a generation sweep
         dropped += list(GENERATION_COLUMNS)
     shown = frame.drop(columns=dropped).astype(object)
@@ -257,7 +261,8 @@ def markdown(frame: pd.DataFrame, manifest: SweepManifest) -> str:
         lines.append("\n## Cells that did not finish\n")
         for r in failed.itertuples():
             values = "".join(f" {key} {getattr(r, key)}" for key in axis_columns(manifest))
-            lines.append(f"- `{r.backend}` bs {r.bs}{values}: {r.status}: {r.reason}")
+            where = f" (gpu {r.gpu})" if r.gpu else ""
+            lines.append(f"- `{r.backend}` bs {r.bs}{values}{where}: {r.status}: {r.reason}")
     return "\n".join(lines) + "\n"
 
 
@@ -273,13 +278,17 @@ def print_benchmark(frame: pd.DataFrame, manifest: SweepManifest, console: Conso
     generation = bool(frame["tokens_per_s"].notna().any())
     if generation:
         headers = headers[:-1] + ("TTFT ms", "token p50", "token p99", "tokens/s", "status")
+    on_gpus = bool(frame["gpu"].astype(bool).any())
+    if on_gpus:
+        headers = ("gpu", *headers)
     for h in headers:
         t.add_column(h, justify="left" if h in ("backend", "status") else "right")
     for r in frame.itertuples():
         status = r.status if r.status == "ok" else f"[red]{escape(str(r.status))}[/]"
         if r.status == "ok" and r.reason == NOT_FINITE:
             status = "[yellow]ok, NaN/Inf output[/]"
-        t.add_row(r.backend, str(r.bs), *(fixed(getattr(r, key), ".0f") for key in axes),
+        t.add_row(*((r.gpu,) if on_gpus else ()), r.backend, str(r.bs),
+                  *(fixed(getattr(r, key), ".0f") for key in axes),
                   fixed(r.mean_ms, ".3f"), fixed(r.p50_ms, ".3f"),
                   fixed(r.p90_ms, ".3f"), fixed(r.p99_ms, ".3f"),
                   fixed(r.throughput_per_s, ",.1f"), times(r.speedup), fixed(r.ready_s, ".2f"),

@@ -80,21 +80,52 @@ def overview_tables(summary: Summary, top: int, console: Console) -> None:
     console.print(facts)
 
     if len(o.steps):
-        steps = Table(title="Step time breakdown (µs; each instant counted once, kernel first)",
-                      title_justify="left")
-        for col in ("step", "step time", "CPU span", *BREAKDOWN, "GPU util", "kernels"):
-            steps.add_column(col, justify="left" if col == "step" else "right")
-        for row in o.steps.itertuples():
-            steps.add_row(row.step, count(row.step_us), count(row.cpu_step_us),
-                          *[count(getattr(row, r)) for r in BREAKDOWN],
-                          pct(row.gpu_utilization_pct), count(row.kernels))
-        if len(o.steps) > 1:
-            steps.add_row("[b]mean[/b]", count(o.mean_step_us),
-                          count(float(o.steps["cpu_step_us"].mean())),
-                          *[count(o.breakdown_us[r]) for r in BREAKDOWN],
-                          pct(float(o.steps["gpu_utilization_pct"].mean())),
-                          count(float(o.steps["kernels"].mean())))
-        console.print(steps)
+        console.print(step_table(summary, top))
+
+
+#: a step table longer than --top rows is summarised: this many slowest and fastest steps
+#: (at most; fewer when --top is smaller) and the distribution
+STEP_EXTREMES = 5
+
+
+def step_table(summary: Summary, top: int) -> Table:
+    """Every step when there are at most ``top`` (or ``top`` is 0); else the slowest and the
+    fastest steps, then min / median / p90 / max of each column. The mean row closes both."""
+    o = summary.overview
+    shown = len(o.steps) if not top or len(o.steps) <= top else min(STEP_EXTREMES, top)
+    title = "Step time breakdown (µs; each instant counted once, kernel first)"
+    if shown < len(o.steps):
+        title += (f": {len(o.steps):,} steps, the {shown} slowest and {shown} fastest and the "
+                  "spread (all: --top 0 or --out)")
+    steps = Table(title=title, title_justify="left")
+    for col in ("step", "step time", "CPU span", *BREAKDOWN, "GPU util", "kernels"):
+        steps.add_column(col, justify="left" if col == "step" else "right")
+    if shown == len(o.steps):
+        _step_rows(steps, o.steps)
+    else:
+        slowest, fastest = o.slowest_and_fastest(shown)
+        _step_rows(steps, slowest, "slowest")
+        _step_rows(steps, fastest, "fastest")
+        spread = o.step_distribution()
+        _step_rows(steps, spread.assign(step=[f"[b]{q}[/b]" for q in spread.index]),
+                   "all steps")
+    if len(o.steps) > 1:
+        steps.add_row("[b]mean[/b]", count(o.mean_step_us),
+                      count(float(o.steps["cpu_step_us"].mean())),
+                      *[count(o.breakdown_us[r]) for r in BREAKDOWN],
+                      pct(float(o.steps["gpu_utilization_pct"].mean())),
+                      count(float(o.steps["kernels"].mean())))
+    return steps
+
+
+def _step_rows(table: Table, rows, heading: str = "") -> None:
+    if heading:
+        table.add_section()
+        table.add_row(f"[i]{heading}[/i]")
+    for row in rows.itertuples():
+        table.add_row(row.step, count(row.step_us), count(row.cpu_step_us),
+                      *[count(getattr(row, r)) for r in BREAKDOWN],
+                      pct(row.gpu_utilization_pct), count(row.kernels))
 
 
 def categories_table(summary: Summary) -> Table:

@@ -127,6 +127,19 @@ class Overview:
     def mean_step_us(self) -> float:
         return float(self.steps["step_us"].mean()) if len(self.steps) else 0.0
 
+    def slowest_and_fastest(self, n: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The ``n`` slowest steps (longest ``step_us`` first) and the ``n`` fastest (shortest
+        first); of equal steps, the earlier comes first."""
+        return (self.steps.nlargest(n, "step_us", keep="first"),
+                self.steps.nsmallest(n, "step_us", keep="first"))
+
+    def step_distribution(self) -> pd.DataFrame:
+        """Min, median, 90th percentile and max of every numeric step column, one row each."""
+        numeric = self.steps.select_dtypes("number")
+        rows = {"min": numeric.min(), "median": numeric.median(),
+                "p90": numeric.quantile(0.9), "max": numeric.max()}
+        return pd.DataFrame(rows).T
+
 
 # --------------------------------------------------------------------------------------------
 # steps
@@ -198,8 +211,9 @@ def step_windows(trace: Trace) -> tuple[pd.DataFrame, int]:
                 prev_end = max(prev_end, float(early.max()))
     use_gpu = bool(matched.sum())
     starts, ends = [], []
+    cpu_starts, cpu_ends = steps["cpu_start"].to_numpy(), steps["cpu_end"].to_numpy()
     for k in range(n):
-        cs_k, ce_k = float(steps["cpu_start"].iloc[k]), float(steps["cpu_end"].iloc[k])
+        cs_k, ce_k = float(cpu_starts[k]), float(cpu_ends[k])
         if use_gpu:
             start = max(prev_end, cs_k)
             end = max(ce_k, dev_max[k]) if matched[k] else max(ce_k, start)

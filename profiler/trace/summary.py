@@ -70,9 +70,12 @@ def summarize_trace(trace: Trace, context: RunContext | None = None) -> Summary:
     rows = kernel_rows(trace)
     kernels = kernel_summary(trace, rows, context)
     category_of = dict(zip(kernels.table["name"], kernels.table["category"]))
-    categories = pd.Series(trace.names[rows["name_id"].to_numpy()]).map(category_of) \
-        if len(rows) else pd.Series([], dtype=object)
-    ov = overview(trace, rows, categories.to_numpy())
+    # (mapped once per name, then looked up per kernel: a Series of every kernel's name is
+    # slow to build on a trace of hundreds of thousands of kernels)
+    category_of_name = pd.Series(trace.names).map(category_of).to_numpy()
+    categories = category_of_name[rows["name_id"].to_numpy()] if len(rows) else \
+        pd.Series([], dtype=object).to_numpy()
+    ov = overview(trace, rows, categories)
     counts = {kind: int(n) for kind, n in zip(*np.unique(
         trace.events["kind"].to_numpy(), return_counts=True))}
     from .load import KINDS

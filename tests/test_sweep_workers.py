@@ -1,0 +1,247 @@
+"""Sweep workers on the CPU: a worker process runs many cells; crashes, kills and timeouts in a
+cell are recorded and the worker replaced; no state leaks from one cell into the next; two
+(stand-in) GPUs each get a worker and never two cells at once; --gpus errors are one line."""
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from .conftest import ROOT
+from .test_sweep import FAST
+
+# no GPU as far as the sweep can tell, so `--gpus 0,1` names two stand-in GPUs on any machine
+NO_GPUS = {"CUDA_VISIBLE_DEVICES": ""}
+
+
+def _cells(workdir: Path, name: str) -> dict:
+    return json.loads((workdir / "runs" / name / "sweep.json").read_text())["cells"]
+
+
+def _env(**changes: str) -> dict:
+    env = dict(os.environ, COLUMNS="200", **changes)
+    env.pop("PYTHONPATH", None)
+    return env
+
+
+def _sweep(workdir: Path, model: str, bs: str, *extra: str, name: str = "s",
+           backends: str = "pytorch_fp32", env: dict | None = None):
+    done = subprocess.run([sys.executable, str(ROOT / "profile.py"), "sweep", "--backends",
+                           backends, "--bs", bs, "--model", f"tests.tiny_models:{model}", *FAST,
+                           "--name", name, *extra], cwd=workdir, capture_output=True, text=True,
+                          timeout=300, env=_env(**(env or {})))
+    return done, _cells(workdir, name)
+
+
+def test_crashes_and_kills_are_recorded_and_the_worker_replaced(tmp_path):
+    done, cells = _sweep(tmp_path, "crashes_below_4", "1,2,3,4")
+    assert done.returncode == 0, done.stderr
+    exited, segfault, killed, fine = (cells[f"pytorch_fp32_bs{n}_crashes_below_4"]
+                                      for n in (1, 2, 3, 4))
+    assert exited["status"] == "failed" and exited["exit_code"] == 0
+    assert "exited with status 0 during the cell" in exited["reason"]
+    assert segfault["status"] == "failed" and segfault["reason"] == "worker killed by SIGSEGV"
+    assert killed["status"] == "failed"
+    assert killed["reason"] == "worker killed by SIGKILL (host out of memory?)"
+    assert fine["status"] == "ok"
+    assert (tmp_path / "runs" / "s" / "pytorch_fp32_bs4_crashes_below_4" / "result.json").is_file()
+    # each death took its worker with it: four cells, four worker processes
+    assert len({c["worker"] for c in (exited, segfault, killed, fine)}) == 4
+    assert "[2/4] pytorch_fp32 bs 2: failed: worker killed by SIGSEGV" in done.stderr
+    for folder in (tmp_path / "runs" / "s", tmp_path / "tb_logs" / "s"):
+        assert [p.name for p in folder.iterdir() if p.name.startswith(".") and p.is_dir()] == []
+
+
+def test_a_cell_past_its_timeout_is_stopped_and_the_next_runs_on_a_new_worker(tmp_path):
+    done, cells = _sweep(tmp_path, "hangs_at_bs1", "1,2", "--cell-timeout", "12")
+    assert done.returncode == 0, done.stderr
+    hung, fine = cells["pytorch_fp32_bs1_hangs_at_bs1"], cells["pytorch_fp32_bs2_hangs_at_bs1"]
+    assert hung["status"] == "timeout" and "--cell-timeout 12 s" in hung["reason"]
+    assert fine["status"] == "ok" and fine["worker"] != hung["worker"]
+    for folder in (tmp_path / "runs" / "s", tmp_path / "tb_logs" / "s"):
+        assert [p.name for p in folder.iterdir() if p.name.startswith(".") and p.is_dir()] == []
+    assert not (tmp_path / "runs" / "s" / "pytorch_fp32_bs1_hangs_at_bs1").exists()
+
+
+def _cpu_op_names(trace_dir: Path) -> set[str]:
+    (trace,) = trace_dir.glob("*.pt.trace.json.gz")
+    events = json.loads(gzip.decompress(trace.read_bytes()))["traceEvents"]
+    return {e["name"] for e in events if e.get("cat") == "cpu_op"}
+
+
+def test_a_cell_in_a_worker_matches_the_same_cell_run_alone(tmp_path):
+    # cell 1 leaves state behind (float64 default dtype, matmul precision, an environment
+    # variable, cuDNN autotuner, TF32); cell 2 fails if it finds any of it
+    done, cells = _sweep(tmp_path, "leaks_state_at_bs1", "1,2")
+    assert done.returncode == 0, done.stderr
+    first, second = (cells[f"pytorch_fp32_bs{n}_leaks_state_at_bs1"] for n in (1, 2))
+    assert first["status"] == "ok" and second["status"] == "ok", second["reason"]
+    assert first["worker"] == second["worker"]  # one worker ran both
+    alone_dir = tmp_path / "alone"
+    alone_dir.mkdir()
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    ran = subprocess.run([sys.executable, str(ROOT / "profile.py"), "run", "--backend",
+                          "pytorch_fp32", "--bs", "2", "--model",
+                          "tests.tiny_models:leaks_state_at_bs1", *FAST], cwd=alone_dir,
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert ran.returncode == 0, ran.stderr
+    cell = "pytorch_fp32_bs2_leaks_state_at_bs1"
+    in_worker = json.loads((tmp_path / "runs" / "s" / cell / "result.json").read_text())
+    alone = json.loads((alone_dir / "runs" / cell / "result.json").read_text())
+    assert in_worker["precision"] == alone["precision"]
+    assert in_worker["backend"] == alone["backend"]
+    assert _cpu_op_names(tmp_path / "tb_logs" / "s" / cell) == \
+        _cpu_op_names(alone_dir / "tb_logs" / cell)
+    # the same work: the medians agree to within a factor that only a leak (float64 math,
+    # another thread count) or a broken timer would break on a shared CPU
+    ratio = in_worker["timing"]["p50_ms"] / alone["timing"]["p50_ms"]
+    assert 0.1 < ratio < 10, ratio
+
+
+def _at(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp)
+
+
+def test_two_gpus_get_a_worker_each_and_never_two_cells_at_once(tmp_path):
+    done, cells = _sweep(tmp_path, "conv_net", "1,2,3,4", "--gpus", "0,1",
+                         backends="pytorch_fp32,pytorch_bf16", env=NO_GPUS)
+    assert done.returncode == 0, done.stderr
+    assert all(c["status"] == "ok" for c in cells.values())
+    by_gpu: dict[str, list] = {}
+    for cell in cells.values():
+        by_gpu.setdefault(cell["gpu"], []).append(cell)
+    assert set(by_gpu) == {"0", "1"}
+    for gpu, ran in by_gpu.items():
+        ran.sort(key=lambda c: _at(c["started"]))
+        assert len({c["worker"] for c in ran}) == 1, gpu  # one worker per GPU, kept
+        for before, after in zip(ran, ran[1:]):
+            assert _at(after["started"]) >= _at(before["finished"]), gpu
+    # the two workers ran at the same time: some cell on one GPU began before the other GPU's
+    # first cell ended
+    first_ends = {gpu: _at(ran[0]["finished"]) for gpu, ran in by_gpu.items()}
+    assert _at(by_gpu["1"][0]["started"]) < first_ends["0"] or \
+        _at(by_gpu["0"][0]["started"]) < first_ends["1"]
+    csv_text = (tmp_path / "runs" / "s" / "benchmark.csv").read_text()
+    header = csv_text.splitlines()[0].split(",")
+    assert "gpu" in header and "node" in header
+    assert {line.split(",")[header.index("gpu")] for line in csv_text.splitlines()[1:]} \
+        == {"0", "1"}
+    assert "| gpu |" in (tmp_path / "runs" / "s" / "benchmark.md").read_text()
+    assert " on gpu 0: ok" in done.stderr and " on gpu 1: ok" in done.stderr
+
+
+def test_isolate_runs_every_cell_in_a_fresh_process(tmp_path):
+    done, cells = _sweep(tmp_path, "conv_net", "1,2", "--isolate")
+    assert done.returncode == 0, done.stderr
+    assert len({c["worker"] for c in cells.values()}) == 2
+    assert all(c["status"] == "ok" for c in cells.values())
+
+
+def test_the_sweep_process_never_imports_torch(tmp_path):
+    code = ("import sys\n"
+            "from pathlib import Path\n"
+            f"sys.path.insert(0, {str(ROOT)!r})\n"
+            "from profiler import sweep\n"
+            "p = sweep.plan('pytorch_fp32', '1', {'model': 'tests.tiny_models:conv_net', "
+            "'iters': 2, 'timed_warmup': 0, 'active': 1}, name='s')\n"
+            "outcome = sweep.run_sweep(p, say=lambda text: None)\n"
+            "assert outcome.manifest.cells['pytorch_fp32_bs1_conv_net'].status == 'ok'\n"
+            "assert 'torch' not in sys.modules, 'the sweep imported torch'\n")
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("gpus, visible, fragment", [
+    ("", None, "--gpus '': give GPU indices"),
+    ("0,,1", None, "give GPU indices"),
+    ("0,0", None, "names a GPU twice"),
+    ("x", None, "'x' is not a GPU index or UUID"),
+    ("2", "0,1", "GPU 2 is not visible here (visible: 0,1)"),
+])
+def test_bad_gpus_are_one_line(cli, monkeypatch, gpus, visible, fragment):
+    if visible is None:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    else:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    done = cli("sweep", "--backends", "pytorch_fp32", "--bs", "1", "--gpus", gpus)
+    assert done.code == 2, done
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and fragment in lines[0], lines
+    assert not Path("runs").exists()
+
+
+def test_visible_gpus_follow_cuda_visible_devices(monkeypatch):
+    from profiler.executors.local import parse_gpus, visible_gpus
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    assert visible_gpus() == ["2", "3"] and parse_gpus(None, visible_gpus()) == ["2", "3"]
+    assert parse_gpus("3", ["2", "3"]) == ["3"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "-1")
+    assert visible_gpus() == []
+    assert parse_gpus("all", []) == []
+
+
+def test_unknown_executor_is_one_line(cli):
+    done = cli("sweep", "--backends", "pytorch_fp32", "--bs", "1", "--executor", "slurm")
+    assert done.code == 2 and "--executor: unknown executor 'slurm'" in done.stderr
+
+
+def test_sigterm_stops_both_workers_cells_and_keeps_the_finished(tmp_path):
+    import signal
+    import time
+
+    env = _env(**NO_GPUS)
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "profile.py"), "sweep", "--backends", "pytorch_fp32",
+         "--bs", "1,2,3,4,5", "--model", "tests.tiny_models:slow", "--iters", "20",
+         "--timed-warmup", "0", "--active", "1", "--gpus", "0,1", "--name", "stop"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    manifest_path = tmp_path / "runs" / "stop" / "sweep.json"
+    deadline = time.monotonic() + 180
+    try:
+        while time.monotonic() < deadline:  # one cell done, one running on each GPU
+            try:
+                cells = json.loads(manifest_path.read_text())["cells"]
+            except (OSError, ValueError):
+                cells = {}
+            running = {c["gpu"] for c in cells.values() if c["status"] == "running"}
+            if any(c["status"] == "ok" for c in cells.values()) and running == {"0", "1"}:
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail("the sweep never had a finished cell and two running ones")
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=90)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 143, stderr
+    assert "interrupted: sweep stopped;" in stderr.strip().splitlines()[-1]
+    cells = json.loads(manifest_path.read_text())["cells"]
+    statuses = sorted(c["status"] for c in cells.values())
+    # a cell may finish in the moment the signal comes; no cell is left "running"
+    assert statuses.count("interrupted") in (1, 2) and "ok" in statuses, statuses
+    assert set(statuses) <= {"ok", "interrupted", "pending"}, statuses
+    for name, cell in cells.items():
+        if cell["status"] == "interrupted":
+            assert cell["reason"] == "interrupted (SIGTERM)"
+            assert not (tmp_path / "runs" / "stop" / name).exists()
+        if cell["status"] == "ok":
+            assert (tmp_path / "runs" / "stop" / name / "result.json").is_file()
+    for folder in (tmp_path / "runs" / "stop", tmp_path / "tb_logs" / "stop"):
+        assert [p.name for p in folder.iterdir() if p.name.startswith(".") and p.is_dir()] == []
+    # the workers are gone with the sweep
+    for cell in cells.values():
+        if cell.get("worker"):
+            pid = int(cell["worker"].split("pid")[1])
+            with pytest.raises(ProcessLookupError):
+                os.kill(pid, 0)
