@@ -14,6 +14,7 @@ import torch
 from typer.testing import CliRunner
 
 from profiler import backends
+from profiler.backends import tensorrt as ttrt
 from profiler.config import RunConfig
 from profiler.errors import UserError
 from profiler.runs import read_result, result_to_dict
@@ -25,7 +26,7 @@ from profiler.workloads import backends as generation_backends
 from profiler.workloads import loops
 from tests.conftest import FIXTURES, ROOT
 from tests.test_cli_errors import assert_nothing_written, assert_one_line_error
-from tests.test_tensorrt_backend import fake_trt  # noqa: F401  (a fixture)
+from tests.test_tensorrt_backend import fake_engines, fake_trt  # noqa: F401  (fixtures)
 from tests.tiny_models import tiny_gpt2, tiny_seq2seq
 
 NEW_TOKENS = 3
@@ -339,6 +340,28 @@ def test_split_engines_built_per_part_and_bucket_then_cached(fake_trt, tmp_path)
     (_, _, again), _, _ = _split(tmp_path)
     assert len(calls) == 4  # every part loaded from the cache
     assert all(p["cache"]["hit"] for p in again["split_engines"].values())
+
+
+def test_split_engines_on_a_hit_reuse_their_descriptions(fake_trt, fake_engines, tmp_path,
+                                                         monkeypatch):
+    (_, _, built), _, _ = _split(tmp_path)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a cached engine was described again")
+
+    monkeypatch.setattr(ttrt, "layer_info", refuse)
+    monkeypatch.setattr(ttrt, "engine_device_memory", refuse)
+    (_, _, again), _, _ = _split(tmp_path)
+    assert all(p["cache"]["hit"] for p in again["split_engines"].values())
+    for part, notes in again["split_engines"].items():
+        assert notes["layer_files"] == [f"{part}_engine_layers_0.json",
+                                        f"{part}_engine_layers_1.json"]
+        for key in ("engine_count", "layer_files", "engine_memory"):
+            assert notes[key] == built["split_engines"][part][key]
+    layers = {n: t for n, t in built["artifacts"].items() if "_engine_layers_" in n}
+    assert len(layers) == 8 and layers == {
+        n: t for n, t in again["artifacts"].items() if "_engine_layers_" in n}
+    assert again["warnings"] == built["warnings"]
 
 
 def test_the_stand_in_refuses_a_varargs_forward_as_torch_export_does(fake_trt):

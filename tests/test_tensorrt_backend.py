@@ -225,3 +225,116 @@ def test_sidecar_report_is_json(fake_trt, tmp_path):
     data = json.loads(sidecars[0].read_text())
     assert data["facts"]["gpu"] == "Fake GPU" and data["facts"]["backend"] == "ttrt_fp32"
     assert data["report"]["fallback_ops"]
+
+
+# ----- the engines' description: made at build, kept in the cache entry, reused on a hit ---------
+
+
+class FakeEngineSource:
+    """What find_engines yields as a built (or loaded) engine: its inspector JSON and the device
+    memory it asks for. ``broken``: an engine without layer information."""
+
+    def __init__(self, index: int, broken: bool = False):
+        self.index, self.broken = index, broken
+        self.device_memory_size_v2 = 1024 * (index + 1)
+
+    def get_layer_info(self):
+        if self.broken:
+            raise RuntimeError("inspector unavailable")
+        return json.dumps({"Layers": [f"conv_{self.index}", f"relu_{self.index}"]})
+
+
+@pytest.fixture
+def fake_engines(monkeypatch):
+    """Every compiled or loaded module holds the same three engines, the last one without layer
+    information (the stand-in torch_tensorrt's modules hold none)."""
+    sources = [FakeEngineSource(0), FakeEngineSource(1), FakeEngineSource(2, broken=True)]
+    monkeypatch.setattr(ttrt, "find_engines", lambda module: [
+        (f"_run_on_acc_{source.index}", source, None) for source in sources])
+    return sources
+
+
+def counted(monkeypatch, name: str) -> list:
+    """Replace ttrt.<name> with a wrapper that records each call; returns the record."""
+    calls, original = [], getattr(ttrt, name)
+
+    def wrapper(*args, **kwargs):
+        calls.append(args)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(ttrt, name, wrapper)
+    return calls
+
+
+def sidecar_path(tmp_path) -> Path:
+    (path,) = (tmp_path / "cache").glob("*.json")
+    return path
+
+
+def layer_artifacts(prepared) -> dict:
+    return {name: text.encode() for name, text in prepared.notes["artifacts"].items()
+            if name.startswith("engine_layers_")}
+
+
+DESCRIBED = ("engine_count", "layer_files", "engine_memory", "warnings", "fallback_ops")
+
+
+def test_build_keeps_the_description_and_a_hit_reuses_it(fake_trt, fake_engines, tmp_path,
+                                                          monkeypatch):
+    first = prepare(tmp_path)
+    notes = first.notes
+    assert notes["engine_count"] == 3
+    assert notes["layer_files"] == ["engine_layers_0.json", "engine_layers_1.json"]
+    assert notes["engine_memory"] == {"engine_device_memory_bytes": 1024 + 2048 + 3072,
+                                      "per_engine_bytes": [1024, 2048, 3072], "why_not": None}
+    assert notes["warnings"][-1] == "engine 2: no layer information (inspector unavailable)"
+    assert any("run in PyTorch" in w for w in notes["warnings"])
+    description = json.loads(sidecar_path(tmp_path).read_text())["report"]["description"]
+    assert description["engine_count"] == 3
+    assert description["engine_memory"] == notes["engine_memory"]
+    assert {n: t.encode() for n, t in description["layers"].items()} == layer_artifacts(first)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a cached engine was described again")
+
+    monkeypatch.setattr(ttrt, "layer_info", refuse)
+    monkeypatch.setattr(ttrt, "engine_device_memory", refuse)
+    second = prepare(tmp_path)
+    assert second.notes["cache"]["hit"] is True
+    assert {k: second.notes[k] for k in DESCRIBED} == {k: notes[k] for k in DESCRIBED}
+    assert layer_artifacts(second) == layer_artifacts(first) and layer_artifacts(first)
+
+
+@pytest.mark.parametrize("stale", ["missing", "malformed"])
+def test_a_sidecar_without_a_description_is_described_as_before(fake_trt, fake_engines,
+                                                                tmp_path, monkeypatch, stale):
+    first = prepare(tmp_path)
+    path = sidecar_path(tmp_path)
+    sidecar = json.loads(path.read_text())
+    if stale == "missing":  # an entry stored before descriptions were kept
+        del sidecar["report"]["description"]
+    else:
+        sidecar["report"]["description"] = {"engine_count": 3}
+    path.write_text(json.dumps(sidecar))
+    layer_calls = counted(monkeypatch, "layer_info")
+    memory_calls = counted(monkeypatch, "engine_device_memory")
+    second = prepare(tmp_path)
+    assert second.notes["cache"]["hit"] is True
+    assert len(layer_calls) == 3 and len(memory_calls) == 1
+    assert {k: second.notes[k] for k in DESCRIBED} == {k: first.notes[k] for k in DESCRIBED}
+    assert layer_artifacts(second) == layer_artifacts(first)
+
+
+def test_a_hit_asks_again_for_device_memory_the_build_could_not_read(fake_trt, fake_engines,
+                                                                    tmp_path, monkeypatch):
+    for source in fake_engines:
+        del source.device_memory_size_v2
+    first = prepare(tmp_path)
+    assert first.notes["engine_memory"]["engine_device_memory_bytes"] is None
+    for source in fake_engines:  # the loaded engines tell what the built ones did not
+        source.device_memory_size_v2 = 4096
+    layer_calls = counted(monkeypatch, "layer_info")
+    second = prepare(tmp_path)
+    assert layer_calls == []
+    assert second.notes["engine_memory"]["engine_device_memory_bytes"] == 3 * 4096
+    assert layer_artifacts(second) == layer_artifacts(first)

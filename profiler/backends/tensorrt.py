@@ -11,7 +11,9 @@ weak typing). TF32 follows ``--tf32`` through ``disable_tf32``.
 
 Compiled modules are kept in the engine cache (profiler/engine_cache.py) as ExportedPrograms
 (``torch_tensorrt.save`` / ``torch_tensorrt.load``). The layer view (engine inspector JSON, and
-per-layer times from the engine profiler) lands in the run folder as artifacts.
+per-layer times from the engine profiler) lands in the run folder as artifacts. What describes an
+engine (its inspector JSON, device memory) is read once, at build, and kept in the cache entry's
+report, so a cache hit neither inspects nor deserializes the engines again.
 """
 
 from __future__ import annotations
@@ -53,7 +55,9 @@ BUILD_LOG = "tensorrt_build.log"
 LOG_TAIL_LINES = 200
 # what is compiled: part of the cache key and recorded in the notes
 COMPILE_OPTIONS = {"ir": "dynamo", "use_explicit_typing": True, "min_block_size": 5}
-LAYER_TIMING_ITERS = 20
+# per-layer averages over this many profiled runs: each costs far more than a timed one (about
+# 95 ms on ResNet50 at batch size 8) because the engine profiler synchronizes after every layer
+LAYER_TIMING_ITERS = 10
 
 
 @dataclasses.dataclass(frozen=True)
@@ -397,9 +401,10 @@ def cached_compile(torch_tensorrt, model, inputs, config, facts: dict, what: str
     then described. Used for a whole model and for each split engine of a generation.
 
     Returns (compiled, notes, artifacts): notes hold compile_s or load_s, the cache state,
-    fallback_ops, engine_count, layer_files and warnings; artifacts the build log and each
-    engine's layer JSON. A failed build is one UserError naming ``what``, its log kept beside
-    the run folder.
+    fallback_ops, engine_count, layer_files, engine_memory and warnings; artifacts the build log
+    and each engine's layer JSON. The engines are described once, when built, and the
+    description is kept in the cache entry's report; a hit reuses it. A failed build is one
+    UserError naming ``what``, its log kept beside the run folder.
     """
     import torch
 
@@ -411,35 +416,37 @@ def cached_compile(torch_tensorrt, model, inputs, config, facts: dict, what: str
              "hit": False, "reason": found.reason if found else "--no-cache"}
     artifacts: dict[str, str] = {}
     with quiet_torch_loggers():
-        compiled = _load_cached(torch_tensorrt, found, cache_dir, notes, cache) \
-            if found is not None and found.hit else None
+        compiled, description = _load_cached(torch_tensorrt, found, cache_dir, notes, cache) \
+            if found is not None and found.hit else (None, None)
         if compiled is None:
             compiled = _build(torch, torch_tensorrt, model, inputs, config, what, notes,
                               artifacts)
+            description = describe_engines(compiled)
             if config.use_cache:
-                _store(torch_tensorrt, compiled, inputs, cache_dir, facts, notes, cache)
+                _store(torch_tensorrt, compiled, inputs, cache_dir, facts, notes, cache,
+                       description)
     notes["cache"] = cache
-    _describe_engines(compiled, notes, artifacts)
+    _add_description(description or describe_engines(compiled), notes, artifacts)
     return compiled, notes, artifacts
 
 
 def _load_cached(torch_tensorrt, found, cache_dir: Path, notes: dict, cache: dict):
-    """The cached module, or None (a stale or broken entry: said so in ``cache``, and the
-    caller builds afresh)."""
+    """(the cached module, its engines' description from the report or None), or (None, None)
+    for a stale or broken entry: said so in ``cache``, and the caller builds afresh."""
     began = time.perf_counter()
     try:
         compiled = torch_tensorrt.load(str(found.module_path)).module()
     except Exception as error:
         cache["reason"] = (f"cached module failed to load ({type(error).__name__}: "
                            f"{str(error).splitlines()[0] if str(error) else ''}): rebuilt")
-        return None
+        return None, None
     notes["load_s"] = time.perf_counter() - began
     report = engine_cache.read_report(cache_dir, found.key)
     cache.update(hit=True, reason="hit")
     notes["fallback_ops"] = report.get("fallback_ops", [])
     notes["profiling_verbosity"] = report.get("profiling_verbosity", "unknown")
     notes["built_compile_s"] = report.get("compile_s")
-    return compiled
+    return compiled, _stored_description(compiled, report.get("description"))
 
 
 def _build(torch, torch_tensorrt, model, inputs, config, what: str, notes: dict,
@@ -471,21 +478,53 @@ def _build(torch, torch_tensorrt, model, inputs, config, what: str, notes: dict,
     return compiled
 
 
-def _describe_engines(compiled, notes: dict, artifacts: dict) -> None:
-    """Warnings for ops left to PyTorch, and each engine's layer information as an artifact."""
+# what describe_engines returns, and what a cache entry's report keeps under "description"
+DESCRIPTION_KEYS = {"engine_count", "layers", "engine_memory", "warnings"}
+
+
+def describe_engines(compiled) -> dict:
+    """Properties of the engines, the same for a built module and that module loaded from the
+    cache: how many, each engine's layer information (inspector JSON, by artifact name), the
+    device memory they ask for, and warnings where layer information is missing. JSON-ready."""
+    engines = find_engines(compiled)
+    layers, warnings = {}, []
+    for index, (_, source, _) in enumerate(engines):
+        try:
+            layers[f"engine_layers_{index}.json"] = layer_info(source)
+        except Exception as error:
+            warnings.append(f"engine {index}: no layer information ({error})")
+    return {"engine_count": len(engines), "layers": layers,
+            "engine_memory": engine_device_memory(engines, _tensorrt_library()),
+            "warnings": warnings}
+
+
+def _stored_description(compiled, description) -> dict | None:
+    """A cache entry's description of its engines, or None where the entry has none (made
+    before descriptions were kept) or it is malformed. Where it holds no device memory size, the
+    loaded engines are asked again (a loaded engine may tell what a built one did not)."""
+    if not (isinstance(description, dict) and DESCRIPTION_KEYS <= set(description)
+            and isinstance(description["layers"], dict)
+            and isinstance(description["engine_memory"], dict)):
+        return None
+    if description["engine_count"] and \
+            description["engine_memory"].get("engine_device_memory_bytes") is None:
+        memory = engine_device_memory(find_engines(compiled), _tensorrt_library())
+        description = {**description, "engine_memory": memory}
+    return description
+
+
+def _add_description(description: dict, notes: dict, artifacts: dict) -> None:
+    """Warnings for ops left to PyTorch, the engines' description in the notes, and each
+    engine's layer information as an artifact."""
     if notes["fallback_ops"]:
         notes["warnings"].append(
             f"{len(notes['fallback_ops'])} op(s) run in PyTorch, outside TensorRT: "
             + ", ".join(notes["fallback_ops"]))
-    engines = find_engines(compiled)
-    notes["engine_count"] = len(engines)
-    for index, (_, source, _) in enumerate(engines):
-        try:
-            artifacts[f"engine_layers_{index}.json"] = layer_info(source)
-        except Exception as error:
-            notes["warnings"].append(f"engine {index}: no layer information ({error})")
-    notes["layer_files"] = sorted(name for name in artifacts if name.startswith("engine_layers_"))
-    notes["engine_memory"] = engine_device_memory(engines, _tensorrt_library())
+    notes["warnings"] += description["warnings"]
+    notes["engine_count"] = description["engine_count"]
+    artifacts.update(description["layers"])
+    notes["layer_files"] = sorted(description["layers"])
+    notes["engine_memory"] = description["engine_memory"]
 
 
 def _inference(torch, compiled):
@@ -507,10 +546,12 @@ def _layer_timing_after_windows(compiled, inputs) -> dict:
 
 
 def _store(torch_tensorrt, compiled, inputs, cache_dir: Path, facts: dict, notes: dict,
-           cache: dict) -> None:
-    """Save the compiled module as an ExportedProgram; a failure to save is noted, not fatal."""
+           cache: dict, description: dict) -> None:
+    """Save the compiled module as an ExportedProgram, with what the build reported and the
+    engines' description; a failure to save is noted, not fatal."""
     report = {"compile_s": notes["compile_s"], "fallback_ops": notes["fallback_ops"],
-              "profiling_verbosity": notes.get("profiling_verbosity")}
+              "profiling_verbosity": notes.get("profiling_verbosity"),
+              "description": description}
     try:
         engine_cache.store(cache_dir, facts, lambda tmp: torch_tensorrt.save(
             compiled, str(tmp), output_format="exported_program", inputs=list(inputs)), report)
