@@ -428,3 +428,19 @@ def test_prefill_and_decode_split_on_a_real_h100_generation():
     assert list(decode["position"]) == list(range(15))
     assert decode["mean_launches"].nunique() == 1
     assert 0 < rows.loc["decode", "tensor_core_pct"] < 100
+
+
+def test_encode_decode_project_split_on_real_h100_split_engines():
+    from profiler.runs import resolve_target
+
+    target = resolve_target(str(FIXTURES / "h100_generate" / "runs" / "ttrt_fp16_bs1_fixture"))
+    generation = target.result.generation
+    assert (generation.kind, generation.max_new_tokens) == ("encoder-decoder", 16)
+    trace = load_trace(target.path)
+    rows = phases.phase_summary(trace, names=tuple(generation.phases)).phases.set_index("phase")
+    assert rows.loc["encode", "spans"] == 1
+    assert rows.loc["decode", "spans"] == rows.loc["project", "spans"] == 16
+    # the decoder engine, run once per token, is where the kernel time goes
+    assert rows.loc["decode", "kernel_us"] > 10 * rows.loc["encode", "kernel_us"] > 0
+    assert rows.loc["decode", "kernel_us"] > 10 * rows.loc["project", "kernel_us"] > 0
+    assert rows.loc["project", "tensor_core_pct"] == pytest.approx(100.0)
