@@ -62,3 +62,38 @@ def v100_summary():
     from profiler.trace.summary import summarize
 
     return summarize(V100_TRACE)
+
+
+def stop_sweep_when(args: list[str], cwd: Path, name: str, ready, sig: int,
+                    env: dict | None = None, wait_s: float = 120,
+                    stop_s: float = 60) -> tuple[int, str, dict]:
+    """Start `profile.py sweep --name NAME ARGS` in ``cwd``, send ``sig`` once ``ready(cells)``
+    holds for the manifest's cells, and return (exit status, stderr, the cells afterwards)."""
+    import json
+    import time
+
+    if env is None:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "profile.py"), "sweep", "--name", name, *args], cwd=cwd,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    manifest = Path(cwd) / "runs" / name / "sweep.json"
+
+    def cells() -> dict:
+        try:
+            return json.loads(manifest.read_text())["cells"]
+        except (OSError, ValueError):
+            return {}
+
+    try:
+        deadline = time.monotonic() + wait_s
+        while not ready(cells()):
+            if time.monotonic() > deadline or process.poll() is not None:
+                pytest.fail(f"sweep {name} never got ready for the signal")
+            time.sleep(0.05)
+        process.send_signal(sig)
+        _, stderr = process.communicate(timeout=stop_s)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    return process.returncode, stderr, cells()

@@ -100,39 +100,14 @@ def test_ray_sweep_resumes(ray_sweep, ray_address):
 
 def test_sigterm_stops_a_ray_sweep_and_keeps_its_manifest(ray_address, tmp_path):
     # ray.init installs its own SIGTERM handler; the sweep's must win (SIGTERM acts as Ctrl-C)
-    import subprocess
-    import sys
+    from .conftest import stop_sweep_when
 
-    from .conftest import ROOT
-
-    env = dict(os.environ)
-    env.pop("PYTHONPATH", None)
-    process = subprocess.Popen(
-        [sys.executable, str(ROOT / "profile.py"), "sweep", "--backends", "pytorch_fp32",
-         "--bs", "1,2,3", "--model", "tests.tiny_models:conv_net", *FAST, "--name", "term",
-         "--executor", "ray", "--ray-address", ray_address],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    manifest = tmp_path / "runs" / "term" / "sweep.json"
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:  # until a cell runs on a Ray worker
-            try:
-                cells = json.loads(manifest.read_text())["cells"]
-            except (OSError, ValueError):
-                cells = {}
-            if any(c["status"] == "running" for c in cells.values()):
-                break
-            time.sleep(0.05)
-        else:
-            pytest.fail("no cell of the Ray sweep started")
-        process.send_signal(signal.SIGTERM)
-        _, stderr = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-    assert process.returncode == 143, stderr
+    code, stderr, cells = stop_sweep_when(
+        ["--backends", "pytorch_fp32", "--bs", "1,2,3", "--model", "tests.tiny_models:conv_net",
+         *FAST, "--executor", "ray", "--ray-address", ray_address], tmp_path, "term",
+        lambda cells: any(c["status"] == "running" for c in cells.values()), signal.SIGTERM)
+    assert code == 143, stderr
     assert stderr.strip().splitlines()[-1].startswith("interrupted: sweep stopped;")
-    cells = json.loads(manifest.read_text())["cells"]
     assert "running" not in {c["status"] for c in cells.values()}
     stopped = [c for c in cells.values() if c["status"] == "interrupted"]
     assert stopped and all(c["reason"] == "interrupted (SIGTERM)" for c in stopped)

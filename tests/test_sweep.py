@@ -7,12 +7,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT
+from .conftest import ROOT, stop_sweep_when
 
 FAST = ["--iters", "2", "--timed-warmup", "0", "--active", "1"]
 # bs 3 runs out of (simulated) CUDA memory: tests.tiny_models.oom_above_2
@@ -189,34 +188,15 @@ def test_all_cells_failing_exits_1(tmp_path):
 
 def test_ctrl_c_keeps_finished_cells(tmp_path):
     # tests.tiny_models:slow (0.3 s a call): cell 2 still runs when the signal comes
-    env = dict(os.environ)
-    env.pop("PYTHONPATH", None)
-    process = subprocess.Popen(
-        [sys.executable, str(ROOT / "profile.py"), "sweep", "--backends", "pytorch_fp32",
-         "--bs", "1,2,3", "--model", "tests.tiny_models:slow", *FAST, "--name", "stop"],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    manifest_path = tmp_path / "runs" / "stop" / "sweep.json"
-    deadline = time.monotonic() + 120
-    try:
-        while time.monotonic() < deadline:  # wait until cell 1 is done and cell 2 is running
-            try:
-                cells = json.loads(manifest_path.read_text())["cells"]
-            except (OSError, ValueError):
-                cells = {}
-            if cells.get("pytorch_fp32_bs1_slow", {}).get("status") == "ok" and \
-                    cells.get("pytorch_fp32_bs2_slow", {}).get("status") == "running":
-                break
-            time.sleep(0.05)
-        else:
-            pytest.fail("the sweep never reached its second cell")
-        process.send_signal(signal.SIGINT)
-        _, stderr = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-    assert process.returncode == 130, stderr
+    def second_cell_running(cells: dict) -> bool:
+        return cells.get("pytorch_fp32_bs1_slow", {}).get("status") == "ok" and \
+            cells.get("pytorch_fp32_bs2_slow", {}).get("status") == "running"
+
+    code, stderr, cells = stop_sweep_when(
+        ["--backends", "pytorch_fp32", "--bs", "1,2,3", "--model", "tests.tiny_models:slow",
+         *FAST], tmp_path, "stop", second_cell_running, signal.SIGINT)
+    assert code == 130, stderr
     assert stderr.strip().splitlines()[-1].startswith("interrupted: sweep stopped; 1 finished")
-    cells = json.loads(manifest_path.read_text())["cells"]
     assert cells["pytorch_fp32_bs1_slow"]["status"] == "ok"
     assert cells["pytorch_fp32_bs2_slow"]["status"] == "interrupted"
     assert cells["pytorch_fp32_bs3_slow"]["status"] == "pending"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT
+from .conftest import ROOT, stop_sweep_when
 from .test_sweep import FAST
 
 # no GPU as far as the sweep can tell, so `--gpus 0,1` names two stand-in GPUs on any machine
@@ -197,36 +197,18 @@ def test_unknown_executor_is_one_line(cli):
 
 def test_sigterm_stops_both_workers_cells_and_keeps_the_finished(tmp_path):
     import signal
-    import time
 
-    env = _env(**NO_GPUS)
-    process = subprocess.Popen(
-        [sys.executable, str(ROOT / "profile.py"), "sweep", "--backends", "pytorch_fp32",
-         "--bs", "1,2,3,4,5", "--model", "tests.tiny_models:slow", "--iters", "20",
-         "--timed-warmup", "0", "--active", "1", "--gpus", "0,1", "--name", "stop"],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    manifest_path = tmp_path / "runs" / "stop" / "sweep.json"
-    deadline = time.monotonic() + 180
-    try:
-        while time.monotonic() < deadline:  # one cell done, one running on each GPU
-            try:
-                cells = json.loads(manifest_path.read_text())["cells"]
-            except (OSError, ValueError):
-                cells = {}
-            running = {c["gpu"] for c in cells.values() if c["status"] == "running"}
-            if any(c["status"] == "ok" for c in cells.values()) and running == {"0", "1"}:
-                break
-            time.sleep(0.05)
-        else:
-            pytest.fail("the sweep never had a finished cell and two running ones")
-        process.send_signal(signal.SIGTERM)
-        _, stderr = process.communicate(timeout=90)
-    finally:
-        if process.poll() is None:
-            process.kill()
-    assert process.returncode == 143, stderr
+    def one_done_and_both_gpus_busy(cells: dict) -> bool:
+        running = {c["gpu"] for c in cells.values() if c["status"] == "running"}
+        return any(c["status"] == "ok" for c in cells.values()) and running == {"0", "1"}
+
+    code, stderr, cells = stop_sweep_when(
+        ["--backends", "pytorch_fp32", "--bs", "1,2,3,4,5", "--model", "tests.tiny_models:slow",
+         "--iters", "20", "--timed-warmup", "0", "--active", "1", "--gpus", "0,1"], tmp_path,
+        "stop", one_done_and_both_gpus_busy, signal.SIGTERM, env=_env(**NO_GPUS), wait_s=180,
+        stop_s=90)
+    assert code == 143, stderr
     assert "interrupted: sweep stopped;" in stderr.strip().splitlines()[-1]
-    cells = json.loads(manifest_path.read_text())["cells"]
     statuses = sorted(c["status"] for c in cells.values())
     # a cell may finish in the moment the signal comes; no cell is left "running"
     assert statuses.count("interrupted") in (1, 2) and "ok" in statuses, statuses
