@@ -5,7 +5,8 @@ Python compiles every module it imports to bytecode and, unless told not to, kee
 machine this project is measured on does): then every process compiles torch, torchvision and
 their dependencies again. Measured on an H100 host: ``builtins.compile`` took 7.6 s of a 16 s
 eager ResNet50 run (2,437 modules), and the run took 19.5 s cold, 5.3-7.2 s once the bytecode
-was kept. So the entry point keeps it under the cache folder (``<cache>/pycache``, never beside
+was kept. So the entry point, the sweep worker and the Ray cell task keep it under the cache
+folder (``<cache>/pycache``, never beside
 the sources, which is what the variable usually protects), unless
 ``INFER_PROFILER_PYCACHE=off`` asks for the environment's behaviour. A prefix the user set
 (``PYTHONPYCACHEPREFIX``) is left alone.

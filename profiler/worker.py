@@ -35,6 +35,9 @@ def main(argv: list[str]) -> int:
     # SIGINT stops a cell (cellrun.run_job lets it through there); between cells it is ignored,
     # so a stop that arrives as a cell ends cannot lose that cell's reply
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from profiler import bytecode
+
+    bytecode.keep_bytecode()  # before torch, as profile.py does: see profiler/bytecode.py
     import msgspec
 
     from profiler import cellrun

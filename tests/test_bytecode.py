@@ -44,3 +44,17 @@ def test_keep_bytecode_leaves_a_prefix_the_user_set(monkeypatch, tmp_path):
     assert bytecode.keep_bytecode({}) == tmp_path / "cache" / "pycache"
     assert sys.pycache_prefix == str(tmp_path / "cache" / "pycache")
     assert sys.dont_write_bytecode is False
+
+
+def test_a_sweep_worker_keeps_the_bytecode_of_what_its_cells_import(tmp_path):
+    # the sweep's own process never imports torch: torch's bytecode comes from the worker
+    environ = {k: v for k, v in os.environ.items() if k not in ("PYTHONPYCACHEPREFIX",
+                                                                "PYTHONPATH")}
+    environ.update({"INFER_PROFILER_CACHE": str(tmp_path / "cache"),
+                    "PYTHONDONTWRITEBYTECODE": "1", "CUDA_VISIBLE_DEVICES": ""})
+    subprocess.run([sys.executable, str(ROOT / "profile.py"), "sweep", "--backends",
+                    "pytorch_fp32", "--bs", "1", "--model", "tests.tiny_models:conv_net",
+                    "--iters", "2", "--timed-warmup", "0", "--active", "1", "--name", "s"],
+                   env=environ, capture_output=True, text=True, cwd=tmp_path, check=True)
+    kept = tmp_path / "cache" / "pycache"
+    assert any(kept.rglob("torch/nn/modules/*.pyc"))

@@ -187,6 +187,9 @@ def describe_cluster(ray, resources: dict, shared_fs: bool) -> str:
 def cell_task(job: CellJob, shared_fs: bool, runner: Callable[[CellJob], CellOutcome]):
     """The Ray task: yields where it runs, then (outcome, payload). The payload is None when the
     cell wrote into a shared folder, else the archives of its run folder, trace and log."""
+    from .. import bytecode
+
+    bytecode.keep_bytecode()  # a fresh worker process imports torch for this cell: keep its bytecode
     yield where_this_runs()
     if shared_fs:
         yield runner(job), None
