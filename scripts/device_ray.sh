@@ -9,6 +9,7 @@
 # fresh /tmp/device_ray.XXXXXX); $OUT gets the sweeps' sweep.json, benchmark.csv/.md and logs.
 #
 #   OUT=/tmp/out bash scripts/device_ray.sh      # from the repository root, GPU machine
+#   N_GPUS=1 BACKENDS=pytorch_fp32,ttrt_fp16 BS=1,8 OUT=/tmp/out bash scripts/device_ray.sh   # one GPU, a smaller matrix
 set -u
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -28,8 +29,11 @@ nvidia-smi --query-gpu=index,name,uuid --format=csv,noheader
 
 # the local executor takes --gpus once the worker executors are in; before that it runs one
 # cell at a time on the first GPU
+# N_GPUS (default 2): how many of the machine's GPUs both executors use
+N_GPUS=${N_GPUS:-2}
 GPUS=()
-"$PY" profile.py sweep --help 2>/dev/null | grep -q -- "--gpus" && GPUS=(--gpus 0,1)
+"$PY" profile.py sweep --help 2>/dev/null | grep -q -- "--gpus" && \
+    GPUS=(--gpus "$(seq -s, 0 $((N_GPUS - 1)))")
 
 sweep() {  # sweep <name> <extra options...>
     local name=$1
@@ -46,7 +50,7 @@ sweep() {  # sweep <name> <extra options...>
 
 sweep warmup "${GPUS[@]}"                  # fills the Inductor and engine caches
 sweep local_executor "${GPUS[@]}"
-ray start --head --num-gpus 2 --include-dashboard false > "$OUT/ray_start.log" 2>&1 \
+ray start --head --num-gpus "$N_GPUS" --include-dashboard false > "$OUT/ray_start.log" 2>&1 \
     || { cat "$OUT/ray_start.log"; exit 1; }
 sweep ray_executor --executor ray --ray-address auto
 ray stop > /dev/null 2>&1
