@@ -12,12 +12,13 @@ import sys
 if __name__ == "__main__":
     import time
 
-    _began = time.perf_counter()  # the run's imports phase starts here (profiler.phases)
-    from profiler import bytecode, phases
+    _began = time.perf_counter()  # the run's imports phase starts here (profiler.runs.phases)
+    from profiler.collect import bytecode
+    from profiler.runs import phases
 
-    bytecode.keep_bytecode()  # before torch: see profiler/bytecode.py
+    bytecode.keep_bytecode()  # before torch: see profiler/collect/bytecode.py
     phases.process_mark = _began
-    from profiler.cli import main
+    from profiler.cli.app import main
 
     sys.exit(main())
 else:  # imported as ``profile``: hand over to the standard library module of that name

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Iterator
 
-from .errors import UserError
+from profiler.errors import UserError
 
 
 def current_umask() -> int:

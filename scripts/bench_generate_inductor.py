@@ -17,8 +17,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from profiler.models import Seq2SeqTransformer
-from profiler.workloads import loops
+from profiler.collect.models import Seq2SeqTransformer
+from profiler.collect.workloads import loops
 
 
 def parts_for(model, how: str, max_len: int):

@@ -26,8 +26,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from profiler import phases  # noqa: E402  (imports no torch)
-from profiler.config import run_name  # noqa: E402
+from profiler.runs import phases  # noqa: E402  (imports no torch)
+from profiler.runs.config import run_name  # noqa: E402
 
 
 def parse_args() -> argparse.Namespace:

@@ -58,8 +58,8 @@ def build_sweep(folder: Path) -> None:
     """A finished sweep of the fixture runs: run folders, traces and a manifest written by the
     code under test at capture time (its cells' metrics included)."""
     sys.path.insert(0, str(ROOT))
-    from profiler import sweep
-    from profiler.runs import write_manifest
+    from profiler.sweep import plan as sweep
+    from profiler.runs.manifest import write_manifest
 
     runs, tbs = folder / "runs" / "fixture_sweep", folder / "tb_logs" / "fixture_sweep"
     plan = sweep.plan("pytorch_fp32,pytorch_fp16,ttrt_fp32,ttrt_fp16", "8",
@@ -87,8 +87,8 @@ def _default_options() -> dict:
     """Every option a sweep passes on, at its default (from the options table)."""
     from dataclasses import fields
 
-    from profiler import sweep
-    from profiler.config import RunConfig, keyed, run_options
+    from profiler.sweep import plan as sweep
+    from profiler.runs.config import RunConfig, keyed, run_options
 
     defaults = keyed({f.name: f.default for f in fields(RunConfig) if f.name in run_options()})
     return {key: value for key, value in defaults.items() if key in sweep.shared_options()}

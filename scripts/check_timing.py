@@ -2,7 +2,7 @@
 """Cross-check the harness's latency figures against an independent loop in the same process.
 
 Prepares one backend once, then alternates blocks of the harness's own timing code
-(profiler.timing.time_iterations, what `profile.py run` reports) with blocks of an independent
+(profiler.collect.timing.time_iterations, what `profile.py run` reports) with blocks of an independent
 CUDA-event loop written here, so both see the same machine state (launch-bound runs follow the
 host CPU, which drifts). Prints both medians and the host clock between synchronizes; exits 1 if
 the event-loop median differs from the harness's by more than --tolerance (default 3 %). Last, it
@@ -78,10 +78,10 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("check_timing needs a CUDA GPU", file=sys.stderr)
         return 2
-    from profiler import backends, models
-    from profiler.config import RunConfig
-    from profiler.harness import set_math_flags
-    from profiler.timing import time_iterations
+    from profiler.collect import backends, models
+    from profiler.runs.config import RunConfig
+    from profiler.collect.harness import set_math_flags
+    from profiler.collect.timing import time_iterations
 
     config = RunConfig(backend=args.backend, batch_size=args.bs, model=args.model,
                        compile_mode=args.compile_mode)

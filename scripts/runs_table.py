@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from profiler.runs import RESULT_FILE, is_leftover, read_result  # noqa: E402
+from profiler.runs.layout import RESULT_FILE, is_leftover
+from profiler.runs.result import read_result
 
 
 def main(argv: list[str]) -> int:

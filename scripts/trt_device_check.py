@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def api_report() -> None:
-    from profiler.backends import tensorrt as ttrt
+    from profiler.collect.backends import tensorrt as ttrt
 
     print("== installed Torch-TensorRT")
     try:
@@ -94,7 +94,7 @@ def run(backend: str, args, cache_dir: Path, workdir: Path) -> tuple[int, dict |
                "--timed-warmup", "5", "--runs-dir", str(workdir / "runs"),
                "--tb-dir", str(workdir / "tb_logs"), "--cache-dir", str(cache_dir), "--json"]
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
-    from profiler.runs import result_from_dict
+    from profiler.runs.result import result_from_dict
 
     result = result_from_dict(json.loads(done.stdout), "run --json") \
         if done.returncode == 0 and done.stdout.strip() else None

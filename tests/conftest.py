@@ -35,7 +35,7 @@ def private_cache(tmp_path_factory, monkeypatch):
 @pytest.fixture
 def cli(tmp_path, monkeypatch):
     """Invoke the CLI in-process from a scratch folder (runs/ and tb_logs/ land there)."""
-    from profiler.cli import app
+    from profiler.cli.app import app
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(ROOT))

@@ -34,7 +34,7 @@ def test_nothing_changes_when_asked_or_when_bytecode_is_written_anyway(tmp_path,
 
 
 def test_keep_bytecode_leaves_a_prefix_the_user_set(monkeypatch, tmp_path):
-    from profiler import bytecode
+    from profiler.collect import bytecode
 
     monkeypatch.setattr(sys, "dont_write_bytecode", True)
     monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path / "mine"))

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from profiler import engine_cache, flops, models, reference
-from profiler.config import RunConfig
+from profiler.collect import engine_cache, flops, models, reference
+from profiler.runs.config import RunConfig
 
 from .conftest import ROOT
 
@@ -65,8 +65,8 @@ def test_second_run_of_another_backend_loads_the_reference_with_identical_numeri
     """pytorch_bf16 computes and stores the reference; another BF16 backend (registered here:
     eager BF16 under another name) loads it, and its figures equal those against a reference
     computed afresh (--no-cache)."""
-    from profiler.backends import REGISTRY, Backend
-    from profiler.backends.eager import _prepare
+    from profiler.collect.backends import REGISTRY, Backend
+    from profiler.collect.backends.eager import _prepare
 
     monkeypatch.setitem(REGISTRY, "other_bf16", Backend(
         name="other_bf16", family="pytorch", precision="bf16", description="test",
@@ -228,7 +228,7 @@ def test_an_eager_run_imports_no_other_backends_library():
     code = (
         "import sys\n"
         "from profiler import backends, harness, models, reference\n"
-        "from profiler.config import RunConfig\n"
+        "from profiler.runs.config import RunConfig\n"
         "backends.all_backends()\n"
         "models.build(RunConfig(model='resnet18', image_size=32, batch_size=1))\n"
         f"loaded = sorted(m for m in {HEAVY!r} if m in sys.modules)\n"
@@ -259,7 +259,7 @@ def test_help_imports_no_torch():
 
 
 def test_environment_reads_the_answers_asked_for_in_the_background(monkeypatch):
-    from profiler import metadata
+    from profiler.collect import metadata
 
     asked = []
     monkeypatch.setattr(metadata, "_ANSWERS", {})

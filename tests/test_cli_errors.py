@@ -66,7 +66,7 @@ def test_missing_optional_package_names_the_extra(cli, monkeypatch):
 
 
 def test_availability_check_names_the_extra():
-    from profiler.backends import module_missing
+    from profiler.collect.backends import module_missing
 
     assert module_missing("json")() is None
     reason = module_missing("no_such_module_anywhere", extra="tensorrt")()
@@ -119,7 +119,7 @@ def test_weights_that_fit_are_loaded(cli, tmp_path):
 
 
 def test_out_of_memory_names_the_batch_size(cli, monkeypatch):
-    from profiler.backends import eager
+    from profiler.collect.backends import eager
 
     def no_memory(*args, **kwargs):
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB")

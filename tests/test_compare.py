@@ -14,7 +14,7 @@ H200 = FIXTURES / "h200"
 
 @pytest.fixture(scope="module")
 def summaries():
-    from profiler.runs import resolve_target
+    from profiler.runs.targets import resolve_target
     from profiler.trace.summary import summarize
 
     names = ["pytorch_fp32_bs8", "pytorch_fp16_bs8", "ttrt_fp16_bs8", "inductor_fp16_bs8",
@@ -116,7 +116,7 @@ def test_plot_of_a_fixture_run(tmp_path):
 
 def test_plot_without_matplotlib_names_the_extra(tmp_path):
     code = ("import sys; sys.modules['matplotlib'] = None\n"
-            "from profiler.cli import main\n"
+            "from profiler.cli.app import main\n"
             f"sys.exit(main(['plot', {str(H200 / 'runs' / 'ttrt_fp16_bs8')!r}]))\n")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                           text=True, timeout=120)
@@ -131,7 +131,7 @@ def test_plots_of_a_gpu_sweep_built_from_the_fixtures(tmp_path, monkeypatch):
     import shutil
 
     from profiler.commands.plot import plot
-    from profiler.sweep import cell_metrics
+    from profiler.sweep.plan import cell_metrics
 
     monkeypatch.chdir(tmp_path)
     backends = ["pytorch_fp32", "pytorch_fp16", "inductor_fp16", "ttrt_fp16"]

@@ -6,7 +6,7 @@ import json
 import pytest
 import torch
 
-from profiler import engine_cache
+from profiler.collect import engine_cache
 
 FACTS = {
     "model": "resnet50", "weights_sha256": "ab" * 32,

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from profiler.backends import onnxruntime as ort_backend
-from profiler.backends import quantized
-from profiler.config import RunConfig, run_name
+from profiler.collect.backends import onnxruntime as ort_backend
+from profiler.collect.backends import quantized
+from profiler.runs.config import RunConfig, run_name
 from profiler.errors import UserError
 from tests.test_cli_errors import assert_nothing_written, assert_one_line_error
 
@@ -95,7 +95,7 @@ def test_missing_onnxruntime_names_the_extra(cli, monkeypatch):
 
 
 def test_missing_torchao_and_modelopt_name_their_extras(monkeypatch):
-    from profiler import backends
+    from profiler.collect import backends
 
     hide_module(monkeypatch, "torchao")
     hide_module(monkeypatch, "modelopt")
@@ -227,7 +227,7 @@ def test_fp8_below_compute_capability_8_9_is_refused():
 
 
 def test_ttrt_int8_on_tensorrt_rtx_is_refused_in_one_line(monkeypatch):
-    from profiler.backends import tensorrt as ttrt
+    from profiler.collect.backends import tensorrt as ttrt
 
     monkeypatch.setattr(ttrt, "detect_flavour", lambda: ttrt.Flavour(
         "tensorrt-rtx", "torch-tensorrt-rtx", "2.11.0", "tensorrt_rtx"))
@@ -279,7 +279,7 @@ def test_modelopt_flow_calibrates_then_builds_strongly_typed(stand_ins, precisio
 
 
 def test_modelopt_failure_is_one_line_and_keeps_the_log(stand_ins, monkeypatch, tmp_path):
-    from profiler.backends import tensorrt as ttrt
+    from profiler.collect.backends import tensorrt as ttrt
     from tests.tiny_models import token_classifier
 
     _, mtq, torch_tensorrt, _ = stand_ins

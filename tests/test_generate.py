@@ -13,17 +13,17 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from profiler import backends
-from profiler.backends import tensorrt as ttrt
-from profiler.config import RunConfig
+from profiler.collect import backends
+from profiler.collect.backends import tensorrt as ttrt
+from profiler.runs.config import RunConfig
 from profiler.errors import UserError
-from profiler.runs import read_result, result_to_dict
+from profiler.runs.result import read_result, result_to_dict
 from profiler.trace import phases
 from profiler.trace.kernels import kernel_summary
 from profiler.trace.load import load_trace
 from profiler.trace.overview import step_windows
-from profiler.workloads import backends as generation_backends
-from profiler.workloads import loops
+from profiler.collect.workloads import backends as generation_backends
+from profiler.collect.workloads import loops
 from tests.conftest import FIXTURES, ROOT
 from tests.test_cli_errors import assert_nothing_written, assert_one_line_error
 from tests.test_tensorrt_backend import fake_engines, fake_trt  # noqa: F401  (fixtures)
@@ -97,7 +97,7 @@ def test_kv_cache_loops_match_a_forward_without_cache():
 
 
 def _invoke(*args):
-    from profiler.cli import app
+    from profiler.cli.app import app
 
     done = CliRunner().invoke(app, list(args))
     assert done.exit_code == 0, (done.stderr, done.exception)
@@ -225,9 +225,9 @@ def test_summarize_and_compare_show_the_phases(runs):
 
 
 def test_benchmark_row_carries_the_generation_columns(runs, tmp_path):
-    from profiler import sweep as sweep_module
-    from profiler.report.benchmark import benchmark_table
-    from profiler.runs import SweepCell, SweepManifest
+    from profiler.sweep import plan as sweep_module
+    from profiler.analysis.benchmark import benchmark_table
+    from profiler.runs.manifest import SweepCell, SweepManifest
 
     workdir, _ = runs
     model = "tests.tiny_models:tiny_seq2seq"
@@ -251,7 +251,7 @@ def test_benchmark_row_carries_the_generation_columns(runs, tmp_path):
 
 
 def test_sweep_passes_the_generation_options_on():
-    from profiler import sweep
+    from profiler.sweep import plan as sweep
 
     assert {"workload", "src_len", "prompt_len", "max_new_tokens"} <= set(sweep.shared_options())
     args = sweep.run_args({"workload": "generate", "src_len": 8, "max_new_tokens": 16})
@@ -409,7 +409,7 @@ H100_GPT2 = FIXTURES / "h100_generate" / "runs" / "inductor_fp16_bs1_fixture"
 
 
 def test_prefill_and_decode_split_on_a_real_h100_generation():
-    from profiler.runs import resolve_target
+    from profiler.runs.targets import resolve_target
 
     target = resolve_target(str(H100_GPT2))
     result = target.result
@@ -431,7 +431,7 @@ def test_prefill_and_decode_split_on_a_real_h100_generation():
 
 
 def test_encode_decode_project_split_on_real_h100_split_engines():
-    from profiler.runs import resolve_target
+    from profiler.runs.targets import resolve_target
 
     target = resolve_target(str(FIXTURES / "h100_generate" / "runs" / "ttrt_fp16_bs1_fixture"))
     generation = target.result.generation

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from profiler.timing import latency_stats
+from profiler.collect.timing import latency_stats
 from tests.conftest import FIXTURES
 
 RUNS = sorted((FIXTURES / "h200" / "runs").iterdir())

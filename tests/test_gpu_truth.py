@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from profiler.runs import resolve_target
+from profiler.runs.targets import resolve_target
 from profiler.trace.summary import summarize
+from profiler.analysis.target import target_context
 from tests.conftest import FIXTURES
 
 RUNS = FIXTURES / "h200" / "runs"
@@ -56,7 +57,7 @@ FAMILIES = [
 
 def summary_of(run: str):
     target = resolve_target(str(RUNS / run))
-    return target, summarize(target.path, target.context)
+    return target, summarize(target.path, target_context(target))
 
 
 def raw_kernel_us(trace: Path) -> float:

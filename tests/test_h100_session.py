@@ -5,11 +5,14 @@ Core share the overview printed on the GPU machine."""
 
 import pytest
 
-from profiler.cli import main
-from profiler.headline import compare_timed
-from profiler.runs import engine_layer_files, read_result, resolve_target
+from profiler.cli.app import main
+from profiler.analysis.headline import compare_timed
+from profiler.runs.layout import engine_layer_files
+from profiler.runs.result import read_result
+from profiler.runs.targets import resolve_target
 from profiler.trace.load import load_trace
 from profiler.trace.trt_layers import MIN_COVERAGE, attribute, read_layers
+from profiler.analysis.target import summarize_target
 from tests.conftest import FIXTURES
 
 SESSION = FIXTURES / "h100_session"
@@ -57,7 +60,7 @@ def test_two_identical_runs_are_within_noise():
 
 
 def test_tensor_core_share_matches_the_gpu_machine():
-    summary = resolve_target(str(TTRT)).summary()
+    summary = summarize_target(resolve_target(str(TTRT)))
     assert f"{100 * summary.kernels.tensor_core_share:.1f}" == "91.4"
 
 

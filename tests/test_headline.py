@@ -89,7 +89,7 @@ def test_compare_out_parquet_keeps_full_names(cli, tmp_path):
 
 
 def test_differing_fields_lists_changed_and_missing_fields():
-    from profiler.trace.headline import differing_fields
+    from profiler.analysis.figures import differing_fields
 
     a = {"config": {"iters": 100, "tf32": False}, "environment": {"gpu": {"name": "H100"}}}
     b = {"config": {"iters": 50, "tf32": False, "min_time": 1.0},
@@ -102,15 +102,15 @@ def fixture_result(run: str, **changes):
     """A committed run's RunResult, with fields replaced (msgspec.structs.replace)."""
     import msgspec
 
-    from profiler.runs import read_result
+    from profiler.runs.result import read_result
 
     return msgspec.structs.replace(read_result(RUNS / run / "result.json"), **changes)
 
 
 def test_memory_on_a_cpu_run_says_not_applicable():
-    from profiler.headline import memory_figures
-    from profiler.runs import Memory
-    from profiler.trace.headline import NOT_ON_CPU
+    from profiler.analysis.headline import memory_figures
+    from profiler.runs.result import Memory
+    from profiler.analysis.figures import NOT_ON_CPU
 
     cpu = fixture_result("pytorch_fp32_bs8", device="cpu", memory=Memory())
     assert memory_figures(cpu)["note"] == NOT_ON_CPU
@@ -124,7 +124,7 @@ def test_memory_on_a_cpu_run_says_not_applicable():
 
 
 def test_memory_and_noise_survive_result_json(tmp_path):
-    from profiler.runs import Memory, NoiseStats, RepeatSpread, read_result, write_result
+    from profiler.runs.result import Memory, NoiseStats, RepeatSpread, read_result, write_result
 
     spread = RepeatSpread(runs=2, p50_ms=[1.0, 1.1], median_p50_ms=1.05, min_p50_ms=1.0,
                           max_p50_ms=1.1, range_pct_of_median=9.5)
@@ -146,7 +146,7 @@ def test_memory_and_noise_survive_result_json(tmp_path):
 
 def test_run_table_shows_noise_memory_and_next_steps(capsys):
     from profiler.report.run_view import print_result
-    from profiler.runs import Memory
+    from profiler.runs.result import Memory
 
     result = fixture_result(
         "ttrt_fp16_bs8", latency_csv=str(RUNS / "ttrt_fp16_bs8" / "latency.csv"),
@@ -169,7 +169,7 @@ def test_summarize_out_parquet_writes_the_kernel_table(cli, tmp_path):
 
 
 def test_engine_memory_note_is_typed_and_written_back_under_backend_notes():
-    from profiler.runs import EngineMemory, result_from_dict, result_to_dict
+    from profiler.runs.result import EngineMemory, result_from_dict, result_to_dict
 
     data = json.loads((RUNS / "ttrt_fp16_bs8" / "result.json").read_text())
     data["backend"]["notes"]["engine_memory"] = {

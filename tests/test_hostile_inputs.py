@@ -194,7 +194,7 @@ def _run_of_another_model(scratch: Path, run_name: str) -> None:
 
 def _sweep(scratch: Path, run_name: str) -> None:
     """runs/<run_name>/ is a sweep (a manifest written as `sweep` writes it)."""
-    from profiler.runs import SweepManifest, write_manifest
+    from profiler.runs.manifest import SweepManifest, write_manifest
 
     (scratch / "runs" / run_name).mkdir()
     write_manifest(scratch / "runs" / run_name, SweepManifest(

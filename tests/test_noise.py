@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from profiler.trace.noise import (BIMODAL_D, noise, p50_ratio, read_latency_csv, spread_of_runs,
+from profiler.analysis.noise import (BIMODAL_D, noise, p50_ratio, read_latency_csv, spread_of_runs,
                                   two_cluster_split)
 
 FIXTURES = "tests/fixtures/h200/runs"

@@ -4,7 +4,7 @@ backend registered here to show that backend artifacts land in the run folder)."
 import json
 from pathlib import Path
 
-from profiler.backends import REGISTRY, Backend, Prepared
+from profiler.collect.backends import REGISTRY, Backend, Prepared
 from tests.test_cli_errors import TINY, assert_nothing_written, assert_one_line_error
 
 
@@ -45,7 +45,7 @@ def test_negative_threshold_is_refused(cli):
 
 
 def test_backend_artifacts_and_after_window_notes_land_in_the_run(cli, monkeypatch):
-    from profiler.backends.eager import place
+    from profiler.collect.backends.eager import place
 
     order = []
 

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from profiler.numerics import compare, exceeds
+from profiler.collect.numerics import compare, exceeds
 
 
 def test_figures_match_hand_computed_values():

@@ -1,4 +1,4 @@
-"""Where a run's seconds go (profiler.phases): every run records its phases in result.json and
+"""Where a run's seconds go (profiler.runs.phases): every run records its phases in result.json and
 `run` prints them on one line. Only sanity relations are checked, never durations."""
 
 import json
@@ -6,8 +6,10 @@ import time
 
 import pytest
 
-from profiler import harness, phases, runs
-from profiler.config import RunConfig
+from profiler.collect import harness
+from profiler import runs
+from profiler.runs import phases
+from profiler.runs.config import RunConfig
 from tests.conftest import ROOT
 
 FORWARD_PHASES = ["build", "flops", "prepare", "first_call", "warm_up", "timed", "profile",

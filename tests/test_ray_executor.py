@@ -134,7 +134,7 @@ def test_without_ray_one_line(tmp_path):
     from .conftest import ROOT, run_python
 
     script = ("import sys; sys.modules['ray'] = None\n"  # as if Ray were not installed
-              "from profiler.cli import main\n"
+              "from profiler.cli.app import main\n"
               "sys.exit(main(['sweep', '--backends', 'pytorch_fp32', '--bs', '1', "
               "'--executor', 'ray']))\n")
     done = run_python("-c", f"import sys; sys.path.insert(0, {str(ROOT)!r})\n" + script,
@@ -161,7 +161,7 @@ def _attempt(job) -> int:
 
 
 def writes_a_run(job):
-    from profiler.cellrun import CellOutcome
+    from profiler.sweep.cell import CellOutcome
 
     _attempt(job)
     run = _option(job, "--runs-dir") / job.name
@@ -201,7 +201,7 @@ def sleeps(job):
 
 
 def _jobs(tmp_path: Path, *names: str, timeout_s=None):
-    from profiler.cellrun import CellJob
+    from profiler.sweep.cell import CellJob
 
     sweep = tmp_path / "runs" / "s"
     return [CellJob(name=name, backend="pytorch_fp32", batch_size=1,
@@ -212,7 +212,7 @@ def _jobs(tmp_path: Path, *names: str, timeout_s=None):
 
 
 def _run(jobs, runner, shared_fs: bool = False, on_done=None):
-    from profiler.executors.ray import RayExecutor
+    from profiler.sweep.executors.ray import RayExecutor
 
     started, done, said = {}, {}, []
 
@@ -294,7 +294,7 @@ def test_ctrl_c_cancels_outstanding_cells_and_keeps_finished_ones(ray_address, t
 
     done = {}
     with pytest.raises(KeyboardInterrupt):
-        from profiler.executors.ray import RayExecutor
+        from profiler.sweep.executors.ray import RayExecutor
 
         def record(job, outcome):
             done[job.name] = outcome
@@ -313,7 +313,7 @@ def test_ctrl_c_cancels_outstanding_cells_and_keeps_finished_ones(ray_address, t
 def test_from_the_sweeps_executor_settings():
     from types import SimpleNamespace
 
-    from profiler.executors.ray import from_settings
+    from profiler.sweep.executors.ray import from_settings
 
     executor = from_settings(SimpleNamespace(options={"address": "auto", "shared_fs": True}))
     assert (executor.address, executor.shared_fs) == ("auto", True)
@@ -322,7 +322,7 @@ def test_from_the_sweeps_executor_settings():
 
 
 def test_a_gpu_cell_gets_a_fresh_worker_process():
-    from profiler.executors.ray import task_options
+    from profiler.sweep.executors.ray import task_options
 
     assert task_options({"num_gpus": 1, "num_cpus": 1})["max_calls"] == 1
     assert "max_calls" not in task_options({"num_cpus": 1})  # CPU workers are reused

@@ -71,7 +71,7 @@ def test_report_of_a_run_and_of_a_sweep(tmp_path, monkeypatch):
     text = single.read_text()
     assert "no roofline: the run's result.json has no roofline_inputs" in text
     assert "FP32 GEMM/conv on CUDA cores" in text
-    from profiler.runs import SweepCell, SweepManifest, write_manifest
+    from profiler.runs.manifest import SweepCell, SweepManifest, write_manifest
 
     sweep = tmp_path / "runs" / "warm"
     names = ("pytorch_fp16_bs8", "ttrt_fp16_bs8")
@@ -104,7 +104,7 @@ def test_report_errors_are_one_line(cli):
 # ---- peaks ----------------------------------------------------------------------------------
 
 def test_peaks_measures_the_cpu_once_and_caches(tmp_path):
-    from profiler import peaks
+    from profiler.collect import peaks
 
     tiny = {"matmul_n": 32, "copy_bytes": 1 << 16, "int8_n": 32}
     data, path, measured = peaks.peaks(tmp_path, sizes=tiny)
@@ -132,7 +132,7 @@ def test_peaks_command_prints_method_and_json(cli, tmp_path):
 # ---- FLOPs ----------------------------------------------------------------------------------
 
 def test_roofline_inputs_of_a_small_conv_net():
-    from profiler.flops import roofline_inputs
+    from profiler.collect.flops import roofline_inputs
     from tests.tiny_models import conv_net
 
     model, inputs = conv_net(batch_size=2, image_size=16)
@@ -147,7 +147,7 @@ def test_roofline_inputs_of_a_small_conv_net():
 
 
 def test_a_model_that_fails_leaves_an_error_not_an_exception():
-    from profiler.flops import roofline_inputs
+    from profiler.collect.flops import roofline_inputs
     from tests.tiny_models import failing
 
     model, inputs = failing()
@@ -168,7 +168,7 @@ def test_a_cpu_run_records_its_flops_and_its_report_shows_them(cli, tmp_path):
     done = cli("run", "--model", "tests.tiny_models:conv_net", "--bs", "2", "--iters", "3",
                "--timed-warmup", "0", "--active", "1", "--record-shapes")
     assert done.code == 0, done.stderr
-    from profiler.runs import read_result
+    from profiler.runs.result import read_result
 
     run = "pytorch_fp32_bs2_conv_net"
     on_disk = json.loads((tmp_path / "runs" / run / "result.json").read_text())

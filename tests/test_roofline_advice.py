@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from .conftest import FIXTURES, ROOT
+from profiler.analysis.target import summarize_target
 
 H200 = FIXTURES / "h200"
 FLOPS = json.loads((FIXTURES / "roofline" / "resnet50_roofline_inputs.json").read_text())
@@ -22,19 +23,20 @@ WARM = pd.read_csv(ROOT / "docs" / "sweep" / "warm" / "benchmark.csv")
 
 def _result(run: str) -> dict:
     """The fixture's result.json read as RunResult (as the commands read it), as JSON."""
-    from profiler.runs import read_result, result_to_dict
-    from profiler.trace.insight import with_flops
+    from profiler.runs.result import read_result, result_to_dict
+    from profiler.analysis.insight import with_flops
 
     return with_flops(result_to_dict(read_result(H200 / "runs" / run)), FLOPS)
 
 
 def _evidence(run: str, sweep: pd.DataFrame | None = None, ncu: bool = False):
-    from profiler.trace.insight import evidence, ncu_join
-    from profiler.trace.roofline import ceilings_for, result_roofline
-    from profiler.runs import ncu_csv_of, resolve_target
+    from profiler.analysis.insight import evidence, ncu_join
+    from profiler.analysis.roofline import ceilings_for, result_roofline
+    from profiler.runs.layout import ncu_csv_of
+    from profiler.runs.targets import resolve_target
 
     target = resolve_target(str(H200 / "runs" / run))
-    summary = target.summary()
+    summary = summarize_target(target)
     result = _result(run)
     roofline = result_roofline(result, ceilings_for(result, None))
     joined = ncu_join(summary, ncu_csv_of(str(FIXTURES / "h200_ncu" / "runs" / run))) \
@@ -43,7 +45,7 @@ def _evidence(run: str, sweep: pd.DataFrame | None = None, ncu: bool = False):
 
 
 def _fired(ev) -> dict:
-    from profiler.trace.advice import advise
+    from profiler.analysis.advice import advise
 
     return {a.rule: a for a in advise(ev)}
 
@@ -59,7 +61,7 @@ def test_flop_table_is_resnet50():
 
 
 def test_roofline_of_eager_fp16_against_the_datasheet():
-    from profiler.trace.roofline import ceilings_for, result_roofline
+    from profiler.analysis.roofline import ceilings_for, result_roofline
 
     result = _result("pytorch_fp16_bs8")
     r = result_roofline(result, ceilings_for(result, None))
@@ -74,7 +76,7 @@ def test_roofline_of_eager_fp16_against_the_datasheet():
 
 
 def test_measured_peaks_win_over_the_datasheet_and_tf32_is_chosen_for_trt_fp32():
-    from profiler.trace.roofline import ceilings_for, matmul_key, result_roofline
+    from profiler.analysis.roofline import ceilings_for, matmul_key, result_roofline
 
     result = _result("ttrt_fp32_bs8")
     peaks = {"machine": {"device": "NVIDIA H200"}, "copy": {"gb_per_s": 4000.0},
@@ -90,7 +92,7 @@ def test_measured_peaks_win_over_the_datasheet_and_tf32_is_chosen_for_trt_fp32()
 
 
 def test_unknown_gpu_gives_rates_without_percentages():
-    from profiler.trace.roofline import ceilings_for, result_roofline
+    from profiler.analysis.roofline import ceilings_for, result_roofline
 
     result = _result("pytorch_fp16_bs8")
     result["environment"]["gpu"]["name"] = "Some Future GPU"
@@ -100,7 +102,7 @@ def test_unknown_gpu_gives_rates_without_percentages():
 
 
 def test_no_roofline_without_flops():
-    from profiler.trace.roofline import result_roofline
+    from profiler.analysis.roofline import result_roofline
 
     raw = json.loads((H200 / "runs" / "pytorch_fp16_bs8" / "result.json").read_text())
     assert result_roofline(raw, None) is None
@@ -112,7 +114,7 @@ def test_gemm_flops_from_recorded_shapes(tmp_path):
     """A real CPU trace recorded with record_shapes: the addmm of a Linear layer."""
     import torch
 
-    from profiler.trace.roofline import gemm_roofline, kernel_roofline, op_flops, shaped_ops
+    from profiler.analysis.roofline import gemm_roofline, kernel_roofline, op_flops, shaped_ops
 
     assert op_flops("aten::mm", [[4, 8], [8, 16]]) == 2 * 4 * 8 * 16
     assert op_flops("aten::bmm", [[2, 4, 8], [2, 8, 16]]) == 2 * 2 * 4 * 8 * 16
@@ -181,7 +183,7 @@ def test_batch_headroom_from_the_sweep():
 
 
 def test_trt_fp32_layers_fire_only_in_a_half_precision_engine():
-    from profiler.trace.advice import Evidence, read_trt_layers
+    from profiler.analysis.advice import Evidence, read_trt_layers
 
     fp32_layers = read_trt_layers(H200 / "runs" / "ttrt_fp32_bs8")
     assert "trt-fp32-layers" not in _fired(_evidence("ttrt_fp16_bs8"))  # every output Half
@@ -195,8 +197,8 @@ def test_trt_fp32_layers_fire_only_in_a_half_precision_engine():
 def test_memory_bound_fires_for_tf32_at_batch_one_not_for_fp16_at_eight():
     """TensorRT FP32 (TF32) at bs 1: 79 FLOP/byte against an H200 ridge of 103, and the
     minimum bytes moved at a small share of 4.8 TB/s (p50 from the warm sweep)."""
-    from profiler.trace.advice import Evidence
-    from profiler.trace.roofline import datasheet_ceilings, run_roofline
+    from profiler.analysis.advice import Evidence
+    from profiler.analysis.roofline import datasheet_ceilings, run_roofline
 
     p50 = float(WARM[(WARM["backend"] == "ttrt_fp32") & (WARM["bs"] == 1)]["p50_ms"].iloc[0])
     r = run_roofline(FLOPS["roofline_inputs"]["fp32_bs1"], p50,
@@ -208,7 +210,7 @@ def test_memory_bound_fires_for_tf32_at_batch_one_not_for_fp16_at_eight():
 
 
 def test_every_rule_names_its_source():
-    from profiler.trace.advice import RULES
+    from profiler.analysis.advice import RULES
 
     assert len({r.id for r in RULES}) == len(RULES) == 6
     assert all(r.source and r.action and r.title for r in RULES)
@@ -217,7 +219,7 @@ def test_every_rule_names_its_source():
 def test_roofline_inputs_are_an_optional_typed_field_of_the_run_result():
     """Fixture runs from before FLOP counting read (no roofline_inputs); a count, a failed
     count and figures taken from a --flops table survive result.json's round trip."""
-    from profiler.runs import RooflineInputs, read_result, result_from_dict, result_to_dict
+    from profiler.runs.result import RooflineInputs, read_result, result_from_dict, result_to_dict
 
     old = read_result(H200 / "runs" / "pytorch_fp16_bs8")
     assert old.roofline_inputs is None and result_to_dict(old)["roofline_inputs"] is None

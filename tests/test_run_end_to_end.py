@@ -14,7 +14,7 @@ TINY = ["--model", "resnet18", "--image-size", "32", "--bs", "2", "--iters", "7"
 def resnet18_run(tmp_path_factory):
     from typer.testing import CliRunner
 
-    from profiler.cli import app
+    from profiler.cli.app import app
 
     workdir = tmp_path_factory.mktemp("run")
     result = CliRunner().invoke(app, ["run", *TINY, "--active", "2", "--json",
@@ -119,8 +119,8 @@ def test_transformer_model_can_be_captured_by_torch_export():
     (it did not while nn.Transformer checked its causal mask with a data-dependent branch)."""
     import torch
 
-    from profiler.config import RunConfig
-    from profiler.models import build
+    from profiler.runs.config import RunConfig
+    from profiler.collect.models import build
 
     model, inputs = build(RunConfig(model="transformer", batch_size=2, seq_len=8))
     exported = torch.export.export(model, inputs)

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from profiler.cli import NCU_SETS, NSYS_SETS
-from profiler.config import RunConfig, run_options
+from profiler.cli.app import NCU_SETS, NSYS_SETS
+from profiler.runs.config import RunConfig, run_options
 from profiler.errors import UserError
-from profiler.sweep import SWEEP_SETS
+from profiler.sweep.plan import SWEEP_SETS
 
 NOT_OPTIONS = {"extra"}  # free-form notes, set by code, not by a flag
 # a valid value for the fields whose type alone does not give one
@@ -77,7 +77,7 @@ def argv(values: dict) -> list[str]:
 @pytest.fixture
 def parse_run(cli, monkeypatch):
     """`run` with its arguments, stopped where it hands the RunConfig to the harness."""
-    import profiler.harness
+    import profiler.collect.harness
 
     seen = []
 
@@ -85,7 +85,7 @@ def parse_run(cli, monkeypatch):
         seen.append(config)
         raise UserError("stopped at the harness")
 
-    monkeypatch.setattr(profiler.harness, "run", fake_run)
+    monkeypatch.setattr(profiler.collect.harness, "run", fake_run)
 
     def parse(*args: str) -> RunConfig:
         done = cli("run", *args)
@@ -122,7 +122,7 @@ class RecordingExecutor:
         return "nowhere"
 
     def run(self, jobs, on_start, on_done) -> None:
-        from profiler.cellrun import FAILED, CellOutcome
+        from profiler.sweep.cell import FAILED, CellOutcome
 
         for job in jobs:
             self.commands.append([*self.prefix, *job.argv])
@@ -131,7 +131,7 @@ class RecordingExecutor:
 
 
 def test_sweep_cells(cli, parse_run, monkeypatch, left_out):
-    from profiler import sweep
+    from profiler.sweep import plan as sweep
 
     commands = []
 
@@ -153,7 +153,7 @@ def test_sweep_cells(cli, parse_run, monkeypatch, left_out):
 def test_sweep_resume_compares_every_shared_option(cli, monkeypatch, left_out):
     import json
 
-    from profiler import sweep
+    from profiler.sweep import plan as sweep
 
     monkeypatch.setattr(sweep, "make_executor", lambda plan: RecordingExecutor([]))
     values = probes(left_out)
@@ -240,8 +240,8 @@ def test_help_lists_choices(cli, monkeypatch, command, skipped):
 def test_shell_completion_offers_the_choices():
     import typer.main
 
-    from profiler.backends import REGISTRY, all_backends
-    from profiler.cli import app
+    from profiler.collect.backends import REGISTRY, all_backends
+    from profiler.cli.app import app
 
     all_backends()
     command = typer.main.get_command(app).commands["run"]

@@ -53,7 +53,7 @@ def test_host_out_of_memory_in_the_forward_is_one_line(cli):
 
 
 def test_a_sweep_records_host_out_of_memory_as_oom(tmp_path):
-    from profiler.cellrun import OOM, classify
+    from profiler.sweep.cell import OOM, classify
 
     # the status comes from the cell's error line; the line is the one `run` prints above
     log = tmp_path / "cell.log"
@@ -81,7 +81,7 @@ def test_reference_that_does_not_fit_keeps_the_measurement(cli):
 
 def test_truncated_or_unfinished_traces_are_refused(tmp_path):
     from profiler.errors import UserError
-    from profiler.harness import finished_traces
+    from profiler.collect.harness import finished_traces
 
     whole = b'{"traceEvents": [], "displayTimeUnit": "ms"}\n'
     (tmp_path / "w.1.pt.trace.json").write_bytes(whole)

@@ -1,4 +1,4 @@
-"""profiler.runs: the run contract (RunResult, SweepManifest), the one target resolver, and runs
+"""profiler.runs.result: the run contract (RunResult, SweepManifest), the one target resolver, and runs
 that never replace what they are not (another model's run, a sweep, their own trace)."""
 
 import ast
@@ -12,6 +12,7 @@ import pytest
 
 from profiler import runs
 from profiler.errors import UserError
+from profiler.analysis.target import target_context
 from tests.conftest import FIXTURES, ROOT
 
 RESULTS = sorted(FIXTURES.rglob("result.json"))
@@ -126,7 +127,7 @@ def test_trace_package_imports_nothing_above_it_but_errors_and_file_helpers():
 def test_one_resolver_for_names_cells_folders_and_files(tmp_path, monkeypatch):
     monkeypatch.chdir(H200)
     by_name = runs.resolve_target("ttrt_fp16_bs8")
-    assert by_name.result is not None and by_name.context.precision == "fp16"
+    assert by_name.result is not None and target_context(by_name).precision == "fp16"
     assert runs.resolve_target("runs/ttrt_fp16_bs8").path == by_name.path
     by_tb = runs.resolve_target("tb_logs/ttrt_fp16_bs8")
     assert by_tb.path.resolve() == by_name.path.resolve() and by_tb.result is None
@@ -150,7 +151,7 @@ def test_one_resolver_for_names_cells_folders_and_files(tmp_path, monkeypatch):
 # ---- runs that never replace what they are not ------------------------------------------------
 
 def test_default_name_has_the_model_unless_it_is_the_default_one():
-    from profiler.config import RunConfig
+    from profiler.runs.config import RunConfig
 
     assert RunConfig(batch_size=8).run_name == "pytorch_fp32_bs8"
     assert RunConfig(batch_size=8, model="resnet18").run_name == "pytorch_fp32_bs8_resnet18"

@@ -261,7 +261,7 @@ def test_resume_refuses_another_model(cli):
 
 
 def test_resume_refuses_other_options(cli):
-    from profiler.sweep import shared_options
+    from profiler.sweep.plan import shared_options
 
     options = {key: None for key in shared_options()}
     _fake_sweep("tests.tiny_models:conv_net")
@@ -280,7 +280,7 @@ def test_resume_refuses_other_options(cli):
 
 
 def test_failure_reason_parsing():
-    from profiler.sweep import failure_reason
+    from profiler.sweep.plan import failure_reason
 
     log = "$ python profile.py run\nresnet50 pytorch_fp16 bs64 on NVIDIA H200\n" \
           "error: CUDA out of memory at batch size 64 (pytorch_fp16, resnet50); try a smaller --bs\n"
@@ -291,7 +291,7 @@ def test_failure_reason_parsing():
 
 
 def test_run_args_pass_every_shared_option():
-    from profiler.sweep import run_args
+    from profiler.sweep.plan import run_args
 
     args = run_args({"model": "resnet18", "iters": 5, "tf32": True, "cache": False,
                      "gzip": True, "cudnn_benchmark": False, "max_rel_error": None})

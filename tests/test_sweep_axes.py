@@ -9,10 +9,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from profiler import sweep
+from profiler.sweep import plan as sweep
 from profiler.errors import UserError
-from profiler.report.benchmark import benchmark_table, markdown
-from profiler.runs import SweepCell, SweepManifest
+from profiler.analysis.benchmark import benchmark_table, markdown
+from profiler.runs.manifest import SweepCell, SweepManifest
 from tests.test_run_options import parse_run  # noqa: F401  (a fixture)
 
 GENERATE = ["--model", "transformer", "--workload", "generate"]
@@ -83,7 +83,7 @@ def _manifest(cells: dict) -> SweepManifest:
 
 
 def test_speedup_compares_cells_with_the_same_values(tmp_path, monkeypatch):
-    from profiler.report import benchmark
+    from profiler.analysis import benchmark
 
     p50 = {("pytorch_fp32", 16): 40.0, ("pytorch_fp32", 64): 160.0,
            ("ttrt_fp16", 16): 20.0, ("ttrt_fp16", 64): 40.0}

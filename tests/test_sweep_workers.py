@@ -180,7 +180,7 @@ def test_bad_gpus_are_one_line(cli, monkeypatch, gpus, visible, fragment):
 
 
 def test_visible_gpus_follow_cuda_visible_devices(monkeypatch):
-    from profiler.executors.local import parse_gpus, visible_gpus
+    from profiler.sweep.executors.local import parse_gpus, visible_gpus
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
     assert visible_gpus() == ["2", "3"] and parse_gpus(None, visible_gpus()) == ["2", "3"]

@@ -8,6 +8,7 @@ import logging
 
 import pytest
 
+from profiler.runs.layout import compat_dir_for
 from profiler.trace.tb_compat import CATEGORY_RENAMES, COMPAT_KEY, compat_trace, write_compat_copy
 
 from .conftest import FIXTURES
@@ -40,7 +41,7 @@ def test_copy_renames_only_categories(tmp_path):
     (tb_logs / "inductor_fp16_bs8").mkdir(parents=True)
     source = tb_logs / "inductor_fp16_bs8" / path.name
     source.write_bytes(path.read_bytes())
-    result = write_compat_copy(source)
+    result = write_compat_copy(source, compat_dir_for(source))
     assert result.written == tb_logs / "inductor_fp16_bs8_tbcompat" / path.name
     assert source.read_bytes() == path.read_bytes()  # the original is untouched
     copied = json.loads(gzip.decompress(result.written.read_bytes()))

@@ -10,7 +10,8 @@ import shutil
 import pytest
 
 from profiler.tools import tensorboard as tb
-from profiler.trace.tb_compat import COMPAT_SUFFIX, write_compat_copy
+from profiler.runs.layout import COMPAT_SUFFIX, compat_dir_for
+from profiler.trace.tb_compat import write_compat_copy
 
 from .conftest import FIXTURES
 
@@ -26,7 +27,7 @@ def server(tmp_path_factory):
     for run in RUNS:
         shutil.copytree(H200_TB / run, logdir / run)
         for trace in (logdir / run).iterdir():
-            write_compat_copy(trace)
+            write_compat_copy(trace, compat_dir_for(trace))
     log_path = logdir.parent / "tensorboard.log"
     with open(log_path, "w") as log:
         started = tb.start(logdir, output=log)

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from profiler.backends import tensorrt as ttrt
-from profiler.config import RunConfig
+from profiler.collect.backends import tensorrt as ttrt
+from profiler.runs.config import RunConfig
 from profiler.errors import UserError
 from tests.test_cli_errors import TINY, assert_nothing_written, assert_one_line_error
 

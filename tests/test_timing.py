@@ -5,7 +5,7 @@ import random
 import numpy as np
 import pytest
 
-from profiler.timing import latency_stats, percentile, time_iterations
+from profiler.collect.timing import latency_stats, percentile, time_iterations
 
 
 def test_percentiles_match_numpy_linear_interpolation():
@@ -38,7 +38,7 @@ def test_time_iterations_on_cpu_counts_calls_and_keeps_the_output():
 
 # ---- iterations by time, CPU defaults, the window's noise and memory in result.json --------
 
-from profiler import timing as timing_module  # noqa: E402
+from profiler.collect import timing as timing_module  # noqa: E402
 
 
 def test_gpu_defaults_keep_their_meaning():

@@ -48,7 +48,7 @@ def oom_above_2(batch_size: int = 2, image_size: int = 16):
 def tiny_seq2seq(batch_size: int = 2, src_len: int = 6):
     """The transformer model's class at a tiny size (d_model 32, 2 layers, vocab 100, 48
     positions), with random source tokens: for --workload generate."""
-    from profiler.models import Seq2SeqTransformer
+    from profiler.collect.models import Seq2SeqTransformer
 
     torch.manual_seed(0)
     model = Seq2SeqTransformer(vocab=100, d_model=32, heads=2, layers=2, max_len=48)
@@ -59,7 +59,7 @@ def tiny_gpt2(batch_size: int = 2, prompt_len: int = 5):
     """A GPT-2 config at a tiny size (2 layers, 32 wide, vocab 100, 32 positions)."""
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    from profiler.models import CausalLM
+    from profiler.collect.models import CausalLM
 
     torch.manual_seed(0)
     config = GPT2Config(vocab_size=100, n_positions=32, n_embd=32, n_layer=2, n_head=2,

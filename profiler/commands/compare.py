@@ -1,5 +1,5 @@
 """`compare`: two targets -> Diff (with the timed window's rows from result.json) and the timed
-headline (profiler.headline.compare_timed) -> CSVs or Parquet, terminal tables or --json."""
+headline (profiler.analysis.headline.compare_timed) -> CSVs or Parquet, terminal tables or --json."""
 
 from __future__ import annotations
 
@@ -9,15 +9,17 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import UserError
-from ..headline import compare_timed
-from ..report.compare_view import print_diff, print_timed_headline
-from ..report.console import make_console
-from ..report.export import write_table, write_tables
-from ..report.fmt import head
-from ..runs import RunResult, Target, resolve_target
-from ..trace.diff import Diff, diff
-from ..trace.summary import _clean
+from profiler.errors import UserError
+from profiler.analysis.headline import compare_timed
+from profiler.report.compare_view import print_diff, print_timed_headline
+from profiler.report.console import make_console
+from profiler.report.export import write_table, write_tables
+from profiler.report.fmt import head
+from profiler.runs.result import RunResult
+from profiler.runs.targets import Target, resolve_target
+from profiler.trace.diff import Diff, diff
+from profiler.trace.summary import _clean
+from profiler.analysis.target import summarize_target
 
 
 def load_side(target: str) -> Target:
@@ -32,7 +34,7 @@ def run(a: str, b: str, top: int = 15, out: Path | None = None, json_out: bool =
     if top < 0:
         raise UserError(f"--top must be 0 (all) or more (got {top})")
     ta, tb = load_side(a), load_side(b)
-    sa, sb = ta.summary(), tb.summary()
+    sa, sb = summarize_target(ta), summarize_target(tb)
     result = diff(sa, sb, a_label=a, b_label=b)
     timed_ab = compare_timed(ta.result, tb.result, ta.result_json, tb.result_json)
     timed = timed_rows(ta.result, tb.result)
@@ -70,8 +72,8 @@ def diff_json(result: Diff, timed_ab: dict | None, top: int) -> dict:
 
 def print_insights(a: str, b: str, sa: Summary, sb: Summary, console) -> None:
     """Roofline and advice of each side that is a run (has result.json)."""
-    from ..report.insight_view import print_insight
-    from .report import insight_of
+    from profiler.report.insight_view import print_insight
+    from profiler.commands.report import insight_of
 
     for label, target, summary in (("A", a, sa), ("B", b, sb)):
         resolved = resolve_target(target)

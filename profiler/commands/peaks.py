@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from ..errors import UserError
+from profiler.errors import UserError
 
 
 def run(refresh: bool = False, cache_dir: Path | None = None, matmul_n: int | None = None,
@@ -14,7 +14,7 @@ def run(refresh: bool = False, cache_dir: Path | None = None, matmul_n: int | No
     for flag, value in (("--matmul-n", matmul_n), ("--copy-mib", copy_mib)):
         if value is not None and value < 1:
             raise UserError(f"{flag} must be 1 or more (got {value})")
-    from .. import peaks
+    from profiler.collect import peaks
 
     sizes = None
     if matmul_n is not None or copy_mib is not None:
@@ -33,7 +33,7 @@ def run(refresh: bool = False, cache_dir: Path | None = None, matmul_n: int | No
         json.dump({**data, "cache_file": str(path)}, sys.stdout, indent=1)
         sys.stdout.write("\n")
         return data
-    from ..report.peaks_view import print_peaks
+    from profiler.report.peaks_view import print_peaks
 
     print_peaks(data, path, measured)
     return data

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..errors import UserError
+from profiler.errors import UserError
+from profiler.analysis.target import summarize_target
 
 
 def plot_and_list(target: str, out: Path | None, json_out: bool = False) -> list[Path]:
@@ -20,20 +21,20 @@ def plot_and_list(target: str, out: Path | None, json_out: bool = False) -> list
 
 
 def plot(target: str, out: Path | None) -> list[Path]:
-    from ..runs import find_sweep
+    from profiler.runs.manifest import find_sweep
 
     folder = find_sweep(target)
     if folder is not None:
         return sweep(folder, out if out is not None else folder / "plots")
-    from ..report.plots import require_matplotlib
+    from profiler.report.plots import require_matplotlib
 
     require_matplotlib()
     return run(target, out)
 
 
 def sweep(sweep_dir: Path, out: Path) -> list[Path]:
-    from ..report.benchmark import benchmark_table, load_sweep
-    from ..report.plots import roofline_plot, sweep_plots
+    from profiler.analysis.benchmark import benchmark_table, load_sweep
+    from profiler.report.plots import roofline_plot, sweep_plots
 
     folder, manifest = load_sweep(sweep_dir)
     frame = benchmark_table(folder, manifest)
@@ -46,10 +47,11 @@ def sweep(sweep_dir: Path, out: Path) -> list[Path]:
 
 def sweep_rooflines(folder: Path, manifest) -> list:
     """(cell label, Roofline or None) of every finished cell of a sweep."""
-    from ..engine_cache import peaks_dir
-    from ..runs import RESULT_FILE, result_to_dict, try_read_result
-    from ..sweep import OK, grid_cells, short_label
-    from ..trace.roofline import roofline_of
+    from profiler.collect.engine_cache import peaks_dir
+    from profiler.runs.layout import RESULT_FILE
+    from profiler.runs.result import result_to_dict, try_read_result
+    from profiler.sweep.plan import OK, grid_cells, short_label
+    from profiler.analysis.roofline import roofline_of
 
     points = []
     for name, cell in grid_cells(manifest):
@@ -61,12 +63,12 @@ def sweep_rooflines(folder: Path, manifest) -> list:
 
 
 def run(target: str, out: Path | None) -> list[Path]:
-    from ..report.plots import run_plot
-    from ..trace.diff import steps_of
-    from ..runs import resolve_target
+    from profiler.report.plots import run_plot
+    from profiler.trace.diff import steps_of
+    from profiler.runs.targets import resolve_target
 
     resolved = resolve_target(target)
-    summary = resolved.summary()
+    summary = summarize_target(resolved)
     steps = steps_of(summary)
     cats = {r.category: float(r.total_us) / steps for r in summary.kernels.categories.itertuples()}
     if not cats:

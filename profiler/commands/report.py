@@ -7,15 +7,18 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..engine_cache import peaks_dir as default_peaks_dir
-from ..errors import UserError
-from ..fsutil import write_text_atomic
-from ..runs import (RESULT_FILE, Target, find_sweep, ncu_csv_of, read_manifest, resolve_target,
-                    result_to_dict)
-from ..trace.diff import diff
-from ..trace.insight import Insight, insight, ncu_join
-from ..trace.summary import Summary
-from ..report import html
+from profiler.collect.engine_cache import peaks_dir as default_peaks_dir
+from profiler.errors import UserError
+from profiler.fsutil import write_text_atomic
+from profiler.runs.layout import RESULT_FILE, ncu_csv_of
+from profiler.runs.targets import Target, resolve_target
+from profiler.runs.manifest import find_sweep, read_manifest
+from profiler.runs.result import result_to_dict
+from profiler.trace.diff import diff
+from profiler.analysis.insight import Insight, insight, ncu_join
+from profiler.trace.summary import Summary
+from profiler.report import html
+from profiler.analysis.target import summarize_target
 
 
 def insight_of(resolved: Target, summary: Summary, peaks_dir: Path | None = None,
@@ -31,7 +34,7 @@ def insight_of(resolved: Target, summary: Summary, peaks_dir: Path | None = None
 
 def _side(target: str, peaks_dir: Path | None, flops_table: dict | None = None):
     resolved = resolve_target(target)
-    summary = resolved.summary()
+    summary = summarize_target(resolved)
     return resolved, summary, resolved.result, insight_of(resolved, summary, peaks_dir,
                                                           flops_table)
 
@@ -58,7 +61,7 @@ def _run_sections(page: html.Page, label: str, resolved, summary, result, found:
         k.table.assign(ms_total=k.table["total_us"] / 1e3),
         ["name", "category", "calls", "ms_total", "share_pct", "tensor_core"], 15))
     if result is not None and result.config.record_shapes:
-        from ..trace.roofline import gemm_roofline
+        from profiler.analysis.roofline import gemm_roofline
 
         r = found.roofline
         page.add(f"{label}: GEMMs by recorded shape (--record-shapes)", html.table(
@@ -86,7 +89,7 @@ def compare_page(a: str, b: str, peaks_dir: Path | None = None,
     result = diff(sa, sb, a_label=a, b_label=b)
     a, b = _label(a), _label(b)
     page = html.Page(f"Comparison: A = {a}, B = {b}")
-    from .compare import timed_rows
+    from profiler.commands.compare import timed_rows
 
     overview = pd.concat([timed_rows(resa, resb), result.overview], ignore_index=True)
     page.add("Overview (delta = B - A; times per profiled step)", html.table(
@@ -110,9 +113,9 @@ def sweep_page(folder: Path, peaks_dir: Path | None = None,
                flops_table: dict | None = None) -> html.Page:
     """The sweep's table (from its manifest and cells' results), plots, and the roofline and
     advice of every finished cell."""
-    from ..report.benchmark import axis_columns, benchmark_table
-    from ..report.plots import _pyplot, series
-    from ..sweep import OK, grid_cells, short_label
+    from profiler.analysis.benchmark import axis_columns, benchmark_table
+    from profiler.report.plots import _pyplot, series
+    from profiler.sweep.plan import OK, grid_cells, short_label
 
     manifest = read_manifest(folder)
     frame = benchmark_table(folder, manifest)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .. import signals
-from ..config import RunConfig
-from ..errors import UserError
+from profiler import signals
+from profiler.runs.config import RunConfig
+from profiler.errors import UserError
 
 
 def run(options: dict, json_out: bool = False, tb_compat: bool = False) -> None:
@@ -15,16 +15,17 @@ def run(options: dict, json_out: bool = False, tb_compat: bool = False) -> None:
     config = RunConfig(**options)
     if tb_compat and config.capture != "torch":
         raise UserError("--tb-compat needs a trace: leave --capture at torch")
-    from .. import harness
-    from ..report import run_view
+    from profiler.collect import harness
+    from profiler.report import run_view
 
     with signals.as_interrupts():  # SIGTERM, SIGHUP: like Ctrl-C
         result = harness.run(config, quiet=json_out)
     if tb_compat:
-        from ..trace.tb_compat import write_compat_copy
+        from profiler.runs.layout import compat_dir_for
+        from profiler.trace.tb_compat import write_compat_copy
 
         for trace in result.trace.files:
-            written = write_compat_copy(Path(trace))
+            written = write_compat_copy(Path(trace), compat_dir_for(Path(trace)))
             print(f"tb-compat copy: {written.written}", file=sys.stderr)
     if json_out:
         run_view.print_json(result)

@@ -6,8 +6,9 @@ import json
 import sys
 from pathlib import Path
 
-from ..errors import UserError
-from ..runs import resolve_target
+from profiler.errors import UserError
+from profiler.runs.targets import resolve_target
+from profiler.analysis.target import summarize_target
 
 VIEWS = ("all", "overview", "kernels", "categories", "operators", "layers", "phases")
 
@@ -24,51 +25,51 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
     if view == "layers":
         _layers(resolved, out, json_out, top)
         return
-    summary = resolved.summary()
+    summary = summarize_target(resolved)
     if summary.warning:
         print(f"warning: {summary.warning}", file=sys.stderr)
     headline = _headline(resolved, summary)
     joined = agreement = None
     ncu_path = _ncu_csv(target, ncu)
     if ncu_path is not None:
-        from ..trace.hardware import agreement_share, hardware_join, read_ncu_csv
+        from profiler.trace.hardware import agreement_share, hardware_join, read_ncu_csv
 
         print(f"Nsight Compute measurements: {ncu_path}", file=sys.stderr)
         joined = hardware_join(summary.kernels.table, read_ncu_csv(ncu_path))
         agreement = agreement_share(joined)
     if out is not None and out.suffix == ".parquet":
-        from ..report.export import write_table
+        from profiler.report.export import write_table
 
         print(f"wrote {write_table(out, summary.kernels.table)}", file=sys.stderr)
     elif out is not None:
-        from ..fsutil import write_text_atomic
-        from ..report.export import export
+        from profiler.fsutil import write_text_atomic
+        from profiler.report.export import export
 
         written = export(summary, out, top=0)
         if joined is not None:
-            from ..report.hardware_view import export_columns
+            from profiler.report.hardware_view import export_columns
 
             write_text_atomic(out / "hardware.csv", export_columns(joined).to_csv(index=False))
             written.append(out / "hardware.csv")
         print(f"wrote {len(written)} files to {out}", file=sys.stderr)
     found = None
     if resolved.result_json is not None:
-        from .report import insight_of
+        from profiler.commands.report import insight_of
 
         found = insight_of(resolved, summary)
     if json_out:
         data = summary.to_dict(top=top)
         if headline is not None:
-            from ..trace.summary import _clean
+            from profiler.trace.summary import _clean
 
             data = {"headline": _clean(headline), **data}
         if found is not None:
-            from ..report.insight_view import to_dict
+            from profiler.report.insight_view import to_dict
 
             data["insight"] = to_dict(found)
         if joined is not None:
-            from ..trace.summary import _clean
-            from ..report.hardware_view import export_columns
+            from profiler.trace.summary import _clean
+            from profiler.report.hardware_view import export_columns
 
             rows = export_columns(joined[joined["rules_vs_hardware"] != "not profiled"])
             data["hardware"] = _clean({"ncu_csv": str(ncu_path), **agreement.to_dict(),
@@ -76,28 +77,28 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
         json.dump(data, sys.stdout, indent=1)
         sys.stdout.write("\n")
         return
-    from ..report.console import make_console
-    from ..report.tables import print_summary
+    from profiler.report.console import make_console
+    from profiler.report.tables import print_summary
 
     console = make_console()
     if headline is not None:
-        from ..report.headline_view import print_headline
+        from profiler.report.headline_view import print_headline
 
         print_headline(headline, console)
     print_summary(summary, view=view, top=top, console=console)
     if joined is not None and view in ("all", "kernels"):
-        from ..report.hardware_view import print_hardware
+        from profiler.report.hardware_view import print_hardware
 
         print_hardware(joined, agreement, top, console)
     if found is not None and view in ("all", "overview"):
-        from ..report.insight_view import print_insight
+        from profiler.report.insight_view import print_insight
 
         print_insight(found, console)
 
 
 def _ncu_csv(target: str, ncu: str | None) -> Path | None:
     """--ncu (a CSV, or a run folder holding ncu.csv), else ncu.csv in the target's run folder."""
-    from ..runs import ncu_csv_of
+    from profiler.runs.layout import ncu_csv_of
 
     if ncu is None:
         return ncu_csv_of(target)
@@ -111,15 +112,15 @@ def _headline(resolved, summary) -> dict | None:
     """The run's timed figures, noise, memory and config, when the target is a run folder."""
     if resolved.result is None:
         return None
-    from ..headline import headline_data
+    from profiler.analysis.headline import headline_data
 
     return headline_data(resolved.result, resolved.result_json, summary.overview.mean_step_us)
 
 
 def engine_attributions(run_dir: Path | None, trace) -> list:
     """One trace.trt_layers.Attribution per engine of the run (its engine_layers_<i>.json)."""
-    from ..runs import engine_layer_files
-    from ..trace.trt_layers import attribute, read_layers
+    from profiler.runs.layout import engine_layer_files
+    from profiler.trace.trt_layers import attribute, read_layers
 
     pairs = engine_layer_files(run_dir) if run_dir is not None else []
     if not pairs:
@@ -129,7 +130,7 @@ def engine_attributions(run_dir: Path | None, trace) -> list:
 
 
 def layers_json(attributions: list) -> list[dict]:
-    from ..trace.trt_layers import LAYER_COLUMNS
+    from profiler.trace.trt_layers import LAYER_COLUMNS
 
     return [{"method": a.method, "calls": a.calls, "engine_kernel_us": a.engine_kernel_us,
              "attributed_us": a.attributed_us, "coverage_pct": 100 * a.coverage,
@@ -141,14 +142,14 @@ def layers_json(attributions: list) -> list[dict]:
 
 def _layers(resolved, out: Path | None, json_out: bool, top: int) -> None:
     """--view layers: the TensorRT layers of a run with the profiled kernels attributed."""
-    from ..trace.load import load_trace
-    from ..trace.summary import _clean
-    from ..trace.trt_layers import LAYER_COLUMNS
+    from profiler.trace.load import load_trace
+    from profiler.trace.summary import _clean
+    from profiler.trace.trt_layers import LAYER_COLUMNS
 
     run_dir = resolved.result_json.parent if resolved.result_json is not None else None
     attributions = engine_attributions(run_dir, load_trace(resolved.path))
     if out is not None:
-        from ..report.export import write_tables
+        from profiler.report.export import write_tables
 
         written = write_tables(out, {f"layers_{i}": a.layers[LAYER_COLUMNS]
                                      for i, a in enumerate(attributions)})
@@ -157,7 +158,7 @@ def _layers(resolved, out: Path | None, json_out: bool, top: int) -> None:
         json.dump(_clean({"engines": layers_json(attributions)}), sys.stdout, indent=1)
         sys.stdout.write("\n")
         return
-    from ..report.console import make_console
-    from ..report.layers_view import print_layers
+    from profiler.report.console import make_console
+    from profiler.report.layers_view import print_layers
 
     print_layers(attributions, top, make_console())

@@ -8,14 +8,14 @@ import sys
 
 from rich.markup import escape
 
-from .. import signals
-from ..errors import Interrupted, UserError
-from ..report.benchmark import (benchmark_json, benchmark_table, print_benchmark,
+from profiler import signals
+from profiler.errors import Interrupted, UserError
+from profiler.analysis.benchmark import (benchmark_json, benchmark_table, print_benchmark,
                                 write_benchmark)
-from ..report.console import make_console
-from ..report.fmt import seconds
-from ..report.sweep_view import cell_progress
-from ..sweep import OK, SweepPlan, grid_cells, read_manifest, run_sweep
+from profiler.report.console import make_console
+from profiler.report.fmt import seconds
+from profiler.report.sweep_view import cell_progress
+from profiler.sweep.plan import OK, SweepPlan, grid_cells, read_manifest, run_sweep
 
 
 def run(plan: SweepPlan, json_out: bool = False) -> int:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..errors import UserError
+from profiler.errors import UserError
 
 
 def _say(line: str) -> None:
@@ -14,19 +14,20 @@ def _say(line: str) -> None:
 
 
 def backends(json_out: bool) -> int:
-    from ..backends import all_backends
-    from ..report import run_view
+    from profiler.collect.backends import all_backends
+    from profiler.report import run_view
 
     run_view.print_backends(all_backends(), json_out=json_out)
     return 0
 
 
 def tb_compat(target: str, out: Path | None) -> int:
-    from ..runs import traces_of
-    from ..trace.tb_compat import write_compat_copy
+    from profiler.runs.layout import compat_dir_for
+    from profiler.runs.targets import traces_of
+    from profiler.trace.tb_compat import write_compat_copy
 
     for trace in traces_of(target):
-        result = write_compat_copy(trace, out)
+        result = write_compat_copy(trace, compat_dir_for(trace) if out is None else out)
         changes = ", ".join(f"{k}: {v}" for k, v in result.renamed.items()) or "nothing to change"
         print(f"{result.written}  ({changes})")
     return 0
@@ -34,8 +35,8 @@ def tb_compat(target: str, out: Path | None) -> int:
 
 def tensorboard(logdir: Path, port: int | None, bind_all: bool) -> int:
     """0 after Ctrl-C; 128 + the signal's number after SIGTERM or SIGHUP."""
-    from ..fsutil import clean_tree
-    from ..tools import tensorboard as tb
+    from profiler.fsutil import clean_tree
+    from profiler.tools import tensorboard as tb
 
     print("warning: the profiler plugin's page loads Google Charts and cdnjs, so it needs the "
           "internet in the browser (offline it stays a spinner); for a file that opens "
@@ -49,7 +50,7 @@ def tensorboard(logdir: Path, port: int | None, bind_all: bool) -> int:
 
 
 def nsys(options: dict) -> int:
-    from ..tools import nsys as nsys_tool
+    from profiler.tools import nsys as nsys_tool
 
     result = nsys_tool.run(options, echo=_say)
     nsys_tool.print_result(result, echo=print)
@@ -58,7 +59,7 @@ def nsys(options: dict) -> int:
 
 def ncu(options: dict, top: int, step: int | None, launch_count: int, reuse: bool,
         chip: str | None) -> int:
-    from ..tools import ncu as ncu_tool
+    from profiler.tools import ncu as ncu_tool
 
     result = ncu_tool.run(options, top=top, step=step, launch_count=launch_count, reuse=reuse,
                           chip=chip, echo=_say)

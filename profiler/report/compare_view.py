@@ -7,10 +7,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..trace.diff import BOTH, ONLY_A, ONLY_B, Diff
-from ..trace.rules import SHORT_WIDTH
-from ..trace.summary import Summary
-from .fmt import change_pct, head, mib, pct, signed, times, us_fine, with_unit
+from profiler.trace.diff import BOTH, ONLY_A, ONLY_B, Diff
+from profiler.trace.rules import SHORT_WIDTH
+from profiler.trace.summary import Summary
+from profiler.report.fmt import change_pct, head, mib, pct, signed, times, us_fine, with_unit
 
 
 def _side_name(label: str, summary: Summary) -> str:
@@ -31,7 +31,7 @@ def print_diff(result: Diff, sa: Summary, sb: Summary, top: int, console: Consol
         console.print(unmatched_table(result, side, top))
     console.print(operators_table(result, top))
     if sa.phases is not None and sb.phases is not None:
-        from .phases_view import compare_phases_table, compare_positions_table
+        from profiler.report.phases_view import compare_phases_table, compare_positions_table
 
         console.print(compare_phases_table(sa.phases, sb.phases))
         console.print(compare_positions_table(sa.phases, sb.phases, top=top))
@@ -148,7 +148,7 @@ def _change(a, b) -> str:
 
 
 def print_timed_headline(t: dict, console: Console) -> None:
-    """Timed figures of both runs (profiler.headline.compare_timed), the speedup, whether it is
+    """Timed figures of both runs (profiler.analysis.headline.compare_timed), the speedup, whether it is
     outside noise, and every differing config and environment field."""
     table = Table(title="Timed window (no profiler attached)", title_justify="left")
     for col in ("metric", "A", "B", "B vs A"):

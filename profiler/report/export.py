@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import UserError
-from ..fsutil import write_text_atomic, write_with
-from ..trace.summary import Summary
-from .fmt import fixed, pct
+from profiler.errors import UserError
+from profiler.fsutil import write_text_atomic, write_with
+from profiler.trace.summary import Summary
+from profiler.report.fmt import fixed, pct
 
 
 #: columns that count things: written as integers (a count missing on one side stays empty)

@@ -7,7 +7,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from .fmt import mib, missing, ms_unit as _ms
+from profiler.report.fmt import mib, missing, ms_unit as _ms
 
 
 def print_headline(data: dict, console: Console) -> None:

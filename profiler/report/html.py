@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..runs import RunResult
-from ..trace.advice import Advice
-from ..trace.roofline import Roofline
+from profiler.runs.result import RunResult
+from profiler.analysis.advice import Advice
+from profiler.analysis.roofline import Roofline
 
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1200px;color:#222}
@@ -170,7 +170,7 @@ def layer_view(run_folder: Path | None, top: int = 20) -> str | None:
 
 def roofline_chart(points: list[tuple[str, Roofline]]) -> str | None:
     """The roofline figure of plots.roofline_figure, inlined; None without a roofline."""
-    from .plots import roofline_figure
+    from profiler.report.plots import roofline_figure
 
     fig = roofline_figure(points)
     return figure_png(fig) if fig is not None else None
@@ -179,7 +179,7 @@ def roofline_chart(points: list[tuple[str, Roofline]]) -> str | None:
 def category_chart(labels: list[str], categories: list[pd.DataFrame], steps: list[int]) -> str:
     if not any(len(frame) for frame in categories):
         return "<p class='note'>no GPU kernels in the trace</p>"
-    from .plots import CATEGORY_COLOURS, _pyplot
+    from profiler.report.plots import CATEGORY_COLOURS, _pyplot
 
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 0.6 + 0.5 * len(labels)))

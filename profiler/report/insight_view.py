@@ -5,9 +5,9 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 
-from ..trace.advice import Advice
-from ..trace.insight import Insight
-from ..trace.roofline import Roofline
+from profiler.analysis.advice import Advice
+from profiler.analysis.insight import Insight
+from profiler.analysis.roofline import Roofline
 
 
 def roofline_line(r: Roofline | None) -> str:

@@ -7,9 +7,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..trace.rules import short_name
-from ..trace.trt_layers import Attribution
-from .fmt import head, missing
+from profiler.trace.rules import short_name
+from profiler.trace.trt_layers import Attribution
+from profiler.report.fmt import head, missing
 
 def _cut(text, width: int) -> str:
     text = "" if missing(text) else str(text)

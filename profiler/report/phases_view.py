@@ -6,8 +6,8 @@ from __future__ import annotations
 import pandas as pd
 from rich.table import Table
 
-from ..trace.phases import PhaseSummary
-from .fmt import count, missing, pct, us
+from profiler.trace.phases import PhaseSummary
+from profiler.report.fmt import count, missing, pct, us
 
 PER_STEP_NOTE = "summed over the profiled generations"
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import UserError
+from profiler.errors import UserError
 
 #: one colour per kernel category, the same in every figure
 CATEGORY_COLOURS = {
@@ -38,7 +38,7 @@ def _pyplot():
 
 def _save(fig, path: Path) -> Path:
     """Write the PNG atomically (temp file + rename), like every other export."""
-    from ..fsutil import write_with
+    from profiler.fsutil import write_with
 
     try:
         write_with(path, lambda tmp: fig.savefig(tmp, format="png", dpi=130,
@@ -66,7 +66,7 @@ def _devices(frame: pd.DataFrame) -> str:
 def series(frame: pd.DataFrame) -> pd.Series:
     """A line per backend, or per backend and value of each swept option (``ttrt_fp16
     max_new_tokens=16``) when the sweep was given a list of one."""
-    from ..sweep import axis_options
+    from profiler.sweep.plan import axis_options
 
     labels = frame["backend"].astype(str)
     for key in (k for k in axis_options() if k in frame.columns):
@@ -187,7 +187,7 @@ def category_bars(labels: list[str], per_label: list[dict[str, float]], title: s
 def sweep_plots(frame: pd.DataFrame, manifest, out: Path) -> list[Path]:
     """latency.png, speedup.png, throughput.png and categories.png of a sweep's benchmark
     table (a frame with at least one finished cell) and manifest."""
-    from ..sweep import OK, grid_cells, short_label
+    from profiler.sweep.plan import OK, grid_cells, short_label
 
     model = manifest.model
     written = [latency_plot(frame, model, out / "latency.png"),

@@ -9,11 +9,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from .. import phases
-from ..headline import memory_figures, window_noise
-from ..runs import RESULT_FILE, Generation, Numerics, RunResult, result_text
-from .console import make_console
-from .fmt import fixed, mib, ms, ms_unit, pct, significant
+from profiler.runs import phases
+from profiler.analysis.headline import memory_figures, window_noise
+from profiler.runs.layout import RESULT_FILE
+from profiler.runs.result import Generation, Numerics, RunResult, result_text
+from profiler.report.console import make_console
+from profiler.report.fmt import fixed, mib, ms, ms_unit, pct, significant
 
 
 def print_json(result: RunResult) -> None:

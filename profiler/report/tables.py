@@ -6,11 +6,11 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from ..trace.overview import BREAKDOWN
-from .console import make_console
-from .fmt import count, head, pct, size_bytes, us
-from ..trace.rules import SHORT_WIDTH
-from ..trace.summary import Summary
+from profiler.trace.overview import BREAKDOWN
+from profiler.report.console import make_console
+from profiler.report.fmt import count, head, pct, size_bytes, us
+from profiler.trace.rules import SHORT_WIDTH
+from profiler.trace.summary import Summary
 
 
 def print_summary(summary: Summary, view: str = "all", top: int = 20,
@@ -31,7 +31,7 @@ def print_summary(summary: Summary, view: str = "all", top: int = 20,
     if view in ("all", "operators"):
         console.print(operators_table(summary, top))
     if view in ("all", "phases") and summary.phases is not None:
-        from .phases_view import phases_table, positions_table
+        from profiler.report.phases_view import phases_table, positions_table
 
         console.print(phases_table(summary.phases))
         console.print(positions_table(summary.phases, top=top))

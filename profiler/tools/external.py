@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Optional
 
-from ..errors import UserError
+from profiler.errors import UserError
 
 if TYPE_CHECKING:
-    from ..config import RunConfig
+    from profiler.runs.config import RunConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 PROFILE_PY = ROOT / "profile.py"
@@ -78,7 +78,7 @@ def run_logged(command: list[str], log_path: Path, env: Optional[dict] = None,
 def harness_command(config: "RunConfig") -> list[str]:
     """``python profile.py run ...`` as a list, with this Python, giving every option of
     ``config``."""
-    from ..config import run_argv
+    from profiler.runs.config import run_argv
 
     return [sys.executable, str(PROFILE_PY), "run", *run_argv(config.options())]
 

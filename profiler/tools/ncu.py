@@ -33,12 +33,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Optional
 
-from ..config import RunConfig
-from ..errors import UserError
-from ..trace.hardware import agreement_share, hardware_join, read_ncu_csv
-from ..runs import RESULT_FILE, resolve_target
-from ..fsutil import move_into, write_json_atomic, write_text_atomic
-from .external import harness_command, last_line_with, locate, run_logged
+from profiler.runs.config import RunConfig
+from profiler.errors import UserError
+from profiler.trace.hardware import agreement_share, hardware_join, read_ncu_csv
+from profiler.runs.layout import RESULT_FILE
+from profiler.runs.targets import resolve_target
+from profiler.fsutil import move_into, write_json_atomic, write_text_atomic
+from profiler.tools.external import harness_command, last_line_with, locate, run_logged
+from profiler.analysis.target import summarize_target
 
 NVTX_DOMAIN = "infer-profiler"  # the harness's NVTX domain (harness.NVTX_DOMAIN; no torch here)
 KNOWN_LOCATIONS = ("/opt/nvidia/nsight-compute/*/ncu", "/usr/local/cuda/bin/ncu",
@@ -60,7 +62,7 @@ def nvtx_filter(step: int) -> str:
 def kernel_regex(names: list[str]) -> Optional[str]:
     """``regex:f1|f2`` over the kernels' function names, or None (no name filter) when one of
     them is not a plain identifier."""
-    from ..trace.hardware import function_name
+    from profiler.trace.hardware import function_name
 
     functions = sorted({function_name(n) for n in names})
     if not functions or not all(_IDENTIFIER.match(f) for f in functions):
@@ -77,7 +79,7 @@ def parse_query_metrics(text: str) -> set[str]:
 def choose_metrics(available: Optional[set[str]]) -> tuple[list[str], list[str]]:
     """(metrics to ask for, metrics skipped because the chip lacks them). ``available`` None
     means the query failed: ask for all, and drop what ncu says it cannot find."""
-    from ..trace.hardware import wanted_metrics
+    from profiler.trace.hardware import wanted_metrics
 
     wanted = list(dict.fromkeys(wanted_metrics()))
     if available is None:
@@ -165,7 +167,7 @@ def kernel_table(config: RunConfig, reuse: bool, echo=print):
         first = subprocess.run(harness_command(config), env=ncu_env())
         if first.returncode != 0:
             raise UserError(f"the run without ncu failed (status {first.returncode}); see above")
-    return resolve_target(str(run_dir)).summary().kernels.table
+    return summarize_target(resolve_target(str(run_dir))).kernels.table
 
 
 def query_metrics(ncu: str, chip: Optional[str], scratch: Path) -> tuple[list[str], list[str]]:
@@ -239,8 +241,8 @@ def keep_outputs(scratch: Path, run_dir: Path) -> None:
 
 
 def print_result(result: dict, top: int, echo=print) -> None:
-    from ..report.console import make_console
-    from ..report.hardware_view import print_hardware
+    from profiler.report.console import make_console
+    from profiler.report.hardware_view import print_hardware
 
     print_hardware(result["joined"], result["agreement"], top, make_console())
     echo(f"metrics collected: {', '.join(result['metrics_collected']) or 'none'}")

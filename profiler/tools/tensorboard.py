@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Optional
 
-from ..errors import UserError
+from profiler.errors import UserError
 
 LOOPBACK = "127.0.0.1"
 ALL_INTERFACES = "0.0.0.0"

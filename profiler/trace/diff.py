@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .kernels import NO_OPERATOR
-from .rules import distinct_short_names
-from .summary import Summary
+from profiler.trace.kernels import NO_OPERATOR
+from profiler.trace.rules import distinct_short_names
+from profiler.trace.summary import Summary
 
 BOTH, ONLY_A, ONLY_B = "both", "only A", "only B"
 

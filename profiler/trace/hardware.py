@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import UserError
-from .rules import NO, UNKNOWN, YES
+from profiler.errors import UserError
+from profiler.trace.rules import NO, UNKNOWN, YES
 
 #: Tensor Core verdict from tensor-pipe activity (% of peak sustained, while the SM is active)
 TENSOR_YES_PCT = 5.0

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .load import KIND, Trace
-from .occupancy import theoretical_occupancy
-from .rules import CATEGORIES, UNKNOWN, YES, RunContext, classify, distinct_short_names
+from profiler.trace.load import KIND, Trace
+from profiler.trace.occupancy import theoretical_occupancy
+from profiler.trace.rules import CATEGORIES, UNKNOWN, YES, RunContext, classify, distinct_short_names
 
 NO_OPERATOR = "(no operator)"
 

@@ -40,7 +40,7 @@ import msgspec
 import numpy as np
 import pandas as pd
 
-from ..errors import UserError
+from profiler.errors import UserError
 
 # --------------------------------------------------------------------------------------------
 # Schema tables

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .load import DeviceProperties
+from profiler.trace.load import DeviceProperties
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .kernels import NO_OPERATOR
-from .load import KIND, Trace
+from profiler.trace.kernels import NO_OPERATOR
+from profiler.trace.load import KIND, Trace
 
 BREAKDOWN = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader",
              "cpu_exec", "other")

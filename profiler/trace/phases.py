@@ -21,10 +21,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .kernels import kernel_rows, kernel_summary
-from .load import KIND, Trace
-from .overview import covered, cpu_steps, merge
-from .rules import RunContext
+from profiler.trace.kernels import kernel_rows, kernel_summary
+from profiler.trace.load import KIND, Trace
+from profiler.trace.overview import covered, cpu_steps, merge
+from profiler.trace.rules import RunContext
 
 GENERATION_PHASES = ("encode", "decode", "project", "prefill")
 NO_PHASE = "(no phase)"

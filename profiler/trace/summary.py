@@ -1,5 +1,5 @@
 """A trace file -> every table, as plain data. (Which file a command-line TARGET means is
-profiler.runs' business: analysis takes paths, never folder conventions.)"""
+profiler.runs.result' business: analysis takes paths, never folder conventions.)"""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .kernels import KernelSummary, kernel_rows, kernel_summary
-from .load import Trace, load_trace
-from .overview import Overview, overview
-from .phases import PhaseSummary, has_phase_spans, phase_summary
-from .rules import RunContext
+from profiler.trace.kernels import KernelSummary, kernel_rows, kernel_summary
+from profiler.trace.load import Trace, load_trace
+from profiler.trace.overview import Overview, overview
+from profiler.trace.phases import PhaseSummary, has_phase_spans, phase_summary
+from profiler.trace.rules import RunContext
 
 @dataclass
 class Summary:
@@ -78,7 +78,7 @@ def summarize_trace(trace: Trace, context: RunContext | None = None) -> Summary:
     ov = overview(trace, rows, categories)
     counts = {kind: int(n) for kind, n in zip(*np.unique(
         trace.events["kind"].to_numpy(), return_counts=True))}
-    from .load import KINDS
+    from profiler.trace.load import KINDS
     event_counts = {KINDS[k]: n for k, n in counts.items()}
     notes = list(ov.notes) + list(kernels.notes)
     if context is not None:

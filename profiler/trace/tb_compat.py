@@ -27,9 +27,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import UserError
-from ..fsutil import write_bytes_atomic, write_text_atomic
-from .load import read_bytes
+from profiler.errors import UserError
+from profiler.fsutil import write_bytes_atomic, write_text_atomic
+from profiler.trace.load import read_bytes
 
 #: ``cat`` in the trace -> ``cat`` in the copy, with why. The plugin lower-cases ``cat`` and
 #: looks it up; ``Runtime`` is its own 2021 spelling. A category the plugin does not know is
@@ -43,9 +43,6 @@ CATEGORY_RENAMES: dict[str, tuple[str, str]] = {
                             "plugin's step and CPU-time analyses, still drawn in its trace view"),
 }
 
-#: Suffix of the folder beside ``tb_logs/<run>/`` that holds the copies. A separate folder is a
-#: separate run in TensorBoard; two traces in one folder would show as two spans of one worker.
-COMPAT_SUFFIX = "_tbcompat"
 COMPAT_KEY = "tbCompat"  # top-level key recording what was changed
 
 
@@ -74,20 +71,7 @@ def compat_trace(data: dict) -> dict[str, int]:
     return dict(counts)
 
 
-def compat_dir_for(trace: Path) -> Path:
-    """``tb_logs/<run>/x.pt.trace.json.gz`` -> ``tb_logs/<run>_tbcompat/``. A trace in the
-    current folder (or at the root) gets a folder of its own beside it:
-    ``x.pt.trace.json.gz`` -> ``x_tbcompat/``."""
-    folder = trace.parent
-    if folder.name.endswith(COMPAT_SUFFIX):
-        raise UserError(f"{trace} is already in a {COMPAT_SUFFIX} folder")
-    if not folder.name or folder.resolve() == Path.cwd().resolve():
-        stem = trace.name.split(".pt.trace.json")[0].split(".json")[0] or "trace"
-        return folder / (stem + COMPAT_SUFFIX)
-    return folder.with_name(folder.name + COMPAT_SUFFIX)
-
-
-def write_compat_copy(trace: Path, out_dir: Path | None = None) -> CompatResult:
+def write_compat_copy(trace: Path, out_dir: Path) -> CompatResult:
     """Write the plugin-friendly copy of one trace under the same file name (the plugin reads
     ``<worker>.<span>.pt.trace.json[.gz]``), atomically: a temp file the plugin's name pattern
     does not match, then a rename."""
@@ -101,7 +85,7 @@ def write_compat_copy(trace: Path, out_dir: Path | None = None) -> CompatResult:
     if not isinstance(data, dict):
         raise UserError(f"{trace} is not a trace object")
     counts = compat_trace(data)
-    out_dir = compat_dir_for(trace) if out_dir is None else Path(out_dir)
+    out_dir = Path(out_dir)
     target = out_dir / trace.name
     if target.resolve() == trace.resolve():
         raise UserError(f"--out would overwrite the original trace {trace}")

@@ -27,8 +27,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .kernels import kernel_rows
-from .load import Trace
+from profiler.trace.kernels import kernel_rows
+from profiler.trace.load import Trace
 
 NO_KERNEL_TYPES = ("signal", "wait")
 ENGINE_OPERATOR = "execute_engine"

@@ -1,0 +1,280 @@
+"""Measured advice: rules over a run's numbers, each with its evidence and a projected gain.
+
+Rules are data (``RULES``): an id, what to try, where the idea and threshold come from, and a
+pure check over ``Evidence`` that returns the evidence it saw and the gain it projects, or None
+when the rule does not fire. Never imports torch.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+
+from profiler.analysis.roofline import Roofline
+
+
+@dataclass
+class Evidence:
+    """The numbers the rules read; any of them may be missing (None)."""
+
+    backend: str
+    precision: str
+    batch_size: int | None = None
+    gpu_name: str = ""
+    compute_capability: str | None = None
+    p50_ms: float | None = None
+    step_us: float | None = None          # mean profiled step
+    gpu_busy_us: float | None = None      # kernel-covered time per step
+    kernels_per_step: float | None = None
+    kernel_us: float | None = None        # kernel time per step
+    gemm_conv_us: float | None = None
+    gemm_conv_tensor_core_us: float | None = None
+    #: kernel table joined with ncu (hardware.hardware_join), when ncu.csv exists
+    ncu: pd.DataFrame | None = None
+    #: TensorRT engine inspector layers (engine_layers_*.json "Layers"), when present
+    trt_layers: list | None = None
+    roofline: Roofline | None = None
+    #: the sweep's benchmark.csv rows, when the run is a sweep cell
+    sweep: pd.DataFrame | None = None
+
+
+@dataclass
+class Advice:
+    rule: str
+    title: str
+    action: str
+    evidence: dict
+    projected_gain: str
+    source: str
+    measured: dict = field(default_factory=dict)  # what the sweep measured for the action
+
+    def line(self) -> str:
+        facts = ", ".join(f"{k} {v}" for k, v in self.evidence.items())
+        return f"{self.title}: {facts}. Try: {self.action}. Gain: {self.projected_gain}"
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    title: str
+    action: str
+    source: str
+    check: Callable[[Evidence], tuple[dict, str, dict] | None]
+
+
+def _sweep_cell(ev: Evidence, backend: str) -> pd.Series | None:
+    if ev.sweep is None or ev.batch_size is None:
+        return None
+    rows = ev.sweep[(ev.sweep["backend"] == backend) & (ev.sweep["bs"] == ev.batch_size)]
+    rows = rows[rows.get("status", "ok") == "ok"] if "status" in rows else rows
+    return rows.iloc[0] if len(rows) else None
+
+
+def _measured_alternatives(ev: Evidence, backends: list[str]) -> dict:
+    """p50 of other backends at the same batch size in the sweep, and their speedup over this."""
+    here = _sweep_cell(ev, ev.backend)
+    base = float(here["p50_ms"]) if here is not None else ev.p50_ms
+    found = {}
+    for name in backends:
+        cell = _sweep_cell(ev, name)
+        if cell is not None and name != ev.backend and base:
+            found[name] = {"p50_ms": round(float(cell["p50_ms"]), 4),
+                           "speedup": round(base / float(cell["p50_ms"]), 2)}
+    return found
+
+
+#: GPU idle share of the profiled step above which the run is called launch-bound. Eager
+#: PyTorch at small batches leaves the GPU waiting on the host's kernel launches (PyTorch CUDA
+#: graphs docs, "CUDA Graphs" note; the TensorBoard plugin uses "GPU utilization low").
+IDLE_SHARE = 0.40
+
+
+def _launch_bound(ev: Evidence):
+    """Idle share of the timed p50 (kernel time per profiled step against the timed latency,
+    since the profiler itself slows the host), else of the profiled step."""
+    if not ev.step_us or ev.gpu_busy_us is None:
+        return None
+    step_ms = ev.p50_ms if ev.p50_ms else ev.step_us / 1e3
+    idle = max(0.0, 1.0 - ev.gpu_busy_us / 1e3 / step_ms)
+    if idle < IDLE_SHARE:
+        return None
+    evidence = {"GPU idle": f"{100 * idle:.0f} % of the {'timed p50' if ev.p50_ms else 'step'} "
+                f"({step_ms:.3f} ms; kernels {ev.gpu_busy_us / 1e3:.3f} ms per step)",
+                "idle in the profiled step": f"{100 * (1 - ev.gpu_busy_us / ev.step_us):.0f} %"}
+    if ev.kernels_per_step:
+        evidence["kernel launches per step"] = f"{ev.kernels_per_step:.0f}"
+    gain = f"at most {100 * idle:.0f} % (the idle time): p50 no lower than " \
+        f"{step_ms * (1 - idle):.3f} ms"
+    fam = ev.backend.split("_")[-1]
+    return evidence, gain, _measured_alternatives(ev, [f"ttrt_{fam}", f"inductor_{fam}"])
+
+
+#: below this share of GEMM/conv kernel time on Tensor Cores an FP32 run is on CUDA cores.
+TC_SHARE = 0.10
+
+
+def _fp32_on_cuda_cores(ev: Evidence):
+    cc = float(ev.compute_capability) if ev.compute_capability else 0.0
+    if ev.precision != "fp32" or cc < 7.0 or not ev.gemm_conv_us or not ev.kernel_us:
+        return None
+    share_tc = (ev.gemm_conv_tensor_core_us or 0.0) / ev.gemm_conv_us
+    matrix_share = ev.gemm_conv_us / ev.kernel_us
+    if share_tc >= TC_SHARE or matrix_share < 0.2:
+        return None
+    evidence = {"GEMM/conv share of kernel time": f"{100 * matrix_share:.0f} %",
+                "on Tensor Cores": f"{100 * share_tc:.0f} %",
+                "GPU": f"{ev.gpu_name} (compute capability {ev.compute_capability})"}
+    family = ev.backend.rsplit("_", 1)[0]
+    measured = _measured_alternatives(ev, [f"{family}_fp16", f"{family}_bf16"])
+    gain = (f"GEMM/conv time ({100 * matrix_share:.0f} % of kernel time) runs at Tensor Core "
+            "rates")
+    if measured:
+        gain += "; the sweep measured " + ", ".join(
+            f"{k} {v['speedup']}x" for k, v in measured.items())
+    return evidence, gain, measured
+
+
+#: achieved occupancy (ncu sm__warps_active) below which a top kernel counts as low. Tensor Core
+#: GEMM/conv kernels are left out: Hopper's warpgroup MMA kernels run few, large blocks by
+#: design (CUTLASS 3 kernel schedules), so their occupancy says little.
+LOW_OCCUPANCY_PCT = 25.0
+LOW_OCCUPANCY_SHARE = 0.05
+
+
+def _low_occupancy(ev: Evidence):
+    if ev.ncu is None or "hw_achieved_occupancy_pct" not in ev.ncu:
+        return None
+    total = ev.ncu["total_us"].sum()
+    top = ev.ncu.sort_values("total_us", ascending=False).head(10)
+    top = top[top["hw_achieved_occupancy_pct"].notna()]
+    designed_low = top["category"].isin(["GEMM", "convolution"]) & (top["tensor_core"] == "yes")
+    low = top[~designed_low & (top["hw_achieved_occupancy_pct"] < LOW_OCCUPANCY_PCT)]
+    if not len(low) or not total:
+        return None
+    share = low["total_us"].sum() / total
+    if share < LOW_OCCUPANCY_SHARE:
+        return None
+    worst = low.iloc[0]
+    evidence = {"top kernels (not Tensor Core GEMM/conv) under 25 % achieved occupancy":
+                f"{len(low)} of {len(top)} profiled",
+                "their share of kernel time": f"{100 * share:.0f} %",
+                "largest": f"{str(worst['name'])[:60]} ({worst['category']}, "
+                           f"{worst['hw_achieved_occupancy_pct']:.0f} %)"}
+    gain = f"bounded by their {100 * share:.0f} % of kernel time; more warps help only where " \
+        "they hide memory latency"
+    return evidence, gain, {}
+
+
+#: throughput growth from one batch size to the next above which the GPU still has headroom.
+HEADROOM_GROWTH = 0.10
+
+
+def _batch_headroom(ev: Evidence):
+    if ev.sweep is None:
+        return None
+    rows = ev.sweep[(ev.sweep["backend"] == ev.backend)]
+    if "status" in rows:
+        rows = rows[rows["status"] == "ok"]
+    rows = rows.sort_values("bs")
+    if len(rows) < 2:
+        return None
+    last, before = rows.iloc[-1], rows.iloc[-2]
+    growth = float(last["throughput_per_s"]) / float(before["throughput_per_s"]) - 1
+    if growth < HEADROOM_GROWTH:
+        return None
+    evidence = {"throughput": ", ".join(f"bs{int(r.bs)} {r.throughput_per_s:,.0f}/s"
+                                        for r in rows.itertuples()),
+                "last step": f"+{100 * growth:.0f} % from bs{int(before['bs'])} to "
+                             f"bs{int(last['bs'])}"}
+    gain = f"throughput still rose {100 * growth:.0f} % at the largest batch; latency per " \
+        "batch grows with it"
+    return evidence, gain, {}
+
+
+def _trt_fp32_layers(ev: Evidence):
+    if not ev.trt_layers or ev.precision not in ("fp16", "bf16", "fp8", "int8"):
+        return None
+    computing = [layer for layer in ev.trt_layers
+                 if layer.get("LayerType") not in ("signal", "wait")]
+    fp32 = [layer["Name"] for layer in computing
+            if any(str(o.get("Format/Datatype", "")).startswith("Float")
+                   for o in layer.get("Outputs", []))]
+    torch_fallback = [layer["Name"] for layer in computing if "pytorch" in
+                      str(layer.get("LayerType", "")).lower()]
+    if not fp32 and not torch_fallback:
+        return None
+    evidence = {"layers with FP32 outputs": f"{len(fp32)} of {len(computing)}"}
+    if torch_fallback:
+        evidence["layers run by PyTorch"] = str(len(torch_fallback))
+    return evidence, "up to the FP32 layers' share of engine time (see the layer view)", {}
+
+
+#: below this share of the measured copy bandwidth a memory-bound run is "far from bandwidth".
+FAR_FROM_BANDWIDTH = 0.5
+
+
+def _memory_bound_far(ev: Evidence):
+    r = ev.roofline
+    if r is None or r.bound != "memory" or r.pct_of_bandwidth is None:
+        return None
+    if r.pct_of_bandwidth >= 100 * FAR_FROM_BANDWIDTH:
+        return None
+    evidence = {"arithmetic intensity": f"{r.intensity:.0f} FLOP/B (ridge {r.ridge:.0f})",
+                "achieved": f"{r.achieved_gbs:,.0f} GB/s = {r.pct_of_bandwidth:.0f} % of "
+                            f"{r.peak_gbs:,.0f} GB/s"}
+    gain = f"up to {100 / max(r.pct_of_bandwidth, 1e-9):.1f}x if the minimum bytes moved at " \
+        "full bandwidth"
+    return evidence, gain, {}
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("launch-bound", "GPU idle between kernels (launch-bound)",
+         "CUDA graphs (torch.compile mode='reduce-overhead', inductor max-autotune) or TensorRT",
+         "GPU idle share of the profiled steps from the trace; CUDA graphs remove per-kernel "
+         "launch cost (PyTorch docs, torch.cuda.graphs)", _launch_bound),
+    Rule("fp32-cuda-cores", "FP32 GEMM/conv on CUDA cores on a GPU with Tensor Cores",
+         "--tf32, or an fp16/bf16 backend (check the numerics column)",
+         "Tensor Core share of GEMM/conv kernel time (kernel-name rules, trace/rules.py); "
+         "Tensor Cores from compute capability 7.0", _fp32_on_cuda_cores),
+    Rule("low-occupancy", "Low achieved occupancy on the top kernels",
+         "larger batch, or kernels with fewer registers/shared memory per block",
+         "ncu sm__warps_active.avg.pct_of_peak_sustained_active (ncu.csv)", _low_occupancy),
+    Rule("batch-headroom", "Throughput still rising with batch size",
+         "a larger --bs if the latency budget allows",
+         "the sweep's throughput_per_s across batch sizes (benchmark.csv)", _batch_headroom),
+    Rule("trt-fp32-layers", "TensorRT layers left in FP32 or run by PyTorch",
+         "check the layer view; mark those layers' precision or give them supported ops",
+         "TensorRT engine inspector output (engine_layers_*.json)", _trt_fp32_layers),
+    Rule("memory-bound", "Memory-bound and far from the memory bandwidth",
+         "fuse elementwise work (torch.compile / TensorRT), keep data in half precision",
+         "roofline: FLOPs (FlopCounterMode) over minimum bytes vs measured ceilings",
+         _memory_bound_far),
+)
+
+
+def advise(ev: Evidence, rules: tuple[Rule, ...] = RULES) -> list[Advice]:
+    found = []
+    for rule in rules:
+        fired = rule.check(ev)
+        if fired is not None:
+            evidence, gain, measured = fired
+            found.append(Advice(rule=rule.id, title=rule.title, action=rule.action,
+                                evidence=evidence, projected_gain=gain, source=rule.source,
+                                measured=measured))
+    return found
+
+
+def read_trt_layers(run_folder: Path) -> list | None:
+    """Every layer of the run's engine inspector files, or None when there are none."""
+    layers = []
+    for path in sorted(Path(run_folder).glob("engine_layers_*.json")):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        layers += data.get("Layers", []) if isinstance(data, dict) else []
+    return layers or None

@@ -1,0 +1,108 @@
+"""The figures a user quotes, from a run's RunResult: timed latency and throughput, the noise of
+the timed window, peak memory, the run's config, and what differs between two runs. Returns
+plain data for report.headline_view and report.compare_view (and --json)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+
+from profiler.runs.result import RunResult, latency_csv_of
+from profiler.analysis.figures import (NOT_ON_CPU, differing_fields, mib, overhead_ratio, speedup)
+from profiler.analysis.noise import noise, p50_ratio, read_latency_csv
+
+#: the config fields shown in the one-line config of a headline
+CONFIG_LINE = ("model", "backend", "batch_size", "image_size", "seq_len", "tf32",
+               "memory_format", "compile_mode", "iters", "timed_warmup", "min_time")
+#: the sections of result.json compared field by field
+COMPARED = ("config", "precision", "environment")
+
+
+def timed_figures(result: RunResult) -> dict:
+    """p50, p90, p99 (ms), throughput (samples/s), iterations, CV and IQR of the timed window."""
+    timing = result.timing
+    window = timing.noise
+    return {"p50_ms": timing.p50_ms, "p90_ms": timing.p90_ms, "p99_ms": timing.p99_ms,
+            "throughput_samples_per_s": timing.throughput_samples_per_s,
+            "iters": timing.iters, "warmup_iters": timing.warmup_iters, "timer": timing.timer,
+            "iterations_chosen_by": timing.iterations_chosen_by,
+            "cv": window.cv if window else None, "iqr_ms": window.iqr_ms if window else None,
+            "noise_warnings": list(window.warnings) if window else None,
+            "repeat_runs": msgspec.to_builtins(window.repeat_runs)
+            if window and window.repeat_runs else None}
+
+
+def window_noise(result: RunResult, result_json: Path | None = None) -> dict | None:
+    """The noise of the timed window: as recorded, else computed from the run's latency.csv
+    (runs recorded before noise was)."""
+    if result.timing.noise is not None:
+        return msgspec.to_builtins(result.timing.noise)
+    csv_path = latency_csv_of(result, result_json)
+    if csv_path is None:
+        return None
+    return noise(read_latency_csv(csv_path)).to_dict()
+
+
+def memory_figures(result: RunResult) -> dict:
+    """Peak PyTorch-allocator memory of the timed window and the TensorRT engines' device
+    memory, in MiB; ``note`` says "n/a (CPU)" on a CPU run and "not recorded" for runs made
+    before memory was recorded."""
+    memory = result.memory
+    on_cpu = result.device.startswith("cpu")
+    if memory is None:
+        return {"peak_allocated_mib": None, "peak_reserved_mib": None, "engine_mib": None,
+                "note": NOT_ON_CPU if on_cpu else "not recorded"}
+    return {"peak_allocated_mib": mib(memory.peak_allocated_bytes),
+            "peak_reserved_mib": mib(memory.peak_reserved_bytes),
+            "engine_mib": mib(memory.engine_device_memory_bytes),
+            "note": NOT_ON_CPU if on_cpu else None}
+
+
+def config_line(result: RunResult) -> str:
+    config = msgspec.to_builtins(result.config)
+    parts = [f"{key}={config[key]}" for key in CONFIG_LINE if config.get(key) is not None]
+    gpu = result.environment.gpu or {}
+    parts.append(f"device={gpu.get('name') or result.device}")
+    return ", ".join(parts)
+
+
+def headline_data(result: RunResult, result_json: Path | None,
+                  profiled_step_us: float | None) -> dict:
+    """Everything the headline of `summarize` shows, as plain data (its --json "headline")."""
+    timed = timed_figures(result)
+    return {"timed": timed, "noise": window_noise(result, result_json),
+            "memory": memory_figures(result), "config": config_line(result),
+            "profiled_step_ms": None if profiled_step_us is None else profiled_step_us / 1000.0,
+            "profiler_overhead_ratio": overhead_ratio(profiled_step_us, timed["p50_ms"])}
+
+
+def differences(ra: RunResult, rb: RunResult) -> list[tuple[str, object, object]]:
+    """Every config, precision and environment field whose value differs between two runs, and
+    the backend's name and precision and the device."""
+    def sections(result: RunResult) -> dict:
+        data = {name: msgspec.to_builtins(getattr(result, name), enc_hook=str)
+                for name in COMPARED}
+        data["backend"] = {"name": result.backend.name, "precision": result.backend.precision}
+        data["device"] = result.device
+        return data
+
+    return differing_fields(sections(ra), sections(rb))
+
+
+def compare_timed(ra: RunResult | None, rb: RunResult | None, json_a: Path | None,
+                  json_b: Path | None) -> dict | None:
+    """Both runs' timed figures, speedup (p50 A / p50 B, as x), the bootstrap verdict on the
+    p50 ratio from both latency.csv files, memory, and every differing field."""
+    if ra is None or rb is None:
+        return None
+    a, b = timed_figures(ra), timed_figures(rb)
+    csv_a, csv_b = latency_csv_of(ra, json_a), latency_csv_of(rb, json_b)
+    ratio = None
+    if csv_a is not None and csv_b is not None:
+        ratio = p50_ratio(read_latency_csv(csv_a), read_latency_csv(csv_b)).to_dict()
+    return {"a": a, "b": b, "speedup_x": speedup(a["p50_ms"], b["p50_ms"]), "p50_ratio": ratio,
+            "noise_a": window_noise(ra, json_a), "noise_b": window_noise(rb, json_b),
+            "memory_a": memory_figures(ra), "memory_b": memory_figures(rb),
+            "config_a": config_line(ra), "config_b": config_line(rb),
+            "differences": [{"field": f, "a": x, "b": y} for f, x, y in differences(ra, rb)]}

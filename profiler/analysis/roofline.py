@@ -1,0 +1,259 @@
+"""Roofline of a run: how close one inference runs to the GPU's measured ceilings.
+
+Pure functions over plain data (result.json's ``timing`` and ``roofline_inputs``, the peaks JSON
+written by ``profile.py peaks``, a trace's shaped operators); never imports torch.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import msgspec
+import numpy as np
+import pandas as pd
+
+from profiler.trace.load import read_bytes
+
+#: Dense (no sparsity) datasheet ceilings, TFLOP/s per matmul data type and memory bandwidth in
+#: GB/s: a labelled fallback when `profile.py peaks` has not measured the GPU. Rows are matched by
+#: the first key contained in the GPU's name (most specific first).
+DATASHEET: tuple[tuple[str, dict], ...] = (
+    # NVIDIA H200 datasheet (SXM): 4.8 TB/s; compute as H100 SXM; sparsity figures halved
+    ("H200", {"fp32": 67.0, "tf32": 494.7, "fp16": 989.4, "bf16": 989.4, "fp8": 1978.9,
+              "int8": 1978.9, "bandwidth_gbs": 4800.0}),
+    # NVIDIA H100 Tensor Core GPU datasheet, PCIe column; sparsity figures halved
+    ("H100 PCIe", {"fp32": 51.2, "tf32": 378.0, "fp16": 756.0, "bf16": 756.0, "fp8": 1513.0,
+                   "int8": 1513.0, "bandwidth_gbs": 2000.0}),
+    # NVIDIA H100 Tensor Core GPU datasheet, SXM column (H100 80GB HBM3); sparsity halved
+    ("H100", {"fp32": 67.0, "tf32": 494.7, "fp16": 989.4, "bf16": 989.4, "fp8": 1978.9,
+              "int8": 1978.9, "bandwidth_gbs": 3350.0}),
+    # NVIDIA A100 Tensor Core GPU datasheet, 80GB SXM column; no FP8 on Ampere
+    ("A100", {"fp32": 19.5, "tf32": 156.0, "fp16": 312.0, "bf16": 312.0, "fp8": None,
+              "int8": 624.0, "bandwidth_gbs": 2039.0}),
+    # NVIDIA L4 Tensor Core GPU datasheet; sparsity figures halved
+    ("L4", {"fp32": 30.3, "tf32": 60.0, "fp16": 121.0, "bf16": 121.0, "fp8": 242.5,
+            "int8": 242.5, "bandwidth_gbs": 300.0}),
+    # NVIDIA L40S datasheet; sparsity figures halved
+    ("L40S", {"fp32": 91.6, "tf32": 183.0, "fp16": 362.0, "bf16": 362.0, "fp8": 733.0,
+              "int8": 733.0, "bandwidth_gbs": 864.0}),
+)
+
+MATMUL_KEYS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
+
+
+@dataclass(frozen=True)
+class Ceilings:
+    device: str
+    matmul_tflops: dict[str, float | None]
+    bandwidth_gbs: float | None
+    source: str  # "measured (<file>)" or "datasheet (<row>), not measured"
+
+
+def ceilings_from_peaks(peaks: dict, where: str = "") -> Ceilings:
+    """The ceilings in a peaks JSON written by ``profile.py peaks``."""
+    return Ceilings(device=peaks["machine"]["device"],
+                    matmul_tflops={k: peaks["matmul_tflops"].get(k) for k in MATMUL_KEYS},
+                    bandwidth_gbs=peaks["copy"]["gb_per_s"],
+                    source=f"measured{f' ({where})' if where else ''}")
+
+
+def datasheet_ceilings(gpu_name: str) -> Ceilings | None:
+    """The datasheet row for a GPU name, or None when no row matches."""
+    for key, row in DATASHEET:
+        if key.lower() in gpu_name.lower():
+            return Ceilings(device=gpu_name, matmul_tflops={k: row[k] for k in MATMUL_KEYS},
+                            bandwidth_gbs=row["bandwidth_gbs"],
+                            source=f"datasheet ({key}), not measured")
+    return None
+
+
+def matmul_key(precision: str, tf32: bool | None, backend: str = "") -> str:
+    """Which matmul ceiling a run's precision meets: FP32 runs with TF32 allowed (and TensorRT
+    FP32, which builds TF32 tactics by default) meet the TF32 one."""
+    if precision == "fp32" and (tf32 or backend.startswith("ttrt")):
+        return "tf32"
+    return precision if precision in MATMUL_KEYS else "fp32"
+
+
+@dataclass(frozen=True)
+class Roofline:
+    flops: float            # per batch
+    min_bytes: float        # per batch
+    seconds: float          # timed p50
+    achieved_tflops: float
+    achieved_gbs: float
+    intensity: float        # FLOPs per byte
+    peak_tflops: float | None
+    peak_gbs: float | None
+    ridge: float | None     # intensity where the two ceilings meet
+    pct_of_compute: float | None
+    pct_of_bandwidth: float | None
+    bound: str              # "memory" or "compute" (by the roofline), "unknown" without peaks
+    pct_of_roof: float | None  # achieved TFLOP/s over the roofline at this intensity
+    matmul_key: str
+    ceilings_source: str
+
+    def to_dict(self) -> dict:
+        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+                for k, v in asdict(self).items()}
+
+
+def _pct(value: float, peak: float | None) -> float | None:
+    return 100.0 * value / peak if peak else None
+
+
+def run_roofline(roofline_inputs: dict, p50_ms: float, ceilings: Ceilings | None,
+                 key: str) -> Roofline:
+    """Achieved rates of one batch from its FLOPs, minimum bytes and timed p50."""
+    flops = float(roofline_inputs["flops_per_batch"])
+    nbytes = float(roofline_inputs["min_bytes_per_batch"])
+    seconds = p50_ms / 1e3
+    tflops, gbs = flops / seconds / 1e12, nbytes / seconds / 1e9
+    intensity = flops / nbytes if nbytes else float("nan")
+    peak = ceilings.matmul_tflops.get(key) if ceilings else None
+    bw = ceilings.bandwidth_gbs if ceilings else None
+    ridge = peak * 1e12 / (bw * 1e9) if peak and bw else None
+    roof = min(peak, intensity * bw / 1e3) if peak and bw else None
+    bound = "unknown" if ridge is None else ("memory" if intensity < ridge else "compute")
+    return Roofline(flops=flops, min_bytes=nbytes, seconds=seconds, achieved_tflops=tflops,
+                    achieved_gbs=gbs, intensity=intensity, peak_tflops=peak, peak_gbs=bw,
+                    ridge=ridge, pct_of_compute=_pct(tflops, peak), pct_of_bandwidth=_pct(gbs, bw),
+                    bound=bound, pct_of_roof=_pct(tflops, roof), matmul_key=key,
+                    ceilings_source=ceilings.source if ceilings else "no ceilings")
+
+
+def result_roofline(result: dict, ceilings: Ceilings | None) -> Roofline | None:
+    """The roofline of a run's result.json, or None when it holds no ``roofline_inputs``."""
+    inputs = result.get("roofline_inputs")
+    p50 = (result.get("timing") or {}).get("p50_ms")
+    if not inputs or "flops_per_batch" not in inputs or not p50:
+        return None
+    backend = result.get("backend") or {}
+    key = matmul_key(backend.get("precision", "fp32"),
+                     (result.get("precision") or {}).get("tf32"), backend.get("name", ""))
+    return run_roofline(inputs, float(p50), ceilings, key)
+
+
+def ceilings_for(result: dict, peaks: dict | None, where: str = "") -> Ceilings | None:
+    """Measured ceilings when a peaks JSON for the run's GPU is given, else the datasheet row."""
+    gpu = ((result.get("environment") or {}).get("gpu") or {}).get("name") or ""
+    if peaks is not None and (not gpu or peaks["machine"]["device"] == gpu):
+        return ceilings_from_peaks(peaks, where)
+    return datasheet_ceilings(gpu) if gpu else None
+
+
+def roofline_of(result: dict, peaks_dir: Path | None) -> Roofline | None:
+    """The roofline of a result.json object against the peaks cached in ``peaks_dir`` for its
+    GPU, else the datasheet row; None without ``roofline_inputs``."""
+    gpu = ((result.get("environment") or {}).get("gpu") or {}).get("name") or ""
+    found = load_peaks(peaks_dir, gpu) if gpu and peaks_dir is not None else None
+    return result_roofline(result, ceilings_for(result, found[0] if found else None,
+                                                str(found[1]) if found else ""))
+
+
+# ---- per GEMM / convolution, where the trace recorded shapes (--record-shapes) ----------------
+
+def op_flops(name: str, dims: list) -> float | None:
+    """FLOPs of one call from its "Input Dims" (2 per multiply-add), None when not a GEMM or the
+    shapes are incomplete: aten::mm [M,K],[K,N]; aten::addmm bias,[M,K],[K,N]; aten::bmm
+    [B,M,K],[B,K,N]. Convolutions are left out: their output size needs stride and padding,
+    which "Input Dims" does not carry (their FLOPs are in the run's FlopCounterMode count)."""
+    try:
+        if name == "aten::mm":
+            (m, k), (_, n) = dims[0], dims[1]
+            return 2.0 * m * k * n
+        if name == "aten::addmm":
+            (m, k), (_, n) = dims[1], dims[2]
+            return 2.0 * m * k * n
+        if name == "aten::bmm":
+            (b, m, k), (_, _, n) = dims[0], dims[1]
+            return 2.0 * b * m * k * n
+    except (TypeError, ValueError, IndexError):
+        return None
+    return None
+
+
+class _Event(msgspec.Struct):
+    ph: str = ""
+    name: str = ""
+    cat: str = ""
+    dur: float = 0.0
+    args: dict = {}
+
+
+class _File(msgspec.Struct):
+    traceEvents: list[_Event] = []
+
+
+SHAPED_OPS = ("aten::mm", "aten::addmm", "aten::bmm")
+
+
+def shaped_ops(path: Path | str) -> pd.DataFrame:
+    """GEMM operators with recorded shapes, grouped by shape: calls, FLOPs per call, CPU time.
+    Empty when the trace was recorded without --record-shapes."""
+    events = msgspec.json.decode(read_bytes(Path(path)), type=_File).traceEvents
+    rows = []
+    for e in events:
+        if e.ph == "X" and e.name in SHAPED_OPS and "Input Dims" in e.args:
+            dims = e.args["Input Dims"]
+            rows.append({"operator": e.name, "input_dims": str(dims),
+                         "flops": op_flops(e.name, dims), "cpu_us": e.dur,
+                         "external_id": e.args.get("External id")})
+    frame = pd.DataFrame(rows, columns=["operator", "input_dims", "flops", "cpu_us",
+                                        "external_id"])
+    return frame
+
+
+def kernel_roofline(ops: pd.DataFrame, kernel_us_by_external_id: dict[int, float],
+                    peak_tflops: float | None) -> pd.DataFrame:
+    """Per shaped GEMM: its kernels' GPU time (matched by External id), achieved TFLOP/s and %
+    of the matmul ceiling."""
+    if not len(ops):
+        return pd.DataFrame(columns=["operator", "input_dims", "calls", "flops_per_call",
+                                     "gpu_us", "tflops", "pct_of_peak"])
+    ops = ops.assign(gpu_us=ops["external_id"].map(kernel_us_by_external_id).astype(float))
+    grouped = ops.groupby(["operator", "input_dims"], sort=False).agg(
+        calls=("flops", "size"), flops_per_call=("flops", "first"), flops=("flops", "sum"),
+        gpu_us=("gpu_us", "sum")).reset_index()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        grouped["tflops"] = np.where(grouped["gpu_us"] > 0,
+                                     grouped["flops"] / (grouped["gpu_us"] * 1e-6) / 1e12, np.nan)
+    grouped["pct_of_peak"] = 100 * grouped["tflops"] / peak_tflops if peak_tflops else np.nan
+    return grouped.drop(columns="flops").sort_values("gpu_us", ascending=False, kind="stable")
+
+
+def load_peaks(folder: Path, gpu_name: str) -> tuple[dict, Path] | None:
+    """The cached peaks JSON in ``folder`` measured on a GPU of this name (newest first)."""
+    if not folder.is_dir():
+        return None
+    for path in sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True):
+        try:
+            data = json.loads(path.read_text())
+            if data["machine"]["device"] == gpu_name:
+                return data, path
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return None
+
+
+def kernel_us_by_external_id(trace) -> dict[int, float]:
+    """GPU kernel time per launching operator's External id (Kineto links the two by it)."""
+    from profiler.trace.load import KIND
+
+    kernels = trace.events[trace.events["kind"] == KIND["kernel"]]
+    if "external_id" not in kernels or not len(kernels):
+        return {}
+    return kernels.groupby("external_id")["dur"].sum().to_dict()
+
+
+def gemm_roofline(path: Path | str, peak_tflops: float | None) -> pd.DataFrame:
+    """Per GEMM shape of a --record-shapes trace: calls, FLOPs per call, GPU time, TFLOP/s."""
+    from profiler.trace.load import load_trace
+
+    ops = shaped_ops(path)
+    if not len(ops):
+        return kernel_roofline(ops, {}, peak_tflops)
+    return kernel_roofline(ops, kernel_us_by_external_id(load_trace(path)), peak_tflops)

@@ -1,0 +1,450 @@
+"""Command line: parses arguments and hands them on; no logic lives here.
+
+Heavy modules (torch, the harness) are imported inside the commands that need them, so
+``summarize`` and ``--help`` start fast and work on machines without torch.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from pathlib import Path
+from typing import Literal, Optional
+
+import typer
+
+from profiler import signals
+from profiler.cli.options import OneLineErrors, run_options
+from profiler.commands.summarize import VIEWS as VIEW_NAMES
+from profiler.errors import Interrupted, UserError
+from profiler.sweep.plan import SWEEP_SETS
+
+VIEWS = Literal[VIEW_NAMES]
+
+# run options that ncu and nsys set themselves (the run under them needs these values)
+NCU_SETS = ("capture",)
+NSYS_SETS = ("capture", "repeat")
+
+app = typer.Typer(
+    add_completion=True,
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+    help="Kernel-level profiling for GPU inference.\n\n"
+    "[b]run[/b] profiles one model x backend x batch size and writes a TensorBoard trace under "
+    "tb_logs/ and timed results under runs/. [b]summarize[/b] turns any PyTorch profiler (Kineto) "
+    "trace into kernel, Tensor Core, occupancy and step-time tables. [b]sweep[/b] runs a backend x "
+    "batch-size matrix with speedups; [b]compare[/b] diffs two runs kernel by kernel; [b]plot[/b] "
+    "draws a sweep or a run.",
+)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from profiler import package_version
+
+        typer.echo(f"profile.py (infer-profiler) {package_version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_options(
+    version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                 help="Print the version and exit."),
+) -> None:
+    """Kernel-level profiling for GPU inference."""
+
+
+def _exit(code: int) -> None:
+    if code:
+        raise typer.Exit(code)
+
+
+def _say(line: str) -> None:
+    try:
+        typer.echo(line, err=True)
+    except OSError:  # stderr gone (a closed terminal sent SIGHUP): the exit status remains
+        pass
+
+
+def user_errors(command):
+    """Turn a UserError into one line on stderr and exit status 2; Ctrl-C into status 130."""
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            return _file_errors_as_user_errors(command, args, kwargs)
+        except UserError as error:
+            _say(f"error: {error}")
+            raise typer.Exit(2) from None
+        except Interrupted as stop:
+            _say(f"interrupted: {stop}")
+            raise typer.Exit(stop.exit_code) from None
+        except KeyboardInterrupt as stop:  # Ctrl-C; SIGTERM and SIGHUP inside as_interrupts()
+            by = "" if signals.describe(stop) == "Ctrl-C" else f" by {signals.describe(stop)}"
+            _say(f"interrupted{by}: nothing was written for the unfinished run")
+            raise typer.Exit(signals.exit_code(stop)) from None
+
+    return wrapper
+
+
+def _file_errors_as_user_errors(command, args, kwargs):
+    """A file that cannot be written or read (a read-only or occupied output folder, a full
+    disk, a name too long) is the user's environment, not a bug: one line, like a UserError."""
+    try:
+        return command(*args, **kwargs)
+    except BrokenPipeError:  # `| head`: the reader is gone, nothing to say
+        raise
+    except OSError as error:  # as the shell says it: "<file>: <reason>"
+        where = f"{error.filename} -> {error.filename2}" if error.filename2 else error.filename
+        raise UserError(f"{where}: {error.strerror or error}" if where else str(error)) from None
+
+
+def _tolerant_output() -> None:
+    """Characters the terminal's encoding cannot show (µ, …, unicode paths on an ASCII stdout)
+    are escaped instead of raising."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure") and (stream.encoding or "").lower() not in (
+                "utf-8", "utf8"):
+            stream.reconfigure(errors="replace")
+
+
+@app.command(cls=OneLineErrors)
+@user_errors
+@run_options()
+def run(
+    options,
+    json_out: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout "
+                                  "(progress stays on stderr)."),
+    tb_compat: bool = typer.Option(
+        False, "--tb-compat", help="Also write a copy of the trace that torch-tb-profiler reads "
+        "right, in tb_logs/<run>_tbcompat/ (see `tb-compat --help`)."),
+) -> None:
+    """Profile one model x backend x batch size: a trace in tb_logs/<backend>_bs<N>/, results in runs/<backend>_bs<N>/.
+
+    Example: [b]python profile.py run --backend pytorch_fp16 --bs 32[/b]
+    """
+    from profiler.commands.run import run as run_command
+
+    run_command(options, json_out=json_out, tb_compat=tb_compat)
+
+
+@app.command()
+@user_errors
+def backends(json_out: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
+    """List the backends, whether each can run on this machine, and why not."""
+    from profiler.commands import tools
+
+    tools.backends(json_out)
+
+
+@app.command(cls=OneLineErrors)
+@user_errors
+def summarize(
+    target: str = typer.Argument(
+        ..., help="A trace (.json / .json.gz), a run folder under runs/ or tb_logs/, a folder "
+        "of traces, or a run name such as pytorch_fp32_bs8."),
+    view: VIEWS = typer.Option("all", "--view", help="Which tables to print."),
+    top: int = typer.Option(20, "--top", help="Rows per table (0 = all); a longer step table "
+                            "shows its slowest and fastest steps and their distribution."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Also write CSV, JSON and Markdown here."),
+    json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
+    ncu: Optional[str] = typer.Option(
+        None, "--ncu", help="Nsight Compute CSV (`ncu --csv --page raw`) or a run folder with "
+        "ncu.csv: adds hardware Tensor Core and occupancy columns and flags kernels where the "
+        "name rules disagree. A run folder's ncu.csv is picked up without it."),
+) -> None:
+    """Kernel, Tensor Core, occupancy and step-time tables from any PyTorch profiler (Kineto) trace.
+
+    Example: [b]python profile.py summarize runs/pytorch_fp16_bs32 --view kernels --top 10[/b]
+    """
+    from profiler.commands.summarize import run as summarize_command
+
+    summarize_command(target, view=view, top=top, out=out, json_out=json_out, ncu=ncu)
+
+
+@app.command("tb-compat")
+@user_errors
+def tb_compat_command(
+    target: str = typer.Argument(..., help="A trace, a tb_logs/<run>/ or runs/<run>/ folder, or "
+                                 "a run name."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Folder for the copies (default: "
+                                       "tb_logs/<run>_tbcompat/ beside the run's folder)."),
+) -> None:
+    """Write a copy of a trace that the TensorBoard plugin (torch-tb-profiler 0.4.3) reads right.
+
+    The plugin drops cuda_runtime and cuda_driver events (Runtime share 0, kernels not linked to
+    operators) and reads GPU-side copies of record_function spans as CPU spans (GPU-side
+    ProfilerStep#N copies become extra steps). The copy renames those categories; nothing else
+    changes. It goes to its own folder, which TensorBoard shows as its own run.
+    """
+    from profiler.commands import tools
+
+    tools.tb_compat(target, out)
+
+
+@app.command()
+@user_errors
+def tensorboard(
+    logdir: Path = typer.Option(Path("tb_logs"), "--logdir", help="Folder of runs (tb_logs/)."),
+    port: Optional[int] = typer.Option(None, "--port", help="Port (default: a free one)."),
+    bind_all: bool = typer.Option(False, "--bind-all", help="Serve on all network interfaces "
+                                  "(default: 127.0.0.1 only)."),
+) -> None:
+    """Start TensorBoard with the PyTorch profiler plugin and print its URL; Ctrl-C stops it.
+
+    Example: [b]python profile.py tensorboard --logdir tb_logs[/b]
+    """
+    from profiler.commands import tools
+
+    _exit(tools.tensorboard(logdir, port, bind_all))
+
+
+@app.command(cls=OneLineErrors)
+@user_errors
+@run_options(skip=NSYS_SETS, defaults={"name": "nsys"})
+def nsys(options) -> None:
+    """Run the harness under Nsight Systems over the active profiled steps; parse nsys stats.
+
+    The capture range is cudaProfilerApi (torch.cuda.profiler.start/stop around the active
+    steps); `nsys stats` kernel and NVTX summaries are parsed where it works. Every `run`
+    option is passed on to that run, but --capture (cuda-profiler-api under nsys) and --repeat
+    (1: the capture range is the first cycle).
+
+    nsys is found on PATH, through $NSYS, or in the usual install folders.
+    """
+    from profiler.commands import tools
+
+    _exit(tools.nsys(options))
+
+
+@app.command(cls=OneLineErrors)
+@user_errors
+@run_options(skip=NCU_SETS)
+def ncu(
+    options,
+    top: int = typer.Option(10, "--top", help="Profile the K kernels with the most time in the "
+                            "trace (0 = every kernel of the step)."),
+    step: Optional[int] = typer.Option(None, help="Profiled step to measure (default: the "
+                                       "first active one, step 2 with the default schedule)."),
+    launch_count: int = typer.Option(200, help="At most this many kernel launches profiled."),
+    reuse: bool = typer.Option(False, "--reuse", help="Take the kernel table from the run "
+                               "folder's existing trace instead of running once without ncu."),
+    chip: Optional[str] = typer.Option(None, help="Chip for `ncu --query-metrics` (e.g. gh100; "
+                                       "default: the GPU present)."),
+) -> None:
+    """Nsight Compute on the top-K kernels of one profiled step (Tensor Cores, occupancy).
+
+    Hardware tensor-pipe activity and occupancy beside the kernel table, and where the name
+    rules disagree. Every `run` option is passed on to both runs (the run under ncu is
+    captured with cuda-profiler-api, and times only 10 iterations after 3 warm-up ones).
+
+    Writes ncu.csv (and ncu.json, ncu.ncu-rep, ncu.log) into runs/<run>/, where `summarize`
+    finds it. ncu is found on PATH, through $NCU, or in the usual install folders.
+    """
+    from profiler.commands import tools
+
+    _exit(tools.ncu(options, top, step, launch_count, reuse, chip))
+
+
+@app.command(cls=OneLineErrors)
+@user_errors
+@run_options(skip=tuple(SWEEP_SETS), helps={"iters": "Timed iterations per cell."},
+             lists=True)
+def sweep(
+    options,
+    backends: str = typer.Option(
+        ..., "--backends", help="Comma-separated backends, e.g. pytorch_fp32,ttrt_fp32,ttrt_fp16."),
+    bs: str = typer.Option(..., "--bs", help="Comma-separated batch sizes, e.g. 1,8,16,32."),
+    baseline: Optional[str] = typer.Option(
+        None, help="Backend the speedups are relative to (default: the first of --backends)."),
+    name: Optional[str] = typer.Option(
+        None, help="Sweep folder name: runs/<name>/ and tb_logs/<name>/ (default "
+        "sweep_<model>)."),
+    resume: bool = typer.Option(
+        False, "--resume", help="Continue the sweep in runs/<name>/: skip the cells that "
+        "finished, run the others (same model and run options required)."),
+    cell_timeout: Optional[float] = typer.Option(
+        None, help="Stop a cell that runs longer than this many seconds (status timeout)."),
+    gpus: Optional[str] = typer.Option(
+        None, "--gpus", help="GPUs to spread the cells over, one worker process each, e.g. "
+        "0,1 (default: all visible; without a GPU, one CPU worker)."),
+    isolate: bool = typer.Option(
+        False, "--isolate", help="A fresh process per cell instead of a worker per GPU: "
+        "slower (imports and CUDA start-up every cell); use it when a cell changes "
+        "process-wide state the worker cannot reset (a library's globals, a leaked thread) "
+        "or to compare against the worker's numbers."),
+    executor: str = typer.Option(
+        "local", "--executor", help="Where the cells run: local (this machine's GPUs), or ray "
+        "(one Ray task per cell, one GPU each, anywhere on a Ray cluster; pip install "
+        "'.[cluster]')."),
+    ray_address: Optional[str] = typer.Option(
+        None, "--ray-address", help="With --executor ray: the cluster to join (auto: the one "
+        "`ray start` runs here; host:port); default: start a local Ray instance."),
+    ray_shared_fs: bool = typer.Option(
+        False, "--ray-shared-fs", help="With --executor ray: --runs-dir and --tb-dir have the "
+        "same path on every node, so cells write into them directly (default: results come "
+        "back through Ray's object store)."),
+    runs_dir: Path = typer.Option(Path("runs"), help="Where the sweep folder goes."),
+    tb_dir: Path = typer.Option(Path("tb_logs"), help="Where the sweep's traces go."),
+    json_out: bool = typer.Option(False, "--json", help="Print the benchmark table as JSON on "
+                                  "stdout (progress stays on stderr)."),
+) -> None:
+    """Run a backend x batch-size matrix of `run` cells over the GPUs, and tabulate it.
+
+    One worker process per GPU (--gpus) runs its cells one after another, so imports and the
+    CUDA context are paid once per GPU; no two cells share a GPU at a time, and the state a cell
+    leaves (compiled graphs, allocator, TF32/cuDNN switches) is reset before the next. A crash,
+    host or CUDA out-of-memory in one cell is recorded with its reason (the worker replaced) and
+    the sweep goes on; Ctrl-C keeps the finished cells (continue with --resume). Each cell's row
+    says which GPU ran it. Writes runs/<name>/benchmark.csv
+    and .md (latency, throughput, speedup vs the baseline, compile time, numeric error, Tensor
+    Core share, GPU utilization, status), runs/<name>/sweep.json, and per cell
+    runs/<name>/<backend>_bs<N>/ and tb_logs/<name>/<backend>_bs<N>/. Exit status 0 when at
+    least one cell finished, 1 when none did.
+
+    Examples:
+
+    [b]python profile.py sweep --backends pytorch_fp32,ttrt_fp32,ttrt_fp16 --bs 1,8,16,32[/b]
+
+    [b]python profile.py sweep --backends pytorch_fp32,pytorch_fp16 --bs 1,8 --name quick --iters 50 --resume[/b]
+
+    [b]python profile.py sweep --backends pytorch_fp16,ttrt_fp16 --bs 1,8 --model transformer --workload generate --max-new-tokens 16,64,256[/b]
+    [b]python profile.py sweep --backends pytorch_fp16,ttrt_fp16 --bs 1,8,16,32 --gpus 0,1[/b]
+
+    [b]python profile.py sweep --backends pytorch_fp32,ttrt_fp16 --bs 1,8,32 --executor ray --ray-address auto[/b]
+    """
+    from profiler.sweep import plan as sweep_module
+    from profiler.commands import sweep as sweep_command
+    from profiler.runs.config import keyed
+
+    plan = sweep_module.plan(backends, bs, keyed(options), name=name, baseline=baseline,
+                             runs_dir=runs_dir, tb_dir=tb_dir, resume=resume,
+                             cell_timeout_s=cell_timeout, executor=executor, gpus=gpus,
+                             isolate=isolate, ray_address=ray_address,
+                             ray_shared_fs=ray_shared_fs)
+    _exit(sweep_command.run(plan, json_out=json_out))
+
+
+@app.command()
+@user_errors
+def compare(
+    a: str = typer.Argument(..., help="Run A (before): a run name, <sweep>/<cell>, a run folder "
+                            "or a trace file."),
+    b: str = typer.Argument(..., help="Run B (after), the same kinds of target."),
+    top: int = typer.Option(15, "--top", help="Rows per table (0 = all)."),
+    out: Optional[Path] = typer.Option(
+        None, "--out", help="Also write overview, categories, kernels, operators and "
+        "top_changes CSVs into this folder."),
+    json_out: bool = typer.Option(False, "--json", help="Print the comparison as JSON on "
+                                  "stdout (full kernel names, the timed figures and what "
+                                  "differs)."),
+) -> None:
+    """Kernel-level diff of two runs: step and GPU time, categories, kernels, operators.
+
+    Times are per profiled step and delta = B - A. Kernels are matched by full name (the
+    unmatched ones of each side are listed); runs that share no kernel name (eager vs TensorRT)
+    compare by category and by the operator that launched the kernels.
+
+    Examples:
+
+    [b]python profile.py compare pytorch_fp32_bs8 ttrt_fp16_bs8[/b]
+
+    [b]python profile.py compare sweep_resnet50/pytorch_fp16_bs8 sweep_resnet50/inductor_fp16_bs8 --out diff/[/b]
+    """
+    from profiler.commands.compare import run as compare_command
+
+    compare_command(a, b, top=top, out=out, json_out=json_out)
+
+
+@app.command()
+@user_errors
+def plot(
+    target: str = typer.Argument(
+        ..., help="A sweep folder (runs/<sweep>, or just <sweep>), or a run: run name, "
+        "<sweep>/<cell>, run folder or trace file."),
+    out: Optional[Path] = typer.Option(
+        None, "--out", help="Folder for the PNGs (default: plots/ inside the sweep or run "
+        "folder)."),
+    json_out: bool = typer.Option(False, "--json", help="Print the written files as JSON."),
+) -> None:
+    """PNG plots (matplotlib, no display needed).
+
+    A sweep gives latency.png (p50 per backend vs batch size, p90/p99 marks), speedup.png (vs
+    the baseline, per batch size), throughput.png, categories.png (kernel time per step by
+    category, per cell) and roofline.png (cells that counted their FLOPs). A run gives
+    <run>_categories.png.
+
+    Examples:
+
+    [b]python profile.py plot runs/sweep_resnet50[/b]
+
+    [b]python profile.py plot sweep_resnet50/ttrt_fp16_bs8 --out docs/img[/b]
+    """
+    from profiler.commands.plot import plot_and_list
+
+    plot_and_list(target, out, json_out=json_out)
+
+
+@app.command()
+@user_errors
+def report(
+    target: str = typer.Argument(..., help="A run (name, <sweep>/<cell>, folder or trace) or a "
+                                 "sweep folder (runs/<sweep> or <sweep>)."),
+    target_b: Optional[str] = typer.Argument(None, help="A second run: the report compares "
+                                             "TARGET (A) with it (B)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="HTML file to write (default: "
+                                       "report_<run>.html, report_<a>_vs_<b>.html, or "
+                                       "<sweep>/report.html)."),
+    flops: Optional[Path] = typer.Option(
+        None, "--flops", help="FLOPs/bytes table from scripts/roofline_inputs.py, for runs "
+        "whose result.json has no roofline_inputs (matched by model, precision, batch size)."),
+    peaks_dir: Optional[Path] = typer.Option(
+        None, "--peaks-dir", help="Folder of `peaks` measurements (default: the peaks cache)."),
+) -> None:
+    """One self-contained HTML file (no network needed): headline timings, noise, roofline,
+    advice, kernel categories, top kernels, TensorRT layers; a kernel diff for two runs; the
+    table, plots, roofline and advice of every cell for a sweep.
+
+    Example: [b]python profile.py report pytorch_fp16_bs8 ttrt_fp16_bs8[/b]
+    """
+    from profiler.commands.report import run as report_command
+
+    typer.echo(f"wrote {report_command(target, target_b, out, peaks_dir, flops)}")
+
+
+@app.command()
+@user_errors
+def peaks(
+    refresh: bool = typer.Option(False, "--refresh", help="Measure again even if cached."),
+    cache_dir: Optional[Path] = typer.Option(
+        None, "--cache-dir", help="Folder for the measurements (default: peaks/ beside the "
+        "engine cache, ~/.cache/infer-profiler/peaks)."),
+    matmul_n: Optional[int] = typer.Option(None, "--matmul-n", help="Matrix side n of the "
+                                           "n x n matmuls (default 8192 on a GPU, 256 on a CPU)."),
+    copy_mib: Optional[int] = typer.Option(None, "--copy-mib", help="Bytes copied per "
+                                           "bandwidth measurement, MiB (default 1024 / 16)."),
+    json_out: bool = typer.Option(False, "--json", help="Print the measurement as JSON."),
+) -> None:
+    """Measure this GPU's ceilings once and cache them: dense matmul TFLOP/s per data type
+    (FP32, TF32, FP16, BF16, FP8, INT8 where supported) and device-memory copy bandwidth.
+
+    The roofline in `report`, `summarize` and `compare` reads them; without a measurement it
+    falls back to a labelled datasheet table. On a CPU it measures the CPU (small sizes).
+    """
+    from profiler.commands.peaks import run as peaks_command
+
+    peaks_command(refresh=refresh, cache_dir=cache_dir, matmul_n=matmul_n, copy_mib=copy_mib,
+                  json_out=json_out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    _tolerant_output()
+    try:
+        app(args=argv, prog_name="profile.py")
+    except SystemExit as done:
+        return int(done.code or 0) if not isinstance(done.code, str) else 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

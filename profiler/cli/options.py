@@ -1,0 +1,127 @@
+"""The run options of the CLI, generated from RunConfig's field declarations (config.option).
+
+``@run_options(...)`` gives a command one keyword parameter per RunConfig field (its flag, help,
+panel, choices and default as declared there) and hands the command the values back as one
+``options`` dict, field name -> value. A field added to RunConfig with ``option()`` becomes a
+flag of every command decorated here, with nothing else to write.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import typing
+from typing import Any, Callable, Literal, Optional
+
+import typer
+import typer.core
+
+from profiler.runs.config import CliOption, RunConfig, run_options as declared_options
+
+
+class OneLineErrors(typer.core.TyperCommand):
+    """A command whose refused option values (a choice not among those listed, a number that
+    is not one) are one ``error:`` line on stderr and exit status 2, as every user error is."""
+
+    def parse_args(self, ctx, args: list[str]) -> list[str]:
+        given = list(args)  # parsing consumes the list
+        try:
+            return super().parse_args(ctx, args)
+        except typer.BadParameter as error:
+            typer.echo(f"error: {refusal(error, given)}", err=True)
+            raise typer.Exit(2) from None
+
+
+def refusal(error: typer.BadParameter, args: list[str]) -> str:
+    """``unknown --flag 'value'; choose one of: a, b`` for a choice, else ``--flag: why``."""
+    param = error.param
+    flag = param.opts[0] if param is not None and param.opts else "an option"
+    choices = getattr(getattr(param, "type_descriptor", None), "choices", None)
+    value = _given(param.opts if param is not None else [], args)
+    if choices and value is not None:
+        return f"unknown {flag} {value!r}; choose one of: {', '.join(map(str, choices))}"
+    return f"{flag}: {error.message.removeprefix('Value error, ')}"
+
+
+def _given(opts: list[str], args: list[str]) -> str | None:
+    """The last value given on the command line to an option spelled one of ``opts``."""
+    value = None
+    for index, arg in enumerate(args):
+        for opt in opts:
+            if arg == opt and index + 1 < len(args):
+                value = args[index + 1]
+            elif arg.startswith(opt + "="):
+                value = arg[len(opt) + 1:]
+    return value
+
+
+def _annotation(field_type, spec: CliOption) -> Any:
+    """A type typer understands (``X | None`` as Optional[X]); fixed choices as a Literal, so
+    that --help lists them and shell completion offers them."""
+    if isinstance(spec.choices, tuple):
+        return Literal[spec.choices]
+    args = [a for a in typing.get_args(field_type) if a is not type(None)]
+    if args:
+        return Optional[args[0]]
+    return field_type
+
+
+def _parameters(skip: tuple[str, ...], defaults: dict, helps: dict,
+                lists: bool) -> list[inspect.Parameter]:
+    hints = typing.get_type_hints(RunConfig)
+    default_config = RunConfig()
+    found = []
+    for name, spec in declared_options().items():
+        if name in skip:
+            continue
+        default = defaults.get(name, getattr(default_config, name))
+        annotation, help = _annotation(hints[name], spec), helps.get(name, spec.help)
+        if lists and spec.axis:  # a sweep axis: one value, or a comma-separated list
+            annotation, default = str, str(default)
+            help += " A comma-separated list (e.g. 16,64) runs one cell per value."
+        complete = None if not callable(spec.choices) else _completion(spec.choices)
+        option = typer.Option(default, *spec.flags, help=help, rich_help_panel=spec.panel,
+                              envvar=spec.envvar, autocompletion=complete)
+        found.append(inspect.Parameter(spec.key, inspect.Parameter.KEYWORD_ONLY, default=option,
+                                       annotation=annotation))
+    return found
+
+
+def _completion(source: Callable[[], list[str]]):
+    """Shell completion from a list asked for only when completing (the backend registry,
+    whose names the registry itself checks, in one line)."""
+
+    def complete(incomplete: str) -> list[str]:
+        return [value for value in source() if value.startswith(incomplete)]
+
+    return complete
+
+
+def run_options(*, skip: tuple[str, ...] = (), defaults: dict | None = None,
+                helps: dict | None = None, lists: bool = False):
+    """Add every declared run option to a command, except the fields named in ``skip``;
+    ``defaults`` and ``helps`` (field name -> value) change one for this command. With
+    ``lists`` (a sweep), an option declared with an ``axis`` takes text: one value or a
+    comma-separated list. The command takes ``options``: field name -> value, for every field
+    not skipped."""
+    defaults, helps = defaults or {}, helps or {}
+
+    def decorate(command):
+        hints = typing.get_type_hints(command)
+        own = [p.replace(annotation=hints.get(p.name, p.annotation))
+               for p in inspect.signature(command).parameters.values() if p.name != "options"]
+        added = _parameters(skip, defaults, helps, lists)
+        keys = {spec.key: name for name, spec in declared_options().items() if name not in skip}
+
+        @functools.wraps(command)
+        def wrapper(**kwargs):
+            options = {keys[key]: kwargs.pop(key) for key in list(kwargs) if key in keys}
+            return command(options=options, **kwargs)
+
+        wrapper.__signature__ = inspect.Signature(own + added)
+        wrapper.__annotations__ = {p.name: p.annotation for p in own + added}
+        del wrapper.__wrapped__  # typer reads __signature__, not the undecorated command
+        return wrapper
+
+    return decorate
+

@@ -1,0 +1,134 @@
+"""What one inference must do at least: FLOPs counted on the eager model, and minimum bytes
+(weights once + inputs + outputs) at the run's precision. Collection side (imports torch); the
+roofline itself is computed from this dict by ``profiler.analysis.roofline``.
+
+The count runs under ``torch.utils.flop_counter.FlopCounterMode`` with the model's weights and
+inputs replaced by tensors on the ``meta`` device (no memory, no arithmetic; the model itself is
+neither copied nor moved, so a model on the GPU allocates nothing there), falling back to CPU
+copies when an operator has no meta kernel. FlopCounterMode counts matmul, convolution and
+attention FLOPs (2 per multiply-add); elementwise work is not counted.
+
+A count depends on the architecture and the input shapes only: for a built-in model it is kept in
+the cache (``<engine cache>/flops/``, keyed by the model's code, input shapes, parameter shapes and
+library versions) and read back by later runs of any backend.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from profiler.collect import engine_cache
+
+CACHE_KIND = "flops"
+CACHE_SUFFIX = ".flops"
+CACHE_SCHEMA = 1
+
+#: bytes per element of floating-point tensors at each backend precision
+PRECISION_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}
+
+
+def _counted(model: torch.nn.Module, inputs: tuple, device: str) -> tuple[int, dict, tuple]:
+    def on_device(t: torch.Tensor) -> torch.Tensor:
+        if device == "meta":
+            return torch.empty_like(t, device="meta")
+        return t.detach().to(device)
+
+    named = [*model.named_parameters(remove_duplicate=False),
+             *model.named_buffers(remove_duplicate=False)]
+    tensors = {name: on_device(t) for name, t in named}
+    inputs = tuple(on_device(t) if isinstance(t, torch.Tensor) else t for t in inputs)
+    counter = FlopCounterMode(display=False)
+    with torch.no_grad(), counter:
+        output = torch.func.functional_call(model, tensors, inputs)
+    per_op = {str(op).split(".")[-1] if "." in str(op) else str(op): int(n)
+              for op, n in counter.get_flop_counts().get("Global", {}).items()}
+    outputs = output if isinstance(output, (tuple, list)) else (output,)
+    shapes = tuple(tuple(o.shape) for o in outputs if isinstance(o, torch.Tensor))
+    return int(counter.get_total_flops()), per_op, shapes
+
+
+def count(model: torch.nn.Module, inputs: tuple) -> dict:
+    """FLOPs of one call (``flops_per_batch``, ``flops_by_operator``), the output shapes and
+    how they were counted; ``{"error": ...}`` when they could not be."""
+    how = "FlopCounterMode on the eager model (meta device)"
+    try:
+        flops, per_op, out_shapes = _counted(model, inputs, "meta")
+    except Exception:  # an operator without a meta kernel: count on the CPU instead
+        how = "FlopCounterMode on the eager model (CPU)"
+        try:
+            flops, per_op, out_shapes = _counted(model, inputs, "cpu")
+        except Exception as error:  # the count is extra information: never stop the run
+            return {"error": f"FLOPs not counted: {type(error).__name__}: "
+                             f"{str(error).splitlines()[0][:200] if str(error) else ''}"}
+    return {"flops_per_batch": flops, "flops_by_operator": per_op,
+            "output_shapes": [list(s) for s in out_shapes], "how": how}
+
+
+def cached_count(model: torch.nn.Module, inputs: tuple, facts: dict | None,
+                 cache_dir: Path | None) -> dict:
+    """``count``, read from the cache when ``facts`` (the model's build facts; None for a model
+    whose code is not known) found an entry there, else counted and stored. ``cache_dir``:
+    None means no cache (--no-cache). An unreadable entry is counted again and replaced."""
+    if facts is None or cache_dir is None:
+        return count(model, inputs)
+    facts = {"kind": "flops", "schema": CACHE_SCHEMA, **facts,
+             "parameters": engine_cache.cache_key(
+                 [[name, list(t.shape)] for name, t in model.state_dict().items()])}
+    found = engine_cache.lookup(cache_dir, facts, CACHE_SUFFIX)
+    if found.hit:
+        try:
+            counted = json.loads(found.module_path.read_text(encoding="utf-8"))
+            if isinstance(counted, dict) and isinstance(counted.get("flops_per_batch"), int):
+                return counted
+        except (OSError, ValueError):
+            pass
+    counted = count(model, inputs)
+    if "error" not in counted:
+        with contextlib.suppress(OSError):  # an unwritable cache costs the next run a count
+            engine_cache.store(cache_dir, facts, lambda tmp: tmp.write_text(
+                json.dumps(counted), encoding="utf-8"), suffix=CACHE_SUFFIX)
+    return counted
+
+
+def _numel(shape: tuple) -> int:
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n
+
+
+def _tensor_bytes(t: torch.Tensor, float_bytes: int) -> int:
+    return t.numel() * (float_bytes if t.is_floating_point() else t.element_size())
+
+
+def roofline_inputs(model: torch.nn.Module, inputs: tuple, precision: str,
+                    batch_size: int, counted: dict | None = None) -> dict:
+    """FLOPs and minimum bytes of one call of ``model(*inputs)`` (the whole batch): the dict the
+    harness stores as result.json ``roofline_inputs``. ``counted``: the FLOP count already made
+    (``count`` / ``cached_count``), else it is counted here."""
+    counted = count(model, inputs) if counted is None else counted
+    if "error" in counted:
+        return {"error": counted["error"]}
+    float_bytes = PRECISION_BYTES.get(precision, 4)
+    weights = sum(_tensor_bytes(p, float_bytes) for p in model.parameters()) + \
+        sum(_tensor_bytes(b, float_bytes) for b in model.buffers())
+    input_bytes = sum(_tensor_bytes(t, float_bytes) for t in inputs if isinstance(t, torch.Tensor))
+    output_bytes = sum(_numel(s) for s in counted["output_shapes"]) * float_bytes
+    return {
+        "flops_per_batch": counted["flops_per_batch"],
+        "flops_by_operator": counted["flops_by_operator"],
+        "batch_size": batch_size,
+        "weight_bytes": weights,
+        "input_bytes": input_bytes,
+        "output_bytes": output_bytes,
+        "min_bytes_per_batch": weights + input_bytes + output_bytes,
+        "bytes_per_element": float_bytes,
+        "precision": precision,
+        "method": counted["how"] + "; min bytes = weights once + inputs + outputs at the run's "
+                                   "precision",
+    }

@@ -1,0 +1,75 @@
+"""--repeat-runs: the timed window again in fresh processes, for the spread between processes
+(allocator state, clocks, autotuner choices) that one window cannot show.
+
+Each repeat is ``python -m profiler.collect.repeat_window`` with the run's config as JSON on stdin: it
+builds the model, prepares the backend (a TensorRT engine comes from the engine cache), warms up
+as the main run did, times the same number of iterations, and prints the latencies as JSON.
+Collection code: it touches the GPU."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from profiler.runs.config import RunConfig, keyed, unkeyed
+from profiler.errors import UserError
+
+def config_to_json(config: RunConfig) -> str:
+    """The run options as JSON (option key -> plain value, as a sweep manifest holds them)."""
+    return json.dumps(keyed(config.options()))
+
+
+def config_from_json(text: str) -> RunConfig:
+    return RunConfig(**unkeyed(json.loads(text)))
+
+
+def repeat(config: RunConfig, iters: int, warmup: int, say) -> list[list[float]]:
+    """K - 1 more timed windows (the main run is the first), each in a fresh process; the
+    latencies (ms) of each."""
+    child = dataclasses.replace(config, iters=iters, timed_warmup=warmup, min_time=None,
+                                repeat_runs=1)
+    windows = []
+    for index in range(1, config.repeat_runs):
+        say(f"  repeat {index + 1} of {config.repeat_runs}: a fresh process")
+        done = subprocess.run([sys.executable, "-m", "profiler.collect.repeat_window"],
+                              input=config_to_json(child), capture_output=True, text=True,
+                              env=_child_env())
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            raise UserError(f"--repeat-runs: repeat {index + 1} failed: {last}")
+        windows.append(json.loads(done.stdout.strip().splitlines()[-1])["latencies_ms"])
+    return windows
+
+
+def _child_env() -> dict:
+    """This process's environment, with this copy of the package (and the current folder, for
+    package.module:function models) importable first."""
+    package_root = str(Path(__file__).resolve().parent.parent)
+    paths = [package_root, os.getcwd(), os.environ.get("PYTHONPATH", "")]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+
+
+def _time_once(config: RunConfig) -> dict:
+    import torch
+
+    from profiler.collect import backends, models, timing
+    from profiler.collect.harness import set_math_flags
+
+    use_cuda = torch.cuda.is_available()
+    device = torch.device("cuda" if use_cuda else "cpu")
+    set_math_flags(config)
+    model, inputs = models.build(config, device)
+    prepared = backends.get(config.backend).prepare(model, inputs, config, device)
+    plan = timing.plan_window(config.iters, config.timed_warmup, None, use_cuda)
+    prepared.fn(*prepared.inputs)
+    timing.warm_up(prepared.fn, prepared.inputs, plan, use_cuda)
+    latencies, _ = timing.time_iterations(prepared.fn, prepared.inputs, plan.iters, use_cuda)
+    return {"latencies_ms": latencies}
+
+
+if __name__ == "__main__":
+    print(json.dumps(_time_once(config_from_json(sys.stdin.read()))))

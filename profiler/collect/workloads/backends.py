@@ -1,0 +1,163 @@
+"""The generation loop's parts as each backend family runs them.
+
+- pytorch_*: the model's own encode / decode / project (or the LM with a DynamicCache), eager.
+- inductor_*: ``torch.compile(dynamic=True)`` on each of encode, decode and project: one graph
+  with a symbolic target length instead of one recompile per length (a per-length recompile
+  would hit Dynamo's recompile limit of 8 past 8 lengths and fall back to eager). The LM's
+  forward is compiled with a transformers StaticCache, so the decode step keeps one shape.
+- ttrt_*: split Torch-TensorRT engines: the encoder, one decoder per padded target length
+  (buckets of loops.BUCKET up to the longest target, a static shape each: a decoder with a
+  dynamic target length from 1 failed to build at length 1 and ran slower than eager), and the
+  projection; each built, cached and reported on its own. The LM is not converted (one line).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+from torch import nn
+
+from profiler.collect.backends.eager import DTYPES, place
+from profiler.errors import UserError
+from profiler.collect.workloads import loops
+
+
+class _Part(nn.Module):
+    """One method of a model as a module's forward (what torch.export and TensorRT compile).
+    Torch-TensorRT's tracer keys the dynamic shapes it hands torch.export by the forward's
+    parameter names, so each part's forward names its inputs (a ``*args`` forward is one
+    parameter holding a tuple, which torch.export refuses)."""
+
+    def __init__(self, model: nn.Module, method: str) -> None:
+        super().__init__()
+        self.model = model
+        self.method = method
+
+
+class _Encoder(_Part):
+    def forward(self, src):
+        return self.model.encode(src)
+
+
+class _Decoder(_Part):
+    def forward(self, tgt, memory):
+        return self.model.decode(tgt, memory)
+
+
+class _Projection(_Part):
+    def forward(self, hidden):
+        return self.model.project(hidden)
+
+
+_PARTS = {"encode": _Encoder, "decode": _Decoder, "project": _Projection}
+
+
+def seq2seq_parts(backend, model, src, config, device):
+    """(Seq2SeqParts, src on the device, notes)."""
+    if backend.family == "tensorrt":
+        return _tensorrt_seq2seq(backend, model, src, config, device)
+    model, (src,), notes = place(model, (src,), config, device, backend.precision)
+    if backend.family == "pytorch":
+        notes["decode"] = "recomputes the whole target each step (no KV cache), exact lengths"
+        return loops.Seq2SeqParts(model.encode, model.decode, model.project), src, notes
+    if backend.family == "inductor":
+        def compiled(method):
+            return torch.compile(getattr(model, method), mode=config.compile_mode,
+                                 backend="inductor", dynamic=True)
+
+        notes.update(compile_mode=config.compile_mode, dynamic=True,
+                     decode="recomputes the whole target each step (no KV cache), exact "
+                     "lengths; torch.compile(dynamic=True) on encode, decode and project")
+        return (loops.Seq2SeqParts(compiled("encode"), compiled("decode"), compiled("project")),
+                src, notes)
+    raise UserError(f"backend {backend.name} cannot run --workload generate; use a pytorch_*, "
+                    "inductor_* or ttrt_* backend")
+
+
+def lm_parts(backend, model, prompt, config, device):
+    """(LMParts, prompt on the device, notes) for a CausalLM wrapper around a HF model."""
+    if backend.family == "tensorrt":
+        raise UserError(f"{backend.name} does not convert {config.model} with a KV cache for "
+                        "--workload generate: the cache is a Python object that the split-engine "
+                        "path does not export; use pytorch_* or inductor_*")
+    if backend.family not in ("pytorch", "inductor"):
+        raise UserError(f"backend {backend.name} cannot run --workload generate; use a "
+                        "pytorch_* or inductor_* backend")
+    model, (prompt,), notes = place(model, (prompt,), config, device, backend.precision)
+    dtype = getattr(torch, DTYPES[backend.precision])
+    compile_step = None
+    if backend.family == "inductor":
+        def compile_step(hf_model):
+            return torch.compile(hf_model, mode=config.compile_mode, backend="inductor")
+
+        notes.update(compile_mode=config.compile_mode, kv_cache="transformers StaticCache "
+                     "(fixed shapes: one graph for the prefill, one for every decode step)")
+    else:
+        notes["kv_cache"] = "transformers DynamicCache (grows each step)"
+    parts = loops.lm_parts(model.model, prompt.size(0), prompt.size(1), config.max_new_tokens,
+                           device, dtype, static_cache=backend.family == "inductor",
+                           compile_step=compile_step)
+    return parts, prompt, notes
+
+
+# --------------------------------------------------------------------------------------------
+# split TensorRT engines
+
+
+def _tensorrt_seq2seq(backend, model, src, config, device):
+    import torch_tensorrt
+
+    from profiler.collect import engine_cache
+    from profiler.collect.backends import tensorrt as ttrt
+
+    flavour, environment = ttrt.environment_facts(torch, torch_tensorrt)
+    config = dataclasses.replace(config, memory_format="contiguous")
+    weights = engine_cache.state_dict_digest(model)
+    model, (src,), notes = place(model, (src,), config, device, backend.precision)
+    dtype = getattr(torch, DTYPES[backend.precision])
+    with torch.no_grad():  # an ordinary tensor (not an inference one) as the export example
+        memory = model.encode(src)
+    batch, d_model = src.size(0), memory.size(-1)
+    # a custom encoder-decoder may not say how many positions it has: no cap then
+    max_len = getattr(model, "max_len", None) or loops.bucket_length(config.max_new_tokens, 1 << 30)
+    lengths = loops.bucket_lengths(config.max_new_tokens, max_len)
+    plan = [("encoder", "encode", (src,))]
+    plan += [(f"decoder_len{length}", "decode",
+              (torch.full((batch, length), loops.BOS, dtype=torch.long, device=device), memory))
+             for length in lengths]
+    plan.append(("projection", "project", (torch.zeros(batch, d_model, dtype=dtype,
+                                                       device=device),)))
+    notes.update({"flavour": flavour.name, "distribution": flavour.distribution,
+                  "versions": environment["versions"], "compile_options": ttrt.COMPILE_OPTIONS,
+                  "tf32": config.tf32, "warnings": [],
+                  "decode": f"recomputes the whole target each step, padded to buckets of "
+                            f"{loops.BUCKET} (static shapes, causal mask): one decoder engine "
+                            f"per target length {lengths}"})
+    engines, split, artifacts = {}, {}, {}
+    for part, method, inputs in plan:
+        facts = ttrt.cache_facts(config, backend.precision, weights, inputs, environment,
+                                  part=part)
+        what = f"the {part} engine of {config.model} {backend.name}"
+        compiled, part_notes, part_artifacts = ttrt.cached_compile(
+            torch_tensorrt, _PARTS[method](model, method).eval(), inputs, config, facts,
+            what)
+        engines[part] = compiled
+        notes["warnings"] += [f"{part}: {w}" for w in part_notes.pop("warnings")]
+        split[part] = part_notes
+        for name, text in part_artifacts.items():
+            artifacts[f"{part}_{name}"] = text
+        split[part]["layer_files"] = [f"{part}_{name}" for name in part_notes["layer_files"]]
+    notes["split_engines"] = split
+    for key in ("compile_s", "load_s"):  # the split's totals, as a whole build reports them
+        if any(key in p for p in split.values()):
+            notes[key] = sum(p.get(key, 0.0) for p in split.values())
+    notes["artifacts"] = artifacts
+
+    def call(part):  # engines take contiguous inputs (the projection's is a strided slice)
+        return lambda *args: engines[part](*(a.contiguous() for a in args))
+
+    decoders = {length: call(f"decoder_len{length}") for length in lengths}
+    parts = loops.Seq2SeqParts(call("encoder"), loops.padded_decoder(decoders, max_len),
+                               call("projection"))
+    return parts, src, notes

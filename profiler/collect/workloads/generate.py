@@ -1,0 +1,312 @@
+"""--workload generate: greedy generation timed per phase and per token, profiled one generation
+per profiler step, checked against FP32 eager generation.
+
+Timing: the forward workload's window plan (profiler.collect.timing.plan_window: ``--timed-warmup``
+untimed generations, then ``--iters`` timed ones or as many as ``--min-time`` allows; the
+noise of the whole-generation latencies and the window's peak memory as a forward run's;
+``--repeat-runs`` is a forward-workload option). Each generation
+is marked on the device timeline (CUDA events; perf_counter on the CPU) at its start, after the
+encoder (encoder-decoder only) and after each token, with one synchronize at its end. From those:
+
+- time to first token (TTFT): start to the first token (encode + first decode step + projection,
+  or the prefill);
+- decode per-token latency: each later token's step (the first token is in TTFT), pooled over
+  the timed generations: mean, p50, p90, p99;
+- sequence latency: start to the last token, per generation (the ``timing`` block's mean/p50/...
+  are these, so every view that reads a run reads whole generations);
+- tokens/s: batch size x new tokens / mean sequence latency;
+- per position: the mean step time of each token position (grows with position when the decoder
+  recomputes the whole target).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from rich.markup import escape
+
+from profiler.collect import models, numerics
+from profiler.runs.config import RunConfig
+from profiler.errors import UserError
+from profiler.fsutil import write_text_atomic
+from profiler.collect import timing
+from profiler.collect.timing import percentile
+from profiler.analysis.noise import noise
+from profiler.collect.workloads import backends as generation_backends
+from profiler.collect.workloads import loops
+
+SEQ2SEQ, LM = "encoder-decoder", "decoder-only"
+PHASES = {SEQ2SEQ: ["encode", "decode", "project"], LM: ["prefill", "decode"]}
+STEPS_CSV = "generation_steps.csv"
+
+
+def kind_of(model, config: RunConfig) -> str:
+    """Which loop a model runs, or a one-line UserError when it cannot generate."""
+    if all(callable(getattr(model, name, None)) for name in ("encode", "decode", "project")):
+        return SEQ2SEQ
+    if isinstance(model, models.CausalLM):
+        return LM
+    raise UserError(f"--workload generate needs a model that generates: transformer (encoder-"
+                    f"decoder), gpt2 (decoder-only), or one with encode/decode/project methods; "
+                    f"{config.model} has none of these")
+
+
+def check_lengths(model, kind: str, inputs: tuple, config: RunConfig) -> None:
+    """Lengths must fit the model's positions (``max_len``)."""
+    limit = getattr(model, "max_len", None)
+    if limit is None:
+        return
+    if kind == SEQ2SEQ:
+        checks = {"--src-len": inputs[0].size(1), "--max-new-tokens": config.max_new_tokens}
+        for flag, value in checks.items():
+            if value > limit:
+                raise UserError(f"{flag} {value} is beyond the {limit} positions of "
+                                f"{config.model}")
+    elif inputs[0].size(1) + config.max_new_tokens > limit:
+        raise UserError(f"--prompt-len {inputs[0].size(1)} + --max-new-tokens "
+                        f"{config.max_new_tokens} is beyond the {limit} positions of "
+                        f"{config.model}")
+
+
+def _parts(kind, backend, model, inputs, config, device):
+    if kind == SEQ2SEQ:
+        parts, source, notes = generation_backends.seq2seq_parts(backend, model, inputs[0],
+                                                                 config, device)
+        return (lambda clock=None: loops.greedy_seq2seq(parts, source, config.max_new_tokens,
+                                                        clock)), notes
+    parts, prompt, notes = generation_backends.lm_parts(backend, model, inputs[0], config, device)
+    return (lambda clock=None: loops.greedy_lm(parts, prompt, config.max_new_tokens, clock)), notes
+
+
+def _sync(use_cuda: bool) -> None:
+    if use_cuda:
+        torch.cuda.synchronize()
+
+
+def collect(config, backend, model, inputs, device, use_cuda, progress, run_stage: Path,
+            tb_stage: Path, timer):
+    """The generation counterpart of harness._collect: the same phases, one whole generation
+    per iteration and per profiler step; the harness turns what it returns into a RunResult
+    with its ``generation`` block and the generation numerics."""
+    from profiler.collect import harness
+
+    kind = kind_of(model, config)
+    check_lengths(model, kind, inputs, config)
+    if config.repeat_runs > 1:
+        raise UserError("--repeat-runs repeats a forward window; it does not apply to "
+                        "--workload generate")
+    label = f"{config.model} {backend.name} bs{config.batch_size} generate"
+    progress.say(f"[bold]{label}[/bold] on {torch.cuda.get_device_name() if use_cuda else 'CPU'}")
+    generate, notes, prepare_s, first_call_s = _prepare(kind, backend, model, inputs, config,
+                                                        device, use_cuda, progress)
+    timer.add("prepare", prepare_s)
+    timer.add("first_call", first_call_s)
+    plan = timing.plan_window(config.iters, config.timed_warmup, config.min_time, use_cuda)
+    with timer("warm_up"):
+        estimate_ms = harness._warm_up(plan, generate, (), use_cuda, progress)
+    iters = plan.iterations(estimate_ms)
+    timing.reset_peak_memory(use_cuda)
+    with timer("timed"), harness.nvtx_range("timed"), progress.bar("timed", iters) as tick:
+        per_generation = _timed(generate, iters, use_cuda, kind, tick)
+    memory = timing.peak_memory(use_cuda)
+    sequences = [g["sequence_ms"] for g in per_generation]
+    window_noise = noise(sequences)
+    figures = generation_figures(per_generation, config.batch_size, config.max_new_tokens)
+    progress.say(f"  timed {iters} generations ({plan.why}): TTFT p50 "
+                 f"{figures['ttft_ms']['p50']:.3f} ms, per token p50 "
+                 f"{_or_dash(figures['per_token_ms']['p50'])} ms, "
+                 f"{figures['tokens_per_s']:.1f} tokens/s, CV {100 * window_noise.cv:.1f} %")
+    for warning in window_noise.warnings:
+        progress.say(f"  [yellow]warning:[/] {escape(warning)}")
+
+    def one_generation():
+        generate()
+
+    activities, trace_files = harness._profile(config, one_generation, (), use_cuda, progress,
+                                               tb_stage, timer)
+    notes, artifacts = harness._after_windows(_PreparedNotes(notes), run_stage, timer)
+
+    with harness.nvtx_range("numerics"), timer("numerics"):
+        # a fresh generation, cloned at once: CUDA graphs (reduce-overhead) and engines may
+        # reuse their output buffers on the next call
+        output = _cloned(generate())
+        numeric_check = check_generation(config, backend.name, kind, output, inputs, device,
+                                         use_cuda)
+    if "skipped" not in numeric_check:
+        progress.say(f"  numerics vs FP32 eager: first-step logits rel L2 "
+                     f"{harness._figure(numeric_check['rel_l2_error'])}, tokens equal "
+                     f"{numeric_check['tokens']['positions_equal']:.3f}")
+
+    with timer("write"):
+        _write_csvs(run_stage, per_generation)
+    run_dir = config.runs_dir / config.run_name
+    generation = {"kind": kind, "phases": PHASES[kind], "max_new_tokens": config.max_new_tokens,
+                  "input_len": inputs[0].size(1),
+                  "eos": "ignored: every sequence gets max_new_tokens tokens",
+                  "steps_csv": str(run_dir / STEPS_CSV), **figures}
+    return harness._Collected(
+        prepare_s, first_call_s, sequences, output.tokens, activities, trace_files, notes,
+        artifacts + [STEPS_CSV], numeric_check, plan, memory, window_noise, None,
+        generation=generation, unit="one whole generation",
+        sync="every generation (device marks per token)", phase_spans=PHASES[kind])
+
+
+@dataclass
+class _PreparedNotes:
+    """What harness._after_windows reads of a prepared backend: its notes (no measurements of
+    its own after the windows)."""
+
+    notes: dict
+    after_windows: None = None
+
+
+def _prepare(kind, backend, model, inputs, config, device, use_cuda, progress):
+    """prepare: the backend's parts of the loop (compiled or built here), then a first
+    generation; each timed with a synchronize at the end."""
+    from profiler.collect import harness
+
+    with harness.nvtx_range("prepare"):
+        began = time.perf_counter()
+        generate, notes = _parts(kind, backend, model, inputs, config, device)
+        _sync(use_cuda)
+        prepare_s = time.perf_counter() - began
+        began = time.perf_counter()
+        generate()
+        _sync(use_cuda)
+        first_call_s = time.perf_counter() - began
+    progress.say(f"  prepare {prepare_s:.2f} s, first generation {first_call_s:.2f} s")
+    for warning in notes.get("warnings", []):
+        progress.say(f"  [yellow]warning:[/] {escape(warning)}")
+    return generate, notes, prepare_s, first_call_s
+
+
+def _cloned(generation: loops.Generation) -> loops.Generation:
+    return loops.Generation(
+        tokens=generation.tokens.clone(), first_logits=generation.first_logits.clone(),
+        encoder_output=None if generation.encoder_output is None
+        else generation.encoder_output.clone())
+
+
+def _timed(generate, iters: int, use_cuda: bool, kind: str, tick):
+    """Per generation: ttft_ms, encode_ms (encoder-decoder), step_ms per token, sequence_ms."""
+    per_generation = []
+    for _ in range(iters):
+        clock = loops.Clock(use_cuda)
+        generate(clock)
+        gaps = clock.elapsed_ms()
+        if kind == SEQ2SEQ:  # start | encode | token 0 | token 1 ...
+            encode_ms, steps = gaps[0], gaps[1:]
+            ttft = encode_ms + steps[0]
+        else:                # start | prefill (token 0) | token 1 ...
+            encode_ms, steps = None, gaps
+            ttft = steps[0]
+        per_generation.append({"ttft_ms": ttft, "encode_ms": encode_ms, "step_ms": steps,
+                               "sequence_ms": sum(gaps)})
+        tick()
+    return per_generation
+
+
+def _quantiles(values: list[float]) -> dict:
+    if not values:
+        return {"mean": None, "p50": None, "p90": None, "p99": None, "count": 0}
+    ordered = sorted(values)
+    return {"mean": sum(ordered) / len(ordered), "p50": percentile(ordered, 50),
+            "p90": percentile(ordered, 90), "p99": percentile(ordered, 99),
+            "count": len(ordered)}
+
+
+def generation_figures(per_generation: list[dict], batch_size: int, new_tokens: int) -> dict:
+    """TTFT, encode, per-token (tokens after the first), sequence latency, tokens/s and the mean
+    step time per token position, from the per-generation marks."""
+    sequences = [g["sequence_ms"] for g in per_generation]
+    later_steps = [ms for g in per_generation for ms in g["step_ms"][1:]]
+    encodes = [g["encode_ms"] for g in per_generation if g["encode_ms"] is not None]
+    mean_sequence = sum(sequences) / len(sequences)
+    positions = [sum(g["step_ms"][k] for g in per_generation) / len(per_generation)
+                 for k in range(new_tokens)]
+    return {
+        "ttft_ms": _quantiles([g["ttft_ms"] for g in per_generation]),
+        "encode_ms": _quantiles(encodes) if encodes else None,
+        "per_token_ms": _quantiles(later_steps),
+        "sequence_ms": _quantiles(sequences),
+        "tokens_per_s": batch_size * new_tokens / (mean_sequence / 1000.0),
+        "step_ms_by_position": positions,
+        "generations": len(per_generation),
+    }
+
+
+def _write_csvs(run_stage: Path, per_generation: list[dict]) -> None:
+    """latency.csv (one whole generation per row, like a forward run's) and
+    generation_steps.csv (one token step per row)."""
+    from profiler.collect import harness
+
+    harness._write_latency_csv(run_stage, [g["sequence_ms"] for g in per_generation])
+    steps = io.StringIO()
+    writer = csv.writer(steps, lineterminator="\n")
+    writer.writerow(["generation", "position", "step_ms", "ttft_ms", "encode_ms"])
+    for i, g in enumerate(per_generation):
+        for position, ms in enumerate(g["step_ms"]):
+            writer.writerow([i, position, f"{ms:.6f}", f"{g['ttft_ms']:.6f}",
+                             "" if g["encode_ms"] is None else f"{g['encode_ms']:.6f}"])
+    write_text_atomic(run_stage / STEPS_CSV, steps.getvalue())
+
+
+def _or_dash(value) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+# --------------------------------------------------------------------------------------------
+# numerics
+
+
+def token_agreement(tokens, reference) -> dict:
+    """Share of (sequence, position) tokens equal, and share of sequences identical."""
+    equal = tokens.to(reference.device) == reference
+    return {"positions_equal": float(equal.double().mean().item()),
+            "sequences_identical": float(equal.all(dim=1).double().mean().item()),
+            "sequences": int(tokens.size(0)), "positions": int(tokens.size(1))}
+
+
+def check_generation(config, backend_name: str, kind: str, output, inputs, device,
+                     use_cuda: bool) -> dict:
+    """One more generation of the backend (cloned) against a greedy generation of a fresh FP32
+    eager build (same seed and weights) on the same source or prompt: encoder output
+    (encoder-decoder), first-step logits, token agreement. ``rel_l2_error`` / ``finite`` at
+    the top are the first-step logits', which --max-rel-error checks."""
+    from profiler.collect import harness
+
+    if backend_name == harness.REFERENCE_BACKEND:
+        return {"skipped": f"{harness.REFERENCE_BACKEND} is the FP32 eager reference itself"}
+    reference_model, _ = models.build(config, device)
+    reference_model = reference_model.to(device=device, dtype=torch.float32)
+    source = inputs[0].to(device)
+    if kind == SEQ2SEQ:
+        parts = loops.Seq2SeqParts(reference_model.encode, reference_model.decode,
+                                   reference_model.project)
+        reference = loops.greedy_seq2seq(parts, source, config.max_new_tokens)
+    else:
+        parts = loops.lm_parts(reference_model.model, source.size(0), source.size(1),
+                               config.max_new_tokens, device, torch.float32, static_cache=False)
+        reference = loops.greedy_lm(parts, source, config.max_new_tokens)
+    _sync(use_cuda)
+    logits = numerics.compare(output.first_logits.float(), reference.first_logits)
+    result = {"first_step_logits": logits,
+              "encoder_output": None if output.encoder_output is None else numerics.compare(
+                  output.encoder_output.float(), reference.encoder_output),
+              "tokens": token_agreement(output.tokens, reference.tokens),
+              "finite": logits["finite"], "rel_l2_error": logits["rel_l2_error"],
+              "max_abs_error": logits["max_abs_error"],
+              "mean_abs_error": logits["mean_abs_error"],
+              "cosine_similarity": logits["cosine_similarity"],
+              "top1_agreement": logits["top1_agreement"],
+              "reference": {"backend": harness.REFERENCE_BACKEND,
+                            "how": "greedy generation of a fresh FP32 eager build (same seed "
+                                   "and weights) on the same source/prompt",
+                            "device": str(device), "tf32": config.tf32}}
+    del reference_model
+    return result

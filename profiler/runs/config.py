@@ -1,0 +1,317 @@
+"""Every knob of a run in one validated, frozen place."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Callable
+
+from profiler.errors import UserError
+
+# A run name becomes a folder under runs/ and tb_logs/: keep it a single, plain path component.
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+#: a file name is at most 255 bytes on common filesystems; run folders add a backend and batch
+#: size in front and staging folders a '.partial-XXXXXXXX' suffix
+MAX_NAME_CHARS = 120
+#: a batch size a tensor dimension can hold (torch sizes are int64)
+MAX_BATCH_SIZE = 2 ** 62
+
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+MEMORY_FORMATS = ("auto", "channels_last", "contiguous")
+# how the profiled steps are captured: torch.profiler (a Kineto trace), or only
+# cudaProfilerStart/Stop around the active steps for an outside profiler (nsys, ncu), which then
+# owns CUPTI alone (CUPTI takes one subscriber)
+CAPTURES = ("torch", "cuda-profiler-api")
+# forward: one forward pass per step; generate: one greedy generation per step (models that
+# generate: transformer, an encoder-decoder; gpt2, a decoder-only LM)
+WORKLOADS = ("forward", "generate")
+
+
+DEFAULT_MODEL = "resnet50"
+
+
+def model_slug(model: str) -> str:
+    """A model as part of a folder name: ``resnet18``; ``pkg.mod:build`` -> ``build``."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", model.rpartition(":")[2]).strip("-") or "model"
+
+
+def run_name(backend: str, batch_size: int, model: str = DEFAULT_MODEL,
+             name: str | None = None, workload: str = "forward") -> str:
+    """A run's folder name: its identity (backend, batch size, and the model or --name; a
+    generation run without --name ends in ``_gen``)."""
+    base = f"{backend}_bs{batch_size}"
+    if name:
+        return f"{base}_{name}"
+    base = base if model == DEFAULT_MODEL else f"{base}_{model_slug(model)}"
+    return f"{base}_gen" if workload == "generate" else base
+
+
+def check_path_component(value: str, what: str) -> str:
+    """Reject anything that could escape the folder it is joined to (``..``, ``/``, ``~``)."""
+    if len(value) > MAX_NAME_CHARS:
+        raise UserError(f"{what} is {len(value)} characters long: at most {MAX_NAME_CHARS} (it "
+                        "becomes a folder name, with a prefix and a suffix)")
+    if not _SAFE_NAME.fullmatch(value) or ".." in value:
+        raise UserError(
+            f"{what} {value!r} is not a plain folder name: use letters, digits, '.', '_' and '-' "
+            "(no '/', no '..', not starting with '.')"
+        )
+    return value
+
+
+#: the key of a field's CLI declaration in its dataclass metadata
+CLI = "cli"
+PANEL_PROFILER, PANEL_TIMING, PANEL_CACHE = "Profiler", "Timing", "Engine cache"
+PANEL_QUANT = "Quantization"
+PANEL_GENERATION = "Generation"
+
+
+@dataclass(frozen=True)
+class CliOption:
+    """How a RunConfig field is spelled on the command line: ``run``, ``sweep``, ``ncu`` and
+    ``nsys`` take their options from these declarations, and a sweep passes them on to its cells
+    with them."""
+
+    flags: tuple[str, ...]  # ("--backend", "-b"), or a bool's ("--gzip/--no-gzip",)
+    help: str
+    panel: str | None = None
+    # the values it takes, listed in --help and offered by shell completion; a callable is
+    # asked only when they are needed (the backend registry)
+    choices: tuple[str, ...] | Callable[[], list[str]] | None = None
+    envvar: str | None = None
+    # may differ when a sweep is resumed (changes how, not what, is measured)
+    resumable: bool = False
+    # a sweep takes a comma-separated list of values: one cell per value, its folder name
+    # ending in _<axis><value> (e.g. _new16 for --max-new-tokens 16)
+    axis: str | None = None
+
+    @property
+    def key(self) -> str:
+        """The option's name: the keyword of the CLI parameter and its sweep manifest key."""
+        return self.flags[0].split("/")[0].lstrip("-").replace("-", "_")
+
+    def argv(self, value) -> list[str]:
+        """The arguments that give this option ``value`` on `profile.py run`."""
+        on, _, off = self.flags[0].partition("/")
+        if isinstance(value, bool):
+            chosen = on if value else off
+            return [chosen] if chosen else []
+        return [] if value is None else [self.flags[0], str(value)]
+
+
+def option(default, help: str, *, flag: str | None = None, short: str | None = None,
+           panel: str | None = None, choices=None, envvar: str | None = None,
+           resumable: bool = False, axis: str | None = None):
+    """A RunConfig field with its CLI declaration. ``flag`` defaults to the field's name in
+    kebab case (booleans: ``--x`` when off by default, ``--x/--no-x`` when on); set it when the
+    flag is named otherwise (``--bs`` for batch_size). ``axis``: a sweep takes a list of values
+    of this option, one cell per value, named with this tag."""
+    declaration = {"flag": flag, "short": short, "help": help, "panel": panel,
+                   "choices": choices, "envvar": envvar, "resumable": resumable, "default": default,
+                   "axis": axis}
+    return field(default=default, metadata={CLI: declaration})
+
+
+def _declare(name: str, raw: dict) -> CliOption:
+    flag = raw["flag"] or "--" + name.replace("_", "-")
+    if raw["flag"] is None and isinstance(raw["default"], bool) and raw["default"]:
+        flag = f"{flag}/--no-{flag[2:]}"
+    flags = (flag, raw["short"]) if raw["short"] else (flag,)
+    return CliOption(flags=flags, help=raw["help"], panel=raw["panel"], choices=raw["choices"],
+                     envvar=raw["envvar"], resumable=raw["resumable"], axis=raw["axis"])
+
+
+def _backend_names() -> list[str]:
+    from profiler.collect import backends
+
+    return [backend.name for backend in backends.all_backends()]
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One model x backend x batch size, and how to profile and time it.
+
+    Every field but ``extra`` is a run option: declared here once with ``option()``, it is a
+    flag of ``run``, ``sweep``, ``ncu`` and ``nsys`` and reaches a sweep's cells.
+    """
+
+    backend: str = option("pytorch_fp32", "Backend to run; `backends` lists them and what each "
+                          "needs.", short="-b", choices=_backend_names)
+    batch_size: int = option(8, "Batch size.", flag="--bs")
+    model: str = option(DEFAULT_MODEL, "resnet50, resnet18, distilbert, transformer, gpt2, "
+                        "package.module:function returning (model, example_inputs).", short="-m")
+    image_size: int = option(224, "Image side for vision models.", axis="img")
+    seq_len: int = option(128, "Sequence length for text models.", axis="seq")
+    seed: int = option(0, "Seed for weights and inputs.")
+    weights: Path | None = option(None, "A state dict to load (torch.load with "
+                                  "weights_only=True); random weights otherwise.")
+    compile_mode: str = option("default", "torch.compile mode for inductor_* backends.",
+                               choices=COMPILE_MODES)
+    memory_format: str = option("auto", "auto (channels_last for conv nets in fp16/bf16), "
+                                "channels_last or contiguous.", choices=MEMORY_FORMATS)
+    tf32: bool = option(False, "Allow TF32 for FP32 matmuls and convolutions (off by default: "
+                        "FP32 means FP32).")
+    cudnn_benchmark: bool = option(True, "Let cuDNN autotune convolution algorithms (during "
+                                   "prepare and warm-up).")
+    # torch.profiler schedule
+    wait: int = option(1, "Profiler schedule: steps skipped before each cycle.",
+                       panel=PANEL_PROFILER)
+    warmup: int = option(1, "Profiler schedule: steps traced then discarded.",
+                         panel=PANEL_PROFILER)
+    active: int = option(3, "Profiler schedule: steps recorded per cycle.", panel=PANEL_PROFILER)
+    repeat: int = option(1, "Profiler schedule: number of cycles (one trace file each).",
+                         panel=PANEL_PROFILER)
+    record_shapes: bool = option(False, "Record operator input shapes.", panel=PANEL_PROFILER)
+    profile_memory: bool = option(False, "Record allocations.", panel=PANEL_PROFILER)
+    with_stack: bool = option(False, "Record Python stacks.", panel=PANEL_PROFILER)
+    with_flops: bool = option(False, "Estimate FLOPs of matmul/conv.", panel=PANEL_PROFILER)
+    gzip: bool = option(True, "Write the trace as .json.gz.", panel=PANEL_PROFILER)
+    # timed window
+    iters: int | None = option(None, "Timed iterations (separate from the profiled steps); "
+                               "default 100 on a GPU, on a CPU chosen by --min-time.",
+                               panel=PANEL_TIMING)
+    timed_warmup: int | None = option(None, "Untimed iterations before the timed ones; default "
+                                      "20 on a GPU, 2 on a CPU.", panel=PANEL_TIMING)
+    min_time: float | None = option(None, "Choose the timed iterations by time: about S seconds "
+                                    "(bounded 5-10000 iterations); the CPU default is 5 s.",
+                                    panel=PANEL_TIMING)
+    repeat_runs: int = option(1, "Repeat the timed window K times in fresh processes and report "
+                              "the spread of p50.", panel=PANEL_TIMING)
+    # where results go
+    name: str | None = option(None, "Suffix for the run folder: <backend>_bs<N>_<name>.")
+    runs_dir: Path = option(Path("runs"), "Where run results go.")
+    tb_dir: Path = option(Path("tb_logs"), "Where TensorBoard traces go.")
+    replace: bool = option(False, "Replace a run folder of the same name that holds another "
+                           "model, image size, sequence length or weights (a re-run of the same "
+                           "run always replaces it).", resumable=True)
+    # compiled-engine cache (ttrt_* backends): None means engine_cache.default_dir()
+    cache_dir: Path | None = option(None, "Engine cache folder (default "
+                                    "~/.cache/infer-profiler/engines).", panel=PANEL_CACHE,
+                                    envvar="INFER_PROFILER_CACHE", resumable=True)
+    use_cache: bool = option(True, "Reuse and save compiled engines (ttrt_*, ort_* "
+                             "backends), FP32 reference outputs and FLOP counts.", flag="--cache/--no-cache", panel=PANEL_CACHE,
+                             resumable=True)
+    # numeric check against the FP32 eager reference: fail the run above this relative L2 error
+    max_rel_error: float | None = option(
+        None, "Fail the run (exit 2, nothing written) when the output's relative L2 error "
+        "against the FP32 eager reference exceeds this; NaN or Inf always fails. Checked for "
+        "every backend except pytorch_fp32, which is the reference.")
+    capture: str = option(
+        "torch", "torch: torch.profiler traces the profiled steps (default). cuda-profiler-api: "
+        "no torch.profiler; torch.cuda.profiler.start()/stop() around the active steps, for "
+        "nsys/ncu to capture (no trace is written).", panel=PANEL_PROFILER, choices=CAPTURES)
+    calib_batches: int = option(
+        0, "Calibrate INT8/FP8 activation scales on N random batches (inductor_int8: 0 = "
+        "dynamic scales; ttrt_int8/ttrt_fp8: 0 = 8 batches).", panel=PANEL_QUANT)
+    calib_data: Path | None = option(
+        None, "Calibration batches from a tensor file (torch.save of a tensor, or a tuple of "
+        "tensors, one per model input, shaped like the inputs or [N, *input shape]; loaded with "
+        "weights_only=True).", panel=PANEL_QUANT)
+    # --workload generate: one greedy generation per step
+    workload: str = option(
+        "forward", "forward: one forward pass per step. generate: one greedy generation per step "
+        "(transformer: encode, then decode token by token; gpt2: prefill, then decode with the "
+        "KV cache); --iters counts generations.", panel=PANEL_GENERATION, choices=WORKLOADS)
+    src_len: int = option(64, "Source tokens (transformer, --workload generate).",
+                          panel=PANEL_GENERATION, axis="src")
+    prompt_len: int = option(128, "Prompt tokens (gpt2, --workload generate).",
+                             panel=PANEL_GENERATION, axis="prompt")
+    max_new_tokens: int = option(64, "Tokens generated per sequence, EOS ignored (--workload "
+                                 "generate).", panel=PANEL_GENERATION, axis="new")
+    extra: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        positive = {"--bs": self.batch_size, "--active": self.active, "--repeat": self.repeat,
+                    "--image-size": self.image_size, "--seq-len": self.seq_len,
+                    "--repeat-runs": self.repeat_runs, "--src-len": self.src_len,
+                    "--prompt-len": self.prompt_len, "--max-new-tokens": self.max_new_tokens}
+        if self.iters is not None:
+            positive["--iters"] = self.iters
+        for flag, value in positive.items():
+            if value < 1:
+                raise UserError(f"{flag} must be at least 1 (got {value})")
+        if self.batch_size > MAX_BATCH_SIZE:
+            raise UserError(f"--bs {self.batch_size} is beyond what a tensor dimension can hold "
+                            f"(at most {MAX_BATCH_SIZE})")
+        for flag, value in {"--wait": self.wait, "--warmup": self.warmup,
+                            "--calib-batches": self.calib_batches,
+                            "--timed-warmup": self.timed_warmup}.items():
+            if value is not None and value < 0:
+                raise UserError(f"{flag} must be 0 or more (got {value})")
+        if self.compile_mode not in COMPILE_MODES:
+            raise UserError(f"unknown --compile-mode {self.compile_mode!r}; choose one of: "
+                            + ", ".join(COMPILE_MODES))
+        if self.memory_format not in MEMORY_FORMATS:
+            raise UserError(f"unknown --memory-format {self.memory_format!r}; choose one of: "
+                            + ", ".join(MEMORY_FORMATS))
+        if self.capture not in CAPTURES:
+            raise UserError(f"unknown --capture {self.capture!r}; choose one of: "
+                            + ", ".join(CAPTURES))
+        if self.workload not in WORKLOADS:
+            raise UserError(f"unknown --workload {self.workload!r}; choose one of: "
+                            + ", ".join(WORKLOADS))
+        if self.min_time is not None and not self.min_time > 0:
+            raise UserError(f"--min-time must be more than 0 seconds (got {self.min_time})")
+        if self.min_time is not None and self.iters is not None:
+            raise UserError("give --iters or --min-time, not both")
+        if self.max_rel_error is not None and not self.max_rel_error >= 0:
+            raise UserError(f"--max-rel-error must be 0 or more (got {self.max_rel_error})")
+        if self.name is not None:
+            check_path_component(self.name, "run name")
+
+    @property
+    def run_name(self) -> str:
+        """The folder under both runs/ and tb_logs/: ``<backend>_bs<N>_<name>`` with --name,
+        else ``<backend>_bs<N>``, with ``_<model>`` added for a model other than the default
+        and ``_gen`` for --workload generate."""
+        return run_name(self.backend, self.batch_size, self.model, self.name, self.workload)
+
+    @property
+    def profiled_steps(self) -> int:
+        return (self.wait + self.warmup + self.active) * self.repeat
+
+    def options(self) -> dict:
+        """Field name -> value of every run option (every field declared with ``option()``)."""
+        return {name: getattr(self, name) for name in run_options()}
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        for key in ("weights", "runs_dir", "tb_dir", "cache_dir", "calib_data"):
+            data[key] = None if data[key] is None else str(data[key])
+        data["run_name"] = self.run_name
+        return data
+
+
+# ---- the options table -------------------------------------------------------------------
+
+def run_options() -> dict[str, CliOption]:
+    """RunConfig field name -> its CLI declaration, in declaration order."""
+    return {f.name: _declare(f.name, f.metadata[CLI]) for f in fields(RunConfig)
+            if CLI in f.metadata}
+
+
+_PATH_FIELDS = {f.name for f in fields(RunConfig) if "Path" in str(f.type)}
+
+
+def keyed(values: dict) -> dict:
+    """Field-name -> value as option key -> plain value (paths as text): a sweep manifest's
+    ``options``."""
+    table = run_options()
+    return {table[name].key: (str(v) if name in _PATH_FIELDS and v is not None else v)
+            for name, v in values.items()}
+
+
+def unkeyed(options: dict) -> dict:
+    """The inverse of ``keyed``: RunConfig keyword arguments (paths as Path)."""
+    by_key = {spec.key: name for name, spec in run_options().items()}
+    values = {by_key[key]: value for key, value in options.items() if key in by_key}
+    return {name: (Path(v) if name in _PATH_FIELDS and v is not None else v)
+            for name, v in values.items()}
+
+
+def run_argv(values: dict) -> list[str]:
+    """Field-name -> value as `profile.py run` arguments; every option is written out, so the
+    run never depends on its defaults (booleans without an off flag excepted)."""
+    table = run_options()
+    return [arg for name, value in values.items() for arg in table[name].argv(value)]

@@ -1,0 +1,44 @@
+"""Where a run may be written: what a run replaces, and what it refuses to."""
+
+from __future__ import annotations
+
+from profiler.errors import UserError
+from profiler.runs.layout import MANIFEST, RESULT_FILE, check_separate_roots
+from profiler.runs.manifest import is_sweep_dir
+from profiler.runs.result import try_read_result
+
+
+#: what makes two runs the same run (besides backend and batch size, which are in the name)
+IDENTITY = ("model", "image_size", "seq_len", "weights")
+
+
+def _identity(record) -> dict:
+    return {key: (None if getattr(record, key) is None else str(getattr(record, key)))
+            if key == "weights" else getattr(record, key) for key in IDENTITY}
+
+
+def check_destination(config) -> None:
+    """Refuse, before anything is built, a run that would replace what it is not: a sweep
+    folder, a run of another model / image size / sequence length / weights (unless
+    ``config.replace``), or a run whose results and trace folders are one folder."""
+    run_dir = config.runs_dir / config.run_name
+    tb_run_dir = config.tb_dir / config.run_name
+    check_separate_roots(config.runs_dir, config.tb_dir)
+    for folder in (run_dir, tb_run_dir):
+        if is_sweep_dir(folder):
+            raise UserError(f"{folder} is a sweep ({MANIFEST}); a run never replaces a sweep: "
+                            "pass --name for another run name")
+    if not run_dir.exists() or config.replace:
+        return
+    existing = try_read_result(run_dir / RESULT_FILE)
+    if existing is None:
+        if any(run_dir.iterdir()):
+            raise UserError(f"{run_dir} exists and holds no readable {RESULT_FILE}: pass "
+                            "--replace to replace it, or --name for another run name")
+        return
+    old, new = _identity(existing.config), _identity(config)
+    if old != new:
+        changed = ", ".join(f"{key.replace('_', ' ')} {old[key]} (now {new[key]})"
+                            for key in IDENTITY if old[key] != new[key])
+        raise UserError(f"{run_dir} holds another run ({changed}): pass --replace to replace "
+                        "it, or --name for another run name")

@@ -1,0 +1,458 @@
+"""The typed run contract: result.json as RunResult, read and written only here.
+
+The result structs mirror result.json's keys, so files written by earlier versions read
+(schema 1, upgraded on reading) and tools reading the JSON keep working. A backend reports a
+fact by putting it into ``Prepared.notes``: ``compile_s``, ``load_s`` (engine cache load),
+``warnings`` and ``artifacts`` become BackendFacts' named fields, every other key lands in
+``BackendFacts.extra`` (written under ``backend.notes`` in result.json, as before).
+"""
+
+from __future__ import annotations
+
+import json
+import typing
+from dataclasses import MISSING, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from profiler.errors import UserError
+from profiler.fsutil import write_text_atomic
+from profiler.runs.layout import LATENCY_CSV, RESULT_FILE
+
+#: 1: the dict the harness wrote until the contract was typed (no profile.capture in the
+#: earliest runs); 2: the same keys, written from RunResult
+RESULT_SCHEMA = 2
+
+
+# ---- the run contract ----------------------------------------------------------------------
+
+def _config_struct() -> type:
+    """ConfigRecord: RunConfig's fields as recorded in result.json (paths as strings), plus the
+    derived run_name. Generated from RunConfig, so a new option is recorded without a second
+    declaration; fields a file lacks take RunConfig's defaults."""
+    from profiler.runs.config import RunConfig
+
+    hints = typing.get_type_hints(RunConfig)
+    spec = []
+    for f in fields(RunConfig):
+        kind = hints[f.name]
+        if Path in typing.get_args(kind) or kind is Path:
+            kind = str | None
+        default = f.default if f.default_factory is MISSING else msgspec.field(
+            default_factory=f.default_factory)
+        if isinstance(default, Path):
+            default = str(default)
+        spec.append((f.name, kind, default))
+    spec.append(("run_name", str, ""))
+    return msgspec.defstruct("ConfigRecord", spec, frozen=True, module=__name__)
+
+
+ConfigRecord = _config_struct()
+
+
+class RepeatSpread(msgspec.Struct, frozen=True):
+    """--repeat-runs: the p50 of each timed window (the first is the run's own), and spread."""
+
+    runs: int
+    p50_ms: list[float]
+    median_p50_ms: float
+    min_p50_ms: float
+    max_p50_ms: float
+    range_pct_of_median: float
+
+
+class NoiseStats(msgspec.Struct, frozen=True):
+    """The timed window's spread, shape and drift (profiler.analysis.noise.Noise; times in ms)."""
+
+    n: int
+    median_ms: float
+    cv: float
+    iqr_ms: float
+    relative_iqr: float
+    bimodal_d: float | None = None
+    clusters_ms: list[float] | None = None
+    first_third_median_ms: float | None = None
+    last_third_median_ms: float | None = None
+    warnings: list[str] = []
+    repeat_runs: RepeatSpread | None = None
+
+
+class TimingStats(msgspec.Struct, frozen=True):
+    """The timed window (profiler.collect.timing) and the time to get there. Runs recorded before
+    iterations could be chosen by time, or noise was recorded, lack the last three fields."""
+
+    iters: int
+    mean_ms: float
+    std_ms: float
+    min_ms: float
+    p50_ms: float
+    p90_ms: float
+    p95_ms: float
+    p99_ms: float
+    max_ms: float
+    throughput_samples_per_s: float
+    prepare_s: float = 0.0
+    first_call_s: float = 0.0
+    timer: str = "perf_counter"
+    sync: str = "every iteration"
+    warmup_iters: int = 0
+    model_build_s: float | None = None
+    unit: str | None = None  # what one iteration is, when not one forward pass ("one whole
+    # generation" with --workload generate)
+    iterations_chosen_by: str | None = None  # "--iters 50", "CPU default: --min-time 5 s" ...
+    min_time_s: float | None = None
+    noise: NoiseStats | None = None
+    # where the run's seconds went (profiler.runs.phases: phase -> wall seconds, in run order) and
+    # the run's wall seconds (imports, when recorded, + harness start to result.json written);
+    # absent in runs recorded before phases were
+    phases_s: dict[str, float] | None = None
+    wall_s: float | None = None
+
+
+class Memory(msgspec.Struct, frozen=True):
+    """Peak memory of the timed window (PyTorch's caching allocator; None on a CPU) and the
+    TensorRT engines' device memory (None for other backends)."""
+
+    peak_allocated_bytes: int | None = None
+    peak_reserved_bytes: int | None = None
+    scope: str | None = None
+    engine_device_memory_bytes: int | None = None
+    engine_device_memory_why_not: list[str] | None = None
+
+
+class EngineMemory(msgspec.Struct, frozen=True):
+    """Device memory each TensorRT engine asks for at execution context creation (backend notes
+    key ``engine_memory``): the sum when every engine told it, else None and why not."""
+
+    engine_device_memory_bytes: int | None = None
+    per_engine_bytes: list[int | None] = []
+    why_not: list[str] | None = None
+
+
+class Reference(msgspec.Struct, frozen=True):
+    backend: str
+    how: str
+    device: str
+    tf32: bool
+    # "computed" in this run, or "loaded" from the reference cache (profiler.collect.reference); None in
+    # results written before the cache existed, and for a generation's reference
+    source: str | None = None
+    cache_key: str | None = None
+    cache: str | None = None  # "hit", "stored", or why the cache was not used
+
+
+class Comparison(msgspec.Struct, frozen=True):
+    """One tensor against its FP32 eager counterpart (profiler.collect.numerics.compare)."""
+
+    finite: bool | None = None
+    elements: int | None = None
+    max_abs_error: float | None = None
+    mean_abs_error: float | None = None
+    rel_l2_error: float | None = None
+    cosine_similarity: float | None = None
+    top1_agreement: float | None = None
+    top1_over: str | None = None
+
+
+class TokenAgreement(msgspec.Struct, frozen=True):
+    """Greedy tokens against the reference's: share of (sequence, position) tokens equal, share
+    of sequences identical."""
+
+    positions_equal: float
+    sequences_identical: float
+    sequences: int
+    positions: int
+
+
+class Numerics(msgspec.Struct, frozen=True):
+    """The check against the FP32 eager reference (profiler.collect.numerics), or why it was skipped.
+    A generation run's top-level figures are its first-step logits'; the three generation
+    comparisons are None for a forward run (and absent from its result.json)."""
+
+    skipped: str | None = None
+    reason: str | None = None  # the detail of a skip (e.g. the reference ran out of memory)
+    finite: bool | None = None
+    elements: int | None = None
+    max_abs_error: float | None = None
+    mean_abs_error: float | None = None
+    rel_l2_error: float | None = None
+    cosine_similarity: float | None = None
+    top1_agreement: float | None = None
+    top1_over: str | None = None
+    reference: Reference | None = None
+    first_step_logits: Comparison | None = None
+    encoder_output: Comparison | None = None
+    tokens: TokenAgreement | None = None
+
+
+class BackendFacts(msgspec.Struct, frozen=True):
+    """What the backend did. In result.json: ``backend: {name, family, precision, notes}`` with
+    the named facts inside ``notes``, and ``artifacts`` at the top level."""
+
+    name: str
+    family: str
+    precision: str
+    compile_s: float | None = None  # engine or graph build, when the backend compiled
+    cache_load_s: float | None = None  # loading a cached engine instead (notes key load_s)
+    warnings: list[str] = []
+    artifacts: list[str] = []  # file names in the run folder
+    engine_memory: EngineMemory | None = None  # ttrt_* backends (notes key engine_memory)
+    extra: dict[str, Any] = {}  # any other fact (ORT providers, calibration time ...)
+
+
+class OutputInfo(msgspec.Struct, frozen=True, omit_defaults=True):
+    type: str | None = None
+    shape: list[int] | None = None
+    dtype: str | None = None
+    checksum: float | None = None
+    finite: bool | None = None
+
+
+class Schedule(msgspec.Struct, frozen=True):
+    wait: int
+    warmup: int
+    active: int
+    repeat: int
+
+
+class ProfileInfo(msgspec.Struct, frozen=True):
+    activities: list[str]
+    schedule: Schedule
+    steps_run: int
+    capture: str = "torch"
+    step_span: str = "inference_step"
+    nvtx_domain: str | None = None
+    step_is: str | None = None  # what one profiler step is, when not one forward pass
+    phase_spans: list[str] | None = None  # record_function spans inside a step (generation)
+
+
+class TraceInfo(msgspec.Struct, frozen=True):
+    files: list[str]  # the trace files, as the run named them
+    dir: str | None = None
+    skipped: str | None = None  # why there is no trace (--capture cuda-profiler-api)
+
+
+class Environment(msgspec.Struct, frozen=True):
+    torch: str | None = None
+    gpu: dict[str, Any] | None = None
+    cuda_runtime: str | None = None
+    cudnn: int | None = None
+    packages: dict[str, str] = {}
+    python: str | None = None
+    platform: str | None = None
+    hostname: str | None = None
+    command_line: list[str] = []
+    git: dict[str, Any] | None = None
+    nvtx: bool | None = None
+
+
+class Precision(msgspec.Struct, frozen=True):
+    tf32: bool
+    matmul_allow_tf32: bool | None = None
+    cudnn_allow_tf32: bool | None = None
+    cudnn_benchmark: bool | None = None
+
+
+class RooflineInputs(msgspec.Struct, frozen=True, omit_defaults=True):
+    """What one inference must do at least (profiler.collect.flops): FLOPs counted on the eager model
+    and minimum bytes (weights once + inputs + outputs) at the run's precision; or why the count
+    failed (``error``). ``source`` (key ``from``) names a table the figures were taken from."""
+
+    flops_per_batch: int | None = None
+    flops_by_operator: dict[str, int] = {}
+    batch_size: int | None = None
+    weight_bytes: int | None = None
+    input_bytes: int | None = None
+    output_bytes: int | None = None
+    min_bytes_per_batch: int | None = None
+    bytes_per_element: int | None = None
+    precision: str | None = None
+    method: str | None = None
+    error: str | None = None
+    source: str | None = msgspec.field(default=None, name="from")
+
+
+class Quantiles(msgspec.Struct, frozen=True):
+    """Mean and percentiles in ms of a set of times (None when the set is empty)."""
+
+    mean: float | None
+    p50: float | None
+    p90: float | None
+    p99: float | None
+    count: int
+
+
+class Generation(msgspec.Struct, frozen=True):
+    """--workload generate: what one generation is and its per-phase, per-token figures
+    (profiler.collect.workloads.generate)."""
+
+    kind: str  # "encoder-decoder" or "decoder-only"
+    phases: list[str]  # the record_function spans of one generation
+    max_new_tokens: int
+    input_len: int  # source (encoder-decoder) or prompt (decoder-only) tokens
+    eos: str
+    steps_csv: str  # one row per token step
+    ttft_ms: Quantiles  # time to first token
+    encode_ms: Quantiles | None  # the encoder alone (encoder-decoder)
+    per_token_ms: Quantiles  # each token after the first
+    sequence_ms: Quantiles  # start to last token
+    tokens_per_s: float
+    step_ms_by_position: list[float]  # mean step time of each token position
+    generations: int  # timed generations
+
+
+class RunResult(msgspec.Struct, frozen=True, kw_only=True):
+    """runs/<run>/result.json: one model x backend x batch size, measured. The field order is
+    result.json's key order."""
+
+    schema: int = RESULT_SCHEMA
+    run_name: str
+    created: str
+    model: str
+    batch_size: int
+    device: str
+    workload: str = "forward"  # "generate": one greedy generation per iteration and step
+    config: ConfigRecord  # type: ignore[valid-type]
+    backend: BackendFacts
+    numerics: Numerics | None = None  # absent in the earliest schema-1 files
+    timing: TimingStats
+    memory: Memory | None = None  # absent in runs recorded before memory was
+    output: OutputInfo
+    profile: ProfileInfo
+    trace: TraceInfo
+    latency_csv: str
+    environment: Environment
+    precision: Precision | None = None
+    roofline_inputs: RooflineInputs | None = None  # absent before FLOPs were counted
+    generation: Generation | None = None  # --workload generate
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.latency_csv).parent
+
+
+def _backend_from_json(data: dict) -> dict:
+    backend = dict(data.get("backend") or {})
+    notes = dict(backend.pop("notes", None) or {})
+    backend.update(compile_s=notes.pop("compile_s", None), cache_load_s=notes.pop("load_s", None),
+                   warnings=notes.pop("warnings", []),
+                   engine_memory=notes.pop("engine_memory", None), extra=notes,
+                   artifacts=list(data.get("artifacts") or []))
+    notes.pop("artifacts", None)
+    return backend
+
+
+def _backend_to_json(facts: BackendFacts) -> dict:
+    notes = msgspec.to_builtins(facts.extra, enc_hook=str)
+    for key, value in (("compile_s", facts.compile_s), ("load_s", facts.cache_load_s)):
+        if value is not None:
+            notes[key] = value
+    notes["warnings"] = list(facts.warnings)
+    if facts.engine_memory is not None:
+        notes["engine_memory"] = msgspec.to_builtins(facts.engine_memory)
+    return {"name": facts.name, "family": facts.family, "precision": facts.precision,
+            "notes": notes}
+
+
+def result_from_dict(data: object, source: str = "result.json") -> RunResult:
+    """A parsed result.json (any schema up to the current one) -> RunResult."""
+    if not isinstance(data, dict):
+        raise UserError(f"{source} is not a run result (not a JSON object)")
+    schema = data.get("schema", 1)
+    if not isinstance(schema, int) or schema > RESULT_SCHEMA:
+        raise UserError(f"{source} has result schema {schema!r}; this version reads up to "
+                        f"{RESULT_SCHEMA}: update the profiler")
+    data = {**data, "backend": _backend_from_json(data), "schema": RESULT_SCHEMA}
+    data.pop("artifacts", None)
+    try:
+        return msgspec.convert(data, RunResult, strict=False)
+    except msgspec.ValidationError as error:
+        raise UserError(f"{source} is not a run result this version reads ({error})") from None
+
+
+#: keys a forward run's result.json leaves out (a generation run writes them): path -> the
+#: value that means absent
+_GENERATION_ONLY = {("workload",): "forward", ("generation",): None, ("timing", "unit"): None,
+                    ("profile", "step_is"): None, ("profile", "phase_spans"): None,
+                    ("numerics", "first_step_logits"): None,
+                    ("numerics", "encoder_output"): None, ("numerics", "tokens"): None}
+
+
+def _drop_generation_only(data: dict) -> None:
+    if data.get("workload") != "forward":
+        return
+    for *parents, key in _GENERATION_ONLY:
+        holder = data
+        for parent in parents:
+            holder = holder.get(parent) or {}
+        if key in holder and holder[key] == _GENERATION_ONLY[(*parents, key)]:
+            del holder[key]
+
+
+def result_to_dict(result: RunResult) -> dict:
+    """RunResult -> result.json's JSON object (the key names and order of schema 1; the
+    generation keys only for a generation run)."""
+    data = msgspec.to_builtins(result, enc_hook=str)  # facts of odd types: as text, as before
+    _drop_generation_only(data)
+    ordered = {}
+    for key, value in data.items():
+        if key == "backend":
+            ordered["backend"] = _backend_to_json(result.backend)
+            ordered["artifacts"] = sorted(result.backend.artifacts)
+        elif key == "memory" and value is None:  # not recorded: no key, as before
+            continue
+        elif key == "numerics" and value is not None:  # either why it was skipped, or figures
+            ordered[key] = _numerics_to_json(value)
+        else:
+            ordered[key] = value
+    return ordered
+
+
+def _numerics_to_json(value: dict) -> dict:
+    """Either why the check was skipped (and its detail, when there is one), or the figures."""
+    if value["skipped"] is None:
+        return {k: v for k, v in value.items() if k not in ("skipped", "reason")}
+    return {k: value[k] for k in ("skipped", "reason") if value[k] is not None}
+
+
+def read_result(path: Path) -> RunResult:
+    """The one way to read a result.json (a run folder is accepted too)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / RESULT_FILE
+    try:
+        data = json.loads(path.read_bytes())
+    except OSError as error:
+        raise UserError(f"cannot read {path}: {error.strerror}") from None
+    except (ValueError, RecursionError) as error:
+        raise UserError(f"{path} is not readable JSON ({error})") from None
+    return result_from_dict(data, str(path))
+
+
+def try_read_result(path: Path) -> RunResult | None:
+    """read_result, or None for a missing or unreadable file (views that show what they can)."""
+    try:
+        return read_result(path)
+    except UserError:
+        return None
+
+
+def result_text(result: RunResult) -> str:
+    """result.json's text: indented JSON; a non-finite number is written as null."""
+    encoded = msgspec.json.encode(result_to_dict(result), enc_hook=str)
+    return msgspec.json.format(encoded, indent=2).decode("utf-8") + "\n"
+
+
+def write_result(run_dir: Path, result: RunResult) -> Path:
+    path = Path(run_dir) / RESULT_FILE
+    write_text_atomic(path, result_text(result))
+    return path
+
+
+def latency_csv_of(result: RunResult, result_json: Path | None = None) -> Path | None:
+    """A run's latency.csv: beside its result.json first, else where result.json names it."""
+    candidates = [] if result_json is None else [Path(result_json).parent / LATENCY_CSV]
+    candidates.append(Path(result.latency_csv))
+    return next((p for p in candidates if p.is_file()), None)

@@ -1,0 +1,72 @@
+"""A TARGET on the command line, resolved by one rule set (resolve_target): a file; a folder
+(run folder, tb_logs folder, folder of traces); or a name looked up as runs/<name> then
+tb_logs/<name> (``<sweep>/<cell>`` included). Analysis gets the paths and never sees these
+conventions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from profiler.errors import UserError
+from profiler.runs.layout import (COMPAT_SUFFIX, RESULT_FILE, RUNS_ROOT, TB_ROOT, is_leftover,
+                                  traces_in_folder, traces_named_by_result)
+from profiler.runs.result import RunResult, try_read_result
+
+
+@dataclass
+class Target:
+    path: Path  # the trace to summarize
+    traces: list[Path]  # every trace of the target (one per profiler cycle with --repeat)
+    note: str | None = None  # e.g. which of several traces was picked
+    result_json: Path | None = None  # the run's result.json, when the target is a run folder
+    result: RunResult | None = None  # what it says, when it reads
+
+
+def locate(target: str, root: Path | None = None) -> Path:
+    """TARGET as given when it exists, else runs/<target> then tb_logs/<target> (a run name or
+    ``<sweep>/<cell>``; never an absolute path or one with ``..``)."""
+    root = Path.cwd() if root is None else root
+    path = Path(target).expanduser()
+    if any(is_leftover(part) for part in Path(target).parts):
+        raise UserError(f"{target} is a staging folder or lock of an unfinished run, not a run")
+    if not path.exists() and not path.is_absolute() and ".." not in Path(target).parts:
+        for base in (RUNS_ROOT, TB_ROOT):
+            if (root / base / target).exists():
+                return root / base / target
+    if not path.exists():
+        raise UserError(f"no such file, folder or run: {target} (looked in runs/ and tb_logs/ "
+                        "too)")
+    return path
+
+
+def resolve_target(target: str, root: Path | None = None) -> Target:
+    """A trace file; a run folder (result.json naming its traces); a folder of traces; or a run
+    name (see locate). Several traces: the newest is summarized, and the note says so."""
+    root = Path.cwd() if root is None else root
+    path = locate(target, root)
+    if path.is_file():
+        return Target(path, [path])
+    candidates = traces_named_by_result(path, root) or traces_in_folder(path)
+    if not candidates:
+        raise UserError(f"no trace files in {path}: expected *.pt.trace.json[.gz] or a "
+                        "result.json naming them")
+    result_json = path / RESULT_FILE if (path / RESULT_FILE).is_file() else None
+    result = try_read_result(result_json) if result_json else None
+    if len(candidates) == 1:
+        return Target(candidates[0], candidates, result_json=result_json, result=result)
+    newest = max(candidates, key=lambda p: p.stat().st_mtime)
+    return Target(newest, candidates, note=f"{len(candidates)} traces in {path}; using the newest, "
+                                           f"{newest.name}", result_json=result_json, result=result)
+
+
+def traces_of(target: str, root: Path | None = None) -> list[Path]:
+    """Every trace of TARGET (resolved as resolve_target does), leaving out tb-compat copies:
+    all traces of a run are converted by tb-compat (one per profiler cycle with --repeat)."""
+    path = locate(target, root)
+    found = [path] if path.is_file() else \
+        traces_named_by_result(path, root) or traces_in_folder(path)
+    found = [p for p in found if path.is_file() or not p.parent.name.endswith(COMPAT_SUFFIX)]
+    if not found:
+        raise UserError(f"no trace files in {path}")
+    return found

@@ -1,0 +1,49 @@
+"""Sweep executors: where and how a sweep's cells run.
+
+An executor is an object with ``run(jobs, on_start, on_done)``: it runs every ``CellJob``
+(profiler.sweep.cell) somewhere, calls ``on_start(job, where)`` when one starts (``where``: gpu,
+node, worker) and ``on_done(job, outcome)`` when it ended, both in the sweep's process, which
+writes sweep.json after each call. On Ctrl-C (KeyboardInterrupt; SIGTERM and SIGHUP through
+profiler.signals) it stops its running cells, reports them interrupted through ``on_done`` and
+raises KeyboardInterrupt again. Every executor runs cells with ``cellrun.run_job``, so run
+folders, traces and outcomes look the same whichever placed them.
+
+Executors are created from the sweep's ``ExecutorSettings`` by name (``sweep --executor``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from profiler.errors import UserError
+
+#: --executor name -> "module:factory"; the factory takes ExecutorSettings
+EXECUTORS = {
+    "local": "profiler.sweep.executors.local:LocalExecutor",
+    "ray": "profiler.sweep.executors.ray:from_settings",
+}
+
+
+@dataclass
+class ExecutorSettings:
+    """What the sweep tells an executor."""
+
+    gpus: list[str] | None = None  # None: every visible GPU
+    isolate: bool = False  # a fresh process per cell
+    log_dir: Path = Path("logs")  # workers' own logs go into <log_dir>/workers/
+    options: dict = field(default_factory=dict)  # executor-specific (e.g. a cluster address)
+
+
+def names() -> list[str]:
+    return list(EXECUTORS)
+
+
+def get(name: str):
+    """The factory of executor ``name`` (called with ExecutorSettings)."""
+    if name not in EXECUTORS:
+        raise UserError(f"--executor: unknown executor {name!r} (choose from "
+                        f"{', '.join(EXECUTORS)})")
+    module, factory = EXECUTORS[name].split(":")
+    return getattr(importlib.import_module(module), factory)

@@ -1,0 +1,560 @@
+"""Sweeps: a backend x batch-size matrix of `profile.py run` cells, spread over the GPUs.
+
+An executor (profiler.sweep.executors; ``--executor``, default local) runs the cells: the local one
+keeps a worker process per GPU (``--gpus``, default all visible) alive across cells, so imports
+and the CUDA context are paid once per GPU, and never runs two cells on one GPU at once;
+``--isolate`` gives every cell a fresh process instead. A crash, a CUDA out-of-memory or a hung
+compiler in one cell is recorded with its reason (the worker replaced) and the sweep goes on.
+This process never imports torch: it validates the options (RunConfig, the backend registry),
+hands out the cells, summarizes each finished cell's trace (profiler.trace, torch-free) and
+writes the tables.
+
+An option declared with an ``axis`` (--max-new-tokens, --src-len, --prompt-len, --seq-len,
+--image-size) may be given a comma-separated list: the grid then holds one cell per value too,
+named ``<backend>_bs<N>..._<axis><value>`` (e.g. ``_new16``).
+
+Layout of a sweep called S (``--name``, default ``sweep_<model>``):
+
+    runs/S/sweep.json          the manifest: model, backends, batch sizes, baseline, shared
+                               options, and per cell its status, reason, exit code, seconds and
+                               trace metrics; written atomically after every change
+    runs/S/benchmark.csv|.md   one row per cell (report.benchmark)
+    runs/S/logs/<cell>.log     the cell's stdout and stderr
+    runs/S/<backend>_bs<N>/    the cell's run folder (result.json, latency.csv)
+    tb_logs/S/<backend>_bs<N>/ the cell's trace (TensorBoard shows S/<cell> as the run name)
+
+Cell statuses: ok, failed, oom (the error line says "out of memory"), timeout
+(``--cell-timeout``), interrupted (Ctrl-C), running (the sweep died while the cell ran), and
+pending. Each cell records the GPU, host and worker that ran it. ``--resume`` skips the cells that are ok and whose result.json exists, and runs the
+others again.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import sys
+import time
+from dataclasses import dataclass, field, fields
+from datetime import datetime, timezone
+from pathlib import Path
+
+from profiler.sweep import cell as cellrun, executors
+from profiler import runs
+from profiler import signals
+from profiler.sweep.cell import CellJob, CellOutcome
+from profiler.runs.config import (CliOption, RunConfig, check_path_component, keyed, run_argv, run_name,
+                     run_options, unkeyed)
+from profiler.errors import Interrupted, UserError
+from profiler.fsutil import clean_leftovers, folder_lock
+from profiler.runs.layout import MANIFEST
+from profiler.runs.manifest import SweepCell, SweepManifest
+from profiler.analysis.target import summarize_target
+
+OK, FAILED, OOM, TIMEOUT, INTERRUPTED, RUNNING, PENDING = (
+    "ok", "failed", "oom", "timeout", "interrupted", "running", "pending")
+
+#: run options a sweep sets itself rather than passing them on to its cells: field -> why.
+#: Every other RunConfig option is a sweep option, shared by all cells (config.run_options).
+SWEEP_SETS = {
+    "backend": "--backends takes a comma-separated list",
+    "batch_size": "--bs takes a comma-separated list",
+    "name": "--name names the sweep folder; a cell is named <backend>_bs<N>",
+    "runs_dir": "cells go into <runs-dir>/<sweep>/",
+    "tb_dir": "cells' traces go into <tb-dir>/<sweep>/",
+    "capture": "the benchmark table needs each cell's torch.profiler trace",
+}
+
+
+def shared_options() -> dict[str, CliOption]:
+    """Option key (the manifest's ``options`` key) -> declaration of the options a sweep
+    passes on to its cells."""
+    return {spec.key: spec for name, spec in run_options().items() if name not in SWEEP_SETS}
+
+
+def cell_name(backend: str, batch_size: int, model: str, workload: str = "forward",
+              axis: dict | None = None) -> str:
+    """A cell's folder: the name `profile.py run` gives that run (config.run_name), and the
+    cell's value of each swept option (``_new16``)."""
+    specs = axis_options()
+    return run_name(backend, batch_size, model, workload=workload) + "".join(
+        f"_{specs[key].axis}{value}" for key, value in (axis or {}).items())
+
+
+def cell_label(backend: str, batch_size: int, axis: dict | None = None) -> str:
+    """``ttrt_fp16 bs 8`` and the cell's value of each swept option (``--max-new-tokens 16``)."""
+    specs = axis_options()
+    return " ".join([f"{backend} bs {batch_size}", *(
+        f"{specs[key].flags[0]} {value}" for key, value in (axis or {}).items())])
+
+
+def short_label(cell: SweepCell) -> str:
+    """``ttrt_fp16 bs8``, and ``new16`` for each swept option: a cell in a plot or a report."""
+    specs = axis_options()
+    return " ".join([f"{cell.backend} bs{cell.batch_size}", *(
+        f"{specs[key].axis}{value}" for key, value in (cell.axis or {}).items())])
+
+
+def _plan_cell_name(p, backend: str, batch_size: int, axis: dict | None = None) -> str:
+    return cell_name(backend, batch_size, p.options["model"],
+                     p.options.get("workload", "forward"), axis)
+
+
+# ---- swept options (a list of values where a run takes one) ---------------------------------
+
+def axis_options() -> dict[str, CliOption]:
+    """Option key -> declaration of the options a sweep may be given a list of."""
+    return {key: spec for key, spec in shared_options().items() if spec.axis}
+
+
+def parse_axes(options: dict) -> dict:
+    """The options with their axis values parsed: ``"64"`` -> 64, ``"16,64"`` -> [16, 64]
+    (a list is an axis of the grid). Values that are numbers already are kept."""
+    parsed = dict(options)
+    for key, spec in axis_options().items():
+        value = parsed.get(key)
+        if not isinstance(value, str):
+            continue
+        flag = spec.flags[0]
+        values = []
+        for item in _split(value, flag, "16,64,256"):
+            try:
+                values.append(int(item))
+            except ValueError:
+                raise UserError(f"{flag}: {item!r} is not a whole number (give one, or a "
+                                "comma-separated list such as 16,64,256)") from None
+        _no_duplicates(values, flag, "value")
+        parsed[key] = values if len(values) > 1 else values[0]
+    return parsed
+
+
+def axis_values(options: dict) -> list[dict]:
+    """Every combination of the swept options' values (``[{}]`` when none is swept), in the
+    order given."""
+    axes = {key: value for key, value in options.items()
+            if key in axis_options() and isinstance(value, list)}
+    return [dict(zip(axes, combo)) for combo in itertools.product(*axes.values())]
+
+
+def default_name(model: str) -> str:
+    return "sweep_" + (re.sub(r"[^A-Za-z0-9._-]", "_", model).strip("._-") or "model")
+
+
+# ---- parsing and validation ----------------------------------------------------------------
+
+def parse_backends(text: str) -> list[str]:
+    from profiler.collect import backends
+
+    names = _split(text, "--backends", "pytorch_fp32,ttrt_fp16")
+    for name in names:
+        try:
+            backends.get(name)
+        except UserError as error:
+            raise UserError(f"--backends: {error}") from None
+    _no_duplicates(names, "--backends", "backend")
+    return names
+
+
+def parse_batch_sizes(text: str) -> list[int]:
+    sizes = []
+    for item in _split(text, "--bs", "1,8,32"):
+        try:
+            sizes.append(int(item))
+        except ValueError:
+            raise UserError(f"--bs: {item!r} is not a whole number (give a comma-separated "
+                            "list such as 1,8,32)") from None
+        if sizes[-1] < 1:
+            raise UserError(f"--bs: batch sizes must be at least 1 (got {sizes[-1]})")
+    _no_duplicates(sizes, "--bs", "batch size")
+    return sizes
+
+
+def _split(text: str, flag: str, example: str) -> list[str]:
+    items = [item.strip() for item in text.split(",")]
+    if not any(items):
+        raise UserError(f"{flag} is empty: give a comma-separated list such as {example}")
+    if not all(items):
+        raise UserError(f"{flag} {text!r} has an empty item: give a comma-separated list such "
+                        f"as {example}")
+    return items
+
+
+def _no_duplicates(items: list, flag: str, what: str) -> None:
+    seen = set()
+    for item in items:
+        if item in seen:
+            raise UserError(f"{flag} names {what} {item} twice: each cell of a sweep runs once")
+        seen.add(item)
+
+
+def run_args(options: dict, axis: dict | None = None) -> list[str]:
+    """The shared options (keyed as in the manifest), with a cell's value of each swept
+    option, as `profile.py run` arguments."""
+    values = {k: v for k, v in options.items() if k in shared_options()}
+    return run_argv(unkeyed({**values, **(axis or {})}))
+
+
+def validate(options: dict, backend_names: list[str], batch_sizes: list[int]) -> None:
+    """Every cell's configuration must be valid before the first one starts."""
+    shared = {k: v for k, v in options.items() if k in shared_options()}
+    for axis in axis_values(options):
+        config = unkeyed({**shared, **axis})
+        for backend in backend_names:
+            for batch_size in batch_sizes:
+                RunConfig(backend=backend, batch_size=batch_size, **config)
+
+
+# ---- the manifest --------------------------------------------------------------------------
+
+read_manifest = runs.read_manifest
+
+
+def write_manifest(sweep_dir: Path, manifest: SweepManifest) -> None:
+    manifest.updated = _now()
+    runs.write_manifest(sweep_dir, manifest)
+
+
+def check_resumable(sweep_dir: Path, manifest: SweepManifest, options: dict) -> None:
+    """Refuse to resume a sweep folder whose cells were measured differently."""
+    old = manifest.options
+    if old.get("model") != options.get("model"):
+        raise UserError(f"{sweep_dir} holds a sweep of model {old.get('model')!r}, not "
+                        f"{options.get('model')!r}: pass --name for a new sweep")
+    shared = shared_options()
+    # an option the manifest does not name (one added since the sweep began) had its default
+    defaults = keyed({f.name: f.default for f in fields(RunConfig) if f.name in run_options()})
+    before = {key: old.get(key, defaults.get(key)) for key in shared}
+    # a swept option's cells are named by their value: another list is another grid
+    swept = {key for key in shared
+             if isinstance(before[key], list) or isinstance(options.get(key), list)}
+    changed = [key for key, spec in shared.items()
+               if not spec.resumable and key not in swept and before[key] != options.get(key)]
+    if changed:
+        parts = [f"{shared[k].flags[0].split('/')[0]} {before[k]!r} (now {options.get(k)!r})"
+                 for k in changed]
+        raise UserError(f"{sweep_dir} was swept with {', '.join(parts)}: pass the same options "
+                        "to resume it, or --name for a new sweep")
+
+
+def _now(timespec: str = "seconds") -> str:
+    return datetime.now(timezone.utc).isoformat(timespec=timespec)
+
+
+# ---- one cell ------------------------------------------------------------------------------
+
+failure_reason = cellrun.failure_reason
+
+
+def cell_metrics(run_dir: Path) -> dict:
+    """Tensor Core share, GPU utilization and kernel time by category of a finished cell's
+    trace, summarized with profiler.trace (no torch). A trace that cannot be summarized leaves
+    a note instead of stopping the sweep."""
+    from profiler.trace.diff import steps_of
+    from profiler.runs.targets import resolve_target
+
+    try:
+        target = resolve_target(str(run_dir))
+        summary = summarize_target(target)
+    except UserError as error:
+        return {"note": f"trace not summarized: {error}"}
+    except Exception as error:  # a bug in the analysis must not end the sweep
+        return {"note": f"trace not summarized: {type(error).__name__}: {error}"}
+    k, o = summary.kernels, summary.overview
+    steps = steps_of(summary)
+    metrics: dict = {
+        "kernel_us_per_step": k.total_kernel_us / steps,
+        "categories_us_per_step": {r.category: float(r.total_us) / steps
+                                   for r in k.categories.itertuples()},
+        "tensor_core_pct": 100 * k.tensor_core_share if k.total_kernel_us else None,
+        "gpu_util_pct": (sum(d.gpu_utilization_pct for d in o.devices) / len(o.devices)
+                         if o.devices else None),
+    }
+    return metrics
+
+
+# ---- the sweep -----------------------------------------------------------------------------
+
+@dataclass
+class SweepPlan:
+    name: str
+    backends: list[str]
+    batch_sizes: list[int]
+    baseline: str
+    options: dict
+    runs_dir: Path = Path("runs")
+    tb_dir: Path = Path("tb_logs")
+    resume: bool = False
+    cell_timeout_s: float | None = None
+    # backend, batch size, and the cell's value of each swept option (empty when none is)
+    cells: list[tuple[str, int, dict]] = field(default_factory=list)
+    executor: str = "local"
+    gpus: list[str] | None = None  # None: every visible GPU (the executor finds them)
+    isolate: bool = False
+    ray_address: str | None = None
+    ray_shared_fs: bool = False
+
+    @property
+    def sweep_dir(self) -> Path:
+        return self.runs_dir / self.name
+
+    @property
+    def trace_dir(self) -> Path:
+        return self.tb_dir / self.name
+
+
+def plan(backends: str, batch_sizes: str, options: dict, name: str | None = None,
+         baseline: str | None = None, runs_dir: Path = Path("runs"),
+         tb_dir: Path = Path("tb_logs"), resume: bool = False,
+         cell_timeout_s: float | None = None, executor: str = "local",
+         gpus: str | None = None, isolate: bool = False, ray_address: str | None = None,
+         ray_shared_fs: bool = False) -> SweepPlan:
+    backend_names = parse_backends(backends)
+    sizes = parse_batch_sizes(batch_sizes)
+    if baseline is None:
+        baseline = backend_names[0]
+    elif baseline not in backend_names:
+        raise UserError(f"--baseline {baseline!r} is not one of --backends "
+                        f"({', '.join(backend_names)})")
+    if cell_timeout_s is not None and not cell_timeout_s > 0:
+        raise UserError(f"--cell-timeout must be more than 0 seconds (got {cell_timeout_s})")
+    name = check_path_component(name or default_name(options["model"]), "sweep name")
+    runs.check_separate_roots(runs_dir, tb_dir)
+    options = parse_axes(options)
+    validate(options, backend_names, sizes)
+    executors.get(executor)  # an unknown name is one line now, not after the first cell
+    check_ray_options(executor, ray_address, ray_shared_fs)
+    return SweepPlan(name=name, backends=backend_names, batch_sizes=sizes, baseline=baseline,
+                     options=options, runs_dir=runs_dir, tb_dir=tb_dir, resume=resume,
+                     cell_timeout_s=cell_timeout_s,
+                     cells=[(b, n, axis) for b in backend_names for n in sizes
+                            for axis in axis_values(options)],
+                     executor=executor, gpus=_parse_gpus(gpus, executor), isolate=isolate,
+                     ray_address=ray_address, ray_shared_fs=ray_shared_fs)
+
+
+def check_ray_options(executor: str, ray_address: str | None, ray_shared_fs: bool) -> None:
+    if executor != "ray":
+        if ray_address is not None or ray_shared_fs:
+            flag = "--ray-address" if ray_address is not None else "--ray-shared-fs"
+            raise UserError(f"{flag} needs --executor ray")
+        return
+    from profiler.sweep.executors.ray import check_reachable, import_ray
+
+    import_ray()  # one line now, before the sweep folder is made, when Ray is missing
+    if ray_address:
+        check_reachable(ray_address)
+
+
+def _parse_gpus(text: str | None, executor: str) -> list[str] | None:
+    """--gpus for the local executor (checked against this machine's GPUs); other executors
+    place cells on their cluster's GPUs."""
+    if executor != "local":
+        if text is not None:
+            raise UserError(f"--gpus picks GPUs of this machine: the {executor} executor "
+                            "places cells itself")
+        return None
+    from profiler.sweep.executors.local import parse_gpus, visible_gpus
+
+    return parse_gpus(text, visible_gpus())
+
+
+def start_manifest(p: SweepPlan) -> SweepManifest:
+    """A fresh manifest, or the resumed one with this invocation's grid; refuses a sweep folder
+    that exists without --resume, or that holds another model or other options."""
+    existing = p.sweep_dir.exists() and any(p.sweep_dir.iterdir())
+    manifest = None
+    if existing:
+        if not p.resume:
+            raise UserError(f"{p.sweep_dir} already exists: pass --resume to continue that "
+                            "sweep, or --name for a new one")
+        manifest = read_manifest(p.sweep_dir)
+        if manifest is None:
+            raise UserError(f"{p.sweep_dir} is not a sweep folder (no {MANIFEST}); use another "
+                            "--name")
+        check_resumable(p.sweep_dir, manifest, p.options)
+    grid = dict(model=p.options["model"], backends=p.backends, batch_sizes=p.batch_sizes,
+                baseline=p.baseline, options=p.options, cell_timeout_s=p.cell_timeout_s,
+                runs_dir=str(p.sweep_dir), tb_dir=str(p.trace_dir),
+                command_line=[Path(sys.argv[0]).name, *sys.argv[1:]])
+    if manifest is None:
+        manifest = SweepManifest(name=p.name, created=_now(), **grid)
+    else:
+        for key, value in grid.items():
+            setattr(manifest, key, value)
+    for backend, batch_size, axis in p.cells:
+        manifest.cells.setdefault(_plan_cell_name(p, backend, batch_size, axis),
+                                  SweepCell(backend=backend, batch_size=batch_size,
+                                            axis=axis or None))
+    return manifest
+
+
+def is_done(sweep_dir: Path, cell: SweepCell, name: str) -> bool:
+    return cell.status == OK and (sweep_dir / name / runs.RESULT_FILE).is_file()
+
+
+def cell_job(p: SweepPlan, backend: str, batch_size: int,
+             axis: dict | None = None) -> CellJob:
+    """One cell as an executor runs it: the `profile.py run` arguments and the log file."""
+    name = _plan_cell_name(p, backend, batch_size, axis)
+    argv = ["run", "--backend", backend, "--bs", str(batch_size), *run_args(p.options, axis),
+            *_name_args(p, backend, batch_size, axis), "--runs-dir", str(p.sweep_dir),
+            "--tb-dir", str(p.trace_dir)]
+    return CellJob(name=name, backend=backend, batch_size=batch_size, argv=argv,
+                   log_path=str(p.sweep_dir / "logs" / f"{name}.log"),
+                   timeout_s=p.cell_timeout_s)
+
+
+def make_executor(p: SweepPlan):
+    settings = executors.ExecutorSettings(gpus=p.gpus, isolate=p.isolate,
+                                          log_dir=p.sweep_dir / "logs",
+                                          options={"address": p.ray_address,
+                                                   "shared_fs": p.ray_shared_fs})
+    return executors.get(p.executor)(settings)
+
+
+def _name_args(p: SweepPlan, backend: str, batch_size: int, axis: dict | None) -> list[str]:
+    """A cell with swept values gets the folder the sweep names it: `run` names a run
+    ``<backend>_bs<N>_<--name>``, so --name is the rest of the cell's name."""
+    if not axis:
+        return []
+    return ["--name", _plan_cell_name(p, backend, batch_size, axis)[
+        len(run_name(backend, batch_size, name="x")) - 1:]]
+
+
+@dataclass
+class SweepOutcome:
+    manifest: SweepManifest
+    wall_s: float
+    ran: int
+    skipped: int
+
+
+def run_sweep(p: SweepPlan, say=print, progress=None) -> SweepOutcome:
+    """Run every cell not done yet. ``say(text)`` prints a line per cell; ``progress(advance)``
+    moves a progress bar. Ctrl-C marks the running cell interrupted, keeps the finished ones,
+    and raises Interrupted once the manifest is written."""
+    # one process writes a sweep folder at a time: a second refuses with one line
+    with folder_lock(p.sweep_dir, p.trace_dir, what="sweep"):
+        for folder in (p.sweep_dir, p.trace_dir):  # what killed cells left
+            clean_leftovers(folder)
+        return _run_sweep(p, say, progress)
+
+
+def _run_sweep(p: SweepPlan, say, progress) -> SweepOutcome:
+    began = time.perf_counter()
+    manifest = start_manifest(p)
+    p.sweep_dir.mkdir(parents=True, exist_ok=True)
+    write_manifest(p.sweep_dir, manifest)
+    executor = make_executor(p)
+    say(f"sweep {p.name}: {len(p.backends)} backends x {len(p.batch_sizes)} batch sizes = "
+        f"{len(p.cells)} cells of {p.options['model']}, {executor.describe()}; results in "
+        f"{p.sweep_dir}/")
+    labels = {_plan_cell_name(p, b, n, axis):
+              f"[{i}/{len(p.cells)}] {cell_label(b, n, axis)}"
+              for i, (b, n, axis) in enumerate(p.cells, start=1)}
+    jobs, skipped = [], 0
+    for backend, batch_size, axis in p.cells:
+        name = _plan_cell_name(p, backend, batch_size, axis)
+        if p.resume and is_done(p.sweep_dir, manifest.cells[name], name):
+            skipped += 1
+            say(f"{labels[name]}: done before, skipped (--resume)")
+            if progress:
+                progress()
+        else:
+            jobs.append(cell_job(p, backend, batch_size, axis))
+    running: set[str] = set()
+
+    def on_start(job: CellJob, where: dict) -> None:
+        running.add(job.name)
+        _update(manifest.cells[job.name], status=RUNNING, reason=None, exit_code=None,
+                started=_now("milliseconds"), finished=None, log=f"logs/{job.name}.log",
+                metrics=None,
+                gpu=where.get("gpu"), node=where.get("node"), worker=where.get("worker"))
+        write_manifest(p.sweep_dir, manifest)
+
+    def on_done(job: CellJob, outcome: CellOutcome) -> None:
+        running.discard(job.name)
+        cell = manifest.cells[job.name]
+        record_outcome(p, job.name, cell, outcome)
+        write_manifest(p.sweep_dir, manifest)
+        if outcome.status != INTERRUPTED:
+            say(f"{labels[job.name]}{_on_gpu(cell)}: {describe(p.sweep_dir, job.name, cell)}")
+            if progress:
+                progress()
+
+    try:
+        executor.run(jobs, on_start, on_done)
+    except KeyboardInterrupt as stop:  # Ctrl-C; SIGTERM and SIGHUP in signals.as_interrupts()
+        for name in running:  # cells the executor could not report
+            _update(manifest.cells[name], status=INTERRUPTED,
+                    reason=f"interrupted ({signals.describe(stop)})",
+                    finished=_now("milliseconds"))
+        _clean_cells(p)
+        manifest.wall_s = round(time.perf_counter() - began, 3)
+        write_manifest(p.sweep_dir, manifest)
+        done = sum(1 for c in manifest.cells.values() if c.status == OK)
+        raise Interrupted(f"sweep stopped; {done} finished cell(s) kept in {p.sweep_dir} "
+                          "(continue with --resume)", exit_code=signals.exit_code(stop)) \
+            from None
+    wall = time.perf_counter() - began
+    manifest.wall_s = round(wall, 3)
+    write_manifest(p.sweep_dir, manifest)
+    return SweepOutcome(manifest=manifest, wall_s=wall, ran=len(jobs), skipped=skipped)
+
+
+def record_outcome(p: SweepPlan, name: str, cell: SweepCell, outcome: CellOutcome) -> None:
+    """A finished cell into its manifest entry: status, reason, seconds, trace metrics."""
+    _update(cell, status=outcome.status, reason=outcome.reason, exit_code=outcome.exit_code,
+            elapsed_s=round(outcome.elapsed_s, 3), finished=_now("milliseconds"))
+    if outcome.gpu is not None:
+        cell.gpu = outcome.gpu
+    if outcome.node is not None:
+        cell.node = outcome.node
+    if outcome.status == OK and not (p.sweep_dir / name / runs.RESULT_FILE).is_file():
+        _update(cell, status=FAILED, reason="the cell exited 0 without writing "
+                "result.json (did the model call os._exit?)")
+    if cell.status == OK:
+        cell.metrics = cell_metrics(p.sweep_dir / name)
+    else:  # a cell stopped by --cell-timeout or killed may leave staging folders
+        _clean_cells(p)
+
+
+def _on_gpu(cell: SweepCell) -> str:
+    return f" on gpu {cell.gpu}" if cell.gpu is not None else ""
+
+
+def _clean_cells(p: SweepPlan) -> None:
+    for folder in (p.sweep_dir, p.trace_dir):
+        clean_leftovers(folder)
+
+
+def _update(cell: SweepCell, **changes) -> None:
+    for key, value in changes.items():
+        setattr(cell, key, value)
+
+
+def describe(sweep_dir: Path, name: str, cell: SweepCell) -> str:
+    seconds = f"({cell.elapsed_s or 0:.1f} s)"
+    if cell.status != OK:
+        return f"{cell.status}: {cell.reason} {seconds}"
+    result = runs.try_read_result(sweep_dir / name / runs.RESULT_FILE)
+    if result is None:
+        return f"ok {seconds}"
+    broken = "; warning: the output holds NaN or Inf" if result.output.finite is False else ""
+    return f"ok, p50 {result.timing.p50_ms:.3f} ms{broken} {seconds}"
+
+
+def grid_cells(manifest: SweepManifest) -> list[tuple[str, SweepCell]]:
+    """The manifest's cells of its current grid, in sweep order."""
+    by_grid = {(c.backend, c.batch_size): (name, c) for name, c in manifest.cells.items()}
+    found = []
+    for backend in manifest.backends:
+        for batch_size in manifest.batch_sizes:
+            for axis in axis_values(manifest.options):
+                name = cell_name(backend, batch_size, manifest.model,
+                                 manifest.options.get("workload", "forward"), axis)
+                if name in manifest.cells:
+                    found.append((name, manifest.cells[name]))
+                elif not axis and (backend, batch_size) in by_grid:  # before models were named
+                    found.append(by_grid[backend, batch_size])
+    return found

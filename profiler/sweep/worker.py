@@ -1,0 +1,61 @@
+"""A sweep worker: a long-lived process that runs sweep cells one after another.
+
+Started by the local executor (``profiler.sweep.executors.local``) with ``CUDA_VISIBLE_DEVICES`` set to
+its one GPU. It reads one ``CellJob`` per line (JSON) on file descriptor 0 and answers each with
+one line ``{"outcome": CellOutcome}`` on the descriptor that was 1 when it started. Before the
+first cell it moves both away: 0 reads /dev/null and 1 goes where 2 goes (the worker's log), so
+nothing a cell or a library prints can land in the reply stream; during a cell, 1 and 2 are the
+cell's log (cellrun.run_job). It ends at the end of its input, or after one cell with
+``--one-cell`` (a fresh process per cell: ``sweep --isolate``).
+"""
+
+import time
+
+_began = time.perf_counter()  # the first cell's imports phase starts here (profiler.runs.phases)
+
+import os  # noqa: E402
+import signal  # noqa: E402
+import sys  # noqa: E402
+
+
+def _private_channels():
+    """(requests, replies): the pipes the executor gave as 0 and 1, on descriptors of their own."""
+    requests = os.fdopen(os.dup(0), "rb", buffering=0)
+    replies = os.fdopen(os.dup(1), "wb", buffering=0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)
+    sys.stdout = os.fdopen(1, "w", buffering=1, encoding="utf-8", closefd=False)
+    return requests, replies
+
+
+def main(argv: list[str]) -> int:
+    requests, replies = _private_channels()
+    # SIGINT stops a cell (cellrun.run_job lets it through there); between cells it is ignored,
+    # so a stop that arrives as a cell ends cannot lose that cell's reply
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from profiler.collect import bytecode
+
+    bytecode.keep_bytecode()  # before torch, as profile.py does: see profiler/collect/bytecode.py
+    import msgspec
+
+    from profiler.sweep import cell as cellrun
+
+    one_cell = "--one-cell" in argv
+    first = True
+    try:
+        for line in requests:
+            job = msgspec.json.decode(line, type=cellrun.CellJob)
+            outcome = cellrun.run_job(job, process_mark=_began if first else None)
+            first = False
+            replies.write(msgspec.json.encode({"outcome": outcome}) + b"\n")
+            if one_cell:
+                break
+    except BrokenPipeError:  # the sweep is gone
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
