@@ -227,7 +227,7 @@ HEAVY = ("torch_tensorrt", "tensorrt", "onnxruntime", "onnx", "transformers", "t
 def test_an_eager_run_imports_no_other_backends_library():
     code = (
         "import sys\n"
-        "from profiler import backends, harness, models, reference\n"
+        "from profiler.collect import backends, harness, models, reference\n"
         "from profiler.runs.config import RunConfig\n"
         "backends.all_backends()\n"
         "models.build(RunConfig(model='resnet18', image_size=32, batch_size=1))\n"

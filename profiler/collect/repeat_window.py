@@ -13,10 +13,10 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 from profiler.runs.config import RunConfig, keyed, unkeyed
 from profiler.errors import UserError
+from profiler import SOURCE_ROOT
 
 def config_to_json(config: RunConfig) -> str:
     """The run options as JSON (option key -> plain value, as a sweep manifest holds them)."""
@@ -48,7 +48,7 @@ def repeat(config: RunConfig, iters: int, warmup: int, say) -> list[list[float]]
 def _child_env() -> dict:
     """This process's environment, with this copy of the package (and the current folder, for
     package.module:function models) importable first."""
-    package_root = str(Path(__file__).resolve().parent.parent)
+    package_root = str(SOURCE_ROOT)
     paths = [package_root, os.getcwd(), os.environ.get("PYTHONPATH", "")]
     return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
 

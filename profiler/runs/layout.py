@@ -30,10 +30,6 @@ LOOSE_PATTERNS = ("*.json", "*.json.gz")
 #: files in a run or sweep folder that are never traces, whatever their extension
 NOT_TRACES = {RESULT_FILE, MANIFEST}
 
-#: 1: the dict the harness wrote until the contract was typed (no profile.capture in the
-#: earliest runs); 2: the same keys, written from RunResult
-RESULT_SCHEMA = 2
-MANIFEST_SCHEMA = 1
 
 
 #: the folder beside ``tb_logs/<run>/`` that holds tb-compat's copies. A separate folder is a
