@@ -3,7 +3,6 @@ headline (profiler.analysis.headline.compare_timed) -> CSVs or Parquet, terminal
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -12,7 +11,6 @@ import pandas as pd
 from profiler.errors import UserError
 from profiler.analysis.headline import compare_timed
 from profiler.report.compare_view import print_diff, print_timed_headline
-from profiler.report.console import make_console
 from profiler.report.export import write_table, write_tables
 from profiler.report.fmt import head
 from profiler.runs.result import RunResult
@@ -30,7 +28,8 @@ def load_side(target: str) -> Target:
     return resolved
 
 
-def run(a: str, b: str, top: int = 15, out: Path | None = None, json_out: bool = False) -> Diff:
+def run(a: str, b: str, top: int = 15, out: Path | None = None, sink=None) -> Diff:
+    """``sink``: profiler.cli.output.Output, where the tables or the --json document go."""
     if top < 0:
         raise UserError(f"--top must be 0 (all) or more (got {top})")
     ta, tb = load_side(a), load_side(b)
@@ -43,11 +42,10 @@ def run(a: str, b: str, top: int = 15, out: Path | None = None, json_out: bool =
     if out is not None:
         written = write_csvs(result, out)
         print(f"wrote {len(written)} files to {out}", file=sys.stderr)
-    if json_out:
-        json.dump(diff_json(result, timed_ab, top), sys.stdout, indent=1, default=str)
-        sys.stdout.write("\n")
+    if sink.json:
+        sink.document("compare", diff_json(result, timed_ab, top))
         return result
-    console = make_console()
+    console = sink.console
     if timed_ab is not None:
         print_timed_headline(timed_ab, console)
     print_diff(result, sa, sb, top=top, console=console)

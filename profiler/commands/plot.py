@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from profiler.errors import UserError
 from profiler.analysis.target import summarize_target
 
 
-def plot_and_list(target: str, out: Path | None, json_out: bool = False) -> list[Path]:
-    """Plot, then name the files written: a line each, or JSON with --json."""
+def plot_and_list(target: str, out: Path | None, sink) -> list[Path]:
+    """Plot, then name the files written to ``sink`` (profiler.cli.output.Output): a line
+    each, or JSON with --json."""
     written = plot(target, out)
-    if json_out:
-        print(json.dumps({"target": target, "written": [str(p) for p in written]}, indent=1))
+    if sink.json:
+        sink.document("plot", {"target": target, "written": [str(p) for p in written]})
     else:
         for path in written:
-            print(f"wrote {path}")
+            sink.line(f"wrote {path}")
     return written
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -14,7 +13,8 @@ VIEWS = ("all", "overview", "kernels", "categories", "operators", "layers", "pha
 
 
 def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
-        json_out: bool = False, ncu: str | None = None) -> None:
+        sink=None, ncu: str | None = None) -> None:
+    """``sink``: profiler.cli.output.Output, where the tables or the --json document go."""
     if view not in VIEWS:
         raise UserError(f"unknown --view {view!r}; choose one of: {', '.join(VIEWS)}")
     if top < 0:
@@ -23,7 +23,7 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
     if resolved.note:
         print(resolved.note, file=sys.stderr)
     if view == "layers":
-        _layers(resolved, out, json_out, top)
+        _layers(resolved, out, sink, top)
         return
     summary = summarize_target(resolved)
     if summary.warning:
@@ -57,7 +57,7 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
         from profiler.commands.report import insight_of
 
         found = insight_of(resolved, summary)
-    if json_out:
+    if sink.json:
         data = summary.to_dict(top=top)
         if headline is not None:
             from profiler.trace.summary import _clean
@@ -74,13 +74,11 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
             rows = export_columns(joined[joined["rules_vs_hardware"] != "not profiled"])
             data["hardware"] = _clean({"ncu_csv": str(ncu_path), **agreement.to_dict(),
                                        "kernels": rows.to_dict(orient="records")})
-        json.dump(data, sys.stdout, indent=1)
-        sys.stdout.write("\n")
+        sink.document("summarize", data)
         return
-    from profiler.report.console import make_console
     from profiler.report.tables import print_summary
 
-    console = make_console()
+    console = sink.console
     if headline is not None:
         from profiler.report.headline_view import print_headline
 
@@ -140,7 +138,7 @@ def layers_json(attributions: list) -> list[dict]:
             for a in attributions]
 
 
-def _layers(resolved, out: Path | None, json_out: bool, top: int) -> None:
+def _layers(resolved, out: Path | None, sink, top: int) -> None:
     """--view layers: the TensorRT layers of a run with the profiled kernels attributed."""
     from profiler.trace.load import load_trace
     from profiler.trace.summary import _clean
@@ -154,11 +152,9 @@ def _layers(resolved, out: Path | None, json_out: bool, top: int) -> None:
         written = write_tables(out, {f"layers_{i}": a.layers[LAYER_COLUMNS]
                                      for i, a in enumerate(attributions)})
         print(f"wrote {len(written)} files to {out}", file=sys.stderr)
-    if json_out:
-        json.dump(_clean({"engines": layers_json(attributions)}), sys.stdout, indent=1)
-        sys.stdout.write("\n")
+    if sink.json:
+        sink.document("summarize-layers", _clean({"engines": layers_json(attributions)}))
         return
-    from profiler.report.console import make_console
     from profiler.report.layers_view import print_layers
 
-    print_layers(attributions, top, make_console())
+    print_layers(attributions, top, sink.console)

@@ -13,15 +13,20 @@ def _say(line: str) -> None:
     print(line, file=sys.stderr)
 
 
-def backends(json_out: bool) -> int:
+def backends(sink) -> int:
+    """``sink``: profiler.cli.output.Output, where the table or the --json document go."""
     from profiler.collect.backends import all_backends
     from profiler.report import run_view
 
-    run_view.print_backends(all_backends(), json_out=json_out)
+    rows, cuda = run_view.backend_rows(all_backends())
+    if sink.json:
+        sink.document("backends", {"backends": rows})
+    else:
+        run_view.print_backends(rows, cuda, sink.console)
     return 0
 
 
-def tb_compat(target: str, out: Path | None) -> int:
+def tb_compat(target: str, out: Path | None, sink) -> int:
     from profiler.runs.layout import compat_dir_for
     from profiler.runs.targets import traces_of
     from profiler.trace.tb_compat import write_compat_copy
@@ -29,7 +34,7 @@ def tb_compat(target: str, out: Path | None) -> int:
     for trace in traces_of(target):
         result = write_compat_copy(trace, compat_dir_for(trace) if out is None else out)
         changes = ", ".join(f"{k}: {v}" for k, v in result.renamed.items()) or "nothing to change"
-        print(f"{result.written}  ({changes})")
+        sink.line(f"{result.written}  ({changes})")
     return 0
 
 
@@ -49,19 +54,19 @@ def tensorboard(logdir: Path, port: int | None, bind_all: bool) -> int:
     return served.exit_code
 
 
-def nsys(options: dict) -> int:
+def nsys(options: dict, sink) -> int:
     from profiler.tools import nsys as nsys_tool
 
     result = nsys_tool.run(options, echo=_say)
-    nsys_tool.print_result(result, echo=print)
+    nsys_tool.print_result(result, echo=sink.line)
     return 1 if result.get("stats_error") else 0
 
 
 def ncu(options: dict, top: int, step: int | None, launch_count: int, reuse: bool,
-        chip: str | None) -> int:
+        chip: str | None, sink) -> int:
     from profiler.tools import ncu as ncu_tool
 
     result = ncu_tool.run(options, top=top, step=step, launch_count=launch_count, reuse=reuse,
                           chip=chip, echo=_say)
-    ncu_tool.print_result(result, top=top, echo=print)
+    ncu_tool.print_result(result, top=top, echo=sink.line)
     return 0

@@ -1,9 +1,6 @@
-"""Terminal and JSON views of a run result and of the backend list (plain data in, text out)."""
+"""Terminal views of a run result and of the backend list (plain data in, text out)."""
 
 from __future__ import annotations
-
-import json
-import sys
 
 from rich.console import Console
 from rich.markup import escape
@@ -12,16 +9,11 @@ from rich.table import Table
 from profiler.runs import phases
 from profiler.analysis.headline import memory_figures, window_noise
 from profiler.runs.layout import RESULT_FILE
-from profiler.runs.result import Generation, Numerics, RunResult, result_text
-from profiler.report.console import make_console
+from profiler.runs.result import Generation, Numerics, RunResult
 from profiler.report.fmt import fixed, mib, ms, ms_unit, pct, significant
 
 
-def print_json(result: RunResult) -> None:
-    sys.stdout.write(result_text(result))
-
-
-def print_result(result: RunResult) -> None:
+def print_result(result: RunResult, console: Console) -> None:
     timing, backend = result.timing, result.backend
     gpu = result.environment.gpu or {}
     table = Table(title=f"{result.model} · {backend.name} · bs {result.batch_size} · "
@@ -49,7 +41,6 @@ def print_result(result: RunResult) -> None:
     for column in columns:
         table.add_column(column, justify="right")
     table.add_row(*cells)
-    console = make_console()
     console.print(table)
     if result.generation is not None:
         _print_generation(console, result.generation, result.numerics)
@@ -172,7 +163,9 @@ def _print_generation(console: Console, generation: Generation,
                   highlight=False)
 
 
-def print_backends(backend_list, json_out: bool) -> None:
+def backend_rows(backend_list) -> tuple[list[dict], bool]:
+    """One row per backend (name, family, precision, available, why_not, description), and
+    whether a CUDA GPU was found."""
     import importlib
 
     cuda = False
@@ -184,9 +177,10 @@ def print_backends(backend_list, json_out: bool) -> None:
              "available": b.unavailable_reason(cuda) is None,
              "why_not": b.unavailable_reason(cuda), "description": b.description}
             for b in backend_list]
-    if json_out:
-        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
-        return
+    return rows, cuda
+
+
+def print_backends(rows: list[dict], cuda: bool, console: Console) -> None:
     table = Table(title=f"backends ({'CUDA GPU found' if cuda else 'no CUDA GPU: CPU only'})",
                   title_justify="left")
     for column in ("backend", "precision", "available", "what it is / why not"):
@@ -194,4 +188,4 @@ def print_backends(backend_list, json_out: bool) -> None:
     for row in rows:
         table.add_row(row["name"], row["precision"], "yes" if row["available"] else "[red]no[/]",
                       escape(row["description"] if row["available"] else row["why_not"]))
-    make_console().print(table)
+    console.print(table)
