@@ -173,8 +173,16 @@ class Plot(Document, kw_only=True):
 
 
 class Peaks(Document, kw_only=True, forbid_unknown_fields=False):
-    """``peaks --json``: this machine's measured ceilings (the cached measurement's keys)."""
+    """``peaks --json``: this machine's measured ceilings (profiler.collect.peaks.measure: the
+    cached measurement's keys, which a cache written by another version may extend)."""
 
+    schema: int  # the peaks cache's own version
+    source: str
+    machine: dict[str, Any]
+    method: dict[str, Any]
+    matmul_tflops: dict[str, float | None]
+    matmul_detail: dict[str, dict[str, Any]]
+    copy: dict[str, Any]
     cache_file: str
 
 
@@ -226,7 +234,8 @@ def json_schema(kind: str) -> dict:
             top["properties"] = {"$schema": {"type": "string"}, **top["properties"]}
             top["required"] = ["$schema", *top["required"]]
         top["properties"]["$schema"]["const"] = schema_id(kind)
-    return {"$id": schema_id(kind), **schema}
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": schema_id(kind),
+            **schema}
 
 
 def all_schemas() -> dict[str, dict]:
