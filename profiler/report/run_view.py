@@ -10,10 +10,13 @@ from profiler.runs import phases
 from profiler.analysis.headline import memory_figures, window_noise
 from profiler.runs.layout import RESULT_FILE
 from profiler.runs.result import Generation, Numerics, RunResult
+from profiler.report.console import make_console
 from profiler.report.fmt import fixed, mib, ms, ms_unit, pct, significant
 
 
-def print_result(result: RunResult, console: Console) -> None:
+def print_result(result: RunResult, console: Console | None = None) -> None:
+    """The run's table and lines on ``console`` (default: a new one on stdout)."""
+    console = console or make_console()
     timing, backend = result.timing, result.backend
     gpu = result.environment.gpu or {}
     table = Table(title=f"{result.model} · {backend.name} · bs {result.batch_size} · "
