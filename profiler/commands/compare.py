@@ -28,7 +28,7 @@ def load_side(target: str) -> Target:
     return resolved
 
 
-def run(a: str, b: str, top: int = 15, out: Path | None = None, sink=None) -> Diff:
+def run(a: str, b: str, top: int = 15, out: Path | None = None, *, sink) -> Diff:
     """``sink``: profiler.cli.output.Output, where the tables or the --json document go."""
     if top < 0:
         raise UserError(f"--top must be 0 (all) or more (got {top})")

@@ -9,7 +9,7 @@ from profiler.errors import UserError
 
 
 def run(refresh: bool = False, cache_dir: Path | None = None, matmul_n: int | None = None,
-        copy_mib: int | None = None, sink=None) -> dict:
+        copy_mib: int | None = None, *, sink) -> dict:
     """``sink``: profiler.cli.output.Output, where the table or the --json document go."""
     for flag, value in (("--matmul-n", matmul_n), ("--copy-mib", copy_mib)):
         if value is not None and value < 1:

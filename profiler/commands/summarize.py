@@ -13,7 +13,7 @@ VIEWS = ("all", "overview", "kernels", "categories", "operators", "layers", "pha
 
 
 def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
-        sink=None, ncu: str | None = None) -> None:
+        *, sink, ncu: str | None = None) -> None:
     """``sink``: profiler.cli.output.Output, where the tables or the --json document go."""
     if view not in VIEWS:
         raise UserError(f"unknown --view {view!r}; choose one of: {', '.join(VIEWS)}")
