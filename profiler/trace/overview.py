@@ -490,7 +490,11 @@ def overview(trace: Trace, kernels: pd.DataFrame, kernel_categories: pd.Series |
     steps, dropped = step_windows(trace)
     has_gpu = trace.has_gpu_activity
     notes = []
-    if not has_gpu:
+    unanalysed = trace.unanalysed_warning
+    if unanalysed:
+        notes.append(f"device events this tool does not read: {unanalysed}"
+                     + ("; CPU tables only" if not has_gpu else ""))
+    elif not has_gpu:
         notes.append("no GPU activity was recorded in this trace (CPU-only profile): "
                      "CPU tables only")
     if dropped:
