@@ -62,3 +62,96 @@ def test_unread_device_events_beside_cuda_ones_are_named_too(tmp_path, raw):
 def test_a_cuda_trace_has_no_unread_device_events():
     trace = load_trace(H200_EAGER)
     assert trace.unread == {} and trace.unanalysed_warning is None
+
+
+# ---- point 6: profiled steps that launch different kernels -----------------------------------
+
+def _kernel_events_by_step(raw):
+    """The kernel events of each profiled step of the unedited trace (as the analysis splits
+    them), each step's list of raw events."""
+    from profiler.trace.kernels import kernel_rows
+
+    trace = load_trace(H200_EAGER)
+    steps = summarize_trace(trace).overview.steps
+    rows = kernel_rows(trace)
+    kernels = [e for e in raw["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "kernel"]
+    assert len(kernels) == len(rows)
+    by_step = []
+    for start, end in zip(steps["start"], steps["end"]):
+        by_step.append([e for e in kernels if start <= e["ts"] < end])
+    return list(steps["step"]), by_step
+
+
+def _dropped(raw, drop):
+    ids = {id(e) for e in drop}
+    return [e for e in raw["traceEvents"] if id(e) not in ids]
+
+
+def test_steps_that_lost_kernels_are_flagged_with_counts(tmp_path, raw):
+    steps, by_step = _kernel_events_by_step(raw)
+    counts = [len(k) for k in by_step]
+    assert len(set(counts)) == 1  # the fixture's steps agree: nothing to flag
+    assert summarize_trace(load_trace(H200_EAGER)).warnings == []
+    # drop the middle step's first 5 kernels, as a full activity buffer would
+    lost = by_step[1][:5]
+    lost_names = {e["name"] for e in lost}
+    once = {n for n in lost_names if sum(e["name"] == n for e in by_step[1]) == 1}
+    trace = load_trace(_write(tmp_path, raw, _dropped(raw, lost)))
+    warnings = summarize_trace(trace).warnings
+    assert len(warnings) == 1, warnings
+    n = counts[0]
+    per_step = (f"{n} in step {steps[0].removeprefix('ProfilerStep')}, {n - 5} in step "
+                f"{steps[1].removeprefix('ProfilerStep')}, {n} in step "
+                f"{steps[2].removeprefix('ProfilerStep')}")
+    assert f"profiled steps launched different kernels: {per_step}" in warnings[0]
+    if once:
+        assert f"{len(once)} kernel name(s) ran in some steps only" in warnings[0]
+        assert f"(2 of {len(steps)})" in warnings[0]
+
+
+def test_steps_against_an_untraced_call(tmp_path, raw):
+    from collections import Counter
+
+    from profiler.trace.rules import RunContext
+
+    steps, by_step = _kernel_events_by_step(raw)
+    untraced = dict(Counter(e["name"] for e in by_step[0]))
+    same = summarize_trace(load_trace(H200_EAGER), RunContext(untraced_kernels=untraced))
+    assert same.warnings == []
+    # the untraced call ran a kernel the profiled steps never show
+    more = dict(untraced, **{"void hidden_kernel<float>(float*)": 2})
+    warnings = summarize_trace(load_trace(H200_EAGER), RunContext(untraced_kernels=more)).warnings
+    assert len(warnings) == 1
+    total = sum(untraced.values())
+    assert f"an untraced call of this run launched {total + 2} kernels of {len(more)} names" \
+        in warnings[0]
+    assert "1 of the untraced call's kernel name(s) never ran in a profiled step: hidden_kernel" \
+        in warnings[0]
+    # and every step of an edited trace differs from it
+    edited = load_trace(_write(tmp_path, raw, _dropped(raw, [k[0] for k in by_step])))
+    warnings = summarize_trace(edited, RunContext(untraced_kernels=untraced)).warnings
+    assert any(w.startswith(f"an untraced call of this run launched {total} kernels") and
+               f"{total - 1} in step" in w for w in warnings), warnings
+
+
+def test_summarize_prints_the_untraced_comparison_of_a_run(tmp_path, raw):
+    """A run folder whose result.json holds ``trace.untraced_kernels``: summarize warns."""
+    import shutil
+    import subprocess
+    import sys
+
+    from .conftest import ROOT
+
+    source = FIXTURES / "h200"
+    shutil.copytree(source / "runs" / "pytorch_fp16_bs8", tmp_path / "runs" / "pytorch_fp16_bs8")
+    shutil.copytree(source / "tb_logs" / "pytorch_fp16_bs8",
+                    tmp_path / "tb_logs" / "pytorch_fp16_bs8")
+    result = tmp_path / "runs" / "pytorch_fp16_bs8" / "result.json"
+    data = json.loads(result.read_text())
+    data["trace"]["untraced_kernels"] = {"void hidden_kernel<float>(float*)": 1}
+    result.write_text(json.dumps(data))
+    done = subprocess.run([sys.executable, str(ROOT / "profile.py"), "summarize",
+                           "pytorch_fp16_bs8", "--view", "overview"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "warning: an untraced call of this run launched 1 kernels of 1 names" in done.stderr

@@ -15,7 +15,8 @@ def run_context(result: RunResult, source: Path | None = None) -> RunContext:
     name = source.name if source is not None else RESULT_FILE
     return RunContext(precision=result.backend.precision,
                       tf32=result.precision.tf32 if result.precision else None,
-                      source=f"{result.backend.name} run, {name}")
+                      source=f"{result.backend.name} run, {name}",
+                      untraced_kernels=result.trace.untraced_kernels)
 
 
 def target_context(target: Target) -> RunContext | None:

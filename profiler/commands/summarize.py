@@ -26,8 +26,8 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
         _layers(resolved, out, json_out, top)
         return
     summary = summarize_target(resolved)
-    if summary.warning:
-        print(f"warning: {summary.warning}", file=sys.stderr)
+    for warning in summary.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     headline = _headline(resolved, summary)
     joined = agreement = None
     ncu_path = _ncu_csv(target, ncu)

@@ -283,6 +283,9 @@ class RunContext:
     precision: str | None = None  # the backend's precision: "fp32", "fp16", "bf16"
     tf32: bool | None = None      # whether TF32 was allowed
     source: str = ""              # where this came from, for the rule text
+    #: kernel name -> launches in one call made without the profiler, when the run recorded
+    #: it (trace/step_kernels.py compares the profiled steps with it)
+    untraced_kernels: dict[str, int] | None = None
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from profiler.trace.load import Trace, load_trace
 from profiler.trace.overview import Overview, overview
 from profiler.trace.phases import PhaseSummary, has_phase_spans, phase_summary
 from profiler.trace.rules import RunContext
+from profiler.trace.step_kernels import step_kernels, step_warnings
 
 @dataclass
 class Summary:
@@ -29,6 +30,8 @@ class Summary:
     excluded_events: dict[str, int] = field(default_factory=dict)
     #: one line saying so (None when nothing was left out); views print it as a warning
     warning: str | None = None
+    #: every warning line: that one, and the profiled steps' kernel checks (trace/step_kernels)
+    warnings: list[str] = field(default_factory=list)
     #: per-phase split when the trace holds generation phase spans (trace/phases.py), else None
     phases: PhaseSummary | None = None
 
@@ -61,6 +64,7 @@ class Summary:
             "kernels": _records(k.table if not top else k.table.head(top)),
             "operators": _records(o.operators if not top else o.operators.head(top)),
             "notes": self.notes,
+            "warnings": self.warnings,
             "excluded_events": self.excluded_events,
             **({"phases": self.phases.to_dict()} if self.phases is not None else {}),
         })
@@ -85,12 +89,15 @@ def summarize_trace(trace: Trace, context: RunContext | None = None) -> Summary:
         notes.append(f"run context: precision {context.precision}, TF32 "
                      f"{'on' if context.tf32 else 'off'} ({context.source}); used only for "
                      "kernels whose names carry no data type")
+    untraced = context.untraced_kernels if context is not None else None
+    warnings = [w for w in [trace.excluded_warning] if w] + \
+        step_warnings(step_kernels(trace, rows, ov.steps), untraced)
     devices = [asdict(d) for d in trace.devices.values()]
     phases = phase_summary(trace, context=context) if has_phase_spans(trace) else None
     return Summary(trace_path=trace.path, schema=trace.schema, devices=devices,
                    event_counts=event_counts, kernels=kernels, overview=ov, notes=notes,
                    excluded_events=dict(trace.excluded), warning=trace.excluded_warning,
-                   phases=phases)
+                   warnings=warnings, phases=phases)
 
 
 def summarize(path: Path | str, context: RunContext | None = None) -> Summary:
