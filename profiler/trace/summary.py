@@ -57,6 +57,7 @@ class Summary:
                 "steps_window_us": [o.steps_window[0], o.steps_window[1]],
                 "dropped_tail_steps": o.dropped_tail_steps,
                 "breakdown_mean_us_per_step": o.breakdown_us,
+                "breakdown_definitions": o.definitions,
                 "devices": [asdict(d) for d in o.devices],
                 "per_step": _records(o.steps),
             },
@@ -70,7 +71,10 @@ class Summary:
         })
 
 
-def summarize_trace(trace: Trace, context: RunContext | None = None) -> Summary:
+def summarize_trace(trace: Trace, context: RunContext | None = None,
+                    breakdown: str = "tool") -> Summary:
+    """Every table of a trace; ``breakdown``: whose step-breakdown definitions, "tool" or
+    "plugin" (overview.BREAKDOWN_DEFINITIONS)."""
     rows = kernel_rows(trace)
     kernels = kernel_summary(trace, rows, context)
     category_of = dict(zip(kernels.table["name"], kernels.table["category"]))
@@ -79,7 +83,7 @@ def summarize_trace(trace: Trace, context: RunContext | None = None) -> Summary:
     category_of_name = pd.Series(trace.names).map(category_of).to_numpy()
     categories = category_of_name[rows["name_id"].to_numpy()] if len(rows) else \
         pd.Series([], dtype=object).to_numpy()
-    ov = overview(trace, rows, categories)
+    ov = overview(trace, rows, categories, breakdown)
     counts = {kind: int(n) for kind, n in zip(*np.unique(
         trace.events["kind"].to_numpy(), return_counts=True))}
     from profiler.trace.load import KINDS
@@ -100,8 +104,9 @@ def summarize_trace(trace: Trace, context: RunContext | None = None) -> Summary:
                    warnings=warnings, phases=phases)
 
 
-def summarize(path: Path | str, context: RunContext | None = None) -> Summary:
-    return summarize_trace(load_trace(path), context)
+def summarize(path: Path | str, context: RunContext | None = None,
+              breakdown: str = "tool") -> Summary:
+    return summarize_trace(load_trace(path), context, breakdown)
 
 
 def _records(frame: pd.DataFrame) -> list[dict]:
