@@ -140,9 +140,8 @@ def result_roofline(result: dict, ceilings: Ceilings | None) -> Roofline | None:
     return run_roofline(inputs, float(p50), ceilings, key, backend.get("name", ""))
 
 
-NO_ROOFLINE_INPUTS = ("no roofline: the run's result.json has no roofline_inputs (FLOPs and "
-                      "minimum bytes; `run --with-flops` records them, or give `--flops` a table "
-                      "from scripts/roofline_inputs.py)")
+NO_ROOFLINE_INPUTS = ("no roofline: the run's result.json has no roofline_inputs (a run older "
+                      "than FLOP counting: report --flops)")
 
 
 def no_roofline_reason(result: dict | None, flops_table: dict | None = None) -> str:
