@@ -11,7 +11,8 @@ from pathlib import Path
 import pandas as pd
 
 from profiler.analysis.advice import Advice, Evidence, advise, read_trt_layers
-from profiler.analysis.roofline import Roofline, ceilings_for, load_peaks, result_roofline
+from profiler.analysis.roofline import (Roofline, ceilings_for, load_peaks, no_roofline_reason,
+                                        result_roofline)
 from profiler.trace.summary import Summary
 
 
@@ -20,6 +21,8 @@ class Insight:
     roofline: Roofline | None
     advice: list[Advice]
     ceilings_source: str
+    #: why there is no roofline, one line (None when there is one)
+    roofline_missing: str | None = None
 
 
 def sweep_table(run_folder: Path) -> pd.DataFrame | None:
@@ -95,4 +98,6 @@ def insight(result: dict | None, run_folder: Path | None, summary: Summary,
         source = ceilings.source if ceilings else "no ceilings for this GPU"
     sweep = sweep_table(run_folder) if run_folder else None
     ev = evidence(summary, result, run_folder, roofline, ncu, sweep)
-    return Insight(roofline=roofline, advice=advise(ev), ceilings_source=source)
+    missing = no_roofline_reason(result, flops_table) if roofline is None else None
+    return Insight(roofline=roofline, advice=advise(ev), ceilings_source=source,
+                   roofline_missing=missing)

@@ -15,7 +15,8 @@ def run_context(result: RunResult, source: Path | None = None) -> RunContext:
     name = source.name if source is not None else RESULT_FILE
     return RunContext(precision=result.backend.precision,
                       tf32=result.precision.tf32 if result.precision else None,
-                      source=f"{result.backend.name} run, {name}")
+                      source=f"{result.backend.name} run, {name}",
+                      untraced_kernels=result.trace.untraced_kernels)
 
 
 def target_context(target: Target) -> RunContext | None:
@@ -23,6 +24,7 @@ def target_context(target: Target) -> RunContext | None:
     return run_context(target.result, target.result_json) if target.result else None
 
 
-def summarize_target(target: Target) -> Summary:
-    """The target's trace summarized with the run's context (what every view should show)."""
-    return summarize(target.path, target_context(target))
+def summarize_target(target: Target, breakdown: str = "tool") -> Summary:
+    """The target's trace summarized with the run's context (what every view should show);
+    ``breakdown``: whose step-breakdown definitions (trace.overview.BREAKDOWN_DEFINITIONS)."""
+    return summarize(target.path, target_context(target), breakdown)

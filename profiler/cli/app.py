@@ -154,6 +154,10 @@ def summarize(
         None, "--ncu", help="Nsight Compute CSV (`ncu --csv --page raw`) or a run folder with "
         "ncu.csv: adds hardware Tensor Core and occupancy columns and flags kernels where the "
         "name rules disagree. A run folder's ncu.csv is picked up without it."),
+    breakdown: str = typer.Option(
+        "tool", "--breakdown", help="Whose step-breakdown definitions: 'tool' (this tool's: "
+        "python_function and user_annotation spans are CPU exec, communication kernels by "
+        "name) or 'plugin' (the TensorBoard plugin 0.4.3's, as it reads the tb-compat copy)."),
 ) -> None:
     """Kernel, Tensor Core, occupancy and step-time tables from any PyTorch profiler (Kineto) trace.
 
@@ -161,7 +165,8 @@ def summarize(
     """
     from profiler.commands.summarize import run as summarize_command
 
-    summarize_command(target, view=view, top=top, out=out, sink=Output(json=json_out), ncu=ncu)
+    summarize_command(target, view=view, top=top, out=out, sink=Output(json=json_out), ncu=ncu,
+                      breakdown=breakdown)
 
 
 @app.command("tb-compat")

@@ -67,6 +67,7 @@ class Overview(Record):
     steps_window_us: list[float | None]
     dropped_tail_steps: int
     breakdown_mean_us_per_step: dict[str, float | None]
+    breakdown_definitions: str  # whose definitions the breakdown follows: "tool" or "plugin"
     devices: Table
     per_step: Table
 
@@ -102,6 +103,7 @@ class Summarize(Document, kw_only=True):
     kernels: Table
     operators: Table
     notes: list[str]
+    warnings: list[str]
     excluded_events: dict[str, int]
     phases: dict[str, Any] | Unset = UNSET  # a trace with generation phase spans
     insight: Insight | Unset = UNSET  # a run folder only

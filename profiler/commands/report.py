@@ -49,7 +49,8 @@ def _steps(summary) -> int:
 
 def _run_sections(page: html.Page, label: str, resolved, summary, result, found: Insight) -> None:
     page.add(f"{label}: headline", html.headline(result, label))
-    page.add(f"{label}: roofline", html.roofline_block(found.roofline, found.ceilings_source))
+    page.add(f"{label}: roofline", html.roofline_block(found.roofline, found.ceilings_source,
+                                                           found.roofline_missing))
     page.add(f"{label}: advice", html.advice_block(found.advice))
     k = summary.kernels
     cats = k.categories.assign(ms_per_step=k.categories["total_us"] / _steps(summary) / 1e3)

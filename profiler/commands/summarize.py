@@ -13,7 +13,7 @@ VIEWS = ("all", "overview", "kernels", "categories", "operators", "layers", "pha
 
 
 def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
-        *, sink, ncu: str | None = None) -> None:
+        *, sink, ncu: str | None = None, breakdown: str = "tool") -> None:
     """``sink``: profiler.cli.output.Output, where the tables or the --json document go."""
     if view not in VIEWS:
         raise UserError(f"unknown --view {view!r}; choose one of: {', '.join(VIEWS)}")
@@ -25,9 +25,9 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
     if view == "layers":
         _layers(resolved, out, sink, top)
         return
-    summary = summarize_target(resolved)
-    if summary.warning:
-        print(f"warning: {summary.warning}", file=sys.stderr)
+    summary = summarize_target(resolved, breakdown)
+    for warning in summary.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     headline = _headline(resolved, summary)
     joined = agreement = None
     ncu_path = _ncu_csv(target, ncu)

@@ -15,7 +15,7 @@ import pandas as pd
 
 from profiler.runs.result import RunResult
 from profiler.analysis.advice import Advice
-from profiler.analysis.roofline import Roofline
+from profiler.analysis.roofline import NO_ROOFLINE_INPUTS, Roofline
 
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1200px;color:#222}
@@ -114,10 +114,9 @@ def headline(result: RunResult | None, label: str) -> str:
                 ("timed iterations", t.iters)]))
 
 
-def roofline_block(roofline: Roofline | None, source: str) -> str:
+def roofline_block(roofline: Roofline | None, source: str, missing: str | None = None) -> str:
     if roofline is None:
-        return ("<p class='note'>no roofline: the run's result.json has no roofline_inputs "
-                "(FLOPs and minimum bytes; written by `run` from this version on)</p>")
+        return f"<p class='note'>{escape(missing or NO_ROOFLINE_INPUTS, quote=False)}</p>"
     r = roofline
     pct = (lambda v: f"{v:.1f} %" if v is not None else "-")
     return key_values([

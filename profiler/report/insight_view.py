@@ -10,9 +10,9 @@ from profiler.analysis.insight import Insight
 from profiler.analysis.roofline import Roofline
 
 
-def roofline_line(r: Roofline | None) -> str:
+def roofline_line(r: Roofline | None, missing: str | None = None) -> str:
     if r is None:
-        return "no roofline (result.json has no roofline_inputs)"
+        return missing or "no roofline (result.json has no roofline_inputs)"
     pct = (lambda v: f"{v:.1f} %" if v is not None else "n/a")
     return (f"{r.flops / 1e9:,.1f} GFLOP and {r.min_bytes / 1e6:,.1f} MB per batch in "
             f"{r.seconds * 1e3:.3f} ms (timed p50): {r.achieved_tflops:,.2f} TFLOP/s = "
@@ -34,8 +34,9 @@ def advice_dict(a: Advice) -> dict:
 
 def print_insight(found: Insight, console: Console, label: str = "") -> None:
     prefix = f"{label}: " if label else ""
+    line = roofline_line(found.roofline, found.roofline_missing)
     console.print(f"[b]{escape(prefix)}Roofline[/b] ({escape(found.ceilings_source)}): "
-                  f"{escape(roofline_line(found.roofline))}", highlight=False)
+                  f"{escape(line)}", highlight=False)
     for a in found.advice:
         console.print(f"[b]{escape(prefix)}Advice[/b] {escape(a.line())}", highlight=False)
     if not found.advice:
