@@ -203,7 +203,7 @@ def tensorboard(
     """
     from profiler.commands import tools
 
-    _exit(tools.tensorboard(logdir, port, bind_all))
+    _exit(tools.tensorboard(logdir, port, bind_all, Output()))
 
 
 @app.command(cls=OneLineErrors)

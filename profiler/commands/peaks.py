@@ -34,5 +34,5 @@ def run(refresh: bool = False, cache_dir: Path | None = None, matmul_n: int | No
         return data
     from profiler.report.peaks_view import print_peaks
 
-    print_peaks(data, path, measured)
+    print_peaks(data, path, measured, echo=sink.line)
     return data

@@ -38,7 +38,7 @@ def tb_compat(target: str, out: Path | None, sink) -> int:
     return 0
 
 
-def tensorboard(logdir: Path, port: int | None, bind_all: bool) -> int:
+def tensorboard(logdir: Path, port: int | None, bind_all: bool, sink) -> int:
     """0 after Ctrl-C; 128 + the signal's number after SIGTERM or SIGHUP."""
     from profiler.fsutil import clean_tree
     from profiler.tools import tensorboard as tb
@@ -47,7 +47,7 @@ def tensorboard(logdir: Path, port: int | None, bind_all: bool) -> int:
           "internet in the browser (offline it stays a spinner); for a file that opens "
           "anywhere use `profile.py report RUN [RUN_B]`", file=sys.stderr)
     clean_tree(logdir)  # staging folders of killed runs would be listed as runs
-    served = tb.serve(logdir, port=port, bind_all=bind_all, echo=print)
+    served = tb.serve(logdir, port=port, bind_all=bind_all, echo=sink.line)
     if served.server_status:
         raise UserError(f"TensorBoard exited with status {served.server_status} (its output: "
                         f"{served.log})")
