@@ -18,9 +18,12 @@ import typer
 import typer.core
 
 try:  # typer 0.2x carries its own copy of click; earlier ones use click itself
-    from typer._click.exceptions import MissingParameter, NoArgsIsHelpError, UsageError
+    from typer._click import exceptions as _click_errors
 except ImportError:  # pragma: no cover
-    from click.exceptions import MissingParameter, NoArgsIsHelpError, UsageError
+    from click import exceptions as _click_errors
+
+MissingParameter, UsageError = _click_errors.MissingParameter, _click_errors.UsageError
+NoArgsIsHelpError = getattr(_click_errors, "NoArgsIsHelpError", ())  # click >= 8.2
 
 from profiler.runs.config import CliOption, RunConfig, run_options as declared_options
 
