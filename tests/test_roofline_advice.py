@@ -14,19 +14,20 @@ import pandas as pd
 import pytest
 
 from .conftest import FIXTURES, ROOT
-from profiler.analysis.target import summarize_target
+from profiler.analysis.run import RunAnalysis
 
 H200 = FIXTURES / "h200"
 FLOPS = json.loads((FIXTURES / "roofline" / "resnet50_roofline_inputs.json").read_text())
 WARM = pd.read_csv(ROOT / "docs" / "sweep" / "warm" / "benchmark.csv")
 
 
-def _result(run: str) -> dict:
-    """The fixture's result.json read as RunResult (as the commands read it), as JSON."""
-    from profiler.runs.result import read_result, result_to_dict
+def _result(run: str):
+    """The fixture's result.json read as RunResult (as the commands read it), with the FLOPs
+    of the --flops table."""
+    from profiler.runs.result import read_result
     from profiler.analysis.insight import with_flops
 
-    return with_flops(result_to_dict(read_result(H200 / "runs" / run)), FLOPS)
+    return with_flops(read_result(H200 / "runs" / run), FLOPS)
 
 
 def _evidence(run: str, sweep: pd.DataFrame | None = None, ncu: bool = False):
@@ -36,7 +37,7 @@ def _evidence(run: str, sweep: pd.DataFrame | None = None, ncu: bool = False):
     from profiler.runs.targets import resolve_target
 
     target = resolve_target(str(H200 / "runs" / run))
-    summary = summarize_target(target)
+    summary = RunAnalysis(target).summary
     result = _result(run)
     roofline = result_roofline(result, ceilings_for(result, None))
     joined = ncu_join(summary, ncu_csv_of(str(FIXTURES / "h200_ncu" / "runs" / run))) \
@@ -65,10 +66,11 @@ def test_roofline_of_eager_fp16_against_the_datasheet():
 
     result = _result("pytorch_fp16_bs8")
     r = result_roofline(result, ceilings_for(result, None))
-    inputs = result["roofline_inputs"]
-    seconds = result["timing"]["p50_ms"] / 1e3
-    assert r.achieved_tflops == pytest.approx(inputs["flops_per_batch"] / seconds / 1e12)
-    assert r.achieved_gbs == pytest.approx(inputs["min_bytes_per_batch"] / seconds / 1e9)
+    inputs = result.roofline_inputs
+    assert inputs.source == "--flops table"
+    seconds = result.timing.p50_ms / 1e3
+    assert r.achieved_tflops == pytest.approx(inputs.flops_per_batch / seconds / 1e12)
+    assert r.achieved_gbs == pytest.approx(inputs.min_bytes_per_batch / seconds / 1e9)
     assert r.matmul_key == "fp16" and r.peak_tflops == 989.4 and r.peak_gbs == 4800.0
     assert r.pct_of_compute == pytest.approx(100 * r.achieved_tflops / 989.4)
     assert r.bound == "compute" and r.ridge == pytest.approx(989.4e12 / 4800e9)
@@ -94,8 +96,12 @@ def test_measured_peaks_win_over_the_datasheet_and_tf32_is_chosen_for_trt_fp32()
 def test_unknown_gpu_gives_rates_without_percentages():
     from profiler.analysis.roofline import ceilings_for, result_roofline
 
+    import msgspec
+
     result = _result("pytorch_fp16_bs8")
-    result["environment"]["gpu"]["name"] = "Some Future GPU"
+    environment = msgspec.structs.replace(
+        result.environment, gpu={**result.environment.gpu, "name": "Some Future GPU"})
+    result = msgspec.structs.replace(result, environment=environment)
     assert ceilings_for(result, None) is None
     r = result_roofline(result, None)
     assert r.achieved_tflops > 0 and r.pct_of_compute is None and r.bound == "unknown"
@@ -104,10 +110,12 @@ def test_unknown_gpu_gives_rates_without_percentages():
 def test_no_roofline_without_flops():
     from profiler.analysis.roofline import result_roofline
 
-    raw = json.loads((H200 / "runs" / "pytorch_fp16_bs8" / "result.json").read_text())
+    from profiler.runs.result import read_result, result_from_dict, result_to_dict
+
+    raw = read_result(H200 / "runs" / "pytorch_fp16_bs8")
     assert result_roofline(raw, None) is None
-    assert result_roofline({**raw, "roofline_inputs": {"error": "FLOPs not counted"}}, None) \
-        is None
+    failed = {**result_to_dict(raw), "roofline_inputs": {"error": "FLOPs not counted"}}
+    assert result_roofline(result_from_dict(failed), None) is None
 
 
 def test_gemm_flops_from_recorded_shapes(tmp_path):

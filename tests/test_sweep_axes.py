@@ -11,7 +11,8 @@ import pytest
 
 from profiler.sweep import plan as sweep
 from profiler.errors import UserError
-from profiler.analysis.benchmark import benchmark_table, markdown
+from profiler.analysis.benchmark import benchmark_table
+from profiler.report.benchmark_view import markdown
 from profiler.runs.manifest import SweepCell, SweepManifest
 from tests.test_run_options import parse_run  # noqa: F401  (a fixture)
 

@@ -17,7 +17,7 @@ from profiler import signals
 from profiler.cli.options import OneLineErrors, run_options
 from profiler.commands.summarize import VIEWS as VIEW_NAMES
 from profiler.errors import Interrupted, UserError
-from profiler.sweep.plan import SWEEP_SETS
+from profiler.runs.manifest import SWEEP_SETS
 
 VIEWS = Literal[VIEW_NAMES]
 

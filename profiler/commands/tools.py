@@ -14,10 +14,15 @@ def _say(line: str) -> None:
 
 
 def backends(json_out: bool) -> int:
-    from profiler.collect.backends import all_backends
+    from profiler.collect.backends import all_backends, cuda_available
     from profiler.report import run_view
 
-    run_view.print_backends(all_backends(), json_out=json_out)
+    cuda = cuda_available()
+    rows = [{"name": b.name, "family": b.family, "precision": b.precision,
+             "available": b.unavailable_reason(cuda) is None,
+             "why_not": b.unavailable_reason(cuda), "description": b.description}
+            for b in all_backends()]
+    run_view.print_backends(rows, cuda, json_out=json_out)
     return 0
 
 
@@ -53,8 +58,23 @@ def nsys(options: dict) -> int:
     from profiler.tools import nsys as nsys_tool
 
     result = nsys_tool.run(options, echo=_say)
-    nsys_tool.print_result(result, echo=print)
+    _print_nsys(result)
     return 1 if result.get("stats_error") else 0
+
+
+def _print_nsys(result: dict) -> None:
+    from profiler.report.fmt import fixed
+
+    if result.get("stats_error"):
+        print(f"nsys: {result['stats_error']}")
+    if result.get("report"):
+        print(f"report: {result['report']}")
+    if result.get("qdstrm"):
+        print(f"qdstrm: {result['qdstrm']}")
+    if "kernels" in result:
+        print(f"{result['kernels']} kernels, {fixed(result['kernel_time_us'], ',.1f')} µs of "
+              f"kernel time in the captured steps: runs/{result['run']}/nsys_kernels.csv")
+    print(f"details: runs/{result['run']}/nsys.json")
 
 
 def ncu(options: dict, top: int, step: int | None, launch_count: int, reuse: bool,
@@ -63,5 +83,20 @@ def ncu(options: dict, top: int, step: int | None, launch_count: int, reuse: boo
 
     result = ncu_tool.run(options, top=top, step=step, launch_count=launch_count, reuse=reuse,
                           chip=chip, echo=_say)
-    ncu_tool.print_result(result, top=top, echo=print)
+    _print_ncu(result, top)
     return 0
+
+
+def _print_ncu(result: dict, top: int) -> None:
+    from profiler.report.console import make_console
+    from profiler.report.hardware_view import print_hardware
+
+    print_hardware(result["joined"], result["agreement"], top, make_console())
+    print(f"metrics collected: {', '.join(result['metrics_collected']) or 'none'}")
+    if result["metrics_skipped"]:
+        print(f"metrics not on this GPU/ncu: {', '.join(result['metrics_skipped'])}")
+    if result["top_kernels_not_profiled"]:
+        print(f"{len(result['top_kernels_not_profiled'])} of the top kernels were not seen under "
+              "ncu (another cuDNN algorithm, or past --launch-count)")
+    print(f"wrote ncu.csv, ncu.ncu-rep, ncu.json, ncu.log to runs/{result['run']}/ "
+          "(`summarize` picks ncu.csv up from there)")

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import base64
 import io
-import json
 from dataclasses import dataclass, field
 from html import escape
-from pathlib import Path
 
 import pandas as pd
 
@@ -150,19 +148,11 @@ def advice_block(advice: list[Advice]) -> str:
     return f"<ul class='advice'>{''.join(items)}</ul>"
 
 
-def layer_view(run_folder: Path | None, top: int = 20) -> str | None:
-    """TensorRT per-layer times (engine_layer_times_*.json), when the run wrote them."""
-    if run_folder is None:
+def layer_view(layer_times: pd.DataFrame | None, top: int = 20) -> str | None:
+    """TensorRT per-layer times (RunAnalysis.layer_times), when the run wrote them."""
+    if layer_times is None or not len(layer_times):
         return None
-    rows = []
-    for path in sorted(run_folder.glob("engine_layer_times_*.json")):
-        try:
-            rows += json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-    if not rows:
-        return None
-    frame = pd.DataFrame(rows).sort_values("averageMs", ascending=False)
+    frame = layer_times.sort_values("averageMs", ascending=False)
     frame = frame.rename(columns={"name": "layer", "averageMs": "ms per call",
                                   "percentage": "% of engine"})
     return table(frame, ["layer", "ms per call", "% of engine"], top)

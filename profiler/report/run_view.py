@@ -172,18 +172,8 @@ def _print_generation(console: Console, generation: Generation,
                   highlight=False)
 
 
-def print_backends(backend_list, json_out: bool) -> None:
-    import importlib
-
-    cuda = False
-    if importlib.util.find_spec("torch") is not None:
-        import torch
-
-        cuda = torch.cuda.is_available()
-    rows = [{"name": b.name, "family": b.family, "precision": b.precision,
-             "available": b.unavailable_reason(cuda) is None,
-             "why_not": b.unavailable_reason(cuda), "description": b.description}
-            for b in backend_list]
+def print_backends(rows: list[dict], cuda: bool, json_out: bool) -> None:
+    """The backends' table (rows: name, family, precision, available, why_not, description)."""
     if json_out:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return
