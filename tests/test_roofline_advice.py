@@ -45,6 +45,18 @@ def _evidence(run: str, sweep: pd.DataFrame | None = None, ncu: bool = False):
     return evidence(summary, result, H200 / "runs" / run, roofline, joined, sweep)
 
 
+def evidence(advice) -> dict:
+    from profiler.report.advice_view import evidence
+
+    return evidence(advice)
+
+
+def projected_gain(advice) -> str:
+    from profiler.report.advice_view import projected_gain
+
+    return projected_gain(advice)
+
+
 def _fired(ev) -> dict:
     from profiler.analysis.advice import advise
 
@@ -150,7 +162,8 @@ def test_launch_bound_matches_what_the_sweep_measured():
     advice = _fired(_evidence("pytorch_fp16_bs8", sweep=WARM))["launch-bound"]
     assert advice.measured["ttrt_fp16"]["speedup"] > 2
     assert advice.measured["inductor_fp16"]["speedup"] > 1
-    assert "81 %" in advice.evidence["GPU idle"]
+    assert round(100 * advice.figures["idle_share"]) == 81
+    assert "81 % of the timed p50" in evidence(advice)["GPU idle"]
     # the projected bound holds: removing all idle time would allow at most 1 / (1 - idle)
     assert advice.measured["ttrt_fp16"]["speedup"] <= 1 / (1 - 0.81)
     assert "launch-bound" in _fired(_evidence("inductor_fp16_bs8"))
@@ -161,7 +174,8 @@ def test_launch_bound_matches_what_the_sweep_measured():
 
 def test_fp32_on_cuda_cores_quotes_the_fp16_cell_of_the_sweep():
     advice = _fired(_evidence("pytorch_fp32_bs8", sweep=WARM))["fp32-cuda-cores"]
-    assert advice.evidence["on Tensor Cores"] == "0 %"
+    assert advice.figures["tensor_core_share"] == 0 and evidence(advice)["on Tensor Cores"] == "0 %"
+    assert "the sweep measured pytorch_fp16" in projected_gain(advice)
     bs8 = WARM[WARM["bs"] == 8].set_index("backend")["p50_ms"]
     assert advice.measured["pytorch_fp16"]["speedup"] == pytest.approx(
         bs8["pytorch_fp32"] / bs8["pytorch_fp16"], abs=0.01)
@@ -171,7 +185,8 @@ def test_fp32_on_cuda_cores_quotes_the_fp16_cell_of_the_sweep():
 
 def test_low_occupancy_from_ncu_leaves_tensor_core_convolutions_alone():
     advice = _fired(_evidence("pytorch_fp16_bs8", ncu=True))["low-occupancy"]
-    assert "copy" in advice.evidence["largest"]
+    assert "copy" in advice.figures["largest"] and advice.figures["largest_occupancy_pct"] < 25
+    assert len(evidence(advice)["largest"].split(" (")[0]) <= 60
     for run in ("ttrt_fp16_bs8", "inductor_fp16_bs8"):
         assert "low-occupancy" not in _fired(_evidence(run, ncu=True)), run
     assert "low-occupancy" not in _fired(_evidence("pytorch_fp16_bs8"))  # no ncu.csv
@@ -179,7 +194,8 @@ def test_low_occupancy_from_ncu_leaves_tensor_core_convolutions_alone():
 
 def test_batch_headroom_from_the_sweep():
     advice = _fired(_evidence("pytorch_fp16_bs8", sweep=WARM))["batch-headroom"]
-    assert "bs16 to bs32" in advice.evidence["last step"]
+    assert (advice.figures["from_bs"], advice.figures["to_bs"]) == (16, 32)
+    assert "bs16 to bs32" in evidence(advice)["last step"]
     one_size = WARM[WARM["bs"] == 8]
     assert "batch-headroom" not in _fired(_evidence("pytorch_fp16_bs8", sweep=one_size))
     # the same cells with throughput flat from bs 16 to bs 32 (a constructed table)
@@ -199,7 +215,8 @@ def test_trt_fp32_layers_fire_only_in_a_half_precision_engine():
     # the FP32 engine's layers read as if an FP16 run had left them in FP32
     advice = _fired(Evidence(backend="ttrt_fp16", precision="fp16",
                              trt_layers=fp32_layers))["trt-fp32-layers"]
-    assert advice.evidence["layers with FP32 outputs"].startswith("57 of")
+    assert advice.figures["fp32_layers"] == 57
+    assert evidence(advice)["layers with FP32 outputs"].startswith("57 of")
 
 
 def test_memory_bound_fires_for_tf32_at_batch_one_not_for_fp16_at_eight():

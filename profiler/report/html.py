@@ -14,6 +14,7 @@ import pandas as pd
 from profiler.runs.result import RunResult
 from profiler.analysis.advice import Advice
 from profiler.analysis.roofline import Roofline
+from profiler.report.advice_view import evidence, measured_line, projected_gain
 
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1200px;color:#222}
@@ -136,14 +137,13 @@ def advice_block(advice: list[Advice]) -> str:
         return "<p class='note'>no rule fired</p>"
     items = []
     for a in advice:
-        facts = "; ".join(f"{escape(k)}: {escape(str(v))}" for k, v in a.evidence.items())
+        facts = "; ".join(f"{escape(k)}: {escape(str(v))}" for k, v in evidence(a).items())
         measured = ""
         if a.measured:
-            measured = "<br>measured in the sweep: " + escape(", ".join(
-                f"{k} p50 {v['p50_ms']} ms ({v['speedup']}x)" for k, v in a.measured.items()))
+            measured = "<br>measured in the sweep: " + escape(measured_line(a))
         items.append(f"<li><span class='rule'>{escape(a.title)}</span> [{escape(a.rule)}]<br>"
                      f"evidence: {facts}<br>try: {escape(a.action)}<br>projected gain: "
-                     f"{escape(a.projected_gain)}{measured}<br><span class='src'>source: "
+                     f"{escape(projected_gain(a))}{measured}<br><span class='src'>source: "
                      f"{escape(a.source)}</span></li>")
     return f"<ul class='advice'>{''.join(items)}</ul>"
 
