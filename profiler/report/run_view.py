@@ -9,12 +9,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from profiler.runs import phases
 from profiler.analysis.headline import memory_figures, window_noise
 from profiler.runs.layout import RESULT_FILE
 from profiler.runs.result import Generation, Numerics, RunResult, result_text
 from profiler.report.console import make_console
-from profiler.report.fmt import fixed, mib, ms, ms_unit, pct, significant
+from profiler.report.fmt import fixed, mib, ms, ms_unit, pct, phases_line, significant
 
 
 def print_json(result: RunResult) -> None:
@@ -55,7 +54,7 @@ def print_result(result: RunResult) -> None:
         _print_generation(console, result.generation, result.numerics)
     _print_numerics(console, result.numerics)
     if timing.phases_s:
-        console.print(phases.one_line(timing.phases_s, timing.wall_s, backend.compile_s,
+        console.print(phases_line(timing.phases_s, timing.wall_s, backend.compile_s,
                                       backend.cache_load_s), highlight=False, soft_wrap=True)
     unit = "generations" if result.generation is not None else "iterations"
     chosen = f" ({timing.iterations_chosen_by})" if timing.iterations_chosen_by else ""
