@@ -255,3 +255,22 @@ def test_roofline_inputs_are_an_optional_typed_field_of_the_run_result():
         assert isinstance(back.roofline_inputs, RooflineInputs)
         assert result_to_dict(back)["roofline_inputs"] == inputs
     assert back.roofline_inputs.source == "--flops table"
+
+
+def test_advice_figures_are_numbers_and_every_rule_is_worded():
+    """Analysis returns numbers (report/advice_view words them): the only text in a rule's
+    figures are names (GPU, kernel, category), never a formatted number."""
+    from profiler.analysis.advice import RULES
+    from profiler.report.advice_view import WORDING, advice_dict
+
+    names = {"gpu", "compute_capability", "largest", "largest_category"}
+    fired = [*_fired(_evidence("pytorch_fp16_bs8", sweep=WARM, ncu=True)).values(),
+             *_fired(_evidence("pytorch_fp32_bs8", sweep=WARM)).values()]
+    assert {a.rule for a in fired} >= {"launch-bound", "fp32-cuda-cores", "low-occupancy",
+                                       "batch-headroom"}
+    assert set(WORDING) == {r.id for r in RULES}
+    for a in fired:
+        for key, value in a.figures.items():
+            assert key in names or not isinstance(value, str), (a.rule, key, value)
+        worded = advice_dict(a)
+        assert worded["evidence"] and all(isinstance(v, str) for v in worded["evidence"].values())
