@@ -18,7 +18,7 @@ Layout of a sweep called S (``--name``, default ``sweep_<model>``):
     runs/S/sweep.json          the manifest: model, backends, batch sizes, baseline, shared
                                options, and per cell its status, reason, exit code, seconds and
                                trace metrics; written atomically after every change
-    runs/S/benchmark.csv|.md   one row per cell (report.benchmark)
+    runs/S/benchmark.csv|.md   one row per cell (analysis.benchmark)
     runs/S/logs/<cell>.log     the cell's stdout and stderr
     runs/S/<backend>_bs<N>/    the cell's run folder (result.json, latency.csv)
     tb_logs/S/<backend>_bs<N>/ the cell's trace (TensorBoard shows S/<cell> as the run name)
