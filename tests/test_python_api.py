@@ -42,3 +42,14 @@ def test_the_facade_parses_the_trace_once_and_caches_its_parts():
     assert run.summary.trace_path == run.path
     assert run.context.precision == "fp16"
     assert run.layers == [] and run.layer_times is None  # not a TensorRT run
+
+
+def test_commands_gather_through_the_facade_not_through_each_other():
+    """summarize, compare, report and plot read a run through profiler.analysis (RunAnalysis,
+    Comparison, SweepAnalysis): no command imports another, none resolves a target itself, and
+    none turns a RunResult back into a dict."""
+    for name in ("summarize", "compare", "report", "plot"):
+        text = (ROOT / "profiler" / "commands" / f"{name}.py").read_text()
+        assert "profiler.commands" not in text, name
+        assert "resolve_target" not in text and "result_to_dict" not in text, name
+        assert "profiler.analysis.run import" in text or "profiler.analysis.sweep import" in text
