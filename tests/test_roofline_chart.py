@@ -16,9 +16,9 @@ RUNS = ("pytorch_fp16_bs8", "pytorch_fp32_bs8", "ttrt_fp16_bs8", "ttrt_fp32_bs8"
 def _roofline(run: str, peaks: dict | None = None, where: str = ""):
     from profiler.analysis.insight import with_flops
     from profiler.analysis.roofline import ceilings_for, result_roofline
-    from profiler.runs.result import read_result, result_to_dict
+    from profiler.runs.result import read_result
 
-    result = with_flops(result_to_dict(read_result(H200 / "runs" / run)), FLOPS)
+    result = with_flops(read_result(H200 / "runs" / run / "result.json"), FLOPS)
     return result_roofline(result, ceilings_for(result, peaks, where))
 
 
@@ -115,7 +115,9 @@ def test_no_roofline_says_why_in_one_line():
     assert bare.startswith("no roofline: a bare trace has no timed latency")
     assert "--flops applies to run folders" in bare and "\n" not in bare
     assert "roofline_inputs" not in bare
-    raw = json.loads((H200 / "runs" / "pytorch_fp16_bs8" / "result.json").read_text())
+    from profiler.runs.result import read_result
+
+    raw = read_result(H200 / "runs" / "pytorch_fp16_bs8" / "result.json")
     assert no_roofline_reason(raw) == NO_ROOFLINE_INPUTS
     other = {**FLOPS, "model": "bert"}
     assert no_roofline_reason(raw, other) == ("no roofline: the --flops table (model bert) has "

@@ -16,6 +16,7 @@ import msgspec
 import numpy as np
 import pandas as pd
 
+from profiler.runs.result import RunResult
 from profiler.trace.load import read_bytes
 
 #: Dense (no sparsity) datasheet ceilings, TFLOP/s per matmul data type and memory bandwidth in
@@ -128,35 +129,41 @@ def run_roofline(roofline_inputs: dict, p50_ms: float, ceilings: Ceilings | None
                     backend=backend)
 
 
-def result_roofline(result: dict, ceilings: Ceilings | None) -> Roofline | None:
-    """The roofline of a run's result.json, or None when it holds no ``roofline_inputs``."""
-    inputs = result.get("roofline_inputs")
-    p50 = (result.get("timing") or {}).get("p50_ms")
-    if not inputs or "flops_per_batch" not in inputs or not p50:
+def gpu_name(result: RunResult) -> str:
+    """The GPU a run ran on, as result.json names it ("" on a CPU or when not recorded)."""
+    return (result.environment.gpu or {}).get("name") or ""
+
+
+def result_roofline(result: RunResult, ceilings: Ceilings | None) -> Roofline | None:
+    """The roofline of a run's result, or None when it holds no ``roofline_inputs``."""
+    inputs = result.roofline_inputs
+    p50 = result.timing.p50_ms
+    if inputs is None or inputs.flops_per_batch is None or not p50:
         return None
-    backend = result.get("backend") or {}
-    key = matmul_key(backend.get("precision", "fp32"),
-                     (result.get("precision") or {}).get("tf32"), backend.get("name", ""))
-    return run_roofline(inputs, float(p50), ceilings, key, backend.get("name", ""))
+    key = matmul_key(result.backend.precision,
+                     result.precision.tf32 if result.precision else None, result.backend.name)
+    return run_roofline({"flops_per_batch": inputs.flops_per_batch,
+                         "min_bytes_per_batch": inputs.min_bytes_per_batch},
+                        float(p50), ceilings, key, result.backend.name)
 
 
 NO_ROOFLINE_INPUTS = ("no roofline: the run's result.json has no roofline_inputs (a run older "
                       "than FLOP counting: report --flops)")
 
 
-def no_roofline_reason(result: dict | None, flops_table: dict | None = None) -> str:
+def no_roofline_reason(result: RunResult | None, flops_table: dict | None = None) -> str:
     """One line saying why a target has no roofline: a bare trace has no timed latency, a run
     may lack FLOPs, and a --flops table may have no row for the run."""
     if result is None:
         return ("no roofline: a bare trace has no timed latency to set its FLOPs against" +
                 ("; --flops applies to run folders (their result.json holds the timed p50)"
                  if flops_table else "; give a run folder"))
-    if not (result.get("timing") or {}).get("p50_ms"):
+    if not result.timing.p50_ms:
         return "no roofline: the run's result.json has no timed p50"
-    if flops_table and not (result.get("roofline_inputs") or {}).get("flops_per_batch"):
-        key = f"{(result.get('backend') or {}).get('precision')}_bs{result.get('batch_size')}"
+    if flops_table and not (result.roofline_inputs and result.roofline_inputs.flops_per_batch):
+        key = f"{result.backend.precision}_bs{result.batch_size}"
         return (f"no roofline: the --flops table (model {flops_table.get('model')}) has no row "
-                f"{key} for model {result.get('model')}")
+                f"{key} for model {result.model}")
     return NO_ROOFLINE_INPUTS
 
 
@@ -228,21 +235,25 @@ def chart_data(points: list) -> RooflineChart | None:
                                f"(ceilings: {sources})", roofs=list(roofs.values()), points=drawn)
 
 
-def ceilings_for(result: dict, peaks: dict | None, where: str = "") -> Ceilings | None:
+def ceilings_for(result: RunResult, peaks: dict | None, where: str = "") -> Ceilings | None:
     """Measured ceilings when a peaks JSON for the run's GPU is given, else the datasheet row."""
-    gpu = ((result.get("environment") or {}).get("gpu") or {}).get("name") or ""
+    gpu = gpu_name(result)
     if peaks is not None and (not gpu or peaks["machine"]["device"] == gpu):
         return ceilings_from_peaks(peaks, where)
     return datasheet_ceilings(gpu) if gpu else None
 
 
-def roofline_of(result: dict, peaks_dir: Path | None) -> Roofline | None:
-    """The roofline of a result.json object against the peaks cached in ``peaks_dir`` for its
-    GPU, else the datasheet row; None without ``roofline_inputs``."""
-    gpu = ((result.get("environment") or {}).get("gpu") or {}).get("name") or ""
+def cached_ceilings(result: RunResult, peaks_dir: Path | None) -> Ceilings | None:
+    """The ceilings of a run's GPU: measured ones cached in ``peaks_dir``, else the datasheet's."""
+    gpu = gpu_name(result)
     found = load_peaks(peaks_dir, gpu) if gpu and peaks_dir is not None else None
-    return result_roofline(result, ceilings_for(result, found[0] if found else None,
-                                                str(found[1]) if found else ""))
+    return ceilings_for(result, found[0] if found else None, str(found[1]) if found else "")
+
+
+def roofline_of(result: RunResult, peaks_dir: Path | None) -> Roofline | None:
+    """The roofline of a run's result against the peaks cached in ``peaks_dir`` for its GPU,
+    else the datasheet row; None without ``roofline_inputs``."""
+    return result_roofline(result, cached_ceilings(result, peaks_dir))
 
 
 # ---- per GEMM / convolution, where the trace recorded shapes (--record-shapes) ----------------

@@ -18,7 +18,7 @@ from profiler.cli.options import OneLineErrors, OneLineUsage, run_options
 from profiler.cli.output import Output
 from profiler.commands.summarize import VIEWS as VIEW_NAMES
 from profiler.errors import Interrupted, UserError
-from profiler.sweep.plan import SWEEP_SETS
+from profiler.runs.manifest import SWEEP_SETS
 
 VIEWS = Literal[VIEW_NAMES]
 

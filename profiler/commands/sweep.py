@@ -8,12 +8,13 @@ from rich.markup import escape
 
 from profiler import signals
 from profiler.errors import Interrupted, UserError
-from profiler.analysis.benchmark import (benchmark_json, benchmark_table, print_benchmark,
-                                write_benchmark)
+from profiler.analysis.benchmark import benchmark_table
+from profiler.report.benchmark_view import benchmark_json, print_benchmark, write_benchmark
 from profiler.report.console import make_console
 from profiler.report.fmt import seconds
 from profiler.report.sweep_view import cell_progress
-from profiler.sweep.plan import OK, SweepPlan, grid_cells, read_manifest, run_sweep
+from profiler.runs.manifest import OK, grid_cells
+from profiler.sweep.plan import SweepPlan, read_manifest, run_sweep
 
 
 def run(plan: SweepPlan, sink) -> int:

@@ -15,10 +15,14 @@ def _say(line: str) -> None:
 
 def backends(sink) -> int:
     """``sink``: profiler.cli.output.Output, where the table or the --json document go."""
-    from profiler.collect.backends import all_backends
+    from profiler.collect.backends import all_backends, cuda_available
     from profiler.report import run_view
 
-    rows, cuda = run_view.backend_rows(all_backends())
+    cuda = cuda_available()
+    rows = [{"name": b.name, "family": b.family, "precision": b.precision,
+             "available": b.unavailable_reason(cuda) is None,
+             "why_not": b.unavailable_reason(cuda), "description": b.description}
+            for b in all_backends()]
     if sink.json:
         sink.document("backends", {"backends": rows})
     else:
@@ -58,8 +62,23 @@ def nsys(options: dict, sink) -> int:
     from profiler.tools import nsys as nsys_tool
 
     result = nsys_tool.run(options, echo=_say)
-    nsys_tool.print_result(result, echo=sink.line)
+    _print_nsys(result, sink.line)
     return 1 if result.get("stats_error") else 0
+
+
+def _print_nsys(result: dict, echo) -> None:
+    from profiler.report.fmt import fixed
+
+    if result.get("stats_error"):
+        echo(f"nsys: {result['stats_error']}")
+    if result.get("report"):
+        echo(f"report: {result['report']}")
+    if result.get("qdstrm"):
+        echo(f"qdstrm: {result['qdstrm']}")
+    if "kernels" in result:
+        echo(f"{result['kernels']} kernels, {fixed(result['kernel_time_us'], ',.1f')} µs of "
+             f"kernel time in the captured steps: runs/{result['run']}/nsys_kernels.csv")
+    echo(f"details: runs/{result['run']}/nsys.json")
 
 
 def ncu(options: dict, top: int, step: int | None, launch_count: int, reuse: bool,
@@ -68,5 +87,19 @@ def ncu(options: dict, top: int, step: int | None, launch_count: int, reuse: boo
 
     result = ncu_tool.run(options, top=top, step=step, launch_count=launch_count, reuse=reuse,
                           chip=chip, echo=_say)
-    ncu_tool.print_result(result, top=top, echo=sink.line)
+    _print_ncu(result, top, sink)
     return 0
+
+
+def _print_ncu(result: dict, top: int, sink) -> None:
+    from profiler.report.hardware_view import print_hardware
+
+    print_hardware(result["joined"], result["agreement"], top, sink.console)
+    sink.line(f"metrics collected: {', '.join(result['metrics_collected']) or 'none'}")
+    if result["metrics_skipped"]:
+        sink.line(f"metrics not on this GPU/ncu: {', '.join(result['metrics_skipped'])}")
+    if result["top_kernels_not_profiled"]:
+        sink.line(f"{len(result['top_kernels_not_profiled'])} of the top kernels were not seen "
+                  "under ncu (another cuDNN algorithm, or past --launch-count)")
+    sink.line(f"wrote ncu.csv, ncu.ncu-rep, ncu.json, ncu.log to runs/{result['run']}/ "
+              "(`summarize` picks ncu.csv up from there)")

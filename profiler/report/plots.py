@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from profiler.errors import UserError
+from profiler.runs.manifest import OK, axis_options, grid_cells, short_label
 
 #: one colour per kernel category, the same in every figure
 CATEGORY_COLOURS = {
@@ -66,8 +67,6 @@ def _devices(frame: pd.DataFrame) -> str:
 def series(frame: pd.DataFrame) -> pd.Series:
     """A line per backend, or per backend and value of each swept option (``ttrt_fp16
     max_new_tokens=16``) when the sweep was given a list of one."""
-    from profiler.sweep.plan import axis_options
-
     labels = frame["backend"].astype(str)
     for key in (k for k in axis_options() if k in frame.columns):
         labels = labels + f" {key}=" + frame[key].map(lambda v: f"{v:.0f}").astype(str)
@@ -187,8 +186,6 @@ def category_bars(labels: list[str], per_label: list[dict[str, float]], title: s
 def sweep_plots(frame: pd.DataFrame, manifest, out: Path) -> list[Path]:
     """latency.png, speedup.png, throughput.png and categories.png of a sweep's benchmark
     table (a frame with at least one finished cell) and manifest."""
-    from profiler.sweep.plan import OK, grid_cells, short_label
-
     model = manifest.model
     written = [latency_plot(frame, model, out / "latency.png"),
                speedup_plot(frame, model, manifest.baseline, out / "speedup.png"),

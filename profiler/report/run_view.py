@@ -6,12 +6,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from profiler.runs import phases
 from profiler.analysis.headline import memory_figures, window_noise
 from profiler.runs.layout import RESULT_FILE
 from profiler.runs.result import Generation, Numerics, RunResult
 from profiler.report.console import make_console
-from profiler.report.fmt import fixed, mib, ms, ms_unit, pct, significant
+from profiler.report.fmt import fixed, mib, ms, ms_unit, pct, phases_line, significant
 
 
 def print_result(result: RunResult, console: Console | None = None) -> None:
@@ -49,7 +48,7 @@ def print_result(result: RunResult, console: Console | None = None) -> None:
         _print_generation(console, result.generation, result.numerics)
     _print_numerics(console, result.numerics)
     if timing.phases_s:
-        console.print(phases.one_line(timing.phases_s, timing.wall_s, backend.compile_s,
+        console.print(phases_line(timing.phases_s, timing.wall_s, backend.compile_s,
                                       backend.cache_load_s), highlight=False, soft_wrap=True)
     unit = "generations" if result.generation is not None else "iterations"
     chosen = f" ({timing.iterations_chosen_by})" if timing.iterations_chosen_by else ""
@@ -166,24 +165,8 @@ def _print_generation(console: Console, generation: Generation,
                   highlight=False)
 
 
-def backend_rows(backend_list) -> tuple[list[dict], bool]:
-    """One row per backend (name, family, precision, available, why_not, description), and
-    whether a CUDA GPU was found."""
-    import importlib
-
-    cuda = False
-    if importlib.util.find_spec("torch") is not None:
-        import torch
-
-        cuda = torch.cuda.is_available()
-    rows = [{"name": b.name, "family": b.family, "precision": b.precision,
-             "available": b.unavailable_reason(cuda) is None,
-             "why_not": b.unavailable_reason(cuda), "description": b.description}
-            for b in backend_list]
-    return rows, cuda
-
-
 def print_backends(rows: list[dict], cuda: bool, console: Console) -> None:
+    """The backends' table (rows: name, family, precision, available, why_not, description)."""
     table = Table(title=f"backends ({'CUDA GPU found' if cuda else 'no CUDA GPU: CPU only'})",
                   title_justify="left")
     for column in ("backend", "precision", "available", "what it is / why not"):

@@ -86,3 +86,14 @@ def all_backends() -> list[Backend]:
 def _load_families() -> None:
     # importing a family module registers its backends; the modules import torch lazily
     from profiler.collect.backends import eager, inductor, onnxruntime, quantized, tensorrt, torchscript  # noqa: F401
+
+
+def cuda_available() -> bool:
+    """Whether torch is installed and sees a CUDA GPU (False without torch)."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        return False
+    import torch
+
+    return torch.cuda.is_available()
