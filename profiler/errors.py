@@ -5,6 +5,15 @@ class UserError(Exception):
     """A mistake in the input or the environment that the message tells the user how to fix."""
 
 
+class OutOfMemory(UserError):
+    """Running out of GPU (``kind`` "CUDA") or host (``kind`` "host") memory: one line, as a
+    UserError, that a sweep records as its own kind of failure."""
+
+    def __init__(self, message: str, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
 class Interrupted(Exception):
     """Ctrl-C (or SIGTERM, SIGHUP), after what was finished was kept. The CLI prints it as one
     line, exit status ``exit_code`` (130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP)."""
@@ -19,3 +28,9 @@ def first_line(error: BaseException) -> str:
     one-line error quotes of a library's multi-line failure."""
     text = str(error).strip()
     return text.splitlines()[0] if text else ""
+
+
+def os_error_line(error: OSError) -> str:
+    """A file that cannot be written or read, as the shell says it: ``<file>: <reason>``."""
+    where = f"{error.filename} -> {error.filename2}" if error.filename2 else error.filename
+    return f"{where}: {error.strerror or error}" if where else str(error)

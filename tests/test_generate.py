@@ -254,8 +254,9 @@ def test_sweep_passes_the_generation_options_on():
     from profiler.sweep import plan as sweep
 
     assert {"workload", "src_len", "prompt_len", "max_new_tokens"} <= set(sweep.shared_options())
-    args = sweep.run_args({"workload": "generate", "src_len": 8, "max_new_tokens": 16})
-    assert args == ["--workload", "generate", "--src-len", "8", "--max-new-tokens", "16"]
+    config = sweep.cell_config({"model": "transformer", "workload": "generate", "src_len": 8,
+                                "max_new_tokens": 16}, "pytorch_fp32", 2)
+    assert (config.workload, config.src_len, config.max_new_tokens) == ("generate", 8, 16)
 
 
 # ----- phases on a real GPU trace ----------------------------------------------------------------

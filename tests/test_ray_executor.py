@@ -147,13 +147,14 @@ def test_without_ray_one_line(tmp_path):
 # ---- the executor with stand-in cell runners -----------------------------------------------
 # (module-level functions: the Ray workers import them from this module)
 
-def _option(job, flag: str) -> Path:
-    return Path(job.argv[job.argv.index(flag) + 1])
+def _option(job, key: str) -> Path:
+    """A folder of the job's config (the stand-in runners keep their marks there too)."""
+    return Path(job.config[key])
 
 
 def _attempt(job) -> int:
     """Counts this job's attempts in a file of the test's folder; returns the attempt number."""
-    marks = _option(job, "--marks") / job.name
+    marks = _option(job, "marks") / job.name
     marks.parent.mkdir(parents=True, exist_ok=True)
     with open(marks, "a") as file:
         file.write(f"{os.getpid()}\n")
@@ -164,10 +165,10 @@ def writes_a_run(job):
     from profiler.sweep.cell import CellOutcome
 
     _attempt(job)
-    run = _option(job, "--runs-dir") / job.name
+    run = _option(job, "runs_dir") / job.name
     run.mkdir(parents=True)
     (run / "result.json").write_text(json.dumps({"cell": job.name, "pid": os.getpid()}))
-    trace = _option(job, "--tb-dir") / job.name
+    trace = _option(job, "tb_dir") / job.name
     trace.mkdir(parents=True)
     (trace / "w.pt.trace.json.gz").write_bytes(b"trace of " + job.name.encode())
     Path(job.log_path).parent.mkdir(parents=True, exist_ok=True)
@@ -176,7 +177,7 @@ def writes_a_run(job):
 
 
 def dies_once(job):
-    if not (_option(job, "--marks") / job.name).exists():
+    if not (_option(job, "marks") / job.name).exists():
         _attempt(job)
         os._exit(1)  # the worker process is lost, as when a node goes away
     return writes_a_run(job)
@@ -204,9 +205,9 @@ def _jobs(tmp_path: Path, *names: str, timeout_s=None):
     from profiler.sweep.cell import CellJob
 
     sweep = tmp_path / "runs" / "s"
-    return [CellJob(name=name, backend="pytorch_fp32", batch_size=1,
-                    argv=["run", "--runs-dir", str(sweep), "--tb-dir",
-                          str(tmp_path / "tb" / "s"), "--marks", str(tmp_path / "marks")],
+    return [CellJob(name=name, config={"backend": "pytorch_fp32", "bs": 1,
+                                       "runs_dir": str(sweep), "tb_dir": str(tmp_path / "tb" / "s"),
+                                       "marks": str(tmp_path / "marks")},
                     log_path=str(sweep / "logs" / f"{name}.log"), timeout_s=timeout_s)
             for name in names]
 
@@ -251,7 +252,7 @@ def test_shared_folder_is_written_by_the_cells(ray_address, tmp_path, monkeypatc
     monkeypatch.chdir(tmp_path)  # relative folders are made absolute for the workers
     jobs = _jobs(Path("."), "a")
     for job in jobs:  # the stand-in's own bookkeeping stays in the test's folder
-        job.argv[job.argv.index("--marks") + 1] = str(tmp_path / "marks")
+        job.config["marks"] = str(tmp_path / "marks")
     _, done, said = _run(jobs, writes_a_run, shared_fs=True)
     assert "written by the cells into the shared folder" in said[0]
     assert done["a"].status == "ok"

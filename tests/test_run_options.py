@@ -113,24 +113,25 @@ def test_run(parse_run, left_out):
 
 
 class RecordingExecutor:
-    """A sweep executor that records the cells' command lines and runs none."""
+    """A sweep executor that records the cells' typed configs (what a worker would run) and
+    runs none."""
 
-    def __init__(self, commands: list, prefix: list[str] | None = None) -> None:
-        self.commands, self.prefix = commands, prefix or ["profile.py"]
+    def __init__(self, configs: list) -> None:
+        self.configs = configs
 
     def describe(self) -> str:
         return "nowhere"
 
     def run(self, jobs, on_start, on_done) -> None:
-        from profiler.sweep.cell import FAILED, CellOutcome
+        from profiler.sweep.cell import outcome
 
         for job in jobs:
-            self.commands.append([*self.prefix, *job.argv])
+            self.configs.append(job.run_config())
             on_start(job, {})
-            on_done(job, CellOutcome(FAILED, "stopped at the cell", 1, 0.0))
+            on_done(job, outcome("user-error", "stopped at the cell", 2, 0.0))
 
 
-def test_sweep_cells(cli, parse_run, monkeypatch, left_out):
+def test_sweep_cells(cli, monkeypatch, left_out):
     from profiler.sweep import plan as sweep
 
     commands = []
@@ -141,8 +142,7 @@ def test_sweep_cells(cli, parse_run, monkeypatch, left_out):
     done = cli("sweep", "--backends", values["backend"], "--bs", str(values["batch_size"]),
                "--name", "probe", "--runs-dir", "r", "--tb-dir", "t", *argv(shared))
     assert len(commands) == 1, done
-    assert commands[0][1] == "run"
-    config = parse_run(*commands[0][2:])
+    config = commands[0]
     assert_reaches(config, values, SWEEP_SETS)
     assert (config.backend, config.batch_size) == (values["backend"], values["batch_size"])
     assert (config.runs_dir, config.tb_dir, config.name) == (Path("r/probe"), Path("t/probe"),

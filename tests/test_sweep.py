@@ -56,7 +56,7 @@ def test_sweep_writes_cells_tables_and_manifest(grid):
     assert manifest["baseline"] == "pytorch_fp32" and manifest["batch_sizes"] == [1, 2, 3]
     assert manifest["options"]["iters"] == 2
     oom = manifest["cells"]["pytorch_bf16_bs3_oom_above_2"]
-    assert oom["status"] == "oom" and oom["exit_code"] == 2
+    assert oom["status"] == "oom" and oom["exit_code"] == 2 and oom["kind"] == "cuda-oom"
     assert "CUDA out of memory at batch size 3" in oom["reason"]
     assert oom["elapsed_s"] > 0 and (sweep / oom["log"]).is_file()
     with open(sweep / "benchmark.csv", newline="") as handle:
@@ -279,23 +279,26 @@ def test_resume_refuses_other_options(cli):
               "--iters 100 (now 2)", "pass the same options")
 
 
-def test_failure_reason_parsing():
-    from profiler.sweep.plan import failure_reason
+def test_a_cell_is_a_typed_config_carrying_every_shared_option(tmp_path):
+    from profiler.runs.config import config_from_json, run_argv
+    from profiler.sweep.plan import cell_config, plan, cell_job
 
-    log = "$ python profile.py run\nresnet50 pytorch_fp16 bs64 on NVIDIA H200\n" \
-          "error: CUDA out of memory at batch size 64 (pytorch_fp16, resnet50); try a smaller --bs\n"
-    assert failure_reason(log).startswith("CUDA out of memory at batch size 64")
-    assert failure_reason("Traceback (most recent call last):\n  ...\nValueError: boom\n") \
-        == "ValueError: boom"
-    assert failure_reason("") is None
-
-
-def test_run_args_pass_every_shared_option():
-    from profiler.sweep.plan import run_args
-
-    args = run_args({"model": "resnet18", "iters": 5, "tf32": True, "cache": False,
-                     "gzip": True, "cudnn_benchmark": False, "max_rel_error": None})
-    assert args[:2] == ["--model", "resnet18"]
-    assert "--tf32" in args and "--no-cache" in args and "--gzip" in args
-    assert "--no-cudnn-benchmark" in args and "--max-rel-error" not in args
-    assert args[args.index("--iters") + 1] == "5"
+    options = {"model": "resnet18", "iters": 5, "tf32": True, "cache": False, "gzip": True,
+               "cudnn_benchmark": False, "max_rel_error": None}
+    config = cell_config(options, "pytorch_fp16", 4, sweep_dir=tmp_path / "s",
+                         trace_dir=tmp_path / "t")
+    assert (config.backend, config.batch_size, config.model, config.iters) == \
+        ("pytorch_fp16", 4, "resnet18", 5)
+    assert config.tf32 and not config.use_cache and config.gzip and not config.cudnn_benchmark
+    assert (config.runs_dir, config.tb_dir) == (tmp_path / "s", tmp_path / "t")
+    # ncu and nsys give the same config to a child process as arguments: one conversion
+    args = run_argv(config.options())
+    assert "--tf32" in args and "--no-cache" in args and "--no-cudnn-benchmark" in args
+    assert "--max-rel-error" not in args and args[args.index("--iters") + 1] == "5"
+    # a job travels as JSON and comes back the same config, named as the sweep names the cell
+    p = plan("pytorch_fp32", "2", options, name="s",
+             runs_dir=tmp_path / "runs", tb_dir=tmp_path / "tb")
+    job = cell_job(p, "pytorch_fp32", 2)
+    assert job.name == "pytorch_fp32_bs2_resnet18" and job.run_config().run_name == job.name
+    assert config_from_json(job.config) == job.run_config()
+    assert job.run_config().runs_dir == tmp_path / "runs" / "s"

@@ -15,28 +15,25 @@ from profiler.analysis.benchmark import benchmark_table
 from profiler.runs import manifest
 from profiler.report.benchmark_view import markdown
 from profiler.runs.manifest import SweepCell, SweepManifest
-from tests.test_run_options import parse_run  # noqa: F401  (a fixture)
 
 GENERATE = ["--model", "transformer", "--workload", "generate"]
 
 
 @pytest.fixture
-def commands(monkeypatch) -> list[list[str]]:
-    """The cells' `profile.py run` command lines; every cell stops there."""
+def commands(monkeypatch) -> list:
+    """The cells' typed configs (what a worker runs); every cell stops there."""
     from tests.test_run_options import RecordingExecutor
 
-    seen: list[list[str]] = []
-    # as a cell's process would start: [python, profile.py, run, ...]
-    monkeypatch.setattr(sweep, "make_executor",
-                        lambda plan: RecordingExecutor(seen, prefix=["python", "profile.py"]))
+    seen: list = []
+    monkeypatch.setattr(sweep, "make_executor", lambda plan: RecordingExecutor(seen))
     return seen
 
 
-def test_a_list_of_new_tokens_is_one_cell_per_value(cli, commands, parse_run):
+def test_a_list_of_new_tokens_is_one_cell_per_value(cli, commands):
     done = cli("sweep", "--backends", "pytorch_fp32,pytorch_fp16", "--bs", "1,8", *GENERATE,
                "--max-new-tokens", "16,64,256", "--src-len", "32", "--name", "g")
     assert len(commands) == 12, done
-    configs = [parse_run(*command[3:]) for command in commands]
+    configs = commands
     grid = {(c.backend, c.batch_size, c.max_new_tokens) for c in configs}
     assert grid == {(b, n, t) for b in ("pytorch_fp32", "pytorch_fp16") for n in (1, 8)
                     for t in (16, 64, 256)}

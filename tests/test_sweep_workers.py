@@ -44,6 +44,7 @@ def test_crashes_and_kills_are_recorded_and_the_worker_replaced(tmp_path):
     exited, segfault, killed, fine = (cells[f"pytorch_fp32_bs{n}_crashes_below_4"]
                                       for n in (1, 2, 3, 4))
     assert exited["status"] == "failed" and exited["exit_code"] == 0
+    assert {c["kind"] for c in (exited, segfault, killed)} == {"died"} and fine["kind"] == "ok"
     assert "exited with status 0 during the cell" in exited["reason"]
     assert segfault["status"] == "failed" and segfault["reason"] == "worker killed by SIGSEGV"
     assert killed["status"] == "failed"

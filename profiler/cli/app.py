@@ -17,7 +17,7 @@ from profiler import signals
 from profiler.cli.options import OneLineErrors, OneLineUsage, run_options
 from profiler.cli.output import Output
 from profiler.commands.summarize import VIEWS as VIEW_NAMES
-from profiler.errors import Interrupted, UserError
+from profiler.errors import Interrupted, UserError, os_error_line
 from profiler.runs.manifest import SWEEP_SETS
 
 VIEWS = Literal[VIEW_NAMES]
@@ -97,8 +97,7 @@ def _file_errors_as_user_errors(command, args, kwargs):
     except BrokenPipeError:  # `| head`: the reader is gone, nothing to say
         raise
     except OSError as error:  # as the shell says it: "<file>: <reason>"
-        where = f"{error.filename} -> {error.filename2}" if error.filename2 else error.filename
-        raise UserError(f"{where}: {error.strerror or error}" if where else str(error)) from None
+        raise UserError(os_error_line(error)) from None
 
 
 def _tolerant_output() -> None:

@@ -36,7 +36,7 @@ from profiler.runs import phases
 from profiler import signals
 from profiler.collect import reference as fp32_reference
 from profiler.runs.config import RunConfig, check_path_component
-from profiler.errors import UserError
+from profiler.errors import OutOfMemory, UserError
 from profiler.fsutil import clean_leftovers, folder_lock, replace_dir, staging_dir, write_text_atomic
 from profiler.runs.phases import Phases
 from profiler.runs.result import RunResult
@@ -139,9 +139,9 @@ def _memory_errors(config: RunConfig):
             raise
         asked = re.search(r"tried to allocate ([0-9.]+ ?[A-Za-z]*)", str(error), re.IGNORECASE)
         detail = f", tried to allocate {asked[1]}" if asked else ""
-        raise UserError(f"{kind} out of memory at batch size {config.batch_size} "
-                        f"({config.backend}, {config.model}{detail}); try a smaller --bs") \
-            from None
+        raise OutOfMemory(f"{kind} out of memory at batch size {config.batch_size} "
+                          f"({config.backend}, {config.model}{detail}); try a smaller --bs",
+                          kind) from None
 
 
 def _release_cuda_memory() -> None:

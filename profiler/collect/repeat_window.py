@@ -14,18 +14,9 @@ import os
 import subprocess
 import sys
 
-from profiler.runs.config import RunConfig, keyed, unkeyed
+from profiler.runs.config import RunConfig, config_from_json, config_to_json
 from profiler.errors import UserError
 from profiler import SOURCE_ROOT
-
-def config_to_json(config: RunConfig) -> str:
-    """The run options as JSON (option key -> plain value, as a sweep manifest holds them)."""
-    return json.dumps(keyed(config.options()))
-
-
-def config_from_json(text: str) -> RunConfig:
-    return RunConfig(**unkeyed(json.loads(text)))
-
 
 def repeat(config: RunConfig, iters: int, warmup: int, say) -> list[list[float]]:
     """K - 1 more timed windows (the main run is the first), each in a fresh process; the
@@ -36,7 +27,7 @@ def repeat(config: RunConfig, iters: int, warmup: int, say) -> list[list[float]]
     for index in range(1, config.repeat_runs):
         say(f"  repeat {index + 1} of {config.repeat_runs}: a fresh process")
         done = subprocess.run([sys.executable, "-m", "profiler.collect.repeat_window"],
-                              input=config_to_json(child), capture_output=True, text=True,
+                              input=json.dumps(config_to_json(child)), capture_output=True, text=True,
                               env=_child_env())
         if done.returncode != 0:
             last = (done.stderr.strip().splitlines() or ["no output"])[-1]
@@ -72,4 +63,4 @@ def _time_once(config: RunConfig) -> dict:
 
 
 if __name__ == "__main__":
-    print(json.dumps(_time_once(config_from_json(sys.stdin.read()))))
+    print(json.dumps(_time_once(config_from_json(json.loads(sys.stdin.read())))))

@@ -310,6 +310,21 @@ def unkeyed(options: dict) -> dict:
             for name, v in values.items()}
 
 
+def config_to_json(config: "RunConfig") -> dict:
+    """Every run option of ``config`` as plain JSON values under its option key: how a config
+    travels to another process (a sweep cell, a repeat window) and back (config_from_json)."""
+    return keyed(config.options())
+
+
+def config_from_json(data: dict) -> "RunConfig":
+    """The RunConfig that config_to_json wrote, validated again; a key that names no option
+    is refused (a config from another version, or a typo), never silently dropped."""
+    unknown = sorted(set(data) - {spec.key for spec in run_options().values()})
+    if unknown:
+        raise UserError(f"not run options: {', '.join(unknown)}")
+    return RunConfig(**unkeyed(data))
+
+
 def run_argv(values: dict) -> list[str]:
     """Field-name -> value as `profile.py run` arguments; every option is written out, so the
     run never depends on its defaults (booleans without an off flag excepted)."""

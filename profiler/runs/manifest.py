@@ -40,6 +40,9 @@ class SweepCell(msgspec.Struct):
     backend: str
     batch_size: int
     status: str = "pending"
+    #: how it ended, typed: ok, user-error, cuda-oom, host-oom, crash, died, timeout or
+    #: interrupted (sweep.cell.KINDS; absent in sweeps recorded before it was)
+    kind: str | None = None
     reason: str | None = None
     exit_code: int | None = None
     started: str | None = None

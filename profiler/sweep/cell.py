@@ -1,14 +1,18 @@
 """One sweep cell, run in this process: the runner every sweep executor places somewhere.
 
-A cell is a ``profile.py run`` command line (``CellJob.argv``). ``run_job`` runs it in the
-calling process with file descriptors 1 and 2 pointed at the cell's log (so what C++, CUDA and
-TensorRT print lands there too), catches how it ended, classifies it (``CellOutcome``) and then
-puts the process back the way the next cell expects it (``reset_after_cell``). A local sweep
-worker (``profiler.sweep.worker``) calls it once per cell; a cluster task (a Ray task, a Slurm job
-step) can call it the same way.
+A cell is a typed job (``CellJob``): its RunConfig (as plain JSON, runs.config.config_to_json),
+its log and its time limit. ``run_job`` calls the harness on that config in the calling process
+(``profiler.collect.harness.run``, what `profile.py run` calls), with file descriptors 1 and 2
+pointed at the cell's log (so what C++, CUDA and TensorRT print lands there too), and returns
+how it ended from what the harness raised (``CellOutcome``: ok, a user error, CUDA or host out
+of memory, a crash, an interruption), never from reading the log. It then puts the process
+back the way the next cell expects it (``profiler.collect.state``). A local sweep worker
+(``profiler.sweep.worker``) calls it once per cell; a cluster task (a Ray task, a Slurm job step)
+can call it the same way. A process that dies during a cell is classified by whoever started it,
+from its exit status (``death_reason``).
 
-Importing this module does not import torch: the sweep process uses ``failure_reason`` and the
-job and outcome types, and only ``run_job`` (in a worker) loads the harness.
+Importing this module does not import torch: the sweep process uses the job and outcome types,
+and only ``run_job`` (in a worker) loads the harness.
 """
 
 from __future__ import annotations
@@ -20,28 +24,51 @@ import socket
 import sys
 import threading
 import time
-from dataclasses import dataclass
+import traceback
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
-OK, FAILED, OOM, TIMEOUT, INTERRUPTED = "ok", "failed", "oom", "timeout", "interrupted"
+from profiler.errors import OutOfMemory, UserError, first_line, os_error_line
+from profiler.runs.config import RunConfig, config_from_json, run_argv
+from profiler.runs.manifest import FAILED, INTERRUPTED, OK, OOM, TIMEOUT
+
+#: how a cell ended, as a sweep records it (the manifest's status word for each)
+KINDS = {"ok": OK, "user-error": FAILED, "cuda-oom": OOM, "host-oom": OOM, "crash": FAILED,
+         "died": FAILED, "timeout": TIMEOUT, "interrupted": INTERRUPTED}
 
 
 class CellJob(msgspec.Struct):
     """What a worker needs to run one cell; JSON on the wire."""
 
     name: str
-    backend: str
-    batch_size: int
-    #: the ``profile.py run`` arguments, without interpreter or script: ["run", "--backend", ...]
-    argv: list[str]
+    #: the cell's RunConfig as plain JSON (runs.config.config_to_json): backend, batch size,
+    #: every shared option, its --name and the sweep's folders
+    config: dict[str, Any]
     log_path: str
     timeout_s: float | None = None
 
+    @property
+    def backend(self) -> str:
+        return self.config["backend"]
+
+    @property
+    def batch_size(self) -> int:
+        return self.config["bs"]
+
+    def run_config(self) -> RunConfig:
+        return config_from_json(self.config)
+
+    def with_folders(self, runs_dir: str, tb_dir: str, log_path: str) -> "CellJob":
+        """The same cell writing its run folder, trace and log elsewhere."""
+        return msgspec.structs.replace(self, config={**self.config, "runs_dir": runs_dir,
+                                                     "tb_dir": tb_dir}, log_path=log_path)
+
 
 class CellOutcome(msgspec.Struct):
-    """How a cell ended. status: ok, failed, oom, timeout or interrupted."""
+    """How a cell ended. ``kind``: ok, user-error, cuda-oom, host-oom, crash, died, timeout or
+    interrupted; ``status``: the sweep's word for it (KINDS)."""
 
     status: str
     reason: str | None
@@ -49,31 +76,13 @@ class CellOutcome(msgspec.Struct):
     elapsed_s: float
     gpu: str | None = None  # the GPU (CUDA_VISIBLE_DEVICES of the process that ran it)
     node: str | None = None  # the host name
+    kind: str | None = None
 
 
-def failure_reason(log_text: str) -> str | None:
-    """The last ``error:`` line (the harness's one-line user errors, CUDA OOM included), else
-    the last non-empty line (a crash's exception line)."""
-    lines = [line.strip() for line in log_text.splitlines() if line.strip()]
-    errors = [line for line in lines if line.startswith("error:")]
-    if errors:
-        return errors[-1][len("error:"):].strip()
-    return lines[-1] if lines else None
-
-
-def classify(exit_code: int, log_path: Path) -> tuple[str, str | None]:
-    """(status, reason) of a cell that ended with ``exit_code`` (a negative code: killed by
-    that signal), its log in ``log_path``."""
-    if exit_code == 0:
-        return OK, None
-    if exit_code in (130, -signal.SIGINT):
-        return INTERRUPTED, "interrupted (Ctrl-C)"
-    try:
-        text = log_path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        text = ""
-    reason = failure_reason(text) or f"exit status {exit_code}"
-    return (OOM if "out of memory" in reason.lower() else FAILED), reason
+def outcome(kind: str, reason: str | None, exit_code: int | None, elapsed_s: float,
+            **where) -> CellOutcome:
+    return CellOutcome(status=KINDS[kind], reason=reason, exit_code=exit_code,
+                       elapsed_s=elapsed_s, kind=kind, **where)
 
 
 def death_reason(exit_code: int | None) -> str:
@@ -107,38 +116,55 @@ def run_job(job: CellJob, process_mark: float | None = None) -> CellOutcome:
     """Run one cell in this process and reset the process for the next one. ``process_mark``
     (perf_counter) is when this process began loading modules: the first cell's imports phase
     starts there; later cells' imports phase starts with the cell (modules already loaded)."""
+    from profiler.collect import state
     from profiler.runs import phases
 
     began = time.perf_counter()
     phases.process_mark = process_mark if process_mark is not None else began
     log_path = Path(job.log_path)
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    saved = _FlagSnapshot.take()
     try:
-        with _output_into(log_path, ["profile.py", *job.argv]):
-            code = _call_cli(job.argv)
+        config = job.run_config()
+    except UserError as error:  # the plan validated it: a job from elsewhere may not be
+        return outcome("user-error", str(error), 2, time.perf_counter() - began, **where())
+    saved = state.snapshot()
+    try:
+        with _output_into(log_path, ["profile.py", "run", *run_argv(config.options())]):
+            kind, reason, code = _run(config)
     finally:
-        reset_after_cell(saved)
-    status, reason = classify(code, log_path)
-    return CellOutcome(status=status, reason=reason, exit_code=code,
-                       elapsed_s=time.perf_counter() - began, **where())
+        state.reset(saved)
+    return outcome(kind, reason, code, time.perf_counter() - began, **where())
 
 
-def _call_cli(argv: list[str]) -> int:
-    """``profile.py <argv>`` in this process; sys.argv reads as it would (result.json's
-    command line comes from it)."""
-    from profiler.cli.app import main
+def _run(config: RunConfig) -> tuple[str, str | None, int]:
+    """(kind, reason, exit status as `profile.py run` would give it) of one run, from what the
+    harness raised; the log (fds 1 and 2) gets what `run` would print."""
+    from profiler.collect import harness
+    from profiler.report import run_view
 
-    saved, sys.argv = sys.argv, ["profile.py", *argv]
     try:
         with _interruptible():
-            return main(argv)
-    except SystemExit as done:  # main catches typer's; a model's own sys.exit lands here
-        return done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
-    except KeyboardInterrupt:  # between the CLI's handlers (a second Ctrl-C)
-        return 130
-    finally:
-        sys.argv = saved
+            result = harness.run(config)
+        run_view.print_result(result)
+        return "ok", None, 0
+    except OutOfMemory as error:
+        print(f"error: {error}", file=sys.stderr)
+        return ("cuda-oom" if error.kind == "CUDA" else "host-oom"), str(error), 2
+    except UserError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return "user-error", str(error), 2
+    except KeyboardInterrupt:
+        print("interrupted: nothing was written for the unfinished run", file=sys.stderr)
+        return "interrupted", "interrupted (Ctrl-C)", 130
+    except OSError as error:  # a full disk, a read-only folder: the user's environment
+        print(f"error: {os_error_line(error)}", file=sys.stderr)
+        return "user-error", os_error_line(error), 2
+    except SystemExit as done:  # a model's own sys.exit
+        code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
+        return "crash", f"the run called sys.exit({done.code!r}) before it finished", code or 1
+    except Exception as error:  # a bug, or a library failing in a way the harness did not name
+        traceback.print_exc(file=sys.__stderr__ or sys.stderr)  # fd 2: the cell's log
+        return "crash", f"{type(error).__name__}: {first_line(error)}", 1
 
 
 @contextlib.contextmanager
@@ -178,78 +204,3 @@ def _output_into(log_path: Path, command: list[str]):
             os.dup2(saved[1], 2)
             for fd in saved:
                 os.close(fd)
-
-
-@dataclass
-class _FlagSnapshot:
-    """The process-wide switches a cell may change, as they were before it."""
-
-    torch_flags: dict
-    environ: dict
-    cwd: str
-
-    @classmethod
-    def take(cls) -> "_FlagSnapshot":
-        return cls(torch_flags=_torch_flags(), environ=dict(os.environ), cwd=os.getcwd())
-
-
-def _torch_flags() -> dict:
-    import torch
-
-    return {"matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
-            "matmul_fp16_reduced": torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
-            "matmul_bf16_reduced": torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
-            "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32,
-            "cudnn_benchmark": torch.backends.cudnn.benchmark,
-            "cudnn_deterministic": torch.backends.cudnn.deterministic,
-            "cudnn_enabled": torch.backends.cudnn.enabled,
-            "float32_matmul_precision": torch.get_float32_matmul_precision(),
-            "deterministic": torch.are_deterministic_algorithms_enabled(),
-            "default_dtype": torch.get_default_dtype(),
-            "grad_enabled": torch.is_grad_enabled(),
-            "num_threads": torch.get_num_threads()}
-
-
-def _set_torch_flags(flags: dict) -> None:
-    import torch
-
-    torch.backends.cuda.matmul.allow_tf32 = flags["matmul_allow_tf32"]
-    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = \
-        flags["matmul_fp16_reduced"]
-    torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = \
-        flags["matmul_bf16_reduced"]
-    torch.backends.cudnn.allow_tf32 = flags["cudnn_allow_tf32"]
-    torch.backends.cudnn.benchmark = flags["cudnn_benchmark"]
-    torch.backends.cudnn.deterministic = flags["cudnn_deterministic"]
-    torch.backends.cudnn.enabled = flags["cudnn_enabled"]
-    torch.set_float32_matmul_precision(flags["float32_matmul_precision"])
-    torch.use_deterministic_algorithms(flags["deterministic"])
-    torch.set_default_dtype(flags["default_dtype"])
-    torch.set_grad_enabled(flags["grad_enabled"])
-    torch.set_num_threads(flags["num_threads"])
-
-
-def reset_after_cell(before: _FlagSnapshot) -> None:
-    """What one cell left behind, gone before the next: compiled graphs and Dynamo's caches,
-    the cell's tensors and the CUDA caching allocator's blocks and peak statistics, the math
-    switches (TF32, reduced-precision reductions, cuDNN autotuner, matmul precision, default
-    dtype), environment variables and working folder; the RNGs seeded back to 0."""
-    import gc
-
-    import torch
-
-    with contextlib.suppress(Exception):
-        torch.compiler.reset()  # Dynamo's graphs, guards and Inductor's in-memory caches
-    _set_torch_flags(before.torch_flags)
-    os.environ.clear()
-    os.environ.update(before.environ)
-    with contextlib.suppress(OSError):
-        os.chdir(before.cwd)
-    gc.collect()
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        with contextlib.suppress(Exception):  # a CUDA error in the cell may make these fail
-            torch.cuda.synchronize()
-            torch.cuda.empty_cache()
-            torch.cuda.reset_peak_memory_stats()
-            torch.cuda.reset_accumulated_memory_stats()
-    torch.manual_seed(0)

@@ -38,12 +38,12 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
 
-from profiler.sweep import cell as cellrun, executors
+from profiler.sweep import executors
 from profiler import runs
 from profiler import signals
 from profiler.sweep.cell import CellJob, CellOutcome
-from profiler.runs.config import (RunConfig, check_path_component, keyed, run_argv, run_name,
-                     run_options, unkeyed)
+from profiler.runs.config import (RunConfig, check_path_component, config_to_json, keyed,
+                                  run_name, run_options, unkeyed)
 from profiler.errors import Interrupted, UserError
 from profiler.fsutil import clean_leftovers, folder_lock
 from profiler.runs.layout import MANIFEST
@@ -131,21 +131,28 @@ def _no_duplicates(items: list, flag: str, what: str) -> None:
         seen.add(item)
 
 
-def run_args(options: dict, axis: dict | None = None) -> list[str]:
-    """The shared options (keyed as in the manifest), with a cell's value of each swept
-    option, as `profile.py run` arguments."""
-    values = {k: v for k, v in options.items() if k in shared_options()}
-    return run_argv(unkeyed({**values, **(axis or {})}))
+def cell_config(options: dict, backend: str, batch_size: int, axis: dict | None = None,
+                sweep_dir: Path = Path("runs"), trace_dir: Path = Path("tb_logs")) -> RunConfig:
+    """One cell's RunConfig: the shared options (keyed as in the manifest) with the cell's
+    backend, batch size and value of each swept option, writing into the sweep's folders. A cell
+    with swept values gets the folder the sweep names it: `run` names a run
+    ``<backend>_bs<N>_<--name>``, so --name is the rest of the cell's name."""
+    shared = {k: v for k, v in options.items() if k in shared_options()}
+    name = None
+    if axis:
+        full = cell_name(backend, batch_size, options["model"],
+                         options.get("workload", "forward"), axis)
+        name = full[len(run_name(backend, batch_size, name="x")) - 1:]
+    return RunConfig(backend=backend, batch_size=batch_size, name=name, runs_dir=sweep_dir,
+                     tb_dir=trace_dir, **unkeyed({**shared, **(axis or {})}))
 
 
 def validate(options: dict, backend_names: list[str], batch_sizes: list[int]) -> None:
     """Every cell's configuration must be valid before the first one starts."""
-    shared = {k: v for k, v in options.items() if k in shared_options()}
     for axis in axis_values(options):
-        config = unkeyed({**shared, **axis})
         for backend in backend_names:
             for batch_size in batch_sizes:
-                RunConfig(backend=backend, batch_size=batch_size, **config)
+                cell_config(options, backend, batch_size, axis)
 
 
 # ---- the manifest --------------------------------------------------------------------------
@@ -182,11 +189,6 @@ def check_resumable(sweep_dir: Path, manifest: SweepManifest, options: dict) -> 
 
 def _now(timespec: str = "seconds") -> str:
     return datetime.now(timezone.utc).isoformat(timespec=timespec)
-
-
-# ---- one cell ------------------------------------------------------------------------------
-
-failure_reason = cellrun.failure_reason
 
 
 # ---- the sweep -----------------------------------------------------------------------------
@@ -311,12 +313,11 @@ def is_done(sweep_dir: Path, cell: SweepCell, name: str) -> bool:
 
 def cell_job(p: SweepPlan, backend: str, batch_size: int,
              axis: dict | None = None) -> CellJob:
-    """One cell as an executor runs it: the `profile.py run` arguments and the log file."""
+    """One cell as an executor runs it: its RunConfig and its log file."""
     name = _plan_cell_name(p, backend, batch_size, axis)
-    argv = ["run", "--backend", backend, "--bs", str(batch_size), *run_args(p.options, axis),
-            *_name_args(p, backend, batch_size, axis), "--runs-dir", str(p.sweep_dir),
-            "--tb-dir", str(p.trace_dir)]
-    return CellJob(name=name, backend=backend, batch_size=batch_size, argv=argv,
+    config = cell_config(p.options, backend, batch_size, axis, p.sweep_dir, p.trace_dir)
+    assert config.run_name == name, (config.run_name, name)  # the folder the sweep reads
+    return CellJob(name=name, config=config_to_json(config),
                    log_path=str(p.sweep_dir / "logs" / f"{name}.log"),
                    timeout_s=p.cell_timeout_s)
 
@@ -327,15 +328,6 @@ def make_executor(p: SweepPlan):
                                           options={"address": p.ray_address,
                                                    "shared_fs": p.ray_shared_fs})
     return executors.get(p.executor)(settings)
-
-
-def _name_args(p: SweepPlan, backend: str, batch_size: int, axis: dict | None) -> list[str]:
-    """A cell with swept values gets the folder the sweep names it: `run` names a run
-    ``<backend>_bs<N>_<--name>``, so --name is the rest of the cell's name."""
-    if not axis:
-        return []
-    return ["--name", _plan_cell_name(p, backend, batch_size, axis)[
-        len(run_name(backend, batch_size, name="x")) - 1:]]
 
 
 @dataclass
@@ -383,7 +375,7 @@ def _run_sweep(p: SweepPlan, say, progress) -> SweepOutcome:
 
     def on_start(job: CellJob, where: dict) -> None:
         running.add(job.name)
-        _update(manifest.cells[job.name], status=RUNNING, reason=None, exit_code=None,
+        _update(manifest.cells[job.name], status=RUNNING, kind=None, reason=None, exit_code=None,
                 started=_now("milliseconds"), finished=None, log=f"logs/{job.name}.log",
                 metrics=None,
                 gpu=where.get("gpu"), node=where.get("node"), worker=where.get("worker"))
@@ -421,14 +413,15 @@ def _run_sweep(p: SweepPlan, say, progress) -> SweepOutcome:
 
 def record_outcome(p: SweepPlan, name: str, cell: SweepCell, outcome: CellOutcome) -> None:
     """A finished cell into its manifest entry: status, reason, seconds, trace metrics."""
-    _update(cell, status=outcome.status, reason=outcome.reason, exit_code=outcome.exit_code,
-            elapsed_s=round(outcome.elapsed_s, 3), finished=_now("milliseconds"))
+    _update(cell, status=outcome.status, kind=outcome.kind, reason=outcome.reason,
+            exit_code=outcome.exit_code, elapsed_s=round(outcome.elapsed_s, 3),
+            finished=_now("milliseconds"))
     if outcome.gpu is not None:
         cell.gpu = outcome.gpu
     if outcome.node is not None:
         cell.node = outcome.node
     if outcome.status == OK and not (p.sweep_dir / name / runs.RESULT_FILE).is_file():
-        _update(cell, status=FAILED, reason="the cell exited 0 without writing "
+        _update(cell, status=FAILED, kind="died", reason="the cell exited 0 without writing "
                 "result.json (did the model call os._exit?)")
     if cell.status == OK:
         cell.metrics = cell_metrics(p.sweep_dir / name)

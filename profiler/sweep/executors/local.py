@@ -28,7 +28,7 @@ from pathlib import Path
 import msgspec
 
 from profiler import signals
-from profiler.sweep.cell import INTERRUPTED, OK, TIMEOUT, CellJob, CellOutcome, death_reason, failure_reason
+from profiler.sweep.cell import CellJob, CellOutcome, death_reason, outcome
 from profiler.errors import UserError
 from profiler.sweep.executors import ExecutorSettings
 from profiler import SOURCE_ROOT
@@ -132,10 +132,9 @@ class _Worker:
         except OSError:  # died already: its exit event records the cell
             pass
 
-    def outcome(self, status: str, reason: str | None, exit_code: int | None) -> CellOutcome:
-        return CellOutcome(status=status, reason=reason, exit_code=exit_code,
-                           elapsed_s=time.monotonic() - self.began, gpu=self.gpu,
-                           node=os.uname().nodename)
+    def outcome(self, kind: str, reason: str | None, exit_code: int | None) -> CellOutcome:
+        return outcome(kind, reason, exit_code, time.monotonic() - self.began, gpu=self.gpu,
+                       node=os.uname().nodename)
 
     def close_input(self) -> None:
         """No more cells: the worker ends after the one it runs."""
@@ -240,23 +239,19 @@ class LocalExecutor:
                 worker.close_input()
         elif "exit" in message:
             worker.job = None
-            outcome = worker.outcome("failed", self._death_reason(worker, job, message["exit"]),
+            outcome = worker.outcome("died", self._death_reason(worker, job, message["exit"]),
                                      message["exit"])
         else:
             return
         on_done(job, outcome)
-        if outcome.status == INTERRUPTED:  # the cell saw a Ctrl-C meant for the sweep
+        if outcome.kind == "interrupted":  # the cell saw a Ctrl-C meant for the sweep
             raise KeyboardInterrupt
 
     @staticmethod
     def _death_reason(worker: _Worker, job: CellJob, code: int | None) -> str:
         reason = death_reason(code)
-        if not Path(job.log_path).exists():  # died before the cell began: say why
-            try:
-                said = failure_reason(worker.log_path.read_text(errors="replace"))
-            except OSError:
-                said = None
-            reason += f": {said}" if said else ""
+        if not Path(job.log_path).exists():  # died before the cell began: its own stderr
+            reason += f": {said}" if (said := _last_line(worker.log_path)) else ""
         return reason
 
     def _stop_late_cells(self, busy, on_done) -> None:
@@ -266,7 +261,7 @@ class LocalExecutor:
                 job = worker.job
                 worker.stop()
                 worker.job = None
-                on_done(job, worker.outcome(TIMEOUT, f"no result after --cell-timeout "
+                on_done(job, worker.outcome("timeout", f"no result after --cell-timeout "
                                             f"{job.timeout_s:g} s", worker.process.returncode))
 
     def _interrupt(self, workers, events, on_done, stop) -> None:
@@ -289,15 +284,26 @@ class LocalExecutor:
             job, worker.job = worker.job, None
             outcome = (msgspec.convert(message["outcome"], CellOutcome)
                        if "outcome" in message else None)
-            if outcome is None or outcome.status != OK:
-                outcome = worker.outcome(INTERRUPTED, reason, outcome and outcome.exit_code)
+            if outcome is None or outcome.kind != "ok":
+                outcome = worker.outcome("interrupted", reason, outcome and outcome.exit_code)
             outcome.gpu = worker.gpu
             on_done(job, outcome)
         for worker in busy:
             job, worker.job = worker.job, None
             worker.stop(grace_s=0.0 if job else GRACE_S, interrupt=False)
             if job is not None:  # no answer within the grace period: killed
-                on_done(job, worker.outcome(INTERRUPTED, reason, worker.process.returncode))
+                on_done(job, worker.outcome("interrupted", reason, worker.process.returncode))
+
+
+def _last_line(path: Path) -> str | None:
+    """The last line a worker that never started its cell wrote to its own stderr (an import
+    that failed, a bad interpreter): the one thing that says why."""
+    try:
+        lines = [line.strip() for line in path.read_text(errors="replace").splitlines()]
+    except OSError:
+        return None
+    lines = [line for line in lines if line]
+    return lines[-1] if lines else None
 
 
 def _next_job(pending: list[CellJob], last_backend: str | None) -> CellJob:

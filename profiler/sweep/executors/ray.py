@@ -35,7 +35,6 @@ What can go wrong, and what is recorded:
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import io
 import logging
 import os
@@ -53,12 +52,11 @@ from typing import Any, Callable, Iterator
 import msgspec
 
 from profiler import signals
-from profiler.sweep.cell import CellJob, CellOutcome, run_job
+from profiler.sweep.cell import CellJob, CellOutcome, outcome, run_job
 from profiler.errors import UserError, first_line
 from profiler.fsutil import replace_dir, staging_dir, write_bytes_atomic
 from profiler.runs.layout import RESULT_FILE
 
-FAILED, OOM, TIMEOUT, INTERRUPTED = "failed", "oom", "timeout", "interrupted"
 
 #: a lost worker or node is retried this many times; a failing cell never is
 SYSTEM_RETRIES = 1
@@ -206,6 +204,8 @@ def cell_task(job: CellJob, shared_fs: bool, runner: Callable[[CellJob], CellOut
 
 
 TEMP_PREFIX = "infer-profiler-cell-"
+#: payload key -> the cell config's folder it lands in
+FOLDERS = {"runs": "runs_dir", "tb": "tb_dir"}
 
 
 def remove_orphans(folder: Path) -> None:
@@ -237,16 +237,14 @@ def where_this_runs() -> dict[str, str | None]:
 
 def in_folder(job: CellJob, folder: Path) -> CellJob:
     """The job with its run folder, traces and log in ``folder`` (runs/, tb/, cell.log)."""
-    argv = with_option(job.argv, "--runs-dir", str(folder / "runs"))
-    argv = with_option(argv, "--tb-dir", str(folder / "tb"))
-    return replace(job, argv=argv, log_path=str(folder / "cell.log"))
+    return job.with_folders(str(folder / "runs"), str(folder / "tb"), str(folder / "cell.log"))
 
 
 def rehome_results(runs_dir: Path, local: CellJob, home: CellJob) -> None:
     """Point the paths a run wrote into its result.json (its trace files, folders, log) at
     where they will be at home, as if the cell had run there."""
-    prefixes = [(option(local.argv, flag), option(home.argv, flag))
-                for flag in ("--runs-dir", "--tb-dir")] + [(local.log_path, home.log_path)]
+    prefixes = [(local.config[key], home.config[key])
+                for key in FOLDERS.values()] + [(local.log_path, home.log_path)]
 
     def rehomed(value):
         if isinstance(value, dict):
@@ -266,9 +264,8 @@ def rehome_results(runs_dir: Path, local: CellJob, home: CellJob) -> None:
 
 def absolute(job: CellJob) -> CellJob:
     """The job with absolute folders, for a worker whose working folder is not ours."""
-    argv = with_option(job.argv, "--runs-dir", os.path.abspath(option(job.argv, "--runs-dir")))
-    argv = with_option(argv, "--tb-dir", os.path.abspath(option(job.argv, "--tb-dir")))
-    return replace(job, argv=argv, log_path=os.path.abspath(job.log_path))
+    return job.with_folders(*(os.path.abspath(job.config[key]) for key in FOLDERS.values()),
+                            log_path=os.path.abspath(job.log_path))
 
 
 def pack(folder: Path) -> bytes | None:
@@ -290,9 +287,9 @@ def bring_home(job: CellJob, payload: dict[str, bytes | None]) -> None:
     """Put a cell's archives in place: run folder into --runs-dir, trace into --tb-dir, log at
     the job's log path; each renamed whole from a staging folder beside it."""
     with signals.deferred():
-        for key, flag in (("runs", "--runs-dir"), ("tb", "--tb-dir")):
+        for key, option in FOLDERS.items():
             if payload.get(key):
-                unpack(payload[key], Path(option(job.argv, flag)), job.name)
+                unpack(payload[key], Path(job.config[option]), job.name)
         if payload.get("log") is not None:
             write_bytes_atomic(Path(job.log_path), payload["log"])
 
@@ -364,12 +361,12 @@ class _Cells:
         try:
             item = self.ray.get(next(generator))
         except StopIteration:
-            self.finish(generator, CellOutcome(FAILED, "the Ray task ended without an outcome",
-                                               None, task.seconds()))
+            self.finish(generator, outcome("died", "the Ray task ended without an outcome",
+                                           None, task.seconds()))
             return
         except exceptions.OutOfMemoryError as error:
-            self.finish(generator, CellOutcome(
-                OOM, f"out of host memory: Ray's memory monitor stopped the cell "
+            self.finish(generator, outcome(
+                "host-oom", f"out of host memory: Ray's memory monitor stopped the cell "
                 f"({first_line(error)})", None, task.seconds()))
             return
         except exceptions.RayError as error:
@@ -379,10 +376,10 @@ class _Cells:
             task.started, task.where = time.monotonic(), item
             self.on_start(task.job, item)
             return
-        outcome, payload = item
+        ended, payload = item
         if payload is not None:
             bring_home(task.job, payload)
-        self.finish(generator, outcome)
+        self.finish(generator, ended)
 
     def failed(self, generator, task: _Task, error: Exception) -> None:
         kind = type(error).__name__
@@ -392,23 +389,23 @@ class _Cells:
             cause = getattr(error, "cause", None)
             if cause is not None:
                 reason = f"{type(cause).__name__}: {first_line(cause)}"
-            self.finish(generator, CellOutcome(FAILED, reason, None, task.seconds()))
+            self.finish(generator, outcome("crash", reason, None, task.seconds()))
             return
         if task.attempt < SYSTEM_RETRIES:
             del self.tasks[generator]
             self.executor.say(f"{task.job.name}: Ray lost the cell ({kind}); running it again")
             self.submit(_Task(task.job, time.monotonic(), attempt=task.attempt + 1))
             return
-        self.finish(generator, CellOutcome(
-            FAILED, f"Ray lost the cell {task.attempt + 1} times; last: {reason}", None,
+        self.finish(generator, outcome(
+            "died", f"Ray lost the cell {task.attempt + 1} times; last: {reason}", None,
             task.seconds()))
 
-    def finish(self, generator, outcome: CellOutcome) -> None:
+    def finish(self, generator, ended: CellOutcome) -> None:
         task = self.tasks.pop(generator)
         where = task.where or {}
-        outcome = replace(outcome, gpu=outcome.gpu or where.get("gpu"),
-                          node=outcome.node or where.get("node"))
-        self.on_done(task.job, outcome)
+        ended = msgspec.structs.replace(ended, gpu=ended.gpu or where.get("gpu"),
+                                        node=ended.node or where.get("node"))
+        self.on_done(task.job, ended)
 
     def stop_overdue(self) -> None:
         now = time.monotonic()
@@ -416,8 +413,8 @@ class _Cells:
             timeout = task.job.timeout_s
             if timeout and task.started is not None and now - task.started > timeout:
                 self.cancel([generator])
-                self.finish(generator, CellOutcome(
-                    TIMEOUT, f"no result after --cell-timeout {timeout:g} s (Ray task "
+                self.finish(generator, outcome(
+                    "timeout", f"no result after --cell-timeout {timeout:g} s (Ray task "
                     "cancelled)", None, task.seconds()))
 
     def cancel(self, generators: list) -> None:
@@ -439,9 +436,9 @@ class _Cells:
         running = [(g, t) for g, t in self.tasks.items() if t.started is not None]
         self.cancel(list(self.tasks))
         for generator, task in running:
-            self.finish(generator, CellOutcome(INTERRUPTED, f"interrupted "
-                                               f"({signals.describe(stop)})", None,
-                                               task.seconds()))
+            self.finish(generator, outcome("interrupted", f"interrupted "
+                                           f"({signals.describe(stop)})", None,
+                                           task.seconds()))
         self.tasks.clear()
 
 
@@ -469,21 +466,3 @@ def signals_seen() -> Iterator[list[int]]:
         for signum, handler in previous.items():
             if callable(handler):
                 signal.signal(signum, handler)
-
-
-def option(argv: list[str], flag: str) -> str:
-    return argv[argv.index(flag) + 1]
-
-
-def with_option(argv: list[str], flag: str, value: str) -> list[str]:
-    index = argv.index(flag)
-    return [*argv[:index + 1], value, *argv[index + 2:]]
-
-
-def replace(struct, **changes):
-    """A copy with ``changes``, for the dataclass or msgspec.Struct the cell types are."""
-    if dataclasses.is_dataclass(struct):
-        return dataclasses.replace(struct, **changes)
-    import msgspec
-
-    return msgspec.structs.replace(struct, **changes)
