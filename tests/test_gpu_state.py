@@ -8,8 +8,9 @@ import msgspec
 import pytest
 
 from profiler.collect import gpu_state
-from profiler.collect.gpu_state import GpuWindow, decode_throttle_reasons, gpu_state_now
-from profiler.runs.gpu_record import GpuState
+from profiler.collect.gpu_state import (GpuWindow, decode_throttle_reasons, gpu_state_now,
+                                        pci_bus_id)
+from profiler.runs.gpu_record import GpuSample, GpuState
 
 
 class NVMLError(Exception):
@@ -17,7 +18,7 @@ class NVMLError(Exception):
 
 
 def fake_nvml(clocks=(1980, 1755), temps=(40, 61), power_mw=(90_000, 650_000),
-              reasons=(0x1, 0x4 | 0x40), count=1, init_error=None, no_power=False):
+              reasons=(0x10, 0x1 | 0x4 | 0x40), count=1, init_error=None, no_power=False):
     """A pynvml stand-in whose readings step through the given (before, after) values."""
     calls = {"clock": 0, "temp": 0, "power": 0, "reasons": 0, "violation": 0, "init": 0}
     module = types.ModuleType("pynvml")
@@ -103,18 +104,19 @@ def test_window_reads_before_and_after(install):
     state = window.state
     assert state.not_recorded is None and state.device == "NVIDIA H100 80GB HBM3"
     assert (state.before.sm_clock_mhz, state.after.sm_clock_mhz) == (1980, 1755)
-    assert state.sm_clock_mhz == pytest.approx((1980 + 1755) / 2)
+    assert state.sm_clock_mhz == 1980  # the idle reading left out
     assert state.max_sm_clock_mhz == 1980
     assert (state.before.temperature_c, state.after.temperature_c) == (40, 61)
     assert (state.before.power_w, state.after.power_w) == (90.0, 650.0)
-    assert state.before.throttle_reasons == ["gpu_idle"]
-    assert state.after.throttle_reasons == ["sw_power_cap", "hw_thermal_slowdown"]
-    assert state.throttle_reasons == ["sw_power_cap", "hw_thermal_slowdown"]  # idle left out
+    assert state.before.throttle_reasons == ["sync_boost"]
+    assert state.after.throttle_reasons == ["gpu_idle", "sw_power_cap", "hw_thermal_slowdown"]
+    # both readings' reasons, idle left out
+    assert state.throttle_reasons == ["sync_boost", "sw_power_cap", "hw_thermal_slowdown"]
     assert (state.power_limited_ms, state.thermal_limited_ms) == (12.0, 3.0)
     assert state.cpus and len(state.load_average) == 3
     line = state.line()
-    assert "SM 1868 of 1980 MHz" in line and "40 C -> 61 C" in line and "90 W -> 650 W" in line
-    assert "throttle: sw_power_cap, hw_thermal_slowdown" in line
+    assert "SM 1980 of 1980 MHz" in line and "40 C -> 61 C" in line and "90 W -> 650 W" in line
+    assert "throttle: sync_boost, sw_power_cap, hw_thermal_slowdown" in line
     # NVML is initialised once per process
     with GpuWindow(0):
         pass
@@ -163,3 +165,16 @@ def test_real_module_here_says_why():
         assert state.device and state.after is not None
     else:
         assert state.not_recorded.startswith("no GPU")
+
+
+def test_idle_readings_do_not_stand_for_the_window_clock():
+    """Measured on an H100: idle it reads 345 MHz (gpu_idle), busy 1980."""
+    idle = GpuSample(sm_clock_mhz=345, throttle_reasons=["gpu_idle"])
+    busy = GpuSample(sm_clock_mhz=1980, throttle_reasons=[])
+    assert GpuState(before=idle, after=busy).sm_clock_mhz == 1980
+    assert GpuState(before=idle, after=idle).sm_clock_mhz == 345
+
+
+def test_pci_bus_id_from_torch_properties():
+    props = types.SimpleNamespace(pci_domain_id=0, pci_bus_id=0x1B, pci_device_id=6)
+    assert pci_bus_id(props) == "00000000:1B:06.0"

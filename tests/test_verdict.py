@@ -101,3 +101,15 @@ def test_bad_input():
         compare([], [[1.0]])
     with pytest.raises(ValueError):
         compare([[1.0], []], [[1.0]])
+
+
+def test_the_statistics_and_records_never_import_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "import profiler.analysis.verdict, profiler.analysis.sampling\n"
+            "import profiler.analysis.difference, profiler.sweep.schedule\n"
+            "import profiler.collect.gpu_state, profiler.runs.gpu_record\n"
+            "assert 'torch' not in sys.modules\n")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
