@@ -113,3 +113,25 @@ def test_the_statistics_and_records_never_import_torch():
             "import profiler.collect.gpu_state, profiler.runs.gpu_record\n"
             "assert 'torch' not in sys.modules\n")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_tolerance_decides_same_against_a_small_real_difference():
+    """B 1 % slower, measured tightly: the same within ±2 %, slower with ±0.5 %."""
+    rng = np.random.default_rng(9)
+    a = processes(rng, 8, within=0.005, between=0.001)
+    b = [p * 1.01 for p in processes(rng, 8, within=0.005, between=0.001)]
+    assert compare(a, b).verdict == SAME
+    tight = compare(a, b, tolerance=0.005)
+    assert tight.verdict == SLOWER and tight.tolerance == 0.005 and "±0.5 %" in tight.method
+
+
+def test_one_process_on_one_side_only_uses_the_floor_for_it():
+    """Five processes against one: the floor's spread is floor * sqrt(1/5 + 1/1)."""
+    rng = np.random.default_rng(10)
+    a = processes(rng, 5, within=0.01, between=0.01)
+    b = [p * 1.3 for p in processes(rng, 1, within=0.01)]
+    # log(1.3) = 0.262: below 3 * 0.10 * sqrt(1.2) = 0.329, above 3 * 0.06 * sqrt(1.2) = 0.197
+    assert compare(a, b, noise_floor=0.10).verdict == UNDECIDED
+    called = compare(a, b, noise_floor=0.06)
+    assert called.verdict == SLOWER and called.processes_a == 5 and called.processes_b == 1
+    assert called.noise_floor == 0.06
