@@ -25,7 +25,7 @@ import numpy as np
 _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
          2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
          2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
-_Z975 = 1.959964
+Z975 = 1.959964
 MIN_SAMPLES = 3
 MAX_PROCESSES = 100
 #: the CV has settled when its last SETTLE_WINDOW estimates spread by less than SETTLED_SPREAD
@@ -44,7 +44,7 @@ def t975(df: int) -> float:
         return math.inf
     if df <= len(_T975):
         return _T975[df - 1]
-    z = _Z975
+    z = Z975
     return z + (z ** 3 + z) / (4 * df) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df ** 2)
 
 
@@ -83,7 +83,7 @@ def processes_needed(medians, target: float, *, sides: int = 1,
         raise ValueError("the target must be > 0")
     cv = cv_of(medians)
     # t >= z, so no n below sides * (z * cv / target)^2 reaches it: search up from there
-    start = max(2, math.floor(sides * (_Z975 * cv / target) ** 2))
+    start = max(2, math.floor(sides * (Z975 * cv / target) ** 2))
     needed = next((n for n in range(start, max_processes + 1)
                    if relative_half_width(cv, n, sides) <= target), None)
     return ProcessPlan(cv=cv, processes=needed or max_processes, reachable=needed is not None,
