@@ -1,0 +1,149 @@
+"""Why two runs of one config differ, at the kernel level: the same kernels at another SM clock,
+different kernels (autotuning — cuDNN's or cuBLAS's heuristics, ``cudnn.benchmark``, Inductor's
+max-autotune — picked other algorithms: names added and removed), the same kernels taking longer
+at the same clock, or nothing on the GPU at all (the difference is host-side). Torch-free.
+
+Inputs: each run's kernel table (profiler.trace.kernels: one row per kernel name with ``name``,
+``calls``, ``total_us``) and the GpuState of its timed window (profiler.runs.gpu_record), which
+may be missing or "not recorded".
+
+Rules (constants below):
+- different kernels: a kernel name present in one run only holds at least ``KERNEL_SHARE``
+  (1 %) of that run's kernel time (smaller ones are listed, not counted);
+- another clock: the SM clocks (mean of the readings before and after each window) differ by
+  more than ``CLOCK_TOLERANCE`` (2 %);
+- kernel time: over the kernels both runs have, B's time per call at A's call counts against
+  A's time (so runs that profiled different numbers of steps compare), beyond
+  ``KERNEL_TIME_TOLERANCE`` (3 %); at another clock, a compute-bound kernel's time scales with
+  clock A / clock B, which the line states beside the measured change;
+- host-side: none of the above, while the latencies (``latency_ratio`` = B / A, when given)
+  differ by more than ``KERNEL_TIME_TOLERANCE``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import pandas as pd
+
+from profiler.runs.gpu_record import GpuState
+
+KERNEL_SHARE = 0.01
+CLOCK_TOLERANCE = 0.02
+KERNEL_TIME_TOLERANCE = 0.03
+LISTED = 5  # kernels named per side in a line
+
+CLOCK, KERNELS, CLOCK_AND_KERNELS, KERNEL_TIME, HOST, NONE = (
+    "clock", "kernels", "clock and kernels", "kernel time", "host", "none")
+
+
+@dataclass(frozen=True)
+class KernelShare:
+    name: str
+    total_us: float
+    share: float  # of its run's kernel time
+
+
+@dataclass
+class Difference:
+    """The cause (one of CLOCK, KERNELS, CLOCK_AND_KERNELS, KERNEL_TIME, HOST, NONE), the lines
+    that say it, and the evidence."""
+
+    cause: str
+    lines: list[str]
+    added: list[KernelShare] = field(default_factory=list)    # in B only, by time
+    removed: list[KernelShare] = field(default_factory=list)  # in A only, by time
+    kernel_time_ratio: float | None = None  # common kernels, B / A at A's call counts
+    clock_a_mhz: float | None = None
+    clock_b_mhz: float | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _by_name(table: pd.DataFrame) -> pd.DataFrame:
+    return table.groupby("name", sort=False)[["calls", "total_us"]].sum()
+
+
+def _only_in(one: pd.DataFrame, other: pd.DataFrame) -> list[KernelShare]:
+    total = float(one["total_us"].sum())
+    rows = one.loc[~one.index.isin(other.index)].sort_values("total_us", ascending=False)
+    return [KernelShare(str(name), float(us), float(us) / total if total else 0.0)
+            for name, us in rows["total_us"].items()]
+
+
+def _clock(state: GpuState | None) -> float | None:
+    return None if state is None or state.not_recorded else state.sm_clock_mhz
+
+
+def _names(kernels: list[KernelShare]) -> str:
+    named = ", ".join(f"{k.name} ({100 * k.share:.1f} %)" for k in kernels[:LISTED])
+    return named + (f" and {len(kernels) - LISTED} more" if len(kernels) > LISTED else "")
+
+
+def explain_difference(kernels_a: pd.DataFrame, kernels_b: pd.DataFrame,
+                       gpu_a: GpuState | None = None, gpu_b: GpuState | None = None,
+                       latency_ratio: float | None = None) -> Difference:
+    """Why run B differs from run A (same config); see the module doc for the rules."""
+    a, b = _by_name(kernels_a), _by_name(kernels_b)
+    added, removed = _only_in(b, a), _only_in(a, b)
+    material = [k for k in added + removed if k.share >= KERNEL_SHARE]
+
+    common = a.index.intersection(b.index)
+    ratio = None
+    if len(common):
+        ca, cb = a.loc[common], b.loc[common]
+        base = float(ca["total_us"].sum())
+        ratio = float((cb["total_us"] / cb["calls"] * ca["calls"]).sum()) / base if base else None
+
+    clock_a, clock_b = _clock(gpu_a), _clock(gpu_b)
+    clocks_known = clock_a is not None and clock_b is not None
+    clock_moved = clocks_known and abs(clock_b / clock_a - 1) > CLOCK_TOLERANCE
+    time_moved = ratio is not None and abs(ratio - 1) > KERNEL_TIME_TOLERANCE
+
+    lines = []
+    if material:
+        lines.append("different kernels (autotuning picked other algorithms?): B adds "
+                     f"{_names(added) or 'none'}; B drops {_names(removed) or 'none'}")
+    elif added or removed:
+        lines.append(f"kernel names differ only in small kernels (< {100 * KERNEL_SHARE:g} % "
+                     f"of kernel time each): {len(added)} added, {len(removed)} removed")
+    if clock_moved:
+        change = clock_b / clock_a - 1
+        reasons = gpu_b.throttle_reasons if gpu_b is not None else []
+        line = (f"{'same kernels at a ' if not material else ''}"
+                f"{'lower' if change < 0 else 'higher'} SM clock in B: {clock_b:.0f} MHz "
+                f"against {clock_a:.0f} MHz ({100 * change:+.1f} %)")
+        if ratio is not None:
+            line += (f"; the kernels both ran took {100 * (ratio - 1):+.1f} % (the clock alone "
+                     f"predicts {100 * (clock_a / clock_b - 1):+.1f} %)")
+        if reasons:
+            line += f"; throttle reasons in B: {', '.join(reasons)}"
+        lines.append(line)
+    elif time_moved:
+        lines.append(f"the kernels both ran took {100 * (ratio - 1):+.1f} % in B at "
+                     f"{'the same clock' if clocks_known else 'an unrecorded clock'}"
+                     " (memory, contention or another tenant on the GPU)")
+    if not clocks_known:
+        lines.append("SM clock not recorded for "
+                     + " and ".join(side for side, c in (("A", clock_a), ("B", clock_b))
+                                    if c is None))
+
+    if material and clock_moved:
+        cause = CLOCK_AND_KERNELS
+    elif material:
+        cause = KERNELS
+    elif clock_moved:
+        cause = CLOCK
+    elif time_moved:
+        cause = KERNEL_TIME
+    elif latency_ratio is not None and abs(latency_ratio - 1) > KERNEL_TIME_TOLERANCE:
+        cause = HOST
+        lines.append(f"same kernels, same kernel time: the latency difference "
+                     f"({100 * (latency_ratio - 1):+.1f} %) is host-side (launch overhead, "
+                     "scheduling, other processes)")
+    else:
+        cause = NONE
+        lines.append("same kernels and kernel time" + (" at the same clock" if clocks_known
+                                                          else ""))
+    return Difference(cause, lines, added, removed, ratio, clock_a, clock_b)
