@@ -128,11 +128,12 @@ class Measured:
     skipped: list[str]
 
 
-def run(options: dict, top: int = 10, step: Optional[int] = None, launch_count: int = 200,
+def run(options: dict, top: int = 0, step: Optional[int] = None, launch_count: int = 500,
         reuse: bool = False, chip: Optional[str] = None, echo=print) -> dict:
-    """``options``: RunConfig field -> value, as for `run`; both runs get them all."""
+    """``options``: RunConfig field -> value, as for `run`; both runs get them all, with cuDNN's
+    autotuner off (under ncu it picks other kernels than the run whose trace is joined)."""
     ncu = locate_ncu()
-    config = RunConfig(**options)  # validates the options and names
+    config = RunConfig(**{**options, "cudnn_benchmark": False})  # validates options and names
     if top < 0:
         raise UserError(f"--top must be 0 (all kernels of the step) or more (got {top})")
     step = config.wait + config.warmup if step is None else step
