@@ -276,6 +276,23 @@ def test_modelopt_flow_calibrates_then_builds_strongly_typed(stand_ins, precisio
     assert timing["calibration_s"] > 0 and timing["compile_s"] > 0
     assert timing["quant_config"] == f"mtq.{precision.upper()}_DEFAULT_CFG"
     assert torch.allclose(compiled(*inputs), model(*inputs))
+    check = timing["engine_check"]
+    assert check["engine_non_finite"] == 0 and check["engine_vs_fake_quant_rel_l2"] == 0
+    assert quantized.engine_warning(check, f"ttrt_{precision}") is None
+
+
+def test_an_engine_that_makes_nan_where_the_fake_quantized_model_does_not_is_named():
+    finite = torch.ones(2, 3)
+    broken = torch.full((2, 3), float("nan"))
+    engine = quantized.engine_check(broken, finite)
+    assert engine == {"outputs": 6, "engine_non_finite": 6, "fake_quant_non_finite": 0}
+    said = quantized.engine_warning(engine, "ttrt_fp8")
+    assert "TensorRT engine gives 6 non-finite outputs of 6" in said and "engine is at fault" in said
+    both = quantized.engine_check((broken,), (broken,))
+    assert "calibration or its scales are at fault" in quantized.engine_warning(both, "ttrt_fp8")
+    close = quantized.engine_check(finite * 1.1, finite)
+    assert abs(close["engine_vs_fake_quant_rel_l2"] - 0.1) < 1e-6
+    assert quantized.engine_warning(close, "ttrt_fp8") is None
 
 
 def test_modelopt_failure_is_one_line_and_keeps_the_log(stand_ins, monkeypatch, tmp_path):

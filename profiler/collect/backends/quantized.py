@@ -364,9 +364,56 @@ def modelopt_quantize_and_compile(model, inputs, batches, config, precision: str
         compiled = torch_tensorrt.dynamo.compile(
             exported, inputs=list(inputs), use_explicit_typing=True, min_block_size=1,
             disable_tf32=not config.tf32)
-    return compiled, {"calibration_s": calibration_s,
-                      "compile_s": time.perf_counter() - began,
-                      "quant_config": f"mtq.{precision.upper()}_DEFAULT_CFG"}
+    compile_s = time.perf_counter() - began
+    with torch.no_grad():
+        check = engine_check(compiled(*inputs), model(*inputs))
+    return compiled, {"calibration_s": calibration_s, "compile_s": compile_s,
+                      "quant_config": f"mtq.{precision.upper()}_DEFAULT_CFG",
+                      "engine_check": check}
+
+
+def _first_tensor(output):
+    if isinstance(output, (tuple, list)):
+        return _first_tensor(output[0]) if output else None
+    return output if hasattr(output, "isfinite") else getattr(output, "logits", None)
+
+
+def engine_check(engine_output, fake_quant_output) -> dict:
+    """The engine's output against ModelOpt's fake-quantized model in PyTorch on the same input:
+    where a non-finite output comes from. Both non-finite: the calibration or its scales; only
+    the engine's: the engine (on an H100, TensorRT-RTX 1.4 gave NaN for every ResNet50 output
+    with FP8 weights and activations, while the fake-quantized model was finite;
+    docs/gpu/h100/fp8/README.md)."""
+    import torch
+
+    engine, fake = _first_tensor(engine_output), _first_tensor(fake_quant_output)
+    if engine is None or fake is None:
+        return {}
+    engine, fake = engine.detach().float(), fake.detach().float()
+    check = {"outputs": engine.numel(),
+             "engine_non_finite": int((~torch.isfinite(engine)).sum()),
+             "fake_quant_non_finite": int((~torch.isfinite(fake)).sum())}
+    if not check["engine_non_finite"] and not check["fake_quant_non_finite"]:
+        norm = float(torch.linalg.vector_norm(fake))
+        check["engine_vs_fake_quant_rel_l2"] = (
+            float(torch.linalg.vector_norm(engine - fake)) / norm if norm else None)
+    return check
+
+
+def engine_warning(check: dict, backend: str) -> str | None:
+    """One line when the check found non-finite outputs, naming which side made them."""
+    bad, fake_bad, n = (check.get("engine_non_finite"), check.get("fake_quant_non_finite"),
+                        check.get("outputs"))
+    if fake_bad:
+        return (f"{backend}: ModelOpt's fake-quantized model in PyTorch already gives {fake_bad} "
+                f"non-finite outputs of {n} on the example input: the calibration or its scales "
+                "are at fault, not the engine")
+    if bad:
+        return (f"{backend}: the TensorRT engine gives {bad} non-finite outputs of {n} on the "
+                "example input, where ModelOpt's fake-quantized model in PyTorch gives finite "
+                "ones: the engine is at fault, not the calibration (TensorRT-RTX 1.4 did this "
+                "with FP8 weights and activations in convolutions on an H100)")
+    return None
 
 
 def build_extensions() -> None:
@@ -420,9 +467,11 @@ def _prepare_modelopt(model, inputs, config, device, precision: str) -> Prepared
                             f"ttrt_{precision} ({type(error).__name__}: {first[:200]}); log in "
                             f"{path}") from None
     torch.cuda.synchronize()
+    warning = engine_warning(timing.get("engine_check") or {}, f"ttrt_{precision}")
     notes.update({"base_dtype": notes.pop("dtype"), "flavour": flavour.name,
                   "calibration": source, **timing, "modelopt_import_s": import_s,
-                  "artifacts": {"tensorrt_build.log": log.getvalue()}, "warnings": []})
+                  "artifacts": {"tensorrt_build.log": log.getvalue()},
+                  "warnings": [warning] if warning else []})
     notes["compile_s"] += import_s
 
     def forward(*args):
