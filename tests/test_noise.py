@@ -61,4 +61,4 @@ def test_fp16_vs_fp32_on_the_h200_is_outside_noise():
 
 def test_spread_of_repeated_runs():
     s = spread_of_runs([10.0, 11.0, 12.0])
-    assert s["median_p50_ms"] == 11.0 and s["range_pct_of_median"] == pytest.approx(100 * 2 / 11)
+    assert s.median_p50_ms == 11.0 and s.range_pct_of_median == pytest.approx(100 * 2 / 11)

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 from profiler.errors import UserError
 
+#: the backend every other one is checked against (the FP32 eager reference)
+REFERENCE_BACKEND = "pytorch_fp32"
 #: what --workload generate runs on (the loops of profiler.collect.workloads.loops)
 SEQ2SEQ, LM = "encoder-decoder", "decoder-only"
 
