@@ -29,6 +29,7 @@ from profiler.collect import backends, engine_cache, flops, metadata, models, nu
 from profiler.collect import repeat_window, timing, window
 from profiler.collect.device import (HAS_NVTX, NVTX_DOMAIN, nvtx_range, out_of_memory_kind,
                                      set_math_flags)
+from profiler.collect.device import name as device_name
 from profiler.collect.workloads.base import RunContext, Workload
 from profiler.collect.workloads.forward import Forward
 from profiler.collect.workloads.generate import Generate
@@ -147,7 +148,7 @@ def collect(workload: Workload, context: RunContext, progress: window.Progress,
     added to ``timer``."""
     config, backend, use_cuda = context.config, context.backend, context.use_cuda
     progress.say(f"[bold]{config.model} {backend.name} bs{config.batch_size}{workload.label}"
-                 f"[/bold] on {torch.cuda.get_device_name() if use_cuda else 'CPU'}")
+                 f"[/bold] on {device_name(use_cuda)}")
     workload.before_prepare(timer)
     step, prepare_s, first_call_s = window.prepare(workload, use_cuda, progress)
     timer.add("prepare", prepare_s)
