@@ -1,12 +1,14 @@
 """Kernel-level profiling harness for GPU inference.
 
-Collection (``harness``, ``backends``, ``models``) imports torch; analysis (``trace``,
-``report``) never does, so traces can be summarized on any machine.
+The package is built in floors (docs/architecture.md): only ``collect`` imports torch, so traces
+can be read, summarized and compared on any machine.
 """
 
 from pathlib import Path
 
 DISTRIBUTION = "infer-profiler"
+#: the folder that holds this package (the checkout's root): child processes import from it
+SOURCE_ROOT = Path(__file__).resolve().parent.parent
 
 
 def package_version() -> str:
@@ -18,5 +20,5 @@ def package_version() -> str:
     except metadata.PackageNotFoundError:
         import tomllib
 
-        pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+        pyproject = SOURCE_ROOT / "pyproject.toml"
         return tomllib.loads(pyproject.read_text())["project"]["version"]

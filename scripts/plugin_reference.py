@@ -40,6 +40,7 @@ def reference(path: Path) -> dict:
         "step_names": list(profile.steps_names),
         "step_us": [c.costs[-1] for c in profile.steps_costs],
         "avg_step_breakdown_us": dict(zip(roles, profile.avg_costs.costs)),
+        "step_breakdown_us": [dict(zip(roles, c.costs)) for c in profile.steps_costs],
         "devices": devices,
         "kernel_time_using_tensor_cores_pct": {
             str(k): 100 * v for k, v in enumerate(profile.tc_ratio) if v is not None},

@@ -22,7 +22,7 @@ def _version(tmp_path, **env) -> subprocess.CompletedProcess:
 def test_bytecode_is_kept_under_the_cache_folder(tmp_path):
     _version(tmp_path)
     kept = list((tmp_path / "cache" / "pycache").rglob("*.pyc"))
-    assert any(path.name.startswith("cli.") for path in kept)  # the project's own modules
+    assert any(path.name.startswith("app.") and path.parent.name == "cli" for path in kept)  # ours
     assert any("typer" in str(path) for path in kept)  # and the libraries it imports
 
 

@@ -152,10 +152,47 @@ def test_backends_command_says_why_not(cli):
 
     done = cli("backends", "--json")
     assert done.code == 0
-    rows = {row["name"]: row for row in json.loads(done.stdout)}
+    rows = {row["name"]: row for row in json.loads(done.stdout)["backends"]}
     assert {"pytorch_fp32", "pytorch_fp16", "pytorch_bf16", "inductor_fp32", "inductor_fp16",
             "torchscript_fp32"} <= set(rows)
     assert rows["pytorch_fp32"]["available"] is True and rows["pytorch_fp32"]["why_not"] is None
     if not torch.cuda.is_available():
         assert rows["pytorch_fp16"]["available"] is False
         assert "CUDA" in rows["pytorch_fp16"]["why_not"]
+
+
+@pytest.mark.parametrize("args, fragments", [
+    (["summarize", "--bogus", "x"], ["no such option: --bogus", "summarize --help'"]),
+    (["backends", "--bogus"], ["no such option: --bogus", "backends --help'"]),
+    (["--bogus"], ["no such option: --bogus", "; see '"]),
+    (["summarize"], ["missing argument 'target'", "summarize --help'"]),
+    (["compare", "a"], ["missing argument 'b'", "compare --help'"]),
+    (["frob"], ["no such command 'frob'", "; see '"]),
+    (["sumarize", "x"], ["no such command 'sumarize'. Did you mean 'summarize'?"]),
+    (["summarize", "x", "y"], ["unexpected extra argument", "(y)"]),
+])
+def test_usage_mistakes_are_one_error_line(cli, args, fragments):
+    """typer's usage box (unknown option or command, missing or extra argument) is one line."""
+    done = cli(*args)
+    assert_one_line_error(done, *fragments)
+    assert done.stdout == ""
+    assert_nothing_written()
+
+
+def test_usage_mistake_through_the_entry_point():
+    """profile.py itself (main(), not the test runner) says it in one line too; no arguments
+    at all still print the help."""
+    import subprocess
+    import sys
+
+    from .conftest import ROOT
+
+    done = subprocess.run([sys.executable, str(ROOT / "profile.py"), "summarize", "--bogus"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.splitlines() == [
+        "error: no such option: --bogus (Possible options: --out); see 'profile.py summarize "
+        "--help'"]
+    bare = subprocess.run([sys.executable, str(ROOT / "profile.py")], capture_output=True,
+                          text=True, timeout=60)
+    assert "Usage: profile.py" in bare.stdout + bare.stderr and "summarize" in bare.stdout

@@ -131,7 +131,7 @@ def test_plots_of_a_gpu_sweep_built_from_the_fixtures(tmp_path, monkeypatch):
     import shutil
 
     from profiler.commands.plot import plot
-    from profiler.sweep.plan import cell_metrics
+    from profiler.analysis.sweep import cell_metrics
 
     monkeypatch.chdir(tmp_path)
     backends = ["pytorch_fp32", "pytorch_fp16", "inductor_fp16", "ttrt_fp16"]

@@ -13,7 +13,7 @@ import pytest
 
 from profiler.runs.targets import resolve_target
 from profiler.trace.summary import summarize
-from profiler.analysis.target import target_context
+from profiler.analysis.run import RunAnalysis
 from tests.conftest import FIXTURES
 
 RUNS = FIXTURES / "h200" / "runs"
@@ -57,7 +57,7 @@ FAMILIES = [
 
 def summary_of(run: str):
     target = resolve_target(str(RUNS / run))
-    return target, summarize(target.path, target_context(target))
+    return target, summarize(target.path, RunAnalysis(target).context)
 
 
 def raw_kernel_us(trace: Path) -> float:

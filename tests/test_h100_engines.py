@@ -15,7 +15,7 @@ from profiler.runs.result import read_result
 from profiler.runs.targets import resolve_target
 from profiler.trace.kernels import NO_OPERATOR
 from profiler.trace.summary import summarize
-from profiler.analysis.target import target_context
+from profiler.analysis.run import RunAnalysis
 from tests.conftest import FIXTURES
 
 SWEEP = FIXTURES / "h100_engines" / "runs" / "engines_resnet50"
@@ -24,7 +24,7 @@ CELLS = ["ort_fp32_bs8", "ort_fp16_bs8", "inductor_int8_bs8", "ttrt_fp8_bs8"]
 
 def summary_of(cell: str):
     target = resolve_target(str(SWEEP / cell))
-    return summarize(target.path, target_context(target))
+    return summarize(target.path, RunAnalysis(target).context)
 
 
 def verdicts(cell: str, pattern: str) -> set[str]:
@@ -138,7 +138,7 @@ def test_inductor_int8_on_distilbert_runs_its_linear_layers_on_int8_tensor_cores
     assert len(extra["int8_layers"]) == 36 and extra["int8_linear_flop_share"] > 0.999
     assert set(extra["fp_layers"]) == {"model.pre_classifier", "model.classifier"}
     target = resolve_target(str(DISTILBERT_INT8))
-    table = summarize(target.path, target_context(target)).kernels.table
+    table = summarize(target.path, RunAnalysis(target).context).kernels.table
     imma = table[table["name"].str.contains("tensorop_i16832gemm_s8", regex=False)]
     assert len(imma) == 2 and set(imma["tensor_core"]) == {"yes"}
     assert 0.40 < imma["total_us"].sum() / table["total_us"].sum() < 0.48
@@ -146,7 +146,8 @@ def test_inductor_int8_on_distilbert_runs_its_linear_layers_on_int8_tensor_cores
 
 def test_a_cell_whose_output_is_nan_is_flagged_not_quoted():
     # ttrt_fp8 on ResNet50 finished on the H100 with a NaN output: the sweep says so
-    from profiler.analysis.benchmark import NOT_FINITE, benchmark_table, markdown
+    from profiler.analysis.benchmark import NOT_FINITE, benchmark_table
+    from profiler.report.benchmark_view import markdown
     from profiler.runs.manifest import SweepCell, SweepManifest
     from profiler.sweep.plan import describe
 

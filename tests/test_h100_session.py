@@ -12,7 +12,7 @@ from profiler.runs.result import read_result
 from profiler.runs.targets import resolve_target
 from profiler.trace.load import load_trace
 from profiler.trace.trt_layers import MIN_COVERAGE, attribute, read_layers
-from profiler.analysis.target import summarize_target
+from profiler.analysis.run import RunAnalysis
 from tests.conftest import FIXTURES
 
 SESSION = FIXTURES / "h100_session"
@@ -60,7 +60,7 @@ def test_two_identical_runs_are_within_noise():
 
 
 def test_tensor_core_share_matches_the_gpu_machine():
-    summary = summarize_target(resolve_target(str(TTRT)))
+    summary = RunAnalysis(resolve_target(str(TTRT))).summary
     assert f"{100 * summary.kernels.tensor_core_share:.1f}" == "91.4"
 
 

@@ -9,7 +9,7 @@ from profiler.runs.layout import ncu_csv_of
 from profiler.runs.targets import resolve_target
 from profiler.trace.hardware import agreement_share, hardware_join, read_ncu_csv
 from profiler.trace.summary import summarize
-from profiler.analysis.target import target_context
+from profiler.analysis.run import RunAnalysis
 from tests.conftest import FIXTURES
 
 RUNS = FIXTURES / "h200_ncu" / "runs"
@@ -24,7 +24,7 @@ PINNED = {
 
 def joined(run: str):
     target = resolve_target(str(RUNS / run))
-    summary = summarize(target.path, target_context(target))
+    summary = summarize(target.path, RunAnalysis(target).context)
     raw = read_ncu_csv(ncu_csv_of(str(RUNS / run)))
     table = hardware_join(summary.kernels.table, raw)
     return raw, table, agreement_share(table)

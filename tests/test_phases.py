@@ -76,12 +76,14 @@ def test_run_prints_the_seconds_on_one_line(cli):
 
 
 def test_the_line_shows_compile_and_cache_load_inside_prepare():
+    from profiler.report.fmt import phases_line
+
     seen = {"imports": 2.04, "build": 5.71, "prepare": 8.4, "first_call": 1.1,
             "after_windows": 0.5, "write": 0.06}
-    assert phases.one_line(seen, 23.4, compile_s=7.1) == (
+    assert phases_line(seen, 23.4, compile_s=7.1) == (
         "seconds: imports 2.0, build 5.7, prepare 8.4 (compile 7.1), first call 1.1, "
         "layer timing 0.5, write 0.1; total 23.4")
-    assert "prepare 8.4 (cache load 3.3)," in phases.one_line(seen, None, cache_load_s=3.3)
+    assert "prepare 8.4 (cache load 3.3)," in phases_line(seen, None, cache_load_s=3.3)
     assert phases.ordered({"write": 0.1234, "build": 1.0}) == {"build": 1.0, "write": 0.123}
 
 

@@ -77,3 +77,89 @@ def test_golden_sm_efficiency_track():
     for s, e, v in zip(starts, ends, values):
         ours += [(s, 10 * v), (e, 0.0)]
     assert [(e["ts"], pytest.approx(e["args"]["Est. SM Efficiency"])) for e in expected] == ours
+
+
+# ---- issue 22, point 3: the plugin's own step breakdown, reproduced ----------------------------
+
+COMPAT_REFERENCE = json.loads((PLUGIN_REFERENCE.parent /
+                               "plugin_reference_tbcompat.json").read_text())
+
+
+def _assert_plugin_breakdown(summary, ref):
+    steps = summary.overview.steps
+    assert [s.removeprefix("ProfilerStep#") for s in steps["step"]] == ref["step_names"]
+    for i, expected in enumerate(ref["step_breakdown_us"]):
+        for role, value in expected.items():
+            ours = float(steps["step_us" if role == "total" else role].iloc[i])
+            assert ours == pytest.approx(value, abs=1e-3), (i, role)  # to the nanosecond
+    for role, value in summary.overview.breakdown_us.items():
+        assert value == pytest.approx(ref["avg_step_breakdown_us"][role], abs=1e-3), role
+
+
+@pytest.mark.parametrize("fixture", [V100_TRACE, GOLDEN_INPUT])
+def test_plugin_breakdown_on_the_plugins_samples_to_the_microsecond(fixture):
+    _assert_plugin_breakdown(summarize(fixture, breakdown="plugin"), REFERENCE[fixture.name])
+    # on these 2021 traces (no python_function, no annotations, no communication) both readings
+    # agree
+    _assert_plugin_breakdown(summarize(fixture), REFERENCE[fixture.name])
+
+
+@pytest.mark.parametrize("ref", COMPAT_REFERENCE, ids=lambda r: r["file"][:20])
+def test_plugin_breakdown_of_current_traces_as_the_plugin_reads_their_tb_compat_copy(ref):
+    from .conftest import ROOT
+
+    plugin = summarize(ROOT / ref["source"], breakdown="plugin")
+    _assert_plugin_breakdown(plugin, ref)
+    assert plugin.overview.definitions == "plugin"
+    # this tool's reading counts the user_annotation (and python_function) spans as CPU exec:
+    # the same instants the plugin calls "other"
+    tool = summarize(ROOT / ref["source"]).overview
+    moved = tool.breakdown_us["cpu_exec"] - plugin.overview.breakdown_us["cpu_exec"]
+    assert moved > 1000
+    assert tool.breakdown_us["other"] == pytest.approx(
+        plugin.overview.breakdown_us["other"] - moved, abs=1e-3)
+
+
+def test_communication_by_operator_for_the_plugin_by_name_for_this_tool(tmp_path):
+    """A trace edited to hold an nccl:all_reduce operator whose kernel has an ordinary name,
+    and an NCCL-named kernel launched by an ordinary operator."""
+    import gzip
+
+    with gzip.open(V100_TRACE) as f:
+        raw = json.load(f)
+    events = raw["traceEvents"]
+    kernels = [e for e in events if e.get("ph") == "X" and e.get("cat") == "Kernel"]
+    step = next(e for e in events if e.get("name") == "ProfilerStep#6")
+    index = REFERENCE[V100_TRACE.name]["step_names"].index("6")
+    window = summarize(V100_TRACE).overview.steps.iloc[index]
+    inside = [k for k in kernels if window["start"] <= k["ts"] and
+              k["ts"] + k["dur"] <= window["end"] and k["dur"] > 100]
+    by_op, by_name = inside[0], inside[-1]
+    op = {"ph": "X", "cat": "Operator", "name": "nccl:all_reduce", "pid": step["pid"],
+          "tid": step["tid"], "ts": step["ts"] + 1, "dur": 5,
+          "args": {"External id": by_op["args"]["external id"]}}
+    by_name["name"] = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"
+    path = tmp_path / "comm.pt.trace.json"
+    path.write_text(json.dumps(dict(raw, traceEvents=events + [op])))
+    tool = summarize(path).overview.steps.iloc[index]
+    plugin = summarize(path, breakdown="plugin").overview.steps.iloc[index]
+    assert tool["communication"] == pytest.approx(by_name["dur"])
+    # the operator's kernel, and the part of its 5 µs CPU span no GPU work covers
+    assert by_op["dur"] <= plugin["communication"] <= by_op["dur"] + 5
+
+
+def test_summarize_prints_the_breakdown_definitions_side_by_side(cli):
+    from .conftest import ROOT
+
+    trace = ROOT / COMPAT_REFERENCE[1]["source"]
+    tool = cli("summarize", str(trace), "--view", "overview")
+    assert tool.code == 0, tool
+    assert "this tool's definitions" in tool.stdout and "Breakdown definitions" in tool.stdout
+    assert "python_function" in tool.stdout and "cpu_op spans only" in tool.stdout
+    plugin = cli("summarize", str(trace), "--view", "overview", "--json", "--breakdown", "plugin")
+    data = json.loads(plugin.stdout)["overview"]
+    assert data["breakdown_definitions"] == "plugin"
+    assert data["breakdown_mean_us_per_step"]["cpu_exec"] == pytest.approx(
+        COMPAT_REFERENCE[1]["avg_step_breakdown_us"]["cpu_exec"], abs=1e-3)
+    bad = cli("summarize", str(trace), "--breakdown", "hta")
+    assert bad.code == 2 and "unknown breakdown definitions 'hta'" in bad.stderr

@@ -14,19 +14,20 @@ import pandas as pd
 import pytest
 
 from .conftest import FIXTURES, ROOT
-from profiler.analysis.target import summarize_target
+from profiler.analysis.run import RunAnalysis
 
 H200 = FIXTURES / "h200"
 FLOPS = json.loads((FIXTURES / "roofline" / "resnet50_roofline_inputs.json").read_text())
 WARM = pd.read_csv(ROOT / "docs" / "sweep" / "warm" / "benchmark.csv")
 
 
-def _result(run: str) -> dict:
-    """The fixture's result.json read as RunResult (as the commands read it), as JSON."""
-    from profiler.runs.result import read_result, result_to_dict
+def _result(run: str):
+    """The fixture's result.json read as RunResult (as the commands read it), with the FLOPs
+    of the --flops table."""
+    from profiler.runs.result import read_result
     from profiler.analysis.insight import with_flops
 
-    return with_flops(result_to_dict(read_result(H200 / "runs" / run)), FLOPS)
+    return with_flops(read_result(H200 / "runs" / run), FLOPS)
 
 
 def _evidence(run: str, sweep: pd.DataFrame | None = None, ncu: bool = False):
@@ -36,12 +37,24 @@ def _evidence(run: str, sweep: pd.DataFrame | None = None, ncu: bool = False):
     from profiler.runs.targets import resolve_target
 
     target = resolve_target(str(H200 / "runs" / run))
-    summary = summarize_target(target)
+    summary = RunAnalysis(target).summary
     result = _result(run)
     roofline = result_roofline(result, ceilings_for(result, None))
     joined = ncu_join(summary, ncu_csv_of(str(FIXTURES / "h200_ncu" / "runs" / run))) \
         if ncu else None
     return evidence(summary, result, H200 / "runs" / run, roofline, joined, sweep)
+
+
+def evidence(advice) -> dict:
+    from profiler.report.advice_view import evidence
+
+    return evidence(advice)
+
+
+def projected_gain(advice) -> str:
+    from profiler.report.advice_view import projected_gain
+
+    return projected_gain(advice)
 
 
 def _fired(ev) -> dict:
@@ -65,10 +78,11 @@ def test_roofline_of_eager_fp16_against_the_datasheet():
 
     result = _result("pytorch_fp16_bs8")
     r = result_roofline(result, ceilings_for(result, None))
-    inputs = result["roofline_inputs"]
-    seconds = result["timing"]["p50_ms"] / 1e3
-    assert r.achieved_tflops == pytest.approx(inputs["flops_per_batch"] / seconds / 1e12)
-    assert r.achieved_gbs == pytest.approx(inputs["min_bytes_per_batch"] / seconds / 1e9)
+    inputs = result.roofline_inputs
+    assert inputs.source == "--flops table"
+    seconds = result.timing.p50_ms / 1e3
+    assert r.achieved_tflops == pytest.approx(inputs.flops_per_batch / seconds / 1e12)
+    assert r.achieved_gbs == pytest.approx(inputs.min_bytes_per_batch / seconds / 1e9)
     assert r.matmul_key == "fp16" and r.peak_tflops == 989.4 and r.peak_gbs == 4800.0
     assert r.pct_of_compute == pytest.approx(100 * r.achieved_tflops / 989.4)
     assert r.bound == "compute" and r.ridge == pytest.approx(989.4e12 / 4800e9)
@@ -94,8 +108,12 @@ def test_measured_peaks_win_over_the_datasheet_and_tf32_is_chosen_for_trt_fp32()
 def test_unknown_gpu_gives_rates_without_percentages():
     from profiler.analysis.roofline import ceilings_for, result_roofline
 
+    import msgspec
+
     result = _result("pytorch_fp16_bs8")
-    result["environment"]["gpu"]["name"] = "Some Future GPU"
+    environment = msgspec.structs.replace(
+        result.environment, gpu={**result.environment.gpu, "name": "Some Future GPU"})
+    result = msgspec.structs.replace(result, environment=environment)
     assert ceilings_for(result, None) is None
     r = result_roofline(result, None)
     assert r.achieved_tflops > 0 and r.pct_of_compute is None and r.bound == "unknown"
@@ -104,10 +122,12 @@ def test_unknown_gpu_gives_rates_without_percentages():
 def test_no_roofline_without_flops():
     from profiler.analysis.roofline import result_roofline
 
-    raw = json.loads((H200 / "runs" / "pytorch_fp16_bs8" / "result.json").read_text())
+    from profiler.runs.result import read_result, result_from_dict, result_to_dict
+
+    raw = read_result(H200 / "runs" / "pytorch_fp16_bs8")
     assert result_roofline(raw, None) is None
-    assert result_roofline({**raw, "roofline_inputs": {"error": "FLOPs not counted"}}, None) \
-        is None
+    failed = {**result_to_dict(raw), "roofline_inputs": {"error": "FLOPs not counted"}}
+    assert result_roofline(result_from_dict(failed), None) is None
 
 
 def test_gemm_flops_from_recorded_shapes(tmp_path):
@@ -142,7 +162,8 @@ def test_launch_bound_matches_what_the_sweep_measured():
     advice = _fired(_evidence("pytorch_fp16_bs8", sweep=WARM))["launch-bound"]
     assert advice.measured["ttrt_fp16"]["speedup"] > 2
     assert advice.measured["inductor_fp16"]["speedup"] > 1
-    assert "81 %" in advice.evidence["GPU idle"]
+    assert round(100 * advice.figures["idle_share"]) == 81
+    assert "81 % of the timed p50" in evidence(advice)["GPU idle"]
     # the projected bound holds: removing all idle time would allow at most 1 / (1 - idle)
     assert advice.measured["ttrt_fp16"]["speedup"] <= 1 / (1 - 0.81)
     assert "launch-bound" in _fired(_evidence("inductor_fp16_bs8"))
@@ -153,7 +174,8 @@ def test_launch_bound_matches_what_the_sweep_measured():
 
 def test_fp32_on_cuda_cores_quotes_the_fp16_cell_of_the_sweep():
     advice = _fired(_evidence("pytorch_fp32_bs8", sweep=WARM))["fp32-cuda-cores"]
-    assert advice.evidence["on Tensor Cores"] == "0 %"
+    assert advice.figures["tensor_core_share"] == 0 and evidence(advice)["on Tensor Cores"] == "0 %"
+    assert "the sweep measured pytorch_fp16" in projected_gain(advice)
     bs8 = WARM[WARM["bs"] == 8].set_index("backend")["p50_ms"]
     assert advice.measured["pytorch_fp16"]["speedup"] == pytest.approx(
         bs8["pytorch_fp32"] / bs8["pytorch_fp16"], abs=0.01)
@@ -163,7 +185,8 @@ def test_fp32_on_cuda_cores_quotes_the_fp16_cell_of_the_sweep():
 
 def test_low_occupancy_from_ncu_leaves_tensor_core_convolutions_alone():
     advice = _fired(_evidence("pytorch_fp16_bs8", ncu=True))["low-occupancy"]
-    assert "copy" in advice.evidence["largest"]
+    assert "copy" in advice.figures["largest"] and advice.figures["largest_occupancy_pct"] < 25
+    assert len(evidence(advice)["largest"].split(" (")[0]) <= 60
     for run in ("ttrt_fp16_bs8", "inductor_fp16_bs8"):
         assert "low-occupancy" not in _fired(_evidence(run, ncu=True)), run
     assert "low-occupancy" not in _fired(_evidence("pytorch_fp16_bs8"))  # no ncu.csv
@@ -171,7 +194,8 @@ def test_low_occupancy_from_ncu_leaves_tensor_core_convolutions_alone():
 
 def test_batch_headroom_from_the_sweep():
     advice = _fired(_evidence("pytorch_fp16_bs8", sweep=WARM))["batch-headroom"]
-    assert "bs16 to bs32" in advice.evidence["last step"]
+    assert (advice.figures["from_bs"], advice.figures["to_bs"]) == (16, 32)
+    assert "bs16 to bs32" in evidence(advice)["last step"]
     one_size = WARM[WARM["bs"] == 8]
     assert "batch-headroom" not in _fired(_evidence("pytorch_fp16_bs8", sweep=one_size))
     # the same cells with throughput flat from bs 16 to bs 32 (a constructed table)
@@ -191,7 +215,8 @@ def test_trt_fp32_layers_fire_only_in_a_half_precision_engine():
     # the FP32 engine's layers read as if an FP16 run had left them in FP32
     advice = _fired(Evidence(backend="ttrt_fp16", precision="fp16",
                              trt_layers=fp32_layers))["trt-fp32-layers"]
-    assert advice.evidence["layers with FP32 outputs"].startswith("57 of")
+    assert advice.figures["fp32_layers"] == 57
+    assert evidence(advice)["layers with FP32 outputs"].startswith("57 of")
 
 
 def test_memory_bound_fires_for_tf32_at_batch_one_not_for_fp16_at_eight():
@@ -230,3 +255,22 @@ def test_roofline_inputs_are_an_optional_typed_field_of_the_run_result():
         assert isinstance(back.roofline_inputs, RooflineInputs)
         assert result_to_dict(back)["roofline_inputs"] == inputs
     assert back.roofline_inputs.source == "--flops table"
+
+
+def test_advice_figures_are_numbers_and_every_rule_is_worded():
+    """Analysis returns numbers (report/advice_view words them): the only text in a rule's
+    figures are names (GPU, kernel, category), never a formatted number."""
+    from profiler.analysis.advice import RULES
+    from profiler.report.advice_view import WORDING, advice_dict
+
+    names = {"gpu", "compute_capability", "largest", "largest_category"}
+    fired = [*_fired(_evidence("pytorch_fp16_bs8", sweep=WARM, ncu=True)).values(),
+             *_fired(_evidence("pytorch_fp32_bs8", sweep=WARM)).values()]
+    assert {a.rule for a in fired} >= {"launch-bound", "fp32-cuda-cores", "low-occupancy",
+                                       "batch-headroom"}
+    assert set(WORDING) == {r.id for r in RULES}
+    for a in fired:
+        for key, value in a.figures.items():
+            assert key in names or not isinstance(value, str), (a.rule, key, value)
+        worded = advice_dict(a)
+        assert worded["evidence"] and all(isinstance(v, str) for v in worded["evidence"].values())

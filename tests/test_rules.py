@@ -180,3 +180,85 @@ def test_int8_run_context_decides_inductor_templates():
     assert unknown.tensor_core == "unknown"
     verdict = classify("triton_tem_fused_mm_0", RunContext(precision="int8", source="result.json"))
     assert verdict.tensor_core == "yes" and "int8" in verdict.tensor_core_rule
+
+
+# ---- issue 22, point 1: rules read the kernel's own name (function name and template
+# arguments), never the namespaces it sits in nor the types of its arguments. Names written in
+# the shape real demangled CUDA names have (FBGEMM's quantize ops and TBE kernels, cuDNN's
+# padding kernel as seen in public Kineto traces).
+FP8_CONVERSION = ("void fbgemm_gpu::(anonymous namespace)::_FP8rowwise_to_float_cuda_kernel<float>"
+                  "(unsigned char const*, int, int, float*, bool)")
+HFP8_CONVERSION = ("void fbgemm_gpu::_hfp8_to_float_cuda_kernel(unsigned char const*, int, int, "
+                   "float*, int, int)")
+EMBEDDING = ("void split_embedding_codegen_forward_unweighted_kernel<float, float, float, long, "
+             "2ul>(at::GenericPackedTensorAccessor<float, 1ul, at::RestrictPtrTraits, long>, "
+             "at::GenericPackedTensorAccessor<long, 1ul, at::RestrictPtrTraits, int>, long, "
+             "fbgemm_gpu::FixedDivisor, at::GenericPackedTensorAccessor<float, 2ul, "
+             "at::RestrictPtrTraits, int>)")
+BUCKETIZE = ("void fbgemm_gpu::_block_bucketize_sparse_features_cuda_kernel1<int, long>(int, int, "
+             "long const*, int const*, long const*, int*, fbgemm_gpu::FixedDivisor)")
+PADDING = ("void nhwcAddPaddingKernel<__nv_bfloat16, __nv_bfloat16, float, (bool)1, "
+           "(cudnnKernelDataType_t)0>(int, int, int, int, int, int, int, int, __nv_bfloat16 "
+           "const*, __nv_bfloat16*, int, int, int, int, float, float, cudnn::reduced_divisor, "
+           "cudnn::reduced_divisor, cudnn::reduced_divisor)")
+
+
+def _without_argument(name: str, argument: str) -> str:
+    return name.replace(f", {argument}", "").replace(f"{argument}, ", "")
+
+
+@pytest.mark.parametrize("name", [FP8_CONVERSION, HFP8_CONVERSION])
+def test_fp8_conversion_in_a_gemm_named_namespace_is_no_tensor_core_gemm(name):
+    verdict = classify(name)
+    assert (verdict.category, verdict.tensor_core) == ("elementwise", "no"), verdict
+    # the same words in a real FP8 GEMM's own name still decide
+    gemm = classify("sm90_xmma_gemm_e4m3e4m3_e4m3f32_f32_tn_n_tilesize128x128x64_"
+                    "warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas")
+    assert (gemm.category, gemm.tensor_core) == ("GEMM", "yes")
+
+
+@pytest.mark.parametrize("name,argument", [(EMBEDDING, "fbgemm_gpu::FixedDivisor"),
+                                           (BUCKETIZE, "fbgemm_gpu::FixedDivisor"),
+                                           (PADDING, "cudnn::reduced_divisor")])
+def test_argument_types_do_not_decide_the_class(name, argument):
+    verdict = classify(name)
+    assert verdict.category not in ("GEMM", "reduction"), verdict
+    assert verdict.tensor_core == "no"
+    # one kernel, one class: the same kernel without that argument is classified the same way
+    assert _without_argument(name, argument) != name
+    assert classify(_without_argument(name, argument)) == verdict
+
+
+def test_padding_kernel_is_data_movement():
+    assert classify(PADDING).category == "copy"
+
+
+def test_namespace_rows_still_read_the_namespace():
+    # rows that spell a namespace (ONNX Runtime's, cuDNN's float engines) keep it
+    relu = classify("void onnxruntime::cuda::_UnaryElementWise<float, float, onnxruntime::cuda::"
+                    "OP_Relu<float>, 256, 4>(float const*, float*, onnxruntime::cuda::OP_Relu"
+                    "<float>, long)")
+    assert relu.category == "elementwise"
+    assert classify("void onnxruntime::cuda::_UpampleNearestKernel<float, int=4>(onnxruntime::"
+                    "cuda::TArray<__int64, int=8>, float const *, float*, __int64)").category \
+        == "copy"
+    wgrad = classify("void cudnn::detail::wgrad_alg0_engine<float, 128, 5, 5, 3, 3, 3, false, 512>"
+                     "(int, int, int, float const*, int, float*, float const*, kernel_grad_params)")
+    assert "cudnn::" in wgrad.tensor_core_rule and wgrad.tensor_core == "no"
+
+
+def test_own_name_drops_namespaces_and_arguments_but_keeps_template_arguments():
+    from profiler.trace.rules import own_name
+
+    own, qualified = own_name(FP8_CONVERSION)
+    assert own == "_FP8rowwise_to_float_cuda_kernel<float>"
+    assert qualified == "fbgemm_gpu::_FP8rowwise_to_float_cuda_kernel<float>"
+    own, _ = own_name("pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4, "
+                      "false, false, cutlass::half_t> >(pytorch_flash::Flash_fwd_params)")
+    assert own == ("flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4, false, false, "
+                   "half_t> >")
+    assert own_name("nvjet_sm90_hsh_64x128_64x5_1x2_h_bz_coopA_NNT")[0] == \
+        "nvjet_sm90_hsh_64x128_64x5_1x2_h_bz_coopA_NNT"
+    # a name the trace cut short keeps what it has
+    assert own_name("void cutlass::Kernel<cutlass_80_tensorop_s16816gemm_f16_128x128_32x4_nn_")[0] \
+        == "Kernel<cutlass_80_tensorop_s16816gemm_f16_128x128_32x4_nn_"

@@ -16,7 +16,7 @@ import pytest
 from profiler.cli.app import NCU_SETS, NSYS_SETS
 from profiler.runs.config import RunConfig, run_options
 from profiler.errors import UserError
-from profiler.sweep.plan import SWEEP_SETS
+from profiler.runs.manifest import SWEEP_SETS
 
 NOT_OPTIONS = {"extra"}  # free-form notes, set by code, not by a flag
 # a valid value for the fields whose type alone does not give one

@@ -12,7 +12,7 @@ import pytest
 
 from profiler import runs
 from profiler.errors import UserError
-from profiler.analysis.target import target_context
+from profiler.analysis.run import RunAnalysis
 from tests.conftest import FIXTURES, ROOT
 
 RESULTS = sorted(FIXTURES.rglob("result.json"))
@@ -127,7 +127,7 @@ def test_trace_package_imports_nothing_above_it_but_errors_and_file_helpers():
 def test_one_resolver_for_names_cells_folders_and_files(tmp_path, monkeypatch):
     monkeypatch.chdir(H200)
     by_name = runs.resolve_target("ttrt_fp16_bs8")
-    assert by_name.result is not None and target_context(by_name).precision == "fp16"
+    assert by_name.result is not None and RunAnalysis(by_name).context.precision == "fp16"
     assert runs.resolve_target("runs/ttrt_fp16_bs8").path == by_name.path
     by_tb = runs.resolve_target("tb_logs/ttrt_fp16_bs8")
     assert by_tb.path.resolve() == by_name.path.resolve() and by_tb.result is None

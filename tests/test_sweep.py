@@ -261,7 +261,7 @@ def test_resume_refuses_another_model(cli):
 
 
 def test_resume_refuses_other_options(cli):
-    from profiler.sweep.plan import shared_options
+    from profiler.runs.manifest import shared_options
 
     options = {key: None for key in shared_options()}
     _fake_sweep("tests.tiny_models:conv_net")

@@ -11,7 +11,9 @@ import pytest
 
 from profiler.sweep import plan as sweep
 from profiler.errors import UserError
-from profiler.analysis.benchmark import benchmark_table, markdown
+from profiler.analysis.benchmark import benchmark_table
+from profiler.runs import manifest
+from profiler.report.benchmark_view import markdown
 from profiler.runs.manifest import SweepCell, SweepManifest
 from tests.test_run_options import parse_run  # noqa: F401  (a fixture)
 
@@ -107,11 +109,11 @@ def test_speedup_compares_cells_with_the_same_values(tmp_path, monkeypatch):
 
 def test_cell_names_and_labels_carry_the_values():
     axis = {"max_new_tokens": 16, "src_len": 32}
-    assert sweep.cell_name("ttrt_fp16", 8, "transformer", "generate", axis) == \
+    assert manifest.cell_name("ttrt_fp16", 8, "transformer", "generate", axis) == \
         "ttrt_fp16_bs8_transformer_gen_new16_src32"
-    assert sweep.cell_label("ttrt_fp16", 8, axis) == \
+    assert manifest.cell_label("ttrt_fp16", 8, axis) == \
         "ttrt_fp16 bs 8 --max-new-tokens 16 --src-len 32"
-    assert sweep.short_label(SweepCell(backend="ttrt_fp16", batch_size=8, axis=axis)) == \
+    assert manifest.short_label(SweepCell(backend="ttrt_fp16", batch_size=8, axis=axis)) == \
         "ttrt_fp16 bs8 new16 src32"
     with pytest.raises(UserError, match="--seq-len: '8.5' is not a whole number"):
         sweep.parse_axes({"seq_len": "8.5"})

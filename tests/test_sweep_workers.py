@@ -147,7 +147,7 @@ def test_the_sweep_process_never_imports_torch(tmp_path):
     code = ("import sys\n"
             "from pathlib import Path\n"
             f"sys.path.insert(0, {str(ROOT)!r})\n"
-            "from profiler import sweep\n"
+            "from profiler.sweep import plan as sweep\n"
             "p = sweep.plan('pytorch_fp32', '1', {'model': 'tests.tiny_models:conv_net', "
             "'iters': 2, 'timed_warmup': 0, 'active': 1}, name='s')\n"
             "outcome = sweep.run_sweep(p, say=lambda text: None)\n"

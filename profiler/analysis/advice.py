@@ -1,8 +1,9 @@
-"""Measured advice: rules over a run's numbers, each with its evidence and a projected gain.
+"""Measured advice: rules over a run's numbers, each with the figures it saw.
 
 Rules are data (``RULES``): an id, what to try, where the idea and threshold come from, and a
-pure check over ``Evidence`` that returns the evidence it saw and the gain it projects, or None
-when the rule does not fire. Never imports torch.
+pure check over ``Evidence`` that returns the figures it saw (numbers, from which the gain it
+projects follows) and what a sweep measured for the action, or None when the rule does not fire.
+Never imports torch; the figures are worded by profiler.report.advice_view.
 """
 
 from __future__ import annotations
@@ -47,14 +48,10 @@ class Advice:
     rule: str
     title: str
     action: str
-    evidence: dict
-    projected_gain: str
+    #: the numbers the rule saw, by name (each rule's own; report.advice_view words them)
+    figures: dict
     source: str
     measured: dict = field(default_factory=dict)  # what the sweep measured for the action
-
-    def line(self) -> str:
-        facts = ", ".join(f"{k} {v}" for k, v in self.evidence.items())
-        return f"{self.title}: {facts}. Try: {self.action}. Gain: {self.projected_gain}"
 
 
 @dataclass(frozen=True)
@@ -63,7 +60,7 @@ class Rule:
     title: str
     action: str
     source: str
-    check: Callable[[Evidence], tuple[dict, str, dict] | None]
+    check: Callable[[Evidence], tuple[dict, dict] | None]
 
 
 def _sweep_cell(ev: Evidence, backend: str) -> pd.Series | None:
@@ -102,15 +99,13 @@ def _launch_bound(ev: Evidence):
     idle = max(0.0, 1.0 - ev.gpu_busy_us / 1e3 / step_ms)
     if idle < IDLE_SHARE:
         return None
-    evidence = {"GPU idle": f"{100 * idle:.0f} % of the {'timed p50' if ev.p50_ms else 'step'} "
-                f"({step_ms:.3f} ms; kernels {ev.gpu_busy_us / 1e3:.3f} ms per step)",
-                "idle in the profiled step": f"{100 * (1 - ev.gpu_busy_us / ev.step_us):.0f} %"}
-    if ev.kernels_per_step:
-        evidence["kernel launches per step"] = f"{ev.kernels_per_step:.0f}"
-    gain = f"at most {100 * idle:.0f} % (the idle time): p50 no lower than " \
-        f"{step_ms * (1 - idle):.3f} ms"
+    figures = {"idle_share": idle, "of_timed_p50": bool(ev.p50_ms), "step_ms": step_ms,
+               "kernel_ms_per_step": ev.gpu_busy_us / 1e3,
+               "profiled_idle_share": 1 - ev.gpu_busy_us / ev.step_us,
+               "kernels_per_step": ev.kernels_per_step or None,
+               "p50_floor_ms": step_ms * (1 - idle)}
     fam = ev.backend.split("_")[-1]
-    return evidence, gain, _measured_alternatives(ev, [f"ttrt_{fam}", f"inductor_{fam}"])
+    return figures, _measured_alternatives(ev, [f"ttrt_{fam}", f"inductor_{fam}"])
 
 
 #: below this share of GEMM/conv kernel time on Tensor Cores an FP32 run is on CUDA cores.
@@ -125,17 +120,10 @@ def _fp32_on_cuda_cores(ev: Evidence):
     matrix_share = ev.gemm_conv_us / ev.kernel_us
     if share_tc >= TC_SHARE or matrix_share < 0.2:
         return None
-    evidence = {"GEMM/conv share of kernel time": f"{100 * matrix_share:.0f} %",
-                "on Tensor Cores": f"{100 * share_tc:.0f} %",
-                "GPU": f"{ev.gpu_name} (compute capability {ev.compute_capability})"}
+    figures = {"matrix_share": matrix_share, "tensor_core_share": share_tc,
+               "gpu": ev.gpu_name, "compute_capability": ev.compute_capability}
     family = ev.backend.rsplit("_", 1)[0]
-    measured = _measured_alternatives(ev, [f"{family}_fp16", f"{family}_bf16"])
-    gain = (f"GEMM/conv time ({100 * matrix_share:.0f} % of kernel time) runs at Tensor Core "
-            "rates")
-    if measured:
-        gain += "; the sweep measured " + ", ".join(
-            f"{k} {v['speedup']}x" for k, v in measured.items())
-    return evidence, gain, measured
+    return figures, _measured_alternatives(ev, [f"{family}_fp16", f"{family}_bf16"])
 
 
 #: achieved occupancy (ncu sm__warps_active) below which a top kernel counts as low. Tensor Core
@@ -159,14 +147,10 @@ def _low_occupancy(ev: Evidence):
     if share < LOW_OCCUPANCY_SHARE:
         return None
     worst = low.iloc[0]
-    evidence = {"top kernels (not Tensor Core GEMM/conv) under 25 % achieved occupancy":
-                f"{len(low)} of {len(top)} profiled",
-                "their share of kernel time": f"{100 * share:.0f} %",
-                "largest": f"{str(worst['name'])[:60]} ({worst['category']}, "
-                           f"{worst['hw_achieved_occupancy_pct']:.0f} %)"}
-    gain = f"bounded by their {100 * share:.0f} % of kernel time; more warps help only where " \
-        "they hide memory latency"
-    return evidence, gain, {}
+    return {"low_kernels": len(low), "top_kernels": len(top), "share": share,
+            "below_pct": LOW_OCCUPANCY_PCT, "largest": str(worst["name"]),
+            "largest_category": worst["category"],
+            "largest_occupancy_pct": float(worst["hw_achieved_occupancy_pct"])}, {}
 
 
 #: throughput growth from one batch size to the next above which the GPU still has headroom.
@@ -186,13 +170,9 @@ def _batch_headroom(ev: Evidence):
     growth = float(last["throughput_per_s"]) / float(before["throughput_per_s"]) - 1
     if growth < HEADROOM_GROWTH:
         return None
-    evidence = {"throughput": ", ".join(f"bs{int(r.bs)} {r.throughput_per_s:,.0f}/s"
-                                        for r in rows.itertuples()),
-                "last step": f"+{100 * growth:.0f} % from bs{int(before['bs'])} to "
-                             f"bs{int(last['bs'])}"}
-    gain = f"throughput still rose {100 * growth:.0f} % at the largest batch; latency per " \
-        "batch grows with it"
-    return evidence, gain, {}
+    return {"throughput_by_bs": [(int(r.bs), float(r.throughput_per_s))
+                                 for r in rows.itertuples()],
+            "growth": growth, "from_bs": int(before["bs"]), "to_bs": int(last["bs"])}, {}
 
 
 def _trt_fp32_layers(ev: Evidence):
@@ -207,10 +187,8 @@ def _trt_fp32_layers(ev: Evidence):
                       str(layer.get("LayerType", "")).lower()]
     if not fp32 and not torch_fallback:
         return None
-    evidence = {"layers with FP32 outputs": f"{len(fp32)} of {len(computing)}"}
-    if torch_fallback:
-        evidence["layers run by PyTorch"] = str(len(torch_fallback))
-    return evidence, "up to the FP32 layers' share of engine time (see the layer view)", {}
+    return {"fp32_layers": len(fp32), "layers": len(computing),
+            "pytorch_layers": len(torch_fallback)}, {}
 
 
 #: below this share of the measured copy bandwidth a memory-bound run is "far from bandwidth".
@@ -223,12 +201,9 @@ def _memory_bound_far(ev: Evidence):
         return None
     if r.pct_of_bandwidth >= 100 * FAR_FROM_BANDWIDTH:
         return None
-    evidence = {"arithmetic intensity": f"{r.intensity:.0f} FLOP/B (ridge {r.ridge:.0f})",
-                "achieved": f"{r.achieved_gbs:,.0f} GB/s = {r.pct_of_bandwidth:.0f} % of "
-                            f"{r.peak_gbs:,.0f} GB/s"}
-    gain = f"up to {100 / max(r.pct_of_bandwidth, 1e-9):.1f}x if the minimum bytes moved at " \
-        "full bandwidth"
-    return evidence, gain, {}
+    return {"intensity": r.intensity, "ridge": r.ridge, "achieved_gbs": r.achieved_gbs,
+            "pct_of_bandwidth": r.pct_of_bandwidth, "peak_gbs": r.peak_gbs,
+            "speedup_bound": 100 / max(r.pct_of_bandwidth, 1e-9)}, {}
 
 
 RULES: tuple[Rule, ...] = (
@@ -261,10 +236,9 @@ def advise(ev: Evidence, rules: tuple[Rule, ...] = RULES) -> list[Advice]:
     for rule in rules:
         fired = rule.check(ev)
         if fired is not None:
-            evidence, gain, measured = fired
+            figures, measured = fired
             found.append(Advice(rule=rule.id, title=rule.title, action=rule.action,
-                                evidence=evidence, projected_gain=gain, source=rule.source,
-                                measured=measured))
+                                figures=figures, source=rule.source, measured=measured))
     return found
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import msgspec
 import numpy as np
 import pandas as pd
 
+from profiler.runs.result import RunResult
 from profiler.trace.load import read_bytes
 
 #: Dense (no sparsity) datasheet ceilings, TFLOP/s per matmul data type and memory bandwidth in
@@ -95,6 +97,7 @@ class Roofline:
     pct_of_roof: float | None  # achieved TFLOP/s over the roofline at this intensity
     matmul_key: str
     ceilings_source: str
+    backend: str = ""       # the run's backend (the chart marks points by it)
 
     def to_dict(self) -> dict:
         return {k: (None if isinstance(v, float) and not math.isfinite(v) else v)
@@ -106,7 +109,7 @@ def _pct(value: float, peak: float | None) -> float | None:
 
 
 def run_roofline(roofline_inputs: dict, p50_ms: float, ceilings: Ceilings | None,
-                 key: str) -> Roofline:
+                 key: str, backend: str = "") -> Roofline:
     """Achieved rates of one batch from its FLOPs, minimum bytes and timed p50."""
     flops = float(roofline_inputs["flops_per_batch"])
     nbytes = float(roofline_inputs["min_bytes_per_batch"])
@@ -122,36 +125,135 @@ def run_roofline(roofline_inputs: dict, p50_ms: float, ceilings: Ceilings | None
                     achieved_gbs=gbs, intensity=intensity, peak_tflops=peak, peak_gbs=bw,
                     ridge=ridge, pct_of_compute=_pct(tflops, peak), pct_of_bandwidth=_pct(gbs, bw),
                     bound=bound, pct_of_roof=_pct(tflops, roof), matmul_key=key,
-                    ceilings_source=ceilings.source if ceilings else "no ceilings")
+                    ceilings_source=ceilings.source if ceilings else "no ceilings",
+                    backend=backend)
 
 
-def result_roofline(result: dict, ceilings: Ceilings | None) -> Roofline | None:
-    """The roofline of a run's result.json, or None when it holds no ``roofline_inputs``."""
-    inputs = result.get("roofline_inputs")
-    p50 = (result.get("timing") or {}).get("p50_ms")
-    if not inputs or "flops_per_batch" not in inputs or not p50:
+def gpu_name(result: RunResult) -> str:
+    """The GPU a run ran on, as result.json names it ("" on a CPU or when not recorded)."""
+    return (result.environment.gpu or {}).get("name") or ""
+
+
+def result_roofline(result: RunResult, ceilings: Ceilings | None) -> Roofline | None:
+    """The roofline of a run's result, or None when it holds no ``roofline_inputs``."""
+    inputs = result.roofline_inputs
+    p50 = result.timing.p50_ms
+    if inputs is None or inputs.flops_per_batch is None or not p50:
         return None
-    backend = result.get("backend") or {}
-    key = matmul_key(backend.get("precision", "fp32"),
-                     (result.get("precision") or {}).get("tf32"), backend.get("name", ""))
-    return run_roofline(inputs, float(p50), ceilings, key)
+    key = matmul_key(result.backend.precision,
+                     result.precision.tf32 if result.precision else None, result.backend.name)
+    return run_roofline({"flops_per_batch": inputs.flops_per_batch,
+                         "min_bytes_per_batch": inputs.min_bytes_per_batch},
+                        float(p50), ceilings, key, result.backend.name)
 
 
-def ceilings_for(result: dict, peaks: dict | None, where: str = "") -> Ceilings | None:
+NO_ROOFLINE_INPUTS = ("no roofline: the run's result.json has no roofline_inputs (a run older "
+                      "than FLOP counting: report --flops)")
+
+
+def no_roofline_reason(result: RunResult | None, flops_table: dict | None = None) -> str:
+    """One line saying why a target has no roofline: a bare trace has no timed latency, a run
+    may lack FLOPs, and a --flops table may have no row for the run."""
+    if result is None:
+        return ("no roofline: a bare trace has no timed latency to set its FLOPs against" +
+                ("; --flops applies to run folders (their result.json holds the timed p50)"
+                 if flops_table else "; give a run folder"))
+    if not result.timing.p50_ms:
+        return "no roofline: the run's result.json has no timed p50"
+    if flops_table and not (result.roofline_inputs and result.roofline_inputs.flops_per_batch):
+        key = f"{result.backend.precision}_bs{result.batch_size}"
+        return (f"no roofline: the --flops table (model {flops_table.get('model')}) has no row "
+                f"{key} for model {result.model}")
+    return NO_ROOFLINE_INPUTS
+
+
+# ---- the chart: one roof per precision present, each point against its own ----------------
+
+@dataclass(frozen=True)
+class Roof:
+    key: str              # the matmul ceiling's precision key (fp16, tf32 ...)
+    peak_tflops: float
+    peak_gbs: float
+    ridge: float
+
+    @property
+    def label(self) -> str:
+        return f"{self.key} roof: {self.peak_gbs:,.0f} GB/s, {self.peak_tflops:,.0f} TFLOP/s"
+
+    def at(self, intensity: float) -> float:
+        """The roof's TFLOP/s at an intensity (FLOP/byte)."""
+        return min(self.peak_tflops, intensity * self.peak_gbs / 1e3)
+
+
+@dataclass(frozen=True)
+class ChartPoint:
+    label: str
+    backend: str
+    roof: str | None      # the key of the roof it is drawn against (None: no ceilings)
+    intensity: float
+    achieved_tflops: float
+
+
+@dataclass(frozen=True)
+class RooflineChart:
+    title: str
+    roofs: list[Roof]
+    points: list[ChartPoint]
+
+    @property
+    def backends(self) -> list[str]:
+        return list(dict.fromkeys(p.backend for p in self.points))
+
+
+def _short_source(source: str) -> str:
+    """A ceilings source without folders: ``measured (/home/u/.cache/.../H100.json)`` ->
+    ``measured (H100.json)``."""
+    return re.sub(r"(?<![\w.])(?:~|[A-Za-z]:)?[/\\][^\s()]*[/\\]([^\s()/\\]+)", r"\1", source)
+
+
+def chart_data(points: list) -> RooflineChart | None:
+    """What a roofline chart draws for (label, Roofline) points: one roof per (precision,
+    ceilings) present, each point with the roof of its own precision, and its backend; None
+    when no point has a roofline."""
+    points = [(label, r) for label, r in points if r is not None]
+    if not points:
+        return None
+    roofs: dict[str, Roof] = {}
+    drawn = []
+    for label, r in points:
+        key = None
+        if r.peak_tflops and r.peak_gbs:
+            key = r.matmul_key
+            roof = Roof(r.matmul_key, r.peak_tflops, r.peak_gbs, r.ridge)
+            if roofs.setdefault(key, roof) != roof:  # same precision, other ceilings (GPU)
+                key = f"{r.matmul_key}, {r.peak_gbs:,.0f} GB/s"
+                roofs.setdefault(key, Roof(key, r.peak_tflops, r.peak_gbs, r.ridge))
+        drawn.append(ChartPoint(label=label, backend=r.backend or "?", roof=key,
+                                intensity=r.intensity, achieved_tflops=r.achieved_tflops))
+    sources = ", ".join(dict.fromkeys(_short_source(r.ceilings_source) for _, r in points))
+    return RooflineChart(title=f"Roofline, each point against its precision's roof "
+                               f"(ceilings: {sources})", roofs=list(roofs.values()), points=drawn)
+
+
+def ceilings_for(result: RunResult, peaks: dict | None, where: str = "") -> Ceilings | None:
     """Measured ceilings when a peaks JSON for the run's GPU is given, else the datasheet row."""
-    gpu = ((result.get("environment") or {}).get("gpu") or {}).get("name") or ""
+    gpu = gpu_name(result)
     if peaks is not None and (not gpu or peaks["machine"]["device"] == gpu):
         return ceilings_from_peaks(peaks, where)
     return datasheet_ceilings(gpu) if gpu else None
 
 
-def roofline_of(result: dict, peaks_dir: Path | None) -> Roofline | None:
-    """The roofline of a result.json object against the peaks cached in ``peaks_dir`` for its
-    GPU, else the datasheet row; None without ``roofline_inputs``."""
-    gpu = ((result.get("environment") or {}).get("gpu") or {}).get("name") or ""
+def cached_ceilings(result: RunResult, peaks_dir: Path | None) -> Ceilings | None:
+    """The ceilings of a run's GPU: measured ones cached in ``peaks_dir``, else the datasheet's."""
+    gpu = gpu_name(result)
     found = load_peaks(peaks_dir, gpu) if gpu and peaks_dir is not None else None
-    return result_roofline(result, ceilings_for(result, found[0] if found else None,
-                                                str(found[1]) if found else ""))
+    return ceilings_for(result, found[0] if found else None, str(found[1]) if found else "")
+
+
+def roofline_of(result: RunResult, peaks_dir: Path | None) -> Roofline | None:
+    """The roofline of a run's result against the peaks cached in ``peaks_dir`` for its GPU,
+    else the datasheet row; None without ``roofline_inputs``."""
+    return result_roofline(result, cached_ceilings(result, peaks_dir))
 
 
 # ---- per GEMM / convolution, where the trace recorded shapes (--record-shapes) ----------------

@@ -14,10 +14,11 @@ from typing import Literal, Optional
 import typer
 
 from profiler import signals
-from profiler.cli.options import OneLineErrors, run_options
+from profiler.cli.options import OneLineErrors, OneLineUsage, run_options
+from profiler.cli.output import Output
 from profiler.commands.summarize import VIEWS as VIEW_NAMES
 from profiler.errors import Interrupted, UserError
-from profiler.sweep.plan import SWEEP_SETS
+from profiler.runs.manifest import SWEEP_SETS
 
 VIEWS = Literal[VIEW_NAMES]
 
@@ -26,6 +27,7 @@ NCU_SETS = ("capture",)
 NSYS_SETS = ("capture", "repeat")
 
 app = typer.Typer(
+    cls=OneLineUsage,
     add_completion=True,
     no_args_is_help=True,
     rich_markup_mode="rich",
@@ -125,7 +127,7 @@ def run(
     """
     from profiler.commands.run import run as run_command
 
-    run_command(options, json_out=json_out, tb_compat=tb_compat)
+    run_command(options, Output(json=json_out), tb_compat=tb_compat)
 
 
 @app.command()
@@ -134,7 +136,7 @@ def backends(json_out: bool = typer.Option(False, "--json", help="Print as JSON.
     """List the backends, whether each can run on this machine, and why not."""
     from profiler.commands import tools
 
-    tools.backends(json_out)
+    tools.backends(Output(json=json_out))
 
 
 @app.command(cls=OneLineErrors)
@@ -152,6 +154,10 @@ def summarize(
         None, "--ncu", help="Nsight Compute CSV (`ncu --csv --page raw`) or a run folder with "
         "ncu.csv: adds hardware Tensor Core and occupancy columns and flags kernels where the "
         "name rules disagree. A run folder's ncu.csv is picked up without it."),
+    breakdown: str = typer.Option(
+        "tool", "--breakdown", help="Whose step-breakdown definitions: 'tool' (this tool's: "
+        "python_function and user_annotation spans are CPU exec, communication kernels by "
+        "name) or 'plugin' (the TensorBoard plugin 0.4.3's, as it reads the tb-compat copy)."),
 ) -> None:
     """Kernel, Tensor Core, occupancy and step-time tables from any PyTorch profiler (Kineto) trace.
 
@@ -159,7 +165,8 @@ def summarize(
     """
     from profiler.commands.summarize import run as summarize_command
 
-    summarize_command(target, view=view, top=top, out=out, json_out=json_out, ncu=ncu)
+    summarize_command(target, view=view, top=top, out=out, sink=Output(json=json_out), ncu=ncu,
+                      breakdown=breakdown)
 
 
 @app.command("tb-compat")
@@ -179,7 +186,7 @@ def tb_compat_command(
     """
     from profiler.commands import tools
 
-    tools.tb_compat(target, out)
+    tools.tb_compat(target, out, Output())
 
 
 @app.command()
@@ -196,7 +203,7 @@ def tensorboard(
     """
     from profiler.commands import tools
 
-    _exit(tools.tensorboard(logdir, port, bind_all))
+    _exit(tools.tensorboard(logdir, port, bind_all, Output()))
 
 
 @app.command(cls=OneLineErrors)
@@ -214,7 +221,7 @@ def nsys(options) -> None:
     """
     from profiler.commands import tools
 
-    _exit(tools.nsys(options))
+    _exit(tools.nsys(options, Output()))
 
 
 @app.command(cls=OneLineErrors)
@@ -243,7 +250,7 @@ def ncu(
     """
     from profiler.commands import tools
 
-    _exit(tools.ncu(options, top, step, launch_count, reuse, chip))
+    _exit(tools.ncu(options, top, step, launch_count, reuse, chip, Output()))
 
 
 @app.command(cls=OneLineErrors)
@@ -322,7 +329,7 @@ def sweep(
                              cell_timeout_s=cell_timeout, executor=executor, gpus=gpus,
                              isolate=isolate, ray_address=ray_address,
                              ray_shared_fs=ray_shared_fs)
-    _exit(sweep_command.run(plan, json_out=json_out))
+    _exit(sweep_command.run(plan, Output(json=json_out)))
 
 
 @app.command()
@@ -353,7 +360,7 @@ def compare(
     """
     from profiler.commands.compare import run as compare_command
 
-    compare_command(a, b, top=top, out=out, json_out=json_out)
+    compare_command(a, b, top=top, out=out, sink=Output(json=json_out))
 
 
 @app.command()
@@ -382,7 +389,7 @@ def plot(
     """
     from profiler.commands.plot import plot_and_list
 
-    plot_and_list(target, out, json_out=json_out)
+    plot_and_list(target, out, Output(json=json_out))
 
 
 @app.command()
@@ -409,7 +416,7 @@ def report(
     """
     from profiler.commands.report import run as report_command
 
-    typer.echo(f"wrote {report_command(target, target_b, out, peaks_dir, flops)}")
+    Output().line(f"wrote {report_command(target, target_b, out, peaks_dir, flops)}")
 
 
 @app.command()
@@ -434,7 +441,7 @@ def peaks(
     from profiler.commands.peaks import run as peaks_command
 
     peaks_command(refresh=refresh, cache_dir=cache_dir, matmul_n=matmul_n, copy_mib=copy_mib,
-                  json_out=json_out)
+                  sink=Output(json=json_out))
 
 
 def main(argv: list[str] | None = None) -> int:

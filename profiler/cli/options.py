@@ -8,6 +8,7 @@ flag of every command decorated here, with nothing else to write.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import typing
@@ -15,6 +16,14 @@ from typing import Any, Callable, Literal, Optional
 
 import typer
 import typer.core
+
+try:  # typer 0.2x carries its own copy of click; earlier ones use click itself
+    from typer._click import exceptions as _click_errors
+except ImportError:  # pragma: no cover
+    from click import exceptions as _click_errors
+
+MissingParameter, UsageError = _click_errors.MissingParameter, _click_errors.UsageError
+NoArgsIsHelpError = getattr(_click_errors, "NoArgsIsHelpError", ())  # click >= 8.2
 
 from profiler.runs.config import CliOption, RunConfig, run_options as declared_options
 
@@ -27,9 +36,38 @@ class OneLineErrors(typer.core.TyperCommand):
         given = list(args)  # parsing consumes the list
         try:
             return super().parse_args(ctx, args)
+        except MissingParameter:  # no value to quote: OneLineUsage says it
+            raise
         except typer.BadParameter as error:
             typer.echo(f"error: {refusal(error, given)}", err=True)
             raise typer.Exit(2) from None
+
+
+class OneLineUsage(typer.core.TyperGroup):
+    """The app: a usage mistake (an unknown command or option, a missing argument) is one
+    ``error:`` line on stderr and exit status 2 instead of click's usage box."""
+
+    def parse_args(self, ctx, args: list[str]) -> list[str]:
+        with _usage_in_one_line():
+            return super().parse_args(ctx, args)
+
+    def invoke(self, ctx):  # resolves the command and parses its arguments
+        with _usage_in_one_line():
+            return super().invoke(ctx)
+
+
+@contextlib.contextmanager
+def _usage_in_one_line():
+    try:
+        yield
+    except NoArgsIsHelpError:  # no arguments at all: the help, as before
+        raise
+    except UsageError as error:
+        message = error.format_message().rstrip(".")
+        where = f"; see '{error.ctx.command_path} --help'" \
+            if error.ctx is not None and not message.endswith("?") else ""  # "Did you mean"
+        typer.echo(f"error: {message[:1].lower()}{message[1:]}{where}", err=True)
+        raise typer.Exit(2) from None
 
 
 def refusal(error: typer.BadParameter, args: list[str]) -> str:

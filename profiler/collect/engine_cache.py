@@ -15,38 +15,23 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from profiler.fsutil import write_json_atomic, write_with
-
-ENV_VAR = "INFER_PROFILER_CACHE"
+from profiler.runs.layout import CACHE_ENV_VAR as ENV_VAR, cache_dir as default_dir, peaks_dir
 SIDECAR_SCHEMA = 1
 # facts that describe the machine and software rather than the build; a mismatch in one of these
 # means "built elsewhere", which is reported, not silently rebuilt
 ENVIRONMENT_FACTS = ("gpu", "compute_capability", "versions", "flavour")
 
 
-def default_dir() -> Path:
-    """``$INFER_PROFILER_CACHE`` if set, else ``~/.cache/infer-profiler/engines``."""
-    configured = os.environ.get(ENV_VAR)
-    if configured:
-        return Path(configured).expanduser()
-    return Path.home() / ".cache" / "infer-profiler" / "engines"
-
-
 def entries_dir(cache_dir: Path | None, kind: str) -> Path:
     """Where entries of another kind than engines live: ``<engine cache>/<kind>/`` (the FP32
     reference outputs, FLOP counts), so ``--cache-dir`` and ``--no-cache`` govern them too."""
     return (Path(cache_dir) if cache_dir else default_dir()) / kind
-
-
-def peaks_dir() -> Path:
-    """Where `profile.py peaks` caches its measurements: ``peaks/`` beside the engine cache."""
-    return default_dir().parent / "peaks"
 
 
 def _digest(data: object) -> str:

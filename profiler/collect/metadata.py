@@ -10,6 +10,8 @@ import sys
 from importlib import metadata as importlib_metadata
 from pathlib import Path
 
+from profiler import SOURCE_ROOT
+
 # distributions whose versions matter to a result, when installed
 _DISTRIBUTIONS = ("torch", "torchvision", "triton", "transformers", "nvtx", "torch-tensorrt",
                   "torch-tensorrt-rtx", "tensorrt", "tensorrt-cu12", "tensorrt-cu13",
@@ -35,7 +37,7 @@ def _run(args: list[str], cwd: Path | None = None) -> str | None:
 
 
 def git_commit() -> dict | None:
-    root = Path(__file__).resolve().parent.parent
+    root = SOURCE_ROOT
     commit = _run(["git", "rev-parse", "HEAD"], cwd=root)
     if not commit:
         return None

@@ -13,7 +13,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import torch
 
@@ -23,6 +22,7 @@ from profiler.collect.workloads.base import RunContext
 from profiler.collect.workloads.forward import Forward
 from profiler.errors import UserError
 from profiler.runs.config import RunConfig, keyed, unkeyed
+from profiler import SOURCE_ROOT
 
 def config_to_json(config: RunConfig) -> str:
     """The run options as JSON (option key -> plain value, as a sweep manifest holds them)."""
@@ -54,7 +54,7 @@ def repeat(config: RunConfig, iters: int, warmup: int, say) -> list[list[float]]
 def _child_env() -> dict:
     """This process's environment, with this copy of the package (and the current folder, for
     package.module:function models) importable first."""
-    package_root = str(Path(__file__).resolve().parents[2])  # the folder holding profiler/
+    package_root = str(SOURCE_ROOT)
     paths = [package_root, os.getcwd(), os.environ.get("PYTHONPATH", "")]
     return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -10,7 +9,8 @@ from profiler.errors import UserError
 
 
 def run(refresh: bool = False, cache_dir: Path | None = None, matmul_n: int | None = None,
-        copy_mib: int | None = None, json_out: bool = False) -> dict:
+        copy_mib: int | None = None, *, sink) -> dict:
+    """``sink``: profiler.cli.output.Output, where the table or the --json document go."""
     for flag, value in (("--matmul-n", matmul_n), ("--copy-mib", copy_mib)):
         if value is not None and value < 1:
             raise UserError(f"{flag} must be 1 or more (got {value})")
@@ -20,11 +20,10 @@ def run(refresh: bool = False, cache_dir: Path | None = None, matmul_n: int | No
     print("measuring..." if refresh else "reading or measuring...", file=sys.stderr)
     data, path, measured = peaks.peaks(cache_dir, refresh=refresh or sizes is not None,
                                        sizes=sizes)
-    if json_out:
-        json.dump({**data, "cache_file": str(path)}, sys.stdout, indent=1)
-        sys.stdout.write("\n")
+    if sink.json:
+        sink.document("peaks", {**data, "cache_file": str(path)})
         return data
     from profiler.report.peaks_view import print_peaks
 
-    print_peaks(data, path, measured)
+    print_peaks(data, path, measured, echo=sink.line)
     return data

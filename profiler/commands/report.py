@@ -7,36 +7,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from profiler.collect.engine_cache import peaks_dir as default_peaks_dir
 from profiler.errors import UserError
 from profiler.fsutil import write_text_atomic
-from profiler.runs.layout import RESULT_FILE, ncu_csv_of
-from profiler.runs.targets import Target, resolve_target
-from profiler.runs.manifest import find_sweep, read_manifest
-from profiler.runs.result import result_to_dict
-from profiler.trace.diff import diff
-from profiler.analysis.insight import Insight, insight, ncu_join
-from profiler.trace.summary import Summary
+from profiler.runs.manifest import OK, find_sweep, short_label
+from profiler.analysis.run import Comparison, RunAnalysis
+from profiler.analysis.sweep import SweepAnalysis
 from profiler.report import html
-from profiler.analysis.target import summarize_target
-
-
-def insight_of(resolved: Target, summary: Summary, peaks_dir: Path | None = None,
-               flops_table: dict | None = None) -> Insight:
-    """Roofline and advice of a resolved target: its result, run folder, ncu.csv and the
-    measured peaks (``peaks_dir``, else `profile.py peaks`' cache)."""
-    run_folder = resolved.result_json.parent if resolved.result_json else None
-    ncu_csv = ncu_csv_of(str(run_folder)) if run_folder else None
-    return insight(result_to_dict(resolved.result) if resolved.result else None, run_folder,
-                   summary, default_peaks_dir() if peaks_dir is None else peaks_dir,
-                   ncu=ncu_join(summary, ncu_csv) if ncu_csv else None, flops_table=flops_table)
-
-
-def _side(target: str, peaks_dir: Path | None, flops_table: dict | None = None):
-    resolved = resolve_target(target)
-    summary = summarize_target(resolved)
-    return resolved, summary, resolved.result, insight_of(resolved, summary, peaks_dir,
-                                                          flops_table)
 
 
 def _label(target: str) -> str:
@@ -47,10 +23,12 @@ def _steps(summary) -> int:
     return max(len(summary.overview.steps), 1)
 
 
-def _run_sections(page: html.Page, label: str, resolved, summary, result, found: Insight) -> None:
+def _run_sections(page: html.Page, label: str, run: RunAnalysis) -> None:
+    summary, result = run.summary, run.result
     page.add(f"{label}: headline", html.headline(result, label))
-    page.add(f"{label}: roofline", html.roofline_block(found.roofline, found.ceilings_source))
-    page.add(f"{label}: advice", html.advice_block(found.advice))
+    page.add(f"{label}: roofline", html.roofline_block(run.roofline, run.ceilings_source,
+                                                       run.roofline_missing))
+    page.add(f"{label}: advice", html.advice_block(run.advice))
     k = summary.kernels
     cats = k.categories.assign(ms_per_step=k.categories["total_us"] / _steps(summary) / 1e3)
     page.add(f"{label}: kernel time by category",
@@ -61,39 +39,40 @@ def _run_sections(page: html.Page, label: str, resolved, summary, result, found:
         k.table.assign(ms_total=k.table["total_us"] / 1e3),
         ["name", "category", "calls", "ms_total", "share_pct", "tensor_core"], 15))
     if result is not None and result.config.record_shapes:
-        from profiler.analysis.roofline import gemm_roofline
-
-        r = found.roofline
-        page.add(f"{label}: GEMMs by recorded shape (--record-shapes)", html.table(
-            gemm_roofline(resolved.path, r.peak_tflops if r else None), top=20))
-    layers = html.layer_view(resolved.result_json.parent if resolved.result_json else None)
+        page.add(f"{label}: GEMMs by recorded shape (--record-shapes)",
+                 html.table(run.gemms(), top=20))
+    layers = html.layer_view(run.layer_times)
     if layers:
         page.add(f"{label}: TensorRT layers (engine_layer_times)", layers)
 
 
+def _analysis(target: str, peaks_dir: Path | None, flops_table: dict | None) -> RunAnalysis:
+    """The target's analysis, its advice computed (a trace that does not read fails here)."""
+    run = RunAnalysis(target, peaks_dir=peaks_dir, flops_table=flops_table)
+    run.advice
+    return run
+
+
 def run_page(target: str, peaks_dir: Path | None = None,
              flops_table: dict | None = None) -> html.Page:
-    resolved, summary, result, found = _side(target, peaks_dir, flops_table)
+    run = _analysis(target, peaks_dir, flops_table)
     page = html.Page(f"Report: {target}")
-    _run_sections(page, _label(target), resolved, summary, result, found)
-    chart = html.roofline_chart([(_label(target), found.roofline)])
+    _run_sections(page, _label(target), run)
+    chart = html.roofline_chart([(_label(target), run.roofline)])
     if chart:
         page.add("Roofline chart", chart)
     return page
 
 
 def compare_page(a: str, b: str, peaks_dir: Path | None = None,
-             flops_table: dict | None = None) -> html.Page:
-    ra, sa, resa, ia = _side(a, peaks_dir, flops_table)
-    rb, sb, resb, ib = _side(b, peaks_dir, flops_table)
-    result = diff(sa, sb, a_label=a, b_label=b)
+                 flops_table: dict | None = None) -> html.Page:
+    both = Comparison(_analysis(a, peaks_dir, flops_table), _analysis(b, peaks_dir, flops_table),
+                      a, b)
+    result, sa, sb = both.diff, both.a.summary, both.b.summary
     a, b = _label(a), _label(b)
     page = html.Page(f"Comparison: A = {a}, B = {b}")
-    from profiler.commands.compare import timed_rows
-
-    overview = pd.concat([timed_rows(resa, resb), result.overview], ignore_index=True)
     page.add("Overview (delta = B - A; times per profiled step)", html.table(
-        overview, ["metric", "unit", "a", "b", "delta", "change_pct"]))
+        result.overview, ["metric", "unit", "a", "b", "delta", "change_pct"]))
     page.add("Kernel time by category", html.category_chart(
         [a, b], [sa.kernels.categories, sb.kernels.categories], [_steps(sa), _steps(sb)]) +
         html.table(result.categories))
@@ -101,11 +80,11 @@ def compare_page(a: str, b: str, peaks_dir: Path | None = None,
     level = result.change_level
     page.add(f"Kernel diff: top {level}s faster in B", html.table(faster))
     page.add(f"Kernel diff: top {level}s slower in B", html.table(slower))
-    chart = html.roofline_chart([(a, ia.roofline), (b, ib.roofline)])
+    chart = html.roofline_chart([(a, both.a.roofline), (b, both.b.roofline)])
     if chart:
         page.add("Roofline chart", chart)
-    _run_sections(page, "A", ra, sa, resa, ia)
-    _run_sections(page, "B", rb, sb, resb, ib)
+    _run_sections(page, "A", both.a)
+    _run_sections(page, "B", both.b)
     return page
 
 
@@ -113,16 +92,16 @@ def sweep_page(folder: Path, peaks_dir: Path | None = None,
                flops_table: dict | None = None) -> html.Page:
     """The sweep's table (from its manifest and cells' results), plots, and the roofline and
     advice of every finished cell."""
-    from profiler.analysis.benchmark import axis_columns, benchmark_table
+    from profiler.analysis.benchmark import axis_columns
     from profiler.report.plots import _pyplot, series
-    from profiler.sweep.plan import OK, grid_cells, short_label
 
-    manifest = read_manifest(folder)
-    frame = benchmark_table(folder, manifest)
+    sweep = SweepAnalysis(folder, peaks_dir=peaks_dir, flops_table=flops_table)
+    frame = sweep.benchmark
     page = html.Page(f"Sweep: {folder.name}")
     page.add("Benchmark", html.table(frame, [c for c in (
-        "backend", "bs", *axis_columns(manifest), "p50_ms", "p90_ms", "p99_ms", "throughput_per_s", "speedup",
-        "tensor_core_pct", "gpu_util_pct", "rel_l2_error", "status") if c in frame]))
+        "backend", "bs", *axis_columns(sweep.manifest), "p50_ms", "p90_ms", "p99_ms",
+        "throughput_per_s", "speedup", "tensor_core_pct", "gpu_util_pct", "rel_l2_error",
+        "status") if c in frame]))
     plt = _pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     ok = frame[frame["status"] == OK]
@@ -134,21 +113,19 @@ def sweep_page(folder: Path, peaks_dir: Path | None = None,
     axes[0].legend(fontsize=8)
     page.add("Latency and throughput", html.figure_png(fig))
     points, advice_rows = [], []
-    for name, cell in grid_cells(manifest):
-        if cell.status != OK or not (folder / name / RESULT_FILE).is_file():
-            continue
+    for cell, run in sweep.finished():
         try:
-            _, _, _, found = _side(str(folder / name), peaks_dir, flops_table)
+            advice = run.advice
         except UserError:
             continue
         label = short_label(cell)
-        points.append((label, found.roofline))
-        r = found.roofline
+        points.append((label, run.roofline))
+        r = run.roofline
         advice_rows.append({"cell": label, "TFLOP/s": r.achieved_tflops if r else None,
                             "% of compute": r.pct_of_compute if r else None,
                             "GB/s": r.achieved_gbs if r else None,
                             "% of bandwidth": r.pct_of_bandwidth if r else None,
-                            "advice": "; ".join(a.rule for a in found.advice) or "-"})
+                            "advice": "; ".join(a.rule for a in advice) or "-"})
     if advice_rows:
         page.add("Roofline and advice per cell", html.table(pd.DataFrame(advice_rows)))
     chart = html.roofline_chart(points)

@@ -3,23 +3,22 @@ status says whether any cell finished."""
 
 from __future__ import annotations
 
-import json
-import sys
 
 from rich.markup import escape
 
 from profiler import signals
 from profiler.errors import Interrupted, UserError
-from profiler.analysis.benchmark import (benchmark_json, benchmark_table, print_benchmark,
-                                write_benchmark)
+from profiler.analysis.benchmark import benchmark_table
+from profiler.report.benchmark_view import benchmark_json, print_benchmark, write_benchmark
 from profiler.report.console import make_console
 from profiler.report.fmt import seconds
 from profiler.report.sweep_view import cell_progress
-from profiler.sweep.plan import OK, SweepPlan, grid_cells, read_manifest, run_sweep
+from profiler.runs.manifest import OK, grid_cells
+from profiler.sweep.plan import SweepPlan, read_manifest, run_sweep
 
 
-def run(plan: SweepPlan, json_out: bool = False) -> int:
-    """Run the sweep; returns the exit status: 0 if at least one cell is ok (a warning lists the
+def run(plan: SweepPlan, sink) -> int:
+    """Run the sweep, its table to ``sink`` (profiler.cli.output.Output); returns the exit status: 0 if at least one cell is ok (a warning lists the
     others), 1 if none is."""
     err = make_console(stderr=True)
     # SIGTERM, SIGHUP: like Ctrl-C (the running cell stopped and recorded, the tables written)
@@ -30,11 +29,10 @@ def run(plan: SweepPlan, json_out: bool = False) -> int:
             write_tables(plan)
             raise
     frame, manifest = write_tables(plan)
-    if json_out:
-        json.dump(benchmark_json(frame, manifest, plan.sweep_dir), sys.stdout, indent=1)
-        sys.stdout.write("\n")
+    if sink.json:
+        sink.document("benchmark", benchmark_json(frame, manifest, plan.sweep_dir))
     else:
-        print_benchmark(frame, manifest, make_console())
+        print_benchmark(frame, manifest, sink.console)
     cells = grid_cells(manifest)
     bad = [(name, cell) for name, cell in cells if cell.status != OK]
     err.print(f"sweep took {seconds(outcome.wall_s)} ({outcome.ran} cell(s) run, "

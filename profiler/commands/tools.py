@@ -13,15 +13,24 @@ def _say(line: str) -> None:
     print(line, file=sys.stderr)
 
 
-def backends(json_out: bool) -> int:
-    from profiler.collect.backends import all_backends
+def backends(sink) -> int:
+    """``sink``: profiler.cli.output.Output, where the table or the --json document go."""
+    from profiler.collect.backends import all_backends, cuda_available
     from profiler.report import run_view
 
-    run_view.print_backends(all_backends(), json_out=json_out)
+    cuda = cuda_available()
+    rows = [{"name": b.name, "family": b.family, "precision": b.precision,
+             "available": b.unavailable_reason(cuda) is None,
+             "why_not": b.unavailable_reason(cuda), "description": b.description}
+            for b in all_backends()]
+    if sink.json:
+        sink.document("backends", {"backends": rows})
+    else:
+        run_view.print_backends(rows, cuda, sink.console)
     return 0
 
 
-def tb_compat(target: str, out: Path | None) -> int:
+def tb_compat(target: str, out: Path | None, sink) -> int:
     from profiler.runs.layout import compat_dir_for
     from profiler.runs.targets import traces_of
     from profiler.trace.tb_compat import write_compat_copy
@@ -29,11 +38,11 @@ def tb_compat(target: str, out: Path | None) -> int:
     for trace in traces_of(target):
         result = write_compat_copy(trace, compat_dir_for(trace) if out is None else out)
         changes = ", ".join(f"{k}: {v}" for k, v in result.renamed.items()) or "nothing to change"
-        print(f"{result.written}  ({changes})")
+        sink.line(f"{result.written}  ({changes})")
     return 0
 
 
-def tensorboard(logdir: Path, port: int | None, bind_all: bool) -> int:
+def tensorboard(logdir: Path, port: int | None, bind_all: bool, sink) -> int:
     """0 after Ctrl-C; 128 + the signal's number after SIGTERM or SIGHUP."""
     from profiler.fsutil import clean_tree
     from profiler.tools import tensorboard as tb
@@ -42,26 +51,55 @@ def tensorboard(logdir: Path, port: int | None, bind_all: bool) -> int:
           "internet in the browser (offline it stays a spinner); for a file that opens "
           "anywhere use `profile.py report RUN [RUN_B]`", file=sys.stderr)
     clean_tree(logdir)  # staging folders of killed runs would be listed as runs
-    served = tb.serve(logdir, port=port, bind_all=bind_all, echo=print)
+    served = tb.serve(logdir, port=port, bind_all=bind_all, echo=sink.line)
     if served.server_status:
         raise UserError(f"TensorBoard exited with status {served.server_status} (its output: "
                         f"{served.log})")
     return served.exit_code
 
 
-def nsys(options: dict) -> int:
+def nsys(options: dict, sink) -> int:
     from profiler.tools import nsys as nsys_tool
 
     result = nsys_tool.run(options, echo=_say)
-    nsys_tool.print_result(result, echo=print)
+    _print_nsys(result, sink.line)
     return 1 if result.get("stats_error") else 0
 
 
+def _print_nsys(result: dict, echo) -> None:
+    from profiler.report.fmt import fixed
+
+    if result.get("stats_error"):
+        echo(f"nsys: {result['stats_error']}")
+    if result.get("report"):
+        echo(f"report: {result['report']}")
+    if result.get("qdstrm"):
+        echo(f"qdstrm: {result['qdstrm']}")
+    if "kernels" in result:
+        echo(f"{result['kernels']} kernels, {fixed(result['kernel_time_us'], ',.1f')} µs of "
+             f"kernel time in the captured steps: runs/{result['run']}/nsys_kernels.csv")
+    echo(f"details: runs/{result['run']}/nsys.json")
+
+
 def ncu(options: dict, top: int, step: int | None, launch_count: int, reuse: bool,
-        chip: str | None) -> int:
+        chip: str | None, sink) -> int:
     from profiler.tools import ncu as ncu_tool
 
     result = ncu_tool.run(options, top=top, step=step, launch_count=launch_count, reuse=reuse,
                           chip=chip, echo=_say)
-    ncu_tool.print_result(result, top=top, echo=print)
+    _print_ncu(result, top, sink)
     return 0
+
+
+def _print_ncu(result: dict, top: int, sink) -> None:
+    from profiler.report.hardware_view import print_hardware
+
+    print_hardware(result["joined"], result["agreement"], top, sink.console)
+    sink.line(f"metrics collected: {', '.join(result['metrics_collected']) or 'none'}")
+    if result["metrics_skipped"]:
+        sink.line(f"metrics not on this GPU/ncu: {', '.join(result['metrics_skipped'])}")
+    if result["top_kernels_not_profiled"]:
+        sink.line(f"{len(result['top_kernels_not_profiled'])} of the top kernels were not seen "
+                  "under ncu (another cuDNN algorithm, or past --launch-count)")
+    sink.line(f"wrote ncu.csv, ncu.ncu-rep, ncu.json, ncu.log to runs/{result['run']}/ "
+              "(`summarize` picks ncu.csv up from there)")

@@ -11,6 +11,7 @@ import pandas as pd
 
 from profiler.errors import UserError
 from profiler.fsutil import write_text_atomic, write_with
+from profiler.trace.overview import DEFINERS
 from profiler.trace.summary import Summary
 from profiler.report.fmt import fixed, pct
 
@@ -96,7 +97,8 @@ def export(summary: Summary, out_dir: Path, top: int = 0) -> list[Path]:
     md.append(f"- kernel time on Tensor Cores: {t['tensor_core_share_pct']:.1f} % of all kernel "
               f"time, {t['tensor_core_share_of_gemm_conv_pct']:.1f} % of GEMM + convolution time")
     md += [f"- note: {n}" for n in summary.notes]
-    md.append("\n## Step time breakdown (µs)\n")
+    md.append(f"\n## Step time breakdown (µs; {DEFINERS[o.definitions]}'s definitions: "
+              "profiler/trace/overview.py BREAKDOWN_DEFINITIONS)\n")
     md.append(_markdown(o.steps.drop(columns=["start", "end", "cpu_start", "cpu_end"],
                                      errors="ignore")))
     md.append("\n## Kernel time by category\n")

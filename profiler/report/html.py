@@ -6,16 +6,15 @@ from __future__ import annotations
 
 import base64
 import io
-import json
 from dataclasses import dataclass, field
 from html import escape
-from pathlib import Path
 
 import pandas as pd
 
 from profiler.runs.result import RunResult
 from profiler.analysis.advice import Advice
-from profiler.analysis.roofline import Roofline
+from profiler.analysis.roofline import NO_ROOFLINE_INPUTS, Roofline
+from profiler.report.advice_view import evidence, measured_line, projected_gain
 
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1200px;color:#222}
@@ -114,10 +113,9 @@ def headline(result: RunResult | None, label: str) -> str:
                 ("timed iterations", t.iters)]))
 
 
-def roofline_block(roofline: Roofline | None, source: str) -> str:
+def roofline_block(roofline: Roofline | None, source: str, missing: str | None = None) -> str:
     if roofline is None:
-        return ("<p class='note'>no roofline: the run's result.json has no roofline_inputs "
-                "(FLOPs and minimum bytes; written by `run` from this version on)</p>")
+        return f"<p class='note'>{escape(missing or NO_ROOFLINE_INPUTS, quote=False)}</p>"
     r = roofline
     pct = (lambda v: f"{v:.1f} %" if v is not None else "-")
     return key_values([
@@ -138,31 +136,22 @@ def advice_block(advice: list[Advice]) -> str:
         return "<p class='note'>no rule fired</p>"
     items = []
     for a in advice:
-        facts = "; ".join(f"{escape(k)}: {escape(str(v))}" for k, v in a.evidence.items())
+        facts = "; ".join(f"{escape(k)}: {escape(str(v))}" for k, v in evidence(a).items())
         measured = ""
         if a.measured:
-            measured = "<br>measured in the sweep: " + escape(", ".join(
-                f"{k} p50 {v['p50_ms']} ms ({v['speedup']}x)" for k, v in a.measured.items()))
+            measured = "<br>measured in the sweep: " + escape(measured_line(a))
         items.append(f"<li><span class='rule'>{escape(a.title)}</span> [{escape(a.rule)}]<br>"
                      f"evidence: {facts}<br>try: {escape(a.action)}<br>projected gain: "
-                     f"{escape(a.projected_gain)}{measured}<br><span class='src'>source: "
+                     f"{escape(projected_gain(a))}{measured}<br><span class='src'>source: "
                      f"{escape(a.source)}</span></li>")
     return f"<ul class='advice'>{''.join(items)}</ul>"
 
 
-def layer_view(run_folder: Path | None, top: int = 20) -> str | None:
-    """TensorRT per-layer times (engine_layer_times_*.json), when the run wrote them."""
-    if run_folder is None:
+def layer_view(layer_times: pd.DataFrame | None, top: int = 20) -> str | None:
+    """TensorRT per-layer times (RunAnalysis.layer_times), when the run wrote them."""
+    if layer_times is None or not len(layer_times):
         return None
-    rows = []
-    for path in sorted(run_folder.glob("engine_layer_times_*.json")):
-        try:
-            rows += json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-    if not rows:
-        return None
-    frame = pd.DataFrame(rows).sort_values("averageMs", ascending=False)
+    frame = layer_times.sort_values("averageMs", ascending=False)
     frame = frame.rename(columns={"name": "layer", "averageMs": "ms per call",
                                   "percentage": "% of engine"})
     return table(frame, ["layer", "ms per call", "% of engine"], top)

@@ -5,14 +5,14 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 
-from profiler.analysis.advice import Advice
 from profiler.analysis.insight import Insight
 from profiler.analysis.roofline import Roofline
+from profiler.report.advice_view import advice_dict, line
 
 
-def roofline_line(r: Roofline | None) -> str:
+def roofline_line(r: Roofline | None, missing: str | None = None) -> str:
     if r is None:
-        return "no roofline (result.json has no roofline_inputs)"
+        return missing or "no roofline (result.json has no roofline_inputs)"
     pct = (lambda v: f"{v:.1f} %" if v is not None else "n/a")
     return (f"{r.flops / 1e9:,.1f} GFLOP and {r.min_bytes / 1e6:,.1f} MB per batch in "
             f"{r.seconds * 1e3:.3f} ms (timed p50): {r.achieved_tflops:,.2f} TFLOP/s = "
@@ -27,16 +27,12 @@ def to_dict(found: Insight) -> dict:
             "advice": [advice_dict(a) for a in found.advice]}
 
 
-def advice_dict(a: Advice) -> dict:
-    return {"rule": a.rule, "title": a.title, "action": a.action, "evidence": a.evidence,
-            "projected_gain": a.projected_gain, "source": a.source, "measured": a.measured}
-
-
 def print_insight(found: Insight, console: Console, label: str = "") -> None:
     prefix = f"{label}: " if label else ""
+    roof = roofline_line(found.roofline, found.roofline_missing)
     console.print(f"[b]{escape(prefix)}Roofline[/b] ({escape(found.ceilings_source)}): "
-                  f"{escape(roofline_line(found.roofline))}", highlight=False)
+                  f"{escape(roof)}", highlight=False)
     for a in found.advice:
-        console.print(f"[b]{escape(prefix)}Advice[/b] {escape(a.line())}", highlight=False)
+        console.print(f"[b]{escape(prefix)}Advice[/b] {escape(line(a))}", highlight=False)
     if not found.advice:
         console.print(f"[b]{escape(prefix)}Advice[/b]: no rule fired", highlight=False)

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 
-def print_peaks(data: dict, path: Path, measured: bool) -> None:
+def print_peaks(data: dict, path: Path, measured: bool,
+                echo: Callable[[str], None] = print) -> None:
+    """The ceilings, a line each, through ``echo`` (the CLI's output sink)."""
     m = data["method"]
-    print(f"{data['machine']['device']} (driver {data['machine']['driver'] or 'n/a'}, torch "
+    echo(f"{data['machine']['device']} (driver {data['machine']['driver'] or 'n/a'}, torch "
           f"{data['machine']['torch']}): {'measured now' if measured else 'cached'}, {path}")
-    print(f"method: {m['data']} data, {m['warmup_calls']} warm-up calls, median of "
+    echo(f"method: {m['data']} data, {m['warmup_calls']} warm-up calls, median of "
           f"{m['repeats']} ({m['timer']}); matmul {m['matmul']} with n = "
           f"{m['sizes']['matmul_n']}; copy of {m['sizes']['copy_bytes'] / 2**20:,.0f} MiB, "
           f"{m['copy']}")
@@ -17,5 +20,5 @@ def print_peaks(data: dict, path: Path, measured: bool) -> None:
         value = detail["tflops"]
         shown = f"{value:10.4g} TFLOP/s" if value is not None else f"{'n/a':>10}          " \
             f"({detail.get('why_not')})"
-        print(f"  matmul {name:5} {shown}")
-    print(f"  copy bandwidth {data['copy']['gb_per_s']:10.1f} GB/s")
+        echo(f"  matmul {name:5} {shown}")
+    echo(f"  copy bandwidth {data['copy']['gb_per_s']:10.1f} GB/s")

@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from profiler.errors import UserError
+from profiler.runs.manifest import OK, axis_options, grid_cells, short_label
 
 #: one colour per kernel category, the same in every figure
 CATEGORY_COLOURS = {
@@ -66,8 +67,6 @@ def _devices(frame: pd.DataFrame) -> str:
 def series(frame: pd.DataFrame) -> pd.Series:
     """A line per backend, or per backend and value of each swept option (``ttrt_fp16
     max_new_tokens=16``) when the sweep was given a list of one."""
-    from profiler.sweep.plan import axis_options
-
     labels = frame["backend"].astype(str)
     for key in (k for k in axis_options() if k in frame.columns):
         labels = labels + f" {key}=" + frame[key].map(lambda v: f"{v:.0f}").astype(str)
@@ -187,8 +186,6 @@ def category_bars(labels: list[str], per_label: list[dict[str, float]], title: s
 def sweep_plots(frame: pd.DataFrame, manifest, out: Path) -> list[Path]:
     """latency.png, speedup.png, throughput.png and categories.png of a sweep's benchmark
     table (a frame with at least one finished cell) and manifest."""
-    from profiler.sweep.plan import OK, grid_cells, short_label
-
     model = manifest.model
     written = [latency_plot(frame, model, out / "latency.png"),
                speedup_plot(frame, model, manifest.baseline, out / "speedup.png"),
@@ -207,27 +204,37 @@ def sweep_plots(frame: pd.DataFrame, manifest, out: Path) -> list[Path]:
     return written
 
 
+#: marker of each backend in the roofline chart, in order of appearance
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
+
+
 def roofline_figure(points: list):
-    """Log-log roofline: the ceilings of the first point's GPU and each (label, Roofline)'s
-    achieved TFLOP/s against its arithmetic intensity; None when no point has a roofline."""
-    points = [(label, r) for label, r in points if r is not None]
-    if not points:
+    """Log-log roofline of (label, Roofline) points (analysis.roofline.chart_data): one roof per
+    precision present, each point in its roof's colour, marked by backend; None when no point
+    has a roofline."""
+    from profiler.analysis.roofline import chart_data
+
+    chart = chart_data(points)
+    if chart is None:
         return None
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    r0 = points[0][1]
-    if r0.peak_tflops and r0.peak_gbs:
-        xs = [1, r0.ridge, max(r0.ridge * 10, 1e4)]
-        ax.plot(xs, [min(r0.peak_tflops, x * r0.peak_gbs / 1e3) for x in xs], color="black",
-                label=f"roof: {r0.peak_gbs:,.0f} GB/s, {r0.peak_tflops:,.0f} TFLOP/s "
-                      f"({r0.matmul_key})")
-    for label, r in points:
-        ax.scatter([r.intensity], [r.achieved_tflops], label=label, zorder=3)
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    colour = {roof.key: colours[i % len(colours)] for i, roof in enumerate(chart.roofs)}
+    marker = {b: _MARKERS[i % len(_MARKERS)] for i, b in enumerate(chart.backends)}
+    lo = min([1.0] + [p.intensity for p in chart.points if p.intensity > 0])
+    for roof in chart.roofs:
+        xs = [lo, roof.ridge, max(roof.ridge * 10, 1e4)]
+        ax.plot(xs, [roof.at(x) for x in xs], color=colour[roof.key], label=roof.label)
+    for p in chart.points:
+        ax.scatter([p.intensity], [p.achieved_tflops], zorder=3, marker=marker[p.backend],
+                   color=colour.get(p.roof, "black"),
+                   label=f"{p.label} ({p.backend}{', ' + p.roof if p.roof else ''})")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP/byte, minimum bytes)")
     ax.set_ylabel("achieved TFLOP/s (timed p50)")
-    ax.set_title(f"Roofline ({r0.ceilings_source})", fontsize=10)
+    ax.set_title(chart.title, fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return fig

@@ -1,27 +1,21 @@
-"""Terminal and JSON views of a run result and of the backend list (plain data in, text out)."""
+"""Terminal views of a run result and of the backend list (plain data in, text out)."""
 
 from __future__ import annotations
-
-import json
-import sys
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from profiler.runs import phases
 from profiler.analysis.headline import memory_figures, window_noise
 from profiler.runs.layout import RESULT_FILE
-from profiler.runs.result import Generation, Numerics, RunResult, result_text
+from profiler.runs.result import Generation, Numerics, RunResult
 from profiler.report.console import make_console
-from profiler.report.fmt import fixed, mib, ms, ms_unit, pct, significant
+from profiler.report.fmt import fixed, mib, ms, ms_unit, pct, phases_line, significant
 
 
-def print_json(result: RunResult) -> None:
-    sys.stdout.write(result_text(result))
-
-
-def print_result(result: RunResult) -> None:
+def print_result(result: RunResult, console: Console | None = None) -> None:
+    """The run's table and lines on ``console`` (default: a new one on stdout)."""
+    console = console or make_console()
     timing, backend = result.timing, result.backend
     gpu = result.environment.gpu or {}
     table = Table(title=f"{result.model} · {backend.name} · bs {result.batch_size} · "
@@ -49,13 +43,12 @@ def print_result(result: RunResult) -> None:
     for column in columns:
         table.add_column(column, justify="right")
     table.add_row(*cells)
-    console = make_console()
     console.print(table)
     if result.generation is not None:
         _print_generation(console, result.generation, result.numerics)
     _print_numerics(console, result.numerics)
     if timing.phases_s:
-        console.print(phases.one_line(timing.phases_s, timing.wall_s, backend.compile_s,
+        console.print(phases_line(timing.phases_s, timing.wall_s, backend.compile_s,
                                       backend.cache_load_s), highlight=False, soft_wrap=True)
     unit = "generations" if result.generation is not None else "iterations"
     chosen = f" ({timing.iterations_chosen_by})" if timing.iterations_chosen_by else ""
@@ -172,21 +165,8 @@ def _print_generation(console: Console, generation: Generation,
                   highlight=False)
 
 
-def print_backends(backend_list, json_out: bool) -> None:
-    import importlib
-
-    cuda = False
-    if importlib.util.find_spec("torch") is not None:
-        import torch
-
-        cuda = torch.cuda.is_available()
-    rows = [{"name": b.name, "family": b.family, "precision": b.precision,
-             "available": b.unavailable_reason(cuda) is None,
-             "why_not": b.unavailable_reason(cuda), "description": b.description}
-            for b in backend_list]
-    if json_out:
-        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
-        return
+def print_backends(rows: list[dict], cuda: bool, console: Console) -> None:
+    """The backends' table (rows: name, family, precision, available, why_not, description)."""
     table = Table(title=f"backends ({'CUDA GPU found' if cuda else 'no CUDA GPU: CPU only'})",
                   title_justify="left")
     for column in ("backend", "precision", "available", "what it is / why not"):
@@ -194,4 +174,4 @@ def print_backends(backend_list, json_out: bool) -> None:
     for row in rows:
         table.add_row(row["name"], row["precision"], "yes" if row["available"] else "[red]no[/]",
                       escape(row["description"] if row["available"] else row["why_not"]))
-    make_console().print(table)
+    console.print(table)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from profiler.trace.overview import BREAKDOWN
+from profiler.trace.overview import BREAKDOWN, BREAKDOWN_DEFINITIONS, DEFINERS
 from profiler.report.console import make_console
 from profiler.report.fmt import count, head, pct, size_bytes, us
 from profiler.trace.rules import SHORT_WIDTH
@@ -81,6 +81,7 @@ def overview_tables(summary: Summary, top: int, console: Console) -> None:
 
     if len(o.steps):
         console.print(step_table(summary, top))
+        console.print(definitions_table(o.definitions))
 
 
 #: a step table longer than --top rows is summarised: this many slowest and fastest steps
@@ -93,7 +94,8 @@ def step_table(summary: Summary, top: int) -> Table:
     fastest steps, then min / median / p90 / max of each column. The mean row closes both."""
     o = summary.overview
     shown = len(o.steps) if not top or len(o.steps) <= top else min(STEP_EXTREMES, top)
-    title = "Step time breakdown (µs; each instant counted once, kernel first)"
+    title = ("Step time breakdown (µs; each instant counted once, kernel first; "
+             f"{DEFINERS[o.definitions]}'s definitions, below)")
     if shown < len(o.steps):
         title += (f": {len(o.steps):,} steps, the {shown} slowest and {shown} fastest and the "
                   "spread (all: --top 0 or --out)")
@@ -116,6 +118,22 @@ def step_table(summary: Summary, top: int) -> Table:
                       pct(float(o.steps["gpu_utilization_pct"].mean())),
                       count(float(o.steps["kernels"].mean())))
     return steps
+
+
+def definitions_table(used: str) -> Table:
+    """What the breakdown's roles hold here and in the TensorBoard plugin, side by side (the
+    roles both read alike are named in the title)."""
+    ours, plugin = BREAKDOWN_DEFINITIONS["tool"], BREAKDOWN_DEFINITIONS["plugin"]
+    same = [role for role in ours if ours[role] == plugin[role]]
+    t = Table(title=f"Breakdown definitions (this table: {DEFINERS[used]}; "
+                    f"{', '.join(same)} and memcpy/memset alike; --breakdown tool|plugin)",
+              title_justify="left")
+    for col in ("role", DEFINERS["tool"], DEFINERS["plugin"]):
+        t.add_column(col, style="dim" if col != "role" else None)
+    for role in ours:
+        if role not in same:
+            t.add_row(role, ours[role], plugin[role])
+    return t
 
 
 def _step_rows(table: Table, rows, heading: str = "") -> None:

@@ -10,11 +10,14 @@ Layout (``--runs-dir`` and ``--tb-dir`` move the two roots)::
     tb_logs/<run>_tbcompat/        the plugin-friendly copies of those traces (tb-compat)
     runs/<sweep>/sweep.json        SweepManifest, read back only through profiler.runs.manifest
     runs/<sweep>/<cell>/ and tb_logs/<sweep>/<cell>/   a sweep cell's run
+    $INFER_PROFILER_CACHE (~/.cache/infer-profiler/engines)   compiled engines and other entries
+    <that>/../peaks/               `profile.py peaks`' measured ceilings
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from profiler.errors import UserError
@@ -30,10 +33,23 @@ LOOSE_PATTERNS = ("*.json", "*.json.gz")
 #: files in a run or sweep folder that are never traces, whatever their extension
 NOT_TRACES = {RESULT_FILE, MANIFEST}
 
-#: 1: the dict the harness wrote until the contract was typed (no profile.capture in the
-#: earliest runs); 2: the same keys, written from RunResult
-RESULT_SCHEMA = 2
-MANIFEST_SCHEMA = 1
+
+
+#: the environment variable that moves the compiled-engine cache (and peaks/ beside it)
+CACHE_ENV_VAR = "INFER_PROFILER_CACHE"
+
+
+def cache_dir() -> Path:
+    """``$INFER_PROFILER_CACHE`` if set, else ``~/.cache/infer-profiler/engines``."""
+    configured = os.environ.get(CACHE_ENV_VAR)
+    if configured:
+        return Path(configured).expanduser()
+    return Path.home() / ".cache" / "infer-profiler" / "engines"
+
+
+def peaks_dir() -> Path:
+    """Where `profile.py peaks` caches its measurements: ``peaks/`` beside the engine cache."""
+    return cache_dir().parent / "peaks"
 
 
 #: the folder beside ``tb_logs/<run>/`` that holds tb-compat's copies. A separate folder is a

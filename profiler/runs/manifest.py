@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -10,9 +11,27 @@ import msgspec
 
 from profiler.errors import UserError
 from profiler.fsutil import write_text_atomic
+from profiler.runs.config import CliOption, run_name, run_options
 from profiler.runs.layout import MANIFEST, RUNS_ROOT, is_leftover
 
 MANIFEST_SCHEMA = 1
+
+#: a cell's status words
+OK, FAILED, OOM, TIMEOUT, INTERRUPTED, RUNNING, PENDING = (
+    "ok", "failed", "oom", "timeout", "interrupted", "running", "pending")
+
+#: run options a sweep sets itself rather than passing them on to its cells: field -> why.
+#: Every other RunConfig option is a sweep option, shared by all cells (config.run_options).
+SWEEP_SETS = {
+    "backend": "--backends takes a comma-separated list",
+    "batch_size": "--bs takes a comma-separated list",
+    "name": "--name names the sweep folder; a cell is named <backend>_bs<N>",
+    "runs_dir": "cells go into <runs-dir>/<sweep>/",
+    "tb_dir": "cells' traces go into <tb-dir>/<sweep>/",
+    "capture": "the benchmark table needs each cell's torch.profiler trace",
+}
+
+
 
 
 class SweepCell(msgspec.Struct):
@@ -93,3 +112,63 @@ def find_sweep(target: str | Path, root: Path | None = None) -> Path | None:
         if is_sweep_dir(folder):
             return folder
     return None
+
+
+# ---- the grid: cells, their names and labels, the swept options ----------------------------
+
+def shared_options() -> dict[str, CliOption]:
+    """Option key (the manifest's ``options`` key) -> declaration of the options a sweep
+    passes on to its cells."""
+    return {spec.key: spec for name, spec in run_options().items() if name not in SWEEP_SETS}
+
+
+def axis_options() -> dict[str, CliOption]:
+    """Option key -> declaration of the options a sweep may be given a list of."""
+    return {key: spec for key, spec in shared_options().items() if spec.axis}
+
+
+def axis_values(options: dict) -> list[dict]:
+    """Every combination of the swept options' values (``[{}]`` when none is swept), in the
+    order given."""
+    axes = {key: value for key, value in options.items()
+            if key in axis_options() and isinstance(value, list)}
+    return [dict(zip(axes, combo)) for combo in itertools.product(*axes.values())]
+
+
+def cell_name(backend: str, batch_size: int, model: str, workload: str = "forward",
+              axis: dict | None = None) -> str:
+    """A cell's folder: the name `profile.py run` gives that run (config.run_name), and the
+    cell's value of each swept option (``_new16``)."""
+    specs = axis_options()
+    return run_name(backend, batch_size, model, workload=workload) + "".join(
+        f"_{specs[key].axis}{value}" for key, value in (axis or {}).items())
+
+
+def cell_label(backend: str, batch_size: int, axis: dict | None = None) -> str:
+    """``ttrt_fp16 bs 8`` and the cell's value of each swept option (``--max-new-tokens 16``)."""
+    specs = axis_options()
+    return " ".join([f"{backend} bs {batch_size}", *(
+        f"{specs[key].flags[0]} {value}" for key, value in (axis or {}).items())])
+
+
+def short_label(cell: SweepCell) -> str:
+    """``ttrt_fp16 bs8``, and ``new16`` for each swept option: a cell in a plot or a report."""
+    specs = axis_options()
+    return " ".join([f"{cell.backend} bs{cell.batch_size}", *(
+        f"{specs[key].axis}{value}" for key, value in (cell.axis or {}).items())])
+
+
+def grid_cells(manifest: SweepManifest) -> list[tuple[str, SweepCell]]:
+    """The manifest's cells of its current grid, in sweep order."""
+    by_grid = {(c.backend, c.batch_size): (name, c) for name, c in manifest.cells.items()}
+    found = []
+    for backend in manifest.backends:
+        for batch_size in manifest.batch_sizes:
+            for axis in axis_values(manifest.options):
+                name = cell_name(backend, batch_size, manifest.model,
+                                 manifest.options.get("workload", "forward"), axis)
+                if name in manifest.cells:
+                    found.append((name, manifest.cells[name]))
+                elif not axis and (backend, batch_size) in by_grid:  # before models were named
+                    found.append(by_grid[backend, batch_size])
+    return found

@@ -232,6 +232,9 @@ class TraceInfo(msgspec.Struct, frozen=True):
     files: list[str]  # the trace files, as the run named them
     dir: str | None = None
     skipped: str | None = None  # why there is no trace (--capture cuda-profiler-api)
+    #: kernel name -> launches in one call made without the profiler (recorded by the harness
+    #: where it can; absent: not recorded). The trace analysis compares the profiled steps with it
+    untraced_kernels: dict[str, int] | None = None
 
 
 class Environment(msgspec.Struct, frozen=True):
@@ -403,6 +406,8 @@ def result_to_dict(result: RunResult) -> dict:
             ordered["artifacts"] = sorted(result.backend.artifacts)
         elif key == "memory" and value is None:  # not recorded: no key, as before
             continue
+        elif key == "trace" and value.get("untraced_kernels") is None:  # not recorded: no key
+            ordered[key] = {k: v for k, v in value.items() if k != "untraced_kernels"}
         elif key == "numerics" and value is not None:  # either why it was skipped, or figures
             ordered[key] = _numerics_to_json(value)
         else:

@@ -18,7 +18,7 @@ Layout of a sweep called S (``--name``, default ``sweep_<model>``):
     runs/S/sweep.json          the manifest: model, backends, batch sizes, baseline, shared
                                options, and per cell its status, reason, exit code, seconds and
                                trace metrics; written atomically after every change
-    runs/S/benchmark.csv|.md   one row per cell (report.benchmark)
+    runs/S/benchmark.csv|.md   one row per cell (analysis.benchmark)
     runs/S/logs/<cell>.log     the cell's stdout and stderr
     runs/S/<backend>_bs<N>/    the cell's run folder (result.json, latency.csv)
     tb_logs/S/<backend>_bs<N>/ the cell's trace (TensorBoard shows S/<cell> as the run name)
@@ -31,7 +31,6 @@ others again.
 
 from __future__ import annotations
 
-import itertools
 import re
 import sys
 import time
@@ -43,57 +42,15 @@ from profiler.sweep import cell as cellrun, executors
 from profiler import runs
 from profiler import signals
 from profiler.sweep.cell import CellJob, CellOutcome
-from profiler.runs.config import (CliOption, RunConfig, check_path_component, keyed, run_argv, run_name,
+from profiler.runs.config import (RunConfig, check_path_component, keyed, run_argv, run_name,
                      run_options, unkeyed)
 from profiler.errors import Interrupted, UserError
 from profiler.fsutil import clean_leftovers, folder_lock
 from profiler.runs.layout import MANIFEST
-from profiler.runs.manifest import SweepCell, SweepManifest
-from profiler.analysis.target import summarize_target
-
-OK, FAILED, OOM, TIMEOUT, INTERRUPTED, RUNNING, PENDING = (
-    "ok", "failed", "oom", "timeout", "interrupted", "running", "pending")
-
-#: run options a sweep sets itself rather than passing them on to its cells: field -> why.
-#: Every other RunConfig option is a sweep option, shared by all cells (config.run_options).
-SWEEP_SETS = {
-    "backend": "--backends takes a comma-separated list",
-    "batch_size": "--bs takes a comma-separated list",
-    "name": "--name names the sweep folder; a cell is named <backend>_bs<N>",
-    "runs_dir": "cells go into <runs-dir>/<sweep>/",
-    "tb_dir": "cells' traces go into <tb-dir>/<sweep>/",
-    "capture": "the benchmark table needs each cell's torch.profiler trace",
-}
-
-
-def shared_options() -> dict[str, CliOption]:
-    """Option key (the manifest's ``options`` key) -> declaration of the options a sweep
-    passes on to its cells."""
-    return {spec.key: spec for name, spec in run_options().items() if name not in SWEEP_SETS}
-
-
-def cell_name(backend: str, batch_size: int, model: str, workload: str = "forward",
-              axis: dict | None = None) -> str:
-    """A cell's folder: the name `profile.py run` gives that run (config.run_name), and the
-    cell's value of each swept option (``_new16``)."""
-    specs = axis_options()
-    return run_name(backend, batch_size, model, workload=workload) + "".join(
-        f"_{specs[key].axis}{value}" for key, value in (axis or {}).items())
-
-
-def cell_label(backend: str, batch_size: int, axis: dict | None = None) -> str:
-    """``ttrt_fp16 bs 8`` and the cell's value of each swept option (``--max-new-tokens 16``)."""
-    specs = axis_options()
-    return " ".join([f"{backend} bs {batch_size}", *(
-        f"{specs[key].flags[0]} {value}" for key, value in (axis or {}).items())])
-
-
-def short_label(cell: SweepCell) -> str:
-    """``ttrt_fp16 bs8``, and ``new16`` for each swept option: a cell in a plot or a report."""
-    specs = axis_options()
-    return " ".join([f"{cell.backend} bs{cell.batch_size}", *(
-        f"{specs[key].axis}{value}" for key, value in (cell.axis or {}).items())])
-
+from profiler.runs.manifest import (FAILED, INTERRUPTED, OK, RUNNING, SweepCell, SweepManifest,
+                                    axis_options, axis_values, cell_label, cell_name,
+                                    shared_options)
+from profiler.analysis.sweep import cell_metrics
 
 def _plan_cell_name(p, backend: str, batch_size: int, axis: dict | None = None) -> str:
     return cell_name(backend, batch_size, p.options["model"],
@@ -101,11 +58,6 @@ def _plan_cell_name(p, backend: str, batch_size: int, axis: dict | None = None) 
 
 
 # ---- swept options (a list of values where a run takes one) ---------------------------------
-
-def axis_options() -> dict[str, CliOption]:
-    """Option key -> declaration of the options a sweep may be given a list of."""
-    return {key: spec for key, spec in shared_options().items() if spec.axis}
-
 
 def parse_axes(options: dict) -> dict:
     """The options with their axis values parsed: ``"64"`` -> 64, ``"16,64"`` -> [16, 64]
@@ -126,14 +78,6 @@ def parse_axes(options: dict) -> dict:
         _no_duplicates(values, flag, "value")
         parsed[key] = values if len(values) > 1 else values[0]
     return parsed
-
-
-def axis_values(options: dict) -> list[dict]:
-    """Every combination of the swept options' values (``[{}]`` when none is swept), in the
-    order given."""
-    axes = {key: value for key, value in options.items()
-            if key in axis_options() and isinstance(value, list)}
-    return [dict(zip(axes, combo)) for combo in itertools.product(*axes.values())]
 
 
 def default_name(model: str) -> str:
@@ -243,33 +187,6 @@ def _now(timespec: str = "seconds") -> str:
 # ---- one cell ------------------------------------------------------------------------------
 
 failure_reason = cellrun.failure_reason
-
-
-def cell_metrics(run_dir: Path) -> dict:
-    """Tensor Core share, GPU utilization and kernel time by category of a finished cell's
-    trace, summarized with profiler.trace (no torch). A trace that cannot be summarized leaves
-    a note instead of stopping the sweep."""
-    from profiler.trace.diff import steps_of
-    from profiler.runs.targets import resolve_target
-
-    try:
-        target = resolve_target(str(run_dir))
-        summary = summarize_target(target)
-    except UserError as error:
-        return {"note": f"trace not summarized: {error}"}
-    except Exception as error:  # a bug in the analysis must not end the sweep
-        return {"note": f"trace not summarized: {type(error).__name__}: {error}"}
-    k, o = summary.kernels, summary.overview
-    steps = steps_of(summary)
-    metrics: dict = {
-        "kernel_us_per_step": k.total_kernel_us / steps,
-        "categories_us_per_step": {r.category: float(r.total_us) / steps
-                                   for r in k.categories.itertuples()},
-        "tensor_core_pct": 100 * k.tensor_core_share if k.total_kernel_us else None,
-        "gpu_util_pct": (sum(d.gpu_utilization_pct for d in o.devices) / len(o.devices)
-                         if o.devices else None),
-    }
-    return metrics
 
 
 # ---- the sweep -----------------------------------------------------------------------------
@@ -544,17 +461,3 @@ def describe(sweep_dir: Path, name: str, cell: SweepCell) -> str:
     return f"ok, p50 {result.timing.p50_ms:.3f} ms{broken} {seconds}"
 
 
-def grid_cells(manifest: SweepManifest) -> list[tuple[str, SweepCell]]:
-    """The manifest's cells of its current grid, in sweep order."""
-    by_grid = {(c.backend, c.batch_size): (name, c) for name, c in manifest.cells.items()}
-    found = []
-    for backend in manifest.backends:
-        for batch_size in manifest.batch_sizes:
-            for axis in axis_values(manifest.options):
-                name = cell_name(backend, batch_size, manifest.model,
-                                 manifest.options.get("workload", "forward"), axis)
-                if name in manifest.cells:
-                    found.append((name, manifest.cells[name]))
-                elif not axis and (backend, batch_size) in by_grid:  # before models were named
-                    found.append(by_grid[backend, batch_size])
-    return found

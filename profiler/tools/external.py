@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Optional
 
 from profiler.errors import UserError
+from profiler import SOURCE_ROOT
 
 if TYPE_CHECKING:
     from profiler.runs.config import RunConfig
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = SOURCE_ROOT
 PROFILE_PY = ROOT / "profile.py"
 
 

@@ -37,10 +37,9 @@ from profiler.runs.config import RunConfig
 from profiler.errors import UserError
 from profiler.trace.hardware import agreement_share, hardware_join, read_ncu_csv
 from profiler.runs.layout import RESULT_FILE
-from profiler.runs.targets import resolve_target
 from profiler.fsutil import move_into, write_json_atomic, write_text_atomic
 from profiler.tools.external import harness_command, last_line_with, locate, run_logged
-from profiler.analysis.target import summarize_target
+from profiler.analysis.run import RunAnalysis
 
 NVTX_DOMAIN = "infer-profiler"  # the harness's NVTX domain (harness.NVTX_DOMAIN; no torch here)
 KNOWN_LOCATIONS = ("/opt/nvidia/nsight-compute/*/ncu", "/usr/local/cuda/bin/ncu",
@@ -167,7 +166,7 @@ def kernel_table(config: RunConfig, reuse: bool, echo=print):
         first = subprocess.run(harness_command(config), env=ncu_env())
         if first.returncode != 0:
             raise UserError(f"the run without ncu failed (status {first.returncode}); see above")
-    return summarize_target(resolve_target(str(run_dir))).kernels.table
+    return RunAnalysis(str(run_dir)).kernels
 
 
 def query_metrics(ncu: str, chip: Optional[str], scratch: Path) -> tuple[list[str], list[str]]:
@@ -238,21 +237,6 @@ def keep_outputs(scratch: Path, run_dir: Path) -> None:
     names = ("ncu.csv", "ncu.ncu-rep", "ncu.log", "ncu.json", "query-metrics.txt")
     move_into(run_dir, [scratch / n for n in names if (scratch / n).exists()])
     shutil.rmtree(scratch, ignore_errors=True)
-
-
-def print_result(result: dict, top: int, echo=print) -> None:
-    from profiler.report.console import make_console
-    from profiler.report.hardware_view import print_hardware
-
-    print_hardware(result["joined"], result["agreement"], top, make_console())
-    echo(f"metrics collected: {', '.join(result['metrics_collected']) or 'none'}")
-    if result["metrics_skipped"]:
-        echo(f"metrics not on this GPU/ncu: {', '.join(result['metrics_skipped'])}")
-    if result["top_kernels_not_profiled"]:
-        echo(f"{len(result['top_kernels_not_profiled'])} of the top kernels were not seen under "
-             "ncu (another cuDNN algorithm, or past --launch-count)")
-    echo(f"wrote ncu.csv, ncu.ncu-rep, ncu.json, ncu.log to runs/{result['run']}/ "
-         "(`summarize` picks ncu.csv up from there)")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -164,19 +164,6 @@ def run(options: dict, echo=print) -> dict:
     return result
 
 
-def print_result(result: dict, echo=print) -> None:
-    if result.get("stats_error"):
-        echo(f"nsys: {result['stats_error']}")
-    if result.get("report"):
-        echo(f"report: {result['report']}")
-    if result.get("qdstrm"):
-        echo(f"qdstrm: {result['qdstrm']}")
-    if "kernels" in result:
-        echo(f"{result['kernels']} kernels, {result['kernel_time_us']:,.1f} µs of kernel time "
-             f"in the captured steps: runs/{result['run']}/nsys_kernels.csv")
-    echo(f"details: runs/{result['run']}/nsys.json")
-
-
 def stats_only(report: Path, echo=print) -> Optional[pd.DataFrame]:
     """``nsys stats`` on an existing report (used by the device script after an import)."""
     nsys = locate_nsys()

@@ -30,6 +30,7 @@ import pickle
 import re
 import warnings
 import zlib
+from collections import Counter
 from dataclasses import dataclass, field
 from itertools import compress
 from operator import attrgetter
@@ -338,6 +339,34 @@ class Trace:
     span: tuple[float, float] = (0.0, 0.0)
     #: events left out of ``events`` because their values cannot be real: reason -> count
     excluded: dict[str, int] = field(default_factory=dict)
+    #: complete events of a category the loader does not read (another accelerator's, a new
+    #: Kineto activity type): (cat, pid) -> count
+    unread: dict[tuple[str, Any], int] = field(default_factory=dict)
+
+    @property
+    def host_pids(self) -> set:
+        """The pids of the CPU-side events (operators, runtime calls, annotations)."""
+        cpu = [KIND[k] for k in ("runtime", "driver", "cpu_op", "annotation", "python")]
+        codes = np.unique(self.events["thread"].to_numpy()[self.events["kind"].isin(cpu)])
+        return {self.threads[code][0] for code in codes.tolist()}
+
+    @property
+    def unanalysed_device_events(self) -> list[tuple[int, str, Any]]:
+        """(count, cat, pid) of the unread events that sit on a process other than the host's
+        (a device timeline: Kineto gives each device its own pid), most first."""
+        host = self.host_pids
+        return sorted(((n, cat, pid) for (cat, pid), n in self.unread.items() if pid not in host),
+                      key=lambda t: (-t[0], t[1], str(t[2])))
+
+    @property
+    def unanalysed_warning(self) -> str | None:
+        """``N events of category X on device Y, not analysed`` for each such group, or None."""
+        found = self.unanalysed_device_events
+        if not found:
+            return None
+        groups = "; ".join(f"{n} events of category {cat!r} on device {pid}"
+                           for n, cat, pid in found)
+        return groups + ", not analysed (this tool reads CUDA kernel, memcpy and memset events only)"
 
     @property
     def excluded_warning(self) -> str | None:
@@ -690,6 +719,7 @@ class _ColumnBuilder:
         self.cat_ids = _Interner()
         self.cat_counts = np.zeros(0, dtype=np.int64)
         self.kind_of_cat = np.zeros(0, dtype=np.int8)
+        self.unread: Counter = Counter()
         self.parts: list[dict[str, np.ndarray]] = []
         self.kernel_parts: list[dict[str, np.ndarray]] = []
         self.offset = 0
@@ -704,8 +734,10 @@ class _ColumnBuilder:
                                         dtype=np.int8)
         self.cat_counts += np.bincount(cat_codes, minlength=len(self.cat_counts))
         kinds = self.kind_of_cat[cat_codes]
-        if (kinds < 0).any():  # unknown categories: drop those events
+        if (kinds < 0).any():  # unknown categories: count them by (cat, pid), drop the events
             keep = kinds >= 0
+            unread = list(compress(complete, (~keep).tolist()))
+            self.unread.update(zip(map(_CAT, unread), map(_PID, unread)))
             complete = list(compress(complete, keep.tolist()))
             kinds = kinds[keep]
         kept, n = complete, len(complete)
@@ -753,7 +785,8 @@ class _ColumnBuilder:
         """What ``append_state`` needs of this builder (picklable)."""
         return {"names": list(self.name_ids), "threads": list(self.thread_ids),
                 "categories": dict(zip(self.cat_ids, self.cat_counts.tolist())),
-                "parts": self.parts, "kernel_parts": self.kernel_parts, "rows": self.offset}
+                "unread": self.unread, "parts": self.parts, "kernel_parts": self.kernel_parts,
+                "rows": self.offset}
 
     def append_state(self, later: dict) -> None:
         """Append the columns of the events that follow this builder's (another builder's
@@ -767,6 +800,7 @@ class _ColumnBuilder:
         counts[: len(self.cat_counts)] = self.cat_counts
         np.add.at(counts, cat_codes, list(later["categories"].values()))
         self.cat_counts = counts
+        self.unread.update(later["unread"])
         for part in later["parts"]:
             part["name_id"] = name_id[part["name_id"]]
             part["thread"] = thread[part["thread"]]
@@ -804,7 +838,7 @@ class _ColumnBuilder:
                      threads=list(self.thread_ids), devices=devices,
                      categories=dict(sorted(zip(self.cat_ids, self.cat_counts.tolist()),
                                             key=lambda kv: -kv[1])),
-                     span=_span(events, names), excluded=excluded)
+                     span=_span(events, names), excluded=excluded, unread=dict(self.unread))
 
 
 #: no trace lasts a day: a duration longer than that, or a start further than that from the

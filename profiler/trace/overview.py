@@ -1,8 +1,10 @@
 """Overview: steps, GPU utilization, SM efficiency, occupancy, time breakdown, idle gaps,
 top CPU operators. Pure functions of a parsed Trace; interval arithmetic in numpy.
 
-Definitions follow the PyTorch profiler TensorBoard plugin (its docs/gpu_utilization.md and
-gpu_metrics_parser.py), implemented independently here:
+Steps, GPU utilization, SM efficiency and occupancy follow the PyTorch profiler TensorBoard
+plugin's definitions (its docs/gpu_utilization.md and gpu_metrics_parser.py), implemented
+independently here, and equal the plugin's figures on its sample traces; the time breakdown's
+roles do not all mean what the plugin's do (below):
 
 - steps come from the CPU-side ``ProfilerStep#N`` spans only (Kineto's GPU-timeline copies,
   ``gpu_user_annotation``, are not steps). A step is extended to the end of the GPU work its
@@ -14,7 +16,10 @@ gpu_metrics_parser.py), implemented independently here:
 - est. achieved occupancy = kernel-time-weighted mean of Kineto's ``est. achieved occupancy %``
   over the kernels inside the steps;
 - time breakdown: each instant of a step goes to the first of kernel, memcpy, memset,
-  communication, runtime, data loader, CPU exec that covers it, else "other".
+  communication, runtime, data loader, CPU exec that covers it, else "other" (the plugin's
+  order). What each role holds differs from the plugin's, though: ``BREAKDOWN_DEFINITIONS``
+  states both, and ``breakdown(..., definitions="plugin")`` computes the plugin's (0.4.3, read
+  from its ``event_parser.py``) as it reads the ``tb-compat`` copy of a trace.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from profiler.errors import UserError
 from profiler.trace.kernels import NO_OPERATOR
 from profiler.trace.load import KIND, Trace
 
@@ -31,6 +37,43 @@ BREAKDOWN = ("kernel", "memcpy", "memset", "communication", "runtime", "dataload
              "cpu_exec", "other")
 
 _COMMUNICATION = r"nccl|all_?reduce|all_?gather|reduce_?scatter|alltoall"
+
+#: What each role of the step breakdown holds: this tool's reading ("tool", the default) and
+#: the TensorBoard plugin's (torch-tb-profiler 0.4.3, ``event_parser._parse_step``), as it reads
+#: the ``tb-compat`` copy of a trace (which gives it the runtime/driver calls it otherwise drops
+#: and hides the GPU-timeline copies of annotations). Roles are taken in BREAKDOWN's order in
+#: both: an instant goes to the first role that covers it.
+BREAKDOWN_DEFINITIONS: dict[str, dict[str, str]] = {
+    "tool": {
+        "steps": "CPU ProfilerStep#N spans, extended to the end of the GPU work they launched",
+        "kernel": "GPU kernels other than communication kernels",
+        "communication": "kernels named as communication (nccl, all_reduce, all_gather, "
+                         "reduce_scatter, alltoall: the category rules)",
+        "runtime": "CUDA runtime and driver API calls (cuda_runtime, cuda_driver)",
+        "dataloader": "enumerate(DataLoader)#*.__next__ / enumerate(DataPipe)#* spans",
+        "cpu_exec": "cpu_op, user_annotation and python_function spans (python_function only "
+                    "in traces recorded with stacks)",
+    },
+    "plugin": {
+        "steps": "the same, as it reads a tb-compat copy (in a raw trace a GPU-side "
+                 "ProfilerStep#N copy is an extra step)",
+        "kernel": "GPU kernels other than those launched by a communication operator",
+        "communication": "kernels launched by an nccl:*/gloo:* operator (by External id), and "
+                         "those operators' CPU spans; no kernel is communication by its name",
+        "runtime": "runtime API calls (cat 'Runtime'/'runtime': current traces' cuda_runtime "
+                   "and cuda_driver only in the tb-compat copy; 0 in a raw current trace)",
+        "dataloader": "enumerate(DataLoader)#*.__next__ / enumerate(DataPipe)#* spans",
+        "cpu_exec": "cpu_op spans only: user_annotation (record_function) spans other than "
+                    "steps and communication operators, and python_function spans, are not "
+                    "counted",
+    },
+}
+#: who defines each reading, for titles
+DEFINERS = {"tool": "this tool", "plugin": "TensorBoard plugin 0.4.3"}
+#: communication operators as the plugin names them (its NcclOpNameSet and GlooOpNameSet)
+PLUGIN_COMMUNICATION_OPS = (
+    "nccl:broadcast", "nccl:reduce", "nccl:all_reduce", "nccl:all_gather", "nccl:reduce_scatter",
+    "gloo:broadcast", "gloo:reduce", "gloo:all_reduce", "gloo:all_gather", "gloo:reduce_scatter")
 
 
 # --------------------------------------------------------------------------------------------
@@ -122,6 +165,8 @@ class Overview:
     has_gpu: bool
     dropped_tail_steps: int = 0
     notes: list[str] = field(default_factory=list)
+    #: whose definitions the breakdown follows: "tool" or "plugin" (BREAKDOWN_DEFINITIONS)
+    definitions: str = "tool"
 
     @property
     def mean_step_us(self) -> float:
@@ -340,7 +385,10 @@ def utilization_timeline(trace: Trace, device: int | None = None) -> list[tuple[
 # breakdown
 # --------------------------------------------------------------------------------------------
 
-def _role_intervals(trace: Trace, communication_kernel: np.ndarray) -> dict[str, tuple]:
+def _role_intervals(trace: Trace, communication_kernel: np.ndarray,
+                    definitions: str = "tool") -> dict[str, tuple]:
+    """Merged intervals of each role but "other"; ``definitions``: "tool" or "plugin"
+    (BREAKDOWN_DEFINITIONS)."""
     ev = trace.events
     names = pd.Series(trace.names)
     kind = ev["kind"].to_numpy()
@@ -348,6 +396,15 @@ def _role_intervals(trace: Trace, communication_kernel: np.ndarray) -> dict[str,
     is_loader = names.str.contains(r"^enumerate\(DataLoader\)#.*__next__$|^enumerate\(DataPipe\)#",
                                    regex=True).to_numpy()[ev["name_id"].to_numpy()]
     kernel = kind == KIND["kernel"]
+    cpu_kinds = [KIND["cpu_op"], KIND["annotation"], KIND["python"]]
+    if definitions == "plugin":  # the plugin keeps no user_annotation span but steps and
+        cpu_kinds = [KIND["cpu_op"]]  # communication operators
+        is_comm_op = np.isin(kind, [KIND["cpu_op"], KIND["annotation"]]) & np.isin(
+            ev["name_id"].to_numpy(), np.flatnonzero(np.isin(trace.names,
+                                                             PLUGIN_COMMUNICATION_OPS)))
+        external = ev["external_id"].to_numpy()
+        comm_ids = external[is_comm_op & (external >= 0)]
+        communication_kernel = kernel & np.isin(external, comm_ids) & (external >= 0)
     masks = {
         "kernel": kernel & ~communication_kernel,
         "memcpy": kind == KIND["memcpy"],
@@ -355,9 +412,11 @@ def _role_intervals(trace: Trace, communication_kernel: np.ndarray) -> dict[str,
         "communication": kernel & communication_kernel,
         "runtime": (kind == KIND["runtime"]) | (kind == KIND["driver"]),
         "dataloader": np.isin(kind, [KIND["cpu_op"], KIND["annotation"]]) & is_loader,
-        "cpu_exec": np.isin(kind, [KIND["cpu_op"], KIND["annotation"], KIND["python"]])
-        & ~is_step & ~is_loader,
+        "cpu_exec": np.isin(kind, cpu_kinds) & ~is_step & ~is_loader,
     }
+    if definitions == "plugin":
+        masks["communication"] = masks["communication"] | is_comm_op
+        masks["cpu_exec"] &= ~is_comm_op
     ts, end = ev["ts"].to_numpy(), (ev["ts"] + ev["dur"]).to_numpy()
     return {role: merge(ts[m], end[m]) for role, m in masks.items()}
 
@@ -376,12 +435,13 @@ def _covered_regions(cuts: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> 
     return depth[:m] > 0
 
 
-def breakdown(trace: Trace, steps: pd.DataFrame, communication_kernel: np.ndarray
-              ) -> pd.DataFrame:
-    """Per step, µs of each role, by priority (kernel first, 'other' last)."""
+def breakdown(trace: Trace, steps: pd.DataFrame, communication_kernel: np.ndarray,
+              definitions: str = "tool") -> pd.DataFrame:
+    """Per step, µs of each role, by priority (kernel first, 'other' last); ``definitions``:
+    "tool" or "plugin" (BREAKDOWN_DEFINITIONS)."""
     if steps.empty:
         return pd.DataFrame(columns=list(BREAKDOWN))
-    roles = _role_intervals(trace, communication_kernel)
+    roles = _role_intervals(trace, communication_kernel, definitions)
     w_lo, w_hi = steps["start"].to_numpy(dtype=float), steps["end"].to_numpy(dtype=float)
     bounds = [w_lo, w_hi] + [x for s, e in roles.values() for x in (s, e)]
     cuts = np.unique(np.concatenate(bounds))
@@ -484,13 +544,21 @@ def _self_time(cpu: pd.DataFrame) -> np.ndarray:
 # the whole overview
 # --------------------------------------------------------------------------------------------
 
-def overview(trace: Trace, kernels: pd.DataFrame, kernel_categories: pd.Series | None = None
-             ) -> Overview:
-    """``kernels``: kernel_rows(trace); ``kernel_categories``: category of each of those rows."""
+def overview(trace: Trace, kernels: pd.DataFrame, kernel_categories: pd.Series | None = None,
+             definitions: str = "tool") -> Overview:
+    """``kernels``: kernel_rows(trace); ``kernel_categories``: category of each of those rows;
+    ``definitions``: the breakdown's, "tool" or "plugin" (BREAKDOWN_DEFINITIONS)."""
+    if definitions not in BREAKDOWN_DEFINITIONS:
+        raise UserError(f"unknown breakdown definitions {definitions!r}; choose one of: "
+                        f"{', '.join(BREAKDOWN_DEFINITIONS)}")
     steps, dropped = step_windows(trace)
     has_gpu = trace.has_gpu_activity
     notes = []
-    if not has_gpu:
+    unanalysed = trace.unanalysed_warning
+    if unanalysed:
+        notes.append(f"device events this tool does not read: {unanalysed}"
+                     + ("; CPU tables only" if not has_gpu else ""))
+    elif not has_gpu:
         notes.append("no GPU activity was recorded in this trace (CPU-only profile): "
                      "CPU tables only")
     if dropped:
@@ -502,7 +570,7 @@ def overview(trace: Trace, kernels: pd.DataFrame, kernel_categories: pd.Series |
     if kernel_categories is not None and len(kernels):
         communication[kernels.index.to_numpy()] = (kernel_categories == "communication")
     devices = device_metrics(trace, kernels, window) if has_gpu else []
-    table = breakdown(trace, steps, communication)
+    table = breakdown(trace, steps, communication, definitions)
     if len(steps):
         per_step = steps.reset_index(drop=True).join(table)
         per_step["step_us"] = per_step["end"] - per_step["start"]
@@ -522,4 +590,4 @@ def overview(trace: Trace, kernels: pd.DataFrame, kernel_categories: pd.Series |
         avg = {role: 0.0 for role in BREAKDOWN}
     return Overview(steps=per_step, devices=devices, breakdown_us=avg, steps_window=window,
                     operators=operator_table(trace, kernels), has_gpu=has_gpu,
-                    dropped_tail_steps=dropped, notes=notes)
+                    dropped_tail_steps=dropped, notes=notes, definitions=definitions)

@@ -1,9 +1,16 @@
 """Kernel category and Tensor Core rules: one table of data.
 
-Each row is a regular expression searched (case-insensitively) in the full kernel name, with an
+Each row is a regular expression searched (case-insensitively) in the kernel's own name, with an
 opinion on the category, on Tensor Core use, or on both, and a note saying where the naming
-convention comes from. For each kernel the first row with an opinion decides that question, so
-more specific rows come first. Adding a GPU generation or a library is adding rows.
+convention comes from. The kernel's own name is its function name with its template arguments
+(which name tile shapes, data types, functors and inner kernels), without the namespaces the
+function sits in and without its argument list: ``void fbgemm_gpu::_hfp8_to_float_cuda_kernel
+(unsigned char const*, ...)`` is searched as ``_hfp8_to_float_cuda_kernel``, so neither the
+"gemm" of ``fbgemm_gpu`` nor an argument of type ``fbgemm_gpu::FixedDivisor`` or
+``cudnn::reduced_divisor`` says what the kernel does. A row whose pattern spells a namespace
+(it contains ``::``, e.g. ``onnxruntime::cuda::``) is searched in the qualified name instead
+(namespaces kept, arguments still dropped): it names a library on purpose. For each kernel the
+first row with an opinion decides that question, so more specific rows come first. Adding a GPU generation or a library is adding rows.
 
 Tensor Core verdicts: ``"yes"``, ``"no"`` or ``"unknown"``. The kernel name is the only
 evidence a trace has, and it can lie by omission: ``xmma`` only says "NVIDIA's matrix-multiply
@@ -38,10 +45,42 @@ class Rule:
     def regex(self) -> re.Pattern:
         return _compile(self.pattern)
 
+    @property
+    def qualified(self) -> bool:
+        """Whether the pattern names a namespace, so it is searched with the namespaces kept."""
+        return "::" in self.pattern
+
+    def matches(self, own: str, qualified: str) -> bool:
+        return bool(self.regex.search(qualified if self.qualified else own))
+
 
 @lru_cache(maxsize=None)
 def _compile(pattern: str) -> re.Pattern:
     return re.compile(pattern, re.IGNORECASE)
+
+
+_ANONYMOUS = "(anonymous namespace)::"
+_SCOPE = re.compile(r"\b[A-Za-z_]\w*::")
+
+
+def own_name(name: str) -> tuple[str, str]:
+    """(own, qualified) of a demangled kernel name: ``qualified`` is the name without its
+    argument list (the first ``(`` outside template brackets, after the function name) and
+    without ``void``; ``own`` is that without namespace qualifiers, the function's and its
+    template arguments' (``fbgemm_gpu::``, ``at::native::``). Template arguments stay in both.
+    Names that are no C++ signature (``nvjet_*``, ``triton_*``) come back whole; a name cut short (traces truncate long names) keeps what it has."""
+    text = name.strip().replace(_ANONYMOUS, "")
+    text = text.removeprefix("void ")
+    depth = 0
+    for i, char in enumerate(text):
+        if char == "<":
+            depth += 1
+        elif char == ">":
+            depth = max(depth - 1, 0)
+        elif char == "(" and depth == 0 and i > 0:
+            text = text[:i]
+            break
+    return _SCOPE.sub("", text), text
 
 
 # Type tokens of NVIDIA's xmma/cutlass names: <A><B>_<C><accumulator>, e.g. f16f16_f16f32.
@@ -70,6 +109,12 @@ RULES: tuple[Rule, ...] = (
          "Q/DQ, vLLM scaled_fp8_quant): elementwise conversions. No real example seen here: "
          "torchao's dynamic INT8 on an H100 quantized inside Inductor kernels named after ATen "
          "ops (triton_red_fused__to_copy_add_amax_amin_clamp_div_..., the triton rows)"),
+    Rule(r"(?:^|_)(?:h?fp8|fp16|bf16|bfloat16|half|float|fused\d*bit)\w*_to_(?:h?fp8|fp16|bf16|"
+         r"bfloat16|half|float|fused)", "elementwise", NO,
+         "type conversion kernels named <from>_to_<to>: FBGEMM's _float_to_FP8rowwise_cuda_"
+         "kernel, _FP8rowwise_to_float_cuda_kernel, _hfp8_to_float_cuda_kernel, "
+         "_fused8bitrowwise_to_float_cuda_kernel (fbgemm_gpu quantize ops; names from the "
+         "source, not seen in a trace here): per-element scale and cast, no MMA"),
     # ---- ONNX Runtime's own CUDA kernels (its GEMMs and convolutions are cuBLAS/cuDNN, decided
     # by the library rows below) ------------------------------------------------------------
     Rule(r"onnxruntime::(?:contrib::)?cuda::_?\w*ElementWise", "elementwise", NO,
@@ -201,8 +246,10 @@ RULES: tuple[Rule, ...] = (
     Rule(r"memset|fill_kernel|zero_?kernel", "memset", NO,
          "device-side memset kernels (cuBLAS/cuDNN workspace clears)"),
     Rule(r"memcpy|copy_?kernel|copypacked|genericreformat|reformat|catarray|concat|"
-         r"transpose|permute|copy_|gather_kernel|scatter_kernel|index_kernel|nchwtonhwc|nhwctonchw",
-         "copy", NO, "data-movement kernels: ATen copy_/cat/index, TensorRT reformat (genericReformat)"),
+         r"transpose|permute|copy_|gather_kernel|scatter_kernel|index_kernel|nchwtonhwc|nhwctonchw|"
+         r"addpadding", "copy", NO, "data-movement kernels: ATen copy_/cat/index, TensorRT "
+         "reformat (genericReformat), cuDNN's nhwcAddPaddingKernel (copies a tensor into a "
+         "zero-padded layout before a convolution)"),
 
     # ---- categories of the remaining kernels ---------------------------------------------
     Rule(r"conv|fprop|dgrad|wgrad|winograd|implicit_?gemm|im2col|col2im|depthwise|precomputed|"
@@ -236,6 +283,9 @@ class RunContext:
     precision: str | None = None  # the backend's precision: "fp32", "fp16", "bf16"
     tf32: bool | None = None      # whether TF32 was allowed
     source: str = ""              # where this came from, for the rule text
+    #: kernel name -> launches in one call made without the profiler, when the run recorded
+    #: it (trace/step_kernels.py compares the profiled steps with it)
+    untraced_kernels: dict[str, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -274,6 +324,7 @@ class KernelClass:
 def classify(name: str, context: RunContext | None = None) -> KernelClass:
     """Category and Tensor Core verdict of one kernel name, with the deciding rule. Where the
     name alone says "unknown", the run's context (precision, TF32) may decide."""
+    own, qualified = own_name(name)
     category: Rule | None = None
     tensor_core: Rule | None = None
     for rule in RULES:
@@ -282,7 +333,7 @@ def classify(name: str, context: RunContext | None = None) -> KernelClass:
         if (rule.category is None or category is not None) and \
                 (rule.tensor_core is None or tensor_core is not None):
             continue
-        if rule.regex.search(name):
+        if rule.matches(own, qualified):
             if rule.category is not None and category is None:
                 category = rule
             if rule.tensor_core is not None and tensor_core is None:
@@ -295,7 +346,7 @@ def classify(name: str, context: RunContext | None = None) -> KernelClass:
         for rule in CONTEXT_RULES:
             if (context.precision in rule.precisions
                     and (rule.tf32 is None or rule.tf32 == bool(context.tf32))
-                    and _compile(rule.pattern).search(name)):
+                    and _compile(rule.pattern).search(own)):
                 tf32 = "" if rule.tf32 is None else f", TF32 {'on' if context.tf32 else 'off'}"
                 return KernelClass(
                     category=category.category, tensor_core=rule.tensor_core,

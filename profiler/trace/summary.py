@@ -15,6 +15,7 @@ from profiler.trace.load import Trace, load_trace
 from profiler.trace.overview import Overview, overview
 from profiler.trace.phases import PhaseSummary, has_phase_spans, phase_summary
 from profiler.trace.rules import RunContext
+from profiler.trace.step_kernels import step_kernels, step_warnings
 
 @dataclass
 class Summary:
@@ -29,6 +30,8 @@ class Summary:
     excluded_events: dict[str, int] = field(default_factory=dict)
     #: one line saying so (None when nothing was left out); views print it as a warning
     warning: str | None = None
+    #: every warning line: that one, and the profiled steps' kernel checks (trace/step_kernels)
+    warnings: list[str] = field(default_factory=list)
     #: per-phase split when the trace holds generation phase spans (trace/phases.py), else None
     phases: PhaseSummary | None = None
 
@@ -54,6 +57,7 @@ class Summary:
                 "steps_window_us": [o.steps_window[0], o.steps_window[1]],
                 "dropped_tail_steps": o.dropped_tail_steps,
                 "breakdown_mean_us_per_step": o.breakdown_us,
+                "breakdown_definitions": o.definitions,
                 "devices": [asdict(d) for d in o.devices],
                 "per_step": _records(o.steps),
             },
@@ -61,12 +65,16 @@ class Summary:
             "kernels": _records(k.table if not top else k.table.head(top)),
             "operators": _records(o.operators if not top else o.operators.head(top)),
             "notes": self.notes,
+            "warnings": self.warnings,
             "excluded_events": self.excluded_events,
             **({"phases": self.phases.to_dict()} if self.phases is not None else {}),
         })
 
 
-def summarize_trace(trace: Trace, context: RunContext | None = None) -> Summary:
+def summarize_trace(trace: Trace, context: RunContext | None = None,
+                    breakdown: str = "tool") -> Summary:
+    """Every table of a trace; ``breakdown``: whose step-breakdown definitions, "tool" or
+    "plugin" (overview.BREAKDOWN_DEFINITIONS)."""
     rows = kernel_rows(trace)
     kernels = kernel_summary(trace, rows, context)
     category_of = dict(zip(kernels.table["name"], kernels.table["category"]))
@@ -75,7 +83,7 @@ def summarize_trace(trace: Trace, context: RunContext | None = None) -> Summary:
     category_of_name = pd.Series(trace.names).map(category_of).to_numpy()
     categories = category_of_name[rows["name_id"].to_numpy()] if len(rows) else \
         pd.Series([], dtype=object).to_numpy()
-    ov = overview(trace, rows, categories)
+    ov = overview(trace, rows, categories, breakdown)
     counts = {kind: int(n) for kind, n in zip(*np.unique(
         trace.events["kind"].to_numpy(), return_counts=True))}
     from profiler.trace.load import KINDS
@@ -85,16 +93,20 @@ def summarize_trace(trace: Trace, context: RunContext | None = None) -> Summary:
         notes.append(f"run context: precision {context.precision}, TF32 "
                      f"{'on' if context.tf32 else 'off'} ({context.source}); used only for "
                      "kernels whose names carry no data type")
+    untraced = context.untraced_kernels if context is not None else None
+    warnings = [w for w in [trace.excluded_warning] if w] + \
+        step_warnings(step_kernels(trace, rows, ov.steps), untraced)
     devices = [asdict(d) for d in trace.devices.values()]
     phases = phase_summary(trace, context=context) if has_phase_spans(trace) else None
     return Summary(trace_path=trace.path, schema=trace.schema, devices=devices,
                    event_counts=event_counts, kernels=kernels, overview=ov, notes=notes,
                    excluded_events=dict(trace.excluded), warning=trace.excluded_warning,
-                   phases=phases)
+                   warnings=warnings, phases=phases)
 
 
-def summarize(path: Path | str, context: RunContext | None = None) -> Summary:
-    return summarize_trace(load_trace(path), context)
+def summarize(path: Path | str, context: RunContext | None = None,
+              breakdown: str = "tool") -> Summary:
+    return summarize_trace(load_trace(path), context, breakdown)
 
 
 def _records(frame: pd.DataFrame) -> list[dict]:

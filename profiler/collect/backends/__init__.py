@@ -27,3 +27,14 @@ def _load_families() -> None:
     # when first asked, so that this package's face never imports its own children at load
     from profiler.collect.backends import (  # noqa: F401
         eager, inductor, onnxruntime, quantized, tensorrt, torchscript)
+
+
+def cuda_available() -> bool:
+    """Whether torch is installed and sees a CUDA GPU (False without torch)."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        return False
+    import torch
+
+    return torch.cuda.is_available()

@@ -31,8 +31,9 @@ from profiler import signals
 from profiler.sweep.cell import INTERRUPTED, OK, TIMEOUT, CellJob, CellOutcome, death_reason, failure_reason
 from profiler.errors import UserError
 from profiler.sweep.executors import ExecutorSettings
+from profiler import SOURCE_ROOT
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+ROOT = SOURCE_ROOT
 # the worker imports the profiler package next to profile.py, as `python profile.py run` does
 _BOOT = ("import sys, runpy; sys.path[0] = sys.argv.pop(1); "
          "runpy.run_module('profiler.sweep.worker', run_name='__main__', alter_sys=True)")

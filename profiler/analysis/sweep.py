@@ -1,0 +1,103 @@
+"""SweepAnalysis: a sweep folder's manifest, benchmark table and finished cells, read once.
+
+The sweep-level half of the Python API (profiler.analysis.run.RunAnalysis is the run-level one).
+Never imports torch; renders nothing."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+
+import pandas as pd
+
+from profiler.errors import UserError
+from profiler.runs.layout import MANIFEST, RESULT_FILE, peaks_dir
+from profiler.runs.manifest import OK, SweepCell, SweepManifest, grid_cells, read_manifest
+from profiler.runs.result import try_read_result
+from profiler.runs.targets import resolve_target
+from profiler.analysis.roofline import Roofline, roofline_of
+from profiler.analysis.run import RunAnalysis
+
+
+def load_sweep(target: Path) -> tuple[Path, SweepManifest]:
+    """A sweep folder (or its sweep.json) -> (folder, manifest)."""
+    folder = target.parent if target.name == MANIFEST else target
+    manifest = read_manifest(folder) if folder.is_dir() else None
+    if manifest is None:
+        raise UserError(f"{target} is not a sweep folder (no {MANIFEST})")
+    return folder, manifest
+
+
+class SweepAnalysis:
+    """One sweep folder (or its sweep.json). ``peaks_dir`` and ``flops_table`` are passed on
+    to each cell's RunAnalysis. Raises UserError when the folder holds no sweep manifest."""
+
+    def __init__(self, folder: str | Path, *, peaks_dir: Path | None = None,
+                 flops_table: dict | None = None):
+        self.folder, self.manifest = load_sweep(Path(folder))
+        self._peaks_dir = peaks_dir
+        self.flops_table = flops_table
+
+    def __repr__(self) -> str:
+        return f"SweepAnalysis({str(self.folder)!r})"
+
+    @cached_property
+    def benchmark(self) -> pd.DataFrame:
+        """One row per cell (profiler.analysis.benchmark.benchmark_table: the benchmark.csv
+        columns)."""
+        from profiler.analysis.benchmark import benchmark_table
+
+        return benchmark_table(self.folder, self.manifest)
+
+    @property
+    def cells(self) -> list[tuple[str, SweepCell]]:
+        """(folder name, manifest cell) of the current grid, in sweep order."""
+        return grid_cells(self.manifest)
+
+    def finished(self) -> list[tuple[SweepCell, RunAnalysis]]:
+        """Every cell that finished with a result.json and a trace, as a RunAnalysis."""
+        found = []
+        for name, cell in self.cells:
+            if cell.status != OK or not (self.folder / name / RESULT_FILE).is_file():
+                continue
+            try:
+                found.append((cell, RunAnalysis(self.folder / name, peaks_dir=self._peaks_dir,
+                                                flops_table=self.flops_table)))
+            except UserError:
+                continue
+        return found
+
+    def rooflines(self) -> list[tuple[SweepCell, Roofline | None]]:
+        """(cell, roofline from its result.json alone) of every finished cell."""
+        peaks = peaks_dir() if self._peaks_dir is None else self._peaks_dir
+        points = []
+        for name, cell in self.cells:
+            result = try_read_result(self.folder / name / RESULT_FILE) if cell.status == OK \
+                else None
+            if result is not None:
+                points.append((cell, roofline_of(result, peaks)))
+        return points
+
+
+def cell_metrics(run_dir: Path) -> dict:
+    """Tensor Core share, GPU utilization and kernel time by category of a finished cell's
+    trace, summarized with profiler.trace (no torch). A trace that cannot be summarized leaves
+    a note instead of stopping the sweep."""
+    from profiler.trace.diff import steps_of
+
+    try:
+        summary = RunAnalysis(resolve_target(str(run_dir))).summary
+    except UserError as error:
+        return {"note": f"trace not summarized: {error}"}
+    except Exception as error:  # a bug in the analysis must not end the sweep
+        return {"note": f"trace not summarized: {type(error).__name__}: {error}"}
+    k, o = summary.kernels, summary.overview
+    steps = steps_of(summary)
+    return {
+        "kernel_us_per_step": k.total_kernel_us / steps,
+        "categories_us_per_step": {r.category: float(r.total_us) / steps
+                                   for r in k.categories.itertuples()},
+        "tensor_core_pct": 100 * k.tensor_core_share if k.total_kernel_us else None,
+        "gpu_util_pct": (sum(d.gpu_utilization_pct for d in o.devices) / len(o.devices)
+                         if o.devices else None),
+    }

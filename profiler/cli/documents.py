@@ -1,0 +1,245 @@
+"""What the commands print with ``--json``, and the files a run and a sweep write, as types: the
+one source of the JSON Schemas in docs/schema/ (``python scripts/gen_schemas.py`` writes them;
+tests/test_cli_output.py fails when they are out of date, and checks real outputs against them).
+
+Every ``--json`` document is one JSON object whose first key, ``"$schema"``, names its kind and
+version: ``infer-profiler/<kind>/<version>`` (e.g. ``infer-profiler/summarize/1``); the rest are
+the keys the command printed before the key was added. The version goes up when a key is renamed
+or removed or changes meaning, not when one is added. A table is a list of row objects (column ->
+value); its columns are listed in docs/summarizer.md, not in the schema.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from profiler.runs.manifest import MANIFEST_SCHEMA, SweepManifest
+from profiler.runs.result import RESULT_SCHEMA, RunResult
+
+#: a table's rows, one object per row (column -> value)
+Table = list[dict[str, Any]]
+Unset = msgspec.UnsetType
+UNSET = msgspec.UNSET
+
+
+class Record(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """A typed part of a document: a key the type does not name is refused (and the generated
+    schema says "additionalProperties": false), so the types cannot fall behind the output."""
+
+
+class Document(Record):
+    #: infer-profiler/<kind>/<version>
+    schema_id: str = msgspec.field(name="$schema")
+
+
+class Headline(Record):
+    """The run's timed window beside the trace (profiler.analysis.headline)."""
+
+    timed: dict[str, Any]
+    noise: dict[str, Any] | None
+    memory: dict[str, Any] | None
+    config: str | None
+    profiled_step_ms: float | None
+    profiler_overhead_ratio: float | None
+
+
+class Insight(Record):
+    roofline: dict[str, Any] | None
+    ceilings: str
+    advice: list[dict[str, Any]]
+
+
+class TensorCores(Record):
+    kernel_time_us: float | None
+    tensor_core_us: float | None
+    tensor_core_share_pct: float | None
+    unknown_us: float | None
+    gemm_conv_us: float | None
+    gemm_conv_tensor_core_us: float | None
+    tensor_core_share_of_gemm_conv_pct: float | None
+
+
+class Overview(Record):
+    steps: int
+    mean_step_us: float | None
+    steps_window_us: list[float | None]
+    dropped_tail_steps: int
+    breakdown_mean_us_per_step: dict[str, float | None]
+    breakdown_definitions: str  # whose definitions the breakdown follows: "tool" or "plugin"
+    devices: Table
+    per_step: Table
+
+
+class Hardware(Record):
+    """Nsight Compute measurements joined to the kernel table (--ncu, or the run's ncu.csv)."""
+
+    ncu_csv: str
+    agreement_share: float | None
+    coverage_of_kernel_time: float | None
+    profiled_us: float | None
+    agree_us: float | None
+    disagree_us: float | None
+    unknown_rule_us: float | None
+    unclear_hardware_us: float | None
+    kernel_us: float | None
+    profiled_kernels: int
+    disagreeing: list[Any]
+    kernels: Table
+
+
+class Summarize(Document, kw_only=True):
+    """``summarize --json``: one trace's tables (the headline and insight of a run folder)."""
+
+    headline: Headline | Unset = UNSET  # a run folder only
+    trace: str
+    schema: str  # the trace's own schema version, as Kineto wrote it
+    devices: Table
+    event_counts: dict[str, int]
+    tensor_cores: TensorCores
+    overview: Overview
+    categories: Table
+    kernels: Table
+    operators: Table
+    notes: list[str]
+    warnings: list[str]
+    excluded_events: dict[str, int]
+    phases: dict[str, Any] | Unset = UNSET  # a trace with generation phase spans
+    insight: Insight | Unset = UNSET  # a run folder only
+    hardware: Hardware | Unset = UNSET  # with Nsight Compute measurements
+
+
+class Engine(Record):
+    method: str
+    calls: int
+    engine_kernel_us: float | None
+    attributed_us: float | None
+    coverage_pct: float | None
+    layers: Table
+    not_attributed: Table
+    outside_engine: Table
+
+
+class SummarizeLayers(Document, kw_only=True):
+    """``summarize --view layers --json``: each TensorRT engine's layers, kernels attributed."""
+
+    engines: list[Engine]
+
+
+class Compare(Document, kw_only=True):
+    """``compare --json``: two targets, B against A (delta = B - A)."""
+
+    a: str
+    b: str
+    timed: dict[str, Any] | None  # both sides runs: their timed windows side by side
+    overview: Table
+    categories: Table
+    kernels: Table
+    operators: Table
+    faster_in_b: Table
+    slower_in_b: Table
+    notes: list[str]
+
+
+class Benchmark(Document, kw_only=True):
+    """``sweep --json``: the benchmark table, one record per cell (benchmark.csv's columns)."""
+
+    sweep: str
+    folder: str
+    model: str
+    baseline: str
+    cells: Table
+
+
+class Backend(Record):
+    name: str
+    family: str
+    precision: str
+    available: bool
+    why_not: str | None
+    description: str
+
+
+class Backends(Document, kw_only=True):
+    """``backends --json``: every backend, whether it runs on this machine and why not."""
+
+    backends: list[Backend]
+
+
+class Plot(Document, kw_only=True):
+    """``plot --json``: the PNG files written."""
+
+    target: str
+    written: list[str]
+
+
+class Peaks(Document, kw_only=True, forbid_unknown_fields=False):
+    """``peaks --json``: this machine's measured ceilings (profiler.collect.peaks.measure: the
+    cached measurement's keys, which a cache written by another version may extend)."""
+
+    schema: int  # the peaks cache's own version
+    source: str
+    machine: dict[str, Any]
+    method: dict[str, Any]
+    matmul_tflops: dict[str, float | None]
+    matmul_detail: dict[str, dict[str, Any]]
+    copy: dict[str, Any]
+    cache_file: str
+
+
+class _BackendInFile(msgspec.Struct):
+    """result.json's ``backend``: BackendFacts with its named facts inside ``notes``."""
+
+    name: str
+    family: str
+    precision: str
+    notes: dict[str, Any]
+
+
+#: kind -> (version, type) of every --json document; "run" is `run --json`: the run's result.json
+#: with the "$schema" key first
+DOCUMENTS: dict[str, tuple[int, type]] = {
+    "summarize": (1, Summarize),
+    "summarize-layers": (1, SummarizeLayers),
+    "compare": (1, Compare),
+    "benchmark": (1, Benchmark),
+    "backends": (1, Backends),
+    "plot": (1, Plot),
+    "peaks": (1, Peaks),
+    "run": (RESULT_SCHEMA, RunResult),
+}
+#: the files a run and a sweep write (their own "schema" key holds the version)
+FILES: dict[str, tuple[int, type]] = {
+    "result": (RESULT_SCHEMA, RunResult),
+    "sweep": (MANIFEST_SCHEMA, SweepManifest),
+}
+KINDS = {**DOCUMENTS, **FILES}
+
+
+def schema_id(kind: str) -> str:
+    """infer-profiler/<kind>/<version>: a document's "$schema" and its schema file's "$id"."""
+    return f"infer-profiler/{kind}/{KINDS[kind][0]}"
+
+
+def json_schema(kind: str) -> dict:
+    """The JSON Schema of one kind, generated from its type."""
+    kind_type = KINDS[kind][1]
+    schema = msgspec.json.schema(kind_type)
+    top = schema["$defs"][kind_type.__name__]
+    if kind_type is RunResult:  # the file's form of the backend facts (runs.result_to_dict)
+        schema["$defs"]["BackendFacts"] = msgspec.json.schema(_BackendInFile)["$defs"][
+            "_BackendInFile"]
+        top["properties"]["artifacts"] = {"type": "array", "items": {"type": "string"}}
+    if kind in DOCUMENTS:
+        if "$schema" not in top["properties"]:  # run: result.json's keys after "$schema"
+            top["properties"] = {"$schema": {"type": "string"}, **top["properties"]}
+            top["required"] = ["$schema", *top["required"]]
+        top["properties"]["$schema"]["const"] = schema_id(kind)
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": schema_id(kind),
+            **schema}
+
+
+def all_schemas() -> dict[str, dict]:
+    """file name under docs/schema/ -> its JSON Schema."""
+    return {f"{kind}.json": json_schema(kind) for kind in KINDS}

@@ -1,0 +1,104 @@
+"""The advice rules' figures (profiler.analysis.advice: numbers) in words: each rule's evidence
+as label -> text and the gain it projects. The terminal, the HTML report and --json show these."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from profiler.analysis.advice import Advice
+
+
+def _share(value: float) -> str:
+    """A share 0..1 as whole percent: ``62 %``."""
+    return f"{100 * value:.0f} %"
+
+
+def _launch_bound(f: dict) -> tuple[dict, str]:
+    window = "timed p50" if f["of_timed_p50"] else "step"
+    evidence = {"GPU idle": f"{_share(f['idle_share'])} of the {window} ({f['step_ms']:.3f} ms; "
+                            f"kernels {f['kernel_ms_per_step']:.3f} ms per step)",
+                "idle in the profiled step": _share(f["profiled_idle_share"])}
+    if f["kernels_per_step"]:
+        evidence["kernel launches per step"] = f"{f['kernels_per_step']:.0f}"
+    return evidence, (f"at most {_share(f['idle_share'])} (the idle time): p50 no lower than "
+                      f"{f['p50_floor_ms']:.3f} ms")
+
+
+def _fp32_cuda_cores(f: dict) -> tuple[dict, str]:
+    evidence = {"GEMM/conv share of kernel time": _share(f["matrix_share"]),
+                "on Tensor Cores": _share(f["tensor_core_share"]),
+                "GPU": f"{f['gpu']} (compute capability {f['compute_capability']})"}
+    return evidence, (f"GEMM/conv time ({_share(f['matrix_share'])} of kernel time) runs at "
+                      "Tensor Core rates")
+
+
+def _low_occupancy(f: dict) -> tuple[dict, str]:
+    evidence = {f"top kernels (not Tensor Core GEMM/conv) under {f['below_pct']:.0f} % achieved "
+                "occupancy": f"{f['low_kernels']} of {f['top_kernels']} profiled",
+                "their share of kernel time": _share(f["share"]),
+                "largest": f"{f['largest'][:60]} ({f['largest_category']}, "
+                           f"{f['largest_occupancy_pct']:.0f} %)"}
+    return evidence, (f"bounded by their {_share(f['share'])} of kernel time; more warps help "
+                      "only where they hide memory latency")
+
+
+def _batch_headroom(f: dict) -> tuple[dict, str]:
+    evidence = {"throughput": ", ".join(f"bs{bs} {rate:,.0f}/s"
+                                        for bs, rate in f["throughput_by_bs"]),
+                "last step": f"+{_share(f['growth'])} from bs{f['from_bs']} to bs{f['to_bs']}"}
+    return evidence, (f"throughput still rose {_share(f['growth'])} at the largest batch; "
+                      "latency per batch grows with it")
+
+
+def _trt_fp32_layers(f: dict) -> tuple[dict, str]:
+    evidence = {"layers with FP32 outputs": f"{f['fp32_layers']} of {f['layers']}"}
+    if f["pytorch_layers"]:
+        evidence["layers run by PyTorch"] = str(f["pytorch_layers"])
+    return evidence, "up to the FP32 layers' share of engine time (see the layer view)"
+
+
+def _memory_bound(f: dict) -> tuple[dict, str]:
+    evidence = {"arithmetic intensity": f"{f['intensity']:.0f} FLOP/B (ridge {f['ridge']:.0f})",
+                "achieved": f"{f['achieved_gbs']:,.0f} GB/s = {f['pct_of_bandwidth']:.0f} % of "
+                            f"{f['peak_gbs']:,.0f} GB/s"}
+    return evidence, (f"up to {f['speedup_bound']:.1f}x if the minimum bytes moved at full "
+                      "bandwidth")
+
+
+#: rule id -> its figures in words (evidence by label, projected gain)
+WORDING: dict[str, Callable[[dict], tuple[dict, str]]] = {
+    "launch-bound": _launch_bound, "fp32-cuda-cores": _fp32_cuda_cores,
+    "low-occupancy": _low_occupancy, "batch-headroom": _batch_headroom,
+    "trt-fp32-layers": _trt_fp32_layers, "memory-bound": _memory_bound,
+}
+
+
+def evidence(a: Advice) -> dict[str, str]:
+    """What the rule saw, label -> text."""
+    return WORDING[a.rule](a.figures)[0]
+
+
+def projected_gain(a: Advice) -> str:
+    """The gain the rule projects, with what the sweep measured for the action."""
+    gain = WORDING[a.rule](a.figures)[1]
+    if a.rule == "fp32-cuda-cores" and a.measured:
+        gain += "; the sweep measured " + ", ".join(
+            f"{k} {v['speedup']}x" for k, v in a.measured.items())
+    return gain
+
+
+def measured_line(a: Advice) -> str:
+    """The sweep's p50 and speedup of each alternative the rule names ("" when none)."""
+    return ", ".join(f"{k} p50 {v['p50_ms']} ms ({v['speedup']}x)" for k, v in a.measured.items())
+
+
+def line(a: Advice) -> str:
+    """The advice on one line: title, evidence, what to try, the gain."""
+    facts = ", ".join(f"{k} {v}" for k, v in evidence(a).items())
+    return f"{a.title}: {facts}. Try: {a.action}. Gain: {projected_gain(a)}"
+
+
+def advice_dict(a: Advice) -> dict:
+    """The advice as --json shows it (evidence and gain in words, measured as numbers)."""
+    return {"rule": a.rule, "title": a.title, "action": a.action, "evidence": evidence(a),
+            "projected_gain": projected_gain(a), "source": a.source, "measured": a.measured}

@@ -1,0 +1,191 @@
+"""The one output sink (profiler/cli/output.py) and the JSON Schemas generated from the types
+(profiler/cli/documents.py -> docs/schema/): the committed schemas are those of the types, real
+outputs on the fixtures follow them, and no command writes JSON itself."""
+
+import ast
+import json
+import shutil
+import sys
+
+import jsonschema
+import pytest
+
+from profiler.cli.documents import DOCUMENTS, FILES, schema_id
+
+from .conftest import FIXTURES, ROOT
+
+H200 = FIXTURES / "h200"
+RUNS = H200 / "runs"
+NCU_RUN = FIXTURES / "h200_ncu" / "runs" / "pytorch_fp16_bs8"
+SCHEMA_DIR = ROOT / "docs" / "schema"
+
+sys.path.insert(0, str(ROOT / "scripts"))
+import gen_schemas  # noqa: E402
+
+
+def validate(kind: str, document: dict) -> dict:
+    """``document`` checked against docs/schema/<kind>.json; a --json document also names its
+    kind and version first."""
+    schema = json.loads((SCHEMA_DIR / f"{kind}.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    errors = [f"{list(e.absolute_path)}: {e.message[:300]}"
+              for e in jsonschema.Draft202012Validator(schema).iter_errors(document)]
+    assert not errors, errors
+    if kind in DOCUMENTS:
+        assert next(iter(document)) == "$schema" and document["$schema"] == schema_id(kind)
+    return document
+
+
+def json_of(done) -> dict:
+    assert done.code == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+# ---- the schemas are the types' -------------------------------------------------------------
+
+def test_docs_schema_is_up_to_date_with_the_types():
+    assert gen_schemas.stale() == [], "run: python scripts/gen_schemas.py"
+    assert {p.stem for p in SCHEMA_DIR.glob("*.json")} == set(DOCUMENTS) | set(FILES)
+
+
+def test_a_stale_schema_folder_is_found(tmp_path):
+    shutil.copytree(SCHEMA_DIR, tmp_path, dirs_exist_ok=True)
+    schema = json.loads((tmp_path / "compare.json").read_text())
+    del schema["$defs"]["Compare"]["properties"]["notes"]  # a key the type has
+    (tmp_path / "compare.json").write_text(json.dumps(schema, indent=2) + "\n")
+    (tmp_path / "sweep.json").unlink()
+    (tmp_path / "gone.json").write_text("{}\n")
+    assert gen_schemas.stale(tmp_path) == ["compare.json", "gone.json", "sweep.json"]
+
+
+def test_a_key_the_type_does_not_name_fails_validation():
+    document = json.loads((SCHEMA_DIR / "plot.json").read_text())
+    validator = jsonschema.Draft202012Validator(document)
+    good = {"$schema": schema_id("plot"), "target": "x", "written": []}
+    assert validator.is_valid(good)
+    assert not validator.is_valid({**good, "extra": 1})
+    assert not validator.is_valid({**good, "$schema": "infer-profiler/plot/0"})
+
+
+# ---- real outputs follow them ---------------------------------------------------------------
+
+@pytest.mark.parametrize("target", ["pytorch_fp16_bs8", "ttrt_fp16_bs8", "inductor_fp16_bs8"])
+def test_summarize_json_of_runs(cli, target):
+    data = validate("summarize", json_of(cli("summarize", str(RUNS / target), "--json")))
+    assert "headline" in data and "insight" in data and "hardware" not in data
+    assert isinstance(data["schema"], str)  # the trace's own schema key stays
+
+
+def test_summarize_json_of_a_bare_trace_and_with_ncu(cli):
+    data = validate("summarize", json_of(cli("summarize", str(H200 / "tb_logs" /
+                                                              "pytorch_fp32_bs8"), "--json")))
+    assert "headline" not in data and "insight" not in data
+    data = validate("summarize", json_of(cli("summarize", str(RUNS / "pytorch_fp16_bs8"),
+                                             "--json", "--ncu", str(NCU_RUN))))
+    assert data["hardware"]["kernels"]
+
+
+def test_summarize_layers_json(cli):
+    data = validate("summarize-layers", json_of(cli("summarize", str(RUNS / "ttrt_fp16_bs8"),
+                                                    "--view", "layers", "--json")))
+    assert data["engines"][0]["layers"]
+
+
+def test_compare_json_with_and_without_timed_windows(cli):
+    runs = validate("compare", json_of(cli("compare", str(RUNS / "pytorch_fp16_bs8"),
+                                           str(RUNS / "ttrt_fp16_bs8"), "--json")))
+    assert runs["timed"]["speedup_x"] > 0
+    traces = validate("compare", json_of(cli("compare", str(RUNS / "pytorch_fp16_bs8"),
+                                             str(H200 / "tb_logs" / "pytorch_fp32_bs8"),
+                                             "--json")))
+    assert traces["timed"] is None  # the key stays, null
+
+
+def test_backends_json(cli):
+    data = validate("backends", json_of(cli("backends", "--json")))
+    assert "pytorch_fp32" in {row["name"] for row in data["backends"]}
+
+
+def test_plot_json(cli, tmp_path):
+    pytest.importorskip("matplotlib")
+    data = validate("plot", json_of(cli("plot", str(RUNS / "ttrt_fp16_bs8"), "--out",
+                                        str(tmp_path / "png"), "--json")))
+    assert [p.endswith(".png") for p in data["written"]] == [True]
+
+
+def test_result_files_and_run_json(capsys):
+    """Every committed result.json (schema 1 and 2) follows the result schema; `run --json`
+    prints the run's result.json with "$schema" first (through the sink, as the command does)."""
+    from profiler.cli.output import Output
+    from profiler.runs.result import read_result, result_text
+
+    files = sorted(FIXTURES.rglob("result.json"))
+    assert len(files) >= 10
+    for path in files:
+        validate("result", json.loads(path.read_text()))
+    Output(json=True).document("run", json.loads(result_text(read_result(files[0]))))
+    printed = validate("run", json.loads(capsys.readouterr().out))
+    assert printed["schema"] == 2 and printed["run_name"]
+
+
+def test_sweep_manifest_and_sweep_json(tmp_path, monkeypatch, capsys):
+    """A finished sweep of the fixture runs (as scripts/check_output_unchanged.py builds it):
+    its sweep.json, and `sweep --resume --json` (no cell to run: the table only)."""
+    from check_output_unchanged import SWEEP_ARGS, build_sweep
+    from profiler.cli.app import main
+
+    build_sweep(tmp_path)
+    validate("sweep", json.loads((tmp_path / "runs" / "fixture_sweep" / "sweep.json")
+                                 .read_text()))
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert main(["sweep", *SWEEP_ARGS, "--json"]) == 0
+    data = validate("benchmark", json.loads(capsys.readouterr().out))
+    assert len(data["cells"]) == 4 and data["baseline"] == "pytorch_fp32"
+
+
+# ---- only the sink writes JSON --------------------------------------------------------------
+
+def _calls(package: str):
+    for path in sorted((ROOT / "profiler" / package).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call):
+                yield path, node
+
+
+def _name(func: ast.expr) -> str:
+    return ast.unparse(func)
+
+
+def test_no_command_or_view_writes_json_or_stdout_itself():
+    """commands/ and report/ hand their documents to the sink: no json.dump(s) there but a
+    file export (report/export.py's summary.json), and no writing to sys.stdout."""
+    found = []
+    for package in ("commands", "report"):
+        for path, call in _calls(package):
+            name = _name(call.func)
+            if name in ("json.dump", "print_json", "sys.stdout.write", "msgspec.json.encode") \
+                    or name.endswith("print_json"):
+                found.append(f"{path.name}:{call.lineno} {name}")
+            if name == "json.dumps" and not (path.name == "export.py"):
+                found.append(f"{path.name}:{call.lineno} {name}")
+            if name == "print" and any(isinstance(a, ast.Call) and "json" in _name(a.func)
+                                       for a in call.args):
+                found.append(f"{path.name}:{call.lineno} print(json)")
+    assert not found, found
+
+
+def test_every_document_kind_is_printed_by_a_command():
+    """The kinds the commands hand to the sink are those of documents.DOCUMENTS, no more."""
+    printed = {call.args[0].value for _, call in _calls("commands")
+               if _name(call.func).endswith(".document") and call.args
+               and isinstance(call.args[0], ast.Constant)}
+    assert printed == set(DOCUMENTS)
+
+
+def test_the_sink_refuses_an_unknown_kind(capsys):
+    from profiler.cli.output import Output
+
+    with pytest.raises(KeyError, match="no --json document kind 'nope'"):
+        Output(json=True).document("nope", {})
+    assert capsys.readouterr().out == ""
