@@ -80,7 +80,7 @@ def main() -> int:
         return 2
     from profiler.collect import backends, models
     from profiler.runs.config import RunConfig
-    from profiler.collect.harness import set_math_flags
+    from profiler.collect.device import set_math_flags
     from profiler.collect.timing import time_iterations
 
     config = RunConfig(backend=args.backend, batch_size=args.bs, model=args.model,

@@ -66,11 +66,11 @@ def test_second_run_of_another_backend_loads_the_reference_with_identical_numeri
     eager BF16 under another name) loads it, and its figures equal those against a reference
     computed afresh (--no-cache)."""
     from profiler.collect.backends import REGISTRY, Backend
-    from profiler.collect.backends.eager import _prepare
+    from profiler.collect.backends.eager import prepare
 
     monkeypatch.setitem(REGISTRY, "other_bf16", Backend(
         name="other_bf16", family="pytorch", precision="bf16", description="test",
-        needs_cuda=False, prepare=partial(_prepare, precision="bf16")))
+        needs_cuda=False, prepare=partial(prepare, precision="bf16")))
     first = cli(*RUN, "--backend", "pytorch_bf16")
     assert first.code == 0, first.stderr
     computed = json.loads(first.stdout)["numerics"]

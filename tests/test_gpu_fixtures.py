@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from profiler.collect.timing import latency_stats
+from profiler.analysis.noise import TimedWindow
 from tests.conftest import FIXTURES
 
 RUNS = sorted((FIXTURES / "h200" / "runs").iterdir())
@@ -18,7 +18,7 @@ def test_statistics_recompute_from_latency_csv(run: Path):
     with open(run / "latency.csv") as handle:
         latencies = [float(row["latency_ms"]) for row in csv.DictReader(handle)]
     assert len(latencies) == result["timing"]["iters"]
-    again = latency_stats(latencies, result["batch_size"])
+    again = TimedWindow(tuple(latencies), result["batch_size"]).stats
     for key, value in again.items():
         assert result["timing"][key] == pytest.approx(value, rel=1e-5), key
     assert result["timing"]["timer"] == "cuda_event"

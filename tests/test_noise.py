@@ -61,4 +61,20 @@ def test_fp16_vs_fp32_on_the_h200_is_outside_noise():
 
 def test_spread_of_repeated_runs():
     s = spread_of_runs([10.0, 11.0, 12.0])
-    assert s["median_p50_ms"] == 11.0 and s["range_pct_of_median"] == pytest.approx(100 * 2 / 11)
+    assert s.median_p50_ms == 11.0 and s.range_pct_of_median == pytest.approx(100 * 2 / 11)
+
+
+def test_timed_window_derives_its_figures_and_noise_from_its_raw_times():
+    """The one record of a timed window: raw times in, statistics and the noise rules' verdicts
+    derived from them, and its result.json form (timing) carrying both."""
+    from profiler.analysis.noise import TimedWindow, latency_stats
+
+    raw = [4.0, 1.0, 3.0, 2.0, 2.5, 3.5, 1.5]
+    window = TimedWindow(tuple(raw), batch_size=8)
+    assert window.stats == latency_stats(raw, 8)
+    assert window.p50_ms == 2.5
+    assert window.noise == noise(raw) and window.noise.n == len(raw)
+    record = window.timing_stats(repeat_runs=spread_of_runs([2.5, 2.75]), prepare_s=1.5)
+    assert record.iters == len(raw) and record.p50_ms == 2.5 and record.prepare_s == 1.5
+    assert record.noise.cv == window.noise.cv and record.noise.warnings == window.noise.warnings
+    assert record.noise.repeat_runs.runs == 2 and window.noise.repeat_runs is None

@@ -257,6 +257,29 @@ def test_shell_completion_offers_the_choices():
     assert sorted(offered("backend", "ttrt")) == ["ttrt_fp16", "ttrt_fp32", "ttrt_fp8", "ttrt_int8"]
 
 
+def test_every_backend_name_has_one_implementation_and_every_implementation_a_name():
+    """The backends' facts (profiler.runs.backends, torch-free) and the implementations the
+    family modules register (profiler.collect.backends) name the same backends with the same
+    facts; every family that generates has its parts, and the options offer exactly the names."""
+    from profiler.collect.backends import REGISTRY, all_backends
+    from profiler.collect.workloads import backends as generation_backends
+    from profiler.runs import backends as facts
+
+    implemented = {b.name: (b.family, b.precision, b.description, b.needs_cuda)
+                   for b in all_backends()}
+    declared = {s.name: (s.family, s.precision, s.description, s.needs_cuda)
+                for s in facts.BACKENDS.values()}
+    assert implemented == declared
+    assert set(REGISTRY) == set(facts.names())
+    assert {s.family for s in facts.BACKENDS.values()} == set(facts.FAMILIES)
+    assert all(s.name.startswith(s.family_facts.prefix) for s in facts.BACKENDS.values())
+    assert set(generation_backends.SEQ2SEQ_PARTS) == {
+        f.name for f in facts.families_generating(facts.SEQ2SEQ)}
+    from profiler.runs.config import run_options
+
+    assert run_options()["backend"].choices() == facts.names()
+
+
 def test_version(cli):
     from profiler import package_version
 

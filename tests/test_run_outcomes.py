@@ -81,7 +81,7 @@ def test_reference_that_does_not_fit_keeps_the_measurement(cli):
 
 def test_truncated_or_unfinished_traces_are_refused(tmp_path):
     from profiler.errors import UserError
-    from profiler.collect.harness import finished_traces
+    from profiler.collect.window import finished_traces
 
     whole = b'{"traceEvents": [], "displayTimeUnit": "ms"}\n'
     (tmp_path / "w.1.pt.trace.json").write_bytes(whole)

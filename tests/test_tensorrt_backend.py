@@ -70,7 +70,7 @@ def test_library_module_missing():
         ttrt.detect_flavour(**fake_metadata({"torch-tensorrt": "2.11.0"}, {"tensorrt"}))
 
 
-@pytest.mark.skipif(ttrt._missing() is None, reason="Torch-TensorRT is installed here")
+@pytest.mark.skipif(ttrt.missing_reason() is None, reason="Torch-TensorRT is installed here")
 @pytest.mark.parametrize("backend", ["ttrt_fp32", "ttrt_fp16"])
 def test_ttrt_without_torch_tensorrt_is_one_line(cli, backend):
     done = cli("run", "--backend", backend, *TINY)

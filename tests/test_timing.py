@@ -5,7 +5,8 @@ import random
 import numpy as np
 import pytest
 
-from profiler.collect.timing import latency_stats, percentile, time_iterations
+from profiler.analysis.noise import latency_stats, percentile
+from profiler.collect.timing import time_iterations
 
 
 def test_percentiles_match_numpy_linear_interpolation():

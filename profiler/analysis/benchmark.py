@@ -47,6 +47,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from profiler.runs import backends as backend_facts
 from profiler.runs.phases import ORDER as PHASE_ORDER
 from profiler.runs.layout import RESULT_FILE, peaks_dir
 from profiler.runs.result import RunResult, try_read_result
@@ -80,23 +81,16 @@ def roofline_columns(result: RunResult) -> dict:
 
 
 def compile_time(result: RunResult) -> tuple[float | None, str]:
+    """The seconds the backend spent compiling (or loading its engines) and what they were
+    (profiler.runs.backends: the family's facts)."""
+    family = backend_facts.family(result.backend.family)
     if result.backend.compile_s is not None:
-        return float(result.backend.compile_s), _what_compiled(result.backend)
+        return float(result.backend.compile_s), family.compiled(result.backend.extra)
     if result.backend.cache_load_s is not None:
         return float(result.backend.cache_load_s), "engine cache load"
-    if result.backend.family == "inductor":
+    if family.compiles_on_first_call:
         return float(result.timing.first_call_s), "first call (torch.compile)"
     return None, ""
-
-
-def _what_compiled(backend) -> str:
-    """What a backend's compile_s measured, from its family and notes."""
-    if backend.family == "onnxruntime":
-        return ("ONNX export + session" if "export_s" in backend.extra
-                else "session (cached ONNX)")
-    if "modelopt_import_s" in backend.extra:
-        return "ModelOpt extension + TensorRT engine build"
-    return "TensorRT engine build"
 
 
 def generation_columns(result: RunResult) -> dict:

@@ -41,7 +41,9 @@ def window_noise(result: RunResult, result_json: Path | None = None) -> dict | N
     csv_path = latency_csv_of(result, result_json)
     if csv_path is None:
         return None
-    return noise(read_latency_csv(csv_path)).to_dict()
+    computed = msgspec.to_builtins(noise(read_latency_csv(csv_path)))
+    computed.pop("repeat_runs")  # a window read back from latency.csv was timed once
+    return computed
 
 
 def memory_figures(result: RunResult) -> dict:

@@ -1,5 +1,6 @@
-"""How far a latency figure can be trusted: spread, shape and drift of the timed window, and
-whether two runs' medians differ beyond that noise. Pure numpy; never imports torch.
+"""The timed window's record (TimedWindow: raw times, statistics, noise) and how far a latency
+figure can be trusted: spread, shape and drift of the window, and whether two runs' medians
+differ beyond that noise. Pure numpy; never imports torch.
 
 Rules (each stated once, here, and printed beside its warning):
 
@@ -22,10 +23,14 @@ from __future__ import annotations
 
 import csv
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
+from functools import cached_property
 from pathlib import Path
 
+import msgspec
 import numpy as np
+
+from profiler.runs.result import NoiseStats, RepeatSpread, TimingStats
 
 NOISY_CV = 0.10
 NOISY_IQR = 0.10
@@ -38,23 +43,34 @@ MATERIAL_RATIO = 0.02
 MIN_SAMPLES = 6  # fewer latencies: shape and drift are not judged
 
 
-@dataclass
-class Noise:
-    """Spread, shape and drift of one timed window (all times in ms)."""
+#: the noise of one window: its record in result.json (timing.noise) is this type
+Noise = NoiseStats
 
-    n: int
-    median_ms: float
-    cv: float
-    iqr_ms: float
-    relative_iqr: float
-    bimodal_d: float | None
-    clusters_ms: list[float] | None  # the two cluster means of the best split
-    first_third_median_ms: float | None
-    last_third_median_ms: float | None
-    warnings: list[str] = field(default_factory=list)
+PERCENTILES = (50, 90, 95, 99)
 
-    def to_dict(self) -> dict:
-        return asdict(self)
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default), on pre-sorted data."""
+    if not sorted_values:
+        raise ValueError("no values")
+    position = (len(sorted_values) - 1) * q / 100.0
+    low = math.floor(position)
+    high = min(low + 1, len(sorted_values) - 1)
+    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (position - low)
+
+
+def latency_stats(latencies_ms: list[float], batch_size: int) -> dict[str, float]:
+    """mean, std (sample), min, p50/p90/p95/p99, max in ms, and throughput in samples/s."""
+    n = len(latencies_ms)
+    ordered = sorted(latencies_ms)
+    mean = sum(ordered) / n
+    std = math.sqrt(sum((x - mean) ** 2 for x in ordered) / (n - 1)) if n > 1 else 0.0
+    stats = {"mean_ms": mean, "std_ms": std, "min_ms": ordered[0]}
+    for q in PERCENTILES:
+        stats[f"p{q}_ms"] = percentile(ordered, q)
+    stats["max_ms"] = ordered[-1]
+    stats["throughput_samples_per_s"] = batch_size * n / (sum(ordered) / 1000.0)
+    return stats
 
 
 def noise(latencies_ms) -> Noise:
@@ -67,25 +83,56 @@ def noise(latencies_ms) -> Noise:
     cv = float(x.std(ddof=1) / mean) if len(x) > 1 and mean > 0 else 0.0
     q1, q3 = np.percentile(x, [25, 75])
     iqr = float(q3 - q1)
-    result = Noise(n=len(x), median_ms=median, cv=cv, iqr_ms=iqr,
-                   relative_iqr=iqr / median if median > 0 else 0.0, bimodal_d=None,
-                   clusters_ms=None, first_third_median_ms=None, last_third_median_ms=None)
-    if cv > NOISY_CV or result.relative_iqr > NOISY_IQR:
-        result.warnings.append(f"noisy: CV {100 * cv:.1f} %, IQR {100 * result.relative_iqr:.1f} % "
-                               f"of the median (above {100 * NOISY_CV:.0f} %)")
-    if len(x) < MIN_SAMPLES:
-        return result
-    d, clusters = two_cluster_split(x)
-    result.bimodal_d, result.clusters_ms = d, clusters
-    if d is not None and d > BIMODAL_D:
-        result.warnings.append(f"bimodal: two clusters around {clusters[0]:.3f} and "
-                               f"{clusters[1]:.3f} ms (Ashman's D {d:.1f} > {BIMODAL_D})")
-    first, last = _third_medians(x)
-    result.first_third_median_ms, result.last_third_median_ms = first, last
-    if drifts(x, first, last, iqr, median):
-        result.warnings.append(f"drifting: median of the first third {first:.3f} ms, of the "
-                               f"last third {last:.3f} ms")
-    return result
+    relative_iqr = iqr / median if median > 0 else 0.0
+    warnings = []
+    if cv > NOISY_CV or relative_iqr > NOISY_IQR:
+        warnings.append(f"noisy: CV {100 * cv:.1f} %, IQR {100 * relative_iqr:.1f} % "
+                        f"of the median (above {100 * NOISY_CV:.0f} %)")
+    shape = {}
+    if len(x) >= MIN_SAMPLES:
+        d, clusters = two_cluster_split(x)
+        if d is not None and d > BIMODAL_D:
+            warnings.append(f"bimodal: two clusters around {clusters[0]:.3f} and "
+                            f"{clusters[1]:.3f} ms (Ashman's D {d:.1f} > {BIMODAL_D})")
+        first, last = _third_medians(x)
+        if drifts(x, first, last, iqr, median):
+            warnings.append(f"drifting: median of the first third {first:.3f} ms, of the "
+                            f"last third {last:.3f} ms")
+        shape = {"bimodal_d": d, "clusters_ms": clusters, "first_third_median_ms": first,
+                 "last_third_median_ms": last}
+    return Noise(n=len(x), median_ms=median, cv=cv, iqr_ms=iqr, relative_iqr=relative_iqr,
+                 warnings=warnings, **shape)
+
+
+@dataclass(frozen=True, eq=False)
+class TimedWindow:
+    """One timed window, as torch.utils.benchmark's Measurement: the raw per-iteration times
+    (ms) and, derived from them when first asked, the statistics and the noise rules' verdicts.
+    Built where the window is timed (profiler.collect.window.timed); ``timing_stats`` is its
+    record in result.json (the raw times are the run's latency.csv)."""
+
+    latencies_ms: tuple[float, ...]
+    batch_size: int
+
+    @cached_property
+    def stats(self) -> dict[str, float]:
+        """mean_ms, std_ms, min_ms, p50/p90/p95/p99_ms, max_ms, throughput_samples_per_s."""
+        return latency_stats(list(self.latencies_ms), self.batch_size)
+
+    @cached_property
+    def noise(self) -> Noise:
+        return noise(self.latencies_ms)
+
+    @property
+    def p50_ms(self) -> float:
+        return self.stats["p50_ms"]
+
+    def timing_stats(self, repeat_runs: RepeatSpread | None = None, **how) -> TimingStats:
+        """The window's record in result.json (``timing``): its figures and noise, with ``how``
+        it was timed (timer, sync, warm-up, the time to get there ...)."""
+        window_noise = msgspec.structs.replace(self.noise, repeat_runs=repeat_runs)
+        return TimingStats(**self.stats, iters=len(self.latencies_ms), noise=window_noise,
+                           **how)
 
 
 def two_cluster_split(x: np.ndarray) -> tuple[float | None, list[float] | None]:
@@ -161,11 +208,12 @@ def read_latency_csv(path: Path) -> list[float]:
         return [float(row["latency_ms"]) for row in csv.DictReader(handle)]
 
 
-def spread_of_runs(p50s_ms: list[float]) -> dict:
+def spread_of_runs(p50s_ms: list[float]) -> RepeatSpread:
     """How the p50 of K repeated timed windows varies: min, max, and (max - min) / median."""
     values = np.asarray(p50s_ms, dtype=float)
     median = float(np.median(values))
-    return {"runs": len(values), "p50_ms": [float(v) for v in values], "median_p50_ms": median,
-            "min_p50_ms": float(values.min()), "max_p50_ms": float(values.max()),
-            "range_pct_of_median": 100.0 * float(values.max() - values.min()) / median
-            if median > 0 else 0.0}
+    return RepeatSpread(
+        runs=len(values), p50_ms=[float(v) for v in values], median_p50_ms=median,
+        min_p50_ms=float(values.min()), max_p50_ms=float(values.max()),
+        range_pct_of_median=100.0 * float(values.max() - values.min()) / median
+        if median > 0 else 0.0)

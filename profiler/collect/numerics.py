@@ -18,6 +18,17 @@ def _finite_or_none(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def first_tensor(output):
+    """The tensor an output is checked and described by: the output itself, or the first tensor
+    of a tuple or list (detached); None when there is none."""
+    import torch
+
+    tensors = [output] if isinstance(output, torch.Tensor) else [
+        t for t in (output if isinstance(output, (tuple, list)) else [])
+        if isinstance(t, torch.Tensor)]
+    return tensors[0].detach() if tensors else None
+
+
 def compare(output, reference) -> dict:
     """Max abs, mean abs, relative L2 (||out - ref|| / ||ref||), cosine similarity and, for
     classifier-shaped outputs, top-1 agreement of ``output`` against ``reference``."""

@@ -153,6 +153,19 @@ def measure(device: torch.device, sizes: dict, warmup: int = 5, repeats: int = 2
     }
 
 
+def sizes(matmul_n: int | None = None, copy_mib: int | None = None) -> dict | None:
+    """This device's default sizes with the matmul side and copy size asked for; None when
+    neither is asked (the cached figures then stand)."""
+    if matmul_n is None and copy_mib is None:
+        return None
+    chosen = dict(GPU_SIZES if torch.cuda.is_available() else CPU_SIZES)
+    if matmul_n is not None:
+        chosen["matmul_n"] = chosen["int8_n"] = matmul_n
+    if copy_mib is not None:
+        chosen["copy_bytes"] = copy_mib << 20
+    return chosen
+
+
 def peaks(folder: Path | None = None, refresh: bool = False, sizes: dict | None = None,
           device: str | None = None) -> tuple[dict, Path, bool]:
     """Cached ceilings for this machine, measuring them when absent (or ``refresh``).

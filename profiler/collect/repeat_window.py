@@ -14,8 +14,14 @@ import os
 import subprocess
 import sys
 
-from profiler.runs.config import RunConfig, config_from_json, config_to_json
+import torch
+
+from profiler.collect import backends, models, timing, window
+from profiler.collect.device import set_math_flags
+from profiler.collect.workloads.base import RunContext
+from profiler.collect.workloads.forward import Forward
 from profiler.errors import UserError
+from profiler.runs.config import RunConfig, config_from_json, config_to_json
 from profiler import SOURCE_ROOT
 
 def repeat(config: RunConfig, iters: int, warmup: int, say) -> list[list[float]]:
@@ -44,23 +50,23 @@ def _child_env() -> dict:
     return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
 
 
-def _time_once(config: RunConfig) -> dict:
-    import torch
-
-    from profiler.collect import backends, models, timing
-    from profiler.collect.harness import set_math_flags
-
+def time_once(config: RunConfig) -> dict:
+    """The first phases of profiler.collect.window (prepare, warm-up, the timed window) for the
+    forward workload, as the main run went through them; the latencies (ms)."""
     use_cuda = torch.cuda.is_available()
     device = torch.device("cuda" if use_cuda else "cpu")
     set_math_flags(config)
     model, inputs = models.build(config, device)
-    prepared = backends.get(config.backend).prepare(model, inputs, config, device)
+    progress = window.Progress(quiet=True)
+    workload = Forward(RunContext(config, backends.get(config.backend), model, inputs, device,
+                                  use_cuda, progress.say, progress.warn))
+    step, _, _ = window.prepare(workload, use_cuda, progress)
     plan = timing.plan_window(config.iters, config.timed_warmup, None, use_cuda)
-    prepared.fn(*prepared.inputs)
-    timing.warm_up(prepared.fn, prepared.inputs, plan, use_cuda)
-    latencies, _ = timing.time_iterations(prepared.fn, prepared.inputs, plan.iters, use_cuda)
-    return {"latencies_ms": latencies}
+    estimate_ms = window.warm_up(plan, step, use_cuda, progress)
+    timed = window.timed(workload, step, plan, estimate_ms, config.batch_size, use_cuda,
+                         progress)
+    return {"latencies_ms": list(timed.window.latencies_ms)}
 
 
 if __name__ == "__main__":
-    print(json.dumps(_time_once(config_from_json(json.loads(sys.stdin.read())))))
+    print(json.dumps(time_once(config_from_json(json.loads(sys.stdin.read())))))

@@ -1,5 +1,6 @@
-"""The timed window: per-iteration latency with CUDA events (GPU) or perf_counter (CPU), and its
-statistics. Each iteration is synchronized, so a latency is what one request of that batch waits."""
+"""The timed window: per-iteration latency with CUDA events (GPU) or perf_counter (CPU), and how
+many iterations. Each iteration is synchronized, so a latency is what one request of that batch
+waits; the window's statistics and noise are profiler.analysis.noise.TimedWindow's."""
 
 from __future__ import annotations
 
@@ -8,32 +9,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-PERCENTILES = (50, 90, 95, 99)
-
-
-def percentile(sorted_values: list[float], q: float) -> float:
-    """Linear interpolation between closest ranks (numpy's default), on pre-sorted data."""
-    if not sorted_values:
-        raise ValueError("no values")
-    position = (len(sorted_values) - 1) * q / 100.0
-    low = math.floor(position)
-    high = min(low + 1, len(sorted_values) - 1)
-    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (position - low)
-
-
-def latency_stats(latencies_ms: list[float], batch_size: int) -> dict[str, float]:
-    """mean, std (sample), min, p50/p90/p95/p99, max in ms, and throughput in samples/s."""
-    n = len(latencies_ms)
-    ordered = sorted(latencies_ms)
-    mean = sum(ordered) / n
-    std = math.sqrt(sum((x - mean) ** 2 for x in ordered) / (n - 1)) if n > 1 else 0.0
-    stats = {"mean_ms": mean, "std_ms": std, "min_ms": ordered[0]}
-    for q in PERCENTILES:
-        stats[f"p{q}_ms"] = percentile(ordered, q)
-    stats["max_ms"] = ordered[-1]
-    stats["throughput_samples_per_s"] = batch_size * n / (sum(ordered) / 1000.0)
-    return stats
-
+from profiler.analysis.noise import percentile
 
 def time_iterations(fn: Callable[..., Any], inputs: tuple, iters: int, use_cuda: bool,
                     on_iteration: Callable[[], None] | None = None) -> tuple[list[float], Any]:

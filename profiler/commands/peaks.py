@@ -16,16 +16,7 @@ def run(refresh: bool = False, cache_dir: Path | None = None, matmul_n: int | No
             raise UserError(f"{flag} must be 1 or more (got {value})")
     from profiler.collect import peaks
 
-    sizes = None
-    if matmul_n is not None or copy_mib is not None:
-        import torch
-
-        base = dict(peaks.GPU_SIZES if torch.cuda.is_available() else peaks.CPU_SIZES)
-        if matmul_n is not None:
-            base["matmul_n"] = base["int8_n"] = matmul_n
-        if copy_mib is not None:
-            base["copy_bytes"] = copy_mib << 20
-        sizes = base
+    sizes = peaks.sizes(matmul_n, copy_mib)
     print("measuring..." if refresh else "reading or measuring...", file=sys.stderr)
     data, path, measured = peaks.peaks(cache_dir, refresh=refresh or sizes is not None,
                                        sizes=sizes)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Callable
 
 from profiler.errors import UserError
+from profiler.runs import backends
 
 # A run name becomes a folder under runs/ and tb_logs/: keep it a single, plain path component.
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -77,7 +78,8 @@ class CliOption:
     help: str
     panel: str | None = None
     # the values it takes, listed in --help and offered by shell completion; a callable is
-    # asked only when they are needed (the backend registry)
+    # asked only when they are needed, and only offered (profiler.runs.backends.names: the
+    # backend registry checks the name, so a backend registered at run time runs too)
     choices: tuple[str, ...] | Callable[[], list[str]] | None = None
     envvar: str | None = None
     # may differ when a sweep is resumed (changes how, not what, is measured)
@@ -122,12 +124,6 @@ def _declare(name: str, raw: dict) -> CliOption:
                      envvar=raw["envvar"], resumable=raw["resumable"], axis=raw["axis"])
 
 
-def _backend_names() -> list[str]:
-    from profiler.collect import backends
-
-    return [backend.name for backend in backends.all_backends()]
-
-
 @dataclass(frozen=True)
 class RunConfig:
     """One model x backend x batch size, and how to profile and time it.
@@ -137,7 +133,7 @@ class RunConfig:
     """
 
     backend: str = option("pytorch_fp32", "Backend to run; `backends` lists them and what each "
-                          "needs.", short="-b", choices=_backend_names)
+                          "needs.", short="-b", choices=backends.names)
     batch_size: int = option(8, "Batch size.", flag="--bs")
     model: str = option(DEFAULT_MODEL, "resnet50, resnet18, distilbert, transformer, gpt2, "
                         "package.module:function returning (model, example_inputs).", short="-m")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from profiler.collect.backends import Backend, Prepared, register
+from profiler.collect.backends.base import Prepared, implement
 
 DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 
@@ -47,7 +47,8 @@ def place(model, inputs, config, device, precision: str):
     return model, inputs, notes
 
 
-def _prepare(model, inputs, config, device, precision: str) -> Prepared:
+def prepare(model, inputs, config, device, precision: str) -> Prepared:
+    """Eager execution in ``precision``: the model placed, called under inference_mode."""
     import torch
 
     model, inputs, notes = place(model, inputs, config, device, precision)
@@ -59,8 +60,5 @@ def _prepare(model, inputs, config, device, precision: str) -> Prepared:
     return Prepared(fn=forward, inputs=inputs, notes=notes)
 
 
-for _precision, _cuda in (("fp32", False), ("fp16", True), ("bf16", False)):
-    register(Backend(
-        name=f"pytorch_{_precision}", family="pytorch", precision=_precision,
-        description=f"PyTorch eager, {_precision.upper()} weights and activations",
-        needs_cuda=_cuda, prepare=partial(_prepare, precision=_precision)))
+for _precision in ("fp32", "fp16", "bf16"):
+    implement(f"pytorch_{_precision}", partial(prepare, precision=_precision))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from profiler.collect.backends import Backend, Prepared, register
+from profiler.collect.backends.base import Prepared, implement
 from profiler.collect.backends.eager import place
 
 
@@ -23,8 +23,5 @@ def _prepare(model, inputs, config, device, precision: str) -> Prepared:
     return Prepared(fn=forward, inputs=inputs, notes=notes)
 
 
-for _precision, _cuda in (("fp32", False), ("fp16", True)):
-    register(Backend(
-        name=f"inductor_{_precision}", family="inductor", precision=_precision,
-        description=f"torch.compile (Inductor), {_precision.upper()}; mode from --compile-mode",
-        needs_cuda=_cuda, prepare=partial(_prepare, precision=_precision)))
+for _precision in ("fp32", "fp16"):
+    implement(f"inductor_{_precision}", partial(_prepare, precision=_precision))

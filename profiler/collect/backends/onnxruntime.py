@@ -35,7 +35,7 @@ from pathlib import Path
 
 from profiler.collect import engine_cache
 from profiler.errors import UserError, first_line
-from profiler.collect.backends import Backend, Prepared, register
+from profiler.collect.backends.base import Prepared, implement
 from profiler.collect.backends.eager import place
 from profiler.collect.backends.tensorrt import save_failed_build
 
@@ -343,9 +343,5 @@ def probe_placement(ort, model_path: Path, providers: list, named_inputs: dict, 
     return notes
 
 
-for _precision, _cuda in (("fp32", False), ("fp16", True)):
-    register(Backend(
-        name=f"ort_{_precision}", family="onnxruntime", precision=_precision,
-        description=f"ONNX Runtime (CUDA EP, CPU EP without a GPU), {_precision.upper()} model "
-                    "exported with torch.onnx.export(dynamo=True), IO binding",
-        needs_cuda=_cuda, prepare=partial(_prepare, precision=_precision), missing=_missing))
+for _precision in ("fp32", "fp16"):
+    implement(f"ort_{_precision}", partial(_prepare, precision=_precision), missing=_missing)

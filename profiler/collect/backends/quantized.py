@@ -27,7 +27,7 @@ from functools import partial
 from pathlib import Path
 
 from profiler.errors import UserError, first_line
-from profiler.collect.backends import Backend, Prepared, module_missing, register
+from profiler.collect.backends.base import Prepared, implement, module_missing
 from profiler.collect.backends.eager import place
 
 CALIBRATION_LOG = "calibration.log"
@@ -327,10 +327,9 @@ def fp8_refusal(capability: tuple[int, int], gpu: str) -> str | None:
 
 def _modelopt_missing(precision: str):
     def check() -> str | None:
-        from profiler.collect.backends.tensorrt import _missing as tensorrt_missing
-        from profiler.collect.backends.tensorrt import detect_flavour
+        from profiler.collect.backends.tensorrt import detect_flavour, missing_reason
 
-        reason = module_missing("modelopt", "fp8")() or tensorrt_missing()
+        reason = module_missing("modelopt", "fp8")() or missing_reason()
         if reason:
             return reason
         if precision == "int8" and detect_flavour().name == "tensorrt-rtx":
@@ -481,17 +480,8 @@ def _prepare_modelopt(model, inputs, config, device, precision: str) -> Prepared
     return Prepared(fn=forward, inputs=inputs, notes=notes)
 
 
-register(Backend(
-    name="inductor_int8", family="inductor", precision="int8",
-    description="torchao INT8 Linear layers (dynamic, or static with --calib-batches/--calib-data) "
-                "under torch.compile (Inductor)",
-    needs_cuda=False, prepare=_prepare_inductor_int8, missing=module_missing("torchao", "int8")))
+implement("inductor_int8", _prepare_inductor_int8, missing=module_missing("torchao", "int8"))
 for _precision in ("int8", "fp8"):
-    register(Backend(
-        name=f"ttrt_{_precision}", family="tensorrt", precision=_precision,
-        description=f"ModelOpt {_precision.upper()} PTQ (calibrated) -> Torch-TensorRT, strongly "
-                    "typed" + (" (full TensorRT only)" if _precision == "int8" else
-                               " (compute capability 8.9+)"),
-        needs_cuda=True, prepare=partial(_prepare_modelopt, precision=_precision),
-        missing=_modelopt_missing(_precision)))
+    implement(f"ttrt_{_precision}", partial(_prepare_modelopt, precision=_precision),
+              missing=_modelopt_missing(_precision))
 

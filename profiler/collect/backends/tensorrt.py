@@ -37,7 +37,7 @@ from pathlib import Path
 from profiler.collect import engine_cache
 from profiler.errors import UserError, first_line
 from profiler.fsutil import write_text_atomic
-from profiler.collect.backends import Backend, Prepared, register
+from profiler.collect.backends.base import Prepared, implement
 from profiler.collect.backends.eager import place
 
 # flavour -> (distribution, library module)
@@ -107,7 +107,8 @@ def _tensorrt_library():
     return None
 
 
-def _missing() -> str | None:
+def missing_reason() -> str | None:
+    """None when Torch-TensorRT can run here, else the one-line reason."""
     try:
         detect_flavour()
     except UserError as error:
@@ -563,8 +564,5 @@ def _store(torch_tensorrt, compiled, inputs, cache_dir: Path, facts: dict, notes
 
 
 for _precision in ("fp32", "fp16"):
-    register(Backend(
-        name=f"ttrt_{_precision}", family="tensorrt", precision=_precision,
-        description=f"Torch-TensorRT (dynamo), strongly typed {_precision.upper()} engines; "
-                    "torch-tensorrt or torch-tensorrt-rtx",
-        needs_cuda=True, prepare=partial(_prepare, precision=_precision), missing=_missing))
+    implement(f"ttrt_{_precision}", partial(_prepare, precision=_precision),
+              missing=missing_reason)

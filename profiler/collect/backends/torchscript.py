@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 
-from profiler.collect.backends import Backend, Prepared, register
+from profiler.collect.backends.base import Prepared, implement
 from profiler.collect.backends.eager import place
 
 
@@ -26,7 +26,4 @@ def _prepare(model, inputs, config, device) -> Prepared:
     return Prepared(fn=forward, inputs=inputs, notes=notes)
 
 
-register(Backend(
-    name="torchscript_fp32", family="torchscript", precision="fp32",
-    description="TorchScript trace, frozen and optimized for inference, FP32",
-    needs_cuda=False, prepare=_prepare))
+implement("torchscript_fp32", _prepare)

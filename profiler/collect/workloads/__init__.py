@@ -1,1 +1,2 @@
-"""Workloads other than one forward pass per step (the harness's own): greedy generation."""
+"""Workloads: what one step of a run is, how it is timed and checked (base.Workload); the
+harness (profiler.collect.harness.WORKLOADS) picks one by name (profiler.runs.config.WORKLOADS)."""

@@ -21,6 +21,7 @@ from torch import nn
 from profiler.collect.backends.eager import DTYPES, place
 from profiler.errors import UserError
 from profiler.collect.workloads import loops
+from profiler.runs import backends as facts
 
 
 class _Part(nn.Module):
@@ -53,41 +54,55 @@ class _Projection(_Part):
 _PARTS = {"encode": _Encoder, "decode": _Decoder, "project": _Projection}
 
 
+def _eager_seq2seq(backend, model, src, config, device):
+    model, (src,), notes = place(model, (src,), config, device, backend.precision)
+    notes["decode"] = "recomputes the whole target each step (no KV cache), exact lengths"
+    return loops.Seq2SeqParts(model.encode, model.decode, model.project), src, notes
+
+
+def _compiled_seq2seq(backend, model, src, config, device):
+    model, (src,), notes = place(model, (src,), config, device, backend.precision)
+
+    def compiled(method):
+        return torch.compile(getattr(model, method), mode=config.compile_mode,
+                             backend="inductor", dynamic=True)
+
+    notes.update(compile_mode=config.compile_mode, dynamic=True,
+                 decode="recomputes the whole target each step (no KV cache), exact "
+                 "lengths; torch.compile(dynamic=True) on encode, decode and project")
+    return (loops.Seq2SeqParts(compiled("encode"), compiled("decode"), compiled("project")),
+            src, notes)
+
+
+def _uses(kind: str) -> str:
+    """"pytorch_*, inductor_* or ttrt_*": the families that run the ``kind`` loop."""
+    names = [f"{family.prefix}*" for family in facts.families_generating(kind)]
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+
+
+def _check_generates(backend, kind: str) -> None:
+    if kind not in backend.family_facts.generates:
+        raise UserError(f"backend {backend.name} cannot run --workload generate; use a "
+                        f"{_uses(kind)} backend")
+
+
 def seq2seq_parts(backend, model, src, config, device):
     """(Seq2SeqParts, src on the device, notes)."""
-    if backend.family == "tensorrt":
-        return _tensorrt_seq2seq(backend, model, src, config, device)
-    model, (src,), notes = place(model, (src,), config, device, backend.precision)
-    if backend.family == "pytorch":
-        notes["decode"] = "recomputes the whole target each step (no KV cache), exact lengths"
-        return loops.Seq2SeqParts(model.encode, model.decode, model.project), src, notes
-    if backend.family == "inductor":
-        def compiled(method):
-            return torch.compile(getattr(model, method), mode=config.compile_mode,
-                                 backend="inductor", dynamic=True)
-
-        notes.update(compile_mode=config.compile_mode, dynamic=True,
-                     decode="recomputes the whole target each step (no KV cache), exact "
-                     "lengths; torch.compile(dynamic=True) on encode, decode and project")
-        return (loops.Seq2SeqParts(compiled("encode"), compiled("decode"), compiled("project")),
-                src, notes)
-    raise UserError(f"backend {backend.name} cannot run --workload generate; use a pytorch_*, "
-                    "inductor_* or ttrt_* backend")
+    _check_generates(backend, facts.SEQ2SEQ)
+    return SEQ2SEQ_PARTS[backend.family](backend, model, src, config, device)
 
 
 def lm_parts(backend, model, prompt, config, device):
     """(LMParts, prompt on the device, notes) for a CausalLM wrapper around a HF model."""
-    if backend.family == "tensorrt":
+    if backend.family == "tensorrt":  # it generates, but not with a KV cache
         raise UserError(f"{backend.name} does not convert {config.model} with a KV cache for "
                         "--workload generate: the cache is a Python object that the split-engine "
-                        "path does not export; use pytorch_* or inductor_*")
-    if backend.family not in ("pytorch", "inductor"):
-        raise UserError(f"backend {backend.name} cannot run --workload generate; use a "
-                        "pytorch_* or inductor_* backend")
+                        f"path does not export; use {_uses(facts.LM)}")
+    _check_generates(backend, facts.LM)
     model, (prompt,), notes = place(model, (prompt,), config, device, backend.precision)
     dtype = getattr(torch, DTYPES[backend.precision])
     compile_step = None
-    if backend.family == "inductor":
+    if backend.family_facts.compiles_on_first_call:
         def compile_step(hf_model):
             return torch.compile(hf_model, mode=config.compile_mode, backend="inductor")
 
@@ -96,7 +111,7 @@ def lm_parts(backend, model, prompt, config, device):
     else:
         notes["kv_cache"] = "transformers DynamicCache (grows each step)"
     parts = loops.lm_parts(model.model, prompt.size(0), prompt.size(1), config.max_new_tokens,
-                           device, dtype, static_cache=backend.family == "inductor",
+                           device, dtype, static_cache=compile_step is not None,
                            compile_step=compile_step)
     return parts, prompt, notes
 
@@ -161,3 +176,8 @@ def _tensorrt_seq2seq(backend, model, src, config, device):
     parts = loops.Seq2SeqParts(call("encoder"), loops.padded_decoder(decoders, max_len),
                                call("projection"))
     return parts, src, notes
+
+
+#: how each family that generates builds the encoder-decoder's parts
+SEQ2SEQ_PARTS = {"pytorch": _eager_seq2seq, "inductor": _compiled_seq2seq,
+                  "tensorrt": _tensorrt_seq2seq}

@@ -23,24 +23,25 @@ from __future__ import annotations
 
 import csv
 import io
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from rich.markup import escape
 
+from profiler.analysis.noise import TimedWindow, percentile
 from profiler.collect import models, numerics
-from profiler.runs.config import RunConfig
-from profiler.errors import UserError
-from profiler.fsutil import write_text_atomic
-from profiler.collect import timing
-from profiler.collect.timing import percentile
-from profiler.analysis.noise import noise
+from profiler.collect.backends.base import Prepared
+from profiler.collect.device import sync
 from profiler.collect.workloads import backends as generation_backends
 from profiler.collect.workloads import loops
+from profiler.collect.workloads.base import RunContext
+from profiler.collect.workloads.forward import figure
+from profiler.errors import UserError
+from profiler.fsutil import write_text_atomic
+from profiler.runs import backends as facts
+from profiler.runs.backends import REFERENCE_BACKEND
+from profiler.runs.config import RunConfig
 
-SEQ2SEQ, LM = "encoder-decoder", "decoder-only"
+SEQ2SEQ, LM = facts.SEQ2SEQ, facts.LM
 PHASES = {SEQ2SEQ: ["encode", "decode", "project"], LM: ["prefill", "decode"]}
 STEPS_CSV = "generation_steps.csv"
 
@@ -83,106 +84,77 @@ def _parts(kind, backend, model, inputs, config, device):
     return (lambda clock=None: loops.greedy_lm(parts, prompt, config.max_new_tokens, clock)), notes
 
 
-def _sync(use_cuda: bool) -> None:
-    if use_cuda:
-        torch.cuda.synchronize()
-
-
-def collect(config, backend, model, inputs, device, use_cuda, progress, run_stage: Path,
-            tb_stage: Path, timer):
-    """The generation counterpart of harness._collect: the same phases, one whole generation
-    per iteration and per profiler step; the harness turns what it returns into a RunResult
+class Generate:
+    """One step is one greedy generation; the harness turns what it measures into a RunResult
     with its ``generation`` block and the generation numerics."""
-    from profiler.collect import harness
 
-    kind = kind_of(model, config)
-    check_lengths(model, kind, inputs, config)
-    if config.repeat_runs > 1:
-        raise UserError("--repeat-runs repeats a forward window; it does not apply to "
-                        "--workload generate")
-    label = f"{config.model} {backend.name} bs{config.batch_size} generate"
-    progress.say(f"[bold]{label}[/bold] on {torch.cuda.get_device_name() if use_cuda else 'CPU'}")
-    generate, notes, prepare_s, first_call_s = _prepare(kind, backend, model, inputs, config,
-                                                        device, use_cuda, progress)
-    timer.add("prepare", prepare_s)
-    timer.add("first_call", first_call_s)
-    plan = timing.plan_window(config.iters, config.timed_warmup, config.min_time, use_cuda)
-    with timer("warm_up"):
-        estimate_ms = harness._warm_up(plan, generate, (), use_cuda, progress)
-    iters = plan.iterations(estimate_ms)
-    timing.reset_peak_memory(use_cuda)
-    with timer("timed"), harness.nvtx_range("timed"), progress.bar("timed", iters) as tick:
-        per_generation = _timed(generate, iters, use_cuda, kind, tick)
-    memory = timing.peak_memory(use_cuda)
-    sequences = [g["sequence_ms"] for g in per_generation]
-    window_noise = noise(sequences)
-    figures = generation_figures(per_generation, config.batch_size, config.max_new_tokens)
-    progress.say(f"  timed {iters} generations ({plan.why}): TTFT p50 "
-                 f"{figures['ttft_ms']['p50']:.3f} ms, per token p50 "
-                 f"{_or_dash(figures['per_token_ms']['p50'])} ms, "
-                 f"{figures['tokens_per_s']:.1f} tokens/s, CV {100 * window_noise.cv:.1f} %")
-    for warning in window_noise.warnings:
-        progress.say(f"  [yellow]warning:[/] {escape(warning)}")
+    first_call = "first generation"
+    iterations = "generations"
+    unit = "one whole generation"
+    sync = "every generation (device marks per token)"
+    counts_flops = False  # a generation's work is not one forward: no roofline is claimed
 
-    def one_generation():
-        generate()
+    def __init__(self, run: RunContext) -> None:
+        config = run.config
+        self.run = run
+        self.kind = kind_of(run.model, config)
+        check_lengths(run.model, self.kind, run.inputs, config)
+        if config.repeat_runs > 1:
+            raise UserError("--repeat-runs repeats a forward window; it does not apply to "
+                            "--workload generate")
+        self.label = " generate"
+        self.phase_spans = PHASES[self.kind]
+        self.figures_of: dict | None = None
 
-    activities, trace_files = harness._profile(config, one_generation, (), use_cuda, progress,
-                                               tb_stage, timer)
-    notes, artifacts = harness._after_windows(_PreparedNotes(notes), run_stage, timer)
+    def before_prepare(self, timer) -> None:
+        """Nothing: the reference is a fresh FP32 build (check_generation)."""
 
-    with harness.nvtx_range("numerics"), timer("numerics"):
+    def prepare(self) -> Prepared:
+        """The backend's parts of the loop (compiled or built here): one generation per call,
+        marked on ``clock`` when one is given."""
+        run = self.run
+        generate, notes = _parts(self.kind, run.backend, run.model, run.inputs, run.config,
+                                 run.device)
+        return Prepared(fn=generate, inputs=(), notes=notes)
+
+    def time(self, step: Prepared, iters: int, use_cuda: bool, tick):
+        per_generation = _timed(step.fn, iters, use_cuda, self.kind, tick)
+        return [g["sequence_ms"] for g in per_generation], per_generation, None
+
+    def figures(self, window: TimedWindow, per_generation) -> str:
+        config = self.run.config
+        self.figures_of = generation_figures(per_generation, config.batch_size,
+                                             config.max_new_tokens)
+        figures = self.figures_of
+        return (f"TTFT p50 {figures['ttft_ms']['p50']:.3f} ms, per token p50 "
+                f"{_or_dash(figures['per_token_ms']['p50'])} ms, "
+                f"{figures['tokens_per_s']:.1f} tokens/s")
+
+    def check(self, step: Prepared, output) -> tuple[dict, object]:
+        run = self.run
         # a fresh generation, cloned at once: CUDA graphs (reduce-overhead) and engines may
         # reuse their output buffers on the next call
-        output = _cloned(generate())
-        numeric_check = check_generation(config, backend.name, kind, output, inputs, device,
-                                         use_cuda)
-    if "skipped" not in numeric_check:
-        progress.say(f"  numerics vs FP32 eager: first-step logits rel L2 "
-                     f"{harness._figure(numeric_check['rel_l2_error'])}, tokens equal "
-                     f"{numeric_check['tokens']['positions_equal']:.3f}")
+        generated = _cloned(step.fn())
+        result = check_generation(run.config, run.backend.name, self.kind, generated,
+                                  run.inputs, run.device, run.use_cuda)
+        if "skipped" not in result:
+            run.say(f"  numerics vs FP32 eager: first-step logits rel L2 "
+                    f"{figure(result['rel_l2_error'])}, tokens equal "
+                    f"{result['tokens']['positions_equal']:.3f}")
+        return result, generated.tokens
 
-    with timer("write"):
-        _write_csvs(run_stage, per_generation)
-    run_dir = config.runs_dir / config.run_name
-    generation = {"kind": kind, "phases": PHASES[kind], "max_new_tokens": config.max_new_tokens,
-                  "input_len": inputs[0].size(1),
-                  "eos": "ignored: every sequence gets max_new_tokens tokens",
-                  "steps_csv": str(run_dir / STEPS_CSV), **figures}
-    return harness._Collected(
-        prepare_s, first_call_s, sequences, output.tokens, activities, trace_files, notes,
-        artifacts + [STEPS_CSV], numeric_check, plan, memory, window_noise, None,
-        generation=generation, unit="one whole generation",
-        sync="every generation (device marks per token)", phase_spans=PHASES[kind])
+    def write(self, run_stage: Path, per_generation) -> list[str]:
+        _write_steps_csv(run_stage, per_generation)
+        return [STEPS_CSV]
 
-
-@dataclass
-class _PreparedNotes:
-    """What harness._after_windows reads of a prepared backend: its notes (no measurements of
-    its own after the windows)."""
-
-    notes: dict
-    after_windows: None = None
-
-
-def _prepare(kind, backend, model, inputs, config, device, use_cuda, progress):
-    """prepare: the backend's parts of the loop (compiled or built here), then a first
-    generation; each timed with a synchronize at the end."""
-    from profiler.collect import harness
-
-    with harness.nvtx_range("prepare"):
-        began = time.perf_counter()
-        generate, notes = _parts(kind, backend, model, inputs, config, device)
-        _sync(use_cuda)
-        prepare_s = time.perf_counter() - began
-        began = time.perf_counter()
-        generate()
-        _sync(use_cuda)
-        first_call_s = time.perf_counter() - began
-    progress.say(f"  prepare {prepare_s:.2f} s, first generation {first_call_s:.2f} s")
-    for warning in notes.get("warnings", []):
-        progress.say(f"  [yellow]warning:[/] {escape(warning)}")
-    return generate, notes, prepare_s, first_call_s
+    def generation(self, window: TimedWindow, per_generation) -> dict:
+        config = self.run.config
+        run_dir = config.runs_dir / config.run_name
+        return {"kind": self.kind, "phases": PHASES[self.kind],
+                "max_new_tokens": config.max_new_tokens,
+                "input_len": self.run.inputs[0].size(1),
+                "eos": "ignored: every sequence gets max_new_tokens tokens",
+                "steps_csv": str(run_dir / STEPS_CSV), **self.figures_of}
 
 
 def _cloned(generation: loops.Generation) -> loops.Generation:
@@ -240,12 +212,9 @@ def generation_figures(per_generation: list[dict], batch_size: int, new_tokens: 
     }
 
 
-def _write_csvs(run_stage: Path, per_generation: list[dict]) -> None:
-    """latency.csv (one whole generation per row, like a forward run's) and
-    generation_steps.csv (one token step per row)."""
-    from profiler.collect import harness
-
-    harness._write_latency_csv(run_stage, [g["sequence_ms"] for g in per_generation])
+def _write_steps_csv(run_stage: Path, per_generation: list[dict]) -> None:
+    """generation_steps.csv: one token step per row (latency.csv, one whole generation per
+    row like a forward run's, is the pipeline's)."""
     steps = io.StringIO()
     writer = csv.writer(steps, lineterminator="\n")
     writer.writerow(["generation", "position", "step_ms", "ttft_ms", "encode_ms"])
@@ -278,10 +247,8 @@ def check_generation(config, backend_name: str, kind: str, output, inputs, devic
     eager build (same seed and weights) on the same source or prompt: encoder output
     (encoder-decoder), first-step logits, token agreement. ``rel_l2_error`` / ``finite`` at
     the top are the first-step logits', which --max-rel-error checks."""
-    from profiler.collect import harness
-
-    if backend_name == harness.REFERENCE_BACKEND:
-        return {"skipped": f"{harness.REFERENCE_BACKEND} is the FP32 eager reference itself"}
+    if backend_name == REFERENCE_BACKEND:
+        return {"skipped": f"{REFERENCE_BACKEND} is the FP32 eager reference itself"}
     reference_model, _ = models.build(config, device)
     reference_model = reference_model.to(device=device, dtype=torch.float32)
     source = inputs[0].to(device)
@@ -293,7 +260,7 @@ def check_generation(config, backend_name: str, kind: str, output, inputs, devic
         parts = loops.lm_parts(reference_model.model, source.size(0), source.size(1),
                                config.max_new_tokens, device, torch.float32, static_cache=False)
         reference = loops.greedy_lm(parts, source, config.max_new_tokens)
-    _sync(use_cuda)
+    sync(use_cuda)
     logits = numerics.compare(output.first_logits.float(), reference.first_logits)
     result = {"first_step_logits": logits,
               "encoder_output": None if output.encoder_output is None else numerics.compare(
@@ -304,7 +271,7 @@ def check_generation(config, backend_name: str, kind: str, output, inputs, devic
               "mean_abs_error": logits["mean_abs_error"],
               "cosine_similarity": logits["cosine_similarity"],
               "top1_agreement": logits["top1_agreement"],
-              "reference": {"backend": harness.REFERENCE_BACKEND,
+              "reference": {"backend": REFERENCE_BACKEND,
                             "how": "greedy generation of a fresh FP32 eager build (same seed "
                                    "and weights) on the same source/prompt",
                             "device": str(device), "tf32": config.tf32}}

@@ -21,6 +21,8 @@ from typing import Any, Callable
 
 import torch
 
+from profiler.collect.device import nvtx_range
+
 # first target token of the encoder-decoder (a fixed id: the weights are random anyway)
 BOS = 1
 # target lengths of statically shaped decoders are padded up to a multiple of this
@@ -29,8 +31,6 @@ BUCKET = 16
 
 def phase(name: str):
     """A record_function span and an NVTX range, both called ``name``."""
-    from profiler.collect.harness import nvtx_range
-
     stack = contextlib.ExitStack()
     stack.enter_context(torch.profiler.record_function(name))
     stack.enter_context(nvtx_range(name))

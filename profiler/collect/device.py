@@ -1,0 +1,72 @@
+"""The device side every step shares: synchronize, NVTX ranges, the math flags, running out of
+memory."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+
+import torch
+
+from profiler.runs.config import RunConfig
+
+NVTX_DOMAIN = "infer-profiler"
+
+try:
+    import nvtx as _nvtx
+except ImportError:  # recorded in the metadata; ranges are then simply absent
+    _nvtx = None
+
+#: the NVTX ranges are recorded (the nvtx package is installed)
+HAS_NVTX = _nvtx is not None
+
+
+def nvtx_range(message: str):
+    if _nvtx is None:
+        return contextlib.nullcontext()
+    return _nvtx.annotate(message, domain=NVTX_DOMAIN)
+
+
+def sync(use_cuda: bool) -> None:
+    if use_cuda:
+        torch.cuda.synchronize()
+
+
+def name(use_cuda: bool) -> str:
+    return torch.cuda.get_device_name() if use_cuda else "CPU"
+
+
+def set_math_flags(config: RunConfig) -> dict:
+    """FP32 means FP32 unless --tf32: set both TF32 switches explicitly (PyTorch's default lets
+    cuDNN use TF32) and report what they read, with cuDNN's autotuner setting."""
+    torch.backends.cuda.matmul.allow_tf32 = config.tf32
+    torch.backends.cudnn.allow_tf32 = config.tf32
+    torch.backends.cudnn.benchmark = config.cudnn_benchmark
+    return {"tf32": config.tf32, "matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+            "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32,
+            "cudnn_benchmark": torch.backends.cudnn.benchmark}
+
+
+def _out_of_memory_types() -> tuple:
+    kinds = [getattr(torch, "OutOfMemoryError", None), getattr(torch.cuda, "OutOfMemoryError", None)]
+    return tuple(k for k in kinds if k is not None)
+
+
+# torch's CPU allocator raises a plain RuntimeError: "... DefaultCPUAllocator: can't allocate
+# memory: you tried to allocate N bytes. Error code 12 (Cannot allocate memory)"
+_HOST_OOM = re.compile(r"can't allocate memory|Cannot allocate memory")
+
+
+def out_of_memory_kind(error: BaseException) -> str | None:
+    """"CUDA" or "host" when ``error`` is running out of that memory, else None."""
+    if isinstance(error, _out_of_memory_types()):
+        return "CUDA"
+    if isinstance(error, MemoryError) or (
+            isinstance(error, RuntimeError) and _HOST_OOM.search(str(error))):
+        return "host"
+    return None
+
+
+def release_cuda_memory() -> None:
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()

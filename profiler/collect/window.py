@@ -1,0 +1,281 @@
+"""The phases of a run as public steps, the same for every workload (profiler.collect.workloads):
+prepare (the backend, then a first call), warm-up, the timed window, the profiled steps, the
+backend's measurements after both windows, and the latency file. Each runs inside an NVTX
+range of the harness's domain; the harness (profiler.collect.harness) calls them in order, and
+a repeat window in a fresh process (profiler.collect.repeat_window) calls the first three.
+
+Timing comes before profiling so the profiler's instrumentation can't leak into the latencies.
+The profiled steps run under torch.profiler with a wait/warmup/active/repeat schedule, or, with
+--capture cuda-profiler-api, under no torch.profiler but cudaProfilerStart/Stop around the
+active steps, so that nsys or ncu own CUPTI and no trace is written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import re
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from rich.markup import escape
+
+from profiler import runs
+from profiler.analysis.noise import TimedWindow
+from profiler.collect import timing
+from profiler.collect.backends.base import Prepared
+from profiler.collect.device import nvtx_range, sync
+from profiler.collect.workloads.base import Workload
+from profiler.errors import UserError
+from profiler.fsutil import write_text_atomic
+from profiler.runs.config import RunConfig, check_path_component
+from profiler.runs.phases import Phases
+
+#: the record_function span around each profiled step
+STEP_SPAN = "inference_step"
+TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
+
+
+class Progress:
+    """Phase lines and a progress bar on stderr; quiet leaves only the phase lines out of stdout."""
+
+    def __init__(self, quiet: bool) -> None:
+        from rich.console import Console
+
+        self.console = Console(stderr=True)
+        self.quiet = quiet
+
+    def say(self, text: str) -> None:
+        if not self.quiet:
+            self.console.print(text, highlight=False)
+
+    def warn(self, warning: str) -> None:
+        self.say(f"  [yellow]warning:[/] {escape(warning)}")
+
+    @contextlib.contextmanager
+    def bar(self, label: str, total: int):
+        if self.quiet or not self.console.is_terminal:
+            yield lambda: None
+            return
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+        with Progress("[progress.description]{task.description}", BarColumn(),
+                      MofNCompleteColumn(), TimeElapsedColumn(), console=self.console,
+                      transient=True) as progress:
+            task = progress.add_task(label, total=total)
+            yield lambda: progress.advance(task)
+
+
+def prepare(workload: Workload, use_cuda: bool, progress: Progress
+            ) -> tuple[Prepared, float, float]:
+    """prepare: the workload's step (the backend compiles or builds here), then a first call
+    (compilers compile there), each timed with a synchronize at the end."""
+    with nvtx_range("prepare"):
+        began = time.perf_counter()
+        step = workload.prepare()
+        sync(use_cuda)
+        prepare_s = time.perf_counter() - began
+        began = time.perf_counter()
+        step.fn(*step.inputs)
+        sync(use_cuda)
+        first_call_s = time.perf_counter() - began
+    progress.say(f"  prepare {prepare_s:.2f} s, {workload.first_call} {first_call_s:.2f} s")
+    for warning in step.notes.get("warnings", []):
+        progress.warn(warning)
+    return step, prepare_s, first_call_s
+
+
+def warm_up(plan: timing.WindowPlan, step: Prepared, use_cuda: bool,
+            progress: Progress) -> float:
+    """The untimed warm-up; returns the estimate of one call (ms) a time budget needs."""
+    with nvtx_range("warmup"), progress.bar("warmup", plan.warmup) as tick:
+        estimate_ms = timing.warm_up(step.fn, step.inputs, plan, use_cuda, tick)
+        sync(use_cuda)
+    return estimate_ms
+
+
+@dataclass
+class Timed:
+    """The timed window of a run: its record (raw times, statistics, noise), the workload's
+    own per-iteration figures, the last output, the peak memory and the plan."""
+
+    window: TimedWindow
+    details: object
+    output: object
+    memory: dict
+    plan: timing.WindowPlan
+
+
+def timed(workload: Workload, step: Prepared, plan: timing.WindowPlan, estimate_ms: float,
+          batch_size: int, use_cuda: bool, progress: Progress) -> Timed:
+    """The timed window: as many iterations as the plan says, each timed as the workload times
+    one step; its record built here, its figures and noise warnings printed."""
+    iters = plan.iterations(estimate_ms)
+    timing.reset_peak_memory(use_cuda)
+    with nvtx_range("timed"), progress.bar("timed", iters) as tick:
+        latencies, details, output = workload.time(step, iters, use_cuda, tick)
+    memory = timing.peak_memory(use_cuda)
+    window = TimedWindow(tuple(latencies), batch_size)
+    figures = workload.figures(window, details)
+    progress.say(f"  timed {iters} {workload.iterations} ({plan.why}): {figures}, "
+                 f"CV {100 * window.noise.cv:.1f} %")
+    for warning in window.noise.warnings:
+        progress.warn(warning)
+    return Timed(window, details, output, memory, plan)
+
+
+def profile(config: RunConfig, step: Prepared, use_cuda: bool, progress: Progress,
+            tb_stage: Path, timer: Phases) -> tuple[list, list[str]]:
+    """The profiled steps, as --capture asks: the activities and trace files (none with
+    cuda-profiler-api)."""
+    if config.capture == "torch":
+        return profile_with_torch(config, step, use_cuda, progress, tb_stage, timer)
+    with timer("profile"):
+        profile_with_cuda_profiler_api(config, step, use_cuda, progress)
+    return [], []
+
+
+def worker_name(config: RunConfig) -> str:
+    # the TensorBoard plugin reads "<worker>.<span>.pt.trace.json": no dots in the worker name
+    return re.sub(r"[^A-Za-z0-9_-]", "_", config.model) or "worker"
+
+
+def profile_with_torch(config: RunConfig, step: Prepared, use_cuda: bool, progress: Progress,
+                       tb_stage: Path, timer: Phases | None = None):
+    """torch.profiler over the wait/warmup/active/repeat schedule; the trace files' names.
+    ``timer`` gets the window as profile, less the trace handler's writing (and the check of
+    the files written) as trace_write."""
+    timer = timer or Phases()
+    writing = Phases()
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if use_cuda:
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    write_trace = torch.profiler.tensorboard_trace_handler(
+        str(tb_stage), worker_name=worker_name(config), use_gzip=config.gzip)
+
+    def handler(prof) -> None:
+        with writing("trace_write"):
+            write_trace(prof)
+
+    began = time.perf_counter()
+    schedule = torch.profiler.schedule(wait=config.wait, warmup=config.warmup,
+                                       active=config.active, repeat=config.repeat)
+    # each cycle's trace is exported by the handler, so clearing events between cycles is intended
+    warnings.filterwarnings("ignore", message="Warning: Profiler clears events")
+    with nvtx_range("profile"), progress.bar("profile", config.profiled_steps) as tick, \
+            torch.profiler.profile(activities=activities, schedule=schedule,
+                                   on_trace_ready=handler, record_shapes=config.record_shapes,
+                                   profile_memory=config.profile_memory,
+                                   with_stack=config.with_stack,
+                                   with_flops=config.with_flops) as prof:
+        for index in range(config.profiled_steps):
+            with torch.profiler.record_function(STEP_SPAN), nvtx_range(f"step {index}"):
+                step.fn(*step.inputs)
+                sync(use_cuda)
+            prof.step()
+            tick()
+    window_s = time.perf_counter() - began
+    timer.add("profile", window_s - writing.seconds.get("trace_write", 0.0))
+    with writing("trace_write"):
+        names = finished_traces(tb_stage)
+    timer.add("trace_write", writing.seconds["trace_write"])
+    return activities, names
+
+
+def finished_traces(folder: Path) -> list[str]:
+    """The names of the trace files torch.profiler finished in ``folder``. One it did not finish
+    (Kineto's ``.pt.trace.json.tmp`` left by a failed write, e.g. on a full disk, or a file cut
+    short) fails the run: a truncated trace is never kept as a result."""
+    names = sorted(p.name for p in folder.iterdir() if ".pt.trace.json" in p.name)
+    finished = [name for name in names if name.endswith(TRACE_SUFFIXES)]
+    broken = [name for name in names if name not in finished or not _is_whole(folder / name)]
+    if broken:
+        raise UserError(f"torch.profiler did not finish writing the trace ({', '.join(broken)} "
+                        "is cut short; is the disk full?); nothing was written")
+    if not finished:
+        raise UserError("torch.profiler wrote no trace file (is the disk full?); nothing was "
+                        "written")
+    return finished
+
+
+def _is_whole(path: Path) -> bool:
+    """The file is a complete trace: a gzip stream that ends properly (its CRC checked), and
+    JSON text that ends with its closing brace."""
+    import gzip
+    import zlib
+
+    try:
+        if path.name.endswith(".gz"):
+            tail = b""
+            with gzip.open(path, "rb") as stream:
+                while chunk := stream.read(1 << 20):
+                    tail = (tail + chunk)[-64:]
+        else:
+            with open(path, "rb") as stream:
+                stream.seek(max(0, path.stat().st_size - 64))
+                tail = stream.read()
+    except (OSError, EOFError, zlib.error):
+        return False
+    return tail.rstrip().endswith((b"}", b"]"))
+
+
+def active_steps(config: RunConfig) -> list[int]:
+    """Step numbers the schedule records (the same numbers in both capture modes, and in the
+    "step N" NVTX ranges): per cycle, after ``wait`` and ``warmup`` steps, ``active`` steps."""
+    cycle = config.wait + config.warmup + config.active
+    return [c * cycle + config.wait + config.warmup + i
+            for c in range(config.repeat) for i in range(config.active)]
+
+
+def profile_with_cuda_profiler_api(config: RunConfig, step: Prepared, use_cuda: bool,
+                                   progress: Progress) -> None:
+    """The same steps and NVTX ranges as with torch.profiler, but no torch.profiler: each
+    cycle's active steps run between torch.cuda.profiler.start() and stop()
+    (cudaProfilerStart/Stop), which nsys --capture-range=cudaProfilerApi and ncu
+    --profile-from-start off honour. On a machine without CUDA the calls are skipped."""
+    active = set(active_steps(config))
+    capturing = False
+    with nvtx_range("profile"), progress.bar("profile", config.profiled_steps) as tick:
+        for index in range(config.profiled_steps):
+            if index in active and not capturing:
+                sync(use_cuda)
+                if use_cuda:
+                    torch.cuda.profiler.start()
+                capturing = True
+            with torch.profiler.record_function(STEP_SPAN), nvtx_range(f"step {index}"):
+                step.fn(*step.inputs)
+                sync(use_cuda)
+            if capturing and index + 1 not in active:
+                if use_cuda:
+                    torch.cuda.profiler.stop()
+                capturing = False
+            tick()
+
+
+def after_windows(step: Prepared, run_stage: Path, timer: Phases | None = None
+                  ) -> tuple[dict, list[str]]:
+    """The backend's own measurements after both windows; its artifacts written into the run
+    folder. Returns the backend's notes and the artifacts' file names."""
+    notes = dict(step.notes)
+    artifacts = dict(notes.pop("artifacts", {}))
+    if step.after_windows is not None:
+        with nvtx_range("after windows"), (timer or Phases())("after_windows"):
+            extra = dict(step.after_windows())
+        artifacts.update(extra.pop("artifacts", {}))
+        notes.update(extra)
+    for file_name, text in artifacts.items():
+        write_text_atomic(run_stage / check_path_component(file_name, "artifact name"), text)
+    return notes, sorted(artifacts)
+
+
+def write_latency_csv(run_stage: Path, latencies: list[float]) -> None:
+    """latency.csv: one timed iteration per row."""
+    csv_text = io.StringIO()
+    writer = csv.writer(csv_text, lineterminator="\n")
+    writer.writerow(["iteration", "latency_ms"])
+    writer.writerows((i, f"{ms:.6f}") for i, ms in enumerate(latencies))
+    write_text_atomic(run_stage / runs.LATENCY_CSV, csv_text.getvalue())

@@ -1,0 +1,76 @@
+"""What a workload is: the one seam between the phase pipeline (profiler.collect.window, run in
+order by profiler.collect.harness) and what is measured.
+
+A workload says what one step is (``prepare``: a callable and its inputs, built by the backend),
+how one timed iteration is timed (``time``), how the result is checked against the FP32 eager
+reference (``check``), and what it adds to the run (files, the result's ``generation`` block).
+Everything else (warm-up, the timed window and its noise, the profiled steps, the backend's
+measurements after the windows, latency.csv, result.json) is the pipeline's, the same for all.
+A new workload is a module here implementing this protocol, and its name in ``WORKLOADS``
+(profiler/collect/workloads/__init__.py) and in profiler.runs.config.WORKLOADS.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Protocol
+
+from profiler.analysis.noise import TimedWindow
+from profiler.collect.backends.base import Backend, Prepared
+from profiler.runs.config import RunConfig
+from profiler.runs.phases import Phases
+
+
+@dataclass
+class RunContext:
+    """What every workload of a run is built from."""
+
+    config: RunConfig
+    backend: Backend
+    model: object
+    inputs: tuple
+    device: object  # torch.device
+    use_cuda: bool
+    say: Callable[[str], None]  # a progress line (nothing when quiet)
+    warn: Callable[[str], None]
+
+
+class Workload(Protocol):
+    #: after the model, backend and batch size in the run's first line ("" or " generate")
+    label: str
+    #: what the first call of ``prepare``'s step is called ("first call", "first generation")
+    first_call: str
+    #: what the timed iterations are called ("iterations", "generations")
+    iterations: str
+    #: what one timed iteration and one profiler step is, when not one forward pass
+    unit: str | None
+    #: when the device is synchronized
+    sync: str
+    #: the record_function spans inside a step
+    phase_spans: list[str] | None
+    #: a FLOP count of one step is meaningful (one forward pass; a roofline applies)
+    counts_flops: bool
+
+    def before_prepare(self, timer: Phases) -> None:
+        """Anything to keep before the backend sees the model (e.g. its FP32 weights)."""
+
+    def prepare(self) -> Prepared:
+        """One step: ``fn(*inputs)``, built by the backend, with the backend's notes."""
+
+    def time(self, step: Prepared, iters: int, use_cuda: bool,
+             tick: Callable[[], None]) -> tuple[list[float], object, object]:
+        """``iters`` timed steps: (milliseconds per step, per-step details, last output)."""
+
+    def figures(self, window: TimedWindow, details: object) -> str:
+        """The timed window's figures on the progress line ("p50 1.234 ms")."""
+
+    def check(self, step: Prepared, output: object) -> tuple[dict, object]:
+        """The numeric check against the FP32 eager reference, and the output to describe in
+        result.json (``output`` is the timed window's last)."""
+
+    def write(self, run_stage: Path, details: object) -> list[str]:
+        """Files of the workload's own written into the run folder; their names."""
+
+    def generation(self, window: TimedWindow, details: object) -> dict | None:
+        """The result's ``generation`` block, when the workload generates."""

@@ -1,0 +1,140 @@
+"""The backends as facts: every backend's name, family, precision, what it needs and what it is,
+and what each family does. Torch-free data, read by the options (``--backend`` choices), the
+views and the analysis; ``profiler.collect.backends`` registers one implementation per name
+here (tests/test_run_options.py checks that the two lists are the same).
+
+A new backend is one row in ``BACKENDS`` (and a family row when it starts a family) plus its
+implementation registered in ``profiler/collect/backends/``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from profiler.errors import UserError
+
+#: the backend every other one is checked against (the FP32 eager reference)
+REFERENCE_BACKEND = "pytorch_fp32"
+#: what --workload generate runs on (the loops of profiler.collect.workloads.loops)
+SEQ2SEQ, LM = "encoder-decoder", "decoder-only"
+
+
+@dataclass(frozen=True)
+class Family:
+    """What every backend of one family does, whatever its precision."""
+
+    name: str  # "pytorch", "inductor", "torchscript", "tensorrt", "onnxruntime"
+    prefix: str  # its backends' names start with this: "ttrt_" for tensorrt
+    # the generation loops its backends run (--workload generate); empty: forward only
+    generates: tuple[str, ...] = ()
+    # torch.compile compiles on the first call: the first call is the compile time when the
+    # backend reports none of its own
+    compiles_on_first_call: bool = False
+    # what the backend's compile_s measured: (a notes key, its words) rows, the first row whose
+    # key is in the notes (or whose key is None) wins
+    compile_what: tuple[tuple[str | None, str], ...] = ((None, "TensorRT engine build"),)
+
+    def compiled(self, notes: dict) -> str:
+        """What compile_s measured, from the backend's notes."""
+        return next(words for key, words in self.compile_what if key is None or key in notes)
+
+
+FAMILIES: dict[str, Family] = {f.name: f for f in (
+    Family("pytorch", "pytorch_", generates=(SEQ2SEQ, LM)),
+    Family("inductor", "inductor_", generates=(SEQ2SEQ, LM), compiles_on_first_call=True),
+    Family("torchscript", "torchscript_"),
+    Family("tensorrt", "ttrt_", generates=(SEQ2SEQ,), compile_what=(
+        ("modelopt_import_s", "ModelOpt extension + TensorRT engine build"),
+        (None, "TensorRT engine build"))),
+    Family("onnxruntime", "ort_", compile_what=(
+        ("export_s", "ONNX export + session"), (None, "session (cached ONNX)"))),
+)}
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """One backend: its name and what it is, before anything is imported."""
+
+    name: str
+    family: str
+    precision: str  # "fp32", "fp16", "bf16", "int8", "fp8"
+    description: str
+    needs_cuda: bool
+    # the pyproject extra that installs what it needs (None: torch alone)
+    extra: str | None = None
+
+    @property
+    def family_facts(self) -> Family:
+        return FAMILIES[self.family]
+
+
+def _eager(precision: str, needs_cuda: bool) -> BackendSpec:
+    return BackendSpec(f"pytorch_{precision}", "pytorch", precision,
+                       f"PyTorch eager, {precision.upper()} weights and activations", needs_cuda)
+
+
+def _inductor(precision: str, needs_cuda: bool) -> BackendSpec:
+    return BackendSpec(f"inductor_{precision}", "inductor", precision,
+                       f"torch.compile (Inductor), {precision.upper()}; mode from "
+                       "--compile-mode", needs_cuda)
+
+
+def _ort(precision: str, needs_cuda: bool) -> BackendSpec:
+    return BackendSpec(f"ort_{precision}", "onnxruntime", precision,
+                       f"ONNX Runtime (CUDA EP, CPU EP without a GPU), {precision.upper()} model "
+                       "exported with torch.onnx.export(dynamo=True), IO binding", needs_cuda,
+                       extra="onnx")
+
+
+def _ttrt(precision: str) -> BackendSpec:
+    return BackendSpec(f"ttrt_{precision}", "tensorrt", precision,
+                       f"Torch-TensorRT (dynamo), strongly typed {precision.upper()} engines; "
+                       "torch-tensorrt or torch-tensorrt-rtx", True, extra="tensorrt")
+
+
+def _modelopt(precision: str, note: str) -> BackendSpec:
+    return BackendSpec(f"ttrt_{precision}", "tensorrt", precision,
+                       f"ModelOpt {precision.upper()} PTQ (calibrated) -> Torch-TensorRT, "
+                       f"strongly typed ({note})", True, extra="fp8")
+
+
+#: every backend, by name
+BACKENDS: dict[str, BackendSpec] = {b.name: b for b in (
+    _eager("fp32", False), _eager("fp16", True), _eager("bf16", False),
+    _inductor("fp32", False), _inductor("fp16", True),
+    BackendSpec("inductor_int8", "inductor", "int8",
+                "torchao INT8 Linear layers (dynamic, or static with --calib-batches/"
+                "--calib-data) under torch.compile (Inductor)", False, extra="int8"),
+    BackendSpec("torchscript_fp32", "torchscript", "fp32",
+                "TorchScript trace, frozen and optimized for inference, FP32", False),
+    _ttrt("fp32"), _ttrt("fp16"),
+    _modelopt("int8", "full TensorRT only"), _modelopt("fp8", "compute capability 8.9+"),
+    _ort("fp32", False), _ort("fp16", True),
+)}
+
+
+def names() -> tuple[str, ...]:
+    """Every backend's name, sorted (the --backend choices)."""
+    return tuple(sorted(BACKENDS))
+
+
+def spec(name: str, known: dict | None = None) -> BackendSpec:
+    """The backend called ``name`` (in ``known``, by default BACKENDS), or a one-line UserError
+    listing the names."""
+    known = BACKENDS if known is None else known
+    try:
+        return known[name]
+    except KeyError:
+        raise UserError(
+            f"unknown backend {name!r}; choose one of: {', '.join(sorted(known))}") from None
+
+
+def family(name: str) -> Family:
+    """A family's facts; a family not in FAMILIES (a backend a test or plugin registered) does
+    what a family with no facts does."""
+    return FAMILIES.get(name) or Family(name, f"{name}_")
+
+
+def families_generating(kind: str) -> list[Family]:
+    """The families whose backends run the ``kind`` generation loop."""
+    return [f for f in FAMILIES.values() if kind in f.generates]
