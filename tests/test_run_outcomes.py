@@ -53,12 +53,17 @@ def test_host_out_of_memory_in_the_forward_is_one_line(cli):
 
 
 def test_a_sweep_records_host_out_of_memory_as_oom(tmp_path):
-    from profiler.sweep.cell import OOM, classify
+    from profiler.runs.config import RunConfig, config_to_json
+    from profiler.sweep.cell import CellJob, run_job
 
-    # the status comes from the cell's error line; the line is the one `run` prints above
-    log = tmp_path / "cell.log"
-    log.write_text("$ profile.py run\nerror: host out of memory at batch size 9 (x)\n")
-    assert classify(2, log) == (OOM, "host out of memory at batch size 9 (x)")
+    # the kind comes from the harness's exception, the reason is the line `run` prints above
+    config = RunConfig(model="tests.tiny_models:host_oom_forward", batch_size=9, iters=2,
+                       timed_warmup=0, active=1, runs_dir=tmp_path / "runs",
+                       tb_dir=tmp_path / "tb")
+    outcome = run_job(CellJob(name="c", config=config_to_json(config),
+                              log_path=str(tmp_path / "cell.log")))
+    assert (outcome.kind, outcome.status, outcome.exit_code) == ("host-oom", "oom", 2)
+    assert outcome.reason.startswith("host out of memory at batch size 9 (pytorch_fp32, ")
 
 
 # ---- D5: the FP32 reference does not fit ----------------------------------------------------

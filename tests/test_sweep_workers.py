@@ -38,11 +38,21 @@ def _sweep(workdir: Path, model: str, bs: str, *extra: str, name: str = "s",
     return done, _cells(workdir, name)
 
 
-def test_crashes_and_kills_are_recorded_and_the_worker_replaced(tmp_path):
-    done, cells = _sweep(tmp_path, "crashes_below_4", "1,2,3,4")
+@pytest.fixture(scope="module")
+def misbehaving(tmp_path_factory):
+    """One sweep of tests.tiny_models:misbehaves (bs 1 hangs, 2 os._exit, 3 segfault, 4 SIGKILL,
+    5 runs) with --cell-timeout 12 (a fresh worker's imports and a cell fit in it on a busy
+    machine; every cell but the first starts a fresh worker): (its folder, the finished
+    process, its cells by batch size)."""
+    workdir = tmp_path_factory.mktemp("misbehaving")
+    done, cells = _sweep(workdir, "misbehaves", "1,2,3,4,5", "--cell-timeout", "12")
+    return workdir, done, {n: cells[f"pytorch_fp32_bs{n}_misbehaves"] for n in range(1, 6)}
+
+
+def test_crashes_and_kills_are_recorded_and_the_worker_replaced(misbehaving):
+    workdir, done, cells = misbehaving
     assert done.returncode == 0, done.stderr
-    exited, segfault, killed, fine = (cells[f"pytorch_fp32_bs{n}_crashes_below_4"]
-                                      for n in (1, 2, 3, 4))
+    exited, segfault, killed, fine = (cells[n] for n in (2, 3, 4, 5))
     assert exited["status"] == "failed" and exited["exit_code"] == 0
     assert {c["kind"] for c in (exited, segfault, killed)} == {"died"} and fine["kind"] == "ok"
     assert "exited with status 0 during the cell" in exited["reason"]
@@ -50,23 +60,60 @@ def test_crashes_and_kills_are_recorded_and_the_worker_replaced(tmp_path):
     assert killed["status"] == "failed"
     assert killed["reason"] == "worker killed by SIGKILL (host out of memory?)"
     assert fine["status"] == "ok"
-    assert (tmp_path / "runs" / "s" / "pytorch_fp32_bs4_crashes_below_4" / "result.json").is_file()
+    assert (workdir / "runs" / "s" / "pytorch_fp32_bs5_misbehaves" / "result.json").is_file()
     # each death took its worker with it: four cells, four worker processes
     assert len({c["worker"] for c in (exited, segfault, killed, fine)}) == 4
-    assert "[2/4] pytorch_fp32 bs 2: failed: worker killed by SIGSEGV" in done.stderr
-    for folder in (tmp_path / "runs" / "s", tmp_path / "tb_logs" / "s"):
+    assert "[3/5] pytorch_fp32 bs 3: failed: worker killed by SIGSEGV" in done.stderr
+    for folder in (workdir / "runs" / "s", workdir / "tb_logs" / "s"):
         assert [p.name for p in folder.iterdir() if p.name.startswith(".") and p.is_dir()] == []
 
 
-def test_a_cell_past_its_timeout_is_stopped_and_the_next_runs_on_a_new_worker(tmp_path):
-    done, cells = _sweep(tmp_path, "hangs_at_bs1", "1,2", "--cell-timeout", "12")
+def test_a_cell_past_its_timeout_is_stopped_and_the_next_runs_on_a_new_worker(misbehaving):
+    workdir, done, cells = misbehaving
     assert done.returncode == 0, done.stderr
-    hung, fine = cells["pytorch_fp32_bs1_hangs_at_bs1"], cells["pytorch_fp32_bs2_hangs_at_bs1"]
+    hung, fine = cells[1], cells[5]
     assert hung["status"] == "timeout" and "--cell-timeout 12 s" in hung["reason"]
     assert fine["status"] == "ok" and fine["worker"] != hung["worker"]
-    for folder in (tmp_path / "runs" / "s", tmp_path / "tb_logs" / "s"):
+    assert cells[2]["worker"] != hung["worker"]  # the next cell: a new worker
+    for folder in (workdir / "runs" / "s", workdir / "tb_logs" / "s"):
         assert [p.name for p in folder.iterdir() if p.name.startswith(".") and p.is_dir()] == []
-    assert not (tmp_path / "runs" / "s" / "pytorch_fp32_bs1_hangs_at_bs1").exists()
+    assert not (workdir / "runs" / "s" / "pytorch_fp32_bs1_misbehaves").exists()
+
+
+def test_a_cells_outcome_is_typed_from_what_the_harness_raised(tmp_path):
+    """Through a real worker: the kind and the reason come from the exception (a user error,
+    host and CUDA out of memory, a crash), or from the exit status when the worker dies."""
+    from profiler.runs.config import RunConfig, config_to_json
+    from profiler.sweep.cell import CellJob
+    from profiler.sweep.executors import ExecutorSettings
+    from profiler.sweep.executors.local import LocalExecutor
+
+    cases = {"failing": 1, "host_oom_forward": 1, "crashes": 1, "oom_above_2": 3,
+             "misbehaves": 2}  # misbehaves at bs 2: os._exit(0)
+    jobs = [CellJob(name=model, log_path=str(tmp_path / "logs" / f"{model}.log"),
+                    config=config_to_json(RunConfig(
+                        model=f"tests.tiny_models:{model}", batch_size=bs, iters=2,
+                        timed_warmup=0, active=1, runs_dir=tmp_path / "runs",
+                        tb_dir=tmp_path / "tb")))
+            for model, bs in cases.items()]
+    outcomes = {}
+    # gpus=[]: one CPU worker runs the cells one after another
+    LocalExecutor(ExecutorSettings(gpus=[], log_dir=tmp_path / "logs")).run(
+        jobs, lambda job, where: None, lambda job, outcome: outcomes.setdefault(job.name, outcome))
+    kinds = {name: (o.kind, o.status, o.exit_code) for name, o in outcomes.items()}
+    assert kinds == {"failing": ("user-error", "failed", 2), "host_oom_forward": ("host-oom", "oom", 2),
+                     "crashes": ("crash", "failed", 1), "oom_above_2": ("cuda-oom", "oom", 2),
+                     "misbehaves": ("died", "failed", 0)}
+    assert outcomes["failing"].reason.startswith("--model tests.tiny_models:failing failed: "
+                                                 "RuntimeError: this model fails on purpose")
+    assert outcomes["host_oom_forward"].reason.startswith("host out of memory at batch size 1")
+    assert outcomes["oom_above_2"].reason.startswith("CUDA out of memory at batch size 3")
+    assert outcomes["crashes"].reason == "Crash: the model crashed on purpose"
+    assert "exited with status 0 during the cell" in outcomes["misbehaves"].reason
+    # the log keeps what a human reads: the error line, the crash's traceback
+    assert "error: --model tests.tiny_models:failing failed" in \
+        (tmp_path / "logs" / "failing.log").read_text()
+    assert "Traceback" in (tmp_path / "logs" / "crashes.log").read_text()
 
 
 def _cpu_op_names(trace_dir: Path) -> set[str]:
@@ -205,7 +252,7 @@ def test_sigterm_stops_both_workers_cells_and_keeps_the_finished(tmp_path):
 
     code, stderr, cells = stop_sweep_when(
         ["--backends", "pytorch_fp32", "--bs", "1,2,3,4,5", "--model", "tests.tiny_models:slow",
-         "--iters", "20", "--timed-warmup", "0", "--active", "1", "--gpus", "0,1"], tmp_path,
+         "--iters", "6", "--timed-warmup", "0", "--active", "1", "--gpus", "0,1"], tmp_path,
         "stop", one_done_and_both_gpus_busy, signal.SIGTERM, env=_env(**NO_GPUS), wait_s=180,
         stop_s=90)
     assert code == 143, stderr

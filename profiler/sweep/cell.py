@@ -162,8 +162,8 @@ def _run(config: RunConfig) -> tuple[str, str | None, int]:
     except SystemExit as done:  # a model's own sys.exit
         code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
         return "crash", f"the run called sys.exit({done.code!r}) before it finished", code or 1
-    except Exception as error:  # a bug, or a library failing in a way the harness did not name
-        traceback.print_exc(file=sys.__stderr__ or sys.stderr)  # fd 2: the cell's log
+    except BaseException as error:  # a bug, or a library failing in a way the harness did not
+        traceback.print_exc(file=sys.__stderr__ or sys.stderr)  # name; fd 2: the cell's log
         return "crash", f"{type(error).__name__}: {first_line(error)}", 1
 
 

@@ -5,7 +5,7 @@ its one GPU. It reads one ``CellJob`` per line (JSON) on file descriptor 0 and a
 one line ``{"outcome": CellOutcome}`` on the descriptor that was 1 when it started. Before the
 first cell it moves both away: 0 reads /dev/null and 1 goes where 2 goes (the worker's log), so
 nothing a cell or a library prints can land in the reply stream; during a cell, 1 and 2 are the
-cell's log (cellrun.run_job). It ends at the end of its input, or after one cell with
+cell's log (profiler.sweep.cell.run_job). It ends at the end of its input, or after one cell with
 ``--one-cell`` (a fresh process per cell: ``sweep --isolate``).
 """
 
@@ -32,7 +32,7 @@ def _private_channels():
 
 def main(argv: list[str]) -> int:
     requests, replies = _private_channels()
-    # SIGINT stops a cell (cellrun.run_job lets it through there); between cells it is ignored,
+    # SIGINT stops a cell (run_job lets it through there); between cells it is ignored,
     # so a stop that arrives as a cell ends cannot lose that cell's reply
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     from profiler.collect import bytecode
