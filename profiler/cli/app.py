@@ -7,6 +7,7 @@ Heavy modules (torch, the harness) are imported inside the commands that need th
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from pathlib import Path
 from typing import Literal, Optional
@@ -44,7 +45,7 @@ def _print_version(value: bool) -> None:
     if value:
         from profiler import package_version
 
-        typer.echo(f"profile.py (infer-profiler) {package_version()}")
+        typer.echo(f"{prog_name()} (infer-profiler) {package_version()}")
         raise typer.Exit()
 
 
@@ -444,10 +445,17 @@ def peaks(
                   sink=Output(json=json_out))
 
 
+def prog_name() -> str:
+    """The name the user typed: ``infer-profile`` for the installed console script, else
+    ``profile.py`` (``python profile.py``). Completion scripts are written for this name."""
+    invoked = os.path.basename(sys.argv[0] if sys.argv else "")
+    return "infer-profile" if invoked.startswith("infer-profile") else "profile.py"
+
+
 def main(argv: list[str] | None = None) -> int:
     _tolerant_output()
     try:
-        app(args=argv, prog_name="profile.py")
+        app(args=argv, prog_name=prog_name())
     except SystemExit as done:
         return int(done.code or 0) if not isinstance(done.code, str) else 1
     return 0
