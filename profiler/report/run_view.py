@@ -9,8 +9,13 @@ from rich.table import Table
 from profiler.analysis.headline import memory_figures, window_noise
 from profiler.runs.layout import RESULT_FILE
 from profiler.runs.result import Generation, Numerics, RunResult
-from profiler.report.console import make_console
+from profiler.report.console import FitTable, make_console
 from profiler.report.fmt import fixed, mib, ms, ms_unit, pct, phases_line, significant
+
+
+#: the run table's columns kept at any width (the others are left out, the last first, where
+#: the width cannot show them all)
+ESSENTIAL = ("p50 ms", "p90", "p99", "samples/s", "CV", "peak alloc")
 
 
 def print_result(result: RunResult, console: Console | None = None) -> None:
@@ -18,8 +23,8 @@ def print_result(result: RunResult, console: Console | None = None) -> None:
     console = console or make_console()
     timing, backend = result.timing, result.backend
     gpu = result.environment.gpu or {}
-    table = Table(title=f"{result.model} · {backend.name} · bs {result.batch_size} · "
-                        f"{gpu.get('name', 'CPU')}", title_justify="left")
+    table = FitTable(title=f"{result.model} · {backend.name} · bs {result.batch_size} · "
+                           f"{gpu.get('name', 'CPU')}")
     memory = memory_figures(result)
     window = window_noise(result) or {}
     columns = ["p50 ms", "p90", "p99", "mean", "min", "max", "samples/s", "CV", "IQR",
@@ -41,7 +46,7 @@ def print_result(result: RunResult, console: Console | None = None) -> None:
             columns.append(column)
             cells.append(f"{value:.2f}")
     for column in columns:
-        table.add_column(column, justify="right")
+        table.add_column(column, number=True, optional=column not in ESSENTIAL)
     table.add_row(*cells)
     console.print(table)
     if result.generation is not None:
@@ -156,7 +161,7 @@ def _print_generation(console: Console, generation: Generation,
         columns["tokens equal"] = f"{numerics.tokens.positions_equal:.3f}"
         columns["seqs identical"] = f"{numerics.tokens.sequences_identical:.3f}"
     for column in columns:
-        table.add_column(column, justify="right")
+        table.add_column(column, number=True, optional=column not in ESSENTIAL)
     table.add_row(*columns.values())
     console.print(table)
     steps = generation.step_ms_by_position

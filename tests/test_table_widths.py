@@ -1,0 +1,70 @@
+"""Every table readable at 80, 100 and 120 columns: a number the 160-column output shows is
+either shown whole at a narrower width or left out with its column, never cut."""
+
+import re
+
+import pytest
+
+from profiler.commands.summarize import VIEWS
+from tests.conftest import FIXTURES
+
+H200 = FIXTURES / "h200" / "runs"
+WIDTHS = (80, 100, 120)
+#: a number standing alone in a cell or a line: bounded by spaces, table rules or the line ends
+NUMBER = re.compile(r"(?<![^\s│┃|(])[-+]?\d{1,3}(?:,\d{3})*(?:\.\d+)?(?=[\s│┃|)%x]|$)")
+
+
+def numbers(text: str) -> set[str]:
+    return set(NUMBER.findall(text))
+
+
+def assert_numbers_whole(render):
+    wide = render(160)
+    assert wide.strip()
+    for width in WIDTHS:
+        narrow = render(width)
+        assert max(len(line) for line in narrow.splitlines()) <= width
+        assert not re.search(r"\d…", narrow) or re.search(r"\d…", wide), width
+        cut = {n for n in numbers(narrow) - numbers(wide) if not in_a_name(n, wide)}
+        assert not cut, (width, cut)
+
+
+def in_a_name(token: str, wide: str) -> bool:
+    """Digits of a long name (``tilesize256x128``, ``kernel<8, …``) that fold onto a line of
+    their own at a narrow width."""
+    t = re.escape(token.rstrip(","))
+    return bool(re.search(rf"[A-Za-z<_:]{t}|{t}[A-Za-z_>,]", wide))
+
+
+@pytest.fixture
+def at_width(cli, monkeypatch):
+    def render(*args):
+        def at(width):
+            monkeypatch.setenv("COLUMNS", str(width))
+            done = cli(*args)
+            assert done.code == 0, done.stderr
+            return done.stdout
+        return at
+    return render
+
+
+@pytest.mark.parametrize("view", [v for v in VIEWS if v != "layers"])
+def test_summarize_views(at_width, view):
+    assert_numbers_whole(at_width("summarize", str(H200 / "pytorch_fp16_bs8"), "--view", view,
+                                  "--top", "8"))
+
+
+def test_summarize_trt_layers(at_width):
+    assert_numbers_whole(at_width("summarize", str(H200 / "ttrt_fp16_bs8"), "--top", "8"))
+
+
+def test_compare(at_width):
+    assert_numbers_whole(at_width("compare", str(H200 / "pytorch_fp16_bs8"),
+                                  str(H200 / "ttrt_fp16_bs8"), "--top", "8"))
+
+
+def test_kernel_totals_survive_at_80(at_width):
+    text = at_width("summarize", str(H200 / "pytorch_fp16_bs8"), "--view", "kernels",
+                    "--top", "5")(80)
+    kernels = text.split("Kernels by total time")[1].split("Kernel launch")[0]
+    assert "total" in kernels and "729.0" in kernels
