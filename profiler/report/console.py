@@ -52,18 +52,26 @@ class FitTable(Table):
             self.numbers.append(self.columns[-1])
 
     def __rich_console__(self, console, options):
-        fitted = copy.copy(self)
-        fitted.columns = [replace(c, width=self._number_width(console, options, c))
-                          if c in self.numbers else c for c in self.columns]
+        fitted = self._fixed(console, options, whole_headers=True)
+        if fitted._needed(console, options) > options.max_width:
+            fitted = self._fixed(console, options, whole_headers=False)
         dropped = [fitted.columns[self.columns.index(c)] for c in self.optional]
         while dropped and fitted._needed(console, options) > options.max_width:
             fitted.columns.remove(dropped.pop())
         yield from Table.__rich_console__(fitted, console, options)
 
-    def _number_width(self, console, options, column: Column) -> int:
+    def _fixed(self, console, options, whole_headers: bool) -> "FitTable":
+        """A copy whose number columns are as wide as their widest cell and their header (on
+        one line, or wrapped between words)."""
+        fitted = copy.copy(self)
+        fitted.columns = [replace(c, width=self._number_width(console, options, c, whole_headers))
+                          if c in self.numbers else c for c in self.columns]
+        return fitted
+
+    def _number_width(self, console, options, column: Column, whole_header: bool) -> int:
         cells = [Measurement.get(console, options, cell).maximum for cell in column._cells]
-        header = Measurement.get(console, options, column.header).minimum
-        return max([header, *cells])
+        header = Measurement.get(console, options, column.header)
+        return max([header.maximum if whole_header else header.minimum, *cells])
 
     def _needed(self, console, options) -> int:
         """The width that shows every number whole and every name column NARROWEST wide."""
