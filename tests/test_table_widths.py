@@ -68,3 +68,42 @@ def test_kernel_totals_survive_at_80(at_width):
                     "--top", "5")(80)
     kernels = text.split("Kernels by total time")[1].split("Kernel launch")[0]
     assert "total" in kernels and "729.0" in kernels
+
+
+def rendered(draw, width: int) -> str:
+    """What ``draw(console)`` prints on a console ``width`` columns wide."""
+    import io
+
+    from rich.console import Console
+
+    console = Console(file=io.StringIO(), width=width, color_system=None)
+    draw(console)
+    return console.file.getvalue()
+
+
+def test_sweep_table():
+    from profiler.analysis.benchmark import benchmark_table
+    from profiler.report.benchmark_view import print_benchmark
+    from profiler.runs.manifest import SweepCell, SweepManifest
+
+    sweep = FIXTURES / "h100_engines" / "runs" / "engines_resnet50"
+    names = sorted(p.name for p in sweep.iterdir() if p.is_dir())
+    cells = {n: SweepCell(backend=n.removesuffix("_bs8"), batch_size=8, status="ok")
+             for n in names}
+    backends = [n.removesuffix("_bs8") for n in names]
+    manifest = SweepManifest(options={}, model="resnet50", baseline=backends[0],
+                             backends=backends, batch_sizes=[8], cells=cells)
+    frame = benchmark_table(sweep, manifest)
+    render = lambda width: rendered(lambda c: print_benchmark(frame, manifest, c), width)
+    assert_numbers_whole(render)
+    for width in WIDTHS:  # backend names whole, not `pytorc…`
+        assert all(f"│ {backend} " in render(width) for backend in backends), width
+
+
+@pytest.mark.parametrize("run", ["pytorch_fp16_bs8", "ttrt_fp16_bs8"])
+def test_run_result_view(run):
+    from profiler.report.run_view import print_result
+    from profiler.runs.result import read_result
+
+    result = read_result(H200 / run / "result.json")
+    assert_numbers_whole(lambda width: rendered(lambda c: print_result(result, c), width))

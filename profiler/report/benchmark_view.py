@@ -106,8 +106,10 @@ def print_benchmark(frame: pd.DataFrame, manifest: SweepManifest, console: Conso
     if on_gpus:
         headers = ("gpu", *headers)
     for h in headers:
-        if h in ("backend", "status"):
-            t.add_column(h, optional=h == "status" and not bad)
+        if h == "backend":  # whole, like a number: the names are short and the row's key
+            t.add_column(h, number=True, justify="left")
+        elif h == "status":
+            t.add_column(h, optional=not bad)
         else:
             t.add_column(h, number=True, optional=h in OPTIONAL)
     for r in frame.itertuples():
