@@ -79,7 +79,7 @@ def print_result(result: RunResult, console: Console | None = None) -> None:
     console.print(f"trace:   {', '.join(result.trace.files)}", highlight=False)
     console.print(f"results: {result.run_dir}/{RESULT_FILE}", highlight=False)
     for hint in next_steps(result):
-        console.print(f"next: {escape(hint)}", highlight=False)
+        console.print(f"next: {escape(hint)}", highlight=False, soft_wrap=True)
 
 
 def next_steps(result: RunResult) -> list[str]:
@@ -88,9 +88,15 @@ def next_steps(result: RunResult) -> list[str]:
     hints = [f"python profile.py summarize {run_dir}   (timed headline, kernels, step time)"]
     if result.backend.family == "tensorrt":
         hints.append(f"python profile.py summarize {run_dir} --view layers   (TensorRT layers)")
-    other = "ttrt_fp16" if result.backend.name != "ttrt_fp16" else "pytorch_fp32"
-    hints.append(f"python profile.py compare {run_dir} {run_dir.parent / f'{other}_bs{result.batch_size}'}"
-                 f"   (after running --backend {other})")
+    # a backend that runs where this one ran (TensorRT needs a GPU; TorchScript runs anywhere)
+    other = (("ttrt_fp16", "pytorch_fp32") if result.environment.gpu
+             else ("torchscript_fp32", "pytorch_fp32"))
+    other = other[0] if result.backend.name != other[0] else other[1]
+    # this run's folder name with the other backend (the same batch size, model and --name)
+    if run_dir.name.startswith(result.backend.name):
+        twin = run_dir.parent / (other + run_dir.name.removeprefix(result.backend.name))
+        hints.append(f"python profile.py compare {run_dir} {twin}"
+                     + ("" if twin.is_dir() else f"   (after running --backend {other})"))
     return hints
 
 

@@ -22,9 +22,10 @@ def print_summary(summary: Summary, view: str = "all", top: int = 20,
     console.print(header + ")")
     if view in ("all", "overview"):
         overview_tables(summary, top, console)
-    if view in ("all", "categories"):
+    gpu_work = len(summary.kernels.table) > 0  # none in a CPU-only trace: its note says so
+    if view in ("all", "categories") and gpu_work:
         console.print(categories_table(summary))
-    if view in ("all", "kernels"):
+    if view in ("all", "kernels") and gpu_work:
         console.print(kernels_table(summary, top))
         console.print(launch_table(summary, top))
     if view in ("all", "operators"):
