@@ -91,3 +91,24 @@ def test_launch_bound_needs_gpu_work():
     gpu = Evidence(backend="pytorch_fp32", precision="fp32", p50_ms=5.0, step_us=9e3,
                    gpu_busy_us=1e3, kernel_us=1e3)
     assert [a for a in advise(gpu) if a.rule == "launch-bound"]
+
+
+def test_cpu_run_stderr_has_no_kineto_noise(cpu_run):
+    _, _, stderr, _ = cpu_run
+    assert "USDT:" not in stderr and "gpuGetDeviceCount" not in stderr, stderr
+    assert "timed 2 iterations" in stderr  # the run's own progress lines stay
+
+
+def test_kineto_quiet_drops_only_kinetos_lines(capfd):
+    from profiler.collect.harness import kineto_quiet
+
+    with kineto_quiet(True):
+        os.write(2, b"USDT:2026-11-24 13:02:09 1:1 SyncActivityProfilerHandler.cpp:39] "
+                    b"profiler_start\n")
+        os.write(2, b"ERROR:2026-11-24 13:02:09 1:1 DeviceProperties.cpp:56] "
+                    b"gpuGetDeviceCount failed with code 35\n")
+        os.write(2, b"a C++ warning of the model\n")
+        print("python's stderr", file=sys.stderr)
+    err = capfd.readouterr().err
+    assert "USDT" not in err and "gpuGetDeviceCount" not in err
+    assert "a C++ warning of the model" in err and "python's stderr" in err

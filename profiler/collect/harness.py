@@ -501,7 +501,8 @@ def _profile_with_torch(config, fn, inputs, use_cuda, progress, tb_stage: Path,
                                        active=config.active, repeat=config.repeat)
     # each cycle's trace is exported by the handler, so clearing events between cycles is intended
     warnings.filterwarnings("ignore", message="Warning: Profiler clears events")
-    with nvtx_range("profile"), progress.bar("profile", config.profiled_steps) as tick, \
+    with kineto_quiet(not use_cuda), nvtx_range("profile"), \
+            progress.bar("profile", config.profiled_steps) as tick, \
             torch.profiler.profile(activities=activities, schedule=schedule,
                                    on_trace_ready=handler, record_shapes=config.record_shapes,
                                    profile_memory=config.profile_memory,
@@ -519,6 +520,44 @@ def _profile_with_torch(config, fn, inputs, use_cuda, progress, tb_stage: Path,
         names = finished_traces(tb_stage)
     timer.add("trace_write", writing.seconds["trace_write"])
     return activities, names
+
+
+#: what Kineto's C++ side writes to fd 2 on a machine without a GPU, at every profiler start
+#: and stop: its USDT probe lines and "gpuGetDeviceCount failed with code 35" (no CUDA driver)
+KINETO_NOISE = re.compile(r"^(USDT:|ERROR:.*gpuGetDeviceCount failed)")
+
+
+@contextlib.contextmanager
+def kineto_quiet(enabled: bool):
+    """Keep KINETO_NOISE off the terminal: fd 2 goes to a temporary file for the block (Python's
+    own stderr, the progress bar included, still goes to the terminal), and the lines that are
+    not Kineto's noise are written back afterwards."""
+    if not enabled:
+        yield
+        return
+    import os
+    import sys
+    import tempfile
+
+    sys.stderr.flush()
+    saved_fd, python_stderr = os.dup(2), sys.stderr
+    with tempfile.TemporaryFile("w+b") as caught:
+        os.dup2(caught.fileno(), 2)
+        sys.stderr = open(saved_fd, "w", closefd=False, encoding=python_stderr.encoding,
+                          errors="backslashreplace")
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            sys.stderr = python_stderr
+            os.dup2(saved_fd, 2)
+            os.close(saved_fd)
+            caught.seek(0)
+            kept = [line for line in caught.read().decode(errors="replace").splitlines(True)
+                    if not KINETO_NOISE.match(line)]
+            if kept:
+                sys.stderr.write("".join(kept))
+                sys.stderr.flush()
 
 
 TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
