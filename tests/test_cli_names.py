@@ -45,3 +45,11 @@ def test_completion_script_is_for_infer_profile_and_completes_a_backend(tmp_path
     assert done.returncode == 0, done.stderr
     offered = done.stdout.split()
     assert "pytorch_fp32" in offered and all(b.startswith("pyt") for b in offered)
+
+
+def test_help_shows_no_bool_metavars():
+    for args in (["--help"], ["run", "--help"], ["sweep", "--help"], ["summarize", "--help"]):
+        done = invoke([sys.executable, "profile.py", *args], COLUMNS="80")
+        assert done.returncode == 0, done.stderr
+        assert "<bool>" not in done.stdout, args
+        assert "--version" in done.stdout or args != ["--help"]
