@@ -53,3 +53,21 @@ def test_help_shows_no_bool_metavars():
         assert done.returncode == 0, done.stderr
         assert "<bool>" not in done.stdout, args
         assert "--version" in done.stdout or args != ["--help"]
+
+
+def test_readme_environment_table_lists_every_variable_the_tool_reads():
+    import re
+
+    read = set()
+    for path in (ROOT / "profiler").rglob("*.py"):
+        text = path.read_text()
+        read |= set(re.findall(r'environ\.get\(\s*"([A-Z_]+)"', text))
+        read |= set(re.findall(r'getenv\(\s*"([A-Z_]+)"', text))
+        read |= set(re.findall(r'envvar="([A-Z_]+)"', text))
+        read |= set(re.findall(r'locate\("\w+", "([A-Z_]+)"', text))
+        read |= set(re.findall(r'^[A-Z_]+ = "(INFER_PROFILER_[A-Z_]+)"', text, re.M))
+    assert {"INFER_PROFILER_CACHE", "INFER_PROFILER_PYCACHE", "COLUMNS", "NCU"} <= read
+    readme = (ROOT / "README.md").read_text()
+    table = readme.split("### Environment", 1)[1].split("\n#", 1)[0]
+    missing = {name for name in read if f"`{name}`" not in table and f"`{name}`," not in table}
+    assert not missing, missing

@@ -37,7 +37,8 @@ app = typer.Typer(
     "tb_logs/ and timed results under runs/. [b]summarize[/b] turns any PyTorch profiler (Kineto) "
     "trace into kernel, Tensor Core, occupancy and step-time tables. [b]sweep[/b] runs a backend x "
     "batch-size matrix with speedups; [b]compare[/b] diffs two runs kernel by kernel; [b]plot[/b] "
-    "draws a sweep or a run.",
+    "draws a sweep or a run.\n\nTables fit the terminal (narrow ones leave out minor columns); "
+    "output to a pipe or a file is $COLUMNS wide when set, else 160.",
 )
 
 
