@@ -107,3 +107,16 @@ def test_run_result_view(run):
 
     result = read_result(H200 / run / "result.json")
     assert_numbers_whole(lambda width: rendered(lambda c: print_result(result, c), width))
+
+
+def test_sweep_progress_bar_has_an_eta():
+    import io
+
+    from rich.console import Console
+
+    from profiler.report.sweep_view import cell_progress
+
+    console = Console(file=io.StringIO(), force_terminal=True, width=100, color_system=None)
+    with cell_progress(console, 3) as (_, advance):
+        advance()
+    assert "1/3" in console.file.getvalue() and "eta" in console.file.getvalue()
