@@ -31,7 +31,9 @@ class FitTable(Table):
     rest whole."""
 
     #: the narrowest a name column is counted when deciding what fits
-    NARROWEST = 10
+    NARROWEST = 20
+    #: headers stay on one line only where the name columns keep this width too
+    ROOMY = 40
 
     def __init__(self, *args, **kwargs) -> None:
         kwargs.setdefault("title_justify", "left")
@@ -53,7 +55,7 @@ class FitTable(Table):
 
     def __rich_console__(self, console, options):
         fitted = self._fixed(console, options, whole_headers=True)
-        if fitted._needed(console, options) > options.max_width:
+        if fitted._needed(console, options, self.ROOMY) > options.max_width:
             fitted = self._fixed(console, options, whole_headers=False)
         dropped = [fitted.columns[self.columns.index(c)] for c in self.optional]
         while dropped and fitted._needed(console, options) > options.max_width:
@@ -73,11 +75,13 @@ class FitTable(Table):
         header = Measurement.get(console, options, column.header)
         return max([header.maximum if whole_header else header.minimum, *cells])
 
-    def _needed(self, console, options) -> int:
-        """The width that shows every number whole and every name column NARROWEST wide."""
+    def _needed(self, console, options, names: int | None = None) -> int:
+        """The width that shows every number whole and every name column ``names`` (default
+        NARROWEST) wide, or its widest name where that is narrower."""
         need = 0
         for column in self.columns:
             widest = self._measure_column(console, options, column).maximum
-            narrowest = max(self.NARROWEST, column.min_width or 0) + self._get_padding_width(0)
+            narrowest = (max(names or self.NARROWEST, column.min_width or 0)
+                         + self._get_padding_width(0))
             need += widest if column.width is not None else min(widest, narrowest)
         return need + self._extra_width
