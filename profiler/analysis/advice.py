@@ -93,7 +93,7 @@ IDLE_SHARE = 0.40
 def _launch_bound(ev: Evidence):
     """Idle share of the timed p50 (kernel time per profiled step against the timed latency,
     since the profiler itself slows the host), else of the profiled step."""
-    if not ev.step_us or ev.gpu_busy_us is None:
+    if not ev.step_us or not ev.gpu_busy_us:  # no GPU work (a CPU run): nothing to launch
         return None
     step_ms = ev.p50_ms if ev.p50_ms else ev.step_us / 1e3
     idle = max(0.0, 1.0 - ev.gpu_busy_us / 1e3 / step_ms)

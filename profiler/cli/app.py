@@ -7,6 +7,7 @@ Heavy modules (torch, the harness) are imported inside the commands that need th
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from pathlib import Path
 from typing import Literal, Optional
@@ -39,7 +40,8 @@ app = typer.Typer(
     "tb_logs/ and timed results under runs/. [b]summarize[/b] turns any PyTorch profiler (Kineto) "
     "trace into kernel, Tensor Core, occupancy and step-time tables. [b]sweep[/b] runs a backend x "
     "batch-size matrix with speedups; [b]compare[/b] diffs two runs kernel by kernel; [b]plot[/b] "
-    "draws a sweep or a run.",
+    "draws a sweep or a run.\n\nTables fit the terminal (narrow ones leave out minor columns); "
+    "output to a pipe or a file is $COLUMNS wide when set, else 160.",
 )
 
 
@@ -47,7 +49,7 @@ def _print_version(value: bool) -> None:
     if value:
         from profiler import package_version
 
-        typer.echo(f"profile.py (infer-profiler) {package_version()}")
+        typer.echo(f"{prog_name()} (infer-profiler) {package_version()}")
         raise typer.Exit()
 
 
@@ -448,10 +450,17 @@ def peaks(
                   sink=Output(json=json_out))
 
 
+def prog_name() -> str:
+    """The name the user typed: ``infer-profile`` for the installed console script, else
+    ``profile.py`` (``python profile.py``). Completion scripts are written for this name."""
+    invoked = os.path.basename(sys.argv[0] if sys.argv else "")
+    return "infer-profile" if invoked.startswith("infer-profile") else "profile.py"
+
+
 def main(argv: list[str] | None = None) -> int:
     _tolerant_output()
     try:
-        app(args=argv, prog_name="profile.py")
+        app(args=argv, prog_name=prog_name())
     except SystemExit as done:
         return int(done.code or 0) if not isinstance(done.code, str) else 1
     return 0

@@ -28,9 +28,20 @@ NoArgsIsHelpError = getattr(_click_errors, "NoArgsIsHelpError", ())  # click >= 
 from profiler.runs.config import CliOption, RunConfig, run_options as declared_options
 
 
+def _no_flag_metavars(params: list) -> list:
+    """On/off flags show no ``<bool>`` in --help (the option's name says it all)."""
+    for param in params:
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
+    return params
+
+
 class OneLineErrors(typer.core.TyperCommand):
     """A command whose refused option values (a choice not among those listed, a number that
     is not one) are one ``error:`` line on stderr and exit status 2, as every user error is."""
+
+    def get_params(self, ctx):
+        return _no_flag_metavars(super().get_params(ctx))
 
     def parse_args(self, ctx, args: list[str]) -> list[str]:
         given = list(args)  # parsing consumes the list
@@ -46,6 +57,9 @@ class OneLineErrors(typer.core.TyperCommand):
 class OneLineUsage(typer.core.TyperGroup):
     """The app: a usage mistake (an unknown command or option, a missing argument) is one
     ``error:`` line on stderr and exit status 2 instead of click's usage box."""
+
+    def get_params(self, ctx):
+        return _no_flag_metavars(super().get_params(ctx))
 
     def parse_args(self, ctx, args: list[str]) -> list[str]:
         with _usage_in_one_line():

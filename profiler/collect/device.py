@@ -1,10 +1,13 @@
 """The device side every step shares: synchronize, NVTX ranges, the math flags, running out of
-memory."""
+memory, and Kineto's noise on a machine without a GPU."""
 
 from __future__ import annotations
 
 import contextlib
+import os
 import re
+import sys
+import tempfile
 
 import torch
 
@@ -70,3 +73,37 @@ def out_of_memory_kind(error: BaseException) -> str | None:
 def release_cuda_memory() -> None:
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
+
+
+#: what Kineto's C++ side writes to fd 2 on a machine without a GPU, at every profiler start
+#: and stop: its USDT probe lines and "gpuGetDeviceCount failed with code 35" (no CUDA driver)
+KINETO_NOISE = re.compile(r"^(USDT:|ERROR:.*gpuGetDeviceCount failed)")
+
+
+@contextlib.contextmanager
+def kineto_quiet(enabled: bool):
+    """Keep KINETO_NOISE off the terminal: fd 2 goes to a temporary file for the block (Python's
+    own stderr, the progress bar included, still goes to the terminal), and the lines that are
+    not Kineto's noise are written back afterwards."""
+    if not enabled:
+        yield
+        return
+    sys.stderr.flush()
+    saved_fd, python_stderr = os.dup(2), sys.stderr
+    with tempfile.TemporaryFile("w+b") as caught:
+        os.dup2(caught.fileno(), 2)
+        sys.stderr = open(saved_fd, "w", closefd=False, encoding=python_stderr.encoding,
+                          errors="backslashreplace")
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            sys.stderr = python_stderr
+            os.dup2(saved_fd, 2)
+            os.close(saved_fd)
+            caught.seek(0)
+            kept = [line for line in caught.read().decode(errors="replace").splitlines(True)
+                    if not KINETO_NOISE.match(line)]
+            if kept:
+                sys.stderr.write("".join(kept))
+                sys.stderr.flush()

@@ -28,7 +28,7 @@ from profiler import runs
 from profiler.analysis.noise import TimedWindow
 from profiler.collect import timing
 from profiler.collect.backends.base import Prepared
-from profiler.collect.device import nvtx_range, sync
+from profiler.collect.device import kineto_quiet, nvtx_range, sync
 from profiler.collect.workloads.base import Workload
 from profiler.errors import UserError
 from profiler.fsutil import write_text_atomic
@@ -166,7 +166,8 @@ def profile_with_torch(config: RunConfig, step: Prepared, use_cuda: bool, progre
                                        active=config.active, repeat=config.repeat)
     # each cycle's trace is exported by the handler, so clearing events between cycles is intended
     warnings.filterwarnings("ignore", message="Warning: Profiler clears events")
-    with nvtx_range("profile"), progress.bar("profile", config.profiled_steps) as tick, \
+    with kineto_quiet(not use_cuda), nvtx_range("profile"), \
+            progress.bar("profile", config.profiled_steps) as tick, \
             torch.profiler.profile(activities=activities, schedule=schedule,
                                    on_trace_ready=handler, record_shapes=config.record_shapes,
                                    profile_memory=config.profile_memory,

@@ -8,12 +8,12 @@ from pathlib import Path
 import pandas as pd
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from profiler.fsutil import write_text_atomic
 from profiler.runs.manifest import SweepManifest
 from profiler.analysis.benchmark import (GENERATION_COLUMNS, NOT_FINITE, PHASE_COLUMNS,
                                          axis_columns)
+from profiler.report.console import FitTable
 from profiler.report.export import _markdown, integer_counts
 from profiler.report.fmt import fixed, mib, pct, times
 from profiler.trace.summary import _clean
@@ -84,10 +84,16 @@ def markdown(frame: pd.DataFrame, manifest: SweepManifest) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: the sweep table's columns left out, the last first, where the width cannot show them all
+OPTIONAL = ("gpu", "mean ms", "p90 ms", "ready s", "compile s", "rel L2 err", "Tensor Cores",
+            "GPU util", "peak alloc MiB", "peak reserved MiB", "TTFT ms", "token p99")
+
+
 def print_benchmark(frame: pd.DataFrame, manifest: SweepManifest, console: Console) -> None:
+    bad = bool(((frame["status"] != "ok") | (frame["reason"] == NOT_FINITE)).any())
     devices = sorted({d for d in frame["device"].dropna() if d})
-    t = Table(title=f"{manifest.model} on {', '.join(devices) or '-'}: speedup = "
-                    f"{manifest.baseline} p50 / p50", title_justify="left")
+    t = FitTable(title=f"{manifest.model} on {', '.join(devices) or '-'}: speedup = "
+                       f"{manifest.baseline} p50 / p50")
     axes = axis_columns(manifest)
     headers = ("backend", "bs", *axes, "mean ms", "p50 ms", "p90 ms", "p99 ms", "samples/s",
                "speedup",
@@ -100,7 +106,12 @@ def print_benchmark(frame: pd.DataFrame, manifest: SweepManifest, console: Conso
     if on_gpus:
         headers = ("gpu", *headers)
     for h in headers:
-        t.add_column(h, justify="left" if h in ("backend", "status") else "right")
+        if h == "backend":  # whole, like a number: the names are short and the row's key
+            t.add_column(h, number=True, justify="left")
+        elif h == "status":
+            t.add_column(h, optional=not bad)
+        else:
+            t.add_column(h, number=True, optional=h in OPTIONAL)
     for r in frame.itertuples():
         status = r.status if r.status == "ok" else f"[red]{escape(str(r.status))}[/]"
         if r.status == "ok" and r.reason == NOT_FINITE:

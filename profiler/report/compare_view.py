@@ -8,8 +8,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from profiler.trace.diff import BOTH, ONLY_A, ONLY_B, Diff
-from profiler.trace.rules import SHORT_WIDTH
 from profiler.trace.summary import Summary
+from profiler.report.console import FitTable
 from profiler.report.fmt import change_pct, head, mib, pct, signed, times, us_fine, with_unit
 
 
@@ -44,9 +44,10 @@ def print_diff(result: Diff, sa: Summary, sb: Summary, top: int, console: Consol
 
 
 def overview_table(result: Diff) -> Table:
-    t = Table(title="Overview", title_justify="left")
-    for col in ("metric", "A", "B", "delta", "change"):
-        t.add_column(col, justify="left" if col == "metric" else "right")
+    t = FitTable(title="Overview")
+    t.add_column("metric")
+    for col in ("A", "B", "delta", "change"):
+        t.add_column(col, number=True)
     for r in result.overview.itertuples():
         t.add_row(r.metric, with_unit(r.a, r.unit), with_unit(r.b, r.unit),
                   signed(r.delta, r.unit or "n"), change_pct(r.change_pct))
@@ -54,10 +55,11 @@ def overview_table(result: Diff) -> Table:
 
 
 def categories_table(result: Diff) -> Table:
-    t = Table(title="Kernel time by category (per step)", title_justify="left")
-    for col in ("category", "A", "B", "delta", "change", "share A", "share B",
+    t = FitTable(title="Kernel time by category (per step)")
+    t.add_column("category")
+    for col in ("A", "B", "delta", "change", "share A", "share B",
                 "Tensor Cores A", "Tensor Cores B"):
-        t.add_column(col, justify="left" if col == "category" else "right")
+        t.add_column(col, number=True, optional=col not in ("A", "B", "delta", "change"))
     c = result.categories
     for r in c.itertuples():
         t.add_row(r.category, us_fine(r.us_a), us_fine(r.us_b), signed(r.delta_us),
@@ -73,7 +75,7 @@ def kernels_table(result: Diff, top: int) -> Table:
     shown = head(matched, top)
     t = _delta_table(f"Kernels in both runs, matched by full name ({len(shown)} of "
                      f"{len(matched)} by |delta|)", "kernel (short name; full name in --out/--json)",
-                     "category", "calls", name_width=SHORT_WIDTH)
+                     "category", "calls")
     for r in shown.itertuples():
         t.add_row(escape(r.kernel), r.category, *_delta_cells(r, r.calls_a, r.calls_b))
     return t
@@ -86,11 +88,13 @@ def unmatched_table(result: Diff, side: str, top: int) -> Table:
     rows = rows.sort_values(column, ascending=False, kind="stable")
     shown = head(rows, top)
     which = "A" if side == ONLY_A else "B"
-    t = Table(title=f"Kernels only in {which}: {len(rows)} kernels, {us_fine(rows[column].sum())} "
-                    f"per step (top {len(shown)})", title_justify="left")
-    t.add_column("kernel", no_wrap=True, min_width=SHORT_WIDTH)
-    for col in ("category", "Tensor Cores", "calls", "time"):
-        t.add_column(col, justify="left" if col in ("category", "Tensor Cores") else "right")
+    t = FitTable(title=f"Kernels only in {which}: {len(rows)} kernels, "
+                       f"{us_fine(rows[column].sum())} per step (top {len(shown)})")
+    t.add_column("kernel")
+    t.add_column("category", optional=True)
+    t.add_column("Tensor Cores", optional=True)
+    t.add_column("calls", number=True)
+    t.add_column("time", number=True)
     for r in shown.itertuples():
         t.add_row(escape(r.kernel), r.category, r.tensor_core, with_unit(getattr(r, calls)),
                   us_fine(getattr(r, column)))
@@ -107,17 +111,14 @@ def operators_table(result: Diff, top: int) -> Table:
     return t
 
 
-def _delta_table(title: str, name: str, kind: str, counted: str,
-                 name_width: int | None = None) -> Table:
-    """A table of named rows, each with counts and times of A and B and their difference;
-    ``name_width``: names already shortened to stay distinct (kernels), shown whole."""
-    t = Table(title=title, title_justify="left")
-    if name_width:
-        t.add_column(name, no_wrap=True, min_width=name_width)
-    else:
-        t.add_column(name, no_wrap=True, overflow="ellipsis", max_width=60)
-    for col in (kind, f"{counted} A", f"{counted} B", "A", "B", "delta", "change"):
-        t.add_column(col, justify="left" if col == kind else "right")
+def _delta_table(title: str, name: str, kind: str, counted: str) -> FitTable:
+    """A table of named rows, each with counts and times of A and B and their difference; the
+    names fold where the width is short."""
+    t = FitTable(title=title)
+    t.add_column(name)
+    t.add_column(kind, optional=True)
+    for col in (f"{counted} A", f"{counted} B", "A", "B", "delta", "change"):
+        t.add_column(col, number=True, optional=col.startswith(counted))
     return t
 
 
@@ -127,13 +128,11 @@ def _delta_cells(r, count_a, count_b) -> list[str]:
 
 
 def changes_table(frame: pd.DataFrame, title: str, level: str) -> Table:
-    t = Table(title=title, title_justify="left")
-    if level == "kernel":
-        t.add_column(level, no_wrap=True, min_width=SHORT_WIDTH)
-    else:
-        t.add_column(level, no_wrap=True, overflow="ellipsis", max_width=70)
-    for col in ("in", "A", "B", "delta"):
-        t.add_column(col, justify="left" if col == "in" else "right")
+    t = FitTable(title=title)
+    t.add_column(level)
+    t.add_column("in", optional=True)
+    for col in ("A", "B", "delta"):
+        t.add_column(col, number=True)
     name = "kernel" if level == "kernel" else "operator"
     for r in frame.itertuples():
         t.add_row(escape(getattr(r, name)), r.side, us_fine(r.us_a), us_fine(r.us_b),

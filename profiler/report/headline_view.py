@@ -5,17 +5,16 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
+from profiler.report.console import FitTable
 
 from profiler.report.fmt import mib, missing, ms_unit as _ms
 
 
 def print_headline(data: dict, console: Console) -> None:
     timed, window, memory = data["timed"], data["noise"] or {}, data["memory"]
-    table = Table(title="Timed window (no profiler attached; quote these)", title_justify="left",
-                  show_header=False)
+    table = FitTable(title="Timed window (no profiler attached; quote these)", show_header=False)
     table.add_column("metric")
-    table.add_column("value", justify="right")
+    table.add_column("value", number=True)
     table.add_column("what it means", style="dim")
     table.add_row("p50 latency", _ms(timed["p50_ms"]),
                   f"median of {timed['iters']} synchronized iterations ({timed['timer']})")

@@ -13,6 +13,11 @@ from profiler.report.advice_view import advice_dict, line
 def roofline_line(r: Roofline | None, missing: str | None = None) -> str:
     if r is None:
         return missing or "no roofline (result.json has no roofline_inputs)"
+    if r.peak_tflops is None and r.peak_gbs is None:  # no roof to draw it against
+        return (f"none drawn (no compute or bandwidth ceilings for this device; "
+                f"`profile.py peaks` measures them): {r.flops / 1e9:,.1f} GFLOP and "
+                f"{r.min_bytes / 1e6:,.1f} MB per batch, {r.achieved_tflops:,.2f} TFLOP/s in "
+                f"{r.seconds * 1e3:.3f} ms (timed p50)")
     pct = (lambda v: f"{v:.1f} %" if v is not None else "n/a")
     return (f"{r.flops / 1e9:,.1f} GFLOP and {r.min_bytes / 1e6:,.1f} MB per batch in "
             f"{r.seconds * 1e3:.3f} ms (timed p50): {r.achieved_tflops:,.2f} TFLOP/s = "

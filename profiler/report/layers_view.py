@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
+from profiler.report.console import FitTable
 
 from profiler.trace.rules import short_name
 from profiler.trace.trt_layers import Attribution
@@ -20,13 +20,15 @@ def print_layers(attributions: list[Attribution], top: int, console: Console) ->
     for index, a in enumerate(attributions):
         shown = head(a.layers.sort_values("share_pct", ascending=False, kind="stable")
                      if "share_pct" in a.layers else a.layers, top)
-        t = Table(title=f"TensorRT engine {index}: {len(a.layers)} layers"
-                        + (f" (top {len(shown)} by share)" if top and len(a.layers) > top else ""),
-                  title_justify="left")
+        t = FitTable(title=f"TensorRT engine {index}: {len(a.layers)} layers"
+                     + (f" (top {len(shown)} by share)" if top and len(a.layers) > top else ""))
         for col in ("#", "layer", "type", "precision", "tactic", "ms/call", "share",
                     "profiled µs/call", "kernel (profiled trace)"):
-            t.add_column(col, justify="right" if col in ("#", "ms/call", "share",
-                                                          "profiled µs/call") else "left")
+            if col in ("#", "ms/call", "share", "profiled µs/call"):
+                t.add_column(col, number=True)
+            else:
+                t.add_column(col, optional=col in ("type", "precision", "tactic",
+                                                   "kernel (profiled trace)"))
         for position, r in shown.iterrows():
             t.add_row(str(position), escape(_cut(r["layer"], 44)), r["type"],
                       escape(r["precision"]), escape(_cut(r["tactic"], 30)),

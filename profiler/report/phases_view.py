@@ -6,6 +6,8 @@ from __future__ import annotations
 import pandas as pd
 from rich.table import Table
 
+from profiler.report.console import FitTable
+
 from profiler.trace.phases import PhaseSummary
 from profiler.report.fmt import count, missing, pct, us
 
@@ -13,10 +15,11 @@ PER_STEP_NOTE = "summed over the profiled generations"
 
 
 def phases_table(phases: PhaseSummary, title: str = "Phases") -> Table:
-    t = Table(title=f"{title} ({PER_STEP_NOTE})", title_justify="left")
-    for col in ("phase", "spans", "CPU wall", "kernel time", "kernel share", "launches",
+    t = FitTable(title=f"{title} ({PER_STEP_NOTE})")
+    t.add_column("phase")
+    for col in ("spans", "CPU wall", "kernel time", "kernel share", "launches",
                 "GPU idle", "idle share", "Tensor Core"):
-        t.add_column(col, justify="left" if col == "phase" else "right")
+        t.add_column(col, number=True, optional=col in ("spans", "idle share", "Tensor Core"))
     for r in phases.phases.itertuples():
         t.add_row(r.phase, count(r.spans), us(r.wall_us), us(r.kernel_us),
                   pct(r.kernel_share_pct), count(r.launches), us(r.gpu_idle_us),
@@ -27,9 +30,9 @@ def phases_table(phases: PhaseSummary, title: str = "Phases") -> Table:
 def positions_table(phases: PhaseSummary, phase: str = "decode", top: int = 0) -> Table:
     """Mean time of the n-th ``phase`` span of a generation: how a step grows with position."""
     rows = phases.positions[phases.positions["phase"] == phase]
-    t = Table(title=f"{phase} step by position (mean over generations)", title_justify="left")
+    t = FitTable(title=f"{phase} step by position (mean over generations)")
     for col in ("position", "CPU wall", "kernel time", "launches"):
-        t.add_column(col, justify="right")
+        t.add_column(col, number=True)
     for r in _spread(rows, top).itertuples():
         t.add_row(str(r.position), us(r.mean_wall_us), us(r.mean_kernel_us),
                   count(r.mean_launches, 1))
@@ -46,10 +49,11 @@ def _spread(rows: pd.DataFrame, top: int) -> pd.DataFrame:
 
 
 def compare_phases_table(a: PhaseSummary, b: PhaseSummary) -> Table:
-    t = Table(title=f"Phases, A vs B ({PER_STEP_NOTE})", title_justify="left")
-    for col in ("phase", "kernel A", "kernel B", "launches A", "launches B", "idle A", "idle B",
+    t = FitTable(title=f"Phases, A vs B ({PER_STEP_NOTE})")
+    t.add_column("phase")
+    for col in ("kernel A", "kernel B", "launches A", "launches B", "idle A", "idle B",
                 "TC A", "TC B"):
-        t.add_column(col, justify="left" if col == "phase" else "right")
+        t.add_column(col, number=True, optional=col.startswith("TC"))
     left, right = a.phases.set_index("phase"), b.phases.set_index("phase")
     for phase in list(dict.fromkeys([*left.index, *right.index])):
         x = left.loc[phase] if phase in left.index else None
@@ -70,10 +74,9 @@ def compare_positions_table(a: PhaseSummary, b: PhaseSummary, phase: str = "deco
     rows = a.positions[a.positions["phase"] == phase].merge(
         b.positions[b.positions["phase"] == phase], on=["phase", "position"], how="outer",
         suffixes=("_a", "_b")).sort_values("position")
-    t = Table(title=f"{phase} step by position, A vs B (mean over generations)",
-              title_justify="left")
+    t = FitTable(title=f"{phase} step by position, A vs B (mean over generations)")
     for col in ("position", "wall A", "wall B", "kernel A", "kernel B"):
-        t.add_column(col, justify="right")
+        t.add_column(col, number=True)
     for r in _spread(rows, top).itertuples():
         t.add_row(str(r.position), us(r.mean_wall_us_a), us(r.mean_wall_us_b),
                   us(r.mean_kernel_us_a), us(r.mean_kernel_us_b))

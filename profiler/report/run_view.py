@@ -9,8 +9,13 @@ from rich.table import Table
 from profiler.analysis.headline import memory_figures, window_noise
 from profiler.runs.layout import RESULT_FILE
 from profiler.runs.result import Generation, Numerics, RunResult
-from profiler.report.console import make_console
+from profiler.report.console import FitTable, make_console
 from profiler.report.fmt import fixed, mib, ms, ms_unit, pct, phases_line, significant
+
+
+#: the run table's columns kept at any width (the others are left out, the last first, where
+#: the width cannot show them all)
+ESSENTIAL = ("p50 ms", "p90", "p99", "samples/s", "CV", "peak alloc")
 
 
 def print_result(result: RunResult, console: Console | None = None) -> None:
@@ -18,8 +23,8 @@ def print_result(result: RunResult, console: Console | None = None) -> None:
     console = console or make_console()
     timing, backend = result.timing, result.backend
     gpu = result.environment.gpu or {}
-    table = Table(title=f"{result.model} · {backend.name} · bs {result.batch_size} · "
-                        f"{gpu.get('name', 'CPU')}", title_justify="left")
+    table = FitTable(title=f"{result.model} · {backend.name} · bs {result.batch_size} · "
+                           f"{gpu.get('name', 'CPU')}")
     memory = memory_figures(result)
     window = window_noise(result) or {}
     columns = ["p50 ms", "p90", "p99", "mean", "min", "max", "samples/s", "CV", "IQR",
@@ -41,7 +46,7 @@ def print_result(result: RunResult, console: Console | None = None) -> None:
             columns.append(column)
             cells.append(f"{value:.2f}")
     for column in columns:
-        table.add_column(column, justify="right")
+        table.add_column(column, number=True, optional=column not in ESSENTIAL)
     table.add_row(*cells)
     console.print(table)
     if result.generation is not None:
@@ -74,7 +79,7 @@ def print_result(result: RunResult, console: Console | None = None) -> None:
     console.print(f"trace:   {', '.join(result.trace.files)}", highlight=False)
     console.print(f"results: {result.run_dir}/{RESULT_FILE}", highlight=False)
     for hint in next_steps(result):
-        console.print(f"next: {escape(hint)}", highlight=False)
+        console.print(f"next: {escape(hint)}", highlight=False, soft_wrap=True)
 
 
 def next_steps(result: RunResult) -> list[str]:
@@ -83,9 +88,15 @@ def next_steps(result: RunResult) -> list[str]:
     hints = [f"python profile.py summarize {run_dir}   (timed headline, kernels, step time)"]
     if result.backend.family == "tensorrt":
         hints.append(f"python profile.py summarize {run_dir} --view layers   (TensorRT layers)")
-    other = "ttrt_fp16" if result.backend.name != "ttrt_fp16" else "pytorch_fp32"
-    hints.append(f"python profile.py compare {run_dir} {run_dir.parent / f'{other}_bs{result.batch_size}'}"
-                 f"   (after running --backend {other})")
+    # a backend that runs where this one ran (TensorRT needs a GPU; TorchScript runs anywhere)
+    other = (("ttrt_fp16", "pytorch_fp32") if result.environment.gpu
+             else ("torchscript_fp32", "pytorch_fp32"))
+    other = other[0] if result.backend.name != other[0] else other[1]
+    # this run's folder name with the other backend (the same batch size, model and --name)
+    if run_dir.name.startswith(result.backend.name):
+        twin = run_dir.parent / (other + run_dir.name.removeprefix(result.backend.name))
+        hints.append(f"python profile.py compare {run_dir} {twin}"
+                     + ("" if twin.is_dir() else f"   (after running --backend {other})"))
     return hints
 
 
@@ -156,7 +167,7 @@ def _print_generation(console: Console, generation: Generation,
         columns["tokens equal"] = f"{numerics.tokens.positions_equal:.3f}"
         columns["seqs identical"] = f"{numerics.tokens.sequences_identical:.3f}"
     for column in columns:
-        table.add_column(column, justify="right")
+        table.add_column(column, number=True, optional=column not in ESSENTIAL)
     table.add_row(*columns.values())
     console.print(table)
     steps = generation.step_ms_by_position

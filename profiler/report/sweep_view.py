@@ -17,9 +17,12 @@ def cell_progress(console: Console, total: int):
     if not console.is_terminal:
         yield say, None
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn,
+                               TimeRemainingColumn)
 
+    # the ETA: rich's estimate from the cells done so far (blank until one is)
     with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=console, transient=True) as bar:
+                  TimeElapsedColumn(), "eta", TimeRemainingColumn(), console=console,
+                  transient=True) as bar:
         task = bar.add_task("sweep", total=total)
         yield say, lambda: bar.advance(task)

@@ -7,9 +7,8 @@ from rich.console import Console
 from rich.table import Table
 
 from profiler.trace.overview import BREAKDOWN, BREAKDOWN_DEFINITIONS, DEFINERS
-from profiler.report.console import make_console
+from profiler.report.console import FitTable, make_console
 from profiler.report.fmt import count, head, pct, size_bytes, us
-from profiler.trace.rules import SHORT_WIDTH
 from profiler.trace.summary import Summary
 
 
@@ -23,9 +22,10 @@ def print_summary(summary: Summary, view: str = "all", top: int = 20,
     console.print(header + ")")
     if view in ("all", "overview"):
         overview_tables(summary, top, console)
-    if view in ("all", "categories"):
+    gpu_work = len(summary.kernels.table) > 0  # none in a CPU-only trace: its note says so
+    if view in ("all", "categories") and gpu_work:
         console.print(categories_table(summary))
-    if view in ("all", "kernels"):
+    if view in ("all", "kernels") and gpu_work:
         console.print(kernels_table(summary, top))
         console.print(launch_table(summary, top))
     if view in ("all", "operators"):
@@ -41,9 +41,9 @@ def print_summary(summary: Summary, view: str = "all", top: int = 20,
 
 def overview_tables(summary: Summary, top: int, console: Console) -> None:
     o, k = summary.overview, summary.kernels
-    facts = Table(title="Overview", show_header=False, title_justify="left")
+    facts = FitTable(title="Overview", show_header=False)
     facts.add_column("metric")
-    facts.add_column("value", justify="right")
+    facts.add_column("value", number=True)
     facts.add_column("what it means", style="dim")
     facts.add_row("steps", str(len(o.steps)), "CPU-side ProfilerStep#N spans (GPU copies not counted)")
     facts.add_row("mean step time under the profiler", us(o.mean_step_us),
@@ -89,6 +89,11 @@ def overview_tables(summary: Summary, top: int, console: Console) -> None:
 STEP_EXTREMES = 5
 
 
+#: the step table's columns kept at any width (the others are left out, the last first, where
+#: the width cannot show them all)
+STEP_COLUMNS = ("step time", "kernel", "runtime", "cpu_exec")
+
+
 def step_table(summary: Summary, top: int) -> Table:
     """Every step when there are at most ``top`` (or ``top`` is 0); else the slowest and the
     fastest steps, then min / median / p90 / max of each column. The mean row closes both."""
@@ -99,9 +104,10 @@ def step_table(summary: Summary, top: int) -> Table:
     if shown < len(o.steps):
         title += (f": {len(o.steps):,} steps, the {shown} slowest and {shown} fastest and the "
                   "spread (all: --top 0 or --out)")
-    steps = Table(title=title, title_justify="left")
-    for col in ("step", "step time", "CPU span", *BREAKDOWN, "GPU util", "kernels"):
-        steps.add_column(col, justify="left" if col == "step" else "right")
+    steps = FitTable(title=title)
+    steps.add_column("step")
+    for col in ("step time", "CPU span", *BREAKDOWN, "GPU util", "kernels"):
+        steps.add_column(col, number=True, optional=col not in STEP_COLUMNS)
     if shown == len(o.steps):
         _step_rows(steps, o.steps)
     else:
@@ -147,10 +153,10 @@ def _step_rows(table: Table, rows, heading: str = "") -> None:
 
 
 def categories_table(summary: Summary) -> Table:
-    t = Table(title="Kernel time by category", title_justify="left")
-    for col in ("category", "kernels", "calls", "total", "share of kernel time",
-                "on Tensor Cores"):
-        t.add_column(col, justify="left" if col == "category" else "right")
+    t = FitTable(title="Kernel time by category")
+    t.add_column("category")
+    for col in ("kernels", "calls", "total", "share of kernel time", "on Tensor Cores"):
+        t.add_column(col, number=True)
     for r in summary.kernels.categories.itertuples():
         t.add_row(r.category, count(r.kernels), count(r.calls), us(r.total_us),
                   pct(r.share_pct), pct(r.tensor_core_pct))
@@ -159,30 +165,30 @@ def categories_table(summary: Summary) -> Table:
 
 def kernels_table(summary: Summary, top: int) -> Table:
     table = summary.kernels.table
-    t = Table(title=_top_title("Kernels by total time", top, len(table)), title_justify="left")
-    t.add_column("kernel (short name; full name in --out/--json)", no_wrap=True,
-                 min_width=SHORT_WIDTH)
-    t.add_column("category")
-    for name in ("calls", "total", "mean", "median", "min", "max", "share"):
-        t.add_column(name, justify="right")
-    t.add_column("Tensor Cores")
-    t.add_column("launched by (operator)", no_wrap=True, overflow="ellipsis", max_width=36)
+    t = FitTable(title=_top_title("Kernels by total time", top, len(table)))
+    t.add_column("kernel (short name; full name in --out/--json)")
+    t.add_column("category", optional=True)
+    t.add_column("calls", number=True)
+    for name in ("total", "mean", "median", "min", "max"):
+        t.add_column(f"{name} µs", number=True, optional=name in ("median", "min", "max"))
+    t.add_column("share", number=True)
+    t.add_column("Tensor Cores", optional=True)
+    t.add_column("launched by (operator)", optional=True)
     for r in head(table, top).itertuples():
-        t.add_row(r.kernel, r.category, count(r.calls), us(r.total_us), us(r.mean_us),
-                  us(r.median_us), us(r.min_us), us(r.max_us), pct(r.share_pct),
-                  r.tensor_core, r.top_operator)
+        t.add_row(r.kernel, r.category, count(r.calls), *[
+            count(v, 1) for v in (r.total_us, r.mean_us, r.median_us, r.min_us, r.max_us)],
+                  pct(r.share_pct), r.tensor_core, r.top_operator)
     return t
 
 
 def launch_table(summary: Summary, top: int) -> Table:
     table = summary.kernels.table
-    t = Table(title="Kernel launch configuration and occupancy (most time-consuming "
-              "configuration; per-SM values and occupancy kernel-time weighted)",
-              title_justify="left")
-    t.add_column("kernel", no_wrap=True, min_width=SHORT_WIDTH)
-    for name in ("regs/thread", "smem/block", "block", "grid", "blocks/SM", "warps/SM",
+    t = FitTable(title="Kernel launch configuration and occupancy (most time-consuming "
+                 "configuration; per-SM values and occupancy kernel-time weighted)")
+    t.add_column("kernel")
+    for name in ("regs/ thread", "smem/ block", "block", "grid", "blocks/ SM", "warps/ SM",
                  "occupancy: Kineto est.", "occupancy: theoretical (computed)", "configs"):
-        t.add_column(name, justify="right")
+        t.add_column(name, number=True, optional=name in ("grid", "blocks/ SM", "configs"))
     for r in head(table, top).itertuples():
         t.add_row(r.kernel, count(r.registers_per_thread), size_bytes(r.shared_memory_bytes),
                   r.block, r.grid, count(r.blocks_per_sm, 1), count(r.warps_per_sm, 1),
@@ -193,15 +199,16 @@ def launch_table(summary: Summary, top: int) -> Table:
 
 def operators_table(summary: Summary, top: int) -> Table:
     ops = summary.overview.operators
-    t = Table(title=_top_title("CPU operators by total CPU time", top, len(ops)),
-              title_justify="left")
-    t.add_column("operator", no_wrap=True, overflow="ellipsis", max_width=60)
-    for name in ("calls", "CPU total (incl. children)", "CPU self",
-                 "kernels launched", "kernel time launched"):
-        t.add_column(name, justify="right")
+    t = FitTable(title=_top_title("CPU operators by total CPU time", top, len(ops)))
+    t.add_column("operator")
+    t.add_column("calls", number=True)
+    t.add_column("CPU total µs (incl. children)", number=True)
+    t.add_column("CPU self µs", number=True)
+    t.add_column("kernels launched", number=True, optional=True)
+    t.add_column("kernel time launched µs", number=True, optional=True)
     for r in head(ops, top).itertuples():
-        t.add_row(r.operator, count(r.calls), us(r.cpu_total_us), us(r.cpu_self_us),
-                  count(r.kernels), us(r.kernel_us))
+        t.add_row(r.operator, count(r.calls), count(r.cpu_total_us, 1), count(r.cpu_self_us, 1),
+                  count(r.kernels), count(r.kernel_us, 1))
     return t
 
 

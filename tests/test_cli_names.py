@@ -1,0 +1,73 @@
+"""The program answers to the names users type: ``infer-profile`` (the console script) and
+``python profile.py``; completion is written for, and completes under, the installed name."""
+
+import os
+import subprocess
+import sys
+
+from tests.conftest import ROOT
+
+
+def console_script(tmp_path):
+    """An ``infer-profile`` launcher like the one pip writes (the entry point under that name)."""
+    script = tmp_path / "infer-profile"
+    script.write_text(f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(ROOT)!r})\n"
+                      "from profiler.cli.app import main\nsys.exit(main())\n")
+    script.chmod(0o755)
+    return script
+
+
+def invoke(command, **env):
+    return subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=120,
+                          env={**os.environ, **env})
+
+
+def test_version_names_the_console_script(tmp_path):
+    done = invoke([str(console_script(tmp_path)), "--version"])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("infer-profile (infer-profiler) ")
+
+
+def test_version_names_profile_py():
+    done = invoke([sys.executable, "profile.py", "--version"])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("profile.py (infer-profiler) ")
+
+
+def test_completion_script_is_for_infer_profile_and_completes_a_backend(tmp_path):
+    script = console_script(tmp_path)
+    source = invoke([str(script)], _INFER_PROFILE_COMPLETE="source_bash")
+    assert "complete -o default -F _infer_profile_completion infer-profile" in source.stdout
+    assert "_INFER_PROFILE_COMPLETE=complete_bash" in source.stdout
+    # what that script runs on <TAB> after `infer-profile run --backend pyt`
+    done = invoke([str(script)], _INFER_PROFILE_COMPLETE="complete_bash",
+                  COMP_WORDS="infer-profile run --backend pyt", COMP_CWORD="3")
+    assert done.returncode == 0, done.stderr
+    offered = done.stdout.split()
+    assert "pytorch_fp32" in offered and all(b.startswith("pyt") for b in offered)
+
+
+def test_help_shows_no_bool_metavars():
+    for args in (["--help"], ["run", "--help"], ["sweep", "--help"], ["summarize", "--help"]):
+        done = invoke([sys.executable, "profile.py", *args], COLUMNS="80")
+        assert done.returncode == 0, done.stderr
+        assert "<bool>" not in done.stdout, args
+        assert "--version" in done.stdout or args != ["--help"]
+
+
+def test_readme_environment_table_lists_every_variable_the_tool_reads():
+    import re
+
+    read = set()
+    for path in (ROOT / "profiler").rglob("*.py"):
+        text = path.read_text()
+        read |= set(re.findall(r'environ\.get\(\s*"([A-Z_]+)"', text))
+        read |= set(re.findall(r'getenv\(\s*"([A-Z_]+)"', text))
+        read |= set(re.findall(r'envvar="([A-Z_]+)"', text))
+        read |= set(re.findall(r'locate\("\w+", "([A-Z_]+)"', text))
+        read |= set(re.findall(r'^[A-Z_]+ = "(INFER_PROFILER_[A-Z_]+)"', text, re.M))
+    assert {"INFER_PROFILER_CACHE", "INFER_PROFILER_PYCACHE", "COLUMNS", "NCU"} <= read
+    readme = (ROOT / "README.md").read_text()
+    table = readme.split("### Environment", 1)[1].split("\n#", 1)[0]
+    missing = {name for name in read if f"`{name}`" not in table and f"`{name}`," not in table}
+    assert not missing, missing

@@ -1,0 +1,124 @@
+"""Every table readable at 80, 100 and 120 columns: a number the 160-column output shows is
+either shown whole at a narrower width or left out with its column, never cut."""
+
+import re
+
+import pytest
+
+from profiler.commands.summarize import VIEWS
+from tests.conftest import FIXTURES
+
+H200 = FIXTURES / "h200" / "runs"
+WIDTHS = (80, 100, 120)
+#: a number standing alone in a cell or a line: bounded by spaces, table rules or the line ends
+NUMBER = re.compile(r"(?<![^\s│┃|(])[-+]?\d{1,3}(?:,\d{3})*(?:\.\d+)?(?=[\s│┃|)%x]|$)")
+
+
+def numbers(text: str) -> set[str]:
+    return set(NUMBER.findall(text))
+
+
+def assert_numbers_whole(render):
+    wide = render(160)
+    assert wide.strip()
+    for width in WIDTHS:
+        narrow = render(width)
+        # every line fits, but the `next:` commands (one line each, to copy whole)
+        assert max(len(line) for line in narrow.splitlines()
+                   if not line.startswith("next: ")) <= width
+        assert not re.search(r"\d…", narrow) or re.search(r"\d…", wide), width
+        cut = {n for n in numbers(narrow) - numbers(wide) if not in_a_name(n, wide)}
+        assert not cut, (width, cut)
+
+
+def in_a_name(token: str, wide: str) -> bool:
+    """Digits of a long name (``tilesize256x128``, ``kernel<8, …``) that fold onto a line of
+    their own at a narrow width."""
+    t = re.escape(token.rstrip(","))
+    return bool(re.search(rf"[A-Za-z<_:]{t}|{t}[A-Za-z_>,]", wide))
+
+
+@pytest.fixture
+def at_width(cli, monkeypatch):
+    def render(*args):
+        def at(width):
+            monkeypatch.setenv("COLUMNS", str(width))
+            done = cli(*args)
+            assert done.code == 0, done.stderr
+            return done.stdout
+        return at
+    return render
+
+
+@pytest.mark.parametrize("view", [v for v in VIEWS if v != "layers"])
+def test_summarize_views(at_width, view):
+    assert_numbers_whole(at_width("summarize", str(H200 / "pytorch_fp16_bs8"), "--view", view,
+                                  "--top", "8"))
+
+
+def test_summarize_trt_layers(at_width):
+    assert_numbers_whole(at_width("summarize", str(H200 / "ttrt_fp16_bs8"), "--top", "8"))
+
+
+def test_compare(at_width):
+    assert_numbers_whole(at_width("compare", str(H200 / "pytorch_fp16_bs8"),
+                                  str(H200 / "ttrt_fp16_bs8"), "--top", "8"))
+
+
+def test_kernel_totals_survive_at_80(at_width):
+    text = at_width("summarize", str(H200 / "pytorch_fp16_bs8"), "--view", "kernels",
+                    "--top", "5")(80)
+    kernels = text.split("Kernels by total time")[1].split("Kernel launch")[0]
+    assert "total" in kernels and "729.0" in kernels
+
+
+def rendered(draw, width: int) -> str:
+    """What ``draw(console)`` prints on a console ``width`` columns wide."""
+    import io
+
+    from rich.console import Console
+
+    console = Console(file=io.StringIO(), width=width, color_system=None)
+    draw(console)
+    return console.file.getvalue()
+
+
+def test_sweep_table():
+    from profiler.analysis.benchmark import benchmark_table
+    from profiler.report.benchmark_view import print_benchmark
+    from profiler.runs.manifest import SweepCell, SweepManifest
+
+    sweep = FIXTURES / "h100_engines" / "runs" / "engines_resnet50"
+    names = sorted(p.name for p in sweep.iterdir() if p.is_dir())
+    cells = {n: SweepCell(backend=n.removesuffix("_bs8"), batch_size=8, status="ok")
+             for n in names}
+    backends = [n.removesuffix("_bs8") for n in names]
+    manifest = SweepManifest(options={}, model="resnet50", baseline=backends[0],
+                             backends=backends, batch_sizes=[8], cells=cells)
+    frame = benchmark_table(sweep, manifest)
+    render = lambda width: rendered(lambda c: print_benchmark(frame, manifest, c), width)
+    assert_numbers_whole(render)
+    for width in WIDTHS:  # backend names whole, not `pytorc…`
+        assert all(f"│ {backend} " in render(width) for backend in backends), width
+
+
+@pytest.mark.parametrize("run", ["pytorch_fp16_bs8", "ttrt_fp16_bs8"])
+def test_run_result_view(run):
+    from profiler.report.run_view import print_result
+    from profiler.runs.result import read_result
+
+    result = read_result(H200 / run / "result.json")
+    assert_numbers_whole(lambda width: rendered(lambda c: print_result(result, c), width))
+
+
+def test_sweep_progress_bar_has_an_eta():
+    import io
+
+    from rich.console import Console
+
+    from profiler.report.sweep_view import cell_progress
+
+    console = Console(file=io.StringIO(), force_terminal=True, width=100, color_system=None)
+    with cell_progress(console, 3) as (_, advance):
+        advance()
+    assert "1/3" in console.file.getvalue() and "eta" in console.file.getvalue()
