@@ -239,7 +239,8 @@ def test_an_eager_run_imports_no_other_backends_library():
     assert done.returncode == 0, done.stderr
 
 
-def test_help_imports_no_torch():
+def test_help_imports_no_torch_nor_pandas():
+    """Help and usage errors start fast: no torch, and not the analysis half's pandas either."""
     code = (
         "import sys\n"
         "sys.argv = ['profile.py', 'run', '--help']\n"
@@ -248,7 +249,8 @@ def test_help_imports_no_torch():
         "    runpy.run_path('profile.py', run_name='__main__')\n"
         "except SystemExit:\n"
         "    pass\n"
-        "assert 'torch' not in sys.modules, 'torch imported'\n"
+        "loaded = [m for m in ('torch', 'pandas') if m in sys.modules]\n"
+        "assert not loaded, loaded\n"
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                           text=True, timeout=120)

@@ -12,9 +12,18 @@ from .conftest import ROOT, V100_TRACE
 
 
 def run_cli(*args, cwd=ROOT):
+    """`profile.py summarize ARGS` in a fresh process: what the user's terminal shows."""
     env = dict(os.environ, COLUMNS="200")
     return subprocess.run([sys.executable, str(ROOT / "profile.py"), "summarize", *map(str, args)],
                           capture_output=True, text=True, cwd=cwd, env=env, timeout=120)
+
+
+@pytest.fixture
+def summarize(cli, monkeypatch):
+    """`summarize ARGS` in the test's process (cwd: its tmp_path), 200 columns wide: for the
+    tests of what it prints, which need no fresh process."""
+    monkeypatch.setenv("COLUMNS", "200")
+    return lambda *args: cli("summarize", *map(str, args))
 
 
 def _bad_inputs(tmp):
@@ -77,12 +86,12 @@ def cpu_only_trace(tmp_path_factory):
     return path
 
 
-def test_cpu_only_trace_is_not_an_error(cpu_only_trace):
-    result = run_cli(cpu_only_trace)
-    assert result.returncode == 0, result.stderr
+def test_cpu_only_trace_is_not_an_error(cpu_only_trace, summarize):
+    result = summarize(cpu_only_trace)
+    assert result.code == 0, result.stderr
     assert "no GPU activity was recorded" in result.stdout
     assert "aten::conv2d" in result.stdout
-    data = json.loads(run_cli(cpu_only_trace, "--json").stdout)
+    data = json.loads(summarize(cpu_only_trace, "--json").stdout)
     assert data["overview"]["steps"] == 3
     assert data["overview"]["devices"] == [] and data["kernels"] == []
     ops = {op["operator"]: op for op in data["operators"]}
@@ -90,9 +99,9 @@ def test_cpu_only_trace_is_not_an_error(cpu_only_trace):
     assert ops["aten::conv2d"]["cpu_self_us"] <= ops["aten::conv2d"]["cpu_total_us"]
 
 
-def test_v100_tables_json_and_exports(tmp_path):
-    result = run_cli(V100_TRACE, "--top", "5", "--out", tmp_path / "out")
-    assert result.returncode == 0, result.stderr
+def test_v100_tables_json_and_exports(tmp_path, summarize):
+    result = summarize(V100_TRACE, "--top", "5", "--out", tmp_path / "out")
+    assert result.code == 0, result.stderr
     for words in ("GPU 0 utilization", "55.5 %", "occupancy: Kineto est.",
                   "occupancy: theoretical (computed)", "cudnn::detail::dgrad_engine",
                   "Kernel time by category", "CPU operators"):
@@ -105,7 +114,7 @@ def test_v100_tables_json_and_exports(tmp_path):
     assert "| kernel |" in (tmp_path / "out" / "summary.md").read_text()
 
 
-def test_targets_run_folder_and_run_name(tmp_path):
+def test_targets_run_folder_and_run_name(tmp_path, summarize):
     # runs/<run>/result.json names the trace relative to the repository root
     (tmp_path / "tb_logs" / "pytorch_fp32_bs8").mkdir(parents=True)
     older = tmp_path / "tb_logs" / "pytorch_fp32_bs8" / "a.pt.trace.json.gz"
@@ -118,25 +127,25 @@ def test_targets_run_folder_and_run_name(tmp_path):
     (run / "result.json").write_text(json.dumps(
         {"trace": {"dir": "tb_logs/pytorch_fp32_bs8",
                    "files": ["tb_logs/pytorch_fp32_bs8/a.pt.trace.json.gz"]}}))
-    by_name = run_cli("pytorch_fp32_bs8", "--view", "categories", cwd=tmp_path)
-    assert by_name.returncode == 0, by_name.stderr
+    by_name = summarize("pytorch_fp32_bs8", "--view", "categories")  # cwd: tmp_path
+    assert by_name.code == 0, by_name.stderr
     assert "convolution" in by_name.stdout and by_name.stderr == ""
     # a folder of several traces: the newest is used, and we say so on stderr
-    folder = run_cli(tmp_path / "tb_logs" / "pytorch_fp32_bs8", "--view", "categories")
-    assert folder.returncode == 0
+    folder = summarize(tmp_path / "tb_logs" / "pytorch_fp32_bs8", "--view", "categories")
+    assert folder.code == 0
     assert "using the newest, b.pt.trace.json.gz" in folder.stderr
 
 
 H100_STACKS = ROOT / "tests/fixtures/h100_stacks/h100_pytorch_fp16_bs8_stacks.pt.trace.json.gz"
 
 
-def test_long_step_table_is_summarised_unless_asked():
+def test_long_step_table_is_summarised_unless_asked(summarize):
     """10 steps with --top 4: the 4 slowest and 4 fastest steps and the distribution; with
     --top 0 every step."""
-    steps = json.loads(run_cli(H100_STACKS, "--json").stdout)["overview"]["per_step"]
+    steps = json.loads(summarize(H100_STACKS, "--json").stdout)["overview"]["per_step"]
     by_time = sorted(steps, key=lambda s: -s["step_us"])
-    short = run_cli(H100_STACKS, "--view", "overview", "--top", "4")
-    assert short.returncode == 0, short.stderr
+    short = summarize(H100_STACKS, "--view", "overview", "--top", "4")
+    assert short.code == 0, short.stderr
     assert "10 steps, the 4 slowest and 4 fastest" in short.stdout
     table = short.stdout[short.stdout.index("Step time breakdown"):]
     shown = [s["step"] for s in steps if f" {s['step']} " in table]
@@ -145,5 +154,5 @@ def test_long_step_table_is_summarised_unless_asked():
     for row in ("min", "median", "p90", "max", "mean"):
         assert f" {row} " in table
     assert f"{by_time[0]['step_us']:,.2f}" in table.split(" max ")[1].splitlines()[0]
-    full = run_cli(H100_STACKS, "--view", "overview", "--top", "0").stdout
+    full = summarize(H100_STACKS, "--view", "overview", "--top", "0").stdout
     assert all(f" {s['step']} " in full for s in steps) and " p90 " not in full

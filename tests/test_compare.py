@@ -1,6 +1,5 @@
 """compare on the real H200 runs: the diff's views add up and agree with summarize."""
 
-import os
 import subprocess
 import sys
 
@@ -78,14 +77,13 @@ def test_inductor_variants_match_some_kernels(summaries):
     assert (both["us_a"] > 0).all() and (both["us_b"] > 0).all()
 
 
-def test_compare_command_tables_and_csvs(tmp_path):
-    env = dict(os.environ, COLUMNS="200")
-    env.pop("PYTHONPATH", None)
-    done = subprocess.run([sys.executable, str(ROOT / "profile.py"), "compare",
-                           "pytorch_fp16_bs8", "runs/ttrt_fp16_bs8", "--top", "5", "--out",
-                           str(tmp_path)], cwd=H200, capture_output=True, text=True, env=env,
-                          timeout=120)
-    assert done.returncode == 0, done.stderr
+def test_compare_command_tables_and_csvs(tmp_path, cli, monkeypatch):
+    # in the test's process: what compare prints needs no fresh one (the one-line error below has)
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.chdir(H200)
+    done = cli("compare", "pytorch_fp16_bs8", "runs/ttrt_fp16_bs8", "--top", "5", "--out",
+               str(tmp_path))
+    assert done.code == 0, done.stderr
     for words in ("Overview", "timed p50 latency (result.json)", "Kernel time by category",
                   "Kernels only in A: 23 kernels", "tensorrt::execute_engine",
                   "share no kernel name"):
@@ -105,11 +103,10 @@ def test_compare_missing_target_is_one_line(tmp_path):
         "error: no such file, folder or run: nope_bs8 (looked in runs/ and tb_logs/ too)"]
 
 
-def test_plot_of_a_fixture_run(tmp_path):
-    done = subprocess.run([sys.executable, str(ROOT / "profile.py"), "plot", "ttrt_fp16_bs8",
-                           "--out", str(tmp_path)], cwd=H200, capture_output=True, text=True,
-                          timeout=120)
-    assert done.returncode == 0, done.stderr
+def test_plot_of_a_fixture_run(tmp_path, cli, monkeypatch):
+    monkeypatch.chdir(H200)
+    done = cli("plot", "ttrt_fp16_bs8", "--out", str(tmp_path))
+    assert done.code == 0, done.stderr
     data = (tmp_path / "ttrt_fp16_bs8_categories.png").read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
 

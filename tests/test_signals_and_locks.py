@@ -62,7 +62,7 @@ def _one_error_line(stderr: str, *fragments: str) -> None:
         assert fragment in lines[0], lines[0]
 
 
-def test_killed_run_leftovers_are_cleaned_and_a_second_writer_refuses(tmp_path):
+def test_killed_run_leftovers_are_cleaned_and_a_second_writer_refuses(tmp_path, cli):
     from profiler.fsutil import clean_leftovers
     from profiler.runs.targets import resolve_target
 
@@ -89,11 +89,11 @@ def test_killed_run_leftovers_are_cleaned_and_a_second_writer_refuses(tmp_path):
     assert clean_leftovers(runs) == [] and clean_leftovers(tb) == []  # a live run's are kept
     assert _staging(runs) + _staging(tb) == live
 
-    # a second run of the same name refuses at once, naming the first; it changes nothing
-    second = _start(SLOW_RUN, tmp_path)
-    _, stderr = _finish(second)
-    assert second.returncode == 2
-    _one_error_line(stderr, f"runs/{RUN} is being written by process {first.pid} (a run)",
+    # a second run of the same name (here in the test's process, in the same folder) refuses at
+    # once, naming the first; it changes nothing
+    second = cli(*SLOW_RUN)
+    assert second.code == 2
+    _one_error_line(second.stderr, f"runs/{RUN} is being written by process {first.pid} (a run)",
                     "another --name")
     assert first.poll() is None and _staging(runs) + _staging(tb) == live
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from profiler.errors import UserError
-from profiler.analysis.run import RunAnalysis, require_layers
+
+if TYPE_CHECKING:
+    from profiler.analysis.run import RunAnalysis
 
 VIEWS = ("all", "overview", "kernels", "categories", "operators", "layers", "phases")
 
@@ -20,6 +23,9 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
     if top < 0:
         raise UserError(f"--top must be 0 (all) or more (got {top})")
     ncu_path = _ncu_csv(ncu)
+    # here, not at the top: the CLI imports VIEWS, and --help or a usage error needs no pandas
+    from profiler.analysis.run import RunAnalysis
+
     run = RunAnalysis(target, ncu=ncu_path, breakdown=breakdown)
     if run.note:
         print(run.note, file=sys.stderr)
@@ -114,6 +120,8 @@ def _layers(run: RunAnalysis, out: Path | None, sink, top: int) -> None:
     """--view layers: the TensorRT layers of a run with the profiled kernels attributed."""
     from profiler.trace.summary import _clean
     from profiler.trace.trt_layers import LAYER_COLUMNS
+
+    from profiler.analysis.run import require_layers
 
     attributions = require_layers(run)
     if out is not None:
