@@ -7,11 +7,13 @@ writer left (``clean_leftovers``)."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
 import re
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 from typing import Callable, Iterator
@@ -41,6 +43,7 @@ def atomic_path(path: Path, suffix: str = ".tmp") -> Iterator[Path]:
     ``save(file)``); renamed onto ``path`` when the block ends, removed when it fails. The temp
     name (``.<name>.<random><suffix>``) matches no pattern a reader of the folder looks for."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    refuse_non_regular(path)
     handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
     chmod_by_umask(handle)
     os.close(handle)
@@ -50,6 +53,22 @@ def atomic_path(path: Path, suffix: str = ".tmp") -> Iterator[Path]:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def refuse_non_regular(path: Path) -> None:
+    """A file this tool writes replaces only a regular file (or nothing): never a device node
+    (``/dev/null`` as root), a FIFO, a socket, a folder or a symlink (which it would not follow)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        raise UserError(f"cannot write {path}: {error.strerror}") from None
+    if not stat.S_ISREG(mode):
+        kind = "a symlink" if stat.S_ISLNK(mode) else "a folder" if stat.S_ISDIR(mode) else \
+            "not a regular file"
+        raise UserError(f"{path} exists and is {kind}: this tool replaces only regular files; "
+                        "give another path")
 
 
 def write_with(path: Path, writer: Callable[[Path], object], suffix: str = ".tmp") -> Path:
@@ -72,24 +91,57 @@ def write_json_atomic(path: Path, data: object) -> None:
     write_text_atomic(path, json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
 
 
+#: the empty file inside every folder this tool builds (staging folders, and so the run and
+#: sweep folders they become): the clean-up removes or restores only folders that hold it
+MARKER = ".infer-profiler"
+
+
+def is_ours(folder: Path) -> bool:
+    """A real folder (not a symlink) holding this tool's marker file."""
+    try:
+        return stat.S_ISDIR(os.lstat(folder).st_mode) and \
+            stat.S_ISREG(os.lstat(Path(folder) / MARKER).st_mode)
+    except OSError:
+        return False
+
+
 def staging_dir(final: Path) -> Path:
-    """A fresh hidden folder beside ``final`` to build its contents in."""
+    """A fresh hidden folder beside ``final`` to build its contents in, marked as this tool's."""
     final.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.partial-", dir=final.parent))
     try:
         chmod_by_umask(staging, directory=True)
-    except BaseException:  # Ctrl-C included: leave no empty staging folder behind
-        staging.rmdir()
+        (staging / MARKER).touch()
+    except BaseException:  # Ctrl-C included: leave no staging folder behind
+        shutil.rmtree(staging, ignore_errors=True)
         raise
     return staging
 
 
+def old_name(final: Path) -> Path:
+    return final.with_name(f".{final.name}.old-{os.getpid()}")
+
+
+def set_aside(final: Path) -> Path | None:
+    """Rename the folder at ``final`` to its ``.old-`` name (None when there is none). Only a
+    real folder is set aside: a file or a symlink there is refused, never moved or followed."""
+    try:
+        mode = os.lstat(final).st_mode
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISDIR(mode):
+        raise UserError(f"{final} exists and is not a folder: move it away, or use another "
+                        "--name")
+    old = old_name(final)
+    if not is_ours(final):  # a folder of an older version: mark it, so a leftover is ours
+        (final / MARKER).touch()
+    os.replace(final, old)
+    return old
+
+
 def replace_dir(staging: Path, final: Path) -> None:
     """Put a finished staging folder in place of ``final`` (replacing an older one)."""
-    old = None
-    if final.exists():
-        old = final.with_name(f".{final.name}.old-{os.getpid()}")
-        os.replace(final, old)
+    old = set_aside(final)
     os.replace(staging, final)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
@@ -136,7 +188,19 @@ def _try_lock(path: Path) -> int | None:
     when another process holds it. A holder unlinks the file before it lets go, so a lock taken
     on a file that is no longer at ``path`` is dropped and taken again on the new one."""
     while True:
-        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)  # as open(): the umask decides
+        try:  # never through a symlink planted at the lock's path
+            descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK,
+                                 0o666)  # as open(): the umask decides
+        except OSError as error:
+            if error.errno == errno.ELOOP:
+                raise UserError(f"{path} is a symlink, not a lock file of this tool: remove it"
+                                ) from None
+            raise
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
+            os.close(descriptor)
+            raise UserError(f"{path} is not a lock file of this tool (not a regular file of "
+                            "this user): remove it")
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -211,13 +275,14 @@ def _make_parents(folder: Path) -> list[Path]:
 def clean_leftovers(folder: Path) -> list[Path]:
     """Remove the staging folders in ``folder`` that no live process owns, and put back a folder
     whose replacement was cut between its two renames (``.F.old-*`` present, ``F`` missing).
-    Folders whose writer still runs are left alone. Returns what was removed."""
+    Only folders holding this tool's marker (see staging_dir) are touched; folders whose writer
+    still runs are left alone. Returns what was removed."""
     if not folder.is_dir():
         return []
     by_name: dict[str, list[Path]] = {}
     for entry in folder.iterdir():
         match = LEFTOVER.match(entry.name)
-        if match and entry.is_dir() and not entry.is_symlink():
+        if match and is_ours(entry):
             by_name.setdefault(match["name"], []).append(entry)
     removed = []
     for name, leftovers in by_name.items():
@@ -227,7 +292,7 @@ def clean_leftovers(folder: Path) -> list[Path]:
             continue
         try:
             descriptor = _try_lock(lock_path(folder / name))
-        except OSError:  # a read-only folder: nothing can be cleaned, nothing is harmed
+        except (OSError, UserError):  # read-only, or not our lock: nothing is touched
             continue
         if descriptor is None:
             continue  # a live writer owns them
