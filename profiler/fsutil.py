@@ -71,6 +71,22 @@ def refuse_non_regular(path: Path) -> None:
                         "give another path")
 
 
+def read_small(path: Path, limit: int, what: str) -> bytes:
+    """A small input file's bytes: a regular file (never a FIFO, which would hang, or a device
+    such as /dev/zero, which never ends) of at most ``limit`` bytes; one-line errors."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as error:
+        raise UserError(f"{what} {path}: cannot read it ({error.strerror})") from None
+    with os.fdopen(descriptor, "rb") as f:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise UserError(f"{what} {path}: not a regular file")
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise UserError(f"{what} {path}: larger than {limit >> 20} MiB, not a file of this kind")
+    return data
+
+
 def write_with(path: Path, writer: Callable[[Path], object], suffix: str = ".tmp") -> Path:
     """``writer(temp_path)`` writes the file, which then takes ``path``'s place."""
     with atomic_path(path, suffix) as tmp:
