@@ -306,7 +306,12 @@ def start_manifest(p: SweepPlan) -> SweepManifest:
 
 
 def is_done(sweep_dir: Path, cell: SweepCell, name: str) -> bool:
-    return cell.status == OK and (sweep_dir / name / runs.RESULT_FILE).is_file()
+    """An ok cell whose result.json still reads and whose traces are still there: a damaged
+    cell is run again by --resume."""
+    if cell.status != OK:
+        return False
+    result = runs.try_read_result(sweep_dir / name / runs.RESULT_FILE)
+    return result is not None and all(Path(f).is_file() for f in result.trace.files)
 
 
 def cell_job(p: SweepPlan, backend: str, batch_size: int,
