@@ -14,7 +14,10 @@ def run(refresh: bool = False, cache_dir: Path | None = None, matmul_n: int | No
     for flag, value, limit in (("--matmul-n", matmul_n, 2 ** 16), ("--copy-mib", copy_mib, 2 ** 20)):
         if value is not None and not 1 <= value <= limit:
             raise UserError(f"{flag} must be from 1 to {limit} (got {value})")
-    from profiler.collect import peaks
+    from profiler.commands import loading_torch
+
+    with loading_torch():
+        from profiler.collect import peaks
 
     sizes = None
     if matmul_n is not None or copy_mib is not None:
