@@ -14,7 +14,9 @@ import os
 import re
 import shutil
 import stat
+import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -127,7 +129,8 @@ def staging_dir(final: Path) -> Path:
     staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.partial-", dir=final.parent))
     try:
         chmod_by_umask(staging, directory=True)
-        (staging / MARKER).touch()
+        started = time.strftime("%Y-%m-%d %H:%M:%S")
+        (staging / MARKER).write_text(f"{os.getpid()} {started}\n")
     except BaseException:  # Ctrl-C included: leave no staging folder behind
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -269,6 +272,7 @@ def folder_lock(*folders: Path, what: str = "writer") -> Iterator[None]:
                                  "to finish, or use another --name")
             held.append((path, descriptor))
             _held_here.add(str(path))
+            _report_dead_holder(path, descriptor)
             os.ftruncate(descriptor, 0)
             os.pwrite(descriptor, f"{os.getpid()} {what}\n".encode(), 0)
         yield
@@ -300,6 +304,8 @@ def clean_leftovers(folder: Path) -> list[Path]:
         match = LEFTOVER.match(entry.name)
         if match and is_ours(entry):
             by_name.setdefault(match["name"], []).append(entry)
+        elif _is_our_lock(entry):  # a killed holder's lock, with no staging folder yet
+            by_name.setdefault(entry.name[1:-len(".lock")], [])
     removed = []
     for name, leftovers in by_name.items():
         if os.path.abspath(lock_path(folder / name)) in _held_here:
@@ -313,10 +319,29 @@ def clean_leftovers(folder: Path) -> list[Path]:
         if descriptor is None:
             continue  # a live writer owns them
         try:
+            _report_dead_holder(lock_path(folder / name), descriptor)
             removed += _remove_leftovers(folder / name, leftovers)
         finally:
             _release(lock_path(folder / name), descriptor)
     return removed
+
+
+#: what folder_lock writes into its lock file: "<pid> <what>"
+_LOCK_TEXT = re.compile(rb"^[0-9]+ [a-z]+\n$")
+
+
+def _is_our_lock(entry: Path) -> bool:
+    """``.<name>.lock``, a regular file (not a symlink) holding what folder_lock writes."""
+    if not (entry.name.startswith(".") and entry.name.endswith(".lock")
+            and len(entry.name) > len("..lock")):
+        return False
+    try:
+        if not stat.S_ISREG(os.lstat(entry).st_mode):
+            return False
+        with open(entry, "rb") as f:
+            return bool(_LOCK_TEXT.match(f.read(64)))
+    except OSError:
+        return False
 
 
 def clean_tree(logdir: Path) -> list[Path]:
@@ -328,6 +353,28 @@ def clean_tree(logdir: Path) -> list[Path]:
             if folder.is_dir() and not folder.name.startswith("."):
                 removed += clean_leftovers(folder)
     return removed
+
+
+#: the processes whose unfinished work this process has reported (one line each)
+_reported: set[str] = set()
+
+
+def _report_dead_holder(path: Path, descriptor: int) -> None:
+    """A lock file taken over from a holder that never let go (its process ended without
+    finishing: killed, or a model that called os._exit): one line on stderr, once per process.
+    What it holds is the holder's ``PID what`` line."""
+    try:
+        pid, _, what = os.pread(descriptor, 200, 0).decode("utf-8", "replace").strip() \
+            .partition(" ")
+    except OSError:
+        return
+    if not pid.isdigit() or pid in _reported or int(pid) == os.getpid():
+        return
+    _reported.add(pid)
+    name = path.name[1:-len(".lock")]
+    print(f"note: an earlier {what if what.isidentifier() else 'writer'} of "
+          f"{path.parent / name} did not finish (process {pid} ended before it was done: "
+          "killed, or os._exit in the model); nothing of it was written", file=sys.stderr)
 
 
 def _remove_leftovers(final: Path, leftovers: list[Path]) -> list[Path]:
