@@ -249,3 +249,17 @@ def leaks_state_at_bs1(batch_size: int = 2, image_size: int = 16):
     if found != PRISTINE:
         raise RuntimeError(f"state leaked from an earlier cell: {found}")
     return conv_net(batch_size, image_size)
+
+
+class _ExitsInForward(nn.Module):
+    """Ends the whole process from inside forward (os._exit, no clean-up, no atexit): a model
+    library that calls exit in a C extension, or a fatal error handler."""
+
+    def forward(self, x):
+        import os
+
+        os._exit(0)
+
+
+def exits_in_forward(batch_size: int = 2):
+    return _ExitsInForward(), (torch.randn(batch_size, 4),)
