@@ -266,7 +266,10 @@ def folder_lock(*folders: Path, what: str = "writer") -> Iterator[None]:
                 created += _make_parents(path.parent)
                 descriptor = _try_lock(path)
             except OSError as error:
-                raise UserError(f"cannot write in {path.parent}: {error.strerror}") from None
+                where = path.parent if error.errno in (errno.EACCES, errno.EROFS, errno.ENOSPC) \
+                    else path
+                raise UserError(f"cannot write in {where}: {error.strerror}" if where != path
+                                else f"cannot take the lock {path}: {error.strerror}") from None
             if descriptor is None:
                 raise FolderBusy(f"{folder} is being written by {_holder(path)}; wait for it "
                                  "to finish, or use another --name")
