@@ -384,6 +384,8 @@ def _run_sweep(p: SweepPlan, say, progress) -> SweepOutcome:
                 progress()
         else:
             jobs.append(cell_job(p, backend, batch_size, axis))
+            if p.resume and (p.sweep_dir / name).is_dir():  # this sweep's own damaged cell
+                jobs[-1].argv.append("--replace")
     running: set[str] = set()
 
     def on_start(job: CellJob, where: dict) -> None:
