@@ -129,3 +129,31 @@ def test_resume_runs_damaged_cells_again(tmp_path):
         assert cell["status"] == "ok"
         result = read_result(tmp_path / "runs" / "rc" / name / "result.json")
         assert all(Path(tmp_path, f).is_file() for f in result.trace.files)
+
+
+#: a stand-in for ncu or nsys on PATH: (its shell body, the exit status, what the output says)
+TOOLS = {
+    "ncu-failing": ("ncu", 'echo "==ERROR== something broke" >&2; exit 1', 2,
+                    "ncu did not write a report: ==ERROR== something broke"),
+    "nsys-killed": ("nsys", "kill -9 $$", 1, "nsys wrote no report (killed by SIGKILL)"),
+}
+
+
+@pytest.mark.parametrize("tool, body, code, fragment", TOOLS.values(), ids=TOOLS.keys())
+def test_a_failing_or_killed_tool_is_one_line_and_leaves_no_staging(tmp_path, tool, body, code,
+                                                                     fragment):
+    """Issue 24 point 4, the CPU part: ncu / nsys failing or killed (a fake on PATH)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / tool).write_text(f"#!/bin/sh\n{body}\n")
+    (bin_dir / tool).chmod(0o755)
+    env = _env()
+    env["PATH"] = f"{bin_dir}:{env['PATH']}"
+    env.pop(tool.upper(), None)
+    done = subprocess.run([sys.executable, str(ROOT / "profile.py"), tool, "--model",
+                           "tests.tiny_models:conv_net", "--bs", "2", *FAST], cwd=tmp_path,
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == code, done.stderr
+    assert fragment in done.stdout + done.stderr and "Traceback" not in done.stderr
+    assert sum(line.startswith("error:") for line in done.stderr.splitlines()) == (code == 2)
+    assert not [p for p in (tmp_path / "runs").iterdir() if "partial" in p.name]
