@@ -37,9 +37,12 @@ def check_destination(config) -> None:
         if os.path.lexists(folder) and not stat.S_ISDIR(os.lstat(folder).st_mode):
             raise UserError(f"{folder} exists and is not a folder: move it away, or pass --name "
                             "for another run name")
+    if run_dir.exists() and not config.replace:
+        _check_run_folder(config, run_dir)
     _check_trace_folder(run_dir, tb_run_dir, config.replace)
-    if not run_dir.exists() or config.replace:
-        return
+
+
+def _check_run_folder(config, run_dir: Path) -> None:
     existing = try_read_result(run_dir / RESULT_FILE)
     if existing is None:
         if any(run_dir.iterdir()):
