@@ -305,13 +305,22 @@ def start_manifest(p: SweepPlan) -> SweepManifest:
     return manifest
 
 
-def is_done(sweep_dir: Path, cell: SweepCell, name: str) -> bool:
+def is_done(sweep_dir: Path, cell: SweepCell, name: str, trace_dir: Path | None = None) -> bool:
     """An ok cell whose result.json still reads and whose traces are still there: a damaged
     cell is run again by --resume."""
     if cell.status != OK:
         return False
     result = runs.try_read_result(sweep_dir / name / runs.RESULT_FILE)
-    return result is not None and all(Path(f).is_file() for f in result.trace.files)
+    if result is None:
+        return False
+    try:  # trace names are relative to where the sweep ran: found as a summarize finds them
+        if len(runs.traces_named_by_result(sweep_dir / name)) == len(result.trace.files):
+            return True
+    except UserError:
+        pass
+    # the cell's trace folder still holding traces (a sweep folder moved elsewhere)
+    return trace_dir is not None and bool(runs.traces_in_folder(trace_dir / name)) \
+        if result.trace.files else True
 
 
 def cell_job(p: SweepPlan, backend: str, batch_size: int,
@@ -377,7 +386,7 @@ def _run_sweep(p: SweepPlan, say, progress) -> SweepOutcome:
     jobs, skipped = [], 0
     for backend, batch_size, axis in p.cells:
         name = _plan_cell_name(p, backend, batch_size, axis)
-        if p.resume and is_done(p.sweep_dir, manifest.cells[name], name):
+        if p.resume and is_done(p.sweep_dir, manifest.cells[name], name, p.trace_dir):
             skipped += 1
             say(f"{labels[name]}: done before, skipped (--resume)")
             if progress:
