@@ -2,6 +2,7 @@
 only moves files, so a writer that writes a few bytes stands in for torch_tensorrt.save."""
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -110,3 +111,46 @@ def test_default_dir_and_environment_variable(monkeypatch, tmp_path):
     assert engine_cache.default_dir().parts[-3:] == (".cache", "infer-profiler", "engines")
     monkeypatch.setenv(engine_cache.ENV_VAR, str(tmp_path / "engines"))
     assert engine_cache.default_dir() == tmp_path / "engines"
+
+
+@pytest.mark.parametrize("damage", [lambda p: p.write_bytes(b"compiled modu"),
+                                    lambda p: p.write_bytes(b"compiled mod\x00le")],
+                         ids=["truncated", "flipped"])
+def test_a_damaged_entry_is_not_used_and_says_so_in_one_line(tmp_path, damage):
+    """Issue 24 point 4: a cache entry damaged after it was stored is rebuilt, with a reason."""
+    path = engine_cache.store(tmp_path, FACTS, write_bytes)
+    damage(path)
+    found = engine_cache.lookup(tmp_path, FACTS)
+    assert not found.hit and "is damaged" in found.reason and "rebuilt" in found.reason
+    assert "\n" not in found.reason
+    engine_cache.store(tmp_path, FACTS, write_bytes)  # the rebuild
+    assert engine_cache.lookup(tmp_path, FACTS).hit
+
+
+def test_an_entry_half_written_by_a_killed_build_is_never_read(tmp_path):
+    """A build killed (SIGKILL) while it writes its engine leaves no entry a lookup would use."""
+    import signal
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from profiler.collect import engine_cache\n"
+        "def slow(p):\n"
+        "    p.write_bytes(b'half an engine')\n"
+        "    print('writing', flush=True)\n"
+        "    time.sleep(60)\n"
+        f"engine_cache.store(Path(sys.argv[1]), {FACTS!r}, slow)\n")
+    build = subprocess.Popen([sys.executable, "-c", script, str(tmp_path)],
+                             stdout=subprocess.PIPE, text=True, cwd=Path(__file__).parent.parent)
+    try:
+        assert build.stdout.readline().strip() == "writing"
+        build.send_signal(signal.SIGKILL)
+        build.wait(timeout=30)
+    finally:
+        if build.poll() is None:
+            build.kill()
+    found = engine_cache.lookup(tmp_path, FACTS)
+    assert not found.hit and found.reason == "no entry"
+    assert not (tmp_path / f"{found.key}.ep").exists()

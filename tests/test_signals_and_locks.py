@@ -166,12 +166,13 @@ with folder_lock(Path(sys.argv[1]), what="run"):
 def test_tensorboard_logdir_is_cleaned_of_dead_writers_leftovers_only(tmp_path):
     """What `tensorboard --logdir` removes first (fsutil.clean_tree): the leftovers of dead
     writers at both levels, never those of a live one, and a replace cut in half is undone."""
-    from profiler.fsutil import clean_tree
+    from profiler.fsutil import MARKER, clean_tree
 
     tb = tmp_path / "tb_logs"
     dead = [tb / ".a_bs1.partial-x1y2", tb / "sw" / ".c_bs2.partial-abc", tb / ".b_bs1.old-99"]
     for folder in dead:
         (folder / "sub").mkdir(parents=True)
+        (folder / MARKER).touch()  # made by this tool
     (tb / ".b_bs1.old-99" / "w.pt.trace.json").write_text("{}")  # b_bs1 itself is missing
     (tb / "sw" / ".c_bs2.lock").write_text("12345\n")  # a killed holder's lock file
     env = dict(os.environ, PYTHONPATH=str(ROOT))

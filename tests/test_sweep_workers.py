@@ -15,8 +15,9 @@ import pytest
 from .conftest import ROOT, stop_sweep_when
 from .test_sweep import FAST
 
-# no GPU as far as the sweep can tell, so `--gpus 0,1` names two stand-in GPUs on any machine
-NO_GPUS = {"CUDA_VISIBLE_DEVICES": ""}
+# two stand-in GPUs: the sweep sees GPUs 0 and 1 (CUDA_VISIBLE_DEVICES), and each worker's
+# torch finds no CUDA device on a CPU machine, so `--gpus 0,1` runs on any machine
+NO_GPUS = {"CUDA_VISIBLE_DEVICES": "0,1"}
 
 
 def _cells(workdir: Path, name: str) -> dict:
@@ -211,9 +212,11 @@ def test_the_sweep_process_never_imports_torch(tmp_path):
 @pytest.mark.parametrize("gpus, visible, fragment", [
     ("", None, "--gpus '': give GPU indices"),
     ("0,,1", None, "give GPU indices"),
-    ("0,0", None, "names a GPU twice"),
+    ("0,0", "0,1", "names a GPU twice"),
     ("x", None, "'x' is not a GPU index or UUID"),
     ("2", "0,1", "GPU 2 is not visible here (visible: 0,1)"),
+    ("0,1", None, "no GPU is visible here"),  # NEW-10: not accepted on a machine without GPUs
+    ("\uff10", "0", "is not a GPU index"),  # a fullwidth digit is not an index
 ])
 def test_bad_gpus_are_one_line(cli, monkeypatch, gpus, visible, fragment):
     if visible is None:

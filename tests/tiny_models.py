@@ -250,3 +250,17 @@ class _Crashes(nn.Module):
 
 def crashes(batch_size: int = 2):
     return _Crashes(), (torch.randn(batch_size, 4),)
+
+
+class _ExitsInForward(nn.Module):
+    """Ends the whole process from inside forward (os._exit, no clean-up, no atexit): a model
+    library that calls exit in a C extension, or a fatal error handler."""
+
+    def forward(self, x):
+        import os
+
+        os._exit(0)
+
+
+def exits_in_forward(batch_size: int = 2):
+    return _ExitsInForward(), (torch.randn(batch_size, 4),)

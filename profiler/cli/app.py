@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Literal, Optional
@@ -67,6 +68,9 @@ def _exit(code: int) -> None:
 
 
 def _say(line: str) -> None:
+    """One line on stderr: a newline or another control character in it (from an argument or
+    a file name) is written escaped, so nothing can forge a second ``error:`` line."""
+    line = re.sub(r"[\x00-\x1f\x7f]", lambda m: repr(m.group())[1:-1], line)
     try:
         typer.echo(line, err=True)
     except OSError:  # stderr gone (a closed terminal sent SIGHUP): the exit status remains

@@ -132,6 +132,11 @@ def lookup(cache_dir: Path, facts: dict, suffix: str = ".ep") -> Lookup:
     sidecar = _read_sidecar(sidecar_path) if sidecar_path.exists() else None
     if sidecar is not None and module_path.is_file():
         if sidecar["facts"] == facts:
+            if sidecar.get("module_sha256", _file_digest(module_path)) != \
+                    _file_digest(module_path):
+                return Lookup(key, module_path, False, f"entry {key} is damaged (its file no "
+                              "longer matches the digest recorded when it was built): not "
+                              "used, rebuilt")
             return Lookup(key, module_path, True, "hit")
         differences = "; ".join(_differences(facts, sidecar["facts"]))
         return Lookup(key, module_path, False, f"entry {key} does not match its sidecar "
@@ -159,8 +164,22 @@ def store(cache_dir: Path, facts: dict, write_module: Callable[[Path], None],
     write_with(module_path, write_module, suffix=".tmp.pt2")
     write_json_atomic(sidecar_path, {"schema": SIDECAR_SCHEMA, "key": key,
                                      "build_key": build_key(facts), "facts": facts,
+                                     "module_sha256": _file_digest(module_path),
                                      "report": report or {}})
     return module_path
+
+
+def _file_digest(path: Path) -> str | None:
+    """SHA-256 of a file's bytes (None when it cannot be read): a damaged entry is told apart
+    from the one that was stored."""
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+    except OSError:
+        return None
+    return digest.hexdigest()
 
 
 def read_report(cache_dir: Path, key: str) -> dict:

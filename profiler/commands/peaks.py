@@ -11,10 +11,13 @@ from profiler.errors import UserError
 def run(refresh: bool = False, cache_dir: Path | None = None, matmul_n: int | None = None,
         copy_mib: int | None = None, *, sink) -> dict:
     """``sink``: profiler.cli.output.Output, where the table or the --json document go."""
-    for flag, value in (("--matmul-n", matmul_n), ("--copy-mib", copy_mib)):
-        if value is not None and value < 1:
-            raise UserError(f"{flag} must be 1 or more (got {value})")
-    from profiler.collect import peaks
+    for flag, value, limit in (("--matmul-n", matmul_n, 2 ** 16), ("--copy-mib", copy_mib, 2 ** 20)):
+        if value is not None and not 1 <= value <= limit:
+            raise UserError(f"{flag} must be from 1 to {limit} (got {value})")
+    from profiler.commands import loading_torch
+
+    with loading_torch():
+        from profiler.collect import peaks
 
     sizes = peaks.sizes(matmul_n, copy_mib)
     print("measuring..." if refresh else "reading or measuring...", file=sys.stderr)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from profiler.errors import UserError
-from profiler.fsutil import write_text_atomic
+from profiler.fsutil import read_small, write_text_atomic
 from profiler.runs.manifest import OK, find_sweep, short_label
 from profiler.analysis.run import Comparison, RunAnalysis
 from profiler.analysis.sweep import SweepAnalysis
@@ -140,13 +140,16 @@ def read_flops_table(path: Path | None) -> dict | None:
     import json
 
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError) as error:
+        return json.loads(read_small(path, 64 << 20, "--flops"))
+    except (ValueError, RecursionError) as error:
         raise UserError(f"--flops {path}: not readable JSON ({error})") from None
 
 
 def run(target: str, target_b: str | None, out: Path | None, peaks_dir: Path | None = None,
         flops: Path | None = None) -> Path:
+    if peaks_dir is not None and peaks_dir.exists() and not peaks_dir.is_dir():
+        raise UserError(f"--peaks-dir {peaks_dir} is not a folder: give the folder `profile.py "
+                        "peaks` writes its measurements into")
     flops_table = read_flops_table(flops)
     sweep = find_sweep(target) if target_b is None else None
     if sweep is not None:

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from profiler import signals
+from profiler.commands import loading_torch
 from profiler.runs.config import RunConfig
 from profiler.runs.result import result_text
 from profiler.errors import UserError
@@ -18,7 +19,8 @@ def run(options: dict, sink, tb_compat: bool = False) -> None:
     config = RunConfig(**options)
     if tb_compat and config.capture != "torch":
         raise UserError("--tb-compat needs a trace: leave --capture at torch")
-    from profiler.collect import harness
+    with loading_torch():
+        from profiler.collect import harness
     from profiler.report import run_view
 
     with signals.as_interrupts():  # SIGTERM, SIGHUP: like Ctrl-C

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from profiler.errors import UserError
-from profiler.fsutil import write_text_atomic, write_with
+from profiler.fsutil import atomic_path, write_text_atomic, write_with
 from profiler.trace.overview import DEFINERS
 from profiler.trace.summary import Summary
 from profiler.report.fmt import fixed, pct
@@ -29,28 +30,37 @@ def integer_counts(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.astype({c: "Int64" for c in counts}) if counts else frame
 
 
-def write_table(path: Path, frame: pd.DataFrame) -> Path:
-    """One table, atomically: Parquet (pyarrow) when the name ends in .parquet, else CSV; counts
-    as integers either way."""
+def _table_writer(path: Path, frame: pd.DataFrame):
+    """Writes ``frame`` to a given (temp) path: Parquet (pyarrow) when ``path`` ends in
+    .parquet, else CSV; counts as integers either way."""
     frame = integer_counts(frame)
     if path.suffix != ".parquet":
-        write_text_atomic(path, frame.to_csv(index=False))
-        return path
+        return lambda tmp: tmp.write_text(frame.to_csv(index=False), encoding="utf-8")
     try:
         import pyarrow  # noqa: F401
     except ImportError:
         raise UserError(f"{path}: Parquet needs pyarrow (pip install pyarrow), or give a "
                         "folder for CSVs") from None
-    return write_with(path, lambda tmp: frame.to_parquet(tmp, index=False))
+    return lambda tmp: frame.to_parquet(tmp, index=False)
+
+
+def write_table(path: Path, frame: pd.DataFrame) -> Path:
+    """One table, atomically (see _table_writer)."""
+    return write_with(path, _table_writer(path, frame))
 
 
 def write_tables(out_dir: Path, frames: dict[str, pd.DataFrame]) -> list[Path]:
-    """<name>.csv for each frame in ``out_dir``."""
+    """<name>.csv for each frame in ``out_dir``: all of them or none (a full disk half-way
+    leaves no new file: every one is written before any takes its place)."""
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise UserError(f"cannot create --out folder {out_dir}: {error.strerror}") from None
-    return [write_table(out_dir / f"{name}.csv", frame) for name, frame in frames.items()]
+    paths = [out_dir / f"{name}.csv" for name in frames]
+    with contextlib.ExitStack() as stack:
+        for path, frame in zip(paths, frames.values()):
+            _table_writer(path, frame)(stack.enter_context(atomic_path(path)))
+    return paths
 
 
 def _markdown(frame: pd.DataFrame, floatfmt: str = ".1f") -> str:

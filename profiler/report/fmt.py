@@ -4,10 +4,23 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pandas as pd
 
 from profiler.runs.phases import LABELS as PHASE_LABELS
+
+
+#: C0 and C1 control characters (ESC, CSI, BEL...): a name from a file never reaches the terminal raw
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def safe(text) -> str:
+    """A name read from a file, for rich: control characters shown as ``?`` and rich markup
+    escaped, so ``[/]`` or ``ESC[2J`` in a kernel name is printed, never obeyed."""
+    from rich.markup import escape
+
+    return escape(_CONTROL.sub("?", str(text)))
 
 
 def missing(value) -> bool:

@@ -8,17 +8,17 @@ from rich.table import Table
 
 from profiler.trace.overview import BREAKDOWN, BREAKDOWN_DEFINITIONS, DEFINERS
 from profiler.report.console import FitTable, make_console
-from profiler.report.fmt import count, head, pct, size_bytes, us
+from profiler.report.fmt import count, head, pct, safe, size_bytes, us
 from profiler.trace.summary import Summary
 
 
 def print_summary(summary: Summary, view: str = "all", top: int = 20,
                   console: Console | None = None) -> None:
     console = console or make_console()
-    header = f"[b]{summary.trace_path}[/b]  ({summary.schema}"
+    header = f"[b]{safe(summary.trace_path)}[/b]  ({safe(summary.schema)}"
     if summary.devices:
         d = summary.devices[0]
-        header += f"; {d['name']}, sm_{d['compute_major']}{d['compute_minor']}, {d['num_sms']} SMs"
+        header += f"; {safe(d['name'])}, sm_{d['compute_major']}{d['compute_minor']}, {d['num_sms']} SMs"
     console.print(header + ")")
     if view in ("all", "overview"):
         overview_tables(summary, top, console)
@@ -36,7 +36,7 @@ def print_summary(summary: Summary, view: str = "all", top: int = 20,
         console.print(phases_table(summary.phases))
         console.print(positions_table(summary.phases, top=top))
     for note in summary.notes:
-        console.print(f"[yellow]note:[/yellow] {note}")
+        console.print(f"[yellow]note:[/yellow] {safe(note)}")
 
 
 def overview_tables(summary: Summary, top: int, console: Console) -> None:
@@ -158,7 +158,7 @@ def categories_table(summary: Summary) -> Table:
     for col in ("kernels", "calls", "total", "share of kernel time", "on Tensor Cores"):
         t.add_column(col, number=True)
     for r in summary.kernels.categories.itertuples():
-        t.add_row(r.category, count(r.kernels), count(r.calls), us(r.total_us),
+        t.add_row(safe(r.category), count(r.kernels), count(r.calls), us(r.total_us),
                   pct(r.share_pct), pct(r.tensor_core_pct))
     return t
 
@@ -175,9 +175,9 @@ def kernels_table(summary: Summary, top: int) -> Table:
     t.add_column("Tensor Cores", optional=True)
     t.add_column("launched by (operator)", optional=True)
     for r in head(table, top).itertuples():
-        t.add_row(r.kernel, r.category, count(r.calls), *[
+        t.add_row(safe(r.kernel), safe(r.category), count(r.calls), *[
             count(v, 1) for v in (r.total_us, r.mean_us, r.median_us, r.min_us, r.max_us)],
-                  pct(r.share_pct), r.tensor_core, r.top_operator)
+                  pct(r.share_pct), r.tensor_core, safe(r.top_operator))
     return t
 
 
@@ -190,8 +190,8 @@ def launch_table(summary: Summary, top: int) -> Table:
                  "occupancy: Kineto est.", "occupancy: theoretical (computed)", "configs"):
         t.add_column(name, number=True, optional=name in ("grid", "blocks/ SM", "configs"))
     for r in head(table, top).itertuples():
-        t.add_row(r.kernel, count(r.registers_per_thread), size_bytes(r.shared_memory_bytes),
-                  r.block, r.grid, count(r.blocks_per_sm, 1), count(r.warps_per_sm, 1),
+        t.add_row(safe(r.kernel), count(r.registers_per_thread), size_bytes(r.shared_memory_bytes),
+                  safe(r.block), safe(r.grid), count(r.blocks_per_sm, 1), count(r.warps_per_sm, 1),
                   pct(r.kineto_est_occupancy_pct), pct(r.theoretical_occupancy_pct),
                   count(r.launch_configs))
     return t
@@ -207,8 +207,8 @@ def operators_table(summary: Summary, top: int) -> Table:
     t.add_column("kernels launched", number=True, optional=True)
     t.add_column("kernel time launched µs", number=True, optional=True)
     for r in head(ops, top).itertuples():
-        t.add_row(r.operator, count(r.calls), count(r.cpu_total_us, 1), count(r.cpu_self_us, 1),
-                  count(r.kernels), count(r.kernel_us, 1))
+        t.add_row(safe(r.operator), count(r.calls), count(r.cpu_total_us, 1),
+                  count(r.cpu_self_us, 1), count(r.kernels), count(r.kernel_us, 1))
     return t
 
 

@@ -17,6 +17,12 @@ _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 MAX_NAME_CHARS = 120
 #: a batch size a tensor dimension can hold (torch sizes are int64)
 MAX_BATCH_SIZE = 2 ** 62
+#: the largest sizes, counts and seconds a run takes: beyond them a number is a typo, and torch
+#: would overflow (a traceback) rather than refuse
+MAX_SIDE = 2 ** 16  # --image-size, --seq-len, --src-len, --prompt-len, --max-new-tokens
+MAX_COUNT = 2 ** 31  # --iters, --active, --repeat, --wait, --warmup ...
+MAX_SECONDS = 10 ** 6  # --min-time (11 days)
+MAX_SEED = 2 ** 63 - 1  # a seed is a C long long in torch: -2**63 to 2**63 - 1
 
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 MEMORY_FORMATS = ("auto", "channels_last", "contiguous")
@@ -230,11 +236,21 @@ class RunConfig:
         if self.batch_size > MAX_BATCH_SIZE:
             raise UserError(f"--bs {self.batch_size} is beyond what a tensor dimension can hold "
                             f"(at most {MAX_BATCH_SIZE})")
+        sides = ("--image-size", "--seq-len", "--src-len", "--prompt-len", "--max-new-tokens")
+        for flag, value in positive.items():
+            limit = MAX_SIDE if flag in sides else MAX_COUNT if flag != "--bs" else None
+            if limit is not None and value > limit:
+                raise UserError(f"{flag} {value} is too large (at most {limit})")
+        if not -MAX_SEED - 1 <= self.seed <= MAX_SEED:
+            raise UserError(f"--seed must be from {-MAX_SEED - 1} to {MAX_SEED} (got "
+                            f"{self.seed})")
         for flag, value in {"--wait": self.wait, "--warmup": self.warmup,
                             "--calib-batches": self.calib_batches,
                             "--timed-warmup": self.timed_warmup}.items():
             if value is not None and value < 0:
                 raise UserError(f"{flag} must be 0 or more (got {value})")
+            if value is not None and value > MAX_COUNT:
+                raise UserError(f"{flag} {value} is too large (at most {MAX_COUNT})")
         if self.compile_mode not in COMPILE_MODES:
             raise UserError(f"unknown --compile-mode {self.compile_mode!r}; choose one of: "
                             + ", ".join(COMPILE_MODES))
@@ -247,8 +263,9 @@ class RunConfig:
         if self.workload not in WORKLOADS:
             raise UserError(f"unknown --workload {self.workload!r}; choose one of: "
                             + ", ".join(WORKLOADS))
-        if self.min_time is not None and not self.min_time > 0:
-            raise UserError(f"--min-time must be more than 0 seconds (got {self.min_time})")
+        if self.min_time is not None and not 0 < self.min_time <= MAX_SECONDS:
+            raise UserError(f"--min-time must be more than 0 and at most {MAX_SECONDS} seconds "
+                            f"(got {self.min_time})")
         if self.min_time is not None and self.iters is not None:
             raise UserError("give --iters or --min-time, not both")
         if self.max_rel_error is not None and not self.max_rel_error >= 0:

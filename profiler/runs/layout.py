@@ -166,7 +166,19 @@ def ncu_csv_of(target: str, root: Path | None = None) -> Path | None:
     return None
 
 
+def _resolved(folder: Path, option: str) -> Path:
+    try:
+        return Path(folder).resolve()
+    except (OSError, RuntimeError) as error:  # a symlink loop
+        raise UserError(f"{option} {folder} cannot be resolved ({error}); give another "
+                        "folder") from None
+
+
 def check_separate_roots(runs_dir: Path, tb_dir: Path) -> None:
-    if Path(runs_dir).resolve() == Path(tb_dir).resolve():
+    runs_real, tb_real = _resolved(runs_dir, "--runs-dir"), _resolved(tb_dir, "--tb-dir")
+    if runs_real == tb_real:
         raise UserError(f"--runs-dir and --tb-dir are the same folder ({runs_dir}): the trace "
                         "folder would replace the results folder; give them different folders")
+    if runs_real in tb_real.parents or tb_real in runs_real.parents:
+        raise UserError(f"--runs-dir {runs_dir} and --tb-dir {tb_dir} are nested, one inside "
+                        "the other: a run would replace the other's folder; give separate folders")

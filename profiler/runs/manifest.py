@@ -95,10 +95,21 @@ def read_manifest(sweep_dir: Path) -> SweepManifest | None:
     if not isinstance(data, dict) or "cells" not in data or "options" not in data:
         raise UserError(f"{path} is not a sweep manifest; use another --name")
     try:  # every part that is read has its type: a damaged file is refused before any rewrite
-        return msgspec.convert(data, SweepManifest, strict=False)
+        manifest = msgspec.convert(data, SweepManifest, strict=False)
     except msgspec.ValidationError as error:
         raise UserError(f"{path} is damaged or not a sweep manifest this version reads "
                         f"({error}); remove it or use another --name") from None
+    for name in manifest.cells:  # a cell is a folder of the sweep, never a path out of it
+        if not is_plain_name(name):
+            raise UserError(f"{path} names a cell {json.dumps(name)[:80]}, not a folder name "
+                            "of the sweep: the manifest is damaged; remove it or use another "
+                            "--name")
+    return manifest
+
+
+def is_plain_name(name: str) -> bool:
+    """One folder name: no separator, not ``.``/``..``, not hidden, no NUL."""
+    return bool(name) and "/" not in name and "\0" not in name and not name.startswith(".")
 
 
 def write_manifest(sweep_dir: Path, manifest: SweepManifest) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from profiler.errors import UserError
 from profiler.runs.layout import (COMPAT_SUFFIX, RESULT_FILE, RUNS_ROOT, TB_ROOT, is_leftover,
                                   traces_in_folder, traces_named_by_result)
-from profiler.runs.result import RunResult, try_read_result
+from profiler.runs.result import RunResult, read_result
 
 
 @dataclass
@@ -52,12 +52,20 @@ def resolve_target(target: str, root: Path | None = None) -> Target:
         raise UserError(f"no trace files in {path}: expected *.pt.trace.json[.gz] or a "
                         "result.json naming them")
     result_json = path / RESULT_FILE if (path / RESULT_FILE).is_file() else None
-    result = try_read_result(result_json) if result_json else None
+    result, unread = None, None
+    if result_json:
+        try:
+            result = read_result(result_json)
+        except UserError as error:  # the traces still show; say why the run's figures do not
+            unread = (f"warning: {error}; the timed window, config and roofline are not "
+                      "shown")
     if len(candidates) == 1:
-        return Target(candidates[0], candidates, result_json=result_json, result=result)
+        return Target(candidates[0], candidates, note=unread, result_json=result_json,
+                      result=result)
     newest = max(candidates, key=lambda p: p.stat().st_mtime)
-    return Target(newest, candidates, note=f"{len(candidates)} traces in {path}; using the newest, "
-                                           f"{newest.name}", result_json=result_json, result=result)
+    note = f"{len(candidates)} traces in {path}; using the newest, {newest.name}"
+    return Target(newest, candidates, note="\n".join(filter(None, (unread, note))),
+                  result_json=result_json, result=result)
 
 
 def traces_of(target: str, root: Path | None = None) -> list[Path]:

@@ -31,6 +31,7 @@ others again.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sys
 import time
@@ -307,15 +308,32 @@ def start_manifest(p: SweepPlan) -> SweepManifest:
     return manifest
 
 
-def is_done(sweep_dir: Path, cell: SweepCell, name: str) -> bool:
-    return cell.status == OK and (sweep_dir / name / runs.RESULT_FILE).is_file()
+def is_done(sweep_dir: Path, cell: SweepCell, name: str, trace_dir: Path | None = None) -> bool:
+    """An ok cell whose result.json still reads and whose traces are still there: a damaged
+    cell is run again by --resume."""
+    if cell.status != OK:
+        return False
+    result = runs.try_read_result(sweep_dir / name / runs.RESULT_FILE)
+    if result is None:
+        return False
+    try:  # trace names are relative to where the sweep ran: found as a summarize finds them
+        if len(runs.traces_named_by_result(sweep_dir / name)) == len(result.trace.files):
+            return True
+    except UserError:
+        pass
+    # the cell's trace folder still holding traces (a sweep folder moved elsewhere)
+    return trace_dir is not None and bool(runs.traces_in_folder(trace_dir / name)) \
+        if result.trace.files else True
 
 
-def cell_job(p: SweepPlan, backend: str, batch_size: int,
-             axis: dict | None = None) -> CellJob:
-    """One cell as an executor runs it: its RunConfig and its log file."""
+def cell_job(p: SweepPlan, backend: str, batch_size: int, axis: dict | None = None,
+             replace: bool = False) -> CellJob:
+    """One cell as an executor runs it: its RunConfig and its log file; ``replace``: the cell's
+    folder may be replaced (a damaged cell of this sweep, run again on --resume)."""
     name = _plan_cell_name(p, backend, batch_size, axis)
     config = cell_config(p.options, backend, batch_size, axis, p.sweep_dir, p.trace_dir)
+    if replace:
+        config = dataclasses.replace(config, replace=True)
     assert config.run_name == name, (config.run_name, name)  # the folder the sweep reads
     return CellJob(name=name, config=config_to_json(config),
                    log_path=str(p.sweep_dir / "logs" / f"{name}.log"),
@@ -364,13 +382,15 @@ def _run_sweep(p: SweepPlan, say, progress) -> SweepOutcome:
     jobs, skipped = [], 0
     for backend, batch_size, axis in p.cells:
         name = _plan_cell_name(p, backend, batch_size, axis)
-        if p.resume and is_done(p.sweep_dir, manifest.cells[name], name):
+        if p.resume and is_done(p.sweep_dir, manifest.cells[name], name, p.trace_dir):
             skipped += 1
             say(f"{labels[name]}: done before, skipped (--resume)")
             if progress:
                 progress()
         else:
-            jobs.append(cell_job(p, backend, batch_size, axis))
+            # a cell of this sweep whose folder is there but damaged is run again in its place
+            jobs.append(cell_job(p, backend, batch_size, axis,
+                                 replace=p.resume and (p.sweep_dir / name).is_dir()))
     running: set[str] = set()
 
     def on_start(job: CellJob, where: dict) -> None:

@@ -47,6 +47,18 @@ class Finished:
     returncode: int
     output: str  # stdout and stderr, interleaved
 
+    @property
+    def status(self) -> str:
+        """"exit status 3", or "killed by SIGKILL" for a tool a signal ended."""
+        if self.returncode < 0:
+            import signal
+
+            try:
+                return f"killed by {signal.Signals(-self.returncode).name}"
+            except ValueError:
+                return f"killed by signal {-self.returncode}"
+        return f"exit status {self.returncode}"
+
 
 def run_logged(command: list[str], log_path: Path, env: Optional[dict] = None,
                echo: bool = True) -> Finished:

@@ -201,8 +201,7 @@ def profile_step(ncu: str, config: RunConfig, scratch: Path, step: int,
         metrics = [m for m in metrics if m not in missing]
     report = report_base.with_suffix(".ncu-rep")
     if done.returncode != 0 or not report.is_file():
-        why = last_line_with(done.output, ("==error==", "error")) or \
-            f"exit status {done.returncode}"
+        why = last_line_with(done.output, ("==error==", "error")) or done.status
         raise UserError(f"ncu did not write a report: {why} (log: {run_dir / 'ncu.log'})")
     return Measured(command, report, metrics, skipped)
 

@@ -151,7 +151,7 @@ def run(options: dict, echo=print) -> dict:
             result["stats_error"] = ("nsys wrote a .qdstrm but no .nsys-rep (its "
                                      f"QdstrmImporter failed): {import_failure(done.output)}")
         else:
-            result["stats_error"] = (f"nsys wrote no report (exit status {done.returncode}): "
+            result["stats_error"] = (f"nsys wrote no report ({done.status}): "
                                      f"{import_failure(done.output)}")
         kept = move_into(run_dir, [p for p in sorted(scratch.iterdir()) if p.is_file()])
         result["files"] = [str(path) for path in kept]

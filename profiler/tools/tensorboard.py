@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Optional
 
+from profiler import signals
 from profiler.errors import UserError
 
 LOOPBACK = "127.0.0.1"
@@ -120,13 +121,9 @@ def start(logdir: Path, port: Optional[int] = None, bind_all: bool = False,
 
 
 def _end_with_parent() -> None:
-    """In the server before it starts (Linux): SIGTERM it when this process dies, even by
-    SIGKILL, so no server is ever left listening without its launcher."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        PR_SET_PDEATHSIG = 1
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+    """In the server before it starts: SIGTERM it when this process dies, even by SIGKILL, so
+    no server is ever left listening without its launcher."""
+    signals.end_with_parent(signal.SIGTERM)
 
 
 def wait_until_serving(server: Server, timeout: float = 60.0) -> None:

@@ -437,7 +437,7 @@ def _read_file(path: Path, mmap_ok: bool) -> bytes | mmap.mmap:
         raise UserError(f"{path} is empty: not a trace")
     if data[:2] == _GZIP_MAGIC:
         try:
-            data = gzip.decompress(data)
+            data = _gunzip(path, data)
         except (EOFError, zlib.error, gzip.BadGzipFile) as error:
             raise UserError(f"{path} is a damaged or truncated gzip file ({error})") from None
         if not data:
@@ -445,6 +445,39 @@ def _read_file(path: Path, mmap_ok: bool) -> bytes | mmap.mmap:
     elif path.suffix == ".gz":
         raise UserError(f"{path} ends in .gz but is not gzip data")
     return data
+
+
+def _as_utf8(data: bytes | mmap.mmap) -> bytes:
+    text = bytes(data).decode("utf-8", errors="replace").encode("utf-8")
+    if isinstance(data, mmap.mmap):
+        data.close()
+    return text
+
+
+#: a trace's JSON compresses about 10:1; far beyond this, the file is a gzip bomb
+_MAX_INFLATION = 200
+_INFLATE_FLOOR = 256 << 20  # small files may inflate to this whatever their ratio
+
+
+def _gunzip(path: Path, data: bytes) -> bytes:
+    """gzip.decompress in pieces, refusing a stream that inflates beyond _MAX_INFLATION times
+    its size (a gzip bomb would take the machine's memory)."""
+    limit = max(_INFLATE_FLOOR, _MAX_INFLATION * len(data))
+    pieces, total, rest = [], 0, data
+    while rest:
+        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        while rest and not inflater.eof:
+            piece = inflater.decompress(rest[:1 << 20], limit + 1 - total)
+            rest = inflater.unconsumed_tail + rest[1 << 20:]
+            total += len(piece)
+            pieces.append(piece)
+            if total > limit:
+                raise UserError(f"{path} inflates to more than {limit >> 20} MiB, over "
+                                f"{_MAX_INFLATION} times its size: a gzip bomb, not a trace")
+        if not inflater.eof:
+            raise EOFError("compressed file ended before the end-of-stream marker was reached")
+        rest = inflater.unused_data.lstrip(b"\0")  # a further gzip member, as gzip.decompress
+    return b"".join(pieces)
 
 
 def load_trace(path: Path | str) -> Trace:
@@ -462,7 +495,14 @@ def load_trace(path: Path | str) -> Trace:
 def _load(path: Path) -> Trace:
     data = _read(path)
     try:
-        return _load_split(path, data) or _load_robust(path, data)
+        try:
+            return _load_split(path, data) or _load_robust(path, data)
+        except UnicodeDecodeError:  # bytes that are not UTF-8 in a name: shown as U+FFFD
+            data = _as_utf8(data)
+            return _load_split(path, data) or _load_robust(path, data)
+    except UnicodeDecodeError as error:
+        raise UserError(f"{path} is not UTF-8 text ({error.reason} at byte {error.start})"
+                        ) from None
     except RecursionError:
         raise UserError(f"{path} nests JSON lists or objects too deeply to be a trace") from None
     finally:

@@ -70,15 +70,22 @@ def parse_gpus(text: str | None, visible: list[str]) -> list[str]:
     if not any(items) or not all(items):
         raise UserError(f"--gpus {text!r}: give GPU indices such as 0,1 (or all)")
     for item in items:
-        if not (item.isdigit() or re.fullmatch(r"(GPU|MIG)-[0-9A-Za-z/-]+", item)):
+        if not (re.fullmatch(r"[0-9]+", item) or re.fullmatch(r"(GPU|MIG)-[0-9A-Za-z/-]+", item)):
             raise UserError(f"--gpus: {item!r} is not a GPU index or UUID (give indices such "
                             "as 0,1, or all)")
-        if visible and item not in visible:
+        if not visible:
+            raise UserError(f"--gpus {text!r}: no GPU is visible here (nvidia-smi lists none, "
+                            "or CUDA_VISIBLE_DEVICES hides them): leave --gpus out")
+        if item not in visible:
             raise UserError(f"--gpus: GPU {item} is not visible here (visible: "
                             f"{','.join(visible)})")
     if len(set(items)) < len(items):
         raise UserError(f"--gpus {text!r} names a GPU twice: one worker per GPU")
     return items
+
+
+def _end_with_sweep() -> None:
+    signals.end_with_parent(signal.SIGINT)
 
 
 # ---- one worker ----------------------------------------------------------------------------
@@ -104,10 +111,13 @@ class _Worker:
         if settings.isolate:
             command.append("--one-cell")
         with open(self.log_path, "a", encoding="utf-8") as log:
-            # a session of its own: the terminal's Ctrl-C reaches the sweep, which stops cells
+            # a session of its own: the terminal's Ctrl-C reaches the sweep, which stops cells;
+            # a sweep killed outright (kill -9, the OOM killer) sends the worker SIGINT, which
+            # stops its cell as a Ctrl-C does, so no worker runs on without its sweep
             self.process = subprocess.Popen(command, stdin=subprocess.PIPE,
                                             stdout=subprocess.PIPE, stderr=log, env=env,
-                                            start_new_session=True)
+                                            start_new_session=True,
+                                            preexec_fn=_end_with_sweep)
         self.name = f"{slot}/pid{self.process.pid}"
         threading.Thread(target=self._read, args=(events,), daemon=True).start()
 

@@ -1,0 +1,159 @@
+"""Hostile signals and concurrency (issue 24, floor: sweep): a sweep killed outright, and a
+--resume over cells damaged meanwhile. Real processes, real signals; tiny models."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import ROOT
+
+FAST = ["--iters", "2", "--timed-warmup", "0", "--active", "1"]
+
+
+def _env() -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["CUDA_VISIBLE_DEVICES"] = ""
+    return env
+
+
+def _sweep(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "profile.py"), "sweep", *args], cwd=cwd,
+                          capture_output=True, text=True, env=_env(), timeout=300)
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and \
+                    int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_a_sweep_killed_outright_takes_its_worker_with_it(tmp_path):
+    """NEW-5: after kill -9 of the sweep, its worker ran on (parent 1) and wrote its cell after
+    a --resume had recorded it failed. Now the worker gets SIGINT and stops its cell."""
+    sweep = subprocess.Popen(
+        [sys.executable, str(ROOT / "profile.py"), "sweep", "--backends", "pytorch_fp32",
+         "--bs", "1,2", "--model", "tests.tiny_models:slow", "--iters", "30", "--timed-warmup",
+         "0", "--active", "1", "--name", "k9"], cwd=tmp_path, env=_env(),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    manifest = tmp_path / "runs" / "k9" / "sweep.json"
+    deadline = time.monotonic() + 120
+    try:
+        while True:
+            try:
+                cells = json.loads(manifest.read_text())["cells"]
+            except (OSError, ValueError):
+                cells = {}
+            if any(c["status"] == "running" for c in cells.values()):
+                break
+            assert time.monotonic() < deadline and sweep.poll() is None, "never got running"
+            time.sleep(0.05)
+        workers = _children(sweep.pid)
+        assert workers
+        sweep.send_signal(signal.SIGKILL)
+        sweep.wait()
+        deadline = time.monotonic() + 60
+        while any(_alive(w) for w in workers):
+            assert time.monotonic() < deadline, "the worker runs on without its sweep"
+            time.sleep(0.1)
+    finally:
+        if sweep.poll() is None:
+            sweep.kill()
+        for worker in _children(sweep.pid):
+            os.kill(worker, signal.SIGKILL)
+    # nothing half-written was promoted: no cell folder without its result
+    for cell in (tmp_path / "runs" / "k9").iterdir():
+        if cell.is_dir() and cell.name.startswith("pytorch_fp32"):
+            assert (cell / "result.json").is_file()
+
+
+def _truncate(cell: Path, tb: Path) -> None:
+    (cell / "result.json").write_text('{"trunc')
+
+
+def _future(cell: Path, tb: Path) -> None:
+    data = json.loads((cell / "result.json").read_text())
+    data["schema"] = 99
+    (cell / "result.json").write_text(json.dumps(data))
+
+
+def _trace_gone(cell: Path, tb: Path) -> None:
+    for trace in tb.iterdir():
+        trace.unlink()
+
+
+#: damage -> done to one cell between a sweep and its --resume; each must be run again (NEW-8)
+DAMAGE = {"truncated-result": _truncate, "future-schema": _future, "trace-gone": _trace_gone}
+
+
+def test_resume_runs_damaged_cells_again(tmp_path):
+    grid = ["--backends", "pytorch_fp32", "--bs", "1,2,3,4", "--model",
+            "tests.tiny_models:conv_net", *FAST, "--name", "rc"]
+    assert _sweep(tmp_path, *grid).returncode == 0
+    cells = sorted(p for p in (tmp_path / "runs" / "rc").iterdir() if p.is_dir()
+                   and p.name.startswith("pytorch_fp32"))
+    damaged = dict(zip(DAMAGE, cells))
+    for kind, cell in damaged.items():
+        DAMAGE[kind](cell, tmp_path / "tb_logs" / "rc" / cell.name)
+    done = _sweep(tmp_path, *grid, "--resume")
+    assert done.returncode == 0, done.stderr
+    said = (done.stdout + done.stderr).splitlines()
+    skipped = [line for line in said if "done before, skipped" in line]
+    assert len(skipped) == 1 and "bs 4" in skipped[0], said  # only the intact cell
+    assert any("3 cell(s) run, 1 skipped" in line for line in said), said
+    manifest = json.loads((tmp_path / "runs" / "rc" / "sweep.json").read_text())
+    from profiler.runs.result import read_result
+
+    for name, cell in manifest["cells"].items():
+        assert cell["status"] == "ok"
+        result = read_result(tmp_path / "runs" / "rc" / name / "result.json")
+        assert all(Path(tmp_path, f).is_file() for f in result.trace.files)
+
+
+#: a stand-in for ncu or nsys on PATH: (its shell body, the exit status, what the output says)
+TOOLS = {
+    "ncu-failing": ("ncu", 'echo "==ERROR== something broke" >&2; exit 1', 2,
+                    "ncu did not write a report: ==ERROR== something broke"),
+    "nsys-killed": ("nsys", "kill -9 $$", 1, "nsys wrote no report (killed by SIGKILL)"),
+}
+
+
+@pytest.mark.parametrize("tool, body, code, fragment", TOOLS.values(), ids=TOOLS.keys())
+def test_a_failing_or_killed_tool_is_one_line_and_leaves_no_staging(tmp_path, tool, body, code,
+                                                                     fragment):
+    """Issue 24 point 4, the CPU part: ncu / nsys failing or killed (a fake on PATH)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / tool).write_text(f"#!/bin/sh\n{body}\n")
+    (bin_dir / tool).chmod(0o755)
+    env = _env()
+    env["PATH"] = f"{bin_dir}:{env['PATH']}"
+    env.pop(tool.upper(), None)
+    done = subprocess.run([sys.executable, str(ROOT / "profile.py"), tool, "--model",
+                           "tests.tiny_models:conv_net", "--bs", "2", *FAST], cwd=tmp_path,
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == code, done.stderr
+    assert fragment in done.stdout + done.stderr and "Traceback" not in done.stderr
+    assert sum(line.startswith("error:") for line in done.stderr.splitlines()) == (code == 2)
+    assert not [p for p in (tmp_path / "runs").iterdir() if "partial" in p.name]

@@ -1,0 +1,201 @@
+"""Hostile file-system targets (issue 24, floor: fsutil and runs/ layout): what the tool finds
+where it writes. It touches only what it made: staging/old folders carry its marker, clean-up,
+replace and lock never follow symlinks, never replace what is not a regular file, and never act
+outside the runs/tb roots of the command. One row per target; real files, in-process where the
+defect allows, a fresh interpreter where a limit (ulimit) or os._exit needs one."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import FIXTURES, ROOT
+
+TINY = ["--model", "tests.tiny_models:conv_net", "--iters", "2", "--timed-warmup", "0",
+        "--active", "1", "--bs", "2"]
+RUN = "pytorch_fp32_bs2_conv_net"
+
+
+# ---- clean-up touches only this tool's folders (NEW-2) -------------------------------------
+
+def test_clean_up_leaves_the_users_look_alike_folders(tmp_path):
+    from profiler.fsutil import MARKER, clean_tree
+
+    user = [tmp_path / "data" / ".train.old-v1", tmp_path / ".downloads.partial-2023",
+            tmp_path / "notes" / ".draft.old-backup", tmp_path / ".model.old-v1"]
+    for folder in user:
+        folder.mkdir(parents=True)
+        (folder / "important.txt").write_text("precious")
+    (tmp_path / "data" / "train").mkdir()
+    (tmp_path / "model").mkdir()
+    (tmp_path / ".notes.lock").write_text("my notes\n")  # not a lock of this tool
+    ours = tmp_path / ".a_bs1.partial-x1y2"
+    ours.mkdir()
+    (ours / MARKER).write_text("1 then\n")
+    assert clean_tree(tmp_path) == [ours]
+    for folder in user:
+        assert (folder / "important.txt").read_text() == "precious"
+    assert not (tmp_path / "notes" / "draft").exists()
+    assert (tmp_path / ".notes.lock").read_text() == "my notes\n"
+
+
+def test_a_run_leaves_the_users_folders_in_its_runs_dir(cli, tmp_path):
+    (tmp_path / "u" / "model").mkdir(parents=True)
+    (tmp_path / "u" / ".model.old-v1").mkdir()
+    done = cli("run", *TINY, "--runs-dir", "u")
+    assert done.code == 0, done
+    assert (tmp_path / "u" / ".model.old-v1").is_dir() and (tmp_path / "u" / RUN).is_dir()
+
+
+# ---- what is at a written path: replaced only when it is a regular file (NEW-3, NEW-4) -----
+
+def _fifo(p: Path) -> None:
+    os.mkfifo(p)
+
+
+def _symlink(p: Path) -> None:
+    (p.parent / "victim.txt").write_text("victim's data")
+    p.symlink_to(p.parent / "victim.txt")
+
+
+def _folder(p: Path) -> None:
+    p.mkdir()
+
+
+def _device(p: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("mknod needs root (as root the device node was replaced)")
+    os.mknod(p, 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # a copy of /dev/null
+
+
+NOT_REGULAR = {"fifo": _fifo, "symlink": _symlink, "folder": _folder, "device-node": _device}
+
+
+@pytest.mark.parametrize("make", NOT_REGULAR.values(), ids=NOT_REGULAR.keys())
+def test_an_atomic_write_never_replaces_what_is_not_a_regular_file(tmp_path, make):
+    from profiler.errors import UserError
+    from profiler.fsutil import write_text_atomic
+
+    target = tmp_path / "out"
+    make(target)
+    before = os.lstat(target)
+    with pytest.raises(UserError, match="this tool replaces only regular files"):
+        write_text_atomic(target, "x")
+    after = os.lstat(target)
+    assert (after.st_mode, after.st_ino) == (before.st_mode, before.st_ino)
+    if (tmp_path / "victim.txt").exists():
+        assert (tmp_path / "victim.txt").read_text() == "victim's data"
+    assert sorted(p.name for p in tmp_path.iterdir()) in (["out"], ["out", "victim.txt"])
+
+
+@pytest.mark.parametrize("make", [_symlink, _fifo, _folder], ids=["symlink", "fifo", "folder"])
+def test_the_run_lock_is_never_followed(cli, tmp_path, make):
+    """NEW-4: the lock was opened through a planted symlink and its target truncated."""
+    (tmp_path / "runs").mkdir()
+    make(tmp_path / "runs" / f".{RUN}.lock")
+    done = cli("run", *TINY)
+    assert done.code == 2 and done.stderr.count("\n") == 1, done
+    assert f".{RUN}.lock" in done.stderr.split("error: ")[1], done
+    if (tmp_path / "runs" / "victim.txt").exists():
+        assert (tmp_path / "runs" / "victim.txt").read_text() == "victim's data"
+    assert not (tmp_path / "runs" / RUN).exists()
+
+
+# ---- what a run replaces (NEW-1, NEW-17) ---------------------------------------------------
+
+def test_a_run_never_replaces_another_runs_trace_folder(cli, tmp_path):
+    assert cli("run", *TINY, "--runs-dir", "ra").code == 0
+    traces = sorted((tmp_path / "tb_logs" / RUN).iterdir())
+    done = cli("run", *TINY, "--runs-dir", "rb")  # results elsewhere, same trace folder
+    assert done.code == 2 and "holds traces of another run" in done.stderr, done
+    assert sorted((tmp_path / "tb_logs" / RUN).iterdir()) == traces
+    assert cli("summarize", f"ra/{RUN}", "--view", "overview").code == 0
+    assert cli("run", *TINY, "--runs-dir", "ra").code == 0  # its own trace folder: replaced
+
+
+def test_a_run_never_replaces_a_sweeps_trace_folder(cli, tmp_path):
+    cell = tmp_path / "tb_logs" / RUN / "pytorch_fp32_bs1_conv_net"
+    cell.mkdir(parents=True)
+    (cell / "x.pt.trace.json").write_text("{}")
+    for extra in ([], ["--replace"]):
+        done = cli("run", *TINY, "--runs-dir", "elsewhere", *extra)
+        assert done.code == 2 and "holds folders" in done.stderr, done
+        assert (cell / "x.pt.trace.json").read_text() == "{}"
+
+
+@pytest.mark.parametrize("root", ["runs", "tb_logs"])
+@pytest.mark.parametrize("make", [lambda p: p.write_text("my notes"),
+                                  lambda p: p.symlink_to("/tmp")], ids=["file", "symlink"])
+def test_a_non_folder_at_the_runs_place_is_refused(cli, tmp_path, root, make):
+    """NEW-17: a file or symlink there was renamed to a hidden .old- entry for ever."""
+    (tmp_path / root).mkdir()
+    make(tmp_path / root / RUN)
+    done = cli("run", *TINY)
+    assert done.code == 2 and "is not a folder" in done.stderr, done
+    assert os.path.lexists(tmp_path / root / RUN)
+    assert not [p for p in (tmp_path / root).iterdir() if ".old-" in p.name]
+
+
+# ---- the roots themselves (NEW-18, NEW-19) -------------------------------------------------
+
+ROOTS = {
+    "symlink-loop": (["--runs-dir", "loopA"], "cannot be resolved"),
+    "runs-inside-tb": (["--runs-dir", f"o/{RUN}", "--tb-dir", "o"], "nested"),
+    "tb-inside-runs": (["--runs-dir", "o", "--tb-dir", f"o/{RUN}"], "nested"),
+}
+
+
+@pytest.mark.parametrize("args, fragment", ROOTS.values(), ids=ROOTS.keys())
+def test_bad_roots_are_refused_up_front(cli, tmp_path, args, fragment):
+    (tmp_path / "loopA").symlink_to(tmp_path / "loopB")
+    (tmp_path / "loopB").symlink_to(tmp_path / "loopA")
+    done = cli("run", *TINY, *args)
+    assert done.code == 2 and done.stderr.count("\n") == 1 and fragment in done.stderr, done
+    assert not (tmp_path / "o").exists() and not (tmp_path / "tb_logs").exists()
+
+
+# ---- limits and a process that ends from inside the model (fresh interpreters) -------------
+
+def _shell(command: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run(["bash", "-c", command], cwd=cwd, capture_output=True, text=True,
+                          env=env, timeout=300)
+
+
+def test_compare_out_on_a_full_disk_writes_no_file(tmp_path):
+    """NEW-20: 3 of 5 CSVs were left. ``ulimit -f 4``: the 14 KB kernels.csv cannot be written."""
+    h200 = FIXTURES / "h200"
+    done = _shell(f"ulimit -f 4; {sys.executable} {ROOT / 'profile.py'} compare "
+                  f"pytorch_fp16_bs8 pytorch_fp32_bs8 --out {tmp_path / 'cmp'}", h200)
+    assert done.returncode == 2 and done.stderr.startswith("error: "), done.stderr
+    assert list((tmp_path / "cmp").iterdir()) == []
+
+
+def test_torch_under_a_small_address_space_limit_is_one_line(tmp_path):
+    """NEW-21: a 72-line ImportError traceback."""
+    done = _shell(f"ulimit -v 1500000; {sys.executable} {ROOT / 'profile.py'} run "
+                  + " ".join(TINY), tmp_path)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and "ulimit -v" in lines[0], done.stderr
+
+
+def test_os_exit_in_the_models_forward_is_reported_by_the_next_command(tmp_path):
+    """Round 1's D17 residue: os._exit(0) in forward exits 0 with no word; the lock it leaves
+    records that the run never finished, and the next command says so in one line."""
+    exiting = ["--model", "tests.tiny_models:exits_in_forward", *TINY[2:]]
+    profile = f"{sys.executable} {ROOT / 'profile.py'}"
+    first = _shell(f"{profile} run " + " ".join(exiting), tmp_path)
+    assert first.returncode == 0  # nothing can change that from inside the process
+    assert not (tmp_path / "runs" / "pytorch_fp32_bs2_exits_in_forward").exists()
+    lock = tmp_path / "runs" / ".pytorch_fp32_bs2_exits_in_forward.lock"
+    assert lock.read_text().split()[1] == "run"  # the record: a run began and never ended
+    nxt = _shell(f"{profile} run " + " ".join(TINY), tmp_path)
+    notes = [line for line in nxt.stderr.splitlines() if "did not finish" in line]
+    assert nxt.returncode == 0 and len(notes) == 1, nxt.stderr
+    assert "pytorch_fp32_bs2_exits_in_forward" in notes[0] and "os._exit" in notes[0]
+    assert not lock.exists()
