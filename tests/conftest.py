@@ -6,6 +6,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from profiler.runs import phases
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
 TB_PLUGIN = FIXTURES / "kineto_tb_plugin"
@@ -29,6 +31,12 @@ def private_cache(tmp_path_factory, monkeypatch):
     (never in the user's ~/.cache, never shared between tests)."""
     folder = tmp_path_factory.mktemp("cache")
     monkeypatch.setenv("INFER_PROFILER_CACHE", str(folder))
+    # a test sees the width a pipe gets (PIPE_WIDTH) unless it sets COLUMNS itself: pytest-xdist
+    # sets COLUMNS to the terminal's width in its workers (80 on CI), which narrows every table
+    monkeypatch.delenv("COLUMNS", raising=False)
+    # the imports phase is measured from where profile.py or a sweep worker started the
+    # process: a test that ran either in this process must not leave its mark to the next
+    monkeypatch.setattr(phases, "process_mark", None)
     return folder
 
 

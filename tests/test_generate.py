@@ -111,6 +111,7 @@ def runs(tmp_path_factory):
     patch = pytest.MonkeyPatch()
     patch.chdir(workdir)
     patch.syspath_prepend(str(ROOT))
+    patch.delenv("COLUMNS", raising=False)  # the width a pipe gets (see conftest)
     try:
         outputs = {
             "bf16": _invoke("run", "--backend", "pytorch_bf16", *SEQ2SEQ).stdout,

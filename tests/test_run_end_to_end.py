@@ -90,7 +90,7 @@ def test_rerun_replaces_the_run_folder(cli):
     run = json.loads(Path("runs/pytorch_fp32_bs2_tiny/result.json").read_text())
     # repeat=2 writes two trace files; the first run's single file is gone with its folder
     assert len(run["trace"]["files"]) == 2
-    assert len(list(Path("tb_logs/pytorch_fp32_bs2_tiny").iterdir())) == 2
+    assert len(list(Path("tb_logs/pytorch_fp32_bs2_tiny").glob("*.pt.trace.json*"))) == 2
     assert sorted(p.name for p in Path("runs").iterdir()) == ["pytorch_fp32_bs2_tiny"]
 
 

@@ -53,6 +53,7 @@ from profiler.runs.layout import RESULT_FILE, peaks_dir
 from profiler.runs.result import RunResult, try_read_result
 from profiler.runs.manifest import OK, SweepManifest, axis_options, grid_cells
 from profiler.analysis.roofline import roofline_of
+from profiler.analysis.headline import memory_figures, window_noise
 
 #: the reason of a finished cell whose output holds NaN or Inf: its latency is not one to quote
 NOT_FINITE = "output holds NaN or Inf"
@@ -173,8 +174,6 @@ def phase_columns(result: RunResult) -> dict:
 
 
 def _noise_and_memory(result: RunResult) -> dict:
-    from profiler.analysis.headline import memory_figures, window_noise
-
     window = window_noise(result) or {}
     memory = memory_figures(result)
     return {"cv_pct": None if "cv" not in window else 100 * window["cv"],

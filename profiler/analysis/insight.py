@@ -15,6 +15,7 @@ from profiler.analysis.roofline import (Roofline, cached_ceilings, no_roofline_r
                                         result_roofline)
 from profiler.runs.result import RooflineInputs, RunResult
 from profiler.trace.summary import Summary
+from profiler.trace.hardware import hardware_join, read_ncu_csv
 
 
 @dataclass
@@ -77,8 +78,6 @@ def with_flops(result: RunResult, flops_table: dict | None) -> RunResult:
 
 def ncu_join(summary: Summary, ncu_csv: Path) -> pd.DataFrame:
     """The kernel table joined with an ncu.csv's measurements."""
-    from profiler.trace.hardware import hardware_join, read_ncu_csv
-
     return hardware_join(summary.kernels.table, read_ncu_csv(ncu_csv))
 
 

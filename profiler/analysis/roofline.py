@@ -18,6 +18,8 @@ import pandas as pd
 
 from profiler.runs.result import RunResult
 from profiler.trace.load import read_bytes
+from profiler.trace.load import KIND
+from profiler.trace.load import load_trace
 
 #: Dense (no sparsity) datasheet ceilings, TFLOP/s per matmul data type and memory bandwidth in
 #: GB/s: a labelled fallback when `profile.py peaks` has not measured the GPU. Rows are matched by
@@ -343,8 +345,6 @@ def load_peaks(folder: Path, gpu_name: str) -> tuple[dict, Path] | None:
 
 def kernel_us_by_external_id(trace) -> dict[int, float]:
     """GPU kernel time per launching operator's External id (Kineto links the two by it)."""
-    from profiler.trace.load import KIND
-
     kernels = trace.events[trace.events["kind"] == KIND["kernel"]]
     if "external_id" not in kernels or not len(kernels):
         return {}
@@ -353,8 +353,6 @@ def kernel_us_by_external_id(trace) -> dict[int, float]:
 
 def gemm_roofline(path: Path | str, peak_tflops: float | None) -> pd.DataFrame:
     """Per GEMM shape of a --record-shapes trace: calls, FLOPs per call, GPU time, TFLOP/s."""
-    from profiler.trace.load import load_trace
-
     ops = shaped_ops(path)
     if not len(ops):
         return kernel_roofline(ops, {}, peak_tflops)

@@ -34,6 +34,17 @@ from profiler.trace.trt_layers import Attribution
 from profiler.analysis.advice import Advice
 from profiler.analysis.insight import Insight
 from profiler.analysis.roofline import Roofline
+from profiler.analysis.headline import headline_data
+from profiler.analysis.headline import window_noise
+from profiler.analysis.insight import ceilinged_roofline
+from profiler.analysis.roofline import no_roofline_reason
+from profiler.analysis.advice import advise
+from profiler.analysis.insight import evidence, sweep_table
+from profiler.analysis.roofline import gemm_roofline
+from profiler.trace.hardware import hardware_join, read_ncu_csv
+from profiler.trace.hardware import agreement_share
+from profiler.trace.trt_layers import attribute, read_layers
+from profiler.analysis.headline import compare_timed
 
 
 def run_context(result: RunResult, source: Path | None = None) -> RunContext:
@@ -145,8 +156,6 @@ class RunAnalysis:
         """Timed figures, noise, memory and config (profiler.analysis.headline.headline_data)."""
         if self.result is None:
             return None
-        from profiler.analysis.headline import headline_data
-
         return headline_data(self.result, self.result_json, self.summary.overview.mean_step_us)
 
     @cached_property
@@ -154,16 +163,12 @@ class RunAnalysis:
         """The timed window's noise (profiler.analysis.headline.window_noise)."""
         if self.result is None:
             return None
-        from profiler.analysis.headline import window_noise
-
         return window_noise(self.result, self.result_json)
 
     # ---- roofline and advice -----------------------------------------------------------------
 
     @cached_property
     def _roofline(self) -> tuple[Roofline | None, str]:
-        from profiler.analysis.insight import ceilinged_roofline
-
         return ceilinged_roofline(self.result, self.peaks_dir, self.flops_table)
 
     @property
@@ -179,17 +184,12 @@ class RunAnalysis:
     @property
     def roofline_missing(self) -> str | None:
         """Why there is no roofline, one line (None when there is one)."""
-        from profiler.analysis.roofline import no_roofline_reason
-
         return no_roofline_reason(self.result, self.flops_table) if self.roofline is None \
             else None
 
     @cached_property
     def advice(self) -> list[Advice]:
         """The advice rules that fired (profiler.analysis.advice), each with its evidence."""
-        from profiler.analysis.advice import advise
-        from profiler.analysis.insight import evidence, sweep_table
-
         run_ncu = ncu_csv_of(str(self.run_folder)) if self.run_folder else None
         ncu = self.hardware if run_ncu is not None and run_ncu == self.ncu_csv else \
             (self._join(run_ncu) if run_ncu is not None else None)
@@ -205,8 +205,6 @@ class RunAnalysis:
     def gemms(self) -> pd.DataFrame:
         """Per GEMM/convolution shape (traces recorded with --record-shapes): calls, FLOPs, GPU
         time, TFLOP/s and share of the peak (profiler.analysis.roofline.gemm_roofline)."""
-        from profiler.analysis.roofline import gemm_roofline
-
         return gemm_roofline(self.path, self.roofline.peak_tflops if self.roofline else None)
 
     # ---- Nsight Compute ----------------------------------------------------------------------
@@ -217,8 +215,6 @@ class RunAnalysis:
         return self._ncu if self._ncu is not None else ncu_csv_of(self.name)
 
     def _join(self, csv: Path) -> pd.DataFrame:
-        from profiler.trace.hardware import hardware_join, read_ncu_csv
-
         return hardware_join(self.kernels, read_ncu_csv(csv))
 
     @cached_property
@@ -230,8 +226,6 @@ class RunAnalysis:
     @cached_property
     def agreement(self) -> Agreement | None:
         """How often the kernel-name rules agree with the hardware counters."""
-        from profiler.trace.hardware import agreement_share
-
         return agreement_share(self.hardware) if self.hardware is not None else None
 
     # ---- TensorRT ----------------------------------------------------------------------------
@@ -240,8 +234,6 @@ class RunAnalysis:
     def layers(self) -> list[Attribution]:
         """One profiler.trace.trt_layers.Attribution per TensorRT engine of the run (its
         engine_layers_<i>.json with the profiled kernels attributed); [] when there are none."""
-        from profiler.trace.trt_layers import attribute, read_layers
-
         pairs = engine_layer_files(self.run_folder) if self.run_folder is not None else []
         return [attribute(read_layers(layers, times), self.trace) for layers, times in pairs]
 
@@ -292,8 +284,6 @@ class Comparison:
     def timed(self) -> dict | None:
         """Both runs' timed figures, speedup, p50-ratio verdict, memory and differing fields
         (profiler.analysis.headline.compare_timed); None unless both are runs."""
-        from profiler.analysis.headline import compare_timed
-
         return compare_timed(self.a.result, self.b.result, self.a.result_json,
                              self.b.result_json)
 

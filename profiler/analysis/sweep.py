@@ -17,6 +17,8 @@ from profiler.runs.result import try_read_result
 from profiler.runs.targets import resolve_target
 from profiler.analysis.roofline import Roofline, roofline_of
 from profiler.analysis.run import RunAnalysis
+from profiler.trace.diff import steps_of
+from profiler.analysis.benchmark import benchmark_table
 
 
 def load_sweep(target: Path) -> tuple[Path, SweepManifest]:
@@ -45,8 +47,6 @@ class SweepAnalysis:
     def benchmark(self) -> pd.DataFrame:
         """One row per cell (profiler.analysis.benchmark.benchmark_table: the benchmark.csv
         columns)."""
-        from profiler.analysis.benchmark import benchmark_table
-
         return benchmark_table(self.folder, self.manifest)
 
     @property
@@ -83,8 +83,6 @@ def cell_metrics(run_dir: Path) -> dict:
     """Tensor Core share, GPU utilization and kernel time by category of a finished cell's
     trace, summarized with profiler.trace (no torch). A trace that cannot be summarized leaves
     a note instead of stopping the sweep."""
-    from profiler.trace.diff import steps_of
-
     try:
         summary = RunAnalysis(resolve_target(str(run_dir))).summary
     except UserError as error:

@@ -15,7 +15,7 @@ from profiler.report.export import write_table, write_tables
 from profiler.report.fmt import head
 from profiler.report.insight_view import print_insight
 from profiler.trace.diff import Diff
-from profiler.trace.summary import _clean
+from profiler.trace.summary import json_safe
 
 
 def load_side(target: str) -> RunAnalysis:
@@ -54,7 +54,7 @@ def diff_json(result: Diff, timed_ab: dict | None, top: int) -> dict:
         return frame.to_dict(orient="records") if len(frame) else []
 
     faster, slower = result.top_changes(top or 0)
-    return _clean({"a": result.a_label, "b": result.b_label, "timed": timed_ab,
+    return json_safe({"a": result.a_label, "b": result.b_label, "timed": timed_ab,
                    "overview": records(result.overview),
                    "categories": records(result.categories),
                    "kernels": records(head(result.kernels, top)),

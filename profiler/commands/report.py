@@ -93,7 +93,7 @@ def sweep_page(folder: Path, peaks_dir: Path | None = None,
     """The sweep's table (from its manifest and cells' results), plots, and the roofline and
     advice of every finished cell."""
     from profiler.analysis.benchmark import axis_columns
-    from profiler.report.plots import _pyplot, series
+    from profiler.report.plots import pyplot, series
 
     sweep = SweepAnalysis(folder, peaks_dir=peaks_dir, flops_table=flops_table)
     frame = sweep.benchmark
@@ -102,7 +102,7 @@ def sweep_page(folder: Path, peaks_dir: Path | None = None,
         "backend", "bs", *axis_columns(sweep.manifest), "p50_ms", "p90_ms", "p99_ms",
         "throughput_per_s", "speedup", "tensor_core_pct", "gpu_util_pct", "rel_l2_error",
         "status") if c in frame]))
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     ok = frame[frame["status"] == OK]
     for backend, rows in ok.groupby(series(ok), sort=False):

@@ -59,19 +59,19 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
     if sink.json:
         data = summary.to_dict(top=top)
         if headline is not None:
-            from profiler.trace.summary import _clean
+            from profiler.trace.summary import json_safe
 
-            data = {"headline": _clean(headline), **data}
+            data = {"headline": json_safe(headline), **data}
         if found is not None:
             from profiler.report.insight_view import to_dict
 
             data["insight"] = to_dict(found)
         if joined is not None:
-            from profiler.trace.summary import _clean
+            from profiler.trace.summary import json_safe
             from profiler.report.hardware_view import export_columns
 
             rows = export_columns(joined[joined["rules_vs_hardware"] != "not profiled"])
-            data["hardware"] = _clean({"ncu_csv": str(run.ncu_csv), **agreement.to_dict(),
+            data["hardware"] = json_safe({"ncu_csv": str(run.ncu_csv), **agreement.to_dict(),
                                        "kernels": rows.to_dict(orient="records")})
         sink.document("summarize", data)
         return
@@ -118,7 +118,7 @@ def layers_json(attributions: list) -> list[dict]:
 
 def _layers(run: RunAnalysis, out: Path | None, sink, top: int) -> None:
     """--view layers: the TensorRT layers of a run with the profiled kernels attributed."""
-    from profiler.trace.summary import _clean
+    from profiler.trace.summary import json_safe
     from profiler.trace.trt_layers import LAYER_COLUMNS
 
     from profiler.analysis.run import require_layers
@@ -131,7 +131,7 @@ def _layers(run: RunAnalysis, out: Path | None, sink, top: int) -> None:
                                      for i, a in enumerate(attributions)})
         print(f"wrote {len(written)} files to {out}", file=sys.stderr)
     if sink.json:
-        sink.document("summarize-layers", _clean({"engines": layers_json(attributions)}))
+        sink.document("summarize-layers", json_safe({"engines": layers_json(attributions)}))
         return
     from profiler.report.layers_view import print_layers
 

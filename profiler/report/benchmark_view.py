@@ -14,9 +14,9 @@ from profiler.runs.manifest import SweepManifest
 from profiler.analysis.benchmark import (GENERATION_COLUMNS, NOT_FINITE, PHASE_COLUMNS,
                                          axis_columns)
 from profiler.report.console import FitTable
-from profiler.report.export import _markdown, integer_counts
+from profiler.report.export import markdown_table, integer_counts
 from profiler.report.fmt import fixed, mib, pct, times
-from profiler.trace.summary import _clean
+from profiler.trace.summary import json_safe
 
 MD_FORMATS = {"mean_ms": ".3f", "p50_ms": ".3f", "p90_ms": ".3f", "p99_ms": ".3f",
               "throughput_per_s": ".1f", "speedup": ".2f", "ready_s": ".2f", "compile_s": ".2f",
@@ -68,7 +68,7 @@ def markdown(frame: pd.DataFrame, manifest: SweepManifest) -> str:
     for column, spec in MD_FORMATS.items():
         if column in shown:
             shown[column] = [fixed(v, spec, blank="") for v in frame[column]]
-    lines.append(_markdown(shown))
+    lines.append(markdown_table(shown))
     broken = frame[(frame["status"] == "ok") & (frame["reason"] == NOT_FINITE)]
     if len(broken):
         lines.append("\n## Cells whose output holds NaN or Inf (their latency is not one to "
@@ -139,7 +139,7 @@ def _mib(value, device) -> str:
 
 def benchmark_json(frame: pd.DataFrame, manifest: SweepManifest, sweep_dir: Path) -> dict:
     """The sweep's table as JSON: one record per cell (the benchmark.csv columns)."""
-    return _clean({"sweep": manifest.name, "folder": str(sweep_dir),
+    return json_safe({"sweep": manifest.name, "folder": str(sweep_dir),
                    "model": manifest.model, "baseline": manifest.baseline,
                    "cells": integer_counts(frame).astype(object)
                    .where(frame.notna(), None).to_dict(orient="records")})

@@ -11,6 +11,7 @@ from profiler.trace.diff import BOTH, ONLY_A, ONLY_B, Diff
 from profiler.trace.summary import Summary
 from profiler.report.console import FitTable
 from profiler.report.fmt import change_pct, head, mib, pct, signed, times, us_fine, with_unit
+from profiler.report.phases_view import compare_phases_table, compare_positions_table
 
 
 def _side_name(label: str, summary: Summary) -> str:
@@ -31,8 +32,6 @@ def print_diff(result: Diff, sa: Summary, sb: Summary, top: int, console: Consol
         console.print(unmatched_table(result, side, top))
     console.print(operators_table(result, top))
     if sa.phases is not None and sb.phases is not None:
-        from profiler.report.phases_view import compare_phases_table, compare_positions_table
-
         console.print(compare_phases_table(sa.phases, sb.phases))
         console.print(compare_positions_table(sa.phases, sb.phases, top=top))
     faster, slower = result.top_changes(top or 10)

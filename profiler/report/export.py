@@ -63,7 +63,7 @@ def write_tables(out_dir: Path, frames: dict[str, pd.DataFrame]) -> list[Path]:
     return paths
 
 
-def _markdown(frame: pd.DataFrame, floatfmt: str = ".1f") -> str:
+def markdown_table(frame: pd.DataFrame, floatfmt: str = ".1f") -> str:
     if frame.empty:
         return "_(none)_\n"
     cols = list(frame.columns)
@@ -109,16 +109,16 @@ def export(summary: Summary, out_dir: Path, top: int = 0) -> list[Path]:
     md += [f"- note: {n}" for n in summary.notes]
     md.append(f"\n## Step time breakdown (µs; {DEFINERS[o.definitions]}'s definitions: "
               "profiler/trace/overview.py BREAKDOWN_DEFINITIONS)\n")
-    md.append(_markdown(o.steps.drop(columns=["start", "end", "cpu_start", "cpu_end"],
+    md.append(markdown_table(o.steps.drop(columns=["start", "end", "cpu_start", "cpu_end"],
                                      errors="ignore")))
     md.append("\n## Kernel time by category\n")
-    md.append(_markdown(k.categories))
+    md.append(markdown_table(k.categories))
     shown = k.table if not top else k.table.head(top)
     md.append("\n## Kernels\n")
-    md.append(_markdown(shown.drop(columns=["name", "tensor_core_why"], errors="ignore")))
+    md.append(markdown_table(shown.drop(columns=["name", "tensor_core_why"], errors="ignore")))
     ops = o.operators if not top else o.operators.head(top)
     md.append("\n## CPU operators\n")
-    md.append(_markdown(ops))
+    md.append(markdown_table(ops))
     write_text_atomic(out_dir / "summary.md", "\n".join(md))
     written.append(out_dir / "summary.md")
     return written

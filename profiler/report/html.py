@@ -168,9 +168,9 @@ def roofline_chart(points: list[tuple[str, Roofline]]) -> str | None:
 def category_chart(labels: list[str], categories: list[pd.DataFrame], steps: list[int]) -> str:
     if not any(len(frame) for frame in categories):
         return "<p class='note'>no GPU kernels in the trace</p>"
-    from profiler.report.plots import CATEGORY_COLOURS, _pyplot
+    from profiler.report.plots import CATEGORY_COLOURS, pyplot
 
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 0.6 + 0.5 * len(labels)))
     for i, (frame, n) in enumerate(zip(categories, steps)):
         left = 0.0

@@ -17,6 +17,8 @@ import pandas as pd
 
 from profiler.errors import UserError
 from profiler.runs.manifest import OK, axis_options, grid_cells, short_label
+from profiler.fsutil import write_with
+from profiler.analysis.roofline import chart_data
 
 #: one colour per kernel category, the same in every figure
 CATEGORY_COLOURS = {
@@ -26,7 +28,7 @@ CATEGORY_COLOURS = {
 }
 
 
-def _pyplot():
+def pyplot():
     try:
         import matplotlib
     except ImportError:
@@ -39,8 +41,6 @@ def _pyplot():
 
 def _save(fig, path: Path) -> Path:
     """Write the PNG atomically (temp file + rename), like every other export."""
-    from profiler.fsutil import write_with
-
     try:
         write_with(path, lambda tmp: fig.savefig(tmp, format="png", dpi=130,
                                                  bbox_inches="tight"))
@@ -74,7 +74,7 @@ def series(frame: pd.DataFrame) -> pd.Series:
 
 
 def latency_plot(frame: pd.DataFrame, model: str, out: Path) -> Path:
-    plt = _pyplot()
+    plt = pyplot()
     ok = frame[frame["status"] == "ok"]
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
     for i, (backend, rows) in enumerate(ok.groupby(series(ok), sort=False)):
@@ -96,7 +96,7 @@ def latency_plot(frame: pd.DataFrame, model: str, out: Path) -> Path:
 
 
 def throughput_plot(frame: pd.DataFrame, model: str, out: Path) -> Path:
-    plt = _pyplot()
+    plt = pyplot()
     ok = frame[frame["status"] == "ok"]
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
     for i, (backend, rows) in enumerate(ok.groupby(series(ok), sort=False)):
@@ -113,7 +113,7 @@ def throughput_plot(frame: pd.DataFrame, model: str, out: Path) -> Path:
 
 
 def speedup_plot(frame: pd.DataFrame, model: str, baseline: str, out: Path) -> Path:
-    plt = _pyplot()
+    plt = pyplot()
     sizes = sorted(frame["bs"].unique())
     labels = series(frame)
     backends = list(dict.fromkeys(labels))
@@ -156,7 +156,7 @@ def _batch_axis(ax, frame: pd.DataFrame) -> None:
 def category_bars(labels: list[str], per_label: list[dict[str, float]], title: str,
                   out: Path, legend: bool = True) -> Path:
     """Horizontal stacked bars: one per label, kernel µs per step by category."""
-    plt = _pyplot()
+    plt = pyplot()
     categories = [c for c in CATEGORY_COLOURS if any(d.get(c, 0) > 0 for d in per_label)]
     categories += sorted({c for d in per_label for c in d} - set(categories))
     unit, scale = ("ms", 1e-3) if max((sum(d.values()) for d in per_label), default=0) >= 1e3 \
@@ -212,12 +212,10 @@ def roofline_figure(points: list):
     """Log-log roofline of (label, Roofline) points (analysis.roofline.chart_data): one roof per
     precision present, each point in its roof's colour, marked by backend; None when no point
     has a roofline."""
-    from profiler.analysis.roofline import chart_data
-
     chart = chart_data(points)
     if chart is None:
         return None
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     colour = {roof.key: colours[i % len(colours)] for i, roof in enumerate(chart.roofs)}
@@ -260,4 +258,4 @@ def run_plot(cats: dict[str, float], share: dict[str, float], steps: int, name: 
 
 def require_matplotlib() -> None:
     """Say so early when matplotlib is missing."""
-    _pyplot()
+    pyplot()

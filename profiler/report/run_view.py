@@ -16,6 +16,8 @@ from profiler.report.fmt import fixed, mib, ms, ms_unit, pct, phases_line, signi
 #: the run table's columns kept at any width (the others are left out, the last first, where
 #: the width cannot show them all)
 ESSENTIAL = ("p50 ms", "p90", "p99", "samples/s", "CV", "peak alloc")
+#: the generation table's columns kept at any width (the others go first when it is narrow)
+GENERATION_ESSENTIAL = ("TTFT p50", "token p50", "tokens/s", "seq p50 ms", "tokens equal")
 
 
 def print_result(result: RunResult, console: Console | None = None) -> None:
@@ -148,8 +150,8 @@ def _print_generation(console: Console, generation: Generation,
                       numerics: Numerics | None) -> None:
     """--workload generate: time to first token, per-token latency, tokens/s, and the token
     agreement with FP32 eager generation (the main table above is whole generations)."""
-    table = Table(title=f"generation ({generation.kind}, {generation.max_new_tokens} new "
-                        f"tokens, input {generation.input_len})", title_justify="left")
+    table = FitTable(title=f"generation ({generation.kind}, {generation.max_new_tokens} new "
+                           f"tokens, input {generation.input_len})")
     per_token = generation.per_token_ms
     columns = {"TTFT p50": fixed(generation.ttft_ms.p50, ".3f"),
                "encode ms": fixed(generation.encode_ms.mean if generation.encode_ms else None,
@@ -167,7 +169,7 @@ def _print_generation(console: Console, generation: Generation,
         columns["tokens equal"] = f"{numerics.tokens.positions_equal:.3f}"
         columns["seqs identical"] = f"{numerics.tokens.sequences_identical:.3f}"
     for column in columns:
-        table.add_column(column, number=True, optional=column not in ESSENTIAL)
+        table.add_column(column, number=True, optional=column not in GENERATION_ESSENTIAL)
     table.add_row(*columns.values())
     console.print(table)
     steps = generation.step_ms_by_position

@@ -10,6 +10,7 @@ from profiler.trace.overview import BREAKDOWN, BREAKDOWN_DEFINITIONS, DEFINERS
 from profiler.report.console import FitTable, make_console
 from profiler.report.fmt import count, head, pct, safe, size_bytes, us
 from profiler.trace.summary import Summary
+from profiler.report.phases_view import phases_table, positions_table
 
 
 def print_summary(summary: Summary, view: str = "all", top: int = 20,
@@ -31,8 +32,6 @@ def print_summary(summary: Summary, view: str = "all", top: int = 20,
     if view in ("all", "operators"):
         console.print(operators_table(summary, top))
     if view in ("all", "phases") and summary.phases is not None:
-        from profiler.report.phases_view import phases_table, positions_table
-
         console.print(phases_table(summary.phases))
         console.print(positions_table(summary.phases, top=top))
     for note in summary.notes:

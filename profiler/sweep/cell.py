@@ -120,6 +120,7 @@ def run_job(job: CellJob, process_mark: float | None = None) -> CellOutcome:
     from profiler.runs import phases
 
     began = time.perf_counter()
+    earlier_mark = phases.process_mark
     phases.process_mark = process_mark if process_mark is not None else began
     log_path = Path(job.log_path)
     log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -133,6 +134,7 @@ def run_job(job: CellJob, process_mark: float | None = None) -> CellOutcome:
             kind, reason, code = _run(config)
     finally:
         state.reset(saved)
+        phases.process_mark = earlier_mark  # this cell's imports phase ends with it
     return outcome(kind, reason, code, time.perf_counter() - began, **where())
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Iterable, Optional
 
 from profiler.errors import UserError
 from profiler import SOURCE_ROOT
+from profiler.runs.config import run_argv
 
 if TYPE_CHECKING:
     from profiler.runs.config import RunConfig
@@ -91,8 +92,6 @@ def run_logged(command: list[str], log_path: Path, env: Optional[dict] = None,
 def harness_command(config: "RunConfig") -> list[str]:
     """``python profile.py run ...`` as a list, with this Python, giving every option of
     ``config``."""
-    from profiler.runs.config import run_argv
-
     return [sys.executable, str(PROFILE_PY), "run", *run_argv(config.options())]
 
 

@@ -40,6 +40,8 @@ from profiler.runs.layout import RESULT_FILE
 from profiler.fsutil import move_into, write_json_atomic, write_text_atomic
 from profiler.tools.external import harness_command, last_line_with, locate, run_logged
 from profiler.analysis.run import RunAnalysis
+from profiler.trace.hardware import function_name
+from profiler.trace.hardware import wanted_metrics
 
 NVTX_DOMAIN = "infer-profiler"  # the harness's NVTX domain (harness.NVTX_DOMAIN; no torch here)
 KNOWN_LOCATIONS = ("/opt/nvidia/nsight-compute/*/ncu", "/usr/local/cuda/bin/ncu",
@@ -61,8 +63,6 @@ def nvtx_filter(step: int) -> str:
 def kernel_regex(names: list[str]) -> Optional[str]:
     """``regex:f1|f2`` over the kernels' function names, or None (no name filter) when one of
     them is not a plain identifier."""
-    from profiler.trace.hardware import function_name
-
     functions = sorted({function_name(n) for n in names})
     if not functions or not all(_IDENTIFIER.match(f) for f in functions):
         return None
@@ -78,8 +78,6 @@ def parse_query_metrics(text: str) -> set[str]:
 def choose_metrics(available: Optional[set[str]]) -> tuple[list[str], list[str]]:
     """(metrics to ask for, metrics skipped because the chip lacks them). ``available`` None
     means the query failed: ask for all, and drop what ncu says it cannot find."""
-    from profiler.trace.hardware import wanted_metrics
-
     wanted = list(dict.fromkeys(wanted_metrics()))
     if available is None:
         return wanted, []

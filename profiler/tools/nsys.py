@@ -27,6 +27,8 @@ import pandas as pd
 from profiler.errors import UserError
 from profiler.fsutil import move_into, write_json_atomic, write_text_atomic
 from profiler.tools.external import harness_command, last_line_with, locate, run_logged
+from profiler.trace.rules import classify, short_name
+from profiler.runs.config import RunConfig
 
 KNOWN_LOCATIONS = ("/opt/nvidia/nsight-systems/*/bin/nsys", "/usr/local/cuda/bin/nsys",
                    "/usr/local/cuda-*/bin/nsys",
@@ -61,8 +63,6 @@ def _read_csv(text: str) -> pd.DataFrame:
 def kernel_table_from_kern_sum(text: str) -> pd.DataFrame:
     """``nsys stats --report cuda_gpu_kern_sum --format csv`` -> the kernel table columns of
     ``summarize`` that nsys can fill (times in µs; launch configuration columns are absent)."""
-    from profiler.trace.rules import classify, short_name
-
     sums = _read_csv(text)
     total = float(sums["Total Time (ns)"].sum())
     classes = [classify(str(n)) for n in sums["Name"]]
@@ -109,8 +109,6 @@ def run(options: dict, echo=print) -> dict:
     """``options``: RunConfig field -> value, as for `run`; the run under nsys is captured with
     cuda-profiler-api, once (--repeat 1), its trace folder a scratch one."""
     from dataclasses import replace
-
-    from profiler.runs.config import RunConfig
 
     nsys = locate_nsys()
     config = RunConfig(**{**options, "capture": "cuda-profiler-api", "repeat": 1})

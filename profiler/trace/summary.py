@@ -16,6 +16,7 @@ from profiler.trace.overview import Overview, overview
 from profiler.trace.phases import PhaseSummary, has_phase_spans, phase_summary
 from profiler.trace.rules import RunContext
 from profiler.trace.step_kernels import step_kernels, step_warnings
+from profiler.trace.load import KINDS
 
 @dataclass
 class Summary:
@@ -37,7 +38,7 @@ class Summary:
 
     def to_dict(self, top: int = 0) -> dict:
         k, o = self.kernels, self.overview
-        return _clean({
+        return json_safe({
             "trace": str(self.trace_path),
             "schema": self.schema,
             "devices": self.devices,
@@ -86,7 +87,6 @@ def summarize_trace(trace: Trace, context: RunContext | None = None,
     ov = overview(trace, rows, categories, breakdown)
     counts = {kind: int(n) for kind, n in zip(*np.unique(
         trace.events["kind"].to_numpy(), return_counts=True))}
-    from profiler.trace.load import KINDS
     event_counts = {KINDS[k]: n for k, n in counts.items()}
     notes = list(ov.notes) + list(kernels.notes)
     if context is not None:
@@ -113,12 +113,12 @@ def _records(frame: pd.DataFrame) -> list[dict]:
     return frame.to_dict(orient="records") if len(frame) else []
 
 
-def _clean(value):
+def json_safe(value):
     """JSON-safe: numpy scalars to Python, NaN to None."""
     if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
+        return {str(k): json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
+        return [json_safe(v) for v in value]
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
