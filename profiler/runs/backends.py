@@ -101,7 +101,7 @@ def _modelopt(precision: str, note: str) -> BackendSpec:
 #: every backend, by name
 BACKENDS: dict[str, BackendSpec] = {b.name: b for b in (
     _eager("fp32", False), _eager("fp16", True), _eager("bf16", False),
-    _inductor("fp32", False), _inductor("fp16", True),
+    _inductor("fp32", False), _inductor("fp16", True), _inductor("bf16", False),
     BackendSpec("inductor_int8", "inductor", "int8",
                 "torchao INT8 Linear layers (dynamic, or static with --calib-batches/"
                 "--calib-data) under torch.compile (Inductor)", False, extra="int8"),

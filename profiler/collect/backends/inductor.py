@@ -23,5 +23,5 @@ def _prepare(model, inputs, config, device, precision: str) -> Prepared:
     return Prepared(fn=forward, inputs=inputs, notes=notes)
 
 
-for _precision in ("fp32", "fp16"):
+for _precision in ("fp32", "fp16", "bf16"):
     implement(f"inductor_{_precision}", partial(_prepare, precision=_precision))
