@@ -128,11 +128,14 @@ def run_job(job: CellJob, process_mark: float | None = None) -> CellOutcome:
         config = job.run_config()
     except UserError as error:  # the plan validated it: a job from elsewhere may not be
         return outcome("user-error", str(error), 2, time.perf_counter() - began, **where())
-    saved = state.snapshot()
+    saved, argv = state.snapshot(), sys.argv
+    # result.json records the command line: the one that runs this cell alone
+    sys.argv = ["profile.py", "run", *run_argv(config.options())]
     try:
-        with _output_into(log_path, ["profile.py", "run", *run_argv(config.options())]):
+        with _output_into(log_path, sys.argv):
             kind, reason, code = _run(config)
     finally:
+        sys.argv = argv
         state.reset(saved)
         phases.process_mark = earlier_mark  # this cell's imports phase ends with it
     return outcome(kind, reason, code, time.perf_counter() - began, **where())
