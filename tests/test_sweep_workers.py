@@ -147,10 +147,12 @@ def test_a_cell_in_a_worker_matches_the_same_cell_run_alone(tmp_path):
     assert in_worker["backend"] == alone["backend"]
     assert _cpu_op_names(tmp_path / "tb_logs" / "s" / cell) == \
         _cpu_op_names(alone_dir / "tb_logs" / cell)
-    # the same work: the medians agree to within a factor that only a leak (float64 math,
-    # another thread count) or a broken timer would break on a shared CPU
-    ratio = in_worker["timing"]["p50_ms"] / alone["timing"]["p50_ms"]
-    assert 0.1 < ratio < 10, (ratio, in_worker["timing"], alone["timing"])
+    # the same measurement: the same timer, iterations and recorded switches (a state leak
+    # itself fails cell 2: the model checks the process; tests compare no timings, which on a
+    # shared 2-core machine differed 24x between two 2-iteration windows)
+    for key in ("iters", "iterations_chosen_by", "timer", "sync", "warmup_iters"):
+        assert in_worker["timing"].get(key) == alone["timing"].get(key), key
+    assert in_worker["timing"]["p50_ms"] > 0 and alone["timing"]["p50_ms"] > 0
 
 
 def _at(stamp: str) -> datetime:
