@@ -196,3 +196,32 @@ def test_usage_mistake_through_the_entry_point():
     bare = subprocess.run([sys.executable, str(ROOT / "profile.py")], capture_output=True,
                           text=True, timeout=60)
     assert "Usage: profile.py" in bare.stdout + bare.stderr and "summarize" in bare.stdout
+
+
+@pytest.mark.parametrize("args, words", [
+    (["run", "--model", "resnet18", "--bs", "1"], "error: running a model needs torch; torch is "
+     "not installed here: pip install 'infer-profiler[run]'"),
+    (["backends", "--json"], None),
+])
+def test_without_torch_run_and_backends_say_so(tmp_path, args, words):
+    """A plain install (no torch): `run` is one line naming the extra; `backends` lists every
+    backend as unavailable for that reason."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    code = ("import sys, runpy; sys.modules['torch'] = None; "
+            f"sys.argv = ['profile.py', *{args!r}]; "
+            f"runpy.run_path({str(ROOT / 'profile.py')!r}, run_name='__main__')")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120)
+    if words is not None:
+        assert done.returncode == 2 and done.stderr.strip() == words + \
+            " (reading, summarizing and comparing traces does not need it)", done.stderr
+        return
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)["backends"]
+    assert rows and not any(row["available"] for row in rows)
+    assert all("pip install 'infer-profiler[run]'" in row["why_not"] for row in rows)

@@ -3,9 +3,22 @@ through report/, and say the exit status. cli.py only parses arguments and calls
 report/ only renders (tables, exports, figures)."""
 
 import contextlib
+import importlib.util
 import resource
 
 from profiler.errors import UserError, first_line
+
+
+#: what a plain install lacks to run models, and how to get it
+NO_TORCH = ("torch is not installed here: pip install 'infer-profiler[run]' (reading, "
+            "summarizing and comparing traces does not need it)")
+
+
+def torch_installed() -> bool:
+    try:
+        return importlib.util.find_spec("torch") is not None
+    except ValueError:  # torch blocked (sys.modules["torch"] = None)
+        return False
 
 
 @contextlib.contextmanager
@@ -15,6 +28,11 @@ def loading_torch():
     limit, not an ImportError traceback."""
     try:
         yield
+    except ModuleNotFoundError as error:
+        if (error.name or "").split(".")[0] not in ("torch", "torchvision"):
+            raise
+        raise UserError(f"running a model needs {error.name.split('.')[0]}; {NO_TORCH}") \
+            from None
     except (ImportError, OSError, MemoryError) as error:
         soft, _ = resource.getrlimit(resource.RLIMIT_AS)
         if soft == resource.RLIM_INFINITY and not isinstance(error, MemoryError):

@@ -18,11 +18,17 @@ def backends(sink) -> int:
     from profiler.collect.backends import all_backends, cuda_available
     from profiler.report import run_view
 
-    cuda = cuda_available()
+    from profiler.commands import NO_TORCH, torch_installed
+
+    torch_here = torch_installed()
+    cuda = torch_here and cuda_available()
+
+    def why_not(backend) -> str | None:
+        return backend.unavailable_reason(cuda) if torch_here else NO_TORCH
+
     rows = [{"name": b.name, "family": b.family, "precision": b.precision,
-             "available": b.unavailable_reason(cuda) is None,
-             "why_not": b.unavailable_reason(cuda), "description": b.description}
-            for b in all_backends()]
+             "available": why_not(b) is None, "why_not": why_not(b),
+             "description": b.description} for b in all_backends()]
     if sink.json:
         sink.document("backends", {"backends": rows})
     else:
