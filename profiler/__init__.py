@@ -4,6 +4,7 @@ The package is built in floors (docs/architecture.md): only ``collect`` imports 
 can be read, summarized and compared on any machine.
 """
 
+import os
 from pathlib import Path
 
 DISTRIBUTION = "infer-profiler"
@@ -22,3 +23,10 @@ def package_version() -> str:
 
         pyproject = SOURCE_ROOT / "pyproject.toml"
         return tomllib.loads(pyproject.read_text())["project"]["version"]
+
+
+def child_env() -> dict:
+    """This process's environment, with this copy of the package (and the current folder, for
+    package.module:function models) importable first: for the child processes the tool starts."""
+    paths = [str(SOURCE_ROOT), os.getcwd(), os.environ.get("PYTHONPATH", "")]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}

@@ -1,8 +1,9 @@
 import numpy as np
 import pytest
 
-from profiler.analysis.noise import (BIMODAL_D, noise, p50_ratio, read_latency_csv, spread_of_runs,
+from profiler.analysis.noise import (BIMODAL_D, noise, read_latency_csv, spread_of_runs,
                                   two_cluster_split)
+from profiler.analysis.verdict import compare
 
 FIXTURES = "tests/fixtures/h200/runs"
 
@@ -44,19 +45,21 @@ def test_the_real_h200_windows_are_quiet():
         assert n.n == 100 and n.cv < 0.10
 
 
-def test_identical_windows_compare_within_noise_and_a_shift_does_not():
+def test_one_real_window_against_itself_is_undecided_and_far_slower_is_called():
     a = read_latency_csv(f"{FIXTURES}/pytorch_fp16_bs8/latency.csv")
-    same = p50_ratio(a, a)
-    assert same.verdict == "within noise" and same.low <= 1 <= same.high
-    slower = p50_ratio(a, [v * 1.5 for v in a])
-    assert slower.verdict == "B slower" and slower.low > 1.4
-    assert p50_ratio(a, a).to_dict() == same.to_dict()  # fixed seed: the same interval
+    same = compare([a], [a])
+    assert same.verdict == "undecided" and same.low <= 1 <= same.high
+    # one process a side, default floor 10 %: a call needs |log ratio| > 3 x 14.1 % (1.53x)
+    assert compare([a], [[v * 1.5 for v in a]]).verdict == "undecided"
+    slower = compare([a], [[v * 1.6 for v in a]])
+    assert slower.verdict == "slower" and slower.low > 1.5
+    assert compare([a], [a]).to_dict() == same.to_dict()  # fixed seed: the same interval
 
 
-def test_fp16_vs_fp32_on_the_h200_is_outside_noise():
+def test_fp16_vs_fp32_on_the_h200_is_beyond_the_default_floor():
     a = read_latency_csv(f"{FIXTURES}/pytorch_fp32_bs8/latency.csv")
     b = read_latency_csv(f"{FIXTURES}/ttrt_fp16_bs8/latency.csv")
-    assert p50_ratio(a, b).verdict == "B faster"
+    assert compare([a], [b]).verdict == "faster"
 
 
 def test_spread_of_repeated_runs():

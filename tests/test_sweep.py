@@ -16,7 +16,7 @@ from .conftest import ROOT, stop_sweep_when
 FAST = ["--iters", "2", "--timed-warmup", "0", "--active", "1"]
 # bs 3 runs out of (simulated) CUDA memory: tests.tiny_models.oom_above_2
 GRID = ["--backends", "pytorch_fp32,pytorch_bf16", "--bs", "1,2,3",
-        "--model", "tests.tiny_models:oom_above_2", *FAST, "--name", "grid"]
+        "--model", "tests.tiny_models:oom_above_2", *FAST, "--name", "grid", "--processes", "2"]
 
 
 def sweep_cli(*args, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -62,7 +62,8 @@ def test_sweep_writes_cells_tables_and_manifest(grid):
     with open(sweep / "benchmark.csv", newline="") as handle:
         rows = list(csv.DictReader(handle))
     assert list(rows[0]) == ["model", "device", "backend", "bs", "mean_ms", "p50_ms", "p90_ms",
-                             "p99_ms", "throughput_per_s", "speedup", "baseline", "ready_s",
+                             "p99_ms", "throughput_per_s", "speedup", "speedup_low",
+                             "speedup_high", "verdict", "processes", "baseline", "ready_s",
                              "compile_s", "compile_what", "rel_l2_error", "tensor_core_pct",
                              "gpu_util_pct", "cv_pct", "noise", "peak_allocated_mib",
                              "peak_reserved_mib", "engine_mib", "tflops", "pct_peak_compute",
@@ -97,6 +98,13 @@ def test_sweep_writes_cells_tables_and_manifest(grid):
         assert base["rel_l2_error"] == "" and float(bf16["rel_l2_error"]) > 0
         assert base["device"] == "CPU" and base["status"] == "ok"
         assert float(base["cv_pct"]) >= 0 and base["peak_allocated_mib"] == ""
+        # --processes 2: one more window of every finished cell, in a round after the cells
+        assert base["processes"] == bf16["processes"] == "2" and base["verdict"] == "baseline"
+        assert bf16["verdict"] in ("faster", "slower", "same", "undecided")
+        assert float(bf16["speedup_low"]) <= float(bf16["speedup"]) <= float(bf16["speedup_high"])
+        samples = (sweep / f"pytorch_bf16_bs{bs}_oom_above_2" / "processes.csv").read_text()
+        assert {line.split(",")[0] for line in samples.splitlines()[1:]} == {"0", "1"}
+    assert "round 1 of 1: a fresh process times" in done.stderr
     assert by_cell[("pytorch_fp32", 3)]["status"] == "oom"
     assert by_cell[("pytorch_fp32", 3)]["speedup"] == ""
     md = (sweep / "benchmark.md").read_text()
@@ -172,6 +180,26 @@ def test_compare_two_cells_of_a_sweep(grid):
     assert done.returncode == 0, done.stderr
     assert "timed p50 latency (result.json)" in done.stdout
     assert "config.backend" in done.stdout and "p50 B / A" in done.stdout
+    assert "over 2 vs 2 process(es)" in done.stdout  # the sweep's --processes 2
+
+
+def test_compare_times_both_configs_again_interleaved(grid):
+    workdir, _ = grid
+    env = dict(os.environ, COLUMNS="200")
+    env.pop("PYTHONPATH", None)
+    cells = ["grid/pytorch_fp32_bs1_oom_above_2", "grid/pytorch_bf16_bs1_oom_above_2"]
+    before = [(workdir / "runs" / c / "processes.csv").read_text() for c in cells]
+    done = subprocess.run([sys.executable, str(ROOT / "profile.py"), "compare", *cells,
+                           "--processes", "2", "--json"], cwd=workdir,
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    verdict = json.loads(done.stdout)["timed"]["verdict"]
+    assert verdict["processes_a"] == verdict["processes_b"] == 2
+    assert verdict["verdict"] in ("faster", "slower", "same", "undecided")
+    assert "timing A and B again: 2 fresh processes each, interleaved" in done.stderr
+    assert done.stderr.count("a fresh process times") == 2
+    # the run folders are not changed
+    assert [(workdir / "runs" / c / "processes.csv").read_text() for c in cells] == before
 
 
 def test_all_cells_failing_exits_1(tmp_path):

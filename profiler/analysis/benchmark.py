@@ -5,9 +5,15 @@ prints it).
 Columns (times in ms, as the timed window measured them; the trace figures come from the
 profiled steps, summarized with profiler.trace):
 
-model, device, backend, bs, mean_ms, p50_ms, p90_ms, p99_ms, throughput_per_s,
-speedup (baseline p50 / this cell's p50 at the same batch size; empty when the baseline cell
-did not finish), baseline, ready_s (prepare + first call: from handing the model to the backend
+model, device, backend, bs, mean_ms, p50_ms (with several processes per cell: the mean of the
+per-process medians, the figure the speedup and verdict speak of), p90_ms, p99_ms (the cell's own
+window), throughput_per_s,
+speedup (the baseline's p50 / this cell's p50 at the same batch size, each the mean of its
+per-process medians when the cell was timed in several processes; empty when the baseline cell
+did not finish), speedup_low and speedup_high (its 95 % interval) and verdict (faster, slower,
+same within ±2 %, undecided; "baseline" on the baseline's own cells), all from the hierarchical
+bootstrap over processes then iterations of profiler.analysis.verdict, processes (the timed
+windows behind the cell's figures, each in its own process: --processes), baseline, ready_s (prepare + first call: from handing the model to the backend
 to the first output, every backend), compile_s and compile_what (TensorRT: engine build time,
 with ModelOpt's extension build for ttrt_fp8/ttrt_int8, or the engine cache load time; ONNX
 Runtime: export + session creation, or the session alone from a cached ONNX file; Inductor: the
@@ -45,6 +51,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from profiler.runs import backends as backend_facts
@@ -53,14 +60,17 @@ from profiler.runs.layout import RESULT_FILE, peaks_dir
 from profiler.runs.result import RunResult, try_read_result
 from profiler.runs.manifest import OK, SweepManifest, axis_options, grid_cells
 from profiler.analysis.roofline import roofline_of
-from profiler.analysis.headline import memory_figures, window_noise
+from profiler.analysis.headline import memory_figures, verdict_between, window_noise
+from profiler.runs.samples import process_windows
+from profiler.analysis.verdict import mean_of_medians
 
 #: the reason of a finished cell whose output holds NaN or Inf: its latency is not one to quote
 NOT_FINITE = "output holds NaN or Inf"
 PHASE_COLUMNS = ["wall_s", *(f"{phase}_s" for phase in PHASE_ORDER)]
 ROOFLINE_COLUMNS = ["tflops", "pct_peak_compute", "gbs", "pct_peak_bandwidth", "flop_per_byte"]
 COLUMNS = ["model", "device", "backend", "bs", "mean_ms", "p50_ms", "p90_ms", "p99_ms",
-           "throughput_per_s", "speedup", "baseline", "ready_s", "compile_s", "compile_what",
+           "throughput_per_s", "speedup", "speedup_low", "speedup_high", "verdict", "processes",
+           "baseline", "ready_s", "compile_s", "compile_what",
            "rel_l2_error", "tensor_core_pct", "gpu_util_pct", "cv_pct", "noise",
            "peak_allocated_mib", "peak_reserved_mib", "engine_mib", *ROOFLINE_COLUMNS, "ttft_ms",
            "token_p50_ms", "token_p99_ms", "tokens_per_s", "token_agreement", "status", "reason",
@@ -112,8 +122,9 @@ def axis_columns(manifest: SweepManifest) -> list[str]:
     return [key for key in axis_options() if isinstance(manifest.options.get(key), list)]
 
 
-def benchmark_table(sweep_dir: Path, manifest: SweepManifest) -> pd.DataFrame:
-    rows = []
+def benchmark_table(sweep_dir: Path, manifest: SweepManifest,
+                    floors_dir: Path | None = None) -> pd.DataFrame:
+    rows, samples = [], []
     axes = axis_columns(manifest)
     for name, cell in grid_cells(manifest):
         row = {"model": manifest.model, "device": "", "backend": cell.backend,
@@ -123,24 +134,43 @@ def benchmark_table(sweep_dir: Path, manifest: SweepManifest) -> pd.DataFrame:
         result = try_read_result(sweep_dir / name / RESULT_FILE) if cell.status == OK else None
         if cell.status == OK and result is None:
             row.update(status="failed", reason="result.json missing or unreadable")
+        windows = []
         if result is not None:
             row.update(_result_columns(result, cell.metrics or {}))
             if result.output.finite is False:  # it ran, but what it timed is broken
                 row["reason"] = NOT_FINITE
+            windows = process_windows(result, sweep_dir / name / RESULT_FILE)
+            row["processes"] = len(windows) or None
+            if len(windows) > 1:  # the figure a verdict speaks of: the mean per-process p50
+                row["p50_ms"] = mean_of_medians([np.asarray(w) for w in windows])
         rows.append(row)
+        samples.append((result, windows))
     frame = pd.DataFrame(rows).reindex(columns=[*COLUMNS[:4], *axes, *COLUMNS[4:]])
     frame = frame.astype({c: float for c in ("mean_ms", "p50_ms", "p90_ms", "p99_ms",
-                                              "throughput_per_s", "speedup", "ready_s",
+                                              "throughput_per_s", "speedup", "speedup_low",
+                                              "speedup_high", "processes", "ready_s",
                                               "compile_s", "rel_l2_error", "tensor_core_pct",
                                               "gpu_util_pct", "elapsed_s", "cv_pct",
                                               "peak_allocated_mib", "peak_reserved_mib",
                                               "engine_mib", *ROOFLINE_COLUMNS,
                                               *GENERATION_COLUMNS, *PHASE_COLUMNS)})
     same = ["bs", *axes]  # speedup: the baseline's cell with the same batch size and values
-    base = frame.loc[frame["backend"] == manifest.baseline, [*same, "p50_ms"]]
-    base_p50 = frame[same].merge(base, on=same, how="left")["p50_ms"].to_numpy()
-    frame["speedup"] = [b / p50 if p50 and p50 > 0 else math.nan
-                        for b, p50 in zip(base_p50, frame["p50_ms"])]
+    keys = [tuple(v) for v in frame[same].itertuples(index=False)]
+    base = {key: i for i, key in enumerate(keys) if frame["backend"].iloc[i] == manifest.baseline}
+    verdicts = []
+    for i, key in enumerate(keys):
+        j = base.get(key)
+        (result, windows), found = samples[i], None
+        if j is not None and j != i and result is not None and samples[j][0] is not None:
+            found = verdict_between(samples[j][0], result, samples[j][1], windows, floors_dir)
+        verdicts.append(found)
+    is_base = [base.get(key) == i and samples[i][0] is not None for i, key in enumerate(keys)]
+    frame["speedup"] = [1 / v.ratio if v else (1.0 if own else math.nan)
+                        for v, own in zip(verdicts, is_base)]
+    frame["speedup_low"] = [1 / v.high if v else math.nan for v in verdicts]
+    frame["speedup_high"] = [1 / v.low if v else math.nan for v in verdicts]
+    frame["verdict"] = [v.verdict if v else ("baseline" if own else "")
+                        for v, own in zip(verdicts, is_base)]
     return frame
 
 

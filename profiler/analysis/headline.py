@@ -8,9 +8,12 @@ from pathlib import Path
 
 import msgspec
 
+from profiler.runs.noise_floor import read_floor
 from profiler.runs.result import RunResult, latency_csv_of
+from profiler.runs.samples import process_windows
 from profiler.analysis.figures import (NOT_ON_CPU, differing_fields, mib, overhead_ratio, speedup)
-from profiler.analysis.noise import noise, p50_ratio, read_latency_csv
+from profiler.analysis.noise import noise, read_latency_csv
+from profiler.analysis.verdict import Verdict, compare as compare_processes
 
 #: the config fields shown in the one-line config of a headline
 CONFIG_LINE = ("model", "backend", "batch_size", "image_size", "seq_len", "tf32",
@@ -92,18 +95,45 @@ def differences(ra: RunResult, rb: RunResult) -> list[tuple[str, object, object]
     return differing_fields(sections(ra), sections(rb))
 
 
+def gpu_name(result: RunResult) -> str | None:
+    return (result.environment.gpu or {}).get("name") or ("cpu" if result.device.startswith(
+        "cpu") else None)
+
+
+def machine_floor(*results: RunResult, floors_dir: Path | None = None) -> float | None:
+    """The between-process CV `profile.py noise` measured for the runs' GPU model (the larger
+    where they ran on two), or None when it was never measured here."""
+    floors = [read_floor(gpu_name(r), floors_dir) for r in results]
+    known = [f.between_process_cv for f in floors if f is not None]
+    return max(known) if known else None
+
+
+def verdict_between(ra: RunResult, rb: RunResult, windows_a: list[list[float]],
+                    windows_b: list[list[float]], floors_dir: Path | None = None
+                    ) -> Verdict | None:
+    """B against A from every process of each (profiler.analysis.verdict); None without
+    latencies on a side."""
+    if not windows_a or not windows_b:
+        return None
+    return compare_processes(windows_a, windows_b,
+                             noise_floor=machine_floor(ra, rb, floors_dir=floors_dir))
+
+
 def compare_timed(ra: RunResult | None, rb: RunResult | None, json_a: Path | None,
-                  json_b: Path | None) -> dict | None:
-    """Both runs' timed figures, speedup (p50 A / p50 B, as x), the bootstrap verdict on the
-    p50 ratio from both latency.csv files, memory, and every differing field."""
+                  json_b: Path | None, windows: tuple[list, list] | None = None,
+                  floors_dir: Path | None = None) -> dict | None:
+    """Both runs' timed figures, speedup (A / B of the mean per-process p50, as x), the verdict
+    from every process of each (processes.csv, else latency.csv; ``windows`` when new ones were
+    just taken), memory, and every differing field."""
     if ra is None or rb is None:
         return None
     a, b = timed_figures(ra), timed_figures(rb)
-    csv_a, csv_b = latency_csv_of(ra, json_a), latency_csv_of(rb, json_b)
-    ratio = None
-    if csv_a is not None and csv_b is not None:
-        ratio = p50_ratio(read_latency_csv(csv_a), read_latency_csv(csv_b)).to_dict()
-    return {"a": a, "b": b, "speedup_x": speedup(a["p50_ms"], b["p50_ms"]), "p50_ratio": ratio,
+    windows_a, windows_b = windows or (process_windows(ra, json_a), process_windows(rb, json_b))
+    verdict = verdict_between(ra, rb, windows_a, windows_b, floors_dir)
+    return {"a": a, "b": b,
+            "speedup_x": speedup(a["p50_ms"], b["p50_ms"]) if verdict is None
+            else 1 / verdict.ratio,
+            "verdict": None if verdict is None else verdict.to_dict(),
             "noise_a": window_noise(ra, json_a), "noise_b": window_noise(rb, json_b),
             "memory_a": memory_figures(ra), "memory_b": memory_figures(rb),
             "config_a": config_line(ra), "config_b": config_line(rb),

@@ -1,6 +1,5 @@
 """The timed window's record (TimedWindow: raw times, statistics, noise) and how far a latency
-figure can be trusted: spread, shape and drift of the window, and whether two runs' medians
-differ beyond that noise. Pure numpy; never imports torch.
+figure can be trusted: spread, shape and drift of the window. Pure numpy; never imports torch.
 
 Rules (each stated once, here, and printed beside its warning):
 
@@ -14,32 +13,27 @@ Rules (each stated once, here, and printed beside its warning):
 - drifting: the medians of the first and last third differ by more than three standard errors
   of that difference (each third's median error taken as 1.2533·σ/√n, σ = IQR / 1.349 of the
   whole window) and by more than ``DRIFT_MIN_SHARE`` (2 %) of the median.
-- compare: a percentile bootstrap of p50(B) / p50(A), both latency.csv files resampled with
-  replacement ``BOOTSTRAP_RESAMPLES`` times from a fixed seed; a difference is outside noise
-  when the 95 % interval excludes 1 and the ratio is more than ``MATERIAL_RATIO`` (2 %) from 1.
+
+Whether two configs differ is profiler.analysis.verdict's: over processes, not one window.
 """
 
 from __future__ import annotations
 
-import csv
 import math
 from dataclasses import asdict, dataclass
 from functools import cached_property
-from pathlib import Path
 
 import msgspec
 import numpy as np
 
 from profiler.runs.result import NoiseStats, RepeatSpread, TimingStats
+from profiler.runs.samples import read_latency_csv, spread_of_runs  # noqa: F401 (re-exported)
 
 NOISY_CV = 0.10
 NOISY_IQR = 0.10
 BIMODAL_MIN_SHARE = 0.10
 BIMODAL_D = 4.5
 DRIFT_MIN_SHARE = 0.02
-BOOTSTRAP_RESAMPLES = 2000
-BOOTSTRAP_SEED = 0
-MATERIAL_RATIO = 0.02
 MIN_SAMPLES = 6  # fewer latencies: shape and drift are not judged
 
 
@@ -164,56 +158,3 @@ def drifts(x: np.ndarray, first: float, last: float, iqr: float, median: float) 
     sigma = iqr / 1.349
     standard_error = math.sqrt(2) * 1.2533 * sigma / math.sqrt(third)
     return abs(last - first) > max(3 * standard_error, DRIFT_MIN_SHARE * median)
-
-
-@dataclass
-class P50Ratio:
-    """p50(B) / p50(A) with its bootstrap interval, and the verdict."""
-
-    ratio: float
-    low: float
-    high: float
-    n_a: int
-    n_b: int
-    verdict: str  # "within noise", "B faster", "B slower"
-    method: str
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-def p50_ratio(a_ms, b_ms, resamples: int = BOOTSTRAP_RESAMPLES,
-              seed: int = BOOTSTRAP_SEED) -> P50Ratio:
-    """Percentile-bootstrap 95 % interval of p50(B) / p50(A) (see the module doc for the rule)."""
-    a, b = np.asarray(a_ms, dtype=float), np.asarray(b_ms, dtype=float)
-    if not len(a) or not len(b):
-        raise ValueError("no latencies")
-    rng = np.random.default_rng(seed)
-    med_a = np.median(rng.choice(a, size=(resamples, len(a))), axis=1)
-    med_b = np.median(rng.choice(b, size=(resamples, len(b))), axis=1)
-    ratios = med_b / med_a
-    low, high = (float(v) for v in np.percentile(ratios, [2.5, 97.5]))
-    ratio = float(np.median(b) / np.median(a))
-    outside = (low > 1 or high < 1) and abs(ratio - 1) > MATERIAL_RATIO
-    verdict = "within noise" if not outside else ("B faster" if ratio < 1 else "B slower")
-    method = (f"percentile bootstrap of p50(B)/p50(A), {resamples} resamples, seed {seed}, 95 % "
-              f"interval; outside noise when it excludes 1 and |ratio - 1| > "
-              f"{100 * MATERIAL_RATIO:.0f} %")
-    return P50Ratio(ratio, low, high, len(a), len(b), verdict, method)
-
-
-def read_latency_csv(path: Path) -> list[float]:
-    """The latency_ms column of a run's latency.csv."""
-    with open(path, newline="") as handle:
-        return [float(row["latency_ms"]) for row in csv.DictReader(handle)]
-
-
-def spread_of_runs(p50s_ms: list[float]) -> RepeatSpread:
-    """How the p50 of K repeated timed windows varies: min, max, and (max - min) / median."""
-    values = np.asarray(p50s_ms, dtype=float)
-    median = float(np.median(values))
-    return RepeatSpread(
-        runs=len(values), p50_ms=[float(v) for v in values], median_p50_ms=median,
-        min_p50_ms=float(values.min()), max_p50_ms=float(values.max()),
-        range_pct_of_median=100.0 * float(values.max() - values.min()) / median
-        if median > 0 else 0.0)

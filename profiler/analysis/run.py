@@ -269,6 +269,9 @@ class Comparison:
     b: RunAnalysis
     a_label: str
     b_label: str
+    #: each side's timed windows, one per process, when new ones were taken for this comparison
+    #: (compare --processes); None: the ones each run recorded (processes.csv, latency.csv)
+    windows: tuple[list, list] | None = None
 
     @cached_property
     def diff(self) -> Diff:
@@ -282,10 +285,10 @@ class Comparison:
 
     @cached_property
     def timed(self) -> dict | None:
-        """Both runs' timed figures, speedup, p50-ratio verdict, memory and differing fields
-        (profiler.analysis.headline.compare_timed); None unless both are runs."""
+        """Both runs' timed figures, speedup, the verdict over processes, memory and differing
+        fields (profiler.analysis.headline.compare_timed); None unless both are runs."""
         return compare_timed(self.a.result, self.b.result, self.a.result_json,
-                             self.b.result_json)
+                             self.b.result_json, windows=self.windows)
 
 
 def timed_rows(ra: RunResult | None, rb: RunResult | None) -> pd.DataFrame:

@@ -301,6 +301,16 @@ def sweep(
         False, "--ray-shared-fs", help="With --executor ray: --runs-dir and --tb-dir have the "
         "same path on every node, so cells write into them directly (default: results come "
         "back through Ray's object store)."),
+    processes: Optional[int] = typer.Option(
+        None, "--processes", help="Timed windows per cell, each in a fresh process, the cell's "
+        "run the first; taken in rounds interleaved over the cells, so drift hits every cell "
+        "alike. The speedups' verdicts and intervals rest on them (default 3 on GPUs, 1 on a "
+        "CPU)."),
+    target_noise: Optional[float] = typer.Option(
+        None, "--target-noise", help="Keep taking rounds until each cell's p50 interval is "
+        "within ±P % (e.g. 2), or --budget runs out; reports what each cell reached."),
+    budget: Optional[float] = typer.Option(
+        None, "--budget", help="Seconds the --target-noise rounds may take (default 600)."),
     runs_dir: Path = typer.Option(Path("runs"), help="Where the sweep folder goes."),
     tb_dir: Path = typer.Option(Path("tb_logs"), help="Where the sweep's traces go."),
     json_out: bool = typer.Option(False, "--json", help="Print the benchmark table as JSON on "
@@ -338,7 +348,8 @@ def sweep(
                              runs_dir=runs_dir, tb_dir=tb_dir, resume=resume,
                              cell_timeout_s=cell_timeout, executor=executor, gpus=gpus,
                              isolate=isolate, ray_address=ray_address,
-                             ray_shared_fs=ray_shared_fs)
+                             ray_shared_fs=ray_shared_fs, processes=processes,
+                             target_noise=target_noise, budget_s=budget)
     _exit(sweep_command.run(plan, Output(json=json_out)))
 
 
@@ -352,11 +363,26 @@ def compare(
     out: Optional[Path] = typer.Option(
         None, "--out", help="Also write overview, categories, kernels, operators and "
         "top_changes CSVs into this folder."),
+    processes: Optional[int] = typer.Option(
+        None, "--processes", help="Time both configs again, N fresh processes each, "
+        "interleaved (A B, B A, ...), and base the verdict on those windows (the run folders "
+        "are not changed). Without it the verdict uses the processes each run recorded "
+        "(--repeat-runs, a sweep's --processes), and with one process a side it is undecided "
+        "unless the difference is far beyond the machine's floor (`noise`)."),
+    target_noise: Optional[float] = typer.Option(
+        None, "--target-noise", help="With fresh processes: keep adding them until each "
+        "side's p50 interval is within ±P % (e.g. 2), or --budget runs out."),
+    budget: Optional[float] = typer.Option(
+        None, "--budget", help="Seconds the --target-noise processes may take (default 600)."),
     json_out: bool = typer.Option(False, "--json", help="Print the comparison as JSON on "
                                   "stdout (full kernel names, the timed figures and what "
                                   "differs)."),
 ) -> None:
     """Kernel-level diff of two runs: step and GPU time, categories, kernels, operators.
+
+    The timed headline's verdict (faster, slower, the same within ±2 %, or undecided) comes from
+    a hierarchical bootstrap over each run's processes, then their iterations, so it holds
+    against the spread between fresh processes, not only inside one window.
 
     Times are per profiled step and delta = B - A. Kernels are matched by full name (the
     unmatched ones of each side are listed); runs that share no kernel name (eager vs TensorRT)
@@ -366,11 +392,14 @@ def compare(
 
     [b]python profile.py compare pytorch_fp32_bs8 ttrt_fp16_bs8[/b]
 
+    [b]python profile.py compare pytorch_fp32_bs8 pytorch_fp16_bs8 --processes 5[/b]
+
     [b]python profile.py compare sweep_resnet50/pytorch_fp16_bs8 sweep_resnet50/inductor_fp16_bs8 --out diff/[/b]
     """
     from profiler.commands.compare import run as compare_command
 
-    compare_command(a, b, top=top, out=out, sink=Output(json=json_out))
+    compare_command(a, b, top=top, out=out, sink=Output(json=json_out), processes=processes,
+                    target_noise=target_noise, budget_s=budget)
 
 
 @app.command()

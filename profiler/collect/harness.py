@@ -24,7 +24,8 @@ import msgspec
 import torch
 
 from profiler import runs, signals
-from profiler.analysis.noise import TimedWindow, spread_of_runs
+from profiler.analysis.noise import TimedWindow
+from profiler.runs.samples import processes_text, spread_of_runs
 from profiler.collect import backends, engine_cache, flops, metadata, models, numerics
 from profiler.collect import repeat_window, timing, window
 from profiler.collect.device import (HAS_NVTX, NVTX_DOMAIN, nvtx_range, out_of_memory_kind,
@@ -34,7 +35,8 @@ from profiler.collect.workloads.base import RunContext, Workload
 from profiler.collect.workloads.forward import Forward
 from profiler.collect.workloads.generate import Generate
 from profiler.errors import OutOfMemory, UserError
-from profiler.fsutil import clean_leftovers, folder_lock, replace_dir, staging_dir
+from profiler.fsutil import (clean_leftovers, folder_lock, replace_dir, staging_dir,
+                             write_text_atomic)
 from profiler.runs import phases
 from profiler.runs.config import RunConfig
 from profiler.runs.phases import Phases
@@ -169,18 +171,23 @@ def collect(workload: Workload, context: RunContext, progress: window.Progress,
     spread = None
     if config.repeat_runs > 1:
         with timer("repeat_runs"):
-            spread = _repeat_spread(config, timed, progress)
+            spread = _repeat_spread(config, timed, progress, run_stage)
     return Collected(prepare_s, first_call_s, timed, output, activities, trace_files, notes,
                      artifacts, numeric_check, spread)
 
 
-def _repeat_spread(config: RunConfig, timed: window.Timed, progress: window.Progress
-                   ) -> runs.RepeatSpread:
-    """--repeat-runs: more timed windows in fresh processes; the spread of their p50s."""
+def _repeat_spread(config: RunConfig, timed: window.Timed, progress: window.Progress,
+                   run_stage: Path) -> runs.RepeatSpread:
+    """--repeat-runs: more timed windows in fresh processes, one after another; every window
+    into processes.csv and the spread of their p50s."""
     latencies = list(timed.window.latencies_ms)
-    windows = repeat_window.repeat(config, len(latencies), timed.plan.warmup, progress.say)
-    p50s = [TimedWindow(tuple(w), config.batch_size).p50_ms for w in [latencies, *windows]]
-    spread = spread_of_runs(p50s)
+    windows = [latencies, *repeat_window.repeat(config, len(latencies), timed.plan.warmup,
+                                                progress.say)]
+    p50s = [TimedWindow(tuple(w), config.batch_size).p50_ms for w in windows]
+    write_text_atomic(run_stage / runs.PROCESSES_CSV, processes_text(windows))
+    spread = spread_of_runs(p50s, samples_csv=runs.PROCESSES_CSV,
+                            schedule=f"--repeat-runs {len(windows)}: the run's window, then "
+                                    "each repeat in a fresh process, one after another")
     progress.say(f"  p50 over {len(p50s)} processes: {min(p50s):.3f} to {max(p50s):.3f} ms "
                  f"({spread.range_pct_of_median:.1f} % of the median)")
     return spread

@@ -1,28 +1,33 @@
-"""--repeat-runs: the timed window again in fresh processes, for the spread between processes
-(allocator state, clocks, autotuner choices) that one window cannot show.
+"""Timed windows in fresh processes, for the spread between processes (allocator state, clocks,
+autotuner choices, launch jitter) that one window cannot show.
 
-Each repeat is ``python -m profiler.collect.repeat_window`` with the run's config as JSON on stdin: it
-builds the model, prepares the backend (a TensorRT engine comes from the engine cache), warms up
-as the main run did, times the same number of iterations, and prints the latencies as JSON.
-Collection code: it touches the GPU."""
+``python -m profiler.collect.repeat_window`` reads JSON on stdin: one run config (a repeat of
+``--repeat-runs``; it prints ``{"latencies_ms": [...]}``), or ``{"cells": [{"key": K, "config":
+C}, ...]}`` (a round of a sweep's or compare's ``--processes``, profiler.sweep.rounds): it times
+every cell in the order given, one JSON line per cell as it finishes (``{"key": K,
+"latencies_ms": [...]}``, or ``{"key": K, "error": "one line"}`` when that cell fails; the
+others still run). For each cell it builds the model, prepares the backend (a TensorRT engine
+comes from the engine cache), warms up as the main run did, times the same number of
+iterations, and frees the model before the next. Collection code: it touches the GPU."""
 
 from __future__ import annotations
 
 import dataclasses
+import gc
 import json
-import os
 import subprocess
 import sys
 
 import torch
 
+from profiler import child_env
 from profiler.collect import backends, models, timing, window
 from profiler.collect.device import set_math_flags
 from profiler.collect.workloads.base import RunContext
 from profiler.collect.workloads.forward import Forward
-from profiler.errors import UserError
+from profiler.errors import UserError, first_line
 from profiler.runs.config import RunConfig, config_from_json, config_to_json
-from profiler import SOURCE_ROOT
+
 
 def repeat(config: RunConfig, iters: int, warmup: int, say) -> list[list[float]]:
     """K - 1 more timed windows (the main run is the first), each in a fresh process; the
@@ -33,21 +38,13 @@ def repeat(config: RunConfig, iters: int, warmup: int, say) -> list[list[float]]
     for index in range(1, config.repeat_runs):
         say(f"  repeat {index + 1} of {config.repeat_runs}: a fresh process")
         done = subprocess.run([sys.executable, "-m", "profiler.collect.repeat_window"],
-                              input=json.dumps(config_to_json(child)), capture_output=True, text=True,
-                              env=_child_env())
+                              input=json.dumps(config_to_json(child)), capture_output=True,
+                              text=True, env=child_env())
         if done.returncode != 0:
             last = (done.stderr.strip().splitlines() or ["no output"])[-1]
             raise UserError(f"--repeat-runs: repeat {index + 1} failed: {last}")
         windows.append(json.loads(done.stdout.strip().splitlines()[-1])["latencies_ms"])
     return windows
-
-
-def _child_env() -> dict:
-    """This process's environment, with this copy of the package (and the current folder, for
-    package.module:function models) importable first."""
-    package_root = str(SOURCE_ROOT)
-    paths = [package_root, os.getcwd(), os.environ.get("PYTHONPATH", "")]
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
 
 
 def time_once(config: RunConfig) -> dict:
@@ -68,5 +65,23 @@ def time_once(config: RunConfig) -> dict:
     return {"latencies_ms": list(timed.window.latencies_ms)}
 
 
+def time_cells(cells: list[dict], out=sys.stdout) -> None:
+    """Each cell in order, a JSON line each; a failing cell is a line with its error."""
+    for cell in cells:
+        try:
+            line = {"key": cell["key"], **time_once(config_from_json(cell["config"]))}
+        except Exception as error:  # one cell's failure is that cell's, not the round's
+            line = {"key": cell["key"], "error": f"{type(error).__name__}: {first_line(error)}"}
+        out.write(json.dumps(line) + "\n")
+        out.flush()
+        gc.collect()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+
 if __name__ == "__main__":
-    print(json.dumps(time_once(config_from_json(json.loads(sys.stdin.read())))))
+    asked = json.loads(sys.stdin.read())
+    if isinstance(asked, dict) and "cells" in asked:
+        time_cells(asked["cells"])
+    else:
+        print(json.dumps(time_once(config_from_json(asked))))

@@ -26,11 +26,17 @@ def load_side(target: str) -> RunAnalysis:
     return side
 
 
-def run(a: str, b: str, top: int = 15, out: Path | None = None, *, sink) -> Diff:
-    """``sink``: profiler.cli.output.Output, where the tables or the --json document go."""
+def run(a: str, b: str, top: int = 15, out: Path | None = None, *, sink,
+        processes: int | None = None, target_noise: float | None = None,
+        budget_s: float | None = None) -> Diff:
+    """``sink``: profiler.cli.output.Output, where the tables or the --json document go.
+    ``processes`` / ``target_noise``: time both configs again in fresh processes, interleaved,
+    and base the verdict on those windows (profiler.sweep.rounds)."""
     if top < 0:
         raise UserError(f"--top must be 0 (all) or more (got {top})")
     both = Comparison(load_side(a), load_side(b), a, b)
+    if processes is not None or target_noise is not None:
+        both.windows = fresh_windows(both, processes, target_noise, budget_s)
     result, timed_ab = both.diff, both.timed
     if out is not None:
         written = write_csvs(result, out)
@@ -46,6 +52,37 @@ def run(a: str, b: str, top: int = 15, out: Path | None = None, *, sink) -> Diff
         if side.result_json is not None:
             print_insight(side.insight, console, label)
     return result
+
+
+def fresh_windows(both: Comparison, processes: int | None, target_noise: float | None,
+                  budget_s: float | None) -> tuple[list, list]:
+    """New windows of A's and B's configs, interleaved in fresh processes (A B, B A ...)."""
+    from profiler.runs.samples import config_json_of
+    from profiler.sweep import rounds
+    from profiler.sweep.plan import check_sampling
+
+    results = {}
+    for label, side in (("A", both.a), ("B", both.b)):
+        if side.result is None:
+            raise UserError(f"--processes times the configs again: {label} "
+                            f"({side.path}) is a trace without the run's result.json")
+        results[label] = side.result
+    workloads = {r.workload for r in results.values()}
+    count = check_sampling(processes if processes is not None else 3, target_noise,
+                           budget_s, "local", None, "generate" if "generate" in workloads
+                           else "forward")
+    cells = {label: rounds.window_config(config_json_of(r), r.timing.iters,
+                                         r.timing.warmup_iters) for label, r in results.items()}
+    say = lambda text: print(text, file=sys.stderr)  # noqa: E731
+    say(f"timing A and B again: {count} fresh processes each, interleaved"
+        + (f", more until ±{target_noise:g} %" if target_noise else ""))
+    sampled = rounds.sample(cells, {}, count, say=say,
+                            target_noise=None if target_noise is None else target_noise / 100,
+                            budget_s=budget_s)
+    if sampled.errors:
+        label, why = next(iter(sampled.errors.items()))
+        raise UserError(f"--processes: {label} could not be timed again: {why}")
+    return sampled.windows["A"], sampled.windows["B"]
 
 
 def diff_json(result: Diff, timed_ab: dict | None, top: int) -> dict:

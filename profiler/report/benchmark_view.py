@@ -19,7 +19,8 @@ from profiler.report.fmt import fixed, mib, pct, times
 from profiler.trace.summary import json_safe
 
 MD_FORMATS = {"mean_ms": ".3f", "p50_ms": ".3f", "p90_ms": ".3f", "p99_ms": ".3f",
-              "throughput_per_s": ".1f", "speedup": ".2f", "ready_s": ".2f", "compile_s": ".2f",
+              "throughput_per_s": ".1f", "speedup": ".2f", "speedup_low": ".2f",
+              "speedup_high": ".2f", "processes": ".0f", "ready_s": ".2f", "compile_s": ".2f",
               "rel_l2_error": ".2e", "tensor_core_pct": ".1f", "gpu_util_pct": ".1f",
               "elapsed_s": ".1f", "cv_pct": ".1f", "peak_allocated_mib": ".1f",
               "peak_reserved_mib": ".1f", "engine_mib": ".1f", "tflops": ".2f",
@@ -49,7 +50,11 @@ def markdown(frame: pd.DataFrame, manifest: SweepManifest) -> str:
                        for key in axis_columns(manifest)),
              f"- speedup = p50 of `{manifest.baseline}` / p50 of the cell, at the same batch "
              "size" + (" and the same " + ", ".join(axis_columns(manifest))
-                       if axis_columns(manifest) else ""),
+                       if axis_columns(manifest) else "")
+             + "; with several processes per cell, each p50 is the mean of the per-process "
+             "medians; speedup_low..speedup_high is its 95 % interval and verdict says whether "
+             "the cell is faster, slower, the same (±2 %) or undecided against the machine's "
+             "noise (hierarchical bootstrap over processes, then iterations)",
              f"- timed window: {options.get('iters', 'default')} iterations after "
              f"{options.get('timed_warmup', 'default')} warm-up (defaults: 100 after 20 on a "
              "GPU, a 5 s budget after 2 on a CPU), synchronized every iteration; TF32 "
@@ -85,7 +90,7 @@ def markdown(frame: pd.DataFrame, manifest: SweepManifest) -> str:
 
 
 #: the sweep table's columns left out, the last first, where the width cannot show them all
-OPTIONAL = ("gpu", "mean ms", "p90 ms", "ready s", "compile s", "rel L2 err", "Tensor Cores",
+OPTIONAL = ("gpu", "processes", "mean ms", "p90 ms", "ready s", "compile s", "rel L2 err", "Tensor Cores",
             "GPU util", "peak alloc MiB", "peak reserved MiB", "TTFT ms", "token p99")
 
 
@@ -96,7 +101,7 @@ def print_benchmark(frame: pd.DataFrame, manifest: SweepManifest, console: Conso
                        f"{manifest.baseline} p50 / p50")
     axes = axis_columns(manifest)
     headers = ("backend", "bs", *axes, "mean ms", "p50 ms", "p90 ms", "p99 ms", "samples/s",
-               "speedup",
+               "speedup", "verdict [95 % interval]", "processes",
                "ready s", "compile s", "rel L2 err", "Tensor Cores", "GPU util", "CV",
                "peak alloc MiB", "peak reserved MiB", "status")
     generation = bool(frame["tokens_per_s"].notna().any())
@@ -120,7 +125,9 @@ def print_benchmark(frame: pd.DataFrame, manifest: SweepManifest, console: Conso
                   *(fixed(getattr(r, key), ".0f") for key in axes),
                   fixed(r.mean_ms, ".3f"), fixed(r.p50_ms, ".3f"),
                   fixed(r.p90_ms, ".3f"), fixed(r.p99_ms, ".3f"),
-                  fixed(r.throughput_per_s, ",.1f"), times(r.speedup), fixed(r.ready_s, ".2f"),
+                  fixed(r.throughput_per_s, ",.1f"), times(r.speedup), verdict_cell(r),
+                  fixed(r.processes, ".0f"),
+                  fixed(r.ready_s, ".2f"),
                   fixed(r.compile_s, ".2f"), fixed(r.rel_l2_error, ".2g"),
                   pct(r.tensor_core_pct), pct(r.gpu_util_pct),
                   pct(r.cv_pct) + (f" [yellow]{escape(r.noise)}[/]" if isinstance(r.noise, str)
@@ -131,6 +138,19 @@ def print_benchmark(frame: pd.DataFrame, manifest: SweepManifest, console: Conso
                     if generation else ()),
                   status)
     console.print(t)
+
+
+VERDICT_COLOURS = {"faster": "green", "slower": "red", "same": "cyan", "undecided": "yellow"}
+
+
+def verdict_cell(r) -> str:
+    """The cell's verdict against the baseline and the speedup's interval, with the processes
+    behind it: "faster [1.42-1.60] 3p"."""
+    verdict = r.verdict if isinstance(r.verdict, str) else ""
+    if verdict in ("", "baseline"):
+        return verdict or "-"
+    colour = VERDICT_COLOURS.get(verdict, "white")
+    return f"[{colour}]{verdict}[/] [{r.speedup_low:.2f}-{r.speedup_high:.2f}]"
 
 
 def _mib(value, device) -> str:

@@ -158,7 +158,11 @@ def print_timed_headline(t: dict, console: Console) -> None:
     key = "throughput_samples_per_s"
     table.add_row("throughput (samples/s)", with_unit(a[key]), with_unit(b[key]),
                   _change(a[key], b[key]))
-    table.add_row("speedup (p50 A / p50 B)", "", "", times(t["speedup_x"]))
+    verdict = t.get("verdict")
+    if verdict:
+        table.add_row("processes timed", str(verdict["processes_a"]),
+                      str(verdict["processes_b"]), "")
+    table.add_row("speedup (A / B, mean of per-process p50)", "", "", times(t["speedup_x"]))
     for side, label in (("noise_a", "CV A"), ("noise_b", "CV B")):
         if t[side]:
             table.add_row(label, "", "", pct(100 * t[side]["cv"]))
@@ -182,13 +186,36 @@ def print_timed_headline(t: dict, console: Console) -> None:
     console.print(diffs if differing else "config and environment: no field differs")
 
 
+#: how each verdict reads, and its colour
+VERDICT_WORDS = {"faster": ("B faster", "green"), "slower": ("B slower", "red"),
+                 "same": ("the same within ±{tol:g} %", "green"),
+                 "undecided": ("undecided", "yellow")}
+
+
+def verdict_line(verdict: dict) -> str:
+    """One line: the ratio, its interval, the processes behind it and the verdict."""
+    words, colour = VERDICT_WORDS[verdict["verdict"]]
+    words = words.format(tol=100 * verdict["tolerance"])
+    floor = verdict.get("noise_floor")
+    basis = f"{verdict['processes_a']} vs {verdict['processes_b']} process(es)"
+    if floor is not None:
+        source = ("this machine's, measured by `noise`" if verdict.get("floor_source") == "given"
+                  else "a default: `noise` has not measured this machine")
+        basis += f"; between-process spread taken as {100 * floor:.1f} % ({source})"
+    return (f"p50 B / A = {verdict['ratio']:.3f}, 95 % interval [{verdict['low']:.3f}, "
+            f"{verdict['high']:.3f}] over {basis}: [{colour}]{words}[/]")
+
+
 def _print_verdict(t: dict, console: Console) -> None:
-    ratio = t["p50_ratio"]
-    if ratio:
-        colour = "green" if ratio["verdict"] == "within noise" else "bold"
-        console.print(f"p50 B / A = {ratio['ratio']:.3f}, 95 % interval [{ratio['low']:.3f}, "
-                      f"{ratio['high']:.3f}]: [{colour}]{ratio['verdict']}[/] "
-                      f"({escape(ratio['method'])})", highlight=False)
+    verdict = t["verdict"]
+    if verdict:
+        console.print(verdict_line(verdict), highlight=False)
+        console.print(f"[dim]how: {escape(verdict['method'])}[/]", highlight=False)
+        if verdict["verdict"] == "undecided":
+            console.print("[yellow]note:[/] the difference is within what this machine's noise "
+                          "can explain; take fresh samples of both with compare --processes 5 "
+                          "(or --target-noise 2), or measure the machine with `noise`",
+                          highlight=False)
     for side, label in (("noise_a", "A"), ("noise_b", "B")):
         for warning in (t[side] or {}).get("warnings") or []:
             console.print(f"[bold yellow]warning ({label}):[/] {escape(warning)}",

@@ -2,7 +2,7 @@
 layout and target resolution. No torch, no rich: every floor above reads runs through here."""
 
 from profiler.runs.layout import (  # noqa: F401
-    COMPAT_SUFFIX, LATENCY_CSV, LOOSE_PATTERNS, MANIFEST, NCU_CSV_NAMES,
+    COMPAT_SUFFIX, LATENCY_CSV, LOOSE_PATTERNS, MANIFEST, NCU_CSV_NAMES, PROCESSES_CSV,
     NOT_TRACES, RESULT_FILE, RUNS_ROOT, TB_ROOT, TRACE_PATTERNS,
     check_separate_roots, compat_dir_for, engine_layer_files, is_leftover, ncu_csv_of,
     traces_in_folder, traces_named_by_result)

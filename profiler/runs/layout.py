@@ -4,6 +4,8 @@ Layout (``--runs-dir`` and ``--tb-dir`` move the two roots)::
 
     runs/<run>/result.json         RunResult, read back only through profiler.runs.result
     runs/<run>/latency.csv         one row per timed iteration
+    runs/<run>/processes.csv       every timed window of the config in its own process (the run's
+                                   own is process 0): process, iteration, latency_ms
     runs/<run>/ncu.csv[.gz]        `profile.py ncu`'s raw metrics
     runs/<run>/engine_layers_<i>.json, engine_layer_times_<i>.json   a TensorRT run's engines
     tb_logs/<run>/*.pt.trace.json[.gz]   the run's Kineto traces (named in result.json)
@@ -12,6 +14,7 @@ Layout (``--runs-dir`` and ``--tb-dir`` move the two roots)::
     runs/<sweep>/<cell>/ and tb_logs/<sweep>/<cell>/   a sweep cell's run
     $INFER_PROFILER_CACHE (~/.cache/infer-profiler/engines)   compiled engines and other entries
     <that>/../peaks/               `profile.py peaks`' measured ceilings
+    <that>/../noise/<gpu>.json     `profile.py noise`'s floor of this machine (runs.noise_floor)
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from profiler.fsutil import LEFTOVER
 
 RESULT_FILE = "result.json"
 LATENCY_CSV = "latency.csv"
+PROCESSES_CSV = "processes.csv"
 MANIFEST = "sweep.json"
 NCU_CSV_NAMES = ("ncu.csv", "ncu.csv.gz")
 RUNS_ROOT, TB_ROOT = "runs", "tb_logs"
@@ -50,6 +54,12 @@ def cache_dir() -> Path:
 def peaks_dir() -> Path:
     """Where `profile.py peaks` caches its measurements: ``peaks/`` beside the engine cache."""
     return cache_dir().parent / "peaks"
+
+
+def noise_dir() -> Path:
+    """Where `profile.py noise` keeps this machine's noise floor: ``noise/`` beside the engine
+    cache, one file per GPU model."""
+    return cache_dir().parent / "noise"
 
 
 #: the folder beside ``tb_logs/<run>/`` that holds tb-compat's copies. A separate folder is a

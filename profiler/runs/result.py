@@ -53,7 +53,8 @@ ConfigRecord = _config_struct()
 
 
 class RepeatSpread(msgspec.Struct, frozen=True):
-    """--repeat-runs: the p50 of each timed window (the first is the run's own), and spread."""
+    """The p50 of each timed window of this config in its own process (the first is the run's
+    own: --repeat-runs, or a sweep's or compare's --processes), and their spread."""
 
     runs: int
     p50_ms: list[float]
@@ -61,6 +62,10 @@ class RepeatSpread(msgspec.Struct, frozen=True):
     min_p50_ms: float
     max_p50_ms: float
     range_pct_of_median: float
+    #: the file beside result.json holding every window's latencies (processes.csv), and how
+    #: the windows were scheduled; absent in runs recorded before processes.csv was written
+    samples_csv: str | None = None
+    schedule: str | None = None
 
 
 class NoiseStats(msgspec.Struct, frozen=True):

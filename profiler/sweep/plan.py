@@ -31,6 +31,7 @@ others again.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
 import sys
@@ -39,7 +40,7 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
 
-from profiler.sweep import executors
+from profiler.sweep import executors, rounds
 from profiler import runs
 from profiler import signals
 from profiler.sweep.cell import CellJob, CellOutcome
@@ -52,6 +53,7 @@ from profiler.runs.manifest import (FAILED, INTERRUPTED, OK, RUNNING, SweepCell,
                                     axis_options, axis_values, cell_label, cell_name,
                                     shared_options)
 from profiler.analysis.sweep import cell_metrics
+from profiler.runs.samples import process_windows, record_processes
 
 def _plan_cell_name(p, backend: str, batch_size: int, axis: dict | None = None) -> str:
     return cell_name(backend, batch_size, p.options["model"],
@@ -212,6 +214,10 @@ class SweepPlan:
     isolate: bool = False
     ray_address: str | None = None
     ray_shared_fs: bool = False
+    #: windows per cell in fresh processes, its run's the first (profiler.sweep.rounds)
+    processes: int = 1
+    target_noise: float | None = None  # relative: 0.02 for --target-noise 2
+    budget_s: float | None = None
 
     @property
     def sweep_dir(self) -> Path:
@@ -227,7 +233,8 @@ def plan(backends: str, batch_sizes: str, options: dict, name: str | None = None
          tb_dir: Path = Path("tb_logs"), resume: bool = False,
          cell_timeout_s: float | None = None, executor: str = "local",
          gpus: str | None = None, isolate: bool = False, ray_address: str | None = None,
-         ray_shared_fs: bool = False) -> SweepPlan:
+         ray_shared_fs: bool = False, processes: int | None = None,
+         target_noise: float | None = None, budget_s: float | None = None) -> SweepPlan:
     backend_names = parse_backends(backends)
     sizes = parse_batch_sizes(batch_sizes)
     if baseline is None:
@@ -243,13 +250,49 @@ def plan(backends: str, batch_sizes: str, options: dict, name: str | None = None
     validate(options, backend_names, sizes)
     executors.get(executor)  # an unknown name is one line now, not after the first cell
     check_ray_options(executor, ray_address, ray_shared_fs)
+    gpu_list = _parse_gpus(gpus, executor)
+    processes = check_sampling(processes, target_noise, budget_s, executor, gpu_list,
+                               options.get("workload", "forward"))
     return SweepPlan(name=name, backends=backend_names, batch_sizes=sizes, baseline=baseline,
                      options=options, runs_dir=runs_dir, tb_dir=tb_dir, resume=resume,
                      cell_timeout_s=cell_timeout_s,
                      cells=[(b, n, axis) for b in backend_names for n in sizes
                             for axis in axis_values(options)],
-                     executor=executor, gpus=_parse_gpus(gpus, executor), isolate=isolate,
-                     ray_address=ray_address, ray_shared_fs=ray_shared_fs)
+                     executor=executor, gpus=gpu_list, isolate=isolate,
+                     ray_address=ray_address, ray_shared_fs=ray_shared_fs,
+                     processes=processes,
+                     target_noise=None if target_noise is None else target_noise / 100,
+                     budget_s=budget_s)
+
+
+#: --processes when not given: on GPUs, enough for a verdict between configs that differ by
+#: more than the machine's between-process spread (profiler.analysis.verdict); on a machine
+#: without GPUs one (a CPU sweep tries the tool out; pass --processes to sample it)
+DEFAULT_PROCESSES_GPU = 3
+
+
+def check_sampling(processes: int | None, target_noise: float | None, budget_s: float | None,
+                   executor: str, gpus: list[str] | None, workload: str) -> int:
+    """--processes, --target-noise and --budget checked; the number of processes per cell."""
+    if processes is not None and processes < 1:
+        raise UserError(f"--processes must be 1 or more (got {processes})")
+    if target_noise is not None and not 0 < target_noise < 100:
+        raise UserError(f"--target-noise is a percentage between 0 and 100 (got {target_noise:g})")
+    if budget_s is not None and not budget_s > 0:
+        raise UserError(f"--budget must be more than 0 seconds (got {budget_s:g})")
+    if budget_s is not None and target_noise is None:
+        raise UserError("--budget limits --target-noise: pass --target-noise P too")
+    sampled = (processes or 1) > 1 or target_noise is not None
+    if sampled and workload != "forward":
+        raise UserError("--processes and --target-noise sample forward windows; they do not "
+                        "apply to --workload generate yet")
+    if sampled and executor != "local":
+        raise UserError(f"--processes and --target-noise run their rounds on this machine: "
+                        f"not with --executor {executor} yet")
+    if processes is None:
+        processes = DEFAULT_PROCESSES_GPU if gpus and workload == "forward" \
+            and executor == "local" else 1
+    return processes
 
 
 def check_ray_options(executor: str, ray_address: str | None, ray_shared_fs: bool) -> None:
@@ -413,6 +456,7 @@ def _run_sweep(p: SweepPlan, say, progress) -> SweepOutcome:
 
     try:
         executor.run(jobs, on_start, on_done)
+        sample_cells(p, manifest, say)
     except KeyboardInterrupt as stop:  # Ctrl-C; SIGTERM and SIGHUP in signals.as_interrupts()
         for name in running:  # cells the executor could not report
             _update(manifest.cells[name], status=INTERRUPTED,
@@ -429,6 +473,66 @@ def _run_sweep(p: SweepPlan, say, progress) -> SweepOutcome:
     manifest.wall_s = round(wall, 3)
     write_manifest(p.sweep_dir, manifest)
     return SweepOutcome(manifest=manifest, wall_s=wall, ran=len(jobs), skipped=skipped)
+
+
+def sample_cells(p: SweepPlan, manifest: SweepManifest, say) -> None:
+    """--processes / --target-noise: more windows of every finished cell in fresh processes,
+    interleaved over the cells (profiler.sweep.rounds), recorded in each cell's folder after
+    every round (processes.csv, result.json's repeat_runs)."""
+    if p.processes <= 1 and p.target_noise is None:
+        return
+    cells, have, results = {}, {}, {}
+    for backend, batch_size, axis in p.cells:
+        name = _plan_cell_name(p, backend, batch_size, axis)
+        result = runs.try_read_result(p.sweep_dir / name / runs.RESULT_FILE) \
+            if manifest.cells[name].status == OK else None
+        if result is None:
+            continue
+        windows = process_windows(result, p.sweep_dir / name / runs.RESULT_FILE)
+        if not windows:
+            continue
+        job = cell_job(p, backend, batch_size, axis)
+        cells[name] = rounds.window_config(job.config, result.timing.iters,
+                                           result.timing.warmup_iters)
+        have[name], results[name] = windows, result
+    if not cells:
+        return
+    say(f"sampling: {p.processes} processes per cell"
+        + (f", more until ±{100 * p.target_noise:g} % or {p.budget_s or rounds.DEFAULT_BUDGET_S:g} s"
+           if p.target_noise else "") + f", {len(cells)} cells interleaved in fresh processes")
+    recorded: dict[str, int] = {}
+
+    def record(windows: dict[str, list[list[float]]]) -> None:
+        for name, new in windows.items():
+            if len(new) != recorded.get(name, 0):
+                recorded[name] = len(new)
+                results[name] = record_processes(
+                    p.sweep_dir / name, [*have[name], *new],
+                    f"{p.processes} processes per cell, interleaved over {len(cells)} cells "
+                    "(a round = one fresh process timing each cell once, the leader rotated)",
+                    results[name])
+
+    with _gpu_for_rounds(p):
+        sampled = rounds.sample(cells, have, p.processes, target_noise=p.target_noise,
+                                budget_s=p.budget_s, say=say, on_round=record)
+    say(f"sampling took {sampled.wall_s:.0f} s ({sampled.rounds} round(s))")
+
+
+@contextlib.contextmanager
+def _gpu_for_rounds(p: SweepPlan):
+    """The rounds run on the sweep's first GPU (CUDA_VISIBLE_DEVICES for their processes)."""
+    import os
+
+    before = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if p.gpus:
+        os.environ["CUDA_VISIBLE_DEVICES"] = p.gpus[0]
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+        else:
+            os.environ["CUDA_VISIBLE_DEVICES"] = before
 
 
 def record_outcome(p: SweepPlan, name: str, cell: SweepCell, outcome: CellOutcome) -> None:

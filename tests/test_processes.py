@@ -1,0 +1,168 @@
+"""Between-process samples: the interleaved rounds (profiler.sweep.rounds, with a fake round
+runner), processes.csv and result.json's record of them (profiler.runs.samples), the verdict
+columns of a sweep's table, and the one-line errors of --processes / --target-noise."""
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from profiler.analysis.sweep import SweepAnalysis
+from profiler.errors import UserError
+from profiler.runs.result import read_result
+from profiler.runs.samples import (process_windows, processes_text, read_processes_csv,
+                                   record_processes)
+from profiler.sweep import rounds
+
+from .conftest import ROOT
+
+H100_SWEEP = ROOT / "tests" / "fixtures" / "h100_sweep" / "runs" / "gpu_sweep"
+
+
+class FakeRounds:
+    """A round runner that records the order it was asked for and answers from ``answer``."""
+
+    def __init__(self, answer):
+        self.answer = answer
+        self.asked: list[list[str]] = []
+
+    def __call__(self, cells):
+        keys = [key for key, _ in cells]
+        self.asked.append(keys)
+        return {key: self.answer(key, len(self.asked)) for key in keys}
+
+
+def steady(value):
+    return lambda key, n: [value[key]] * 5
+
+
+def test_rounds_interleave_and_rotate_the_leader():
+    fake = FakeRounds(steady({"A": 1.0, "B": 2.0}))
+    have = {"A": [[1.0]], "B": [[2.0]]}
+    got = rounds.sample({"A": {}, "B": {}}, have, 5, say=lambda _: None, round_runner=fake)
+    assert got.rounds == 4 and len(fake.asked) == 4
+    assert all(sorted(order) == ["A", "B"] for order in fake.asked)  # both in every round
+    assert {order[0] for order in fake.asked} == {"A", "B"}  # no config always first
+    assert [len(w) for w in got.windows.values()] == [4, 4]  # + the run's own = 5
+
+
+def test_rounds_take_only_what_each_cell_lacks():
+    fake = FakeRounds(steady({"A": 1.0, "B": 2.0}))
+    got = rounds.sample({"A": {}, "B": {}}, {"A": [[1.0]] * 3, "B": [[2.0]]}, 3,
+                        say=lambda _: None, round_runner=fake)
+    assert fake.asked == [["B"], ["B"]] or sorted(map(tuple, fake.asked)) == [("B",), ("B",)]
+    assert got.windows["A"] == [] and len(got.windows["B"]) == 2
+
+
+def test_a_failing_cell_leaves_the_rounds_and_the_others_go_on():
+    def answer(key, n):
+        return "RuntimeError: boom" if key == "B" else [1.0, 1.1]
+
+    fake = FakeRounds(answer)
+    lines = []
+    got = rounds.sample({"A": {}, "B": {}}, {}, 3, say=lines.append, round_runner=fake)
+    assert got.errors == {"B": "RuntimeError: boom"}
+    assert len(got.windows["A"]) == 3 and got.windows["B"] == []
+    assert sum("B" in order for order in fake.asked) == 1
+    assert any("B: no sample (RuntimeError: boom)" in line for line in lines)
+
+
+def test_each_round_is_recorded_as_it_comes():
+    seen = []
+    rounds.sample({"A": {}}, {}, 3, say=lambda _: None, round_runner=FakeRounds(
+        steady({"A": 1.0})), on_round=lambda w: seen.append(len(w["A"])))
+    assert seen == [1, 2, 3]
+
+
+def test_target_noise_stops_a_cell_once_its_interval_is_narrow_enough():
+    rng = np.random.default_rng(0)
+    spread = {"tight": 0.002, "wide": 0.2}
+    fake = FakeRounds(lambda key, n: list(5 * (1 + rng.normal(0, spread[key], 1)).repeat(3)))
+    ticks = iter(range(0, 10_000, 10))
+    got = rounds.sample({"tight": {}, "wide": {}}, {}, 3, target_noise=0.01, budget_s=200,
+                        say=lambda _: None, round_runner=fake, clock=lambda: next(ticks))
+    assert got.stops["tight"].reason == "target reached"
+    assert got.stops["tight"].samples == 3 and got.stops["tight"].half_width <= 0.01
+    assert got.stops["wide"].reason != "target reached" and got.stops["wide"].half_width > 0.01
+    assert len(got.windows["wide"]) > len(got.windows["tight"])  # it went on alone
+
+
+def test_processes_csv_round_trip(tmp_path):
+    windows = [[1.0, 1.5, 2.0], [3.25], [4.0, 5.0]]
+    path = tmp_path / "processes.csv"
+    path.write_text(processes_text(windows))
+    assert read_processes_csv(path) == windows
+    assert path.read_text().splitlines()[0] == "process,iteration,latency_ms"
+    (tmp_path / "bad.csv").write_text("a,b\n1,2\n")
+    with pytest.raises(UserError, match="not a processes.csv"):
+        read_processes_csv(tmp_path / "bad.csv")
+
+
+def test_record_processes_writes_the_file_and_result_json(tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(H100_SWEEP / "ttrt_fp16_bs8", run)
+    result = read_result(run / "result.json")
+    own = process_windows(result, run / "result.json")
+    assert len(own) == 1  # latency.csv alone: one process
+    more = [[v * 1.01 for v in own[0]], [v * 0.99 for v in own[0]]]
+    record_processes(run, [*own, *more], "interleaved test")
+    again = read_result(run / "result.json")
+    spread = again.timing.noise.repeat_runs
+    assert spread.runs == 3 and spread.samples_csv == "processes.csv"
+    assert spread.schedule == "interleaved test"
+    assert spread.p50_ms[1] == pytest.approx(1.01 * spread.p50_ms[0])
+    assert process_windows(again, run / "result.json") == [own[0], *more]
+
+
+def _sweep_with_processes(tmp_path, factors_a, factors_b, cell="ttrt_fp16_bs8"):
+    """The H100 sweep fixture with processes.csv in the bs 8 cells: each process a real quiet
+    window (ttrt_fp16 bs 1, CV 3.8 %) scaled by a factor."""
+    sweep = tmp_path / "gpu_sweep"
+    shutil.copytree(H100_SWEEP, sweep)
+    base = process_windows(read_result(sweep / "ttrt_fp16_bs1" / "result.json"),
+                           sweep / "ttrt_fp16_bs1" / "result.json")[0]
+    for name, factors in (("pytorch_fp16_bs8", factors_a), (cell, factors_b)):
+        record_processes(sweep / name, [[v * f for v in base] for f in factors], "test")
+    return SweepAnalysis(sweep).benchmark.set_index(["backend", "bs"])
+
+
+def test_sweep_table_verdicts_follow_the_processes(tmp_path):
+    table = _sweep_with_processes(tmp_path, [1.0, 1.004, 0.996, 1.002, 0.998, 1.001, 1.0, 0.999],
+                                  [1.0, 0.997, 1.003, 1.001, 1.002, 0.999, 1.0, 0.998])
+    row = table.loc[("ttrt_fp16", 8)]
+    assert row["verdict"] == "same" and row["processes"] == 8
+    assert row["speedup_low"] <= row["speedup"] <= row["speedup_high"]
+    assert 0.98 <= row["speedup_low"] and row["speedup_high"] <= 1.02
+    assert table.loc[("pytorch_fp16", 8)]["verdict"] == "baseline"
+    assert table.loc[("pytorch_fp16", 8)]["speedup"] == 1.0
+    # the p50 quoted is the mean of the per-process medians (of the bs 1 window here)
+    assert row["p50_ms"] == pytest.approx(table.loc[("ttrt_fp16", 1)]["p50_ms"], rel=0.01)
+    # bs 1 keeps one process each: a 7.9x difference is still called
+    assert table.loc[("ttrt_fp16", 1)]["verdict"] == "faster"
+
+
+def test_sweep_table_calls_a_ten_percent_shift_slower(tmp_path):
+    table = _sweep_with_processes(tmp_path, [1.0, 1.01, 0.99, 1.0, 1.005],
+                                  [1.10, 1.11, 1.09, 1.10, 1.105])
+    row = table.loc[("ttrt_fp16", 8)]
+    assert row["verdict"] == "slower" and row["speedup_high"] < 1
+    assert row["speedup"] == pytest.approx(1 / 1.10, rel=0.01)
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--processes", "0"], "--processes must be 1 or more"),
+    (["--target-noise", "0"], "--target-noise is a percentage between 0 and 100"),
+    (["--budget", "30"], "--budget limits --target-noise"),
+    (["--processes", "2", "--workload", "generate", "--model", "transformer"],
+     "do not apply to --workload generate"),
+    (["--processes", "2", "--executor", "ray"], None),
+])
+def test_sampling_options_fail_in_one_line(cli, args, fragment):
+    done = cli("sweep", "--backends", "pytorch_fp32", "--bs", "1", *args)
+    assert done.code == 2, done.stdout
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ")
+    if fragment:
+        assert fragment in lines[0]
