@@ -35,7 +35,7 @@ class FakeRounds:
 
 
 def steady(value):
-    return lambda key, n: [value[key]] * 5
+    return lambda key, n: {"latencies_ms": [value[key]] * 5, "device": "cpu"}
 
 
 def test_rounds_interleave_and_rotate_the_leader():
@@ -58,7 +58,7 @@ def test_rounds_take_only_what_each_cell_lacks():
 
 def test_a_failing_cell_leaves_the_rounds_and_the_others_go_on():
     def answer(key, n):
-        return "RuntimeError: boom" if key == "B" else [1.0, 1.1]
+        return "RuntimeError: boom" if key == "B" else {"latencies_ms": [1.0, 1.1]}
 
     fake = FakeRounds(answer)
     lines = []
@@ -79,7 +79,8 @@ def test_each_round_is_recorded_as_it_comes():
 def test_target_noise_stops_a_cell_once_its_interval_is_narrow_enough():
     rng = np.random.default_rng(0)
     spread = {"tight": 0.002, "wide": 0.2}
-    fake = FakeRounds(lambda key, n: list(5 * (1 + rng.normal(0, spread[key], 1)).repeat(3)))
+    fake = FakeRounds(lambda key, n: {
+        "latencies_ms": list(5 * (1 + rng.normal(0, spread[key], 1)).repeat(3))})
     ticks = iter(range(0, 10_000, 10))
     got = rounds.sample({"tight": {}, "wide": {}}, {}, 3, target_noise=0.01, budget_s=200,
                         say=lambda _: None, round_runner=fake, clock=lambda: next(ticks))
@@ -166,3 +167,61 @@ def test_sampling_options_fail_in_one_line(cli, args, fragment):
     assert len(lines) == 1 and lines[0].startswith("error: ")
     if fragment:
         assert fragment in lines[0]
+
+
+def test_noise_measures_keeps_and_feeds_the_verdict(cli, tmp_path):
+    """`noise` on the CPU with a tiny model: K fresh processes, the floor's figures, the file it
+    keeps; a compare of two one-process runs then takes its between-process spread from it."""
+    from profiler.analysis.headline import compare_timed
+    from profiler.runs.noise_floor import read_floor
+
+    done = cli("noise", "--processes", "2", "--model", "tests.tiny_models:conv_net",
+               "--iters", "5", "--json")
+    assert done.code == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["$schema"] == "infer-profiler/noise/1"
+    floor = data["floor"]
+    assert floor["gpu"] == "cpu" and floor["processes"] == 2 and len(floor["p50_ms"]) == 2
+    assert floor["between_process_cv"] >= 0 and floor["within_window_cv"] >= 0
+    assert floor["smallest_resolvable_one_process"] >= 0
+    assert any("taskset" in tip for tip in floor["suggestions"])
+    assert not any("cuda-graphs" in tip for tip in floor["suggestions"])  # no GPU here
+    assert data["gpu_state"]["before"].startswith("GPU state: not recorded")
+    kept = read_floor("cpu")
+    assert kept is not None and Path(data["saved_to"]).is_file()
+    assert kept.between_process_cv == floor["between_process_cv"]
+    # the kept floor stands in for the between-process spread of one-process runs on a "cpu"
+    run = H100_SWEEP / "ttrt_fp16_bs8"
+    result = read_result(run / "result.json")
+    cpu_result = msgspec_replace_device(result)
+    verdict = compare_timed(cpu_result, cpu_result, run / "result.json",
+                            run / "result.json")["verdict"]
+    assert verdict["floor_source"] == "given"
+    assert verdict["noise_floor"] == pytest.approx(kept.between_process_cv)
+
+
+def msgspec_replace_device(result):
+    import msgspec
+
+    env = msgspec.structs.replace(result.environment, gpu=None)
+    return msgspec.structs.replace(result, device="cpu", environment=env)
+
+
+def test_floor_figures_and_suggestions():
+    from profiler.analysis.floor import floor_of, suggestions
+
+    windows = [[10.0, 10.2, 9.8] * 10, [11.0, 11.2, 10.8] * 10, [10.5, 10.7, 10.3] * 10]
+    figures = floor_of(windows, processes_per_side=3)
+    assert figures["p50_ms"] == [10.0, 11.0, 10.5]
+    assert figures["between_process_cv"] == pytest.approx(np.std([10, 11, 10.5], ddof=1) / 10.5)
+    # t(0.975, 2) * CV * sqrt(2 / 3)
+    assert figures["smallest_resolvable"] == pytest.approx(
+        4.303 * figures["between_process_cv"] * (2 / 3) ** 0.5)
+    with pytest.raises(ValueError):
+        floor_of(windows[:1])
+    tips = suggestions({"persistence_mode": "off", "max_sm_clock_mhz": "1980",
+                        "sm_clock_target_mhz": "1755", "cpu_governor": "powersave"},
+                       within_cv=0.2, between_cv=0.05, on_gpu=True, command="python profile.py")
+    text = " ".join(tips)
+    assert "nvidia-smi -pm 1" in text and "-lgc 1980,1980" in text and "--cuda-graphs" in text
+    assert "performance" in text and "taskset" in text

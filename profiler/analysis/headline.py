@@ -101,10 +101,17 @@ def gpu_name(result: RunResult) -> str | None:
 
 
 def machine_floor(*results: RunResult, floors_dir: Path | None = None) -> float | None:
-    """The between-process CV `profile.py noise` measured for the runs' GPU model (the larger
-    where they ran on two), or None when it was never measured here."""
-    floors = [read_floor(gpu_name(r), floors_dir) for r in results]
-    known = [f.between_process_cv for f in floors if f is not None]
+    """The between-process CV `profile.py noise` measured for the runs' GPU model: as each run
+    recorded it, else as kept on this machine; the larger of the two runs'; None when never
+    measured."""
+    known = []
+    for r in results:
+        recorded = r.timing.noise.machine_floor_cv if r.timing.noise else None
+        if recorded is None:
+            kept = read_floor(gpu_name(r), floors_dir)
+            recorded = None if kept is None else kept.between_process_cv
+        if recorded is not None:
+            known.append(recorded)
     return max(known) if known else None
 
 

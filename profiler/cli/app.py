@@ -483,6 +483,45 @@ def peaks(
                   sink=Output(json=json_out))
 
 
+@app.command()
+@user_errors
+def noise(
+    processes: int = typer.Option(5, "--processes", help="Fresh processes to time the fixed "
+                                  "config in (2 or more)."),
+    model: Optional[str] = typer.Option(None, "--model", help="The fixed config's model "
+                                        "(default resnet50 on a GPU, resnet18 on a CPU)."),
+    backend: Optional[str] = typer.Option(None, "--backend", help="Its backend (default "
+                                          "pytorch_fp32)."),
+    bs: Optional[int] = typer.Option(None, "--bs", help="Its batch size (default 8 on a GPU, "
+                                     "1 on a CPU)."),
+    iters: Optional[int] = typer.Option(None, "--iters", help="Timed iterations per process "
+                                        "(default 100 on a GPU, 20 on a CPU)."),
+    save: bool = typer.Option(True, "--save/--no-save", help="Keep the floor for compare and "
+                              "sweep (noise/<gpu>.json beside the engine cache)."),
+    json_out: bool = typer.Option(False, "--json", help="Print the floor as JSON."),
+) -> None:
+    """Measure this machine's noise floor: how much one fixed config's p50 moves inside a timed
+    window and between fresh processes, the GPU's clocks around it, the smallest difference a
+    compare can resolve here, and the settings that would lower it (persistence mode, locked
+    clocks, CPU pinning, CUDA graphs). It changes none of them.
+
+    The floor is kept per GPU model; compare and sweep use its between-process spread to judge
+    runs timed in one process each.
+
+    Examples:
+
+    [b]python profile.py noise[/b]
+
+    [b]python profile.py noise --processes 8 --model resnet18 --bs 32 --json[/b]
+    """
+    from profiler.commands.noise import run as noise_command
+
+    noise_command(processes=processes, model=model, backend=backend, bs=bs, iters=iters,
+                  save=save, sink=Output(json=json_out),
+                  command="infer-profile" if prog_name() == "infer-profile" else
+                  "python profile.py")
+
+
 def prog_name() -> str:
     """The name the user typed: ``infer-profile`` for the installed console script, else
     ``profile.py`` (``python profile.py``). Completion scripts are written for this name."""

@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 
 from profiler.runs.manifest import MANIFEST_SCHEMA, SweepManifest
+from profiler.runs.noise_floor import NoiseFloor
 from profiler.runs.result import RESULT_SCHEMA, RunResult
 
 #: a table's rows, one object per row (column -> value)
@@ -188,6 +189,15 @@ class Peaks(Document, kw_only=True, forbid_unknown_fields=False):
     cache_file: str
 
 
+class Noise(Document, kw_only=True):
+    """``noise --json``: this machine's noise floor (profiler.runs.noise_floor.NoiseFloor), where
+    it was kept, and the GPU's state read before and after the measurement."""
+
+    floor: NoiseFloor
+    saved_to: str | None
+    gpu_state: dict[str, Any] | None
+
+
 class _BackendInFile(msgspec.Struct):
     """result.json's ``backend``: BackendFacts with its named facts inside ``notes``."""
 
@@ -202,11 +212,12 @@ class _BackendInFile(msgspec.Struct):
 DOCUMENTS: dict[str, tuple[int, type]] = {
     "summarize": (1, Summarize),
     "summarize-layers": (1, SummarizeLayers),
-    "compare": (1, Compare),
+    "compare": (2, Compare),  # 2: timed.verdict (over processes) replaced timed.p50_ratio
     "benchmark": (1, Benchmark),
     "backends": (1, Backends),
     "plot": (1, Plot),
     "peaks": (1, Peaks),
+    "noise": (1, Noise),
     "run": (RESULT_SCHEMA, RunResult),
 }
 #: the files a run and a sweep write (their own "schema" key holds the version)

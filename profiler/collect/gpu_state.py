@@ -181,3 +181,36 @@ def gpu_state_now(device: int | str = 0) -> GpuState:
     with GpuWindow(device) as window:
         pass
     return window.state
+
+
+def machine_settings(device: int | str = 0) -> dict[str, str | None]:
+    """The settings that move a latency's noise floor, as found (never changed here): the GPU's
+    persistence mode, its application (target) SM clock against the maximum, and the host's
+    CPU frequency governor and the CPUs this process may run on. A value that cannot be read
+    is None."""
+    settings: dict[str, str | None] = {"persistence_mode": None, "sm_clock_target_mhz": None,
+                                       "max_sm_clock_mhz": None}
+    nvml, why_not = _nvml()
+    if why_not is None:
+        try:
+            handle = _handle(nvml, device)
+        except Exception:
+            handle = None
+        if handle is not None:
+            mode = _query(nvml.nvmlDeviceGetPersistenceMode, handle)
+            settings["persistence_mode"] = None if mode is None else ("on" if mode else "off")
+            target = _query(nvml.nvmlDeviceGetApplicationsClock, handle, _CLOCK_SM)
+            top = _query(nvml.nvmlDeviceGetMaxClockInfo, handle, _CLOCK_SM)
+            settings["sm_clock_target_mhz"] = None if target is None else str(target)
+            settings["max_sm_clock_mhz"] = None if top is None else str(top)
+    try:
+        governor = open("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor").read().strip()
+    except OSError:
+        governor = None
+    settings["cpu_governor"] = governor
+    try:
+        allowed = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        allowed = None
+    settings["cpus_allowed"] = None if allowed is None else f"{allowed} of {os.cpu_count()}"
+    return settings

@@ -25,6 +25,7 @@ import torch
 
 from profiler import runs, signals
 from profiler.analysis.noise import TimedWindow
+from profiler.runs.noise_floor import read_floor
 from profiler.runs.samples import processes_text, spread_of_runs
 from profiler.collect import backends, engine_cache, flops, metadata, models, numerics
 from profiler.collect import repeat_window, timing, window
@@ -264,6 +265,10 @@ def _result(config: RunConfig, backend, device, use_cuda: bool, workload: Worklo
         timer="cuda_event" if use_cuda else "perf_counter", sync=workload.sync,
         unit=workload.unit, warmup_iters=plan.warmup, model_build_s=built_s,
         iterations_chosen_by=plan.why, min_time_s=plan.min_time_s)
+    floor = read_floor((env.get("gpu") or {}).get("name") or ("cpu" if not use_cuda else None))
+    if floor is not None and timing_stats.noise is not None:
+        timing_stats = msgspec.structs.replace(timing_stats, noise=msgspec.structs.replace(
+            timing_stats.noise, machine_floor_cv=floor.between_process_cv))
     memory = runs.Memory(**c.timed.memory, **_engine_memory(facts.engine_memory))
     profile = runs.ProfileInfo(
         capture=config.capture, activities=[a.name for a in c.activities],

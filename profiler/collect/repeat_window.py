@@ -62,7 +62,8 @@ def time_once(config: RunConfig) -> dict:
     estimate_ms = window.warm_up(plan, step, use_cuda, progress)
     timed = window.timed(workload, step, plan, estimate_ms, config.batch_size, use_cuda,
                          progress)
-    return {"latencies_ms": list(timed.window.latencies_ms)}
+    return {"latencies_ms": list(timed.window.latencies_ms),
+            "device": torch.cuda.get_device_name() if use_cuda else "cpu"}
 
 
 def time_cells(cells: list[dict], out=sys.stdout) -> None:

@@ -82,6 +82,9 @@ class NoiseStats(msgspec.Struct, frozen=True):
     last_third_median_ms: float | None = None
     warnings: list[str] = []
     repeat_runs: RepeatSpread | None = None
+    #: this machine's between-process CV as `profile.py noise` last measured it for this GPU
+    #: model when the run ran (runs.noise_floor); None when never measured
+    machine_floor_cv: float | None = None
 
 
 class TimingStats(msgspec.Struct, frozen=True):

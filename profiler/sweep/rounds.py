@@ -52,9 +52,9 @@ def window_config(config: dict, iters: int, warmup: int) -> dict:
 
 
 def run_round(cells: list[tuple[str, dict]], timeout_s: float | None = None
-              ) -> dict[str, list[float] | str]:
-    """One fresh process timing ``cells`` ((key, config JSON)) in order: key -> latencies (ms),
-    or the one-line reason the cell gave none."""
+              ) -> dict[str, dict | str]:
+    """One fresh process timing ``cells`` ((key, config JSON)) in order: key -> its record
+    (``latencies_ms``, ``device``), or the one-line reason the cell gave none."""
     asked = {"cells": [{"key": key, "config": config} for key, config in cells]}
     try:
         done = subprocess.run([sys.executable, *CHILD], input=json.dumps(asked),
@@ -65,14 +65,15 @@ def run_round(cells: list[tuple[str, dict]], timeout_s: float | None = None
         stdout = expired.stdout.decode() if isinstance(expired.stdout, bytes) else \
             (expired.stdout or "")
         stderr, code = f"the round ran past {timeout_s:.0f} s", None
-    found: dict[str, list[float] | str] = {}
+    found: dict[str, dict | str] = {}
     for line in stdout.splitlines():
         try:
             record = json.loads(line)
         except ValueError:
             continue  # something the libraries printed
         if isinstance(record, dict) and record.get("key") in dict(cells):
-            found[record["key"]] = record.get("latencies_ms") or record.get("error", "no result")
+            found[record["key"]] = record if record.get("latencies_ms") else \
+                record.get("error", "no result")
     why = (stderr.strip().splitlines() or [f"exit status {code}"])[-1]
     for key, _ in cells:
         found.setdefault(key, f"the round's process ended before this cell: {why}")
@@ -86,6 +87,7 @@ class Sampled:
 
     windows: dict[str, list[list[float]]]
     errors: dict[str, str] = field(default_factory=dict)
+    devices: dict[str, str] = field(default_factory=dict)  # the device each cell was timed on
     stops: dict[str, Stop] = field(default_factory=dict)
     rounds: int = 0
     wall_s: float = 0.0
@@ -138,7 +140,8 @@ def sample(cells: dict[str, dict], have: dict[str, list[list[float]]], processes
                 active.remove(key)
                 say(f"  {key}: no sample ({value}); it leaves the rounds")
                 continue
-            out.windows[key].append(list(value))
+            out.windows[key].append(list(value["latencies_ms"]))
+            out.devices[key] = value.get("device") or out.devices.get(key, "")
         if on_round is not None:
             on_round(out.windows)
         elapsed = clock() - began

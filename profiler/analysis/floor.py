@@ -1,0 +1,64 @@
+"""This machine's noise floor from K timed windows of one fixed config, each in a fresh process
+(`profile.py noise`): the spread inside a window, the spread of the window's median between
+processes, the smallest difference a compare can resolve here, and what would lower it. Pure
+numpy; the measurement itself is profiler.sweep.rounds', the record profiler.runs.noise_floor's.
+
+The smallest resolvable difference, for k processes per side, is the half-width of the 95 %
+interval of the ratio of two means of k per-process medians, t(0.975, k - 1) * CV * sqrt(2 / k)
+(profiler.analysis.sampling.relative_half_width): a difference below it cannot exclude 1. With
+one process per side it is what profiler.analysis.verdict demands there, exp(FAR_BEYOND * CV *
+sqrt(2)) - 1.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from profiler.analysis.noise import noise
+from profiler.analysis.sampling import cv_of, relative_half_width
+from profiler.analysis.verdict import FAR_BEYOND
+
+#: within-window CV above which host-side launch jitter dominates: CUDA graphs are suggested
+LAUNCH_JITTER_CV = 0.05
+
+
+def floor_of(windows: list[list[float]], processes_per_side: int = 3) -> dict:
+    """The floor's figures from K >= 2 windows (ms), one per process."""
+    if len(windows) < 2:
+        raise ValueError("the floor needs windows from at least two processes")
+    medians = [float(np.median(w)) for w in windows]
+    between = cv_of(medians)
+    within = float(np.median([noise(w).cv for w in windows]))
+    return {"p50_ms": medians, "between_process_cv": between, "within_window_cv": within,
+            "processes_per_side": processes_per_side,
+            "smallest_resolvable": relative_half_width(between, processes_per_side, sides=2),
+            "smallest_resolvable_one_process": math.exp(FAR_BEYOND * between * math.sqrt(2)) - 1}
+
+
+def suggestions(settings: dict, within_cv: float, between_cv: float, on_gpu: bool,
+                command: str) -> list[str]:
+    """What would lower the floor here, most effective first; none of it is applied."""
+    tips = []
+    if on_gpu and settings.get("persistence_mode") == "off":
+        tips.append("persistence mode is off: `sudo nvidia-smi -pm 1` keeps the driver loaded "
+                    "between processes (no re-initialisation per run)")
+    top = settings.get("max_sm_clock_mhz")
+    if on_gpu and top and settings.get("sm_clock_target_mhz") != top:
+        tips.append(f"clocks float with load and temperature: `sudo nvidia-smi -lgc {top},{top}` "
+                    "locks the SM clock (where the driver permits; undo with -rgc)")
+    elif on_gpu and top:
+        tips.append(f"lock the SM clock where permitted: `sudo nvidia-smi -lgc {top},{top}` "
+                    "(undo with -rgc)")
+    if on_gpu and within_cv > LAUNCH_JITTER_CV:
+        tips.append(f"the window's own spread (CV {100 * within_cv:.1f} %) is mostly host-side "
+                    "launch jitter: `run --cuda-graphs` replays the forward without launches")
+    if settings.get("cpu_governor") not in (None, "performance"):
+        tips.append(f"the CPU governor is {settings['cpu_governor']!r}: `sudo cpupower "
+                    "frequency-set -g performance` stops the host clock from ramping")
+    tips.append(f"pin the process to a few idle cores: `taskset -c 2-5 {command} ...`")
+    if between_cv > 0:
+        tips.append("more processes per side narrow the interval: compare --processes 5 "
+                    "(or --target-noise 2)")
+    return tips

@@ -1,0 +1,78 @@
+"""`noise`: this machine's noise floor. One fixed config timed in K fresh processes (the rounds
+of profiler.sweep.rounds), the spreads inside and between them (profiler.analysis.floor), the
+GPU's clock state around them and the settings that move the floor (NVML, the host); kept for
+the verdicts (profiler.runs.noise_floor) unless --no-save. Changes no setting."""
+
+from __future__ import annotations
+
+import socket
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import msgspec
+
+from profiler.errors import UserError
+
+#: the fixed config: a GPU-bound forward with many kernels, short enough to time in a second
+GPU_DEFAULT = {"model": "resnet50", "backend": "pytorch_fp32", "bs": 8, "iters": 100}
+#: on a machine without a GPU, a small one (a CPU's resnet50 takes seconds per call)
+CPU_DEFAULT = {"model": "resnet18", "backend": "pytorch_fp32", "bs": 1, "iters": 20}
+
+
+def run(processes: int = 5, model: str | None = None, backend: str | None = None,
+        bs: int | None = None, iters: int | None = None, save: bool = True,
+        floors_dir: Path | None = None, *, sink, command: str = "python profile.py") -> dict:
+    """``sink``: profiler.cli.output.Output. Returns the floor as a dict."""
+    if processes < 2:
+        raise UserError(f"--processes must be 2 or more: the floor is the spread between "
+                        f"processes (got {processes})")
+    from profiler.analysis.floor import floor_of, suggestions
+    from profiler.collect.gpu_state import gpu_state_now, machine_settings
+    from profiler.runs.config import RunConfig, config_to_json
+    from profiler.runs.noise_floor import NoiseFloor, write_floor
+    from profiler.sweep import rounds
+    from profiler.sweep.executors.local import visible_gpus
+
+    on_gpu = bool(visible_gpus())
+    fixed = dict(GPU_DEFAULT if on_gpu else CPU_DEFAULT)
+    for key, value in (("model", model), ("backend", backend), ("bs", bs), ("iters", iters)):
+        if value is not None:
+            fixed[key] = value
+    config = RunConfig(model=fixed["model"], backend=fixed["backend"], batch_size=fixed["bs"],
+                       iters=fixed["iters"])  # validates every value in one line
+    workload = (f"{config.model} {config.backend} bs {config.batch_size}, {config.iters} "
+                f"iterations after {config.timed_warmup if config.timed_warmup is not None else 'the default'} warm-up")
+    say = lambda text: print(text, file=sys.stderr)  # noqa: E731
+    say(f"noise floor: {workload}, in {processes} fresh processes")
+    before = gpu_state_now()
+    sampled = rounds.sample({"noise": rounds.window_config(
+        config_to_json(config), config.iters, config.timed_warmup or 0)}, {}, processes,
+        say=say)
+    after = gpu_state_now()
+    if sampled.errors:
+        raise UserError(f"noise: the fixed config failed: {sampled.errors['noise']}")
+    windows = sampled.windows["noise"]
+    figures = floor_of(windows)
+    settings = machine_settings()
+    tips = suggestions(settings, figures["within_window_cv"], figures["between_process_cv"],
+                       on_gpu, command)
+    clocks = [s.sm_clock_mhz for s in (before, after)]
+    floor = NoiseFloor(
+        gpu=sampled.devices.get("noise") or ("cpu" if not on_gpu else "unknown GPU"),
+        host=socket.gethostname(), measured=datetime.now(timezone.utc).isoformat(
+            timespec="seconds"), workload=workload, processes=len(windows),
+        sm_clock_mhz=clocks, throttle_reasons=sorted({r for s in (before, after)
+                                                       for r in s.throttle_reasons}),
+        settings=settings, suggestions=tips, **figures)
+    path = write_floor(floor, floors_dir) if save else None
+    state = {"before": before.line(), "after": after.line()}
+    if sink.json:
+        sink.document("noise", {"floor": msgspec.to_builtins(floor),
+                                "saved_to": None if path is None else str(path),
+                                "gpu_state": state})
+        return msgspec.to_builtins(floor)
+    from profiler.report.noise_view import print_floor
+
+    print_floor(floor, path, state, sink.console)
+    return msgspec.to_builtins(floor)

@@ -1,0 +1,34 @@
+"""`noise`'s report: the floor of this machine in a few lines a person reads top to bottom."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+
+from profiler.runs.noise_floor import NoiseFloor
+
+
+def print_floor(floor: NoiseFloor, path: Path | None, state: dict, console: Console) -> None:
+    p50s = ", ".join(f"{v:.3f}" for v in floor.p50_ms)
+    lines = [
+        f"[b]Noise floor of {escape(floor.gpu)} on {escape(floor.host)}[/b] "
+        f"({escape(floor.workload)}; {floor.processes} fresh processes)",
+        f"  p50 of each process: {p50s} ms",
+        f"  between processes: CV {100 * floor.between_process_cv:.2f} % of the p50",
+        f"  inside one window: CV {100 * floor.within_window_cv:.2f} % (median over processes)",
+        f"  smallest difference a compare resolves here: ±{100 * floor.smallest_resolvable:.1f} % "
+        f"with {floor.processes_per_side} processes a side, "
+        f"±{100 * (floor.smallest_resolvable_one_process or 0):.1f} % with one",
+        f"  GPU before: {escape(state['before'].removeprefix('GPU state: '))}",
+        f"  GPU after:  {escape(state['after'].removeprefix('GPU state: '))}",
+        "  settings: " + ", ".join(f"{k} {'unknown' if v is None else escape(str(v))}"
+                                   for k, v in floor.settings.items()),
+        "[b]What would lower it[/b] (nothing was changed):",
+        *(f"  - {escape(tip)}" for tip in floor.suggestions),
+        (f"kept in {escape(str(path))}: compare and sweep use it for runs of one process"
+         if path else "not kept (--no-save)"),
+    ]
+    for line in lines:
+        console.print(line, highlight=False, soft_wrap=True)
