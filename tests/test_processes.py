@@ -225,3 +225,33 @@ def test_floor_figures_and_suggestions():
     text = " ".join(tips)
     assert "nvidia-smi -pm 1" in text and "-lgc 1980,1980" in text and "--cuda-graphs" in text
     assert "performance" in text and "taskset" in text
+
+
+def test_run_target_noise_samples_iterations_then_processes(cli):
+    """`run --target-noise` on the CPU: an unreachable ±0.01 % within a short budget stops on
+    the budget, with at least 3 processes, every window in processes.csv, and says so."""
+    done = cli("run", "--backend", "pytorch_fp32", "--bs", "1", "--model",
+               "tests.tiny_models:conv_net", "--iters", "10", "--timed-warmup", "1",
+               "--active", "1", "--target-noise", "0.01", "--budget", "2")
+    assert done.code == 0, done.stderr
+    run = Path("runs/pytorch_fp32_bs1_conv_net")
+    result = read_result(run / "result.json")
+    target = result.timing.noise.target
+    assert target.target == pytest.approx(0.0001) and not target.reached
+    assert target.reason == "time budget spent" and target.processes >= 3
+    assert target.iterations >= 10 and target.iterations % 10 == 0  # grown by whole chunks
+    windows = read_processes_csv(run / "processes.csv")
+    assert len(windows) == target.processes == result.timing.noise.repeat_runs.runs
+    assert len(windows[0]) == target.iterations == result.timing.iters
+    assert "--target-noise ±0.01 %: not reached (time budget spent" in done.stdout
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--target-noise", "100"], "--target-noise is a percentage between 0 and 100"),
+    (["--budget", "5"], "--budget limits --target-noise"),
+])
+def test_run_target_noise_options_fail_in_one_line(cli, args, fragment):
+    done = cli("run", "--backend", "pytorch_fp32", "--bs", "1", *args)
+    assert done.code == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and fragment in lines[0]

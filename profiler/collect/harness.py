@@ -28,7 +28,7 @@ from profiler.analysis.noise import TimedWindow
 from profiler.runs.noise_floor import read_floor
 from profiler.runs.samples import processes_text, spread_of_runs
 from profiler.collect import backends, engine_cache, flops, metadata, models, numerics
-from profiler.collect import repeat_window, timing, window
+from profiler.collect import repeat_window, target, timing, window
 from profiler.collect.device import (HAS_NVTX, NVTX_DOMAIN, nvtx_range, out_of_memory_kind,
                                      set_math_flags)
 from profiler.collect.device import name as device_name
@@ -142,6 +142,7 @@ class Collected:
     artifacts: list[str]
     numerics: dict
     repeat_spread: runs.RepeatSpread | None
+    target: runs.TargetNoise | None = None
 
 
 def collect(workload: Workload, context: RunContext, progress: window.Progress,
@@ -160,8 +161,12 @@ def collect(workload: Workload, context: RunContext, progress: window.Progress,
     with timer("warm_up"):
         estimate_ms = window.warm_up(plan, step, use_cuda, progress)
     with timer("timed"):
+        began = time.perf_counter()
         timed = window.timed(workload, step, plan, estimate_ms, config.batch_size, use_cuda,
                              progress)
+        if config.target_noise is not None:
+            timed = target.extend_window(workload, step, timed, config, use_cuda, progress,
+                                         began)
     activities, trace_files = window.profile(config, step, use_cuda, progress, tb_stage, timer)
     notes, artifacts = window.after_windows(step, run_stage, timer)
     with nvtx_range("numerics"), timer("numerics"):
@@ -169,26 +174,38 @@ def collect(workload: Workload, context: RunContext, progress: window.Progress,
     with timer("write"):
         window.write_latency_csv(run_stage, list(timed.window.latencies_ms))
         artifacts = artifacts + workload.write(run_stage, timed.details)
-    spread = None
-    if config.repeat_runs > 1:
+    spread, reached = None, None
+    if config.repeat_runs > 1 and config.target_noise is None:
         with timer("repeat_runs"):
             spread = _repeat_spread(config, timed, progress, run_stage)
+    if config.target_noise is not None:
+        with timer("repeat_runs"):
+            windows, reached = target.more_processes(config, timed, progress, began)
+            spread = _record_windows(windows, config, progress, run_stage,
+                                     f"--target-noise {config.target_noise:g}: the run's window,"
+                                     " then windows in fresh processes until the p50 interval "
+                                     "was within it or the budget ran out")
     return Collected(prepare_s, first_call_s, timed, output, activities, trace_files, notes,
-                     artifacts, numeric_check, spread)
+                     artifacts, numeric_check, spread, reached)
 
 
 def _repeat_spread(config: RunConfig, timed: window.Timed, progress: window.Progress,
                    run_stage: Path) -> runs.RepeatSpread:
-    """--repeat-runs: more timed windows in fresh processes, one after another; every window
-    into processes.csv and the spread of their p50s."""
+    """--repeat-runs: more timed windows in fresh processes, one after another."""
     latencies = list(timed.window.latencies_ms)
     windows = [latencies, *repeat_window.repeat(config, len(latencies), timed.plan.warmup,
                                                 progress.say)]
+    return _record_windows(windows, config, progress, run_stage,
+                           f"--repeat-runs {len(windows)}: the run's window, then each repeat "
+                           "in a fresh process, one after another")
+
+
+def _record_windows(windows: list[list[float]], config: RunConfig, progress: window.Progress,
+                    run_stage: Path, schedule: str) -> runs.RepeatSpread:
+    """Every window into processes.csv; the spread of their p50s."""
     p50s = [TimedWindow(tuple(w), config.batch_size).p50_ms for w in windows]
     write_text_atomic(run_stage / runs.PROCESSES_CSV, processes_text(windows))
-    spread = spread_of_runs(p50s, samples_csv=runs.PROCESSES_CSV,
-                            schedule=f"--repeat-runs {len(windows)}: the run's window, then "
-                                    "each repeat in a fresh process, one after another")
+    spread = spread_of_runs(p50s, samples_csv=runs.PROCESSES_CSV, schedule=schedule)
     progress.say(f"  p50 over {len(p50s)} processes: {min(p50s):.3f} to {max(p50s):.3f} ms "
                  f"({spread.range_pct_of_median:.1f} % of the median)")
     return spread
@@ -265,6 +282,9 @@ def _result(config: RunConfig, backend, device, use_cuda: bool, workload: Worklo
         timer="cuda_event" if use_cuda else "perf_counter", sync=workload.sync,
         unit=workload.unit, warmup_iters=plan.warmup, model_build_s=built_s,
         iterations_chosen_by=plan.why, min_time_s=plan.min_time_s)
+    if c.target is not None and timing_stats.noise is not None:
+        timing_stats = msgspec.structs.replace(timing_stats, noise=msgspec.structs.replace(
+            timing_stats.noise, target=c.target))
     floor = read_floor((env.get("gpu") or {}).get("name") or ("cpu" if not use_cuda else None))
     if floor is not None and timing_stats.noise is not None:
         timing_stats = msgspec.structs.replace(timing_stats, noise=msgspec.structs.replace(

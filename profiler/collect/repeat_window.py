@@ -29,21 +29,32 @@ from profiler.errors import UserError, first_line
 from profiler.runs.config import RunConfig, config_from_json, config_to_json
 
 
+def child_config(config: RunConfig, iters: int, warmup: int) -> RunConfig:
+    """The config a repeat window times: the main window's iterations and warm-up, no
+    time-chosen window, no sampling of its own."""
+    return dataclasses.replace(config, iters=iters, timed_warmup=warmup, min_time=None,
+                               repeat_runs=1, target_noise=None, budget=None)
+
+
+def one_window(child: RunConfig, what: str) -> list[float]:
+    """One timed window of ``child`` in a fresh process; its latencies (ms)."""
+    done = subprocess.run([sys.executable, "-m", "profiler.collect.repeat_window"],
+                          input=json.dumps(config_to_json(child)), capture_output=True,
+                          text=True, env=child_env())
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise UserError(f"{what} failed: {last}")
+    return json.loads(done.stdout.strip().splitlines()[-1])["latencies_ms"]
+
+
 def repeat(config: RunConfig, iters: int, warmup: int, say) -> list[list[float]]:
     """K - 1 more timed windows (the main run is the first), each in a fresh process; the
     latencies (ms) of each."""
-    child = dataclasses.replace(config, iters=iters, timed_warmup=warmup, min_time=None,
-                                repeat_runs=1)
+    child = child_config(config, iters, warmup)
     windows = []
     for index in range(1, config.repeat_runs):
         say(f"  repeat {index + 1} of {config.repeat_runs}: a fresh process")
-        done = subprocess.run([sys.executable, "-m", "profiler.collect.repeat_window"],
-                              input=json.dumps(config_to_json(child)), capture_output=True,
-                              text=True, env=child_env())
-        if done.returncode != 0:
-            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-            raise UserError(f"--repeat-runs: repeat {index + 1} failed: {last}")
-        windows.append(json.loads(done.stdout.strip().splitlines()[-1])["latencies_ms"])
+        windows.append(one_window(child, f"--repeat-runs: repeat {index + 1}"))
     return windows
 
 

@@ -70,6 +70,16 @@ def print_result(result: RunResult, console: Console | None = None) -> None:
         console.print(f"p50 over {spread['runs']} processes: {spread['min_p50_ms']:.3f} to "
                       f"{spread['max_p50_ms']:.3f} ms ({spread['range_pct_of_median']:.1f} % of "
                       "the median)", highlight=False)
+    reached = window.get("target")
+    if reached:
+        width = "no interval" if reached["half_width"] is None else \
+            f"±{100 * reached['half_width']:.1f} %"
+        state = (f"[green]reached {width}[/]" if reached["reached"]
+                 else f"[yellow]not reached[/] ({reached['reason']}; {width})")
+        console.print(f"--target-noise ±{100 * reached['target']:g} %: {state} with "
+                      f"{reached['processes']} processes of {reached['iterations']} iterations "
+                      f"in {reached['spent_s']:.0f} of {reached['budget_s']:.0f} s",
+                      highlight=False)
     for line in describe_notes(backend.extra):
         console.print(line, highlight=False)
     for warning in backend.warnings:

@@ -9,7 +9,7 @@ from profiler.runs.layout import (  # noqa: F401
 from profiler.runs.result import (  # noqa: F401
     RESULT_SCHEMA, BackendFacts, Comparison, ConfigRecord, EngineMemory, Environment, Generation,
     Memory, NoiseStats, Numerics, OutputInfo, Precision, ProfileInfo, Quantiles, Reference,
-    RepeatSpread, RooflineInputs, RunResult, Schedule, TimingStats, TokenAgreement, TraceInfo,
+    RepeatSpread, RooflineInputs, RunResult, Schedule, TargetNoise, TimingStats, TokenAgreement, TraceInfo,
     latency_csv_of, read_result, result_from_dict, result_text, result_to_dict, try_read_result,
     write_result)
 from profiler.runs.manifest import (  # noqa: F401

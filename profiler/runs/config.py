@@ -180,6 +180,13 @@ class RunConfig:
                                     panel=PANEL_TIMING)
     repeat_runs: int = option(1, "Repeat the timed window K times in fresh processes and report "
                               "the spread of p50.", panel=PANEL_TIMING)
+    target_noise: float | None = option(
+        None, "Keep sampling until the p50's 95 % interval is within ±P %: more iterations in "
+        "the window, then more windows in fresh processes (at least 3), or until --budget "
+        "runs out (with --repeat-runs K, at least K processes); the run says what it "
+        "reached.", panel=PANEL_TIMING)
+    budget: float | None = option(None, "Seconds --target-noise may sample for (default 60).",
+                                  panel=PANEL_TIMING)
     # where results go
     name: str | None = option(None, "Suffix for the run folder: <backend>_bs<N>_<name>.")
     runs_dir: Path = option(Path("runs"), "Where run results go.")
@@ -268,6 +275,14 @@ class RunConfig:
                             f"(got {self.min_time})")
         if self.min_time is not None and self.iters is not None:
             raise UserError("give --iters or --min-time, not both")
+        if self.target_noise is not None and not 0 < self.target_noise < 100:
+            raise UserError(f"--target-noise is a percentage between 0 and 100 (got "
+                            f"{self.target_noise:g})")
+        if self.budget is not None and not 0 < self.budget <= MAX_SECONDS:
+            raise UserError(f"--budget must be more than 0 and at most {MAX_SECONDS} seconds "
+                            f"(got {self.budget:g})")
+        if self.budget is not None and self.target_noise is None:
+            raise UserError("--budget limits --target-noise: pass --target-noise P too")
         if self.max_rel_error is not None and not self.max_rel_error >= 0:
             raise UserError(f"--max-rel-error must be 0 or more (got {self.max_rel_error})")
         if self.name is not None:

@@ -29,6 +29,8 @@ SWEEP_SETS = {
     "runs_dir": "cells go into <runs-dir>/<sweep>/",
     "tb_dir": "cells' traces go into <tb-dir>/<sweep>/",
     "capture": "the benchmark table needs each cell's torch.profiler trace",
+    "target_noise": "the sweep's --target-noise samples processes round-robin over the cells",
+    "budget": "the sweep's --budget limits its --target-noise rounds",
 }
 
 

@@ -68,6 +68,19 @@ class RepeatSpread(msgspec.Struct, frozen=True):
     schedule: str | None = None
 
 
+class TargetNoise(msgspec.Struct, frozen=True):
+    """--target-noise: what the sampling reached (profiler.analysis.sampling.stopping_rule)."""
+
+    target: float              # relative: 0.02 for ±2 %
+    reached: bool
+    reason: str                # "target reached", "time budget spent", ...
+    half_width: float | None   # relative 95 % half-width of the quoted p50 where it stopped
+    iterations: int            # of the run's own window
+    processes: int             # windows in fresh processes, the run's own included
+    spent_s: float
+    budget_s: float
+
+
 class NoiseStats(msgspec.Struct, frozen=True):
     """The timed window's spread, shape and drift (profiler.analysis.noise.Noise; times in ms)."""
 
@@ -85,6 +98,7 @@ class NoiseStats(msgspec.Struct, frozen=True):
     #: this machine's between-process CV as `profile.py noise` last measured it for this GPU
     #: model when the run ran (runs.noise_floor); None when never measured
     machine_floor_cv: float | None = None
+    target: TargetNoise | None = None
 
 
 class TimingStats(msgspec.Struct, frozen=True):

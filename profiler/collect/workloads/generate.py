@@ -102,6 +102,9 @@ class Generate:
         if config.repeat_runs > 1:
             raise UserError("--repeat-runs repeats a forward window; it does not apply to "
                             "--workload generate")
+        if config.target_noise is not None:
+            raise UserError("--target-noise samples forward windows; it does not apply to "
+                            "--workload generate yet")
         self.label = " generate"
         self.phase_spans = PHASES[self.kind]
         self.figures_of: dict | None = None
