@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The reproducibility benchmarks on the GPU machine (issue 21), one part per device call:
+#
+#   bash scripts/device_reproduce.sh eager    # noise floor, where the spread comes from, 10
+#                                              # identical eager FP32 pairs, a ~5 % difference
+#   bash scripts/device_reproduce.sh ttrt     # 10 identical ttrt_fp16 pairs (TensorRT staged)
+#   bash scripts/device_reproduce.sh matrix N # the 20-cell matrix, sweep number N (1, 2), then
+#                                              # (after 2) the two sweeps against each other
+#   bash scripts/device_reproduce.sh features # run: GPU compute time, --cuda-graphs, GPU state
+#
+# Logs go to $OUT (default ./device_out); runs to $WORK (default /tmp/reproduce, kept between
+# calls of one warm machine so the second sweep finds the first).
+set -u
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+OUT=${OUT:-device_out}
+WORK=${WORK:-/tmp/reproduce}
+mkdir -p "$OUT" "$WORK"
+export PYTHONUNBUFFERED=1 TORCHINDUCTOR_COMPILE_THREADS=${TORCHINDUCTOR_COMPILE_THREADS:-8}
+DIRS=(--runs-dir "$WORK/runs" --tb-dir "$WORK/tb_logs")
+say() { echo "=== $*"; }
+timed() {
+    local began=$(date +%s%N); "$@"; local code=$? ms=$((($(date +%s%N) - began) / 1000000))
+    echo "=== wall: $((ms / 1000)).$(printf %03d $((ms % 1000))) s (exit $code) for: ${*:1:8}"
+}
+case "${1:-}" in
+eager)
+    say "versions"; nvidia-smi --query-gpu=name,driver_version,persistence_mode,clocks.sm,clocks.max.sm --format=csv,noheader
+    timed "$PY" profile.py noise --processes 5 2>&1 | tee "$OUT/noise.log"
+    timed "$PY" scripts/bench_reproduce.py sources --k 8 2>&1 | tee "$OUT/sources.log"
+    timed "$PY" scripts/bench_reproduce.py identical --backend pytorch_fp32 --bs 8 --pairs 10 2>&1 | tee "$OUT/identical_eager.log"
+    timed "$PY" scripts/bench_reproduce.py difference --a "pytorch_fp32 8 224" --b "pytorch_fp32 8 232" 2>&1 | tee "$OUT/difference.log"
+    ;;
+ttrt)
+    timed "$PY" scripts/bench_reproduce.py identical --backend ttrt_fp16 --bs 8 --pairs 10 2>&1 | tee "$OUT/identical_ttrt.log"
+    ;;
+matrix)
+    n=${2:-1}
+    timed "$PY" profile.py sweep --backends pytorch_fp32,pytorch_fp16,inductor_fp16,ttrt_fp32,ttrt_fp16 \
+        --bs 1,8,16,32 --name "matrix$n" "${DIRS[@]}" 2>&1 | tee "$OUT/matrix$n.log"
+    cp "$WORK/runs/matrix$n/benchmark.csv" "$OUT/matrix$n.csv" 2>/dev/null
+    if [ "$n" = 2 ]; then
+        "$PY" scripts/bench_reproduce.py matrix "$WORK/runs/matrix1" "$WORK/runs/matrix2" 2>&1 | tee "$OUT/matrix_agreement.log"
+    fi
+    ;;
+features)
+    for extra in "" "--cuda-graphs"; do
+        for b in pytorch_fp32 inductor_fp16 ttrt_fp16; do
+            timed "$PY" profile.py run --backend "$b" --bs 8 $extra "${DIRS[@]}" 2>&1 | tail -25 | tee -a "$OUT/features.log"
+        done
+    done
+    ;;
+*) sed -n 2,12p "$0"; exit 2 ;;
+esac
