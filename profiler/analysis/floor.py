@@ -4,8 +4,8 @@ processes, the smallest difference a compare can resolve here, and what would lo
 numpy; the measurement itself is profiler.sweep.rounds', the record profiler.runs.noise_floor's.
 
 The smallest resolvable difference, for k processes per side, is the half-width of the 95 %
-interval of the ratio of two means of k per-process medians, t(0.975, k - 1) * CV * sqrt(2 / k)
-(profiler.analysis.sampling.relative_half_width): a difference below it cannot exclude 1. With
+interval of the ratio of the two sides (profiler.analysis.verdict's Welch interval with equal
+spreads), t(0.975, 2k - 2) * CV * sqrt(2 / k): a difference below it cannot exclude 1. With
 one process per side it is what profiler.analysis.verdict demands there, exp(FAR_BEYOND * CV *
 sqrt(2)) - 1.
 """
@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from profiler.analysis.noise import noise
-from profiler.analysis.sampling import cv_of, relative_half_width
+from profiler.analysis.sampling import cv_of, t975
 from profiler.analysis.verdict import FAR_BEYOND
 
 #: within-window CV above which host-side launch jitter dominates: CUDA graphs are suggested
@@ -33,7 +33,8 @@ def floor_of(windows: list[list[float]], processes_per_side: int = 3) -> dict:
     within = float(np.median([noise(w).cv for w in windows]))
     return {"p50_ms": medians, "between_process_cv": between, "within_window_cv": within,
             "processes_per_side": processes_per_side,
-            "smallest_resolvable": relative_half_width(between, processes_per_side, sides=2),
+            "smallest_resolvable": t975(2 * processes_per_side - 2) * between
+            * math.sqrt(2 / processes_per_side),
             "smallest_resolvable_one_process": math.exp(FAR_BEYOND * between * math.sqrt(2)) - 1}
 
 

@@ -1,31 +1,30 @@
-"""Which of two configs is faster, from several independent processes of each: a hierarchical
-bootstrap over processes, then iterations, and a verdict of four outcomes. Pure numpy.
+"""Which of two configs is faster, from several independent processes of each, and a verdict of
+four outcomes. Pure numpy.
 
 Why processes: the same config's p50 moves from one fresh process to the next far more than
-inside one timed window (issue 21: 4.29-5.26 ms for one eager ResNet50 config on an H100), so a
-bootstrap of the iterations of one window calls differences that are the machine's. The process
-is the independent unit; its iterations are repeated measurements inside it.
+between windows inside one process. Measured on an H100 (docs/gpu/h100/reproduce/sources.log,
+eager ResNet50 FP32 bs 8, 8 windows each): the CV of the window's median was 3.4 % between
+back-to-back windows of one process, 3.1 % between windows of a rebuilt model in one process,
+and 10.7 % between fresh processes (12.1 % with cudnn.benchmark on, whose first window picked
+other kernels). The process is the independent unit; its iterations are repeated measurements
+inside it and enter through its median.
 
-The statistic: the ratio of the **mean of the per-process medians**, B over A. A process's
+The statistic: the ratio B / A of the **geometric mean of the per-process medians**. A process's
 median is what one ``run`` reports (robust to the launch-jitter spikes inside a window); each
 process counts once whatever its iteration count, so a long window cannot outweigh the others;
-the mean over processes estimates the p50 a user gets in a fresh process. (The median of all
-iterations pooled would weight processes by their length and hide a bimodal set of processes.)
+on the log scale a ratio is a difference and the spread of a latency is closer to symmetric.
 
-The interval: the two-stage (hierarchical) bootstrap of Davison & Hinkley, *Bootstrap Methods
-and their Application* (1997, section 3.8, hierarchical data), as applied to multi-level data
-by Saravanan et al., "Application of the hierarchical bootstrap to multi-level data in
-neuroscience" (Neurons, Behavior, Data analysis and Theory, 2020): each side separately,
-``RESAMPLES`` times, draw its processes with replacement, then each drawn process' iterations
-with replacement, and take the statistic; the 95 % percentile interval of the B/A replicates.
-With few processes the percentile interval is too narrow: the plug-in spread of a mean over k
-processes is too small by sqrt((k - 1) / k), and its quantiles are the normal's where the spread
-itself is estimated from k values (Student). Each side's replicates are therefore widened
-around its estimate, on the log scale (so they stay positive however few the processes), by sqrt(k / (k - 1)) * t(0.975, k - 1) / z(0.975) (1.58 for k = 5, 1.26
-for k = 10). Simulated on lognormal processes with a 5 % between-process CV (not in the tests),
-identical configs drew a faster/slower verdict in 11 % of 300 pairs at 3 and at 5 processes
-per side without it; with it, 1 % at 3, 4 % at 5 and 1 % at 8 processes, while a real 10 %
-difference was called in 22, 58 and 94 % of pairs (the rest undecided, none wrong).
+The interval, with two or more processes a side: Welch's t-interval (B. L. Welch, "The
+generalization of Student's problem when several different population variances are involved",
+Biometrika 34, 1947) on the log of the per-process medians: exp(d ± t(0.975, ν) · se), d the
+difference of the two means of logs, se² = s_A²/k_A + s_B²/k_B, ν the Welch-Satterthwaite
+degrees of freedom (rounded down). This is the top level of the hierarchical (two-stage)
+bootstrap of Davison & Hinkley (*Bootstrap Methods and their Application*, 1997, section 3.8)
+in closed form: the between-process spread of the medians already holds the within-process
+noise, and resampling the iterations again counts it twice. The two-stage bootstrap this module
+used first, with a Student widening for few processes, gave intervals of ±80 % for identical
+configs at 3 processes a side and a 10 % between-process CV on the H100
+(docs/gpu/h100/reproduce/identical_eager.log), where this interval gives about ±23 %.
 
 The verdict (``tolerance`` default ``TOLERANCE``, 2 %):
 - same: the interval lies within [1 - tolerance, 1 + tolerance];
@@ -36,12 +35,13 @@ The verdict (``tolerance`` default ``TOLERANCE``, 2 %):
 One process on a side: its between-process spread cannot be estimated, so the machine's known
 spread stands in for it: ``noise_floor``, the coefficient of variation of one process's median
 between fresh processes of one config on this machine (``profile.py noise`` measures it). When
-unknown, ``DEFAULT_NOISE_FLOOR`` (10 %) is used: conservative, as issue 21 measured a 4.29-5.26
-ms range over fresh processes of eager ResNet50 (CV of a few %) and 381-589 ms for eager gpt2
-generation (CV near 20 %). The ratio's relative spread is then s = floor * sqrt(1/k_A + 1/k_B),
-and the verdict is slower or faster only when |log ratio| > ``FAR_BEYOND`` (3) * s and the
-bootstrap interval excludes 1; never same (sameness needs the between-process spread);
-undecided otherwise.
+unknown, ``DEFAULT_NOISE_FLOOR`` (10 %) is used: the between-process CV `noise` measured for
+eager ResNet50 FP32 bs 8 on a shared H100 was 12.5 % (docs/gpu/h100/reproduce/noise.log),
+eager gpt2 generation's spread near 20 %. The interval is then the percentile bootstrap of the
+two windows' medians (``RESAMPLES`` resamples of each window's iterations), the ratio's relative
+spread s = floor * sqrt(1/k_A + 1/k_B), and the verdict is slower or faster only when |log
+ratio| > ``FAR_BEYOND`` (3) * s and that interval excludes 1; never same (sameness needs the
+between-process spread); undecided otherwise.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from profiler.analysis.sampling import Z975, t975
+from profiler.analysis.sampling import t975
 
 RESAMPLES = 2000
 SEED = 0
@@ -91,8 +91,8 @@ def _as_processes(samples, side: str) -> list[np.ndarray]:
 
 
 def mean_of_medians(processes: list[np.ndarray]) -> float:
-    """The statistic: the mean over processes of each process's median."""
-    return float(np.mean([np.median(p) for p in processes]))
+    """The figure of one side: the geometric mean over processes of each process's median."""
+    return float(np.exp(np.mean(np.log([np.median(p) for p in processes]))))
 
 
 def bootstrap_medians(processes: list[np.ndarray], chosen: np.ndarray,
@@ -115,23 +115,15 @@ def bootstrap_medians(processes: list[np.ndarray], chosen: np.ndarray,
     return np.where(n % 2 == 0, (lower + upper) / 2, lower)
 
 
-def widening(k: int) -> float:
-    """How much a side's replicates are spread out around its estimate, for k processes."""
-    return math.sqrt(k / (k - 1)) * t975(k - 1) / Z975
-
-
-def bootstrap_means(processes: list[np.ndarray], resamples: int,
-                    rng: np.random.Generator) -> np.ndarray:
-    """``resamples`` replicates of the mean of per-process medians: processes drawn with
-    replacement, then each drawn process' iterations with replacement (through
-    ``bootstrap_medians``), widened for few processes (``widening``)."""
-    k = len(processes)
-    chosen = rng.integers(k, size=(resamples, k))
-    means = bootstrap_medians(processes, chosen, rng).mean(axis=1)
-    if k > 1:  # the small-k widening of the module doc, on the log scale: stays positive
-        centre = mean_of_medians(processes)
-        means = centre * np.exp(widening(k) * np.log(means / centre))
-    return means
+def welch(log_a: np.ndarray, log_b: np.ndarray) -> tuple[float, float, float]:
+    """(difference of the means of logs B - A, its standard error, Welch's degrees of
+    freedom) for two samples of two or more values each."""
+    va = log_a.var(ddof=1) / len(log_a)
+    vb = log_b.var(ddof=1) / len(log_b)
+    se = math.sqrt(va + vb)
+    df = float(len(log_a) + len(log_b) - 2) if se == 0 else \
+        (va + vb) ** 2 / (va ** 2 / (len(log_a) - 1) + vb ** 2 / (len(log_b) - 1))
+    return float(log_b.mean() - log_a.mean()), se, df
 
 
 def compare(a, b, *, tolerance: float = TOLERANCE, noise_floor: float | None = None,
@@ -141,35 +133,46 @@ def compare(a, b, *, tolerance: float = TOLERANCE, noise_floor: float | None = N
     pa, pb = _as_processes(a, "A"), _as_processes(b, "B")
     if tolerance < 0:
         raise ValueError("tolerance must be >= 0")
-    rng = np.random.default_rng(seed)
-    centre_a, centre_b = mean_of_medians(pa), mean_of_medians(pb)
-    if centre_a <= 0 or centre_b <= 0:
+    medians_a = np.array([np.median(p) for p in pa])
+    medians_b = np.array([np.median(p) for p in pb])
+    if (medians_a <= 0).any() or (medians_b <= 0).any():
         raise ValueError("latencies must be positive")
-    ratios = bootstrap_means(pb, resamples, rng) / bootstrap_means(pa, resamples, rng)
-    low, high = (float(v) for v in np.percentile(ratios, [2.5, 97.5]))
-    ratio = centre_b / centre_a
-    direction = SLOWER if ratio > 1 else FASTER
-    excludes_one = low > 1 or high < 1
     ka, kb = len(pa), len(pb)
-    base = (f"hierarchical bootstrap (processes, then iterations) of mean per-process median "
-            f"B/A, {resamples} resamples, seed {seed}, 95 % percentile interval; "
-            f"{ka} vs {kb} processes")
     if min(ka, kb) == 1:
-        floor = DEFAULT_NOISE_FLOOR if noise_floor is None else noise_floor
-        spread = floor * math.sqrt(1 / ka + 1 / kb)
-        far = abs(math.log(ratio)) > FAR_BEYOND * spread
-        verdict = direction if far and excludes_one else UNDECIDED
-        source = "default" if noise_floor is None else "given"
-        method = (f"{base}; one process on a side: between-process spread unknown, a {source} "
-                  f"machine floor of {100 * floor:.1f} % CV stands in; a verdict needs |log "
-                  f"ratio| > {FAR_BEYOND:g} x {100 * spread:.1f} %")
-        return Verdict(ratio, low, high, verdict, tolerance, ka, kb, floor, method, source)
+        return _one_process(pa, pb, tolerance, noise_floor, resamples, seed)
+    d, se, df = welch(np.log(medians_a), np.log(medians_b))
+    t = t975(max(1, math.floor(df)))
+    ratio, low, high = math.exp(d), math.exp(d - t * se), math.exp(d + t * se)
     if 1 - tolerance <= low and high <= 1 + tolerance:
         verdict = SAME
-    elif excludes_one and abs(ratio - 1) > tolerance:
-        verdict = direction
+    elif (low > 1 or high < 1) and abs(ratio - 1) > tolerance:
+        verdict = SLOWER if ratio > 1 else FASTER
     else:
         verdict = UNDECIDED
-    method = (f"{base}; same when the interval is within ±{100 * tolerance:g} %, faster/slower "
-              f"when it excludes 1 and the ratio is beyond ±{100 * tolerance:g} %")
+    method = (f"Welch t-interval on the log of per-process medians, B/A of their geometric "
+              f"means, {ka} vs {kb} processes, {df:.1f} degrees of freedom, 95 %; same when "
+              f"the interval is within ±{100 * tolerance:g} %, faster/slower when it excludes 1 "
+              f"and the ratio is beyond ±{100 * tolerance:g} %")
     return Verdict(ratio, low, high, verdict, tolerance, ka, kb, None, method)
+
+
+def _one_process(pa, pb, tolerance, noise_floor, resamples, seed) -> Verdict:
+    """A side with one process: the machine's floor stands in for the between-process spread
+    (module doc)."""
+    rng = np.random.default_rng(seed)
+    ka, kb = len(pa), len(pb)
+    ratios = (bootstrap_medians(pb, rng.integers(kb, size=(resamples, kb)), rng).reshape(
+        resamples, kb).mean(axis=1) / bootstrap_medians(pa, rng.integers(
+            ka, size=(resamples, ka)), rng).reshape(resamples, ka).mean(axis=1))
+    low, high = (float(v) for v in np.percentile(ratios, [2.5, 97.5]))
+    ratio = mean_of_medians(pb) / mean_of_medians(pa)
+    floor = DEFAULT_NOISE_FLOOR if noise_floor is None else noise_floor
+    spread = floor * math.sqrt(1 / ka + 1 / kb)
+    far = abs(math.log(ratio)) > FAR_BEYOND * spread
+    verdict = (SLOWER if ratio > 1 else FASTER) if far and (low > 1 or high < 1) else UNDECIDED
+    source = "default" if noise_floor is None else "given"
+    method = (f"one process on a side ({ka} vs {kb}): percentile bootstrap of the windows' "
+              f"medians, {resamples} resamples, seed {seed}; the between-process spread is "
+              f"unknown, a {source} machine floor of {100 * floor:.1f} % CV stands in; a "
+              f"verdict needs |log ratio| > {FAR_BEYOND:g} x {100 * spread:.1f} %")
+    return Verdict(ratio, low, high, verdict, tolerance, ka, kb, floor, method, source)
