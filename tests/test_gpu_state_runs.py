@@ -8,11 +8,12 @@ from __future__ import annotations
 import json
 import shutil
 
+import jsonschema
 import msgspec
 
 from profiler import runs
 from profiler.runs.gpu_record import GpuSample, GpuState
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, ROOT
 
 SWEEP = FIXTURES / "h100_sweep" / "runs" / "gpu_sweep"
 EAGER_BS8 = SWEEP / "pytorch_fp16_bs8"
@@ -27,6 +28,34 @@ def state(mhz: int, reasons=()) -> GpuState:
     return GpuState(device="NVIDIA H100 80GB HBM3", max_sm_clock_mhz=1980,
                     before=sample(mhz), after=sample(mhz, reasons), power_limited_ms=0.0,
                     thermal_limited_ms=0.0, load_average=(0.5, 0.4, 0.3), cpus=16)
+
+
+def copy_run(folder, gpu: GpuState | None = None, run: str = "pytorch_fp16_bs8"):
+    """A copy of a committed run folder (result.json naming the committed trace by its
+    absolute path, latency.csv beside it), its GPU state set to ``gpu``."""
+    source = SWEEP / run
+    folder.mkdir(parents=True)
+    shutil.copy(source / "latency.csv", folder / "latency.csv")
+    data = json.loads((source / "result.json").read_text())
+    data["trace"]["files"] = [str(FIXTURES / "h100_sweep" / name)
+                              for name in data["trace"]["files"]]
+    if gpu is not None:
+        data["gpu_state"] = msgspec.to_builtins(gpu)
+    (folder / "result.json").write_text(json.dumps(data, indent=2))
+    return folder
+
+
+def validate(kind: str, document: dict) -> dict:
+    schema = json.loads((ROOT / "docs" / "schema" / f"{kind}.json").read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = [e.message[:300] for e in validator.iter_errors(document)]
+    assert not errors, errors
+    return document
+
+
+def json_of(done) -> dict:
+    assert done.code == 0, done.stderr
+    return json.loads(done.stdout)
 
 
 def test_a_run_recorded_before_the_gpu_state_reads_and_writes_back_without_it():
@@ -50,3 +79,31 @@ def test_the_gpu_state_goes_into_result_json_and_back(tmp_path):
     written = runs.write_result(tmp_path, msgspec.structs.replace(recorded,
                                                                   gpu_state=not_recorded))
     assert runs.read_result(written).gpu_state == not_recorded
+
+
+# ---- the headlines print it -----------------------------------------------------------------
+
+def test_summarize_prints_the_gpu_state_line_and_its_json_headline_carries_it(cli, tmp_path):
+    done = cli("summarize", str(EAGER_BS8), "--view", "overview")
+    assert done.code == 0, done.stderr
+    assert "GPU state: not recorded (run recorded before the GPU state was)" in done.stdout
+    a = copy_run(tmp_path / "a", state(1755, ["sw_power_cap"]))
+    data = validate("summarize", json_of(cli("summarize", str(a), "--json")))
+    gpu = data["headline"]["gpu_state"]
+    assert gpu["sm_clock_mhz"] == 1755 and gpu["throttle_reasons"] == ["sw_power_cap"]
+    assert gpu["before"]["sm_clock_mhz"] == 1755 and gpu["not_recorded"] is None
+    assert gpu["line"].startswith("GPU state: NVIDIA H100 80GB HBM3, SM 1755 of 1980 MHz")
+    assert "\n" not in gpu["line"]
+
+
+def test_the_run_view_prints_one_line_when_nvml_is_absent():
+    from rich.console import Console
+
+    from profiler.report.run_view import print_result
+
+    result = msgspec.structs.replace(runs.read_result(EAGER_BS8), gpu_state=GpuState(
+        not_recorded="no NVML", load_average=(0.5, 0.5, 0.5), cpus=16))
+    console = Console(record=True, width=200)
+    print_result(result, console)
+    lines = [line for line in console.export_text().splitlines() if "GPU state" in line]
+    assert lines == ["GPU state: not recorded (no NVML); host load 0.50 on 16 CPUs"]

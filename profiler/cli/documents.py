@@ -44,6 +44,9 @@ class Headline(Record):
     config: str | None
     profiled_step_ms: float | None
     profiler_overhead_ratio: float | None
+    #: the GPU's state around the timed window (profiler.analysis.headline.gpu_state_figures):
+    #: the record, sm_clock_mhz, throttle_reasons and its one line; runs recorded before it say so
+    gpu_state: dict[str, Any] | Unset = UNSET
 
 
 class Insight(Record):
