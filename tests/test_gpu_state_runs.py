@@ -107,3 +107,75 @@ def test_the_run_view_prints_one_line_when_nvml_is_absent():
     print_result(result, console)
     lines = [line for line in console.export_text().splitlines() if "GPU state" in line]
     assert lines == ["GPU state: not recorded (no NVML); host load 0.50 on 16 CPUs"]
+
+
+# ---- compare says why two runs differ -------------------------------------------------------
+
+def test_compare_of_two_runs_names_the_kernels_that_differ(cli):
+    """Batch 1 against batch 8 on the H100: cuDNN and cuBLAS run other kernels; the line says
+    so, names them, and puts it down to the configs, not to autotuning."""
+    a, b = str(SWEEP / "pytorch_fp16_bs1"), str(SWEEP / "pytorch_fp16_bs8")
+    done = cli("compare", a, b, "--top", "3")
+    assert done.code == 0, done.stderr
+    why = [line for line in done.stdout.splitlines() if line.startswith("why B differs")]
+    assert len(why) == 1 and why[0].startswith(
+        "why B differs from A (kernels): different kernels (the runs differ in batch_size): "
+        "B adds ")
+    assert "GPU state A: not recorded (run recorded before the GPU state was)" in done.stdout
+    data = validate("compare", json_of(cli("compare", a, b, "--json")))
+    e = data["explanation"]
+    assert e["cause"] == "kernels" and e["differs_in"] == ["batch_size"]
+    assert e["same_config"] is False
+    assert e["added"] and e["removed"]
+    assert e["added"][0]["name"] in e["line"]  # full names in --json
+    assert all(0 < k["share"] <= 1 for k in e["added"] + e["removed"])
+    assert e["lines"][-1] == "SM clock not recorded for A and B"
+    assert e["clock_a_mhz"] is None and e["latency_ratio"] > 0
+    # a side that is a bare trace: no run, no explanation (the key stays, null)
+    data = validate("compare", json_of(cli("compare", a, str(
+        FIXTURES / "h100_sweep" / "tb_logs" / "gpu_sweep" / "pytorch_fp16_bs8"), "--json")))
+    assert data["explanation"] is None
+
+
+def test_the_same_kernels_at_a_lower_clock(cli, tmp_path):
+    """One config twice, B's window at a lower SM clock (its result.json edited): the same
+    kernels, the clock named as the cause, with B's throttle reasons."""
+    a = copy_run(tmp_path / "a", state(1980))
+    b = copy_run(tmp_path / "b", state(1755, ["gpu_idle", "sw_power_cap"]))
+    done = cli("compare", str(a), str(b), "--top", "1")
+    assert done.code == 0, done.stderr
+    assert ("why B differs from A (clock): same kernels at a lower SM clock in B: 1755 MHz "
+            "against 1980 MHz (-11.4 %)") in done.stdout
+    assert "GPU state B: NVIDIA H100 80GB HBM3, SM 1755 of 1980 MHz" in done.stdout
+    e = validate("compare", json_of(cli("compare", str(a), str(b), "--json")))["explanation"]
+    assert e["cause"] == "clock" and e["same_config"] is True and e["differs_in"] == []
+    assert (e["clock_a_mhz"], e["clock_b_mhz"]) == (1980, 1755)
+    assert e["added"] == [] and e["removed"] == [] and e["kernel_time_ratio"] == 1.0
+    assert "throttle reasons in B: sw_power_cap" in e["line"]
+
+
+def test_a_side_without_gpu_state_still_explains_from_kernels(cli, tmp_path):
+    a = copy_run(tmp_path / "a", state(1980))
+    b = copy_run(tmp_path / "b", GpuState(not_recorded="no NVML"))
+    e = json_of(cli("compare", str(a), str(b), "--json"))["explanation"]
+    assert e["cause"] == "none" and e["kernel_time_ratio"] == 1.0
+    assert e["lines"] == ["SM clock not recorded for B", "same kernels and kernel time"]
+    assert e["gpu_state_b"] == "GPU state: not recorded (no NVML)"
+
+
+def test_what_counts_as_another_config():
+    """Iterations, the profiler schedule, names and the host are not the work a run did; the
+    batch size, the backend's switches, the GPU and the libraries are."""
+    from profiler.analysis.difference import differs_in_work
+
+    a = runs.read_result(EAGER_BS8)
+    b = msgspec.structs.replace(
+        a, run_name="again", config=msgspec.structs.replace(a.config, iters=500, active=3,
+                                                             run_name="again", seed=1),
+        environment=msgspec.structs.replace(a.environment, hostname="elsewhere",
+                                            command_line=["other"]))
+    assert differs_in_work(a, b) == []
+    c = msgspec.structs.replace(
+        b, config=msgspec.structs.replace(b.config, cudnn_benchmark=not a.config.cudnn_benchmark),
+        environment=msgspec.structs.replace(b.environment, torch="2.99"))
+    assert differs_in_work(a, c) == ["cudnn_benchmark", "environment.torch"]

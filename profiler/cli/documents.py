@@ -144,6 +144,9 @@ class Compare(Document, kw_only=True):
     faster_in_b: Table
     slower_in_b: Table
     notes: list[str]
+    #: both sides runs: why B differs from A at the kernel level (another SM clock, other
+    #: kernels named, kernel time, host-side; profiler.analysis.difference.explain_runs)
+    explanation: dict[str, Any] | None | Unset = UNSET
 
 
 class Benchmark(Document, kw_only=True):
