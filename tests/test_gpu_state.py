@@ -178,3 +178,55 @@ def test_idle_readings_do_not_stand_for_the_window_clock():
 def test_pci_bus_id_from_torch_properties():
     props = types.SimpleNamespace(pci_domain_id=0, pci_bus_id=0x1B, pci_device_id=6)
     assert pci_bus_id(props) == "00000000:1B:06.0"
+
+
+def test_a_cpu_run_reads_no_gpu_but_the_host_load(install):
+    """GpuWindow(None), a run on the CPU: no GPU read even where NVML finds one."""
+    install(fake_nvml())
+    state = gpu_state_now(None)
+    assert state.not_recorded == "no GPU" and state.before is None
+    assert state.cpus and len(state.load_average) == 3
+    assert state.line().startswith("GPU state: not recorded (no GPU); host load ")
+    assert "\n" not in state.line()
+
+
+def test_the_timed_window_reads_the_current_cuda_device_by_pci_bus_id(install, monkeypatch):
+    """window.gpu_window: torch's current device, found in NVML by its PCI bus id (CUDA may
+    number the GPUs otherwise); properties without PCI ids fall back to the ordinal."""
+    torch = pytest.importorskip("torch")
+    from profiler.collect import window
+
+    nvml = install(fake_nvml())
+    asked = []
+    nvml.nvmlDeviceGetHandleByPciBusId = lambda bus: asked.append(("bus", bus)) or bus
+    nvml.nvmlDeviceGetHandleByIndex = lambda i: asked.append(("index", i)) or i
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 1)
+    props = types.SimpleNamespace(pci_domain_id=0, pci_bus_id=0x1B, pci_device_id=0)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: props)
+    with window.gpu_window(True) as gpu:
+        pass
+    assert asked == [("bus", "00000000:1B:00.0")]
+    assert gpu.state.sm_clock_mhz == 1980 and gpu.state.throttle_reasons == [
+        "sync_boost", "sw_power_cap", "hw_thermal_slowdown"]
+    monkeypatch.setattr(torch.cuda, "get_device_properties",
+                        lambda i: types.SimpleNamespace(name="no PCI ids"))
+    with window.gpu_window(True):
+        pass
+    assert asked[-1] == ("index", 1)
+    with window.gpu_window(False) as gpu:  # a CPU run
+        pass
+    assert gpu.state.not_recorded == "no GPU" and len(asked) == 2
+
+
+def test_a_repeat_window_child_reports_the_gpu_state():
+    """--repeat-runs' child (python -m profiler.collect.repeat_window) prints the state of its
+    window beside its latencies, as JSON builtins."""
+    pytest.importorskip("torch")
+    from profiler.collect import repeat_window
+    from profiler.runs.config import RunConfig
+
+    done = repeat_window.time_once(RunConfig(model="tests.tiny_models:conv_net", batch_size=2,
+                                             iters=3, timed_warmup=1))
+    assert len(done["latencies_ms"]) == 3
+    state = msgspec.convert(done["gpu_state"], GpuState)
+    assert state.not_recorded == "no GPU" and state.cpus

@@ -126,3 +126,13 @@ def test_transformer_model_can_be_captured_by_torch_export():
     exported = torch.export.export(model, inputs)
     with torch.no_grad():
         assert torch.allclose(exported.module()(*inputs), model(*inputs), atol=1e-5)
+
+
+def test_result_json_records_the_gpu_state_or_why_not(resnet18_run):
+    """On a CPU run the timed window records no GPU state, says why, and keeps the host load."""
+    workdir, result = resnet18_run
+    on_disk = json.loads((workdir / "runs" / "pytorch_fp32_bs2_resnet18" / "result.json").read_text())
+    state = on_disk["gpu_state"]
+    assert state == result["gpu_state"]
+    assert state["not_recorded"] == "no GPU" and state["before"] is None
+    assert len(state["load_average"]) == 3 and state["cpus"] >= 1

@@ -18,6 +18,10 @@ Rules (constants below):
   clock A / clock B, which the line states beside the measured change;
 - host-side: none of the above, while the latencies (``latency_ratio`` = B / A, when given)
   differ by more than ``KERNEL_TIME_TOLERANCE``.
+
+Two runs of different configs (``differs_in``: what differs in the work they ran) get the same
+evidence, but its causes are the configs, not autotuning or the machine; ``explain_runs`` finds
+``differs_in`` from the two result.json files and is what `compare` prints and puts in --json.
 """
 
 from __future__ import annotations
@@ -26,7 +30,10 @@ from dataclasses import asdict, dataclass, field
 
 import pandas as pd
 
+from profiler.analysis.headline import differences, gpu_state_of
 from profiler.runs.gpu_record import GpuState
+from profiler.runs.result import RunResult
+from profiler.trace.rules import distinct_short_names
 
 KERNEL_SHARE = 0.01
 CLOCK_TOLERANCE = 0.02
@@ -83,8 +90,11 @@ def _names(kernels: list[KernelShare]) -> str:
 
 def explain_difference(kernels_a: pd.DataFrame, kernels_b: pd.DataFrame,
                        gpu_a: GpuState | None = None, gpu_b: GpuState | None = None,
-                       latency_ratio: float | None = None) -> Difference:
-    """Why run B differs from run A (same config); see the module doc for the rules."""
+                       latency_ratio: float | None = None,
+                       differs_in: list[str] | None = None) -> Difference:
+    """Why run B differs from run A (same config, unless ``differs_in`` names what differs in
+    the work they ran); see the module doc for the rules."""
+    configs = f"the runs differ in {', '.join(differs_in)}" if differs_in else None
     a, b = _by_name(kernels_a), _by_name(kernels_b)
     added, removed = _only_in(b, a), _only_in(a, b)
     material = [k for k in added + removed if k.share >= KERNEL_SHARE]
@@ -103,7 +113,8 @@ def explain_difference(kernels_a: pd.DataFrame, kernels_b: pd.DataFrame,
 
     lines = []
     if material:
-        lines.append("different kernels (autotuning picked other algorithms?): B adds "
+        lines.append(f"different kernels ({configs or 'autotuning picked other algorithms?'}): "
+                     "B adds "
                      f"{_names(added) or 'none'}; B drops {_names(removed) or 'none'}")
     elif added or removed:
         lines.append(f"kernel names differ only in small kernels (< {100 * KERNEL_SHARE:g} % "
@@ -123,7 +134,7 @@ def explain_difference(kernels_a: pd.DataFrame, kernels_b: pd.DataFrame,
     elif time_moved:
         lines.append(f"the kernels both ran took {100 * (ratio - 1):+.1f} % in B at "
                      f"{'the same clock' if clocks_known else 'an unrecorded clock'}"
-                     " (memory, contention or another tenant on the GPU)")
+                     f" ({configs or 'memory, contention or another tenant on the GPU'})")
     if not clocks_known:
         lines.append("SM clock not recorded for "
                      + " and ".join(side for side, c in (("A", clock_a), ("B", clock_b))
@@ -147,3 +158,52 @@ def explain_difference(kernels_a: pd.DataFrame, kernels_b: pd.DataFrame,
         lines.append("same kernels and kernel time" + (" at the same clock" if clocks_known
                                                           else ""))
     return Difference(cause, lines, added, removed, ratio, clock_a, clock_b)
+
+
+#: RunConfig fields that say how a run is timed, profiled, written or cached, not what work it
+#: ran: two runs that differ only in these are two runs of one config
+NOT_THE_WORK = frozenset({
+    "run_name", "name", "runs_dir", "tb_dir", "replace", "cache_dir", "use_cache",
+    "max_rel_error", "iters", "timed_warmup", "min_time", "repeat_runs", "wait", "warmup",
+    "active", "repeat", "gzip", "record_shapes", "profile_memory", "with_stack", "with_flops",
+    "capture", "seed"})
+#: environment fields that change which kernels run (the GPU, its driver, the libraries)
+ENVIRONMENT_OF_THE_WORK = ("environment.gpu.name", "environment.gpu.driver",
+                           "environment.torch", "environment.cuda_runtime",
+                           "environment.cudnn", "environment.packages.")
+
+
+def differs_in_work(ra: RunResult, rb: RunResult) -> list[str]:
+    """The fields of two runs' result.json that change the work they ran (config, precision,
+    device, the GPU and the libraries; not the run's name, iterations or profiler schedule)."""
+    found = []
+    for key, _, _ in differences(ra, rb):
+        section, _, rest = key.partition(".")
+        if section == "config" and rest.split(".")[0] not in NOT_THE_WORK:
+            found.append(rest)
+        elif section in ("precision", "device") or key.startswith(ENVIRONMENT_OF_THE_WORK):
+            found.append(key)
+    return found
+
+
+def explain_runs(ra: RunResult, rb: RunResult, kernels_a: pd.DataFrame,
+                 kernels_b: pd.DataFrame) -> dict:
+    """Why run B differs from run A, as plain data for `compare` and its --json: each run's
+    kernel table (profiler.trace.kernels, from its profiled steps), the GPU state of each timed
+    window (result.json; "not recorded" with the reason where it is missing), the timed p50
+    ratio, and what differs in the work they ran. Keys: cause, line (the lines in one),
+    short_line (the same with kernels' short names, for a terminal), lines, added and removed (kernels in one run only, by time), kernel_time_ratio, clock_a_mhz,
+    clock_b_mhz, latency_ratio, same_config, differs_in, gpu_state_a and gpu_state_b (one line
+    each)."""
+    gpu_a, gpu_b = gpu_state_of(ra), gpu_state_of(rb)
+    p50_a, p50_b = ra.timing.p50_ms, rb.timing.p50_ms
+    latency_ratio = p50_b / p50_a if p50_a and p50_b else None
+    differs_in = differs_in_work(ra, rb)
+    found = explain_difference(kernels_a, kernels_b, gpu_a, gpu_b, latency_ratio, differs_in)
+    line = short = "; ".join(found.lines)
+    names = sorted({k.name for k in found.added + found.removed}, key=len, reverse=True)
+    for name, shortened in zip(names, distinct_short_names(names)):
+        short = short.replace(name, shortened)
+    return {**found.to_dict(), "line": line, "short_line": short, "latency_ratio": latency_ratio,
+            "same_config": not differs_in, "differs_in": differs_in,
+            "gpu_state_a": gpu_a.line(), "gpu_state_b": gpu_b.line()}

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import msgspec
 
+from profiler.runs.gpu_record import GpuState
 from profiler.runs.noise_floor import read_floor
 from profiler.runs.result import RunResult, latency_csv_of
 from profiler.runs.samples import process_windows
@@ -20,6 +21,8 @@ CONFIG_LINE = ("model", "backend", "batch_size", "image_size", "seq_len", "tf32"
                "memory_format", "compile_mode", "iters", "timed_warmup", "min_time")
 #: the sections of result.json compared field by field
 COMPARED = ("config", "precision", "environment")
+#: why a run has no GPU state: it was recorded before the timed window recorded one
+RECORDED_BEFORE = "run recorded before the GPU state was"
 
 
 def timed_figures(result: RunResult) -> dict:
@@ -64,6 +67,20 @@ def memory_figures(result: RunResult) -> dict:
             "note": NOT_ON_CPU if on_cpu else None}
 
 
+def gpu_state_of(result: RunResult) -> GpuState:
+    """The GPU state of the timed window as recorded, or one saying why there is none."""
+    return result.gpu_state or GpuState(not_recorded=RECORDED_BEFORE)
+
+
+def gpu_state_figures(result: RunResult) -> dict:
+    """The GPU's state around the timed window (profiler.runs.gpu_record.GpuState) as plain
+    data: the record, the SM clock over the window, the throttle reasons (idle left out) and
+    the one line a person reads ("GPU state: not recorded (no NVML)" and the like)."""
+    state = gpu_state_of(result)
+    return {**msgspec.to_builtins(state), "sm_clock_mhz": state.sm_clock_mhz,
+            "throttle_reasons": state.throttle_reasons, "line": state.line()}
+
+
 def config_line(result: RunResult) -> str:
     config = msgspec.to_builtins(result.config)
     parts = [f"{key}={config[key]}" for key in CONFIG_LINE if config.get(key) is not None]
@@ -79,7 +96,8 @@ def headline_data(result: RunResult, result_json: Path | None,
     return {"timed": timed, "noise": window_noise(result, result_json),
             "memory": memory_figures(result), "config": config_line(result),
             "profiled_step_ms": None if profiled_step_us is None else profiled_step_us / 1000.0,
-            "profiler_overhead_ratio": overhead_ratio(profiled_step_us, timed["p50_ms"])}
+            "profiler_overhead_ratio": overhead_ratio(profiled_step_us, timed["p50_ms"]),
+            "gpu_state": gpu_state_figures(result)}
 
 
 def differences(ra: RunResult, rb: RunResult) -> list[tuple[str, object, object]]:

@@ -45,6 +45,7 @@ from profiler.trace.hardware import hardware_join, read_ncu_csv
 from profiler.trace.hardware import agreement_share
 from profiler.trace.trt_layers import attribute, read_layers
 from profiler.analysis.headline import compare_timed
+from profiler.analysis.difference import explain_runs
 
 
 def run_context(result: RunResult, source: Path | None = None) -> RunContext:
@@ -289,6 +290,16 @@ class Comparison:
         fields (profiler.analysis.headline.compare_timed); None unless both are runs."""
         return compare_timed(self.a.result, self.b.result, self.a.result_json,
                              self.b.result_json, windows=self.windows)
+
+    @cached_property
+    def explanation(self) -> dict | None:
+        """Why B differs from A at the kernel level: the same kernels at another SM clock,
+        other kernels (named), the same kernels slower, or host-side
+        (profiler.analysis.difference.explain_runs, from both kernel tables and the GPU state of
+        both timed windows); None unless both are runs."""
+        if self.a.result is None or self.b.result is None:
+            return None
+        return explain_runs(self.a.result, self.b.result, self.a.kernels, self.b.kernels)
 
 
 def timed_rows(ra: RunResult | None, rb: RunResult | None) -> pd.DataFrame:

@@ -44,6 +44,9 @@ class Headline(Record):
     config: str | None
     profiled_step_ms: float | None
     profiler_overhead_ratio: float | None
+    #: the GPU's state around the timed window (profiler.analysis.headline.gpu_state_figures):
+    #: the record, sm_clock_mhz, throttle_reasons and its one line; runs recorded before it say so
+    gpu_state: dict[str, Any] | Unset = UNSET
 
 
 class Insight(Record):
@@ -141,6 +144,9 @@ class Compare(Document, kw_only=True):
     faster_in_b: Table
     slower_in_b: Table
     notes: list[str]
+    #: both sides runs: why B differs from A at the kernel level (another SM clock, other
+    #: kernels named, kernel time, host-side; profiler.analysis.difference.explain_runs)
+    explanation: dict[str, Any] | None | Unset = UNSET
 
 
 class Benchmark(Document, kw_only=True):

@@ -15,7 +15,8 @@ launches the kernels and add the host jitter being measured; the power/thermal v
 counters cover what happens between the two readings instead.
 
 Which GPU: ``device`` is a CUDA ordinal (mapped through CUDA_VISIBLE_DEVICES to NVML's index or
-UUID), or a PCI bus id / UUID string. CUDA numbers GPUs fastest first unless
+UUID), or a PCI bus id / UUID string; None for a run on the CPU (no GPU read, the host's load
+still recorded). CUDA numbers GPUs fastest first unless
 CUDA_DEVICE_ORDER=PCI_BUS_ID, so pass ``pci_bus_id(torch.cuda.get_device_properties(i))``:
 torch gives the domain, bus and device numbers, NVML wants "00000000:00:06.0".
 """
@@ -134,7 +135,7 @@ class GpuWindow:
     """``with GpuWindow(device) as window: <timed loop>``, then ``window.state``: the GpuState
     of the window. Reads before on entry and after on exit; never raises."""
 
-    def __init__(self, device: int | str = 0):
+    def __init__(self, device: int | str | None = 0):
         self.device = device
         self.state = GpuState(not_recorded="not read yet")
         self._nvml = self._handle = None
@@ -142,6 +143,9 @@ class GpuWindow:
         self._violations: tuple[int | None, int | None] = (None, None)
 
     def __enter__(self) -> "GpuWindow":
+        if self.device is None:  # a CPU run: no GPU to read, whatever NVML would find
+            self.state = GpuState(not_recorded="no GPU")
+            return self
         nvml, why_not = _nvml()
         if why_not is not None:
             self.state = GpuState(not_recorded=why_not)
@@ -176,7 +180,7 @@ class GpuWindow:
             thermal_limited_ms=spent[1], load_average=load, cpus=cpus)
 
 
-def gpu_state_now(device: int | str = 0) -> GpuState:
+def gpu_state_now(device: int | str | None = 0) -> GpuState:
     """One reading (before and after the same instant): for a run's header or a noise check."""
     with GpuWindow(device) as window:
         pass

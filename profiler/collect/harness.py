@@ -313,7 +313,8 @@ def _result(config: RunConfig, backend, device, use_cuda: bool, workload: Worklo
         environment=_typed(env, runs.Environment),
         precision=_typed(precision_flags, runs.Precision),
         roofline_inputs=_typed(roofline_inputs, runs.RooflineInputs) if roofline_inputs else None,
-        generation=None if generation is None else _typed(generation, runs.Generation))
+        generation=None if generation is None else _typed(generation, runs.Generation),
+        gpu_state=c.timed.gpu_state)
 
 
 def _typed(data: dict, struct: type):

@@ -18,6 +18,7 @@ import json
 import subprocess
 import sys
 
+import msgspec
 import torch
 
 from profiler import child_env
@@ -60,7 +61,8 @@ def repeat(config: RunConfig, iters: int, warmup: int, say) -> list[list[float]]
 
 def time_once(config: RunConfig) -> dict:
     """The first phases of profiler.collect.window (prepare, warm-up, the timed window) for the
-    forward workload, as the main run went through them; the latencies (ms)."""
+    forward workload, as the main run went through them; the latencies (ms) and the GPU's state
+    around the window (profiler.runs.gpu_record.GpuState as JSON builtins)."""
     use_cuda = torch.cuda.is_available()
     device = torch.device("cuda" if use_cuda else "cpu")
     set_math_flags(config)
@@ -74,7 +76,8 @@ def time_once(config: RunConfig) -> dict:
     timed = window.timed(workload, step, plan, estimate_ms, config.batch_size, use_cuda,
                          progress)
     return {"latencies_ms": list(timed.window.latencies_ms),
-            "device": torch.cuda.get_device_name() if use_cuda else "cpu"}
+            "device": torch.cuda.get_device_name() if use_cuda else "cpu",
+            "gpu_state": msgspec.to_builtins(timed.gpu_state)}
 
 
 def time_cells(cells: list[dict], out=sys.stdout) -> None:

@@ -26,13 +26,14 @@ from rich.markup import escape
 
 from profiler import runs
 from profiler.analysis.noise import TimedWindow
-from profiler.collect import timing
+from profiler.collect import gpu_state, timing
 from profiler.collect.backends.base import Prepared
 from profiler.collect.device import kineto_quiet, nvtx_range, sync
 from profiler.collect.workloads.base import Workload
 from profiler.errors import UserError
 from profiler.fsutil import write_text_atomic
 from profiler.runs.config import RunConfig, check_path_component
+from profiler.runs.gpu_record import GpuState
 from profiler.runs.phases import Phases
 
 #: the record_function span around each profiled step
@@ -101,13 +102,15 @@ def warm_up(plan: timing.WindowPlan, step: Prepared, use_cuda: bool,
 @dataclass
 class Timed:
     """The timed window of a run: its record (raw times, statistics, noise), the workload's
-    own per-iteration figures, the last output, the peak memory and the plan."""
+    own per-iteration figures, the last output, the peak memory, the plan, and the GPU's state
+    and the host's load around it (profiler.collect.gpu_state)."""
 
     window: TimedWindow
     details: object
     output: object
     memory: dict
     plan: timing.WindowPlan
+    gpu_state: GpuState | None = None
 
 
 def timed(workload: Workload, step: Prepared, plan: timing.WindowPlan, estimate_ms: float,
@@ -116,7 +119,8 @@ def timed(workload: Workload, step: Prepared, plan: timing.WindowPlan, estimate_
     one step; its record built here, its figures and noise warnings printed."""
     iters = plan.iterations(estimate_ms)
     timing.reset_peak_memory(use_cuda)
-    with nvtx_range("timed"), progress.bar("timed", iters) as tick:
+    with gpu_window(use_cuda) as gpu, nvtx_range("timed"), \
+            progress.bar("timed", iters) as tick:
         latencies, details, output = workload.time(step, iters, use_cuda, tick)
     memory = timing.peak_memory(use_cuda)
     window = TimedWindow(tuple(latencies), batch_size)
@@ -125,7 +129,20 @@ def timed(workload: Workload, step: Prepared, plan: timing.WindowPlan, estimate_
                  f"CV {100 * window.noise.cv:.1f} %")
     for warning in window.noise.warnings:
         progress.warn(warning)
-    return Timed(window, details, output, memory, plan)
+    return Timed(window, details, output, memory, plan, gpu.state)
+
+
+def gpu_window(use_cuda: bool) -> gpu_state.GpuWindow:
+    """NVML's readings around the timed window (it never raises): the current CUDA device,
+    found by its PCI bus id (CUDA may number GPUs fastest first, NVML by bus); on a CPU run no
+    GPU is read ("not recorded (no GPU)") and the host's load is still recorded."""
+    if not use_cuda:
+        return gpu_state.GpuWindow(None)
+    index = torch.cuda.current_device()
+    try:
+        return gpu_state.GpuWindow(gpu_state.pci_bus_id(torch.cuda.get_device_properties(index)))
+    except (AttributeError, RuntimeError):  # properties without PCI ids: the ordinal
+        return gpu_state.GpuWindow(index)
 
 
 def profile(config: RunConfig, step: Prepared, use_cuda: bool, progress: Progress,

@@ -10,7 +10,7 @@ import pandas as pd
 
 from profiler.errors import UserError
 from profiler.analysis.run import Comparison, RunAnalysis
-from profiler.report.compare_view import print_diff, print_timed_headline
+from profiler.report.compare_view import print_diff, print_explanation, print_timed_headline
 from profiler.report.export import write_table, write_tables
 from profiler.report.fmt import head
 from profiler.report.insight_view import print_insight
@@ -41,12 +41,15 @@ def run(a: str, b: str, top: int = 15, out: Path | None = None, *, sink,
     if out is not None:
         written = write_csvs(result, out)
         print(f"wrote {len(written)} files to {out}", file=sys.stderr)
+    explanation = both.explanation
     if sink.json:
-        sink.document("compare", diff_json(result, timed_ab, top))
+        sink.document("compare", diff_json(result, timed_ab, top, explanation))
         return result
     console = sink.console
     if timed_ab is not None:
         print_timed_headline(timed_ab, console)
+    if explanation is not None:
+        print_explanation(explanation, console)
     print_diff(result, both.a.summary, both.b.summary, top=top, console=console)
     for label, side in (("A", both.a), ("B", both.b)):  # roofline and advice of each run
         if side.result_json is not None:
@@ -85,8 +88,10 @@ def fresh_windows(both: Comparison, processes: int | None, target_noise: float |
     return sampled.windows["A"], sampled.windows["B"]
 
 
-def diff_json(result: Diff, timed_ab: dict | None, top: int) -> dict:
-    """The compare as JSON: the timed headline first, then every table (full kernel names)."""
+def diff_json(result: Diff, timed_ab: dict | None, top: int,
+              explanation: dict | None = None) -> dict:
+    """The compare as JSON: the timed headline first, then every table (full kernel names),
+    and why B differs from A (both sides runs)."""
     def records(frame: pd.DataFrame) -> list[dict]:
         return frame.to_dict(orient="records") if len(frame) else []
 
@@ -97,7 +102,7 @@ def diff_json(result: Diff, timed_ab: dict | None, top: int) -> dict:
                    "kernels": records(head(result.kernels, top)),
                    "operators": records(head(result.operators, top)),
                    "faster_in_b": records(faster), "slower_in_b": records(slower),
-                   "notes": list(result.notes)})
+                   "notes": list(result.notes), "explanation": explanation})
 
 
 def write_csvs(result: Diff, out: Path) -> list[Path]:

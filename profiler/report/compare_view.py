@@ -220,3 +220,16 @@ def _print_verdict(t: dict, console: Console) -> None:
         for warning in (t[side] or {}).get("warnings") or []:
             console.print(f"[bold yellow]warning ({label}):[/] {escape(warning)}",
                           highlight=False)
+
+
+def print_explanation(e: dict, console: Console) -> None:
+    """Why B differs from A at the kernel level (profiler.analysis.difference.explain_runs): one
+    line (the kernels added and dropped named in it, short names; full ones in --json), then
+    each side's GPU state."""
+    console.print(f"[b]why B differs from A[/b] ({escape(e['cause'])}): "
+                  f"{escape(e['short_line'])}",
+                  highlight=False)
+    for side in ("a", "b"):
+        console.print(escape(e[f"gpu_state_{side}"].replace("GPU state:", f"GPU state "
+                                                             f"{side.upper()}:", 1)),
+                      highlight=False)

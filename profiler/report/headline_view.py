@@ -46,5 +46,7 @@ def print_headline(data: dict, console: Console) -> None:
                                                    f"; {ratio:.2f}x the timed p50"))
     console.print(table)
     console.print(f"config: {escape(data['config'])}", highlight=False)
+    if data.get("gpu_state"):
+        console.print(escape(data["gpu_state"]["line"]), highlight=False)
     for warning in window.get("warnings") or []:
         console.print(f"[bold yellow]warning:[/] {escape(warning)}", highlight=False)

@@ -13,6 +13,7 @@ import pandas as pd
 
 from profiler.runs.result import RunResult
 from profiler.analysis.advice import Advice
+from profiler.analysis.headline import gpu_state_of
 from profiler.analysis.roofline import NO_ROOFLINE_INPUTS, Roofline
 from profiler.report.advice_view import evidence, measured_line, projected_gain
 
@@ -110,7 +111,9 @@ def headline(result: RunResult | None, label: str) -> str:
                 ("batch size", result.batch_size), ("device", gpu),
                 ("p90 / p99 ms", f"{t.p90_ms:.3f} / {t.p99_ms:.3f}"),
                 ("noise (std / mean)", f"{noise:.1f} %" if noise is not None else None),
-                ("timed iterations", t.iters)]))
+                ("timed iterations", t.iters),
+                ("GPU state (timed window)",
+                 gpu_state_of(result).line().removeprefix("GPU state: "))]))
 
 
 def roofline_block(roofline: Roofline | None, source: str, missing: str | None = None) -> str:

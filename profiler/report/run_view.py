@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from profiler.analysis.headline import memory_figures, window_noise
+from profiler.analysis.headline import gpu_state_of, memory_figures, window_noise
 from profiler.runs.layout import RESULT_FILE
 from profiler.runs.result import Generation, Numerics, RunResult
 from profiler.report.console import FitTable, make_console
@@ -63,6 +63,7 @@ def print_result(result: RunResult, console: Console | None = None) -> None:
                   f"{timing.timer}, synchronized every {unit[:-1]}; TF32 "
                   f"{'on' if result.precision and result.precision.tf32 else 'off'}",
                   highlight=False)
+    console.print(escape(gpu_state_of(result).line()), highlight=False)
     for warning in window.get("warnings") or []:
         console.print(f"[bold yellow]warning:[/] {escape(warning)}", highlight=False)
     spread = window.get("repeat_runs")

@@ -19,6 +19,7 @@ import msgspec
 
 from profiler.errors import UserError
 from profiler.fsutil import write_text_atomic
+from profiler.runs.gpu_record import GpuState
 from profiler.runs.layout import LATENCY_CSV, RESULT_FILE
 
 #: 1: the dict the harness wrote until the contract was typed (no profile.capture in the
@@ -352,6 +353,10 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
     precision: Precision | None = None
     roofline_inputs: RooflineInputs | None = None  # absent before FLOPs were counted
     generation: Generation | None = None  # --workload generate
+    # the GPU's SM clock, throttle reasons, temperature and power (NVML) and the host's load
+    # around the timed window, or why not (profiler.collect.gpu_state); absent in runs recorded
+    # before it was
+    gpu_state: GpuState | None = None
 
     @property
     def run_dir(self) -> Path:
@@ -426,7 +431,7 @@ def result_to_dict(result: RunResult) -> dict:
         if key == "backend":
             ordered["backend"] = _backend_to_json(result.backend)
             ordered["artifacts"] = sorted(result.backend.artifacts)
-        elif key == "memory" and value is None:  # not recorded: no key, as before
+        elif key in ("memory", "gpu_state") and value is None:  # not recorded: no key, as before
             continue
         elif key == "trace" and value.get("untraced_kernels") is None:  # not recorded: no key
             ordered[key] = {k: v for k, v in value.items() if k != "untraced_kernels"}
