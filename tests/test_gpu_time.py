@@ -1,7 +1,7 @@
 """GPU compute and enqueue time (profiler.collect.gpu_time): the sleep's size, one window's
 accounting (invalid attempts redone, a host sync recognised, the budget), the summary, the
-method's wiring on a simulated device (a virtual timeline: nothing is timed) and result.json's
-record. The GPU figures themselves need a GPU run."""
+method's wiring on a simulated device (a virtual timeline: nothing is timed), result.json's
+record and the headline's line. The GPU figures themselves need a GPU run."""
 
 from __future__ import annotations
 
@@ -265,3 +265,47 @@ def test_result_json_round_trip_keeps_gpu_compute(tmp_path, record):
 
 def test_a_run_recorded_before_gpu_compute_reads_without_it():
     assert runs.read_result(RUN).timing.gpu_compute is None
+
+
+def test_the_headline_names_gpu_compute_enqueue_and_latency():
+    from profiler.analysis.headline import timed_figures
+    from profiler.report.headline_view import gpu_compute_line
+
+    timed = timed_figures(with_gpu_compute(MEASURED))
+    assert timed["gpu_compute"]["gpu_p50_ms"] == 4.081
+    line = gpu_compute_line(timed["gpu_compute"], timed["p50_ms"])
+    assert line.startswith("GPU compute p50 4.081 ms, enqueue p50 0.912 ms "
+                           "(host-synchronized latency p50 5.791 ms)")
+    assert "launch gaps excluded" in line and "50 iterations" in line and "1 redone" in line
+    not_measured = timed_figures(with_gpu_compute(GpuCompute(not_measured=gpu_time.HOST_SYNC)))
+    assert gpu_compute_line(not_measured["gpu_compute"], 5.791) == \
+        "GPU compute: not measured (the call waits for the GPU inside (host sync))"
+    assert timed_figures(runs.read_result(RUN))["gpu_compute"] is None
+    assert gpu_compute_line(None, 5.791) is None
+
+
+def test_the_run_view_and_the_headline_table_print_the_line():
+    from io import StringIO
+
+    from rich.console import Console
+
+    from profiler.analysis.headline import headline_data
+    from profiler.report.headline_view import print_headline
+    from profiler.report.run_view import print_result
+
+    out = StringIO()
+    print_result(with_gpu_compute(GpuCompute(not_measured="no GPU")),
+                 Console(file=out, width=200))
+    assert "GPU compute: not measured (no GPU)" in out.getvalue().splitlines()
+
+    out = StringIO()
+    print_headline(headline_data(with_gpu_compute(MEASURED), RUN / "result.json", None),
+                   Console(file=out, width=400))
+    lines = out.getvalue().splitlines()
+    assert any(line.startswith("GPU compute p50 4.081 ms, enqueue p50 0.912 ms (host-"
+                               "synchronized latency p50 5.791 ms)") for line in lines), lines
+
+    out = StringIO()  # a run recorded before: no line at all
+    print_headline(headline_data(runs.read_result(RUN), RUN / "result.json", None),
+                   Console(file=out, width=400))
+    assert "GPU compute" not in out.getvalue()
