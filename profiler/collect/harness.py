@@ -2,11 +2,12 @@
 
 run(config) -> RunResult: under the run's folder lock, build the model, count its FLOPs (one
 forward pass), then the phases of profiler.collect.window in order, for the run's workload
-(profiler.collect.workloads: what one step is, how it is timed and checked): prepare, warm-up,
-the timed window (its record: profiler.analysis.noise.TimedWindow), GPU compute and enqueue time
-in a short window after it (profiler.collect.gpu_time), the profiled steps, the backend's own
-measurements after both windows, the numeric check against the FP32 eager reference,
-latency.csv and the workload's files, and --repeat-runs' windows in fresh processes
+(profiler.collect.workloads: what one step is, how it is timed and checked): prepare (and, with
+--cuda-graphs, the capture of the step: profiler.collect.cuda_graphs), warm-up, the timed window
+(its record: profiler.analysis.noise.TimedWindow), GPU compute and enqueue time in a short window
+after it (profiler.collect.gpu_time), the profiled steps, the backend's own measurements after
+both windows, the numeric check against the FP32 eager reference, latency.csv and the
+workload's files, and --repeat-runs' windows in fresh processes
 (profiler.collect.repeat_window). Everything is written into hidden staging folders and moved
 into runs/<run>/ and tb_logs/<run>/ only when the run succeeded.
 """
@@ -29,7 +30,7 @@ from profiler.analysis.noise import TimedWindow
 from profiler.runs.noise_floor import read_floor
 from profiler.runs.samples import processes_text, spread_of_runs
 from profiler.collect import backends, engine_cache, flops, metadata, models, numerics
-from profiler.collect import gpu_time, repeat_window, target, timing, window
+from profiler.collect import cuda_graphs, gpu_time, repeat_window, target, timing, window
 from profiler.collect.device import (HAS_NVTX, NVTX_DOMAIN, nvtx_range, out_of_memory_kind,
                                      set_math_flags)
 from profiler.collect.device import name as device_name
@@ -67,6 +68,8 @@ def run(config: RunConfig, quiet: bool = False) -> RunResult:
     reason = backend.unavailable_reason(use_cuda)
     if reason:
         raise UserError(f"backend {backend.name} cannot run here: {reason}")
+    if config.cuda_graphs:
+        cuda_graphs.check(config, backend, use_cuda)
     runs.check_separate_roots(config.runs_dir, config.tb_dir)
     run_dir = config.runs_dir / config.run_name
     tb_run_dir = config.tb_dir / config.run_name
@@ -159,6 +162,9 @@ def collect(workload: Workload, context: RunContext, progress: window.Progress,
     step, prepare_s, first_call_s = window.prepare(workload, use_cuda, progress)
     timer.add("prepare", prepare_s)
     timer.add("first_call", first_call_s)
+    if config.cuda_graphs:
+        with timer("graph_capture"):
+            step = cuda_graphs.capture(step, backend.name, progress.say)
     plan = timing.plan_window(config.iters, config.timed_warmup, config.min_time, use_cuda)
     with timer("warm_up"):
         estimate_ms = window.warm_up(plan, step, use_cuda, progress)
