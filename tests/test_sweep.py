@@ -71,9 +71,9 @@ def test_sweep_writes_cells_tables_and_manifest(grid):
                              "token_p50_ms", "token_p99_ms", "tokens_per_s", "token_agreement",
                              "status", "reason", "gpu", "node",
                              "elapsed_s", "wall_s", "imports_s", "build_s", "flops_s",
-                             "prepare_s", "first_call_s", "warm_up_s", "timed_s", "profile_s",
-                             "trace_write_s", "after_windows_s", "numerics_s",
-                             "repeat_runs_s", "write_s"]
+                             "prepare_s", "first_call_s", "graph_capture_s", "warm_up_s",
+                             "timed_s", "gpu_compute_s", "profile_s", "trace_write_s",
+                             "after_windows_s", "numerics_s", "repeat_runs_s", "write_s"]
     by_cell = {(r["backend"], int(r["bs"])): r for r in rows}
     # where each finished cell's seconds went: every phase that ran, none longer than the run
     ok = by_cell[("pytorch_bf16", 2)]

@@ -26,7 +26,8 @@ RECORDED_BEFORE = "run recorded before the GPU state was"
 
 
 def timed_figures(result: RunResult) -> dict:
-    """p50, p90, p99 (ms), throughput (samples/s), iterations, CV and IQR of the timed window."""
+    """p50, p90, p99 (ms), throughput (samples/s), iterations, CV and IQR of the timed window,
+    and GPU compute / enqueue time beside it (``gpu_compute``)."""
     timing = result.timing
     window = timing.noise
     return {"p50_ms": timing.p50_ms, "p90_ms": timing.p90_ms, "p99_ms": timing.p99_ms,
@@ -36,7 +37,16 @@ def timed_figures(result: RunResult) -> dict:
             "cv": window.cv if window else None, "iqr_ms": window.iqr_ms if window else None,
             "noise_warnings": list(window.warnings) if window else None,
             "repeat_runs": msgspec.to_builtins(window.repeat_runs)
-            if window and window.repeat_runs else None}
+            if window and window.repeat_runs else None,
+            "gpu_compute": gpu_compute_figures(result)}
+
+
+def gpu_compute_figures(result: RunResult) -> dict | None:
+    """GPU compute and enqueue time (result.json's timing.gpu_compute, every key), or None for
+    a run recorded before it was measured."""
+    gpu = result.timing.gpu_compute
+    return None if gpu is None else {
+        name: getattr(gpu, name) for name in gpu.__struct_fields__}
 
 
 def window_noise(result: RunResult, result_json: Path | None = None) -> dict | None:

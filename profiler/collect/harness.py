@@ -2,10 +2,12 @@
 
 run(config) -> RunResult: under the run's folder lock, build the model, count its FLOPs (one
 forward pass), then the phases of profiler.collect.window in order, for the run's workload
-(profiler.collect.workloads: what one step is, how it is timed and checked): prepare, warm-up,
-the timed window (its record: profiler.analysis.noise.TimedWindow), the profiled steps, the
-backend's own measurements after both windows, the numeric check against the FP32 eager
-reference, latency.csv and the workload's files, and --repeat-runs' windows in fresh processes
+(profiler.collect.workloads: what one step is, how it is timed and checked): prepare (and, with
+--cuda-graphs, the capture of the step: profiler.collect.cuda_graphs), warm-up, the timed window
+(its record: profiler.analysis.noise.TimedWindow), GPU compute and enqueue time in a short window
+after it (profiler.collect.gpu_time), the profiled steps, the backend's own measurements after
+both windows, the numeric check against the FP32 eager reference, latency.csv and the
+workload's files, and --repeat-runs' windows in fresh processes
 (profiler.collect.repeat_window). Everything is written into hidden staging folders and moved
 into runs/<run>/ and tb_logs/<run>/ only when the run succeeded.
 """
@@ -28,7 +30,7 @@ from profiler.analysis.noise import TimedWindow
 from profiler.runs.noise_floor import read_floor
 from profiler.runs.samples import processes_text, spread_of_runs
 from profiler.collect import backends, engine_cache, flops, metadata, models, numerics
-from profiler.collect import repeat_window, target, timing, window
+from profiler.collect import cuda_graphs, gpu_time, repeat_window, target, timing, window
 from profiler.collect.device import (HAS_NVTX, NVTX_DOMAIN, nvtx_range, out_of_memory_kind,
                                      set_math_flags)
 from profiler.collect.device import name as device_name
@@ -41,7 +43,7 @@ from profiler.fsutil import (clean_leftovers, folder_lock, replace_dir, staging_
 from profiler.runs import phases
 from profiler.runs.config import RunConfig
 from profiler.runs.phases import Phases
-from profiler.runs.result import RunResult
+from profiler.runs.result import GpuCompute, RunResult
 
 #: --workload name -> what one step is, how it is timed and checked
 WORKLOADS = {"forward": Forward, "generate": Generate}
@@ -66,6 +68,8 @@ def run(config: RunConfig, quiet: bool = False) -> RunResult:
     reason = backend.unavailable_reason(use_cuda)
     if reason:
         raise UserError(f"backend {backend.name} cannot run here: {reason}")
+    if config.cuda_graphs:
+        cuda_graphs.check(config, backend, use_cuda)
     runs.check_separate_roots(config.runs_dir, config.tb_dir)
     run_dir = config.runs_dir / config.run_name
     tb_run_dir = config.tb_dir / config.run_name
@@ -143,6 +147,7 @@ class Collected:
     numerics: dict
     repeat_spread: runs.RepeatSpread | None
     target: runs.TargetNoise | None = None
+    gpu_compute: GpuCompute | None = None
 
 
 def collect(workload: Workload, context: RunContext, progress: window.Progress,
@@ -157,6 +162,9 @@ def collect(workload: Workload, context: RunContext, progress: window.Progress,
     step, prepare_s, first_call_s = window.prepare(workload, use_cuda, progress)
     timer.add("prepare", prepare_s)
     timer.add("first_call", first_call_s)
+    if config.cuda_graphs:
+        with timer("graph_capture"):
+            step = cuda_graphs.capture(step, backend.name, progress.say)
     plan = timing.plan_window(config.iters, config.timed_warmup, config.min_time, use_cuda)
     with timer("warm_up"):
         estimate_ms = window.warm_up(plan, step, use_cuda, progress)
@@ -167,6 +175,7 @@ def collect(workload: Workload, context: RunContext, progress: window.Progress,
         if config.target_noise is not None:
             timed = target.extend_window(workload, step, timed, config, use_cuda, progress,
                                          began)
+    gpu_compute = _gpu_compute(config, step, timed, use_cuda, progress, timer)
     activities, trace_files = window.profile(config, step, use_cuda, progress, tb_stage, timer)
     notes, artifacts = window.after_windows(step, run_stage, timer)
     with nvtx_range("numerics"), timer("numerics"):
@@ -186,7 +195,26 @@ def collect(workload: Workload, context: RunContext, progress: window.Progress,
                                      " then windows in fresh processes until the p50 interval "
                                      "was within it or the budget ran out")
     return Collected(prepare_s, first_call_s, timed, output, activities, trace_files, notes,
-                     artifacts, numeric_check, spread, reached)
+                     artifacts, numeric_check, spread, reached, gpu_compute)
+
+
+def _gpu_compute(config: RunConfig, step, timed: window.Timed, use_cuda: bool,
+                 progress: window.Progress, timer: Phases) -> GpuCompute:
+    """GPU compute and enqueue time in a short window after the timed one
+    (profiler.collect.gpu_time); on a CPU or for a generation, why not."""
+    reason = gpu_time.why_not(use_cuda, config.workload)
+    if reason is not None:
+        return GpuCompute(not_measured=reason)
+    with nvtx_range("gpu compute"), timer("gpu_compute"):
+        figures = gpu_time.measure(step.fn, step.inputs, len(timed.window.latencies_ms),
+                                   use_cuda, config.workload)
+    if figures.not_measured is None:
+        progress.say(f"  GPU compute p50 {figures.gpu_p50_ms:.3f} ms, enqueue p50 "
+                     f"{figures.enqueue_p50_ms:.3f} ms ({figures.iterations} iterations behind "
+                     "a sleep kernel)")
+    else:
+        progress.say(f"  GPU compute: not measured ({figures.not_measured})")
+    return figures
 
 
 def _repeat_spread(config: RunConfig, timed: window.Timed, progress: window.Progress,
@@ -281,7 +309,7 @@ def _result(config: RunConfig, backend, device, use_cuda: bool, workload: Worklo
         repeat_runs=c.repeat_spread, prepare_s=c.prepare_s, first_call_s=c.first_call_s,
         timer="cuda_event" if use_cuda else "perf_counter", sync=workload.sync,
         unit=workload.unit, warmup_iters=plan.warmup, model_build_s=built_s,
-        iterations_chosen_by=plan.why, min_time_s=plan.min_time_s)
+        iterations_chosen_by=plan.why, min_time_s=plan.min_time_s, gpu_compute=c.gpu_compute)
     if c.target is not None and timing_stats.noise is not None:
         timing_stats = msgspec.structs.replace(timing_stats, noise=msgspec.structs.replace(
             timing_stats.noise, target=c.target))

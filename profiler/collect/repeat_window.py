@@ -22,7 +22,7 @@ import msgspec
 import torch
 
 from profiler import child_env
-from profiler.collect import backends, models, timing, window
+from profiler.collect import backends, cuda_graphs, models, timing, window
 from profiler.collect.device import set_math_flags
 from profiler.collect.workloads.base import RunContext
 from profiler.collect.workloads.forward import Forward
@@ -71,6 +71,8 @@ def time_once(config: RunConfig) -> dict:
     workload = Forward(RunContext(config, backends.get(config.backend), model, inputs, device,
                                   use_cuda, progress.say, progress.warn))
     step, _, _ = window.prepare(workload, use_cuda, progress)
+    if config.cuda_graphs:  # the main run's replays, captured the same way
+        step = cuda_graphs.capture(step, config.backend, progress.say)
     plan = timing.plan_window(config.iters, config.timed_warmup, None, use_cuda)
     estimate_ms = window.warm_up(plan, step, use_cuda, progress)
     timed = window.timed(workload, step, plan, estimate_ms, config.batch_size, use_cuda,

@@ -10,6 +10,22 @@ from profiler.report.console import FitTable
 from profiler.report.fmt import mib, missing, ms_unit as _ms
 
 
+def gpu_compute_line(gpu: dict | None, latency_p50_ms: float | None) -> str | None:
+    """GPU compute and enqueue time beside the host-synchronized latency, each named; one line
+    saying why when they were not measured; None for a run recorded before they were."""
+    if gpu is None:
+        return None
+    if gpu.get("not_measured") is not None or gpu.get("gpu_p50_ms") is None:
+        return f"GPU compute: not measured ({gpu.get('not_measured') or 'no figures'})"
+    redone = gpu.get("invalid_iterations") or 0
+    return (f"GPU compute p50 {_ms(gpu['gpu_p50_ms'])}, enqueue p50 "
+            f"{_ms(gpu['enqueue_p50_ms'])} (host-synchronized latency p50 "
+            f"{_ms(latency_p50_ms)}): GPU compute is the device's busy time for one call's "
+            "work with launch gaps excluded, enqueue the host's time to launch it; "
+            f"{gpu['iterations']} iterations after the timed window"
+            + (f", {redone} redone with a longer sleep" if redone else ""))
+
+
 def print_headline(data: dict, console: Console) -> None:
     timed, window, memory = data["timed"], data["noise"] or {}, data["memory"]
     table = FitTable(title="Timed window (no profiler attached; quote these)", show_header=False)
@@ -45,6 +61,9 @@ def print_headline(data: dict, console: Console) -> None:
                       "not a latency to quote" + ("" if ratio is None else
                                                    f"; {ratio:.2f}x the timed p50"))
     console.print(table)
+    gpu_line = gpu_compute_line(timed.get("gpu_compute"), timed["p50_ms"])
+    if gpu_line:
+        console.print(escape(gpu_line), highlight=False, soft_wrap=True)
     console.print(f"config: {escape(data['config'])}", highlight=False)
     if data.get("gpu_state"):
         console.print(escape(data["gpu_state"]["line"]), highlight=False)

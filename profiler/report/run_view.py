@@ -6,11 +6,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from profiler.analysis.headline import gpu_state_of, memory_figures, window_noise
+from profiler.analysis.headline import (gpu_compute_figures, gpu_state_of, memory_figures,
+                                      window_noise)
 from profiler.runs.layout import RESULT_FILE
 from profiler.runs.result import Generation, Numerics, RunResult
 from profiler.report.console import FitTable, make_console
 from profiler.report.fmt import fixed, mib, ms, ms_unit, pct, phases_line, significant
+from profiler.report.headline_view import gpu_compute_line
 
 
 #: the run table's columns kept at any width (the others are left out, the last first, where
@@ -64,6 +66,9 @@ def print_result(result: RunResult, console: Console | None = None) -> None:
                   f"{'on' if result.precision and result.precision.tf32 else 'off'}",
                   highlight=False)
     console.print(escape(gpu_state_of(result).line()), highlight=False)
+    gpu_line = gpu_compute_line(gpu_compute_figures(result), timing.p50_ms)
+    if gpu_line:
+        console.print(escape(gpu_line), highlight=False, soft_wrap=True)
     for warning in window.get("warnings") or []:
         console.print(f"[bold yellow]warning:[/] {escape(warning)}", highlight=False)
     spread = window.get("repeat_runs")

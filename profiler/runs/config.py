@@ -43,15 +43,22 @@ def model_slug(model: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]+", "-", model.rpartition(":")[2]).strip("-") or "model"
 
 
+#: the end of the folder name of a run without --name that replays CUDA graphs (--cuda-graphs)
+CUDA_GRAPHS_TAG = "_cg"
+
+
 def run_name(backend: str, batch_size: int, model: str = DEFAULT_MODEL,
-             name: str | None = None, workload: str = "forward") -> str:
+             name: str | None = None, workload: str = "forward",
+             cuda_graphs: bool = False) -> str:
     """A run's folder name: its identity (backend, batch size, and the model or --name; a
-    generation run without --name ends in ``_gen``)."""
+    generation run without --name ends in ``_gen``, a --cuda-graphs run without --name in
+    ``_cg``)."""
     base = f"{backend}_bs{batch_size}"
     if name:
         return f"{base}_{name}"
     base = base if model == DEFAULT_MODEL else f"{base}_{model_slug(model)}"
-    return f"{base}_gen" if workload == "generate" else base
+    base = f"{base}_gen" if workload == "generate" else base
+    return f"{base}{CUDA_GRAPHS_TAG}" if cuda_graphs else base
 
 
 def check_path_component(value: str, what: str) -> str:
@@ -192,8 +199,8 @@ class RunConfig:
     runs_dir: Path = option(Path("runs"), "Where run results go.")
     tb_dir: Path = option(Path("tb_logs"), "Where TensorBoard traces go.")
     replace: bool = option(False, "Replace a run folder of the same name that holds another "
-                           "model, image size, sequence length or weights (a re-run of the same "
-                           "run always replaces it).", resumable=True)
+                           "model, image size, sequence length, weights or --cuda-graphs setting (a "
+                           "re-run of the same run always replaces it).", resumable=True)
     # compiled-engine cache (ttrt_* backends): None means engine_cache.default_dir()
     cache_dir: Path | None = option(None, "Engine cache folder (default "
                                     "~/.cache/infer-profiler/engines).", panel=PANEL_CACHE,
@@ -228,6 +235,11 @@ class RunConfig:
                              panel=PANEL_GENERATION, axis="prompt")
     max_new_tokens: int = option(64, "Tokens generated per sequence, EOS ignored (--workload "
                                  "generate).", panel=PANEL_GENERATION, axis="new")
+    cuda_graphs: bool = option(
+        False, "Capture the forward step into a CUDA graph after prepare; the timed, profiled "
+        "and checked calls are its replays (launch overhead gone). Needs a GPU and --workload "
+        "forward; a backend that cannot be captured is refused with the reason. The run folder "
+        "ends in _cg.", panel=PANEL_TIMING)
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -291,9 +303,10 @@ class RunConfig:
     @property
     def run_name(self) -> str:
         """The folder under both runs/ and tb_logs/: ``<backend>_bs<N>_<name>`` with --name,
-        else ``<backend>_bs<N>``, with ``_<model>`` added for a model other than the default
-        and ``_gen`` for --workload generate."""
-        return run_name(self.backend, self.batch_size, self.model, self.name, self.workload)
+        else ``<backend>_bs<N>``, with ``_<model>`` added for a model other than the default,
+        ``_gen`` for --workload generate and ``_cg`` for --cuda-graphs."""
+        return run_name(self.backend, self.batch_size, self.model, self.name, self.workload,
+                        self.cuda_graphs)
 
     @property
     def profiled_steps(self) -> int:

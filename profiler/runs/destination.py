@@ -13,8 +13,9 @@ from profiler.runs.manifest import is_sweep_dir
 from profiler.runs.result import try_read_result
 
 
-#: what makes two runs the same run (besides backend and batch size, which are in the name)
-IDENTITY = ("model", "image_size", "seq_len", "weights")
+#: what makes two runs the same run (besides backend and batch size, which are in the name;
+#: a --cuda-graphs run's name differs without --name, and with one, this tells them apart)
+IDENTITY = ("model", "image_size", "seq_len", "weights", "cuda_graphs")
 
 
 def _identity(record) -> dict:

@@ -31,6 +31,8 @@ SWEEP_SETS = {
     "capture": "the benchmark table needs each cell's torch.profiler trace",
     "target_noise": "the sweep's --target-noise samples processes round-robin over the cells",
     "budget": "the sweep's --budget limits its --target-noise rounds",
+    "cuda_graphs": "cells run without CUDA graphs (cell names do not carry it yet): "
+                   "`run --cuda-graphs` measures one config",
 }
 
 

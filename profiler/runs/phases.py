@@ -14,8 +14,11 @@ flops          the FLOP count of one forward pass, or its reading from the cache
 prepare        the backend's prepare (export, compile or engine-cache load: result.json's
                backend compile_s / cache_load_s are parts of it)
 first_call     the first call (Inductor compiles there)
+graph_capture  --cuda-graphs: warm-up calls on a side stream, the capture and a checked replay
 warm_up        the untimed warm-up
 timed          the timed window
+gpu_compute    GPU compute and enqueue time: a short window after the timed one (on a GPU,
+               --workload forward; profiler.collect.gpu_time)
 profile        the profiled steps (torch.profiler or the cuda-profiler-api window), without
 trace_write    torch.profiler's trace handler writing the trace files
 after_windows  the backend's own measurements after both windows (TensorRT layer timing)
@@ -34,10 +37,12 @@ import time
 #: another way, so no imports phase is claimed
 process_mark: float | None = None
 
-ORDER = ("imports", "build", "flops", "prepare", "first_call", "warm_up", "timed", "profile",
-         "trace_write", "after_windows", "numerics", "repeat_runs", "write")
+ORDER = ("imports", "build", "flops", "prepare", "first_call", "graph_capture", "warm_up",
+         "timed", "gpu_compute", "profile", "trace_write", "after_windows", "numerics",
+         "repeat_runs", "write")
 LABELS = {"first_call": "first call", "warm_up": "warm-up", "trace_write": "trace write",
-          "after_windows": "layer timing", "repeat_runs": "repeat runs"}
+          "after_windows": "layer timing", "repeat_runs": "repeat runs",
+          "graph_capture": "graph capture", "gpu_compute": "GPU compute"}
 
 
 class Phases:

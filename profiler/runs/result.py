@@ -102,6 +102,24 @@ class NoiseStats(msgspec.Struct, frozen=True):
     target: TargetNoise | None = None
 
 
+class GpuCompute(msgspec.Struct, frozen=True, omit_defaults=True):
+    """trtexec's split of one call's time, from a short window after the timed one
+    (profiler.collect.gpu_time): the device's busy time for the work one call launched, launch
+    gaps excluded (GPU compute), and the host's time to launch it without a synchronize
+    (enqueue), in ms over the valid iterations; or why it was not measured (``not_measured``:
+    "no GPU", "the call waits for the GPU inside (host sync)" ...)."""
+
+    gpu_p50_ms: float | None = None
+    gpu_p90_ms: float | None = None
+    enqueue_p50_ms: float | None = None
+    enqueue_p90_ms: float | None = None
+    iterations: int = 0  # valid iterations the figures are taken from
+    invalid_iterations: int = 0  # attempts whose sleep ended before the call was enqueued
+    sleep_ms: float | None = None  # the longest sleep that held the stream
+    method: str | None = None
+    not_measured: str | None = None
+
+
 class TimingStats(msgspec.Struct, frozen=True):
     """The timed window (profiler.collect.timing) and the time to get there. Runs recorded before
     iterations could be chosen by time, or noise was recorded, lack the last three fields."""
@@ -132,6 +150,8 @@ class TimingStats(msgspec.Struct, frozen=True):
     # absent in runs recorded before phases were
     phases_s: dict[str, float] | None = None
     wall_s: float | None = None
+    # GPU compute and enqueue time (trtexec's split); absent in runs recorded before it was
+    gpu_compute: GpuCompute | None = None
 
 
 class Memory(msgspec.Struct, frozen=True):

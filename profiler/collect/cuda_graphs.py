@@ -1,0 +1,176 @@
+"""--cuda-graphs: the forward step captured into one ``torch.cuda.CUDAGraph`` after the backend is
+prepared; the timed, profiled and checked calls are its replays. It gives the latency a user
+gets once the host's launch overhead is gone.
+
+How: after prepare and its first call, ``WARMUP_CALLS`` more calls on a side stream (the
+pattern torch.cuda.graph's documentation asks for: lazy initialisation, cuDNN's autotuning and
+the allocator's first blocks happen outside the capture), then one call captured under
+``torch.cuda.graph`` on the run's fixed input tensors (the static inputs; a replay given other
+tensors copies them in first). A replay returns the output tensors written during the capture
+(the static output), which each replay rewrites. Before the run goes on, one replay is checked:
+the output is filled with NaN, replayed, and compared with a plain call's output (relative L2
+error at most ``REPLAY_TOLERANCE``): a replay that does not rewrite the output (the backend's
+work runs outside the captured stream) or writes something else is refused, not timed. The
+check's outcome is the backend note ``cuda_graphs`` in result.json.
+
+Refused before anything is built, in one line naming the backend: no CUDA GPU; --workload
+generate (one generation's shapes change token by token); an inductor backend with
+--compile-mode reduce-overhead or max-autotune (torch.compile already replays CUDA graphs
+there). A capture that fails (an error while capturing or in the replay check) is one line
+naming the backend and the first line of the error; running out of memory stays an
+out-of-memory error.
+
+What each backend family is expected to do (none of this has run on a GPU in this harness
+yet; a GPU run will tell, and the refusal says why where it fails):
+
+- pytorch (eager): expected to capture (static shapes, no host synchronize in the built-in
+  models' forward pass).
+- inductor (torch.compile): the compiled function generally captures, unless a graph break
+  leaves Python code that synchronizes or changes with each call; --compile-mode default or
+  max-autotune-no-cudagraphs only (see above).
+- torchscript: expected to capture once the profiling executor has optimized the graph in the
+  warm-up calls; not run on a GPU yet.
+- tensorrt (Torch-TensorRT, ModelOpt INT8/FP8): tried; TensorRT allows capturing an engine's
+  enqueue, whether Torch-TensorRT's runtime module enqueues on the capturing stream is not
+  known here: not run on a GPU yet.
+- onnxruntime (CUDA EP with IO binding): tried; ONNX Runtime runs on its own stream and
+  synchronizes, so the capture or the replay check is expected to refuse it: not run on a GPU
+  yet.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from profiler.collect import numerics
+from profiler.collect.backends.base import Backend, Prepared
+from profiler.collect.device import out_of_memory_kind
+from profiler.errors import UserError, first_line
+from profiler.runs.config import RunConfig
+
+#: calls on a side stream before the capture (after prepare's first call)
+WARMUP_CALLS = 3
+#: a replay's output against a plain call's: at most this relative L2 error (the same kernels
+#: give the same numbers; this catches an output a replay did not write)
+REPLAY_TOLERANCE = 1e-2
+#: torch.compile modes that already replay CUDA graphs (torch._inductor.list_mode_options())
+INDUCTOR_GRAPH_MODES = ("reduce-overhead", "max-autotune")
+
+
+class NotReplayable(Exception):
+    """A captured graph whose replay does not give the call's output."""
+
+
+def refusal(config: RunConfig, family: str, use_cuda: bool) -> str | None:
+    """Why this run cannot be captured, known before anything is built; None when it may."""
+    if not use_cuda:
+        return "CUDA graphs need a CUDA GPU, and torch sees none on this machine"
+    if config.workload != "forward":
+        return (f"--workload {config.workload} is not captured (one generation's shapes change "
+                "token by token); --workload forward only")
+    if family == "inductor" and config.compile_mode in INDUCTOR_GRAPH_MODES:
+        return (f"--compile-mode {config.compile_mode} already replays CUDA graphs "
+                "(torch.compile's cudagraph trees); use --compile-mode default or "
+                "max-autotune-no-cudagraphs")
+    return None
+
+
+def check(config: RunConfig, backend: Backend, use_cuda: bool) -> None:
+    """Refuse, in one line naming the backend, a run that cannot be captured (see refusal)."""
+    why = refusal(config, backend.family, use_cuda)
+    if why is not None:
+        raise UserError(f"--cuda-graphs: {backend.name} cannot be captured here: {why}")
+
+
+def error_line(error: BaseException, limit: int = 240) -> str:
+    """An exception as one line: its type and the first non-blank line of its message."""
+    line = first_line(error).strip()
+    text = f"{type(error).__name__}: {line}" if line else type(error).__name__
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def capture(step: Prepared, backend_name: str, say: Callable[[str], None]) -> Prepared:
+    """The step with ``fn`` replaced by the replay of its capture (see the module doc); a
+    one-line UserError naming the backend when it cannot be captured."""
+    began = time.perf_counter()
+    try:
+        replay, checked = _capture(step.fn, step.inputs)
+    except NotReplayable as why:
+        raise UserError(f"--cuda-graphs: {backend_name} could not be captured: {why}") from None
+    except Exception as error:
+        if out_of_memory_kind(error) is not None:
+            raise
+        raise UserError(f"--cuda-graphs: {backend_name} could not be captured: "
+                        f"{error_line(error)}") from None
+    seconds = time.perf_counter() - began
+    note = (f"the forward step captured into one CUDA graph after {WARMUP_CALLS} warm-up calls "
+            f"on a side stream ({seconds:.2f} s); timed, profiled and checked calls are its "
+            f"replays; {checked}")
+    say(f"  captured into a CUDA graph in {seconds:.2f} s: the calls from here on are replays "
+        f"({checked})")
+    return Prepared(fn=replay, inputs=step.inputs, notes={**step.notes, "cuda_graphs": note},
+                    after_windows=step.after_windows)
+
+
+def _capture(fn: Callable[..., Any], inputs: tuple) -> tuple[Callable[..., Any], str]:
+    import torch
+
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(WARMUP_CALLS):
+            plain = fn(*inputs)
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    expected = numerics.first_tensor(plain)
+    expected = None if expected is None else expected.clone()  # an engine may reuse its buffers
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_output = fn(*inputs)
+    checked = _check_replay(torch, graph, static_output, expected, inputs)
+
+    def replay(*args):
+        if args and len(args) != len(inputs):
+            raise ValueError(f"the captured step takes {len(inputs)} inputs, not {len(args)}")
+        for given, static in zip(args, inputs):
+            if given is not static and isinstance(static, torch.Tensor):
+                static.copy_(given)
+        graph.replay()
+        return static_output
+
+    return replay, checked
+
+
+def _check_replay(torch, graph, static_output, expected, inputs: tuple) -> str:
+    """Replay once; where the output can be checked, with it filled with NaN first and compared
+    with a plain call's. Raises NotReplayable; returns what was checked, in words."""
+    out = numerics.first_tensor(static_output)
+    why_unchecked = None
+    if out is None or expected is None:
+        why_unchecked = "the output holds no tensor"
+    elif not out.is_floating_point():
+        why_unchecked = "the output is not a floating-point tensor"
+    elif any(isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr()
+             == out.untyped_storage().data_ptr() for t in inputs):
+        why_unchecked = "the output shares memory with an input"
+    elif not bool(torch.isfinite(expected).all()):
+        why_unchecked = "a plain call's output is not finite"
+    if why_unchecked is None:
+        with torch.inference_mode():
+            out.fill_(float("nan"))
+    graph.replay()
+    torch.cuda.synchronize()
+    if why_unchecked is not None:
+        return f"the replay was not checked ({why_unchecked})"
+    figures = numerics.compare(out, expected)
+    if not figures["finite"]:
+        raise NotReplayable("a replay did not rewrite the output (the backend's work runs "
+                            "outside the captured stream)")
+    rel = figures["rel_l2_error"]
+    if rel is None or rel > REPLAY_TOLERANCE:
+        shown = "not finite" if rel is None else f"{rel:.3g}"
+        raise NotReplayable(f"a replay's output differs from a plain call's (relative L2 error "
+                            f"{shown}, more than {REPLAY_TOLERANCE:g})")
+    return f"a replay rewrote the output and matches a plain call (relative L2 error {rel:.2g})"
