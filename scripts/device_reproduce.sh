@@ -46,12 +46,13 @@ matrix)
         "$PY" scripts/bench_reproduce.py matrix "$WORK/runs/matrix1" "$WORK/runs/matrix2" 2>&1 | tee "$OUT/matrix_agreement.log"
     fi
     ;;
-features)
-    for extra in "" "--cuda-graphs"; do
-        for b in pytorch_fp32 inductor_fp16 ttrt_fp16; do
-            timed "$PY" profile.py run --backend "$b" --bs 8 $extra "${DIRS[@]}" 2>&1 | tail -25 | tee -a "$OUT/features.log"
-        done
+features)  # GPU compute beside latency, --cuda-graphs per backend, the GPU state, compare
+    for args in "pytorch_fp32" "pytorch_fp32 --cuda-graphs" "inductor_fp16 --cuda-graphs" \
+                "ttrt_fp16" "ttrt_fp16 --cuda-graphs" "pytorch_fp32 --name again"; do
+        set -- $args
+        timed "$PY" profile.py run --backend "$@" --bs 8 "${DIRS[@]}" 2>&1 | grep -v "^\s*$" | tail -22 | tee -a "$OUT/features.log"
     done
+    timed "$PY" profile.py compare "$WORK/runs/pytorch_fp32_bs8" "$WORK/runs/pytorch_fp32_bs8_again" --top 3 2>&1 | head -40 | tee -a "$OUT/features.log"
     ;;
 *) sed -n 2,12p "$0"; exit 2 ;;
 esac
