@@ -44,6 +44,12 @@ def test_what_cannot_be_captured_is_known_before_the_build():
     # the mode only matters to torch.compile
     assert cuda_graphs.refusal(RunConfig(cuda_graphs=True, compile_mode="reduce-overhead"),
                                "pytorch", on_gpu) is None
+    # TensorRT replays crashed under torch.profiler on the H100; without it they are tried
+    trt = RunConfig(cuda_graphs=True, backend="ttrt_fp16")
+    assert "crashed the process under torch.profiler" in cuda_graphs.refusal(trt, "tensorrt",
+                                                                              on_gpu)
+    assert cuda_graphs.refusal(RunConfig(cuda_graphs=True, backend="ttrt_fp16",
+                                         capture="cuda-profiler-api"), "tensorrt", on_gpu) is None
 
 
 def test_the_refusal_names_the_backend_in_one_line():

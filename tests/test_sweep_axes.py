@@ -89,8 +89,10 @@ def test_speedup_compares_cells_with_the_same_values(tmp_path, monkeypatch):
     cells = {sweep.cell_name(b, 8, "transformer", "generate", {"max_new_tokens": t}):
              SweepCell(backend=b, batch_size=8, status="ok", axis={"max_new_tokens": t})
              for b, t in p50}
+    # results without latency files: the p50 ratio stands alone (no verdict)
     monkeypatch.setattr(benchmark, "try_read_result", lambda path: SimpleNamespace(
-        name=path.parent.name, output=SimpleNamespace(finite=True)))
+        name=path.parent.name, output=SimpleNamespace(finite=True),
+        latency_csv=str(path.parent / "no_latency.csv")))
     monkeypatch.setattr(benchmark, "_result_columns", lambda result, metrics: {
         "p50_ms": next(v for (b, t), v in p50.items()
                        if result.name == sweep.cell_name(b, 8, "transformer", "generate",

@@ -166,8 +166,12 @@ def benchmark_table(sweep_dir: Path, manifest: SweepManifest,
             found = verdict_between(samples[j][0], result, samples[j][1], windows, floors_dir)
         verdicts.append(found)
     is_base = [base.get(key) == i and samples[i][0] is not None for i, key in enumerate(keys)]
-    frame["speedup"] = [1 / v.ratio if v else (1.0 if own else math.nan)
-                        for v, own in zip(verdicts, is_base)]
+    p50 = frame["p50_ms"].to_numpy()
+    # without latencies to judge (a cell whose latency.csv is gone) the p50 ratio stands alone
+    plain = [p50[base[key]] / p50[i] if base.get(key) is not None and p50[i] > 0 else math.nan
+             for i, key in enumerate(keys)]
+    frame["speedup"] = [1 / v.ratio if v else (1.0 if own else bare)
+                        for v, own, bare in zip(verdicts, is_base, plain)]
     frame["speedup_low"] = [1 / v.high if v else math.nan for v in verdicts]
     frame["speedup_high"] = [1 / v.low if v else math.nan for v in verdicts]
     frame["verdict"] = [v.verdict if v else ("baseline" if own else "")

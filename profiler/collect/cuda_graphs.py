@@ -20,22 +20,21 @@ there). A capture that fails (an error while capturing or in the replay check) i
 naming the backend and the first line of the error; running out of memory stays an
 out-of-memory error.
 
-What each backend family is expected to do (none of this has run on a GPU in this harness
-yet; a GPU run will tell, and the refusal says why where it fails):
+What each backend family does, as seen on an H100 (torch 2.11.0+cu130, TensorRT-RTX 1.4.0.76;
+docs/gpu/h100/reproduce/features.log, ResNet50 bs 8):
 
-- pytorch (eager): expected to capture (static shapes, no host synchronize in the built-in
-  models' forward pass).
-- inductor (torch.compile): the compiled function generally captures, unless a graph break
-  leaves Python code that synchronizes or changes with each call; --compile-mode default or
-  max-autotune-no-cudagraphs only (see above).
+- pytorch (eager): captures; the replay check passes (relative L2 error 0). FP32: p50 4.058 ms
+  replayed against 4.287 ms launched, enqueue 0.013 ms against 3.316 ms.
+- inductor (torch.compile, --compile-mode default): captures; FP16 p50 0.753 ms replayed
+  (GPU compute 0.731 ms); reduce-overhead and max-autotune are refused (see above).
+- tensorrt (Torch-TensorRT on TensorRT-RTX): captures, and the replays time (FP16 p50 0.698 ms
+  against 0.853 ms launched), but the process then died with a segmentation fault in the
+  profiled steps under torch.profiler; so --cuda-graphs with --capture torch is refused for
+  this family, in one line; with --capture cuda-profiler-api it is tried (not run on a GPU).
 - torchscript: expected to capture once the profiling executor has optimized the graph in the
-  warm-up calls; not run on a GPU yet.
-- tensorrt (Torch-TensorRT, ModelOpt INT8/FP8): tried; TensorRT allows capturing an engine's
-  enqueue, whether Torch-TensorRT's runtime module enqueues on the capturing stream is not
-  known here: not run on a GPU yet.
+  warm-up calls; not run on a GPU.
 - onnxruntime (CUDA EP with IO binding): tried; ONNX Runtime runs on its own stream and
-  synchronizes, so the capture or the replay check is expected to refuse it: not run on a GPU
-  yet.
+  synchronizes, so the capture or the replay check is expected to refuse it: not run on a GPU.
 """
 
 from __future__ import annotations
@@ -69,6 +68,10 @@ def refusal(config: RunConfig, family: str, use_cuda: bool) -> str | None:
     if config.workload != "forward":
         return (f"--workload {config.workload} is not captured (one generation's shapes change "
                 "token by token); --workload forward only")
+    if family == "tensorrt" and config.capture == "torch":
+        return ("a TensorRT engine replayed from a CUDA graph crashed the process under "
+                "torch.profiler (segmentation fault, H100, TensorRT-RTX 1.4); time it without "
+                "--cuda-graphs, or with --capture cuda-profiler-api under nsys")
     if family == "inductor" and config.compile_mode in INDUCTOR_GRAPH_MODES:
         return (f"--compile-mode {config.compile_mode} already replays CUDA graphs "
                 "(torch.compile's cudagraph trees); use --compile-mode default or "

@@ -115,6 +115,8 @@ def print_benchmark(frame: pd.DataFrame, manifest: SweepManifest, console: Conso
             t.add_column(h, number=True, justify="left")
         elif h == "status":
             t.add_column(h, optional=not bad)
+        elif h.startswith("verdict"):  # words and an interval: wraps where the width is short
+            t.add_column(h)
         else:
             t.add_column(h, number=True, optional=h in OPTIONAL)
     for r in frame.itertuples():
