@@ -404,6 +404,50 @@ def compare(
 
 @app.command()
 @user_errors
+def advise(
+    target: str = typer.Argument(..., help="A run: a run name, <sweep>/<cell> or a run folder."),
+    try_them: bool = typer.Option(
+        False, "--try", help="Run the experiments as cells beside the re-run baseline (the "
+        "sweep's workers and between-process verdicts) and rank what they measured."),
+    budget: Optional[str] = typer.Option(
+        None, "--budget", help="With --try: stop handing out cells after this long (300, 90s, "
+        "5m, 1h); the re-timing rounds of the finished cells follow."),
+    max_cells: Optional[int] = typer.Option(
+        None, "--max-cells", help="With --try: at most this many cells, the baseline included."),
+    processes: Optional[int] = typer.Option(
+        None, "--processes", help="With --try: timed windows per cell in fresh processes "
+        "(default 3 on GPUs, 1 on a CPU)."),
+    resume: bool = typer.Option(
+        False, "--resume", help="With --try: keep the cells that finished before, run the rest."),
+    runs_dir: Path = typer.Option(Path("runs"), help="Where advise_<run>/ goes."),
+    tb_dir: Path = typer.Option(Path("tb_logs"), help="Where its traces go."),
+    json_out: bool = typer.Option(False, "--json", help="Print the advice, the plan and what "
+                                  "was measured as JSON."),
+) -> None:
+    """The run's advice and the experiments that test it; with --try, measure them.
+
+    Each advice rule names run options that would show it right (launch-bound: --cuda-graphs,
+    Inductor, TensorRT; FP32 on CUDA cores: --tf32, BF16, FP16; batch headroom: larger --bs;
+    memory-bound: half precision, channels_last, Inductor). --try runs them, most promising per
+    cost first, beside the run's own config re-run, then ranks them: speedup with its verdict and
+    interval, numeric error, the projected bound beside the measured gain, and what changed in
+    the kernels.
+
+    Examples:
+
+    [b]python profile.py advise pytorch_fp32_bs8[/b]
+
+    [b]python profile.py advise pytorch_fp32_bs8 --try --budget 5m[/b]
+    """
+    from profiler.commands.advise import run as advise_command
+
+    _exit(advise_command(target, try_them=try_them, budget=budget, max_cells=max_cells,
+                         processes=processes, resume=resume, runs_dir=runs_dir, tb_dir=tb_dir,
+                         sink=Output(json=json_out)))
+
+
+@app.command()
+@user_errors
 def plot(
     target: str = typer.Argument(
         ..., help="A sweep folder (runs/<sweep>, or just <sweep>), or a run: run name, "

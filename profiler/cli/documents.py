@@ -204,6 +204,20 @@ class Noise(Document, kw_only=True):
     gpu_state: dict[str, Any] | None
 
 
+class Advise(Document, kw_only=True):
+    """``advise --json``: the run's advice, the experiments planned for it, and with --try what
+    they measured (profiler.analysis.trial rows, ranked) beside the re-run baseline."""
+
+    run: str
+    config: str
+    advice: Table
+    plan: Table
+    without_experiments: dict[str, str]
+    trial: dict[str, Any] | None
+    baseline: dict[str, Any] | None
+    rows: Table | None
+
+
 class _BackendInFile(msgspec.Struct):
     """result.json's ``backend``: BackendFacts with its named facts inside ``notes``."""
 
@@ -224,6 +238,7 @@ DOCUMENTS: dict[str, tuple[int, type]] = {
     "plot": (1, Plot),
     "peaks": (1, Peaks),
     "noise": (1, Noise),
+    "advise": (1, Advise),
     "run": (RESULT_SCHEMA, RunResult),
 }
 #: the files a run and a sweep write (their own "schema" key holds the version)

@@ -1,0 +1,188 @@
+"""The experiments that test each advice rule, as run-option changes: data beside the rules of
+profiler.analysis.advice, and the plan `advise` makes of them for one run (``plan``). Pure: no
+clock, no I/O, no torch.
+
+Each rule names what would show it right (``EXPERIMENTS``: rule id -> makers of option changes
+from the run's config, each with the source of the idea). ``plan`` collects the experiments of
+the rules that fired, drops duplicates and changes that are no change, and ranks them: most
+promising first per unit of cost, where the promise is the rule's own projected bound
+(``promise``) and the cost a rough order of the time an experiment takes to set up (``COST``:
+an eager switch is one, an Inductor compile three, a TensorRT engine build four).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from profiler.analysis.advice import Advice
+from profiler.runs.backends import BACKENDS
+
+#: rough setup cost of a run with this change, relative to re-running eager (Inductor compiles,
+#: TensorRT builds an engine); the ranking divides the promise by it
+COST = {"inductor": 3.0, "tensorrt": 4.0, "onnxruntime": 3.0, "torchscript": 1.5}
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One change to the run's options, the rules it tests and why it should help."""
+
+    label: str                   # e.g. "--cuda-graphs", "backend ttrt_fp16", "--bs 16"
+    changes: dict                # RunConfig field -> value
+    rules: tuple[str, ...]
+    source: str
+    promise: float = 1.0         # the rule's projected speedup bound (x), 1 when it gives none
+    cost: float = 1.0
+
+    @property
+    def slug(self) -> str:
+        """A folder name for the experiment's run."""
+        parts = []
+        for key, value in sorted(self.changes.items()):
+            if value is True:
+                parts.append(key)
+            else:
+                parts.append(f"{key}-{value}")
+        return "_".join(parts).replace("/", "-") or "baseline"
+
+
+@dataclass
+class Plan:
+    """The ranked experiments, and the rules that fired with none (and why)."""
+
+    experiments: list[Experiment]
+    without: dict[str, str] = field(default_factory=dict)
+
+
+def _backend(family: str, precision: str) -> str | None:
+    """The registered backend of that family and precision, or None."""
+    prefix = {"pytorch": "pytorch", "inductor": "inductor", "tensorrt": "ttrt",
+              "onnxruntime": "ort", "torchscript": "torchscript"}[family]
+    name = f"{prefix}_{precision}"
+    return name if name in BACKENDS else None
+
+
+def _switch(config: dict, family: str, precision: str | None = None) -> list[dict]:
+    spec = BACKENDS.get(config["backend"])
+    name = _backend(family, precision or (spec.precision if spec else "fp32"))
+    return [{"backend": name}] if name and name != config["backend"] else []
+
+
+def _launch_bound(config: dict) -> list[tuple[str, dict, str]]:
+    spec = BACKENDS[config["backend"]]
+    out = []
+    if config.get("workload", "forward") == "forward" and spec.family in ("pytorch", "inductor") \
+            and not config.get("cuda_graphs"):
+        out.append(("--cuda-graphs", {"cuda_graphs": True},
+                    "CUDA graphs replay every launch at once (PyTorch docs, torch.cuda.graphs)"))
+    for changes in _switch(config, "inductor"):
+        out.append((f"backend {changes['backend']}", changes,
+                    "torch.compile fuses kernels: fewer launches (PyTorch 2 paper, TorchInductor)"))
+    for changes in _switch(config, "tensorrt"):
+        out.append((f"backend {changes['backend']}", changes,
+                    "TensorRT fuses layers into few kernels (trtexec suggests --useCudaGraph "
+                    "for launch-bound engines)"))
+    return out
+
+
+def _fp32_cuda_cores(config: dict) -> list[tuple[str, dict, str]]:
+    spec = BACKENDS[config["backend"]]
+    out = []
+    if not config.get("tf32"):
+        out.append(("--tf32", {"tf32": True},
+                    "TF32 runs FP32 matmul/conv on Tensor Cores (NVIDIA Ampere whitepaper; "
+                    "torch.backends.cuda.matmul.allow_tf32)"))
+    for precision in ("bf16", "fp16"):
+        for changes in _switch(config, spec.family, precision):
+            out.append((f"backend {changes['backend']}", changes,
+                        "half precision runs GEMM/conv on Tensor Cores (NVIDIA mixed-precision "
+                        "training guide)"))
+    return out
+
+
+def _bigger_batches(config: dict) -> list[tuple[str, dict, str]]:
+    bs = int(config["batch_size"])
+    return [(f"--bs {n}", {"batch_size": n},
+             "more work per launch fills the GPU (throughput per sample; the TensorBoard "
+             "plugin's 'increase the batch size')") for n in (2 * bs, 4 * bs)]
+
+
+def _memory_bound(config: dict) -> list[tuple[str, dict, str]]:
+    spec = BACKENDS[config["backend"]]
+    out = []
+    if spec.precision == "fp32":
+        for changes in _switch(config, spec.family, "fp16"):
+            out.append((f"backend {changes['backend']}", changes,
+                        "half precision halves the bytes moved (roofline: Williams et al. 2009)"))
+    if config.get("memory_format", "auto") != "channels_last" and spec.family == "pytorch":
+        out.append(("--memory-format channels_last", {"memory_format": "channels_last"},
+                    "NHWC lets cuDNN pick kernels without layout transposes (PyTorch "
+                    "channels_last tutorial)"))
+    for changes in _switch(config, "inductor"):
+        out.append((f"backend {changes['backend']}", changes,
+                    "fusing elementwise work removes round trips to memory (TorchInductor)"))
+    return out
+
+
+#: rule id -> what makes its experiments from the run's config (RunConfig fields as a dict)
+EXPERIMENTS = {
+    "launch-bound": _launch_bound,
+    "fp32-cuda-cores": _fp32_cuda_cores,
+    "batch-headroom": _bigger_batches,
+    "low-occupancy": _bigger_batches,
+    "memory-bound": _memory_bound,
+}
+#: rules no option change tests, and why
+NO_EXPERIMENT = {
+    "trt-fp32-layers": "the fix is per layer (mark the layers' precision in the engine), not a "
+                       "run option",
+}
+
+
+def promise(advice: Advice) -> float:
+    """The rule's projected speedup bound as a factor (1 when the rule gives no number)."""
+    f = advice.figures
+    if advice.rule == "launch-bound" and f.get("idle_share") is not None:
+        return 1 / max(1e-6, 1 - f["idle_share"])
+    if advice.rule == "memory-bound" and f.get("speedup_bound"):
+        return float(f["speedup_bound"])
+    if advice.rule == "fp32-cuda-cores" and f.get("matrix_share") is not None:
+        # Amdahl: the GEMM/conv share on Tensor Cores at the FP16:FP32 ratio of an H100 (~8x)
+        m = float(f["matrix_share"])
+        return 1 / ((1 - m) + m / 8)
+    if advice.rule == "batch-headroom" and f.get("growth") is not None:
+        return 1 + float(f["growth"])
+    return 1.0
+
+
+def cost(changes: dict, config: dict) -> float:
+    backend = changes.get("backend", config["backend"])
+    spec = BACKENDS.get(backend)
+    base = COST.get(spec.family, 1.0) if spec else 1.0
+    if "batch_size" in changes:
+        base *= changes["batch_size"] / max(1, int(config["batch_size"]))
+    return base
+
+
+def plan(advice: list[Advice], config: dict) -> Plan:
+    """The experiments of the rules that fired, deduplicated, most promising per cost first."""
+    found: dict[tuple, Experiment] = {}
+    without: dict[str, str] = {}
+    for a in advice:
+        make = EXPERIMENTS.get(a.rule)
+        if make is None:
+            without[a.rule] = NO_EXPERIMENT.get(a.rule, "no run option tests it")
+            continue
+        made = make(config)
+        if not made:
+            without[a.rule] = "every change it would try is what the run already does"
+        for label, changes, source in made:
+            key = tuple(sorted(changes.items()))
+            old = found.get(key)
+            rules = (old.rules if old else ()) + (a.rule,)
+            best = max(promise(a), old.promise if old else 1.0)
+            found[key] = Experiment(label, changes, rules, old.source if old else source,
+                                    best, cost(changes, config))
+    ranked = sorted(found.values(),
+                    key=lambda e: (-math.log(max(e.promise, 1.0)) / e.cost, e.cost, e.label))
+    return Plan(ranked, without)

@@ -1,0 +1,171 @@
+"""What `advise --try` measured: one row per experiment against the re-run baseline, ranked.
+
+Each row: the change, the figure quoted (the geometric mean of the per-process p50s), the
+speedup (per call; per sample, i.e. in throughput, when the experiment changes the batch size)
+with its verdict and 95 % interval over processes (profiler.analysis.verdict), the
+numeric error against the FP32 eager reference, the rule's projected bound beside the measured
+gain and whether the measurement bears it out, and what changed at the kernel level (kernels
+gone and added by name, launches and GPU idle time per profiled step). Torch-free; reads the
+cells' result.json, processes.csv and traces.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from profiler.analysis.experiments import Experiment
+from profiler.analysis.headline import verdict_between
+from profiler.analysis.run import RunAnalysis
+from profiler.analysis.verdict import mean_of_medians
+from profiler.errors import UserError
+from profiler.runs.layout import RESULT_FILE
+from profiler.runs.result import RunResult, try_read_result
+from profiler.runs.samples import process_windows
+
+#: kernel names listed per side of a row
+LISTED = 3
+ORDER = {"faster": 0, "same": 1, "undecided": 2, "slower": 3}
+
+
+@dataclass
+class KernelChange:
+    gone: int = 0                    # kernel names in the baseline only
+    added: int = 0                   # in the experiment only
+    top_gone: list[str] = field(default_factory=list)
+    top_added: list[str] = field(default_factory=list)
+    launches_per_step: tuple[float | None, float | None] = (None, None)
+    idle_us_per_step: tuple[float | None, float | None] = (None, None)
+
+
+@dataclass
+class TrialRow:
+    label: str
+    changes: dict
+    rules: list[str]
+    status: str
+    reason: str | None = None
+    p50_ms: float | None = None
+    processes: int = 0
+    speedup: float | None = None
+    low: float | None = None
+    high: float | None = None
+    verdict: str | None = None
+    rel_l2_error: float | None = None
+    projected: float | None = None      # the rule's bound as a speedup factor, when it gives one
+    judgement: str | None = None        # the projection against the measurement, in words
+    kernels: KernelChange | None = None
+    #: "per call", or "per sample" when the experiment changes the batch size (its latency is
+    #: then divided by its batch, the baseline's by its own: a throughput comparison)
+    figure: str = "per call"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _step_figures(run: RunAnalysis) -> tuple[float | None, float | None, set[str], dict]:
+    try:
+        steps, kernels = run.steps, run.kernels
+    except UserError:
+        return None, None, set(), {}
+    launches = float(steps["kernels"].mean()) if len(steps) else None
+    idle = float((steps["step_us"] - steps["gpu_busy_us"]).mean()) if len(steps) else None
+    return launches, idle, set(kernels["name"]), dict(zip(kernels["name"], kernels["kernel"]))
+
+
+def kernel_change(base: Path, cell: Path) -> KernelChange | None:
+    """Kernels gone and added (by full name; the biggest few by short name), and launches and
+    idle time per profiled step, of a cell against the baseline; None without traces."""
+    try:
+        a, b = RunAnalysis(base), RunAnalysis(cell)
+        la, ia, names_a, short_a = _step_figures(a)
+        lb, ib, names_b, short_b = _step_figures(b)
+    except UserError:
+        return None
+    gone, added = names_a - names_b, names_b - names_a
+
+    def biggest(run: RunAnalysis, names: set[str], short: dict) -> list[str]:
+        k = run.kernels
+        rows = k[k["name"].isin(names)].sort_values("total_us", ascending=False)
+        return [short.get(n, n) for n in rows["name"].head(LISTED)]
+
+    return KernelChange(len(gone), len(added), biggest(a, gone, short_a),
+                        biggest(b, added, short_b), (la, lb), (ia, ib))
+
+
+def judge(projected: float | None, verdict: str | None, speedup: float | None,
+          low: float | None, high: float | None) -> str | None:
+    """The projection against the measurement, one phrase."""
+    if verdict is None or speedup is None:
+        return None
+    bound = f"projected up to {projected:.2f}x" if projected and projected > 1 else \
+        "no bound projected"
+    measured = f"measured {speedup:.2f}x [{low:.2f}-{high:.2f}]"
+    if verdict in ("same", "undecided"):
+        return f"{bound}, {measured}: within noise" + (
+            "; the advice is not borne out here" if projected and projected > 1.05 else "")
+    if verdict == "slower":
+        return f"{bound}, {measured}: slower; the advice is contradicted"
+    if projected and projected > 1 and low is not None and low > projected:
+        return f"{bound}, {measured}: beyond the bound (the rule undersold it)"
+    if projected and projected > 1 and high is not None and high < 1 + (projected - 1) / 4:
+        return f"{bound}, {measured}: faster, far short of the bound"
+    return f"{bound}, {measured}: faster, within the bound"
+
+
+def trial_rows(trial: dict, folder: Path, promises: dict[str, float]) -> list[TrialRow]:
+    """One row per experiment of ``trial`` (trial.json's data), ranked: verdict first (faster,
+    same, undecided, slower), then by speedup; cells that did not finish last.
+    ``promises``: rule id -> its projected speedup bound."""
+    cells = trial["cells"]
+    base_cell = cells[0]
+    base_json = folder / base_cell["folder"] / RESULT_FILE
+    base = try_read_result(base_json) if base_cell["status"] == "ok" else None
+    base_windows = process_windows(base, base_json) if base is not None else []
+    rows = []
+    for cell in cells[1:]:
+        row = TrialRow(cell["label"], cell["changes"], cell["rules"], cell["status"],
+                       cell["reason"])
+        bound = max((promises.get(r, 1.0) for r in cell["rules"]), default=1.0)
+        row.projected = bound if bound > 1 else None
+        path = folder / cell["folder"] / RESULT_FILE
+        result: RunResult | None = try_read_result(path) if cell["status"] == "ok" else None
+        if result is not None:
+            windows = process_windows(result, path)
+            row.processes = len(windows)
+            row.p50_ms = mean_of_medians(windows) if windows else result.timing.p50_ms
+            row.rel_l2_error = result.numerics.rel_l2_error if result.numerics else None
+            if base is not None:
+                ours, theirs = base_windows, windows
+                if result.batch_size != base.batch_size:  # compare per sample (throughput)
+                    row.figure = "per sample"
+                    ours = [[v / base.batch_size for v in w] for w in base_windows]
+                    theirs = [[v / result.batch_size for v in w] for w in windows]
+                v = verdict_between(base, result, ours, theirs)
+                if v is not None:
+                    row.speedup, row.low, row.high = 1 / v.ratio, 1 / v.high, 1 / v.low
+                    row.verdict = v.verdict
+                row.kernels = kernel_change(folder / base_cell["folder"], folder / cell["folder"])
+            row.judgement = judge(row.projected, row.verdict, row.speedup, row.low, row.high)
+        rows.append(row)
+    return sorted(rows, key=lambda r: (r.status != "ok", ORDER.get(r.verdict or "", 4),
+                                       -(r.speedup or 0)))
+
+
+def baseline_row(trial: dict, folder: Path) -> dict:
+    """The re-run baseline's figures: p50 (mean of per-process medians), processes, status."""
+    cell = trial["cells"][0]
+    path = folder / cell["folder"] / RESULT_FILE
+    result = try_read_result(path) if cell["status"] == "ok" else None
+    if result is None:
+        return {"status": cell["status"], "reason": cell["reason"], "p50_ms": None,
+                "processes": 0}
+    windows = process_windows(result, path)
+    return {"status": "ok", "reason": None, "processes": len(windows),
+            "p50_ms": mean_of_medians(windows) if windows else result.timing.p50_ms}
+
+
+def experiments_of(trial: dict) -> list[Experiment]:
+    """The experiments trial.json names, baseline left out."""
+    return [Experiment(c["label"], c["changes"], tuple(c["rules"]), "") for c in
+            trial["cells"][1:]]

@@ -1,0 +1,106 @@
+"""`advise`: a run's advice, the experiments that test it (profiler.analysis.experiments), and
+with --try those experiments run as cells beside the re-run baseline (profiler.sweep.trial),
+ranked by what they measured (profiler.analysis.trial)."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+from profiler.errors import UserError
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h)?\s*$", re.IGNORECASE)
+
+
+def parse_budget(text: str | None) -> float | None:
+    """--budget: seconds, or a number with s, m or h ("300", "90s", "5m", "1h")."""
+    if text is None:
+        return None
+    match = _DURATION.match(text)
+    if not match or float(match[1]) <= 0:
+        raise UserError(f"--budget takes a duration such as 300, 90s, 5m or 1h (got {text!r})")
+    unit = (match[2] or "s").lower()[0]
+    return float(match[1]) * {"s": 1, "m": 60, "h": 3600}[unit]
+
+
+def run(target: str, try_them: bool = False, budget: str | None = None,
+        max_cells: int | None = None, processes: int | None = None, resume: bool = False,
+        runs_dir: Path = Path("runs"), tb_dir: Path = Path("tb_logs"), *, sink) -> int:
+    from profiler.analysis.experiments import plan as make_plan, promise
+    from profiler.analysis.run import RunAnalysis
+    from profiler.runs.config import config_from_json
+    from profiler.runs.samples import config_json_of
+
+    budget_s = parse_budget(budget)
+    if max_cells is not None and max_cells < 1:
+        raise UserError(f"--max-cells must be 1 or more (got {max_cells})")
+    if processes is not None and processes < 1:
+        raise UserError(f"--processes must be 1 or more (got {processes})")
+    if not try_them and (budget or max_cells or processes or resume):
+        raise UserError("--budget, --max-cells, --processes and --resume go with --try")
+    side = RunAnalysis(target)
+    if side.result is None:
+        raise UserError(f"{target}: advise needs a run (a folder with result.json), not a "
+                        "trace alone: it re-runs the run's config")
+    result = side.result
+    config = config_from_json(config_json_of(result))
+    advice = advice_of(side)
+    plan = make_plan(advice, config.to_dict())
+    promises = {a.rule: promise(a) for a in advice}
+    document = {"run": str(side.run_folder), "config": config.run_name,
+                "advice": [advice_record(a, promises[a.rule]) for a in advice],
+                "plan": [experiment_record(e) for e in plan.experiments],
+                "without_experiments": plan.without, "trial": None, "baseline": None,
+                "rows": None}
+    if not try_them or not plan.experiments:
+        if sink.json:
+            sink.document("advise", document)
+        else:
+            from profiler.report.trial_view import print_plan
+
+            print_plan(advice, promises, plan, side.run_folder, sink.console, try_them)
+        return 0
+    from profiler.analysis.trial import baseline_row, trial_rows
+    from profiler.sweep.executors.local import visible_gpus
+    from profiler.sweep.trial import run_trial
+
+    gpus = visible_gpus()
+    count = processes if processes is not None else (3 if gpus else 1)
+    folder = runs_dir / f"advise_{config.run_name}"
+    trace_dir = tb_dir / f"advise_{config.run_name}"
+    say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+    say(f"advise --try: {len(plan.experiments)} experiment(s) for {config.run_name} beside its "
+        f"re-run baseline, {count} process(es) each"
+        + (f", within {budget_s:g} s" if budget_s else "")
+        + (f", at most {max_cells} cells" if max_cells else "") + f"; cells in {folder}/")
+    trial = run_trial(config, plan.experiments, folder, trace_dir, budget_s=budget_s,
+                      max_cells=max_cells, processes=count, resume=resume,
+                      gpus=gpus[:1] or None, say=say)
+    data = trial.to_dict()
+    rows = trial_rows(data, folder, promises)
+    base = baseline_row(data, folder)
+    document.update(trial=data, baseline=base, rows=[r.to_dict() for r in rows])
+    if sink.json:
+        sink.document("advise", document)
+    else:
+        from profiler.report.trial_view import print_trial
+
+        print_trial(rows, base, data, plan, sink.console)
+    return 0
+
+
+def advice_of(side) -> list:
+    """The advice rules that fired on the run (a seam for tests)."""
+    return side.advice
+
+
+def advice_record(a, bound: float) -> dict:
+    from profiler.report.advice_view import advice_dict
+
+    return {**advice_dict(a), "projected_speedup": bound if bound > 1 else None}
+
+
+def experiment_record(e) -> dict:
+    return {"label": e.label, "changes": e.changes, "rules": list(e.rules), "source": e.source,
+            "projected_speedup": e.promise if e.promise > 1 else None, "cost": e.cost}

@@ -1,0 +1,94 @@
+"""`advise`'s terminal output: the advice and the experiments planned for it; with --try, the
+ranked table of what each experiment measured against the re-run baseline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+
+from profiler.report.advice_view import line as advice_line
+from profiler.report.benchmark_view import VERDICT_COLOURS
+from profiler.report.console import FitTable
+from profiler.report.fmt import fixed, times
+
+
+def _changes(changes: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in changes.items()) or "-"
+
+
+def print_plan(advice: list, promises: dict, plan, run_folder: Path | None, console: Console,
+               asked_to_try: bool) -> None:
+    if not advice:
+        console.print("no advice fired on this run: nothing to try", highlight=False)
+        return
+    console.print("[b]Advice[/b]")
+    for a in advice:
+        console.print(f"- {escape(advice_line(a))}", highlight=False, soft_wrap=True)
+    table = FitTable(title="Experiments that test it, most promising per cost first")
+    for col in ("#", "change", "tests", "projected", "cost", "why"):
+        table.add_column(col, number=col in ("#", "projected", "cost"))
+    for i, e in enumerate(plan.experiments, start=1):
+        table.add_row(str(i), escape(e.label), ", ".join(e.rules),
+                      times(e.promise) if e.promise > 1 else "-", f"{e.cost:g}",
+                      escape(e.source))
+    if plan.experiments:
+        console.print(table)
+    for rule, why in plan.without.items():
+        console.print(f"{rule}: no experiment ({escape(why)})", highlight=False)
+    if plan.experiments and not asked_to_try:
+        target = run_folder or "the run"
+        console.print(f"next: advise {escape(str(target))} --try   (runs them as cells beside "
+                      "the re-run baseline and measures each)", highlight=False, soft_wrap=True)
+
+
+def print_trial(rows, base: dict, trial: dict, plan, console: Console) -> None:
+    status = "ok" if base["status"] == "ok" else f"[red]{escape(str(base['status']))}[/]"
+    console.print(f"baseline (the run re-run): p50 {fixed(base['p50_ms'], '.3f')} ms over "
+                  f"{base['processes']} process(es), {status}", highlight=False)
+    table = FitTable(title="What each experiment measured against the baseline (ranked)")
+    for col in ("change", "p50 ms", "speedup", "verdict [95 %]", "rel L2 err", "projected",
+                "kernels gone/added", "launches/step", "idle µs/step", "status"):
+        table.add_column(col, number=col in ("p50 ms", "speedup", "rel L2 err", "projected",
+                                             "launches/step", "idle µs/step"),
+                         optional=col in ("kernels gone/added", "launches/step", "idle µs/step"))
+    for r in rows:
+        k = r.kernels
+        verdict = "-" if r.verdict is None else (
+            f"[{VERDICT_COLOURS.get(r.verdict, 'white')}]{r.verdict}[/] "
+            f"[{r.low:.2f}-{r.high:.2f}]")
+        state = r.status if r.status == "ok" else f"[red]{escape(r.status)}[/]"
+        speedup = times(r.speedup) + (" /sample" if r.figure == "per sample" else "")
+        table.add_row(escape(r.label), fixed(r.p50_ms, ".3f"), speedup, verdict,
+                      fixed(r.rel_l2_error, ".2g"), times(r.projected),
+                      "-" if k is None else f"{k.gone}/{k.added}",
+                      "-" if k is None else _pair(k.launches_per_step, ".0f"),
+                      "-" if k is None else _pair(k.idle_us_per_step, ".0f"), state)
+    console.print(table)
+    for r in rows:
+        if r.judgement:
+            console.print(f"- {escape(r.label)}: {escape(r.judgement)}", highlight=False,
+                          soft_wrap=True)
+        if r.kernels and (r.kernels.top_gone or r.kernels.top_added):
+            console.print(f"  kernels gone: {escape(', '.join(r.kernels.top_gone) or '-')}; "
+                          f"added: {escape(', '.join(r.kernels.top_added) or '-')}",
+                          highlight=False, soft_wrap=True)
+        if r.status != "ok":
+            console.print(f"- {escape(r.label)}: {escape(r.status)}"
+                          + (f" ({escape(r.reason)})" if r.reason else ""), highlight=False,
+                          soft_wrap=True)
+    for rule, why in plan.without.items():
+        console.print(f"{rule}: no experiment ({escape(why)})", highlight=False)
+    stopped = {"budget": "the time budget ran out", "cells": "--max-cells was reached"}
+    if trial.get("stopped_by"):
+        console.print(f"[yellow]note:[/] {stopped[trial['stopped_by']]}: the cells marked "
+                      "'not run' were not tried (continue with --resume)", highlight=False)
+    console.print(f"advise --try took {trial['wall_s']:.0f} s ({trial['rounds_s']:.0f} s of it "
+                  f"re-timing in {trial['processes']} processes); cells in "
+                  f"{escape(trial['folder'])}/", highlight=False, soft_wrap=True)
+
+
+def _pair(values, spec: str) -> str:
+    a, b = values
+    return f"{fixed(a, spec)} → {fixed(b, spec)}"

@@ -1,0 +1,187 @@
+"""`advise --try`: the experiments of a run's advice run as cells, with the sweep's guarantees.
+
+The run's own config is re-run as the cell ``baseline`` beside the experiments (so both are
+measured the same way, the same hour), then each experiment in the plan's order
+(profiler.analysis.experiments: most promising per cost first), one cell each through the local
+executor: a worker process per GPU, a crash or out-of-memory recorded as that cell's failure and
+the rest go on. Cells stop being handed out once ``budget_s`` seconds or ``max_cells`` cells are
+spent; the cells not run are listed as such. Then the finished forward cells are timed again in
+``processes`` - 1 interleaved rounds of fresh processes (profiler.sweep.rounds), so every
+speedup has a verdict over processes. A cell's numerics are checked by its run against the FP32
+eager reference, as every run's are.
+
+Layout: ``<runs-dir>/advise_<run>/`` holds each cell's run folder (``<backend>_bs<N>_<change>``),
+``logs/`` and ``trial.json`` (what ran, how it ended, how long); traces go to
+``<tb-dir>/advise_<run>/``. ``resume``: cells with a result.json are kept, the others run.
+Never imports torch."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from profiler.analysis.experiments import Experiment
+from profiler.errors import UserError
+from profiler.fsutil import clean_leftovers, folder_lock, write_json_atomic
+from profiler.runs.config import RunConfig, config_to_json
+from profiler.runs.layout import RESULT_FILE
+from profiler.runs.result import try_read_result
+from profiler.runs.samples import config_json_of, process_windows, record_processes
+from profiler.sweep import executors, rounds
+from profiler.sweep.cell import CellJob, CellOutcome
+
+TRIAL_FILE = "trial.json"
+BASELINE = Experiment("the run as it is", {}, (), "the run's own config, re-run beside the "
+                      "experiments")
+
+
+@dataclass
+class TrialCell:
+    """One experiment's cell and how it ended."""
+
+    experiment: Experiment
+    folder: str                   # the cell's run folder name
+    status: str = "not run"       # ok, failed, oom, timeout, interrupted, not run
+    reason: str | None = None
+    elapsed_s: float | None = None
+
+
+@dataclass
+class Trial:
+    folder: Path
+    trace_dir: Path
+    cells: list[TrialCell]
+    wall_s: float = 0.0
+    processes: int = 1
+    stopped_by: str | None = None  # "budget", "cells", or None when every cell ran
+    rounds_s: float = 0.0
+
+    def to_dict(self) -> dict:
+        return {"folder": str(self.folder), "wall_s": round(self.wall_s, 3),
+                "rounds_s": round(self.rounds_s, 3), "processes": self.processes,
+                "stopped_by": self.stopped_by,
+                "cells": [{"label": c.experiment.label, "changes": c.experiment.changes,
+                           "rules": list(c.experiment.rules), "folder": c.folder,
+                           "status": c.status, "reason": c.reason, "elapsed_s": c.elapsed_s}
+                          for c in self.cells]}
+
+
+class _Spent(Exception):
+    """The budget of time or cells ran out: no more cells are handed out."""
+
+
+def cell_config(base: RunConfig, experiment: Experiment, runs_dir: Path, tb_dir: Path,
+                slug: str) -> RunConfig:
+    """The experiment's RunConfig: the run's, changed, written under the trial's folders."""
+    changes = {**experiment.changes, "runs_dir": runs_dir, "tb_dir": tb_dir, "name": slug,
+               "repeat_runs": 1, "target_noise": None, "budget": None, "replace": True}
+    try:
+        return dataclasses.replace(base, **changes)
+    except UserError as error:
+        raise UserError(f"{experiment.label}: {error}") from None
+
+
+def run_trial(base: RunConfig, experiments: list[Experiment], folder: Path, trace_dir: Path,
+              *, budget_s: float | None = None, max_cells: int | None = None,
+              processes: int = 3, resume: bool = False, gpus: list[str] | None = None,
+              say=print) -> Trial:
+    """Baseline and experiments as cells, then the rounds; see the module doc."""
+    if folder.exists() and any(folder.iterdir()) and not resume:
+        raise UserError(f"{folder} already exists: pass --resume to continue that trial, or "
+                        "remove it")
+    with folder_lock(folder, trace_dir, what="advise --try"):
+        for f in (folder, trace_dir):
+            clean_leftovers(f)
+        return _run(base, experiments, folder, trace_dir, budget_s, max_cells, processes,
+                    gpus, say)
+
+
+def _run(base, experiments, folder, trace_dir, budget_s, max_cells, processes, gpus, say
+         ) -> Trial:
+    began = time.perf_counter()
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "logs").mkdir(exist_ok=True)
+    cells, jobs = [], []
+    for index, experiment in enumerate([BASELINE, *experiments]):
+        slug = "baseline" if index == 0 else experiment.slug
+        config = cell_config(base, experiment, folder, trace_dir, slug)
+        cell = TrialCell(experiment, config.run_name)
+        cells.append(cell)
+        if try_read_result(folder / cell.folder / RESULT_FILE) is not None:
+            cell.status = "ok"
+            cell.reason = "kept from before (--resume)"
+            continue
+        jobs.append((cell, CellJob(name=cell.folder, config=config_to_json(config),
+                                   log_path=str(folder / "logs" / f"{cell.folder}.log"))))
+    trial = Trial(folder, trace_dir, cells, processes=processes)
+    by_name = {job.name: cell for cell, job in jobs}
+    limit = None if max_cells is None else max(0, max_cells - (len(cells) - len(jobs)))
+    ran = 0
+
+    def on_start(job: CellJob, where: dict) -> None:
+        say(f"[{cells.index(by_name[job.name]) + 1}/{len(cells)}] "
+            f"{by_name[job.name].experiment.label}: running")
+
+    def on_done(job: CellJob, outcome: CellOutcome) -> None:
+        nonlocal ran
+        cell = by_name[job.name]
+        cell.status, cell.reason = outcome.status, outcome.reason
+        cell.elapsed_s = round(outcome.elapsed_s, 3)
+        ran += 1
+        say(f"    {cell.experiment.label}: {outcome.status}"
+            + (f" ({outcome.reason})" if outcome.reason else "")
+            + f" in {outcome.elapsed_s:.1f} s")
+        write_json_atomic(folder / TRIAL_FILE, trial.to_dict())
+        if budget_s is not None and time.perf_counter() - began >= budget_s:
+            trial.stopped_by = "budget"
+            raise _Spent()
+        if limit is not None and ran >= limit:
+            trial.stopped_by = "cells"
+            raise _Spent()
+
+    executor = executors.get("local")(executors.ExecutorSettings(gpus=gpus, isolate=False))
+    try:
+        if jobs and (limit is None or limit > 0):
+            executor.run([job for _, job in jobs], on_start, on_done)
+        elif jobs:
+            trial.stopped_by = "cells"
+    except _Spent:
+        pass
+    _sample(trial, processes, say)
+    trial.wall_s = time.perf_counter() - began
+    write_json_atomic(folder / TRIAL_FILE, trial.to_dict())
+    return trial
+
+
+def _sample(trial: Trial, processes: int, say) -> None:
+    """The rounds over the finished forward cells (the baseline among them)."""
+    if processes <= 1:
+        return
+    configs, have, results = {}, {}, {}
+    for cell in trial.cells:
+        result = try_read_result(trial.folder / cell.folder / RESULT_FILE) \
+            if cell.status == "ok" else None
+        if result is None or result.workload != "forward":
+            continue
+        windows = process_windows(result, trial.folder / cell.folder / RESULT_FILE)
+        if not windows:
+            continue
+        configs[cell.folder] = rounds.window_config(config_json_of(result), result.timing.iters,
+                                                    result.timing.warmup_iters)
+        have[cell.folder], results[cell.folder] = windows, result
+    if len(configs) < 2:
+        return
+    began = time.perf_counter()
+    say(f"timing {len(configs)} cells again: {processes} processes each, interleaved")
+
+    def record(windows):
+        for name, new in windows.items():
+            if new:
+                results[name] = record_processes(trial.folder / name, [*have[name], *new],
+                                                 f"advise --try: {processes} processes per "
+                                                 "cell, interleaved", results[name])
+
+    rounds.sample(configs, have, processes, say=say, on_round=record)
+    trial.rounds_s = time.perf_counter() - began

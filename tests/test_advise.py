@@ -1,0 +1,166 @@
+"""`advise`: the experiments each rule names, the plan's ranking, and --try on the CPU with a tiny
+model (cells beside the re-run baseline, a failed experiment recorded as such, the budget of
+cells, resume)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from profiler.analysis import experiments
+from profiler.analysis.advice import Advice
+from profiler.analysis.experiments import plan, promise
+from profiler.commands.advise import parse_budget
+from profiler.errors import UserError
+
+from .conftest import ROOT
+
+FIXTURE_RUN = ROOT / "tests" / "fixtures" / "h100_sweep" / "runs" / "gpu_sweep" / "pytorch_fp16_bs8"
+FP32 = {"backend": "pytorch_fp32", "batch_size": 8, "tf32": False, "memory_format": "auto",
+        "workload": "forward", "cuda_graphs": False}
+
+
+def advice(rule, **figures):
+    return Advice(rule=rule, title=rule, action="", figures=figures, source="")
+
+
+def changes(p):
+    return [e.changes for e in p.experiments]
+
+
+def test_each_rule_names_its_experiments():
+    launch = plan([advice("launch-bound", idle_share=0.5)], FP32)
+    assert changes(launch) == [{"cuda_graphs": True}, {"backend": "inductor_fp32"},
+                               {"backend": "ttrt_fp32"}]  # cheapest first at one promise
+    assert all(e.promise == pytest.approx(2.0) for e in launch.experiments)
+    fp32 = plan([advice("fp32-cuda-cores", matrix_share=0.8)], FP32)
+    assert {tuple(c.items()) for c in changes(fp32)} == {
+        (("tf32", True),), (("backend", "pytorch_bf16"),), (("backend", "pytorch_fp16"),)}
+    batch = plan([advice("batch-headroom", growth=0.4)], FP32)
+    assert changes(batch) == [{"batch_size": 16}, {"batch_size": 32}]
+    memory = plan([advice("memory-bound", speedup_bound=3.0)], FP32)
+    assert {"memory_format": "channels_last"} in changes(memory)
+    assert {"backend": "pytorch_fp16"} in changes(memory)
+    layers = plan([advice("trt-fp32-layers")], {**FP32, "backend": "ttrt_fp16"})
+    assert layers.experiments == [] and "per layer" in layers.without["trt-fp32-layers"]
+
+
+def test_a_change_two_rules_name_is_one_experiment_with_the_larger_promise():
+    both = plan([advice("launch-bound", idle_share=0.5),
+                 advice("memory-bound", speedup_bound=4.0)], FP32)
+    inductor = [e for e in both.experiments if e.changes == {"backend": "inductor_fp32"}]
+    assert len(inductor) == 1 and inductor[0].rules == ("launch-bound", "memory-bound")
+    assert inductor[0].promise == pytest.approx(4.0)
+
+
+def test_what_the_run_already_does_is_no_experiment():
+    done = plan([advice("fp32-cuda-cores", matrix_share=0.8)],
+                {**FP32, "backend": "pytorch_bf16", "tf32": True})
+    assert {"tf32": True} not in changes(done)
+    assert {"backend": "pytorch_bf16"} not in changes(done)
+
+
+def test_ranking_is_promise_per_cost():
+    ranked = plan([advice("launch-bound", idle_share=0.9),
+                   advice("batch-headroom", growth=0.05)], FP32)
+    # cuda graphs (10x projected, cost 1) before a bigger batch (1.05x, cost 2)
+    assert ranked.experiments[0].changes == {"cuda_graphs": True}
+    assert promise(advice("launch-bound", idle_share=0.75)) == pytest.approx(4.0)
+    assert promise(advice("fp32-cuda-cores", matrix_share=1.0)) == pytest.approx(8.0)
+
+
+@pytest.mark.parametrize("text, seconds", [("300", 300), ("90s", 90), ("5m", 300),
+                                           ("1.5h", 5400), (" 2 min ", 120)])
+def test_budget_durations(text, seconds):
+    assert parse_budget(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "five", "-3m", "0", "3d"])
+def test_bad_budgets_are_one_line(text):
+    with pytest.raises(UserError, match="--budget takes a duration"):
+        parse_budget(text)
+
+
+def test_advise_without_try_shows_the_plan(cli):
+    done = cli("advise", str(FIXTURE_RUN))
+    assert done.code == 0, done.stderr
+    assert "launch-bound" in done.stdout and "--cuda-graphs" in done.stdout
+    assert "backend ttrt_fp16" in done.stdout and "--try" in done.stdout
+    data = json.loads(cli("advise", str(FIXTURE_RUN), "--json").stdout)
+    assert data["$schema"] == "infer-profiler/advise/1" and data["rows"] is None
+    assert data["plan"][0]["changes"] == {"cuda_graphs": True}
+    assert data["plan"][0]["projected_speedup"] > 1
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--budget", "5m"], "go with --try"),
+    (["--try", "--budget", "soon"], "--budget takes a duration"),
+    (["--try", "--max-cells", "0"], "--max-cells must be 1 or more"),
+])
+def test_advise_option_errors_are_one_line(cli, args, fragment):
+    done = cli("advise", str(FIXTURE_RUN), *args)
+    assert done.code == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and fragment in lines[0]
+
+
+@pytest.fixture
+def tiny_run(cli, monkeypatch):
+    """A CPU run of the tiny conv net, and advice that names experiments runnable here (a
+    bigger batch), one that fails here (TensorRT) and one refused here (CUDA graphs)."""
+    done = cli("run", "--backend", "pytorch_fp32", "--bs", "2", "--model",
+               "tests.tiny_models:conv_net", "--iters", "5", "--timed-warmup", "1",
+               "--active", "1")
+    assert done.code == 0, done.stderr
+    monkeypatch.setitem(experiments.EXPERIMENTS, "batch-headroom", lambda config: [
+        ("--bs 4", {"batch_size": 4}, "a test"),
+        ("backend ttrt_fp32", {"backend": "ttrt_fp32"}, "a test"),
+        ("--cuda-graphs", {"cuda_graphs": True}, "a test")])
+    import profiler.commands.advise as command
+
+    monkeypatch.setattr(command, "advice_of", lambda side: [advice(
+        "batch-headroom", throughput_by_bs=[(1, 100.0), (2, 150.0)], growth=0.5, from_bs=1,
+        to_bs=2)])
+    return "runs/pytorch_fp32_bs2_conv_net"
+
+
+def test_try_runs_the_experiments_beside_the_baseline(cli, tiny_run):
+    done = cli("advise", tiny_run, "--try", "--processes", "2", "--json")
+    assert done.code == 0, done.stderr
+    data = json.loads(done.stdout)
+    trial = data["trial"]
+    # one promise (1.5x) for all: the cheapest first
+    assert [c["label"] for c in trial["cells"]] == ["the run as it is", "--cuda-graphs",
+                                                    "--bs 4", "backend ttrt_fp32"]
+    assert data["baseline"]["status"] == "ok" and data["baseline"]["processes"] == 2
+    rows = {r["label"]: r for r in data["rows"]}
+    bigger = rows["--bs 4"]
+    assert bigger["status"] == "ok" and bigger["processes"] == 2
+    assert bigger["figure"] == "per sample" and bigger["verdict"] in (
+        "faster", "slower", "same", "undecided")
+    assert bigger["low"] <= bigger["speedup"] <= bigger["high"]
+    assert bigger["kernels"]["launches_per_step"][0] is not None
+    # experiments that cannot run here are recorded with their one-line reason, ranked last
+    for label in ("backend ttrt_fp32", "--cuda-graphs"):
+        assert rows[label]["status"] == "failed" and rows[label]["reason"], rows[label]
+    assert data["rows"][0]["label"] == "--bs 4"
+    assert "--cuda-graphs" in rows["--cuda-graphs"]["reason"]
+    folder = Path("runs/advise_pytorch_fp32_bs2_conv_net")
+    assert json.loads((folder / "trial.json").read_text())["cells"][2]["status"] == "ok"
+    assert (folder / "pytorch_fp32_bs4_batch_size-4" / "processes.csv").is_file()
+    assert (folder / "pytorch_fp32_bs2_baseline" / "processes.csv").is_file()
+
+
+def test_a_cell_budget_stops_the_trial_and_resume_finishes_it(cli, tiny_run):
+    done = cli("advise", tiny_run, "--try", "--max-cells", "2", "--processes", "1", "--json")
+    assert done.code == 0, done.stderr
+    cells = json.loads(done.stdout)["trial"]["cells"]
+    assert json.loads(done.stdout)["trial"]["stopped_by"] == "cells"
+    assert [c["status"] for c in cells] == ["ok", "failed", "not run", "not run"]
+    again = cli("advise", tiny_run, "--try", "--processes", "1")
+    assert again.code == 2 and "--resume" in again.stderr  # the folder is there
+    resumed = cli("advise", tiny_run, "--try", "--processes", "1", "--resume", "--json")
+    assert resumed.code == 0, resumed.stderr
+    cells = json.loads(resumed.stdout)["trial"]["cells"]
+    assert cells[0]["reason"] == "kept from before (--resume)"
+    assert [c["status"] for c in cells] == ["ok", "failed", "ok", "failed"]
