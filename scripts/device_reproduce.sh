@@ -8,6 +8,7 @@
 #   bash scripts/device_reproduce.sh matrix N # the 20-cell matrix, sweep number N (1, 2), then
 #                                              # (after 2) the two sweeps against each other
 #   bash scripts/device_reproduce.sh features # run: GPU compute time, --cuda-graphs, GPU state
+#   bash scripts/device_reproduce.sh advise   # advise --try on four runs (ADVISE_BUDGET each)
 #
 # Logs go to $OUT (default ./device_out); runs to $WORK (default /tmp/reproduce, kept between
 # calls of one warm machine so the second sweep finds the first).
@@ -53,6 +54,17 @@ features)  # GPU compute beside latency, --cuda-graphs per backend, the GPU stat
         timed "$PY" profile.py run --backend "$@" --bs 8 "${DIRS[@]}" 2>&1 | grep -v "^\s*$" | tail -22 | tee -a "$OUT/features.log"
     done
     timed "$PY" profile.py compare "$WORK/runs/pytorch_fp32_bs8" "$WORK/runs/pytorch_fp32_bs8_again" --top 3 2>&1 | head -40 | tee -a "$OUT/features.log"
+    ;;
+advise)  # issue 25: advice that measures itself, four runs
+    B=${ADVISE_BUDGET:-100s}
+    for args in "pytorch_fp32 --bs 8" "pytorch_fp16 --bs 1" "pytorch_fp32 --bs 12 --model distilbert" \
+                "pytorch_fp16 --bs 1 --model gpt2 --workload generate --max-new-tokens 32"; do
+        set -- $args
+        log="$OUT/advise_$(echo "$args" | tr -c 'A-Za-z0-9' _).log"
+        "$PY" profile.py run --backend "$@" "${DIRS[@]}" > "$log.run" 2>&1
+        dir=$(grep -o "results: .*/result.json" "$log.run" | sed 's/results: //; s#/result.json##')
+        timed "$PY" profile.py advise "$dir" --try --budget "$B" "${DIRS[@]}" 2>&1 | tee "$log"
+    done
     ;;
 *) sed -n 2,12p "$0"; exit 2 ;;
 esac

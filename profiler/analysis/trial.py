@@ -101,8 +101,10 @@ def judge(projected: float | None, verdict: str | None, speedup: float | None,
     bound = f"projected up to {projected:.2f}x" if projected and projected > 1 else \
         "no bound projected"
     measured = f"measured {speedup:.2f}x [{low:.2f}-{high:.2f}]"
-    if verdict in ("same", "undecided"):
-        return f"{bound}, {measured}: within noise" + (
+    if verdict == "undecided":
+        return f"{bound}, {measured}: undecided at this noise (more --processes would tell)"
+    if verdict == "same":
+        return f"{bound}, {measured}: the same within ±2 %" + (
             "; the advice is not borne out here" if projected and projected > 1.05 else "")
     if verdict == "slower":
         return f"{bound}, {measured}: slower; the advice is contradicted"

@@ -113,8 +113,10 @@ def _run(base, experiments, folder, trace_dir, budget_s, max_cells, processes, g
             cell.status = "ok"
             cell.reason = "kept from before (--resume)"
             continue
+        # no cell may take longer than the whole budget (status timeout, the rest go on)
         jobs.append((cell, CellJob(name=cell.folder, config=config_to_json(config),
-                                   log_path=str(folder / "logs" / f"{cell.folder}.log"))))
+                                   log_path=str(folder / "logs" / f"{cell.folder}.log"),
+                                   timeout_s=budget_s)))
     trial = Trial(folder, trace_dir, cells, processes=processes)
     by_name = {job.name: cell for cell, job in jobs}
     limit = None if max_cells is None else max(0, max_cells - (len(cells) - len(jobs)))
