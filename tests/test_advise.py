@@ -164,3 +164,61 @@ def test_a_cell_budget_stops_the_trial_and_resume_finishes_it(cli, tiny_run):
     cells = json.loads(resumed.stdout)["trial"]["cells"]
     assert cells[0]["reason"] == "kept from before (--resume)"
     assert [c["status"] for c in cells] == ["ok", "failed", "ok", "failed"]
+
+
+PATCH = """
+import sys
+from profiler.analysis import experiments
+from profiler.analysis.advice import Advice
+import profiler.commands.advise as command
+experiments.EXPERIMENTS["batch-headroom"] = lambda config: [
+    ("--bs 3", {"batch_size": 3}, "a test"), ("--bs 4", {"batch_size": 4}, "a test")]
+command.advice_of = lambda side: [Advice("batch-headroom", "t", "", {
+    "throughput_by_bs": [(1, 100.0), (2, 150.0)], "growth": 0.5, "from_bs": 1, "to_bs": 2}, "")]
+from profiler.cli.app import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_ctrl_c_keeps_the_finished_cells_and_resume_finishes(tmp_path):
+    """tests.tiny_models:slow (0.3 s a call): the first experiment still runs when Ctrl-C
+    comes; the baseline is kept, the experiment is marked interrupted, the rest not run; then
+    --resume runs what is left."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(ROOT)
+    made = subprocess.run([sys.executable, str(ROOT / "profile.py"), "run", "--backend",
+                           "pytorch_fp32", "--bs", "2", "--model", "tests.tiny_models:slow",
+                           "--iters", "2", "--timed-warmup", "0", "--active", "1"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert made.returncode == 0, made.stderr
+    args = ["advise", "runs/pytorch_fp32_bs2_slow", "--try", "--processes", "1"]
+    process = subprocess.Popen([sys.executable, "-c", PATCH, *args], cwd=tmp_path, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    trial = tmp_path / "runs" / "advise_pytorch_fp32_bs2_slow" / "trial.json"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            cells = json.loads(trial.read_text())["cells"]
+        except (OSError, ValueError):
+            cells = []
+        if cells and cells[0]["status"] == "ok" and cells[1]["status"] == "running":
+            break
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert "advise --try stopped; 1 finished cell(s) kept" in stderr.strip().splitlines()[-1]
+    cells = json.loads(trial.read_text())["cells"]
+    assert [c["status"] for c in cells] == ["ok", "interrupted", "not run"]
+    resumed = subprocess.run([sys.executable, "-c", PATCH, *args, "--resume", "--json"],
+                             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    cells = json.loads(resumed.stdout)["trial"]["cells"]
+    assert [c["status"] for c in cells] == ["ok", "ok", "ok"]
+    assert cells[0]["reason"] == "kept from before (--resume)"

@@ -74,9 +74,12 @@ def run(target: str, try_them: bool = False, budget: str | None = None,
         f"re-run baseline, {count} process(es) each"
         + (f", within {budget_s:g} s" if budget_s else "")
         + (f", at most {max_cells} cells" if max_cells else "") + f"; cells in {folder}/")
-    trial = run_trial(config, plan.experiments, folder, trace_dir, budget_s=budget_s,
-                      max_cells=max_cells, processes=count, resume=resume,
-                      gpus=gpus[:1] or None, say=say)
+    from profiler import signals
+
+    with signals.as_interrupts():  # SIGTERM, SIGHUP: like Ctrl-C (finished cells kept)
+        trial = run_trial(config, plan.experiments, folder, trace_dir, budget_s=budget_s,
+                          max_cells=max_cells, processes=count, resume=resume,
+                          gpus=gpus[:1] or None, say=say)
     data = trial.to_dict()
     rows = trial_rows(data, folder, promises)
     base = baseline_row(data, folder)

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from profiler.analysis.experiments import Experiment
-from profiler.errors import UserError
+from profiler import signals
+from profiler.errors import Interrupted, UserError
 from profiler.fsutil import clean_leftovers, folder_lock, write_json_atomic
 from profiler.runs.config import RunConfig, config_to_json
 from profiler.runs.layout import RESULT_FILE
@@ -123,8 +124,10 @@ def _run(base, experiments, folder, trace_dir, budget_s, max_cells, processes, g
     ran = 0
 
     def on_start(job: CellJob, where: dict) -> None:
-        say(f"[{cells.index(by_name[job.name]) + 1}/{len(cells)}] "
-            f"{by_name[job.name].experiment.label}: running")
+        cell = by_name[job.name]
+        cell.status, cell.reason = "running", None
+        write_json_atomic(folder / TRIAL_FILE, trial.to_dict())
+        say(f"[{cells.index(cell) + 1}/{len(cells)}] {cell.experiment.label}: running")
 
     def on_done(job: CellJob, outcome: CellOutcome) -> None:
         nonlocal ran
@@ -151,7 +154,23 @@ def _run(base, experiments, folder, trace_dir, budget_s, max_cells, processes, g
             trial.stopped_by = "cells"
     except _Spent:
         pass
-    _sample(trial, processes, say)
+    except KeyboardInterrupt as stop:  # Ctrl-C; SIGTERM and SIGHUP through signals
+        for cell in cells:
+            if cell.status == "running":
+                cell.status, cell.reason = "interrupted", signals.describe(stop)
+        trial.wall_s = time.perf_counter() - began
+        write_json_atomic(folder / TRIAL_FILE, trial.to_dict())
+        done = sum(1 for c in cells if c.status == "ok")
+        raise Interrupted(f"advise --try stopped; {done} finished cell(s) kept in {folder} "
+                          "(continue with --resume)", exit_code=signals.exit_code(stop)) \
+            from None
+    try:
+        _sample(trial, processes, say)
+    except KeyboardInterrupt as stop:
+        write_json_atomic(folder / TRIAL_FILE, trial.to_dict())
+        raise Interrupted(f"advise --try stopped while re-timing; the cells and the windows "
+                          f"taken so far are kept in {folder} (continue with --resume)",
+                          exit_code=signals.exit_code(stop)) from None
     trial.wall_s = time.perf_counter() - began
     write_json_atomic(folder / TRIAL_FILE, trial.to_dict())
     return trial
