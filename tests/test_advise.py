@@ -10,7 +10,7 @@ import pytest
 from profiler.analysis import experiments
 from profiler.analysis.advice import Advice
 from profiler.analysis.experiments import plan, promise
-from profiler.commands.advise import parse_budget
+from profiler.commands import parse_budget
 from profiler.errors import UserError
 
 from .conftest import ROOT

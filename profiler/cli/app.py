@@ -18,6 +18,7 @@ import typer
 from profiler import signals
 from profiler.cli.options import OneLineErrors, OneLineUsage, run_options
 from profiler.cli.output import Output
+from profiler.commands import parse_budget
 from profiler.commands.summarize import VIEWS as VIEW_NAMES
 from profiler.errors import Interrupted, UserError, os_error_line
 from profiler.runs.manifest import SWEEP_SETS
@@ -309,8 +310,9 @@ def sweep(
     target_noise: Optional[float] = typer.Option(
         None, "--target-noise", help="Keep taking rounds until each cell's p50 interval is "
         "within ±P % (e.g. 2), or --budget runs out; reports what each cell reached."),
-    budget: Optional[float] = typer.Option(
-        None, "--budget", help="Seconds the --target-noise rounds may take (default 600)."),
+    budget: Optional[str] = typer.Option(
+        None, "--budget", help="How long the --target-noise rounds may take (300, 90s, 5m, "
+        "1h; default 10m)."),
     runs_dir: Path = typer.Option(Path("runs"), help="Where the sweep folder goes."),
     tb_dir: Path = typer.Option(Path("tb_logs"), help="Where the sweep's traces go."),
     json_out: bool = typer.Option(False, "--json", help="Print the benchmark table as JSON on "
@@ -349,7 +351,7 @@ def sweep(
                              cell_timeout_s=cell_timeout, executor=executor, gpus=gpus,
                              isolate=isolate, ray_address=ray_address,
                              ray_shared_fs=ray_shared_fs, processes=processes,
-                             target_noise=target_noise, budget_s=budget)
+                             target_noise=target_noise, budget_s=parse_budget(budget))
     _exit(sweep_command.run(plan, Output(json=json_out)))
 
 
@@ -372,8 +374,9 @@ def compare(
     target_noise: Optional[float] = typer.Option(
         None, "--target-noise", help="With fresh processes: keep adding them until each "
         "side's p50 interval is within ±P % (e.g. 2), or --budget runs out."),
-    budget: Optional[float] = typer.Option(
-        None, "--budget", help="Seconds the --target-noise processes may take (default 600)."),
+    budget: Optional[str] = typer.Option(
+        None, "--budget", help="How long the --target-noise processes may take (300, 90s, 5m, "
+        "1h; default 10m)."),
     json_out: bool = typer.Option(False, "--json", help="Print the comparison as JSON on "
                                   "stdout (full kernel names, the timed figures and what "
                                   "differs)."),
@@ -399,7 +402,7 @@ def compare(
     from profiler.commands.compare import run as compare_command
 
     compare_command(a, b, top=top, out=out, sink=Output(json=json_out), processes=processes,
-                    target_noise=target_noise, budget_s=budget)
+                    target_noise=target_noise, budget_s=parse_budget(budget))
 
 
 @app.command()

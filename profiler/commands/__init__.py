@@ -4,6 +4,7 @@ report/ only renders (tables, exports, figures)."""
 
 import contextlib
 import importlib.util
+import re
 import resource
 
 from profiler.errors import UserError, first_line
@@ -41,3 +42,17 @@ def loading_torch():
         raise UserError(f"torch cannot be loaded ({first_line(error) or type(error).__name__}) "
                         f"under this address-space limit (ulimit -v: {limit}); raise it, e.g. "
                         "ulimit -v unlimited") from None
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h)?\s*$", re.IGNORECASE)
+
+
+def parse_budget(text: str | None) -> float | None:
+    """--budget: seconds, or a number with s, m or h ("300", "90s", "5m", "1h")."""
+    if text is None:
+        return None
+    match = _DURATION.match(text)
+    if not match or float(match[1]) <= 0:
+        raise UserError(f"--budget takes a duration such as 300, 90s, 5m or 1h (got {text!r})")
+    unit = (match[2] or "s").lower()[0]
+    return float(match[1]) * {"s": 1, "m": 60, "h": 3600}[unit]

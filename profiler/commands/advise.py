@@ -4,25 +4,11 @@ ranked by what they measured (profiler.analysis.trial)."""
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 
+from profiler.commands import parse_budget
 from profiler.errors import UserError
-
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h)?\s*$", re.IGNORECASE)
-
-
-def parse_budget(text: str | None) -> float | None:
-    """--budget: seconds, or a number with s, m or h ("300", "90s", "5m", "1h")."""
-    if text is None:
-        return None
-    match = _DURATION.match(text)
-    if not match or float(match[1]) <= 0:
-        raise UserError(f"--budget takes a duration such as 300, 90s, 5m or 1h (got {text!r})")
-    unit = (match[2] or "s").lower()[0]
-    return float(match[1]) * {"s": 1, "m": 60, "h": 3600}[unit]
-
 
 def run(target: str, try_them: bool = False, budget: str | None = None,
         max_cells: int | None = None, processes: int | None = None, resume: bool = False,
