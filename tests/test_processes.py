@@ -255,3 +255,31 @@ def test_run_target_noise_options_fail_in_one_line(cli, args, fragment):
     assert done.code == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and fragment in lines[0]
+
+
+def test_compare_shows_gpu_compute_and_enqueue_beside_latency(cli, tmp_path):
+    """Both figures of trtexec's split, labelled, in compare's timed table and the sweep's
+    benchmark table, where the runs recorded them."""
+    import json as _json
+
+    for part in ("runs", "tb_logs"):  # the trace paths in result.json are relative to here
+        shutil.copytree(H100_SWEEP.parent.parent / part, tmp_path / part)
+    runs = []
+    for name, gpu, enqueue in (("ttrt_fp16_bs1", 1.50, 0.40), ("ttrt_fp16_bs8", 1.20, 0.05)):
+        run = tmp_path / "runs" / "gpu_sweep" / name
+        data = _json.loads((run / "result.json").read_text())
+        data["timing"]["gpu_compute"] = {"gpu_p50_ms": gpu, "gpu_p90_ms": gpu,
+                                         "enqueue_p50_ms": enqueue, "enqueue_p90_ms": enqueue,
+                                         "iterations": 30}
+        (run / "result.json").write_text(_json.dumps(data))
+        runs.append(f"gpu_sweep/{name}")
+    done = cli("compare", *runs, "--top", "1")
+    assert done.code == 0, done.stderr
+    line = next(l for l in done.stdout.splitlines() if "GPU compute p50" in l)
+    assert "1.500 ms" in line and "1.200 ms" in line and "-20.0 %" in line
+    assert "launch gaps excluded" in line
+    assert any("enqueue p50" in l and "0.050 ms" in l for l in done.stdout.splitlines())
+    table = SweepAnalysis(tmp_path / "runs" / "gpu_sweep").benchmark.set_index(["backend", "bs"])
+    assert table.loc[("ttrt_fp16", 8), "gpu_compute_ms"] == 1.20
+    assert table.loc[("ttrt_fp16", 8), "enqueue_ms"] == 0.05
+    assert np.isnan(table.loc[("pytorch_fp16", 8), "gpu_compute_ms"])  # recorded before it was

@@ -7,7 +7,9 @@ profiled steps, summarized with profiler.trace):
 
 model, device, backend, bs, mean_ms, p50_ms (with several processes per cell: the mean of the
 per-process medians, the figure the speedup and verdict speak of), p90_ms, p99_ms (the cell's own
-window), throughput_per_s,
+window), gpu_compute_ms and enqueue_ms (trtexec's split of one call: the device's busy time
+with launch gaps excluded, and the host's launch time; p50 of the short window after the timed
+one, empty where not measured), throughput_per_s,
 speedup (the baseline's p50 / this cell's p50 at the same batch size, each the mean of its
 per-process medians when the cell was timed in several processes; empty when the baseline cell
 did not finish), speedup_low and speedup_high (its 95 % interval) and verdict (faster, slower,
@@ -70,6 +72,7 @@ NOT_FINITE = "output holds NaN or Inf"
 PHASE_COLUMNS = ["wall_s", *(f"{phase}_s" for phase in PHASE_ORDER)]
 ROOFLINE_COLUMNS = ["tflops", "pct_peak_compute", "gbs", "pct_peak_bandwidth", "flop_per_byte"]
 COLUMNS = ["model", "device", "backend", "bs", "mean_ms", "p50_ms", "p90_ms", "p99_ms",
+           "gpu_compute_ms", "enqueue_ms",
            "throughput_per_s", "speedup", "speedup_low", "speedup_high", "verdict", "processes",
            "baseline", "ready_s", "compile_s", "compile_what",
            "rel_l2_error", "tensor_core_pct", "gpu_util_pct", "cv_pct", "noise",
@@ -148,6 +151,7 @@ def benchmark_table(sweep_dir: Path, manifest: SweepManifest,
         samples.append((result, windows))
     frame = pd.DataFrame(rows).reindex(columns=[*COLUMNS[:4], *axes, *COLUMNS[4:]])
     frame = frame.astype({c: float for c in ("mean_ms", "p50_ms", "p90_ms", "p99_ms",
+                                              "gpu_compute_ms", "enqueue_ms",
                                               "throughput_per_s", "speedup", "speedup_low",
                                               "speedup_high", "processes", "ready_s",
                                               "compile_s", "rel_l2_error", "tensor_core_pct",
@@ -185,6 +189,8 @@ def _result_columns(result: RunResult, metrics: dict) -> dict:
     return {
         "device": (result.environment.gpu or {}).get("name") or "CPU",
         "mean_ms": timing.mean_ms, "p50_ms": timing.p50_ms,
+        "gpu_compute_ms": timing.gpu_compute.gpu_p50_ms if timing.gpu_compute else None,
+        "enqueue_ms": timing.gpu_compute.enqueue_p50_ms if timing.gpu_compute else None,
         "p90_ms": timing.p90_ms, "p99_ms": timing.p99_ms,
         "throughput_per_s": timing.throughput_samples_per_s,
         "ready_s": timing.prepare_s + timing.first_call_s,

@@ -19,6 +19,7 @@ from profiler.report.fmt import fixed, mib, pct, times
 from profiler.trace.summary import json_safe
 
 MD_FORMATS = {"mean_ms": ".3f", "p50_ms": ".3f", "p90_ms": ".3f", "p99_ms": ".3f",
+              "gpu_compute_ms": ".3f", "enqueue_ms": ".3f",
               "throughput_per_s": ".1f", "speedup": ".2f", "speedup_low": ".2f",
               "speedup_high": ".2f", "processes": ".0f", "ready_s": ".2f", "compile_s": ".2f",
               "rel_l2_error": ".2e", "tensor_core_pct": ".1f", "gpu_util_pct": ".1f",

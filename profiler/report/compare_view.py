@@ -158,6 +158,12 @@ def print_timed_headline(t: dict, console: Console) -> None:
     key = "throughput_samples_per_s"
     table.add_row("throughput (samples/s)", with_unit(a[key]), with_unit(b[key]),
                   _change(a[key], b[key]))
+    ga, gb = a.get("gpu_compute") or {}, b.get("gpu_compute") or {}
+    for key, label in (("gpu_p50_ms", "GPU compute p50 (launch gaps excluded)"),
+                       ("enqueue_p50_ms", "enqueue p50 (host launch time)")):
+        if ga.get(key) is not None or gb.get(key) is not None:
+            table.add_row(label, with_unit(ga.get(key), "ms"), with_unit(gb.get(key), "ms"),
+                          _change(ga.get(key), gb.get(key)))
     verdict = t.get("verdict")
     if verdict:
         table.add_row("processes timed", str(verdict["processes_a"]),
