@@ -283,3 +283,86 @@ def test_compare_shows_gpu_compute_and_enqueue_beside_latency(cli, tmp_path):
     assert table.loc[("ttrt_fp16", 8), "gpu_compute_ms"] == 1.20
     assert table.loc[("ttrt_fp16", 8), "enqueue_ms"] == 0.05
     assert np.isnan(table.loc[("pytorch_fp16", 8), "gpu_compute_ms"])  # recorded before it was
+
+
+def test_processes_csv_keeps_the_gpu_of_each_window(tmp_path):
+    from profiler.runs.samples import read_process_gpus
+
+    path = tmp_path / "processes.csv"
+    path.write_text(processes_text([[1.0, 2.0], [3.0]], ["0", "1"]))
+    assert read_process_gpus(path) == ["0", "1"] and read_processes_csv(path) == [[1.0, 2.0],
+                                                                                  [3.0]]
+    path.write_text(processes_text([[1.0]], [None]))  # no GPU known: no column
+    assert path.read_text().splitlines()[0] == "process,iteration,latency_ms"
+    assert read_process_gpus(path) == [None]
+
+
+def test_a_verdict_compares_windows_on_the_gpus_both_cells_share(tmp_path):
+    """Two fake GPUs: the baseline's windows all on GPU 0, the cell's on 0 and 1, GPU 1 10 %
+    slower. The verdict takes the cell's GPU-0 windows only (the same config: same), and the
+    table says which GPUs each cell's windows ran on."""
+    from profiler.analysis.benchmark import like_with_like
+
+    sweep = tmp_path / "gpu_sweep"
+    shutil.copytree(H100_SWEEP, sweep)
+    base = process_windows(read_result(sweep / "ttrt_fp16_bs1" / "result.json"),
+                           sweep / "ttrt_fp16_bs1" / "result.json")[0]
+    factors = [1.0, 1.002, 0.998, 1.001, 0.999, 1.0]
+    record_processes(sweep / "pytorch_fp16_bs8", [[v * f for v in base] for f in factors],
+                     "test", gpus=["0"] * 6)
+    record_processes(sweep / "ttrt_fp16_bs8",
+                     [[v * f for v in base] for f in factors]
+                     + [[v * f * 1.10 for v in base] for f in factors],
+                     "test", gpus=["0"] * 6 + ["1"] * 6)
+    table = SweepAnalysis(sweep).benchmark.set_index(["backend", "bs"])
+    row = table.loc[("ttrt_fp16", 8)]
+    assert row["gpus"] == "0,1" and row["processes"] == 12
+    assert row["verdict"] == "same"  # GPU 1's windows set aside
+    assert table.loc[("pytorch_fp16", 8)]["gpus"] == "0"
+    # without a GPU in common, every window counts
+    a, b = like_with_like([([1.0], "0")], [([2.0], "1")])
+    assert a == [[1.0]] and b == [[2.0]]
+
+
+def test_sweep_rounds_run_on_the_first_gpu_and_record_it(tmp_path, monkeypatch):
+    """The sweep's rounds with two fake GPUs (the scheduler, not timings): every round process
+    is started with CUDA_VISIBLE_DEVICES set to the sweep's first GPU, and each new window is
+    recorded with it beside the cell's own run's GPU."""
+    import os
+
+    from profiler.runs.manifest import SweepCell
+    from profiler.sweep import plan as sweep_plan
+
+    sweep = tmp_path / "gpu_sweep"
+    shutil.copytree(H100_SWEEP, sweep)
+    seen = []
+
+    def fake_round(cells):
+        seen.append(os.environ.get("CUDA_VISIBLE_DEVICES"))
+        return {key: {"latencies_ms": [1.0, 1.1, 0.9], "device": "fake"} for key, _ in cells}
+
+    original = rounds.sample
+
+    def sample(*args, **kwargs):
+        kwargs["round_runner"] = fake_round
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(rounds, "sample", sample)
+    manifest = sweep_plan.read_manifest(sweep)
+    for name, cell in manifest.cells.items():
+        cell.gpu = "1" if name.endswith("bs8") else "0"
+    p = sweep_plan.SweepPlan(name="gpu_sweep", backends=["pytorch_fp16", "ttrt_fp16"],
+                             batch_sizes=[1, 8], baseline="pytorch_fp16",
+                             options=manifest.options, runs_dir=tmp_path, tb_dir=tmp_path / "tb",
+                             cells=[(b, n, {}) for b in ("pytorch_fp16", "ttrt_fp16")
+                                    for n in (1, 8)],
+                             gpus=["0", "1"], processes=3)
+    monkeypatch.setattr(rounds, "window_config", lambda config, iters, warmup: config)
+    before = os.environ.get("CUDA_VISIBLE_DEVICES")
+    sweep_plan.sample_cells(p, manifest, say=lambda _: None)
+    assert os.environ.get("CUDA_VISIBLE_DEVICES") == before  # set for the rounds only
+    assert seen == ["0", "0"]  # two rounds, both on the first GPU
+    from profiler.runs.samples import read_process_gpus
+
+    assert read_process_gpus(sweep / "ttrt_fp16_bs8" / "processes.csv") == ["1", "0", "0"]
+    assert read_process_gpus(sweep / "ttrt_fp16_bs1" / "processes.csv") == ["0", "0", "0"]

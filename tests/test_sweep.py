@@ -63,7 +63,7 @@ def test_sweep_writes_cells_tables_and_manifest(grid):
         rows = list(csv.DictReader(handle))
     assert list(rows[0]) == ["model", "device", "backend", "bs", "mean_ms", "p50_ms", "p90_ms",
                              "p99_ms", "gpu_compute_ms", "enqueue_ms", "throughput_per_s", "speedup", "speedup_low",
-                             "speedup_high", "verdict", "processes", "baseline", "ready_s",
+                             "speedup_high", "verdict", "processes", "gpus", "baseline", "ready_s",
                              "compile_s", "compile_what", "rel_l2_error", "tensor_core_pct",
                              "gpu_util_pct", "cv_pct", "noise", "peak_allocated_mib",
                              "peak_reserved_mib", "engine_mib", "tflops", "pct_peak_compute",

@@ -13,9 +13,11 @@ one, empty where not measured), throughput_per_s,
 speedup (the baseline's p50 / this cell's p50 at the same batch size, each the mean of its
 per-process medians when the cell was timed in several processes; empty when the baseline cell
 did not finish), speedup_low and speedup_high (its 95 % interval) and verdict (faster, slower,
-same within ±2 %, undecided; "baseline" on the baseline's own cells), all from the hierarchical
-bootstrap over processes then iterations of profiler.analysis.verdict, processes (the timed
-windows behind the cell's figures, each in its own process: --processes), baseline, ready_s (prepare + first call: from handing the model to the backend
+same within ±2 %, undecided; "baseline" on the baseline's own cells), all from the
+Welch interval over per-process medians of profiler.analysis.verdict, processes (the timed
+windows behind the cell's figures, each in its own process: --processes), gpus (the GPUs those
+windows ran on; a verdict between two cells uses only their windows on the GPUs they share,
+when they share one), baseline, ready_s (prepare + first call: from handing the model to the backend
 to the first output, every backend), compile_s and compile_what (TensorRT: engine build time,
 with ModelOpt's extension build for ttrt_fp8/ttrt_int8, or the engine cache load time; ONNX
 Runtime: export + session creation, or the session alone from a cached ONNX file; Inductor: the
@@ -64,7 +66,7 @@ from profiler.runs.result import RunResult, try_read_result
 from profiler.runs.manifest import OK, SweepManifest, axis_options, grid_cells
 from profiler.analysis.roofline import roofline_of
 from profiler.analysis.headline import memory_figures, verdict_between, window_noise
-from profiler.runs.samples import process_windows
+from profiler.runs.samples import process_gpus, process_windows
 from profiler.analysis.verdict import mean_of_medians
 
 #: the reason of a finished cell whose output holds NaN or Inf: its latency is not one to quote
@@ -74,6 +76,7 @@ ROOFLINE_COLUMNS = ["tflops", "pct_peak_compute", "gbs", "pct_peak_bandwidth", "
 COLUMNS = ["model", "device", "backend", "bs", "mean_ms", "p50_ms", "p90_ms", "p99_ms",
            "gpu_compute_ms", "enqueue_ms",
            "throughput_per_s", "speedup", "speedup_low", "speedup_high", "verdict", "processes",
+           "gpus",
            "baseline", "ready_s", "compile_s", "compile_what",
            "rel_l2_error", "tensor_core_pct", "gpu_util_pct", "cv_pct", "noise",
            "peak_allocated_mib", "peak_reserved_mib", "engine_mib", *ROOFLINE_COLUMNS, "ttft_ms",
@@ -144,11 +147,15 @@ def benchmark_table(sweep_dir: Path, manifest: SweepManifest,
             if result.output.finite is False:  # it ran, but what it timed is broken
                 row["reason"] = NOT_FINITE
             windows = process_windows(result, sweep_dir / name / RESULT_FILE)
+            gpus = process_gpus(sweep_dir / name / RESULT_FILE)
+            if len(gpus) != len(windows):
+                gpus = [cell.gpu] * len(windows)
             row["processes"] = len(windows) or None
+            row["gpus"] = ",".join(sorted({g for g in gpus if g}))
             if len(windows) > 1:  # the figure a verdict speaks of: the mean per-process p50
                 row["p50_ms"] = mean_of_medians([np.asarray(w) for w in windows])
         rows.append(row)
-        samples.append((result, windows))
+        samples.append((result, list(zip(windows, gpus)) if result is not None else []))
     frame = pd.DataFrame(rows).reindex(columns=[*COLUMNS[:4], *axes, *COLUMNS[4:]])
     frame = frame.astype({c: float for c in ("mean_ms", "p50_ms", "p90_ms", "p99_ms",
                                               "gpu_compute_ms", "enqueue_ms",
@@ -167,7 +174,8 @@ def benchmark_table(sweep_dir: Path, manifest: SweepManifest,
         j = base.get(key)
         (result, windows), found = samples[i], None
         if j is not None and j != i and result is not None and samples[j][0] is not None:
-            found = verdict_between(samples[j][0], result, samples[j][1], windows, floors_dir)
+            ours, theirs = like_with_like(samples[j][1], windows)
+            found = verdict_between(samples[j][0], result, ours, theirs, floors_dir)
         verdicts.append(found)
     is_base = [base.get(key) == i and samples[i][0] is not None for i, key in enumerate(keys)]
     p50 = frame["p50_ms"].to_numpy()
@@ -181,6 +189,19 @@ def benchmark_table(sweep_dir: Path, manifest: SweepManifest,
     frame["verdict"] = [v.verdict if v else ("baseline" if own else "")
                         for v, own in zip(verdicts, is_base)]
     return frame
+
+
+def like_with_like(a: list[tuple[list[float], str | None]],
+                   b: list[tuple[list[float], str | None]]) -> tuple[list, list]:
+    """Two cells' windows (each with the GPU it ran on) as the verdict takes them: where both
+    cells have windows on a GPU in common, only the windows on their common GPUs (two GPUs of
+    one host differ in clocks, temperature and memory: a GPU difference must not read as a
+    backend difference); otherwise all of them."""
+    common = {g for _, g in a if g} & {g for _, g in b if g}
+    if common and ({g for _, g in a} | {g for _, g in b}) != common:
+        a = [(w, g) for w, g in a if g in common]
+        b = [(w, g) for w, g in b if g in common]
+    return [w for w, _ in a], [w for w, _ in b]
 
 
 def _result_columns(result: RunResult, metrics: dict) -> dict:

@@ -384,7 +384,7 @@ def compare(
     """Kernel-level diff of two runs: step and GPU time, categories, kernels, operators.
 
     The timed headline's verdict (faster, slower, the same within ±2 %, or undecided) comes from
-    a hierarchical bootstrap over each run's processes, then their iterations, so it holds
+    Welch's interval over each run's per-process medians (the process is the sample), so it holds
     against the spread between fresh processes, not only inside one window.
 
     Times are per profiled step and delta = B - A. Kernels are matched by full name (the

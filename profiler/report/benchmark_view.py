@@ -55,7 +55,8 @@ def markdown(frame: pd.DataFrame, manifest: SweepManifest) -> str:
              + "; with several processes per cell, each p50 is the mean of the per-process "
              "medians; speedup_low..speedup_high is its 95 % interval and verdict says whether "
              "the cell is faster, slower, the same (±2 %) or undecided against the machine's "
-             "noise (hierarchical bootstrap over processes, then iterations)",
+             "noise (Welch's interval over the per-process medians; with several GPUs, over the "
+             "windows on the GPUs both cells share)",
              f"- timed window: {options.get('iters', 'default')} iterations after "
              f"{options.get('timed_warmup', 'default')} warm-up (defaults: 100 after 20 on a "
              "GPU, a 5 s budget after 2 on a CPU), synchronized every iteration; TF32 "

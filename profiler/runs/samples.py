@@ -23,6 +23,8 @@ from profiler.runs.result import RepeatSpread, RunResult, latency_csv_of, read_r
     write_result
 
 HEADER = ("process", "iteration", "latency_ms")
+#: the optional fourth column: the GPU (as CUDA_VISIBLE_DEVICES named it) the process ran on
+GPU_COLUMN = "gpu"
 
 
 def spread_of_runs(p50s_ms: list[float], samples_csv: str | None = None,
@@ -37,12 +39,15 @@ def spread_of_runs(p50s_ms: list[float], samples_csv: str | None = None,
         if median > 0 else 0.0, samples_csv=samples_csv, schedule=schedule)
 
 
-def processes_text(windows: list[list[float]]) -> str:
+def processes_text(windows: list[list[float]], gpus: list[str | None] | None = None) -> str:
+    """processes.csv's text; with ``gpus`` (one per window) a gpu column too."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(HEADER)
+    labelled = gpus is not None and any(g is not None for g in gpus)
+    writer.writerow(HEADER + ((GPU_COLUMN,) if labelled else ()))
     for process, window in enumerate(windows):
-        writer.writerows((process, i, repr(float(v))) for i, v in enumerate(window))
+        gpu = ((gpus[process] or "",) if labelled else ())
+        writer.writerows((process, i, repr(float(v)), *gpu) for i, v in enumerate(window))
     return out.getvalue()
 
 
@@ -57,6 +62,18 @@ def read_processes_csv(path: Path) -> list[list[float]]:
         raise UserError(f"{path}: not a processes.csv ({type(error).__name__}: {error})") \
             from None
     return [windows[k] for k in sorted(windows)]
+
+
+def read_process_gpus(path: Path) -> list[str | None]:
+    """The GPU of each process in processes.csv (None where it was not recorded)."""
+    gpus: dict[int, str | None] = {}
+    try:
+        with open(path, newline="") as handle:
+            for row in csv.DictReader(handle):
+                gpus.setdefault(int(row["process"]), row.get(GPU_COLUMN) or None)
+    except (OSError, KeyError, ValueError, TypeError):
+        return []
+    return [gpus[k] for k in sorted(gpus)]
 
 
 def read_latency_csv(path: Path) -> list[float]:
@@ -76,8 +93,17 @@ def process_windows(result: RunResult, result_json: Path | None = None) -> list[
     return [] if latency is None else [read_latency_csv(latency)]
 
 
+def process_gpus(result_json: Path | None) -> list[str | None]:
+    """The GPU of each of a run's windows where processes.csv recorded it; [] otherwise."""
+    if result_json is None:
+        return []
+    samples = Path(result_json).parent / PROCESSES_CSV
+    return read_process_gpus(samples) if samples.is_file() else []
+
+
 def record_processes(run_dir: Path, windows: list[list[float]], schedule: str,
-                     result: RunResult | None = None) -> RunResult:
+                     result: RunResult | None = None,
+                     gpus: list[str | None] | None = None) -> RunResult:
     """processes.csv written beside result.json (all of ``windows``, the run's own first) and
     result.json's repeat_runs updated to match; each file replaced atomically. Returns the
     updated result."""
@@ -86,7 +112,7 @@ def record_processes(run_dir: Path, windows: list[list[float]], schedule: str,
         result = read_result(run_dir / RESULT_FILE)
     p50s = [float(np.median(w)) for w in windows]
     spread = spread_of_runs(p50s, samples_csv=PROCESSES_CSV, schedule=schedule)
-    write_text_atomic(run_dir / PROCESSES_CSV, processes_text(windows))
+    write_text_atomic(run_dir / PROCESSES_CSV, processes_text(windows, gpus))
     timing = result.timing
     if timing.noise is not None:
         noise = msgspec.structs.replace(timing.noise, repeat_runs=spread)

@@ -53,7 +53,7 @@ from profiler.runs.manifest import (FAILED, INTERRUPTED, OK, RUNNING, SweepCell,
                                     axis_options, axis_values, cell_label, cell_name,
                                     shared_options)
 from profiler.analysis.sweep import cell_metrics
-from profiler.runs.samples import process_windows, record_processes
+from profiler.runs.samples import process_gpus, process_windows, record_processes
 
 def _plan_cell_name(p, backend: str, batch_size: int, axis: dict | None = None) -> str:
     return cell_name(backend, batch_size, p.options["model"],
@@ -481,7 +481,7 @@ def sample_cells(p: SweepPlan, manifest: SweepManifest, say) -> None:
     every round (processes.csv, result.json's repeat_runs)."""
     if p.processes <= 1 and p.target_noise is None:
         return
-    cells, have, results = {}, {}, {}
+    cells, have, results, gpus = {}, {}, {}, {}
     for backend, batch_size, axis in p.cells:
         name = _plan_cell_name(p, backend, batch_size, axis)
         result = runs.try_read_result(p.sweep_dir / name / runs.RESULT_FILE) \
@@ -491,6 +491,9 @@ def sample_cells(p: SweepPlan, manifest: SweepManifest, say) -> None:
         windows = process_windows(result, p.sweep_dir / name / runs.RESULT_FILE)
         if not windows:
             continue
+        known = process_gpus(p.sweep_dir / name / runs.RESULT_FILE)
+        gpus[name] = known if len(known) == len(windows) else \
+            [manifest.cells[name].gpu] * len(windows)
         job = cell_job(p, backend, batch_size, axis)
         cells[name] = rounds.window_config(job.config, result.timing.iters,
                                            result.timing.warmup_iters)
@@ -501,6 +504,7 @@ def sample_cells(p: SweepPlan, manifest: SweepManifest, say) -> None:
         + (f", more until ±{100 * p.target_noise:g} % or {p.budget_s or rounds.DEFAULT_BUDGET_S:g} s"
            if p.target_noise else "") + f", {len(cells)} cells interleaved in fresh processes")
     recorded: dict[str, int] = {}
+    round_gpu = p.gpus[0] if p.gpus else None
 
     def record(windows: dict[str, list[list[float]]]) -> None:
         for name, new in windows.items():
@@ -510,7 +514,7 @@ def sample_cells(p: SweepPlan, manifest: SweepManifest, say) -> None:
                     p.sweep_dir / name, [*have[name], *new],
                     f"{p.processes} processes per cell, interleaved over {len(cells)} cells "
                     "(a round = one fresh process timing each cell once, the leader rotated)",
-                    results[name])
+                    results[name], gpus=[*gpus[name], *[round_gpu] * len(new)])
 
     with _gpu_for_rounds(p):
         sampled = rounds.sample(cells, have, p.processes, target_noise=p.target_noise,
@@ -520,7 +524,9 @@ def sample_cells(p: SweepPlan, manifest: SweepManifest, say) -> None:
 
 @contextlib.contextmanager
 def _gpu_for_rounds(p: SweepPlan):
-    """The rounds run on the sweep's first GPU (CUDA_VISIBLE_DEVICES for their processes)."""
+    """The rounds run on the sweep's first GPU (CUDA_VISIBLE_DEVICES for their processes): every
+    config's round windows on one GPU, so the verdicts compare like with like (the windows
+    each cell's run took on another GPU are set aside by the verdict, profiler.analysis.benchmark)."""
     import os
 
     before = os.environ.get("CUDA_VISIBLE_DEVICES")
