@@ -455,7 +455,8 @@ def report(
     """
     from profiler.commands.report import run as report_command
 
-    Output().line(f"wrote {report_command(target, target_b, out, peaks_dir, flops)}")
+    sink = Output()
+    sink.line(f"wrote {report_command(target, target_b, out, peaks_dir, flops, sink=sink)}")
 
 
 @app.command()
