@@ -48,7 +48,8 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
         from profiler.fsutil import write_text_atomic
         from profiler.report.export import export
 
-        written = export(summary, out, top=0)
+        written = export(summary, out, top=0, headline=headline,
+                         insight=run.insight if run.result_json is not None else None)
         if joined is not None:
             from profiler.report.hardware_view import export_columns
 
