@@ -48,16 +48,21 @@ def _run_sections(page: html.Page, label: str, run: RunAnalysis) -> None:
         page.add(f"{label}: TensorRT layers (engine_layer_times)", layers)
 
 
-def _analysis(target: str, peaks_dir: Path | None, flops_table: dict | None) -> RunAnalysis:
-    """The target's analysis, its advice computed (a trace that does not read fails here)."""
+def _analysis(target: str, peaks_dir: Path | None, flops_table: dict | None,
+              detail=None) -> RunAnalysis:
+    """The target's analysis, its advice computed (a trace that does not read fails here);
+    ``detail`` (-v) is told what it resolved to."""
     run = RunAnalysis(target, peaks_dir=peaks_dir, flops_table=flops_table)
     run.advice
+    if detail is not None:
+        detail(f"{target}: trace {run.summary.trace_path}; result "
+               f"{run.result_json or 'none (a bare trace: no timed window)'}")
     return run
 
 
 def run_page(target: str, peaks_dir: Path | None = None,
-             flops_table: dict | None = None) -> html.Page:
-    run = _analysis(target, peaks_dir, flops_table)
+             flops_table: dict | None = None, detail=None) -> html.Page:
+    run = _analysis(target, peaks_dir, flops_table, detail)
     page = html.Page(f"Report: {target}")
     _run_sections(page, _label(target), run)
     chart = html.roofline_chart([(_label(target), run.roofline)])
@@ -67,9 +72,9 @@ def run_page(target: str, peaks_dir: Path | None = None,
 
 
 def compare_page(a: str, b: str, peaks_dir: Path | None = None,
-                 flops_table: dict | None = None) -> html.Page:
-    both = Comparison(_analysis(a, peaks_dir, flops_table), _analysis(b, peaks_dir, flops_table),
-                      a, b)
+                 flops_table: dict | None = None, detail=None) -> html.Page:
+    both = Comparison(_analysis(a, peaks_dir, flops_table, detail),
+                      _analysis(b, peaks_dir, flops_table, detail), a, b)
     result, sa, sb = both.diff, both.a.summary, both.b.summary
     a, b = _label(a), _label(b)
     page = html.Page(f"Comparison: A = {a}, B = {b}")
@@ -233,15 +238,16 @@ def run(target: str, target_b: str | None, out: Path | None, peaks_dir: Path | N
         raise UserError(f"--peaks-dir {peaks_dir} is not a folder: give the folder `profile.py "
                         "peaks` writes its measurements into")
     flops_table = read_flops_table(flops)
+    detail = sink.detail if sink is not None else None
     sweep = find_sweep(target) if target_b is None else None
     if sweep is not None:
         page = sweep_page(sweep, peaks_dir, flops_table)
         default = sweep / "report.html"
     elif target_b is not None:
-        page = compare_page(target, target_b, peaks_dir, flops_table)
+        page = compare_page(target, target_b, peaks_dir, flops_table, detail)
         default = Path(f"report_{Path(target).name}_vs_{Path(target_b).name}.html")
     else:
-        page = run_page(target, peaks_dir, flops_table)
+        page = run_page(target, peaks_dir, flops_table, detail)
         default = Path(f"report_{Path(target).name}.html")
     path = out or default
     try:
