@@ -107,13 +107,18 @@ def diff_json(result: Diff, timed_ab: dict | None, top: int,
         return frame.to_dict(orient="records") if len(frame) else []
 
     faster, slower = result.top_changes(top or 0)
+    every_faster, every_slower = result.top_changes(0)
+    # the lists --top cuts, with how many rows each had before the cut
+    totals = {"kernels": len(result.kernels), "operators": len(result.operators),
+              "faster_in_b": len(every_faster), "slower_in_b": len(every_slower)}
     return json_safe({"a": result.a_label, "b": result.b_label, "timed": timed_ab,
                    "overview": records(result.overview),
                    "categories": records(result.categories),
                    "kernels": records(head(result.kernels, top)),
                    "operators": records(head(result.operators, top)),
                    "faster_in_b": records(faster), "slower_in_b": records(slower),
-                   "notes": list(result.notes), "explanation": explanation})
+                   "notes": list(result.notes), "explanation": explanation,
+                   "totals": totals})
 
 
 def write_csvs(result: Diff, out: Path) -> list[Path]:

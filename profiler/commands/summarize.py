@@ -60,6 +60,9 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
     found = run.insight if run.result_json is not None else None
     if sink.json:
         data = summary.to_dict(top=top)
+        # the lists --top cuts, with how many rows each had before the cut
+        data["totals"] = {"kernels": len(summary.kernels.table),
+                          "operators": len(summary.overview.operators)}
         if headline is not None:
             from profiler.trace.summary import json_safe
 
