@@ -1,6 +1,8 @@
-"""-q/--quiet and -v/--verbose on every command, and the ``next:`` hints under the name the
-user typed."""
+"""-q/--quiet and -v/--verbose on every command, the ``next:`` hints under the name the user
+typed, and the rank a trace carries for Holistic Trace Analysis."""
 
+import gzip
+import json
 import subprocess
 import sys
 
@@ -56,6 +58,15 @@ def test_command_name_follows_argv(monkeypatch):
     assert app.command_name() == "infer-profile"
     monkeypatch.setattr(sys, "argv", ["profile.py", "run"])
     assert app.command_name() == "python profile.py"
+
+
+def test_traces_carry_a_rank_for_holistic_trace_analysis(console_run):
+    folder, _ = console_run
+    traces = list((folder / "tb_logs").rglob("*.pt.trace.json.gz"))
+    assert traces
+    for trace in traces:
+        data = json.loads(gzip.decompress(trace.read_bytes()))
+        assert data["distributedInfo"] == {"rank": 0, "world_size": 1}
 
 
 def test_quiet_run_prints_results_only(tmp_path):
