@@ -515,7 +515,7 @@ def peaks(
     refresh: bool = typer.Option(False, "--refresh", help="Measure again even if cached."),
     cache_dir: Optional[Path] = typer.Option(
         None, "--cache-dir", help="Folder for the measurements (default: peaks/ beside the "
-        "engine cache, ~/.cache/infer-profiler/peaks)."),
+        "engine cache: $XDG_CACHE_HOME/infer-profiler/peaks, ~/.cache when unset)."),
     matmul_n: Optional[int] = typer.Option(None, "--matmul-n", help="Matrix side n of the "
                                            "n x n matmuls (default 8192 on a GPU, 256 on a CPU)."),
     copy_mib: Optional[int] = typer.Option(None, "--copy-mib", help="Bytes copied per "

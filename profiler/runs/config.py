@@ -203,7 +203,9 @@ class RunConfig:
                            "re-run of the same run always replaces it).", resumable=True)
     # compiled-engine cache (ttrt_* backends): None means engine_cache.default_dir()
     cache_dir: Path | None = option(None, "Engine cache folder (default "
-                                    "~/.cache/infer-profiler/engines).", panel=PANEL_CACHE,
+                                    "$XDG_CACHE_HOME/infer-profiler/engines, "
+                                    "$XDG_CACHE_HOME being ~/.cache when unset).",
+                                    panel=PANEL_CACHE,
                                     envvar="INFER_PROFILER_CACHE", resumable=True)
     use_cache: bool = option(True, "Reuse and save compiled engines (ttrt_*, ort_* "
                              "backends), FP32 reference outputs and FLOP counts.", flag="--cache/--no-cache", panel=PANEL_CACHE,
