@@ -22,6 +22,7 @@ from profiler.cli.options import OneLineErrors, OneLineUsage, run_options
 from profiler.cli.output import VERBOSITY, Output
 from profiler.commands.summarize import VIEWS as VIEW_NAMES
 from profiler.errors import Interrupted, UserError, os_error_line
+from profiler.runs.config import PANEL_OUTPUT
 from profiler.runs.manifest import SWEEP_SETS
 
 VIEWS = Literal[VIEW_NAMES]
@@ -174,10 +175,11 @@ def _tolerant_output() -> None:
 def run(
     options,
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout "
-                                  "(progress stays on stderr)."),
+                                  "(progress stays on stderr).", rich_help_panel=PANEL_OUTPUT),
     tb_compat: bool = typer.Option(
         False, "--tb-compat", help="Also write a copy of the trace that torch-tb-profiler reads "
-        "right, in tb_logs/<run>_tbcompat/ (see `tb-compat --help`)."),
+        "right, in tb_logs/<run>_tbcompat/ (see `tb-compat --help`).",
+        rich_help_panel=PANEL_OUTPUT),
 ) -> None:
     """Profile one model x backend x batch size: a trace in tb_logs/<backend>_bs<N>/, results in runs/<backend>_bs<N>/.
 
