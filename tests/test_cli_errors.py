@@ -191,7 +191,7 @@ def test_usage_mistake_through_the_entry_point():
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.splitlines() == [
-        "error: no such option: --bogus (Possible options: --out); see 'profile.py summarize "
+        "error: no such option: --bogus (Possible options: --out, --verbose); see 'profile.py summarize "
         "--help'"]
     bare = subprocess.run([sys.executable, str(ROOT / "profile.py")], capture_output=True,
                           text=True, timeout=60)

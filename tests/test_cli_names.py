@@ -66,8 +66,34 @@ def test_readme_environment_table_lists_every_variable_the_tool_reads():
         read |= set(re.findall(r'envvar="([A-Z_]+)"', text))
         read |= set(re.findall(r'locate\("\w+", "([A-Z_]+)"', text))
         read |= set(re.findall(r'^[A-Z_]+ = "(INFER_PROFILER_[A-Z_]+)"', text, re.M))
-    assert {"INFER_PROFILER_CACHE", "INFER_PROFILER_PYCACHE", "COLUMNS", "NCU"} <= read
+        read |= set(re.findall(r'^[A-Z_]+_VAR = "([A-Z_]+)"', text, re.M))
+    assert {"INFER_PROFILER_CACHE", "INFER_PROFILER_PYCACHE", "COLUMNS", "NCU",
+            "XDG_CACHE_HOME"} <= read
     readme = (ROOT / "README.md").read_text()
     table = readme.split("### Environment", 1)[1].split("\n#", 1)[0]
     missing = {name for name in read if f"`{name}`" not in table and f"`{name}`," not in table}
     assert not missing, missing
+
+
+COMMANDS = ("run", "sweep", "ncu", "nsys", "summarize", "compare", "report", "plot", "peaks",
+            "noise", "backends", "tb-compat", "tensorboard")
+
+
+def test_help_at_80_columns_is_whole_and_run_help_is_short():
+    """At 80 columns no help text is cut (no word ends in "…"), and `run --help` stays short:
+    its options are grouped in panels whose columns leave room for the help text (it was 219
+    lines when choices were metavars and every option shared one panel)."""
+    lengths = {}
+    for command in ("", *COMMANDS):
+        done = invoke([sys.executable, "profile.py", *([command] if command else []), "--help"],
+                      COLUMNS="80")
+        assert done.returncode == 0, done.stderr
+        assert "…" not in done.stdout, command
+        assert max(len(line) for line in done.stdout.splitlines()) <= 80, command
+        lengths[command] = done.stdout.count("\n")
+    assert lengths["run"] <= 175, lengths["run"]
+    run_help = invoke([sys.executable, "profile.py", "run", "--help"], COLUMNS="80").stdout
+    for panel in ("Output", "Model and batch", "Backend and numerics", "Timing"):
+        assert f"─ {panel} ─" in run_help, panel
+    assert "One of: default, reduce-overhead, max-autotune, max-autotune-no-cudagraphs" \
+        in " ".join(line.strip("│ ") for line in run_help.splitlines())

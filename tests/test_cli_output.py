@@ -189,3 +189,22 @@ def test_the_sink_refuses_an_unknown_kind(capsys):
     with pytest.raises(KeyError, match="no --json document kind 'nope'"):
         Output(json=True).document("nope", {})
     assert capsys.readouterr().out == ""
+
+
+def test_json_lists_cut_at_top_carry_their_totals(cli):
+    """--top cuts the kernel and operator lists; "totals" says how many rows each had."""
+    data = validate("summarize", json_of(cli("summarize", str(RUNS / "pytorch_fp16_bs8"),
+                                             "--json", "--top", "3")))
+    assert len(data["kernels"]) == 3 and data["totals"]["kernels"] > 3
+    assert len(data["operators"]) == 3 and data["totals"]["operators"] > 3
+    every = json_of(cli("summarize", str(RUNS / "pytorch_fp16_bs8"), "--json", "--top", "0"))
+    assert data["totals"] == every["totals"] == {"kernels": len(every["kernels"]),
+                                                 "operators": len(every["operators"])}
+    data = validate("compare", json_of(cli("compare", str(RUNS / "pytorch_fp16_bs8"),
+                                           str(RUNS / "pytorch_fp32_bs8"), "--json", "--top",
+                                           "2")))
+    every = json_of(cli("compare", str(RUNS / "pytorch_fp16_bs8"), str(RUNS / "pytorch_fp32_bs8"),
+                        "--json", "--top", "0"))
+    for key in ("kernels", "operators", "faster_in_b", "slower_in_b"):
+        assert len(data[key]) <= 2 and data["totals"][key] == len(every[key]), key
+    assert data["totals"]["kernels"] > 2

@@ -159,3 +159,31 @@ def test_long_step_table_is_summarised_unless_asked(summarize):
     assert f"{by_time[0]['step_us']:,.2f}" in table.split(" max ")[1].splitlines()[0]
     full = summarize(H100_STACKS, "--view", "overview", "--top", "0").stdout
     assert all(f" {s['step']} " in full for s in steps) and " p90 " not in full
+
+
+def test_out_of_a_run_carries_its_headline_and_advice(tmp_path, summarize):
+    """summarize --out of a run folder writes what the terminal opens with: the timed window
+    (p50, noise warnings, config) and the roofline and advice, in summary.md and summary.json
+    (the latter as --json has them)."""
+    from .conftest import FIXTURES
+
+    cell = FIXTURES / "h100_sweep" / "runs" / "gpu_sweep" / "pytorch_fp16_bs8"
+    result = summarize(cell, "--out", tmp_path / "out")
+    assert result.code == 0, result.stderr
+    md = (tmp_path / "out" / "summary.md").read_text()
+    for words in ("## Timed window (no profiler attached; quote these)",
+                  "- p50 latency: 7.937 ms", "- warning: noisy", "- config: model=resnet50",
+                  "## Roofline and advice", "- advice: GPU idle between kernels"):
+        assert words in md, words
+    assert md.index("p50 latency") < md.index("## Kernels")
+    written = json.loads((tmp_path / "out" / "summary.json").read_text())
+    printed = json.loads(summarize(cell, "--json").stdout)
+    assert written["headline"] == printed["headline"]
+    assert written["insight"] == printed["insight"] and written["insight"]["advice"]
+
+
+def test_out_of_a_bare_trace_has_no_headline(tmp_path, summarize):
+    result = summarize(V100_TRACE, "--out", tmp_path / "out")
+    assert result.code == 0, result.stderr
+    assert "headline" not in json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert "Timed window" not in (tmp_path / "out" / "summary.md").read_text()

@@ -61,6 +61,20 @@ def test_report_renders_in_a_browser_without_network(comparison, tmp_path):
     assert shot.read_bytes()[:4] == b"\x89PNG" and shot.stat().st_size > 50_000
 
 
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary on PATH (Debian: apt-get "
+                    "install chromium)")
+def test_sweep_report_renders_in_a_browser_without_network(tmp_path):
+    from profiler.commands.report import run
+
+    page = run(str(FIXTURES / "h100_sweep" / "runs" / "gpu_sweep"), None, tmp_path / "s.html",
+               peaks_dir=tmp_path / "none")
+    done = subprocess.run([CHROMIUM, *OFFLINE, "--dump-dom", page.as_uri()],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    for figure in ("95 % interval", "7.61-8.30", "faster", "noise warnings", "CV %"):
+        assert figure in done.stdout, figure
+
+
 def test_report_of_a_run_and_of_a_sweep(tmp_path, monkeypatch):
     """A run without FLOPs says so; the fixture runs laid out as a sweep with the warm sweep's
     benchmark.csv give the table, the per-cell advice and the roofline chart."""
@@ -90,7 +104,7 @@ def test_report_of_a_run_and_of_a_sweep(tmp_path, monkeypatch):
     assert page == sweep / "report.html"
     text = page.read_text()
     assert "Roofline and advice per cell" in text and "Roofline chart" in text
-    assert re.search(r"pytorch_fp16 bs8</td><td>11\.\d{3}</td>", text)
+    assert re.search(r"pytorch_fp16 bs8</td><td>11\.\d{2}</td>", text)
     assert "launch-bound; batch-headroom" in text
 
 
@@ -184,3 +198,151 @@ def test_a_cpu_run_records_its_flops_and_its_report_shows_them(cli, tmp_path):
     text = (tmp_path / f"report_{run}.html").read_text()
     assert "GEMMs by recorded shape" in text and "aten::addmm" in text
     assert "FLOPs per batch (FlopCounterMode)" in text and "no ceilings" in text
+
+
+# ---- what the terminal carries, the HTML carries (issue 23 point 3) --------------------------
+
+SWEEP = FIXTURES / "h100_sweep" / "runs" / "gpu_sweep"
+
+
+class _Tables(__import__("html.parser").parser.HTMLParser):
+    """Every <table> of a page: its class, its header cells and its rows of cells."""
+
+    def __init__(self):
+        super().__init__()
+        self.tables, self._cell = [], None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "table":
+            self.tables.append({"class": dict(attrs).get("class"), "head": [], "rows": []})
+        elif tag == "tr" and self.tables:
+            self.tables[-1]["rows"].append([])
+        elif tag in ("td", "th") and self.tables:
+            self._cell = [tag, ""]
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell[1] += data
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cell is not None:
+            table = self.tables[-1]
+            tag, text = self._cell
+            (table["head"] if tag == "th" and table["class"] == "grid" else
+             table["rows"][-1]).append(text)
+            self._cell = None
+
+
+def tables_of(text: str) -> list[dict]:
+    parser = _Tables()
+    parser.feed(text)
+    for table in parser.tables:
+        table["rows"] = [row for row in table["rows"] if row]
+    return parser.tables
+
+
+#: a number as a cell shows it: sign, thousands separators, decimals, an exponent
+NUMBER = re.compile(r"^[+-]?\d{1,3}(,\d{3})*(\.(\d+))?(e[+-]\d+)?$")
+
+
+def number_format(cell: str) -> tuple | None:
+    """(decimals, scientific) of a numeric cell; None for text and "-"."""
+    found = NUMBER.match(cell.strip())
+    return None if not found else (len(found.group(3) or ""), bool(found.group(4)))
+
+
+def assert_readable_tables(text: str) -> None:
+    """Headers are words (never a field name like us_a or share_b_pct), and every column of a
+    grid table shows its numbers in one format."""
+    for table in tables_of(text):
+        for head in table["head"]:
+            assert not re.fullmatch(r"[a-z0-9]+(_[a-z0-9]+)+", head.strip()), head
+        if table["class"] != "grid":
+            continue
+        for index, name in enumerate(table["head"]):
+            formats = {number_format(row[index]) for row in table["rows"]} - {None}
+            assert len(formats) <= 1, (name, [row[index] for row in table["rows"]])
+
+
+def test_compare_report_carries_the_timed_headline_verdict_noise_and_config_diff(comparison):
+    text = comparison.read_text()
+    for figure in ("Timed window (no profiler attached)", "p50 latency", "5.791 ms",
+                   "0.799 ms", "7.25x", "p50 B / A = 0.138, 95 % interval [0.135, 0.145] over "
+                   "1 vs 1 process(es)", "B faster</b>", "warning (A): noisy: CV 16.9 %",
+                   "warning (A): bimodal", "Config and environment fields that differ (7)",
+                   "config.cache_dir", "/tmp/engine-cache", "Why B differs from A",
+                   "different kernels"):
+        assert figure in text, figure
+    # the verdict comes before the kernel tables, as in the terminal
+    assert text.index("B faster") < text.index("Kernel time by category")
+
+
+def test_compare_report_tables_have_human_headers_and_one_format_per_column(comparison):
+    text = comparison.read_text()
+    assert "<th>us_a</th>" not in text and "<th>share_b_pct</th>" not in text
+    assert "<th>A µs</th>" in text and "<th>delta µs (B - A)</th>" in text
+    assert_readable_tables(text)
+
+
+def test_sweep_report_carries_speedup_interval_verdict_processes_and_noise(tmp_path):
+    from profiler.commands.report import run
+
+    page = run(str(SWEEP), None, tmp_path / "sweep.html", peaks_dir=tmp_path / "none")
+    text = page.read_text()
+    grid = next(t for t in tables_of(text) if t["class"] == "grid" and "verdict" in t["head"])
+    head = grid["head"]
+    for column in ("speedup x", "95 % interval", "verdict", "processes", "CV %",
+                   "noise warnings"):
+        assert column in head, column
+    rows = {(row[0], row[1]): dict(zip(head, row)) for row in grid["rows"]}
+    assert rows[("ttrt_fp16", "1")]["95 % interval"] == "7.61-8.30"
+    assert rows[("ttrt_fp16", "1")]["verdict"] == "faster"
+    assert rows[("ttrt_fp16", "8")]["speedup x"] == "4.57"
+    assert rows[("pytorch_fp16", "8")]["verdict"] == "baseline"
+    assert rows[("pytorch_fp16", "8")]["CV %"] == "57.8"
+    assert rows[("pytorch_fp16", "8")]["noise warnings"] == "noisy"
+    assert "warning: pytorch_fp16 bs 8: noisy (CV 57.8 %)" in text
+    assert "speedup = pytorch_fp16 p50 / p50" in text and "50 iterations" in text
+    assert_readable_tables(text)
+
+
+def test_one_format_per_column_whatever_the_values():
+    import pandas as pd
+
+    from profiler.report import html
+
+    frame = pd.DataFrame({"thing": ["a", "b", "c"], "wide": [100.0, 100.123, 0.00144],
+                          "value": [100.0, 100.123, 0.5], "tiny": [0.001, 0.002, None],
+                          "count": [1.0, 27.0, 3.0]})
+    text = html.table(frame)
+    assert_readable_tables(text)
+    cells = dict(zip(["thing", "wide", "value", "tiny", "count"],
+                     zip(*tables_of(text)[0]["rows"])))
+    assert cells["wide"] == ("1.00e+02", "1.00e+02", "1.44e-03")  # 0.00144 is not 0.0
+    assert cells["value"] == ("100.00", "100.12", "0.50")  # never 100 beside 100.123
+    assert cells["tiny"] == ("1.00e-03", "2.00e-03", "-")
+    assert cells["count"] == ("1", "27", "3")
+
+
+NO_MATPLOTLIB = ("import sys; sys.modules['matplotlib'] = None; sys.argv = ['profile.py']; "
+                 "from profiler.cli.app import main; sys.exit(main(sys.argv[1:] or {args!r}))")
+
+
+@pytest.mark.parametrize("args", [
+    [str(H200 / "runs" / "ttrt_fp16_bs8")],
+    [str(H200 / "runs" / "pytorch_fp16_bs8"), str(H200 / "runs" / "ttrt_fp16_bs8")],
+    [str(SWEEP)]], ids=["run", "compare", "sweep"])
+def test_report_without_matplotlib_writes_its_tables_and_says_why_no_figures(tmp_path, args):
+    from .conftest import run_python
+
+    out = tmp_path / "report.html"
+    done = run_python("-c", f"import sys; sys.path.insert(0, {str(ROOT)!r}); "
+                      + NO_MATPLOTLIB.format(args=["report", *args, "--out", str(out),
+                                                   "--peaks-dir", str(tmp_path / "none")]))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and "matplotlib" in warnings[0] and "[plots]" in warnings[0]
+    text = out.read_text()
+    assert "data:image/png" not in text and "figures left out" in text
+    assert "<table class='grid'>" in text

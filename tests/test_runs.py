@@ -272,3 +272,46 @@ def test_a_skipped_check_keeps_its_reason_in_result_json(tmp_path):
     assert data["numerics"] == {"skipped": "reference did not fit",
                                 "reason": "CUDA out of memory in the FP32 eager reference"}
     assert runs.read_result(tmp_path).numerics.reason.startswith("CUDA out of memory")
+
+
+# ---- the cache folder: $INFER_PROFILER_CACHE, else the user's cache (XDG) -------------------
+
+def test_cache_folder_follows_xdg_and_the_override_wins(tmp_path, monkeypatch):
+    from profiler.runs import layout
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("INFER_PROFILER_CACHE", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    # unset: where earlier versions kept it
+    assert layout.cache_dir() == home / ".cache" / "infer-profiler" / "engines"
+    monkeypatch.setenv("XDG_CACHE_HOME", "")
+    assert layout.cache_dir() == home / ".cache" / "infer-profiler" / "engines"
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")  # the spec: ignored
+    assert layout.cache_dir() == home / ".cache" / "infer-profiler" / "engines"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert layout.cache_dir() == tmp_path / "xdg" / "infer-profiler" / "engines"
+    assert layout.peaks_dir() == tmp_path / "xdg" / "infer-profiler" / "peaks"
+    assert layout.noise_dir() == tmp_path / "xdg" / "infer-profiler" / "noise"
+    monkeypatch.setenv("INFER_PROFILER_CACHE", str(tmp_path / "mine"))  # the override wins
+    assert layout.cache_dir() == tmp_path / "mine"
+    assert layout.peaks_dir() == tmp_path / "peaks"
+
+
+def test_a_run_caches_under_xdg_cache_home(tmp_path):
+    """A CPU run (no INFER_PROFILER_CACHE) keeps its FLOP count under $XDG_CACHE_HOME."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("INFER_PROFILER_CACHE", "PYTHONPATH")}
+    env.update(XDG_CACHE_HOME=str(tmp_path / "xdg"), HOME=str(tmp_path / "home"),
+               PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, str(ROOT / "profile.py"), "run", "--model",
+                           "tests.tiny_models:conv_net", "--bs", "1", "--iters", "2",
+                           "--timed-warmup", "0", "--active", "1", "--image-size", "16", "-q"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (tmp_path / "xdg" / "infer-profiler" / "engines").is_dir()
+    assert not (tmp_path / "home" / ".cache").exists()

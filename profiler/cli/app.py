@@ -7,9 +7,11 @@ Heavy modules (torch, the harness) are imported inside the commands that need th
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 import re
 import sys
+import typing
 from pathlib import Path
 from typing import Literal, Optional
 
@@ -17,10 +19,11 @@ import typer
 
 from profiler import signals
 from profiler.cli.options import OneLineErrors, OneLineUsage, run_options
-from profiler.cli.output import Output
+from profiler.cli.output import VERBOSITY, Output
 from profiler.commands import parse_budget
 from profiler.commands.summarize import VIEWS as VIEW_NAMES
 from profiler.errors import Interrupted, UserError, os_error_line
+from profiler.runs.config import PANEL_OUTPUT
 from profiler.runs.manifest import SWEEP_SETS
 
 VIEWS = Literal[VIEW_NAMES]
@@ -47,6 +50,12 @@ app = typer.Typer(
 )
 
 
+#: -q/--quiet and -v/--verbose, taken by every command (and before it: `profile.py -q run ...`)
+QUIET_HELP = "No progress or notes on stderr; warnings, errors and the results stay."
+VERBOSE_HELP = ("More on stderr: the files each target resolved to, a run's full config, and "
+                "the traceback under an error line.")
+
+
 def _print_version(value: bool) -> None:
     if value:
         from profiler import package_version
@@ -59,8 +68,15 @@ def _print_version(value: bool) -> None:
 def main_options(
     version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
                                  help="Print the version and exit."),
+    quiet: bool = typer.Option(False, "-q", "--quiet", help=QUIET_HELP),
+    verbose: bool = typer.Option(False, "-v", "--verbose", help=VERBOSE_HELP),
 ) -> None:
     """Kernel-level profiling for GPU inference."""
+    try:
+        _set_verbosity(quiet, verbose)
+    except UserError as error:
+        _say(f"error: {error}")
+        raise typer.Exit(2) from None
 
 
 def _exit(code: int) -> None:
@@ -78,15 +94,27 @@ def _say(line: str) -> None:
         pass
 
 
+def _set_verbosity(quiet: bool, verbose: bool) -> None:
+    if quiet and verbose:
+        raise UserError("-q/--quiet and -v/--verbose exclude each other")
+    VERBOSITY["level"] = -1 if quiet else 1 if verbose else 0
+
+
 def user_errors(command):
-    """Turn a UserError into one line on stderr and exit status 2; Ctrl-C into status 130."""
+    """Turn a UserError into one line on stderr and exit status 2 (with -v, the traceback
+    after it); Ctrl-C into status 130. The command also takes -q/--quiet and -v/--verbose
+    (profiler.cli.output.Output reads them)."""
 
     @functools.wraps(command)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args, quiet: bool = False, verbose: bool = False, **kwargs):
         try:
+            if quiet or verbose:  # else as given before the command (main_options)
+                _set_verbosity(quiet, verbose)
             return _file_errors_as_user_errors(command, args, kwargs)
         except UserError as error:
             _say(f"error: {error}")
+            if VERBOSITY["level"] > 0:
+                _traceback(error)
             raise typer.Exit(2) from None
         except Interrupted as stop:
             _say(f"interrupted: {stop}")
@@ -95,8 +123,31 @@ def user_errors(command):
             by = "" if signals.describe(stop) == "Ctrl-C" else f" by {signals.describe(stop)}"
             _say(f"interrupted{by}: nothing was written for the unfinished run")
             raise typer.Exit(signals.exit_code(stop)) from None
+        finally:  # the next command called in this process starts from the default
+            VERBOSITY["level"] = 0
 
+    signature = inspect.signature(command)
+    added = [inspect.Parameter("quiet", inspect.Parameter.KEYWORD_ONLY, annotation=bool,
+                               default=typer.Option(False, "-q", "--quiet", help=QUIET_HELP)),
+             inspect.Parameter("verbose", inspect.Parameter.KEYWORD_ONLY, annotation=bool,
+                               default=typer.Option(False, "-v", "--verbose",
+                                                    help=VERBOSE_HELP))]
+    wrapper.__signature__ = signature.replace(parameters=[*signature.parameters.values(),
+                                                         *added])
+    wrapper.__annotations__ = {**typing.get_type_hints(command), "quiet": bool, "verbose": bool}
+    del wrapper.__wrapped__  # typer reads __signature__, not the undecorated command
     return wrapper
+
+
+def _traceback(error: BaseException) -> None:
+    """The traceback of a user error and of what it came from (-v: for a bug report)."""
+    import traceback
+
+    error.__suppress_context__ = False
+    try:
+        traceback.print_exception(error, file=sys.stderr)
+    except OSError:
+        pass
 
 
 def _file_errors_as_user_errors(command, args, kwargs):
@@ -125,10 +176,11 @@ def _tolerant_output() -> None:
 def run(
     options,
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout "
-                                  "(progress stays on stderr)."),
+                                  "(progress stays on stderr).", rich_help_panel=PANEL_OUTPUT),
     tb_compat: bool = typer.Option(
         False, "--tb-compat", help="Also write a copy of the trace that torch-tb-profiler reads "
-        "right, in tb_logs/<run>_tbcompat/ (see `tb-compat --help`)."),
+        "right, in tb_logs/<run>_tbcompat/ (see `tb-compat --help`).",
+        rich_help_panel=PANEL_OUTPUT),
 ) -> None:
     """Profile one model x backend x batch size: a trace in tb_logs/<backend>_bs<N>/, results in runs/<backend>_bs<N>/.
 
@@ -136,7 +188,7 @@ def run(
     """
     from profiler.commands.run import run as run_command
 
-    run_command(options, Output(json=json_out), tb_compat=tb_compat)
+    run_command(options, Output(json=json_out), tb_compat=tb_compat, command=command_name())
 
 
 @app.command()
@@ -502,7 +554,8 @@ def report(
     """
     from profiler.commands.report import run as report_command
 
-    Output().line(f"wrote {report_command(target, target_b, out, peaks_dir, flops)}")
+    sink = Output()
+    sink.line(f"wrote {report_command(target, target_b, out, peaks_dir, flops, sink=sink)}")
 
 
 @app.command()
@@ -511,7 +564,7 @@ def peaks(
     refresh: bool = typer.Option(False, "--refresh", help="Measure again even if cached."),
     cache_dir: Optional[Path] = typer.Option(
         None, "--cache-dir", help="Folder for the measurements (default: peaks/ beside the "
-        "engine cache, ~/.cache/infer-profiler/peaks)."),
+        "engine cache: $XDG_CACHE_HOME/infer-profiler/peaks, ~/.cache when unset)."),
     matmul_n: Optional[int] = typer.Option(None, "--matmul-n", help="Matrix side n of the "
                                            "n x n matmuls (default 8192 on a GPU, 256 on a CPU)."),
     copy_mib: Optional[int] = typer.Option(None, "--copy-mib", help="Bytes copied per "
@@ -564,9 +617,7 @@ def noise(
     from profiler.commands.noise import run as noise_command
 
     noise_command(processes=processes, model=model, backend=backend, bs=bs, iters=iters,
-                  save=save, sink=Output(json=json_out),
-                  command="infer-profile" if prog_name() == "infer-profile" else
-                  "python profile.py")
+                  save=save, sink=Output(json=json_out), command=command_name())
 
 
 def prog_name() -> str:
@@ -574,6 +625,12 @@ def prog_name() -> str:
     ``profile.py`` (``python profile.py``). Completion scripts are written for this name."""
     invoked = os.path.basename(sys.argv[0] if sys.argv else "")
     return "infer-profile" if invoked.startswith("infer-profile") else "profile.py"
+
+
+def command_name() -> str:
+    """How the user started the program, as hints should spell it: ``infer-profile`` or
+    ``python profile.py``."""
+    return "infer-profile" if prog_name() == "infer-profile" else "python profile.py"
 
 
 def main(argv: list[str] | None = None) -> int:

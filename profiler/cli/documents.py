@@ -112,6 +112,8 @@ class Summarize(Document, kw_only=True):
     phases: dict[str, Any] | Unset = UNSET  # a trace with generation phase spans
     insight: Insight | Unset = UNSET  # a run folder only
     hardware: Hardware | Unset = UNSET  # with Nsight Compute measurements
+    #: the rows of each list --top cuts (kernels, operators) before the cut
+    totals: dict[str, int] | Unset = UNSET
 
 
 class Engine(Record):
@@ -147,6 +149,9 @@ class Compare(Document, kw_only=True):
     #: both sides runs: why B differs from A at the kernel level (another SM clock, other
     #: kernels named, kernel time, host-side; profiler.analysis.difference.explain_runs)
     explanation: dict[str, Any] | None | Unset = UNSET
+    #: the rows of each list --top cuts (kernels, operators, faster_in_b, slower_in_b) before
+    #: the cut
+    totals: dict[str, int] | Unset = UNSET
 
 
 class Benchmark(Document, kw_only=True):

@@ -132,8 +132,13 @@ def _parameters(skip: tuple[str, ...], defaults: dict, helps: dict,
             annotation, default = str, str(default)
             help += " A comma-separated list (e.g. 16,64) runs one cell per value."
         complete = None if not callable(spec.choices) else _completion(spec.choices)
+        metavar = None
+        if isinstance(spec.choices, tuple):  # a short metavar; the choices in the help text
+            metavar = f"<{spec.key.split('_')[-1]}>"
+            if not all(choice in help for choice in spec.choices):
+                help += f" One of: {', '.join(spec.choices)}."
         option = typer.Option(default, *spec.flags, help=help, rich_help_panel=spec.panel,
-                              envvar=spec.envvar, autocompletion=complete)
+                              envvar=spec.envvar, autocompletion=complete, metavar=metavar)
         found.append(inspect.Parameter(spec.key, inspect.Parameter.KEYWORD_ONLY, default=option,
                                        annotation=annotation))
     return found

@@ -3,7 +3,9 @@
 
 The CLI makes one ``Output`` per command call and hands it to the command, which prints nothing
 itself: it draws its tables on ``out.console``, says a result line with ``out.line`` and gives its
-``--json`` document to ``out.document``. Progress, notes and warnings stay on stderr.
+``--json`` document to ``out.document``. Progress, notes and warnings stay on stderr: ``note``
+(what was read or written, progress) is left out by ``-q/--quiet``, ``detail`` is said only with
+``-v/--verbose``, ``warn`` always.
 """
 
 from __future__ import annotations
@@ -18,11 +20,45 @@ from profiler.cli.documents import DOCUMENTS, schema_id
 from profiler.report.console import make_console
 
 
-class Output:
-    """``json``: the command prints one document (``document``) instead of its tables."""
+#: the verbosity of this command call: -1 with -q/--quiet, 0 by default, 1 with -v/--verbose
+#: (set by the app from the options, before the command makes its Output)
+VERBOSITY = {"level": 0}
 
-    def __init__(self, json: bool = False) -> None:
+
+def _stderr(text: str) -> None:
+    print(text, file=sys.stderr)
+
+
+class Output:
+    """``json``: the command prints one document (``document``) instead of its tables.
+    ``verbosity``: -1 quiet, 0 default, 1 verbose (default: the command line's)."""
+
+    def __init__(self, json: bool = False, verbosity: int | None = None) -> None:
         self.json = json
+        self.verbosity = VERBOSITY["level"] if verbosity is None else verbosity
+
+    @property
+    def quiet(self) -> bool:
+        """-q/--quiet: no progress and no notes on stderr (warnings and errors stay)."""
+        return self.verbosity < 0
+
+    @property
+    def verbose(self) -> bool:
+        return self.verbosity > 0
+
+    def note(self, text: str) -> None:
+        """A note on stderr (a file written, what a target held); none with -q."""
+        if not self.quiet:
+            _stderr(text)
+
+    def detail(self, text: str) -> None:
+        """A line on stderr only with -v/--verbose (which files were read, how)."""
+        if self.verbose:
+            _stderr(text)
+
+    def warn(self, text: str) -> None:
+        """``warning: text`` on stderr, whatever the verbosity."""
+        _stderr(f"warning: {text}")
 
     @cached_property
     def console(self) -> Console:

@@ -8,7 +8,7 @@ A matmul of n x n by n x n counts 2 n^3 FLOPs; a copy of B bytes moves 2 B (read
 
 Results are cached once per machine, keyed by GPU name, driver and torch version, in
 ``<cache>/peaks/<key>.json`` (cache: ``$INFER_PROFILER_CACHE``'s parent folder or
-``~/.cache/infer-profiler``, beside the engine cache).
+``<user cache>/infer-profiler``, beside the engine cache; profiler.runs.layout.cache_dir).
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
+import json
 import re
 import time
 import warnings
@@ -183,13 +184,13 @@ def profile_with_torch(config: RunConfig, step: Prepared, use_cuda: bool, progre
                                        active=config.active, repeat=config.repeat)
     # each cycle's trace is exported by the handler, so clearing events between cycles is intended
     warnings.filterwarnings("ignore", message="Warning: Profiler clears events")
+    profiler = torch.profiler.profile(activities=activities, schedule=schedule,
+                                      on_trace_ready=handler, record_shapes=config.record_shapes,
+                                      profile_memory=config.profile_memory,
+                                      with_stack=config.with_stack, with_flops=config.with_flops)
+    mark_single_rank(profiler)
     with kineto_quiet(not use_cuda), nvtx_range("profile"), \
-            progress.bar("profile", config.profiled_steps) as tick, \
-            torch.profiler.profile(activities=activities, schedule=schedule,
-                                   on_trace_ready=handler, record_shapes=config.record_shapes,
-                                   profile_memory=config.profile_memory,
-                                   with_stack=config.with_stack,
-                                   with_flops=config.with_flops) as prof:
+            progress.bar("profile", config.profiled_steps) as tick, profiler as prof:
         for index in range(config.profiled_steps):
             with torch.profiler.record_function(STEP_SPAN), nvtx_range(f"step {index}"):
                 step.fn(*step.inputs)
@@ -202,6 +203,22 @@ def profile_with_torch(config: RunConfig, step: Prepared, use_cuda: bool, progre
         names = finished_traces(tb_stage)
     timer.add("trace_write", writing.seconds["trace_write"])
     return activities, names
+
+
+#: what a trace of one process says of its place among processes: Holistic Trace Analysis
+#: reads ``distributedInfo.rank`` to tell traces apart and refuses a trace without it
+SINGLE_RANK = {"rank": 0, "world_size": 1}
+
+
+def mark_single_rank(profiler) -> None:
+    """Every trace of ``profiler`` carries ``"distributedInfo": {"rank": 0, "world_size": 1}``,
+    unless torch.distributed is initialized (torch.profiler then writes the real one)."""
+    dist = torch.distributed
+    if dist.is_available() and dist.is_initialized():
+        return
+    preset = getattr(profiler, "preset_metadata_json", None)  # torch >= 2.1
+    if preset is not None:
+        preset("distributedInfo", json.dumps(SINGLE_RANK))
 
 
 def finished_traces(folder: Path) -> list[str]:

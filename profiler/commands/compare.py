@@ -18,12 +18,22 @@ from profiler.trace.diff import Diff
 from profiler.trace.summary import json_safe
 
 
-def load_side(target: str) -> RunAnalysis:
+def load_side(target: str, sink=None) -> RunAnalysis:
     """One side of the comparison (a note on stderr when the target held several traces)."""
     side = RunAnalysis(target)
     if side.note:
-        print(f"{target}: {side.note}", file=sys.stderr)
+        (sink.note if sink is not None else _stderr)(f"{target}: {side.note}")
     return side
+
+
+def _stderr(text: str) -> None:
+    print(text, file=sys.stderr)
+
+
+def describe(label: str, side: RunAnalysis) -> str:
+    """What a target resolved to (-v): its trace and its result.json."""
+    return (f"{label}: trace {side.summary.trace_path}; result "
+            f"{side.result_json or 'none (a bare trace: no timed window)'}")
 
 
 def run(a: str, b: str, top: int = 15, out: Path | None = None, *, sink,
@@ -34,13 +44,15 @@ def run(a: str, b: str, top: int = 15, out: Path | None = None, *, sink,
     and base the verdict on those windows (profiler.sweep.rounds)."""
     if top < 0:
         raise UserError(f"--top must be 0 (all) or more (got {top})")
-    both = Comparison(load_side(a), load_side(b), a, b)
+    both = Comparison(load_side(a, sink), load_side(b, sink), a, b)
+    for label, side in (("A", both.a), ("B", both.b)):
+        sink.detail(describe(label, side))
     if processes is not None or target_noise is not None:
-        both.windows = fresh_windows(both, processes, target_noise, budget_s)
+        both.windows = fresh_windows(both, processes, target_noise, budget_s, sink.note)
     result, timed_ab = both.diff, both.timed
     if out is not None:
         written = write_csvs(result, out)
-        print(f"wrote {len(written)} files to {out}", file=sys.stderr)
+        sink.note(f"wrote {len(written)} files to {out}")
     explanation = both.explanation
     if sink.json:
         sink.document("compare", diff_json(result, timed_ab, top, explanation))
@@ -58,7 +70,7 @@ def run(a: str, b: str, top: int = 15, out: Path | None = None, *, sink,
 
 
 def fresh_windows(both: Comparison, processes: int | None, target_noise: float | None,
-                  budget_s: float | None) -> tuple[list, list]:
+                  budget_s: float | None, say=_stderr) -> tuple[list, list]:
     """New windows of A's and B's configs, interleaved in fresh processes (A B, B A ...)."""
     from profiler.runs.samples import config_json_of
     from profiler.sweep import rounds
@@ -76,7 +88,6 @@ def fresh_windows(both: Comparison, processes: int | None, target_noise: float |
                            else "forward")
     cells = {label: rounds.window_config(config_json_of(r), r.timing.iters,
                                          r.timing.warmup_iters) for label, r in results.items()}
-    say = lambda text: print(text, file=sys.stderr)  # noqa: E731
     say(f"timing A and B again: {count} fresh processes each, interleaved"
         + (f", more until ±{target_noise:g} %" if target_noise else ""))
     sampled = rounds.sample(cells, {}, count, say=say,
@@ -96,13 +107,18 @@ def diff_json(result: Diff, timed_ab: dict | None, top: int,
         return frame.to_dict(orient="records") if len(frame) else []
 
     faster, slower = result.top_changes(top or 0)
+    every_faster, every_slower = result.top_changes(0)
+    # the lists --top cuts, with how many rows each had before the cut
+    totals = {"kernels": len(result.kernels), "operators": len(result.operators),
+              "faster_in_b": len(every_faster), "slower_in_b": len(every_slower)}
     return json_safe({"a": result.a_label, "b": result.b_label, "timed": timed_ab,
                    "overview": records(result.overview),
                    "categories": records(result.categories),
                    "kernels": records(head(result.kernels, top)),
                    "operators": records(head(result.operators, top)),
                    "faster_in_b": records(faster), "slower_in_b": records(slower),
-                   "notes": list(result.notes), "explanation": explanation})
+                   "notes": list(result.notes), "explanation": explanation,
+                   "totals": totals})
 
 
 def write_csvs(result: Diff, out: Path) -> list[Path]:

@@ -6,7 +6,6 @@ the verdicts (profiler.runs.noise_floor) unless --no-save. Changes no setting.""
 from __future__ import annotations
 
 import socket
-import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -43,7 +42,7 @@ def run(processes: int = 5, model: str | None = None, backend: str | None = None
                        iters=fixed["iters"])  # validates every value in one line
     workload = (f"{config.model} {config.backend} bs {config.batch_size}, {config.iters} "
                 f"iterations after {config.timed_warmup if config.timed_warmup is not None else 'the default'} warm-up")
-    say = lambda text: print(text, file=sys.stderr)  # noqa: E731
+    say = sink.note
     say(f"noise floor: {workload}, in {processes} fresh processes")
     before = gpu_state_now()
     sampled = rounds.sample({"noise": rounds.window_config(

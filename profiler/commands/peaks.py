@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from profiler.errors import UserError
@@ -20,7 +19,7 @@ def run(refresh: bool = False, cache_dir: Path | None = None, matmul_n: int | No
         from profiler.collect import peaks
 
     sizes = peaks.sizes(matmul_n, copy_mib)
-    print("measuring..." if refresh else "reading or measuring...", file=sys.stderr)
+    sink.note("measuring..." if refresh else "reading or measuring...")
     data, path, measured = peaks.peaks(cache_dir, refresh=refresh or sizes is not None,
                                        sizes=sizes)
     if sink.json:

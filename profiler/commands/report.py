@@ -3,6 +3,7 @@ gather their numbers, roofline and advice, and write one self-contained HTML fil
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -40,22 +41,28 @@ def _run_sections(page: html.Page, label: str, run: RunAnalysis) -> None:
         ["name", "category", "calls", "ms_total", "share_pct", "tensor_core"], 15))
     if result is not None and result.config.record_shapes:
         page.add(f"{label}: GEMMs by recorded shape (--record-shapes)",
-                 html.table(run.gemms(), top=20))
+                 html.table(run.gemms(), ["operator", "input_dims", "calls", "flops_per_call",
+                                          "gpu_us", "tflops", "pct_of_peak"], top=20))
     layers = html.layer_view(run.layer_times)
     if layers:
         page.add(f"{label}: TensorRT layers (engine_layer_times)", layers)
 
 
-def _analysis(target: str, peaks_dir: Path | None, flops_table: dict | None) -> RunAnalysis:
-    """The target's analysis, its advice computed (a trace that does not read fails here)."""
+def _analysis(target: str, peaks_dir: Path | None, flops_table: dict | None,
+              detail=None) -> RunAnalysis:
+    """The target's analysis, its advice computed (a trace that does not read fails here);
+    ``detail`` (-v) is told what it resolved to."""
     run = RunAnalysis(target, peaks_dir=peaks_dir, flops_table=flops_table)
     run.advice
+    if detail is not None:
+        detail(f"{target}: trace {run.summary.trace_path}; result "
+               f"{run.result_json or 'none (a bare trace: no timed window)'}")
     return run
 
 
 def run_page(target: str, peaks_dir: Path | None = None,
-             flops_table: dict | None = None) -> html.Page:
-    run = _analysis(target, peaks_dir, flops_table)
+             flops_table: dict | None = None, detail=None) -> html.Page:
+    run = _analysis(target, peaks_dir, flops_table, detail)
     page = html.Page(f"Report: {target}")
     _run_sections(page, _label(target), run)
     chart = html.roofline_chart([(_label(target), run.roofline)])
@@ -65,21 +72,33 @@ def run_page(target: str, peaks_dir: Path | None = None,
 
 
 def compare_page(a: str, b: str, peaks_dir: Path | None = None,
-                 flops_table: dict | None = None) -> html.Page:
-    both = Comparison(_analysis(a, peaks_dir, flops_table), _analysis(b, peaks_dir, flops_table),
-                      a, b)
+                 flops_table: dict | None = None, detail=None) -> html.Page:
+    both = Comparison(_analysis(a, peaks_dir, flops_table, detail),
+                      _analysis(b, peaks_dir, flops_table, detail), a, b)
     result, sa, sb = both.diff, both.a.summary, both.b.summary
     a, b = _label(a), _label(b)
     page = html.Page(f"Comparison: A = {a}, B = {b}")
-    page.add("Overview (delta = B - A; times per profiled step)", html.table(
-        result.overview, ["metric", "unit", "a", "b", "delta", "change_pct"]))
-    page.add("Kernel time by category", html.category_chart(
+    page.add("Timed window (no profiler attached): verdict, noise and config",
+             html.timed_block(both.timed, a, b))
+    why = html.explanation_block(both.explanation)
+    if why:
+        page.add("Why B differs from A", why)
+    page.add("Overview (delta = B - A; times per profiled step)",
+             html.overview_block(result.overview))
+    page.add("Kernel time by category (µs per profiled step)", html.category_chart(
         [a, b], [sa.kernels.categories, sb.kernels.categories], [_steps(sa), _steps(sb)]) +
-        html.table(result.categories))
+        html.table(result.categories, ["category", "us_a", "us_b", "delta_us", "change_pct",
+                                       "share_a_pct", "share_b_pct", "tensor_core_a_pct",
+                                       "tensor_core_b_pct", "calls_a", "calls_b"]))
     faster, slower = result.top_changes(10)
     level = result.change_level
-    page.add(f"Kernel diff: top {level}s faster in B", html.table(faster))
-    page.add(f"Kernel diff: top {level}s slower in B", html.table(slower))
+    for frame, which in ((faster, "faster"), (slower, "slower")):
+        page.add(f"Kernel diff: top {level}s {which} in B (µs per profiled step)",
+                 html.table(frame, [c for c in (level if level == "operator" else "kernel",
+                                                "side", "us_a", "us_b", "delta_us",
+                                                "change_pct") if c in frame]))
+    if result.notes:
+        page.add("Notes", "".join(html.note("note: " + n) for n in result.notes))
     chart = html.roofline_chart([(a, both.a.roofline), (b, both.b.roofline)])
     if chart:
         page.add("Roofline chart", chart)
@@ -88,30 +107,77 @@ def compare_page(a: str, b: str, peaks_dir: Path | None = None,
     return page
 
 
+#: the sweep table's columns in the report (those the sweep has), in order
+SWEEP_COLUMNS = ("backend", "bs", "p50_ms", "p90_ms", "p99_ms", "throughput_per_s", "speedup",
+                 "interval", "verdict", "processes", "cv_pct", "noise", "tensor_core_pct",
+                 "gpu_util_pct", "rel_l2_error", "ttft_ms", "token_p50_ms", "tokens_per_s",
+                 "status", "reason")
+
+
+def sweep_table(frame: pd.DataFrame, axes: list[str]) -> str:
+    """The benchmark table as the terminal shows it: speedup with its 95 % interval, the
+    verdict and the processes behind it, the CV with the window's noise warnings."""
+    shown = frame.assign(interval=[
+        "-" if pd.isna(low) else f"{low:.2f}-{high:.2f}"
+        for low, high in zip(frame["speedup_low"], frame["speedup_high"])],
+        noise=[n if isinstance(n, str) and n else "-" for n in frame["noise"]])
+    if not shown["tokens_per_s"].notna().any():  # not a generation sweep
+        shown = shown.drop(columns=["ttft_ms", "token_p50_ms", "tokens_per_s"])
+    if not (shown["reason"].astype(str) != "").any():
+        shown = shown.drop(columns=["reason"])
+    columns = [c for c in SWEEP_COLUMNS if c in shown]
+    columns[2:2] = axes
+    return html.table(shown, columns)
+
+
+def sweep_headline(frame: pd.DataFrame, manifest) -> str:
+    """What the sweep's numbers are: the speedup's definition, its interval and verdict, the
+    timed window, and each cell's noise warnings."""
+    from profiler.analysis.benchmark import axis_columns
+
+    devices = sorted({d for d in frame["device"].dropna() if d})
+    options = manifest.options
+    same = ", ".join(["batch size", *axis_columns(manifest)])
+    lines = [f"<p class='big'>{html.escape(manifest.model)} on "
+             f"{html.escape(', '.join(devices) or 'no finished cell')}: speedup = "
+             f"{html.escape(manifest.baseline)} p50 / p50</p>",
+             html.note(f"speedup: the p50 of {manifest.baseline} over the cell's at the same "
+                       f"{same}; with several processes per cell each p50 is the geometric mean "
+                       "of the per-process medians, and the 95 % interval and the verdict "
+                       "(faster, slower, same within ±2 %, undecided) come from them "
+                       "(profiler/analysis/verdict.py); processes: the timed windows behind the "
+                       "cell, each in its own process")]
+    lines.append(html.key_values([
+        ("backends", ", ".join(manifest.backends)),
+        ("batch sizes", ", ".join(map(str, manifest.batch_sizes))),
+        ("timed window", f"{options.get('iters') or 'default'} iterations after "
+                         f"{options.get('timed_warmup') or 'default'} warm-up"
+                         + (f", at least {options['min_time']} s" if options.get("min_time")
+                            else "")),
+        ("TF32", "on" if options.get("tf32") else "off"),
+        ("run options", ", ".join(f"{k}={v}" for k, v in options.items()
+                                  if v not in (None, False, ""))),
+    ]))
+    noisy = frame[frame["noise"].astype(str) != ""]
+    if len(noisy):
+        lines.append(html.warnings_list([
+            f"{r.backend} bs {r.bs}: {r.noise} (CV {r.cv_pct:.1f} %): its speedup is less "
+            "certain than the others'" for r in noisy.itertuples()]))
+    return "".join(lines)
+
+
 def sweep_page(folder: Path, peaks_dir: Path | None = None,
                flops_table: dict | None = None) -> html.Page:
     """The sweep's table (from its manifest and cells' results), plots, and the roofline and
     advice of every finished cell."""
     from profiler.analysis.benchmark import axis_columns
-    from profiler.report.plots import pyplot, series
 
     sweep = SweepAnalysis(folder, peaks_dir=peaks_dir, flops_table=flops_table)
     frame = sweep.benchmark
     page = html.Page(f"Sweep: {folder.name}")
-    page.add("Benchmark", html.table(frame, [c for c in (
-        "backend", "bs", *axis_columns(sweep.manifest), "p50_ms", "p90_ms", "p99_ms",
-        "throughput_per_s", "speedup", "tensor_core_pct", "gpu_util_pct", "rel_l2_error",
-        "status") if c in frame]))
-    plt = pyplot()
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    ok = frame[frame["status"] == OK]
-    for backend, rows in ok.groupby(series(ok), sort=False):
-        axes[0].plot(rows["bs"], rows["p50_ms"], marker="o", label=backend)
-        axes[1].plot(rows["bs"], rows["throughput_per_s"], marker="o", label=backend)
-    axes[0].set(xlabel="batch size", ylabel="p50 latency (ms)", xscale="log")
-    axes[1].set(xlabel="batch size", ylabel="samples/s", xscale="log")
-    axes[0].legend(fontsize=8)
-    page.add("Latency and throughput", html.figure_png(fig))
+    page.add("Benchmark", sweep_headline(frame, sweep.manifest)
+             + sweep_table(frame, axis_columns(sweep.manifest)))
+    page.add("Latency and throughput", _latency_figure(frame))
     points, advice_rows = [], []
     for cell, run in sweep.finished():
         try:
@@ -134,6 +200,25 @@ def sweep_page(folder: Path, peaks_dir: Path | None = None,
     return page
 
 
+def _latency_figure(frame: pd.DataFrame) -> str:
+    """p50 latency and throughput against batch size, per backend (a note without
+    matplotlib)."""
+    if html.figures_missing():
+        return html.note(html.figures_missing())
+    from profiler.report.plots import pyplot, series
+
+    plt = pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    ok = frame[frame["status"] == OK]
+    for backend, rows in ok.groupby(series(ok), sort=False):
+        axes[0].plot(rows["bs"], rows["p50_ms"], marker="o", label=backend)
+        axes[1].plot(rows["bs"], rows["throughput_per_s"], marker="o", label=backend)
+    axes[0].set(xlabel="batch size", ylabel="p50 latency (ms)", xscale="log")
+    axes[1].set(xlabel="batch size", ylabel="samples/s", xscale="log")
+    axes[0].legend(fontsize=8)
+    return html.figure_png(fig)
+
+
 def read_flops_table(path: Path | None) -> dict | None:
     if path is None:
         return None
@@ -146,24 +231,31 @@ def read_flops_table(path: Path | None) -> dict | None:
 
 
 def run(target: str, target_b: str | None, out: Path | None, peaks_dir: Path | None = None,
-        flops: Path | None = None) -> Path:
+        flops: Path | None = None, *, sink=None) -> Path:
+    """Write the report; returns its path. ``sink`` (profiler.cli.output.Output) takes the
+    warning line when figures are left out (stderr without one)."""
     if peaks_dir is not None and peaks_dir.exists() and not peaks_dir.is_dir():
         raise UserError(f"--peaks-dir {peaks_dir} is not a folder: give the folder `profile.py "
                         "peaks` writes its measurements into")
     flops_table = read_flops_table(flops)
+    detail = sink.detail if sink is not None else None
     sweep = find_sweep(target) if target_b is None else None
     if sweep is not None:
         page = sweep_page(sweep, peaks_dir, flops_table)
         default = sweep / "report.html"
     elif target_b is not None:
-        page = compare_page(target, target_b, peaks_dir, flops_table)
+        page = compare_page(target, target_b, peaks_dir, flops_table, detail)
         default = Path(f"report_{Path(target).name}_vs_{Path(target_b).name}.html")
     else:
-        page = run_page(target, peaks_dir, flops_table)
+        page = run_page(target, peaks_dir, flops_table, detail)
         default = Path(f"report_{Path(target).name}.html")
     path = out or default
     try:
         write_text_atomic(path, page.render())
     except OSError as error:
         raise UserError(f"cannot write {path}: {error.strerror}") from None
+    if html.figures_missing():  # the tables are all there; say once what is not
+        warn = sink.warn if sink is not None else (
+            lambda text: print(f"warning: {text}", file=sys.stderr))
+        warn(f"{path}: {html.figures_missing()}")
     return path

@@ -3,7 +3,6 @@ TensorRT layers), printed or exported."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,36 +27,42 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
 
     run = RunAnalysis(target, ncu=ncu_path, breakdown=breakdown)
     if run.note:
-        print(run.note, file=sys.stderr)
+        sink.note(run.note)
     if view == "layers":
         _layers(run, out, sink, top)
         return
     summary = run.summary
+    result_json = run.result_json or "none (a bare trace: no timed window)"
+    sink.detail(f"trace: {summary.trace_path}; result: {result_json}")
     for warning in summary.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        sink.warn(warning)
     headline = run.headline
     joined = agreement = None
     if run.ncu_csv is not None:
-        print(f"Nsight Compute measurements: {run.ncu_csv}", file=sys.stderr)
+        sink.note(f"Nsight Compute measurements: {run.ncu_csv}")
         joined, agreement = run.hardware, run.agreement
     if out is not None and out.suffix == ".parquet":
         from profiler.report.export import write_table
 
-        print(f"wrote {write_table(out, summary.kernels.table)}", file=sys.stderr)
+        sink.note(f"wrote {write_table(out, summary.kernels.table)}")
     elif out is not None:
         from profiler.fsutil import write_text_atomic
         from profiler.report.export import export
 
-        written = export(summary, out, top=0)
+        written = export(summary, out, top=0, headline=headline,
+                         insight=run.insight if run.result_json is not None else None)
         if joined is not None:
             from profiler.report.hardware_view import export_columns
 
             write_text_atomic(out / "hardware.csv", export_columns(joined).to_csv(index=False))
             written.append(out / "hardware.csv")
-        print(f"wrote {len(written)} files to {out}", file=sys.stderr)
+        sink.note(f"wrote {len(written)} files to {out}")
     found = run.insight if run.result_json is not None else None
     if sink.json:
         data = summary.to_dict(top=top)
+        # the lists --top cuts, with how many rows each had before the cut
+        data["totals"] = {"kernels": len(summary.kernels.table),
+                          "operators": len(summary.overview.operators)}
         if headline is not None:
             from profiler.trace.summary import json_safe
 
@@ -129,7 +134,7 @@ def _layers(run: RunAnalysis, out: Path | None, sink, top: int) -> None:
 
         written = write_tables(out, {f"layers_{i}": a.layers[LAYER_COLUMNS]
                                      for i, a in enumerate(attributions)})
-        print(f"wrote {len(written)} files to {out}", file=sys.stderr)
+        sink.note(f"wrote {len(written)} files to {out}")
     if sink.json:
         sink.document("summarize-layers", json_safe({"engines": layers_json(attributions)}))
         return

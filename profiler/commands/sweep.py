@@ -22,7 +22,8 @@ def run(plan: SweepPlan, sink) -> int:
     others), 1 if none is."""
     err = make_console(stderr=True)
     # SIGTERM, SIGHUP: like Ctrl-C (the running cell stopped and recorded, the tables written)
-    with signals.as_interrupts(), cell_progress(err, len(plan.cells)) as (say, advance):
+    with signals.as_interrupts(), cell_progress(err, len(plan.cells),
+                                                quiet=sink.quiet) as (say, advance):
         try:
             outcome = run_sweep(plan, say=say, progress=advance)
         except Interrupted:
@@ -35,9 +36,10 @@ def run(plan: SweepPlan, sink) -> int:
         print_benchmark(frame, manifest, sink.console)
     cells = grid_cells(manifest)
     bad = [(name, cell) for name, cell in cells if cell.status != OK]
-    err.print(f"sweep took {seconds(outcome.wall_s)} ({outcome.ran} cell(s) run, "
-              f"{outcome.skipped} skipped); tables: {plan.sweep_dir}/benchmark.csv and .md",
-              highlight=False, soft_wrap=True)
+    if not sink.quiet:
+        err.print(f"sweep took {seconds(outcome.wall_s)} ({outcome.ran} cell(s) run, "
+                  f"{outcome.skipped} skipped); tables: {plan.sweep_dir}/benchmark.csv and .md",
+                  highlight=False, soft_wrap=True)
     if bad and len(bad) < len(cells):
         listed = ", ".join(f"{name} ({cell.status})" for name, cell in bad)
         err.print(f"[yellow]warning:[/] {len(bad)} of {len(cells)} cells did not finish: "

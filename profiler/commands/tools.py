@@ -3,14 +3,9 @@ Each returns the exit status."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from profiler.errors import UserError
-
-
-def _say(line: str) -> None:
-    print(line, file=sys.stderr)
 
 
 def backends(sink) -> int:
@@ -53,9 +48,9 @@ def tensorboard(logdir: Path, port: int | None, bind_all: bool, sink) -> int:
     from profiler.fsutil import clean_tree
     from profiler.tools import tensorboard as tb
 
-    print("warning: the profiler plugin's page loads Google Charts and cdnjs, so it needs the "
-          "internet in the browser (offline it stays a spinner); for a file that opens "
-          "anywhere use `profile.py report RUN [RUN_B]`", file=sys.stderr)
+    sink.warn("the profiler plugin's page loads Google Charts and cdnjs, so it needs the "
+              "internet in the browser (offline it stays a spinner); for a file that opens "
+              "anywhere use `profile.py report RUN [RUN_B]`")
     clean_tree(logdir)  # staging folders of killed runs would be listed as runs
     served = tb.serve(logdir, port=port, bind_all=bind_all, echo=sink.line)
     if served.server_status:
@@ -67,7 +62,7 @@ def tensorboard(logdir: Path, port: int | None, bind_all: bool, sink) -> int:
 def nsys(options: dict, sink) -> int:
     from profiler.tools import nsys as nsys_tool
 
-    result = nsys_tool.run(options, echo=_say)
+    result = nsys_tool.run(options, echo=sink.note)
     _print_nsys(result, sink.line)
     return 1 if result.get("stats_error") else 0
 
@@ -92,7 +87,7 @@ def ncu(options: dict, top: int, step: int | None, launch_count: int, reuse: boo
     from profiler.tools import ncu as ncu_tool
 
     result = ncu_tool.run(options, top=top, step=step, launch_count=launch_count, reuse=reuse,
-                          chip=chip, echo=_say)
+                          chip=chip, echo=sink.note)
     _print_ncu(result, top, sink)
     return 0
 

@@ -145,39 +145,53 @@ def _change(a, b) -> str:
     return change_pct(100 * (b - a) / a) if a and b else "-"
 
 
+def timed_rows(t: dict) -> list[tuple[str, str, str, str]]:
+    """The timed window's rows (metric, A, B, B vs A) as text: the terminal and the HTML report
+    show the same rows."""
+    a, b = t["a"], t["b"]
+    rows = [(f"{label} latency", with_unit(a[key], "ms"), with_unit(b[key], "ms"),
+             _change(a[key], b[key]))
+            for key, label in (("p50_ms", "p50"), ("p90_ms", "p90"), ("p99_ms", "p99"))]
+    key = "throughput_samples_per_s"
+    rows.append(("throughput (samples/s)", with_unit(a[key]), with_unit(b[key]),
+                 _change(a[key], b[key])))
+    ga, gb = a.get("gpu_compute") or {}, b.get("gpu_compute") or {}
+    for key, label in (("gpu_p50_ms", "GPU compute p50 (launch gaps excluded)"),
+                       ("enqueue_p50_ms", "enqueue p50 (host launch time)")):
+        if ga.get(key) is not None or gb.get(key) is not None:
+            rows.append((label, with_unit(ga.get(key), "ms"), with_unit(gb.get(key), "ms"),
+                         _change(ga.get(key), gb.get(key))))
+    verdict = t.get("verdict")
+    if verdict:
+        rows.append(("processes timed", str(verdict["processes_a"]),
+                     str(verdict["processes_b"]), ""))
+    rows.append(("speedup (A / B, mean of per-process p50)", "", "", times(t["speedup_x"])))
+    for side, label in (("noise_a", "CV A"), ("noise_b", "CV B")):
+        if t[side]:
+            rows.append((label, "", "", pct(100 * t[side]["cv"])))
+    ma, mb = t["memory_a"], t["memory_b"]
+    for key, label in (("peak_allocated_mib", "peak allocated"),
+                       ("peak_reserved_mib", "peak reserved"),
+                       ("engine_mib", "TensorRT engine memory")):
+        if key != "engine_mib" or ma[key] is not None or mb[key] is not None:
+            rows.append((label, mib(ma[key], ma["note"]), mib(mb[key], mb["note"]), ""))
+    return rows
+
+
+def noise_warnings(t: dict) -> list[tuple[str, str]]:
+    """(side, warning) for every noise warning of either timed window."""
+    return [(label, warning) for side, label in (("noise_a", "A"), ("noise_b", "B"))
+            for warning in (t[side] or {}).get("warnings") or []]
+
+
 def print_timed_headline(t: dict, console: Console) -> None:
     """Timed figures of both runs (profiler.analysis.headline.compare_timed), the speedup, whether it is
     outside noise, and every differing config and environment field."""
     table = Table(title="Timed window (no profiler attached)", title_justify="left")
     for col in ("metric", "A", "B", "B vs A"):
         table.add_column(col, justify="left" if col == "metric" else "right")
-    a, b = t["a"], t["b"]
-    for key, label in (("p50_ms", "p50"), ("p90_ms", "p90"), ("p99_ms", "p99")):
-        table.add_row(f"{label} latency", with_unit(a[key], "ms"), with_unit(b[key], "ms"),
-                      _change(a[key], b[key]))
-    key = "throughput_samples_per_s"
-    table.add_row("throughput (samples/s)", with_unit(a[key]), with_unit(b[key]),
-                  _change(a[key], b[key]))
-    ga, gb = a.get("gpu_compute") or {}, b.get("gpu_compute") or {}
-    for key, label in (("gpu_p50_ms", "GPU compute p50 (launch gaps excluded)"),
-                       ("enqueue_p50_ms", "enqueue p50 (host launch time)")):
-        if ga.get(key) is not None or gb.get(key) is not None:
-            table.add_row(label, with_unit(ga.get(key), "ms"), with_unit(gb.get(key), "ms"),
-                          _change(ga.get(key), gb.get(key)))
-    verdict = t.get("verdict")
-    if verdict:
-        table.add_row("processes timed", str(verdict["processes_a"]),
-                      str(verdict["processes_b"]), "")
-    table.add_row("speedup (A / B, mean of per-process p50)", "", "", times(t["speedup_x"]))
-    for side, label in (("noise_a", "CV A"), ("noise_b", "CV B")):
-        if t[side]:
-            table.add_row(label, "", "", pct(100 * t[side]["cv"]))
-    ma, mb = t["memory_a"], t["memory_b"]
-    for key, label in (("peak_allocated_mib", "peak allocated"),
-                       ("peak_reserved_mib", "peak reserved"),
-                       ("engine_mib", "TensorRT engine memory")):
-        if key != "engine_mib" or ma[key] is not None or mb[key] is not None:
-            table.add_row(label, mib(ma[key], ma["note"]), mib(mb[key], mb["note"]), "")
+    for row in timed_rows(t):
+        table.add_row(*row)
     console.print(table)
     _print_verdict(t, console)
     console.print(f"config A: {escape(t['config_a'])}", highlight=False)
@@ -196,12 +210,19 @@ def print_timed_headline(t: dict, console: Console) -> None:
 VERDICT_WORDS = {"faster": ("B faster", "green"), "slower": ("B slower", "red"),
                  "same": ("the same within ±{tol:g} %", "green"),
                  "undecided": ("undecided", "yellow")}
+#: what to do about an undecided verdict
+UNDECIDED_NOTE = ("the difference is within what this machine's noise can explain; take fresh "
+                  "samples of both with compare --processes 5 (or --target-noise 2), or measure "
+                  "the machine with `noise`")
 
 
-def verdict_line(verdict: dict) -> str:
-    """One line: the ratio, its interval, the processes behind it and the verdict."""
-    words, colour = VERDICT_WORDS[verdict["verdict"]]
-    words = words.format(tol=100 * verdict["tolerance"])
+def verdict_words(verdict: dict) -> str:
+    """The verdict in words: "B faster", "the same within ±2 %" ..."""
+    return VERDICT_WORDS[verdict["verdict"]][0].format(tol=100 * verdict["tolerance"])
+
+
+def verdict_basis(verdict: dict) -> str:
+    """The ratio, its interval and the processes behind it, in one sentence."""
     floor = verdict.get("noise_floor")
     basis = f"{verdict['processes_a']} vs {verdict['processes_b']} process(es)"
     if floor is not None:
@@ -209,7 +230,13 @@ def verdict_line(verdict: dict) -> str:
                   else "a default: `noise` has not measured this machine")
         basis += f"; between-process spread taken as {100 * floor:.1f} % ({source})"
     return (f"p50 B / A = {verdict['ratio']:.3f}, 95 % interval [{verdict['low']:.3f}, "
-            f"{verdict['high']:.3f}] over {basis}: [{colour}]{words}[/]")
+            f"{verdict['high']:.3f}] over {basis}")
+
+
+def verdict_line(verdict: dict) -> str:
+    """One line: the ratio, its interval, the processes behind it and the verdict."""
+    colour = VERDICT_WORDS[verdict["verdict"]][1]
+    return f"{verdict_basis(verdict)}: [{colour}]{verdict_words(verdict)}[/]"
 
 
 def _print_verdict(t: dict, console: Console) -> None:
@@ -218,14 +245,9 @@ def _print_verdict(t: dict, console: Console) -> None:
         console.print(verdict_line(verdict), highlight=False)
         console.print(f"[dim]how: {escape(verdict['method'])}[/]", highlight=False)
         if verdict["verdict"] == "undecided":
-            console.print("[yellow]note:[/] the difference is within what this machine's noise "
-                          "can explain; take fresh samples of both with compare --processes 5 "
-                          "(or --target-noise 2), or measure the machine with `noise`",
-                          highlight=False)
-    for side, label in (("noise_a", "A"), ("noise_b", "B")):
-        for warning in (t[side] or {}).get("warnings") or []:
-            console.print(f"[bold yellow]warning ({label}):[/] {escape(warning)}",
-                          highlight=False)
+            console.print(f"[yellow]note:[/] {UNDECIDED_NOTE}", highlight=False)
+    for label, warning in noise_warnings(t):
+        console.print(f"[bold yellow]warning ({label}):[/] {escape(warning)}", highlight=False)
 
 
 def print_explanation(e: dict, console: Console) -> None:

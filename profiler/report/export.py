@@ -12,9 +12,12 @@ import pandas as pd
 
 from profiler.errors import UserError
 from profiler.fsutil import atomic_path, write_text_atomic, write_with
+from profiler.analysis.insight import Insight
 from profiler.trace.overview import DEFINERS
-from profiler.trace.summary import Summary
-from profiler.report.fmt import fixed, pct
+from profiler.trace.summary import Summary, json_safe
+from profiler.report.advice_view import line
+from profiler.report.fmt import fixed, mib, ms_unit, pct
+from profiler.report.insight_view import roofline_line, to_dict as insight_dict
 
 
 #: columns that count things: written as integers (a count missing on one side stays empty)
@@ -79,8 +82,47 @@ def markdown_table(frame: pd.DataFrame, floatfmt: str = ".1f") -> str:
     return "\n".join(lines) + "\n"
 
 
-def export(summary: Summary, out_dir: Path, top: int = 0) -> list[Path]:
-    """kernels.csv, categories.csv, operators.csv, steps.csv, summary.json, summary.md."""
+def headline_markdown(headline: dict) -> list[str]:
+    """The run's timed window as summary.md's first section: what `summarize` prints first."""
+    timed, window, memory = headline["timed"], headline["noise"] or {}, headline["memory"]
+    lines = ["## Timed window (no profiler attached; quote these)\n",
+             f"- p50 latency: {ms_unit(timed['p50_ms'])} (median of {timed['iters']} "
+             f"synchronized iterations, {timed['timer']})",
+             f"- p90 / p99 latency: {ms_unit(timed['p90_ms'])} / {ms_unit(timed['p99_ms'])}",
+             f"- throughput: {fixed(timed['throughput_samples_per_s'], ',.1f')} samples/s"]
+    if window:
+        lines.append(f"- CV / IQR: {pct(100 * window['cv'])} / {ms_unit(window['iqr_ms'])}")
+    spread = timed.get("repeat_runs")
+    if spread:
+        lines.append(f"- p50 over {spread['runs']} processes: {ms_unit(spread['min_p50_ms'])} to "
+                     f"{ms_unit(spread['max_p50_ms'])}")
+    lines.append(f"- peak memory allocated / reserved: "
+                 f"{mib(memory['peak_allocated_mib'], memory['note'])} / "
+                 f"{mib(memory['peak_reserved_mib'], memory['note'])}")
+    if headline["profiled_step_ms"] is not None:
+        lines.append(f"- step time under the profiler: {ms_unit(headline['profiled_step_ms'])} "
+                     "(not a latency to quote)")
+    lines.append(f"- config: {headline['config']}")
+    if headline.get("gpu_state"):
+        lines.append(f"- {headline['gpu_state']['line']}")
+    lines += [f"- warning: {w}" for w in window.get("warnings") or []]
+    return lines + [""]
+
+
+def insight_markdown(found: Insight) -> list[str]:
+    """The roofline and the advice, as `summarize` prints them."""
+    lines = ["## Roofline and advice\n",
+             f"- roofline ({found.ceilings_source}): "
+             f"{roofline_line(found.roofline, found.roofline_missing)}"]
+    lines += [f"- advice: {line(a)}" for a in found.advice] or ["- advice: no rule fired"]
+    return lines + [""]
+
+
+def export(summary: Summary, out_dir: Path, top: int = 0, headline: dict | None = None,
+           insight: Insight | None = None) -> list[Path]:
+    """kernels.csv, categories.csv, operators.csv, steps.csv, summary.json, summary.md; with a
+    run's ``headline`` (profiler.analysis.headline.headline_data) and ``insight`` (roofline and
+    advice), both files open with them, as `summarize` and its --json do."""
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as error:
@@ -90,13 +132,23 @@ def export(summary: Summary, out_dir: Path, top: int = 0) -> list[Path]:
               "operators.csv": o.operators, "steps.csv": o.steps}
     written = [write_table(out_dir / name, frame) for name, frame in tables.items()]
     data = summary.to_dict()
+    if headline is not None:
+        data = {"headline": json_safe(headline), **data}
+    if insight is not None:
+        data["insight"] = json_safe(insight_dict(insight))
     write_text_atomic(out_dir / "summary.json", json.dumps(data, indent=1) + "\n")
     written.append(out_dir / "summary.json")
 
     t = data["tensor_cores"]
-    md = [f"# Trace summary: `{summary.trace_path.name}`\n",
-          f"- schema: {summary.schema}",
-          f"- steps: {len(o.steps)}, mean step time {o.mean_step_us:,.1f} µs"]
+    md = [f"# Trace summary: `{summary.trace_path.name}`\n"]
+    if headline is not None:
+        md += headline_markdown(headline)
+    if insight is not None:
+        md += insight_markdown(insight)
+    if headline is not None or insight is not None:
+        md.append("## Trace\n")
+    md += [f"- schema: {summary.schema}",
+           f"- steps: {len(o.steps)}, mean step time {o.mean_step_us:,.1f} µs"]
     for d in o.devices:
         md.append(f"- GPU {d.device} ({d.name}): utilization {d.gpu_utilization_pct:.1f} %, "
                   f"est. SM efficiency {pct(d.est_sm_efficiency_pct)}, "

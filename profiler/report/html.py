@@ -1,21 +1,31 @@
 """One self-contained HTML file for a run, a comparison or a sweep: inline CSS, tables and
 matplotlib figures as base64 PNG. Nothing is loaded from the network (no script, no font, no
-CDN), so it opens the same on an air-gapped machine. A view: it renders data it is given."""
+CDN), so it opens the same on an air-gapped machine. A view: it renders data it is given.
+
+Tables speak as the terminal does: column headers in words with their unit (never a field name
+such as ``us_a``), and one number format per column (a column of times never mixes ``100``,
+``100.000`` and ``1.44e-03``). Without matplotlib (the ``plots`` extra) the figures are left out,
+each place saying so, and the tables stay."""
 
 from __future__ import annotations
 
 import base64
 import io
+import math
 from dataclasses import dataclass, field
 from html import escape
+from typing import Callable
 
 import pandas as pd
 
 from profiler.runs.result import RunResult
 from profiler.analysis.advice import Advice
-from profiler.analysis.headline import gpu_state_of
+from profiler.analysis.headline import config_line, gpu_state_of, window_noise
 from profiler.analysis.roofline import NO_ROOFLINE_INPUTS, Roofline
 from profiler.report.advice_view import evidence, measured_line, projected_gain
+from profiler.report.compare_view import (UNDECIDED_NOTE, noise_warnings, timed_rows,
+                                          verdict_basis, verdict_words)
+from profiler.report.fmt import with_unit
 
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1200px;color:#222}
@@ -25,8 +35,22 @@ td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}
 th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}
 .kv td{text-align:left}.note{color:#555}.advice li{margin:6px 0}
 .rule{font-weight:600}.src{color:#666;font-size:12px}img{max-width:100%}
-.big{font-size:20px;font-weight:600}
+.big{font-size:20px;font-weight:600}.warn{color:#a65d00}
+.verdict{font-size:16px}.faster,.same{color:#1a7f37}.slower{color:#c62828}
+.undecided{color:#a65d00}td.text{text-align:left}
 """
+
+#: what a page says where a figure would be when matplotlib is not installed
+NO_FIGURES = "figures left out: they need matplotlib (pip install '.[plots]')"
+
+
+def figures_missing() -> str | None:
+    """Why figures cannot be drawn here (NO_FIGURES), or None when matplotlib imports."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return NO_FIGURES
+    return None
 
 
 @dataclass
@@ -54,8 +78,17 @@ class Page:
         return "\n".join(parts)
 
 
+def note(text: str, css: str = "note") -> str:
+    return f"<p class='{css}'>{escape(text)}</p>"
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA
+
+
 def _fmt(value) -> str:
-    if value is None or (isinstance(value, float) and value != value):
+    """One value of a key-value table (each row its own quantity)."""
+    if _missing(value):
         return "-"
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
         return f"{int(value):,}"
@@ -66,26 +99,131 @@ def _fmt(value) -> str:
     return str(value)
 
 
+#: column headers in words, with their unit, for the field names the tables carry
+HEADERS = {
+    "name": "kernel", "kernel": "kernel", "category": "category", "operator": "operator",
+    "side": "in", "calls": "calls", "kernels": "kernels", "tensor_core": "Tensor Cores",
+    "total_us": "total µs", "ms_total": "total ms", "ms_per_step": "ms per step",
+    "share_pct": "share %", "tensor_core_pct": "on Tensor Cores %",
+    "us_a": "A µs", "us_b": "B µs", "delta_us": "delta µs (B - A)", "change_pct": "change %",
+    "share_a_pct": "share A %", "share_b_pct": "share B %",
+    "tensor_core_a_pct": "Tensor Cores A %", "tensor_core_b_pct": "Tensor Cores B %",
+    "calls_a": "calls A", "calls_b": "calls B", "kernels_a": "kernels A", "kernels_b": "kernels B",
+    "input_dims": "input shapes", "flops_per_call": "FLOPs per call", "flops": "FLOPs",
+    "gpu_us": "GPU µs", "tflops": "TFLOP/s", "pct_of_peak": "% of peak",
+    "backend": "backend", "bs": "batch", "p50_ms": "p50 ms", "p90_ms": "p90 ms",
+    "p99_ms": "p99 ms", "mean_ms": "mean ms", "throughput_per_s": "samples/s",
+    "speedup": "speedup x", "interval": "95 % interval", "verdict": "verdict",
+    "processes": "processes", "cv_pct": "CV %", "noise": "noise warnings",
+    "gpu_util_pct": "GPU util %", "rel_l2_error": "rel L2 error", "status": "status",
+    "reason": "reason", "gpu": "GPU", "max_new_tokens": "new tokens", "src_len": "source length",
+    "prompt_len": "prompt length", "seq_len": "sequence length", "image_size": "image size",
+    "ttft_ms": "TTFT p50 ms", "token_p50_ms": "token p50 ms", "token_p99_ms": "token p99 ms",
+    "tokens_per_s": "tokens/s",
+}
+#: one format per column for the field names whose unit fixes it
+FORMATS = {
+    "p50_ms": ".3f", "p90_ms": ".3f", "p99_ms": ".3f", "mean_ms": ".3f", "ms_total": ",.3f",
+    "ms_per_step": ",.3f", "ttft_ms": ".3f", "token_p50_ms": ".3f", "token_p99_ms": ".3f",
+    "throughput_per_s": ",.1f", "tokens_per_s": ",.1f", "speedup": ".2f", "processes": ".0f",
+    "cv_pct": ".1f", "share_pct": ".1f", "tensor_core_pct": ".1f", "gpu_util_pct": ".1f",
+    "share_a_pct": ".1f", "share_b_pct": ".1f", "tensor_core_a_pct": ".1f",
+    "tensor_core_b_pct": ".1f", "change_pct": "+.1f", "pct_of_peak": ".1f",
+    "us_a": ",.1f", "us_b": ",.1f", "delta_us": "+,.1f", "total_us": ",.1f", "gpu_us": ",.1f",
+    "rel_l2_error": ".2e", "tflops": ",.2f", "flops_per_call": ",.0f", "flops": ",.0f",
+    "calls": ",.0f", "kernels": ",.0f", "calls_a": ",.0f", "calls_b": ",.0f",
+    "kernels_a": ",.0f", "kernels_b": ",.0f", "bs": ".0f",
+}
+
+
+def header(column: str) -> str:
+    """A column's header in words: HEADERS, else the name with its underscores as spaces."""
+    return HEADERS.get(column, str(column).replace("_", " "))
+
+
+def _numbers(series: pd.Series) -> list[float]:
+    return [float(v) for v in series if isinstance(v, (int, float)) and not isinstance(v, bool)
+            and not _missing(v)]
+
+
+def column_format(values: list[float]) -> str:
+    """One format for a whole column of numbers: counts as whole numbers; else decimals enough
+    for three figures of the largest value and two of the smallest one that is not zero (at
+    most four); scientific notation for the whole column when its values are all below 0.01 or
+    span more than four orders of magnitude (a column never shows a value as 0.0 that is not)."""
+    if not values:
+        return ","
+    magnitudes = [abs(v) for v in values if v]
+    if all(v.is_integer() for v in values) and max(magnitudes, default=0) < 1e15:
+        return ",.0f"
+    largest, smallest = max(magnitudes, default=0), min(magnitudes, default=0)
+    if 0 < largest < 0.01 or (smallest and largest / smallest > 1e4):
+        return ".2e"
+    decimals = 1 if largest >= 100 else 2 if largest >= 10 else 3
+    if smallest:
+        decimals = max(decimals, min(4, 1 - math.floor(math.log10(smallest))))
+    return f",.{decimals}f"
+
+
+def _formatter(column: str, series: pd.Series, spec: str | Callable | None
+               ) -> Callable[[object], str]:
+    if callable(spec):
+        return spec
+    spec = spec or FORMATS.get(column) or column_format(_numbers(series))
+
+    def cell(value) -> str:
+        if _missing(value):
+            return "-"
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return format(value, spec)
+        return str(value)
+
+    return cell
+
+
 #: longest text shown in a table cell (kernel names run to kilobytes)
 CELL_CHARS = 110
 
 
-def table(frame: pd.DataFrame, columns: list[str] | None = None, top: int = 0) -> str:
+def _cut(value):
+    return value[:CELL_CHARS] + "…" if isinstance(value, str) and len(value) > CELL_CHARS \
+        else value
+
+
+def table(frame: pd.DataFrame | None, columns: list[str] | None = None, top: int = 0,
+          headers: dict[str, str] | None = None,
+          formats: dict[str, str | Callable] | None = None) -> str:
+    """A table of ``frame``'s ``columns`` (all by default), the first ``top`` rows (0: all; a
+    line says how many there were): headers in words (``headers``, else HEADERS), one format
+    per column (``formats``, else FORMATS, else chosen from the column's values)."""
     if frame is None or not len(frame):
-        return "<p class='note'>(none)</p>"
+        return note("(none)")
     frame = frame[columns] if columns else frame
+    total = len(frame)
     frame = frame.head(top) if top else frame
-    frame = frame.map(lambda v: v[:CELL_CHARS] + "…" if isinstance(v, str) and
-                      len(v) > CELL_CHARS else v)
-    head = "".join(f"<th>{escape(str(c))}</th>" for c in frame.columns)
-    rows = "".join("<tr>" + "".join(f"<td>{escape(_fmt(v))}</td>" for v in row) + "</tr>"
-                   for row in frame.itertuples(index=False))
-    return f"<table><tr>{head}</tr>{rows}</table>"
+    headers, formats = headers or {}, formats or {}
+    cells = [_formatter(c, frame[c], formats.get(c)) for c in frame.columns]
+    head = "".join(f"<th>{escape(headers.get(c) or header(c))}</th>" for c in frame.columns)
+    text_columns = [not _numbers(frame[c]) for c in frame.columns]
+    rows = "".join(
+        "<tr>" + "".join(f"<td{' class=text' if text else ''}>{escape(str(_cut(fmt(v))))}</td>"
+                         for fmt, text, v in zip(cells, text_columns, row)) + "</tr>"
+        for row in frame.itertuples(index=False))
+    shown = "" if total == len(frame) else note(f"the first {len(frame)} of {total} rows")
+    return f"<table class='grid'><tr>{head}</tr>{rows}</table>{shown}"
 
 
 def key_values(pairs: list[tuple[str, object]]) -> str:
     rows = "".join(f"<tr><th>{escape(k)}</th><td>{escape(_fmt(v))}</td></tr>" for k, v in pairs)
     return f"<table class='kv'>{rows}</table>"
+
+
+def metrics(header_row: list[str], rows: list[tuple]) -> str:
+    """A table whose every row is its own quantity (formatted per row, unit in the cell)."""
+    head = "".join(f"<th>{escape(h)}</th>" for h in header_row)
+    body = "".join("<tr>" + "".join(f"<td>{escape(str(v))}</td>" for v in row) + "</tr>"
+                   for row in rows)
+    return f"<table class='metrics'><tr>{head}</tr>{body}</table>"
 
 
 def figure_png(fig) -> str:
@@ -99,21 +237,85 @@ def figure_png(fig) -> str:
     return f"<img alt='figure' src='data:image/png;base64,{data}'>"
 
 
+def warnings_list(warnings: list[str]) -> str:
+    return "".join(f"<p class='warn'>warning: {escape(w)}</p>" for w in warnings)
+
+
 def headline(result: RunResult | None, label: str) -> str:
     if result is None:
-        return f"<p class='note'>{escape(label)}: a trace without result.json (no timed window)</p>"
+        return note(f"{label}: a trace without result.json (no timed window)")
     t = result.timing
     gpu = (result.environment.gpu or {}).get("name", result.device)
-    noise = 100 * t.std_ms / t.mean_ms if t.mean_ms else None
+    window = window_noise(result) or {}
     return (f"<p class='big'>{escape(label)}: p50 {t.p50_ms:.3f} ms, "
             f"{t.throughput_samples_per_s:,.0f} samples/s</p>" + key_values([
                 ("model", result.model), ("backend", result.backend.name),
                 ("batch size", result.batch_size), ("device", gpu),
                 ("p90 / p99 ms", f"{t.p90_ms:.3f} / {t.p99_ms:.3f}"),
-                ("noise (std / mean)", f"{noise:.1f} %" if noise is not None else None),
-                ("timed iterations", t.iters),
+                ("noise (std / mean)",
+                 f"{100 * window['cv']:.1f} %" if window.get("cv") is not None else None),
+                ("timed iterations", t.iters), ("config", config_line(result)),
                 ("GPU state (timed window)",
-                 gpu_state_of(result).line().removeprefix("GPU state: "))]))
+                 gpu_state_of(result).line().removeprefix("GPU state: "))])
+            + warnings_list(window.get("warnings") or []))
+
+
+def timed_block(t: dict | None, a_label: str, b_label: str) -> str:
+    """The compare's timed headline: both timed windows, the speedup, the verdict with its
+    95 % interval and the processes behind it, the noise warnings, both configs and every
+    field that differs (what `compare` prints first)."""
+    if t is None:
+        return note("no timed window: a side is a trace without result.json, so there is no "
+                    "timed latency and no verdict")
+    parts = [metrics(["metric", f"A ({a_label})", f"B ({b_label})", "B vs A"], timed_rows(t))]
+    verdict = t["verdict"]
+    if verdict:
+        parts.append(f"<p class='verdict'>{escape(verdict_basis(verdict))}: <b class="
+                     f"'{escape(verdict['verdict'])}'>{escape(verdict_words(verdict))}</b></p>"
+                     f"<p class='src'>how: {escape(verdict['method'])}</p>")
+        if verdict["verdict"] == "undecided":
+            parts.append(note("note: " + UNDECIDED_NOTE, "warn"))
+    else:
+        parts.append(note("no verdict: a side has no per-iteration latencies (latency.csv)"))
+    parts.append("".join(f"<p class='warn'>warning ({side}): {escape(w)}</p>"
+                         for side, w in noise_warnings(t)))
+    parts.append(key_values([("config A", t["config_a"]), ("config B", t["config_b"])]))
+    differing = t["differences"]
+    if differing:
+        parts.append(f"<p>Config and environment fields that differ ({len(differing)})</p>"
+                     + metrics(["field", "A", "B"], [(r["field"], _fmt(r["a"]), _fmt(r["b"]))
+                                                     for r in differing]))
+    else:
+        parts.append(note("config and environment: no field differs"))
+    return "".join(parts)
+
+
+def explanation_block(e: dict | None) -> str | None:
+    """Why B differs from A at the kernel level (as `compare` says it), or None."""
+    if e is None:
+        return None
+    return (f"<p><b>{escape(e['cause'])}</b>: {escape(e['short_line'])}</p>"
+            + "".join(note(e[f"gpu_state_{side}"].replace("GPU state:", f"GPU state "
+                                                          f"{side.upper()}:", 1))
+                      for side in ("a", "b")))
+
+
+def overview_block(overview: pd.DataFrame) -> str:
+    """A diff's overview: each row in its own unit, as the terminal shows it."""
+    def change(value) -> str:
+        return "-" if _missing(value) else f"{value:+.1f} %"
+
+    def delta(value, unit) -> str:
+        if _missing(value):
+            return "-"
+        text = with_unit(abs(value), unit)
+        text = text.replace(" %", " pt") if unit == "%" else text
+        return ("+" if value > 0 else "-" if value < 0 else "±") + text
+
+    return metrics(["metric", "A", "B", "delta (B - A)", "change"],
+                   [(r.metric, with_unit(r.a, r.unit), with_unit(r.b, r.unit),
+                     delta(r.delta, r.unit or "n"), change(r.change_pct))
+                    for r in overview.itertuples()])
 
 
 def roofline_block(roofline: Roofline | None, source: str, missing: str | None = None) -> str:
@@ -155,13 +357,19 @@ def layer_view(layer_times: pd.DataFrame | None, top: int = 20) -> str | None:
     if layer_times is None or not len(layer_times):
         return None
     frame = layer_times.sort_values("averageMs", ascending=False)
-    frame = frame.rename(columns={"name": "layer", "averageMs": "ms per call",
-                                  "percentage": "% of engine"})
-    return table(frame, ["layer", "ms per call", "% of engine"], top)
+    return table(frame, ["name", "averageMs", "percentage"], top,
+                 headers={"name": "layer", "averageMs": "ms per call",
+                          "percentage": "% of engine"},
+                 formats={"averageMs": ".4f", "percentage": ".1f"})
 
 
 def roofline_chart(points: list[tuple[str, Roofline]]) -> str | None:
-    """The roofline figure of plots.roofline_figure, inlined; None without a roofline."""
+    """The roofline figure of plots.roofline_figure, inlined; None without a roofline; a note
+    without matplotlib."""
+    if not any(r is not None for _, r in points):
+        return None
+    if figures_missing():
+        return note(figures_missing())
     from profiler.report.plots import roofline_figure
 
     fig = roofline_figure(points)
@@ -171,6 +379,8 @@ def roofline_chart(points: list[tuple[str, Roofline]]) -> str | None:
 def category_chart(labels: list[str], categories: list[pd.DataFrame], steps: list[int]) -> str:
     if not any(len(frame) for frame in categories):
         return "<p class='note'>no GPU kernels in the trace</p>"
+    if figures_missing():
+        return note(figures_missing())
     from profiler.report.plots import CATEGORY_COLOURS, pyplot
 
     plt = pyplot()

@@ -22,8 +22,11 @@ ESSENTIAL = ("p50 ms", "p90", "p99", "samples/s", "CV", "peak alloc")
 GENERATION_ESSENTIAL = ("TTFT p50", "token p50", "tokens/s", "seq p50 ms", "tokens equal")
 
 
-def print_result(result: RunResult, console: Console | None = None) -> None:
-    """The run's table and lines on ``console`` (default: a new one on stdout)."""
+def print_result(result: RunResult, console: Console | None = None,
+                 command: str = "python profile.py", hints: bool = True) -> None:
+    """The run's table and lines on ``console`` (default: a new one on stdout), then, with
+    ``hints``, what to run next, spelled with ``command`` (how the user started the program:
+    ``infer-profile`` or ``python profile.py``)."""
     console = console or make_console()
     timing, backend = result.timing, result.backend
     gpu = result.environment.gpu or {}
@@ -96,16 +99,17 @@ def print_result(result: RunResult, console: Console | None = None) -> None:
         console.print(f"files:   {', '.join(backend.artifacts)}", highlight=False)
     console.print(f"trace:   {', '.join(result.trace.files)}", highlight=False)
     console.print(f"results: {result.run_dir}/{RESULT_FILE}", highlight=False)
-    for hint in next_steps(result):
+    for hint in next_steps(result, command) if hints else ():
         console.print(f"next: {escape(hint)}", highlight=False, soft_wrap=True)
 
 
-def next_steps(result: RunResult) -> list[str]:
-    """What to run after `run`: the summary, a layer view for TensorRT, a comparison."""
+def next_steps(result: RunResult, command: str = "python profile.py") -> list[str]:
+    """What to run after `run`: the summary, a layer view for TensorRT, a comparison, each
+    spelled with ``command``."""
     run_dir = result.run_dir
-    hints = [f"python profile.py summarize {run_dir}   (timed headline, kernels, step time)"]
+    hints = [f"{command} summarize {run_dir}   (timed headline, kernels, step time)"]
     if result.backend.family == "tensorrt":
-        hints.append(f"python profile.py summarize {run_dir} --view layers   (TensorRT layers)")
+        hints.append(f"{command} summarize {run_dir} --view layers   (TensorRT layers)")
     # a backend that runs where this one ran (TensorRT needs a GPU; TorchScript runs anywhere)
     other = (("ttrt_fp16", "pytorch_fp32") if result.environment.gpu
              else ("torchscript_fp32", "pytorch_fp32"))
@@ -113,7 +117,7 @@ def next_steps(result: RunResult) -> list[str]:
     # this run's folder name with the other backend (the same batch size, model and --name)
     if run_dir.name.startswith(result.backend.name):
         twin = run_dir.parent / (other + run_dir.name.removeprefix(result.backend.name))
-        hints.append(f"python profile.py compare {run_dir} {twin}"
+        hints.append(f"{command} compare {run_dir} {twin}"
                      + ("" if twin.is_dir() else f"   (after running --backend {other})"))
     return hints
 

@@ -9,12 +9,14 @@ from rich.markup import escape
 
 
 @contextlib.contextmanager
-def cell_progress(console: Console, total: int):
-    """A progress bar over the cells when stderr is a terminal, per-cell lines either way."""
+def cell_progress(console: Console, total: int, quiet: bool = False):
+    """A progress bar over the cells when stderr is a terminal, per-cell lines either way;
+    neither when ``quiet`` (-q)."""
     def say(text: str) -> None:
-        console.print(escape(text), highlight=False, soft_wrap=True)
+        if not quiet:
+            console.print(escape(text), highlight=False, soft_wrap=True)
 
-    if not console.is_terminal:
+    if quiet or not console.is_terminal:
         yield say, None
         return
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn,

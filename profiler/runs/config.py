@@ -76,9 +76,11 @@ def check_path_component(value: str, what: str) -> str:
 
 #: the key of a field's CLI declaration in its dataclass metadata
 CLI = "cli"
-PANEL_PROFILER, PANEL_TIMING, PANEL_CACHE = "Profiler", "Timing", "Engine cache"
+PANEL_PROFILER, PANEL_TIMING, PANEL_CACHE = "Profiler (torch.profiler)", "Timing", "Engine cache"
 PANEL_QUANT = "Quantization"
 PANEL_GENERATION = "Generation"
+PANEL_MODEL, PANEL_BACKEND, PANEL_OUTPUT = "Model and batch", "Backend and numerics", "Output"
+PANEL_CUDNN = "cuDNN"
 
 
 @dataclass(frozen=True)
@@ -146,30 +148,37 @@ class RunConfig:
     """
 
     backend: str = option("pytorch_fp32", "Backend to run; `backends` lists them and what each "
-                          "needs.", short="-b", choices=backends.names)
-    batch_size: int = option(8, "Batch size.", flag="--bs")
+                          "needs.", short="-b", choices=backends.names,
+                          panel=PANEL_MODEL)
+    batch_size: int = option(8, "Batch size.", flag="--bs", panel=PANEL_MODEL)
     model: str = option(DEFAULT_MODEL, "resnet50, resnet18, distilbert, transformer, gpt2, "
-                        "package.module:function returning (model, example_inputs).", short="-m")
-    image_size: int = option(224, "Image side for vision models.", axis="img")
-    seq_len: int = option(128, "Sequence length for text models.", axis="seq")
-    seed: int = option(0, "Seed for weights and inputs.")
+                        "package.module:function returning (model, example_inputs).", short="-m",
+                        panel=PANEL_MODEL)
+    image_size: int = option(224, "Image side for vision models.", axis="img",
+                             panel=PANEL_MODEL)
+    seq_len: int = option(128, "Sequence length for text models.", axis="seq",
+                          panel=PANEL_MODEL)
+    seed: int = option(0, "Seed for weights and inputs.", panel=PANEL_MODEL)
     weights: Path | None = option(None, "A state dict to load (torch.load with "
-                                  "weights_only=True); random weights otherwise.")
+                                  "weights_only=True); random weights otherwise.",
+                                  panel=PANEL_MODEL)
     compile_mode: str = option("default", "torch.compile mode for inductor_* backends.",
-                               choices=COMPILE_MODES)
+                               choices=COMPILE_MODES, panel=PANEL_BACKEND)
     memory_format: str = option("auto", "auto (channels_last for conv nets in fp16/bf16), "
-                                "channels_last or contiguous.", choices=MEMORY_FORMATS)
+                                "channels_last or contiguous.", choices=MEMORY_FORMATS,
+                                panel=PANEL_BACKEND)
     tf32: bool = option(False, "Allow TF32 for FP32 matmuls and convolutions (off by default: "
-                        "FP32 means FP32).")
+                        "FP32 means FP32).", panel=PANEL_BACKEND)
+    # a panel of its own: its long off-switch would narrow every help text beside it
     cudnn_benchmark: bool = option(True, "Let cuDNN autotune convolution algorithms (during "
-                                   "prepare and warm-up).")
+                                   "prepare and warm-up).", panel=PANEL_CUDNN)
     # torch.profiler schedule
-    wait: int = option(1, "Profiler schedule: steps skipped before each cycle.",
+    wait: int = option(1, "Schedule: steps skipped before each cycle.",
                        panel=PANEL_PROFILER)
-    warmup: int = option(1, "Profiler schedule: steps traced then discarded.",
+    warmup: int = option(1, "Schedule: steps traced then discarded.",
                          panel=PANEL_PROFILER)
-    active: int = option(3, "Profiler schedule: steps recorded per cycle.", panel=PANEL_PROFILER)
-    repeat: int = option(1, "Profiler schedule: number of cycles (one trace file each).",
+    active: int = option(3, "Schedule: steps recorded per cycle.", panel=PANEL_PROFILER)
+    repeat: int = option(1, "Schedule: cycles (one trace file each).",
                          panel=PANEL_PROFILER)
     record_shapes: bool = option(False, "Record operator input shapes.", panel=PANEL_PROFILER)
     profile_memory: bool = option(False, "Record allocations.", panel=PANEL_PROFILER)
@@ -195,15 +204,19 @@ class RunConfig:
     budget: float | None = option(None, "Seconds --target-noise may sample for (default 60).",
                                   panel=PANEL_TIMING)
     # where results go
-    name: str | None = option(None, "Suffix for the run folder: <backend>_bs<N>_<name>.")
-    runs_dir: Path = option(Path("runs"), "Where run results go.")
-    tb_dir: Path = option(Path("tb_logs"), "Where TensorBoard traces go.")
+    name: str | None = option(None, "Suffix for the run folder: <backend>_bs<N>_<name>.",
+                              panel=PANEL_OUTPUT)
+    runs_dir: Path = option(Path("runs"), "Where run results go.", panel=PANEL_OUTPUT)
+    tb_dir: Path = option(Path("tb_logs"), "Where TensorBoard traces go.", panel=PANEL_OUTPUT)
     replace: bool = option(False, "Replace a run folder of the same name that holds another "
-                           "model, image size, sequence length, weights or --cuda-graphs setting (a "
-                           "re-run of the same run always replaces it).", resumable=True)
+                           "model, image size, sequence length, weights or --cuda-graphs "
+                           "setting (a re-run of the same run always replaces it).",
+                           resumable=True, panel=PANEL_OUTPUT)
     # compiled-engine cache (ttrt_* backends): None means engine_cache.default_dir()
     cache_dir: Path | None = option(None, "Engine cache folder (default "
-                                    "~/.cache/infer-profiler/engines).", panel=PANEL_CACHE,
+                                    "$XDG_CACHE_HOME/infer-profiler/engines, "
+                                    "$XDG_CACHE_HOME being ~/.cache when unset).",
+                                    panel=PANEL_CACHE,
                                     envvar="INFER_PROFILER_CACHE", resumable=True)
     use_cache: bool = option(True, "Reuse and save compiled engines (ttrt_*, ort_* "
                              "backends), FP32 reference outputs and FLOP counts.", flag="--cache/--no-cache", panel=PANEL_CACHE,
@@ -212,11 +225,11 @@ class RunConfig:
     max_rel_error: float | None = option(
         None, "Fail the run (exit 2, nothing written) when the output's relative L2 error "
         "against the FP32 eager reference exceeds this; NaN or Inf always fails. Checked for "
-        "every backend except pytorch_fp32, which is the reference.")
+        "every backend except pytorch_fp32, which is the reference.", panel=PANEL_BACKEND)
     capture: str = option(
         "torch", "torch: torch.profiler traces the profiled steps (default). cuda-profiler-api: "
-        "no torch.profiler; torch.cuda.profiler.start()/stop() around the active steps, for "
-        "nsys/ncu to capture (no trace is written).", panel=PANEL_PROFILER, choices=CAPTURES)
+        "no torch.profiler; torch.cuda.profiler.start() and stop() around the active steps, "
+        "for nsys/ncu to capture (no trace is written).", panel=PANEL_PROFILER, choices=CAPTURES)
     calib_batches: int = option(
         0, "Calibrate INT8/FP8 activation scales on N random batches (inductor_int8: 0 = "
         "dynamic scales; ttrt_int8/ttrt_fp8: 0 = 8 batches).", panel=PANEL_QUANT)

@@ -12,7 +12,8 @@ Layout (``--runs-dir`` and ``--tb-dir`` move the two roots)::
     tb_logs/<run>_tbcompat/        the plugin-friendly copies of those traces (tb-compat)
     runs/<sweep>/sweep.json        SweepManifest, read back only through profiler.runs.manifest
     runs/<sweep>/<cell>/ and tb_logs/<sweep>/<cell>/   a sweep cell's run
-    $INFER_PROFILER_CACHE (~/.cache/infer-profiler/engines)   compiled engines and other entries
+    $INFER_PROFILER_CACHE (default <user cache>/infer-profiler/engines, the user cache being
+    $XDG_CACHE_HOME or ~/.cache)   compiled engines and other entries
     <that>/../peaks/               `profile.py peaks`' measured ceilings
     <that>/../noise/<gpu>.json     `profile.py noise`'s floor of this machine (runs.noise_floor)
 """
@@ -41,14 +42,30 @@ NOT_TRACES = {RESULT_FILE, MANIFEST}
 
 #: the environment variable that moves the compiled-engine cache (and peaks/ beside it)
 CACHE_ENV_VAR = "INFER_PROFILER_CACHE"
+#: the XDG Base Directory variable of the user's cache folder (default ~/.cache)
+XDG_CACHE_VAR = "XDG_CACHE_HOME"
+#: the tool's folder in the user's cache folder
+CACHE_NAME = "infer-profiler"
+
+
+def user_cache_dir() -> Path:
+    """The user's cache folder, as the XDG Base Directory spec (and platformdirs'
+    ``user_cache_dir`` on Linux) says: ``$XDG_CACHE_HOME`` when it is set to an absolute path
+    (the spec ignores a relative one), else ``~/.cache`` (on every platform: where this tool
+    has always kept its cache)."""
+    configured = os.environ.get(XDG_CACHE_VAR, "").strip()
+    if configured and Path(configured).expanduser().is_absolute():
+        return Path(configured).expanduser()
+    return Path.home() / ".cache"
 
 
 def cache_dir() -> Path:
-    """``$INFER_PROFILER_CACHE`` if set, else ``~/.cache/infer-profiler/engines``."""
+    """``$INFER_PROFILER_CACHE`` if set, else ``<user cache>/infer-profiler/engines``
+    (user_cache_dir: ``$XDG_CACHE_HOME``, else ``~/.cache``)."""
     configured = os.environ.get(CACHE_ENV_VAR)
     if configured:
         return Path(configured).expanduser()
-    return Path.home() / ".cache" / "infer-profiler" / "engines"
+    return user_cache_dir() / CACHE_NAME / "engines"
 
 
 def peaks_dir() -> Path:
