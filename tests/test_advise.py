@@ -149,6 +149,11 @@ def test_try_runs_the_experiments_beside_the_baseline(cli, tiny_run):
     assert json.loads((folder / "trial.json").read_text())["cells"][2]["status"] == "ok"
     assert (folder / "pytorch_fp32_bs4_batch_size-4" / "processes.csv").is_file()
     assert (folder / "pytorch_fp32_bs2_baseline" / "processes.csv").is_file()
+    # the same table as a self-contained HTML page beside the cells
+    page = (folder / "report.html").read_text()
+    assert data["report"].endswith("report.html")
+    assert "What each experiment measured (ranked)" in page and "--bs 4" in page
+    assert "per sample" in page and "failed: " in page and "<script" not in page
 
 
 def test_a_cell_budget_stops_the_trial_and_resume_finishes_it(cli, tiny_run):

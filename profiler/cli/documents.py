@@ -221,6 +221,7 @@ class Advise(Document, kw_only=True):
     trial: dict[str, Any] | None
     baseline: dict[str, Any] | None
     rows: Table | None
+    report: str | None  # with --try: the HTML page written into the trial's folder
 
 
 class _BackendInFile(msgspec.Struct):

@@ -38,7 +38,7 @@ def run(target: str, try_them: bool = False, budget: str | None = None,
                 "advice": [advice_record(a, promises[a.rule]) for a in advice],
                 "plan": [experiment_record(e) for e in plan.experiments],
                 "without_experiments": plan.without, "trial": None, "baseline": None,
-                "rows": None}
+                "rows": None, "report": None}
     if not try_them or not plan.experiments:
         if sink.json:
             sink.document("advise", document)
@@ -70,6 +70,12 @@ def run(target: str, try_them: bool = False, budget: str | None = None,
     rows = trial_rows(data, folder, promises)
     base = baseline_row(data, folder)
     document.update(trial=data, baseline=base, rows=[r.to_dict() for r in rows])
+    from profiler.fsutil import write_text_atomic
+    from profiler.report.trial_view import trial_html
+
+    page = folder / "report.html"
+    write_text_atomic(page, trial_html(str(side.run_folder), advice, plan, rows, base, data))
+    document["report"] = str(page)
     if sink.json:
         sink.document("advise", document)
     else:

@@ -84,6 +84,7 @@ def print_trial(rows, base: dict, trial: dict, plan, console: Console) -> None:
     if trial.get("stopped_by"):
         console.print(f"[yellow]note:[/] {stopped[trial['stopped_by']]}: the cells marked "
                       "'not run' were not tried (continue with --resume)", highlight=False)
+    console.print(f"page: {escape(trial['folder'])}/report.html", highlight=False)
     console.print(f"advise --try took {trial['wall_s']:.0f} s ({trial['rounds_s']:.0f} s of it "
                   f"re-timing in {trial['processes']} processes); cells in "
                   f"{escape(trial['folder'])}/", highlight=False, soft_wrap=True)
@@ -92,3 +93,43 @@ def print_trial(rows, base: dict, trial: dict, plan, console: Console) -> None:
 def _pair(values, spec: str) -> str:
     a, b = values
     return f"{fixed(a, spec)} → {fixed(b, spec)}"
+
+
+def trial_html(run: str, advice: list, plan, rows, base: dict, trial: dict) -> str:
+    """advise --try as one self-contained HTML page (profiler.report.html): the advice, the
+    plan, the ranked measurements with their judgements and kernel changes."""
+    import pandas as pd
+
+    from profiler.report import html
+
+    page = html.Page(f"advise --try: {run}")
+    page.add("Advice", html.advice_block(advice))
+    page.add("Experiments that test it", html.table(pd.DataFrame(
+        [{"change": e.label, "tests": ", ".join(e.rules),
+          "projected": e.promise if e.promise > 1 else None, "cost": e.cost,
+          "why": e.source} for e in plan.experiments]),
+        headers={"projected": "projected speedup (x)", "cost": "setup cost"}))
+    page.add("Baseline (the run re-run)", html.key_values([
+        ("p50 (ms, geometric mean of per-process medians)", base["p50_ms"]),
+        ("processes", base["processes"]), ("status", base["status"])]))
+    frame = pd.DataFrame([{
+        "change": r.label, "p50_ms": r.p50_ms, "speedup": r.speedup, "low": r.low,
+        "high": r.high, "verdict": r.verdict or "-", "figure": r.figure,
+        "rel_l2_error": r.rel_l2_error, "projected": r.projected,
+        "kernels_gone": r.kernels.gone if r.kernels else None,
+        "kernels_added": r.kernels.added if r.kernels else None,
+        "status": r.status if r.status == "ok" else f"{r.status}: {r.reason or ''}"}
+        for r in rows])
+    page.add("What each experiment measured (ranked)", html.table(frame, headers={
+        "speedup": "speedup (x)", "low": "95 % low", "high": "95 % high",
+        "figure": "speedup of", "projected": "projected (x)", "kernels_gone": "kernels gone",
+        "kernels_added": "kernels added"}))
+    judged = [f"{r.label}: {r.judgement}" for r in rows if r.judgement]
+    page.add("Projection against measurement",
+             "".join(html.note(line) for line in judged) or html.note("(none measured)"))
+    page.add("How it ran", html.key_values([
+        ("wall time (s)", trial["wall_s"]), ("re-timing (s)", trial["rounds_s"]),
+        ("processes per cell", trial["processes"]),
+        ("stopped by", trial.get("stopped_by") or "every cell ran"),
+        ("cells in", trial["folder"])]))
+    return page.render()
