@@ -156,19 +156,14 @@ def test_try_runs_the_experiments_beside_the_baseline(cli, tiny_run):
     assert "per sample" in page and "failed: " in page and "<script" not in page
 
 
-def test_a_cell_budget_stops_the_trial_and_resume_finishes_it(cli, tiny_run):
+def test_a_cell_budget_stops_the_trial(cli, tiny_run):
     done = cli("advise", tiny_run, "--try", "--max-cells", "2", "--processes", "1", "--json")
     assert done.code == 0, done.stderr
-    cells = json.loads(done.stdout)["trial"]["cells"]
-    assert json.loads(done.stdout)["trial"]["stopped_by"] == "cells"
-    assert [c["status"] for c in cells] == ["ok", "failed", "not run", "not run"]
+    trial = json.loads(done.stdout)["trial"]
+    assert trial["stopped_by"] == "cells"
+    assert [c["status"] for c in trial["cells"]] == ["ok", "failed", "not run", "not run"]
     again = cli("advise", tiny_run, "--try", "--processes", "1")
     assert again.code == 2 and "--resume" in again.stderr  # the folder is there
-    resumed = cli("advise", tiny_run, "--try", "--processes", "1", "--resume", "--json")
-    assert resumed.code == 0, resumed.stderr
-    cells = json.loads(resumed.stdout)["trial"]["cells"]
-    assert cells[0]["reason"] == "kept from before (--resume)"
-    assert [c["status"] for c in cells] == ["ok", "failed", "ok", "failed"]
 
 
 PATCH = """
@@ -218,9 +213,14 @@ def test_ctrl_c_keeps_the_finished_cells_and_resume_finishes(tmp_path):
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 130, stderr
-    assert "advise --try stopped; 1 finished cell(s) kept" in stderr.strip().splitlines()[-1]
-    cells = json.loads(trial.read_text())["cells"]
-    assert [c["status"] for c in cells] == ["ok", "interrupted", "not run"]
+    last = stderr.strip().splitlines()[-1]
+    assert "advise --try stopped;" in last and "(continue with --resume)" in last
+    statuses = [c["status"] for c in json.loads(trial.read_text())["cells"]]
+    # the cell running when the signal came is interrupted (on a loaded machine it may have
+    # finished first: then the next one was running or not yet handed out)
+    assert statuses[0] == "ok" and "interrupted" in statuses or statuses[-1] == "not run", \
+        statuses
+    assert f"{statuses.count('ok')} finished cell(s) kept" in last
     resumed = subprocess.run([sys.executable, "-c", PATCH, *args, "--resume", "--json"],
                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr

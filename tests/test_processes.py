@@ -316,7 +316,7 @@ def test_a_verdict_compares_windows_on_the_gpus_both_cells_share(tmp_path):
                      "test", gpus=["0"] * 6 + ["1"] * 6)
     table = SweepAnalysis(sweep).benchmark.set_index(["backend", "bs"])
     row = table.loc[("ttrt_fp16", 8)]
-    assert row["gpus"] == "0,1" and row["processes"] == 12
+    assert row["gpus"] == "0;1" and row["processes"] == 12
     assert row["verdict"] == "same"  # GPU 1's windows set aside
     assert table.loc[("pytorch_fp16", 8)]["gpus"] == "0"
     # without a GPU in common, every window counts
@@ -366,3 +366,11 @@ def test_sweep_rounds_run_on_the_first_gpu_and_record_it(tmp_path, monkeypatch):
 
     assert read_process_gpus(sweep / "ttrt_fp16_bs8" / "processes.csv") == ["1", "0", "0"]
     assert read_process_gpus(sweep / "ttrt_fp16_bs1" / "processes.csv") == ["0", "0", "0"]
+
+
+def test_the_default_processes_are_three_on_gpus_and_one_on_a_cpu():
+    from profiler.sweep.plan import check_sampling
+
+    assert check_sampling(None, None, None, "local", ["0", "1"], "forward") == 3
+    assert check_sampling(None, None, None, "local", [], "forward") == 1
+    assert check_sampling(5, None, None, "local", [], "forward") == 5

@@ -34,7 +34,9 @@ def _sweep(workdir: Path, model: str, bs: str, *extra: str, name: str = "s",
            backends: str = "pytorch_fp32", env: dict | None = None):
     done = subprocess.run([sys.executable, str(ROOT / "profile.py"), "sweep", "--backends",
                            backends, "--bs", bs, "--model", f"tests.tiny_models:{model}", *FAST,
-                           "--name", name, *extra], cwd=workdir, capture_output=True, text=True,
+                           # one window per cell: these tests are about the workers, and
+                           # the fake GPUs would otherwise bring the default 3 processes
+                           "--processes", "1", "--name", name, *extra], cwd=workdir, capture_output=True, text=True,
                           timeout=300, env=_env(**(env or {})))
     return done, _cells(workdir, name)
 
@@ -257,7 +259,8 @@ def test_sigterm_stops_both_workers_cells_and_keeps_the_finished(tmp_path):
 
     code, stderr, cells = stop_sweep_when(
         ["--backends", "pytorch_fp32", "--bs", "1,2,3,4,5", "--model", "tests.tiny_models:slow",
-         "--iters", "6", "--timed-warmup", "0", "--active", "1", "--gpus", "0,1"], tmp_path,
+         "--iters", "6", "--timed-warmup", "0", "--active", "1", "--gpus", "0,1",
+         "--processes", "1"], tmp_path,
         "stop", one_done_and_both_gpus_busy, signal.SIGTERM, env=_env(**NO_GPUS), wait_s=180,
         stop_s=90)
     assert code == 143, stderr

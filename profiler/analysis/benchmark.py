@@ -16,7 +16,7 @@ did not finish), speedup_low and speedup_high (its 95 % interval) and verdict (f
 same within ±2 %, undecided; "baseline" on the baseline's own cells), all from the
 Welch interval over per-process medians of profiler.analysis.verdict, processes (the timed
 windows behind the cell's figures, each in its own process: --processes), gpus (the GPUs those
-windows ran on; a verdict between two cells uses only their windows on the GPUs they share,
+windows ran on, ";"-joined; a verdict between two cells uses only their windows on the GPUs they share,
 when they share one), baseline, ready_s (prepare + first call: from handing the model to the backend
 to the first output, every backend), compile_s and compile_what (TensorRT: engine build time,
 with ModelOpt's extension build for ttrt_fp8/ttrt_int8, or the engine cache load time; ONNX
@@ -151,7 +151,7 @@ def benchmark_table(sweep_dir: Path, manifest: SweepManifest,
             if len(gpus) != len(windows):
                 gpus = [cell.gpu] * len(windows)
             row["processes"] = len(windows) or None
-            row["gpus"] = ",".join(sorted({g for g in gpus if g}))
+            row["gpus"] = ";".join(sorted({g for g in gpus if g}))  # no comma: one CSV cell
             if len(windows) > 1:  # the figure a verdict speaks of: the mean per-process p50
                 row["p50_ms"] = mean_of_medians([np.asarray(w) for w in windows])
         rows.append(row)
