@@ -121,3 +121,29 @@ def test_manifest_cell_names_stay_in_the_sweep(tmp_path, cell):
         cell: {"backend": "pytorch_fp32", "batch_size": 1, "status": "ok"}}}))
     with pytest.raises(UserError, match="not a folder name of the sweep"):
         read_manifest(sweep)
+
+
+def test_a_results_names_print_literally_in_the_run_view():
+    """NEW-6 (the rest): the run view handed result.json's names to rich as markup: a backend
+    named ``[/]`` was a MarkupError traceback, ``[bold red]m[/bold red]`` printed as ``m``, and an
+    escape sequence in a file name reached the terminal."""
+    import io
+
+    import msgspec
+    from rich.console import Console
+
+    from profiler.report.run_view import print_result
+    from profiler.runs.result import read_result
+
+    result = read_result(RUN / "result.json")
+    result = msgspec.structs.replace(
+        result, model="[bold red]m[/bold red]",
+        backend=msgspec.structs.replace(result.backend, name="[/]",
+                                        artifacts=["[i]engine[/i].plan"]),
+        trace=msgspec.structs.replace(result.trace, files=["tb_logs/[/]/k\x1b[2J.pt.trace.json"]))
+    out = io.StringIO()
+    print_result(result, Console(file=out, width=200, color_system=None))
+    text = out.getvalue()
+    for shown in ("[/]", "[bold red]m[/bold red]", "[i]engine[/i].plan", "tb_logs/[/]/k?[2J"):
+        assert shown in text, text
+    assert "\x1b" not in text
