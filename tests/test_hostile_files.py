@@ -147,3 +147,33 @@ def test_a_results_names_print_literally_in_the_run_view():
     for shown in ("[/]", "[bold red]m[/bold red]", "[i]engine[/i].plan", "tb_logs/[/]/k?[2J"):
         assert shown in text, text
     assert "\x1b" not in text
+
+
+def test_repeated_step_numbers_are_each_a_step_with_a_warning(cli, tmp_path):
+    """NEW-22: three ``ProfilerStep#1`` spans (one number, three times) were counted as one
+    step; two thirds of the steps left the step table without a word."""
+    def renumber(event):
+        if str(event.get("name", "")).startswith("ProfilerStep#"):
+            event["name"] = "ProfilerStep#1"
+    (tmp_path / "trace.json").write_bytes(_events(renumber))
+    done = cli("summarize", str(tmp_path / "trace.json"), "--view", "overview")
+    assert done.code == 0, done
+    for label in ("ProfilerStep#1 ", "ProfilerStep#1 (2)", "ProfilerStep#1 (3)"):
+        assert label in done.stdout, done.stdout
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and "ProfilerStep#1" in warnings[0] and "3 times" in warnings[0], \
+        done.stderr
+
+
+def test_one_step_recorded_twice_over_itself_is_one_step(tmp_path):
+    """A step span and a copy of it over the same time (an annotation inside the operator of
+    one name) stay one step, as before."""
+    from profiler.trace.summary import summarize
+
+    data = json.loads(gzip.decompress(TRACE.read_bytes()))
+    steps = [e for e in data["traceEvents"] if str(e.get("name", "")).startswith("ProfilerStep#")]
+    data["traceEvents"] += [dict(e, cat="cpu_op", ts=e["ts"] + 1, dur=e["dur"] - 2) for e in steps]
+    (tmp_path / "trace.json").write_text(json.dumps(data))
+    summary = summarize(tmp_path / "trace.json")
+    assert list(summary.overview.steps["step"]) == sorted(e["name"] for e in steps)
+    assert not [w for w in summary.warnings if "ProfilerStep" in w]
