@@ -95,6 +95,10 @@ RESULTS = {
     "future-schema": (_result_with(schema=3), "this version reads up to"),
     "wrong-type": (_result_with(**{"timing.p50_ms": "fast"}), "result.json"),
     "timing-null": (_result_with(timing=None), "result.json"),
+    # NEW-22: a negative latency was shown ("p50 latency -1.000 ms ... -123.65x the timed p50")
+    "negative-p50": (_result_with(**{"timing.p50_ms": -1}), "$.timing.p50_ms"),
+    "negative-throughput": (_result_with(**{"timing.throughput_samples_per_s": -5}),
+                            "$.timing.throughput_samples_per_s"),
 }
 
 
