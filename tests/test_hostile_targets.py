@@ -6,6 +6,7 @@ defect allows, a fresh interpreter where a limit (ulimit) or os._exit needs one.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import subprocess
@@ -199,3 +200,21 @@ def test_os_exit_in_the_models_forward_is_reported_by_the_next_command(tmp_path)
     assert nxt.returncode == 0 and len(notes) == 1, nxt.stderr
     assert "pytorch_fp32_bs2_exits_in_forward" in notes[0] and "os._exit" in notes[0]
     assert not lock.exists()
+
+
+# ---- a disk that fills in the middle of a sweep (NEW-20) -----------------------------------
+
+def _no_space(*args, **kwargs):
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))  # as a file's write says it: no name
+
+
+def test_an_atomic_write_on_a_full_disk_names_its_file(tmp_path, monkeypatch):
+    """NEW-20: 'error: [Errno 28] No space left on device', no file named."""
+    from profiler.fsutil import write_json_atomic
+
+    monkeypatch.setattr(Path, "write_bytes", _no_space)
+    with pytest.raises(OSError) as raised:
+        write_json_atomic(tmp_path / "sweep.json", {"cells": {}})
+    assert raised.value.errno == errno.ENOSPC
+    assert raised.value.filename == str(tmp_path / "sweep.json")
+    assert list(tmp_path.iterdir()) == []  # no temp file left
