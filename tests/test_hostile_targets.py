@@ -218,3 +218,20 @@ def test_an_atomic_write_on_a_full_disk_names_its_file(tmp_path, monkeypatch):
     assert raised.value.errno == errno.ENOSPC
     assert raised.value.filename == str(tmp_path / "sweep.json")
     assert list(tmp_path.iterdir()) == []  # no temp file left
+
+
+def test_a_cell_whose_log_cannot_be_written_is_one_line(tmp_path, monkeypatch):
+    """The cell's log is its first write: on a full disk (/dev/full) the cell ends as a user
+    error naming the file, not as an exception out of the worker (recorded as 'died')."""
+    from profiler.runs.config import RunConfig, config_to_json
+    from profiler.sweep.cell import CellJob, run_job
+
+    monkeypatch.chdir(tmp_path)
+    config = RunConfig(model="tests.tiny_models:conv_net", batch_size=2, iters=2,
+                       timed_warmup=0, active=1, runs_dir=tmp_path / "runs",
+                       tb_dir=tmp_path / "tb")
+    ended = run_job(CellJob(name=config.run_name, config=config_to_json(config),
+                            log_path="/dev/full"))
+    assert (ended.kind, ended.exit_code) == ("user-error", 2), ended
+    assert ended.reason == "/dev/full: No space left on device"
+    assert not (tmp_path / "runs").exists()
