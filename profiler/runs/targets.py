@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from profiler.errors import UserError
+from profiler.fsutil import settle
 from profiler.runs.layout import (COMPAT_SUFFIX, RESULT_FILE, RUNS_ROOT, TB_ROOT, is_leftover,
                                   traces_in_folder, traces_named_by_result)
 from profiler.runs.result import RunResult, read_result
@@ -30,8 +31,11 @@ def locate(target: str, root: Path | None = None) -> Path:
     path = Path(target).expanduser()
     if any(is_leftover(part) for part in Path(target).parts):
         raise UserError(f"{target} is a staging folder or lock of an unfinished run, not a run")
+    if not path.is_file():  # a run killed while its folders were replaced: finished first
+        settle(path)
     if not path.exists() and not path.is_absolute() and ".." not in Path(target).parts:
         for base in (RUNS_ROOT, TB_ROOT):
+            settle(root / base / target)
             if (root / base / target).exists():
                 return root / base / target
     if not path.exists():
