@@ -209,6 +209,17 @@ def replace_dirs(pairs: list[tuple[Path, Path]]) -> None:
         (final / READY).unlink(missing_ok=True)
 
 
+def remove_bare(folder: Path) -> None:
+    """Remove a folder this tool made that holds nothing but its own hidden files (a run's
+    trace folder when the run recorded no trace)."""
+    try:
+        bare = is_ours(folder) and all(e.name in (MARKER, READY) for e in Path(folder).iterdir())
+    except OSError:
+        return
+    if bare:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def _ready(folder: Path) -> tuple[str, list[Path]] | None:
     """What a staging folder's READY says: ("leader", the other staging folders) or ("member",
     [the leader]); None when it has none (or one that is not this tool's)."""

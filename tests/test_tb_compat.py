@@ -89,3 +89,25 @@ def test_tb_compat_command_converts_every_trace_of_a_run(cli, tmp_path):
     again = cli("tb-compat", str(tmp_path / "tb_logs" / "ttrt_fp16_bs8_tbcompat" / path.name))
     assert again.code == 2 and "already in a _tbcompat folder" in again.stderr
     assert cli("tb-compat", "nope").code == 2
+
+
+# ---- the copies beside a run that runs again (issue 24, NEW-12) ----------------------------
+
+TINY = ["--model", "tests.tiny_models:conv_net", "--bs", "2", "--iters", "2", "--timed-warmup",
+        "0", "--active", "1"]
+RUN = "pytorch_fp32_bs2_conv_net"
+
+
+def _visible(folder):
+    return sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))
+
+
+def test_a_run_without_a_trace_leaves_no_trace_of_the_run_before(cli, tmp_path):
+    """NEW-12: a re-run with --capture cuda-profiler-api replaced runs/<run> but left the
+    previous run's trace in tb_logs/<run>: TensorBoard showed the old trace under the new run."""
+    assert cli("run", *TINY).code == 0
+    done = cli("run", *TINY, "--capture", "cuda-profiler-api")
+    assert done.code == 0, done
+    assert not (tmp_path / "tb_logs" / RUN).exists()
+    result = json.loads((tmp_path / "runs" / RUN / "result.json").read_text())
+    assert result["trace"]["files"] == []

@@ -38,8 +38,8 @@ from profiler.collect.workloads.base import RunContext, Workload
 from profiler.collect.workloads.forward import Forward
 from profiler.collect.workloads.generate import Generate
 from profiler.errors import OutOfMemory, UserError
-from profiler.fsutil import (clean_leftovers, folder_lock, is_committed, replace_dirs,
-                             staging_dir, write_text_atomic)
+from profiler.fsutil import (clean_leftovers, folder_lock, is_committed, remove_bare,
+                             replace_dirs, staging_dir, write_text_atomic)
 from profiler.runs import phases
 from profiler.runs.config import RunConfig
 from profiler.runs.phases import Phases
@@ -124,9 +124,9 @@ def _run(config: RunConfig, backend, use_cuda: bool, quiet: bool, timer: Phases,
         runs.check_destination(config)  # again: a writer that ignored the lock (an older version)
         with signals.deferred():  # a signal does not cut the moves in half
             # one change: a SIGKILL between the two leaves what the next command finishes
-            # (no trace with --capture cuda-profiler-api: tb_logs/ kept)
-            replace_dirs(([(tb_stage, tb_run_dir)] if result.trace.files else [])
-                         + [(run_stage, run_dir)])
+            replace_dirs([(tb_stage, tb_run_dir), (run_stage, run_dir)])
+            if not result.trace.files:  # --capture cuda-profiler-api: no trace folder
+                remove_bare(tb_run_dir)  # (none of the run this one replaced either)
     finally:
         for stage in stages:
             if not is_committed(stage):  # (after the commit: the next command's to finish)
