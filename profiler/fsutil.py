@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import glob
 import json
 import os
 import re
@@ -52,6 +53,11 @@ def atomic_path(path: Path, suffix: str = ".tmp") -> Iterator[Path]:
     try:
         yield Path(tmp)
         os.replace(tmp, path)
+    except OSError as error:
+        Path(tmp).unlink(missing_ok=True)
+        if error.filename is None:  # a write's own error names no file: say which one
+            error.filename = str(path)
+        raise
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -164,6 +170,211 @@ def replace_dir(staging: Path, final: Path) -> None:
     os.replace(staging, final)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
+
+
+#: the file a finished staging folder holds once it is about to take its final folder's place
+#: as part of one change of several folders (replace_dirs): ``leader`` and the paths of the
+#: change's other staging folders, one a line, or ``member`` and the leader's path. The
+#: leader's file, written last and whole, is the commit of the change.
+READY = ".infer-profiler.ready"
+
+
+def replace_dirs(pairs: list[tuple[Path, Path]]) -> None:
+    """Put finished staging folders in place of their final folders as one change (a run's
+    trace folder and its results folder); the last pair's staging folder is the leader.
+
+    Each staging folder but the leader gets READY naming the leader, then the leader gets READY
+    naming them: the commit. Then each pair is replaced in order, the leader's last. A process
+    killed before the commit moved nothing, and the clean-up removes its staging folders as
+    leftovers; killed after it (between any two renames), it leaves what the next clean-up
+    (clean_leftovers) or read (settle) finishes, as this process would have: never an old
+    folder beside a new one."""
+    *members, (leader, _) = pairs
+    for _, final in pairs:  # refused before the commit, never half-way through the change
+        try:
+            mode = os.lstat(final).st_mode
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISDIR(mode):
+            raise UserError(f"{final} exists and is not a folder: move it away, or use another "
+                            "--name")
+        if not is_ours(final):  # an older version's folder: marked, so a finisher replaces it
+            (final / MARKER).touch()
+    for staging, _ in members:
+        write_text_atomic(staging / READY, f"member\n{os.path.abspath(leader)}\n")
+    write_text_atomic(leader / READY, "leader\n" + "".join(
+        f"{os.path.abspath(staging)}\n" for staging, _ in members))
+    for staging, final in pairs:
+        replace_dir(staging, final)
+        (final / READY).unlink(missing_ok=True)
+
+
+def remove_bare(folder: Path) -> None:
+    """Remove a folder this tool made that holds nothing but its own hidden files (a run's
+    trace folder when the run recorded no trace)."""
+    try:
+        bare = is_ours(folder) and all(e.name in (MARKER, READY) for e in Path(folder).iterdir())
+    except OSError:
+        return
+    if bare:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _ready(folder: Path) -> tuple[str, list[Path]] | None:
+    """What a staging folder's READY says: ("leader", the other staging folders) or ("member",
+    [the leader]); None when it has none (or one that is not this tool's)."""
+    try:
+        descriptor = os.open(Path(folder) / READY, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(descriptor, "rb") as f:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return None
+        lines = f.read(1 << 16).decode("utf-8", "replace").splitlines()
+    if not lines or lines[0] not in ("leader", "member") or not is_ours(folder):
+        return None
+    return lines[0], [Path(line) for line in lines[1:] if line]
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        one, two = os.lstat(a), os.lstat(b)
+    except OSError:
+        return False
+    return (one.st_dev, one.st_ino) == (two.st_dev, two.st_ino)
+
+
+def _leader_of(member: Path) -> Path | None:
+    """The leader of the committed change ``member`` (a staging folder) belongs to; None when
+    it belongs to none, or to one not committed (yet, or ever: its writer was killed first)."""
+    ready = _ready(member)
+    if ready is None or ready[0] != "member" or len(ready[1]) != 1:
+        return None
+    leader = ready[1][0]
+    listed = _ready(leader)
+    if listed is None or listed[0] != "leader" or not _is_partial(leader):
+        return None
+    return leader if any(_same(member, other) for other in listed[1]) else None
+
+
+def _is_partial(path: Path) -> bool:
+    match = LEFTOVER.match(Path(path).name)
+    return bool(match) and match["kind"] == "partial"
+
+
+def is_committed(staging: Path) -> bool:
+    """A staging folder of a committed change (replace_dirs) that is not in place yet: what a
+    killed process left for the next clean-up or read to finish, never to remove."""
+    ready = _ready(staging)
+    return ready is not None and (ready[0] == "leader" or _leader_of(staging) is not None)
+
+
+def _final_of(staging: Path) -> Path:
+    return staging.parent / LEFTOVER.match(staging.name)["name"]
+
+
+@contextlib.contextmanager
+def _lock_if_free(path: Path) -> Iterator[bool]:
+    """True in the block when this process holds the lock ``path`` (already, or taken now from
+    nobody or a dead holder); False when another live process holds it or it cannot be taken."""
+    if os.path.abspath(path) in _held_here:
+        yield True
+        return
+    try:
+        descriptor = _try_lock(path)
+    except (OSError, UserError):  # read-only, or not our lock: nothing is touched
+        descriptor = None
+    if descriptor is None:
+        yield False
+        return
+    _held_here.add(os.path.abspath(path))
+    try:
+        yield True
+    finally:
+        _held_here.discard(os.path.abspath(path))
+        _release(path, descriptor)
+
+
+def _finish(leader: Path, final: Path) -> bool:
+    """Finish a committed change (replace_dirs) whose process died: each other staging folder
+    still there takes its final folder's place, then ``leader`` takes ``final``'s. Called under
+    ``final``'s lock; the others' are taken here. False, with nothing moved, when another live
+    process holds one of them, or a final folder there is not this tool's."""
+    listed = _ready(leader)
+    if listed is None or listed[0] != "leader":
+        return False
+    moves = []
+    for member in listed[1]:
+        if not os.path.lexists(member):
+            continue  # in place already: the members go before the leader
+        leader_of = _leader_of(member) if _is_partial(member) else None
+        if leader_of is None or not _same(leader_of, leader):
+            continue  # not a folder of this change: never touched
+        target = _final_of(member)
+        if os.path.lexists(target) and not is_ours(target):
+            return False
+        moves.append((member, target))
+    with contextlib.ExitStack() as locks:
+        if not all(locks.enter_context(_lock_if_free(lock_path(target))) for _, target in moves):
+            return False
+        pid = _marker_pid(leader)
+        for member, target in moves:
+            replace_dir(member, target)
+            (target / READY).unlink(missing_ok=True)
+            _remove_olds(target)
+        replace_dir(leader, final)
+        (final / READY).unlink(missing_ok=True)
+        _remove_olds(final)
+    if pid not in _reported:
+        _reported.add(pid)
+        print(f"note: {final} was being replaced when process {pid or '?'} ended (killed?); "
+              "its replacement is finished now, as that process would have finished it",
+              file=sys.stderr)
+    return True
+
+
+def _marker_pid(folder: Path) -> str:
+    """The process that made a staging folder, from its marker ("" when unknown)."""
+    try:
+        pid = (Path(folder) / MARKER).read_text(errors="replace").split(" ", 1)[0]
+    except OSError:
+        return ""
+    return pid if pid.isdigit() else ""
+
+
+def _remove_olds(final: Path) -> None:
+    """The folders set aside on the way to ``final`` (called with its lock held, ``final`` in
+    place): what a killed process did not get to remove."""
+    try:
+        entries = list(final.parent.glob(f".{glob.escape(final.name)}.old-*"))
+    except OSError:
+        return
+    for entry in entries:
+        match = LEFTOVER.match(entry.name)
+        if match and match["name"] == final.name and is_ours(entry):
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+def settle(final: Path) -> None:
+    """Before a read of ``final``: finish a change of it (or of the change it belongs to) that a
+    killed process committed but did not finish (replace_dirs). Nothing else is touched; quiet
+    when nothing is pending, the folder cannot be written or a live process holds it."""
+    final = Path(final)
+    try:
+        partials = [p for p in final.parent.glob(f".{glob.escape(final.name)}.partial-*")
+                    if _is_partial(p) and _final_of(p).name == final.name]
+    except OSError:
+        return
+    for partial in partials:
+        ready = _ready(partial)
+        if ready is None:
+            continue
+        leader = partial if ready[0] == "leader" else _leader_of(partial)
+        if leader is None:
+            continue
+        with _lock_if_free(lock_path(_final_of(leader))) as free:
+            if free and _ready(leader) is not None:
+                _finish(leader, _final_of(leader))
 
 
 def move_into(folder: Path, files: list[Path]) -> list[Path]:
@@ -321,10 +532,12 @@ def clean_leftovers(folder: Path) -> list[Path]:
             continue
         if descriptor is None:
             continue  # a live writer owns them
+        _held_here.add(os.path.abspath(lock_path(folder / name)))
         try:
             _report_dead_holder(lock_path(folder / name), descriptor)
             removed += _remove_leftovers(folder / name, leftovers)
         finally:
+            _held_here.discard(os.path.abspath(lock_path(folder / name)))
             _release(lock_path(folder / name), descriptor)
     return removed
 
@@ -373,19 +586,50 @@ def _report_dead_holder(path: Path, descriptor: int) -> None:
         return
     if not pid.isdigit() or pid in _reported or int(pid) == os.getpid():
         return
-    _reported.add(pid)
     name = path.name[1:-len(".lock")]
+    if _pending(path.parent / name):  # it did finish: its clean-up says so (_finish)
+        return
+    _reported.add(pid)
     print(f"note: an earlier {what if what.isidentifier() else 'writer'} of "
           f"{path.parent / name} did not finish (process {pid} ended before it was done: "
           "killed, or os._exit in the model); nothing of it was written", file=sys.stderr)
 
 
+def _pending(final: Path) -> bool:
+    """A committed change of ``final`` (replace_dirs) left for a finisher."""
+    try:
+        return any(_is_partial(p) and is_committed(p)
+                   for p in final.parent.glob(f".{glob.escape(final.name)}.partial-*"))
+    except OSError:
+        return False
+
+
 def _remove_leftovers(final: Path, leftovers: list[Path]) -> list[Path]:
+    """What dead writers left on the way to ``final`` (its lock held): a committed change is
+    finished (replace_dirs), a folder set aside with nothing in its place is put back, and the
+    rest removed, except the staging folders of a committed change led from elsewhere."""
+    leaders = sorted((p for p in leftovers if _is_partial(p) and (_ready(p) or ("",))[0] ==
+                      "leader"), key=_mtime)
+    kept = []
+    if leaders:
+        if _finish(leaders[-1], final):  # the newest: it replaced the others
+            leftovers = [p for p in leftovers if os.path.lexists(p) and p != leaders[-1]]
+        else:  # its other folders are held by a live process: finished later
+            kept.append(leaders[-1])
+    kept += [p for p in leftovers if _is_partial(p) and _leader_of(p) is not None]
     olds = sorted((p for p in leftovers if LEFTOVER.match(p.name)["kind"] == "old"),
-                  key=lambda p: p.stat().st_mtime)
+                  key=_mtime)
     if olds and not final.exists():
         os.replace(olds[-1], final)
-        leftovers = [p for p in leftovers if p != olds[-1]]
+        kept.append(olds[-1])
+    leftovers = [p for p in leftovers if p not in kept]
     for path in leftovers:
         shutil.rmtree(path, ignore_errors=True)
     return leftovers
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return os.lstat(path).st_mtime
+    except OSError:
+        return 0.0

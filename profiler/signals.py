@@ -35,7 +35,11 @@ def exit_code(stop: BaseException) -> int:
 
 
 def describe(stop: BaseException) -> str:
-    """How the user stopped us, for messages: "Ctrl-C", "SIGTERM" or "SIGHUP"."""
+    """How the user stopped us, for messages: "Ctrl-C", "SIGTERM" or "SIGHUP" (or the reason
+    a stop raised by the program itself carries as ``why``)."""
+    why = getattr(stop, "why", None)
+    if why:
+        return why
     signum = getattr(stop, "signum", None)
     return "Ctrl-C" if signum is None else signal.Signals(signum).name
 

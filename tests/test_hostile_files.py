@@ -95,6 +95,10 @@ RESULTS = {
     "future-schema": (_result_with(schema=3), "this version reads up to"),
     "wrong-type": (_result_with(**{"timing.p50_ms": "fast"}), "result.json"),
     "timing-null": (_result_with(timing=None), "result.json"),
+    # NEW-22: a negative latency was shown ("p50 latency -1.000 ms ... -123.65x the timed p50")
+    "negative-p50": (_result_with(**{"timing.p50_ms": -1}), "$.timing.p50_ms"),
+    "negative-throughput": (_result_with(**{"timing.throughput_samples_per_s": -5}),
+                            "$.timing.throughput_samples_per_s"),
 }
 
 
@@ -121,3 +125,59 @@ def test_manifest_cell_names_stay_in_the_sweep(tmp_path, cell):
         cell: {"backend": "pytorch_fp32", "batch_size": 1, "status": "ok"}}}))
     with pytest.raises(UserError, match="not a folder name of the sweep"):
         read_manifest(sweep)
+
+
+def test_a_results_names_print_literally_in_the_run_view():
+    """NEW-6 (the rest): the run view handed result.json's names to rich as markup: a backend
+    named ``[/]`` was a MarkupError traceback, ``[bold red]m[/bold red]`` printed as ``m``, and an
+    escape sequence in a file name reached the terminal."""
+    import io
+
+    import msgspec
+    from rich.console import Console
+
+    from profiler.report.run_view import print_result
+    from profiler.runs.result import read_result
+
+    result = read_result(RUN / "result.json")
+    result = msgspec.structs.replace(
+        result, model="[bold red]m[/bold red]",
+        backend=msgspec.structs.replace(result.backend, name="[/]",
+                                        artifacts=["[i]engine[/i].plan"]),
+        trace=msgspec.structs.replace(result.trace, files=["tb_logs/[/]/k\x1b[2J.pt.trace.json"]))
+    out = io.StringIO()
+    print_result(result, Console(file=out, width=200, color_system=None))
+    text = out.getvalue()
+    for shown in ("[/]", "[bold red]m[/bold red]", "[i]engine[/i].plan", "tb_logs/[/]/k?[2J"):
+        assert shown in text, text
+    assert "\x1b" not in text
+
+
+def test_repeated_step_numbers_are_each_a_step_with_a_warning(cli, tmp_path):
+    """NEW-22: three ``ProfilerStep#1`` spans (one number, three times) were counted as one
+    step; two thirds of the steps left the step table without a word."""
+    def renumber(event):
+        if str(event.get("name", "")).startswith("ProfilerStep#"):
+            event["name"] = "ProfilerStep#1"
+    (tmp_path / "trace.json").write_bytes(_events(renumber))
+    done = cli("summarize", str(tmp_path / "trace.json"), "--view", "overview")
+    assert done.code == 0, done
+    for label in ("ProfilerStep#1 ", "ProfilerStep#1 (2)", "ProfilerStep#1 (3)"):
+        assert label in done.stdout, done.stdout
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and "ProfilerStep#1" in warnings[0] and "3 times" in warnings[0], \
+        done.stderr
+
+
+def test_one_step_recorded_twice_over_itself_is_one_step(tmp_path):
+    """A step span and a copy of it over the same time (an annotation inside the operator of
+    one name) stay one step, as before."""
+    from profiler.trace.summary import summarize
+
+    data = json.loads(gzip.decompress(TRACE.read_bytes()))
+    steps = [e for e in data["traceEvents"] if str(e.get("name", "")).startswith("ProfilerStep#")]
+    data["traceEvents"] += [dict(e, cat="cpu_op", ts=e["ts"] + 1, dur=e["dur"] - 2) for e in steps]
+    (tmp_path / "trace.json").write_text(json.dumps(data))
+    summary = summarize(tmp_path / "trace.json")
+    assert list(summary.overview.steps["step"]) == sorted(e["name"] for e in steps)
+    assert not [w for w in summary.warnings if "ProfilerStep" in w]

@@ -157,3 +157,126 @@ def test_a_failing_or_killed_tool_is_one_line_and_leaves_no_staging(tmp_path, to
     assert fragment in done.stdout + done.stderr and "Traceback" not in done.stderr
     assert sum(line.startswith("error:") for line in done.stderr.splitlines()) == (code == 2)
     assert not [p for p in (tmp_path / "runs").iterdir() if "partial" in p.name]
+
+
+# ---- a SIGKILL between the folder swaps of a run (NEW-11) ----------------------------------
+
+#: a process that dies (SIGKILL, as the OOM killer or a power cut ends one) right after the
+#: os.replace whose destination is argv[1] (or after the argv[1]-th os.replace when a number),
+#: then runs the rest of argv as code or as `profile.py ARGS`
+_KILLED_AT = """
+import os, runpy, signal, sys
+mark, count = sys.argv[1], [0]
+real = os.replace
+
+def replace(src, dst, *args, **kwargs):
+    real(src, dst, *args, **kwargs)
+    count[0] += 1
+    if (str(count[0]) if mark.isdigit() else os.path.abspath(dst)) == mark:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+os.replace = replace
+if sys.argv[2] == "-c":
+    sys.argv = sys.argv[3:]
+    exec(sys.argv[0])
+else:
+    sys.argv = sys.argv[2:]
+    runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def _killed_at(mark: str, args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    env = _env()
+    env["PYTHONPATH"] = str(ROOT)
+    return subprocess.run([sys.executable, "-c", _KILLED_AT, mark, *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_a_run_killed_between_its_two_folder_swaps_loses_nothing(tmp_path, cli):
+    """NEW-11: killed right after tb_logs/<run> was replaced, runs/<run> still held the old
+    result, naming the old trace, which the next command deleted: both runs lost; summarize
+    said "names trace files that do not exist" and the next run refused the trace folder."""
+    tiny = ["--model", "tests.tiny_models:conv_net", "--bs", "2", "--name", "kb", *FAST]
+    run, runs, tb = "pytorch_fp32_bs2_kb", tmp_path / "runs", tmp_path / "tb_logs"
+    assert cli("run", *tiny).code == 0
+    (old_trace,) = [n for n in os.listdir(tb / run) if not n.startswith(".")]
+    killed = _killed_at(str(tb / run), [str(ROOT / "profile.py"), "run", *tiny], tmp_path)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    (new_trace,) = [n for n in os.listdir(tb / run) if not n.startswith(".")]
+    assert new_trace != old_trace  # killed between the swaps: the new trace, the old result
+    # the next read finishes what the killed run committed: the new run, whole
+    done = cli("summarize", run, "--view", "overview")
+    assert done.code == 0, done
+    assert new_trace in "".join(done.stdout.split()), done.stdout  # (a long path wraps)
+    assert "finished" in done.stderr, done
+    named = json.loads((runs / run / "result.json").read_text())["trace"]["files"]
+    assert [Path(n).name for n in named] == [new_trace]
+    # and the next run replaces it as its own; nothing hidden is left
+    assert cli("run", *tiny).code == 0
+    for folder in (runs, tb):
+        assert [n for n in os.listdir(folder) if n.startswith(".")] == [], os.listdir(folder)
+
+
+#: a run's two folder swaps by replace_dirs, as the harness does them, for a killed writer
+_SWAPS = """
+import sys
+from pathlib import Path
+from profiler.fsutil import folder_lock, replace_dirs, staging_dir
+runs, tb = Path("runs"), Path("tb_logs")
+with folder_lock(runs / "r", tb / "r", what="run"):
+    run_stage, tb_stage = staging_dir(runs / "r"), staging_dir(tb / "r")
+    (tb_stage / "new.pt.trace.json").write_text("{}")
+    (run_stage / "result.json").write_text('{"trace": {"files": ["tb_logs/r/new.pt.trace.json"]}}')
+    replace_dirs([(tb_stage, tb / "r"), (run_stage, runs / "r")])
+"""
+
+#: what comes after a killed writer: the next run's clean-up (runs, then tb_logs), a
+#: `tensorboard --logdir tb_logs` before any run, or a read of the run
+NEXT = {
+    "next-run": lambda root: [clean_leftovers(root / "runs"), clean_leftovers(root / "tb_logs")],
+    "tensorboard-first": lambda root: [clean_tree(root / "tb_logs"),
+                                       clean_leftovers(root / "runs")],
+    "read": lambda root: resolve_target("r", root),
+}
+
+
+def clean_leftovers(folder):
+    from profiler.fsutil import clean_leftovers as clean
+    return clean(folder)
+
+
+def clean_tree(folder):
+    from profiler.fsutil import clean_tree as clean
+    return clean(folder)
+
+
+def resolve_target(name, root):
+    from profiler.runs.targets import resolve_target as resolve
+    return resolve(name, root)
+
+
+@pytest.mark.parametrize("next_command", NEXT.values(), ids=NEXT.keys())
+@pytest.mark.parametrize("killed_after", range(1, 8))
+def test_a_pair_of_swaps_killed_anywhere_is_old_or_new_never_torn(tmp_path, killed_after,
+                                                                   next_command):
+    """replace_dirs' os.replace calls: 1 the trace folder's READY, 2 the run folder's READY (the
+    commit), 3 and 4 tb_logs/r set aside and replaced, 5 and 6 runs/r the same; 7: not
+    killed. Killed before the commit the old pair stays; after it, whatever comes next ends
+    with the new pair. Either way the result names the trace beside it, and nothing hidden is
+    left once a run's clean-up has been."""
+    (tmp_path / "runs" / "r").mkdir(parents=True)
+    (tmp_path / "tb_logs" / "r").mkdir(parents=True)
+    (tmp_path / "tb_logs" / "r" / "old.pt.trace.json").write_text("{}")
+    (tmp_path / "runs" / "r" / "result.json").write_text(
+        '{"trace": {"files": ["tb_logs/r/old.pt.trace.json"]}}')
+    done = _killed_at(str(killed_after), ["-c", _SWAPS], tmp_path)
+    assert done.returncode == (0 if killed_after == 7 else -signal.SIGKILL), done.stderr
+    next_command(tmp_path)
+    clean_leftovers(tmp_path / "runs"), clean_leftovers(tmp_path / "tb_logs")
+    expected = "old" if killed_after == 1 else "new"
+    (target,) = resolve_target("r", tmp_path).traces
+    assert target == tmp_path / "tb_logs" / "r" / f"{expected}.pt.trace.json"
+    for folder in ("runs", "tb_logs"):
+        assert sorted(os.listdir(tmp_path / folder)) == ["r"], os.listdir(tmp_path / folder)
+    assert sorted(n for n in os.listdir(tmp_path / "tb_logs" / "r") if not n.startswith(".")) \
+        == [f"{expected}.pt.trace.json"]

@@ -6,6 +6,7 @@ defect allows, a fresh interpreter where a limit (ulimit) or os._exit needs one.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import subprocess
@@ -199,3 +200,106 @@ def test_os_exit_in_the_models_forward_is_reported_by_the_next_command(tmp_path)
     assert nxt.returncode == 0 and len(notes) == 1, nxt.stderr
     assert "pytorch_fp32_bs2_exits_in_forward" in notes[0] and "os._exit" in notes[0]
     assert not lock.exists()
+
+
+# ---- a disk that fills in the middle of a sweep (NEW-20) -----------------------------------
+
+def _no_space(*args, **kwargs):
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))  # as a file's write says it: no name
+
+
+def test_an_atomic_write_on_a_full_disk_names_its_file(tmp_path, monkeypatch):
+    """NEW-20: 'error: [Errno 28] No space left on device', no file named."""
+    from profiler.fsutil import write_json_atomic
+
+    monkeypatch.setattr(Path, "write_bytes", _no_space)
+    with pytest.raises(OSError) as raised:
+        write_json_atomic(tmp_path / "sweep.json", {"cells": {}})
+    assert raised.value.errno == errno.ENOSPC
+    assert raised.value.filename == str(tmp_path / "sweep.json")
+    assert list(tmp_path.iterdir()) == []  # no temp file left
+
+
+def test_a_cell_whose_log_cannot_be_written_is_one_line(tmp_path, monkeypatch):
+    """The cell's log is its first write: on a full disk (/dev/full) the cell ends as a user
+    error naming the file, not as an exception out of the worker (recorded as 'died')."""
+    from profiler.runs.config import RunConfig, config_to_json
+    from profiler.sweep.cell import CellJob, run_job
+
+    monkeypatch.chdir(tmp_path)
+    config = RunConfig(model="tests.tiny_models:conv_net", batch_size=2, iters=2,
+                       timed_warmup=0, active=1, runs_dir=tmp_path / "runs",
+                       tb_dir=tmp_path / "tb")
+    ended = run_job(CellJob(name=config.run_name, config=config_to_json(config),
+                            log_path="/dev/full"))
+    assert (ended.kind, ended.exit_code) == ("user-error", 2), ended
+    assert ended.reason == "/dev/full: No space left on device"
+    assert not (tmp_path / "runs").exists()
+
+
+class _FinishingExecutor:
+    """Runs every cell at once: its folder is a copy of a real run, its outcome ok."""
+
+    def describe(self) -> str:
+        return "in the test"
+
+    def __init__(self, sweep_dir: Path) -> None:
+        self.sweep_dir = sweep_dir
+
+    def run(self, jobs, on_start, on_done) -> None:
+        import shutil
+
+        from profiler.sweep.cell import outcome
+
+        for job in jobs:
+            on_start(job, {"gpu": None, "node": "here", "worker": "w0"})
+            shutil.copytree(FIXTURES / "h200" / "runs" / "pytorch_fp16_bs8",
+                            self.sweep_dir / job.name)
+            on_done(job, outcome("ok", None, 0, 0.5))
+
+
+@pytest.mark.parametrize("lasting", [False, True], ids=["space-freed", "disk-stays-full"])
+def test_a_disk_that_fills_mid_sweep_stops_it_in_one_line(tmp_path, monkeypatch, lasting):
+    """NEW-20: the sweep ended with an unnamed OSError, sweep.json still saying a cell was
+    running. Now: the cells stop as for Ctrl-C, the manifest is written once more when there
+    is room (the staging folders of the stopped cells are gone by then), and one line names
+    the file, says what was kept and what --resume does. The manifest is never half-written."""
+    from profiler.errors import UserError
+    from profiler.runs.manifest import read_manifest
+    from profiler.sweep import plan as sweep_plan
+
+    monkeypatch.chdir(tmp_path)
+    p = sweep_plan.plan("pytorch_fp32", "1,2", {"model": "tests.tiny_models:conv_net"},
+                        name="full")
+    monkeypatch.setattr(sweep_plan, "make_executor",
+                        lambda p: _FinishingExecutor(p.sweep_dir))
+    writes = []
+    real_write_bytes = Path.write_bytes
+
+    def write_bytes(self, data):
+        if self.name.startswith(".sweep.json."):
+            writes.append(self.name)
+            # the third write (cell 1 done) finds the disk full; the fourth (the stop's
+            # record) finds room again unless the disk stays full
+            if len(writes) == 3 or (lasting and len(writes) > 3):
+                _no_space()
+        return real_write_bytes(self, data)
+
+    monkeypatch.setattr(Path, "write_bytes", write_bytes)
+    with pytest.raises(UserError) as raised:
+        sweep_plan.run_sweep(p, say=lambda line: None)
+    line = str(raised.value)
+    assert "\n" not in line
+    assert line.startswith(f"{p.sweep_dir / 'sweep.json'}: No space left on device"), line
+    assert "the sweep stopped" in line and "--resume" in line, line
+    cells = read_manifest(p.sweep_dir).cells  # whole, whichever write was the last
+    if lasting:  # the last manifest written: cell 1 running, which --resume runs again
+        assert cells["pytorch_fp32_bs1_conv_net"].status == "running"
+        assert "lists 1 cell(s) as running" in line, line
+        assert not sweep_plan.is_done(p.sweep_dir, cells["pytorch_fp32_bs1_conv_net"],
+                                      "pytorch_fp32_bs1_conv_net")
+    else:
+        assert cells["pytorch_fp32_bs1_conv_net"].status == "ok"
+        assert "1 finished cell(s) kept" in line, line
+    assert cells["pytorch_fp32_bs2_conv_net"].status == "pending"
+    assert not [n for n in os.listdir(p.sweep_dir) if n.startswith(".sweep.json.")]

@@ -89,3 +89,89 @@ def test_tb_compat_command_converts_every_trace_of_a_run(cli, tmp_path):
     again = cli("tb-compat", str(tmp_path / "tb_logs" / "ttrt_fp16_bs8_tbcompat" / path.name))
     assert again.code == 2 and "already in a _tbcompat folder" in again.stderr
     assert cli("tb-compat", "nope").code == 2
+
+
+# ---- the copies beside a run that runs again (issue 24, NEW-12) ----------------------------
+
+TINY = ["--model", "tests.tiny_models:conv_net", "--bs", "2", "--iters", "2", "--timed-warmup",
+        "0", "--active", "1"]
+RUN = "pytorch_fp32_bs2_conv_net"
+
+
+def _visible(folder):
+    return sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))
+
+
+def test_run_tb_compat_twice_keeps_the_new_runs_copy_only(cli, tmp_path):
+    """NEW-12: run --tb-compat never replaced tb_logs/<run>_tbcompat: after two runs it held
+    two traces, the "two spans of one worker" its separate folder is there to avoid."""
+    for _ in range(2):
+        done = cli("run", *TINY, "--tb-compat")
+        assert done.code == 0, done
+    assert _visible(tmp_path / "tb_logs" / f"{RUN}_tbcompat") == \
+        _visible(tmp_path / "tb_logs" / RUN)
+    # tb-compat of the run again: the same, one copy per trace of the run
+    assert cli("tb-compat", RUN).code == 0
+    assert _visible(tmp_path / "tb_logs" / f"{RUN}_tbcompat") == \
+        _visible(tmp_path / "tb_logs" / RUN)
+    # a run without --tb-compat: the copy of the run it replaced goes, with a note
+    done = cli("run", *TINY)
+    assert done.code == 0 and f"removed tb_logs/{RUN}_tbcompat/" in done.stderr, done
+    assert not (tmp_path / "tb_logs" / f"{RUN}_tbcompat").exists()
+
+
+def test_a_run_named_like_a_copy_folder_is_converted(cli, tmp_path):
+    """NEW-12: a run named --name x_tbcompat could not be converted: its own trace folder was
+    taken for a folder of copies ("no trace files"; run --tb-compat: exit 2 after the run)."""
+    named = f"{RUN}_x_tbcompat".replace("conv_net_", "")  # pytorch_fp32_bs2_x_tbcompat
+    done = cli("run", *TINY, "--name", "x_tbcompat", "--tb-compat")
+    assert done.code == 0, done
+    assert cli("tb-compat", named).code == 0
+    assert _visible(tmp_path / "tb_logs" / f"{named}_tbcompat") == \
+        _visible(tmp_path / "tb_logs" / named)
+
+
+def test_run_tb_compat_that_cannot_be_written_is_refused_before_the_run(cli, tmp_path):
+    """NEW-12: run --tb-compat whose copy could not be written exited 2 after the run was
+    committed to runs/."""
+    (tmp_path / "tb_logs").mkdir()
+    (tmp_path / "tb_logs" / f"{RUN}_tbcompat").write_text("my notes")
+    done = cli("run", *TINY, "--tb-compat")
+    assert done.code == 2 and done.stderr.count("\n") == 1, done
+    assert f"{RUN}_tbcompat" in done.stderr
+    assert not (tmp_path / "runs" / RUN).exists()
+    assert (tmp_path / "tb_logs" / f"{RUN}_tbcompat").read_text() == "my notes"
+
+
+def test_run_tb_compat_failing_after_the_run_is_a_warning(cli, tmp_path, monkeypatch):
+    """A copy that fails once the run is written (a disk that fills): the run stands (exit 0),
+    one warning line says how to make the copy, and no copy of the previous run is left."""
+    import errno
+    import os
+
+    from profiler.trace import tb_compat
+
+    assert cli("run", *TINY, "--tb-compat").code == 0
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "x.pt.trace.json.gz")
+
+    monkeypatch.setattr(tb_compat, "write_compat_copy", full)
+    done = cli("run", *TINY, "--tb-compat")
+    assert done.code == 0, done
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and f"tb-compat runs/{RUN}" in warnings[0], done.stderr
+    assert "No space left on device" in warnings[0]
+    assert not (tmp_path / "tb_logs" / f"{RUN}_tbcompat").exists()
+    assert [p.name for p in (tmp_path / "tb_logs").iterdir()] == [RUN]
+
+
+def test_a_run_without_a_trace_leaves_no_trace_of_the_run_before(cli, tmp_path):
+    """NEW-12: a re-run with --capture cuda-profiler-api replaced runs/<run> but left the
+    previous run's trace in tb_logs/<run>: TensorBoard showed the old trace under the new run."""
+    assert cli("run", *TINY).code == 0
+    done = cli("run", *TINY, "--capture", "cuda-profiler-api")
+    assert done.code == 0, done
+    assert not (tmp_path / "tb_logs" / RUN).exists()
+    result = json.loads((tmp_path / "runs" / RUN / "result.json").read_text())
+    assert result["trace"]["files"] == []

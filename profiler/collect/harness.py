@@ -38,8 +38,8 @@ from profiler.collect.workloads.base import RunContext, Workload
 from profiler.collect.workloads.forward import Forward
 from profiler.collect.workloads.generate import Generate
 from profiler.errors import OutOfMemory, UserError
-from profiler.fsutil import (clean_leftovers, folder_lock, replace_dir, staging_dir,
-                             write_text_atomic)
+from profiler.fsutil import (clean_leftovers, folder_lock, is_committed, remove_bare,
+                             replace_dirs, staging_dir, write_text_atomic)
 from profiler.runs import phases
 from profiler.runs.config import RunConfig
 from profiler.runs.phases import Phases
@@ -123,12 +123,14 @@ def _run(config: RunConfig, backend, use_cuda: bool, quiet: bool, timer: Phases,
         runs.write_result(run_stage, result)
         runs.check_destination(config)  # again: a writer that ignored the lock (an older version)
         with signals.deferred():  # a signal does not cut the moves in half
-            if result.trace.files:  # no trace with --capture cuda-profiler-api: keep tb_logs/
-                replace_dir(tb_stage, tb_run_dir)
-            replace_dir(run_stage, run_dir)
+            # one change: a SIGKILL between the two leaves what the next command finishes
+            replace_dirs([(tb_stage, tb_run_dir), (run_stage, run_dir)])
+            if not result.trace.files:  # --capture cuda-profiler-api: no trace folder
+                remove_bare(tb_run_dir)  # (none of the run this one replaced either)
     finally:
         for stage in stages:
-            shutil.rmtree(stage, ignore_errors=True)
+            if not is_committed(stage):  # (after the commit: the next command's to finish)
+                shutil.rmtree(stage, ignore_errors=True)
     return result
 
 

@@ -16,9 +16,17 @@ def run(options: dict, sink, tb_compat: bool = False,
         command: str = "python profile.py") -> None:
     """``options``: RunConfig field -> value; ``sink``: profiler.cli.output.Output, where the
     result goes; ``command``: how the user started the program, for the ``next:`` hints."""
+    from profiler.runs.layout import compat_dir_for
+    from profiler.trace import tb_compat as compat
+
     config = RunConfig(**options)
     if tb_compat and config.capture != "torch":
         raise UserError("--tb-compat needs a trace: leave --capture at torch")
+    # tb_logs/<run>_tbcompat/: the copies of this run's traces (--tb-compat), or of the run
+    # this one replaces (removed: stale); a folder that cannot take them is refused up front
+    copies = compat_dir_for(config.tb_dir / config.run_name / "trace", of_run=True)
+    if tb_compat:
+        compat.check_compat_folder(copies)
     with loading_torch():
         from profiler.collect import harness
     from profiler.report import run_view
@@ -31,14 +39,28 @@ def run(options: dict, sink, tb_compat: bool = False,
     with signals.as_interrupts():  # SIGTERM, SIGHUP: like Ctrl-C
         result = harness.run(config, quiet=sink.json or sink.quiet)
     if tb_compat:
-        from profiler.runs.layout import compat_dir_for
-        from profiler.trace.tb_compat import write_compat_copy
-
-        for trace in result.trace.files:
-            written = write_compat_copy(Path(trace), compat_dir_for(Path(trace)))
-            sink.note(f"tb-compat copy: {written.written}")
+        _write_copies(result, copies, sink, command)
+    elif compat.remove_copies(copies):
+        sink.note(f"note: removed {copies}/, the tb-compat copy of the run this one replaced "
+                  "(--tb-compat makes a new one)")
     if sink.json:  # the run's result.json, as written
         sink.document("run", json.loads(result_text(result)))
     else:
         run_view.print_result(result, sink.console, command=command,
                               hints=not sink.quiet)
+
+
+def _write_copies(result, copies: Path, sink, command: str) -> None:
+    """run --tb-compat, once the run is written: the copies, or (a full disk) one warning line
+    saying how to make them; no copy of the replaced run is left either way."""
+    from profiler.errors import os_error_line
+    from profiler.trace import tb_compat as compat
+
+    try:
+        for done in compat.write_compat_folder([Path(t) for t in result.trace.files], copies):
+            sink.note(f"tb-compat copy: {done.written}")
+    except (UserError, OSError) as error:
+        why = os_error_line(error) if isinstance(error, OSError) else str(error)
+        compat.remove_copies(copies)
+        sink.warn(f"the run is written ({result.run_dir}), its tb-compat copy is not ({why}); "
+                  f"`{command} tb-compat {result.run_dir}` makes it")

@@ -32,12 +32,23 @@ def backends(sink) -> int:
 
 
 def tb_compat(target: str, out: Path | None, sink) -> int:
+    """The copies of a run's (or a folder's) traces replace its ``_tbcompat`` folder whole; one
+    trace file, or any --out folder, gets its copy beside what is there."""
     from profiler.runs.layout import compat_dir_for
-    from profiler.runs.targets import traces_of
-    from profiler.trace.tb_compat import write_compat_copy
+    from profiler.runs.targets import trace_set
+    from profiler.trace.tb_compat import write_compat_copy, write_compat_folder
 
-    for trace in traces_of(target):
-        result = write_compat_copy(trace, compat_dir_for(trace) if out is None else out)
+    found = trace_set(target)
+    if out is not None or found.one_file:
+        results = [write_compat_copy(trace, compat_dir_for(trace) if out is None else out)
+                   for trace in found.traces]
+    else:
+        folders: dict[Path, list[Path]] = {}
+        for trace in found.traces:
+            folders.setdefault(compat_dir_for(trace, of_run=found.of_run), []).append(trace)
+        results = [done for folder, traces in folders.items()
+                   for done in write_compat_folder(traces, folder)]
+    for result in results:
         changes = ", ".join(f"{k}: {v}" for k, v in result.renamed.items()) or "nothing to change"
         sink.line(f"{result.written}  ({changes})")
     return 0

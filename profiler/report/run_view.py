@@ -11,7 +11,7 @@ from profiler.analysis.headline import (gpu_compute_figures, gpu_state_of, memor
 from profiler.runs.layout import RESULT_FILE
 from profiler.runs.result import Generation, Numerics, RunResult
 from profiler.report.console import FitTable, make_console
-from profiler.report.fmt import fixed, mib, ms, ms_unit, pct, phases_line, significant
+from profiler.report.fmt import fixed, mib, ms, ms_unit, pct, phases_line, safe, significant
 from profiler.report.headline_view import gpu_compute_line
 
 
@@ -30,8 +30,9 @@ def print_result(result: RunResult, console: Console | None = None,
     console = console or make_console()
     timing, backend = result.timing, result.backend
     gpu = result.environment.gpu or {}
-    table = FitTable(title=f"{result.model} · {backend.name} · bs {result.batch_size} · "
-                           f"{gpu.get('name', 'CPU')}")
+    # names from result.json (a run's, or one read back) print as text, never as markup
+    table = FitTable(title=f"{safe(result.model)} · {safe(backend.name)} · bs "
+                           f"{result.batch_size} · {safe(gpu.get('name', 'CPU'))}")
     memory = memory_figures(result)
     window = window_noise(result) or {}
     columns = ["p50 ms", "p90", "p99", "mean", "min", "max", "samples/s", "CV", "IQR",
@@ -96,11 +97,11 @@ def print_result(result: RunResult, console: Console | None = None,
     if result.output.finite is False:
         console.print("[bold red]warning:[/] the output holds NaN or Inf values")
     if backend.artifacts:
-        console.print(f"files:   {', '.join(backend.artifacts)}", highlight=False)
-    console.print(f"trace:   {', '.join(result.trace.files)}", highlight=False)
-    console.print(f"results: {result.run_dir}/{RESULT_FILE}", highlight=False)
+        console.print(f"files:   {safe(', '.join(backend.artifacts))}", highlight=False)
+    console.print(f"trace:   {safe(', '.join(result.trace.files))}", highlight=False)
+    console.print(f"results: {safe(result.run_dir)}/{RESULT_FILE}", highlight=False)
     for hint in next_steps(result, command) if hints else ():
-        console.print(f"next: {escape(hint)}", highlight=False, soft_wrap=True)
+        console.print(f"next: {safe(hint)}", highlight=False, soft_wrap=True)
 
 
 def next_steps(result: RunResult, command: str = "python profile.py") -> list[str]:
@@ -140,7 +141,7 @@ def describe_notes(notes: dict) -> list[str]:
     if isinstance(cache, dict) and cache.get("enabled"):
         state = "hit" if cache.get("hit") else f"miss ({cache.get('reason', '?')})"
         stored = ", stored" if cache.get("stored") else ""
-        lines.append(f"engine cache: {state}{stored}: {cache.get('path')}")
+        lines.append(f"engine cache: {safe(state)}{stored}: {safe(cache.get('path'))}")
     elif isinstance(cache, dict):
         lines.append("engine cache: off (--no-cache)")
     return lines
@@ -170,7 +171,7 @@ def _print_generation(console: Console, generation: Generation,
                       numerics: Numerics | None) -> None:
     """--workload generate: time to first token, per-token latency, tokens/s, and the token
     agreement with FP32 eager generation (the main table above is whole generations)."""
-    table = FitTable(title=f"generation ({generation.kind}, {generation.max_new_tokens} new "
+    table = FitTable(title=f"generation ({safe(generation.kind)}, {generation.max_new_tokens} new "
                            f"tokens, input {generation.input_len})")
     per_token = generation.per_token_ms
     columns = {"TTFT p50": fixed(generation.ttft_ms.p50, ".3f"),

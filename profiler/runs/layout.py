@@ -84,12 +84,13 @@ def noise_dir() -> Path:
 COMPAT_SUFFIX = "_tbcompat"
 
 
-def compat_dir_for(trace: Path) -> Path:
+def compat_dir_for(trace: Path, of_run: bool = False) -> Path:
     """``tb_logs/<run>/x.pt.trace.json.gz`` -> ``tb_logs/<run>_tbcompat/``. A trace in the
     current folder (or at the root) gets a folder of its own beside it:
-    ``x.pt.trace.json.gz`` -> ``x_tbcompat/``."""
+    ``x.pt.trace.json.gz`` -> ``x_tbcompat/``. ``of_run``: a trace its run's result.json names
+    (never a copy, also in the folder of a run named ``..._tbcompat``)."""
     folder = Path(trace).parent
-    if folder.name.endswith(COMPAT_SUFFIX):
+    if folder.name.endswith(COMPAT_SUFFIX) and not of_run:
         raise UserError(f"{trace} is already in a {COMPAT_SUFFIX} folder")
     if not folder.name or folder.resolve() == Path.cwd().resolve():
         stem = Path(trace).name.split(".pt.trace.json")[0].split(".json")[0] or "trace"

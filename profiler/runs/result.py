@@ -13,7 +13,7 @@ import json
 import typing
 from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -120,20 +120,24 @@ class GpuCompute(msgspec.Struct, frozen=True, omit_defaults=True):
     not_measured: str | None = None
 
 
+#: a time or a rate a run measured: never negative (a file saying -1 is not read as a run's)
+Figure = Annotated[float, msgspec.Meta(ge=0)]
+
+
 class TimingStats(msgspec.Struct, frozen=True):
     """The timed window (profiler.collect.timing) and the time to get there. Runs recorded before
     iterations could be chosen by time, or noise was recorded, lack the last three fields."""
 
     iters: int
-    mean_ms: float
-    std_ms: float
-    min_ms: float
-    p50_ms: float
-    p90_ms: float
-    p95_ms: float
-    p99_ms: float
-    max_ms: float
-    throughput_samples_per_s: float
+    mean_ms: Figure
+    std_ms: Figure
+    min_ms: Figure
+    p50_ms: Figure
+    p90_ms: Figure
+    p95_ms: Figure
+    p99_ms: Figure
+    max_ms: Figure
+    throughput_samples_per_s: Figure
     prepare_s: float = 0.0
     first_call_s: float = 0.0
     timer: str = "perf_counter"

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from profiler.errors import UserError
+from profiler.fsutil import settle
 from profiler.runs.layout import (COMPAT_SUFFIX, RESULT_FILE, RUNS_ROOT, TB_ROOT, is_leftover,
                                   traces_in_folder, traces_named_by_result)
 from profiler.runs.result import RunResult, read_result
@@ -30,8 +31,11 @@ def locate(target: str, root: Path | None = None) -> Path:
     path = Path(target).expanduser()
     if any(is_leftover(part) for part in Path(target).parts):
         raise UserError(f"{target} is a staging folder or lock of an unfinished run, not a run")
+    if not path.is_file():  # a run killed while its folders were replaced: finished first
+        settle(path)
     if not path.exists() and not path.is_absolute() and ".." not in Path(target).parts:
         for base in (RUNS_ROOT, TB_ROOT):
+            settle(root / base / target)
             if (root / base / target).exists():
                 return root / base / target
     if not path.exists():
@@ -68,13 +72,31 @@ def resolve_target(target: str, root: Path | None = None) -> Target:
                   result_json=result_json, result=result)
 
 
-def traces_of(target: str, root: Path | None = None) -> list[Path]:
-    """Every trace of TARGET (resolved as resolve_target does), leaving out tb-compat copies:
-    all traces of a run are converted by tb-compat (one per profiler cycle with --repeat)."""
+@dataclass
+class TraceSet:
+    """The traces of a TARGET, and what they are."""
+
+    traces: list[Path]
+    of_run: bool  # named by the run's result.json: the run's own, whatever its folder's name
+    one_file: bool  # TARGET was one trace file
+
+
+def trace_set(target: str, root: Path | None = None) -> TraceSet:
+    """Every trace of TARGET (resolved as resolve_target does), leaving out tb-compat copies
+    found in a folder (the traces a run's result.json names are never copies, also in the
+    folder of a run named ``..._tbcompat``): all traces of a run are converted by tb-compat
+    (one per profiler cycle with --repeat)."""
     path = locate(target, root)
-    found = [path] if path.is_file() else \
-        traces_named_by_result(path, root) or traces_in_folder(path)
-    found = [p for p in found if path.is_file() or not p.parent.name.endswith(COMPAT_SUFFIX)]
+    if path.is_file():
+        return TraceSet([path], of_run=False, one_file=True)
+    named = traces_named_by_result(path, root)
+    found = named or [p for p in traces_in_folder(path)
+                      if not p.parent.name.endswith(COMPAT_SUFFIX)]
     if not found:
         raise UserError(f"no trace files in {path}")
-    return found
+    return TraceSet(found, of_run=bool(named), one_file=False)
+
+
+def traces_of(target: str, root: Path | None = None) -> list[Path]:
+    """trace_set's traces."""
+    return trace_set(target, root).traces

@@ -131,13 +131,20 @@ def run_job(job: CellJob, process_mark: float | None = None) -> CellOutcome:
     saved, argv = state.snapshot(), sys.argv
     # result.json records the command line: the one that runs this cell alone
     sys.argv = ["profile.py", "run", *run_argv(config.options())]
+    ran = None
     try:
         with _output_into(log_path, sys.argv):
-            kind, reason, code = _run(config)
+            ran = _run(config)
+    except OSError as error:  # the log itself cannot be written (a full disk): one line
+        if ran is None:
+            if error.filename is None:
+                error.filename = str(log_path)
+            ran = "user-error", os_error_line(error), 2
     finally:
         sys.argv = argv
         state.reset(saved)
         phases.process_mark = earlier_mark  # this cell's imports phase ends with it
+    kind, reason, code = ran
     return outcome(kind, reason, code, time.perf_counter() - began, **where())
 
 

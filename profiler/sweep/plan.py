@@ -46,7 +46,7 @@ from profiler import signals
 from profiler.sweep.cell import CellJob, CellOutcome
 from profiler.runs.config import (RunConfig, check_path_component, config_to_json, keyed,
                                   run_name, run_options, unkeyed)
-from profiler.errors import Interrupted, UserError
+from profiler.errors import Interrupted, UserError, os_error_line
 from profiler.fsutil import clean_leftovers, folder_lock
 from profiler.runs.layout import MANIFEST
 from profiler.runs.manifest import (FAILED, INTERRUPTED, OK, RUNNING, SweepCell, SweepManifest,
@@ -435,6 +435,24 @@ def _run_sweep(p: SweepPlan, say, progress) -> SweepOutcome:
             jobs.append(cell_job(p, backend, batch_size, axis,
                                  replace=p.resume and (p.sweep_dir / name).is_dir()))
     running: set[str] = set()
+    unwritable: list[OSError] = []  # the manifest write that failed (a full disk)
+    # the cells the last manifest written lists as running
+    listed_running = {name for name, cell in manifest.cells.items() if cell.status == RUNNING}
+
+    def save() -> None:
+        """sweep.json after a cell's change. A write that fails stops the sweep (the executor
+        stops the running cells as for Ctrl-C); later changes wait in memory for the stop's
+        last try."""
+        if unwritable:
+            return
+        try:
+            write_manifest(p.sweep_dir, manifest)
+        except OSError as error:
+            unwritable.append(error)
+            raise executors.SweepStopped(f"the sweep stopped: {os_error_line(error)}") \
+                from None
+        listed_running.clear()
+        listed_running.update(n for n, c in manifest.cells.items() if c.status == RUNNING)
 
     def on_start(job: CellJob, where: dict) -> None:
         running.add(job.name)
@@ -442,13 +460,13 @@ def _run_sweep(p: SweepPlan, say, progress) -> SweepOutcome:
                 started=_now("milliseconds"), finished=None, log=f"logs/{job.name}.log",
                 metrics=None,
                 gpu=where.get("gpu"), node=where.get("node"), worker=where.get("worker"))
-        write_manifest(p.sweep_dir, manifest)
+        save()
 
     def on_done(job: CellJob, outcome: CellOutcome) -> None:
         running.discard(job.name)
         cell = manifest.cells[job.name]
         record_outcome(p, job.name, cell, outcome)
-        write_manifest(p.sweep_dir, manifest)
+        save()
         if outcome.status != INTERRUPTED:
             say(f"{labels[job.name]}{_on_gpu(cell)}: {describe(p.sweep_dir, job.name, cell)}")
             if progress:
@@ -464,6 +482,8 @@ def _run_sweep(p: SweepPlan, say, progress) -> SweepOutcome:
                     finished=_now("milliseconds"))
         _clean_cells(p)
         manifest.wall_s = round(time.perf_counter() - began, 3)
+        if unwritable:
+            raise _stopped(p, manifest, unwritable[0], listed_running) from None
         write_manifest(p.sweep_dir, manifest)
         done = sum(1 for c in manifest.cells.values() if c.status == OK)
         raise Interrupted(f"sweep stopped; {done} finished cell(s) kept in {p.sweep_dir} "
@@ -473,6 +493,22 @@ def _run_sweep(p: SweepPlan, say, progress) -> SweepOutcome:
     manifest.wall_s = round(wall, 3)
     write_manifest(p.sweep_dir, manifest)
     return SweepOutcome(manifest=manifest, wall_s=wall, ran=len(jobs), skipped=skipped)
+
+
+def _stopped(p: SweepPlan, manifest: SweepManifest, error: OSError,
+             listed_running: set[str]) -> UserError:
+    """The one line of a sweep stopped because its manifest could not be written (a full
+    disk), after one more try to write it (the stopped cells' staging folders are gone now).
+    Either way sweep.json is whole: each write replaces it at once, or not at all."""
+    done = sum(1 for c in manifest.cells.values() if c.status == OK)
+    line = (f"{os_error_line(error)}: the sweep stopped; {done} finished cell(s) kept in "
+            f"{p.sweep_dir}")
+    try:
+        write_manifest(p.sweep_dir, manifest)
+    except OSError:
+        line += (f"; {MANIFEST} could not be brought up to date: it lists "
+                 f"{len(listed_running)} cell(s) as running, which --resume runs again")
+    return UserError(line + "; make room, then continue with --resume")
 
 
 def sample_cells(p: SweepPlan, manifest: SweepManifest, say) -> None:

@@ -167,6 +167,8 @@ class Overview:
     notes: list[str] = field(default_factory=list)
     #: whose definitions the breakdown follows: "tool" or "plugin" (BREAKDOWN_DEFINITIONS)
     definitions: str = "tool"
+    #: what the views print as warning lines (step numbers that repeat)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def mean_step_us(self) -> float:
@@ -191,7 +193,10 @@ class Overview:
 # --------------------------------------------------------------------------------------------
 
 def cpu_steps(trace: Trace) -> pd.DataFrame:
-    """ProfilerStep#N spans on CPU threads, one per step number (the GPU copies are ignored)."""
+    """ProfilerStep#N spans on CPU threads (the GPU copies are ignored). Spans of one name over
+    the same time are one step (the longest is kept); spans of one name at different times
+    are steps of their own, the second labelled ``ProfilerStep#N (2)`` and so on
+    (repeated_steps says so)."""
     ev = trace.events
     names = pd.Series(trace.names)
     step_ids = names[names.str.startswith("ProfilerStep#")].index
@@ -200,11 +205,39 @@ def cpu_steps(trace: Trace) -> pd.DataFrame:
     if steps.empty:
         return pd.DataFrame(columns=["step", "cpu_start", "cpu_end"])
     steps["step"] = trace.names[steps["name_id"].to_numpy()]
-    steps = steps.sort_values("dur", ascending=False).drop_duplicates("step")
-    steps = steps.sort_values("ts")
-    return pd.DataFrame({"step": steps["step"].to_numpy(),
-                         "cpu_start": steps["ts"].to_numpy(),
-                         "cpu_end": (steps["ts"] + steps["dur"]).to_numpy()})
+    kept: dict[str, list[tuple[float, float]]] = {}
+    keep = []
+    for step, ts, dur in steps.sort_values("dur", ascending=False, kind="stable")[
+            ["step", "ts", "dur"]].itertuples(index=False):
+        spans = kept.setdefault(step, [])
+        if not any(ts < end and start < ts + dur for start, end in spans):
+            spans.append((ts, ts + dur))
+            keep.append((ts, dur, step))
+    keep.sort(key=lambda row: row[0])
+    seen: dict[str, int] = {}
+    labels = []
+    for _, _, step in keep:
+        seen[step] = seen.get(step, 0) + 1
+        labels.append(step if seen[step] == 1 else f"{step} ({seen[step]})")
+    return pd.DataFrame({"step": labels,
+                         "cpu_start": [ts for ts, _, _ in keep],
+                         "cpu_end": [ts + dur for ts, dur, _ in keep]})
+
+
+def repeated_steps(steps: pd.DataFrame) -> str | None:
+    """A warning when step numbers repeat (cpu_steps' ``(2)`` labels): two profilers in one
+    trace, or spans named like steps by hand; None when every number is one step."""
+    if not len(steps):
+        return None
+    numbers = steps["step"].astype(str).str.replace(r" \(\d+\)$", "", regex=True)
+    counts = numbers.value_counts(sort=False)
+    repeated = counts[counts > 1]
+    if repeated.empty:
+        return None
+    listed = ", ".join(f"{name} {n} times" for name, n in repeated.items())
+    return (f"step numbers repeat in this trace ({listed}): each span is counted as a step, "
+            "labelled (2), (3) ... after the first; two profilers in one trace, or spans "
+            "named like steps by hand?")
 
 
 def _gpu_rows(trace: Trace) -> pd.DataFrame:
@@ -564,6 +597,7 @@ def overview(trace: Trace, kernels: pd.DataFrame, kernel_categories: pd.Series |
     if dropped:
         notes.append(f"left out the last {dropped} step(s): the recording ended before their "
                      "GPU work was captured")
+    repeated = repeated_steps(steps)
     window = (float(steps["start"].min()), float(steps["end"].max())) if len(steps) \
         else trace.span
     communication = np.zeros(len(trace.events), dtype=bool)
@@ -590,4 +624,5 @@ def overview(trace: Trace, kernels: pd.DataFrame, kernel_categories: pd.Series |
         avg = {role: 0.0 for role in BREAKDOWN}
     return Overview(steps=per_step, devices=devices, breakdown_us=avg, steps_window=window,
                     operators=operator_table(trace, kernels), has_gpu=has_gpu,
-                    dropped_tail_steps=dropped, notes=notes, definitions=definitions)
+                    dropped_tail_steps=dropped, notes=notes, definitions=definitions,
+                    warnings=[repeated] if repeated else [])

@@ -94,7 +94,7 @@ def summarize_trace(trace: Trace, context: RunContext | None = None,
                      f"{'on' if context.tf32 else 'off'} ({context.source}); used only for "
                      "kernels whose names carry no data type")
     untraced = context.untraced_kernels if context is not None else None
-    warnings = [w for w in [trace.excluded_warning] if w] + \
+    warnings = [w for w in [trace.excluded_warning] if w] + list(ov.warnings) + \
         step_warnings(step_kernels(trace, rows, ov.steps), untraced)
     devices = [asdict(d) for d in trace.devices.values()]
     phases = phase_summary(trace, context=context) if has_phase_spans(trace) else None

@@ -21,14 +21,20 @@ trace is never modified.
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
+import os
+import shutil
+import stat
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from profiler import signals
 from profiler.errors import UserError
-from profiler.fsutil import write_bytes_atomic, write_text_atomic
+from profiler.fsutil import (folder_lock, is_ours, replace_dir, staging_dir, write_bytes_atomic,
+                             write_text_atomic)
 from profiler.trace.load import read_bytes
 
 #: ``cat`` in the trace -> ``cat`` in the copy, with why. The plugin lower-cases ``cat`` and
@@ -99,4 +105,63 @@ def write_compat_copy(trace: Path, out_dir: Path) -> CompatResult:
         raise UserError(f"cannot write {target}: {error.strerror or error}") from None
     return CompatResult(source=trace, written=target, renamed=counts)
 
+
+# ---- a run's copies: one folder, replaced whole ---------------------------------------------
+
+def check_compat_folder(folder: Path) -> None:
+    """Refuse, before anything is written, a folder that cannot take a run's copies: a file or
+    a symlink at its place, or a folder this tool did not make holding more than trace files
+    (copies of an older version are replaced)."""
+    folder = Path(folder)
+    try:
+        mode = os.lstat(folder).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        raise UserError(f"cannot read {folder}: {error.strerror}") from None
+    if not stat.S_ISDIR(mode):
+        raise UserError(f"{folder} exists and is not a folder: tb-compat puts the run's copies "
+                        "there; move it away")
+    if is_ours(folder):
+        return
+    try:
+        others = [e.name for e in folder.iterdir() if e.is_symlink() or not e.is_file()
+                  or not e.name.endswith((".json", ".json.gz"))]
+    except OSError as error:
+        raise UserError(f"cannot read {folder}: {error.strerror}") from None
+    if others:
+        raise UserError(f"{folder} holds {others[0]!r}, not tb-compat copies only: it would be "
+                        "replaced by the run's copies; move it away, or use tb-compat --out")
+
+
+def write_compat_folder(traces: list[Path], folder: Path) -> list[CompatResult]:
+    """The copies of a run's traces as the whole of ``folder`` (``tb_logs/<run>_tbcompat/``):
+    written into a staging folder, which then replaces the folder, so it never holds the copy
+    of an earlier run beside this one's (TensorBoard would show two spans of one worker). One
+    writer at a time (the folder's lock); check_compat_folder's refusals first."""
+    folder = Path(folder)
+    check_compat_folder(folder)
+    with folder_lock(folder, what="copy"):
+        stage = staging_dir(folder)
+        try:
+            done = [write_compat_copy(Path(trace), stage) for trace in traces]
+            with signals.deferred():
+                replace_dir(stage, folder)
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
+    return [dataclasses.replace(r, written=folder / r.written.name) for r in done]
+
+
+def remove_copies(folder: Path) -> bool:
+    """Remove a copy folder this tool made (the copies of a run that was replaced since);
+    True when one was removed. A folder another process writes, or not this tool's, stays."""
+    folder = Path(folder)
+    if not is_ours(folder):
+        return False
+    try:
+        with folder_lock(folder, what="copy"):
+            shutil.rmtree(folder, ignore_errors=True)
+    except UserError:
+        return False
+    return not folder.exists()
 

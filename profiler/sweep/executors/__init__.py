@@ -5,7 +5,8 @@ An executor is an object with ``run(jobs, on_start, on_done)``: it runs every ``
 node, worker) and ``on_done(job, outcome)`` when it ended, both in the sweep's process, which
 writes sweep.json after each call. On Ctrl-C (KeyboardInterrupt; SIGTERM and SIGHUP through
 profiler.signals) it stops its running cells, reports them interrupted through ``on_done`` and
-raises KeyboardInterrupt again. Every executor runs cells with ``cellrun.run_job``, so run
+raises KeyboardInterrupt again; the same when ``on_start`` or ``on_done`` raises SweepStopped
+(a KeyboardInterrupt: the sweep cannot go on, e.g. its manifest cannot be written). Every executor runs cells with ``cellrun.run_job``, so run
 folders, traces and outcomes look the same whichever placed them.
 
 Executors are created from the sweep's ``ExecutorSettings`` by name (``sweep --executor``).
@@ -18,6 +19,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from profiler.errors import UserError
+
+class SweepStopped(KeyboardInterrupt):
+    """Raised by the sweep's ``on_start``/``on_done`` when it cannot go on (its manifest cannot
+    be written: a full disk). A KeyboardInterrupt, so every executor stops its running cells as
+    for Ctrl-C and raises it again; ``why`` is the reason the stopped cells are given."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
 
 #: --executor name -> "module:factory"; the factory takes ExecutorSettings
 EXECUTORS = {
