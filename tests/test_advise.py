@@ -156,14 +156,39 @@ def test_try_runs_the_experiments_beside_the_baseline(cli, tiny_run):
     assert "per sample" in page and "failed: " in page and "<script" not in page
 
 
-def test_a_cell_budget_stops_the_trial(cli, tiny_run):
-    done = cli("advise", tiny_run, "--try", "--max-cells", "2", "--processes", "1", "--json")
-    assert done.code == 0, done.stderr
-    trial = json.loads(done.stdout)["trial"]
-    assert trial["stopped_by"] == "cells"
-    assert [c["status"] for c in trial["cells"]] == ["ok", "failed", "not run", "not run"]
-    again = cli("advise", tiny_run, "--try", "--processes", "1")
-    assert again.code == 2 and "--resume" in again.stderr  # the folder is there
+def test_a_budget_of_cells_or_time_stops_handing_out_cells(tmp_path, monkeypatch):
+    """The trial's budget with a stand-in executor (no processes): cells stop being handed out
+    after --max-cells cells or once the time is spent; the rest are 'not run'."""
+    from profiler.runs.config import RunConfig
+    from profiler.sweep import trial as trial_module
+    from profiler.sweep.cell import CellOutcome
+
+    class Instant:
+        def __init__(self, settings):
+            pass
+
+        def run(self, jobs, on_start, on_done):
+            for job in jobs:
+                on_start(job, {})
+                on_done(job, CellOutcome(status="ok", reason=None, exit_code=0, elapsed_s=1.0))
+
+    monkeypatch.setattr(trial_module.executors, "get", lambda name: Instant)
+    tried = [experiments.Experiment(f"--bs {n}", {"batch_size": n}, ("batch-headroom",), "")
+             for n in (2, 3, 4)]
+    base = RunConfig(model="tests.tiny_models:conv_net", batch_size=1)
+    cells = trial_module.run_trial(base, tried, tmp_path / "a", tmp_path / "ta", max_cells=2,
+                                   processes=1, say=lambda _: None)
+    assert cells.stopped_by == "cells"
+    assert [c.status for c in cells.cells] == ["ok", "ok", "not run", "not run"]
+    clock = iter([0.0, 100.0, 100.0, 100.0, 100.0])
+    monkeypatch.setattr(trial_module.time, "perf_counter", lambda: next(clock, 100.0))
+    timed = trial_module.run_trial(base, tried, tmp_path / "b", tmp_path / "tb", budget_s=50,
+                                   processes=1, say=lambda _: None)
+    assert timed.stopped_by == "budget"
+    assert [c.status for c in timed.cells] == ["ok", "not run", "not run", "not run"]
+    with pytest.raises(UserError, match="--resume"):  # the folder is there
+        trial_module.run_trial(base, tried, tmp_path / "a", tmp_path / "ta", processes=1,
+                               say=lambda _: None)
 
 
 PATCH = """
@@ -180,7 +205,7 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-def test_ctrl_c_keeps_the_finished_cells_and_resume_finishes(tmp_path):
+def test_ctrl_c_keeps_the_finished_cells_and_resume_finishes(tmp_path, cli):
     """tests.tiny_models:slow (0.3 s a call): the first experiment still runs when Ctrl-C
     comes; the baseline is kept, the experiment is marked interrupted, the rest not run; then
     --resume runs what is left."""
@@ -192,11 +217,9 @@ def test_ctrl_c_keeps_the_finished_cells_and_resume_finishes(tmp_path):
 
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PYTHONPATH"] = str(ROOT)
-    made = subprocess.run([sys.executable, str(ROOT / "profile.py"), "run", "--backend",
-                           "pytorch_fp32", "--bs", "2", "--model", "tests.tiny_models:slow",
-                           "--iters", "2", "--timed-warmup", "0", "--active", "1"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-    assert made.returncode == 0, made.stderr
+    made = cli("run", "--backend", "pytorch_fp32", "--bs", "2", "--model",
+               "tests.tiny_models:slow", "--iters", "2", "--timed-warmup", "0", "--active", "1")
+    assert made.code == 0, made.stderr
     args = ["advise", "runs/pytorch_fp32_bs2_slow", "--try", "--processes", "1"]
     process = subprocess.Popen([sys.executable, "-c", PATCH, *args], cwd=tmp_path, env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -299,7 +299,8 @@ def test_cache_folder_follows_xdg_and_the_override_wins(tmp_path, monkeypatch):
 
 
 def test_a_run_caches_under_xdg_cache_home(tmp_path):
-    """A CPU run (no INFER_PROFILER_CACHE) keeps its FLOP count under $XDG_CACHE_HOME."""
+    """A CPU run (no INFER_PROFILER_CACHE) keeps its FLOP count under $XDG_CACHE_HOME; with -q it
+    prints its results only (one real run for both: tests/test_verbosity.py has the rest)."""
     import os
     import subprocess
     import sys
@@ -315,3 +316,7 @@ def test_a_run_caches_under_xdg_cache_home(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert (tmp_path / "xdg" / "infer-profiler" / "engines").is_dir()
     assert not (tmp_path / "home" / ".cache").exists()
+    # -q: results only (no phase lines, no progress, no next: hints)
+    assert done.stderr == ""
+    assert "p50 ms" in done.stdout and "results:" in done.stdout
+    assert "next:" not in done.stdout
