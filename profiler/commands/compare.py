@@ -88,7 +88,7 @@ def fresh_windows(both: Comparison, processes: int | None, target_noise: float |
                            else "forward")
     cells = {label: rounds.window_config(config_json_of(r), r.timing.iters,
                                          r.timing.warmup_iters) for label, r in results.items()}
-    say(f"timing A and B again: {count} fresh processes each, interleaved"
+    say(f"timing A and B again: {count} fresh process{'es' if count > 1 else ''} each, interleaved"
         + (f", more until ±{target_noise:g} %" if target_noise else ""))
     sampled = rounds.sample(cells, {}, count, say=say,
                             target_noise=None if target_noise is None else target_noise / 100,
