@@ -16,8 +16,8 @@ did not finish), speedup_low and speedup_high (its 95 % interval) and verdict (f
 same within ±2 %, undecided; "baseline" on the baseline's own cells), all from the
 Welch interval over per-process medians of profiler.analysis.verdict, processes (the timed
 windows behind the cell's figures, each in its own process: --processes), gpus (the GPUs those
-windows ran on, ";"-joined; a verdict between two cells uses only their windows on the GPUs they share,
-when they share one), baseline, ready_s (prepare + first call: from handing the model to the backend
+windows ran on, ";"-joined; a verdict between two cells uses only their windows on the GPUs
+they share, when they share one), baseline, ready_s (prepare + first call: from handing the model to the backend
 to the first output, every backend), compile_s and compile_what (TensorRT: engine build time,
 with ModelOpt's extension build for ttrt_fp8/ttrt_int8, or the engine cache load time; ONNX
 Runtime: export + session creation, or the session alone from a cached ONNX file; Inductor: the

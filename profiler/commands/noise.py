@@ -40,8 +40,9 @@ def run(processes: int = 5, model: str | None = None, backend: str | None = None
             fixed[key] = value
     config = RunConfig(model=fixed["model"], backend=fixed["backend"], batch_size=fixed["bs"],
                        iters=fixed["iters"])  # validates every value in one line
+    warmup = "the default" if config.timed_warmup is None else config.timed_warmup
     workload = (f"{config.model} {config.backend} bs {config.batch_size}, {config.iters} "
-                f"iterations after {config.timed_warmup if config.timed_warmup is not None else 'the default'} warm-up")
+                f"iterations after {warmup} warm-up")
     say = sink.note
     say(f"noise floor: {workload}, in {processes} fresh processes")
     before = gpu_state_now()

@@ -537,7 +537,8 @@ def sample_cells(p: SweepPlan, manifest: SweepManifest, say) -> None:
     if not cells:
         return
     say(f"sampling: {p.processes} processes per cell"
-        + (f", more until ±{100 * p.target_noise:g} % or {p.budget_s or rounds.DEFAULT_BUDGET_S:g} s"
+        + (f", more until ±{100 * p.target_noise:g} % or "
+           f"{p.budget_s or rounds.DEFAULT_BUDGET_S:g} s"
            if p.target_noise else "") + f", {len(cells)} cells interleaved in fresh processes")
     recorded: dict[str, int] = {}
     round_gpu = p.gpus[0] if p.gpus else None
@@ -561,8 +562,8 @@ def sample_cells(p: SweepPlan, manifest: SweepManifest, say) -> None:
 @contextlib.contextmanager
 def _gpu_for_rounds(p: SweepPlan):
     """The rounds run on the sweep's first GPU (CUDA_VISIBLE_DEVICES for their processes): every
-    config's round windows on one GPU, so the verdicts compare like with like (the windows
-    each cell's run took on another GPU are set aside by the verdict, profiler.analysis.benchmark)."""
+    config's round windows on one GPU, so the verdicts compare like with like (the windows each
+    cell's run took on another GPU are set aside by the verdict: profiler.analysis.benchmark)."""
     import os
 
     before = os.environ.get("CUDA_VISIBLE_DEVICES")
