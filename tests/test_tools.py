@@ -304,3 +304,37 @@ def test_run_with_tb_compat_writes_the_copy_beside_the_trace(cli, tmp_path):
     copy_path = tmp_path / "tb_logs" / "pytorch_fp32_bs2_resnet18_tbcompat" / Path(trace).name
     assert copy_path.is_file() and "tb-compat copy" in result.stderr
     assert cli("run", *TINY, "--tb-compat", "--capture", "cuda-profiler-api").code == 2
+
+
+def test_ncu_says_which_top_kernels_it_did_not_see_and_what_ran_instead():
+    """The H200 eager FP16 join (tests/fixtures/h200_ncu): the top kernels ncu did not profile
+    are named with their share, and so are ncu's kernels the table does not hold."""
+    import io
+    import json
+
+    from rich.console import Console
+
+    from profiler.commands.tools import _print_ncu
+    from tests.test_ncu_fixtures import RUNS, joined
+
+    raw, table, agreement = joined("inductor_fp16_bs8")
+    recorded = json.loads((RUNS / "inductor_fp16_bs8" / "ncu.json").read_text())
+    profiled = set(table.loc[table["rules_vs_hardware"] != "not profiled", "name"])
+    missing = [n for n in recorded["top_kernels"] if n not in profiled]
+    extra = sorted(set(raw["Kernel Name"]) - set(table["hw_kernel_name"].dropna()))
+    lines = []
+
+    class Sink:
+        console = Console(file=io.StringIO(), width=200)
+        line = staticmethod(lines.append)
+
+    _print_ncu({**recorded, "joined": table, "agreement": agreement,
+                "top_kernels_not_profiled": missing, "ncu_kernels_not_in_table": extra}, 10,
+               Sink())
+    said = "\n".join(lines)
+    assert missing and extra
+    assert f"{len(missing)} of the top kernels were not seen under ncu" in said
+    share = table.set_index("name")["share_pct"][missing[0]]
+    assert f"({share:.1f} %)" in said
+    assert f"{len(extra)} kernel(s) ran under ncu that the trace's table does not hold" in said
+    assert "Kernel<cutlass_tensorop_f16_s16816fprop_optimized_f16_64x64_64x5_nhwc_align8>" in said

@@ -105,13 +105,26 @@ def ncu(options: dict, top: int, step: int | None, launch_count: int, reuse: boo
 
 def _print_ncu(result: dict, top: int, sink) -> None:
     from profiler.report.hardware_view import print_hardware
+    from profiler.trace.hardware import signature_key
+
+    def short_name(name: str, width: int = 80) -> str:  # template arguments kept: they differ
+        key = signature_key(name)
+        return key if len(key) <= width else key[:width - 1] + "…"
 
     print_hardware(result["joined"], result["agreement"], top, sink.console)
     sink.line(f"metrics collected: {', '.join(result['metrics_collected']) or 'none'}")
     if result["metrics_skipped"]:
         sink.line(f"metrics not on this GPU/ncu: {', '.join(result['metrics_skipped'])}")
-    if result["top_kernels_not_profiled"]:
-        sink.line(f"{len(result['top_kernels_not_profiled'])} of the top kernels were not seen "
-                  "under ncu (another cuDNN algorithm, or past --launch-count)")
+    missing, extra = result["top_kernels_not_profiled"], result.get("ncu_kernels_not_in_table", [])
+    if missing:
+        share = result["joined"].set_index("name")["share_pct"]
+        sink.line(f"{len(missing)} of the top kernels were not seen under ncu (another cuDNN "
+                  f"algorithm, or past --launch-count): "
+                  + "; ".join(f"{short_name(n)} ({share.get(n, 0):.1f} %)" for n in missing[:5])
+                  + ("; …" if len(missing) > 5 else ""))
+    if extra:
+        sink.line(f"{len(extra)} kernel(s) ran under ncu that the trace's table does not hold "
+                  "(another algorithm in that process): "
+                  + "; ".join(short_name(n) for n in extra[:5]) + ("; …" if len(extra) > 5 else ""))
     sink.line(f"wrote ncu.csv, ncu.ncu-rep, ncu.json, ncu.log to runs/{result['run']}/ "
               "(`summarize` picks ncu.csv up from there)")

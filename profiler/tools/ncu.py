@@ -222,6 +222,8 @@ def describe(config: RunConfig, ncu: str, step: int, name_regex: Optional[str],
         "kernel_regex": name_regex, "launch_count": launch_count, "top": top,
         "top_kernels": list(chosen["name"]),
         "top_kernels_not_profiled": [n for n in chosen["name"] if n not in profiled],
+        "ncu_kernels_not_in_table": sorted(set(raw["Kernel Name"].astype(str))
+                                           - set(joined["hw_kernel_name"].dropna())),
         "launches_profiled": int(len(raw)),
         "metrics_collected": [m for m in measured.metrics if m in raw.columns],
         "metrics_skipped": measured.skipped, "profile_command": measured.command,

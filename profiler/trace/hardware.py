@@ -181,15 +181,66 @@ def function_name(name: str) -> str:
     return text.split("::")[-1]
 
 
+#: what two demanglers write differently for the same symbol (Kineto's, i.e. the toolchain's
+#: __cxa_demangle, against ncu's --print-kernel-base demangled, both seen on H100/H200 traces):
+#: ``(anonymous namespace)`` / ``<unnamed>``; ``{lambda(X)#N}`` / ``[lambda(X) (instance N)]``;
+#: ``2ul`` / ``2``; and ncu leaves some namespaces out (``at::native::f`` / ``at::f``)
+_ANONYMOUS = re.compile(r"\(anonymous namespace\)|<unnamed>")
+_LAMBDA_CXA = re.compile(r"\{lambda\((?:[^(){}]|\([^()]*\))*\)#(\d+)\}")
+_LAMBDA_NCU = re.compile(r"\[lambda\((?:[^()\[\]]|\([^()]*\))*\) \(instance (\d+)\)\]")
+_INT_SUFFIX = re.compile(r"\b(\d+)(?:ull|ul|ll|u|l)\b", re.IGNORECASE)
+_QUALIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*::")
+
+
+def _without_parameters(text: str) -> str:
+    """The name without its trailing parameter list (``f<A>(int, T2)`` -> ``f<A>``): ncu writes
+    parameters by template parameter name (``T1::Params``), Kineto by type."""
+    if not text.endswith(")"):
+        return text
+    depth = 0
+    for i in range(len(text) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(text[i], 0)
+        if depth == 0:
+            return text[:i] if i else text
+    return text
+
+
+def signature_key(name: str) -> str:
+    """The kernel's function and template arguments, written the same way whichever demangler
+    wrote the name: no return type, no parameter list, no namespace qualifiers, lambdas as
+    ``lambda#N``, no ``const``, no integer-literal suffixes, no whitespace."""
+    text = name.strip()
+    if text.startswith("void "):
+        text = text[5:]
+    text = _ANONYMOUS.sub("anon", text)
+    text = _LAMBDA_CXA.sub(r"lambda#\1", text)
+    text = _LAMBDA_NCU.sub(r"lambda#\1", text)
+    text = re.sub(r"\bconst\b", "", text)  # east or west const, as each demangler puts it
+    text = _without_parameters(re.sub(r"\s+", "", text))
+    text = _INT_SUFFIX.sub(r"\1", text)
+    return _QUALIFIER.sub("", text)
+
+
+def _unique(keys: list[str]) -> dict[str, str]:
+    """key -> name, for the keys that exactly one name has."""
+    seen: dict[str, list[str]] = {}
+    for key, name in keys:
+        seen.setdefault(key, []).append(name)
+    return {k: v[0] for k, v in seen.items() if len(set(v)) == 1}
+
+
 def _match(kernel_names: pd.Series, ncu_names: list[str]) -> tuple[list, list]:
     """For each kernel-table name: the ncu name it matches and how (exact, normalized,
-    function), or (None, None)."""
+    signature, function), or (None, None). Beyond an exact match, a key must belong to one name
+    on each side."""
     exact = set(ncu_names)
     by_norm: dict[str, list[str]] = {}
     by_func: dict[str, list[str]] = {}
     for n in ncu_names:
         by_norm.setdefault(normalized_name(n), []).append(n)
         by_func.setdefault(function_name(n), []).append(n)
+    ncu_signatures = _unique([(signature_key(n), n) for n in ncu_names])
+    table_signatures = _unique([(signature_key(n), n) for n in kernel_names])
     table_funcs = pd.Series([function_name(n) for n in kernel_names]).value_counts()
     matched, how = [], []
     for name in kernel_names:
@@ -199,6 +250,10 @@ def _match(kernel_names: pd.Series, ncu_names: list[str]) -> tuple[list, list]:
         norm = by_norm.get(normalized_name(name), [])
         if len(norm) == 1:
             matched.append(norm[0]), how.append("normalized")
+            continue
+        key = signature_key(name)
+        if key in ncu_signatures and table_signatures.get(key) == name:
+            matched.append(ncu_signatures[key]), how.append("signature")
             continue
         func = function_name(name)
         candidates = by_func.get(func, [])
@@ -268,6 +323,13 @@ class Agreement:
     kernel_us: float          # all kernels in the table, profiled or not
     profiled_kernels: int
     disagreeing: list[str]
+    #: of the profiled kernels' time: in kernels the name rules say use Tensor Cores (whole
+    #: kernels counted), and that time weighted by ncu's tensor-pipe activity (the share of the
+    #: kernel's SM-active cycles the tensor pipe was busy); pipe_measured_us: profiled kernels
+    #: with a tensor-pipe figure
+    tensor_core_kernel_us: float = 0.0
+    tensor_pipe_busy_us: float = 0.0
+    pipe_measured_us: float = 0.0
 
     @property
     def share(self) -> float:
@@ -278,12 +340,29 @@ class Agreement:
     def coverage(self) -> float:
         return self.profiled_us / self.kernel_us if self.kernel_us else float("nan")
 
+    @property
+    def tensor_core_kernels_share(self) -> float:
+        """Time in Tensor Core kernels (name rules) / profiled kernel time."""
+        return self.tensor_core_kernel_us / self.profiled_us if self.profiled_us else float("nan")
+
+    @property
+    def tensor_pipe_busy_share(self) -> float:
+        """Tensor pipe busy, kernel-time weighted: sum(kernel time x pipe %) / kernel time, over
+        the profiled kernels with a tensor-pipe figure."""
+        return (self.tensor_pipe_busy_us / self.pipe_measured_us if self.pipe_measured_us
+                else float("nan"))
+
     def to_dict(self) -> dict:
         return {"agreement_share": self.share, "coverage_of_kernel_time": self.coverage,
                 "profiled_us": self.profiled_us, "agree_us": self.agree_us,
                 "disagree_us": self.disagree_us, "unknown_rule_us": self.unknown_rule_us,
                 "unclear_hardware_us": self.unclear_hardware_us, "kernel_us": self.kernel_us,
-                "profiled_kernels": self.profiled_kernels, "disagreeing": self.disagreeing}
+                "profiled_kernels": self.profiled_kernels, "disagreeing": self.disagreeing,
+                "tensor_core_kernels_share": self.tensor_core_kernels_share,
+                "tensor_pipe_busy_share": self.tensor_pipe_busy_share,
+                "tensor_core_kernel_us": self.tensor_core_kernel_us,
+                "tensor_pipe_busy_us": self.tensor_pipe_busy_us,
+                "pipe_measured_us": self.pipe_measured_us}
 
 
 def agreement_share(joined: pd.DataFrame) -> Agreement:
@@ -294,12 +373,17 @@ def agreement_share(joined: pd.DataFrame) -> Agreement:
         return float(time[verdict == kind].sum())
 
     profiled = verdict != "not profiled"
+    pipe = joined["hw_tensor_pipe_pct"].astype(float)
+    measured = profiled & pipe.notna()
     return Agreement(
         profiled_us=float(time[profiled].sum()), agree_us=total("agree"),
         disagree_us=total("disagree"), unknown_rule_us=total("unknown-rule"),
         unclear_hardware_us=total("unclear-hardware"), kernel_us=float(time.sum()),
         profiled_kernels=int(profiled.sum()),
-        disagreeing=list(joined.loc[verdict == "disagree", "name"]))
+        disagreeing=list(joined.loc[verdict == "disagree", "name"]),
+        tensor_core_kernel_us=float(time[profiled & (joined["tensor_core"] == YES)].sum()),
+        tensor_pipe_busy_us=float((time[measured] * pipe[measured] / 100.0).sum()),
+        pipe_measured_us=float(time[measured].sum()))
 
 
 def read_ncu_csv(path: Path) -> pd.DataFrame:
