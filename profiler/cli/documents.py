@@ -90,6 +90,13 @@ class Hardware(Record):
     kernel_us: float | None
     profiled_kernels: int
     disagreeing: list[Any]
+    # over the profiled kernels: time in kernels the name rules call Tensor Core, and the tensor
+    # pipe's busy share weighted by kernel time (ncu)
+    tensor_core_kernels_share: float | None
+    tensor_pipe_busy_share: float | None
+    tensor_core_kernel_us: float | None
+    tensor_pipe_busy_us: float | None
+    pipe_measured_us: float | None
     kernels: Table
 
 

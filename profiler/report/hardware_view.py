@@ -50,7 +50,22 @@ def agreement_lines(agreement: Agreement) -> list[str]:
                       ("hardware unclear (between thresholds)", a.unclear_hardware_us)):
         if us:
             lines.append(f"  {label}: {100 * us / a.profiled_us:.1f} % of the profiled time")
-    return lines
+    return lines + tensor_core_lines(a)
+
+
+def tensor_core_lines(a: Agreement) -> list[str]:
+    """The two Tensor Core readings side by side, over the same profiled kernels: a kernel that
+    uses Tensor Cores at all counts whole in the first; the second is how busy the pipe was."""
+    if not a.pipe_measured_us:
+        return []
+    over = (f"over the {a.profiled_kernels} profiled kernels ({100 * a.coverage:.1f} % of all "
+            "kernel time)")
+    return [f"Tensor Cores, two readings {over}:",
+            f"  time in Tensor Core kernels (name rules): {100 * a.tensor_core_kernels_share:.1f} "
+            "% of that kernel time (a kernel that uses Tensor Cores at all counts whole)",
+            f"  tensor pipe busy (ncu, kernel-time weighted): {100 * a.tensor_pipe_busy_share:.1f}"
+            " % of that kernel time (sm__pipe_tensor_cycles_active: % of peak while the SM is "
+            "active)"]
 
 
 def print_hardware(joined: pd.DataFrame, agreement: Agreement, top: int,
