@@ -30,9 +30,10 @@ from profiler.analysis.noise import TimedWindow
 from profiler.runs.noise_floor import read_floor
 from profiler.runs.samples import processes_text, spread_of_runs
 from profiler.collect import backends, engine_cache, flops, metadata, models, numerics
-from profiler.collect import cuda_graphs, gpu_time, repeat_window, target, timing, window
+from profiler.collect import (cuda_graphs, gpu_time, repeat_window, target, timing, untraced,
+                              window)
 from profiler.collect.device import (HAS_NVTX, NVTX_DOMAIN, nvtx_range, out_of_memory_kind,
-                                     set_math_flags)
+                                     set_math_flags, sync)
 from profiler.collect.device import name as device_name
 from profiler.collect.workloads.base import RunContext, Workload
 from profiler.collect.workloads.forward import Forward
@@ -150,6 +151,7 @@ class Collected:
     repeat_spread: runs.RepeatSpread | None
     target: runs.TargetNoise | None = None
     gpu_compute: GpuCompute | None = None
+    untraced_kernels: dict[str, int] | None = None
 
 
 def collect(workload: Workload, context: RunContext, progress: window.Progress,
@@ -178,6 +180,7 @@ def collect(workload: Workload, context: RunContext, progress: window.Progress,
             timed = target.extend_window(workload, step, timed, config, use_cuda, progress,
                                          began)
     gpu_compute = _gpu_compute(config, step, timed, use_cuda, progress, timer)
+    untraced_kernels = _untraced_call(config, step, use_cuda, progress, timer)
     activities, trace_files = window.profile(config, step, use_cuda, progress, tb_stage, timer)
     notes, artifacts = window.after_windows(step, run_stage, timer)
     with nvtx_range("numerics"), timer("numerics"):
@@ -197,7 +200,20 @@ def collect(workload: Workload, context: RunContext, progress: window.Progress,
                                      " then windows in fresh processes until the p50 interval "
                                      "was within it or the budget ran out")
     return Collected(prepare_s, first_call_s, timed, output, activities, trace_files, notes,
-                     artifacts, numeric_check, spread, reached, gpu_compute)
+                     artifacts, numeric_check, spread, reached, gpu_compute, untraced_kernels)
+
+
+def _untraced_call(config: RunConfig, step, use_cuda: bool, progress: window.Progress,
+                   timer: Phases) -> dict[str, int] | None:
+    """The kernels of one call with no CPU-side tracing (profiler.collect.untraced), or None
+    where that cannot be recorded."""
+    if untraced.why_not(use_cuda, config.capture) is not None:
+        return None
+    with nvtx_range("untraced call"), timer("untraced_call"):
+        counts = untraced.record(step.fn, step.inputs, lambda: sync(use_cuda))
+    progress.say(f"  untraced call: {sum(counts.values())} kernel launches of {len(counts)} "
+                 "names (kernel records only; the profiled steps are checked against it)")
+    return counts
 
 
 def _gpu_compute(config: RunConfig, step, timed: window.Timed, use_cuda: bool,
@@ -327,7 +343,8 @@ def _result(config: RunConfig, backend, device, use_cuda: bool, workload: Worklo
         steps_run=config.profiled_steps, step_span=window.STEP_SPAN,
         nvtx_domain=NVTX_DOMAIN if HAS_NVTX else None, step_is=workload.unit,
         phase_spans=workload.phase_spans)
-    trace = runs.TraceInfo(dir=str(tb_run_dir), files=[str(tb_run_dir / f) for f in c.trace_files]) \
+    trace = runs.TraceInfo(dir=str(tb_run_dir), files=[str(tb_run_dir / f) for f in c.trace_files],
+                           untraced_kernels=c.untraced_kernels) \
         if c.trace_files else runs.TraceInfo(
             files=[], skipped=f"--capture {config.capture}: an outside profiler (nsys, ncu) "
             "records the active steps")

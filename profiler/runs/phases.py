@@ -19,6 +19,8 @@ warm_up        the untimed warm-up
 timed          the timed window
 gpu_compute    GPU compute and enqueue time: a short window after the timed one (on a GPU,
                --workload forward; profiler.collect.gpu_time)
+untraced_call  one call with CUDA kernel records only, the kernels the profiled steps are checked
+               against (on a GPU, --capture torch; profiler.collect.untraced)
 profile        the profiled steps (torch.profiler or the cuda-profiler-api window), without
 trace_write    torch.profiler's trace handler writing the trace files
 after_windows  the backend's own measurements after both windows (TensorRT layer timing)
@@ -38,11 +40,12 @@ import time
 process_mark: float | None = None
 
 ORDER = ("imports", "build", "flops", "prepare", "first_call", "graph_capture", "warm_up",
-         "timed", "gpu_compute", "profile", "trace_write", "after_windows", "numerics",
+         "timed", "gpu_compute", "untraced_call", "profile", "trace_write", "after_windows", "numerics",
          "repeat_runs", "write")
 LABELS = {"first_call": "first call", "warm_up": "warm-up", "trace_write": "trace write",
           "after_windows": "layer timing", "repeat_runs": "repeat runs",
-          "graph_capture": "graph capture", "gpu_compute": "GPU compute"}
+          "graph_capture": "graph capture", "gpu_compute": "GPU compute",
+          "untraced_call": "untraced call"}
 
 
 class Phases:
