@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# The label checks and failure paths that need a GPU, one device call per part:
+#
+#   bash scripts/device_truth.sh kernels   # eager FP16 ResNet50 bs 8: the untraced call against
+#                                          # the profiled steps; ncu over every kernel of a step
+#                                          # (coverage, both Tensor Core readings, its cost)
+#   bash scripts/device_truth.sh tools     # ncu killed half-way, ncu missing, nsys as it is there
+#   bash scripts/device_truth.sh ncu_trt   # the same ncu join for ttrt_fp16
+#   bash scripts/device_truth.sh engine    # a TensorRT engine build killed half-way, then the
+#                                          # same run; a damaged cache entry; a build that runs
+#                                          # out of GPU memory
+#
+# From the repository root on the GPU machine; logs land in $OUT (default ./device_out), runs in
+# $WORK (default a fresh /tmp folder). ncu_trt and engine need Torch-TensorRT staged first.
+set -u
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+OUT=${OUT:-device_out}
+WORK=${WORK:-$(mktemp -d /tmp/device_truth.XXXXXX)}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+DIRS=(--runs-dir "$WORK/runs" --tb-dir "$WORK/tb_logs")
+
+say() { echo "=== $*"; }
+p() { "$PY" profile.py "$@"; }
+timed() {  # wall seconds of one command, end to end
+    local began=$(date +%s%N); "$@"; local code=$? ms=$((($(date +%s%N) - began) / 1000000))
+    echo "=== wall: $((ms / 1000)).$(printf %03d $((ms % 1000))) s (exit $code) for: ${*:2:6}"
+    return $code
+}
+listing() {  # what a folder holds, hidden entries included
+    say "files under $1"; (cd "$1" 2>/dev/null && find . -maxdepth 3 | sort | head -n 60)
+}
+
+kernels() {
+    say "run: untraced call vs profiled steps"
+    timed p run --backend pytorch_fp16 --bs 8 "${DIRS[@]}" 2>&1 | grep -vE "^(┃|┏|┡|└|│)"
+    "$PY" - "$WORK/runs/pytorch_fp16_bs8/result.json" <<'EOF'
+import json, sys
+trace = json.load(open(sys.argv[1]))["trace"]
+kernels = trace.get("untraced_kernels") or {}
+print(f"result.json trace.untraced_kernels: {sum(kernels.values())} launches, {len(kernels)} names")
+EOF
+    p summarize "$WORK/runs/pytorch_fp16_bs8" --view overview 2>&1 | grep -iE "warning|untraced"
+    say "ncu: every kernel of step 2 (the default), joined to the trace of a fresh ordinary run"
+    timed p ncu --backend pytorch_fp16 --bs 8 "${DIRS[@]}" > "$OUT/ncu_pytorch_fp16.log" 2>&1
+    grep -vE "==PROF== Profiling|^(┃|┏|┡|└|│)" "$OUT/ncu_pytorch_fp16.log" | tail -n 14
+    "$PY" - "$WORK/runs/pytorch_fp16_bs8/ncu.json" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+print("ncu.json:", {k: d[k] for k in ("launches_profiled", "coverage_of_kernel_time",
+                                       "agreement_share", "profiled_kernels")})
+EOF
+}
+
+tools() {
+    say "ncu killed with SIGKILL half-way through its profiled run"
+    p run --backend pytorch_fp16 --bs 8 "${DIRS[@]}" > /dev/null 2>&1
+    ls "$WORK/runs/pytorch_fp16_bs8"
+    (p ncu --backend pytorch_fp16 --bs 8 --reuse "${DIRS[@]}" > "$OUT/ncu_killed.log" 2>&1;
+     echo "exit $?" >> "$OUT/ncu_killed.log") &
+    for _ in $(seq 60); do grep -q "==PROF== Profiling" "$OUT/ncu_killed.log" && break; sleep 1; done
+    pkill -9 -x ncu; wait
+    grep -vE "==PROF==|^(┃|┏|┡|└|│)" "$OUT/ncu_killed.log" | tail -n 4
+    listing "$WORK/runs"
+    say "ncu missing (NCU names no file)"
+    NCU=/nonexistent/ncu p ncu --backend pytorch_fp16 --bs 8 --reuse "${DIRS[@]}"; echo "exit $?"
+    say "nsys as this machine has it"
+    command -v nsys || echo "no nsys on PATH"
+    timed p nsys --backend pytorch_fp16 --bs 8 "${DIRS[@]}" 2>&1 | tail -n 3
+    listing "$WORK/runs"
+}
+
+ncu_trt() {
+    say "ncu: ttrt_fp16, every kernel of step 2"
+    timed p ncu --backend ttrt_fp16 --bs 8 "${DIRS[@]}" > "$OUT/ncu_ttrt_fp16.log" 2>&1
+    grep -vE "==PROF== Profiling|^(┃|┏|┡|└|│)" "$OUT/ncu_ttrt_fp16.log" | tail -n 12
+}
+
+engine() {
+    local cache="$WORK/cache"
+    say "TensorRT engine build killed with SIGKILL half-way"
+    (p run --backend ttrt_fp16 --bs 8 --cache-dir "$cache" "${DIRS[@]}" > "$OUT/build_killed.log" 2>&1;
+     echo "exit $?" >> "$OUT/build_killed.log") &
+    for _ in $(seq 120); do grep -qiE "build|compil" "$OUT/build_killed.log" && break; sleep 0.5; done
+    sleep 4
+    pkill -9 -f "profile.py run --backend ttrt_fp16"; wait
+    tail -n 3 "$OUT/build_killed.log"
+    listing "$cache"; listing "$WORK/runs"
+    say "the same run again"
+    timed p run --backend ttrt_fp16 --bs 8 --cache-dir "$cache" "${DIRS[@]}" 2>&1 | grep -iE "cache|engine|wall|error" | head -n 6
+    listing "$cache"
+    say "a damaged cache entry (its engine file cut to half)"
+    for f in "$cache"/*.ep; do truncate -s $(($(stat -c %s "$f") / 2)) "$f"; done
+    timed p run --backend ttrt_fp16 --bs 8 --cache-dir "$cache" "${DIRS[@]}" 2>&1 | grep -iE "cache|damaged|engine|wall|error" | head -n 6
+    say "an engine build out of GPU memory (another process holds all but 1 GiB)"
+    "$PY" - <<'EOF' &
+import time, torch
+free, _ = torch.cuda.mem_get_info()
+hog = torch.empty(free - (1 << 30), dtype=torch.uint8, device="cuda")
+open("/tmp/hog.ready", "w").close()
+time.sleep(300)
+EOF
+    local hog=$!
+    for _ in $(seq 60); do [ -e /tmp/hog.ready ] && break; sleep 1; done
+    timed p run --backend ttrt_fp16 --bs 32 --no-cache "${DIRS[@]}" 2>&1 | tail -n 4
+    kill $hog; wait $hog 2>/dev/null
+    listing "$WORK/runs"
+}
+
+for part in "${@:-kernels}"; do
+    "$part"
+done
