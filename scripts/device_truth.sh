@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The label checks and failure paths that need a GPU, one device call per part:
 #
-#   bash scripts/device_truth.sh kernels   # eager FP16 ResNet50 bs 8: the untraced call against
-#                                          # the profiled steps; ncu over every kernel of a step
-#                                          # (coverage, both Tensor Core readings, its cost)
+#   bash scripts/device_truth.sh untraced  # eager FP16 ResNet50 bs 8: the untraced call against
+#                                          # the profiled steps
+#   bash scripts/device_truth.sh ncu_eager # ncu over every kernel of a step (coverage, both
+#                                          # Tensor Core readings, its cost)
 #   bash scripts/device_truth.sh tools     # ncu killed half-way, ncu missing, nsys as it is there
 #   bash scripts/device_truth.sh ncu_trt   # the same ncu join for ttrt_fp16
 #   bash scripts/device_truth.sh engine    # a TensorRT engine build killed half-way, then the
@@ -32,7 +33,7 @@ listing() {  # what a folder holds, hidden entries included
     say "files under $1"; (cd "$1" 2>/dev/null && find . -maxdepth 3 | sort | head -n 60)
 }
 
-kernels() {
+untraced() {
     say "run: untraced call vs profiled steps"
     timed p run --backend pytorch_fp16 --bs 8 "${DIRS[@]}" 2>&1 | grep -vE "^(┃|┏|┡|└|│)"
     "$PY" - "$WORK/runs/pytorch_fp16_bs8/result.json" <<'EOF'
@@ -42,8 +43,11 @@ kernels = trace.get("untraced_kernels") or {}
 print(f"result.json trace.untraced_kernels: {sum(kernels.values())} launches, {len(kernels)} names")
 EOF
     p summarize "$WORK/runs/pytorch_fp16_bs8" --view overview 2>&1 | grep -iE "warning|untraced"
+}
+
+ncu_eager() {
     say "ncu: every kernel of step 2 (the default), joined to the trace of a fresh ordinary run"
-    timed p ncu --backend pytorch_fp16 --bs 8 "${DIRS[@]}" > "$OUT/ncu_pytorch_fp16.log" 2>&1
+    timed timeout 300 "$PY" profile.py ncu --backend pytorch_fp16 --bs 8 "${DIRS[@]}" > "$OUT/ncu_pytorch_fp16.log" 2>&1
     grep -vE "==PROF== Profiling|^(┃|┏|┡|└|│)" "$OUT/ncu_pytorch_fp16.log" | tail -n 14
     "$PY" - "$WORK/runs/pytorch_fp16_bs8/ncu.json" <<'EOF'
 import json, sys
@@ -57,23 +61,25 @@ tools() {
     say "ncu killed with SIGKILL half-way through its profiled run"
     p run --backend pytorch_fp16 --bs 8 "${DIRS[@]}" > /dev/null 2>&1
     ls "$WORK/runs/pytorch_fp16_bs8"
-    (p ncu --backend pytorch_fp16 --bs 8 --reuse "${DIRS[@]}" > "$OUT/ncu_killed.log" 2>&1;
+    (timeout 180 "$PY" profile.py ncu --backend pytorch_fp16 --bs 8 --reuse "${DIRS[@]}" > "$OUT/ncu_killed.log" 2>&1;
      echo "exit $?" >> "$OUT/ncu_killed.log") &
     for _ in $(seq 60); do grep -q "==PROF== Profiling" "$OUT/ncu_killed.log" && break; sleep 1; done
-    pkill -9 -x ncu; wait
+    sleep 3; pkill -9 -x ncu; local began=$(date +%s); wait
+    echo "the ncu command returned $(( $(date +%s) - began )) s after ncu was killed"
     grep -vE "==PROF==|^(┃|┏|┡|└|│)" "$OUT/ncu_killed.log" | tail -n 4
+    pgrep -af "profile.py run" || echo "no profiled run left behind"
     listing "$WORK/runs"
     say "ncu missing (NCU names no file)"
     NCU=/nonexistent/ncu p ncu --backend pytorch_fp16 --bs 8 --reuse "${DIRS[@]}"; echo "exit $?"
     say "nsys as this machine has it"
     command -v nsys || echo "no nsys on PATH"
-    timed p nsys --backend pytorch_fp16 --bs 8 "${DIRS[@]}" 2>&1 | tail -n 3
+    timed timeout 300 "$PY" profile.py nsys --backend pytorch_fp16 --bs 8 "${DIRS[@]}" 2>&1 | tail -n 3
     listing "$WORK/runs"
 }
 
 ncu_trt() {
     say "ncu: ttrt_fp16, every kernel of step 2"
-    timed p ncu --backend ttrt_fp16 --bs 8 "${DIRS[@]}" > "$OUT/ncu_ttrt_fp16.log" 2>&1
+    timed timeout 300 "$PY" profile.py ncu --backend ttrt_fp16 --bs 8 "${DIRS[@]}" > "$OUT/ncu_ttrt_fp16.log" 2>&1
     grep -vE "==PROF== Profiling|^(┃|┏|┡|└|│)" "$OUT/ncu_ttrt_fp16.log" | tail -n 12
 }
 
@@ -82,8 +88,9 @@ engine() {
     say "TensorRT engine build killed with SIGKILL half-way"
     (p run --backend ttrt_fp16 --bs 8 --cache-dir "$cache" "${DIRS[@]}" > "$OUT/build_killed.log" 2>&1;
      echo "exit $?" >> "$OUT/build_killed.log") &
-    for _ in $(seq 120); do grep -qiE "build|compil" "$OUT/build_killed.log" && break; sleep 0.5; done
-    sleep 4
+    # the engine is built in the run's prepare phase, which begins after this first line
+    for _ in $(seq 120); do grep -q " on NVIDIA" "$OUT/build_killed.log" && break; sleep 0.5; done
+    sleep 6
     pkill -9 -f "profile.py run --backend ttrt_fp16"; wait
     tail -n 3 "$OUT/build_killed.log"
     listing "$cache"; listing "$WORK/runs"
@@ -108,6 +115,6 @@ EOF
     listing "$WORK/runs"
 }
 
-for part in "${@:-kernels}"; do
+for part in "${@:-untraced}"; do
     "$part"
 done

@@ -133,9 +133,13 @@ def test_resume_runs_damaged_cells_again(tmp_path):
 
 #: a stand-in for ncu or nsys on PATH: (its shell body, the exit status, what the output says)
 TOOLS = {
-    "ncu-failing": ("ncu", 'echo "==ERROR== something broke" >&2; exit 1', 2,
+    # fails after writing part of its report
+    "ncu-failing": ("ncu", 'while [ $# -gt 0 ]; do [ "$1" = --export ] && echo part > "$2.ncu-rep";'
+                    ' shift; done; echo "==ERROR== something broke" >&2; exit 1', 2,
                     "ncu did not write a report: ==ERROR== something broke"),
-    "nsys-killed": ("nsys", "kill -9 $$", 1, "nsys wrote no report (killed by SIGKILL)"),
+    # killed while a process it started (as nsys starts the profiled run) holds its output
+    "nsys-killed": ("nsys", "sleep 300 & echo $! > child.pid; kill -9 $$", 1,
+                    "nsys wrote no report (killed by SIGKILL)"),
 }
 
 
@@ -156,6 +160,34 @@ def test_a_failing_or_killed_tool_is_one_line_and_leaves_no_staging(tmp_path, to
     assert done.returncode == code, done.stderr
     assert fragment in done.stdout + done.stderr and "Traceback" not in done.stderr
     assert sum(line.startswith("error:") for line in done.stderr.splitlines()) == (code == 2)
+    assert not [p for p in (tmp_path / "runs").iterdir() if "partial" in p.name]
+    assert not list((tmp_path / "runs").glob("*/ncu.ncu-rep"))  # no half-written report kept
+    if (tmp_path / "child.pid").exists():  # what the killed tool started was ended with it
+        child = int((tmp_path / "child.pid").read_text())
+        assert not Path(f"/proc/{child}").exists() or \
+            Path(f"/proc/{child}/stat").read_text().split()[2] == "Z"
+
+
+def test_the_run_under_nsys_is_accepted_by_the_harness(tmp_path):
+    """A stand-in nsys that runs the command it wraps (and writes no report): the run under it
+    must start and write its result.json (its trace folder once sat inside --runs-dir, and the
+    harness refused the nested folders; found on the GPU machine)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "nsys").write_text(
+        f"#!{sys.executable}\nimport subprocess, sys\n"
+        "args = sys.argv[1:]\nstart = next(i for i, a in enumerate(args) if 'python' in a)\n"
+        "sys.exit(subprocess.call(args[start:]))\n")
+    (bin_dir / "nsys").chmod(0o755)
+    env = _env()
+    env["PATH"] = f"{bin_dir}:{env['PATH']}"
+    env.pop("NSYS", None)
+    done = subprocess.run([sys.executable, str(ROOT / "profile.py"), "nsys", "--model",
+                           "tests.tiny_models:conv_net", "--bs", "2", *FAST], cwd=tmp_path,
+                          capture_output=True, text=True, env=env, timeout=300)
+    said = done.stdout + done.stderr
+    assert "nested" not in said and "nsys wrote no report (exit status 0)" in said, said
+    assert (tmp_path / "runs" / "pytorch_fp32_bs2_nsys" / "result.json").is_file()
     assert not [p for p in (tmp_path / "runs").iterdir() if "partial" in p.name]
 
 

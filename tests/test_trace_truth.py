@@ -158,25 +158,21 @@ def test_summarize_prints_the_untraced_comparison_of_a_run(tmp_path, raw):
 
 
 def test_the_untraced_call_counts_kernel_records_only():
-    """collect.untraced: Kineto's kernel records by name; memcpy, memset and CPU records left
-    out, as the trace's kernel table leaves them out. Names and types as Kineto gives them."""
+    """collect.untraced: the kernel records of the one call's exported trace, by name; memcpy,
+    memset, runtime and CPU records left out, as the trace's kernel table leaves them out."""
     from profiler.collect.untraced import kernel_counts, why_not
 
-    class Event:
-        def __init__(self, kind, name):
-            self.kind, self.label = kind, name
-
-        def activity_type(self):
-            return self.kind
-
-        def name(self):
-            return self.label
-
     gemm = "nvjet_sm90_hsh_64x8_64x16_4x1_v_bz_bias_TNT"
-    events = [Event("kernel", gemm), Event("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)"),
-              Event("kernel", "void at::native::reduce_kernel<512, 1>()"), Event("kernel", gemm),
-              Event("gpu_memset", "Memset (Device)"), Event("cpu_op", "aten::mm")]
-    assert kernel_counts(events) == {gemm: 2, "void at::native::reduce_kernel<512, 1>()": 1}
+    reduce = "void at::native::reduce_kernel<512, 1>()"
+    trace = {"traceEvents": [
+        {"ph": "X", "cat": "kernel", "name": gemm}, {"ph": "X", "cat": "gpu_memcpy",
+                                                     "name": "Memcpy HtoD (Pageable -> Device)"},
+        {"ph": "X", "cat": "kernel", "name": reduce}, {"ph": "X", "cat": "kernel", "name": gemm},
+        {"ph": "X", "cat": "gpu_memset", "name": "Memset (Device)"},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel"},
+        {"ph": "f", "cat": "kernel", "name": gemm}, "not an event"]}
+    assert kernel_counts(trace) == {gemm: 2, reduce: 1}
+    assert kernel_counts({}) == {}
     assert why_not(False, "torch") == "no CUDA device (no kernels)"
     assert "outside profiler" in why_not(True, "cuda-profiler-api")
     assert why_not(True, "torch") is None

@@ -18,25 +18,22 @@ profiler owns CUPTI). Cost: one call and one profiler start/stop, a fraction of 
 
 from __future__ import annotations
 
+import json
+import os
+import tempfile
 from collections import Counter
-from typing import Any, Callable, Iterable
+from typing import Callable
 
-#: Kineto's activity type of a kernel record (the chrome trace's "cat": "kernel")
+#: the category of a kernel record in the trace torch.profiler exports (the kernel table's)
 KERNEL = "kernel"
 
 
-def kernel_counts(events: Iterable[Any]) -> dict[str, int]:
-    """Kernel name -> launches, from Kineto events (``activity_type()``, ``name()``); memcpy,
-    memset and CPU records are left out, as the trace's kernel table leaves them out."""
-    counts = Counter(e.name() for e in events if _activity(e) == KERNEL)
+def kernel_counts(trace: dict) -> dict[str, int]:
+    """Kernel name -> launches, from an exported chrome trace: complete events of category
+    ``kernel``; memcpy, memset and CPU records are left out, as the kernel table leaves them."""
+    counts = Counter(str(e.get("name")) for e in trace.get("traceEvents", [])
+                     if isinstance(e, dict) and e.get("ph") == "X" and e.get("cat") == KERNEL)
     return dict(sorted(counts.items()))
-
-
-def _activity(event: Any) -> str:
-    try:
-        return str(event.activity_type())
-    except (AttributeError, RuntimeError):
-        return ""
 
 
 def why_not(use_cuda: bool, capture: str) -> str | None:
@@ -48,11 +45,19 @@ def why_not(use_cuda: bool, capture: str) -> str | None:
 
 
 def record(fn: Callable, inputs: tuple, sync: Callable[[], None]) -> dict[str, int]:
-    """One call of ``fn(*inputs)`` with CUDA kernel activity only; its kernels by name."""
+    """One call of ``fn(*inputs)`` with CUDA kernel activity only; its kernels by name, read
+    from the trace that session exports (the names as the profiled steps' trace writes them;
+    Kineto's in-memory events differ between torch versions)."""
     import torch
 
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
         fn(*inputs)
         sync()
-    results = getattr(prof.profiler, "kineto_results", None)
-    return kernel_counts(results.events() if results is not None else [])
+    handle, path = tempfile.mkstemp(prefix="infer-profiler-untraced-", suffix=".json")
+    os.close(handle)
+    try:
+        prof.export_chrome_trace(path)
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return kernel_counts(json.load(f))
+    finally:
+        os.unlink(path)

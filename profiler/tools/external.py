@@ -7,8 +7,10 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Optional
@@ -61,32 +63,58 @@ class Finished:
         return f"exit status {self.returncode}"
 
 
+#: seconds a tool's output may stay open after the tool exited normally (its children
+#: finishing their writes) before they are ended
+ORPHAN_GRACE_S = 10.0
+
+
 def run_logged(command: list[str], log_path: Path, env: Optional[dict] = None,
                echo: bool = True) -> Finished:
-    """Run an argument list (never a shell string); copy its output to stderr and a log file."""
+    """Run an argument list (never a shell string); copy its output to stderr and a log file.
+
+    The tool runs in a process group of its own. When it ends by a signal (killed, crashed),
+    what it started is ended with it: ncu's or nsys's profiled process, left without its tool,
+    would otherwise hold the output open (and the GPU) for ever; after a normal exit its
+    children get ``ORPHAN_GRACE_S`` to close the output. Ctrl-C ends the whole group."""
     assert isinstance(command, list) and all(isinstance(a, str) for a in command), command
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    lines = []
+    lines: list[str] = []
     with open(log_path, "a", encoding="utf-8") as log:
         log.write("$ " + " ".join(command) + "\n")
         try:
             process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                        stdin=subprocess.DEVNULL, env=env, text=True,
-                                       errors="replace", bufsize=1)
+                                       errors="replace", bufsize=1, start_new_session=True)
         except OSError as error:
             raise UserError(f"cannot start {command[0]}: {error.strerror}") from None
-        try:
+
+        def copy() -> None:
             for line in process.stdout:
                 lines.append(line)
                 log.write(line)
                 if echo:
                     sys.stderr.write(line)
+
+        reader = threading.Thread(target=copy, daemon=True)
+        reader.start()
+        try:
             process.wait()
+            reader.join(timeout=0.0 if process.returncode < 0 else ORPHAN_GRACE_S)
+            if reader.is_alive():  # something the tool started still holds its output
+                _end_group(process.pid, signal.SIGKILL)
+                reader.join(timeout=5.0)
         except KeyboardInterrupt:
-            process.terminate()
+            _end_group(process.pid, signal.SIGTERM)
             process.wait()
             raise
     return Finished(process.returncode, "".join(lines))
+
+
+def _end_group(group: int, sig: int) -> None:
+    try:
+        os.killpg(group, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def harness_command(config: "RunConfig") -> list[str]:

@@ -141,6 +141,7 @@ def run(options: dict, top: int = 0, step: Optional[int] = None, launch_count: i
     name_regex = kernel_regex(list(chosen["name"])) if top else None
     scratch = Path(tempfile.mkdtemp(prefix=f".{config.run_name}.ncu-partial-",
                                     dir=config.runs_dir))
+    finished = False
     try:
         metrics, skipped = query_metrics(ncu, chip, scratch)
         measured = profile_step(ncu, config, scratch, step, name_regex, launch_count,
@@ -150,8 +151,9 @@ def run(options: dict, top: int = 0, step: Optional[int] = None, launch_count: i
         result = describe(config, ncu, step, name_regex, launch_count, top, chosen, raw, joined,
                           measured)
         write_json_atomic(scratch / "ncu.json", result)
-    finally:  # whatever ncu left, also when it failed (the log says why)
-        keep_outputs(scratch, run_dir)
+        finished = True
+    finally:  # the log (and the metrics query) also when ncu failed: it says why
+        keep_outputs(scratch, run_dir, finished)
     result["joined"] = joined
     result["agreement"] = agreement_share(joined)
     return result
@@ -232,9 +234,12 @@ def describe(config: RunConfig, ncu: str, step: int, name_regex: Optional[str],
     }
 
 
-def keep_outputs(scratch: Path, run_dir: Path) -> None:
-    """Move ncu's files from the scratch folder into the run folder; drop the rest."""
-    names = ("ncu.csv", "ncu.ncu-rep", "ncu.log", "ncu.json", "query-metrics.txt")
+def keep_outputs(scratch: Path, run_dir: Path, finished: bool = True) -> None:
+    """Move ncu's files from the scratch folder into the run folder; drop the rest. A failed or
+    killed ncu leaves its log and the metrics query only: a report it did not finish is not
+    kept (nor a CSV of it), and the run folder's earlier ncu results stay as they were."""
+    names = ("ncu.csv", "ncu.ncu-rep", "ncu.log", "ncu.json", "query-metrics.txt") if finished \
+        else ("ncu.log", "query-metrics.txt")
     move_into(run_dir, [scratch / n for n in names if (scratch / n).exists()])
     shutil.rmtree(scratch, ignore_errors=True)
 

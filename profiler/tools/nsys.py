@@ -117,9 +117,12 @@ def run(options: dict, echo=print) -> dict:
     runs_dir.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=f".{config.run_name}.nsys-partial-", dir=runs_dir))
     result: dict = {"run": config.run_name, "nsys": nsys}
+    # the run under nsys writes no trace (cuda-profiler-api); its trace folder is an empty one
+    # outside the runs folder (inside it, --runs-dir and --tb-dir would be nested)
+    no_trace = Path(tempfile.mkdtemp(prefix="infer-profiler-nsys-"))
     try:
         log = scratch / "nsys.log"
-        run_args = harness_command(replace(config, tb_dir=scratch / "tb_logs"))
+        run_args = harness_command(replace(config, tb_dir=no_trace))
         command = profile_command(nsys, scratch / "nsys", run_args)
         result["profile_command"] = command
         echo(f"nsys: {' '.join(command[:8])} ... (log: {run_dir / 'nsys.log'})")
@@ -159,6 +162,7 @@ def run(options: dict, echo=print) -> dict:
         write_json_atomic(run_dir / "nsys.json", result)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+        shutil.rmtree(no_trace, ignore_errors=True)
     return result
 
 
