@@ -131,6 +131,29 @@ def test_out_of_memory_names_the_batch_size(cli, monkeypatch):
     assert_nothing_written()
 
 
+def test_onnx_runtime_out_of_gpu_memory_names_the_batch_size(cli, monkeypatch):
+    """ONNX Runtime's CUDA arena running out raises its own RuntimeException (module
+    onnxruntime.capi.onnxruntime_pybind11_state), not torch's: still one out-of-memory line."""
+    from profiler.collect.backends import eager
+
+    RuntimeException = type("RuntimeException", (Exception,),
+                            {"__module__": "onnxruntime.capi.onnxruntime_pybind11_state"})
+
+    def no_memory(*args, **kwargs):
+        raise RuntimeException(
+            "[ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : Non-zero status code returned while "
+            "running Conv node. Name:'/conv1/Conv' Status Message: bfc_arena.cc:376 void* "
+            "onnxruntime::BFCArena::AllocateRawInternal(size_t, bool, onnxruntime::Stream*, bool, "
+            "onnxruntime::WaitNotificationFn) Failed to allocate memory for requested buffer of "
+            "size 205520896")
+
+    monkeypatch.setattr(eager, "place", no_memory)
+    done = cli("run", *TINY, "--bs", "64")
+    assert_one_line_error(done, "CUDA out of memory at batch size 64", "tried to allocate "
+                          "205520896", "smaller --bs", progress_before=True)
+    assert_nothing_written()
+
+
 @pytest.mark.parametrize("name", ["../escape", "a/b", "..", ".hidden", "~root"])
 def test_run_name_that_would_escape(cli, name):
     done = cli("run", *TINY, "--name", name)

@@ -13,6 +13,7 @@ import importlib.metadata
 import inspect
 import json
 import logging
+import os
 import types
 from pathlib import Path
 
@@ -120,6 +121,12 @@ def fake_trt(monkeypatch, tmp_path):
                 **options):
         calls.append({"ir": ir, **options})
         logging.getLogger("torch_tensorrt [TensorRT Conversion Context]").info("fake build starts")
+        if state["fail"] == "oom":  # as TensorRT-RTX 1.4 failed on an H100 with 1 GiB free
+            os.write(2, b"ERROR: [Torch-TensorRT] - [executionContext.cpp::initializeExecution"
+                        b"Context::644] Error Code 2: OutOfMemory (Requested size was 157679616 "
+                        b"bytes.)\n")
+            raise RuntimeError("[Error thrown at core/runtime/TRTEngine.cpp:281] Expected "
+                               "(exec_ctx.get() != nullptr) to be true but got false")
         if state["fail"]:
             logging.getLogger("torch_tensorrt [TensorRT Conversion Context]").error(
                 "Error Code 4: Internal Error (fake)")
@@ -197,6 +204,26 @@ def test_other_tf32_setting_is_another_entry(fake_trt, tmp_path):
     again = prepare(tmp_path, tf32=True)
     assert len(calls) == 2 and calls[1]["disable_tf32"] is False
     assert again.notes["cache"]["hit"] is False
+
+
+def test_a_build_out_of_gpu_memory_says_so_in_one_line(fake_trt, tmp_path, capfd):
+    """TensorRT says it ran out of memory on fd 2, and the exception says something else: the
+    one line says out of memory (a sweep records it as oom), the message is still shown, the log
+    keeps it, and the cache holds nothing."""
+    from profiler.errors import OutOfMemory
+
+    _, state = fake_trt
+    state["fail"] = "oom"
+    with pytest.raises(OutOfMemory) as error:
+        prepare(tmp_path)
+    message = str(error.value)
+    assert "\n" not in message and error.value.kind == "CUDA"
+    assert message.startswith("CUDA out of memory while building the TensorRT engine")
+    assert "at batch size 2" in message and "Requested size was 157679616 bytes" in message
+    assert "Error Code 2: OutOfMemory" in capfd.readouterr().err
+    log = tmp_path / "runs" / "ttrt_fp32_bs2_conv_net.failed" / "tensorrt_build.log"
+    assert str(log) in message and "Error Code 2: OutOfMemory" in log.read_text()
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
 
 
 def test_failed_build_is_one_line_and_keeps_the_log_beside_the_run(fake_trt, tmp_path):

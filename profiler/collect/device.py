@@ -60,9 +60,19 @@ def _out_of_memory_types() -> tuple:
 _HOST_OOM = re.compile(r"can't allocate memory|Cannot allocate memory")
 
 
+# ONNX Runtime's CUDA provider: its arena ("BFCArena::AllocateRawInternal ... Failed to allocate
+# memory for requested buffer of size N") or a CUDA call ("CUDA failure 2: out of memory"),
+# raised as onnxruntime's own RuntimeException (not a Python RuntimeError). This tool's sessions
+# keep every buffer on the GPU (IO binding), so their arena running out is GPU memory.
+_ORT_CUDA_OOM = re.compile(r"Failed to allocate memory for requested buffer|"
+                           r"CUDA failure 2: out of memory|cudaErrorMemoryAllocation")
+
+
 def out_of_memory_kind(error: BaseException) -> str | None:
     """"CUDA" or "host" when ``error`` is running out of that memory, else None."""
     if isinstance(error, _out_of_memory_types()):
+        return "CUDA"
+    if type(error).__module__.startswith("onnxruntime") and _ORT_CUDA_OOM.search(str(error)):
         return "CUDA"
     if isinstance(error, MemoryError) or (
             isinstance(error, RuntimeError) and _HOST_OOM.search(str(error))):
@@ -80,14 +90,19 @@ def release_cuda_memory() -> None:
 KINETO_NOISE = re.compile(r"^(USDT:|ERROR:.*gpuGetDeviceCount failed)")
 
 
+class Captured:
+    """What a captured_stderr block wrote to fd 2 (``text``, set when the block ends)."""
+
+    text: str = ""
+
+
 @contextlib.contextmanager
-def kineto_quiet(enabled: bool):
-    """Keep KINETO_NOISE off the terminal: fd 2 goes to a temporary file for the block (Python's
-    own stderr, the progress bar included, still goes to the terminal), and the lines that are
-    not Kineto's noise are written back afterwards."""
-    if not enabled:
-        yield
-        return
+def captured_stderr(keep=lambda line: True):
+    """fd 2 goes to a temporary file for the block (Python's own stderr, the progress bar
+    included, still goes to the terminal); afterwards the lines ``keep`` accepts are written
+    back, and all of them are in the yielded ``Captured.text``: what a C++ library (Kineto,
+    TensorRT) wrote there, to show and to read."""
+    captured = Captured()
     sys.stderr.flush()
     saved_fd, python_stderr = os.dup(2), sys.stderr
     with tempfile.TemporaryFile("w+b") as caught:
@@ -95,15 +110,26 @@ def kineto_quiet(enabled: bool):
         sys.stderr = open(saved_fd, "w", closefd=False, encoding=python_stderr.encoding,
                           errors="backslashreplace")
         try:
-            yield
+            yield captured
         finally:
             sys.stderr.flush()
             sys.stderr = python_stderr
             os.dup2(saved_fd, 2)
             os.close(saved_fd)
             caught.seek(0)
-            kept = [line for line in caught.read().decode(errors="replace").splitlines(True)
-                    if not KINETO_NOISE.match(line)]
+            captured.text = caught.read().decode(errors="replace")
+            kept = [line for line in captured.text.splitlines(True) if keep(line)]
             if kept:
                 sys.stderr.write("".join(kept))
                 sys.stderr.flush()
+
+
+@contextlib.contextmanager
+def kineto_quiet(enabled: bool):
+    """Keep KINETO_NOISE off the terminal (the other lines written to fd 2 are shown after the
+    block)."""
+    if not enabled:
+        yield
+        return
+    with captured_stderr(lambda line: not KINETO_NOISE.match(line)):
+        yield

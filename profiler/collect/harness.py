@@ -287,7 +287,8 @@ def _memory_errors(config: RunConfig):
         kind = out_of_memory_kind(error)
         if kind is None:
             raise
-        asked = re.search(r"tried to allocate ([0-9.]+ ?[A-Za-z]*)", str(error), re.IGNORECASE)
+        asked = re.search(r"(?:tried to allocate|requested buffer of size) ([0-9.]+ ?[A-Za-z]*)",
+                          str(error), re.IGNORECASE)
         detail = f", tried to allocate {asked[1]}" if asked else ""
         raise OutOfMemory(f"{kind} out of memory at batch size {config.batch_size} "
                           f"({config.backend}, {config.model}{detail}); try a smaller --bs",

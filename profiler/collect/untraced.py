@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import warnings
 from collections import Counter
 from typing import Callable
 
@@ -50,9 +51,11 @@ def record(fn: Callable, inputs: tuple, sync: Callable[[], None]) -> dict[str, i
     Kineto's in-memory events differ between torch versions)."""
     import torch
 
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-        fn(*inputs)
-        sync()
+    with warnings.catch_warnings():  # "Profiler clears events at the end of each cycle"
+        warnings.simplefilter("ignore", UserWarning)
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+            fn(*inputs)
+            sync()
     handle, path = tempfile.mkstemp(prefix="infer-profiler-untraced-", suffix=".json")
     os.close(handle)
     try:

@@ -27,6 +27,7 @@ import importlib.util
 import io
 import json
 import logging
+import re
 import shutil
 import tempfile
 import time
@@ -35,7 +36,7 @@ from functools import partial
 from pathlib import Path
 
 from profiler.collect import engine_cache
-from profiler.errors import UserError, first_line
+from profiler.errors import OutOfMemory, UserError, first_line
 from profiler.fsutil import write_text_atomic
 from profiler.collect.backends.base import Prepared, implement
 from profiler.collect.backends.eager import place
@@ -264,6 +265,18 @@ def captured_build_log():
             logger.propagate = propagate
 
 
+#: how TensorRT says it ran out of GPU memory: "Error Code 2: OutOfMemory (Requested size was
+#: 157679616 bytes.)" (TensorRT-RTX 1.4 on an H100, written to fd 2 by its logger)
+_TRT_OOM = re.compile(r"Error Code 2: OutOfMemory[^\n]*|[^\n]*\bout of memory\b[^\n]*",
+                      re.IGNORECASE)
+
+
+def build_out_of_memory(text: str) -> str | None:
+    """The line of a failed build's messages that says TensorRT ran out of GPU memory."""
+    found = _TRT_OOM.search(text)
+    return found.group(0).strip() if found else None
+
+
 def save_failed_build(config, log_text: str, error: BaseException,
                       log_name: str = BUILD_LOG) -> Path:
     """Write the tail of the build log beside the run folder, as runs/<run>.failed/<log_name>, so
@@ -454,17 +467,28 @@ def _build(torch, torch_tensorrt, model, inputs, config, what: str, notes: dict,
            artifacts: dict):
     """Compile the engine, timed to the end of the GPU's work; a failed build is one line
     naming ``what`` and pointing at the build log kept beside the run."""
+    from profiler.collect.device import Captured, captured_stderr
+
     workdir = Path(tempfile.mkdtemp(prefix="infer-profiler-trt-"))
     try:
         began = time.perf_counter()
         with captured_build_log() as log:
+            native = Captured()
             try:
-                compiled, build_notes = compile_module(torch_tensorrt, model, inputs, config,
-                                                       str(workdir))
+                with captured_stderr() as native:  # TensorRT's own messages, shown after it
+                    compiled, build_notes = compile_module(torch_tensorrt, model, inputs,
+                                                           config, str(workdir))
             except Exception as error:
                 if "out of memory" in str(error).lower():
                     raise
-                path = save_failed_build(config, log.getvalue(), error)
+                text = log.getvalue() + native.text
+                path = save_failed_build(config, text, error)
+                short = build_out_of_memory(text)
+                if short is not None:
+                    raise OutOfMemory(f"CUDA out of memory while building the TensorRT engine "
+                                      f"for {what} at batch size {config.batch_size} (TensorRT: "
+                                      f"{short}); try a smaller --bs or free the GPU; log tail "
+                                      f"in {path}", "CUDA") from None
                 first = first_line(error)
                 raise UserError(f"TensorRT build failed for {what} ({type(error).__name__}: "
                                 f"{first}); log tail in {path}") from None
