@@ -8,11 +8,12 @@
 #   bash scripts/device_truth.sh tools     # ncu killed half-way, ncu missing, nsys as it is there
 #   bash scripts/device_truth.sh ncu_trt   # the same ncu join for ttrt_fp16
 #   bash scripts/device_truth.sh engine    # a TensorRT engine build killed half-way, then the
-#                                          # same run; a damaged cache entry; a build that runs
-#                                          # out of GPU memory
+#                                          # same run; a damaged cache entry
+#   bash scripts/device_truth.sh oom       # a TensorRT build and an ONNX Runtime session out of
+#                                          # GPU memory (another process holds the rest)
 #
 # From the repository root on the GPU machine; logs land in $OUT (default ./device_out), runs in
-# $WORK (default a fresh /tmp folder). ncu_trt and engine need Torch-TensorRT staged first.
+# $WORK (default a fresh /tmp folder). ncu_trt, engine and oom need Torch-TensorRT staged first, oom onnxruntime-gpu too.
 set -u
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -100,18 +101,32 @@ engine() {
     say "a damaged cache entry (its engine file cut to half)"
     for f in "$cache"/*.ep; do truncate -s $(($(stat -c %s "$f") / 2)) "$f"; done
     timed p run --backend ttrt_fp16 --bs 8 --cache-dir "$cache" "${DIRS[@]}" 2>&1 | grep -iE "cache|damaged|engine|wall|error" | head -n 6
-    say "an engine build out of GPU memory (another process holds all but 1 GiB)"
-    "$PY" - <<'EOF' &
-import time, torch
+    listing "$WORK/runs"
+}
+
+hog() {  # another process holds all but $1 MiB of the GPU's memory until killed
+    rm -f /tmp/hog.ready
+    "$PY" - "$1" <<'EOF' &
+import sys, time, torch
 free, _ = torch.cuda.mem_get_info()
-hog = torch.empty(free - (1 << 30), dtype=torch.uint8, device="cuda")
+hog = torch.empty(free - int(sys.argv[1]) * (1 << 20), dtype=torch.uint8, device="cuda")
 open("/tmp/hog.ready", "w").close()
 time.sleep(300)
 EOF
-    local hog=$!
+    HOG=$!
     for _ in $(seq 60); do [ -e /tmp/hog.ready ] && break; sleep 1; done
-    timed p run --backend ttrt_fp16 --bs 32 --no-cache "${DIRS[@]}" 2>&1 | tail -n 4
-    kill $hog; wait $hog 2>/dev/null
+}
+
+oom() {
+    say "a TensorRT engine build out of GPU memory (another process holds all but 1 GiB)"
+    hog 1024
+    timed p run --backend ttrt_fp16 --bs 32 --no-cache "${DIRS[@]}" 2>&1 | tail -n 3
+    kill $HOG; wait $HOG 2>/dev/null
+    say "an ONNX Runtime session out of GPU memory: ort_fp16 bs 8 first, then bs 512 with all but 2.5 GiB held"
+    timed p run --backend ort_fp16 --bs 8 "${DIRS[@]}" 2>&1 | grep -E "p50|error|wall" | head -n 3
+    hog 2560
+    timed p run --backend ort_fp16 --bs 512 --iters 5 "${DIRS[@]}" 2>&1 | tail -n 3
+    kill $HOG; wait $HOG 2>/dev/null
     listing "$WORK/runs"
 }
 
