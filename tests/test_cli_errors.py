@@ -150,7 +150,7 @@ def test_onnx_runtime_out_of_gpu_memory_names_the_batch_size(cli, monkeypatch):
     monkeypatch.setattr(eager, "place", no_memory)
     done = cli("run", *TINY, "--bs", "64")
     assert_one_line_error(done, "CUDA out of memory at batch size 64", "tried to allocate "
-                          "205520896", "smaller --bs", progress_before=True)
+                          "205520896 bytes", "smaller --bs", progress_before=True)
     assert_nothing_written()
 
 

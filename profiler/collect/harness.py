@@ -289,7 +289,8 @@ def _memory_errors(config: RunConfig):
             raise
         asked = re.search(r"(?:tried to allocate|requested buffer of size) ([0-9.]+ ?[A-Za-z]*)",
                           str(error), re.IGNORECASE)
-        detail = f", tried to allocate {asked[1]}" if asked else ""
+        amount = f"{asked[1]} bytes" if asked and asked[1].isdigit() else asked and asked[1]
+        detail = f", tried to allocate {amount}" if asked else ""
         raise OutOfMemory(f"{kind} out of memory at batch size {config.batch_size} "
                           f"({config.backend}, {config.model}{detail}); try a smaller --bs",
                           kind) from None
