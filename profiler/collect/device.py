@@ -90,6 +90,25 @@ def release_cuda_memory() -> None:
 KINETO_NOISE = re.compile(r"^(USDT:|ERROR:.*gpuGetDeviceCount failed)")
 
 
+@contextlib.contextmanager
+def inductor_left_unimported():
+    """torch.profiler asks ``hasattr(torch, "_inductor")`` at every cycle's start (for Inductor's
+    CUDA-graph setting), and that question imports torch._inductor and torch._dynamo: about 2 s
+    of a run that never compiles. Where Inductor is not imported yet, its setting cannot be on,
+    so for the block torch's lazy-module list leaves it out and the answer is no. An
+    ``import torch._inductor`` inside the block still works; only the bare attribute reads as
+    absent. Where torch keeps no such list, nothing changes."""
+    lazy = getattr(torch, "_lazy_modules", None)
+    if "torch._inductor" in sys.modules or not isinstance(lazy, set) or "_inductor" not in lazy:
+        yield
+        return
+    lazy.discard("_inductor")
+    try:
+        yield
+    finally:
+        lazy.add("_inductor")
+
+
 class Captured:
     """What a captured_stderr block wrote to fd 2 (``text``, set when the block ends)."""
 

@@ -52,9 +52,53 @@ def _counted(model: torch.nn.Module, inputs: tuple, device: str) -> tuple[int, d
     return int(counter.get_total_flops()), per_op, shapes
 
 
+#: a model on the CPU whose weights and inputs take at most this many bytes is counted on its
+#: own CPU tensors (one real forward pass of a small model: milliseconds); larger ones, and any
+#: model on a GPU, on the meta device, whose kernels import torch._dynamo (about 1.5 s, once)
+SMALL_ON_CPU_BYTES = 16 << 20
+
+
+def _small_on_cpu(model: torch.nn.Module, inputs: tuple) -> bool:
+    tensors = [*model.parameters(), *model.buffers(),
+               *(t for t in inputs if isinstance(t, torch.Tensor))]
+    return all(t.device.type == "cpu" for t in tensors) and \
+        sum(t.numel() * t.element_size() for t in tensors) <= SMALL_ON_CPU_BYTES
+
+
+@contextlib.contextmanager
+def _dispatch_without_dynamo():
+    """torch wraps every dispatch mode's ``__torch_dispatch__`` in ``torch._disable_dynamo``,
+    whose first call imports torch._dynamo (about 1.5 s) to guard against tracing that does not
+    happen here; for the count, the wrapper is told the function is its own disabled form (the
+    attribute it caches that in), and is told nothing afterwards. Where torch does this another
+    way, nothing is changed and the count only takes longer."""
+    import sys
+
+    from torch.utils.flop_counter import _FlopCounterMode
+
+    target = getattr(_FlopCounterMode.__dict__.get("__torch_dispatch__"), "__wrapped__", None)
+    if target is None or "torch._dynamo" in sys.modules or hasattr(target, "__dynamo_disable"):
+        yield
+        return
+    setattr(target, "__dynamo_disable", target)
+    try:
+        yield
+    finally:
+        delattr(target, "__dynamo_disable")
+
+
 def count(model: torch.nn.Module, inputs: tuple) -> dict:
     """FLOPs of one call (``flops_per_batch``, ``flops_by_operator``), the output shapes and
     how they were counted; ``{"error": ...}`` when they could not be."""
+    if _small_on_cpu(model, inputs):
+        try:
+            with _dispatch_without_dynamo():
+                flops, per_op, out_shapes = _counted(model, inputs, "cpu")
+            return {"flops_per_batch": flops, "flops_by_operator": per_op,
+                    "output_shapes": [list(s) for s in out_shapes],
+                    "how": "FlopCounterMode on the eager model (CPU)"}
+        except Exception:  # counted again below, as any other model
+            pass
     how = "FlopCounterMode on the eager model (meta device)"
     try:
         flops, per_op, out_shapes = _counted(model, inputs, "meta")

@@ -51,7 +51,9 @@ def record(fn: Callable, inputs: tuple, sync: Callable[[], None]) -> dict[str, i
     Kineto's in-memory events differ between torch versions)."""
     import torch
 
-    with warnings.catch_warnings():  # "Profiler clears events at the end of each cycle"
+    from profiler.collect.device import inductor_left_unimported
+
+    with warnings.catch_warnings(), inductor_left_unimported():  # "Profiler clears events at the end of each cycle"
         warnings.simplefilter("ignore", UserWarning)
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
             fn(*inputs)

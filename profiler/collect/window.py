@@ -29,7 +29,7 @@ from profiler import runs
 from profiler.analysis.noise import TimedWindow
 from profiler.collect import gpu_state, timing
 from profiler.collect.backends.base import Prepared
-from profiler.collect.device import kineto_quiet, nvtx_range, sync
+from profiler.collect.device import inductor_left_unimported, kineto_quiet, nvtx_range, sync
 from profiler.collect.workloads.base import Workload
 from profiler.errors import UserError
 from profiler.fsutil import write_text_atomic
@@ -189,7 +189,7 @@ def profile_with_torch(config: RunConfig, step: Prepared, use_cuda: bool, progre
                                       profile_memory=config.profile_memory,
                                       with_stack=config.with_stack, with_flops=config.with_flops)
     mark_single_rank(profiler)
-    with kineto_quiet(not use_cuda), nvtx_range("profile"), \
+    with kineto_quiet(not use_cuda), nvtx_range("profile"), inductor_left_unimported(), \
             progress.bar("profile", config.profiled_steps) as tick, profiler as prof:
         for index in range(config.profiled_steps):
             with torch.profiler.record_function(STEP_SPAN), nvtx_range(f"step {index}"):
