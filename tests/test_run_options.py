@@ -221,7 +221,10 @@ def test_nsys_run(cli, parse_run, monkeypatch, left_out):
     config = parse_run(*run_args)
     assert_reaches(config, values, (*NSYS_SETS, "tb_dir"))
     assert (config.capture, config.repeat) == ("cuda-profiler-api", 1)
-    assert config.tb_dir.parent.parent == values["runs_dir"]  # a scratch folder in runs/
+    # an empty trace folder outside --runs-dir (inside it the harness refused nested folders),
+    # gone afterwards
+    assert config.tb_dir.name.startswith("infer-profiler-nsys-")
+    assert values["runs_dir"] not in config.tb_dir.parents and not config.tb_dir.exists()
 
 
 @pytest.mark.parametrize("command, skipped", [("run", ()), ("sweep", tuple(SWEEP_SETS)),

@@ -73,7 +73,7 @@ def test_sweep_writes_cells_tables_and_manifest(grid):
                              "status", "reason", "gpu", "node",
                              "elapsed_s", "wall_s", "imports_s", "build_s", "flops_s",
                              "prepare_s", "first_call_s", "graph_capture_s", "warm_up_s",
-                             "timed_s", "gpu_compute_s", "profile_s", "trace_write_s",
+                             "timed_s", "gpu_compute_s", "untraced_call_s", "profile_s", "trace_write_s",
                              "after_windows_s", "numerics_s", "repeat_runs_s", "write_s"]
     by_cell = {(r["backend"], int(r["bs"])): r for r in rows}
     # where each finished cell's seconds went: every phase that ran, none longer than the run

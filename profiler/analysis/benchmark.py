@@ -33,10 +33,9 @@ status, reason, gpu (the GPU that ran the cell, as CUDA_VISIBLE_DEVICES names it
 CPU), node (the host), elapsed_s (the cell in its worker, wall time), then where the cell's seconds
 went: wall_s (the run's own wall time: imports + harness, result.json's timing.wall_s) and one
 column per phase, <phase>_s in run order (profiler.runs.phases: imports_s, build_s, flops_s,
-prepare_s, first_call_s, graph_capture_s, warm_up_s, timed_s, gpu_compute_s, profile_s,
-trace_write_s, after_windows_s, numerics_s, repeat_runs_s, write_s; empty where the phase did
-not run). A column per phase
-rather than one text column: the seconds sort, sum and plot as numbers; benchmark.md and the
+prepare_s, first_call_s, graph_capture_s, warm_up_s, timed_s, gpu_compute_s, untraced_call_s,
+profile_s, trace_write_s, after_windows_s, numerics_s, repeat_runs_s, write_s; empty where the
+phase did not run). A column per phase rather than one text column: the seconds sort, sum and plot as numbers; benchmark.md and the
 terminal table leave them out to stay readable.
 
 A sweep given a list of an option's values (``--max-new-tokens 16,64``) has a column of that
