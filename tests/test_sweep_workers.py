@@ -162,7 +162,7 @@ def _at(stamp: str) -> datetime:
 
 
 def test_two_gpus_get_a_worker_each_and_never_two_cells_at_once(tmp_path):
-    done, cells = _sweep(tmp_path, "conv_net", "1,2,3,4", "--gpus", "0,1",
+    done, cells = _sweep(tmp_path, "conv_net", "1,2", "--gpus", "0,1",
                          backends="pytorch_fp32,pytorch_bf16", env=NO_GPUS)
     assert done.returncode == 0, done.stderr
     assert all(c["status"] == "ok" for c in cells.values())
@@ -189,22 +189,19 @@ def test_two_gpus_get_a_worker_each_and_never_two_cells_at_once(tmp_path):
     assert " on gpu 0: ok" in done.stderr and " on gpu 1: ok" in done.stderr
 
 
-def test_isolate_runs_every_cell_in_a_fresh_process(tmp_path):
-    done, cells = _sweep(tmp_path, "conv_net", "1,2", "--isolate")
-    assert done.returncode == 0, done.stderr
-    assert len({c["worker"] for c in cells.values()}) == 2
-    assert all(c["status"] == "ok" for c in cells.values())
-
-
-def test_the_sweep_process_never_imports_torch(tmp_path):
+def test_isolate_runs_every_cell_in_a_fresh_process_and_the_sweep_never_imports_torch(tmp_path):
+    """--isolate: two cells, two worker processes; and the sweep's own process (planning,
+    scheduling, the manifest and tables) never imports torch."""
     code = ("import sys\n"
             "from pathlib import Path\n"
             f"sys.path.insert(0, {str(ROOT)!r})\n"
             "from profiler.sweep import plan as sweep\n"
-            "p = sweep.plan('pytorch_fp32', '1', {'model': 'tests.tiny_models:conv_net', "
-            "'iters': 2, 'timed_warmup': 0, 'active': 1}, name='s')\n"
+            "p = sweep.plan('pytorch_fp32', '1,2', {'model': 'tests.tiny_models:conv_net', "
+            "'iters': 2, 'timed_warmup': 0, 'active': 1}, name='s', isolate=True)\n"
             "outcome = sweep.run_sweep(p, say=lambda text: None)\n"
-            "assert outcome.manifest.cells['pytorch_fp32_bs1_conv_net'].status == 'ok'\n"
+            "cells = outcome.manifest.cells.values()\n"
+            "assert [c.status for c in cells] == ['ok', 'ok'], [c.reason for c in cells]\n"
+            "assert len({c.worker for c in cells}) == 2, [c.worker for c in cells]\n"
             "assert 'torch' not in sys.modules, 'the sweep imported torch'\n")
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
