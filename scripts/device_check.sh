@@ -9,22 +9,7 @@
 # From the repository root on the GPU machine; logs and small results land in $OUT (default
 # ./device_out), runs and traces in $WORK (default a fresh /tmp folder). TensorRT and ModelOpt
 # must be installed first (../shared/device/stage-*.sh); a backend that cannot run says why.
-set -u
-cd "$(dirname "$0")/.."
-PY=${PYTHON:-python3}
-OUT=${OUT:-device_out}
-WORK=${WORK:-$(mktemp -d /tmp/device_check.XXXXXX)}
-mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1 TORCHINDUCTOR_COMPILE_THREADS=${TORCHINDUCTOR_COMPILE_THREADS:-8}
-DIRS=(--runs-dir "$WORK/runs" --tb-dir "$WORK/tb_logs")
-
-say() { echo "=== $*"; }
-p() { "$PY" profile.py "$@"; }
-timed() {  # wall seconds of one command, end to end
-    local began=$(date +%s%N); "$@"; local code=$? ms=$((($(date +%s%N) - began) / 1000000))
-    echo "=== wall: $((ms / 1000)).$(printf %03d $((ms % 1000))) s (exit $code) for: ${*:2:6}"
-    return $code
-}
+source "$(dirname "$0")/device_common.sh"
 
 runs() {
     say "versions"; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader

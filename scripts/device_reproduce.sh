@@ -12,19 +12,8 @@
 #
 # Logs go to $OUT (default ./device_out); runs to $WORK (default /tmp/reproduce, kept between
 # calls of one warm machine so the second sweep finds the first).
-set -u
-cd "$(dirname "$0")/.."
-PY=${PYTHON:-python3}
-OUT=${OUT:-device_out}
-WORK=${WORK:-/tmp/reproduce}
-mkdir -p "$OUT" "$WORK"
-export PYTHONUNBUFFERED=1 TORCHINDUCTOR_COMPILE_THREADS=${TORCHINDUCTOR_COMPILE_THREADS:-8}
-DIRS=(--runs-dir "$WORK/runs" --tb-dir "$WORK/tb_logs")
-say() { echo "=== $*"; }
-timed() {
-    local began=$(date +%s%N); "$@"; local code=$? ms=$((($(date +%s%N) - began) / 1000000))
-    echo "=== wall: $((ms / 1000)).$(printf %03d $((ms % 1000))) s (exit $code) for: ${*:1:8}"
-}
+WORK=${WORK:-/tmp/reproduce}  # kept between the parts of one warm machine
+source "$(dirname "$0")/device_common.sh"
 case "${1:-}" in
 eager)
     say "versions"; nvidia-smi --query-gpu=name,driver_version,persistence_mode,clocks.sm,clocks.max.sm --format=csv,noheader

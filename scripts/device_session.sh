@@ -17,24 +17,10 @@
 #   BS=1 bash scripts/device_session.sh generate   # the translation loop at another batch size
 #   bash scripts/device_session.sh fixtures    # one small generation trace per workload (16 new
 #                                              # tokens, one profiled generation)
-set -u
-cd "$(dirname "$0")/.."
-PY=${PYTHON:-python3}
-OUT=${OUT:-device_out}
-WORK=${WORK:-$(mktemp -d /tmp/device_session.XXXXXX)}
-mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1 TORCHINDUCTOR_COMPILE_THREADS=${TORCHINDUCTOR_COMPILE_THREADS:-8}
-DIRS=(--runs-dir "$WORK/runs" --tb-dir "$WORK/tb_logs")
-
-say() { echo "=== $*"; }
-p() { "$PY" profile.py "$@"; }
+source "$(dirname "$0")/device_common.sh"
 keep() {  # the small files of the runs made (no traces, no engines), as one archive in $OUT
     (cd "$WORK" && find runs -type f -size -2M ! -name "*.pt.trace.json*" ! -name "*.ep" \
         -print0 | tar czf "$OUT/$1.tgz" --null -T -)
-}
-timed() {  # wall seconds of one command, end to end, on its own line
-    local began=$(date +%s%N); "$@"; local code=$? ms=$((($(date +%s%N) - began) / 1000000))
-    echo "=== wall: $((ms / 1000)).$(printf %03d $((ms % 1000))) s for: $*"; return $code
 }
 
 numbers() {

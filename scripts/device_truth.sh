@@ -14,22 +14,7 @@
 #
 # From the repository root on the GPU machine; logs land in $OUT (default ./device_out), runs in
 # $WORK (default a fresh /tmp folder). ncu_trt, engine and oom need Torch-TensorRT staged first, oom onnxruntime-gpu too.
-set -u
-cd "$(dirname "$0")/.."
-PY=${PYTHON:-python3}
-OUT=${OUT:-device_out}
-WORK=${WORK:-$(mktemp -d /tmp/device_truth.XXXXXX)}
-mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1
-DIRS=(--runs-dir "$WORK/runs" --tb-dir "$WORK/tb_logs")
-
-say() { echo "=== $*"; }
-p() { "$PY" profile.py "$@"; }
-timed() {  # wall seconds of one command, end to end
-    local began=$(date +%s%N); "$@"; local code=$? ms=$((($(date +%s%N) - began) / 1000000))
-    echo "=== wall: $((ms / 1000)).$(printf %03d $((ms % 1000))) s (exit $code) for: ${*:2:6}"
-    return $code
-}
+source "$(dirname "$0")/device_common.sh"
 listing() {  # what a folder holds, hidden entries included
     say "files under $1"; (cd "$1" 2>/dev/null && find . -maxdepth 3 | sort | head -n 60)
 }
