@@ -5,7 +5,7 @@ set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PY=${PYTHON:-python3}
 OUT=${OUT:-device_out}
-WORK=${WORK:-$(mktemp -d "/tmp/$(basename "${BASH_SOURCE[1]}" .sh).XXXXXX")}
+WORK=${WORK:-$(mktemp -d "/tmp/$(basename "${BASH_SOURCE[1]:-device}" .sh).XXXXXX")}
 mkdir -p "$OUT" "$WORK"
 export PYTHONUNBUFFERED=1 TORCHINDUCTOR_COMPILE_THREADS=${TORCHINDUCTOR_COMPILE_THREADS:-8}
 DIRS=(--runs-dir "$WORK/runs" --tb-dir "$WORK/tb_logs")
