@@ -11,6 +11,8 @@
 #                                          # same run; a damaged cache entry
 #   bash scripts/device_truth.sh oom       # a TensorRT build and an ONNX Runtime session out of
 #                                          # GPU memory (another process holds the rest)
+#   bash scripts/device_truth.sh ray_paths # sweeps through a local Ray cluster: a task's worker
+#                                          # killed, Ctrl-C then --resume, the raylet killed
 #
 # From the repository root on the GPU machine; logs land in $OUT (default ./device_out), runs in
 # $WORK (default a fresh /tmp folder). ncu_trt, engine and oom need Torch-TensorRT staged first, oom onnxruntime-gpu too.
@@ -112,6 +114,48 @@ oom() {
     hog 2560
     timed p run --backend ort_fp16 --bs 512 --iters 5 "${DIRS[@]}" 2>&1 | tail -n 3
     kill $HOG; wait $HOG 2>/dev/null
+    listing "$WORK/runs"
+}
+
+wait_running() {  # until sweep $1 has a running cell (60 s at most)
+    for _ in $(seq 600); do
+        "$PY" - "$WORK/runs/$1/sweep.json" <<'EOF' 2>/dev/null && return 0
+import json, sys
+cells = json.load(open(sys.argv[1]))["cells"].values()
+sys.exit(0 if any(c["status"] == "running" for c in cells) else 1)
+EOF
+        sleep 0.1
+    done
+    return 1
+}
+
+statuses() {  # each cell of sweep $1: status and reason
+    "$PY" - "$WORK/runs/$1/sweep.json" <<'EOF'
+import json, sys
+for name, c in json.load(open(sys.argv[1]))["cells"].items():
+    print(f"  {name}: {c['status']} {c.get('reason') or ''}")
+EOF
+}
+
+ray_paths() {  # the Ray executor on this machine: a task's worker killed, Ctrl-C, the node lost
+    local grid=(--backends pytorch_fp32 --bs 1,2 --model tests.tiny_models:slow --iters 30
+                --timed-warmup 0 --active 1 --processes 1 --executor ray --ray-address auto)
+    PYTHONPATH="$PWD" ray start --head --num-cpus 4 --disable-usage-stats > "$OUT/ray_start.log" 2>&1 || tail -n 5 "$OUT/ray_start.log"
+    say "a Ray task's worker killed with SIGKILL while its cell runs"
+    (p sweep "${grid[@]}" --name raykill "${DIRS[@]}" > "$OUT/ray_kill.log" 2>&1; echo "exit $?" >> "$OUT/ray_kill.log") &
+    wait_running raykill && sleep 2 && pkill -9 -f "ray::" ; wait
+    grep -vE "^(┃|┏|┡|└|│)" "$OUT/ray_kill.log" | tail -n 6; statuses raykill
+    say "Ctrl-C (SIGINT) to a Ray sweep, then --resume"
+    p sweep "${grid[@]}" --name rayint "${DIRS[@]}" > "$OUT/ray_int.log" 2>&1 &
+    local sweep=$!
+    wait_running rayint && sleep 2 && kill -INT $sweep; wait $sweep; echo "exit $?"
+    tail -n 2 "$OUT/ray_int.log"; statuses rayint
+    timed p sweep "${grid[@]}" --name rayint --resume "${DIRS[@]}" 2>&1 | tail -n 3; statuses rayint
+    say "the node lost: Ray's raylet killed with SIGKILL while a cell runs"
+    (p sweep "${grid[@]}" --name raynode "${DIRS[@]}" > "$OUT/ray_node.log" 2>&1; echo "exit $?" >> "$OUT/ray_node.log") &
+    wait_running raynode && sleep 2 && pkill -9 -x raylet; wait
+    grep -vE "^(┃|┏|┡|└|│)" "$OUT/ray_node.log" | tail -n 6; statuses raynode
+    ray stop --force > /dev/null 2>&1
     listing "$WORK/runs"
 }
 
