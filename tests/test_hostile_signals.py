@@ -82,10 +82,48 @@ def test_a_sweep_killed_outright_takes_its_worker_with_it(tmp_path):
             sweep.kill()
         for worker in _children(sweep.pid):
             os.kill(worker, signal.SIGKILL)
-    # nothing half-written was promoted: no cell folder without its result
-    for cell in (tmp_path / "runs" / "k9").iterdir():
-        if cell.is_dir() and cell.name.startswith("pytorch_fp32"):
-            assert (cell / "result.json").is_file()
+    # the cell running when the sweep died was stopped, and the worker took no other: no cell
+    # folder was written after the sweep was gone (a worker still starting up when its SIGINT
+    # came ignored it, then ran the cell it had been handed)
+    assert not [c for c in (tmp_path / "runs" / "k9").iterdir()
+                if c.is_dir() and c.name.startswith("pytorch_fp32")]
+
+
+_DYING_SWEEP = """
+import os, subprocess, sys
+worker = subprocess.Popen([sys.executable, "-m", "profiler.sweep.worker"],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          env=dict(os.environ, INFER_PROFILER_SWEEP_PID=str(os.getpid())))
+worker.stdin.write(sys.argv[1].encode() + b"\\n")
+worker.stdin.flush()
+print(worker.pid, flush=True)
+os._exit(0)  # the sweep is gone before its worker, still starting, has read the cell
+"""
+
+
+def test_a_worker_whose_sweep_is_gone_runs_no_cell(tmp_path):
+    """A worker handed a cell by a sweep that died while the worker started (its SIGINT came
+    while ignored, between cells) leaves without running it: no cell folder appears after the
+    sweep is gone, and a --resume never finds one it did not run."""
+    import msgspec
+
+    from profiler.runs.config import RunConfig, config_to_json
+    from profiler.sweep.cell import CellJob
+
+    job = CellJob(name="orphan", log_path=str(tmp_path / "orphan.log"),
+                  config=config_to_json(RunConfig(
+                      model="tests.tiny_models:conv_net", batch_size=1, iters=2, timed_warmup=0,
+                      active=1, runs_dir=tmp_path / "runs", tb_dir=tmp_path / "tb")))
+    env = _env()
+    env["PYTHONPATH"] = str(ROOT)
+    done = subprocess.run([sys.executable, "-c", _DYING_SWEEP, msgspec.json.encode(job).decode()],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+    worker = int(done.stdout.split()[0])
+    deadline = time.monotonic() + 60
+    while _alive(worker):
+        assert time.monotonic() < deadline, "the orphaned worker runs on"
+        time.sleep(0.1)
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
 
 
 def _truncate(cell: Path, tb: Path) -> None:

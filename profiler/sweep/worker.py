@@ -5,8 +5,10 @@ its one GPU. It reads one ``CellJob`` per line (JSON) on file descriptor 0 and a
 one line ``{"outcome": CellOutcome}`` on the descriptor that was 1 when it started. Before the
 first cell it moves both away: 0 reads /dev/null and 1 goes where 2 goes (the worker's log), so
 nothing a cell or a library prints can land in the reply stream; during a cell, 1 and 2 are the
-cell's log (profiler.sweep.cell.run_job). It ends at the end of its input, or after one cell with
-``--one-cell`` (a fresh process per cell: ``sweep --isolate``).
+cell's log (profiler.sweep.cell.run_job). It ends at the end of its input, after one cell with
+``--one-cell`` (a fresh process per cell: ``sweep --isolate``), or, without running the cell it
+was handed, when the sweep that started it is gone (its SIGINT, sent when the sweep dies, is
+ignored between cells).
 """
 
 import time
@@ -31,6 +33,9 @@ def _private_channels():
 
 
 def main(argv: list[str]) -> int:
+    # the sweep that started this worker: named by it (by the time this line runs, a sweep
+    # killed at once may be gone and the parent already another process)
+    sweep = int(os.environ.get("INFER_PROFILER_SWEEP_PID") or os.getppid())
     requests, replies = _private_channels()
     # SIGINT stops a cell (run_job lets it through there); between cells it is ignored,
     # so a stop that arrives as a cell ends cannot lose that cell's reply
@@ -46,6 +51,8 @@ def main(argv: list[str]) -> int:
     first = True
     try:
         for line in requests:
+            if os.getppid() != sweep:  # the sweep is gone (killed while this worker started, when
+                return 1               # its SIGINT was ignored): its cell is not run
             job = msgspec.json.decode(line, type=cellrun.CellJob)
             outcome = cellrun.run_job(job, process_mark=_began if first else None)
             first = False

@@ -90,6 +90,10 @@ def _end_with_sweep() -> None:
 
 # ---- one worker ----------------------------------------------------------------------------
 
+#: the sweep's process id, for its workers (profiler.sweep.worker)
+SWEEP_PID_ENV = "INFER_PROFILER_SWEEP_PID"
+
+
 class _Worker:
     """A worker process, the reader thread that turns its replies into events, and its cell."""
 
@@ -107,6 +111,7 @@ class _Worker:
             env["CUDA_VISIBLE_DEVICES"] = gpu
         self.log_path = settings.log_dir / "workers" / f"{slot}.log"
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        env[SWEEP_PID_ENV] = str(os.getpid())  # the worker leaves when this process is gone
         command = [sys.executable, "-c", _BOOT, str(ROOT)]
         if settings.isolate:
             command.append("--one-cell")
