@@ -299,22 +299,23 @@ def test_cache_folder_follows_xdg_and_the_override_wins(tmp_path, monkeypatch):
 
 
 def test_a_run_caches_under_xdg_cache_home(tmp_path):
-    """A CPU run (no INFER_PROFILER_CACHE) keeps its FLOP count under $XDG_CACHE_HOME; with -q it
-    prints its results only (one real run for both: tests/test_verbosity.py has the rest)."""
+    """A CPU run (no INFER_PROFILER_CACHE) keeps what it caches (here the bytecode, as where
+    PYTHONDONTWRITEBYTECODE is set) under $XDG_CACHE_HOME; with -q it prints its results only
+    (one real run for both: tests/test_verbosity.py has the rest)."""
     import os
     import subprocess
     import sys
 
     env = {k: v for k, v in os.environ.items()
-           if k not in ("INFER_PROFILER_CACHE", "PYTHONPATH")}
+           if k not in ("INFER_PROFILER_CACHE", "PYTHONPATH", "PYTHONPYCACHEPREFIX")}
     env.update(XDG_CACHE_HOME=str(tmp_path / "xdg"), HOME=str(tmp_path / "home"),
-               PYTHONPATH=str(ROOT))
+               PYTHONPATH=str(ROOT), PYTHONDONTWRITEBYTECODE="1")
     done = subprocess.run([sys.executable, str(ROOT / "profile.py"), "run", "--model",
                            "tests.tiny_models:conv_net", "--bs", "1", "--iters", "2",
                            "--timed-warmup", "0", "--active", "1", "--image-size", "16", "-q"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert (tmp_path / "xdg" / "infer-profiler" / "engines").is_dir()
+    assert (tmp_path / "xdg" / "infer-profiler" / "engines" / "pycache").is_dir()
     assert not (tmp_path / "home" / ".cache").exists()
     # -q: results only (no phase lines, no progress, no next: hints)
     assert done.stderr == ""
