@@ -126,6 +126,47 @@ def test_a_worker_whose_sweep_is_gone_runs_no_cell(tmp_path):
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
 
 
+def test_a_stop_between_cells_interrupts_the_cell_handed_over_next(tmp_path):
+    """A worker's SIGINT between cells (the sweep stopping it while its next cell was already in
+    the pipe) is remembered: that cell is answered interrupted and not run; the reply of the cell
+    before is whole."""
+    import msgspec
+
+    from profiler.runs.config import RunConfig, config_to_json
+    from profiler.sweep.cell import CellJob, CellOutcome
+
+    def job(bs: int) -> bytes:
+        return msgspec.json.encode(CellJob(
+            name=f"bs{bs}", log_path=str(tmp_path / f"bs{bs}.log"), config=config_to_json(
+                RunConfig(model="tests.tiny_models:conv_net", batch_size=bs, iters=2,
+                          timed_warmup=0, active=1, image_size=16, runs_dir=tmp_path / "runs",
+                          tb_dir=tmp_path / "tb")))) + b"\n"
+
+    env = _env()
+    env.update(PYTHONPATH=str(ROOT), INFER_PROFILER_SWEEP_PID=str(os.getpid()))
+    worker = subprocess.Popen([sys.executable, "-m", "profiler.sweep.worker"], cwd=tmp_path,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+    try:
+        worker.stdin.write(job(1))
+        worker.stdin.flush()
+        first = msgspec.json.decode(worker.stdout.readline(), type=dict)["outcome"]
+        worker.send_signal(signal.SIGINT)  # between cells: the handler is in place
+        time.sleep(0.5)  # let it arrive before the next cell is read
+        worker.stdin.write(job(2))
+        worker.stdin.close()
+        second = msgspec.convert(
+            msgspec.json.decode(worker.stdout.readline(), type=dict)["outcome"], CellOutcome)
+        assert worker.wait(timeout=60) == 0
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+    assert first["status"] == "ok", first
+    assert second.kind == "interrupted" and second.status == "interrupted", second
+    assert (tmp_path / "runs" / "pytorch_fp32_bs1_conv_net").is_dir()
+    assert not (tmp_path / "runs" / "pytorch_fp32_bs2_conv_net").exists()
+    assert not (tmp_path / "bs2.log").exists()  # never begun
+
+
 def _truncate(cell: Path, tb: Path) -> None:
     (cell / "result.json").write_text('{"trunc')
 

@@ -37,9 +37,12 @@ def main(argv: list[str]) -> int:
     # killed at once may be gone and the parent already another process)
     sweep = int(os.environ.get("INFER_PROFILER_SWEEP_PID") or os.getppid())
     requests, replies = _private_channels()
-    # SIGINT stops a cell (run_job lets it through there); between cells it is ignored,
-    # so a stop that arrives as a cell ends cannot lose that cell's reply
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # SIGINT stops a cell (run_job lets it through there); between cells it is remembered, not
+    # raised, so a stop that arrives as a cell ends cannot lose that cell's reply, and a cell
+    # handed over before the stop came is answered "interrupted" without being run (the sweep
+    # closes a stopped worker's input: no later cell comes)
+    stops: list[int] = []
+    signal.signal(signal.SIGINT, lambda signum, frame: stops.append(signum))
     from profiler.collect import bytecode
 
     bytecode.keep_bytecode()  # before torch, as profile.py does: see profiler/collect/bytecode.py
@@ -54,7 +57,11 @@ def main(argv: list[str]) -> int:
             if os.getppid() != sweep:  # the sweep is gone (killed while this worker started, when
                 return 1               # its SIGINT was ignored): its cell is not run
             job = msgspec.json.decode(line, type=cellrun.CellJob)
-            outcome = cellrun.run_job(job, process_mark=_began if first else None)
+            if stops:
+                outcome = cellrun.outcome("interrupted", "interrupted (Ctrl-C)", 130, 0.0,
+                                          **cellrun.where())
+            else:
+                outcome = cellrun.run_job(job, process_mark=_began if first else None)
             first = False
             replies.write(msgspec.json.encode({"outcome": outcome}) + b"\n")
             if one_cell:
