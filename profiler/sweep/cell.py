@@ -179,16 +179,35 @@ def _run(config: RunConfig) -> tuple[str, str | None, int]:
         return "crash", f"{type(error).__name__}: {first_line(error)}", 1
 
 
+#: SIGINTs that came between cells in a sweep worker (remember_stops): the next cell stops as
+#: it begins
+_stops: list[int] = []
+
+
+def remember_stops(earlier: list[int] = ()) -> None:
+    """A sweep worker's SIGINT between cells is remembered, not raised: a stop that comes as a
+    cell ends cannot cut its reset or its reply short, and one that comes after the next cell
+    was handed over (or while it sets up) stops that cell as it begins. ``earlier``: stops the
+    worker remembered before this module was imported."""
+    _stops.extend(earlier)
+    signal.signal(signal.SIGINT, lambda signum, frame: _stops.append(signum))
+
+
+def stop_requested() -> bool:
+    return bool(_stops)
+
+
 @contextlib.contextmanager
 def _interruptible():
     """SIGINT raises KeyboardInterrupt inside the block (the cell stops and cleans up), whatever
-    the process does with it outside: a sweep worker ignores it between cells, so a stop meant
-    for a cell that just ended cannot cut the reset or the reply short."""
+    the process does with it outside; a stop remembered before the block raises as it begins."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
+        if _stops:
+            raise KeyboardInterrupt
         yield
     finally:
         signal.signal(signal.SIGINT, previous)

@@ -41,8 +41,8 @@ def main(argv: list[str]) -> int:
     # raised, so a stop that arrives as a cell ends cannot lose that cell's reply, and a cell
     # handed over before the stop came is answered "interrupted" without being run (the sweep
     # closes a stopped worker's input: no later cell comes)
-    stops: list[int] = []
-    signal.signal(signal.SIGINT, lambda signum, frame: stops.append(signum))
+    early: list[int] = []  # until the cell module (imported after keep_bytecode) takes over
+    signal.signal(signal.SIGINT, lambda signum, frame: early.append(signum))
     from profiler.collect import bytecode
 
     bytecode.keep_bytecode()  # before torch, as profile.py does: see profiler/collect/bytecode.py
@@ -50,14 +50,16 @@ def main(argv: list[str]) -> int:
 
     from profiler.sweep import cell as cellrun
 
+    cellrun.remember_stops(early)
+
     one_cell = "--one-cell" in argv
     first = True
     try:
         for line in requests:
-            if os.getppid() != sweep:  # the sweep is gone (killed while this worker started, when
-                return 1               # its SIGINT was ignored): its cell is not run
+            if os.getppid() != sweep:  # the sweep is gone: its cell is not run
+                return 1
             job = msgspec.json.decode(line, type=cellrun.CellJob)
-            if stops:
+            if cellrun.stop_requested():
                 outcome = cellrun.outcome("interrupted", "interrupted (Ctrl-C)", 130, 0.0,
                                           **cellrun.where())
             else:
