@@ -132,10 +132,11 @@ def test_try_runs_the_experiments_beside_the_baseline(cli, tiny_run):
     # one promise (1.5x) for all: the cheapest first
     assert [c["label"] for c in trial["cells"]] == ["the run as it is", "--cuda-graphs",
                                                     "--bs 4", "backend ttrt_fp32"]
-    assert data["baseline"]["status"] == "ok" and data["baseline"]["processes"] == 2
+    # --processes 2: two rounds beside each cell's own run (which pairs with none)
+    assert data["baseline"]["status"] == "ok" and data["baseline"]["processes"] == 3
     rows = {r["label"]: r for r in data["rows"]}
     bigger = rows["--bs 4"]
-    assert bigger["status"] == "ok" and bigger["processes"] == 2
+    assert bigger["status"] == "ok" and bigger["processes"] == 3
     assert bigger["figure"] == "per sample" and bigger["verdict"] in (
         "faster", "slower", "same", "undecided")
     assert bigger["low"] <= bigger["speedup"] <= bigger["high"]

@@ -1,5 +1,5 @@
 """GPU compute and enqueue time (profiler.collect.gpu_time): the sleep's size, one window's
-accounting (invalid attempts redone, a host sync recognised, the budget), the summary, the
+accounting (invalid attempts redone, a host sync recognised, no time budget), the summary, the
 method's wiring on a simulated device (a virtual timeline: nothing is timed), result.json's
 record and the headline's line. The GPU figures themselves need a GPU run."""
 
@@ -22,8 +22,9 @@ RUN = FIXTURES / "h200" / "runs" / "pytorch_fp16_bs8"
 
 # ---- sizing the sleep ------------------------------------------------------------------------
 
-def test_the_sleep_is_twice_the_enqueue_time_within_its_floor_and_cap():
-    assert gpu_time.choose_sleep_ms(1.5) == pytest.approx(3.0)
+def test_the_sleep_is_one_and_a_half_enqueue_times_within_its_floor_and_cap():
+    assert gpu_time.SLEEP_FACTOR == 1.5
+    assert gpu_time.choose_sleep_ms(1.5) == pytest.approx(2.25)
     assert gpu_time.choose_sleep_ms(0.01) == gpu_time.FLOOR_MS
     assert gpu_time.choose_sleep_ms(float("nan")) == gpu_time.FLOOR_MS
     assert gpu_time.choose_sleep_ms(0.0) == gpu_time.FLOOR_MS
@@ -63,17 +64,41 @@ def test_a_window_of_valid_attempts():
     tally = gpu_time.run_window(call(0.5, 2.0), 10, 0.5)
     assert (len(tally.gpu_ms), tally.invalid, tally.host_sync) == (10, 0, False)
     assert tally.gpu_ms == [2.0] * 10 and tally.enqueue_ms == [0.5] * 10
-    assert tally.sleep_ms == pytest.approx(1.0)
+    assert tally.sleep_ms == pytest.approx(0.75)
 
 
 def test_a_sleep_that_ended_too_early_is_counted_and_redone_longer():
     sleeps = []
-    # the estimate said 0.3 ms, the call then enqueues in 1.0 ms: the first sleep (0.6) is short
+    # the estimate said 0.3 ms, the call then enqueues in 1.0 ms: the first sleep (0.45) is
+    # short; the next is twice the longer of the sleep and the enqueue seen
     tally = gpu_time.run_window(call(1.0, 2.0, sleeps), 5, 0.3)
-    assert tally.invalid == 1 and len(tally.gpu_ms) == 5 and not tally.host_sync
-    assert sleeps[0] == pytest.approx(0.6) and sleeps[1] == pytest.approx(2.0)
-    assert all(s == pytest.approx(2.0) for s in sleeps[1:])  # it stays long enough
+    assert tally.invalid == 2 and len(tally.gpu_ms) == 5 and not tally.host_sync
+    # the second iteration starts from the base sleep again; redone twice within
+    # REBASE_EVERY iterations, the base grows to the sleep that held
+    assert sleeps == pytest.approx([0.45, 2.0, 0.45, 2.0, 2.0, 2.0, 2.0])
     assert tally.sleep_ms == pytest.approx(2.0)
+
+
+def test_one_slow_enqueue_lengthens_that_iteration_only():
+    sleeps = []
+    # a host hiccup (3 ms) at the fourth iteration, then the call's usual 0.5 ms again
+    enqueues = [0.5] * 3 + [3.0] + [0.5] * 7
+    tally = gpu_time.run_window(call(enqueues, 2.0, sleeps), 10, 0.5)
+    assert tally.invalid == 1 and len(tally.gpu_ms) == 10
+    assert sleeps == pytest.approx([0.75] * 3 + [0.75, 6.0] + [0.75] * 6)
+    assert tally.sleep_ms == pytest.approx(6.0)  # the longest sleep that held
+
+
+def test_two_hiccups_far_apart_leave_the_base_sleep_alone():
+    sleeps = []
+    hiccups = {3, 3 + 2 * gpu_time.REBASE_EVERY + 5}
+    enqueues = []
+    for i in range(40):
+        enqueues += [3.0, 0.5] if i in hiccups else [0.5]
+    tally = gpu_time.run_window(call(enqueues, 2.0, sleeps), 40, 0.5)
+    assert tally.invalid == 2 and len(tally.gpu_ms) == 40
+    assert sleeps[-1] == pytest.approx(0.75) and max(sleeps) == pytest.approx(6.0)
+    assert sum(s > 1 for s in sleeps) == 2  # only the two redone attempts slept longer
 
 
 def test_a_call_that_waits_for_the_gpu_inside_is_a_host_sync():
@@ -102,18 +127,19 @@ def test_a_later_iteration_that_fails_every_try_is_skipped_not_a_host_sync():
     assert not tally.host_sync and len(tally.gpu_ms) == 3 and tally.invalid == gpu_time.TRIES
 
 
-def test_the_window_stops_at_its_budget_once_enough_are_valid():
-    now = [0.0]
+def test_the_window_takes_every_iteration_asked_with_no_time_budget():
+    import inspect
 
-    def clock() -> float:
-        return now[0]
+    calls = []
 
-    def slow(sleep_ms: float) -> Attempt:
-        now[0] += 0.4  # each attempt "takes" 0.4 s of the fake clock
-        return Attempt(0.5, 1.0, held=True)
+    def slow(sleep_ms: float) -> Attempt:  # however long each takes: no clock is read
+        calls.append(sleep_ms)
+        return Attempt(0.5, 1.0 + len(calls) / 1000, held=True)
 
-    tally = gpu_time.run_window(slow, 50, 0.5, budget_s=1.0, clock=clock)
-    assert len(tally.gpu_ms) == gpu_time.MIN_ITERATIONS
+    tally = gpu_time.run_window(slow, 250, 0.5)
+    assert len(tally.gpu_ms) == 250 == len(calls) and tally.invalid == 0
+    assert tally.gpu_ms == sorted(tally.gpu_ms)  # in the order taken, one per iteration
+    assert "budget_s" not in inspect.signature(gpu_time.run_window).parameters
 
 
 def test_the_summary_is_p50_and_p90_of_the_valid_iterations():
@@ -121,9 +147,20 @@ def test_the_summary_is_p50_and_p90_of_the_valid_iterations():
                   invalid=2, sleep_ms=1.23456)
     record = gpu_time.summarise(tally)
     assert (record.gpu_p50_ms, record.gpu_p90_ms) == (3.0, pytest.approx(4.6))
+    # no timed window's enqueue given: the held calls' own
     assert (record.enqueue_p50_ms, record.enqueue_p90_ms) == (0.3, pytest.approx(0.46))
+    assert record.held_enqueue_p50_ms == 0.3
     assert (record.iterations, record.invalid_iterations, record.not_measured) == (5, 2, None)
     assert record.sleep_ms == pytest.approx(1.2346) and record.method == gpu_time.METHOD
+
+
+def test_enqueue_comes_from_the_timed_window_and_the_held_one_is_kept_apart():
+    tally = Tally(gpu_ms=[5.0, 1.0, 3.0, 2.0, 4.0], enqueue_ms=[0.5, 0.1, 0.3, 0.2, 0.4])
+    record = gpu_time.summarise(tally, [0.22, 0.18, 0.2, 0.21, 0.19, 0.2, 0.2])
+    assert record.enqueue_p50_ms == pytest.approx(0.2)
+    assert record.enqueue_p90_ms == pytest.approx(0.214)
+    assert record.held_enqueue_p50_ms == 0.3  # behind the sleep: launching costs more there
+    assert record.gpu_p50_ms == 3.0 and record.iterations == 5
 
 
 def test_why_not_measured():
@@ -131,8 +168,11 @@ def test_why_not_measured():
     assert gpu_time.why_not(False, "generate") == "no GPU"
     assert gpu_time.why_not(True, "generate") == gpu_time.FORWARD_ONLY
     assert gpu_time.why_not(True, "forward") is None
-    assert gpu_time.window_iterations(100) == gpu_time.MAX_ITERATIONS
+    # as many iterations as the timed window, up to MAX_ITERATIONS
+    assert gpu_time.window_iterations(100) == 100
     assert gpu_time.window_iterations(7) == 7
+    assert gpu_time.window_iterations(0) == 1
+    assert gpu_time.window_iterations(10 * gpu_time.MAX_ITERATIONS) == gpu_time.MAX_ITERATIONS
 
 
 def test_on_a_cpu_nothing_of_cuda_is_touched():
@@ -140,8 +180,10 @@ def test_on_a_cpu_nothing_of_cuda_is_touched():
         def __getattr__(self, name):
             raise AssertionError(f"torch.cuda.{name} called on a CPU run")
 
-    record = gpu_time.measure(lambda: None, (), 100, False, "forward", cuda=Untouchable())
-    assert record == GpuCompute(not_measured="no GPU")
+    window = gpu_time.measure(lambda: None, (), 100, False, "forward", cuda=Untouchable())
+    assert window.figures == GpuCompute(not_measured="no GPU") and window.gpu_ms == ()
+    window = gpu_time.measure(lambda: None, (), 100, True, "generate", cuda=Untouchable())
+    assert window.figures == GpuCompute(not_measured=gpu_time.FORWARD_ONLY)
 
 
 # ---- the method on a simulated device --------------------------------------------------------
@@ -214,28 +256,37 @@ def launch_bound(device: SimCuda, kernels: int = 20, launch_ms: float = 0.05,
 def test_gpu_compute_is_the_work_back_to_back_and_enqueue_the_host_side():
     device = SimCuda()
     fn = launch_bound(device)  # enqueue 1.0 ms, 0.2 ms of kernels: launch-bound
-    record = gpu_time.measure(fn, (), 100, True, "forward", cuda=device, clock=device.clock)
+    window = gpu_time.measure(fn, (), 100, True, "forward", cuda=device, clock=device.clock)
+    record = window.figures
     assert record.not_measured is None and record.invalid_iterations == 0
-    assert record.iterations == gpu_time.MAX_ITERATIONS
+    assert record.iterations == 100 == len(window.gpu_ms)  # as long as the timed window
     assert record.gpu_p50_ms == pytest.approx(0.2)  # not the 1 ms the host took to launch it
+    assert all(v == pytest.approx(0.2) for v in window.gpu_ms)
+    # no timed window's enqueue given: the held calls' own
     assert record.enqueue_p50_ms == pytest.approx(1.0)
-    # the sleep was sized from the measured clock (1.5 GHz, rated 1.98): about 2x the enqueue
-    assert 1.9 < record.sleep_ms < 2.2
+    assert record.held_enqueue_p50_ms == pytest.approx(1.0)
+    # the sleep was sized from the measured clock (1.5 GHz, rated 1.98): 1.5x the enqueue
+    assert 1.4 < record.sleep_ms < 1.6
+    timed = gpu_time.measure(fn, (), 10, True, "forward", cuda=device, clock=device.clock,
+                             enqueue_ms=[0.9] * 10).figures
+    assert timed.enqueue_p50_ms == pytest.approx(0.9)  # the timed window's
+    assert timed.held_enqueue_p50_ms == pytest.approx(1.0)
 
 
 def test_a_simulated_call_that_syncs_inside_is_not_measured():
     device = SimCuda()
-    record = gpu_time.measure(launch_bound(device, sync=True), (), 100, True, "forward",
+    window = gpu_time.measure(launch_bound(device, sync=True), (), 100, True, "forward",
                               cuda=device, clock=device.clock)
-    assert record.not_measured == gpu_time.HOST_SYNC
+    record = window.figures
+    assert record.not_measured == gpu_time.HOST_SYNC and window.gpu_ms == ()
     assert record.iterations == 0 and record.invalid_iterations == gpu_time.TRIES
 
 
 def test_a_simulated_window_is_as_long_as_a_short_timed_window():
     device = SimCuda()
-    record = gpu_time.measure(launch_bound(device), (), 8, True, "forward", cuda=device,
+    window = gpu_time.measure(launch_bound(device), (), 8, True, "forward", cuda=device,
                               clock=device.clock)
-    assert record.iterations == 8
+    assert window.figures.iterations == 8 == len(window.gpu_ms)
 
 
 # ---- result.json and the headline ------------------------------------------------------------

@@ -49,7 +49,8 @@ def test_compare_of_a_run_with_itself_is_undecided_and_nothing_differs(cli):
     assert out.code == 0, out.stderr
     assert out.stdout.index("Timed window") < out.stdout.index("Overview")
     assert "undecided" in out.stdout and "1.00x" in out.stdout
-    assert "over 1 vs 1 process(es)" in out.stdout and "--processes" in out.stdout
+    assert "over 1 vs 1 process (one process on a side" in out.stdout
+    assert "latency undecided:" in out.stdout and "--processes" in out.stdout
     assert "no field differs" in out.stdout
 
 

@@ -46,20 +46,23 @@ def test_the_real_h200_windows_are_quiet():
 
 
 def test_one_real_window_against_itself_is_undecided_and_far_slower_is_called():
-    a = read_latency_csv(f"{FIXTURES}/pytorch_fp16_bs8/latency.csv")
-    same = compare([a], [a])
+    a = float(np.median(read_latency_csv(f"{FIXTURES}/pytorch_fp16_bs8/latency.csv")))
+    same = compare([a], [a])  # a process enters through its median
     assert same.verdict == "undecided" and same.low <= 1 <= same.high
-    # one process a side, default floor 10 %: a call needs |log ratio| > 3 x 14.1 % (1.53x)
-    assert compare([a], [[v * 1.5 for v in a]]).verdict == "undecided"
-    slower = compare([a], [[v * 1.6 for v in a]])
-    assert slower.verdict == "slower" and slower.low > 1.5
-    assert compare([a], [a]).to_dict() == same.to_dict()  # fixed seed: the same interval
+    assert same.design == "floor" and same.floor_source == "default"
+    # one process a side, the latency's default floor (33 % CV): the 95 % interval is
+    # exp(±1.96 x 0.33 x sqrt(2)), 0.40-2.5x around the ratio
+    assert same.low == pytest.approx(np.exp(-1.959964 * 0.33 * 2 ** 0.5), rel=1e-4)
+    assert compare([a], [a * 1.5]).verdict == "undecided"
+    slower = compare([a], [a * 3.0])
+    assert slower.verdict == "slower" and slower.low > 1.1
+    assert compare([a], [a]).to_dict() == same.to_dict()  # no resampling: the same interval
 
 
 def test_fp16_vs_fp32_on_the_h200_is_beyond_the_default_floor():
-    a = read_latency_csv(f"{FIXTURES}/pytorch_fp32_bs8/latency.csv")
-    b = read_latency_csv(f"{FIXTURES}/ttrt_fp16_bs8/latency.csv")
-    assert compare([a], [b]).verdict == "faster"
+    a = float(np.median(read_latency_csv(f"{FIXTURES}/pytorch_fp32_bs8/latency.csv")))
+    b = float(np.median(read_latency_csv(f"{FIXTURES}/ttrt_fp16_bs8/latency.csv")))
+    assert compare([a], [b]).verdict == "faster"  # 6.1x, beyond the 33 % floor's 2.5x
 
 
 def test_spread_of_repeated_runs():

@@ -6,14 +6,16 @@ import json
 import shutil
 from pathlib import Path
 
+import msgspec
 import numpy as np
 import pytest
 
 from profiler.analysis.sweep import SweepAnalysis
 from profiler.errors import UserError
 from profiler.runs.result import read_result
-from profiler.runs.samples import (process_windows, processes_text, read_processes_csv,
-                                   record_processes)
+from profiler.runs.samples import (ConfigSamples, ProcessWindow, config_samples,
+                                   processes_text, read_own_window, read_samples,
+                                   record_processes, window_of)
 from profiler.sweep import rounds
 
 from .conftest import ROOT
@@ -38,21 +40,39 @@ def steady(value):
     return lambda key, n: {"latencies_ms": [value[key]] * 5, "device": "cpu"}
 
 
+def own(*latencies_ms: float, **fields) -> ConfigSamples:
+    """A cell's own run: one process."""
+    return ConfigSamples((ProcessWindow(tuple(latencies_ms), **fields),))
+
+
 def test_rounds_interleave_and_rotate_the_leader():
     fake = FakeRounds(steady({"A": 1.0, "B": 2.0}))
-    have = {"A": [[1.0]], "B": [[2.0]]}
-    got = rounds.sample({"A": {}, "B": {}}, have, 5, say=lambda _: None, round_runner=fake)
-    assert got.rounds == 4 and len(fake.asked) == 4
+    have = {"A": own(1.0), "B": own(2.0)}
+    got = rounds.sample({"A": {}, "B": {}}, have, 5, say=lambda _: None, round_runner=fake,
+                        gpu="3")
+    # five rounds: the run's own window pairs with no other cell's, so it counts for none
+    assert got.rounds == 5 and len(fake.asked) == 5
     assert all(sorted(order) == ["A", "B"] for order in fake.asked)  # both in every round
     assert {order[0] for order in fake.asked} == {"A", "B"}  # no config always first
-    assert [len(w) for w in got.windows.values()] == [4, 4]  # + the run's own = 5
+    assert [len(w) for w in got.windows.values()] == [5, 5]
+    # each round is one token, shared by the cells it timed (they pair up), new every round
+    tokens_a = [w.round for w in got.windows["A"]]
+    assert tokens_a == [w.round for w in got.windows["B"]]
+    assert len(set(tokens_a)) == 5 and None not in tokens_a
+    assert all(w.gpu == "3" and not w.pilot for w in got.windows["A"])
+    merged = got.merged("A", have["A"])
+    assert len(merged) == 6 and merged.windows[0] == have["A"].windows[0]
+    assert merged.medians() == [1.0] * 6 and merged.rounds()[0] is None
 
 
 def test_rounds_take_only_what_each_cell_lacks():
     fake = FakeRounds(steady({"A": 1.0, "B": 2.0}))
-    got = rounds.sample({"A": {}, "B": {}}, {"A": [[1.0]] * 3, "B": [[2.0]]}, 3,
-                        say=lambda _: None, round_runner=fake)
-    assert fake.asked == [["B"], ["B"]] or sorted(map(tuple, fake.asked)) == [("B",), ("B",)]
+    # A has three windows of earlier rounds (a resumed sweep), B only its own run's
+    have = {"A": own(1.0) + ConfigSamples(tuple(ProcessWindow((1.0,), round=f"old-{i}")
+                                                for i in range(3))),
+            "B": own(2.0) + ConfigSamples((ProcessWindow((2.0,), round="old-0"),))}
+    got = rounds.sample({"A": {}, "B": {}}, have, 3, say=lambda _: None, round_runner=fake)
+    assert fake.asked == [["B"], ["B"]]
     assert got.windows["A"] == [] and len(got.windows["B"]) == 2
 
 
@@ -72,49 +92,221 @@ def test_a_failing_cell_leaves_the_rounds_and_the_others_go_on():
 def test_each_round_is_recorded_as_it_comes():
     seen = []
     rounds.sample({"A": {}}, {}, 3, say=lambda _: None, round_runner=FakeRounds(
-        steady({"A": 1.0})), on_round=lambda w: seen.append(len(w["A"])))
+        steady({"A": 1.0})), on_round=lambda s: seen.append(len(s.windows["A"])))
     assert seen == [1, 2, 3]
 
 
-def test_target_noise_stops_a_cell_once_its_interval_is_narrow_enough():
-    rng = np.random.default_rng(0)
-    spread = {"tight": 0.002, "wide": 0.2}
-    fake = FakeRounds(lambda key, n: {
-        "latencies_ms": list(5 * (1 + rng.normal(0, spread[key], 1)).repeat(3))})
-    ticks = iter(range(0, 10_000, 10))
-    got = rounds.sample({"tight": {}, "wide": {}}, {}, 3, target_noise=0.01, budget_s=200,
-                        say=lambda _: None, round_runner=fake, clock=lambda: next(ticks))
+class Timed:
+    """A fake round runner for --target-noise: each cell's per-round median of GPU time and
+    latency from ``medians(key, round)``, each round costing ``round_s`` of a fake clock."""
+
+    def __init__(self, medians, round_s: float = 1.0) -> None:
+        self.medians, self.round_s = medians, round_s
+        self.now, self.asked = 0.0, []
+
+    def clock(self) -> float:
+        return self.now
+
+    def __call__(self, cells):
+        self.asked.append([key for key, _ in cells])
+        self.now += self.round_s
+        n = len(self.asked)
+        out = {}
+        for key, _ in cells:
+            gpu, latency = self.medians(key, n)
+            out[key] = {"latencies_ms": [latency * f for f in (0.99, 1.0, 1.01)],
+                        "gpu_ms": [gpu * f for f in (0.995, 1.0, 1.005)],
+                        "enqueue_ms": [0.1, 0.1, 0.1], "device": "x"}
+        return out
+
+
+#: the pilot's spread of the wide cell: CV 1.58 %, which needs 13 processes for ±1 %
+WIDE = (-0.02, 0.01, 0.02, -0.01, 0.0)
+
+
+def wide_and_tight(key, n):
+    spread = WIDE[(n - 1) % len(WIDE)] if key == "wide" else 0.0005 * (-1) ** n
+    return 10.0 * (1 + spread), 12.0 * (1 + spread)
+
+
+def test_target_noise_is_two_stage_a_pilot_then_fresh_rounds_it_counted():
+    from profiler.analysis.sampling import processes_needed
+
+    fake = Timed(wide_and_tight)
+    lines = []
+    got = rounds.sample({"tight": {}, "wide": {}}, {}, 5, target_noise=0.01, budget_s=1000,
+                        say=lines.append, round_runner=fake, clock=fake.clock)
+    assert got.pilot_rounds == 5  # --processes 5: five pilot rounds
+    needed = processes_needed([10.0 * (1 + e) for e in WIDE], 0.01).processes
+    assert needed == 13  # the pilot's CV of the noisier cell sets the count
+    assert got.rounds == 5 + needed and len(fake.asked) == 5 + needed
+    for key in ("tight", "wide"):
+        windows = got.windows[key]
+        assert [w.pilot for w in windows] == [True] * 5 + [False] * needed
+        used = got.merged(key, ConfigSamples()).for_verdict()
+        assert len(used) == needed and not any(w.pilot for w in used.windows)
+    assert any("asks for 13 processes; 13 fresh round(s)" in line for line in lines)
     assert got.stops["tight"].reason == "target reached"
-    assert got.stops["tight"].samples == 3 and got.stops["tight"].half_width <= 0.01
-    assert got.stops["wide"].reason != "target reached" and got.stops["wide"].half_width > 0.01
-    assert len(got.windows["wide"]) > len(got.windows["tight"])  # it went on alone
+    assert got.stops["tight"].samples == needed and got.stops["tight"].half_width <= 0.01
+    # the quoted figure is GPU time where every window measured it
+    assert rounds.quoted_figure(got.windows["wide"]) == "gpu_time"
+    assert rounds.quoted_figure([*got.windows["wide"], ProcessWindow((1.0,))]) == "latency"
+
+
+def test_target_noise_fresh_rounds_are_capped_by_the_budget():
+    fake = Timed(wide_and_tight, round_s=10.0)  # the pilot's 5 rounds take 50 s of 100
+    lines = []
+    got = rounds.sample({"tight": {}, "wide": {}}, {}, 5, target_noise=0.01, budget_s=100,
+                        say=lines.append, round_runner=fake, clock=fake.clock)
+    assert got.pilot_rounds == 5 and got.rounds == 10  # 50 s left at 10 s a round: 5 more
+    assert sum(not w.pilot for w in got.windows["wide"]) == 5
+    assert got.stops["wide"].reason == "time budget spent"  # 13 needed, 5 afforded
+    assert any("(what the budget of 100 s leaves)" in line for line in lines)
+
+
+def test_target_noise_with_no_time_left_takes_no_fresh_rounds():
+    fake = Timed(wide_and_tight, round_s=30.0)  # the pilot spent 150 s of 100
+    got = rounds.sample({"wide": {}}, {}, 5, target_noise=0.01, budget_s=100,
+                        say=lambda _: None, round_runner=fake, clock=fake.clock)
+    assert got.rounds == got.pilot_rounds == 5
+    assert got.stops["wide"].reason == "time budget spent"
+    # nothing fresh: the verdict falls back to the pilot's windows rather than to none
+    assert len(got.merged("wide", ConfigSamples()).for_verdict()) == 5
+
+
+def test_target_noise_pilot_has_a_spread_even_with_one_process_asked():
+    """--target-noise with --processes 1 (a CPU sweep's default): the pilot still takes enough
+    windows to estimate a spread, then fresh rounds follow."""
+    from profiler.analysis.sampling import MIN_SAMPLES
+
+    fake = Timed(wide_and_tight)
+    have = {"wide": own(12.0, gpu_ms=(10.0,))}
+    got = rounds.sample({"wide": {}}, have, 1, target_noise=0.01, budget_s=1000,
+                        say=lambda _: None, round_runner=fake, clock=fake.clock)
+    assert got.pilot_rounds == MIN_SAMPLES  # the run's own window pairs with none
+    assert sum(not w.pilot for w in got.windows["wide"]) >= 2
+    assert got.stops["wide"].samples >= 2
+
+
+def test_verdicts_leave_the_pilot_windows_out():
+    """B 50 % slower in the pilot (its own run and 5 rounds), the same as A in the fresh rounds:
+    the verdicts see only the fresh rounds (the runs' own windows are pilot windows too)."""
+    from profiler.analysis.timed_verdict import judge
+
+    def medians(key, n):
+        slow = 1.5 if key == "B" and n <= 5 else 1.0  # the 5 pilot rounds
+        wobble = 1 + 0.002 * ((n % 3) - 1)
+        return 10.0 * slow * wobble, 12.0 * slow * wobble
+
+    fake = Timed(medians)
+    have = {"A": own(12.0, gpu_ms=(10.0,)), "B": own(18.0, gpu_ms=(15.0,))}
+    got = rounds.sample({"A": {}, "B": {}}, have, 5, target_noise=0.05, budget_s=1000,
+                        say=lambda _: None, round_runner=fake, clock=fake.clock)
+    fresh = got.rounds - got.pilot_rounds
+    assert got.pilot_rounds == 5 and fresh >= 5
+    a, b = got.merged("A", have["A"]), got.merged("B", have["B"])
+    assert a.windows[0].pilot and len(a) == 6 + fresh  # the own run is a pilot window too
+    both = judge(a, b)
+    assert both.latency.processes_a == both.latency.processes_b == fresh
+    assert both.latency.verdict == "same" and both.gpu_time.verdict == "same"
+    # the fresh rounds pair up (where pairing pays for the figure at that count)
+    from profiler.analysis.verdict import LATENCY, PAIRED, design_for
+
+    assert both.latency.design == design_for(LATENCY, fresh, fresh, fresh)
+    assert both.latency.pairs == (fresh if both.latency.design == PAIRED else None)
+    # with the pilot windows in, B would read slower
+    everything = judge(ConfigSamples(tuple(msgspec.structs.replace(w, pilot=False)
+                                           for w in a.windows)),
+                       ConfigSamples(tuple(msgspec.structs.replace(w, pilot=False)
+                                           for w in b.windows)))
+    assert everything.gpu_time.verdict != "same"
 
 
 def test_processes_csv_round_trip(tmp_path):
-    windows = [[1.0, 1.5, 2.0], [3.25], [4.0, 5.0]]
+    samples = ConfigSamples((
+        ProcessWindow((1.0, 1.5, 2.0), (0.8, 0.9, 0.85), (0.3, 0.31, 0.29), "0"),
+        ProcessWindow((3.25,), (2.5,), (), "1", "ab12cd34-1"),
+        ProcessWindow((4.0, 5.0), (3.0,), (0.5, 0.6), None, "ab12cd34-2", pilot=True),
+        ProcessWindow((0.1 + 0.2, 1e-3)),  # floats that need every digit
+    ))
     path = tmp_path / "processes.csv"
-    path.write_text(processes_text(windows))
-    assert read_processes_csv(path) == windows
-    assert path.read_text().splitlines()[0] == "process,iteration,latency_ms"
+    path.write_text(processes_text(samples))
+    assert read_samples(path) == samples
+    lines = path.read_text().splitlines()
+    assert lines[0] == "process,iteration,latency_ms,gpu_ms,enqueue_ms,gpu,round,pilot"
+    assert lines[1] == "0,0,1.0,0.8,0.3,0,,"
+    assert "2,1,5.0,,0.6,,ab12cd34-2,1" in lines  # GPU time measured in one iteration of two
+    again = read_samples(path)
+    assert [w.pilot for w in again.windows] == [False, False, True, False]
+    assert again.rounds() == [None, "ab12cd34-1", "ab12cd34-2", None]
+    assert again.medians("gpu_time") == [0.85, 2.5, 3.0]  # the fourth measured none
+    assert again.rounds("gpu_time") == [None, "ab12cd34-1", "ab12cd34-2"]
     (tmp_path / "bad.csv").write_text("a,b\n1,2\n")
     with pytest.raises(UserError, match="not a processes.csv"):
-        read_processes_csv(tmp_path / "bad.csv")
+        read_samples(tmp_path / "bad.csv")
+    (tmp_path / "negative.csv").write_text("process,iteration,latency_ms\n0,0,-1.0\n")
+    with pytest.raises(UserError, match="not a processes.csv"):
+        read_samples(tmp_path / "negative.csv")
+
+
+@pytest.mark.parametrize("text, gpus", [
+    ("process,iteration,latency_ms\n0,0,1.0\n0,1,2.0\n1,0,3.0\n", [None, None]),
+    ("process,iteration,latency_ms,gpu\n0,0,1.0,0\n0,1,2.0,0\n1,0,3.0,1\n", ["0", "1"]),
+])
+def test_processes_csv_of_earlier_versions_reads_as_latency_only(tmp_path, text, gpus):
+    path = tmp_path / "processes.csv"
+    path.write_text(text)
+    samples = read_samples(path)
+    assert [w.latency_ms for w in samples.windows] == [(1.0, 2.0), (3.0,)]
+    assert samples.gpus() == gpus and samples.rounds() == [None, None]
+    assert all(w.gpu_ms == () and w.enqueue_ms == () and not w.pilot for w in samples.windows)
+    assert samples.medians("gpu_time") == [] and samples.bound() is None
+    assert samples.medians() == [1.5, 3.0] and len(samples.for_verdict()) == 2
+
+
+def test_latency_csv_with_and_without_the_gpu_time_columns(tmp_path):
+    old = tmp_path / "old.csv"
+    old.write_text("iteration,latency_ms\n0,1.5\n1,2.5\n")
+    assert read_own_window(old) == ProcessWindow((1.5, 2.5))
+    assert read_own_window(old, "2") == ProcessWindow((1.5, 2.5), gpu="2")
+    new = tmp_path / "new.csv"
+    new.write_text("iteration,latency_ms,gpu_ms,enqueue_ms\n0,1.5,1.0,0.2\n1,2.5,1.1,0.3\n"
+                   "2,2.0,,0.25\n")
+    window = read_own_window(new)
+    assert window.latency_ms == (1.5, 2.5, 2.0) and window.gpu_ms == (1.0, 1.1)
+    assert window.enqueue_ms == (0.2, 0.3, 0.25) and window.round is None
+    assert window.median("gpu_time") == pytest.approx(1.05)
+
+
+def test_a_timing_childs_record_becomes_a_typed_window():
+    record = {"key": "A", "latencies_ms": [2.0, 1.0], "gpu_ms": [0.5], "enqueue_ms": None,
+              "device": "x"}
+    assert window_of(record, "t-1", "0", pilot=True) == ProcessWindow(
+        (2.0, 1.0), (0.5,), (), "0", "t-1", True)
+    assert window_of({"latencies_ms": [1.0]}) == ProcessWindow((1.0,))
 
 
 def test_record_processes_writes_the_file_and_result_json(tmp_path):
     run = tmp_path / "run"
     shutil.copytree(H100_SWEEP / "ttrt_fp16_bs8", run)
     result = read_result(run / "result.json")
-    own = process_windows(result, run / "result.json")
-    assert len(own) == 1  # latency.csv alone: one process
-    more = [[v * 1.01 for v in own[0]], [v * 0.99 for v in own[0]]]
-    record_processes(run, [*own, *more], "interleaved test")
+    mine = config_samples(result, run / "result.json")
+    assert len(mine) == 1  # latency.csv alone: one process
+    first = mine.windows[0]
+    more = ConfigSamples(tuple(
+        ProcessWindow(tuple(v * f for v in first.latency_ms),
+                      tuple(v * f * 0.8 for v in first.latency_ms), (0.1,) * 3, "0", f"r-{i}")
+        for i, f in enumerate((1.01, 0.99))))
+    record_processes(run, mine + more, "interleaved test")
     again = read_result(run / "result.json")
     spread = again.timing.noise.repeat_runs
     assert spread.runs == 3 and spread.samples_csv == "processes.csv"
     assert spread.schedule == "interleaved test"
     assert spread.p50_ms[1] == pytest.approx(1.01 * spread.p50_ms[0])
-    assert process_windows(again, run / "result.json") == [own[0], *more]
+    assert spread.gpu_p50_ms[0] is None
+    assert spread.gpu_p50_ms[1] == pytest.approx(0.8 * spread.p50_ms[1])
+    assert spread.bound == [None, "GPU-bound", "GPU-bound"]
+    assert config_samples(again, run / "result.json") == mine + more
 
 
 def _sweep_with_processes(tmp_path, factors_a, factors_b, cell="ttrt_fp16_bs8"):
@@ -122,11 +314,17 @@ def _sweep_with_processes(tmp_path, factors_a, factors_b, cell="ttrt_fp16_bs8"):
     window (ttrt_fp16 bs 1, CV 3.8 %) scaled by a factor."""
     sweep = tmp_path / "gpu_sweep"
     shutil.copytree(H100_SWEEP, sweep)
-    base = process_windows(read_result(sweep / "ttrt_fp16_bs1" / "result.json"),
-                           sweep / "ttrt_fp16_bs1" / "result.json")[0]
+    base = config_samples(read_result(sweep / "ttrt_fp16_bs1" / "result.json"),
+                          sweep / "ttrt_fp16_bs1" / "result.json").windows[0]
     for name, factors in (("pytorch_fp16_bs8", factors_a), (cell, factors_b)):
-        record_processes(sweep / name, [[v * f for v in base] for f in factors], "test")
+        record_processes(sweep / name, scaled(base, factors), "test")
     return SweepAnalysis(sweep).benchmark.set_index(["backend", "bs"])
+
+
+def scaled(base: ProcessWindow, factors, gpu: str | None = None) -> ConfigSamples:
+    """One process per factor: the window's latencies times it."""
+    return ConfigSamples(tuple(ProcessWindow(tuple(v * f for v in base.latency_ms), gpu=gpu)
+                               for f in factors))
 
 
 def test_sweep_table_verdicts_follow_the_processes(tmp_path):
@@ -210,10 +408,18 @@ def msgspec_replace_device(result):
 def test_floor_figures_and_suggestions():
     from profiler.analysis.floor import floor_of, suggestions
 
-    windows = [[10.0, 10.2, 9.8] * 10, [11.0, 11.2, 10.8] * 10, [10.5, 10.7, 10.3] * 10]
+    windows = [ProcessWindow((m, m + 0.2, m - 0.2) * 10, (0.9 * g,) * 5)
+               for m, g in ((10.0, 10.0), (11.0, 10.1), (10.5, 9.9))]
     figures = floor_of(windows, processes_per_side=3)
     assert figures["p50_ms"] == [10.0, 11.0, 10.5]
     assert figures["between_process_cv"] == pytest.approx(np.std([10, 11, 10.5], ddof=1) / 10.5)
+    assert figures["gpu_time_between_process_cv"] == pytest.approx(0.01)
+    # one process a side: the half-width of the floor design's normal interval
+    assert figures["smallest_resolvable_one_process"] == pytest.approx(
+        np.exp(1.959964 * figures["between_process_cv"] * 2 ** 0.5) - 1)
+    # GPU time missing in a window: no GPU-time spread
+    latency_only = [*windows[:2], ProcessWindow(windows[2].latency_ms)]
+    assert floor_of(latency_only)["gpu_time_between_process_cv"] is None
     # t(0.975, 4) * CV * sqrt(2 / 3): Welch's interval with equal spreads, 3 processes a side
     assert figures["smallest_resolvable"] == pytest.approx(
         2.776 * figures["between_process_cv"] * (2 / 3) ** 0.5)
@@ -240,9 +446,9 @@ def test_run_target_noise_samples_iterations_then_processes(cli):
     assert target.target == pytest.approx(0.0001) and not target.reached
     assert target.reason == "time budget spent" and target.processes >= 3
     assert target.iterations >= 10 and target.iterations % 10 == 0  # grown by whole chunks
-    windows = read_processes_csv(run / "processes.csv")
+    windows = read_samples(run / "processes.csv")
     assert len(windows) == target.processes == result.timing.noise.repeat_runs.runs
-    assert len(windows[0]) == target.iterations == result.timing.iters
+    assert len(windows.windows[0].latency_ms) == target.iterations == result.timing.iters
     assert "--target-noise ±0.01 %: not reached (time budget spent" in done.stdout
 
 
@@ -286,15 +492,16 @@ def test_compare_shows_gpu_compute_and_enqueue_beside_latency(cli, tmp_path):
 
 
 def test_processes_csv_keeps_the_gpu_of_each_window(tmp_path):
-    from profiler.runs.samples import read_process_gpus
-
     path = tmp_path / "processes.csv"
-    path.write_text(processes_text([[1.0, 2.0], [3.0]], ["0", "1"]))
-    assert read_process_gpus(path) == ["0", "1"] and read_processes_csv(path) == [[1.0, 2.0],
-                                                                                  [3.0]]
-    path.write_text(processes_text([[1.0]], [None]))  # no GPU known: no column
-    assert path.read_text().splitlines()[0] == "process,iteration,latency_ms"
-    assert read_process_gpus(path) == [None]
+    path.write_text(processes_text(ConfigSamples((ProcessWindow((1.0, 2.0), gpu="0"),
+                                                  ProcessWindow((3.0,), gpu="1")))))
+    samples = read_samples(path)
+    assert samples.gpus() == ["0", "1"]
+    assert [w.latency_ms for w in samples.windows] == [(1.0, 2.0), (3.0,)]
+    assert samples.on_gpus({"1"}).medians() == [3.0]
+    path.write_text(processes_text(own(1.0)))  # no GPU known: an empty cell
+    assert path.read_text().splitlines()[1] == "0,0,1.0,,,,,"
+    assert read_samples(path).gpus() == [None]
 
 
 def test_a_verdict_compares_windows_on_the_gpus_both_cells_share(tmp_path):
@@ -305,23 +512,24 @@ def test_a_verdict_compares_windows_on_the_gpus_both_cells_share(tmp_path):
 
     sweep = tmp_path / "gpu_sweep"
     shutil.copytree(H100_SWEEP, sweep)
-    base = process_windows(read_result(sweep / "ttrt_fp16_bs1" / "result.json"),
-                           sweep / "ttrt_fp16_bs1" / "result.json")[0]
+    base = config_samples(read_result(sweep / "ttrt_fp16_bs1" / "result.json"),
+                          sweep / "ttrt_fp16_bs1" / "result.json").windows[0]
     factors = [1.0, 1.002, 0.998, 1.001, 0.999, 1.0]
-    record_processes(sweep / "pytorch_fp16_bs8", [[v * f for v in base] for f in factors],
-                     "test", gpus=["0"] * 6)
+    record_processes(sweep / "pytorch_fp16_bs8", scaled(base, factors, "0"), "test")
     record_processes(sweep / "ttrt_fp16_bs8",
-                     [[v * f for v in base] for f in factors]
-                     + [[v * f * 1.10 for v in base] for f in factors],
-                     "test", gpus=["0"] * 6 + ["1"] * 6)
+                     scaled(base, factors, "0") + scaled(base, [f * 1.10 for f in factors], "1"),
+                     "test")
     table = SweepAnalysis(sweep).benchmark.set_index(["backend", "bs"])
     row = table.loc[("ttrt_fp16", 8)]
     assert row["gpus"] == "0;1" and row["processes"] == 12
     assert row["verdict"] == "same"  # GPU 1's windows set aside
     assert table.loc[("pytorch_fp16", 8)]["gpus"] == "0"
     # without a GPU in common, every window counts
-    a, b = like_with_like([([1.0], "0")], [([2.0], "1")])
-    assert a == [[1.0]] and b == [[2.0]]
+    one, two = own(1.0, gpu="0"), own(2.0, gpu="1")
+    assert like_with_like(one, two) == (one, two)
+    # with one in common, the other GPU's windows are set aside on both sides
+    a, b = like_with_like(one + two, one)
+    assert a.medians() == [1.0] and b.medians() == [1.0]
 
 
 def test_sweep_rounds_run_on_the_first_gpu_and_record_it(tmp_path, monkeypatch):
@@ -361,16 +569,19 @@ def test_sweep_rounds_run_on_the_first_gpu_and_record_it(tmp_path, monkeypatch):
     before = os.environ.get("CUDA_VISIBLE_DEVICES")
     sweep_plan.sample_cells(p, manifest, say=lambda _: None)
     assert os.environ.get("CUDA_VISIBLE_DEVICES") == before  # set for the rounds only
-    assert seen == ["0", "0"]  # two rounds, both on the first GPU
-    from profiler.runs.samples import read_process_gpus
+    assert seen == ["0", "0", "0"]  # three rounds, all on the first GPU
+    bs8 = read_samples(sweep / "ttrt_fp16_bs8" / "processes.csv")
+    assert bs8.gpus() == ["1", "0", "0", "0"]
+    assert read_samples(sweep / "ttrt_fp16_bs1" / "processes.csv").gpus() == ["0"] * 4
+    # the rounds' windows carry their round, the same for every cell of the round
+    assert bs8.rounds()[0] is None and None not in bs8.rounds()[1:]
+    assert read_samples(sweep / "pytorch_fp16_bs1" / "processes.csv").rounds() == bs8.rounds()
 
-    assert read_process_gpus(sweep / "ttrt_fp16_bs8" / "processes.csv") == ["1", "0", "0"]
-    assert read_process_gpus(sweep / "ttrt_fp16_bs1" / "processes.csv") == ["0", "0", "0"]
 
+def test_the_default_processes_are_five_on_gpus_and_one_on_a_cpu():
+    from profiler.sweep.plan import QUICK_PROCESSES, check_sampling
 
-def test_the_default_processes_are_three_on_gpus_and_one_on_a_cpu():
-    from profiler.sweep.plan import check_sampling
-
-    assert check_sampling(None, None, None, "local", ["0", "1"], "forward") == 3
+    assert check_sampling(None, None, None, "local", ["0", "1"], "forward") == 5
+    assert QUICK_PROCESSES == 3
     assert check_sampling(None, None, None, "local", [], "forward") == 1
     assert check_sampling(5, None, None, "local", [], "forward") == 5

@@ -71,7 +71,7 @@ def test_sweep_report_renders_in_a_browser_without_network(tmp_path):
     done = subprocess.run([CHROMIUM, *OFFLINE, "--dump-dom", page.as_uri()],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
-    for figure in ("95 % interval", "7.61-8.30", "faster", "noise warnings", "CV %"):
+    for figure in ("latency 95 % interval", "faster", "noise warnings", "CV %"):
         assert figure in done.stdout, figure
 
 
@@ -266,13 +266,19 @@ def assert_readable_tables(text: str) -> None:
 
 def test_compare_report_carries_the_timed_headline_verdict_noise_and_config_diff(comparison):
     text = comparison.read_text()
-    for figure in ("Timed window (no profiler attached)", "p50 latency", "5.791 ms",
-                   "0.799 ms", "7.25x", "p50 B / A = 0.138, 95 % interval [0.135, 0.145] over "
-                   "1 vs 1 process(es)", "B faster</b>", "warning (A): noisy: CV 16.9 %",
-                   "warning (A): bimodal", "Config and environment fields that differ (7)",
+    for figure in ("Timed windows (no profiler attached)", "Recorded runs (result.json)",
+                   "p50 latency", "5.791 ms", "0.799 ms", "7.25x",
+                   "B faster</b>", "warning (A, recorded run): noisy: CV 16.9 %",
+                   "warning (A, recorded run): bimodal",
+                   "Config and environment fields that differ (7)",
                    "config.cache_dir", "/tmp/engine-cache", "Why B differs from A",
                    "different kernels"):
         assert figure in text, figure
+    # both figures named: latency's verdict over the one process a side, GPU time unmeasured
+    assert re.search(r"latency \(what a caller waits\): B/A = 0\.138, 95 % interval "
+                     r"\[0\.\d{3}, 0\.\d{3}\] over 1 vs 1 process \(one process on a side",
+                     text)
+    assert "GPU time (the device&#x27;s work): no verdict: GPU time was not measured" in text
     # the verdict comes before the kernel tables, as in the terminal
     assert text.index("B faster") < text.index("Kernel time by category")
 
@@ -289,16 +295,23 @@ def test_sweep_report_carries_speedup_interval_verdict_processes_and_noise(tmp_p
 
     page = run(str(SWEEP), None, tmp_path / "sweep.html", peaks_dir=tmp_path / "none")
     text = page.read_text()
-    grid = next(t for t in tables_of(text) if t["class"] == "grid" and "verdict" in t["head"])
+    grid = next(t for t in tables_of(text) if t["class"] == "grid"
+                and "latency verdict" in t["head"])
     head = grid["head"]
-    for column in ("speedup x", "95 % interval", "verdict", "processes", "CV %",
-                   "noise warnings"):
+    for column in ("latency speedup x", "latency 95 % interval", "latency verdict",
+                   "processes", "CV %", "noise warnings"):
         assert column in head, column
+    assert "GPU-time verdict" not in head  # no cell of this sweep measured GPU time
+    assert "GPU time: not measured in these cells" in text
     rows = {(row[0], row[1]): dict(zip(head, row)) for row in grid["rows"]}
-    assert rows[("ttrt_fp16", "1")]["95 % interval"] == "7.61-8.30"
-    assert rows[("ttrt_fp16", "1")]["verdict"] == "faster"
-    assert rows[("ttrt_fp16", "8")]["speedup x"] == "4.57"
-    assert rows[("pytorch_fp16", "8")]["verdict"] == "baseline"
+    from profiler.analysis.sweep import SweepAnalysis
+
+    cell = SweepAnalysis(SWEEP).benchmark.set_index(["backend", "bs"]).loc[("ttrt_fp16", 1)]
+    assert rows[("ttrt_fp16", "1")]["latency 95 % interval"] == \
+        f"{cell['speedup_low']:.2f}-{cell['speedup_high']:.2f}"
+    assert rows[("ttrt_fp16", "1")]["latency verdict"] == "faster"
+    assert rows[("ttrt_fp16", "8")]["latency speedup x"] == "4.57"
+    assert rows[("pytorch_fp16", "8")]["latency verdict"] == "baseline"
     assert rows[("pytorch_fp16", "8")]["CV %"] == "57.8"
     assert rows[("pytorch_fp16", "8")]["noise warnings"] == "noisy"
     assert "warning: pytorch_fp16 bs 8: noisy (CV 57.8 %)" in text

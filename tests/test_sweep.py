@@ -63,8 +63,11 @@ def test_sweep_writes_cells_tables_and_manifest(grid):
     with open(sweep / "benchmark.csv", newline="") as handle:
         rows = list(csv.DictReader(handle))
     assert list(rows[0]) == ["model", "device", "backend", "bs", "mean_ms", "p50_ms", "p90_ms",
-                             "p99_ms", "gpu_compute_ms", "enqueue_ms", "throughput_per_s", "speedup", "speedup_low",
-                             "speedup_high", "verdict", "processes", "gpus", "baseline", "ready_s",
+                             "p99_ms", "gpu_compute_ms", "enqueue_ms", "bound",
+                             "throughput_per_s", "speedup", "speedup_low", "speedup_high",
+                             "verdict", "gpu_speedup", "gpu_speedup_low", "gpu_speedup_high",
+                             "gpu_verdict", "verdict_note", "processes", "gpus", "baseline",
+                             "ready_s",
                              "compile_s", "compile_what", "rel_l2_error", "tensor_core_pct",
                              "gpu_util_pct", "cv_pct", "noise", "peak_allocated_mib",
                              "peak_reserved_mib", "engine_mib", "tflops", "pct_peak_compute",
@@ -99,13 +102,16 @@ def test_sweep_writes_cells_tables_and_manifest(grid):
         assert base["rel_l2_error"] == "" and float(bf16["rel_l2_error"]) > 0
         assert base["device"] == "CPU" and base["status"] == "ok"
         assert float(base["cv_pct"]) >= 0 and base["peak_allocated_mib"] == ""
-        # --processes 2: one more window of every finished cell, in a round after the cells
-        assert base["processes"] == bf16["processes"] == "2" and base["verdict"] == "baseline"
+        # --processes 2: two more windows of every finished cell, in rounds after the cells
+        # (the cell's own run is kept too, as process 0, and pairs with none)
+        assert base["processes"] == bf16["processes"] == "3" and base["verdict"] == "baseline"
         assert bf16["verdict"] in ("faster", "slower", "same", "undecided")
         assert float(bf16["speedup_low"]) <= float(bf16["speedup"]) <= float(bf16["speedup_high"])
         samples = (sweep / f"pytorch_bf16_bs{bs}_oom_above_2" / "processes.csv").read_text()
-        assert {line.split(",")[0] for line in samples.splitlines()[1:]} == {"0", "1"}
-    assert "round 1 of 1: a fresh process times" in done.stderr
+        assert {line.split(",")[0] for line in samples.splitlines()[1:]} == {"0", "1", "2"}
+    assert "round 1: a fresh process times" in done.stderr
+    assert "round 2: a fresh process times" in done.stderr
+    assert "round 3:" not in done.stderr
     assert by_cell[("pytorch_fp32", 3)]["status"] == "oom"
     assert by_cell[("pytorch_fp32", 3)]["speedup"] == ""
     md = (sweep / "benchmark.md").read_text()
@@ -121,14 +127,14 @@ def test_resume_skips_finished_cells_and_json_prints_the_table(grid):
     assert done.returncode == 0, done.stderr
     assert done.stderr.count("skipped (--resume)") == 4
     assert "(2 cell(s) run, 4 skipped)" in done.stderr  # the two OOM cells are tried again
-    assert result.stat().st_mtime_ns == before  # nor re-sampled: it has its 2 processes
+    assert result.stat().st_mtime_ns == before  # nor re-sampled: it has its 2 rounds
     assert _manifest(workdir)["cells"]["pytorch_fp32_bs3_oom_above_2"]["status"] == "oom"
     # --json: the table as records on stdout (progress on stderr)
     data = json.loads(done.stdout)
     assert data["baseline"] == "pytorch_fp32" and len(data["cells"]) == 6
     ok = [c for c in data["cells"] if c["status"] == "ok"]
     assert all(isinstance(c["bs"], int) and c["peak_allocated_mib"] is None for c in ok)
-    assert all(c["cv_pct"] >= 0 and c["processes"] == 2 for c in ok)
+    assert all(c["cv_pct"] >= 0 and c["processes"] == 3 for c in ok)
 
 
 def test_plots_of_a_cpu_sweep(grid, tmp_path):
@@ -175,8 +181,9 @@ def test_compare_two_cells_of_a_sweep(grid):
                           capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "timed p50 latency (result.json)" in done.stdout
-    assert "config.backend" in done.stdout and "p50 B / A" in done.stdout
-    assert "over 2 vs 2 process(es)" in done.stdout  # the sweep's --processes 2
+    assert "config.backend" in done.stdout and "latency (what a caller waits): B/A" in done.stdout
+    # the sweep's --processes 2: two rounds and each cell's own run
+    assert "over 3 vs 3 processes" in done.stdout
 
 
 def test_compare_times_both_configs_again_interleaved(grid):

@@ -5,16 +5,20 @@ prints it).
 Columns (times in ms, as the timed window measured them; the trace figures come from the
 profiled steps, summarized with profiler.trace):
 
-model, device, backend, bs, mean_ms, p50_ms (with several processes per cell: the mean of the
-per-process medians, the figure the speedup and verdict speak of), p90_ms, p99_ms (the cell's own
-window), gpu_compute_ms and enqueue_ms (trtexec's split of one call: the device's busy time
-with launch gaps excluded, and the host's launch time; p50 of the short window after the timed
-one, empty where not measured), throughput_per_s,
-speedup (the baseline's p50 / this cell's p50 at the same batch size, each the mean of its
-per-process medians when the cell was timed in several processes; empty when the baseline cell
-did not finish), speedup_low and speedup_high (its 95 % interval) and verdict (faster, slower,
-same within ±2 %, undecided; "baseline" on the baseline's own cells), all from the
-Welch interval over per-process medians of profiler.analysis.verdict, processes (the timed
+model, device, backend, bs, mean_ms, p50_ms (with several processes per cell: the geometric mean
+of the per-process medians, the figure the latency speedup and verdict speak of), p90_ms, p99_ms
+(the cell's own window), gpu_compute_ms and enqueue_ms (trtexec's split of one call: the
+device's work with launch gaps excluded, the geometric mean over processes of each process's
+GPU-time p50, and the host's launch time, p50 of the run's timed window; empty where not
+measured), bound (launch-bound or GPU-bound: the host's enqueue p90 against 0.8 x the GPU time
+in most processes), throughput_per_s,
+speedup (latency: the baseline's p50 / this cell's p50 at the same batch size; empty when the
+baseline cell did not finish), speedup_low and speedup_high (its 95 % interval) and verdict
+(faster, slower, same within ±2 %, undecided; "baseline" on the baseline's own cells), and the
+same four for GPU time (gpu_speedup, gpu_speedup_low, gpu_speedup_high, gpu_verdict), each
+figure's verdicts held to a false discovery rate of 5 % over the sweep's cells
+(profiler.analysis.timed_verdict, profiler.analysis.verdict; the intervals are the raw 95 %
+ones), verdict_note (launch-bound explanations and disagreements), processes (the timed
 windows behind the cell's figures, each in its own process: --processes), gpus (the GPUs those
 windows ran on, ";"-joined; a verdict between two cells uses only their windows on the GPUs
 they share, when they share one), baseline, ready_s (prepare + first call: from handing the model to the backend
@@ -55,7 +59,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import numpy as np
+import msgspec
 import pandas as pd
 
 from profiler.runs import backends as backend_facts
@@ -64,18 +68,19 @@ from profiler.runs.layout import RESULT_FILE, peaks_dir
 from profiler.runs.result import RunResult, try_read_result
 from profiler.runs.manifest import OK, SweepManifest, axis_options, grid_cells
 from profiler.analysis.roofline import roofline_of
-from profiler.analysis.headline import memory_figures, verdict_between, window_noise
-from profiler.runs.samples import process_gpus, process_windows
-from profiler.analysis.verdict import mean_of_medians
+from profiler.analysis.headline import memory_figures, verdicts_between, window_noise
+from profiler.analysis.timed_verdict import control_family
+from profiler.runs.samples import ConfigSamples, config_samples
 
 #: the reason of a finished cell whose output holds NaN or Inf: its latency is not one to quote
 NOT_FINITE = "output holds NaN or Inf"
 PHASE_COLUMNS = ["wall_s", *(f"{phase}_s" for phase in PHASE_ORDER)]
 ROOFLINE_COLUMNS = ["tflops", "pct_peak_compute", "gbs", "pct_peak_bandwidth", "flop_per_byte"]
 COLUMNS = ["model", "device", "backend", "bs", "mean_ms", "p50_ms", "p90_ms", "p99_ms",
-           "gpu_compute_ms", "enqueue_ms",
-           "throughput_per_s", "speedup", "speedup_low", "speedup_high", "verdict", "processes",
-           "gpus",
+           "gpu_compute_ms", "enqueue_ms", "bound",
+           "throughput_per_s", "speedup", "speedup_low", "speedup_high", "verdict",
+           "gpu_speedup", "gpu_speedup_low", "gpu_speedup_high", "gpu_verdict", "verdict_note",
+           "processes", "gpus",
            "baseline", "ready_s", "compile_s", "compile_what",
            "rel_l2_error", "tensor_core_pct", "gpu_util_pct", "cv_pct", "noise",
            "peak_allocated_mib", "peak_reserved_mib", "engine_mib", *ROOFLINE_COLUMNS, "ttft_ms",
@@ -140,26 +145,27 @@ def benchmark_table(sweep_dir: Path, manifest: SweepManifest,
         result = try_read_result(sweep_dir / name / RESULT_FILE) if cell.status == OK else None
         if cell.status == OK and result is None:
             row.update(status="failed", reason="result.json missing or unreadable")
-        windows = []
+        found = ConfigSamples()
         if result is not None:
             row.update(_result_columns(result, cell.metrics or {}))
             if result.output.finite is False:  # it ran, but what it timed is broken
                 row["reason"] = NOT_FINITE
-            windows = process_windows(result, sweep_dir / name / RESULT_FILE)
-            gpus = process_gpus(sweep_dir / name / RESULT_FILE)
-            if len(gpus) != len(windows):
-                gpus = [cell.gpu] * len(windows)
-            row["processes"] = len(windows) or None
-            row["gpus"] = ";".join(sorted({g for g in gpus if g}))  # no comma: one CSV cell
-            if len(windows) > 1:  # the figure a verdict speaks of: the mean per-process p50
-                row["p50_ms"] = mean_of_medians([np.asarray(w) for w in windows])
+            found = with_gpus(config_samples(result, sweep_dir / name / RESULT_FILE), cell.gpu)
+            used = found.for_verdict()
+            row["processes"] = len(used) or None
+            row["gpus"] = ";".join(sorted({g for g in used.gpus() if g}))  # one CSV cell
+            if len(used) > 1:  # the figures a verdict speaks of: over the processes
+                row["p50_ms"] = used.geometric_mean("latency")
+                row["gpu_compute_ms"] = used.geometric_mean("gpu_time") or row["gpu_compute_ms"]
+            row["bound"] = used.bound() or ""
         rows.append(row)
-        samples.append((result, list(zip(windows, gpus)) if result is not None else []))
+        samples.append((result, found))
     frame = pd.DataFrame(rows).reindex(columns=[*COLUMNS[:4], *axes, *COLUMNS[4:]])
     frame = frame.astype({c: float for c in ("mean_ms", "p50_ms", "p90_ms", "p99_ms",
                                               "gpu_compute_ms", "enqueue_ms",
                                               "throughput_per_s", "speedup", "speedup_low",
-                                              "speedup_high", "processes", "ready_s",
+                                              "speedup_high", "gpu_speedup", "gpu_speedup_low",
+                                              "gpu_speedup_high", "processes", "ready_s",
                                               "compile_s", "rel_l2_error", "tensor_core_pct",
                                               "gpu_util_pct", "elapsed_s", "cv_pct",
                                               "peak_allocated_mib", "peak_reserved_mib",
@@ -168,39 +174,57 @@ def benchmark_table(sweep_dir: Path, manifest: SweepManifest,
     same = ["bs", *axes]  # speedup: the baseline's cell with the same batch size and values
     keys = [tuple(v) for v in frame[same].itertuples(index=False)]
     base = {key: i for i, key in enumerate(keys) if frame["backend"].iloc[i] == manifest.baseline}
-    verdicts = []
+    found_verdicts = []
     for i, key in enumerate(keys):
         j = base.get(key)
-        (result, windows), found = samples[i], None
+        (result, cell_samples), found = samples[i], None
         if j is not None and j != i and result is not None and samples[j][0] is not None:
-            ours, theirs = like_with_like(samples[j][1], windows)
-            found = verdict_between(samples[j][0], result, ours, theirs, floors_dir)
-        verdicts.append(found)
+            ours, theirs = like_with_like(samples[j][1], cell_samples)
+            found = verdicts_between(samples[j][0], result, ours, theirs, floors_dir)
+        found_verdicts.append(found)
+    verdicts = control_family(found_verdicts)
     is_base = [base.get(key) == i and samples[i][0] is not None for i, key in enumerate(keys)]
     p50 = frame["p50_ms"].to_numpy()
     # without latencies to judge (a cell whose latency.csv is gone) the p50 ratio stands alone
     plain = [p50[base[key]] / p50[i] if base.get(key) is not None and p50[i] > 0 else math.nan
              for i, key in enumerate(keys)]
-    frame["speedup"] = [1 / v.ratio if v else (1.0 if own else bare)
-                        for v, own, bare in zip(verdicts, is_base, plain)]
-    frame["speedup_low"] = [1 / v.high if v else math.nan for v in verdicts]
-    frame["speedup_high"] = [1 / v.low if v else math.nan for v in verdicts]
+    latency = [v.latency if v else None for v in verdicts]
+    gpu = [v.gpu_time if v else None for v in verdicts]
+    frame["speedup"] = [v.speedup if v else (1.0 if own else bare)
+                        for v, own, bare in zip(latency, is_base, plain)]
+    frame["speedup_low"] = [1 / v.high if v else math.nan for v in latency]
+    frame["speedup_high"] = [1 / v.low if v else math.nan for v in latency]
     frame["verdict"] = [v.verdict if v else ("baseline" if own else "")
-                        for v, own in zip(verdicts, is_base)]
+                        for v, own in zip(latency, is_base)]
+    frame["gpu_speedup"] = [v.speedup if v else (1.0 if own and not math.isnan(g) else math.nan)
+                            for v, own, g in zip(gpu, is_base, frame["gpu_compute_ms"])]
+    frame["gpu_speedup_low"] = [1 / v.high if v else math.nan for v in gpu]
+    frame["gpu_speedup_high"] = [1 / v.low if v else math.nan for v in gpu]
+    frame["gpu_verdict"] = [v.verdict if v else ("baseline" if own and not math.isnan(g)
+                                                 else "")
+                            for v, own, g in zip(gpu, is_base, frame["gpu_compute_ms"])]
+    frame["verdict_note"] = ["; ".join(v.lines) if v else "" for v in verdicts]
     return frame
 
 
-def like_with_like(a: list[tuple[list[float], str | None]],
-                   b: list[tuple[list[float], str | None]]) -> tuple[list, list]:
-    """Two cells' windows (each with the GPU it ran on) as the verdict takes them: where both
-    cells have windows on a GPU in common, only the windows on their common GPUs (two GPUs of
-    one host differ in clocks, temperature and memory: a GPU difference must not read as a
-    backend difference); otherwise all of them."""
-    common = {g for _, g in a if g} & {g for _, g in b if g}
-    if common and ({g for _, g in a} | {g for _, g in b}) != common:
-        a = [(w, g) for w, g in a if g in common]
-        b = [(w, g) for w, g in b if g in common]
-    return [w for w, _ in a], [w for w, _ in b]
+def with_gpus(samples: ConfigSamples, gpu: str | None) -> ConfigSamples:
+    """Windows without a recorded GPU take the cell's (its own run's GPU)."""
+    if not gpu:
+        return samples
+    return ConfigSamples(tuple(w if w.gpu else msgspec.structs.replace(w, gpu=gpu)
+                               for w in samples.windows))
+
+
+def like_with_like(a: ConfigSamples, b: ConfigSamples) -> tuple[ConfigSamples, ConfigSamples]:
+    """Two cells' windows as the verdict takes them: where both cells have windows on a GPU in
+    common, only the windows on their common GPUs (two GPUs of one host differ in clocks,
+    temperature and memory: a GPU difference must not read as a backend difference); otherwise
+    all of them."""
+    ga, gb = set(a.gpus()), set(b.gpus())
+    common = {g for g in ga if g} & {g for g in gb if g}
+    if common and (ga | gb) != common:
+        return a.on_gpus(common), b.on_gpus(common)
+    return a, b
 
 
 def _result_columns(result: RunResult, metrics: dict) -> dict:

@@ -6,8 +6,9 @@ numpy; the measurement itself is profiler.sweep.rounds', the record profiler.run
 The smallest resolvable difference, for k processes per side, is the half-width of the 95 %
 interval of the ratio of the two sides (profiler.analysis.verdict's Welch interval with equal
 spreads), t(0.975, 2k - 2) * CV * sqrt(2 / k): a difference below it cannot exclude 1. With
-one process per side it is what profiler.analysis.verdict demands there, exp(FAR_BEYOND * CV *
-sqrt(2)) - 1.
+one process per side it is the half-width of the interval the verdict uses there, with this
+floor standing in for the spread: exp(1.96 * CV * sqrt(2)) - 1. Both for latency; the GPU
+time's between-process CV beside it, where the processes measured it.
 """
 
 from __future__ import annotations
@@ -17,25 +18,27 @@ import math
 import numpy as np
 
 from profiler.analysis.noise import noise
-from profiler.analysis.sampling import cv_of, t975
-from profiler.analysis.verdict import FAR_BEYOND
+from profiler.analysis.sampling import Z975, cv_of, t975
+from profiler.runs.samples import ProcessWindow
 
 #: within-window CV above which host-side launch jitter dominates: CUDA graphs are suggested
 LAUNCH_JITTER_CV = 0.05
 
 
-def floor_of(windows: list[list[float]], processes_per_side: int = 3) -> dict:
-    """The floor's figures from K >= 2 windows (ms), one per process."""
+def floor_of(windows: list[ProcessWindow], processes_per_side: int = 3) -> dict:
+    """The floor's figures from K >= 2 windows, one per process."""
     if len(windows) < 2:
         raise ValueError("the floor needs windows from at least two processes")
-    medians = [float(np.median(w)) for w in windows]
+    medians = [w.median("latency") for w in windows]
     between = cv_of(medians)
-    within = float(np.median([noise(w).cv for w in windows]))
+    within = float(np.median([noise(list(w.latency_ms)).cv for w in windows]))
+    gpu = [w.median("gpu_time") for w in windows if w.gpu_ms]
     return {"p50_ms": medians, "between_process_cv": between, "within_window_cv": within,
             "processes_per_side": processes_per_side,
             "smallest_resolvable": t975(2 * processes_per_side - 2) * between
             * math.sqrt(2 / processes_per_side),
-            "smallest_resolvable_one_process": math.exp(FAR_BEYOND * between * math.sqrt(2)) - 1}
+            "smallest_resolvable_one_process": math.exp(Z975 * between * math.sqrt(2)) - 1,
+            "gpu_time_between_process_cv": cv_of(gpu) if len(gpu) == len(windows) else None}
 
 
 def suggestions(settings: dict, within_cv: float, between_cv: float, on_gpu: bool,

@@ -11,10 +11,11 @@ import msgspec
 from profiler.runs.gpu_record import GpuState
 from profiler.runs.noise_floor import read_floor
 from profiler.runs.result import RunResult, latency_csv_of
-from profiler.runs.samples import process_windows
+from profiler.runs.samples import ConfigSamples, config_samples
 from profiler.analysis.figures import (NOT_ON_CPU, differing_fields, mib, overhead_ratio, speedup)
 from profiler.analysis.noise import noise, read_latency_csv
-from profiler.analysis.verdict import Verdict, compare as compare_processes
+from profiler.analysis.timed_verdict import TimedVerdicts, judge
+from profiler.analysis.verdict import GPU_TIME, LATENCY, TOLERANCE
 
 #: the config fields shown in the one-line config of a headline
 CONFIG_LINE = ("model", "backend", "batch_size", "image_size", "seq_len", "tf32",
@@ -128,47 +129,84 @@ def gpu_name(result: RunResult) -> str | None:
         "cpu") else None)
 
 
-def machine_floor(*results: RunResult, floors_dir: Path | None = None) -> float | None:
-    """The between-process CV `profile.py noise` measured for the runs' GPU model: as each run
-    recorded it, else as kept on this machine; the larger of the two runs'; None when never
-    measured."""
-    known = []
+def machine_floors(*results: RunResult, floors_dir: Path | None = None
+                   ) -> dict[str, float | None]:
+    """Each figure's between-process CV `profile.py noise` measured for the runs' GPU model:
+    as each run recorded it, else as kept on this machine; the larger of the two runs'; None
+    for a figure never measured."""
+    known: dict[str, list[float]] = {LATENCY: [], GPU_TIME: []}
     for r in results:
         recorded = r.timing.noise.machine_floor_cv if r.timing.noise else None
-        if recorded is None:
-            kept = read_floor(gpu_name(r), floors_dir)
-            recorded = None if kept is None else kept.between_process_cv
+        kept = read_floor(gpu_name(r), floors_dir)
+        if recorded is None and kept is not None:
+            recorded = kept.between_process_cv
         if recorded is not None:
-            known.append(recorded)
-    return max(known) if known else None
+            known[LATENCY].append(recorded)
+        if kept is not None and kept.gpu_time_between_process_cv is not None:
+            known[GPU_TIME].append(kept.gpu_time_between_process_cv)
+    return {figure: max(values) if values else None for figure, values in known.items()}
 
 
-def verdict_between(ra: RunResult, rb: RunResult, windows_a: list[list[float]],
-                    windows_b: list[list[float]], floors_dir: Path | None = None
-                    ) -> Verdict | None:
-    """B against A from every process of each (profiler.analysis.verdict); None without
-    latencies on a side."""
-    if not windows_a or not windows_b:
+def machine_floor(*results: RunResult, floors_dir: Path | None = None) -> float | None:
+    """The latency floor of machine_floors."""
+    return machine_floors(*results, floors_dir=floors_dir)[LATENCY]
+
+
+def verdicts_between(ra: RunResult, rb: RunResult, samples_a: ConfigSamples,
+                     samples_b: ConfigSamples, floors_dir: Path | None = None,
+                     tolerance: float = TOLERANCE) -> TimedVerdicts | None:
+    """B against A on both figures from every process of each (profiler.analysis
+    .timed_verdict); None without latencies on a side."""
+    if not len(samples_a) or not len(samples_b):
         return None
-    return compare_processes(windows_a, windows_b,
-                             noise_floor=machine_floor(ra, rb, floors_dir=floors_dir))
+    return judge(samples_a, samples_b, floors=machine_floors(ra, rb, floors_dir=floors_dir),
+                 tolerance=tolerance)
+
+
+def samples_figures(samples: ConfigSamples) -> dict:
+    """What a config's processes measured, each figure over the processes a verdict uses: the
+    geometric mean of the per-process medians (ms) and their range, the processes, and the
+    classification."""
+    used = samples.for_verdict()
+    out: dict = {"processes": len(used), "pilot_processes": len(samples) - len(used)
+                 if used is not samples else 0}
+    for figure in (LATENCY, GPU_TIME, "enqueue"):
+        medians = used.medians(figure)
+        out[figure] = None if not medians else {
+            "geomean_ms": used.geometric_mean(figure), "min_ms": min(medians),
+            "max_ms": max(medians), "processes": len(medians)}
+    launch, seen = used.launch_bound_processes()
+    out["bound"] = used.bound()
+    out["launch_bound_processes"], out["classified_processes"] = launch, seen
+    return out
 
 
 def compare_timed(ra: RunResult | None, rb: RunResult | None, json_a: Path | None,
-                  json_b: Path | None, windows: tuple[list, list] | None = None,
-                  floors_dir: Path | None = None) -> dict | None:
-    """Both runs' timed figures, speedup (A / B of the mean per-process p50, as x), the verdict
-    from every process of each (processes.csv, else latency.csv; ``windows`` when new ones were
-    just taken), memory, and every differing field."""
+                  json_b: Path | None,
+                  samples: tuple[ConfigSamples, ConfigSamples] | None = None,
+                  floors_dir: Path | None = None, tolerance: float = TOLERANCE
+                  ) -> dict | None:
+    """Both runs' recorded figures; the figures of the processes the verdicts use (processes.csv,
+    else latency.csv; ``samples`` when fresh ones were just taken: ``source`` says which); both
+    verdicts (latency and GPU time) with their speedups (A / B of the geometric means of the
+    per-process medians); memory; and every differing field."""
     if ra is None or rb is None:
         return None
     a, b = timed_figures(ra), timed_figures(rb)
-    windows_a, windows_b = windows or (process_windows(ra, json_a), process_windows(rb, json_b))
-    verdict = verdict_between(ra, rb, windows_a, windows_b, floors_dir)
+    fresh = samples is not None
+    sa, sb = samples or (config_samples(ra, json_a), config_samples(rb, json_b))
+    verdicts = verdicts_between(ra, rb, sa, sb, floors_dir, tolerance)
+    latency = verdicts.latency if verdicts else None
+    gpu = verdicts.gpu_time if verdicts else None
     return {"a": a, "b": b,
-            "speedup_x": speedup(a["p50_ms"], b["p50_ms"]) if verdict is None
-            else 1 / verdict.ratio,
-            "verdict": None if verdict is None else verdict.to_dict(),
+            "source": "fresh processes" if fresh else "recorded processes",
+            "processes_a": samples_figures(sa), "processes_b": samples_figures(sb),
+            "speedup_x": speedup(a["p50_ms"], b["p50_ms"]) if latency is None
+            else latency.speedup,
+            "gpu_speedup_x": None if gpu is None else gpu.speedup,
+            "verdict": None if latency is None else latency.to_dict(),
+            "gpu_verdict": None if gpu is None else gpu.to_dict(),
+            "verdicts": None if verdicts is None else verdicts.to_dict(),
             "noise_a": window_noise(ra, json_a), "noise_b": window_noise(rb, json_b),
             "memory_a": memory_figures(ra), "memory_b": memory_figures(rb),
             "config_a": config_line(ra), "config_b": config_line(rb),

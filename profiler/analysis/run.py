@@ -45,6 +45,8 @@ from profiler.trace.hardware import hardware_join, read_ncu_csv
 from profiler.trace.hardware import agreement_share
 from profiler.trace.trt_layers import attribute, read_layers
 from profiler.analysis.headline import compare_timed
+from profiler.runs.samples import ConfigSamples
+from profiler.analysis.verdict import TOLERANCE
 from profiler.analysis.difference import explain_runs
 
 
@@ -270,9 +272,12 @@ class Comparison:
     b: RunAnalysis
     a_label: str
     b_label: str
-    #: each side's timed windows, one per process, when new ones were taken for this comparison
-    #: (compare --processes); None: the ones each run recorded (processes.csv, latency.csv)
-    windows: tuple[list, list] | None = None
+    #: each side's samples, one window per process, when new ones were taken for this
+    #: comparison (compare --processes); None: the ones each run recorded (processes.csv,
+    #: latency.csv)
+    windows: tuple[ConfigSamples, ConfigSamples] | None = None
+    #: the verdicts' equivalence margin (relative: 0.02 for ±2 %)
+    tolerance: float = TOLERANCE
 
     @cached_property
     def diff(self) -> Diff:
@@ -289,7 +294,8 @@ class Comparison:
         """Both runs' timed figures, speedup, the verdict over processes, memory and differing
         fields (profiler.analysis.headline.compare_timed); None unless both are runs."""
         return compare_timed(self.a.result, self.b.result, self.a.result_json,
-                             self.b.result_json, windows=self.windows)
+                             self.b.result_json, samples=self.windows,
+                             tolerance=self.tolerance)
 
     @cached_property
     def explanation(self) -> dict | None:

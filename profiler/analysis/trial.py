@@ -2,7 +2,8 @@
 
 Each row: the change, the figure quoted (the geometric mean of the per-process p50s), the
 speedup (per call; per sample, i.e. in throughput, when the experiment changes the batch size)
-with its verdict and 95 % interval over processes (profiler.analysis.verdict), the
+with its verdict and 95 % interval over processes on latency and on GPU time
+(profiler.analysis.timed_verdict; the experiments held to a false discovery rate), the
 numeric error against the FP32 eager reference, the rule's projected bound beside the measured
 gain and whether the measurement bears it out, and what changed at the kernel level (kernels
 gone and added by name, launches and GPU idle time per profiled step). Torch-free; reads the
@@ -15,13 +16,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from profiler.analysis.experiments import Experiment
-from profiler.analysis.headline import verdict_between
+from profiler.analysis.headline import verdicts_between
 from profiler.analysis.run import RunAnalysis
-from profiler.analysis.verdict import mean_of_medians
+from profiler.analysis.timed_verdict import control_family
 from profiler.errors import UserError
 from profiler.runs.layout import RESULT_FILE
 from profiler.runs.result import RunResult, try_read_result
-from profiler.runs.samples import process_windows
+from profiler.runs.samples import ConfigSamples, config_samples
 
 #: kernel names listed per side of a row
 LISTED = 3
@@ -51,6 +52,15 @@ class TrialRow:
     low: float | None = None
     high: float | None = None
     verdict: str | None = None
+    #: the same on GPU time (the device's work, launch gaps excluded), where measured
+    gpu_speedup: float | None = None
+    gpu_low: float | None = None
+    gpu_high: float | None = None
+    gpu_verdict: str | None = None
+    #: the experiment's classification (launch-bound, GPU-bound) and why the verdicts read
+    #: as they do (profiler.analysis.timed_verdict)
+    bound: str | None = None
+    verdict_lines: list[str] = field(default_factory=list)
     rel_l2_error: float | None = None
     projected: float | None = None      # the rule's bound as a speedup factor, when it gives one
     judgement: str | None = None        # the projection against the measurement, in words
@@ -123,8 +133,8 @@ def trial_rows(trial: dict, folder: Path, promises: dict[str, float]) -> list[Tr
     base_cell = cells[0]
     base_json = folder / base_cell["folder"] / RESULT_FILE
     base = try_read_result(base_json) if base_cell["status"] == "ok" else None
-    base_windows = process_windows(base, base_json) if base is not None else []
-    rows = []
+    base_windows = config_samples(base, base_json) if base is not None else ConfigSamples()
+    rows, found = [], []
     for cell in cells[1:]:
         row = TrialRow(cell["label"], cell["changes"], cell["rules"], cell["status"],
                        cell["reason"])
@@ -132,24 +142,35 @@ def trial_rows(trial: dict, folder: Path, promises: dict[str, float]) -> list[Tr
         row.projected = bound if bound > 1 else None
         path = folder / cell["folder"] / RESULT_FILE
         result: RunResult | None = try_read_result(path) if cell["status"] == "ok" else None
+        verdicts = None
         if result is not None:
-            windows = process_windows(result, path)
-            row.processes = len(windows)
-            row.p50_ms = mean_of_medians(windows) if windows else result.timing.p50_ms
+            windows = config_samples(result, path)
+            used = windows.for_verdict()
+            row.processes = len(used)
+            row.p50_ms = used.geometric_mean("latency") or result.timing.p50_ms
             row.rel_l2_error = result.numerics.rel_l2_error if result.numerics else None
+            row.bound = used.bound()
             if base is not None:
                 ours, theirs = base_windows, windows
                 if result.batch_size != base.batch_size:  # compare per sample (throughput)
                     row.figure = "per sample"
-                    ours = [[v / base.batch_size for v in w] for w in base_windows]
-                    theirs = [[v / result.batch_size for v in w] for w in windows]
-                v = verdict_between(base, result, ours, theirs)
-                if v is not None:
-                    row.speedup, row.low, row.high = 1 / v.ratio, 1 / v.high, 1 / v.low
-                    row.verdict = v.verdict
+                    ours = base_windows.per_sample(base.batch_size)
+                    theirs = windows.per_sample(result.batch_size)
+                verdicts = verdicts_between(base, result, ours, theirs)
                 row.kernels = kernel_change(folder / base_cell["folder"], folder / cell["folder"])
-            row.judgement = judge(row.projected, row.verdict, row.speedup, row.low, row.high)
         rows.append(row)
+        found.append(verdicts)
+    for row, v in zip(rows, control_family(found)):  # the experiments are one family
+        if v is not None:
+            lat, gpu = v.latency, v.gpu_time
+            row.speedup, row.low, row.high, row.verdict = lat.speedup, 1 / lat.high, \
+                1 / lat.low, lat.verdict
+            if gpu is not None:
+                row.gpu_speedup, row.gpu_low, row.gpu_high, row.gpu_verdict = \
+                    gpu.speedup, 1 / gpu.high, 1 / gpu.low, gpu.verdict
+            row.verdict_lines = list(v.lines)
+        if row.status == "ok":
+            row.judgement = judge(row.projected, row.verdict, row.speedup, row.low, row.high)
     return sorted(rows, key=lambda r: (r.status != "ok", ORDER.get(r.verdict or "", 4),
                                        -(r.speedup or 0)))
 
@@ -162,9 +183,10 @@ def baseline_row(trial: dict, folder: Path) -> dict:
     if result is None:
         return {"status": cell["status"], "reason": cell["reason"], "p50_ms": None,
                 "processes": 0}
-    windows = process_windows(result, path)
-    return {"status": "ok", "reason": None, "processes": len(windows),
-            "p50_ms": mean_of_medians(windows) if windows else result.timing.p50_ms}
+    used = config_samples(result, path).for_verdict()
+    return {"status": "ok", "reason": None, "processes": len(used),
+            "p50_ms": used.geometric_mean("latency") or result.timing.p50_ms,
+            "gpu_ms": used.geometric_mean("gpu_time"), "bound": used.bound()}
 
 
 def experiments_of(trial: dict) -> list[Experiment]:

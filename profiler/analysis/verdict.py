@@ -1,71 +1,99 @@
-"""Which of two configs is faster, from several independent processes of each, and a verdict of
-four outcomes. Pure numpy.
+"""Which of two configs is faster, on each figure a config's processes measured, and a verdict of
+four outcomes per figure. Pure numpy.
 
-Why processes: the same config's p50 moves from one fresh process to the next far more than
-between windows inside one process. Measured on an H100 (docs/gpu/h100/reproduce/sources.log,
-eager ResNet50 FP32 bs 8, 8 windows each): the CV of the window's median was 3.4 % between
-back-to-back windows of one process, 3.1 % between windows of a rebuilt model in one process,
-and 10.7 % between fresh processes (12.1 % with cudnn.benchmark on, whose first window picked
-other kernels). The process is the independent unit; its iterations are repeated measurements
-inside it and enter through its median.
+The figures (``FIGURES``):
+- **latency**: the host-synchronized time of one call (CUDA events around it, a synchronize
+  after): what a caller waits. On a shared host it spreads 10-33 % between fresh processes when
+  the config is launch-bound (the host paces it), under 1 % when the GPU does.
+- **GPU time**: the device's work for one call, launch gaps excluded (the call queued behind a
+  blocking kernel, profiler.collect.gpu_time). It spreads 0.5-2 % between processes whatever
+  paces the call.
 
-The statistic: the ratio B / A of the **geometric mean of the per-process medians**. A process's
-median is what one ``run`` reports (robust to the launch-jitter spikes inside a window); each
-process counts once whatever its iteration count, so a long window cannot outweigh the others;
-on the log scale a ratio is a difference and the spread of a latency is closer to symmetric.
+The process is the independent unit: the same config's median moves far more from one fresh
+process to the next than between windows of one process (allocator state, clocks, autotuner
+choices, launch jitter). A process enters through its median of each figure. The statistic is
+the ratio B / A of the **geometric means of the per-process medians**; on the log scale it is a
+difference.
 
-The interval, with two or more processes a side: Welch's t-interval (B. L. Welch, "The
-generalization of Student's problem when several different population variances are involved",
-Biometrika 34, 1947) on the log of the per-process medians: exp(d ± t(0.975, ν) · se), d the
-difference of the two means of logs, se² = s_A²/k_A + s_B²/k_B, ν the Welch-Satterthwaite
-degrees of freedom (rounded down). This is the top level of the hierarchical (two-stage)
-bootstrap of Davison & Hinkley (*Bootstrap Methods and their Application*, 1997, section 3.8)
-in closed form: the between-process spread of the medians already holds the within-process
-noise, and resampling the iterations again counts it twice. The two-stage bootstrap this module
-used first, with a Student widening for few processes, gave intervals of ±80 % for identical
-configs at 3 processes a side and a 10 % between-process CV on the H100
-(docs/gpu/h100/reproduce/identical_eager.log), where this interval gives about ±23 %.
+Three designs, chosen per figure before looking at the data (``design_for``):
+- **paired**: when A and B were timed in the same processes (the rounds of a sweep's or
+  compare's ``--processes``: a round is one process timing every config), the per-round log
+  ratios log b_i - log a_i, a t-interval with (pairs - 1) degrees of freedom. A process that is
+  slow is slow for every config it times, so pairing removes the offset the two share. It costs
+  degrees of freedom, so it is used only where the figure's within-process correlation ``rho``
+  (measured on an H100, ``Figure.rho``) makes its expected half-width smaller than the unpaired
+  one's: t(k - 1) * sqrt(2 (1 - rho) / k) < t(Welch df) * sqrt(1 / k_A + 1 / k_B).
+- **unpaired**: Welch's t-interval (Welch 1947) on the log of the per-process medians, the
+  Welch-Satterthwaite degrees of freedom.
+- **floor**: one process on a side: its between-process spread cannot be estimated, so the
+  figure's floor stands in (``noise`` measures it; else the worst case of the reference configs
+  measured on an H100, ``Figure.default_floor``): a normal interval with se = floor * sqrt(1 /
+  k_A + 1 / k_B). The interval printed is the one the verdict used.
 
-The verdict (``tolerance`` default ``TOLERANCE``, 2 %):
-- same: the interval lies within [1 - tolerance, 1 + tolerance];
-- slower / faster: the interval excludes 1 and the ratio is more than the tolerance from 1
-  (B slower when above, faster when below);
+The verdict (``tolerance`` default ``TOLERANCE``, 2 %, ``--same-within``):
+- same: the 90 % interval lies within [1 - tolerance, 1 + tolerance] (two one-sided tests at
+  5 %, TOST);
+- faster / slower: the 95 % interval excludes 1 (p < 0.05; with many comparisons to one
+  baseline, the Benjamini-Hochberg step-up at q = 0.05 over the family, ``control_fdr``) and the
+  ratio is more than the tolerance from 1 (B faster when below);
 - undecided: otherwise.
-
-One process on a side: its between-process spread cannot be estimated, so the machine's known
-spread stands in for it: ``noise_floor``, the coefficient of variation of one process's median
-between fresh processes of one config on this machine (``profile.py noise`` measures it). When
-unknown, ``DEFAULT_NOISE_FLOOR`` (10 %) is used: the between-process CV `noise` measured for
-eager ResNet50 FP32 bs 8 on a shared H100 was 12.5 % (docs/gpu/h100/reproduce/noise.log),
-eager gpt2 generation's spread near 20 %. The interval is then the percentile bootstrap of the
-two windows' medians (``RESAMPLES`` resamples of each window's iterations), the ratio's relative
-spread s = floor * sqrt(1/k_A + 1/k_B), and the verdict is slower or faster only when |log
-ratio| > ``FAR_BEYOND`` (3) * s and that interval excludes 1; never same (sameness needs the
-between-process spread); undecided otherwise.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
-from profiler.analysis.sampling import t975
+from profiler.analysis.sampling import t_quantile, t_two_sided_p
 
-RESAMPLES = 2000
-SEED = 0
 TOLERANCE = 0.02
-DEFAULT_NOISE_FLOOR = 0.10
-FAR_BEYOND = 3.0
+#: the false discovery rate a sweep's verdicts are held to, over its cells
+FDR_Q = 0.05
 
 FASTER, SLOWER, SAME, UNDECIDED = "faster", "slower", "same", "undecided"
+PAIRED, UNPAIRED, FLOOR = "paired", "unpaired", "floor"
+LATENCY, GPU_TIME = "latency", "gpu_time"
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure a verdict is taken on: its name in words, the within-process correlation of
+    two configs' medians (the pairing's pay-off) and the between-process CV assumed when a side
+    has one process and `noise` has not measured this machine."""
+
+    name: str
+    words: str
+    rho: float
+    default_floor: float
+    rho_source: str
+    floor_source: str
+
+
+FIGURES = {
+    LATENCY: Figure(
+        LATENCY, "latency (host-synchronized: what a caller waits)", rho=0.34,
+        default_floor=0.33,
+        rho_source="H100, 15 fresh processes each timing 9 eager ResNet50 configs: the median "
+                   "over 4 pairs of different configs (0.08-0.62; docs/gpu/h100/verdicts)",
+        floor_source="worst of eager ResNet50 FP32 bs 8 (CV 7-11 %) and FP16 bs 1 (CV 24-31 %), "
+                     "15 fresh processes, H100 (docs/gpu/h100/verdicts)"),
+    GPU_TIME: Figure(
+        GPU_TIME, "GPU time (the device's work, launch gaps excluded)", rho=0.55,
+        default_floor=0.031,
+        rho_source="H100, 15 fresh processes each timing 9 eager ResNet50 configs: the median "
+                   "over 4 pairs of different configs (0.33-0.94; identical configs 0.89-0.96)",
+        floor_source="worst of eager ResNet50 FP32 bs 8 (CV 0.4-0.5 %), FP16 bs 1 (CV 2.4-3.1 "
+                     "%) and FP32 bs 16 (0.35-0.45 %), 15 fresh processes, H100"),
+}
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """B against A: the ratio of the mean per-process medians (B / A), its 95 % interval, the
-    verdict (faster / slower / same / undecided: B relative to A) and how it was reached."""
+    """B against A on one figure: the ratio of the geometric means of the per-process medians
+    (B / A), its 95 % interval, the 90 % interval the "same" test used, the verdict (faster /
+    slower / same / undecided: B relative to A) and how it was reached."""
 
     ratio: float
     low: float
@@ -74,45 +102,36 @@ class Verdict:
     tolerance: float
     processes_a: int
     processes_b: int
-    noise_floor: float | None  # the between-process CV assumed, when a side had one process
+    noise_floor: float | None  # the between-process CV assumed (design "floor")
     method: str
-    #: where noise_floor came from: "default" (DEFAULT_NOISE_FLOOR) or "given" (measured)
+    #: where noise_floor came from: "default" (the figure's worst case) or "given" (measured)
     floor_source: str | None = None
+    figure: str = LATENCY
+    design: str = UNPAIRED
+    p_value: float = 1.0
+    same_low: float | None = None   # the 90 % interval of the equivalence test
+    same_high: float | None = None
+    pairs: int | None = None        # design "paired": rounds with both configs
+    #: how the verdict was held against the other comparisons of its family (a sweep's cells)
+    fdr: str | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
 
+    @property
+    def speedup(self) -> float:
+        """A / B: above 1 when B is faster."""
+        return 1 / self.ratio
 
-def _as_processes(samples, side: str) -> list[np.ndarray]:
-    processes = [np.asarray(p, dtype=float).ravel() for p in samples]
-    if not processes or any(len(p) == 0 for p in processes):
-        raise ValueError(f"{side}: every process needs at least one latency")
-    return processes
-
-
-def mean_of_medians(processes: list[np.ndarray]) -> float:
-    """The figure of one side: the geometric mean over processes of each process's median."""
-    return float(np.exp(np.mean(np.log([np.median(p) for p in processes]))))
+    @property
+    def half_width(self) -> float:
+        """The 95 % interval's relative half-width, on the log scale."""
+        return (math.log(self.high) - math.log(self.low)) / 2
 
 
-def bootstrap_medians(processes: list[np.ndarray], chosen: np.ndarray,
-                      rng: np.random.Generator) -> np.ndarray:
-    """The median of one resample (with replacement, same size) of each chosen process' values.
-
-    Drawn from its exact distribution rather than by drawing n values: with the window sorted,
-    a resample's median is the value at the middle order statistic(s) of n uniform draws of
-    positions, and the k-th of n sorted uniforms is Beta(k, n - k + 1); the next one up is
-    u + (1 - u) Beta(1, n - k). O(1) per drawn process instead of O(n)."""
-    values = np.concatenate([np.sort(p) for p in processes])
-    lengths = np.array([len(p) for p in processes])
-    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-    n, offset = lengths[chosen], offsets[chosen]
-    k = (n + 1) // 2  # the middle rank (odd n), the lower of the two middle ranks (even n)
-    u = rng.beta(k, n - k + 1)
-    v = u + (1 - u) * rng.beta(1, np.maximum(n - k, 1))
-    lower = values[offset + np.minimum((n * u).astype(np.int64), n - 1)]
-    upper = values[offset + np.minimum((n * v).astype(np.int64), n - 1)]
-    return np.where(n % 2 == 0, (lower + upper) / 2, lower)
+def geometric_mean(values) -> float:
+    """The figure of one side: the geometric mean of its per-process medians."""
+    return float(np.exp(np.mean(np.log(np.asarray(values, dtype=float)))))
 
 
 def welch(log_a: np.ndarray, log_b: np.ndarray) -> tuple[float, float, float]:
@@ -126,53 +145,114 @@ def welch(log_a: np.ndarray, log_b: np.ndarray) -> tuple[float, float, float]:
     return float(log_b.mean() - log_a.mean()), se, df
 
 
-def compare(a, b, *, tolerance: float = TOLERANCE, noise_floor: float | None = None,
-            resamples: int = RESAMPLES, seed: int = SEED) -> Verdict:
-    """The verdict on B against A; ``a`` and ``b`` are lists of per-process arrays of
-    per-iteration latencies (see the module doc for every rule)."""
-    pa, pb = _as_processes(a, "A"), _as_processes(b, "B")
+def pairing_pays(pairs: int, ka: int, kb: int, rho: float) -> bool:
+    """The expected paired half-width is below the unpaired one, for equal spreads (the design
+    is chosen from counts and the figure's measured rho, never from the data at hand)."""
+    if pairs < 2:
+        return False
+    if min(ka, kb) < 2:
+        return True
+    paired = t_quantile(0.975, pairs - 1) * math.sqrt(2 * max(0.0, 1 - rho) / pairs)
+    unpaired = t_quantile(0.975, ka + kb - 2) * math.sqrt(1 / ka + 1 / kb)
+    return paired < unpaired
+
+
+def design_for(figure: str, ka: int, kb: int, pairs: int) -> str:
+    """Which design a figure's verdict uses with these counts (module doc)."""
+    if pairs >= 2 and pairing_pays(pairs, ka, kb, FIGURES[figure].rho):
+        return PAIRED
+    return FLOOR if min(ka, kb) == 1 else UNPAIRED
+
+
+def _pairs(rounds_a, rounds_b) -> list[tuple[int, int]]:
+    """(index in A, index in B) of windows taken in the same round (process)."""
+    if rounds_a is None or rounds_b is None:
+        return []
+    where_b = {r: j for j, r in enumerate(rounds_b) if r}
+    return [(i, where_b[r]) for i, r in enumerate(rounds_a) if r and r in where_b]
+
+
+def compare(medians_a, medians_b, *, figure: str = LATENCY, rounds_a=None, rounds_b=None,
+            tolerance: float = TOLERANCE, noise_floor: float | None = None) -> Verdict:
+    """The verdict on B against A for one figure, from each side's per-process medians (and,
+    where known, the round each was timed in: windows of one round pair up)."""
+    a = np.asarray(medians_a, dtype=float).ravel()
+    b = np.asarray(medians_b, dtype=float).ravel()
+    if len(a) == 0 or len(b) == 0:
+        raise ValueError("every side needs at least one process")
     if tolerance < 0:
         raise ValueError("tolerance must be >= 0")
-    medians_a = np.array([np.median(p) for p in pa])
-    medians_b = np.array([np.median(p) for p in pb])
-    if (medians_a <= 0).any() or (medians_b <= 0).any():
-        raise ValueError("latencies must be positive")
-    ka, kb = len(pa), len(pb)
-    if min(ka, kb) == 1:
-        return _one_process(pa, pb, tolerance, noise_floor, resamples, seed)
-    d, se, df = welch(np.log(medians_a), np.log(medians_b))
-    t = t975(max(1, math.floor(df)))
-    ratio, low, high = math.exp(d), math.exp(d - t * se), math.exp(d + t * se)
-    if 1 - tolerance <= low and high <= 1 + tolerance:
-        verdict = SAME
-    elif (low > 1 or high < 1) and abs(ratio - 1) > tolerance:
-        verdict = SLOWER if ratio > 1 else FASTER
+    if not (np.isfinite(a).all() and np.isfinite(b).all() and (a > 0).all() and (b > 0).all()):
+        raise ValueError("times must be positive and finite")
+    ka, kb = len(a), len(b)
+    pairs = _pairs(rounds_a, rounds_b)
+    design = design_for(figure, ka, kb, len(pairs))
+    floor, source = None, None
+    if design == PAIRED:
+        diffs = np.log([b[j] for _, j in pairs]) - np.log([a[i] for i, _ in pairs])
+        d, df = float(diffs.mean()), float(len(diffs) - 1)
+        se = float(diffs.std(ddof=1) / math.sqrt(len(diffs)))
+        how = (f"paired t-interval on the log ratio of {len(pairs)} processes that timed both "
+               f"(rounds), {df:.0f} degrees of freedom")
+    elif design == UNPAIRED:
+        d, se, df = welch(np.log(a), np.log(b))
+        how = (f"Welch t-interval on the log of per-process medians, {ka} vs {kb} processes, "
+               f"{df:.1f} degrees of freedom")
     else:
-        verdict = UNDECIDED
-    method = (f"Welch t-interval on the log of per-process medians, B/A of their geometric "
-              f"means, {ka} vs {kb} processes, {df:.1f} degrees of freedom, 95 %; same when "
-              f"the interval is within ±{100 * tolerance:g} %, faster/slower when it excludes 1 "
-              f"and the ratio is beyond ±{100 * tolerance:g} %")
-    return Verdict(ratio, low, high, verdict, tolerance, ka, kb, None, method)
+        source = "default" if noise_floor is None else "given"
+        floor = FIGURES[figure].default_floor if noise_floor is None else noise_floor
+        d = float(np.log(b).mean() - np.log(a).mean())
+        se, df = floor * math.sqrt(1 / ka + 1 / kb), math.inf
+        how = (f"one process on a side ({ka} vs {kb}): the between-process spread is unknown, "
+               f"a {source} floor of {100 * floor:.1f} % CV stands in (normal interval)")
+    return _decide(d, se, df, tolerance, figure=figure, ka=ka, kb=kb, design=design,
+                   floor=floor, source=source, pairs=len(pairs) if design == PAIRED else None,
+                   how=how)
 
 
-def _one_process(pa, pb, tolerance, noise_floor, resamples, seed) -> Verdict:
-    """A side with one process: the machine's floor stands in for the between-process spread
-    (module doc)."""
-    rng = np.random.default_rng(seed)
-    ka, kb = len(pa), len(pb)
-    ratios = (bootstrap_medians(pb, rng.integers(kb, size=(resamples, kb)), rng).reshape(
-        resamples, kb).mean(axis=1) / bootstrap_medians(pa, rng.integers(
-            ka, size=(resamples, ka)), rng).reshape(resamples, ka).mean(axis=1))
-    low, high = (float(v) for v in np.percentile(ratios, [2.5, 97.5]))
-    ratio = mean_of_medians(pb) / mean_of_medians(pa)
-    floor = DEFAULT_NOISE_FLOOR if noise_floor is None else noise_floor
-    spread = floor * math.sqrt(1 / ka + 1 / kb)
-    far = abs(math.log(ratio)) > FAR_BEYOND * spread
-    verdict = (SLOWER if ratio > 1 else FASTER) if far and (low > 1 or high < 1) else UNDECIDED
-    source = "default" if noise_floor is None else "given"
-    method = (f"one process on a side ({ka} vs {kb}): percentile bootstrap of the windows' "
-              f"medians, {resamples} resamples, seed {seed}; the between-process spread is "
-              f"unknown, a {source} machine floor of {100 * floor:.1f} % CV stands in; a "
-              f"verdict needs |log ratio| > {FAR_BEYOND:g} x {100 * spread:.1f} %")
-    return Verdict(ratio, low, high, verdict, tolerance, ka, kb, floor, method, source)
+def _decide(d: float, se: float, df: float, tolerance: float, *, figure: str, ka: int, kb: int,
+            design: str, floor, source, pairs, how: str) -> Verdict:
+    t95, t90 = t_quantile(0.975, df), t_quantile(0.95, df)
+    ratio = math.exp(d)
+    low, high = math.exp(d - t95 * se), math.exp(d + t95 * se)
+    same_low, same_high = math.exp(d - t90 * se), math.exp(d + t90 * se)
+    p = 0.0 if se == 0 and d != 0 else (1.0 if se == 0 else t_two_sided_p(d / se, df))
+    verdict = _word(ratio, p, same_low, same_high, tolerance, alpha=0.05)
+    method = (f"{how}; 95 % interval; same when the 90 % interval is within "
+              f"±{100 * tolerance:g} % (TOST), faster/slower when p < 0.05 and the ratio is "
+              f"beyond ±{100 * tolerance:g} %")
+    return Verdict(ratio, low, high, verdict, tolerance, ka, kb, floor, method, source,
+                   figure, design, p, same_low, same_high, pairs)
+
+
+def _word(ratio: float, p: float, same_low: float, same_high: float, tolerance: float,
+          alpha: float) -> str:
+    if 1 - tolerance <= same_low and same_high <= 1 + tolerance:
+        return SAME
+    if p < alpha and abs(ratio - 1) > tolerance:
+        return SLOWER if ratio > 1 else FASTER
+    return UNDECIDED
+
+
+def control_fdr(verdicts: list[Verdict | None], q: float = FDR_Q) -> list[Verdict | None]:
+    """Many comparisons with one baseline (a sweep's cells, advise's experiments): the
+    Benjamini-Hochberg step-up over the family's p-values; a faster/slower that does not survive
+    it becomes undecided. The intervals stay the raw 95 % ones; ``fdr`` says what was done."""
+    family = [(i, v) for i, v in enumerate(verdicts) if v is not None]
+    m = len(family)
+    if m <= 1:
+        return list(verdicts)
+    ranked = sorted(family, key=lambda item: item[1].p_value)
+    passed = 0
+    for rank, (_, v) in enumerate(ranked, start=1):
+        if v.p_value <= q * rank / m:
+            passed = rank
+    survivors = {i for i, _ in ranked[:passed]}
+    note = f"Benjamini-Hochberg over {m} comparisons, q = {q:g}"
+    out = list(verdicts)
+    for i, v in family:
+        word = v.verdict
+        if word in (FASTER, SLOWER) and i not in survivors:
+            word = UNDECIDED
+        out[i] = replace(v, verdict=word, fdr=note)
+    return out

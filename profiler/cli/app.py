@@ -355,13 +355,15 @@ def sweep(
         "same path on every node, so cells write into them directly (default: results come "
         "back through Ray's object store)."),
     processes: Optional[int] = typer.Option(
-        None, "--processes", help="Timed windows per cell, each in a fresh process, the cell's "
-        "run the first; taken in rounds interleaved over the cells, so drift hits every cell "
-        "alike. The speedups' verdicts and intervals rest on them (default 3 on GPUs, 1 on a "
-        "CPU)."),
+        None, "--processes", help="Rounds after the cells: each round is one fresh process "
+        "timing every cell once (latency and GPU time), the order rotated, so drift hits every "
+        "cell alike and two cells of one round pair up. Both verdicts and their intervals rest "
+        "on them (default 5 on GPUs; 3 is the quick mode; 1: the cells' own windows only, the "
+        "default on a CPU)."),
     target_noise: Optional[float] = typer.Option(
-        None, "--target-noise", help="Keep taking rounds until each cell's p50 interval is "
-        "within ±P % (e.g. 2), or --budget runs out; reports what each cell reached."),
+        None, "--target-noise", help="Two stages: the --processes rounds as a pilot choose how "
+        "many fresh rounds each cell's interval needs for ±P % (e.g. 2; GPU time where "
+        "measured), within --budget; the verdicts use only the fresh rounds."),
     budget: Optional[str] = typer.Option(
         None, "--budget", help="How long the --target-noise rounds may take (300, 90s, 5m, "
         "1h; default 10m)."),
@@ -418,14 +420,20 @@ def compare(
         None, "--out", help="Also write overview, categories, kernels, operators and "
         "top_changes CSVs into this folder."),
     processes: Optional[int] = typer.Option(
-        None, "--processes", help="Time both configs again, N fresh processes each, "
-        "interleaved (A B, B A, ...), and base the verdict on those windows (the run folders "
-        "are not changed). Without it the verdict uses the processes each run recorded "
-        "(--repeat-runs, a sweep's --processes), and with one process a side it is undecided "
-        "unless the difference is far beyond the machine's floor (`noise`)."),
+        None, "--processes", help="Time both configs again in N fresh processes, each timing "
+        "A and B (A B, B A, ...), and base every figure and both verdicts on those windows "
+        "(the run folders are not changed; 5 is the default when --target-noise is given, 3 "
+        "the quick mode). Without it the verdicts use the processes each run recorded "
+        "(--repeat-runs, a sweep's --processes); with one process a side the figure's floor "
+        "(`noise`, else the worst case measured on an H100) stands in for the spread."),
     target_noise: Optional[float] = typer.Option(
-        None, "--target-noise", help="With fresh processes: keep adding them until each "
-        "side's p50 interval is within ±P % (e.g. 2), or --budget runs out."),
+        None, "--target-noise", help="Two stages: the --processes rounds as a pilot choose how "
+        "many fresh processes each side's interval needs for ±P % (e.g. 2), within --budget; "
+        "the verdicts use only the fresh ones."),
+    same_within: float = typer.Option(
+        2.0, "--same-within", help="The equivalence margin in %: 'same' when the 90 % "
+        "interval of B/A lies within ±this (two one-sided tests); faster/slower only beyond "
+        "it."),
     budget: Optional[str] = typer.Option(
         None, "--budget", help="How long the --target-noise processes may take (300, 90s, 5m, "
         "1h; default 10m)."),
@@ -435,9 +443,12 @@ def compare(
 ) -> None:
     """Kernel-level diff of two runs: step and GPU time, categories, kernels, operators.
 
-    The timed headline's verdict (faster, slower, the same within ±2 %, or undecided) comes from
-    Welch's interval over each run's per-process medians (the process is the sample), so it holds
-    against the spread between fresh processes, not only inside one window.
+    Two verdicts head it, each faster, slower, the same within ±2 % (--same-within) or
+    undecided: latency (what a caller waits) and GPU time (the device's work, launch gaps
+    excluded). Each rests on the per-process medians of its figure (the process is the sample;
+    processes that timed both configs pair up), so it holds against the spread between fresh
+    processes, not only inside one window. A launch-bound config (the host's enqueue reaches
+    its GPU time) has a noisy latency: quote its GPU-time verdict, and see the lever named.
 
     Times are per profiled step and delta = B - A. Kernels are matched by full name (the
     unmatched ones of each side are listed); runs that share no kernel name (eager vs TensorRT)
@@ -454,7 +465,8 @@ def compare(
     from profiler.commands.compare import run as compare_command
 
     compare_command(a, b, top=top, out=out, sink=Output(json=json_out), processes=processes,
-                    target_noise=target_noise, budget_s=parse_budget(budget))
+                    target_noise=target_noise, budget_s=parse_budget(budget),
+                    same_within=same_within)
 
 
 @app.command()

@@ -11,7 +11,7 @@ value); its columns are listed in docs/summarizer.md, not in the schema.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -140,12 +140,114 @@ class SummarizeLayers(Document, kw_only=True):
     engines: list[Engine]
 
 
+class Verdict(Record):
+    """B against A on one figure (profiler.analysis.verdict.Verdict): the ratio B / A of the
+    geometric means of the per-process medians, its 95 % interval, the verdict and how it was
+    reached."""
+
+    ratio: float
+    low: float
+    high: float
+    verdict: Literal["faster", "slower", "same", "undecided"]
+    tolerance: float
+    processes_a: int
+    processes_b: int
+    #: design "floor": the between-process CV assumed; floor_source: "default" or "given"
+    noise_floor: float | None
+    method: str
+    floor_source: Literal["default", "given"] | None
+    figure: Literal["latency", "gpu_time"]
+    design: Literal["paired", "unpaired", "floor"]
+    p_value: float
+    #: the 90 % interval of the equivalence test ("same")
+    same_low: float | None
+    same_high: float | None
+    pairs: int | None  # design "paired": the rounds with both configs
+    fdr: str | None  # how the verdict was held against its family (a sweep's cells)
+
+
+class Bound(Record):
+    """One config's classification over its processes (profiler.analysis.timed_verdict.Bound)."""
+
+    word: Literal["launch-bound", "GPU-bound"] | None
+    launch_bound_processes: int
+    classified_processes: int
+    enqueue_p90_ms: float | None
+    gpu_p50_ms: float | None
+
+
+class TimedVerdicts(Record):
+    """Both verdicts and how to read them (profiler.analysis.timed_verdict.TimedVerdicts)."""
+
+    latency: Verdict | None
+    gpu_time: Verdict | None
+    bound_a: Bound
+    bound_b: Bound
+    #: "latency": both configs GPU-bound, latency leads and GPU time is the cross-check;
+    #: "both": read both
+    lead: Literal["latency", "both"]
+    latency_processes_for_5pct: int | None
+    cuda_graphs_ms: float | None
+    lines: list[str]
+
+
+class FigureOverProcesses(Record):
+    """One figure over a config's processes: the geometric mean of the per-process medians
+    and their range (ms)."""
+
+    geomean_ms: float | None
+    min_ms: float
+    max_ms: float
+    processes: int
+
+
+class ProcessFigures(Record):
+    """What a config's processes measured (profiler.analysis.headline.samples_figures), over
+    the processes a verdict uses (pilot rounds left out)."""
+
+    processes: int
+    pilot_processes: int
+    latency: FigureOverProcesses | None
+    gpu_time: FigureOverProcesses | None
+    enqueue: FigureOverProcesses | None
+    bound: Literal["launch-bound", "GPU-bound"] | None
+    launch_bound_processes: int
+    classified_processes: int
+
+
+class CompareTimed(Record):
+    """Both sides runs: the compare's timed headline (profiler.analysis.headline.compare_timed).
+    ``a``/``b``: each run's own timed window as result.json recorded it; ``processes_a``/
+    ``processes_b``: the processes the verdicts use, ``source`` says whose; ``verdict``: latency
+    (what a caller waits), ``gpu_verdict``: GPU time (the device's work), each with its speedup
+    (A / B of the geometric means; ``speedup_x`` is the p50 ratio of result.json where no
+    latency verdict could be taken)."""
+
+    a: dict[str, Any]
+    b: dict[str, Any]
+    source: Literal["fresh processes", "recorded processes"]
+    processes_a: ProcessFigures
+    processes_b: ProcessFigures
+    speedup_x: float | None
+    gpu_speedup_x: float | None
+    verdict: Verdict | None
+    gpu_verdict: Verdict | None
+    verdicts: TimedVerdicts | None
+    noise_a: dict[str, Any] | None
+    noise_b: dict[str, Any] | None
+    memory_a: dict[str, Any]
+    memory_b: dict[str, Any]
+    config_a: str
+    config_b: str
+    differences: Table
+
+
 class Compare(Document, kw_only=True):
     """``compare --json``: two targets, B against A (delta = B - A)."""
 
     a: str
     b: str
-    timed: dict[str, Any] | None  # both sides runs: their timed windows side by side
+    timed: CompareTimed | None  # both sides runs: their timed windows and both verdicts
     overview: Table
     categories: Table
     kernels: Table
@@ -245,7 +347,9 @@ class _BackendInFile(msgspec.Struct):
 DOCUMENTS: dict[str, tuple[int, type]] = {
     "summarize": (1, Summarize),
     "summarize-layers": (1, SummarizeLayers),
-    "compare": (2, Compare),  # 2: timed.verdict (over processes) replaced timed.p50_ratio
+    # 2: timed.verdict (over processes) replaced timed.p50_ratio; 3: timed.verdict is latency's,
+    # timed.gpu_verdict and timed.verdicts added, speedup_x the ratio of geometric means
+    "compare": (3, Compare),
     "benchmark": (1, Benchmark),
     "backends": (1, Backends),
     "plot": (1, Plot),

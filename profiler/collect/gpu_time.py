@@ -1,42 +1,50 @@
-"""GPU compute time beside latency: trtexec's split of one call into the device's busy time
-(GPU compute) and the host's time to launch it (enqueue), measured without the profiler in a
-short window after the timed one (result.json: ``timing.gpu_compute``).
+"""GPU time beside latency: trtexec's split of one call into the device's work (GPU time, launch
+gaps excluded) and the host's time to launch it (enqueue), measured without the profiler in a
+window of its own after the timed one, as many iterations as the timed window (result.json:
+``timing.gpu_compute``; per iteration in latency.csv and processes.csv).
 
-Method, per iteration, all on the current CUDA stream:
+Method, per iteration, all on the current CUDA stream (NVBench's "cold" measurement behind a
+blocking kernel):
 
 1. ``torch.cuda._sleep(cycles)``: a kernel that spins the stream for a number of SM cycles;
 2. a start CUDA event, recorded behind the sleep;
-3. the call, with perf_counter around it and no synchronize inside: the enqueue time;
+3. the call, with no synchronize inside;
 4. ``start.query()`` right after the call returns: still False means the GPU was still sleeping
    when the host had launched all of the call's work, so the call's kernels and copies queued
    up behind the sleep and then ran back to back;
-5. an end event, then a synchronize: end - start is the GPU compute time of that call, the
-   host's launch gaps excluded (the device's own few microseconds between queued kernels stay
-   in it).
+5. an end event, then a synchronize: end - start is the GPU time of that call, the host's
+   launch gaps excluded (the device's own few microseconds between queued kernels stay in it).
 
-The sleep is sized from the enqueue time: twice the median of three plain calls (perf_counter,
-synchronized after each), never below ``FLOOR_MS``, never above ``CAP_MS``; cycles per ms are
-measured once by timing a sleep of one ms at the device's rated clock with CUDA events (so
-the conversion is the clock the SM really runs at). An attempt whose start event had already
-completed when the call returned is invalid (the sleep was too short: the GPU waited for the
-host): it is counted in ``invalid_iterations``, the sleep grows (to twice the longer of the
-sleep and that enqueue time) and the iteration is tried again, ``TRIES`` times at most. When the
-first iteration fails all its tries, the call waits for the GPU inside (a host synchronize, a
-``.item()``, a pageable copy: its enqueue time grows with the sleep), and the figures are "not
-measured: the call waits for the GPU inside (host sync)".
+The sleep is sized from the enqueue time: ``SLEEP_FACTOR`` x the median of three plain calls
+(perf_counter, synchronized after each), never below ``FLOOR_MS``, never above ``CAP_MS``;
+cycles per ms are measured once by timing a sleep of one ms at the device's rated clock with
+CUDA events (so the conversion is the clock the SM really runs at). An attempt whose start
+event had already completed when the call returned is redone (the sleep was too short: the GPU
+waited for the host): it is counted in ``invalid_iterations``, the sleep grows (to twice the
+longer of the sleep and that enqueue time) and the iteration is tried again, ``TRIES`` times at
+most (then back to the base sleep, which grows only when more than one iteration in
+``REBASE_EVERY`` was redone). When the first iteration fails all its tries, the call waits for
+the GPU inside (a host synchronize, a ``.item()``, a pageable copy: its enqueue time grows with
+the sleep), and the
+figures are "not measured: the call waits for the GPU inside (host sync)".
 
-Cost: one extra window of min(timed iterations, ``MAX_ITERATIONS``) iterations, stopped after
-``BUDGET_S`` once ``MIN_ITERATIONS`` are valid; each iteration costs one sleep kernel (about
-twice the enqueue time) plus the call and a synchronize, so about three host-synchronized
-latencies at most. Only on a CUDA GPU, for --workload forward (one generation enqueues for as
-long as it runs; holding the GPU that long per generation costs more than the timed window).
+Enqueue is the host's time to return from the call in the *timed* window (perf_counter around
+the call, inside the CUDA event pair, no synchronize inside): the GPU there runs the call as it
+does for a caller. The host's time to return from the call behind the sleep is kept apart
+(``held_enqueue_p50_ms``): launching onto a stream that holds queued work costs the host more
+than launching onto an idle one (on the H100, eager ResNet50: docs/gpu/h100/verdicts), which is
+why an enqueue measured behind the sleep read 12-25 % above the timed latency.
+
+Cost: one extra window of as many iterations as the timed one; each iteration costs one sleep
+kernel (about SLEEP_FACTOR x the enqueue time) plus the call and a synchronize. Only on a CUDA
+GPU, for --workload forward (one generation enqueues for as long as it runs; holding the GPU
+that long per generation costs more than the timed window).
 
 Limits: work the call launches on streams other than the current one, without joining them
 back to it, is outside the events (ONNX Runtime's own stream, for one). A call that launches
 more kernels than CUDA's launch queue holds blocks the host until the GPU drains it, so it reads
 as a host sync. The sleep keeps the SM clock up; the call's kernels then run at the clock the
-sleep left, not at the clock an idle GPU starts from. The figures are an extra window's, not
-the timed window's own iterations.
+sleep left, not at the clock an idle GPU starts from.
 """
 
 from __future__ import annotations
@@ -48,14 +56,13 @@ from typing import Any, Callable
 from profiler.analysis.noise import percentile
 from profiler.runs.result import GpuCompute
 
-#: the extra window: at most this many iterations (fewer when the timed window had fewer); 50
-#: iterations and a 1 s budget took 1.0 s of a 6.6 s eager ResNet50 run on the H100
-MAX_ITERATIONS = 30
-#: ... stopped once this many seconds went by and MIN_ITERATIONS are valid
-BUDGET_S = 0.4
-MIN_ITERATIONS = 5
-#: the sleep: SLEEP_FACTOR x the enqueue time, at least FLOOR_MS and at most CAP_MS
-SLEEP_FACTOR = 2.0
+#: the window: as many iterations as the timed window, at most this many
+MAX_ITERATIONS = 10_000
+#: the sleep: SLEEP_FACTOR x the enqueue time, at least FLOOR_MS and at most CAP_MS (a short
+#: sleep is redone grown, so the factor trades redone iterations against sleeping time)
+SLEEP_FACTOR = 1.5
+#: the base sleep grows when more than one iteration in this many was redone
+REBASE_EVERY = 10
 FLOOR_MS = 0.2
 CAP_MS = 2000.0
 #: attempts of one iteration before it is given up (the first one: the call syncs inside)
@@ -64,7 +71,8 @@ TRIES = 3
 CALIBRATION_MS = 1.0
 
 METHOD = ("CUDA events around one call queued behind a torch.cuda._sleep kernel (its work runs "
-          "back to back, launch gaps excluded); enqueue: perf_counter around the call, no sync")
+          "back to back, launch gaps excluded), as many iterations as the timed window; "
+          "enqueue: perf_counter around the call in the timed window, no sync inside")
 NO_GPU = "no GPU"
 FORWARD_ONLY = "measured for --workload forward only"
 HOST_SYNC = "the call waits for the GPU inside (host sync)"
@@ -83,7 +91,7 @@ def choose_sleep_ms(enqueue_ms: float, factor: float = SLEEP_FACTOR, floor_ms: f
 def grown_sleep_ms(sleep_ms: float, enqueue_ms: float, cap_ms: float = CAP_MS) -> float:
     """The next sleep after one that ended before the call was enqueued: twice the longer of
     the sleep and the enqueue time seen."""
-    return min(cap_ms, SLEEP_FACTOR * max(sleep_ms, enqueue_ms))
+    return min(cap_ms, 2.0 * max(sleep_ms, enqueue_ms))
 
 
 def cycles_per_ms(cycles: int, measured_ms: float, rated_khz: float) -> float:
@@ -120,17 +128,17 @@ class Tally:
     sleep_ms: float = 0.0  # the longest sleep that held
 
 
-def run_window(attempt: Callable[[float], Attempt], iterations: int, enqueue_estimate_ms: float,
-               budget_s: float = BUDGET_S, clock: Callable[[], float] = time.perf_counter
+def run_window(attempt: Callable[[float], Attempt], iterations: int, enqueue_estimate_ms: float
                ) -> Tally:
     """Up to ``iterations`` valid attempts: each invalid one is counted, its sleep grown and
     tried again (``TRIES`` in all); the first iteration failing every try is a host sync, and
-    the window ends there. The window also ends once ``budget_s`` went by (``clock``) with
-    ``MIN_ITERATIONS`` valid."""
+    the window ends there. A grown sleep holds for that iteration's tries only: one slow
+    enqueue (a host hiccup) must not lengthen every later iteration; the base sleep grows only
+    when more than one iteration in ``REBASE_EVERY`` needed a longer one."""
     tally = Tally()
-    sleep_ms = choose_sleep_ms(enqueue_estimate_ms)
-    began = clock()
-    for _ in range(iterations):
+    base_ms = choose_sleep_ms(enqueue_estimate_ms)
+    for index in range(iterations):
+        sleep_ms = base_ms
         for _ in range(TRIES):
             got = attempt(sleep_ms)
             if got.held:
@@ -140,27 +148,37 @@ def run_window(attempt: Callable[[float], Attempt], iterations: int, enqueue_est
                 break
             tally.invalid += 1
             sleep_ms = grown_sleep_ms(sleep_ms, got.enqueue_ms)
+            if tally.invalid >= 2 and tally.invalid * REBASE_EVERY > index + 1:
+                base_ms = max(base_ms, sleep_ms)
         else:
             if not tally.gpu_ms:
                 tally.host_sync = True
                 return tally
-        if len(tally.gpu_ms) >= MIN_ITERATIONS and clock() - began > budget_s:
-            break
     return tally
 
 
-def summarise(tally: Tally) -> GpuCompute:
-    """p50 and p90 of the valid iterations' GPU and enqueue times, with the accounting; the
-    reason when nothing valid was measured."""
+def summarise(tally: Tally, enqueue_ms: list[float] | tuple[float, ...] = ()) -> GpuCompute:
+    """p50 and p90 of the valid iterations' GPU times and of the timed window's enqueue times
+    (``enqueue_ms``; the held calls' own when the timed window recorded none), with the
+    accounting; the reason when nothing valid was measured."""
     if tally.host_sync or not tally.gpu_ms:
         return GpuCompute(invalid_iterations=tally.invalid, method=METHOD,
                           not_measured=HOST_SYNC)
-    gpu, enqueue = sorted(tally.gpu_ms), sorted(tally.enqueue_ms)
+    gpu, held = sorted(tally.gpu_ms), sorted(tally.enqueue_ms)
+    enqueue = sorted(enqueue_ms) or held
     return GpuCompute(gpu_p50_ms=percentile(gpu, 50), gpu_p90_ms=percentile(gpu, 90),
                       enqueue_p50_ms=percentile(enqueue, 50),
                       enqueue_p90_ms=percentile(enqueue, 90), iterations=len(gpu),
                       invalid_iterations=tally.invalid, sleep_ms=round(tally.sleep_ms, 4),
-                      method=METHOD)
+                      method=METHOD, held_enqueue_p50_ms=percentile(held, 50))
+
+
+@dataclass(frozen=True)
+class GpuWindow:
+    """The GPU-time window: its summary (result.json) and each valid iteration's GPU time."""
+
+    figures: GpuCompute
+    gpu_ms: tuple[float, ...] = ()
 
 
 def why_not(use_cuda: bool, workload: str) -> str | None:
@@ -180,13 +198,15 @@ def window_iterations(timed_iterations: int) -> int:
 
 def measure(fn: Callable[..., Any], inputs: tuple, timed_iterations: int, use_cuda: bool,
             workload: str = "forward", cuda=None,
-            clock: Callable[[], float] = time.perf_counter) -> GpuCompute:
-    """The extra window after the timed one (see the module doc); on a CPU, or for a workload
-    other than forward, only why it was not measured. ``cuda`` is torch.cuda (a test passes a
-    simulated device, and its ``clock``)."""
+            clock: Callable[[], float] = time.perf_counter,
+            enqueue_ms: list[float] | tuple[float, ...] = ()) -> GpuWindow:
+    """The GPU-time window after the timed one (see the module doc); on a CPU, or for a
+    workload other than forward, only why it was not measured. ``enqueue_ms``: the timed
+    window's enqueue times. ``cuda`` is torch.cuda (a test passes a simulated device, and its
+    ``clock``)."""
     reason = why_not(use_cuda, workload)
     if reason is not None:
-        return GpuCompute(not_measured=reason)
+        return GpuWindow(GpuCompute(not_measured=reason))
     if cuda is None:
         import torch
 
@@ -195,9 +215,10 @@ def measure(fn: Callable[..., Any], inputs: tuple, timed_iterations: int, use_cu
     per_ms = _calibrate(cuda)
     estimate = _enqueue_estimate(cuda, fn, inputs, clock)
     tally = run_window(_attempt(cuda, fn, inputs, per_ms, clock),
-                       window_iterations(timed_iterations), estimate, clock=clock)
+                       window_iterations(timed_iterations), estimate)
     cuda.synchronize()
-    return summarise(tally)
+    figures = summarise(tally, enqueue_ms)
+    return GpuWindow(figures, () if figures.not_measured else tuple(tally.gpu_ms))
 
 
 def _calibrate(cuda) -> float:

@@ -28,7 +28,7 @@ import torch
 from profiler import runs, signals
 from profiler.analysis.noise import TimedWindow
 from profiler.runs.noise_floor import read_floor
-from profiler.runs.samples import processes_text, spread_of_runs
+from profiler.runs.samples import ConfigSamples, ProcessWindow, processes_text, spread_of_runs
 from profiler.collect import backends, engine_cache, flops, metadata, models, numerics
 from profiler.collect import (cuda_graphs, gpu_time, repeat_window, target, timing, untraced,
                               window)
@@ -179,28 +179,31 @@ def collect(workload: Workload, context: RunContext, progress: window.Progress,
         if config.target_noise is not None:
             timed = target.extend_window(workload, step, timed, config, use_cuda, progress,
                                          began)
-    gpu_compute = _gpu_compute(config, step, timed, use_cuda, progress, timer)
+    gpu_window = _gpu_time(config, step, timed, use_cuda, progress, timer)
     untraced_kernels = _untraced_call(config, step, use_cuda, progress, timer)
     activities, trace_files = window.profile(config, step, use_cuda, progress, tb_stage, timer)
     notes, artifacts = window.after_windows(step, run_stage, timer)
     with nvtx_range("numerics"), timer("numerics"):
         numeric_check, output = workload.check(step, timed.output)
     with timer("write"):
-        window.write_latency_csv(run_stage, list(timed.window.latencies_ms))
+        window.write_latency_csv(run_stage, list(timed.window.latencies_ms),
+                                 gpu_window.gpu_ms, timed.enqueue_ms)
         artifacts = artifacts + workload.write(run_stage, timed.details)
     spread, reached = None, None
+    own = ProcessWindow(tuple(timed.window.latencies_ms), gpu_window.gpu_ms, timed.enqueue_ms)
     if config.repeat_runs > 1 and config.target_noise is None:
         with timer("repeat_runs"):
-            spread = _repeat_spread(config, timed, progress, run_stage)
+            spread = _repeat_spread(config, own, timed, progress, run_stage)
     if config.target_noise is not None:
         with timer("repeat_runs"):
-            windows, reached = target.more_processes(config, timed, progress, began)
-            spread = _record_windows(windows, config, progress, run_stage,
+            windows, reached = target.more_processes(config, own, timed, progress, began)
+            spread = _record_windows(windows, progress, run_stage,
                                      f"--target-noise {config.target_noise:g}: the run's window,"
                                      " then windows in fresh processes until the p50 interval "
                                      "was within it or the budget ran out")
     return Collected(prepare_s, first_call_s, timed, output, activities, trace_files, notes,
-                     artifacts, numeric_check, spread, reached, gpu_compute, untraced_kernels)
+                     artifacts, numeric_check, spread, reached, gpu_window.figures,
+                     untraced_kernels)
 
 
 def _untraced_call(config: RunConfig, step, use_cuda: bool, progress: window.Progress,
@@ -216,42 +219,43 @@ def _untraced_call(config: RunConfig, step, use_cuda: bool, progress: window.Pro
     return counts
 
 
-def _gpu_compute(config: RunConfig, step, timed: window.Timed, use_cuda: bool,
-                 progress: window.Progress, timer: Phases) -> GpuCompute:
-    """GPU compute and enqueue time in a short window after the timed one
-    (profiler.collect.gpu_time); on a CPU or for a generation, why not."""
+def _gpu_time(config: RunConfig, step, timed: window.Timed, use_cuda: bool,
+              progress: window.Progress, timer: Phases) -> gpu_time.GpuWindow:
+    """GPU time in a window of its own after the timed one, and the timed window's enqueue
+    time (profiler.collect.gpu_time); on a CPU or for a generation, why not."""
     reason = gpu_time.why_not(use_cuda, config.workload)
     if reason is not None:
-        return GpuCompute(not_measured=reason)
+        return gpu_time.GpuWindow(GpuCompute(not_measured=reason))
     with nvtx_range("gpu compute"), timer("gpu_compute"):
-        figures = gpu_time.measure(step.fn, step.inputs, len(timed.window.latencies_ms),
-                                   use_cuda, config.workload)
+        measured = gpu_time.measure(step.fn, step.inputs, len(timed.window.latencies_ms),
+                                    use_cuda, config.workload, enqueue_ms=timed.enqueue_ms)
+    figures = measured.figures
     if figures.not_measured is None:
-        progress.say(f"  GPU compute p50 {figures.gpu_p50_ms:.3f} ms, enqueue p50 "
+        progress.say(f"  GPU time p50 {figures.gpu_p50_ms:.3f} ms, enqueue p50 "
                      f"{figures.enqueue_p50_ms:.3f} ms ({figures.iterations} iterations behind "
-                     "a sleep kernel)")
+                     f"a sleep kernel, {figures.invalid_iterations} redone)")
     else:
-        progress.say(f"  GPU compute: not measured ({figures.not_measured})")
-    return figures
+        progress.say(f"  GPU time: not measured ({figures.not_measured})")
+    return measured
 
 
-def _repeat_spread(config: RunConfig, timed: window.Timed, progress: window.Progress,
-                   run_stage: Path) -> runs.RepeatSpread:
+def _repeat_spread(config: RunConfig, own: ProcessWindow, timed: window.Timed,
+                   progress: window.Progress, run_stage: Path) -> runs.RepeatSpread:
     """--repeat-runs: more timed windows in fresh processes, one after another."""
-    latencies = list(timed.window.latencies_ms)
-    windows = [latencies, *repeat_window.repeat(config, len(latencies), timed.plan.warmup,
-                                                progress.say)]
-    return _record_windows(windows, config, progress, run_stage,
-                           f"--repeat-runs {len(windows)}: the run's window, then each repeat "
+    more = repeat_window.repeat(config, len(own.latency_ms), timed.plan.warmup, progress.say)
+    samples = ConfigSamples((own, *more))
+    return _record_windows(samples, progress, run_stage,
+                           f"--repeat-runs {len(samples)}: the run's window, then each repeat "
                            "in a fresh process, one after another")
 
 
-def _record_windows(windows: list[list[float]], config: RunConfig, progress: window.Progress,
-                    run_stage: Path, schedule: str) -> runs.RepeatSpread:
+def _record_windows(samples: ConfigSamples, progress: window.Progress, run_stage: Path,
+                    schedule: str) -> runs.RepeatSpread:
     """Every window into processes.csv; the spread of their p50s."""
-    p50s = [TimedWindow(tuple(w), config.batch_size).p50_ms for w in windows]
-    write_text_atomic(run_stage / runs.PROCESSES_CSV, processes_text(windows))
-    spread = spread_of_runs(p50s, samples_csv=runs.PROCESSES_CSV, schedule=schedule)
+    p50s = samples.medians("latency")
+    write_text_atomic(run_stage / runs.PROCESSES_CSV, processes_text(samples))
+    spread = spread_of_runs(p50s, samples_csv=runs.PROCESSES_CSV, schedule=schedule,
+                            samples=samples)
     progress.say(f"  p50 over {len(p50s)} processes: {min(p50s):.3f} to {max(p50s):.3f} ms "
                  f"({spread.range_pct_of_median:.1f} % of the median)")
     return spread

@@ -2,8 +2,8 @@
 autotuner choices, launch jitter) that one window cannot show.
 
 ``python -m profiler.collect.repeat_window`` reads JSON on stdin: one run config (a repeat of
-``--repeat-runs``; it prints ``{"latencies_ms": [...]}``), or ``{"cells": [{"key": K, "config":
-C}, ...]}`` (a round of a sweep's or compare's ``--processes``, profiler.sweep.rounds): it times
+``--repeat-runs``; it prints ``{"latencies_ms": [...], "gpu_ms": [...], "enqueue_ms":
+[...]}``), or ``{"cells": [{"key": K, "config": C}, ...]}`` (a round of a sweep's or compare's ``--processes``, profiler.sweep.rounds): it times
 every cell in the order given, one JSON line per cell as it finishes (``{"key": K,
 "latencies_ms": [...]}``, or ``{"key": K, "error": "one line"}`` when that cell fails; the
 others still run). For each cell it builds the model, prepares the backend (a TensorRT engine
@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import json
+import os
 import subprocess
 import sys
 
@@ -22,12 +23,13 @@ import msgspec
 import torch
 
 from profiler import child_env
-from profiler.collect import backends, cuda_graphs, models, timing, window
+from profiler.collect import backends, cuda_graphs, gpu_time, models, timing, window
 from profiler.collect.device import set_math_flags
 from profiler.collect.workloads.base import RunContext
 from profiler.collect.workloads.forward import Forward
 from profiler.errors import UserError, first_line
 from profiler.runs.config import RunConfig, config_from_json, config_to_json
+from profiler.runs.samples import ProcessWindow, window_of
 
 
 def child_config(config: RunConfig, iters: int, warmup: int) -> RunConfig:
@@ -37,20 +39,19 @@ def child_config(config: RunConfig, iters: int, warmup: int) -> RunConfig:
                                repeat_runs=1, target_noise=None, budget=None)
 
 
-def one_window(child: RunConfig, what: str) -> list[float]:
-    """One timed window of ``child`` in a fresh process; its latencies (ms)."""
+def one_window(child: RunConfig, what: str) -> ProcessWindow:
+    """One timed window of ``child`` in a fresh process, with its GPU-time window."""
     done = subprocess.run([sys.executable, "-m", "profiler.collect.repeat_window"],
                           input=json.dumps(config_to_json(child)), capture_output=True,
                           text=True, env=child_env())
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise UserError(f"{what} failed: {last}")
-    return json.loads(done.stdout.strip().splitlines()[-1])["latencies_ms"]
+    return window_of(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
-def repeat(config: RunConfig, iters: int, warmup: int, say) -> list[list[float]]:
-    """K - 1 more timed windows (the main run is the first), each in a fresh process; the
-    latencies (ms) of each."""
+def repeat(config: RunConfig, iters: int, warmup: int, say) -> list[ProcessWindow]:
+    """K - 1 more timed windows (the main run is the first), each in a fresh process."""
     child = child_config(config, iters, warmup)
     windows = []
     for index in range(1, config.repeat_runs):
@@ -60,9 +61,10 @@ def repeat(config: RunConfig, iters: int, warmup: int, say) -> list[list[float]]
 
 
 def time_once(config: RunConfig) -> dict:
-    """The first phases of profiler.collect.window (prepare, warm-up, the timed window) for the
-    forward workload, as the main run went through them; the latencies (ms) and the GPU's state
-    around the window (profiler.runs.gpu_record.GpuState as JSON builtins)."""
+    """The first phases of profiler.collect.window (prepare, warm-up, the timed window, the
+    GPU-time window) for the forward workload, as the main run went through them; the
+    latencies, GPU times and enqueue times (ms) and the GPU's state around the timed window
+    (profiler.runs.gpu_record.GpuState as JSON builtins)."""
     use_cuda = torch.cuda.is_available()
     device = torch.device("cuda" if use_cuda else "cpu")
     set_math_flags(config)
@@ -77,7 +79,12 @@ def time_once(config: RunConfig) -> dict:
     estimate_ms = window.warm_up(plan, step, use_cuda, progress)
     timed = window.timed(workload, step, plan, estimate_ms, config.batch_size, use_cuda,
                          progress)
-    return {"latencies_ms": list(timed.window.latencies_ms),
+    gpu = gpu_time.measure(step.fn, step.inputs, len(timed.window.latencies_ms), use_cuda,
+                           config.workload, enqueue_ms=timed.enqueue_ms)
+    return {"latencies_ms": list(timed.window.latencies_ms), "gpu_ms": list(gpu.gpu_ms),
+            "enqueue_ms": list(timed.enqueue_ms),
+            "gpu_redone": gpu.figures.invalid_iterations,
+            "held_enqueue_p50_ms": gpu.figures.held_enqueue_p50_ms,
             "device": torch.cuda.get_device_name() if use_cuda else "cpu",
             "gpu_state": msgspec.to_builtins(timed.gpu_state)}
 
@@ -96,7 +103,27 @@ def time_cells(cells: list[dict], out=sys.stdout) -> None:
             torch.cuda.empty_cache()
 
 
+def apply_levers(text: str | None) -> None:
+    """The host-jitter levers a timing process may be started with (``INFER_PROFILER_LEVERS``,
+    comma-separated; scripts/bench_verdicts.py measures them): ``pin=CPUS`` (this process on
+    those cores, e.g. ``pin=0-1``), ``gc-off`` (no garbage collection while timing),
+    ``threads=N`` (N intra-op threads)."""
+    for lever in filter(None, (text or "").split(",")):
+        name, _, value = lever.partition("=")
+        if name == "pin":
+            cores = set()
+            for part in value.split(";"):
+                low, _, high = part.partition("-")
+                cores.update(range(int(low), int(high or low) + 1))
+            os.sched_setaffinity(0, cores)
+        elif name == "gc-off":
+            gc.disable()
+        elif name == "threads":
+            torch.set_num_threads(int(value))
+
+
 if __name__ == "__main__":
+    apply_levers(os.environ.get("INFER_PROFILER_LEVERS"))
     asked = json.loads(sys.stdin.read())
     if isinstance(asked, dict) and "cells" in asked:
         time_cells(asked["cells"])

@@ -18,13 +18,12 @@ from __future__ import annotations
 import math
 import time
 
-import numpy as np
-
 from profiler.analysis.noise import TimedWindow
 from profiler.analysis.sampling import REACHED, stopping_rule
 from profiler.collect import repeat_window, window
 from profiler.runs.config import RunConfig
 from profiler.runs.result import TargetNoise
+from profiler.runs.samples import ConfigSamples, ProcessWindow
 
 DEFAULT_BUDGET_S = 60.0
 MIN_PROCESSES = 3
@@ -51,17 +50,17 @@ def extend_window(workload, step, timed: window.Timed, config: RunConfig, use_cu
     return window.Timed(grown, timed.details, output, timed.memory, timed.plan)
 
 
-def more_processes(config: RunConfig, timed: window.Timed, progress: window.Progress,
-                   began: float) -> tuple[list[list[float]], TargetNoise]:
+def more_processes(config: RunConfig, own: ProcessWindow, timed: window.Timed,
+                   progress: window.Progress, began: float
+                   ) -> tuple[ConfigSamples, TargetNoise]:
     """Windows in fresh processes (the run's own first) until the mean per-process median is
     within the target, at least MIN_PROCESSES; all windows and what was reached."""
     target, budget = config.target_noise / 100, config.budget or DEFAULT_BUDGET_S
-    own = list(timed.window.latencies_ms)
     least = max(MIN_PROCESSES, config.repeat_runs)
-    child = repeat_window.child_config(config, len(own), timed.plan.warmup)
+    child = repeat_window.child_config(config, len(own.latency_ms), timed.plan.warmup)
     windows = [own]
     while True:
-        medians = [float(np.median(w)) for w in windows]
+        medians = [w.median("latency") for w in windows]
         elapsed = time.perf_counter() - began
         # the budget counts once MIN_PROCESSES windows exist: below that there is no interval
         stop = stopping_rule(medians, target, elapsed_s=elapsed,
@@ -77,10 +76,10 @@ def more_processes(config: RunConfig, timed: window.Timed, progress: window.Prog
     reached = stop.reason == REACHED
     record = TargetNoise(target=target, reached=reached, reason=stop.reason,
                          half_width=stop.half_width if math.isfinite(stop.half_width) else None,
-                         iterations=len(own),
+                         iterations=len(own.latency_ms),
                          processes=len(windows), spent_s=round(elapsed, 3), budget_s=budget)
     progress.say(f"  --target-noise {config.target_noise:g} %: "
                  + (f"reached ±{100 * stop.half_width:.1f} %" if reached else
                     f"not reached ({stop.reason}; ±{100 * stop.half_width:.1f} %)")
-                 + f" with {len(windows)} processes of {len(own)} iterations")
-    return windows, record
+                 + f" with {len(windows)} processes of {len(own.latency_ms)} iterations")
+    return ConfigSamples(tuple(windows)), record

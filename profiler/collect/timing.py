@@ -12,12 +12,14 @@ from typing import Any, Callable
 from profiler.analysis.noise import percentile
 
 def time_iterations(fn: Callable[..., Any], inputs: tuple, iters: int, use_cuda: bool,
-                    on_iteration: Callable[[], None] | None = None) -> tuple[list[float], Any]:
+                    on_iteration: Callable[[], None] | None = None,
+                    enqueue: list[float] | None = None) -> tuple[list[float], Any]:
     """Run ``fn(*inputs)`` ``iters`` times; return per-iteration milliseconds and the last output.
 
     GPU: a CUDA event pair around each call and a synchronize on the end event, so each figure is
-    device-side time from the first launch to the last kernel's end. CPU: perf_counter around each
-    call. The caller warms up first.
+    device-side time from the first launch to the last kernel's end; with ``enqueue``, the
+    host's time to return from each call (perf_counter, inside the event pair, no synchronize)
+    is appended to it. CPU: perf_counter around each call. The caller warms up first.
     """
     latencies: list[float] = []
     output = None
@@ -27,10 +29,15 @@ def time_iterations(fn: Callable[..., Any], inputs: tuple, iters: int, use_cuda:
         pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
                  for _ in range(iters)]
         torch.cuda.synchronize()
+        clock = time.perf_counter
         for start, end in pairs:
             start.record()
+            began = clock()
             output = fn(*inputs)
+            returned = clock()
             end.record()
+            if enqueue is not None:
+                enqueue.append((returned - began) * 1000.0)
             end.synchronize()
             if on_iteration:
                 on_iteration()

@@ -113,6 +113,11 @@ class Timed:
     plan: timing.WindowPlan
     gpu_state: GpuState | None = None
 
+    @property
+    def enqueue_ms(self) -> tuple[float, ...]:
+        """Each timed call's enqueue time, where the workload records it (forward, on a GPU)."""
+        return tuple(getattr(self.details, "enqueue_ms", ()))
+
 
 def timed(workload: Workload, step: Prepared, plan: timing.WindowPlan, estimate_ms: float,
           batch_size: int, use_cuda: bool, progress: Progress) -> Timed:
@@ -307,10 +312,17 @@ def after_windows(step: Prepared, run_stage: Path, timer: Phases | None = None
     return notes, sorted(artifacts)
 
 
-def write_latency_csv(run_stage: Path, latencies: list[float]) -> None:
-    """latency.csv: one timed iteration per row."""
+def write_latency_csv(run_stage: Path, latencies, gpu_ms=(), enqueue_ms=()) -> None:
+    """latency.csv: one timed iteration per row; with the GPU-time window, each iteration's GPU
+    time and enqueue time beside it (empty where not measured)."""
     csv_text = io.StringIO()
     writer = csv.writer(csv_text, lineterminator="\n")
-    writer.writerow(["iteration", "latency_ms"])
-    writer.writerows((i, f"{ms:.6f}") for i, ms in enumerate(latencies))
+    extra = bool(gpu_ms or enqueue_ms)
+    writer.writerow(["iteration", "latency_ms", *(("gpu_ms", "enqueue_ms") if extra else ())])
+
+    def cell(values, i: int) -> str:
+        return f"{values[i]:.6f}" if i < len(values) else ""
+
+    writer.writerows((i, f"{ms:.6f}", *((cell(gpu_ms, i), cell(enqueue_ms, i)) if extra else ()))
+                     for i, ms in enumerate(latencies))
     write_text_atomic(run_stage / runs.LATENCY_CSV, csv_text.getvalue())

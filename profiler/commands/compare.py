@@ -38,13 +38,17 @@ def describe(label: str, side: RunAnalysis) -> str:
 
 def run(a: str, b: str, top: int = 15, out: Path | None = None, *, sink,
         processes: int | None = None, target_noise: float | None = None,
-        budget_s: float | None = None) -> Diff:
+        budget_s: float | None = None, same_within: float = 2.0) -> Diff:
     """``sink``: profiler.cli.output.Output, where the tables or the --json document go.
     ``processes`` / ``target_noise``: time both configs again in fresh processes, interleaved,
-    and base the verdict on those windows (profiler.sweep.rounds)."""
+    and take both verdicts and every timed figure from those windows (profiler.sweep.rounds);
+    the recorded runs' figures then appear only under their own heading."""
     if top < 0:
         raise UserError(f"--top must be 0 (all) or more (got {top})")
-    both = Comparison(load_side(a, sink), load_side(b, sink), a, b)
+    if not 0 <= same_within < 100:
+        raise UserError(f"--same-within is a percentage from 0 to 100 (got {same_within:g})")
+    both = Comparison(load_side(a, sink), load_side(b, sink), a, b,
+                      tolerance=same_within / 100)
     for label, side in (("A", both.a), ("B", both.b)):
         sink.detail(describe(label, side))
     if processes is not None or target_noise is not None:
@@ -62,19 +66,21 @@ def run(a: str, b: str, top: int = 15, out: Path | None = None, *, sink,
         print_timed_headline(timed_ab, console)
     if explanation is not None:
         print_explanation(explanation, console)
-    print_diff(result, both.a.summary, both.b.summary, top=top, console=console)
+    print_diff(result, both.a.summary, both.b.summary, top=top, console=console,
+               recorded=both.windows is None)
     for label, side in (("A", both.a), ("B", both.b)):  # roofline and advice of each run
-        if side.result_json is not None:
-            print_insight(side.insight, console, label)
+        if side.result_json is not None:  # of its recorded window, beside fresh processes
+            print_insight(side.insight, console,
+                          label if both.windows is None else f"{label}, recorded run")
     return result
 
 
 def fresh_windows(both: Comparison, processes: int | None, target_noise: float | None,
-                  budget_s: float | None, say=_stderr) -> tuple[list, list]:
+                  budget_s: float | None, say=_stderr) -> tuple[ConfigSamples, ConfigSamples]:
     """New windows of A's and B's configs, interleaved in fresh processes (A B, B A ...)."""
-    from profiler.runs.samples import config_json_of
+    from profiler.runs.samples import ConfigSamples, config_json_of
     from profiler.sweep import rounds
-    from profiler.sweep.plan import check_sampling
+    from profiler.sweep.plan import DEFAULT_PROCESSES, check_sampling
 
     results = {}
     for label, side in (("A", both.a), ("B", both.b)):
@@ -83,9 +89,9 @@ def fresh_windows(both: Comparison, processes: int | None, target_noise: float |
                             f"({side.path}) is a trace without the run's result.json")
         results[label] = side.result
     workloads = {r.workload for r in results.values()}
-    count = check_sampling(processes if processes is not None else 3, target_noise,
-                           budget_s, "local", None, "generate" if "generate" in workloads
-                           else "forward")
+    count = check_sampling(processes if processes is not None else DEFAULT_PROCESSES,
+                           target_noise, budget_s, "local", None,
+                           "generate" if "generate" in workloads else "forward")
     cells = {label: rounds.window_config(config_json_of(r), r.timing.iters,
                                          r.timing.warmup_iters) for label, r in results.items()}
     say(f"timing A and B again: {count} fresh process{'es' if count > 1 else ''} each, interleaved"
@@ -96,7 +102,7 @@ def fresh_windows(both: Comparison, processes: int | None, target_noise: float |
     if sampled.errors:
         label, why = next(iter(sampled.errors.items()))
         raise UserError(f"--processes: {label} could not be timed again: {why}")
-    return sampled.windows["A"], sampled.windows["B"]
+    return sampled.merged("A", ConfigSamples()), sampled.merged("B", ConfigSamples())
 
 
 def diff_json(result: Diff, timed_ab: dict | None, top: int,

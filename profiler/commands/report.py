@@ -78,7 +78,8 @@ def compare_page(a: str, b: str, peaks_dir: Path | None = None,
     result, sa, sb = both.diff, both.a.summary, both.b.summary
     a, b = _label(a), _label(b)
     page = html.Page(f"Comparison: A = {a}, B = {b}")
-    page.add("Timed window (no profiler attached): verdict, noise and config",
+    page.add("Timed windows (no profiler attached): the verdicts on latency and GPU time, "
+             "the recorded runs, noise and config",
              html.timed_block(both.timed, a, b))
     why = html.explanation_block(both.explanation)
     if why:
@@ -108,45 +109,79 @@ def compare_page(a: str, b: str, peaks_dir: Path | None = None,
 
 
 #: the sweep table's columns in the report (those the sweep has), in order
-SWEEP_COLUMNS = ("backend", "bs", "p50_ms", "p90_ms", "p99_ms", "throughput_per_s", "speedup",
-                 "interval", "verdict", "processes", "cv_pct", "noise", "tensor_core_pct",
-                 "gpu_util_pct", "rel_l2_error", "ttft_ms", "token_p50_ms", "tokens_per_s",
-                 "status", "reason")
+SWEEP_COLUMNS = ("backend", "bs", "p50_ms", "p90_ms", "p99_ms", "gpu_compute_ms", "bound",
+                 "throughput_per_s", "speedup", "interval", "verdict", "gpu_speedup",
+                 "gpu_interval", "gpu_verdict", "processes", "cv_pct", "noise",
+                 "tensor_core_pct", "gpu_util_pct", "rel_l2_error", "ttft_ms", "token_p50_ms",
+                 "tokens_per_s", "status", "reason")
+#: each figure's columns named for their figure: a latency figure never reads as GPU time
+SWEEP_HEADERS = {"p50_ms": "latency p50 ms", "gpu_compute_ms": "GPU time ms",
+                 "speedup": "latency speedup x", "interval": "latency 95 % interval",
+                 "verdict": "latency verdict", "gpu_speedup": "GPU-time speedup x",
+                 "gpu_interval": "GPU-time 95 % interval", "gpu_verdict": "GPU-time verdict",
+                 "bound": "bound"}
+
+
+def _interval(lows, highs) -> list[str]:
+    return ["-" if pd.isna(low) else f"{low:.2f}-{high:.2f}" for low, high in zip(lows, highs)]
 
 
 def sweep_table(frame: pd.DataFrame, axes: list[str]) -> str:
-    """The benchmark table as the terminal shows it: speedup with its 95 % interval, the
-    verdict and the processes behind it, the CV with the window's noise warnings."""
-    shown = frame.assign(interval=[
-        "-" if pd.isna(low) else f"{low:.2f}-{high:.2f}"
-        for low, high in zip(frame["speedup_low"], frame["speedup_high"])],
-        noise=[n if isinstance(n, str) and n else "-" for n in frame["noise"]])
+    """The benchmark table as the terminal shows it: each figure's speedup (latency, and GPU
+    time where measured) with its 95 % interval and verdict, the classification, the processes
+    behind them, the CV with the window's noise warnings."""
+    from profiler.report.benchmark_view import has_gpu_time
+
+    shown = frame.assign(
+        interval=_interval(frame["speedup_low"], frame["speedup_high"]),
+        gpu_interval=_interval(frame["gpu_speedup_low"], frame["gpu_speedup_high"]),
+        noise=[n if isinstance(n, str) and n else "-" for n in frame["noise"]],
+        bound=[b if isinstance(b, str) and b else "-" for b in frame["bound"]],
+        gpu_verdict=[v if isinstance(v, str) and v else "-" for v in frame["gpu_verdict"]])
+    if not has_gpu_time(frame):  # latency's verdicts only: no empty GPU-time columns
+        shown = shown.drop(columns=["gpu_compute_ms", "bound", "gpu_speedup", "gpu_interval",
+                                    "gpu_verdict"])
     if not shown["tokens_per_s"].notna().any():  # not a generation sweep
         shown = shown.drop(columns=["ttft_ms", "token_p50_ms", "tokens_per_s"])
     if not (shown["reason"].astype(str) != "").any():
         shown = shown.drop(columns=["reason"])
     columns = [c for c in SWEEP_COLUMNS if c in shown]
     columns[2:2] = axes
-    return html.table(shown, columns)
+    return html.table(shown, columns, headers=SWEEP_HEADERS,
+                      formats={"gpu_compute_ms": ".3f", "gpu_speedup": ".2f"})
 
 
 def sweep_headline(frame: pd.DataFrame, manifest) -> str:
-    """What the sweep's numbers are: the speedup's definition, its interval and verdict, the
-    timed window, and each cell's noise warnings."""
+    """What the sweep's numbers are: both speedups' definition, their intervals and verdicts
+    (held to a false discovery rate over the cells), the timed window, each cell's verdict
+    notes and noise warnings."""
     from profiler.analysis.benchmark import axis_columns
+    from profiler.report.benchmark_view import (FDR_WORDS, GPU_TIME_WORDS, LATENCY_WORDS,
+                                                NO_GPU_TIME, has_gpu_time, judged,
+                                                verdict_notes)
 
     devices = sorted({d for d in frame["device"].dropna() if d})
     options = manifest.options
     same = ", ".join(["batch size", *axis_columns(manifest)])
+    gpu_time = has_gpu_time(frame)
     lines = [f"<p class='big'>{html.escape(manifest.model)} on "
              f"{html.escape(', '.join(devices) or 'no finished cell')}: speedup = "
-             f"{html.escape(manifest.baseline)} p50 / p50</p>",
-             html.note(f"speedup: the p50 of {manifest.baseline} over the cell's at the same "
-                       f"{same}; with several processes per cell each p50 is the geometric mean "
+             f"{html.escape(manifest.baseline)} p50 / p50"
+             + (" (latency), and the same on GPU time" if gpu_time else "") + "</p>",
+             html.note(f"speedup: the figure of {manifest.baseline} over the cell's at the same "
+                       f"{same}, on {LATENCY_WORDS}" + (f" and on {GPU_TIME_WORDS}, each with "
+                                                        "its own verdict" if gpu_time else "")
+                       + "; with several processes per cell each figure is the geometric mean "
                        "of the per-process medians, and the 95 % interval and the verdict "
                        "(faster, slower, same within ±2 %, undecided) come from them "
-                       "(profiler/analysis/verdict.py); processes: the timed windows behind the "
-                       "cell, each in its own process")]
+                       "(profiler/analysis/verdict.py)"
+                       + (f"; {FDR_WORDS}" if judged(frame) > 1 else "")
+                       + "; processes: the timed windows behind the cell, each in its own "
+                       "process")]
+    if not gpu_time:
+        lines.append(html.note(NO_GPU_TIME))
+    lines.extend(html.note(f"note ({label}): {note}", "warn")
+                 for label, note in verdict_notes(frame, manifest))
     lines.append(html.key_values([
         ("backends", ", ".join(manifest.backends)),
         ("batch sizes", ", ".join(map(str, manifest.batch_sizes))),

@@ -13,9 +13,10 @@ from profiler.fsutil import write_text_atomic
 from profiler.runs.manifest import SweepManifest
 from profiler.analysis.benchmark import (GENERATION_COLUMNS, NOT_FINITE, PHASE_COLUMNS,
                                          axis_columns)
+from profiler.analysis.verdict import FDR_Q
 from profiler.report.console import FitTable
 from profiler.report.export import markdown_table, integer_counts
-from profiler.report.fmt import fixed, mib, pct, times
+from profiler.report.fmt import fixed, mib, missing, pct, times
 from profiler.trace.summary import json_safe
 
 MD_FORMATS = {"mean_ms": ".3f", "p50_ms": ".3f", "p90_ms": ".3f", "p99_ms": ".3f",
@@ -49,14 +50,17 @@ def markdown(frame: pd.DataFrame, manifest: SweepManifest) -> str:
              f"{', '.join(map(str, manifest.batch_sizes))}"
              + "".join(f"; {key}: {', '.join(map(str, manifest.options[key]))}"
                        for key in axis_columns(manifest)),
-             f"- speedup = p50 of `{manifest.baseline}` / p50 of the cell, at the same batch "
+             f"- speedup = the figure of `{manifest.baseline}` / the cell's, at the same batch "
              "size" + (" and the same " + ", ".join(axis_columns(manifest))
                        if axis_columns(manifest) else "")
-             + "; with several processes per cell, each p50 is the mean of the per-process "
-             "medians; speedup_low..speedup_high is its 95 % interval and verdict says whether "
-             "the cell is faster, slower, the same (±2 %) or undecided against the machine's "
-             "noise (Welch's interval over the per-process medians; with several GPUs, over the "
-             "windows on the GPUs both cells share)",
+             + f", on two figures, each with its own verdict: {LATENCY_WORDS} and "
+             f"{GPU_TIME_WORDS}; with several processes per cell each figure (p50_ms, "
+             "gpu_compute_ms) is the geometric mean of the per-process medians; [low-high] is "
+             "the speedup's 95 % interval and the verdict says whether the cell is faster, "
+             "slower, the same (±2 %) or undecided against the machine's noise (with several "
+             "GPUs, over the windows on the GPUs both cells share); "
+             + FDR_WORDS + "; bound: launch-bound (the host's launches pace the call) or "
+             "GPU-bound",
              f"- timed window: {options.get('iters', 'default')} iterations after "
              f"{options.get('timed_warmup', 'default')} warm-up (defaults: 100 after 20 on a "
              "GPU, a 5 s budget after 2 on a CPU), synchronized every iteration; TF32 "
@@ -71,11 +75,31 @@ def markdown(frame: pd.DataFrame, manifest: SweepManifest) -> str:
         dropped.append("gpu")
     if not frame["tokens_per_s"].notna().any():  # not a generation sweep
         dropped += list(GENERATION_COLUMNS)
+    gpu_time = has_gpu_time(frame)
+    if not gpu_time:
+        dropped += ["gpu_compute_ms", "enqueue_ms", "bound"]
     shown = frame.drop(columns=dropped).astype(object)
     for column, spec in MD_FORMATS.items():
         if column in shown:
             shown[column] = [fixed(v, spec, blank="") for v in frame[column]]
+    # each figure's speedup, interval and verdict in one labelled column
+    at = list(shown.columns).index("speedup")
+    figures = {LATENCY_COLUMN: [speedup_text(r.speedup, r.speedup_low, r.speedup_high,
+                                             r.verdict) for r in frame.itertuples()]}
+    if gpu_time:
+        figures[GPU_TIME_COLUMN] = [speedup_text(r.gpu_speedup, r.gpu_speedup_low,
+                                                 r.gpu_speedup_high, r.gpu_verdict)
+                                    for r in frame.itertuples()]
+    shown = shown.drop(columns=[*SPEEDUP_COLUMNS, *GPU_SPEEDUP_COLUMNS, "verdict_note"])
+    for offset, (name, cells) in enumerate(figures.items()):
+        shown.insert(at + offset, name, cells)
     lines.append(markdown_table(shown))
+    if not gpu_time:
+        lines.append(f"\n{NO_GPU_TIME}")
+    notes = verdict_notes(frame, manifest)
+    if notes:
+        lines.append("\n## How to read the verdicts\n")
+        lines.extend(f"- {label}: {note}" for label, note in notes)
     broken = frame[(frame["status"] == "ok") & (frame["reason"] == NOT_FINITE)]
     if len(broken):
         lines.append("\n## Cells whose output holds NaN or Inf (their latency is not one to "
@@ -92,18 +116,79 @@ def markdown(frame: pd.DataFrame, manifest: SweepManifest) -> str:
 
 
 #: the sweep table's columns left out, the last first, where the width cannot show them all
-OPTIONAL = ("gpu", "processes", "mean ms", "p90 ms", "ready s", "compile s", "rel L2 err", "Tensor Cores",
-            "GPU util", "peak alloc MiB", "peak reserved MiB", "TTFT ms", "token p99")
+OPTIONAL = ("gpu", "processes", "mean ms", "p90 ms", "bound", "ready s", "compile s",
+            "rel L2 err", "Tensor Cores", "GPU util", "peak alloc MiB", "peak reserved MiB",
+            "TTFT ms", "token p99")
+#: with a GPU-time verdict column beside latency's, these give way too where the width is short
+GIVE_WAY_FOR_GPU_TIME = ("p99 ms", "samples/s", "CV")
+#: benchmark.csv's columns of each figure's verdict (profiler.analysis.benchmark)
+SPEEDUP_COLUMNS = ("speedup", "speedup_low", "speedup_high", "verdict")
+GPU_SPEEDUP_COLUMNS = ("gpu_speedup", "gpu_speedup_low", "gpu_speedup_high", "gpu_verdict")
+#: the two figures a sweep's verdicts are taken on, in words
+LATENCY_WORDS = "latency (p50: what a caller waits)"
+GPU_TIME_WORDS = "GPU time (the device's work, launch gaps excluded)"
+#: benchmark.md's column of each figure's speedup, interval and verdict
+LATENCY_COLUMN = "latency speedup [95 %] verdict"
+GPU_TIME_COLUMN = "GPU-time speedup [95 %] verdict"
+
+
+def fdr_words(family: str = "the sweep's cells") -> str:
+    """The false discovery rate the verdicts of a family are held to, in words."""
+    return (f"each figure's verdicts are held to a {100 * FDR_Q:g} % false discovery rate over "
+            f"{family} (Benjamini-Hochberg; the intervals are the raw 95 % ones)")
+
+
+FDR_WORDS = fdr_words()
+NO_GPU_TIME = ("GPU time: not measured in these cells (a CPU, a generation, or runs recorded "
+               "before GPU time was): the verdicts are latency's only")
+
+
+def has_gpu_time(frame: pd.DataFrame) -> bool:
+    """Any cell measured GPU time (the GPU-time columns are shown)."""
+    verdicts = frame["gpu_verdict"] if "gpu_verdict" in frame else pd.Series(dtype=object)
+    return bool(frame["gpu_compute_ms"].notna().any()
+                or any(isinstance(v, str) and v for v in verdicts))
+
+
+def speedup_text(speedup, low, high, verdict) -> str:
+    """One figure's speedup, its 95 % interval and its verdict, plain: "7.89x [3.16-19.70]
+    faster"; "1.00x baseline"; "-" without one."""
+    word = verdict if isinstance(verdict, str) else ""
+    if missing(speedup):
+        return word or "-"
+    if word in ("", "baseline") or missing(low):
+        return f"{times(speedup)} {word}".strip()
+    return f"{times(speedup)} [{low:.2f}-{high:.2f}] {word}"
+
+
+def _label(r, manifest: SweepManifest) -> str:
+    values = "".join(f" {key} {getattr(r, key)}" for key in axis_columns(manifest))
+    return f"{r.backend} bs {r.bs}{values}"
+
+
+def verdict_notes(frame: pd.DataFrame, manifest: SweepManifest) -> list[tuple[str, str]]:
+    """(cell, note) for every cell whose verdicts carry a note (launch-bound, the lever, the
+    processes the latency needs, a disagreement between the figures)."""
+    return [(_label(r, manifest), r.verdict_note) for r in frame.itertuples()
+            if isinstance(r.verdict_note, str) and r.verdict_note]
+
+
+def judged(frame: pd.DataFrame) -> int:
+    """The cells with a verdict against the baseline (the family the FDR is held over)."""
+    return sum(isinstance(v, str) and v not in ("", "baseline") for v in frame["verdict"])
 
 
 def print_benchmark(frame: pd.DataFrame, manifest: SweepManifest, console: Console) -> None:
     bad = bool(((frame["status"] != "ok") | (frame["reason"] == NOT_FINITE)).any())
     devices = sorted({d for d in frame["device"].dropna() if d})
+    gpu_time = has_gpu_time(frame)
     t = FitTable(title=f"{manifest.model} on {', '.join(devices) or '-'}: speedup = "
-                       f"{manifest.baseline} p50 / p50")
+                       f"{manifest.baseline} / cell, on latency"
+                       + (" and on GPU time" if gpu_time else " (p50)"))
     axes = axis_columns(manifest)
-    headers = ("backend", "bs", *axes, "mean ms", "p50 ms", "p90 ms", "p99 ms", "samples/s",
-               "speedup", "verdict [95 % interval]", "processes",
+    figures = (LATENCY_COLUMN, GPU_TIME_COLUMN) if gpu_time else (LATENCY_COLUMN,)
+    headers = ("backend", "bs", *axes, "mean ms", "p50 ms", "p90 ms", "p99 ms",
+               *(("GPU ms", "bound") if gpu_time else ()), "samples/s", *figures, "processes",
                "ready s", "compile s", "rel L2 err", "Tensor Cores", "GPU util", "CV",
                "peak alloc MiB", "peak reserved MiB", "status")
     generation = bool(frame["tokens_per_s"].notna().any())
@@ -112,15 +197,17 @@ def print_benchmark(frame: pd.DataFrame, manifest: SweepManifest, console: Conso
     on_gpus = bool(frame["gpu"].astype(bool).any())
     if on_gpus:
         headers = ("gpu", *headers)
+    # two verdict columns: the figures behind them stay, the rest gives way at narrow widths
+    optional = OPTIONAL + (GIVE_WAY_FOR_GPU_TIME if gpu_time else ())
     for h in headers:
         if h == "backend":  # whole, like a number: the names are short and the row's key
             t.add_column(h, number=True, justify="left")
         elif h == "status":
             t.add_column(h, optional=not bad)
-        elif h.startswith("verdict"):  # words and an interval: wraps where the width is short
-            t.add_column(h)
+        elif h in figures or h == "bound":  # words and an interval: wrap where short
+            t.add_column(h, optional=h in optional, whole=h in figures)
         else:
-            t.add_column(h, number=True, optional=h in OPTIONAL)
+            t.add_column(h, number=True, optional=h in optional)
     for r in frame.itertuples():
         status = r.status if r.status == "ok" else f"[red]{escape(str(r.status))}[/]"
         if r.status == "ok" and r.reason == NOT_FINITE:
@@ -129,7 +216,9 @@ def print_benchmark(frame: pd.DataFrame, manifest: SweepManifest, console: Conso
                   *(fixed(getattr(r, key), ".0f") for key in axes),
                   fixed(r.mean_ms, ".3f"), fixed(r.p50_ms, ".3f"),
                   fixed(r.p90_ms, ".3f"), fixed(r.p99_ms, ".3f"),
-                  fixed(r.throughput_per_s, ",.1f"), times(r.speedup), verdict_cell(r),
+                  *((fixed(r.gpu_compute_ms, ".3f"), _text(r.bound)) if gpu_time else ()),
+                  fixed(r.throughput_per_s, ",.1f"), verdict_cell(r),
+                  *((gpu_verdict_cell(r),) if gpu_time else ()),
                   fixed(r.processes, ".0f"),
                   fixed(r.ready_s, ".2f"),
                   fixed(r.compile_s, ".2f"), fixed(r.rel_l2_error, ".2g"),
@@ -142,19 +231,52 @@ def print_benchmark(frame: pd.DataFrame, manifest: SweepManifest, console: Conso
                     if generation else ()),
                   status)
     console.print(t)
+    print_verdict_notes(frame, manifest, console, gpu_time)
+
+
+def print_verdict_notes(frame: pd.DataFrame, manifest: SweepManifest, console: Console,
+                        gpu_time: bool) -> None:
+    """Under the table: what the verdict columns are, the false discovery rate they are held
+    to, and each cell's notes."""
+    if not judged(frame):
+        return
+    what = f"{LATENCY_WORDS} and {GPU_TIME_WORDS}, judged apart" if gpu_time else LATENCY_WORDS
+    means = ("p50 ms and GPU ms are geometric means of per-process medians" if gpu_time
+             else "p50 ms is the geometric mean of per-process medians")
+    fdr = f"; {FDR_WORDS}" if judged(frame) > 1 else ""
+    console.print(f"[dim]verdicts: the cell (B) against {escape(manifest.baseline)} (A) at the "
+                  f"same batch size, on {what}; {means}{fdr}[/]", highlight=False)
+    if not gpu_time:
+        console.print(f"[dim]{NO_GPU_TIME}[/]", highlight=False)
+    for label, note in verdict_notes(frame, manifest):
+        console.print(f"[yellow]note[/] ({escape(label)}): {escape(note)}", highlight=False)
 
 
 VERDICT_COLOURS = {"faster": "green", "slower": "red", "same": "cyan", "undecided": "yellow"}
 
 
+def _text(value) -> str:
+    return value if isinstance(value, str) and value else "-"
+
+
+def _verdict_markup(speedup, verdict, low, high) -> str:
+    """A figure's speedup, its 95 % interval and its verdict (rich markup): "4.60x [3.46-6.11]
+    faster"; "1.00x baseline"; "-"."""
+    text = speedup_text(speedup, low, high, verdict)
+    word = verdict if isinstance(verdict, str) else ""
+    colour = VERDICT_COLOURS.get(word)
+    return text[:-len(word)] + f"[{colour}]{word}[/]" if colour and text.endswith(word) \
+        else text
+
+
 def verdict_cell(r) -> str:
-    """The cell's verdict against the baseline and the speedup's interval, with the processes
-    behind it: "faster [1.42-1.60] 3p"."""
-    verdict = r.verdict if isinstance(r.verdict, str) else ""
-    if verdict in ("", "baseline"):
-        return verdict or "-"
-    colour = VERDICT_COLOURS.get(verdict, "white")
-    return f"[{colour}]{verdict}[/] [{r.speedup_low:.2f}-{r.speedup_high:.2f}]"
+    """The cell's latency speedup against the baseline, its 95 % interval and the verdict."""
+    return _verdict_markup(r.speedup, r.verdict, r.speedup_low, r.speedup_high)
+
+
+def gpu_verdict_cell(r) -> str:
+    """The same on GPU time."""
+    return _verdict_markup(r.gpu_speedup, r.gpu_verdict, r.gpu_speedup_low, r.gpu_speedup_high)
 
 
 def _mib(value, device) -> str:

@@ -1,4 +1,7 @@
-"""A Diff of two runs as terminal tables, opened by the timed figures of both runs."""
+"""A Diff of two runs as terminal tables, opened by the timed headline: the figures of the
+processes the verdicts use (fresh ones with compare --processes), both verdicts (latency: what a
+caller waits; GPU time: the device's work), each named, and the recorded runs' own figures
+under their own heading."""
 
 from __future__ import annotations
 
@@ -19,12 +22,16 @@ def _side_name(label: str, summary: Summary) -> str:
     return f"{label} ({device}; {summary.trace_path.name})"
 
 
-def print_diff(result: Diff, sa: Summary, sb: Summary, top: int, console: Console) -> None:
+def print_diff(result: Diff, sa: Summary, sb: Summary, top: int, console: Console,
+               recorded: bool = True) -> None:
+    """The trace diff's tables; ``recorded=False`` (compare --processes) leaves the recorded
+    runs' result.json rows out of the overview: every figure outside the "Recorded runs" table
+    is then the fresh processes'."""
     console.print(f"[b]A[/b] = {escape(_side_name(result.a_label, sa))}", highlight=False)
     console.print(f"[b]B[/b] = {escape(_side_name(result.b_label, sb))}", highlight=False)
     console.print("times are per profiled step; delta = B - A ([green]-[/] B faster, "
                   "[red]+[/] B slower)", highlight=False)
-    console.print(overview_table(result))
+    console.print(overview_table(result, recorded))
     console.print(categories_table(result))
     if result.shared_kernels:
         console.print(kernels_table(result, top))
@@ -42,12 +49,18 @@ def print_diff(result: Diff, sa: Summary, sb: Summary, top: int, console: Consol
         console.print(f"[yellow]note:[/yellow] {note}", highlight=False)
 
 
-def overview_table(result: Diff) -> Table:
+#: the overview rows read from result.json (profiler.analysis.run.timed_rows), not the trace
+RECORDED_SUFFIX = "(result.json)"
+
+
+def overview_table(result: Diff, recorded: bool = True) -> Table:
     t = FitTable(title="Overview")
     t.add_column("metric")
     for col in ("A", "B", "delta", "change"):
         t.add_column(col, number=True)
     for r in result.overview.itertuples():
+        if not recorded and str(r.metric).endswith(RECORDED_SUFFIX):
+            continue
         t.add_row(r.metric, with_unit(r.a, r.unit), with_unit(r.b, r.unit),
                   signed(r.delta, r.unit or "n"), change_pct(r.change_pct))
     return t
@@ -73,8 +86,8 @@ def kernels_table(result: Diff, top: int) -> Table:
     matched = result.kernels[result.kernels["side"] == BOTH]
     shown = head(matched, top)
     t = _delta_table(f"Kernels in both runs, matched by full name ({len(shown)} of "
-                     f"{len(matched)} by |delta|)", "kernel (short name; full name in --out/--json)",
-                     "category", "calls")
+                     f"{len(matched)} by |delta|)",
+                     "kernel (short name; full name in --out/--json)", "category", "calls")
     for r in shown.itertuples():
         t.add_row(escape(r.kernel), r.category, *_delta_cells(r, r.calls_a, r.calls_b))
     return t
@@ -141,13 +154,105 @@ def changes_table(frame: pd.DataFrame, title: str, level: str) -> Table:
 
 # ---- the timed headline --------------------------------------------------------------------
 
+#: the two figures a verdict is taken on, in words
+FIGURE_NAMES = {"latency": "latency (what a caller waits)",
+                "gpu_time": "GPU time (the device's work)"}
+#: the figure every row of the processes' table is (never a plain mean)
+GEOMEAN = "geometric mean of per-process medians"
+#: the heading of the figures result.json recorded (apart from those the verdicts use)
+RECORDED_TITLE = "Recorded runs (result.json)"
+#: a figure without a verdict: why
+NO_LATENCY = "no verdict: a side has no per-iteration latencies (latency.csv or processes.csv)"
+NO_GPU_TIME = ("no verdict: GPU time was not measured on both sides (a CPU, a generation, a "
+               "call that synchronizes inside, or a run recorded before GPU time was)")
+
+
+def figure_short(figure: str) -> str:
+    """A figure's name alone: "latency", "GPU time"."""
+    return FIGURE_NAMES[figure].split(" (")[0]
+
+
 def _change(a, b) -> str:
     return change_pct(100 * (b - a) / a) if a and b else "-"
 
 
-def timed_rows(t: dict) -> list[tuple[str, str, str, str]]:
-    """The timed window's rows (metric, A, B, B vs A) as text: the terminal and the HTML report
-    show the same rows."""
+def _plural(count: int, one: str = "process", many: str = "processes") -> str:
+    return one if count == 1 else many
+
+
+def timed_title(t: dict) -> str:
+    """The processes' table's title: how many processes a side, fresh or recorded, and which
+    mean its figures are."""
+    pa, pb = t["processes_a"]["processes"], t["processes_b"]["processes"]
+    kind = (t.get("source") or "recorded processes").split()[0]  # fresh, recorded
+    count = f"{pa} {kind} {_plural(pa)} a side" if pa == pb else \
+        f"{pa} (A) and {pb} (B) {kind} processes"
+    return f"Timed windows (no profiler): {count}, {GEOMEAN}"
+
+
+def _geomean(figure: dict | None):
+    return None if figure is None else figure["geomean_ms"]
+
+
+def _range(figure: dict | None) -> str:
+    if figure is None:
+        return "-"
+    return f"{figure['min_ms']:.3f}-{figure['max_ms']:.3f} ms"
+
+
+def _processes(side: dict) -> str:
+    pilots = side.get("pilot_processes") or 0
+    return f"{side['processes']}" + (f" (+{pilots} pilot)" if pilots else "")
+
+
+def _bound(side: dict) -> str:
+    """The side's classification and the processes it holds in: "launch-bound (4 of 5)"."""
+    word, seen = side.get("bound"), side.get("classified_processes") or 0
+    if not word:
+        return "-"
+    launch = side.get("launch_bound_processes") or 0
+    agree = launch if word == "launch-bound" else seen - launch
+    return word if seen < 2 else f"{word} ({agree} of {seen})"
+
+
+def has_processes(t: dict) -> bool:
+    """Either side has per-process latencies (the processes' table has figures to show)."""
+    return bool(t["processes_a"].get("latency") or t["processes_b"].get("latency"))
+
+
+def process_rows(t: dict) -> list[tuple[str, str, str, str]]:
+    """The rows (metric, A, B, B vs A) of the processes the verdicts use (fresh ones with
+    compare --processes, else the recorded ones: ``t["source"]``): each figure's geometric mean
+    of the per-process medians and its range over processes, the processes, the
+    classification and both speedups. The terminal and the HTML report show the same rows."""
+    pa, pb = t["processes_a"], t["processes_b"]
+    several = max(pa["processes"], pb["processes"]) > 1
+    rows = []
+    for figure, label, short in (("latency", FIGURE_NAMES["latency"], "latency"),
+                                 ("gpu_time", FIGURE_NAMES["gpu_time"], "GPU time"),
+                                 ("enqueue", "enqueue (host launch time)", "enqueue")):
+        fa, fb = pa.get(figure), pb.get(figure)
+        if fa is None and fb is None:
+            continue
+        ga, gb = _geomean(fa), _geomean(fb)
+        rows.append((label, with_unit(ga, "ms"), with_unit(gb, "ms"), _change(ga, gb)))
+        if several:
+            rows.append((f"{short}: min-max over processes", _range(fa), _range(fb), ""))
+    rows.append(("processes", _processes(pa), _processes(pb), ""))
+    if pa.get("bound") or pb.get("bound"):
+        rows.append(("bound (enqueue p90 against GPU time)", _bound(pa), _bound(pb), ""))
+    if t.get("verdict"):
+        rows.append((f"latency speedup (A / B, {GEOMEAN})", "", "", times(t["speedup_x"])))
+    if t.get("gpu_speedup_x") is not None:
+        rows.append((f"GPU-time speedup (A / B, {GEOMEAN})", "", "",
+                     times(t["gpu_speedup_x"])))
+    return rows
+
+
+def recorded_rows(t: dict) -> list[tuple[str, str, str, str]]:
+    """The rows (metric, A, B, B vs A) of each run's own timed window as result.json recorded
+    it: p50, p90, p99, throughput, GPU compute and enqueue, the window's CV, peak memory (and
+    the p50 speedup where no verdict could be taken)."""
     a, b = t["a"], t["b"]
     rows = [(f"{label} latency", with_unit(a[key], "ms"), with_unit(b[key], "ms"),
              _change(a[key], b[key]))
@@ -161,12 +266,9 @@ def timed_rows(t: dict) -> list[tuple[str, str, str, str]]:
         if ga.get(key) is not None or gb.get(key) is not None:
             rows.append((label, with_unit(ga.get(key), "ms"), with_unit(gb.get(key), "ms"),
                          _change(ga.get(key), gb.get(key))))
-    verdict = t.get("verdict")
-    if verdict:
-        rows.append(("processes timed", str(verdict["processes_a"]),
-                     str(verdict["processes_b"]), ""))
-    rows.append(("speedup (A / B, mean of per-process p50)", "", "", times(t["speedup_x"])))
-    for side, label in (("noise_a", "CV A"), ("noise_b", "CV B")):
+    if not t.get("verdict"):
+        rows.append(("speedup (A / B of the p50)", "", "", times(t["speedup_x"])))
+    for side, label in (("noise_a", "CV of the window A"), ("noise_b", "CV of the window B")):
         if t[side]:
             rows.append((label, "", "", pct(100 * t[side]["cv"])))
     ma, mb = t["memory_a"], t["memory_b"]
@@ -179,21 +281,36 @@ def timed_rows(t: dict) -> list[tuple[str, str, str, str]]:
 
 
 def noise_warnings(t: dict) -> list[tuple[str, str]]:
-    """(side, warning) for every noise warning of either timed window."""
-    return [(label, warning) for side, label in (("noise_a", "A"), ("noise_b", "B"))
+    """(side, warning) for every noise warning of either recorded timed window."""
+    return [(f"{label}, recorded run", warning)
+            for side, label in (("noise_a", "A"), ("noise_b", "B"))
             for warning in (t[side] or {}).get("warnings") or []]
 
 
+def _metrics_table(title: str, rows: list[tuple[str, str, str, str]]) -> FitTable:
+    table = FitTable(title=title)
+    table.add_column("metric")
+    for col in ("A", "B", "B vs A"):
+        table.add_column(col, number=True)
+    for row in rows:
+        table.add_row(*(escape(cell) for cell in row))
+    return table
+
+
 def print_timed_headline(t: dict, console: Console) -> None:
-    """Timed figures of both runs (profiler.analysis.headline.compare_timed), the speedup, whether it is
-    outside noise, and every differing config and environment field."""
-    table = Table(title="Timed window (no profiler attached)", title_justify="left")
-    for col in ("metric", "A", "B", "B vs A"):
-        table.add_column(col, justify="left" if col == "metric" else "right")
-    for row in timed_rows(t):
-        table.add_row(*row)
-    console.print(table)
-    _print_verdict(t, console)
+    """The processes the verdicts use (profiler.analysis.headline.compare_timed: fresh ones with
+    compare --processes), both verdicts (latency and GPU time, each named) with the lines that
+    say how to read them, the recorded runs' own figures under their own heading, and every
+    differing config and environment field."""
+    if has_processes(t):
+        console.print(_metrics_table(timed_title(t), process_rows(t)))
+    else:
+        console.print(f"[yellow]note:[/] {NO_LATENCY}: the recorded runs' figures only",
+                      highlight=False)
+    _print_verdicts(t, console)
+    console.print(_metrics_table(RECORDED_TITLE, recorded_rows(t)))
+    for label, warning in noise_warnings(t):
+        console.print(f"[bold yellow]warning ({label}):[/] {escape(warning)}", highlight=False)
     console.print(f"config A: {escape(t['config_a'])}", highlight=False)
     console.print(f"config B: {escape(t['config_b'])}", highlight=False)
     differing = t["differences"]
@@ -210,10 +327,17 @@ def print_timed_headline(t: dict, console: Console) -> None:
 VERDICT_WORDS = {"faster": ("B faster", "green"), "slower": ("B slower", "red"),
                  "same": ("the same within ±{tol:g} %", "green"),
                  "undecided": ("undecided", "yellow")}
-#: what to do about an undecided verdict
-UNDECIDED_NOTE = ("the difference is within what this machine's noise can explain; take fresh "
-                  "samples of both with compare --processes 5 (or --target-noise 2), or measure "
-                  "the machine with `noise`")
+
+
+def verdict_entries(t: dict) -> list[tuple[str, str, dict | None]]:
+    """(figure, label, verdict or None) of both figures, latency first: when both configs are
+    GPU-bound latency leads and GPU time is its cross-check; otherwise both are named alike
+    (profiler.analysis.timed_verdict)."""
+    lead = (t.get("verdicts") or {}).get("lead") or "latency"
+    gpu = FIGURE_NAMES["gpu_time"]
+    return [("latency", FIGURE_NAMES["latency"], t.get("verdict")),
+            ("gpu_time", f"cross-check, {gpu}" if lead == "latency" else gpu,
+             t.get("gpu_verdict"))]
 
 
 def verdict_words(verdict: dict) -> str:
@@ -221,33 +345,74 @@ def verdict_words(verdict: dict) -> str:
     return VERDICT_WORDS[verdict["verdict"]][0].format(tol=100 * verdict["tolerance"])
 
 
-def verdict_basis(verdict: dict) -> str:
-    """The ratio, its interval and the processes behind it, in one sentence."""
-    floor = verdict.get("noise_floor")
-    basis = f"{verdict['processes_a']} vs {verdict['processes_b']} process(es)"
-    if floor is not None:
+def _design(verdict: dict) -> str:
+    design, floor = verdict.get("design"), verdict.get("noise_floor")
+    if design == "paired":
+        return f"paired over {verdict.get('pairs')} rounds"
+    if design == "floor" or (design is None and floor is not None):
         source = ("this machine's, measured by `noise`" if verdict.get("floor_source") == "given"
                   else "a default: `noise` has not measured this machine")
-        basis += f"; between-process spread taken as {100 * floor:.1f} % ({source})"
-    return (f"p50 B / A = {verdict['ratio']:.3f}, 95 % interval [{verdict['low']:.3f}, "
-            f"{verdict['high']:.3f}] over {basis}")
+        return f"one process on a side; between-process spread taken as {100 * floor:.1f} %, " \
+               f"{source}"
+    return "unpaired"
 
 
-def verdict_line(verdict: dict) -> str:
-    """One line: the ratio, its interval, the processes behind it and the verdict."""
+def verdict_basis(verdict: dict) -> str:
+    """The ratio, its interval, the processes behind it and how they were compared, in one
+    sentence."""
+    ka, kb = verdict["processes_a"], verdict["processes_b"]
+    basis = (f"B/A = {verdict['ratio']:.3f}, 95 % interval [{verdict['low']:.3f}, "
+             f"{verdict['high']:.3f}] over {ka} vs {kb} {_plural(max(ka, kb))} "
+             f"({_design(verdict)})")
+    if verdict.get("fdr"):
+        basis += f"; {verdict['fdr']}"  # how it was held against its family
+    return basis
+
+
+def verdict_line(verdict: dict, label: str | None = None) -> str:
+    """One line (rich markup): the figure, the ratio, its interval, the processes behind it
+    and the verdict."""
     colour = VERDICT_WORDS[verdict["verdict"]][1]
-    return f"{verdict_basis(verdict)}: [{colour}]{verdict_words(verdict)}[/]"
+    label = label or FIGURE_NAMES.get(verdict.get("figure") or "latency", "")
+    return f"{escape(label)}: {verdict_basis(verdict)}: [{colour}]{verdict_words(verdict)}[/]"
 
 
-def _print_verdict(t: dict, console: Console) -> None:
-    verdict = t["verdict"]
-    if verdict:
-        console.print(verdict_line(verdict), highlight=False)
-        console.print(f"[dim]how: {escape(verdict['method'])}[/]", highlight=False)
-        if verdict["verdict"] == "undecided":
-            console.print(f"[yellow]note:[/] {UNDECIDED_NOTE}", highlight=False)
-    for label, warning in noise_warnings(t):
-        console.print(f"[bold yellow]warning ({label}):[/] {escape(warning)}", highlight=False)
+def undecided_note(verdict: dict) -> str:
+    """What to do about an undecided verdict: more processes than it had (compare --processes,
+    --target-noise), or the machine's own floor where a default stood in."""
+    have = min(verdict["processes_a"], verdict["processes_b"])
+    more = "compare --processes 5" if have < 5 else \
+        f"compare --processes {2 * have}, more than the {have} a side here"
+    note = (f"the difference is within what this machine's noise can explain; take fresh "
+            f"samples of both with {more} (or --target-noise 2)")
+    if verdict.get("floor_source") == "default":
+        note += ", or measure the machine with `noise`"
+    return note
+
+
+def verdict_notes(t: dict) -> list[str]:
+    """The lines that say how to read the two verdicts (launch-bound, the lever, the processes
+    the latency needs, a disagreement), then what to do about each undecided one."""
+    lines = list((t.get("verdicts") or {}).get("lines") or [])
+    for figure, _, verdict in verdict_entries(t):
+        if verdict and verdict["verdict"] == "undecided":
+            lines.append(f"{figure_short(figure)} undecided: {undecided_note(verdict)}")
+    return lines
+
+
+def _print_verdicts(t: dict, console: Console) -> None:
+    for figure, label, verdict in verdict_entries(t):
+        if verdict:
+            console.print(verdict_line(verdict, label), highlight=False)
+        else:
+            missing = NO_LATENCY if figure == "latency" else NO_GPU_TIME
+            console.print(f"{escape(label)}: [dim]{missing}[/]", highlight=False)
+    for line in verdict_notes(t):
+        console.print(f"[yellow]note:[/] {escape(line)}", highlight=False)
+    for figure, _, verdict in verdict_entries(t):
+        if verdict:
+            console.print(f"[dim]how ({figure_short(figure)}): {escape(verdict['method'])}[/]",
+                          highlight=False)
 
 
 def print_explanation(e: dict, console: Console) -> None:

@@ -40,9 +40,12 @@ class FitTable(Table):
         super().__init__(*args, **kwargs)
         self.optional: list[Column] = []
         self.numbers: list[Column] = []
+        self.whole: list[Column] = []
 
     def add_column(self, header="", *, optional: bool = False, number: bool = False,
-                   **kwargs) -> None:
+                   whole: bool = False, **kwargs) -> None:
+        """``whole``: a name column whose cells the optional columns give way to (they are left
+        out until its cells fit on one line); it folds only when none is left."""
         if number:
             kwargs.setdefault("justify", "right")
         elif "no_wrap" not in kwargs:
@@ -52,13 +55,16 @@ class FitTable(Table):
             self.optional.append(self.columns[-1])
         if number:
             self.numbers.append(self.columns[-1])
+        if whole:
+            self.whole.append(self.columns[-1])
 
     def __rich_console__(self, console, options):
         fitted = self._fixed(console, options, whole_headers=True)
         if fitted._needed(console, options, self.ROOMY) > options.max_width:
             fitted = self._fixed(console, options, whole_headers=False)
         dropped = [fitted.columns[self.columns.index(c)] for c in self.optional]
-        while dropped and fitted._needed(console, options) > options.max_width:
+        whole = [fitted.columns[self.columns.index(c)] for c in self.whole]
+        while dropped and fitted._needed(console, options, whole=whole) > options.max_width:
             fitted.columns.remove(dropped.pop())
         yield from Table.__rich_console__(fitted, console, options)
 
@@ -75,13 +81,18 @@ class FitTable(Table):
         header = Measurement.get(console, options, column.header)
         return max([header.maximum if whole_header else header.minimum, *cells])
 
-    def _needed(self, console, options, names: int | None = None) -> int:
-        """The width that shows every number whole and every name column ``names`` (default
-        NARROWEST) wide, or its widest name where that is narrower."""
+    def _needed(self, console, options, names: int | None = None,
+                whole: list[Column] | None = None) -> int:
+        """The width that shows every number whole, the ``whole`` columns' cells on one line
+        and every other name column ``names`` (default NARROWEST) wide, or its widest name
+        where that is narrower."""
         need = 0
         for column in self.columns:
             widest = self._measure_column(console, options, column).maximum
             narrowest = (max(names or self.NARROWEST, column.min_width or 0)
                          + self._get_padding_width(0))
+            if column in (whole or ()):  # its widest cell, its header may wrap
+                narrowest = max([*(Measurement.get(console, options, cell).maximum
+                                   for cell in column._cells), 0]) + self._get_padding_width(0)
             need += widest if column.width is not None else min(widest, narrowest)
         return need + self._extra_width

@@ -23,8 +23,11 @@ from profiler.analysis.advice import Advice
 from profiler.analysis.headline import config_line, gpu_state_of, window_noise
 from profiler.analysis.roofline import NO_ROOFLINE_INPUTS, Roofline
 from profiler.report.advice_view import evidence, measured_line, projected_gain
-from profiler.report.compare_view import (UNDECIDED_NOTE, noise_warnings, timed_rows,
-                                          verdict_basis, verdict_words)
+from profiler.report.compare_view import (NO_GPU_TIME, NO_LATENCY, RECORDED_TITLE,
+                                          figure_short, has_processes, noise_warnings,
+                                          process_rows, recorded_rows, timed_title,
+                                          verdict_basis, verdict_entries, verdict_notes,
+                                          verdict_words)
 from profiler.report.fmt import with_unit
 
 CSS = """
@@ -261,23 +264,30 @@ def headline(result: RunResult | None, label: str) -> str:
 
 
 def timed_block(t: dict | None, a_label: str, b_label: str) -> str:
-    """The compare's timed headline: both timed windows, the speedup, the verdict with its
-    95 % interval and the processes behind it, the noise warnings, both configs and every
-    field that differs (what `compare` prints first)."""
+    """The compare's timed headline, as `compare` prints it: the processes the verdicts use,
+    both verdicts (latency and GPU time, each named, with their 95 % intervals and the processes
+    behind them) and the lines that say how to read them, the recorded runs' own figures under
+    their own heading, the noise warnings, both configs and every field that differs."""
     if t is None:
         return note("no timed window: a side is a trace without result.json, so there is no "
                     "timed latency and no verdict")
-    parts = [metrics(["metric", f"A ({a_label})", f"B ({b_label})", "B vs A"], timed_rows(t))]
-    verdict = t["verdict"]
-    if verdict:
-        parts.append(f"<p class='verdict'>{escape(verdict_basis(verdict))}: <b class="
-                     f"'{escape(verdict['verdict'])}'>{escape(verdict_words(verdict))}</b></p>"
-                     f"<p class='src'>how: {escape(verdict['method'])}</p>")
-        if verdict["verdict"] == "undecided":
-            parts.append(note("note: " + UNDECIDED_NOTE, "warn"))
-    else:
-        parts.append(note("no verdict: a side has no per-iteration latencies (latency.csv)"))
-    parts.append("".join(f"<p class='warn'>warning ({side}): {escape(w)}</p>"
+    header_row = ["metric", f"A ({a_label})", f"B ({b_label})", "B vs A"]
+    parts = []
+    if has_processes(t):
+        parts.append(f"<p>{escape(timed_title(t))}</p>" + metrics(header_row, process_rows(t)))
+    for figure, label, verdict in verdict_entries(t):
+        if verdict:
+            parts.append(f"<p class='verdict'>{escape(label)}: {escape(verdict_basis(verdict))}"
+                         f": <b class='{escape(verdict['verdict'])}'>"
+                         f"{escape(verdict_words(verdict))}</b></p>")
+        else:
+            parts.append(note(f"{label}: {NO_LATENCY if figure == 'latency' else NO_GPU_TIME}"))
+    parts.append("".join(note("note: " + line, "warn") for line in verdict_notes(t)))
+    parts.append("".join(f"<p class='src'>how ({escape(figure_short(figure))}): "
+                         f"{escape(verdict['method'])}</p>"
+                         for figure, _, verdict in verdict_entries(t) if verdict))
+    parts.append(f"<p>{escape(RECORDED_TITLE)}</p>" + metrics(header_row, recorded_rows(t)))
+    parts.append("".join(f"<p class='warn'>warning ({escape(side)}): {escape(w)}</p>"
                          for side, w in noise_warnings(t)))
     parts.append(key_values([("config A", t["config_a"]), ("config B", t["config_b"])]))
     differing = t["differences"]

@@ -135,7 +135,7 @@ def speedup_plot(frame: pd.DataFrame, model: str, baseline: str, out: Path) -> P
     ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
     ax.set_xticks(range(len(sizes)), [str(bs) for bs in sizes])
     ax.set_xlabel("batch size")
-    ax.set_ylabel(f"speedup vs {baseline} (p50 ratio, x)")
+    ax.set_ylabel(f"latency speedup vs {baseline} (p50 ratio, x)")
     ax.margins(y=0.15)
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=8, loc="upper left")

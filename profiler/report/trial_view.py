@@ -9,9 +9,15 @@ from rich.console import Console
 from rich.markup import escape
 
 from profiler.report.advice_view import line as advice_line
-from profiler.report.benchmark_view import VERDICT_COLOURS
+from profiler.report.benchmark_view import (GPU_TIME_COLUMN, LATENCY_COLUMN,
+                                            VERDICT_COLOURS, fdr_words)
+from profiler.report.compare_view import GEOMEAN
 from profiler.report.console import FitTable
 from profiler.report.fmt import fixed, times
+
+#: no experiment measured GPU time
+NO_GPU_TIME = ("GPU time: not measured (a CPU, a generation, or a call that synchronizes "
+               "inside): the verdicts are latency's only")
 
 
 def _changes(changes: dict) -> str:
@@ -43,33 +49,71 @@ def print_plan(advice: list, promises: dict, plan, run_folder: Path | None, cons
                       "the re-run baseline and measures each)", highlight=False, soft_wrap=True)
 
 
-def print_trial(rows, base: dict, trial: dict, plan, console: Console) -> None:
+def _figure_cell(speedup, low, high, verdict, per: str) -> str:
+    """One figure's speedup (``per``: " /sample" when the batch changed), its 95 % interval and
+    its verdict (rich markup): "4.10x [3.20-5.30] faster"."""
+    if speedup is None:
+        return "-"
+    text = times(speedup) + per
+    if verdict is None:
+        return text
+    colour = VERDICT_COLOURS.get(verdict, "white")
+    return f"{text} [{low:.2f}-{high:.2f}] [{colour}]{verdict}[/]"
+
+
+def baseline_line(base: dict) -> str:
+    """The re-run baseline in one line: latency and GPU time (geometric means of per-process
+    medians), the processes, the classification, the status."""
     status = "ok" if base["status"] == "ok" else f"[red]{escape(str(base['status']))}[/]"
-    console.print(f"baseline (the run re-run): p50 {fixed(base['p50_ms'], '.3f')} ms over "
-                  f"{base['processes']} process(es), {status}", highlight=False)
-    table = FitTable(title="What each experiment measured against the baseline (ranked)")
-    for col in ("change", "p50 ms", "speedup", "verdict [95 %]", "rel L2 err", "projected",
-                "kernels gone/added", "launches/step", "idle µs/step", "status"):
-        table.add_column(col, number=col in ("p50 ms", "speedup", "rel L2 err", "projected",
-                                             "launches/step", "idle µs/step"),
-                         optional=col in ("kernels gone/added", "launches/step", "idle µs/step"))
+    gpu = base.get("gpu_ms")
+    gpu_text = "" if gpu is None else f", GPU time {fixed(gpu, '.3f')} ms"
+    bound = f", {base['bound']}" if base.get("bound") else ""
+    return (f"baseline (the run re-run): latency p50 {fixed(base['p50_ms'], '.3f')} ms{gpu_text} "
+            f"({GEOMEAN} over {base['processes']} process(es)){bound}, {status}")
+
+
+def has_gpu_time(rows) -> bool:
+    """Any experiment has a GPU-time verdict (its columns are shown)."""
+    return any(r.gpu_verdict is not None for r in rows)
+
+
+def print_trial(rows, base: dict, trial: dict, plan, console: Console) -> None:
+    console.print(baseline_line(base), highlight=False)
+    gpu_time = has_gpu_time(rows)
+    table = FitTable(title="What each experiment measured against the baseline (ranked by the "
+                           "latency verdict)")
+    figures = (LATENCY_COLUMN, GPU_TIME_COLUMN) if gpu_time else (LATENCY_COLUMN,)
+    columns = ("change", "latency p50 ms", *figures, *(("bound",) if gpu_time else ()),
+               "rel L2 err", "projected", "kernels gone/added", "launches/step", "idle µs/step",
+               "status")
+    numbers = ("latency p50 ms", "rel L2 err", "projected", "launches/step", "idle µs/step")
+    for col in columns:
+        table.add_column(col, number=col in numbers, whole=col in figures,
+                         optional=col in ("bound", "rel L2 err", "projected",
+                                          "kernels gone/added", "launches/step",
+                                          "idle µs/step"))
     for r in rows:
         k = r.kernels
-        verdict = "-" if r.verdict is None else (
-            f"[{VERDICT_COLOURS.get(r.verdict, 'white')}]{r.verdict}[/] "
-            f"[{r.low:.2f}-{r.high:.2f}]")
         state = r.status if r.status == "ok" else f"[red]{escape(r.status)}[/]"
-        speedup = times(r.speedup) + (" /sample" if r.figure == "per sample" else "")
-        table.add_row(escape(r.label), fixed(r.p50_ms, ".3f"), speedup, verdict,
+        per = " /sample" if r.figure == "per sample" else ""
+        table.add_row(escape(r.label), fixed(r.p50_ms, ".3f"),
+                      _figure_cell(r.speedup, r.low, r.high, r.verdict, per),
+                      *((_figure_cell(r.gpu_speedup, r.gpu_low, r.gpu_high, r.gpu_verdict, per),
+                         r.bound or "-") if gpu_time else ()),
                       fixed(r.rel_l2_error, ".2g"), times(r.projected),
                       "-" if k is None else f"{k.gone}/{k.added}",
                       "-" if k is None else _pair(k.launches_per_step, ".0f"),
                       "-" if k is None else _pair(k.idle_us_per_step, ".0f"), state)
     console.print(table)
+    if not gpu_time and any(r.verdict is not None for r in rows):
+        console.print(f"[dim]{NO_GPU_TIME}[/]", highlight=False)
     for r in rows:
         if r.judgement:
             console.print(f"- {escape(r.label)}: {escape(r.judgement)}", highlight=False,
                           soft_wrap=True)
+        for line in r.verdict_lines:
+            console.print(f"  [yellow]note[/] ({escape(r.label)}): {escape(line)}",
+                          highlight=False)
         if r.kernels and (r.kernels.top_gone or r.kernels.top_added):
             console.print(f"  kernels gone: {escape(', '.join(r.kernels.top_gone) or '-')}; "
                           f"added: {escape(', '.join(r.kernels.top_added) or '-')}",
@@ -78,6 +122,9 @@ def print_trial(rows, base: dict, trial: dict, plan, console: Console) -> None:
             console.print(f"- {escape(r.label)}: {escape(r.status)}"
                           + (f" ({escape(r.reason)})" if r.reason else ""), highlight=False,
                           soft_wrap=True)
+    if sum(r.verdict is not None for r in rows) > 1:
+        console.print(f"[dim]verdicts: {fdr_words('the experiments')}[/]",
+                      highlight=False)
     for rule, why in plan.without.items():
         console.print(f"{rule}: no experiment ({escape(why)})", highlight=False)
     stopped = {"budget": "the time budget ran out", "cells": "--max-cells was reached"}
@@ -110,20 +157,37 @@ def trial_html(run: str, advice: list, plan, rows, base: dict, trial: dict) -> s
           "why": e.source} for e in plan.experiments]),
         headers={"projected": "projected speedup (x)", "cost": "setup cost"}))
     page.add("Baseline (the run re-run)", html.key_values([
-        ("p50 (ms, geometric mean of per-process medians)", base["p50_ms"]),
+        (f"latency p50 (ms, {GEOMEAN})", base["p50_ms"]),
+        (f"GPU time (ms, {GEOMEAN})", base.get("gpu_ms")),
+        ("bound", base.get("bound")),
         ("processes", base["processes"]), ("status", base["status"])]))
     frame = pd.DataFrame([{
         "change": r.label, "p50_ms": r.p50_ms, "speedup": r.speedup, "low": r.low,
-        "high": r.high, "verdict": r.verdict or "-", "figure": r.figure,
+        "high": r.high, "verdict": r.verdict or "-", "gpu_speedup": r.gpu_speedup,
+        "gpu_low": r.gpu_low, "gpu_high": r.gpu_high, "gpu_verdict": r.gpu_verdict or "-",
+        "bound": r.bound or "-", "figure": r.figure,
         "rel_l2_error": r.rel_l2_error, "projected": r.projected,
         "kernels_gone": r.kernels.gone if r.kernels else None,
         "kernels_added": r.kernels.added if r.kernels else None,
         "status": r.status if r.status == "ok" else f"{r.status}: {r.reason or ''}"}
         for r in rows])
+    if not has_gpu_time(rows) and len(frame):
+        frame = frame.drop(columns=["gpu_speedup", "gpu_low", "gpu_high", "gpu_verdict",
+                                    "bound"])
     page.add("What each experiment measured (ranked)", html.table(frame, headers={
-        "speedup": "speedup (x)", "low": "95 % low", "high": "95 % high",
+        "p50_ms": "latency p50 ms", "speedup": "latency speedup (x)",
+        "low": "latency 95 % low", "high": "latency 95 % high", "verdict": "latency verdict",
+        "gpu_speedup": "GPU-time speedup (x)", "gpu_low": "GPU-time 95 % low",
+        "gpu_high": "GPU-time 95 % high", "gpu_verdict": "GPU-time verdict",
         "figure": "speedup of", "projected": "projected (x)", "kernels_gone": "kernels gone",
         "kernels_added": "kernels added"}))
+    notes = [f"{r.label}: {line}" for r in rows for line in r.verdict_lines]
+    if not has_gpu_time(rows) and any(r.verdict is not None for r in rows):
+        notes.insert(0, NO_GPU_TIME)
+    if sum(r.verdict is not None for r in rows) > 1:
+        notes.append("verdicts: " + fdr_words("the experiments"))
+    if notes:
+        page.add("How to read the verdicts", "".join(html.note(line) for line in notes))
     judged = [f"{r.label}: {r.judgement}" for r in rows if r.judgement]
     page.add("Projection against measurement",
              "".join(html.note(line) for line in judged) or html.note("(none measured)"))

@@ -30,6 +30,8 @@ class NoiseFloor(msgspec.Struct, frozen=True):
     #: ... with this many processes per side (and with one: FAR_BEYOND x the floor)
     processes_per_side: int = 3
     smallest_resolvable_one_process: float | None = None
+    #: the same spread of GPU time (behind a blocking kernel), where it was measured
+    gpu_time_between_process_cv: float | None = None
     sm_clock_mhz: list[float | None] = []
     throttle_reasons: list[str] = []
     settings: dict[str, str | None] = {}   # persistence mode, clocks locked, CPU governor ...

@@ -67,6 +67,11 @@ class RepeatSpread(msgspec.Struct, frozen=True):
     #: the windows were scheduled; absent in runs recorded before processes.csv was written
     samples_csv: str | None = None
     schedule: str | None = None
+    #: each process's GPU time p50 and enqueue p50 (ms) and its classification (launch-bound,
+    #: GPU-bound; profiler.runs.samples); absent in runs recorded before they were
+    gpu_p50_ms: list[float | None] | None = None
+    enqueue_p50_ms: list[float | None] | None = None
+    bound: list[str | None] | None = None
 
 
 class TargetNoise(msgspec.Struct, frozen=True):
@@ -103,11 +108,11 @@ class NoiseStats(msgspec.Struct, frozen=True):
 
 
 class GpuCompute(msgspec.Struct, frozen=True, omit_defaults=True):
-    """trtexec's split of one call's time, from a short window after the timed one
-    (profiler.collect.gpu_time): the device's busy time for the work one call launched, launch
-    gaps excluded (GPU compute), and the host's time to launch it without a synchronize
-    (enqueue), in ms over the valid iterations; or why it was not measured (``not_measured``:
-    "no GPU", "the call waits for the GPU inside (host sync)" ...)."""
+    """trtexec's split of one call's time (profiler.collect.gpu_time): the device's work for
+    the call, launch gaps excluded (GPU time, a window of its own after the timed one), and the
+    host's time to launch it without a synchronize (enqueue, in the timed window), in ms; or
+    why it was not measured (``not_measured``: "no GPU", "the call waits for the GPU inside
+    (host sync)" ...)."""
 
     gpu_p50_ms: float | None = None
     gpu_p90_ms: float | None = None
@@ -118,6 +123,9 @@ class GpuCompute(msgspec.Struct, frozen=True, omit_defaults=True):
     sleep_ms: float | None = None  # the longest sleep that held the stream
     method: str | None = None
     not_measured: str | None = None
+    #: the host's time to return from the call behind the sleep (a stream holding queued work):
+    #: longer than enqueue onto an idle stream; runs recorded before kept this as enqueue
+    held_enqueue_p50_ms: float | None = None
 
 
 #: a time or a rate a run measured: never negative (a file saying -1 is not read as a run's)

@@ -1,16 +1,29 @@
-"""A config's between-process samples: every timed window of one config, each in its own
-process, kept beside result.json as processes.csv (process, iteration, latency_ms; the run's own
-window is process 0) and summarized in result.json's ``timing.noise.repeat_runs``.
+"""A config's samples: every timed process of one config (``ProcessWindow``: its iterations of
+each figure, the GPU it ran on, the round it was timed in) and the statistics derived from them
+(``ConfigSamples``). Kept beside result.json as processes.csv, one row per iteration:
 
-Written by a run with ``--repeat-runs`` and by the rounds of a sweep's or compare's
-``--processes`` (profiler.sweep.rounds); read by the verdicts (profiler.analysis.verdict), which
-treat the process as the independent unit. A run without processes.csv is one process: its
-latency.csv."""
+    process, iteration, latency_ms, gpu_ms, enqueue_ms, gpu, round, pilot
+
+- latency_ms: the host-synchronized latency of iteration ``iteration`` of the process's timed
+  window; gpu_ms: the GPU time of the same-numbered iteration of its GPU-time window (the call
+  queued behind a blocking kernel, profiler.collect.gpu_time); enqueue_ms: the host's time to
+  return from the call in the latency window, no synchronize inside; empty where not measured
+  (a CPU, a generation, a call that synchronizes inside).
+- gpu: the GPU as CUDA_VISIBLE_DEVICES named it; round: the sampling round (one fresh process
+  timing every config of a sweep or compare once; two configs' windows of one round pair up in
+  a verdict); pilot: 1 for the pilot rounds of ``--target-noise``, which choose the count and
+  are left out of the verdict.
+
+The run's own window is process 0 (latency.csv, with the same three figure columns, when the run
+has no processes.csv). Written by a run with ``--repeat-runs`` and by the rounds of a sweep's or
+compare's ``--processes`` (profiler.sweep.rounds); read by the verdicts (profiler.analysis
+.verdict). Files written before the GPU-time columns read as latency-only windows."""
 
 from __future__ import annotations
 
 import csv
 import io
+import math
 from pathlib import Path
 
 import msgspec
@@ -22,97 +35,231 @@ from profiler.runs.layout import LATENCY_CSV, PROCESSES_CSV, RESULT_FILE
 from profiler.runs.result import RepeatSpread, RunResult, latency_csv_of, read_result, \
     write_result
 
-HEADER = ("process", "iteration", "latency_ms")
-#: the optional fourth column: the GPU (as CUDA_VISIBLE_DEVICES named it) the process ran on
-GPU_COLUMN = "gpu"
+HEADER = ("process", "iteration", "latency_ms", "gpu_ms", "enqueue_ms", "gpu", "round", "pilot")
+#: the column each figure's per-iteration values are kept in
+FIGURE_COLUMNS = {"latency": "latency_ms", "gpu_time": "gpu_ms", "enqueue": "enqueue_ms"}
+#: a process is launch-bound when its enqueue p90 is at least this share of its GPU time p50:
+#: the host then paces the call and the GPU waits for launches. Measured on an H100
+#: (docs/gpu/h100/verdicts/pairs_analyse.log, 15 processes): eager ResNet50 FP32 bs 16, whose
+#: latency spreads 0.4-0.6 % between processes, 0.47-0.88; FP32 bs 8 (latency CV 7-11 %)
+#: 0.68-1.61; FP16 bs 1 and bs 2 (CV 24-31 %) 3.0-6.5
+LAUNCH_BOUND_SHARE = 0.9
+LAUNCH_BOUND, GPU_BOUND = "launch-bound", "GPU-bound"
+
+
+def _percentile(values, q: float) -> float | None:
+    return float(np.percentile(values, q)) if len(values) else None
+
+
+class ProcessWindow(msgspec.Struct, frozen=True, omit_defaults=True):
+    """One process's timed windows of one config: per iteration its latency, GPU time and
+    enqueue time (ms), and where and when it was timed."""
+
+    latency_ms: tuple[float, ...]
+    gpu_ms: tuple[float, ...] = ()
+    enqueue_ms: tuple[float, ...] = ()
+    gpu: str | None = None
+    round: str | None = None
+    pilot: bool = False
+
+    def values(self, figure: str) -> tuple[float, ...]:
+        return getattr(self, FIGURE_COLUMNS[figure])
+
+    def median(self, figure: str = "latency") -> float | None:
+        values = self.values(figure)
+        return float(np.median(values)) if values else None
+
+    @property
+    def bound(self) -> str | None:
+        """launch-bound when the host's launch time reaches LAUNCH_BOUND_SHARE of the GPU's
+        work (enqueue p90 against GPU time p50), GPU-bound below; None without both figures."""
+        gpu, enqueue = self.median("gpu_time"), _percentile(self.enqueue_ms, 90)
+        if gpu is None or enqueue is None:
+            return None
+        return LAUNCH_BOUND if enqueue >= LAUNCH_BOUND_SHARE * gpu else GPU_BOUND
+
+
+def window_of(record: dict, round_id: str | None = None, gpu: str | None = None,
+              pilot: bool = False) -> ProcessWindow:
+    """A timing child's JSON record (profiler.collect.repeat_window) as the typed window."""
+    return ProcessWindow(tuple(record["latencies_ms"]), tuple(record.get("gpu_ms") or ()),
+                         tuple(record.get("enqueue_ms") or ()), gpu, round_id, pilot)
+
+
+class ConfigSamples(msgspec.Struct, frozen=True):
+    """Every timed process of one config, the run's own first."""
+
+    windows: tuple[ProcessWindow, ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.windows)
+
+    def for_verdict(self) -> ConfigSamples:
+        """The windows a verdict uses: the pilot rounds of --target-noise left out (when there
+        are others)."""
+        fresh = tuple(w for w in self.windows if not w.pilot)
+        return ConfigSamples(fresh) if fresh else self
+
+    def with_figure(self, figure: str) -> list[ProcessWindow]:
+        return [w for w in self.windows if w.values(figure)]
+
+    def medians(self, figure: str = "latency") -> list[float]:
+        """The median of ``figure`` of each process that measured it."""
+        return [w.median(figure) for w in self.with_figure(figure)]
+
+    def rounds(self, figure: str = "latency") -> list[str | None]:
+        return [w.round for w in self.with_figure(figure)]
+
+    def gpus(self) -> list[str | None]:
+        return [w.gpu for w in self.windows]
+
+    def geometric_mean(self, figure: str = "latency") -> float | None:
+        """The figure a verdict speaks of: the geometric mean of the per-process medians."""
+        medians = self.medians(figure)
+        return float(np.exp(np.mean(np.log(medians)))) if medians and min(medians) > 0 \
+            else None
+
+    def bound(self) -> str | None:
+        """launch-bound when most processes were, GPU-bound when most were not; None without
+        the figures."""
+        seen = [w.bound for w in self.windows if w.bound is not None]
+        if not seen:
+            return None
+        return LAUNCH_BOUND if 2 * seen.count(LAUNCH_BOUND) > len(seen) else GPU_BOUND
+
+    def launch_bound_processes(self) -> tuple[int, int]:
+        """(processes classified launch-bound, processes classified at all)."""
+        seen = [w.bound for w in self.windows if w.bound is not None]
+        return seen.count(LAUNCH_BOUND), len(seen)
+
+    def on_gpus(self, gpus: set[str]) -> ConfigSamples:
+        return ConfigSamples(tuple(w for w in self.windows if w.gpu in gpus))
+
+    def per_sample(self, batch_size: int) -> ConfigSamples:
+        """Every time divided by the batch size (a throughput comparison across batches)."""
+        def scale(values: tuple[float, ...]) -> tuple[float, ...]:
+            return tuple(v / batch_size for v in values)
+
+        return ConfigSamples(tuple(msgspec.structs.replace(
+            w, latency_ms=scale(w.latency_ms), gpu_ms=scale(w.gpu_ms),
+            enqueue_ms=scale(w.enqueue_ms)) for w in self.windows))
+
+    def __add__(self, other: ConfigSamples) -> ConfigSamples:
+        return ConfigSamples(self.windows + other.windows)
 
 
 def spread_of_runs(p50s_ms: list[float], samples_csv: str | None = None,
-                   schedule: str | None = None) -> RepeatSpread:
-    """How the p50 of K timed windows (one per process) varies: min, max, (max - min) / median."""
+                   schedule: str | None = None,
+                   samples: ConfigSamples | None = None) -> RepeatSpread:
+    """How the p50 of K timed windows (one per process) varies: min, max, (max - min) / median;
+    with ``samples``, each process's GPU time and enqueue medians and its classification."""
     values = np.asarray(p50s_ms, dtype=float)
     median = float(np.median(values))
+    per = samples.windows if samples is not None else ()
     return RepeatSpread(
         runs=len(values), p50_ms=[float(v) for v in values], median_p50_ms=median,
         min_p50_ms=float(values.min()), max_p50_ms=float(values.max()),
         range_pct_of_median=100.0 * float(values.max() - values.min()) / median
-        if median > 0 else 0.0, samples_csv=samples_csv, schedule=schedule)
+        if median > 0 else 0.0, samples_csv=samples_csv, schedule=schedule,
+        gpu_p50_ms=[w.median("gpu_time") for w in per] if per else None,
+        enqueue_p50_ms=[w.median("enqueue") for w in per] if per else None,
+        bound=[w.bound for w in per] if per else None)
 
 
-def processes_text(windows: list[list[float]], gpus: list[str | None] | None = None) -> str:
-    """processes.csv's text; with ``gpus`` (one per window) a gpu column too."""
+def _cell(values: tuple[float, ...], i: int) -> str:
+    return repr(float(values[i])) if i < len(values) else ""
+
+
+def processes_text(samples: ConfigSamples) -> str:
+    """processes.csv's text: one row per iteration of each process (module doc)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    labelled = gpus is not None and any(g is not None for g in gpus)
-    writer.writerow(HEADER + ((GPU_COLUMN,) if labelled else ()))
-    for process, window in enumerate(windows):
-        gpu = ((gpus[process] or "",) if labelled else ())
-        writer.writerows((process, i, repr(float(v)), *gpu) for i, v in enumerate(window))
+    writer.writerow(HEADER)
+    for process, w in enumerate(samples.windows):
+        for i in range(max(len(w.latency_ms), len(w.gpu_ms), len(w.enqueue_ms))):
+            writer.writerow((process, i, _cell(w.latency_ms, i), _cell(w.gpu_ms, i),
+                             _cell(w.enqueue_ms, i), w.gpu or "", w.round or "",
+                             1 if w.pilot else ""))
     return out.getvalue()
 
 
-def read_processes_csv(path: Path) -> list[list[float]]:
-    """processes.csv -> one list of latencies (ms) per process, in process order."""
-    windows: dict[int, list[float]] = {}
+def _number(text: str | None) -> float | None:
+    if text is None or text == "":
+        return None
+    value = float(text)
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{text!r} is not a positive time")
+    return value
+
+
+def read_samples(path: Path) -> ConfigSamples:
+    """processes.csv -> the config's samples, in process order (files written before the
+    gpu_ms, enqueue_ms, round and pilot columns read with those empty)."""
+    rows: dict[int, dict] = {}
     try:
         with open(path, newline="") as handle:
             for row in csv.DictReader(handle):
-                windows.setdefault(int(row["process"]), []).append(float(row["latency_ms"]))
+                process = rows.setdefault(int(row["process"]), {
+                    "latency_ms": [], "gpu_ms": [], "enqueue_ms": [],
+                    "gpu": row.get("gpu") or None, "round": row.get("round") or None,
+                    "pilot": (row.get("pilot") or "") not in ("", "0")})
+                for column in ("latency_ms", "gpu_ms", "enqueue_ms"):
+                    value = _number(row.get(column))
+                    if value is not None:
+                        process[column].append(value)
     except (OSError, KeyError, ValueError, TypeError) as error:
         raise UserError(f"{path}: not a processes.csv ({type(error).__name__}: {error})") \
             from None
-    return [windows[k] for k in sorted(windows)]
-
-
-def read_process_gpus(path: Path) -> list[str | None]:
-    """The GPU of each process in processes.csv (None where it was not recorded)."""
-    gpus: dict[int, str | None] = {}
-    try:
-        with open(path, newline="") as handle:
-            for row in csv.DictReader(handle):
-                gpus.setdefault(int(row["process"]), row.get(GPU_COLUMN) or None)
-    except (OSError, KeyError, ValueError, TypeError):
-        return []
-    return [gpus[k] for k in sorted(gpus)]
+    return ConfigSamples(tuple(
+        ProcessWindow(tuple(r["latency_ms"]), tuple(r["gpu_ms"]), tuple(r["enqueue_ms"]),
+                      r["gpu"], r["round"], r["pilot"])
+        for _, r in sorted(rows.items()) if r["latency_ms"]))
 
 
 def read_latency_csv(path: Path) -> list[float]:
     """The latency_ms column of a run's latency.csv."""
+    return list(read_own_window(path).latency_ms)
+
+
+def read_own_window(path: Path, gpu: str | None = None) -> ProcessWindow:
+    """A run's latency.csv as one process (its gpu_ms and enqueue_ms columns where written)."""
+    columns: dict[str, list[float]] = {"latency_ms": [], "gpu_ms": [], "enqueue_ms": []}
     with open(path, newline="") as handle:
-        return [float(row["latency_ms"]) for row in csv.DictReader(handle)]
+        for row in csv.DictReader(handle):
+            for column, values in columns.items():
+                value = _number(row.get(column))
+                if value is not None:
+                    values.append(value)
+    return ProcessWindow(tuple(columns["latency_ms"]), tuple(columns["gpu_ms"]),
+                         tuple(columns["enqueue_ms"]), gpu)
 
 
-def process_windows(result: RunResult, result_json: Path | None = None) -> list[list[float]]:
-    """Every timed window of the run's config, one per process: processes.csv where the run
-    has one, else its latency.csv as a single process; [] when neither file is there."""
+def config_samples(result: RunResult, result_json: Path | None = None,
+                   gpu: str | None = None) -> ConfigSamples:
+    """Every timed process of the run's config: processes.csv where the run has one, else its
+    latency.csv as a single process (on ``gpu`` when given); empty when neither file is
+    there."""
     if result_json is not None:
         samples = Path(result_json).parent / PROCESSES_CSV
         if samples.is_file():
-            return read_processes_csv(samples)
+            return read_samples(samples)
     latency = latency_csv_of(result, result_json)
-    return [] if latency is None else [read_latency_csv(latency)]
+    if latency is None:
+        return ConfigSamples()
+    return ConfigSamples((read_own_window(latency, gpu),))
 
 
-def process_gpus(result_json: Path | None) -> list[str | None]:
-    """The GPU of each of a run's windows where processes.csv recorded it; [] otherwise."""
-    if result_json is None:
-        return []
-    samples = Path(result_json).parent / PROCESSES_CSV
-    return read_process_gpus(samples) if samples.is_file() else []
-
-
-def record_processes(run_dir: Path, windows: list[list[float]], schedule: str,
-                     result: RunResult | None = None,
-                     gpus: list[str | None] | None = None) -> RunResult:
-    """processes.csv written beside result.json (all of ``windows``, the run's own first) and
+def record_processes(run_dir: Path, samples: ConfigSamples, schedule: str,
+                     result: RunResult | None = None) -> RunResult:
+    """processes.csv written beside result.json (all of ``samples``, the run's own first) and
     result.json's repeat_runs updated to match; each file replaced atomically. Returns the
     updated result."""
     run_dir = Path(run_dir)
     if result is None:
         result = read_result(run_dir / RESULT_FILE)
-    p50s = [float(np.median(w)) for w in windows]
-    spread = spread_of_runs(p50s, samples_csv=PROCESSES_CSV, schedule=schedule)
-    write_text_atomic(run_dir / PROCESSES_CSV, processes_text(windows, gpus))
+    spread = spread_of_runs(samples.medians("latency"), samples_csv=PROCESSES_CSV,
+                            schedule=schedule, samples=samples)
+    write_text_atomic(run_dir / PROCESSES_CSV, processes_text(samples))
     timing = result.timing
     if timing.noise is not None:
         noise = msgspec.structs.replace(timing.noise, repeat_runs=spread)

@@ -53,7 +53,8 @@ from profiler.runs.manifest import (FAILED, INTERRUPTED, OK, RUNNING, SweepCell,
                                     axis_options, axis_values, cell_label, cell_name,
                                     shared_options)
 from profiler.analysis.sweep import cell_metrics
-from profiler.runs.samples import process_gpus, process_windows, record_processes
+from profiler.analysis.benchmark import with_gpus
+from profiler.runs.samples import config_samples, record_processes
 
 def _plan_cell_name(p, backend: str, batch_size: int, axis: dict | None = None) -> str:
     return cell_name(backend, batch_size, p.options["model"],
@@ -265,10 +266,14 @@ def plan(backends: str, batch_sizes: str, options: dict, name: str | None = None
                      budget_s=budget_s)
 
 
-#: --processes when not given: on GPUs, enough for a verdict between configs that differ by
-#: more than the machine's between-process spread (profiler.analysis.verdict); on a machine
-#: without GPUs one (a CPU sweep tries the tool out; pass --processes to sample it)
-DEFAULT_PROCESSES_GPU = 3
+#: --processes when not given: on GPUs, five rounds (five pairs for the paired design: on the
+#: H100, docs/gpu/h100/verdicts, pairing pays for GPU time from five pairs at the measured
+#: within-process correlation, and the simulation calibrated on H100 noise suggests five); on
+#: a machine without GPUs none (a CPU sweep tries the tool out; pass --processes to sample
+#: it). QUICK_PROCESSES is the quick mode (--processes 3: unpaired, wider intervals).
+DEFAULT_PROCESSES_GPU = 5
+QUICK_PROCESSES = 3
+DEFAULT_PROCESSES = DEFAULT_PROCESSES_GPU
 
 
 def check_sampling(processes: int | None, target_noise: float | None, budget_s: float | None,
@@ -517,19 +522,17 @@ def sample_cells(p: SweepPlan, manifest: SweepManifest, say) -> None:
     every round (processes.csv, result.json's repeat_runs)."""
     if p.processes <= 1 and p.target_noise is None:
         return
-    cells, have, results, gpus = {}, {}, {}, {}
+    cells, have, results = {}, {}, {}
     for backend, batch_size, axis in p.cells:
         name = _plan_cell_name(p, backend, batch_size, axis)
         result = runs.try_read_result(p.sweep_dir / name / runs.RESULT_FILE) \
             if manifest.cells[name].status == OK else None
         if result is None:
             continue
-        windows = process_windows(result, p.sweep_dir / name / runs.RESULT_FILE)
-        if not windows:
+        windows = with_gpus(config_samples(result, p.sweep_dir / name / runs.RESULT_FILE),
+                            manifest.cells[name].gpu)
+        if not len(windows):
             continue
-        known = process_gpus(p.sweep_dir / name / runs.RESULT_FILE)
-        gpus[name] = known if len(known) == len(windows) else \
-            [manifest.cells[name].gpu] * len(windows)
         job = cell_job(p, backend, batch_size, axis)
         cells[name] = rounds.window_config(job.config, result.timing.iters,
                                            result.timing.warmup_iters)
@@ -540,22 +543,26 @@ def sample_cells(p: SweepPlan, manifest: SweepManifest, say) -> None:
         + (f", more until ±{100 * p.target_noise:g} % or "
            f"{p.budget_s or rounds.DEFAULT_BUDGET_S:g} s"
            if p.target_noise else "") + f", {len(cells)} cells interleaved in fresh processes")
-    recorded: dict[str, int] = {}
+    # what each cell's files hold now: a cell the rounds add nothing to is not rewritten
+    recorded: dict[str, tuple] = {name: (len(have[name]), 0) for name in have}
     round_gpu = p.gpus[0] if p.gpus else None
 
-    def record(windows: dict[str, list[list[float]]]) -> None:
-        for name, new in windows.items():
-            if len(new) != recorded.get(name, 0):
-                recorded[name] = len(new)
+    def record(sampled: rounds.Sampled) -> None:
+        for name in sampled.windows:
+            merged = sampled.merged(name, have[name])
+            state = (len(merged), sampled.pilot_rounds)
+            if state != recorded.get(name):
+                recorded[name] = state
                 results[name] = record_processes(
-                    p.sweep_dir / name, [*have[name], *new],
+                    p.sweep_dir / name, merged,
                     f"{p.processes} processes per cell, interleaved over {len(cells)} cells "
                     "(a round = one fresh process timing each cell once, the leader rotated)",
-                    results[name], gpus=[*gpus[name], *[round_gpu] * len(new)])
+                    results[name])
 
     with _gpu_for_rounds(p):
         sampled = rounds.sample(cells, have, p.processes, target_noise=p.target_noise,
-                                budget_s=p.budget_s, say=say, on_round=record)
+                                budget_s=p.budget_s, say=say, on_round=record, gpu=round_gpu)
+        record(sampled)
     say(f"sampling took {sampled.wall_s:.0f} s ({sampled.rounds} round(s))")
 
 

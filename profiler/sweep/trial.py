@@ -29,8 +29,9 @@ from profiler.fsutil import clean_leftovers, folder_lock, write_json_atomic
 from profiler.runs.config import RunConfig, config_to_json
 from profiler.runs.layout import RESULT_FILE
 from profiler.runs.result import try_read_result
-from profiler.runs.samples import config_json_of, process_windows, record_processes
+from profiler.runs.samples import config_json_of, config_samples, record_processes
 from profiler.sweep import executors, rounds
+from profiler.sweep.plan import DEFAULT_PROCESSES
 from profiler.sweep.cell import CellJob, CellOutcome
 
 TRIAL_FILE = "trial.json"
@@ -86,8 +87,8 @@ def cell_config(base: RunConfig, experiment: Experiment, runs_dir: Path, tb_dir:
 
 def run_trial(base: RunConfig, experiments: list[Experiment], folder: Path, trace_dir: Path,
               *, budget_s: float | None = None, max_cells: int | None = None,
-              processes: int = 3, resume: bool = False, gpus: list[str] | None = None,
-              say=print) -> Trial:
+              processes: int = DEFAULT_PROCESSES, resume: bool = False,
+              gpus: list[str] | None = None, say=print) -> Trial:
     """Baseline and experiments as cells, then the rounds; see the module doc."""
     if folder.exists() and any(folder.iterdir()) and not resume:
         raise UserError(f"{folder} already exists: pass --resume to continue that trial, or "
@@ -186,8 +187,8 @@ def _sample(trial: Trial, processes: int, say) -> None:
             if cell.status == "ok" else None
         if result is None or result.workload != "forward":
             continue
-        windows = process_windows(result, trial.folder / cell.folder / RESULT_FILE)
-        if not windows:
+        windows = config_samples(result, trial.folder / cell.folder / RESULT_FILE)
+        if not len(windows):
             continue
         configs[cell.folder] = rounds.window_config(config_json_of(result), result.timing.iters,
                                                     result.timing.warmup_iters)
@@ -197,10 +198,14 @@ def _sample(trial: Trial, processes: int, say) -> None:
     began = time.perf_counter()
     say(f"timing {len(configs)} cells again: {processes} processes each, interleaved")
 
-    def record(windows):
-        for name, new in windows.items():
-            if new:
-                results[name] = record_processes(trial.folder / name, [*have[name], *new],
+    recorded: dict[str, int] = {}
+
+    def record(sampled: rounds.Sampled) -> None:
+        for name in sampled.windows:
+            merged = sampled.merged(name, have[name])
+            if len(merged) != recorded.get(name):
+                recorded[name] = len(merged)
+                results[name] = record_processes(trial.folder / name, merged,
                                                  f"advise --try: {processes} processes per "
                                                  "cell, interleaved", results[name])
 

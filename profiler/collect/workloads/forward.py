@@ -6,6 +6,7 @@ cache)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.markup import escape
@@ -19,6 +20,12 @@ from profiler.collect.workloads.base import RunContext
 from profiler.runs.backends import REFERENCE_BACKEND
 from profiler.runs.phases import Phases
 
+
+@dataclass(frozen=True)
+class ForwardDetails:
+    """Per timed call: the host's time to return from it (enqueue, ms; empty on a CPU)."""
+
+    enqueue_ms: tuple[float, ...] = ()
 
 class Forward:
     label = ""
@@ -43,8 +50,11 @@ class Forward:
         return run.backend.prepare(run.model, run.inputs, run.config, run.device)
 
     def time(self, step: Prepared, iters: int, use_cuda: bool, tick):
-        latencies, output = timing.time_iterations(step.fn, step.inputs, iters, use_cuda, tick)
-        return latencies, None, output
+        """The latencies; the details hold each call's enqueue time (ms, on a GPU)."""
+        enqueue: list[float] = []
+        latencies, output = timing.time_iterations(step.fn, step.inputs, iters, use_cuda, tick,
+                                                   enqueue if use_cuda else None)
+        return latencies, ForwardDetails(tuple(enqueue)), output
 
     def figures(self, window: TimedWindow, details) -> str:
         return f"p50 {window.p50_ms:.3f} ms"
