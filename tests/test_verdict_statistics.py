@@ -500,3 +500,24 @@ def test_compare_timed_on_two_runs_of_an_earlier_version():
     bare = compare_timed(read_result(c_json), read_result(b_json), c_json, b_json)
     assert bare["verdict"] is None and bare["verdicts"] is None
     assert bare["speedup_x"] > 0
+
+
+def test_advise_quotes_the_cuda_graphs_experiment_with_the_lever(tmp_path):
+    """advise --try: the latency the --cuda-graphs experiment measured is the figure the
+    launch-bound lever is quoted with; an experiment that changed more than that is not it."""
+    import shutil
+
+    import numpy as np
+
+    from profiler.analysis.trial import cuda_graphs_latency
+
+    runs = Path(__file__).parent / "fixtures" / "h200" / "runs"
+    for name in ("graphs", "graphs_and_bs"):
+        shutil.copytree(runs / "pytorch_fp16_bs8", tmp_path / name)
+    cells = [{"status": "ok", "changes": {"cuda_graphs": True, "batch_size": 16},
+              "folder": "graphs_and_bs"},
+             {"status": "failed", "changes": {"cuda_graphs": True}, "folder": "missing"}]
+    assert cuda_graphs_latency(cells, tmp_path) is None
+    cells.append({"status": "ok", "changes": {"cuda_graphs": True}, "folder": "graphs"})
+    window = np.loadtxt(tmp_path / "graphs" / "latency.csv", delimiter=",", skiprows=1)[:, 1]
+    assert cuda_graphs_latency(cells, tmp_path) == pytest.approx(float(np.median(window)))

@@ -154,13 +154,15 @@ def machine_floor(*results: RunResult, floors_dir: Path | None = None) -> float 
 
 def verdicts_between(ra: RunResult, rb: RunResult, samples_a: ConfigSamples,
                      samples_b: ConfigSamples, floors_dir: Path | None = None,
-                     tolerance: float = TOLERANCE) -> TimedVerdicts | None:
+                     tolerance: float = TOLERANCE, cuda_graphs_ms: float | None = None
+                     ) -> TimedVerdicts | None:
     """B against A on both figures from every process of each (profiler.analysis
-    .timed_verdict); None without latencies on a side."""
+    .timed_verdict); None without latencies on a side. ``cuda_graphs_ms``: the latency
+    ``--cuda-graphs`` measured for A's config, quoted with the lever."""
     if not len(samples_a) or not len(samples_b):
         return None
     return judge(samples_a, samples_b, floors=machine_floors(ra, rb, floors_dir=floors_dir),
-                 tolerance=tolerance)
+                 tolerance=tolerance, cuda_graphs_ms=cuda_graphs_ms)
 
 
 def samples_figures(samples: ConfigSamples) -> dict:

@@ -134,6 +134,7 @@ def trial_rows(trial: dict, folder: Path, promises: dict[str, float]) -> list[Tr
     base_json = folder / base_cell["folder"] / RESULT_FILE
     base = try_read_result(base_json) if base_cell["status"] == "ok" else None
     base_windows = config_samples(base, base_json) if base is not None else ConfigSamples()
+    graphs_ms = cuda_graphs_latency(cells[1:], folder)
     rows, found = [], []
     for cell in cells[1:]:
         row = TrialRow(cell["label"], cell["changes"], cell["rules"], cell["status"],
@@ -156,7 +157,8 @@ def trial_rows(trial: dict, folder: Path, promises: dict[str, float]) -> list[Tr
                     row.figure = "per sample"
                     ours = base_windows.per_sample(base.batch_size)
                     theirs = windows.per_sample(result.batch_size)
-                verdicts = verdicts_between(base, result, ours, theirs)
+                verdicts = verdicts_between(base, result, ours, theirs,
+                                            cuda_graphs_ms=graphs_ms)
                 row.kernels = kernel_change(folder / base_cell["folder"], folder / cell["folder"])
         rows.append(row)
         found.append(verdicts)
@@ -173,6 +175,21 @@ def trial_rows(trial: dict, folder: Path, promises: dict[str, float]) -> list[Tr
             row.judgement = judge(row.projected, row.verdict, row.speedup, row.low, row.high)
     return sorted(rows, key=lambda r: (r.status != "ok", ORDER.get(r.verdict or "", 4),
                                        -(r.speedup or 0)))
+
+
+def cuda_graphs_latency(cells: list[dict], folder: Path) -> float | None:
+    """The latency (geometric mean of per-process medians, ms) the --cuda-graphs experiment
+    measured, when it finished at the baseline's batch size: the figure the launch-bound lever
+    is quoted with."""
+    for cell in cells:
+        if cell["status"] != "ok" or not cell["changes"].get("cuda_graphs") \
+                or len(cell["changes"]) != 1:
+            continue
+        path = folder / cell["folder"] / RESULT_FILE
+        result = try_read_result(path)
+        if result is not None:
+            return config_samples(result, path).for_verdict().geometric_mean("latency")
+    return None
 
 
 def baseline_row(trial: dict, folder: Path) -> dict:
