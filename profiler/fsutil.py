@@ -86,9 +86,10 @@ def read_small(path: Path, limit: int, what: str) -> bytes:
         descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as error:
         raise UserError(f"{what} {path}: cannot read it ({error.strerror})") from None
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):  # a folder too: before fdopen refuses
+        os.close(descriptor)
+        raise UserError(f"{what} {path}: not a regular file")
     with os.fdopen(descriptor, "rb") as f:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            raise UserError(f"{what} {path}: not a regular file")
         data = f.read(limit + 1)
     if len(data) > limit:
         raise UserError(f"{what} {path}: larger than {limit >> 20} MiB, not a file of this kind")

@@ -15,7 +15,7 @@ from pathlib import Path
 from .conftest import ROOT
 
 PACKAGE = ROOT / "profiler"
-GROUND = {"errors", "fsutil", "signals", "__init__"}
+GROUND = {"errors", "fsutil", "signals", "notices", "__init__"}
 #: floor -> the floors it may import (besides its own and the ground)
 MAY_IMPORT = {
     "runs": set(),

@@ -181,7 +181,7 @@ def test_ncu_runs(cli, parse_run, monkeypatch, left_out):
         return subprocess.CompletedProcess(command, 1)
 
     monkeypatch.setattr(ncu, "locate_ncu", lambda: "ncu")
-    monkeypatch.setattr(ncu.subprocess, "run", fake_subprocess)
+    monkeypatch.setattr(ncu.signals, "run_child", fake_subprocess)
     values = probes(left_out)
     offered = {k: v for k, v in values.items() if k not in NCU_SETS}
     done = cli("ncu", *argv(offered))

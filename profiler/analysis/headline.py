@@ -9,7 +9,8 @@ from pathlib import Path
 import msgspec
 
 from profiler.runs.gpu_record import GpuState
-from profiler.runs.noise_floor import read_floor
+from profiler import notices
+from profiler.runs.noise_floor import DEFAULT_STANDS_IN, floor_problem, read_floor
 from profiler.runs.result import RunResult, latency_csv_of
 from profiler.runs.samples import ConfigSamples, config_samples
 from profiler.analysis.figures import (NOT_ON_CPU, differing_fields, mib, overhead_ratio, speedup)
@@ -137,6 +138,10 @@ def machine_floors(*results: RunResult, floors_dir: Path | None = None
     known: dict[str, list[float]] = {LATENCY: [], GPU_TIME: []}
     for r in results:
         recorded = r.timing.noise.machine_floor_cv if r.timing.noise else None
+        if recorded is not None and (why := floor_problem(recorded)) is not None:
+            notices.note(f"{r.run_dir or 'a run'}: result.json's timing.noise.machine_floor_cv "
+                         f"{why}: ignored, {DEFAULT_STANDS_IN}")
+            recorded = None
         kept = read_floor(gpu_name(r), floors_dir)
         if recorded is None and kept is not None:
             recorded = kept.between_process_cv

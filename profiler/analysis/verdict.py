@@ -47,8 +47,13 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 
 from profiler.analysis.sampling import t_quantile, t_two_sided_p
+from profiler.runs.noise_floor import MAX_FLOOR_CV
 
 TOLERANCE = 0.02
+#: the largest between-process CV taken as a floor: a floor above it, below 0 or not a number
+#: is refused, and the figure's default floor stands in (a floor of 0 from a file is refused
+#: where it is read, profiler.runs.noise_floor; given here, it means "no spread allowed")
+MAX_FLOOR = MAX_FLOOR_CV
 #: the false discovery rate a sweep's verdicts are held to, over its cells
 FDR_Q = 0.05
 
@@ -199,12 +204,15 @@ def compare(medians_a, medians_b, *, figure: str = LATENCY, rounds_a=None, round
         how = (f"Welch t-interval on the log of per-process medians, {ka} vs {kb} processes, "
                f"{df:.1f} degrees of freedom")
     else:
-        source = "default" if noise_floor is None else "given"
-        floor = FIGURES[figure].default_floor if noise_floor is None else noise_floor
+        refused = noise_floor is not None and not 0 <= noise_floor <= MAX_FLOOR
+        source = "default" if noise_floor is None or refused else "given"
+        floor = FIGURES[figure].default_floor if source == "default" else noise_floor
         d = float(np.log(b).mean() - np.log(a).mean())
         se, df = floor * math.sqrt(1 / ka + 1 / kb), math.inf
         how = (f"one process on a side ({ka} vs {kb}): the between-process spread is unknown, "
-               f"a {source} floor of {100 * floor:.1f} % CV stands in (normal interval)")
+               f"a {source} floor of {100 * floor:.1f} % CV stands in (normal interval)"
+               + (f"; the floor given, {noise_floor!r}, is no spread from 0 to "
+                  f"{MAX_FLOOR:g}" if refused else ""))
     return _decide(d, se, df, tolerance, figure=figure, ka=ka, kb=kb, design=design,
                    floor=floor, source=source, pairs=len(pairs) if design == PAIRED else None,
                    how=how)

@@ -17,7 +17,7 @@ from typing import Literal, Optional
 
 import typer
 
-from profiler import signals
+from profiler import notices, signals
 from profiler.cli.options import OneLineErrors, OneLineUsage, run_options
 from profiler.cli.output import VERBOSITY, Output
 from profiler.commands import parse_budget
@@ -110,7 +110,8 @@ def user_errors(command):
         try:
             if quiet or verbose:  # else as given before the command (main_options)
                 _set_verbosity(quiet, verbose)
-            return _file_errors_as_user_errors(command, args, kwargs)
+            with notices.told(_say, quiet=lambda: VERBOSITY["level"] < 0):
+                return _file_errors_as_user_errors(command, args, kwargs)
         except UserError as error:
             _say(f"error: {error}")
             if VERBOSITY["level"] > 0:
@@ -121,7 +122,8 @@ def user_errors(command):
             raise typer.Exit(stop.exit_code) from None
         except KeyboardInterrupt as stop:  # Ctrl-C; SIGTERM and SIGHUP inside as_interrupts()
             by = "" if signals.describe(stop) == "Ctrl-C" else f" by {signals.describe(stop)}"
-            _say(f"interrupted{by}: nothing was written for the unfinished run")
+            if not signals.quiet_stop():  # else the parent that stopped us says it
+                _say(f"interrupted{by}: nothing was written for the unfinished run")
             raise typer.Exit(signals.exit_code(stop)) from None
         finally:  # the next command called in this process starts from the default
             VERBOSITY["level"] = 0
@@ -437,6 +439,10 @@ def compare(
     budget: Optional[str] = typer.Option(
         None, "--budget", help="How long the --target-noise processes may take (300, 90s, 5m, "
         "1h; default 10m)."),
+    trust_model: bool = typer.Option(
+        False, "--trust-model", help="With --processes: import the package.module:function model a "
+        "result.json names even when its module is not the file the run recorded (path and "
+        "SHA-256), or the run recorded none: that code is imported and run."),
     json_out: bool = typer.Option(False, "--json", help="Print the comparison as JSON on "
                                   "stdout (full kernel names, the timed figures and what "
                                   "differs)."),
@@ -466,7 +472,7 @@ def compare(
 
     compare_command(a, b, top=top, out=out, sink=Output(json=json_out), processes=processes,
                     target_noise=target_noise, budget_s=parse_budget(budget),
-                    same_within=same_within)
+                    same_within=same_within, trust_model=trust_model)
 
 
 @app.command()
@@ -488,6 +494,10 @@ def advise(
         False, "--resume", help="With --try: keep the cells that finished before, run the rest."),
     runs_dir: Path = typer.Option(Path("runs"), help="Where advise_<run>/ goes."),
     tb_dir: Path = typer.Option(Path("tb_logs"), help="Where its traces go."),
+    trust_model: bool = typer.Option(
+        False, "--trust-model", help="With --try: import the package.module:function model a "
+        "result.json names even when its module is not the file the run recorded (path and "
+        "SHA-256), or the run recorded none: that code is imported and run."),
     json_out: bool = typer.Option(False, "--json", help="Print the advice, the plan and what "
                                   "was measured as JSON."),
 ) -> None:
@@ -510,7 +520,7 @@ def advise(
 
     _exit(advise_command(target, try_them=try_them, budget=budget, max_cells=max_cells,
                          processes=processes, resume=resume, runs_dir=runs_dir, tb_dir=tb_dir,
-                         sink=Output(json=json_out)))
+                         trust_model=trust_model, sink=Output(json=json_out)))
 
 
 @app.command()

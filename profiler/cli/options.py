@@ -112,6 +112,8 @@ def _annotation(field_type, spec: CliOption) -> Any:
     that --help lists them and shell completion offers them."""
     if isinstance(spec.choices, tuple):
         return Literal[spec.choices]
+    if spec.parse is not None:  # text the declaration turns into the value (--budget 5m)
+        return Optional[str]
     args = [a for a in typing.get_args(field_type) if a is not type(None)]
     if args:
         return Optional[args[0]]
@@ -169,10 +171,15 @@ def run_options(*, skip: tuple[str, ...] = (), defaults: dict | None = None,
                for p in inspect.signature(command).parameters.values() if p.name != "options"]
         added = _parameters(skip, defaults, helps, lists)
         keys = {spec.key: name for name, spec in declared_options().items() if name not in skip}
+        parsers = {name: spec.parse for name, spec in declared_options().items()
+                   if name not in skip and spec.parse is not None}
 
         @functools.wraps(command)
         def wrapper(**kwargs):
             options = {keys[key]: kwargs.pop(key) for key in list(kwargs) if key in keys}
+            for name, parse in parsers.items():
+                if isinstance(options.get(name), str):
+                    options[name] = parse(options[name])
             return command(options=options, **kwargs)
 
         wrapper.__signature__ = inspect.Signature(own + added)

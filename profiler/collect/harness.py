@@ -41,7 +41,7 @@ from profiler.collect.workloads.generate import Generate
 from profiler.errors import OutOfMemory, UserError
 from profiler.fsutil import (clean_leftovers, folder_lock, is_committed, remove_bare,
                              replace_dirs, staging_dir, write_text_atomic)
-from profiler.runs import phases
+from profiler.runs import model_source, phases
 from profiler.runs.config import RunConfig
 from profiler.runs.phases import Phases
 from profiler.runs.result import GpuCompute, RunResult
@@ -367,7 +367,7 @@ def _result(config: RunConfig, backend, device, use_cuda: bool, workload: Worklo
         precision=_typed(precision_flags, runs.Precision),
         roofline_inputs=_typed(roofline_inputs, runs.RooflineInputs) if roofline_inputs else None,
         generation=None if generation is None else _typed(generation, runs.Generation),
-        gpu_state=c.timed.gpu_state)
+        gpu_state=c.timed.gpu_state, model_source=model_source.of_imported(config.model))
 
 
 def _typed(data: dict, struct: type):

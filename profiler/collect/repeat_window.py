@@ -3,7 +3,8 @@ autotuner choices, launch jitter) that one window cannot show.
 
 ``python -m profiler.collect.repeat_window`` reads JSON on stdin: one run config (a repeat of
 ``--repeat-runs``; it prints ``{"latencies_ms": [...], "gpu_ms": [...], "enqueue_ms":
-[...]}``), or ``{"cells": [{"key": K, "config": C}, ...]}`` (a round of a sweep's or compare's ``--processes``, profiler.sweep.rounds): it times
+[...]}``), or ``{"cells": [{"key": K, "config": C}, ...]}`` (a round of a sweep's or
+compare's ``--processes``, profiler.sweep.rounds): it times
 every cell in the order given, one JSON line per cell as it finishes (``{"key": K,
 "latencies_ms": [...]}``, or ``{"key": K, "error": "one line"}`` when that cell fails; the
 others still run). For each cell it builds the model, prepares the backend (a TensorRT engine
@@ -16,13 +17,12 @@ import dataclasses
 import gc
 import json
 import os
-import subprocess
 import sys
 
 import msgspec
 import torch
 
-from profiler import child_env
+from profiler import child_env, signals
 from profiler.collect import backends, cuda_graphs, gpu_time, models, timing, window
 from profiler.collect.device import set_math_flags
 from profiler.collect.workloads.base import RunContext
@@ -41,9 +41,9 @@ def child_config(config: RunConfig, iters: int, warmup: int) -> RunConfig:
 
 def one_window(child: RunConfig, what: str) -> ProcessWindow:
     """One timed window of ``child`` in a fresh process, with its GPU-time window."""
-    done = subprocess.run([sys.executable, "-m", "profiler.collect.repeat_window"],
-                          input=json.dumps(config_to_json(child)), capture_output=True,
-                          text=True, env=child_env())
+    # Ctrl-C, SIGTERM, SIGHUP (run's as_interrupts): the window's process is stopped too
+    done = signals.run_child([sys.executable, "-m", "profiler.collect.repeat_window"],
+                             input=json.dumps(config_to_json(child)), env=child_env())
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise UserError(f"{what} failed: {last}")

@@ -4,10 +4,10 @@ report/ only renders (tables, exports, figures)."""
 
 import contextlib
 import importlib.util
-import re
 import resource
 
 from profiler.errors import UserError, first_line
+from profiler.runs.config import parse_duration
 
 
 #: what a plain install lacks to run models, and how to get it
@@ -44,15 +44,7 @@ def loading_torch():
                         "ulimit -v unlimited") from None
 
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h)?\s*$", re.IGNORECASE)
-
-
 def parse_budget(text: str | None) -> float | None:
-    """--budget: seconds, or a number with s, m or h ("300", "90s", "5m", "1h")."""
-    if text is None:
-        return None
-    match = _DURATION.match(text)
-    if not match or float(match[1]) <= 0:
-        raise UserError(f"--budget takes a duration such as 300, 90s, 5m or 1h (got {text!r})")
-    unit = (match[2] or "s").lower()[0]
-    return float(match[1]) * {"s": 1, "m": 60, "h": 3600}[unit]
+    """--budget: seconds, or a number with s, m or h ("300", "90s", "5m", "1h"), as `run`
+    takes it too (profiler.runs.config.parse_duration)."""
+    return parse_duration(text, "--budget")

@@ -12,17 +12,18 @@ from profiler.errors import UserError
 
 def run(target: str, try_them: bool = False, budget: str | None = None,
         max_cells: int | None = None, processes: int | None = None, resume: bool = False,
-        runs_dir: Path = Path("runs"), tb_dir: Path = Path("tb_logs"), *, sink) -> int:
+        runs_dir: Path = Path("runs"), tb_dir: Path = Path("tb_logs"), *, sink,
+        trust_model: bool = False) -> int:
     from profiler.analysis.experiments import plan as make_plan, promise
     from profiler.analysis.run import RunAnalysis
-    from profiler.runs.config import config_from_json
+    from profiler.runs.config import check_processes, config_from_json
     from profiler.runs.samples import config_json_of
 
     budget_s = parse_budget(budget)
     if max_cells is not None and max_cells < 1:
         raise UserError(f"--max-cells must be 1 or more (got {max_cells})")
-    if processes is not None and processes < 1:
-        raise UserError(f"--processes must be 1 or more (got {processes})")
+    if processes is not None:
+        check_processes(processes)
     if not try_them and (budget or max_cells or processes or resume):
         raise UserError("--budget, --max-cells, --processes and --resume go with --try")
     side = RunAnalysis(target)
@@ -49,13 +50,20 @@ def run(target: str, try_them: bool = False, budget: str | None = None,
         return 0
     from profiler.analysis.trial import baseline_row, trial_rows
     from profiler.sweep.executors.local import visible_gpus
-    from profiler.sweep.trial import run_trial
+    from profiler.sweep.trial import check_folders, run_trial
 
     gpus = visible_gpus()
     count = processes if processes is not None else (3 if gpus else 1)
     folder = runs_dir / f"advise_{config.run_name}"
     trace_dir = tb_dir / f"advise_{config.run_name}"
     say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+    check_runs_here(config, gpus)
+    check_folders(config, plan.experiments, folder, trace_dir, resume)
+    from profiler.runs import model_source
+
+    # the cells import the model result.json names: only the file the run recorded
+    model_source.check("the run", config.model, result.model_source, trust_model, sink.note,
+                       sink.warn)
     say(f"advise --try: {len(plan.experiments)} experiment(s) for {config.run_name} beside its "
         f"re-run baseline, {count} process(es) each"
         + (f", within {budget_s:g} s" if budget_s else "")
@@ -82,6 +90,40 @@ def run(target: str, try_them: bool = False, budget: str | None = None,
         from profiler.report.trial_view import print_trial
 
         print_trial(rows, base, data, plan, sink.console)
+    return trial_exit(trial, folder)
+
+
+def check_runs_here(config, gpus: list[str]) -> None:
+    """Refuse up front, in one line, a baseline this machine cannot run (the run's own config:
+    without it no experiment has anything to be measured against)."""
+    from profiler.collect.backends import get
+
+    why = get(config.backend).unavailable_reason(bool(gpus))
+    if why:
+        raise UserError(f"advise --try re-runs the run's config, and its backend {config.backend} "
+                        f"cannot run here: {why}")
+    if config.cuda_graphs and not gpus:
+        raise UserError("advise --try re-runs the run's config, which was recorded with "
+                        "--cuda-graphs: that needs a CUDA GPU, and this machine has none")
+
+
+def trial_exit(trial, folder: Path) -> int:
+    """The exit status of a trial: 0 when the baseline and at least one experiment that ran
+    finished; else an ``error:`` line and 1 (2 when the baseline failed on a user error, as
+    `run` exits on one)."""
+    baseline, tried = trial.cells[0], [c for c in trial.cells[1:] if c.status != "not run"]
+    if baseline.status != "ok":
+        print(f"error: the baseline (the run as it is) {baseline.status}"
+              + (f": {baseline.reason}" if baseline.reason else "")
+              + f"; the experiments have nothing to be measured against, the rest were not "
+              f"run (trial.json and logs in {folder})",
+              file=sys.stderr)
+        return 2 if baseline.kind == "user-error" else 1
+    if tried and not any(c.status == "ok" for c in tried):
+        print(f"error: every experiment that ran failed (first: {tried[0].experiment.label}: "
+              f"{tried[0].reason or tried[0].status}); trial.json and logs in {folder}",
+              file=sys.stderr)
+        return 1
     return 0
 
 

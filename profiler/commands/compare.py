@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from profiler import signals
 from profiler.errors import UserError
 from profiler.analysis.run import Comparison, RunAnalysis
 from profiler.report.compare_view import print_diff, print_explanation, print_timed_headline
@@ -38,7 +39,8 @@ def describe(label: str, side: RunAnalysis) -> str:
 
 def run(a: str, b: str, top: int = 15, out: Path | None = None, *, sink,
         processes: int | None = None, target_noise: float | None = None,
-        budget_s: float | None = None, same_within: float = 2.0) -> Diff:
+        budget_s: float | None = None, same_within: float = 2.0,
+        trust_model: bool = False) -> Diff:
     """``sink``: profiler.cli.output.Output, where the tables or the --json document go.
     ``processes`` / ``target_noise``: time both configs again in fresh processes, interleaved,
     and take both verdicts and every timed figure from those windows (profiler.sweep.rounds);
@@ -52,7 +54,10 @@ def run(a: str, b: str, top: int = 15, out: Path | None = None, *, sink,
     for label, side in (("A", both.a), ("B", both.b)):
         sink.detail(describe(label, side))
     if processes is not None or target_noise is not None:
-        both.windows = fresh_windows(both, processes, target_noise, budget_s, sink.note)
+        # Ctrl-C, SIGTERM, SIGHUP: the round's process stopped, one line, 130/143/129
+        with signals.interruptible("compare", "nothing was written"):
+            both.windows = fresh_windows(both, processes, target_noise, budget_s, sink.note,
+                                         trust_model=trust_model, warn=sink.warn)
     result, timed_ab = both.diff, both.timed
     if out is not None:
         written = write_csvs(result, out)
@@ -76,8 +81,11 @@ def run(a: str, b: str, top: int = 15, out: Path | None = None, *, sink,
 
 
 def fresh_windows(both: Comparison, processes: int | None, target_noise: float | None,
-                  budget_s: float | None, say=_stderr) -> tuple[ConfigSamples, ConfigSamples]:
-    """New windows of A's and B's configs, interleaved in fresh processes (A B, B A ...)."""
+                  budget_s: float | None, say=_stderr, *, trust_model: bool = False,
+                  warn=None) -> tuple[ConfigSamples, ConfigSamples]:
+    """New windows of A's and B's configs, interleaved in fresh processes (A B, B A ...). A
+    package.module:function model is imported only from the file its run recorded, or with
+    ``trust_model`` (profiler.runs.model_source)."""
     from profiler.runs.samples import ConfigSamples, config_json_of
     from profiler.sweep import rounds
     from profiler.sweep.plan import DEFAULT_PROCESSES, check_sampling
@@ -92,10 +100,19 @@ def fresh_windows(both: Comparison, processes: int | None, target_noise: float |
     count = check_sampling(processes if processes is not None else DEFAULT_PROCESSES,
                            target_noise, budget_s, "local", None,
                            "generate" if "generate" in workloads else "forward")
+    from profiler.runs import model_source
+    from profiler.runs.config import config_from_json
+
+    for label, r in results.items():  # which code the fresh processes will import
+        model = config_from_json(config_json_of(r)).model
+        model_source.check(label, model, r.model_source, trust_model, say,
+                           warn or (lambda text: _stderr(f"warning: {text}")))
+    here = runnable_here(both, results)
     cells = {label: rounds.window_config(config_json_of(r), r.timing.iters,
                                          r.timing.warmup_iters) for label, r in results.items()}
     say(f"timing A and B again: {count} fresh process{'es' if count > 1 else ''} each, interleaved"
-        + (f", more until ±{target_noise:g} %" if target_noise else ""))
+        + (f", more until ±{target_noise:g} %" if target_noise else "")
+        + f"; here, on {here}")
     sampled = rounds.sample(cells, {}, count, say=say,
                             target_noise=None if target_noise is None else target_noise / 100,
                             budget_s=budget_s)
@@ -103,6 +120,30 @@ def fresh_windows(both: Comparison, processes: int | None, target_noise: float |
         label, why = next(iter(sampled.errors.items()))
         raise UserError(f"--processes: {label} could not be timed again: {why}")
     return sampled.merged("A", ConfigSamples()), sampled.merged("B", ConfigSamples())
+
+
+def runnable_here(both: Comparison, results: dict) -> str:
+    """This machine's device in words, once both configs can be timed on it (profiler.collect
+    .here, asked before any process starts); a config it cannot run is one line, as `run`
+    says it. A side recorded on another GPU model is named with it."""
+    from profiler.collect.here import elsewhere, refusal, this_machine
+    from profiler.commands import loading_torch
+    from profiler.runs.config import config_from_json
+    from profiler.runs.samples import config_json_of
+
+    with loading_torch():
+        here = this_machine()
+    other = []
+    for label, result in results.items():
+        gpu = (result.environment.gpu or {}).get("name")
+        why = refusal(config_from_json(config_json_of(result)), result.device, gpu, here)
+        folder = (both.a if label == "A" else both.b).run_folder
+        if why is not None:
+            raise UserError(f"cannot time {label} again here ({folder}): {why}")
+        recorded = elsewhere(result.device, gpu, here)
+        if recorded is not None:
+            other.append(f"{label} was recorded on {recorded}")
+    return here.words + (f" ({'; '.join(other)})" if other else "")
 
 
 def diff_json(result: Diff, timed_ab: dict | None, top: int,

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import msgspec
 
-from profiler.errors import UserError
+from profiler import signals
+from profiler.errors import UserError, os_error_line
 
 #: the fixed config: a GPU-bound forward with many kernels, short enough to time in a second
 GPU_DEFAULT = {"model": "resnet50", "backend": "pytorch_fp32", "bs": 8, "iters": 100}
@@ -23,13 +24,13 @@ def run(processes: int = 5, model: str | None = None, backend: str | None = None
         bs: int | None = None, iters: int | None = None, save: bool = True,
         floors_dir: Path | None = None, *, sink, command: str = "python profile.py") -> dict:
     """``sink``: profiler.cli.output.Output. Returns the floor as a dict."""
-    if processes < 2:
-        raise UserError(f"--processes must be 2 or more: the floor is the spread between "
-                        f"processes (got {processes})")
+    from profiler.runs.config import check_processes
+
+    check_processes(processes, 2, ": the floor is the spread between processes")
     from profiler.analysis.floor import floor_of, suggestions
     from profiler.collect.gpu_state import gpu_state_now, machine_settings
     from profiler.runs.config import RunConfig, config_to_json
-    from profiler.runs.noise_floor import NoiseFloor, write_floor
+    from profiler.runs.noise_floor import NoiseFloor, check_keepable, write_floor
     from profiler.sweep import rounds
     from profiler.sweep.executors.local import visible_gpus
 
@@ -40,15 +41,19 @@ def run(processes: int = 5, model: str | None = None, backend: str | None = None
             fixed[key] = value
     config = RunConfig(model=fixed["model"], backend=fixed["backend"], batch_size=fixed["bs"],
                        iters=fixed["iters"])  # validates every value in one line
+    if save:  # before the measurement, which a floor that cannot be kept would lose
+        check_keepable(floors_dir, None if on_gpu else "cpu")
     warmup = "the default" if config.timed_warmup is None else config.timed_warmup
     workload = (f"{config.model} {config.backend} bs {config.batch_size}, {config.iters} "
                 f"iterations after {warmup} warm-up")
     say = sink.note
     say(f"noise floor: {workload}, in {processes} fresh processes")
     before = gpu_state_now()
-    sampled = rounds.sample({"noise": rounds.window_config(
-        config_to_json(config), config.iters, config.timed_warmup or 0)}, {}, processes,
-        say=say)
+    # Ctrl-C, SIGTERM, SIGHUP: the round's process stopped, one line, 130/143/129
+    with signals.interruptible("noise", "no floor was kept"):
+        sampled = rounds.sample({"noise": rounds.window_config(
+            config_to_json(config), config.iters, config.timed_warmup or 0)}, {}, processes,
+            say=say)
     after = gpu_state_now()
     if sampled.errors:
         raise UserError(f"noise: the fixed config failed: {sampled.errors['noise']}")
@@ -65,14 +70,24 @@ def run(processes: int = 5, model: str | None = None, backend: str | None = None
         sm_clock_mhz=clocks, throttle_reasons=sorted({r for s in (before, after)
                                                        for r in s.throttle_reasons}),
         settings=settings, suggestions=tips, **figures)
-    path = write_floor(floor, floors_dir) if save else None
+    path, unkept = None, None
+    if save:
+        try:
+            path = write_floor(floor, floors_dir)
+        except (OSError, UserError) as error:  # shown all the same, then one line says why
+            unkept = error if isinstance(error, UserError) else UserError(
+                f"the floor was measured but not kept in the noise-floor folder: "
+                f"{os_error_line(error)}")
     state = {"before": before.line(), "after": after.line()}
     if sink.json:
         sink.document("noise", {"floor": msgspec.to_builtins(floor),
                                 "saved_to": None if path is None else str(path),
                                 "gpu_state": state})
-        return msgspec.to_builtins(floor)
-    from profiler.report.noise_view import print_floor
+    else:
+        from profiler.report.noise_view import print_floor
 
-    print_floor(floor, path, state, sink.console)
+        print_floor(floor, path, state, sink.console,
+                    "--no-save" if unkept is None else "the error below says why")
+    if unkept is not None:
+        raise unkept
     return msgspec.to_builtins(floor)

@@ -71,9 +71,12 @@ def tensorboard(logdir: Path, port: int | None, bind_all: bool, sink) -> int:
 
 
 def nsys(options: dict, sink) -> int:
+    from profiler import signals
     from profiler.tools import nsys as nsys_tool
 
-    result = nsys_tool.run(options, echo=sink.note)
+    # Ctrl-C, SIGTERM, SIGHUP: nsys and the run under it stopped, one line, 130/143/129
+    with signals.interruptible("nsys", "no report was kept"):
+        result = nsys_tool.run(options, echo=sink.note)
     _print_nsys(result, sink.line)
     return 1 if result.get("stats_error") else 0
 
@@ -95,10 +98,13 @@ def _print_nsys(result: dict, echo) -> None:
 
 def ncu(options: dict, top: int, step: int | None, launch_count: int, reuse: bool,
         chip: str | None, sink) -> int:
+    from profiler import signals
     from profiler.tools import ncu as ncu_tool
 
-    result = ncu_tool.run(options, top=top, step=step, launch_count=launch_count, reuse=reuse,
-                          chip=chip, echo=sink.note)
+    # Ctrl-C, SIGTERM, SIGHUP: ncu and the run under it stopped, one line, 130/143/129
+    with signals.interruptible("ncu", "no report was kept"):
+        result = ncu_tool.run(options, top=top, step=step, launch_count=launch_count,
+                              reuse=reuse, chip=chip, echo=sink.note)
     _print_ncu(result, top, sink)
     return 0
 

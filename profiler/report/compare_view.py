@@ -351,7 +351,7 @@ def _design(verdict: dict) -> str:
         return f"paired over {verdict.get('pairs')} rounds"
     if design == "floor" or (design is None and floor is not None):
         source = ("this machine's, measured by `noise`" if verdict.get("floor_source") == "given"
-                  else "a default: `noise` has not measured this machine")
+                  else "a default: no usable floor measured by `noise` here")
         return f"one process on a side; between-process spread taken as {100 * floor:.1f} %, " \
                f"{source}"
     return "unpaired"

@@ -10,7 +10,9 @@ from rich.markup import escape
 from profiler.runs.noise_floor import NoiseFloor
 
 
-def print_floor(floor: NoiseFloor, path: Path | None, state: dict, console: Console) -> None:
+def print_floor(floor: NoiseFloor, path: Path | None, state: dict, console: Console,
+                unkept: str = "--no-save") -> None:
+    """``unkept``: why the floor was not kept, when ``path`` is None."""
     p50s = ", ".join(f"{v:.3f}" for v in floor.p50_ms)
     lines = [
         f"[b]Noise floor of {escape(floor.gpu)} on {escape(floor.host)}[/b] "
@@ -28,7 +30,7 @@ def print_floor(floor: NoiseFloor, path: Path | None, state: dict, console: Cons
         "[b]What would lower it[/b] (nothing was changed):",
         *(f"  - {escape(tip)}" for tip in floor.suggestions),
         (f"kept in {escape(str(path))}: compare and sweep use it for runs of one process"
-         if path else "not kept (--no-save)"),
+         if path else f"not kept ({escape(unkept)})"),
     ]
     for line in lines:
         console.print(line, highlight=False, soft_wrap=True)

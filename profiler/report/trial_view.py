@@ -127,7 +127,8 @@ def print_trial(rows, base: dict, trial: dict, plan, console: Console) -> None:
                       highlight=False)
     for rule, why in plan.without.items():
         console.print(f"{rule}: no experiment ({escape(why)})", highlight=False)
-    stopped = {"budget": "the time budget ran out", "cells": "--max-cells was reached"}
+    stopped = {"budget": "the time budget ran out", "cells": "--max-cells was reached",
+               "baseline": "the baseline failed"}
     if trial.get("stopped_by"):
         console.print(f"[yellow]note:[/] {stopped[trial['stopped_by']]}: the cells marked "
                       "'not run' were not tried (continue with --resume)", highlight=False)

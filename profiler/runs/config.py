@@ -23,6 +23,9 @@ MAX_SIDE = 2 ** 16  # --image-size, --seq-len, --src-len, --prompt-len, --max-ne
 MAX_COUNT = 2 ** 31  # --iters, --active, --repeat, --wait, --warmup ...
 MAX_SECONDS = 10 ** 6  # --min-time (11 days)
 MAX_SEED = 2 ** 63 - 1  # a seed is a C long long in torch: -2**63 to 2**63 - 1
+#: fresh processes one command may time (--processes of compare, sweep, advise and noise;
+#: --repeat-runs): each takes seconds to minutes, so beyond it a count is a typo
+MAX_PROCESSES = 1000
 
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 MEMORY_FORMATS = ("auto", "channels_last", "contiguous")
@@ -59,6 +62,35 @@ def run_name(backend: str, batch_size: int, model: str = DEFAULT_MODEL,
     base = base if model == DEFAULT_MODEL else f"{base}_{model_slug(model)}"
     base = f"{base}_gen" if workload == "generate" else base
     return f"{base}{CUDA_GRAPHS_TAG}" if cuda_graphs else base
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h)?\s*$", re.IGNORECASE)
+
+
+def parse_duration(text: str | None, flag: str = "--budget") -> float | None:
+    """A duration in seconds from seconds, or a number with s, m or h ("300", "90s", "5m",
+    "1h"): what every --budget takes; more than 0 and at most MAX_SECONDS."""
+    if text is None:
+        return None
+    match = _DURATION.match(str(text))
+    if not match or float(match[1]) <= 0:
+        raise UserError(f"{flag} takes a duration such as 300, 90s, 5m or 1h (got {text!r})")
+    seconds = float(match[1]) * {"s": 1, "m": 60, "h": 3600}[(match[2] or "s").lower()[0]]
+    if seconds > MAX_SECONDS:
+        raise UserError(f"{flag} must be at most {MAX_SECONDS} seconds (got {text!r})")
+    return seconds
+
+
+def check_processes(value: int, least: int = 1, why: str = "",
+                    flag: str = "--processes") -> int:
+    """A count of fresh processes: at least ``least`` (``why``: the reason, said with it), at
+    most MAX_PROCESSES."""
+    if value < least:
+        raise UserError(f"{flag} must be {least} or more{why} (got {value})")
+    if value > MAX_PROCESSES:
+        raise UserError(f"{flag} {value} is too large (at most {MAX_PROCESSES}: each one is a "
+                        "fresh process)")
+    return value
 
 
 def check_path_component(value: str, what: str) -> str:
@@ -102,6 +134,8 @@ class CliOption:
     # a sweep takes a comma-separated list of values: one cell per value, its folder name
     # ending in _<axis><value> (e.g. _new16 for --max-new-tokens 16)
     axis: str | None = None
+    # the flag takes text that this turns into the field's value (--budget: "5m" -> 300.0)
+    parse: Callable[[str], object] | None = None
 
     @property
     def key(self) -> str:
@@ -119,14 +153,15 @@ class CliOption:
 
 def option(default, help: str, *, flag: str | None = None, short: str | None = None,
            panel: str | None = None, choices=None, envvar: str | None = None,
-           resumable: bool = False, axis: str | None = None):
+           resumable: bool = False, axis: str | None = None, parse=None):
     """A RunConfig field with its CLI declaration. ``flag`` defaults to the field's name in
     kebab case (booleans: ``--x`` when off by default, ``--x/--no-x`` when on); set it when the
     flag is named otherwise (``--bs`` for batch_size). ``axis``: a sweep takes a list of values
-    of this option, one cell per value, named with this tag."""
+    of this option, one cell per value, named with this tag. ``parse``: the flag takes text,
+    turned into the value by this (a UserError when it is none)."""
     declaration = {"flag": flag, "short": short, "help": help, "panel": panel,
                    "choices": choices, "envvar": envvar, "resumable": resumable, "default": default,
-                   "axis": axis}
+                   "axis": axis, "parse": parse}
     return field(default=default, metadata={CLI: declaration})
 
 
@@ -136,7 +171,8 @@ def _declare(name: str, raw: dict) -> CliOption:
         flag = f"{flag}/--no-{flag[2:]}"
     flags = (flag, raw["short"]) if raw["short"] else (flag,)
     return CliOption(flags=flags, help=raw["help"], panel=raw["panel"], choices=raw["choices"],
-                     envvar=raw["envvar"], resumable=raw["resumable"], axis=raw["axis"])
+                     envvar=raw["envvar"], resumable=raw["resumable"], axis=raw["axis"],
+                     parse=raw["parse"])
 
 
 @dataclass(frozen=True)
@@ -201,8 +237,9 @@ class RunConfig:
         "the window, then more windows in fresh processes (at least 3), or until --budget "
         "runs out (with --repeat-runs K, at least K processes); the run says what it "
         "reached.", panel=PANEL_TIMING)
-    budget: float | None = option(None, "Seconds --target-noise may sample for (default 60).",
-                                  panel=PANEL_TIMING)
+    budget: float | None = option(None, "How long --target-noise may sample for (300, 90s, 5m, "
+                                  "1h; default 60 s).", panel=PANEL_TIMING,
+                                  parse=parse_duration)
     # where results go
     name: str | None = option(None, "Suffix for the run folder: <backend>_bs<N>_<name>.",
                               panel=PANEL_OUTPUT)
@@ -270,7 +307,8 @@ class RunConfig:
                             f"(at most {MAX_BATCH_SIZE})")
         sides = ("--image-size", "--seq-len", "--src-len", "--prompt-len", "--max-new-tokens")
         for flag, value in positive.items():
-            limit = MAX_SIDE if flag in sides else MAX_COUNT if flag != "--bs" else None
+            limit = MAX_SIDE if flag in sides else MAX_PROCESSES if flag == "--repeat-runs" \
+                else MAX_COUNT if flag != "--bs" else None
             if limit is not None and value > limit:
                 raise UserError(f"{flag} {value} is too large (at most {limit})")
         if not -MAX_SEED - 1 <= self.seed <= MAX_SEED:

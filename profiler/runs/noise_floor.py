@@ -6,12 +6,16 @@ records the floor known when it ran."""
 
 from __future__ import annotations
 
+import os
 import re
+import tempfile
 from pathlib import Path
 
 import msgspec
 
-from profiler.fsutil import write_bytes_atomic
+from profiler import notices
+from profiler.errors import UserError, first_line
+from profiler.fsutil import read_small, refuse_non_regular, write_bytes_atomic
 from profiler.runs.layout import noise_dir
 
 
@@ -46,6 +50,31 @@ def floor_path(gpu: str, folder: Path | None = None) -> Path:
     return (noise_dir() if folder is None else folder) / f"{_slug(gpu)}.json"
 
 
+def check_keepable(folder: Path | None = None, gpu: str | None = None) -> Path:
+    """The noise-floor folder, made if need be and checked writable (a file created and
+    removed in it), and ``gpu``'s floor file in it checked replaceable (a regular file or
+    nothing): what `noise` asks before it measures. A UserError naming the folder otherwise."""
+    folder = noise_dir() if folder is None else Path(folder)
+    fix = ("; set INFER_PROFILER_CACHE or XDG_CACHE_HOME to a folder of yours, or pass "
+           "--no-save")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        descriptor, probe = tempfile.mkstemp(prefix=".probe-", dir=folder)
+        os.close(descriptor)
+        os.unlink(probe)
+    except OSError as error:
+        raise UserError(f"the noise-floor folder {folder} cannot be written "
+                        f"({error.strerror or type(error).__name__}): the floor could not be "
+                        f"kept{fix}") from None
+    if gpu:
+        try:
+            refuse_non_regular(floor_path(gpu, folder))
+        except UserError as error:
+            raise UserError(f"the noise floor cannot be kept in the noise-floor folder: {error}"
+                            f"{fix}") from None
+    return folder
+
+
 def write_floor(floor: NoiseFloor, folder: Path | None = None) -> Path:
     path = floor_path(floor.gpu, folder)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -53,12 +82,59 @@ def write_floor(floor: NoiseFloor, folder: Path | None = None) -> Path:
     return path
 
 
+#: the between-process CVs a floor may be: above 0 (a floor of 0 would call any difference
+#: real) and at most 10 (1000 %); beyond them the value is no spread `noise` measured
+MAX_FLOOR_CV = 10.0
+#: the largest floor file read (one is about 2 KiB)
+MAX_FLOOR_BYTES = 1 << 20
+#: what stands in for a floor that cannot be used, in the notes that say so
+DEFAULT_STANDS_IN = "the figure's default floor stands in"
+
+
+def floor_problem(value) -> str | None:
+    """Why ``value`` cannot be a between-process CV (not a number, not finite, not above 0,
+    beyond MAX_FLOOR_CV); None when it can."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"{value!r} is not a number"
+    if not 0 < value <= MAX_FLOOR_CV:  # NaN fails it too
+        return f"{value:g} is not a spread above 0 and at most {MAX_FLOOR_CV:g}"
+    return None
+
+
+def usable_floor(floor: NoiseFloor, source: str) -> NoiseFloor | None:
+    """``floor`` with each between-process CV that cannot be one (``floor_problem``) left out,
+    one note each naming ``source``; None when its latency spread cannot be used."""
+    why = floor_problem(floor.between_process_cv)
+    if why is not None:
+        notices.note(f"{source}: the noise floor's between_process_cv {why}: ignored, "
+                     f"{DEFAULT_STANDS_IN}")
+        return None
+    gpu = floor.gpu_time_between_process_cv
+    if gpu is not None and (why := floor_problem(gpu)) is not None:
+        notices.note(f"{source}: the noise floor's gpu_time_between_process_cv {why}: "
+                     f"ignored, {DEFAULT_STANDS_IN}")
+        return msgspec.structs.replace(floor, gpu_time_between_process_cv=None)
+    return floor
+
+
 def read_floor(gpu: str | None, folder: Path | None = None) -> NoiseFloor | None:
-    """The floor measured for this GPU model, or None (never measured, or unreadable)."""
+    """The floor measured for this GPU model, or None: never measured, or a file that does not
+    read or holds a spread that is none (one note each, profiler.notices: the figure's default
+    floor stands in)."""
     if not gpu:
         return None
     path = floor_path(gpu, folder)
-    try:
-        return msgspec.json.decode(path.read_bytes(), type=NoiseFloor)
-    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+    if not os.path.lexists(path):
         return None
+    try:  # a regular file of a floor's size: never a FIFO, which would hang
+        data = read_small(path, MAX_FLOOR_BYTES, "noise floor")
+    except UserError as error:
+        notices.note(f"{error} (the floor kept for {gpu}): {DEFAULT_STANDS_IN}")
+        return None
+    try:
+        floor = msgspec.json.decode(data, type=NoiseFloor)
+    except (msgspec.DecodeError, msgspec.ValidationError) as error:
+        notices.note(f"{path}: the noise floor kept for {gpu} is damaged ({first_line(error)}):"
+                     f" ignored, {DEFAULT_STANDS_IN}; `noise` measures it again")
+        return None
+    return usable_floor(floor, str(path))

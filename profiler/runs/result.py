@@ -21,6 +21,7 @@ from profiler.errors import UserError
 from profiler.fsutil import write_text_atomic
 from profiler.runs.gpu_record import GpuState
 from profiler.runs.layout import LATENCY_CSV, RESULT_FILE
+from profiler.runs.model_source import ModelSource
 
 #: 1: the dict the harness wrote until the contract was typed (no profile.capture in the
 #: earliest runs); 2: the same keys, written from RunResult
@@ -389,6 +390,9 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
     # around the timed window, or why not (profiler.collect.gpu_state); absent in runs recorded
     # before it was
     gpu_state: GpuState | None = None
+    #: a package.module:function model's module file and its SHA-256, as the run imported it
+    #: (profiler.runs.model_source; absent for a built-in model and in runs recorded before)
+    model_source: ModelSource | None = None
 
     @property
     def run_dir(self) -> Path:
@@ -463,7 +467,7 @@ def result_to_dict(result: RunResult) -> dict:
         if key == "backend":
             ordered["backend"] = _backend_to_json(result.backend)
             ordered["artifacts"] = sorted(result.backend.artifacts)
-        elif key in ("memory", "gpu_state") and value is None:  # not recorded: no key, as before
+        elif key in ("memory", "gpu_state", "model_source") and value is None:  # no key, as before
             continue
         elif key == "trace" and value.get("untraced_kernels") is None:  # not recorded: no key
             ordered[key] = {k: v for k, v in value.items() if k != "untraced_kernels"}

@@ -29,7 +29,8 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
-from profiler.errors import UserError
+from profiler import notices
+from profiler.errors import UserError, first_line
 from profiler.fsutil import write_text_atomic
 from profiler.runs.layout import LATENCY_CSV, PROCESSES_CSV, RESULT_FILE
 from profiler.runs.result import RepeatSpread, RunResult, latency_csv_of, read_result, \
@@ -183,22 +184,56 @@ def processes_text(samples: ConfigSamples) -> str:
     return out.getvalue()
 
 
+#: the times a sample file may hold (ms): from 1 ns to one day. Beyond them a value is no time
+#: this tool measured (a damaged or edited file), and a ratio or mean of two would overflow
+MIN_TIME_MS, MAX_TIME_MS = 1e-6, 86_400_000.0
+#: the longest text a field of a sample file may hold (a float's repr, a GPU's UUID, a round)
+MAX_FIELD_CHARS = 256
+#: relative difference between a process's median in processes.csv and result.json's record
+#: of it beyond which the two files describe different windows
+SAME_MEDIAN = 1e-4
+
+
 def _number(text: str | None) -> float | None:
     if text is None or text == "":
         return None
+    if len(text) > MAX_FIELD_CHARS:
+        raise ValueError(f"a field of {len(text)} characters is not a time")
     value = float(text)
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{text!r} is not a positive time")
+    if not MIN_TIME_MS <= value <= MAX_TIME_MS:  # NaN fails it too
+        raise ValueError(f"{text!r} is not a time in ms (from {MIN_TIME_MS:g} to "
+                         f"{MAX_TIME_MS:g})")
     return value
+
+
+def _checked(row: dict) -> dict:
+    """A row of a sample file, refused when it holds more fields than the header names or a
+    field longer than MAX_FIELD_CHARS."""
+    if None in row:
+        raise ValueError("a row holds more fields than the header names")
+    for column, text in row.items():
+        if text is not None and len(text) > MAX_FIELD_CHARS:
+            raise ValueError(f"its {column} field is {len(text)} characters long")
+    return row
+
+
+def _why(error: BaseException) -> str:
+    name = "csv.Error" if isinstance(error, csv.Error) else type(error).__name__
+    return f"{name}: {first_line(error)}"
 
 
 def read_samples(path: Path) -> ConfigSamples:
     """processes.csv -> the config's samples, in process order (files written before the
-    gpu_ms, enqueue_ms, round and pilot columns read with those empty)."""
+    gpu_ms, enqueue_ms, round and pilot columns read with those empty). A file that is no
+    processes.csv (no process or latency_ms column, a value that is no time, a field too long,
+    bytes that are not text) is a UserError naming it."""
     rows: dict[int, dict] = {}
     try:
         with open(path, newline="") as handle:
-            for row in csv.DictReader(handle):
+            reader = csv.DictReader(handle)
+            if not {"process", "latency_ms"} <= set(reader.fieldnames or ()):
+                raise ValueError("no process and latency_ms columns")
+            for row in map(_checked, reader):
                 process = rows.setdefault(int(row["process"]), {
                     "latency_ms": [], "gpu_ms": [], "enqueue_ms": [],
                     "gpu": row.get("gpu") or None, "round": row.get("round") or None,
@@ -207,9 +242,8 @@ def read_samples(path: Path) -> ConfigSamples:
                     value = _number(row.get(column))
                     if value is not None:
                         process[column].append(value)
-    except (OSError, KeyError, ValueError, TypeError) as error:
-        raise UserError(f"{path}: not a processes.csv ({type(error).__name__}: {error})") \
-            from None
+    except (OSError, KeyError, ValueError, TypeError, csv.Error) as error:
+        raise UserError(f"{path}: not a processes.csv ({_why(error)})") from None
     return ConfigSamples(tuple(
         ProcessWindow(tuple(r["latency_ms"]), tuple(r["gpu_ms"]), tuple(r["enqueue_ms"]),
                       r["gpu"], r["round"], r["pilot"])
@@ -222,27 +256,59 @@ def read_latency_csv(path: Path) -> list[float]:
 
 
 def read_own_window(path: Path, gpu: str | None = None) -> ProcessWindow:
-    """A run's latency.csv as one process (its gpu_ms and enqueue_ms columns where written)."""
+    """A run's latency.csv as one process (its gpu_ms and enqueue_ms columns where written); a
+    UserError naming it when it is no latency.csv (as read_samples)."""
     columns: dict[str, list[float]] = {"latency_ms": [], "gpu_ms": [], "enqueue_ms": []}
-    with open(path, newline="") as handle:
-        for row in csv.DictReader(handle):
-            for column, values in columns.items():
-                value = _number(row.get(column))
-                if value is not None:
-                    values.append(value)
+    try:
+        with open(path, newline="") as handle:
+            for row in map(_checked, csv.DictReader(handle)):
+                for column, values in columns.items():
+                    value = _number(row.get(column))
+                    if value is not None:
+                        values.append(value)
+    except (ValueError, TypeError, csv.Error) as error:
+        raise UserError(f"{path}: not a latency.csv ({_why(error)})") from None
     return ProcessWindow(tuple(columns["latency_ms"]), tuple(columns["gpu_ms"]),
                          tuple(columns["enqueue_ms"]), gpu)
+
+
+def contradiction(samples: ConfigSamples, result: RunResult) -> str | None:
+    """How processes.csv's windows contradict result.json's record of them (the number of
+    processes and each one's p50 in timing.noise.repeat_runs; without it, one process whose
+    median is timing.p50_ms); None when they agree."""
+    spread = result.timing.noise.repeat_runs if result.timing.noise is not None else None
+    medians = samples.medians("latency")
+    count = spread.runs if spread is not None else 1
+    if len(medians) != count:
+        return (f"it holds {len(medians)} process(es), result.json records {count}"
+                + ("" if spread is not None else " (no repeat_runs)"))
+    recorded = list(spread.p50_ms) if spread is not None else [result.timing.p50_ms]
+    for index, (mine, theirs) in enumerate(zip(medians, recorded)):
+        if theirs is None or not math.isclose(mine, theirs, rel_tol=SAME_MEDIAN):
+            return (f"process {index}'s median is {mine:.6g} ms, result.json records "
+                    f"{theirs if theirs is None else format(theirs, '.6g')} ms")
+    return None
 
 
 def config_samples(result: RunResult, result_json: Path | None = None,
                    gpu: str | None = None) -> ConfigSamples:
     """Every timed process of the run's config: processes.csv where the run has one, else its
     latency.csv as a single process (on ``gpu`` when given); empty when neither file is
-    there."""
+    there. A processes.csv that does not read, or that contradicts result.json
+    (``contradiction``), is not used: one warning (profiler.notices) says so, and the run's own
+    window stands in."""
     if result_json is not None:
-        samples = Path(result_json).parent / PROCESSES_CSV
-        if samples.is_file():
-            return read_samples(samples)
+        path = Path(result_json).parent / PROCESSES_CSV
+        if path.is_file():
+            try:
+                samples = read_samples(path)
+                why = contradiction(samples, result)
+            except UserError as error:
+                why = str(error).removeprefix(f"{path}: ")
+            if why is None:
+                return samples
+            notices.warn(f"{path} is not used: {why}; the verdicts take the run's own timed "
+                         "window (latency.csv) instead")
     latency = latency_csv_of(result, result_json)
     if latency is None:
         return ConfigSamples()

@@ -30,6 +30,7 @@ from typing import Any
 
 import msgspec
 
+from profiler import notices
 from profiler.errors import OutOfMemory, UserError, first_line, os_error_line
 from profiler.runs.config import RunConfig, config_from_json, run_argv
 from profiler.runs.manifest import FAILED, INTERRUPTED, OK, OOM, TIMEOUT
@@ -154,8 +155,8 @@ def _run(config: RunConfig) -> tuple[str, str | None, int]:
     from profiler.collect import harness
     from profiler.report import run_view
 
-    try:
-        with _interruptible():
+    try:  # the notes `run` says (a damaged noise floor), in its words
+        with _interruptible(), notices.told(lambda line: print(line, file=sys.stderr)):
             result = harness.run(config)
         run_view.print_result(result)
         return "ok", None, 0

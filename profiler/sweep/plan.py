@@ -33,7 +33,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import re
+import stat
 import sys
 import time
 from dataclasses import dataclass, field, fields
@@ -44,10 +46,10 @@ from profiler.sweep import executors, rounds
 from profiler import runs
 from profiler import signals
 from profiler.sweep.cell import CellJob, CellOutcome
-from profiler.runs.config import (RunConfig, check_path_component, config_to_json, keyed,
-                                  run_name, run_options, unkeyed)
+from profiler.runs.config import (RunConfig, check_path_component, check_processes,
+                                  config_to_json, keyed, run_name, run_options, unkeyed)
 from profiler.errors import Interrupted, UserError, os_error_line
-from profiler.fsutil import clean_leftovers, folder_lock
+from profiler.fsutil import MARKER, clean_leftovers, folder_lock, is_ours
 from profiler.runs.layout import MANIFEST
 from profiler.runs.manifest import (FAILED, INTERRUPTED, OK, RUNNING, SweepCell, SweepManifest,
                                     axis_options, axis_values, cell_label, cell_name,
@@ -279,8 +281,8 @@ DEFAULT_PROCESSES = DEFAULT_PROCESSES_GPU
 def check_sampling(processes: int | None, target_noise: float | None, budget_s: float | None,
                    executor: str, gpus: list[str] | None, workload: str) -> int:
     """--processes, --target-noise and --budget checked; the number of processes per cell."""
-    if processes is not None and processes < 1:
-        raise UserError(f"--processes must be 1 or more (got {processes})")
+    if processes is not None:
+        check_processes(processes)
     if target_noise is not None and not 0 < target_noise < 100:
         raise UserError(f"--target-noise is a percentage between 0 and 100 (got {target_noise:g})")
     if budget_s is not None and not budget_s > 0:
@@ -329,6 +331,7 @@ def _parse_gpus(text: str | None, executor: str) -> list[str] | None:
 def start_manifest(p: SweepPlan) -> SweepManifest:
     """A fresh manifest, or the resumed one with this invocation's grid; refuses a sweep folder
     that exists without --resume, or that holds another model or other options."""
+    check_sweep_folders(p)
     existing = p.sweep_dir.exists() and any(p.sweep_dir.iterdir())
     manifest = None
     if existing:
@@ -354,6 +357,42 @@ def start_manifest(p: SweepPlan) -> SweepManifest:
                                   SweepCell(backend=backend, batch_size=batch_size,
                                             axis=axis or None))
     return manifest
+
+
+def check_sweep_folders(p: SweepPlan) -> None:
+    """A sweep writes only into folders it made: refused in one line, before anything is
+    written, a file or symlink at the sweep's or its traces' place, a cell's folder in the sweep
+    that this tool did not make (no marker, no result.json), and a trace folder holding
+    anything but cells' trace folders (folders this tool made, or, resuming, folders of the
+    cells its manifest lists: a sweep copied without its hidden files)."""
+    how = ("a sweep writes only into folders it made; move it away, or pass --name for another "
+           "sweep")
+    for path in (p.sweep_dir, p.trace_dir):
+        if os.path.lexists(path) and not stat.S_ISDIR(os.lstat(path).st_mode):
+            raise UserError(f"{path} exists and is not a folder (a file or a symlink): {how}")
+    names = [_plan_cell_name(p, backend, size, axis) for backend, size, axis in p.cells]
+    for name in names:
+        cell = p.sweep_dir / name
+        if os.path.lexists(cell) and not (stat.S_ISDIR(os.lstat(cell).st_mode) and (
+                is_ours(cell) or (cell / runs.RESULT_FILE).is_file())):
+            raise UserError(f"{cell} was not made by this tool (no {MARKER} marker): a sweep "
+                            "never replaces it; move it away")
+    try:
+        manifest = read_manifest(p.sweep_dir) if p.resume else None
+    except UserError:  # a damaged one: start_manifest refuses it
+        manifest = None
+    listed = set(manifest.cells) if manifest is not None else set()
+    try:
+        foreign = sorted(e.name for e in p.trace_dir.iterdir()
+                         if not e.name.startswith(".") and not is_ours(e) and not (
+                             e.name in listed and stat.S_ISDIR(os.lstat(e).st_mode)))
+    except FileNotFoundError:
+        foreign = []
+    except OSError as error:
+        raise UserError(f"cannot read {p.trace_dir}: {error.strerror}") from None
+    if foreign:
+        raise UserError(f"{p.trace_dir} holds {foreign[0]!r}, which this tool did not make (no "
+                        f"{MARKER} marker): {how}")
 
 
 def is_done(sweep_dir: Path, cell: SweepCell, name: str, trace_dir: Path | None = None) -> bool:

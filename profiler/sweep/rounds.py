@@ -34,11 +34,11 @@ from typing import Callable
 
 import msgspec
 
-from profiler import child_env
+from profiler import child_env, signals
 from profiler.analysis.sampling import (BUDGET, MIN_SAMPLES, REACHED, UNREACHABLE, Stop,
                                        processes_needed, stopping_rule)
 from profiler.errors import UserError
-from profiler.runs.config import config_from_json, config_to_json
+from profiler.runs.config import check_processes, config_from_json, config_to_json
 from profiler.runs.samples import ConfigSamples, ProcessWindow, window_of
 from profiler.sweep.schedule import interleaved
 
@@ -61,10 +61,9 @@ def run_round(cells: list[tuple[str, dict]], timeout_s: float | None = None
     """One fresh process timing ``cells`` ((key, config JSON)) in order: key -> its record
     (``latencies_ms``, ``device``), or the one-line reason the cell gave none."""
     asked = {"cells": [{"key": key, "config": config} for key, config in cells]}
-    try:
-        done = subprocess.run([sys.executable, *CHILD], input=json.dumps(asked),
-                              capture_output=True, text=True, env=child_env(),
-                              timeout=timeout_s)
+    try:  # Ctrl-C, SIGTERM, SIGHUP: the round's process is stopped, not left running
+        done = signals.run_child([sys.executable, *CHILD], input=json.dumps(asked),
+                                 env=child_env(), timeout=timeout_s)
         stdout, stderr, code = done.stdout, done.stderr, done.returncode
     except subprocess.TimeoutExpired as expired:
         stdout = expired.stdout.decode() if isinstance(expired.stdout, bytes) else \
@@ -134,8 +133,7 @@ def sample(cells: dict[str, dict], have: dict[str, ConfigSamples], processes: in
     only those (choosing the count on the samples that are judged would let the noise decide
     when to stop). ``on_round(sampled so far)`` after every round, for recording as they come
     (nothing lost on Ctrl-C). ``gpu``: the GPU the rounds run on, recorded per window."""
-    if processes < 1:
-        raise UserError(f"--processes must be 1 or more (got {processes})")
+    check_processes(processes)
     if target_noise is not None and not 0 < target_noise < 1:
         raise UserError(f"--target-noise must be a percentage between 0 and 100 (got "
                         f"{100 * target_noise:g})")

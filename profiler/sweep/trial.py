@@ -11,13 +11,24 @@ speedup has a verdict over processes. A cell's numerics are checked by its run a
 eager reference, as every run's are.
 
 Layout: ``<runs-dir>/advise_<run>/`` holds each cell's run folder (``<backend>_bs<N>_<change>``),
-``logs/`` and ``trial.json`` (what ran, how it ended, how long); traces go to
-``<tb-dir>/advise_<run>/``. ``resume``: cells with a result.json are kept, the others run.
-Never imports torch."""
+``logs/`` (the cells' and the workers' logs) and ``trial.json`` (what ran, how it ended, how
+long); traces go to ``<tb-dir>/advise_<run>/``. ``resume``: cells with a result.json are kept,
+the others run. A baseline that fails stops the trial: the experiments would have nothing to be
+measured against.
+
+Ownership (check_trial_folders): both trial folders are this tool's, as a run's folders are: a
+real folder (never a symlink) holding the marker file (profiler.fsutil.MARKER), made by the
+trial; an empty folder is taken and marked. A trial folder of an older version (trial.json, no
+marker) is taken back on --resume. Anything else there (a folder of the user's, a sweep, a run,
+a symlink, a cell's folder without the marker) is refused in one line before anything is
+written. Never imports torch."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,9 +36,10 @@ from pathlib import Path
 from profiler.analysis.experiments import Experiment
 from profiler import signals
 from profiler.errors import Interrupted, UserError
-from profiler.fsutil import clean_leftovers, folder_lock, write_json_atomic
+from profiler.fsutil import (MARKER, clean_leftovers, folder_lock, is_ours, read_small,
+                             write_json_atomic, write_text_atomic)
 from profiler.runs.config import RunConfig, config_to_json
-from profiler.runs.layout import RESULT_FILE
+from profiler.runs.layout import MANIFEST, RESULT_FILE, check_separate_roots
 from profiler.runs.result import try_read_result
 from profiler.runs.samples import config_json_of, config_samples, record_processes
 from profiler.sweep import executors, rounds
@@ -48,6 +60,7 @@ class TrialCell:
     status: str = "not run"       # ok, failed, oom, timeout, interrupted, not run
     reason: str | None = None
     elapsed_s: float | None = None
+    kind: str | None = None       # how it ended, typed (profiler.sweep.cell.KINDS)
 
 
 @dataclass
@@ -57,7 +70,8 @@ class Trial:
     cells: list[TrialCell]
     wall_s: float = 0.0
     processes: int = 1
-    stopped_by: str | None = None  # "budget", "cells", or None when every cell ran
+    #: "budget", "cells", "baseline" (it failed), or None when every cell ran
+    stopped_by: str | None = None
     rounds_s: float = 0.0
 
     def to_dict(self) -> dict:
@@ -66,7 +80,8 @@ class Trial:
                 "stopped_by": self.stopped_by,
                 "cells": [{"label": c.experiment.label, "changes": c.experiment.changes,
                            "rules": list(c.experiment.rules), "folder": c.folder,
-                           "status": c.status, "reason": c.reason, "elapsed_s": c.elapsed_s}
+                           "status": c.status, "reason": c.reason, "elapsed_s": c.elapsed_s,
+                           "kind": c.kind}
                           for c in self.cells]}
 
 
@@ -75,10 +90,11 @@ class _Spent(Exception):
 
 
 def cell_config(base: RunConfig, experiment: Experiment, runs_dir: Path, tb_dir: Path,
-                slug: str) -> RunConfig:
-    """The experiment's RunConfig: the run's, changed, written under the trial's folders."""
+                slug: str, replace: bool = False) -> RunConfig:
+    """The experiment's RunConfig: the run's, changed, written under the trial's folders;
+    ``replace``: the cell's folders are there, and this trial's (check_trial_folders)."""
     changes = {**experiment.changes, "runs_dir": runs_dir, "tb_dir": tb_dir, "name": slug,
-               "repeat_runs": 1, "target_noise": None, "budget": None, "replace": True}
+               "repeat_runs": 1, "target_noise": None, "budget": None, "replace": replace}
     try:
         return dataclasses.replace(base, **changes)
     except UserError as error:
@@ -90,25 +106,132 @@ def run_trial(base: RunConfig, experiments: list[Experiment], folder: Path, trac
               processes: int = DEFAULT_PROCESSES, resume: bool = False,
               gpus: list[str] | None = None, say=print) -> Trial:
     """Baseline and experiments as cells, then the rounds; see the module doc."""
-    if folder.exists() and any(folder.iterdir()) and not resume:
-        raise UserError(f"{folder} already exists: pass --resume to continue that trial, or "
-                        "remove it")
-    with folder_lock(folder, trace_dir, what="advise --try"):
+    names = check_folders(base, experiments, folder, trace_dir, resume)
+    with folder_lock(folder, trace_dir, what="trial"):
+        check_trial_folders(folder, trace_dir, names, resume)  # again: the lock is ours now
         for f in (folder, trace_dir):
+            _make_ours(f)
             clean_leftovers(f)
         return _run(base, experiments, folder, trace_dir, budget_s, max_cells, processes,
                     gpus, say)
 
 
+# ---- which folders a trial writes: only its own ---------------------------------------------
+
+def check_folders(base: RunConfig, experiments: list[Experiment], folder: Path,
+                  trace_dir: Path, resume: bool) -> list[str]:
+    """Refuse, in one line and before anything is written, folders the trial may not write:
+    results and traces in one folder (or one inside the other, as `run` refuses), and folders
+    that are not this trial's (check_trial_folders). Returns the cells' folder names."""
+    check_separate_roots(folder, trace_dir)
+    names = [cell_config(base, experiment, folder, trace_dir,
+                         "baseline" if index == 0 else experiment.slug).run_name
+             for index, experiment in enumerate([BASELINE, *experiments])]
+    check_trial_folders(folder, trace_dir, names, resume)
+    return names
+
+
+def _kind(path: Path) -> str | None:
+    """None when nothing is there, else "folder", "symlink" or "file"."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise UserError(f"cannot read {path}: {error.strerror}") from None
+    return "folder" if stat.S_ISDIR(mode) else "symlink" if stat.S_ISLNK(mode) else "file"
+
+
+def _entries(folder: Path) -> list[Path]:
+    """What a folder holds besides the marker (a regular file: a symlink of that name counts)."""
+    try:
+        return [e for e in folder.iterdir() if e.name != MARKER or _kind(e) != "file"]
+    except OSError as error:
+        raise UserError(f"cannot read {folder}: {error.strerror}") from None
+
+
+def is_trial_file(path: Path) -> bool:
+    """A trial.json this tool wrote: a JSON object with its folder and a list of cells."""
+    try:
+        data = json.loads(read_small(path, 16 << 20, "trial file"))
+    except (UserError, ValueError, RecursionError):
+        return False
+    return isinstance(data, dict) and isinstance(data.get("cells"), list) and \
+        isinstance(data.get("folder"), str)
+
+
+def _is_trial(folder: Path) -> bool:
+    """A trial folder: marked, or (made by a version before the marker) holding trial.json;
+    never a sweep's or a run's folder."""
+    if (folder / MANIFEST).exists() or (folder / RESULT_FILE).exists():
+        return False
+    return is_ours(folder) or is_trial_file(folder / TRIAL_FILE)
+
+
+def check_trial_folders(folder: Path, trace_dir: Path, cells: list[str], resume: bool) -> None:
+    """Refuse, in one line and before anything is written, trial folders this tool did not
+    make (see the module doc). ``cells``: the cells' folder names, in both folders."""
+    how = "advise --try writes only into a trial folder it made"
+    for path, flag in ((folder, "--runs-dir"), (trace_dir, "--tb-dir")):
+        kind = _kind(path)
+        if kind in ("symlink", "file"):
+            raise UserError(f"{path} exists and is a {'symlink' if kind == 'symlink' else 'file'}"
+                            f", not a folder: {how}; move it away, or pass {flag} for another "
+                            "place")
+    mine = _kind(folder) is None or not _entries(folder)
+    if not mine:
+        if (folder / MANIFEST).exists():
+            raise UserError(f"{folder} is a sweep ({MANIFEST}): {how}; move it away, or pass "
+                            "--runs-dir for another place")
+        if (folder / RESULT_FILE).exists():
+            raise UserError(f"{folder} is a run's folder ({RESULT_FILE}): {how}; move it away, "
+                            "or pass --runs-dir for another place")
+        if not _is_trial(folder):
+            raise UserError(f"{folder} exists and is not a trial folder of this tool (no "
+                            f"{MARKER} marker, no {TRIAL_FILE}): {how}; move it away, or pass "
+                            "--runs-dir for another place")
+        if not resume:
+            raise UserError(f"{folder} already exists: pass --resume to continue that trial, "
+                            "or remove it")
+    if _kind(trace_dir) == "folder" and _entries(trace_dir) and not is_ours(trace_dir):
+        # a trial of a version before the marker: its cells' trace folders, each a run's (and
+        # what its runs' clean-up leaves: hidden locks)
+        legacy = not mine and not is_ours(folder) and all(
+            is_ours(e) or e.name.startswith(".") for e in _entries(trace_dir))
+        if not legacy:
+            first = sorted(e.name for e in _entries(trace_dir))[0]
+            raise UserError(f"{trace_dir} holds {first!r} and is not a trial folder of this "
+                            f"tool (no {MARKER} marker): {how}; move it away, or pass --tb-dir "
+                            "for another place")
+    for parent in (folder, trace_dir):
+        for name in cells:
+            path = parent / name
+            kind = _kind(path)
+            if kind is not None and (kind != "folder" or not is_ours(path)):
+                raise UserError(f"{path} was not made by this tool (no {MARKER} marker): "
+                                f"advise --try never replaces it; move it away")
+    if _kind(folder / "logs") not in (None, "folder"):
+        raise UserError(f"{folder / 'logs'} is not a folder: {how}; move it away")
+
+
+def _make_ours(folder: Path) -> None:
+    """The trial folder, made (or taken, when empty or a trial's) with the marker."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if not is_ours(folder):  # (never through a symlink of the marker's name)
+        write_text_atomic(folder / MARKER, f"{os.getpid()} {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+
+
 def _run(base, experiments, folder, trace_dir, budget_s, max_cells, processes, gpus, say
          ) -> Trial:
     began = time.perf_counter()
-    folder.mkdir(parents=True, exist_ok=True)
     (folder / "logs").mkdir(exist_ok=True)
     cells, jobs = [], []
     for index, experiment in enumerate([BASELINE, *experiments]):
         slug = "baseline" if index == 0 else experiment.slug
         config = cell_config(base, experiment, folder, trace_dir, slug)
+        # a cell's folder that is there is this trial's (check_trial_folders): replaced
+        if any(_kind(f / config.run_name) == "folder" for f in (folder, trace_dir)):
+            config = cell_config(base, experiment, folder, trace_dir, slug, replace=True)
         cell = TrialCell(experiment, config.run_name)
         cells.append(cell)
         if try_read_result(folder / cell.folder / RESULT_FILE) is not None:
@@ -134,12 +257,16 @@ def _run(base, experiments, folder, trace_dir, budget_s, max_cells, processes, g
         nonlocal ran
         cell = by_name[job.name]
         cell.status, cell.reason = outcome.status, outcome.reason
-        cell.elapsed_s = round(outcome.elapsed_s, 3)
+        cell.elapsed_s, cell.kind = round(outcome.elapsed_s, 3), outcome.kind
         ran += 1
         say(f"    {cell.experiment.label}: {outcome.status}"
             + (f" ({outcome.reason})" if outcome.reason else "")
             + f" in {outcome.elapsed_s:.1f} s")
         write_json_atomic(folder / TRIAL_FILE, trial.to_dict())
+        # nothing to measure against (a stopped baseline is the stop's: it goes on)
+        if cell is cells[0] and outcome.status not in ("ok", "interrupted"):
+            trial.stopped_by = "baseline"
+            raise _Spent()
         if budget_s is not None and time.perf_counter() - began >= budget_s:
             trial.stopped_by = "budget"
             raise _Spent()
@@ -147,7 +274,8 @@ def _run(base, experiments, folder, trace_dir, budget_s, max_cells, processes, g
             trial.stopped_by = "cells"
             raise _Spent()
 
-    executor = executors.get("local")(executors.ExecutorSettings(gpus=gpus, isolate=False))
+    executor = executors.get("local")(executors.ExecutorSettings(
+        gpus=gpus, isolate=False, log_dir=folder / "logs"))  # never the current folder
     try:
         if jobs and (limit is None or limit > 0):
             executor.run([job for _, job in jobs], on_start, on_done)

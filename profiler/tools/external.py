@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Optional
 
 from profiler.errors import UserError
-from profiler import SOURCE_ROOT
+from profiler import SOURCE_ROOT, signals
 from profiler.runs.config import run_argv
 
 if TYPE_CHECKING:
@@ -75,24 +75,30 @@ def run_logged(command: list[str], log_path: Path, env: Optional[dict] = None,
     The tool runs in a process group of its own. When it ends by a signal (killed, crashed),
     what it started is ended with it: ncu's or nsys's profiled process, left without its tool,
     would otherwise hold the output open (and the GPU) for ever; after a normal exit its
-    children get ``ORPHAN_GRACE_S`` to close the output. Ctrl-C ends the whole group."""
+    children get ``ORPHAN_GRACE_S`` to close the output. Ctrl-C, SIGTERM and SIGHUP (inside
+    profiler.signals.as_interrupts) end the whole group (SIGTERM, a grace, SIGKILL); what it
+    says from then on goes to the log only, so the stop is one line."""
     assert isinstance(command, list) and all(isinstance(a, str) for a in command), command
     log_path.parent.mkdir(parents=True, exist_ok=True)
     lines: list[str] = []
+    stopping: list[bool] = []
     with open(log_path, "a", encoding="utf-8") as log:
         log.write("$ " + " ".join(command) + "\n")
         try:
-            process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                       stdin=subprocess.DEVNULL, env=env, text=True,
-                                       errors="replace", bufsize=1, start_new_session=True)
+            process = signals.popen_child(command, stop=signal.SIGTERM, stdout=subprocess.PIPE,
+                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                          env=env, text=True, errors="replace", bufsize=1)
         except OSError as error:
             raise UserError(f"cannot start {command[0]}: {error.strerror}") from None
 
         def copy() -> None:
             for line in process.stdout:
                 lines.append(line)
-                log.write(line)
-                if echo:
+                try:
+                    log.write(line)
+                except ValueError:  # closed: the command stopped without waiting for us
+                    return
+                if echo and not stopping:
                     sys.stderr.write(line)
 
         reader = threading.Thread(target=copy, daemon=True)
@@ -103,9 +109,10 @@ def run_logged(command: list[str], log_path: Path, env: Optional[dict] = None,
             if reader.is_alive():  # something the tool started still holds its output
                 _end_group(process.pid, signal.SIGKILL)
                 reader.join(timeout=5.0)
-        except KeyboardInterrupt:
-            _end_group(process.pid, signal.SIGTERM)
-            process.wait()
+        except KeyboardInterrupt:  # Ctrl-C; SIGTERM and SIGHUP in signals.as_interrupts()
+            stopping.append(True)
+            signals.stop_child(process, signal.SIGTERM)
+            reader.join(timeout=5.0)  # the group is gone: its output ends
             raise
     return Finished(process.returncode, "".join(lines))
 

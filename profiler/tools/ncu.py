@@ -26,13 +26,14 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
+import signal
 import sys
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Optional
 
+from profiler import signals
 from profiler.runs.config import RunConfig
 from profiler.errors import UserError
 from profiler.trace.hardware import agreement_share, hardware_join, read_ncu_csv
@@ -164,7 +165,10 @@ def kernel_table(config: RunConfig, reuse: bool, echo=print):
     run_dir = config.runs_dir / config.run_name
     if not (reuse and (run_dir / RESULT_FILE).is_file()):
         echo(f"ncu 1/3: ordinary run for the kernel table ({config.run_name})")
-        first = subprocess.run(harness_command(config), env=ncu_env())
+        # its output straight to the user; a stop ends it (SIGTERM: still importing, it just
+        # ends, where SIGINT would print a traceback), and the one line is ours
+        first = signals.run_child(harness_command(config), capture=False, stop=signal.SIGTERM,
+                                  env={**ncu_env(), signals.QUIET_STOP_ENV: "1"})
         if first.returncode != 0:
             raise UserError(f"the run without ncu failed (status {first.returncode}); see above")
     return RunAnalysis(str(run_dir)).kernels
@@ -172,7 +176,7 @@ def kernel_table(config: RunConfig, reuse: bool, echo=print):
 
 def query_metrics(ncu: str, chip: Optional[str], scratch: Path) -> tuple[list[str], list[str]]:
     """The metrics this chip has, of those wanted (``ncu --query-metrics``, kept beside)."""
-    query = subprocess.run(query_command(ncu, chip), capture_output=True, text=True)
+    query = signals.run_child(query_command(ncu, chip), stop=signal.SIGTERM)
     available = parse_query_metrics(query.stdout) if query.returncode == 0 else None
     write_text_atomic(scratch / "query-metrics.txt", query.stdout + query.stderr)
     return choose_metrics(available or None)
@@ -208,7 +212,7 @@ def profile_step(ncu: str, config: RunConfig, scratch: Path, step: int,
 
 def export_csv(ncu: str, report: Path, scratch: Path):
     """3. The report as ncu.csv (raw page, demangled names) and read back."""
-    csv_result = subprocess.run(import_command(ncu, report), capture_output=True, text=True)
+    csv_result = signals.run_child(import_command(ncu, report), stop=signal.SIGTERM)
     if csv_result.returncode != 0:
         raise UserError(f"ncu --import failed: {csv_result.stderr.strip()[-300:]}")
     write_text_atomic(scratch / "ncu.csv", csv_result.stdout)

@@ -43,7 +43,9 @@ class ExecutorSettings:
 
     gpus: list[str] | None = None  # None: every visible GPU
     isolate: bool = False  # a fresh process per cell
-    log_dir: Path = Path("logs")  # workers' own logs go into <log_dir>/workers/
+    #: workers' own logs go into <log_dir>/workers/: the sweep's or trial's folder, always
+    #: named (never a default relative to the current folder, which is not the tool's)
+    log_dir: Path = field(kw_only=True)
     options: dict = field(default_factory=dict)  # executor-specific (e.g. a cluster address)
 
 
