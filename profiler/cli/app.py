@@ -449,12 +449,14 @@ def compare(
 ) -> None:
     """Kernel-level diff of two runs: step and GPU time, categories, kernels, operators.
 
-    Two verdicts head it, each faster, slower, the same within ±2 % (--same-within) or
-    undecided: latency (what a caller waits) and GPU time (the device's work, launch gaps
-    excluded). Each rests on the per-process medians of its figure (the process is the sample;
-    processes that timed both configs pair up), so it holds against the spread between fresh
-    processes, not only inside one window. A launch-bound config (the host's enqueue reaches
-    its GPU time) has a noisy latency: quote its GPU-time verdict, and see the lever named.
+    Two verdicts head it, each faster, slower, the same within ±2 %
+    (--same-within) or undecided: latency (what a caller waits) and GPU
+    time (the device's work, launch gaps excluded). Each rests on the
+    per-process medians of its figure (the process is the sample; processes
+    that timed both configs pair up), so it holds against the spread
+    between fresh processes, not only inside one window. A launch-bound
+    config (the host's enqueue reaches its GPU time) has a noisy latency:
+    quote its GPU-time verdict, and see the lever named.
 
     Times are per profiled step and delta = B - A. Kernels are matched by full name (the
     unmatched ones of each side are listed); runs that share no kernel name (eager vs TensorRT)
