@@ -22,10 +22,10 @@ PINNED = {
 }
 
 
-def joined(run: str):
-    target = resolve_target(str(RUNS / run))
+def joined(run: str, runs=RUNS):
+    target = resolve_target(str(runs / run))
     summary = summarize(target.path, RunAnalysis(target).context)
-    raw = read_ncu_csv(ncu_csv_of(str(RUNS / run)))
+    raw = read_ncu_csv(ncu_csv_of(str(runs / run)))
     table = hardware_join(summary.kernels.table, raw)
     return raw, table, agreement_share(table)
 
@@ -125,7 +125,8 @@ def test_summarize_prints_both_tensor_core_readings(cli):
     assert "tensor pipe busy (ncu, kernel-time weighted): 32.5 %" in out
 
 
-# the same kernels as Kineto's trace and ncu's CSV name them (H200 eager FP16, the fixtures)
+# the same kernels as Kineto's trace and ncu's CSV name them (H200 eager FP16 and H100 eager
+# FP32 with TF32, the fixtures)
 DEMANGLED_TWICE = [
     ("void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::"
      "batch_norm_calc_invstd(at::Tensor const&, at::Tensor const&, double)::{lambda()#1}::"
@@ -147,6 +148,11 @@ DEMANGLED_TWICE = [
      "Params)",
      "void cutlass__5x_cudnn::Kernel<cutlass_tensorop_f16_s16816fprop_optimized_f16_256x64_32x4"
      "_nhwc_align8>(T1::Params)"),
+    ("void cudnn::engines_precompiled::nchwToNhwcKernel<float, float, float, false, true, "
+     "(cudnnKernelDataType_t)0>(cudnn::engines_precompiled::nchw2nhwc_params_t<float>, "
+     "float const*, float*)",
+     "void engines_precompiled::nchwToNhwcKernel<float, float, float, 0, 1, 0>("
+     "engines_precompiled::nchw2nhwc_params_t<T3>, const T1 *, T2 *)"),
 ]
 
 
@@ -161,6 +167,7 @@ def test_one_kernel_demangled_two_ways_joins(kineto, ncu):
 
     assert signature_key(kineto) == signature_key(ncu)
     other = ncu.replace("<4,", "<8,").replace("add<", "mul<").replace("256x64", "128x128")
+    other = other.replace(", 0, 1, 0>", ", 0, 1, 2>")
     assert signature_key(other) != signature_key(kineto)
     raw = pd.DataFrame({"Kernel Name": [ncu, other],
                         "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active":
@@ -182,3 +189,44 @@ def test_two_kernels_of_one_signature_do_not_join_by_it():
                         "gpu__time_duration.sum": [1000.0, 1000.0]})
     table = pd.DataFrame({"name": [kineto], "total_us": [10.0], "tensor_core": ["no"]})
     assert list(hardware_join(table, hardware_table(raw))["hw_kernel_name"]) == [None]
+
+
+TF32_RUNS = FIXTURES / "h100_ncu_tf32" / "runs"
+
+
+def test_bool_and_enum_template_arguments_join_on_a_real_run():
+    """ncu writes ``false, true, (cudnnKernelDataType_t)0`` as ``0, 1, 0``. On the H100 TF32 run
+    the two cuDNN nchwToNhwcKernel kernels (enum 0 and 2) went unjoined (88.2 % coverage in its
+    ncu_stdout.log); each joins its own ncu kernel now, and the join covers all kernel time."""
+    raw, table, a = joined("pytorch_fp32_bs8", TF32_RUNS)
+    assert len(raw) == 233
+    transposes = table[table["name"].str.contains("nchwToNhwcKernel")]
+    assert len(transposes) == 2
+    assert sorted(transposes["hw_kernel_name"]) == [
+        "void engines_precompiled::nchwToNhwcKernel<float, float, float, 0, 1, 0>("
+        "engines_precompiled::nchw2nhwc_params_t<T3>, const T1 *, T2 *)",
+        "void engines_precompiled::nchwToNhwcKernel<float, float, float, 0, 1, 2>("
+        "engines_precompiled::nchw2nhwc_params_t<T3>, const T1 *, T2 *)"]
+    for name, hw_name in zip(transposes["name"], transposes["hw_kernel_name"]):
+        assert name.split("(cudnnKernelDataType_t)")[1][0] == hw_name.split(">(")[0][-1]
+    assert (transposes["hw_match"] == "signature").all()
+    assert a.coverage == pytest.approx(1.0) and a.profiled_kernels == 23
+    assert table["hw_kernel_name"].notna().all()
+    assert a.share == 1.0 and a.disagreeing == []
+    # the two readings over all kernel time, recomputed from the joined table
+    time = table["total_us"]
+    assert a.tensor_core_kernels_share == pytest.approx(
+        time[table["tensor_core"] == "yes"].sum() / time.sum())
+    assert a.tensor_pipe_busy_share == pytest.approx(
+        (time * table["hw_tensor_pipe_pct"]).sum() / 100 / time.sum())
+
+
+def test_signature_keeps_numeric_template_arguments_apart():
+    """true -> 1 and (enum)N -> N, but 0 stays apart from 2 and from true."""
+    from profiler.trace.hardware import signature_key
+
+    kineto = DEMANGLED_TWICE[-1][0]
+    assert signature_key(kineto).endswith("nchwToNhwcKernel<float,float,float,0,1,0>")
+    assert signature_key(kineto.replace("(cudnnKernelDataType_t)0", "(cudnnKernelDataType_t)2")
+                         ) != signature_key(kineto)
+    assert signature_key(kineto.replace("false, true", "true, true")) != signature_key(kineto)

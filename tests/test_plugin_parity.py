@@ -163,3 +163,106 @@ def test_summarize_prints_the_breakdown_definitions_side_by_side(cli):
         COMPAT_REFERENCE[1]["avg_step_breakdown_us"]["cpu_exec"], abs=1e-3)
     bad = cli("summarize", str(trace), "--breakdown", "hta")
     assert bad.code == 2 and "unknown breakdown definitions 'hta'" in bad.stderr
+
+
+# ---- the plugin's definitions where a trace is not like its samples --------------------------
+# Committed traces edited in one way each; the expected figures follow from the plugin's code
+# (torch-tb-profiler 0.4.3: trace.create_trace_event, event_parser.StepParser), as each test says.
+
+def _edited(tmp_path, raw, events, name):
+    path = tmp_path / f"{name}.pt.trace.json"
+    path.write_text(json.dumps(dict(raw, traceEvents=events)))
+    return path
+
+
+def _load(path):
+    import gzip
+
+    with gzip.open(path) as f:
+        return json.load(f)
+
+
+H200_EAGER_NCU = next((V100_TRACE.parent.parent / "h200_ncu" / "tb_logs" / "pytorch_fp16_bs8")
+                      .glob("*.pt.trace.json.gz"))
+
+
+def test_a_dataloader_span_recorded_as_user_annotation_is_no_data_loading_for_the_plugin(
+        tmp_path):
+    """Current torch records ``enumerate(DataLoader)#...__next__`` as a user_annotation; 0.4.3's
+    create_trace_event returns None for a user_annotation that is neither a step nor an
+    nccl/gloo operator, so the span never reaches the breakdown. The V100 sample's six loader
+    spans (category Operator there) recategorized: the plugin's data loading reads 0, the steps
+    keep their length, and this tool still counts the spans as data loading."""
+    raw = _load(V100_TRACE)
+    events = [dict(e, cat="user_annotation") if str(e.get("name", "")).startswith(
+        "enumerate(DataLoader)#") else e for e in raw["traceEvents"]]
+    assert sum(e["cat"] == "user_annotation" for e in events if "cat" in e) == 6
+    path = _edited(tmp_path, raw, events, "loader")
+    ref = REFERENCE[V100_TRACE.name]
+    plugin = summarize(path, breakdown="plugin").overview.steps
+    assert (plugin["dataloader"] == 0).all()
+    assert list(plugin["step_us"]) == pytest.approx(ref["step_us"])
+    assert plugin[list(ROLES)].sum(axis=1).to_numpy() == pytest.approx(ref["step_us"])
+    notes = summarize(path, breakdown="plugin").overview.notes
+    assert any(n.startswith("6 DataLoader span(s) recorded as user_annotation") for n in notes)
+    tool = summarize(path).overview.steps
+    assert list(tool["dataloader"]) == pytest.approx(
+        [s["dataloader"] for s in ref["step_breakdown_us"]])
+
+
+ROLES = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec",
+         "other")
+
+
+def test_a_stepless_trace_is_one_step_over_the_cpu_ops_for_the_plugin(tmp_path):
+    """Without ProfilerStep spans the plugin makes one step of [cpu_min_ts, cpu_max_ts], which
+    _parse_step takes from cpu_op (and old 'Python') events only; this tool's one step also
+    covers user_annotation spans (here each step's ``inference_step`` span)."""
+    raw = _load(H200_EAGER_NCU)
+    events = [e for e in raw["traceEvents"]
+              if not str(e.get("name", "")).startswith("ProfilerStep#")]
+    path = _edited(tmp_path, raw, events, "stepless")
+
+    def span(cats):
+        spans = [e for e in events if e.get("ph") == "X" and e.get("cat") in cats]
+        return min(e["ts"] for e in spans), max(e["ts"] + e["dur"] for e in spans)
+
+    (plugin,) = summarize(path, breakdown="plugin").overview.steps.itertuples()
+    assert (plugin.cpu_start, plugin.cpu_end) == pytest.approx(span({"cpu_op"}), abs=1e-3)
+    (tool,) = summarize(path).overview.steps.itertuples()
+    assert (tool.cpu_start, tool.cpu_end) == pytest.approx(
+        span({"cpu_op", "user_annotation", "python_function"}), abs=1e-3)
+    assert tool.cpu_start < plugin.cpu_start
+
+
+def test_step_zero_starts_after_gpu_work_no_step_launched(tmp_path):
+    """A sampled trace: the V100 sample's first step span and its launch calls cut away, its
+    kernels kept (as when the recording starts mid-step). The plugin's _find_device_steps
+    moves step 0's start to the end of the last GPU event that no step launched and that ended
+    before step 0's first GPU event, whether or not its launch was recorded; there the GPU was
+    still running the cut step's kernels, so the new step 0 keeps the length the plugin gave
+    ProfilerStep#6 in the whole trace."""
+    raw = _load(V100_TRACE)
+    steps = sorted((e for e in raw["traceEvents"]
+                    if str(e.get("name", "")).startswith("ProfilerStep#")), key=lambda e: e["ts"])
+    first, second = steps[0], steps[1]
+
+    def launched_in(step, e):
+        return (e.get("cat") == "Runtime" and step["ts"] <= e["ts"]
+                and e["ts"] + e["dur"] <= step["ts"] + step["dur"])
+
+    events = [e for e in raw["traceEvents"] if e is not first and not launched_in(first, e)]
+    path = _edited(tmp_path, raw, events, "sampled")
+    # step 0 is now ProfilerStep#6; its first GPU event is the earliest one launched in its span
+    launched = {e["args"]["correlation"] for e in events if launched_in(second, e)}
+    gpu = [e for e in events if e.get("cat") in ("Kernel", "Memcpy", "Memset")]
+    first_gpu = min(e["ts"] for e in gpu if e["args"].get("correlation") in launched)
+    earlier = max(e["ts"] + e["dur"] for e in gpu if e["ts"] + e["dur"] < first_gpu
+                  and e["args"].get("correlation") not in launched)
+    assert earlier > second["ts"]  # the GPU was still busy with the cut step's kernels
+    ref = REFERENCE[V100_TRACE.name]
+    for definitions in ("plugin", "tool"):
+        steps_now = summarize(path, breakdown=definitions).overview.steps
+        assert steps_now["step"].iloc[0] == "ProfilerStep#6"
+        assert steps_now["start"].iloc[0] == pytest.approx(earlier, abs=1e-3)
+        assert list(steps_now["step_us"]) == pytest.approx(ref["step_us"][1:])

@@ -184,12 +184,17 @@ def function_name(name: str) -> str:
 #: what two demanglers write differently for the same symbol (Kineto's, i.e. the toolchain's
 #: __cxa_demangle, against ncu's --print-kernel-base demangled, both seen on H100/H200 traces):
 #: ``(anonymous namespace)`` / ``<unnamed>``; ``{lambda(X)#N}`` / ``[lambda(X) (instance N)]``;
-#: ``2ul`` / ``2``; and ncu leaves some namespaces out (``at::native::f`` / ``at::f``)
+#: ``2ul`` / ``2``; ``false, true, (cudnnKernelDataType_t)0`` / ``0, 1, 0`` (ncu writes bool and
+#: enum template arguments as their values); and ncu leaves some namespaces out (``at::native::f``
+#: / ``at::f``)
 _ANONYMOUS = re.compile(r"\(anonymous namespace\)|<unnamed>")
 _LAMBDA_CXA = re.compile(r"\{lambda\((?:[^(){}]|\([^()]*\))*\)#(\d+)\}")
 _LAMBDA_NCU = re.compile(r"\[lambda\((?:[^()\[\]]|\([^()]*\))*\) \(instance (\d+)\)\]")
 _INT_SUFFIX = re.compile(r"\b(\d+)(?:ull|ul|ll|u|l)\b", re.IGNORECASE)
 _QUALIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*::")
+#: a template argument that is a bool, or a value cast to an enum or integer type
+_BOOL_ARGUMENT = re.compile(r"(?<=[<,])(true|false)(?=[,>])")
+_CAST_ARGUMENT = re.compile(r"(?<=[<,])\([A-Za-z_][A-Za-z0-9_:]*\)(-?\d+)(?=[,>])")
 
 
 def _without_parameters(text: str) -> str:
@@ -208,7 +213,8 @@ def _without_parameters(text: str) -> str:
 def signature_key(name: str) -> str:
     """The kernel's function and template arguments, written the same way whichever demangler
     wrote the name: no return type, no parameter list, no namespace qualifiers, lambdas as
-    ``lambda#N``, no ``const``, no integer-literal suffixes, no whitespace."""
+    ``lambda#N``, no ``const``, no integer-literal suffixes, bool and enum template arguments as
+    numbers (``true`` -> ``1``, ``(cudnnKernelDataType_t)2`` -> ``2``), no whitespace."""
     text = name.strip()
     if text.startswith("void "):
         text = text[5:]
@@ -218,6 +224,8 @@ def signature_key(name: str) -> str:
     text = re.sub(r"\bconst\b", "", text)  # east or west const, as each demangler puts it
     text = _without_parameters(re.sub(r"\s+", "", text))
     text = _INT_SUFFIX.sub(r"\1", text)
+    text = _BOOL_ARGUMENT.sub(lambda m: "1" if m.group(1) == "true" else "0", text)
+    text = _CAST_ARGUMENT.sub(r"\1", text)
     return _QUALIFIER.sub("", text)
 
 

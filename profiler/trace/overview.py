@@ -56,13 +56,16 @@ BREAKDOWN_DEFINITIONS: dict[str, dict[str, str]] = {
     },
     "plugin": {
         "steps": "the same, as it reads a tb-compat copy (in a raw trace a GPU-side "
-                 "ProfilerStep#N copy is an extra step)",
+                 "ProfilerStep#N copy is an extra step); without step spans, one step over "
+                 "the cpu_op spans only",
         "kernel": "GPU kernels other than those launched by a communication operator",
         "communication": "kernels launched by an nccl:*/gloo:* operator (by External id), and "
                          "those operators' CPU spans; no kernel is communication by its name",
         "runtime": "runtime API calls (cat 'Runtime'/'runtime': current traces' cuda_runtime "
                    "and cuda_driver only in the tb-compat copy; 0 in a raw current trace)",
-        "dataloader": "enumerate(DataLoader)#*.__next__ / enumerate(DataPipe)#* spans",
+        "dataloader": "enumerate(DataLoader)#*.__next__ / enumerate(DataPipe)#* cpu_op spans "
+                      "only: 0.4.3 drops user_annotation spans, as current torch records a "
+                      "DataLoader's (the plugin's last source, unreleased, reads them)",
         "cpu_exec": "cpu_op spans only: user_annotation (record_function) spans other than "
                     "steps and communication operators, and python_function spans, are not "
                     "counted",
@@ -246,12 +249,21 @@ def _gpu_rows(trace: Trace) -> pd.DataFrame:
                   ["ts", "dur", "correlation", "device", "thread"]]
 
 
-def step_windows(trace: Trace) -> tuple[pd.DataFrame, int]:
+def step_windows(trace: Trace, definitions: str = "tool") -> tuple[pd.DataFrame, int]:
     """Steps with their GPU-extended windows [start, end], and how many tail steps were dropped
-    because the recording ended before their kernels were captured."""
+    because the recording ended before their kernels were captured.
+
+    As the plugin's ``StepParser``: step 0 starts no earlier than the end of the last GPU event
+    that no step launched (launched before the steps, or whose launch was not recorded) and that
+    ended before step 0's first GPU event. Without step spans, the one step spans the CPU
+    activity: cpu_op, user_annotation and python_function spans for this tool; for the plugin
+    (``definitions="plugin"``) cpu_op spans only, the events its ``cpu_min_ts``/``cpu_max_ts``
+    read."""
     ev = trace.events
     steps = cpu_steps(trace)
     cpu_kinds = [KIND["cpu_op"], KIND["annotation"], KIND["python"]]
+    if definitions == "plugin":
+        cpu_kinds = [KIND["cpu_op"]]
     if steps.empty:
         cpu = ev[ev["kind"].isin(cpu_kinds)]
         if cpu.empty:
@@ -270,7 +282,7 @@ def step_windows(trace: Trace) -> tuple[pd.DataFrame, int]:
     matched = np.zeros(n, dtype=np.int64)
     prev_end = float(steps["cpu_start"].iloc[0])
     if len(gpu) and len(launch):
-        link = gpu[["correlation", "ts", "dur"]].merge(
+        link = gpu[["correlation", "ts", "dur"]].rename_axis("row").reset_index().merge(
             launch[["correlation", "ts", "dur"]].rename(columns={"ts": "lts", "dur": "ldur"}),
             on="correlation", how="inner")
         lts, lend = link["lts"].to_numpy(), (link["lts"] + link["ldur"]).to_numpy()
@@ -283,8 +295,11 @@ def step_windows(trace: Trace) -> tuple[pd.DataFrame, int]:
             np.maximum.at(dev_max, i[ok], gend[ok])
             np.add.at(matched, i[ok], 1)
         if np.isfinite(dev_min[0]):
-            # GPU work launched outside the steps that finished before step 0's GPU work
-            early = gend[~ok][gend[~ok] < dev_min[0]]
+            # GPU work that no step launched (launched outside the steps, or with no launch
+            # recorded) and that finished before step 0's GPU work
+            unmatched = ~gpu.index.isin(link.loc[ok, "row"].to_numpy())
+            gpu_end = (gpu["ts"] + gpu["dur"]).to_numpy()[unmatched]
+            early = gpu_end[gpu_end < dev_min[0]]
             if len(early):
                 prev_end = max(prev_end, float(early.max()))
     use_gpu = bool(matched.sum())
@@ -430,8 +445,10 @@ def _role_intervals(trace: Trace, communication_kernel: np.ndarray,
                                    regex=True).to_numpy()[ev["name_id"].to_numpy()]
     kernel = kind == KIND["kernel"]
     cpu_kinds = [KIND["cpu_op"], KIND["annotation"], KIND["python"]]
+    loader_kinds = [KIND["cpu_op"], KIND["annotation"]]
     if definitions == "plugin":  # the plugin keeps no user_annotation span but steps and
-        cpu_kinds = [KIND["cpu_op"]]  # communication operators
+        cpu_kinds = [KIND["cpu_op"]]  # communication operators: not a DataLoader's either
+        loader_kinds = [KIND["cpu_op"]]
         is_comm_op = np.isin(kind, [KIND["cpu_op"], KIND["annotation"]]) & np.isin(
             ev["name_id"].to_numpy(), np.flatnonzero(np.isin(trace.names,
                                                              PLUGIN_COMMUNICATION_OPS)))
@@ -444,7 +461,7 @@ def _role_intervals(trace: Trace, communication_kernel: np.ndarray,
         "memset": kind == KIND["memset"],
         "communication": kernel & communication_kernel,
         "runtime": (kind == KIND["runtime"]) | (kind == KIND["driver"]),
-        "dataloader": np.isin(kind, [KIND["cpu_op"], KIND["annotation"]]) & is_loader,
+        "dataloader": np.isin(kind, loader_kinds) & is_loader,
         "cpu_exec": np.isin(kind, cpu_kinds) & ~is_step & ~is_loader,
     }
     if definitions == "plugin":
@@ -499,21 +516,42 @@ def breakdown(trace: Trace, steps: pd.DataFrame, communication_kernel: np.ndarra
     return pd.DataFrame(table, columns=list(BREAKDOWN))
 
 
+def _plugin_version_notes(trace: Trace, steps: pd.DataFrame) -> list[str]:
+    """One line for each thing in this trace that the plugin's last release (0.4.3, whose
+    definitions ``--breakdown plugin`` follows) and its last source read differently."""
+    ev = trace.events
+    names = pd.Series(trace.names)
+    loader = names.str.contains(r"^enumerate\(DataLoader\)#.*__next__$|^enumerate\(DataPipe\)#",
+                                regex=True).to_numpy()[ev["name_id"].to_numpy()]
+    spans = int((loader & (ev["kind"] == KIND["annotation"]).to_numpy()).sum())
+    if not spans:
+        return []
+    return [f"{spans} DataLoader span(s) recorded as user_annotation: left out of data loading, "
+            "as plugin 0.4.3 drops them (its unreleased last source counts them)"]
+
+
 # --------------------------------------------------------------------------------------------
 # operators
 # --------------------------------------------------------------------------------------------
 
 def operator_table(trace: Trace, kernels: pd.DataFrame) -> pd.DataFrame:
     """CPU operators and record_function ranges by name: calls, total (inclusive) and self CPU
-    µs, and the GPU kernel time they launched directly (innermost operator)."""
+    µs, and the GPU kernel time they launched directly (innermost operator).
+
+    Self CPU time is torch.profiler's (``key_averages()``'s ``self_cpu_time_total``): the range
+    less the ranges nested in it on its thread, CUDA runtime and driver calls included, since
+    torch.profiler makes those calls children of the operator that made them. The TensorBoard
+    plugin's "Host Self Duration" subtracts the operator's runtime calls too."""
     ev = trace.events
     names = pd.Series(trace.names)
-    cpu = ev.loc[ev["kind"].isin([KIND["cpu_op"], KIND["annotation"]]),
-                 ["name_id", "ts", "dur", "thread"]]
-    if cpu.empty:
+    nested = ev.loc[ev["kind"].isin([KIND[k] for k in _SELF_TIME_KINDS]),
+                    ["name_id", "ts", "dur", "thread", "kind"]]
+    is_op = nested["kind"].isin([KIND["cpu_op"], KIND["annotation"]]).to_numpy()
+    if not is_op.any():
         return pd.DataFrame(columns=["operator", "calls", "cpu_total_us", "cpu_self_us",
                                      "kernels", "kernel_us"])
-    self_us = _self_time(cpu)
+    self_us = _self_time(nested)[is_op]
+    cpu = nested[is_op]
     frame = pd.DataFrame({"name_id": cpu["name_id"].to_numpy(), "dur": cpu["dur"].to_numpy(),
                           "self": self_us})
     is_step = names.str.startswith("ProfilerStep#").to_numpy()[frame["name_id"].to_numpy()]
@@ -535,6 +573,11 @@ def operator_table(trace: Trace, kernels: pd.DataFrame) -> pd.DataFrame:
             "kernels": int(orphan["size"].sum()), "kernel_us": float(orphan["sum"].sum())}])],
             ignore_index=True)
     return agg.sort_values(["cpu_total_us", "kernel_us"], ascending=False).reset_index(drop=True)
+
+
+#: the CPU ranges that nest under an operator and leave its self time: child operators and
+#: record_function ranges, and the CUDA runtime/driver calls it made
+_SELF_TIME_KINDS = ("cpu_op", "annotation", "runtime", "driver")
 
 
 def _self_time(cpu: pd.DataFrame) -> np.ndarray:
@@ -584,7 +627,7 @@ def overview(trace: Trace, kernels: pd.DataFrame, kernel_categories: pd.Series |
     if definitions not in BREAKDOWN_DEFINITIONS:
         raise UserError(f"unknown breakdown definitions {definitions!r}; choose one of: "
                         f"{', '.join(BREAKDOWN_DEFINITIONS)}")
-    steps, dropped = step_windows(trace)
+    steps, dropped = step_windows(trace, definitions)
     has_gpu = trace.has_gpu_activity
     notes = []
     unanalysed = trace.unanalysed_warning
@@ -597,6 +640,8 @@ def overview(trace: Trace, kernels: pd.DataFrame, kernel_categories: pd.Series |
     if dropped:
         notes.append(f"left out the last {dropped} step(s): the recording ended before their "
                      "GPU work was captured")
+    if definitions == "plugin":
+        notes += _plugin_version_notes(trace, steps)
     repeated = repeated_steps(steps)
     window = (float(steps["start"].min()), float(steps["end"].max())) if len(steps) \
         else trace.span
