@@ -21,7 +21,11 @@ FP32 = {"backend": "pytorch_fp32", "batch_size": 8, "tf32": False, "memory_forma
 
 
 def advice(rule, **figures):
-    return Advice(rule=rule, title=rule, action="", figures=figures, source="")
+    """Advice as a rule returns it; ``projected_speedup`` is the rule's projection (a bound for
+    memory-bound, an estimate otherwise: profiler.analysis.advice)."""
+    kind = ("bound" if rule == "memory-bound" else "estimate") \
+        if "projected_speedup" in figures else None
+    return Advice(rule=rule, title=rule, action="", figures=figures, source="", projection=kind)
 
 
 def changes(p):
@@ -29,7 +33,7 @@ def changes(p):
 
 
 def test_each_rule_names_its_experiments():
-    launch = plan([advice("launch-bound", idle_share=0.5)], FP32)
+    launch = plan([advice("launch-bound", idle_share=0.5, projected_speedup=2.0)], FP32)
     assert changes(launch) == [{"cuda_graphs": True}, {"backend": "inductor_fp32"},
                                {"backend": "ttrt_fp32"}]  # cheapest first at one promise
     assert all(e.promise == pytest.approx(2.0) for e in launch.experiments)
@@ -38,7 +42,7 @@ def test_each_rule_names_its_experiments():
         (("tf32", True),), (("backend", "pytorch_bf16"),), (("backend", "pytorch_fp16"),)}
     batch = plan([advice("batch-headroom", growth=0.4)], FP32)
     assert changes(batch) == [{"batch_size": 16}, {"batch_size": 32}]
-    memory = plan([advice("memory-bound", speedup_bound=3.0)], FP32)
+    memory = plan([advice("memory-bound", speedup_bound=3.0, projected_speedup=3.0)], FP32)
     assert {"memory_format": "channels_last"} in changes(memory)
     assert {"backend": "pytorch_fp16"} in changes(memory)
     layers = plan([advice("trt-fp32-layers")], {**FP32, "backend": "ttrt_fp16"})
@@ -46,11 +50,16 @@ def test_each_rule_names_its_experiments():
 
 
 def test_a_change_two_rules_name_is_one_experiment_with_the_larger_promise():
-    both = plan([advice("launch-bound", idle_share=0.5),
-                 advice("memory-bound", speedup_bound=4.0)], FP32)
+    both = plan([advice("launch-bound", idle_share=0.5, projected_speedup=2.0),
+                 advice("memory-bound", speedup_bound=4.0, projected_speedup=4.0)], FP32)
     inductor = [e for e in both.experiments if e.changes == {"backend": "inductor_fp32"}]
     assert len(inductor) == 1 and inductor[0].rules == ("launch-bound", "memory-bound")
-    assert inductor[0].promise == pytest.approx(4.0)
+    assert inductor[0].promise == pytest.approx(4.0) and inductor[0].promise_kind == "bound"
+    graphs = [e for e in both.experiments if e.changes == {"cuda_graphs": True}]
+    assert graphs[0].promise == pytest.approx(2.0) and graphs[0].promise_kind == "estimate"
+    # FP32 to FP16 halves the minimum bytes: that experiment's bound is twice
+    half = [e for e in both.experiments if e.changes == {"backend": "pytorch_fp16"}]
+    assert half[0].promise == pytest.approx(8.0) and half[0].promise_kind == "bound"
 
 
 def test_what_the_run_already_does_is_no_experiment():
@@ -61,12 +70,23 @@ def test_what_the_run_already_does_is_no_experiment():
 
 
 def test_ranking_is_promise_per_cost():
-    ranked = plan([advice("launch-bound", idle_share=0.9),
-                   advice("batch-headroom", growth=0.05)], FP32)
+    ranked = plan([advice("launch-bound", idle_share=0.9, projected_speedup=10.0),
+                   advice("batch-headroom", growth=0.05, projected_speedup=1.05)], FP32)
     # cuda graphs (10x projected, cost 1) before a bigger batch (1.05x, cost 2)
     assert ranked.experiments[0].changes == {"cuda_graphs": True}
-    assert promise(advice("launch-bound", idle_share=0.75)) == pytest.approx(4.0)
-    assert promise(advice("fp32-cuda-cores", matrix_share=1.0)) == pytest.approx(8.0)
+    # the precision rule: Amdahl at the datasheet's dense ratio of the precision tried (an
+    # H100 SXM: FP16 989.4 / FP32 67 = 14.8x, TF32 494.7 / 67 = 7.4x)
+    from profiler.analysis.advice import amdahl
+    from profiler.analysis.roofline import dense_ratio
+
+    h100 = "NVIDIA H100 80GB HBM3"
+    assert dense_ratio(h100, "fp16") == pytest.approx(14.8, abs=0.05)
+    fp32 = advice("fp32-cuda-cores", matrix_share=1.0, dense_ratio_fp16=dense_ratio(h100, "fp16"),
+                  dense_ratio_tf32=dense_ratio(h100, "tf32"),
+                  projected_speedup=amdahl(1.0, dense_ratio(h100, "fp16")))
+    assert promise(fp32, {"backend": "pytorch_fp16"}, FP32) == pytest.approx(14.77, abs=0.01)
+    assert promise(fp32, {"tf32": True}, FP32) == pytest.approx(7.38, abs=0.01)
+    assert promise(advice("fp32-cuda-cores", matrix_share=1.0)) == 1.0  # no datasheet row
 
 
 @pytest.mark.parametrize("text, seconds", [("300", 300), ("90s", 90), ("5m", 300),

@@ -223,7 +223,7 @@ def test_usage_mistake_through_the_entry_point():
 
 @pytest.mark.parametrize("args, words", [
     (["run", "--model", "resnet18", "--bs", "1"], "error: running a model needs torch; torch is "
-     "not installed here: pip install 'infer-profiler[run]'"),
+     "not installed here: pip install -e \".[run]\""),
     (["backends", "--json"], None),
 ])
 def test_without_torch_run_and_backends_say_so(tmp_path, args, words):
@@ -247,4 +247,4 @@ def test_without_torch_run_and_backends_say_so(tmp_path, args, words):
     assert done.returncode == 0, done.stderr
     rows = json.loads(done.stdout)["backends"]
     assert rows and not any(row["available"] for row in rows)
-    assert all("pip install 'infer-profiler[run]'" in row["why_not"] for row in rows)
+    assert all("pip install -e \".[run]\"" in row["why_not"] for row in rows)

@@ -43,7 +43,7 @@ def test_every_view_adds_up(summaries, a, b):
     assert set(k.loc[k["side"].isin([BOTH, ONLY_B]), "name"]) == set(sb.kernels.table["name"])
     assert k["name"].is_unique
     # Tensor Core shares are what summarize reports for each side
-    tc = d.overview.set_index("metric").loc["kernel time on Tensor Cores"]
+    tc = d.overview.set_index("metric").loc["time in Tensor Core kernels"]
     assert tc["a"] == pytest.approx(100 * sa.kernels.tensor_core_share)
     assert tc["b"] == pytest.approx(100 * sb.kernels.tensor_core_share)
     util = d.overview.set_index("metric").loc["GPU utilization"]

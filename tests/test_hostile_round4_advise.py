@@ -406,7 +406,9 @@ OUT_FOLDERS = {
     "summarize-out": ["summarize", RUN, "--out", "mine"],
     # a GPU run: a CPU run's trace holds no kernels to plot
     "plot-out": ["plot", str(FIXTURES / "h200" / "runs" / "pytorch_fp16_bs8"), "--out", "mine"],
-    "tb-compat-out": ["tb-compat", RUN, "--out", "mine"],
+    # a GPU run: a CPU run's trace has nothing to change, and then no copy is written
+    "tb-compat-out": ["tb-compat", str(FIXTURES / "h200" / "runs" / "pytorch_fp16_bs8"),
+                      "--out", "mine"],
 }
 
 

@@ -84,3 +84,18 @@ def test_timed_window_derives_its_figures_and_noise_from_its_raw_times():
     assert record.iters == len(raw) and record.p50_ms == 2.5 and record.prepare_s == 1.5
     assert record.noise.cv == window.noise.cv and record.noise.warnings == window.noise.warnings
     assert record.noise.repeat_runs.runs == 2 and window.noise.repeat_runs is None
+
+
+@pytest.mark.parametrize("cpus, pinned", [(range(2), None), ((0, 1, 2), "1-2"),
+                                          (range(16), "1-4"), ((0, 2, 4, 6, 8, 10), "2,4,6,8")])
+def test_noise_suggests_pinning_only_to_cpus_that_exist(cpus, pinned):
+    """`noise` on a 2-CPU machine suggests no `taskset -c 2-5`: only CPUs this process may run
+    on, and nothing where there are too few to leave one out."""
+    from profiler.analysis.floor import suggestions
+
+    tips = " ".join(suggestions({}, within_cv=0.01, between_cv=0.01, on_gpu=False,
+                                command="python profile.py", cpus=cpus))
+    if pinned is None:
+        assert "taskset" not in tips
+    else:
+        assert f"`taskset -c {pinned} python profile.py ...`" in tips

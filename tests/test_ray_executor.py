@@ -144,7 +144,7 @@ def test_without_ray_one_line(tmp_path):
     done = run_python("-c", f"import sys; sys.path.insert(0, {str(ROOT)!r})\n" + script,
                       cwd=tmp_path)
     assert done.returncode == 2
-    assert done.stderr.strip() == "error: --executor ray needs Ray: pip install '.[cluster]'"
+    assert done.stderr.strip() == 'error: --executor ray needs Ray: pip install -e ".[cluster]"'
     assert not (tmp_path / "runs").exists()
 
 

@@ -276,7 +276,8 @@ def test_compare_report_carries_the_timed_headline_verdict_noise_and_config_diff
         assert figure in text, figure
     # both figures named: latency's verdict over the one process a side, GPU time unmeasured
     assert re.search(r"latency \(what a caller waits\): B/A = 0\.138, 95 % interval "
-                     r"\[0\.\d{3}, 0\.\d{3}\] over 1 vs 1 process \(one process on a side",
+                     r"\[0\.\d{3}, 0\.\d{3}\] over 1 vs 1 process, within one window a side "
+                     r"\(one process on a side",
                      text)
     assert "GPU time (the device&#x27;s work): no verdict: GPU time was not measured" in text
     # the verdict comes before the kernel tables, as in the terminal

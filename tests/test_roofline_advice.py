@@ -98,7 +98,9 @@ def test_measured_peaks_win_over_the_datasheet_and_tf32_is_chosen_for_trt_fp32()
                                "fp8": None, "int8": None}}
     r = result_roofline(result, ceilings_for(result, peaks, "cache.json"))
     assert r.matmul_key == "tf32" and r.peak_tflops == 400.0 and r.peak_gbs == 4000.0
-    assert r.ceilings_source == "measured (cache.json)"
+    # every ceiling names its source: the file, and the call `peaks` timed
+    assert r.ceilings_source == ("measured (cache.json): tf32 with torch.mm with TF32 (cuBLAS), "
+                                 "bandwidth with a device-to-device copy")
     other_gpu = {**peaks, "machine": {"device": "NVIDIA L4"}}
     assert ceilings_for(result, other_gpu).source.startswith("datasheet")
     assert matmul_key("fp32", False, "pytorch_fp32") == "fp32"
@@ -174,7 +176,8 @@ def test_launch_bound_matches_what_the_sweep_measured():
 
 def test_fp32_on_cuda_cores_quotes_the_fp16_cell_of_the_sweep():
     advice = _fired(_evidence("pytorch_fp32_bs8", sweep=WARM))["fp32-cuda-cores"]
-    assert advice.figures["tensor_core_share"] == 0 and evidence(advice)["on Tensor Cores"] == "0 %"
+    assert advice.figures["tensor_core_share"] == 0
+    assert evidence(advice)["in Tensor Core kernels"] == "0 %"
     assert "the sweep measured pytorch_fp16" in projected_gain(advice)
     bs8 = WARM[WARM["bs"] == 8].set_index("backend")["p50_ms"]
     assert advice.measured["pytorch_fp16"]["speedup"] == pytest.approx(

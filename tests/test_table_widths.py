@@ -50,10 +50,29 @@ def at_width(cli, monkeypatch):
     return render
 
 
-@pytest.mark.parametrize("view", [v for v in VIEWS if v != "layers"])
+@pytest.mark.parametrize("view", [v for v in VIEWS if v not in ("layers", "phases")])
 def test_summarize_views(at_width, view):
     assert_numbers_whole(at_width("summarize", str(H200 / "pytorch_fp16_bs8"), "--view", view,
                                   "--top", "8"))
+
+
+def test_summarize_phases(at_width):
+    generated = FIXTURES / "h100_generate" / "runs" / "inductor_fp16_bs1_fixture"
+    assert_numbers_whole(at_width("summarize", str(generated), "--view", "phases", "--top", "8"))
+
+
+def test_columns_left_out_are_named_and_the_spread_goes_before_tensor_cores(at_width):
+    """At 100 columns the kernel table leaves out min and max (not the Tensor Core column) and
+    one line names what it left out; at 160 nothing is left out, and no line says so."""
+    render = at_width("summarize", str(H200 / "pytorch_fp16_bs8"), "--view", "kernels",
+                      "--top", "5")
+    narrow = render(100)
+    kernels = narrow.split("Kernels by total time")[1].split("Kernel launch")[0]
+    table, left_out = kernels.split("columns left out for width: ")
+    assert "Tensor" in table and "median" in table and "min" not in table and "max" not in table
+    assert " ".join(left_out.split()).startswith("min µs, max µs, launched by (operator) "
+                                                 "(widen the terminal, or use --json)")
+    assert "left out" not in render(160)
 
 
 def test_summarize_trt_layers(at_width):
@@ -122,3 +141,55 @@ def test_sweep_progress_bar_has_an_eta():
     with cell_progress(console, 3) as (_, advance):
         advance()
     assert "1/3" in console.file.getvalue() and "eta" in console.file.getvalue()
+
+
+def test_sweep_verdicts_never_break_inside_a_word():
+    """At 80 columns the verdict and CV cells wrap between words ("undeci/ded" and
+    "[1.18-/1.23]" were cut inside them), and the line under the table names what was left
+    out."""
+    from profiler.analysis.benchmark import benchmark_table
+    from profiler.report.benchmark_view import print_benchmark
+    from profiler.runs.manifest import read_manifest
+
+    sweep = FIXTURES / "h100_sweep" / "runs" / "gpu_sweep"
+    manifest = read_manifest(sweep)
+    frame = benchmark_table(sweep, manifest)
+    render = lambda width: rendered(lambda c: print_benchmark(frame, manifest, c), width)
+    assert_numbers_whole(render)
+    wide = set(render(400).replace("│", " ").split())
+    for width in WIDTHS:
+        text = render(width)
+        table = text.split("└")[0].split("┩")[1]  # the body, headers aside
+        assert set(table.replace("│", " ").split()) <= wide, width
+        assert "[3.16-19.70]" in table and "faster" in table and "bimodal" in table
+        assert "columns left out for width: " in text
+
+
+def test_whole_columns_wrap_between_words_when_nothing_is_left_to_leave_out():
+    """A FitTable whose two verdict-like columns cannot have one line a cell even with every
+    optional column left out: they wrap between words ("undeci/ded" was cut inside one), and
+    the optional column comes back where the narrower verdicts leave room for it."""
+    from profiler.report.console import FitTable
+
+    def draw(console):
+        table = FitTable()
+        table.add_column("backend", number=True, justify="left")
+        for header in ("p50 ms", "p99 ms", "samples/s"):
+            table.add_column(header, number=True)
+        for header in ("latency speedup [95 %] verdict", "GPU-time speedup [95 %] verdict"):
+            table.add_column(header, whole=True)
+        table.add_column("processes", number=True, optional=True)
+        for cells in (("pytorch_fp16", "8.024", "11.128", "117.1"),
+                      ("ttrt_fp16", "1.016", "1.109", "4,985.3")):
+            table.add_row(*cells, "1.21x [1.18-1.23] undecided", "1.19x [1.17-1.22] faster", "5")
+        console.print(table)
+
+    wide = set(rendered(draw, 200).split())
+    for width in (80, 90):
+        text = rendered(draw, width)
+        assert max(len(line) for line in text.splitlines()) <= width
+        body = text.split("┩")[1].split("└")[0].replace("│", " ")
+        assert set(body.split()) <= wide, width
+        assert "undecided" in body and "[1.18-1.23]" in body
+    assert "columns left out for width: processes" in rendered(draw, 80)
+    assert "processes" in rendered(draw, 90) and "left out" not in rendered(draw, 90)

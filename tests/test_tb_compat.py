@@ -175,3 +175,17 @@ def test_a_run_without_a_trace_leaves_no_trace_of_the_run_before(cli, tmp_path):
     assert not (tmp_path / "tb_logs" / RUN).exists()
     result = json.loads((tmp_path / "runs" / RUN / "result.json").read_text())
     assert result["trace"]["files"] == []
+
+
+def test_tb_compat_of_a_trace_with_nothing_to_change_writes_no_copy(cli, tmp_path):
+    """A CPU run's trace has no category the plugin misreads: `tb-compat` says so and writes
+    no copy (TensorBoard reads the run's own folder right)."""
+    assert cli("run", *TINY).code == 0
+    done = cli("tb-compat", RUN)
+    assert done.code == 0, done.stderr
+    assert "nothing to change: the plugin reads it as it is; no copy written" in done.stdout
+    assert not (tmp_path / "tb_logs" / f"{RUN}_tbcompat").exists()
+    trace = next((tmp_path / "tb_logs" / RUN).glob("*.pt.trace.json*"))
+    done = cli("tb-compat", str(trace), "--out", str(tmp_path / "copies"))
+    assert done.code == 0 and "no copy written" in done.stdout, done.stderr
+    assert not (tmp_path / "copies").exists()

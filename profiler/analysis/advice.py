@@ -4,6 +4,11 @@ Rules are data (``RULES``): an id, what to try, where the idea and threshold com
 pure check over ``Evidence`` that returns the figures it saw (numbers, from which the gain it
 projects follows) and what a sweep measured for the action, or None when the rule does not fire.
 Never imports torch; the figures are worded by profiler.report.advice_view.
+
+Each rule that projects a speedup writes it as ``figures["projected_speedup"]`` and names, in
+its ``Projection``, the formula and whether the figure is a **bound** (no change the rule tries
+can beat it, derived from what the change cannot alter) or an **estimate** (what the measured
+figures suggest, which a change may beat). The formula stands beside each rule below.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from typing import Callable
 
 import pandas as pd
 
-from profiler.analysis.roofline import Roofline
+from profiler.analysis.roofline import Roofline, dense_ratio
 
 
 @dataclass
@@ -52,6 +57,19 @@ class Advice:
     figures: dict
     source: str
     measured: dict = field(default_factory=dict)  # what the sweep measured for the action
+    #: "bound" or "estimate" (the rule's Projection), None when the rule projects no number
+    projection: str | None = None
+
+
+BOUND, ESTIMATE = "bound", "estimate"
+
+
+@dataclass(frozen=True)
+class Projection:
+    """How a rule projects its speedup: ``kind`` BOUND or ESTIMATE, and the formula."""
+
+    kind: str
+    formula: str
 
 
 @dataclass(frozen=True)
@@ -61,6 +79,7 @@ class Rule:
     action: str
     source: str
     check: Callable[[Evidence], tuple[dict, dict] | None]
+    projection: Projection | None = None
 
 
 def _sweep_cell(ev: Evidence, backend: str) -> pd.Series | None:
@@ -89,6 +108,15 @@ def _measured_alternatives(ev: Evidence, backends: list[str]) -> dict:
 #: graphs docs, "CUDA Graphs" note; the TensorBoard plugin uses "GPU utilization low").
 IDLE_SHARE = 0.40
 
+#: launch-bound: latency / GPU time, the timed p50 over the kernel time per profiled step (the
+#: step with every launch gap removed, the kernels unchanged) = 1 / (1 - idle share). An
+#: estimate, not a bound: the backends it tries fuse and replace kernels (TensorRT 7.25x and
+#: Inductor max-autotune 5.63x against 5.35x on the H200 fixtures), and kernels replayed in a
+#: CUDA graph ran shorter than in the profiled step (6.40x against 6.37x on an H100,
+#: docs/gpu/h100/advise).
+LAUNCH_BOUND = Projection(ESTIMATE, "latency / GPU time: the timed p50 over the kernel time "
+                                    "per profiled step")
+
 
 def _launch_bound(ev: Evidence):
     """Idle share of the timed p50 (kernel time per profiled step against the timed latency,
@@ -103,13 +131,27 @@ def _launch_bound(ev: Evidence):
                "kernel_ms_per_step": ev.gpu_busy_us / 1e3,
                "profiled_idle_share": 1 - ev.gpu_busy_us / ev.step_us,
                "kernels_per_step": ev.kernels_per_step or None,
-               "p50_floor_ms": step_ms * (1 - idle)}
+               "p50_floor_ms": step_ms * (1 - idle),
+               "projected_speedup": 1 / max(1e-6, 1 - idle)}
     fam = ev.backend.split("_")[-1]
     return figures, _measured_alternatives(ev, [f"ttrt_{fam}", f"inductor_{fam}"])
 
 
-#: below this share of GEMM/conv kernel time on Tensor Cores an FP32 run is on CUDA cores.
+#: below this share of GEMM/conv kernel time in Tensor Core kernels an FP32 run is on CUDA cores.
 TC_SHARE = 0.10
+
+#: fp32-cuda-cores: the GEMM/conv share m of kernel time moved at the datasheet's dense ratio r
+#: of the precision tried against FP32 (FP16/BF16: 14.8x on an H100 SXM; --tf32: 7.4x;
+#: profiler.analysis.roofline.DATASHEET), the rest unchanged: 1 / ((1 - m) + m / r). An
+#: estimate, not a bound: FP32 kernels run below the FP32 peak, so the moved kernels can gain
+#: more than the ratio of peaks, and a half-precision backend changes the other kernels too.
+PRECISION = Projection(ESTIMATE, "Amdahl on kernel time: the GEMM/conv share at the datasheet's "
+                                 "dense ratio of the precision tried to FP32")
+
+
+def amdahl(share: float, ratio: float) -> float:
+    """The speedup of a whole whose ``share`` runs ``ratio`` times faster."""
+    return 1 / ((1 - share) + share / ratio)
 
 
 def _fp32_on_cuda_cores(ev: Evidence):
@@ -122,6 +164,10 @@ def _fp32_on_cuda_cores(ev: Evidence):
         return None
     figures = {"matrix_share": matrix_share, "tensor_core_share": share_tc,
                "gpu": ev.gpu_name, "compute_capability": ev.compute_capability}
+    ratios = {k: dense_ratio(ev.gpu_name, k) for k in ("fp16", "tf32")}
+    if ratios["fp16"]:
+        figures.update(dense_ratio_fp16=ratios["fp16"], dense_ratio_tf32=ratios["tf32"],
+                       projected_speedup=amdahl(matrix_share, ratios["fp16"]))
     family = ev.backend.rsplit("_", 1)[0]
     return figures, _measured_alternatives(ev, [f"{family}_fp16", f"{family}_bf16"])
 
@@ -155,6 +201,9 @@ def _low_occupancy(ev: Evidence):
 
 #: throughput growth from one batch size to the next above which the GPU still has headroom.
 HEADROOM_GROWTH = 0.10
+#: batch-headroom: 1 + the throughput growth of the sweep's last batch step. An estimate: the
+#: next step may grow by more or less than the last.
+HEADROOM = Projection(ESTIMATE, "1 + the throughput growth of the sweep's last batch step")
 
 
 def _batch_headroom(ev: Evidence):
@@ -172,7 +221,8 @@ def _batch_headroom(ev: Evidence):
         return None
     return {"throughput_by_bs": [(int(r.bs), float(r.throughput_per_s))
                                  for r in rows.itertuples()],
-            "growth": growth, "from_bs": int(before["bs"]), "to_bs": int(last["bs"])}, {}
+            "growth": growth, "from_bs": int(before["bs"]), "to_bs": int(last["bs"]),
+            "projected_speedup": 1 + growth}, {}
 
 
 def _trt_fp32_layers(ev: Evidence):
@@ -193,6 +243,14 @@ def _trt_fp32_layers(ev: Evidence):
 
 #: below this share of the measured copy bandwidth a memory-bound run is "far from bandwidth".
 FAR_FROM_BANDWIDTH = 0.5
+#: memory-bound: bytes at the measured bandwidth, the timed p50 over the time the minimum bytes
+#: (weights + inputs + outputs) take at the bandwidth ceiling = 100 / % of bandwidth. A bound:
+#: a change that keeps the precision moves at least those bytes, at no more than the ceiling
+#: (a switch to half precision halves them: its bound is twice, experiments.promise). It
+#: assumes the weights are read from device memory each call (a cache that held them all
+#: across calls would move fewer bytes).
+MEMORY_BOUND = Projection(BOUND, "bytes at the measured bandwidth: the timed p50 over the "
+                                 "minimum bytes' time at the bandwidth ceiling")
 
 
 def _memory_bound_far(ev: Evidence):
@@ -201,33 +259,38 @@ def _memory_bound_far(ev: Evidence):
         return None
     if r.pct_of_bandwidth >= 100 * FAR_FROM_BANDWIDTH:
         return None
+    if _launch_bound(ev) is not None:  # an idle GPU: launches hold it, not memory
+        return None
     return {"intensity": r.intensity, "ridge": r.ridge, "achieved_gbs": r.achieved_gbs,
             "pct_of_bandwidth": r.pct_of_bandwidth, "peak_gbs": r.peak_gbs,
-            "speedup_bound": 100 / max(r.pct_of_bandwidth, 1e-9)}, {}
+            "speedup_bound": 100 / max(r.pct_of_bandwidth, 1e-9),
+            "projected_speedup": 100 / max(r.pct_of_bandwidth, 1e-9)}, {}
 
 
 RULES: tuple[Rule, ...] = (
     Rule("launch-bound", "GPU idle between kernels (launch-bound)",
          "CUDA graphs (torch.compile mode='reduce-overhead', inductor max-autotune) or TensorRT",
          "GPU idle share of the profiled steps from the trace; CUDA graphs remove per-kernel "
-         "launch cost (PyTorch docs, torch.cuda.graphs)", _launch_bound),
+         "launch cost (PyTorch docs, torch.cuda.graphs)", _launch_bound, LAUNCH_BOUND),
     Rule("fp32-cuda-cores", "FP32 GEMM/conv on CUDA cores on a GPU with Tensor Cores",
          "--tf32, or an fp16/bf16 backend (check the numerics column)",
-         "Tensor Core share of GEMM/conv kernel time (kernel-name rules, trace/rules.py); "
-         "Tensor Cores from compute capability 7.0", _fp32_on_cuda_cores),
+         "time in Tensor Core kernels, of GEMM/conv kernel time (kernel-name rules, "
+         "trace/rules.py); Tensor Cores from compute capability 7.0; dense ratios from the "
+         "GPU's datasheet (roofline.DATASHEET)", _fp32_on_cuda_cores, PRECISION),
     Rule("low-occupancy", "Low achieved occupancy on the top kernels",
          "larger batch, or kernels with fewer registers/shared memory per block",
          "ncu sm__warps_active.avg.pct_of_peak_sustained_active (ncu.csv)", _low_occupancy),
     Rule("batch-headroom", "Throughput still rising with batch size",
          "a larger --bs if the latency budget allows",
-         "the sweep's throughput_per_s across batch sizes (benchmark.csv)", _batch_headroom),
+         "the sweep's throughput_per_s across batch sizes (benchmark.csv)", _batch_headroom,
+         HEADROOM),
     Rule("trt-fp32-layers", "TensorRT layers left in FP32 or run by PyTorch",
          "check the layer view; mark those layers' precision or give them supported ops",
          "TensorRT engine inspector output (engine_layers_*.json)", _trt_fp32_layers),
     Rule("memory-bound", "Memory-bound and far from the memory bandwidth",
          "fuse elementwise work (torch.compile / TensorRT), keep data in half precision",
          "roofline: FLOPs (FlopCounterMode) over minimum bytes vs measured ceilings",
-         _memory_bound_far),
+         _memory_bound_far, MEMORY_BOUND),
 )
 
 
@@ -237,8 +300,11 @@ def advise(ev: Evidence, rules: tuple[Rule, ...] = RULES) -> list[Advice]:
         fired = rule.check(ev)
         if fired is not None:
             figures, measured = fired
+            kind = rule.projection.kind if rule.projection and \
+                figures.get("projected_speedup") else None
             found.append(Advice(rule=rule.id, title=rule.title, action=rule.action,
-                                figures=figures, source=rule.source, measured=measured))
+                                figures=figures, source=rule.source, measured=measured,
+                                projection=kind))
     return found
 
 

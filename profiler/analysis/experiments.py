@@ -5,9 +5,10 @@ clock, no I/O, no torch.
 Each rule names what would show it right (``EXPERIMENTS``: rule id -> makers of option changes
 from the run's config, each with the source of the idea). ``plan`` collects the experiments of
 the rules that fired, drops duplicates and changes that are no change, and ranks them: most
-promising first per unit of cost, where the promise is the rule's own projected bound
-(``promise``) and the cost a rough order of the time an experiment takes to set up (``COST``:
-an eager switch is one, an Inductor compile three, a TensorRT engine build four).
+promising first per unit of cost, where the promise is the rule's own projection, a bound or
+an estimate (``promise``, profiler.analysis.advice's formulas) and the cost a rough order of
+the time an experiment takes to set up (``COST``: an eager switch is one, an Inductor compile
+three, a TensorRT engine build four).
 """
 
 from __future__ import annotations
@@ -31,8 +32,10 @@ class Experiment:
     changes: dict                # RunConfig field -> value
     rules: tuple[str, ...]
     source: str
-    promise: float = 1.0         # the rule's projected speedup bound (x), 1 when it gives none
+    promise: float = 1.0         # the rule's projected speedup (x), 1 when it gives none
     cost: float = 1.0
+    #: what the promise is: "bound" or "estimate" (profiler.analysis.advice.Projection)
+    promise_kind: str | None = None
 
     @property
     def slug(self) -> str:
@@ -139,20 +142,42 @@ NO_EXPERIMENT = {
 }
 
 
-def promise(advice: Advice) -> float:
-    """The rule's projected speedup bound as a factor (1 when the rule gives no number)."""
+#: bytes per element of each precision (the memory-bound bound scales with the bytes moved)
+BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}
+
+
+def _precision(changes: dict | None, config: dict | None) -> str | None:
+    """The precision an experiment runs at (its backend's), None when it keeps the run's."""
+    backend = (changes or {}).get("backend")
+    spec = BACKENDS.get(backend) if backend else None
+    if changes and changes.get("tf32"):
+        return "tf32"
+    return spec.precision if spec else None
+
+
+def promise(advice: Advice, changes: dict | None = None, config: dict | None = None) -> float:
+    """The rule's projected speedup as a factor (1 when the rule gives no number), for the
+    experiment ``changes`` where the rule's formula depends on it (profiler.analysis.advice
+    writes each formula beside its rule):
+    - fp32-cuda-cores: Amdahl with the GEMM/conv share at the datasheet's dense ratio of the
+      precision tried (--tf32: TF32:FP32, else FP16:FP32);
+    - memory-bound: the bound times the bytes ratio when the experiment's precision has fewer
+      bytes per element than the run's (FP32 to FP16: twice)."""
     f = advice.figures
-    if advice.rule == "launch-bound" and f.get("idle_share") is not None:
-        return 1 / max(1e-6, 1 - f["idle_share"])
-    if advice.rule == "memory-bound" and f.get("speedup_bound"):
-        return float(f["speedup_bound"])
-    if advice.rule == "fp32-cuda-cores" and f.get("matrix_share") is not None:
-        # Amdahl: the GEMM/conv share on Tensor Cores at the FP16:FP32 ratio of an H100 (~8x)
+    value = f.get("projected_speedup")
+    if not value:
+        return 1.0
+    if advice.rule == "fp32-cuda-cores" and _precision(changes, config) == "tf32" \
+            and f.get("dense_ratio_tf32"):
         m = float(f["matrix_share"])
-        return 1 / ((1 - m) + m / 8)
-    if advice.rule == "batch-headroom" and f.get("growth") is not None:
-        return 1 + float(f["growth"])
-    return 1.0
+        return 1 / ((1 - m) + m / float(f["dense_ratio_tf32"]))
+    if advice.rule == "memory-bound" and changes:
+        run = BACKENDS.get((config or {}).get("backend", ""))
+        now, then = BYTES.get(run.precision if run else ""), BYTES.get(
+            _precision(changes, config) or "")
+        if now and then and then < now:
+            return float(value) * now / then
+    return float(value)
 
 
 def cost(changes: dict, config: dict) -> float:
@@ -180,9 +205,25 @@ def plan(advice: list[Advice], config: dict) -> Plan:
             key = tuple(sorted(changes.items()))
             old = found.get(key)
             rules = (old.rules if old else ()) + (a.rule,)
-            best = max(promise(a), old.promise if old else 1.0)
+            mine = promise(a, changes, config)
+            best, kind = (mine, a.projection) if mine > (old.promise if old else 1.0) else \
+                ((old.promise, old.promise_kind) if old else (1.0, None))
             found[key] = Experiment(label, changes, rules, old.source if old else source,
-                                    best, cost(changes, config))
+                                    best, cost(changes, config), kind)
     ranked = sorted(found.values(),
                     key=lambda e: (-math.log(max(e.promise, 1.0)) / e.cost, e.cost, e.label))
     return Plan(ranked, without)
+
+
+def projection(advice: list[Advice], rules, changes: dict,
+               config: dict | None = None) -> tuple[float | None, str | None]:
+    """The largest projection the rules of an experiment give it, with its kind ("bound",
+    "estimate"); (None, None) when none gives a number."""
+    best, kind = None, None
+    for a in advice:
+        if a.rule in rules:
+            value = promise(a, changes, config)
+            if value > 1 and (best is None or value > best):
+                best, kind = value, a.projection
+    return best, kind
+

@@ -14,6 +14,7 @@ time's between-process CV beside it, where the processes measured it.
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 
@@ -41,9 +42,23 @@ def floor_of(windows: list[ProcessWindow], processes_per_side: int = 3) -> dict:
             "gpu_time_between_process_cv": cv_of(gpu) if len(gpu) == len(windows) else None}
 
 
+def pinning_cpus(cpus) -> str | None:
+    """Up to four of ``cpus`` (those this process may run on) for ``taskset -c``, the first
+    left out (interrupts and other processes favour it): ``2-5`` or ``1,3,5``; None where fewer
+    than three are there to choose from."""
+    cpus = sorted(cpus)
+    if len(cpus) < 3:
+        return None
+    chosen = cpus[1:5]
+    if chosen == list(range(chosen[0], chosen[-1] + 1)):
+        return f"{chosen[0]}-{chosen[-1]}"
+    return ",".join(map(str, chosen))
+
+
 def suggestions(settings: dict, within_cv: float, between_cv: float, on_gpu: bool,
-                command: str) -> list[str]:
-    """What would lower the floor here, most effective first; none of it is applied."""
+                command: str, cpus=None) -> list[str]:
+    """What would lower the floor here, most effective first; none of it is applied.
+    ``cpus``: the CPUs this process may run on (default: its affinity)."""
     tips = []
     if on_gpu and settings.get("persistence_mode") == "off":
         tips.append("persistence mode is off: `sudo nvidia-smi -pm 1` keeps the driver loaded "
@@ -61,7 +76,12 @@ def suggestions(settings: dict, within_cv: float, between_cv: float, on_gpu: boo
     if settings.get("cpu_governor") not in (None, "performance"):
         tips.append(f"the CPU governor is {settings['cpu_governor']!r}: `sudo cpupower "
                     "frequency-set -g performance` stops the host clock from ramping")
-    tips.append(f"pin the process to a few idle cores: `taskset -c 2-5 {command} ...`")
+    if cpus is None:
+        cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else \
+            range(os.cpu_count() or 1)
+    pinned = pinning_cpus(cpus)
+    if pinned is not None:
+        tips.append(f"pin the process to a few idle cores: `taskset -c {pinned} {command} ...`")
     if between_cv > 0:
         tips.append("more processes per side narrow the interval: compare --processes 5 "
                     "(or --target-noise 2)")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import msgspec
@@ -21,31 +21,54 @@ from profiler.trace.load import read_bytes
 from profiler.trace.load import KIND
 from profiler.trace.load import load_trace
 
-#: Dense (no sparsity) datasheet ceilings, TFLOP/s per matmul data type and memory bandwidth in
-#: GB/s: a labelled fallback when `profile.py peaks` has not measured the GPU. Rows are matched by
-#: the first key contained in the GPU's name (most specific first).
+#: Dense (no sparsity) datasheet ceilings, TFLOP/s (TOPS for INT8) per matmul data type and
+#: memory bandwidth in GB/s: a labelled fallback when `profile.py peaks` has not measured the GPU,
+#: and the source of the dense ratios advice projects with (``dense_ratio``). Rows are matched by
+#: the first key contained in the GPU's name, most specific first: "NVIDIA H100 NVL" takes the
+#: NVL row, "NVIDIA H100 80GB HBM3" the SXM one. NVIDIA quotes the Tensor Core figures with
+#: sparsity; the dense ones are half.
 DATASHEET: tuple[tuple[str, dict], ...] = (
+    # NVIDIA H200 NVL (nvidia.com/en-us/data-center/h200, H200 NVL column): FP32 60, TF32 835,
+    # FP16/BF16 1,671, FP8 3,341, INT8 3,341 (sparse, halved here), 4.8 TB/s
+    ("H200 NVL", {"fp32": 60.0, "tf32": 417.5, "fp16": 835.5, "bf16": 835.5, "fp8": 1670.5,
+                  "int8": 1670.5, "bandwidth_gbs": 4800.0,
+                  "document": "NVIDIA H200 datasheet, H200 NVL column"}),
     # NVIDIA H200 datasheet (SXM): 4.8 TB/s; compute as H100 SXM; sparsity figures halved
     ("H200", {"fp32": 67.0, "tf32": 494.7, "fp16": 989.4, "bf16": 989.4, "fp8": 1978.9,
-              "int8": 1978.9, "bandwidth_gbs": 4800.0}),
+              "int8": 1978.9, "bandwidth_gbs": 4800.0,
+              "document": "NVIDIA H200 datasheet, H200 SXM column"}),
+    # NVIDIA H100 NVL (nvidia.com/en-us/data-center/h100, H100 NVL column): FP32 60, TF32 835,
+    # FP16/BF16 1,671, FP8 3,341, INT8 3,341 (sparse, halved here), 3.9 TB/s
+    ("H100 NVL", {"fp32": 60.0, "tf32": 417.5, "fp16": 835.5, "bf16": 835.5, "fp8": 1670.5,
+                  "int8": 1670.5, "bandwidth_gbs": 3900.0,
+                  "document": "NVIDIA H100 datasheet, H100 NVL column"}),
     # NVIDIA H100 Tensor Core GPU datasheet, PCIe column; sparsity figures halved
     ("H100 PCIe", {"fp32": 51.2, "tf32": 378.0, "fp16": 756.0, "bf16": 756.0, "fp8": 1513.0,
-                   "int8": 1513.0, "bandwidth_gbs": 2000.0}),
+                   "int8": 1513.0, "bandwidth_gbs": 2000.0,
+                   "document": "NVIDIA H100 datasheet, H100 PCIe column"}),
     # NVIDIA H100 Tensor Core GPU datasheet, SXM column (H100 80GB HBM3); sparsity halved
     ("H100", {"fp32": 67.0, "tf32": 494.7, "fp16": 989.4, "bf16": 989.4, "fp8": 1978.9,
-              "int8": 1978.9, "bandwidth_gbs": 3350.0}),
+              "int8": 1978.9, "bandwidth_gbs": 3350.0,
+              "document": "NVIDIA H100 datasheet, H100 SXM column"}),
     # NVIDIA A100 Tensor Core GPU datasheet, 80GB SXM column; no FP8 on Ampere
     ("A100", {"fp32": 19.5, "tf32": 156.0, "fp16": 312.0, "bf16": 312.0, "fp8": None,
-              "int8": 624.0, "bandwidth_gbs": 2039.0}),
+              "int8": 624.0, "bandwidth_gbs": 2039.0,
+              "document": "NVIDIA A100 datasheet, A100 80GB SXM column"}),
     # NVIDIA L4 Tensor Core GPU datasheet; sparsity figures halved
     ("L4", {"fp32": 30.3, "tf32": 60.0, "fp16": 121.0, "bf16": 121.0, "fp8": 242.5,
-            "int8": 242.5, "bandwidth_gbs": 300.0}),
+            "int8": 242.5, "bandwidth_gbs": 300.0, "document": "NVIDIA L4 datasheet"}),
     # NVIDIA L40S datasheet; sparsity figures halved
     ("L40S", {"fp32": 91.6, "tf32": 183.0, "fp16": 362.0, "bf16": 362.0, "fp8": 733.0,
-              "int8": 733.0, "bandwidth_gbs": 864.0}),
+              "int8": 733.0, "bandwidth_gbs": 864.0, "document": "NVIDIA L40S datasheet"}),
 )
 
 MATMUL_KEYS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
+
+#: the bytes a roofline counts: what one batch must at least read and write, not the traffic the
+#: run moved (caches re-read, activations spill), so the bandwidth figures are lower bounds
+MIN_BYTES_LABEL = "minimum bytes (weights + inputs + outputs)"
+MIN_GBS = "≥ GB/s (minimum bytes)"
+MIN_PCT_BANDWIDTH = "≥ % of bandwidth"
 
 
 @dataclass(frozen=True)
@@ -54,24 +77,92 @@ class Ceilings:
     matmul_tflops: dict[str, float | None]
     bandwidth_gbs: float | None
     source: str  # "measured (<file>)" or "datasheet (<row>), not measured"
+    #: where each ceiling comes from (MATMUL_KEYS and "bandwidth"): measured by `peaks` with
+    #: the kernel named, or the datasheet's row
+    sources: dict[str, str] = field(default_factory=dict)
+
+
+#: how `peaks` measures each ceiling (profiler.collect.peaks), for caches that do not say
+PEAKS_KERNELS = {"fp32": "torch.mm (cuBLAS, FP32)", "tf32": "torch.mm with TF32 (cuBLAS)",
+                 "fp16": "torch.mm (cuBLAS)", "bf16": "torch.mm (cuBLAS)",
+                 "fp8": "torch._scaled_mm (cuBLASLt)",
+                 "int8": "torch._int_mm (cuBLASLt IMMA; B column-major)",
+                 "bandwidth": "a device-to-device copy"}
+
+
+def datasheet_row(gpu_name: str) -> tuple[str, dict] | None:
+    """The (key, row) of DATASHEET for a GPU name, or None when no row matches."""
+    for key, row in DATASHEET:
+        if key.lower() in gpu_name.lower():
+            return key, row
+    return None
+
+
+def int8_reaches_tensor_cores(peaks: dict) -> bool:
+    """The cached INT8 figure was measured with a column-major B (``peaks`` from schema 2):
+    torch._int_mm reaches the IMMA Tensor Core kernels only then; with a row-major B cuBLASLt
+    falls back to a slow path (127 TOPS on an H100 SXM, 6.4 % of the 1,979 dense)."""
+    detail = (peaks.get("matmul_detail") or {}).get("int8") or {}
+    return detail.get("b_layout") == "column-major"
 
 
 def ceilings_from_peaks(peaks: dict, where: str = "") -> Ceilings:
-    """The ceilings in a peaks JSON written by ``profile.py peaks``."""
-    return Ceilings(device=peaks["machine"]["device"],
-                    matmul_tflops={k: peaks["matmul_tflops"].get(k) for k in MATMUL_KEYS},
-                    bandwidth_gbs=peaks["copy"]["gb_per_s"],
-                    source=f"measured{f' ({where})' if where else ''}")
+    """The ceilings in a peaks JSON written by ``profile.py peaks``. An INT8 figure measured
+    off the Tensor Cores (an older cache) bounds nothing: the datasheet's stands in, labelled."""
+    device = peaks["machine"]["device"]
+    matmul = {k: peaks["matmul_tflops"].get(k) for k in MATMUL_KEYS}
+    detail = peaks.get("matmul_detail") or {}
+    file = f" ({where})" if where else ""
+    sources = {k: f"measured by peaks{file} with "
+                  f"{(detail.get(k) or {}).get('kernel') or PEAKS_KERNELS[k]}"
+               for k in MATMUL_KEYS}
+    sources["bandwidth"] = f"measured by peaks{file} with {PEAKS_KERNELS['bandwidth']}"
+    if matmul.get("int8") is not None and not int8_reaches_tensor_cores(peaks):
+        found = datasheet_row(device)
+        matmul["int8"] = found[1]["int8"] if found else None
+        sources["int8"] = (f"datasheet ({found[0]}), not measured: {found[1]['document']}, "
+                           "dense; " if found else "none: ") + \
+            "the cached INT8 figure used a row-major B, off the Tensor Cores (peaks --refresh)"
+    return Ceilings(device=device, matmul_tflops=matmul, bandwidth_gbs=peaks["copy"]["gb_per_s"],
+                    source=f"measured{file}", sources=sources)
 
 
 def datasheet_ceilings(gpu_name: str) -> Ceilings | None:
     """The datasheet row for a GPU name, or None when no row matches."""
-    for key, row in DATASHEET:
-        if key.lower() in gpu_name.lower():
-            return Ceilings(device=gpu_name, matmul_tflops={k: row[k] for k in MATMUL_KEYS},
-                            bandwidth_gbs=row["bandwidth_gbs"],
-                            source=f"datasheet ({key}), not measured")
-    return None
+    found = datasheet_row(gpu_name)
+    if found is None:
+        return None
+    key, row = found
+    where = f"datasheet ({key}), not measured: {row['document']}, dense"
+    return Ceilings(device=gpu_name, matmul_tflops={k: row[k] for k in MATMUL_KEYS},
+                    bandwidth_gbs=row["bandwidth_gbs"],
+                    source=f"datasheet ({key}), not measured",
+                    sources={k: where for k in (*MATMUL_KEYS, "bandwidth")})
+
+
+def dense_ratio(gpu_name: str, key: str, against: str = "fp32") -> float | None:
+    """The datasheet's dense ``key`` rate over its ``against`` rate for this GPU (FP16 against
+    FP32: 14.8 on an H100 SXM), None without a row."""
+    found = datasheet_row(gpu_name or "")
+    if found is None or not found[1].get(key) or not found[1].get(against):
+        return None
+    return found[1][key] / found[1][against]
+
+
+def ceilings_words(ceilings: Ceilings | None, key: str) -> str:
+    """Where the two ceilings a roofline at ``key`` meets come from, in one phrase."""
+    if ceilings is None:
+        return "no ceilings"
+    compute, bandwidth = ceilings.sources.get(key), ceilings.sources.get("bandwidth")
+    if not compute or not bandwidth:
+        return ceilings.source
+    if compute == bandwidth:
+        return compute
+    prefix = f"measured by peaks{ceilings.source[len('measured'):]} with "
+    if compute.startswith(prefix) and bandwidth.startswith(prefix):
+        return (f"{ceilings.source}: {key} with {compute[len(prefix):]}, bandwidth with "
+                f"{bandwidth[len(prefix):]}")
+    return f"{key}: {compute}; bandwidth: {bandwidth}"
 
 
 def matmul_key(precision: str, tf32: bool | None, backend: str = "") -> str:
@@ -85,11 +176,11 @@ def matmul_key(precision: str, tf32: bool | None, backend: str = "") -> str:
 @dataclass(frozen=True)
 class Roofline:
     flops: float            # per batch
-    min_bytes: float        # per batch
+    min_bytes: float        # per batch: weights + inputs + outputs (MIN_BYTES_LABEL)
     seconds: float          # timed p50
     achieved_tflops: float
-    achieved_gbs: float
-    intensity: float        # FLOPs per byte
+    achieved_gbs: float     # min_bytes / seconds: the bandwidth used is at least this
+    intensity: float        # FLOPs per minimum byte
     peak_tflops: float | None
     peak_gbs: float | None
     ridge: float | None     # intensity where the two ceilings meet
@@ -112,7 +203,8 @@ def _pct(value: float, peak: float | None) -> float | None:
 
 def run_roofline(roofline_inputs: dict, p50_ms: float, ceilings: Ceilings | None,
                  key: str, backend: str = "") -> Roofline:
-    """Achieved rates of one batch from its FLOPs, minimum bytes and timed p50."""
+    """Achieved rates of one batch from its FLOPs, minimum bytes and timed p50 (the GB/s and
+    the share of bandwidth are lower bounds: the run moved at least those bytes)."""
     flops = float(roofline_inputs["flops_per_batch"])
     nbytes = float(roofline_inputs["min_bytes_per_batch"])
     seconds = p50_ms / 1e3
@@ -127,7 +219,7 @@ def run_roofline(roofline_inputs: dict, p50_ms: float, ceilings: Ceilings | None
                     achieved_gbs=gbs, intensity=intensity, peak_tflops=peak, peak_gbs=bw,
                     ridge=ridge, pct_of_compute=_pct(tflops, peak), pct_of_bandwidth=_pct(gbs, bw),
                     bound=bound, pct_of_roof=_pct(tflops, roof), matmul_key=key,
-                    ceilings_source=ceilings.source if ceilings else "no ceilings",
+                    ceilings_source=ceilings_words(ceilings, key),
                     backend=backend)
 
 
@@ -233,8 +325,9 @@ def chart_data(points: list) -> RooflineChart | None:
         drawn.append(ChartPoint(label=label, backend=r.backend or "?", roof=key,
                                 intensity=r.intensity, achieved_tflops=r.achieved_tflops))
     sources = ", ".join(dict.fromkeys(_short_source(r.ceilings_source) for _, r in points))
-    return RooflineChart(title=f"Roofline, each point against its precision's roof "
-                               f"(ceilings: {sources})", roofs=list(roofs.values()), points=drawn)
+    return RooflineChart(title=f"Roofline, each point against its precision's roof; bytes: "
+                               f"{MIN_BYTES_LABEL}, not measured (ceilings: {sources})",
+                         roofs=list(roofs.values()), points=drawn)
 
 
 def ceilings_for(result: RunResult, peaks: dict | None, where: str = "") -> Ceilings | None:

@@ -4,9 +4,10 @@ Each row: the change, the figure quoted (the geometric mean of the per-process p
 speedup (per call; per sample, i.e. in throughput, when the experiment changes the batch size)
 with its verdict and 95 % interval over processes on latency and on GPU time
 (profiler.analysis.timed_verdict; the experiments held to a false discovery rate), the
-numeric error against the FP32 eager reference, the rule's projected bound beside the measured
-gain and whether the measurement bears it out, and what changed at the kernel level (kernels
-gone and added by name, launches and GPU idle time per profiled step). Torch-free; reads the
+numeric error against the FP32 eager reference, the rule's projection (a bound or an estimate,
+profiler.analysis.advice) beside the measured gain and whether the measurement bears it out,
+and what changed at the kernel level (kernels gone and added by name, launches and GPU idle
+time per profiled step). Torch-free; reads the
 cells' result.json, processes.csv and traces.
 """
 
@@ -15,7 +16,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from profiler.analysis.experiments import Experiment
+from profiler.analysis.experiments import Experiment, projection
 from profiler.analysis.headline import verdicts_between
 from profiler.analysis.run import RunAnalysis
 from profiler.analysis.timed_verdict import control_family
@@ -62,7 +63,10 @@ class TrialRow:
     bound: str | None = None
     verdict_lines: list[str] = field(default_factory=list)
     rel_l2_error: float | None = None
-    projected: float | None = None      # the rule's bound as a speedup factor, when it gives one
+    projected: float | None = None      # the rule's projection as a speedup factor, if any
+    projected_kind: str | None = None   # "bound" or "estimate" (profiler.analysis.advice)
+    #: the processes the latency interval spans: [baseline's, experiment's]
+    interval_processes: list[int] | None = None
     judgement: str | None = None        # the projection against the measurement, in words
     kernels: KernelChange | None = None
     #: "per call", or "per sample" when the experiment changes the batch size (its latency is
@@ -104,31 +108,47 @@ def kernel_change(base: Path, cell: Path) -> KernelChange | None:
 
 
 def judge(projected: float | None, verdict: str | None, speedup: float | None,
-          low: float | None, high: float | None) -> str | None:
-    """The projection against the measurement, one phrase."""
+          low: float | None, high: float | None, kind: str | None = None,
+          processes: tuple[int, int] | None = None) -> str | None:
+    """The projection against the measurement, one phrase. ``kind`` "bound" names it a bound
+    ("within the bound" only when the measured speedup is no more than it); anything else
+    names it an estimate."""
     if verdict is None or speedup is None:
         return None
-    bound = f"projected up to {projected:.2f}x" if projected and projected > 1 else \
-        "no bound projected"
+    word = "bound" if kind == "bound" else "estimate"
+    has = bool(projected and projected > 1)
+    head = f"projected {word} {projected:.2f}x" if has else "no projection"
     measured = f"measured {speedup:.2f}x [{low:.2f}-{high:.2f}]"
+    if processes:
+        measured += f" over {processes[0]} vs {processes[1]} processes" + (
+            ", within one window a side" if max(processes) == 1 else "")
     if verdict == "undecided":
-        return f"{bound}, {measured}: undecided at this noise (more --processes would tell)"
+        return f"{head}, {measured}: undecided at this noise (more --processes would tell)"
     if verdict == "same":
-        return f"{bound}, {measured}: the same within ±2 %" + (
-            "; the advice is not borne out here" if projected and projected > 1.05 else "")
+        return f"{head}, {measured}: the same within ±2 %" + (
+            "; the advice is not borne out here" if has and projected > 1.05 else "")
     if verdict == "slower":
-        return f"{bound}, {measured}: slower; the advice is contradicted"
-    if projected and projected > 1 and low is not None and low > projected:
-        return f"{bound}, {measured}: beyond the bound (the rule undersold it)"
-    if projected and projected > 1 and high is not None and high < 1 + (projected - 1) / 4:
-        return f"{bound}, {measured}: faster, far short of the bound"
-    return f"{bound}, {measured}: faster, within the bound"
+        return f"{head}, {measured}: slower; the advice is contradicted"
+    if not has:
+        return f"{head}, {measured}: faster"
+    if speedup > projected:
+        beyond = "its interval is above it too" if low is not None and low > projected else \
+            "its interval reaches below it"
+        return (f"{head}, {measured}: faster; the measured speedup exceeded the {word} "
+                f"({beyond})" + ("; the bound did not hold" if word == "bound" else ""))
+    if high is not None and high < 1 + (projected - 1) / 4:
+        return f"{head}, {measured}: faster, far short of the {word}"
+    return f"{head}, {measured}: faster, " + ("within the bound" if word == "bound" else
+                                               "below the estimate")
 
 
-def trial_rows(trial: dict, folder: Path, promises: dict[str, float]) -> list[TrialRow]:
+def trial_rows(trial: dict, folder: Path, promises: dict[str, float],
+               advice: list | None = None, config: dict | None = None) -> list[TrialRow]:
     """One row per experiment of ``trial`` (trial.json's data), ranked: verdict first (faster,
     same, undecided, slower), then by speedup; cells that did not finish last.
-    ``promises``: rule id -> its projected speedup bound."""
+    ``promises``: rule id -> its projected speedup; with ``advice`` (the rules that fired) and
+    the run's ``config``, each experiment's own projection and its kind instead
+    (profiler.analysis.experiments.projection)."""
     cells = trial["cells"]
     base_cell = cells[0]
     base_json = folder / base_cell["folder"] / RESULT_FILE
@@ -139,8 +159,12 @@ def trial_rows(trial: dict, folder: Path, promises: dict[str, float]) -> list[Tr
     for cell in cells[1:]:
         row = TrialRow(cell["label"], cell["changes"], cell["rules"], cell["status"],
                        cell["reason"])
-        bound = max((promises.get(r, 1.0) for r in cell["rules"]), default=1.0)
-        row.projected = bound if bound > 1 else None
+        if advice is not None:
+            row.projected, row.projected_kind = projection(advice, cell["rules"],
+                                                           cell["changes"], config)
+        else:
+            bound = max((promises.get(r, 1.0) for r in cell["rules"]), default=1.0)
+            row.projected = bound if bound > 1 else None
         path = folder / cell["folder"] / RESULT_FILE
         result: RunResult | None = try_read_result(path) if cell["status"] == "ok" else None
         verdicts = None
@@ -163,7 +187,10 @@ def trial_rows(trial: dict, folder: Path, promises: dict[str, float]) -> list[Tr
         rows.append(row)
         found.append(verdicts)
     for row, v in zip(rows, control_family(found)):  # the experiments are one family
+        spans = None
         if v is not None:
+            spans = (v.latency.processes_a, v.latency.processes_b)
+            row.interval_processes = list(spans)
             lat, gpu = v.latency, v.gpu_time
             row.speedup, row.low, row.high, row.verdict = lat.speedup, 1 / lat.high, \
                 1 / lat.low, lat.verdict
@@ -172,7 +199,8 @@ def trial_rows(trial: dict, folder: Path, promises: dict[str, float]) -> list[Tr
                     gpu.speedup, 1 / gpu.high, 1 / gpu.low, gpu.verdict
             row.verdict_lines = list(v.lines)
         if row.status == "ok":
-            row.judgement = judge(row.projected, row.verdict, row.speedup, row.low, row.high)
+            row.judgement = judge(row.projected, row.verdict, row.speedup, row.low, row.high,
+                                  row.projected_kind, spans)
     return sorted(rows, key=lambda r: (r.status != "ok", ORDER.get(r.verdict or "", 4),
                                        -(r.speedup or 0)))
 

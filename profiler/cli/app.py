@@ -18,7 +18,7 @@ from typing import Literal, Optional
 import typer
 
 from profiler import notices, signals
-from profiler.cli.options import OneLineErrors, OneLineUsage, run_options
+from profiler.cli.options import HelpCommand, OneLineErrors, OneLineUsage, run_options
 from profiler.cli.output import VERBOSITY, Output
 from profiler.commands import parse_budget
 from profiler.commands.summarize import VIEWS as VIEW_NAMES
@@ -117,6 +117,9 @@ def user_errors(command):
             if VERBOSITY["level"] > 0:
                 _traceback(error)
             raise typer.Exit(2) from None
+        except BrokenPipeError:  # `| head`: the reader has what it wanted, nothing to say
+            _stdout_to_devnull()
+            raise typer.Exit(0) from None
         except Interrupted as stop:
             _say(f"interrupted: {stop}")
             raise typer.Exit(stop.exit_code) from None
@@ -139,6 +142,15 @@ def user_errors(command):
     wrapper.__annotations__ = {**typing.get_type_hints(command), "quiet": bool, "verbose": bool}
     del wrapper.__wrapped__  # typer reads __signature__, not the undecorated command
     return wrapper
+
+
+def _stdout_to_devnull() -> None:
+    """After the reader of stdout left: what is still buffered goes nowhere, so that exiting
+    (which flushes stdout) raises no second BrokenPipeError."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # stdout without a descriptor (a test's)
+        pass
 
 
 def _traceback(error: BaseException) -> None:
@@ -193,7 +205,7 @@ def run(
     run_command(options, Output(json=json_out), tb_compat=tb_compat, command=command_name())
 
 
-@app.command()
+@app.command(cls=HelpCommand)
 @user_errors
 def backends(json_out: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
     """List the backends, whether each can run on this machine, and why not."""
@@ -208,7 +220,8 @@ def summarize(
     target: str = typer.Argument(
         ..., help="A trace (.json / .json.gz), a run folder under runs/ or tb_logs/, a folder "
         "of traces, or a run name such as pytorch_fp32_bs8."),
-    view: VIEWS = typer.Option("all", "--view", help="Which tables to print."),
+    view: VIEWS = typer.Option("all", "--view", metavar="<view>",
+                               help=f"Which tables to print: {', '.join(VIEW_NAMES)}."),
     top: int = typer.Option(20, "--top", help="Rows per table (0 = all); a longer step table "
                             "shows its slowest and fastest steps and their distribution."),
     out: Optional[Path] = typer.Option(None, "--out", help="Also write CSV, JSON and Markdown here."),
@@ -232,7 +245,7 @@ def summarize(
                       breakdown=breakdown)
 
 
-@app.command("tb-compat")
+@app.command("tb-compat", cls=HelpCommand)
 @user_errors
 def tb_compat_command(
     target: str = typer.Argument(..., help="A trace, a tb_logs/<run>/ or runs/<run>/ folder, or "
@@ -252,7 +265,7 @@ def tb_compat_command(
     tools.tb_compat(target, out, Output())
 
 
-@app.command()
+@app.command(cls=HelpCommand)
 @user_errors
 def tensorboard(
     logdir: Path = typer.Option(Path("tb_logs"), "--logdir", help="Folder of runs (tb_logs/)."),
@@ -347,8 +360,8 @@ def sweep(
         "or to compare against the worker's numbers."),
     executor: str = typer.Option(
         "local", "--executor", help="Where the cells run: local (this machine's GPUs), or ray "
-        "(one Ray task per cell, one GPU each, anywhere on a Ray cluster; pip install "
-        "'.[cluster]')."),
+        "(one Ray task per cell, one GPU each, anywhere on a Ray cluster; pip install -e "
+        "\".[cluster]\")."),
     ray_address: Optional[str] = typer.Option(
         None, "--ray-address", help="With --executor ray: the cluster to join (auto: the one "
         "`ray start` runs here; host:port); default: start a local Ray instance."),
@@ -394,6 +407,7 @@ def sweep(
     [b]python profile.py sweep --backends pytorch_fp32,pytorch_fp16 --bs 1,8 --name quick --iters 50 --resume[/b]
 
     [b]python profile.py sweep --backends pytorch_fp16,ttrt_fp16 --bs 1,8 --model transformer --workload generate --max-new-tokens 16,64,256[/b]
+
     [b]python profile.py sweep --backends pytorch_fp16,ttrt_fp16 --bs 1,8,16,32 --gpus 0,1[/b]
 
     [b]python profile.py sweep --backends pytorch_fp32,ttrt_fp16 --bs 1,8,32 --executor ray --ray-address auto[/b]
@@ -411,7 +425,7 @@ def sweep(
     _exit(sweep_command.run(plan, Output(json=json_out)))
 
 
-@app.command()
+@app.command(cls=HelpCommand)
 @user_errors
 def compare(
     a: str = typer.Argument(..., help="Run A (before): a run name, <sweep>/<cell>, a run folder "
@@ -477,7 +491,7 @@ def compare(
                     same_within=same_within, trust_model=trust_model)
 
 
-@app.command()
+@app.command(cls=HelpCommand)
 @user_errors
 def advise(
     target: str = typer.Argument(..., help="A run: a run name, <sweep>/<cell> or a run folder."),
@@ -525,7 +539,7 @@ def advise(
                          trust_model=trust_model, sink=Output(json=json_out)))
 
 
-@app.command()
+@app.command(cls=HelpCommand)
 @user_errors
 def plot(
     target: str = typer.Argument(
@@ -554,7 +568,7 @@ def plot(
     plot_and_list(target, out, Output(json=json_out))
 
 
-@app.command()
+@app.command(cls=HelpCommand)
 @user_errors
 def report(
     target: str = typer.Argument(..., help="A run (name, <sweep>/<cell>, folder or trace) or a "
@@ -570,9 +584,11 @@ def report(
     peaks_dir: Optional[Path] = typer.Option(
         None, "--peaks-dir", help="Folder of `peaks` measurements (default: the peaks cache)."),
 ) -> None:
-    """One self-contained HTML file (no network needed): headline timings, noise, roofline,
-    advice, kernel categories, top kernels, TensorRT layers; a kernel diff for two runs; the
-    table, plots, roofline and advice of every cell for a sweep.
+    """One self-contained HTML file (no network needed) of a run, two runs or a sweep.
+
+    A run gives its headline timings, noise, roofline, advice, kernel categories, top kernels
+    and TensorRT layers; two runs add a kernel diff; a sweep gives the table, plots, roofline
+    and advice of every cell.
 
     Example: [b]python profile.py report pytorch_fp16_bs8 ttrt_fp16_bs8[/b]
     """
@@ -582,7 +598,7 @@ def report(
     sink.line(f"wrote {report_command(target, target_b, out, peaks_dir, flops, sink=sink)}")
 
 
-@app.command()
+@app.command(cls=HelpCommand)
 @user_errors
 def peaks(
     refresh: bool = typer.Option(False, "--refresh", help="Measure again even if cached."),
@@ -595,8 +611,10 @@ def peaks(
                                            "bandwidth measurement, MiB (default 1024 / 16)."),
     json_out: bool = typer.Option(False, "--json", help="Print the measurement as JSON."),
 ) -> None:
-    """Measure this GPU's ceilings once and cache them: dense matmul TFLOP/s per data type
-    (FP32, TF32, FP16, BF16, FP8, INT8 where supported) and device-memory copy bandwidth.
+    """Measure this GPU's ceilings once and cache them (matmul TFLOP/s, memory bandwidth).
+
+    Dense matmul TFLOP/s per data type (FP32, TF32, FP16, BF16, FP8, INT8 where supported) and
+    device-memory copy bandwidth.
 
     The roofline in `report`, `summarize` and `compare` reads them; without a measurement it
     falls back to a labelled datasheet table. On a CPU it measures the CPU (small sizes).
@@ -607,7 +625,7 @@ def peaks(
                   sink=Output(json=json_out))
 
 
-@app.command()
+@app.command(cls=HelpCommand)
 @user_errors
 def noise(
     processes: int = typer.Option(5, "--processes", help="Fresh processes to time the fixed "
@@ -624,10 +642,12 @@ def noise(
                               "sweep (noise/<gpu>.json beside the engine cache)."),
     json_out: bool = typer.Option(False, "--json", help="Print the floor as JSON."),
 ) -> None:
-    """Measure this machine's noise floor: how much one fixed config's p50 moves inside a timed
-    window and between fresh processes, the GPU's clocks around it, the smallest difference a
-    compare can resolve here, and the settings that would lower it (persistence mode, locked
-    clocks, CPU pinning, CUDA graphs). It changes none of them.
+    """Measure this machine's noise floor and the settings that would lower it.
+
+    How much one fixed config's p50 moves inside a timed window and between fresh processes,
+    the GPU's clocks around it, the smallest difference a compare can resolve here, and which
+    settings would lower it: persistence mode, locked clocks, CPU pinning, CUDA graphs. It
+    changes none of them.
 
     The floor is kept per GPU model; compare and sweep use its between-process spread to judge
     runs timed in one process each.

@@ -36,12 +36,81 @@ def _no_flag_metavars(params: list) -> list:
     return params
 
 
-class OneLineErrors(typer.core.TyperCommand):
-    """A command whose refused option values (a choice not among those listed, a number that
-    is not one) are one ``error:`` line on stderr and exit status 2, as every user error is."""
+#: the only rich markup the help texts mean (the examples in bold); any other ``[...]``, such as
+#: the extra in ``pip install -e ".[cluster]"``, is text
+_MEANT_MARKUP = ("[b]", "[/b]")
+
+
+def paragraphs(text: str | None) -> str | None:
+    """Help text as paragraphs: the lines of a paragraph (a docstring's hard wrap) joined, so
+    that the terminal wraps them at its width; paragraphs stay apart (a blank line)."""
+    if not text:
+        return text
+    parts = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(" ".join(part.split("\n")) for part in parts)
+
+
+def escape_markup(text: str | None) -> str | None:
+    """``text`` with every ``[...]`` shown as written, but the bold of the examples."""
+    if not text:
+        return text
+    from rich.markup import escape
+
+    text = escape(text)
+    for tag in _MEANT_MARKUP:
+        text = text.replace("\\" + tag, tag)
+    return text
+
+
+@contextlib.contextmanager
+def _escaped_help(command: typer.core.TyperCommand | typer.core.TyperGroup, ctx):
+    """Escape the markup of the help texts while --help is drawn (completion shows them raw)."""
+    objects = [command, *command.get_params(ctx)]
+    if isinstance(command, typer.core.TyperGroup):
+        objects += [command.get_command(ctx, name) for name in command.list_commands(ctx)]
+    saved = [(obj, obj.help) for obj in objects if obj is not None]
+    try:
+        for obj, text in saved:
+            obj.help = escape_markup(text)
+        yield
+    finally:
+        for obj, text in saved:
+            obj.help = text
+
+
+class _ReadableHelp:
+    """--help that reads well at any width: no ``<bool>`` on flags, arguments named in the usage
+    line (``compare [OPTIONS] A B``), docstrings reflowed as paragraphs, markup escaped."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.help = paragraphs(self.help)
+        for param in self.params:
+            param.help = paragraphs(getattr(param, "help", None))
 
     def get_params(self, ctx):
         return _no_flag_metavars(super().get_params(ctx))
+
+    def format_help(self, ctx, formatter) -> None:
+        with _escaped_help(self, ctx):
+            super().format_help(ctx, formatter)
+
+
+class HelpCommand(_ReadableHelp, typer.core.TyperCommand):
+    """Every command: readable --help (_ReadableHelp)."""
+
+    def collect_usage_pieces(self, ctx) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if param.param_type_name == "argument":
+                name = param.name.upper()
+                pieces.append(name if param.required else f"[{name}]")
+        return pieces
+
+
+class OneLineErrors(HelpCommand):
+    """A command whose refused option values (a choice not among those listed, a number that
+    is not one) are one ``error:`` line on stderr and exit status 2, as every user error is."""
 
     def parse_args(self, ctx, args: list[str]) -> list[str]:
         given = list(args)  # parsing consumes the list
@@ -54,12 +123,9 @@ class OneLineErrors(typer.core.TyperCommand):
             raise typer.Exit(2) from None
 
 
-class OneLineUsage(typer.core.TyperGroup):
+class OneLineUsage(_ReadableHelp, typer.core.TyperGroup):
     """The app: a usage mistake (an unknown command or option, a missing argument) is one
     ``error:`` line on stderr and exit status 2 instead of click's usage box."""
-
-    def get_params(self, ctx):
-        return _no_flag_metavars(super().get_params(ctx))
 
     def parse_args(self, ctx, args: list[str]) -> list[str]:
         with _usage_in_one_line():

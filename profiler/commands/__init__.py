@@ -11,7 +11,7 @@ from profiler.runs.config import parse_duration
 
 
 #: what a plain install lacks to run models, and how to get it
-NO_TORCH = ("torch is not installed here: pip install 'infer-profiler[run]' (reading, "
+NO_TORCH = ('torch is not installed here: pip install -e ".[run]" (reading, '
             "summarizing and comparing traces does not need it)")
 
 

@@ -75,7 +75,7 @@ def run(target: str, try_them: bool = False, budget: str | None = None,
                           max_cells=max_cells, processes=count, resume=resume,
                           gpus=gpus[:1] or None, say=say)
     data = trial.to_dict()
-    rows = trial_rows(data, folder, promises)
+    rows = trial_rows(data, folder, promises, advice, config.to_dict())
     base = baseline_row(data, folder)
     document.update(trial=data, baseline=base, rows=[r.to_dict() for r in rows])
     from profiler.fsutil import write_text_atomic
@@ -135,9 +135,11 @@ def advice_of(side) -> list:
 def advice_record(a, bound: float) -> dict:
     from profiler.report.advice_view import advice_dict
 
-    return {**advice_dict(a), "projected_speedup": bound if bound > 1 else None}
+    return {**advice_dict(a), "projected_speedup": bound if bound > 1 else None,
+            "projection": a.projection if bound > 1 else None}
 
 
 def experiment_record(e) -> dict:
     return {"label": e.label, "changes": e.changes, "rules": list(e.rules), "source": e.source,
-            "projected_speedup": e.promise if e.promise > 1 else None, "cost": e.cost}
+            "projected_speedup": e.promise if e.promise > 1 else None,
+            "projection": e.promise_kind if e.promise > 1 else None, "cost": e.cost}

@@ -19,6 +19,12 @@ from profiler.trace.diff import Diff
 from profiler.trace.summary import json_safe
 
 
+#: the note of a run compared with itself
+SAME_RUN = ("note: A and B are the same run ({path}): its recorded figures are compared with "
+            "themselves (with --processes, the fresh processes time one config twice: an A/A "
+            "test of this machine's noise)")
+
+
 def load_side(target: str, sink=None) -> RunAnalysis:
     """One side of the comparison (a note on stderr when the target held several traces)."""
     side = RunAnalysis(target)
@@ -59,6 +65,8 @@ def run(a: str, b: str, top: int = 15, out: Path | None = None, *, sink,
             both.windows = fresh_windows(both, processes, target_noise, budget_s, sink.note,
                                          trust_model=trust_model, warn=sink.warn)
     result, timed_ab = both.diff, both.timed
+    if both.a.path.resolve() == both.b.path.resolve():  # after what can fail: one error line
+        sink.note(SAME_RUN.format(path=both.a.path))
     if out is not None:
         written = write_csvs(result, out)
         sink.note(f"wrote {len(written)} files to {out}")

@@ -11,9 +11,11 @@ import pandas as pd
 from profiler.errors import UserError
 from profiler.fsutil import read_small, write_text_atomic
 from profiler.runs.manifest import OK, find_sweep, short_label
+from profiler.analysis.roofline import MIN_GBS, MIN_PCT_BANDWIDTH
 from profiler.analysis.run import Comparison, RunAnalysis
 from profiler.analysis.sweep import SweepAnalysis
 from profiler.report import html
+from profiler.trace.kernels import PIPE_BUSY_NOTE
 
 
 def _label(target: str) -> str:
@@ -35,7 +37,7 @@ def _run_sections(page: html.Page, label: str, run: RunAnalysis) -> None:
     page.add(f"{label}: kernel time by category",
              html.category_chart([label], [k.categories], [_steps(summary)]) +
              html.table(cats, ["category", "kernels", "calls", "ms_per_step", "share_pct",
-                               "tensor_core_pct"]))
+                               "tensor_core_pct"]) + html.note(_pipe_busy(run)))
     page.add(f"{label}: top kernels", html.table(
         k.table.assign(ms_total=k.table["total_us"] / 1e3),
         ["name", "category", "calls", "ms_total", "share_pct", "tensor_core"], 15))
@@ -46,6 +48,17 @@ def _run_sections(page: html.Page, label: str, run: RunAnalysis) -> None:
     layers = html.layer_view(run.layer_times)
     if layers:
         page.add(f"{label}: TensorRT layers (engine_layer_times)", layers)
+
+
+def _pipe_busy(run: RunAnalysis) -> str:
+    """ncu's tensor-pipe reading beside the time in Tensor Core kernels, or how to get it."""
+    a = run.agreement if run.ncu_csv is not None else None
+    if a is None or not a.pipe_measured_us:
+        return "note: " + PIPE_BUSY_NOTE
+    return (f"tensor pipe busy (ncu): {100 * a.tensor_pipe_busy_share:.1f} %, kernel-time "
+            f"weighted, over the {a.profiled_kernels} profiled kernels "
+            f"({100 * a.coverage:.1f} % of kernel time; time in Tensor Core kernels there: "
+            f"{100 * a.tensor_core_kernels_share:.1f} %)")
 
 
 def _analysis(target: str, peaks_dir: Path | None, flops_table: dict | None,
@@ -211,7 +224,8 @@ def sweep_page(folder: Path, peaks_dir: Path | None = None,
     frame = sweep.benchmark
     page = html.Page(f"Sweep: {folder.name}")
     page.add("Benchmark", sweep_headline(frame, sweep.manifest)
-             + sweep_table(frame, axis_columns(sweep.manifest)))
+             + sweep_table(frame, axis_columns(sweep.manifest))
+             + html.note("note: TC-kernel time %: " + PIPE_BUSY_NOTE))
     page.add("Latency and throughput", _latency_figure(frame))
     points, advice_rows = [], []
     for cell, run in sweep.finished():
@@ -224,8 +238,8 @@ def sweep_page(folder: Path, peaks_dir: Path | None = None,
         r = run.roofline
         advice_rows.append({"cell": label, "TFLOP/s": r.achieved_tflops if r else None,
                             "% of compute": r.pct_of_compute if r else None,
-                            "GB/s": r.achieved_gbs if r else None,
-                            "% of bandwidth": r.pct_of_bandwidth if r else None,
+                            MIN_GBS: r.achieved_gbs if r else None,
+                            MIN_PCT_BANDWIDTH: r.pct_of_bandwidth if r else None,
                             "advice": "; ".join(a.rule for a in advice) or "-"})
     if advice_rows:
         page.add("Roofline and advice per cell", html.table(pd.DataFrame(advice_rows)))

@@ -21,6 +21,7 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
         raise UserError(f"unknown --view {view!r}; choose one of: {', '.join(VIEWS)}")
     if top < 0:
         raise UserError(f"--top must be 0 (all) or more (got {top})")
+    _refuse_sweep(target)
     ncu_path = _ncu_csv(ncu)
     # here, not at the top: the CLI imports VIEWS, and --help or a usage error needs no pandas
     from profiler.analysis.run import RunAnalysis
@@ -32,6 +33,9 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
         _layers(run, out, sink, top)
         return
     summary = run.summary
+    if view == "phases" and summary.phases is None:
+        raise UserError(f"no generation phases in {run.run_folder or summary.trace_path}: the "
+                        "phases view needs a --workload generate run (prefill and decode spans)")
     result_json = run.result_json or "none (a bare trace: no timed window)"
     sink.detail(f"trace: {summary.trace_path}; result: {result_json}")
     for warning in summary.warnings:
@@ -87,7 +91,7 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
         from profiler.report.headline_view import print_headline
 
         print_headline(headline, console)
-    print_summary(summary, view=view, top=top, console=console)
+    print_summary(summary, view=view, top=top, console=console, agreement=agreement)
     if joined is not None and view in ("all", "kernels"):
         from profiler.report.hardware_view import print_hardware
 
@@ -96,6 +100,21 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
         from profiler.report.insight_view import print_insight
 
         print_insight(found, console)
+
+
+def _refuse_sweep(target: str) -> None:
+    """A sweep folder holds one run per cell: say so, and what shows it."""
+    from profiler.runs.manifest import find_sweep, read_manifest
+
+    sweep = find_sweep(target)
+    if sweep is None:
+        return
+    cells = sorted(read_manifest(sweep).cells)
+    example = Path(target) / (cells[0] if cells else "<cell>")
+    table = sweep / "benchmark.md"
+    raise UserError(f"{target} is a sweep folder: summarize one of its cells (e.g. {example}), "
+                    f"or see the whole sweep with `report {target}`"
+                    + (f" (its table: {table})" if table.is_file() else ""))
 
 
 def _ncu_csv(ncu: str | None) -> Path | None:

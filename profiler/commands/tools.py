@@ -40,17 +40,22 @@ def tb_compat(target: str, out: Path | None, sink) -> int:
 
     found = trace_set(target)
     if out is not None or found.one_file:
-        results = [write_compat_copy(trace, compat_dir_for(trace) if out is None else out)
-                   for trace in found.traces]
+        results = [write_compat_copy(trace, compat_dir_for(trace) if out is None else out,
+                                     unchanged=False) for trace in found.traces]
     else:
         folders: dict[Path, list[Path]] = {}
         for trace in found.traces:
             folders.setdefault(compat_dir_for(trace, of_run=found.of_run), []).append(trace)
         results = [done for folder, traces in folders.items()
-                   for done in write_compat_folder(traces, folder)]
+                   for done in write_compat_folder(traces, folder, unchanged=False)]
     for result in results:
-        changes = ", ".join(f"{k}: {v}" for k, v in result.renamed.items()) or "nothing to change"
-        sink.line(f"{result.written}  ({changes})")
+        if result.written is None:
+            sink.line(f"{result.source}  (nothing to change: the plugin reads it as it is; "
+                      "no copy written)")
+        else:
+            changes = ", ".join(f"{k}: {v}" for k, v in result.renamed.items()) \
+                or "nothing to change"
+            sink.line(f"{result.written}  ({changes})")
     return 0
 
 

@@ -20,16 +20,23 @@ def _launch_bound(f: dict) -> tuple[dict, str]:
                 "idle in the profiled step": _share(f["profiled_idle_share"])}
     if f["kernels_per_step"]:
         evidence["kernel launches per step"] = f"{f['kernels_per_step']:.0f}"
-    return evidence, (f"at most {_share(f['idle_share'])} (the idle time): p50 no lower than "
-                      f"{f['p50_floor_ms']:.3f} ms")
+    projected = f.get("projected_speedup") or 1 / max(1e-6, 1 - f["idle_share"])
+    return evidence, (f"estimate {projected:.2f}x (latency / GPU time): the p50 "
+                      f"with every launch gap removed and the kernels unchanged would be "
+                      f"{f['p50_floor_ms']:.3f} ms; backends that fuse kernels can beat it")
 
 
 def _fp32_cuda_cores(f: dict) -> tuple[dict, str]:
     evidence = {"GEMM/conv share of kernel time": _share(f["matrix_share"]),
-                "on Tensor Cores": _share(f["tensor_core_share"]),
+                "in Tensor Core kernels": _share(f["tensor_core_share"]),
                 "GPU": f"{f['gpu']} (compute capability {f['compute_capability']})"}
-    return evidence, (f"GEMM/conv time ({_share(f['matrix_share'])} of kernel time) runs at "
-                      "Tensor Core rates")
+    if not f.get("projected_speedup"):
+        return evidence, (f"GEMM/conv time ({_share(f['matrix_share'])} of kernel time) runs at "
+                          "Tensor Core rates (no datasheet row for this GPU: no projection)")
+    return evidence, (f"estimate {f['projected_speedup']:.2f}x on kernel time: the GEMM/conv "
+                      f"share ({_share(f['matrix_share'])}) at the datasheet's dense FP16:FP32 "
+                      f"ratio ({f['dense_ratio_fp16']:.1f}x; TF32:FP32 "
+                      f"{f['dense_ratio_tf32']:.1f}x), the rest unchanged")
 
 
 def _low_occupancy(f: dict) -> tuple[dict, str]:
@@ -46,7 +53,8 @@ def _batch_headroom(f: dict) -> tuple[dict, str]:
     evidence = {"throughput": ", ".join(f"bs{bs} {rate:,.0f}/s"
                                         for bs, rate in f["throughput_by_bs"]),
                 "last step": f"+{_share(f['growth'])} from bs{f['from_bs']} to bs{f['to_bs']}"}
-    return evidence, (f"throughput still rose {_share(f['growth'])} at the largest batch; "
+    return evidence, (f"estimate {f.get('projected_speedup', 1 + f['growth']):.2f}x in "
+                      f"throughput: it still rose {_share(f['growth'])} at the largest batch; "
                       "latency per batch grows with it")
 
 
@@ -58,11 +66,14 @@ def _trt_fp32_layers(f: dict) -> tuple[dict, str]:
 
 
 def _memory_bound(f: dict) -> tuple[dict, str]:
-    evidence = {"arithmetic intensity": f"{f['intensity']:.0f} FLOP/B (ridge {f['ridge']:.0f})",
-                "achieved": f"{f['achieved_gbs']:,.0f} GB/s = {f['pct_of_bandwidth']:.0f} % of "
-                            f"{f['peak_gbs']:,.0f} GB/s"}
-    return evidence, (f"up to {f['speedup_bound']:.1f}x if the minimum bytes moved at full "
-                      "bandwidth")
+    evidence = {"arithmetic intensity": f"{f['intensity']:.0f} FLOP per minimum byte (ridge "
+                                        f"{f['ridge']:.0f})",
+                "achieved (minimum bytes / p50)":
+                    f"at least {f['achieved_gbs']:,.0f} GB/s = at least "
+                    f"{f['pct_of_bandwidth']:.0f} % of {f['peak_gbs']:,.0f} GB/s"}
+    return evidence, (f"bound {f['speedup_bound']:.1f}x (bytes at the measured bandwidth): "
+                      "the minimum bytes moved at full bandwidth; twice that for a switch to "
+                      "half precision")
 
 
 #: rule id -> its figures in words (evidence by label, projected gain)
@@ -101,4 +112,5 @@ def line(a: Advice) -> str:
 def advice_dict(a: Advice) -> dict:
     """The advice as --json shows it (evidence and gain in words, measured as numbers)."""
     return {"rule": a.rule, "title": a.title, "action": a.action, "evidence": evidence(a),
-            "projected_gain": projected_gain(a), "source": a.source, "measured": a.measured}
+            "projected_gain": projected_gain(a), "projection": a.projection,
+            "source": a.source, "measured": a.measured}

@@ -70,7 +70,7 @@ def categories_table(result: Diff) -> Table:
     t = FitTable(title="Kernel time by category (per step)")
     t.add_column("category")
     for col in ("A", "B", "delta", "change", "share A", "share B",
-                "Tensor Cores A", "Tensor Cores B"):
+                "TC-kernel time A", "TC-kernel time B"):
         t.add_column(col, number=True, optional=col not in ("A", "B", "delta", "change"))
     c = result.categories
     for r in c.itertuples():
@@ -361,8 +361,12 @@ def verdict_basis(verdict: dict) -> str:
     """The ratio, its interval, the processes behind it and how they were compared, in one
     sentence."""
     ka, kb = verdict["processes_a"], verdict["processes_b"]
+    window = ""
+    if min(ka, kb) == 1:  # the spread between processes is assumed, not seen
+        window = ", within one window a side" if ka == kb == 1 else \
+            ", one side within one window"
     basis = (f"B/A = {verdict['ratio']:.3f}, 95 % interval [{verdict['low']:.3f}, "
-             f"{verdict['high']:.3f}] over {ka} vs {kb} {_plural(max(ka, kb))} "
+             f"{verdict['high']:.3f}] over {ka} vs {kb} {_plural(max(ka, kb))}{window} "
              f"({_design(verdict)})")
     if verdict.get("fdr"):
         basis += f"; {verdict['fdr']}"  # how it was held against its family

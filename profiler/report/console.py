@@ -9,26 +9,36 @@ from dataclasses import replace
 from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Column, Table
+from rich.text import Text
 
 #: the width of output to a file or a pipe when COLUMNS is not set (rich's own default there
 #: is 80)
 PIPE_WIDTH = 160
 
 
+class PipeConsole(Console):
+    """A console whose reader leaving (``| head``) raises BrokenPipeError, as print does, for
+    the command line to end quietly (rich's own exits with status 1)."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError
+
+
 def make_console(stderr: bool = False) -> Console:
     """A real terminal keeps its own width; output to a file or a pipe gets ``COLUMNS`` when
     it is set, else PIPE_WIDTH columns."""
-    console = Console(stderr=stderr)
+    console = PipeConsole(stderr=stderr)
     if not console.is_terminal and not os.environ.get("COLUMNS", "").isdigit():
-        console = Console(stderr=stderr, width=PIPE_WIDTH)
+        console = PipeConsole(stderr=stderr, width=PIPE_WIDTH)
     return console
 
 
 class FitTable(Table):
     """A table whose numbers are never cut: number columns take the width of their widest cell
     (their headers wrap), name columns shrink (they fold onto more lines), and the columns added
-    with ``optional=True`` are left out, the last added first, when the width cannot show the
-    rest whole."""
+    with ``optional`` are left out when the width cannot show the rest whole: the highest
+    ``optional`` rank first (True is rank 1), the last added first among equals. A line under
+    the table names the columns left out."""
 
     #: the narrowest a name column is counted when deciding what fits
     NARROWEST = 20
@@ -38,13 +48,14 @@ class FitTable(Table):
     def __init__(self, *args, **kwargs) -> None:
         kwargs.setdefault("title_justify", "left")
         super().__init__(*args, **kwargs)
-        self.optional: list[Column] = []
+        self.optional: list[tuple[int, Column]] = []  # (rank, column), in the order added
         self.numbers: list[Column] = []
         self.whole: list[Column] = []
 
-    def add_column(self, header="", *, optional: bool = False, number: bool = False,
+    def add_column(self, header="", *, optional: bool | int = False, number: bool = False,
                    whole: bool = False, **kwargs) -> None:
-        """``whole``: a name column whose cells the optional columns give way to (they are left
+        """``optional``: True or a rank (the higher, the sooner the column is left out).
+        ``whole``: a name column whose cells the optional columns give way to (they are left
         out until its cells fit on one line); it folds only when none is left."""
         if number:
             kwargs.setdefault("justify", "right")
@@ -52,7 +63,7 @@ class FitTable(Table):
             kwargs.setdefault("overflow", "fold")
         super().add_column(header, **kwargs)
         if optional:
-            self.optional.append(self.columns[-1])
+            self.optional.append((int(optional), self.columns[-1]))
         if number:
             self.numbers.append(self.columns[-1])
         if whole:
@@ -62,11 +73,29 @@ class FitTable(Table):
         fitted = self._fixed(console, options, whole_headers=True)
         if fitted._needed(console, options, self.ROOMY) > options.max_width:
             fitted = self._fixed(console, options, whole_headers=False)
-        dropped = [fitted.columns[self.columns.index(c)] for c in self.optional]
+        every = list(fitted.columns)
         whole = [fitted.columns[self.columns.index(c)] for c in self.whole]
-        while dropped and fitted._needed(console, options, whole=whole) > options.max_width:
-            fitted.columns.remove(dropped.pop())
+        self._leave_out(fitted, console, options, whole)
+        if whole and fitted._needed(console, options, whole=whole) > options.max_width:
+            # their cells cannot have one line each: the whole columns wrap between words,
+            # never inside one, and fewer columns give way to them
+            fitted.columns = [replace(c, width=self._word_width(console, options, c))
+                              if any(c is w for w in whole) else c for c in every]
+            self._leave_out(fitted, console, options)
         yield from Table.__rich_console__(fitted, console, options)
+        left_out = [c for c in self.columns if c.header not in {k.header for k in fitted.columns}]
+        if left_out:
+            names = ", ".join(_plain(c.header) for c in left_out)
+            yield Text(f"columns left out for width: {names} (widen the terminal, or use "
+                       "--json)", style="dim")
+
+    def _leave_out(self, fitted: "FitTable", console, options, whole=()) -> None:
+        """Leave optional columns out of ``fitted`` (the highest rank, the last added first)
+        until the rest fits the width, or none is left."""
+        order = sorted(range(len(self.optional)), key=lambda i: (self.optional[i][0], i))
+        droppable = [fitted.columns[self.columns.index(self.optional[i][1])] for i in order]
+        while droppable and fitted._needed(console, options, whole=whole) > options.max_width:
+            fitted.columns.remove(droppable.pop())
 
     def _fixed(self, console, options, whole_headers: bool) -> "FitTable":
         """A copy whose number columns are as wide as their widest cell and their header (on
@@ -80,6 +109,12 @@ class FitTable(Table):
         cells = [Measurement.get(console, options, cell).maximum for cell in column._cells]
         header = Measurement.get(console, options, column.header)
         return max([header.maximum if whole_header else header.minimum, *cells])
+
+    @staticmethod
+    def _word_width(console, options, column: Column) -> int:
+        """The width of the column's longest word (of its cells and its header)."""
+        return max(Measurement.get(console, options, cell).minimum
+                   for cell in [column.header, *column._cells])
 
     def _needed(self, console, options, names: int | None = None,
                 whole: list[Column] | None = None) -> int:
@@ -96,3 +131,9 @@ class FitTable(Table):
                                    for cell in column._cells), 0]) + self._get_padding_width(0)
             need += widest if column.width is not None else min(widest, narrowest)
         return need + self._extra_width
+
+
+def _plain(header) -> str:
+    """A column header as one line of plain text (its markup and line breaks gone)."""
+    text = header.plain if isinstance(header, Text) else Text.from_markup(str(header)).plain
+    return " ".join(text.split())

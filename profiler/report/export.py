@@ -13,6 +13,7 @@ import pandas as pd
 from profiler.errors import UserError
 from profiler.fsutil import atomic_path, write_text_atomic, write_with
 from profiler.analysis.insight import Insight
+from profiler.trace.kernels import PIPE_BUSY_NOTE, TC_KERNELS_LABEL
 from profiler.trace.overview import DEFINERS
 from profiler.trace.summary import Summary, json_safe
 from profiler.report.advice_view import line
@@ -64,6 +65,11 @@ def write_tables(out_dir: Path, frames: dict[str, pd.DataFrame]) -> list[Path]:
         for path, frame in zip(paths, frames.values()):
             _table_writer(path, frame)(stack.enter_context(atomic_path(path)))
     return paths
+
+
+#: categories.csv's Tensor Core columns as summary.md heads them: time in Tensor Core kernels,
+#: not how busy the tensor pipe was
+TC_COLUMNS = {"tensor_core_us": "TC-kernel µs", "tensor_core_pct": "TC-kernel time %"}
 
 
 def markdown_table(frame: pd.DataFrame, floatfmt: str = ".1f") -> str:
@@ -156,15 +162,16 @@ def export(summary: Summary, out_dir: Path, top: int = 0, headline: dict | None 
                   f"theoretical occupancy (computed) {pct(d.theoretical_occupancy_pct)}, "
                   f"{d.idle_gaps} idle gaps totalling {d.idle_total_us:,.1f} µs "
                   f"(largest {d.idle_largest_us:,.1f} µs)")
-    md.append(f"- kernel time on Tensor Cores: {t['tensor_core_share_pct']:.1f} % of all kernel "
-              f"time, {t['tensor_core_share_of_gemm_conv_pct']:.1f} % of GEMM + convolution time")
+    md.append(f"- {TC_KERNELS_LABEL}: {t['tensor_core_share_pct']:.1f} % of all kernel time, "
+              f"{t['tensor_core_share_of_gemm_conv_pct']:.1f} % of GEMM + convolution time")
+    md.append(f"- note: {PIPE_BUSY_NOTE}")
     md += [f"- note: {n}" for n in summary.notes]
     md.append(f"\n## Step time breakdown (µs; {DEFINERS[o.definitions]}'s definitions: "
               "profiler/trace/overview.py BREAKDOWN_DEFINITIONS)\n")
     md.append(markdown_table(o.steps.drop(columns=["start", "end", "cpu_start", "cpu_end"],
                                      errors="ignore")))
     md.append("\n## Kernel time by category\n")
-    md.append(markdown_table(k.categories))
+    md.append(markdown_table(k.categories.rename(columns=TC_COLUMNS)))
     shown = k.table if not top else k.table.head(top)
     md.append("\n## Kernels\n")
     md.append(markdown_table(shown.drop(columns=["name", "tensor_core_why"], errors="ignore")))

@@ -75,18 +75,25 @@ def us_fine(value: float) -> str:
     return f"{value:,.1f} µs"
 
 
-def ms(value: float) -> str:
-    return f"{value:.3f}"
+def ms(value) -> str:
+    """A latency given in ms, its unit in the column's header: ``1,150.053``."""
+    return "-" if missing(value) else f"{value:,.3f}"
 
 
 def ms_unit(value) -> str:
-    """A latency given in ms: ``5.791 ms``."""
-    return "-" if missing(value) else f"{value:.3f} ms"
+    """A latency given in ms: ``5.791 ms``, ``1,150.053 ms``."""
+    return "-" if missing(value) else f"{value:,.3f} ms"
 
 
 def mib(value, note: str | None = None) -> str:
     """A size given in MiB: ``1,234.5 MiB``; ``note`` (why there is none) for a missing one."""
     return (note or "-") if missing(value) else f"{value:,.1f} MiB"
+
+
+def mib_figure(value, note: str | None = None) -> str:
+    """A size given in MiB, its unit in the column's header: ``1,234.5``; ``note`` (why there
+    is none) for a missing one."""
+    return (note or "-") if missing(value) else f"{value:,.1f}"
 
 
 def seconds(value: float) -> str:

@@ -21,7 +21,7 @@ import pandas as pd
 from profiler.runs.result import RunResult
 from profiler.analysis.advice import Advice
 from profiler.analysis.headline import config_line, gpu_state_of, window_noise
-from profiler.analysis.roofline import NO_ROOFLINE_INPUTS, Roofline
+from profiler.analysis.roofline import MIN_BYTES_LABEL, NO_ROOFLINE_INPUTS, Roofline
 from profiler.report.advice_view import evidence, measured_line, projected_gain
 from profiler.report.compare_view import (NO_GPU_TIME, NO_LATENCY, RECORDED_TITLE,
                                           figure_short, has_processes, noise_warnings,
@@ -44,7 +44,7 @@ th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}
 """
 
 #: what a page says where a figure would be when matplotlib is not installed
-NO_FIGURES = "figures left out: they need matplotlib (pip install '.[plots]')"
+NO_FIGURES = 'figures left out: they need matplotlib (pip install -e ".[plots]")'
 
 
 def figures_missing() -> str | None:
@@ -107,13 +107,14 @@ HEADERS = {
     "name": "kernel", "kernel": "kernel", "category": "category", "operator": "operator",
     "side": "in", "calls": "calls", "kernels": "kernels", "tensor_core": "Tensor Cores",
     "total_us": "total µs", "ms_total": "total ms", "ms_per_step": "ms per step",
-    "share_pct": "share %", "tensor_core_pct": "on Tensor Cores %",
+    "share_pct": "share %", "tensor_core_pct": "TC-kernel time %",
     "us_a": "A µs", "us_b": "B µs", "delta_us": "delta µs (B - A)", "change_pct": "change %",
     "share_a_pct": "share A %", "share_b_pct": "share B %",
-    "tensor_core_a_pct": "Tensor Cores A %", "tensor_core_b_pct": "Tensor Cores B %",
+    "tensor_core_a_pct": "TC-kernel time A %", "tensor_core_b_pct": "TC-kernel time B %",
     "calls_a": "calls A", "calls_b": "calls B", "kernels_a": "kernels A", "kernels_b": "kernels B",
     "input_dims": "input shapes", "flops_per_call": "FLOPs per call", "flops": "FLOPs",
     "gpu_us": "GPU µs", "tflops": "TFLOP/s", "pct_of_peak": "% of peak",
+    "gbs": "≥ GB/s (minimum bytes)", "pct_peak_bandwidth": "≥ % of bandwidth",
     "backend": "backend", "bs": "batch", "p50_ms": "p50 ms", "p90_ms": "p90 ms",
     "p99_ms": "p99 ms", "mean_ms": "mean ms", "throughput_per_s": "samples/s",
     "speedup": "speedup x", "interval": "95 % interval", "verdict": "verdict",
@@ -335,13 +336,14 @@ def roofline_block(roofline: Roofline | None, source: str, missing: str | None =
     pct = (lambda v: f"{v:.1f} %" if v is not None else "-")
     return key_values([
         ("FLOPs per batch (FlopCounterMode)", f"{r.flops / 1e9:,.2f} GFLOP"),
-        ("minimum bytes per batch", f"{r.min_bytes / 1e6:,.1f} MB"),
-        ("arithmetic intensity", f"{r.intensity:,.0f} FLOP/byte (ridge "
+        (f"{MIN_BYTES_LABEL} per batch", f"{r.min_bytes / 1e6:,.1f} MB"),
+        ("arithmetic intensity", f"{r.intensity:,.0f} FLOP per minimum byte (ridge "
                                  f"{_fmt(r.ridge)})"),
         ("achieved compute", f"{r.achieved_tflops:,.2f} TFLOP/s = {pct(r.pct_of_compute)} of "
                              f"{_fmt(r.peak_tflops)} ({r.matmul_key})"),
-        ("achieved bandwidth", f"{r.achieved_gbs:,.1f} GB/s = {pct(r.pct_of_bandwidth)} of "
-                               f"{_fmt(r.peak_gbs)}"),
+        ("achieved bandwidth (minimum bytes / p50)",
+         f"at least {r.achieved_gbs:,.1f} GB/s = at least {pct(r.pct_of_bandwidth)} of "
+         f"{_fmt(r.peak_gbs)}"),
         ("bound by", r.bound), ("of the roofline at this intensity", pct(r.pct_of_roof)),
         ("ceilings", source)])
 

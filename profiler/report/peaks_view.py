@@ -20,5 +20,8 @@ def print_peaks(data: dict, path: Path, measured: bool,
         value = detail["tflops"]
         shown = f"{value:10.4g} TFLOP/s" if value is not None else f"{'n/a':>10}          " \
             f"({detail.get('why_not')})"
-        echo(f"  matmul {name:5} {shown}")
+        how = f"  {detail['kernel']}" if value is not None and detail.get("kernel") else ""
+        if detail.get("cuda_kernels"):
+            how += f"; ran {', '.join(k[:60] for k in detail['cuda_kernels'][:2])}"
+        echo(f"  matmul {name:5} {shown}{how}")
     echo(f"  copy bandwidth {data['copy']['gb_per_s']:10.1f} GB/s")

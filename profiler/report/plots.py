@@ -18,7 +18,7 @@ import pandas as pd
 from profiler.errors import UserError
 from profiler.runs.manifest import OK, axis_options, grid_cells, short_label
 from profiler.fsutil import write_with
-from profiler.analysis.roofline import chart_data
+from profiler.analysis.roofline import MIN_BYTES_LABEL, chart_data
 
 #: one colour per kernel category, the same in every figure
 CATEGORY_COLOURS = {
@@ -230,7 +230,7 @@ def roofline_figure(points: list):
                    label=f"{p.label} ({p.backend}{', ' + p.roof if p.roof else ''})")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("arithmetic intensity (FLOP/byte, minimum bytes)")
+    ax.set_xlabel(f"arithmetic intensity (FLOP per byte; {MIN_BYTES_LABEL})")
     ax.set_ylabel("achieved TFLOP/s (timed p50)")
     ax.set_title(chart.title, fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
@@ -247,11 +247,13 @@ def roofline_plot(points: list, out: Path) -> Path | None:
 def run_plot(cats: dict[str, float], share: dict[str, float], steps: int, name: str,
              model: str, device: str, out: Path) -> Path:
     """<name>_categories.png: kernel time per step by category (``cats``, µs), each labelled
-    with its Tensor Core share."""
+    with its time in Tensor Core kernels (not how busy the tensor pipe was)."""
     labels = sorted(cats, key=cats.get, reverse=True)
-    labels_shown = [f"{c} ({share[c]:.0f} % TC)" if share.get(c) else c for c in labels]
+    labels_shown = [f"{c} ({share[c]:.0f} % TC-kernel time)" if share.get(c) else c
+                    for c in labels]
     title = (f"GPU kernel time by category: {name} ({steps} profiled steps)\n"
-             f"{model + ' on ' if model else ''}{device}; TC = share on Tensor Cores")
+             f"{model + ' on ' if model else ''}{device}; TC-kernel time = time in Tensor Core "
+             "kernels")
     return category_bars(labels_shown, [{c: cats[c]} for c in labels], title,
                          out / f"{name}_categories.png", legend=False)
 

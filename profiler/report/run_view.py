@@ -11,13 +11,14 @@ from profiler.analysis.headline import (gpu_compute_figures, gpu_state_of, memor
 from profiler.runs.layout import RESULT_FILE
 from profiler.runs.result import Generation, Numerics, RunResult
 from profiler.report.console import FitTable, make_console
-from profiler.report.fmt import fixed, mib, ms, ms_unit, pct, phases_line, safe, significant
+from profiler.report.fmt import (count, fixed, mib_figure, ms, ms_unit, pct, phases_line,
+                                 safe, significant)
 from profiler.report.headline_view import gpu_compute_line
 
 
 #: the run table's columns kept at any width (the others are left out, the last first, where
 #: the width cannot show them all)
-ESSENTIAL = ("p50 ms", "p90", "p99", "samples/s", "CV", "peak alloc")
+ESSENTIAL = ("p50 ms", "p90 ms", "p99 ms", "samples/s", "CV", "peak alloc MiB")
 #: the generation table's columns kept at any width (the others go first when it is narrow)
 GENERATION_ESSENTIAL = ("TTFT p50", "token p50", "tokens/s", "seq p50 ms", "tokens equal")
 
@@ -35,19 +36,20 @@ def print_result(result: RunResult, console: Console | None = None,
                            f"{result.batch_size} · {safe(gpu.get('name', 'CPU'))}")
     memory = memory_figures(result)
     window = window_noise(result) or {}
-    columns = ["p50 ms", "p90", "p99", "mean", "min", "max", "samples/s", "CV", "IQR",
-               "peak alloc", "peak reserved", "prepare s"]
+    # every unit in its header, none in the cells
+    columns = ["p50 ms", "p90 ms", "p99 ms", "mean ms", "min ms", "max ms", "samples/s", "CV",
+               "IQR ms", "peak alloc MiB", "peak reserved MiB", "prepare s"]
     cells = [*(ms(getattr(timing, k)) for k in ("p50_ms", "p90_ms", "p99_ms", "mean_ms",
                                                  "min_ms", "max_ms")),
-             f"{timing.throughput_samples_per_s:.1f}",
+             count(timing.throughput_samples_per_s, 1),
              pct(100 * window["cv"]) if window else "-",
-             ms_unit(window["iqr_ms"]) if window else "-",
-             mib(memory["peak_allocated_mib"], memory["note"]),
-             mib(memory["peak_reserved_mib"], memory["note"]),
+             ms(window["iqr_ms"]) if window else "-",
+             mib_figure(memory["peak_allocated_mib"], memory["note"]),
+             mib_figure(memory["peak_reserved_mib"], memory["note"]),
              f"{timing.prepare_s + timing.first_call_s:.2f}"]
     if memory["engine_mib"] is not None:
-        columns.append("engine mem")
-        cells.append(mib(memory["engine_mib"]))
+        columns.append("engine MiB")
+        cells.append(mib_figure(memory["engine_mib"]))
     # compiled backends: the compile (or cache load) part of prepare, as its own figure
     for value, column in ((backend.compile_s, "compile s"), (backend.cache_load_s, "cache load s")):
         if value is not None:
@@ -77,8 +79,8 @@ def print_result(result: RunResult, console: Console | None = None,
         console.print(f"[bold yellow]warning:[/] {escape(warning)}", highlight=False)
     spread = window.get("repeat_runs")
     if spread:
-        console.print(f"p50 over {spread['runs']} processes: {spread['min_p50_ms']:.3f} to "
-                      f"{spread['max_p50_ms']:.3f} ms ({spread['range_pct_of_median']:.1f} % of "
+        console.print(f"p50 over {spread['runs']} processes: {ms(spread['min_p50_ms'])} to "
+                      f"{ms_unit(spread['max_p50_ms'])} ({spread['range_pct_of_median']:.1f} % of "
                       "the median)", highlight=False)
     reached = window.get("target")
     if reached:
@@ -181,7 +183,7 @@ def _print_generation(console: Console, generation: Generation,
                "token p50": fixed(per_token.p50, ".3f"),
                "token p90": fixed(per_token.p90, ".3f"),
                "token p99": fixed(per_token.p99, ".3f"),
-               "tokens/s": f"{generation.tokens_per_s:.1f}",
+               "tokens/s": count(generation.tokens_per_s, 1),
                "seq p50 ms": fixed(generation.sequence_ms.p50, ".3f")}
     if numerics is not None and numerics.tokens is not None:
         encoder, logits = numerics.encoder_output, numerics.first_step_logits

@@ -3,18 +3,27 @@ except formatting."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Console
 from rich.table import Table
 
 from profiler.trace.overview import BREAKDOWN, BREAKDOWN_DEFINITIONS, DEFINERS
 from profiler.report.console import FitTable, make_console
 from profiler.report.fmt import count, head, pct, safe, size_bytes, us
+from profiler.trace.kernels import PIPE_BUSY_NOTE, TC_KERNELS_LABEL
 from profiler.trace.summary import Summary
 from profiler.report.phases_view import phases_table, positions_table
 
+if TYPE_CHECKING:
+    from profiler.trace.hardware import Agreement
+
 
 def print_summary(summary: Summary, view: str = "all", top: int = 20,
-                  console: Console | None = None) -> None:
+                  console: Console | None = None, agreement: Agreement | None = None) -> None:
+    """``agreement``: the ncu join's (profiler.trace.hardware), when one was made: its
+    tensor-pipe reading sits beside the time in Tensor Core kernels; without it one note says
+    how to get it."""
     console = console or make_console()
     header = f"[b]{safe(summary.trace_path)}[/b]  ({safe(summary.schema)}"
     if summary.devices:
@@ -22,7 +31,7 @@ def print_summary(summary: Summary, view: str = "all", top: int = 20,
         header += f"; {safe(d['name'])}, sm_{d['compute_major']}{d['compute_minor']}, {d['num_sms']} SMs"
     console.print(header + ")")
     if view in ("all", "overview"):
-        overview_tables(summary, top, console)
+        overview_tables(summary, top, console, agreement)
     gpu_work = len(summary.kernels.table) > 0  # none in a CPU-only trace: its note says so
     if view in ("all", "categories") and gpu_work:
         console.print(categories_table(summary))
@@ -36,9 +45,13 @@ def print_summary(summary: Summary, view: str = "all", top: int = 20,
         console.print(positions_table(summary.phases, top=top))
     for note in summary.notes:
         console.print(f"[yellow]note:[/yellow] {safe(note)}")
+    shows_tc = view in ("all", "overview", "categories") and summary.kernels.total_kernel_us
+    if shows_tc and not (agreement is not None and agreement.pipe_measured_us):
+        console.print(f"[yellow]note:[/yellow] {PIPE_BUSY_NOTE}", highlight=False)
 
 
-def overview_tables(summary: Summary, top: int, console: Console) -> None:
+def overview_tables(summary: Summary, top: int, console: Console,
+                    agreement: Agreement | None = None) -> None:
     o, k = summary.overview, summary.kernels
     facts = FitTable(title="Overview", show_header=False)
     facts.add_column("metric")
@@ -68,10 +81,17 @@ def overview_tables(summary: Summary, top: int, console: Console) -> None:
                       f"largest {us(d.idle_largest_us)}, median {us(d.idle_median_us)}; "
                       "many short gaps = launch-bound")
     if k.total_kernel_us:
-        facts.add_row("kernel time on Tensor Cores", pct(100 * k.tensor_core_share),
-                      f"of all kernel time ({us(k.tensor_core_us)} of {us(k.total_kernel_us)})")
+        facts.add_row(TC_KERNELS_LABEL, pct(100 * k.tensor_core_share),
+                      f"of all kernel time ({us(k.tensor_core_us)} of {us(k.total_kernel_us)}); "
+                      "a kernel that uses Tensor Cores at all counts whole")
         facts.add_row("  … of GEMM + convolution time", pct(100 * k.tensor_core_share_of_matrix),
                       f"{us(k.matrix_tensor_core_us)} of {us(k.matrix_us)}")
+        if agreement is not None and agreement.pipe_measured_us:
+            a = agreement
+            facts.add_row("tensor pipe busy (ncu)", pct(100 * a.tensor_pipe_busy_share),
+                          f"kernel-time weighted, over the {a.profiled_kernels} profiled "
+                          f"kernels ({pct(100 * a.coverage)} of kernel time; time in Tensor "
+                          f"Core kernels there: {pct(100 * a.tensor_core_kernels_share)})")
         if k.tensor_core_unknown_us:
             facts.add_row("  undecided (name gives no evidence)",
                           pct(100 * k.tensor_core_unknown_us / k.total_kernel_us),
@@ -154,7 +174,7 @@ def _step_rows(table: Table, rows, heading: str = "") -> None:
 def categories_table(summary: Summary) -> Table:
     t = FitTable(title="Kernel time by category")
     t.add_column("category")
-    for col in ("kernels", "calls", "total", "share of kernel time", "on Tensor Cores"):
+    for col in ("kernels", "calls", "total", "share of kernel time", "TC-kernel time"):
         t.add_column(col, number=True)
     for r in summary.kernels.categories.itertuples():
         t.add_row(safe(r.category), count(r.kernels), count(r.calls), us(r.total_us),
@@ -168,11 +188,11 @@ def kernels_table(summary: Summary, top: int) -> Table:
     t.add_column("kernel (short name; full name in --out/--json)")
     t.add_column("category", optional=True)
     t.add_column("calls", number=True)
-    for name in ("total", "mean", "median", "min", "max"):
-        t.add_column(f"{name} µs", number=True, optional=name in ("median", "min", "max"))
+    for name in ("total", "mean", "median", "min", "max"):  # the spread before Tensor Cores
+        t.add_column(f"{name} µs", number=True, optional=2 * (name in ("median", "min", "max")))
     t.add_column("share", number=True)
     t.add_column("Tensor Cores", optional=True)
-    t.add_column("launched by (operator)", optional=True)
+    t.add_column("launched by (operator)", optional=2)
     for r in head(table, top).itertuples():
         t.add_row(safe(r.kernel), safe(r.category), count(r.calls), *[
             count(v, 1) for v in (r.total_us, r.mean_us, r.median_us, r.min_us, r.max_us)],

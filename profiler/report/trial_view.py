@@ -20,6 +20,13 @@ NO_GPU_TIME = ("GPU time: not measured (a CPU, a generation, or a call that sync
                "inside): the verdicts are latency's only")
 
 
+def projected_cell(value, kind) -> str:
+    """A projection with what it is: "6.37x estimate", "20.8x bound", "-"."""
+    if not value or value <= 1:
+        return "-"
+    return f"{times(value)} {'bound' if kind == 'bound' else 'estimate'}"
+
+
 def _changes(changes: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in changes.items()) or "-"
 
@@ -37,7 +44,7 @@ def print_plan(advice: list, promises: dict, plan, run_folder: Path | None, cons
         table.add_column(col, number=col in ("#", "projected", "cost"))
     for i, e in enumerate(plan.experiments, start=1):
         table.add_row(str(i), escape(e.label), ", ".join(e.rules),
-                      times(e.promise) if e.promise > 1 else "-", f"{e.cost:g}",
+                      projected_cell(e.promise, e.promise_kind), f"{e.cost:g}",
                       escape(e.source))
     if plan.experiments:
         console.print(table)
@@ -81,12 +88,12 @@ def print_trial(rows, base: dict, trial: dict, plan, console: Console) -> None:
     console.print(baseline_line(base), highlight=False)
     gpu_time = has_gpu_time(rows)
     table = FitTable(title="What each experiment measured against the baseline (ranked by the "
-                           "latency verdict)")
+                           "latency verdict; the processes each interval spans are below)")
     figures = (LATENCY_COLUMN, GPU_TIME_COLUMN) if gpu_time else (LATENCY_COLUMN,)
     columns = ("change", "latency p50 ms", *figures, *(("bound",) if gpu_time else ()),
                "rel L2 err", "projected", "kernels gone/added", "launches/step", "idle µs/step",
                "status")
-    numbers = ("latency p50 ms", "rel L2 err", "projected", "launches/step", "idle µs/step")
+    numbers = ("latency p50 ms", "rel L2 err", "launches/step", "idle µs/step")
     for col in columns:
         table.add_column(col, number=col in numbers, whole=col in figures,
                          optional=col in ("bound", "rel L2 err", "projected",
@@ -100,7 +107,8 @@ def print_trial(rows, base: dict, trial: dict, plan, console: Console) -> None:
                       _figure_cell(r.speedup, r.low, r.high, r.verdict, per),
                       *((_figure_cell(r.gpu_speedup, r.gpu_low, r.gpu_high, r.gpu_verdict, per),
                          r.bound or "-") if gpu_time else ()),
-                      fixed(r.rel_l2_error, ".2g"), times(r.projected),
+                      fixed(r.rel_l2_error, ".2g"),
+                      projected_cell(r.projected, r.projected_kind),
                       "-" if k is None else f"{k.gone}/{k.added}",
                       "-" if k is None else _pair(k.launches_per_step, ".0f"),
                       "-" if k is None else _pair(k.idle_us_per_step, ".0f"), state)
@@ -154,9 +162,11 @@ def trial_html(run: str, advice: list, plan, rows, base: dict, trial: dict) -> s
     page.add("Advice", html.advice_block(advice))
     page.add("Experiments that test it", html.table(pd.DataFrame(
         [{"change": e.label, "tests": ", ".join(e.rules),
-          "projected": e.promise if e.promise > 1 else None, "cost": e.cost,
+          "projected": e.promise if e.promise > 1 else None,
+          "projection": e.promise_kind if e.promise > 1 else None, "cost": e.cost,
           "why": e.source} for e in plan.experiments]),
-        headers={"projected": "projected speedup (x)", "cost": "setup cost"}))
+        headers={"projected": "projected speedup (x)",
+                 "projection": "projection (bound or estimate)", "cost": "setup cost"}))
     page.add("Baseline (the run re-run)", html.key_values([
         (f"latency p50 (ms, {GEOMEAN})", base["p50_ms"]),
         (f"GPU time (ms, {GEOMEAN})", base.get("gpu_ms")),
@@ -164,10 +174,13 @@ def trial_html(run: str, advice: list, plan, rows, base: dict, trial: dict) -> s
         ("processes", base["processes"]), ("status", base["status"])]))
     frame = pd.DataFrame([{
         "change": r.label, "p50_ms": r.p50_ms, "speedup": r.speedup, "low": r.low,
-        "high": r.high, "verdict": r.verdict or "-", "gpu_speedup": r.gpu_speedup,
+        "high": r.high, "verdict": r.verdict or "-",
+        "interval_processes": " vs ".join(map(str, r.interval_processes or [])) or None,
+        "gpu_speedup": r.gpu_speedup,
         "gpu_low": r.gpu_low, "gpu_high": r.gpu_high, "gpu_verdict": r.gpu_verdict or "-",
         "bound": r.bound or "-", "figure": r.figure,
         "rel_l2_error": r.rel_l2_error, "projected": r.projected,
+        "projection": r.projected_kind if r.projected else None,
         "kernels_gone": r.kernels.gone if r.kernels else None,
         "kernels_added": r.kernels.added if r.kernels else None,
         "status": r.status if r.status == "ok" else f"{r.status}: {r.reason or ''}"}
@@ -178,9 +191,11 @@ def trial_html(run: str, advice: list, plan, rows, base: dict, trial: dict) -> s
     page.add("What each experiment measured (ranked)", html.table(frame, headers={
         "p50_ms": "latency p50 ms", "speedup": "latency speedup (x)",
         "low": "latency 95 % low", "high": "latency 95 % high", "verdict": "latency verdict",
+        "interval_processes": "intervals over processes (baseline vs change)",
         "gpu_speedup": "GPU-time speedup (x)", "gpu_low": "GPU-time 95 % low",
         "gpu_high": "GPU-time 95 % high", "gpu_verdict": "GPU-time verdict",
-        "figure": "speedup of", "projected": "projected (x)", "kernels_gone": "kernels gone",
+        "figure": "speedup of", "projected": "projected (x)",
+        "projection": "projection (bound or estimate)", "kernels_gone": "kernels gone",
         "kernels_added": "kernels added"}))
     notes = [f"{r.label}: {line}" for r in rows for line in r.verdict_lines]
     if not has_gpu_time(rows) and any(r.verdict is not None for r in rows):

@@ -7,7 +7,8 @@ spends less time there (faster in B).
 
 Four views, from coarse to fine:
 
-- overview: step time, kernel time, GPU busy time and utilization, launches, Tensor Core shares;
+- overview: step time, kernel time, GPU busy time and utilization, launches, time in Tensor
+  Core kernels;
 - categories: kernel time per category (GEMM, convolution, elementwise ...);
 - operators: kernel time attributed to the CPU operator that launched it (the innermost one;
   TensorRT kernels attribute to ``tensorrt::execute_engine``, Inductor's to its Triton kernels
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from profiler.trace.kernels import NO_OPERATOR
+from profiler.trace.kernels import NO_OPERATOR, PIPE_BUSY_NOTE, TC_KERNELS_LABEL
 from profiler.trace.rules import distinct_short_names
 from profiler.trace.summary import Summary
 
@@ -66,9 +67,8 @@ def overview_diff(a: Summary, b: Summary) -> pd.DataFrame:
         ("GPU utilization", "%", _gpu(a, "util"), _gpu(b, "util")),
         ("kernel launches per step", "", _calls(a) / na, _calls(b) / nb),
         ("distinct kernels", "", len(ka.table), len(kb.table)),
-        ("kernel time on Tensor Cores", "%", 100 * ka.tensor_core_share,
-         100 * kb.tensor_core_share),
-        ("GEMM + conv time on Tensor Cores", "%", 100 * ka.tensor_core_share_of_matrix,
+        (TC_KERNELS_LABEL, "%", 100 * ka.tensor_core_share, 100 * kb.tensor_core_share),
+        ("GEMM + conv time in Tensor Core kernels", "%", 100 * ka.tensor_core_share_of_matrix,
          100 * kb.tensor_core_share_of_matrix),
     ]
     frame = pd.DataFrame(rows, columns=["metric", "unit", "a", "b"])
@@ -96,7 +96,7 @@ def _finish(frame: pd.DataFrame) -> pd.DataFrame:
 
 def category_diff(a: Summary, b: Summary) -> pd.DataFrame:
     """Kernel time per category on each side: us_a, us_b, delta_us, share of each side's kernel
-    time, and the Tensor Core part of each category on each side."""
+    time, and the time in Tensor Core kernels of each category on each side."""
     na, nb = steps_of(a), steps_of(b)
     cols = ["category", "total_us", "share_pct", "tensor_core_pct", "calls"]
     ca = a.kernels.categories.reindex(columns=cols).set_index("category")
@@ -207,6 +207,8 @@ def diff(a: Summary, b: Summary, a_label: str = "A", b_label: str = "B") -> Diff
                      "by category and by launching operator; top changes are per operator")
     if steps_of(a) != steps_of(b):
         notes.append(f"A recorded {steps_of(a)} steps and B {steps_of(b)}: every time is per step")
+    if a.kernels.total_kernel_us or b.kernels.total_kernel_us:
+        notes.append(PIPE_BUSY_NOTE)
     return Diff(a_label=a_label, b_label=b_label, overview=overview_diff(a, b),
                 categories=category_diff(a, b), kernels=kernels, operators=operator_diff(a, b),
                 notes=notes)

@@ -13,6 +13,15 @@ from profiler.trace.rules import CATEGORIES, UNKNOWN, YES, RunContext, classify,
 
 NO_OPERATOR = "(no operator)"
 
+#: the share of kernel time spent in kernels the name rules say use Tensor Cores: a kernel that
+#: uses them at all counts whole, so it reads above how busy the tensor pipe was
+TC_KERNELS_LABEL = "time in Tensor Core kernels"
+#: said once where that share is shown without ncu's tensor-pipe reading beside it
+PIPE_BUSY_NOTE = ("time in Tensor Core kernels counts a kernel that uses Tensor Cores at all "
+                  "whole; how busy the tensor pipe was (ncu's sm__pipe_tensor_cycles_active) "
+                  "is not in a trace: `profile.py ncu` with the run's options measures it, and "
+                  "`summarize` then shows \"tensor pipe busy (ncu)\" beside it")
+
 
 def kernel_rows(trace: Trace) -> pd.DataFrame:
     """One row per kernel launch: timing, launch configuration, the operator that launched it

@@ -55,7 +55,7 @@ COMPAT_KEY = "tbCompat"  # top-level key recording what was changed
 @dataclass
 class CompatResult:
     source: Path
-    written: Path
+    written: Path | None  # None: nothing to change, no copy written (the original reads right)
     renamed: dict[str, int] = field(default_factory=dict)  # "old -> new": events
 
 
@@ -77,10 +77,11 @@ def compat_trace(data: dict) -> dict[str, int]:
     return dict(counts)
 
 
-def write_compat_copy(trace: Path, out_dir: Path) -> CompatResult:
+def write_compat_copy(trace: Path, out_dir: Path, *, unchanged: bool = True) -> CompatResult:
     """Write the plugin-friendly copy of one trace under the same file name (the plugin reads
     ``<worker>.<span>.pt.trace.json[.gz]``), atomically: a temp file the plugin's name pattern
-    does not match, then a rename."""
+    does not match, then a rename. ``unchanged=False``: no copy of a trace with nothing to
+    change (``written`` None)."""
     trace = Path(trace)
     try:
         data = json.loads(read_bytes(trace))
@@ -91,6 +92,8 @@ def write_compat_copy(trace: Path, out_dir: Path) -> CompatResult:
     if not isinstance(data, dict):
         raise UserError(f"{trace} is not a trace object")
     counts = compat_trace(data)
+    if not counts and not unchanged:
+        return CompatResult(source=trace, written=None)
     out_dir = Path(out_dir)
     target = out_dir / trace.name
     if target.resolve() == trace.resolve():
@@ -134,17 +137,22 @@ def check_compat_folder(folder: Path) -> None:
                         "replaced by the run's copies; move it away, or use tb-compat --out")
 
 
-def write_compat_folder(traces: list[Path], folder: Path) -> list[CompatResult]:
+def write_compat_folder(traces: list[Path], folder: Path, *,
+                        unchanged: bool = True) -> list[CompatResult]:
     """The copies of a run's traces as the whole of ``folder`` (``tb_logs/<run>_tbcompat/``):
     written into a staging folder, which then replaces the folder, so it never holds the copy
     of an earlier run beside this one's (TensorBoard would show two spans of one worker). One
-    writer at a time (the folder's lock); check_compat_folder's refusals first."""
+    writer at a time (the folder's lock); check_compat_folder's refusals first.
+    ``unchanged=False``: when no trace has anything to change, nothing is written (``written``
+    None) and the folder stays as it was."""
     folder = Path(folder)
     check_compat_folder(folder)
     with folder_lock(folder, what="copy"):
         stage = staging_dir(folder)
         try:
             done = [write_compat_copy(Path(trace), stage) for trace in traces]
+            if not unchanged and not any(r.renamed for r in done):
+                return [dataclasses.replace(r, written=None) for r in done]
             with signals.deferred():
                 replace_dir(stage, folder)
         finally:

@@ -64,7 +64,7 @@ POLL_S = 0.5
 #: Ray's errors for a task whose worker, node or results were lost: not the cell's fault
 LOST = ("WorkerCrashedError", "NodeDiedError", "LocalRayletDiedError", "ObjectLostError",
         "RaySystemError")
-NEEDS_RAY = "--executor ray needs Ray: pip install '.[cluster]'"
+NEEDS_RAY = '--executor ray needs Ray: pip install -e ".[cluster]"'
 
 
 def import_ray():
