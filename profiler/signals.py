@@ -179,15 +179,18 @@ def stop_child(process: subprocess.Popen, stop: int = signal.SIGINT,
 
 def run_child(argv: list[str], *, input: str | None = None, env: dict | None = None,
               capture: bool = True, timeout: float | None = None, stop: int = signal.SIGINT,
-              grace_s: float = CHILD_GRACE_S) -> subprocess.CompletedProcess:
+              grace_s: float = CHILD_GRACE_S, started=None) -> subprocess.CompletedProcess:
     """``subprocess.run(argv, text=True)`` (``capture``: stdout and stderr captured, else the
     user sees them) for a child that must not outlive a stop: on Ctrl-C, SIGTERM or SIGHUP
     (inside ``as_interrupts``) the child's group is stopped (``stop_child``) before the stop
     goes on; past ``timeout`` the same, then ``subprocess.TimeoutExpired`` with what it
-    wrote."""
+    wrote. ``started(process)`` once it runs: a caller that waits on several children from
+    threads (where no stop reaches this function) stops them itself."""
     pipe = subprocess.PIPE if capture else None
     process = popen_child(argv, stop=stop, env=env, text=True, stdout=pipe, stderr=pipe,
                           stdin=subprocess.PIPE if input is not None else None)
+    if started is not None:
+        started(process)
     try:
         out, err = process.communicate(input, timeout=timeout)
     except subprocess.TimeoutExpired:

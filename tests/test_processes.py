@@ -3,6 +3,7 @@ runner), processes.csv and result.json's record of them (profiler.runs.samples),
 columns of a sweep's table, and the one-line errors of --processes / --target-noise."""
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -30,7 +31,7 @@ class FakeRounds:
         self.answer = answer
         self.asked: list[list[str]] = []
 
-    def __call__(self, cells):
+    def __call__(self, cells, gpu=None, started=None):
         keys = [key for key, _ in cells]
         self.asked.append(keys)
         return {key: self.answer(key, len(self.asked)) for key in keys}
@@ -49,7 +50,7 @@ def test_rounds_interleave_and_rotate_the_leader():
     fake = FakeRounds(steady({"A": 1.0, "B": 2.0}))
     have = {"A": own(1.0), "B": own(2.0)}
     got = rounds.sample({"A": {}, "B": {}}, have, 5, say=lambda _: None, round_runner=fake,
-                        gpu="3")
+                        gpus=["3"])
     # five rounds: the run's own window pairs with no other cell's, so it counts for none
     assert got.rounds == 5 and len(fake.asked) == 5
     assert all(sorted(order) == ["A", "B"] for order in fake.asked)  # both in every round
@@ -107,7 +108,7 @@ class Timed:
     def clock(self) -> float:
         return self.now
 
-    def __call__(self, cells):
+    def __call__(self, cells, gpu=None, started=None):
         self.asked.append([key for key, _ in cells])
         self.now += self.round_s
         n = len(self.asked)
@@ -382,7 +383,9 @@ def test_noise_measures_keeps_and_feeds_the_verdict(cli, tmp_path):
     assert floor["gpu"] == "cpu" and floor["processes"] == 2 and len(floor["p50_ms"]) == 2
     assert floor["between_process_cv"] >= 0 and floor["within_window_cv"] >= 0
     assert floor["smallest_resolvable_one_process"] >= 0
-    assert any("taskset" in tip for tip in floor["suggestions"])
+    # CPU pinning is suggested only with CPUs to spare (the first left to the system)
+    assert any("taskset" in tip for tip in floor["suggestions"]) == \
+        (len(os.sched_getaffinity(0)) >= 3)
     assert not any("cuda-graphs" in tip for tip in floor["suggestions"])  # no GPU here
     assert data["gpu_state"]["before"].startswith("GPU state: not recorded")
     kept = read_floor("cpu")
@@ -427,7 +430,8 @@ def test_floor_figures_and_suggestions():
         floor_of(windows[:1])
     tips = suggestions({"persistence_mode": "off", "max_sm_clock_mhz": "1980",
                         "sm_clock_target_mhz": "1755", "cpu_governor": "powersave"},
-                       within_cv=0.2, between_cv=0.05, on_gpu=True, command="python profile.py")
+                       within_cv=0.2, between_cv=0.05, on_gpu=True, command="python profile.py",
+                       cpus=range(8))
     text = " ".join(tips)
     assert "nvidia-smi -pm 1" in text and "-lgc 1980,1980" in text and "--cuda-graphs" in text
     assert "performance" in text and "taskset" in text
@@ -532,7 +536,7 @@ def test_a_verdict_compares_windows_on_the_gpus_both_cells_share(tmp_path):
     assert a.medians() == [1.0] and b.medians() == [1.0]
 
 
-def test_sweep_rounds_run_on_the_first_gpu_and_record_it(tmp_path, monkeypatch):
+def test_sweep_rounds_spread_over_the_gpus_one_batch_size_a_process(tmp_path, monkeypatch):
     """The sweep's rounds with two fake GPUs (the scheduler, not timings): every round process
     is started with CUDA_VISIBLE_DEVICES set to the sweep's first GPU, and each new window is
     recorded with it beside the cell's own run's GPU."""
@@ -545,8 +549,8 @@ def test_sweep_rounds_run_on_the_first_gpu_and_record_it(tmp_path, monkeypatch):
     shutil.copytree(H100_SWEEP, sweep)
     seen = []
 
-    def fake_round(cells):
-        seen.append(os.environ.get("CUDA_VISIBLE_DEVICES"))
+    def fake_round(cells, gpu=None, started=None):
+        seen.append((gpu, sorted(key for key, _ in cells)))
         return {key: {"latencies_ms": [1.0, 1.1, 0.9], "device": "fake"} for key, _ in cells}
 
     original = rounds.sample
@@ -568,14 +572,23 @@ def test_sweep_rounds_run_on_the_first_gpu_and_record_it(tmp_path, monkeypatch):
     monkeypatch.setattr(rounds, "window_config", lambda config, iters, warmup: config)
     before = os.environ.get("CUDA_VISIBLE_DEVICES")
     sweep_plan.sample_cells(p, manifest, say=lambda _: None)
-    assert os.environ.get("CUDA_VISIBLE_DEVICES") == before  # set for the rounds only
-    assert seen == ["0", "0", "0"]  # three rounds, all on the first GPU
+    assert os.environ.get("CUDA_VISIBLE_DEVICES") == before  # the rounds' children get it
+    # three rounds over two GPUs: two whole rounds at once, then the third split in two
+    # processes, one per batch size (the cells a verdict compares share a process)
+    assert len(seen) == 4 and {gpu for gpu, _ in seen} == {"0", "1"}
+    assert [cells for _, cells in seen[:2]] == [sorted([
+        "pytorch_fp16_bs1", "pytorch_fp16_bs8", "ttrt_fp16_bs1", "ttrt_fp16_bs8"])] * 2
+    assert sorted(cells for _, cells in seen[2:]) == \
+        [["pytorch_fp16_bs1", "ttrt_fp16_bs1"], ["pytorch_fp16_bs8", "ttrt_fp16_bs8"]]
     bs8 = read_samples(sweep / "ttrt_fp16_bs8" / "processes.csv")
-    assert bs8.gpus() == ["1", "0", "0", "0"]
-    assert read_samples(sweep / "ttrt_fp16_bs1" / "processes.csv").gpus() == ["0"] * 4
-    # the rounds' windows carry their round, the same for every cell of the round
+    base8 = read_samples(sweep / "pytorch_fp16_bs8" / "processes.csv")
+    assert bs8.gpus()[0] == "1" and set(bs8.gpus()[1:]) <= {"0", "1"}
+    # the windows of one process pair: same round token, same GPU
+    assert bs8.rounds()[1:] == base8.rounds()[1:] and bs8.gpus()[1:] == base8.gpus()[1:]
+    assert len(set(bs8.rounds()[1:]) & set(
+        read_samples(sweep / "ttrt_fp16_bs1" / "processes.csv").rounds()[1:])) == 2
+    # the rounds' windows carry their process's token, the run's own window none
     assert bs8.rounds()[0] is None and None not in bs8.rounds()[1:]
-    assert read_samples(sweep / "pytorch_fp16_bs1" / "processes.csv").rounds() == bs8.rounds()
 
 
 def test_the_default_processes_are_five_on_gpus_and_one_on_a_cpu():

@@ -26,13 +26,16 @@ to the first output, every backend), compile_s and compile_what (TensorRT: engin
 with ModelOpt's extension build for ttrt_fp8/ttrt_int8, or the engine cache load time; ONNX
 Runtime: export + session creation, or the session alone from a cached ONNX file; Inductor: the
 first call, where torch.compile compiles; empty for eager and TorchScript), rel_l2_error (vs the FP32 eager reference; empty for pytorch_fp32,
-the reference itself), tensor_core_pct (share of kernel time on Tensor Cores), gpu_util_pct,
+the reference itself), tensor_core_pct (time in Tensor Core kernels, % of kernel time: a kernel
+that uses Tensor Cores at all counts whole; not how busy the tensor pipe was), gpu_util_pct,
 cv_pct (the timed window's coefficient of variation), noise (its warnings, ";"-joined),
 peak_allocated_mib and peak_reserved_mib (PyTorch allocator, timed window; empty on a CPU),
 engine_mib (TensorRT engines' device memory),
 tflops, pct_peak_compute, gbs, pct_peak_bandwidth, flop_per_byte (the roofline of the timed
-p50: FLOPs and minimum bytes from result.json's roofline_inputs, against the measured ceilings of
-`profile.py peaks`, else the datasheet's; empty for runs without roofline_inputs),
+p50: FLOPs and minimum bytes (weights + inputs + outputs) from result.json's roofline_inputs,
+against the measured ceilings of `profile.py peaks`, else the datasheet's; gbs and
+pct_peak_bandwidth are the minimum bytes over the p50, so the run moved at least that much; empty
+for runs without roofline_inputs),
 status, reason, gpu (the GPU that ran the cell, as CUDA_VISIBLE_DEVICES names it; empty on a
 CPU), node (the host), elapsed_s (the cell in its worker, wall time), then where the cell's seconds
 went: wall_s (the run's own wall time: imports + harness, result.json's timing.wall_s) and one
@@ -71,6 +74,8 @@ from profiler.analysis.roofline import roofline_of
 from profiler.analysis.headline import memory_figures, verdicts_between, window_noise
 from profiler.analysis.timed_verdict import control_family
 from profiler.runs.samples import ConfigSamples, config_samples
+from profiler.analysis.gpu_offsets import GpuOffset, gpu_offsets
+from profiler.analysis.verdict import GPU_TIME, LATENCY
 
 #: the reason of a finished cell whose output holds NaN or Inf: its latency is not one to quote
 NOT_FINITE = "output holds NaN or Inf"
@@ -205,6 +210,24 @@ def benchmark_table(sweep_dir: Path, manifest: SweepManifest,
                             for v, own, g in zip(gpu, is_base, frame["gpu_compute_ms"])]
     frame["verdict_note"] = ["; ".join(v.lines) if v else "" for v in verdicts]
     return frame
+
+
+def cell_samples(sweep_dir: Path, manifest: SweepManifest) -> dict[str, ConfigSamples]:
+    """Every finished cell's windows (its processes, each with the GPU it ran on)."""
+    found = {}
+    for name, cell in grid_cells(manifest):
+        result = try_read_result(sweep_dir / name / RESULT_FILE) if cell.status == OK else None
+        if result is not None:
+            found[name] = with_gpus(config_samples(result, sweep_dir / name / RESULT_FILE),
+                                    cell.gpu)
+    return found
+
+
+def sweep_gpu_offsets(sweep_dir: Path, manifest: SweepManifest) -> list[GpuOffset]:
+    """Each GPU's offset and floor over the sweep's cells (profiler.analysis.gpu_offsets), on
+    GPU time where the cells measured it, else on latency; [] with fewer than two GPUs."""
+    samples = list(cell_samples(sweep_dir, manifest).values())
+    return gpu_offsets(samples, GPU_TIME) or gpu_offsets(samples, LATENCY)
 
 
 def with_gpus(samples: ConfigSamples, gpu: str | None) -> ConfigSamples:

@@ -13,12 +13,13 @@ Which verdict leads:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import asdict, dataclass, field
 
 from profiler.analysis.sampling import processes_needed
-from profiler.analysis.verdict import (FIGURES, GPU_TIME, LATENCY, SAME, TOLERANCE, UNDECIDED,
-                                       Verdict, compare, control_fdr)
+from profiler.analysis.verdict import (FIGURES, GPU_TIME, LATENCY, PAIRED, SAME, TOLERANCE,
+                                       UNDECIDED, Verdict, compare, control_fdr)
 from profiler.runs.samples import GPU_BOUND, LAUNCH_BOUND, LAUNCH_BOUND_SHARE, ConfigSamples
 
 #: the latency interval a launch-bound verdict says how to reach
@@ -95,8 +96,36 @@ def figure_verdict(a: ConfigSamples, b: ConfigSamples, figure: str, *,
     ma, mb = a.medians(figure), b.medians(figure)
     if not ma or not mb:
         return None
-    return compare(ma, mb, figure=figure, rounds_a=a.rounds(figure), rounds_b=b.rounds(figure),
-                   tolerance=tolerance, noise_floor=floor)
+    found = compare(ma, mb, figure=figure, rounds_a=a.rounds(figure),
+                    rounds_b=b.rounds(figure), tolerance=tolerance, noise_floor=floor)
+    return _with_gpus(found, a, b, figure)
+
+
+def _with_gpus(found: Verdict, a: ConfigSamples, b: ConfigSamples, figure: str) -> Verdict:
+    """The method says where the windows ran when they ran on several GPUs: paired, every
+    pair's two windows share a process and so a GPU, and an offset between GPUs cancels;
+    unpaired, the GPU is a recorded factor whose offset the interval carries as noise (each
+    side's windows per GPU are named, so a lopsided spread shows)."""
+    ga = [w.gpu or "?" for w in a.with_figure(figure)]
+    gb = [w.gpu or "?" for w in b.with_figure(figure)]
+    if len(set(ga) | set(gb)) < 2:
+        return found
+    if found.design == PAIRED:
+        note = (f"windows on GPUs {_gpu_list(ga + gb)}; each pair's two windows on one GPU (one "
+                "process): an offset between GPUs cancels")
+    else:
+        note = (f"GPU a recorded factor, not paired out: A's windows by GPU {_per_gpu(ga)}, "
+                f"B's {_per_gpu(gb)}; an offset between GPUs widens the interval (sweep's "
+                "GPU offsets)")
+    return dataclasses.replace(found, method=f"{found.method}; {note}")
+
+
+def _gpu_list(gpus: list[str]) -> str:
+    return ",".join(sorted(set(gpus), key=lambda g: (not g.isdigit(), g.zfill(8))))
+
+
+def _per_gpu(gpus: list[str]) -> str:
+    return " ".join(f"{g}:{gpus.count(g)}" for g in _gpu_list(gpus).split(","))
 
 
 def judge(a: ConfigSamples, b: ConfigSamples, *, tolerance: float = TOLERANCE,

@@ -263,6 +263,20 @@ class Compare(Document, kw_only=True):
     totals: dict[str, int] | Unset = UNSET
 
 
+class GpuOffsetRecord(Record):
+    """One GPU of a sweep's windows: its figure against the other GPUs' on the same configs
+    (offset, a ratio minus 1) and its between-process CV there (floor); apart when the offset
+    is beyond the floor."""
+
+    gpu: str
+    figure: str
+    windows: int
+    configs: int
+    offset: float | None
+    floor: float | None
+    apart: bool
+
+
 class Benchmark(Document, kw_only=True):
     """``sweep --json``: the benchmark table, one record per cell (benchmark.csv's columns)."""
 
@@ -270,6 +284,8 @@ class Benchmark(Document, kw_only=True):
     folder: str
     model: str
     baseline: str
+    #: each GPU's offset from the others on the same configs and its floor (several GPUs)
+    gpus: list[GpuOffsetRecord] = []
     cells: Table
 
 

@@ -8,8 +8,9 @@ from rich.markup import escape
 
 from profiler import signals
 from profiler.errors import Interrupted, UserError
-from profiler.analysis.benchmark import benchmark_table
-from profiler.report.benchmark_view import benchmark_json, print_benchmark, write_benchmark
+from profiler.analysis.benchmark import benchmark_table, sweep_gpu_offsets
+from profiler.report.benchmark_view import (benchmark_json, print_benchmark, print_gpu_offsets,
+                                            write_benchmark)
 from profiler.report.console import make_console
 from profiler.report.fmt import seconds
 from profiler.report.sweep_view import cell_progress
@@ -29,11 +30,12 @@ def run(plan: SweepPlan, sink) -> int:
         except Interrupted:
             write_tables(plan)
             raise
-    frame, manifest = write_tables(plan)
+    frame, manifest, offsets = write_tables(plan)
     if sink.json:
-        sink.document("benchmark", benchmark_json(frame, manifest, plan.sweep_dir))
+        sink.document("benchmark", benchmark_json(frame, manifest, plan.sweep_dir, offsets))
     else:
         print_benchmark(frame, manifest, sink.console)
+        print_gpu_offsets(offsets, sink.console)
     cells = grid_cells(manifest)
     bad = [(name, cell) for name, cell in cells if cell.status != OK]
     if not sink.quiet:
@@ -59,5 +61,6 @@ def write_tables(plan: SweepPlan):
     if manifest is None:
         raise UserError(f"{plan.sweep_dir} lost its manifest during the sweep")
     frame = benchmark_table(plan.sweep_dir, manifest)
-    write_benchmark(plan.sweep_dir, frame, manifest)
-    return frame, manifest
+    offsets = sweep_gpu_offsets(plan.sweep_dir, manifest)
+    write_benchmark(plan.sweep_dir, frame, manifest, offsets)
+    return frame, manifest, offsets

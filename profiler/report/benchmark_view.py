@@ -3,6 +3,7 @@ benchmark.md, printed with rich, and as --json."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pandas as pd
@@ -13,10 +14,13 @@ from profiler.fsutil import write_text_atomic
 from profiler.runs.manifest import SweepManifest
 from profiler.analysis.benchmark import (GENERATION_COLUMNS, NOT_FINITE, PHASE_COLUMNS,
                                          axis_columns)
+from profiler.analysis.roofline import MIN_BYTES_LABEL, MIN_GBS, MIN_PCT_BANDWIDTH
+from profiler.analysis.gpu_offsets import GpuOffset
 from profiler.analysis.verdict import FDR_Q
 from profiler.report.console import FitTable
 from profiler.report.export import markdown_table, integer_counts
-from profiler.report.fmt import fixed, mib, missing, pct, times
+from profiler.report.fmt import change_pct, fixed, mib, missing, pct, times
+from profiler.trace.kernels import PIPE_BUSY_NOTE
 from profiler.trace.summary import json_safe
 
 MD_FORMATS = {"mean_ms": ".3f", "p50_ms": ".3f", "p90_ms": ".3f", "p99_ms": ".3f",
@@ -30,17 +34,23 @@ MD_FORMATS = {"mean_ms": ".3f", "p50_ms": ".3f", "p90_ms": ".3f", "p99_ms": ".3f
               "flop_per_byte": ".0f", "ttft_ms": ".3f",
               "token_p50_ms": ".3f", "token_p99_ms": ".3f", "tokens_per_s": ".1f",
               "token_agreement": ".3f"}
+#: benchmark.md's heads of the columns whose CSV names say less than the figure is: time in
+#: Tensor Core kernels (not tensor pipe busy), and bandwidth from the minimum bytes (a lower bound)
+MD_HEADERS = {"tensor_core_pct": "TC-kernel time %", "gbs": MIN_GBS,
+              "pct_peak_bandwidth": MIN_PCT_BANDWIDTH}
 
 
 
-def write_benchmark(sweep_dir: Path, frame: pd.DataFrame, manifest: SweepManifest) -> list[Path]:
+def write_benchmark(sweep_dir: Path, frame: pd.DataFrame, manifest: SweepManifest,
+                    offsets: list[GpuOffset] | None = None) -> list[Path]:
     csv_path, md_path = sweep_dir / "benchmark.csv", sweep_dir / "benchmark.md"
     write_text_atomic(csv_path, integer_counts(frame).to_csv(index=False, float_format="%.6g"))
-    write_text_atomic(md_path, markdown(frame, manifest))
+    write_text_atomic(md_path, markdown(frame, manifest, offsets))
     return [csv_path, md_path]
 
 
-def markdown(frame: pd.DataFrame, manifest: SweepManifest) -> str:
+def markdown(frame: pd.DataFrame, manifest: SweepManifest,
+             offsets: list[GpuOffset] | None = None) -> str:
     devices = sorted({d for d in frame["device"].dropna() if d})
     options = {key: "default" if value is None else value
                for key, value in manifest.options.items()}
@@ -66,8 +76,11 @@ def markdown(frame: pd.DataFrame, manifest: SweepManifest) -> str:
              "GPU, a 5 s budget after 2 on a CPU), synchronized every iteration; TF32 "
              f"{'on' if options.get('tf32') else 'off'}",
              "- ready_s = prepare + first call; compile_s: see compile_what; rel_l2_error vs the "
-             "FP32 eager reference; tensor_core_pct and gpu_util_pct from the profiled steps' "
-             "trace", ""]
+             "FP32 eager reference; TC-kernel time % (time in Tensor Core kernels, not tensor "
+             "pipe busy) and gpu_util_pct from the profiled steps' trace; "
+             f"{MD_HEADERS['gbs']} and {MD_HEADERS['pct_peak_bandwidth']}: the "
+             f"{MIN_BYTES_LABEL} over the p50, lower bounds of the traffic",
+             f"- note: {PIPE_BUSY_NOTE}", ""]
     dropped = ["model", "device", "baseline", "reason", *PHASE_COLUMNS]
     if frame["node"].nunique() < 2:  # one host: its name says nothing per cell
         dropped.append("node")
@@ -93,7 +106,8 @@ def markdown(frame: pd.DataFrame, manifest: SweepManifest) -> str:
     shown = shown.drop(columns=[*SPEEDUP_COLUMNS, *GPU_SPEEDUP_COLUMNS, "verdict_note"])
     for offset, (name, cells) in enumerate(figures.items()):
         shown.insert(at + offset, name, cells)
-    lines.append(markdown_table(shown))
+    lines.append(markdown_table(shown.rename(columns=MD_HEADERS)))
+    lines.extend(f"\n{line}" for line in gpu_offset_lines(offsets or []))
     if not gpu_time:
         lines.append(f"\n{NO_GPU_TIME}")
     notes = verdict_notes(frame, manifest)
@@ -116,8 +130,8 @@ def markdown(frame: pd.DataFrame, manifest: SweepManifest) -> str:
 
 
 #: the sweep table's columns left out, the last first, where the width cannot show them all
-OPTIONAL = ("gpu", "processes", "mean ms", "p90 ms", "bound", "ready s", "compile s",
-            "rel L2 err", "Tensor Cores", "GPU util", "peak alloc MiB", "peak reserved MiB",
+OPTIONAL = ("GPUs", "processes", "mean ms", "p90 ms", "bound", "ready s", "compile s",
+            "rel L2 err", "TC-kernel time", "GPU util", "peak alloc MiB", "peak reserved MiB",
             "TTFT ms", "token p99")
 #: with a GPU-time verdict column beside latency's, these give way too where the width is short
 GIVE_WAY_FOR_GPU_TIME = ("p99 ms", "samples/s", "CV")
@@ -189,14 +203,14 @@ def print_benchmark(frame: pd.DataFrame, manifest: SweepManifest, console: Conso
     figures = (LATENCY_COLUMN, GPU_TIME_COLUMN) if gpu_time else (LATENCY_COLUMN,)
     headers = ("backend", "bs", *axes, "mean ms", "p50 ms", "p90 ms", "p99 ms",
                *(("GPU ms", "bound") if gpu_time else ()), "samples/s", *figures, "processes",
-               "ready s", "compile s", "rel L2 err", "Tensor Cores", "GPU util", "CV",
+               "ready s", "compile s", "rel L2 err", "TC-kernel time", "GPU util", "CV",
                "peak alloc MiB", "peak reserved MiB", "status")
     generation = bool(frame["tokens_per_s"].notna().any())
     if generation:
         headers = headers[:-1] + ("TTFT ms", "token p50", "token p99", "tokens/s", "status")
     on_gpus = bool(frame["gpu"].astype(bool).any())
     if on_gpus:
-        headers = ("gpu", *headers)
+        headers = ("GPUs", *headers)
     # two verdict columns: the figures behind them stay, the rest gives way at narrow widths
     optional = OPTIONAL + (GIVE_WAY_FOR_GPU_TIME if gpu_time else ())
     for h in headers:
@@ -206,13 +220,15 @@ def print_benchmark(frame: pd.DataFrame, manifest: SweepManifest, console: Conso
             t.add_column(h, optional=not bad)
         elif h in figures or h == "bound":  # words and an interval: wrap where short
             t.add_column(h, optional=h in optional, whole=h in figures)
+        elif h == "CV":  # a figure and the window's flags (noisy; bimodal): wrap where short
+            t.add_column(h, justify="right", optional=h in optional, whole=True)
         else:
             t.add_column(h, number=True, optional=h in optional)
     for r in frame.itertuples():
         status = r.status if r.status == "ok" else f"[red]{escape(str(r.status))}[/]"
         if r.status == "ok" and r.reason == NOT_FINITE:
             status = "[yellow]ok, NaN/Inf output[/]"
-        t.add_row(*((r.gpu,) if on_gpus else ()), r.backend, str(r.bs),
+        t.add_row(*((windows_gpus(r),) if on_gpus else ()), r.backend, str(r.bs),
                   *(fixed(getattr(r, key), ".0f") for key in axes),
                   fixed(r.mean_ms, ".3f"), fixed(r.p50_ms, ".3f"),
                   fixed(r.p90_ms, ".3f"), fixed(r.p99_ms, ".3f"),
@@ -231,6 +247,8 @@ def print_benchmark(frame: pd.DataFrame, manifest: SweepManifest, console: Conso
                     if generation else ()),
                   status)
     console.print(t)
+    if frame["tensor_core_pct"].notna().any():
+        console.print(f"[dim]TC-kernel time: {PIPE_BUSY_NOTE}[/]", highlight=False)
     print_verdict_notes(frame, manifest, console, gpu_time)
 
 
@@ -259,6 +277,13 @@ def _text(value) -> str:
     return value if isinstance(value, str) and value else "-"
 
 
+def windows_gpus(r) -> str:
+    """The GPUs the cell's figures were taken on: its windows' (comma-separated), else the GPU
+    that ran the cell."""
+    gpus = r.gpus if isinstance(r.gpus, str) and r.gpus else ""
+    return gpus.replace(";", ",") or (r.gpu if isinstance(r.gpu, str) else "")
+
+
 def _verdict_markup(speedup, verdict, low, high) -> str:
     """A figure's speedup, its 95 % interval and its verdict (rich markup): "4.60x [3.46-6.11]
     faster"; "1.00x baseline"; "-"."""
@@ -283,9 +308,41 @@ def _mib(value, device) -> str:
     return mib(value, "n/a (CPU)" if device == "CPU" else None).removesuffix(" MiB")
 
 
-def benchmark_json(frame: pd.DataFrame, manifest: SweepManifest, sweep_dir: Path) -> dict:
-    """The sweep's table as JSON: one record per cell (the benchmark.csv columns)."""
+def gpu_offset_lines(offsets: list[GpuOffset]) -> list[str]:
+    """The GPUs' offsets from each other on the same configs, against their floors: one line
+    for all, then one per GPU further from the others than its floor (plain text)."""
+    if not offsets:
+        return []
+    figure = "GPU time" if offsets[0].figure == "gpu_time" else "latency"
+    each = "; ".join(f"GPU {o.gpu} {change_pct(_percent(o.offset))} (floor "
+                     f"{pct(_percent(o.floor))}, {o.windows} windows)" for o in offsets)
+    lines = [f"GPUs on the same configs ({figure}, each against the median GPU; floor: its "
+             f"between-process CV): {each}"]
+    lines += [f"GPU {o.gpu} sits {change_pct(_percent(o.offset))} from the other GPUs on "
+              f"{figure}, beyond its floor of {pct(_percent(o.floor))}: its windows pair only "
+              "with windows of the same process (on it); unpaired verdicts carry the offset as "
+              "noise" for o in offsets if o.apart]
+    return lines
+
+
+def _percent(value: float | None) -> float | None:
+    return None if value is None else 100 * value
+
+
+def print_gpu_offsets(offsets: list[GpuOffset], console: Console) -> None:
+    lines = gpu_offset_lines(offsets)
+    if lines:
+        console.print(f"[dim]{escape(lines[0])}[/]", highlight=False)
+    for line in lines[1:]:
+        console.print(f"[yellow]note[/]: {escape(line)}", highlight=False)
+
+
+def benchmark_json(frame: pd.DataFrame, manifest: SweepManifest, sweep_dir: Path,
+                   offsets: list[GpuOffset] | None = None) -> dict:
+    """The sweep's table as JSON: one record per cell (the benchmark.csv columns), and each
+    GPU's offset and floor where the windows ran on several."""
     return json_safe({"sweep": manifest.name, "folder": str(sweep_dir),
                    "model": manifest.model, "baseline": manifest.baseline,
+                   "gpus": [{**dataclasses.asdict(o), "apart": o.apart} for o in offsets or []],
                    "cells": integer_counts(frame).astype(object)
                    .where(frame.notna(), None).to_dict(orient="records")})

@@ -31,7 +31,6 @@ others again.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
 import re
@@ -584,7 +583,6 @@ def sample_cells(p: SweepPlan, manifest: SweepManifest, say) -> None:
            if p.target_noise else "") + f", {len(cells)} cells interleaved in fresh processes")
     # what each cell's files hold now: a cell the rounds add nothing to is not rewritten
     recorded: dict[str, tuple] = {name: (len(have[name]), 0) for name in have}
-    round_gpu = p.gpus[0] if p.gpus else None
 
     def record(sampled: rounds.Sampled) -> None:
         for name in sampled.windows:
@@ -595,33 +593,22 @@ def sample_cells(p: SweepPlan, manifest: SweepManifest, say) -> None:
                 results[name] = record_processes(
                     p.sweep_dir / name, merged,
                     f"{p.processes} processes per cell, interleaved over {len(cells)} cells "
-                    "(a round = one fresh process timing each cell once, the leader rotated)",
+                    + ("(a round = one fresh process timing each cell once, the leader rotated)"
+                       if len(sampled.gpus) < 2 else
+                       f"(a round = fresh processes on GPUs {','.join(sampled.gpus)} at once, "
+                       "each timing the cells of whole batch-size groups once, the leader "
+                       "rotated: windows pair only within one process, so on one GPU)"),
                     results[name])
 
-    with _gpu_for_rounds(p):
-        sampled = rounds.sample(cells, have, p.processes, target_noise=p.target_noise,
-                                budget_s=p.budget_s, say=say, on_round=record, gpu=round_gpu)
-        record(sampled)
-    say(f"sampling took {sampled.wall_s:.0f} s ({sampled.rounds} round(s))")
-
-
-@contextlib.contextmanager
-def _gpu_for_rounds(p: SweepPlan):
-    """The rounds run on the sweep's first GPU (CUDA_VISIBLE_DEVICES for their processes): every
-    config's round windows on one GPU, so the verdicts compare like with like (the windows each
-    cell's run took on another GPU are set aside by the verdict: profiler.analysis.benchmark)."""
-    import os
-
-    before = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if p.gpus:
-        os.environ["CUDA_VISIBLE_DEVICES"] = p.gpus[0]
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop("CUDA_VISIBLE_DEVICES", None)
-        else:
-            os.environ["CUDA_VISIBLE_DEVICES"] = before
+    groups = {_plan_cell_name(p, b, n, axis): repr((n, sorted((axis or {}).items())))
+              for b, n, axis in p.cells}  # the cells a verdict compares share a process
+    sampled = rounds.sample(cells, have, p.processes, target_noise=p.target_noise,
+                            budget_s=p.budget_s, say=say, on_round=record, gpus=p.gpus or None,
+                            groups=groups)
+    record(sampled)
+    say(f"sampling took {sampled.wall_s:.0f} s ({sampled.rounds} round(s)"
+        + (f" in {sampled.processes} processes over GPUs {','.join(sampled.gpus)}"
+           if len(sampled.gpus) > 1 else "") + ")")
 
 
 def record_outcome(p: SweepPlan, name: str, cell: SweepCell, outcome: CellOutcome) -> None:

@@ -18,19 +18,28 @@ MIN_SAMPLES) estimate each cell's between-process CV and so the processes its ±
 interval needs (profiler.analysis.sampling.processes_needed); then that many fresh rounds, as
 many as ``budget_s`` leaves at the pilot's pace; the pilot's windows are flagged and left out of
 the verdicts. Never imports torch: the rounds are child processes.
+
+**Several GPUs** (``gpus``): the processes of the rounds run at once, one per GPU, each on one
+GPU (CUDA_VISIBLE_DEVICES), as many at a time as there are GPUs. A process never spans GPUs, so
+two windows that pair (one process) were taken on one GPU and a GPU-to-GPU offset cancels in the
+paired design. Whole rounds fill the GPUs; the rounds of a last, partial wave are split into
+processes by comparison group (``groups``: the cells a verdict compares, e.g. a sweep's backends
+at one batch size), never inside a group (``round_chunks``). Every window records its GPU.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import json
 import math
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Sequence
 
 import msgspec
 
@@ -56,14 +65,19 @@ def window_config(config: dict, iters: int, warmup: int) -> dict:
                                               min_time=None, repeat_runs=1))
 
 
-def run_round(cells: list[tuple[str, dict]], timeout_s: float | None = None
-              ) -> dict[str, dict | str]:
-    """One fresh process timing ``cells`` ((key, config JSON)) in order: key -> its record
-    (``latencies_ms``, ``device``), or the one-line reason the cell gave none."""
+def run_round(cells: list[tuple[str, dict]], gpu: str | None = None,
+              timeout_s: float | None = None, started=None) -> dict[str, dict | str]:
+    """One fresh process timing ``cells`` ((key, config JSON)) in order, on ``gpu`` (as
+    CUDA_VISIBLE_DEVICES names it; None: the GPUs this process sees): key -> its record
+    (``latencies_ms``, ``device``), or the one-line reason the cell gave none. ``started(the
+    process)`` as soon as it runs (the caller of several at once stops them on Ctrl-C)."""
     asked = {"cells": [{"key": key, "config": config} for key, config in cells]}
+    env = child_env()
+    if gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = gpu
     try:  # Ctrl-C, SIGTERM, SIGHUP: the round's process is stopped, not left running
-        done = signals.run_child([sys.executable, *CHILD], input=json.dumps(asked),
-                                 env=child_env(), timeout=timeout_s)
+        done = signals.run_child([sys.executable, *CHILD], input=json.dumps(asked), env=env,
+                                 timeout=timeout_s, started=started)
         stdout, stderr, code = done.stdout, done.stderr, done.returncode
     except subprocess.TimeoutExpired as expired:
         stdout = expired.stdout.decode() if isinstance(expired.stdout, bytes) else \
@@ -84,6 +98,37 @@ def run_round(cells: list[tuple[str, dict]], timeout_s: float | None = None
     return found
 
 
+def round_chunks(rounds: int, gpus: int, groups: int) -> list[int]:
+    """Into how many processes each of ``rounds`` rounds is split on ``gpus`` GPUs: whole
+    rounds fill the full waves (a process pays the interpreter, torch and a compiler's first
+    compile once: on an H100, about 22 s of a 12-config round's 54, docs/gpu/h100/scaling);
+    the rounds of the last, partial wave are split over the GPUs it would leave idle, never
+    into more processes than the round's comparison groups (a group is one process's work: its
+    windows pair). 5 rounds on 4 GPUs: [1, 1, 1, 1, 4]; on 2: [1, 1, 1, 1, 2]; 2 on 4: [2, 2];
+    on one GPU every round whole."""
+    if rounds < 1:
+        return []
+    left = rounds % gpus if gpus > 1 else 0
+    split = max(1, min(groups, gpus // left)) if left else 1
+    return [1] * (rounds - left) + [split] * left
+
+
+def split_round(turn: list[str], groups: dict[str, str], chunks: int) -> list[list[str]]:
+    """A round's cells (in their interleaved order) in ``chunks`` processes, whole comparison
+    groups each (a cell without a group is a group of its own), the groups dealt out largest
+    first to the process with the fewest cells; each process keeps the round's order."""
+    by_group: dict[str, list[str]] = {}
+    for key in turn:
+        by_group.setdefault(groups.get(key, key), []).append(key)
+    if chunks <= 1 or len(by_group) <= 1:
+        return [list(turn)]
+    bins: list[list[str]] = [[] for _ in range(min(chunks, len(by_group)))]
+    for members in sorted(by_group.values(), key=len, reverse=True):
+        min(bins, key=len).extend(members)
+    position = {key: i for i, key in enumerate(turn)}
+    return [sorted(b, key=position.__getitem__) for b in bins if b]
+
+
 @dataclass
 class Sampled:
     """What the rounds took: per cell its new windows (typed, each with the round it was timed
@@ -94,14 +139,21 @@ class Sampled:
     devices: dict[str, str] = field(default_factory=dict)  # the device each cell was timed on
     stops: dict[str, Stop] = field(default_factory=dict)
     rounds: int = 0
+    #: the fresh processes the rounds took (more than ``rounds`` where a round was split over
+    #: several GPUs)
+    processes: int = 0
+    gpus: tuple[str, ...] = ()  # the GPUs the rounds ran on (CUDA_VISIBLE_DEVICES names)
     wall_s: float = 0.0
     #: --target-noise: the pilot rounds that chose the count (their windows and the ones the
     #: cells had before are flagged pilot, and left out of the verdicts)
     pilot_rounds: int = 0
 
     def schedule(self, cells: int) -> str:
+        spread = "" if len(self.gpus) < 2 else (
+            f"; {self.processes} processes over GPUs {','.join(self.gpus)} at once, a "
+            "comparison group never split")
         return (f"interleaved: {self.rounds} round(s) after the run, each a fresh process "
-                f"timing {cells} config(s) in turn, the leader rotated")
+                f"timing {cells} config(s) in turn, the leader rotated{spread}")
 
     def merged(self, key: str, have: ConfigSamples) -> ConfigSamples:
         """A cell's windows from before and from the rounds; under a two-stage --target-noise
@@ -122,7 +174,8 @@ def sample(cells: dict[str, dict], have: dict[str, ConfigSamples], processes: in
            target_noise: float | None = None, budget_s: float | None = None, seed: int = 0,
            say: Callable[[str], None] = print,
            on_round: Callable[[Sampled], None] | None = None,
-           round_runner=run_round, clock=time.perf_counter, gpu: str | None = None) -> Sampled:
+           round_runner=run_round, clock=time.perf_counter,
+           gpus: Sequence[str] | None = None, groups: dict[str, str] | None = None) -> Sampled:
     """Rounds until every cell in ``cells`` (key -> repeat-window config JSON) has
     ``processes`` windows from rounds, counting the round windows among the ``have`` ones (key
     -> its samples: its own run's at least, which pairs with no other cell's and counts for
@@ -131,14 +184,17 @@ def sample(cells: dict[str, dict], have: dict[str, ConfigSamples], processes: in
     processes its interval needs (profiler.analysis.sampling.processes_needed), capped by what
     ``budget_s`` leaves at the pilot's pace; then that many fresh rounds, and the verdicts use
     only those (choosing the count on the samples that are judged would let the noise decide
-    when to stop). ``on_round(sampled so far)`` after every round, for recording as they come
-    (nothing lost on Ctrl-C). ``gpu``: the GPU the rounds run on, recorded per window."""
+    when to stop). ``on_round(sampled so far)`` after every process, for recording as they
+    come (nothing lost on Ctrl-C). ``gpus``: the GPUs the rounds run on, at once (module doc;
+    None: the ones this process sees, recorded as unknown); ``groups``: key -> its comparison
+    group, the cells that must share a process when a round is split over GPUs (default: all
+    in one). ``round_runner(cells, gpu)`` runs one process."""
     check_processes(processes)
     if target_noise is not None and not 0 < target_noise < 1:
         raise UserError(f"--target-noise must be a percentage between 0 and 100 (got "
                         f"{100 * target_noise:g})")
     keys = list(cells)
-    out = Sampled(windows={k: [] for k in keys})
+    out = Sampled(windows={k: [] for k in keys}, gpus=tuple(gpus or ()))
     began = clock()
     tag = uuid.uuid4().hex[:8]
     # the pilot needs a spread to size the fresh rounds: MIN_SAMPLES windows at least
@@ -146,50 +202,131 @@ def sample(cells: dict[str, dict], have: dict[str, ConfigSamples], processes: in
     # the rounds' windows are the ones that pair: a cell's own run counts for none of them
     wanted = {k: max(0, pilot - sum(1 for w in have.get(k, ConfigSamples()).windows
                                     if w.round)) for k in keys}
-    _rounds(out, cells, wanted, tag, seed, say, on_round, round_runner, gpu)
+    runner = _Runner(out, cells, tag, say, on_round, round_runner, groups or {})
+    runner.rounds(wanted, seed)
     if target_noise:
         budget = DEFAULT_BUDGET_S if budget_s is None else budget_s
-        _second_stage(out, cells, have, processes, target_noise, budget, began, tag, seed, say,
-                      on_round, round_runner, clock, gpu)
+        _second_stage(out, runner, have, processes, target_noise, budget, began, seed, say,
+                      clock)
     out.wall_s = clock() - began
     return out
 
 
-def _rounds(out: Sampled, cells: dict[str, dict], wanted: dict[str, int], tag: str, seed: int,
-            say, on_round, round_runner, gpu, stage: str = "") -> None:
-    """Rounds until each cell has its ``wanted`` new windows (or failed)."""
-    keys = [k for k in cells if k not in out.errors]
-    most = max((wanted.get(k, 0) for k in keys), default=0)
-    order = interleaved(keys, most, seed=seed + out.rounds)
-    taken = {k: 0 for k in keys}
-    for index in range(most):
-        turn = [t.cell for t in order[index * len(keys):(index + 1) * len(keys)]
-                if taken.get(t.cell, 0) < wanted.get(t.cell, 0) and t.cell not in out.errors]
-        if not turn:
-            break
-        say(f"round {out.rounds + 1}{stage}: a fresh process times {', '.join(turn)}")
-        got = round_runner([(k, cells[k]) for k in turn])
-        out.rounds += 1
-        round_id = f"{tag}-{out.rounds}"
+@dataclass
+class _Runner:
+    """Runs the processes of rounds, one per GPU at a time (``sample``'s doc)."""
+
+    out: Sampled
+    cells: dict[str, dict]
+    tag: str
+    say: Callable[[str], None]
+    on_round: Callable[[Sampled], None] | None
+    round_runner: Callable
+    groups: dict[str, str]
+
+    def rounds(self, wanted: dict[str, int], seed: int, stage: str = "") -> None:
+        """Rounds until each cell has its ``wanted`` new windows (or failed): cell k is in the
+        first wanted[k] of them, in the interleaved order."""
+        out = self.out
+        keys = [k for k in self.cells if k not in out.errors]
+        most = max((wanted.get(k, 0) for k in keys), default=0)
+        order = interleaved(keys, most, seed=seed + out.rounds)
+        gpus = list(out.gpus) or [None]
+        groups = len({self.groups.get(k, k) for k in keys}) if self.groups else 1
+        chunks = round_chunks(most, len(gpus), groups)
+        units = []  # (round number, process in the round, its cells in order)
+        for index in range(most):
+            turn = [t.cell for t in order[index * len(keys):(index + 1) * len(keys)]
+                    if t.sample < wanted.get(t.cell, 0)]
+            if not turn:
+                break
+            number = out.rounds + index + 1
+            parts = split_round(turn, self.groups, chunks[index]) if chunks[index] > 1 \
+                else [turn]
+            units += [(number, part if len(parts) > 1 else None, cells)
+                      for part, cells in enumerate(parts, start=1)]
+        if not units:
+            return
+        self._run(units, gpus, stage)
+        out.rounds = max(number for number, _, _ in units)
+
+    def _take(self, unit, gpu: str | None, got: dict) -> None:
+        number, part, turn = unit
+        out = self.out
+        out.processes += 1
+        round_id = f"{self.tag}-{number}" + (f".{part}" if part else "")
         for key in turn:
             value = got[key]
             if isinstance(value, str):
                 out.errors[key] = value
-                say(f"  {key}: no sample ({value}); it leaves the rounds")
+                self.say(f"  {key}: no sample ({value}); it leaves the rounds")
                 continue
             out.windows[key].append(window_of(value, round_id, gpu))
-            taken[key] += 1
             out.devices[key] = value.get("device") or out.devices.get(key, "")
-        if on_round is not None:
-            on_round(out)
+        if self.on_round is not None:
+            self.on_round(out)
+
+    def _announce(self, unit, gpu: str | None, stage: str, turn: list[str]) -> None:
+        number, part, _ = unit
+        where = "" if gpu is None or len(self.out.gpus) < 2 else f" on GPU {gpu}"
+        which = f"{number}.{part}" if part else f"{number}"
+        self.say(f"round {which}{stage}: a fresh process{where} times {', '.join(turn)}")
+
+    def _run(self, units: list, gpus: list, stage: str) -> None:
+        if len(gpus) == 1:  # one at a time, here: Ctrl-C stops the child in run_child
+            for unit in units:
+                turn = [k for k in unit[2] if k not in self.out.errors]
+                if turn:
+                    self._announce(unit, gpus[0], stage, turn)
+                    self._take((unit[0], unit[1], turn), gpus[0],
+                               self.round_runner([(k, self.cells[k]) for k in turn], gpus[0]))
+            return
+        live: set = set()
+        lock = threading.Lock()
+
+        def started(process) -> None:
+            with lock:
+                live.add(process)
+
+        def one(turn: list[str], gpu: str):
+            return self.round_runner([(k, self.cells[k]) for k in turn], gpu,
+                                     started=started)
+
+        free, pending, queue = list(gpus), {}, list(units)
+        pool = concurrent.futures.ThreadPoolExecutor(max_workers=len(gpus))
+        try:
+            while queue or pending:
+                while queue and free:
+                    unit = queue.pop(0)
+                    turn = [k for k in unit[2] if k not in self.out.errors]
+                    if not turn:
+                        continue
+                    gpu = free.pop(0)
+                    self._announce(unit, gpu, stage, turn)
+                    pending[pool.submit(one, turn, gpu)] = ((unit[0], unit[1], turn), gpu)
+                if not pending:
+                    continue
+                done, _ = concurrent.futures.wait(
+                    pending, return_when=concurrent.futures.FIRST_COMPLETED)
+                for future in done:
+                    unit, gpu = pending.pop(future)
+                    free.append(gpu)
+                    self._take(unit, gpu, future.result())
+        except BaseException:  # Ctrl-C, SIGTERM: every process of the wave is stopped
+            with lock:
+                running = list(live)
+            for process in running:
+                signals.stop_child(process)
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _second_stage(out: Sampled, cells, have, processes: int, target: float, budget: float,
-                  began: float, tag: str, seed: int, say, on_round, round_runner, clock,
-                  gpu) -> None:
+def _second_stage(out: Sampled, runner: _Runner, have, processes: int, target: float,
+                  budget: float, began: float, seed: int, say, clock) -> None:
     """--target-noise's fresh rounds, their count chosen from the pilot (``sample``'s doc)."""
     pilot = {k: [*have.get(k, ConfigSamples()).windows, *out.windows[k]]
-             for k in cells if k not in out.errors}
+             for k in runner.cells if k not in out.errors}
     if not pilot:
         return
     spent = clock() - began
@@ -214,8 +351,7 @@ def _second_stage(out: Sampled, cells, have, processes: int, target: float, budg
         for key in pilot:
             out.stops[key] = Stop(True, BUDGET, 0, math.inf, None, needs[key])
         return
-    _rounds(out, cells, {k: count for k in pilot}, tag, seed, say, on_round, round_runner, gpu,
-            stage=" (fresh)")
+    runner.rounds({k: count for k in pilot}, seed, stage=" (fresh)")
     elapsed = clock() - began
     for key in pilot:
         fresh = [w for w in out.windows[key] if not w.pilot]
