@@ -89,7 +89,8 @@ def test_compare_command_tables_and_csvs(tmp_path, cli, monkeypatch):
                   "share no kernel name"):
         assert words in done.stdout, words
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "categories.csv", "kernels.csv", "operators.csv", "overview.csv", "top_changes.csv"]
+        "categories.csv", "cpu_operators.csv", "kernels.csv", "operators.csv", "overview.csv",
+        "top_changes.csv"]
     kernels = pd.read_csv(tmp_path / "kernels.csv")
     assert set(kernels["side"]) == {"only A", "only B"} and len(kernels) == 23 + 27
 

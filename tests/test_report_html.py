@@ -105,7 +105,9 @@ def test_report_of_a_run_and_of_a_sweep(tmp_path, monkeypatch):
     text = page.read_text()
     assert "Roofline and advice per cell" in text and "Roofline chart" in text
     assert re.search(r"pytorch_fp16 bs8</td><td>11\.\d{2}</td>", text)
-    assert "launch-bound; batch-headroom" in text
+    # the advice in words: each rule's title and what to try, its id beside it
+    assert "GPU idle between kernels (launch-bound): try CUDA graphs" in text
+    assert "Throughput still rising with batch size: try a larger --bs" in text
 
 
 def test_report_errors_are_one_line(cli):

@@ -98,9 +98,76 @@ def test_min_time_run_records_noise_memory_and_repeats(cli):
     assert out.code == 0, out.stderr
     result = json.loads(out.stdout)
     timed = result["timing"]
-    assert timed["iterations_chosen_by"] == "--min-time 0.05 s" and timed["iters"] >= 5
+    assert timed["iterations_chosen_by"].startswith("--min-time 0.05 s: stopped after ")
+    assert timed["iters"] >= 5
     assert set(timed["noise"]) >= {"cv", "iqr_ms", "warnings", "bimodal_d"}
     assert timed["noise"]["repeat_runs"]["runs"] == 2
     assert len(timed["noise"]["repeat_runs"]["p50_ms"]) == 2
     assert result["memory"]["scope"] == "n/a (CPU)"
     assert result["memory"]["peak_allocated_bytes"] is None
+
+
+# ---- --min-time is a time: a deadline read after each iteration, on a fake clock -------------
+
+class FakeClock:
+    """Seconds that pass only when told: each call of ``fn`` takes ``call_s``."""
+
+    def __init__(self, call_s: float):
+        self.now, self.call_s, self.calls = 0.0, call_s, 0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def fn(self):
+        self.calls += 1
+        self.now += self.call_s
+        return self.calls
+
+
+@pytest.mark.parametrize("call_s, expected", [
+    (1.0, 3),          # 3 s of one-second calls
+    (1 / 1024, 3072),  # fast calls: as many as 3 s hold, whatever the warm-up estimated
+    (10.0, 2),         # slow calls: the floor, not 3 s
+])
+def test_a_budgeted_window_stops_by_time_with_a_floor(monkeypatch, call_s, expected):
+    clock = FakeClock(call_s)
+    monkeypatch.setattr(timing_module, "clock", clock)
+    deadline = timing_module.Deadline(3.0, floor=2)
+    latencies, output = time_iterations(clock.fn, (), deadline.cap, False, deadline=deadline)
+    assert len(latencies) == clock.calls == output == expected
+    assert latencies[0] == pytest.approx(call_s * 1000.0)
+
+
+def test_a_budgeted_window_stops_at_its_cap(monkeypatch):
+    clock = FakeClock(0.0)  # calls that take no time never reach the deadline
+    monkeypatch.setattr(timing_module, "clock", clock)
+    deadline = timing_module.Deadline(3.0, floor=2, cap=50)
+    assert len(time_iterations(clock.fn, (), deadline.cap, False, deadline=deadline)[0]) == 50
+
+
+def test_a_fixed_count_ignores_the_clock():
+    plan = timing_module.plan_window(7, 0, None, use_cuda=False)
+    assert plan.deadline is None
+    budget = timing_module.plan_window(None, 0, 5.0, use_cuda=False)
+    assert budget.deadline == timing_module.Deadline(5.0)
+    assert budget.done(5.04) == "--min-time 5 s: stopped after 5.0 s"
+
+
+def test_min_time_run_stops_by_time_and_says_so(tmp_path, monkeypatch):
+    """A whole run on a fake clock that moves 0.25 s at each reading: the timed window reads
+    it once before the loop and three times an iteration (call, return, deadline), so
+    --min-time 6 stops after 8 iterations (6.0 s of them), not after a count chosen from the
+    warm-up's estimate."""
+    from profiler.collect import harness
+    from profiler.runs.config import RunConfig
+    from tests.conftest import ROOT
+
+    monkeypatch.syspath_prepend(str(ROOT))
+    readings = iter(range(10 ** 6))
+    monkeypatch.setattr(timing_module, "clock", lambda: 0.25 * next(readings))
+    config = RunConfig(model="tests.tiny_models:conv_net", batch_size=2, min_time=6.0,
+                       timed_warmup=1, wait=0, warmup=1, active=1,
+                       runs_dir=tmp_path / "runs", tb_dir=tmp_path / "tb_logs")
+    result = harness.run(config, quiet=True)
+    assert result.timing.iters == 8
+    assert result.timing.iterations_chosen_by == "--min-time 6 s: stopped after 6.5 s"

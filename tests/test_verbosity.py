@@ -76,7 +76,7 @@ def test_traces_carry_a_rank_for_holistic_trace_analysis(console_run):
 def test_quiet_and_verbose_before_or_after_the_command(cli, tmp_path):
     a, b = str(RUNS / "pytorch_fp16_bs8"), str(RUNS / "ttrt_fp16_bs8")
     loud = cli("compare", a, b, "--out", str(tmp_path / "d1"))
-    assert loud.code == 0 and "wrote 5 files" in loud.stderr
+    assert loud.code == 0 and "wrote 6 files" in loud.stderr
     for args in (["-q", "compare", a, b], ["compare", a, b, "-q"],
                  ["compare", a, b, "--quiet"]):
         done = cli(*args, "--out", str(tmp_path / "d2"))

@@ -58,7 +58,7 @@ class Halves:
         self.model, self.batch = model, batch
         return Prepared(fn=pair, inputs=(batch[:half], batch[half:]), notes={"halves": 2})
 
-    def time(self, step, iters, use_cuda, tick):
+    def time(self, step, iters, use_cuda, tick, deadline=None):
         latencies, output = [], None
         for i in range(iters):
             output = step.fn(*step.inputs)

@@ -63,6 +63,7 @@ import math
 from pathlib import Path
 
 import msgspec
+import numpy as np
 import pandas as pd
 
 from profiler.runs import backends as backend_facts
@@ -210,6 +211,27 @@ def benchmark_table(sweep_dir: Path, manifest: SweepManifest,
                             for v, own, g in zip(gpu, is_base, frame["gpu_compute_ms"])]
     frame["verdict_note"] = ["; ".join(v.lines) if v else "" for v in verdicts]
     return frame
+
+
+#: the figures a sweep's geometric-mean rows summarize over batch sizes
+GEOMEAN_FIGURES = ("p50_ms", "gpu_compute_ms", "speedup", "gpu_speedup")
+
+
+def geomean_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per backend: the geometric mean over its finished cells (batch sizes, and any
+    swept option) of p50_ms, gpu_compute_ms and both speedups, each over the cells that have
+    the figure (``cells``: the cells behind p50_ms), as pyperf's geometric mean of a suite."""
+    finished = frame[(frame["status"] == OK) & (frame["reason"] != NOT_FINITE)]
+    rows = []
+    for backend in dict.fromkeys(frame["backend"]):
+        cells = finished[finished["backend"] == backend]
+        row = {"backend": backend, "cells": int(cells["p50_ms"].gt(0).sum())}
+        for column in GEOMEAN_FIGURES:
+            values = cells[column].astype(float)
+            values = values[values > 0]
+            row[column] = float(np.exp(np.log(values).mean())) if len(values) else math.nan
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["backend", "cells", *GEOMEAN_FIGURES])
 
 
 def cell_samples(sweep_dir: Path, manifest: SweepManifest) -> dict[str, ConfigSamples]:

@@ -200,6 +200,7 @@ def compare_timed(ra: RunResult | None, rb: RunResult | None, json_a: Path | Non
     if ra is None or rb is None:
         return None
     a, b = timed_figures(ra), timed_figures(rb)
+    a["device"], b["device"] = ra.device, rb.device  # "cpu": no GPU time to judge
     fresh = samples is not None
     sa, sb = samples or (config_samples(ra, json_a), config_samples(rb, json_b))
     verdicts = verdicts_between(ra, rb, sa, sb, floors_dir, tolerance)

@@ -11,8 +11,8 @@ import msgspec
 import pandas as pd
 
 from profiler.analysis.advice import Advice, Evidence, advise, read_trt_layers
-from profiler.analysis.roofline import (Roofline, cached_ceilings, no_roofline_reason,
-                                        result_roofline)
+from profiler.analysis.roofline import (Roofline, cached_ceilings, no_ceilings,
+                                        no_roofline_reason, result_roofline)
 from profiler.runs.result import RooflineInputs, RunResult
 from profiler.trace.summary import Summary
 from profiler.trace.hardware import hardware_join, read_ncu_csv
@@ -91,7 +91,7 @@ def ceilinged_roofline(result: RunResult | None, peaks_dir: Path | None = None,
     result = with_flops(result, flops_table)
     ceilings = cached_ceilings(result, peaks_dir)
     return (result_roofline(result, ceilings),
-            ceilings.source if ceilings else "no ceilings for this GPU")
+            ceilings.source if ceilings else no_ceilings(result))
 
 
 def insight(result: RunResult | None, run_folder: Path | None, summary: Summary,

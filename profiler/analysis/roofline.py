@@ -106,6 +106,10 @@ def int8_reaches_tensor_cores(peaks: dict) -> bool:
     return detail.get("b_layout") == "column-major"
 
 
+#: the prefix `peaks` gives a CPU's name in its cache (profiler.collect.peaks.machine_facts)
+CPU_PEAKS_PREFIX = "CPU "
+
+
 def ceilings_from_peaks(peaks: dict, where: str = "") -> Ceilings:
     """The ceilings in a peaks JSON written by ``profile.py peaks``. An INT8 figure measured
     off the Tensor Cores (an older cache) bounds nothing: the datasheet's stands in, labelled."""
@@ -113,6 +117,12 @@ def ceilings_from_peaks(peaks: dict, where: str = "") -> Ceilings:
     matmul = {k: peaks["matmul_tflops"].get(k) for k in MATMUL_KEYS}
     detail = peaks.get("matmul_detail") or {}
     file = f" ({where})" if where else ""
+    if device.startswith(CPU_PEAKS_PREFIX):  # torch.mm and a copy in host memory
+        sources = {k: f"measured by peaks{file} with torch.mm on the CPU" for k in MATMUL_KEYS}
+        sources["bandwidth"] = f"measured by peaks{file} with a copy in host memory"
+        return Ceilings(device=device, matmul_tflops=matmul,
+                        bandwidth_gbs=peaks["copy"]["gb_per_s"], source=f"measured{file}",
+                        sources=sources)
     sources = {k: f"measured by peaks{file} with "
                   f"{(detail.get(k) or {}).get('kernel') or PEAKS_KERNELS[k]}"
                for k in MATMUL_KEYS}
@@ -338,11 +348,33 @@ def ceilings_for(result: RunResult, peaks: dict | None, where: str = "") -> Ceil
     return datasheet_ceilings(gpu) if gpu else None
 
 
+def on_this_cpu(result: RunResult) -> bool:
+    """A CPU run recorded on this machine (whose CPU the peaks cache measured)."""
+    import socket
+
+    host = result.environment.hostname
+    return result.device.startswith("cpu") and (not host or host == socket.gethostname())
+
+
 def cached_ceilings(result: RunResult, peaks_dir: Path | None) -> Ceilings | None:
-    """The ceilings of a run's GPU: measured ones cached in ``peaks_dir``, else the datasheet's."""
+    """The ceilings of a run's GPU: measured ones cached in ``peaks_dir``, else the datasheet's.
+    A CPU run recorded on this machine meets the CPU's peaks cached here (no datasheet)."""
     gpu = gpu_name(result)
-    found = load_peaks(peaks_dir, gpu) if gpu and peaks_dir is not None else None
+    found = None
+    if peaks_dir is not None and gpu:
+        found = load_peaks(peaks_dir, gpu)
+    elif peaks_dir is not None and on_this_cpu(result):
+        found = load_peaks(peaks_dir, CPU_PEAKS_PREFIX, prefix=True)
     return ceilings_for(result, found[0] if found else None, str(found[1]) if found else "")
+
+
+def no_ceilings(result: RunResult) -> str:
+    """Why a run has no ceilings, in a few words."""
+    if gpu_name(result):
+        return "no ceilings for this GPU"
+    if on_this_cpu(result):
+        return "no ceilings for this CPU: `profile.py peaks` measures them"
+    return "no ceilings: a CPU run recorded on another machine"
 
 
 def roofline_of(result: RunResult, peaks_dir: Path | None) -> Roofline | None:
@@ -422,14 +454,16 @@ def kernel_roofline(ops: pd.DataFrame, kernel_us_by_external_id: dict[int, float
     return grouped.drop(columns="flops").sort_values("gpu_us", ascending=False, kind="stable")
 
 
-def load_peaks(folder: Path, gpu_name: str) -> tuple[dict, Path] | None:
-    """The cached peaks JSON in ``folder`` measured on a GPU of this name (newest first)."""
+def load_peaks(folder: Path, gpu_name: str, prefix: bool = False) -> tuple[dict, Path] | None:
+    """The cached peaks JSON in ``folder`` measured on a GPU of this name (newest first);
+    ``prefix``: on a device whose name starts with ``gpu_name`` (CPU_PEAKS_PREFIX)."""
     if not folder.is_dir():
         return None
     for path in sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True):
         try:
             data = json.loads(path.read_text())
-            if data["machine"]["device"] == gpu_name:
+            device = data["machine"]["device"]
+            if device == gpu_name or (prefix and device.startswith(gpu_name)):
                 return data, path
         except (OSError, ValueError, KeyError, TypeError):
             continue

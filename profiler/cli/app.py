@@ -384,6 +384,9 @@ def sweep(
         "1h; default 10m)."),
     runs_dir: Path = typer.Option(Path("runs"), help="Where the sweep folder goes."),
     tb_dir: Path = typer.Option(Path("tb_logs"), help="Where the sweep's traces go."),
+    only_decided: bool = typer.Option(
+        False, "--only-decided", help="Leave out of the printed table the cells undecided on "
+        "both figures (counted under it); benchmark.csv, .md and --json keep every cell."),
     json_out: bool = typer.Option(False, "--json", help="Print the benchmark table as JSON on "
                                   "stdout (progress stays on stderr)."),
 ) -> None:
@@ -422,7 +425,7 @@ def sweep(
                              isolate=isolate, ray_address=ray_address,
                              ray_shared_fs=ray_shared_fs, processes=processes,
                              target_noise=target_noise, budget_s=parse_budget(budget))
-    _exit(sweep_command.run(plan, Output(json=json_out)))
+    _exit(sweep_command.run(plan, Output(json=json_out), only_decided=only_decided))
 
 
 @app.command(cls=HelpCommand)

@@ -261,6 +261,9 @@ class Compare(Document, kw_only=True):
     #: the rows of each list --top cuts (kernels, operators, faster_in_b, slower_in_b) before
     #: the cut
     totals: dict[str, int] | Unset = UNSET
+    #: CPU operators matched by name: calls, self and total CPU µs per step (two CPU runs:
+    #: faster_in_b and slower_in_b are its rows, by self time)
+    cpu_operators: Table | Unset = UNSET
 
 
 class GpuOffsetRecord(Record):

@@ -11,10 +11,17 @@ from typing import Any, Callable
 
 from profiler.analysis.noise import percentile
 
+def clock() -> float:
+    """Seconds on the host's monotonic clock (one place, so a test can give a fake one)."""
+    return time.perf_counter()
+
+
 def time_iterations(fn: Callable[..., Any], inputs: tuple, iters: int, use_cuda: bool,
                     on_iteration: Callable[[], None] | None = None,
-                    enqueue: list[float] | None = None) -> tuple[list[float], Any]:
-    """Run ``fn(*inputs)`` ``iters`` times; return per-iteration milliseconds and the last output.
+                    enqueue: list[float] | None = None,
+                    deadline: Deadline | None = None) -> tuple[list[float], Any]:
+    """Run ``fn(*inputs)`` ``iters`` times (with ``deadline``, until it says stop); return
+    per-iteration milliseconds and the last output.
 
     GPU: a CUDA event pair around each call and a synchronize on the end event, so each figure is
     device-side time from the first launch to the last kernel's end; with ``enqueue``, the
@@ -22,33 +29,35 @@ def time_iterations(fn: Callable[..., Any], inputs: tuple, iters: int, use_cuda:
     is appended to it. CPU: perf_counter around each call. The caller warms up first.
     """
     latencies: list[float] = []
+    pairs: list = []
     output = None
     if use_cuda:
         import torch
 
-        pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                 for _ in range(iters)]
         torch.cuda.synchronize()
-        clock = time.perf_counter
-        for start, end in pairs:
+    began = clock()
+    for done in range(1, iters + 1):
+        if use_cuda:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            pairs.append((start, end))
             start.record()
-            began = clock()
+            called = clock()
             output = fn(*inputs)
             returned = clock()
             end.record()
             if enqueue is not None:
-                enqueue.append((returned - began) * 1000.0)
+                enqueue.append((returned - called) * 1000.0)
             end.synchronize()
-            if on_iteration:
-                on_iteration()
-        latencies = [start.elapsed_time(end) for start, end in pairs]
-    else:
-        for _ in range(iters):
-            began = time.perf_counter()
+        else:
+            called = clock()
             output = fn(*inputs)
-            latencies.append((time.perf_counter() - began) * 1000.0)
-            if on_iteration:
-                on_iteration()
+            latencies.append((clock() - called) * 1000.0)
+        if on_iteration:
+            on_iteration()
+        if deadline is not None and deadline.reached(done, clock() - began):
+            break
+    if use_cuda:
+        latencies = [start.elapsed_time(end) for start, end in pairs]
     return latencies, output
 
 
@@ -57,9 +66,10 @@ def time_iterations(fn: Callable[..., Any], inputs: tuple, iters: int, use_cuda:
 # GPU defaults are unchanged: 20 warm-up and 100 timed iterations. A CPU is 100-1000x slower on
 # the same model (ResNet50 bs8: about a second per call on 2 cores), so its defaults are 2
 # warm-up iterations and a time budget, CPU_MIN_TIME_S. With a budget (--min-time, or the CPU
-# default), the policy is do_bench's: estimate one call from the synchronized warm-up calls (one
-# extra timed call when there is no warm-up), convert the budget to iterations, and bound them
-# to [MIN_TIME_ITERS_LOW, MIN_TIME_ITERS_HIGH].
+# default) the window is timed against a deadline: the host clock is read after each
+# synchronized iteration and the window stops once the budget has passed and at least
+# MIN_TIME_ITERS_LOW iterations were timed (at most MIN_TIME_ITERS_HIGH), however fast or slow
+# the calls are. The warm-up's estimate of one call only sizes the progress bar.
 GPU_ITERS = 100
 GPU_WARMUP = 20
 CPU_WARMUP = 2
@@ -78,9 +88,32 @@ class WindowPlan:
     why: str
 
     def iterations(self, estimate_ms: float) -> int:
+        """The fixed count, or what the budget should allow at ``estimate_ms`` a call."""
         if self.iters is not None:
             return self.iters
         return iterations_for_budget(estimate_ms, self.min_time_s)
+
+    @property
+    def deadline(self) -> Deadline | None:
+        """With a time budget, when the timed window stops; None for a fixed count."""
+        return None if self.iters is not None else Deadline(self.min_time_s)
+
+    def done(self, seconds: float) -> str:
+        """How a budgeted window ended: ``--min-time 5 s: stopped after 5.0 s``."""
+        return f"{self.why}: stopped after {seconds:.1f} s"
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """A budgeted window stops after ``seconds`` once ``floor`` iterations were timed, or at
+    ``cap`` iterations."""
+
+    seconds: float
+    floor: int = MIN_TIME_ITERS_LOW
+    cap: int = MIN_TIME_ITERS_HIGH
+
+    def reached(self, iterations: int, elapsed_s: float) -> bool:
+        return iterations >= self.cap or (iterations >= self.floor and elapsed_s >= self.seconds)
 
 
 def plan_window(iters: int | None, timed_warmup: int | None, min_time_s: float | None,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import dataclasses
 import io
 import json
 import re
@@ -123,16 +124,21 @@ def timed(workload: Workload, step: Prepared, plan: timing.WindowPlan, estimate_
           batch_size: int, use_cuda: bool, progress: Progress) -> Timed:
     """The timed window: as many iterations as the plan says, each timed as the workload times
     one step; its record built here, its figures and noise warnings printed."""
-    iters = plan.iterations(estimate_ms)
+    deadline = plan.deadline
     timing.reset_peak_memory(use_cuda)
     with gpu_window(use_cuda) as gpu, nvtx_range("timed"), \
-            progress.bar("timed", iters) as tick:
-        latencies, details, output = workload.time(step, iters, use_cuda, tick)
+            progress.bar("timed", plan.iterations(estimate_ms)) as tick:
+        began = timing.clock()
+        latencies, details, output = workload.time(
+            step, deadline.cap if deadline else plan.iters, use_cuda, tick, deadline)
+        elapsed_s = timing.clock() - began
     memory = timing.peak_memory(use_cuda)
     window = TimedWindow(tuple(latencies), batch_size)
     figures = workload.figures(window, details)
-    progress.say(f"  timed {iters} {workload.iterations} ({plan.why}): {figures}, "
-                 f"CV {100 * window.noise.cv:.1f} %")
+    progress.say(f"  timed {len(latencies)} {workload.iterations} in {elapsed_s:.1f} s "
+                 f"({plan.why}): {figures}, CV {100 * window.noise.cv:.1f} %")
+    if deadline is not None:  # what the budget did, in the record too
+        plan = dataclasses.replace(plan, why=plan.done(elapsed_s))
     for warning in window.noise.warnings:
         progress.warn(warning)
     return Timed(window, details, output, memory, plan, gpu.state)

@@ -70,7 +70,8 @@ def run(a: str, b: str, top: int = 15, out: Path | None = None, *, sink,
     if out is not None:
         written = write_csvs(result, out)
         sink.note(f"wrote {len(written)} files to {out}")
-    explanation = both.explanation
+    # why B differs at the kernel level (SM clock, kernels): nothing to say of two CPU runs
+    explanation = None if result.on_cpu else both.explanation
     if sink.json:
         sink.document("compare", diff_json(result, timed_ab, top, explanation))
         return result
@@ -165,12 +166,14 @@ def diff_json(result: Diff, timed_ab: dict | None, top: int,
     every_faster, every_slower = result.top_changes(0)
     # the lists --top cuts, with how many rows each had before the cut
     totals = {"kernels": len(result.kernels), "operators": len(result.operators),
+              "cpu_operators": len(result.cpu_operators),
               "faster_in_b": len(every_faster), "slower_in_b": len(every_slower)}
     return json_safe({"a": result.a_label, "b": result.b_label, "timed": timed_ab,
                    "overview": records(result.overview),
                    "categories": records(result.categories),
                    "kernels": records(head(result.kernels, top)),
                    "operators": records(head(result.operators, top)),
+                   "cpu_operators": records(head(result.cpu_operators, top)),
                    "faster_in_b": records(faster), "slower_in_b": records(slower),
                    "notes": list(result.notes), "explanation": explanation,
                    "totals": totals})
@@ -186,4 +189,4 @@ def write_csvs(result: Diff, out: Path) -> list[Path]:
                          slower.assign(direction="slower in B")], ignore_index=True)
     return write_tables(out, {"overview": result.overview, "categories": result.categories,
                               "kernels": result.kernels, "operators": result.operators,
-                              "top_changes": changes})
+                              "cpu_operators": result.cpu_operators, "top_changes": changes})

@@ -26,25 +26,52 @@ def _steps(summary) -> int:
     return max(len(summary.overview.steps), 1)
 
 
-def _run_sections(page: html.Page, label: str, run: RunAnalysis) -> None:
+#: the headers of the CPU operator tables (per profiled step)
+CPU_HEADERS = {"cpu_self_us": "self CPU µs per step", "cpu_total_us": "total CPU µs per step",
+               "calls": "calls per step", "us_a": "self A µs", "us_b": "self B µs",
+               "delta_us": "self delta µs (B - A)"}
+CPU_DIFF_COLUMNS = ["operator", "side", "calls_a", "calls_b", "us_a", "us_b", "delta_us",
+                    "change_pct", "total_a_us", "total_b_us"]
+
+
+def _cpu_operators(summary) -> str:
+    """A CPU run's operators by self CPU time, per profiled step (its trace has no kernels)."""
+    ops = summary.overview.operators
+    n = _steps(summary)
+    ops = ops.assign(calls=ops["calls"] / n, cpu_self_us=ops["cpu_self_us"] / n,
+                     cpu_total_us=ops["cpu_total_us"] / n)
+    ops = ops.sort_values("cpu_self_us", ascending=False, kind="stable")
+    return html.table(ops, ["operator", "calls", "cpu_self_us", "cpu_total_us"], 15,
+                      headers=CPU_HEADERS, formats={"calls": ",.1f"})
+
+
+def _run_sections(page: html.Page, label: str, run: RunAnalysis, name: str | None = None
+                  ) -> None:
+    """A run's sections, titled by ``label``; ``name``: the run's name, on its figures."""
     summary, result = run.summary, run.result
-    page.add(f"{label}: headline", html.headline(result, label))
+    page.add(f"{label}: headline", html.headline(result, label, run.result_json))
     page.add(f"{label}: roofline", html.roofline_block(run.roofline, run.ceilings_source,
                                                        run.roofline_missing))
     page.add(f"{label}: advice", html.advice_block(run.advice))
-    k = summary.kernels
-    cats = k.categories.assign(ms_per_step=k.categories["total_us"] / _steps(summary) / 1e3)
-    page.add(f"{label}: kernel time by category",
-             html.category_chart([label], [k.categories], [_steps(summary)]) +
-             html.table(cats, ["category", "kernels", "calls", "ms_per_step", "share_pct",
-                               "tensor_core_pct"]) + html.note(_pipe_busy(run)))
-    page.add(f"{label}: top kernels", html.table(
-        k.table.assign(ms_total=k.table["total_us"] / 1e3),
-        ["name", "category", "calls", "ms_total", "share_pct", "tensor_core"], 15))
+    on_gpu = summary.overview.has_gpu
+    if on_gpu:
+        k = summary.kernels
+        cats = k.categories.assign(
+            ms_per_step=k.categories["total_us"] / _steps(summary) / 1e3)
+        page.add(f"{label}: kernel time by category",
+                 html.category_chart([name or label], [k.categories], [_steps(summary)]) +
+                 html.table(cats, ["category", "kernels", "calls", "ms_per_step", "share_pct",
+                                   "tensor_core_pct"]) + html.note(_pipe_busy(run)))
+        page.add(f"{label}: top kernels", html.table(
+            k.table.assign(ms_total=k.table["total_us"] / 1e3),
+            ["name", "category", "calls", "ms_total", "share_pct", "tensor_core"], 15))
+    else:  # a CPU run: its operators are what the trace holds
+        page.add(f"{label}: CPU operators by self CPU time", _cpu_operators(summary))
     if result is not None and result.config.record_shapes:
+        gemm_columns = ["operator", "input_dims", "calls", "flops_per_call"] + (
+            ["gpu_us", "tflops", "pct_of_peak"] if on_gpu else [])
         page.add(f"{label}: GEMMs by recorded shape (--record-shapes)",
-                 html.table(run.gemms(), ["operator", "input_dims", "calls", "flops_per_call",
-                                          "gpu_us", "tflops", "pct_of_peak"], top=20))
+                 html.table(run.gemms(), gemm_columns, top=20))
     layers = html.layer_view(run.layer_times)
     if layers:
         page.add(f"{label}: TensorRT layers (engine_layer_times)", layers)
@@ -91,33 +118,44 @@ def compare_page(a: str, b: str, peaks_dir: Path | None = None,
     result, sa, sb = both.diff, both.a.summary, both.b.summary
     a, b = _label(a), _label(b)
     page = html.Page(f"Comparison: A = {a}, B = {b}")
-    page.add("Timed windows (no profiler attached): the verdicts on latency and GPU time, "
-             "the recorded runs, noise and config",
-             html.timed_block(both.timed, a, b))
-    why = html.explanation_block(both.explanation)
+    verdicts = "the latency verdict" if both.diff.on_cpu else \
+        "the verdicts on latency and GPU time"
+    page.add(f"Timed windows (no profiler attached): {verdicts}, the recorded runs, noise and "
+             "config", html.timed_block(both.timed, a, b))
+    why = None if result.on_cpu else html.explanation_block(both.explanation)
     if why:
         page.add("Why B differs from A", why)
     page.add("Overview (delta = B - A; times per profiled step)",
              html.overview_block(result.overview))
-    page.add("Kernel time by category (µs per profiled step)", html.category_chart(
-        [a, b], [sa.kernels.categories, sb.kernels.categories], [_steps(sa), _steps(sb)]) +
-        html.table(result.categories, ["category", "us_a", "us_b", "delta_us", "change_pct",
-                                       "share_a_pct", "share_b_pct", "tensor_core_a_pct",
-                                       "tensor_core_b_pct", "calls_a", "calls_b"]))
     faster, slower = result.top_changes(10)
     level = result.change_level
-    for frame, which in ((faster, "faster"), (slower, "slower")):
-        page.add(f"Kernel diff: top {level}s {which} in B (µs per profiled step)",
-                 html.table(frame, [c for c in (level if level == "operator" else "kernel",
-                                                "side", "us_a", "us_b", "delta_us",
-                                                "change_pct") if c in frame]))
+    if result.on_cpu:  # two CPU runs: their operators, matched by name
+        page.add("CPU operators by self CPU time (µs per profiled step)",
+                 html.table(result.cpu_operators, CPU_DIFF_COLUMNS, 30, headers=CPU_HEADERS))
+        for frame, which in ((faster, "faster"), (slower, "slower")):
+            page.add(f"CPU operator diff: top CPU operators {which} in B (self CPU µs per "
+                     "profiled step)",
+                     html.table(frame, CPU_DIFF_COLUMNS[:-2], headers=CPU_HEADERS))
+    else:
+        page.add("Kernel time by category (µs per profiled step)", html.category_chart(
+            [a, b], [sa.kernels.categories, sb.kernels.categories],
+            [_steps(sa), _steps(sb)]) +
+            html.table(result.categories, ["category", "us_a", "us_b", "delta_us",
+                                           "change_pct", "share_a_pct", "share_b_pct",
+                                           "tensor_core_a_pct", "tensor_core_b_pct",
+                                           "calls_a", "calls_b"]))
+        for frame, which in ((faster, "faster"), (slower, "slower")):
+            page.add(f"Kernel diff: top {level}s {which} in B (µs per profiled step)",
+                     html.table(frame, [c for c in (level if level == "operator" else "kernel",
+                                                    "side", "us_a", "us_b", "delta_us",
+                                                    "change_pct") if c in frame]))
     if result.notes:
         page.add("Notes", "".join(html.note("note: " + n) for n in result.notes))
     chart = html.roofline_chart([(a, both.a.roofline), (b, both.b.roofline)])
     if chart:
         page.add("Roofline chart", chart)
-    _run_sections(page, "A", both.a)
-    _run_sections(page, "B", both.b)
+    _run_sections(page, "A", both.a, a)
+    _run_sections(page, "B", both.b, b)
     return page
 
 
@@ -226,7 +264,8 @@ def sweep_page(folder: Path, peaks_dir: Path | None = None,
     page.add("Benchmark", sweep_headline(frame, sweep.manifest)
              + sweep_table(frame, axis_columns(sweep.manifest))
              + html.note("note: TC-kernel time %: " + PIPE_BUSY_NOTE))
-    page.add("Latency and throughput", _latency_figure(frame))
+    page.add("Latency, speedup, throughput and kernel categories (the figures of `plot`)",
+             _sweep_figures(frame, sweep.manifest))
     points, advice_rows = [], []
     for cell, run in sweep.finished():
         try:
@@ -240,7 +279,7 @@ def sweep_page(folder: Path, peaks_dir: Path | None = None,
                             "% of compute": r.pct_of_compute if r else None,
                             MIN_GBS: r.achieved_gbs if r else None,
                             MIN_PCT_BANDWIDTH: r.pct_of_bandwidth if r else None,
-                            "advice": "; ".join(a.rule for a in advice) or "-"})
+                            "advice": advice_words(advice)})
     if advice_rows:
         page.add("Roofline and advice per cell", html.table(pd.DataFrame(advice_rows)))
     chart = html.roofline_chart(points)
@@ -249,23 +288,24 @@ def sweep_page(folder: Path, peaks_dir: Path | None = None,
     return page
 
 
-def _latency_figure(frame: pd.DataFrame) -> str:
-    """p50 latency and throughput against batch size, per backend (a note without
-    matplotlib)."""
+def advice_words(advice: list) -> str:
+    """A cell's advice in words: each rule's title and what to try ("-" when none fired)."""
+    return "; ".join(f"{a.title}: try {a.action} ({a.rule})" for a in advice) or "-"
+
+
+def _sweep_figures(frame: pd.DataFrame, manifest) -> str:
+    """`plot`'s sweep figures (plots.sweep_figures), inlined; a note without matplotlib or
+    without a finished cell, and one where the cells ran no GPU kernels."""
     if html.figures_missing():
         return html.note(html.figures_missing())
-    from profiler.report.plots import pyplot, series
+    if not (frame["status"] == OK).any():
+        return html.note("no cell of this sweep finished: no figure")
+    from profiler.report.plots import NO_SWEEP_KERNELS, sweep_figures
 
-    plt = pyplot()
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    ok = frame[frame["status"] == OK]
-    for backend, rows in ok.groupby(series(ok), sort=False):
-        axes[0].plot(rows["bs"], rows["p50_ms"], marker="o", label=backend)
-        axes[1].plot(rows["bs"], rows["throughput_per_s"], marker="o", label=backend)
-    axes[0].set(xlabel="batch size", ylabel="p50 latency (ms)", xscale="log")
-    axes[1].set(xlabel="batch size", ylabel="samples/s", xscale="log")
-    axes[0].legend(fontsize=8)
-    return html.figure_png(fig)
+    figures = sweep_figures(frame, manifest)
+    missing = "" if "categories" in figures else \
+        html.note(NO_SWEEP_KERNELS.replace(": categories.png left out", ": no category figure"))
+    return html.figures(figures) + missing
 
 
 def read_flops_table(path: Path | None) -> dict | None:

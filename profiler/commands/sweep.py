@@ -18,7 +18,7 @@ from profiler.runs.manifest import OK, grid_cells
 from profiler.sweep.plan import SweepPlan, read_manifest, run_sweep
 
 
-def run(plan: SweepPlan, sink) -> int:
+def run(plan: SweepPlan, sink, only_decided: bool = False) -> int:
     """Run the sweep, its table to ``sink`` (profiler.cli.output.Output); returns the exit status: 0 if at least one cell is ok (a warning lists the
     others), 1 if none is."""
     err = make_console(stderr=True)
@@ -34,7 +34,7 @@ def run(plan: SweepPlan, sink) -> int:
     if sink.json:
         sink.document("benchmark", benchmark_json(frame, manifest, plan.sweep_dir, offsets))
     else:
-        print_benchmark(frame, manifest, sink.console)
+        print_benchmark(frame, manifest, sink.console, only_decided)
         print_gpu_offsets(offsets, sink.console)
     cells = grid_cells(manifest)
     bad = [(name, cell) for name, cell in cells if cell.status != OK]

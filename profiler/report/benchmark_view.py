@@ -13,13 +13,15 @@ from rich.markup import escape
 from profiler.fsutil import write_text_atomic
 from profiler.runs.manifest import SweepManifest
 from profiler.analysis.benchmark import (GENERATION_COLUMNS, NOT_FINITE, PHASE_COLUMNS,
-                                         axis_columns)
+                                         axis_columns, geomean_rows)
+from profiler.runs.manifest import axis_options
 from profiler.analysis.roofline import MIN_BYTES_LABEL, MIN_GBS, MIN_PCT_BANDWIDTH
 from profiler.analysis.gpu_offsets import GpuOffset
 from profiler.analysis.verdict import FDR_Q
 from profiler.report.console import FitTable
 from profiler.report.export import markdown_table, integer_counts
-from profiler.report.fmt import change_pct, fixed, mib, missing, pct, times
+from profiler.report.fmt import (change_pct, fixed, marked, mib, missing, pct, times, trimmed,
+                                 window_flags)
 from profiler.trace.kernels import PIPE_BUSY_NOTE
 from profiler.trace.summary import json_safe
 
@@ -95,18 +97,30 @@ def markdown(frame: pd.DataFrame, manifest: SweepManifest,
     for column, spec in MD_FORMATS.items():
         if column in shown:
             shown[column] = [fixed(v, spec, blank="") for v in frame[column]]
+    for r in frame.itertuples():  # latencies to the figures their noise allows, p50 marked
+        for column, text in zip(LATENCY_FIGURES, latency_cells(r)):
+            shown.at[r.Index, column] = "" if text == "-" else text
     # each figure's speedup, interval and verdict in one labelled column
     at = list(shown.columns).index("speedup")
-    figures = {LATENCY_COLUMN: [speedup_text(r.speedup, r.speedup_low, r.speedup_high,
-                                             r.verdict) for r in frame.itertuples()]}
+    spans = interval_processes(frame)
+    common = common_processes(spans)
+    spans = [""] * len(spans) if common else spans
+    latency_column, gpu_column = ((c.replace("[95 %]", f"[95 %, {common}]") if common else c)
+                                  for c in (LATENCY_COLUMN, GPU_TIME_COLUMN))
+    figures = {latency_column: [_spanned(speedup_text(r.speedup, r.speedup_low,
+                                                      r.speedup_high, r.verdict), span)
+                                for r, span in zip(frame.itertuples(), spans)]}
     if gpu_time:
-        figures[GPU_TIME_COLUMN] = [speedup_text(r.gpu_speedup, r.gpu_speedup_low,
-                                                 r.gpu_speedup_high, r.gpu_verdict)
-                                    for r in frame.itertuples()]
+        figures[gpu_column] = [_spanned(speedup_text(r.gpu_speedup, r.gpu_speedup_low,
+                                                     r.gpu_speedup_high, r.gpu_verdict), span)
+                               for r, span in zip(frame.itertuples(), spans)]
     shown = shown.drop(columns=[*SPEEDUP_COLUMNS, *GPU_SPEEDUP_COLUMNS, "verdict_note"])
     for offset, (name, cells) in enumerate(figures.items()):
         shown.insert(at + offset, name, cells)
     lines.append(markdown_table(shown.rename(columns=MD_HEADERS)))
+    if (frame["status"] == "ok").any():
+        lines.append("\n## Geometric mean over batch sizes\n")
+        lines.append(markdown_table(geomean_table(frame, gpu_time)))
     lines.extend(f"\n{line}" for line in gpu_offset_lines(offsets or []))
     if not gpu_time:
         lines.append(f"\n{NO_GPU_TIME}")
@@ -192,7 +206,43 @@ def judged(frame: pd.DataFrame) -> int:
     return sum(isinstance(v, str) and v not in ("", "baseline") for v in frame["verdict"])
 
 
-def print_benchmark(frame: pd.DataFrame, manifest: SweepManifest, console: Console) -> None:
+def undecided_on_both(frame: pd.DataFrame) -> pd.Series:
+    """The cells whose verdicts are undecided on every figure judged (latency, and GPU time
+    where it was measured)."""
+    gpu = frame["gpu_verdict"] if "gpu_verdict" in frame else pd.Series("", index=frame.index)
+    return (frame["verdict"] == "undecided") & gpu.map(
+        lambda v: v == "undecided" or not (isinstance(v, str) and v))
+
+
+def interval_processes(frame: pd.DataFrame) -> list[str]:
+    """Per cell, the processes its speedup interval spans: "6 proc." (a side), "3+6 proc."
+    (baseline + cell) where the two differ; "" for a cell without an interval."""
+    same = ["bs", *[c for c in frame.columns if c in AXIS_KEYS]]
+    base = {tuple(r[same]): r.processes for _, r in frame.iterrows()
+            if r.verdict == "baseline"}
+    texts = []
+    for _, r in frame.iterrows():
+        theirs, ours = base.get(tuple(r[same])), r.processes
+        if missing(r.speedup_low) or missing(theirs) or missing(ours):
+            texts.append("")
+        else:
+            texts.append(f"{ours:.0f} proc." if theirs == ours
+                         else f"{theirs:.0f}+{ours:.0f} proc.")
+    return texts
+
+
+def common_processes(texts: list[str]) -> str | None:
+    """The processes every interval spans, when they all span the same (for the header)."""
+    found = {t for t in texts if t}
+    return found.pop() if len(found) == 1 else None
+
+
+def print_benchmark(frame: pd.DataFrame, manifest: SweepManifest, console: Console,
+                    only_decided: bool = False) -> None:
+    """The sweep's table; with ``only_decided`` the cells undecided on both figures left out
+    (and counted); the geometric mean of each backend over its batch sizes under it."""
+    hidden = undecided_on_both(frame) if only_decided else pd.Series(False, index=frame.index)
+    whole, frame = frame, frame[~hidden]
     bad = bool(((frame["status"] != "ok") | (frame["reason"] == NOT_FINITE)).any())
     devices = sorted({d for d in frame["device"].dropna() if d})
     gpu_time = has_gpu_time(frame)
@@ -200,7 +250,11 @@ def print_benchmark(frame: pd.DataFrame, manifest: SweepManifest, console: Conso
                        f"{manifest.baseline} / cell, on latency"
                        + (" and on GPU time" if gpu_time else " (p50)"))
     axes = axis_columns(manifest)
+    spans = interval_processes(frame)
+    common = common_processes(spans)
     figures = (LATENCY_COLUMN, GPU_TIME_COLUMN) if gpu_time else (LATENCY_COLUMN,)
+    if common:  # every interval spans the same processes: said once, in the header
+        figures = tuple(f.replace("[95 %]", f"[95 %, {common}]") for f in figures)
     headers = ("backend", "bs", *axes, "mean ms", "p50 ms", "p90 ms", "p99 ms",
                *(("GPU ms", "bound") if gpu_time else ()), "samples/s", *figures, "processes",
                "ready s", "compile s", "rel L2 err", "TC-kernel time", "GPU util", "CV",
@@ -224,17 +278,17 @@ def print_benchmark(frame: pd.DataFrame, manifest: SweepManifest, console: Conso
             t.add_column(h, justify="right", optional=h in optional, whole=True)
         else:
             t.add_column(h, number=True, optional=h in optional)
-    for r in frame.itertuples():
+    for r, span in zip(frame.itertuples(), spans):
+        span = "" if common else span
         status = r.status if r.status == "ok" else f"[red]{escape(str(r.status))}[/]"
         if r.status == "ok" and r.reason == NOT_FINITE:
             status = "[yellow]ok, NaN/Inf output[/]"
         t.add_row(*((windows_gpus(r),) if on_gpus else ()), r.backend, str(r.bs),
                   *(fixed(getattr(r, key), ".0f") for key in axes),
-                  fixed(r.mean_ms, ".3f"), fixed(r.p50_ms, ".3f"),
-                  fixed(r.p90_ms, ".3f"), fixed(r.p99_ms, ".3f"),
-                  *((fixed(r.gpu_compute_ms, ".3f"), _text(r.bound)) if gpu_time else ()),
-                  fixed(r.throughput_per_s, ",.1f"), verdict_cell(r),
-                  *((gpu_verdict_cell(r),) if gpu_time else ()),
+                  *latency_cells(r),
+                  *((trimmed(r.gpu_compute_ms, None), _text(r.bound)) if gpu_time else ()),
+                  fixed(r.throughput_per_s, ",.1f"), verdict_cell(r, span),
+                  *((gpu_verdict_cell(r, span),) if gpu_time else ()),
                   fixed(r.processes, ".0f"),
                   fixed(r.ready_s, ".2f"),
                   fixed(r.compile_s, ".2f"), fixed(r.rel_l2_error, ".2g"),
@@ -247,6 +301,10 @@ def print_benchmark(frame: pd.DataFrame, manifest: SweepManifest, console: Conso
                     if generation else ()),
                   status)
     console.print(t)
+    if only_decided:
+        console.print(f"[dim]--only-decided: {int(hidden.sum())} of {len(whole)} cells hidden "
+                      "(undecided on both figures)[/]", highlight=False)
+    print_geomeans(whole, console, gpu_time)
     if frame["tensor_core_pct"].notna().any():
         console.print(f"[dim]TC-kernel time: {PIPE_BUSY_NOTE}[/]", highlight=False)
     print_verdict_notes(frame, manifest, console, gpu_time)
@@ -266,6 +324,13 @@ def print_verdict_notes(frame: pd.DataFrame, manifest: SweepManifest, console: C
                   f"same batch size, on {what}; {means}{fdr}[/]", highlight=False)
     if not gpu_time:
         console.print(f"[dim]{NO_GPU_TIME}[/]", highlight=False)
+    flagged = [_label(r, manifest) for r in frame.itertuples() if cell_noise(r)[1]]
+    if flagged:
+        console.print(f"[yellow]note[/]: {len(flagged)} cells' timed windows are flagged "
+                      "(! noisy, bimodal or drifting: all flags in the CV column): their p50 "
+                      "is printed to the figures its CV allows, and their latency verdicts rest "
+                      "on the spread between processes, which such a window widens",
+                      highlight=False)
     for label, note in verdict_notes(frame, manifest):
         console.print(f"[yellow]note[/] ({escape(label)}): {escape(note)}", highlight=False)
 
@@ -294,14 +359,68 @@ def _verdict_markup(speedup, verdict, low, high) -> str:
         else text
 
 
-def verdict_cell(r) -> str:
-    """The cell's latency speedup against the baseline, its 95 % interval and the verdict."""
-    return _verdict_markup(r.speedup, r.verdict, r.speedup_low, r.speedup_high)
+def verdict_cell(r, span: str = "") -> str:
+    """The cell's latency speedup against the baseline, its 95 % interval and the verdict;
+    ``span``: the processes the interval spans ("6 proc."), when the header does not say."""
+    return _spanned(_verdict_markup(r.speedup, r.verdict, r.speedup_low, r.speedup_high), span)
 
 
-def gpu_verdict_cell(r) -> str:
+def gpu_verdict_cell(r, span: str = "") -> str:
     """The same on GPU time."""
-    return _verdict_markup(r.gpu_speedup, r.gpu_verdict, r.gpu_speedup_low, r.gpu_speedup_high)
+    return _spanned(_verdict_markup(r.gpu_speedup, r.gpu_verdict, r.gpu_speedup_low,
+                                    r.gpu_speedup_high), span)
+
+
+def _spanned(text: str, span: str) -> str:
+    return f"{text}, {span}" if span and "[" in text else text
+
+
+def geomean_table(frame: pd.DataFrame, gpu_time: bool) -> pd.DataFrame:
+    """The geometric mean rows (profiler.analysis.benchmark.geomean_rows) as text: p50 and GPU
+    ms to the figures the noisiest cell's CV allows, speedups as ``2.24x``."""
+    rows = geomean_rows(frame)
+    cv = frame["cv_pct"].max() / 100 if frame["cv_pct"].notna().any() else None
+    shown = pd.DataFrame({"backend": rows["backend"], "cells": rows["cells"].astype(str),
+                          "p50 ms": [trimmed(v, cv) for v in rows["p50_ms"]],
+                          "latency speedup": [times(v) for v in rows["speedup"]]})
+    if gpu_time:
+        shown.insert(3, "GPU ms", [trimmed(v, None) for v in rows["gpu_compute_ms"]])
+        shown["GPU-time speedup"] = [times(v) for v in rows["gpu_speedup"]]
+    return shown
+
+
+def print_geomeans(frame: pd.DataFrame, console: Console, gpu_time: bool) -> None:
+    """Each backend's geometric mean over its batch sizes, in a table of its own."""
+    if not (frame["status"] == "ok").any():
+        return
+    shown = geomean_table(frame, gpu_time)
+    t = FitTable(title="geometric mean over batch sizes (cells: the finished cells behind it)")
+    for column in shown.columns:
+        t.add_column(column, number=True, justify="left" if column == "backend" else "right")
+    for row in shown.itertuples(index=False):
+        t.add_row(*map(str, row))
+    console.print(t)
+
+
+#: the swept options' columns (a speedup compares cells with the same values of them)
+AXIS_KEYS = tuple(axis_options())
+#: the latency columns of benchmark.csv, printed to the figures the window's CV allows
+LATENCY_FIGURES = ("mean_ms", "p50_ms", "p90_ms", "p99_ms")
+
+
+def cell_noise(r) -> tuple[float | None, list[str]]:
+    """A cell's relative noise (its window's CV) and its window's flags."""
+    cv = None if missing(r.cv_pct) else r.cv_pct / 100
+    return cv, window_flags(r.noise if isinstance(r.noise, str) else "")
+
+
+def latency_cells(r) -> list[str]:
+    """mean, p50, p90, p99 of a cell to the figures its CV allows, p50 marked with the
+    window's flags ("4.3 (! noisy)")."""
+    cv, flags = cell_noise(r)
+    cells = [trimmed(getattr(r, key), cv) for key in LATENCY_FIGURES]
+    cells[1] = marked(cells[1], flags[:1])  # the first flag; all of them beside the CV
+    return cells
 
 
 def _mib(value, device) -> str:

@@ -18,7 +18,8 @@ from profiler.report.phases_view import compare_phases_table, compare_positions_
 
 
 def _side_name(label: str, summary: Summary) -> str:
-    device = summary.devices[0]["name"] if summary.devices else "no GPU"
+    device = summary.devices[0]["name"] if summary.devices else \
+        "no GPU" if summary.overview.has_gpu else "CPU"
     return f"{label} ({device}; {summary.trace_path.name})"
 
 
@@ -32,19 +33,30 @@ def print_diff(result: Diff, sa: Summary, sb: Summary, top: int, console: Consol
     console.print("times are per profiled step; delta = B - A ([green]-[/] B faster, "
                   "[red]+[/] B slower)", highlight=False)
     console.print(overview_table(result, recorded))
-    console.print(categories_table(result))
-    if result.shared_kernels:
-        console.print(kernels_table(result, top))
-    for side in (ONLY_A, ONLY_B):
-        console.print(unmatched_table(result, side, top))
-    console.print(operators_table(result, top))
+    if result.on_cpu:  # no kernels: the CPU operators are the diff
+        console.print(cpu_operators_table(result, top))
+    else:
+        console.print(categories_table(result))
+        if result.shared_kernels:
+            console.print(kernels_table(result, top))
+        for side in (ONLY_A, ONLY_B):
+            if (result.kernels["side"] == side).any():
+                console.print(unmatched_table(result, side, top))
+        console.print(operators_table(result, top))
     if sa.phases is not None and sb.phases is not None:
         console.print(compare_phases_table(sa.phases, sb.phases))
         console.print(compare_positions_table(sa.phases, sb.phases, top=top))
     faster, slower = result.top_changes(top or 10)
     level = result.change_level
-    console.print(changes_table(faster, f"Top {len(faster)} gains: {level}s faster in B", level))
-    console.print(changes_table(slower, f"Top {len(slower)} losses: {level}s slower in B", level))
+    time = " (self time)" if result.on_cpu else ""
+    for frame, title, none in ((faster, f"Top {len(faster)} gains: {level}s faster in B{time}",
+                                f"no {level} is faster in B"),
+                               (slower, f"Top {len(slower)} losses: {level}s slower in B{time}",
+                                f"no {level} is slower in B")):
+        if len(frame):
+            console.print(changes_table(frame, title, level))
+        else:
+            console.print(none, highlight=False)
     for note in result.notes:
         console.print(f"[yellow]note:[/yellow] {note}", highlight=False)
 
@@ -120,6 +132,20 @@ def operators_table(result: Diff, top: int) -> Table:
                      f"{len(ops)} by |delta|)", "operator", "in", "kernels")
     for r in shown.itertuples():
         t.add_row(escape(r.operator), r.side, *_delta_cells(r, r.kernels_a, r.kernels_b))
+    return t
+
+
+def cpu_operators_table(result: Diff, top: int) -> Table:
+    """Two CPU runs' operators matched by name: calls, self and total CPU time per step."""
+    ops = result.cpu_operators
+    shown = head(ops, top)
+    t = _delta_table(f"CPU operators by self CPU time, per step ({len(shown)} of {len(ops)} "
+                     "by |delta|)", "operator", "in", "calls")
+    t.add_column("total A", number=True, optional=True)
+    t.add_column("total B", number=True, optional=True)
+    for r in shown.itertuples():
+        t.add_row(escape(r.operator), r.side, *_delta_cells(r, r.calls_a, r.calls_b),
+                  us_fine(r.total_a_us), us_fine(r.total_b_us))
     return t
 
 
@@ -332,12 +358,20 @@ VERDICT_WORDS = {"faster": ("B faster", "green"), "slower": ("B slower", "red"),
 def verdict_entries(t: dict) -> list[tuple[str, str, dict | None]]:
     """(figure, label, verdict or None) of both figures, latency first: when both configs are
     GPU-bound latency leads and GPU time is its cross-check; otherwise both are named alike
-    (profiler.analysis.timed_verdict)."""
+    (profiler.analysis.timed_verdict). Two CPU runs: latency's only."""
     lead = (t.get("verdicts") or {}).get("lead") or "latency"
     gpu = FIGURE_NAMES["gpu_time"]
-    return [("latency", FIGURE_NAMES["latency"], t.get("verdict")),
-            ("gpu_time", f"cross-check, {gpu}" if lead == "latency" else gpu,
-             t.get("gpu_verdict"))]
+    latency = [("latency", FIGURE_NAMES["latency"], t.get("verdict"))]
+    if both_on_cpu(t):  # no GPU time to judge: latency's verdict only
+        return latency
+    return latency + [("gpu_time", f"cross-check, {gpu}" if lead == "latency" else gpu,
+                       t.get("gpu_verdict"))]
+
+
+def both_on_cpu(t: dict) -> bool:
+    """Both runs of a compare's timed headline ran on the CPU."""
+    return all(str((t.get(side) or {}).get("device") or "").startswith("cpu")
+               for side in ("a", "b"))
 
 
 def verdict_words(verdict: dict) -> str:

@@ -162,19 +162,23 @@ def export(summary: Summary, out_dir: Path, top: int = 0, headline: dict | None 
                   f"theoretical occupancy (computed) {pct(d.theoretical_occupancy_pct)}, "
                   f"{d.idle_gaps} idle gaps totalling {d.idle_total_us:,.1f} µs "
                   f"(largest {d.idle_largest_us:,.1f} µs)")
-    md.append(f"- {TC_KERNELS_LABEL}: {t['tensor_core_share_pct']:.1f} % of all kernel time, "
-              f"{t['tensor_core_share_of_gemm_conv_pct']:.1f} % of GEMM + convolution time")
-    md.append(f"- note: {PIPE_BUSY_NOTE}")
+    if o.has_gpu:  # a CPU trace has no kernel, and no Tensor Core to speak of
+        md.append(f"- {TC_KERNELS_LABEL}: {t['tensor_core_share_pct']:.1f} % of all kernel "
+                  f"time, {t['tensor_core_share_of_gemm_conv_pct']:.1f} % of GEMM + "
+                  "convolution time")
+        md.append(f"- note: {PIPE_BUSY_NOTE}")
     md += [f"- note: {n}" for n in summary.notes]
     md.append(f"\n## Step time breakdown (µs; {DEFINERS[o.definitions]}'s definitions: "
               "profiler/trace/overview.py BREAKDOWN_DEFINITIONS)\n")
     md.append(markdown_table(o.steps.drop(columns=["start", "end", "cpu_start", "cpu_end"],
                                      errors="ignore")))
-    md.append("\n## Kernel time by category\n")
-    md.append(markdown_table(k.categories.rename(columns=TC_COLUMNS)))
-    shown = k.table if not top else k.table.head(top)
-    md.append("\n## Kernels\n")
-    md.append(markdown_table(shown.drop(columns=["name", "tensor_core_why"], errors="ignore")))
+    if o.has_gpu:
+        md.append("\n## Kernel time by category\n")
+        md.append(markdown_table(k.categories.rename(columns=TC_COLUMNS)))
+        shown = k.table if not top else k.table.head(top)
+        md.append("\n## Kernels\n")
+        md.append(markdown_table(shown.drop(columns=["name", "tensor_core_why"],
+                                            errors="ignore")))
     ops = o.operators if not top else o.operators.head(top)
     md.append("\n## CPU operators\n")
     md.append(markdown_table(ops))

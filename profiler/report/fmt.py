@@ -75,6 +75,48 @@ def us_fine(value: float) -> str:
     return f"{value:,.1f} µs"
 
 
+#: the most significant figures a latency is printed to, however quiet its window
+MAX_FIGURES = 4
+#: the fewest: a figure whose noise is as large as itself still shows its leading two digits
+MIN_FIGURES = 2
+#: the window flags (profiler.analysis.noise) marked beside a figure
+FLAGS = ("noisy", "bimodal", "drifting")
+
+
+def figures_allowed(relative_noise) -> int:
+    """The significant figures a value with this relative noise (a CV: 0.05 for 5 %) carries:
+    one more than the digits above the noise's, between MIN_FIGURES and MAX_FIGURES
+    (CV 0.1 % -> 4, 1 % -> 3, 10 % or more -> 2); MAX_FIGURES without a noise."""
+    if missing(relative_noise) or relative_noise <= 0:
+        return MAX_FIGURES
+    return max(MIN_FIGURES, min(MAX_FIGURES, math.floor(-math.log10(relative_noise)) + 1))
+
+
+def trimmed(value, relative_noise, unit: str = "") -> str:
+    """A latency to the significant figures its noise allows (figures_allowed), never fewer
+    than its whole digits, thousands separated: 7.231 at CV 180 % -> ``7.2``, at 1 % ->
+    ``7.23``; 1,150.053 at 1 % -> ``1,150``; ``unit`` appended (``7.2 ms``)."""
+    if missing(value):
+        return "-"
+    magnitude = math.floor(math.log10(abs(value))) if value else 0
+    decimals = max(0, figures_allowed(relative_noise) - 1 - magnitude)
+    return f"{value:,.{decimals}f}" + (f" {unit}" if unit else "")
+
+
+def window_flags(warnings) -> list[str]:
+    """The flags of a window's noise warnings ("noisy: CV ..." -> "noisy"), or of a
+    benchmark.csv ``noise`` cell ("noisy; bimodal")."""
+    if isinstance(warnings, str):
+        warnings = warnings.split(";")
+    names = [str(w).split(":")[0].strip() for w in warnings or []]
+    return [name for name in FLAGS if name in names]
+
+
+def marked(text: str, flags) -> str:
+    """A figure with its window's flags beside it: ``7.2 ms (! noisy, bimodal)``."""
+    return f"{text} (! {', '.join(flags)})" if flags else text
+
+
 def ms(value) -> str:
     """A latency given in ms, its unit in the column's header: ``1,150.053``."""
     return "-" if missing(value) else f"{value:,.3f}"

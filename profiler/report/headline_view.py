@@ -7,7 +7,7 @@ from rich.console import Console
 from rich.markup import escape
 from profiler.report.console import FitTable
 
-from profiler.report.fmt import mib, missing, ms_unit as _ms
+from profiler.report.fmt import marked, mib, missing, ms_unit as _ms, trimmed, window_flags
 
 
 def gpu_compute_line(gpu: dict | None, latency_p50_ms: float | None) -> str | None:
@@ -32,9 +32,13 @@ def print_headline(data: dict, console: Console) -> None:
     table.add_column("metric")
     table.add_column("value", number=True)
     table.add_column("what it means", style="dim")
-    table.add_row("p50 latency", _ms(timed["p50_ms"]),
-                  f"median of {timed['iters']} synchronized iterations ({timed['timer']})")
-    table.add_row("p90 / p99 latency", f"{_ms(timed['p90_ms'])} / {_ms(timed['p99_ms'])}",
+    cv, flags = window.get("cv"), window_flags(window.get("warnings"))
+    table.add_row("p50 latency", marked(trimmed(timed["p50_ms"], cv, "ms"), flags),
+                  f"median of {timed['iters']} synchronized iterations ({timed['timer']}), "
+                  "to the figures its CV allows" + ("; the window is flagged, see the warning"
+                                                    " below" if flags else ""))
+    table.add_row("p90 / p99 latency",
+                  f"{trimmed(timed['p90_ms'], cv, 'ms')} / {trimmed(timed['p99_ms'], cv, 'ms')}",
                   "tail latency")
     throughput = timed["throughput_samples_per_s"]
     table.add_row("throughput", "-" if missing(throughput) else f"{throughput:,.1f} samples/s",

@@ -21,7 +21,8 @@ import pandas as pd
 from profiler.runs.result import RunResult
 from profiler.analysis.advice import Advice
 from profiler.analysis.headline import config_line, gpu_state_of, window_noise
-from profiler.analysis.roofline import MIN_BYTES_LABEL, NO_ROOFLINE_INPUTS, Roofline
+from profiler.analysis.roofline import (MIN_BYTES_LABEL, NO_ROOFLINE_INPUTS, Roofline,
+                                        chart_data)
 from profiler.report.advice_view import evidence, measured_line, projected_gain
 from profiler.report.compare_view import (NO_GPU_TIME, NO_LATENCY, RECORDED_TITLE,
                                           figure_short, has_processes, noise_warnings,
@@ -123,7 +124,9 @@ HEADERS = {
     "reason": "reason", "gpu": "GPU", "max_new_tokens": "new tokens", "src_len": "source length",
     "prompt_len": "prompt length", "seq_len": "sequence length", "image_size": "image size",
     "ttft_ms": "TTFT p50 ms", "token_p50_ms": "token p50 ms", "token_p99_ms": "token p99 ms",
-    "tokens_per_s": "tokens/s",
+    "tokens_per_s": "tokens/s", "cpu_total_us": "total CPU µs", "cpu_self_us": "self CPU µs",
+    "total_a_us": "total A µs", "total_b_us": "total B µs",
+    "total_delta_us": "total delta µs (B - A)",
 }
 #: one format per column for the field names whose unit fixes it
 FORMATS = {
@@ -136,7 +139,9 @@ FORMATS = {
     "us_a": ",.1f", "us_b": ",.1f", "delta_us": "+,.1f", "total_us": ",.1f", "gpu_us": ",.1f",
     "rel_l2_error": ".2e", "tflops": ",.2f", "flops_per_call": ",.0f", "flops": ",.0f",
     "calls": ",.0f", "kernels": ",.0f", "calls_a": ",.0f", "calls_b": ",.0f",
-    "kernels_a": ",.0f", "kernels_b": ",.0f", "bs": ".0f",
+    "kernels_a": ",.0f", "kernels_b": ",.0f", "bs": ".0f", "cpu_total_us": ",.1f",
+    "cpu_self_us": ",.1f", "total_a_us": ",.1f", "total_b_us": ",.1f",
+    "total_delta_us": "+,.1f",
 }
 
 
@@ -245,12 +250,14 @@ def warnings_list(warnings: list[str]) -> str:
     return "".join(f"<p class='warn'>warning: {escape(w)}</p>" for w in warnings)
 
 
-def headline(result: RunResult | None, label: str) -> str:
+def headline(result: RunResult | None, label: str, result_json=None) -> str:
+    """A run's timed headline; ``result_json``: where it was read, so that the noise of a run
+    recorded before noise was is computed from the latency.csv beside it."""
     if result is None:
         return note(f"{label}: a trace without result.json (no timed window)")
     t = result.timing
     gpu = (result.environment.gpu or {}).get("name", result.device)
-    window = window_noise(result) or {}
+    window = window_noise(result, result_json) or {}
     return (f"<p class='big'>{escape(label)}: p50 {t.p50_ms:.3f} ms, "
             f"{t.throughput_samples_per_s:,.0f} samples/s</p>" + key_values([
                 ("model", result.model), ("backend", result.backend.name),
@@ -259,9 +266,18 @@ def headline(result: RunResult | None, label: str) -> str:
                 ("noise (std / mean)",
                  f"{100 * window['cv']:.1f} %" if window.get("cv") is not None else None),
                 ("timed iterations", t.iters), ("config", config_line(result)),
-                ("GPU state (timed window)",
-                 gpu_state_of(result).line().removeprefix("GPU state: "))])
+                _state_row(result)])
             + warnings_list(window.get("warnings") or []))
+
+
+def _state_row(result: RunResult) -> tuple[str, object]:
+    """The timed window's GPU state; a CPU run's host load."""
+    state = gpu_state_of(result)
+    if not result.device.startswith("cpu"):
+        return "GPU state (timed window)", state.line().removeprefix("GPU state: ")
+    load = state.load_average
+    return "host load (timed window)", None if load is None else \
+        f"{load[0]:.2f}" + (f" on {state.cpus} CPUs" if state.cpus else "")
 
 
 def timed_block(t: dict | None, a_label: str, b_label: str) -> str:
@@ -378,7 +394,8 @@ def layer_view(layer_times: pd.DataFrame | None, top: int = 20) -> str | None:
 def roofline_chart(points: list[tuple[str, Roofline]]) -> str | None:
     """The roofline figure of plots.roofline_figure, inlined; None without a roofline; a note
     without matplotlib."""
-    if not any(r is not None for _, r in points):
+    chart = chart_data(points)
+    if chart is None or not chart.roofs:  # no ceilings: points without a roof say nothing
         return None
     if figures_missing():
         return note(figures_missing())
@@ -389,22 +406,20 @@ def roofline_chart(points: list[tuple[str, Roofline]]) -> str | None:
 
 
 def category_chart(labels: list[str], categories: list[pd.DataFrame], steps: list[int]) -> str:
+    """Kernel time per profiled step by category, one bar per label (a run's name): `plot`'s
+    figure (plots.category_figure), its legend naming every category of every bar."""
     if not any(len(frame) for frame in categories):
         return "<p class='note'>no GPU kernels in the trace</p>"
     if figures_missing():
         return note(figures_missing())
-    from profiler.report.plots import CATEGORY_COLOURS, pyplot
+    from profiler.report.plots import category_figure
 
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(7, 0.6 + 0.5 * len(labels)))
-    for i, (frame, n) in enumerate(zip(categories, steps)):
-        left = 0.0
-        for row in frame.itertuples():
-            width = row.total_us / max(n, 1) / 1e3
-            ax.barh(i, width, left=left, color=CATEGORY_COLOURS.get(row.category, "#7f7f7f"),
-                    label=row.category if i == 0 else None)
-            left += width
-    ax.set_yticks(range(len(labels)), labels)
-    ax.set_xlabel("kernel time per profiled step (ms)")
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    return figure_png(fig)
+    per_label = [{r.category: float(r.total_us) / max(n, 1) for r in frame.itertuples()}
+                 for frame, n in zip(categories, steps)]
+    return figure_png(category_figure(labels, per_label, "GPU kernel time by category, per "
+                                                         "profiled step"))
+
+
+def figures(named: dict) -> str:
+    """Figures (matplotlib, by name) inlined one after the other."""
+    return "".join(figure_png(fig) for fig in named.values())

@@ -74,6 +74,11 @@ def series(frame: pd.DataFrame) -> pd.Series:
 
 
 def latency_plot(frame: pd.DataFrame, model: str, out: Path) -> Path:
+    return _save(latency_figure(frame, model), out)
+
+
+def latency_figure(frame: pd.DataFrame, model: str):
+    """p50 latency per backend against batch size (p90 and p99 marked)."""
     plt = pyplot()
     ok = frame[frame["status"] == "ok"]
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
@@ -92,10 +97,15 @@ def latency_plot(frame: pd.DataFrame, model: str, out: Path) -> Path:
     ax.legend(fontsize=8, loc="upper left")
     ax.set_title(_title("Latency vs batch size (p50 line; p90 -, p99 x)", model,
                         _devices(frame)), fontsize=10)
-    return _save(fig, out)
+    return fig
 
 
 def throughput_plot(frame: pd.DataFrame, model: str, out: Path) -> Path:
+    return _save(throughput_figure(frame, model), out)
+
+
+def throughput_figure(frame: pd.DataFrame, model: str):
+    """Throughput per backend against batch size."""
     plt = pyplot()
     ok = frame[frame["status"] == "ok"]
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
@@ -109,10 +119,15 @@ def throughput_plot(frame: pd.DataFrame, model: str, out: Path) -> Path:
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8, loc="upper left")
     ax.set_title(_title("Throughput vs batch size", model, _devices(frame)), fontsize=10)
-    return _save(fig, out)
+    return fig
 
 
 def speedup_plot(frame: pd.DataFrame, model: str, baseline: str, out: Path) -> Path:
+    return _save(speedup_figure(frame, model, baseline), out)
+
+
+def speedup_figure(frame: pd.DataFrame, model: str, baseline: str):
+    """Latency speedup bars over the baseline, per batch size and backend."""
     plt = pyplot()
     sizes = sorted(frame["bs"].unique())
     labels = series(frame)
@@ -141,7 +156,7 @@ def speedup_plot(frame: pd.DataFrame, model: str, baseline: str, out: Path) -> P
     ax.legend(fontsize=8, loc="upper left")
     ax.set_title(_title(f"Speedup over {baseline} at the same batch size", model,
                         _devices(frame)), fontsize=10)
-    return _save(fig, out)
+    return fig
 
 
 def _batch_axis(ax, frame: pd.DataFrame) -> None:
@@ -155,7 +170,13 @@ def _batch_axis(ax, frame: pd.DataFrame) -> None:
 
 def category_bars(labels: list[str], per_label: list[dict[str, float]], title: str,
                   out: Path, legend: bool = True) -> Path:
-    """Horizontal stacked bars: one per label, kernel µs per step by category."""
+    return _save(category_figure(labels, per_label, title, legend), out)
+
+
+def category_figure(labels: list[str], per_label: list[dict[str, float]], title: str,
+                    legend: bool = True):
+    """Horizontal stacked bars: one per label, kernel µs per step by category; the legend
+    names every category any bar holds."""
     plt = pyplot()
     categories = [c for c in CATEGORY_COLOURS if any(d.get(c, 0) > 0 for d in per_label)]
     categories += sorted({c for d in per_label for c in d} - set(categories))
@@ -180,28 +201,38 @@ def category_bars(labels: list[str], per_label: list[dict[str, float]], title: s
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="category",
                   title_fontsize=8)
     ax.set_title(title, fontsize=10)
-    return _save(fig, out)
+    return fig
 
 
-def sweep_plots(frame: pd.DataFrame, manifest, out: Path) -> list[Path]:
-    """latency.png, speedup.png, throughput.png and categories.png of a sweep's benchmark
-    table (a frame with at least one finished cell) and manifest."""
+#: what a sweep of CPU runs says in place of its category figure
+NO_SWEEP_KERNELS = "no GPU kernels in this sweep's traces (CPU run?): categories.png left out"
+
+
+def sweep_figures(frame: pd.DataFrame, manifest) -> dict:
+    """The figures of a sweep's benchmark table (a frame with at least one finished cell) and
+    manifest, by name: latency, speedup, throughput and, where a cell ran GPU kernels,
+    categories. `plot` writes each as <name>.png; `report` inlines them."""
     model = manifest.model
-    written = [latency_plot(frame, model, out / "latency.png"),
-               speedup_plot(frame, model, manifest.baseline, out / "speedup.png"),
-               throughput_plot(frame, model, out / "throughput.png")]
+    figures = {"latency": latency_figure(frame, model),
+               "speedup": speedup_figure(frame, model, manifest.baseline),
+               "throughput": throughput_figure(frame, model)}
     cells = [cell for _, cell in grid_cells(manifest)
              if cell.status == OK and (cell.metrics or {}).get("categories_us_per_step")]
     if cells and any(sum(c.metrics["categories_us_per_step"].values()) > 0 for c in cells):
         labels = [short_label(c) for c in cells]
         data = [c.metrics["categories_us_per_step"] for c in cells]
-        written.append(category_bars(labels, data, _title(
-            "GPU kernel time by category, per cell", model, _devices(frame)),
-            out / "categories.png"))
-    else:
-        print("no GPU kernels in this sweep's traces (CPU run?): categories.png left out",
-              file=sys.stderr)
-    return written
+        figures["categories"] = category_figure(labels, data, _title(
+            "GPU kernel time by category, per cell", model, _devices(frame)))
+    return figures
+
+
+def sweep_plots(frame: pd.DataFrame, manifest, out: Path) -> list[Path]:
+    """latency.png, speedup.png, throughput.png and categories.png of a sweep's benchmark
+    table (a frame with at least one finished cell) and manifest."""
+    figures = sweep_figures(frame, manifest)
+    if "categories" not in figures:
+        print(NO_SWEEP_KERNELS, file=sys.stderr)
+    return [_save(fig, out / f"{name}.png") for name, fig in figures.items()]
 
 
 #: marker of each backend in the roofline chart, in order of appearance

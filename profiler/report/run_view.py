@@ -11,8 +11,8 @@ from profiler.analysis.headline import (gpu_compute_figures, gpu_state_of, memor
 from profiler.runs.layout import RESULT_FILE
 from profiler.runs.result import Generation, Numerics, RunResult
 from profiler.report.console import FitTable, make_console
-from profiler.report.fmt import (count, fixed, mib_figure, ms, ms_unit, pct, phases_line,
-                                 safe, significant)
+from profiler.report.fmt import (count, fixed, marked, mib_figure, ms, ms_unit, pct,
+                                 phases_line, safe, significant, trimmed, window_flags)
 from profiler.report.headline_view import gpu_compute_line
 
 
@@ -39,8 +39,12 @@ def print_result(result: RunResult, console: Console | None = None,
     # every unit in its header, none in the cells
     columns = ["p50 ms", "p90 ms", "p99 ms", "mean ms", "min ms", "max ms", "samples/s", "CV",
                "IQR ms", "peak alloc MiB", "peak reserved MiB", "prepare s"]
-    cells = [*(ms(getattr(timing, k)) for k in ("p50_ms", "p90_ms", "p99_ms", "mean_ms",
-                                                 "min_ms", "max_ms")),
+    # each latency to the figures its window's noise allows; p50 marked with the window's flags
+    cv = window.get("cv")
+    figures = [trimmed(getattr(timing, k), cv) for k in ("p50_ms", "p90_ms", "p99_ms",
+                                                         "mean_ms", "min_ms", "max_ms")]
+    figures[0] = marked(figures[0], window_flags(window.get("warnings")))
+    cells = [*figures,
              count(timing.throughput_samples_per_s, 1),
              pct(100 * window["cv"]) if window else "-",
              ms(window["iqr_ms"]) if window else "-",

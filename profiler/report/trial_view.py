@@ -84,15 +84,26 @@ def has_gpu_time(rows) -> bool:
     return any(r.gpu_verdict is not None for r in rows)
 
 
+def has_kernels(rows) -> bool:
+    """Any side of any experiment launched GPU kernels (the kernel columns are shown; a CPU
+    run has none)."""
+    return any(r.kernels is not None and (r.kernels.gone or r.kernels.added or any(
+        n for n in r.kernels.launches_per_step if n)) for r in rows)
+
+
+#: the columns of kernels and launches, left out where no experiment ran a kernel
+KERNEL_COLUMNS = ("kernels gone/added", "launches/step", "idle µs/step")
+
+
 def print_trial(rows, base: dict, trial: dict, plan, console: Console) -> None:
     console.print(baseline_line(base), highlight=False)
     gpu_time = has_gpu_time(rows)
+    kernels = has_kernels(rows)
     table = FitTable(title="What each experiment measured against the baseline (ranked by the "
                            "latency verdict; the processes each interval spans are below)")
     figures = (LATENCY_COLUMN, GPU_TIME_COLUMN) if gpu_time else (LATENCY_COLUMN,)
     columns = ("change", "latency p50 ms", *figures, *(("bound",) if gpu_time else ()),
-               "rel L2 err", "projected", "kernels gone/added", "launches/step", "idle µs/step",
-               "status")
+               "rel L2 err", "projected", *(KERNEL_COLUMNS if kernels else ()), "status")
     numbers = ("latency p50 ms", "rel L2 err", "launches/step", "idle µs/step")
     for col in columns:
         table.add_column(col, number=col in numbers, whole=col in figures,
@@ -109,11 +120,12 @@ def print_trial(rows, base: dict, trial: dict, plan, console: Console) -> None:
                          r.bound or "-") if gpu_time else ()),
                       fixed(r.rel_l2_error, ".2g"),
                       projected_cell(r.projected, r.projected_kind),
-                      "-" if k is None else f"{k.gone}/{k.added}",
-                      "-" if k is None else _pair(k.launches_per_step, ".0f"),
-                      "-" if k is None else _pair(k.idle_us_per_step, ".0f"), state)
+                      *(("-" if k is None else f"{k.gone}/{k.added}",
+                         "-" if k is None else _pair(k.launches_per_step, ".0f"),
+                         "-" if k is None else _pair(k.idle_us_per_step, ".0f"))
+                        if kernels else ()), state)
     console.print(table)
-    if not gpu_time and any(r.verdict is not None for r in rows):
+    if not gpu_time and kernels and any(r.verdict is not None for r in rows):
         console.print(f"[dim]{NO_GPU_TIME}[/]", highlight=False)
     for r in rows:
         if r.judgement:
@@ -167,10 +179,10 @@ def trial_html(run: str, advice: list, plan, rows, base: dict, trial: dict) -> s
           "why": e.source} for e in plan.experiments]),
         headers={"projected": "projected speedup (x)",
                  "projection": "projection (bound or estimate)", "cost": "setup cost"}))
+    gpu = [(f"GPU time (ms, {GEOMEAN})", base.get("gpu_ms")), ("bound", base.get("bound"))]
     page.add("Baseline (the run re-run)", html.key_values([
         (f"latency p50 (ms, {GEOMEAN})", base["p50_ms"]),
-        (f"GPU time (ms, {GEOMEAN})", base.get("gpu_ms")),
-        ("bound", base.get("bound")),
+        *(gpu if base.get("gpu_ms") is not None or has_kernels(rows) else []),
         ("processes", base["processes"]), ("status", base["status"])]))
     frame = pd.DataFrame([{
         "change": r.label, "p50_ms": r.p50_ms, "speedup": r.speedup, "low": r.low,
@@ -188,6 +200,8 @@ def trial_html(run: str, advice: list, plan, rows, base: dict, trial: dict) -> s
     if not has_gpu_time(rows) and len(frame):
         frame = frame.drop(columns=["gpu_speedup", "gpu_low", "gpu_high", "gpu_verdict",
                                     "bound"])
+    if not has_kernels(rows) and len(frame):  # a CPU run: no kernel to count
+        frame = frame.drop(columns=["kernels_gone", "kernels_added"])
     page.add("What each experiment measured (ranked)", html.table(frame, headers={
         "p50_ms": "latency p50 ms", "speedup": "latency speedup (x)",
         "low": "latency 95 % low", "high": "latency 95 % high", "verdict": "latency verdict",
@@ -198,7 +212,8 @@ def trial_html(run: str, advice: list, plan, rows, base: dict, trial: dict) -> s
         "projection": "projection (bound or estimate)", "kernels_gone": "kernels gone",
         "kernels_added": "kernels added"}))
     notes = [f"{r.label}: {line}" for r in rows for line in r.verdict_lines]
-    if not has_gpu_time(rows) and any(r.verdict is not None for r in rows):
+    if not has_gpu_time(rows) and has_kernels(rows) and any(r.verdict is not None
+                                                            for r in rows):
         notes.insert(0, NO_GPU_TIME)
     if sum(r.verdict is not None for r in rows) > 1:
         notes.append("verdicts: " + fdr_words("the experiments"))

@@ -18,6 +18,9 @@ Four views, from coarse to fine:
 
 Eager and TensorRT runs usually share no kernel name at all; then only the category and operator
 views say what changed.
+
+Two CPU runs (traces without GPU activity) have no kernels: their diff is the CPU operators',
+matched by name (calls, self and total CPU µs per step), and the overview's rows are the CPU's.
 """
 
 from __future__ import annotations
@@ -55,11 +58,44 @@ def _gpu(summary: Summary, what: str) -> float:
     return float(np.mean([d.gpu_utilization_pct for d in devices]))
 
 
+def on_cpu(a: Summary, b: Summary) -> bool:
+    """Neither trace recorded GPU activity: two CPU runs."""
+    return not a.overview.has_gpu and not b.overview.has_gpu
+
+
+def _cpu_ops(summary: Summary) -> pd.DataFrame:
+    """The trace's CPU operators and ranges by name (calls, total and self CPU µs), summed."""
+    ops = summary.overview.operators
+    cols = ["calls", "cpu_total_us", "cpu_self_us"]
+    if not len(ops):
+        return pd.DataFrame(columns=cols)
+    ops = ops[ops["operator"] != NO_OPERATOR]
+    return ops.groupby("operator")[cols].sum()
+
+
 def overview_diff(a: Summary, b: Summary) -> pd.DataFrame:
-    """One row per headline metric: metric, unit, a, b, delta (b - a), change_pct."""
+    """One row per headline metric: metric, unit, a, b, delta (b - a), change_pct. Two CPU runs
+    get the CPU's rows (operator self time, calls, distinct operators), no kernel rows."""
     na, nb = steps_of(a), steps_of(b)
+    if on_cpu(a, b):
+        oa, ob = _cpu_ops(a), _cpu_ops(b)
+        rows = [
+            ("profiled steps", "", na, nb),
+            ("mean step time", "µs", a.overview.mean_step_us, b.overview.mean_step_us),
+            ("CPU operator self time per step", "µs", float(oa["cpu_self_us"].sum()) / na,
+             float(ob["cpu_self_us"].sum()) / nb),
+            ("CPU operator calls per step", "", float(oa["calls"].sum()) / na,
+             float(ob["calls"].sum()) / nb),
+            ("distinct CPU operators", "", len(oa), len(ob)),
+        ]
+    else:
+        rows = _gpu_rows(a, b, na, nb)
+    return _overview_frame(rows)
+
+
+def _gpu_rows(a: Summary, b: Summary, na: int, nb: int) -> list[tuple]:
     ka, kb = a.kernels, b.kernels
-    rows = [
+    return [
         ("profiled steps", "", na, nb),
         ("mean step time", "µs", a.overview.mean_step_us, b.overview.mean_step_us),
         ("kernel time per step", "µs", ka.total_kernel_us / na, kb.total_kernel_us / nb),
@@ -71,6 +107,9 @@ def overview_diff(a: Summary, b: Summary) -> pd.DataFrame:
         ("GEMM + conv time in Tensor Core kernels", "%", 100 * ka.tensor_core_share_of_matrix,
          100 * kb.tensor_core_share_of_matrix),
     ]
+
+
+def _overview_frame(rows: list[tuple]) -> pd.DataFrame:
     frame = pd.DataFrame(rows, columns=["metric", "unit", "a", "b"])
     frame["a"] = frame["a"].astype(float)
     frame["b"] = frame["b"].astype(float)
@@ -139,6 +178,28 @@ def kernel_diff(a: Summary, b: Summary) -> pd.DataFrame:
                   "us_b", "delta_us", "change_pct", "name"]]
 
 
+def cpu_operator_diff(a: Summary, b: Summary) -> pd.DataFrame:
+    """Every CPU operator (and record_function range) of both sides, matched by name: side,
+    calls, self and total CPU µs per step on each side; ``us_a``/``us_b`` and the delta are
+    the self time (the operator's own, its children's left out), sorted by |delta|."""
+    na, nb = steps_of(a), steps_of(b)
+    oa, ob = _cpu_ops(a), _cpu_ops(b)
+    names = list(dict.fromkeys([*oa.sort_values("cpu_self_us", ascending=False).index,
+                                *ob.sort_values("cpu_self_us", ascending=False).index]))
+    frame = pd.DataFrame({"operator": names})
+    frame["side"] = [BOTH if n in oa.index and n in ob.index else ONLY_A if n in oa.index
+                     else ONLY_B for n in names]
+    for side, ops, n in (("a", oa, na), ("b", ob, nb)):
+        frame[f"calls_{side}"] = ops["calls"].reindex(names).fillna(0).to_numpy(float) / n
+        frame[f"total_{side}_us"] = \
+            ops["cpu_total_us"].reindex(names).fillna(0.0).to_numpy(float) / n
+        frame[f"us_{side}"] = ops["cpu_self_us"].reindex(names).fillna(0.0).to_numpy(float) / n
+    frame = _finish(frame)
+    frame["total_delta_us"] = frame["total_b_us"] - frame["total_a_us"]
+    return frame[["operator", "side", "calls_a", "calls_b", "us_a", "us_b", "delta_us",
+                  "change_pct", "total_a_us", "total_b_us", "total_delta_us"]]
+
+
 def operator_diff(a: Summary, b: Summary) -> pd.DataFrame:
     """Kernel time per launching CPU operator on each side (operators that launched no kernel
     are left out; kernels with no operator go to '(no operator)')."""
@@ -178,6 +239,10 @@ class Diff:
     kernels: pd.DataFrame
     operators: pd.DataFrame
     notes: list[str] = field(default_factory=list)
+    #: CPU operators matched by name (cpu_operator_diff)
+    cpu_operators: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: two CPU runs: no kernel table applies, the CPU operators are the diff
+    on_cpu: bool = False
 
     @property
     def shared_kernels(self) -> int:
@@ -186,12 +251,16 @@ class Diff:
     @property
     def change_level(self) -> str:
         """Where top gainers and losers are looked for: kernels when the runs share kernel
-        names, else launching operators."""
+        names, CPU operators (self time) for two CPU runs, else launching operators."""
+        if self.on_cpu:
+            return "CPU operator"
         return "kernel" if self.shared_kernels else "operator"
 
     def top_changes(self, n: int = 10) -> tuple[pd.DataFrame, pd.DataFrame]:
         """(faster in B, slower in B): the n largest negative and positive deltas."""
-        frame = self.kernels if self.change_level == "kernel" else self.operators
+        level = self.change_level
+        frame = self.kernels if level == "kernel" else \
+            self.cpu_operators if level == "CPU operator" else self.operators
         faster = frame[frame["delta_us"] < 0].sort_values("delta_us", kind="stable")
         slower = frame[frame["delta_us"] > 0].sort_values("delta_us", ascending=False,
                                                            kind="stable")
@@ -211,4 +280,4 @@ def diff(a: Summary, b: Summary, a_label: str = "A", b_label: str = "B") -> Diff
         notes.append(PIPE_BUSY_NOTE)
     return Diff(a_label=a_label, b_label=b_label, overview=overview_diff(a, b),
                 categories=category_diff(a, b), kernels=kernels, operators=operator_diff(a, b),
-                notes=notes)
+                notes=notes, cpu_operators=cpu_operator_diff(a, b), on_cpu=on_cpu(a, b))

@@ -49,11 +49,11 @@ class Forward:
         run = self.run
         return run.backend.prepare(run.model, run.inputs, run.config, run.device)
 
-    def time(self, step: Prepared, iters: int, use_cuda: bool, tick):
+    def time(self, step: Prepared, iters: int, use_cuda: bool, tick, deadline=None):
         """The latencies; the details hold each call's enqueue time (ms, on a GPU)."""
         enqueue: list[float] = []
         latencies, output = timing.time_iterations(step.fn, step.inputs, iters, use_cuda, tick,
-                                                   enqueue if use_cuda else None)
+                                                   enqueue if use_cuda else None, deadline)
         return latencies, ForwardDetails(tuple(enqueue)), output
 
     def figures(self, window: TimedWindow, details) -> str:

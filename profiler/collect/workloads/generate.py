@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 
 from profiler.analysis.noise import TimedWindow, percentile
-from profiler.collect import models, numerics
+from profiler.collect import models, numerics, timing
 from profiler.collect.backends.base import Prepared
 from profiler.collect.device import sync
 from profiler.collect.workloads import backends as generation_backends
@@ -120,8 +120,8 @@ class Generate:
                                  run.device)
         return Prepared(fn=generate, inputs=(), notes=notes)
 
-    def time(self, step: Prepared, iters: int, use_cuda: bool, tick):
-        per_generation = _timed(step.fn, iters, use_cuda, self.kind, tick)
+    def time(self, step: Prepared, iters: int, use_cuda: bool, tick, deadline=None):
+        per_generation = _timed(step.fn, iters, use_cuda, self.kind, tick, deadline)
         return [g["sequence_ms"] for g in per_generation], per_generation, None
 
     def figures(self, window: TimedWindow, per_generation) -> str:
@@ -167,10 +167,12 @@ def _cloned(generation: loops.Generation) -> loops.Generation:
         else generation.encoder_output.clone())
 
 
-def _timed(generate, iters: int, use_cuda: bool, kind: str, tick):
-    """Per generation: ttft_ms, encode_ms (encoder-decoder), step_ms per token, sequence_ms."""
+def _timed(generate, iters: int, use_cuda: bool, kind: str, tick, deadline=None):
+    """Per generation: ttft_ms, encode_ms (encoder-decoder), step_ms per token, sequence_ms;
+    ``iters`` of them, fewer when ``deadline`` says stop."""
     per_generation = []
-    for _ in range(iters):
+    began = timing.clock()
+    for done in range(1, iters + 1):
         clock = loops.Clock(use_cuda)
         generate(clock)
         gaps = clock.elapsed_ms()
@@ -183,6 +185,8 @@ def _timed(generate, iters: int, use_cuda: bool, kind: str, tick):
         per_generation.append({"ttft_ms": ttft, "encode_ms": encode_ms, "step_ms": steps,
                                "sequence_ms": sum(gaps)})
         tick()
+        if deadline is not None and deadline.reached(done, timing.clock() - began):
+            break
     return per_generation
 
 

@@ -1,0 +1,118 @@
+"""Latency figures printed to the significant figures their noise allows, flagged windows
+marked inline, a sweep's geometric-mean rows and --only-decided (on the committed H100 x4 sweep
+fixture)."""
+
+import math
+
+import pandas as pd
+import pytest
+from rich.console import Console
+
+from profiler.analysis.benchmark import benchmark_table, geomean_rows
+from profiler.report import fmt
+from profiler.report.benchmark_view import (interval_processes, markdown, print_benchmark,
+                                            undecided_on_both)
+from profiler.runs.manifest import read_manifest
+from tests.conftest import ROOT
+
+SWEEP = ROOT / "tests" / "fixtures" / "h100x4_sweep" / "runs" / "g4"
+
+
+@pytest.mark.parametrize("value, noise, text", [
+    (7.231, 1.8, "7.2"),          # CV 180 %: two figures
+    (7.231, 0.10, "7.2"),
+    (7.231, 0.01, "7.23"),        # CV 1 %: three
+    (7.231, 0.001, "7.231"),      # CV 0.1 %: four, the most
+    (7.231, None, "7.231"),       # no noise known: four
+    (1150.053, 0.01, "1,150"),    # never fewer than the whole digits, thousands separated
+    (0.012345, 0.05, "0.012"),
+    (float("nan"), 0.1, "-"),
+])
+def test_a_figure_is_trimmed_to_its_noise(value, noise, text):
+    assert fmt.trimmed(value, noise) == text
+
+
+def test_flags_are_marked_inline():
+    flags = fmt.window_flags(["noisy: CV 180.0 %", "bimodal: two clusters", "other"])
+    assert flags == ["noisy", "bimodal"]
+    assert fmt.window_flags("noisy; drifting") == ["noisy", "drifting"]
+    assert fmt.marked(fmt.trimmed(7.231, 1.8, "ms"), flags) == "7.2 ms (! noisy, bimodal)"
+    assert fmt.marked("7.2", []) == "7.2"
+
+
+@pytest.fixture(scope="module")
+def sweep():
+    manifest = read_manifest(SWEEP)
+    return benchmark_table(SWEEP, manifest), manifest
+
+
+def test_geometric_mean_rows_match_benchmark_csv(sweep):
+    frame, _ = sweep
+    csv = pd.read_csv(SWEEP / "benchmark.csv")
+    rows = geomean_rows(frame).set_index("backend")
+    for backend, cells in csv.groupby("backend"):
+        for column in ("p50_ms", "gpu_compute_ms", "speedup", "gpu_speedup"):
+            expected = math.exp(sum(math.log(v) for v in cells[column]) / len(cells))
+            assert rows.loc[backend, column] == pytest.approx(expected, rel=1e-5)
+        assert rows.loc[backend, "cells"] == len(cells) == 4
+
+
+def test_sweep_table_marks_noisy_cells_and_trims_them(sweep):
+    frame, manifest = sweep
+    console = Console(width=400, record=True)  # headers whole
+    print_benchmark(frame, manifest, console)
+    text = console.export_text()
+    # pytorch_fp32 bs 1: p50 4.31841 ms, window CV 24.4 %, flagged noisy
+    assert "4.3 (! noisy)" in text and "4.318" not in text
+    assert "cells' timed windows are flagged" in text
+    assert "geometric mean over batch sizes" in text and "2.24x" in text
+    # every interval spans 6 processes a side: said once, in the header 
+    assert "latency speedup [95 %, 6 proc.] verdict" in text
+    assert "faster, 6 proc." not in text
+    md = markdown(frame, manifest)
+    assert "4.3 (! noisy)" in md and "## Geometric mean over batch sizes" in md
+    assert "[95 %, 6 proc.]" in md
+
+
+def test_interval_processes_per_cell_when_they_differ(sweep):
+    frame, _ = sweep
+    changed = frame.copy()
+    changed.loc[changed.index[4], "processes"] = 3.0  # pytorch_fp16 bs 1
+    spans = interval_processes(changed)
+    assert spans[0] == "" and spans[4] == "6+3 proc." and spans[5] == "6 proc."
+
+
+def test_only_decided_hides_and_counts(sweep):
+    frame, manifest = sweep
+    assert not undecided_on_both(frame).any()  # the GPU-time verdicts decide every cell
+    both = frame.copy()
+    both.loc[both.index[4:6], "gpu_verdict"] = "undecided"  # pytorch_fp16 bs 1 and 8
+    assert list(undecided_on_both(both)) == [False] * 4 + [True] * 2 + [False] * 6
+    console = Console(width=200, record=True)
+    print_benchmark(both, manifest, console, only_decided=True)
+    text = console.export_text()
+    assert "--only-decided: 2 of 12 cells hidden (undecided on both figures)" in text
+    assert "0.78x" not in text and "0.84x" not in text and "1.12x" in text
+
+
+def test_only_decided_is_a_sweep_flag(cli):
+    out = cli("sweep", "--help")
+    assert "--only-decided" in out.stdout
+
+
+def test_run_view_marks_a_noisy_window_and_trims_its_figures():
+    from profiler.report.headline_view import print_headline
+    from profiler.report.run_view import print_result
+    from profiler.analysis.headline import headline_data
+    from profiler.runs.result import read_result
+
+    result = read_result(SWEEP / "pytorch_fp32_bs1")  # window CV 24.4 %, flagged noisy
+    console = Console(width=200, record=True)
+    print_result(result, console, hints=False)
+    text = console.export_text()
+    assert f"{result.timing.p50_ms:.1f} (! noisy)" in text
+    row = next(line for line in text.splitlines() if "(! noisy)" in line)
+    assert f"{result.timing.p50_ms:.3f}" not in row
+    console = Console(width=200, record=True)
+    print_headline(headline_data(result, None, None), console)
+    assert f"{result.timing.p50_ms:.1f} ms (! noisy)" in console.export_text()
