@@ -85,14 +85,19 @@ def difference(args) -> None:
     truth = compare(all_a, all_b)
     print(f"truth from {len(all_a)} vs {len(all_b)} processes: B/A {truth.ratio:.4f} "
           f"[{truth.low:.4f}, {truth.high:.4f}] {truth.verdict}")
-    right = 0
+    same = 0
     for i in range(args.trials):
         v = compare(windows[f"A{i}"], windows[f"B{i}"])
-        right += v.verdict == truth.verdict and truth.verdict in ("faster", "slower")
+        same += v.verdict == truth.verdict
         print(f"trial {i}: {v.verdict:9s} B/A {v.ratio:.4f} [{v.low:.4f}, {v.high:.4f}]")
-    print(f"RESULT difference {args.a} -> {args.b} ({100 * (truth.ratio - 1):+.1f} %): called "
-          f"{truth.verdict} in {right} of {args.trials} trials with {args.processes} processes "
-          f"a side (target: at least 9 of 10)")
+    head = f"RESULT difference {args.a} -> {args.b} ({100 * (truth.ratio - 1):+.1f} %): "
+    tail = f"{args.processes} processes a side"
+    if truth.verdict in ("faster", "slower"):
+        print(f"{head}called {truth.verdict} in {same} of {args.trials} trials with {tail} "
+              f"(target: at least 9 of 10)")
+    else:
+        print(f"{head}no direction to find: the pooled verdict is {truth.verdict}; {same} of "
+              f"{args.trials} trials with {tail} were {truth.verdict} too")
 
 
 def cv(values: list[float]) -> float:

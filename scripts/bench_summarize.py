@@ -37,9 +37,31 @@ RECORDED = {"with_stack": "stack", "profile_memory": "memory", "record_shapes": 
 ID_KEYS = ("correlation", "External id", "external id")
 
 
-def build(fixture: Path, out: Path, size_gb: float) -> tuple[int, int]:
+def read_fixture(fixture: Path) -> dict:
     raw = fixture.read_bytes()
-    data = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
+    return json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
+
+
+def event_mix(fixture: Path) -> None:
+    """Print the fixture's events by ph and cat: counts and shares of events and of event
+    bytes (json.dumps of each event)."""
+    events = read_fixture(fixture)["traceEvents"]
+    counts: dict[tuple[str, str], list[int]] = {}
+    for e in events:
+        row = counts.setdefault((str(e.get("ph", "")), str(e.get("cat", "(none)"))), [0, 0])
+        row[0] += 1
+        row[1] += len(json.dumps(e))
+    n, size = len(events), sum(b for _, b in counts.values())
+    print(f"event mix of {fixture.name}:")
+    print(f"{'ph':3s} {'cat':20s} {'events':>8s} {'% events':>9s} {'% bytes':>8s}")
+    for (ph, cat), (count, nbytes) in sorted(counts.items(), key=lambda kv: -kv[1][0]):
+        print(f"{ph:3s} {cat:20s} {count:8,d} {100 * count / n:8.1f} % "
+              f"{100 * nbytes / size:6.1f} %")
+    print(f"all: {n:,} events, {size:,} bytes (json.dumps of each event)")
+
+
+def build(fixture: Path, out: Path, size_gb: float) -> tuple[int, int, dict]:
+    data = read_fixture(fixture)
     events = data.pop("traceEvents")
     timed = [e for e in events if isinstance(e.get("ts"), (int, float))]
     t0 = min(e["ts"] for e in timed)
@@ -55,6 +77,7 @@ def build(fixture: Path, out: Path, size_gb: float) -> tuple[int, int]:
     head = json.dumps(data)[:-1]
     target = size_gb * 1e9
     written = copies = 0
+    counted = {"events": 0, "complete events": 0, "kernels": 0}
     with open(out, "w") as f:
         f.write(head + (", " if data else "") + '"traceEvents": [\n')
         first = True
@@ -81,13 +104,18 @@ def build(fixture: Path, out: Path, size_gb: float) -> tuple[int, int]:
                 if n_steps and isinstance(name, str) and name.startswith("ProfilerStep#"):
                     e["name"] = f"ProfilerStep#{int(name.split('#')[1]) + copies * n_steps}"
                 chunk.append(json.dumps(e))
+                counted["events"] += 1
+                counted["complete events"] += e.get("ph") == "X"
+                counted["kernels"] += e.get("ph") == "X" and \
+                    str(e.get("cat", "")).lower() == "kernel"  # "Kernel" in 2021 traces
             text = (",\n" if not first else "") + ",\n".join(chunk)
             first = False
             f.write(text)
             written += len(text)
             copies += 1
         f.write("\n]}\n")
-    return copies, out.stat().st_size
+    counted["profiled steps"] = n_steps * copies
+    return copies, out.stat().st_size, counted
 
 
 _MEASURE = """
@@ -163,9 +191,9 @@ print(f"  HTA kernel breakdown: {len(kernels)} rows ({time.perf_counter() - t:.1
 
 
 def summarize_cli(trace: Path, repeat: int) -> tuple[list, list, list, list, str]:
-    """Wall seconds, CPU seconds (all processes), peak RSS of the largest process and of all processes together (GB, /proc
-    sampled every 20 ms; shared pages counted in each) of ``repeat`` runs of `profile.py
-    summarize TRACE`, and what the last one printed."""
+    """Wall seconds, CPU seconds (all processes), peak RSS of the largest process and of all
+    processes together (GB, /proc sampled every 20 ms; shared pages counted in each) of
+    ``repeat`` runs of `profile.py summarize TRACE`, and what the last one printed."""
     walls, cpus, peaks, together = [], [], [], []
     printed = Path(tempfile.mkstemp(prefix="bench_summarize_", suffix=".txt")[1])
     for _ in range(repeat):
@@ -209,19 +237,27 @@ def main() -> None:
     parser.add_argument("--phases", action="store_true",
                         help="Also time imports, load, analyses and rendering in one process.")
     parser.add_argument("--hta-python", default=None,
-                        help="Python of a venv with HolisticTraceAnalysis (e.g. /tmp/hta-venv/bin/python).")
+                        help="Python of a venv with HolisticTraceAnalysis "
+                             "(e.g. /tmp/hta-venv/bin/python).")
     parser.add_argument("--hta-timeout", type=int, default=900)
+    parser.add_argument("--event-mix", action="store_true",
+                        help="Only print the fixture's events by ph and cat (counts, shares of "
+                             "events and bytes).")
     args = parser.parse_args()
     fixture = V100_FIXTURE if args.v100 else args.fixture
+    if args.event_mix:
+        event_mix(fixture)
+        return
     out = args.out or Path(f"/tmp/bench_trace_{fixture.name.split('.')[0]}")
 
     out.mkdir(parents=True, exist_ok=True)
     trace = out / "rank0.pt.trace.json"
     if not (args.reuse and trace.exists()):
         start = time.perf_counter()
-        copies, size = build(fixture, trace, args.size_gb)
+        copies, size, counted = build(fixture, trace, args.size_gb)
         print(f"built {trace}: {size / 1e9:.2f} GB, {copies} copies of {fixture.name} "
               f"({time.perf_counter() - start:.0f} s)")
+        print("  " + ", ".join(f"{n:,} {what}" for what, n in counted.items()))
     size = trace.stat().st_size
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"machine: {os.cpu_count()} CPUs, load average {load} before timing; trace "

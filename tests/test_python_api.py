@@ -1,4 +1,5 @@
-"""The README's Python API snippet runs as written, without torch, and gives DataFrames."""
+"""The Python API snippet (docs/guide/reading-a-run.md) runs as written, without torch, and
+gives DataFrames."""
 
 import re
 import subprocess
@@ -8,7 +9,7 @@ from .conftest import ROOT
 
 
 def readme_snippet() -> str:
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "guide" / "reading-a-run.md").read_text()
     section = text.split("## Python API", 1)[1].split("\n## ", 1)[0]
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 

@@ -159,7 +159,7 @@ def test_readme_quotes_the_two_figures_as_summarize_prints_them(cli, monkeypatch
     assert "tensor pipe busy (ncu) │ 5.6 %" in out
     assert "over the 11 profiled kernels (75.4 % of kernel time; time in Tensor Core kernels " \
         "there: 26.4 %)" in out
-    readme = flat((ROOT / "README.md").read_text())
+    readme = flat((ROOT / "docs" / "guide" / "tensor-core-figures.md").read_text())
     assert ("prints 41.1 % over all kernels and, over the 11 profiled kernels (75.4 % of kernel "
             "time), 26.4 % against 5.6 %") in readme
     log = (ROOT / "docs" / "gpu" / "h100" / "truth" / "1_ncu_pytorch_fp16.log").read_text()
