@@ -26,6 +26,7 @@ and a line ending in `<!-- figures: skip -->` or a region between `<!-- figures:
 
 from __future__ import annotations
 
+import bisect
 import gzip
 import os
 import re
@@ -55,18 +56,32 @@ NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 MEASURED_FOLDERS = ("docs/gpu", "docs/sweep", "docs/report")
 
 
-def numbers_in(text: str) -> set[tuple[float, int]]:
-    """Every number of a source as (value, decimals) keys for each rounding a doc may show."""
-    keys = set()
+def numbers_in(text: str) -> frozenset[float]:
+    """Every number in ``text`` (thousands separators dropped), and each x100 (a share printed
+    as a fraction matches its percent)."""
+    values = set()
     for raw in set(NUMBER.findall(text.replace(",", ""))):
         try:
             value = float(raw)
         except ValueError:
             continue
-        for scale in (1, 100):
-            for decimals in range(5):
-                keys.add((round(value * scale, decimals), decimals))
-    return keys
+        values.add(value)
+        values.add(value * 100)
+    return frozenset(values)
+
+
+class Found:
+    """The numbers of a section's sources, sorted: a figure printed with d decimals is found
+    when a source number rounds to it at d decimals."""
+
+    def __init__(self, values) -> None:
+        self.values = sorted(values)
+
+    def __contains__(self, wanted: tuple[float, int]) -> bool:
+        value, decimals = wanted
+        half = 0.5 * 10 ** -decimals * (1 + 1e-9)
+        i = bisect.bisect_left(self.values, value - half)
+        return i < len(self.values) and self.values[i] <= value + half
 
 
 @lru_cache(maxsize=None)
@@ -74,14 +89,14 @@ def source_keys(spec: str) -> frozenset:
     if spec.startswith("command:"):
         args = spec.split(":", 1)[1].split()
         if args[:2] == ["python", "profile.py"]:
-            args[0] = sys.executable
+            return numbers_in(_in_process(args[2:]))
         env = dict(os.environ, COLUMNS="250")
         done = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, env=env,
                               timeout=300)
-        return frozenset(numbers_in(done.stdout + done.stderr))
+        return numbers_in(done.stdout + done.stderr)
     path = Path(spec)
     files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-    keys = set()
+    keys: set = set()
     for file in files[:3000]:
         if file.suffix in (".png", ".pt", ".onnx", ".parquet", ".ncu-rep") or \
                 file.stat().st_size > 20_000_000:
@@ -94,6 +109,22 @@ def source_keys(spec: str) -> frozenset:
                 continue
         keys |= numbers_in(data.decode("utf-8", "replace"))
     return frozenset(keys)
+
+
+def _in_process(args: list[str]) -> str:
+    """`python profile.py ARGS` from the repository root, run in this process (250 columns):
+    its stdout and stderr."""
+    from typer.testing import CliRunner
+
+    from profiler.cli.app import app
+
+    here = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        done = CliRunner().invoke(app, args, env={"COLUMNS": "250"})
+    finally:
+        os.chdir(here)
+    return done.stdout + done.stderr
 
 
 def resolve(token: str, doc: Path) -> Path | None:
@@ -204,11 +235,11 @@ def check(doc: Path) -> list[str]:
     parts = sections(lines)
     head = section_sources(lines[parts[0][0]:parts[0][1]], doc, []) if parts else []
     own = own_sources(doc, lines)
-    quoted = frozenset(numbers_in(quoted_outputs(lines)))
+    quoted = numbers_in(quoted_outputs(lines))
     off = False
     for first, end in parts:
         specs = own + (head if first else []) + section_sources(lines[first:end], doc, [])
-        keys: set | None = None
+        keys: Found | None = None
         in_code = False
         for i in range(first, end):
             line = lines[i]
@@ -223,10 +254,8 @@ def check(doc: Path) -> list[str]:
                 continue
             for text, wanted in figures(prose(line)):
                 if keys is None:
-                    keys = set(quoted)
-                    for spec in specs:
-                        if not spec.startswith("missing:"):
-                            keys |= source_keys(spec)
+                    keys = Found(quoted.union(*(source_keys(spec) for spec in specs
+                                                if not spec.startswith("missing:"))))
                 lost = [w for w in wanted if w not in keys]
                 if lost:
                     named = ", ".join(sorted({Path(s).name if not s.startswith("command:")
