@@ -18,6 +18,7 @@ from profiler.analysis.gpu_offsets import gpu_offsets
 from profiler.runs.samples import ConfigSamples
 from profiler.sweep import rounds
 from profiler.sweep.cell import CellJob, outcome
+from tests.test_rounds_gpus import FakeGpus
 
 HOSTS, PER_HOST = 8, 8
 BACKENDS = ("pytorch_fp32", "pytorch_fp16", "inductor_fp16", "ttrt_fp32", "ttrt_fp16")
@@ -38,7 +39,7 @@ def cluster_gpus(hosts=HOSTS, per_host=PER_HOST) -> list[str]:
     return [f"node{h}:{g}" for h in range(hosts) for g in range(per_host)]
 
 
-class FakeCluster:
+class FakeCluster(FakeGpus):
     """A round runner on fake GPUs "node<h>:<g>". Records each process (its GPU, its cells),
     refuses two processes at once on one GPU, and answers per cell a latency and GPU time
     scaled by its node's offset. ``waves``: the sizes of the waves that must run at once: each
@@ -46,31 +47,22 @@ class FakeCluster:
     more waves than that, or runs them one after another, breaks the barrier)."""
 
     def __init__(self, waves=(), node_offset=None):
+        super().__init__()
         self.waves = list(waves)
         self.barriers = [threading.Barrier(n, timeout=30) for n in self.waves]
         self.node_offset = node_offset or {}
-        self.lock = threading.Lock()
-        self.busy: set = set()
-        self.most_at_once = 0
-        self.processes: list[tuple[str, list[str]]] = []
 
-    def __call__(self, cells, gpu=None, started=None):
-        with self.lock:
-            assert gpu not in self.busy, f"two processes at once on GPU {gpu}"
-            self.busy.add(gpu)
-            self.most_at_once = max(self.most_at_once, len(self.busy))
-            index = len(self.processes)
-            self.processes.append((gpu, [key for key, _ in cells]))
+    def hold(self, index: int) -> None:
         bounds = [sum(self.waves[:i + 1]) for i in range(len(self.waves))]
         wave = next((i for i, end in enumerate(bounds) if index < end), None)
         if wave is not None:
             self.barriers[wave].wait()
-        with self.lock:
-            self.busy.discard(gpu)
+
+    def answer(self, keys: list[str], gpu: str) -> dict:
         scale = 1 + self.node_offset.get(gpu.split(":")[0], 0.0)
         return {key: {"latencies_ms": [scale * truth(key)] * 3,
                       "gpu_ms": [scale * truth(key)] * 3, "device": "fake H100"}
-                for key, _ in cells}
+                for key in keys}
 
 
 def truth(key: str) -> float:

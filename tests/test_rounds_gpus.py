@@ -41,13 +41,21 @@ class FakeGpus:
             assert gpu not in self.busy, f"two processes at once on GPU {gpu}"
             self.busy.add(gpu)
             self.most_at_once = max(self.most_at_once, len(self.busy))
+            index = len(self.processes)
             self.processes.append((gpu, [key for key, _ in cells]))
-        time.sleep(self.hold_s)
+        self.hold(index)
         with self.lock:
             self.busy.discard(gpu)
+        return self.answer([key for key, _ in cells], gpu)
+
+    def hold(self, index: int) -> None:
+        """While process ``index`` runs (its GPU busy)."""
+        time.sleep(self.hold_s)
+
+    def answer(self, keys: list[str], gpu: str) -> dict:
         scale = 1 + self.offset.get(gpu, 0.0)
         return {key: {"latencies_ms": [scale * (1 + len(key) / 100)] * 3,
-                      "gpu_ms": [scale] * 3, "device": "fake"} for key, _ in cells}
+                      "gpu_ms": [scale] * 3, "device": "fake"} for key in keys}
 
 
 @pytest.mark.parametrize("rounds_, gpus, groups, chunks", [
