@@ -374,7 +374,8 @@ def sweep(
         "timing every cell once (latency and GPU time), the order rotated, so drift hits every "
         "cell alike and two cells of one round pair up. Both verdicts and their intervals rest "
         "on them (default 5 on GPUs; 3 is the quick mode; 1: the cells' own windows only, the "
-        "default on a CPU)."),
+        "default on a CPU). With several --gpus the rounds run at once, one process per GPU; "
+        "the cells a verdict compares always share a process, so a GPU."),
     target_noise: Optional[float] = typer.Option(
         None, "--target-noise", help="Two stages: the --processes rounds as a pilot choose how "
         "many fresh rounds each cell's interval needs for ±P % (e.g. 2; GPU time where "
