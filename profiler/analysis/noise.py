@@ -29,6 +29,18 @@ import numpy as np
 from profiler.runs.result import NoiseStats, RepeatSpread, TimingStats
 from profiler.runs.samples import read_latency_csv, spread_of_runs  # noqa: F401 (re-exported)
 
+#: the flags a timed window's noise warnings carry, in the order they are shown
+FLAGS = ("noisy", "bimodal", "drifting")
+
+
+def window_flags(warnings) -> list[str]:
+    """The flags of a window's noise warnings ("noisy: CV ..." -> "noisy"), or of a
+    benchmark.csv ``noise`` cell ("noisy; bimodal")."""
+    if isinstance(warnings, str):
+        warnings = warnings.split(";")
+    names = [str(w).split(":")[0].strip() for w in warnings or []]
+    return [name for name in FLAGS if name in names]
+
 NOISY_CV = 0.10
 NOISY_IQR = 0.10
 BIMODAL_MIN_SHARE = 0.10

@@ -17,10 +17,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from profiler.analysis.experiments import Experiment, projection
-from profiler.analysis.headline import verdicts_between
+from profiler.analysis.headline import verdicts_between, window_noise
+from profiler.analysis.sampling import cv_of
 from profiler.analysis.run import RunAnalysis
 from profiler.analysis.timed_verdict import control_family
 from profiler.errors import UserError
+from profiler.analysis.noise import window_flags
 from profiler.runs.layout import RESULT_FILE
 from profiler.runs.result import RunResult, try_read_result
 from profiler.runs.samples import ConfigSamples, config_samples
@@ -28,6 +30,9 @@ from profiler.runs.samples import ConfigSamples, config_samples
 #: kernel names listed per side of a row
 LISTED = 3
 ORDER = {"faster": 0, "same": 1, "undecided": 2, "slower": 3}
+#: the flags of a one-window baseline no latency verdict is drawn from: its one window, not the
+#: change, may make the difference (the interval assumes the machine's between-process spread)
+UNJUDGED = ("noisy", "bimodal")
 
 
 @dataclass
@@ -107,12 +112,35 @@ def kernel_change(base: Path, cell: Path) -> KernelChange | None:
                         biggest(b, added, short_b), (la, lb), (ia, ib))
 
 
+def baseline_noise(result: RunResult, result_json: Path | None) -> dict:
+    """A baseline's noise: its timed window's CV and warnings (headline.window_noise), the
+    processes it was timed in and, with two or more, the CV of their medians."""
+    window = window_noise(result, result_json) or {}
+    medians = config_samples(result, result_json).for_verdict().medians()
+    return {"cv": window.get("cv"), "warnings": list(window.get("warnings") or []),
+            "processes": len(medians),
+            "between_cv": cv_of(medians) if len(medians) > 1 else None}
+
+
+def unjudged_why(noise: dict | None) -> str | None:
+    """Why no latency verdict is drawn from a baseline: its one window flagged noisy or
+    bimodal; None otherwise."""
+    if not noise or noise["processes"] != 1:
+        return None
+    flags = [f for f in window_flags(noise["warnings"]) if f in UNJUDGED]
+    if not flags:
+        return None
+    return (f"the baseline's one window is {' and '.join(flags)} (CV {100 * noise['cv']:.1f} %): "
+            "no verdict drawn from it; --processes 3 gives it fresh windows")
+
+
 def judge(projected: float | None, verdict: str | None, speedup: float | None,
           low: float | None, high: float | None, kind: str | None = None,
-          processes: tuple[int, int] | None = None) -> str | None:
+          processes: tuple[int, int] | None = None, unjudged: str | None = None) -> str | None:
     """The projection against the measurement, one phrase. ``kind`` "bound" names it a bound
     ("within the bound" only when the measured speedup is no more than it); anything else
-    names it an estimate."""
+    names it an estimate. ``unjudged`` (unjudged_why): why no verdict is drawn, said instead
+    of one."""
     if verdict is None or speedup is None:
         return None
     word = "bound" if kind == "bound" else "estimate"
@@ -122,6 +150,8 @@ def judge(projected: float | None, verdict: str | None, speedup: float | None,
     if processes:
         measured += f" over {processes[0]} vs {processes[1]} processes" + (
             ", within one window a side" if max(processes) == 1 else "")
+    if unjudged:
+        return f"{head}, {measured}: {unjudged}"
     if verdict == "undecided":
         return f"{head}, {measured}: undecided at this noise (more --processes would tell)"
     if verdict == "same":
@@ -154,6 +184,7 @@ def trial_rows(trial: dict, folder: Path, promises: dict[str, float],
     base_json = folder / base_cell["folder"] / RESULT_FILE
     base = try_read_result(base_json) if base_cell["status"] == "ok" else None
     base_windows = config_samples(base, base_json) if base is not None else ConfigSamples()
+    unjudged = unjudged_why(baseline_noise(base, base_json)) if base is not None else None
     graphs_ms = cuda_graphs_latency(cells[1:], folder)
     rows, found = [], []
     for cell in cells[1:]:
@@ -198,9 +229,11 @@ def trial_rows(trial: dict, folder: Path, promises: dict[str, float],
                 row.gpu_speedup, row.gpu_low, row.gpu_high, row.gpu_verdict = \
                     gpu.speedup, 1 / gpu.high, 1 / gpu.low, gpu.verdict
             row.verdict_lines = list(v.lines)
+            if unjudged:  # the measured speedup kept, no verdict drawn from it
+                row.verdict = "undecided"
         if row.status == "ok":
             row.judgement = judge(row.projected, row.verdict, row.speedup, row.low, row.high,
-                                  row.projected_kind, spans)
+                                  row.projected_kind, spans, unjudged)
     return sorted(rows, key=lambda r: (r.status != "ok", ORDER.get(r.verdict or "", 4),
                                        -(r.speedup or 0)))
 
@@ -231,7 +264,8 @@ def baseline_row(trial: dict, folder: Path) -> dict:
     used = config_samples(result, path).for_verdict()
     return {"status": "ok", "reason": None, "processes": len(used),
             "p50_ms": used.geometric_mean("latency") or result.timing.p50_ms,
-            "gpu_ms": used.geometric_mean("gpu_time"), "bound": used.bound()}
+            "gpu_ms": used.geometric_mean("gpu_time"), "bound": used.bound(),
+            "noise": baseline_noise(result, path)}
 
 
 def experiments_of(trial: dict) -> list[Experiment]:

@@ -40,13 +40,16 @@ def run(target: str, try_them: bool = False, budget: str | None = None,
                 "plan": [experiment_record(e) for e in plan.experiments],
                 "without_experiments": plan.without, "trial": None, "baseline": None,
                 "rows": None, "report": None}
+    from profiler.analysis.trial import baseline_noise
+
     if not try_them or not plan.experiments:
         if sink.json:
             sink.document("advise", document)
         else:
             from profiler.report.trial_view import print_plan
 
-            print_plan(advice, promises, plan, side.run_folder, sink.console, try_them)
+            print_plan(advice, promises, plan, side.run_folder, sink.console, try_them,
+                       baseline_noise(result, side.result_json))
         return 0
     from profiler.analysis.trial import baseline_row, trial_rows
     from profiler.sweep.executors.local import visible_gpus
@@ -82,7 +85,8 @@ def run(target: str, try_them: bool = False, budget: str | None = None,
     from profiler.report.trial_view import trial_html
 
     page = folder / "report.html"
-    write_text_atomic(page, trial_html(str(side.run_folder), advice, plan, rows, base, data))
+    write_text_atomic(page, trial_html(str(side.run_folder), advice, plan, rows, base, data,
+                                       baseline_noise(result, side.result_json)))
     document["report"] = str(page)
     if sink.json:
         sink.document("advise", document)

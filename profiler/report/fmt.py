@@ -9,6 +9,7 @@ import re
 import pandas as pd
 
 from profiler.runs.phases import LABELS as PHASE_LABELS
+from profiler.analysis.noise import FLAGS, window_flags  # noqa: F401 (re-exported)
 
 
 #: C0 and C1 control characters (ESC, CSI, BEL...): a name from a file never reaches the terminal raw
@@ -80,7 +81,6 @@ MAX_FIGURES = 4
 #: the fewest: a figure whose noise is as large as itself still shows its leading two digits
 MIN_FIGURES = 2
 #: the window flags (profiler.analysis.noise) marked beside a figure
-FLAGS = ("noisy", "bimodal", "drifting")
 
 
 def figures_allowed(relative_noise) -> int:
@@ -101,15 +101,6 @@ def trimmed(value, relative_noise, unit: str = "") -> str:
     magnitude = math.floor(math.log10(abs(value))) if value else 0
     decimals = max(0, figures_allowed(relative_noise) - 1 - magnitude)
     return f"{value:,.{decimals}f}" + (f" {unit}" if unit else "")
-
-
-def window_flags(warnings) -> list[str]:
-    """The flags of a window's noise warnings ("noisy: CV ..." -> "noisy"), or of a
-    benchmark.csv ``noise`` cell ("noisy; bimodal")."""
-    if isinstance(warnings, str):
-        warnings = warnings.split(";")
-    names = [str(w).split(":")[0].strip() for w in warnings or []]
-    return [name for name in FLAGS if name in names]
 
 
 def marked(text: str, flags) -> str:

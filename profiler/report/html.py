@@ -364,9 +364,12 @@ def roofline_block(roofline: Roofline | None, source: str, missing: str | None =
         ("ceilings", source)])
 
 
-def advice_block(advice: list[Advice]) -> str:
+def advice_block(advice: list[Advice], noise: str = "") -> str:
+    """The advice, each rule with its evidence; ``noise`` (advice_view.noise_line): the noise
+    of the run it was drawn from, as a note above."""
+    head = note(noise) if noise else ""
     if not advice:
-        return "<p class='note'>no rule fired</p>"
+        return head + "<p class='note'>no rule fired</p>"
     items = []
     for a in advice:
         facts = "; ".join(f"{escape(k)}: {escape(str(v))}" for k, v in evidence(a).items())
@@ -377,7 +380,7 @@ def advice_block(advice: list[Advice]) -> str:
                      f"evidence: {facts}<br>try: {escape(a.action)}<br>projected gain: "
                      f"{escape(projected_gain(a))}{measured}<br><span class='src'>source: "
                      f"{escape(a.source)}</span></li>")
-    return f"<ul class='advice'>{''.join(items)}</ul>"
+    return f"{head}<ul class='advice'>{''.join(items)}</ul>"
 
 
 def layer_view(layer_times: pd.DataFrame | None, top: int = 20) -> str | None:

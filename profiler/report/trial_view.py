@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from profiler.report.advice_view import line as advice_line
+from profiler.report.advice_view import line as advice_line, noise_line
 from profiler.report.benchmark_view import (GPU_TIME_COLUMN, LATENCY_COLUMN,
                                             VERDICT_COLOURS, fdr_words)
 from profiler.report.compare_view import GEOMEAN
@@ -32,7 +32,10 @@ def _changes(changes: dict) -> str:
 
 
 def print_plan(advice: list, promises: dict, plan, run_folder: Path | None, console: Console,
-               asked_to_try: bool) -> None:
+               asked_to_try: bool, noise: dict | None = None) -> None:
+    """The advice and its experiments; ``noise``: the run's (trial.baseline_noise)."""
+    if noise_line(noise):
+        console.print(escape(noise_line(noise)), highlight=False, soft_wrap=True)
     if not advice:
         console.print("no advice fired on this run: nothing to try", highlight=False)
         return
@@ -97,6 +100,9 @@ KERNEL_COLUMNS = ("kernels gone/added", "launches/step", "idle µs/step")
 
 def print_trial(rows, base: dict, trial: dict, plan, console: Console) -> None:
     console.print(baseline_line(base), highlight=False)
+    if noise_line(base.get("noise")):
+        console.print(escape(noise_line(base["noise"], "the baseline")), highlight=False,
+                      soft_wrap=True)
     gpu_time = has_gpu_time(rows)
     kernels = has_kernels(rows)
     table = FitTable(title="What each experiment measured against the baseline (ranked by the "
@@ -163,15 +169,17 @@ def _pair(values, spec: str) -> str:
     return f"{fixed(a, spec)} → {fixed(b, spec)}"
 
 
-def trial_html(run: str, advice: list, plan, rows, base: dict, trial: dict) -> str:
-    """advise --try as one self-contained HTML page (profiler.report.html): the advice, the
-    plan, the ranked measurements with their judgements and kernel changes."""
+def trial_html(run: str, advice: list, plan, rows, base: dict, trial: dict,
+               run_noise: dict | None = None) -> str:
+    """advise --try as one self-contained HTML page (profiler.report.html): the advice (with
+    ``run_noise``, the run's noise), the plan, the ranked measurements with their judgements
+    and kernel changes."""
     import pandas as pd
 
     from profiler.report import html
 
     page = html.Page(f"advise --try: {run}")
-    page.add("Advice", html.advice_block(advice))
+    page.add("Advice", html.advice_block(advice, noise_line(run_noise)))
     page.add("Experiments that test it", html.table(pd.DataFrame(
         [{"change": e.label, "tests": ", ".join(e.rules),
           "projected": e.promise if e.promise > 1 else None,
@@ -183,7 +191,9 @@ def trial_html(run: str, advice: list, plan, rows, base: dict, trial: dict) -> s
     page.add("Baseline (the run re-run)", html.key_values([
         (f"latency p50 (ms, {GEOMEAN})", base["p50_ms"]),
         *(gpu if base.get("gpu_ms") is not None or has_kernels(rows) else []),
-        ("processes", base["processes"]), ("status", base["status"])]))
+        ("processes", base["processes"]),
+        *([("noise", noise_line(base["noise"], "the baseline"))]
+          if noise_line(base.get("noise")) else []), ("status", base["status"])]))
     frame = pd.DataFrame([{
         "change": r.label, "p50_ms": r.p50_ms, "speedup": r.speedup, "low": r.low,
         "high": r.high, "verdict": r.verdict or "-",
