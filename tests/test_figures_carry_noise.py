@@ -116,3 +116,18 @@ def test_run_view_marks_a_noisy_window_and_trims_its_figures():
     console = Console(width=200, record=True)
     print_headline(headline_data(result, None, None), console)
     assert f"{result.timing.p50_ms:.1f} ms (! noisy)" in console.export_text()
+
+
+def test_compare_table_trims_each_side_by_its_noise():
+    from profiler.report.compare_view import process_rows
+
+    def side(cv):
+        figure = {"geomean_ms": 7.231, "min_ms": 6.1, "max_ms": 8.4, "processes": 6, "cv": cv}
+        return {"processes": 6, "latency": figure}
+
+    # A's processes spread 20 % (noisy: two figures, marked), B's 0.1 % (four figures)
+    t = {"processes_a": side(0.20), "processes_b": side(0.001), "noise_a": None,
+         "noise_b": None}
+    rows = {row[0]: row[1:3] for row in process_rows(t)}
+    assert rows["latency (what a caller waits)"] == ("7.2 ms (! noisy)", "7.231 ms")
+    assert rows["latency: min-max over processes"] == ("6.1-8.4 ms", "6.100-8.400 ms")

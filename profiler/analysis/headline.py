@@ -15,6 +15,7 @@ from profiler.runs.result import RunResult, latency_csv_of
 from profiler.runs.samples import ConfigSamples, config_samples
 from profiler.analysis.figures import (NOT_ON_CPU, differing_fields, mib, overhead_ratio, speedup)
 from profiler.analysis.noise import noise, read_latency_csv
+from profiler.analysis.sampling import cv_of
 from profiler.analysis.timed_verdict import TimedVerdicts, judge
 from profiler.analysis.verdict import GPU_TIME, LATENCY, TOLERANCE
 
@@ -172,8 +173,8 @@ def verdicts_between(ra: RunResult, rb: RunResult, samples_a: ConfigSamples,
 
 def samples_figures(samples: ConfigSamples) -> dict:
     """What a config's processes measured, each figure over the processes a verdict uses: the
-    geometric mean of the per-process medians (ms) and their range, the processes, and the
-    classification."""
+    geometric mean of the per-process medians (ms), their range and between-process CV, the
+    processes, and the classification."""
     used = samples.for_verdict()
     out: dict = {"processes": len(used), "pilot_processes": len(samples) - len(used)
                  if used is not samples else 0}
@@ -181,7 +182,8 @@ def samples_figures(samples: ConfigSamples) -> dict:
         medians = used.medians(figure)
         out[figure] = None if not medians else {
             "geomean_ms": used.geometric_mean(figure), "min_ms": min(medians),
-            "max_ms": max(medians), "processes": len(medians)}
+            "max_ms": max(medians), "processes": len(medians),
+            "cv": cv_of(medians) if len(medians) > 1 else None}
     launch, seen = used.launch_bound_processes()
     out["bound"] = used.bound()
     out["launch_bound_processes"], out["classified_processes"] = launch, seen

@@ -192,13 +192,15 @@ class TimedVerdicts(Record):
 
 
 class FigureOverProcesses(Record):
-    """One figure over a config's processes: the geometric mean of the per-process medians
-    and their range (ms)."""
+    """One figure over a config's processes: the geometric mean of the per-process medians,
+    their range (ms) and their between-process CV."""
 
     geomean_ms: float | None
     min_ms: float
     max_ms: float
     processes: int
+    #: the between-process CV of the medians; None with one process
+    cv: float | None = None
 
 
 class ProcessFigures(Record):

@@ -13,7 +13,9 @@ from rich.table import Table
 from profiler.trace.diff import BOTH, ONLY_A, ONLY_B, Diff
 from profiler.trace.summary import Summary
 from profiler.report.console import FitTable
-from profiler.report.fmt import change_pct, head, mib, pct, signed, times, us_fine, with_unit
+from profiler.analysis.noise import NOISY_CV
+from profiler.report.fmt import (change_pct, head, marked, mib, pct, signed, times, trimmed,
+                                 us_fine, window_flags, with_unit)
 from profiler.report.phases_view import compare_phases_table, compare_positions_table
 
 
@@ -220,10 +222,29 @@ def _geomean(figure: dict | None):
     return None if figure is None else figure["geomean_ms"]
 
 
-def _range(figure: dict | None) -> str:
+def _noise(figure: dict | None, window: dict | None) -> tuple[float | None, list[str]]:
+    """A side's noise and its flags: the between-process CV of the per-process medians with
+    several processes ("noisy" from NOISY_CV), else the recorded timed window's CV and flags."""
+    cv = (figure or {}).get("cv")
+    if cv is not None:
+        return cv, ["noisy"] if cv >= NOISY_CV else []
+    window = window or {}
+    return window.get("cv"), window_flags(window.get("warnings"))
+
+
+def _figure(figure: dict | None, window: dict | None) -> str:
+    """The geometric mean to the figures the side's noise allows, marked with its flags."""
     if figure is None:
         return "-"
-    return f"{figure['min_ms']:.3f}-{figure['max_ms']:.3f} ms"
+    cv, flags = _noise(figure, window)
+    return marked(trimmed(figure["geomean_ms"], cv, "ms"), flags)
+
+
+def _range(figure: dict | None, window: dict | None) -> str:
+    if figure is None:
+        return "-"
+    cv = _noise(figure, window)[0]
+    return f"{trimmed(figure['min_ms'], cv)}-{trimmed(figure['max_ms'], cv, 'ms')}"
 
 
 def _processes(side: dict) -> str:
@@ -249,7 +270,8 @@ def has_processes(t: dict) -> bool:
 def process_rows(t: dict) -> list[tuple[str, str, str, str]]:
     """The rows (metric, A, B, B vs A) of the processes the verdicts use (fresh ones with
     compare --processes, else the recorded ones: ``t["source"]``): each figure's geometric mean
-    of the per-process medians and its range over processes, the processes, the
+    of the per-process medians and its range over processes, to the figures the side's noise
+    allows (_noise), the processes, the
     classification and both speedups. The terminal and the HTML report show the same rows."""
     pa, pb = t["processes_a"], t["processes_b"]
     several = max(pa["processes"], pb["processes"]) > 1
@@ -261,9 +283,11 @@ def process_rows(t: dict) -> list[tuple[str, str, str, str]]:
         if fa is None and fb is None:
             continue
         ga, gb = _geomean(fa), _geomean(fb)
-        rows.append((label, with_unit(ga, "ms"), with_unit(gb, "ms"), _change(ga, gb)))
+        wa, wb = t.get("noise_a"), t.get("noise_b")
+        rows.append((label, _figure(fa, wa), _figure(fb, wb), _change(ga, gb)))
         if several:
-            rows.append((f"{short}: min-max over processes", _range(fa), _range(fb), ""))
+            rows.append((f"{short}: min-max over processes", _range(fa, wa), _range(fb, wb),
+                         ""))
     rows.append(("processes", _processes(pa), _processes(pb), ""))
     if pa.get("bound") or pb.get("bound"):
         rows.append(("bound (enqueue p90 against GPU time)", _bound(pa), _bound(pb), ""))
