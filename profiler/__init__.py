@@ -5,6 +5,7 @@ can be read, summarized and compared on any machine.
 """
 
 import os
+import sys
 from pathlib import Path
 
 DISTRIBUTION = "infer-profiler"
@@ -19,10 +20,12 @@ def package_version() -> str:
     try:
         return metadata.version(DISTRIBUTION)
     except metadata.PackageNotFoundError:
-        import tomllib
+        if sys.version_info >= (3, 11):
+            import tomllib
 
-        pyproject = SOURCE_ROOT / "pyproject.toml"
-        return tomllib.loads(pyproject.read_text())["project"]["version"]
+            pyproject = SOURCE_ROOT / "pyproject.toml"
+            return str(tomllib.loads(pyproject.read_text())["project"]["version"])
+        return "unknown"  # Python 3.10: no tomllib to read pyproject.toml with
 
 
 def child_env() -> dict:

@@ -18,8 +18,8 @@ import stat
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 from profiler.errors import UserError
 
@@ -398,7 +398,8 @@ def move_into(folder: Path, files: list[Path]) -> list[Path]:
 # The holder unlinks the lock file as it lets go; a killed holder leaves an unlocked one, which
 # the next writer takes over.
 
-#: hidden staging names: staging_dir's ".<name>.partial-<random>" and replace_dir's ".<name>.old-<pid>"
+#: hidden staging names: staging_dir's ".<name>.partial-<random>" and replace_dir's
+#: ".<name>.old-<pid>"
 LEFTOVER = re.compile(r"^\.(?P<name>.+)\.(?P<kind>partial|old)-[A-Za-z0-9_]+$")
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import warnings
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 
 class Notice(UserWarning):

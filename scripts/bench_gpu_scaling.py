@@ -54,7 +54,7 @@ def main(argv: list[str]) -> int:
     sweeps = [load(arg) for arg in argv]
     ref_wall = sweeps[0][2].wall_s
     print("== wall time (sweep.json wall_s: the cells and the sampling rounds)")
-    for label, folder, manifest, frame in sweeps:
+    for label, _, manifest, frame in sweeps:
         gpus = sorted({g for gs in frame["gpus"].dropna() for g in str(gs).split(";") if g})
         print(f"{label}: {manifest.wall_s:.1f} s, {manifest.wall_s / ref_wall:.2f} x "
               f"{sweeps[0][0]}'s; {len(frame)} cells; windows on GPUs {','.join(gpus) or '-'}")

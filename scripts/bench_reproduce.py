@@ -36,7 +36,6 @@ from profiler.analysis.verdict import compare  # noqa: E402
 from profiler.runs.config import RunConfig, config_to_json  # noqa: E402
 from profiler.sweep import rounds  # noqa: E402
 
-
 MODEL = "resnet50"
 
 

@@ -26,7 +26,6 @@ latency spread between processes per lever.
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import math
 import os
@@ -212,7 +211,7 @@ def analyse(args) -> None:
     tally(f"identical pairs, disjoint groups of {GROUP} rounds", IDENTICAL, groups)
     tally(f"identical pairs, {args.subsets} overlapping random groups of {GROUP}", IDENTICAL,
           overlapping)
-    tally(f"a real difference: 224 vs 220 pixels (FP32 bs 16), disjoint groups", [REAL], groups)
+    tally("a real difference: 224 vs 220 pixels (FP32 bs 16), disjoint groups", [REAL], groups)
     tally(f"the same, {args.subsets} overlapping random groups", [REAL], overlapping)
     print("\n## a launch-bound pair (eager FP16 bs 1 vs bs 2), all processes")
     line, v = verdicts(*LAUNCH, everyone)
@@ -313,7 +312,7 @@ def near_cores(count: int) -> str:
 
 
 def report_jitter(out: dict) -> None:
-    print(f"\n## host levers: eager FP16 bs 1, latency p50 per fresh process")
+    print("\n## host levers: eager FP16 bs 1, latency p50 per fresh process")
     for mode, processes in out["processes"].items():
         lat = [float(np.median(p["records"]["fp16_bs1"]["latencies_ms"])) for p in processes
                if "latencies_ms" in p["records"].get("fp16_bs1", {})]

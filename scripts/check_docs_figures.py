@@ -32,7 +32,7 @@ import os
 import re
 import subprocess
 import sys
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,7 +44,7 @@ UNIT = (r"ms|µs|us|ns|s|min|%|x|×|TOPS|TFLOP/s|TFLOPS|GB/s|GiB|GB|MB|MiB|KB|kB
 FIGURE = re.compile(
     rf"(?<![\w.,/#-])(?P<nums>(?:{NUM})(?:\s*(?:-|–|/|to|and)\s*(?:{NUM}))?)"
     rf"(?![.,]?\d)\s?(?P<unit>{UNIT})(?![\w/])")
-PLAIN = re.compile(rf"(?<![\w.,/#-])(?P<nums>\d{{1,3}}(?:,\d{{3}})+(?:\.\d+)?)(?![.,]?\d)")
+PLAIN = re.compile(r"(?<![\w.,/#-])(?P<nums>\d{1,3}(?:,\d{3})+(?:\.\d+)?)(?![.,]?\d)")
 PAIR = re.compile(rf"\[(?P<nums>(?:{NUM}),\s*(?:{NUM}))\]")
 #: what comes right before a number that is a rule or a target, not a measurement
 NOT_MEASURED = re.compile(
@@ -84,7 +84,7 @@ class Found:
         return i < len(self.values) and self.values[i] <= value + half
 
 
-@lru_cache(maxsize=None)
+@cache
 def source_keys(spec: str) -> frozenset:
     if spec.startswith("command:"):
         args = spec.split(":", 1)[1].split()

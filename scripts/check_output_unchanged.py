@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import filecmp
-import json
 import os
 import shutil
 import subprocess
@@ -58,8 +57,8 @@ def build_sweep(folder: Path) -> None:
     """A finished sweep of the fixture runs: run folders, traces and a manifest written by the
     code under test at capture time (its cells' metrics included)."""
     sys.path.insert(0, str(ROOT))
-    from profiler.sweep import plan as sweep
     from profiler.runs.manifest import write_manifest
+    from profiler.sweep import plan as sweep
 
     runs, tbs = folder / "runs" / "fixture_sweep", folder / "tb_logs" / "fixture_sweep"
     plan = sweep.plan("pytorch_fp32,pytorch_fp16,ttrt_fp32,ttrt_fp16", "8",
@@ -87,8 +86,8 @@ def _default_options() -> dict:
     """Every option a sweep passes on, at its default (from the options table)."""
     from dataclasses import fields
 
-    from profiler.sweep import plan as sweep
     from profiler.runs.config import RunConfig, keyed, run_options
+    from profiler.sweep import plan as sweep
 
     defaults = keyed({f.name: f.default for f in fields(RunConfig) if f.name in run_options()})
     return {key: value for key, value in defaults.items() if key in sweep.shared_options()}

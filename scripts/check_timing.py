@@ -2,12 +2,12 @@
 """Cross-check the harness's latency figures against an independent loop in the same process.
 
 Prepares one backend once, then alternates blocks of the harness's own timing code
-(profiler.collect.timing.time_iterations, what `profile.py run` reports) with blocks of an independent
-CUDA-event loop written here, so both see the same machine state (launch-bound runs follow the
-host CPU, which drifts). Prints both medians and the host clock between synchronizes; exits 1 if
-the event-loop median differs from the harness's by more than --tolerance (default 3 %). Last, it
-runs torch.profiler once and times the independent loop again, to show whether the profiler's
-instrumentation lingers after it stops (why the harness times before it profiles).
+(profiler.collect.timing.time_iterations, what `profile.py run` reports) with blocks of an
+independent CUDA-event loop written here, so both see the same machine state (launch-bound runs
+follow the host CPU, which drifts). Prints both medians and the host clock between synchronizes;
+exits 1 if the event-loop median differs from the harness's by more than --tolerance (default 3 %).
+Last, it runs torch.profiler once and times the independent loop again, to show whether the
+profiler's instrumentation lingers after it stops (why the harness times before it profiles).
 
     python scripts/check_timing.py --backend pytorch_fp16 --bs 8 [--model resnet50]
 """
@@ -79,9 +79,9 @@ def main() -> int:
         print("check_timing needs a CUDA GPU", file=sys.stderr)
         return 2
     from profiler.collect import backends, models
-    from profiler.runs.config import RunConfig
     from profiler.collect.device import set_math_flags
     from profiler.collect.timing import time_iterations
+    from profiler.runs.config import RunConfig
 
     config = RunConfig(backend=args.backend, batch_size=args.bs, model=args.model,
                        compile_mode=args.compile_mode)
@@ -106,7 +106,8 @@ def main() -> int:
 
     def line(label: str, values: list[float]) -> str:
         p50 = statistics.median(values)
-        return f"  {label:<34} p50 {p50:9.4f} ms  {100.0 * (p50 - harness_p50) / harness_p50:+7.2f} %"
+        off = 100.0 * (p50 - harness_p50) / harness_p50
+        return f"  {label:<34} p50 {p50:9.4f} ms  {off:+7.2f} %"
 
     print(f"{args.model} {args.backend} bs{args.bs} on {torch.cuda.get_device_name()}: "
           f"{args.blocks} alternating blocks of {block} iterations")

@@ -14,8 +14,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from profiler.collect import models  # noqa: E402
-from profiler.runs.config import RunConfig  # noqa: E402
 from profiler.collect.flops import roofline_inputs  # noqa: E402
+from profiler.runs.config import RunConfig  # noqa: E402
 
 
 def main() -> None:

@@ -26,7 +26,8 @@ def main(argv: list[str]) -> int:
         gpu = (r.environment.gpu or {}).get("name", "CPU")
         rows.append((r.model, r.backend.name, r.batch_size, t.mean_ms, t.p50_ms, t.p90_ms,
                      t.p99_ms, t.throughput_samples_per_s, t.prepare_s + t.first_call_s, gpu))
-    print("| model | backend | bs | mean ms | p50 ms | p90 ms | p99 ms | samples/s | prepare s | device |")
+    print("| model | backend | bs | mean ms | p50 ms | p90 ms | p99 ms | samples/s | prepare s "
+          "| device |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for m, b, bs, mean, p50, p90, p99, thr, prep, gpu in rows:
         print(f"| {m} | {b} | {bs} | {mean:.3f} | {p50:.3f} | {p90:.3f} | {p99:.3f} | {thr:.1f} "

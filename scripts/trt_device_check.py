@@ -48,7 +48,8 @@ def api_report() -> None:
         "torch_tensorrt.compile": hasattr(torch_tensorrt, "compile"),
         "torch_tensorrt.save": hasattr(torch_tensorrt, "save"),
         "torch_tensorrt.load": hasattr(torch_tensorrt, "load"),
-        "torch_tensorrt.dynamo.Debugger": hasattr(getattr(torch_tensorrt, "dynamo", None), "Debugger"),
+        "torch_tensorrt.dynamo.Debugger": hasattr(
+            getattr(torch_tensorrt, "dynamo", None), "Debugger"),
         "runtime.TorchTensorRTModule.get_layer_info": hasattr(
             getattr(torch_tensorrt.runtime, "TorchTensorRTModule", None), "get_layer_info"),
         "runtime.TorchTensorRTModule.enable_profiling": hasattr(

@@ -69,6 +69,35 @@ def test_what_the_run_already_does_is_no_experiment():
     assert {"backend": "pytorch_bf16"} not in changes(done)
 
 
+def test_a_new_backend_family_is_planned_from_its_facts_alone(monkeypatch):
+    """A family registered only in profiler.runs.backends: every rule's experiments are made
+    for a run of it (no KeyError), and its facts (prefix, setup cost, which options it tries)
+    drive the plan."""
+    from profiler.runs import backends
+
+    toy = backends.Family("toy", "toy_", setup_cost=2.0, tries_cuda_graphs=True)
+    monkeypatch.setitem(backends.FAMILIES, "toy", toy)
+    for precision in ("fp32", "fp16"):
+        monkeypatch.setitem(backends.BACKENDS, f"toy_{precision}", backends.BackendSpec(
+            f"toy_{precision}", "toy", precision, "a stand-in", needs_cuda=False))
+    rules = [advice("launch-bound", idle_share=0.5, projected_speedup=2.0),
+             advice("fp32-cuda-cores", matrix_share=0.8),
+             advice("batch-headroom", growth=0.4), advice("low-occupancy"),
+             advice("memory-bound", speedup_bound=3.0, projected_speedup=3.0),
+             advice("trt-fp32-layers")]
+    toy_run = {**FP32, "backend": "toy_fp32"}
+    made = plan(rules, toy_run)
+    assert {"cuda_graphs": True} in changes(made)  # the family tries CUDA graphs
+    assert {"memory_format": "channels_last"} not in changes(made)  # ...but not channels_last
+    assert {"backend": "toy_fp16"} in changes(made)  # its half precision, by its prefix
+    assert experiments.cost({"backend": "toy_fp16"}, FP32) == 2.0
+    # a family with no facts at all (a backend registered without a family row) is planned too
+    monkeypatch.delitem(backends.FAMILIES, "toy")
+    bare = plan(rules, toy_run)
+    assert {"cuda_graphs": True} not in changes(bare)
+    assert experiments.cost({"backend": "toy_fp16"}, FP32) == 1.0
+
+
 def test_ranking_is_promise_per_cost():
     ranked = plan([advice("launch-bound", idle_share=0.9, projected_speedup=10.0),
                    advice("batch-headroom", growth=0.05, projected_speedup=1.05)], FP32)

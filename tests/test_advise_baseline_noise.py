@@ -5,7 +5,9 @@ runs only; nothing is timed."""
 
 from pathlib import Path
 
-from profiler.analysis.trial import baseline_noise, baseline_row, trial_rows
+import msgspec
+
+from profiler.analysis.trial import BaselineNoise, baseline_noise, baseline_row, trial_rows
 from profiler.report.trial_view import trial_html
 from profiler.runs.result import read_result
 
@@ -19,7 +21,7 @@ PROCESSES_RUN = FIXTURES / "h100x4_sweep" / "runs" / "g4" / "pytorch_fp16_bs8"
 NOISY_LINE = "timed window CV 62.0 % (! noisy); one process"
 
 
-def noise_of(run: Path) -> dict:
+def noise_of(run: Path) -> BaselineNoise:
     return baseline_noise(read_result(run / "result.json"), run / "result.json")
 
 
@@ -33,14 +35,14 @@ def test_several_processes_show_the_cv_between_them():
     from profiler.report.advice_view import noise_line
 
     noise = noise_of(PROCESSES_RUN)
-    assert noise["processes"] == 6 and noise["between_cv"] > 0
+    assert noise.processes == 6 and noise.between_cv > 0
     assert "between its 6 processes CV " in noise_line(noise)
 
 
 def test_advise_try_terminal_and_page_show_the_baselines_noise():
     from profiler.report.trial_view import print_trial
 
-    base = {**BASE, "noise": noise_of(NOISY_RUN)}
+    base = msgspec.structs.replace(BASE, noise=noise_of(NOISY_RUN))
     text = one_line(rendered(lambda c: print_trial(_trial_rows(), base, TRIAL, _Plan(), c),
                              200))
     assert f"noise of the baseline: {NOISY_LINE}" in text
@@ -66,7 +68,7 @@ def test_a_noisy_one_window_baseline_gives_no_verdict_but_keeps_the_speedup():
     assert "the baseline's one window is noisy (CV 57.8 %): no verdict drawn from it; " \
            "--processes 3 gives it fresh windows" in row.judgement
     assert "faster" not in row.judgement and "slower" not in row.judgement
-    assert baseline_row(data, folder)["noise"]["processes"] == 1
+    assert baseline_row(data, folder).noise.processes == 1
 
 
 def test_a_quiet_one_window_baseline_still_gets_its_verdict():

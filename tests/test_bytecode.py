@@ -58,3 +58,85 @@ def test_a_sweep_worker_keeps_the_bytecode_of_what_its_cells_import(tmp_path):
                    env=environ, capture_output=True, text=True, cwd=tmp_path, check=True)
     kept = tmp_path / "cache" / "pycache"
     assert any(kept.rglob("torch/nn/modules/*.pyc"))
+
+
+# ---- the background compilation of a fresh machine's first run ------------------------------
+
+def test_folders_resolve_the_listing_here_in_order_and_skip_what_is_missing(tmp_path, monkeypatch):
+    from profiler.collect import bytecode
+
+    (tmp_path / "lib" / "b").mkdir(parents=True)
+    (tmp_path / "lib" / "a").mkdir()
+    monkeypatch.setattr(bytecode, "roots", lambda: {"site": tmp_path / "lib",
+                                                    "platsite": tmp_path / "lib",
+                                                    "stdlib": tmp_path / "std",
+                                                    "project": tmp_path})
+    listed = ("site:b", "site:gone", "stdlib:x", "site:a", "site:b")
+    assert bytecode.folders(listed) == [tmp_path / "lib" / "b", tmp_path / "lib" / "a"]
+
+
+def test_the_committed_listing_still_names_this_machines_folders():
+    from profiler.collect import bytecode
+    from profiler.collect.import_dirs import DIRS
+
+    found = bytecode.folders()
+    assert len(found) >= 0.8 * len(DIRS)  # (another torch may lack a few)
+    assert any(path.name == "torch" for path in found[:60])  # torch early: the run needs it first
+
+
+def test_precompile_fills_the_prefix_once_and_one_at_a_time(tmp_path, monkeypatch):
+    import fcntl
+    import importlib.util
+
+    from profiler.collect import bytecode
+
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "m1.py").write_text("X = 1\n")
+    (source / "m2.py").write_text("Y = 2\n")
+    prefix = tmp_path / "cache" / "pycache"
+    prefix.mkdir(parents=True)
+    monkeypatch.setattr(bytecode, "folders", lambda: [source])
+    monkeypatch.setattr(sys, "pycache_prefix", str(prefix))
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    with open(prefix / ".precompiling", "a") as held:  # another process compiles: nothing here
+        fcntl.flock(held, fcntl.LOCK_EX)
+        bytecode._main(str(prefix))
+        assert not (prefix / bytecode.DONE_MARKER).exists()
+    bytecode._main(str(prefix))
+    for name in ("m1.py", "m2.py"):
+        assert os.path.exists(importlib.util.cache_from_source(str(source / name)))
+    assert str(prefix) in importlib.util.cache_from_source(str(source / "m1.py"))
+    assert (prefix / bytecode.DONE_MARKER).exists()
+    assert bytecode.precompile({}) is False  # done: not again
+
+
+@pytest.mark.parametrize("prefix, environ", [(None, {}), ("/x/mine", {}),
+                                             ("/x/pycache", {"INFER_PROFILER_PYCACHE": "off"})])
+def test_precompile_only_where_bytecode_goes_to_the_cache_folder(monkeypatch, prefix, environ):
+    from profiler.collect import bytecode
+
+    monkeypatch.setattr(sys, "pycache_prefix", prefix)
+    assert bytecode.precompile(environ) is False
+
+
+def test_stop_precompile_ends_the_background_process(tmp_path, monkeypatch):
+    from profiler.collect import bytecode
+
+    prefix = tmp_path / "pycache"
+    prefix.mkdir()
+    monkeypatch.setattr(sys, "pycache_prefix", str(prefix))
+    started = []
+    real_popen = subprocess.Popen
+
+    def slow(args, **kwargs):  # a stand-in compiler that would run for a minute
+        process = real_popen([sys.executable, "-c", "import time; time.sleep(60)"], **kwargs)
+        started.append(process)
+        return process
+
+    monkeypatch.setattr(bytecode.subprocess, "Popen", slow)
+    assert bytecode.precompile({}) is True
+    assert bytecode.precompile({}) is False  # one per process
+    bytecode.stop_precompile()
+    assert started[0].poll() is not None
+    bytecode.stop_precompile()  # nothing left: no error

@@ -6,9 +6,15 @@ import json
 
 import pytest
 
+from profiler.analysis.roofline import (
+    ceilings_from_peaks,
+    ceilings_words,
+    datasheet_ceilings,
+    dense_ratio,
+    int8_reaches_tensor_cores,
+)
+
 from .conftest import ROOT
-from profiler.analysis.roofline import (ceilings_from_peaks, ceilings_words, datasheet_ceilings,
-                                        dense_ratio, int8_reaches_tensor_cores)
 
 H100_PEAKS = json.loads((ROOT / "docs" / "gpu" / "h100" / "peaks.json").read_text())
 

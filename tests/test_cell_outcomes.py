@@ -41,11 +41,41 @@ def test_a_cell_says_how_it_ended_from_what_was_raised(tmp_path, monkeypatch, mo
     assert log.startswith("$ profile.py run --backend pytorch_fp32 --bs")  # what ran, as a command
 
 
+def test_a_cell_hands_the_harness_its_command_line_and_start(tmp_path, monkeypatch):
+    """The command that runs the cell alone and where its imports phase starts reach
+    harness.run as arguments; the process's own sys.argv is left as it is."""
+    import sys
+    import time
+
+    from profiler.collect import harness
+    from profiler.errors import UserError
+
+    seen = []
+
+    def fake_run(config, quiet=False, **given):
+        seen.append((given, list(sys.argv)))
+        raise UserError("stopped at the harness")
+
+    monkeypatch.setattr(harness, "run", fake_run)
+    argv = list(sys.argv)
+    job = _job(tmp_path, "conv_net")
+    run_job(job, process_mark=12.5)
+    before = time.perf_counter()
+    run_job(job)
+    (first, argv_then), (second, _) = seen
+    assert argv_then == argv and sys.argv == argv
+    log = (tmp_path / "logs" / f"{job.name}.log").read_text()
+    assert log.splitlines()[0] == "$ " + " ".join(first["command_line"])
+    assert first["command_line"][:4] == ["profile.py", "run", "--backend", "pytorch_fp32"]
+    assert first["started"] == 12.5  # the worker's start: the first cell's imports phase
+    assert second["started"] >= before  # a later cell's starts with the cell
+
+
 def test_a_crash_that_is_no_user_error_is_a_crash_with_its_traceback_in_the_log(tmp_path,
                                                                                monkeypatch):
     from profiler.collect import harness
 
-    def broken(config, quiet=False):
+    def broken(config, quiet=False, **given):
         raise ZeroDivisionError("a bug in the harness")
 
     monkeypatch.setattr(harness, "run", broken)

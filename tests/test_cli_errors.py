@@ -88,7 +88,8 @@ def test_model_function_that_is_missing_or_wrong(cli):
 def test_weights_that_are_not_a_state_dict(cli, tmp_path):
     not_torch = tmp_path / "notes.txt"
     not_torch.write_text("hello")
-    assert_one_line_error(cli("run", *TINY, "--weights", str(not_torch)), "not a loadable state dict")
+    assert_one_line_error(cli("run", *TINY, "--weights", str(not_torch)),
+                          "not a loadable state dict")
     a_list = tmp_path / "list.pt"
     torch.save([torch.ones(2)], a_list)
     assert_one_line_error(cli("run", *TINY, "--weights", str(a_list)), "is not a state dict")
@@ -214,8 +215,8 @@ def test_usage_mistake_through_the_entry_point():
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.splitlines() == [
-        "error: no such option: --bogus (Possible options: --out, --verbose); see 'profile.py summarize "
-        "--help'"]
+        "error: no such option: --bogus (Possible options: --out, --verbose); "
+        "see 'profile.py summarize --help'"]
     bare = subprocess.run([sys.executable, str(ROOT / "profile.py")], capture_output=True,
                           text=True, timeout=60)
     assert "Usage: profile.py" in bare.stdout + bare.stderr and "summarize" in bare.stdout

@@ -132,6 +132,7 @@ def test_sweep_manifest_and_sweep_json(tmp_path, monkeypatch, capsys):
     """A finished sweep of the fixture runs (as scripts/check_output_unchanged.py builds it):
     its sweep.json, and `sweep --resume --json` (no cell to run: the table only)."""
     from check_output_unchanged import SWEEP_ARGS, build_sweep
+
     from profiler.cli.app import main
 
     build_sweep(tmp_path)
@@ -167,7 +168,7 @@ def test_no_command_or_view_writes_json_or_stdout_itself():
             if name in ("json.dump", "print_json", "sys.stdout.write", "msgspec.json.encode") \
                     or name.endswith("print_json"):
                 found.append(f"{path.name}:{call.lineno} {name}")
-            if name == "json.dumps" and not (path.name == "export.py"):
+            if name == "json.dumps" and path.name != "export.py":
                 found.append(f"{path.name}:{call.lineno} {name}")
             if name == "print" and any(isinstance(a, ast.Call) and "json" in _name(a.func)
                                        for a in call.args):

@@ -128,8 +128,8 @@ def test_plots_of_a_gpu_sweep_built_from_the_fixtures(tmp_path, monkeypatch):
     import json
     import shutil
 
-    from profiler.commands.plot import plot
     from profiler.analysis.sweep import cell_metrics
+    from profiler.commands.plot import plot
 
     monkeypatch.chdir(tmp_path)
     backends = ["pytorch_fp32", "pytorch_fp16", "inductor_fp16", "ttrt_fp16"]

@@ -131,7 +131,7 @@ def test_advise_try_on_a_cpu_shows_no_kernel_columns_or_gpu_sentence():
     from rich.console import Console
 
     from profiler.analysis.experiments import Plan, _bigger_batches
-    from profiler.analysis.trial import KernelChange, TrialRow
+    from profiler.analysis.trial import BaselineRow, KernelChange, TrialRow
     from profiler.report.trial_view import print_trial, trial_html
 
     rows = [TrialRow(label="--bs 4", changes={"batch_size": 4}, rules=["batch-headroom"],
@@ -139,7 +139,7 @@ def test_advise_try_on_a_cpu_shows_no_kernel_columns_or_gpu_sentence():
                      verdict="faster", figure="per sample",
                      kernels=KernelChange(launches_per_step=(0.0, 0.0),
                                           idle_us_per_step=(None, None)))]
-    base = {"status": "ok", "p50_ms": 4.0, "processes": 2, "gpu_ms": None, "bound": None}
+    base = BaselineRow(status="ok", reason=None, p50_ms=4.0, processes=2)
     trial = {"folder": "runs/x/trial", "wall_s": 10.0, "rounds_s": 8.0, "processes": 2}
     console = Console(record=True, width=160)
     print_trial(rows, base, trial, Plan([], {}), console)

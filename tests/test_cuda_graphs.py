@@ -4,7 +4,6 @@ graphs. Capturing itself needs a GPU run."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -17,7 +16,6 @@ from profiler.errors import UserError
 from profiler.runs.config import RunConfig
 from tests.conftest import FIXTURES
 from tests.test_cli_errors import TINY, assert_nothing_written, assert_one_line_error
-
 
 # ---- refused before anything is built --------------------------------------------------------
 

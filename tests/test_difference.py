@@ -3,8 +3,15 @@
 import pandas as pd
 import pytest
 
-from profiler.analysis.difference import (CLOCK, CLOCK_AND_KERNELS, HOST, KERNEL_TIME, KERNELS,
-                                          NONE, explain_difference)
+from profiler.analysis.difference import (
+    CLOCK,
+    CLOCK_AND_KERNELS,
+    HOST,
+    KERNEL_TIME,
+    KERNELS,
+    NONE,
+    explain_difference,
+)
 from profiler.runs.gpu_record import GpuSample, GpuState
 
 CONV = "sm80_xmma_fprop_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nchw"
@@ -36,7 +43,8 @@ def test_same_kernels_at_a_lower_clock():
     assert (result.clock_a_mhz, result.clock_b_mhz) == (1980, 1755)
     line = result.lines[0]
     assert line.startswith("same kernels at a lower SM clock in B: 1755 MHz against 1980 MHz")
-    assert "(-11.4 %)" in line and "+12.8 %" in line and "throttle reasons in B: sw_power_cap" in line
+    assert "(-11.4 %)" in line and "+12.8 %" in line
+    assert "throttle reasons in B: sw_power_cap" in line
 
 
 def test_different_kernels_are_named():
@@ -75,7 +83,8 @@ def test_host_side_when_the_gpu_did_the_same():
     b = A.assign(calls=A["calls"] * 2, total_us=A["total_us"] * 2)
     result = explain_difference(A, b, state(1980), state(1980), latency_ratio=1.2)
     assert result.kernel_time_ratio == pytest.approx(1.0)
-    assert result.cause == HOST and "host-side" in result.lines[-1] and "+20.0 %" in result.lines[-1]
+    assert result.cause == HOST
+    assert "host-side" in result.lines[-1] and "+20.0 %" in result.lines[-1]
     assert explain_difference(A, b, state(1980), state(1980), latency_ratio=1.01).cause == NONE
 
 

@@ -53,9 +53,10 @@ def test_weights_digest_tells_seeds_and_dtypes_apart():
         torch.manual_seed(seed)
         return torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(3))
 
-    assert engine_cache.state_dict_digest(model(0)) == engine_cache.state_dict_digest(model(0))
-    assert engine_cache.state_dict_digest(model(0)) != engine_cache.state_dict_digest(model(1))
-    assert engine_cache.state_dict_digest(model(0)) != engine_cache.state_dict_digest(model(0).half())
+    digest = engine_cache.state_dict_digest
+    assert digest(model(0)) == digest(model(0))
+    assert digest(model(0)) != digest(model(1))
+    assert digest(model(0)) != digest(model(0).half())
     assert engine_cache.state_dict_digest(model(0).bfloat16())  # any dtype hashes
 
 

@@ -19,10 +19,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from profiler.collect.backends import onnxruntime as ort_backend
-from profiler.collect.backends import quantized
-from profiler.runs.config import RunConfig, run_name
+from profiler.collect.backends import onnxruntime as ort_backend, quantized
 from profiler.errors import UserError
+from profiler.runs.config import RunConfig, run_name
 from tests.test_cli_errors import assert_nothing_written, assert_one_line_error
 
 ORT_MISSING = ort_backend._missing()
@@ -59,7 +58,8 @@ def test_ort_fp32_end_to_end_on_the_cpu(cli, tmp_path):
     assert Path(notes["cache"]["path"]).is_file()
     assert "onnx_export.log" in result["artifacts"]
     # ORT's own node-level profile is kept in the run folder
-    profile = json.loads((tmp_path / "runs" / run_name("ort_fp32", 1, "resnet18") / "ort_profile.json").read_text())
+    run_dir = tmp_path / "runs" / run_name("ort_fp32", 1, "resnet18")
+    profile = json.loads((run_dir / "ort_profile.json").read_text())
     assert any(e.get("cat") == "Node" and e["args"].get("op_name") == "Conv" for e in profile)
     # the same numbers as eager FP32: ORT's CPU kernels are FP32
     assert result["numerics"]["rel_l2_error"] < 1e-4 and result["numerics"]["top1_agreement"] == 1
@@ -287,7 +287,8 @@ def test_an_engine_that_makes_nan_where_the_fake_quantized_model_does_not_is_nam
     engine = quantized.engine_check(broken, finite)
     assert engine == {"outputs": 6, "engine_non_finite": 6, "fake_quant_non_finite": 0}
     said = quantized.engine_warning(engine, "ttrt_fp8")
-    assert "TensorRT engine gives 6 non-finite outputs of 6" in said and "engine is at fault" in said
+    assert "TensorRT engine gives 6 non-finite outputs of 6" in said
+    assert "engine is at fault" in said
     both = quantized.engine_check((broken,), (broken,))
     assert "calibration or its scales are at fault" in quantized.engine_warning(both, "ttrt_fp8")
     close = quantized.engine_check(finite * 1.1, finite)

@@ -10,8 +10,12 @@ from rich.console import Console
 
 from profiler.analysis.benchmark import benchmark_table, geomean_rows
 from profiler.report import fmt
-from profiler.report.benchmark_view import (interval_processes, markdown, print_benchmark,
-                                            undecided_on_both)
+from profiler.report.benchmark_view import (
+    interval_processes,
+    markdown,
+    print_benchmark,
+    undecided_on_both,
+)
 from profiler.runs.manifest import read_manifest
 from tests.conftest import ROOT
 
@@ -66,7 +70,7 @@ def test_sweep_table_marks_noisy_cells_and_trims_them(sweep):
     assert "4.3 (! noisy)" in text and "4.318" not in text
     assert "cells' timed windows are flagged" in text
     assert "geometric mean over batch sizes" in text and "2.24x" in text
-    # every interval spans 6 processes a side: said once, in the header 
+    # every interval spans 6 processes a side: said once, in the header
     assert "latency speedup [95 %, 6 proc.] verdict" in text
     assert "faster, 6 proc." not in text
     md = markdown(frame, manifest)
@@ -101,9 +105,9 @@ def test_only_decided_is_a_sweep_flag(cli):
 
 
 def test_run_view_marks_a_noisy_window_and_trims_its_figures():
+    from profiler.analysis.headline import headline_data
     from profiler.report.headline_view import print_headline
     from profiler.report.run_view import print_result
-    from profiler.analysis.headline import headline_data
     from profiler.runs.result import read_result
 
     result = read_result(SWEEP / "pytorch_fp32_bs1")  # window CV 24.4 %, flagged noisy
@@ -119,15 +123,21 @@ def test_run_view_marks_a_noisy_window_and_trims_its_figures():
 
 
 def test_compare_table_trims_each_side_by_its_noise():
+    from types import SimpleNamespace
+
+    from profiler.analysis.headline import FigureOverProcesses, ProcessFigures
     from profiler.report.compare_view import process_rows
 
     def side(cv):
-        figure = {"geomean_ms": 7.231, "min_ms": 6.1, "max_ms": 8.4, "processes": 6, "cv": cv}
-        return {"processes": 6, "latency": figure}
+        figure = FigureOverProcesses(geomean_ms=7.231, min_ms=6.1, max_ms=8.4, processes=6,
+                                     cv=cv)
+        return ProcessFigures(processes=6, pilot_processes=0, latency=figure, gpu_time=None,
+                              enqueue=None, bound=None, launch_bound_processes=0,
+                              classified_processes=0)
 
     # A's processes spread 20 % (noisy: two figures, marked), B's 0.1 % (four figures)
-    t = {"processes_a": side(0.20), "processes_b": side(0.001), "noise_a": None,
-         "noise_b": None}
+    t = SimpleNamespace(processes_a=side(0.20), processes_b=side(0.001), noise_a=None,
+                        noise_b=None, verdict=None, gpu_speedup_x=None)
     rows = {row[0]: row[1:3] for row in process_rows(t)}
     assert rows["latency (what a caller waits)"] == ("7.2 ms (! noisy)", "7.231 ms")
     assert rows["latency: min-max over processes"] == ("6.1-8.4 ms", "6.100-8.400 ms")

@@ -7,7 +7,6 @@ TensorRT behaves)."""
 import csv
 import json
 import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -15,20 +14,21 @@ from typer.testing import CliRunner
 
 from profiler.collect import backends
 from profiler.collect.backends import tensorrt as ttrt
-from profiler.runs.config import RunConfig
+from profiler.collect.workloads import backends as generation_backends, loops
 from profiler.errors import UserError
+from profiler.runs.config import RunConfig
 from profiler.runs.result import read_result, result_to_dict
 from profiler.trace import phases
 from profiler.trace.kernels import kernel_summary
 from profiler.trace.load import load_trace
 from profiler.trace.overview import step_windows
-from profiler.collect.workloads import backends as generation_backends
-from profiler.collect.workloads import loops
+from tests import test_tensorrt_backend
 from tests.conftest import FIXTURES, ROOT
 from tests.test_cli_errors import assert_nothing_written, assert_one_line_error
-from tests.test_tensorrt_backend import fake_engines, fake_trt  # noqa: F401  (fixtures)
 from tests.tiny_models import tiny_gpt2, tiny_seq2seq
 
+# the TensorRT stand-in's fixtures, shared
+fake_trt, fake_engines = test_tensorrt_backend.fake_trt, test_tensorrt_backend.fake_engines
 NEW_TOKENS = 3
 SEQ2SEQ = ["--model", "tests.tiny_models:tiny_seq2seq", "--workload", "generate", "--bs", "2",
            "--src-len", "6", "--max-new-tokens", str(NEW_TOKENS), "--iters", "2",
@@ -226,9 +226,9 @@ def test_summarize_and_compare_show_the_phases(runs):
 
 
 def test_benchmark_row_carries_the_generation_columns(runs, tmp_path):
-    from profiler.sweep import plan as sweep_module
     from profiler.analysis.benchmark import benchmark_table
     from profiler.runs.manifest import SweepCell, SweepManifest
+    from profiler.sweep import plan as sweep_module
 
     workdir, _ = runs
     model = "tests.tiny_models:tiny_seq2seq"

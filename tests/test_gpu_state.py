@@ -8,8 +8,7 @@ import msgspec
 import pytest
 
 from profiler.collect import gpu_state
-from profiler.collect.gpu_state import (GpuWindow, decode_throttle_reasons, gpu_state_now,
-                                        pci_bus_id)
+from profiler.collect.gpu_state import GpuWindow, decode_throttle_reasons, gpu_state_now, pci_bus_id
 from profiler.runs.gpu_record import GpuSample, GpuState
 
 

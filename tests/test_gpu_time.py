@@ -235,7 +235,7 @@ class SimEvent:
     def synchronize(self) -> None:
         self.device.host = max(self.device.host, self.at)
 
-    def elapsed_time(self, other: "SimEvent") -> float:
+    def elapsed_time(self, other: SimEvent) -> float:
         return other.at - self.at
 
 
@@ -323,15 +323,15 @@ def test_the_headline_names_gpu_compute_enqueue_and_latency():
     from profiler.report.headline_view import gpu_compute_line
 
     timed = timed_figures(with_gpu_compute(MEASURED))
-    assert timed["gpu_compute"]["gpu_p50_ms"] == 4.081
-    line = gpu_compute_line(timed["gpu_compute"], timed["p50_ms"])
+    assert timed.gpu_compute.gpu_p50_ms == 4.081
+    line = gpu_compute_line(timed.gpu_compute, timed.p50_ms)
     assert line.startswith("GPU compute p50 4.081 ms, enqueue p50 0.912 ms "
                            "(host-synchronized latency p50 5.791 ms)")
     assert "launch gaps excluded" in line and "50 iterations" in line and "1 redone" in line
     not_measured = timed_figures(with_gpu_compute(GpuCompute(not_measured=gpu_time.HOST_SYNC)))
-    assert gpu_compute_line(not_measured["gpu_compute"], 5.791) == \
+    assert gpu_compute_line(not_measured.gpu_compute, 5.791) == \
         "GPU compute: not measured (the call waits for the GPU inside (host sync))"
-    assert timed_figures(runs.read_result(RUN))["gpu_compute"] is None
+    assert timed_figures(runs.read_result(RUN)).gpu_compute is None
     assert gpu_compute_line(None, 5.791) is None
 
 
@@ -360,3 +360,16 @@ def test_the_run_view_and_the_headline_table_print_the_line():
     print_headline(headline_data(runs.read_result(RUN), RUN / "result.json", None),
                    Console(file=out, width=400))
     assert "GPU compute" not in out.getvalue()
+
+
+def test_the_sleep_comes_from_the_timed_windows_enqueue_not_from_a_few_plain_calls(monkeypatch):
+    # plain calls after the timed window that were slow (a host hiccup: 21 ms) size no sleep
+    # when the timed window's enqueue times are there
+    monkeypatch.setattr(gpu_time, "_enqueue_estimate", lambda *args, **kwargs: 21.0)
+    device = SimCuda()
+    fn = launch_bound(device)  # enqueue 1.0 ms
+    record = gpu_time.measure(fn, (), 10, True, "forward", cuda=device, clock=device.clock,
+                              enqueue_ms=[1.0] * 10).figures
+    assert 1.4 < record.sleep_ms < 1.6 and record.iterations == 10
+    alone = gpu_time.measure(fn, (), 10, True, "forward", cuda=device, clock=device.clock).figures
+    assert alone.sleep_ms == pytest.approx(31.5, rel=0.05)  # no timed window: the plain calls

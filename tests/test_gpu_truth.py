@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from profiler.analysis.run import RunAnalysis
 from profiler.runs.targets import resolve_target
 from profiler.trace.summary import summarize
-from profiler.analysis.run import RunAnalysis
 from tests.conftest import FIXTURES
 
 RUNS = FIXTURES / "h200" / "runs"
@@ -39,8 +39,10 @@ FAMILIES = [
     ("pytorch_fp16_bs8", "sm90_xmma_fprop_implicit_gemm_f16f16", "yes",
      "cuDNN xmma with FP16 inputs: HMMA/GMMA"),
     ("pytorch_fp16_bs8", "nvjet_sm90_hsh", "yes", "cuBLAS nvjet, first letter h = FP16 inputs"),
-    ("pytorch_fp16_bs8", "cutlass__5x_cudnn", "yes", "cutlass tensorop s16816 kernels inside cuDNN"),
-    ("pytorch_fp16_bs8", "batch_norm_transform_input_channels_last", "no", "elementwise normalization"),
+    ("pytorch_fp16_bs8", "cutlass__5x_cudnn", "yes",
+     "cutlass tensorop s16816 kernels inside cuDNN"),
+    ("pytorch_fp16_bs8", "batch_norm_transform_input_channels_last", "no",
+     "elementwise normalization"),
     ("inductor_fp16_bs8", "triton_poi_fused", "no", "Inductor pointwise kernels: no tl.dot"),
     ("inductor_fp16_bs8_maxautotune", "triton_tem_fused", "yes",
      "Inductor template conv/mm: the name has no dtype; the run's result.json says FP16"),
@@ -119,4 +121,5 @@ def test_context_rules_for_inductor_templates(precision, tf32, verdict):
     decided = classify(name, RunContext(precision=precision, tf32=tf32, source="test"))
     assert decided.tensor_core == verdict
     # a name that already decides is not overridden by the context
-    assert classify("triton_poi_fused_relu_0", RunContext("fp16", False, "test")).tensor_core == "no"
+    context = RunContext("fp16", False, "test")
+    assert classify("triton_poi_fused_relu_0", context).tensor_core == "no"

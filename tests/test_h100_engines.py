@@ -4,18 +4,17 @@ operator launched ORT's kernels, the honest 0 % INT8 of a conv net, and their re
 (written before result.json became schema 2) read through profiler.runs.result."""
 
 import gzip
-import json
 import re
 
 import pytest
 
-from profiler.collect.backends import onnxruntime as ort_backend
 from profiler.analysis.benchmark import compile_time
+from profiler.analysis.run import RunAnalysis
+from profiler.collect.backends import onnxruntime as ort_backend
 from profiler.runs.result import read_result
 from profiler.runs.targets import resolve_target
 from profiler.trace.kernels import NO_OPERATOR
 from profiler.trace.summary import summarize
-from profiler.analysis.run import RunAnalysis
 from tests.conftest import FIXTURES
 
 SWEEP = FIXTURES / "h100_engines" / "runs" / "engines_resnet50"

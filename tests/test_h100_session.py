@@ -5,14 +5,14 @@ Core share the overview printed on the GPU machine."""
 
 import pytest
 
-from profiler.cli.app import main
 from profiler.analysis.headline import compare_timed
+from profiler.analysis.run import RunAnalysis
+from profiler.cli.app import main
 from profiler.runs.layout import engine_layer_files
 from profiler.runs.result import read_result
 from profiler.runs.targets import resolve_target
 from profiler.trace.load import load_trace
 from profiler.trace.trt_layers import MIN_COVERAGE, attribute, read_layers
-from profiler.analysis.run import RunAnalysis
 from tests.conftest import FIXTURES
 
 SESSION = FIXTURES / "h100_session"
@@ -50,15 +50,16 @@ def test_layers_view_attributes_the_engine_kernels():
 
 
 def test_two_identical_runs_of_one_process_each_are_undecided(tmp_path):
-    a, b = RUNS / "pytorch_fp32_bs8" / "result.json", RUNS / "pytorch_fp32_bs8_again" / "result.json"
+    a = RUNS / "pytorch_fp32_bs8" / "result.json"
+    b = RUNS / "pytorch_fp32_bs8_again" / "result.json"
     compared = compare_timed(read_result(a), read_result(b), a, b, floors_dir=tmp_path)
-    verdict = compared["verdict"]
+    verdict = compared.verdict
     # numbers.log: "p50 B / A = 1.005": one process each, so only a difference far beyond the
     # machine's floor could be called; the ratio itself is the medians'
-    assert verdict["verdict"] == "undecided"
-    assert f"{verdict['ratio']:.3f}" == "1.005"
-    assert verdict["processes_a"] == verdict["processes_b"] == 1
-    assert verdict["floor_source"] == "default"
+    assert verdict.verdict == "undecided"
+    assert f"{verdict.ratio:.3f}" == "1.005"
+    assert verdict.processes_a == verdict.processes_b == 1
+    assert verdict.floor_source == "default"
 
 
 def test_tensor_core_share_matches_the_gpu_machine():
@@ -71,7 +72,7 @@ def test_overview_prints_the_time_in_tensor_core_kernels(capsys):
     an ncu join, one note says how to get the tensor pipe's busy share."""
     assert main(["summarize", str(TTRT), "--view", "overview"]) == 0
     out = capsys.readouterr().out
-    line = next(l for l in out.splitlines() if "time in Tensor Core kernels" in l)
+    line = next(ln for ln in out.splitlines() if "time in Tensor Core kernels" in ln)
     assert "91.4 %" in line
     assert "on Tensor Cores" not in out and "tensor pipe busy (ncu) " not in out
     assert " ".join(out.split()).count("`profile.py ncu` with the run's options") == 1

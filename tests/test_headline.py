@@ -112,19 +112,19 @@ def fixture_result(run: str, **changes):
 
 
 def test_memory_on_a_cpu_run_says_not_applicable():
-    from profiler.analysis.headline import memory_figures
-    from profiler.runs.result import Memory
     from profiler.analysis.figures import NOT_ON_CPU
+    from profiler.analysis.headline import MemoryFigures, memory_figures
+    from profiler.runs.result import Memory
 
     cpu = fixture_result("pytorch_fp32_bs8", device="cpu", memory=Memory())
-    assert memory_figures(cpu)["note"] == NOT_ON_CPU
+    assert memory_figures(cpu).note == NOT_ON_CPU
     gpu = fixture_result("pytorch_fp32_bs8", memory=Memory(
         peak_allocated_bytes=3 * 1024 ** 2, peak_reserved_bytes=4 * 1024 ** 2,
         engine_device_memory_bytes=1024 ** 2))
-    assert memory_figures(gpu) == {"peak_allocated_mib": 3.0, "peak_reserved_mib": 4.0,
-                                   "engine_mib": 1.0, "note": None}
+    assert memory_figures(gpu) == MemoryFigures(peak_allocated_mib=3.0, peak_reserved_mib=4.0,
+                                                engine_mib=1.0, note=None)
     # the committed runs predate memory: "not recorded", not zero
-    assert memory_figures(fixture_result("pytorch_fp32_bs8"))["note"] == "not recorded"
+    assert memory_figures(fixture_result("pytorch_fp32_bs8")).note == "not recorded"
 
 
 def test_memory_and_noise_survive_result_json(tmp_path):

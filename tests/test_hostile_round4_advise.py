@@ -53,9 +53,9 @@ def run_here(made, tmp_path) -> str:
 @pytest.fixture
 def advised(monkeypatch):
     """Advice that names two experiments runnable here (--bs 3, --bs 4)."""
+    import profiler.commands.advise as command
     from profiler.analysis import experiments
     from profiler.analysis.advice import Advice
-    import profiler.commands.advise as command
 
     monkeypatch.setitem(experiments.EXPERIMENTS, "batch-headroom", lambda config: [
         ("--bs 3", {"batch_size": 3}, "a test"), ("--bs 4", {"batch_size": 4}, "a test")])

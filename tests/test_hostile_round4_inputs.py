@@ -431,7 +431,7 @@ def test_run_budget_takes_a_duration(cli, monkeypatch):
 
     seen = []
 
-    def fake_run(config, quiet=False):
+    def fake_run(config, quiet=False, **given):
         seen.append(config)
         raise UserError("stopped at the harness")
 

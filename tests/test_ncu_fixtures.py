@@ -5,15 +5,16 @@ import gzip
 
 import pytest
 
+from profiler.analysis.run import RunAnalysis
 from profiler.runs.layout import ncu_csv_of
 from profiler.runs.targets import resolve_target
 from profiler.trace.hardware import agreement_share, hardware_join, read_ncu_csv
 from profiler.trace.summary import summarize
-from profiler.analysis.run import RunAnalysis
 from tests.conftest import FIXTURES
 
 RUNS = FIXTURES / "h200_ncu" / "runs"
-# run: (launches in the CSV, kernels joined, kernel µs of those kernels, coverage of all kernel time)
+# run: (launches in the CSV, kernels joined, kernel µs of those kernels, coverage of all kernel
+# time)
 PINNED = {
     "pytorch_fp16_bs8": (200, 11, 2377.249, 0.7536),
     "inductor_fp16_bs8": (53, 8, 999.167, 0.5245),
@@ -185,7 +186,8 @@ def test_two_kernels_of_one_signature_do_not_join_by_it():
     from profiler.trace.hardware import hardware_table
 
     kineto, ncu = DEMANGLED_TWICE[1]
-    raw = pd.DataFrame({"Kernel Name": [ncu, ncu.replace("std::array<char *, 3>", "std::array<char*, 3u>")],
+    respelled = ncu.replace("std::array<char *, 3>", "std::array<char*, 3u>")
+    raw = pd.DataFrame({"Kernel Name": [ncu, respelled],
                         "gpu__time_duration.sum": [1000.0, 1000.0]})
     table = pd.DataFrame({"name": [kineto], "total_us": [10.0], "tensor_core": ["no"]})
     assert list(hardware_join(table, hardware_table(raw))["hw_kernel_name"]) == [None]

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from profiler.collect import harness
 from profiler import runs
+from profiler.collect import harness
 from profiler.runs import phases
 from profiler.runs.config import RunConfig
 from tests.conftest import ROOT

@@ -14,9 +14,16 @@ import pytest
 from profiler.analysis.sweep import SweepAnalysis
 from profiler.errors import UserError
 from profiler.runs.result import read_result
-from profiler.runs.samples import (ConfigSamples, ProcessWindow, config_samples,
-                                   processes_text, read_own_window, read_samples,
-                                   record_processes, window_of)
+from profiler.runs.samples import (
+    ConfigSamples,
+    ProcessWindow,
+    config_samples,
+    processes_text,
+    read_own_window,
+    read_samples,
+    record_processes,
+    window_of,
+)
 from profiler.sweep import rounds
 
 from .conftest import ROOT
@@ -357,7 +364,6 @@ def test_sweep_table_calls_a_ten_percent_shift_slower(tmp_path):
     (["--budget", "30"], "--budget limits --target-noise"),
     (["--processes", "2", "--workload", "generate", "--model", "transformer"],
      "do not apply to --workload generate"),
-    (["--processes", "2", "--executor", "ray"], None),
 ])
 def test_sampling_options_fail_in_one_line(cli, args, fragment):
     done = cli("sweep", "--backends", "pytorch_fp32", "--bs", "1", *args)
@@ -396,9 +402,9 @@ def test_noise_measures_keeps_and_feeds_the_verdict(cli, tmp_path):
     result = read_result(run / "result.json")
     cpu_result = msgspec_replace_device(result)
     verdict = compare_timed(cpu_result, cpu_result, run / "result.json",
-                            run / "result.json")["verdict"]
-    assert verdict["floor_source"] == "given"
-    assert verdict["noise_floor"] == pytest.approx(kept.between_process_cv)
+                            run / "result.json").verdict
+    assert verdict.floor_source == "given"
+    assert verdict.noise_floor == pytest.approx(kept.between_process_cv)
 
 
 def msgspec_replace_device(result):
@@ -485,10 +491,10 @@ def test_compare_shows_gpu_compute_and_enqueue_beside_latency(cli, tmp_path):
         runs.append(f"gpu_sweep/{name}")
     done = cli("compare", *runs, "--top", "1")
     assert done.code == 0, done.stderr
-    line = next(l for l in done.stdout.splitlines() if "GPU compute p50" in l)
+    line = next(ln for ln in done.stdout.splitlines() if "GPU compute p50" in ln)
     assert "1.500 ms" in line and "1.200 ms" in line and "-20.0 %" in line
     assert "launch gaps excluded" in line
-    assert any("enqueue p50" in l and "0.050 ms" in l for l in done.stdout.splitlines())
+    assert any("enqueue p50" in ln and "0.050 ms" in ln for ln in done.stdout.splitlines())
     table = SweepAnalysis(tmp_path / "runs" / "gpu_sweep").benchmark.set_index(["backend", "bs"])
     assert table.loc[("ttrt_fp16", 8), "gpu_compute_ms"] == 1.20
     assert table.loc[("ttrt_fp16", 8), "enqueue_ms"] == 0.05
@@ -542,7 +548,6 @@ def test_sweep_rounds_spread_over_the_gpus_one_batch_size_a_process(tmp_path, mo
     recorded with it beside the cell's own run's GPU."""
     import os
 
-    from profiler.runs.manifest import SweepCell
     from profiler.sweep import plan as sweep_plan
 
     sweep = tmp_path / "gpu_sweep"

@@ -9,10 +9,11 @@ import re
 
 import pytest
 
-from .conftest import ROOT
-from .test_roofline_advice import WARM, _evidence, _fired, _result
 from profiler.analysis.experiments import projection, promise
 from profiler.analysis.trial import judge
+
+from .conftest import ROOT
+from .test_roofline_advice import WARM, _evidence, _fired, _result
 
 LOG = (ROOT / "docs" / "gpu" / "h100" / "advise" / "all.log").read_text()
 ROW = re.compile(r"^- (.+?): projected up to ([\d.]+)x, measured ([\d.]+)x \[([\d.]+)-([\d.]+)\]",
@@ -69,6 +70,7 @@ def test_the_memory_bound_bound_holds_on_the_warm_sweep():
     bandwidth, twice for FP16's half bytes) is above what every other bs 1 cell measured."""
     from profiler.analysis.advice import Evidence, advise
     from profiler.analysis.roofline import datasheet_ceilings, run_roofline
+
     from .test_roofline_advice import FLOPS
 
     bs1 = WARM[(WARM["bs"] == 1) & (WARM["status"] == "ok")].set_index("backend")["p50_ms"]

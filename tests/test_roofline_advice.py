@@ -13,8 +13,9 @@ import json
 import pandas as pd
 import pytest
 
-from .conftest import FIXTURES, ROOT
 from profiler.analysis.run import RunAnalysis
+
+from .conftest import FIXTURES, ROOT
 
 H200 = FIXTURES / "h200"
 FLOPS = json.loads((FIXTURES / "roofline" / "resnet50_roofline_inputs.json").read_text())
@@ -24,8 +25,8 @@ WARM = pd.read_csv(ROOT / "docs" / "sweep" / "warm" / "benchmark.csv")
 def _result(run: str):
     """The fixture's result.json read as RunResult (as the commands read it), with the FLOPs
     of the --flops table."""
-    from profiler.runs.result import read_result
     from profiler.analysis.insight import with_flops
+    from profiler.runs.result import read_result
 
     return with_flops(read_result(H200 / "runs" / run), FLOPS)
 
@@ -108,9 +109,9 @@ def test_measured_peaks_win_over_the_datasheet_and_tf32_is_chosen_for_trt_fp32()
 
 
 def test_unknown_gpu_gives_rates_without_percentages():
-    from profiler.analysis.roofline import ceilings_for, result_roofline
-
     import msgspec
+
+    from profiler.analysis.roofline import ceilings_for, result_roofline
 
     result = _result("pytorch_fp16_bs8")
     environment = msgspec.structs.replace(
@@ -123,7 +124,6 @@ def test_unknown_gpu_gives_rates_without_percentages():
 
 def test_no_roofline_without_flops():
     from profiler.analysis.roofline import result_roofline
-
     from profiler.runs.result import read_result, result_from_dict, result_to_dict
 
     raw = read_result(H200 / "runs" / "pytorch_fp16_bs8")

@@ -3,10 +3,10 @@ round is split, where each process runs, which windows pair, and that a stop end
 process running at once. Tests of the scheduler, never of timings."""
 
 import os
-from pathlib import Path
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 

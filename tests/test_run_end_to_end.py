@@ -47,7 +47,8 @@ def test_trace_has_profiler_steps_and_inference_spans(resnet18_run):
 
 def test_result_json_has_statistics_and_metadata(resnet18_run):
     workdir, result = resnet18_run
-    on_disk = json.loads((workdir / "runs" / "pytorch_fp32_bs2_resnet18" / "result.json").read_text())
+    run_dir = workdir / "runs" / "pytorch_fp32_bs2_resnet18"
+    on_disk = json.loads((run_dir / "result.json").read_text())
     assert on_disk["run_name"] == result["run_name"] == "pytorch_fp32_bs2_resnet18"
     timing = on_disk["timing"]
     assert timing["iters"] == 7 and timing["timer"] == "perf_counter"
@@ -68,7 +69,8 @@ def test_result_json_has_statistics_and_metadata(resnet18_run):
 
 def test_latency_csv_has_one_row_per_iteration(resnet18_run):
     workdir, result = resnet18_run
-    lines = (workdir / "runs" / "pytorch_fp32_bs2_resnet18" / "latency.csv").read_text().splitlines()
+    run_dir = workdir / "runs" / "pytorch_fp32_bs2_resnet18"
+    lines = (run_dir / "latency.csv").read_text().splitlines()
     assert lines[0] == "iteration,latency_ms"
     assert len(lines) == 1 + 7
     values = sorted(float(line.split(",")[1]) for line in lines[1:])
@@ -119,8 +121,8 @@ def test_transformer_model_can_be_captured_by_torch_export():
     (it did not while nn.Transformer checked its causal mask with a data-dependent branch)."""
     import torch
 
-    from profiler.runs.config import RunConfig
     from profiler.collect.models import build
+    from profiler.runs.config import RunConfig
 
     model, inputs = build(RunConfig(model="transformer", batch_size=2, seq_len=8))
     exported = torch.export.export(model, inputs)
@@ -131,7 +133,8 @@ def test_transformer_model_can_be_captured_by_torch_export():
 def test_result_json_records_the_gpu_state_or_why_not(resnet18_run):
     """On a CPU run the timed window records no GPU state, says why, and keeps the host load."""
     workdir, result = resnet18_run
-    on_disk = json.loads((workdir / "runs" / "pytorch_fp32_bs2_resnet18" / "result.json").read_text())
+    run_dir = workdir / "runs" / "pytorch_fp32_bs2_resnet18"
+    on_disk = json.loads((run_dir / "result.json").read_text())
     state = on_disk["gpu_state"]
     assert state == result["gpu_state"]
     assert state["not_recorded"] == "no GPU" and state["before"] is None

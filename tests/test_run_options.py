@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from profiler.cli.app import NCU_SETS, NSYS_SETS
-from profiler.runs.config import RunConfig, run_options
 from profiler.errors import UserError
+from profiler.runs.config import RunConfig, run_options
 from profiler.runs.manifest import SWEEP_SETS
 
 NOT_OPTIONS = {"extra"}  # free-form notes, set by code, not by a flag
@@ -81,7 +81,7 @@ def parse_run(cli, monkeypatch):
 
     seen = []
 
-    def fake_run(config, quiet=False):
+    def fake_run(config, quiet=False, **given):
         seen.append(config)
         raise UserError("stopped at the harness")
 
@@ -243,8 +243,8 @@ def test_help_lists_choices(cli, monkeypatch, command, skipped):
 def test_shell_completion_offers_the_choices():
     import typer.main
 
-    from profiler.collect.backends import REGISTRY, all_backends
     from profiler.cli.app import app
+    from profiler.collect.backends import REGISTRY, all_backends
 
     all_backends()
     command = typer.main.get_command(app).commands["run"]

@@ -85,8 +85,8 @@ def test_reference_that_does_not_fit_keeps_the_measurement(cli):
 # ---- D3: a trace cut short (disk full) is never promoted -----------------------------------
 
 def test_truncated_or_unfinished_traces_are_refused(tmp_path):
-    from profiler.errors import UserError
     from profiler.collect.window import finished_traces
+    from profiler.errors import UserError
 
     whole = b'{"traceEvents": [], "displayTimeUnit": "ms"}\n'
     (tmp_path / "w.1.pt.trace.json").write_bytes(whole)

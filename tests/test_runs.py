@@ -1,5 +1,5 @@
-"""profiler.runs.result: the run contract (RunResult, SweepManifest), the one target resolver, and runs
-that never replace what they are not (another model's run, a sweep, their own trace)."""
+"""profiler.runs.result: the run contract (RunResult, SweepManifest), the one target resolver, and
+runs that never replace what they are not (another model's run, a sweep, their own trace)."""
 
 import ast
 import json
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from profiler import runs
-from profiler.errors import UserError
 from profiler.analysis.run import RunAnalysis
+from profiler.errors import UserError
 from tests.conftest import FIXTURES, ROOT
 
 RESULTS = sorted(FIXTURES.rglob("result.json"))

@@ -5,8 +5,16 @@ import math
 import numpy as np
 import pytest
 
-from profiler.analysis.sampling import (BUDGET, CONTINUE, REACHED, UNREACHABLE, processes_needed,
-                                        relative_half_width, stopping_rule, t975)
+from profiler.analysis.sampling import (
+    BUDGET,
+    CONTINUE,
+    REACHED,
+    UNREACHABLE,
+    processes_needed,
+    relative_half_width,
+    stopping_rule,
+    t975,
+)
 
 
 def test_t_quantiles():

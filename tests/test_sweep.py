@@ -76,8 +76,9 @@ def test_sweep_writes_cells_tables_and_manifest(grid):
                              "status", "reason", "gpu", "node",
                              "elapsed_s", "wall_s", "imports_s", "build_s", "flops_s",
                              "prepare_s", "first_call_s", "graph_capture_s", "warm_up_s",
-                             "timed_s", "gpu_compute_s", "untraced_call_s", "profile_s", "trace_write_s",
-                             "after_windows_s", "numerics_s", "repeat_runs_s", "write_s"]
+                             "timed_s", "gpu_compute_s", "untraced_call_s", "profile_s",
+                             "trace_write_s", "after_windows_s", "numerics_s", "repeat_runs_s",
+                             "write_s"]
     by_cell = {(r["backend"], int(r["bs"])): r for r in rows}
     # where each finished cell's seconds went: every phase that ran, none longer than the run
     ok = by_cell[("pytorch_bf16", 2)]
@@ -211,7 +212,8 @@ def test_all_cells_failing_exits_1(tmp_path):
                      "tests.tiny_models:failing", *FAST, cwd=tmp_path)
     assert done.returncode == 1
     assert done.stderr.strip().splitlines()[-1].startswith("error: all 1 cells failed")
-    cell = _manifest(tmp_path, "sweep_tests.tiny_models_failing")["cells"]["pytorch_fp32_bs2_failing"]
+    cells = _manifest(tmp_path, "sweep_tests.tiny_models_failing")["cells"]
+    cell = cells["pytorch_fp32_bs2_failing"]
     # the user's model failing is the cell's one error line, naming the function
     assert cell["status"] == "failed" and cell["exit_code"] == 2
     assert cell["reason"].startswith("--model tests.tiny_models:failing failed: RuntimeError: "
@@ -313,7 +315,7 @@ def test_resume_refuses_other_options(cli):
 
 def test_a_cell_is_a_typed_config_carrying_every_shared_option(tmp_path):
     from profiler.runs.config import config_from_json, run_argv
-    from profiler.sweep.plan import cell_config, plan, cell_job
+    from profiler.sweep.plan import cell_config, cell_job, plan
 
     options = {"model": "resnet18", "iters": 5, "tf32": True, "cache": False, "gzip": True,
                "cudnn_benchmark": False, "max_rel_error": None}

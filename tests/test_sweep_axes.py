@@ -9,12 +9,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from profiler.sweep import plan as sweep
-from profiler.errors import UserError
 from profiler.analysis.benchmark import benchmark_table
-from profiler.runs import manifest
+from profiler.errors import UserError
 from profiler.report.benchmark_view import markdown
+from profiler.runs import manifest
 from profiler.runs.manifest import SweepCell, SweepManifest
+from profiler.sweep import plan as sweep
 
 GENERATE = ["--model", "transformer", "--workload", "generate"]
 
@@ -45,7 +45,8 @@ def test_a_list_of_new_tokens_is_one_cell_per_value(cli, commands):
     assert len(manifest["cells"]) == 12
     # each cell's run writes the folder the sweep looks in
     assert {c.run_name for c in configs} == set(manifest["cells"])
-    assert "`pytorch_fp16` bs 8 max_new_tokens 64: failed" in Path("runs/g/benchmark.md").read_text()
+    benchmark = Path("runs/g/benchmark.md").read_text()
+    assert "`pytorch_fp16` bs 8 max_new_tokens 64: failed" in benchmark
 
 
 @pytest.mark.parametrize("value, wanted", [

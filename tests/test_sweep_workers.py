@@ -36,8 +36,8 @@ def _sweep(workdir: Path, model: str, bs: str, *extra: str, name: str = "s",
                            backends, "--bs", bs, "--model", f"tests.tiny_models:{model}", *FAST,
                            # one window per cell: these tests are about the workers, and
                            # the fake GPUs would otherwise bring the default 3 processes
-                           "--processes", "1", "--name", name, *extra], cwd=workdir, capture_output=True, text=True,
-                          timeout=300, env=_env(**(env or {})))
+                           "--processes", "1", "--name", name, *extra], cwd=workdir,
+                          capture_output=True, text=True, timeout=300, env=_env(**(env or {})))
     return done, _cells(workdir, name)
 
 
@@ -104,7 +104,8 @@ def test_a_cells_outcome_is_typed_from_what_the_harness_raised(tmp_path):
     LocalExecutor(ExecutorSettings(gpus=[], log_dir=tmp_path / "logs")).run(
         jobs, lambda job, where: None, lambda job, outcome: outcomes.setdefault(job.name, outcome))
     kinds = {name: (o.kind, o.status, o.exit_code) for name, o in outcomes.items()}
-    assert kinds == {"failing": ("user-error", "failed", 2), "host_oom_forward": ("host-oom", "oom", 2),
+    assert kinds == {"failing": ("user-error", "failed", 2),
+                     "host_oom_forward": ("host-oom", "oom", 2),
                      "crashes": ("crash", "failed", 1), "oom_above_2": ("cuda-oom", "oom", 2),
                      "misbehaves": ("died", "failed", 0)}
     assert outcomes["failing"].reason.startswith("--model tests.tiny_models:failing failed: "

@@ -115,7 +115,10 @@ def test_sweep_table():
     manifest = SweepManifest(options={}, model="resnet50", baseline=backends[0],
                              backends=backends, batch_sizes=[8], cells=cells)
     frame = benchmark_table(sweep, manifest)
-    render = lambda width: rendered(lambda c: print_benchmark(frame, manifest, c), width)
+
+    def render(width):
+        return rendered(lambda c: print_benchmark(frame, manifest, c), width)
+
     assert_numbers_whole(render)
     for width in WIDTHS:  # backend names whole, not `pytorc…`
         assert all(f"│ {backend} " in render(width) for backend in backends), width
@@ -154,7 +157,10 @@ def test_sweep_verdicts_never_break_inside_a_word():
     sweep = FIXTURES / "h100_sweep" / "runs" / "gpu_sweep"
     manifest = read_manifest(sweep)
     frame = benchmark_table(sweep, manifest)
-    render = lambda width: rendered(lambda c: print_benchmark(frame, manifest, c), width)
+
+    def render(width):
+        return rendered(lambda c: print_benchmark(frame, manifest, c), width)
+
     assert_numbers_whole(render)
     wide = set(render(400).replace("│", " ").split())
     for width in WIDTHS:

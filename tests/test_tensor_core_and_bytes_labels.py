@@ -104,7 +104,6 @@ def test_html_report_with_ncu_gives_tensor_pipe_busy(tmp_path, cli):
 
 def test_roofline_chart_says_which_bytes():
     from profiler.analysis.roofline import chart_data, roofline_of
-
     from profiler.runs.result import read_result
 
     result = read_result(H100 / "ttrt_fp16_bs8" / "result.json")

@@ -9,8 +9,8 @@ import shutil
 
 import pytest
 
-from profiler.tools import tensorboard as tb
 from profiler.runs.layout import COMPAT_SUFFIX, compat_dir_for
+from profiler.tools import tensorboard as tb
 from profiler.trace.tb_compat import write_compat_copy
 
 from .conftest import FIXTURES

@@ -21,8 +21,8 @@ import pytest
 import torch
 
 from profiler.collect.backends import tensorrt as ttrt
-from profiler.runs.config import RunConfig
 from profiler.errors import UserError
+from profiler.runs.config import RunConfig
 from tests.test_cli_errors import TINY, assert_nothing_written, assert_one_line_error
 
 

@@ -18,10 +18,14 @@ import pandas as pd
 import pytest
 
 from profiler.errors import UserError
-from profiler.tools import ncu, nsys
-from profiler.tools import tensorboard as tb
-from profiler.trace.hardware import (agreement_share, function_name, hardware_join,
-                                     parse_ncu_csv, tensor_core_from_pipe)
+from profiler.tools import ncu, nsys, tensorboard as tb
+from profiler.trace.hardware import (
+    agreement_share,
+    function_name,
+    hardware_join,
+    parse_ncu_csv,
+    tensor_core_from_pipe,
+)
 from profiler.trace.summary import summarize
 
 from .conftest import FIXTURES, ROOT
@@ -278,7 +282,8 @@ def test_nsys_import_failure_is_one_line():
 def test_tools_never_import_torch():
     code = ("import sys\n"
             "import profiler.tools.tensorboard, profiler.tools.ncu, profiler.tools.nsys\n"
-            "import profiler.trace.hardware, profiler.trace.tb_compat, profiler.report.hardware_view\n"
+            "import profiler.trace.hardware, profiler.trace.tb_compat\n"
+            "import profiler.report.hardware_view\n"
             "assert 'torch' not in sys.modules\n")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, timeout=120)
 

@@ -151,8 +151,8 @@ def test_summarize_prints_the_untraced_comparison_of_a_run(tmp_path, raw):
     data["trace"]["untraced_kernels"] = {"void hidden_kernel<float>(float*)": 1}
     result.write_text(json.dumps(data))
     done = subprocess.run([sys.executable, str(ROOT / "profile.py"), "summarize",
-                           "pytorch_fp16_bs8", "--view", "overview"], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=300)
+                           "pytorch_fp16_bs8", "--view", "overview"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "warning: an untraced call of this run launched 1 kernels of 1 names" in done.stderr
 

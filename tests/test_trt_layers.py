@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from profiler.trace.load import load_trace
 from profiler.runs.layout import engine_layer_files as layer_files
+from profiler.trace.load import load_trace
 from profiler.trace.trt_layers import MIN_COVERAGE, attribute, read_layers
 from tests.conftest import FIXTURES
 

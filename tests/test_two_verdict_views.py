@@ -13,7 +13,8 @@ import pandas as pd
 import pytest
 from rich.console import Console
 
-from profiler.analysis.headline import compare_timed
+from profiler.analysis.headline import CompareTimed, compare_timed
+from profiler.analysis.trial import BaselineRow
 from profiler.runs.result import read_result
 from profiler.runs.samples import ConfigSamples, ProcessWindow, record_processes
 
@@ -47,7 +48,7 @@ GPU_BOUND = (samples(20.0, 18.0, 2.0), samples(10.0, 9.0, 1.0, rotate=1))
 LAUNCH_BOUND = (samples(9.0, 3.0, 3.5, spread=5), samples(2.0, 0.5, 0.1, rotate=2))
 
 
-def timed(sides=GPU_BOUND, tmp_path=None) -> dict:
+def timed(sides=GPU_BOUND, tmp_path=None) -> CompareTimed:
     return compare_timed(read_result(A / "result.json"), read_result(B / "result.json"),
                          A / "result.json", B / "result.json", samples=sides,
                          floors_dir=tmp_path)
@@ -59,7 +60,7 @@ def rendered(draw, width: int = 160) -> str:
     return console.file.getvalue()
 
 
-def headline(t: dict, width: int = 160) -> str:
+def headline(t: CompareTimed, width: int = 160) -> str:
     from profiler.report.compare_view import print_timed_headline
 
     return rendered(lambda c: print_timed_headline(t, c), width)
@@ -74,7 +75,7 @@ def one_line(text: str) -> str:
 
 def test_compare_text_names_both_verdicts_latency_leading_when_both_are_gpu_bound(tmp_path):
     t = timed(GPU_BOUND, tmp_path)
-    assert t["verdicts"]["lead"] == "latency"
+    assert t.verdicts.lead == "latency"
     text = one_line(headline(t))
     latency = re.search(r"latency \(what a caller waits\): B/A = (\S+), 95 % interval "
                         r"\[(\S+), (\S+)\] over 5 vs 5 processes \(paired over 5 rounds\): "
@@ -91,7 +92,7 @@ def test_compare_text_names_both_verdicts_latency_leading_when_both_are_gpu_boun
 
 def test_compare_text_shows_both_named_and_the_lever_when_a_side_is_launch_bound(tmp_path):
     t = timed(LAUNCH_BOUND, tmp_path)
-    assert t["verdicts"]["lead"] == "both" and t["processes_a"]["bound"] == "launch-bound"
+    assert t.verdicts.lead == "both" and t.processes_a.bound == "launch-bound"
     text = one_line(headline(t))
     assert "cross-check" not in text
     assert "latency (what a caller waits): B/A = " in text
@@ -105,7 +106,7 @@ def test_compare_text_shows_both_named_and_the_lever_when_a_side_is_launch_bound
 
 def test_fresh_processes_fill_the_main_table_and_the_recorded_runs_keep_their_own(tmp_path):
     t = timed(GPU_BOUND, tmp_path)
-    assert t["source"] == "fresh processes"
+    assert t.source == "fresh processes"
     text = headline(t)
     main, recorded = text.split("Recorded runs (result.json)")
     assert main.startswith("Timed windows (no profiler): 5 fresh processes a side, geometric "
@@ -258,7 +259,7 @@ def test_sweep_terminal_table_has_a_labelled_column_per_figure(gpu_time_sweep):
     # the processes every interval spans, in the header when they are the same for all
     assert re.search(r"latency speedup \[95 %(, \d+ proc\.)?\] verdict", text)
     assert re.search(r"GPU-time speedup \[95 %(, \d+ proc\.)?\] verdict", text)
-    line = next(l for l in text.splitlines() if "│ ttrt_fp16    │  8 │" in l)
+    line = next(ln for ln in text.splitlines() if "│ ttrt_fp16    │  8 │" in ln)
     cells = [c.strip() for c in line.split("│")]
     latency = f"5.00x [{row['speedup_low']:.2f}-{row['speedup_high']:.2f}] faster"
     gpu = f"2.50x [{row['gpu_speedup_low']:.2f}-{row['gpu_speedup_high']:.2f}] faster"
@@ -275,12 +276,12 @@ def test_sweep_markdown_and_csv_carry_both_verdicts(gpu_time_sweep):
 
     frame, manifest = _sweep(gpu_time_sweep)
     text = markdown(frame, manifest)
-    head = next(l for l in text.splitlines() if l.startswith("| backend"))
+    head = next(ln for ln in text.splitlines() if ln.startswith("| backend"))
     columns = [re.sub(r", \d+ proc\.\]", "]", c.strip()) for c in head.strip("|").split("|")]
     assert "latency speedup [95 %] verdict" in columns
     assert "GPU-time speedup [95 %] verdict" in columns and "bound" in columns
     assert "speedup" not in columns and "gpu_verdict" not in columns  # one column a figure
-    row = next(l for l in text.splitlines() if l.startswith("| ttrt_fp16 | 8 |"))
+    row = next(ln for ln in text.splitlines() if ln.startswith("| ttrt_fp16 | 8 |"))
     cells = dict(zip(columns, [c.strip() for c in row.strip("|").split("|")]))
     assert cells["latency speedup [95 %] verdict"].startswith("5.00x [")
     assert cells["latency speedup [95 %] verdict"].endswith("] faster")
@@ -333,7 +334,10 @@ def test_sweep_table_with_gpu_time_fits_narrow_terminals(gpu_time_sweep):
     from profiler.report.benchmark_view import print_benchmark
 
     frame, manifest = _sweep(gpu_time_sweep)
-    render = lambda width: rendered(lambda c: print_benchmark(frame, manifest, c), width)
+
+    def render(width):
+        return rendered(lambda c: print_benchmark(frame, manifest, c), width)
+
     assert_numbers_whole(render)
     for width in WIDTHS:  # both verdicts stay, whatever gives way
         text = render(width)
@@ -358,8 +362,8 @@ def _trial_rows():
     return [faster, same]
 
 
-BASE = {"status": "ok", "reason": None, "processes": 5, "p50_ms": 5.1, "gpu_ms": 3.0,
-        "bound": "launch-bound"}
+BASE = BaselineRow(status="ok", reason=None, processes=5, p50_ms=5.1, gpu_ms=3.0,
+                   bound="launch-bound")
 TRIAL = {"folder": "runs/advise_x", "wall_s": 10.0, "rounds_s": 5.0, "processes": 5}
 
 
@@ -375,7 +379,7 @@ def test_advise_try_table_has_both_verdicts_and_their_lines():
     for column in ("latency speedup [95 %] verdict", "GPU-time speedup [95 %] verdict",
                    "bound"):
         assert column in text, column
-    line = next(l for l in text.splitlines() if "│ backend ttrt_fp16" in l)
+    line = next(ln for ln in text.splitlines() if "│ backend ttrt_fp16" in ln)
     cells = [c.strip() for c in line.split("│")]
     assert cells.index("4.10x [3.20-5.30] faster") < cells.index("2.45x [2.41-2.49] faster")
     assert "GPU-bound" in cells

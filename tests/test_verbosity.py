@@ -113,9 +113,9 @@ def test_verbose_error_shows_the_traceback_quiet_and_verbose_exclude(cli):
 
 
 def test_every_command_takes_quiet_and_verbose(cli):
-    from profiler.cli.app import app
-
     import typer.main
+
+    from profiler.cli.app import app
 
     group = typer.main.get_command(app)
     for name, command in group.commands.items():

@@ -4,8 +4,16 @@ through its median (tests/test_verdict_statistics.py holds the designs' statisti
 import numpy as np
 import pytest
 
-from profiler.analysis.verdict import (FASTER, FIGURES, GPU_TIME, LATENCY, SAME, SLOWER,
-                                       UNDECIDED, compare)
+from profiler.analysis.verdict import (
+    FASTER,
+    FIGURES,
+    GPU_TIME,
+    LATENCY,
+    SAME,
+    SLOWER,
+    UNDECIDED,
+    compare,
+)
 
 
 def processes(rng, count, median=5.0, iters=200, within=0.03, between=0.0):

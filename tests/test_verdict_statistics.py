@@ -13,15 +13,34 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from profiler.analysis.sampling import betainc, processes_needed, t975, t_quantile, \
-    t_two_sided_p
-from profiler.analysis.timed_verdict import (LEVER, Bound, bound_of, control_family, judge)
-from profiler.analysis.verdict import (FASTER, FIGURES, FLOOR, GPU_TIME, LATENCY, PAIRED,
-                                       SAME, SLOWER, UNDECIDED, UNPAIRED, _pairs, compare,
-                                       control_fdr, design_for, pairing_pays)
+from profiler.analysis.sampling import betainc, processes_needed, t975, t_quantile, t_two_sided_p
+from profiler.analysis.timed_verdict import LEVER, Bound, bound_of, control_family, judge
+from profiler.analysis.verdict import (
+    FASTER,
+    FIGURES,
+    FLOOR,
+    GPU_TIME,
+    LATENCY,
+    PAIRED,
+    SAME,
+    SLOWER,
+    UNDECIDED,
+    UNPAIRED,
+    _pairs,
+    compare,
+    control_fdr,
+    design_for,
+    pairing_pays,
+)
 from profiler.runs.result import read_result
-from profiler.runs.samples import (GPU_BOUND, LAUNCH_BOUND, LAUNCH_BOUND_SHARE, ConfigSamples,
-                                   ProcessWindow, config_samples)
+from profiler.runs.samples import (
+    GPU_BOUND,
+    LAUNCH_BOUND,
+    LAUNCH_BOUND_SHARE,
+    ConfigSamples,
+    ProcessWindow,
+    config_samples,
+)
 
 from .conftest import FIXTURES
 
@@ -496,17 +515,17 @@ def test_compare_timed_on_two_runs_of_an_earlier_version():
     a_json, b_json = runs / "pytorch_fp32_bs8" / "result.json", \
         runs / "ttrt_fp16_bs8" / "result.json"
     timed = compare_timed(read_result(a_json), read_result(b_json), a_json, b_json)
-    assert timed["verdict"]["verdict"] == FASTER and timed["gpu_verdict"] is None
-    assert timed["gpu_speedup_x"] is None and timed["source"] == "recorded processes"
-    assert timed["processes_a"]["processes"] == 1 and timed["processes_a"]["gpu_time"] is None
-    assert timed["processes_a"]["bound"] is None
-    assert timed["verdicts"]["lead"] == LATENCY
+    assert timed.verdict.verdict == FASTER and timed.gpu_verdict is None
+    assert timed.gpu_speedup_x is None and timed.source == "recorded processes"
+    assert timed.processes_a.processes == 1 and timed.processes_a.gpu_time is None
+    assert timed.processes_a.bound is None
+    assert timed.verdicts.lead == LATENCY
     # a run without latency.csv (ncu fixtures): no verdict, the p50 ratio alone
     ncu = FIXTURES / "h200_ncu" / "runs"
     c_json = ncu / "pytorch_fp16_bs8" / "result.json"
     bare = compare_timed(read_result(c_json), read_result(b_json), c_json, b_json)
-    assert bare["verdict"] is None and bare["verdicts"] is None
-    assert bare["speedup_x"] > 0
+    assert bare.verdict is None and bare.verdicts is None
+    assert bare.speedup_x > 0
 
 
 def test_advise_quotes_the_cuda_graphs_experiment_with_the_lever(tmp_path):

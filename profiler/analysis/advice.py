@@ -14,9 +14,9 @@ figures suggest, which a change may beat). The formula stands beside each rule b
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import pandas as pd
 

@@ -21,14 +21,15 @@ figure's verdicts held to a false discovery rate of 5 % over the sweep's cells
 ones), verdict_note (launch-bound explanations and disagreements), processes (the timed
 windows behind the cell's figures, each in its own process: --processes), gpus (the GPUs those
 windows ran on, ";"-joined; a verdict between two cells uses only their windows on the GPUs
-they share, when they share one), baseline, ready_s (prepare + first call: from handing the model to the backend
-to the first output, every backend), compile_s and compile_what (TensorRT: engine build time,
-with ModelOpt's extension build for ttrt_fp8/ttrt_int8, or the engine cache load time; ONNX
+they share, when they share one), baseline, ready_s (prepare + first call: from handing the model to
+the backend to the first output, every backend), compile_s and compile_what (TensorRT: engine build
+time, with ModelOpt's extension build for ttrt_fp8/ttrt_int8, or the engine cache load time; ONNX
 Runtime: export + session creation, or the session alone from a cached ONNX file; Inductor: the
-first call, where torch.compile compiles; empty for eager and TorchScript), rel_l2_error (vs the FP32 eager reference; empty for pytorch_fp32,
-the reference itself), tensor_core_pct (time in Tensor Core kernels, % of kernel time: a kernel
-that uses Tensor Cores at all counts whole; not how busy the tensor pipe was), gpu_util_pct,
-cv_pct (the timed window's coefficient of variation), noise (its warnings, ";"-joined),
+first call, where torch.compile compiles; empty for eager and TorchScript), rel_l2_error (vs the
+FP32 eager reference; empty for pytorch_fp32, the reference itself), tensor_core_pct (time in Tensor
+Core kernels, % of kernel time: a kernel that uses Tensor Cores at all counts whole; not how busy
+the tensor pipe was), gpu_util_pct, cv_pct (the timed window's coefficient of variation), noise (its
+warnings, ";"-joined),
 peak_allocated_mib and peak_reserved_mib (PyTorch allocator, timed window; empty on a CPU),
 engine_mib (TensorRT engines' device memory),
 tflops, pct_peak_compute, gbs, pct_peak_bandwidth, flop_per_byte (the roofline of the timed
@@ -42,8 +43,8 @@ went: wall_s (the run's own wall time: imports + harness, result.json's timing.w
 column per phase, <phase>_s in run order (profiler.runs.phases: imports_s, build_s, flops_s,
 prepare_s, first_call_s, graph_capture_s, warm_up_s, timed_s, gpu_compute_s, untraced_call_s,
 profile_s, trace_write_s, after_windows_s, numerics_s, repeat_runs_s, write_s; empty where the
-phase did not run). A column per phase rather than one text column: the seconds sort, sum and plot as numbers; benchmark.md and the
-terminal table leave them out to stay readable.
+phase did not run). A column per phase rather than one text column: the seconds sort, sum and
+plot as numbers; benchmark.md and the terminal table leave them out to stay readable.
 
 A sweep given a list of an option's values (``--max-new-tokens 16,64``) has a column of that
 option after bs (named as the manifest's options: max_new_tokens, src_len, prompt_len, seq_len,
@@ -60,23 +61,24 @@ p90, p99 per backend) is the first columns.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
 import numpy as np
 import pandas as pd
 
-from profiler.runs import backends as backend_facts
-from profiler.runs.phases import ORDER as PHASE_ORDER
-from profiler.runs.layout import RESULT_FILE, peaks_dir
-from profiler.runs.result import RunResult, try_read_result
-from profiler.runs.manifest import OK, SweepManifest, axis_options, grid_cells
-from profiler.analysis.roofline import roofline_of
-from profiler.analysis.headline import memory_figures, verdicts_between, window_noise
-from profiler.analysis.timed_verdict import control_family
-from profiler.runs.samples import ConfigSamples, config_samples
 from profiler.analysis.gpu_offsets import GpuOffset, gpu_offsets
+from profiler.analysis.headline import memory_figures, verdicts_between, window_noise
+from profiler.analysis.roofline import roofline_of
+from profiler.analysis.timed_verdict import control_family
 from profiler.analysis.verdict import GPU_TIME, LATENCY
+from profiler.runs import backends as backend_facts
+from profiler.runs.layout import RESULT_FILE, peaks_dir
+from profiler.runs.manifest import OK, SweepCell, SweepManifest, axis_options, grid_cells
+from profiler.runs.phases import ORDER as PHASE_ORDER
+from profiler.runs.result import RunResult, try_read_result
+from profiler.runs.samples import ConfigSamples, config_samples
 
 #: the reason of a finished cell whose output holds NaN or Inf: its latency is not one to quote
 NOT_FINITE = "output holds NaN or Inf"
@@ -139,24 +141,48 @@ def axis_columns(manifest: SweepManifest) -> list[str]:
     return [key for key in axis_options() if isinstance(manifest.options.get(key), list)]
 
 
+@dataclass(frozen=True)
+class CellAnalysis:
+    """One cell of a sweep, read once: its manifest entry, its result.json (None unless the
+    cell finished and the file reads) and its windows (each with the GPU it ran on). The
+    benchmark table and the GPU offsets are both built from these."""
+
+    name: str
+    cell: SweepCell
+    result: RunResult | None
+    samples: ConfigSamples
+
+
+def cell_analyses(sweep_dir: Path, manifest: SweepManifest) -> list[CellAnalysis]:
+    """Every cell of the sweep's grid, in the grid's order, each read once."""
+    found = []
+    for name, cell in grid_cells(manifest):
+        path = sweep_dir / name / RESULT_FILE
+        result = try_read_result(path) if cell.status == OK else None
+        samples = ConfigSamples() if result is None else \
+            with_gpus(config_samples(result, path), cell.gpu)
+        found.append(CellAnalysis(name, cell, result, samples))
+    return found
+
+
 def benchmark_table(sweep_dir: Path, manifest: SweepManifest,
-                    floors_dir: Path | None = None) -> pd.DataFrame:
+                    floors_dir: Path | None = None,
+                    cells: list[CellAnalysis] | None = None) -> pd.DataFrame:
+    """One row per cell (the module doc), from ``cells`` (cell_analyses) when given."""
     rows, samples = [], []
     axes = axis_columns(manifest)
-    for name, cell in grid_cells(manifest):
+    for analysed in cells if cells is not None else cell_analyses(sweep_dir, manifest):
+        cell, result, found = analysed.cell, analysed.result, analysed.samples
         row = {"model": manifest.model, "device": "", "backend": cell.backend,
                "bs": cell.batch_size, **(cell.axis or {}), "status": cell.status,
                "reason": cell.reason or "", "gpu": cell.gpu or "", "node": cell.node or "",
                "elapsed_s": cell.elapsed_s, "baseline": manifest.baseline}
-        result = try_read_result(sweep_dir / name / RESULT_FILE) if cell.status == OK else None
         if cell.status == OK and result is None:
             row.update(status="failed", reason="result.json missing or unreadable")
-        found = ConfigSamples()
         if result is not None:
             row.update(_result_columns(result, cell.metrics or {}))
             if result.output.finite is False:  # it ran, but what it timed is broken
                 row["reason"] = NOT_FINITE
-            found = with_gpus(config_samples(result, sweep_dir / name / RESULT_FILE), cell.gpu)
             used = found.for_verdict()
             row["processes"] = len(used) or None
             row["gpus"] = ";".join(sorted({g for g in used.gpus() if g}))  # one CSV cell
@@ -236,19 +262,17 @@ def geomean_rows(frame: pd.DataFrame) -> pd.DataFrame:
 
 def cell_samples(sweep_dir: Path, manifest: SweepManifest) -> dict[str, ConfigSamples]:
     """Every finished cell's windows (its processes, each with the GPU it ran on)."""
-    found = {}
-    for name, cell in grid_cells(manifest):
-        result = try_read_result(sweep_dir / name / RESULT_FILE) if cell.status == OK else None
-        if result is not None:
-            found[name] = with_gpus(config_samples(result, sweep_dir / name / RESULT_FILE),
-                                    cell.gpu)
-    return found
+    return {c.name: c.samples for c in cell_analyses(sweep_dir, manifest)
+            if c.result is not None}
 
 
-def sweep_gpu_offsets(sweep_dir: Path, manifest: SweepManifest) -> list[GpuOffset]:
-    """Each GPU's offset and floor over the sweep's cells (profiler.analysis.gpu_offsets), on
-    GPU time where the cells measured it, else on latency; [] with fewer than two GPUs."""
-    samples = list(cell_samples(sweep_dir, manifest).values())
+def sweep_gpu_offsets(sweep_dir: Path, manifest: SweepManifest,
+                      cells: list[CellAnalysis] | None = None) -> list[GpuOffset]:
+    """Each GPU's offset and floor over the sweep's finished cells (profiler.analysis
+    .gpu_offsets), from ``cells`` (cell_analyses) when given, on GPU time where the cells
+    measured it, else on latency; [] with fewer than two GPUs."""
+    cells = cell_analyses(sweep_dir, manifest) if cells is None else cells
+    samples = [c.samples for c in cells if c.result is not None]
     return gpu_offsets(samples, GPU_TIME) or gpu_offsets(samples, LATENCY)
 
 
@@ -304,9 +328,9 @@ def phase_columns(result: RunResult) -> dict:
 
 
 def _noise_and_memory(result: RunResult) -> dict:
-    window = window_noise(result) or {}
+    window = window_noise(result)
     memory = memory_figures(result)
-    return {"cv_pct": None if "cv" not in window else 100 * window["cv"],
-            "noise": "; ".join(w.split(":")[0] for w in window.get("warnings") or []),
-            "peak_allocated_mib": memory["peak_allocated_mib"],
-            "peak_reserved_mib": memory["peak_reserved_mib"], "engine_mib": memory["engine_mib"]}
+    return {"cv_pct": None if window is None else 100 * window.cv,
+            "noise": "; ".join(w.split(":")[0] for w in window.warnings) if window else "",
+            "peak_allocated_mib": memory.peak_allocated_mib,
+            "peak_reserved_mib": memory.peak_reserved_mib, "engine_mib": memory.engine_mib}

@@ -26,11 +26,11 @@ evidence, but its causes are the configs, not autotuning or the machine; ``expla
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-
+import msgspec
 import pandas as pd
 
 from profiler.analysis.headline import differences, gpu_state_of
+from profiler.analysis.records import Difference, Explanation, KernelShare
 from profiler.runs.gpu_record import GpuState
 from profiler.runs.result import RunResult
 from profiler.trace.rules import distinct_short_names
@@ -42,30 +42,6 @@ LISTED = 5  # kernels named per side in a line
 
 CLOCK, KERNELS, CLOCK_AND_KERNELS, KERNEL_TIME, HOST, NONE = (
     "clock", "kernels", "clock and kernels", "kernel time", "host", "none")
-
-
-@dataclass(frozen=True)
-class KernelShare:
-    name: str
-    total_us: float
-    share: float  # of its run's kernel time
-
-
-@dataclass
-class Difference:
-    """The cause (one of CLOCK, KERNELS, CLOCK_AND_KERNELS, KERNEL_TIME, HOST, NONE), the lines
-    that say it, and the evidence."""
-
-    cause: str
-    lines: list[str]
-    added: list[KernelShare] = field(default_factory=list)    # in B only, by time
-    removed: list[KernelShare] = field(default_factory=list)  # in A only, by time
-    kernel_time_ratio: float | None = None  # common kernels, B / A at A's call counts
-    clock_a_mhz: float | None = None
-    clock_b_mhz: float | None = None
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def _by_name(table: pd.DataFrame) -> pd.DataFrame:
@@ -187,14 +163,11 @@ def differs_in_work(ra: RunResult, rb: RunResult) -> list[str]:
 
 
 def explain_runs(ra: RunResult, rb: RunResult, kernels_a: pd.DataFrame,
-                 kernels_b: pd.DataFrame) -> dict:
-    """Why run B differs from run A, as plain data for `compare` and its --json: each run's
-    kernel table (profiler.trace.kernels, from its profiled steps), the GPU state of each timed
-    window (result.json; "not recorded" with the reason where it is missing), the timed p50
-    ratio, and what differs in the work they ran. Keys: cause, line (the lines in one),
-    short_line (the same with kernels' short names, for a terminal), lines, added and removed (kernels in one run only, by time), kernel_time_ratio, clock_a_mhz,
-    clock_b_mhz, latency_ratio, same_config, differs_in, gpu_state_a and gpu_state_b (one line
-    each)."""
+                 kernels_b: pd.DataFrame) -> Explanation:
+    """Why run B differs from run A, for `compare` and its --json (Explanation): from each
+    run's kernel table (profiler.trace.kernels, from its profiled steps), the GPU state of each
+    timed window (result.json; "not recorded" with the reason where it is missing), the timed
+    p50 ratio, and what differs in the work they ran."""
     gpu_a, gpu_b = gpu_state_of(ra), gpu_state_of(rb)
     p50_a, p50_b = ra.timing.p50_ms, rb.timing.p50_ms
     latency_ratio = p50_b / p50_a if p50_a and p50_b else None
@@ -204,6 +177,7 @@ def explain_runs(ra: RunResult, rb: RunResult, kernels_a: pd.DataFrame,
     names = sorted({k.name for k in found.added + found.removed}, key=len, reverse=True)
     for name, shortened in zip(names, distinct_short_names(names)):
         short = short.replace(name, shortened)
-    return {**found.to_dict(), "line": line, "short_line": short, "latency_ratio": latency_ratio,
-            "same_config": not differs_in, "differs_in": differs_in,
-            "gpu_state_a": gpu_a.line(), "gpu_state_b": gpu_b.line()}
+    return Explanation(**msgspec.structs.asdict(found), line=line, short_line=short,
+                       latency_ratio=latency_ratio, same_config=not differs_in,
+                       differs_in=differs_in, gpu_state_a=gpu_a.line(),
+                       gpu_state_b=gpu_b.line())

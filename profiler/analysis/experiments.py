@@ -7,8 +7,9 @@ from the run's config, each with the source of the idea). ``plan`` collects the 
 the rules that fired, drops duplicates and changes that are no change, and ranks them: most
 promising first per unit of cost, where the promise is the rule's own projection, a bound or
 an estimate (``promise``, profiler.analysis.advice's formulas) and the cost a rough order of
-the time an experiment takes to set up (``COST``: an eager switch is one, an Inductor compile
-three, a TensorRT engine build four).
+the time an experiment takes to set up (its backend family's ``setup_cost`` in
+profiler.runs.backends: an eager switch is one, an Inductor compile three, a TensorRT engine
+build four). Which families try which option is a family fact there too.
 """
 
 from __future__ import annotations
@@ -17,11 +18,8 @@ import math
 from dataclasses import dataclass, field
 
 from profiler.analysis.advice import Advice
-from profiler.runs.backends import BACKENDS
-
-#: rough setup cost of a run with this change, relative to re-running eager (Inductor compiles,
-#: TensorRT builds an engine); the ranking divides the promise by it
-COST = {"inductor": 3.0, "tensorrt": 4.0, "onnxruntime": 3.0, "torchscript": 1.5}
+from profiler.runs.backends import BACKENDS, family
+from profiler.runs.workloads import workload
 
 
 @dataclass(frozen=True)
@@ -57,25 +55,23 @@ class Plan:
     without: dict[str, str] = field(default_factory=dict)
 
 
-def _backend(family: str, precision: str) -> str | None:
+def _backend(family_name: str, precision: str) -> str | None:
     """The registered backend of that family and precision, or None."""
-    prefix = {"pytorch": "pytorch", "inductor": "inductor", "tensorrt": "ttrt",
-              "onnxruntime": "ort", "torchscript": "torchscript"}[family]
-    name = f"{prefix}_{precision}"
+    name = f"{family(family_name).prefix}{precision}"
     return name if name in BACKENDS else None
 
 
-def _switch(config: dict, family: str, precision: str | None = None) -> list[dict]:
+def _switch(config: dict, family_name: str, precision: str | None = None) -> list[dict]:
     spec = BACKENDS.get(config["backend"])
-    name = _backend(family, precision or (spec.precision if spec else "fp32"))
+    name = _backend(family_name, precision or (spec.precision if spec else "fp32"))
     return [{"backend": name}] if name and name != config["backend"] else []
 
 
 def _launch_bound(config: dict) -> list[tuple[str, dict, str]]:
     spec = BACKENDS[config["backend"]]
     out = []
-    if config.get("workload", "forward") == "forward" and spec.family in ("pytorch", "inductor") \
-            and not config.get("cuda_graphs"):
+    if workload(config.get("workload", "forward")).not_captured is None \
+            and family(spec.family).tries_cuda_graphs and not config.get("cuda_graphs"):
         out.append(("--cuda-graphs", {"cuda_graphs": True},
                     "CUDA graphs replay every launch at once (PyTorch docs, torch.cuda.graphs)"))
     for changes in _switch(config, "inductor"):
@@ -117,7 +113,8 @@ def _memory_bound(config: dict) -> list[tuple[str, dict, str]]:
         for changes in _switch(config, spec.family, "fp16"):
             out.append((f"backend {changes['backend']}", changes,
                         "half precision halves the bytes moved (roofline: Williams et al. 2009)"))
-    if config.get("memory_format", "auto") != "channels_last" and spec.family == "pytorch":
+    if config.get("memory_format", "auto") != "channels_last" \
+            and family(spec.family).tries_channels_last:
         out.append(("--memory-format channels_last", {"memory_format": "channels_last"},
                     "NHWC lets cuDNN pick kernels without layout transposes (PyTorch "
                     "channels_last tutorial)"))
@@ -183,7 +180,7 @@ def promise(advice: Advice, changes: dict | None = None, config: dict | None = N
 def cost(changes: dict, config: dict) -> float:
     backend = changes.get("backend", config["backend"])
     spec = BACKENDS.get(backend)
-    base = COST.get(spec.family, 1.0) if spec else 1.0
+    base = family(spec.family).setup_cost if spec else 1.0
     if "batch_size" in changes:
         base *= changes["batch_size"] / max(1, int(config["batch_size"]))
     return base

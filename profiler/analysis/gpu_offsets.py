@@ -18,8 +18,8 @@ Pure: no I/O, no torch.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 import numpy as np
 

@@ -1,6 +1,7 @@
 """The figures a user quotes, from a run's RunResult: timed latency and throughput, the noise of
 the timed window, peak memory, the run's config, and what differs between two runs. Returns
-plain data for report.headline_view and report.compare_view (and --json)."""
+the records of profiler.analysis.records for report.headline_view and report.compare_view (and
+--json)."""
 
 from __future__ import annotations
 
@@ -8,16 +9,30 @@ from pathlib import Path
 
 import msgspec
 
-from profiler.runs.gpu_record import GpuState
 from profiler import notices
+from profiler.analysis.figures import NOT_ON_CPU, differing_fields, mib, overhead_ratio, speedup
+from profiler.analysis.noise import noise, read_latency_csv
+from profiler.analysis.records import (  # noqa: F401 (the records re-exported)
+    CompareTimed,
+    DifferingField,
+    FigureOverProcesses,
+    GpuComputeFigures,
+    GpuStateFigures,
+    Headline,
+    MemoryFigures,
+    ProcessFigures,
+    TimedFigures,
+    TimedVerdicts,
+    WindowNoise,
+    plain,
+)
+from profiler.analysis.sampling import cv_of
+from profiler.analysis.timed_verdict import judge
+from profiler.analysis.verdict import GPU_TIME, LATENCY, TOLERANCE
+from profiler.runs.gpu_record import GpuState
 from profiler.runs.noise_floor import DEFAULT_STANDS_IN, floor_problem, read_floor
 from profiler.runs.result import RunResult, latency_csv_of
 from profiler.runs.samples import ConfigSamples, config_samples
-from profiler.analysis.figures import (NOT_ON_CPU, differing_fields, mib, overhead_ratio, speedup)
-from profiler.analysis.noise import noise, read_latency_csv
-from profiler.analysis.sampling import cv_of
-from profiler.analysis.timed_verdict import TimedVerdicts, judge
-from profiler.analysis.verdict import GPU_TIME, LATENCY, TOLERANCE
 
 #: the config fields shown in the one-line config of a headline
 CONFIG_LINE = ("model", "backend", "batch_size", "image_size", "seq_len", "tf32",
@@ -28,56 +43,53 @@ COMPARED = ("config", "precision", "environment")
 RECORDED_BEFORE = "run recorded before the GPU state was"
 
 
-def timed_figures(result: RunResult) -> dict:
+def timed_figures(result: RunResult) -> TimedFigures:
     """p50, p90, p99 (ms), throughput (samples/s), iterations, CV and IQR of the timed window,
     and GPU compute / enqueue time beside it (``gpu_compute``)."""
     timing = result.timing
     window = timing.noise
-    return {"p50_ms": timing.p50_ms, "p90_ms": timing.p90_ms, "p99_ms": timing.p99_ms,
-            "throughput_samples_per_s": timing.throughput_samples_per_s,
-            "iters": timing.iters, "warmup_iters": timing.warmup_iters, "timer": timing.timer,
-            "iterations_chosen_by": timing.iterations_chosen_by,
-            "cv": window.cv if window else None, "iqr_ms": window.iqr_ms if window else None,
-            "noise_warnings": list(window.warnings) if window else None,
-            "repeat_runs": msgspec.to_builtins(window.repeat_runs)
-            if window and window.repeat_runs else None,
-            "gpu_compute": gpu_compute_figures(result)}
+    return TimedFigures(
+        p50_ms=timing.p50_ms, p90_ms=timing.p90_ms, p99_ms=timing.p99_ms,
+        throughput_samples_per_s=timing.throughput_samples_per_s, iters=timing.iters,
+        warmup_iters=timing.warmup_iters, timer=timing.timer,
+        iterations_chosen_by=timing.iterations_chosen_by,
+        cv=window.cv if window else None, iqr_ms=window.iqr_ms if window else None,
+        noise_warnings=list(window.warnings) if window else None,
+        repeat_runs=window.repeat_runs if window else None,
+        gpu_compute=gpu_compute_figures(result))
 
 
-def gpu_compute_figures(result: RunResult) -> dict | None:
+def gpu_compute_figures(result: RunResult) -> GpuComputeFigures | None:
     """GPU compute and enqueue time (result.json's timing.gpu_compute, every key), or None for
     a run recorded before it was measured."""
     gpu = result.timing.gpu_compute
-    return None if gpu is None else {
-        name: getattr(gpu, name) for name in gpu.__struct_fields__}
+    return None if gpu is None else GpuComputeFigures(**msgspec.structs.asdict(gpu))
 
 
-def window_noise(result: RunResult, result_json: Path | None = None) -> dict | None:
+def window_noise(result: RunResult, result_json: Path | None = None) -> WindowNoise | None:
     """The noise of the timed window: as recorded, else computed from the run's latency.csv
     (runs recorded before noise was)."""
     if result.timing.noise is not None:
-        return msgspec.to_builtins(result.timing.noise)
+        return WindowNoise(**msgspec.structs.asdict(result.timing.noise))
     csv_path = latency_csv_of(result, result_json)
     if csv_path is None:
         return None
-    computed = msgspec.to_builtins(noise(read_latency_csv(csv_path)))
+    computed = msgspec.structs.asdict(noise(read_latency_csv(csv_path)))
     computed.pop("repeat_runs")  # a window read back from latency.csv was timed once
-    return computed
+    return WindowNoise(**computed)
 
 
-def memory_figures(result: RunResult) -> dict:
-    """Peak PyTorch-allocator memory of the timed window and the TensorRT engines' device
-    memory, in MiB; ``note`` says "n/a (CPU)" on a CPU run and "not recorded" for runs made
-    before memory was recorded."""
+def memory_figures(result: RunResult) -> MemoryFigures:
+    """Peak memory of the timed window and the engines' (MemoryFigures)."""
     memory = result.memory
     on_cpu = result.device.startswith("cpu")
     if memory is None:
-        return {"peak_allocated_mib": None, "peak_reserved_mib": None, "engine_mib": None,
-                "note": NOT_ON_CPU if on_cpu else "not recorded"}
-    return {"peak_allocated_mib": mib(memory.peak_allocated_bytes),
-            "peak_reserved_mib": mib(memory.peak_reserved_bytes),
-            "engine_mib": mib(memory.engine_device_memory_bytes),
-            "note": NOT_ON_CPU if on_cpu else None}
+        return MemoryFigures(peak_allocated_mib=None, peak_reserved_mib=None, engine_mib=None,
+                             note=NOT_ON_CPU if on_cpu else "not recorded")
+    return MemoryFigures(peak_allocated_mib=mib(memory.peak_allocated_bytes),
+                         peak_reserved_mib=mib(memory.peak_reserved_bytes),
+                         engine_mib=mib(memory.engine_device_memory_bytes),
+                         note=NOT_ON_CPU if on_cpu else None)
 
 
 def gpu_state_of(result: RunResult) -> GpuState:
@@ -85,13 +97,11 @@ def gpu_state_of(result: RunResult) -> GpuState:
     return result.gpu_state or GpuState(not_recorded=RECORDED_BEFORE)
 
 
-def gpu_state_figures(result: RunResult) -> dict:
-    """The GPU's state around the timed window (profiler.runs.gpu_record.GpuState) as plain
-    data: the record, the SM clock over the window, the throttle reasons (idle left out) and
-    the one line a person reads ("GPU state: not recorded (no NVML)" and the like)."""
+def gpu_state_figures(result: RunResult) -> GpuStateFigures:
+    """The GPU's state around the timed window and what is derived from it (GpuStateFigures)."""
     state = gpu_state_of(result)
-    return {**msgspec.to_builtins(state), "sm_clock_mhz": state.sm_clock_mhz,
-            "throttle_reasons": state.throttle_reasons, "line": state.line()}
+    return GpuStateFigures(**msgspec.structs.asdict(state), sm_clock_mhz=state.sm_clock_mhz,
+                           throttle_reasons=state.throttle_reasons, line=state.line())
 
 
 def config_line(result: RunResult) -> str:
@@ -103,14 +113,15 @@ def config_line(result: RunResult) -> str:
 
 
 def headline_data(result: RunResult, result_json: Path | None,
-                  profiled_step_us: float | None) -> dict:
-    """Everything the headline of `summarize` shows, as plain data (its --json "headline")."""
+                  profiled_step_us: float | None) -> Headline:
+    """Everything the headline of `summarize` shows (its --json "headline")."""
     timed = timed_figures(result)
-    return {"timed": timed, "noise": window_noise(result, result_json),
-            "memory": memory_figures(result), "config": config_line(result),
-            "profiled_step_ms": None if profiled_step_us is None else profiled_step_us / 1000.0,
-            "profiler_overhead_ratio": overhead_ratio(profiled_step_us, timed["p50_ms"]),
-            "gpu_state": gpu_state_figures(result)}
+    return Headline(
+        timed=timed, noise=window_noise(result, result_json), memory=memory_figures(result),
+        config=config_line(result),
+        profiled_step_ms=None if profiled_step_us is None else profiled_step_us / 1000.0,
+        profiler_overhead_ratio=overhead_ratio(profiled_step_us, timed.p50_ms),
+        gpu_state=gpu_state_figures(result))
 
 
 def differences(ra: RunResult, rb: RunResult) -> list[tuple[str, object, object]]:
@@ -171,53 +182,50 @@ def verdicts_between(ra: RunResult, rb: RunResult, samples_a: ConfigSamples,
                  tolerance=tolerance, cuda_graphs_ms=cuda_graphs_ms)
 
 
-def samples_figures(samples: ConfigSamples) -> dict:
+def samples_figures(samples: ConfigSamples) -> ProcessFigures:
     """What a config's processes measured, each figure over the processes a verdict uses: the
     geometric mean of the per-process medians (ms), their range and between-process CV, the
     processes, and the classification."""
     used = samples.for_verdict()
-    out: dict = {"processes": len(used), "pilot_processes": len(samples) - len(used)
-                 if used is not samples else 0}
+    figures = {}
     for figure in (LATENCY, GPU_TIME, "enqueue"):
         medians = used.medians(figure)
-        out[figure] = None if not medians else {
-            "geomean_ms": used.geometric_mean(figure), "min_ms": min(medians),
-            "max_ms": max(medians), "processes": len(medians),
-            "cv": cv_of(medians) if len(medians) > 1 else None}
+        figures[figure] = None if not medians else FigureOverProcesses(
+            geomean_ms=used.geometric_mean(figure), min_ms=min(medians), max_ms=max(medians),
+            processes=len(medians), cv=cv_of(medians) if len(medians) > 1 else None)
     launch, seen = used.launch_bound_processes()
-    out["bound"] = used.bound()
-    out["launch_bound_processes"], out["classified_processes"] = launch, seen
-    return out
+    return ProcessFigures(
+        processes=len(used),
+        pilot_processes=len(samples) - len(used) if used is not samples else 0,
+        **figures, bound=used.bound(), launch_bound_processes=launch,
+        classified_processes=seen)
 
 
 def compare_timed(ra: RunResult | None, rb: RunResult | None, json_a: Path | None,
                   json_b: Path | None,
                   samples: tuple[ConfigSamples, ConfigSamples] | None = None,
                   floors_dir: Path | None = None, tolerance: float = TOLERANCE
-                  ) -> dict | None:
+                  ) -> CompareTimed | None:
     """Both runs' recorded figures; the figures of the processes the verdicts use (processes.csv,
     else latency.csv; ``samples`` when fresh ones were just taken: ``source`` says which); both
     verdicts (latency and GPU time) with their speedups (A / B of the geometric means of the
     per-process medians); memory; and every differing field."""
     if ra is None or rb is None:
         return None
-    a, b = timed_figures(ra), timed_figures(rb)
-    a["device"], b["device"] = ra.device, rb.device  # "cpu": no GPU time to judge
+    a = msgspec.structs.replace(timed_figures(ra), device=ra.device)  # "cpu": no GPU time
+    b = msgspec.structs.replace(timed_figures(rb), device=rb.device)
     fresh = samples is not None
     sa, sb = samples or (config_samples(ra, json_a), config_samples(rb, json_b))
     verdicts = verdicts_between(ra, rb, sa, sb, floors_dir, tolerance)
     latency = verdicts.latency if verdicts else None
     gpu = verdicts.gpu_time if verdicts else None
-    return {"a": a, "b": b,
-            "source": "fresh processes" if fresh else "recorded processes",
-            "processes_a": samples_figures(sa), "processes_b": samples_figures(sb),
-            "speedup_x": speedup(a["p50_ms"], b["p50_ms"]) if latency is None
-            else latency.speedup,
-            "gpu_speedup_x": None if gpu is None else gpu.speedup,
-            "verdict": None if latency is None else latency.to_dict(),
-            "gpu_verdict": None if gpu is None else gpu.to_dict(),
-            "verdicts": None if verdicts is None else verdicts.to_dict(),
-            "noise_a": window_noise(ra, json_a), "noise_b": window_noise(rb, json_b),
-            "memory_a": memory_figures(ra), "memory_b": memory_figures(rb),
-            "config_a": config_line(ra), "config_b": config_line(rb),
-            "differences": [{"field": f, "a": x, "b": y} for f, x, y in differences(ra, rb)]}
+    return CompareTimed(
+        a=a, b=b, source="fresh processes" if fresh else "recorded processes",
+        processes_a=samples_figures(sa), processes_b=samples_figures(sb),
+        speedup_x=speedup(a.p50_ms, b.p50_ms) if latency is None else latency.speedup,
+        gpu_speedup_x=None if gpu is None else gpu.speedup,
+        verdict=latency, gpu_verdict=gpu, verdicts=verdicts,
+        noise_a=window_noise(ra, json_a), noise_b=window_noise(rb, json_b),
+        memory_a=memory_figures(ra), memory_b=memory_figures(rb),
+        config_a=config_line(ra), config_b=config_line(rb),
+        differences=[DifferingField(field=f, a=x, b=y) for f, x, y in differences(ra, rb)])

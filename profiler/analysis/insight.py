@@ -11,11 +11,16 @@ import msgspec
 import pandas as pd
 
 from profiler.analysis.advice import Advice, Evidence, advise, read_trt_layers
-from profiler.analysis.roofline import (Roofline, cached_ceilings, no_ceilings,
-                                        no_roofline_reason, result_roofline)
+from profiler.analysis.roofline import (
+    Roofline,
+    cached_ceilings,
+    no_ceilings,
+    no_roofline_reason,
+    result_roofline,
+)
 from profiler.runs.result import RooflineInputs, RunResult
-from profiler.trace.summary import Summary
 from profiler.trace.hardware import hardware_join, read_ncu_csv
+from profiler.trace.summary import Summary
 
 
 @dataclass

@@ -20,7 +20,7 @@ Whether two configs differ is profiler.analysis.verdict's: over processes, not o
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import cached_property
 
 import msgspec
@@ -156,7 +156,9 @@ def two_cluster_split(x: np.ndarray) -> tuple[float | None, list[float] | None]:
     a, b = s[:best], s[best:]
     spread = math.sqrt(a.var() + b.var())
     if spread == 0:
-        return (None, None) if a.mean() == b.mean() else (math.inf, [float(a.mean()), float(b.mean())])
+        if a.mean() == b.mean():
+            return None, None
+        return math.inf, [float(a.mean()), float(b.mean())]
     return math.sqrt(2) * float(b.mean() - a.mean()) / spread, [float(a.mean()), float(b.mean())]
 
 

@@ -17,9 +17,7 @@ import numpy as np
 import pandas as pd
 
 from profiler.runs.result import RunResult
-from profiler.trace.load import read_bytes
-from profiler.trace.load import KIND
-from profiler.trace.load import load_trace
+from profiler.trace.load import KIND, load_trace, read_bytes
 
 #: Dense (no sparsity) datasheet ceilings, TFLOP/s (TOPS for INT8) per matmul data type and
 #: memory bandwidth in GB/s: a labelled fallback when `profile.py peaks` has not measured the GPU,

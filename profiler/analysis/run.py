@@ -21,33 +21,30 @@ from pathlib import Path
 
 import pandas as pd
 
+from profiler.analysis.advice import Advice, advise
+from profiler.analysis.difference import Explanation, explain_runs
+from profiler.analysis.headline import (
+    CompareTimed,
+    Headline,
+    WindowNoise,
+    compare_timed,
+    headline_data,
+    window_noise,
+)
+from profiler.analysis.insight import Insight, ceilinged_roofline, evidence, sweep_table
+from profiler.analysis.roofline import Roofline, gemm_roofline, no_roofline_reason
+from profiler.analysis.verdict import TOLERANCE
 from profiler.errors import UserError
 from profiler.runs.layout import RESULT_FILE, engine_layer_files, ncu_csv_of, peaks_dir
 from profiler.runs.result import RunResult
+from profiler.runs.samples import ConfigSamples
 from profiler.runs.targets import Target, resolve_target
 from profiler.trace.diff import Diff, diff
-from profiler.trace.hardware import Agreement
+from profiler.trace.hardware import Agreement, agreement_share, hardware_join, read_ncu_csv
 from profiler.trace.load import Trace, load_trace
 from profiler.trace.rules import RunContext
 from profiler.trace.summary import Summary, summarize_trace
-from profiler.trace.trt_layers import Attribution
-from profiler.analysis.advice import Advice
-from profiler.analysis.insight import Insight
-from profiler.analysis.roofline import Roofline
-from profiler.analysis.headline import headline_data
-from profiler.analysis.headline import window_noise
-from profiler.analysis.insight import ceilinged_roofline
-from profiler.analysis.roofline import no_roofline_reason
-from profiler.analysis.advice import advise
-from profiler.analysis.insight import evidence, sweep_table
-from profiler.analysis.roofline import gemm_roofline
-from profiler.trace.hardware import hardware_join, read_ncu_csv
-from profiler.trace.hardware import agreement_share
-from profiler.trace.trt_layers import attribute, read_layers
-from profiler.analysis.headline import compare_timed
-from profiler.runs.samples import ConfigSamples
-from profiler.analysis.verdict import TOLERANCE
-from profiler.analysis.difference import explain_runs
+from profiler.trace.trt_layers import Attribution, attribute, read_layers
 
 
 def run_context(result: RunResult, source: Path | None = None) -> RunContext:
@@ -155,14 +152,14 @@ class RunAnalysis:
     # ---- the timed window (result.json) ------------------------------------------------------
 
     @cached_property
-    def headline(self) -> dict | None:
+    def headline(self) -> Headline | None:
         """Timed figures, noise, memory and config (profiler.analysis.headline.headline_data)."""
         if self.result is None:
             return None
         return headline_data(self.result, self.result_json, self.summary.overview.mean_step_us)
 
     @cached_property
-    def noise(self) -> dict | None:
+    def noise(self) -> WindowNoise | None:
         """The timed window's noise (profiler.analysis.headline.window_noise)."""
         if self.result is None:
             return None
@@ -290,7 +287,7 @@ class Comparison:
         return found
 
     @cached_property
-    def timed(self) -> dict | None:
+    def timed(self) -> CompareTimed | None:
         """Both runs' timed figures, speedup, the verdict over processes, memory and differing
         fields (profiler.analysis.headline.compare_timed); None unless both are runs."""
         return compare_timed(self.a.result, self.b.result, self.a.result_json,
@@ -298,7 +295,7 @@ class Comparison:
                              tolerance=self.tolerance)
 
     @cached_property
-    def explanation(self) -> dict | None:
+    def explanation(self) -> Explanation | None:
         """Why B differs from A at the kernel level: the same kernels at another SM clock,
         other kernels (named), the same kernels slower, or host-side
         (profiler.analysis.difference.explain_runs, from both kernel tables and the GPU state of

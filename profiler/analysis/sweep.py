@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pandas as pd
 
+from profiler.analysis.benchmark import benchmark_table
+from profiler.analysis.roofline import Roofline, roofline_of
+from profiler.analysis.run import RunAnalysis
 from profiler.errors import UserError
 from profiler.runs.layout import MANIFEST, RESULT_FILE, peaks_dir
 from profiler.runs.manifest import OK, SweepCell, SweepManifest, grid_cells, read_manifest
 from profiler.runs.result import try_read_result
 from profiler.runs.targets import resolve_target
-from profiler.analysis.roofline import Roofline, roofline_of
-from profiler.analysis.run import RunAnalysis
 from profiler.trace.diff import steps_of
-from profiler.analysis.benchmark import benchmark_table
 
 
 def load_sweep(target: Path) -> tuple[Path, SweepManifest]:

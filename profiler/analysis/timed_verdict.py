@@ -13,30 +13,29 @@ Which verdict leads:
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from dataclasses import asdict, dataclass, field
 
+import msgspec
+
+from profiler.analysis.records import Bound, TimedVerdicts
 from profiler.analysis.sampling import processes_needed
-from profiler.analysis.verdict import (FIGURES, GPU_TIME, LATENCY, PAIRED, SAME, TOLERANCE,
-                                       UNDECIDED, Verdict, compare, control_fdr)
+from profiler.analysis.verdict import (
+    FIGURES,
+    GPU_TIME,
+    LATENCY,
+    PAIRED,
+    SAME,
+    TOLERANCE,
+    UNDECIDED,
+    Verdict,
+    compare,
+    control_fdr,
+)
 from profiler.runs.samples import GPU_BOUND, LAUNCH_BOUND, LAUNCH_BOUND_SHARE, ConfigSamples
 
 #: the latency interval a launch-bound verdict says how to reach
 LATENCY_TARGET = 0.05
 LEVER = "--cuda-graphs"
-
-
-@dataclass(frozen=True)
-class Bound:
-    """One config's classification over its processes, and the two figures behind it (the
-    geometric means over processes of each process's enqueue p90 and GPU time p50, ms)."""
-
-    word: str | None  # launch-bound, GPU-bound, None (no GPU time measured)
-    launch_bound_processes: int = 0
-    classified_processes: int = 0
-    enqueue_p90_ms: float | None = None
-    gpu_p50_ms: float | None = None
 
 
 def bound_of(samples: ConfigSamples) -> Bound:
@@ -56,36 +55,6 @@ def _p90(values) -> float:
     low = math.floor(position)
     high = min(low + 1, len(ordered) - 1)
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
-
-
-@dataclass(frozen=True)
-class TimedVerdicts:
-    """B against A on both figures; ``lead`` names the verdict to quote first ("latency" when
-    both configs are GPU-bound, "both" otherwise); ``lines`` say why, in words."""
-
-    latency: Verdict | None
-    gpu_time: Verdict | None
-    bound_a: Bound
-    bound_b: Bound
-    lead: str
-    #: launch-bound: the processes a side the latency verdict would need for ±5 %
-    latency_processes_for_5pct: int | None = None
-    #: the --cuda-graphs figure of the launch-bound side, when one was measured (ms)
-    cuda_graphs_ms: float | None = None
-    lines: tuple[str, ...] = field(default_factory=tuple)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @property
-    def launch_bound(self) -> bool:
-        return LAUNCH_BOUND in (self.bound_a.word, self.bound_b.word)
-
-    @property
-    def disagree(self) -> bool:
-        """Both figures decided, and not the same way."""
-        words = [v.verdict for v in (self.latency, self.gpu_time) if v is not None]
-        return len(words) == 2 and UNDECIDED not in words and words[0] != words[1]
 
 
 def figure_verdict(a: ConfigSamples, b: ConfigSamples, figure: str, *,
@@ -117,7 +86,7 @@ def _with_gpus(found: Verdict, a: ConfigSamples, b: ConfigSamples, figure: str) 
         note = (f"GPU a recorded factor, not paired out: A's windows by GPU {_per_gpu(ga)}, "
                 f"B's {_per_gpu(gb)}; an offset between GPUs widens the interval (sweep's "
                 "GPU offsets)")
-    return dataclasses.replace(found, method=f"{found.method}; {note}")
+    return msgspec.structs.replace(found, method=f"{found.method}; {note}")
 
 
 def _gpu_list(gpus: list[str]) -> str:

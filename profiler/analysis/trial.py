@@ -18,11 +18,12 @@ from pathlib import Path
 
 from profiler.analysis.experiments import Experiment, projection
 from profiler.analysis.headline import verdicts_between, window_noise
-from profiler.analysis.sampling import cv_of
+from profiler.analysis.noise import window_flags
+from profiler.analysis.records import BaselineNoise, BaselineRow
 from profiler.analysis.run import RunAnalysis
+from profiler.analysis.sampling import cv_of
 from profiler.analysis.timed_verdict import control_family
 from profiler.errors import UserError
-from profiler.analysis.noise import window_flags
 from profiler.runs.layout import RESULT_FILE
 from profiler.runs.result import RunResult, try_read_result
 from profiler.runs.samples import ConfigSamples, config_samples
@@ -53,6 +54,8 @@ class TrialRow:
     status: str
     reason: str | None = None
     p50_ms: float | None = None
+    #: the relative noise of p50_ms (latency_noise): the figures it is printed to
+    cv: float | None = None
     processes: int = 0
     speedup: float | None = None
     low: float | None = None
@@ -112,25 +115,35 @@ def kernel_change(base: Path, cell: Path) -> KernelChange | None:
                         biggest(b, added, short_b), (la, lb), (ia, ib))
 
 
-def baseline_noise(result: RunResult, result_json: Path | None) -> dict:
-    """A baseline's noise: its timed window's CV and warnings (headline.window_noise), the
-    processes it was timed in and, with two or more, the CV of their medians."""
-    window = window_noise(result, result_json) or {}
+def baseline_noise(result: RunResult, result_json: Path | None) -> BaselineNoise:
+    """A baseline's noise (BaselineNoise)."""
+    window = window_noise(result, result_json)
     medians = config_samples(result, result_json).for_verdict().medians()
-    return {"cv": window.get("cv"), "warnings": list(window.get("warnings") or []),
-            "processes": len(medians),
-            "between_cv": cv_of(medians) if len(medians) > 1 else None}
+    return BaselineNoise(cv=window.cv if window else None,
+                         warnings=list(window.warnings) if window else [],
+                         processes=len(medians),
+                         between_cv=cv_of(medians) if len(medians) > 1 else None)
 
 
-def unjudged_why(noise: dict | None) -> str | None:
+def latency_noise(used: ConfigSamples, result: RunResult, result_json: Path | None
+                  ) -> float | None:
+    """The relative noise of a geometric mean of per-process medians: the CV between the
+    processes with several, else the one timed window's CV (as compare trims its figures)."""
+    medians = used.medians()
+    if len(medians) > 1:
+        return cv_of(medians)
+    return baseline_noise(result, result_json).cv
+
+
+def unjudged_why(noise: BaselineNoise | None) -> str | None:
     """Why no latency verdict is drawn from a baseline: its one window flagged noisy or
     bimodal; None otherwise."""
-    if not noise or noise["processes"] != 1:
+    if not noise or noise.processes != 1:
         return None
-    flags = [f for f in window_flags(noise["warnings"]) if f in UNJUDGED]
-    if not flags:
+    flags = [f for f in window_flags(noise.warnings) if f in UNJUDGED]
+    if not flags or noise.cv is None:
         return None
-    return (f"the baseline's one window is {' and '.join(flags)} (CV {100 * noise['cv']:.1f} %): "
+    return (f"the baseline's one window is {' and '.join(flags)} (CV {100 * noise.cv:.1f} %): "
             "no verdict drawn from it; --processes 3 gives it fresh windows")
 
 
@@ -204,6 +217,7 @@ def trial_rows(trial: dict, folder: Path, promises: dict[str, float],
             used = windows.for_verdict()
             row.processes = len(used)
             row.p50_ms = used.geometric_mean("latency") or result.timing.p50_ms
+            row.cv = latency_noise(used, result, path)
             row.rel_l2_error = result.numerics.rel_l2_error if result.numerics else None
             row.bound = used.bound()
             if base is not None:
@@ -253,19 +267,20 @@ def cuda_graphs_latency(cells: list[dict], folder: Path) -> float | None:
     return None
 
 
-def baseline_row(trial: dict, folder: Path) -> dict:
-    """The re-run baseline's figures: p50 (mean of per-process medians), processes, status."""
+def baseline_row(trial: dict, folder: Path) -> BaselineRow:
+    """The re-run baseline's figures (BaselineRow)."""
     cell = trial["cells"][0]
     path = folder / cell["folder"] / RESULT_FILE
     result = try_read_result(path) if cell["status"] == "ok" else None
     if result is None:
-        return {"status": cell["status"], "reason": cell["reason"], "p50_ms": None,
-                "processes": 0}
+        return BaselineRow(status=cell["status"], reason=cell["reason"], processes=0,
+                           p50_ms=None)
     used = config_samples(result, path).for_verdict()
-    return {"status": "ok", "reason": None, "processes": len(used),
-            "p50_ms": used.geometric_mean("latency") or result.timing.p50_ms,
-            "gpu_ms": used.geometric_mean("gpu_time"), "bound": used.bound(),
-            "noise": baseline_noise(result, path)}
+    return BaselineRow(status="ok", reason=None, processes=len(used),
+                       p50_ms=used.geometric_mean("latency") or result.timing.p50_ms,
+                       cv=latency_noise(used, result, path),
+                       gpu_ms=used.geometric_mean("gpu_time"), bound=used.bound(),
+                       noise=baseline_noise(result, path))
 
 
 def experiments_of(trial: dict) -> list[Experiment]:

@@ -42,10 +42,12 @@ The verdict (``tolerance`` default ``TOLERANCE``, 2 %, ``--same-within``):
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass
 
+import msgspec
 import numpy as np
 
+from profiler.analysis.records import Verdict
 from profiler.analysis.sampling import t_quantile, t_two_sided_p
 from profiler.runs.noise_floor import MAX_FLOOR_CV
 
@@ -92,46 +94,6 @@ FIGURES = {
         floor_source="worst of eager ResNet50 FP32 bs 8 (CV 0.4-0.5 %), FP16 bs 1 (CV 2.4-3.1 "
                      "%) and FP32 bs 16 (0.35-0.45 %), 15 fresh processes, H100"),
 }
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """B against A on one figure: the ratio of the geometric means of the per-process medians
-    (B / A), its 95 % interval, the 90 % interval the "same" test used, the verdict (faster /
-    slower / same / undecided: B relative to A) and how it was reached."""
-
-    ratio: float
-    low: float
-    high: float
-    verdict: str
-    tolerance: float
-    processes_a: int
-    processes_b: int
-    noise_floor: float | None  # the between-process CV assumed (design "floor")
-    method: str
-    #: where noise_floor came from: "default" (the figure's worst case) or "given" (measured)
-    floor_source: str | None = None
-    figure: str = LATENCY
-    design: str = UNPAIRED
-    p_value: float = 1.0
-    same_low: float | None = None   # the 90 % interval of the equivalence test
-    same_high: float | None = None
-    pairs: int | None = None        # design "paired": rounds with both configs
-    #: how the verdict was held against the other comparisons of its family (a sweep's cells)
-    fdr: str | None = None
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @property
-    def speedup(self) -> float:
-        """A / B: above 1 when B is faster."""
-        return 1 / self.ratio
-
-    @property
-    def half_width(self) -> float:
-        """The 95 % interval's relative half-width, on the log scale."""
-        return (math.log(self.high) - math.log(self.low)) / 2
 
 
 def geometric_mean(values) -> float:
@@ -262,5 +224,5 @@ def control_fdr(verdicts: list[Verdict | None], q: float = FDR_Q) -> list[Verdic
         word = v.verdict
         if word in (FASTER, SLOWER) and i not in survivors:
             word = UNDECIDED
-        out[i] = replace(v, verdict=word, fdr=note)
+        out[i] = msgspec.structs.replace(v, verdict=word, fdr=note)
     return out

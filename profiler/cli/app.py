@@ -13,12 +13,18 @@ import re
 import sys
 import typing
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Literal
 
 import typer
 
 from profiler import notices, signals
-from profiler.cli.options import HelpCommand, OneLineErrors, OneLineUsage, run_options
+from profiler.cli.options import (
+    HelpCommand,
+    OneLineErrors,
+    OneLineUsage,
+    fresh_process_option,
+    run_options,
+)
 from profiler.cli.output import VERBOSITY, Output
 from profiler.commands import parse_budget
 from profiler.commands.summarize import VIEWS as VIEW_NAMES
@@ -27,6 +33,7 @@ from profiler.runs.config import PANEL_OUTPUT
 from profiler.runs.manifest import SWEEP_SETS
 
 VIEWS = Literal[VIEW_NAMES]
+VIEW_HELP = f"Which tables to print: {', '.join(VIEW_NAMES)}."
 
 # run options that ncu and nsys set themselves (the run under them needs these values); ncu
 # turns cuDNN's autotuner off in both of its runs: the autotuner times candidate kernels, ncu
@@ -220,13 +227,12 @@ def summarize(
     target: str = typer.Argument(
         ..., help="A trace (.json / .json.gz), a run folder under runs/ or tb_logs/, a folder "
         "of traces, or a run name such as pytorch_fp32_bs8."),
-    view: VIEWS = typer.Option("all", "--view", metavar="<view>",
-                               help=f"Which tables to print: {', '.join(VIEW_NAMES)}."),
+    view: VIEWS = typer.Option("all", "--view", metavar="<view>", help=VIEW_HELP),
     top: int = typer.Option(20, "--top", help="Rows per table (0 = all); a longer step table "
                             "shows its slowest and fastest steps and their distribution."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Also write CSV, JSON and Markdown here."),
+    out: Path | None = typer.Option(None, "--out", help="Also write CSV, JSON and Markdown here."),
     json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
-    ncu: Optional[str] = typer.Option(
+    ncu: str | None = typer.Option(
         None, "--ncu", help="Nsight Compute CSV (`ncu --csv --page raw`) or a run folder with "
         "ncu.csv: adds hardware Tensor Core and occupancy columns and flags kernels where the "
         "name rules disagree. A run folder's ncu.csv is picked up without it."),
@@ -250,7 +256,7 @@ def summarize(
 def tb_compat_command(
     target: str = typer.Argument(..., help="A trace, a tb_logs/<run>/ or runs/<run>/ folder, or "
                                  "a run name."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Folder for the copies (default: "
+    out: Path | None = typer.Option(None, "--out", help="Folder for the copies (default: "
                                        "tb_logs/<run>_tbcompat/ beside the run's folder)."),
 ) -> None:
     """Write a copy of a trace that the TensorBoard plugin (torch-tb-profiler 0.4.3) reads right.
@@ -269,7 +275,7 @@ def tb_compat_command(
 @user_errors
 def tensorboard(
     logdir: Path = typer.Option(Path("tb_logs"), "--logdir", help="Folder of runs (tb_logs/)."),
-    port: Optional[int] = typer.Option(None, "--port", help="Port (default: a free one)."),
+    port: int | None = typer.Option(None, "--port", help="Port (default: a free one)."),
     bind_all: bool = typer.Option(False, "--bind-all", help="Serve on all network interfaces "
                                   "(default: 127.0.0.1 only)."),
 ) -> None:
@@ -307,13 +313,13 @@ def ncu(
     options,
     top: int = typer.Option(0, "--top", help="Profile the K kernels with the most time in the "
                             "trace (0 = every kernel of the step, the default)."),
-    step: Optional[int] = typer.Option(None, help="Profiled step to measure (default: the "
+    step: int | None = typer.Option(None, help="Profiled step to measure (default: the "
                                        "first active one, step 2 with the default schedule)."),
     launch_count: int = typer.Option(500, help="At most this many kernel launches profiled "
                                      "(each costs about a quarter of a second)."),
     reuse: bool = typer.Option(False, "--reuse", help="Take the kernel table from the run "
                                "folder's existing trace instead of running once without ncu."),
-    chip: Optional[str] = typer.Option(None, help="Chip for `ncu --query-metrics` (e.g. gh100; "
+    chip: str | None = typer.Option(None, help="Chip for `ncu --query-metrics` (e.g. gh100; "
                                        "default: the GPU present)."),
 ) -> None:
     """Nsight Compute on the kernels of one profiled step (Tensor Cores, occupancy).
@@ -340,17 +346,17 @@ def sweep(
     backends: str = typer.Option(
         ..., "--backends", help="Comma-separated backends, e.g. pytorch_fp32,ttrt_fp32,ttrt_fp16."),
     bs: str = typer.Option(..., "--bs", help="Comma-separated batch sizes, e.g. 1,8,16,32."),
-    baseline: Optional[str] = typer.Option(
+    baseline: str | None = typer.Option(
         None, help="Backend the speedups are relative to (default: the first of --backends)."),
-    name: Optional[str] = typer.Option(
+    name: str | None = typer.Option(
         None, help="Sweep folder name: runs/<name>/ and tb_logs/<name>/ (default "
         "sweep_<model>)."),
     resume: bool = typer.Option(
         False, "--resume", help="Continue the sweep in runs/<name>/: skip the cells that "
         "finished, run the others (same model and run options required)."),
-    cell_timeout: Optional[float] = typer.Option(
+    cell_timeout: float | None = typer.Option(
         None, help="Stop a cell that runs longer than this many seconds (status timeout)."),
-    gpus: Optional[str] = typer.Option(
+    gpus: str | None = typer.Option(
         None, "--gpus", help="GPUs to spread the cells over, one worker process each, e.g. "
         "0,1 (default: all visible; without a GPU, one CPU worker)."),
     isolate: bool = typer.Option(
@@ -362,27 +368,16 @@ def sweep(
         "local", "--executor", help="Where the cells run: local (this machine's GPUs), or ray "
         "(one Ray task per cell, one GPU each, anywhere on a Ray cluster; pip install -e "
         "\".[cluster]\")."),
-    ray_address: Optional[str] = typer.Option(
+    ray_address: str | None = typer.Option(
         None, "--ray-address", help="With --executor ray: the cluster to join (auto: the one "
         "`ray start` runs here; host:port); default: start a local Ray instance."),
     ray_shared_fs: bool = typer.Option(
         False, "--ray-shared-fs", help="With --executor ray: --runs-dir and --tb-dir have the "
         "same path on every node, so cells write into them directly (default: results come "
         "back through Ray's object store)."),
-    processes: Optional[int] = typer.Option(
-        None, "--processes", help="Rounds after the cells: each round is one fresh process "
-        "timing every cell once (latency and GPU time), the order rotated, so drift hits every "
-        "cell alike and two cells of one round pair up. Both verdicts and their intervals rest "
-        "on them (default 5 on GPUs; 3 is the quick mode; 1: the cells' own windows only, the "
-        "default on a CPU). With several --gpus the rounds run at once, one process per GPU; "
-        "the cells a verdict compares always share a process, so a GPU."),
-    target_noise: Optional[float] = typer.Option(
-        None, "--target-noise", help="Two stages: the --processes rounds as a pilot choose how "
-        "many fresh rounds each cell's interval needs for ±P % (e.g. 2; GPU time where "
-        "measured), within --budget; the verdicts use only the fresh rounds."),
-    budget: Optional[str] = typer.Option(
-        None, "--budget", help="How long the --target-noise rounds may take (300, 90s, 5m, "
-        "1h; default 10m)."),
+    processes: int | None = fresh_process_option("processes", "sweep"),
+    target_noise: float | None = fresh_process_option("target_noise", "sweep"),
+    budget: str | None = fresh_process_option("budget", "sweep"),
     runs_dir: Path = typer.Option(Path("runs"), help="Where the sweep folder goes."),
     tb_dir: Path = typer.Option(Path("tb_logs"), help="Where the sweep's traces go."),
     only_decided: bool = typer.Option(
@@ -416,9 +411,9 @@ def sweep(
 
     [b]python profile.py sweep --backends pytorch_fp32,ttrt_fp16 --bs 1,8,32 --executor ray --ray-address auto[/b]
     """
-    from profiler.sweep import plan as sweep_module
     from profiler.commands import sweep as sweep_command
     from profiler.runs.config import keyed
+    from profiler.sweep import plan as sweep_module
 
     plan = sweep_module.plan(backends, bs, keyed(options), name=name, baseline=baseline,
                              runs_dir=runs_dir, tb_dir=tb_dir, resume=resume,
@@ -436,27 +431,16 @@ def compare(
                             "or a trace file."),
     b: str = typer.Argument(..., help="Run B (after), the same kinds of target."),
     top: int = typer.Option(15, "--top", help="Rows per table (0 = all)."),
-    out: Optional[Path] = typer.Option(
+    out: Path | None = typer.Option(
         None, "--out", help="Also write overview, categories, kernels, operators and "
         "top_changes CSVs into this folder."),
-    processes: Optional[int] = typer.Option(
-        None, "--processes", help="Time both configs again in N fresh processes, each timing "
-        "A and B (A B, B A, ...), and base every figure and both verdicts on those windows "
-        "(the run folders are not changed; 5 is the default when --target-noise is given, 3 "
-        "the quick mode). Without it the verdicts use the processes each run recorded "
-        "(--repeat-runs, a sweep's --processes); with one process a side the figure's floor "
-        "(`noise`, else the worst case measured on an H100) stands in for the spread."),
-    target_noise: Optional[float] = typer.Option(
-        None, "--target-noise", help="Two stages: the --processes rounds as a pilot choose how "
-        "many fresh processes each side's interval needs for ±P % (e.g. 2), within --budget; "
-        "the verdicts use only the fresh ones."),
+    processes: int | None = fresh_process_option("processes", "compare"),
+    target_noise: float | None = fresh_process_option("target_noise", "compare"),
     same_within: float = typer.Option(
         2.0, "--same-within", help="The equivalence margin in %: 'same' when the 90 % "
         "interval of B/A lies within ±this (two one-sided tests); faster/slower only beyond "
         "it."),
-    budget: Optional[str] = typer.Option(
-        None, "--budget", help="How long the --target-noise processes may take (300, 90s, 5m, "
-        "1h; default 10m)."),
+    budget: str | None = fresh_process_option("budget", "compare"),
     trust_model: bool = typer.Option(
         False, "--trust-model", help="With --processes: import the package.module:function model a "
         "result.json names even when its module is not the file the run recorded (path and "
@@ -502,12 +486,12 @@ def advise(
     try_them: bool = typer.Option(
         False, "--try", help="Run the experiments as cells beside the re-run baseline (the "
         "sweep's workers and between-process verdicts) and rank what they measured."),
-    budget: Optional[str] = typer.Option(
+    budget: str | None = typer.Option(
         None, "--budget", help="With --try: stop handing out cells after this long (300, 90s, "
         "5m, 1h); the re-timing rounds of the finished cells follow."),
-    max_cells: Optional[int] = typer.Option(
+    max_cells: int | None = typer.Option(
         None, "--max-cells", help="With --try: at most this many cells, the baseline included."),
-    processes: Optional[int] = typer.Option(
+    processes: int | None = typer.Option(
         None, "--processes", help="With --try: timed windows per cell in fresh processes "
         "(default 3 on GPUs, 1 on a CPU)."),
     resume: bool = typer.Option(
@@ -549,7 +533,7 @@ def plot(
     target: str = typer.Argument(
         ..., help="A sweep folder (runs/<sweep>, or just <sweep>), or a run: run name, "
         "<sweep>/<cell>, run folder or trace file."),
-    out: Optional[Path] = typer.Option(
+    out: Path | None = typer.Option(
         None, "--out", help="Folder for the PNGs (default: plots/ inside the sweep or run "
         "folder)."),
     json_out: bool = typer.Option(False, "--json", help="Print the written files as JSON."),
@@ -577,16 +561,20 @@ def plot(
 def report(
     target: str = typer.Argument(..., help="A run (name, <sweep>/<cell>, folder or trace) or a "
                                  "sweep folder (runs/<sweep> or <sweep>)."),
-    target_b: Optional[str] = typer.Argument(None, help="A second run: the report compares "
+    target_b: str | None = typer.Argument(None, help="A second run: the report compares "
                                              "TARGET (A) with it (B)."),
-    out: Optional[Path] = typer.Option(None, "--out", help="HTML file to write (default: "
+    out: Path | None = typer.Option(None, "--out", help="HTML file to write (default: "
                                        "report_<run>.html, report_<a>_vs_<b>.html, or "
                                        "<sweep>/report.html)."),
-    flops: Optional[Path] = typer.Option(
+    flops: Path | None = typer.Option(
         None, "--flops", help="FLOPs/bytes table from scripts/roofline_inputs.py, for runs "
         "whose result.json has no roofline_inputs (matched by model, precision, batch size)."),
-    peaks_dir: Optional[Path] = typer.Option(
+    peaks_dir: Path | None = typer.Option(
         None, "--peaks-dir", help="Folder of `peaks` measurements (default: the peaks cache)."),
+    only_decided: bool = typer.Option(
+        False, "--only-decided", help="A sweep folder only: leave out of the page's table the "
+        "cells undecided on both figures (counted under it); the figures and advice keep every "
+        "cell."),
 ) -> None:
     """One self-contained HTML file (no network needed) of a run, two runs or a sweep.
 
@@ -599,19 +587,21 @@ def report(
     from profiler.commands.report import run as report_command
 
     sink = Output()
-    sink.line(f"wrote {report_command(target, target_b, out, peaks_dir, flops, sink=sink)}")
+    path = report_command(target, target_b, out, peaks_dir, flops, sink=sink,
+                          only_decided=only_decided)
+    sink.line(f"wrote {path}")
 
 
 @app.command(cls=HelpCommand)
 @user_errors
 def peaks(
     refresh: bool = typer.Option(False, "--refresh", help="Measure again even if cached."),
-    cache_dir: Optional[Path] = typer.Option(
+    cache_dir: Path | None = typer.Option(
         None, "--cache-dir", help="Folder for the measurements (default: peaks/ beside the "
         "engine cache: $XDG_CACHE_HOME/infer-profiler/peaks, ~/.cache when unset)."),
-    matmul_n: Optional[int] = typer.Option(None, "--matmul-n", help="Matrix side n of the "
+    matmul_n: int | None = typer.Option(None, "--matmul-n", help="Matrix side n of the "
                                            "n x n matmuls (default 8192 on a GPU, 256 on a CPU)."),
-    copy_mib: Optional[int] = typer.Option(None, "--copy-mib", help="Bytes copied per "
+    copy_mib: int | None = typer.Option(None, "--copy-mib", help="Bytes copied per "
                                            "bandwidth measurement, MiB (default 1024 / 16)."),
     json_out: bool = typer.Option(False, "--json", help="Print the measurement as JSON."),
 ) -> None:
@@ -634,13 +624,13 @@ def peaks(
 def noise(
     processes: int = typer.Option(5, "--processes", help="Fresh processes to time the fixed "
                                   "config in (2 or more)."),
-    model: Optional[str] = typer.Option(None, "--model", help="The fixed config's model "
+    model: str | None = typer.Option(None, "--model", help="The fixed config's model "
                                         "(default resnet50 on a GPU, resnet18 on a CPU)."),
-    backend: Optional[str] = typer.Option(None, "--backend", help="Its backend (default "
+    backend: str | None = typer.Option(None, "--backend", help="Its backend (default "
                                           "pytorch_fp32)."),
-    bs: Optional[int] = typer.Option(None, "--bs", help="Its batch size (default 8 on a GPU, "
+    bs: int | None = typer.Option(None, "--bs", help="Its batch size (default 8 on a GPU, "
                                      "1 on a CPU)."),
-    iters: Optional[int] = typer.Option(None, "--iters", help="Timed iterations per process "
+    iters: int | None = typer.Option(None, "--iters", help="Timed iterations per process "
                                         "(default 100 on a GPU, 20 on a CPU)."),
     save: bool = typer.Option(True, "--save/--no-save", help="Keep the floor for compare and "
                               "sweep (noise/<gpu>.json beside the engine cache)."),

@@ -11,10 +11,11 @@ value); its columns are listed in docs/summarizer.md, not in the schema.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 
+from profiler.analysis.records import BaselineRow, CompareTimed, Explanation, Headline
 from profiler.runs.manifest import MANIFEST_SCHEMA, SweepManifest
 from profiler.runs.noise_floor import NoiseFloor
 from profiler.runs.result import RESULT_SCHEMA, RunResult
@@ -33,20 +34,6 @@ class Record(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 class Document(Record):
     #: infer-profiler/<kind>/<version>
     schema_id: str = msgspec.field(name="$schema")
-
-
-class Headline(Record):
-    """The run's timed window beside the trace (profiler.analysis.headline)."""
-
-    timed: dict[str, Any]
-    noise: dict[str, Any] | None
-    memory: dict[str, Any] | None
-    config: str | None
-    profiled_step_ms: float | None
-    profiler_overhead_ratio: float | None
-    #: the GPU's state around the timed window (profiler.analysis.headline.gpu_state_figures):
-    #: the record, sm_clock_mhz, throttle_reasons and its one line; runs recorded before it say so
-    gpu_state: dict[str, Any] | Unset = UNSET
 
 
 class Insight(Record):
@@ -140,110 +127,6 @@ class SummarizeLayers(Document, kw_only=True):
     engines: list[Engine]
 
 
-class Verdict(Record):
-    """B against A on one figure (profiler.analysis.verdict.Verdict): the ratio B / A of the
-    geometric means of the per-process medians, its 95 % interval, the verdict and how it was
-    reached."""
-
-    ratio: float
-    low: float
-    high: float
-    verdict: Literal["faster", "slower", "same", "undecided"]
-    tolerance: float
-    processes_a: int
-    processes_b: int
-    #: design "floor": the between-process CV assumed; floor_source: "default" or "given"
-    noise_floor: float | None
-    method: str
-    floor_source: Literal["default", "given"] | None
-    figure: Literal["latency", "gpu_time"]
-    design: Literal["paired", "unpaired", "floor"]
-    p_value: float
-    #: the 90 % interval of the equivalence test ("same")
-    same_low: float | None
-    same_high: float | None
-    pairs: int | None  # design "paired": the rounds with both configs
-    fdr: str | None  # how the verdict was held against its family (a sweep's cells)
-
-
-class Bound(Record):
-    """One config's classification over its processes (profiler.analysis.timed_verdict.Bound)."""
-
-    word: Literal["launch-bound", "GPU-bound"] | None
-    launch_bound_processes: int
-    classified_processes: int
-    enqueue_p90_ms: float | None
-    gpu_p50_ms: float | None
-
-
-class TimedVerdicts(Record):
-    """Both verdicts and how to read them (profiler.analysis.timed_verdict.TimedVerdicts)."""
-
-    latency: Verdict | None
-    gpu_time: Verdict | None
-    bound_a: Bound
-    bound_b: Bound
-    #: "latency": both configs GPU-bound, latency leads and GPU time is the cross-check;
-    #: "both": read both
-    lead: Literal["latency", "both"]
-    latency_processes_for_5pct: int | None
-    cuda_graphs_ms: float | None
-    lines: list[str]
-
-
-class FigureOverProcesses(Record):
-    """One figure over a config's processes: the geometric mean of the per-process medians,
-    their range (ms) and their between-process CV."""
-
-    geomean_ms: float | None
-    min_ms: float
-    max_ms: float
-    processes: int
-    #: the between-process CV of the medians; None with one process
-    cv: float | None = None
-
-
-class ProcessFigures(Record):
-    """What a config's processes measured (profiler.analysis.headline.samples_figures), over
-    the processes a verdict uses (pilot rounds left out)."""
-
-    processes: int
-    pilot_processes: int
-    latency: FigureOverProcesses | None
-    gpu_time: FigureOverProcesses | None
-    enqueue: FigureOverProcesses | None
-    bound: Literal["launch-bound", "GPU-bound"] | None
-    launch_bound_processes: int
-    classified_processes: int
-
-
-class CompareTimed(Record):
-    """Both sides runs: the compare's timed headline (profiler.analysis.headline.compare_timed).
-    ``a``/``b``: each run's own timed window as result.json recorded it; ``processes_a``/
-    ``processes_b``: the processes the verdicts use, ``source`` says whose; ``verdict``: latency
-    (what a caller waits), ``gpu_verdict``: GPU time (the device's work), each with its speedup
-    (A / B of the geometric means; ``speedup_x`` is the p50 ratio of result.json where no
-    latency verdict could be taken)."""
-
-    a: dict[str, Any]
-    b: dict[str, Any]
-    source: Literal["fresh processes", "recorded processes"]
-    processes_a: ProcessFigures
-    processes_b: ProcessFigures
-    speedup_x: float | None
-    gpu_speedup_x: float | None
-    verdict: Verdict | None
-    gpu_verdict: Verdict | None
-    verdicts: TimedVerdicts | None
-    noise_a: dict[str, Any] | None
-    noise_b: dict[str, Any] | None
-    memory_a: dict[str, Any]
-    memory_b: dict[str, Any]
-    config_a: str
-    config_b: str
-    differences: Table
-
-
 class Compare(Document, kw_only=True):
     """``compare --json``: two targets, B against A (delta = B - A)."""
 
@@ -259,7 +142,7 @@ class Compare(Document, kw_only=True):
     notes: list[str]
     #: both sides runs: why B differs from A at the kernel level (another SM clock, other
     #: kernels named, kernel time, host-side; profiler.analysis.difference.explain_runs)
-    explanation: dict[str, Any] | None | Unset = UNSET
+    explanation: Explanation | None | Unset = UNSET
     #: the rows of each list --top cuts (kernels, operators, faster_in_b, slower_in_b) before
     #: the cut
     totals: dict[str, int] | Unset = UNSET
@@ -330,13 +213,20 @@ class Peaks(Document, kw_only=True, forbid_unknown_fields=False):
     cache_file: str
 
 
+class NoiseGpuState(Record):
+    """The GPU's state read before and after a noise measurement, one line each."""
+
+    before: str
+    after: str
+
+
 class Noise(Document, kw_only=True):
     """``noise --json``: this machine's noise floor (profiler.runs.noise_floor.NoiseFloor), where
     it was kept, and the GPU's state read before and after the measurement."""
 
     floor: NoiseFloor
     saved_to: str | None
-    gpu_state: dict[str, Any] | None
+    gpu_state: NoiseGpuState | None
 
 
 class Advise(Document, kw_only=True):
@@ -349,7 +239,7 @@ class Advise(Document, kw_only=True):
     plan: Table
     without_experiments: dict[str, str]
     trial: dict[str, Any] | None
-    baseline: dict[str, Any] | None
+    baseline: BaselineRow | None
     rows: Table | None
     report: str | None  # with --try: the HTML page written into the trial's folder
 

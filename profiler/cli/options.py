@@ -12,10 +12,13 @@ import contextlib
 import functools
 import inspect
 import typing
-from typing import Any, Callable, Literal, Optional
+from collections.abc import Callable
+from typing import Any, Literal, Optional
 
 import typer
 import typer.core
+
+from profiler.runs.config import CliOption, RunConfig, run_options as declared_options
 
 try:  # typer 0.2x carries its own copy of click; earlier ones use click itself
     from typer._click import exceptions as _click_errors
@@ -25,7 +28,6 @@ except ImportError:  # pragma: no cover
 MissingParameter, UsageError = _click_errors.MissingParameter, _click_errors.UsageError
 NoArgsIsHelpError = getattr(_click_errors, "NoArgsIsHelpError", ())  # click >= 8.2
 
-from profiler.runs.config import CliOption, RunConfig, run_options as declared_options
 
 
 def _no_flag_metavars(params: list) -> list:
@@ -179,10 +181,10 @@ def _annotation(field_type, spec: CliOption) -> Any:
     if isinstance(spec.choices, tuple):
         return Literal[spec.choices]
     if spec.parse is not None:  # text the declaration turns into the value (--budget 5m)
-        return Optional[str]
+        return Optional[str]  # noqa: UP045 (typer reads the annotation at run time)
     args = [a for a in typing.get_args(field_type) if a is not type(None)]
     if args:
-        return Optional[args[0]]
+        return Optional[args[0]]  # noqa: UP045 (as above)
     return field_type
 
 
@@ -220,6 +222,43 @@ def _completion(source: Callable[[], list[str]]):
         return [value for value in source() if value.startswith(incomplete)]
 
     return complete
+
+
+#: the options of the commands that time configs again in fresh processes (sweep, compare),
+#: declared once: field name -> its flag, and its help in each command (what a process is there)
+FRESH_PROCESS_OPTIONS: dict[str, tuple[str, dict[str, str]]] = {
+    "processes": ("--processes", {
+        "sweep": "Rounds after the cells: each round is one fresh process timing every cell "
+        "once (latency and GPU time), the order rotated, so drift hits every cell alike and "
+        "two cells of one round pair up. Both verdicts and their intervals rest on them "
+        "(default 5 on GPUs; 3 is the quick mode; 1: the cells' own windows only, the default "
+        "on a CPU). With several --gpus the rounds run at once, one process per GPU; the cells "
+        "a verdict compares always share a process, so a GPU.",
+        "compare": "Time both configs again in N fresh processes, each timing A and B (A B, "
+        "B A, ...), and base every figure and both verdicts on those windows (the run folders "
+        "are not changed; 5 is the default when --target-noise is given, 3 the quick mode). "
+        "Without it the verdicts use the processes each run recorded (--repeat-runs, a sweep's "
+        "--processes); with one process a side the figure's floor (`noise`, else the worst "
+        "case measured on an H100) stands in for the spread."}),
+    "target_noise": ("--target-noise", {
+        "sweep": "Two stages: the --processes rounds as a pilot choose how many fresh rounds "
+        "each cell's interval needs for ±P % (e.g. 2; GPU time where measured), within "
+        "--budget; the verdicts use only the fresh rounds.",
+        "compare": "Two stages: the --processes rounds as a pilot choose how many fresh "
+        "processes each side's interval needs for ±P % (e.g. 2), within --budget; the verdicts "
+        "use only the fresh ones."}),
+    "budget": ("--budget", {  # text: profiler.commands.parse_budget reads it
+        "sweep": "How long the --target-noise rounds may take (300, 90s, 5m, 1h; default 10m).",
+        "compare": "How long the --target-noise processes may take (300, 90s, 5m, 1h; default "
+        "10m)."}),
+}
+
+
+def fresh_process_option(name: str, command: str) -> Any:
+    """The typer option ``name`` of FRESH_PROCESS_OPTIONS as ``command`` takes it (no
+    default: the command's own default applies)."""
+    flag, helps = FRESH_PROCESS_OPTIONS[name]
+    return typer.Option(None, flag, help=helps[command])
 
 
 def run_options(*, skip: tuple[str, ...] = (), defaults: dict | None = None,

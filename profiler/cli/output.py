@@ -19,7 +19,6 @@ from rich.console import Console
 from profiler.cli.documents import DOCUMENTS, schema_id
 from profiler.report.console import make_console
 
-
 #: the verbosity of this command call: -1 with -q/--quiet, 0 by default, 1 with -v/--verbose
 #: (set by the app from the options, before the command makes its Output)
 VERBOSITY = {"level": 0}

@@ -40,13 +40,15 @@ docs/gpu/h100/reproduce/features.log, ResNet50 bs 8):
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from profiler.collect import numerics
 from profiler.collect.backends.base import Backend, Prepared
 from profiler.collect.device import out_of_memory_kind
 from profiler.errors import UserError, first_line
 from profiler.runs.config import RunConfig
+from profiler.runs.workloads import workload
 
 #: calls on a side stream before the capture (after prepare's first call)
 WARMUP_CALLS = 3
@@ -65,9 +67,9 @@ def refusal(config: RunConfig, family: str, use_cuda: bool) -> str | None:
     """Why this run cannot be captured, known before anything is built; None when it may."""
     if not use_cuda:
         return "CUDA graphs need a CUDA GPU, and torch sees none on this machine"
-    if config.workload != "forward":
-        return (f"--workload {config.workload} is not captured (one generation's shapes change "
-                "token by token); --workload forward only")
+    why = workload(config.workload).not_captured
+    if why is not None:
+        return f"--workload {config.workload} is not captured ({why}); --workload forward only"
     if family == "tensorrt" and config.capture == "torch":
         return ("a TensorRT engine replayed from a CUDA graph crashed the process under "
                 "torch.profiler (segmentation fault, H100, TensorRT-RTX 1.4); time it without "

@@ -51,7 +51,8 @@ def set_math_flags(config: RunConfig) -> dict:
 
 
 def _out_of_memory_types() -> tuple:
-    kinds = [getattr(torch, "OutOfMemoryError", None), getattr(torch.cuda, "OutOfMemoryError", None)]
+    kinds = [getattr(torch, "OutOfMemoryError", None),
+             getattr(torch.cuda, "OutOfMemoryError", None)]
     return tuple(k for k in kinds if k is not None)
 
 
@@ -126,8 +127,9 @@ def captured_stderr(keep=lambda line: True):
     saved_fd, python_stderr = os.dup(2), sys.stderr
     with tempfile.TemporaryFile("w+b") as caught:
         os.dup2(caught.fileno(), 2)
-        sys.stderr = open(saved_fd, "w", closefd=False, encoding=python_stderr.encoding,
-                          errors="backslashreplace")
+        sys.stderr = open(  # noqa: SIM115 (closefd=False: on the saved descriptor)
+            saved_fd, "w", closefd=False, encoding=python_stderr.encoding,
+            errors="backslashreplace")
         try:
             yield captured
         finally:

@@ -16,12 +16,17 @@ from __future__ import annotations
 import hashlib
 import json
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from profiler.fsutil import write_json_atomic, write_with
-from profiler.runs.layout import CACHE_ENV_VAR as ENV_VAR, cache_dir as default_dir, peaks_dir
+from profiler.runs.layout import (  # noqa: F401 (ENV_VAR and peaks_dir: re-exported)
+    CACHE_ENV_VAR as ENV_VAR,
+    cache_dir as default_dir,
+    peaks_dir,
+)
+
 SIDECAR_SCHEMA = 1
 # facts that describe the machine and software rather than the build; a mismatch in one of these
 # means "built elsewhere", which is reported, not silently rebuilt

@@ -20,7 +20,6 @@ import json
 from pathlib import Path
 
 import torch
-from torch.utils.flop_counter import FlopCounterMode
 
 from profiler.collect import engine_cache
 
@@ -42,6 +41,8 @@ def _counted(model: torch.nn.Module, inputs: tuple, device: str) -> tuple[int, d
              *model.named_buffers(remove_duplicate=False)]
     tensors = {name: on_device(t) for name, t in named}
     inputs = tuple(on_device(t) if isinstance(t, torch.Tensor) else t for t in inputs)
+    from torch.utils.flop_counter import FlopCounterMode  # (triton: only when counting)
+
     counter = FlopCounterMode(display=False)
     with torch.no_grad(), counter:
         output = torch.func.functional_call(model, tensors, inputs)
@@ -66,25 +67,40 @@ def _small_on_cpu(model: torch.nn.Module, inputs: tuple) -> bool:
 
 
 @contextlib.contextmanager
-def _dispatch_without_dynamo():
-    """torch wraps every dispatch mode's ``__torch_dispatch__`` in ``torch._disable_dynamo``,
-    whose first call imports torch._dynamo (about 1.5 s) to guard against tracing that does not
-    happen here; for the count, the wrapper is told the function is its own disabled form (the
-    attribute it caches that in), and is told nothing afterwards. Where torch does this another
-    way, nothing is changed and the count only takes longer."""
+def _without_dynamo():
+    """torch wraps every dispatch mode's ``__torch_dispatch__`` and its Python decompositions
+    (batch norm, mean... of the meta device) in ``torch._disable_dynamo``, whose first call of
+    each imports torch._dynamo (about 1.5 s; 4.5 s of a fresh machine's first run on the H100,
+    docs/gpu/h100/first_run) to guard against a tracing that does not happen during the count.
+    For the count that import finds a stand-in whose ``disable`` hands the function back as it
+    is; afterwards the stand-in is gone, and so is what each function cached of it, so a later
+    torch.compile in the process meets torch as it was. With torch._dynamo already imported,
+    nothing changes."""
     import sys
+    import types
 
-    from torch.utils.flop_counter import _FlopCounterMode
-
-    target = getattr(_FlopCounterMode.__dict__.get("__torch_dispatch__"), "__wrapped__", None)
-    if target is None or "torch._dynamo" in sys.modules or hasattr(target, "__dynamo_disable"):
+    if "torch._dynamo" in sys.modules:
         yield
         return
-    setattr(target, "__dynamo_disable", target)
+    handed: list = []
+
+    def disable(fn, *args, **kwargs):
+        handed.append(fn)
+        return fn
+
+    stand_in = types.ModuleType("torch._dynamo")
+    stand_in.disable = disable  # type: ignore[attr-defined]
+    sys.modules["torch._dynamo"] = stand_in
     try:
         yield
     finally:
-        delattr(target, "__dynamo_disable")
+        if sys.modules.get("torch._dynamo") is stand_in:
+            del sys.modules["torch._dynamo"]
+        if vars(torch).get("_dynamo") is stand_in:
+            delattr(torch, "_dynamo")
+        for fn in handed:
+            if getattr(fn, "__dict__", {}).get("__dynamo_disable") is fn:
+                delattr(fn, "__dynamo_disable")
 
 
 def count(model: torch.nn.Module, inputs: tuple) -> dict:
@@ -92,7 +108,7 @@ def count(model: torch.nn.Module, inputs: tuple) -> dict:
     how they were counted; ``{"error": ...}`` when they could not be."""
     if _small_on_cpu(model, inputs):
         try:
-            with _dispatch_without_dynamo():
+            with _without_dynamo():
                 flops, per_op, out_shapes = _counted(model, inputs, "cpu")
             return {"flops_per_batch": flops, "flops_by_operator": per_op,
                     "output_shapes": [list(s) for s in out_shapes],
@@ -101,11 +117,13 @@ def count(model: torch.nn.Module, inputs: tuple) -> dict:
             pass
     how = "FlopCounterMode on the eager model (meta device)"
     try:
-        flops, per_op, out_shapes = _counted(model, inputs, "meta")
+        with _without_dynamo():
+            flops, per_op, out_shapes = _counted(model, inputs, "meta")
     except Exception:  # an operator without a meta kernel: count on the CPU instead
         how = "FlopCounterMode on the eager model (CPU)"
         try:
-            flops, per_op, out_shapes = _counted(model, inputs, "cpu")
+            with _without_dynamo():
+                flops, per_op, out_shapes = _counted(model, inputs, "cpu")
         except Exception as error:  # the count is extra information: never stop the run
             return {"error": f"FLOPs not counted: {type(error).__name__}: "
                              f"{str(error).splitlines()[0][:200] if str(error) else ''}"}

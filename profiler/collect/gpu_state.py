@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import importlib
 import os
+from pathlib import Path
 from types import ModuleType
 
 import msgspec
@@ -89,7 +90,8 @@ def _handle(nvml: ModuleType, device: int | str):
         if device.startswith(("GPU-", "MIG-")):
             return nvml.nvmlDeviceGetHandleByUUID(device)
         return nvml.nvmlDeviceGetHandleByPciBusId(device)
-    visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+    visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")
+               if v.strip()]
     if visible and device < len(visible):
         chosen = visible[device]
         if chosen.isdigit():
@@ -142,7 +144,7 @@ class GpuWindow:
         self._before: GpuSample | None = None
         self._violations: tuple[int | None, int | None] = (None, None)
 
-    def __enter__(self) -> "GpuWindow":
+    def __enter__(self) -> GpuWindow:
         if self.device is None:  # a CPU run: no GPU to read, whatever NVML would find
             self.state = GpuState(not_recorded="no GPU")
             return self
@@ -208,7 +210,8 @@ def machine_settings(device: int | str = 0) -> dict[str, str | None]:
             settings["sm_clock_target_mhz"] = None if target is None else str(target)
             settings["max_sm_clock_mhz"] = None if top is None else str(top)
     try:
-        governor = open("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor").read().strip()
+        governor_file = Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
+        governor = governor_file.read_text().strip()
     except OSError:
         governor = None
     settings["cpu_governor"] = governor

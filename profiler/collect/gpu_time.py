@@ -15,18 +15,18 @@ blocking kernel):
 5. an end event, then a synchronize: end - start is the GPU time of that call, the host's
    launch gaps excluded (the device's own few microseconds between queued kernels stay in it).
 
-The sleep is sized from the enqueue time: ``SLEEP_FACTOR`` x the median of three plain calls
-(perf_counter, synchronized after each), never below ``FLOOR_MS``, never above ``CAP_MS``;
-cycles per ms are measured once by timing a sleep of one ms at the device's rated clock with
-CUDA events (so the conversion is the clock the SM really runs at). An attempt whose start
-event had already completed when the call returned is redone (the sleep was too short: the GPU
-waited for the host): it is counted in ``invalid_iterations``, the sleep grows (to twice the
-longer of the sleep and that enqueue time) and the iteration is tried again, ``TRIES`` times at
-most (then back to the base sleep, which grows only when more than one iteration in
-``REBASE_EVERY`` was redone). When the first iteration fails all its tries, the call waits for
-the GPU inside (a host synchronize, a ``.item()``, a pageable copy: its enqueue time grows with
-the sleep), and the
-figures are "not measured: the call waits for the GPU inside (host sync)".
+The sleep is sized from the enqueue time: ``SLEEP_FACTOR`` x the median enqueue time of the
+timed window (without one, of three plain calls, perf_counter, synchronized after each), never
+below ``FLOOR_MS``, never above ``CAP_MS``; cycles per ms are measured once by timing a sleep of
+one ms at the device's rated clock with CUDA events (so the conversion is the clock the SM
+really runs at). An attempt whose start event had already completed when the call returned is
+redone (the sleep was too short: the GPU waited for the host): it is counted in
+``invalid_iterations``, the sleep grows (to twice the longer of the sleep and that enqueue time)
+and the iteration is tried again, ``TRIES`` times at most (then back to the base sleep, which
+grows only when more than one iteration in ``REBASE_EVERY`` was redone). When the first
+iteration fails all its tries, the call waits for the GPU inside (a host synchronize, a
+``.item()``, a pageable copy: its enqueue time grows with the sleep), and the figures are "not
+measured: the call waits for the GPU inside (host sync)".
 
 Enqueue is the host's time to return from the call in the *timed* window (perf_counter around
 the call, inside the CUDA event pair, no synchronize inside): the GPU there runs the call as it
@@ -50,11 +50,13 @@ sleep left, not at the clock an idle GPU starts from.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from profiler.analysis.noise import percentile
 from profiler.runs.result import GpuCompute
+from profiler.runs.workloads import workload as workload_facts
 
 #: the window: as many iterations as the timed window, at most this many
 MAX_ITERATIONS = 10_000
@@ -185,7 +187,7 @@ def why_not(use_cuda: bool, workload: str) -> str | None:
     """Why GPU compute is not measured in this run, or None when it is."""
     if not use_cuda:
         return NO_GPU
-    if workload != "forward":
+    if not workload_facts(workload).gpu_time:
         return FORWARD_ONLY
     return None
 
@@ -213,7 +215,10 @@ def measure(fn: Callable[..., Any], inputs: tuple, timed_iterations: int, use_cu
         cuda = torch.cuda
     cuda.synchronize()
     per_ms = _calibrate(cuda)
-    estimate = _enqueue_estimate(cuda, fn, inputs, clock)
+    # the timed window's median enqueue (one slow call cannot size the sleep of the whole
+    # window: on the H100, three plain calls made it 0.9-2.7 s long), else a few plain calls
+    estimate = (percentile(sorted(enqueue_ms), 50) if len(enqueue_ms) >= 3
+                else _enqueue_estimate(cuda, fn, inputs, clock))
     tally = run_window(_attempt(cuda, fn, inputs, per_ms, clock),
                        window_iterations(timed_iterations), estimate)
     cuda.synchronize()

@@ -26,42 +26,70 @@ import msgspec
 import torch
 
 from profiler import runs, signals
-from profiler.analysis.noise import TimedWindow
-from profiler.runs.noise_floor import read_floor
-from profiler.runs.samples import ConfigSamples, ProcessWindow, processes_text, spread_of_runs
-from profiler.collect import backends, engine_cache, flops, metadata, models, numerics
-from profiler.collect import (cuda_graphs, gpu_time, repeat_window, target, timing, untraced,
-                              window)
-from profiler.collect.device import (HAS_NVTX, NVTX_DOMAIN, nvtx_range, out_of_memory_kind,
-                                     set_math_flags, sync)
-from profiler.collect.device import name as device_name
+from profiler.collect import (
+    backends,
+    bytecode,
+    cuda_graphs,
+    engine_cache,
+    flops,
+    gpu_time,
+    metadata,
+    models,
+    numerics,
+    repeat_window,
+    target,
+    timing,
+    untraced,
+    window,
+)
+from profiler.collect.device import (
+    HAS_NVTX,
+    NVTX_DOMAIN,
+    name as device_name,
+    nvtx_range,
+    out_of_memory_kind,
+    set_math_flags,
+    sync,
+)
 from profiler.collect.workloads.base import RunContext, Workload
 from profiler.collect.workloads.forward import Forward
 from profiler.collect.workloads.generate import Generate
 from profiler.errors import OutOfMemory, UserError
-from profiler.fsutil import (clean_leftovers, folder_lock, is_committed, remove_bare,
-                             replace_dirs, staging_dir, write_text_atomic)
+from profiler.fsutil import (
+    clean_leftovers,
+    folder_lock,
+    is_committed,
+    remove_bare,
+    replace_dirs,
+    staging_dir,
+    write_text_atomic,
+)
 from profiler.runs import model_source, phases
 from profiler.runs.config import RunConfig
+from profiler.runs.noise_floor import read_floor
 from profiler.runs.phases import Phases
 from profiler.runs.result import GpuCompute, RunResult
+from profiler.runs.samples import ConfigSamples, ProcessWindow, processes_text, spread_of_runs
 
 #: --workload name -> what one step is, how it is timed and checked
 WORKLOADS = {"forward": Forward, "generate": Generate}
 
 
-def run(config: RunConfig, quiet: bool = False) -> RunResult:
+def run(config: RunConfig, quiet: bool = False, *, command_line: list[str] | None = None,
+        started: float | None = None) -> RunResult:
     """Run one configuration end to end and return the result written to runs/<run>/result.json.
 
     The run holds the write lock of runs/<run>/ and tb_logs/<run>/ throughout (a second run of
     the same name refuses with one line); under it, it first removes what killed runs left in
     runs/ and tb_logs/, then checks the destination. Running out of memory and the failures of
     a --model package.module:function are one-line errors. The result's timing records
-    where the seconds went (profiler.runs.phases)."""
+    where the seconds went (profiler.runs.phases). ``command_line``: the command result.json
+    records (default: this process's); ``started``: when the process began loading modules
+    (perf_counter), the start of the imports phase (None: no imports phase)."""
     began = time.perf_counter()
     metadata.prefetch()  # git and nvidia-smi answer while the run goes on
     timer = Phases()
-    imports_s = phases.imports_s(began)
+    imports_s = phases.imports_s(began, started)
     if imports_s is not None:
         timer.add("imports", imports_s)
     backend = backends.get(config.backend)
@@ -79,11 +107,12 @@ def run(config: RunConfig, quiet: bool = False) -> RunResult:
         for folder in (config.runs_dir, config.tb_dir):
             clean_leftovers(folder)
         runs.check_destination(config)
-        return _run(config, backend, use_cuda, quiet, timer, began - (imports_s or 0.0))
+        return _run(config, backend, use_cuda, quiet, timer, began - (imports_s or 0.0),
+                    command_line)
 
 
 def _run(config: RunConfig, backend, use_cuda: bool, quiet: bool, timer: Phases,
-         began: float) -> RunResult:
+         began: float, command_line: list[str] | None) -> RunResult:
     """``began``: the perf_counter the run's wall time counts from (imports included)."""
     device = torch.device("cuda" if use_cuda else "cpu")
     progress = window.Progress(quiet)
@@ -109,6 +138,7 @@ def _run(config: RunConfig, backend, use_cuda: bool, quiet: bool, timer: Phases,
         run_stage = _staged(stages, run_dir)
         tb_stage = _staged(stages, tb_run_dir)
         metadata.settle()  # no git or nvidia-smi beside the backend and the measured windows
+        bytecode.stop_precompile()  # nor a background compilation (profiler.collect.bytecode)
         collected = collect(workload, context, progress, run_stage, tb_stage, timer)
         if config.max_rel_error is not None and "skipped" not in collected.numerics:
             why = numerics.exceeds(collected.numerics, config.max_rel_error)
@@ -117,7 +147,7 @@ def _run(config: RunConfig, backend, use_cuda: bool, quiet: bool, timer: Phases,
                                 "against the FP32 eager reference; nothing was written")
         with timer("write"):
             result = _result(config, backend, device, use_cuda, workload, collected, built_s,
-                             precision_flags, roofline_inputs)
+                             precision_flags, roofline_inputs, command_line)
             runs.write_result(run_stage, result)
         # written again with the phases, the first writing included (the same few ms again)
         result = _with_phases(result, timer, time.perf_counter() - began)
@@ -312,9 +342,10 @@ def _describe_output(output) -> dict:
 
 def _result(config: RunConfig, backend, device, use_cuda: bool, workload: Workload,
             c: Collected, built_s: float, precision_flags: dict,
-            roofline_inputs: dict | None = None) -> RunResult:
+            roofline_inputs: dict | None = None,
+            command_line: list[str] | None = None) -> RunResult:
     """Everything measured, as the typed run contract (profiler.runs.result.RunResult)."""
-    env = metadata.environment(torch)
+    env = metadata.environment(torch, command_line)
     env["nvtx"] = HAS_NVTX
     run_dir = config.runs_dir / config.run_name
     tb_run_dir = config.tb_dir / config.run_name

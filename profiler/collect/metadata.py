@@ -95,7 +95,15 @@ def gpu_facts(torch) -> dict | None:
     }
 
 
-def environment(torch) -> dict:
+def this_command_line() -> list[str]:
+    """This process's command line as result.json records it: the program's file name, then
+    its arguments."""
+    return [Path(sys.argv[0]).name, *sys.argv[1:]]
+
+
+def environment(torch, command_line: list[str] | None = None) -> dict:
+    """What the run ran on, and ``command_line``: the command that runs it (default: this
+    process's)."""
     cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
     return {
         "gpu": gpu_facts(torch),
@@ -106,6 +114,7 @@ def environment(torch) -> dict:
         "python": platform.python_version(),
         "platform": platform.platform(),
         "hostname": socket.gethostname(),
-        "command_line": [Path(sys.argv[0]).name, *sys.argv[1:]],
+        "command_line": list(command_line) if command_line is not None
+        else this_command_line(),
         "git": _answer("git", git_commit),
     }

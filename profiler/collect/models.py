@@ -10,27 +10,31 @@ import inspect
 import math
 import sys
 import traceback
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Callable
 
 import torch
 from torch import nn
 
-from profiler.runs.config import RunConfig
 from profiler.errors import UserError
+from profiler.runs.config import RunConfig
+from profiler.runs.workloads import workload
 
 Built = tuple[nn.Module, tuple]
 # example inputs are made on the host (by its seeded generator), wherever the model is built
 HOST = "cpu"
 
 
-def _torchvision(arch: str) -> Callable[[RunConfig], Built]:
-    def build(config: RunConfig) -> Built:
-        import torchvision
+def _resnet(arch: str) -> Callable[[RunConfig], Built]:
+    """torchvision's ``arch(weights=None)``, from profiler.collect.resnet (same modules, weights
+    and outputs under a seed; no torchvision import)."""
 
-        model = getattr(torchvision.models, arch)(weights=None)
-        images = torch.randn(config.batch_size, 3, config.image_size, config.image_size, device=HOST)
+    def build(config: RunConfig) -> Built:
+        from profiler.collect import resnet
+
+        model = getattr(resnet, arch)()
+        size = config.image_size
+        images = torch.randn(config.batch_size, 3, size, size, device=HOST)
         return model, (images,)
 
     return build
@@ -51,7 +55,8 @@ def _distilbert(config: RunConfig) -> Built:
     try:
         from transformers import DistilBertConfig, DistilBertForSequenceClassification
     except ImportError:
-        raise UserError('the distilbert model needs transformers: pip install -e ".[nlp]"') from None
+        raise UserError(
+            'the distilbert model needs transformers: pip install -e ".[nlp]"') from None
     hf_config = DistilBertConfig(num_labels=2, max_position_embeddings=max(512, config.seq_len))
     model = _LogitsOnly(DistilBertForSequenceClassification(hf_config))
     input_ids = torch.randint(1, hf_config.vocab_size, (config.batch_size, config.seq_len),
@@ -121,7 +126,7 @@ class Seq2SeqTransformer(nn.Module):
 
 def _transformer(config: RunConfig) -> Built:
     vocab = 10000
-    if config.workload == "generate":  # random source tokens, and the first target token
+    if workload(config.workload).prompts:  # random source tokens, and the first target token
         model = Seq2SeqTransformer(vocab=vocab, max_len=1024)
         src = torch.randint(1, vocab, (config.batch_size, config.src_len), device=HOST)
         return model, (src,)
@@ -159,13 +164,13 @@ def _gpt2(config: RunConfig) -> Built:
     hf_config = GPT2Config(vocab_size=GPT2_VOCAB, n_positions=1024, n_embd=768, n_layer=12,
                            n_head=12, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
     model = CausalLM(GPT2LMHeadModel(hf_config))
-    length = config.prompt_len if config.workload == "generate" else config.seq_len
+    length = config.prompt_len if workload(config.workload).prompts else config.seq_len
     return model, (torch.randint(0, GPT2_VOCAB, (config.batch_size, length), device=HOST),)
 
 
 MODELS: dict[str, Callable[[RunConfig], Built]] = {
-    "resnet50": _torchvision("resnet50"),
-    "resnet18": _torchvision("resnet18"),
+    "resnet50": _resnet("resnet50"),
+    "resnet18": _resnet("resnet18"),
     "distilbert": _distilbert,
     "transformer": _transformer,
     "gpt2": _gpt2,
@@ -196,9 +201,11 @@ def _custom(spec: str, config: RunConfig) -> Built:
     model, inputs = built
     if isinstance(inputs, torch.Tensor):
         inputs = (inputs,)
-    if not isinstance(inputs, (tuple, list)) or not all(isinstance(t, torch.Tensor) for t in inputs):
+    if not isinstance(inputs, (tuple, list)) or not all(
+            isinstance(t, torch.Tensor) for t in inputs):
         shown = type(inputs).__name__ if not isinstance(inputs, (tuple, list)) else \
-            "a " + type(inputs).__name__ + " of " + ", ".join(sorted({type(t).__name__ for t in inputs}))
+            "a " + type(inputs).__name__ + " of " + ", ".join(
+                sorted({type(t).__name__ for t in inputs}))
         raise UserError(f"--model {spec} must return example_inputs as a tensor or a tuple of "
                         f"tensors; it returned {shown}")
     return model, tuple(inputs)
@@ -279,13 +286,16 @@ def is_builtin(config: RunConfig) -> bool:
 
 
 def build_facts(config: RunConfig, inputs: tuple) -> dict:
-    """What decides a built-in model's architecture and inputs, for cache keys: the model, this
-    file's code (it builds the models), the input shapes and dtypes, the libraries' versions."""
+    """What decides a built-in model's architecture and inputs, for cache keys: the model, the
+    code that builds the models (this file and resnet.py), the input shapes and dtypes, the
+    libraries' versions."""
     from profiler.collect import metadata
 
     versions = metadata.package_versions()
+    code = b"".join(Path(__file__).with_name(name).read_bytes()
+                    for name in ("models.py", "resnet.py"))
     return {"model": config.model, "workload": config.workload,
-            "model_code": hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16],
+            "model_code": hashlib.sha256(code).hexdigest()[:16],
             "inputs": [[list(t.shape), str(t.dtype).replace("torch.", "")] for t in inputs],
             "versions": {name: versions.get(name) for name in ("torch", "torchvision",
                                                                "transformers")}}
@@ -301,7 +311,8 @@ def load_weights(model: nn.Module, path: Path) -> None:
                         f"{str(error).splitlines()[0] if str(error) else ''})") from None
     if not isinstance(state, Mapping) or not all(
             isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()):
-        raise UserError(f"--weights {path} is not a state dict (a mapping of string names to tensors)")
+        raise UserError(
+            f"--weights {path} is not a state dict (a mapping of string names to tensors)")
     try:
         result = model.load_state_dict(state, strict=False)
     except RuntimeError as error:  # shape mismatches raise even when strict=False
@@ -310,7 +321,8 @@ def load_weights(model: nn.Module, path: Path) -> None:
     problems = [f"missing {k}" for k in result.missing_keys] + [
         f"unexpected {k}" for k in result.unexpected_keys]
     if problems:
-        shown = ", ".join(problems[:3]) + (f" and {len(problems) - 3} more" if len(problems) > 3 else "")
+        more = len(problems) - 3
+        shown = ", ".join(problems[:3]) + (f" and {more} more" if more > 0 else "")
         raise UserError(f"--weights {path} does not fit the model: {shown}")
 
 

@@ -22,8 +22,8 @@ from pathlib import Path
 import torch
 
 from profiler.collect import engine_cache, models
-from profiler.runs.config import RunConfig
 from profiler.errors import first_line
+from profiler.runs.config import RunConfig
 
 CACHE_KIND = "references"
 CACHE_SUFFIX = ".pt"

@@ -42,7 +42,7 @@ def child_config(config: RunConfig, iters: int, warmup: int) -> RunConfig:
 def one_window(child: RunConfig, what: str) -> ProcessWindow:
     """One timed window of ``child`` in a fresh process, with its GPU-time window."""
     # Ctrl-C, SIGTERM, SIGHUP (run's as_interrupts): the window's process is stopped too
-    done = signals.run_child([sys.executable, "-m", "profiler.collect.repeat_window"],
+    done = signals.run_child([sys.executable, "-m", "profiler.collect.window_child"],
                              input=json.dumps(config_to_json(child)), env=child_env())
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]

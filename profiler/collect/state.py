@@ -25,9 +25,10 @@ def snapshot() -> Snapshot:
 
 
 def torch_flags() -> dict:
-    return {"matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
-            "matmul_fp16_reduced": torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
-            "matmul_bf16_reduced": torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
+    matmul = torch.backends.cuda.matmul
+    return {"matmul_allow_tf32": matmul.allow_tf32,
+            "matmul_fp16_reduced": matmul.allow_fp16_reduced_precision_reduction,
+            "matmul_bf16_reduced": matmul.allow_bf16_reduced_precision_reduction,
             "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32,
             "cudnn_benchmark": torch.backends.cudnn.benchmark,
             "cudnn_deterministic": torch.backends.cudnn.deterministic,

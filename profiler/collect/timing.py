@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from profiler.analysis.noise import percentile
+
 
 def clock() -> float:
     """Seconds on the host's monotonic clock (one place, so a test can give a fake one)."""

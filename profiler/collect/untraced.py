@@ -23,7 +23,7 @@ import os
 import tempfile
 import warnings
 from collections import Counter
-from typing import Callable
+from collections.abc import Callable
 
 #: the category of a kernel record in the trace torch.profiler exports (the kernel table's)
 KERNEL = "kernel"
@@ -53,7 +53,8 @@ def record(fn: Callable, inputs: tuple, sync: Callable[[], None]) -> dict[str, i
 
     from profiler.collect.device import inductor_left_unimported
 
-    with warnings.catch_warnings(), inductor_left_unimported():  # "Profiler clears events at the end of each cycle"
+    # "Profiler clears events at the end of each cycle"
+    with warnings.catch_warnings(), inductor_left_unimported():
         warnings.simplefilter("ignore", UserWarning)
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
             fn(*inputs)

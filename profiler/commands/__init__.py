@@ -9,7 +9,6 @@ import resource
 from profiler.errors import UserError, first_line
 from profiler.runs.config import parse_duration
 
-
 #: what a plain install lacks to run models, and how to get it
 NO_TORCH = ('torch is not installed here: pip install -e ".[run]" (reading, '
             "summarizing and comparing traces does not need it)")

@@ -10,6 +10,7 @@ from pathlib import Path
 from profiler.commands import parse_budget
 from profiler.errors import UserError
 
+
 def run(target: str, try_them: bool = False, budget: str | None = None,
         max_cells: int | None = None, processes: int | None = None, resume: bool = False,
         runs_dir: Path = Path("runs"), tb_dir: Path = Path("tb_logs"), *, sink,
@@ -51,6 +52,7 @@ def run(target: str, try_them: bool = False, budget: str | None = None,
             print_plan(advice, promises, plan, side.run_folder, sink.console, try_them,
                        baseline_noise(result, side.result_json))
         return 0
+    from profiler.analysis.records import plain
     from profiler.analysis.trial import baseline_row, trial_rows
     from profiler.sweep.executors.local import visible_gpus
     from profiler.sweep.trial import check_folders, run_trial
@@ -80,7 +82,7 @@ def run(target: str, try_them: bool = False, budget: str | None = None,
     data = trial.to_dict()
     rows = trial_rows(data, folder, promises, advice, config.to_dict())
     base = baseline_row(data, folder)
-    document.update(trial=data, baseline=base, rows=[r.to_dict() for r in rows])
+    document.update(trial=data, baseline=plain(base), rows=[r.to_dict() for r in rows])
     from profiler.fsutil import write_text_atomic
     from profiler.report.trial_view import trial_html
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from profiler import signals
-from profiler.errors import UserError
+from profiler.analysis.records import plain
 from profiler.analysis.run import Comparison, RunAnalysis
+from profiler.errors import UserError
 from profiler.report.compare_view import print_diff, print_explanation, print_timed_headline
 from profiler.report.export import write_table, write_tables
 from profiler.report.fmt import head
@@ -18,6 +20,8 @@ from profiler.report.insight_view import print_insight
 from profiler.trace.diff import Diff
 from profiler.trace.summary import json_safe
 
+if TYPE_CHECKING:
+    from profiler.runs.samples import ConfigSamples
 
 #: the note of a run compared with itself
 SAME_RUN = ("note: A and B are the same run ({path}): its recorded figures are compared with "
@@ -73,7 +77,7 @@ def run(a: str, b: str, top: int = 15, out: Path | None = None, *, sink,
     # why B differs at the kernel level (SM clock, kernels): nothing to say of two CPU runs
     explanation = None if result.on_cpu else both.explanation
     if sink.json:
-        sink.document("compare", diff_json(result, timed_ab, top, explanation))
+        sink.document("compare", diff_json(result, plain(timed_ab), top, plain(explanation)))
         return result
     console = sink.console
     if timed_ab is not None:
@@ -96,6 +100,7 @@ def fresh_windows(both: Comparison, processes: int | None, target_noise: float |
     package.module:function model is imported only from the file its run recorded, or with
     ``trust_model`` (profiler.runs.model_source)."""
     from profiler.runs.samples import ConfigSamples, config_json_of
+    from profiler.runs.workloads import workload
     from profiler.sweep import rounds
     from profiler.sweep.plan import DEFAULT_PROCESSES, check_sampling
 
@@ -105,10 +110,10 @@ def fresh_windows(both: Comparison, processes: int | None, target_noise: float |
             raise UserError(f"--processes times the configs again: {label} "
                             f"({side.path}) is a trace without the run's result.json")
         results[label] = side.result
-    workloads = {r.workload for r in results.values()}
+    # the side whose windows cannot be sampled, if one cannot, is the one checked
+    sides = sorted({r.workload for r in results.values()}, key=lambda w: (workload(w).sampled, w))
     count = check_sampling(processes if processes is not None else DEFAULT_PROCESSES,
-                           target_noise, budget_s, "local", None,
-                           "generate" if "generate" in workloads else "forward")
+                           target_noise, budget_s, "local", None, sides[0])
     from profiler.runs import model_source
     from profiler.runs.config import config_from_json
 

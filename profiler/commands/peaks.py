@@ -10,7 +10,8 @@ from profiler.errors import UserError
 def run(refresh: bool = False, cache_dir: Path | None = None, matmul_n: int | None = None,
         copy_mib: int | None = None, *, sink) -> dict:
     """``sink``: profiler.cli.output.Output, where the table or the --json document go."""
-    for flag, value, limit in (("--matmul-n", matmul_n, 2 ** 16), ("--copy-mib", copy_mib, 2 ** 20)):
+    for flag, value, limit in (("--matmul-n", matmul_n, 2 ** 16),
+                               ("--copy-mib", copy_mib, 2 ** 20)):
         if value is not None and not 1 <= value <= limit:
             raise UserError(f"{flag} must be from 1 to {limit} (got {value})")
     from profiler.commands import loading_torch

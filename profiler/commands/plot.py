@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from profiler.errors import UserError
 from profiler.analysis.run import RunAnalysis
 from profiler.analysis.sweep import SweepAnalysis
+from profiler.errors import UserError
 from profiler.runs.manifest import short_label
 
 

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from profiler.errors import UserError
-from profiler.fsutil import read_small, write_text_atomic
-from profiler.runs.manifest import OK, find_sweep, short_label
 from profiler.analysis.roofline import MIN_GBS, MIN_PCT_BANDWIDTH
 from profiler.analysis.run import Comparison, RunAnalysis
 from profiler.analysis.sweep import SweepAnalysis
+from profiler.errors import UserError
+from profiler.fsutil import read_small, write_text_atomic
 from profiler.report import html
+from profiler.runs.manifest import OK, find_sweep, short_label
 from profiler.trace.kernels import PIPE_BUSY_NOTE
 
 
@@ -93,7 +93,7 @@ def _analysis(target: str, peaks_dir: Path | None, flops_table: dict | None,
     """The target's analysis, its advice computed (a trace that does not read fails here);
     ``detail`` (-v) is told what it resolved to."""
     run = RunAnalysis(target, peaks_dir=peaks_dir, flops_table=flops_table)
-    run.advice
+    _ = run.advice
     if detail is not None:
         detail(f"{target}: trace {run.summary.trace_path}; result "
                f"{run.result_json or 'none (a bare trace: no timed window)'}")
@@ -165,6 +165,8 @@ SWEEP_COLUMNS = ("backend", "bs", "p50_ms", "p90_ms", "p99_ms", "gpu_compute_ms"
                  "gpu_interval", "gpu_verdict", "processes", "cv_pct", "noise",
                  "tensor_core_pct", "gpu_util_pct", "rel_l2_error", "ttft_ms", "token_p50_ms",
                  "tokens_per_s", "status", "reason")
+#: the latency columns of the sweep table, each to the figures its cell's noise allows
+LATENCY_COLUMNS = ("p50_ms", "p90_ms", "p99_ms")
 #: each figure's columns named for their figure: a latency figure never reads as GPU time
 SWEEP_HEADERS = {"p50_ms": "latency p50 ms", "gpu_compute_ms": "GPU time ms",
                  "speedup": "latency speedup x", "interval": "latency 95 % interval",
@@ -180,10 +182,16 @@ def _interval(lows, highs) -> list[str]:
 def sweep_table(frame: pd.DataFrame, axes: list[str]) -> str:
     """The benchmark table as the terminal shows it: each figure's speedup (latency, and GPU
     time where measured) with its 95 % interval and verdict, the classification, the processes
-    behind them, the CV with the window's noise warnings."""
-    from profiler.report.benchmark_view import has_gpu_time
+    behind them, the CV with the window's noise warnings; each cell's latencies to the
+    figures its window's CV allows, p50 marked with its first flag (as the terminal shows
+    them: benchmark_view.latency_cells)."""
+    from profiler.report.benchmark_view import has_gpu_time, latency_cells
+    from profiler.report.fmt import trimmed
 
+    latencies = [latency_cells(r)[1:] for r in frame.itertuples()]  # p50, p90, p99
     shown = frame.assign(
+        **{key: [cells[i] for cells in latencies] for i, key in enumerate(LATENCY_COLUMNS)},
+        gpu_compute_ms=[trimmed(v, None) for v in frame["gpu_compute_ms"]],
         interval=_interval(frame["speedup_low"], frame["speedup_high"]),
         gpu_interval=_interval(frame["gpu_speedup_low"], frame["gpu_speedup_high"]),
         noise=[n if isinstance(n, str) and n else "-" for n in frame["noise"]],
@@ -198,8 +206,8 @@ def sweep_table(frame: pd.DataFrame, axes: list[str]) -> str:
         shown = shown.drop(columns=["reason"])
     columns = [c for c in SWEEP_COLUMNS if c in shown]
     columns[2:2] = axes
-    return html.table(shown, columns, headers=SWEEP_HEADERS,
-                      formats={"gpu_compute_ms": ".3f", "gpu_speedup": ".2f"})
+    return html.table(shown, columns, headers=SWEEP_HEADERS, formats={"gpu_speedup": ".2f"},
+                      figures=(*LATENCY_COLUMNS, "gpu_compute_ms"))
 
 
 def sweep_headline(frame: pd.DataFrame, manifest) -> str:
@@ -207,9 +215,15 @@ def sweep_headline(frame: pd.DataFrame, manifest) -> str:
     (held to a false discovery rate over the cells), the timed window, each cell's verdict
     notes and noise warnings."""
     from profiler.analysis.benchmark import axis_columns
-    from profiler.report.benchmark_view import (FDR_WORDS, GPU_TIME_WORDS, LATENCY_WORDS,
-                                                NO_GPU_TIME, has_gpu_time, judged,
-                                                verdict_notes)
+    from profiler.report.benchmark_view import (
+        FDR_WORDS,
+        GPU_TIME_WORDS,
+        LATENCY_WORDS,
+        NO_GPU_TIME,
+        has_gpu_time,
+        judged,
+        verdict_notes,
+    )
 
     devices = sorted({d for d in frame["device"].dropna() if d})
     options = manifest.options
@@ -253,16 +267,21 @@ def sweep_headline(frame: pd.DataFrame, manifest) -> str:
 
 
 def sweep_page(folder: Path, peaks_dir: Path | None = None,
-               flops_table: dict | None = None) -> html.Page:
+               flops_table: dict | None = None, only_decided: bool = False) -> html.Page:
     """The sweep's table (from its manifest and cells' results), plots, and the roofline and
-    advice of every finished cell."""
+    advice of every finished cell; with ``only_decided`` the table leaves out the cells
+    undecided on both figures (a line counts them), as `sweep --only-decided` does."""
     from profiler.analysis.benchmark import axis_columns
+    from profiler.report.benchmark_view import undecided_on_both
 
     sweep = SweepAnalysis(folder, peaks_dir=peaks_dir, flops_table=flops_table)
     frame = sweep.benchmark
     page = html.Page(f"Sweep: {folder.name}")
+    hidden = undecided_on_both(frame) if only_decided else pd.Series(False, index=frame.index)
+    shown = html.note(f"--only-decided: {int(hidden.sum())} of {len(frame)} cells hidden "
+                      "(undecided on both figures)") if only_decided else ""
     page.add("Benchmark", sweep_headline(frame, sweep.manifest)
-             + sweep_table(frame, axis_columns(sweep.manifest))
+             + sweep_table(frame[~hidden], axis_columns(sweep.manifest)) + shown
              + html.note("note: TC-kernel time %: " + PIPE_BUSY_NOTE))
     page.add("Latency, speedup, throughput and kernel categories (the figures of `plot`)",
              _sweep_figures(frame, sweep.manifest))
@@ -320,17 +339,21 @@ def read_flops_table(path: Path | None) -> dict | None:
 
 
 def run(target: str, target_b: str | None, out: Path | None, peaks_dir: Path | None = None,
-        flops: Path | None = None, *, sink=None) -> Path:
+        flops: Path | None = None, *, sink=None, only_decided: bool = False) -> Path:
     """Write the report; returns its path. ``sink`` (profiler.cli.output.Output) takes the
-    warning line when figures are left out (stderr without one)."""
+    warning line when figures are left out (stderr without one); ``only_decided``: a sweep's
+    table without the cells undecided on both figures (a sweep folder only)."""
     if peaks_dir is not None and peaks_dir.exists() and not peaks_dir.is_dir():
         raise UserError(f"--peaks-dir {peaks_dir} is not a folder: give the folder `profile.py "
                         "peaks` writes its measurements into")
     flops_table = read_flops_table(flops)
     detail = sink.detail if sink is not None else None
     sweep = find_sweep(target) if target_b is None else None
+    if only_decided and sweep is None:
+        raise UserError("--only-decided goes with a sweep folder (it hides the sweep table's "
+                        f"undecided cells); {target} is not one")
     if sweep is not None:
-        page = sweep_page(sweep, peaks_dir, flops_table)
+        page = sweep_page(sweep, peaks_dir, flops_table, only_decided)
         default = sweep / "report.html"
     elif target_b is not None:
         page = compare_page(target, target_b, peaks_dir, flops_table, detail)

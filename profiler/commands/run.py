@@ -7,9 +7,9 @@ from pathlib import Path
 
 from profiler import signals
 from profiler.commands import loading_torch
+from profiler.errors import UserError
 from profiler.runs.config import RunConfig
 from profiler.runs.result import result_text
-from profiler.errors import UserError
 
 
 def run(options: dict, sink, tb_compat: bool = False,
@@ -27,17 +27,21 @@ def run(options: dict, sink, tb_compat: bool = False,
     copies = compat_dir_for(config.tb_dir / config.run_name / "trace", of_run=True)
     if tb_compat:
         compat.check_compat_folder(copies)
+    from profiler.collect import bytecode
+
+    bytecode.precompile()  # a fresh machine: compile what the run imports on the other cores
     with loading_torch():
         from profiler.collect import harness
     from profiler.report import run_view
     from profiler.runs.config import config_to_json
     from profiler.runs.layout import cache_dir
+    from profiler.runs.phases import process_mark
 
     sink.detail("config: " + ", ".join(f"{key}={value}" for key, value in
                                        sorted(config_to_json(config).items())))
     sink.detail(f"cache: {config.cache_dir or cache_dir()}")
     with signals.as_interrupts():  # SIGTERM, SIGHUP: like Ctrl-C
-        result = harness.run(config, quiet=sink.json or sink.quiet)
+        result = harness.run(config, quiet=sink.json or sink.quiet, started=process_mark)
     if tb_compat:
         _write_copies(result, copies, sink, command)
     elif compat.remove_copies(copies):

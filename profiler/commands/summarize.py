@@ -68,16 +68,17 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
         data["totals"] = {"kernels": len(summary.kernels.table),
                           "operators": len(summary.overview.operators)}
         if headline is not None:
+            from profiler.analysis.records import plain
             from profiler.trace.summary import json_safe
 
-            data = {"headline": json_safe(headline), **data}
+            data = {"headline": json_safe(plain(headline)), **data}
         if found is not None:
             from profiler.report.insight_view import to_dict
 
             data["insight"] = to_dict(found)
         if joined is not None:
-            from profiler.trace.summary import json_safe
             from profiler.report.hardware_view import export_columns
+            from profiler.trace.summary import json_safe
 
             rows = export_columns(joined[joined["rules_vs_hardware"] != "not profiled"])
             data["hardware"] = json_safe({"ncu_csv": str(run.ncu_csv), **agreement.to_dict(),
@@ -142,10 +143,9 @@ def layers_json(attributions: list) -> list[dict]:
 
 def _layers(run: RunAnalysis, out: Path | None, sink, top: int) -> None:
     """--view layers: the TensorRT layers of a run with the profiled kernels attributed."""
+    from profiler.analysis.run import require_layers
     from profiler.trace.summary import json_safe
     from profiler.trace.trt_layers import LAYER_COLUMNS
-
-    from profiler.analysis.run import require_layers
 
     attributions = require_layers(run)
     if out is not None:

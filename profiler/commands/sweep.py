@@ -3,14 +3,17 @@ status says whether any cell finished."""
 
 from __future__ import annotations
 
-
 from rich.markup import escape
 
 from profiler import signals
+from profiler.analysis.benchmark import benchmark_table, cell_analyses, sweep_gpu_offsets
 from profiler.errors import Interrupted, UserError
-from profiler.analysis.benchmark import benchmark_table, sweep_gpu_offsets
-from profiler.report.benchmark_view import (benchmark_json, print_benchmark, print_gpu_offsets,
-                                            write_benchmark)
+from profiler.report.benchmark_view import (
+    benchmark_json,
+    print_benchmark,
+    print_gpu_offsets,
+    write_benchmark,
+)
 from profiler.report.console import make_console
 from profiler.report.fmt import seconds
 from profiler.report.sweep_view import cell_progress
@@ -19,8 +22,8 @@ from profiler.sweep.plan import SweepPlan, read_manifest, run_sweep
 
 
 def run(plan: SweepPlan, sink, only_decided: bool = False) -> int:
-    """Run the sweep, its table to ``sink`` (profiler.cli.output.Output); returns the exit status: 0 if at least one cell is ok (a warning lists the
-    others), 1 if none is."""
+    """Run the sweep, its table to ``sink`` (profiler.cli.output.Output); returns the exit
+    status: 0 if at least one cell is ok (a warning lists the others), 1 if none is."""
     err = make_console(stderr=True)
     # SIGTERM, SIGHUP: like Ctrl-C (the running cell stopped and recorded, the tables written)
     with signals.as_interrupts(), cell_progress(err, len(plan.cells),
@@ -60,7 +63,8 @@ def write_tables(plan: SweepPlan):
     manifest = read_manifest(plan.sweep_dir)
     if manifest is None:
         raise UserError(f"{plan.sweep_dir} lost its manifest during the sweep")
-    frame = benchmark_table(plan.sweep_dir, manifest)
-    offsets = sweep_gpu_offsets(plan.sweep_dir, manifest)
+    cells = cell_analyses(plan.sweep_dir, manifest)  # each cell read once, for both
+    frame = benchmark_table(plan.sweep_dir, manifest, cells=cells)
+    offsets = sweep_gpu_offsets(plan.sweep_dir, manifest, cells)
     write_benchmark(plan.sweep_dir, frame, manifest, offsets)
     return frame, manifest, offsets

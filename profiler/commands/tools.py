@@ -11,9 +11,8 @@ from profiler.errors import UserError
 def backends(sink) -> int:
     """``sink``: profiler.cli.output.Output, where the table or the --json document go."""
     from profiler.collect.backends import all_backends, cuda_available
-    from profiler.report import run_view
-
     from profiler.commands import NO_TORCH, torch_installed
+    from profiler.report import run_view
 
     torch_here = torch_installed()
     cuda = torch_here and cuda_available()

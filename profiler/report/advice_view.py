@@ -3,9 +3,10 @@ as label -> text and the gain it projects. The terminal, the HTML report and --j
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from profiler.analysis.advice import Advice
+from profiler.analysis.records import BaselineNoise
 from profiler.report.fmt import marked, pct, window_flags
 
 
@@ -117,14 +118,14 @@ def advice_dict(a: Advice) -> dict:
             "source": a.source, "measured": a.measured}
 
 
-def noise_line(noise: dict | None, of: str = "the run") -> str:
+def noise_line(noise: BaselineNoise | None, of: str = "the run") -> str:
     """A baseline's noise (profiler.analysis.trial.baseline_noise) in one line: its timed
     window's CV with the window's flags, and the CV between its processes when it has several;
     "" without a record."""
-    if not noise or noise.get("cv") is None:
+    if not noise or noise.cv is None:
         return ""
-    window = marked(f"CV {pct(100 * noise['cv'])}", window_flags(noise["warnings"]))
-    between = (f"between its {noise['processes']} processes CV {pct(100 * noise['between_cv'])}"
-               if noise.get("between_cv") is not None else
+    window = marked(f"CV {pct(100 * noise.cv)}", window_flags(noise.warnings))
+    between = (f"between its {noise.processes} processes CV {pct(100 * noise.between_cv)}"
+               if noise.between_cv is not None else
                "one process (no spread between processes measured)")
     return f"noise of {of}: timed window {window}; {between}"

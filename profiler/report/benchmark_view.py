@@ -10,18 +10,31 @@ import pandas as pd
 from rich.console import Console
 from rich.markup import escape
 
-from profiler.fsutil import write_text_atomic
-from profiler.runs.manifest import SweepManifest
-from profiler.analysis.benchmark import (GENERATION_COLUMNS, NOT_FINITE, PHASE_COLUMNS,
-                                         axis_columns, geomean_rows)
-from profiler.runs.manifest import axis_options
-from profiler.analysis.roofline import MIN_BYTES_LABEL, MIN_GBS, MIN_PCT_BANDWIDTH
+from profiler.analysis.benchmark import (
+    GENERATION_COLUMNS,
+    NOT_FINITE,
+    PHASE_COLUMNS,
+    axis_columns,
+    geomean_rows,
+)
 from profiler.analysis.gpu_offsets import GpuOffset
+from profiler.analysis.roofline import MIN_BYTES_LABEL, MIN_GBS, MIN_PCT_BANDWIDTH
 from profiler.analysis.verdict import FDR_Q
+from profiler.fsutil import write_text_atomic
 from profiler.report.console import FitTable
-from profiler.report.export import markdown_table, integer_counts
-from profiler.report.fmt import (change_pct, fixed, marked, mib, missing, pct, times, trimmed,
-                                 window_flags)
+from profiler.report.export import integer_counts, markdown_table
+from profiler.report.fmt import (
+    change_pct,
+    fixed,
+    marked,
+    mib,
+    missing,
+    pct,
+    times,
+    trimmed,
+    window_flags,
+)
+from profiler.runs.manifest import SweepManifest, axis_options
 from profiler.trace.kernels import PIPE_BUSY_NOTE
 from profiler.trace.summary import json_safe
 

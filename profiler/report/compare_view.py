@@ -10,13 +10,32 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from profiler.analysis.noise import NOISY_CV
+from profiler.analysis.records import (
+    CompareTimed,
+    Explanation,
+    FigureOverProcesses,
+    ProcessFigures,
+    Verdict,
+    WindowNoise,
+)
+from profiler.report.console import FitTable
+from profiler.report.fmt import (
+    change_pct,
+    head,
+    marked,
+    mib,
+    pct,
+    signed,
+    times,
+    trimmed,
+    us_fine,
+    window_flags,
+    with_unit,
+)
+from profiler.report.phases_view import compare_phases_table, compare_positions_table
 from profiler.trace.diff import BOTH, ONLY_A, ONLY_B, Diff
 from profiler.trace.summary import Summary
-from profiler.report.console import FitTable
-from profiler.analysis.noise import NOISY_CV
-from profiler.report.fmt import (change_pct, head, marked, mib, pct, signed, times, trimmed,
-                                 us_fine, window_flags, with_unit)
-from profiler.report.phases_view import compare_phases_table, compare_positions_table
 
 
 def _side_name(label: str, summary: Summary) -> str:
@@ -208,133 +227,137 @@ def _plural(count: int, one: str = "process", many: str = "processes") -> str:
     return one if count == 1 else many
 
 
-def timed_title(t: dict) -> str:
+def timed_title(t: CompareTimed) -> str:
     """The processes' table's title: how many processes a side, fresh or recorded, and which
     mean its figures are."""
-    pa, pb = t["processes_a"]["processes"], t["processes_b"]["processes"]
-    kind = (t.get("source") or "recorded processes").split()[0]  # fresh, recorded
+    pa, pb = t.processes_a.processes, t.processes_b.processes
+    kind = t.source.split()[0]  # fresh, recorded
     count = f"{pa} {kind} {_plural(pa)} a side" if pa == pb else \
         f"{pa} (A) and {pb} (B) {kind} processes"
     return f"Timed windows (no profiler): {count}, {GEOMEAN}"
 
 
-def _geomean(figure: dict | None):
-    return None if figure is None else figure["geomean_ms"]
+Figure = FigureOverProcesses | None
 
 
-def _noise(figure: dict | None, window: dict | None) -> tuple[float | None, list[str]]:
+def _geomean(figure: Figure):
+    return None if figure is None else figure.geomean_ms
+
+
+def _noise(figure: Figure, window: WindowNoise | None) -> tuple[float | None, list[str]]:
     """A side's noise and its flags: the between-process CV of the per-process medians with
     several processes ("noisy" from NOISY_CV), else the recorded timed window's CV and flags."""
-    cv = (figure or {}).get("cv")
+    cv = figure.cv if figure is not None else None
     if cv is not None:
         return cv, ["noisy"] if cv >= NOISY_CV else []
-    window = window or {}
-    return window.get("cv"), window_flags(window.get("warnings"))
+    if window is None:
+        return None, []
+    return window.cv, window_flags(window.warnings)
 
 
-def _figure(figure: dict | None, window: dict | None) -> str:
+def _figure(figure: Figure, window: WindowNoise | None) -> str:
     """The geometric mean to the figures the side's noise allows, marked with its flags."""
     if figure is None:
         return "-"
     cv, flags = _noise(figure, window)
-    return marked(trimmed(figure["geomean_ms"], cv, "ms"), flags)
+    return marked(trimmed(figure.geomean_ms, cv, "ms"), flags)
 
 
-def _range(figure: dict | None, window: dict | None) -> str:
+def _range(figure: Figure, window: WindowNoise | None) -> str:
     if figure is None:
         return "-"
     cv = _noise(figure, window)[0]
-    return f"{trimmed(figure['min_ms'], cv)}-{trimmed(figure['max_ms'], cv, 'ms')}"
+    return f"{trimmed(figure.min_ms, cv)}-{trimmed(figure.max_ms, cv, 'ms')}"
 
 
-def _processes(side: dict) -> str:
-    pilots = side.get("pilot_processes") or 0
-    return f"{side['processes']}" + (f" (+{pilots} pilot)" if pilots else "")
+def _processes(side: ProcessFigures) -> str:
+    pilots = side.pilot_processes
+    return f"{side.processes}" + (f" (+{pilots} pilot)" if pilots else "")
 
 
-def _bound(side: dict) -> str:
+def _bound(side: ProcessFigures) -> str:
     """The side's classification and the processes it holds in: "launch-bound (4 of 5)"."""
-    word, seen = side.get("bound"), side.get("classified_processes") or 0
+    word, seen = side.bound, side.classified_processes
     if not word:
         return "-"
-    launch = side.get("launch_bound_processes") or 0
+    launch = side.launch_bound_processes
     agree = launch if word == "launch-bound" else seen - launch
     return word if seen < 2 else f"{word} ({agree} of {seen})"
 
 
-def has_processes(t: dict) -> bool:
+def has_processes(t: CompareTimed) -> bool:
     """Either side has per-process latencies (the processes' table has figures to show)."""
-    return bool(t["processes_a"].get("latency") or t["processes_b"].get("latency"))
+    return t.processes_a.latency is not None or t.processes_b.latency is not None
 
 
-def process_rows(t: dict) -> list[tuple[str, str, str, str]]:
+def process_rows(t: CompareTimed) -> list[tuple[str, str, str, str]]:
     """The rows (metric, A, B, B vs A) of the processes the verdicts use (fresh ones with
-    compare --processes, else the recorded ones: ``t["source"]``): each figure's geometric mean
+    compare --processes, else the recorded ones: ``t.source``): each figure's geometric mean
     of the per-process medians and its range over processes, to the figures the side's noise
     allows (_noise), the processes, the
     classification and both speedups. The terminal and the HTML report show the same rows."""
-    pa, pb = t["processes_a"], t["processes_b"]
-    several = max(pa["processes"], pb["processes"]) > 1
+    pa, pb = t.processes_a, t.processes_b
+    several = max(pa.processes, pb.processes) > 1
     rows = []
     for figure, label, short in (("latency", FIGURE_NAMES["latency"], "latency"),
                                  ("gpu_time", FIGURE_NAMES["gpu_time"], "GPU time"),
                                  ("enqueue", "enqueue (host launch time)", "enqueue")):
-        fa, fb = pa.get(figure), pb.get(figure)
+        fa, fb = getattr(pa, figure), getattr(pb, figure)
         if fa is None and fb is None:
             continue
         ga, gb = _geomean(fa), _geomean(fb)
-        wa, wb = t.get("noise_a"), t.get("noise_b")
+        wa, wb = t.noise_a, t.noise_b
         rows.append((label, _figure(fa, wa), _figure(fb, wb), _change(ga, gb)))
         if several:
             rows.append((f"{short}: min-max over processes", _range(fa, wa), _range(fb, wb),
                          ""))
     rows.append(("processes", _processes(pa), _processes(pb), ""))
-    if pa.get("bound") or pb.get("bound"):
+    if pa.bound or pb.bound:
         rows.append(("bound (enqueue p90 against GPU time)", _bound(pa), _bound(pb), ""))
-    if t.get("verdict"):
-        rows.append((f"latency speedup (A / B, {GEOMEAN})", "", "", times(t["speedup_x"])))
-    if t.get("gpu_speedup_x") is not None:
-        rows.append((f"GPU-time speedup (A / B, {GEOMEAN})", "", "",
-                     times(t["gpu_speedup_x"])))
+    if t.verdict:
+        rows.append((f"latency speedup (A / B, {GEOMEAN})", "", "", times(t.speedup_x)))
+    if t.gpu_speedup_x is not None:
+        rows.append((f"GPU-time speedup (A / B, {GEOMEAN})", "", "", times(t.gpu_speedup_x)))
     return rows
 
 
-def recorded_rows(t: dict) -> list[tuple[str, str, str, str]]:
+def recorded_rows(t: CompareTimed) -> list[tuple[str, str, str, str]]:
     """The rows (metric, A, B, B vs A) of each run's own timed window as result.json recorded
     it: p50, p90, p99, throughput, GPU compute and enqueue, the window's CV, peak memory (and
     the p50 speedup where no verdict could be taken)."""
-    a, b = t["a"], t["b"]
-    rows = [(f"{label} latency", with_unit(a[key], "ms"), with_unit(b[key], "ms"),
-             _change(a[key], b[key]))
+    a, b = t.a, t.b
+    rows = [(f"{label} latency", with_unit(getattr(a, key), "ms"),
+             with_unit(getattr(b, key), "ms"), _change(getattr(a, key), getattr(b, key)))
             for key, label in (("p50_ms", "p50"), ("p90_ms", "p90"), ("p99_ms", "p99"))]
-    key = "throughput_samples_per_s"
-    rows.append(("throughput (samples/s)", with_unit(a[key]), with_unit(b[key]),
-                 _change(a[key], b[key])))
-    ga, gb = a.get("gpu_compute") or {}, b.get("gpu_compute") or {}
+    rows.append(("throughput (samples/s)", with_unit(a.throughput_samples_per_s),
+                 with_unit(b.throughput_samples_per_s),
+                 _change(a.throughput_samples_per_s, b.throughput_samples_per_s)))
     for key, label in (("gpu_p50_ms", "GPU compute p50 (launch gaps excluded)"),
                        ("enqueue_p50_ms", "enqueue p50 (host launch time)")):
-        if ga.get(key) is not None or gb.get(key) is not None:
-            rows.append((label, with_unit(ga.get(key), "ms"), with_unit(gb.get(key), "ms"),
-                         _change(ga.get(key), gb.get(key))))
-    if not t.get("verdict"):
-        rows.append(("speedup (A / B of the p50)", "", "", times(t["speedup_x"])))
-    for side, label in (("noise_a", "CV of the window A"), ("noise_b", "CV of the window B")):
-        if t[side]:
-            rows.append((label, "", "", pct(100 * t[side]["cv"])))
-    ma, mb = t["memory_a"], t["memory_b"]
+        xa, xb = (getattr(side.gpu_compute, key) if side.gpu_compute else None
+                  for side in (a, b))
+        if xa is not None or xb is not None:
+            rows.append((label, with_unit(xa, "ms"), with_unit(xb, "ms"), _change(xa, xb)))
+    if not t.verdict:
+        rows.append(("speedup (A / B of the p50)", "", "", times(t.speedup_x)))
+    for window, label in ((t.noise_a, "CV of the window A"), (t.noise_b, "CV of the window B")):
+        if window:
+            rows.append((label, "", "", pct(100 * window.cv)))
+    ma, mb = t.memory_a, t.memory_b
     for key, label in (("peak_allocated_mib", "peak allocated"),
                        ("peak_reserved_mib", "peak reserved"),
                        ("engine_mib", "TensorRT engine memory")):
-        if key != "engine_mib" or ma[key] is not None or mb[key] is not None:
-            rows.append((label, mib(ma[key], ma["note"]), mib(mb[key], mb["note"]), ""))
+        xa, xb = getattr(ma, key), getattr(mb, key)
+        if key != "engine_mib" or xa is not None or xb is not None:
+            rows.append((label, mib(xa, ma.note), mib(xb, mb.note), ""))
     return rows
 
 
-def noise_warnings(t: dict) -> list[tuple[str, str]]:
+def noise_warnings(t: CompareTimed) -> list[tuple[str, str]]:
     """(side, warning) for every noise warning of either recorded timed window."""
     return [(f"{label}, recorded run", warning)
-            for side, label in (("noise_a", "A"), ("noise_b", "B"))
-            for warning in (t[side] or {}).get("warnings") or []]
+            for window, label in ((t.noise_a, "A"), (t.noise_b, "B"))
+            for warning in (window.warnings if window else [])]
 
 
 def _metrics_table(title: str, rows: list[tuple[str, str, str, str]]) -> FitTable:
@@ -347,7 +370,7 @@ def _metrics_table(title: str, rows: list[tuple[str, str, str, str]]) -> FitTabl
     return table
 
 
-def print_timed_headline(t: dict, console: Console) -> None:
+def print_timed_headline(t: CompareTimed, console: Console) -> None:
     """The processes the verdicts use (profiler.analysis.headline.compare_timed: fresh ones with
     compare --processes), both verdicts (latency and GPU time, each named) with the lines that
     say how to read them, the recorded runs' own figures under their own heading, and every
@@ -361,15 +384,15 @@ def print_timed_headline(t: dict, console: Console) -> None:
     console.print(_metrics_table(RECORDED_TITLE, recorded_rows(t)))
     for label, warning in noise_warnings(t):
         console.print(f"[bold yellow]warning ({label}):[/] {escape(warning)}", highlight=False)
-    console.print(f"config A: {escape(t['config_a'])}", highlight=False)
-    console.print(f"config B: {escape(t['config_b'])}", highlight=False)
-    differing = t["differences"]
+    console.print(f"config A: {escape(t.config_a)}", highlight=False)
+    console.print(f"config B: {escape(t.config_b)}", highlight=False)
+    differing = t.differences
     diffs = Table(title=f"Config and environment fields that differ ({len(differing)})",
                   title_justify="left")
     for col in ("field", "A", "B"):
         diffs.add_column(col, overflow="fold")
     for row in differing:
-        diffs.add_row(escape(row["field"]), escape(str(row["a"])), escape(str(row["b"])))
+        diffs.add_row(escape(row.field), escape(str(row.a)), escape(str(row.b)))
     console.print(diffs if differing else "config and environment: no field differs")
 
 
@@ -379,90 +402,89 @@ VERDICT_WORDS = {"faster": ("B faster", "green"), "slower": ("B slower", "red"),
                  "undecided": ("undecided", "yellow")}
 
 
-def verdict_entries(t: dict) -> list[tuple[str, str, dict | None]]:
+def verdict_entries(t: CompareTimed) -> list[tuple[str, str, Verdict | None]]:
     """(figure, label, verdict or None) of both figures, latency first: when both configs are
     GPU-bound latency leads and GPU time is its cross-check; otherwise both are named alike
     (profiler.analysis.timed_verdict). Two CPU runs: latency's only."""
-    lead = (t.get("verdicts") or {}).get("lead") or "latency"
+    lead = t.verdicts.lead if t.verdicts else "latency"
     gpu = FIGURE_NAMES["gpu_time"]
-    latency = [("latency", FIGURE_NAMES["latency"], t.get("verdict"))]
+    latency = [("latency", FIGURE_NAMES["latency"], t.verdict)]
     if both_on_cpu(t):  # no GPU time to judge: latency's verdict only
         return latency
     return latency + [("gpu_time", f"cross-check, {gpu}" if lead == "latency" else gpu,
-                       t.get("gpu_verdict"))]
+                       t.gpu_verdict)]
 
 
-def both_on_cpu(t: dict) -> bool:
+def both_on_cpu(t: CompareTimed) -> bool:
     """Both runs of a compare's timed headline ran on the CPU."""
-    return all(str((t.get(side) or {}).get("device") or "").startswith("cpu")
-               for side in ("a", "b"))
+    return all(str(side.device or "").startswith("cpu") for side in (t.a, t.b))
 
 
-def verdict_words(verdict: dict) -> str:
+def verdict_words(verdict: Verdict) -> str:
     """The verdict in words: "B faster", "the same within ±2 %" ..."""
-    return VERDICT_WORDS[verdict["verdict"]][0].format(tol=100 * verdict["tolerance"])
+    return VERDICT_WORDS[verdict.verdict][0].format(tol=100 * verdict.tolerance)
 
 
-def _design(verdict: dict) -> str:
-    design, floor = verdict.get("design"), verdict.get("noise_floor")
+def _design(verdict: Verdict) -> str:
+    design, floor = verdict.design, verdict.noise_floor
     if design == "paired":
-        return f"paired over {verdict.get('pairs')} rounds"
-    if design == "floor" or (design is None and floor is not None):
-        source = ("this machine's, measured by `noise`" if verdict.get("floor_source") == "given"
+        return f"paired over {verdict.pairs} rounds"
+    if design == "floor" and floor is not None:
+        source = ("this machine's, measured by `noise`" if verdict.floor_source == "given"
                   else "a default: no usable floor measured by `noise` here")
         return f"one process on a side; between-process spread taken as {100 * floor:.1f} %, " \
                f"{source}"
     return "unpaired"
 
 
-def verdict_basis(verdict: dict) -> str:
+def verdict_basis(verdict: Verdict) -> str:
     """The ratio, its interval, the processes behind it and how they were compared, in one
     sentence."""
-    ka, kb = verdict["processes_a"], verdict["processes_b"]
+    ka, kb = verdict.processes_a, verdict.processes_b
     window = ""
     if min(ka, kb) == 1:  # the spread between processes is assumed, not seen
         window = ", within one window a side" if ka == kb == 1 else \
             ", one side within one window"
-    basis = (f"B/A = {verdict['ratio']:.3f}, 95 % interval [{verdict['low']:.3f}, "
-             f"{verdict['high']:.3f}] over {ka} vs {kb} {_plural(max(ka, kb))}{window} "
+    basis = (f"B/A = {verdict.ratio:.3f}, 95 % interval [{verdict.low:.3f}, "
+             f"{verdict.high:.3f}] over {ka} vs {kb} {_plural(max(ka, kb))}{window} "
              f"({_design(verdict)})")
-    if verdict.get("fdr"):
-        basis += f"; {verdict['fdr']}"  # how it was held against its family
+    if verdict.fdr:
+        basis += f"; {verdict.fdr}"  # how it was held against its family
     return basis
 
 
-def verdict_line(verdict: dict, label: str | None = None) -> str:
+def verdict_line(verdict: Verdict, label: str | None = None) -> str:
     """One line (rich markup): the figure, the ratio, its interval, the processes behind it
     and the verdict."""
-    colour = VERDICT_WORDS[verdict["verdict"]][1]
-    label = label or FIGURE_NAMES.get(verdict.get("figure") or "latency", "")
+    colour = VERDICT_WORDS[verdict.verdict][1]
+    label = label or FIGURE_NAMES.get(verdict.figure, "")
     return f"{escape(label)}: {verdict_basis(verdict)}: [{colour}]{verdict_words(verdict)}[/]"
 
 
-def undecided_note(verdict: dict) -> str:
+def undecided_note(verdict: Verdict) -> str:
     """What to do about an undecided verdict: more processes than it had (compare --processes,
     --target-noise), or the machine's own floor where a default stood in."""
-    have = min(verdict["processes_a"], verdict["processes_b"])
+    have = min(verdict.processes_a, verdict.processes_b)
     more = "compare --processes 5" if have < 5 else \
         f"compare --processes {2 * have}, more than the {have} a side here"
     note = (f"the difference is within what this machine's noise can explain; take fresh "
             f"samples of both with {more} (or --target-noise 2)")
-    if verdict.get("floor_source") == "default":
+    if verdict.floor_source == "default":
         note += ", or measure the machine with `noise`"
     return note
 
 
-def verdict_notes(t: dict) -> list[str]:
+def verdict_notes(t: CompareTimed) -> list[str]:
     """The lines that say how to read the two verdicts (launch-bound, the lever, the processes
     the latency needs, a disagreement), then what to do about each undecided one."""
-    lines = list((t.get("verdicts") or {}).get("lines") or [])
+    lines = list(t.verdicts.lines if t.verdicts else [])
     for figure, _, verdict in verdict_entries(t):
-        if verdict and verdict["verdict"] == "undecided":
+        if verdict and verdict.verdict == "undecided":
             lines.append(f"{figure_short(figure)} undecided: {undecided_note(verdict)}")
     return lines
 
 
-def _print_verdicts(t: dict, console: Console) -> None:
+def _print_verdicts(t: CompareTimed, console: Console) -> None:
     for figure, label, verdict in verdict_entries(t):
         if verdict:
             console.print(verdict_line(verdict, label), highlight=False)
@@ -473,18 +495,16 @@ def _print_verdicts(t: dict, console: Console) -> None:
         console.print(f"[yellow]note:[/] {escape(line)}", highlight=False)
     for figure, _, verdict in verdict_entries(t):
         if verdict:
-            console.print(f"[dim]how ({figure_short(figure)}): {escape(verdict['method'])}[/]",
+            console.print(f"[dim]how ({figure_short(figure)}): {escape(verdict.method)}[/]",
                           highlight=False)
 
 
-def print_explanation(e: dict, console: Console) -> None:
+def print_explanation(e: Explanation, console: Console) -> None:
     """Why B differs from A at the kernel level (profiler.analysis.difference.explain_runs): one
     line (the kernels added and dropped named in it, short names; full ones in --json), then
     each side's GPU state."""
-    console.print(f"[b]why B differs from A[/b] ({escape(e['cause'])}): "
-                  f"{escape(e['short_line'])}",
+    console.print(f"[b]why B differs from A[/b] ({escape(e.cause)}): {escape(e.short_line)}",
                   highlight=False)
-    for side in ("a", "b"):
-        console.print(escape(e[f"gpu_state_{side}"].replace("GPU state:", f"GPU state "
-                                                             f"{side.upper()}:", 1)),
+    for side, state in (("A", e.gpu_state_a), ("B", e.gpu_state_b)):
+        console.print(escape(state.replace("GPU state:", f"GPU state {side}:", 1)),
                       highlight=False)

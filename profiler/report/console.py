@@ -89,7 +89,7 @@ class FitTable(Table):
             yield Text(f"columns left out for width: {names} (widen the terminal, or use "
                        "--json)", style="dim")
 
-    def _leave_out(self, fitted: "FitTable", console, options, whole=()) -> None:
+    def _leave_out(self, fitted: FitTable, console, options, whole=()) -> None:
         """Leave optional columns out of ``fitted`` (the highest rank, the last added first)
         until the rest fits the width, or none is left."""
         order = sorted(range(len(self.optional)), key=lambda i: (self.optional[i][0], i))
@@ -97,7 +97,7 @@ class FitTable(Table):
         while droppable and fitted._needed(console, options, whole=whole) > options.max_width:
             fitted.columns.remove(droppable.pop())
 
-    def _fixed(self, console, options, whole_headers: bool) -> "FitTable":
+    def _fixed(self, console, options, whole_headers: bool) -> FitTable:
         """A copy whose number columns are as wide as their widest cell and their header (on
         one line, or wrapped between words)."""
         fitted = copy.copy(self)

@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pandas as pd
 
+from profiler.analysis.insight import Insight
+from profiler.analysis.records import Headline, plain
 from profiler.errors import UserError
 from profiler.fsutil import atomic_path, write_text_atomic, write_with
-from profiler.analysis.insight import Insight
-from profiler.trace.kernels import PIPE_BUSY_NOTE, TC_KERNELS_LABEL
-from profiler.trace.overview import DEFINERS
-from profiler.trace.summary import Summary, json_safe
 from profiler.report.advice_view import line
 from profiler.report.fmt import fixed, mib, ms_unit, pct
 from profiler.report.insight_view import roofline_line, to_dict as insight_dict
-
+from profiler.trace.kernels import PIPE_BUSY_NOTE, TC_KERNELS_LABEL
+from profiler.trace.overview import DEFINERS
+from profiler.trace.summary import Summary, json_safe
 
 #: columns that count things: written as integers (a count missing on one side stays empty)
 COUNT_COLUMN = re.compile(r"^(calls|kernels|gpu_events|launch_configs|bs|iters|runs|steps)"
@@ -88,30 +88,29 @@ def markdown_table(frame: pd.DataFrame, floatfmt: str = ".1f") -> str:
     return "\n".join(lines) + "\n"
 
 
-def headline_markdown(headline: dict) -> list[str]:
+def headline_markdown(headline: Headline) -> list[str]:
     """The run's timed window as summary.md's first section: what `summarize` prints first."""
-    timed, window, memory = headline["timed"], headline["noise"] or {}, headline["memory"]
+    timed, window, memory = headline.timed, headline.noise, headline.memory
     lines = ["## Timed window (no profiler attached; quote these)\n",
-             f"- p50 latency: {ms_unit(timed['p50_ms'])} (median of {timed['iters']} "
-             f"synchronized iterations, {timed['timer']})",
-             f"- p90 / p99 latency: {ms_unit(timed['p90_ms'])} / {ms_unit(timed['p99_ms'])}",
-             f"- throughput: {fixed(timed['throughput_samples_per_s'], ',.1f')} samples/s"]
+             f"- p50 latency: {ms_unit(timed.p50_ms)} (median of {timed.iters} "
+             f"synchronized iterations, {timed.timer})",
+             f"- p90 / p99 latency: {ms_unit(timed.p90_ms)} / {ms_unit(timed.p99_ms)}",
+             f"- throughput: {fixed(timed.throughput_samples_per_s, ',.1f')} samples/s"]
     if window:
-        lines.append(f"- CV / IQR: {pct(100 * window['cv'])} / {ms_unit(window['iqr_ms'])}")
-    spread = timed.get("repeat_runs")
+        lines.append(f"- CV / IQR: {pct(100 * window.cv)} / {ms_unit(window.iqr_ms)}")
+    spread = timed.repeat_runs
     if spread:
-        lines.append(f"- p50 over {spread['runs']} processes: {ms_unit(spread['min_p50_ms'])} to "
-                     f"{ms_unit(spread['max_p50_ms'])}")
+        lines.append(f"- p50 over {spread.runs} processes: {ms_unit(spread.min_p50_ms)} to "
+                     f"{ms_unit(spread.max_p50_ms)}")
     lines.append(f"- peak memory allocated / reserved: "
-                 f"{mib(memory['peak_allocated_mib'], memory['note'])} / "
-                 f"{mib(memory['peak_reserved_mib'], memory['note'])}")
-    if headline["profiled_step_ms"] is not None:
-        lines.append(f"- step time under the profiler: {ms_unit(headline['profiled_step_ms'])} "
+                 f"{mib(memory.peak_allocated_mib, memory.note)} / "
+                 f"{mib(memory.peak_reserved_mib, memory.note)}")
+    if headline.profiled_step_ms is not None:
+        lines.append(f"- step time under the profiler: {ms_unit(headline.profiled_step_ms)} "
                      "(not a latency to quote)")
-    lines.append(f"- config: {headline['config']}")
-    if headline.get("gpu_state"):
-        lines.append(f"- {headline['gpu_state']['line']}")
-    lines += [f"- warning: {w}" for w in window.get("warnings") or []]
+    lines.append(f"- config: {headline.config}")
+    lines.append(f"- {headline.gpu_state.line}")
+    lines += [f"- warning: {w}" for w in (window.warnings if window else [])]
     return lines + [""]
 
 
@@ -124,7 +123,7 @@ def insight_markdown(found: Insight) -> list[str]:
     return lines + [""]
 
 
-def export(summary: Summary, out_dir: Path, top: int = 0, headline: dict | None = None,
+def export(summary: Summary, out_dir: Path, top: int = 0, headline: Headline | None = None,
            insight: Insight | None = None) -> list[Path]:
     """kernels.csv, categories.csv, operators.csv, steps.csv, summary.json, summary.md; with a
     run's ``headline`` (profiler.analysis.headline.headline_data) and ``insight`` (roofline and
@@ -139,7 +138,7 @@ def export(summary: Summary, out_dir: Path, top: int = 0, headline: dict | None 
     written = [write_table(out_dir / name, frame) for name, frame in tables.items()]
     data = summary.to_dict()
     if headline is not None:
-        data = {"headline": json_safe(headline), **data}
+        data = {"headline": json_safe(plain(headline)), **data}
     if insight is not None:
         data["insight"] = json_safe(insight_dict(insight))
     write_text_atomic(out_dir / "summary.json", json.dumps(data, indent=1) + "\n")

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import math
 import re
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:  # (pandas: not imported by a run, which prints no frame)
+    import pandas as pd
 
-from profiler.runs.phases import LABELS as PHASE_LABELS
 from profiler.analysis.noise import FLAGS, window_flags  # noqa: F401 (re-exported)
+from profiler.runs.phases import LABELS as PHASE_LABELS
 
-
-#: C0 and C1 control characters (ESC, CSI, BEL...): a name from a file never reaches the terminal raw
+#: C0 and C1 control characters (ESC, CSI, BEL...): a name from a file never reaches the terminal
+#: raw
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-
 import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-from profiler.trace.hardware import TENSOR_NO_PCT, TENSOR_YES_PCT, Agreement
 from profiler.report.fmt import pct
+from profiler.trace.hardware import TENSOR_NO_PCT, TENSOR_YES_PCT, Agreement
 
 HARDWARE_CSV_COLUMNS = (
     "kernel", "name", "category", "calls", "total_us", "share_pct", "tensor_core",

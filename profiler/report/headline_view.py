@@ -1,75 +1,78 @@
 """The headline of a run: timed figures first, then the noise of the window, memory, the config,
-and the profiled step time labelled as measured under the profiler (a view over plain data)."""
+and the profiled step time labelled as measured under the profiler (a view over
+profiler.analysis.headline.Headline)."""
 
 from __future__ import annotations
 
 from rich.console import Console
 from rich.markup import escape
+
+from profiler.analysis.records import Headline
 from profiler.report.console import FitTable
-
 from profiler.report.fmt import marked, mib, missing, ms_unit as _ms, trimmed, window_flags
+from profiler.runs.result import GpuCompute
 
 
-def gpu_compute_line(gpu: dict | None, latency_p50_ms: float | None) -> str | None:
+def gpu_compute_line(gpu: GpuCompute | None, latency_p50_ms: float | None) -> str | None:
     """GPU compute and enqueue time beside the host-synchronized latency, each named; one line
     saying why when they were not measured; None for a run recorded before they were."""
     if gpu is None:
         return None
-    if gpu.get("not_measured") is not None or gpu.get("gpu_p50_ms") is None:
-        return f"GPU compute: not measured ({gpu.get('not_measured') or 'no figures'})"
-    redone = gpu.get("invalid_iterations") or 0
-    return (f"GPU compute p50 {_ms(gpu['gpu_p50_ms'])}, enqueue p50 "
-            f"{_ms(gpu['enqueue_p50_ms'])} (host-synchronized latency p50 "
+    if gpu.not_measured is not None or gpu.gpu_p50_ms is None:
+        return f"GPU compute: not measured ({gpu.not_measured or 'no figures'})"
+    redone = gpu.invalid_iterations or 0
+    return (f"GPU compute p50 {_ms(gpu.gpu_p50_ms)}, enqueue p50 "
+            f"{_ms(gpu.enqueue_p50_ms)} (host-synchronized latency p50 "
             f"{_ms(latency_p50_ms)}): GPU compute is the device's busy time for one call's "
             "work with launch gaps excluded, enqueue the host's time to launch it; "
-            f"{gpu['iterations']} iterations after the timed window"
+            f"{gpu.iterations} iterations after the timed window"
             + (f", {redone} redone with a longer sleep" if redone else ""))
 
 
-def print_headline(data: dict, console: Console) -> None:
-    timed, window, memory = data["timed"], data["noise"] or {}, data["memory"]
+def print_headline(data: Headline, console: Console) -> None:
+    timed, window, memory = data.timed, data.noise, data.memory
     table = FitTable(title="Timed window (no profiler attached; quote these)", show_header=False)
     table.add_column("metric")
     table.add_column("value", number=True)
     table.add_column("what it means", style="dim")
-    cv, flags = window.get("cv"), window_flags(window.get("warnings"))
-    table.add_row("p50 latency", marked(trimmed(timed["p50_ms"], cv, "ms"), flags),
-                  f"median of {timed['iters']} synchronized iterations ({timed['timer']}), "
+    cv = window.cv if window else None
+    flags = window_flags(window.warnings if window else None)
+    table.add_row("p50 latency", marked(trimmed(timed.p50_ms, cv, "ms"), flags),
+                  f"median of {timed.iters} synchronized iterations ({timed.timer}), "
                   "to the figures its CV allows" + ("; the window is flagged, see the warning"
                                                     " below" if flags else ""))
     table.add_row("p90 / p99 latency",
-                  f"{trimmed(timed['p90_ms'], cv, 'ms')} / {trimmed(timed['p99_ms'], cv, 'ms')}",
+                  f"{trimmed(timed.p90_ms, cv, 'ms')} / {trimmed(timed.p99_ms, cv, 'ms')}",
                   "tail latency")
-    throughput = timed["throughput_samples_per_s"]
+    throughput = timed.throughput_samples_per_s
     table.add_row("throughput", "-" if missing(throughput) else f"{throughput:,.1f} samples/s",
                   "batch size x iterations / total time")
     if window:
-        table.add_row("CV / IQR", f"{100 * window['cv']:.1f} % / {_ms(window['iqr_ms'])}",
+        table.add_row("CV / IQR", f"{100 * window.cv:.1f} % / {_ms(window.iqr_ms)}",
                       "std / mean; p75 - p25: the spread of the window")
-    spread = timed.get("repeat_runs")
+    spread = timed.repeat_runs
     if spread:
-        table.add_row(f"p50 over {spread['runs']} processes",
-                      f"{_ms(spread['min_p50_ms'])} to {_ms(spread['max_p50_ms'])}",
-                      f"{spread['range_pct_of_median']:.1f} % of the median (--repeat-runs)")
+        table.add_row(f"p50 over {spread.runs} processes",
+                      f"{_ms(spread.min_p50_ms)} to {_ms(spread.max_p50_ms)}",
+                      f"{spread.range_pct_of_median:.1f} % of the median (--repeat-runs)")
     table.add_row("peak memory allocated / reserved",
-                  f"{mib(memory['peak_allocated_mib'], memory['note'])} / "
-                  f"{mib(memory['peak_reserved_mib'], memory['note'])}",
+                  f"{mib(memory.peak_allocated_mib, memory.note)} / "
+                  f"{mib(memory.peak_reserved_mib, memory.note)}",
                   "PyTorch allocator, timed window")
-    if memory.get("engine_mib") is not None:
-        table.add_row("TensorRT engine device memory", mib(memory["engine_mib"]),
+    if memory.engine_mib is not None:
+        table.add_row("TensorRT engine device memory", mib(memory.engine_mib),
                       "activations and scratch the engines ask for")
-    step = data["profiled_step_ms"]
+    step = data.profiled_step_ms
     if step is not None:
-        ratio = data["profiler_overhead_ratio"]
+        ratio = data.profiler_overhead_ratio
         table.add_row("step time under the profiler", _ms(step),
                       "not a latency to quote" + ("" if ratio is None else
                                                    f"; {ratio:.2f}x the timed p50"))
     console.print(table)
-    gpu_line = gpu_compute_line(timed.get("gpu_compute"), timed["p50_ms"])
+    gpu_line = gpu_compute_line(timed.gpu_compute, timed.p50_ms)
     if gpu_line:
         console.print(escape(gpu_line), highlight=False, soft_wrap=True)
-    console.print(f"config: {escape(data['config'])}", highlight=False)
-    if data.get("gpu_state"):
-        console.print(escape(data["gpu_state"]["line"]), highlight=False)
-    for warning in window.get("warnings") or []:
+    console.print(f"config: {escape(data.config)}", highlight=False)
+    console.print(escape(data.gpu_state.line), highlight=False)
+    for warning in (window.warnings if window else None) or []:
         console.print(f"[bold yellow]warning:[/] {escape(warning)}", highlight=False)

@@ -12,24 +12,34 @@ from __future__ import annotations
 import base64
 import io
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from html import escape
-from typing import Callable
 
 import pandas as pd
 
-from profiler.runs.result import RunResult
 from profiler.analysis.advice import Advice
 from profiler.analysis.headline import config_line, gpu_state_of, window_noise
-from profiler.analysis.roofline import (MIN_BYTES_LABEL, NO_ROOFLINE_INPUTS, Roofline,
-                                        chart_data)
+from profiler.analysis.records import CompareTimed, Explanation
+from profiler.analysis.roofline import MIN_BYTES_LABEL, NO_ROOFLINE_INPUTS, Roofline, chart_data
 from profiler.report.advice_view import evidence, measured_line, projected_gain
-from profiler.report.compare_view import (NO_GPU_TIME, NO_LATENCY, RECORDED_TITLE,
-                                          figure_short, has_processes, noise_warnings,
-                                          process_rows, recorded_rows, timed_title,
-                                          verdict_basis, verdict_entries, verdict_notes,
-                                          verdict_words)
-from profiler.report.fmt import with_unit
+from profiler.report.compare_view import (
+    NO_GPU_TIME,
+    NO_LATENCY,
+    RECORDED_TITLE,
+    figure_short,
+    has_processes,
+    noise_warnings,
+    process_rows,
+    recorded_rows,
+    timed_title,
+    verdict_basis,
+    verdict_entries,
+    verdict_notes,
+    verdict_words,
+)
+from profiler.report.fmt import marked, trimmed, window_flags, with_unit
+from profiler.runs.result import RunResult
 
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1200px;color:#222}
@@ -201,10 +211,13 @@ def _cut(value):
 
 def table(frame: pd.DataFrame | None, columns: list[str] | None = None, top: int = 0,
           headers: dict[str, str] | None = None,
-          formats: dict[str, str | Callable] | None = None) -> str:
+          formats: dict[str, str | Callable] | None = None, figures: tuple[str, ...] = ()
+          ) -> str:
     """A table of ``frame``'s ``columns`` (all by default), the first ``top`` rows (0: all; a
     line says how many there were): headers in words (``headers``, else HEADERS), one format
-    per column (``formats``, else FORMATS, else chosen from the column's values)."""
+    per column (``formats``, else FORMATS, else chosen from the column's values). ``figures``:
+    columns of numbers already written as text (a latency to its noise's figures, marked),
+    aligned as numbers."""
     if frame is None or not len(frame):
         return note("(none)")
     frame = frame[columns] if columns else frame
@@ -213,7 +226,7 @@ def table(frame: pd.DataFrame | None, columns: list[str] | None = None, top: int
     headers, formats = headers or {}, formats or {}
     cells = [_formatter(c, frame[c], formats.get(c)) for c in frame.columns]
     head = "".join(f"<th>{escape(headers.get(c) or header(c))}</th>" for c in frame.columns)
-    text_columns = [not _numbers(frame[c]) for c in frame.columns]
+    text_columns = [not _numbers(frame[c]) and c not in figures for c in frame.columns]
     rows = "".join(
         "<tr>" + "".join(f"<td{' class=text' if text else ''}>{escape(str(_cut(fmt(v))))}</td>"
                          for fmt, text, v in zip(cells, text_columns, row)) + "</tr>"
@@ -257,17 +270,20 @@ def headline(result: RunResult | None, label: str, result_json=None) -> str:
         return note(f"{label}: a trace without result.json (no timed window)")
     t = result.timing
     gpu = (result.environment.gpu or {}).get("name", result.device)
-    window = window_noise(result, result_json) or {}
-    return (f"<p class='big'>{escape(label)}: p50 {t.p50_ms:.3f} ms, "
+    window = window_noise(result, result_json)
+    cv = window.cv if window else None  # each latency to the figures its window's noise allows
+    warnings = window.warnings if window else []
+    p50 = marked(trimmed(t.p50_ms, cv, "ms"), window_flags(warnings))
+    return (f"<p class='big'>{escape(label)}: p50 {escape(p50)}, "
             f"{t.throughput_samples_per_s:,.0f} samples/s</p>" + key_values([
                 ("model", result.model), ("backend", result.backend.name),
                 ("batch size", result.batch_size), ("device", gpu),
-                ("p90 / p99 ms", f"{t.p90_ms:.3f} / {t.p99_ms:.3f}"),
+                ("p90 / p99 ms", f"{trimmed(t.p90_ms, cv)} / {trimmed(t.p99_ms, cv)}"),
                 ("noise (std / mean)",
-                 f"{100 * window['cv']:.1f} %" if window.get("cv") is not None else None),
+                 f"{100 * cv:.1f} %" if cv is not None else None),
                 ("timed iterations", t.iters), ("config", config_line(result)),
                 _state_row(result)])
-            + warnings_list(window.get("warnings") or []))
+            + warnings_list(warnings))
 
 
 def _state_row(result: RunResult) -> tuple[str, object]:
@@ -280,7 +296,7 @@ def _state_row(result: RunResult) -> tuple[str, object]:
         f"{load[0]:.2f}" + (f" on {state.cpus} CPUs" if state.cpus else "")
 
 
-def timed_block(t: dict | None, a_label: str, b_label: str) -> str:
+def timed_block(t: CompareTimed | None, a_label: str, b_label: str) -> str:
     """The compare's timed headline, as `compare` prints it: the processes the verdicts use,
     both verdicts (latency and GPU time, each named, with their 95 % intervals and the processes
     behind them) and the lines that say how to read them, the recorded runs' own figures under
@@ -295,36 +311,35 @@ def timed_block(t: dict | None, a_label: str, b_label: str) -> str:
     for figure, label, verdict in verdict_entries(t):
         if verdict:
             parts.append(f"<p class='verdict'>{escape(label)}: {escape(verdict_basis(verdict))}"
-                         f": <b class='{escape(verdict['verdict'])}'>"
+                         f": <b class='{escape(verdict.verdict)}'>"
                          f"{escape(verdict_words(verdict))}</b></p>")
         else:
             parts.append(note(f"{label}: {NO_LATENCY if figure == 'latency' else NO_GPU_TIME}"))
     parts.append("".join(note("note: " + line, "warn") for line in verdict_notes(t)))
     parts.append("".join(f"<p class='src'>how ({escape(figure_short(figure))}): "
-                         f"{escape(verdict['method'])}</p>"
+                         f"{escape(verdict.method)}</p>"
                          for figure, _, verdict in verdict_entries(t) if verdict))
     parts.append(f"<p>{escape(RECORDED_TITLE)}</p>" + metrics(header_row, recorded_rows(t)))
     parts.append("".join(f"<p class='warn'>warning ({escape(side)}): {escape(w)}</p>"
                          for side, w in noise_warnings(t)))
-    parts.append(key_values([("config A", t["config_a"]), ("config B", t["config_b"])]))
-    differing = t["differences"]
+    parts.append(key_values([("config A", t.config_a), ("config B", t.config_b)]))
+    differing = t.differences
     if differing:
         parts.append(f"<p>Config and environment fields that differ ({len(differing)})</p>"
-                     + metrics(["field", "A", "B"], [(r["field"], _fmt(r["a"]), _fmt(r["b"]))
+                     + metrics(["field", "A", "B"], [(r.field, _fmt(r.a), _fmt(r.b))
                                                      for r in differing]))
     else:
         parts.append(note("config and environment: no field differs"))
     return "".join(parts)
 
 
-def explanation_block(e: dict | None) -> str | None:
+def explanation_block(e: Explanation | None) -> str | None:
     """Why B differs from A at the kernel level (as `compare` says it), or None."""
     if e is None:
         return None
-    return (f"<p><b>{escape(e['cause'])}</b>: {escape(e['short_line'])}</p>"
-            + "".join(note(e[f"gpu_state_{side}"].replace("GPU state:", f"GPU state "
-                                                          f"{side.upper()}:", 1))
-                      for side in ("a", "b")))
+    return (f"<p><b>{escape(e.cause)}</b>: {escape(e.short_line)}</p>"
+            + "".join(note(state.replace("GPU state:", f"GPU state {side}:", 1))
+                      for side, state in (("A", e.gpu_state_a), ("B", e.gpu_state_b))))
 
 
 def overview_block(overview: pd.DataFrame) -> str:
@@ -349,7 +364,10 @@ def roofline_block(roofline: Roofline | None, source: str, missing: str | None =
     if roofline is None:
         return f"<p class='note'>{escape(missing or NO_ROOFLINE_INPUTS, quote=False)}</p>"
     r = roofline
-    pct = (lambda v: f"{v:.1f} %" if v is not None else "-")
+
+    def pct(v):
+        return f"{v:.1f} %" if v is not None else "-"
+
     return key_values([
         ("FLOPs per batch (FlopCounterMode)", f"{r.flops / 1e9:,.2f} GFLOP"),
         (f"{MIN_BYTES_LABEL} per batch", f"{r.min_bytes / 1e6:,.1f} MB"),

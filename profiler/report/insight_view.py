@@ -18,7 +18,10 @@ def roofline_line(r: Roofline | None, missing: str | None = None) -> str:
                 f"`profile.py peaks` measures them): {r.flops / 1e9:,.1f} GFLOP and "
                 f"{r.min_bytes / 1e6:,.1f} MB {MIN_BYTES_LABEL} per batch, "
                 f"{r.achieved_tflops:,.2f} TFLOP/s in {r.seconds * 1e3:.3f} ms (timed p50)")
-    pct = (lambda v: f"{v:.1f} %" if v is not None else "n/a")
+
+    def pct(v):
+        return f"{v:.1f} %" if v is not None else "n/a"
+
     return (f"{r.flops / 1e9:,.1f} GFLOP and {r.min_bytes / 1e6:,.1f} MB {MIN_BYTES_LABEL} "
             f"per batch in {r.seconds * 1e3:.3f} ms (timed p50): {r.achieved_tflops:,.2f} "
             f"TFLOP/s = {pct(r.pct_of_compute)} of {r.matmul_key} peak, at least "

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.markup import escape
-from profiler.report.console import FitTable
 
+from profiler.report.console import FitTable
+from profiler.report.fmt import head, missing
 from profiler.trace.rules import short_name
 from profiler.trace.trt_layers import Attribution
-from profiler.report.fmt import head, missing
+
 
 def _cut(text, width: int) -> str:
     text = "" if missing(text) else str(text)

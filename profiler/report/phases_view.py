@@ -7,9 +7,8 @@ import pandas as pd
 from rich.table import Table
 
 from profiler.report.console import FitTable
-
-from profiler.trace.phases import PhaseSummary
 from profiler.report.fmt import count, missing, pct, us
+from profiler.trace.phases import PhaseSummary
 
 PER_STEP_NOTE = "summed over the profiled generations"
 

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from profiler.errors import UserError
-from profiler.runs.manifest import OK, axis_options, grid_cells, short_label
-from profiler.fsutil import write_with
 from profiler.analysis.roofline import MIN_BYTES_LABEL, chart_data
+from profiler.errors import UserError
+from profiler.fsutil import write_with
+from profiler.runs.manifest import OK, axis_options, grid_cells, short_label
 
 #: one colour per kernel category, the same in every figure
 CATEGORY_COLOURS = {

@@ -6,15 +6,30 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from profiler.analysis.headline import (gpu_compute_figures, gpu_state_of, memory_figures,
-                                      window_noise)
+from profiler.analysis.headline import (
+    gpu_compute_figures,
+    gpu_state_of,
+    memory_figures,
+    window_noise,
+)
+from profiler.report.console import FitTable, make_console
+from profiler.report.fmt import (
+    count,
+    fixed,
+    marked,
+    mib_figure,
+    ms,
+    ms_unit,
+    pct,
+    phases_line,
+    safe,
+    significant,
+    trimmed,
+    window_flags,
+)
+from profiler.report.headline_view import gpu_compute_line
 from profiler.runs.layout import RESULT_FILE
 from profiler.runs.result import Generation, Numerics, RunResult
-from profiler.report.console import FitTable, make_console
-from profiler.report.fmt import (count, fixed, marked, mib_figure, ms, ms_unit, pct,
-                                 phases_line, safe, significant, trimmed, window_flags)
-from profiler.report.headline_view import gpu_compute_line
-
 
 #: the run table's columns kept at any width (the others are left out, the last first, where
 #: the width cannot show them all)
@@ -35,25 +50,26 @@ def print_result(result: RunResult, console: Console | None = None,
     table = FitTable(title=f"{safe(result.model)} · {safe(backend.name)} · bs "
                            f"{result.batch_size} · {safe(gpu.get('name', 'CPU'))}")
     memory = memory_figures(result)
-    window = window_noise(result) or {}
+    window = window_noise(result)
     # every unit in its header, none in the cells
     columns = ["p50 ms", "p90 ms", "p99 ms", "mean ms", "min ms", "max ms", "samples/s", "CV",
                "IQR ms", "peak alloc MiB", "peak reserved MiB", "prepare s"]
     # each latency to the figures its window's noise allows; p50 marked with the window's flags
-    cv = window.get("cv")
+    cv = window.cv if window else None
+    warnings = window.warnings if window else []
     figures = [trimmed(getattr(timing, k), cv) for k in ("p50_ms", "p90_ms", "p99_ms",
                                                          "mean_ms", "min_ms", "max_ms")]
-    figures[0] = marked(figures[0], window_flags(window.get("warnings")))
+    figures[0] = marked(figures[0], window_flags(warnings))
     cells = [*figures,
              count(timing.throughput_samples_per_s, 1),
-             pct(100 * window["cv"]) if window else "-",
-             ms(window["iqr_ms"]) if window else "-",
-             mib_figure(memory["peak_allocated_mib"], memory["note"]),
-             mib_figure(memory["peak_reserved_mib"], memory["note"]),
+             pct(100 * window.cv) if window else "-",
+             ms(window.iqr_ms) if window else "-",
+             mib_figure(memory.peak_allocated_mib, memory.note),
+             mib_figure(memory.peak_reserved_mib, memory.note),
              f"{timing.prepare_s + timing.first_call_s:.2f}"]
-    if memory["engine_mib"] is not None:
+    if memory.engine_mib is not None:
         columns.append("engine MiB")
-        cells.append(mib_figure(memory["engine_mib"]))
+        cells.append(mib_figure(memory.engine_mib))
     # compiled backends: the compile (or cache load) part of prepare, as its own figure
     for value, column in ((backend.compile_s, "compile s"), (backend.cache_load_s, "cache load s")):
         if value is not None:
@@ -79,22 +95,22 @@ def print_result(result: RunResult, console: Console | None = None,
     gpu_line = gpu_compute_line(gpu_compute_figures(result), timing.p50_ms)
     if gpu_line:
         console.print(escape(gpu_line), highlight=False, soft_wrap=True)
-    for warning in window.get("warnings") or []:
+    for warning in warnings:
         console.print(f"[bold yellow]warning:[/] {escape(warning)}", highlight=False)
-    spread = window.get("repeat_runs")
+    spread = window.repeat_runs if window else None
     if spread:
-        console.print(f"p50 over {spread['runs']} processes: {ms(spread['min_p50_ms'])} to "
-                      f"{ms_unit(spread['max_p50_ms'])} ({spread['range_pct_of_median']:.1f} % of "
+        console.print(f"p50 over {spread.runs} processes: {ms(spread.min_p50_ms)} to "
+                      f"{ms_unit(spread.max_p50_ms)} ({spread.range_pct_of_median:.1f} % of "
                       "the median)", highlight=False)
-    reached = window.get("target")
+    reached = window.target if window else None
     if reached:
-        width = "no interval" if reached["half_width"] is None else \
-            f"±{100 * reached['half_width']:.1f} %"
-        state = (f"[green]reached {width}[/]" if reached["reached"]
-                 else f"[yellow]not reached[/] ({reached['reason']}; {width})")
-        console.print(f"--target-noise ±{100 * reached['target']:g} %: {state} with "
-                      f"{reached['processes']} processes of {reached['iterations']} iterations "
-                      f"in {reached['spent_s']:.0f} of {reached['budget_s']:.0f} s",
+        width = "no interval" if reached.half_width is None else \
+            f"±{100 * reached.half_width:.1f} %"
+        state = (f"[green]reached {width}[/]" if reached.reached
+                 else f"[yellow]not reached[/] ({reached.reason}; {width})")
+        console.print(f"--target-noise ±{100 * reached.target:g} %: {state} with "
+                      f"{reached.processes} processes of {reached.iterations} iterations "
+                      f"in {reached.spent_s:.0f} of {reached.budget_s:.0f} s",
                       highlight=False)
     for line in describe_notes(backend.extra):
         console.print(line, highlight=False)
@@ -142,7 +158,8 @@ def describe_notes(notes: dict) -> list[str]:
              for key, value in notes.items() if key not in _QUIET_NOTES]
     lines = [f"backend: {escape('; '.join(brief))}"] if brief else []
     if "versions" in notes:
-        lines.append("versions: " + escape(", ".join(f"{k} {v}" for k, v in notes["versions"].items())))
+        versions = ", ".join(f"{k} {v}" for k, v in notes["versions"].items())
+        lines.append("versions: " + escape(versions))
     cache = notes.get("cache")
     if isinstance(cache, dict) and cache.get("enabled"):
         state = "hit" if cache.get("hit") else f"miss ({cache.get('reason', '?')})"

@@ -19,8 +19,13 @@ def cell_progress(console: Console, total: int, quiet: bool = False):
     if quiet or not console.is_terminal:
         yield say, None
         return
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn,
-                               TimeRemainingColumn)
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     # the ETA: rich's estimate from the cells done so far (blank until one is)
     with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),

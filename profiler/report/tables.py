@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
-from profiler.trace.overview import BREAKDOWN, BREAKDOWN_DEFINITIONS, DEFINERS
 from profiler.report.console import FitTable, make_console
 from profiler.report.fmt import count, head, pct, safe, size_bytes, us
-from profiler.trace.kernels import PIPE_BUSY_NOTE, TC_KERNELS_LABEL
-from profiler.trace.summary import Summary
 from profiler.report.phases_view import phases_table, positions_table
+from profiler.trace.kernels import PIPE_BUSY_NOTE, TC_KERNELS_LABEL
+from profiler.trace.overview import BREAKDOWN, BREAKDOWN_DEFINITIONS, DEFINERS
+from profiler.trace.summary import Summary
 
 if TYPE_CHECKING:
     from profiler.trace.hardware import Agreement
@@ -28,7 +28,8 @@ def print_summary(summary: Summary, view: str = "all", top: int = 20,
     header = f"[b]{safe(summary.trace_path)}[/b]  ({safe(summary.schema)}"
     if summary.devices:
         d = summary.devices[0]
-        header += f"; {safe(d['name'])}, sm_{d['compute_major']}{d['compute_minor']}, {d['num_sms']} SMs"
+        header += (f"; {safe(d['name'])}, sm_{d['compute_major']}{d['compute_minor']}, "
+                   f"{d['num_sms']} SMs")
     console.print(header + ")")
     if view in ("all", "overview"):
         overview_tables(summary, top, console, agreement)
@@ -57,7 +58,8 @@ def overview_tables(summary: Summary, top: int, console: Console,
     facts.add_column("metric")
     facts.add_column("value", number=True)
     facts.add_column("what it means", style="dim")
-    facts.add_row("steps", str(len(o.steps)), "CPU-side ProfilerStep#N spans (GPU copies not counted)")
+    facts.add_row("steps", str(len(o.steps)),
+                  "CPU-side ProfilerStep#N spans (GPU copies not counted)")
     facts.add_row("mean step time under the profiler", us(o.mean_step_us),
                   "step span extended to the end of the GPU work it launched; slower than the "
                   "timed window")

@@ -8,12 +8,17 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
+from profiler.analysis.records import BaselineNoise, BaselineRow
 from profiler.report.advice_view import line as advice_line, noise_line
-from profiler.report.benchmark_view import (GPU_TIME_COLUMN, LATENCY_COLUMN,
-                                            VERDICT_COLOURS, fdr_words)
+from profiler.report.benchmark_view import (
+    GPU_TIME_COLUMN,
+    LATENCY_COLUMN,
+    VERDICT_COLOURS,
+    fdr_words,
+)
 from profiler.report.compare_view import GEOMEAN
 from profiler.report.console import FitTable
-from profiler.report.fmt import fixed, times
+from profiler.report.fmt import fixed, times, trimmed
 
 #: no experiment measured GPU time
 NO_GPU_TIME = ("GPU time: not measured (a CPU, a generation, or a call that synchronizes "
@@ -32,7 +37,7 @@ def _changes(changes: dict) -> str:
 
 
 def print_plan(advice: list, promises: dict, plan, run_folder: Path | None, console: Console,
-               asked_to_try: bool, noise: dict | None = None) -> None:
+               asked_to_try: bool, noise: BaselineNoise | None = None) -> None:
     """The advice and its experiments; ``noise``: the run's (trial.baseline_noise)."""
     if noise_line(noise):
         console.print(escape(noise_line(noise)), highlight=False, soft_wrap=True)
@@ -71,15 +76,16 @@ def _figure_cell(speedup, low, high, verdict, per: str) -> str:
     return f"{text} [{low:.2f}-{high:.2f}] [{colour}]{verdict}[/]"
 
 
-def baseline_line(base: dict) -> str:
+def baseline_line(base: BaselineRow) -> str:
     """The re-run baseline in one line: latency and GPU time (geometric means of per-process
     medians), the processes, the classification, the status."""
-    status = "ok" if base["status"] == "ok" else f"[red]{escape(str(base['status']))}[/]"
-    gpu = base.get("gpu_ms")
+    status = "ok" if base.status == "ok" else f"[red]{escape(str(base.status))}[/]"
+    gpu = base.gpu_ms
     gpu_text = "" if gpu is None else f", GPU time {fixed(gpu, '.3f')} ms"
-    bound = f", {base['bound']}" if base.get("bound") else ""
-    return (f"baseline (the run re-run): latency p50 {fixed(base['p50_ms'], '.3f')} ms{gpu_text} "
-            f"({GEOMEAN} over {base['processes']} process(es)){bound}, {status}")
+    bound = f", {base.bound}" if base.bound else ""
+    p50 = trimmed(base.p50_ms, base.cv)  # to the figures its noise allows
+    return (f"baseline (the run re-run): latency p50 {p50} ms{gpu_text} "
+            f"({GEOMEAN} over {base.processes} process(es)){bound}, {status}")
 
 
 def has_gpu_time(rows) -> bool:
@@ -98,11 +104,13 @@ def has_kernels(rows) -> bool:
 KERNEL_COLUMNS = ("kernels gone/added", "launches/step", "idle µs/step")
 
 
-def print_trial(rows, base: dict, trial: dict, plan, console: Console) -> None:
+def print_trial(rows, base: BaselineRow, trial: dict, plan, console: Console) -> None:
     console.print(baseline_line(base), highlight=False)
-    if noise_line(base.get("noise")):
-        console.print(escape(noise_line(base["noise"], "the baseline")), highlight=False,
+    if noise_line(base.noise):
+        console.print(escape(noise_line(base.noise, "the baseline")), highlight=False,
                       soft_wrap=True)
+    if trial.get("baseline_again"):  # sweep.trial.baseline_again
+        console.print(escape(trial["baseline_again"]), highlight=False, soft_wrap=True)
     gpu_time = has_gpu_time(rows)
     kernels = has_kernels(rows)
     table = FitTable(title="What each experiment measured against the baseline (ranked by the "
@@ -120,7 +128,7 @@ def print_trial(rows, base: dict, trial: dict, plan, console: Console) -> None:
         k = r.kernels
         state = r.status if r.status == "ok" else f"[red]{escape(r.status)}[/]"
         per = " /sample" if r.figure == "per sample" else ""
-        table.add_row(escape(r.label), fixed(r.p50_ms, ".3f"),
+        table.add_row(escape(r.label), trimmed(r.p50_ms, r.cv),
                       _figure_cell(r.speedup, r.low, r.high, r.verdict, per),
                       *((_figure_cell(r.gpu_speedup, r.gpu_low, r.gpu_high, r.gpu_verdict, per),
                          r.bound or "-") if gpu_time else ()),
@@ -169,8 +177,8 @@ def _pair(values, spec: str) -> str:
     return f"{fixed(a, spec)} → {fixed(b, spec)}"
 
 
-def trial_html(run: str, advice: list, plan, rows, base: dict, trial: dict,
-               run_noise: dict | None = None) -> str:
+def trial_html(run: str, advice: list, plan, rows, base: BaselineRow, trial: dict,
+               run_noise: BaselineNoise | None = None) -> str:
     """advise --try as one self-contained HTML page (profiler.report.html): the advice (with
     ``run_noise``, the run's noise), the plan, the ranked measurements with their judgements
     and kernel changes."""
@@ -187,15 +195,18 @@ def trial_html(run: str, advice: list, plan, rows, base: dict, trial: dict,
           "why": e.source} for e in plan.experiments]),
         headers={"projected": "projected speedup (x)",
                  "projection": "projection (bound or estimate)", "cost": "setup cost"}))
-    gpu = [(f"GPU time (ms, {GEOMEAN})", base.get("gpu_ms")), ("bound", base.get("bound"))]
+    gpu = [(f"GPU time (ms, {GEOMEAN})", base.gpu_ms), ("bound", base.bound)]
     page.add("Baseline (the run re-run)", html.key_values([
-        (f"latency p50 (ms, {GEOMEAN})", base["p50_ms"]),
-        *(gpu if base.get("gpu_ms") is not None or has_kernels(rows) else []),
-        ("processes", base["processes"]),
-        *([("noise", noise_line(base["noise"], "the baseline"))]
-          if noise_line(base.get("noise")) else []), ("status", base["status"])]))
+        (f"latency p50 (ms, {GEOMEAN})", trimmed(base.p50_ms, base.cv)),
+        *(gpu if base.gpu_ms is not None or has_kernels(rows) else []),
+        ("processes", base.processes),
+        *([("noise", noise_line(base.noise, "the baseline"))]
+          if noise_line(base.noise) else []),
+        *([("timed again", trial["baseline_again"])] if trial.get("baseline_again") else []),
+        ("status", base.status)]))
     frame = pd.DataFrame([{
-        "change": r.label, "p50_ms": r.p50_ms, "speedup": r.speedup, "low": r.low,
+        "change": r.label, "p50_ms": trimmed(r.p50_ms, r.cv), "speedup": r.speedup,
+        "low": r.low,
         "high": r.high, "verdict": r.verdict or "-",
         "interval_processes": " vs ".join(map(str, r.interval_processes or [])) or None,
         "gpu_speedup": r.gpu_speedup,
@@ -220,7 +231,7 @@ def trial_html(run: str, advice: list, plan, rows, base: dict, trial: dict,
         "gpu_high": "GPU-time 95 % high", "gpu_verdict": "GPU-time verdict",
         "figure": "speedup of", "projected": "projected (x)",
         "projection": "projection (bound or estimate)", "kernels_gone": "kernels gone",
-        "kernels_added": "kernels added"}))
+        "kernels_added": "kernels added"}, figures=("p50_ms",)))
     notes = [f"{r.label}: {line}" for r in rows for line in r.verdict_lines]
     if not has_gpu_time(rows) and has_kernels(rows) and any(r.verdict is not None
                                                             for r in rows):

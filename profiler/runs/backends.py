@@ -33,6 +33,14 @@ class Family:
     # what the backend's compile_s measured: (a notes key, its words) rows, the first row whose
     # key is in the notes (or whose key is None) wins
     compile_what: tuple[tuple[str | None, str], ...] = ((None, "TensorRT engine build"),)
+    # for advise's experiments (profiler.analysis.experiments): the rough setup cost of a run on
+    # this family relative to re-running eager (Inductor compiles, TensorRT builds an engine);
+    # whether a launch-bound run tries --cuda-graphs (its capture and replay check passed on a
+    # GPU: profiler.collect.cuda_graphs); whether a memory-bound run tries --memory-format
+    # channels_last (its backends place tensors in the asked layout)
+    setup_cost: float = 1.0
+    tries_cuda_graphs: bool = False
+    tries_channels_last: bool = False
 
     def compiled(self, notes: dict) -> str:
         """What compile_s measured, from the backend's notes."""
@@ -40,14 +48,16 @@ class Family:
 
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (
-    Family("pytorch", "pytorch_", generates=(SEQ2SEQ, LM)),
-    Family("inductor", "inductor_", generates=(SEQ2SEQ, LM), compiles_on_first_call=True),
-    Family("torchscript", "torchscript_"),
+    Family("pytorch", "pytorch_", generates=(SEQ2SEQ, LM), tries_cuda_graphs=True,
+           tries_channels_last=True),
+    Family("inductor", "inductor_", generates=(SEQ2SEQ, LM), compiles_on_first_call=True,
+           setup_cost=3.0, tries_cuda_graphs=True),
+    Family("torchscript", "torchscript_", setup_cost=1.5),
     Family("tensorrt", "ttrt_", generates=(SEQ2SEQ,), compile_what=(
         ("modelopt_import_s", "ModelOpt extension + TensorRT engine build"),
-        (None, "TensorRT engine build"))),
+        (None, "TensorRT engine build")), setup_cost=4.0),
     Family("onnxruntime", "ort_", compile_what=(
-        ("export_s", "ONNX export + session"), (None, "session (cached ONNX)"))),
+        ("export_s", "ONNX export + session"), (None, "session (cached ONNX)")), setup_cost=3.0),
 )}
 
 

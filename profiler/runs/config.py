@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Callable
+from typing import Any
 
 from profiler.errors import UserError
 from profiler.runs import backends
+from profiler.runs.workloads import WORKLOADS as WORKLOAD_FACTS, workload as workload_facts
 
 # A run name becomes a folder under runs/ and tb_logs/: keep it a single, plain path component.
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -34,8 +36,8 @@ MEMORY_FORMATS = ("auto", "channels_last", "contiguous")
 # owns CUPTI alone (CUPTI takes one subscriber)
 CAPTURES = ("torch", "cuda-profiler-api")
 # forward: one forward pass per step; generate: one greedy generation per step (models that
-# generate: transformer, an encoder-decoder; gpt2, a decoder-only LM)
-WORKLOADS = ("forward", "generate")
+# generate: transformer, an encoder-decoder; gpt2, a decoder-only LM): profiler.runs.workloads
+WORKLOADS = tuple(WORKLOAD_FACTS)
 
 
 DEFAULT_MODEL = "resnet50"
@@ -60,7 +62,7 @@ def run_name(backend: str, batch_size: int, model: str = DEFAULT_MODEL,
     if name:
         return f"{base}_{name}"
     base = base if model == DEFAULT_MODEL else f"{base}_{model_slug(model)}"
-    base = f"{base}_gen" if workload == "generate" else base
+    base = f"{base}{workload_facts(workload).run_suffix}"
     return f"{base}{CUDA_GRAPHS_TAG}" if cuda_graphs else base
 
 
@@ -142,7 +144,7 @@ class CliOption:
         """The option's name: the keyword of the CLI parameter and its sweep manifest key."""
         return self.flags[0].split("/")[0].lstrip("-").replace("-", "_")
 
-    def argv(self, value) -> list[str]:
+    def argv(self, value: object) -> list[str]:
         """The arguments that give this option ``value`` on `profile.py run`."""
         on, _, off = self.flags[0].partition("/")
         if isinstance(value, bool):
@@ -151,9 +153,10 @@ class CliOption:
         return [] if value is None else [self.flags[0], str(value)]
 
 
-def option(default, help: str, *, flag: str | None = None, short: str | None = None,
-           panel: str | None = None, choices=None, envvar: str | None = None,
-           resumable: bool = False, axis: str | None = None, parse=None):
+def option(default: Any, help: str, *, flag: str | None = None, short: str | None = None,
+           panel: str | None = None, choices: Any = None, envvar: str | None = None,
+           resumable: bool = False, axis: str | None = None,
+           parse: Callable[[str], Any] | None = None) -> Any:
     """A RunConfig field with its CLI declaration. ``flag`` defaults to the field's name in
     kebab case (booleans: ``--x`` when off by default, ``--x/--no-x`` when on); set it when the
     flag is named otherwise (``--bs`` for batch_size). ``axis``: a sweep takes a list of values
@@ -165,7 +168,7 @@ def option(default, help: str, *, flag: str | None = None, short: str | None = N
     return field(default=default, metadata={CLI: declaration})
 
 
-def _declare(name: str, raw: dict) -> CliOption:
+def _declare(name: str, raw: dict[str, Any]) -> CliOption:
     flag = raw["flag"] or "--" + name.replace("_", "-")
     if raw["flag"] is None and isinstance(raw["default"], bool) and raw["default"]:
         flag = f"{flag}/--no-{flag[2:]}"
@@ -290,7 +293,7 @@ class RunConfig:
         "and checked calls are its replays (launch overhead gone). Needs a GPU and --workload "
         "forward; a backend that cannot be captured is refused with the reason. The run folder "
         "ends in _cg.", panel=PANEL_TIMING)
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         positive = {"--bs": self.batch_size, "--active": self.active, "--repeat": self.repeat,
@@ -314,13 +317,13 @@ class RunConfig:
         if not -MAX_SEED - 1 <= self.seed <= MAX_SEED:
             raise UserError(f"--seed must be from {-MAX_SEED - 1} to {MAX_SEED} (got "
                             f"{self.seed})")
-        for flag, value in {"--wait": self.wait, "--warmup": self.warmup,
+        for flag, count in {"--wait": self.wait, "--warmup": self.warmup,
                             "--calib-batches": self.calib_batches,
                             "--timed-warmup": self.timed_warmup}.items():
-            if value is not None and value < 0:
-                raise UserError(f"{flag} must be 0 or more (got {value})")
-            if value is not None and value > MAX_COUNT:
-                raise UserError(f"{flag} {value} is too large (at most {MAX_COUNT})")
+            if count is not None and count < 0:
+                raise UserError(f"{flag} must be 0 or more (got {count})")
+            if count is not None and count > MAX_COUNT:
+                raise UserError(f"{flag} {count} is too large (at most {MAX_COUNT})")
         if self.compile_mode not in COMPILE_MODES:
             raise UserError(f"unknown --compile-mode {self.compile_mode!r}; choose one of: "
                             + ", ".join(COMPILE_MODES))
@@ -330,9 +333,9 @@ class RunConfig:
         if self.capture not in CAPTURES:
             raise UserError(f"unknown --capture {self.capture!r}; choose one of: "
                             + ", ".join(CAPTURES))
-        if self.workload not in WORKLOADS:
+        if self.workload not in WORKLOAD_FACTS:
             raise UserError(f"unknown --workload {self.workload!r}; choose one of: "
-                            + ", ".join(WORKLOADS))
+                            + ", ".join(WORKLOAD_FACTS))
         if self.min_time is not None and not 0 < self.min_time <= MAX_SECONDS:
             raise UserError(f"--min-time must be more than 0 and at most {MAX_SECONDS} seconds "
                             f"(got {self.min_time})")
@@ -363,11 +366,11 @@ class RunConfig:
     def profiled_steps(self) -> int:
         return (self.wait + self.warmup + self.active) * self.repeat
 
-    def options(self) -> dict:
+    def options(self) -> dict[str, Any]:
         """Field name -> value of every run option (every field declared with ``option()``)."""
         return {name: getattr(self, name) for name in run_options()}
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         for key in ("weights", "runs_dir", "tb_dir", "cache_dir", "calib_data"):
             data[key] = None if data[key] is None else str(data[key])
@@ -386,7 +389,7 @@ def run_options() -> dict[str, CliOption]:
 _PATH_FIELDS = {f.name for f in fields(RunConfig) if "Path" in str(f.type)}
 
 
-def keyed(values: dict) -> dict:
+def keyed(values: dict[str, Any]) -> dict[str, Any]:
     """Field-name -> value as option key -> plain value (paths as text): a sweep manifest's
     ``options``."""
     table = run_options()
@@ -394,7 +397,7 @@ def keyed(values: dict) -> dict:
             for name, v in values.items()}
 
 
-def unkeyed(options: dict) -> dict:
+def unkeyed(options: dict[str, Any]) -> dict[str, Any]:
     """The inverse of ``keyed``: RunConfig keyword arguments (paths as Path)."""
     by_key = {spec.key: name for name, spec in run_options().items()}
     values = {by_key[key]: value for key, value in options.items() if key in by_key}
@@ -402,13 +405,13 @@ def unkeyed(options: dict) -> dict:
             for name, v in values.items()}
 
 
-def config_to_json(config: "RunConfig") -> dict:
+def config_to_json(config: RunConfig) -> dict[str, Any]:
     """Every run option of ``config`` as plain JSON values under its option key: how a config
     travels to another process (a sweep cell, a repeat window) and back (config_from_json)."""
     return keyed(config.options())
 
 
-def config_from_json(data: dict) -> "RunConfig":
+def config_from_json(data: dict[str, Any]) -> RunConfig:
     """The RunConfig that config_to_json wrote, validated again; a key that names no option
     is refused (a config from another version, or a typo), never silently dropped."""
     unknown = sorted(set(data) - {spec.key for spec in run_options().values()})
@@ -417,7 +420,7 @@ def config_from_json(data: dict) -> "RunConfig":
     return RunConfig(**unkeyed(data))
 
 
-def run_argv(values: dict) -> list[str]:
+def run_argv(values: dict[str, Any]) -> list[str]:
     """Field-name -> value as `profile.py run` arguments; every option is written out, so the
     run never depends on its defaults (booleans without an off flag excepted)."""
     table = run_options()

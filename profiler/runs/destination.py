@@ -5,25 +5,27 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from profiler.errors import UserError
-from profiler.runs.layout import (MANIFEST, RESULT_FILE, check_separate_roots,
-                                  traces_named_by_result)
+from profiler.runs.layout import MANIFEST, RESULT_FILE, check_separate_roots, traces_named_by_result
 from profiler.runs.manifest import is_sweep_dir
 from profiler.runs.result import try_read_result
 
+if TYPE_CHECKING:
+    from profiler.runs.config import RunConfig
 
 #: what makes two runs the same run (besides backend and batch size, which are in the name;
 #: a --cuda-graphs run's name differs without --name, and with one, this tells them apart)
 IDENTITY = ("model", "image_size", "seq_len", "weights", "cuda_graphs")
 
 
-def _identity(record) -> dict:
+def _identity(record: object) -> dict[str, Any]:
     return {key: (None if getattr(record, key) is None else str(getattr(record, key)))
             if key == "weights" else getattr(record, key) for key in IDENTITY}
 
 
-def check_destination(config) -> None:
+def check_destination(config: RunConfig) -> None:
     """Refuse, before anything is built, a run that would replace what it is not: a sweep
     folder, a run of another model / image size / sequence length / weights (unless
     ``config.replace``), or a run whose results and trace folders are one folder."""
@@ -43,7 +45,7 @@ def check_destination(config) -> None:
     _check_trace_folder(run_dir, tb_run_dir, config.replace)
 
 
-def _check_run_folder(config, run_dir: Path) -> None:
+def _check_run_folder(config: RunConfig, run_dir: Path) -> None:
     existing = try_read_result(run_dir / RESULT_FILE)
     if existing is None:
         if any(run_dir.iterdir()):

@@ -36,10 +36,11 @@ class GpuState(msgspec.Struct, frozen=True):
     def sm_clock_mhz(self) -> float | None:
         """The SM clock over the window: the mean of the readings before and after that NVML
         did not flag idle (an idle H100 reads 345 MHz, busy 1980); all of them when both are."""
-        readings = [s for s in (self.before, self.after)
+        readings = [(s.sm_clock_mhz, s.throttle_reasons) for s in (self.before, self.after)
                     if s is not None and s.sm_clock_mhz is not None]
-        busy = [s for s in readings if "gpu_idle" not in s.throttle_reasons] or readings
-        return sum(s.sm_clock_mhz for s in busy) / len(busy) if busy else None
+        busy = [mhz for mhz, reasons in readings if "gpu_idle" not in reasons] or [
+            mhz for mhz, _ in readings]
+        return sum(busy) / len(busy) if busy else None
 
     @property
     def throttle_reasons(self) -> list[str]:

@@ -98,7 +98,7 @@ def compat_dir_for(trace: Path, of_run: bool = False) -> Path:
     return folder.with_name(folder.name + COMPAT_SUFFIX)
 
 
-def is_leftover(path: Path) -> bool:
+def is_leftover(path: str | Path) -> bool:
     """A run's staging folder (``.<run>.partial-*``: half-built, or left by a killed run), a
     replaced run on its way out (``.<run>.old-*``) or a lock file (``.<run>.lock``): never a run,
     a sweep or a trace, whatever it holds."""

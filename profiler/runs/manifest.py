@@ -145,7 +145,7 @@ def axis_options() -> dict[str, CliOption]:
     return {key: spec for key, spec in shared_options().items() if spec.axis}
 
 
-def axis_values(options: dict) -> list[dict]:
+def axis_values(options: dict[str, Any]) -> list[dict[str, Any]]:
     """Every combination of the swept options' values (``[{}]`` when none is swept), in the
     order given."""
     axes = {key: value for key, value in options.items()
@@ -154,7 +154,7 @@ def axis_values(options: dict) -> list[dict]:
 
 
 def cell_name(backend: str, batch_size: int, model: str, workload: str = "forward",
-              axis: dict | None = None) -> str:
+              axis: dict[str, Any] | None = None) -> str:
     """A cell's folder: the name `profile.py run` gives that run (config.run_name), and the
     cell's value of each swept option (``_new16``)."""
     specs = axis_options()
@@ -162,7 +162,8 @@ def cell_name(backend: str, batch_size: int, model: str, workload: str = "forwar
         f"_{specs[key].axis}{value}" for key, value in (axis or {}).items())
 
 
-def cell_label(backend: str, batch_size: int, axis: dict | None = None) -> str:
+def cell_label(backend: str, batch_size: int,
+               axis: dict[str, Any] | None = None) -> str:
     """``ttrt_fp16 bs 8`` and the cell's value of each swept option (``--max-new-tokens 16``)."""
     specs = axis_options()
     return " ".join([f"{backend} bs {batch_size}", *(

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+from collections.abc import Callable
 from importlib.machinery import PathFinder
 from pathlib import Path
 
@@ -103,8 +104,8 @@ def locate(module: str, path: list[str]) -> Path | None:
     return Path(os.path.realpath(spec.origin))
 
 
-def check(label: str, model: str, recorded: ModelSource | None, trust: bool, say,
-          warn) -> None:
+def check(label: str, model: str, recorded: ModelSource | None, trust: bool,
+          say: Callable[[str], object], warn: Callable[[str], object]) -> None:
     """Before a re-timing imports ``model`` (what ``label``'s result.json names): say which file
     it will import (``say``); refuse, in one line, unless it is the file the run recorded (path
     and hash), or ``trust`` (then ``warn`` says what is imported). Nothing for a built-in
@@ -114,9 +115,8 @@ def check(label: str, model: str, recorded: ModelSource | None, trust: bool, say
     name = model.partition(":")[0]
     found = {locate(name, path) for path in search_paths()}
     here = next(iter(found)) if len(found) == 1 else None
-    same = here is not None and recorded is not None and recorded.module == name and \
-        str(here) == recorded.path and _digest_or_none(here) == recorded.sha256
-    if same:
+    if here is not None and recorded is not None and recorded.module == name and \
+            str(here) == recorded.path and _digest_or_none(here) == recorded.sha256:
         say(f"{label}'s model {model}: importing {here} (the file the run recorded, sha256 "
             f"{recorded.sha256[:12]})")
         return

@@ -91,7 +91,7 @@ MAX_FLOOR_BYTES = 1 << 20
 DEFAULT_STANDS_IN = "the figure's default floor stands in"
 
 
-def floor_problem(value) -> str | None:
+def floor_problem(value: object) -> str | None:
     """Why ``value`` cannot be a between-process CV (not a number, not finite, not above 0,
     beyond MAX_FLOOR_CV); None when it can."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):

@@ -34,9 +34,11 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Iterator
 
-#: set by profile.py at its first line (time.perf_counter()); None when the run was started
-#: another way, so no imports phase is claimed
+#: when this process began loading modules (time.perf_counter()): set once, by profile.py at
+#: its first line; None when the process was started another way. `run` hands it to the harness
+#: (profiler.collect.harness.run's ``started``), which claims no imports phase without one
 process_mark: float | None = None
 
 ORDER = ("imports", "build", "flops", "prepare", "first_call", "graph_capture", "warm_up",
@@ -58,7 +60,7 @@ class Phases:
         self.seconds[name] = self.seconds.get(name, 0.0) + max(0.0, seconds)
 
     @contextlib.contextmanager
-    def __call__(self, name: str):
+    def __call__(self, name: str) -> Iterator[None]:
         began = time.perf_counter()
         try:
             yield
@@ -66,9 +68,10 @@ class Phases:
             self.add(name, time.perf_counter() - began)
 
 
-def imports_s(harness_began: float) -> float | None:
-    """Seconds from profile.py's first line to ``harness_began`` (perf_counter), or None."""
-    return None if process_mark is None else max(0.0, harness_began - process_mark)
+def imports_s(harness_began: float, started: float | None) -> float | None:
+    """Seconds from ``started`` (when the process began loading modules) to ``harness_began``
+    (both perf_counter), or None when the start is not known."""
+    return None if started is None else max(0.0, harness_began - started)
 
 
 def ordered(seconds: dict[str, float]) -> dict[str, float]:

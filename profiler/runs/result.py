@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import typing
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import MISSING, fields
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -399,7 +399,7 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
         return Path(self.latency_csv).parent
 
 
-def _backend_from_json(data: dict) -> dict:
+def _backend_from_json(data: dict[str, Any]) -> dict[str, Any]:
     backend = dict(data.get("backend") or {})
     notes = dict(backend.pop("notes", None) or {})
     backend.update(compile_s=notes.pop("compile_s", None), cache_load_s=notes.pop("load_s", None),
@@ -410,7 +410,7 @@ def _backend_from_json(data: dict) -> dict:
     return backend
 
 
-def _backend_to_json(facts: BackendFacts) -> dict:
+def _backend_to_json(facts: BackendFacts) -> dict[str, Any]:
     notes = msgspec.to_builtins(facts.extra, enc_hook=str)
     for key, value in (("compile_s", facts.compile_s), ("load_s", facts.cache_load_s)):
         if value is not None:
@@ -446,23 +446,24 @@ _GENERATION_ONLY = {("workload",): "forward", ("generation",): None, ("timing", 
                     ("numerics", "encoder_output"): None, ("numerics", "tokens"): None}
 
 
-def _drop_generation_only(data: dict) -> None:
+def _drop_generation_only(data: dict[str, Any]) -> None:
     if data.get("workload") != "forward":
         return
     for *parents, key in _GENERATION_ONLY:
         holder = data
         for parent in parents:
             holder = holder.get(parent) or {}
-        if key in holder and holder[key] == _GENERATION_ONLY[(*parents, key)]:
+        path = (*parents, key)
+        if key in holder and holder[key] == _GENERATION_ONLY[path]:
             del holder[key]
 
 
-def result_to_dict(result: RunResult) -> dict:
+def result_to_dict(result: RunResult) -> dict[str, Any]:
     """RunResult -> result.json's JSON object (the key names and order of schema 1; the
     generation keys only for a generation run)."""
     data = msgspec.to_builtins(result, enc_hook=str)  # facts of odd types: as text, as before
     _drop_generation_only(data)
-    ordered = {}
+    ordered: dict[str, Any] = {}
     for key, value in data.items():
         if key == "backend":
             ordered["backend"] = _backend_to_json(result.backend)
@@ -478,7 +479,7 @@ def result_to_dict(result: RunResult) -> dict:
     return ordered
 
 
-def _numerics_to_json(value: dict) -> dict:
+def _numerics_to_json(value: dict[str, Any]) -> dict[str, Any]:
     """Either why the check was skipped (and its detail, when there is one), or the figures."""
     if value["skipped"] is None:
         return {k: v for k, v in value.items() if k not in ("skipped", "reason")}

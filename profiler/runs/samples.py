@@ -24,7 +24,9 @@ from __future__ import annotations
 import csv
 import io
 import math
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -33,8 +35,7 @@ from profiler import notices
 from profiler.errors import UserError, first_line
 from profiler.fsutil import write_text_atomic
 from profiler.runs.layout import LATENCY_CSV, PROCESSES_CSV, RESULT_FILE
-from profiler.runs.result import RepeatSpread, RunResult, latency_csv_of, read_result, \
-    write_result
+from profiler.runs.result import RepeatSpread, RunResult, latency_csv_of, read_result, write_result
 
 HEADER = ("process", "iteration", "latency_ms", "gpu_ms", "enqueue_ms", "gpu", "round", "pilot")
 #: the column each figure's per-iteration values are kept in
@@ -48,7 +49,7 @@ LAUNCH_BOUND_SHARE = 0.9
 LAUNCH_BOUND, GPU_BOUND = "launch-bound", "GPU-bound"
 
 
-def _percentile(values, q: float) -> float | None:
+def _percentile(values: Sequence[float], q: float) -> float | None:
     return float(np.percentile(values, q)) if len(values) else None
 
 
@@ -64,7 +65,8 @@ class ProcessWindow(msgspec.Struct, frozen=True, omit_defaults=True):
     pilot: bool = False
 
     def values(self, figure: str) -> tuple[float, ...]:
-        return getattr(self, FIGURE_COLUMNS[figure])
+        values: tuple[float, ...] = getattr(self, FIGURE_COLUMNS[figure])
+        return values
 
     def median(self, figure: str = "latency") -> float | None:
         values = self.values(figure)
@@ -80,7 +82,7 @@ class ProcessWindow(msgspec.Struct, frozen=True, omit_defaults=True):
         return LAUNCH_BOUND if enqueue >= LAUNCH_BOUND_SHARE * gpu else GPU_BOUND
 
 
-def window_of(record: dict, round_id: str | None = None, gpu: str | None = None,
+def window_of(record: dict[str, Any], round_id: str | None = None, gpu: str | None = None,
               pilot: bool = False) -> ProcessWindow:
     """A timing child's JSON record (profiler.collect.repeat_window) as the typed window."""
     return ProcessWindow(tuple(record["latencies_ms"]), tuple(record.get("gpu_ms") or ()),
@@ -106,7 +108,7 @@ class ConfigSamples(msgspec.Struct, frozen=True):
 
     def medians(self, figure: str = "latency") -> list[float]:
         """The median of ``figure`` of each process that measured it."""
-        return [w.median(figure) for w in self.with_figure(figure)]
+        return [float(np.median(w.values(figure))) for w in self.with_figure(figure)]
 
     def rounds(self, figure: str = "latency") -> list[str | None]:
         return [w.round for w in self.with_figure(figure)]
@@ -206,7 +208,7 @@ def _number(text: str | None) -> float | None:
     return value
 
 
-def _checked(row: dict) -> dict:
+def _checked(row: dict[str, Any]) -> dict[str, Any]:
     """A row of a sample file, refused when it holds more fields than the header names or a
     field longer than MAX_FIELD_CHARS."""
     if None in row:
@@ -227,7 +229,7 @@ def read_samples(path: Path) -> ConfigSamples:
     gpu_ms, enqueue_ms, round and pilot columns read with those empty). A file that is no
     processes.csv (no process or latency_ms column, a value that is no time, a field too long,
     bytes that are not text) is a UserError naming it."""
-    rows: dict[int, dict] = {}
+    rows: dict[int, dict[str, Any]] = {}
     try:
         with open(path, newline="") as handle:
             reader = csv.DictReader(handle)
@@ -335,7 +337,7 @@ def record_processes(run_dir: Path, samples: ConfigSamples, schedule: str,
     return result
 
 
-def config_json_of(result: RunResult) -> dict:
+def config_json_of(result: RunResult) -> dict[str, Any]:
     """The run's config as config_to_json writes it, from result.json (options added since the
     run take their defaults): what a new window of the same config is timed with."""
     from profiler.runs.config import config_from_json, config_to_json, keyed, run_options

@@ -10,8 +10,15 @@ from pathlib import Path
 
 from profiler.errors import UserError
 from profiler.fsutil import settle
-from profiler.runs.layout import (COMPAT_SUFFIX, RESULT_FILE, RUNS_ROOT, TB_ROOT, is_leftover,
-                                  traces_in_folder, traces_named_by_result)
+from profiler.runs.layout import (
+    COMPAT_SUFFIX,
+    RESULT_FILE,
+    RUNS_ROOT,
+    TB_ROOT,
+    is_leftover,
+    traces_in_folder,
+    traces_named_by_result,
+)
 from profiler.runs.result import RunResult, read_result
 
 

@@ -61,7 +61,7 @@ class CellJob(msgspec.Struct):
     def run_config(self) -> RunConfig:
         return config_from_json(self.config)
 
-    def with_folders(self, runs_dir: str, tb_dir: str, log_path: str) -> "CellJob":
+    def with_folders(self, runs_dir: str, tb_dir: str, log_path: str) -> CellJob:
         """The same cell writing its run folder, trace and log elsewhere."""
         return msgspec.structs.replace(self, config={**self.config, "runs_dir": runs_dir,
                                                      "tb_dir": tb_dir}, log_path=log_path)
@@ -118,46 +118,42 @@ def run_job(job: CellJob, process_mark: float | None = None) -> CellOutcome:
     (perf_counter) is when this process began loading modules: the first cell's imports phase
     starts there; later cells' imports phase starts with the cell (modules already loaded)."""
     from profiler.collect import state
-    from profiler.runs import phases
 
     began = time.perf_counter()
-    earlier_mark = phases.process_mark
-    phases.process_mark = process_mark if process_mark is not None else began
     log_path = Path(job.log_path)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     try:
         config = job.run_config()
     except UserError as error:  # the plan validated it: a job from elsewhere may not be
         return outcome("user-error", str(error), 2, time.perf_counter() - began, **where())
-    saved, argv = state.snapshot(), sys.argv
+    saved = state.snapshot()
     # result.json records the command line: the one that runs this cell alone
-    sys.argv = ["profile.py", "run", *run_argv(config.options())]
+    command = ["profile.py", "run", *run_argv(config.options())]
     ran = None
     try:
-        with _output_into(log_path, sys.argv):
-            ran = _run(config)
+        with _output_into(log_path, command):
+            ran = _run(config, command, process_mark if process_mark is not None else began)
     except OSError as error:  # the log itself cannot be written (a full disk): one line
         if ran is None:
             if error.filename is None:
                 error.filename = str(log_path)
             ran = "user-error", os_error_line(error), 2
     finally:
-        sys.argv = argv
         state.reset(saved)
-        phases.process_mark = earlier_mark  # this cell's imports phase ends with it
     kind, reason, code = ran
     return outcome(kind, reason, code, time.perf_counter() - began, **where())
 
 
-def _run(config: RunConfig) -> tuple[str, str | None, int]:
+def _run(config: RunConfig, command: list[str], started: float) -> tuple[str, str | None, int]:
     """(kind, reason, exit status as `profile.py run` would give it) of one run, from what the
-    harness raised; the log (fds 1 and 2) gets what `run` would print."""
+    harness raised; the log (fds 1 and 2) gets what `run` would print. ``command``: the command
+    line result.json records; ``started``: where the run's imports phase starts."""
     from profiler.collect import harness
     from profiler.report import run_view
 
     try:  # the notes `run` says (a damaged noise floor), in its words
         with _interruptible(), notices.told(lambda line: print(line, file=sys.stderr)):
-            result = harness.run(config)
+            result = harness.run(config, command_line=command, started=started)
         run_view.print_result(result)
         return "ok", None, 0
     except OutOfMemory as error:

@@ -25,12 +25,13 @@ Layout of a sweep called S (``--name``, default ``sweep_<model>``):
 
 Cell statuses: ok, failed, oom (the error line says "out of memory"), timeout
 (``--cell-timeout``), interrupted (Ctrl-C), running (the sweep died while the cell ran), and
-pending. Each cell records the GPU, host and worker that ran it. ``--resume`` skips the cells that are ok and whose result.json exists, and runs the
-others again.
+pending. Each cell records the GPU, host and worker that ran it. ``--resume`` skips the cells that
+are ok and whose result.json exists, and runs the others again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import re
@@ -41,21 +42,40 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
 
-from profiler.sweep import executors, rounds
-from profiler import runs
-from profiler import signals
-from profiler.sweep.cell import CellJob, CellOutcome
-from profiler.runs.config import (RunConfig, check_path_component, check_processes,
-                                  config_to_json, keyed, run_name, run_options, unkeyed)
+from profiler import runs, signals
+from profiler.analysis.benchmark import with_gpus
+from profiler.analysis.sweep import cell_metrics
 from profiler.errors import Interrupted, UserError, os_error_line
 from profiler.fsutil import MARKER, clean_leftovers, folder_lock, is_ours
+from profiler.runs.config import (
+    RunConfig,
+    check_path_component,
+    check_processes,
+    config_to_json,
+    keyed,
+    run_name,
+    run_options,
+    unkeyed,
+)
 from profiler.runs.layout import MANIFEST
-from profiler.runs.manifest import (FAILED, INTERRUPTED, OK, RUNNING, SweepCell, SweepManifest,
-                                    axis_options, axis_values, cell_label, cell_name,
-                                    shared_options)
-from profiler.analysis.sweep import cell_metrics
-from profiler.analysis.benchmark import with_gpus
+from profiler.runs.manifest import (
+    FAILED,
+    INTERRUPTED,
+    OK,
+    RUNNING,
+    SweepCell,
+    SweepManifest,
+    axis_options,
+    axis_values,
+    cell_label,
+    cell_name,
+    shared_options,
+)
 from profiler.runs.samples import config_samples, record_processes
+from profiler.runs.workloads import workload as workload_facts
+from profiler.sweep import executors, rounds
+from profiler.sweep.cell import CellJob, CellOutcome
+
 
 def _plan_cell_name(p, backend: str, batch_size: int, axis: dict | None = None) -> str:
     return cell_name(backend, batch_size, p.options["model"],
@@ -289,15 +309,13 @@ def check_sampling(processes: int | None, target_noise: float | None, budget_s: 
     if budget_s is not None and target_noise is None:
         raise UserError("--budget limits --target-noise: pass --target-noise P too")
     sampled = (processes or 1) > 1 or target_noise is not None
-    if sampled and workload != "forward":
+    if sampled and not workload_facts(workload).sampled:
         raise UserError("--processes and --target-noise sample forward windows; they do not "
-                        "apply to --workload generate yet")
-    if sampled and executor != "local":
-        raise UserError(f"--processes and --target-noise run their rounds on this machine: "
-                        f"not with --executor {executor} yet")
-    if processes is None:
-        processes = DEFAULT_PROCESSES_GPU if gpus and workload == "forward" \
-            and executor == "local" else 1
+                        f"apply to --workload {workload} yet")
+    if processes is None:  # Ray: when this machine has GPUs (a cluster's head usually does)
+        on_gpus = gpus if executor == "local" else _local_gpus()
+        processes = DEFAULT_PROCESSES_GPU if on_gpus and workload_facts(workload).sampled \
+            else 1
     return processes
 
 
@@ -312,6 +330,12 @@ def check_ray_options(executor: str, ray_address: str | None, ray_shared_fs: boo
     import_ray()  # one line now, before the sweep folder is made, when Ray is missing
     if ray_address:
         check_reachable(ray_address)
+
+
+def _local_gpus() -> list[str]:
+    from profiler.sweep.executors.local import visible_gpus
+
+    return visible_gpus()
 
 
 def _parse_gpus(text: str | None, executor: str) -> list[str] | None:
@@ -515,9 +539,11 @@ def _run_sweep(p: SweepPlan, say, progress) -> SweepOutcome:
             if progress:
                 progress()
 
+    session = getattr(executor, "session", contextlib.nullcontext)
     try:
-        executor.run(jobs, on_start, on_done)
-        sample_cells(p, manifest, say)
+        with session():  # Ray: one connection for the cells and the rounds
+            executor.run(jobs, on_start, on_done)
+            sample_cells(p, manifest, say, executor)
     except KeyboardInterrupt as stop:  # Ctrl-C; SIGTERM and SIGHUP in signals.as_interrupts()
         for name in running:  # cells the executor could not report
             _update(manifest.cells[name], status=INTERRUPTED,
@@ -554,10 +580,12 @@ def _stopped(p: SweepPlan, manifest: SweepManifest, error: OSError,
     return UserError(line + "; make room, then continue with --resume")
 
 
-def sample_cells(p: SweepPlan, manifest: SweepManifest, say) -> None:
+def sample_cells(p: SweepPlan, manifest: SweepManifest, say, executor=None) -> None:
     """--processes / --target-noise: more windows of every finished cell in fresh processes,
     interleaved over the cells (profiler.sweep.rounds), recorded in each cell's folder after
-    every round (processes.csv, result.json's repeat_runs)."""
+    every round (processes.csv, result.json's repeat_runs). An executor with a
+    ``round_runner()`` runs the rounds' processes where it runs cells (Ray: as tasks on the
+    cluster's GPUs); otherwise they run here, on --gpus."""
     if p.processes <= 1 and p.target_noise is None:
         return
     cells, have, results = {}, {}, {}
@@ -595,20 +623,25 @@ def sample_cells(p: SweepPlan, manifest: SweepManifest, say) -> None:
                     f"{p.processes} processes per cell, interleaved over {len(cells)} cells "
                     + ("(a round = one fresh process timing each cell once, the leader rotated)"
                        if len(sampled.gpus) < 2 else
-                       f"(a round = fresh processes on GPUs {','.join(sampled.gpus)} at once, "
+                       f"(a round = fresh processes on {where} at once, "
                        "each timing the cells of whole batch-size groups once, the leader "
                        "rotated: windows pair only within one process, so on one GPU)"),
                     results[name])
 
+    round_runner, gpus = rounds.run_round, p.gpus or None
+    if hasattr(executor, "round_runner"):
+        round_runner, gpus = executor.round_runner()
+    where = rounds.Sampled(windows={}, gpus=tuple(gpus or ())).placed()
+
     groups = {_plan_cell_name(p, b, n, axis): repr((n, sorted((axis or {}).items())))
               for b, n, axis in p.cells}  # the cells a verdict compares share a process
     sampled = rounds.sample(cells, have, p.processes, target_noise=p.target_noise,
-                            budget_s=p.budget_s, say=say, on_round=record, gpus=p.gpus or None,
-                            groups=groups)
+                            budget_s=p.budget_s, say=say, on_round=record, gpus=gpus,
+                            groups=groups, round_runner=round_runner)
     record(sampled)
     say(f"sampling took {sampled.wall_s:.0f} s ({sampled.rounds} round(s)"
-        + (f" in {sampled.processes} processes over GPUs {','.join(sampled.gpus)}"
-           if len(sampled.gpus) > 1 else "") + ")")
+        + (f" in {sampled.processes} processes over {where}" if len(sampled.gpus) > 1 else "")
+        + ")")
 
 
 def record_outcome(p: SweepPlan, name: str, cell: SweepCell, outcome: CellOutcome) -> None:

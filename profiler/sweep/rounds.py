@@ -38,20 +38,29 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 import msgspec
 
 from profiler import child_env, signals
-from profiler.analysis.sampling import (BUDGET, MIN_SAMPLES, REACHED, UNREACHABLE, Stop,
-                                       processes_needed, stopping_rule)
+from profiler.analysis.sampling import (
+    BUDGET,
+    MIN_SAMPLES,
+    REACHED,
+    UNREACHABLE,
+    Stop,
+    processes_needed,
+    stopping_rule,
+)
 from profiler.errors import UserError
 from profiler.runs.config import check_processes, config_from_json, config_to_json
 from profiler.runs.samples import ConfigSamples, ProcessWindow, window_of
 from profiler.sweep.schedule import interleaved
 
-CHILD = ("-m", "profiler.collect.repeat_window")
+CHILD = ("-m", "profiler.collect.window_child")  # repeat_window, its bytecode kept
+#: the name of a slot that stands for one of a Ray cluster's GPUs (executors.ray.RayRounds)
+RAY_SLOT = "ray-"
 #: rounds at most under --target-noise (the budget usually ends them first)
 MAX_ROUNDS = 50
 DEFAULT_BUDGET_S = 600.0
@@ -148,9 +157,15 @@ class Sampled:
     #: cells had before are flagged pilot, and left out of the verdicts)
     pilot_rounds: int = 0
 
+    def placed(self) -> str:
+        """Where the rounds ran: "GPUs 0,1", or "4 GPUs as Ray tasks" (Ray's slots)."""
+        if all(gpu.startswith(RAY_SLOT) for gpu in self.gpus):
+            return f"{len(self.gpus)} GPUs as Ray tasks"
+        return f"GPUs {','.join(self.gpus)}"
+
     def schedule(self, cells: int) -> str:
         spread = "" if len(self.gpus) < 2 else (
-            f"; {self.processes} processes over GPUs {','.join(self.gpus)} at once, a "
+            f"; {self.processes} processes over {self.placed()} at once, a "
             "comparison group never split")
         return (f"interleaved: {self.rounds} round(s) after the run, each a fresh process "
                 f"timing {cells} config(s) in turn, the leader rotated{spread}")
@@ -188,7 +203,10 @@ def sample(cells: dict[str, dict], have: dict[str, ConfigSamples], processes: in
     come (nothing lost on Ctrl-C). ``gpus``: the GPUs the rounds run on, at once (module doc;
     None: the ones this process sees, recorded as unknown); ``groups``: key -> its comparison
     group, the cells that must share a process when a round is split over GPUs (default: all
-    in one). ``round_runner(cells, gpu)`` runs one process."""
+    in one). ``round_runner(cells, gpu, started=...)`` runs one process, as ``run_round`` does;
+    a record that names its ``gpu`` says where it ran (a Ray task's GPU, when the ``gpus`` are
+    the runner's slots), and a handle given to ``started`` that has a ``stop()`` is stopped that
+    way on Ctrl-C."""
     check_processes(processes)
     if target_noise is not None and not 0 < target_noise < 1:
         raise UserError(f"--target-noise must be a percentage between 0 and 100 (got "
@@ -261,14 +279,16 @@ class _Runner:
                 out.errors[key] = value
                 self.say(f"  {key}: no sample ({value}); it leaves the rounds")
                 continue
-            out.windows[key].append(window_of(value, round_id, gpu))
+            # the GPU the runner placed it on where it says (a Ray task's), else the slot's
+            out.windows[key].append(window_of(value, round_id, value.get("gpu") or gpu))
             out.devices[key] = value.get("device") or out.devices.get(key, "")
         if self.on_round is not None:
             self.on_round(out)
 
     def _announce(self, unit, gpu: str | None, stage: str, turn: list[str]) -> None:
         number, part, _ = unit
-        where = "" if gpu is None or len(self.out.gpus) < 2 else f" on GPU {gpu}"
+        named = getattr(self.round_runner, "slot_name", lambda slot: f"GPU {slot}")
+        where = "" if gpu is None or len(self.out.gpus) < 2 else f" on {named(gpu)}"
         which = f"{number}.{part}" if part else f"{number}"
         self.say(f"round {which}{stage}: a fresh process{where} times {', '.join(turn)}")
 
@@ -315,8 +335,9 @@ class _Runner:
         except BaseException:  # Ctrl-C, SIGTERM: every process of the wave is stopped
             with lock:
                 running = list(live)
-            for process in running:
-                signals.stop_child(process)
+            for process in running:  # a runner's own handle stops itself (a Ray task's)
+                stop = getattr(process, "stop", None)
+                stop() if stop is not None else signals.stop_child(process)
             raise
         finally:
             pool.shutdown(wait=True, cancel_futures=True)

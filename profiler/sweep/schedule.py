@@ -9,9 +9,11 @@ from the seed. Pure: no clock, no I/O.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
+
 
 class Turn(NamedTuple):
     cell: Any

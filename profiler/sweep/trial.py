@@ -33,18 +33,32 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from profiler.analysis.experiments import Experiment
 from profiler import signals
+from profiler.analysis.experiments import Experiment
 from profiler.errors import Interrupted, UserError
-from profiler.fsutil import (MARKER, clean_leftovers, folder_lock, is_ours, read_small,
-                             write_json_atomic, write_text_atomic)
+from profiler.fsutil import (
+    MARKER,
+    clean_leftovers,
+    folder_lock,
+    is_ours,
+    read_small,
+    write_json_atomic,
+    write_text_atomic,
+)
 from profiler.runs.config import RunConfig, config_to_json
 from profiler.runs.layout import MANIFEST, RESULT_FILE, check_separate_roots
 from profiler.runs.result import try_read_result
-from profiler.runs.samples import config_json_of, config_samples, record_processes
+from profiler.runs.samples import (
+    ConfigSamples,
+    config_json_of,
+    config_samples,
+    record_processes,
+    window_of,
+)
+from profiler.runs.workloads import workload
 from profiler.sweep import executors, rounds
-from profiler.sweep.plan import DEFAULT_PROCESSES
 from profiler.sweep.cell import CellJob, CellOutcome
+from profiler.sweep.plan import DEFAULT_PROCESSES
 
 TRIAL_FILE = "trial.json"
 BASELINE = Experiment("the run as it is", {}, (), "the run's own config, re-run beside the "
@@ -73,11 +87,13 @@ class Trial:
     #: "budget", "cells", "baseline" (it failed), or None when every cell ran
     stopped_by: str | None = None
     rounds_s: float = 0.0
+    #: why the baseline was timed once more before any verdict (baseline_again), in one line
+    baseline_again: str | None = None
 
     def to_dict(self) -> dict:
         return {"folder": str(self.folder), "wall_s": round(self.wall_s, 3),
                 "rounds_s": round(self.rounds_s, 3), "processes": self.processes,
-                "stopped_by": self.stopped_by,
+                "stopped_by": self.stopped_by, "baseline_again": self.baseline_again,
                 "cells": [{"label": c.experiment.label, "changes": c.experiment.changes,
                            "rules": list(c.experiment.rules), "folder": c.folder,
                            "status": c.status, "reason": c.reason, "elapsed_s": c.elapsed_s,
@@ -295,6 +311,7 @@ def _run(base, experiments, folder, trace_dir, budget_s, max_cells, processes, g
             from None
     try:
         _sample(trial, processes, say)
+        baseline_again(trial, say)
     except KeyboardInterrupt as stop:
         write_json_atomic(folder / TRIAL_FILE, trial.to_dict())
         raise Interrupted(f"advise --try stopped while re-timing; the cells and the windows "
@@ -313,7 +330,7 @@ def _sample(trial: Trial, processes: int, say) -> None:
     for cell in trial.cells:
         result = try_read_result(trial.folder / cell.folder / RESULT_FILE) \
             if cell.status == "ok" else None
-        if result is None or result.workload != "forward":
+        if result is None or not workload(result.workload).sampled:
             continue
         windows = config_samples(result, trial.folder / cell.folder / RESULT_FILE)
         if not len(windows):
@@ -339,3 +356,39 @@ def _sample(trial: Trial, processes: int, say) -> None:
 
     rounds.sample(configs, have, processes, say=say, on_round=record)
     trial.rounds_s = time.perf_counter() - began
+
+
+def baseline_again(trial: Trial, say) -> None:
+    """A baseline whose verdicts would rest on one timed window, that window flagged noisy,
+    bimodal or drifting (profiler.analysis.noise): one more window of it in a fresh process
+    (profiler.sweep.rounds.run_round), recorded beside its own (processes.csv), so the verdicts
+    rest on both; said in one line, and kept in ``trial.baseline_again``. A window that fails
+    is said too, and the baseline keeps its one window."""
+    from profiler.analysis.noise import window_flags
+    from profiler.analysis.trial import baseline_noise
+
+    cell = trial.cells[0]
+    path = trial.folder / cell.folder / RESULT_FILE
+    result = try_read_result(path) if cell.status == "ok" else None
+    if result is None or not workload(result.workload).sampled:
+        return
+    have = config_samples(result, path)
+    noise = baseline_noise(result, path)
+    flags = window_flags(noise.warnings)
+    if len(have.for_verdict()) != 1 or not flags or noise.cv is None:
+        return
+    why = f"the baseline's one window is {' and '.join(flags)} (CV {100 * noise.cv:.1f} %)"
+    say(f"{why}: timing it once more in a fresh process before any verdict")
+    config = rounds.window_config(config_json_of(result), result.timing.iters,
+                                  result.timing.warmup_iters)
+    got = rounds.run_round([(cell.folder, config)])[cell.folder]
+    if isinstance(got, str):
+        trial.baseline_again = f"{why}; its second window failed ({got})"
+        say(f"  the baseline: no second window ({got})")
+        return
+    record_processes(trial.folder / cell.folder,
+                     ConfigSamples((*have.windows, window_of(got))),
+                     "advise --try: the baseline timed once more (its window was "
+                     f"{' and '.join(flags)})", result)
+    trial.baseline_again = f"{why}: timed once more in a fresh process; the verdicts rest " \
+                           "on both windows"

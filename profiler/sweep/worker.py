@@ -1,11 +1,11 @@
 """A sweep worker: a long-lived process that runs sweep cells one after another.
 
-Started by the local executor (``profiler.sweep.executors.local``) with ``CUDA_VISIBLE_DEVICES`` set to
-its one GPU. It reads one ``CellJob`` per line (JSON) on file descriptor 0 and answers each with
-one line ``{"outcome": CellOutcome}`` on the descriptor that was 1 when it started. Before the
-first cell it moves both away: 0 reads /dev/null and 1 goes where 2 goes (the worker's log), so
-nothing a cell or a library prints can land in the reply stream; during a cell, 1 and 2 are the
-cell's log (profiler.sweep.cell.run_job). It ends at the end of its input, after one cell with
+Started by the local executor (``profiler.sweep.executors.local``) with ``CUDA_VISIBLE_DEVICES`` set
+to its one GPU. It reads one ``CellJob`` per line (JSON) on file descriptor 0 and answers each with
+one line ``{"outcome": CellOutcome}`` on the descriptor that was 1 when it started. Before the first
+cell it moves both away: 0 reads /dev/null and 1 goes where 2 goes (the worker's log), so nothing a
+cell or a library prints can land in the reply stream; during a cell, 1 and 2 are the cell's log
+(profiler.sweep.cell.run_job). It ends at the end of its input, after one cell with
 ``--one-cell`` (a fresh process per cell: ``sweep --isolate``), or, without running the cell it
 was handed, when the sweep that started it is gone (its SIGINT, sent when the sweep dies, is
 ignored between cells).
@@ -46,6 +46,7 @@ def main(argv: list[str]) -> int:
     from profiler.collect import bytecode
 
     bytecode.keep_bytecode()  # before torch, as profile.py does: see profiler/collect/bytecode.py
+    bytecode.precompile()
     import msgspec
 
     from profiler.sweep import cell as cellrun

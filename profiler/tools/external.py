@@ -11,12 +11,13 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Optional
+from typing import TYPE_CHECKING
 
-from profiler.errors import UserError
 from profiler import SOURCE_ROOT, signals
+from profiler.errors import UserError
 from profiler.runs.config import run_argv
 
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ class Finished:
 ORPHAN_GRACE_S = 10.0
 
 
-def run_logged(command: list[str], log_path: Path, env: Optional[dict] = None,
+def run_logged(command: list[str], log_path: Path, env: dict | None = None,
                echo: bool = True) -> Finished:
     """Run an argument list (never a shell string); copy its output to stderr and a log file.
 
@@ -124,13 +125,13 @@ def _end_group(group: int, sig: int) -> None:
         pass
 
 
-def harness_command(config: "RunConfig") -> list[str]:
+def harness_command(config: RunConfig) -> list[str]:
     """``python profile.py run ...`` as a list, with this Python, giving every option of
     ``config``."""
     return [sys.executable, str(PROFILE_PY), "run", *run_argv(config.options())]
 
 
-def last_line_with(text: str, words: Iterable[str]) -> Optional[str]:
+def last_line_with(text: str, words: Iterable[str]) -> str | None:
     words = [w.lower() for w in words]
     for line in reversed(text.splitlines()):
         if any(w in line.lower() for w in words):

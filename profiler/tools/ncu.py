@@ -31,18 +31,21 @@ import sys
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Optional
 
 from profiler import signals
-from profiler.runs.config import RunConfig
-from profiler.errors import UserError
-from profiler.trace.hardware import agreement_share, hardware_join, read_ncu_csv
-from profiler.runs.layout import RESULT_FILE
-from profiler.fsutil import move_into, write_json_atomic, write_text_atomic
-from profiler.tools.external import harness_command, last_line_with, locate, run_logged
 from profiler.analysis.run import RunAnalysis
-from profiler.trace.hardware import function_name
-from profiler.trace.hardware import wanted_metrics
+from profiler.errors import UserError
+from profiler.fsutil import move_into, write_json_atomic, write_text_atomic
+from profiler.runs.config import RunConfig
+from profiler.runs.layout import RESULT_FILE
+from profiler.tools.external import harness_command, last_line_with, locate, run_logged
+from profiler.trace.hardware import (
+    agreement_share,
+    function_name,
+    hardware_join,
+    read_ncu_csv,
+    wanted_metrics,
+)
 
 NVTX_DOMAIN = "infer-profiler"  # the harness's NVTX domain (harness.NVTX_DOMAIN; no torch here)
 KNOWN_LOCATIONS = ("/opt/nvidia/nsight-compute/*/ncu", "/usr/local/cuda/bin/ncu",
@@ -61,7 +64,7 @@ def nvtx_filter(step: int) -> str:
     return f"{NVTX_DOMAIN}@step {step}/"
 
 
-def kernel_regex(names: list[str]) -> Optional[str]:
+def kernel_regex(names: list[str]) -> str | None:
     """``regex:f1|f2`` over the kernels' function names, or None (no name filter) when one of
     them is not a plain identifier."""
     functions = sorted({function_name(n) for n in names})
@@ -76,7 +79,7 @@ def parse_query_metrics(text: str) -> set[str]:
     return {m.group(1) for line in text.splitlines() if (m := _BASE_METRIC.match(line))}
 
 
-def choose_metrics(available: Optional[set[str]]) -> tuple[list[str], list[str]]:
+def choose_metrics(available: set[str] | None) -> tuple[list[str], list[str]]:
     """(metrics to ask for, metrics skipped because the chip lacks them). ``available`` None
     means the query failed: ask for all, and drop what ncu says it cannot find."""
     wanted = list(dict.fromkeys(wanted_metrics()))
@@ -87,7 +90,7 @@ def choose_metrics(available: Optional[set[str]]) -> tuple[list[str], list[str]]
 
 
 def profile_command(ncu: str, metrics: list[str], report_base: Path, step: int,
-                    name_regex: Optional[str], launch_count: int,
+                    name_regex: str | None, launch_count: int,
                     run_args: list[str]) -> list[str]:
     command = [ncu, "--target-processes", "all", "--clock-control", "none",
                "--profile-from-start", "off", "--nvtx", "--nvtx-include", nvtx_filter(step)]
@@ -103,7 +106,7 @@ def import_command(ncu: str, report: Path) -> list[str]:
             "--print-kernel-base", "demangled"]
 
 
-def query_command(ncu: str, chip: Optional[str]) -> list[str]:
+def query_command(ncu: str, chip: str | None) -> list[str]:
     return [ncu, "--query-metrics"] + (["--chip", chip] if chip else [])
 
 
@@ -127,8 +130,8 @@ class Measured:
     skipped: list[str]
 
 
-def run(options: dict, top: int = 0, step: Optional[int] = None, launch_count: int = 500,
-        reuse: bool = False, chip: Optional[str] = None, echo=print) -> dict:
+def run(options: dict, top: int = 0, step: int | None = None, launch_count: int = 500,
+        reuse: bool = False, chip: str | None = None, echo=print) -> dict:
     """``options``: RunConfig field -> value, as for `run`; both runs get them all, with cuDNN's
     autotuner off (under ncu it picks other kernels than the run whose trace is joined)."""
     ncu = locate_ncu()
@@ -174,7 +177,7 @@ def kernel_table(config: RunConfig, reuse: bool, echo=print):
     return RunAnalysis(str(run_dir)).kernels
 
 
-def query_metrics(ncu: str, chip: Optional[str], scratch: Path) -> tuple[list[str], list[str]]:
+def query_metrics(ncu: str, chip: str | None, scratch: Path) -> tuple[list[str], list[str]]:
     """The metrics this chip has, of those wanted (``ncu --query-metrics``, kept beside)."""
     query = signals.run_child(query_command(ncu, chip), stop=signal.SIGTERM)
     available = parse_query_metrics(query.stdout) if query.returncode == 0 else None
@@ -183,14 +186,15 @@ def query_metrics(ncu: str, chip: Optional[str], scratch: Path) -> tuple[list[st
 
 
 def profile_step(ncu: str, config: RunConfig, scratch: Path, step: int,
-                 name_regex: Optional[str], launch_count: int,
+                 name_regex: str | None, launch_count: int,
                  metrics_skipped: tuple[list[str], list[str]], kernels: int, run_dir: Path,
                  echo=print) -> Measured:
     """2. The harness under ncu, into the scratch folder; a metric ncu says it cannot find is
     dropped and the run tried again (at most four tries)."""
     metrics, skipped = metrics_skipped
     under_ncu = replace(config, capture="cuda-profiler-api", iters=10, timed_warmup=3,
-                        min_time=None, repeat_runs=1, runs_dir=scratch / "runs", tb_dir=scratch / "tb_logs")
+                        min_time=None, repeat_runs=1, runs_dir=scratch / "runs",
+                        tb_dir=scratch / "tb_logs")
     report_base = scratch / "ncu"
     for attempt in range(4):
         command = profile_command(ncu, metrics, report_base, step, name_regex, launch_count,
@@ -219,7 +223,7 @@ def export_csv(ncu: str, report: Path, scratch: Path):
     return read_ncu_csv(scratch / "ncu.csv")
 
 
-def describe(config: RunConfig, ncu: str, step: int, name_regex: Optional[str],
+def describe(config: RunConfig, ncu: str, step: int, name_regex: str | None,
              launch_count: int, top: int, chosen, raw, joined, measured: Measured) -> dict:
     """ncu.json: what was asked for, what was measured, and where the name rules agree."""
     profiled = set(joined.loc[joined["rules_vs_hardware"] != "not profiled", "name"])

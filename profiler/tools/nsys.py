@@ -20,15 +20,14 @@ import io
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Optional
 
 import pandas as pd
 
 from profiler.errors import UserError
 from profiler.fsutil import move_into, write_json_atomic, write_text_atomic
+from profiler.runs.config import RunConfig
 from profiler.tools.external import harness_command, last_line_with, locate, run_logged
 from profiler.trace.rules import classify, short_name
-from profiler.runs.config import RunConfig
 
 KNOWN_LOCATIONS = ("/opt/nvidia/nsight-systems/*/bin/nsys", "/usr/local/cuda/bin/nsys",
                    "/usr/local/cuda-*/bin/nsys",
@@ -166,7 +165,7 @@ def run(options: dict, echo=print) -> dict:
     return result
 
 
-def stats_only(report: Path, echo=print) -> Optional[pd.DataFrame]:
+def stats_only(report: Path, echo=print) -> pd.DataFrame | None:
     """``nsys stats`` on an existing report (used by the device script after an import)."""
     nsys = locate_nsys()
     with tempfile.TemporaryDirectory() as tmp:

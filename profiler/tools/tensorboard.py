@@ -21,7 +21,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Optional
+from typing import IO
 
 from profiler import signals
 from profiler.errors import UserError
@@ -94,8 +94,8 @@ class Server:
         return json.loads(data)
 
 
-def start(logdir: Path, port: Optional[int] = None, bind_all: bool = False,
-          output: Optional[IO] = None) -> Server:
+def start(logdir: Path, port: int | None = None, bind_all: bool = False,
+          output: IO | None = None) -> Server:
     """Start TensorBoard on ``port`` (or a free one); one-line errors for a missing logdir, a
     missing package or a port in use. ``output`` receives the server's stdout and stderr (None:
     they go to this process's)."""
@@ -204,11 +204,11 @@ class Served:
     number for SIGTERM/SIGHUP; ``server_status`` when the server ended on its own."""
 
     exit_code: int
-    server_status: Optional[int] = None
-    log: Optional[Path] = None
+    server_status: int | None = None
+    log: Path | None = None
 
 
-def serve(logdir: Path, port: Optional[int] = None, bind_all: bool = False,
+def serve(logdir: Path, port: int | None = None, bind_all: bool = False,
           echo=print) -> Served:
     """The ``tensorboard`` command: start, print the URL, wait; Ctrl-C, SIGTERM and SIGHUP stop
     the server (within about a second). Its own output goes to a log file, so its shutdown

@@ -26,6 +26,7 @@ matched by name (calls, self and total CPU µs per step), and the overview's row
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -43,10 +44,10 @@ def steps_of(summary: Summary) -> int:
     return max(len(o.steps) + o.dropped_tail_steps, 1)
 
 
-def _change(a, b) -> float:
+def _change(a: float | None, b: float | None) -> float:
     if a is None or b is None or not np.isfinite(a) or not np.isfinite(b) or a == 0:
         return float("nan")
-    return 100.0 * (b - a) / a
+    return float(100.0 * (b - a) / a)
 
 
 def _gpu(summary: Summary, what: str) -> float:
@@ -93,7 +94,7 @@ def overview_diff(a: Summary, b: Summary) -> pd.DataFrame:
     return _overview_frame(rows)
 
 
-def _gpu_rows(a: Summary, b: Summary, na: int, nb: int) -> list[tuple]:
+def _gpu_rows(a: Summary, b: Summary, na: int, nb: int) -> list[tuple[Any, ...]]:
     ka, kb = a.kernels, b.kernels
     return [
         ("profiled steps", "", na, nb),
@@ -109,7 +110,7 @@ def _gpu_rows(a: Summary, b: Summary, na: int, nb: int) -> list[tuple]:
     ]
 
 
-def _overview_frame(rows: list[tuple]) -> pd.DataFrame:
+def _overview_frame(rows: list[tuple[Any, ...]]) -> pd.DataFrame:
     frame = pd.DataFrame(rows, columns=["metric", "unit", "a", "b"])
     frame["a"] = frame["a"].astype(float)
     frame["b"] = frame["b"].astype(float)

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import SupportsInt
 
 import numpy as np
 import pandas as pd
 
 from profiler.trace.load import KIND, Trace
 from profiler.trace.occupancy import theoretical_occupancy
-from profiler.trace.rules import CATEGORIES, UNKNOWN, YES, RunContext, classify, distinct_short_names
+from profiler.trace.rules import (
+    CATEGORIES,
+    UNKNOWN,
+    YES,
+    RunContext,
+    classify,
+    distinct_short_names,
+)
 
 NO_OPERATOR = "(no operator)"
 
@@ -249,11 +258,11 @@ def kernel_summary(trace: Trace, rows: pd.DataFrame | None = None,
                          notes=notes)
 
 
-def _dim(values) -> str:
+def _dim(values: Iterable[SupportsInt]) -> str:
     x, y, z = (int(v) for v in values)
     return f"{x}x{y}x{z}" if (y, z) != (1, 1) else str(x)
 
 
-def _op_name(trace: Trace, op_id) -> str:
-    op_id = int(op_id)
+def _op_name(trace: Trace, op: SupportsInt) -> str:
+    op_id = int(op)
     return NO_OPERATOR if op_id < 0 else str(trace.names[op_id])

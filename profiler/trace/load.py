@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from itertools import compress
 from operator import attrgetter
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Union
 
 import msgspec
 import numpy as np
@@ -150,7 +150,7 @@ class DeviceProperties:
         return f"{self.compute_major}.{self.compute_minor}"
 
     @classmethod
-    def from_json(cls, raw: dict) -> "DeviceProperties":
+    def from_json(cls, raw: dict) -> DeviceProperties:
         values = {}
         for ours, keys in DEVICE_PROPERTY_KEYS.items():
             for key in keys:
@@ -167,7 +167,7 @@ class DeviceProperties:
 # Decoders built from the tables
 # --------------------------------------------------------------------------------------------
 
-_ARG_TYPES = {"int": Optional[int], "float": Optional[float], "dim3": Optional[list[int]]}
+_ARG_TYPES = {"int": int | None, "float": float | None, "dim3": list[int] | None}
 #: what a column holds when its key is absent: -1 for ints (ids, devices, counts are never
 #: negative), nan for floats. Absent keys decode straight to these, so a column is one
 #: ``np.fromiter`` pass; an explicit ``null`` still decodes to None and takes a slower path.
@@ -193,11 +193,11 @@ class _Complete(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
 
     cat: str = ""
     name: str = ""
-    pid: Union[int, str] = 0
-    tid: Union[int, str] = 0
+    pid: int | str = 0
+    tid: int | str = 0
     ts: float = float("nan")  # absent: nan, flagged and excluded (see _impossible_rows)
     dur: float = float("nan")
-    args: Optional[_Args] = None
+    args: _Args | None = None
 
 
 #: The other 'ph' values of the Trace Event Format (duration B/E, instant, counter, async, flow,
@@ -366,7 +366,8 @@ class Trace:
             return None
         groups = "; ".join(f"{n} events of category {cat!r} on device {pid}"
                            for n, cat, pid in found)
-        return groups + ", not analysed (this tool reads CUDA kernel, memcpy and memset events only)"
+        return groups + (", not analysed (this tool reads CUDA kernel, memcpy and memset events "
+                         "only)")
 
     @property
     def excluded_warning(self) -> str | None:
@@ -604,7 +605,7 @@ def _load_split(path: Path, data) -> Trace | None:
     return builder.finish(path, _devices(head)) if builder is not None else None
 
 
-def _build_range(data, start: int, end: int) -> "_ColumnBuilder | None":
+def _build_range(data, start: int, end: int) -> _ColumnBuilder | None:
     """The columns of the events text [start, end), piece by piece; None when a piece does not
     decode (then the caller parses the file another way)."""
     view = memoryview(data)
@@ -643,7 +644,7 @@ _PARALLEL_MIN_BYTES = 64 << 20
 _FIRST_SHARE = 0.45
 
 
-def _build_halves(data, start: int, end: int) -> "_ColumnBuilder | None":
+def _build_halves(data, start: int, end: int) -> _ColumnBuilder | None:
     cut = _EVENT_END.search(data, start + int((end - start) * _FIRST_SHARE), end)
     if cut is None:
         return None

@@ -129,7 +129,8 @@ def theoretical_occupancy(registers_per_thread: int, shared_memory_per_block: in
 
     candidates = {"warps": by_warps, "blocks": by_blocks, "registers": by_registers,
                   "shared memory": by_smem}
-    limiter = min(candidates, key=candidates.get)  # first of equal minima: warps, blocks, ...
+    # first of equal minima: warps, blocks, ...
+    limiter = min(candidates, key=candidates.__getitem__)
     active = candidates[limiter]
     if threads_per_block > (device.max_threads_per_block or 1024):
         active, limiter = 0, "block too large"

@@ -10,7 +10,8 @@ function sits in and without its argument list: ``void fbgemm_gpu::_hfp8_to_floa
 ``cudnn::reduced_divisor`` says what the kernel does. A row whose pattern spells a namespace
 (it contains ``::``, e.g. ``onnxruntime::cuda::``) is searched in the qualified name instead
 (namespaces kept, arguments still dropped): it names a library on purpose. For each kernel the
-first row with an opinion decides that question, so more specific rows come first. Adding a GPU generation or a library is adding rows.
+first row with an opinion decides that question, so more specific rows come first. Adding a GPU
+generation or a library is adding rows.
 
 Tensor Core verdicts: ``"yes"``, ``"no"`` or ``"unknown"``. The kernel name is the only
 evidence a trace has, and it can lie by omission: ``xmma`` only says "NVIDIA's matrix-multiply
@@ -24,8 +25,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 CATEGORIES = ("GEMM", "convolution", "attention", "elementwise", "reduction", "normalization",
               "copy", "memset", "communication", "other")
@@ -42,7 +44,7 @@ class Rule:
     source: str = ""                # where the naming convention comes from
 
     @property
-    def regex(self) -> re.Pattern:
+    def regex(self) -> re.Pattern[str]:
         return _compile(self.pattern)
 
     @property
@@ -54,8 +56,8 @@ class Rule:
         return bool(self.regex.search(qualified if self.qualified else own))
 
 
-@lru_cache(maxsize=None)
-def _compile(pattern: str) -> re.Pattern:
+@cache
+def _compile(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern, re.IGNORECASE)
 
 
@@ -68,7 +70,8 @@ def own_name(name: str) -> tuple[str, str]:
     argument list (the first ``(`` outside template brackets, after the function name) and
     without ``void``; ``own`` is that without namespace qualifiers, the function's and its
     template arguments' (``fbgemm_gpu::``, ``at::native::``). Template arguments stay in both.
-    Names that are no C++ signature (``nvjet_*``, ``triton_*``) come back whole; a name cut short (traces truncate long names) keeps what it has."""
+    Names that are no C++ signature (``nvjet_*``, ``triton_*``) come back whole; a name cut short
+    (traces truncate long names) keeps what it has."""
     text = name.strip().replace(_ANONYMOUS, "")
     text = text.removeprefix("void ")
     depth = 0
@@ -342,17 +345,20 @@ def classify(name: str, context: RunContext | None = None) -> KernelClass:
     if tensor_core is None:
         tensor_core = _MATRIX_DEFAULT if category.category in MATRIX_CATEGORIES \
             else _NON_MATRIX_DEFAULT
-    if tensor_core.tensor_core == UNKNOWN and context is not None and context.precision:
-        for rule in CONTEXT_RULES:
-            if (context.precision in rule.precisions
-                    and (rule.tf32 is None or rule.tf32 == bool(context.tf32))
-                    and _compile(rule.pattern).search(own)):
-                tf32 = "" if rule.tf32 is None else f", TF32 {'on' if context.tf32 else 'off'}"
+    # both chosen for their opinion (or a default with one): neither is None
+    category_name, verdict = category.category, tensor_core.tensor_core
+    assert category_name is not None and verdict is not None
+    if verdict == UNKNOWN and context is not None and context.precision:
+        for by_run in CONTEXT_RULES:
+            if (context.precision in by_run.precisions
+                    and (by_run.tf32 is None or by_run.tf32 == bool(context.tf32))
+                    and _compile(by_run.pattern).search(own)):
+                tf32 = "" if by_run.tf32 is None else f", TF32 {'on' if context.tf32 else 'off'}"
                 return KernelClass(
-                    category=category.category, tensor_core=rule.tensor_core,
-                    tensor_core_rule=f"{rule.pattern} + run precision {context.precision}{tf32}",
-                    tensor_core_why=f"{rule.source} ({context.source})")
-    return KernelClass(category=category.category, tensor_core=tensor_core.tensor_core,
+                    category=category_name, tensor_core=by_run.tensor_core,
+                    tensor_core_rule=f"{by_run.pattern} + run precision {context.precision}{tf32}",
+                    tensor_core_why=f"{by_run.source} ({context.source})")
+    return KernelClass(category=category_name, tensor_core=verdict,
                        tensor_core_rule=tensor_core.pattern or "(default)",
                        tensor_core_why=tensor_core.source)
 
@@ -416,11 +422,12 @@ def fold_repeats(text: str) -> str:
     return _REPEATED.sub(lambda m: f"{m.group(1)}×{m.group(0).count('_') + 1}", text)
 
 
-def distinct_short_names(names, width: int = SHORT_WIDTH) -> list[str]:
+def distinct_short_names(given: Iterable[object], width: int = SHORT_WIDTH) -> list[str]:
     """short_name of each full name, made distinct where different full names would share one:
     first the template-folded name with repeated words counted (``pointwise×3``) and a middle
-    ellipsis, then the raw name with a middle ellipsis, and where even that collides a ``#k`` suffix in order of appearance."""
-    names = [str(n) for n in names]
+    ellipsis, then the raw name with a middle ellipsis, and where even that collides a ``#k``
+    suffix in order of appearance."""
+    names = [str(n) for n in given]
     shorts = [short_name(n, width) for n in names]
     for fold in (lambda n: fold_repeats(short_name(n, 10**6)),
                  lambda n: n.strip().removeprefix("void ")):

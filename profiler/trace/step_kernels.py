@@ -20,6 +20,7 @@ the end of the GPU work it launched) holds its start, as the overview's per-step
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -77,7 +78,7 @@ def step_kernels(trace: Trace, kernels: pd.DataFrame, steps: pd.DataFrame) -> St
         for i, row in zip(table.index, table.to_numpy())})
 
 
-def _examples(texts) -> str:
+def _examples(texts: Iterable[str]) -> str:
     texts = list(texts)
     shown = ", ".join(texts[:_EXAMPLES])
     return shown + (f" and {len(texts) - _EXAMPLES} more" if len(texts) > _EXAMPLES else "")

@@ -6,23 +6,24 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from profiler.trace.kernels import KernelSummary, kernel_rows, kernel_summary
-from profiler.trace.load import Trace, load_trace
+from profiler.trace.load import KINDS, Trace, load_trace
 from profiler.trace.overview import Overview, overview
 from profiler.trace.phases import PhaseSummary, has_phase_spans, phase_summary
 from profiler.trace.rules import RunContext
 from profiler.trace.step_kernels import step_kernels, step_warnings
-from profiler.trace.load import KINDS
+
 
 @dataclass
 class Summary:
     trace_path: Path
     schema: str
-    devices: list[dict]
+    devices: list[dict[str, Any]]
     event_counts: dict[str, int]
     kernels: KernelSummary
     overview: Overview
@@ -36,9 +37,9 @@ class Summary:
     #: per-phase split when the trace holds generation phase spans (trace/phases.py), else None
     phases: PhaseSummary | None = None
 
-    def to_dict(self, top: int = 0) -> dict:
+    def to_dict(self, top: int = 0) -> dict[str, Any]:
         k, o = self.kernels, self.overview
-        return json_safe({
+        data: dict[str, Any] = json_safe({
             "trace": str(self.trace_path),
             "schema": self.schema,
             "devices": self.devices,
@@ -70,6 +71,7 @@ class Summary:
             "excluded_events": self.excluded_events,
             **({"phases": self.phases.to_dict()} if self.phases is not None else {}),
         })
+        return data
 
 
 def summarize_trace(trace: Trace, context: RunContext | None = None,
@@ -109,11 +111,11 @@ def summarize(path: Path | str, context: RunContext | None = None,
     return summarize_trace(load_trace(path), context, breakdown)
 
 
-def _records(frame: pd.DataFrame) -> list[dict]:
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return frame.to_dict(orient="records") if len(frame) else []
 
 
-def json_safe(value):
+def json_safe(value: Any) -> Any:
     """JSON-safe: numpy scalars to Python, NaN to None."""
     if isinstance(value, dict):
         return {str(k): json_safe(v) for k, v in value.items()}

@@ -30,12 +30,18 @@ import stat
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from profiler import signals
 from profiler.errors import UserError
-from profiler.fsutil import (folder_lock, is_ours, replace_dir, staging_dir, write_bytes_atomic,
-                             write_text_atomic)
-from profiler.trace.load import read_bytes
+from profiler.fsutil import (
+    folder_lock,
+    is_ours,
+    replace_dir,
+    staging_dir,
+    write_bytes_atomic,
+    write_text_atomic,
+)
 
 #: ``cat`` in the trace -> ``cat`` in the copy, with why. The plugin lower-cases ``cat`` and
 #: looks it up; ``Runtime`` is its own 2021 spelling. A category the plugin does not know is
@@ -59,12 +65,12 @@ class CompatResult:
     renamed: dict[str, int] = field(default_factory=dict)  # "old -> new": events
 
 
-def compat_trace(data: dict) -> dict[str, int]:
+def compat_trace(data: dict[str, Any]) -> dict[str, int]:
     """Rename categories in place (``data`` is a parsed trace); return ``{"old -> new": n}``."""
     events = data.get("traceEvents")
     if not isinstance(events, list):
         raise UserError("not a Kineto/Chrome trace: no traceEvents list")
-    counts: Counter = Counter()
+    counts: Counter[str] = Counter()
     for event in events:
         if not isinstance(event, dict):
             continue
@@ -82,6 +88,8 @@ def write_compat_copy(trace: Path, out_dir: Path, *, unchanged: bool = True) -> 
     ``<worker>.<span>.pt.trace.json[.gz]``), atomically: a temp file the plugin's name pattern
     does not match, then a rename. ``unchanged=False``: no copy of a trace with nothing to
     change (``written`` None)."""
+    from profiler.trace.load import read_bytes  # (pandas: not for a run that only checks)
+
     trace = Path(trace)
     try:
         data = json.loads(read_bytes(trace))

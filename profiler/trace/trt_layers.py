@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -38,7 +39,7 @@ LAYER_COLUMNS = ["layer", "type", "precision", "tactic", "ms_per_call", "share_p
                  "profiled_us_per_call"]
 
 
-def _precision(layer: dict) -> str:
+def _precision(layer: dict[str, Any]) -> str:
     ports = layer.get("Outputs") or layer.get("Inputs") or []
     return ", ".join(sorted({str(p.get("Format/Datatype", "")) for p in ports})) or "-"
 
@@ -49,11 +50,11 @@ def read_layers(layers_path: Path, times_path: Path | None) -> pd.DataFrame:
     data = json.loads(Path(layers_path).read_text())
     layers = data["Layers"] if isinstance(data, dict) else data
     frame = pd.DataFrame({
-        "layer": [str(l.get("Name", "")) for l in layers],
-        "type": [str(l.get("LayerType", "")) for l in layers],
-        "precision": [_precision(l) for l in layers],
-        "tactic": [str(l.get("TacticName", "")) for l in layers],
-        "stream": [l.get("StreamId", 0) for l in layers],
+        "layer": [str(layer.get("Name", "")) for layer in layers],
+        "type": [str(layer.get("LayerType", "")) for layer in layers],
+        "precision": [_precision(layer) for layer in layers],
+        "tactic": [str(layer.get("TacticName", "")) for layer in layers],
+        "stream": [layer.get("StreamId", 0) for layer in layers],
     })
     if times_path is not None:
         times = pd.DataFrame(json.loads(Path(times_path).read_text()))

@@ -8,7 +8,13 @@ before anything heavy is imported.
 from __future__ import annotations
 
 from profiler.collect.backends.base import (  # noqa: F401  (the registry's face)
-    REGISTRY, Backend, Prepared, implement, module_missing, register)
+    REGISTRY,
+    Backend,
+    Prepared,
+    implement,
+    module_missing,
+    register,
+)
 from profiler.runs import backends as facts
 
 
@@ -26,7 +32,13 @@ def _load_families() -> None:
     # importing a family module registers its backends (they import torch lazily); imported
     # when first asked, so that this package's face never imports its own children at load
     from profiler.collect.backends import (  # noqa: F401
-        eager, inductor, onnxruntime, quantized, tensorrt, torchscript)
+        eager,
+        inductor,
+        onnxruntime,
+        quantized,
+        tensorrt,
+        torchscript,
+    )
 
 
 def cuda_available() -> bool:

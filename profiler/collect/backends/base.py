@@ -9,8 +9,9 @@ family modules import only this module, so the registry has no import loop.
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from profiler.runs import backends as facts
 

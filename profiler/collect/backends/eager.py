@@ -25,7 +25,8 @@ def place(model, inputs, config, device, precision: str):
     fmt = config.memory_format
     if fmt == "auto":
         fmt = "channels_last" if conv and precision != "fp32" else "contiguous"
-    memory_format = torch.channels_last if fmt == "channels_last" and conv else torch.contiguous_format
+    channels_last = fmt == "channels_last" and conv
+    memory_format = torch.channels_last if channels_last else torch.contiguous_format
     model = model.to(device=device, dtype=dtype, memory_format=memory_format)
     if torch.device(device).type == "cuda":
         # a model built on the GPU leaves its FP32 copy (cast away here) and its initialisation's
@@ -43,7 +44,7 @@ def place(model, inputs, config, device, precision: str):
 
     inputs = tuple(move(t) for t in inputs)
     notes = {"dtype": str(dtype).replace("torch.", ""),
-             "memory_format": "channels_last" if memory_format is torch.channels_last else "contiguous"}
+             "memory_format": "channels_last" if channels_last else "contiguous"}
     return model, inputs, notes
 
 

@@ -1,10 +1,10 @@
 """ONNX Runtime: ``torch.onnx.export(dynamo=True)``, then an InferenceSession with IO binding.
 
 ``ort_fp32`` exports the FP32 model; ``ort_fp16`` exports the model cast to half (``model.half()``
-before export, so every weight and activation in the graph is float16; no float16 conversion pass
-on the ONNX file). The exported ``.onnx`` is kept in the engine cache (profiler/collect/engine_cache.py),
-keyed like the TensorRT engines (model, weights digest, input shapes, precision, versions).
-
+before export, so every weight and activation in the graph is float16; no float16 conversion pass on
+the ONNX file). The exported ``.onnx`` is kept in the engine cache
+(profiler/collect/engine_cache.py), keyed like the TensorRT engines (model, weights digest, input
+shapes, precision, versions).
 On a GPU the session runs on the CUDA execution provider, on PyTorch's current CUDA stream
 (``user_compute_stream``), with TF32 off unless ``--tf32`` (the EP's ``use_tf32`` is on by
 default). Inputs and outputs are bound to the torch tensors' device memory (IO binding), so the
@@ -34,10 +34,10 @@ from functools import partial
 from pathlib import Path
 
 from profiler.collect import engine_cache
-from profiler.errors import UserError, first_line
 from profiler.collect.backends.base import Prepared, implement
 from profiler.collect.backends.eager import place
 from profiler.collect.backends.tensorrt import save_failed_build
+from profiler.errors import UserError, first_line
 
 EXTRA_HINT = 'pip install -e ".[onnx]"'
 EXPORT_LOG = "onnx_export.log"

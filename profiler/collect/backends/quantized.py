@@ -26,9 +26,9 @@ import zipfile
 from functools import partial
 from pathlib import Path
 
-from profiler.errors import UserError, first_line
 from profiler.collect.backends.base import Prepared, implement, module_missing
 from profiler.collect.backends.eager import place
+from profiler.errors import UserError, first_line
 
 CALIBRATION_LOG = "calibration.log"
 # the constraints of torch._int_mm on CUDA (aten/src/ATen/native/cuda/Blas.cpp)
@@ -222,8 +222,11 @@ def quantize_with_torchao(model, layers: dict[str, LayerShape], chosen: list[str
                           static: bool) -> str:
     """Quantize the chosen Linears in place; returns the scheme applied."""
     import torch
-    from torchao.quantization import (Int8DynamicActivationInt8WeightConfig,
-                                      Int8StaticActivationInt8WeightConfig, quantize_)
+    from torchao.quantization import (
+        Int8DynamicActivationInt8WeightConfig,
+        Int8StaticActivationInt8WeightConfig,
+        quantize_,
+    )
     from torchao.quantization.granularity import PerRow, PerTensor
 
     if not static:
@@ -432,13 +435,18 @@ def build_extensions() -> None:
 def _prepare_modelopt(model, inputs, config, device, precision: str) -> Prepared:
     import torch
 
-    from profiler.collect.backends.tensorrt import captured_build_log, detect_flavour, save_failed_build
+    from profiler.collect.backends.tensorrt import (
+        captured_build_log,
+        detect_flavour,
+        save_failed_build,
+    )
 
     flavour = detect_flavour()
     if precision == "int8" and flavour.name == "tensorrt-rtx":
         raise UserError(RTX_INT8_REFUSAL)
     if precision == "fp8":
-        refusal = fp8_refusal(torch.cuda.get_device_capability(device), torch.cuda.get_device_name(device))
+        refusal = fp8_refusal(torch.cuda.get_device_capability(device),
+                              torch.cuda.get_device_name(device))
         if refusal:
             raise UserError(refusal)
     if config.memory_format == "auto":

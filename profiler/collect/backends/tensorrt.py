@@ -36,10 +36,10 @@ from functools import partial
 from pathlib import Path
 
 from profiler.collect import engine_cache
-from profiler.errors import OutOfMemory, UserError, first_line
-from profiler.fsutil import write_text_atomic
 from profiler.collect.backends.base import Prepared, implement
 from profiler.collect.backends.eager import place
+from profiler.errors import OutOfMemory, UserError, first_line
+from profiler.fsutil import write_text_atomic
 
 # flavour -> (distribution, library module)
 FLAVOURS = {
@@ -82,7 +82,8 @@ def detect_flavour(version_of=importlib.metadata.version,
         except importlib.metadata.PackageNotFoundError:
             continue
     if not installed:
-        raise UserError(f"neither torch-tensorrt nor torch-tensorrt-rtx is installed; {INSTALL_HINT}")
+        raise UserError("neither torch-tensorrt nor torch-tensorrt-rtx is installed; "
+                        f"{INSTALL_HINT}")
     if len(installed) > 1:
         both = " and ".join(f"{FLAVOURS[n][0]} {v}" for n, v in installed.items())
         raise UserError(f"{both} are both installed and overwrite each other's torch_tensorrt "
@@ -145,8 +146,9 @@ def find_engines(graph_module) -> list[tuple[str, object, object | None]]:
     found = []
     for name, module in graph_module.named_modules():
         if _attribute(module, "get_layer_info") is not None:
-            found.append((name, module, _attribute(module, "engine")
-                          if _attribute(_attribute(module, "engine"), "enable_profiling") else None))
+            engine = _attribute(module, "engine")
+            found.append((name, module,
+                          engine if _attribute(engine, "enable_profiling") else None))
     if found:
         return found
     for node in graph_module.graph.nodes:
@@ -344,7 +346,7 @@ def layer_timing(compiled, inputs, workdir: Path, iters: int = LAYER_TIMING_ITER
         for _, engine in engines:
             engine.disable_profiling()
     artifacts = {}
-    for index, (name, _) in enumerate(engines):
+    for index in range(len(engines)):
         traces = glob.glob(str(workdir / f"engine_{index}" / "*_engine_execution_profile.trace"))
         if traces:
             text = Path(traces[0]).read_text(encoding="utf-8")

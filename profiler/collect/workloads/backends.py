@@ -19,8 +19,8 @@ import torch
 from torch import nn
 
 from profiler.collect.backends.eager import DTYPES, place
-from profiler.errors import UserError
 from profiler.collect.workloads import loops
+from profiler.errors import UserError
 from profiler.runs import backends as facts
 
 

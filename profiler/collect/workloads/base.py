@@ -6,15 +6,18 @@ how one timed iteration is timed (``time``), how the result is checked against t
 reference (``check``), and what it adds to the run (files, the result's ``generation`` block).
 Everything else (warm-up, the timed window and its noise, the profiled steps, the backend's
 measurements after the windows, latency.csv, result.json) is the pipeline's, the same for all.
-A new workload is a module here implementing this protocol, and its name in ``WORKLOADS``
-(profiler/collect/workloads/__init__.py) and in profiler.runs.config.WORKLOADS.
+A new workload is a module here implementing this protocol, its name in
+profiler.collect.harness.WORKLOADS, and its row of facts in profiler.runs.workloads.WORKLOADS:
+what the code that knows only its name asks of it (the run's folder name, the built-in models'
+inputs, --cuda-graphs, the GPU-time window, sampling in fresh processes).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Protocol
 
 from profiler.analysis.noise import TimedWindow
 from profiler.collect.backends.base import Backend, Prepared

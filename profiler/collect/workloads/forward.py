@@ -12,8 +12,7 @@ from pathlib import Path
 from rich.markup import escape
 
 from profiler.analysis.noise import TimedWindow
-from profiler.collect import numerics, timing
-from profiler.collect import reference as fp32_reference
+from profiler.collect import numerics, reference as fp32_reference, timing
 from profiler.collect.backends.base import Prepared
 from profiler.collect.device import out_of_memory_kind, release_cuda_memory
 from profiler.collect.workloads.base import RunContext

@@ -31,8 +31,7 @@ from profiler.analysis.noise import TimedWindow, percentile
 from profiler.collect import models, numerics, timing
 from profiler.collect.backends.base import Prepared
 from profiler.collect.device import sync
-from profiler.collect.workloads import backends as generation_backends
-from profiler.collect.workloads import loops
+from profiler.collect.workloads import backends as generation_backends, loops
 from profiler.collect.workloads.base import RunContext
 from profiler.collect.workloads.forward import figure
 from profiler.errors import UserError

@@ -6,8 +6,9 @@ node, worker) and ``on_done(job, outcome)`` when it ended, both in the sweep's p
 writes sweep.json after each call. On Ctrl-C (KeyboardInterrupt; SIGTERM and SIGHUP through
 profiler.signals) it stops its running cells, reports them interrupted through ``on_done`` and
 raises KeyboardInterrupt again; the same when ``on_start`` or ``on_done`` raises SweepStopped
-(a KeyboardInterrupt: the sweep cannot go on, e.g. its manifest cannot be written). Every executor runs cells with ``cellrun.run_job``, so run
-folders, traces and outcomes look the same whichever placed them.
+(a KeyboardInterrupt: the sweep cannot go on, e.g. its manifest cannot be written). Every
+executor runs cells with ``cellrun.run_job``, so run folders, traces and outcomes look the same
+whichever placed them.
 
 Executors are created from the sweep's ``ExecutorSettings`` by name (``sweep --executor``).
 """
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from profiler.errors import UserError
+
 
 class SweepStopped(KeyboardInterrupt):
     """Raised by the sweep's ``on_start``/``on_done`` when it cannot go on (its manifest cannot

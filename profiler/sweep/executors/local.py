@@ -27,11 +27,10 @@ from pathlib import Path
 
 import msgspec
 
-from profiler import signals
-from profiler.sweep.cell import CellJob, CellOutcome, death_reason, outcome
+from profiler import SOURCE_ROOT, signals
 from profiler.errors import UserError
+from profiler.sweep.cell import CellJob, CellOutcome, death_reason, outcome
 from profiler.sweep.executors import ExecutorSettings
-from profiler import SOURCE_ROOT
 
 ROOT = SOURCE_ROOT
 # the worker imports the profiler package next to profile.py, as `python profile.py run` does

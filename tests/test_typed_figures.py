@@ -1,0 +1,130 @@
+"""The figures leave the analysis as typed records (profiler.analysis.records), the views read
+their attributes, --json prints the same records, and docs/schema/ describes every field of
+them: a program reading `compare --json` or `summarize --json` decodes the timed headline with
+the published types. Committed runs only; nothing is timed."""
+
+import json
+import subprocess
+import sys
+
+import msgspec
+
+from profiler.analysis.records import CompareTimed, Explanation, GpuStateFigures, Headline, plain
+from profiler.analysis.run import Comparison, RunAnalysis
+from profiler.runs.gpu_record import GpuState
+
+from .conftest import FIXTURES, ROOT
+
+RUNS = FIXTURES / "h200" / "runs"
+SESSION = FIXTURES / "h100_sweep" / "runs" / "gpu_sweep"
+
+
+def _schema(kind: str) -> dict:
+    return json.loads((ROOT / "docs" / "schema" / f"{kind}.json").read_text())
+
+
+def _free_form(schema: dict, name: str, seen: set[str] | None = None) -> list[str]:
+    """The objects reachable from one $defs entry whose fields the schema does not name."""
+    seen = set() if seen is None else seen
+    if name in seen:
+        return []
+    seen.add(name)
+    found = []
+
+    def walk(node, path):
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if ref:
+                found.extend(_free_form(schema, ref.rsplit("/", 1)[1], seen))
+            elif node.get("type") == "object" and "properties" not in node:
+                found.append(path)
+            for key, value in node.items():
+                walk(value, f"{path}/{key}")
+        elif isinstance(node, list):
+            for value in node:
+                walk(value, path)
+
+    walk(schema["$defs"][name], name)
+    return found
+
+
+def test_the_compare_schema_names_every_field_of_the_timed_headline_and_the_explanation():
+    schema = _schema("compare")
+    assert _free_form(schema, "CompareTimed") == []
+    assert _free_form(schema, "Explanation") == []
+    defs = schema["$defs"]
+    timed = defs["CompareTimed"]["properties"]
+    for key in ("speedup_x", "gpu_speedup_x", "verdict", "gpu_verdict", "verdicts", "noise_a",
+                "processes_a"):
+        assert key in timed, key
+    verdict = defs["Verdict"]["properties"]
+    assert verdict["verdict"]["enum"] == ["faster", "same", "slower", "undecided"]
+    assert {"ratio", "low", "high", "same_low", "same_high", "figure"} <= set(verdict)
+    assert set(defs["ProcessFigures"]["properties"]["bound"]["anyOf"][0]["enum"]) == \
+        {"launch-bound", "GPU-bound"}
+    assert {"latency", "gpu_time", "enqueue"} <= set(defs["ProcessFigures"]["properties"])
+    assert {"cv", "warnings", "bimodal_d"} <= set(defs["WindowNoise"]["properties"])
+
+
+def test_the_summarize_schema_names_every_field_of_the_headline():
+    assert _free_form(_schema("summarize"), "Headline") == []
+
+
+def test_compare_records_read_back_from_their_json_as_the_same_records():
+    both = Comparison(RunAnalysis(RUNS / "pytorch_fp16_bs8"), RunAnalysis(RUNS / "ttrt_fp16_bs8"),
+                      "A", "B")
+    timed, why = both.timed, both.explanation
+    assert isinstance(timed, CompareTimed) and isinstance(why, Explanation)
+    assert timed.verdict.speedup == timed.speedup_x
+    # the committed runs predate recorded noise: read back from latency.csv, timed once
+    assert timed.noise_a.repeat_runs is msgspec.UNSET
+    assert "repeat_runs" not in plain(timed)["noise_a"]
+    text = json.dumps(plain(timed))
+    assert msgspec.json.decode(text, type=CompareTimed) == timed
+    assert msgspec.convert(plain(why), Explanation) == why
+
+
+def test_a_runs_headline_reads_back_with_its_gpu_state():
+    headline = RunAnalysis(SESSION / "ttrt_fp16_bs8").headline
+    assert isinstance(headline, Headline)
+    assert headline.noise.repeat_runs is not msgspec.UNSET  # recorded in result.json
+    assert msgspec.convert(plain(headline), Headline) == headline
+    assert headline.gpu_state.line.startswith("GPU state")
+
+
+def test_the_gpu_state_figures_carry_every_field_of_the_record_first():
+    fields = GpuState.__struct_fields__
+    assert GpuStateFigures.__struct_fields__[:len(fields)] == fields
+    assert GpuStateFigures.__struct_fields__[len(fields):] == (
+        "sm_clock_mhz", "throttle_reasons", "line")
+
+
+def test_the_types_of_the_documents_load_without_numpy_or_pandas():
+    """The command line describes its documents before any analysis is loaded."""
+    code = ("import sys; import profiler.cli.documents; "
+            "assert not {'numpy', 'pandas'} & set(sys.modules), 'loaded'")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_a_sweeps_table_and_gpu_offsets_read_each_cell_once(tmp_path, monkeypatch):
+    """`sweep` writes benchmark.csv and its GPU offsets from one read of every cell
+    (profiler.analysis.benchmark.cell_analyses), and the table is the one read alone gives."""
+    import shutil
+    from types import SimpleNamespace
+
+    from profiler.analysis import benchmark
+    from profiler.commands.sweep import write_tables
+    from profiler.runs.manifest import read_manifest
+
+    folder = tmp_path / "gpu_sweep"
+    shutil.copytree(SESSION, folder)
+    alone = benchmark.benchmark_table(folder, read_manifest(folder))
+    reads = []
+    real = benchmark.try_read_result
+    monkeypatch.setattr(benchmark, "try_read_result", lambda path: reads.append(path)
+                        or real(path))
+    frame, manifest, _ = write_tables(SimpleNamespace(sweep_dir=folder))
+    assert len(reads) == len(set(reads)) == len(manifest.cells)
+    assert frame.equals(alone)
