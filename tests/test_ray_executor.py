@@ -82,7 +82,8 @@ def test_ray_sweep_brings_every_cell_home(ray_sweep):
     for cell in cells.values():  # where each cell ran
         assert cell["node"] == socket.gethostname()
         assert cell["worker"].startswith("ray node ") and cell["gpu"] is None
-    rows = {r["bs"]: r for r in csv.DictReader(open(sweep / "benchmark.csv"))}
+    with open(sweep / "benchmark.csv") as table:
+        rows = {r["bs"]: r for r in csv.DictReader(table)}
     assert rows["1"]["node"] == socket.gethostname() and rows["1"]["status"] == "ok"
 
 
@@ -332,3 +333,18 @@ def test_a_gpu_cell_gets_a_fresh_worker_process():
 
     assert task_options({"num_gpus": 1, "num_cpus": 1})["max_calls"] == 1
     assert "max_calls" not in task_options({"num_cpus": 1})  # CPU workers are reused
+
+
+def test_a_sweeps_rounds_run_as_ray_tasks(ray_address, tmp_path):
+    """--processes under --executor ray: the rounds' fresh processes are Ray tasks (on this
+    CPU instance one at a time), and each cell's processes.csv holds its run's window and the
+    rounds'."""
+    done = sweep_cli("--backends", "pytorch_fp32", "--bs", "1,2", "--model",
+                     "tests.tiny_models:conv_net", *FAST, "--name", "rp", "--executor", "ray",
+                     "--ray-address", ray_address, "--processes", "2", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "round 2: a fresh process times" in done.stderr
+    assert "sampling took" in done.stderr
+    for cell in ("pytorch_fp32_bs1_conv_net", "pytorch_fp32_bs2_conv_net"):
+        rows = list(csv.DictReader((tmp_path / "runs" / "rp" / cell / "processes.csv").open()))
+        assert len({row["process"] for row in rows}) == 3, rows[:3]

@@ -45,18 +45,18 @@ import sys
 import tarfile
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import msgspec
 
 from profiler import signals
-from profiler.sweep.cell import CellJob, CellOutcome, outcome, run_job
 from profiler.errors import UserError, first_line
 from profiler.fsutil import replace_dir, staging_dir, write_bytes_atomic
 from profiler.runs.layout import RESULT_FILE
-
+from profiler.sweep.cell import CellJob, CellOutcome, outcome, run_job
 
 #: a lost worker or node is retried this many times; a failing cell never is
 SYSTEM_RETRIES = 1
@@ -102,6 +102,18 @@ class RayExecutor:
             resources = cell_resources(ray)
             self.say(describe_cluster(ray, resources, self.shared_fs))
             _Cells(ray, self, resources, on_start, on_done).run(jobs)
+
+
+    def session(self):
+        """One connection to Ray for the whole sweep: its cells, then its rounds."""
+        return connected(import_ray(), self.address)
+
+    def round_runner(self) -> tuple[RayRounds, list[str]]:
+        """For --processes: the runner of a round's processes as Ray tasks, and its slots (one
+        per GPU of the cluster: the rounds that run at once). Inside ``session``."""
+        ray = import_ray()
+        runner = RayRounds(ray, cell_resources(ray))
+        return runner, runner.slots()
 
 
 def from_settings(settings) -> RayExecutor:
@@ -187,7 +199,9 @@ def cell_task(job: CellJob, shared_fs: bool, runner: Callable[[CellJob], CellOut
     cell wrote into a shared folder, else the archives of its run folder, trace and log."""
     from profiler.collect import bytecode
 
-    bytecode.keep_bytecode()  # a fresh worker process imports torch for this cell: keep its bytecode
+    # a fresh worker process imports torch for this cell: keep its bytecode
+    bytecode.keep_bytecode()
+    bytecode.precompile()
     yield where_this_runs()
     if shared_fs:
         yield runner(job), None
@@ -201,6 +215,76 @@ def cell_task(job: CellJob, shared_fs: bool, runner: Callable[[CellJob], CellOut
         payload = {"runs": pack(Path(folder, "runs")), "tb": pack(Path(folder, "tb")),
                    "log": log.read_bytes() if log.is_file() else None}
     yield outcome, payload
+
+
+def round_task(cells: list[tuple[str, dict]]):
+    """The Ray task of one process of a round: the round's fresh process
+    (profiler.sweep.rounds.run_round) started from this worker, on the GPU Ray gave the task
+    (CUDA_VISIBLE_DEVICES, which the child inherits); returns its records and where it ran."""
+    from profiler.collect import bytecode
+    from profiler.sweep import rounds
+
+    bytecode.keep_bytecode()  # the round's child imports torch: its bytecode is kept here too
+    return rounds.run_round(cells), where_this_runs()
+
+
+class RayRounds:
+    """sweep --processes under --executor ray: each process of a round is a Ray task asking for
+    one GPU (a fresh worker each time, as for a cell), which starts the round's fresh process
+    on that GPU. A round's cells share that process, so the verdicts pair windows of one process
+    on one GPU, as with the local executor; each window records the GPU Ray gave (node:GPU on a
+    cluster of several nodes). The slots are the cluster's GPUs: that many processes at once."""
+
+    def __init__(self, ray, resources: dict) -> None:
+        self.ray = ray
+        options = {"max_retries": 0, **resources}
+        if resources.get("num_gpus"):
+            options["max_calls"] = 1  # CUDA binds a process to its first GPU (task_options)
+        self.remote = ray.remote(**options)(round_task)
+        self.nodes = sum(1 for node in ray.nodes() if node.get("Alive"))
+        self.gpus = int(ray.cluster_resources().get("GPU", 0))
+
+    def slots(self) -> list[str]:
+        from profiler.sweep.rounds import RAY_SLOT
+
+        return [f"{RAY_SLOT}{i}" for i in range(1, max(1, self.gpus) + 1)]
+
+    @staticmethod
+    def slot_name(slot: str) -> str:
+        return "a Ray task's GPU"
+
+    def __call__(self, cells: list[tuple[str, dict]], gpu: str | None = None,
+                 timeout_s: float | None = None, started=None) -> dict[str, dict | str]:
+        ref = self.remote.remote(cells)
+        handle = _RayRound(self.ray, ref)
+        if started is not None:
+            started(handle)
+        try:
+            found, where = self.ray.get(ref, timeout=timeout_s)
+        except KeyboardInterrupt:
+            handle.stop()
+            raise
+        except self.ray.exceptions.GetTimeoutError:
+            handle.stop()
+            return {key: f"the round ran past {timeout_s:.0f} s" for key, _ in cells}
+        except self.ray.exceptions.RayError as error:
+            return {key: f"the round's Ray task failed: {type(error).__name__}: "
+                         f"{first_line(error)}" for key, _ in cells}
+        placed = where.get("gpu") if self.nodes < 2 else f"{where.get('node')}:{where.get('gpu')}"
+        return {key: {**value, "gpu": placed} if isinstance(value, dict) else value
+                for key, value in found.items()}
+
+
+@dataclass(eq=False)
+class _RayRound:
+    """A running round's task, for rounds._Runner to stop on Ctrl-C."""
+
+    ray: Any
+    ref: Any
+
+    def stop(self) -> None:
+        with contextlib.suppress(Exception):
+            self.ray.cancel(self.ref, force=True)
 
 
 TEMP_PREFIX = "infer-profiler-cell-"
