@@ -13,6 +13,9 @@
 # holds the exit status when it ends. MATRIX_BACKENDS and MATRIX_BS override the matrix.
 # PLAN=again: only the cold sweep, then the 1-GPU sweep (GPU 0) and the 2-GPU one (GPUs 1,2) at
 # the same time (the host's CPUs shared; each on its own GPUs), then the 4-GPU one alone.
+# PLAN=ray: the first and second `run`, the cold sweep, the 4-GPU sweep, the same matrix with
+# --executor ray (a local Ray instance on this host's GPUs; Ray must be installed), then the
+# 1-GPU and 2-GPU sweeps at the same time; bench_gpu_scaling.py on g1, g2, g4 and ray4.
 set -u
 cd "$(dirname "$0")/.."
 mode=${1:?start or wait}; log=${2:?log folder}
@@ -34,6 +37,22 @@ timed() {  # timed NAME COMMAND...: stdout+stderr to LOG/NAME.log, wall seconds 
 driver() {
     export TORCHINDUCTOR_COMPILE_THREADS=${TORCHINDUCTOR_COMPILE_THREADS:-8}
     nvidia-smi --query-gpu=index,name,clocks.sm,temperature.gpu --format=csv > "$log/gpus.csv"
+    if [ "${PLAN:-all}" = ray ]; then
+        timed run_first "$PY" profile.py run --backend pytorch_fp32 --bs 8 --name first
+        timed run_warm "$PY" profile.py run --backend pytorch_fp32 --bs 8 --name warm
+        local matrix=(--backends "$backends" --bs "$sizes")
+        timed cold "$PY" profile.py sweep --name cold "${matrix[@]}" --gpus 0,1,2,3 --processes 1
+        timed g4 "$PY" profile.py sweep --name g4 "${matrix[@]}" --gpus 0,1,2,3
+        timed ray4 "$PY" profile.py sweep --name ray4 "${matrix[@]}" --executor ray
+        "$PY" scripts/bench_gpu_scaling.py g4=runs/g4 ray4=runs/ray4 > "$log/ray.log" 2>&1
+        timed g1 "$PY" profile.py sweep --name g1 "${matrix[@]}" --gpus 0 &
+        timed g2 "$PY" profile.py sweep --name g2 "${matrix[@]}" --gpus 1,2
+        wait
+        "$PY" scripts/bench_gpu_scaling.py g1=runs/g1 g2=runs/g2 g4=runs/g4 ray4=runs/ray4 \
+            > "$log/scaling.log" 2>&1
+        echo $? > "$log/done"
+        return
+    fi
     if [ "${PLAN:-all}" != again ]; then
         timed run_first "$PY" profile.py run --backend pytorch_fp32 --bs 8 --name first
         timed run_warm "$PY" profile.py run --backend pytorch_fp32 --bs 8 --name warm
