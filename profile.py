@@ -43,6 +43,7 @@ else:  # imported as ``profile``: hand over to the standard library module of th
     _spec = _util.spec_from_file_location(
         __name__, _os.path.join(_sysconfig.get_paths()["stdlib"], "profile.py")
     )
+    assert _spec is not None and _spec.loader is not None  # a path ending in .py
     _stdlib_profile = _util.module_from_spec(_spec)
     sys.modules[__name__] = _stdlib_profile
     _spec.loader.exec_module(_stdlib_profile)

@@ -260,7 +260,7 @@ def _leader_of(member: Path) -> Path | None:
 
 def _is_partial(path: Path) -> bool:
     match = LEFTOVER.match(Path(path).name)
-    return bool(match) and match["kind"] == "partial"
+    return match is not None and match["kind"] == "partial"
 
 
 def is_committed(staging: Path) -> bool:
@@ -270,8 +270,16 @@ def is_committed(staging: Path) -> bool:
     return ready is not None and (ready[0] == "leader" or _leader_of(staging) is not None)
 
 
+def _leftover_part(leftover: Path, part: str) -> str:
+    """A part ("name", "kind") of the name of ``leftover``, which LEFTOVER matches."""
+    match = LEFTOVER.match(leftover.name)
+    if match is None:
+        raise ValueError(f"not a leftover: {leftover}")
+    return match[part]
+
+
 def _final_of(staging: Path) -> Path:
-    return staging.parent / LEFTOVER.match(staging.name)["name"]
+    return staging.parent / _leftover_part(staging, "name")
 
 
 @contextlib.contextmanager
@@ -473,8 +481,8 @@ def folder_lock(*folders: Path, what: str = "writer") -> Iterator[None]:
     created: list[Path] = []
     unique = {os.path.abspath(lock_path(Path(f))): Path(f) for f in reversed(folders)}
     try:
-        for path, folder in reversed(unique.items()):
-            path = Path(path)
+        for key, folder in reversed(unique.items()):
+            path = Path(key)
             try:
                 created += _make_parents(path.parent)
                 descriptor = _try_lock(path)
@@ -619,7 +627,7 @@ def _remove_leftovers(final: Path, leftovers: list[Path]) -> list[Path]:
         else:  # its other folders are held by a live process: finished later
             kept.append(leaders[-1])
     kept += [p for p in leftovers if _is_partial(p) and _leader_of(p) is not None]
-    olds = sorted((p for p in leftovers if LEFTOVER.match(p.name)["kind"] == "old"),
+    olds = sorted((p for p in leftovers if _leftover_part(p, "kind") == "old"),
                   key=_mtime)
     if olds and not final.exists():
         os.replace(olds[-1], final)

@@ -193,9 +193,9 @@ def run_child(argv: list[str], *, input: str | None = None, env: dict | None = N
         started(process)
     try:
         out, err = process.communicate(input, timeout=timeout)
-    except subprocess.TimeoutExpired:
+    except subprocess.TimeoutExpired as expired:
         out, err = _drain_stopped(process, stop, grace_s)
-        raise subprocess.TimeoutExpired(argv, timeout, output=out, stderr=err) from None
+        raise subprocess.TimeoutExpired(argv, expired.timeout, output=out, stderr=err) from None
     except BaseException:
         _close_pipes(process)  # nothing more is read: a child blocked writing ends too
         stop_child(process, stop, grace_s)

@@ -2,7 +2,9 @@
 
     python scripts/bench_gpu_scaling.py g1=runs/g1 g2=runs/g2 g4=runs/g4
 
-Each argument is LABEL=SWEEP_FOLDER, the first the reference (one GPU). Prints each sweep's wall
+Each argument is LABEL=SWEEP_FOLDER, the first the reference (one GPU); or LABEL=LOG, the
+sweep's printed output (its `sweep took` line and its table, figures as printed: rounded; no
+per-GPU offsets), for a sweep whose folder was lost. Prints each sweep's wall
 time (sweep.json's wall_s) and its ratio to the first; per cell the GPU-time and latency
 speedups with their 95 % intervals and verdicts in every sweep; whether each GPU-time verdict
 is the same in all sweeps and each speedup inside the others' intervals; how often the latency
@@ -13,8 +15,10 @@ sweep.json; runs nothing. scripts/device_gpu_scaling.sh makes the sweeps on a GP
 from __future__ import annotations
 
 import math
+import re
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 
@@ -28,9 +32,43 @@ FIGURES = {"GPU time": ("gpu_speedup", "gpu_speedup_low", "gpu_speedup_high", "g
            "latency": ("speedup", "speedup_low", "speedup_high", "verdict")}
 
 
+_VERDICT = re.compile(r"([\d.]+)x \[([\d.]+)-([\d.]+)\] (\w+)")
+
+
+def _verdict_cells(text: str, prefix: str) -> dict:
+    names = [f"{prefix}speedup", f"{prefix}speedup_low", f"{prefix}speedup_high",
+             f"{prefix.rstrip('_') + '_' if prefix else ''}verdict"]
+    if text.endswith("baseline"):
+        return dict(zip(names, [1.0, 1.0, 1.0, "baseline"]))
+    found = _VERDICT.search(text)
+    if not found:
+        return dict(zip(names, [math.nan, math.nan, math.nan, None]))
+    return dict(zip(names, [*map(float, found.groups()[:3]), found.group(4)]))
+
+
+def from_log(label: str, path: Path):
+    """A sweep's printed output: its wall time and its table's rows (GPUs, backend, bs, then
+    the latency and GPU-time verdict columns last)."""
+    text = path.read_text()
+    took = re.search(r"sweep took (?:(\d+) min )?([\d.]+) s", text)
+    if took is None:
+        sys.exit(f"error: {path} has no `sweep took` line")
+    wall = 60 * float(took.group(1) or 0) + float(took.group(2))
+    rows = []
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("│").split("│")]
+        if len(cells) < 5 or not cells[2].isdigit():
+            continue
+        rows.append({"gpus": cells[0], "backend": cells[1], "bs": int(cells[2]),
+                     **_verdict_cells(cells[-2], ""), **_verdict_cells(cells[-1], "gpu_")})
+    return label, None, SimpleNamespace(wall_s=wall), pd.DataFrame(rows)
+
+
 def load(arg: str):
     label, _, folder = arg.partition("=")
     folder = Path(folder)
+    if folder.is_file():
+        return from_log(label, folder)
     manifest = read_manifest(folder)
     if manifest is None:
         sys.exit(f"error: {folder} holds no sweep.json")
@@ -88,6 +126,9 @@ def main(argv: list[str]) -> int:
               + (f", by at most {100 * furthest:.2f} %" if outside else ""))
     print("\n== per-GPU offsets (each sweep's windows)")
     for label, folder, manifest, _ in sweeps:
+        if folder is None:
+            print(f"{label}: not in its printed output")
+            continue
         lines = gpu_offset_lines(sweep_gpu_offsets(folder, manifest))
         print(f"{label}: " + ("\n    ".join(lines) if lines else "one GPU"))
     return 0

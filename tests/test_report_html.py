@@ -279,7 +279,7 @@ def assert_readable_tables(text: str) -> None:
 def test_compare_report_carries_the_timed_headline_verdict_noise_and_config_diff(comparison):
     text = comparison.read_text()
     for figure in ("Timed windows (no profiler attached)", "Recorded runs (result.json)",
-                   "p50 latency", "5.791 ms", "0.799 ms", "7.25x",
+                   "p50 latency", "5.8 ms", "0.80 ms", "7.25x",  # CVs 16.9 and 2.4 %
                    "B faster</b>", "warning (A, recorded run): noisy: CV 16.9 %",
                    "warning (A, recorded run): bimodal",
                    "Config and environment fields that differ (7)",

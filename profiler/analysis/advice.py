@@ -17,6 +17,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeAlias
 
 import pandas as pd
 
@@ -42,7 +43,7 @@ class Evidence:
     #: kernel table joined with ncu (hardware.hardware_join), when ncu.csv exists
     ncu: pd.DataFrame | None = None
     #: TensorRT engine inspector layers (engine_layers_*.json "Layers"), when present
-    trt_layers: list | None = None
+    trt_layers: list[dict[str, Any]] | None = None
     roofline: Roofline | None = None
     #: the sweep's benchmark.csv rows, when the run is a sweep cell
     sweep: pd.DataFrame | None = None
@@ -54,14 +55,18 @@ class Advice:
     title: str
     action: str
     #: the numbers the rule saw, by name (each rule's own; report.advice_view words them)
-    figures: dict
+    figures: dict[str, Any]
     source: str
-    measured: dict = field(default_factory=dict)  # what the sweep measured for the action
+    measured: dict[str, Any] = field(default_factory=dict)  # what the sweep measured for the action
     #: "bound" or "estimate" (the rule's Projection), None when the rule projects no number
     projection: str | None = None
 
 
 BOUND, ESTIMATE = "bound", "estimate"
+
+#: what a rule's check returns when it fires: the figures it saw and what a sweep measured for
+#: the action (Advice.figures and .measured); None when it does not fire
+Fired: TypeAlias = tuple[dict[str, Any], dict[str, Any]] | None
 
 
 @dataclass(frozen=True)
@@ -78,7 +83,7 @@ class Rule:
     title: str
     action: str
     source: str
-    check: Callable[[Evidence], tuple[dict, dict] | None]
+    check: Callable[[Evidence], Fired]
     projection: Projection | None = None
 
 
@@ -90,11 +95,11 @@ def _sweep_cell(ev: Evidence, backend: str) -> pd.Series | None:
     return rows.iloc[0] if len(rows) else None
 
 
-def _measured_alternatives(ev: Evidence, backends: list[str]) -> dict:
+def _measured_alternatives(ev: Evidence, backends: list[str]) -> dict[str, Any]:
     """p50 of other backends at the same batch size in the sweep, and their speedup over this."""
     here = _sweep_cell(ev, ev.backend)
     base = float(here["p50_ms"]) if here is not None else ev.p50_ms
-    found = {}
+    found: dict[str, Any] = {}
     for name in backends:
         cell = _sweep_cell(ev, name)
         if cell is not None and name != ev.backend and base:
@@ -118,7 +123,7 @@ LAUNCH_BOUND = Projection(ESTIMATE, "latency / GPU time: the timed p50 over the 
                                     "per profiled step")
 
 
-def _launch_bound(ev: Evidence):
+def _launch_bound(ev: Evidence) -> Fired:
     """Idle share of the timed p50 (kernel time per profiled step against the timed latency,
     since the profiler itself slows the host), else of the profiled step."""
     if not ev.step_us or not ev.gpu_busy_us:  # no GPU work (a CPU run): nothing to launch
@@ -154,7 +159,7 @@ def amdahl(share: float, ratio: float) -> float:
     return 1 / ((1 - share) + share / ratio)
 
 
-def _fp32_on_cuda_cores(ev: Evidence):
+def _fp32_on_cuda_cores(ev: Evidence) -> Fired:
     cc = float(ev.compute_capability) if ev.compute_capability else 0.0
     if ev.precision != "fp32" or cc < 7.0 or not ev.gemm_conv_us or not ev.kernel_us:
         return None
@@ -179,7 +184,7 @@ LOW_OCCUPANCY_PCT = 25.0
 LOW_OCCUPANCY_SHARE = 0.05
 
 
-def _low_occupancy(ev: Evidence):
+def _low_occupancy(ev: Evidence) -> Fired:
     if ev.ncu is None or "hw_achieved_occupancy_pct" not in ev.ncu:
         return None
     total = ev.ncu["total_us"].sum()
@@ -206,7 +211,7 @@ HEADROOM_GROWTH = 0.10
 HEADROOM = Projection(ESTIMATE, "1 + the throughput growth of the sweep's last batch step")
 
 
-def _batch_headroom(ev: Evidence):
+def _batch_headroom(ev: Evidence) -> Fired:
     if ev.sweep is None:
         return None
     rows = ev.sweep[(ev.sweep["backend"] == ev.backend)]
@@ -225,7 +230,7 @@ def _batch_headroom(ev: Evidence):
             "projected_speedup": 1 + growth}, {}
 
 
-def _trt_fp32_layers(ev: Evidence):
+def _trt_fp32_layers(ev: Evidence) -> Fired:
     if not ev.trt_layers or ev.precision not in ("fp16", "bf16", "fp8", "int8"):
         return None
     computing = [layer for layer in ev.trt_layers
@@ -253,7 +258,7 @@ MEMORY_BOUND = Projection(BOUND, "bytes at the measured bandwidth: the timed p50
                                  "minimum bytes' time at the bandwidth ceiling")
 
 
-def _memory_bound_far(ev: Evidence):
+def _memory_bound_far(ev: Evidence) -> Fired:
     r = ev.roofline
     if r is None or r.bound != "memory" or r.pct_of_bandwidth is None:
         return None
@@ -308,9 +313,9 @@ def advise(ev: Evidence, rules: tuple[Rule, ...] = RULES) -> list[Advice]:
     return found
 
 
-def read_trt_layers(run_folder: Path) -> list | None:
+def read_trt_layers(run_folder: Path) -> list[dict[str, Any]] | None:
     """Every layer of the run's engine inspector files, or None when there are none."""
-    layers = []
+    layers: list[dict[str, Any]] = []
     for path in sorted(Path(run_folder).glob("engine_layers_*.json")):
         try:
             data = json.loads(path.read_text())

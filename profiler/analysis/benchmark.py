@@ -63,6 +63,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -70,6 +71,7 @@ import pandas as pd
 
 from profiler.analysis.gpu_offsets import GpuOffset, gpu_offsets
 from profiler.analysis.headline import memory_figures, verdicts_between, window_noise
+from profiler.analysis.records import TimedVerdicts
 from profiler.analysis.roofline import roofline_of
 from profiler.analysis.timed_verdict import control_family
 from profiler.analysis.verdict import GPU_TIME, LATENCY
@@ -98,7 +100,7 @@ GENERATION_COLUMNS = ("ttft_ms", "token_p50_ms", "token_p99_ms", "tokens_per_s",
                       "token_agreement")
 
 
-def roofline_columns(result: RunResult) -> dict:
+def roofline_columns(result: RunResult) -> dict[str, Any]:
     """The roofline figures of one cell's result (empty without roofline_inputs)."""
     if result.roofline_inputs is None:
         return {}
@@ -123,7 +125,7 @@ def compile_time(result: RunResult) -> tuple[float | None, str]:
     return None, ""
 
 
-def generation_columns(result: RunResult) -> dict:
+def generation_columns(result: RunResult) -> dict[str, Any]:
     """TTFT, per-token p50/p99, tokens/s and token agreement of a --workload generate run."""
     generation = result.generation
     if generation is None:
@@ -206,14 +208,15 @@ def benchmark_table(sweep_dir: Path, manifest: SweepManifest,
     same = ["bs", *axes]  # speedup: the baseline's cell with the same batch size and values
     keys = [tuple(v) for v in frame[same].itertuples(index=False)]
     base = {key: i for i, key in enumerate(keys) if frame["backend"].iloc[i] == manifest.baseline}
-    found_verdicts = []
+    found_verdicts: list[TimedVerdicts | None] = []
     for i, key in enumerate(keys):
         j = base.get(key)
-        (result, cell_samples), found = samples[i], None
-        if j is not None and j != i and result is not None and samples[j][0] is not None:
+        (result, cell_samples), judged = samples[i], None
+        if j is not None and j != i and result is not None \
+                and (base_result := samples[j][0]) is not None:
             ours, theirs = like_with_like(samples[j][1], cell_samples)
-            found = verdicts_between(samples[j][0], result, ours, theirs, floors_dir)
-        found_verdicts.append(found)
+            judged = verdicts_between(base_result, result, ours, theirs, floors_dir)
+        found_verdicts.append(judged)
     verdicts = control_family(found_verdicts)
     is_base = [base.get(key) == i and samples[i][0] is not None for i, key in enumerate(keys)]
     p50 = frame["p50_ms"].to_numpy()
@@ -296,7 +299,7 @@ def like_with_like(a: ConfigSamples, b: ConfigSamples) -> tuple[ConfigSamples, C
     return a, b
 
 
-def _result_columns(result: RunResult, metrics: dict) -> dict:
+def _result_columns(result: RunResult, metrics: dict[str, Any]) -> dict[str, Any]:
     timing = result.timing
     compile_s, compile_what = compile_time(result)
     return {
@@ -318,7 +321,7 @@ def _result_columns(result: RunResult, metrics: dict) -> dict:
     }
 
 
-def phase_columns(result: RunResult) -> dict:
+def phase_columns(result: RunResult) -> dict[str, Any]:
     """wall_s and <phase>_s of one cell's result (empty for runs recorded before phases)."""
     timing = result.timing
     if not timing.phases_s:
@@ -327,7 +330,7 @@ def phase_columns(result: RunResult) -> dict:
             **{f"{phase}_s": seconds for phase, seconds in timing.phases_s.items()}}
 
 
-def _noise_and_memory(result: RunResult) -> dict:
+def _noise_and_memory(result: RunResult) -> dict[str, Any]:
     window = window_noise(result)
     memory = memory_figures(result)
     return {"cv_pct": None if window is None else 100 * window.cv,

@@ -84,7 +84,8 @@ def explain_difference(kernels_a: pd.DataFrame, kernels_b: pd.DataFrame,
 
     clock_a, clock_b = _clock(gpu_a), _clock(gpu_b)
     clocks_known = clock_a is not None and clock_b is not None
-    clock_moved = clocks_known and abs(clock_b / clock_a - 1) > CLOCK_TOLERANCE
+    clock_moved = clock_a is not None and clock_b is not None \
+        and abs(clock_b / clock_a - 1) > CLOCK_TOLERANCE
     time_moved = ratio is not None and abs(ratio - 1) > KERNEL_TIME_TOLERANCE
 
     lines = []
@@ -95,7 +96,7 @@ def explain_difference(kernels_a: pd.DataFrame, kernels_b: pd.DataFrame,
     elif added or removed:
         lines.append(f"kernel names differ only in small kernels (< {100 * KERNEL_SHARE:g} % "
                      f"of kernel time each): {len(added)} added, {len(removed)} removed")
-    if clock_moved:
+    if clock_moved and clock_a is not None and clock_b is not None:  # known when it moved
         change = clock_b / clock_a - 1
         reasons = gpu_b.throttle_reasons if gpu_b is not None else []
         line = (f"{'same kernels at a ' if not material else ''}"
@@ -107,7 +108,7 @@ def explain_difference(kernels_a: pd.DataFrame, kernels_b: pd.DataFrame,
         if reasons:
             line += f"; throttle reasons in B: {', '.join(reasons)}"
         lines.append(line)
-    elif time_moved:
+    elif time_moved and ratio is not None:  # known when it moved
         lines.append(f"the kernels both ran took {100 * (ratio - 1):+.1f} % in B at "
                      f"{'the same clock' if clocks_known else 'an unrecorded clock'}"
                      f" ({configs or 'memory, contention or another tenant on the GPU'})")

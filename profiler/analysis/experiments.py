@@ -15,11 +15,16 @@ build four). Which families try which option is a family fact there too.
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass, field
+from typing import Any, TypeAlias
 
 from profiler.analysis.advice import Advice
 from profiler.runs.backends import BACKENDS, family
 from profiler.runs.workloads import workload
+
+#: RunConfig fields as a dict: a run's config, or the changes an experiment makes to it
+Options: TypeAlias = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -27,7 +32,7 @@ class Experiment:
     """One change to the run's options, the rules it tests and why it should help."""
 
     label: str                   # e.g. "--cuda-graphs", "backend ttrt_fp16", "--bs 16"
-    changes: dict                # RunConfig field -> value
+    changes: Options             # RunConfig field -> value
     rules: tuple[str, ...]
     source: str
     promise: float = 1.0         # the rule's projected speedup (x), 1 when it gives none
@@ -61,13 +66,13 @@ def _backend(family_name: str, precision: str) -> str | None:
     return name if name in BACKENDS else None
 
 
-def _switch(config: dict, family_name: str, precision: str | None = None) -> list[dict]:
+def _switch(config: Options, family_name: str, precision: str | None = None) -> list[Options]:
     spec = BACKENDS.get(config["backend"])
     name = _backend(family_name, precision or (spec.precision if spec else "fp32"))
     return [{"backend": name}] if name and name != config["backend"] else []
 
 
-def _launch_bound(config: dict) -> list[tuple[str, dict, str]]:
+def _launch_bound(config: Options) -> list[tuple[str, Options, str]]:
     spec = BACKENDS[config["backend"]]
     out = []
     if workload(config.get("workload", "forward")).not_captured is None \
@@ -84,7 +89,7 @@ def _launch_bound(config: dict) -> list[tuple[str, dict, str]]:
     return out
 
 
-def _fp32_cuda_cores(config: dict) -> list[tuple[str, dict, str]]:
+def _fp32_cuda_cores(config: Options) -> list[tuple[str, Options, str]]:
     spec = BACKENDS[config["backend"]]
     out = []
     if not config.get("tf32"):
@@ -99,14 +104,14 @@ def _fp32_cuda_cores(config: dict) -> list[tuple[str, dict, str]]:
     return out
 
 
-def _bigger_batches(config: dict) -> list[tuple[str, dict, str]]:
+def _bigger_batches(config: Options) -> list[tuple[str, Options, str]]:
     bs = int(config["batch_size"])
     why = ("more work per call spreads each call's fixed cost over more samples (throughput "
            "per sample; the TensorBoard plugin's 'increase the batch size')")
     return [(f"--bs {n}", {"batch_size": n}, why) for n in (2 * bs, 4 * bs)]
 
 
-def _memory_bound(config: dict) -> list[tuple[str, dict, str]]:
+def _memory_bound(config: Options) -> list[tuple[str, Options, str]]:
     spec = BACKENDS[config["backend"]]
     out = []
     if spec.precision == "fp32":
@@ -143,7 +148,7 @@ NO_EXPERIMENT = {
 BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}
 
 
-def _precision(changes: dict | None, config: dict | None) -> str | None:
+def _precision(changes: Options | None, config: Options | None) -> str | None:
     """The precision an experiment runs at (its backend's), None when it keeps the run's."""
     backend = (changes or {}).get("backend")
     spec = BACKENDS.get(backend) if backend else None
@@ -152,7 +157,7 @@ def _precision(changes: dict | None, config: dict | None) -> str | None:
     return spec.precision if spec else None
 
 
-def promise(advice: Advice, changes: dict | None = None, config: dict | None = None) -> float:
+def promise(advice: Advice, changes: Options | None = None, config: Options | None = None) -> float:
     """The rule's projected speedup as a factor (1 when the rule gives no number), for the
     experiment ``changes`` where the rule's formula depends on it (profiler.analysis.advice
     writes each formula beside its rule):
@@ -177,8 +182,8 @@ def promise(advice: Advice, changes: dict | None = None, config: dict | None = N
     return float(value)
 
 
-def cost(changes: dict, config: dict) -> float:
-    backend = changes.get("backend", config["backend"])
+def cost(changes: Options, config: Options) -> float:
+    backend = changes["backend"] if "backend" in changes else config["backend"]
     spec = BACKENDS.get(backend)
     base = family(spec.family).setup_cost if spec else 1.0
     if "batch_size" in changes:
@@ -186,9 +191,9 @@ def cost(changes: dict, config: dict) -> float:
     return base
 
 
-def plan(advice: list[Advice], config: dict) -> Plan:
+def plan(advice: list[Advice], config: Options) -> Plan:
     """The experiments of the rules that fired, deduplicated, most promising per cost first."""
-    found: dict[tuple, Experiment] = {}
+    found: dict[tuple[tuple[str, Any], ...], Experiment] = {}
     without: dict[str, str] = {}
     for a in advice:
         make = EXPERIMENTS.get(a.rule)
@@ -212,8 +217,8 @@ def plan(advice: list[Advice], config: dict) -> Plan:
     return Plan(ranked, without)
 
 
-def projection(advice: list[Advice], rules, changes: dict,
-               config: dict | None = None) -> tuple[float | None, str | None]:
+def projection(advice: list[Advice], rules: Collection[str], changes: Options,
+               config: Options | None = None) -> tuple[float | None, str | None]:
     """The largest projection the rules of an experiment give it, with its kind ("bound",
     "estimate"); (None, None) when none gives a number."""
     best, kind = None, None

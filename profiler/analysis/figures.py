@@ -8,6 +8,8 @@ headline of a run from its result.json with these.)
 
 from __future__ import annotations
 
+from typing import Any
+
 MIB = 1024 * 1024
 NOT_ON_CPU = "n/a (CPU)"
 
@@ -28,18 +30,18 @@ def speedup(p50_a_ms: float | None, p50_b_ms: float | None) -> float | None:
     return p50_a_ms / p50_b_ms if p50_a_ms and p50_b_ms else None
 
 
-def flatten(data, prefix: str = "") -> dict:
+def flatten(data: object, prefix: str = "") -> dict[str, Any]:
     """{"a": {"b": 1}} -> {"a.b": 1}; lists stay values."""
     if not isinstance(data, dict):
         return {prefix: data}
-    flat = {}
+    flat: dict[str, Any] = {}
     for key, value in data.items():
         name = f"{prefix}.{key}" if prefix else str(key)
         flat.update(flatten(value, name) if isinstance(value, dict) else {name: value})
     return flat
 
 
-def differing_fields(a: dict, b: dict) -> list[tuple[str, object, object]]:
+def differing_fields(a: dict[str, Any], b: dict[str, Any]) -> list[tuple[str, object, object]]:
     """Every key of two nested dicts whose (flattened) value differs; a key missing on one side
     shows as None there."""
     fa, fb = flatten(a), flatten(b)

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
@@ -26,14 +28,14 @@ from profiler.runs.samples import ProcessWindow
 LAUNCH_JITTER_CV = 0.05
 
 
-def floor_of(windows: list[ProcessWindow], processes_per_side: int = 3) -> dict:
+def floor_of(windows: list[ProcessWindow], processes_per_side: int = 3) -> dict[str, Any]:
     """The floor's figures from K >= 2 windows, one per process."""
     if len(windows) < 2:
         raise ValueError("the floor needs windows from at least two processes")
-    medians = [w.median("latency") for w in windows]
+    medians = [m for w in windows if (m := w.median("latency")) is not None]
     between = cv_of(medians)
     within = float(np.median([noise(list(w.latency_ms)).cv for w in windows]))
-    gpu = [w.median("gpu_time") for w in windows if w.gpu_ms]
+    gpu = [m for w in windows if (m := w.median("gpu_time")) is not None]
     return {"p50_ms": medians, "between_process_cv": between, "within_window_cv": within,
             "processes_per_side": processes_per_side,
             "smallest_resolvable": t975(2 * processes_per_side - 2) * between
@@ -42,21 +44,21 @@ def floor_of(windows: list[ProcessWindow], processes_per_side: int = 3) -> dict:
             "gpu_time_between_process_cv": cv_of(gpu) if len(gpu) == len(windows) else None}
 
 
-def pinning_cpus(cpus) -> str | None:
+def pinning_cpus(cpus: Iterable[int]) -> str | None:
     """Up to four of ``cpus`` (those this process may run on) for ``taskset -c``, the first
     left out (interrupts and other processes favour it): ``2-5`` or ``1,3,5``; None where fewer
     than three are there to choose from."""
-    cpus = sorted(cpus)
-    if len(cpus) < 3:
+    ordered = sorted(cpus)
+    if len(ordered) < 3:
         return None
-    chosen = cpus[1:5]
+    chosen = ordered[1:5]
     if chosen == list(range(chosen[0], chosen[-1] + 1)):
         return f"{chosen[0]}-{chosen[-1]}"
     return ",".join(map(str, chosen))
 
 
-def suggestions(settings: dict, within_cv: float, between_cv: float, on_gpu: bool,
-                command: str, cpus=None) -> list[str]:
+def suggestions(settings: dict[str, Any], within_cv: float, between_cv: float, on_gpu: bool,
+                command: str, cpus: Iterable[int] | None = None) -> list[str]:
     """What would lower the floor here, most effective first; none of it is applied.
     ``cpus``: the CPUs this process may run on (default: its affinity)."""
     tips = []

@@ -50,10 +50,9 @@ def gpu_offsets(configs: Iterable[ConfigSamples], figure: str = "gpu_time") -> l
     for samples in configs:
         by_gpu: dict[str, list[float]] = {}
         for w in samples.for_verdict().windows:
-            if w.gpu and w.values(figure):
-                value = w.median(figure)
-                if value > 0 and math.isfinite(value):
-                    by_gpu.setdefault(w.gpu, []).append(math.log(value))
+            value = w.median(figure)  # None: no values of the figure
+            if w.gpu and value is not None and value > 0 and math.isfinite(value):
+                by_gpu.setdefault(w.gpu, []).append(math.log(value))
         if len(by_gpu) >= 2:
             logs.append(by_gpu)
     gpus = sorted({g for by_gpu in logs for g in by_gpu}, key=_gpu_order)
@@ -79,5 +78,5 @@ def gpu_offsets(configs: Iterable[ConfigSamples], figure: str = "gpu_time") -> l
     return found
 
 
-def _gpu_order(gpu: str):
+def _gpu_order(gpu: str) -> tuple[int, int, str]:
     return (0, int(gpu), gpu) if gpu.isdigit() else (1, 0, gpu)

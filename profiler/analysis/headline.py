@@ -6,6 +6,7 @@ the records of profiler.analysis.records for report.headline_view and report.com
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -127,7 +128,7 @@ def headline_data(result: RunResult, result_json: Path | None,
 def differences(ra: RunResult, rb: RunResult) -> list[tuple[str, object, object]]:
     """Every config, precision and environment field whose value differs between two runs, and
     the backend's name and precision and the device."""
-    def sections(result: RunResult) -> dict:
+    def sections(result: RunResult) -> dict[str, Any]:
         data = {name: msgspec.to_builtins(getattr(result, name), enc_hook=str)
                 for name in COMPARED}
         data["backend"] = {"name": result.backend.name, "precision": result.backend.precision}

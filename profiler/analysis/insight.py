@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pandas as pd
@@ -68,7 +69,7 @@ def evidence(summary: Summary, result: RunResult | None, run_folder: Path | None
         roofline=roofline, sweep=sweep)
 
 
-def with_flops(result: RunResult, flops_table: dict | None) -> RunResult:
+def with_flops(result: RunResult, flops_table: dict[str, Any] | None) -> RunResult:
     """``result`` with ``roofline_inputs`` taken from a table written by
     scripts/roofline_inputs.py (keys ``<precision>_bs<N>``) when the run did not record them."""
     if result.roofline_inputs or not flops_table:
@@ -87,7 +88,7 @@ def ncu_join(summary: Summary, ncu_csv: Path) -> pd.DataFrame:
 
 
 def ceilinged_roofline(result: RunResult | None, peaks_dir: Path | None = None,
-                       flops_table: dict | None = None) -> tuple[Roofline | None, str]:
+                       flops_table: dict[str, Any] | None = None) -> tuple[Roofline | None, str]:
     """The roofline of a run (None for a bare trace or without FLOPs) and where its ceilings
     came from. ``peaks_dir``: where measured peaks are cached (None: datasheet only);
     ``flops_table``: roofline inputs for runs that did not record them (with_flops)."""
@@ -101,7 +102,7 @@ def ceilinged_roofline(result: RunResult | None, peaks_dir: Path | None = None,
 
 def insight(result: RunResult | None, run_folder: Path | None, summary: Summary,
             peaks_dir: Path | None = None, ncu: pd.DataFrame | None = None,
-            flops_table: dict | None = None) -> Insight:
+            flops_table: dict[str, Any] | None = None) -> Insight:
     """Roofline and advice of one run. ``result``: its result.json (None for a bare trace);
     ``ncu``: the kernel table joined with ncu.csv (ncu_join), when there is one."""
     roofline, source = ceilinged_roofline(result, peaks_dir, flops_table)

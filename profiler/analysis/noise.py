@@ -20,20 +20,27 @@ Whether two configs differ is profiler.analysis.verdict's: over processes, not o
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import msgspec
 import numpy as np
+import numpy.typing as npt
 
+from profiler.analysis.sampling import Samples
 from profiler.runs.result import NoiseStats, RepeatSpread, TimingStats
-from profiler.runs.samples import read_latency_csv, spread_of_runs  # noqa: F401 (re-exported)
+from profiler.runs.samples import (
+    read_latency_csv as read_latency_csv,  # re-exported
+    spread_of_runs as spread_of_runs,  # re-exported
+)
 
 #: the flags a timed window's noise warnings carry, in the order they are shown
 FLAGS = ("noisy", "bimodal", "drifting")
 
 
-def window_flags(warnings) -> list[str]:
+def window_flags(warnings: str | Iterable[object] | None) -> list[str]:
     """The flags of a window's noise warnings ("noisy: CV ..." -> "noisy"), or of a
     benchmark.csv ``noise`` cell ("noisy; bimodal")."""
     if isinstance(warnings, str):
@@ -79,7 +86,7 @@ def latency_stats(latencies_ms: list[float], batch_size: int) -> dict[str, float
     return stats
 
 
-def noise(latencies_ms) -> Noise:
+def noise(latencies_ms: Samples) -> Noise:
     """The Noise of one timed window; warnings name the rule that fired (see the module doc)."""
     x = np.asarray(latencies_ms, dtype=float)
     if len(x) == 0:
@@ -94,10 +101,10 @@ def noise(latencies_ms) -> Noise:
     if cv > NOISY_CV or relative_iqr > NOISY_IQR:
         warnings.append(f"noisy: CV {100 * cv:.1f} %, IQR {100 * relative_iqr:.1f} % "
                         f"of the median (above {100 * NOISY_CV:.0f} %)")
-    shape = {}
+    shape: dict[str, Any] = {}
     if len(x) >= MIN_SAMPLES:
         d, clusters = two_cluster_split(x)
-        if d is not None and d > BIMODAL_D:
+        if d is not None and clusters is not None and d > BIMODAL_D:
             warnings.append(f"bimodal: two clusters around {clusters[0]:.3f} and "
                             f"{clusters[1]:.3f} ms (Ashman's D {d:.1f} > {BIMODAL_D})")
         first, last = _third_medians(x)
@@ -133,15 +140,17 @@ class TimedWindow:
     def p50_ms(self) -> float:
         return self.stats["p50_ms"]
 
-    def timing_stats(self, repeat_runs: RepeatSpread | None = None, **how) -> TimingStats:
+    def timing_stats(self, repeat_runs: RepeatSpread | None = None,
+                     **how: Any) -> TimingStats:
         """The window's record in result.json (``timing``): its figures and noise, with ``how``
         it was timed (timer, sync, warm-up, the time to get there ...)."""
         window_noise = msgspec.structs.replace(self.noise, repeat_runs=repeat_runs)
-        return TimingStats(**self.stats, iters=len(self.latencies_ms), noise=window_noise,
+        stats: dict[str, Any] = dict(self.stats)
+        return TimingStats(**stats, iters=len(self.latencies_ms), noise=window_noise,
                            **how)
 
 
-def two_cluster_split(x: np.ndarray) -> tuple[float | None, list[float] | None]:
+def two_cluster_split(x: npt.NDArray[np.float64]) -> tuple[float | None, list[float] | None]:
     """Ashman's D of the between-variance-maximising split with >= BIMODAL_MIN_SHARE per side."""
     s = np.sort(x)
     n = len(s)
@@ -162,12 +171,13 @@ def two_cluster_split(x: np.ndarray) -> tuple[float | None, list[float] | None]:
     return math.sqrt(2) * float(b.mean() - a.mean()) / spread, [float(a.mean()), float(b.mean())]
 
 
-def _third_medians(x: np.ndarray) -> tuple[float, float]:
+def _third_medians(x: npt.NDArray[np.float64]) -> tuple[float, float]:
     third = len(x) // 3
     return float(np.median(x[:third])), float(np.median(x[-third:]))
 
 
-def drifts(x: np.ndarray, first: float, last: float, iqr: float, median: float) -> bool:
+def drifts(x: npt.NDArray[np.float64], first: float, last: float, iqr: float,
+           median: float) -> bool:
     third = len(x) // 3
     sigma = iqr / 1.349
     standard_error = math.sqrt(2) * 1.2533 * sigma / math.sqrt(third)

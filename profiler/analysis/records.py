@@ -32,6 +32,14 @@ def plain(record: Any) -> Any:
     return msgspec.to_builtins(record, enc_hook=_numpy_scalar)
 
 
+#: a verdict's word (B against A), the figure it is on and the design it used
+#: (profiler.analysis.verdict)
+Word = Literal["faster", "slower", "same", "undecided"]
+FigureName = Literal["latency", "gpu_time"]
+Design = Literal["paired", "unpaired", "floor"]
+FloorSource = Literal["default", "given"]
+
+
 class Record(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """A record of figures: a key the type does not name is refused when read back."""
 
@@ -45,16 +53,16 @@ class Verdict(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     ratio: float
     low: float
     high: float
-    verdict: Literal["faster", "slower", "same", "undecided"]
+    verdict: Word
     tolerance: float
     processes_a: int
     processes_b: int
     noise_floor: float | None  # the between-process CV assumed (design "floor")
     method: str
     #: where noise_floor came from: "default" (the figure's worst case) or "given" (measured)
-    floor_source: Literal["default", "given"] | None = None
-    figure: Literal["latency", "gpu_time"] = "latency"
-    design: Literal["paired", "unpaired", "floor"] = "unpaired"
+    floor_source: FloorSource | None = None
+    figure: FigureName = "latency"
+    design: Design = "unpaired"
     p_value: float = 1.0
     same_low: float | None = None   # the 90 % interval of the equivalence test
     same_high: float | None = None

@@ -9,15 +9,17 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any, cast
 
 import msgspec
 import numpy as np
 import pandas as pd
 
 from profiler.runs.result import RunResult
-from profiler.trace.load import KIND, load_trace, read_bytes
+from profiler.trace.load import KIND, Trace, load_trace, read_bytes
 
 #: Dense (no sparsity) datasheet ceilings, TFLOP/s (TOPS for INT8) per matmul data type and
 #: memory bandwidth in GB/s: a labelled fallback when `profile.py peaks` has not measured the GPU,
@@ -25,7 +27,7 @@ from profiler.trace.load import KIND, load_trace, read_bytes
 #: the first key contained in the GPU's name, most specific first: "NVIDIA H100 NVL" takes the
 #: NVL row, "NVIDIA H100 80GB HBM3" the SXM one. NVIDIA quotes the Tensor Core figures with
 #: sparsity; the dense ones are half.
-DATASHEET: tuple[tuple[str, dict], ...] = (
+DATASHEET: tuple[tuple[str, dict[str, Any]], ...] = (
     # NVIDIA H200 NVL (nvidia.com/en-us/data-center/h200, H200 NVL column): FP32 60, TF32 835,
     # FP16/BF16 1,671, FP8 3,341, INT8 3,341 (sparse, halved here), 4.8 TB/s
     ("H200 NVL", {"fp32": 60.0, "tf32": 417.5, "fp16": 835.5, "bf16": 835.5, "fp8": 1670.5,
@@ -88,7 +90,7 @@ PEAKS_KERNELS = {"fp32": "torch.mm (cuBLAS, FP32)", "tf32": "torch.mm with TF32 
                  "bandwidth": "a device-to-device copy"}
 
 
-def datasheet_row(gpu_name: str) -> tuple[str, dict] | None:
+def datasheet_row(gpu_name: str) -> tuple[str, dict[str, Any]] | None:
     """The (key, row) of DATASHEET for a GPU name, or None when no row matches."""
     for key, row in DATASHEET:
         if key.lower() in gpu_name.lower():
@@ -96,19 +98,19 @@ def datasheet_row(gpu_name: str) -> tuple[str, dict] | None:
     return None
 
 
-def int8_reaches_tensor_cores(peaks: dict) -> bool:
+def int8_reaches_tensor_cores(peaks: dict[str, Any]) -> bool:
     """The cached INT8 figure was measured with a column-major B (``peaks`` from schema 2):
     torch._int_mm reaches the IMMA Tensor Core kernels only then; with a row-major B cuBLASLt
     falls back to a slow path (127 TOPS on an H100 SXM, 6.4 % of the 1,979 dense)."""
     detail = (peaks.get("matmul_detail") or {}).get("int8") or {}
-    return detail.get("b_layout") == "column-major"
+    return bool(detail.get("b_layout") == "column-major")
 
 
 #: the prefix `peaks` gives a CPU's name in its cache (profiler.collect.peaks.machine_facts)
 CPU_PEAKS_PREFIX = "CPU "
 
 
-def ceilings_from_peaks(peaks: dict, where: str = "") -> Ceilings:
+def ceilings_from_peaks(peaks: dict[str, Any], where: str = "") -> Ceilings:
     """The ceilings in a peaks JSON written by ``profile.py peaks``. An INT8 figure measured
     off the Tensor Cores (an older cache) bounds nothing: the datasheet's stands in, labelled."""
     device = peaks["machine"]["device"]
@@ -154,7 +156,7 @@ def dense_ratio(gpu_name: str, key: str, against: str = "fp32") -> float | None:
     found = datasheet_row(gpu_name or "")
     if found is None or not found[1].get(key) or not found[1].get(against):
         return None
-    return found[1][key] / found[1][against]
+    return float(found[1][key]) / float(found[1][against])
 
 
 def ceilings_words(ceilings: Ceilings | None, key: str) -> str:
@@ -200,7 +202,7 @@ class Roofline:
     ceilings_source: str
     backend: str = ""       # the run's backend (the chart marks points by it)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {k: (None if isinstance(v, float) and not math.isfinite(v) else v)
                 for k, v in asdict(self).items()}
 
@@ -209,7 +211,7 @@ def _pct(value: float, peak: float | None) -> float | None:
     return 100.0 * value / peak if peak else None
 
 
-def run_roofline(roofline_inputs: dict, p50_ms: float, ceilings: Ceilings | None,
+def run_roofline(roofline_inputs: dict[str, Any], p50_ms: float, ceilings: Ceilings | None,
                  key: str, backend: str = "") -> Roofline:
     """Achieved rates of one batch from its FLOPs, minimum bytes and timed p50 (the GB/s and
     the share of bandwidth are lower bounds: the run moved at least those bytes)."""
@@ -253,7 +255,8 @@ NO_ROOFLINE_INPUTS = ("no roofline: the run's result.json has no roofline_inputs
                       "than FLOP counting: report --flops)")
 
 
-def no_roofline_reason(result: RunResult | None, flops_table: dict | None = None) -> str:
+def no_roofline_reason(result: RunResult | None,
+                       flops_table: dict[str, Any] | None = None) -> str:
     """One line saying why a target has no roofline: a bare trace has no timed latency, a run
     may lack FLOPs, and a --flops table may have no row for the run."""
     if result is None:
@@ -313,18 +316,18 @@ def _short_source(source: str) -> str:
     return re.sub(r"(?<![\w.])(?:~|[A-Za-z]:)?[/\\][^\s()]*[/\\]([^\s()/\\]+)", r"\1", source)
 
 
-def chart_data(points: list) -> RooflineChart | None:
+def chart_data(points: Sequence[tuple[str, Roofline | None]]) -> RooflineChart | None:
     """What a roofline chart draws for (label, Roofline) points: one roof per (precision,
     ceilings) present, each point with the roof of its own precision, and its backend; None
     when no point has a roofline."""
-    points = [(label, r) for label, r in points if r is not None]
-    if not points:
+    present = [(label, r) for label, r in points if r is not None]
+    if not present:
         return None
     roofs: dict[str, Roof] = {}
     drawn = []
-    for label, r in points:
+    for label, r in present:
         key = None
-        if r.peak_tflops and r.peak_gbs:
+        if r.peak_tflops and r.peak_gbs and r.ridge is not None:
             key = r.matmul_key
             roof = Roof(r.matmul_key, r.peak_tflops, r.peak_gbs, r.ridge)
             if roofs.setdefault(key, roof) != roof:  # same precision, other ceilings (GPU)
@@ -332,13 +335,14 @@ def chart_data(points: list) -> RooflineChart | None:
                 roofs.setdefault(key, Roof(key, r.peak_tflops, r.peak_gbs, r.ridge))
         drawn.append(ChartPoint(label=label, backend=r.backend or "?", roof=key,
                                 intensity=r.intensity, achieved_tflops=r.achieved_tflops))
-    sources = ", ".join(dict.fromkeys(_short_source(r.ceilings_source) for _, r in points))
+    sources = ", ".join(dict.fromkeys(_short_source(r.ceilings_source) for _, r in present))
     return RooflineChart(title=f"Roofline, each point against its precision's roof; bytes: "
                                f"{MIN_BYTES_LABEL}, not measured (ceilings: {sources})",
                          roofs=list(roofs.values()), points=drawn)
 
 
-def ceilings_for(result: RunResult, peaks: dict | None, where: str = "") -> Ceilings | None:
+def ceilings_for(result: RunResult, peaks: dict[str, Any] | None,
+                 where: str = "") -> Ceilings | None:
     """Measured ceilings when a peaks JSON for the run's GPU is given, else the datasheet row."""
     gpu = gpu_name(result)
     if peaks is not None and (not gpu or peaks["machine"]["device"] == gpu):
@@ -383,7 +387,7 @@ def roofline_of(result: RunResult, peaks_dir: Path | None) -> Roofline | None:
 
 # ---- per GEMM / convolution, where the trace recorded shapes (--record-shapes) ----------------
 
-def op_flops(name: str, dims: list) -> float | None:
+def op_flops(name: str, dims: list[Any]) -> float | None:
     """FLOPs of one call from its "Input Dims" (2 per multiply-add), None when not a GEMM or the
     shapes are incomplete: aten::mm [M,K],[K,N]; aten::addmm bias,[M,K],[K,N]; aten::bmm
     [B,M,K],[B,K,N]. Convolutions are left out: their output size needs stride and padding,
@@ -391,13 +395,13 @@ def op_flops(name: str, dims: list) -> float | None:
     try:
         if name == "aten::mm":
             (m, k), (_, n) = dims[0], dims[1]
-            return 2.0 * m * k * n
+            return float(2.0 * m * k * n)
         if name == "aten::addmm":
             (m, k), (_, n) = dims[1], dims[2]
-            return 2.0 * m * k * n
+            return float(2.0 * m * k * n)
         if name == "aten::bmm":
             (b, m, k), (_, _, n) = dims[0], dims[1]
-            return 2.0 * b * m * k * n
+            return float(2.0 * b * m * k * n)
     except (TypeError, ValueError, IndexError):
         return None
     return None
@@ -408,7 +412,7 @@ class _Event(msgspec.Struct):
     name: str = ""
     cat: str = ""
     dur: float = 0.0
-    args: dict = {}
+    args: dict[str, Any] = {}
 
 
 class _File(msgspec.Struct):
@@ -452,7 +456,8 @@ def kernel_roofline(ops: pd.DataFrame, kernel_us_by_external_id: dict[int, float
     return grouped.drop(columns="flops").sort_values("gpu_us", ascending=False, kind="stable")
 
 
-def load_peaks(folder: Path, gpu_name: str, prefix: bool = False) -> tuple[dict, Path] | None:
+def load_peaks(folder: Path, gpu_name: str,
+               prefix: bool = False) -> tuple[dict[str, Any], Path] | None:
     """The cached peaks JSON in ``folder`` measured on a GPU of this name (newest first);
     ``prefix``: on a device whose name starts with ``gpu_name`` (CPU_PEAKS_PREFIX)."""
     if not folder.is_dir():
@@ -468,12 +473,12 @@ def load_peaks(folder: Path, gpu_name: str, prefix: bool = False) -> tuple[dict,
     return None
 
 
-def kernel_us_by_external_id(trace) -> dict[int, float]:
+def kernel_us_by_external_id(trace: Trace) -> dict[int, float]:
     """GPU kernel time per launching operator's External id (Kineto links the two by it)."""
     kernels = trace.events[trace.events["kind"] == KIND["kernel"]]
     if "external_id" not in kernels or not len(kernels):
         return {}
-    return kernels.groupby("external_id")["dur"].sum().to_dict()
+    return cast("dict[int, float]", kernels.groupby("external_id")["dur"].sum().to_dict())
 
 
 def gemm_roofline(path: Path | str, peak_tflops: float | None) -> pd.DataFrame:

@@ -18,20 +18,15 @@ import json
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from profiler.analysis.advice import Advice, advise
-from profiler.analysis.difference import Explanation, explain_runs
-from profiler.analysis.headline import (
-    CompareTimed,
-    Headline,
-    WindowNoise,
-    compare_timed,
-    headline_data,
-    window_noise,
-)
+from profiler.analysis.difference import explain_runs
+from profiler.analysis.headline import compare_timed, headline_data, window_noise
 from profiler.analysis.insight import Insight, ceilinged_roofline, evidence, sweep_table
+from profiler.analysis.records import CompareTimed, Explanation, Headline, WindowNoise
 from profiler.analysis.roofline import Roofline, gemm_roofline, no_roofline_reason
 from profiler.analysis.verdict import TOLERANCE
 from profiler.errors import UserError
@@ -70,7 +65,7 @@ class RunAnalysis:
     Raises profiler.errors.UserError when the target does not exist or holds no trace."""
 
     def __init__(self, target: str | Path | Target, *, peaks_dir: Path | None = None,
-                 flops_table: dict | None = None, ncu: Path | None = None,
+                 flops_table: dict[str, Any] | None = None, ncu: Path | None = None,
                  breakdown: str = "tool"):
         self.name = str(target.path if isinstance(target, Target) else target)
         self.target = target if isinstance(target, Target) else resolve_target(str(target))
@@ -281,7 +276,7 @@ class Comparison:
         """profiler.trace.diff.Diff of the two summaries; its overview starts with the timed
         p50 and throughput from both result.json files (not from the profiled steps)."""
         found = diff(self.a.summary, self.b.summary, a_label=self.a_label, b_label=self.b_label)
-        timed = timed_rows(self.a.result, self.b.result)
+        timed = timed_rows(self.a.result, self.b.result, self.a.noise, self.b.noise)
         if len(timed):
             found.overview = pd.concat([timed, found.overview], ignore_index=True)
         return found
@@ -305,7 +300,12 @@ class Comparison:
         return explain_runs(self.a.result, self.b.result, self.a.kernels, self.b.kernels)
 
 
-def timed_rows(ra: RunResult | None, rb: RunResult | None) -> pd.DataFrame:
+def _window_cv(noise: WindowNoise | None) -> float:
+    return float(noise.cv) if noise is not None and noise.cv is not None else float("nan")
+
+
+def timed_rows(ra: RunResult | None, rb: RunResult | None, noise_a: WindowNoise | None = None,
+               noise_b: WindowNoise | None = None) -> pd.DataFrame:
     """The timed window's p50 and throughput from both result.json files (not from the trace,
     whose steps ran under the profiler)."""
     if ra is None or rb is None:
@@ -318,5 +318,7 @@ def timed_rows(ra: RunResult | None, rb: RunResult | None) -> pd.DataFrame:
         if x is not None and y is not None:
             rows.append({"metric": metric, "unit": unit, "a": float(x), "b": float(y),
                          "delta": float(y) - float(x),
-                         "change_pct": 100.0 * (y - x) / x if x else float("nan")})
+                         "change_pct": 100.0 * (y - x) / x if x else float("nan"),
+                         # the windows' CVs: a view prints each latency to what they allow
+                         "cv_a": _window_cv(noise_a), "cv_b": _window_cv(noise_b)})
     return pd.DataFrame(rows)

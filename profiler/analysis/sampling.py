@@ -17,10 +17,16 @@ numpy, no state: the caller passes what it has sampled so far.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
+from typing import Any, TypeAlias
 
 import numpy as np
+import numpy.typing as npt
+
+#: a run of samples: a list of floats or a float array
+Samples: TypeAlias = Sequence[float] | npt.NDArray[np.float64]
 
 #: 97.5 % quantiles of Student's t for 1..30 degrees of freedom (two-sided 95 %)
 _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
@@ -109,7 +115,7 @@ def relative_half_width(cv: float, n: int, sides: int = 1) -> float:
     return t975(n - 1) * cv * math.sqrt(sides / n) if n > 1 else math.inf
 
 
-def cv_of(values) -> float:
+def cv_of(values: Samples) -> float:
     x = np.asarray(values, dtype=float)
     if len(x) < 2:
         raise ValueError("the spread needs at least two values")
@@ -126,11 +132,11 @@ class ProcessPlan:
     half_width_now: float  # the relative half-width with the processes measured
     target: float
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def processes_needed(medians, target: float, *, sides: int = 1,
+def processes_needed(medians: Samples, target: float, *, sides: int = 1,
                      max_processes: int = MAX_PROCESSES) -> ProcessPlan:
     """The processes needed for the interval of the mean per-process median (``sides=2``: of
     a ratio of two configs with that many processes each) to be within ±``target``."""
@@ -157,11 +163,11 @@ class Stop:
     cv: float | None
     samples_needed: int | None  # projected for the target at the current CV
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def _settled(x: np.ndarray) -> bool:
+def _settled(x: npt.NDArray[np.float64]) -> bool:
     """The CV estimated on each of the last SETTLE_WINDOW prefixes spreads by less than
     SETTLED_SPREAD of the latest (NVBench's convergence test, on the CV)."""
     n = len(x)
@@ -171,7 +177,7 @@ def _settled(x: np.ndarray) -> bool:
     return bool(cvs[-1] > 0 and cvs.std() / cvs[-1] < SETTLED_SPREAD)
 
 
-def stopping_rule(values, target: float, *, elapsed_s: float = 0.0,
+def stopping_rule(values: Samples, target: float, *, elapsed_s: float = 0.0,
                   budget_s: float = math.inf, min_samples: int = MIN_SAMPLES) -> Stop:
     """Stop sampling? ``values``: the samples so far (per-iteration latencies, or per-process
     medians when sampling processes), in the order taken; ``elapsed_s`` the time they took."""

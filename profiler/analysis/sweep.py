@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -35,7 +36,7 @@ class SweepAnalysis:
     to each cell's RunAnalysis. Raises UserError when the folder holds no sweep manifest."""
 
     def __init__(self, folder: str | Path, *, peaks_dir: Path | None = None,
-                 flops_table: dict | None = None):
+                 flops_table: dict[str, Any] | None = None):
         self.folder, self.manifest = load_sweep(Path(folder))
         self._peaks_dir = peaks_dir
         self.flops_table = flops_table
@@ -79,7 +80,7 @@ class SweepAnalysis:
         return points
 
 
-def cell_metrics(run_dir: Path) -> dict:
+def cell_metrics(run_dir: Path) -> dict[str, Any]:
     """Tensor Core share, GPU utilization and kernel time by category of a finished cell's
     trace, summarized with profiler.trace (no torch). A trace that cannot be summarized leaves
     a note instead of stopping the sweep."""

@@ -14,10 +14,12 @@ Which verdict leads:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import Literal
 
 import msgspec
 
-from profiler.analysis.records import Bound, TimedVerdicts
+from profiler.analysis.records import Bound, FigureName, TimedVerdicts, Verdict
 from profiler.analysis.sampling import processes_needed
 from profiler.analysis.verdict import (
     FIGURES,
@@ -27,7 +29,6 @@ from profiler.analysis.verdict import (
     SAME,
     TOLERANCE,
     UNDECIDED,
-    Verdict,
     compare,
     control_fdr,
 )
@@ -45,11 +46,13 @@ def bound_of(samples: ConfigSamples) -> Bound:
         return Bound(None)
     enqueue = math.exp(sum(math.log(float(_p90(w.enqueue_ms))) for w in classified)
                        / len(classified))
-    gpu = math.exp(sum(math.log(w.median(GPU_TIME)) for w in classified) / len(classified))
+    # a classified window measured both figures (ProcessWindow.bound)
+    gpus = [g for w in classified if (g := w.median(GPU_TIME)) is not None]
+    gpu = math.exp(sum(math.log(g) for g in gpus) / len(gpus))
     return Bound(samples.bound(), launch, seen, enqueue, gpu)
 
 
-def _p90(values) -> float:
+def _p90(values: Sequence[float]) -> float:
     ordered = sorted(values)
     position = 0.9 * (len(ordered) - 1)
     low = math.floor(position)
@@ -57,7 +60,7 @@ def _p90(values) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
-def figure_verdict(a: ConfigSamples, b: ConfigSamples, figure: str, *,
+def figure_verdict(a: ConfigSamples, b: ConfigSamples, figure: FigureName, *,
                    tolerance: float = TOLERANCE, floor: float | None = None) -> Verdict | None:
     """One figure's verdict over the processes of each side that measured it (pilot windows
     left out); None when a side has none."""
@@ -110,7 +113,7 @@ def judge(a: ConfigSamples, b: ConfigSamples, *, tolerance: float = TOLERANCE,
                    a.for_verdict(), b.for_verdict(), floors.get(LATENCY), cuda_graphs_ms)
 
 
-def explain(latency: Verdict, gpu: Verdict | None, bound_a: Bound, bound_b: Bound,
+def explain(latency: Verdict | None, gpu: Verdict | None, bound_a: Bound, bound_b: Bound,
             a: ConfigSamples | None = None, b: ConfigSamples | None = None,
             latency_floor: float | None = None,
             cuda_graphs_ms: float | None = None) -> TimedVerdicts:
@@ -118,7 +121,7 @@ def explain(latency: Verdict, gpu: Verdict | None, bound_a: Bound, bound_b: Boun
     launch = [(label, bound) for label, bound in (("A", bound_a), ("B", bound_b))
               if bound.word == LAUNCH_BOUND]
     both_gpu_bound = bound_a.word == GPU_BOUND and bound_b.word == GPU_BOUND
-    lead = LATENCY if both_gpu_bound or gpu is None else "both"
+    lead: Literal["latency", "both"] = LATENCY if both_gpu_bound or gpu is None else "both"
     needed = None
     lines: list[str] = []
     for label, bound in launch:
@@ -135,14 +138,14 @@ def explain(latency: Verdict, gpu: Verdict | None, bound_a: Bound, bound_b: Boun
                      f"±{100 * LATENCY_TARGET:g} %; the GPU-time verdict holds with these; "
                      f"{lever}" if needed is not None else lever)
     draft = TimedVerdicts(latency, gpu, bound_a, bound_b, lead, needed, cuda_graphs_ms)
-    if draft.disagree:
+    if draft.disagree and latency is not None and gpu is not None:  # disagree: both decided
         why = ("the host's launches, not the GPU's work, decide what the caller waits"
                if launch else "check the GPU state of both runs (clocks, other tenants)")
         lines.append(f"the two figures disagree: latency says {latency.verdict}, GPU time says "
                      f"{gpu.verdict}: {why}")
-    elif both_gpu_bound and gpu is not None and latency.verdict != gpu.verdict \
-            and SAME not in (latency.verdict, gpu.verdict) and UNDECIDED in (latency.verdict,
-                                                                               gpu.verdict):
+    elif both_gpu_bound and latency is not None and gpu is not None \
+            and latency.verdict != gpu.verdict and SAME not in (latency.verdict, gpu.verdict) \
+            and UNDECIDED in (latency.verdict, gpu.verdict):
         lines.append(f"latency says {latency.verdict}, GPU time says {gpu.verdict}")
     return TimedVerdicts(latency, gpu, bound_a, bound_b, lead, needed, cuda_graphs_ms,
                          tuple(lines))
@@ -152,7 +155,7 @@ def _latency_processes(a: ConfigSamples | None, b: ConfigSamples | None,
                        floor: float | None) -> int | None:
     """Processes a side for the latency ratio's interval to be within ±LATENCY_TARGET, at the
     larger between-process CV of the two sides (the floor where a side has one process)."""
-    spreads = []
+    spreads: list[list[float]] = []
     for side in (a, b):
         medians = side.medians(LATENCY) if side is not None else []
         if len(medians) >= 2:

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
+from profiler.analysis.advice import Advice
 from profiler.analysis.experiments import Experiment, projection
 from profiler.analysis.headline import verdicts_between, window_noise
 from profiler.analysis.noise import window_flags
-from profiler.analysis.records import BaselineNoise, BaselineRow
+from profiler.analysis.records import BaselineNoise, BaselineRow, TimedVerdicts
 from profiler.analysis.run import RunAnalysis
 from profiler.analysis.sampling import cv_of
 from profiler.analysis.timed_verdict import control_family
@@ -49,7 +51,7 @@ class KernelChange:
 @dataclass
 class TrialRow:
     label: str
-    changes: dict
+    changes: dict[str, Any]
     rules: list[str]
     status: str
     reason: str | None = None
@@ -81,11 +83,12 @@ class TrialRow:
     #: then divided by its batch, the baseline's by its own: a throughput comparison)
     figure: str = "per call"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def _step_figures(run: RunAnalysis) -> tuple[float | None, float | None, set[str], dict]:
+def _step_figures(run: RunAnalysis
+                  ) -> tuple[float | None, float | None, set[str], dict[str, str]]:
     try:
         steps, kernels = run.steps, run.kernels
     except UserError:
@@ -106,7 +109,7 @@ def kernel_change(base: Path, cell: Path) -> KernelChange | None:
         return None
     gone, added = names_a - names_b, names_b - names_a
 
-    def biggest(run: RunAnalysis, names: set[str], short: dict) -> list[str]:
+    def biggest(run: RunAnalysis, names: set[str], short: dict[str, str]) -> list[str]:
         k = run.kernels
         rows = k[k["name"].isin(names)].sort_values("total_us", ascending=False)
         return [short.get(n, n) for n in rows["name"].head(LISTED)]
@@ -158,6 +161,7 @@ def judge(projected: float | None, verdict: str | None, speedup: float | None,
         return None
     word = "bound" if kind == "bound" else "estimate"
     has = bool(projected and projected > 1)
+    shown = projected if has else None  # the projection the measurement is held to
     head = f"projected {word} {projected:.2f}x" if has else "no projection"
     measured = f"measured {speedup:.2f}x [{low:.2f}-{high:.2f}]"
     if processes:
@@ -169,24 +173,25 @@ def judge(projected: float | None, verdict: str | None, speedup: float | None,
         return f"{head}, {measured}: undecided at this noise (more --processes would tell)"
     if verdict == "same":
         return f"{head}, {measured}: the same within ±2 %" + (
-            "; the advice is not borne out here" if has and projected > 1.05 else "")
+            "; the advice is not borne out here" if shown is not None and shown > 1.05 else "")
     if verdict == "slower":
         return f"{head}, {measured}: slower; the advice is contradicted"
-    if not has:
+    if shown is None:
         return f"{head}, {measured}: faster"
-    if speedup > projected:
-        beyond = "its interval is above it too" if low is not None and low > projected else \
+    if speedup > shown:
+        beyond = "its interval is above it too" if low is not None and low > shown else \
             "its interval reaches below it"
         return (f"{head}, {measured}: faster; the measured speedup exceeded the {word} "
                 f"({beyond})" + ("; the bound did not hold" if word == "bound" else ""))
-    if high is not None and high < 1 + (projected - 1) / 4:
+    if high is not None and high < 1 + (shown - 1) / 4:
         return f"{head}, {measured}: faster, far short of the {word}"
     return f"{head}, {measured}: faster, " + ("within the bound" if word == "bound" else
                                                "below the estimate")
 
 
-def trial_rows(trial: dict, folder: Path, promises: dict[str, float],
-               advice: list | None = None, config: dict | None = None) -> list[TrialRow]:
+def trial_rows(trial: dict[str, Any], folder: Path, promises: dict[str, float],
+               advice: list[Advice] | None = None,
+               config: dict[str, Any] | None = None) -> list[TrialRow]:
     """One row per experiment of ``trial`` (trial.json's data), ranked: verdict first (faster,
     same, undecided, slower), then by speedup; cells that did not finish last.
     ``promises``: rule id -> its projected speedup; with ``advice`` (the rules that fired) and
@@ -199,7 +204,8 @@ def trial_rows(trial: dict, folder: Path, promises: dict[str, float],
     base_windows = config_samples(base, base_json) if base is not None else ConfigSamples()
     unjudged = unjudged_why(baseline_noise(base, base_json)) if base is not None else None
     graphs_ms = cuda_graphs_latency(cells[1:], folder)
-    rows, found = [], []
+    rows: list[TrialRow] = []
+    found: list[TimedVerdicts | None] = []
     for cell in cells[1:]:
         row = TrialRow(cell["label"], cell["changes"], cell["rules"], cell["status"],
                        cell["reason"])
@@ -233,7 +239,7 @@ def trial_rows(trial: dict, folder: Path, promises: dict[str, float],
         found.append(verdicts)
     for row, v in zip(rows, control_family(found)):  # the experiments are one family
         spans = None
-        if v is not None:
+        if v is not None and v.latency is not None:  # a judged row has a latency verdict
             spans = (v.latency.processes_a, v.latency.processes_b)
             row.interval_processes = list(spans)
             lat, gpu = v.latency, v.gpu_time
@@ -252,7 +258,7 @@ def trial_rows(trial: dict, folder: Path, promises: dict[str, float],
                                        -(r.speedup or 0)))
 
 
-def cuda_graphs_latency(cells: list[dict], folder: Path) -> float | None:
+def cuda_graphs_latency(cells: list[dict[str, Any]], folder: Path) -> float | None:
     """The latency (geometric mean of per-process medians, ms) the --cuda-graphs experiment
     measured, when it finished at the baseline's batch size: the figure the launch-bound lever
     is quoted with."""
@@ -267,7 +273,7 @@ def cuda_graphs_latency(cells: list[dict], folder: Path) -> float | None:
     return None
 
 
-def baseline_row(trial: dict, folder: Path) -> BaselineRow:
+def baseline_row(trial: dict[str, Any], folder: Path) -> BaselineRow:
     """The re-run baseline's figures (BaselineRow)."""
     cell = trial["cells"][0]
     path = folder / cell["folder"] / RESULT_FILE
@@ -283,7 +289,7 @@ def baseline_row(trial: dict, folder: Path) -> BaselineRow:
                        noise=baseline_noise(result, path))
 
 
-def experiments_of(trial: dict) -> list[Experiment]:
+def experiments_of(trial: dict[str, Any]) -> list[Experiment]:
     """The experiments trial.json names, baseline left out."""
     return [Experiment(c["label"], c["changes"], tuple(c["rules"]), "") for c in
             trial["cells"][1:]]

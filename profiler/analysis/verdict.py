@@ -42,13 +42,15 @@ The verdict (``tolerance`` default ``TOLERANCE``, 2 %, ``--same-within``):
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Final
 
 import msgspec
 import numpy as np
 
-from profiler.analysis.records import Verdict
-from profiler.analysis.sampling import t_quantile, t_two_sided_p
+from profiler.analysis.records import Design, FigureName, FloorSource, Verdict, Word
+from profiler.analysis.sampling import Samples, t_quantile, t_two_sided_p
 from profiler.runs.noise_floor import MAX_FLOOR_CV
 
 TOLERANCE = 0.02
@@ -59,9 +61,15 @@ MAX_FLOOR = MAX_FLOOR_CV
 #: the false discovery rate a sweep's verdicts are held to, over its cells
 FDR_Q = 0.05
 
-FASTER, SLOWER, SAME, UNDECIDED = "faster", "slower", "same", "undecided"
-PAIRED, UNPAIRED, FLOOR = "paired", "unpaired", "floor"
-LATENCY, GPU_TIME = "latency", "gpu_time"
+FASTER: Final = "faster"
+SLOWER: Final = "slower"
+SAME: Final = "same"
+UNDECIDED: Final = "undecided"
+PAIRED: Final = "paired"
+UNPAIRED: Final = "unpaired"
+FLOOR: Final = "floor"
+LATENCY: Final = "latency"
+GPU_TIME: Final = "gpu_time"
 
 
 @dataclass(frozen=True)
@@ -78,7 +86,7 @@ class Figure:
     floor_source: str
 
 
-FIGURES = {
+FIGURES: dict[str, Figure] = {
     LATENCY: Figure(
         LATENCY, "latency (host-synchronized: what a caller waits)", rho=0.34,
         default_floor=0.33,
@@ -96,7 +104,7 @@ FIGURES = {
 }
 
 
-def geometric_mean(values) -> float:
+def geometric_mean(values: Samples) -> float:
     """The figure of one side: the geometric mean of its per-process medians."""
     return float(np.exp(np.mean(np.log(np.asarray(values, dtype=float)))))
 
@@ -124,14 +132,15 @@ def pairing_pays(pairs: int, ka: int, kb: int, rho: float) -> bool:
     return paired < unpaired
 
 
-def design_for(figure: str, ka: int, kb: int, pairs: int) -> str:
+def design_for(figure: str, ka: int, kb: int, pairs: int) -> Design:
     """Which design a figure's verdict uses with these counts (module doc)."""
     if pairs >= 2 and pairing_pays(pairs, ka, kb, FIGURES[figure].rho):
         return PAIRED
     return FLOOR if min(ka, kb) == 1 else UNPAIRED
 
 
-def _pairs(rounds_a, rounds_b) -> list[tuple[int, int]]:
+def _pairs(rounds_a: Sequence[str | None] | None,
+           rounds_b: Sequence[str | None] | None) -> list[tuple[int, int]]:
     """(index in A, index in B) of windows taken in the same round (process)."""
     if rounds_a is None or rounds_b is None:
         return []
@@ -139,7 +148,9 @@ def _pairs(rounds_a, rounds_b) -> list[tuple[int, int]]:
     return [(i, where_b[r]) for i, r in enumerate(rounds_a) if r and r in where_b]
 
 
-def compare(medians_a, medians_b, *, figure: str = LATENCY, rounds_a=None, rounds_b=None,
+def compare(medians_a: Samples, medians_b: Samples, *, figure: FigureName = LATENCY,
+            rounds_a: Sequence[str | None] | None = None,
+            rounds_b: Sequence[str | None] | None = None,
             tolerance: float = TOLERANCE, noise_floor: float | None = None) -> Verdict:
     """The verdict on B against A for one figure, from each side's per-process medians (and,
     where known, the round each was timed in: windows of one round pair up)."""
@@ -154,7 +165,8 @@ def compare(medians_a, medians_b, *, figure: str = LATENCY, rounds_a=None, round
     ka, kb = len(a), len(b)
     pairs = _pairs(rounds_a, rounds_b)
     design = design_for(figure, ka, kb, len(pairs))
-    floor, source = None, None
+    floor: float | None = None
+    source: FloorSource | None = None
     if design == PAIRED:
         diffs = np.log([b[j] for _, j in pairs]) - np.log([a[i] for i, _ in pairs])
         d, df = float(diffs.mean()), float(len(diffs) - 1)
@@ -167,8 +179,10 @@ def compare(medians_a, medians_b, *, figure: str = LATENCY, rounds_a=None, round
                f"{df:.1f} degrees of freedom")
     else:
         refused = noise_floor is not None and not 0 <= noise_floor <= MAX_FLOOR
-        source = "default" if noise_floor is None or refused else "given"
-        floor = FIGURES[figure].default_floor if source == "default" else noise_floor
+        if noise_floor is None or refused:
+            source, floor = "default", FIGURES[figure].default_floor
+        else:
+            source, floor = "given", noise_floor
         d = float(np.log(b).mean() - np.log(a).mean())
         se, df = floor * math.sqrt(1 / ka + 1 / kb), math.inf
         how = (f"one process on a side ({ka} vs {kb}): the between-process spread is unknown, "
@@ -180,8 +194,9 @@ def compare(medians_a, medians_b, *, figure: str = LATENCY, rounds_a=None, round
                    how=how)
 
 
-def _decide(d: float, se: float, df: float, tolerance: float, *, figure: str, ka: int, kb: int,
-            design: str, floor, source, pairs, how: str) -> Verdict:
+def _decide(d: float, se: float, df: float, tolerance: float, *, figure: FigureName, ka: int,
+            kb: int, design: Design, floor: float | None, source: FloorSource | None,
+            pairs: int | None, how: str) -> Verdict:
     t95, t90 = t_quantile(0.975, df), t_quantile(0.95, df)
     ratio = math.exp(d)
     low, high = math.exp(d - t95 * se), math.exp(d + t95 * se)
@@ -196,7 +211,7 @@ def _decide(d: float, se: float, df: float, tolerance: float, *, figure: str, ka
 
 
 def _word(ratio: float, p: float, same_low: float, same_high: float, tolerance: float,
-          alpha: float) -> str:
+          alpha: float) -> Word:
     if 1 - tolerance <= same_low and same_high <= 1 + tolerance:
         return SAME
     if p < alpha and abs(ratio - 1) > tolerance:

@@ -13,7 +13,6 @@ import re
 import sys
 import typing
 from pathlib import Path
-from typing import Literal
 
 import typer
 
@@ -27,12 +26,11 @@ from profiler.cli.options import (
 )
 from profiler.cli.output import VERBOSITY, Output
 from profiler.commands import parse_budget
-from profiler.commands.summarize import VIEWS as VIEW_NAMES
+from profiler.commands.summarize import VIEWS as VIEW_NAMES, View
 from profiler.errors import Interrupted, UserError, os_error_line
 from profiler.runs.config import PANEL_OUTPUT
 from profiler.runs.manifest import SWEEP_SETS
 
-VIEWS = Literal[VIEW_NAMES]
 VIEW_HELP = f"Which tables to print: {', '.join(VIEW_NAMES)}."
 
 # run options that ncu and nsys set themselves (the run under them needs these values); ncu
@@ -227,7 +225,7 @@ def summarize(
     target: str = typer.Argument(
         ..., help="A trace (.json / .json.gz), a run folder under runs/ or tb_logs/, a folder "
         "of traces, or a run name such as pytorch_fp32_bs8."),
-    view: VIEWS = typer.Option("all", "--view", metavar="<view>", help=VIEW_HELP),
+    view: View = typer.Option("all", "--view", metavar="<view>", help=VIEW_HELP),
     top: int = typer.Option(20, "--top", help="Rows per table (0 = all); a longer step table "
                             "shows its slowest and fastest steps and their distribution."),
     out: Path | None = typer.Option(None, "--out", help="Also write CSV, JSON and Markdown here."),

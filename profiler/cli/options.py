@@ -12,8 +12,8 @@ import contextlib
 import functools
 import inspect
 import typing
-from collections.abc import Callable
-from typing import Any, Literal, Optional
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Literal, Optional
 
 import typer
 import typer.core
@@ -23,7 +23,12 @@ from profiler.runs.config import CliOption, RunConfig, run_options as declared_o
 try:  # typer 0.2x carries its own copy of click; earlier ones use click itself
     from typer._click import exceptions as _click_errors
 except ImportError:  # pragma: no cover
-    from click import exceptions as _click_errors
+    from click import exceptions as _click_errors  # type: ignore[no-redef]  # the same module
+
+if TYPE_CHECKING:  # what _ReadableHelp is mixed into: a command or a group (typer's click)
+    from typer._click.core import Command as _Command
+else:
+    _Command = object
 
 MissingParameter, UsageError = _click_errors.MissingParameter, _click_errors.UsageError
 NoArgsIsHelpError = getattr(_click_errors, "NoArgsIsHelpError", ())  # click >= 8.2
@@ -65,9 +70,9 @@ def escape_markup(text: str | None) -> str | None:
 
 
 @contextlib.contextmanager
-def _escaped_help(command: typer.core.TyperCommand | typer.core.TyperGroup, ctx):
+def _escaped_help(command: _Command, ctx) -> Iterator[None]:
     """Escape the markup of the help texts while --help is drawn (completion shows them raw)."""
-    objects = [command, *command.get_params(ctx)]
+    objects: list[Any] = [command, *command.get_params(ctx)]
     if isinstance(command, typer.core.TyperGroup):
         objects += [command.get_command(ctx, name) for name in command.list_commands(ctx)]
     saved = [(obj, obj.help) for obj in objects if obj is not None]
@@ -80,14 +85,15 @@ def _escaped_help(command: typer.core.TyperCommand | typer.core.TyperGroup, ctx)
             obj.help = text
 
 
-class _ReadableHelp:
+class _ReadableHelp(_Command):
     """--help that reads well at any width: no ``<bool>`` on flags, arguments named in the usage
     line (``compare [OPTIONS] A B``), docstrings reflowed as paragraphs, markup escaped."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.help = paragraphs(self.help)
-        for param in self.params:
+        params: list[Any] = self.params  # options and typer's arguments have a help text
+        for param in params:
             param.help = paragraphs(getattr(param, "help", None))
 
     def get_params(self, ctx):

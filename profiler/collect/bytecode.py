@@ -67,7 +67,9 @@ def folders(listed: tuple[str, ...] | None = None) -> list[Path]:
     """The folders a run imports from, in first-import order, that exist here (another version of
     a library may lack some): ``root:relative/folder`` resolved against ``roots()``."""
     if listed is None:
-        from profiler.collect.import_dirs import DIRS as listed
+        from profiler.collect.import_dirs import DIRS
+
+        listed = DIRS
     where = roots()
     found: dict[Path, None] = {}
     for entry in listed:

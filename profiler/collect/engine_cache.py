@@ -44,8 +44,9 @@ def _digest(data: object) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def cache_key(facts: dict) -> str:
-    """A stable name for these facts: same facts, same key; any fact changed, another key."""
+def cache_key(facts: object) -> str:
+    """A stable name for these facts (JSON data): same facts, same key; any fact changed,
+    another key."""
     return _digest(facts)[:32]
 
 
@@ -159,7 +160,7 @@ def lookup(cache_dir: Path, facts: dict, suffix: str = ".ep") -> Lookup:
     return Lookup(key, module_path, False, "no entry")
 
 
-def store(cache_dir: Path, facts: dict, write_module: Callable[[Path], None],
+def store(cache_dir: Path, facts: dict, write_module: Callable[[Path], object],
           report: dict | None = None, suffix: str = ".ep") -> Path:
     """Save an entry: ``write_module(tmp_path)`` writes the module, which is then renamed into
     place, and the sidecar follows (written last, so a sidecar always has its module)."""

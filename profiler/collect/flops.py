@@ -89,7 +89,7 @@ def _without_dynamo():
         return fn
 
     stand_in = types.ModuleType("torch._dynamo")
-    stand_in.disable = disable  # type: ignore[attr-defined]
+    stand_in.disable = disable
     sys.modules["torch._dynamo"] = stand_in
     try:
         yield

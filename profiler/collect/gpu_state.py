@@ -27,6 +27,7 @@ import importlib
 import os
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import msgspec
 
@@ -128,7 +129,7 @@ def _violation_ns(nvml: ModuleType, handle, policy: int) -> int | None:
 
 def _host_load() -> tuple[tuple[float, float, float] | None, int | None]:
     try:
-        return tuple(os.getloadavg()), os.cpu_count()
+        return os.getloadavg(), os.cpu_count()
     except (AttributeError, OSError):  # no load average on this platform
         return None, os.cpu_count()
 
@@ -140,7 +141,8 @@ class GpuWindow:
     def __init__(self, device: int | str | None = 0):
         self.device = device
         self.state = GpuState(not_recorded="not read yet")
-        self._nvml = self._handle = None
+        self._nvml: ModuleType | None = None
+        self._handle: Any = None  # NVML's device handle
         self._before: GpuSample | None = None
         self._violations: tuple[int | None, int | None] = (None, None)
 
@@ -149,7 +151,7 @@ class GpuWindow:
             self.state = GpuState(not_recorded="no GPU")
             return self
         nvml, why_not = _nvml()
-        if why_not is not None:
+        if nvml is None or why_not is not None:  # no module: why_not says so
             self.state = GpuState(not_recorded=why_not)
             return self
         try:
@@ -197,7 +199,7 @@ def machine_settings(device: int | str = 0) -> dict[str, str | None]:
     settings: dict[str, str | None] = {"persistence_mode": None, "sm_clock_target_mhz": None,
                                        "max_sm_clock_mhz": None}
     nvml, why_not = _nvml()
-    if why_not is None:
+    if nvml is not None and why_not is None:
         try:
             handle = _handle(nvml, device)
         except Exception:

@@ -18,6 +18,7 @@ import contextlib
 import re
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -72,7 +73,8 @@ from profiler.runs.result import GpuCompute, RunResult
 from profiler.runs.samples import ConfigSamples, ProcessWindow, processes_text, spread_of_runs
 
 #: --workload name -> what one step is, how it is timed and checked
-WORKLOADS = {"forward": Forward, "generate": Generate}
+WORKLOADS: dict[str, Callable[[RunContext], Workload]] = {"forward": Forward,
+                                                          "generate": Generate}
 
 
 def run(config: RunConfig, quiet: bool = False, *, command_line: list[str] | None = None,

@@ -12,6 +12,7 @@ import sys
 import traceback
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -57,7 +58,8 @@ def _distilbert(config: RunConfig) -> Built:
     except ImportError:
         raise UserError(
             'the distilbert model needs transformers: pip install -e ".[nlp]"') from None
-    hf_config = DistilBertConfig(num_labels=2, max_position_embeddings=max(512, config.seq_len))
+    hf_config = DistilBertConfig(max_position_embeddings=max(512, config.seq_len))
+    hf_config.num_labels = 2
     model = _LogitsOnly(DistilBertForSequenceClassification(hf_config))
     input_ids = torch.randint(1, hf_config.vocab_size, (config.batch_size, config.seq_len),
                               device=HOST)
@@ -66,6 +68,8 @@ def _distilbert(config: RunConfig) -> Built:
 
 
 class _PositionalEncoding(nn.Module):
+    table: torch.Tensor  # a buffer
+
     def __init__(self, d_model: int, max_len: int) -> None:
         super().__init__()
         position = torch.arange(max_len).unsqueeze(1)
@@ -142,7 +146,7 @@ class CausalLM(nn.Module):
 
     def __init__(self, model: nn.Module) -> None:
         super().__init__()
-        self.model = model
+        self.model: Any = model  # a Hugging Face model: its config, its KV cache
 
     @property
     def max_len(self) -> int:

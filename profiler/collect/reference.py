@@ -50,21 +50,22 @@ class Reference:
         (a failure to store is noted)."""
         reference_inputs = fp32_inputs(inputs, device)
         facts = None
-        if self.cache_dir is not None:
+        cache_dir = self.cache_dir
+        if cache_dir is not None:
             facts = cache_facts(self.config, self.weights_sha256, reference_inputs, device)
             self.cache_key = engine_cache.cache_key(facts)
-            loaded, self.cache_note = load(self.cache_dir, facts)
+            loaded, self.cache_note = load(cache_dir, facts)
             if loaded is not None:
                 return loaded.to(device), LOADED
         output = compute(self.config, self.state, reference_inputs, device, use_cuda)
-        if facts is not None:
-            self._store(facts, output)
+        if cache_dir is not None and facts is not None:
+            self._store(cache_dir, facts, output)
         return output, COMPUTED
 
-    def _store(self, facts: dict, output: torch.Tensor) -> None:
+    def _store(self, cache_dir: Path, facts: dict, output: torch.Tensor) -> None:
         host = output.detach().cpu().contiguous()
         try:
-            engine_cache.store(self.cache_dir, facts, lambda tmp: torch.save(host, tmp),
+            engine_cache.store(cache_dir, facts, lambda tmp: torch.save(host, tmp),
                                report={"shape": list(host.shape)}, suffix=CACHE_SUFFIX)
             self.cache_note = "stored"
         except Exception as error:  # a full disk, an unwritable folder: the run goes on
@@ -98,7 +99,8 @@ def fp32_inputs(inputs: tuple, device) -> tuple:
                   else t.to(device)).contiguous() for t in inputs)
 
 
-def cache_facts(config: RunConfig, weights_sha256: str, inputs: tuple, device) -> dict:
+def cache_facts(config: RunConfig, weights_sha256: str | None, inputs: tuple,
+                device) -> dict:
     """Everything that decides the reference output; its cache key is made of these."""
     return {
         "kind": "fp32_reference", "schema": CACHE_SCHEMA, **models.build_facts(config, inputs),

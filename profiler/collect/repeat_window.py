@@ -111,7 +111,7 @@ def apply_levers(text: str | None) -> None:
     for lever in filter(None, (text or "").split(",")):
         name, _, value = lever.partition("=")
         if name == "pin":
-            cores = set()
+            cores: set[int] = set()
             for part in value.split(";"):
                 low, _, high = part.partition("-")
                 cores.update(range(int(low), int(high or low) + 1))

@@ -33,6 +33,7 @@ MAX_CHUNKS = 100
 def extend_window(workload, step, timed: window.Timed, config: RunConfig, use_cuda: bool,
                   progress: window.Progress, began: float) -> window.Timed:
     """The timed window grown by chunks until its own interval is within the target."""
+    assert config.target_noise is not None  # called with --target-noise only
     target, budget = config.target_noise / 100, config.budget or DEFAULT_BUDGET_S
     latencies = list(timed.window.latencies_ms)
     chunk, output = len(latencies), timed.output
@@ -55,12 +56,14 @@ def more_processes(config: RunConfig, own: ProcessWindow, timed: window.Timed,
                    ) -> tuple[ConfigSamples, TargetNoise]:
     """Windows in fresh processes (the run's own first) until the mean per-process median is
     within the target, at least MIN_PROCESSES; all windows and what was reached."""
+    assert config.target_noise is not None  # called with --target-noise only
     target, budget = config.target_noise / 100, config.budget or DEFAULT_BUDGET_S
     least = max(MIN_PROCESSES, config.repeat_runs)
     child = repeat_window.child_config(config, len(own.latency_ms), timed.plan.warmup)
     windows = [own]
     while True:
-        medians = [w.median("latency") for w in windows]
+        # every window timed at least one iteration: each has its median
+        medians = [m for m in (w.median("latency") for w in windows) if m is not None]
         elapsed = time.perf_counter() - began
         # the budget counts once MIN_PROCESSES windows exist: below that there is no interval
         stop = stopping_rule(medians, target, elapsed_s=elapsed,

@@ -93,12 +93,16 @@ class WindowPlan:
         """The fixed count, or what the budget should allow at ``estimate_ms`` a call."""
         if self.iters is not None:
             return self.iters
+        assert self.min_time_s is not None  # no count: a budget (window_plan)
         return iterations_for_budget(estimate_ms, self.min_time_s)
 
     @property
     def deadline(self) -> Deadline | None:
         """With a time budget, when the timed window stops; None for a fixed count."""
-        return None if self.iters is not None else Deadline(self.min_time_s)
+        if self.iters is not None:
+            return None
+        assert self.min_time_s is not None  # no count: a budget (window_plan)
+        return Deadline(self.min_time_s)
 
     def done(self, seconds: float) -> str:
         """How a budgeted window ended: ``--min-time 5 s: stopped after 5.0 s``."""

@@ -130,7 +130,8 @@ def timed(workload: Workload, step: Prepared, plan: timing.WindowPlan, estimate_
             progress.bar("timed", plan.iterations(estimate_ms)) as tick:
         began = timing.clock()
         latencies, details, output = workload.time(
-            step, deadline.cap if deadline else plan.iters, use_cuda, tick, deadline)
+            step, deadline.cap if deadline else plan.iterations(estimate_ms), use_cuda, tick,
+            deadline)
         elapsed_s = timing.clock() - began
     memory = timing.peak_memory(use_cuda)
     window = TimedWindow(tuple(latencies), batch_size)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import socket
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -35,7 +36,7 @@ def run(processes: int = 5, model: str | None = None, backend: str | None = None
     from profiler.sweep.executors.local import visible_gpus
 
     on_gpu = bool(visible_gpus())
-    fixed = dict(GPU_DEFAULT if on_gpu else CPU_DEFAULT)
+    fixed: dict[str, Any] = dict(GPU_DEFAULT if on_gpu else CPU_DEFAULT)
     for key, value in (("model", model), ("backend", backend), ("bs", bs), ("iters", iters)):
         if value is not None:
             fixed[key] = value
@@ -52,7 +53,7 @@ def run(processes: int = 5, model: str | None = None, backend: str | None = None
     # Ctrl-C, SIGTERM, SIGHUP: the round's process stopped, one line, 130/143/129
     with signals.interruptible("noise", "no floor was kept"):
         sampled = rounds.sample({"noise": rounds.window_config(
-            config_to_json(config), config.iters, config.timed_warmup or 0)}, {}, processes,
+            config_to_json(config), fixed["iters"], config.timed_warmup or 0)}, {}, processes,
             say=say)
     after = gpu_state_now()
     if sampled.errors:

@@ -67,7 +67,8 @@ def _run_sections(page: html.Page, label: str, run: RunAnalysis, name: str | Non
             ["name", "category", "calls", "ms_total", "share_pct", "tensor_core"], 15))
     else:  # a CPU run: its operators are what the trace holds
         page.add(f"{label}: CPU operators by self CPU time", _cpu_operators(summary))
-    if result is not None and result.config.record_shapes:
+    # ConfigRecord is built from RunConfig's fields when imported: no attribute a checker sees
+    if result is not None and getattr(result.config, "record_shapes", False):
         gemm_columns = ["operator", "input_dims", "calls", "flops_per_call"] + (
             ["gpu_us", "tflops", "pct_of_peak"] if on_gpu else [])
         page.add(f"{label}: GEMMs by recorded shape (--record-shapes)",
@@ -315,8 +316,9 @@ def advice_words(advice: list) -> str:
 def _sweep_figures(frame: pd.DataFrame, manifest) -> str:
     """`plot`'s sweep figures (plots.sweep_figures), inlined; a note without matplotlib or
     without a finished cell, and one where the cells ran no GPU kernels."""
-    if html.figures_missing():
-        return html.note(html.figures_missing())
+    missing = html.figures_missing()
+    if missing:
+        return html.note(missing)
     if not (frame["status"] == OK).any():
         return html.note("no cell of this sweep finished: no figure")
     from profiler.report.plots import NO_SWEEP_KERNELS, sweep_figures

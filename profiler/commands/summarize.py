@@ -4,14 +4,15 @@ TensorRT layers), printed or exported."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, get_args
 
 from profiler.errors import UserError
 
 if TYPE_CHECKING:
     from profiler.analysis.run import RunAnalysis
 
-VIEWS = ("all", "overview", "kernels", "categories", "operators", "layers", "phases")
+View = Literal["all", "overview", "kernels", "categories", "operators", "layers", "phases"]
+VIEWS: tuple[View, ...] = get_args(View)
 
 
 def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
@@ -76,7 +77,7 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
             from profiler.report.insight_view import to_dict
 
             data["insight"] = to_dict(found)
-        if joined is not None:
+        if joined is not None and agreement is not None:  # both from ncu.csv
             from profiler.report.hardware_view import export_columns
             from profiler.trace.summary import json_safe
 
@@ -93,7 +94,7 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
 
         print_headline(headline, console)
     print_summary(summary, view=view, top=top, console=console, agreement=agreement)
-    if joined is not None and view in ("all", "kernels"):
+    if joined is not None and agreement is not None and view in ("all", "kernels"):
         from profiler.report.hardware_view import print_hardware
 
         print_hardware(joined, agreement, top, console)
@@ -110,7 +111,8 @@ def _refuse_sweep(target: str) -> None:
     sweep = find_sweep(target)
     if sweep is None:
         return
-    cells = sorted(read_manifest(sweep).cells)
+    manifest = read_manifest(sweep)
+    cells = sorted(manifest.cells) if manifest is not None else []
     example = Path(target) / (cells[0] if cells else "<cell>")
     table = sweep / "benchmark.md"
     raise UserError(f"{target} is a sweep folder: summarize one of its cells (e.g. {example}), "

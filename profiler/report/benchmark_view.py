@@ -265,7 +265,8 @@ def print_benchmark(frame: pd.DataFrame, manifest: SweepManifest, console: Conso
     axes = axis_columns(manifest)
     spans = interval_processes(frame)
     common = common_processes(spans)
-    figures = (LATENCY_COLUMN, GPU_TIME_COLUMN) if gpu_time else (LATENCY_COLUMN,)
+    figures: tuple[str, ...] = (LATENCY_COLUMN, GPU_TIME_COLUMN) if gpu_time \
+        else (LATENCY_COLUMN,)
     if common:  # every interval spans the same processes: said once, in the header
         figures = tuple(f.replace("[95 %]", f"[95 %, {common}]") for f in figures)
     headers = ("backend", "bs", *axes, "mean ms", "p50 ms", "p90 ms", "p99 ms",

@@ -25,6 +25,7 @@ from profiler.report.fmt import (
     head,
     marked,
     mib,
+    missing,
     pct,
     signed,
     times,
@@ -94,9 +95,18 @@ def overview_table(result: Diff, recorded: bool = True) -> Table:
     for r in result.overview.itertuples():
         if not recorded and str(r.metric).endswith(RECORDED_SUFFIX):
             continue
-        t.add_row(r.metric, with_unit(r.a, r.unit), with_unit(r.b, r.unit),
+        t.add_row(r.metric, overview_figure(r, "a"), overview_figure(r, "b"),
                   signed(r.delta, r.unit or "n"), change_pct(r.change_pct))
     return t
+
+
+def overview_figure(row, side: str) -> str:
+    """An overview cell: a recorded latency to the figures its window's CV allows, anything
+    else with its unit."""
+    value, cv = getattr(row, side), getattr(row, f"cv_{side}", None)
+    if row.unit == "ms" and cv is not None and not missing(cv):
+        return trimmed(value, cv, "ms")
+    return with_unit(value, row.unit)
 
 
 def categories_table(result: Diff) -> Table:
@@ -323,11 +333,14 @@ def process_rows(t: CompareTimed) -> list[tuple[str, str, str, str]]:
 
 def recorded_rows(t: CompareTimed) -> list[tuple[str, str, str, str]]:
     """The rows (metric, A, B, B vs A) of each run's own timed window as result.json recorded
-    it: p50, p90, p99, throughput, GPU compute and enqueue, the window's CV, peak memory (and
-    the p50 speedup where no verdict could be taken)."""
+    it: p50, p90, p99 (to the figures the window's CV allows), throughput, GPU compute and
+    enqueue, the window's CV, peak memory (and the p50 speedup where no verdict could be
+    taken)."""
     a, b = t.a, t.b
-    rows = [(f"{label} latency", with_unit(getattr(a, key), "ms"),
-             with_unit(getattr(b, key), "ms"), _change(getattr(a, key), getattr(b, key)))
+    cv_a, cv_b = (window.cv if window else None for window in (t.noise_a, t.noise_b))
+    # each side's latencies to the figures its window's noise allows (fmt.trimmed)
+    rows = [(f"{label} latency", trimmed(getattr(a, key), cv_a, "ms"),
+             trimmed(getattr(b, key), cv_b, "ms"), _change(getattr(a, key), getattr(b, key)))
             for key, label in (("p50_ms", "p50"), ("p90_ms", "p90"), ("p99_ms", "p99"))]
     rows.append(("throughput (samples/s)", with_unit(a.throughput_samples_per_s),
                  with_unit(b.throughput_samples_per_s),

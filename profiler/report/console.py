@@ -5,8 +5,9 @@ from __future__ import annotations
 import copy
 import os
 from dataclasses import replace
+from typing import Any
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.measure import Measurement
 from rich.table import Column, Table
 from rich.text import Text
@@ -52,8 +53,9 @@ class FitTable(Table):
         self.numbers: list[Column] = []
         self.whole: list[Column] = []
 
-    def add_column(self, header="", *, optional: bool | int = False, number: bool = False,
-                   whole: bool = False, **kwargs) -> None:
+    def add_column(self, header: RenderableType = "", footer: RenderableType = "", *,
+                   optional: bool | int = False, number: bool = False, whole: bool = False,
+                   **kwargs: Any) -> None:
         """``optional``: True or a rank (the higher, the sooner the column is left out).
         ``whole``: a name column whose cells the optional columns give way to (they are left
         out until its cells fit on one line); it folds only when none is left."""
@@ -61,7 +63,7 @@ class FitTable(Table):
             kwargs.setdefault("justify", "right")
         elif "no_wrap" not in kwargs:
             kwargs.setdefault("overflow", "fold")
-        super().add_column(header, **kwargs)
+        super().add_column(header, footer, **kwargs)
         if optional:
             self.optional.append((int(optional), self.columns[-1]))
         if number:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import io
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from html import escape
 
@@ -30,6 +30,7 @@ from profiler.report.compare_view import (
     figure_short,
     has_processes,
     noise_warnings,
+    overview_figure,
     process_rows,
     recorded_rows,
     timed_title,
@@ -355,7 +356,7 @@ def overview_block(overview: pd.DataFrame) -> str:
         return ("+" if value > 0 else "-" if value < 0 else "±") + text
 
     return metrics(["metric", "A", "B", "delta (B - A)", "change"],
-                   [(r.metric, with_unit(r.a, r.unit), with_unit(r.b, r.unit),
+                   [(r.metric, overview_figure(r, "a"), overview_figure(r, "b"),
                      delta(r.delta, r.unit or "n"), change(r.change_pct))
                     for r in overview.itertuples()])
 
@@ -412,14 +413,15 @@ def layer_view(layer_times: pd.DataFrame | None, top: int = 20) -> str | None:
                  formats={"averageMs": ".4f", "percentage": ".1f"})
 
 
-def roofline_chart(points: list[tuple[str, Roofline]]) -> str | None:
+def roofline_chart(points: Sequence[tuple[str, Roofline | None]]) -> str | None:
     """The roofline figure of plots.roofline_figure, inlined; None without a roofline; a note
     without matplotlib."""
     chart = chart_data(points)
     if chart is None or not chart.roofs:  # no ceilings: points without a roof say nothing
         return None
-    if figures_missing():
-        return note(figures_missing())
+    missing = figures_missing()
+    if missing:
+        return note(missing)
     from profiler.report.plots import roofline_figure
 
     fig = roofline_figure(points)
@@ -431,8 +433,9 @@ def category_chart(labels: list[str], categories: list[pd.DataFrame], steps: lis
     figure (plots.category_figure), its legend naming every category of every bar."""
     if not any(len(frame) for frame in categories):
         return "<p class='note'>no GPU kernels in the trace</p>"
-    if figures_missing():
-        return note(figures_missing())
+    missing = figures_missing()
+    if missing:
+        return note(missing)
     from profiler.report.plots import category_figure
 
     per_label = [{r.category: float(r.total_us) / max(n, 1) for r in frame.itertuples()}

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 
-from profiler.analysis.roofline import MIN_BYTES_LABEL, chart_data
+from profiler.analysis.roofline import MIN_BYTES_LABEL, Roofline, chart_data
 from profiler.errors import UserError
 from profiler.fsutil import write_with
 from profiler.runs.manifest import OK, axis_options, grid_cells, short_label
@@ -218,9 +219,9 @@ def sweep_figures(frame: pd.DataFrame, manifest) -> dict:
                "throughput": throughput_figure(frame, model)}
     cells = [cell for _, cell in grid_cells(manifest)
              if cell.status == OK and (cell.metrics or {}).get("categories_us_per_step")]
-    if cells and any(sum(c.metrics["categories_us_per_step"].values()) > 0 for c in cells):
+    data = [(c.metrics or {})["categories_us_per_step"] for c in cells]
+    if data and any(sum(d.values()) > 0 for d in data):
         labels = [short_label(c) for c in cells]
-        data = [c.metrics["categories_us_per_step"] for c in cells]
         figures["categories"] = category_figure(labels, data, _title(
             "GPU kernel time by category, per cell", model, _devices(frame)))
     return figures
@@ -239,7 +240,7 @@ def sweep_plots(frame: pd.DataFrame, manifest, out: Path) -> list[Path]:
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
 
 
-def roofline_figure(points: list):
+def roofline_figure(points: Sequence[tuple[str, Roofline | None]]):
     """Log-log roofline of (label, Roofline) points (analysis.roofline.chart_data): one roof per
     precision present, each point in its roof's colour, marked by backend; None when no point
     has a roofline."""
@@ -249,7 +250,8 @@ def roofline_figure(points: list):
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    colour = {roof.key: colours[i % len(colours)] for i, roof in enumerate(chart.roofs)}
+    colour: dict[str | None, str] = {roof.key: colours[i % len(colours)]
+                                     for i, roof in enumerate(chart.roofs)}
     marker = {b: _MARKERS[i % len(_MARKERS)] for i, b in enumerate(chart.backends)}
     lo = min([1.0] + [p.intensity for p in chart.points if p.intensity > 0])
     for roof in chart.roofs:
@@ -269,7 +271,7 @@ def roofline_figure(points: list):
     return fig
 
 
-def roofline_plot(points: list, out: Path) -> Path | None:
+def roofline_plot(points: Sequence[tuple[str, Roofline | None]], out: Path) -> Path | None:
     """roofline.png of (label, Roofline) points; None when none has a roofline."""
     fig = roofline_figure(points)
     return _save(fig, out) if fig is not None else None
@@ -279,7 +281,7 @@ def run_plot(cats: dict[str, float], share: dict[str, float], steps: int, name: 
              model: str, device: str, out: Path) -> Path:
     """<name>_categories.png: kernel time per step by category (``cats``, µs), each labelled
     with its time in Tensor Core kernels (not how busy the tensor pipe was)."""
-    labels = sorted(cats, key=cats.get, reverse=True)
+    labels = sorted(cats, key=lambda c: cats[c], reverse=True)
     labels_shown = [f"{c} ({share[c]:.0f} % TC-kernel time)" if share.get(c) else c
                     for c in labels]
     title = (f"GPU kernel time by category: {name} ({steps} profiled steps)\n"

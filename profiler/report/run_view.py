@@ -134,9 +134,9 @@ def next_steps(result: RunResult, command: str = "python profile.py") -> list[st
     if result.backend.family == "tensorrt":
         hints.append(f"{command} summarize {run_dir} --view layers   (TensorRT layers)")
     # a backend that runs where this one ran (TensorRT needs a GPU; TorchScript runs anywhere)
-    other = (("ttrt_fp16", "pytorch_fp32") if result.environment.gpu
-             else ("torchscript_fp32", "pytorch_fp32"))
-    other = other[0] if result.backend.name != other[0] else other[1]
+    pair = (("ttrt_fp16", "pytorch_fp32") if result.environment.gpu
+            else ("torchscript_fp32", "pytorch_fp32"))
+    other = pair[0] if result.backend.name != pair[0] else pair[1]
     # this run's folder name with the other backend (the same batch size, model and --name)
     if run_dir.name.startswith(result.backend.name):
         twin = run_dir.parent / (other + run_dir.name.removeprefix(result.backend.name))

@@ -1,8 +1,8 @@
 """Vocabulary and records: the run configuration, result.json, the sweep manifest, the folder
 layout and target resolution. No torch, no rich: every floor above reads runs through here."""
 
-from profiler.runs.destination import IDENTITY, check_destination  # noqa: F401
-from profiler.runs.layout import (  # noqa: F401
+from profiler.runs.destination import IDENTITY, check_destination
+from profiler.runs.layout import (
     COMPAT_SUFFIX,
     LATENCY_CSV,
     LOOSE_PATTERNS,
@@ -22,7 +22,7 @@ from profiler.runs.layout import (  # noqa: F401
     traces_in_folder,
     traces_named_by_result,
 )
-from profiler.runs.manifest import (  # noqa: F401
+from profiler.runs.manifest import (
     MANIFEST_SCHEMA,
     SweepCell,
     SweepManifest,
@@ -31,7 +31,7 @@ from profiler.runs.manifest import (  # noqa: F401
     read_manifest,
     write_manifest,
 )
-from profiler.runs.result import (  # noqa: F401
+from profiler.runs.result import (
     RESULT_SCHEMA,
     BackendFacts,
     Comparison,
@@ -63,4 +63,19 @@ from profiler.runs.result import (  # noqa: F401
     try_read_result,
     write_result,
 )
-from profiler.runs.targets import Target, locate, resolve_target, traces_of  # noqa: F401
+from profiler.runs.targets import Target, locate, resolve_target, traces_of
+
+#: the names the floors above read as ``runs.X``
+__all__ = [
+    "IDENTITY", "check_destination", "COMPAT_SUFFIX", "LATENCY_CSV", "LOOSE_PATTERNS", "MANIFEST",
+    "NCU_CSV_NAMES", "NOT_TRACES", "PROCESSES_CSV", "RESULT_FILE", "RUNS_ROOT", "TB_ROOT",
+    "TRACE_PATTERNS", "check_separate_roots", "compat_dir_for", "engine_layer_files", "is_leftover",
+    "ncu_csv_of", "traces_in_folder", "traces_named_by_result", "MANIFEST_SCHEMA", "SweepCell",
+    "SweepManifest", "find_sweep", "is_sweep_dir", "read_manifest", "write_manifest",
+    "RESULT_SCHEMA", "BackendFacts", "Comparison", "ConfigRecord", "EngineMemory", "Environment",
+    "Generation", "Memory", "NoiseStats", "Numerics", "OutputInfo", "Precision", "ProfileInfo",
+    "Quantiles", "Reference", "RepeatSpread", "RooflineInputs", "RunResult", "Schedule",
+    "TargetNoise", "TimingStats", "TokenAgreement", "TraceInfo", "latency_csv_of", "read_result",
+    "result_from_dict", "result_text", "result_to_dict", "try_read_result", "write_result",
+    "Target", "locate", "resolve_target", "traces_of",
+]

@@ -9,7 +9,9 @@ implementation registered in ``profiler/collect/backends/``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TypeVar, overload
 
 from profiler.errors import UserError
 
@@ -42,7 +44,7 @@ class Family:
     tries_cuda_graphs: bool = False
     tries_channels_last: bool = False
 
-    def compiled(self, notes: dict) -> str:
+    def compiled(self, notes: Mapping[str, object]) -> str:
         """What compile_s measured, from the backend's notes."""
         return next(words for key, words in self.compile_what if key is None or key in notes)
 
@@ -128,7 +130,14 @@ def names() -> tuple[str, ...]:
     return tuple(sorted(BACKENDS))
 
 
-def spec(name: str, known: dict | None = None) -> BackendSpec:
+_Spec = TypeVar("_Spec")
+
+
+@overload
+def spec(name: str, known: None = None) -> BackendSpec: ...
+@overload
+def spec(name: str, known: Mapping[str, _Spec]) -> _Spec: ...
+def spec(name: str, known: Mapping[str, object] | None = None) -> object:
     """The backend called ``name`` (in ``known``, by default BACKENDS), or a one-line UserError
     listing the names."""
     known = BACKENDS if known is None else known

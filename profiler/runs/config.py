@@ -259,8 +259,8 @@ class RunConfig:
                                     panel=PANEL_CACHE,
                                     envvar="INFER_PROFILER_CACHE", resumable=True)
     use_cache: bool = option(True, "Reuse and save compiled engines (ttrt_*, ort_* "
-                             "backends), FP32 reference outputs and FLOP counts.", flag="--cache/--no-cache", panel=PANEL_CACHE,
-                             resumable=True)
+                             "backends), FP32 reference outputs and FLOP counts.",
+                             flag="--cache/--no-cache", panel=PANEL_CACHE, resumable=True)
     # numeric check against the FP32 eager reference: fail the run above this relative L2 error
     max_rel_error: float | None = option(
         None, "Fail the run (exit 2, nothing written) when the output's relative L2 error "

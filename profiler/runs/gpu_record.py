@@ -56,7 +56,8 @@ class GpuState(msgspec.Struct, frozen=True):
     def line(self) -> str:
         """One line for a person."""
         host = "" if self.load_average is None else (
-            f"host load {self.load_average[0]:.2f}" + (f" on {self.cpus} CPUs" if self.cpus else ""))
+            f"host load {self.load_average[0]:.2f}"
+            + (f" on {self.cpus} CPUs" if self.cpus else ""))
         if self.not_recorded:
             return f"GPU state: not recorded ({self.not_recorded})" + (f"; {host}" if host else "")
         parts = [self.device or "GPU"]

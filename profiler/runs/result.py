@@ -192,8 +192,8 @@ class Reference(msgspec.Struct, frozen=True):
     how: str
     device: str
     tf32: bool
-    # "computed" in this run, or "loaded" from the reference cache (profiler.collect.reference); None in
-    # results written before the cache existed, and for a generation's reference
+    # "computed" in this run, or "loaded" from the reference cache (profiler.collect.reference);
+    # None in results written before the cache existed, and for a generation's reference
     source: str | None = None
     cache_key: str | None = None
     cache: str | None = None  # "hit", "stored", or why the cache was not used
@@ -223,8 +223,8 @@ class TokenAgreement(msgspec.Struct, frozen=True):
 
 
 class Numerics(msgspec.Struct, frozen=True):
-    """The check against the FP32 eager reference (profiler.collect.numerics), or why it was skipped.
-    A generation run's top-level figures are its first-step logits'; the three generation
+    """The check against the FP32 eager reference (profiler.collect.numerics), or why it was
+    skipped. A generation run's top-level figures are its first-step logits'; the three generation
     comparisons are None for a forward run (and absent from its result.json)."""
 
     skipped: str | None = None
@@ -315,9 +315,10 @@ class Precision(msgspec.Struct, frozen=True):
 
 
 class RooflineInputs(msgspec.Struct, frozen=True, omit_defaults=True):
-    """What one inference must do at least (profiler.collect.flops): FLOPs counted on the eager model
-    and minimum bytes (weights once + inputs + outputs) at the run's precision; or why the count
-    failed (``error``). ``source`` (key ``from``) names a table the figures were taken from."""
+    """What one inference must do at least (profiler.collect.flops): FLOPs counted on the eager
+    model and minimum bytes (weights once + inputs + outputs) at the run's precision; or why the
+    count failed (``error``). ``source`` (key ``from``) names a table the figures were taken
+    from."""
 
     flops_per_batch: int | None = None
     flops_by_operator: dict[str, int] = {}
@@ -373,7 +374,7 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
     batch_size: int
     device: str
     workload: str = "forward"  # "generate": one greedy generation per iteration and step
-    config: ConfigRecord  # type: ignore[valid-type]
+    config: ConfigRecord  # type: ignore[valid-type]  # a Struct built from RunConfig's fields
     backend: BackendFacts
     numerics: Numerics | None = None  # absent in the earliest schema-1 files
     timing: TimingStats

@@ -26,7 +26,7 @@ import io
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, Literal
 
 import msgspec
 import numpy as np
@@ -46,7 +46,10 @@ FIGURE_COLUMNS = {"latency": "latency_ms", "gpu_time": "gpu_ms", "enqueue": "enq
 #: latency spreads 0.4-0.6 % between processes, 0.47-0.88; FP32 bs 8 (latency CV 7-11 %)
 #: 0.68-1.61; FP16 bs 1 and bs 2 (CV 24-31 %) 3.0-6.5
 LAUNCH_BOUND_SHARE = 0.9
-LAUNCH_BOUND, GPU_BOUND = "launch-bound", "GPU-bound"
+LAUNCH_BOUND: Final = "launch-bound"
+GPU_BOUND: Final = "GPU-bound"
+#: how a process or a config is classified
+BoundWord = Literal["launch-bound", "GPU-bound"]
 
 
 def _percentile(values: Sequence[float], q: float) -> float | None:
@@ -73,7 +76,7 @@ class ProcessWindow(msgspec.Struct, frozen=True, omit_defaults=True):
         return float(np.median(values)) if values else None
 
     @property
-    def bound(self) -> str | None:
+    def bound(self) -> BoundWord | None:
         """launch-bound when the host's launch time reaches LAUNCH_BOUND_SHARE of the GPU's
         work (enqueue p90 against GPU time p50), GPU-bound below; None without both figures."""
         gpu, enqueue = self.median("gpu_time"), _percentile(self.enqueue_ms, 90)
@@ -122,7 +125,7 @@ class ConfigSamples(msgspec.Struct, frozen=True):
         return float(np.exp(np.mean(np.log(medians)))) if medians and min(medians) > 0 \
             else None
 
-    def bound(self) -> str | None:
+    def bound(self) -> BoundWord | None:
         """launch-bound when most processes were, GPU-bound when most were not; None without
         the figures."""
         seen = [w.bound for w in self.windows if w.bound is not None]

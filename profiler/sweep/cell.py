@@ -25,6 +25,7 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -181,7 +182,7 @@ def _run(config: RunConfig, command: list[str], started: float) -> tuple[str, st
 _stops: list[int] = []
 
 
-def remember_stops(earlier: list[int] = ()) -> None:
+def remember_stops(earlier: Sequence[int] = ()) -> None:
     """A sweep worker's SIGINT between cells is remembered, not raised: a stop that comes as a
     cell ends cannot cut its reset or its reply short, and one that comes after the next cell
     was handed over (or while it sets up) stops that cell as it begins. ``earlier``: stops the

@@ -249,7 +249,7 @@ class _Runner:
         keys = [k for k in self.cells if k not in out.errors]
         most = max((wanted.get(k, 0) for k in keys), default=0)
         order = interleaved(keys, most, seed=seed + out.rounds)
-        gpus = list(out.gpus) or [None]
+        gpus: list[str | None] = list(out.gpus) or [None]
         groups = len({self.groups.get(k, k) for k in keys}) if self.groups else 1
         chunks = round_chunks(most, len(gpus), groups)
         units = []  # (round number, process in the round, its cells in order)
@@ -312,7 +312,9 @@ class _Runner:
             return self.round_runner([(k, self.cells[k]) for k in turn], gpu,
                                      started=started)
 
-        free, pending, queue = list(gpus), {}, list(units)
+        free, queue = list(gpus), list(units)
+        # each process running: its unit (round, part, cells) and its GPU
+        pending: dict[concurrent.futures.Future[dict], tuple[tuple, str | None]] = {}
         pool = concurrent.futures.ThreadPoolExecutor(max_workers=len(gpus))
         try:
             while queue or pending:

@@ -93,6 +93,7 @@ def run_logged(command: list[str], log_path: Path, env: dict | None = None,
             raise UserError(f"cannot start {command[0]}: {error.strerror}") from None
 
         def copy() -> None:
+            assert process.stdout is not None  # stdout=PIPE
             for line in process.stdout:
                 lines.append(line)
                 try:

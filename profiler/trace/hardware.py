@@ -20,6 +20,7 @@ import gzip
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -111,8 +112,8 @@ def parse_ncu_csv(text: str) -> pd.DataFrame:
     if start is None:
         raise UserError("not an ncu --csv --page raw file: no header row starting with \"ID\"")
     header = next(csv.reader([lines[start]]))
-    body = [_split_record(line, len(header)) for line in lines[start + 1:] if line.strip()]
-    body = [r for r in body if r is not None]
+    records = [_split_record(line, len(header)) for line in lines[start + 1:] if line.strip()]
+    body = [r for r in records if r is not None]
     if "Kernel Name" not in header:
         raise UserError("ncu CSV has no \"Kernel Name\" column")
     id_col = header.index("ID")
@@ -229,7 +230,7 @@ def signature_key(name: str) -> str:
     return _QUALIFIER.sub("", text)
 
 
-def _unique(keys: list[str]) -> dict[str, str]:
+def _unique(keys: list[tuple[str, str]]) -> dict[str, str]:
     """key -> name, for the keys that exactly one name has."""
     seen: dict[str, list[str]] = {}
     for key, name in keys:
@@ -237,7 +238,8 @@ def _unique(keys: list[str]) -> dict[str, str]:
     return {k: v[0] for k, v in seen.items() if len(set(v)) == 1}
 
 
-def _match(kernel_names: pd.Series, ncu_names: list[str]) -> tuple[list, list]:
+def _match(kernel_names: pd.Series, ncu_names: list[str]
+           ) -> tuple[list[str | None], list[str | None]]:
     """For each kernel-table name: the ncu name it matches and how (exact, normalized,
     signature, function), or (None, None). Beyond an exact match, a key must belong to one name
     on each side."""
@@ -250,25 +252,31 @@ def _match(kernel_names: pd.Series, ncu_names: list[str]) -> tuple[list, list]:
     ncu_signatures = _unique([(signature_key(n), n) for n in ncu_names])
     table_signatures = _unique([(signature_key(n), n) for n in kernel_names])
     table_funcs = pd.Series([function_name(n) for n in kernel_names]).value_counts()
-    matched, how = [], []
+    matched: list[str | None] = []
+    how: list[str | None] = []
     for name in kernel_names:
         if name in exact:
-            matched.append(name), how.append("exact")
+            matched.append(name)
+            how.append("exact")
             continue
         norm = by_norm.get(normalized_name(name), [])
         if len(norm) == 1:
-            matched.append(norm[0]), how.append("normalized")
+            matched.append(norm[0])
+            how.append("normalized")
             continue
         key = signature_key(name)
         if key in ncu_signatures and table_signatures.get(key) == name:
-            matched.append(ncu_signatures[key]), how.append("signature")
+            matched.append(ncu_signatures[key])
+            how.append("signature")
             continue
         func = function_name(name)
         candidates = by_func.get(func, [])
         if len(candidates) == 1 and table_funcs.get(func, 0) == 1:
-            matched.append(candidates[0]), how.append("function")
+            matched.append(candidates[0])
+            how.append("function")
             continue
-        matched.append(None), how.append(None)
+        matched.append(None)
+        how.append(None)
     return matched, how
 
 
@@ -309,7 +317,7 @@ def hardware_join(kernel_table: pd.DataFrame, ncu: pd.DataFrame) -> pd.DataFrame
     return joined
 
 
-def _verdict(rule: str, hardware) -> str:
+def _verdict(rule: str, hardware: object) -> str:
     if not isinstance(hardware, str):
         return "not profiled"
     if hardware == UNCLEAR:
@@ -360,7 +368,7 @@ class Agreement:
         return (self.tensor_pipe_busy_us / self.pipe_measured_us if self.pipe_measured_us
                 else float("nan"))
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"agreement_share": self.share, "coverage_of_kernel_time": self.coverage,
                 "profiled_us": self.profiled_us, "agree_us": self.agree_us,
                 "disagree_us": self.disagree_us, "unknown_rule_us": self.unknown_rule_us,

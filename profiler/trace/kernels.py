@@ -71,7 +71,8 @@ def launching_operator(trace: Trace, kernels: pd.DataFrame) -> np.ndarray:
     with_ext = ops[ops["external_id"] >= 0].sort_values("kind", kind="stable")
     op_of_ext = pd.Series(with_ext["name_id"].to_numpy(), index=with_ext["external_id"].to_numpy())
     op_of_ext = op_of_ext[~op_of_ext.index.duplicated()]
-    found = pd.Series(ext).map(op_of_ext).fillna(-1).to_numpy(dtype=np.int64, copy=True)
+    found: np.ndarray = pd.Series(ext).map(op_of_ext).fillna(-1).to_numpy(dtype=np.int64,
+                                                                         copy=True)
     orphan = (found < 0) & linked["ts"].notna().to_numpy()
     if orphan.any():
         steps = np.char.startswith(trace.names.astype(str), "ProfilerStep#")
@@ -125,7 +126,9 @@ def _theoretical(trace: Trace, rows: pd.DataFrame) -> np.ndarray:
             result = theoretical_occupancy(int(regs), int(smem), int(threads), props)
         values.append(np.nan if result is None else 100.0 * result.occupancy)
     configs["theoretical"] = values
-    return rows[keys].merge(configs, on=keys, how="left")["theoretical"].to_numpy()
+    theoretical: np.ndarray = rows[keys].merge(configs, on=keys, how="left")["theoretical"]\
+        .to_numpy()
+    return theoretical
 
 
 def _weighted_mean(values: pd.Series, weights: pd.Series, groups: pd.Series) -> pd.Series:

@@ -35,10 +35,11 @@ from dataclasses import dataclass, field
 from itertools import compress
 from operator import attrgetter
 from pathlib import Path
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, Union
 
 import msgspec
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from profiler.errors import UserError
@@ -150,16 +151,17 @@ class DeviceProperties:
         return f"{self.compute_major}.{self.compute_minor}"
 
     @classmethod
-    def from_json(cls, raw: dict) -> DeviceProperties:
-        values = {}
+    def from_json(cls, raw: dict[str, Any]) -> DeviceProperties:
+        values: dict[str, Any] = {}
         for ours, keys in DEVICE_PROPERTY_KEYS.items():
             for key in keys:
                 if key in raw and raw[key] is not None:
                     values[ours] = raw[key]
                     break
         values.setdefault("id", 0)
-        known = {k: v for k, v in values.items()
-                 if isinstance(v, (int, str)) and not isinstance(v, bool)}
+        # (Any: a field gets whichever of the two types the trace wrote)
+        known: dict[str, Any] = {k: v for k, v in values.items()
+                                 if isinstance(v, (int, str)) and not isinstance(v, bool)}
         return cls(**known)
 
 
@@ -178,13 +180,18 @@ def _field_name(column: ArgColumn, i: int) -> str:
     return f"{column.column}__{i}"
 
 
-_Args = msgspec.defstruct(
-    "_Args",
-    [(_field_name(col, i), _ARG_TYPES[col.type],
-      msgspec.field(name=key, default=_ARG_DEFAULTS[col.type]))
-     for col in ARG_COLUMNS for i, key in enumerate(col.keys)],
-    gc=False,
-)
+if TYPE_CHECKING:
+    # built from ARG_COLUMNS at run time, so its fields are unknown to a type checker (they are
+    # read through _ARG_GETTERS)
+    _Args = msgspec.Struct
+else:
+    _Args = msgspec.defstruct(
+        "_Args",
+        [(_field_name(col, i), _ARG_TYPES[col.type],
+          msgspec.field(name=key, default=_ARG_DEFAULTS[col.type]))
+         for col in ARG_COLUMNS for i, key in enumerate(col.keys)],
+        gc=False,
+    )
 _NO_ARGS = _Args()
 
 
@@ -223,11 +230,14 @@ class _TraceFile(msgspec.Struct):
 
 
 _FILE_DECODER = msgspec.json.Decoder(_TraceFile)
-_PHASE_DECODER = msgspec.json.Decoder(list[Union[(_Complete, *_SKIPPED)]])
+#: any event, tagged by 'ph' (Union[...] over a tuple built at run time, which a type checker
+#: cannot read as a type)
+_ANY_PHASE: Any = Union.__getitem__((_Complete, *_SKIPPED))
+_PHASE_DECODER = msgspec.json.Decoder(list[_ANY_PHASE])
 _CHUNK_DECODER = msgspec.json.Decoder(list[_Event])
 
 
-def _complete_events(text) -> list:
+def _complete_events(text: bytes) -> list[_Complete]:
     """The complete events of a JSON list of events, as _Complete or _Event Structs.
 
     Strict typed decoding first (fast); a field of an unexpected type anywhere in ``text``
@@ -243,7 +253,7 @@ def _complete_events(text) -> list:
         return _lenient_events(text)
 
 
-def _lenient_events(text) -> list:
+def _lenient_events(text: bytes) -> list[_Complete]:
     """The complete events of a JSON list, decoded untyped and then checked value by value:
     a value of the wrong type reads as absent (a missing ``ts``/``dur`` is then flagged and
     the event excluded, see ``_impossible_rows``); an item that is not an object is skipped."""
@@ -253,7 +263,7 @@ def _lenient_events(text) -> list:
     return [_checked_event(e) for e in items if isinstance(e, dict) and e.get("ph") == "X"]
 
 
-def _checked_event(raw: dict) -> _Complete:
+def _checked_event(raw: dict[str, Any]) -> _Complete:
     args = raw.get("args")
     return _Complete(
         cat=_text(raw.get("cat")), name=_text(raw.get("name")),
@@ -262,16 +272,16 @@ def _checked_event(raw: dict) -> _Complete:
         args=_checked_args(args) if isinstance(args, dict) else None)
 
 
-def _text(value) -> str:
+def _text(value: object) -> str:
     return value if isinstance(value, str) else "" if value is None else str(value)
 
 
-def _thread_part(value) -> int | str:
+def _thread_part(value: object) -> int | str:
     return value if isinstance(value, (int, str)) and not isinstance(value, bool) else \
         _text(value)
 
 
-def _number(value) -> float:
+def _number(value: object) -> float:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         try:
             return float(value)
@@ -280,8 +290,8 @@ def _number(value) -> float:
     return float("nan")
 
 
-def _checked_args(raw: dict) -> _Args:
-    values = {}
+def _checked_args(raw: dict[str, Any]) -> _Args:
+    values: dict[str, int | float | list[int]] = {}
     for column in ARG_COLUMNS:
         for i, key in enumerate(column.keys):
             value = _arg_value(raw.get(key), column.type)
@@ -290,15 +300,16 @@ def _checked_args(raw: dict) -> _Args:
     return _Args(**values)
 
 
-def _arg_value(value, type_: str):
+def _arg_value(value: object, type_: str) -> int | float | list[int] | None:
     """``value`` as the column's type, or None when it is absent or of another type. A string
     int column value is read as a number when it is one (``"0x0"``, ``"7"``)."""
     if value is None or isinstance(value, bool):
         return None
     if type_ == "dim3":
-        ok = isinstance(value, list) and 0 < len(value) <= 3 and all(
-            isinstance(v, int) and not isinstance(v, bool) for v in value)
-        return value if ok else None
+        if isinstance(value, list) and 0 < len(value) <= 3 and all(
+                isinstance(v, int) and not isinstance(v, bool) for v in value):
+            return value
+        return None
     if type_ == "float":
         return _number(value) if isinstance(value, (int, float)) else None
     if isinstance(value, int):
@@ -331,7 +342,7 @@ class Trace:
     #: name_id -> name
     names: np.ndarray
     #: thread code -> (pid, tid) as written in the trace
-    threads: list[tuple]
+    threads: list[tuple[int | str, int | str]]
     devices: dict[int, DeviceProperties]
     #: every ``cat`` seen on a complete event, with its count (unknown ones included)
     categories: dict[str, int] = field(default_factory=dict)
@@ -344,7 +355,7 @@ class Trace:
     unread: dict[tuple[str, Any], int] = field(default_factory=dict)
 
     @property
-    def host_pids(self) -> set:
+    def host_pids(self) -> set[int | str]:
         """The pids of the CPU-side events (operators, runtime calls, annotations)."""
         cpu = [KIND[k] for k in ("runtime", "driver", "cpu_op", "annotation", "python")]
         codes = np.unique(self.events["thread"].to_numpy()[self.events["kind"].isin(cpu)])
@@ -387,7 +398,7 @@ class Trace:
     def of_kind(self, kind: str) -> pd.DataFrame:
         return self.events[self.events["kind"] == KIND[kind]]
 
-    def name_of(self, name_ids) -> np.ndarray:
+    def name_of(self, name_ids: npt.ArrayLike) -> np.ndarray:
         return self.names[np.asarray(name_ids, dtype=np.int64)]
 
     @property
@@ -401,6 +412,8 @@ class Trace:
 # --------------------------------------------------------------------------------------------
 
 _GZIP_MAGIC = b"\x1f\x8b"
+#: a trace file's text: read into memory, or mapped (see _MMAP_MIN_BYTES)
+_Data = bytes | mmap.mmap
 #: plain files at least this big are memory-mapped rather than read: mapping page-cache pages is
 #: much cheaper than copying them into fresh memory (on the 2-core VM this runs on, touching
 #: fresh memory costs up to ~2.5 s per GB), and the loader only ever reads the buffer
@@ -514,8 +527,8 @@ def _load(path: Path) -> Trace:
                 pass
 
 
-def _devices(head) -> dict[int, DeviceProperties]:
-    devices = {}
+def _devices(head: _Head | _TraceFile) -> dict[int, DeviceProperties]:
+    devices: dict[int, DeviceProperties] = {}
     for block in DEVICE_PROPERTY_BLOCKS:
         listed = getattr(head, block)
         for raw in listed if isinstance(listed, list) else []:
@@ -568,7 +581,7 @@ class _Head(msgspec.Struct):
 _HEAD_DECODER = msgspec.json.Decoder(_Head)
 
 
-def _split_head(data) -> tuple[_Head, int, int] | None:
+def _split_head(data: _Data) -> tuple[_Head, int, int] | None:
     """The trace object without its events, and the events array's inner bounds [start, end)."""
     key = _EVENTS_KEY.search(data)
     if key is None:
@@ -593,7 +606,7 @@ def _split_head(data) -> tuple[_Head, int, int] | None:
     return found
 
 
-def _load_split(path: Path, data) -> Trace | None:
+def _load_split(path: Path, data: _Data) -> Trace | None:
     split = _split_head(data)
     if split is None:
         return None
@@ -605,7 +618,7 @@ def _load_split(path: Path, data) -> Trace | None:
     return builder.finish(path, _devices(head)) if builder is not None else None
 
 
-def _build_range(data, start: int, end: int) -> _ColumnBuilder | None:
+def _build_range(data: _Data, start: int, end: int) -> _ColumnBuilder | None:
     """The columns of the events text [start, end), piece by piece; None when a piece does not
     decode (then the caller parses the file another way)."""
     view = memoryview(data)
@@ -644,7 +657,7 @@ _PARALLEL_MIN_BYTES = 64 << 20
 _FIRST_SHARE = 0.45
 
 
-def _build_halves(data, start: int, end: int) -> _ColumnBuilder | None:
+def _build_halves(data: _Data, start: int, end: int) -> _ColumnBuilder | None:
     cut = _EVENT_END.search(data, start + int((end - start) * _FIRST_SHARE), end)
     if cut is None:
         return None
@@ -677,7 +690,8 @@ def _build_halves(data, start: int, end: int) -> _ColumnBuilder | None:
     return first
 
 
-def _decode_piece(data, view: memoryview, pos: int, end: int) -> tuple[list | None, int]:
+def _decode_piece(data: _Data, view: memoryview, pos: int, end: int
+                  ) -> tuple[list[_Complete] | None, int]:
     """The events of about _PIECE_BYTES of text from ``pos``, and where the next piece starts
     (``end`` after the last piece); None when no cut decodes (then the file is parsed in full).
     """
@@ -704,7 +718,7 @@ def _decode_piece(data, view: memoryview, pos: int, end: int) -> tuple[list | No
 # Robust path: parse the whole file into one Raw per event, then decode those in chunks
 # --------------------------------------------------------------------------------------------
 
-def _load_robust(path: Path, data) -> Trace:
+def _load_robust(path: Path, data: _Data) -> Trace:
     try:
         head = _FILE_DECODER.decode(data)
     except msgspec.ValidationError as error:
@@ -732,11 +746,14 @@ def _load_robust(path: Path, data) -> Trace:
     return builder.finish(path, devices)
 
 
-class _Interner(dict):
+_K = TypeVar("_K")
+
+
+class _Interner(dict[_K, int]):
     """value -> number, in order of first appearance. ``interner[value]`` numbers unseen values,
     so ``map(interner.__getitem__, values)`` interns a whole column at C speed."""
 
-    def __missing__(self, key):
+    def __missing__(self, key: _K) -> int:
         self[key] = number = len(self)
         return number
 
@@ -747,6 +764,18 @@ _ARG_GETTERS = {(c.column, i): attrgetter(_field_name(c, i))
                 for c in ARG_COLUMNS for i in range(len(c.keys))}
 
 
+class _BuilderState(TypedDict):
+    """A _ColumnBuilder's names, threads, counts and columns (``state``; picklable)."""
+
+    names: list[str]
+    threads: list[tuple[int | str, int | str]]
+    categories: dict[str, int]
+    unread: Counter[tuple[str, int | str]]
+    parts: list[dict[str, np.ndarray]]
+    kernel_parts: list[dict[str, np.ndarray]]
+    rows: int
+
+
 class _ColumnBuilder:
     """Turns chunks of decoded events into numpy columns; interns names and threads.
 
@@ -755,17 +784,17 @@ class _ColumnBuilder:
     beyond the ``ph`` filter."""
 
     def __init__(self) -> None:
-        self.name_ids = _Interner()
-        self.thread_ids = _Interner()
-        self.cat_ids = _Interner()
+        self.name_ids: _Interner[str] = _Interner()
+        self.thread_ids: _Interner[tuple[int | str, int | str]] = _Interner()
+        self.cat_ids: _Interner[str] = _Interner()
         self.cat_counts = np.zeros(0, dtype=np.int64)
         self.kind_of_cat = np.zeros(0, dtype=np.int8)
-        self.unread: Counter = Counter()
+        self.unread: Counter[tuple[str, int | str]] = Counter()
         self.parts: list[dict[str, np.ndarray]] = []
         self.kernel_parts: list[dict[str, np.ndarray]] = []
         self.offset = 0
 
-    def add(self, complete: list) -> None:
+    def add(self, complete: list[_Complete]) -> None:
         cat_codes = np.fromiter(map(self.cat_ids.__getitem__, map(_CAT, complete)),
                                 dtype=np.int32, count=len(complete))
         if len(self.cat_ids) > len(self.cat_counts):
@@ -784,7 +813,7 @@ class _ColumnBuilder:
         kept, n = complete, len(complete)
         if n == 0:
             return
-        part = {
+        part: dict[str, np.ndarray] = {
             "kind": kinds,
             "name_id": np.fromiter(map(self.name_ids.__getitem__, map(_NAME, kept)),
                                    dtype=np.int32, count=n),
@@ -822,14 +851,14 @@ class _ColumnBuilder:
         self.parts.append(part)
         self.offset += n
 
-    def state(self) -> dict:
+    def state(self) -> _BuilderState:
         """What ``append_state`` needs of this builder (picklable)."""
         return {"names": list(self.name_ids), "threads": list(self.thread_ids),
                 "categories": dict(zip(self.cat_ids, self.cat_counts.tolist())),
                 "unread": self.unread, "parts": self.parts, "kernel_parts": self.kernel_parts,
                 "rows": self.offset}
 
-    def append_state(self, later: dict) -> None:
+    def append_state(self, later: _BuilderState) -> None:
         """Append the columns of the events that follow this builder's (another builder's
         ``state``), renumbering names and threads as if this builder had read them."""
         name_id = np.fromiter(map(self.name_ids.__getitem__, later["names"]), dtype=np.int32,
@@ -890,7 +919,7 @@ _ABSURD_US = 86_400e6
 _MAX_TS_US = float(2 ** 53)
 
 
-def _impossible_rows(events: pd.DataFrame) -> dict:
+def _impossible_rows(events: pd.DataFrame) -> dict[str, Any]:
     """Counts of events whose values cannot be real, by reason (the first reason that applies),
     and under ``"_rows"`` the mask of them all; {} when there are none."""
     ts, dur = events["ts"].to_numpy(), events["dur"].to_numpy()
@@ -903,7 +932,7 @@ def _impossible_rows(events: pd.DataFrame) -> dict:
             ("absurd ts", np.abs(ts) >= _MAX_TS_US),
         ]
     bad = np.zeros(len(events), dtype=bool)
-    counts: dict = {}
+    counts: dict[str, Any] = {}
     for reason, mask in checks:
         new = mask & ~bad
         if new.any():
@@ -942,9 +971,11 @@ def _duplicated(events: pd.DataFrame) -> np.ndarray:
 def _row_hashes(events: pd.DataFrame) -> np.ndarray:
     """A 64-bit number per event from its kind, thread, name, ts and dur: equal events get
     equal numbers; different events rarely do, and then only cost an exact comparison."""
-    def bits(column: str, dtype) -> np.ndarray:
-        return events[column].to_numpy().astype(dtype, copy=False).view(np.uint64)
+    def bits(column: str, dtype: type[np.generic]) -> np.ndarray:
+        values: np.ndarray = events[column].to_numpy().astype(dtype, copy=False)
+        return values.view(np.uint64)
 
+    key: np.ndarray
     with np.errstate(over="ignore"):
         key = bits("ts", np.float64) + bits("dur", np.float64) * np.uint64(0x9E3779B97F4A7C15)
         key += bits("name_id", np.int64) * np.uint64(0xC2B2AE3D27D4EB4F)
@@ -952,7 +983,8 @@ def _row_hashes(events: pd.DataFrame) -> np.ndarray:
     return key
 
 
-def _without_rows(events: pd.DataFrame, launch: pd.DataFrame, drop: np.ndarray):
+def _without_rows(events: pd.DataFrame, launch: pd.DataFrame, drop: np.ndarray
+                  ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``events`` without the ``drop`` rows, renumbered, and the kernel launch rows to match."""
     keep = ~drop
     new_row = np.cumsum(keep) - 1
@@ -982,7 +1014,7 @@ def _absent_where_not(rows: np.ndarray, n: int, values: np.ndarray) -> np.ndarra
     return spread
 
 
-def _arg_column(args: list, column: ArgColumn) -> np.ndarray:
+def _arg_column(args: list[_Args], column: ArgColumn) -> np.ndarray:
     """One int or float column from the args Structs; the first of the column's keys present
     wins (ints: -1 = absent, floats: nan = absent)."""
     values = _arg_values(args, column, 0)
@@ -994,7 +1026,7 @@ def _arg_column(args: list, column: ArgColumn) -> np.ndarray:
     return values
 
 
-def _arg_values(args: list, column: ArgColumn, i: int) -> np.ndarray:
+def _arg_values(args: list[_Args], column: ArgColumn, i: int) -> np.ndarray:
     get = _ARG_GETTERS[column.column, i]
     dtype = np.int64 if column.type == "int" else np.float64
     try:
@@ -1008,7 +1040,7 @@ def _arg_values(args: list, column: ArgColumn, i: int) -> np.ndarray:
         return np.where(absent, -1, values).astype(np.int64)
 
 
-def _dim3_column(values: list) -> np.ndarray:
+def _dim3_column(values: list[list[int] | None]) -> np.ndarray:
     try:  # fast path: every kernel has [x, y, z]
         dims = np.array(values, dtype=np.int64)
         if dims.ndim == 2 and dims.shape[1] == 3:
@@ -1018,7 +1050,7 @@ def _dim3_column(values: list) -> np.ndarray:
     return np.array([_dim3(v) for v in values], dtype=np.int64).reshape(-1, 3)
 
 
-def _dim3(value) -> tuple[int, int, int]:
+def _dim3(value: list[int] | None) -> tuple[int, int, int]:
     if not value:
         return (0, 0, 0)
     v = list(value)[:3] + [1] * (3 - len(value))

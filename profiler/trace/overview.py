@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from profiler.errors import UserError
@@ -102,7 +103,8 @@ def covered(starts: np.ndarray, ends: np.ndarray, lo: float, hi: float) -> float
     return float(np.clip(np.minimum(ends, hi) - np.maximum(starts, lo), 0, None).sum())
 
 
-def covered_per_window(starts, ends, w_lo, w_hi) -> np.ndarray:
+def covered_per_window(starts: npt.ArrayLike, ends: npt.ArrayLike, w_lo: np.ndarray | pd.Series,
+                       w_hi: np.ndarray | pd.Series) -> np.ndarray:
     """Covered length of merged intervals inside each window (windows may be many).
 
     Per window, the same as ``covered``: only the intervals that overlap the window are clipped
@@ -333,7 +335,7 @@ def step_windows(trace: Trace, definitions: str = "tool") -> tuple[pd.DataFrame,
 # --------------------------------------------------------------------------------------------
 
 def _device_of(rows: pd.DataFrame, trace: Trace) -> np.ndarray:
-    dev = rows["device"].to_numpy()
+    dev: np.ndarray = rows["device"].to_numpy()
     if (dev < 0).any():  # old traces without args.device: the pid is the device
         pids = np.array([trace.threads[t][0] for t in rows["thread"].to_numpy()], dtype=object)
         fallback = np.array([p if isinstance(p, int) else -1 for p in pids], dtype=np.int64)
@@ -341,7 +343,8 @@ def _device_of(rows: pd.DataFrame, trace: Trace) -> np.ndarray:
     return dev
 
 
-def sm_efficiency_ranges(starts, ends, blocks_per_sm):
+def sm_efficiency_ranges(starts: np.ndarray, ends: np.ndarray, blocks_per_sm: np.ndarray
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Step function of min(sum of concurrent blocks per SM, 1): (seg_start, seg_end, value)."""
     valid = blocks_per_sm > 0
     s, e, v = starts[valid], ends[valid], blocks_per_sm[valid]
@@ -362,7 +365,7 @@ def device_metrics(trace: Trace, kernels: pd.DataFrame, window: tuple[float, flo
                    ) -> list[DeviceMetrics]:
     lo, hi = window
     span = hi - lo
-    out = []
+    out: list[DeviceMetrics] = []
     if kernels.empty or span <= 0:
         return out
     devices = _device_of(kernels, trace)
@@ -434,7 +437,7 @@ def utilization_timeline(trace: Trace, device: int | None = None) -> list[tuple[
 # --------------------------------------------------------------------------------------------
 
 def _role_intervals(trace: Trace, communication_kernel: np.ndarray,
-                    definitions: str = "tool") -> dict[str, tuple]:
+                    definitions: str = "tool") -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Merged intervals of each role but "other"; ``definitions``: "tool" or "plugin"
     (BREAKDOWN_DEFINITIONS)."""
     ev = trace.events

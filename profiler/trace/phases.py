@@ -16,7 +16,9 @@ target length.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -44,12 +46,12 @@ class PhaseSummary:
     #: whether the trace holds GPU kernels at all (a CPU trace has spans and no kernels)
     has_kernels: bool
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"phases": _records(self.phases), "positions": _records(self.positions),
                 "has_kernels": self.has_kernels}
 
 
-def has_phase_spans(trace: Trace, names=GENERATION_PHASES) -> bool:
+def has_phase_spans(trace: Trace, names: Sequence[str] = GENERATION_PHASES) -> bool:
     """Whether any CPU-side annotation carries one of ``names``."""
     wanted = np.flatnonzero(np.isin(trace.names, list(names)))
     ev = trace.events
@@ -57,7 +59,7 @@ def has_phase_spans(trace: Trace, names=GENERATION_PHASES) -> bool:
                                        & ev["name_id"].isin(wanted)).any())
 
 
-def phase_spans(trace: Trace, names=GENERATION_PHASES) -> pd.DataFrame:
+def phase_spans(trace: Trace, names: Sequence[str] = GENERATION_PHASES) -> pd.DataFrame:
     """CPU-side spans named in ``names``: phase, start, end, step (the ProfilerStep#N holding
     it, or "") and position (its ordinal among same-named spans of that step)."""
     ev = trace.events
@@ -87,7 +89,8 @@ def _launch_times(trace: Trace, rows: pd.DataFrame) -> np.ndarray:
     launch = ev.loc[ev["kind"].isin([KIND["runtime"], KIND["driver"]])
                     & (ev["correlation"] >= 0), ["correlation", "ts"]]
     launch = launch.drop_duplicates("correlation").set_index("correlation")["ts"]
-    return rows["correlation"].map(launch).to_numpy(dtype=float)
+    times: np.ndarray = rows["correlation"].map(launch).to_numpy(dtype=float)
+    return times
 
 
 def attribute(spans: pd.DataFrame, launch_ts: np.ndarray) -> np.ndarray:
@@ -104,7 +107,7 @@ def attribute(spans: pd.DataFrame, launch_ts: np.ndarray) -> np.ndarray:
     return owner
 
 
-def phase_summary(trace: Trace, names=GENERATION_PHASES,
+def phase_summary(trace: Trace, names: Sequence[str] = GENERATION_PHASES,
                   context: RunContext | None = None) -> PhaseSummary:
     """The phase and per-position tables of a trace (see the module docstring)."""
     spans = phase_spans(trace, names)
@@ -142,7 +145,9 @@ def phase_summary(trace: Trace, names=GENERATION_PHASES,
                         has_kernels=len(rows) > 0)
 
 
-def _phase_row(trace, phase, spans, rows, total_kernel, context, has_kernels: bool) -> dict:
+def _phase_row(trace: Trace, phase: str, spans: pd.DataFrame, rows: pd.DataFrame,
+               total_kernel: float, context: RunContext | None, has_kernels: bool
+               ) -> dict[str, Any]:
     kernel_us = float(rows["dur"].sum())
     window = float((spans["gpu_end"] - spans["start"]).sum())
     idle = window - float(spans["busy_us"].sum())
@@ -157,14 +162,15 @@ def _phase_row(trace, phase, spans, rows, total_kernel, context, has_kernels: bo
             "tensor_core_pct": _tensor_core_pct(trace, rows, context)}
 
 
-def _tensor_core_pct(trace, rows, context) -> float | None:
+def _tensor_core_pct(trace: Trace, rows: pd.DataFrame, context: RunContext | None
+                     ) -> float | None:
     if not len(rows):
         return None
     summary = kernel_summary(trace, rows.drop(columns=["span", "end"]), context)
     return 100.0 * summary.tensor_core_share
 
 
-def _records(frame: pd.DataFrame) -> list[dict]:
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return [{k: (None if isinstance(v, float) and np.isnan(v) else
                  v.item() if isinstance(v, np.generic) else v) for k, v in row.items()}
             for row in frame.to_dict("records")]

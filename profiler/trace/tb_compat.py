@@ -74,7 +74,8 @@ def compat_trace(data: dict[str, Any]) -> dict[str, int]:
     for event in events:
         if not isinstance(event, dict):
             continue
-        rename = CATEGORY_RENAMES.get(event.get("cat"))
+        cat = event.get("cat")
+        rename = CATEGORY_RENAMES.get(cat) if isinstance(cat, str) else None
         if rename is not None:
             counts[f"{event['cat']} -> {rename[0]}"] += 1
             event["cat"] = rename[0]
@@ -165,7 +166,8 @@ def write_compat_folder(traces: list[Path], folder: Path, *,
                 replace_dir(stage, folder)
         finally:
             shutil.rmtree(stage, ignore_errors=True)
-    return [dataclasses.replace(r, written=folder / r.written.name) for r in done]
+    # (a copy has its trace's file name)
+    return [dataclasses.replace(r, written=folder / r.source.name) for r in done]
 
 
 def remove_copies(folder: Path) -> bool:

@@ -45,7 +45,8 @@ PROFILE_ARTIFACT = "ort_profile.json"
 # what ONNX Runtime's C++ logger wrote while sessions were made and first run
 SESSION_LOG = "ort_session.log"
 # what is exported: part of the cache key and recorded in the notes
-EXPORT_OPTIONS = {"exporter": "torch.onnx.export(dynamo=True)", "optimize": True}
+EXPORT_OPTIMIZE = True
+EXPORT_OPTIONS = {"exporter": "torch.onnx.export(dynamo=True)", "optimize": EXPORT_OPTIMIZE}
 RECORD_FUNCTION = "onnxruntime::run"
 # "2026-11-23 01:47:28.07 [E:onnxruntime:Default, cudnn_fe_call.cc:39 Fn] message"
 _LOG_LINE = re.compile(r"\[(?P<level>[VIWEF]):onnxruntime:[^\]]*\]\s*(?P<message>.*)")
@@ -144,8 +145,9 @@ def export(model, inputs, path: Path, config, precision: str) -> str:
         try:
             with torch.no_grad():
                 program = torch.onnx.export(model, inputs, dynamo=True,
-                                            optimize=EXPORT_OPTIONS["optimize"], verbose=False,
+                                            optimize=EXPORT_OPTIMIZE, verbose=False,
                                             input_names=input_names(model, len(inputs)))
+            assert program is not None  # dynamo=True: the exported program
             program.save(str(path))
         except Exception as error:
             failed = save_failed_build(config, log.getvalue(), error, log_name=EXPORT_LOG)

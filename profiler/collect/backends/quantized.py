@@ -25,6 +25,7 @@ import time
 import zipfile
 from functools import partial
 from pathlib import Path
+from typing import Literal
 
 from profiler.collect.backends.base import Prepared, implement, module_missing
 from profiler.collect.backends.eager import place
@@ -74,7 +75,7 @@ def load_calibration_data(path: Path, inputs: tuple) -> list[tuple]:
     if len(tensors) != len(inputs):
         raise UserError(f"{what} holds {len(tensors)} tensor(s); the model takes {len(inputs)} "
                         f"input(s): {', '.join(_describe(t) for t in inputs)}")
-    counts = []
+    counts: list[int | None] = []
     for index, (data_tensor, example) in enumerate(zip(tensors, inputs)):
         if data_tensor.is_floating_point() != example.is_floating_point():
             raise UserError(f"{what}: tensor {index} is {_describe(data_tensor)}; the model's "
@@ -302,7 +303,7 @@ class CalibrationLog:
     def __enter__(self):
         return self.buffer
 
-    def __exit__(self, kind, error, tb) -> bool:
+    def __exit__(self, kind, error, tb) -> Literal[False]:
         if error is None or isinstance(error, UserError) or not isinstance(error, Exception):
             return False
         if "out of memory" in str(error).lower():

@@ -34,6 +34,7 @@ import time
 import traceback
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from profiler.collect import engine_cache
 from profiler.collect.backends.base import Prepared, implement
@@ -136,7 +137,7 @@ def _attribute(obj, name: str):
         return None
 
 
-def find_engines(graph_module) -> list[tuple[str, object, object | None]]:
+def find_engines(graph_module) -> list[tuple[str, Any, Any]]:
     """(name, layer-info source, C++ engine or None) for every TensorRT engine in the module.
 
     A fresh compile holds TorchTensorRTModule (C++ runtime, ``.engine``) or

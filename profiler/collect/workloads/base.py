@@ -17,12 +17,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from profiler.analysis.noise import TimedWindow
 from profiler.collect.backends.base import Backend, Prepared
 from profiler.runs.config import RunConfig
 from profiler.runs.phases import Phases
+
+if TYPE_CHECKING:
+    from torch import nn
 
 
 @dataclass
@@ -31,7 +34,7 @@ class RunContext:
 
     config: RunConfig
     backend: Backend
-    model: object
+    model: nn.Module
     inputs: tuple
     device: object  # torch.device
     use_cuda: bool

@@ -30,9 +30,9 @@ class Forward:
     label = ""
     first_call = "first call"
     iterations = "iterations"
-    unit = None
+    unit: str | None = None
     sync = "every iteration"
-    phase_spans = None
+    phase_spans: list[str] | None = None
     counts_flops = True
 
     def __init__(self, run: RunContext) -> None:
@@ -96,6 +96,7 @@ def check_numerics(config, backend_name: str, fn, inputs: tuple, device, use_cud
     """
     if backend_name == REFERENCE_BACKEND:
         return {"skipped": f"{REFERENCE_BACKEND} is the FP32 eager reference itself"}
+    assert reference is not None  # prepared for every other backend (before_prepare)
     # a fresh call, cloned: an engine may reuse its output buffers across calls
     output = numerics.first_tensor(fn(*inputs))
     if output is None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import csv
 import io
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -89,7 +90,7 @@ class Generate:
 
     first_call = "first generation"
     iterations = "generations"
-    unit = "one whole generation"
+    unit: str | None = "one whole generation"
     sync = "every generation (device marks per token)"
     counts_flops = False  # a generation's work is not one forward: no roofline is claimed
 
@@ -105,7 +106,7 @@ class Generate:
             raise UserError("--target-noise samples forward windows; it does not apply to "
                             "--workload generate yet")
         self.label = " generate"
-        self.phase_spans = PHASES[self.kind]
+        self.phase_spans: list[str] | None = PHASES[self.kind]
         self.figures_of: dict | None = None
 
     def before_prepare(self, timer) -> None:
@@ -152,6 +153,7 @@ class Generate:
     def generation(self, window: TimedWindow, per_generation) -> dict:
         config = self.run.config
         run_dir = config.runs_dir / config.run_name
+        assert self.figures_of is not None  # figures() ran first
         return {"kind": self.kind, "phases": PHASES[self.kind],
                 "max_new_tokens": config.max_new_tokens,
                 "input_len": self.run.inputs[0].size(1),
@@ -255,17 +257,18 @@ def check_generation(config, backend_name: str, kind: str, output, inputs, devic
     the top are the first-step logits', which --max-rel-error checks."""
     if backend_name == REFERENCE_BACKEND:
         return {"skipped": f"{REFERENCE_BACKEND} is the FP32 eager reference itself"}
+    reference_model: Any  # one that generates (kind_of): encode/decode/project, or a CausalLM
     reference_model, _ = models.build(config, device)
     reference_model = reference_model.to(device=device, dtype=torch.float32)
     source = inputs[0].to(device)
     if kind == SEQ2SEQ:
-        parts = loops.Seq2SeqParts(reference_model.encode, reference_model.decode,
-                                   reference_model.project)
-        reference = loops.greedy_seq2seq(parts, source, config.max_new_tokens)
+        s2s = loops.Seq2SeqParts(reference_model.encode, reference_model.decode,
+                                 reference_model.project)
+        reference = loops.greedy_seq2seq(s2s, source, config.max_new_tokens)
     else:
-        parts = loops.lm_parts(reference_model.model, source.size(0), source.size(1),
-                               config.max_new_tokens, device, torch.float32, static_cache=False)
-        reference = loops.greedy_lm(parts, source, config.max_new_tokens)
+        lm = loops.lm_parts(reference_model.model, source.size(0), source.size(1),
+                            config.max_new_tokens, device, torch.float32, static_cache=False)
+        reference = loops.greedy_lm(lm, source, config.max_new_tokens)
     sync(use_cuda)
     logits = numerics.compare(output.first_logits.float(), reference.first_logits)
     result = {"first_step_logits": logits,

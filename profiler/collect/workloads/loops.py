@@ -96,7 +96,7 @@ def greedy_seq2seq(parts: Seq2SeqParts, src: torch.Tensor, max_new_tokens: int,
             memory = parts.encode(src)
         clock.mark()
         tgt = torch.full((src.size(0), 1), BOS, dtype=torch.long, device=src.device)
-        first_logits = None
+        first_logits: torch.Tensor | None = None
         for _ in range(max_new_tokens):
             with phase("decode"):
                 hidden = parts.decode(tgt, memory)
@@ -106,6 +106,7 @@ def greedy_seq2seq(parts: Seq2SeqParts, src: torch.Tensor, max_new_tokens: int,
                 first_logits = logits
             tgt = torch.cat([tgt, logits.argmax(-1, keepdim=True).to(tgt.dtype)], dim=1)
             clock.mark()
+    assert first_logits is not None  # max_new_tokens >= 1 (RunConfig)
     return Generation(tokens=tgt[:, 1:], first_logits=first_logits, encoder_output=memory)
 
 

@@ -126,6 +126,7 @@ class _Worker:
         threading.Thread(target=self._read, args=(events,), daemon=True).start()
 
     def _read(self, events: queue.Queue) -> None:
+        assert self.process.stdout is not None  # stdout=PIPE
         for line in self.process.stdout:
             try:
                 events.put((self, msgspec.json.decode(line)))
@@ -140,6 +141,7 @@ class _Worker:
         self.job, self.began = job, time.monotonic()
         self.deadline = self.began + job.timeout_s if job.timeout_s else float("inf")
         self.last_backend = job.backend
+        assert self.process.stdin is not None  # stdin=PIPE
         try:
             self.process.stdin.write(msgspec.json.encode(job) + b"\n")
             self.process.stdin.flush()
@@ -152,6 +154,7 @@ class _Worker:
 
     def close_input(self) -> None:
         """No more cells: the worker ends after the one it runs."""
+        assert self.process.stdin is not None  # stdin=PIPE
         try:
             self.process.stdin.close()
         except OSError:
@@ -184,13 +187,14 @@ class LocalExecutor:
     def __init__(self, settings: ExecutorSettings) -> None:
         self.settings = settings
         gpus = settings.gpus if settings.gpus is not None else visible_gpus()
-        self.slots = [(f"gpu{g}", g) for g in gpus] or [("cpu", None)]
+        self.slots: list[tuple[str, str | None]] = [(f"gpu{g}", g) for g in gpus] \
+            or [("cpu", None)]
 
     def describe(self) -> str:
         how = "a fresh process per cell" if self.settings.isolate else "one worker"
         if self.slots[0][1] is None:
             return f"on the CPU ({how})"
-        gpus = ",".join(g for _, g in self.slots)
+        gpus = ",".join(g for _, g in self.slots if g is not None)
         each = "" if self.settings.isolate or len(self.slots) == 1 else " each"
         return f"on GPU {gpus} ({how}{each})"
 

@@ -348,8 +348,8 @@ def rehome_results(runs_dir: Path, local: CellJob, home: CellJob) -> None:
 
 def absolute(job: CellJob) -> CellJob:
     """The job with absolute folders, for a worker whose working folder is not ours."""
-    return job.with_folders(*(os.path.abspath(job.config[key]) for key in FOLDERS.values()),
-                            log_path=os.path.abspath(job.log_path))
+    runs_dir, tb_dir = (os.path.abspath(job.config[key]) for key in FOLDERS.values())
+    return job.with_folders(runs_dir, tb_dir, log_path=os.path.abspath(job.log_path))
 
 
 def pack(folder: Path) -> bytes | None:
@@ -372,10 +372,12 @@ def bring_home(job: CellJob, payload: dict[str, bytes | None]) -> None:
     the job's log path; each renamed whole from a staging folder beside it."""
     with signals.deferred():
         for key, option in FOLDERS.items():
-            if payload.get(key):
-                unpack(payload[key], Path(job.config[option]), job.name)
-        if payload.get("log") is not None:
-            write_bytes_atomic(Path(job.log_path), payload["log"])
+            archive = payload.get(key)
+            if archive:
+                unpack(archive, Path(job.config[option]), job.name)
+        log = payload.get("log")
+        if log is not None:
+            write_bytes_atomic(Path(job.log_path), log)
 
 
 def unpack(archive: bytes, destination: Path, name: str) -> None:
