@@ -73,10 +73,16 @@ def refuse_non_regular(path: Path) -> None:
     except OSError as error:
         raise UserError(f"cannot write {path}: {error.strerror}") from None
     if not stat.S_ISREG(mode):
-        kind = "a symlink" if stat.S_ISLNK(mode) else "a folder" if stat.S_ISDIR(mode) else \
-            "not a regular file"
-        raise UserError(f"{path} exists and is {kind}: this tool replaces only regular files; "
-                        "give another path")
+        kind = (
+            "a symlink"
+            if stat.S_ISLNK(mode)
+            else "a folder"
+            if stat.S_ISDIR(mode)
+            else "not a regular file"
+        )
+        raise UserError(
+            f"{path} exists and is {kind}: this tool replaces only regular files; give another path"
+        )
 
 
 def read_small(path: Path, limit: int, what: str) -> bytes:
@@ -124,8 +130,9 @@ MARKER = ".infer-profiler"
 def is_ours(folder: Path) -> bool:
     """A real folder (not a symlink) holding this tool's marker file."""
     try:
-        return stat.S_ISDIR(os.lstat(folder).st_mode) and \
-            stat.S_ISREG(os.lstat(Path(folder) / MARKER).st_mode)
+        return stat.S_ISDIR(os.lstat(folder).st_mode) and stat.S_ISREG(
+            os.lstat(Path(folder) / MARKER).st_mode
+        )
     except OSError:
         return False
 
@@ -156,8 +163,7 @@ def set_aside(final: Path) -> Path | None:
     except FileNotFoundError:
         return None
     if not stat.S_ISDIR(mode):
-        raise UserError(f"{final} exists and is not a folder: move it away, or use another "
-                        "--name")
+        raise UserError(f"{final} exists and is not a folder: move it away, or use another --name")
     old = old_name(final)
     if not is_ours(final):  # a folder of an older version: mark it, so a leftover is ours
         (final / MARKER).touch()
@@ -197,14 +203,17 @@ def replace_dirs(pairs: list[tuple[Path, Path]]) -> None:
         except FileNotFoundError:
             continue
         if not stat.S_ISDIR(mode):
-            raise UserError(f"{final} exists and is not a folder: move it away, or use another "
-                            "--name")
+            raise UserError(
+                f"{final} exists and is not a folder: move it away, or use another --name"
+            )
         if not is_ours(final):  # an older version's folder: marked, so a finisher replaces it
             (final / MARKER).touch()
     for staging, _ in members:
         write_text_atomic(staging / READY, f"member\n{os.path.abspath(leader)}\n")
-    write_text_atomic(leader / READY, "leader\n" + "".join(
-        f"{os.path.abspath(staging)}\n" for staging, _ in members))
+    write_text_atomic(
+        leader / READY,
+        "leader\n" + "".join(f"{os.path.abspath(staging)}\n" for staging, _ in members),
+    )
     for staging, final in pairs:
         replace_dir(staging, final)
         (final / READY).unlink(missing_ok=True)
@@ -336,9 +345,11 @@ def _finish(leader: Path, final: Path) -> bool:
         _remove_olds(final)
     if pid not in _reported:
         _reported.add(pid)
-        print(f"note: {final} was being replaced when process {pid or '?'} ended (killed?); "
-              "its replacement is finished now, as that process would have finished it",
-              file=sys.stderr)
+        print(
+            f"note: {final} was being replaced when process {pid or '?'} ended (killed?); "
+            "its replacement is finished now, as that process would have finished it",
+            file=sys.stderr,
+        )
     return True
 
 
@@ -370,8 +381,11 @@ def settle(final: Path) -> None:
     when nothing is pending, the folder cannot be written or a live process holds it."""
     final = Path(final)
     try:
-        partials = [p for p in final.parent.glob(f".{glob.escape(final.name)}.partial-*")
-                    if _is_partial(p) and _final_of(p).name == final.name]
+        partials = [
+            p
+            for p in final.parent.glob(f".{glob.escape(final.name)}.partial-*")
+            if _is_partial(p) and _final_of(p).name == final.name
+        ]
     except OSError:
         return
     for partial in partials:
@@ -429,18 +443,22 @@ def _try_lock(path: Path) -> int | None:
     on a file that is no longer at ``path`` is dropped and taken again on the new one."""
     while True:
         try:  # never through a symlink planted at the lock's path
-            descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK,
-                                 0o666)  # as open(): the umask decides
+            descriptor = os.open(
+                path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o666
+            )  # as open(): the umask decides
         except OSError as error:
             if error.errno == errno.ELOOP:
-                raise UserError(f"{path} is a symlink, not a lock file of this tool: remove it"
-                                ) from None
+                raise UserError(
+                    f"{path} is a symlink, not a lock file of this tool: remove it"
+                ) from None
             raise
         info = os.fstat(descriptor)
         if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
             os.close(descriptor)
-            raise UserError(f"{path} is not a lock file of this tool (not a regular file of "
-                            "this user): remove it")
+            raise UserError(
+                f"{path} is not a lock file of this tool (not a regular file of "
+                "this user): remove it"
+            )
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -461,13 +479,14 @@ def _release(path: Path, descriptor: int) -> None:
 
 
 def _holder(path: Path) -> str:
-    """"process 123 (a sweep)", from what the holder wrote into the lock file."""
+    """ "process 123 (a sweep)", from what the holder wrote into the lock file."""
     try:
         pid, _, what = path.read_text().strip().partition(" ")
     except OSError:
         pid, what = "", ""
-    return (f"process {pid}" if pid.isdigit() else "another process") + \
-        (f" (a {what})" if what.isidentifier() else "")
+    return (f"process {pid}" if pid.isdigit() else "another process") + (
+        f" (a {what})" if what.isidentifier() else ""
+    )
 
 
 @contextlib.contextmanager
@@ -487,13 +506,21 @@ def folder_lock(*folders: Path, what: str = "writer") -> Iterator[None]:
                 created += _make_parents(path.parent)
                 descriptor = _try_lock(path)
             except OSError as error:
-                where = path.parent if error.errno in (errno.EACCES, errno.EROFS, errno.ENOSPC) \
+                where = (
+                    path.parent
+                    if error.errno in (errno.EACCES, errno.EROFS, errno.ENOSPC)
                     else path
-                raise UserError(f"cannot write in {where}: {error.strerror}" if where != path
-                                else f"cannot take the lock {path}: {error.strerror}") from None
+                )
+                raise UserError(
+                    f"cannot write in {where}: {error.strerror}"
+                    if where != path
+                    else f"cannot take the lock {path}: {error.strerror}"
+                ) from None
             if descriptor is None:
-                raise FolderBusy(f"{folder} is being written by {_holder(path)}; wait for it "
-                                 "to finish, or use another --name")
+                raise FolderBusy(
+                    f"{folder} is being written by {_holder(path)}; wait for it "
+                    "to finish, or use another --name"
+                )
             held.append((path, descriptor))
             _held_here.add(str(path))
             _report_dead_holder(path, descriptor)
@@ -529,7 +556,7 @@ def clean_leftovers(folder: Path) -> list[Path]:
         if match and is_ours(entry):
             by_name.setdefault(match["name"], []).append(entry)
         elif _is_our_lock(entry):  # a killed holder's lock, with no staging folder yet
-            by_name.setdefault(entry.name[1:-len(".lock")], [])
+            by_name.setdefault(entry.name[1 : -len(".lock")], [])
     removed = []
     for name, leftovers in by_name.items():
         if os.path.abspath(lock_path(folder / name)) in _held_here:
@@ -558,8 +585,11 @@ _LOCK_TEXT = re.compile(rb"^[0-9]+ [a-z]+\n$")
 
 def _is_our_lock(entry: Path) -> bool:
     """``.<name>.lock``, a regular file (not a symlink) holding what folder_lock writes."""
-    if not (entry.name.startswith(".") and entry.name.endswith(".lock")
-            and len(entry.name) > len("..lock")):
+    if not (
+        entry.name.startswith(".")
+        and entry.name.endswith(".lock")
+        and len(entry.name) > len("..lock")
+    ):
         return False
     try:
         if not stat.S_ISREG(os.lstat(entry).st_mode):
@@ -590,26 +620,32 @@ def _report_dead_holder(path: Path, descriptor: int) -> None:
     finishing: killed, or a model that called os._exit): one line on stderr, once per process.
     What it holds is the holder's ``PID what`` line."""
     try:
-        pid, _, what = os.pread(descriptor, 200, 0).decode("utf-8", "replace").strip() \
-            .partition(" ")
+        pid, _, what = (
+            os.pread(descriptor, 200, 0).decode("utf-8", "replace").strip().partition(" ")
+        )
     except OSError:
         return
     if not pid.isdigit() or pid in _reported or int(pid) == os.getpid():
         return
-    name = path.name[1:-len(".lock")]
+    name = path.name[1 : -len(".lock")]
     if _pending(path.parent / name):  # it did finish: its clean-up says so (_finish)
         return
     _reported.add(pid)
-    print(f"note: an earlier {what if what.isidentifier() else 'writer'} of "
-          f"{path.parent / name} did not finish (process {pid} ended before it was done: "
-          "killed, or os._exit in the model); nothing of it was written", file=sys.stderr)
+    print(
+        f"note: an earlier {what if what.isidentifier() else 'writer'} of "
+        f"{path.parent / name} did not finish (process {pid} ended before it was done: "
+        "killed, or os._exit in the model); nothing of it was written",
+        file=sys.stderr,
+    )
 
 
 def _pending(final: Path) -> bool:
     """A committed change of ``final`` (replace_dirs) left for a finisher."""
     try:
-        return any(_is_partial(p) and is_committed(p)
-                   for p in final.parent.glob(f".{glob.escape(final.name)}.partial-*"))
+        return any(
+            _is_partial(p) and is_committed(p)
+            for p in final.parent.glob(f".{glob.escape(final.name)}.partial-*")
+        )
     except OSError:
         return False
 
@@ -618,8 +654,9 @@ def _remove_leftovers(final: Path, leftovers: list[Path]) -> list[Path]:
     """What dead writers left on the way to ``final`` (its lock held): a committed change is
     finished (replace_dirs), a folder set aside with nothing in its place is put back, and the
     rest removed, except the staging folders of a committed change led from elsewhere."""
-    leaders = sorted((p for p in leftovers if _is_partial(p) and (_ready(p) or ("",))[0] ==
-                      "leader"), key=_mtime)
+    leaders = sorted(
+        (p for p in leftovers if _is_partial(p) and (_ready(p) or ("",))[0] == "leader"), key=_mtime
+    )
     kept = []
     if leaders:
         if _finish(leaders[-1], final):  # the newest: it replaced the others
@@ -627,8 +664,7 @@ def _remove_leftovers(final: Path, leftovers: list[Path]) -> list[Path]:
         else:  # its other folders are held by a live process: finished later
             kept.append(leaders[-1])
     kept += [p for p in leftovers if _is_partial(p) and _leader_of(p) is not None]
-    olds = sorted((p for p in leftovers if _leftover_part(p, "kind") == "old"),
-                  key=_mtime)
+    olds = sorted((p for p in leftovers if _leftover_part(p, "kind") == "old"), key=_mtime)
     if olds and not final.exists():
         os.replace(olds[-1], final)
         kept.append(olds[-1])

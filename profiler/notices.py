@@ -33,8 +33,7 @@ def note(text: str) -> None:
 
 
 @contextlib.contextmanager
-def told(say: Callable[[str], None], quiet: Callable[[], bool] = lambda: False
-         ) -> Iterator[None]:
+def told(say: Callable[[str], None], quiet: Callable[[], bool] = lambda: False) -> Iterator[None]:
     """Inside, every Notice is said once through ``say`` as ``<word>: <text>`` (the same text
     once); notes are left out while ``quiet()``. Other warnings are shown as before."""
     said: set[tuple[str, str]] = set()

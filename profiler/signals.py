@@ -130,8 +130,9 @@ def interruptible(what: str, after: str) -> Iterator[None]:
         try:
             yield
         except KeyboardInterrupt as stop:
-            raise Interrupted(f"{what} stopped by {describe(stop)}; {after}",
-                              exit_code=exit_code(stop)) from None
+            raise Interrupted(
+                f"{what} stopped by {describe(stop)}; {after}", exit_code=exit_code(stop)
+            ) from None
 
 
 def quiet_stop() -> bool:
@@ -154,12 +155,14 @@ def popen_child(argv: list[str], *, stop: int = signal.SIGINT, **kwargs) -> subp
     """``subprocess.Popen`` for a child that ``stop_child`` can end whole: a session (process
     group) of its own, so the terminal's Ctrl-C reaches only this process, which stops the
     child once (two SIGINTs would cut its clean-up short), and ``stop`` when this one dies."""
-    return subprocess.Popen(argv, start_new_session=True,
-                            preexec_fn=functools.partial(_child_setup, stop), **kwargs)
+    return subprocess.Popen(
+        argv, start_new_session=True, preexec_fn=functools.partial(_child_setup, stop), **kwargs
+    )
 
 
-def stop_child(process: subprocess.Popen, stop: int = signal.SIGINT,
-               grace_s: float = CHILD_GRACE_S) -> None:
+def stop_child(
+    process: subprocess.Popen, stop: int = signal.SIGINT, grace_s: float = CHILD_GRACE_S
+) -> None:
     """End a child started by ``popen_child`` and whatever it started: ``stop`` to its process
     group, up to ``grace_s`` for the child to end (a CLI child removes its staging folders on
     SIGINT or SIGTERM), then SIGKILL to what is left of the group; the child is reaped. A second
@@ -177,9 +180,17 @@ def stop_child(process: subprocess.Popen, stop: int = signal.SIGINT,
         process.wait()
 
 
-def run_child(argv: list[str], *, input: str | None = None, env: dict | None = None,
-              capture: bool = True, timeout: float | None = None, stop: int = signal.SIGINT,
-              grace_s: float = CHILD_GRACE_S, started=None) -> subprocess.CompletedProcess:
+def run_child(
+    argv: list[str],
+    *,
+    input: str | None = None,
+    env: dict | None = None,
+    capture: bool = True,
+    timeout: float | None = None,
+    stop: int = signal.SIGINT,
+    grace_s: float = CHILD_GRACE_S,
+    started=None,
+) -> subprocess.CompletedProcess:
     """``subprocess.run(argv, text=True)`` (``capture``: stdout and stderr captured, else the
     user sees them) for a child that must not outlive a stop: on Ctrl-C, SIGTERM or SIGHUP
     (inside ``as_interrupts``) the child's group is stopped (``stop_child``) before the stop
@@ -187,8 +198,15 @@ def run_child(argv: list[str], *, input: str | None = None, env: dict | None = N
     wrote. ``started(process)`` once it runs: a caller that waits on several children from
     threads (where no stop reaches this function) stops them itself."""
     pipe = subprocess.PIPE if capture else None
-    process = popen_child(argv, stop=stop, env=env, text=True, stdout=pipe, stderr=pipe,
-                          stdin=subprocess.PIPE if input is not None else None)
+    process = popen_child(
+        argv,
+        stop=stop,
+        env=env,
+        text=True,
+        stdout=pipe,
+        stderr=pipe,
+        stdin=subprocess.PIPE if input is not None else None,
+    )
     if started is not None:
         started(process)
     try:

@@ -25,14 +25,17 @@ def parts_for(model, how: str, max_len: int):
     if how == "eager":
         return loops.Seq2SeqParts(model.encode, model.decode, model.project)
     if how == "dynamic":
+
         def compiled(method):
             return torch.compile(getattr(model, method), dynamic=True)
+
         return loops.Seq2SeqParts(compiled("encode"), compiled("decode"), compiled("project"))
     decode = torch.compile(model.decode, dynamic=False)  # one graph per padded length
-    return loops.Seq2SeqParts(torch.compile(model.encode, dynamic=False),
-                              loops.padded_decoder({n: decode for n in range(1, max_len + 1)},
-                                                   max_len),
-                              torch.compile(model.project, dynamic=False))
+    return loops.Seq2SeqParts(
+        torch.compile(model.encode, dynamic=False),
+        loops.padded_decoder({n: decode for n in range(1, max_len + 1)}, max_len),
+        torch.compile(model.project, dynamic=False),
+    )
 
 
 def main() -> None:
@@ -46,8 +49,13 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     args = parser.parse_args()
     torch.manual_seed(0)
-    model = Seq2SeqTransformer(vocab=1000, d_model=args.d_model, heads=4, layers=args.layers,
-                               max_len=256).eval().to(args.device)
+    model = (
+        Seq2SeqTransformer(
+            vocab=1000, d_model=args.d_model, heads=4, layers=args.layers, max_len=256
+        )
+        .eval()
+        .to(args.device)
+    )
     src = torch.randint(1, 1000, (args.bs, args.src_len), device=args.device)
     reference = None
     for how in ("eager", "dynamic", "padded"):
@@ -68,10 +76,13 @@ def main() -> None:
             times.append(time.perf_counter() - began)
         reference = out.tokens if reference is None else reference
         graphs = torch._dynamo.utils.counters["stats"].get("unique_graphs", 0)
-        print(f"{how:8s} first generation {first:7.2f} s  then mean "
-              f"{1000 * statistics.mean(times):8.2f} ms per generation of {args.new_tokens} "
-              f"tokens  graphs {graphs}  tokens equal to eager "
-              f"{torch.equal(out.tokens, reference)}", flush=True)
+        print(
+            f"{how:8s} first generation {first:7.2f} s  then mean "
+            f"{1000 * statistics.mean(times):8.2f} ms per generation of {args.new_tokens} "
+            f"tokens  graphs {graphs}  tokens equal to eager "
+            f"{torch.equal(out.tokens, reference)}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -28,16 +28,22 @@ from profiler.analysis.benchmark import sweep_gpu_offsets  # noqa: E402
 from profiler.report.benchmark_view import gpu_offset_lines  # noqa: E402
 from profiler.runs.manifest import read_manifest  # noqa: E402
 
-FIGURES = {"GPU time": ("gpu_speedup", "gpu_speedup_low", "gpu_speedup_high", "gpu_verdict"),
-           "latency": ("speedup", "speedup_low", "speedup_high", "verdict")}
+FIGURES = {
+    "GPU time": ("gpu_speedup", "gpu_speedup_low", "gpu_speedup_high", "gpu_verdict"),
+    "latency": ("speedup", "speedup_low", "speedup_high", "verdict"),
+}
 
 
 _VERDICT = re.compile(r"([\d.]+)x \[([\d.]+)-([\d.]+)\] (\w+)")
 
 
 def _verdict_cells(text: str, prefix: str) -> dict:
-    names = [f"{prefix}speedup", f"{prefix}speedup_low", f"{prefix}speedup_high",
-             f"{prefix.rstrip('_') + '_' if prefix else ''}verdict"]
+    names = [
+        f"{prefix}speedup",
+        f"{prefix}speedup_low",
+        f"{prefix}speedup_high",
+        f"{prefix.rstrip('_') + '_' if prefix else ''}verdict",
+    ]
     if text.endswith("baseline"):
         return dict(zip(names, [1.0, 1.0, 1.0, "baseline"]))
     found = _VERDICT.search(text)
@@ -59,8 +65,15 @@ def from_log(label: str, path: Path):
         cells = [c.strip() for c in line.strip().strip("│").split("│")]
         if len(cells) < 5 or not cells[2].isdigit():
             continue
-        rows.append({"gpus": cells[0], "backend": cells[1], "bs": int(cells[2]),
-                     **_verdict_cells(cells[-2], ""), **_verdict_cells(cells[-1], "gpu_")})
+        rows.append(
+            {
+                "gpus": cells[0],
+                "backend": cells[1],
+                "bs": int(cells[2]),
+                **_verdict_cells(cells[-2], ""),
+                **_verdict_cells(cells[-1], "gpu_"),
+            }
+        )
     return label, None, SimpleNamespace(wall_s=wall), pd.DataFrame(rows)
 
 
@@ -94,15 +107,19 @@ def main(argv: list[str]) -> int:
     print("== wall time (sweep.json wall_s: the cells and the sampling rounds)")
     for label, _, manifest, frame in sweeps:
         gpus = sorted({g for gs in frame["gpus"].dropna() for g in str(gs).split(";") if g})
-        print(f"{label}: {manifest.wall_s:.1f} s, {manifest.wall_s / ref_wall:.2f} x "
-              f"{sweeps[0][0]}'s; {len(frame)} cells; windows on GPUs {','.join(gpus) or '-'}")
+        print(
+            f"{label}: {manifest.wall_s:.1f} s, {manifest.wall_s / ref_wall:.2f} x "
+            f"{sweeps[0][0]}'s; {len(frame)} cells; windows on GPUs {','.join(gpus) or '-'}"
+        )
     keys = [(r.backend, int(r.bs)) for r in sweeps[0][3].itertuples()]
     for figure, columns in FIGURES.items():
         print(f"\n== {figure}: speedup against the baseline [95 % interval] verdict")
         differ, judged, outside, furthest = 0, 0, 0, 0.0
         for backend, bs in keys:
-            rows = [frame[(frame["backend"] == backend) & (frame["bs"] == bs)].iloc[0]
-                    for _, _, _, frame in sweeps]
+            rows = [
+                frame[(frame["backend"] == backend) & (frame["bs"] == bs)].iloc[0]
+                for _, _, _, frame in sweeps
+            ]
             texts = [cell_text(row, columns) for row in rows]
             if texts[0] == "baseline" or all(text == "-" for text in texts):
                 continue
@@ -110,20 +127,39 @@ def main(argv: list[str]) -> int:
             words = {str(row[columns[3]]) for row in rows}
             inside = all(
                 other[columns[1]] <= row[columns[0]] <= other[columns[2]]
-                for row in rows for other in rows if other is not row)
+                for row in rows
+                for other in rows
+                if other is not row
+            )
             differ += len(words) > 1
             outside += not inside
-            furthest = max([furthest, *(
-                max(other[columns[1]] / row[columns[0]] - 1,
-                    row[columns[0]] / other[columns[2]] - 1)
-                for row in rows for other in rows if other is not row)])
-            marks = ("" if len(words) == 1 else " VERDICTS DIFFER") + \
-                ("" if inside else " OUTSIDE AN INTERVAL")
-            print(f"{backend} bs {bs}: " + " | ".join(
-                f"{label} {text}" for (label, *_), text in zip(sweeps, texts)) + marks)
-        print(f"{figure}: verdicts differ between the sweeps in {differ} of {judged} cells; a "
-              f"speedup outside another sweep's interval in {outside} of {judged}"
-              + (f", by at most {100 * furthest:.2f} %" if outside else ""))
+            furthest = max(
+                [
+                    furthest,
+                    *(
+                        max(
+                            other[columns[1]] / row[columns[0]] - 1,
+                            row[columns[0]] / other[columns[2]] - 1,
+                        )
+                        for row in rows
+                        for other in rows
+                        if other is not row
+                    ),
+                ]
+            )
+            marks = ("" if len(words) == 1 else " VERDICTS DIFFER") + (
+                "" if inside else " OUTSIDE AN INTERVAL"
+            )
+            print(
+                f"{backend} bs {bs}: "
+                + " | ".join(f"{label} {text}" for (label, *_), text in zip(sweeps, texts))
+                + marks
+            )
+        print(
+            f"{figure}: verdicts differ between the sweeps in {differ} of {judged} cells; a "
+            f"speedup outside another sweep's interval in {outside} of {judged}"
+            + (f", by at most {100 * furthest:.2f} %" if outside else "")
+        )
     print("\n== per-GPU offsets (each sweep's windows)")
     for label, folder, manifest, _ in sweeps:
         if folder is None:

@@ -40,8 +40,9 @@ MODEL = "resnet50"
 
 
 def config(backend: str, bs: int, image_size: int = 224, iters: int = 100, **extra) -> dict:
-    made = RunConfig(model=MODEL, backend=backend, batch_size=bs, image_size=image_size,
-                     iters=iters, **extra)
+    made = RunConfig(
+        model=MODEL, backend=backend, batch_size=bs, image_size=image_size, iters=iters, **extra
+    )
     return rounds.window_config(config_to_json(made), iters, made.timed_warmup or 20)
 
 
@@ -50,8 +51,11 @@ def sample(cells: dict[str, dict], processes: int) -> dict[str, list[list[float]
     got = rounds.sample(cells, {}, processes, say=lambda line: print(line, flush=True))
     if got.errors:
         raise SystemExit(f"cells failed: {got.errors}")
-    print(f"sampling: {got.rounds} rounds of {len(cells)} cells in "
-          f"{time.perf_counter() - began:.0f} s", flush=True)
+    print(
+        f"sampling: {got.rounds} rounds of {len(cells)} cells in "
+        f"{time.perf_counter() - began:.0f} s",
+        flush=True,
+    )
     return got.windows
 
 
@@ -64,9 +68,11 @@ def identical(args) -> None:
         v = compare(windows[f"A{i}"], windows[f"B{i}"])
         called += v.verdict in ("faster", "slower")
         print(f"pair {i}: {v.verdict:9s} B/A {v.ratio:.4f} [{v.low:.4f}, {v.high:.4f}]")
-    print(f"RESULT identical {args.backend} bs {args.bs}: {called} of {args.pairs} pairs called "
-          f"faster/slower with {args.processes} processes a side (target: at most 1 of 20 over "
-          f"both configs)")
+    print(
+        f"RESULT identical {args.backend} bs {args.bs}: {called} of {args.pairs} pairs called "
+        f"faster/slower with {args.processes} processes a side (target: at most 1 of 20 over "
+        f"both configs)"
+    )
 
 
 def parse_side(text: str) -> dict:
@@ -76,14 +82,15 @@ def parse_side(text: str) -> dict:
 
 def difference(args) -> None:
     a, b = parse_side(args.a), parse_side(args.b)
-    cells = {f"{side}{i}": (a if side == "A" else b) for i in range(args.trials)
-             for side in "AB"}
+    cells = {f"{side}{i}": (a if side == "A" else b) for i in range(args.trials) for side in "AB"}
     windows = sample(cells, args.processes)
     all_a = [w for i in range(args.trials) for w in windows[f"A{i}"]]
     all_b = [w for i in range(args.trials) for w in windows[f"B{i}"]]
     truth = compare(all_a, all_b)
-    print(f"truth from {len(all_a)} vs {len(all_b)} processes: B/A {truth.ratio:.4f} "
-          f"[{truth.low:.4f}, {truth.high:.4f}] {truth.verdict}")
+    print(
+        f"truth from {len(all_a)} vs {len(all_b)} processes: B/A {truth.ratio:.4f} "
+        f"[{truth.low:.4f}, {truth.high:.4f}] {truth.verdict}"
+    )
     same = 0
     for i in range(args.trials):
         v = compare(windows[f"A{i}"], windows[f"B{i}"])
@@ -92,11 +99,15 @@ def difference(args) -> None:
     head = f"RESULT difference {args.a} -> {args.b} ({100 * (truth.ratio - 1):+.1f} %): "
     tail = f"{args.processes} processes a side"
     if truth.verdict in ("faster", "slower"):
-        print(f"{head}called {truth.verdict} in {same} of {args.trials} trials with {tail} "
-              f"(target: at least 9 of 10)")
+        print(
+            f"{head}called {truth.verdict} in {same} of {args.trials} trials with {tail} "
+            f"(target: at least 9 of 10)"
+        )
     else:
-        print(f"{head}no direction to find: the pooled verdict is {truth.verdict}; {same} of "
-              f"{args.trials} trials with {tail} were {truth.verdict} too")
+        print(
+            f"{head}no direction to find: the pooled verdict is {truth.verdict}; {same} of "
+            f"{args.trials} trials with {tail} were {truth.verdict} too"
+        )
 
 
 def cv(values: list[float]) -> float:
@@ -152,9 +163,14 @@ for label, fn, cfg in (("back-to-back windows, one process", medians_back_to_bac
     for benchmark_on in (False, True):
         cells = {"p": config(args.backend, args.bs, cudnn_benchmark=benchmark_on)}
         medians = [statistics.median(w) for w in sample(cells, args.k)["p"]]
-        print("SOURCE fresh processes, cudnn.benchmark", "on" if benchmark_on else "off", "|",
-              " ".join(f"{v:.4f}" for v in medians), f"| CV {100 * cv(medians):.2f} %",
-              flush=True)
+        print(
+            "SOURCE fresh processes, cudnn.benchmark",
+            "on" if benchmark_on else "off",
+            "|",
+            " ".join(f"{v:.4f}" for v in medians),
+            f"| CV {100 * cv(medians):.2f} %",
+            flush=True,
+        )
 
 
 def matrix(args) -> None:
@@ -171,16 +187,22 @@ def matrix(args) -> None:
             continue
         cells += 1
         agree = a["verdict"] == b["verdict"]
-        within = (b["speedup_low"] <= a["speedup"] <= b["speedup_high"]
-                  and a["speedup_low"] <= b["speedup"] <= a["speedup_high"])
+        within = (
+            b["speedup_low"] <= a["speedup"] <= b["speedup_high"]
+            and a["speedup_low"] <= b["speedup"] <= a["speedup_high"]
+        )
         same_verdict += agree
         inside += within
-        print(f"{key[0]:>14s} bs {key[1]:>2}: {a['verdict']:9s} {a['speedup']:.3f}x "
-              f"[{a['speedup_low']:.3f}, {a['speedup_high']:.3f}] | {b['verdict']:9s} "
-              f"{b['speedup']:.3f}x [{b['speedup_low']:.3f}, {b['speedup_high']:.3f}]"
-              f"{'' if agree else '  VERDICT DIFFERS'}{'' if within else '  OUTSIDE'}")
-    print(f"RESULT matrix: verdict identical in {same_verdict} of {cells} cells, each speedup "
-          f"inside the other sweep's interval in {inside} of {cells} (target: all)")
+        print(
+            f"{key[0]:>14s} bs {key[1]:>2}: {a['verdict']:9s} {a['speedup']:.3f}x "
+            f"[{a['speedup_low']:.3f}, {a['speedup_high']:.3f}] | {b['verdict']:9s} "
+            f"{b['speedup']:.3f}x [{b['speedup_low']:.3f}, {b['speedup_high']:.3f}]"
+            f"{'' if agree else '  VERDICT DIFFERS'}{'' if within else '  OUTSIDE'}"
+        )
+    print(
+        f"RESULT matrix: verdict identical in {same_verdict} of {cells} cells, each speedup "
+        f"inside the other sweep's interval in {inside} of {cells} (target: all)"
+    )
 
 
 def main() -> None:
@@ -206,8 +228,9 @@ def main() -> None:
     p.add_argument("sweeps", nargs=2)
     args = parser.parse_args()
     MODEL = args.model
-    {"identical": identical, "difference": difference, "sources": sources,
-     "matrix": matrix}[args.mode](args)
+    {"identical": identical, "difference": difference, "sources": sources, "matrix": matrix}[
+        args.mode
+    ](args)
 
 
 if __name__ == "__main__":

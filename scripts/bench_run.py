@@ -33,29 +33,60 @@ from profiler.runs.config import run_name  # noqa: E402
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", default="pytorch_fp32", help="the eager backend")
-    parser.add_argument("--compiled-backend", default="ttrt_fp16",
-                        help="the backend whose second run is a cache hit ('' to skip)")
+    parser.add_argument(
+        "--compiled-backend",
+        default="ttrt_fp16",
+        help="the backend whose second run is a cache hit ('' to skip)",
+    )
     parser.add_argument("--model", default="resnet50")
     parser.add_argument("--bs", type=int, default=8)
     parser.add_argument("--image-size", type=int, default=None)
     parser.add_argument("--eager-target", type=float, default=7.0, help="seconds")
     parser.add_argument("--cached-target", type=float, default=12.0, help="seconds")
-    parser.add_argument("--work-dir", type=Path, default=None,
-                        help="keep runs/, tb_logs/ and cache/ here (default: a scratch folder)")
-    parser.add_argument("--cache-dir", type=Path, default=None,
-                        help="the engine cache to use (default: a fresh one in the work folder)")
-    parser.add_argument("--repo", type=Path, default=REPO,
-                        help="the checkout whose profile.py runs (another branch: before/after)")
+    parser.add_argument(
+        "--work-dir",
+        type=Path,
+        default=None,
+        help="keep runs/, tb_logs/ and cache/ here (default: a scratch folder)",
+    )
+    parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=None,
+        help="the engine cache to use (default: a fresh one in the work folder)",
+    )
+    parser.add_argument(
+        "--repo",
+        type=Path,
+        default=REPO,
+        help="the checkout whose profile.py runs (another branch: before/after)",
+    )
     parser.add_argument("extra", nargs="*", help="more `run` options, after --")
     return parser.parse_args()
 
 
 def run_once(args: argparse.Namespace, work: Path, backend: str) -> tuple[float, dict | None, str]:
     """Wall seconds of one `profile.py run`, its result (None when it failed) and its stderr."""
-    command = [sys.executable, str(args.repo / "profile.py"), "run", "--backend", backend,
-               "--model", args.model, "--bs", str(args.bs), "--runs-dir", str(work / "runs"),
-               "--tb-dir", str(work / "tb_logs"), "--cache-dir",
-               str(args.cache_dir or work / "cache"), "--replace", "--json", *args.extra]
+    command = [
+        sys.executable,
+        str(args.repo / "profile.py"),
+        "run",
+        "--backend",
+        backend,
+        "--model",
+        args.model,
+        "--bs",
+        str(args.bs),
+        "--runs-dir",
+        str(work / "runs"),
+        "--tb-dir",
+        str(work / "tb_logs"),
+        "--cache-dir",
+        str(args.cache_dir or work / "cache"),
+        "--replace",
+        "--json",
+        *args.extra,
+    ]
     if args.image_size:
         command += ["--image-size", str(args.image_size)]
     began = time.perf_counter()
@@ -70,24 +101,37 @@ def run_once(args: argparse.Namespace, work: Path, backend: str) -> tuple[float,
         return wall_s, json.loads((work / "runs" / name / "result.json").read_text()), done.stderr
 
 
-def report(label: str, wall_s: float, result: dict | None, stderr: str,
-           target: float | None) -> bool:
+def report(
+    label: str, wall_s: float, result: dict | None, stderr: str, target: float | None
+) -> bool:
     """Print one run's lines; False when it failed."""
     if result is None:
         lines = [line for line in stderr.splitlines() if line.strip()]
         print(f"{label}: FAILED after {wall_s:.1f} s: {lines[-1] if lines else '(no output)'}")
         return False
-    verdict = "" if target is None else \
-        f" (target <= {target:g} s: {'met' if wall_s <= target else 'MISSED'})"
+    verdict = (
+        ""
+        if target is None
+        else f" (target <= {target:g} s: {'met' if wall_s <= target else 'MISSED'})"
+    )
     print(f"{label}: {wall_s:.1f} s end to end{verdict}")
     timing, notes = result["timing"], result["backend"].get("notes", {})
-    print("  " + phases.one_line(timing.get("phases_s") or {}, timing.get("wall_s"),
-                                 notes.get("compile_s"), notes.get("load_s")))
+    print(
+        "  "
+        + phases.one_line(
+            timing.get("phases_s") or {},
+            timing.get("wall_s"),
+            notes.get("compile_s"),
+            notes.get("load_s"),
+        )
+    )
     facts = [f"p50 {timing['p50_ms']:.3f} ms over {timing['iters']} iterations"]
     memory = result.get("memory") or {}
     if memory.get("peak_allocated_bytes") is not None:
-        facts.append(f"peak allocated {memory['peak_allocated_bytes'] / 2**20:.1f} MiB, "
-                     f"reserved {memory['peak_reserved_bytes'] / 2**20:.1f} MiB")
+        facts.append(
+            f"peak allocated {memory['peak_allocated_bytes'] / 2**20:.1f} MiB, "
+            f"reserved {memory['peak_reserved_bytes'] / 2**20:.1f} MiB"
+        )
     numerics = result.get("numerics") or {}
     if numerics.get("rel_l2_error") is not None:
         facts.append(f"rel L2 {numerics['rel_l2_error']:.3g}")
@@ -96,8 +140,9 @@ def report(label: str, wall_s: float, result: dict | None, stderr: str,
         facts.append(f"FP32 reference {reference['source']}")
     cache = notes.get("cache")
     if isinstance(cache, dict):
-        facts.append("engine cache hit" if cache.get("hit") else
-                     f"engine cache miss ({cache.get('reason')})")
+        facts.append(
+            "engine cache hit" if cache.get("hit") else f"engine cache miss ({cache.get('reason')})"
+        )
     print("  " + "; ".join(facts))
     return True
 
@@ -111,13 +156,17 @@ def main() -> int:
     try:
         what = f"{args.model} bs{args.bs}"
         for label in ("caches cold", "caches warm"):
-            ok &= report(f"eager {args.backend} {what} run ({label})",
-                         *run_once(args, work, args.backend), args.eager_target)
+            ok &= report(
+                f"eager {args.backend} {what} run ({label})",
+                *run_once(args, work, args.backend),
+                args.eager_target,
+            )
         if args.compiled_backend:
             backend = args.compiled_backend
             ok &= report(f"{backend} {what} first run", *run_once(args, work, backend), None)
-            ok &= report(f"{backend} {what} cache hit", *run_once(args, work, backend),
-                         args.cached_target)
+            ok &= report(
+                f"{backend} {what} cache hit", *run_once(args, work, backend), args.cached_target
+            )
     finally:
         if scratch is not None:
             scratch.cleanup()

@@ -55,8 +55,9 @@ def event_mix(fixture: Path) -> None:
     print(f"event mix of {fixture.name}:")
     print(f"{'ph':3s} {'cat':20s} {'events':>8s} {'% events':>9s} {'% bytes':>8s}")
     for (ph, cat), (count, nbytes) in sorted(counts.items(), key=lambda kv: -kv[1][0]):
-        print(f"{ph:3s} {cat:20s} {count:8,d} {100 * count / n:8.1f} % "
-              f"{100 * nbytes / size:6.1f} %")
+        print(
+            f"{ph:3s} {cat:20s} {count:8,d} {100 * count / n:8.1f} % {100 * nbytes / size:6.1f} %"
+        )
     print(f"all: {n:,} events, {size:,} bytes (json.dumps of each event)")
 
 
@@ -67,12 +68,23 @@ def build(fixture: Path, out: Path, size_gb: float) -> tuple[int, int, dict]:
     t0 = min(e["ts"] for e in timed)
     t1 = max(e["ts"] + e.get("dur", 0) for e in timed)
     shift_t = (t1 - t0) + 1000
-    max_id = max([e.get("args", {}).get(k, 0) or 0 for e in events for k in ID_KEYS
-                  if isinstance(e.get("args"), dict)] + [e.get("id", 0) for e in events
-                                                          if isinstance(e.get("id"), int)])
+    max_id = max(
+        [
+            e.get("args", {}).get(k, 0) or 0
+            for e in events
+            for k in ID_KEYS
+            if isinstance(e.get("args"), dict)
+        ]
+        + [e.get("id", 0) for e in events if isinstance(e.get("id"), int)]
+    )
     shift_id = max_id + 1
-    steps = sorted({int(e["name"].split("#")[1]) for e in events
-                    if str(e.get("name", "")).startswith("ProfilerStep#")})
+    steps = sorted(
+        {
+            int(e["name"].split("#")[1])
+            for e in events
+            if str(e.get("name", "")).startswith("ProfilerStep#")
+        }
+    )
     n_steps = (max(steps) - min(steps) + 1) if steps else 0
     head = json.dumps(data)[:-1]
     target = size_gb * 1e9
@@ -106,8 +118,9 @@ def build(fixture: Path, out: Path, size_gb: float) -> tuple[int, int, dict]:
                 chunk.append(json.dumps(e))
                 counted["events"] += 1
                 counted["complete events"] += e.get("ph") == "X"
-                counted["kernels"] += e.get("ph") == "X" and \
-                    str(e.get("cat", "")).lower() == "kernel"  # "Kernel" in 2021 traces
+                counted["kernels"] += (
+                    e.get("ph") == "X" and str(e.get("cat", "")).lower() == "kernel"
+                )  # "Kernel" in 2021 traces
             text = (",\n" if not first else "") + ",\n".join(chunk)
             first = False
             f.write(text)
@@ -147,8 +160,13 @@ def timed(cmd: list[str], timeout: int | None = None) -> tuple[float, float, int
     """Wall seconds, peak RSS (GB) and exit status of one command, run under a small wrapper
     so each command's peak is its own (ru_maxrss of the wrapper's children)."""
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", _MEASURE, *cmd], cwd=REPO, timeout=timeout,
-                          stderr=subprocess.PIPE, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", _MEASURE, *cmd],
+        cwd=REPO,
+        timeout=timeout,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     wall = time.perf_counter() - start
     lines = proc.stderr.strip().splitlines()
     sys.stderr.write("\n".join(lines[:-1]) + ("\n" if len(lines) > 1 else ""))
@@ -199,13 +217,26 @@ def summarize_cli(trace: Path, repeat: int) -> tuple[list, list, list, list, str
     for _ in range(repeat):
         with open(printed, "w") as out:  # (the wrapper's stdout: the printed tables)
             start = time.perf_counter()
-            proc = subprocess.run([sys.executable, "-c", _MEASURE, sys.executable,
-                                   str(REPO / "profile.py"), "summarize", str(trace)],
-                                  cwd=REPO, stdout=out, stderr=subprocess.PIPE, text=True,
-                                  env=dict(os.environ, COLUMNS="200"))
+            proc = subprocess.run(
+                [
+                    sys.executable,
+                    "-c",
+                    _MEASURE,
+                    sys.executable,
+                    str(REPO / "profile.py"),
+                    "summarize",
+                    str(trace),
+                ],
+                cwd=REPO,
+                stdout=out,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=dict(os.environ, COLUMNS="200"),
+            )
             walls.append(time.perf_counter() - start)
-        peak_kb, rc, together_kb, cpu_ms = (int(x) for x in
-                                            proc.stderr.strip().splitlines()[-1].split())
+        peak_kb, rc, together_kb, cpu_ms = (
+            int(x) for x in proc.stderr.strip().splitlines()[-1].split()
+        )
         if rc:
             sys.exit(f"summarize failed (exit {rc}): {proc.stderr.strip()}")
         peaks.append(peak_kb / 1e6)
@@ -227,22 +258,36 @@ def recorded_with(trace: Path) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fixture", type=Path, default=DEFAULT_FIXTURE)
-    parser.add_argument("--v100", action="store_true",
-                        help="Replicate the 2021 V100 fixture (the earlier default) instead.")
+    parser.add_argument(
+        "--v100",
+        action="store_true",
+        help="Replicate the 2021 V100 fixture (the earlier default) instead.",
+    )
     parser.add_argument("--size-gb", type=float, default=1.0)
-    parser.add_argument("--out", type=Path, default=None,
-                        help="Folder for the built trace (default /tmp/bench_trace_<fixture>).")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="Folder for the built trace (default /tmp/bench_trace_<fixture>).",
+    )
     parser.add_argument("--reuse", action="store_true", help="Reuse a trace already built.")
     parser.add_argument("--repeat", type=int, default=3, help="Timed runs (median reported).")
-    parser.add_argument("--phases", action="store_true",
-                        help="Also time imports, load, analyses and rendering in one process.")
-    parser.add_argument("--hta-python", default=None,
-                        help="Python of a venv with HolisticTraceAnalysis "
-                             "(e.g. /tmp/hta-venv/bin/python).")
+    parser.add_argument(
+        "--phases",
+        action="store_true",
+        help="Also time imports, load, analyses and rendering in one process.",
+    )
+    parser.add_argument(
+        "--hta-python",
+        default=None,
+        help="Python of a venv with HolisticTraceAnalysis (e.g. /tmp/hta-venv/bin/python).",
+    )
     parser.add_argument("--hta-timeout", type=int, default=900)
-    parser.add_argument("--event-mix", action="store_true",
-                        help="Only print the fixture's events by ph and cat (counts, shares of "
-                             "events and bytes).")
+    parser.add_argument(
+        "--event-mix",
+        action="store_true",
+        help="Only print the fixture's events by ph and cat (counts, shares of events and bytes).",
+    )
     args = parser.parse_args()
     fixture = V100_FIXTURE if args.v100 else args.fixture
     if args.event_mix:
@@ -255,34 +300,48 @@ def main() -> None:
     if not (args.reuse and trace.exists()):
         start = time.perf_counter()
         copies, size, counted = build(fixture, trace, args.size_gb)
-        print(f"built {trace}: {size / 1e9:.2f} GB, {copies} copies of {fixture.name} "
-              f"({time.perf_counter() - start:.0f} s)")
+        print(
+            f"built {trace}: {size / 1e9:.2f} GB, {copies} copies of {fixture.name} "
+            f"({time.perf_counter() - start:.0f} s)"
+        )
         print("  " + ", ".join(f"{n:,} {what}" for what, n in counted.items()))
     size = trace.stat().st_size
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    print(f"machine: {os.cpu_count()} CPUs, load average {load} before timing; trace "
-          f"{size / 1e9:.2f} GB")
+    print(
+        f"machine: {os.cpu_count()} CPUs, load average {load} before timing; trace "
+        f"{size / 1e9:.2f} GB"
+    )
 
     walls, cpus, peaks, together, printed = summarize_cli(trace, args.repeat)
     steps = re.search(r"\bsteps\b\W+([\d,]+)", printed)
-    print(f"runs: {' / '.join(f'{w:.1f}' for w in walls)} s wall, "
-          f"{' / '.join(f'{c:.1f}' for c in cpus)} s CPU (all processes); peak RSS "
-          f"{' / '.join(f'{p:.2f}' for p in peaks)} GB the largest process, "
-          f"{' / '.join(f'{p:.2f}' for p in together)} GB all processes together")
-    print(f"summarize {size / 1e9:.1f} GB trace ({steps.group(1) if steps else '?'} steps, with "
-          f"{recorded_with(trace)}): {statistics.median(walls):.1f} s (target <= {TARGET_S:g} s), "
-          f"peak RSS {statistics.median(together):.1f} GB (target <= {TARGET_GB:g} GB)")
+    print(
+        f"runs: {' / '.join(f'{w:.1f}' for w in walls)} s wall, "
+        f"{' / '.join(f'{c:.1f}' for c in cpus)} s CPU (all processes); peak RSS "
+        f"{' / '.join(f'{p:.2f}' for p in peaks)} GB the largest process, "
+        f"{' / '.join(f'{p:.2f}' for p in together)} GB all processes together"
+    )
+    print(
+        f"summarize {size / 1e9:.1f} GB trace ({steps.group(1) if steps else '?'} steps, with "
+        f"{recorded_with(trace)}): {statistics.median(walls):.1f} s (target <= {TARGET_S:g} s), "
+        f"peak RSS {statistics.median(together):.1f} GB (target <= {TARGET_GB:g} GB)"
+    )
     if args.phases:
-        print("where one run's seconds go (in one process; the loader's forked child not counted "
-              "in CPU):", flush=True)
+        print(
+            "where one run's seconds go (in one process; the loader's forked child not counted "
+            "in CPU):",
+            flush=True,
+        )
         subprocess.run([sys.executable, "-c", PHASES_CODE, str(trace)], cwd=REPO, check=True)
     if args.hta_python:
         try:
-            hta_wall, hta_rss, hta_rc = timed([args.hta_python, "-c", HTA_CODE, str(out)],
-                                              timeout=args.hta_timeout)
-            print(f"Holistic Trace Analysis kernel breakdown: {hta_wall:.1f} s wall, "
-                  f"{hta_rss:.2f} GB peak RSS (exit {hta_rc}); ratio "
-                  f"{hta_wall / statistics.median(walls):.0f}x slower")
+            hta_wall, hta_rss, hta_rc = timed(
+                [args.hta_python, "-c", HTA_CODE, str(out)], timeout=args.hta_timeout
+            )
+            print(
+                f"Holistic Trace Analysis kernel breakdown: {hta_wall:.1f} s wall, "
+                f"{hta_rss:.2f} GB peak RSS (exit {hta_rc}); ratio "
+                f"{hta_wall / statistics.median(walls):.0f}x slower"
+            )
         except subprocess.TimeoutExpired:
             print(f"Holistic Trace Analysis: no result within {args.hta_timeout} s")
 

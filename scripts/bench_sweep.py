@@ -37,7 +37,7 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     extra = []
     if "--" in argv:
         at = argv.index("--")
-        argv, extra = argv[:at], argv[at + 1:]
+        argv, extra = argv[:at], argv[at + 1 :]
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", help="--model of the sweeps (default: the run default)")
     parser.add_argument("--backends", default=MATRIX_BACKENDS)
@@ -46,17 +46,34 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--executor", help="passed to sweep --executor")
     parser.add_argument("--isolate", action="store_true", help="passed to sweep --isolate")
     parser.add_argument("--work", type=Path, help="scratch folder (default: a new temp folder)")
-    parser.add_argument("--only", choices=("cold", "warm"),
-                        help="one of the two sweeps (warm: give the --work of a cold one, whose "
-                        "caches it reuses), e.g. to fit each in a time limit")
+    parser.add_argument(
+        "--only",
+        choices=("cold", "warm"),
+        help="one of the two sweeps (warm: give the --work of a cold one, whose "
+        "caches it reuses), e.g. to fit each in a time limit",
+    )
     return parser.parse_args(argv), extra
 
 
 def sweep_command(args, extra: list[str], name: str, work: Path) -> list[str]:
-    command = [sys.executable, str(REPO / "profile.py"), "sweep", "--backends", args.backends,
-               "--bs", args.bs, "--name", name, "--runs-dir", str(work / "runs"),
-               "--tb-dir", str(work / "tb_logs"), "--cache-dir", str(work / "engines"),
-               "--json"]
+    command = [
+        sys.executable,
+        str(REPO / "profile.py"),
+        "sweep",
+        "--backends",
+        args.backends,
+        "--bs",
+        args.bs,
+        "--name",
+        name,
+        "--runs-dir",
+        str(work / "runs"),
+        "--tb-dir",
+        str(work / "tb_logs"),
+        "--cache-dir",
+        str(work / "engines"),
+        "--json",
+    ]
     if args.model:
         command += ["--model", args.model]
     if args.gpus:
@@ -71,8 +88,9 @@ def sweep_command(args, extra: list[str], name: str, work: Path) -> list[str]:
 def run_sweep(command: list[str], work: Path) -> tuple[float, int]:
     env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(work / "inductor"))
     began = time.perf_counter()
-    done = subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                          text=True)
+    done = subprocess.run(
+        command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
     wall = time.perf_counter() - began
     if done.returncode:
         print(done.stderr[-2000:], file=sys.stderr)
@@ -84,9 +102,11 @@ def print_cells(sweep_dir: Path) -> None:
     print(f"  {'cell':<40} {'status':<8} {'seconds':>8}  gpu   worker")
     for name, cell in manifest["cells"].items():
         seconds = cell.get("elapsed_s")
-        print(f"  {name:<40} {cell['status']:<8} "
-              f"{'' if seconds is None else f'{seconds:.1f}':>8}  {cell.get('gpu') or '-':<5} "
-              f"{cell.get('worker') or '-'}")
+        print(
+            f"  {name:<40} {cell['status']:<8} "
+            f"{'' if seconds is None else f'{seconds:.1f}':>8}  {cell.get('gpu') or '-':<5} "
+            f"{cell.get('worker') or '-'}"
+        )
 
 
 def main(argv: list[str]) -> int:
@@ -100,8 +120,10 @@ def main(argv: list[str]) -> int:
     for phase in chosen:
         name = f"bench_{phase}_{stamp}"
         walls[phase], codes[phase] = run_sweep(sweep_command(args, extra, name, work), work)
-        print(f"{phase}: {walls[phase]:.1f} s (target <= {TARGETS_S[phase]} s), sweep exit "
-              f"status {codes[phase]}")
+        print(
+            f"{phase}: {walls[phase]:.1f} s (target <= {TARGETS_S[phase]} s), sweep exit "
+            f"status {codes[phase]}"
+        )
         print_cells(work / "runs" / name)
     for phase in chosen:
         print(f"{phase}: {walls[phase]:.1f} s (target <= {TARGETS_S[phase]} s)")

@@ -22,9 +22,11 @@ def main() -> None:
         start = time.perf_counter()
         result = compare(a, b, resamples=2000)
         times.append(time.perf_counter() - start)
-    print(f"compare 5 x 200 x 2000: best {min(times):.3f} s, median {np.median(times):.3f} s "
-          f"(target <= {TARGET_S} s); {result.verdict} {result.ratio:.3f} "
-          f"[{result.low:.3f}, {result.high:.3f}]")
+    print(
+        f"compare 5 x 200 x 2000: best {min(times):.3f} s, median {np.median(times):.3f} s "
+        f"(target <= {TARGET_S} s); {result.verdict} {result.ratio:.3f} "
+        f"[{result.low:.3f}, {result.high:.3f}]"
+    )
 
 
 if __name__ == "__main__":

@@ -38,19 +38,23 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
-UNIT = (r"ms|µs|us|ns|s|min|%|x|×|TOPS|TFLOP/s|TFLOPS|GB/s|GiB|GB|MB|MiB|KB|kB|MHz|W|pt|"
-        r"samples/s|tokens/s")
+UNIT = (
+    r"ms|µs|us|ns|s|min|%|x|×|TOPS|TFLOP/s|TFLOPS|GB/s|GiB|GB|MB|MiB|KB|kB|MHz|W|pt|"
+    r"samples/s|tokens/s"
+)
 #: a figure: a number, or a range / pair of numbers, with its unit
 FIGURE = re.compile(
     rf"(?<![\w.,/#-])(?P<nums>(?:{NUM})(?:\s*(?:-|–|/|to|and)\s*(?:{NUM}))?)"
-    rf"(?![.,]?\d)\s?(?P<unit>{UNIT})(?![\w/])")
+    rf"(?![.,]?\d)\s?(?P<unit>{UNIT})(?![\w/])"
+)
 PLAIN = re.compile(r"(?<![\w.,/#-])(?P<nums>\d{1,3}(?:,\d{3})+(?:\.\d+)?)(?![.,]?\d)")
 PAIR = re.compile(rf"\[(?P<nums>(?:{NUM}),\s*(?:{NUM}))\]")
 #: what comes right before a number that is a rule or a target, not a measurement
 NOT_MEASURED = re.compile(
     r"(?:[<>≤≥]=?|--[\w-]+[ =]|\b(?:above|below|within|at most|at least|up to|beyond|under|"
     r"more than|less than|target|targets|default|defaults|exceeds?|"
-    r"budget|limit|threshold)\s*[:~]?)\s*[±+-]?$")
+    r"budget|limit|threshold)\s*[:~]?)\s*[±+-]?$"
+)
 SKIP_LINE = "<!-- figures: skip -->"
 NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 MEASURED_FOLDERS = ("docs/gpu", "docs/sweep", "docs/report")
@@ -79,7 +83,7 @@ class Found:
 
     def __contains__(self, wanted: tuple[float, int]) -> bool:
         value, decimals = wanted
-        half = 0.5 * 10 ** -decimals * (1 + 1e-9)
+        half = 0.5 * 10**-decimals * (1 + 1e-9)
         i = bisect.bisect_left(self.values, value - half)
         return i < len(self.values) and self.values[i] <= value + half
 
@@ -91,15 +95,16 @@ def source_keys(spec: str) -> frozenset:
         if args[:2] == ["python", "profile.py"]:
             return numbers_in(_in_process(args[2:]))
         env = dict(os.environ, COLUMNS="250")
-        done = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, env=env,
-                              timeout=300)
+        done = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, env=env, timeout=300)
         return numbers_in(done.stdout + done.stderr)
     path = Path(spec)
     files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
     keys: set = set()
     for file in files[:3000]:
-        if file.suffix in (".png", ".pt", ".onnx", ".parquet", ".ncu-rep") or \
-                file.stat().st_size > 20_000_000:
+        if (
+            file.suffix in (".png", ".pt", ".onnx", ".parquet", ".ncu-rep")
+            or file.stat().st_size > 20_000_000
+        ):
             continue
         data = file.read_bytes()
         if file.suffix == ".gz":
@@ -214,11 +219,16 @@ def figures(line: str):
             if any(a <= match.start() < b for a, b in seen):
                 continue
             seen.append(match.span())
-            if NOT_MEASURED.search(line[:match.start()]) or \
-                    re.match(r"\s*(?:interval|confidence|false discovery)", line[match.end():]):
+            if NOT_MEASURED.search(line[: match.start()]) or re.match(
+                r"\s*(?:interval|confidence|false discovery)", line[match.end() :]
+            ):
                 continue  # a rule, a target or a confidence level
-            if pattern is FIGURE and match["unit"] in ("x", "×") and \
-                    re.match(r"\s?[A-Z]", line[match.end():]) and "." not in match["nums"]:
+            if (
+                pattern is FIGURE
+                and match["unit"] in ("x", "×")
+                and re.match(r"\s?[A-Z]", line[match.end() :])
+                and "." not in match["nums"]
+            ):
                 continue  # 4x H100: a count of devices
             nums = re.findall(NUM, match["nums"])
             keys = []
@@ -233,7 +243,7 @@ def check(doc: Path) -> list[str]:
     lines = doc.read_text().split("\n")
     missing = []
     parts = sections(lines)
-    head = section_sources(lines[parts[0][0]:parts[0][1]], doc, []) if parts else []
+    head = section_sources(lines[parts[0][0] : parts[0][1]], doc, []) if parts else []
     own = own_sources(doc, lines)
     quoted = numbers_in(quoted_outputs(lines))
     off = False
@@ -254,21 +264,38 @@ def check(doc: Path) -> list[str]:
                 continue
             for text, wanted in figures(prose(line)):
                 if keys is None:
-                    keys = Found(quoted.union(*(source_keys(spec) for spec in specs
-                                                if not spec.startswith("missing:"))))
+                    keys = Found(
+                        quoted.union(
+                            *(
+                                source_keys(spec)
+                                for spec in specs
+                                if not spec.startswith("missing:")
+                            )
+                        )
+                    )
                 lost = [w for w in wanted if w not in keys]
                 if lost:
-                    named = ", ".join(sorted({Path(s).name if not s.startswith("command:")
-                                              else s for s in specs})) or "no source named"
-                    missing.append(f"{doc.relative_to(ROOT)}:{i + 1}: {text!r} not found in "
-                                   f"{named[:300]}")
+                    named = (
+                        ", ".join(
+                            sorted(
+                                {Path(s).name if not s.startswith("command:") else s for s in specs}
+                            )
+                        )
+                        or "no source named"
+                    )
+                    missing.append(
+                        f"{doc.relative_to(ROOT)}:{i + 1}: {text!r} not found in {named[:300]}"
+                    )
     return missing
 
 
 def docs() -> list[Path]:
     found = [ROOT / "README.md"]
-    found += sorted(p for p in (ROOT / "docs").rglob("*.md")
-                    if "schema" not in p.relative_to(ROOT / "docs").parts)
+    found += sorted(
+        p
+        for p in (ROOT / "docs").rglob("*.md")
+        if "schema" not in p.relative_to(ROOT / "docs").parts
+    )
     return found
 
 

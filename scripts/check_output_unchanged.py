@@ -28,28 +28,46 @@ NCU_FIXTURES = ROOT / "tests" / "fixtures" / "h200_ncu"
 RUN = "pytorch_fp16_bs8"
 VIEWS = ("all", "overview", "kernels", "categories", "operators")
 SWEEP_CELLS = ("pytorch_fp16_bs8", "pytorch_fp32_bs8", "ttrt_fp16_bs8", "ttrt_fp32_bs8")
-SWEEP_ARGS = ["--backends", "pytorch_fp32,pytorch_fp16,ttrt_fp32,ttrt_fp16", "--bs", "8",
-              "--name", "fixture_sweep", "--resume"]
+SWEEP_ARGS = [
+    "--backends",
+    "pytorch_fp32,pytorch_fp16,ttrt_fp32,ttrt_fp16",
+    "--bs",
+    "8",
+    "--name",
+    "fixture_sweep",
+    "--resume",
+]
 
 
 def cases() -> dict[str, tuple[list[str], Path]]:
     """name -> (profile.py arguments, working folder); "{out}" is replaced by a scratch folder."""
     runs = FIXTURES / "runs"
     found = {f"summarize_{view}": (["summarize", RUN, "--view", view], FIXTURES) for view in VIEWS}
-    found.update({
-        "summarize_json": (["summarize", RUN, "--json"], FIXTURES),
-        "summarize_top5_folder": (["summarize", str(runs / "ttrt_fp16_bs8"), "--top", "5"], ROOT),
-        "summarize_out": (["summarize", RUN, "--out", "{out}"], FIXTURES),
-        "summarize_ncu": (["summarize", RUN, "--view", "kernels", "--ncu",
-                           str(NCU_FIXTURES / "runs" / RUN)], FIXTURES),
-        "summarize_missing": (["summarize", "no_such_run"], FIXTURES),
-        "compare": (["compare", "pytorch_fp16_bs8", "ttrt_fp16_bs8"], FIXTURES),
-        "compare_same_family": (["compare", "pytorch_fp32_bs8", "pytorch_fp16_bs8",
-                                 "--top", "5"], FIXTURES),
-        "compare_out": (["compare", "pytorch_fp16_bs8", "ttrt_fp16_bs8", "--out", "{out}"],
-                        FIXTURES),
-        "sweep_table": (["sweep", *SWEEP_ARGS], Path("{sweep}")),
-    })
+    found.update(
+        {
+            "summarize_json": (["summarize", RUN, "--json"], FIXTURES),
+            "summarize_top5_folder": (
+                ["summarize", str(runs / "ttrt_fp16_bs8"), "--top", "5"],
+                ROOT,
+            ),
+            "summarize_out": (["summarize", RUN, "--out", "{out}"], FIXTURES),
+            "summarize_ncu": (
+                ["summarize", RUN, "--view", "kernels", "--ncu", str(NCU_FIXTURES / "runs" / RUN)],
+                FIXTURES,
+            ),
+            "summarize_missing": (["summarize", "no_such_run"], FIXTURES),
+            "compare": (["compare", "pytorch_fp16_bs8", "ttrt_fp16_bs8"], FIXTURES),
+            "compare_same_family": (
+                ["compare", "pytorch_fp32_bs8", "pytorch_fp16_bs8", "--top", "5"],
+                FIXTURES,
+            ),
+            "compare_out": (
+                ["compare", "pytorch_fp16_bs8", "ttrt_fp16_bs8", "--out", "{out}"],
+                FIXTURES,
+            ),
+            "sweep_table": (["sweep", *SWEEP_ARGS], Path("{sweep}")),
+        }
+    )
     return found
 
 
@@ -61,9 +79,14 @@ def build_sweep(folder: Path) -> None:
     from profiler.sweep import plan as sweep
 
     runs, tbs = folder / "runs" / "fixture_sweep", folder / "tb_logs" / "fixture_sweep"
-    plan = sweep.plan("pytorch_fp32,pytorch_fp16,ttrt_fp32,ttrt_fp16", "8",
-                      _default_options(), name="fixture_sweep",
-                      runs_dir=folder / "runs", tb_dir=folder / "tb_logs")
+    plan = sweep.plan(
+        "pytorch_fp32,pytorch_fp16,ttrt_fp32,ttrt_fp16",
+        "8",
+        _default_options(),
+        name="fixture_sweep",
+        runs_dir=folder / "runs",
+        tb_dir=folder / "tb_logs",
+    )
     manifest = sweep.start_manifest(plan)
     for cell in SWEEP_CELLS:
         shutil.copytree(FIXTURES / "runs" / cell, runs / cell)
@@ -99,8 +122,13 @@ def run_case(args: list[str], cwd: Path, into: Path, scratch: Path) -> None:
     env = dict(os.environ, COLUMNS="160", TERM="dumb", NO_COLOR="1")
     env.pop("PYTHONPATH", None)
     env.pop("INFER_PROFILER_CACHE", None)
-    done = subprocess.run([sys.executable, str(ROOT / "profile.py"), *args], cwd=cwd,
-                          capture_output=True, text=True, env=env)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "profile.py"), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     into.mkdir(parents=True)
     (into / "stdout").write_text(_stable(done.stdout, out))
     # the sweep's last stderr lines carry its wall time: drop that one figure
@@ -126,8 +154,7 @@ def differences(before: Path, after: Path) -> list[str]:
 
     def walk(cmp: filecmp.dircmp, prefix: str) -> None:
         found.extend(f"{prefix}{n} (only one side)" for n in cmp.left_only + cmp.right_only)
-        _, mismatch, errors = filecmp.cmpfiles(cmp.left, cmp.right, cmp.common_files,
-                                               shallow=False)
+        _, mismatch, errors = filecmp.cmpfiles(cmp.left, cmp.right, cmp.common_files, shallow=False)
         found.extend(f"{prefix}{n}" for n in mismatch + errors)
         for name, sub in cmp.subdirs.items():
             walk(sub, f"{prefix}{name}/")
@@ -139,8 +166,11 @@ def differences(before: Path, after: Path) -> list[str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("before", type=Path, help="folder of the outputs captured before")
-    parser.add_argument("--capture", action="store_true",
-                        help="write the outputs of the code as it is now into BEFORE")
+    parser.add_argument(
+        "--capture",
+        action="store_true",
+        help="write the outputs of the code as it is now into BEFORE",
+    )
     args = parser.parse_args()
     if args.capture:
         if args.before.exists():
@@ -155,8 +185,10 @@ def main() -> int:
         diff = differences(args.before, after)
     for name in diff:
         print(f"differs: {name}")
-    print(f"{len(cases()) - len({d.split('/')[0] for d in diff})} of {len(cases())} outputs "
-          "byte-identical")
+    print(
+        f"{len(cases()) - len({d.split('/')[0] for d in diff})} of {len(cases())} outputs "
+        "byte-identical"
+    )
     return 1 if diff else 0
 
 
@@ -171,9 +203,12 @@ def capture_cases(into: Path, sweep_src: Path) -> None:
                 cwd = case_scratch / "sweep"
                 shutil.copytree(sweep_src, cwd)
                 run_case(args, cwd, into / "cases" / name, case_scratch)
-                shutil.copytree(cwd / "runs" / "fixture_sweep", into / "cases" / name / "files",
-                                ignore=shutil.ignore_patterns("sweep.json", "*_bs*"),
-                                dirs_exist_ok=True)
+                shutil.copytree(
+                    cwd / "runs" / "fixture_sweep",
+                    into / "cases" / name / "files",
+                    ignore=shutil.ignore_patterns("sweep.json", "*_bs*"),
+                    dirs_exist_ok=True,
+                )
             else:
                 run_case(args, cwd, into / "cases" / name, case_scratch)
 

@@ -83,8 +83,9 @@ def main() -> int:
     from profiler.collect.timing import time_iterations
     from profiler.runs.config import RunConfig
 
-    config = RunConfig(backend=args.backend, batch_size=args.bs, model=args.model,
-                       compile_mode=args.compile_mode)
+    config = RunConfig(
+        backend=args.backend, batch_size=args.bs, model=args.model, compile_mode=args.compile_mode
+    )
     set_math_flags(config)
     model, inputs = models.build(config)
     prepared = backends.get(config.backend).prepare(model, inputs, config, torch.device("cuda"))
@@ -109,8 +110,10 @@ def main() -> int:
         off = 100.0 * (p50 - harness_p50) / harness_p50
         return f"  {label:<34} p50 {p50:9.4f} ms  {off:+7.2f} %"
 
-    print(f"{args.model} {args.backend} bs{args.bs} on {torch.cuda.get_device_name()}: "
-          f"{args.blocks} alternating blocks of {block} iterations")
+    print(
+        f"{args.model} {args.backend} bs{args.bs} on {torch.cuda.get_device_name()}: "
+        f"{args.blocks} alternating blocks of {block} iterations"
+    )
     print(f"  {'harness timing (profile.py run)':<34} p50 {harness_p50:9.4f} ms")
     print(line("independent CUDA-event loop", event_ms))
     print(line("host clock between synchronizes", host_ms))

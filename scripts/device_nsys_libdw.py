@@ -40,17 +40,19 @@ def unpack_deb(deb: Path, into: Path) -> None:
         raise SystemExit(f"{deb} is not a .deb (ar) archive")
     offset = 8
     while offset + 60 <= len(data):
-        header = data[offset:offset + 60]
+        header = data[offset : offset + 60]
         name = header[:16].decode().strip().rstrip("/")
         size = int(header[48:58].decode().strip())
-        body = data[offset + 60:offset + 60 + size]
+        body = data[offset + 60 : offset + 60 + size]
         offset += 60 + size + (size % 2)
         if name.startswith("data.tar"):
             if name.endswith(".zst"):
                 raise SystemExit(f"{deb}: data.tar.zst needs zstd; use Debian 12 .debs (xz)")
             with tarfile.open(fileobj=io.BytesIO(body), mode="r:*") as tar:
-                tar.extractall(into, filter="tar") if sys.version_info >= (3, 12) \
-                    else tar.extractall(into)
+                tar.extractall(into, filter="tar") if sys.version_info >= (
+                    3,
+                    12,
+                ) else tar.extractall(into)
             return
     raise SystemExit(f"{deb} has no data.tar member")
 
@@ -61,8 +63,10 @@ def locate_nsys() -> str | None:
     found = shutil.which("nsys")
     if found:
         return found
-    for pattern in ("/opt/nvidia/nsight-systems/*/bin/nsys",
-                    "/opt/nvidia/nsight-compute/*/host/target-linux-x64/nsys"):
+    for pattern in (
+        "/opt/nvidia/nsight-systems/*/bin/nsys",
+        "/opt/nvidia/nsight-compute/*/host/target-linux-x64/nsys",
+    ):
         matches = sorted(glob.glob(pattern), reverse=True)
         if matches:
             return matches[0]
@@ -118,33 +122,63 @@ def main() -> int:
         if still == missing:
             break
         missing = still
-    print("ldd after: " + (", ".join(missing) + " still not found" if missing else
-                           "nothing missing"))
+    print(
+        "ldd after: " + (", ".join(missing) + " still not found" if missing else "nothing missing")
+    )
     for line in after.splitlines():
         if "libdw" in line or "libelf" in line:
             print("  " + line.strip())
-    env = dict(os.environ, LD_LIBRARY_PATH=str(libdir) + (
-        ":" + os.environ["LD_LIBRARY_PATH"] if os.environ.get("LD_LIBRARY_PATH") else ""))
+    env = dict(
+        os.environ,
+        LD_LIBRARY_PATH=str(libdir)
+        + (":" + os.environ["LD_LIBRARY_PATH"] if os.environ.get("LD_LIBRARY_PATH") else ""),
+    )
     if qdstrm is not None:
-        help_text = subprocess.run([str(importer), "--help"], capture_output=True, text=True,
-                                   env=env)
-        print("importer --help (first lines):\n  " + "\n  ".join(
-            (help_text.stdout + help_text.stderr).splitlines()[:12]))
-        done = subprocess.run([str(importer), "-i", str(qdstrm)], capture_output=True,
-                              text=True, env=env)
+        help_text = subprocess.run(
+            [str(importer), "--help"], capture_output=True, text=True, env=env
+        )
+        print(
+            "importer --help (first lines):\n  "
+            + "\n  ".join((help_text.stdout + help_text.stderr).splitlines()[:12])
+        )
+        done = subprocess.run(
+            [str(importer), "-i", str(qdstrm)], capture_output=True, text=True, env=env
+        )
         print(f"importer -i {qdstrm}: status {done.returncode}\n{done.stdout}{done.stderr}")
         report = qdstrm.with_suffix(".nsys-rep")
         print(f"{report}: {'written' if report.exists() else 'not written'}")
         if report.exists():
-            stats = subprocess.run([nsys, "stats", "--report", "cuda_gpu_kern_sum,nvtx_sum",
-                                    "--format", "csv", "--output", str(report.with_suffix("")),
-                                    "--force-export=true", str(report)],
-                                   capture_output=True, text=True, env=env)
-            print(f"nsys stats: status {stats.returncode}\n{stats.stdout[-3000:]}"
-                  f"{stats.stderr[-2000:]}")
+            stats = subprocess.run(
+                [
+                    nsys,
+                    "stats",
+                    "--report",
+                    "cuda_gpu_kern_sum,nvtx_sum",
+                    "--format",
+                    "csv",
+                    "--output",
+                    str(report.with_suffix("")),
+                    "--force-export=true",
+                    str(report),
+                ],
+                capture_output=True,
+                text=True,
+                env=env,
+            )
+            print(
+                f"nsys stats: status {stats.returncode}\n{stats.stdout[-3000:]}"
+                f"{stats.stderr[-2000:]}"
+            )
         return done.returncode
-    command = [sys.executable, str(ROOT / "profile.py"), "nsys", "--backend", "pytorch_fp16",
-               "--bs", "8"]
+    command = [
+        sys.executable,
+        str(ROOT / "profile.py"),
+        "nsys",
+        "--backend",
+        "pytorch_fp16",
+        "--bs",
+        "8",
+    ]
     print("$ LD_LIBRARY_PATH=" + str(libdir) + " " + " ".join(command))
     return subprocess.run(command, env=env, cwd=ROOT).returncode
 

@@ -71,8 +71,11 @@ def largest_activations(model, inputs, top: int = 5):
                 return
             if isinstance(value, torch.Tensor) and value.is_floating_point():
                 finite = torch.isfinite(value)
-                peaks[name] = (float(value[finite].abs().max()) if finite.any() else float("inf"),
-                               int((~finite).sum()))
+                peaks[name] = (
+                    float(value[finite].abs().max()) if finite.any() else float("inf"),
+                    int((~finite).sum()),
+                )
+
         return record
 
     handles = [m.register_forward_hook(hook(n)) for n, m in model.named_modules() if n]
@@ -82,9 +85,12 @@ def largest_activations(model, inputs, top: int = 5):
         handle.remove()
     ranked = sorted(peaks.items(), key=lambda kv: -kv[1][0])
     non_finite = [(n, p) for n, p in peaks.items() if p[1]]
-    print(f"FP16 activations: largest |x| {ranked[0][1][0]:.4g} at {ranked[0][0]}; "
-          f"{len(non_finite)} modules with non-finite outputs"
-          + (f", first: {non_finite[0][0]}" if non_finite else ""), flush=True)
+    print(
+        f"FP16 activations: largest |x| {ranked[0][1][0]:.4g} at {ranked[0][0]}; "
+        f"{len(non_finite)} modules with non-finite outputs"
+        + (f", first: {non_finite[0][0]}" if non_finite else ""),
+        flush=True,
+    )
     for name, (peak, bad) in ranked[:top]:
         print(f"    {name:<48} max |x| {peak:.4g}  non-finite {bad}")
 
@@ -101,10 +107,14 @@ def amax_summary(model) -> None:
     zero = [n for n, a in rows if bool((a == 0).any())]
     bad = [n for n, a in rows if not bool(torch.isfinite(a).all())]
     values = torch.cat([a.flatten() for _, a in rows])
-    print(f"quantizers: {len(rows)} with amax; min {float(values.min()):.4g}, max "
-          f"{float(values.max()):.4g}; {len(zero)} with a zero amax, {len(bad)} with a "
-          f"non-finite amax" + (f" (first zero: {zero[0]})" if zero else "")
-          + (f" (first non-finite: {bad[0]})" if bad else ""), flush=True)
+    print(
+        f"quantizers: {len(rows)} with amax; min {float(values.min()):.4g}, max "
+        f"{float(values.max()):.4g}; {len(zero)} with a zero amax, {len(bad)} with a "
+        f"non-finite amax"
+        + (f" (first zero: {zero[0]})" if zero else "")
+        + (f" (first non-finite: {bad[0]})" if bad else ""),
+        flush=True,
+    )
 
 
 def quantize(model, batches, config):
@@ -124,9 +134,13 @@ def engine(model, inputs):
 
     with torch.no_grad(), export_torch_mode():
         exported = torch.export.export(model, tuple(inputs), strict=False)
-        return torch_tensorrt.dynamo.compile(exported, inputs=list(inputs),
-                                             use_explicit_typing=True, min_block_size=1,
-                                             disable_tf32=True)
+        return torch_tensorrt.dynamo.compile(
+            exported,
+            inputs=list(inputs),
+            use_explicit_typing=True,
+            min_block_size=1,
+            disable_tf32=True,
+        )
 
 
 def variant_config(base: dict, keep_fp16: list[str]) -> dict:
@@ -151,35 +165,48 @@ def main() -> int:
     config = RunConfig(model=args.model, batch_size=args.bs, backend="ttrt_fp8")
     model, inputs = models.build(config, device=device)
     gen = torch.Generator().manual_seed(1)
-    fresh = tuple(torch.randn(t.shape, generator=gen) if t.is_floating_point() else t
-                  for t in inputs)
+    fresh = tuple(
+        torch.randn(t.shape, generator=gen) if t.is_floating_point() else t for t in inputs
+    )
     inputs32 = tuple(t.to(device) for t in fresh)
     model = model.to(device).float().eval()
     with torch.no_grad():
         ref = first_tensor(model(*inputs32)).float()
-    print(f"{args.model} bs {args.bs} on {torch.cuda.get_device_name()}: FP32 reference "
-          f"max |y| {float(ref.abs().max()):.4g}", flush=True)
+    print(
+        f"{args.model} bs {args.bs} on {torch.cuda.get_device_name()}: FP32 reference "
+        f"max |y| {float(ref.abs().max()):.4g}",
+        flush=True,
+    )
     model16 = model.half()
     inputs16 = tuple(t.half() if t.is_floating_point() else t for t in inputs32)
     fp16_bad = report("FP16 eager", model16(*inputs16), ref)
     largest_activations(model16, inputs16)
-    batches = [tuple((torch.randn(t.shape, generator=gen).to(device).half()
-                      if t.is_floating_point() else t) for t in inputs32)
-               for _ in range(args.calib_batches)]
+    batches = [
+        tuple(
+            (torch.randn(t.shape, generator=gen).to(device).half() if t.is_floating_point() else t)
+            for t in inputs32
+        )
+        for _ in range(args.calib_batches)
+    ]
     import modelopt.torch.quantization as mtq
 
     results = {}
-    variants = {"FP8 (mtq.FP8_DEFAULT_CFG)": [],
-                "FP8, weights only": ["*input_quantizer"],
-                "FP8, activations only": ["*weight_quantizer"],
-                "FP8, classifier in FP16": ["*fc*", "*classifier*", "*pre_classifier*"],
-                # last: on the H100 with TensorRT-RTX 1.4 this engine failed with an illegal
-                # memory access inside a cuDNN convolution, which ends the process
-                "FP8, first conv/embeddings in FP16": ["*conv1*", "*embeddings*"]}
+    variants = {
+        "FP8 (mtq.FP8_DEFAULT_CFG)": [],
+        "FP8, weights only": ["*input_quantizer"],
+        "FP8, activations only": ["*weight_quantizer"],
+        "FP8, classifier in FP16": ["*fc*", "*classifier*", "*pre_classifier*"],
+        # last: on the H100 with TensorRT-RTX 1.4 this engine failed with an illegal
+        # memory access inside a cuDNN convolution, which ends the process
+        "FP8, first conv/embeddings in FP16": ["*conv1*", "*embeddings*"],
+    }
     for label, keep in variants.items():
         began = time.perf_counter()
-        q = quantize(models.build(config, device=device)[0].to(device).half().eval(), batches,
-                     variant_config(mtq.FP8_DEFAULT_CFG, keep))
+        q = quantize(
+            models.build(config, device=device)[0].to(device).half().eval(),
+            batches,
+            variant_config(mtq.FP8_DEFAULT_CFG, keep),
+        )
         if not keep:
             amax_summary(q)
         with torch.no_grad():
@@ -191,8 +218,10 @@ def main() -> int:
                 with torch.no_grad():
                     engine_bad = report(f"{label}: TensorRT engine", compiled(*inputs16), ref)
             except Exception as error:  # a failed build is a finding, not the end
-                print(f"{label}: TensorRT build failed: {type(error).__name__}: "
-                      f"{str(error).splitlines()[0][:200]}")
+                print(
+                    f"{label}: TensorRT build failed: {type(error).__name__}: "
+                    f"{str(error).splitlines()[0][:200]}"
+                )
         results[label] = (fake_bad, engine_bad)
         print(f"    ({time.perf_counter() - began:.1f} s)", flush=True)
     base_fake, base_engine = results["FP8 (mtq.FP8_DEFAULT_CFG)"]
@@ -202,8 +231,10 @@ def main() -> int:
         verdict = "the fake-quantized PyTorch model is non-finite: calibration/scales"
     elif base_engine:
         clean = [label for label, (_, e) in results.items() if e is False]
-        verdict = ("PyTorch's fake-quant is finite, the engine is not: the TensorRT engine; "
-                   f"finite variants: {', '.join(clean) or 'none'}")
+        verdict = (
+            "PyTorch's fake-quant is finite, the engine is not: the TensorRT engine; "
+            f"finite variants: {', '.join(clean) or 'none'}"
+        )
     else:
         verdict = "no NaN here (this model, batch and seed)"
     print(f"verdict: {verdict}")

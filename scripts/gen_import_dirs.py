@@ -46,8 +46,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         dump = Path(scratch) / "modules.json"
         environ = {**os.environ, "INFER_PROFILER_CACHE": str(Path(scratch) / "cache")}
-        subprocess.run([sys.executable, "-c", _CHILD, str(dump), str(ROOT / "profile.py")],
-                       cwd=scratch, check=True, stdout=subprocess.DEVNULL, env=environ)
+        subprocess.run(
+            [sys.executable, "-c", _CHILD, str(dump), str(ROOT / "profile.py")],
+            cwd=scratch,
+            check=True,
+            stdout=subprocess.DEVNULL,
+            env=environ,
+        )
         files = json.loads(dump.read_text())
     where = roots()
     order = sorted(where.items(), key=lambda item: -len(str(item[1])))  # deepest root first
@@ -65,7 +70,8 @@ def main() -> None:
     OUT.write_text(
         '"""The folders an eager run imports from, in first-import order (written by\n'
         'scripts/gen_import_dirs.py; read by profiler.collect.bytecode.precompile)."""\n\n'
-        "DIRS = (\n" + "\n".join(lines) + "\n)\n")
+        "DIRS = (\n" + "\n".join(lines) + "\n)\n"
+    )
     print(f"{OUT.relative_to(ROOT)}: {len(dirs)} folders")
 
 

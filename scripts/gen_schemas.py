@@ -31,8 +31,11 @@ def stale(folder: Path = SCHEMA_DIR) -> list[str]:
     """The files of ``folder`` that differ from the types, are missing, or name no type."""
     want = expected()
     have = {p.name for p in folder.glob("*.json")} if folder.is_dir() else set()
-    differ = [name for name, text in want.items()
-              if not (folder / name).is_file() or (folder / name).read_text() != text]
+    differ = [
+        name
+        for name, text in want.items()
+        if not (folder / name).is_file() or (folder / name).read_text() != text
+    ]
     return sorted(differ + list(have - set(want)))
 
 

@@ -28,12 +28,22 @@ def reference(path: Path) -> dict:
     for gpu_id in sorted(gpu.gpu_ids):
         devices[str(gpu_id)] = {
             "gpu_utilization_pct": 100 * gpu.gpu_utilization[gpu_id],
-            "est_sm_efficiency_pct": None if gpu.avg_approximated_sm_efficiency_per_device[gpu_id]
-            is None else 100 * gpu.avg_approximated_sm_efficiency_per_device[gpu_id],
+            "est_sm_efficiency_pct": None
+            if gpu.avg_approximated_sm_efficiency_per_device[gpu_id] is None
+            else 100 * gpu.avg_approximated_sm_efficiency_per_device[gpu_id],
             "est_achieved_occupancy_pct": gpu.avg_occupancy_per_device[gpu_id],
         }
-    roles = ["kernel", "memcpy", "memset", "communication", "runtime", "dataloader",
-             "cpu_exec", "other", "total"]
+    roles = [
+        "kernel",
+        "memcpy",
+        "memset",
+        "communication",
+        "runtime",
+        "dataloader",
+        "cpu_exec",
+        "other",
+        "total",
+    ]
     return {
         "file": path.name,
         "plugin": f"torch-tb-profiler {plugin_version}",
@@ -43,7 +53,8 @@ def reference(path: Path) -> dict:
         "step_breakdown_us": [dict(zip(roles, c.costs)) for c in profile.steps_costs],
         "devices": devices,
         "kernel_time_using_tensor_cores_pct": {
-            str(k): 100 * v for k, v in enumerate(profile.tc_ratio) if v is not None},
+            str(k): 100 * v for k, v in enumerate(profile.tc_ratio) if v is not None
+        },
     }
 
 

@@ -26,8 +26,9 @@ def main() -> None:
     args = parser.parse_args()
     table = {}
     for bs in (int(b) for b in args.bs.split(",")):
-        model, inputs = models.build(RunConfig(backend="pytorch_fp32", batch_size=bs,
-                                               model=args.model))
+        model, inputs = models.build(
+            RunConfig(backend="pytorch_fp32", batch_size=bs, model=args.model)
+        )
         for precision in args.precision.split(","):
             table[f"{precision}_bs{bs}"] = roofline_inputs(model, inputs, precision, bs)
     json.dump({"model": args.model, "roofline_inputs": table}, sys.stdout, indent=1)

@@ -33,8 +33,10 @@ def api_report() -> None:
     except Exception as error:
         print(f"  not usable: {error}")
         return
-    print(f"  flavour {flavour.name}: {flavour.distribution} {flavour.version}, "
-          f"library module {flavour.library_module}")
+    print(
+        f"  flavour {flavour.name}: {flavour.distribution} {flavour.version}, "
+        f"library module {flavour.library_module}"
+    )
     import importlib
 
     import torch
@@ -49,17 +51,23 @@ def api_report() -> None:
         "torch_tensorrt.save": hasattr(torch_tensorrt, "save"),
         "torch_tensorrt.load": hasattr(torch_tensorrt, "load"),
         "torch_tensorrt.dynamo.Debugger": hasattr(
-            getattr(torch_tensorrt, "dynamo", None), "Debugger"),
+            getattr(torch_tensorrt, "dynamo", None), "Debugger"
+        ),
         "runtime.TorchTensorRTModule.get_layer_info": hasattr(
-            getattr(torch_tensorrt.runtime, "TorchTensorRTModule", None), "get_layer_info"),
+            getattr(torch_tensorrt.runtime, "TorchTensorRTModule", None), "get_layer_info"
+        ),
         "runtime.TorchTensorRTModule.enable_profiling": hasattr(
-            getattr(torch_tensorrt.runtime, "TorchTensorRTModule", None), "enable_profiling"),
+            getattr(torch_tensorrt.runtime, "TorchTensorRTModule", None), "enable_profiling"
+        ),
         "runtime.PythonTorchTensorRTModule.get_layer_info": hasattr(
-            getattr(torch_tensorrt.runtime, "PythonTorchTensorRTModule", None), "get_layer_info"),
+            getattr(torch_tensorrt.runtime, "PythonTorchTensorRTModule", None), "get_layer_info"
+        ),
         f"{flavour.library_module}.ProfilingVerbosity.DETAILED": hasattr(
-            getattr(library, "ProfilingVerbosity", None), "DETAILED"),
+            getattr(library, "ProfilingVerbosity", None), "DETAILED"
+        ),
         f"{flavour.library_module}.BuilderFlag.TF32": hasattr(
-            getattr(library, "BuilderFlag", None), "TF32"),
+            getattr(library, "BuilderFlag", None), "TF32"
+        ),
         f"{flavour.library_module}.IProfiler": hasattr(library, "IProfiler"),
         "torch.ops.tensorrt.execute_engine": _has_op("execute_engine"),
     }
@@ -75,9 +83,16 @@ def api_report() -> None:
     props = torch.cuda.get_device_properties(0)
     print(f"  GPU {props.name}, compute capability {props.major}.{props.minor}")
     if flavour.name == "tensorrt-rtx" and (props.major, props.minor) not in {
-            (7, 5), (8, 6), (8, 9), (12, 0), (12, 1)}:
-        print("  note: TensorRT-RTX's support matrix lists compute capabilities 7.5, 8.6, 8.9 and "
-              "12.x; this GPU is not among them, so a build failure here is expected")
+        (7, 5),
+        (8, 6),
+        (8, 9),
+        (12, 0),
+        (12, 1),
+    }:
+        print(
+            "  note: TensorRT-RTX's support matrix lists compute capabilities 7.5, 8.6, 8.9 and "
+            "12.x; this GPU is not among them, so a build failure here is expected"
+        )
 
 
 def _has_op(name: str) -> bool:
@@ -90,15 +105,36 @@ def _has_op(name: str) -> bool:
 
 
 def run(backend: str, args, cache_dir: Path, workdir: Path) -> tuple[int, dict | None, str]:
-    command = [sys.executable, str(ROOT / "profile.py"), "run", "--backend", backend,
-               "--model", args.model, "--bs", str(args.bs), "--iters", str(args.iters),
-               "--timed-warmup", "5", "--runs-dir", str(workdir / "runs"),
-               "--tb-dir", str(workdir / "tb_logs"), "--cache-dir", str(cache_dir), "--json"]
+    command = [
+        sys.executable,
+        str(ROOT / "profile.py"),
+        "run",
+        "--backend",
+        backend,
+        "--model",
+        args.model,
+        "--bs",
+        str(args.bs),
+        "--iters",
+        str(args.iters),
+        "--timed-warmup",
+        "5",
+        "--runs-dir",
+        str(workdir / "runs"),
+        "--tb-dir",
+        str(workdir / "tb_logs"),
+        "--cache-dir",
+        str(cache_dir),
+        "--json",
+    ]
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
     from profiler.runs.result import result_from_dict
 
-    result = result_from_dict(json.loads(done.stdout), "run --json") \
-        if done.returncode == 0 and done.stdout.strip() else None
+    result = (
+        result_from_dict(json.loads(done.stdout), "run --json")
+        if done.returncode == 0 and done.stdout.strip()
+        else None
+    )
     return done.returncode, result, done.stderr
 
 
@@ -107,13 +143,17 @@ def check_run(label: str, result, expect_hit: bool, run_dir: Path) -> list[str]:
     notes, timing = result.backend.extra, result.timing
     cache = notes.get("cache", {})
     print(f"== {label}")
-    print(f"  p50 {timing.p50_ms:.3f} ms, prepare {timing.prepare_s:.2f} s, "
-          f"first call {timing.first_call_s:.2f} s, compile_s {result.backend.compile_s}, "
-          f"load_s {result.backend.cache_load_s}")
+    print(
+        f"  p50 {timing.p50_ms:.3f} ms, prepare {timing.prepare_s:.2f} s, "
+        f"first call {timing.first_call_s:.2f} s, compile_s {result.backend.compile_s}, "
+        f"load_s {result.backend.cache_load_s}"
+    )
     print(f"  cache {cache}")
     print(f"  flavour {notes.get('flavour')} versions {notes.get('versions')}")
-    print(f"  engines {notes.get('engine_count')}, verbosity {notes.get('profiling_verbosity')}, "
-          f"fallback ops {notes.get('fallback_ops')}")
+    print(
+        f"  engines {notes.get('engine_count')}, verbosity {notes.get('profiling_verbosity')}, "
+        f"fallback ops {notes.get('fallback_ops')}"
+    )
     print(f"  layer timing {notes.get('layer_timing')}")
     print(f"  warnings {result.backend.warnings}")
     print(f"  numerics {result.numerics}")
@@ -125,8 +165,10 @@ def check_run(label: str, result, expect_hit: bool, run_dir: Path) -> list[str]:
     for name in notes.get("layer_files", []):
         try:
             layers = json.loads((run_dir / name).read_text())
-            print(f"  {name}: {len(layers.get('Layers', []))} layers, first "
-                  f"{str(layers.get('Layers', [''])[0])[:160]}")
+            print(
+                f"  {name}: {len(layers.get('Layers', []))} layers, first "
+                f"{str(layers.get('Layers', [''])[0])[:160]}"
+            )
         except (OSError, ValueError, AttributeError) as error:
             problems.append(f"{label}: {name} unreadable ({error})")
     if not notes.get("layer_files"):
@@ -163,8 +205,11 @@ def main() -> int:
                     break
                 run_dir = workdir / "runs" / f"{backend}_bs{args.bs}"
                 problems += check_run(label, result, expect_hit, run_dir)
-        print(f"== cache folder: {sorted(p.name for p in cache_dir.glob('*'))}"
-              if cache_dir.exists() else "== no cache folder")
+        print(
+            f"== cache folder: {sorted(p.name for p in cache_dir.glob('*'))}"
+            if cache_dir.exists()
+            else "== no cache folder"
+        )
     print("== problems" if problems else "== all expectations met")
     for problem in problems:
         print(f"  {problem}")

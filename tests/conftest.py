@@ -15,8 +15,10 @@ ROOT = Path(__file__).resolve().parent.parent
 # subprocess of the suite compiled torch again (a tiny run took 7.0 s instead of 3.2 s on a 2-core
 # machine). The suite's subprocesses share one bytecode folder instead, kept between sessions and
 # never beside the sources; tests/test_bytecode.py gives its subprocesses their own environment.
-os.environ.setdefault("PYTHONPYCACHEPREFIX", str(
-    Path(__import__("tempfile").gettempdir()) / f"infer-profiler-tests-pycache-{os.getuid()}"))
+os.environ.setdefault(
+    "PYTHONPYCACHEPREFIX",
+    str(Path(__import__("tempfile").gettempdir()) / f"infer-profiler-tests-pycache-{os.getuid()}"),
+)
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 FIXTURES = ROOT / "tests" / "fixtures"
 TB_PLUGIN = FIXTURES / "kineto_tb_plugin"
@@ -70,8 +72,9 @@ def run_python(*args: str, cwd: Path = ROOT, timeout: float = 600) -> subprocess
     """A fresh interpreter, as a user would start one, from the repository root by default."""
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
-    return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, env=env)
+    return subprocess.run(
+        [sys.executable, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env
+    )
 
 
 @pytest.fixture(scope="session")
@@ -81,9 +84,16 @@ def v100_summary():
     return summarize(V100_TRACE)
 
 
-def stop_sweep_when(args: list[str], cwd: Path, name: str, ready, sig: int,
-                    env: dict | None = None, wait_s: float = 120,
-                    stop_s: float = 60) -> tuple[int, str, dict]:
+def stop_sweep_when(
+    args: list[str],
+    cwd: Path,
+    name: str,
+    ready,
+    sig: int,
+    env: dict | None = None,
+    wait_s: float = 120,
+    stop_s: float = 60,
+) -> tuple[int, str, dict]:
     """Start `profile.py sweep --name NAME ARGS` in ``cwd``, send ``sig`` once ``ready(cells)``
     holds for the manifest's cells, and return (exit status, stderr, the cells afterwards)."""
     import json
@@ -92,8 +102,13 @@ def stop_sweep_when(args: list[str], cwd: Path, name: str, ready, sig: int,
     if env is None:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     process = subprocess.Popen(
-        [sys.executable, str(ROOT / "profile.py"), "sweep", "--name", name, *args], cwd=cwd,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        [sys.executable, str(ROOT / "profile.py"), "sweep", "--name", name, *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     manifest = Path(cwd) / "runs" / name / "sweep.json"
 
     def cells() -> dict:

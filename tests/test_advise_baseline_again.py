@@ -25,8 +25,10 @@ NOISY = SWEEP / "pytorch_fp16_bs8"
 #: one window, CV 8.9 %, no flag
 QUIET = FIXTURES / "h100_session" / "runs" / "pytorch_fp32_bs8"
 EXPERIMENT = SWEEP / "ttrt_fp16_bs8"
-AGAIN = "the baseline's one window is noisy (CV 57.8 %): timed once more in a fresh process; " \
-        "the verdicts rest on both windows"
+AGAIN = (
+    "the baseline's one window is noisy (CV 57.8 %): timed once more in a fresh process; "
+    "the verdicts rest on both windows"
+)
 
 
 def run(tmp_path, monkeypatch, baseline):
@@ -57,18 +59,23 @@ def run(tmp_path, monkeypatch, baseline):
     said = []
     base = RunConfig(model="tests.tiny_models:conv_net", batch_size=8)
     tried = [Experiment("backend ttrt_fp16", {"backend": "ttrt_fp16"}, ("launch-bound",), "")]
-    trial = trial_module.run_trial(base, tried, tmp_path / "t", tmp_path / "tt", processes=1,
-                                   say=said.append)
+    trial = trial_module.run_trial(
+        base, tried, tmp_path / "t", tmp_path / "tt", processes=1, say=said.append
+    )
     return trial, said, asked
 
 
-def test_a_noisy_baseline_gets_one_more_window_and_the_verdict_rests_on_both(tmp_path,
-                                                                            monkeypatch):
+def test_a_noisy_baseline_gets_one_more_window_and_the_verdict_rests_on_both(tmp_path, monkeypatch):
     trial, said, asked = run(tmp_path, monkeypatch, NOISY)
     baseline = trial.cells[0].folder
     assert asked == [[baseline]]  # exactly one more window, of the baseline alone
-    assert said.count("the baseline's one window is noisy (CV 57.8 %): timing it once more "
-                      "in a fresh process before any verdict") == 1
+    assert (
+        said.count(
+            "the baseline's one window is noisy (CV 57.8 %): timing it once more "
+            "in a fresh process before any verdict"
+        )
+        == 1
+    )
     assert trial.baseline_again == AGAIN
     data = trial.to_dict()
     assert data["baseline_again"] == AGAIN

@@ -43,8 +43,7 @@ def test_advise_try_terminal_and_page_show_the_baselines_noise():
     from profiler.report.trial_view import print_trial
 
     base = msgspec.structs.replace(BASE, noise=noise_of(NOISY_RUN))
-    text = one_line(rendered(lambda c: print_trial(_trial_rows(), base, TRIAL, _Plan(), c),
-                             200))
+    text = one_line(rendered(lambda c: print_trial(_trial_rows(), base, TRIAL, _Plan(), c), 200))
     assert f"noise of the baseline: {NOISY_LINE}" in text
     page = trial_html("runs/x", [], _Plan(), _trial_rows(), base, TRIAL, noise_of(NOISY_RUN))
     assert f"noise of the baseline: {NOISY_LINE}" in page  # the baseline's section
@@ -52,11 +51,18 @@ def test_advise_try_terminal_and_page_show_the_baselines_noise():
 
 
 def trial(base: str, experiment: str) -> dict:
-    cell = {"changes": {"backend": "ttrt_fp16"}, "rules": ["launch-bound"], "status": "ok",
-            "reason": None}
-    return {"cells": [{**cell, "label": "baseline", "changes": {}, "rules": [],
-                       "folder": base},
-                      {**cell, "label": "backend ttrt_fp16", "folder": experiment}]}
+    cell = {
+        "changes": {"backend": "ttrt_fp16"},
+        "rules": ["launch-bound"],
+        "status": "ok",
+        "reason": None,
+    }
+    return {
+        "cells": [
+            {**cell, "label": "baseline", "changes": {}, "rules": [], "folder": base},
+            {**cell, "label": "backend ttrt_fp16", "folder": experiment},
+        ]
+    }
 
 
 def test_a_noisy_one_window_baseline_gives_no_verdict_but_keeps_the_speedup():
@@ -65,14 +71,15 @@ def test_a_noisy_one_window_baseline_gives_no_verdict_but_keeps_the_speedup():
     [row] = trial_rows(data, folder, {"launch-bound": 2.0})
     assert row.speedup > 1 and row.low is not None  # measured, kept
     assert row.verdict == "undecided"
-    assert "the baseline's one window is noisy (CV 57.8 %): no verdict drawn from it; " \
-           "--processes 3 gives it fresh windows" in row.judgement
+    assert (
+        "the baseline's one window is noisy (CV 57.8 %): no verdict drawn from it; "
+        "--processes 3 gives it fresh windows" in row.judgement
+    )
     assert "faster" not in row.judgement and "slower" not in row.judgement
     assert baseline_row(data, folder).noise.processes == 1
 
 
 def test_a_quiet_one_window_baseline_still_gets_its_verdict():
     folder = FIXTURES / "h100_session" / "runs"  # its fp32 bs8: CV 8.9 %, no flag
-    [row] = trial_rows(trial("pytorch_fp32_bs8", "ttrt_fp16_bs8"), folder,
-                       {"launch-bound": 2.0})
+    [row] = trial_rows(trial("pytorch_fp32_bs8", "ttrt_fp16_bs8"), folder, {"launch-bound": 2.0})
     assert row.verdict == "faster" and "no verdict drawn" not in row.judgement

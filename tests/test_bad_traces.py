@@ -16,8 +16,14 @@ from profiler.errors import UserError
 from profiler.trace import load
 from profiler.trace.summary import summarize
 
-FIXTURE = (Path(__file__).parent / "fixtures" / "h200" / "tb_logs" / "pytorch_fp16_bs8"
-           / "resnet50.1795313772163769478.pt.trace.json.gz")
+FIXTURE = (
+    Path(__file__).parent
+    / "fixtures"
+    / "h200"
+    / "tb_logs"
+    / "pytorch_fp16_bs8"
+    / "resnet50.1795313772163769478.pt.trace.json.gz"
+)
 
 
 @pytest.fixture(scope="module")
@@ -73,21 +79,33 @@ def drop_field(key):
 # D13: an odd field type where the analyses do not need it changes nothing
 # --------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("change, where", [
-    # ROCm (MI250) traces: runtime events carry the stream as a hex string
-    (set_arg("stream", "0x0"), cat_is("cuda_runtime")),
-    # Inductor/Triton: the launch records on CPU ops carry the grid as text
-    (set_arg("grid", "grid(100,)"), cat_is("cpu_op")),
-    (set_arg("device", "gpu"), cat_is("cpu_op", "user_annotation")),
-    (set_arg("correlation", {"a": 1}), cat_is("cpu_op")),
-    (set_arg("block", [[1], 2, 3]), cat_is("cuda_runtime")),
-], ids=["rocm-stream-string", "inductor-grid-string", "device-string", "correlation-object",
-        "block-nested"])
+
+@pytest.mark.parametrize(
+    "change, where",
+    [
+        # ROCm (MI250) traces: runtime events carry the stream as a hex string
+        (set_arg("stream", "0x0"), cat_is("cuda_runtime")),
+        # Inductor/Triton: the launch records on CPU ops carry the grid as text
+        (set_arg("grid", "grid(100,)"), cat_is("cpu_op")),
+        (set_arg("device", "gpu"), cat_is("cpu_op", "user_annotation")),
+        (set_arg("correlation", {"a": 1}), cat_is("cpu_op")),
+        (set_arg("block", [[1], 2, 3]), cat_is("cuda_runtime")),
+    ],
+    ids=[
+        "rocm-stream-string",
+        "inductor-grid-string",
+        "device-string",
+        "correlation-object",
+        "block-nested",
+    ],
+)
 def test_odd_field_types_outside_kernels_keep_the_kernel_figures(tmp_path, clean, change, where):
     trace = load.load_trace(edit(tmp_path, change, where))
     assert trace.excluded == {}
-    pd.testing.assert_frame_equal(trace.of_kind("kernel")[["name_id", "ts", "dur", "stream"]],
-                                  clean.of_kind("kernel")[["name_id", "ts", "dur", "stream"]])
+    pd.testing.assert_frame_equal(
+        trace.of_kind("kernel")[["name_id", "ts", "dur", "stream"]],
+        clean.of_kind("kernel")[["name_id", "ts", "dur", "stream"]],
+    )
     pd.testing.assert_frame_equal(trace.kernel_launch, clean.kernel_launch)
     assert len(trace.events) == len(clean.events)
 
@@ -117,16 +135,20 @@ def test_items_that_are_not_events_and_odd_device_properties_are_skipped(tmp_pat
 # D16: impossible values are counted and left out, never summed
 # --------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("change, reason", [
-    (drop_field("dur"), "missing or non-numeric ts/dur"),
-    (drop_field("ts"), "missing or non-numeric ts/dur"),
-    (set_field("dur", "12.5"), "missing or non-numeric ts/dur"),
-    (set_field("dur", -5), "negative dur"),
-    (set_field("dur", 1e308), "absurd dur (over a day)"),
-    (set_field("dur", 10 ** 30), "absurd dur (over a day)"),
-    (set_field("ts", -1e18), "absurd ts"),
-    (set_field("ts", 1e300), "absurd ts"),
-])
+
+@pytest.mark.parametrize(
+    "change, reason",
+    [
+        (drop_field("dur"), "missing or non-numeric ts/dur"),
+        (drop_field("ts"), "missing or non-numeric ts/dur"),
+        (set_field("dur", "12.5"), "missing or non-numeric ts/dur"),
+        (set_field("dur", -5), "negative dur"),
+        (set_field("dur", 1e308), "absurd dur (over a day)"),
+        (set_field("dur", 10**30), "absurd dur (over a day)"),
+        (set_field("ts", -1e18), "absurd ts"),
+        (set_field("ts", 1e300), "absurd ts"),
+    ],
+)
 def test_impossible_kernel_values_are_counted_and_left_out(tmp_path, clean, change, reason):
     n_kernels = len(clean.of_kind("kernel"))
     summary = summarize(edit(tmp_path, change, is_kernel))
@@ -158,8 +180,11 @@ def test_duplicated_events_are_counted_once(tmp_path, clean_summary):
 
 
 def test_negative_step_durations_do_not_make_negative_step_times(tmp_path):
-    path = edit(tmp_path, set_field("dur", -1000),
-                lambda e: str(e.get("name", "")).startswith("ProfilerStep"))
+    path = edit(
+        tmp_path,
+        set_field("dur", -1000),
+        lambda e: str(e.get("name", "")).startswith("ProfilerStep"),
+    )
     summary = summarize(path)
     assert summary.excluded_events == {"negative dur": 3}
     assert summary.overview.mean_step_us > 0
@@ -189,9 +214,28 @@ def test_summarize_prints_the_one_warning_line(tmp_path, cli):
 
 
 def test_int_args_beyond_64_bits_read_as_absent(tmp_path):
-    path = write(tmp_path, {"traceEvents": [{
-        "ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 5,
-        "args": {"device": 0, "stream": 7, "correlation": 10 ** 25, "External id": -10 ** 25}}]})
+    path = write(
+        tmp_path,
+        {
+            "traceEvents": [
+                {
+                    "ph": "X",
+                    "cat": "kernel",
+                    "name": "k",
+                    "pid": 0,
+                    "tid": 7,
+                    "ts": 1,
+                    "dur": 5,
+                    "args": {
+                        "device": 0,
+                        "stream": 7,
+                        "correlation": 10**25,
+                        "External id": -(10**25),
+                    },
+                }
+            ]
+        },
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no numpy cast warning either
         trace = load.load_trace(path)
@@ -202,6 +246,7 @@ def test_int_args_beyond_64_bits_read_as_absent(tmp_path):
 # --------------------------------------------------------------------------------------------
 # D11, D23: files that cannot be read or parsed are one line
 # --------------------------------------------------------------------------------------------
+
 
 def test_unreadable_file_is_one_line(tmp_path, monkeypatch):
     """chmod 000 does not stop root, so the refusal is stood in for at open()."""

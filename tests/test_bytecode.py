@@ -13,10 +13,17 @@ from tests.conftest import ROOT
 
 def _version(tmp_path, **env) -> subprocess.CompletedProcess:
     environ = {k: v for k, v in os.environ.items() if k not in ("PYTHONPYCACHEPREFIX",)}
-    environ.update({"INFER_PROFILER_CACHE": str(tmp_path / "cache"),
-                    "PYTHONDONTWRITEBYTECODE": "1", **env})
-    return subprocess.run([sys.executable, str(ROOT / "profile.py"), "--version"], env=environ,
-                          capture_output=True, text=True, cwd=tmp_path, check=True)
+    environ.update(
+        {"INFER_PROFILER_CACHE": str(tmp_path / "cache"), "PYTHONDONTWRITEBYTECODE": "1", **env}
+    )
+    return subprocess.run(
+        [sys.executable, str(ROOT / "profile.py"), "--version"],
+        env=environ,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=True,
+    )
 
 
 def test_bytecode_is_kept_under_the_cache_folder(tmp_path):
@@ -26,8 +33,9 @@ def test_bytecode_is_kept_under_the_cache_folder(tmp_path):
     assert any("typer" in str(path) for path in kept)  # and the libraries it imports
 
 
-@pytest.mark.parametrize("env", [{"INFER_PROFILER_PYCACHE": "off"},
-                                 {"PYTHONDONTWRITEBYTECODE": ""}])
+@pytest.mark.parametrize(
+    "env", [{"INFER_PROFILER_PYCACHE": "off"}, {"PYTHONDONTWRITEBYTECODE": ""}]
+)
 def test_nothing_changes_when_asked_or_when_bytecode_is_written_anyway(tmp_path, env):
     _version(tmp_path, **env)
     assert not (tmp_path / "cache" / "pycache").exists()
@@ -48,29 +56,64 @@ def test_keep_bytecode_leaves_a_prefix_the_user_set(monkeypatch, tmp_path):
 
 def test_a_sweep_worker_keeps_the_bytecode_of_what_its_cells_import(tmp_path):
     # the sweep's own process never imports torch: torch's bytecode comes from the worker
-    environ = {k: v for k, v in os.environ.items() if k not in ("PYTHONPYCACHEPREFIX",
-                                                                "PYTHONPATH")}
-    environ.update({"INFER_PROFILER_CACHE": str(tmp_path / "cache"),
-                    "PYTHONDONTWRITEBYTECODE": "1", "CUDA_VISIBLE_DEVICES": ""})
-    subprocess.run([sys.executable, str(ROOT / "profile.py"), "sweep", "--backends",
-                    "pytorch_fp32", "--bs", "1", "--model", "tests.tiny_models:conv_net",
-                    "--iters", "2", "--timed-warmup", "0", "--active", "1", "--name", "s"],
-                   env=environ, capture_output=True, text=True, cwd=tmp_path, check=True)
+    environ = {
+        k: v for k, v in os.environ.items() if k not in ("PYTHONPYCACHEPREFIX", "PYTHONPATH")
+    }
+    environ.update(
+        {
+            "INFER_PROFILER_CACHE": str(tmp_path / "cache"),
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "CUDA_VISIBLE_DEVICES": "",
+        }
+    )
+    subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "profile.py"),
+            "sweep",
+            "--backends",
+            "pytorch_fp32",
+            "--bs",
+            "1",
+            "--model",
+            "tests.tiny_models:conv_net",
+            "--iters",
+            "2",
+            "--timed-warmup",
+            "0",
+            "--active",
+            "1",
+            "--name",
+            "s",
+        ],
+        env=environ,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=True,
+    )
     kept = tmp_path / "cache" / "pycache"
     assert any(kept.rglob("torch/nn/modules/*.pyc"))
 
 
 # ---- the background compilation of a fresh machine's first run ------------------------------
 
+
 def test_folders_resolve_the_listing_here_in_order_and_skip_what_is_missing(tmp_path, monkeypatch):
     from profiler.collect import bytecode
 
     (tmp_path / "lib" / "b").mkdir(parents=True)
     (tmp_path / "lib" / "a").mkdir()
-    monkeypatch.setattr(bytecode, "roots", lambda: {"site": tmp_path / "lib",
-                                                    "platsite": tmp_path / "lib",
-                                                    "stdlib": tmp_path / "std",
-                                                    "project": tmp_path})
+    monkeypatch.setattr(
+        bytecode,
+        "roots",
+        lambda: {
+            "site": tmp_path / "lib",
+            "platsite": tmp_path / "lib",
+            "stdlib": tmp_path / "std",
+            "project": tmp_path,
+        },
+    )
     listed = ("site:b", "site:gone", "stdlib:x", "site:a", "site:b")
     assert bytecode.folders(listed) == [tmp_path / "lib" / "b", tmp_path / "lib" / "a"]
 
@@ -111,8 +154,10 @@ def test_precompile_fills_the_prefix_once_and_one_at_a_time(tmp_path, monkeypatc
     assert bytecode.precompile({}) is False  # done: not again
 
 
-@pytest.mark.parametrize("prefix, environ", [(None, {}), ("/x/mine", {}),
-                                             ("/x/pycache", {"INFER_PROFILER_PYCACHE": "off"})])
+@pytest.mark.parametrize(
+    "prefix, environ",
+    [(None, {}), ("/x/mine", {}), ("/x/pycache", {"INFER_PROFILER_PYCACHE": "off"})],
+)
 def test_precompile_only_where_bytecode_goes_to_the_cache_folder(monkeypatch, prefix, environ):
     from profiler.collect import bytecode
 

@@ -19,20 +19,26 @@ from .conftest import ROOT
 H100_PEAKS = json.loads((ROOT / "docs" / "gpu" / "h100" / "peaks.json").read_text())
 
 
-@pytest.mark.parametrize("name, row, fp16, bandwidth", [
-    ("NVIDIA H100 NVL", "H100 NVL", 835.5, 3900.0),
-    ("NVIDIA H100 80GB HBM3", "H100", 989.4, 3350.0),
-    ("NVIDIA H100 PCIe", "H100 PCIe", 756.0, 2000.0),
-    ("NVIDIA H200 NVL", "H200 NVL", 835.5, 4800.0),
-    ("NVIDIA H200", "H200", 989.4, 4800.0),
-])
+@pytest.mark.parametrize(
+    "name, row, fp16, bandwidth",
+    [
+        ("NVIDIA H100 NVL", "H100 NVL", 835.5, 3900.0),
+        ("NVIDIA H100 80GB HBM3", "H100", 989.4, 3350.0),
+        ("NVIDIA H100 PCIe", "H100 PCIe", 756.0, 2000.0),
+        ("NVIDIA H200 NVL", "H200 NVL", 835.5, 4800.0),
+        ("NVIDIA H200", "H200", 989.4, 4800.0),
+    ],
+)
 def test_each_gpu_name_takes_its_own_datasheet_row(name, row, fp16, bandwidth):
     c = datasheet_ceilings(name)
     assert c.matmul_tflops["fp16"] == fp16 and c.bandwidth_gbs == bandwidth
     assert c.source == f"datasheet ({row}), not measured"
     # every ceiling names the document it comes from, dense figures
-    assert all(f"datasheet ({row}), not measured: NVIDIA" in c.sources[k]
-               and c.sources[k].endswith("dense") for k in (*c.matmul_tflops, "bandwidth"))
+    assert all(
+        f"datasheet ({row}), not measured: NVIDIA" in c.sources[k]
+        and c.sources[k].endswith("dense")
+        for k in (*c.matmul_tflops, "bandwidth")
+    )
     assert ceilings_words(c, "fp16") == c.sources["fp16"]
 
 
@@ -61,13 +67,18 @@ def test_the_committed_h100_int8_measurement_bounds_nothing_so_the_datasheet_sta
 
 
 def test_a_tensor_core_int8_measurement_is_kept_and_named():
-    detail = {**H100_PEAKS["matmul_detail"]["int8"], "b_layout": "column-major",
-              "kernel": "torch._int_mm (cuBLASLt IMMA; A row-major, B column-major)"}
+    detail = {
+        **H100_PEAKS["matmul_detail"]["int8"],
+        "b_layout": "column-major",
+        "kernel": "torch._int_mm (cuBLASLt IMMA; A row-major, B column-major)",
+    }
     peaks = {**H100_PEAKS, "matmul_detail": {**H100_PEAKS["matmul_detail"], "int8": detail}}
     c = ceilings_from_peaks(peaks, "peaks.json")
     assert c.matmul_tflops["int8"] == H100_PEAKS["matmul_tflops"]["int8"]
-    assert c.sources["int8"] == ("measured by peaks (peaks.json) with torch._int_mm (cuBLASLt "
-                                 "IMMA; A row-major, B column-major)")
+    assert c.sources["int8"] == (
+        "measured by peaks (peaks.json) with torch._int_mm (cuBLASLt "
+        "IMMA; A row-major, B column-major)"
+    )
 
 
 def test_peaks_times_int8_with_int_mm_and_a_column_major_b(monkeypatch):
@@ -81,10 +92,10 @@ def test_peaks_times_int8_with_int_mm_and_a_column_major_b(monkeypatch):
     monkeypatch.setattr(torch, "_int_mm", lambda a, b: seen.append((a, b)), raising=False)
     call = peaks.int8_case(32, torch.device("cpu"), torch.Generator().manual_seed(0))
     call()
-    (a, b), = seen
+    ((a, b),) = seen
     assert a.dtype == b.dtype == torch.int8 and a.shape == b.shape == (32, 32)
-    assert a.stride() == (32, 1)      # row-major A: K contiguous
-    assert b.stride() == (1, 32)      # column-major B: K contiguous
+    assert a.stride() == (32, 1)  # row-major A: K contiguous
+    assert b.stride() == (1, 32)  # column-major B: K contiguous
     assert "torch._int_mm" in peaks.KERNELS["int8"]
     # without a GPU INT8 is not measured, and says why
     assert peaks._matmul_rate("int8", 16, torch.device("cpu"), 1, 1)["tflops"] is None
@@ -96,8 +107,9 @@ def test_a_peaks_cache_of_an_older_schema_is_measured_again(tmp_path, monkeypatc
     facts = peaks.machine_facts()
     path = peaks.cache_path(facts, tmp_path)
     path.write_text(json.dumps({**H100_PEAKS, "schema": 1}))
-    monkeypatch.setattr(peaks, "measure", lambda device, sizes: {"schema": peaks.PEAKS_SCHEMA,
-                                                                 "new": True})
+    monkeypatch.setattr(
+        peaks, "measure", lambda device, sizes: {"schema": peaks.PEAKS_SCHEMA, "new": True}
+    )
     data, _, measured_now = peaks.peaks(tmp_path)
     assert measured_now and data["new"]
     again, _, measured_now = peaks.peaks(tmp_path)

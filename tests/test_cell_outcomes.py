@@ -12,21 +12,33 @@ FAST = dict(iters=2, timed_warmup=0, active=1, wait=0, warmup=0)
 
 
 def _job(tmp_path, model: str, batch_size: int = 2) -> CellJob:
-    config = RunConfig(model=f"tests.tiny_models:{model}", batch_size=batch_size,
-                       runs_dir=tmp_path / "runs", tb_dir=tmp_path / "tb", **FAST)
-    return CellJob(name=config.run_name, config=config_to_json(config),
-                   log_path=str(tmp_path / "logs" / f"{config.run_name}.log"))
+    config = RunConfig(
+        model=f"tests.tiny_models:{model}",
+        batch_size=batch_size,
+        runs_dir=tmp_path / "runs",
+        tb_dir=tmp_path / "tb",
+        **FAST,
+    )
+    return CellJob(
+        name=config.run_name,
+        config=config_to_json(config),
+        log_path=str(tmp_path / "logs" / f"{config.run_name}.log"),
+    )
 
 
-@pytest.mark.parametrize("model, batch_size, kind, words", [
-    ("conv_net", 2, "ok", None),
-    ("oom_above_2", 4, "cuda-oom", "CUDA out of memory at batch size 4"),
-    ("host_oom_forward", 2, "host-oom", "host out of memory"),
-    ("failing", 2, "user-error", "this model fails on purpose"),
-    ("builder_raises", 2, "user-error", "boom in the builder"),
-])
-def test_a_cell_says_how_it_ended_from_what_was_raised(tmp_path, monkeypatch, model, batch_size,
-                                                       kind, words):
+@pytest.mark.parametrize(
+    "model, batch_size, kind, words",
+    [
+        ("conv_net", 2, "ok", None),
+        ("oom_above_2", 4, "cuda-oom", "CUDA out of memory at batch size 4"),
+        ("host_oom_forward", 2, "host-oom", "host out of memory"),
+        ("failing", 2, "user-error", "this model fails on purpose"),
+        ("builder_raises", 2, "user-error", "boom in the builder"),
+    ],
+)
+def test_a_cell_says_how_it_ended_from_what_was_raised(
+    tmp_path, monkeypatch, model, batch_size, kind, words
+):
     monkeypatch.chdir(tmp_path)
     job = _job(tmp_path, model, batch_size)
     ended = run_job(job)
@@ -71,8 +83,9 @@ def test_a_cell_hands_the_harness_its_command_line_and_start(tmp_path, monkeypat
     assert second["started"] >= before  # a later cell's starts with the cell
 
 
-def test_a_crash_that_is_no_user_error_is_a_crash_with_its_traceback_in_the_log(tmp_path,
-                                                                               monkeypatch):
+def test_a_crash_that_is_no_user_error_is_a_crash_with_its_traceback_in_the_log(
+    tmp_path, monkeypatch
+):
     from profiler.collect import harness
 
     def broken(config, quiet=False, **given):
@@ -86,10 +99,13 @@ def test_a_crash_that_is_no_user_error_is_a_crash_with_its_traceback_in_the_log(
     assert "Traceback" in (tmp_path / "logs" / f"{job.name}.log").read_text()
 
 
-@pytest.mark.parametrize("config, words", [
-    ({"backend": "pytorch_fp32", "bs": 0}, "--bs"),
-    ({"backend": "pytorch_fp32", "batch_size": 2}, "not run options: batch_size"),
-])
+@pytest.mark.parametrize(
+    "config, words",
+    [
+        ({"backend": "pytorch_fp32", "bs": 0}, "--bs"),
+        ({"backend": "pytorch_fp32", "batch_size": 2}, "not run options: batch_size"),
+    ],
+)
 def test_a_job_that_does_not_make_a_config_is_a_user_error(tmp_path, monkeypatch, config, words):
     monkeypatch.chdir(tmp_path)
     ended = run_job(CellJob(name="x", config=config, log_path=str(tmp_path / "x.log")))

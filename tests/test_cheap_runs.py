@@ -30,8 +30,7 @@ def config(**overrides) -> RunConfig:
 
 
 def test_builtin_models_are_made_on_the_device_asked_for():
-    model, inputs = models.build(RunConfig(model="resnet18", image_size=32, batch_size=2),
-                                 "meta")
+    model, inputs = models.build(RunConfig(model="resnet18", image_size=32, batch_size=2), "meta")
     assert {p.device.type for p in model.parameters()} == {"meta"}
     assert all(t.device.type == "cpu" and t.abs().sum() > 0 for t in inputs)  # random, non-zero
 
@@ -62,16 +61,26 @@ def test_reference_holds_the_measured_models_weights_not_a_rebuild_from_the_seed
 
 
 def test_second_run_of_another_backend_loads_the_reference_with_identical_numerics(
-        cli, monkeypatch):
+    cli, monkeypatch
+):
     """pytorch_bf16 computes and stores the reference; another BF16 backend (registered here:
     eager BF16 under another name) loads it, and its figures equal those against a reference
     computed afresh (--no-cache)."""
     from profiler.collect.backends import REGISTRY, Backend
     from profiler.collect.backends.eager import prepare
 
-    monkeypatch.setitem(REGISTRY, "other_bf16", Backend(
-        name="other_bf16", family="pytorch", precision="bf16", description="test",
-        needs_cuda=False, prepare=partial(prepare, precision="bf16")))
+    monkeypatch.setitem(
+        REGISTRY,
+        "other_bf16",
+        Backend(
+            name="other_bf16",
+            family="pytorch",
+            precision="bf16",
+            description="test",
+            needs_cuda=False,
+            prepare=partial(prepare, precision="bf16"),
+        ),
+    )
     first = cli(*RUN, "--backend", "pytorch_bf16")
     assert first.code == 0, first.stderr
     computed = json.loads(first.stdout)["numerics"]
@@ -80,7 +89,7 @@ def test_second_run_of_another_backend_loads_the_reference_with_identical_numeri
 
     loaded_run = cli(*[a for a in RUN if a != "--json"], "--backend", "other_bf16")
     assert loaded_run.code == 0, loaded_run.stderr
-    result_file, = Path("runs").glob("other_bf16_bs2*/result.json")
+    (result_file,) = Path("runs").glob("other_bf16_bs2*/result.json")
     loaded = json.loads(result_file.read_text())["numerics"]
     assert loaded["reference"]["source"] == "loaded"
     assert loaded["reference"]["cache"] == "hit"
@@ -92,8 +101,13 @@ def test_second_run_of_another_backend_loads_the_reference_with_identical_numeri
     fresh = json.loads(fresh_run.stdout)["numerics"]
     assert fresh["reference"]["source"] == "computed"
     assert fresh["reference"]["cache"] == "--no-cache"
-    figures = ("max_abs_error", "mean_abs_error", "rel_l2_error", "cosine_similarity",
-               "top1_agreement")
+    figures = (
+        "max_abs_error",
+        "mean_abs_error",
+        "rel_l2_error",
+        "cosine_similarity",
+        "top1_agreement",
+    )
     assert {k: loaded[k] for k in figures} == {k: fresh[k] for k in figures}
 
 
@@ -134,8 +148,14 @@ def test_reference_key_changes_with_seed_batch_weights_and_tf32(tmp_path):
             parameter.mul_(0.5)
     weights = tmp_path / "weights.pt"
     torch.save(model.state_dict(), weights)
-    keys = [_key(config()), _key(config(seed=1)), _key(config(batch_size=3)),
-            _key(config(weights=weights)), _key(config(tf32=True)), _key(config(image_size=40))]
+    keys = [
+        _key(config()),
+        _key(config(seed=1)),
+        _key(config(batch_size=3)),
+        _key(config(weights=weights)),
+        _key(config(tf32=True)),
+        _key(config(image_size=40)),
+    ]
     assert len(set(keys)) == len(keys)
     assert _key(config()) == keys[0]
 
@@ -216,8 +236,14 @@ assert "torch._dynamo" not in sys.modules and "torch._inductor" not in sys.modul
 assert "_inductor" in torch._lazy_modules
 assert not hasattr(_FlopCounterMode.__dict__["__torch_dispatch__"].__wrapped__, "__dynamo_disable")
 """
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "CUDA_VISIBLE_DEVICES": ""},
+    )
     assert done.returncode == 0, done.stderr
 
 
@@ -253,8 +279,7 @@ def test_weights_digest_is_hashed_once_per_state(monkeypatch):
 
 # ---- lazy imports -------------------------------------------------------------------------
 
-HEAVY = ("torch_tensorrt", "tensorrt", "onnxruntime", "onnx", "transformers", "torchao",
-         "modelopt")
+HEAVY = ("torch_tensorrt", "tensorrt", "onnxruntime", "onnx", "transformers", "torchao", "modelopt")
 
 
 def test_an_eager_run_imports_no_other_backends_library():
@@ -267,8 +292,9 @@ def test_an_eager_run_imports_no_other_backends_library():
         f"loaded = sorted(m for m in {HEAVY!r} if m in sys.modules)\n"
         "assert not loaded, loaded\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr
 
 
@@ -285,8 +311,9 @@ def test_help_imports_no_torch_nor_pandas():
         "loaded = [m for m in ('torch', 'pandas') if m in sys.modules]\n"
         "assert not loaded, loaded\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
 
 
@@ -298,8 +325,9 @@ def test_environment_reads_the_answers_asked_for_in_the_background(monkeypatch):
 
     asked = []
     monkeypatch.setattr(metadata, "_ANSWERS", {})
-    monkeypatch.setattr(metadata, "git_commit",
-                        lambda: asked.append("git") or {"commit": "abc", "dirty": False})
+    monkeypatch.setattr(
+        metadata, "git_commit", lambda: asked.append("git") or {"commit": "abc", "dirty": False}
+    )
     monkeypatch.setattr(metadata, "driver_version", lambda: asked.append("driver") or "1.0")
     metadata.prefetch()
     metadata.prefetch()  # asked once

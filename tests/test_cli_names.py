@@ -11,15 +11,18 @@ from tests.conftest import ROOT
 def console_script(tmp_path):
     """An ``infer-profile`` launcher like the one pip writes (the entry point under that name)."""
     script = tmp_path / "infer-profile"
-    script.write_text(f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(ROOT)!r})\n"
-                      "from profiler.cli.app import main\nsys.exit(main())\n")
+    script.write_text(
+        f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(ROOT)!r})\n"
+        "from profiler.cli.app import main\nsys.exit(main())\n"
+    )
     script.chmod(0o755)
     return script
 
 
 def invoke(command, **env):
-    return subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=120,
-                          env={**os.environ, **env})
+    return subprocess.run(
+        command, capture_output=True, text=True, cwd=ROOT, timeout=120, env={**os.environ, **env}
+    )
 
 
 def test_version_names_the_console_script(tmp_path):
@@ -40,8 +43,12 @@ def test_completion_script_is_for_infer_profile_and_completes_a_backend(tmp_path
     assert "complete -o default -F _infer_profile_completion infer-profile" in source.stdout
     assert "_INFER_PROFILE_COMPLETE=complete_bash" in source.stdout
     # what that script runs on <TAB> after `infer-profile run --backend pyt`
-    done = invoke([str(script)], _INFER_PROFILE_COMPLETE="complete_bash",
-                  COMP_WORDS="infer-profile run --backend pyt", COMP_CWORD="3")
+    done = invoke(
+        [str(script)],
+        _INFER_PROFILE_COMPLETE="complete_bash",
+        COMP_WORDS="infer-profile run --backend pyt",
+        COMP_CWORD="3",
+    )
     assert done.returncode == 0, done.stderr
     offered = done.stdout.split()
     assert "pytorch_fp32" in offered and all(b.startswith("pyt") for b in offered)
@@ -67,16 +74,34 @@ def test_readme_environment_table_lists_every_variable_the_tool_reads():
         read |= set(re.findall(r'locate\("\w+", "([A-Z_]+)"', text))
         read |= set(re.findall(r'^[A-Z_]+ = "(INFER_PROFILER_[A-Z_]+)"', text, re.M))
         read |= set(re.findall(r'^[A-Z_]+_VAR = "([A-Z_]+)"', text, re.M))
-    assert {"INFER_PROFILER_CACHE", "INFER_PROFILER_PYCACHE", "COLUMNS", "NCU",
-            "XDG_CACHE_HOME"} <= read
+    assert {
+        "INFER_PROFILER_CACHE",
+        "INFER_PROFILER_PYCACHE",
+        "COLUMNS",
+        "NCU",
+        "XDG_CACHE_HOME",
+    } <= read
     readme = (ROOT / "docs" / "guide" / "install-and-extras.md").read_text()
     table = readme.split("### Environment", 1)[1].split("\n#", 1)[0]
     missing = {name for name in read if f"`{name}`" not in table and f"`{name}`," not in table}
     assert not missing, missing
 
 
-COMMANDS = ("run", "sweep", "ncu", "nsys", "summarize", "compare", "report", "plot", "peaks",
-            "noise", "backends", "tb-compat", "tensorboard")
+COMMANDS = (
+    "run",
+    "sweep",
+    "ncu",
+    "nsys",
+    "summarize",
+    "compare",
+    "report",
+    "plot",
+    "peaks",
+    "noise",
+    "backends",
+    "tb-compat",
+    "tensorboard",
+)
 
 
 def test_help_at_80_columns_is_whole_and_run_help_is_short():
@@ -85,8 +110,9 @@ def test_help_at_80_columns_is_whole_and_run_help_is_short():
     lines when choices were metavars and every option shared one panel)."""
     lengths = {}
     for command in ("", *COMMANDS):
-        done = invoke([sys.executable, "profile.py", *([command] if command else []), "--help"],
-                      COLUMNS="80")
+        done = invoke(
+            [sys.executable, "profile.py", *([command] if command else []), "--help"], COLUMNS="80"
+        )
         assert done.returncode == 0, done.stderr
         assert "…" not in done.stdout, command
         assert max(len(line) for line in done.stdout.splitlines()) <= 80, command
@@ -95,5 +121,6 @@ def test_help_at_80_columns_is_whole_and_run_help_is_short():
     run_help = invoke([sys.executable, "profile.py", "run", "--help"], COLUMNS="80").stdout
     for panel in ("Output", "Model and batch", "Backend and numerics", "Timing"):
         assert f"─ {panel} ─" in run_help, panel
-    assert "One of: default, reduce-overhead, max-autotune, max-autotune-no-cudagraphs" \
-        in " ".join(line.strip("│ ") for line in run_help.splitlines())
+    assert "One of: default, reduce-overhead, max-autotune, max-autotune-no-cudagraphs" in " ".join(
+        line.strip("│ ") for line in run_help.splitlines()
+    )

@@ -28,8 +28,10 @@ def validate(kind: str, document: dict) -> dict:
     kind and version first."""
     schema = json.loads((SCHEMA_DIR / f"{kind}.json").read_text())
     jsonschema.Draft202012Validator.check_schema(schema)
-    errors = [f"{list(e.absolute_path)}: {e.message[:300]}"
-              for e in jsonschema.Draft202012Validator(schema).iter_errors(document)]
+    errors = [
+        f"{list(e.absolute_path)}: {e.message[:300]}"
+        for e in jsonschema.Draft202012Validator(schema).iter_errors(document)
+    ]
     assert not errors, errors
     if kind in DOCUMENTS:
         assert next(iter(document)) == "$schema" and document["$schema"] == schema_id(kind)
@@ -42,6 +44,7 @@ def json_of(done) -> dict:
 
 
 # ---- the schemas are the types' -------------------------------------------------------------
+
 
 def test_docs_schema_is_up_to_date_with_the_types():
     assert gen_schemas.stale() == [], "run: python scripts/gen_schemas.py"
@@ -69,6 +72,7 @@ def test_a_key_the_type_does_not_name_fails_validation():
 
 # ---- real outputs follow them ---------------------------------------------------------------
 
+
 @pytest.mark.parametrize("target", ["pytorch_fp16_bs8", "ttrt_fp16_bs8", "inductor_fp16_bs8"])
 def test_summarize_json_of_runs(cli, target):
     data = validate("summarize", json_of(cli("summarize", str(RUNS / target), "--json")))
@@ -77,27 +81,44 @@ def test_summarize_json_of_runs(cli, target):
 
 
 def test_summarize_json_of_a_bare_trace_and_with_ncu(cli):
-    data = validate("summarize", json_of(cli("summarize", str(H200 / "tb_logs" /
-                                                              "pytorch_fp32_bs8"), "--json")))
+    data = validate(
+        "summarize", json_of(cli("summarize", str(H200 / "tb_logs" / "pytorch_fp32_bs8"), "--json"))
+    )
     assert "headline" not in data and "insight" not in data
-    data = validate("summarize", json_of(cli("summarize", str(RUNS / "pytorch_fp16_bs8"),
-                                             "--json", "--ncu", str(NCU_RUN))))
+    data = validate(
+        "summarize",
+        json_of(cli("summarize", str(RUNS / "pytorch_fp16_bs8"), "--json", "--ncu", str(NCU_RUN))),
+    )
     assert data["hardware"]["kernels"]
 
 
 def test_summarize_layers_json(cli):
-    data = validate("summarize-layers", json_of(cli("summarize", str(RUNS / "ttrt_fp16_bs8"),
-                                                    "--view", "layers", "--json")))
+    data = validate(
+        "summarize-layers",
+        json_of(cli("summarize", str(RUNS / "ttrt_fp16_bs8"), "--view", "layers", "--json")),
+    )
     assert data["engines"][0]["layers"]
 
 
 def test_compare_json_with_and_without_timed_windows(cli):
-    runs = validate("compare", json_of(cli("compare", str(RUNS / "pytorch_fp16_bs8"),
-                                           str(RUNS / "ttrt_fp16_bs8"), "--json")))
+    runs = validate(
+        "compare",
+        json_of(
+            cli("compare", str(RUNS / "pytorch_fp16_bs8"), str(RUNS / "ttrt_fp16_bs8"), "--json")
+        ),
+    )
     assert runs["timed"]["speedup_x"] > 0
-    traces = validate("compare", json_of(cli("compare", str(RUNS / "pytorch_fp16_bs8"),
-                                             str(H200 / "tb_logs" / "pytorch_fp32_bs8"),
-                                             "--json")))
+    traces = validate(
+        "compare",
+        json_of(
+            cli(
+                "compare",
+                str(RUNS / "pytorch_fp16_bs8"),
+                str(H200 / "tb_logs" / "pytorch_fp32_bs8"),
+                "--json",
+            )
+        ),
+    )
     assert traces["timed"] is None  # the key stays, null
 
 
@@ -108,8 +129,10 @@ def test_backends_json(cli):
 
 def test_plot_json(cli, tmp_path):
     pytest.importorskip("matplotlib")
-    data = validate("plot", json_of(cli("plot", str(RUNS / "ttrt_fp16_bs8"), "--out",
-                                        str(tmp_path / "png"), "--json")))
+    data = validate(
+        "plot",
+        json_of(cli("plot", str(RUNS / "ttrt_fp16_bs8"), "--out", str(tmp_path / "png"), "--json")),
+    )
     assert [p.endswith(".png") for p in data["written"]] == [True]
 
 
@@ -136,8 +159,7 @@ def test_sweep_manifest_and_sweep_json(tmp_path, monkeypatch, capsys):
     from profiler.cli.app import main
 
     build_sweep(tmp_path)
-    validate("sweep", json.loads((tmp_path / "runs" / "fixture_sweep" / "sweep.json")
-                                 .read_text()))
+    validate("sweep", json.loads((tmp_path / "runs" / "fixture_sweep" / "sweep.json").read_text()))
     monkeypatch.chdir(tmp_path)
     capsys.readouterr()
     assert main(["sweep", *SWEEP_ARGS, "--json"]) == 0
@@ -146,6 +168,7 @@ def test_sweep_manifest_and_sweep_json(tmp_path, monkeypatch, capsys):
 
 
 # ---- only the sink writes JSON --------------------------------------------------------------
+
 
 def _calls(package: str):
     for path in sorted((ROOT / "profiler" / package).rglob("*.py")):
@@ -165,22 +188,31 @@ def test_no_command_or_view_writes_json_or_stdout_itself():
     for package in ("commands", "report"):
         for path, call in _calls(package):
             name = _name(call.func)
-            if name in ("json.dump", "print_json", "sys.stdout.write", "msgspec.json.encode") \
-                    or name.endswith("print_json"):
+            if name in (
+                "json.dump",
+                "print_json",
+                "sys.stdout.write",
+                "msgspec.json.encode",
+            ) or name.endswith("print_json"):
                 found.append(f"{path.name}:{call.lineno} {name}")
             if name == "json.dumps" and path.name != "export.py":
                 found.append(f"{path.name}:{call.lineno} {name}")
-            if name == "print" and any(isinstance(a, ast.Call) and "json" in _name(a.func)
-                                       for a in call.args):
+            if name == "print" and any(
+                isinstance(a, ast.Call) and "json" in _name(a.func) for a in call.args
+            ):
                 found.append(f"{path.name}:{call.lineno} print(json)")
     assert not found, found
 
 
 def test_every_document_kind_is_printed_by_a_command():
     """The kinds the commands hand to the sink are those of documents.DOCUMENTS, no more."""
-    printed = {call.args[0].value for _, call in _calls("commands")
-               if _name(call.func).endswith(".document") and call.args
-               and isinstance(call.args[0], ast.Constant)}
+    printed = {
+        call.args[0].value
+        for _, call in _calls("commands")
+        if _name(call.func).endswith(".document")
+        and call.args
+        and isinstance(call.args[0], ast.Constant)
+    }
     assert printed == set(DOCUMENTS)
 
 
@@ -194,18 +226,41 @@ def test_the_sink_refuses_an_unknown_kind(capsys):
 
 def test_json_lists_cut_at_top_carry_their_totals(cli):
     """--top cuts the kernel and operator lists; "totals" says how many rows each had."""
-    data = validate("summarize", json_of(cli("summarize", str(RUNS / "pytorch_fp16_bs8"),
-                                             "--json", "--top", "3")))
+    data = validate(
+        "summarize",
+        json_of(cli("summarize", str(RUNS / "pytorch_fp16_bs8"), "--json", "--top", "3")),
+    )
     assert len(data["kernels"]) == 3 and data["totals"]["kernels"] > 3
     assert len(data["operators"]) == 3 and data["totals"]["operators"] > 3
     every = json_of(cli("summarize", str(RUNS / "pytorch_fp16_bs8"), "--json", "--top", "0"))
-    assert data["totals"] == every["totals"] == {"kernels": len(every["kernels"]),
-                                                 "operators": len(every["operators"])}
-    data = validate("compare", json_of(cli("compare", str(RUNS / "pytorch_fp16_bs8"),
-                                           str(RUNS / "pytorch_fp32_bs8"), "--json", "--top",
-                                           "2")))
-    every = json_of(cli("compare", str(RUNS / "pytorch_fp16_bs8"), str(RUNS / "pytorch_fp32_bs8"),
-                        "--json", "--top", "0"))
+    assert (
+        data["totals"]
+        == every["totals"]
+        == {"kernels": len(every["kernels"]), "operators": len(every["operators"])}
+    )
+    data = validate(
+        "compare",
+        json_of(
+            cli(
+                "compare",
+                str(RUNS / "pytorch_fp16_bs8"),
+                str(RUNS / "pytorch_fp32_bs8"),
+                "--json",
+                "--top",
+                "2",
+            )
+        ),
+    )
+    every = json_of(
+        cli(
+            "compare",
+            str(RUNS / "pytorch_fp16_bs8"),
+            str(RUNS / "pytorch_fp32_bs8"),
+            "--json",
+            "--top",
+            "0",
+        )
+    )
     for key in ("kernels", "operators", "faster_in_b", "slower_in_b"):
         assert len(data[key]) <= 2 and data["totals"][key] == len(every[key]), key
     assert data["totals"]["kernels"] > 2

@@ -36,18 +36,26 @@ def test_a_run_compared_with_itself_gets_a_note(cli):
 def test_summarize_of_a_sweep_folder_says_what_it_is(cli):
     done = cli("summarize", str(SWEEP))
     assert done.code == 2 and len(done.stderr.splitlines()) == 1
-    assert f"error: {SWEEP} is a sweep folder: summarize one of its cells (e.g. {SWEEP}/" \
+    assert (
+        f"error: {SWEEP} is a sweep folder: summarize one of its cells (e.g. {SWEEP}/"
         in done.stderr
+    )
     assert f"`report {SWEEP}`" in done.stderr and "no trace files" not in done.stderr
 
 
 def test_output_cut_short_by_head_exits_0_quietly():
     """`profile.py summarize ... | head -1`: the reader leaves early; exit 0, nothing on stderr
     (rich's console exited 1)."""
-    for args in (["summarize", str(H200 / "pytorch_fp16_bs8"), "--top", "0"],
-                 ["summarize", str(H200 / "pytorch_fp16_bs8"), "--top", "0", "--json"]):
-        process = subprocess.Popen([sys.executable, "profile.py", *args], cwd=ROOT,
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    for args in (
+        ["summarize", str(H200 / "pytorch_fp16_bs8"), "--top", "0"],
+        ["summarize", str(H200 / "pytorch_fp16_bs8"), "--top", "0", "--json"],
+    ):
+        process = subprocess.Popen(
+            [sys.executable, "profile.py", *args],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         process.stdout.readline()
         process.stdout.close()  # as head does after its line
         assert process.wait(timeout=120) == 0, args

@@ -14,8 +14,14 @@ from .conftest import ROOT, V100_TRACE
 def run_cli(*args, cwd=ROOT):
     """`profile.py summarize ARGS` in a fresh process: what the user's terminal shows."""
     env = dict(os.environ, COLUMNS="200")
-    return subprocess.run([sys.executable, str(ROOT / "profile.py"), "summarize", *map(str, args)],
-                          capture_output=True, text=True, cwd=cwd, env=env, timeout=120)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "profile.py"), "summarize", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=120,
+    )
 
 
 @pytest.fixture
@@ -36,7 +42,7 @@ def _bad_inputs(tmp):
     no_events = tmp / "no_events.json"
     no_events.write_text('{"schemaVersion": 1, "deviceProperties": []}')
     truncated_gz = tmp / "truncated.json.gz"
-    truncated_gz.write_bytes(gzip.compress(b'{"traceEvents": [' + b' ' * 1000)[:30])
+    truncated_gz.write_bytes(gzip.compress(b'{"traceEvents": [' + b" " * 1000)[:30])
     no_traces = tmp / "nothing_here"
     no_traces.mkdir()
     (no_traces / "notes.txt").write_text("hello")
@@ -74,11 +80,18 @@ def cpu_only_trace(tmp_path_factory):
     from torch.profiler import ProfilerActivity, profile, schedule
 
     path = tmp_path_factory.mktemp("cpu") / "cpu_only.pt.trace.json"
-    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(), torch.nn.Flatten(),
-                                torch.nn.Linear(8 * 14 * 14, 10))
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3),
+        torch.nn.ReLU(),
+        torch.nn.Flatten(),
+        torch.nn.Linear(8 * 14 * 14, 10),
+    )
     x = torch.randn(2, 3, 16, 16)
-    with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=1, warmup=1, active=3),
-                 on_trace_ready=lambda p: p.export_chrome_trace(str(path))) as prof:
+    with profile(
+        activities=[ProfilerActivity.CPU],
+        schedule=schedule(wait=1, warmup=1, active=3),
+        on_trace_ready=lambda p: p.export_chrome_trace(str(path)),
+    ) as prof:
         for _ in range(6):
             with torch.no_grad():
                 model(x)
@@ -102,13 +115,25 @@ def test_cpu_only_trace_is_not_an_error(cpu_only_trace, summarize):
 def test_v100_tables_json_and_exports(tmp_path, summarize):
     result = summarize(V100_TRACE, "--top", "5", "--out", tmp_path / "out")
     assert result.code == 0, result.stderr
-    for words in ("GPU 0 utilization", "55.5 %", "occupancy: Kineto est.",
-                  "occupancy: theoretical (computed)", "cudnn::detail::dgrad_engine",
-                  "Kernel time by category", "CPU operators"):
+    for words in (
+        "GPU 0 utilization",
+        "55.5 %",
+        "occupancy: Kineto est.",
+        "occupancy: theoretical (computed)",
+        "cudnn::detail::dgrad_engine",
+        "Kernel time by category",
+        "CPU operators",
+    ):
         assert words in result.stdout, words
     files = sorted(p.name for p in (tmp_path / "out").iterdir())
-    assert files == ["categories.csv", "kernels.csv", "operators.csv", "steps.csv",
-                     "summary.json", "summary.md"]
+    assert files == [
+        "categories.csv",
+        "kernels.csv",
+        "operators.csv",
+        "steps.csv",
+        "summary.json",
+        "summary.md",
+    ]
     data = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert len(data["kernels"]) == 67  # exports are never cut to --top
     assert "| kernel |" in (tmp_path / "out" / "summary.md").read_text()
@@ -124,15 +149,25 @@ def test_targets_run_folder_and_run_name(tmp_path, summarize):
     os.utime(older, (1, 1))
     run = tmp_path / "runs" / "pytorch_fp32_bs8"
     run.mkdir(parents=True)
-    (run / "result.json").write_text(json.dumps(
-        {"trace": {"dir": "tb_logs/pytorch_fp32_bs8",
-                   "files": ["tb_logs/pytorch_fp32_bs8/a.pt.trace.json.gz"]}}))
+    (run / "result.json").write_text(
+        json.dumps(
+            {
+                "trace": {
+                    "dir": "tb_logs/pytorch_fp32_bs8",
+                    "files": ["tb_logs/pytorch_fp32_bs8/a.pt.trace.json.gz"],
+                }
+            }
+        )
+    )
     by_name = summarize("pytorch_fp32_bs8", "--view", "categories")  # cwd: tmp_path
     assert by_name.code == 0, by_name.stderr
     assert "convolution" in by_name.stdout
     # this result.json names its trace but is no run result: one line says what is not shown
-    assert by_name.stderr.count("\n") == 1 and "is not a run result this version reads" in \
-        by_name.stderr and "the timed window, config and roofline are not shown" in by_name.stderr
+    assert (
+        by_name.stderr.count("\n") == 1
+        and "is not a run result this version reads" in by_name.stderr
+        and "the timed window, config and roofline are not shown" in by_name.stderr
+    )
     # a folder of several traces: the newest is used, and we say so on stderr
     folder = summarize(tmp_path / "tb_logs" / "pytorch_fp32_bs8", "--view", "categories")
     assert folder.code == 0
@@ -150,7 +185,7 @@ def test_long_step_table_is_summarised_unless_asked(summarize):
     short = summarize(H100_STACKS, "--view", "overview", "--top", "4")
     assert short.code == 0, short.stderr
     assert "10 steps, the 4 slowest and 4 fastest" in short.stdout
-    table = short.stdout[short.stdout.index("Step time breakdown"):]
+    table = short.stdout[short.stdout.index("Step time breakdown") :]
     shown = [s["step"] for s in steps if f" {s['step']} " in table]
     assert sorted(shown) == sorted(s["step"] for s in by_time[:4] + by_time[-4:])
     assert table.index(by_time[0]["step"] + " ") < table.index(by_time[1]["step"] + " ")
@@ -171,9 +206,14 @@ def test_out_of_a_run_carries_its_headline_and_advice(tmp_path, summarize):
     result = summarize(cell, "--out", tmp_path / "out")
     assert result.code == 0, result.stderr
     md = (tmp_path / "out" / "summary.md").read_text()
-    for words in ("## Timed window (no profiler attached; quote these)",
-                  "- p50 latency: 7.937 ms", "- warning: noisy", "- config: model=resnet50",
-                  "## Roofline and advice", "- advice: GPU idle between kernels"):
+    for words in (
+        "## Timed window (no profiler attached; quote these)",
+        "- p50 latency: 7.937 ms",
+        "- warning: noisy",
+        "- config: model=resnet50",
+        "## Roofline and advice",
+        "- advice: GPU idle between kernels",
+    ):
         assert words in md, words
     assert md.index("p50 latency") < md.index("## Kernels")
     written = json.loads((tmp_path / "out" / "summary.json").read_text())

@@ -53,16 +53,21 @@ class FakeCluster(FakeGpus):
         self.node_offset = node_offset or {}
 
     def hold(self, index: int) -> None:
-        bounds = [sum(self.waves[:i + 1]) for i in range(len(self.waves))]
+        bounds = [sum(self.waves[: i + 1]) for i in range(len(self.waves))]
         wave = next((i for i, end in enumerate(bounds) if index < end), None)
         if wave is not None:
             self.barriers[wave].wait()
 
     def answer(self, keys: list[str], gpu: str) -> dict:
         scale = 1 + self.node_offset.get(gpu.split(":")[0], 0.0)
-        return {key: {"latencies_ms": [scale * truth(key)] * 3,
-                      "gpu_ms": [scale * truth(key)] * 3, "device": "fake H100"}
-                for key in keys}
+        return {
+            key: {
+                "latencies_ms": [scale * truth(key)] * 3,
+                "gpu_ms": [scale * truth(key)] * 3,
+                "device": "fake H100",
+            }
+            for key in keys
+        }
 
 
 def truth(key: str) -> float:
@@ -73,20 +78,32 @@ def truth(key: str) -> float:
 
 def sample(processes: int, runner: FakeCluster, on_round=None):
     cells, groups = matrix()
-    return rounds.sample(cells, {}, processes, say=lambda line: None, round_runner=runner,
-                         gpus=cluster_gpus(), groups=groups, on_round=on_round)
+    return rounds.sample(
+        cells,
+        {},
+        processes,
+        say=lambda line: None,
+        round_runner=runner,
+        gpus=cluster_gpus(),
+        groups=groups,
+        on_round=on_round,
+    )
 
 
 # ---- (a) the plan: which processes run where ------------------------------------------------
 
-@pytest.mark.parametrize("count, chunks, waves, every_gpu", [
-    # 5 rounds: each split into its 8 batch-size groups, 40 processes in one wave; 24 GPUs
-    # idle (a comparison group is the smallest piece of a round: its windows pair)
-    (5, [8] * 5, [40], False),
-    (8, [8] * 8, [64], True),            # 8 rounds x 8 groups fill the 64 GPUs at once
-    (20, [3] * 20, [60], False),         # 20 rounds split 3 ways: 60 processes, one wave
-    (70, [1] * 64 + [8] * 6, [64, 48], True),  # 64 whole rounds, then 6 rounds x 8 groups
-])
+
+@pytest.mark.parametrize(
+    "count, chunks, waves, every_gpu",
+    [
+        # 5 rounds: each split into its 8 batch-size groups, 40 processes in one wave; 24 GPUs
+        # idle (a comparison group is the smallest piece of a round: its windows pair)
+        (5, [8] * 5, [40], False),
+        (8, [8] * 8, [64], True),  # 8 rounds x 8 groups fill the 64 GPUs at once
+        (20, [3] * 20, [60], False),  # 20 rounds split 3 ways: 60 processes, one wave
+        (70, [1] * 64 + [8] * 6, [64, 48], True),  # 64 whole rounds, then 6 rounds x 8 groups
+    ],
+)
 def test_the_rounds_of_a_sweep_on_64_gpus(count, chunks, waves, every_gpu):
     cells, groups = matrix()
     assert rounds.round_chunks(count, HOSTS * PER_HOST, len(set(groups.values()))) == chunks
@@ -100,19 +117,24 @@ def test_the_rounds_of_a_sweep_on_64_gpus(count, chunks, waves, every_gpu):
     assert (used == set(cluster_gpus())) is every_gpu
     if len(waves) == 1:  # one wave: no GPU runs two processes, whole nodes filled first
         assert len(used) == sum(chunks)
-        assert used == set(cluster_gpus()[:len(used)])
+        assert used == set(cluster_gpus()[: len(used)])
     # each cell is timed once per round, on the GPU the process ran on
     for key in cells:
         assert len(sampled.windows[key]) == count
     for key in cells:
-        assert Counter(w.gpu for w in sampled.windows[key]) == \
-            Counter(gpu for gpu, keys in runner.processes if key in keys)
+        assert Counter(w.gpu for w in sampled.windows[key]) == Counter(
+            gpu for gpu, keys in runner.processes if key in keys
+        )
     # each comparison group of each round in one process (one round id, one GPU): its pairs
     for number in range(1, count + 1):
         for group in set(groups.values()):
             members = [k for k in cells if groups[k] == group]
-            taken = {(w.round, w.gpu) for k in members for w in sampled.windows[k]
-                     if w.round.split("-")[1].split(".")[0] == str(number)}
+            taken = {
+                (w.round, w.gpu)
+                for k in members
+                for w in sampled.windows[k]
+                if w.round.split("-")[1].split(".")[0] == str(number)
+            }
             assert len(taken) == 1, (number, group, taken)
     # a process is whole groups, never a part of one
     for _, keys in runner.processes:
@@ -143,6 +165,7 @@ def test_a_node_offset_cancels_in_the_pairs_and_shows_in_the_gpu_offsets():
 
 
 # ---- (b) the driver's work per cell ---------------------------------------------------------
+
 
 def test_the_driver_holds_one_window_per_cell_and_process_and_records_each_once():
     """The rounds' driver: one on_round per process; each call adds windows only to the cells
@@ -192,8 +215,12 @@ def test_the_sweep_driver_writes_its_manifest_twice_a_cell(tmp_path, monkeypatch
     from profiler.sweep import plan as sweep_plan
 
     monkeypatch.chdir(tmp_path)
-    p = sweep_plan.plan(",".join(BACKENDS[:3]), ",".join(map(str, SIZES)),
-                        {"model": "tests.tiny_models:conv_net"}, name="cluster")
+    p = sweep_plan.plan(
+        ",".join(BACKENDS[:3]),
+        ",".join(map(str, SIZES)),
+        {"model": "tests.tiny_models:conv_net"},
+        name="cluster",
+    )
     monkeypatch.setattr(sweep_plan, "make_executor", lambda p: ClusterExecutor())
     sizes = []
     real = sweep_plan.runs.write_manifest
@@ -209,8 +236,9 @@ def test_the_sweep_driver_writes_its_manifest_twice_a_cell(tmp_path, monkeypatch
     assert len(sizes) == 2 * cells + 2
     assert max(sizes) <= MANIFEST_BYTES_PER_CELL * cells
     manifest = json.loads((p.sweep_dir / "sweep.json").read_text())
-    assert {(c["node"], c["gpu"]) for c in manifest["cells"].values()} == \
-        {tuple(g.split(":")) for g in cluster_gpus()[:cells]}
+    assert {(c["node"], c["gpu"]) for c in manifest["cells"].values()} == {
+        tuple(g.split(":")) for g in cluster_gpus()[:cells]
+    }
 
 
 def test_a_real_sweeps_manifest_is_about_a_kilobyte_a_cell():
@@ -220,6 +248,7 @@ def test_a_real_sweeps_manifest_is_about_a_kilobyte_a_cell():
 
 
 # ---- (c) the Ray executor on a fake Ray of 8 hosts x 8 GPUs ---------------------------------
+
 
 class FakeGenerator:
     """A streaming task's generator: the items it has yielded so far."""
@@ -266,6 +295,7 @@ class FakeRay:
 
         def declared(function):
             return SimpleNamespace(remote=self._submit)
+
         return declared
 
     def _submit(self, job, shared_fs, runner):
@@ -328,9 +358,14 @@ def test_the_ray_driver_loop_on_64_fake_gpus(tmp_path, monkeypatch):
     fake = FakeRay()
     monkeypatch.setattr(ray_executor, "import_ray", lambda: fake)
     sweep = tmp_path / "runs" / "s"
-    jobs = [CellJob(name=f"cell{i}", config={"runs_dir": str(sweep),
-                                             "tb_dir": str(tmp_path / "tb" / "s")},
-                    log_path=str(sweep / "logs" / f"cell{i}.log")) for i in range(160)]
+    jobs = [
+        CellJob(
+            name=f"cell{i}",
+            config={"runs_dir": str(sweep), "tb_dir": str(tmp_path / "tb" / "s")},
+            log_path=str(sweep / "logs" / f"cell{i}.log"),
+        )
+        for i in range(160)
+    ]
     started, done, said = {}, {}, []
 
     def on_start(job, where):
@@ -341,20 +376,25 @@ def test_the_ray_driver_loop_on_64_fake_gpus(tmp_path, monkeypatch):
         assert job.name not in done
         done[job.name] = ended
 
-    executor = ray_executor.RayExecutor(say=said.append,
-                                        runner=lambda job: outcome("ok", None, 0, 1.0))
+    executor = ray_executor.RayExecutor(
+        say=said.append, runner=lambda job: outcome("ok", None, 0, 1.0)
+    )
     executor.run(jobs, on_start, on_done)
-    assert said == ["ray: 8 node(s), 64 GPU(s), 256 CPU(s); one task per cell on one GPU; "
-                    "results brought home through Ray's object store"]
+    assert said == [
+        "ray: 8 node(s), 64 GPU(s), 256 CPU(s); one task per cell on one GPU; "
+        "results brought home through Ray's object store"
+    ]
     assert fake.options["num_gpus"] == 1 and fake.options["max_calls"] == 1
     assert fake.options["max_retries"] == 0 and fake.options["num_returns"] == "streaming"
     assert set(done) == set(started) == {job.name for job in jobs}
     assert fake.most_at_once == 64
-    assert {fake.placed[name] for name in done} == {tuple(g.split(":"))
-                                                   for g in cluster_gpus()}
+    assert {fake.placed[name] for name in done} == {tuple(g.split(":")) for g in cluster_gpus()}
     for name, ended in done.items():  # recorded where Ray put it
-        assert (ended.node, ended.gpu) == fake.placed[name] == \
-            (started[name]["node"], started[name]["gpu"])
+        assert (
+            (ended.node, ended.gpu)
+            == fake.placed[name]
+            == (started[name]["node"], started[name]["gpu"])
+        )
         assert json.loads((sweep / name / "result.json").read_text()) == {"name": name}
         assert (sweep / "logs" / f"{name}.log").read_text() == f"log of {name}\n"
     # the driver's loop: two turns a cell (where it started, its outcome), each looking at

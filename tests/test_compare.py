@@ -16,13 +16,21 @@ def summaries():
     from profiler.runs.targets import resolve_target
     from profiler.trace.summary import summarize
 
-    names = ["pytorch_fp32_bs8", "pytorch_fp16_bs8", "ttrt_fp16_bs8", "inductor_fp16_bs8",
-             "inductor_fp16_bs8_maxautotune"]
+    names = [
+        "pytorch_fp32_bs8",
+        "pytorch_fp16_bs8",
+        "ttrt_fp16_bs8",
+        "inductor_fp16_bs8",
+        "inductor_fp16_bs8_maxautotune",
+    ]
     return {n: summarize(resolve_target(str(H200 / "runs" / n)).path) for n in names}
 
 
-PAIRS = [("pytorch_fp16_bs8", "ttrt_fp16_bs8"), ("pytorch_fp32_bs8", "pytorch_fp16_bs8"),
-         ("inductor_fp16_bs8", "inductor_fp16_bs8_maxautotune")]
+PAIRS = [
+    ("pytorch_fp16_bs8", "ttrt_fp16_bs8"),
+    ("pytorch_fp32_bs8", "pytorch_fp16_bs8"),
+    ("inductor_fp16_bs8", "inductor_fp16_bs8_maxautotune"),
+]
 
 
 @pytest.mark.parametrize("a, b", PAIRS)
@@ -81,27 +89,49 @@ def test_compare_command_tables_and_csvs(tmp_path, cli, monkeypatch):
     # in the test's process: what compare prints needs no fresh one (the one-line error below has)
     monkeypatch.setenv("COLUMNS", "200")
     monkeypatch.chdir(H200)
-    done = cli("compare", "pytorch_fp16_bs8", "runs/ttrt_fp16_bs8", "--top", "5", "--out",
-               str(tmp_path))
+    done = cli(
+        "compare", "pytorch_fp16_bs8", "runs/ttrt_fp16_bs8", "--top", "5", "--out", str(tmp_path)
+    )
     assert done.code == 0, done.stderr
-    for words in ("Overview", "timed p50 latency (result.json)", "Kernel time by category",
-                  "Kernels only in A: 23 kernels", "tensorrt::execute_engine",
-                  "share no kernel name"):
+    for words in (
+        "Overview",
+        "timed p50 latency (result.json)",
+        "Kernel time by category",
+        "Kernels only in A: 23 kernels",
+        "tensorrt::execute_engine",
+        "share no kernel name",
+    ):
         assert words in done.stdout, words
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "categories.csv", "cpu_operators.csv", "kernels.csv", "operators.csv", "overview.csv",
-        "top_changes.csv"]
+        "categories.csv",
+        "cpu_operators.csv",
+        "kernels.csv",
+        "operators.csv",
+        "overview.csv",
+        "top_changes.csv",
+    ]
     kernels = pd.read_csv(tmp_path / "kernels.csv")
     assert set(kernels["side"]) == {"only A", "only B"} and len(kernels) == 23 + 27
 
 
 def test_compare_missing_target_is_one_line(tmp_path):
-    done = subprocess.run([sys.executable, str(ROOT / "profile.py"), "compare", "nope_bs8",
-                           str(H200 / "runs" / "ttrt_fp16_bs8")], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "profile.py"),
+            "compare",
+            "nope_bs8",
+            str(H200 / "runs" / "ttrt_fp16_bs8"),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
-        "error: no such file, folder or run: nope_bs8 (looked in runs/ and tb_logs/ too)"]
+        "error: no such file, folder or run: nope_bs8 (looked in runs/ and tb_logs/ too)"
+    ]
 
 
 def test_plot_of_a_fixture_run(tmp_path, cli, monkeypatch):
@@ -113,14 +143,18 @@ def test_plot_of_a_fixture_run(tmp_path, cli, monkeypatch):
 
 
 def test_plot_without_matplotlib_names_the_extra(tmp_path):
-    code = ("import sys; sys.modules['matplotlib'] = None\n"
-            "from profiler.cli.app import main\n"
-            f"sys.exit(main(['plot', {str(H200 / 'runs' / 'ttrt_fp16_bs8')!r}]))\n")
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120)
+    code = (
+        "import sys; sys.modules['matplotlib'] = None\n"
+        "from profiler.cli.app import main\n"
+        f"sys.exit(main(['plot', {str(H200 / 'runs' / 'ttrt_fp16_bs8')!r}]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
-        'error: plots need matplotlib: pip install -e ".[plots]"']
+        'error: plots need matplotlib: pip install -e ".[plots]"'
+    ]
 
 
 def test_plots_of_a_gpu_sweep_built_from_the_fixtures(tmp_path, monkeypatch):
@@ -140,18 +174,37 @@ def test_plots_of_a_gpu_sweep_built_from_the_fixtures(tmp_path, monkeypatch):
         shutil.copytree(H200 / "tb_logs" / name, tmp_path / "tb_logs" / "gpu" / name)
         result_path = tmp_path / "runs" / "gpu" / name / "result.json"
         result = json.loads(result_path.read_text())
-        result["trace"]["files"] = [f.replace("tb_logs/", "tb_logs/gpu/")
-                                    for f in result["trace"]["files"]]
+        result["trace"]["files"] = [
+            f.replace("tb_logs/", "tb_logs/gpu/") for f in result["trace"]["files"]
+        ]
         result_path.write_text(json.dumps(result))
-        cells[name] = {"backend": backend, "batch_size": 8, "status": "ok",
-                       "metrics": cell_metrics(tmp_path / "runs" / "gpu" / name)}
+        cells[name] = {
+            "backend": backend,
+            "batch_size": 8,
+            "status": "ok",
+            "metrics": cell_metrics(tmp_path / "runs" / "gpu" / name),
+        }
     assert cells["ttrt_fp16_bs8"]["metrics"]["tensor_core_pct"] > 90
-    (tmp_path / "runs" / "gpu" / "sweep.json").write_text(json.dumps({
-        "name": "gpu", "model": "resnet50", "backends": backends, "batch_sizes": [8],
-        "baseline": "pytorch_fp32", "options": {"model": "resnet50"}, "cells": cells}))
+    (tmp_path / "runs" / "gpu" / "sweep.json").write_text(
+        json.dumps(
+            {
+                "name": "gpu",
+                "model": "resnet50",
+                "backends": backends,
+                "batch_sizes": [8],
+                "baseline": "pytorch_fp32",
+                "options": {"model": "resnet50"},
+                "cells": cells,
+            }
+        )
+    )
     written = plot("gpu", None)
-    assert sorted(p.name for p in written) == ["categories.png", "latency.png", "speedup.png",
-                                               "throughput.png"]
+    assert sorted(p.name for p in written) == [
+        "categories.png",
+        "latency.png",
+        "speedup.png",
+        "throughput.png",
+    ]
     for path in written:
         assert path.parent.resolve() == tmp_path.resolve() / "runs" / "gpu" / "plots"
         assert path.read_bytes()[:4] == b"\x89PNG" and path.stat().st_size > 10_000

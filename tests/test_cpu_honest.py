@@ -10,15 +10,33 @@ import pytest
 
 from tests.conftest import FIXTURES, ROOT
 
-TINY = ["--model", "tests.tiny_models:conv_net", "--iters", "2", "--timed-warmup", "0",
-        "--active", "1"]
+TINY = [
+    "--model",
+    "tests.tiny_models:conv_net",
+    "--iters",
+    "2",
+    "--timed-warmup",
+    "0",
+    "--active",
+    "1",
+]
 
 
 def profile(cwd, *args, cache):
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "120",
-           "INFER_PROFILER_CACHE": str(cache)}
-    return subprocess.run([sys.executable, str(ROOT / "profile.py"), *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=300, env=env)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "COLUMNS": "120",
+        "INFER_PROFILER_CACHE": str(cache),
+    }
+    return subprocess.run(
+        [sys.executable, str(ROOT / "profile.py"), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -32,8 +50,9 @@ def cpu_run(tmp_path_factory):
 
 
 def next_hints(stdout: str) -> list[str]:
-    return [line.removeprefix("next: ") for line in stdout.splitlines()
-            if line.startswith("next: ")]
+    return [
+        line.removeprefix("next: ") for line in stdout.splitlines() if line.startswith("next: ")
+    ]
 
 
 def test_run_hints_name_this_runs_folder_and_a_cpu_backend(cpu_run):
@@ -41,9 +60,11 @@ def test_run_hints_name_this_runs_folder_and_a_cpu_backend(cpu_run):
     hints = next_hints(stdout)
     assert hints and not any("ttrt" in h for h in hints), hints
     compare = [h for h in hints if " compare " in h]
-    assert compare == ["python profile.py compare runs/pytorch_fp32_bs2_conv_net "
-                       "runs/torchscript_fp32_bs2_conv_net   (after running --backend "
-                       "torchscript_fp32)"]
+    assert compare == [
+        "python profile.py compare runs/pytorch_fp32_bs2_conv_net "
+        "runs/torchscript_fp32_bs2_conv_net   (after running --backend "
+        "torchscript_fp32)"
+    ]
     # once the other run exists, the hint names it without the "after running"
     twin = where / "runs" / "torchscript_fp32_bs2_conv_net"
     shutil.copytree(where / "runs" / "pytorch_fp32_bs2_conv_net", twin)
@@ -65,8 +86,14 @@ def test_summarize_a_cpu_run_gives_no_gpu_advice_tables_or_roof(cpu_run):
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "CPU-only" in out and "CPU operators by total CPU time" in out
-    for gpu_only in ("Kernels by total time", "Kernel launch configuration",
-                     "Kernel time by category", "launch-bound", "CUDA graphs", "GPU idle"):
+    for gpu_only in (
+        "Kernels by total time",
+        "Kernel launch configuration",
+        "Kernel time by category",
+        "launch-bound",
+        "CUDA graphs",
+        "GPU idle",
+    ):
         assert gpu_only not in out, gpu_only
     roofline = next(line for line in out.splitlines() if "Roofline" in line)
     assert "none drawn" in roofline and "n/a" not in roofline
@@ -85,11 +112,23 @@ def test_a_sweep_cells_hint_names_the_cell_folder():
 def test_launch_bound_needs_gpu_work():
     from profiler.analysis.advice import Evidence, advise
 
-    cpu = Evidence(backend="pytorch_fp32", precision="fp32", p50_ms=150.0, step_us=183e3,
-                   gpu_busy_us=0.0, kernel_us=0.0)
+    cpu = Evidence(
+        backend="pytorch_fp32",
+        precision="fp32",
+        p50_ms=150.0,
+        step_us=183e3,
+        gpu_busy_us=0.0,
+        kernel_us=0.0,
+    )
     assert not [a for a in advise(cpu) if a.rule == "launch-bound"]
-    gpu = Evidence(backend="pytorch_fp32", precision="fp32", p50_ms=5.0, step_us=9e3,
-                   gpu_busy_us=1e3, kernel_us=1e3)
+    gpu = Evidence(
+        backend="pytorch_fp32",
+        precision="fp32",
+        p50_ms=5.0,
+        step_us=9e3,
+        gpu_busy_us=1e3,
+        kernel_us=1e3,
+    )
     assert [a for a in advise(gpu) if a.rule == "launch-bound"]
 
 
@@ -103,10 +142,14 @@ def test_kineto_quiet_drops_only_kinetos_lines(capfd):
     from profiler.collect.device import kineto_quiet
 
     with kineto_quiet(True):
-        os.write(2, b"USDT:2026-11-24 13:02:09 1:1 SyncActivityProfilerHandler.cpp:39] "
-                    b"profiler_start\n")
-        os.write(2, b"ERROR:2026-11-24 13:02:09 1:1 DeviceProperties.cpp:56] "
-                    b"gpuGetDeviceCount failed with code 35\n")
+        os.write(
+            2, b"USDT:2026-11-24 13:02:09 1:1 SyncActivityProfilerHandler.cpp:39] profiler_start\n"
+        )
+        os.write(
+            2,
+            b"ERROR:2026-11-24 13:02:09 1:1 DeviceProperties.cpp:56] "
+            b"gpuGetDeviceCount failed with code 35\n",
+        )
         os.write(2, b"a C++ warning of the model\n")
         print("python's stderr", file=sys.stderr)
     err = capfd.readouterr().err

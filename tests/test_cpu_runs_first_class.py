@@ -13,8 +13,17 @@ from tests.test_cpu_honest import TINY, profile
 
 A, B = "runs/pytorch_fp32_bs2_conv_net", "runs/torchscript_fp32_bs2_conv_net"
 #: what `compare` of two GPU runs prints and two CPU runs must not
-GPU_TABLES = ("Kernel time by category", "Kernels only in", "Kernel time by launching operator",
-              "Top 0", "(top", "no GPU kernels", "GPU state", "GPU time", "TC-kernel")
+GPU_TABLES = (
+    "Kernel time by category",
+    "Kernels only in",
+    "Kernel time by launching operator",
+    "Top 0",
+    "(top",
+    "no GPU kernels",
+    "GPU state",
+    "GPU time",
+    "TC-kernel",
+)
 
 
 @pytest.fixture(scope="module")
@@ -43,13 +52,22 @@ def test_compare_of_two_cpu_runs_shows_the_cpu_operator_diff_and_no_gpu_table(cp
 
 
 def test_compare_json_and_csv_of_cpu_runs_carry_the_operator_diff(cpu_runs, cli, tmp_path):
-    done = cli("compare", str(cpu_runs / A), str(cpu_runs / B), "--json", "--out",
-               str(tmp_path / "csv"))
+    done = cli(
+        "compare", str(cpu_runs / A), str(cpu_runs / B), "--json", "--out", str(tmp_path / "csv")
+    )
     assert done.code == 0, done.stderr
     doc = json.loads(done.stdout)
     ops = doc["cpu_operators"]
-    assert ops and {"operator", "calls_a", "calls_b", "us_a", "us_b", "delta_us",
-                    "total_a_us", "total_b_us"} <= set(ops[0])
+    assert ops and {
+        "operator",
+        "calls_a",
+        "calls_b",
+        "us_a",
+        "us_b",
+        "delta_us",
+        "total_a_us",
+        "total_b_us",
+    } <= set(ops[0])
     assert doc["faster_in_b"] and doc["slower_in_b"]
     assert all(r["delta_us"] < 0 for r in doc["faster_in_b"])
     assert {"operator", "total_a_us"} <= set(doc["slower_in_b"][0])
@@ -60,8 +78,9 @@ def test_compare_json_and_csv_of_cpu_runs_carry_the_operator_diff(cpu_runs, cli,
 def test_report_of_cpu_runs_has_the_operator_diff_and_no_gpu_section(cpu_runs, tmp_path):
     from profiler.commands.report import run
 
-    page = run(str(cpu_runs / A), str(cpu_runs / B), tmp_path / "cmp.html",
-               peaks_dir=tmp_path / "none")
+    page = run(
+        str(cpu_runs / A), str(cpu_runs / B), tmp_path / "cmp.html", peaks_dir=tmp_path / "none"
+    )
     text = re.sub(r"src='data:[^']*'", "", page.read_text())
     sections = re.findall(r"<h2[^>]*>(.*?)</h2>", text)
     assert "CPU operators by self CPU time (µs per profiled step)" in sections
@@ -69,8 +88,9 @@ def test_report_of_cpu_runs_has_the_operator_diff_and_no_gpu_section(cpu_runs, t
     assert any(s.startswith("CPU operator diff: top CPU operators slower") for s in sections)
     assert "A: CPU operators by self CPU time" in sections
     assert "Roofline chart" not in sections  # no ceilings: no roofline without a roof
-    assert "GPU" not in text and "kernel" not in text.lower(), \
-        [text[m.start() - 80:m.end() + 40] for m in re.finditer("GPU|kernel", text)]
+    assert "GPU" not in text and "kernel" not in text.lower(), [
+        text[m.start() - 80 : m.end() + 40] for m in re.finditer("GPU|kernel", text)
+    ]
     one = run(str(cpu_runs / A), None, tmp_path / "one.html", peaks_dir=tmp_path / "none")
     text = re.sub(r"src='data:[^']*'", "", one.read_text())
     assert "GPU" not in text and "(none)" not in text
@@ -80,12 +100,21 @@ def test_report_of_cpu_runs_has_the_operator_diff_and_no_gpu_section(cpu_runs, t
 def _cpu_peaks(folder, fp32=0.19, gbs=12.0, device="CPU x86_64"):
     """A peaks cache as `peaks` writes it on a CPU (figures given here, not measured)."""
     folder.mkdir(parents=True, exist_ok=True)
-    data = {"schema": 2, "source": "measured",
-            "machine": {"device": device, "driver": None, "torch": "x",
-                        "compute_capability": None},
-            "matmul_tflops": {"fp32": fp32, "tf32": None, "fp16": None, "bf16": None,
-                              "fp8": None, "int8": None},
-            "matmul_detail": {}, "copy": {"gb_per_s": gbs, "bytes": 1, "median_s": 1.0}}
+    data = {
+        "schema": 2,
+        "source": "measured",
+        "machine": {"device": device, "driver": None, "torch": "x", "compute_capability": None},
+        "matmul_tflops": {
+            "fp32": fp32,
+            "tf32": None,
+            "fp16": None,
+            "bf16": None,
+            "fp8": None,
+            "int8": None,
+        },
+        "matmul_detail": {},
+        "copy": {"gb_per_s": gbs, "bytes": 1, "median_s": 1.0},
+    }
     (folder / f"{device.replace(' ', '-')}.json").write_text(json.dumps(data))
 
 
@@ -111,8 +140,9 @@ def test_a_cpu_runs_roofline_meets_the_cpus_cached_peaks(cpu_runs, cli, tmp_path
     r = roofline_of(result, tmp_path / "cache" / "peaks")
     assert r.peak_tflops == 0.19 and r.bound in ("memory", "compute")
     # a CPU run recorded on another machine does not meet this machine's CPU
-    elsewhere = msgspec.structs.replace(result, environment=msgspec.structs.replace(
-        result.environment, hostname="another-host"))
+    elsewhere = msgspec.structs.replace(
+        result, environment=msgspec.structs.replace(result.environment, hostname="another-host")
+    )
     assert cached_ceilings(elsewhere, tmp_path / "cache" / "peaks") is None
 
 
@@ -134,11 +164,22 @@ def test_advise_try_on_a_cpu_shows_no_kernel_columns_or_gpu_sentence():
     from profiler.analysis.trial import BaselineRow, KernelChange, TrialRow
     from profiler.report.trial_view import print_trial, trial_html
 
-    rows = [TrialRow(label="--bs 4", changes={"batch_size": 4}, rules=["batch-headroom"],
-                     status="ok", p50_ms=3.0, processes=2, speedup=1.4, low=1.2, high=1.6,
-                     verdict="faster", figure="per sample",
-                     kernels=KernelChange(launches_per_step=(0.0, 0.0),
-                                          idle_us_per_step=(None, None)))]
+    rows = [
+        TrialRow(
+            label="--bs 4",
+            changes={"batch_size": 4},
+            rules=["batch-headroom"],
+            status="ok",
+            p50_ms=3.0,
+            processes=2,
+            speedup=1.4,
+            low=1.2,
+            high=1.6,
+            verdict="faster",
+            figure="per sample",
+            kernels=KernelChange(launches_per_step=(0.0, 0.0), idle_us_per_step=(None, None)),
+        )
+    ]
     base = BaselineRow(status="ok", reason=None, p50_ms=4.0, processes=2)
     trial = {"folder": "runs/x/trial", "wall_s": 10.0, "rounds_s": 8.0, "processes": 2}
     console = Console(record=True, width=160)
@@ -158,8 +199,10 @@ def test_a_gpu_compare_keeps_its_kernel_tables():
     from profiler.trace.summary import summarize
 
     h200 = ROOT / "tests" / "fixtures" / "h200" / "tb_logs"
-    traces = [next((h200 / name).rglob("*.pt.trace.json*"))
-              for name in ("pytorch_fp16_bs8", "ttrt_fp16_bs8")]
+    traces = [
+        next((h200 / name).rglob("*.pt.trace.json*"))
+        for name in ("pytorch_fp16_bs8", "ttrt_fp16_bs8")
+    ]
     result = diff(summarize(traces[0]), summarize(traces[1]))
     assert not result.on_cpu and result.change_level == "operator"
     assert "kernel time per step" in set(result.overview["metric"])

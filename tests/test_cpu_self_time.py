@@ -17,8 +17,9 @@ from .conftest import FIXTURES
 
 H200_EAGER = next((FIXTURES / "h200" / "tb_logs" / "pytorch_fp16_bs8").glob("*.pt.trace.json.gz"))
 # Inductor: Triton kernels launched by cuLaunchKernel (cuda_driver events)
-H200_INDUCTOR = next((FIXTURES / "h200_ncu" / "tb_logs" / "inductor_fp16_bs8")
-                     .glob("*.pt.trace.json.gz"))
+H200_INDUCTOR = next(
+    (FIXTURES / "h200_ncu" / "tb_logs" / "inductor_fp16_bs8").glob("*.pt.trace.json.gz")
+)
 OPERATORS = {"cpu_op", "user_annotation"}
 CALLS = {"cuda_runtime", "cuda_driver"}
 
@@ -28,8 +29,11 @@ def self_time_by_name(path, nested_kinds):
     EventList._populate_cpu_children does it, one thread at a time with a stack of open
     ranges. ``nested_kinds``: the categories whose ranges count as children."""
     with gzip.open(path) as f:
-        events = [e for e in json.load(f)["traceEvents"]
-                  if e.get("ph") == "X" and e.get("cat") in OPERATORS | nested_kinds]
+        events = [
+            e
+            for e in json.load(f)["traceEvents"]
+            if e.get("ph") == "X" and e.get("cat") in OPERATORS | nested_kinds
+        ]
     by_thread = defaultdict(list)
     for e in events:
         by_thread[(e["pid"], e["tid"])].append(e)

@@ -19,6 +19,7 @@ from tests.test_cli_errors import TINY, assert_nothing_written, assert_one_line_
 
 # ---- refused before anything is built --------------------------------------------------------
 
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
 def test_run_with_cuda_graphs_on_a_cpu_is_one_line_and_exit_2(cli):
     done = cli("run", *TINY, "--cuda-graphs")
@@ -33,21 +34,33 @@ def test_what_cannot_be_captured_is_known_before_the_build():
     generate = RunConfig(cuda_graphs=True, workload="generate", model="gpt2")
     assert "--workload generate" in cuda_graphs.refusal(generate, "pytorch", on_gpu)
     for mode in ("reduce-overhead", "max-autotune"):
-        why = cuda_graphs.refusal(RunConfig(cuda_graphs=True, compile_mode=mode), "inductor",
-                                  on_gpu)
+        why = cuda_graphs.refusal(
+            RunConfig(cuda_graphs=True, compile_mode=mode), "inductor", on_gpu
+        )
         assert f"--compile-mode {mode} already replays CUDA graphs" in why
     for mode in ("default", "max-autotune-no-cudagraphs"):
         config = RunConfig(cuda_graphs=True, compile_mode=mode, backend="inductor_fp16")
         assert cuda_graphs.refusal(config, "inductor", on_gpu) is None
     # the mode only matters to torch.compile
-    assert cuda_graphs.refusal(RunConfig(cuda_graphs=True, compile_mode="reduce-overhead"),
-                               "pytorch", on_gpu) is None
+    assert (
+        cuda_graphs.refusal(
+            RunConfig(cuda_graphs=True, compile_mode="reduce-overhead"), "pytorch", on_gpu
+        )
+        is None
+    )
     # TensorRT replays crashed under torch.profiler on the H100; without it they are tried
     trt = RunConfig(cuda_graphs=True, backend="ttrt_fp16")
-    assert "crashed the process under torch.profiler" in cuda_graphs.refusal(trt, "tensorrt",
-                                                                              on_gpu)
-    assert cuda_graphs.refusal(RunConfig(cuda_graphs=True, backend="ttrt_fp16",
-                                         capture="cuda-profiler-api"), "tensorrt", on_gpu) is None
+    assert "crashed the process under torch.profiler" in cuda_graphs.refusal(
+        trt, "tensorrt", on_gpu
+    )
+    assert (
+        cuda_graphs.refusal(
+            RunConfig(cuda_graphs=True, backend="ttrt_fp16", capture="cuda-profiler-api"),
+            "tensorrt",
+            on_gpu,
+        )
+        is None
+    )
 
 
 def test_the_refusal_names_the_backend_in_one_line():
@@ -59,21 +72,27 @@ def test_the_refusal_names_the_backend_in_one_line():
 
 
 def test_an_error_is_quoted_by_its_first_line():
-    error = RuntimeError("\n  CUDA error: operation not permitted when stream is capturing\n"
-                         "CUDA kernel errors might be asynchronously reported ...\n")
-    assert cuda_graphs.error_line(error) == ("RuntimeError: CUDA error: operation not "
-                                             "permitted when stream is capturing")
+    error = RuntimeError(
+        "\n  CUDA error: operation not permitted when stream is capturing\n"
+        "CUDA kernel errors might be asynchronously reported ...\n"
+    )
+    assert cuda_graphs.error_line(error) == (
+        "RuntimeError: CUDA error: operation not permitted when stream is capturing"
+    )
     assert cuda_graphs.error_line(ValueError()) == "ValueError"
     assert len(cuda_graphs.error_line(RuntimeError("x" * 1000))) == 240
 
 
 # ---- the run's name and folder ---------------------------------------------------------------
 
+
 def test_a_graph_run_has_a_folder_of_its_own():
     plain, graphs = RunConfig(batch_size=8), RunConfig(batch_size=8, cuda_graphs=True)
     assert (plain.run_name, graphs.run_name) == ("pytorch_fp32_bs8", "pytorch_fp32_bs8_cg")
-    assert RunConfig(model="tests.tiny_models:conv_net", cuda_graphs=True).run_name == \
-        "pytorch_fp32_bs8_conv_net_cg"
+    assert (
+        RunConfig(model="tests.tiny_models:conv_net", cuda_graphs=True).run_name
+        == "pytorch_fp32_bs8_conv_net_cg"
+    )
     # --name is the whole suffix, as for generation runs; destination tells them apart
     assert RunConfig(name="x", cuda_graphs=True).run_name == "pytorch_fp32_bs8_x"
     assert RunConfig(cuda_graphs=True).to_dict()["cuda_graphs"] is True
@@ -100,9 +119,12 @@ def test_sweeps_do_not_take_it_yet(cli):
 
 # ---- the replay check, with stand-in graphs on the CPU ---------------------------------------
 
-NO_CUDA = SimpleNamespace(cuda=SimpleNamespace(synchronize=lambda: None),
-                          inference_mode=torch.inference_mode, isfinite=torch.isfinite,
-                          Tensor=torch.Tensor)
+NO_CUDA = SimpleNamespace(
+    cuda=SimpleNamespace(synchronize=lambda: None),
+    inference_mode=torch.inference_mode,
+    isfinite=torch.isfinite,
+    Tensor=torch.Tensor,
+)
 
 
 class Graph:
@@ -137,8 +159,9 @@ def test_a_replay_that_writes_something_else_is_refused():
     expected = torch.ones(4)
     output = expected.clone()
     with pytest.raises(cuda_graphs.NotReplayable, match="differs from a plain call"):
-        cuda_graphs._check_replay(NO_CUDA, Graph(output, lambda: 2 * expected), output,
-                                  expected, ())
+        cuda_graphs._check_replay(
+            NO_CUDA, Graph(output, lambda: 2 * expected), output, expected, ()
+        )
 
 
 @pytest.mark.parametrize("case", ["integer", "input", "no tensor", "not finite"])

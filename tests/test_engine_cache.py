@@ -10,19 +10,30 @@ import torch
 from profiler.collect import engine_cache
 
 FACTS = {
-    "model": "resnet50", "weights_sha256": "ab" * 32,
-    "inputs": [[[8, 3, 224, 224], "float16"]], "memory_format": "contiguous",
-    "backend": "ttrt_fp16", "precision": "fp16", "tf32": False,
+    "model": "resnet50",
+    "weights_sha256": "ab" * 32,
+    "inputs": [[[8, 3, 224, 224], "float16"]],
+    "memory_format": "contiguous",
+    "backend": "ttrt_fp16",
+    "precision": "fp16",
+    "tf32": False,
     "compile_options": {"ir": "dynamo", "use_explicit_typing": True, "min_block_size": 5},
-    "gpu": "NVIDIA H200", "compute_capability": "9.0",
+    "gpu": "NVIDIA H200",
+    "compute_capability": "9.0",
     "versions": {"torch": "2.11.0", "torch_tensorrt": "2.11.0", "tensorrt_rtx": "1.4.0"},
     "flavour": "tensorrt-rtx",
 }
 CHANGED = {
-    "model": "resnet18", "weights_sha256": "cd" * 32, "inputs": [[[32, 3, 224, 224], "float16"]],
-    "memory_format": "channels_last", "backend": "ttrt_fp32", "precision": "fp32", "tf32": True,
+    "model": "resnet18",
+    "weights_sha256": "cd" * 32,
+    "inputs": [[[32, 3, 224, 224], "float16"]],
+    "memory_format": "channels_last",
+    "backend": "ttrt_fp32",
+    "precision": "fp32",
+    "tf32": True,
     "compile_options": {"ir": "dynamo", "use_explicit_typing": True, "min_block_size": 1},
-    "gpu": "NVIDIA H100 80GB HBM3", "compute_capability": "8.9",
+    "gpu": "NVIDIA H100 80GB HBM3",
+    "compute_capability": "8.9",
     "versions": {"torch": "2.11.0", "torch_tensorrt": "2.11.0", "tensorrt_rtx": "1.4.1"},
     "flavour": "tensorrt",
 }
@@ -34,8 +45,11 @@ def write_bytes(path):
 
 def test_same_facts_same_key_in_any_order():
     reordered = dict(reversed(list(FACTS.items())))
-    assert engine_cache.cache_key(FACTS) == engine_cache.cache_key(dict(FACTS)) \
+    assert (
+        engine_cache.cache_key(FACTS)
+        == engine_cache.cache_key(dict(FACTS))
         == engine_cache.cache_key(reordered)
+    )
 
 
 @pytest.mark.parametrize("fact", sorted(FACTS))
@@ -114,9 +128,11 @@ def test_default_dir_and_environment_variable(monkeypatch, tmp_path):
     assert engine_cache.default_dir() == tmp_path / "engines"
 
 
-@pytest.mark.parametrize("damage", [lambda p: p.write_bytes(b"compiled modu"),
-                                    lambda p: p.write_bytes(b"compiled mod\x00le")],
-                         ids=["truncated", "flipped"])
+@pytest.mark.parametrize(
+    "damage",
+    [lambda p: p.write_bytes(b"compiled modu"), lambda p: p.write_bytes(b"compiled mod\x00le")],
+    ids=["truncated", "flipped"],
+)
 def test_a_damaged_entry_is_not_used_and_says_so_in_one_line(tmp_path, damage):
     """Issue 24 point 4: a cache entry damaged after it was stored is rebuilt, with a reason."""
     path = engine_cache.store(tmp_path, FACTS, write_bytes)
@@ -142,9 +158,14 @@ def test_an_entry_half_written_by_a_killed_build_is_never_read(tmp_path):
         "    p.write_bytes(b'half an engine')\n"
         "    print('writing', flush=True)\n"
         "    time.sleep(60)\n"
-        f"engine_cache.store(Path(sys.argv[1]), {FACTS!r}, slow)\n")
-    build = subprocess.Popen([sys.executable, "-c", script, str(tmp_path)],
-                             stdout=subprocess.PIPE, text=True, cwd=Path(__file__).parent.parent)
+        f"engine_cache.store(Path(sys.argv[1]), {FACTS!r}, slow)\n"
+    )
+    build = subprocess.Popen(
+        [sys.executable, "-c", script, str(tmp_path)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).parent.parent,
+    )
     try:
         assert build.stdout.readline().strip() == "writing"
         build.send_signal(signal.SIGKILL)

@@ -31,8 +31,9 @@ FAST = ["--iters", "3", "--timed-warmup", "1", "--wait", "0", "--warmup", "1", "
 
 def hide_module(monkeypatch, name: str) -> None:
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda module, *a: None if module == name else real(module, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda module, *a: None if module == name else real(module, *a)
+    )
 
 
 def _events(trace: Path) -> list[dict]:
@@ -45,8 +46,21 @@ def _events(trace: Path) -> list[dict]:
 
 @pytest.mark.skipif(ORT_MISSING is not None, reason=f"ONNX Runtime not installed: {ORT_MISSING}")
 def test_ort_fp32_end_to_end_on_the_cpu(cli, tmp_path):
-    done = cli("run", "--backend", "ort_fp32", "--model", "resnet18", "--image-size", "32",
-               "--bs", "1", *FAST, "--cache-dir", str(tmp_path / "cache"), "--json")
+    done = cli(
+        "run",
+        "--backend",
+        "ort_fp32",
+        "--model",
+        "resnet18",
+        "--image-size",
+        "32",
+        "--bs",
+        "1",
+        *FAST,
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--json",
+    )
     assert done.code == 0, done.stderr
     result = json.loads(done.stdout)
     notes = result["backend"]["notes"]
@@ -70,16 +84,36 @@ def test_ort_fp32_end_to_end_on_the_cpu(cli, tmp_path):
     assert runs[0]["args"]["External id"] >= 0
     assert not any(e.get("cat") == "cpu_op" and e["name"] == "aten::conv2d" for e in events)
 
-    again = cli("run", "--backend", "ort_fp32", "--model", "resnet18", "--image-size", "32",
-                "--bs", "1", *FAST, "--cache-dir", str(tmp_path / "cache"), "--json")
+    again = cli(
+        "run",
+        "--backend",
+        "ort_fp32",
+        "--model",
+        "resnet18",
+        "--image-size",
+        "32",
+        "--bs",
+        "1",
+        *FAST,
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--json",
+    )
     notes = json.loads(again.stdout)["backend"]["notes"]
     assert notes["cache"]["hit"] is True and "export_s" not in notes
 
 
 @pytest.mark.skipif(ORT_MISSING is not None, reason=f"ONNX Runtime not installed: {ORT_MISSING}")
 def test_failed_export_is_one_line_and_keeps_the_log(cli, tmp_path):
-    done = cli("run", "--backend", "ort_fp32", "--model", "tests.tiny_models:not_exportable",
-               *FAST, "--no-cache")
+    done = cli(
+        "run",
+        "--backend",
+        "ort_fp32",
+        "--model",
+        "tests.tiny_models:not_exportable",
+        *FAST,
+        "--no-cache",
+    )
     folder = run_name("ort_fp32", 8, "tests.tiny_models:not_exportable")
     log = Path("runs") / f"{folder}.failed" / ort_backend.EXPORT_LOG
     assert_one_line_error(done, "ONNX export failed", str(log), progress_before=True)
@@ -90,7 +124,7 @@ def test_failed_export_is_one_line_and_keeps_the_log(cli, tmp_path):
 def test_missing_onnxruntime_names_the_extra(cli, monkeypatch):
     hide_module(monkeypatch, "onnxruntime")
     done = cli("run", "--backend", "ort_fp32", "--model", "tests.tiny_models:conv_net", *FAST)
-    assert_one_line_error(done, "ort_fp32", "onnxruntime", '.[onnx]')
+    assert_one_line_error(done, "ort_fp32", "onnxruntime", ".[onnx]")
     assert_nothing_written()
 
 
@@ -99,8 +133,8 @@ def test_missing_torchao_and_modelopt_name_their_extras(monkeypatch):
 
     hide_module(monkeypatch, "torchao")
     hide_module(monkeypatch, "modelopt")
-    assert '.[int8]' in backends.get("inductor_int8").missing()
-    assert '.[fp8]' in backends.get("ttrt_fp8").missing()
+    assert ".[int8]" in backends.get("inductor_int8").missing()
+    assert ".[fp8]" in backends.get("ttrt_fp8").missing()
 
 
 # ---- which Linears run INT8 ---------------------------------------------------------------------
@@ -117,7 +151,8 @@ def test_int8_plan_keeps_small_row_heads_in_floating_point():
     up, head = layers["up"], layers["head"]
     assert up.flops == 2 * 96 * 32 * 64 and head.flops == 2 * 12 * 32 * 4
     assert plan["int8_linear_flop_share"] == pytest.approx(
-        (layers["up"].flops + layers["down"].flops) / sum(s.flops for s in layers.values()))
+        (layers["up"].flops + layers["down"].flops) / sum(s.flops for s in layers.values())
+    )
     assert plan["conv_flop_share"] == 0
 
 
@@ -145,14 +180,17 @@ def test_calibration_data_one_batch_or_many(tmp_path):
     assert len(batches) == 5 and batches[0][0].shape == (2, 8, 32)
 
 
-@pytest.mark.parametrize("content,fragment", [
-    (None, "no such file"),
-    (b"not a tensor file at all", "is not a tensor file"),
-    ({"x": torch.randn(2, 8, 32)}, "holds a dict, not a tensor"),
-    (torch.randn(2, 8, 16), "expected [2, 8, 32] or [N, 2, 8, 32]"),
-    (torch.randint(0, 5, (2, 8, 32)), "dtype kind differs"),
-    ((torch.randn(2, 8, 32), torch.randn(2, 8, 32)), "holds 2 tensor(s); the model takes 1"),
-])
+@pytest.mark.parametrize(
+    "content,fragment",
+    [
+        (None, "no such file"),
+        (b"not a tensor file at all", "is not a tensor file"),
+        ({"x": torch.randn(2, 8, 32)}, "holds a dict, not a tensor"),
+        (torch.randn(2, 8, 16), "expected [2, 8, 32] or [N, 2, 8, 32]"),
+        (torch.randint(0, 5, (2, 8, 32)), "dtype kind differs"),
+        ((torch.randn(2, 8, 32), torch.randn(2, 8, 32)), "holds 2 tensor(s); the model takes 1"),
+    ],
+)
 def test_bad_calibration_data_is_one_line(tmp_path, content, fragment):
     path = tmp_path / "calib.pt"
     if isinstance(content, bytes):
@@ -168,8 +206,16 @@ def test_bad_calibration_data_is_one_line(tmp_path, content, fragment):
 def test_bad_calib_data_through_the_cli_writes_nothing(cli, tmp_path):
     bad = tmp_path / "calib.pt"
     torch.save(torch.randn(3, 3), bad)
-    done = cli("run", "--backend", "inductor_int8", "--model", "tests.tiny_models:token_classifier",
-               *FAST, "--calib-data", str(bad))
+    done = cli(
+        "run",
+        "--backend",
+        "inductor_int8",
+        "--model",
+        "tests.tiny_models:token_classifier",
+        *FAST,
+        "--calib-data",
+        str(bad),
+    )
     assert_one_line_error(done, "--calib-data", "expected", progress_before=True)
     assert_nothing_written()
 
@@ -181,8 +227,21 @@ def test_bad_calib_data_through_the_cli_writes_nothing(cli, tmp_path):
 def test_inductor_int8_static_calibration_end_to_end(cli, tmp_path):
     data = tmp_path / "calib.pt"
     torch.save(torch.randn(4, 2, 16, 32), data)
-    done = cli("run", "--backend", "inductor_int8", "--model", "tests.tiny_models:token_classifier",
-               "--bs", "2", "--seq-len", "16", *FAST, "--calib-data", str(data), "--json")
+    done = cli(
+        "run",
+        "--backend",
+        "inductor_int8",
+        "--model",
+        "tests.tiny_models:token_classifier",
+        "--bs",
+        "2",
+        "--seq-len",
+        "16",
+        *FAST,
+        "--calib-data",
+        str(data),
+        "--json",
+    )
     assert done.code == 0, done.stderr
     result = json.loads(done.stdout)
     notes = result["backend"]["notes"]
@@ -204,8 +263,13 @@ def test_quantization_failure_is_one_line_and_keeps_the_log(monkeypatch, tmp_pat
         raise RuntimeError("quantize_ refused this layer\nsecond line")
 
     monkeypatch.setattr(quantized, "quantize_with_torchao", explode)
-    config = RunConfig(backend="inductor_int8", model="tests.tiny_models:token_classifier",
-                       batch_size=2, runs_dir=tmp_path / "runs", calib_batches=2)
+    config = RunConfig(
+        backend="inductor_int8",
+        model="tests.tiny_models:token_classifier",
+        batch_size=2,
+        runs_dir=tmp_path / "runs",
+        calib_batches=2,
+    )
     model, inputs = token_classifier(batch_size=2, seq_len=16)
     with pytest.raises(UserError) as error:
         quantized._prepare_inductor_int8(model.eval(), inputs, config, torch.device("cpu"))
@@ -221,7 +285,8 @@ def test_quantization_failure_is_one_line_and_keeps_the_log(monkeypatch, tmp_pat
 
 def test_fp8_below_compute_capability_8_9_is_refused():
     assert quantized.fp8_refusal((8, 0), "NVIDIA A100") == (
-        "ttrt_fp8 needs FP8 Tensor Cores (compute capability 8.9 or newer); NVIDIA A100 is 8.0")
+        "ttrt_fp8 needs FP8 Tensor Cores (compute capability 8.9 or newer); NVIDIA A100 is 8.0"
+    )
     assert quantized.fp8_refusal((8, 9), "NVIDIA L4") is None
     assert quantized.fp8_refusal((9, 0), "NVIDIA H100") is None
 
@@ -229,11 +294,15 @@ def test_fp8_below_compute_capability_8_9_is_refused():
 def test_ttrt_int8_on_tensorrt_rtx_is_refused_in_one_line(monkeypatch):
     from profiler.collect.backends import tensorrt as ttrt
 
-    monkeypatch.setattr(ttrt, "detect_flavour", lambda: ttrt.Flavour(
-        "tensorrt-rtx", "torch-tensorrt-rtx", "2.11.0", "tensorrt_rtx"))
+    monkeypatch.setattr(
+        ttrt,
+        "detect_flavour",
+        lambda: ttrt.Flavour("tensorrt-rtx", "torch-tensorrt-rtx", "2.11.0", "tensorrt_rtx"),
+    )
     with pytest.raises(UserError, match="TensorRT-RTX does not support int8 activation"):
-        quantized._prepare_modelopt(None, (), RunConfig(backend="ttrt_int8"),
-                                    torch.device("cpu"), "int8")
+        quantized._prepare_modelopt(
+            None, (), RunConfig(backend="ttrt_int8"), torch.device("cpu"), "int8"
+        )
 
 
 @pytest.fixture
@@ -253,8 +322,9 @@ def stand_ins():
         calls["compile"] = options
         return exported.module()
 
-    mtq = types.SimpleNamespace(INT8_DEFAULT_CFG="int8-cfg", FP8_DEFAULT_CFG="fp8-cfg",
-                                quantize=quantize)
+    mtq = types.SimpleNamespace(
+        INT8_DEFAULT_CFG="int8-cfg", FP8_DEFAULT_CFG="fp8-cfg", quantize=quantize
+    )
     torch_tensorrt = types.SimpleNamespace(dynamo=types.SimpleNamespace(compile=compile))
     return calls, mtq, torch_tensorrt, forward_counter
 
@@ -268,8 +338,8 @@ def test_modelopt_flow_calibrates_then_builds_strongly_typed(stand_ins, precisio
     model.eval().register_forward_hook(counter)
     batches = quantized.random_batches(inputs, 3, seed=0)
     compiled, timing = quantized.modelopt_quantize_and_compile(
-        model, inputs, batches, RunConfig(), precision, mtq, contextlib.nullcontext,
-        torch_tensorrt)
+        model, inputs, batches, RunConfig(), precision, mtq, contextlib.nullcontext, torch_tensorrt
+    )
     assert calls["config"] == f"{precision}-cfg" and calls["calibrated"] == 3
     assert calls["compile"]["use_explicit_typing"] is True
     assert calls["compile"]["disable_tf32"] is True
@@ -310,14 +380,19 @@ def test_modelopt_failure_is_one_line_and_keeps_the_log(stand_ins, monkeypatch, 
     quantization.__dict__.update(vars(mtq))
     utils = types.ModuleType("modelopt.torch.quantization.utils")
     utils.export_torch_mode = contextlib.nullcontext
-    for name, module in (("modelopt", types.ModuleType("modelopt")),
-                         ("modelopt.torch", types.ModuleType("modelopt.torch")),
-                         ("modelopt.torch.quantization", quantization),
-                         ("modelopt.torch.quantization.utils", utils),
-                         ("torch_tensorrt", torch_tensorrt)):
+    for name, module in (
+        ("modelopt", types.ModuleType("modelopt")),
+        ("modelopt.torch", types.ModuleType("modelopt.torch")),
+        ("modelopt.torch.quantization", quantization),
+        ("modelopt.torch.quantization.utils", utils),
+        ("torch_tensorrt", torch_tensorrt),
+    ):
         monkeypatch.setitem(sys.modules, name, module)
-    monkeypatch.setattr(ttrt, "detect_flavour", lambda: ttrt.Flavour(
-        "tensorrt", "torch-tensorrt", "2.11.0", "tensorrt"))
+    monkeypatch.setattr(
+        ttrt,
+        "detect_flavour",
+        lambda: ttrt.Flavour("tensorrt", "torch-tensorrt", "2.11.0", "tensorrt"),
+    )
     config = RunConfig(backend="ttrt_int8", batch_size=2, runs_dir=tmp_path / "runs")
     model, inputs = token_classifier(batch_size=2, seq_len=16)
     with pytest.raises(UserError) as error:

@@ -22,16 +22,19 @@ from tests.conftest import ROOT
 SWEEP = ROOT / "tests" / "fixtures" / "h100x4_sweep" / "runs" / "g4"
 
 
-@pytest.mark.parametrize("value, noise, text", [
-    (7.231, 1.8, "7.2"),          # CV 180 %: two figures
-    (7.231, 0.10, "7.2"),
-    (7.231, 0.01, "7.23"),        # CV 1 %: three
-    (7.231, 0.001, "7.231"),      # CV 0.1 %: four, the most
-    (7.231, None, "7.231"),       # no noise known: four
-    (1150.053, 0.01, "1,150"),    # never fewer than the whole digits, thousands separated
-    (0.012345, 0.05, "0.012"),
-    (float("nan"), 0.1, "-"),
-])
+@pytest.mark.parametrize(
+    "value, noise, text",
+    [
+        (7.231, 1.8, "7.2"),  # CV 180 %: two figures
+        (7.231, 0.10, "7.2"),
+        (7.231, 0.01, "7.23"),  # CV 1 %: three
+        (7.231, 0.001, "7.231"),  # CV 0.1 %: four, the most
+        (7.231, None, "7.231"),  # no noise known: four
+        (1150.053, 0.01, "1,150"),  # never fewer than the whole digits, thousands separated
+        (0.012345, 0.05, "0.012"),
+        (float("nan"), 0.1, "-"),
+    ],
+)
 def test_a_figure_is_trimmed_to_its_noise(value, noise, text):
     assert fmt.trimmed(value, noise) == text
 
@@ -129,15 +132,27 @@ def test_compare_table_trims_each_side_by_its_noise():
     from profiler.report.compare_view import process_rows
 
     def side(cv):
-        figure = FigureOverProcesses(geomean_ms=7.231, min_ms=6.1, max_ms=8.4, processes=6,
-                                     cv=cv)
-        return ProcessFigures(processes=6, pilot_processes=0, latency=figure, gpu_time=None,
-                              enqueue=None, bound=None, launch_bound_processes=0,
-                              classified_processes=0)
+        figure = FigureOverProcesses(geomean_ms=7.231, min_ms=6.1, max_ms=8.4, processes=6, cv=cv)
+        return ProcessFigures(
+            processes=6,
+            pilot_processes=0,
+            latency=figure,
+            gpu_time=None,
+            enqueue=None,
+            bound=None,
+            launch_bound_processes=0,
+            classified_processes=0,
+        )
 
     # A's processes spread 20 % (noisy: two figures, marked), B's 0.1 % (four figures)
-    t = SimpleNamespace(processes_a=side(0.20), processes_b=side(0.001), noise_a=None,
-                        noise_b=None, verdict=None, gpu_speedup_x=None)
+    t = SimpleNamespace(
+        processes_a=side(0.20),
+        processes_b=side(0.001),
+        noise_a=None,
+        noise_b=None,
+        verdict=None,
+        gpu_speedup_x=None,
+    )
     rows = {row[0]: row[1:3] for row in process_rows(t)}
     assert rows["latency (what a caller waits)"] == ("7.2 ms (! noisy)", "7.231 ms")
     assert rows["latency: min-max over processes"] == ("6.1-8.4 ms", "6.100-8.400 ms")
@@ -151,14 +166,24 @@ def test_compare_recorded_rows_and_overview_trim_each_side_by_its_window(tmp_pat
     import sys
 
     runs = ROOT / "tests" / "fixtures" / "h200" / "runs"
-    done = subprocess.run([sys.executable, str(ROOT / "profile.py"), "compare",
-                           str(runs / "pytorch_fp16_bs8"), str(runs / "ttrt_fp16_bs8"),
-                           "--out", str(tmp_path / "out")], capture_output=True, text=True,
-                          env={**__import__("os").environ, "COLUMNS": "200"}, check=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "profile.py"),
+            "compare",
+            str(runs / "pytorch_fp16_bs8"),
+            str(runs / "ttrt_fp16_bs8"),
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, "COLUMNS": "200"},
+        check=True,
+    )
     lines = [" ".join(line.replace("│", " ").split()) for line in done.stdout.splitlines()]
     assert "p50 latency 5.8 ms 0.80 ms -86.2 %" in lines
-    assert any(line.startswith("timed p50 latency (result.json) 5.8 ms 0.80 ms")
-               for line in lines)
+    assert any(line.startswith("timed p50 latency (result.json) 5.8 ms 0.80 ms") for line in lines)
     overview = pd.read_csv(tmp_path / "out" / "overview.csv")
     row = overview[overview["metric"] == "timed p50 latency (result.json)"].iloc[0]
     assert row["cv_a"] == pytest.approx(0.169, abs=0.001)

@@ -28,8 +28,18 @@ MAY_IMPORT = {
     "commands": {"runs", "trace", "analysis", "collect", "report", "tools", "sweep"},
     "cli": {"runs", "trace", "analysis", "collect", "report", "tools", "sweep", "commands"},
 }
-TORCH = {"torch", "torchvision", "torch_tensorrt", "torchao", "modelopt", "tensorrt",
-         "tensorrt_rtx", "transformers", "onnxruntime", "triton"}
+TORCH = {
+    "torch",
+    "torchvision",
+    "torch_tensorrt",
+    "torchao",
+    "modelopt",
+    "tensorrt",
+    "tensorrt_rtx",
+    "transformers",
+    "onnxruntime",
+    "triton",
+}
 
 
 def modules() -> dict[str, Path]:
@@ -84,9 +94,12 @@ def test_every_floor_imports_only_the_floors_below_it():
 
 
 def test_only_collect_imports_torch():
-    wrong = [f"{name}:{line} imports {target}" for name, found in graph().items()
-             for target, line in found
-             if target.split(".")[0] in TORCH and floor(name) != "collect"]
+    wrong = [
+        f"{name}:{line} imports {target}"
+        for name, found in graph().items()
+        for target, line in found
+        if target.split(".")[0] in TORCH and floor(name) != "collect"
+    ]
     assert not wrong, "\n".join(wrong)
 
 
@@ -100,7 +113,7 @@ def find_loop(edges: dict[str, set[str]]) -> list[str] | None:
         path.append(node)
         for nxt in sorted(edges.get(node, ())):
             if state.get(nxt) == 1:
-                return path[path.index(nxt):] + [nxt]
+                return path[path.index(nxt) :] + [nxt]
             if nxt not in state and (loop := visit(nxt)):
                 return loop
         path.pop()
@@ -115,8 +128,10 @@ def find_loop(edges: dict[str, set[str]]) -> list[str] | None:
 
 def test_no_import_loops():
     known = modules()
-    edges = {name: {target for target, _ in found if target in known and target != name}
-             for name, found in graph().items()}
+    edges = {
+        name: {target for target, _ in found if target in known and target != name}
+        for name, found in graph().items()
+    }
     loop = find_loop(edges)
     assert loop is None, "import loop: " + " -> ".join(loop)
 
@@ -133,9 +148,11 @@ def test_no_private_name_crosses_modules():
     for name, path in known.items():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("profiler"):
-                wrong += [f"{name}:{node.lineno} imports {node.module}.{alias.name}"
-                          for alias in node.names
-                          if alias.name.startswith("_") and not alias.name.startswith("__")]
+                wrong += [
+                    f"{name}:{node.lineno} imports {node.module}.{alias.name}"
+                    for alias in node.names
+                    if alias.name.startswith("_") and not alias.name.startswith("__")
+                ]
     assert not wrong, "\n".join(wrong)
 
 

@@ -27,7 +27,12 @@ print("same", flops._counted(model, inputs, "meta") == meta,
 
 
 def test_the_count_runs_without_torch_dynamo_and_leaves_torch_as_it_was():
-    out = subprocess.run([sys.executable, "-c", CODE], cwd=ROOT, capture_output=True, text=True,
-                         check=True).stdout.splitlines()
-    assert out == ["imported False False", "cached False", "real torch._dynamo.decorators",
-                   "same True True"]
+    out = subprocess.run(
+        [sys.executable, "-c", CODE], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert out == [
+        "imported False False",
+        "cached False",
+        "real torch._dynamo.decorators",
+        "same True True",
+    ]

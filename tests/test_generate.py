@@ -30,14 +30,52 @@ from tests.tiny_models import tiny_gpt2, tiny_seq2seq
 # the TensorRT stand-in's fixtures, shared
 fake_trt, fake_engines = test_tensorrt_backend.fake_trt, test_tensorrt_backend.fake_engines
 NEW_TOKENS = 3
-SEQ2SEQ = ["--model", "tests.tiny_models:tiny_seq2seq", "--workload", "generate", "--bs", "2",
-           "--src-len", "6", "--max-new-tokens", str(NEW_TOKENS), "--iters", "2",
-           "--timed-warmup", "0", "--wait", "0", "--warmup", "1", "--active", "2"]
+SEQ2SEQ = [
+    "--model",
+    "tests.tiny_models:tiny_seq2seq",
+    "--workload",
+    "generate",
+    "--bs",
+    "2",
+    "--src-len",
+    "6",
+    "--max-new-tokens",
+    str(NEW_TOKENS),
+    "--iters",
+    "2",
+    "--timed-warmup",
+    "0",
+    "--wait",
+    "0",
+    "--warmup",
+    "1",
+    "--active",
+    "2",
+]
 # the names `run` gives: the model's, and _gen for a generation run without --name
 BF16_RUN = "pytorch_bf16_bs2_tiny_seq2seq_gen"
-GPT2 = ["--model", "tests.tiny_models:tiny_gpt2", "--workload", "generate", "--bs", "2",
-        "--prompt-len", "5", "--max-new-tokens", str(NEW_TOKENS), "--iters", "2",
-        "--timed-warmup", "0", "--wait", "0", "--warmup", "1", "--active", "2"]
+GPT2 = [
+    "--model",
+    "tests.tiny_models:tiny_gpt2",
+    "--workload",
+    "generate",
+    "--bs",
+    "2",
+    "--prompt-len",
+    "5",
+    "--max-new-tokens",
+    str(NEW_TOKENS),
+    "--iters",
+    "2",
+    "--timed-warmup",
+    "0",
+    "--wait",
+    "0",
+    "--warmup",
+    "1",
+    "--active",
+    "2",
+]
 
 
 # ----- the loops ---------------------------------------------------------------------------------
@@ -70,6 +108,7 @@ def test_padded_buckets_do_not_change_the_tokens():
         def decode(tgt, memory):
             seen.append((length, tgt.size(1)))
             return model.decode(tgt, memory)
+
         return decode
 
     padded = loops.padded_decoder({n: decoder(n) for n in (4, 8)}, 48, bucket=4)
@@ -116,7 +155,8 @@ def runs(tmp_path_factory):
         outputs = {
             "bf16": _invoke("run", "--backend", "pytorch_bf16", *SEQ2SEQ).stdout,
             "fp32": _invoke("run", "--backend", "pytorch_fp32", *SEQ2SEQ, "--name", "ref").stdout,
-            "lm": _invoke("run", "--backend", "pytorch_bf16", *GPT2, "--name", "lm").stdout}
+            "lm": _invoke("run", "--backend", "pytorch_bf16", *GPT2, "--name", "lm").stdout,
+        }
         yield workdir, outputs
     finally:
         patch.undo()
@@ -136,7 +176,8 @@ def test_result_holds_per_phase_timing_and_token_agreement(runs):
     assert generation["per_token_ms"]["count"] == 2 * (NEW_TOKENS - 1)  # after the first token
     assert generation["ttft_ms"]["p50"] > generation["encode_ms"]["mean"] > 0
     assert generation["tokens_per_s"] == pytest.approx(
-        2 * NEW_TOKENS / (generation["sequence_ms"]["mean"] / 1000))
+        2 * NEW_TOKENS / (generation["sequence_ms"]["mean"] / 1000)
+    )
     assert result["timing"]["mean_ms"] == pytest.approx(generation["sequence_ms"]["mean"])
     numerics = result["numerics"]
     assert 0 < numerics["encoder_output"]["rel_l2_error"] < 0.1  # bf16 vs fp32
@@ -160,8 +201,9 @@ def test_result_holds_per_phase_timing_and_token_agreement(runs):
     assert "recomputes" in typed.backend.extra["decode"]
     with open(workdir / "runs" / BF16_RUN / "generation_steps.csv") as handle:
         rows = list(csv.DictReader(handle))
-    assert len(rows) == 2 * NEW_TOKENS and [int(r["position"]) for r in rows[:NEW_TOKENS]] == \
-        list(range(NEW_TOKENS))
+    assert len(rows) == 2 * NEW_TOKENS and [int(r["position"]) for r in rows[:NEW_TOKENS]] == list(
+        range(NEW_TOKENS)
+    )
 
 
 def test_lm_result_has_prefill_and_no_encoder(runs):
@@ -175,9 +217,10 @@ def test_lm_result_has_prefill_and_no_encoder(runs):
 
 def test_real_cpu_trace_has_one_generation_per_profiler_step(runs):
     workdir, _ = runs
-    for run, counts in ((BF16_RUN, {"encode": 1, "decode": NEW_TOKENS,
-                                              "project": NEW_TOKENS}),
-                        ("pytorch_bf16_bs2_lm", {"prefill": 1, "decode": NEW_TOKENS - 1})):
+    for run, counts in (
+        (BF16_RUN, {"encode": 1, "decode": NEW_TOKENS, "project": NEW_TOKENS}),
+        ("pytorch_bf16_bs2_lm", {"prefill": 1, "decode": NEW_TOKENS - 1}),
+    ):
         trace = load_trace(_result(workdir, run)["trace"]["files"][0])
         spans = phases.phase_spans(trace)
         per_step = spans.groupby(["step", "phase"]).size()
@@ -196,8 +239,10 @@ def test_real_cpu_trace_has_one_generation_per_profiler_step(runs):
 
 
 def test_a_generation_run_is_named_with_gen_unless_named():
-    assert RunConfig(model="transformer", workload="generate").run_name == \
-        "pytorch_fp32_bs8_transformer_gen"
+    assert (
+        RunConfig(model="transformer", workload="generate").run_name
+        == "pytorch_fp32_bs8_transformer_gen"
+    )
     assert RunConfig(model="gpt2", workload="generate", name="lm").run_name == "pytorch_fp32_bs8_lm"
     assert RunConfig(model="transformer").run_name == "pytorch_fp32_bs8_transformer"
 
@@ -217,8 +262,7 @@ def test_summarize_and_compare_show_the_phases(runs):
         text = _invoke("summarize", BF16_RUN, "--view", "phases").stdout
         assert "Phases" in text and "decode step by position" in text and "project" in text
         data = json.loads(_invoke("summarize", BF16_RUN, "--json").stdout)
-        assert [row["phase"] for row in data["phases"]["phases"]] == ["encode", "decode",
-                                                                      "project"]
+        assert [row["phase"] for row in data["phases"]["phases"]] == ["encode", "decode", "project"]
         text = _invoke("compare", "pytorch_fp32_bs2_ref", BF16_RUN).stdout
         assert "Phases, A vs B" in text and "decode step by position, A vs B" in text
     finally:
@@ -237,26 +281,33 @@ def test_benchmark_row_carries_the_generation_columns(runs, tmp_path):
     sweep = tmp_path / "sweep"
     (sweep / name).mkdir(parents=True)
     (sweep / name / "result.json").write_text(
-        (workdir / "runs" / BF16_RUN / "result.json").read_text())
-    manifest = SweepManifest(options={"workload": "generate"}, model=model,
-                             baseline="pytorch_bf16", backends=["pytorch_bf16"],
-                             batch_sizes=[2], cells={name: SweepCell(
-                                 backend="pytorch_bf16", batch_size=2, status="ok")})
+        (workdir / "runs" / BF16_RUN / "result.json").read_text()
+    )
+    manifest = SweepManifest(
+        options={"workload": "generate"},
+        model=model,
+        baseline="pytorch_bf16",
+        backends=["pytorch_bf16"],
+        batch_sizes=[2],
+        cells={name: SweepCell(backend="pytorch_bf16", batch_size=2, status="ok")},
+    )
     row = benchmark_table(sweep, manifest).iloc[0]
     result = _result(workdir, BF16_RUN)
     assert row["ttft_ms"] == pytest.approx(result["generation"]["ttft_ms"]["p50"])
     assert row["token_p99_ms"] == pytest.approx(result["generation"]["per_token_ms"]["p99"])
     assert row["tokens_per_s"] == pytest.approx(result["generation"]["tokens_per_s"])
-    assert row["token_agreement"] == pytest.approx(
-        result["numerics"]["tokens"]["positions_equal"])
+    assert row["token_agreement"] == pytest.approx(result["numerics"]["tokens"]["positions_equal"])
 
 
 def test_sweep_passes_the_generation_options_on():
     from profiler.sweep import plan as sweep
 
     assert {"workload", "src_len", "prompt_len", "max_new_tokens"} <= set(sweep.shared_options())
-    config = sweep.cell_config({"model": "transformer", "workload": "generate", "src_len": 8,
-                                "max_new_tokens": 16}, "pytorch_fp32", 2)
+    config = sweep.cell_config(
+        {"model": "transformer", "workload": "generate", "src_len": 8, "max_new_tokens": 16},
+        "pytorch_fp32",
+        2,
+    )
     assert (config.workload, config.src_len, config.max_new_tokens) == ("generate", 8, 16)
 
 
@@ -283,20 +334,33 @@ def test_phase_attribution_on_a_real_h200_trace():
 
 
 def test_a_model_that_cannot_generate_is_one_line(cli):
-    done = cli("run", "--model", "tests.tiny_models:conv_net", "--workload", "generate",
-               "--iters", "1", "--timed-warmup", "0")
-    assert_one_line_error(done, "--workload generate needs a model that generates",
-                          "tests.tiny_models:conv_net")
+    done = cli(
+        "run",
+        "--model",
+        "tests.tiny_models:conv_net",
+        "--workload",
+        "generate",
+        "--iters",
+        "1",
+        "--timed-warmup",
+        "0",
+    )
+    assert_one_line_error(
+        done, "--workload generate needs a model that generates", "tests.tiny_models:conv_net"
+    )
     assert_nothing_written()
 
 
-@pytest.mark.parametrize("args, fragment", [
-    (["--max-new-tokens", "0"], "--max-new-tokens must be at least 1"),
-    (["--src-len", "0"], "--src-len must be at least 1"),
-    (["--src-len", "49"], "--src-len 49 is beyond the 48 positions"),
-    (["--max-new-tokens", "60"], "--max-new-tokens 60 is beyond the 48 positions"),
-    (["--workload", "chat"], "unknown --workload 'chat'"),
-])
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["--max-new-tokens", "0"], "--max-new-tokens must be at least 1"),
+        (["--src-len", "0"], "--src-len must be at least 1"),
+        (["--src-len", "49"], "--src-len 49 is beyond the 48 positions"),
+        (["--max-new-tokens", "60"], "--max-new-tokens 60 is beyond the 48 positions"),
+        (["--workload", "chat"], "unknown --workload 'chat'"),
+    ],
+)
 def test_bad_lengths_are_one_line(cli, args, fragment):
     done = cli("run", *SEQ2SEQ, *args)
     assert_one_line_error(done, fragment)
@@ -320,18 +384,34 @@ def test_lm_prompt_plus_new_tokens_beyond_positions_is_one_line(cli):
 
 def _split(tmp_path, max_new_tokens=20, **overrides):
     model, (src,) = tiny_seq2seq()
-    config = RunConfig(backend="ttrt_fp32", model="tests.tiny_models:tiny_seq2seq",
-                       batch_size=2, workload="generate", max_new_tokens=max_new_tokens,
-                       cache_dir=tmp_path / "cache", runs_dir=tmp_path / "runs", **overrides)
-    return generation_backends.seq2seq_parts(backends.get("ttrt_fp32"), model.eval(), src,
-                                             config, torch.device("cpu")), model, src
+    config = RunConfig(
+        backend="ttrt_fp32",
+        model="tests.tiny_models:tiny_seq2seq",
+        batch_size=2,
+        workload="generate",
+        max_new_tokens=max_new_tokens,
+        cache_dir=tmp_path / "cache",
+        runs_dir=tmp_path / "runs",
+        **overrides,
+    )
+    return (
+        generation_backends.seq2seq_parts(
+            backends.get("ttrt_fp32"), model.eval(), src, config, torch.device("cpu")
+        ),
+        model,
+        src,
+    )
 
 
 def test_split_engines_built_per_part_and_bucket_then_cached(fake_trt, tmp_path):
     calls, _ = fake_trt
     (parts, source, notes), model, src = _split(tmp_path)
-    assert list(notes["split_engines"]) == ["encoder", "decoder_len16", "decoder_len32",
-                                            "projection"]
+    assert list(notes["split_engines"]) == [
+        "encoder",
+        "decoder_len16",
+        "decoder_len32",
+        "projection",
+    ]
     assert len(calls) == 4 and "[16, 32]" in notes["decode"]
     for part in notes["split_engines"].values():
         assert part["cache"]["stored"] is True and part["compile_s"] > 0
@@ -344,8 +424,9 @@ def test_split_engines_built_per_part_and_bucket_then_cached(fake_trt, tmp_path)
     assert all(p["cache"]["hit"] for p in again["split_engines"].values())
 
 
-def test_split_engines_on_a_hit_reuse_their_descriptions(fake_trt, fake_engines, tmp_path,
-                                                         monkeypatch):
+def test_split_engines_on_a_hit_reuse_their_descriptions(
+    fake_trt, fake_engines, tmp_path, monkeypatch
+):
     (_, _, built), _, _ = _split(tmp_path)
 
     def refuse(*args, **kwargs):
@@ -356,13 +437,16 @@ def test_split_engines_on_a_hit_reuse_their_descriptions(fake_trt, fake_engines,
     (_, _, again), _, _ = _split(tmp_path)
     assert all(p["cache"]["hit"] for p in again["split_engines"].values())
     for part, notes in again["split_engines"].items():
-        assert notes["layer_files"] == [f"{part}_engine_layers_0.json",
-                                        f"{part}_engine_layers_1.json"]
+        assert notes["layer_files"] == [
+            f"{part}_engine_layers_0.json",
+            f"{part}_engine_layers_1.json",
+        ]
         for key in ("engine_count", "layer_files", "engine_memory"):
             assert notes[key] == built["split_engines"][part][key]
     layers = {n: t for n, t in built["artifacts"].items() if "_engine_layers_" in n}
     assert len(layers) == 8 and layers == {
-        n: t for n, t in again["artifacts"].items() if "_engine_layers_" in n}
+        n: t for n, t in again["artifacts"].items() if "_engine_layers_" in n
+    }
     assert again["warnings"] == built["warnings"]
 
 
@@ -371,14 +455,13 @@ def test_the_stand_in_refuses_a_varargs_forward_as_torch_export_does(fake_trt):
         def forward(self, *args):
             return args[0] * 2
 
-    with pytest.raises(Exception, match="mismatch between the structure of `inputs` and "
-                                        "`dynamic_shapes`"):
-        sys.modules["torch_tensorrt"].compile(VarArgs(), ir="dynamo",
-                                              inputs=[torch.ones(2, 3)])
+    with pytest.raises(
+        Exception, match="mismatch between the structure of `inputs` and `dynamic_shapes`"
+    ):
+        sys.modules["torch_tensorrt"].compile(VarArgs(), ir="dynamo", inputs=[torch.ones(2, 3)])
 
 
-def test_one_failed_split_engine_is_one_line_and_keeps_its_log(fake_trt, tmp_path,
-                                                               monkeypatch):
+def test_one_failed_split_engine_is_one_line_and_keeps_its_log(fake_trt, tmp_path, monkeypatch):
     module = sys.modules["torch_tensorrt"]
     build = module.compile
 
@@ -398,11 +481,17 @@ def test_one_failed_split_engine_is_one_line_and_keeps_its_log(fake_trt, tmp_pat
 
 def test_ttrt_on_the_lm_says_why_in_one_line(tmp_path):
     model, (prompt,) = tiny_gpt2()
-    config = RunConfig(backend="ttrt_fp16", model="tests.tiny_models:tiny_gpt2", batch_size=2,
-                       workload="generate", max_new_tokens=3)
+    config = RunConfig(
+        backend="ttrt_fp16",
+        model="tests.tiny_models:tiny_gpt2",
+        batch_size=2,
+        workload="generate",
+        max_new_tokens=3,
+    )
     with pytest.raises(UserError, match="does not convert .* with a KV cache"):
-        generation_backends.lm_parts(backends.get("ttrt_fp16"), model, prompt, config,
-                                     torch.device("cpu"))
+        generation_backends.lm_parts(
+            backends.get("ttrt_fp16"), model, prompt, config, torch.device("cpu")
+        )
 
 
 # ----- a real H100 generation trace (tests/fixtures/h100_generate) -------------------------------

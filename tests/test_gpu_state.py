@@ -16,8 +16,15 @@ class NVMLError(Exception):
     pass
 
 
-def fake_nvml(clocks=(1980, 1755), temps=(40, 61), power_mw=(90_000, 650_000),
-              reasons=(0x10, 0x1 | 0x4 | 0x40), count=1, init_error=None, no_power=False):
+def fake_nvml(
+    clocks=(1980, 1755),
+    temps=(40, 61),
+    power_mw=(90_000, 650_000),
+    reasons=(0x10, 0x1 | 0x4 | 0x40),
+    count=1,
+    init_error=None,
+    no_power=False,
+):
     """A pynvml stand-in whose readings step through the given (before, after) values."""
     calls = {"clock": 0, "temp": 0, "power": 0, "reasons": 0, "violation": 0, "init": 0}
     module = types.ModuleType("pynvml")
@@ -41,9 +48,10 @@ def fake_nvml(clocks=(1980, 1755), temps=(40, 61), power_mw=(90_000, 650_000),
     def violation(handle, policy):  # power: 0 then 12 ms; thermal: 0 then 3 ms (in ns)
         calls["violation"] += 1
         after = calls["violation"] > 2
-        return types.SimpleNamespace(referenceTime=0,
-                                     violationTime=(12_000_000 if policy == 0 else 3_000_000)
-                                     if after else 0)
+        return types.SimpleNamespace(
+            referenceTime=0,
+            violationTime=(12_000_000 if policy == 0 else 3_000_000) if after else 0,
+        )
 
     module.nvmlInit = init
     module.nvmlDeviceGetCount = lambda: count
@@ -67,6 +75,7 @@ def install(monkeypatch):
         monkeypatch.setitem(sys.modules, "pynvml", module)
         monkeypatch.setattr(gpu_state, "_ready", {})
         return module
+
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     return put
 
@@ -135,16 +144,22 @@ def test_device_selection(install, monkeypatch):
     install(fake_nvml())
     chosen = []
     module = sys.modules["pynvml"]
-    for name in ("nvmlDeviceGetHandleByIndex", "nvmlDeviceGetHandleByUUID",
-                 "nvmlDeviceGetHandleByPciBusId"):
+    for name in (
+        "nvmlDeviceGetHandleByIndex",
+        "nvmlDeviceGetHandleByUUID",
+        "nvmlDeviceGetHandleByPciBusId",
+    ):
         monkeypatch.setattr(module, name, lambda d, name=name: chosen.append((name, d)) or d)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,1")
     gpu_state_now(1)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-abc")
     gpu_state_now(0)
     gpu_state_now("00000000:1B:00.0")
-    assert chosen == [("nvmlDeviceGetHandleByIndex", 1), ("nvmlDeviceGetHandleByUUID", "GPU-abc"),
-                      ("nvmlDeviceGetHandleByPciBusId", "00000000:1B:00.0")]
+    assert chosen == [
+        ("nvmlDeviceGetHandleByIndex", 1),
+        ("nvmlDeviceGetHandleByUUID", "GPU-abc"),
+        ("nvmlDeviceGetHandleByPciBusId", "00000000:1B:00.0"),
+    ]
 
 
 def test_missing_device_is_not_an_exception(install):
@@ -152,6 +167,7 @@ def test_missing_device_is_not_an_exception(install):
 
     def missing(i):
         raise NVMLError("Invalid Argument")
+
     nvml.nvmlDeviceGetHandleByIndex = missing
     assert gpu_state_now(5).not_recorded == "no GPU 5: Invalid Argument"
 
@@ -206,9 +222,13 @@ def test_the_timed_window_reads_the_current_cuda_device_by_pci_bus_id(install, m
         pass
     assert asked == [("bus", "00000000:1B:00.0")]
     assert gpu.state.sm_clock_mhz == 1980 and gpu.state.throttle_reasons == [
-        "sync_boost", "sw_power_cap", "hw_thermal_slowdown"]
-    monkeypatch.setattr(torch.cuda, "get_device_properties",
-                        lambda i: types.SimpleNamespace(name="no PCI ids"))
+        "sync_boost",
+        "sw_power_cap",
+        "hw_thermal_slowdown",
+    ]
+    monkeypatch.setattr(
+        torch.cuda, "get_device_properties", lambda i: types.SimpleNamespace(name="no PCI ids")
+    )
     with window.gpu_window(True):
         pass
     assert asked[-1] == ("index", 1)
@@ -224,8 +244,9 @@ def test_a_repeat_window_child_reports_the_gpu_state():
     from profiler.collect import repeat_window
     from profiler.runs.config import RunConfig
 
-    done = repeat_window.time_once(RunConfig(model="tests.tiny_models:conv_net", batch_size=2,
-                                             iters=3, timed_warmup=1))
+    done = repeat_window.time_once(
+        RunConfig(model="tests.tiny_models:conv_net", batch_size=2, iters=3, timed_warmup=1)
+    )
     assert len(done["latencies_ms"]) == 3
     state = msgspec.convert(done["gpu_state"], GpuState)
     assert state.not_recorded == "no GPU" and state.cpus

@@ -20,14 +20,26 @@ EAGER_BS8 = SWEEP / "pytorch_fp16_bs8"
 
 
 def sample(mhz: int, reasons=()) -> GpuSample:
-    return GpuSample(sm_clock_mhz=mhz, temperature_c=50, power_w=300.0, throttle_mask=0,
-                     throttle_reasons=list(reasons))
+    return GpuSample(
+        sm_clock_mhz=mhz,
+        temperature_c=50,
+        power_w=300.0,
+        throttle_mask=0,
+        throttle_reasons=list(reasons),
+    )
 
 
 def state(mhz: int, reasons=()) -> GpuState:
-    return GpuState(device="NVIDIA H100 80GB HBM3", max_sm_clock_mhz=1980,
-                    before=sample(mhz), after=sample(mhz, reasons), power_limited_ms=0.0,
-                    thermal_limited_ms=0.0, load_average=(0.5, 0.4, 0.3), cpus=16)
+    return GpuState(
+        device="NVIDIA H100 80GB HBM3",
+        max_sm_clock_mhz=1980,
+        before=sample(mhz),
+        after=sample(mhz, reasons),
+        power_limited_ms=0.0,
+        thermal_limited_ms=0.0,
+        load_average=(0.5, 0.4, 0.3),
+        cpus=16,
+    )
 
 
 def copy_run(folder, gpu: GpuState | None = None, run: str = "pytorch_fp16_bs8"):
@@ -37,8 +49,9 @@ def copy_run(folder, gpu: GpuState | None = None, run: str = "pytorch_fp16_bs8")
     folder.mkdir(parents=True)
     shutil.copy(source / "latency.csv", folder / "latency.csv")
     data = json.loads((source / "result.json").read_text())
-    data["trace"]["files"] = [str(FIXTURES / "h100_sweep" / name)
-                              for name in data["trace"]["files"]]
+    data["trace"]["files"] = [
+        str(FIXTURES / "h100_sweep" / name) for name in data["trace"]["files"]
+    ]
     if gpu is not None:
         data["gpu_state"] = msgspec.to_builtins(gpu)
     (folder / "result.json").write_text(json.dumps(data, indent=2))
@@ -67,8 +80,9 @@ def test_a_run_recorded_before_the_gpu_state_reads_and_writes_back_without_it():
 
 
 def test_the_gpu_state_goes_into_result_json_and_back(tmp_path):
-    recorded = msgspec.structs.replace(runs.read_result(EAGER_BS8),
-                                       gpu_state=state(1755, ["sw_power_cap"]))
+    recorded = msgspec.structs.replace(
+        runs.read_result(EAGER_BS8), gpu_state=state(1755, ["sw_power_cap"])
+    )
     written = runs.write_result(tmp_path, recorded)
     data = json.loads(written.read_text())
     assert list(data)[-1] == "gpu_state"  # appended: the keys before it keep their order
@@ -76,12 +90,12 @@ def test_the_gpu_state_goes_into_result_json_and_back(tmp_path):
     back = runs.read_result(written)
     assert back.gpu_state == recorded.gpu_state and back == recorded
     not_recorded = GpuState(not_recorded="no NVML", load_average=(1.0, 1.0, 1.0), cpus=2)
-    written = runs.write_result(tmp_path, msgspec.structs.replace(recorded,
-                                                                  gpu_state=not_recorded))
+    written = runs.write_result(tmp_path, msgspec.structs.replace(recorded, gpu_state=not_recorded))
     assert runs.read_result(written).gpu_state == not_recorded
 
 
 # ---- the headlines print it -----------------------------------------------------------------
+
 
 def test_summarize_prints_the_gpu_state_line_and_its_json_headline_carries_it(cli, tmp_path):
     done = cli("summarize", str(EAGER_BS8), "--view", "overview")
@@ -101,8 +115,10 @@ def test_the_run_view_prints_one_line_when_nvml_is_absent():
 
     from profiler.report.run_view import print_result
 
-    result = msgspec.structs.replace(runs.read_result(EAGER_BS8), gpu_state=GpuState(
-        not_recorded="no NVML", load_average=(0.5, 0.5, 0.5), cpus=16))
+    result = msgspec.structs.replace(
+        runs.read_result(EAGER_BS8),
+        gpu_state=GpuState(not_recorded="no NVML", load_average=(0.5, 0.5, 0.5), cpus=16),
+    )
     console = Console(record=True, width=200)
     print_result(result, console)
     lines = [line for line in console.export_text().splitlines() if "GPU state" in line]
@@ -110,6 +126,7 @@ def test_the_run_view_prints_one_line_when_nvml_is_absent():
 
 
 # ---- compare says why two runs differ -------------------------------------------------------
+
 
 def test_compare_of_two_runs_names_the_kernels_that_differ(cli):
     """Batch 1 against batch 8 on the H100: cuDNN and cuBLAS run other kernels; the line says
@@ -119,8 +136,8 @@ def test_compare_of_two_runs_names_the_kernels_that_differ(cli):
     assert done.code == 0, done.stderr
     why = [line for line in done.stdout.splitlines() if line.startswith("why B differs")]
     assert len(why) == 1 and why[0].startswith(
-        "why B differs from A (kernels): different kernels (the runs differ in batch_size): "
-        "B adds ")
+        "why B differs from A (kernels): different kernels (the runs differ in batch_size): B adds "
+    )
     assert "GPU state A: not recorded (run recorded before the GPU state was)" in done.stdout
     data = validate("compare", json_of(cli("compare", a, b, "--json")))
     e = data["explanation"]
@@ -132,8 +149,17 @@ def test_compare_of_two_runs_names_the_kernels_that_differ(cli):
     assert e["lines"][-1] == "SM clock not recorded for A and B"
     assert e["clock_a_mhz"] is None and e["latency_ratio"] > 0
     # a side that is a bare trace: no run, no explanation (the key stays, null)
-    data = validate("compare", json_of(cli("compare", a, str(
-        FIXTURES / "h100_sweep" / "tb_logs" / "gpu_sweep" / "pytorch_fp16_bs8"), "--json")))
+    data = validate(
+        "compare",
+        json_of(
+            cli(
+                "compare",
+                a,
+                str(FIXTURES / "h100_sweep" / "tb_logs" / "gpu_sweep" / "pytorch_fp16_bs8"),
+                "--json",
+            )
+        ),
+    )
     assert data["explanation"] is None
 
 
@@ -144,8 +170,10 @@ def test_the_same_kernels_at_a_lower_clock(cli, tmp_path):
     b = copy_run(tmp_path / "b", state(1755, ["gpu_idle", "sw_power_cap"]))
     done = cli("compare", str(a), str(b), "--top", "1")
     assert done.code == 0, done.stderr
-    assert ("why B differs from A (clock): same kernels at a lower SM clock in B: 1755 MHz "
-            "against 1980 MHz (-11.4 %)") in done.stdout
+    assert (
+        "why B differs from A (clock): same kernels at a lower SM clock in B: 1755 MHz "
+        "against 1980 MHz (-11.4 %)"
+    ) in done.stdout
     assert "GPU state B: NVIDIA H100 80GB HBM3, SM 1755 of 1980 MHz" in done.stdout
     e = validate("compare", json_of(cli("compare", str(a), str(b), "--json")))["explanation"]
     assert e["cause"] == "clock" and e["same_config"] is True and e["differs_in"] == []
@@ -170,12 +198,17 @@ def test_what_counts_as_another_config():
 
     a = runs.read_result(EAGER_BS8)
     b = msgspec.structs.replace(
-        a, run_name="again", config=msgspec.structs.replace(a.config, iters=500, active=3,
-                                                             run_name="again", seed=1),
-        environment=msgspec.structs.replace(a.environment, hostname="elsewhere",
-                                            command_line=["other"]))
+        a,
+        run_name="again",
+        config=msgspec.structs.replace(a.config, iters=500, active=3, run_name="again", seed=1),
+        environment=msgspec.structs.replace(
+            a.environment, hostname="elsewhere", command_line=["other"]
+        ),
+    )
     assert differs_in_work(a, b) == []
     c = msgspec.structs.replace(
-        b, config=msgspec.structs.replace(b.config, cudnn_benchmark=not a.config.cudnn_benchmark),
-        environment=msgspec.structs.replace(b.environment, torch="2.99"))
+        b,
+        config=msgspec.structs.replace(b.config, cudnn_benchmark=not a.config.cudnn_benchmark),
+        environment=msgspec.structs.replace(b.environment, torch="2.99"),
+    )
     assert differs_in_work(a, c) == ["cudnn_benchmark", "environment.torch"]

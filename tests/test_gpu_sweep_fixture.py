@@ -24,7 +24,8 @@ def test_plot_and_report_of_a_gpu_sweep_from_the_repository(cli, tmp_path):
     done = cli("plot", str(SWEEP), "--out", str(tmp_path / "plots"))
     assert done.code == 0, done.stderr
     assert {"latency.png", "speedup.png", "roofline.png"} <= {
-        p.name for p in (tmp_path / "plots").iterdir()}
+        p.name for p in (tmp_path / "plots").iterdir()
+    }
     done = cli("report", str(SWEEP), "--out", str(tmp_path / "sweep.html"))
     assert done.code == 0, done.stderr
     page = (tmp_path / "sweep.html").read_text()

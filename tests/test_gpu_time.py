@@ -22,6 +22,7 @@ RUN = FIXTURES / "h200" / "runs" / "pytorch_fp16_bs8"
 
 # ---- sizing the sleep ------------------------------------------------------------------------
 
+
 def test_the_sleep_is_one_and_a_half_enqueue_times_within_its_floor_and_cap():
     assert gpu_time.SLEEP_FACTOR == 1.5
     assert gpu_time.choose_sleep_ms(1.5) == pytest.approx(2.25)
@@ -46,6 +47,7 @@ def test_cycles_come_from_the_measured_clock_else_the_rated_one():
 
 
 # ---- one window's accounting -----------------------------------------------------------------
+
 
 def call(enqueue_ms: float, gpu_ms: float, log: list | None = None):
     """A call that enqueues in ``enqueue_ms`` (a float, or a list consumed one per attempt) and
@@ -143,8 +145,12 @@ def test_the_window_takes_every_iteration_asked_with_no_time_budget():
 
 
 def test_the_summary_is_p50_and_p90_of_the_valid_iterations():
-    tally = Tally(gpu_ms=[5.0, 1.0, 3.0, 2.0, 4.0], enqueue_ms=[0.5, 0.1, 0.3, 0.2, 0.4],
-                  invalid=2, sleep_ms=1.23456)
+    tally = Tally(
+        gpu_ms=[5.0, 1.0, 3.0, 2.0, 4.0],
+        enqueue_ms=[0.5, 0.1, 0.3, 0.2, 0.4],
+        invalid=2,
+        sleep_ms=1.23456,
+    )
     record = gpu_time.summarise(tally)
     assert (record.gpu_p50_ms, record.gpu_p90_ms) == (3.0, pytest.approx(4.6))
     # no timed window's enqueue given: the held calls' own
@@ -187,6 +193,7 @@ def test_on_a_cpu_nothing_of_cuda_is_touched():
 
 
 # ---- the method on a simulated device --------------------------------------------------------
+
 
 class SimCuda:
     """One stream on a virtual timeline (ms): kernels queue behind each other, the host pays a
@@ -239,8 +246,13 @@ class SimEvent:
         return other.at - self.at
 
 
-def launch_bound(device: SimCuda, kernels: int = 20, launch_ms: float = 0.05,
-                 kernel_ms: float = 0.01, sync: bool = False):
+def launch_bound(
+    device: SimCuda,
+    kernels: int = 20,
+    launch_ms: float = 0.05,
+    kernel_ms: float = 0.01,
+    sync: bool = False,
+):
     """A call launching ``kernels`` kernels, each ``launch_ms`` of host time and ``kernel_ms`` on
     the device; ``sync``: it waits for the GPU at its end (an .item())."""
 
@@ -267,16 +279,18 @@ def test_gpu_compute_is_the_work_back_to_back_and_enqueue_the_host_side():
     assert record.held_enqueue_p50_ms == pytest.approx(1.0)
     # the sleep was sized from the measured clock (1.5 GHz, rated 1.98): 1.5x the enqueue
     assert 1.4 < record.sleep_ms < 1.6
-    timed = gpu_time.measure(fn, (), 10, True, "forward", cuda=device, clock=device.clock,
-                             enqueue_ms=[0.9] * 10).figures
+    timed = gpu_time.measure(
+        fn, (), 10, True, "forward", cuda=device, clock=device.clock, enqueue_ms=[0.9] * 10
+    ).figures
     assert timed.enqueue_p50_ms == pytest.approx(0.9)  # the timed window's
     assert timed.held_enqueue_p50_ms == pytest.approx(1.0)
 
 
 def test_a_simulated_call_that_syncs_inside_is_not_measured():
     device = SimCuda()
-    window = gpu_time.measure(launch_bound(device, sync=True), (), 100, True, "forward",
-                              cuda=device, clock=device.clock)
+    window = gpu_time.measure(
+        launch_bound(device, sync=True), (), 100, True, "forward", cuda=device, clock=device.clock
+    )
     record = window.figures
     assert record.not_measured == gpu_time.HOST_SYNC and window.gpu_ms == ()
     assert record.iterations == 0 and record.invalid_iterations == gpu_time.TRIES
@@ -284,22 +298,31 @@ def test_a_simulated_call_that_syncs_inside_is_not_measured():
 
 def test_a_simulated_window_is_as_long_as_a_short_timed_window():
     device = SimCuda()
-    window = gpu_time.measure(launch_bound(device), (), 8, True, "forward", cuda=device,
-                              clock=device.clock)
+    window = gpu_time.measure(
+        launch_bound(device), (), 8, True, "forward", cuda=device, clock=device.clock
+    )
     assert window.figures.iterations == 8 == len(window.gpu_ms)
 
 
 # ---- result.json and the headline ------------------------------------------------------------
 
-MEASURED = GpuCompute(gpu_p50_ms=4.081, gpu_p90_ms=4.102, enqueue_p50_ms=0.912,
-                      enqueue_p90_ms=0.95, iterations=50, invalid_iterations=1, sleep_ms=2.0,
-                      method=gpu_time.METHOD)
+MEASURED = GpuCompute(
+    gpu_p50_ms=4.081,
+    gpu_p90_ms=4.102,
+    enqueue_p50_ms=0.912,
+    enqueue_p90_ms=0.95,
+    iterations=50,
+    invalid_iterations=1,
+    sleep_ms=2.0,
+    method=gpu_time.METHOD,
+)
 
 
 def with_gpu_compute(record: GpuCompute | None):
     result = runs.read_result(RUN)
     return msgspec.structs.replace(
-        result, timing=msgspec.structs.replace(result.timing, gpu_compute=record))
+        result, timing=msgspec.structs.replace(result.timing, gpu_compute=record)
+    )
 
 
 @pytest.mark.parametrize("record", [MEASURED, GpuCompute(not_measured="no GPU")])
@@ -310,8 +333,11 @@ def test_result_json_round_trip_keeps_gpu_compute(tmp_path, record):
     assert again.timing.gpu_compute == record
     assert again == result
     written = json.loads((tmp_path / "result.json").read_text())["timing"]["gpu_compute"]
-    assert list(written)[-1] == "method" if record.not_measured is None else \
-        written == {"not_measured": "no GPU"}
+    assert (
+        list(written)[-1] == "method"
+        if record.not_measured is None
+        else written == {"not_measured": "no GPU"}
+    )
 
 
 def test_a_run_recorded_before_gpu_compute_reads_without_it():
@@ -325,12 +351,15 @@ def test_the_headline_names_gpu_compute_enqueue_and_latency():
     timed = timed_figures(with_gpu_compute(MEASURED))
     assert timed.gpu_compute.gpu_p50_ms == 4.081
     line = gpu_compute_line(timed.gpu_compute, timed.p50_ms)
-    assert line.startswith("GPU compute p50 4.081 ms, enqueue p50 0.912 ms "
-                           "(host-synchronized latency p50 5.791 ms)")
+    assert line.startswith(
+        "GPU compute p50 4.081 ms, enqueue p50 0.912 ms (host-synchronized latency p50 5.791 ms)"
+    )
     assert "launch gaps excluded" in line and "50 iterations" in line and "1 redone" in line
     not_measured = timed_figures(with_gpu_compute(GpuCompute(not_measured=gpu_time.HOST_SYNC)))
-    assert gpu_compute_line(not_measured.gpu_compute, 5.791) == \
-        "GPU compute: not measured (the call waits for the GPU inside (host sync))"
+    assert (
+        gpu_compute_line(not_measured.gpu_compute, 5.791)
+        == "GPU compute: not measured (the call waits for the GPU inside (host sync))"
+    )
     assert timed_figures(runs.read_result(RUN)).gpu_compute is None
     assert gpu_compute_line(None, 5.791) is None
 
@@ -345,20 +374,28 @@ def test_the_run_view_and_the_headline_table_print_the_line():
     from profiler.report.run_view import print_result
 
     out = StringIO()
-    print_result(with_gpu_compute(GpuCompute(not_measured="no GPU")),
-                 Console(file=out, width=200))
+    print_result(with_gpu_compute(GpuCompute(not_measured="no GPU")), Console(file=out, width=200))
     assert "GPU compute: not measured (no GPU)" in out.getvalue().splitlines()
 
     out = StringIO()
-    print_headline(headline_data(with_gpu_compute(MEASURED), RUN / "result.json", None),
-                   Console(file=out, width=400))
+    print_headline(
+        headline_data(with_gpu_compute(MEASURED), RUN / "result.json", None),
+        Console(file=out, width=400),
+    )
     lines = out.getvalue().splitlines()
-    assert any(line.startswith("GPU compute p50 4.081 ms, enqueue p50 0.912 ms (host-"
-                               "synchronized latency p50 5.791 ms)") for line in lines), lines
+    assert any(
+        line.startswith(
+            "GPU compute p50 4.081 ms, enqueue p50 0.912 ms (host-"
+            "synchronized latency p50 5.791 ms)"
+        )
+        for line in lines
+    ), lines
 
     out = StringIO()  # a run recorded before: no line at all
-    print_headline(headline_data(runs.read_result(RUN), RUN / "result.json", None),
-                   Console(file=out, width=400))
+    print_headline(
+        headline_data(runs.read_result(RUN), RUN / "result.json", None),
+        Console(file=out, width=400),
+    )
     assert "GPU compute" not in out.getvalue()
 
 
@@ -368,8 +405,9 @@ def test_the_sleep_comes_from_the_timed_windows_enqueue_not_from_a_few_plain_cal
     monkeypatch.setattr(gpu_time, "_enqueue_estimate", lambda *args, **kwargs: 21.0)
     device = SimCuda()
     fn = launch_bound(device)  # enqueue 1.0 ms
-    record = gpu_time.measure(fn, (), 10, True, "forward", cuda=device, clock=device.clock,
-                              enqueue_ms=[1.0] * 10).figures
+    record = gpu_time.measure(
+        fn, (), 10, True, "forward", cuda=device, clock=device.clock, enqueue_ms=[1.0] * 10
+    ).figures
     assert 1.4 < record.sleep_ms < 1.6 and record.iterations == 10
     alone = gpu_time.measure(fn, (), 10, True, "forward", cuda=device, clock=device.clock).figures
     assert alone.sleep_ms == pytest.approx(31.5, rel=0.05)  # no timed window: the plain calls

@@ -31,28 +31,60 @@ PINNED = {
 
 # (run, pattern in the full kernel name, verdict, why)
 FAMILIES = [
-    ("pytorch_fp32_bs8", "sm80_xmma_fprop_implicit_gemm_f32f32_f32f32", "no",
-     "cuDNN xmma with FP32 inputs and FP32 math (TF32 off): CUDA cores"),
+    (
+        "pytorch_fp32_bs8",
+        "sm80_xmma_fprop_implicit_gemm_f32f32_f32f32",
+        "no",
+        "cuDNN xmma with FP32 inputs and FP32 math (TF32 off): CUDA cores",
+    ),
     ("pytorch_fp32_bs8", "implicit_convolve_sgemm", "no", "cuDNN sgemm convolution: FFMA"),
     ("pytorch_fp32_bs8", "gemmSN_TN_kernel", "no", "cuBLAS small-N GEMM for the FC layer: FFMA"),
     ("pytorch_fp32_bs8", "cudnn::bn_fw_inf", "no", "batch norm: no matrix work"),
-    ("pytorch_fp16_bs8", "sm90_xmma_fprop_implicit_gemm_f16f16", "yes",
-     "cuDNN xmma with FP16 inputs: HMMA/GMMA"),
+    (
+        "pytorch_fp16_bs8",
+        "sm90_xmma_fprop_implicit_gemm_f16f16",
+        "yes",
+        "cuDNN xmma with FP16 inputs: HMMA/GMMA",
+    ),
     ("pytorch_fp16_bs8", "nvjet_sm90_hsh", "yes", "cuBLAS nvjet, first letter h = FP16 inputs"),
-    ("pytorch_fp16_bs8", "cutlass__5x_cudnn", "yes",
-     "cutlass tensorop s16816 kernels inside cuDNN"),
-    ("pytorch_fp16_bs8", "batch_norm_transform_input_channels_last", "no",
-     "elementwise normalization"),
+    (
+        "pytorch_fp16_bs8",
+        "cutlass__5x_cudnn",
+        "yes",
+        "cutlass tensorop s16816 kernels inside cuDNN",
+    ),
+    (
+        "pytorch_fp16_bs8",
+        "batch_norm_transform_input_channels_last",
+        "no",
+        "elementwise normalization",
+    ),
     ("inductor_fp16_bs8", "triton_poi_fused", "no", "Inductor pointwise kernels: no tl.dot"),
-    ("inductor_fp16_bs8_maxautotune", "triton_tem_fused", "yes",
-     "Inductor template conv/mm: the name has no dtype; the run's result.json says FP16"),
-    ("ttrt_fp16_bs8", "cudnn_generated_fort_native_sm90_convFwd", "yes",
-     "cuDNN runtime-fusion conv engines in the TensorRT engine"),
-    ("ttrt_fp16_bs8", "cudnn_generated_fort_native_sm90_matMul", "yes",
-     "cuDNN runtime-fusion matmul engines (1x1 convs lowered to matmul)"),
-    ("ttrt_fp16_bs8", "__myl_", "no",
-     "TensorRT Myelin kernels named after pointwise/data-movement ops only (ReshAddRelu, Resh, "
-     "MoveConc, ReshAddMoveReluMean): no MMA; Nsight Compute read 0.5 % tensor pipe"),
+    (
+        "inductor_fp16_bs8_maxautotune",
+        "triton_tem_fused",
+        "yes",
+        "Inductor template conv/mm: the name has no dtype; the run's result.json says FP16",
+    ),
+    (
+        "ttrt_fp16_bs8",
+        "cudnn_generated_fort_native_sm90_convFwd",
+        "yes",
+        "cuDNN runtime-fusion conv engines in the TensorRT engine",
+    ),
+    (
+        "ttrt_fp16_bs8",
+        "cudnn_generated_fort_native_sm90_matMul",
+        "yes",
+        "cuDNN runtime-fusion matmul engines (1x1 convs lowered to matmul)",
+    ),
+    (
+        "ttrt_fp16_bs8",
+        "__myl_",
+        "no",
+        "TensorRT Myelin kernels named after pointwise/data-movement ops only (ReshAddRelu, Resh, "
+        "MoveConc, ReshAddMoveReluMean): no MMA; Nsight Compute read 0.5 % tensor pipe",
+    ),
     ("ttrt_fp16_bs8", "cudnn_generated_resampleFwd", "no", "cuDNN resample (pooling)"),
 ]
 
@@ -81,8 +113,9 @@ def test_pinned_shares_and_totals(run):
     assert len(summary.overview.steps) == 3  # CPU-side ProfilerStep#N only
 
 
-@pytest.mark.parametrize("run, pattern, verdict, why", FAMILIES,
-                         ids=[f"{r}:{p}" for r, p, _, _ in FAMILIES])
+@pytest.mark.parametrize(
+    "run, pattern, verdict, why", FAMILIES, ids=[f"{r}:{p}" for r, p, _, _ in FAMILIES]
+)
 def test_kernel_family_verdicts(run, pattern, verdict, why):
     _, summary = summary_of(run)
     table = summary.kernels.table
@@ -97,7 +130,8 @@ def test_run_context_is_what_decides_inductor_templates():
     templates = without.kernels.table["name"].str.startswith("triton_tem_")
     assert set(without.kernels.table.loc[templates, "tensor_core"]) == {"unknown"}
     rules = with_context.kernels.table.loc[
-        with_context.kernels.table["name"].str.startswith("triton_tem_"), "tensor_core_rule"]
+        with_context.kernels.table["name"].str.startswith("triton_tem_"), "tensor_core_rule"
+    ]
     assert all("run precision fp16" in rule for rule in rules)
     assert with_context.kernels.tensor_core_share > without.kernels.tensor_core_share
 
@@ -111,8 +145,10 @@ def test_kineto_occupancy_is_zero_above_48k_shared_memory_but_theoretical_is_not
     assert (big["theoretical_occupancy_pct"] > 0).all()
 
 
-@pytest.mark.parametrize("precision, tf32, verdict", [
-    ("fp16", False, "yes"), ("bf16", False, "yes"), ("fp32", True, "yes"), ("fp32", False, "no")])
+@pytest.mark.parametrize(
+    "precision, tf32, verdict",
+    [("fp16", False, "yes"), ("bf16", False, "yes"), ("fp32", True, "yes"), ("fp32", False, "no")],
+)
 def test_context_rules_for_inductor_templates(precision, tf32, verdict):
     from profiler.trace.rules import RunContext, classify
 

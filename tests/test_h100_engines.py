@@ -44,18 +44,38 @@ def test_schema_1_result_files_read(cell):
 
 # (cell, pattern in the full kernel name, verdict, why)
 FAMILIES = [
-    ("ort_fp32_bs8", r"sm80_xmma_fprop_implicit_gemm_f32f32", {"no"},
-     "cuDNN FP32 FFMA convolutions: use_tf32 is off for ort_fp32"),
-    ("ort_fp32_bs8", r"onnxruntime::cuda::_(?:Unary|BinaryElementWise)", {"no"},
-     "ORT's own Relu and Add kernels"),
-    ("ort_fp16_bs8", r"implicit_convolve_sgemm<__half", {"no"},
-     "legacy cuDNN FP16 convolution on the CUDA cores"),
+    (
+        "ort_fp32_bs8",
+        r"sm80_xmma_fprop_implicit_gemm_f32f32",
+        {"no"},
+        "cuDNN FP32 FFMA convolutions: use_tf32 is off for ort_fp32",
+    ),
+    (
+        "ort_fp32_bs8",
+        r"onnxruntime::cuda::_(?:Unary|BinaryElementWise)",
+        {"no"},
+        "ORT's own Relu and Add kernels",
+    ),
+    (
+        "ort_fp16_bs8",
+        r"implicit_convolve_sgemm<__half",
+        {"no"},
+        "legacy cuDNN FP16 convolution on the CUDA cores",
+    ),
     ("ort_fp16_bs8", r"sm90_xmma_fprop_implicit_gemm_f16f16", {"yes"}, "cuDNN FP16 xmma: GMMA"),
-    ("ort_fp16_bs8", r"nchwToNhwcKernel|nhwcToNchwKernel", {"no"},
-     "the layout transposes ORT's NCHW graph costs on cuDNN's NHWC kernels"),
+    (
+        "ort_fp16_bs8",
+        r"nchwToNhwcKernel|nhwcToNchwKernel",
+        {"no"},
+        "the layout transposes ORT's NCHW graph costs on cuDNN's NHWC kernels",
+    ),
     ("ttrt_fp8_bs8", r"^__myl_\w*Cast", {"no"}, "Myelin pointwise + FP8 cast kernels"),
-    ("ttrt_fp8_bs8", r"cudnn_generated_fort_native_sm90_(?:matMul|convFwd)", {"yes"},
-     "cuDNN runtime-fusion engines; the data type is not in the name"),
+    (
+        "ttrt_fp8_bs8",
+        r"cudnn_generated_fort_native_sm90_(?:matMul|convFwd)",
+        {"yes"},
+        "cuDNN runtime-fusion engines; the data type is not in the name",
+    ),
 ]
 
 
@@ -96,16 +116,19 @@ def test_compile_column_says_what_was_compiled():
     assert what("ort_fp32_bs8") == what("ort_fp16_bs8") == "ONNX export + session"
     assert what("ttrt_fp8_bs8") == "ModelOpt extension + TensorRT engine build"
     assert what("inductor_int8_bs8") == "first call (torch.compile)"
-    assert compile_time(read_result(FIXTURES / "h200" / "runs" / "ttrt_fp16_bs8" /
-                                    "result.json"))[1] == "TensorRT engine build"
+    assert (
+        compile_time(read_result(FIXTURES / "h200" / "runs" / "ttrt_fp16_bs8" / "result.json"))[1]
+        == "TensorRT engine build"
+    )
 
 
 def test_ort_fp16_log_lines_are_counted_not_printed():
     text = (SWEEP / "ort_fp16_bs8" / "sweep_cell.log").read_text()
     digest = ort_backend.log_digest(text)
     assert digest["lines_by_level"]["E"] == 96
-    assert digest["most_repeated"] == ("96 x [cudnn_frontend] Error: No execution plans "
-                                       "support the graph.")
+    assert digest["most_repeated"] == (
+        "96 x [cudnn_frontend] Error: No execution plans support the graph."
+    )
 
 
 def test_node_placement_from_the_real_ort_profile(tmp_path):
@@ -114,8 +137,11 @@ def test_node_placement_from_the_real_ort_profile(tmp_path):
         profile.write_bytes(packed.read())
     placement = ort_backend.node_placement(profile)
     notes = read_result(SWEEP / "ort_fp16_bs8" / "result.json").backend.extra
-    assert placement["nodes_per_provider"] == notes["nodes_per_provider"] == {
-        "CUDAExecutionProvider": 122}
+    assert (
+        placement["nodes_per_provider"]
+        == notes["nodes_per_provider"]
+        == {"CUDAExecutionProvider": 122}
+    )
     assert placement["cpu_nodes"] == []
 
 
@@ -150,15 +176,24 @@ def test_a_cell_whose_output_is_nan_is_flagged_not_quoted():
     from profiler.runs.manifest import SweepCell, SweepManifest
     from profiler.sweep.plan import describe
 
-    cells = {c: SweepCell(backend=c.removesuffix("_bs8"), batch_size=8, status="ok")
-             for c in ("ort_fp16_bs8", "ttrt_fp8_bs8")}
-    manifest = SweepManifest(options={}, model="resnet50", baseline="ort_fp16",
-                             backends=["ort_fp16", "ttrt_fp8"], batch_sizes=[8], cells=cells)
+    cells = {
+        c: SweepCell(backend=c.removesuffix("_bs8"), batch_size=8, status="ok")
+        for c in ("ort_fp16_bs8", "ttrt_fp8_bs8")
+    }
+    manifest = SweepManifest(
+        options={},
+        model="resnet50",
+        baseline="ort_fp16",
+        backends=["ort_fp16", "ttrt_fp8"],
+        batch_sizes=[8],
+        cells=cells,
+    )
     frame = benchmark_table(SWEEP, manifest)
     assert list(frame["reason"]) == ["", NOT_FINITE]
     assert list(frame["status"]) == ["ok", "ok"]
     text = markdown(frame, manifest)
     assert "## Cells whose output holds NaN or Inf" in text and "- `ttrt_fp8` bs 8" in text
-    assert "warning: the output holds NaN or Inf" in describe(SWEEP, "ttrt_fp8_bs8",
-                                                              cells["ttrt_fp8_bs8"])
+    assert "warning: the output holds NaN or Inf" in describe(
+        SWEEP, "ttrt_fp8_bs8", cells["ttrt_fp8_bs8"]
+    )
     assert "warning" not in describe(SWEEP, "ort_fp16_bs8", cells["ort_fp16_bs8"])

@@ -16,11 +16,15 @@ def test_summarize_joins_the_h100_fp16_capture(cli, monkeypatch):
     done = cli("summarize", str(RUN))
     assert done.code == 0, done.stderr
     out = flat(done.stdout)
-    assert ("name rules agree with Nsight Compute on 100.0 % of the profiled kernel time "
-            "(10 kernels, 81.3 % of all kernel time)") in out
+    assert (
+        "name rules agree with Nsight Compute on 100.0 % of the profiled kernel time "
+        "(10 kernels, 81.3 % of all kernel time)"
+    ) in out
     assert "time in Tensor Core kernels 37.1 %" in out
-    assert ("tensor pipe busy (ncu) 6.6 % kernel-time weighted, over the 10 profiled kernels "
-            "(81.3 % of kernel time; time in Tensor Core kernels there: 24.4 %)") in out
+    assert (
+        "tensor pipe busy (ncu) 6.6 % kernel-time weighted, over the 10 profiled kernels "
+        "(81.3 % of kernel time; time in Tensor Core kernels there: 24.4 %)"
+    ) in out
     assert "not seen under ncu" not in out
 
 

@@ -61,16 +61,24 @@ def test_compare_json_has_speedup_verdict_and_every_differing_field(cli):
     assert timed["speedup_x"] == pytest.approx(4.888 / 0.7987, rel=1e-3)
     assert timed["verdict"]["verdict"] == "faster"  # 6x: far beyond a 10 % floor
     fields = {d["field"] for d in timed["differences"]}
-    assert {"config.backend", "backend.precision",
-            "environment.packages.torch-tensorrt-rtx"} <= fields
+    assert {
+        "config.backend",
+        "backend.precision",
+        "environment.packages.torch-tensorrt-rtx",
+    } <= fields
     assert "config.batch_size" not in fields
     # full kernel names in JSON
     assert all("name" in row for row in data["kernels"])
 
 
 def test_compare_csvs_write_counts_as_integers(cli, tmp_path):
-    out = cli("compare", str(RUNS / "pytorch_fp32_bs8"), str(RUNS / "pytorch_fp16_bs8"),
-              "--out", str(tmp_path / "diff"))
+    out = cli(
+        "compare",
+        str(RUNS / "pytorch_fp32_bs8"),
+        str(RUNS / "pytorch_fp16_bs8"),
+        "--out",
+        str(tmp_path / "diff"),
+    )
     assert out.code == 0
     kernels = (tmp_path / "diff" / "kernels.csv").read_text().splitlines()
     header = kernels[0].split(",")
@@ -84,8 +92,13 @@ def test_compare_csvs_write_counts_as_integers(cli, tmp_path):
 def test_compare_out_parquet_keeps_full_names(cli, tmp_path):
     pytest.importorskip("pyarrow")
     path = tmp_path / "kernels.parquet"
-    out = cli("compare", str(RUNS / "pytorch_fp32_bs8"), str(RUNS / "pytorch_fp16_bs8"),
-              "--out", str(path))
+    out = cli(
+        "compare",
+        str(RUNS / "pytorch_fp32_bs8"),
+        str(RUNS / "pytorch_fp16_bs8"),
+        "--out",
+        str(path),
+    )
     assert out.code == 0
     frame = pd.read_parquet(path)
     assert {"name", "kernel", "calls_a"} <= set(frame.columns)
@@ -96,10 +109,15 @@ def test_differing_fields_lists_changed_and_missing_fields():
     from profiler.analysis.figures import differing_fields
 
     a = {"config": {"iters": 100, "tf32": False}, "environment": {"gpu": {"name": "H100"}}}
-    b = {"config": {"iters": 50, "tf32": False, "min_time": 1.0},
-         "environment": {"gpu": {"name": "H200"}}}
-    assert differing_fields(a, b) == [("config.iters", 100, 50), ("config.min_time", None, 1.0),
-                                      ("environment.gpu.name", "H100", "H200")]
+    b = {
+        "config": {"iters": 50, "tf32": False, "min_time": 1.0},
+        "environment": {"gpu": {"name": "H200"}},
+    }
+    assert differing_fields(a, b) == [
+        ("config.iters", 100, 50),
+        ("config.min_time", None, 1.0),
+        ("environment.gpu.name", "H100", "H200"),
+    ]
 
 
 def fixture_result(run: str, **changes):
@@ -118,11 +136,17 @@ def test_memory_on_a_cpu_run_says_not_applicable():
 
     cpu = fixture_result("pytorch_fp32_bs8", device="cpu", memory=Memory())
     assert memory_figures(cpu).note == NOT_ON_CPU
-    gpu = fixture_result("pytorch_fp32_bs8", memory=Memory(
-        peak_allocated_bytes=3 * 1024 ** 2, peak_reserved_bytes=4 * 1024 ** 2,
-        engine_device_memory_bytes=1024 ** 2))
-    assert memory_figures(gpu) == MemoryFigures(peak_allocated_mib=3.0, peak_reserved_mib=4.0,
-                                                engine_mib=1.0, note=None)
+    gpu = fixture_result(
+        "pytorch_fp32_bs8",
+        memory=Memory(
+            peak_allocated_bytes=3 * 1024**2,
+            peak_reserved_bytes=4 * 1024**2,
+            engine_device_memory_bytes=1024**2,
+        ),
+    )
+    assert memory_figures(gpu) == MemoryFigures(
+        peak_allocated_mib=3.0, peak_reserved_mib=4.0, engine_mib=1.0, note=None
+    )
     # the committed runs predate memory: "not recorded", not zero
     assert memory_figures(fixture_result("pytorch_fp32_bs8")).note == "not recorded"
 
@@ -130,17 +154,34 @@ def test_memory_on_a_cpu_run_says_not_applicable():
 def test_memory_and_noise_survive_result_json(tmp_path):
     from profiler.runs.result import Memory, NoiseStats, RepeatSpread, read_result, write_result
 
-    spread = RepeatSpread(runs=2, p50_ms=[1.0, 1.1], median_p50_ms=1.05, min_p50_ms=1.0,
-                          max_p50_ms=1.1, range_pct_of_median=9.5)
+    spread = RepeatSpread(
+        runs=2,
+        p50_ms=[1.0, 1.1],
+        median_p50_ms=1.05,
+        min_p50_ms=1.0,
+        max_p50_ms=1.1,
+        range_pct_of_median=9.5,
+    )
     original = read_result(RUNS / "pytorch_fp32_bs8" / "result.json")
     import msgspec
 
     timing = msgspec.structs.replace(
-        original.timing, iterations_chosen_by="--min-time 2 s", min_time_s=2.0,
-        noise=NoiseStats(n=100, median_ms=1.0, cv=0.01, iqr_ms=0.01, relative_iqr=0.01,
-                         warnings=["noisy: x"], repeat_runs=spread))
-    result = msgspec.structs.replace(original, timing=timing,
-                                     memory=Memory(peak_allocated_bytes=5, scope="timed"))
+        original.timing,
+        iterations_chosen_by="--min-time 2 s",
+        min_time_s=2.0,
+        noise=NoiseStats(
+            n=100,
+            median_ms=1.0,
+            cv=0.01,
+            iqr_ms=0.01,
+            relative_iqr=0.01,
+            warnings=["noisy: x"],
+            repeat_runs=spread,
+        ),
+    )
+    result = msgspec.structs.replace(
+        original, timing=timing, memory=Memory(peak_allocated_bytes=5, scope="timed")
+    )
     written = write_result(tmp_path, result)
     data = json.loads(written.read_text())
     assert data["timing"]["noise"]["repeat_runs"]["runs"] == 2
@@ -153,9 +194,14 @@ def test_run_table_shows_noise_memory_and_next_steps(capsys):
     from profiler.runs.result import Memory
 
     result = fixture_result(
-        "ttrt_fp16_bs8", latency_csv=str(RUNS / "ttrt_fp16_bs8" / "latency.csv"),
-        memory=Memory(peak_allocated_bytes=200 * 1024 ** 2, peak_reserved_bytes=256 * 1024 ** 2,
-                      engine_device_memory_bytes=12 * 1024 ** 2))
+        "ttrt_fp16_bs8",
+        latency_csv=str(RUNS / "ttrt_fp16_bs8" / "latency.csv"),
+        memory=Memory(
+            peak_allocated_bytes=200 * 1024**2,
+            peak_reserved_bytes=256 * 1024**2,
+            engine_device_memory_bytes=12 * 1024**2,
+        ),
+    )
     print_result(result)
     text = capsys.readouterr().out
     assert "200.0" in text and "256.0" in text and "12.0" in text  # MiB: in the headers
@@ -177,7 +223,10 @@ def test_engine_memory_note_is_typed_and_written_back_under_backend_notes():
 
     data = json.loads((RUNS / "ttrt_fp16_bs8" / "result.json").read_text())
     data["backend"]["notes"]["engine_memory"] = {
-        "engine_device_memory_bytes": 2048, "per_engine_bytes": [2048], "why_not": None}
+        "engine_device_memory_bytes": 2048,
+        "per_engine_bytes": [2048],
+        "why_not": None,
+    }
     result = result_from_dict(data)
     assert result.backend.engine_memory == EngineMemory(2048, [2048], None)
     assert "engine_memory" not in result.backend.extra

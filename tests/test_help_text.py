@@ -10,15 +10,30 @@ from typer.testing import CliRunner
 from profiler.cli.app import app
 from tests.conftest import ROOT
 
-COMMANDS = ("run", "backends", "summarize", "tb-compat", "tensorboard", "nsys", "ncu", "sweep",
-            "compare", "advise", "plot", "report", "peaks", "noise")
+COMMANDS = (
+    "run",
+    "backends",
+    "summarize",
+    "tb-compat",
+    "tensorboard",
+    "nsys",
+    "ncu",
+    "sweep",
+    "compare",
+    "advise",
+    "plot",
+    "report",
+    "peaks",
+    "noise",
+)
 BOX = "│╭╮╰╯─┬┴┼├┤"
 
 
 def help_text(command: str, columns: int) -> str:
     args = [command, "--help"] if command else ["--help"]
-    done = CliRunner().invoke(app, args, env={"COLUMNS": str(columns), "TERMINAL_WIDTH": None},
-                              prog_name="profile.py")
+    done = CliRunner().invoke(
+        app, args, env={"COLUMNS": str(columns), "TERMINAL_WIDTH": None}, prog_name="profile.py"
+    )
     assert done.exit_code == 0, done.output
     return done.output
 
@@ -40,8 +55,8 @@ def test_help_at_80_columns_reads_well(command):
     assert [word for word in words(text) if word not in whole] == [], command
     # the description (above the first panel) is reflowed: a line ends only where the next
     # word would not have fit in the 78 columns inside the margins
-    description = lines[lines.index(usage) + 1:]
-    description = description[:next(i for i, line in enumerate(description) if "╭" in line)]
+    description = lines[lines.index(usage) + 1 :]
+    description = description[: next(i for i, line in enumerate(description) if "╭" in line)]
     for line, after in zip(description, description[1:]):
         if line.strip() and after.strip():
             assert len(line.strip()) + 1 + len(after.split()[0]) > 78, (command, line, after)

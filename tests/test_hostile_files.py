@@ -29,6 +29,7 @@ def _kernels_named(name: str):
     def rename(event):
         if event.get("cat") in ("kernel", "cpu_op"):
             event["name"] = name
+
     return lambda p: p.write_bytes(_events(rename))
 
 
@@ -51,11 +52,19 @@ def _gzip_bomb(p: Path) -> None:
 TRACES = {
     # NEW-6: names were rich markup (a traceback for "[/]") and escapes reached the terminal
     "markup-close-tag": (_kernels_named("[/]"), 0, "[/]", "Traceback"),
-    "markup-style": (_kernels_named("[bold red]x[/bold red]"), 0, "[bold red]x[/bold red]",
-                     "Traceback"),
+    "markup-style": (
+        _kernels_named("[bold red]x[/bold red]"),
+        0,
+        "[bold red]x[/bold red]",
+        "Traceback",
+    ),
     "escape-sequence": (_kernels_named("k\x1b[2Jclear"), 0, "k?[2Jclear", "\x1b[2J"),
-    "osc8-link": (_kernels_named("\x1b]8;;http://x\x07k\x1b]8;;\x07"), 0, "?]8;;http://x?k",
-                  "\x1b]8"),
+    "osc8-link": (
+        _kernels_named("\x1b]8;;http://x\x07k\x1b]8;;\x07"),
+        0,
+        "?]8;;http://x?k",
+        "\x1b]8",
+    ),
     # NEW-14: bytes that are not UTF-8: read with replacement, not a UnicodeDecodeError
     "not-utf8": (_not_utf8, 0, "\ufffd", "Traceback"),
     # NEW-15: a gzip bomb: refused after a bounded inflation
@@ -86,6 +95,7 @@ def _result_with(**changes):
                 place = place[part]
             place[key] = value
         (folder / "result.json").write_text(json.dumps(data))
+
     return build
 
 
@@ -97,8 +107,10 @@ RESULTS = {
     "timing-null": (_result_with(timing=None), "result.json"),
     # NEW-22: a negative latency was shown ("p50 latency -1.000 ms ... -123.65x the timed p50")
     "negative-p50": (_result_with(**{"timing.p50_ms": -1}), "$.timing.p50_ms"),
-    "negative-throughput": (_result_with(**{"timing.throughput_samples_per_s": -5}),
-                            "$.timing.throughput_samples_per_s"),
+    "negative-throughput": (
+        _result_with(**{"timing.throughput_samples_per_s": -5}),
+        "$.timing.throughput_samples_per_s",
+    ),
 }
 
 
@@ -109,8 +121,9 @@ def test_unreadable_result_is_one_warning(cli, tmp_path, monkeypatch, build, fra
     done = cli("summarize", str(tmp_path / "run"), "--view", "overview")
     assert done.code == 0, done
     warnings = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
-    assert len(warnings) == 1 and fragment in warnings[0] and "not shown" in warnings[0], \
+    assert len(warnings) == 1 and fragment in warnings[0] and "not shown" in warnings[0], (
         done.stderr
+    )
 
 
 @pytest.mark.parametrize("cell", ["../../victim", "/etc", "..", ".hidden", "a/b"])
@@ -121,8 +134,14 @@ def test_manifest_cell_names_stay_in_the_sweep(tmp_path, cell):
 
     sweep = tmp_path / "runs" / "sw"
     sweep.mkdir(parents=True)
-    (sweep / "sweep.json").write_text(json.dumps({"options": {}, "cells": {
-        cell: {"backend": "pytorch_fp32", "batch_size": 1, "status": "ok"}}}))
+    (sweep / "sweep.json").write_text(
+        json.dumps(
+            {
+                "options": {},
+                "cells": {cell: {"backend": "pytorch_fp32", "batch_size": 1, "status": "ok"}},
+            }
+        )
+    )
     with pytest.raises(UserError, match="not a folder name of the sweep"):
         read_manifest(sweep)
 
@@ -141,10 +160,13 @@ def test_a_results_names_print_literally_in_the_run_view():
 
     result = read_result(RUN / "result.json")
     result = msgspec.structs.replace(
-        result, model="[bold red]m[/bold red]",
-        backend=msgspec.structs.replace(result.backend, name="[/]",
-                                        artifacts=["[i]engine[/i].plan"]),
-        trace=msgspec.structs.replace(result.trace, files=["tb_logs/[/]/k\x1b[2J.pt.trace.json"]))
+        result,
+        model="[bold red]m[/bold red]",
+        backend=msgspec.structs.replace(
+            result.backend, name="[/]", artifacts=["[i]engine[/i].plan"]
+        ),
+        trace=msgspec.structs.replace(result.trace, files=["tb_logs/[/]/k\x1b[2J.pt.trace.json"]),
+    )
     out = io.StringIO()
     print_result(result, Console(file=out, width=200, color_system=None))
     text = out.getvalue()
@@ -156,17 +178,20 @@ def test_a_results_names_print_literally_in_the_run_view():
 def test_repeated_step_numbers_are_each_a_step_with_a_warning(cli, tmp_path):
     """NEW-22: three ``ProfilerStep#1`` spans (one number, three times) were counted as one
     step; two thirds of the steps left the step table without a word."""
+
     def renumber(event):
         if str(event.get("name", "")).startswith("ProfilerStep#"):
             event["name"] = "ProfilerStep#1"
+
     (tmp_path / "trace.json").write_bytes(_events(renumber))
     done = cli("summarize", str(tmp_path / "trace.json"), "--view", "overview")
     assert done.code == 0, done
     for label in ("ProfilerStep#1 ", "ProfilerStep#1 (2)", "ProfilerStep#1 (3)"):
         assert label in done.stdout, done.stdout
     warnings = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
-    assert len(warnings) == 1 and "ProfilerStep#1" in warnings[0] and "3 times" in warnings[0], \
+    assert len(warnings) == 1 and "ProfilerStep#1" in warnings[0] and "3 times" in warnings[0], (
         done.stderr
+    )
 
 
 def test_one_step_recorded_twice_over_itself_is_one_step(tmp_path):

@@ -22,8 +22,16 @@ from .conftest import FIXTURES, run_python
 
 H200 = FIXTURES / "h200"
 TRACE = H200 / "tb_logs" / "pytorch_fp16_bs8" / "resnet50.1795313772163769478.pt.trace.json.gz"
-TINY = ["--model", "tests.tiny_models:conv_net", "--iters", "2", "--timed-warmup", "0",
-        "--active", "1"]
+TINY = [
+    "--model",
+    "tests.tiny_models:conv_net",
+    "--iters",
+    "2",
+    "--timed-warmup",
+    "0",
+    "--active",
+    "1",
+]
 LONG_NAME = "a" * 300
 BEYOND_64_BITS = "99999999999999999999999"
 
@@ -49,17 +57,24 @@ INPUTS = {
     "notgzip.json.gz": lambda p: p.write_bytes(b'{"traceEvents": []}'),
     "no_events.json": lambda p: p.write_text(json.dumps({"other": 1})),
     "list.json": lambda p: p.write_text("[1, 2]"),
-    "nested.json": lambda p: p.write_bytes(b'{"traceEvents":[' + b"[" * 100_000
-                                           + b"]" * 100_000 + b"]}"),
+    "nested.json": lambda p: p.write_bytes(
+        b'{"traceEvents":[' + b"[" * 100_000 + b"]" * 100_000 + b"]}"
+    ),
     "afile": lambda p: p.write_bytes(b""),
     "notraces": lambda p: (p.mkdir(), (p / "readme.txt").write_text("x")),
     "badjson_run": lambda p: (p.mkdir(), (p / "result.json").write_text("{not json")),
-    "nonstr_files_run": lambda p: (p.mkdir(), (p / "result.json").write_text(
-        json.dumps({"trace": {"files": [None, 3]}}))),
-    "str_files_run": lambda p: (p.mkdir(), (p / "result.json").write_text(
-        json.dumps({"trace": {"files": "abc"}}))),
-    "missing_files_run": lambda p: (p.mkdir(), (p / "result.json").write_text(
-        json.dumps({"trace": {"files": ["nowhere.pt.trace.json"]}}))),
+    "nonstr_files_run": lambda p: (
+        p.mkdir(),
+        (p / "result.json").write_text(json.dumps({"trace": {"files": [None, 3]}})),
+    ),
+    "str_files_run": lambda p: (
+        p.mkdir(),
+        (p / "result.json").write_text(json.dumps({"trace": {"files": "abc"}})),
+    ),
+    "missing_files_run": lambda p: (
+        p.mkdir(),
+        (p / "result.json").write_text(json.dumps({"trace": {"files": ["nowhere.pt.trace.json"]}})),
+    ),
     "intkeys.pt": _state_dict_with_int_keys,
 }
 
@@ -87,10 +102,11 @@ CASES = [
     ("compare-missing", ["compare", "no_such_run", "{good.pt.trace.json}"]),
     ("compare-truncated", ["compare", "{trunc.json}", "{good.pt.trace.json}"]),
     ("compare-nested-D23", ["compare", "{good.pt.trace.json}", "{nested.json}"]),
-    ("compare-nonstr-trace-files-D21", ["compare", "{nonstr_files_run}",
-                                        "{good.pt.trace.json}"]),
-    ("compare-out-is-a-file", ["compare", "{good.pt.trace.json}", "{good.pt.trace.json}",
-                               "--out", "{afile}"]),
+    ("compare-nonstr-trace-files-D21", ["compare", "{nonstr_files_run}", "{good.pt.trace.json}"]),
+    (
+        "compare-out-is-a-file",
+        ["compare", "{good.pt.trace.json}", "{good.pt.trace.json}", "--out", "{afile}"],
+    ),
     # plot
     ("plot-missing", ["plot", "no_such_run"]),
     ("plot-truncated", ["plot", "{trunc.json}"]),
@@ -110,25 +126,48 @@ CASES = [
     ("run-missing-weights", ["run", *TINY, "--weights", "nope.pt"]),
     ("run-runs-dir-is-a-file-D10", ["run", *TINY, "--runs-dir", "{afile}"]),
     ("run-runs-dir-is-tb-dir-D2", ["run", *TINY, "--runs-dir", "tb_logs", "--tb-dir", "tb_logs"]),
-    ("run-runs-dir-is-tb-dir-spelled-apart-D2", ["run", *TINY, "--runs-dir", "runs",
-                                                 "--tb-dir", "./runs/"]),
+    (
+        "run-runs-dir-is-tb-dir-spelled-apart-D2",
+        ["run", *TINY, "--runs-dir", "runs", "--tb-dir", "./runs/"],
+    ),
     ("run-unknown-backend", ["run", *TINY, "--backend", "nope"]),
     ("run-unknown-compile-mode", ["run", *TINY, "--compile-mode", "bogus"]),
     ("run-bs-not-a-number", ["run", *TINY, "--bs", "abc"]),
     # sweep
-    ("sweep-name-300-chars-D19", ["sweep", *TINY, "--backends", "pytorch_fp32", "--bs", "1",
-                                  "--name", LONG_NAME]),
-    ("sweep-name-escapes", ["sweep", *TINY, "--backends", "pytorch_fp32", "--bs", "1",
-                            "--name", "../x"]),
+    (
+        "sweep-name-300-chars-D19",
+        ["sweep", *TINY, "--backends", "pytorch_fp32", "--bs", "1", "--name", LONG_NAME],
+    ),
+    (
+        "sweep-name-escapes",
+        ["sweep", *TINY, "--backends", "pytorch_fp32", "--bs", "1", "--name", "../x"],
+    ),
     ("sweep-unknown-backend", ["sweep", *TINY, "--backends", "nope", "--bs", "1"]),
     ("sweep-bs-zero", ["sweep", *TINY, "--backends", "pytorch_fp32", "--bs", "0"]),
-    ("sweep-bs-beyond-64-bits-D18", ["sweep", *TINY, "--backends", "pytorch_fp32",
-                                     "--bs", BEYOND_64_BITS]),
-    ("sweep-runs-dir-is-tb-dir-D2", ["sweep", *TINY, "--backends", "pytorch_fp32", "--bs", "1",
-                                     "--runs-dir", "runs", "--tb-dir", "runs"]),
+    (
+        "sweep-bs-beyond-64-bits-D18",
+        ["sweep", *TINY, "--backends", "pytorch_fp32", "--bs", BEYOND_64_BITS],
+    ),
+    (
+        "sweep-runs-dir-is-tb-dir-D2",
+        [
+            "sweep",
+            *TINY,
+            "--backends",
+            "pytorch_fp32",
+            "--bs",
+            "1",
+            "--runs-dir",
+            "runs",
+            "--tb-dir",
+            "runs",
+        ],
+    ),
     # ncu, nsys: not installed here, or refused before anything runs
-    ("ncu-bs-beyond-64-bits", ["ncu", "--bs", BEYOND_64_BITS, "--model",
-                               "tests.tiny_models:conv_net"]),
+    (
+        "ncu-bs-beyond-64-bits",
+        ["ncu", "--bs", BEYOND_64_BITS, "--model", "tests.tiny_models:conv_net"],
+    ),
     ("nsys-name-escapes", ["nsys", "--name", "../x", "--model", "tests.tiny_models:conv_net"]),
     # tensorboard
     ("tensorboard-missing-logdir", ["tensorboard", "--logdir", "no/such/folder"]),
@@ -197,23 +236,35 @@ def _sweep(scratch: Path, run_name: str) -> None:
     from profiler.runs.manifest import SweepManifest, write_manifest
 
     (scratch / "runs" / run_name).mkdir()
-    write_manifest(scratch / "runs" / run_name, SweepManifest(
-        options={}, name=run_name, model="resnet50", backends=["pytorch_fp32"],
-        batch_sizes=[1], baseline="pytorch_fp32"))
+    write_manifest(
+        scratch / "runs" / run_name,
+        SweepManifest(
+            options={},
+            name=run_name,
+            model="resnet50",
+            backends=["pytorch_fp32"],
+            batch_sizes=[1],
+            baseline="pytorch_fp32",
+        ),
+    )
 
 
 #: a run whose folder is taken by something it must not replace: setup, command, the refusal
 OCCUPIED = [
-    ("another-model-D27", _run_of_another_model, ["run", *TINY, "--bs", "8"],
-     "holds another run"),
-    ("another-model-by-name-D27", _run_of_another_model,
-     ["run", *TINY, "--bs", "8", "--name", "conv_net"], "holds another run"),
+    ("another-model-D27", _run_of_another_model, ["run", *TINY, "--bs", "8"], "holds another run"),
+    (
+        "another-model-by-name-D27",
+        _run_of_another_model,
+        ["run", *TINY, "--bs", "8", "--name", "conv_net"],
+        "holds another run",
+    ),
     ("a-sweep-D1", _sweep, ["run", *TINY, "--bs", "8"], "is a sweep"),
 ]
 
 
-@pytest.mark.parametrize("setup, args, says", [c[1:] for c in OCCUPIED],
-                         ids=[c[0] for c in OCCUPIED])
+@pytest.mark.parametrize(
+    "setup, args, says", [c[1:] for c in OCCUPIED], ids=[c[0] for c in OCCUPIED]
+)
 def test_a_run_never_replaces_what_it_is_not(scratch, cli, setup, args, says):
     """Without --replace, a run whose folder holds another model's run, or a sweep, is refused
     in one line before anything is built; both folders stay as they were."""
@@ -232,12 +283,12 @@ SUBPROCESS_CASES = [
 ]
 
 
-@pytest.mark.parametrize("args", [c[1] for c in SUBPROCESS_CASES],
-                         ids=[c[0] for c in SUBPROCESS_CASES])
+@pytest.mark.parametrize(
+    "args", [c[1] for c in SUBPROCESS_CASES], ids=[c[0] for c in SUBPROCESS_CASES]
+)
 def test_bad_input_is_refused_in_one_line_by_a_fresh_process(tmp_path, args):
     argv = _argv(args, tmp_path)
-    done = run_python(str(FIXTURES.parent.parent / "profile.py"), *argv, cwd=tmp_path,
-                      timeout=120)
+    done = run_python(str(FIXTURES.parent.parent / "profile.py"), *argv, cwd=tmp_path, timeout=120)
     assert_refused(done.returncode, done.stderr)
     assert not (tmp_path / "runs").exists() and not (tmp_path / "tb_logs").exists()
 
@@ -258,9 +309,22 @@ def test_ascii_stdout_prints_the_tables(tmp_path):
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, str(FIXTURES.parent.parent / "profile.py"),
-                           "summarize", str(TRACE), "--view", "kernels", "--top", "3"],
-                          cwd=tmp_path, capture_output=True, env=env, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(FIXTURES.parent.parent / "profile.py"),
+            "summarize",
+            str(TRACE),
+            "--view",
+            "kernels",
+            "--top",
+            "3",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        env=env,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert b"Traceback" not in done.stderr
     assert b"Kernels by total time" in done.stdout
@@ -279,8 +343,7 @@ def test_folder_scan_that_fails_is_one_line(cli, monkeypatch, tmp_path):
     assert "cannot search" in done.stderr
 
 
-def test_full_disk_while_writing_a_plot_is_one_line_and_leaves_nothing(scratch, cli,
-                                                                      monkeypatch):
+def test_full_disk_while_writing_a_plot_is_one_line_and_leaves_nothing(scratch, cli, monkeypatch):
     """D10, disk full: a stand-in raising ENOSPC from savefig (no tmpfs can be mounted here)."""
     import errno
 
@@ -297,8 +360,7 @@ def test_full_disk_while_writing_a_plot_is_one_line_and_leaves_nothing(scratch, 
     assert list(out.iterdir()) == []  # the temp file is gone too
 
 
-def test_full_disk_while_writing_a_run_is_one_line_and_leaves_nothing(scratch, cli,
-                                                                     monkeypatch):
+def test_full_disk_while_writing_a_run_is_one_line_and_leaves_nothing(scratch, cli, monkeypatch):
     """D10, disk full in `run`: a stand-in raising ENOSPC when result.json is written (no tmpfs
     can be mounted here); the staging folders go, runs/ and tb_logs/ stay as they were."""
     import errno

@@ -22,8 +22,16 @@ import pytest
 
 from .conftest import FIXTURES, ROOT
 
-TINY = ["--model", "tests.tiny_models:conv_net", "--iters", "3", "--timed-warmup", "0",
-        "--active", "1"]
+TINY = [
+    "--model",
+    "tests.tiny_models:conv_net",
+    "--iters",
+    "3",
+    "--timed-warmup",
+    "0",
+    "--active",
+    "1",
+]
 RUN = "pytorch_fp32_bs2_conv_net"
 TRIAL = f"advise_{RUN}"
 BASELINE = "pytorch_fp32_bs2_baseline"
@@ -36,8 +44,14 @@ def made(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("made")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env.update(PYTHONPATH=str(ROOT), INFER_PROFILER_CACHE=str(folder / "cache"))
-    done = subprocess.run([sys.executable, str(ROOT / "profile.py"), "run", *TINY, "--bs", "2"],
-                          cwd=folder, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "profile.py"), "run", *TINY, "--bs", "2"],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     return folder
 
@@ -57,11 +71,32 @@ def advised(monkeypatch):
     from profiler.analysis import experiments
     from profiler.analysis.advice import Advice
 
-    monkeypatch.setitem(experiments.EXPERIMENTS, "batch-headroom", lambda config: [
-        ("--bs 3", {"batch_size": 3}, "a test"), ("--bs 4", {"batch_size": 4}, "a test")])
-    monkeypatch.setattr(command, "advice_of", lambda side: [Advice(
-        "batch-headroom", "t", "", {"throughput_by_bs": [(1, 100.0), (2, 150.0)],
-                                    "growth": 0.5, "from_bs": 1, "to_bs": 2}, "")])
+    monkeypatch.setitem(
+        experiments.EXPERIMENTS,
+        "batch-headroom",
+        lambda config: [
+            ("--bs 3", {"batch_size": 3}, "a test"),
+            ("--bs 4", {"batch_size": 4}, "a test"),
+        ],
+    )
+    monkeypatch.setattr(
+        command,
+        "advice_of",
+        lambda side: [
+            Advice(
+                "batch-headroom",
+                "t",
+                "",
+                {
+                    "throughput_by_bs": [(1, 100.0), (2, 150.0)],
+                    "growth": 0.5,
+                    "from_bs": 1,
+                    "to_bs": 2,
+                },
+                "",
+            )
+        ],
+    )
 
 
 def snapshot(folder: Path) -> dict:
@@ -75,8 +110,13 @@ def snapshot(folder: Path) -> dict:
     found = {}
     for path in sorted(Path(folder).rglob("*")):
         key = str(path.relative_to(folder))
-        found[key] = f"-> {os.readlink(path)}" if path.is_symlink() else \
-            "folder" if path.is_dir() else path.read_bytes()
+        found[key] = (
+            f"-> {os.readlink(path)}"
+            if path.is_symlink()
+            else "folder"
+            if path.is_dir()
+            else path.read_bytes()
+        )
     return found
 
 
@@ -94,6 +134,7 @@ def _edit_result(path: Path, change) -> None:
 
 
 # ---- R4-1, R4-2: a trial writes only into trial folders it made -----------------------------
+
 
 def _users_folder(t: Path) -> list[Path]:
     """R4-1's reproduction: a user's advise_<run>/ with a cell-named sub-folder and notes."""
@@ -164,8 +205,9 @@ NOT_OURS = {
 
 @pytest.mark.parametrize("resume", [False, True], ids=["fresh", "resume"])
 @pytest.mark.parametrize("plant, fragment", NOT_OURS.values(), ids=NOT_OURS.keys())
-def test_a_trial_never_writes_into_a_folder_it_did_not_make(cli, run_here, advised, tmp_path,
-                                                            plant, fragment, resume):
+def test_a_trial_never_writes_into_a_folder_it_did_not_make(
+    cli, run_here, advised, tmp_path, plant, fragment, resume
+):
     """R4-1: with --resume, a user's folder, a sweep or a symlink named advise_<run> took the
     cells (a cell-named sub-folder replaced), trial.json and report.html; R4-2: the trace
     side was never looked at. Now one line, exit 2, and nothing there changed."""
@@ -179,8 +221,9 @@ def test_a_trial_never_writes_into_a_folder_it_did_not_make(cli, run_here, advis
     assert not (tmp_path / "logs").exists()
 
 
-def test_resume_continues_its_own_trial_and_one_made_before_the_marker(cli, run_here, advised,
-                                                                       tmp_path):
+def test_resume_continues_its_own_trial_and_one_made_before_the_marker(
+    cli, run_here, advised, tmp_path
+):
     """R4-3 too: the workers' logs went to ./logs/workers/ whatever --runs-dir said, and a file
     named logs in the current folder failed the trial. Now under the trial's logs/; and
     --resume takes its own trial back, marked or (made before the marker) with trial.json."""
@@ -216,18 +259,21 @@ ROOTS = {
 
 
 @pytest.mark.parametrize("args, fragment", ROOTS.values(), ids=ROOTS.keys())
-def test_results_and_traces_in_one_folder_are_refused_up_front(cli, run_here, advised,
-                                                               tmp_path, args, fragment):
+def test_results_and_traces_in_one_folder_are_refused_up_front(
+    cli, run_here, advised, tmp_path, args, fragment
+):
     """R4-10: every cell failed on it, the trial exited 0."""
     one_line(cli("advise", run_here, "--try", *args), fragment)
     assert not (tmp_path / "out").exists()
 
 
-def test_a_cuda_graphs_run_on_a_cpu_is_refused_up_front(cli, run_here, advised, tmp_path,
-                                                        monkeypatch):
+def test_a_cuda_graphs_run_on_a_cpu_is_refused_up_front(
+    cli, run_here, advised, tmp_path, monkeypatch
+):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # this machine: no GPU
-    _edit_result(tmp_path / run_here / "result.json",
-                 lambda d: d["config"].update(cuda_graphs=True))
+    _edit_result(
+        tmp_path / run_here / "result.json", lambda d: d["config"].update(cuda_graphs=True)
+    )
     one_line(cli("advise", run_here, "--try"), "--cuda-graphs")
     assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == [RUN]
 
@@ -235,8 +281,10 @@ def test_a_cuda_graphs_run_on_a_cpu_is_refused_up_front(cli, run_here, advised, 
 def test_a_baseline_that_fails_stops_the_trial_with_exit_2(cli, run_here, advised, tmp_path):
     """The run's model now fails (same module, the file it recorded): the baseline fails on a
     user error, the experiments are not run, and the exit status is 2, not 0."""
-    _edit_result(tmp_path / run_here / "result.json",
-                 lambda d: d["config"].update(model="tests.tiny_models:failing"))
+    _edit_result(
+        tmp_path / run_here / "result.json",
+        lambda d: d["config"].update(model="tests.tiny_models:failing"),
+    )
     done = cli("advise", run_here, "--try", "--json")
     assert done.code == 2, done
     assert "error: the baseline (the run as it is) failed" in done.stderr
@@ -247,21 +295,30 @@ def test_a_baseline_that_fails_stops_the_trial_with_exit_2(cli, run_here, advise
 
 def test_every_experiment_failing_exits_1(cli, run_here, advised, tmp_path):
     """tests.tiny_models:oom_above_2 runs at bs 2 and runs out of memory above it."""
-    _edit_result(tmp_path / run_here / "result.json",
-                 lambda d: d["config"].update(model="tests.tiny_models:oom_above_2"))
+    _edit_result(
+        tmp_path / run_here / "result.json",
+        lambda d: d["config"].update(model="tests.tiny_models:oom_above_2"),
+    )
     done = cli("advise", run_here, "--try")
     assert done.code == 1, done
-    assert done.stderr.strip().splitlines()[-1].startswith("error: every experiment that ran "
-                                                           "failed (first: --bs 3")
+    assert (
+        done.stderr.strip()
+        .splitlines()[-1]
+        .startswith("error: every experiment that ran failed (first: --bs 3")
+    )
 
 
 # ---- R4-14: re-timing imports only the model file its run recorded --------------------------
 
+
 def test_a_run_records_its_models_file(made):
     data = json.loads((made / "runs" / RUN / "result.json").read_text())
     source = ROOT / "tests" / "tiny_models.py"
-    assert data["model_source"] == {"module": "tests.tiny_models", "path": str(source),
-                                    "sha256": hashlib.sha256(source.read_bytes()).hexdigest()}
+    assert data["model_source"] == {
+        "module": "tests.tiny_models",
+        "path": str(source),
+        "sha256": hashlib.sha256(source.read_bytes()).hexdigest(),
+    }
 
 
 def _stand_in(t: Path) -> Path:
@@ -270,7 +327,8 @@ def _stand_in(t: Path) -> Path:
     (t / "mypkg" / "__init__.py").write_text("")
     (t / "mypkg" / "mod.py").write_text(
         "from pathlib import Path\nPath('IMPORTED').write_text('ran')\n"
-        "def whatever(**kwargs):\n    raise SystemExit('ran')\n")
+        "def whatever(**kwargs):\n    raise SystemExit('ran')\n"
+    )
     return t / "IMPORTED"
 
 
@@ -302,16 +360,19 @@ FOREIGN = {
 
 @pytest.mark.parametrize("command", ["compare", "advise"])
 @pytest.mark.parametrize("change, fragment", FOREIGN.values(), ids=FOREIGN.keys())
-def test_retiming_refuses_a_model_file_the_run_did_not_record(cli, run_here, advised, tmp_path,
-                                                              monkeypatch, command, change,
-                                                              fragment):
+def test_retiming_refuses_a_model_file_the_run_did_not_record(
+    cli, run_here, advised, tmp_path, monkeypatch, command, change, fragment
+):
     """R4-14: compare --processes and advise --try imported and called whatever module a
     result.json named. Now one line naming the file and --trust-model; nothing imported."""
     canary = _stand_in(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     _edit_result(tmp_path / run_here / "result.json", change)
-    args = ["compare", run_here, run_here, "--processes", "1"] if command == "compare" else \
-        ["advise", run_here, "--try"]
+    args = (
+        ["compare", run_here, run_here, "--processes", "1"]
+        if command == "compare"
+        else ["advise", run_here, "--try"]
+    )
     line = one_line(cli(*args), fragment)
     assert "--trust-model" in line and ("mypkg/mod.py" in line or "tiny_models.py" in line)
     assert not canary.exists() and "mypkg.mod" not in sys.modules
@@ -319,7 +380,8 @@ def test_retiming_refuses_a_model_file_the_run_did_not_record(cli, run_here, adv
 
 
 def test_trust_model_imports_it_with_a_warning_and_the_recorded_file_is_named(
-        cli, run_here, tmp_path):
+    cli, run_here, tmp_path
+):
     shutil.copytree(tmp_path / "runs" / RUN, tmp_path / "runs" / "old")
     _edit_result(tmp_path / "runs" / "old" / "result.json", lambda d: d.pop("model_source"))
     refused = cli("compare", "runs/old", run_here, "--processes", "1")
@@ -327,13 +389,18 @@ def test_trust_model_imports_it_with_a_warning_and_the_recorded_file_is_named(
     done = cli("compare", "runs/old", run_here, "--processes", "1", "--trust-model")
     assert done.code == 0, done
     source = ROOT / "tests" / "tiny_models.py"
-    assert f"warning: A's model tests.tiny_models:conv_net would be imported from {source}" \
+    assert (
+        f"warning: A's model tests.tiny_models:conv_net would be imported from {source}"
         in done.stderr
-    assert f"B's model tests.tiny_models:conv_net: importing {source} (the file the run " \
+    )
+    assert (
+        f"B's model tests.tiny_models:conv_net: importing {source} (the file the run "
         "recorded" in done.stderr
+    )
 
 
 # ---- point 1: every command that writes a folder, against a folder that is not its own -------
+
 
 def _sweep_cell_not_ours(t: Path, cli) -> list[str]:
     """A sweep of this tool's, then a user's folder where one of its cells goes."""
@@ -343,8 +410,7 @@ def _sweep_cell_not_ours(t: Path, cli) -> list[str]:
     shutil.rmtree(cell)
     cell.mkdir()
     (cell / "mine.txt").write_text("mine")
-    return ["sweep", *TINY, "--backends", "pytorch_fp32", "--bs", "1", "--name", "sw",
-            "--resume"]
+    return ["sweep", *TINY, "--backends", "pytorch_fp32", "--bs", "1", "--name", "sw", "--resume"]
 
 
 def _mkdir(t: Path, relative: str, *, sub: str | None = None) -> None:
@@ -359,39 +425,69 @@ SWEEP = ["sweep", *TINY, "--backends", "pytorch_fp32", "--bs", "1,2", "--name", 
 #: id -> (plant(t, cli) -> the command's arguments, the folder planted (relative), the words
 #: of the refusal); every command that writes a folder it names itself
 WRITERS = {
-    "run-results": (lambda t, cli: _mkdir(t, f"runs/{RUN1}") or ["run", *TINY, "--bs", "1"],
-                    f"runs/{RUN1}", "holds no readable result.json"),
-    "run-traces": (lambda t, cli: _mkdir(t, f"tb_logs/{RUN1}", sub="sub")
-                   or ["run", *TINY, "--bs", "1", "--runs-dir", "r"],
-                   f"tb_logs/{RUN1}", "holds folders"),
-    "sweep-results": (lambda t, cli: _mkdir(t, "runs/sw") or SWEEP, "runs/sw",
-                      "already exists"),
-    "sweep-results-resume": (lambda t, cli: _mkdir(t, "runs/sw") or [*SWEEP, "--resume"],
-                             "runs/sw", "is not a sweep folder"),
-    "sweep-traces": (lambda t, cli: _mkdir(t, "tb_logs/sw", sub="pytorch_fp32_bs1_conv_net")
-                     or SWEEP, "tb_logs/sw", "which this tool did not make"),
-    "sweep-symlink": (lambda t, cli: (t / "elsewhere").mkdir()
-                      or (t / "runs" / "sw").symlink_to("../elsewhere") or SWEEP,
-                      "elsewhere", "is not a folder"),
-    "sweep-cell": (_sweep_cell_not_ours, "runs/sw/pytorch_fp32_bs1_conv_net",
-                   "was not made by this tool"),
-    "advise-try-results": (lambda t, cli: _users_folder(t) and
-                           ["advise", f"runs/{RUN}", "--try", "--resume"], f"runs/{TRIAL}",
-                           "is not a trial folder"),
-    "advise-try-traces": (lambda t, cli: _trace_side(t) and
-                          ["advise", f"runs/{RUN}", "--try"], f"tb_logs/{TRIAL}",
-                          "is not a trial folder"),
-    "tb-compat": (lambda t, cli: _mkdir(t, f"tb_logs/{RUN}_tbcompat") or ["tb-compat", RUN],
-                  f"tb_logs/{RUN}_tbcompat", "not tb-compat copies only"),
-    "report-out": (lambda t, cli: _mkdir(t, "page.html") or ["report", RUN, "--out",
-                                                             "page.html"],
-                   "page.html", "is a folder"),
+    "run-results": (
+        lambda t, cli: _mkdir(t, f"runs/{RUN1}") or ["run", *TINY, "--bs", "1"],
+        f"runs/{RUN1}",
+        "holds no readable result.json",
+    ),
+    "run-traces": (
+        lambda t, cli: (
+            _mkdir(t, f"tb_logs/{RUN1}", sub="sub")
+            or ["run", *TINY, "--bs", "1", "--runs-dir", "r"]
+        ),
+        f"tb_logs/{RUN1}",
+        "holds folders",
+    ),
+    "sweep-results": (lambda t, cli: _mkdir(t, "runs/sw") or SWEEP, "runs/sw", "already exists"),
+    "sweep-results-resume": (
+        lambda t, cli: _mkdir(t, "runs/sw") or [*SWEEP, "--resume"],
+        "runs/sw",
+        "is not a sweep folder",
+    ),
+    "sweep-traces": (
+        lambda t, cli: _mkdir(t, "tb_logs/sw", sub="pytorch_fp32_bs1_conv_net") or SWEEP,
+        "tb_logs/sw",
+        "which this tool did not make",
+    ),
+    "sweep-symlink": (
+        lambda t, cli: (
+            (t / "elsewhere").mkdir() or (t / "runs" / "sw").symlink_to("../elsewhere") or SWEEP
+        ),
+        "elsewhere",
+        "is not a folder",
+    ),
+    "sweep-cell": (
+        _sweep_cell_not_ours,
+        "runs/sw/pytorch_fp32_bs1_conv_net",
+        "was not made by this tool",
+    ),
+    "advise-try-results": (
+        lambda t, cli: _users_folder(t) and ["advise", f"runs/{RUN}", "--try", "--resume"],
+        f"runs/{TRIAL}",
+        "is not a trial folder",
+    ),
+    "advise-try-traces": (
+        lambda t, cli: _trace_side(t) and ["advise", f"runs/{RUN}", "--try"],
+        f"tb_logs/{TRIAL}",
+        "is not a trial folder",
+    ),
+    "tb-compat": (
+        lambda t, cli: _mkdir(t, f"tb_logs/{RUN}_tbcompat") or ["tb-compat", RUN],
+        f"tb_logs/{RUN}_tbcompat",
+        "not tb-compat copies only",
+    ),
+    "report-out": (
+        lambda t, cli: _mkdir(t, "page.html") or ["report", RUN, "--out", "page.html"],
+        "page.html",
+        "is a folder",
+    ),
 }
 
 
 @pytest.mark.parametrize("plant, planted, fragment", WRITERS.values(), ids=WRITERS.keys())
-def test_every_writer_refuses_a_folder_that_is_not_its_own(cli, run_here, advised, tmp_path,
-                                                           plant, planted, fragment):
+def test_every_writer_refuses_a_folder_that_is_not_its_own(
+    cli, run_here, advised, tmp_path, plant, planted, fragment
+):
     """The README's "What the tool owns and touches": a folder a command names itself (a run's,
     a sweep's, a trial's, tb-compat's, a file's place) is written only when it made it."""
     args = plant(tmp_path, cli)
@@ -407,8 +503,12 @@ OUT_FOLDERS = {
     # a GPU run: a CPU run's trace holds no kernels to plot
     "plot-out": ["plot", str(FIXTURES / "h200" / "runs" / "pytorch_fp16_bs8"), "--out", "mine"],
     # a GPU run: a CPU run's trace has nothing to change, and then no copy is written
-    "tb-compat-out": ["tb-compat", str(FIXTURES / "h200" / "runs" / "pytorch_fp16_bs8"),
-                      "--out", "mine"],
+    "tb-compat-out": [
+        "tb-compat",
+        str(FIXTURES / "h200" / "runs" / "pytorch_fp16_bs8"),
+        "--out",
+        "mine",
+    ],
 }
 
 
@@ -436,7 +536,16 @@ def test_noise_never_writes_its_floor_through_a_symlink(cli, tmp_path, monkeypat
     path.parent.mkdir(parents=True, exist_ok=True)
     (tmp_path / "victim.json").write_text("victim")
     path.symlink_to(tmp_path / "victim.json")
-    done = cli("noise", "--processes", "2", "--model", "tests.tiny_models:conv_net", "--iters",
-               "3", "--bs", "1")
+    done = cli(
+        "noise",
+        "--processes",
+        "2",
+        "--model",
+        "tests.tiny_models:conv_net",
+        "--iters",
+        "3",
+        "--bs",
+        "1",
+    )
     assert done.code == 2 and done.stderr.strip().splitlines()[-1].startswith("error: "), done
     assert (tmp_path / "victim.json").read_text() == "victim" and path.is_symlink()

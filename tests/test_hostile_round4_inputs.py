@@ -44,7 +44,8 @@ def _copy_run(name: str, to: Path, latency_ms: float | None = None, **changes) -
     data = json.loads((folder / "result.json").read_text())
     if latency_ms is not None:
         (folder / "latency.csv").write_text(
-            "iteration,latency_ms\n" + "".join(f"{i},{latency_ms}\n" for i in range(20)))
+            "iteration,latency_ms\n" + "".join(f"{i},{latency_ms}\n" for i in range(20))
+        )
         data["timing"]["p50_ms"] = latency_ms
     for dotted, value in changes.items():
         *parents, key = dotted.split(".")
@@ -68,9 +69,11 @@ def pair(tmp_path, monkeypatch):
 
 # ---- R4-4, R4-9: processes.csv is untrusted input -------------------------------------------
 
+
 def _rows(*values) -> str:
     return "process,iteration,latency_ms\n" + "".join(
-        f"{p},{i},{v}\n" for p, window in enumerate(values) for i, v in enumerate(window))
+        f"{p},{i},{v}\n" for p, window in enumerate(values) for i, v in enumerate(window)
+    )
 
 
 #: id -> (processes.csv's bytes, what the one warning says of it)
@@ -90,17 +93,20 @@ PROCESSES_CSV = {
     "extra-fields": ("process,iteration,latency_ms\n0,0,5.8,9,9\n", "more fields than"),
     "no-columns": ("a,b\n1,2\n", "no process and latency_ms columns"),
     # R4-9: five processes near 50 ms beside a result.json of one near 5.8 ms: used unsaid
-    "more-processes": (_rows(*[[v] for v in (50, 51, 52, 49, 50)]),
-                       "it holds 5 process(es), result.json records 1"),
-    "other-median": (_rows([50, 51, 49]),
-                     "process 0's median is 50 ms, result.json records 5.79069 ms"),
+    "more-processes": (
+        _rows(*[[v] for v in (50, 51, 52, 49, 50)]),
+        "it holds 5 process(es), result.json records 1",
+    ),
+    "other-median": (
+        _rows([50, 51, 49]),
+        "process 0's median is 50 ms, result.json records 5.79069 ms",
+    ),
 }
 
 
 @pytest.mark.parametrize("json_out", [False, True], ids=["tables", "json"])
 @pytest.mark.parametrize("content, fragment", PROCESSES_CSV.values(), ids=PROCESSES_CSV.keys())
-def test_hostile_processes_csv_is_one_warning_and_not_used(cli, pair, content, fragment,
-                                                           json_out):
+def test_hostile_processes_csv_is_one_warning_and_not_used(cli, pair, content, fragment, json_out):
     a, b = pair
     path = a / "processes.csv"
     path.write_bytes(content if isinstance(content, bytes) else content.encode())
@@ -153,8 +159,10 @@ def test_a_sweep_cell_with_a_hostile_processes_csv(cli, tmp_path, monkeypatch):
     assert len(warnings) == 1 and "ttrt_fp16_bs8" in warnings[0], done.stderr
 
 
-@pytest.mark.parametrize("text, fragment", [
-    ("1e308", "is not a time"), ("nan", "is not a time"), ("1" * 300, "characters long")])
+@pytest.mark.parametrize(
+    "text, fragment",
+    [("1e308", "is not a time"), ("nan", "is not a time"), ("1" * 300, "characters long")],
+)
 def test_a_hostile_latency_csv_is_a_user_error(tmp_path, text, fragment):
     from profiler.runs.samples import read_own_window
 
@@ -165,6 +173,7 @@ def test_a_hostile_latency_csv_is_a_user_error(tmp_path, text, fragment):
 
 # ---- R4-5: --processes has an upper bound ---------------------------------------------------
 
+
 def _h200(name: str) -> str:
     return str(H200 / "runs" / name)
 
@@ -172,13 +181,22 @@ def _h200(name: str) -> str:
 #: id -> a command line that must be one error line naming --processes (or --repeat-runs)
 PROCESS_COUNTS = {
     # OverflowError: cannot fit 'int' into an index-sized integer (a traceback)
-    "compare-huge": ["compare", _h200("pytorch_fp16_bs8"), _h200("ttrt_fp16_bs8"),
-                     "--processes", HUGE],
-    "compare-1001": ["compare", _h200("pytorch_fp16_bs8"), _h200("ttrt_fp16_bs8"),
-                     "--processes", "1001"],
+    "compare-huge": [
+        "compare",
+        _h200("pytorch_fp16_bs8"),
+        _h200("ttrt_fp16_bs8"),
+        "--processes",
+        HUGE,
+    ],
+    "compare-1001": [
+        "compare",
+        _h200("pytorch_fp16_bs8"),
+        _h200("ttrt_fp16_bs8"),
+        "--processes",
+        "1001",
+    ],
     "noise-huge": ["noise", "--processes", HUGE, *TINY, "--iters", "3"],
-    "sweep-huge": ["sweep", *TINY, "--backends", "pytorch_fp32", "--bs", "1", "--processes",
-                   HUGE],
+    "sweep-huge": ["sweep", *TINY, "--backends", "pytorch_fp32", "--bs", "1", "--processes", HUGE],
     "advise-huge": ["advise", _h200("pytorch_fp16_bs8"), "--try", "--processes", HUGE],
     "run-repeat-runs": ["run", *TINY, "--repeat-runs", "1001"],
 }
@@ -197,6 +215,7 @@ def test_process_counts_have_an_upper_bound(cli, tmp_path, monkeypatch, args):
 
 
 # ---- R4-7: re-timing refuses up front what this machine cannot run --------------------------
+
 
 def _no_gpu_here():
     import torch
@@ -218,26 +237,36 @@ def test_gpu_runs_are_not_timed_again_on_a_cpu(cli, no_rounds):
     done = cli("compare", _h200("pytorch_fp16_bs8"), _h200("ttrt_fp16_bs8"), "--processes", "2")
     lines = done.stderr.strip().splitlines()
     assert done.code == 2 and len(lines) == 1, done
-    assert lines[0].startswith("error: cannot time A again here") and \
-        "recorded on cuda (NVIDIA H200)" in lines[0] and "no GPU" in lines[0], lines
+    assert (
+        lines[0].startswith("error: cannot time A again here")
+        and "recorded on cuda (NVIDIA H200)" in lines[0]
+        and "no GPU" in lines[0]
+    ), lines
 
 
-@pytest.mark.parametrize("changes, fragment", [
-    ({"config.backend": "ttrt_fp16"}, "backend ttrt_fp16 cannot run here"),
-    ({"config.cuda_graphs": True, "config.backend": "pytorch_fp32"},
-     "--cuda-graphs: pytorch_fp32 cannot be captured here"),
-], ids=["missing-extra", "cuda-graphs"])
-def test_configs_this_machine_cannot_run_are_refused_as_run_refuses(cli, tmp_path, monkeypatch,
-                                                                   no_rounds, changes, fragment):
+@pytest.mark.parametrize(
+    "changes, fragment",
+    [
+        ({"config.backend": "ttrt_fp16"}, "backend ttrt_fp16 cannot run here"),
+        (
+            {"config.cuda_graphs": True, "config.backend": "pytorch_fp32"},
+            "--cuda-graphs: pytorch_fp32 cannot be captured here",
+        ),
+    ],
+    ids=["missing-extra", "cuda-graphs"],
+)
+def test_configs_this_machine_cannot_run_are_refused_as_run_refuses(
+    cli, tmp_path, monkeypatch, no_rounds, changes, fragment
+):
     _no_gpu_here()
     from profiler.collect import backends
 
-    if changes.get("config.backend") == "ttrt_fp16" and \
-            backends.get("ttrt_fp16").missing() is None:
+    if changes.get("config.backend") == "ttrt_fp16" and backends.get("ttrt_fp16").missing() is None:
         pytest.skip("TensorRT is installed here")
     cpu = {"device": "cpu", "environment.gpu": None, "config.image_size": 16}
-    a = _copy_run("pytorch_fp16_bs8", tmp_path / "runs", **cpu,
-                  **{"config.backend": "pytorch_fp32"})
+    a = _copy_run(
+        "pytorch_fp16_bs8", tmp_path / "runs", **cpu, **{"config.backend": "pytorch_fp32"}
+    )
     b = _copy_run("ttrt_fp16_bs8", tmp_path / "runs", **cpu, **changes)
     monkeypatch.chdir(H200)
     done = cli("compare", str(a), str(b), "--processes", "2")
@@ -263,6 +292,7 @@ def test_a_gpu_model_other_than_the_recorded_one_is_named():
 
 # ---- R4-8, R4-11: a floor that is none is ignored with one note -----------------------------
 
+
 def _one_process_pair(tmp_path, monkeypatch, **changes):
     """A at 10.0 ms, B at 10.5 ms, one process each, on the H200 (the floor's GPU)."""
     a = _copy_run("pytorch_fp16_bs8", tmp_path / "runs", latency_ms=10.0, **changes)
@@ -272,9 +302,17 @@ def _one_process_pair(tmp_path, monkeypatch, **changes):
 
 
 def _floor(**values) -> str:
-    floor = {"gpu": "NVIDIA H200", "host": "h", "measured": "2026-01-01T00:00:00",
-             "workload": "w", "processes": 5, "p50_ms": [10, 10, 10, 10, 10],
-             "between_process_cv": 0.01, "within_window_cv": 0.01, "smallest_resolvable": 0.01}
+    floor = {
+        "gpu": "NVIDIA H200",
+        "host": "h",
+        "measured": "2026-01-01T00:00:00",
+        "workload": "w",
+        "processes": 5,
+        "p50_ms": [10, 10, 10, 10, 10],
+        "between_process_cv": 0.01,
+        "within_window_cv": 0.01,
+        "smallest_resolvable": 0.01,
+    }
     return json.dumps({**floor, **values})
 
 
@@ -292,8 +330,9 @@ FLOORS = {
 
 
 @pytest.mark.parametrize("content, fragment", FLOORS.values(), ids=FLOORS.keys())
-def test_a_floor_that_is_none_is_one_note_and_the_default_stands_in(cli, tmp_path, monkeypatch,
-                                                                    floors, content, fragment):
+def test_a_floor_that_is_none_is_one_note_and_the_default_stands_in(
+    cli, tmp_path, monkeypatch, floors, content, fragment
+):
     """R4-8: a floor of -0.5 or 0 passed the "far beyond" test for any ratio: one process a
     side 5 % apart was called slower."""
     a, b = _one_process_pair(tmp_path, monkeypatch)
@@ -319,9 +358,11 @@ def test_a_floor_that_is_none_is_one_note_and_the_default_stands_in(cli, tmp_pat
 def test_a_floor_recorded_in_result_json_that_is_none(cli, tmp_path, monkeypatch, floors):
     """R4-8: ``timing.noise.machine_floor_cv: -1`` in a run's result.json."""
     noise = json.loads((H100_SWEEP / "ttrt_fp16_bs8" / "result.json").read_text())["timing"][
-        "noise"]
-    a, b = _one_process_pair(tmp_path, monkeypatch, **{
-        "timing.noise": {**noise, "machine_floor_cv": -1}})
+        "noise"
+    ]
+    a, b = _one_process_pair(
+        tmp_path, monkeypatch, **{"timing.noise": {**noise, "machine_floor_cv": -1}}
+    )
     done = cli("compare", str(a), str(b), "--json")
     assert done.code == 0, done
     notes = _lines(done.stderr, "note")
@@ -369,6 +410,7 @@ def test_the_verdict_refuses_a_floor_that_is_none(floor):
 
 # ---- R4-12: noise checks it can keep the floor before it measures ---------------------------
 
+
 @pytest.fixture
 def no_measure(monkeypatch):
     from profiler.sweep import rounds
@@ -377,8 +419,7 @@ def no_measure(monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
 
 
-def test_noise_refuses_a_floor_folder_it_cannot_write_before_measuring(cli, floors,
-                                                                       no_measure):
+def test_noise_refuses_a_floor_folder_it_cannot_write_before_measuring(cli, floors, no_measure):
     floors.parent.mkdir(parents=True)
     floors.write_text("mine")  # <cache>/noise is a file
     done = cli("noise", "--processes", "2", *TINY, "--iters", "3")
@@ -388,8 +429,9 @@ def test_noise_refuses_a_floor_folder_it_cannot_write_before_measuring(cli, floo
     assert "--no-save" in lines[0] and floors.read_text() == "mine"
 
 
-def test_noise_refuses_a_floor_file_that_is_a_symlink_before_measuring(cli, tmp_path, floors,
-                                                                       no_measure):
+def test_noise_refuses_a_floor_file_that_is_a_symlink_before_measuring(
+    cli, tmp_path, floors, no_measure
+):
     floors.mkdir(parents=True)
     (tmp_path / "elsewhere.json").write_text("mine")
     (floors / "cpu.json").symlink_to(tmp_path / "elsewhere.json")
@@ -409,8 +451,11 @@ def test_a_floor_measured_but_not_kept_is_shown_all_the_same(cli, floors, monkey
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     windows = [ProcessWindow((1.0, 1.1, 1.2)), ProcessWindow((1.1, 1.2, 1.3))]
-    monkeypatch.setattr(rounds, "sample", lambda *a, **k: rounds.Sampled(
-        windows={"noise": windows}, devices={"noise": "cpu"}))
+    monkeypatch.setattr(
+        rounds,
+        "sample",
+        lambda *a, **k: rounds.Sampled(windows={"noise": windows}, devices={"noise": "cpu"}),
+    )
 
     def read_only(*args, **kwargs):
         raise OSError(errno.EROFS, "Read-only file system", str(floors / "cpu.json"))
@@ -424,6 +469,7 @@ def test_a_floor_measured_but_not_kept_is_shown_all_the_same(cli, floors, monkey
 
 
 # ---- R4-13: --budget takes the same forms on every command ----------------------------------
+
 
 def test_run_budget_takes_a_duration(cli, monkeypatch):
     """`run --target-noise 2 --budget 5m` was "Input should be a valid number"."""
@@ -446,16 +492,25 @@ def test_run_budget_takes_a_duration(cli, monkeypatch):
 BUDGETED = {
     "run": ["run", *TINY, "--target-noise", "2"],
     "sweep": ["sweep", *TINY, "--backends", "pytorch_fp32", "--bs", "1", "--target-noise", "2"],
-    "compare": ["compare", _h200("pytorch_fp16_bs8"), _h200("ttrt_fp16_bs8"),
-                "--target-noise", "2"],
+    "compare": [
+        "compare",
+        _h200("pytorch_fp16_bs8"),
+        _h200("ttrt_fp16_bs8"),
+        "--target-noise",
+        "2",
+    ],
     "advise": ["advise", _h200("pytorch_fp16_bs8"), "--try"],
 }
 
 
-@pytest.mark.parametrize("budget, fragment", [
-    ("5x", "--budget takes a duration such as 300, 90s, 5m or 1h (got '5x')"),
-    ("9" * 400, "--budget must be at most 1000000 seconds"),
-], ids=["not-a-duration", "beyond-the-limit"])
+@pytest.mark.parametrize(
+    "budget, fragment",
+    [
+        ("5x", "--budget takes a duration such as 300, 90s, 5m or 1h (got '5x')"),
+        ("9" * 400, "--budget must be at most 1000000 seconds"),
+    ],
+    ids=["not-a-duration", "beyond-the-limit"],
+)
 @pytest.mark.parametrize("args", BUDGETED.values(), ids=BUDGETED.keys())
 def test_every_budget_is_read_alike(cli, tmp_path, args, budget, fragment):
     done = cli(*args, "--budget", budget)

@@ -73,16 +73,38 @@ def _first_run(argv: list[str]) -> bool:  # ncu's ordinary run, before the tool
 
 #: command -> (its arguments after `python`, the child it must have started when signalled)
 COMMANDS = {
-    "run": ([PROFILE, "run", "--model", "tests.tiny_models:conv_net", "--bs", "1", "--name",
-             "rr", "--repeat-runs", "3", *FAST], _repeat_window),
-    "sweep": ([PROFILE, "sweep", "--backends", "pytorch_fp32", "--bs", "1,2", *SLOW, "--name",
-               "sw"], _worker),
-    "compare": ([PROFILE, "compare", "pytorch_fp32_bs1_s", "pytorch_fp32_bs2_s", "--processes",
-                 "2"], _repeat_window),
-    "noise": ([PROFILE, "noise", "--processes", "3", "--model", "tests.tiny_models:slow",
-               "--iters", "3"], _repeat_window),
-    "advise": (["-c", ADVISE, "advise", "runs/pytorch_fp32_bs2_s", "--try", "--processes", "1"],
-               _worker),
+    "run": (
+        [
+            PROFILE,
+            "run",
+            "--model",
+            "tests.tiny_models:conv_net",
+            "--bs",
+            "1",
+            "--name",
+            "rr",
+            "--repeat-runs",
+            "3",
+            *FAST,
+        ],
+        _repeat_window,
+    ),
+    "sweep": (
+        [PROFILE, "sweep", "--backends", "pytorch_fp32", "--bs", "1,2", *SLOW, "--name", "sw"],
+        _worker,
+    ),
+    "compare": (
+        [PROFILE, "compare", "pytorch_fp32_bs1_s", "pytorch_fp32_bs2_s", "--processes", "2"],
+        _repeat_window,
+    ),
+    "noise": (
+        [PROFILE, "noise", "--processes", "3", "--model", "tests.tiny_models:slow", "--iters", "3"],
+        _repeat_window,
+    ),
+    "advise": (
+        ["-c", ADVISE, "advise", "runs/pytorch_fp32_bs2_s", "--try", "--processes", "1"],
+        _worker,
+    ),
     "ncu": ([PROFILE, "ncu", "--bs", "2", "--name", "s", "--reuse", *SLOW], _run_under_tool),
     # its first run (the kernel table) shows its output to the user: the one line is ncu's
     "ncu-first-run": ([PROFILE, "ncu", "--bs", "2", "--name", "f", *SLOW], _first_run),
@@ -93,9 +115,14 @@ COMMANDS = {
 #: it still imports, before its own handlers are in place (it must end without a traceback)
 DELAY = {"ncu-first-run": 0.6}
 
-CASES = [*((name, signal.SIGTERM) for name in COMMANDS),
-         ("compare", signal.SIGINT), ("ncu", signal.SIGINT),
-         ("noise", signal.SIGHUP), ("advise", signal.SIGHUP), ("nsys", signal.SIGHUP)]
+CASES = [
+    *((name, signal.SIGTERM) for name in COMMANDS),
+    ("compare", signal.SIGINT),
+    ("ncu", signal.SIGINT),
+    ("noise", signal.SIGHUP),
+    ("advise", signal.SIGHUP),
+    ("nsys", signal.SIGHUP),
+]
 
 
 def _env(cache: Path, bin_dir: Path | None = None) -> dict:
@@ -119,9 +146,17 @@ def recorded(tmp_path_factory) -> Path:
     `ncu --reuse` start from; each test works on a copy."""
     root = tmp_path_factory.mktemp("recorded")
     env = _env(root / "cache")
-    made = [subprocess.Popen([sys.executable, PROFILE, "run", *SLOW, "--bs", str(bs), "--name",
-                              "s"], cwd=root, env=env, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE, text=True) for bs in (1, 2)]
+    made = [
+        subprocess.Popen(
+            [sys.executable, PROFILE, "run", *SLOW, "--bs", str(bs), "--name", "s"],
+            cwd=root,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for bs in (1, 2)
+    ]
     for process in made:
         _, stderr = process.communicate(timeout=300)
         assert process.returncode == 0, stderr
@@ -200,14 +235,17 @@ class Family:
 def _leftovers(root: Path) -> list[str]:
     """Half-written things: staging folders, temporary files, lock files."""
     marks = (".partial-", "-partial-", ".old-", ".tmp", ".lock")
-    return [str(p.relative_to(root)) for p in root.rglob("*")
-            if any(mark in p.name for mark in marks)]
+    return [
+        str(p.relative_to(root)) for p in root.rglob("*") if any(mark in p.name for mark in marks)
+    ]
 
 
-@pytest.mark.parametrize("name, signum", CASES,
-                         ids=[f"{n}-{signal.Signals(s).name}" for n, s in CASES])
-def test_a_signal_stops_the_command_its_children_and_says_one_line(tmp_path, recorded, name,
-                                                                     signum):
+@pytest.mark.parametrize(
+    "name, signum", CASES, ids=[f"{n}-{signal.Signals(s).name}" for n, s in CASES]
+)
+def test_a_signal_stops_the_command_its_children_and_says_one_line(
+    tmp_path, recorded, name, signum
+):
     args, child = COMMANDS[name]
     for folder in ("runs", "tb_logs"):
         shutil.copytree(recorded / folder, tmp_path / folder, symlinks=True)
@@ -223,16 +261,23 @@ def test_a_signal_stops_the_command_its_children_and_says_one_line(tmp_path, rec
     if name == "advise":
         env["PYTHONPATH"] = str(ROOT)
     before = {p.relative_to(tmp_path) for p in tmp_path.rglob("*")}
-    process = subprocess.Popen([sys.executable, *args], cwd=tmp_path, env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               preexec_fn=_default_signals)
+    process = subprocess.Popen(
+        [sys.executable, *args],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_default_signals,
+    )
     family = Family(process.pid)
     try:
         deadline = time.monotonic() + 120
         while not family.started(child):
             if process.poll() is not None:
-                pytest.fail(f"exited {process.returncode} before its child started: "
-                            f"{process.stderr.read()}")
+                pytest.fail(
+                    f"exited {process.returncode} before its child started: {process.stderr.read()}"
+                )
             assert time.monotonic() < deadline, "its child never started"
             time.sleep(0.02)
         time.sleep(DELAY.get(name, 0.3))  # the child under way
@@ -262,5 +307,7 @@ def test_a_signal_stops_the_command_its_children_and_says_one_line(tmp_path, rec
     if name == "noise":  # (its folder may be made up front, to check it can keep one)
         assert not (cache / "noise").exists() or not any((cache / "noise").iterdir())
     if name == "ncu":  # its log at most, beside the run it measured; no report
-        assert set(new) <= {"runs/pytorch_fp32_bs2_s/ncu.log",
-                            "runs/pytorch_fp32_bs2_s/query-metrics.txt"}, new
+        assert set(new) <= {
+            "runs/pytorch_fp32_bs2_s/ncu.log",
+            "runs/pytorch_fp32_bs2_s/query-metrics.txt",
+        }, new

@@ -25,16 +25,24 @@ def _env() -> dict:
 
 
 def _sweep(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "profile.py"), "sweep", *args], cwd=cwd,
-                          capture_output=True, text=True, env=_env(), timeout=300)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "profile.py"), "sweep", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=300,
+    )
 
 
 def _children(pid: int) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():
         try:
-            if entry.name.isdigit() and \
-                    int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+            if (
+                entry.name.isdigit()
+                and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid
+            ):
                 found.append(int(entry.name))
         except (OSError, ValueError, IndexError):
             continue
@@ -53,10 +61,30 @@ def test_a_sweep_killed_outright_takes_its_worker_with_it(tmp_path):
     """NEW-5: after kill -9 of the sweep, its worker ran on (parent 1) and wrote its cell after
     a --resume had recorded it failed. Now the worker gets SIGINT and stops its cell."""
     sweep = subprocess.Popen(
-        [sys.executable, str(ROOT / "profile.py"), "sweep", "--backends", "pytorch_fp32",
-         "--bs", "1,2", "--model", "tests.tiny_models:slow", "--iters", "30", "--timed-warmup",
-         "0", "--active", "1", "--name", "k9"], cwd=tmp_path, env=_env(),
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [
+            sys.executable,
+            str(ROOT / "profile.py"),
+            "sweep",
+            "--backends",
+            "pytorch_fp32",
+            "--bs",
+            "1,2",
+            "--model",
+            "tests.tiny_models:slow",
+            "--iters",
+            "30",
+            "--timed-warmup",
+            "0",
+            "--active",
+            "1",
+            "--name",
+            "k9",
+        ],
+        cwd=tmp_path,
+        env=_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     manifest = tmp_path / "runs" / "k9" / "sweep.json"
     deadline = time.monotonic() + 120
     try:
@@ -85,8 +113,11 @@ def test_a_sweep_killed_outright_takes_its_worker_with_it(tmp_path):
     # the cell running when the sweep died was stopped, and the worker took no other: no cell
     # folder was written after the sweep was gone (a worker still starting up when its SIGINT
     # came ignored it, then ran the cell it had been handed)
-    assert not [c for c in (tmp_path / "runs" / "k9").iterdir()
-                if c.is_dir() and c.name.startswith("pytorch_fp32")]
+    assert not [
+        c
+        for c in (tmp_path / "runs" / "k9").iterdir()
+        if c.is_dir() and c.name.startswith("pytorch_fp32")
+    ]
 
 
 _DYING_SWEEP = """
@@ -110,14 +141,31 @@ def test_a_worker_whose_sweep_is_gone_runs_no_cell(tmp_path):
     from profiler.runs.config import RunConfig, config_to_json
     from profiler.sweep.cell import CellJob
 
-    job = CellJob(name="orphan", log_path=str(tmp_path / "orphan.log"),
-                  config=config_to_json(RunConfig(
-                      model="tests.tiny_models:conv_net", batch_size=1, iters=2, timed_warmup=0,
-                      active=1, runs_dir=tmp_path / "runs", tb_dir=tmp_path / "tb")))
+    job = CellJob(
+        name="orphan",
+        log_path=str(tmp_path / "orphan.log"),
+        config=config_to_json(
+            RunConfig(
+                model="tests.tiny_models:conv_net",
+                batch_size=1,
+                iters=2,
+                timed_warmup=0,
+                active=1,
+                runs_dir=tmp_path / "runs",
+                tb_dir=tmp_path / "tb",
+            )
+        ),
+    )
     env = _env()
     env["PYTHONPATH"] = str(ROOT)
-    done = subprocess.run([sys.executable, "-c", _DYING_SWEEP, msgspec.json.encode(job).decode()],
-                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", _DYING_SWEEP, msgspec.json.encode(job).decode()],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+    )
     worker = int(done.stdout.split()[0])
     deadline = time.monotonic() + 60
     while _alive(worker):
@@ -136,16 +184,37 @@ def test_a_stop_between_cells_interrupts_the_cell_handed_over_next(tmp_path):
     from profiler.sweep.cell import CellJob, CellOutcome
 
     def job(bs: int) -> bytes:
-        return msgspec.json.encode(CellJob(
-            name=f"bs{bs}", log_path=str(tmp_path / f"bs{bs}.log"), config=config_to_json(
-                RunConfig(model="tests.tiny_models:conv_net", batch_size=bs, iters=2,
-                          timed_warmup=0, active=1, image_size=16, runs_dir=tmp_path / "runs",
-                          tb_dir=tmp_path / "tb")))) + b"\n"
+        return (
+            msgspec.json.encode(
+                CellJob(
+                    name=f"bs{bs}",
+                    log_path=str(tmp_path / f"bs{bs}.log"),
+                    config=config_to_json(
+                        RunConfig(
+                            model="tests.tiny_models:conv_net",
+                            batch_size=bs,
+                            iters=2,
+                            timed_warmup=0,
+                            active=1,
+                            image_size=16,
+                            runs_dir=tmp_path / "runs",
+                            tb_dir=tmp_path / "tb",
+                        )
+                    ),
+                )
+            )
+            + b"\n"
+        )
 
     env = _env()
     env.update(PYTHONPATH=str(ROOT), INFER_PROFILER_SWEEP_PID=str(os.getpid()))
-    worker = subprocess.Popen([sys.executable, "-m", "profiler.sweep.worker"], cwd=tmp_path,
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "profiler.sweep.worker"],
+        cwd=tmp_path,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+    )
     try:
         worker.stdin.write(job(1))
         worker.stdin.flush()
@@ -155,7 +224,8 @@ def test_a_stop_between_cells_interrupts_the_cell_handed_over_next(tmp_path):
         worker.stdin.write(job(2))
         worker.stdin.close()
         second = msgspec.convert(
-            msgspec.json.decode(worker.stdout.readline(), type=dict)["outcome"], CellOutcome)
+            msgspec.json.decode(worker.stdout.readline(), type=dict)["outcome"], CellOutcome
+        )
         assert worker.wait(timeout=60) == 0
     finally:
         if worker.poll() is None:
@@ -187,11 +257,23 @@ DAMAGE = {"truncated-result": _truncate, "future-schema": _future, "trace-gone":
 
 
 def test_resume_runs_damaged_cells_again(tmp_path):
-    grid = ["--backends", "pytorch_fp32", "--bs", "1,2,3,4", "--model",
-            "tests.tiny_models:conv_net", *FAST, "--name", "rc"]
+    grid = [
+        "--backends",
+        "pytorch_fp32",
+        "--bs",
+        "1,2,3,4",
+        "--model",
+        "tests.tiny_models:conv_net",
+        *FAST,
+        "--name",
+        "rc",
+    ]
     assert _sweep(tmp_path, *grid).returncode == 0
-    cells = sorted(p for p in (tmp_path / "runs" / "rc").iterdir() if p.is_dir()
-                   and p.name.startswith("pytorch_fp32"))
+    cells = sorted(
+        p
+        for p in (tmp_path / "runs" / "rc").iterdir()
+        if p.is_dir() and p.name.startswith("pytorch_fp32")
+    )
     damaged = dict(zip(DAMAGE, cells))
     for kind, cell in damaged.items():
         DAMAGE[kind](cell, tmp_path / "tb_logs" / "rc" / cell.name)
@@ -213,18 +295,27 @@ def test_resume_runs_damaged_cells_again(tmp_path):
 #: a stand-in for ncu or nsys on PATH: (its shell body, the exit status, what the output says)
 TOOLS = {
     # fails after writing part of its report
-    "ncu-failing": ("ncu", 'while [ $# -gt 0 ]; do [ "$1" = --export ] && echo part > "$2.ncu-rep";'
-                    ' shift; done; echo "==ERROR== something broke" >&2; exit 1', 2,
-                    "ncu did not write a report: ==ERROR== something broke"),
+    "ncu-failing": (
+        "ncu",
+        'while [ $# -gt 0 ]; do [ "$1" = --export ] && echo part > "$2.ncu-rep";'
+        ' shift; done; echo "==ERROR== something broke" >&2; exit 1',
+        2,
+        "ncu did not write a report: ==ERROR== something broke",
+    ),
     # killed while a process it started (as nsys starts the profiled run) holds its output
-    "nsys-killed": ("nsys", "sleep 300 & echo $! > child.pid; kill -9 $$", 1,
-                    "nsys wrote no report (killed by SIGKILL)"),
+    "nsys-killed": (
+        "nsys",
+        "sleep 300 & echo $! > child.pid; kill -9 $$",
+        1,
+        "nsys wrote no report (killed by SIGKILL)",
+    ),
 }
 
 
 @pytest.mark.parametrize("tool, body, code, fragment", TOOLS.values(), ids=TOOLS.keys())
-def test_a_failing_or_killed_tool_is_one_line_and_leaves_no_staging(tmp_path, tool, body, code,
-                                                                     fragment):
+def test_a_failing_or_killed_tool_is_one_line_and_leaves_no_staging(
+    tmp_path, tool, body, code, fragment
+):
     """Issue 24 point 4, the CPU part: ncu / nsys failing or killed (a fake on PATH)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -233,9 +324,23 @@ def test_a_failing_or_killed_tool_is_one_line_and_leaves_no_staging(tmp_path, to
     env = _env()
     env["PATH"] = f"{bin_dir}:{env['PATH']}"
     env.pop(tool.upper(), None)
-    done = subprocess.run([sys.executable, str(ROOT / "profile.py"), tool, "--model",
-                           "tests.tiny_models:conv_net", "--bs", "2", *FAST], cwd=tmp_path,
-                          capture_output=True, text=True, env=env, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "profile.py"),
+            tool,
+            "--model",
+            "tests.tiny_models:conv_net",
+            "--bs",
+            "2",
+            *FAST,
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert done.returncode == code, done.stderr
     assert fragment in done.stdout + done.stderr and "Traceback" not in done.stderr
     assert sum(line.startswith("error:") for line in done.stderr.splitlines()) == (code == 2)
@@ -243,8 +348,10 @@ def test_a_failing_or_killed_tool_is_one_line_and_leaves_no_staging(tmp_path, to
     assert not list((tmp_path / "runs").glob("*/ncu.ncu-rep"))  # no half-written report kept
     if (tmp_path / "child.pid").exists():  # what the killed tool started was ended with it
         child = int((tmp_path / "child.pid").read_text())
-        assert not Path(f"/proc/{child}").exists() or \
-            Path(f"/proc/{child}/stat").read_text().split()[2] == "Z"
+        assert (
+            not Path(f"/proc/{child}").exists()
+            or Path(f"/proc/{child}/stat").read_text().split()[2] == "Z"
+        )
 
 
 def test_the_run_under_nsys_is_accepted_by_the_harness(tmp_path):
@@ -256,14 +363,29 @@ def test_the_run_under_nsys_is_accepted_by_the_harness(tmp_path):
     (bin_dir / "nsys").write_text(
         f"#!{sys.executable}\nimport subprocess, sys\n"
         "args = sys.argv[1:]\nstart = next(i for i, a in enumerate(args) if 'python' in a)\n"
-        "sys.exit(subprocess.call(args[start:]))\n")
+        "sys.exit(subprocess.call(args[start:]))\n"
+    )
     (bin_dir / "nsys").chmod(0o755)
     env = _env()
     env["PATH"] = f"{bin_dir}:{env['PATH']}"
     env.pop("NSYS", None)
-    done = subprocess.run([sys.executable, str(ROOT / "profile.py"), "nsys", "--model",
-                           "tests.tiny_models:conv_net", "--bs", "2", *FAST], cwd=tmp_path,
-                          capture_output=True, text=True, env=env, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "profile.py"),
+            "nsys",
+            "--model",
+            "tests.tiny_models:conv_net",
+            "--bs",
+            "2",
+            *FAST,
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     said = done.stdout + done.stderr
     assert "nested" not in said and "nsys wrote no report (exit status 0)" in said, said
     assert (tmp_path / "runs" / "pytorch_fp32_bs2_nsys" / "result.json").is_file()
@@ -299,8 +421,14 @@ else:
 def _killed_at(mark: str, args: list[str], cwd: Path) -> subprocess.CompletedProcess:
     env = _env()
     env["PYTHONPATH"] = str(ROOT)
-    return subprocess.run([sys.executable, "-c", _KILLED_AT, mark, *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-c", _KILLED_AT, mark, *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_a_run_killed_between_its_two_folder_swaps_loses_nothing(tmp_path, cli):
@@ -345,31 +473,37 @@ with folder_lock(runs / "r", tb / "r", what="run"):
 #: `tensorboard --logdir tb_logs` before any run, or a read of the run
 NEXT = {
     "next-run": lambda root: [clean_leftovers(root / "runs"), clean_leftovers(root / "tb_logs")],
-    "tensorboard-first": lambda root: [clean_tree(root / "tb_logs"),
-                                       clean_leftovers(root / "runs")],
+    "tensorboard-first": lambda root: [
+        clean_tree(root / "tb_logs"),
+        clean_leftovers(root / "runs"),
+    ],
     "read": lambda root: resolve_target("r", root),
 }
 
 
 def clean_leftovers(folder):
     from profiler.fsutil import clean_leftovers as clean
+
     return clean(folder)
 
 
 def clean_tree(folder):
     from profiler.fsutil import clean_tree as clean
+
     return clean(folder)
 
 
 def resolve_target(name, root):
     from profiler.runs.targets import resolve_target as resolve
+
     return resolve(name, root)
 
 
 @pytest.mark.parametrize("next_command", NEXT.values(), ids=NEXT.keys())
 @pytest.mark.parametrize("killed_after", range(1, 8))
-def test_a_pair_of_swaps_killed_anywhere_is_old_or_new_never_torn(tmp_path, killed_after,
-                                                                   next_command):
+def test_a_pair_of_swaps_killed_anywhere_is_old_or_new_never_torn(
+    tmp_path, killed_after, next_command
+):
     """replace_dirs' os.replace calls: 1 the trace folder's READY, 2 the run folder's READY (the
     commit), 3 and 4 tb_logs/r set aside and replaced, 5 and 6 runs/r the same; 7: not
     killed. Killed before the commit the old pair stays; after it, whatever comes next ends
@@ -379,7 +513,8 @@ def test_a_pair_of_swaps_killed_anywhere_is_old_or_new_never_torn(tmp_path, kill
     (tmp_path / "tb_logs" / "r").mkdir(parents=True)
     (tmp_path / "tb_logs" / "r" / "old.pt.trace.json").write_text("{}")
     (tmp_path / "runs" / "r" / "result.json").write_text(
-        '{"trace": {"files": ["tb_logs/r/old.pt.trace.json"]}}')
+        '{"trace": {"files": ["tb_logs/r/old.pt.trace.json"]}}'
+    )
     done = _killed_at(str(killed_after), ["-c", _SWAPS], tmp_path)
     assert done.returncode == (0 if killed_after == 7 else -signal.SIGKILL), done.stderr
     next_command(tmp_path)
@@ -389,5 +524,6 @@ def test_a_pair_of_swaps_killed_anywhere_is_old_or_new_never_torn(tmp_path, kill
     assert target == tmp_path / "tb_logs" / "r" / f"{expected}.pt.trace.json"
     for folder in ("runs", "tb_logs"):
         assert sorted(os.listdir(tmp_path / folder)) == ["r"], os.listdir(tmp_path / folder)
-    assert sorted(n for n in os.listdir(tmp_path / "tb_logs" / "r") if not n.startswith(".")) \
-        == [f"{expected}.pt.trace.json"]
+    assert sorted(n for n in os.listdir(tmp_path / "tb_logs" / "r") if not n.startswith(".")) == [
+        f"{expected}.pt.trace.json"
+    ]

@@ -17,18 +17,33 @@ import pytest
 
 from .conftest import FIXTURES, ROOT
 
-TINY = ["--model", "tests.tiny_models:conv_net", "--iters", "2", "--timed-warmup", "0",
-        "--active", "1", "--bs", "2"]
+TINY = [
+    "--model",
+    "tests.tiny_models:conv_net",
+    "--iters",
+    "2",
+    "--timed-warmup",
+    "0",
+    "--active",
+    "1",
+    "--bs",
+    "2",
+]
 RUN = "pytorch_fp32_bs2_conv_net"
 
 
 # ---- clean-up touches only this tool's folders (NEW-2) -------------------------------------
 
+
 def test_clean_up_leaves_the_users_look_alike_folders(tmp_path):
     from profiler.fsutil import MARKER, clean_tree
 
-    user = [tmp_path / "data" / ".train.old-v1", tmp_path / ".downloads.partial-2023",
-            tmp_path / "notes" / ".draft.old-backup", tmp_path / ".model.old-v1"]
+    user = [
+        tmp_path / "data" / ".train.old-v1",
+        tmp_path / ".downloads.partial-2023",
+        tmp_path / "notes" / ".draft.old-backup",
+        tmp_path / ".model.old-v1",
+    ]
     for folder in user:
         folder.mkdir(parents=True)
         (folder / "important.txt").write_text("precious")
@@ -54,6 +69,7 @@ def test_a_run_leaves_the_users_folders_in_its_runs_dir(cli, tmp_path):
 
 
 # ---- what is at a written path: replaced only when it is a regular file (NEW-3, NEW-4) -----
+
 
 def _fifo(p: Path) -> None:
     os.mkfifo(p)
@@ -109,6 +125,7 @@ def test_the_run_lock_is_never_followed(cli, tmp_path, make):
 
 # ---- what a run replaces (NEW-1, NEW-17) ---------------------------------------------------
 
+
 def test_a_run_never_replaces_another_runs_trace_folder(cli, tmp_path):
     assert cli("run", *TINY, "--runs-dir", "ra").code == 0
     traces = sorted((tmp_path / "tb_logs" / RUN).iterdir())
@@ -130,8 +147,11 @@ def test_a_run_never_replaces_a_sweeps_trace_folder(cli, tmp_path):
 
 
 @pytest.mark.parametrize("root", ["runs", "tb_logs"])
-@pytest.mark.parametrize("make", [lambda p: p.write_text("my notes"),
-                                  lambda p: p.symlink_to("/tmp")], ids=["file", "symlink"])
+@pytest.mark.parametrize(
+    "make",
+    [lambda p: p.write_text("my notes"), lambda p: p.symlink_to("/tmp")],
+    ids=["file", "symlink"],
+)
 def test_a_non_folder_at_the_runs_place_is_refused(cli, tmp_path, root, make):
     """NEW-17: a file or symlink there was renamed to a hidden .old- entry for ever."""
     (tmp_path / root).mkdir()
@@ -162,25 +182,31 @@ def test_bad_roots_are_refused_up_front(cli, tmp_path, args, fragment):
 
 # ---- limits and a process that ends from inside the model (fresh interpreters) -------------
 
+
 def _shell(command: str, cwd: Path) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run(["bash", "-c", command], cwd=cwd, capture_output=True, text=True,
-                          env=env, timeout=300)
+    return subprocess.run(
+        ["bash", "-c", command], cwd=cwd, capture_output=True, text=True, env=env, timeout=300
+    )
 
 
 def test_compare_out_on_a_full_disk_writes_no_file(tmp_path):
     """NEW-20: 3 of 5 CSVs were left. ``ulimit -f 4``: the 14 KB kernels.csv cannot be written."""
     h200 = FIXTURES / "h200"
-    done = _shell(f"ulimit -f 4; {sys.executable} {ROOT / 'profile.py'} compare "
-                  f"pytorch_fp16_bs8 pytorch_fp32_bs8 --out {tmp_path / 'cmp'}", h200)
+    done = _shell(
+        f"ulimit -f 4; {sys.executable} {ROOT / 'profile.py'} compare "
+        f"pytorch_fp16_bs8 pytorch_fp32_bs8 --out {tmp_path / 'cmp'}",
+        h200,
+    )
     assert done.returncode == 2 and done.stderr.startswith("error: "), done.stderr
     assert list((tmp_path / "cmp").iterdir()) == []
 
 
 def test_torch_under_a_small_address_space_limit_is_one_line(tmp_path):
     """NEW-21: a 72-line ImportError traceback."""
-    done = _shell(f"ulimit -v 1500000; {sys.executable} {ROOT / 'profile.py'} run "
-                  + " ".join(TINY), tmp_path)
+    done = _shell(
+        f"ulimit -v 1500000; {sys.executable} {ROOT / 'profile.py'} run " + " ".join(TINY), tmp_path
+    )
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1 and "ulimit -v" in lines[0], done.stderr
 
@@ -203,6 +229,7 @@ def test_os_exit_in_the_models_forward_is_reported_by_the_next_command(tmp_path)
 
 
 # ---- a disk that fills in the middle of a sweep (NEW-20) -----------------------------------
+
 
 def _no_space(*args, **kwargs):
     raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))  # as a file's write says it: no name
@@ -227,11 +254,18 @@ def test_a_cell_whose_log_cannot_be_written_is_one_line(tmp_path, monkeypatch):
     from profiler.sweep.cell import CellJob, run_job
 
     monkeypatch.chdir(tmp_path)
-    config = RunConfig(model="tests.tiny_models:conv_net", batch_size=2, iters=2,
-                       timed_warmup=0, active=1, runs_dir=tmp_path / "runs",
-                       tb_dir=tmp_path / "tb")
-    ended = run_job(CellJob(name=config.run_name, config=config_to_json(config),
-                            log_path="/dev/full"))
+    config = RunConfig(
+        model="tests.tiny_models:conv_net",
+        batch_size=2,
+        iters=2,
+        timed_warmup=0,
+        active=1,
+        runs_dir=tmp_path / "runs",
+        tb_dir=tmp_path / "tb",
+    )
+    ended = run_job(
+        CellJob(name=config.run_name, config=config_to_json(config), log_path="/dev/full")
+    )
     assert (ended.kind, ended.exit_code) == ("user-error", 2), ended
     assert ended.reason == "/dev/full: No space left on device"
     assert not (tmp_path / "runs").exists()
@@ -253,8 +287,9 @@ class _FinishingExecutor:
 
         for job in jobs:
             on_start(job, {"gpu": None, "node": "here", "worker": "w0"})
-            shutil.copytree(FIXTURES / "h200" / "runs" / "pytorch_fp16_bs8",
-                            self.sweep_dir / job.name)
+            shutil.copytree(
+                FIXTURES / "h200" / "runs" / "pytorch_fp16_bs8", self.sweep_dir / job.name
+            )
             on_done(job, outcome("ok", None, 0, 0.5))
 
 
@@ -269,10 +304,8 @@ def test_a_disk_that_fills_mid_sweep_stops_it_in_one_line(tmp_path, monkeypatch,
     from profiler.sweep import plan as sweep_plan
 
     monkeypatch.chdir(tmp_path)
-    p = sweep_plan.plan("pytorch_fp32", "1,2", {"model": "tests.tiny_models:conv_net"},
-                        name="full")
-    monkeypatch.setattr(sweep_plan, "make_executor",
-                        lambda p: _FinishingExecutor(p.sweep_dir))
+    p = sweep_plan.plan("pytorch_fp32", "1,2", {"model": "tests.tiny_models:conv_net"}, name="full")
+    monkeypatch.setattr(sweep_plan, "make_executor", lambda p: _FinishingExecutor(p.sweep_dir))
     writes = []
     real_write_bytes = Path.write_bytes
 
@@ -296,8 +329,9 @@ def test_a_disk_that_fills_mid_sweep_stops_it_in_one_line(tmp_path, monkeypatch,
     if lasting:  # the last manifest written: cell 1 running, which --resume runs again
         assert cells["pytorch_fp32_bs1_conv_net"].status == "running"
         assert "lists 1 cell(s) as running" in line, line
-        assert not sweep_plan.is_done(p.sweep_dir, cells["pytorch_fp32_bs1_conv_net"],
-                                      "pytorch_fp32_bs1_conv_net")
+        assert not sweep_plan.is_done(
+            p.sweep_dir, cells["pytorch_fp32_bs1_conv_net"], "pytorch_fp32_bs1_conv_net"
+        )
     else:
         assert cells["pytorch_fp32_bs1_conv_net"].status == "ok"
         assert "1 finished cell(s) kept" in line, line

@@ -21,8 +21,10 @@ CASES = {
     "seed-beyond-64-bits": (["run", *TINY, "--seed", HUGE], "--seed must be from"),
     "image-size-huge": (["run", *TINY, "--image-size", HUGE], "--image-size"),
     "image-size-4e9": (["run", *TINY, "--image-size", "4000000000"], "too large"),
-    "seq-len-huge": (["run", "--model", "transformer", "--bs", "2", "--seq-len", HUGE],
-                     "--seq-len"),
+    "seq-len-huge": (
+        ["run", "--model", "transformer", "--bs", "2", "--seq-len", HUGE],
+        "--seq-len",
+    ),
     "min-time-inf": (["run", *TINY, "--min-time", "inf"], "--min-time must be"),
     "min-time-1e308": (["run", *TINY, "--min-time", "1e308"], "--min-time must be"),
     "iters-huge": (["run", *TINY, "--iters", "4000000000"], "--iters"),
@@ -34,17 +36,25 @@ CASES = {
     "newline-in-target": (["summarize", "nope\nerror: injected"], "nope\\nerror: injected"),
     "escape-in-target": (["summarize", "nope\x1b[2J"], "nope\\x1b[2J"),
     # NEW-22: --peaks-dir that is a file was ignored silently
-    "peaks-dir-file": (["report", H200_RUN, "--peaks-dir", "{tmp}/afile", "--out",
-                        "{tmp}/r.html"], "--peaks-dir"),
+    "peaks-dir-file": (
+        ["report", H200_RUN, "--peaks-dir", "{tmp}/afile", "--out", "{tmp}/r.html"],
+        "--peaks-dir",
+    ),
     # NEW-7: --flops read anything, unbounded (a FIFO hung, /dev/zero took the memory)
-    "flops-fifo": (["report", H200_RUN, "--flops", "{tmp}/fifo", "--out", "{tmp}/r.html"],
-                   "not a regular file"),
-    "flops-dev-zero": (["report", H200_RUN, "--flops", "/dev/zero", "--out", "{tmp}/r.html"],
-                       "not a regular file"),
+    "flops-fifo": (
+        ["report", H200_RUN, "--flops", "{tmp}/fifo", "--out", "{tmp}/r.html"],
+        "not a regular file",
+    ),
+    "flops-dev-zero": (
+        ["report", H200_RUN, "--flops", "/dev/zero", "--out", "{tmp}/r.html"],
+        "not a regular file",
+    ),
     # NEW-3: an --out that is not a regular file is never replaced
     "report-out-fifo": (["report", H200_RUN, "--out", "{tmp}/fifo"], "not a regular file"),
-    "summarize-out-fifo": (["summarize", H200_RUN, "--out", "{tmp}/fifo.parquet"],
-                           "not a regular file"),
+    "summarize-out-fifo": (
+        ["summarize", H200_RUN, "--out", "{tmp}/fifo.parquet"],
+        "not a regular file",
+    ),
 }
 
 
@@ -64,11 +74,14 @@ def test_hostile_value_is_one_line(cli, tmp_path, monkeypatch, args, fragment):
     assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp file
 
 
-@pytest.mark.parametrize("gpus, visible, fragment", [
-    ("0,1", "", "no GPU is visible here"),  # NEW-10: accepted without GPUs before
-    ("0", "", "no GPU is visible here"),
-    ("\uff10", "0", "is not a GPU index"),  # a fullwidth digit
-])
+@pytest.mark.parametrize(
+    "gpus, visible, fragment",
+    [
+        ("0,1", "", "no GPU is visible here"),  # NEW-10: accepted without GPUs before
+        ("0", "", "no GPU is visible here"),
+        ("\uff10", "0", "is not a GPU index"),  # a fullwidth digit
+    ],
+)
 def test_sweep_gpus_need_gpus(cli, monkeypatch, gpus, visible, fragment):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
     done = cli("sweep", "--backends", "pytorch_fp32", "--bs", "1", "--gpus", gpus)

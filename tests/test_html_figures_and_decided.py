@@ -23,15 +23,17 @@ SWEEP_X4 = FIXTURES / "h100x4_sweep" / "runs" / "g4"
 
 
 def sweep_grid(text: str) -> dict:
-    grid = next(t for t in tables_of(text) if t["class"] == "grid"
-                and "latency verdict" in t["head"])
+    grid = next(
+        t for t in tables_of(text) if t["class"] == "grid" and "latency verdict" in t["head"]
+    )
     return {(row[0], row[1]): dict(zip(grid["head"], row)) for row in grid["rows"]}
 
 
 def test_a_noisy_runs_page_trims_its_latencies_and_marks_the_window(tmp_path):
     timing = read_result(NOISY_RUN / "result.json").timing
-    text = report.run(str(NOISY_RUN), None, tmp_path / "r.html",
-                      peaks_dir=tmp_path / "none").read_text()
+    text = report.run(
+        str(NOISY_RUN), None, tmp_path / "r.html", peaks_dir=tmp_path / "none"
+    ).read_text()
     # CV 62 %: two significant figures, the window's flag beside p50
     assert f"p50 {timing.p50_ms:.1f} ms (! noisy)" in text
     assert f"{timing.p90_ms:.1f} / {timing.p99_ms:.0f}" in text
@@ -39,8 +41,9 @@ def test_a_noisy_runs_page_trims_its_latencies_and_marks_the_window(tmp_path):
 
 
 def test_a_sweep_page_trims_each_cell_by_its_own_noise(tmp_path):
-    text = report.run(str(SWEEP), None, tmp_path / "s.html",
-                      peaks_dir=tmp_path / "none").read_text()
+    text = report.run(
+        str(SWEEP), None, tmp_path / "s.html", peaks_dir=tmp_path / "none"
+    ).read_text()
     rows = sweep_grid(text)
     cells = SweepAnalysis(SWEEP).benchmark.set_index(["backend", "bs"])
     noisy, quiet = cells.loc[("pytorch_fp16", 8)], cells.loc[("ttrt_fp16", 1)]
@@ -70,10 +73,14 @@ def test_report_only_decided_hides_and_counts_a_sweeps_undecided_cells(tmp_path,
             return frame
 
     monkeypatch.setattr(report, "SweepAnalysis", TwoUndecided)
-    whole = sweep_grid(report.run(str(SWEEP_X4), None, tmp_path / "a.html",
-                                  peaks_dir=tmp_path / "none").read_text())
-    text = report.run(str(SWEEP_X4), None, tmp_path / "b.html", peaks_dir=tmp_path / "none",
-                      only_decided=True).read_text()
+    whole = sweep_grid(
+        report.run(
+            str(SWEEP_X4), None, tmp_path / "a.html", peaks_dir=tmp_path / "none"
+        ).read_text()
+    )
+    text = report.run(
+        str(SWEEP_X4), None, tmp_path / "b.html", peaks_dir=tmp_path / "none", only_decided=True
+    ).read_text()
     decided = sweep_grid(text)
     assert set(whole) - set(decided) == {("pytorch_fp16", "1"), ("pytorch_fp16", "8")}
     assert len(decided) == 10
@@ -85,5 +92,4 @@ def test_only_decided_is_a_report_flag_for_sweep_folders_only(cli):
     done = cli("report", str(NOISY_RUN), "--only-decided")
     assert done.code == 2
     lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: --only-decided goes with a sweep "
-                                                   "folder")
+    assert len(lines) == 1 and lines[0].startswith("error: --only-decided goes with a sweep folder")

@@ -23,8 +23,10 @@ def _medians() -> list[float]:
     """The per-process medians of eager FP16 bs 1, one per fresh process."""
     with gzip.open(RAW) as raw:
         data = json.loads(raw.read())
-    return [statistics.median(p["records"]["fp16_bs1"]["latencies_ms"])
-            for p in data["processes"]["as today"]]
+    return [
+        statistics.median(p["records"]["fp16_bs1"]["latencies_ms"])
+        for p in data["processes"]["as today"]
+    ]
 
 
 def test_one_process_a_side_is_within_one_window_and_draws_no_verdict_from_it():

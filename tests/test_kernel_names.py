@@ -18,8 +18,9 @@ def test_no_two_short_names_in_a_kernel_table_are_equal(trace):
 
 
 def test_the_eight_cudnn_variants_no_longer_look_the_same():
-    table = summarize(next((FIXTURES / "h200" / "tb_logs" / "ttrt_fp16_bs8").iterdir())) \
-        .kernels.table
+    table = summarize(
+        next((FIXTURES / "h200" / "tb_logs" / "ttrt_fp16_bs8").iterdir())
+    ).kernels.table
     cudnn = table[table["name"].str.startswith("cudnn_generated_fort_native")]
     assert len(cudnn) > 8 and cudnn["kernel"].is_unique
 

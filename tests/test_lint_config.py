@@ -11,15 +11,26 @@ from .conftest import ROOT
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 CI = (ROOT / ".ci" / "run").read_text()
 #: the mypy flags of --strict (a per-module section cannot say `strict`)
-STRICT_FLAGS = ("disallow_any_generics", "disallow_subclassing_any", "disallow_untyped_calls",
-                "disallow_untyped_defs", "disallow_incomplete_defs", "check_untyped_defs",
-                "disallow_untyped_decorators", "warn_return_any", "strict_equality",
-                "extra_checks")
+STRICT_FLAGS = (
+    "disallow_any_generics",
+    "disallow_subclassing_any",
+    "disallow_untyped_calls",
+    "disallow_untyped_defs",
+    "disallow_incomplete_defs",
+    "check_untyped_defs",
+    "disallow_untyped_decorators",
+    "warn_return_any",
+    "strict_equality",
+    "extra_checks",
+)
 
 
 def _ci_commands() -> list[str]:
-    return [line.strip() for line in CI.splitlines()
-            if line.strip() and not line.lstrip().startswith("#")]
+    return [
+        line.strip()
+        for line in CI.splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
 
 
 def test_ruff_is_configured_to_the_project_style():
@@ -35,26 +46,31 @@ def test_mypy_is_strict_on_runs_trace_and_analysis_and_silences_no_project_modul
     assert "ignore_missing_imports" not in mypy and "ignore_errors" not in mypy
     strict = [o for o in mypy["overrides"] if o.get("disallow_untyped_defs")]
     assert len(strict) == 1
-    assert set(strict[0]["module"]) == {"profiler.runs.*", "profiler.trace.*",
-                                        "profiler.analysis.*"}
+    assert set(strict[0]["module"]) == {
+        "profiler.runs.*",
+        "profiler.trace.*",
+        "profiler.analysis.*",
+    }
     assert all(strict[0].get(flag) is True for flag in STRICT_FLAGS)
     assert strict[0].get("implicit_reexport") is False
     for override in mypy["overrides"]:
-        modules = override["module"] if isinstance(override["module"], list) else [
-            override["module"]]
+        modules = (
+            override["module"] if isinstance(override["module"], list) else [override["module"]]
+        )
         assert "ignore_errors" not in override, modules
         if override.get("ignore_missing_imports"):  # third-party libraries, each named
-            assert not any(m.split(".")[0] in ("profiler", "profile", "tests", "scripts")
-                           for m in modules), modules
+            assert not any(
+                m.split(".")[0] in ("profiler", "profile", "tests", "scripts") for m in modules
+            ), modules
             assert "*" not in modules
 
 
 def test_ci_and_the_readme_run_the_linter_and_the_type_checker_before_the_tests():
     commands = _ci_commands()
-    assert commands.index("ruff check .") < commands.index("python -m pytest")
-    assert commands.index("mypy") < commands.index("python -m pytest")
+    for check in ("ruff format --check .", "ruff check .", "mypy"):
+        assert commands.index(check) < commands.index("python -m pytest"), check
     readme = (ROOT / "README.md").read_text()
-    assert re.search(r"^ruff check \. && mypy(\s|$)", readme, re.M)
+    assert re.search(r"^ruff format --check \. && ruff check \. && mypy(\s|$)", readme, re.M)
 
 
 def test_the_dev_extra_installs_the_tools():

@@ -61,7 +61,8 @@ def test_computed_theoretical_occupancy_equals_nsight_compute():
         _, table, _ = joined(run)
         profiled = table[table["rules_vs_hardware"] != "not profiled"]
         assert profiled["theoretical_occupancy_pct"].to_numpy() == pytest.approx(
-            profiled["hw_theoretical_occupancy_pct"].to_numpy(), abs=0.01)
+            profiled["hw_theoretical_occupancy_pct"].to_numpy(), abs=0.01
+        )
         big = profiled[profiled["shared_memory_bytes"] > 48 * 1024]
         assert (big["kineto_est_occupancy_pct"] == 0).all()
         assert (big["hw_achieved_occupancy_pct"] > 5).all()
@@ -96,9 +97,11 @@ def test_tensor_pipe_busy_beside_time_in_tensor_core_kernels():
     profiled = table[table["rules_vs_hardware"] != "not profiled"]
     time = profiled["total_us"]
     assert a.tensor_pipe_busy_share == pytest.approx(
-        (time * profiled["hw_tensor_pipe_pct"]).sum() / 100 / time.sum())
+        (time * profiled["hw_tensor_pipe_pct"]).sum() / 100 / time.sum()
+    )
     assert a.tensor_core_kernels_share == pytest.approx(
-        time[profiled["tensor_core"] == "yes"].sum() / time.sum())
+        time[profiled["tensor_core"] == "yes"].sum() / time.sum()
+    )
     assert a.tensor_pipe_busy_share == pytest.approx(0.0557, abs=5e-4)
     assert a.tensor_core_kernels_share == pytest.approx(0.2645, abs=5e-4)
 
@@ -108,13 +111,18 @@ def test_tensor_core_readings_weight_by_kernel_time():
 
     from profiler.report.hardware_view import tensor_core_lines
 
-    table = pd.DataFrame({
-        "name": ["gemm", "relu", "copy"], "total_us": [300.0, 100.0, 600.0],
-        "tensor_core": ["yes", "no", "no"], "hw_tensor_pipe_pct": [40.0, 0.0, None],
-        "rules_vs_hardware": ["agree", "agree", "not profiled"]})
+    table = pd.DataFrame(
+        {
+            "name": ["gemm", "relu", "copy"],
+            "total_us": [300.0, 100.0, 600.0],
+            "tensor_core": ["yes", "no", "no"],
+            "hw_tensor_pipe_pct": [40.0, 0.0, None],
+            "rules_vs_hardware": ["agree", "agree", "not profiled"],
+        }
+    )
     a = agreement_share(table)
     assert a.tensor_core_kernels_share == pytest.approx(0.75)  # 300 of the 400 profiled µs
-    assert a.tensor_pipe_busy_share == pytest.approx(0.30)     # 300 x 40 % / 400
+    assert a.tensor_pipe_busy_share == pytest.approx(0.30)  # 300 x 40 % / 400
     lines = tensor_core_lines(a)
     assert "2 profiled kernels (40.0 % of all kernel time)" in lines[0]
     assert "name rules): 75.0 %" in lines[1] and "kernel-time weighted): 30.0 %" in lines[2]
@@ -129,31 +137,39 @@ def test_summarize_prints_both_tensor_core_readings(cli):
 # the same kernels as Kineto's trace and ncu's CSV name them (H200 eager FP16 and H100 eager
 # FP32 with TF32, the fixtures)
 DEMANGLED_TWICE = [
-    ("void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::"
-     "batch_norm_calc_invstd(at::Tensor const&, at::Tensor const&, double)::{lambda()#1}::"
-     "operator()() const::{lambda()#3}::operator()() const::{lambda(c10::Half)#1}, "
-     "std::array<char*, 2ul> >(int, at::native::(anonymous namespace)::batch_norm_calc_invstd("
-     "at::Tensor const&, at::Tensor const&, double)::{lambda()#1}::operator()() const::"
-     "{lambda()#3}::operator()() const::{lambda(c10::Half)#1}, std::array<char*, 2ul>)",
-     "void at::vectorized_elementwise_kernel<4, at::<unnamed>::batch_norm_calc_invstd(const "
-     "at::Tensor &, const at::Tensor &, double)::[lambda() (instance 1)]::operator ()() const::"
-     "[lambda() (instance 3)]::operator ()() const::[lambda(c10::Half) (instance 1)], "
-     "std::array<char *, 2>>(int, T2, T3)"),
-    ("void at::native::vectorized_elementwise_kernel<8, at::native::CUDAFunctor_add<c10::Half>, "
-     "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<c10::Half>, "
-     "std::array<char*, 3ul>)",
-     "void at::vectorized_elementwise_kernel<8, at::CUDAFunctor_add<c10::Half>, "
-     "std::array<char *, 3>>(int, T2, T3)"),
-    ("void cutlass__5x_cudnn::Kernel<cutlass_tensorop_f16_s16816fprop_optimized_f16_256x64_32x4"
-     "_nhwc_align8>(cutlass_tensorop_f16_s16816fprop_optimized_f16_256x64_32x4_nhwc_align8::"
-     "Params)",
-     "void cutlass__5x_cudnn::Kernel<cutlass_tensorop_f16_s16816fprop_optimized_f16_256x64_32x4"
-     "_nhwc_align8>(T1::Params)"),
-    ("void cudnn::engines_precompiled::nchwToNhwcKernel<float, float, float, false, true, "
-     "(cudnnKernelDataType_t)0>(cudnn::engines_precompiled::nchw2nhwc_params_t<float>, "
-     "float const*, float*)",
-     "void engines_precompiled::nchwToNhwcKernel<float, float, float, 0, 1, 0>("
-     "engines_precompiled::nchw2nhwc_params_t<T3>, const T1 *, T2 *)"),
+    (
+        "void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::"
+        "batch_norm_calc_invstd(at::Tensor const&, at::Tensor const&, double)::{lambda()#1}::"
+        "operator()() const::{lambda()#3}::operator()() const::{lambda(c10::Half)#1}, "
+        "std::array<char*, 2ul> >(int, at::native::(anonymous namespace)::batch_norm_calc_invstd("
+        "at::Tensor const&, at::Tensor const&, double)::{lambda()#1}::operator()() const::"
+        "{lambda()#3}::operator()() const::{lambda(c10::Half)#1}, std::array<char*, 2ul>)",
+        "void at::vectorized_elementwise_kernel<4, at::<unnamed>::batch_norm_calc_invstd(const "
+        "at::Tensor &, const at::Tensor &, double)::[lambda() (instance 1)]::operator ()() const::"
+        "[lambda() (instance 3)]::operator ()() const::[lambda(c10::Half) (instance 1)], "
+        "std::array<char *, 2>>(int, T2, T3)",
+    ),
+    (
+        "void at::native::vectorized_elementwise_kernel<8, at::native::CUDAFunctor_add<c10::Half>, "
+        "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<c10::Half>, "
+        "std::array<char*, 3ul>)",
+        "void at::vectorized_elementwise_kernel<8, at::CUDAFunctor_add<c10::Half>, "
+        "std::array<char *, 3>>(int, T2, T3)",
+    ),
+    (
+        "void cutlass__5x_cudnn::Kernel<cutlass_tensorop_f16_s16816fprop_optimized_f16_256x64_32x4"
+        "_nhwc_align8>(cutlass_tensorop_f16_s16816fprop_optimized_f16_256x64_32x4_nhwc_align8::"
+        "Params)",
+        "void cutlass__5x_cudnn::Kernel<cutlass_tensorop_f16_s16816fprop_optimized_f16_256x64_32x4"
+        "_nhwc_align8>(T1::Params)",
+    ),
+    (
+        "void cudnn::engines_precompiled::nchwToNhwcKernel<float, float, float, false, true, "
+        "(cudnnKernelDataType_t)0>(cudnn::engines_precompiled::nchw2nhwc_params_t<float>, "
+        "float const*, float*)",
+        "void engines_precompiled::nchwToNhwcKernel<float, float, float, 0, 1, 0>("
+        "engines_precompiled::nchw2nhwc_params_t<T3>, const T1 *, T2 *)",
+    ),
 ]
 
 
@@ -170,9 +186,13 @@ def test_one_kernel_demangled_two_ways_joins(kineto, ncu):
     other = ncu.replace("<4,", "<8,").replace("add<", "mul<").replace("256x64", "128x128")
     other = other.replace(", 0, 1, 0>", ", 0, 1, 2>")
     assert signature_key(other) != signature_key(kineto)
-    raw = pd.DataFrame({"Kernel Name": [ncu, other],
-                        "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active":
-                            [1.0, 40.0], "gpu__time_duration.sum": [1000.0, 1000.0]})
+    raw = pd.DataFrame(
+        {
+            "Kernel Name": [ncu, other],
+            "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active": [1.0, 40.0],
+            "gpu__time_duration.sum": [1000.0, 1000.0],
+        }
+    )
     table = pd.DataFrame({"name": [kineto], "total_us": [10.0], "tensor_core": ["no"]})
     joined = hardware_join(table, hardware_table(raw))
     assert list(joined["hw_kernel_name"]) == [ncu] and list(joined["hw_match"]) == ["signature"]
@@ -187,8 +207,9 @@ def test_two_kernels_of_one_signature_do_not_join_by_it():
 
     kineto, ncu = DEMANGLED_TWICE[1]
     respelled = ncu.replace("std::array<char *, 3>", "std::array<char*, 3u>")
-    raw = pd.DataFrame({"Kernel Name": [ncu, respelled],
-                        "gpu__time_duration.sum": [1000.0, 1000.0]})
+    raw = pd.DataFrame(
+        {"Kernel Name": [ncu, respelled], "gpu__time_duration.sum": [1000.0, 1000.0]}
+    )
     table = pd.DataFrame({"name": [kineto], "total_us": [10.0], "tensor_core": ["no"]})
     assert list(hardware_join(table, hardware_table(raw))["hw_kernel_name"]) == [None]
 
@@ -208,7 +229,8 @@ def test_bool_and_enum_template_arguments_join_on_a_real_run():
         "void engines_precompiled::nchwToNhwcKernel<float, float, float, 0, 1, 0>("
         "engines_precompiled::nchw2nhwc_params_t<T3>, const T1 *, T2 *)",
         "void engines_precompiled::nchwToNhwcKernel<float, float, float, 0, 1, 2>("
-        "engines_precompiled::nchw2nhwc_params_t<T3>, const T1 *, T2 *)"]
+        "engines_precompiled::nchw2nhwc_params_t<T3>, const T1 *, T2 *)",
+    ]
     for name, hw_name in zip(transposes["name"], transposes["hw_kernel_name"]):
         assert name.split("(cudnnKernelDataType_t)")[1][0] == hw_name.split(">(")[0][-1]
     assert (transposes["hw_match"] == "signature").all()
@@ -218,9 +240,11 @@ def test_bool_and_enum_template_arguments_join_on_a_real_run():
     # the two readings over all kernel time, recomputed from the joined table
     time = table["total_us"]
     assert a.tensor_core_kernels_share == pytest.approx(
-        time[table["tensor_core"] == "yes"].sum() / time.sum())
+        time[table["tensor_core"] == "yes"].sum() / time.sum()
+    )
     assert a.tensor_pipe_busy_share == pytest.approx(
-        (time * table["hw_tensor_pipe_pct"]).sum() / 100 / time.sum())
+        (time * table["hw_tensor_pipe_pct"]).sum() / 100 / time.sum()
+    )
 
 
 def test_signature_keeps_numeric_template_arguments_apart():
@@ -229,6 +253,7 @@ def test_signature_keeps_numeric_template_arguments_apart():
 
     kineto = DEMANGLED_TWICE[-1][0]
     assert signature_key(kineto).endswith("nchwToNhwcKernel<float,float,float,0,1,0>")
-    assert signature_key(kineto.replace("(cudnnKernelDataType_t)0", "(cudnnKernelDataType_t)2")
-                         ) != signature_key(kineto)
+    assert signature_key(
+        kineto.replace("(cudnnKernelDataType_t)0", "(cudnnKernelDataType_t)2")
+    ) != signature_key(kineto)
     assert signature_key(kineto.replace("false, true", "true, true")) != signature_key(kineto)

@@ -58,7 +58,7 @@ def test_one_real_window_against_itself_is_undecided_and_far_slower_is_called():
     assert same.design == "floor" and same.floor_source == "default"
     # one process a side, the latency's default floor (33 % CV): the 95 % interval is
     # exp(±1.96 x 0.33 x sqrt(2)), 0.40-2.5x around the ratio
-    assert same.low == pytest.approx(np.exp(-1.959964 * 0.33 * 2 ** 0.5), rel=1e-4)
+    assert same.low == pytest.approx(np.exp(-1.959964 * 0.33 * 2**0.5), rel=1e-4)
     assert compare([a], [a * 1.5]).verdict == "undecided"
     slower = compare([a], [a * 3.0])
     assert slower.verdict == "slower" and slower.low > 1.1
@@ -92,15 +92,25 @@ def test_timed_window_derives_its_figures_and_noise_from_its_raw_times():
     assert record.noise.repeat_runs.runs == 2 and window.noise.repeat_runs is None
 
 
-@pytest.mark.parametrize("cpus, pinned", [(range(2), None), ((0, 1, 2), "1-2"),
-                                          (range(16), "1-4"), ((0, 2, 4, 6, 8, 10), "2,4,6,8")])
+@pytest.mark.parametrize(
+    "cpus, pinned",
+    [(range(2), None), ((0, 1, 2), "1-2"), (range(16), "1-4"), ((0, 2, 4, 6, 8, 10), "2,4,6,8")],
+)
 def test_noise_suggests_pinning_only_to_cpus_that_exist(cpus, pinned):
     """`noise` on a 2-CPU machine suggests no `taskset -c 2-5`: only CPUs this process may run
     on, and nothing where there are too few to leave one out."""
     from profiler.analysis.floor import suggestions
 
-    tips = " ".join(suggestions({}, within_cv=0.01, between_cv=0.01, on_gpu=False,
-                                command="python profile.py", cpus=cpus))
+    tips = " ".join(
+        suggestions(
+            {},
+            within_cv=0.01,
+            between_cv=0.01,
+            on_gpu=False,
+            command="python profile.py",
+            cpus=cpus,
+        )
+    )
     if pinned is None:
         assert "taskset" not in tips
     else:

@@ -25,6 +25,9 @@ def test_kernel_summary_parses_into_the_kernel_table():
 
 def test_nvtx_summary_has_the_three_profiled_steps():
     table = nvtx_table_from_nvtx_sum((NSYS / "nsys_stats_nvtx_sum.csv").read_text())
-    assert list(table["range"]) == ["infer-profiler:step 2", "infer-profiler:step 3",
-                                    "infer-profiler:step 4"]
+    assert list(table["range"]) == [
+        "infer-profiler:step 2",
+        "infer-profiler:step 3",
+        "infer-profiler:step 4",
+    ]
     assert (table["instances"] == 1).all() and (table["total_us"] > 1000).all()

@@ -22,8 +22,13 @@ def test_reduced_precision_run_records_numerics(cli):
 
 def test_tiny_threshold_fails_the_run_and_writes_nothing(cli):
     done = cli("run", "--backend", "pytorch_bf16", *TINY, "--max-rel-error", "1e-9")
-    assert_one_line_error(done, "pytorch_bf16", "exceeds --max-rel-error 1e-09",
-                          "nothing was written", progress_before=True)
+    assert_one_line_error(
+        done,
+        "pytorch_bf16",
+        "exceeds --max-rel-error 1e-09",
+        "nothing was written",
+        progress_before=True,
+    )
     assert_nothing_written()
 
 
@@ -31,7 +36,8 @@ def test_reference_backend_has_no_comparison(cli):
     done = cli("run", *TINY, "--max-rel-error", "0", "--json")
     assert done.code == 0, done.stderr
     assert json.loads(done.stdout)["numerics"] == {
-        "skipped": "pytorch_fp32 is the FP32 eager reference itself"}
+        "skipped": "pytorch_fp32 is the FP32 eager reference itself"
+    }
 
 
 def test_compiled_fp32_backend_is_checked_too(cli):
@@ -59,14 +65,25 @@ def test_backend_artifacts_and_after_window_notes_land_in_the_run(cli, monkeypat
 
         def after_windows():
             order.append("after")
-            return {"layer_timing": {"files": ["engine_layer_times_0.json"]},
-                    "artifacts": {"engine_layer_times_0.json": "[]"}}
+            return {
+                "layer_timing": {"files": ["engine_layer_times_0.json"]},
+                "artifacts": {"engine_layer_times_0.json": "[]"},
+            }
 
         return Prepared(fn=forward, inputs=inputs, notes=notes, after_windows=after_windows)
 
-    monkeypatch.setitem(REGISTRY, "artifact_test", Backend(
-        name="artifact_test", family="pytorch", precision="fp32", description="test",
-        needs_cuda=False, prepare=prepare))
+    monkeypatch.setitem(
+        REGISTRY,
+        "artifact_test",
+        Backend(
+            name="artifact_test",
+            family="pytorch",
+            precision="fp32",
+            description="test",
+            needs_cuda=False,
+            prepare=prepare,
+        ),
+    )
     done = cli("run", "--backend", "artifact_test", *TINY, "--json")
     assert done.code == 0, done.stderr
     result = json.loads(done.stdout)

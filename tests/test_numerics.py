@@ -56,8 +56,16 @@ def test_nan_or_inf_anywhere_fails_and_is_never_a_number(where, bad):
     output, reference = (broken, good) if where == "output" else (good, broken)
     result = compare(output, reference)
     assert result["finite"] is False
-    assert all(result[k] is None for k in ("max_abs_error", "mean_abs_error", "rel_l2_error",
-                                           "cosine_similarity", "top1_agreement"))
+    assert all(
+        result[k] is None
+        for k in (
+            "max_abs_error",
+            "mean_abs_error",
+            "rel_l2_error",
+            "cosine_similarity",
+            "top1_agreement",
+        )
+    )
     # even the most generous threshold fails
     assert "NaN or Inf" in exceeds(result, 1e30)
 

@@ -10,22 +10,54 @@ from profiler.trace.occupancy import theoretical_occupancy
 
 from .conftest import V100_TRACE
 
-V100 = DeviceProperties(id=0, compute_major=7, compute_minor=0, num_sms=80,
-                        max_threads_per_sm=2048, regs_per_sm=65536, regs_per_block=65536,
-                        shared_mem_per_block=49152, shared_mem_per_block_optin=98304,
-                        shared_mem_per_sm=98304)
-A100 = DeviceProperties(id=0, compute_major=8, compute_minor=0, num_sms=108,
-                        max_threads_per_sm=2048, regs_per_sm=65536, regs_per_block=65536,
-                        shared_mem_per_block=49152, shared_mem_per_block_optin=166912,
-                        shared_mem_per_sm=167936)
-H100 = DeviceProperties(id=0, compute_major=9, compute_minor=0, num_sms=132,
-                        max_threads_per_sm=2048, regs_per_sm=65536, regs_per_block=65536,
-                        shared_mem_per_block=49152, shared_mem_per_block_optin=232448,
-                        shared_mem_per_sm=233472)
-T4 = DeviceProperties(id=0, compute_major=7, compute_minor=5, num_sms=40,
-                      max_threads_per_sm=1024, regs_per_sm=65536, regs_per_block=65536,
-                      shared_mem_per_block=49152, shared_mem_per_block_optin=65536,
-                      shared_mem_per_sm=65536)
+V100 = DeviceProperties(
+    id=0,
+    compute_major=7,
+    compute_minor=0,
+    num_sms=80,
+    max_threads_per_sm=2048,
+    regs_per_sm=65536,
+    regs_per_block=65536,
+    shared_mem_per_block=49152,
+    shared_mem_per_block_optin=98304,
+    shared_mem_per_sm=98304,
+)
+A100 = DeviceProperties(
+    id=0,
+    compute_major=8,
+    compute_minor=0,
+    num_sms=108,
+    max_threads_per_sm=2048,
+    regs_per_sm=65536,
+    regs_per_block=65536,
+    shared_mem_per_block=49152,
+    shared_mem_per_block_optin=166912,
+    shared_mem_per_sm=167936,
+)
+H100 = DeviceProperties(
+    id=0,
+    compute_major=9,
+    compute_minor=0,
+    num_sms=132,
+    max_threads_per_sm=2048,
+    regs_per_sm=65536,
+    regs_per_block=65536,
+    shared_mem_per_block=49152,
+    shared_mem_per_block_optin=232448,
+    shared_mem_per_sm=233472,
+)
+T4 = DeviceProperties(
+    id=0,
+    compute_major=7,
+    compute_minor=5,
+    num_sms=40,
+    max_threads_per_sm=1024,
+    regs_per_sm=65536,
+    regs_per_block=65536,
+    shared_mem_per_block=49152,
+    shared_mem_per_block_optin=65536,
+    shared_mem_per_sm=65536,
+)
 
 
 def test_register_limited():
@@ -80,13 +112,18 @@ def test_reproduces_kinetos_estimate_on_every_v100_launch_config():
     launch = trace.kernel_launch
     threads = launch.block_x * launch.block_y * launch.block_z
     configs = launch.assign(threads=threads).drop_duplicates(
-        ["registers_per_thread", "shared_memory", "threads", "blocks_per_sm"])
+        ["registers_per_thread", "shared_memory", "threads", "blocks_per_sm"]
+    )
     assert len(configs) > 100
     device = trace.devices[0]
     for row in configs.itertuples():
-        occ = theoretical_occupancy(row.registers_per_thread, row.shared_memory, row.threads,
-                                    device)
+        occ = theoretical_occupancy(
+            row.registers_per_thread, row.shared_memory, row.threads, device
+        )
         blocks = np.float32(row.grid_x * row.grid_y * row.grid_z) / np.float32(device.num_sms)
-        capped = np.float32(min(np.float32(occ.active_blocks_per_sm), blocks)
-                            * np.float32(row.threads) / np.float32(device.max_threads_per_sm))
+        capped = np.float32(
+            min(np.float32(occ.active_blocks_per_sm), blocks)
+            * np.float32(row.threads)
+            / np.float32(device.max_threads_per_sm)
+        )
         assert np.floor(float(capped) * 100.0 + 0.5) == row.kineto_occupancy_pct, row

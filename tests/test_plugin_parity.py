@@ -37,13 +37,13 @@ def test_overview_matches_the_tensorboard_plugin(fixture):
     (device,) = summary.overview.devices
     expected = ref["devices"][str(device.device)]
     assert device.gpu_utilization_pct == pytest.approx(expected["gpu_utilization_pct"], abs=0.1)
-    assert device.est_sm_efficiency_pct == pytest.approx(expected["est_sm_efficiency_pct"],
-                                                         abs=0.1)
+    assert device.est_sm_efficiency_pct == pytest.approx(expected["est_sm_efficiency_pct"], abs=0.1)
     if expected["est_achieved_occupancy_pct"] is None:
         assert device.est_achieved_occupancy_pct is None
     else:
         assert device.est_achieved_occupancy_pct == pytest.approx(
-            expected["est_achieved_occupancy_pct"], abs=0.1)
+            expected["est_achieved_occupancy_pct"], abs=0.1
+        )
     steps = summary.overview.steps
     assert list(steps["step_us"]) == pytest.approx(ref["step_us"])
     for role, value in summary.overview.breakdown_us.items():
@@ -71,8 +71,10 @@ def test_golden_sm_efficiency_track():
     trace = load_trace(GOLDEN_INPUT)
     kernels = trace.of_kind("kernel").join(trace.kernel_launch)
     starts, ends, values = sm_efficiency_ranges(
-        kernels["ts"].to_numpy(), (kernels["ts"] + kernels["dur"]).to_numpy(),
-        kernels["blocks_per_sm"].to_numpy())
+        kernels["ts"].to_numpy(),
+        (kernels["ts"] + kernels["dur"]).to_numpy(),
+        kernels["blocks_per_sm"].to_numpy(),
+    )
     ours = []
     for s, e, v in zip(starts, ends, values):
         ours += [(s, 10 * v), (e, 0.0)]
@@ -81,8 +83,9 @@ def test_golden_sm_efficiency_track():
 
 # ---- issue 22, point 3: the plugin's own step breakdown, reproduced ----------------------------
 
-COMPAT_REFERENCE = json.loads((PLUGIN_REFERENCE.parent /
-                               "plugin_reference_tbcompat.json").read_text())
+COMPAT_REFERENCE = json.loads(
+    (PLUGIN_REFERENCE.parent / "plugin_reference_tbcompat.json").read_text()
+)
 
 
 def _assert_plugin_breakdown(summary, ref):
@@ -117,7 +120,8 @@ def test_plugin_breakdown_of_current_traces_as_the_plugin_reads_their_tb_compat_
     moved = tool.breakdown_us["cpu_exec"] - plugin.overview.breakdown_us["cpu_exec"]
     assert moved > 1000
     assert tool.breakdown_us["other"] == pytest.approx(
-        plugin.overview.breakdown_us["other"] - moved, abs=1e-3)
+        plugin.overview.breakdown_us["other"] - moved, abs=1e-3
+    )
 
 
 def test_communication_by_operator_for_the_plugin_by_name_for_this_tool(tmp_path):
@@ -132,12 +136,22 @@ def test_communication_by_operator_for_the_plugin_by_name_for_this_tool(tmp_path
     step = next(e for e in events if e.get("name") == "ProfilerStep#6")
     index = REFERENCE[V100_TRACE.name]["step_names"].index("6")
     window = summarize(V100_TRACE).overview.steps.iloc[index]
-    inside = [k for k in kernels if window["start"] <= k["ts"] and
-              k["ts"] + k["dur"] <= window["end"] and k["dur"] > 100]
+    inside = [
+        k
+        for k in kernels
+        if window["start"] <= k["ts"] and k["ts"] + k["dur"] <= window["end"] and k["dur"] > 100
+    ]
     by_op, by_name = inside[0], inside[-1]
-    op = {"ph": "X", "cat": "Operator", "name": "nccl:all_reduce", "pid": step["pid"],
-          "tid": step["tid"], "ts": step["ts"] + 1, "dur": 5,
-          "args": {"External id": by_op["args"]["external id"]}}
+    op = {
+        "ph": "X",
+        "cat": "Operator",
+        "name": "nccl:all_reduce",
+        "pid": step["pid"],
+        "tid": step["tid"],
+        "ts": step["ts"] + 1,
+        "dur": 5,
+        "args": {"External id": by_op["args"]["external id"]},
+    }
     by_name["name"] = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"
     path = tmp_path / "comm.pt.trace.json"
     path.write_text(json.dumps(dict(raw, traceEvents=events + [op])))
@@ -160,7 +174,8 @@ def test_summarize_prints_the_breakdown_definitions_side_by_side(cli):
     data = json.loads(plugin.stdout)["overview"]
     assert data["breakdown_definitions"] == "plugin"
     assert data["breakdown_mean_us_per_step"]["cpu_exec"] == pytest.approx(
-        COMPAT_REFERENCE[1]["avg_step_breakdown_us"]["cpu_exec"], abs=1e-3)
+        COMPAT_REFERENCE[1]["avg_step_breakdown_us"]["cpu_exec"], abs=1e-3
+    )
     bad = cli("summarize", str(trace), "--breakdown", "hta")
     assert bad.code == 2 and "unknown breakdown definitions 'hta'" in bad.stderr
 
@@ -168,6 +183,7 @@ def test_summarize_prints_the_breakdown_definitions_side_by_side(cli):
 # ---- the plugin's definitions where a trace is not like its samples --------------------------
 # Committed traces edited in one way each; the expected figures follow from the plugin's code
 # (torch-tb-profiler 0.4.3: trace.create_trace_event, event_parser.StepParser), as each test says.
+
 
 def _edited(tmp_path, raw, events, name):
     path = tmp_path / f"{name}.pt.trace.json"
@@ -182,20 +198,26 @@ def _load(path):
         return json.load(f)
 
 
-H200_EAGER_NCU = next((V100_TRACE.parent.parent / "h200_ncu" / "tb_logs" / "pytorch_fp16_bs8")
-                      .glob("*.pt.trace.json.gz"))
+H200_EAGER_NCU = next(
+    (V100_TRACE.parent.parent / "h200_ncu" / "tb_logs" / "pytorch_fp16_bs8").glob(
+        "*.pt.trace.json.gz"
+    )
+)
 
 
-def test_a_dataloader_span_recorded_as_user_annotation_is_no_data_loading_for_the_plugin(
-        tmp_path):
+def test_a_dataloader_span_recorded_as_user_annotation_is_no_data_loading_for_the_plugin(tmp_path):
     """Current torch records ``enumerate(DataLoader)#...__next__`` as a user_annotation; 0.4.3's
     create_trace_event returns None for a user_annotation that is neither a step nor an
     nccl/gloo operator, so the span never reaches the breakdown. The V100 sample's six loader
     spans (category Operator there) recategorized: the plugin's data loading reads 0, the steps
     keep their length, and this tool still counts the spans as data loading."""
     raw = _load(V100_TRACE)
-    events = [dict(e, cat="user_annotation") if str(e.get("name", "")).startswith(
-        "enumerate(DataLoader)#") else e for e in raw["traceEvents"]]
+    events = [
+        dict(e, cat="user_annotation")
+        if str(e.get("name", "")).startswith("enumerate(DataLoader)#")
+        else e
+        for e in raw["traceEvents"]
+    ]
     assert sum(e["cat"] == "user_annotation" for e in events if "cat" in e) == 6
     path = _edited(tmp_path, raw, events, "loader")
     ref = REFERENCE[V100_TRACE.name]
@@ -207,11 +229,20 @@ def test_a_dataloader_span_recorded_as_user_annotation_is_no_data_loading_for_th
     assert any(n.startswith("6 DataLoader span(s) recorded as user_annotation") for n in notes)
     tool = summarize(path).overview.steps
     assert list(tool["dataloader"]) == pytest.approx(
-        [s["dataloader"] for s in ref["step_breakdown_us"]])
+        [s["dataloader"] for s in ref["step_breakdown_us"]]
+    )
 
 
-ROLES = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec",
-         "other")
+ROLES = (
+    "kernel",
+    "memcpy",
+    "memset",
+    "communication",
+    "runtime",
+    "dataloader",
+    "cpu_exec",
+    "other",
+)
 
 
 def test_a_stepless_trace_is_one_step_over_the_cpu_ops_for_the_plugin(tmp_path):
@@ -219,8 +250,9 @@ def test_a_stepless_trace_is_one_step_over_the_cpu_ops_for_the_plugin(tmp_path):
     _parse_step takes from cpu_op (and old 'Python') events only; this tool's one step also
     covers user_annotation spans (here each step's ``inference_step`` span)."""
     raw = _load(H200_EAGER_NCU)
-    events = [e for e in raw["traceEvents"]
-              if not str(e.get("name", "")).startswith("ProfilerStep#")]
+    events = [
+        e for e in raw["traceEvents"] if not str(e.get("name", "")).startswith("ProfilerStep#")
+    ]
     path = _edited(tmp_path, raw, events, "stepless")
 
     def span(cats):
@@ -231,7 +263,8 @@ def test_a_stepless_trace_is_one_step_over_the_cpu_ops_for_the_plugin(tmp_path):
     assert (plugin.cpu_start, plugin.cpu_end) == pytest.approx(span({"cpu_op"}), abs=1e-3)
     (tool,) = summarize(path).overview.steps.itertuples()
     assert (tool.cpu_start, tool.cpu_end) == pytest.approx(
-        span({"cpu_op", "user_annotation", "python_function"}), abs=1e-3)
+        span({"cpu_op", "user_annotation", "python_function"}), abs=1e-3
+    )
     assert tool.cpu_start < plugin.cpu_start
 
 
@@ -243,13 +276,18 @@ def test_step_zero_starts_after_gpu_work_no_step_launched(tmp_path):
     still running the cut step's kernels, so the new step 0 keeps the length the plugin gave
     ProfilerStep#6 in the whole trace."""
     raw = _load(V100_TRACE)
-    steps = sorted((e for e in raw["traceEvents"]
-                    if str(e.get("name", "")).startswith("ProfilerStep#")), key=lambda e: e["ts"])
+    steps = sorted(
+        (e for e in raw["traceEvents"] if str(e.get("name", "")).startswith("ProfilerStep#")),
+        key=lambda e: e["ts"],
+    )
     first, second = steps[0], steps[1]
 
     def launched_in(step, e):
-        return (e.get("cat") == "Runtime" and step["ts"] <= e["ts"]
-                and e["ts"] + e["dur"] <= step["ts"] + step["dur"])
+        return (
+            e.get("cat") == "Runtime"
+            and step["ts"] <= e["ts"]
+            and e["ts"] + e["dur"] <= step["ts"] + step["dur"]
+        )
 
     events = [e for e in raw["traceEvents"] if e is not first and not launched_in(first, e)]
     path = _edited(tmp_path, raw, events, "sampled")
@@ -257,8 +295,11 @@ def test_step_zero_starts_after_gpu_work_no_step_launched(tmp_path):
     launched = {e["args"]["correlation"] for e in events if launched_in(second, e)}
     gpu = [e for e in events if e.get("cat") in ("Kernel", "Memcpy", "Memset")]
     first_gpu = min(e["ts"] for e in gpu if e["args"].get("correlation") in launched)
-    earlier = max(e["ts"] + e["dur"] for e in gpu if e["ts"] + e["dur"] < first_gpu
-                  and e["args"].get("correlation") not in launched)
+    earlier = max(
+        e["ts"] + e["dur"]
+        for e in gpu
+        if e["ts"] + e["dur"] < first_gpu and e["args"].get("correlation") not in launched
+    )
     assert earlier > second["ts"]  # the GPU was still busy with the cut step's kernels
     ref = REFERENCE[V100_TRACE.name]
     for definitions in ("plugin", "tool"):

@@ -56,8 +56,9 @@ def own(*latencies_ms: float, **fields) -> ConfigSamples:
 def test_rounds_interleave_and_rotate_the_leader():
     fake = FakeRounds(steady({"A": 1.0, "B": 2.0}))
     have = {"A": own(1.0), "B": own(2.0)}
-    got = rounds.sample({"A": {}, "B": {}}, have, 5, say=lambda _: None, round_runner=fake,
-                        gpus=["3"])
+    got = rounds.sample(
+        {"A": {}, "B": {}}, have, 5, say=lambda _: None, round_runner=fake, gpus=["3"]
+    )
     # five rounds: the run's own window pairs with no other cell's, so it counts for none
     assert got.rounds == 5 and len(fake.asked) == 5
     assert all(sorted(order) == ["A", "B"] for order in fake.asked)  # both in every round
@@ -76,9 +77,11 @@ def test_rounds_interleave_and_rotate_the_leader():
 def test_rounds_take_only_what_each_cell_lacks():
     fake = FakeRounds(steady({"A": 1.0, "B": 2.0}))
     # A has three windows of earlier rounds (a resumed sweep), B only its own run's
-    have = {"A": own(1.0) + ConfigSamples(tuple(ProcessWindow((1.0,), round=f"old-{i}")
-                                                for i in range(3))),
-            "B": own(2.0) + ConfigSamples((ProcessWindow((2.0,), round="old-0"),))}
+    have = {
+        "A": own(1.0)
+        + ConfigSamples(tuple(ProcessWindow((1.0,), round=f"old-{i}") for i in range(3))),
+        "B": own(2.0) + ConfigSamples((ProcessWindow((2.0,), round="old-0"),)),
+    }
     got = rounds.sample({"A": {}, "B": {}}, have, 3, say=lambda _: None, round_runner=fake)
     assert fake.asked == [["B"], ["B"]]
     assert got.windows["A"] == [] and len(got.windows["B"]) == 2
@@ -99,8 +102,14 @@ def test_a_failing_cell_leaves_the_rounds_and_the_others_go_on():
 
 def test_each_round_is_recorded_as_it_comes():
     seen = []
-    rounds.sample({"A": {}}, {}, 3, say=lambda _: None, round_runner=FakeRounds(
-        steady({"A": 1.0})), on_round=lambda s: seen.append(len(s.windows["A"])))
+    rounds.sample(
+        {"A": {}},
+        {},
+        3,
+        say=lambda _: None,
+        round_runner=FakeRounds(steady({"A": 1.0})),
+        on_round=lambda s: seen.append(len(s.windows["A"])),
+    )
     assert seen == [1, 2, 3]
 
 
@@ -122,9 +131,12 @@ class Timed:
         out = {}
         for key, _ in cells:
             gpu, latency = self.medians(key, n)
-            out[key] = {"latencies_ms": [latency * f for f in (0.99, 1.0, 1.01)],
-                        "gpu_ms": [gpu * f for f in (0.995, 1.0, 1.005)],
-                        "enqueue_ms": [0.1, 0.1, 0.1], "device": "x"}
+            out[key] = {
+                "latencies_ms": [latency * f for f in (0.99, 1.0, 1.01)],
+                "gpu_ms": [gpu * f for f in (0.995, 1.0, 1.005)],
+                "enqueue_ms": [0.1, 0.1, 0.1],
+                "device": "x",
+            }
         return out
 
 
@@ -142,8 +154,16 @@ def test_target_noise_is_two_stage_a_pilot_then_fresh_rounds_it_counted():
 
     fake = Timed(wide_and_tight)
     lines = []
-    got = rounds.sample({"tight": {}, "wide": {}}, {}, 5, target_noise=0.01, budget_s=1000,
-                        say=lines.append, round_runner=fake, clock=fake.clock)
+    got = rounds.sample(
+        {"tight": {}, "wide": {}},
+        {},
+        5,
+        target_noise=0.01,
+        budget_s=1000,
+        say=lines.append,
+        round_runner=fake,
+        clock=fake.clock,
+    )
     assert got.pilot_rounds == 5  # --processes 5: five pilot rounds
     needed = processes_needed([10.0 * (1 + e) for e in WIDE], 0.01).processes
     assert needed == 13  # the pilot's CV of the noisier cell sets the count
@@ -164,8 +184,16 @@ def test_target_noise_is_two_stage_a_pilot_then_fresh_rounds_it_counted():
 def test_target_noise_fresh_rounds_are_capped_by_the_budget():
     fake = Timed(wide_and_tight, round_s=10.0)  # the pilot's 5 rounds take 50 s of 100
     lines = []
-    got = rounds.sample({"tight": {}, "wide": {}}, {}, 5, target_noise=0.01, budget_s=100,
-                        say=lines.append, round_runner=fake, clock=fake.clock)
+    got = rounds.sample(
+        {"tight": {}, "wide": {}},
+        {},
+        5,
+        target_noise=0.01,
+        budget_s=100,
+        say=lines.append,
+        round_runner=fake,
+        clock=fake.clock,
+    )
     assert got.pilot_rounds == 5 and got.rounds == 10  # 50 s left at 10 s a round: 5 more
     assert sum(not w.pilot for w in got.windows["wide"]) == 5
     assert got.stops["wide"].reason == "time budget spent"  # 13 needed, 5 afforded
@@ -174,8 +202,16 @@ def test_target_noise_fresh_rounds_are_capped_by_the_budget():
 
 def test_target_noise_with_no_time_left_takes_no_fresh_rounds():
     fake = Timed(wide_and_tight, round_s=30.0)  # the pilot spent 150 s of 100
-    got = rounds.sample({"wide": {}}, {}, 5, target_noise=0.01, budget_s=100,
-                        say=lambda _: None, round_runner=fake, clock=fake.clock)
+    got = rounds.sample(
+        {"wide": {}},
+        {},
+        5,
+        target_noise=0.01,
+        budget_s=100,
+        say=lambda _: None,
+        round_runner=fake,
+        clock=fake.clock,
+    )
     assert got.rounds == got.pilot_rounds == 5
     assert got.stops["wide"].reason == "time budget spent"
     # nothing fresh: the verdict falls back to the pilot's windows rather than to none
@@ -189,8 +225,16 @@ def test_target_noise_pilot_has_a_spread_even_with_one_process_asked():
 
     fake = Timed(wide_and_tight)
     have = {"wide": own(12.0, gpu_ms=(10.0,))}
-    got = rounds.sample({"wide": {}}, have, 1, target_noise=0.01, budget_s=1000,
-                        say=lambda _: None, round_runner=fake, clock=fake.clock)
+    got = rounds.sample(
+        {"wide": {}},
+        have,
+        1,
+        target_noise=0.01,
+        budget_s=1000,
+        say=lambda _: None,
+        round_runner=fake,
+        clock=fake.clock,
+    )
     assert got.pilot_rounds == MIN_SAMPLES  # the run's own window pairs with none
     assert sum(not w.pilot for w in got.windows["wide"]) >= 2
     assert got.stops["wide"].samples >= 2
@@ -208,8 +252,16 @@ def test_verdicts_leave_the_pilot_windows_out():
 
     fake = Timed(medians)
     have = {"A": own(12.0, gpu_ms=(10.0,)), "B": own(18.0, gpu_ms=(15.0,))}
-    got = rounds.sample({"A": {}, "B": {}}, have, 5, target_noise=0.05, budget_s=1000,
-                        say=lambda _: None, round_runner=fake, clock=fake.clock)
+    got = rounds.sample(
+        {"A": {}, "B": {}},
+        have,
+        5,
+        target_noise=0.05,
+        budget_s=1000,
+        say=lambda _: None,
+        round_runner=fake,
+        clock=fake.clock,
+    )
     fresh = got.rounds - got.pilot_rounds
     assert got.pilot_rounds == 5 and fresh >= 5
     a, b = got.merged("A", have["A"]), got.merged("B", have["B"])
@@ -223,20 +275,22 @@ def test_verdicts_leave_the_pilot_windows_out():
     assert both.latency.design == design_for(LATENCY, fresh, fresh, fresh)
     assert both.latency.pairs == (fresh if both.latency.design == PAIRED else None)
     # with the pilot windows in, B would read slower
-    everything = judge(ConfigSamples(tuple(msgspec.structs.replace(w, pilot=False)
-                                           for w in a.windows)),
-                       ConfigSamples(tuple(msgspec.structs.replace(w, pilot=False)
-                                           for w in b.windows)))
+    everything = judge(
+        ConfigSamples(tuple(msgspec.structs.replace(w, pilot=False) for w in a.windows)),
+        ConfigSamples(tuple(msgspec.structs.replace(w, pilot=False) for w in b.windows)),
+    )
     assert everything.gpu_time.verdict != "same"
 
 
 def test_processes_csv_round_trip(tmp_path):
-    samples = ConfigSamples((
-        ProcessWindow((1.0, 1.5, 2.0), (0.8, 0.9, 0.85), (0.3, 0.31, 0.29), "0"),
-        ProcessWindow((3.25,), (2.5,), (), "1", "ab12cd34-1"),
-        ProcessWindow((4.0, 5.0), (3.0,), (0.5, 0.6), None, "ab12cd34-2", pilot=True),
-        ProcessWindow((0.1 + 0.2, 1e-3)),  # floats that need every digit
-    ))
+    samples = ConfigSamples(
+        (
+            ProcessWindow((1.0, 1.5, 2.0), (0.8, 0.9, 0.85), (0.3, 0.31, 0.29), "0"),
+            ProcessWindow((3.25,), (2.5,), (), "1", "ab12cd34-1"),
+            ProcessWindow((4.0, 5.0), (3.0,), (0.5, 0.6), None, "ab12cd34-2", pilot=True),
+            ProcessWindow((0.1 + 0.2, 1e-3)),  # floats that need every digit
+        )
+    )
     path = tmp_path / "processes.csv"
     path.write_text(processes_text(samples))
     assert read_samples(path) == samples
@@ -257,10 +311,13 @@ def test_processes_csv_round_trip(tmp_path):
         read_samples(tmp_path / "negative.csv")
 
 
-@pytest.mark.parametrize("text, gpus", [
-    ("process,iteration,latency_ms\n0,0,1.0\n0,1,2.0\n1,0,3.0\n", [None, None]),
-    ("process,iteration,latency_ms,gpu\n0,0,1.0,0\n0,1,2.0,0\n1,0,3.0,1\n", ["0", "1"]),
-])
+@pytest.mark.parametrize(
+    "text, gpus",
+    [
+        ("process,iteration,latency_ms\n0,0,1.0\n0,1,2.0\n1,0,3.0\n", [None, None]),
+        ("process,iteration,latency_ms,gpu\n0,0,1.0,0\n0,1,2.0,0\n1,0,3.0,1\n", ["0", "1"]),
+    ],
+)
 def test_processes_csv_of_earlier_versions_reads_as_latency_only(tmp_path, text, gpus):
     path = tmp_path / "processes.csv"
     path.write_text(text)
@@ -278,8 +335,9 @@ def test_latency_csv_with_and_without_the_gpu_time_columns(tmp_path):
     assert read_own_window(old) == ProcessWindow((1.5, 2.5))
     assert read_own_window(old, "2") == ProcessWindow((1.5, 2.5), gpu="2")
     new = tmp_path / "new.csv"
-    new.write_text("iteration,latency_ms,gpu_ms,enqueue_ms\n0,1.5,1.0,0.2\n1,2.5,1.1,0.3\n"
-                   "2,2.0,,0.25\n")
+    new.write_text(
+        "iteration,latency_ms,gpu_ms,enqueue_ms\n0,1.5,1.0,0.2\n1,2.5,1.1,0.3\n2,2.0,,0.25\n"
+    )
     window = read_own_window(new)
     assert window.latency_ms == (1.5, 2.5, 2.0) and window.gpu_ms == (1.0, 1.1)
     assert window.enqueue_ms == (0.2, 0.3, 0.25) and window.round is None
@@ -287,10 +345,16 @@ def test_latency_csv_with_and_without_the_gpu_time_columns(tmp_path):
 
 
 def test_a_timing_childs_record_becomes_a_typed_window():
-    record = {"key": "A", "latencies_ms": [2.0, 1.0], "gpu_ms": [0.5], "enqueue_ms": None,
-              "device": "x"}
+    record = {
+        "key": "A",
+        "latencies_ms": [2.0, 1.0],
+        "gpu_ms": [0.5],
+        "enqueue_ms": None,
+        "device": "x",
+    }
     assert window_of(record, "t-1", "0", pilot=True) == ProcessWindow(
-        (2.0, 1.0), (0.5,), (), "0", "t-1", True)
+        (2.0, 1.0), (0.5,), (), "0", "t-1", True
+    )
     assert window_of({"latencies_ms": [1.0]}) == ProcessWindow((1.0,))
 
 
@@ -301,10 +365,18 @@ def test_record_processes_writes_the_file_and_result_json(tmp_path):
     mine = config_samples(result, run / "result.json")
     assert len(mine) == 1  # latency.csv alone: one process
     first = mine.windows[0]
-    more = ConfigSamples(tuple(
-        ProcessWindow(tuple(v * f for v in first.latency_ms),
-                      tuple(v * f * 0.8 for v in first.latency_ms), (0.1,) * 3, "0", f"r-{i}")
-        for i, f in enumerate((1.01, 0.99))))
+    more = ConfigSamples(
+        tuple(
+            ProcessWindow(
+                tuple(v * f for v in first.latency_ms),
+                tuple(v * f * 0.8 for v in first.latency_ms),
+                (0.1,) * 3,
+                "0",
+                f"r-{i}",
+            )
+            for i, f in enumerate((1.01, 0.99))
+        )
+    )
     record_processes(run, mine + more, "interleaved test")
     again = read_result(run / "result.json")
     spread = again.timing.noise.repeat_runs
@@ -322,8 +394,10 @@ def _sweep_with_processes(tmp_path, factors_a, factors_b, cell="ttrt_fp16_bs8"):
     window (ttrt_fp16 bs 1, CV 3.8 %) scaled by a factor."""
     sweep = tmp_path / "gpu_sweep"
     shutil.copytree(H100_SWEEP, sweep)
-    base = config_samples(read_result(sweep / "ttrt_fp16_bs1" / "result.json"),
-                          sweep / "ttrt_fp16_bs1" / "result.json").windows[0]
+    base = config_samples(
+        read_result(sweep / "ttrt_fp16_bs1" / "result.json"),
+        sweep / "ttrt_fp16_bs1" / "result.json",
+    ).windows[0]
     for name, factors in (("pytorch_fp16_bs8", factors_a), (cell, factors_b)):
         record_processes(sweep / name, scaled(base, factors), "test")
     return SweepAnalysis(sweep).benchmark.set_index(["backend", "bs"])
@@ -331,13 +405,17 @@ def _sweep_with_processes(tmp_path, factors_a, factors_b, cell="ttrt_fp16_bs8"):
 
 def scaled(base: ProcessWindow, factors, gpu: str | None = None) -> ConfigSamples:
     """One process per factor: the window's latencies times it."""
-    return ConfigSamples(tuple(ProcessWindow(tuple(v * f for v in base.latency_ms), gpu=gpu)
-                               for f in factors))
+    return ConfigSamples(
+        tuple(ProcessWindow(tuple(v * f for v in base.latency_ms), gpu=gpu) for f in factors)
+    )
 
 
 def test_sweep_table_verdicts_follow_the_processes(tmp_path):
-    table = _sweep_with_processes(tmp_path, [1.0, 1.004, 0.996, 1.002, 0.998, 1.001, 1.0, 0.999],
-                                  [1.0, 0.997, 1.003, 1.001, 1.002, 0.999, 1.0, 0.998])
+    table = _sweep_with_processes(
+        tmp_path,
+        [1.0, 1.004, 0.996, 1.002, 0.998, 1.001, 1.0, 0.999],
+        [1.0, 0.997, 1.003, 1.001, 1.002, 0.999, 1.0, 0.998],
+    )
     row = table.loc[("ttrt_fp16", 8)]
     assert row["verdict"] == "same" and row["processes"] == 8
     assert row["speedup_low"] <= row["speedup"] <= row["speedup_high"]
@@ -351,20 +429,26 @@ def test_sweep_table_verdicts_follow_the_processes(tmp_path):
 
 
 def test_sweep_table_calls_a_ten_percent_shift_slower(tmp_path):
-    table = _sweep_with_processes(tmp_path, [1.0, 1.01, 0.99, 1.0, 1.005],
-                                  [1.10, 1.11, 1.09, 1.10, 1.105])
+    table = _sweep_with_processes(
+        tmp_path, [1.0, 1.01, 0.99, 1.0, 1.005], [1.10, 1.11, 1.09, 1.10, 1.105]
+    )
     row = table.loc[("ttrt_fp16", 8)]
     assert row["verdict"] == "slower" and row["speedup_high"] < 1
     assert row["speedup"] == pytest.approx(1 / 1.10, rel=0.01)
 
 
-@pytest.mark.parametrize("args, fragment", [
-    (["--processes", "0"], "--processes must be 1 or more"),
-    (["--target-noise", "0"], "--target-noise is a percentage between 0 and 100"),
-    (["--budget", "30"], "--budget limits --target-noise"),
-    (["--processes", "2", "--workload", "generate", "--model", "transformer"],
-     "do not apply to --workload generate"),
-])
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["--processes", "0"], "--processes must be 1 or more"),
+        (["--target-noise", "0"], "--target-noise is a percentage between 0 and 100"),
+        (["--budget", "30"], "--budget limits --target-noise"),
+        (
+            ["--processes", "2", "--workload", "generate", "--model", "transformer"],
+            "do not apply to --workload generate",
+        ),
+    ],
+)
 def test_sampling_options_fail_in_one_line(cli, args, fragment):
     done = cli("sweep", "--backends", "pytorch_fp32", "--bs", "1", *args)
     assert done.code == 2, done.stdout
@@ -380,8 +464,16 @@ def test_noise_measures_keeps_and_feeds_the_verdict(cli, tmp_path):
     from profiler.analysis.headline import compare_timed
     from profiler.runs.noise_floor import read_floor
 
-    done = cli("noise", "--processes", "2", "--model", "tests.tiny_models:conv_net",
-               "--iters", "5", "--json")
+    done = cli(
+        "noise",
+        "--processes",
+        "2",
+        "--model",
+        "tests.tiny_models:conv_net",
+        "--iters",
+        "5",
+        "--json",
+    )
     assert done.code == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["$schema"] == "infer-profiler/noise/1"
@@ -390,8 +482,9 @@ def test_noise_measures_keeps_and_feeds_the_verdict(cli, tmp_path):
     assert floor["between_process_cv"] >= 0 and floor["within_window_cv"] >= 0
     assert floor["smallest_resolvable_one_process"] >= 0
     # CPU pinning is suggested only with CPUs to spare (the first left to the system)
-    assert any("taskset" in tip for tip in floor["suggestions"]) == \
-        (len(os.sched_getaffinity(0)) >= 3)
+    assert any("taskset" in tip for tip in floor["suggestions"]) == (
+        len(os.sched_getaffinity(0)) >= 3
+    )
     assert not any("cuda-graphs" in tip for tip in floor["suggestions"])  # no GPU here
     assert data["gpu_state"]["before"].startswith("GPU state: not recorded")
     kept = read_floor("cpu")
@@ -401,8 +494,9 @@ def test_noise_measures_keeps_and_feeds_the_verdict(cli, tmp_path):
     run = H100_SWEEP / "ttrt_fp16_bs8"
     result = read_result(run / "result.json")
     cpu_result = msgspec_replace_device(result)
-    verdict = compare_timed(cpu_result, cpu_result, run / "result.json",
-                            run / "result.json").verdict
+    verdict = compare_timed(
+        cpu_result, cpu_result, run / "result.json", run / "result.json"
+    ).verdict
     assert verdict.floor_source == "given"
     assert verdict.noise_floor == pytest.approx(kept.between_process_cv)
 
@@ -417,27 +511,40 @@ def msgspec_replace_device(result):
 def test_floor_figures_and_suggestions():
     from profiler.analysis.floor import floor_of, suggestions
 
-    windows = [ProcessWindow((m, m + 0.2, m - 0.2) * 10, (0.9 * g,) * 5)
-               for m, g in ((10.0, 10.0), (11.0, 10.1), (10.5, 9.9))]
+    windows = [
+        ProcessWindow((m, m + 0.2, m - 0.2) * 10, (0.9 * g,) * 5)
+        for m, g in ((10.0, 10.0), (11.0, 10.1), (10.5, 9.9))
+    ]
     figures = floor_of(windows, processes_per_side=3)
     assert figures["p50_ms"] == [10.0, 11.0, 10.5]
     assert figures["between_process_cv"] == pytest.approx(np.std([10, 11, 10.5], ddof=1) / 10.5)
     assert figures["gpu_time_between_process_cv"] == pytest.approx(0.01)
     # one process a side: the half-width of the floor design's normal interval
     assert figures["smallest_resolvable_one_process"] == pytest.approx(
-        np.exp(1.959964 * figures["between_process_cv"] * 2 ** 0.5) - 1)
+        np.exp(1.959964 * figures["between_process_cv"] * 2**0.5) - 1
+    )
     # GPU time missing in a window: no GPU-time spread
     latency_only = [*windows[:2], ProcessWindow(windows[2].latency_ms)]
     assert floor_of(latency_only)["gpu_time_between_process_cv"] is None
     # t(0.975, 4) * CV * sqrt(2 / 3): Welch's interval with equal spreads, 3 processes a side
     assert figures["smallest_resolvable"] == pytest.approx(
-        2.776 * figures["between_process_cv"] * (2 / 3) ** 0.5)
+        2.776 * figures["between_process_cv"] * (2 / 3) ** 0.5
+    )
     with pytest.raises(ValueError):
         floor_of(windows[:1])
-    tips = suggestions({"persistence_mode": "off", "max_sm_clock_mhz": "1980",
-                        "sm_clock_target_mhz": "1755", "cpu_governor": "powersave"},
-                       within_cv=0.2, between_cv=0.05, on_gpu=True, command="python profile.py",
-                       cpus=range(8))
+    tips = suggestions(
+        {
+            "persistence_mode": "off",
+            "max_sm_clock_mhz": "1980",
+            "sm_clock_target_mhz": "1755",
+            "cpu_governor": "powersave",
+        },
+        within_cv=0.2,
+        between_cv=0.05,
+        on_gpu=True,
+        command="python profile.py",
+        cpus=range(8),
+    )
     text = " ".join(tips)
     assert "nvidia-smi -pm 1" in text and "-lgc 1980,1980" in text and "--cuda-graphs" in text
     assert "performance" in text and "taskset" in text
@@ -446,9 +553,25 @@ def test_floor_figures_and_suggestions():
 def test_run_target_noise_samples_iterations_then_processes(cli):
     """`run --target-noise` on the CPU: an unreachable ±0.01 % within a short budget stops on
     the budget, with at least 3 processes, every window in processes.csv, and says so."""
-    done = cli("run", "--backend", "pytorch_fp32", "--bs", "1", "--model",
-               "tests.tiny_models:conv_net", "--iters", "10", "--timed-warmup", "1",
-               "--active", "1", "--target-noise", "0.01", "--budget", "2")
+    done = cli(
+        "run",
+        "--backend",
+        "pytorch_fp32",
+        "--bs",
+        "1",
+        "--model",
+        "tests.tiny_models:conv_net",
+        "--iters",
+        "10",
+        "--timed-warmup",
+        "1",
+        "--active",
+        "1",
+        "--target-noise",
+        "0.01",
+        "--budget",
+        "2",
+    )
     assert done.code == 0, done.stderr
     run = Path("runs/pytorch_fp32_bs1_conv_net")
     result = read_result(run / "result.json")
@@ -462,10 +585,13 @@ def test_run_target_noise_samples_iterations_then_processes(cli):
     assert "--target-noise ±0.01 %: not reached (time budget spent" in done.stdout
 
 
-@pytest.mark.parametrize("args, fragment", [
-    (["--target-noise", "100"], "--target-noise is a percentage between 0 and 100"),
-    (["--budget", "5"], "--budget limits --target-noise"),
-])
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["--target-noise", "100"], "--target-noise is a percentage between 0 and 100"),
+        (["--budget", "5"], "--budget limits --target-noise"),
+    ],
+)
 def test_run_target_noise_options_fail_in_one_line(cli, args, fragment):
     done = cli("run", "--backend", "pytorch_fp32", "--bs", "1", *args)
     assert done.code == 2
@@ -484,9 +610,13 @@ def test_compare_shows_gpu_compute_and_enqueue_beside_latency(cli, tmp_path):
     for name, gpu, enqueue in (("ttrt_fp16_bs1", 1.50, 0.40), ("ttrt_fp16_bs8", 1.20, 0.05)):
         run = tmp_path / "runs" / "gpu_sweep" / name
         data = _json.loads((run / "result.json").read_text())
-        data["timing"]["gpu_compute"] = {"gpu_p50_ms": gpu, "gpu_p90_ms": gpu,
-                                         "enqueue_p50_ms": enqueue, "enqueue_p90_ms": enqueue,
-                                         "iterations": 30}
+        data["timing"]["gpu_compute"] = {
+            "gpu_p50_ms": gpu,
+            "gpu_p90_ms": gpu,
+            "enqueue_p50_ms": enqueue,
+            "enqueue_p90_ms": enqueue,
+            "iterations": 30,
+        }
         (run / "result.json").write_text(_json.dumps(data))
         runs.append(f"gpu_sweep/{name}")
     done = cli("compare", *runs, "--top", "1")
@@ -503,8 +633,11 @@ def test_compare_shows_gpu_compute_and_enqueue_beside_latency(cli, tmp_path):
 
 def test_processes_csv_keeps_the_gpu_of_each_window(tmp_path):
     path = tmp_path / "processes.csv"
-    path.write_text(processes_text(ConfigSamples((ProcessWindow((1.0, 2.0), gpu="0"),
-                                                  ProcessWindow((3.0,), gpu="1")))))
+    path.write_text(
+        processes_text(
+            ConfigSamples((ProcessWindow((1.0, 2.0), gpu="0"), ProcessWindow((3.0,), gpu="1")))
+        )
+    )
     samples = read_samples(path)
     assert samples.gpus() == ["0", "1"]
     assert [w.latency_ms for w in samples.windows] == [(1.0, 2.0), (3.0,)]
@@ -522,13 +655,17 @@ def test_a_verdict_compares_windows_on_the_gpus_both_cells_share(tmp_path):
 
     sweep = tmp_path / "gpu_sweep"
     shutil.copytree(H100_SWEEP, sweep)
-    base = config_samples(read_result(sweep / "ttrt_fp16_bs1" / "result.json"),
-                          sweep / "ttrt_fp16_bs1" / "result.json").windows[0]
+    base = config_samples(
+        read_result(sweep / "ttrt_fp16_bs1" / "result.json"),
+        sweep / "ttrt_fp16_bs1" / "result.json",
+    ).windows[0]
     factors = [1.0, 1.002, 0.998, 1.001, 0.999, 1.0]
     record_processes(sweep / "pytorch_fp16_bs8", scaled(base, factors, "0"), "test")
-    record_processes(sweep / "ttrt_fp16_bs8",
-                     scaled(base, factors, "0") + scaled(base, [f * 1.10 for f in factors], "1"),
-                     "test")
+    record_processes(
+        sweep / "ttrt_fp16_bs8",
+        scaled(base, factors, "0") + scaled(base, [f * 1.10 for f in factors], "1"),
+        "test",
+    )
     table = SweepAnalysis(sweep).benchmark.set_index(["backend", "bs"])
     row = table.loc[("ttrt_fp16", 8)]
     assert row["gpus"] == "0;1" and row["processes"] == 12
@@ -568,12 +705,18 @@ def test_sweep_rounds_spread_over_the_gpus_one_batch_size_a_process(tmp_path, mo
     manifest = sweep_plan.read_manifest(sweep)
     for name, cell in manifest.cells.items():
         cell.gpu = "1" if name.endswith("bs8") else "0"
-    p = sweep_plan.SweepPlan(name="gpu_sweep", backends=["pytorch_fp16", "ttrt_fp16"],
-                             batch_sizes=[1, 8], baseline="pytorch_fp16",
-                             options=manifest.options, runs_dir=tmp_path, tb_dir=tmp_path / "tb",
-                             cells=[(b, n, {}) for b in ("pytorch_fp16", "ttrt_fp16")
-                                    for n in (1, 8)],
-                             gpus=["0", "1"], processes=3)
+    p = sweep_plan.SweepPlan(
+        name="gpu_sweep",
+        backends=["pytorch_fp16", "ttrt_fp16"],
+        batch_sizes=[1, 8],
+        baseline="pytorch_fp16",
+        options=manifest.options,
+        runs_dir=tmp_path,
+        tb_dir=tmp_path / "tb",
+        cells=[(b, n, {}) for b in ("pytorch_fp16", "ttrt_fp16") for n in (1, 8)],
+        gpus=["0", "1"],
+        processes=3,
+    )
     monkeypatch.setattr(rounds, "window_config", lambda config, iters, warmup: config)
     before = os.environ.get("CUDA_VISIBLE_DEVICES")
     sweep_plan.sample_cells(p, manifest, say=lambda _: None)
@@ -581,17 +724,25 @@ def test_sweep_rounds_spread_over_the_gpus_one_batch_size_a_process(tmp_path, mo
     # three rounds over two GPUs: two whole rounds at once, then the third split in two
     # processes, one per batch size (the cells a verdict compares share a process)
     assert len(seen) == 4 and {gpu for gpu, _ in seen} == {"0", "1"}
-    assert [cells for _, cells in seen[:2]] == [sorted([
-        "pytorch_fp16_bs1", "pytorch_fp16_bs8", "ttrt_fp16_bs1", "ttrt_fp16_bs8"])] * 2
-    assert sorted(cells for _, cells in seen[2:]) == \
-        [["pytorch_fp16_bs1", "ttrt_fp16_bs1"], ["pytorch_fp16_bs8", "ttrt_fp16_bs8"]]
+    assert [cells for _, cells in seen[:2]] == [
+        sorted(["pytorch_fp16_bs1", "pytorch_fp16_bs8", "ttrt_fp16_bs1", "ttrt_fp16_bs8"])
+    ] * 2
+    assert sorted(cells for _, cells in seen[2:]) == [
+        ["pytorch_fp16_bs1", "ttrt_fp16_bs1"],
+        ["pytorch_fp16_bs8", "ttrt_fp16_bs8"],
+    ]
     bs8 = read_samples(sweep / "ttrt_fp16_bs8" / "processes.csv")
     base8 = read_samples(sweep / "pytorch_fp16_bs8" / "processes.csv")
     assert bs8.gpus()[0] == "1" and set(bs8.gpus()[1:]) <= {"0", "1"}
     # the windows of one process pair: same round token, same GPU
     assert bs8.rounds()[1:] == base8.rounds()[1:] and bs8.gpus()[1:] == base8.gpus()[1:]
-    assert len(set(bs8.rounds()[1:]) & set(
-        read_samples(sweep / "ttrt_fp16_bs1" / "processes.csv").rounds()[1:])) == 2
+    assert (
+        len(
+            set(bs8.rounds()[1:])
+            & set(read_samples(sweep / "ttrt_fp16_bs1" / "processes.csv").rounds()[1:])
+        )
+        == 2
+    )
     # the rounds' windows carry their process's token, the run's own window none
     assert bs8.rounds()[0] is None and None not in bs8.rounds()[1:]
 

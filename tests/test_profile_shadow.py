@@ -12,8 +12,9 @@ def test_cprofile_works_from_repo_root():
 
 
 def test_import_profile_gives_the_standard_library_module():
-    done = run_python("-c", "import profile, sys; print(profile.__file__); "
-                      "print(hasattr(profile, 'Profile'))")
+    done = run_python(
+        "-c", "import profile, sys; print(profile.__file__); print(hasattr(profile, 'Profile'))"
+    )
     assert done.returncode == 0, done.stderr
     path, has_profile = done.stdout.split()
     assert path != str(ROOT / "profile.py") and has_profile == "True"
@@ -21,10 +22,25 @@ def test_import_profile_gives_the_standard_library_module():
 
 def test_inductor_run_from_repo_root_has_no_circular_import(tmp_path):
     # torch.compile imports torch._dynamo, which imports cProfile, which imports profile
-    done = run_python("profile.py", "run", "--backend", "inductor_fp32", "--model",
-                      "tests.tiny_models:conv_net", "--iters", "2", "--timed-warmup", "0",
-                      "--active", "1", "--json", "--runs-dir", str(tmp_path / "runs"),
-                      "--tb-dir", str(tmp_path / "tb_logs"))
+    done = run_python(
+        "profile.py",
+        "run",
+        "--backend",
+        "inductor_fp32",
+        "--model",
+        "tests.tiny_models:conv_net",
+        "--iters",
+        "2",
+        "--timed-warmup",
+        "0",
+        "--active",
+        "1",
+        "--json",
+        "--runs-dir",
+        str(tmp_path / "runs"),
+        "--tb-dir",
+        str(tmp_path / "tb_logs"),
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "circular import" not in done.stderr
     result = json.loads(done.stdout)

@@ -16,8 +16,9 @@ from .conftest import ROOT
 from .test_roofline_advice import WARM, _evidence, _fired, _result
 
 LOG = (ROOT / "docs" / "gpu" / "h100" / "advise" / "all.log").read_text()
-ROW = re.compile(r"^- (.+?): projected up to ([\d.]+)x, measured ([\d.]+)x \[([\d.]+)-([\d.]+)\]",
-                 re.M)
+ROW = re.compile(
+    r"^- (.+?): projected up to ([\d.]+)x, measured ([\d.]+)x \[([\d.]+)-([\d.]+)\]", re.M
+)
 
 
 def _p50(run: str) -> float:
@@ -74,10 +75,17 @@ def test_the_memory_bound_bound_holds_on_the_warm_sweep():
     from .test_roofline_advice import FLOPS
 
     bs1 = WARM[(WARM["bs"] == 1) & (WARM["status"] == "ok")].set_index("backend")["p50_ms"]
-    r = run_roofline(FLOPS["roofline_inputs"]["fp32_bs1"], float(bs1["ttrt_fp32"]),
-                     datasheet_ceilings("NVIDIA H200"), "tf32")
-    (a,) = [x for x in advise(Evidence(backend="ttrt_fp32", precision="fp32", roofline=r))
-            if x.rule == "memory-bound"]
+    r = run_roofline(
+        FLOPS["roofline_inputs"]["fp32_bs1"],
+        float(bs1["ttrt_fp32"]),
+        datasheet_ceilings("NVIDIA H200"),
+        "tf32",
+    )
+    (a,) = [
+        x
+        for x in advise(Evidence(backend="ttrt_fp32", precision="fp32", roofline=r))
+        if x.rule == "memory-bound"
+    ]
     assert a.projection == "bound"
     config = {"backend": "ttrt_fp32", "batch_size": 1}
     for backend, p50 in bs1.items():
@@ -96,14 +104,19 @@ def test_every_h100_advise_try_row_against_its_projection():
     above = [(label, float(p), float(s)) for label, p, s, _, _ in rows if float(s) > float(p)]
     assert above == [("--cuda-graphs", 6.37, 6.40)]
     config = {"backend": "pytorch_fp16", "batch_size": 1, "workload": "forward"}
-    naming = [rule for rule, make in EXPERIMENTS.items()
-              if any(label == "--cuda-graphs" for label, _, _ in make(config))]
+    naming = [
+        rule
+        for rule, make in EXPERIMENTS.items()
+        if any(label == "--cuda-graphs" for label, _, _ in make(config))
+    ]
     assert naming == ["launch-bound"]
     advice = _fired(_evidence("pytorch_fp16_bs8"))["launch-bound"]
     assert advice.projection == "estimate"
     said = judge(6.37, "faster", 6.40, 4.65, 8.81, advice.projection)
-    assert said == ("projected estimate 6.37x, measured 6.40x [4.65-8.81]: faster; the measured "
-                    "speedup exceeded the estimate (its interval reaches below it)")
+    assert said == (
+        "projected estimate 6.37x, measured 6.40x [4.65-8.81]: faster; the measured "
+        "speedup exceeded the estimate (its interval reaches below it)"
+    )
 
 
 def test_within_the_bound_only_when_it_is():

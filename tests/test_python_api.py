@@ -18,8 +18,8 @@ def test_readme_snippet_runs_without_torch():
     code = (
         "import sys\n"
         "sys.modules['torch'] = None  # importing torch would fail\n"
-        + readme_snippet() +
-        "import pandas as pd\n"
+        + readme_snippet()
+        + "import pandas as pd\n"
         "for frame in (run.kernels, run.categories, run.operators, trace.categories,\n"
         "              run.layers[0].layers):\n"
         "    assert isinstance(frame, pd.DataFrame) and len(frame)\n"
@@ -30,8 +30,9 @@ def test_readme_snippet_runs_without_torch():
         "run.kernels['total_us'].sum()\n"
         "assert [k for k in sys.modules if k.split('.')[0] == 'torch'] == ['torch']\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr[-3000:]
 
 

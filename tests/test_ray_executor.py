@@ -19,8 +19,9 @@ from profiler.fsutil import MARKER  # what the tool leaves in every folder it ma
 
 from .test_sweep import FAST, sweep_cli
 
-ray = pytest.importorskip("ray", reason="Ray is the cluster extra (in dev): pip install "
-                                        "'.[cluster]'")
+ray = pytest.importorskip(
+    "ray", reason="Ray is the cluster extra (in dev): pip install '.[cluster]'"
+)
 
 
 @pytest.fixture(scope="module")
@@ -29,8 +30,9 @@ def ray_address():
     paths have a length limit), shut down at the end. Its GCS address lets a CLI sweep join it."""
     temp = tempfile.mkdtemp(prefix="ray_", dir="/tmp")
     handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
-    context = ray.init(address="local", num_cpus=2, include_dashboard=False, _temp_dir=temp,
-                       log_to_driver=False)
+    context = ray.init(
+        address="local", num_cpus=2, include_dashboard=False, _temp_dir=temp, log_to_driver=False
+    )
     for signum, handler in handlers.items():  # ray.init sets its own SIGTERM handler
         signal.signal(signum, handler)
     try:
@@ -43,8 +45,19 @@ def ray_address():
 # ---- the CLI, end to end -------------------------------------------------------------------
 
 # bs 3 runs out of (simulated) CUDA memory: the failing cell, recorded and not retried
-RAY_GRID = ["--backends", "pytorch_fp32", "--bs", "1,3", "--model",
-            "tests.tiny_models:oom_above_2", *FAST, "--name", "rs", "--executor", "ray"]
+RAY_GRID = [
+    "--backends",
+    "pytorch_fp32",
+    "--bs",
+    "1,3",
+    "--model",
+    "tests.tiny_models:oom_above_2",
+    *FAST,
+    "--name",
+    "rs",
+    "--executor",
+    "ray",
+]
 
 
 @pytest.fixture(scope="module")
@@ -63,8 +76,7 @@ def test_ray_sweep_brings_every_cell_home(ray_sweep):
     assert done.returncode == 0, done.stderr
     assert "one Ray task each" in done.stderr
     assert "results brought home through Ray's object store" in done.stderr
-    assert "warning: 1 of 2 cells did not finish: pytorch_fp32_bs3_oom_above_2 (oom)" \
-        in done.stderr
+    assert "warning: 1 of 2 cells did not finish: pytorch_fp32_bs3_oom_above_2 (oom)" in done.stderr
     sweep, traces = workdir / "runs" / "rs", workdir / "tb_logs" / "rs"
     ok, oom = "pytorch_fp32_bs1_oom_above_2", "pytorch_fp32_bs3_oom_above_2"
     # the run folder, trace and log came back from the worker's temporary folder
@@ -74,8 +86,9 @@ def test_ray_sweep_brings_every_cell_home(ray_sweep):
     assert (sweep / "logs" / f"{ok}.log").stat().st_size > 0
     assert not (sweep / oom).exists() and not (traces / oom).exists()
     for folder in (sweep, traces):  # no staging left by the bringing home
-        assert [p.name for p in folder.iterdir()
-                if p.name.startswith(".") and p.name != MARKER] == []
+        assert [
+            p.name for p in folder.iterdir() if p.name.startswith(".") and p.name != MARKER
+        ] == []
     cells = _manifest(workdir)["cells"]
     assert cells[ok]["status"] == "ok" and cells[ok]["metrics"]["kernel_us_per_step"] >= 0
     assert cells[oom]["status"] == "oom" and "out of memory" in cells[oom]["reason"]
@@ -107,9 +120,24 @@ def test_sigterm_stops_a_ray_sweep_and_keeps_its_manifest(ray_address, tmp_path)
     from .conftest import stop_sweep_when
 
     code, stderr, cells = stop_sweep_when(
-        ["--backends", "pytorch_fp32", "--bs", "1,2,3", "--model", "tests.tiny_models:conv_net",
-         *FAST, "--executor", "ray", "--ray-address", ray_address], tmp_path, "term",
-        lambda cells: any(c["status"] == "running" for c in cells.values()), signal.SIGTERM)
+        [
+            "--backends",
+            "pytorch_fp32",
+            "--bs",
+            "1,2,3",
+            "--model",
+            "tests.tiny_models:conv_net",
+            *FAST,
+            "--executor",
+            "ray",
+            "--ray-address",
+            ray_address,
+        ],
+        tmp_path,
+        "term",
+        lambda cells: any(c["status"] == "running" for c in cells.values()),
+        signal.SIGTERM,
+    )
     assert code == 143, stderr
     assert stderr.strip().splitlines()[-1].startswith("interrupted: sweep stopped;")
     assert "running" not in {c["status"] for c in cells.values()}
@@ -117,8 +145,9 @@ def test_sigterm_stops_a_ray_sweep_and_keeps_its_manifest(ray_address, tmp_path)
     assert stopped and all(c["reason"] == "interrupted (SIGTERM)" for c in stopped)
     for folder in (tmp_path / "runs" / "term", tmp_path / "tb_logs" / "term"):
         if folder.is_dir():
-            assert [p.name for p in folder.iterdir()
-                if p.name.startswith(".") and p.name != MARKER] == []
+            assert [
+                p.name for p in folder.iterdir() if p.name.startswith(".") and p.name != MARKER
+            ] == []
 
 
 def test_ray_options_need_ray_executor_and_a_reachable_head(cli):
@@ -127,8 +156,17 @@ def test_ray_options_need_ray_executor_and_a_reachable_head(cli):
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    done = cli("sweep", "--backends", "pytorch_fp32", "--bs", "1", "--executor", "ray",
-               "--ray-address", f"127.0.0.1:{port}")
+    done = cli(
+        "sweep",
+        "--backends",
+        "pytorch_fp32",
+        "--bs",
+        "1",
+        "--executor",
+        "ray",
+        "--ray-address",
+        f"127.0.0.1:{port}",
+    )
     lines = done.stderr.strip().splitlines()
     assert done.code == 2 and len(lines) == 1, done.stderr
     assert lines[0].startswith(f"error: --ray-address 127.0.0.1:{port}: no Ray head answers")
@@ -138,12 +176,15 @@ def test_ray_options_need_ray_executor_and_a_reachable_head(cli):
 def test_without_ray_one_line(tmp_path):
     from .conftest import ROOT, run_python
 
-    script = ("import sys; sys.modules['ray'] = None\n"  # as if Ray were not installed
-              "from profiler.cli.app import main\n"
-              "sys.exit(main(['sweep', '--backends', 'pytorch_fp32', '--bs', '1', "
-              "'--executor', 'ray']))\n")
-    done = run_python("-c", f"import sys; sys.path.insert(0, {str(ROOT)!r})\n" + script,
-                      cwd=tmp_path)
+    script = (
+        "import sys; sys.modules['ray'] = None\n"  # as if Ray were not installed
+        "from profiler.cli.app import main\n"
+        "sys.exit(main(['sweep', '--backends', 'pytorch_fp32', '--bs', '1', "
+        "'--executor', 'ray']))\n"
+    )
+    done = run_python(
+        "-c", f"import sys; sys.path.insert(0, {str(ROOT)!r})\n" + script, cwd=tmp_path
+    )
     assert done.returncode == 2
     assert done.stderr.strip() == 'error: --executor ray needs Ray: pip install -e ".[cluster]"'
     assert not (tmp_path / "runs").exists()
@@ -151,6 +192,7 @@ def test_without_ray_one_line(tmp_path):
 
 # ---- the executor with stand-in cell runners -----------------------------------------------
 # (module-level functions: the Ray workers import them from this module)
+
 
 def _option(job, key: str) -> Path:
     """A folder of the job's config (the stand-in runners keep their marks there too)."""
@@ -210,11 +252,21 @@ def _jobs(tmp_path: Path, *names: str, timeout_s=None):
     from profiler.sweep.cell import CellJob
 
     sweep = tmp_path / "runs" / "s"
-    return [CellJob(name=name, config={"backend": "pytorch_fp32", "bs": 1,
-                                       "runs_dir": str(sweep), "tb_dir": str(tmp_path / "tb" / "s"),
-                                       "marks": str(tmp_path / "marks")},
-                    log_path=str(sweep / "logs" / f"{name}.log"), timeout_s=timeout_s)
-            for name in names]
+    return [
+        CellJob(
+            name=name,
+            config={
+                "backend": "pytorch_fp32",
+                "bs": 1,
+                "runs_dir": str(sweep),
+                "tb_dir": str(tmp_path / "tb" / "s"),
+                "marks": str(tmp_path / "marks"),
+            },
+            log_path=str(sweep / "logs" / f"{name}.log"),
+            timeout_s=timeout_s,
+        )
+        for name in names
+    ]
 
 
 def _run(jobs, runner, shared_fs: bool = False, on_done=None):
@@ -246,12 +298,15 @@ def test_results_come_home_through_the_object_store(ray_address, tmp_path):
         result = json.loads((tmp_path / "runs" / "s" / name / "result.json").read_text())
         # written on the worker in a temporary folder, not in place: it came home
         assert result["cell"] == name and result["pid"] != os.getpid()
-        assert (tmp_path / "tb" / "s" / name / "w.pt.trace.json.gz").read_bytes() == \
-            b"trace of " + name.encode()
-        assert (tmp_path / "runs" / "s" / "logs" / f"{name}.log").read_text() == \
-            f"log of {name}\n"
-    assert sorted(p.name for p in (tmp_path / "runs" / "s").iterdir()
-                  if p.name != MARKER) == ["a", "b", "logs"]
+        assert (
+            tmp_path / "tb" / "s" / name / "w.pt.trace.json.gz"
+        ).read_bytes() == b"trace of " + name.encode()
+        assert (tmp_path / "runs" / "s" / "logs" / f"{name}.log").read_text() == f"log of {name}\n"
+    assert sorted(p.name for p in (tmp_path / "runs" / "s").iterdir() if p.name != MARKER) == [
+        "a",
+        "b",
+        "logs",
+    ]
 
 
 def test_shared_folder_is_written_by_the_cells(ray_address, tmp_path, monkeypatch):
@@ -266,13 +321,14 @@ def test_shared_folder_is_written_by_the_cells(ray_address, tmp_path, monkeypatc
 
 
 def test_a_lost_worker_is_retried_once(ray_address, tmp_path):
-    _, done, said = _run(_jobs(tmp_path, "flaky", "doomed"),
-                         lambda job: (dies_once if job.name == "flaky" else always_dies)(job))
+    _, done, said = _run(
+        _jobs(tmp_path, "flaky", "doomed"),
+        lambda job: (dies_once if job.name == "flaky" else always_dies)(job),
+    )
     assert done["flaky"].status == "ok" and _attempts(tmp_path, "flaky") == 2
     assert (tmp_path / "runs" / "s" / "flaky" / "result.json").is_file()
     assert done["doomed"].status == "failed" and _attempts(tmp_path, "doomed") == 2
-    assert done["doomed"].reason.startswith("Ray lost the cell 2 times; last: "
-                                            "WorkerCrashedError: ")
+    assert done["doomed"].reason.startswith("Ray lost the cell 2 times; last: WorkerCrashedError: ")
     assert "flaky: Ray lost the cell (WorkerCrashedError); running it again" in said
 
 
@@ -307,8 +363,7 @@ def test_ctrl_c_cancels_outstanding_cells_and_keeps_finished_ones(ray_address, t
             done[job.name] = outcome
             interrupt_after_quick(job, outcome)
 
-        RayExecutor(say=lambda text: None, runner=sleeps).run(
-            jobs, lambda job, where: None, record)
+        RayExecutor(say=lambda text: None, runner=sleeps).run(jobs, lambda job, where: None, record)
     assert done["quick"].status == "ok"
     assert (tmp_path / "runs" / "s" / "quick" / "result.json").is_file()
     assert done["slow"].status == "interrupted" and done["slow"].reason == "interrupted (Ctrl-C)"
@@ -339,9 +394,24 @@ def test_a_sweeps_rounds_run_as_ray_tasks(ray_address, tmp_path):
     """--processes under --executor ray: the rounds' fresh processes are Ray tasks (on this
     CPU instance one at a time), and each cell's processes.csv holds its run's window and the
     rounds'."""
-    done = sweep_cli("--backends", "pytorch_fp32", "--bs", "1,2", "--model",
-                     "tests.tiny_models:conv_net", *FAST, "--name", "rp", "--executor", "ray",
-                     "--ray-address", ray_address, "--processes", "2", cwd=tmp_path)
+    done = sweep_cli(
+        "--backends",
+        "pytorch_fp32",
+        "--bs",
+        "1,2",
+        "--model",
+        "tests.tiny_models:conv_net",
+        *FAST,
+        "--name",
+        "rp",
+        "--executor",
+        "ray",
+        "--ray-address",
+        ray_address,
+        "--processes",
+        "2",
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     assert "round 2: a fresh process times" in done.stderr
     assert "sampling took" in done.stderr

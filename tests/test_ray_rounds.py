@@ -56,8 +56,9 @@ class FakeRay:
             self.processes.append((ref.place, keys))
             self.busy.discard(ref.place)
             self.free.append(ref.place)
-        found = {key: {"latencies_ms": [1.0 + int(gpu) / 100] * 3, "device": "fake"}
-                 for key in keys}
+        found = {
+            key: {"latencies_ms": [1.0 + int(gpu) / 100] * 3, "device": "fake"} for key in keys
+        }
         return found, {"node": node, "gpu": gpu, "worker": "fake"}
 
     def cancel(self, ref, force=False):
@@ -71,8 +72,9 @@ def test_the_rounds_run_as_ray_tasks_one_per_gpu_and_record_the_gpu_each_ran_on(
     slots = runner.slots()
     assert len(slots) == 4
     cells, groups = matrix()
-    got = rounds.sample(cells, {}, 5, say=lambda _: None, gpus=slots, groups=groups,
-                        round_runner=runner)
+    got = rounds.sample(
+        cells, {}, 5, say=lambda _: None, gpus=slots, groups=groups, round_runner=runner
+    )
     assert fake.most_at_once <= 4 and not got.errors
     assert all(len(got.windows[key]) == 5 for key in cells)
     for _, keys in fake.processes:  # whole comparison groups in a process: paired on one GPU
@@ -109,5 +111,6 @@ def test_a_failed_round_task_is_each_cells_one_line_reason():
 
     fake.get = broken
     found = ray_executor.RayRounds(fake, {"num_gpus": 1})([("a", {}), ("b", {})])
-    assert found == {key: "the round's Ray task failed: RuntimeError: worker died"
-                     for key in ("a", "b")}
+    assert found == {
+        key: "the round's Ray task failed: RuntimeError: worker died" for key in ("a", "b")
+    }

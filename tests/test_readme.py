@@ -26,7 +26,7 @@ def shown_commands(text: str) -> list[tuple[list[str], list[str], str | None]]:
         for i, line in enumerate(lines):
             command = re.match(r"(?:\$ )?python profile\.py (.*?)(?:\s+#.*)?$", line)
             if command:
-                quoted = lines[i + 1:] if line.startswith("$ ") else []
+                quoted = lines[i + 1 :] if line.startswith("$ ") else []
                 shown.append((shlex.split(command.group(1)), quoted, source or None))
     return shown
 
@@ -35,12 +35,19 @@ def test_readme_is_under_12_kb():
     assert len(README.read_bytes()) < 12_000
 
 
-@pytest.mark.parametrize("page", [README, *sorted((ROOT / "docs" / "guide").glob("*.md"))],
-                         ids=lambda p: p.relative_to(ROOT).as_posix())
+@pytest.mark.parametrize(
+    "page",
+    [README, *sorted((ROOT / "docs" / "guide").glob("*.md"))],
+    ids=lambda p: p.relative_to(ROOT).as_posix(),
+)
 def test_every_local_link_resolves(page):
-    missing = [target for target in LINK.findall(page.read_text())
-               if not re.match(r"[a-z]+:", target) and not target.startswith("#")
-               and not (page.parent / target.split("#")[0]).exists()]
+    missing = [
+        target
+        for target in LINK.findall(page.read_text())
+        if not re.match(r"[a-z]+:", target)
+        and not target.startswith("#")
+        and not (page.parent / target.split("#")[0]).exists()
+    ]
     assert not missing, missing
 
 
@@ -54,8 +61,14 @@ def test_readme_keeps_the_set_up_and_test_commands_the_ci_runs():
 def test_every_readme_command_runs_or_quotes_its_log(cli, monkeypatch):
     monkeypatch.setenv("COLUMNS", "100")
     shown = shown_commands(README.read_text())
-    assert {args[0] for args, _, _ in shown} >= {"run", "summarize", "compare", "sweep",
-                                                  "report", "advise"}
+    assert {args[0] for args, _, _ in shown} >= {
+        "run",
+        "summarize",
+        "compare",
+        "sweep",
+        "report",
+        "advise",
+    }
     for args, quoted, source in shown:
         if args[0] in FROM_LOGS or "--try" in args:
             assert source and quoted, f"{args}: no source log named, or no output quoted"

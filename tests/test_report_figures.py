@@ -48,8 +48,12 @@ def test_the_category_figure_names_runs_and_every_category(tmp_path, monkeypatch
     from profiler.commands.report import run
 
     made = _spy(monkeypatch, "category_figure")
-    run(str(H200 / "runs" / "ttrt_fp16_bs8"), None, tmp_path / "one.html",
-        peaks_dir=tmp_path / "none")
+    run(
+        str(H200 / "runs" / "ttrt_fp16_bs8"),
+        None,
+        tmp_path / "one.html",
+        peaks_dir=tmp_path / "none",
+    )
     (fig,) = made
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_yticklabels()] == ["ttrt_fp16_bs8"]  # not "A"
@@ -65,8 +69,12 @@ def test_a_compare_reports_bars_carry_the_run_names(tmp_path, monkeypatch):
     from profiler.commands.report import run
 
     made = _spy(monkeypatch, "category_figure")
-    run(str(H200 / "runs" / "pytorch_fp16_bs8"), str(H200 / "runs" / "ttrt_fp16_bs8"),
-        tmp_path / "cmp.html", peaks_dir=tmp_path / "none")
+    run(
+        str(H200 / "runs" / "pytorch_fp16_bs8"),
+        str(H200 / "runs" / "ttrt_fp16_bs8"),
+        tmp_path / "cmp.html",
+        peaks_dir=tmp_path / "none",
+    )
     labels = [[t.get_text() for t in fig.axes[0].get_yticklabels()] for fig in made]
     assert ["pytorch_fp16_bs8", "ttrt_fp16_bs8"] in labels
     assert ["pytorch_fp16_bs8"] in labels and ["A"] not in labels and ["B"] not in labels
@@ -79,8 +87,12 @@ def test_the_noise_cell_reads_latency_csv_when_result_json_predates_noise(tmp_pa
     from profiler.runs.result import read_result
 
     assert read_result(H200 / "runs" / "pytorch_fp16_bs8").timing.noise is None
-    page = run(str(H200 / "runs" / "pytorch_fp16_bs8"), str(H200 / "runs" / "ttrt_fp16_bs8"),
-               tmp_path / "cmp.html", peaks_dir=tmp_path / "none")
+    page = run(
+        str(H200 / "runs" / "pytorch_fp16_bs8"),
+        str(H200 / "runs" / "ttrt_fp16_bs8"),
+        tmp_path / "cmp.html",
+        peaks_dir=tmp_path / "none",
+    )
     text = page.read_text()
     assert "CV 16.9 %" in text
     assert "<th>noise (std / mean)</th><td>16.9 %</td>" in text

@@ -12,11 +12,19 @@ from .conftest import FIXTURES, ROOT
 
 H200 = FIXTURES / "h200"
 FLOPS = FIXTURES / "roofline" / "resnet50_roofline_inputs.json"
-CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")
-                 if shutil.which(n)), None)
+CHROMIUM = next(
+    (shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)),
+    None,
+)
 #: no proxy that answers and no name that resolves: the page cannot reach any network
-OFFLINE = ["--headless", "--no-sandbox", "--disable-gpu", "--proxy-server=127.0.0.1:9",
-           "--host-resolver-rules=MAP * ~NOTFOUND", "--disable-background-networking"]
+OFFLINE = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--proxy-server=127.0.0.1:9",
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+    "--disable-background-networking",
+]
 
 
 @pytest.fixture(scope="module")
@@ -24,8 +32,13 @@ def comparison(tmp_path_factory):
     from profiler.commands.report import run
 
     out = tmp_path_factory.mktemp("report") / "compare.html"
-    run(str(H200 / "runs" / "pytorch_fp16_bs8"), str(H200 / "runs" / "ttrt_fp16_bs8"), out,
-        peaks_dir=out.parent / "no-peaks", flops=FLOPS)
+    run(
+        str(H200 / "runs" / "pytorch_fp16_bs8"),
+        str(H200 / "runs" / "ttrt_fp16_bs8"),
+        out,
+        peaks_dir=out.parent / "no-peaks",
+        flops=FLOPS,
+    )
     return out
 
 
@@ -39,40 +52,75 @@ def test_report_is_self_contained(comparison):
 def test_report_holds_the_key_numbers(comparison):
     text = comparison.read_text()
     # p50 5.791 and 0.799 ms, each to the figures its window's CV allows (16.9 % and 2.4 %)
-    for figure in ("p50 5.8 ms (! noisy, bimodal)", "p50 0.80 ms", "1,494 samples/s",
-                   "9,943 samples/s",
-                   "65.43 GFLOP", "datasheet (H200), not measured",
-                   "GPU idle between kernels (launch-bound)", "tensorrt::execute_engine",
-                   "noise (std / mean)", "TensorRT layers (engine_layer_times)"):
+    for figure in (
+        "p50 5.8 ms (! noisy, bimodal)",
+        "p50 0.80 ms",
+        "1,494 samples/s",
+        "9,943 samples/s",
+        "65.43 GFLOP",
+        "datasheet (H200), not measured",
+        "GPU idle between kernels (launch-bound)",
+        "tensorrt::execute_engine",
+        "noise (std / mean)",
+        "TensorRT layers (engine_layer_times)",
+    ):
         assert figure in text, figure
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary on PATH (Debian: apt-get "
-                    "install chromium)")
+@pytest.mark.skipif(
+    CHROMIUM is None, reason="no chromium binary on PATH (Debian: apt-get install chromium)"
+)
 def test_report_renders_in_a_browser_without_network(comparison, tmp_path):
-    done = subprocess.run([CHROMIUM, *OFFLINE, "--dump-dom", comparison.as_uri()],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [CHROMIUM, *OFFLINE, "--dump-dom", comparison.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     dom = done.stdout
-    for figure in ("p50 5.8 ms (! noisy, bimodal)", "p50 0.80 ms", "Roofline chart",
-                   "launch-bound",
-                   "11.30 TFLOP/s"):
+    for figure in (
+        "p50 5.8 ms (! noisy, bimodal)",
+        "p50 0.80 ms",
+        "Roofline chart",
+        "launch-bound",
+        "11.30 TFLOP/s",
+    ):
         assert figure in dom, figure
     shot = tmp_path / "shot.png"
-    subprocess.run([CHROMIUM, *OFFLINE, f"--screenshot={shot}", "--window-size=1200,2000",
-                    comparison.as_uri()], capture_output=True, timeout=120, check=True)
+    subprocess.run(
+        [
+            CHROMIUM,
+            *OFFLINE,
+            f"--screenshot={shot}",
+            "--window-size=1200,2000",
+            comparison.as_uri(),
+        ],
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
     assert shot.read_bytes()[:4] == b"\x89PNG" and shot.stat().st_size > 50_000
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary on PATH (Debian: apt-get "
-                    "install chromium)")
+@pytest.mark.skipif(
+    CHROMIUM is None, reason="no chromium binary on PATH (Debian: apt-get install chromium)"
+)
 def test_sweep_report_renders_in_a_browser_without_network(tmp_path):
     from profiler.commands.report import run
 
-    page = run(str(FIXTURES / "h100_sweep" / "runs" / "gpu_sweep"), None, tmp_path / "s.html",
-               peaks_dir=tmp_path / "none")
-    done = subprocess.run([CHROMIUM, *OFFLINE, "--dump-dom", page.as_uri()],
-                          capture_output=True, text=True, timeout=120)
+    page = run(
+        str(FIXTURES / "h100_sweep" / "runs" / "gpu_sweep"),
+        None,
+        tmp_path / "s.html",
+        peaks_dir=tmp_path / "none",
+    )
+    done = subprocess.run(
+        [CHROMIUM, *OFFLINE, "--dump-dom", page.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     for figure in ("latency 95 % interval", "faster", "noise warnings", "CV %"):
         assert figure in done.stdout, figure
@@ -83,8 +131,12 @@ def test_report_of_a_run_and_of_a_sweep(tmp_path, monkeypatch):
     benchmark.csv give the table, the per-cell advice and the roofline chart."""
     from profiler.commands.report import run
 
-    single = run(str(H200 / "runs" / "pytorch_fp32_bs8"), None, tmp_path / "run.html",
-                 peaks_dir=tmp_path / "none")
+    single = run(
+        str(H200 / "runs" / "pytorch_fp32_bs8"),
+        None,
+        tmp_path / "run.html",
+        peaks_dir=tmp_path / "none",
+    )
     text = single.read_text()
     assert "no roofline: the run's result.json has no roofline_inputs" in text
     assert "FP32 GEMM/conv on CUDA cores" in text
@@ -96,11 +148,21 @@ def test_report_of_a_run_and_of_a_sweep(tmp_path, monkeypatch):
         shutil.copytree(H200 / "runs" / name, sweep / name)
         # result.json names tb_logs/<run>/... relative to where `run` was started
         shutil.copytree(H200 / "tb_logs" / name, tmp_path / "tb_logs" / name)
-    write_manifest(sweep, SweepManifest(
-        options={}, name="warm", model="resnet50", backends=["pytorch_fp16", "ttrt_fp16"],
-        batch_sizes=[8], baseline="pytorch_fp16",
-        cells={n: SweepCell(backend=n.rsplit("_bs", 1)[0], batch_size=8, status="ok")
-               for n in names}))
+    write_manifest(
+        sweep,
+        SweepManifest(
+            options={},
+            name="warm",
+            model="resnet50",
+            backends=["pytorch_fp16", "ttrt_fp16"],
+            batch_sizes=[8],
+            baseline="pytorch_fp16",
+            cells={
+                n: SweepCell(backend=n.rsplit("_bs", 1)[0], batch_size=8, status="ok")
+                for n in names
+            },
+        ),
+    )
     shutil.copy(ROOT / "docs" / "sweep" / "warm" / "benchmark.csv", sweep / "benchmark.csv")
     monkeypatch.chdir(tmp_path)
     page = run("warm", None, None, peaks_dir=tmp_path / "none", flops=FLOPS)
@@ -121,6 +183,7 @@ def test_report_errors_are_one_line(cli):
 
 
 # ---- peaks ----------------------------------------------------------------------------------
+
 
 def test_peaks_measures_the_cpu_once_and_caches(tmp_path):
     from profiler.collect import peaks
@@ -150,13 +213,14 @@ def test_peaks_command_prints_method_and_json(cli, tmp_path):
 
 # ---- FLOPs ----------------------------------------------------------------------------------
 
+
 def test_roofline_inputs_of_a_small_conv_net():
     from profiler.collect.flops import roofline_inputs
     from tests.tiny_models import conv_net
 
     model, inputs = conv_net(batch_size=2, image_size=16)
     counted = roofline_inputs(model, inputs, "fp16", 2)
-    conv = 2 * 2 * 8 * 3 * 3 * 3 * 16 * 16   # 2 x N x Cout x Cin x kh x kw x H x W
+    conv = 2 * 2 * 8 * 3 * 3 * 3 * 16 * 16  # 2 x N x Cout x Cin x kh x kw x H x W
     linear = 2 * 2 * 8 * 4
     assert counted["flops_per_batch"] == conv + linear
     weights = sum(p.numel() for p in model.parameters())
@@ -184,15 +248,29 @@ def test_tensorboard_warns_that_its_page_needs_the_internet(cli, monkeypatch):
 
 def test_a_cpu_run_records_its_flops_and_its_report_shows_them(cli, tmp_path):
     """run stores roofline_inputs; a --record-shapes run's report lists its GEMM by shape."""
-    done = cli("run", "--model", "tests.tiny_models:conv_net", "--bs", "2", "--iters", "3",
-               "--timed-warmup", "0", "--active", "1", "--record-shapes")
+    done = cli(
+        "run",
+        "--model",
+        "tests.tiny_models:conv_net",
+        "--bs",
+        "2",
+        "--iters",
+        "3",
+        "--timed-warmup",
+        "0",
+        "--active",
+        "1",
+        "--record-shapes",
+    )
     assert done.code == 0, done.stderr
     from profiler.runs.result import read_result
 
     run = "pytorch_fp32_bs2_conv_net"
     on_disk = json.loads((tmp_path / "runs" / run / "result.json").read_text())
-    assert on_disk["roofline_inputs"]["flops_per_batch"] > 0 and "from" not in \
-        on_disk["roofline_inputs"]
+    assert (
+        on_disk["roofline_inputs"]["flops_per_batch"] > 0
+        and "from" not in on_disk["roofline_inputs"]
+    )
     inputs = read_result(tmp_path / "runs" / run).roofline_inputs
     # conv_net gets the run's --image-size, 224 by default
     assert inputs.flops_per_batch == 2 * 2 * 8 * 3 * 3 * 3 * 224 * 224 + 2 * 2 * 8 * 4
@@ -233,8 +311,9 @@ class _Tables(__import__("html.parser").parser.HTMLParser):
         if tag in ("td", "th") and self._cell is not None:
             table = self.tables[-1]
             tag, text = self._cell
-            (table["head"] if tag == "th" and table["class"] == "grid" else
-             table["rows"][-1]).append(text)
+            (
+                table["head"] if tag == "th" and table["class"] == "grid" else table["rows"][-1]
+            ).append(text)
             self._cell = None
 
 
@@ -278,19 +357,30 @@ def assert_readable_tables(text: str) -> None:
 
 def test_compare_report_carries_the_timed_headline_verdict_noise_and_config_diff(comparison):
     text = comparison.read_text()
-    for figure in ("Timed windows (no profiler attached)", "Recorded runs (result.json)",
-                   "p50 latency", "5.8 ms", "0.80 ms", "7.25x",  # CVs 16.9 and 2.4 %
-                   "B faster</b>", "warning (A, recorded run): noisy: CV 16.9 %",
-                   "warning (A, recorded run): bimodal",
-                   "Config and environment fields that differ (7)",
-                   "config.cache_dir", "/tmp/engine-cache", "Why B differs from A",
-                   "different kernels"):
+    for figure in (
+        "Timed windows (no profiler attached)",
+        "Recorded runs (result.json)",
+        "p50 latency",
+        "5.8 ms",
+        "0.80 ms",
+        "7.25x",  # CVs 16.9 and 2.4 %
+        "B faster</b>",
+        "warning (A, recorded run): noisy: CV 16.9 %",
+        "warning (A, recorded run): bimodal",
+        "Config and environment fields that differ (7)",
+        "config.cache_dir",
+        "/tmp/engine-cache",
+        "Why B differs from A",
+        "different kernels",
+    ):
         assert figure in text, figure
     # both figures named: latency's verdict over the one process a side, GPU time unmeasured
-    assert re.search(r"latency \(what a caller waits\): B/A = 0\.138, 95 % interval "
-                     r"\[0\.\d{3}, 0\.\d{3}\] over 1 vs 1 process, within one window a side "
-                     r"\(one process on a side",
-                     text)
+    assert re.search(
+        r"latency \(what a caller waits\): B/A = 0\.138, 95 % interval "
+        r"\[0\.\d{3}, 0\.\d{3}\] over 1 vs 1 process, within one window a side "
+        r"\(one process on a side",
+        text,
+    )
     assert "GPU time (the device&#x27;s work): no verdict: GPU time was not measured" in text
     # the verdict comes before the kernel tables, as in the terminal
     assert text.index("B faster") < text.index("Kernel time by category")
@@ -308,11 +398,18 @@ def test_sweep_report_carries_speedup_interval_verdict_processes_and_noise(tmp_p
 
     page = run(str(SWEEP), None, tmp_path / "sweep.html", peaks_dir=tmp_path / "none")
     text = page.read_text()
-    grid = next(t for t in tables_of(text) if t["class"] == "grid"
-                and "latency verdict" in t["head"])
+    grid = next(
+        t for t in tables_of(text) if t["class"] == "grid" and "latency verdict" in t["head"]
+    )
     head = grid["head"]
-    for column in ("latency speedup x", "latency 95 % interval", "latency verdict",
-                   "processes", "CV %", "noise warnings"):
+    for column in (
+        "latency speedup x",
+        "latency 95 % interval",
+        "latency verdict",
+        "processes",
+        "CV %",
+        "noise warnings",
+    ):
         assert column in head, column
     assert "GPU-time verdict" not in head  # no cell of this sweep measured GPU time
     assert "GPU time: not measured in these cells" in text
@@ -320,8 +417,10 @@ def test_sweep_report_carries_speedup_interval_verdict_processes_and_noise(tmp_p
     from profiler.analysis.sweep import SweepAnalysis
 
     cell = SweepAnalysis(SWEEP).benchmark.set_index(["backend", "bs"]).loc[("ttrt_fp16", 1)]
-    assert rows[("ttrt_fp16", "1")]["latency 95 % interval"] == \
-        f"{cell['speedup_low']:.2f}-{cell['speedup_high']:.2f}"
+    assert (
+        rows[("ttrt_fp16", "1")]["latency 95 % interval"]
+        == f"{cell['speedup_low']:.2f}-{cell['speedup_high']:.2f}"
+    )
     assert rows[("ttrt_fp16", "1")]["latency verdict"] == "faster"
     assert rows[("ttrt_fp16", "8")]["latency speedup x"] == "4.57"
     assert rows[("pytorch_fp16", "8")]["latency verdict"] == "baseline"
@@ -337,34 +436,50 @@ def test_one_format_per_column_whatever_the_values():
 
     from profiler.report import html
 
-    frame = pd.DataFrame({"thing": ["a", "b", "c"], "wide": [100.0, 100.123, 0.00144],
-                          "value": [100.0, 100.123, 0.5], "tiny": [0.001, 0.002, None],
-                          "count": [1.0, 27.0, 3.0]})
+    frame = pd.DataFrame(
+        {
+            "thing": ["a", "b", "c"],
+            "wide": [100.0, 100.123, 0.00144],
+            "value": [100.0, 100.123, 0.5],
+            "tiny": [0.001, 0.002, None],
+            "count": [1.0, 27.0, 3.0],
+        }
+    )
     text = html.table(frame)
     assert_readable_tables(text)
-    cells = dict(zip(["thing", "wide", "value", "tiny", "count"],
-                     zip(*tables_of(text)[0]["rows"])))
+    cells = dict(zip(["thing", "wide", "value", "tiny", "count"], zip(*tables_of(text)[0]["rows"])))
     assert cells["wide"] == ("1.00e+02", "1.00e+02", "1.44e-03")  # 0.00144 is not 0.0
     assert cells["value"] == ("100.00", "100.12", "0.50")  # never 100 beside 100.123
     assert cells["tiny"] == ("1.00e-03", "2.00e-03", "-")
     assert cells["count"] == ("1", "27", "3")
 
 
-NO_MATPLOTLIB = ("import sys; sys.modules['matplotlib'] = None; sys.argv = ['profile.py']; "
-                 "from profiler.cli.app import main; sys.exit(main(sys.argv[1:] or {args!r}))")
+NO_MATPLOTLIB = (
+    "import sys; sys.modules['matplotlib'] = None; sys.argv = ['profile.py']; "
+    "from profiler.cli.app import main; sys.exit(main(sys.argv[1:] or {args!r}))"
+)
 
 
-@pytest.mark.parametrize("args", [
-    [str(H200 / "runs" / "ttrt_fp16_bs8")],
-    [str(H200 / "runs" / "pytorch_fp16_bs8"), str(H200 / "runs" / "ttrt_fp16_bs8")],
-    [str(SWEEP)]], ids=["run", "compare", "sweep"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        [str(H200 / "runs" / "ttrt_fp16_bs8")],
+        [str(H200 / "runs" / "pytorch_fp16_bs8"), str(H200 / "runs" / "ttrt_fp16_bs8")],
+        [str(SWEEP)],
+    ],
+    ids=["run", "compare", "sweep"],
+)
 def test_report_without_matplotlib_writes_its_tables_and_says_why_no_figures(tmp_path, args):
     from .conftest import run_python
 
     out = tmp_path / "report.html"
-    done = run_python("-c", f"import sys; sys.path.insert(0, {str(ROOT)!r}); "
-                      + NO_MATPLOTLIB.format(args=["report", *args, "--out", str(out),
-                                                   "--peaks-dir", str(tmp_path / "none")]))
+    done = run_python(
+        "-c",
+        f"import sys; sys.path.insert(0, {str(ROOT)!r}); "
+        + NO_MATPLOTLIB.format(
+            args=["report", *args, "--out", str(out), "--peaks-dir", str(tmp_path / "none")]
+        ),
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Traceback" not in done.stderr
     warnings = [line for line in done.stderr.splitlines() if line.startswith("warning:")]

@@ -37,8 +37,9 @@ def test_a_seed_gives_torchvisions_model_its_weights_operators_and_outputs(arch)
     theirs = getattr(torchvision.models, arch)(weights=None).eval()
     torch.manual_seed(7)
     ours = getattr(resnet, arch)().eval()
-    assert [(n, type(m).__name__) for n, m in theirs.named_modules()] == \
-        [(n, type(m).__name__) for n, m in ours.named_modules()]
+    assert [(n, type(m).__name__) for n, m in theirs.named_modules()] == [
+        (n, type(m).__name__) for n, m in ours.named_modules()
+    ]
     mine, reference = ours.state_dict(), theirs.state_dict()
     assert list(mine) == list(reference)
     assert all(torch.equal(mine[name], reference[name]) for name in reference)
@@ -49,19 +50,25 @@ def test_a_seed_gives_torchvisions_model_its_weights_operators_and_outputs(arch)
 
 
 def test_a_resnet_run_does_not_import_torchvision():
-    code = ("import sys; from profiler.collect import models; from profiler.runs.config import "
-            "RunConfig; models.build(RunConfig(model='resnet18', batch_size=1, image_size=32)); "
-            "print('torchvision' in sys.modules, 'torch._dynamo' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                         check=True).stdout
+    code = (
+        "import sys; from profiler.collect import models; from profiler.runs.config import "
+        "RunConfig; models.build(RunConfig(model='resnet18', batch_size=1, image_size=32)); "
+        "print('torchvision' in sys.modules, 'torch._dynamo' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
     assert out.split() == ["False", "False"]
 
 
 def test_a_run_imports_no_pandas_and_no_torch_dynamo():
     # what `profile.py run` of an eager model imports before and after its windows
-    code = ("import sys; import profiler.cli.app, profiler.commands.run, "
-            "profiler.collect.harness, profiler.report.run_view; "
-            "print('pandas' in sys.modules, 'torch._dynamo' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                         check=True).stdout
+    code = (
+        "import sys; import profiler.cli.app, profiler.commands.run, "
+        "profiler.collect.harness, profiler.report.run_view; "
+        "print('pandas' in sys.modules, 'torch._dynamo' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
     assert out.split() == ["False", "False"]

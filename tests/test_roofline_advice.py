@@ -41,8 +41,9 @@ def _evidence(run: str, sweep: pd.DataFrame | None = None, ncu: bool = False):
     summary = RunAnalysis(target).summary
     result = _result(run)
     roofline = result_roofline(result, ceilings_for(result, None))
-    joined = ncu_join(summary, ncu_csv_of(str(FIXTURES / "h200_ncu" / "runs" / run))) \
-        if ncu else None
+    joined = (
+        ncu_join(summary, ncu_csv_of(str(FIXTURES / "h200_ncu" / "runs" / run))) if ncu else None
+    )
     return evidence(summary, result, H200 / "runs" / run, roofline, joined, sweep)
 
 
@@ -65,6 +66,7 @@ def _fired(ev) -> dict:
 
 
 # ---- roofline -------------------------------------------------------------------------------
+
 
 def test_flop_table_is_resnet50():
     per_image = FLOPS["roofline_inputs"]["fp32_bs1"]["flops_per_batch"]
@@ -94,14 +96,25 @@ def test_measured_peaks_win_over_the_datasheet_and_tf32_is_chosen_for_trt_fp32()
     from profiler.analysis.roofline import ceilings_for, matmul_key, result_roofline
 
     result = _result("ttrt_fp32_bs8")
-    peaks = {"machine": {"device": "NVIDIA H200"}, "copy": {"gb_per_s": 4000.0},
-             "matmul_tflops": {"fp32": 50.0, "tf32": 400.0, "fp16": 700.0, "bf16": 700.0,
-                               "fp8": None, "int8": None}}
+    peaks = {
+        "machine": {"device": "NVIDIA H200"},
+        "copy": {"gb_per_s": 4000.0},
+        "matmul_tflops": {
+            "fp32": 50.0,
+            "tf32": 400.0,
+            "fp16": 700.0,
+            "bf16": 700.0,
+            "fp8": None,
+            "int8": None,
+        },
+    }
     r = result_roofline(result, ceilings_for(result, peaks, "cache.json"))
     assert r.matmul_key == "tf32" and r.peak_tflops == 400.0 and r.peak_gbs == 4000.0
     # every ceiling names its source: the file, and the call `peaks` timed
-    assert r.ceilings_source == ("measured (cache.json): tf32 with torch.mm with TF32 (cuBLAS), "
-                                 "bandwidth with a device-to-device copy")
+    assert r.ceilings_source == (
+        "measured (cache.json): tf32 with torch.mm with TF32 (cuBLAS), "
+        "bandwidth with a device-to-device copy"
+    )
     other_gpu = {**peaks, "machine": {"device": "NVIDIA L4"}}
     assert ceilings_for(result, other_gpu).source.startswith("datasheet")
     assert matmul_key("fp32", False, "pytorch_fp32") == "fp32"
@@ -115,7 +128,8 @@ def test_unknown_gpu_gives_rates_without_percentages():
 
     result = _result("pytorch_fp16_bs8")
     environment = msgspec.structs.replace(
-        result.environment, gpu={**result.environment.gpu, "name": "Some Future GPU"})
+        result.environment, gpu={**result.environment.gpu, "name": "Some Future GPU"}
+    )
     result = msgspec.structs.replace(result, environment=environment)
     assert ceilings_for(result, None) is None
     r = result_roofline(result, None)
@@ -158,6 +172,7 @@ def test_gemm_flops_from_recorded_shapes(tmp_path):
 
 # ---- advice: each rule where it fires and where it must not --------------------------------
 
+
 def test_launch_bound_matches_what_the_sweep_measured():
     """Eager FP16 at bs 8 is launch-bound; TensorRT FP16 at bs 8 really was faster in the sweep,
     by more than the idle time allows nothing else to explain."""
@@ -169,8 +184,12 @@ def test_launch_bound_matches_what_the_sweep_measured():
     # the projected bound holds: removing all idle time would allow at most 1 / (1 - idle)
     assert advice.measured["ttrt_fp16"]["speedup"] <= 1 / (1 - 0.81)
     assert "launch-bound" in _fired(_evidence("inductor_fp16_bs8"))
-    for run in ("ttrt_fp16_bs8", "ttrt_fp32_bs8", "pytorch_fp32_bs8",
-                "inductor_fp16_bs8_maxautotune"):  # busy GPU, or CUDA graphs already
+    for run in (
+        "ttrt_fp16_bs8",
+        "ttrt_fp32_bs8",
+        "pytorch_fp32_bs8",
+        "inductor_fp16_bs8_maxautotune",
+    ):  # busy GPU, or CUDA graphs already
         assert "launch-bound" not in _fired(_evidence(run)), run
 
 
@@ -181,7 +200,8 @@ def test_fp32_on_cuda_cores_quotes_the_fp16_cell_of_the_sweep():
     assert "the sweep measured pytorch_fp16" in projected_gain(advice)
     bs8 = WARM[WARM["bs"] == 8].set_index("backend")["p50_ms"]
     assert advice.measured["pytorch_fp16"]["speedup"] == pytest.approx(
-        bs8["pytorch_fp32"] / bs8["pytorch_fp16"], abs=0.01)
+        bs8["pytorch_fp32"] / bs8["pytorch_fp16"], abs=0.01
+    )
     for run in ("ttrt_fp32_bs8", "pytorch_fp16_bs8"):  # TF32 on Tensor Cores; half precision
         assert "fp32-cuda-cores" not in _fired(_evidence(run)), run
 
@@ -203,9 +223,10 @@ def test_batch_headroom_from_the_sweep():
     assert "batch-headroom" not in _fired(_evidence("pytorch_fp16_bs8", sweep=one_size))
     # the same cells with throughput flat from bs 16 to bs 32 (a constructed table)
     flat = WARM.copy()
-    rows = (flat["backend"] == "pytorch_fp16")
-    flat.loc[rows & (flat["bs"] == 32), "throughput_per_s"] = \
-        float(flat.loc[rows & (flat["bs"] == 16), "throughput_per_s"].iloc[0])
+    rows = flat["backend"] == "pytorch_fp16"
+    flat.loc[rows & (flat["bs"] == 32), "throughput_per_s"] = float(
+        flat.loc[rows & (flat["bs"] == 16), "throughput_per_s"].iloc[0]
+    )
     assert "batch-headroom" not in _fired(_evidence("pytorch_fp16_bs8", sweep=flat))
 
 
@@ -216,8 +237,9 @@ def test_trt_fp32_layers_fire_only_in_a_half_precision_engine():
     assert "trt-fp32-layers" not in _fired(_evidence("ttrt_fp16_bs8"))  # every output Half
     assert "trt-fp32-layers" not in _fired(_evidence("ttrt_fp32_bs8"))  # FP32 asked for
     # the FP32 engine's layers read as if an FP16 run had left them in FP32
-    advice = _fired(Evidence(backend="ttrt_fp16", precision="fp16",
-                             trt_layers=fp32_layers))["trt-fp32-layers"]
+    advice = _fired(Evidence(backend="ttrt_fp16", precision="fp16", trt_layers=fp32_layers))[
+        "trt-fp32-layers"
+    ]
     assert advice.figures["fp32_layers"] == 57
     assert evidence(advice)["layers with FP32 outputs"].startswith("57 of")
 
@@ -229,8 +251,9 @@ def test_memory_bound_fires_for_tf32_at_batch_one_not_for_fp16_at_eight():
     from profiler.analysis.roofline import datasheet_ceilings, run_roofline
 
     p50 = float(WARM[(WARM["backend"] == "ttrt_fp32") & (WARM["bs"] == 1)]["p50_ms"].iloc[0])
-    r = run_roofline(FLOPS["roofline_inputs"]["fp32_bs1"], p50,
-                     datasheet_ceilings("NVIDIA H200"), "tf32")
+    r = run_roofline(
+        FLOPS["roofline_inputs"]["fp32_bs1"], p50, datasheet_ceilings("NVIDIA H200"), "tf32"
+    )
     assert r.bound == "memory" and r.pct_of_bandwidth < 50
     advice = _fired(Evidence(backend="ttrt_fp32", precision="fp32", roofline=r))
     assert "memory-bound" in advice
@@ -251,8 +274,11 @@ def test_roofline_inputs_are_an_optional_typed_field_of_the_run_result():
 
     old = read_result(H200 / "runs" / "pytorch_fp16_bs8")
     assert old.roofline_inputs is None and result_to_dict(old)["roofline_inputs"] is None
-    for inputs in (FLOPS["roofline_inputs"]["fp16_bs8"], {"error": "FLOPs not counted: x"},
-                   {**FLOPS["roofline_inputs"]["fp16_bs8"], "from": "--flops table"}):
+    for inputs in (
+        FLOPS["roofline_inputs"]["fp16_bs8"],
+        {"error": "FLOPs not counted: x"},
+        {**FLOPS["roofline_inputs"]["fp16_bs8"], "from": "--flops table"},
+    ):
         data = {**result_to_dict(old), "roofline_inputs": inputs}
         back = result_from_dict(data)
         assert isinstance(back.roofline_inputs, RooflineInputs)
@@ -267,10 +293,16 @@ def test_advice_figures_are_numbers_and_every_rule_is_worded():
     from profiler.report.advice_view import WORDING, advice_dict
 
     names = {"gpu", "compute_capability", "largest", "largest_category"}
-    fired = [*_fired(_evidence("pytorch_fp16_bs8", sweep=WARM, ncu=True)).values(),
-             *_fired(_evidence("pytorch_fp32_bs8", sweep=WARM)).values()]
-    assert {a.rule for a in fired} >= {"launch-bound", "fp32-cuda-cores", "low-occupancy",
-                                       "batch-headroom"}
+    fired = [
+        *_fired(_evidence("pytorch_fp16_bs8", sweep=WARM, ncu=True)).values(),
+        *_fired(_evidence("pytorch_fp32_bs8", sweep=WARM)).values(),
+    ]
+    assert {a.rule for a in fired} >= {
+        "launch-bound",
+        "fp32-cuda-cores",
+        "low-occupancy",
+        "batch-headroom",
+    }
     assert set(WORDING) == {r.id for r in RULES}
     for a in fired:
         for key, value in a.figures.items():

@@ -39,8 +39,11 @@ def test_one_roof_per_precision_and_each_point_against_its_own(points):
     assert {r.peak_gbs for r in chart.roofs} == {4800.0}
     drawn = {p.label: p for p in chart.points}
     assert {label: p.roof for label, p in drawn.items()} == {
-        "pytorch_fp16_bs8": "fp16", "pytorch_fp32_bs8": "fp32", "ttrt_fp16_bs8": "fp16",
-        "ttrt_fp32_bs8": "tf32"}
+        "pytorch_fp16_bs8": "fp16",
+        "pytorch_fp32_bs8": "fp32",
+        "ttrt_fp16_bs8": "fp16",
+        "ttrt_fp32_bs8": "tf32",
+    }
     # every point sits under its own roof (an FP16 point above the FP32 roof is no error)
     for p in chart.points:
         assert p.achieved_tflops <= roofs[p.roof].at(p.intensity)
@@ -55,30 +58,47 @@ def test_the_figure_draws_every_roof_and_marks_backends(points):
     fig = roofline_figure(points)
     ax = fig.axes[0]
     lines = [line.get_label() for line in ax.get_lines()]
-    assert lines == ["fp16 roof: 4,800 GB/s, 989 TFLOP/s", "fp32 roof: 4,800 GB/s, 67 TFLOP/s",
-                     "tf32 roof: 4,800 GB/s, 495 TFLOP/s"]
+    assert lines == [
+        "fp16 roof: 4,800 GB/s, 989 TFLOP/s",
+        "fp32 roof: 4,800 GB/s, 67 TFLOP/s",
+        "tf32 roof: 4,800 GB/s, 495 TFLOP/s",
+    ]
     scatter = [c for c in ax.collections]
     assert [c.get_label() for c in scatter] == [
-        "pytorch_fp16_bs8 (pytorch_fp16, fp16)", "pytorch_fp32_bs8 (pytorch_fp32, fp32)",
-        "ttrt_fp16_bs8 (ttrt_fp16, fp16)", "ttrt_fp32_bs8 (ttrt_fp32, tf32)"]
+        "pytorch_fp16_bs8 (pytorch_fp16, fp16)",
+        "pytorch_fp32_bs8 (pytorch_fp32, fp32)",
+        "ttrt_fp16_bs8 (ttrt_fp16, fp16)",
+        "ttrt_fp32_bs8 (ttrt_fp32, tf32)",
+    ]
     # one marker shape per backend, the colour of the point's roof
     paths = [c.get_paths()[0].vertices.tobytes() for c in scatter]
     assert len(set(paths)) == 4
     colour = {line.get_label().split()[0]: line.get_color() for line in ax.get_lines()}
     from matplotlib.colors import to_hex
+
     assert to_hex(scatter[0].get_facecolor()[0]) == to_hex(colour["fp16"])
     assert to_hex(scatter[3].get_facecolor()[0]) == to_hex(colour["tf32"])
     assert "/" not in ax.get_title()
     import matplotlib.pyplot as plt
+
     plt.close(fig)
 
 
 def test_no_absolute_path_in_the_title():
     from profiler.analysis.roofline import chart_data
 
-    peaks = {"machine": {"device": "NVIDIA H200"}, "copy": {"gb_per_s": 4000.0},
-             "matmul_tflops": {"fp32": 50.0, "tf32": 400.0, "fp16": 700.0, "bf16": 700.0,
-                               "fp8": None, "int8": None}}
+    peaks = {
+        "machine": {"device": "NVIDIA H200"},
+        "copy": {"gb_per_s": 4000.0},
+        "matmul_tflops": {
+            "fp32": 50.0,
+            "tf32": 400.0,
+            "fp16": 700.0,
+            "bf16": 700.0,
+            "fp8": None,
+            "int8": None,
+        },
+    }
     where = "/home/someone/.cache/infer-profiler/peaks/NVIDIA_H200.json"
     chart = chart_data([("a", _roofline("pytorch_fp16_bs8", peaks, where))])
     assert "/home" not in chart.title and "measured (NVIDIA_H200.json)" in chart.title
@@ -88,11 +108,24 @@ def test_no_absolute_path_in_the_title():
 def test_same_precision_on_two_gpus_gets_two_roofs():
     from profiler.analysis.roofline import chart_data
 
-    peaks = {"machine": {"device": "NVIDIA H200"}, "copy": {"gb_per_s": 4000.0},
-             "matmul_tflops": {"fp32": 50.0, "tf32": 400.0, "fp16": 700.0, "bf16": 700.0,
-                               "fp8": None, "int8": None}}
-    chart = chart_data([("datasheet", _roofline("pytorch_fp16_bs8")),
-                        ("measured", _roofline("pytorch_fp16_bs8", peaks, "p.json"))])
+    peaks = {
+        "machine": {"device": "NVIDIA H200"},
+        "copy": {"gb_per_s": 4000.0},
+        "matmul_tflops": {
+            "fp32": 50.0,
+            "tf32": 400.0,
+            "fp16": 700.0,
+            "bf16": 700.0,
+            "fp8": None,
+            "int8": None,
+        },
+    }
+    chart = chart_data(
+        [
+            ("datasheet", _roofline("pytorch_fp16_bs8")),
+            ("measured", _roofline("pytorch_fp16_bs8", peaks, "p.json")),
+        ]
+    )
     assert [r.key for r in chart.roofs] == ["fp16", "fp16, 4,000 GB/s"]
     assert [p.roof for p in chart.points] == ["fp16", "fp16, 4,000 GB/s"]
 
@@ -120,8 +153,9 @@ def test_no_roofline_says_why_in_one_line():
     raw = read_result(H200 / "runs" / "pytorch_fp16_bs8" / "result.json")
     assert no_roofline_reason(raw) == NO_ROOFLINE_INPUTS
     other = {**FLOPS, "model": "bert"}
-    assert no_roofline_reason(raw, other) == ("no roofline: the --flops table (model bert) has "
-                                              "no row fp16_bs8 for model resnet50")
+    assert no_roofline_reason(raw, other) == (
+        "no roofline: the --flops table (model bert) has no row fp16_bs8 for model resnet50"
+    )
 
 
 def test_report_of_a_bare_trace_with_flops_says_so(tmp_path, cli):

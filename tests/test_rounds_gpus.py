@@ -54,24 +54,32 @@ class FakeGpus:
 
     def answer(self, keys: list[str], gpu: str) -> dict:
         scale = 1 + self.offset.get(gpu, 0.0)
-        return {key: {"latencies_ms": [scale * (1 + len(key) / 100)] * 3,
-                      "gpu_ms": [scale] * 3, "device": "fake"} for key in keys}
+        return {
+            key: {
+                "latencies_ms": [scale * (1 + len(key) / 100)] * 3,
+                "gpu_ms": [scale] * 3,
+                "device": "fake",
+            }
+            for key in keys
+        }
 
 
-@pytest.mark.parametrize("rounds_, gpus, groups, chunks", [
-    (5, 1, 4, [1] * 5),           # one GPU: a round is one process
-    (5, 2, 4, [1, 1, 1, 1, 2]),   # two full waves of whole rounds, the last round over both
-    (5, 4, 4, [1, 1, 1, 1, 4]),   # one full wave, the fifth round over all four GPUs
-    (4, 4, 4, [1] * 4),           # 4 rounds fill 4 GPUs already
-    (6, 4, 4, [1, 1, 1, 1, 2, 2]),
-    (2, 4, 4, [2, 2]),            # fewer rounds than GPUs: each split
-    (3, 4, 4, [1, 1, 1]),         # a split would add a wave
-    (5, 4, 2, [1, 1, 1, 1, 2]),   # never more processes than the round's comparison groups
-    (5, 4, 1, [1] * 5),           # a compare: its two configs always share a process
-    (0, 4, 4, []),
-])
-def test_whole_rounds_fill_the_waves_and_only_the_last_wave_is_split(rounds_, gpus, groups,
-                                                                        chunks):
+@pytest.mark.parametrize(
+    "rounds_, gpus, groups, chunks",
+    [
+        (5, 1, 4, [1] * 5),  # one GPU: a round is one process
+        (5, 2, 4, [1, 1, 1, 1, 2]),  # two full waves of whole rounds, the last round over both
+        (5, 4, 4, [1, 1, 1, 1, 4]),  # one full wave, the fifth round over all four GPUs
+        (4, 4, 4, [1] * 4),  # 4 rounds fill 4 GPUs already
+        (6, 4, 4, [1, 1, 1, 1, 2, 2]),
+        (2, 4, 4, [2, 2]),  # fewer rounds than GPUs: each split
+        (3, 4, 4, [1, 1, 1]),  # a split would add a wave
+        (5, 4, 2, [1, 1, 1, 1, 2]),  # never more processes than the round's comparison groups
+        (5, 4, 1, [1] * 5),  # a compare: its two configs always share a process
+        (0, 4, 4, []),
+    ],
+)
+def test_whole_rounds_fill_the_waves_and_only_the_last_wave_is_split(rounds_, gpus, groups, chunks):
     assert rounds.round_chunks(rounds_, gpus, groups) == chunks
 
 
@@ -91,8 +99,15 @@ def test_split_round_keeps_each_comparison_group_whole_and_the_order():
 def test_rounds_run_at_once_one_process_per_gpu_and_every_window_knows_its_gpu():
     cells, groups = matrix()
     fake = FakeGpus(hold_s=0.01)
-    got = rounds.sample(cells, {}, 5, say=lambda _: None, round_runner=fake,
-                        gpus=["0", "1", "2", "3"], groups=groups)
+    got = rounds.sample(
+        cells,
+        {},
+        5,
+        say=lambda _: None,
+        round_runner=fake,
+        gpus=["0", "1", "2", "3"],
+        groups=groups,
+    )
     # four whole rounds, then the fifth over the four GPUs: one comparison group a process
     assert got.rounds == 5 and got.processes == 8 == len(fake.processes)
     assert fake.most_at_once == 4  # all four GPUs busy at once, never two on one
@@ -119,9 +134,15 @@ def test_a_gpu_offset_cancels_in_the_pairs():
     """GPU 1 runs 10 % slow: every pair (one process) sits on one GPU, so the ratio of each
     pair is the configs' ratio whatever GPU took it."""
     cells, groups = matrix(backends=("fp32", "ttrt"), sizes=(1, 8))
-    got = rounds.sample(cells, {}, 5, say=lambda _: None,
-                        round_runner=FakeGpus(offset={"1": 0.10}),
-                        gpus=["0", "1"], groups=groups)
+    got = rounds.sample(
+        cells,
+        {},
+        5,
+        say=lambda _: None,
+        round_runner=FakeGpus(offset={"1": 0.10}),
+        gpus=["0", "1"],
+        groups=groups,
+    )
     used = set()
     for size in (1, 8):
         a = {w.round: w for w in got.windows[f"fp32_bs{size}"]}
@@ -136,8 +157,9 @@ def test_a_gpu_offset_cancels_in_the_pairs():
 def test_one_gpu_runs_whole_rounds_in_turn():
     cells, groups = matrix()
     fake = FakeGpus()
-    got = rounds.sample(cells, {}, 3, say=lambda _: None, round_runner=fake, gpus=["2"],
-                        groups=groups)
+    got = rounds.sample(
+        cells, {}, 3, say=lambda _: None, round_runner=fake, gpus=["2"], groups=groups
+    )
     assert got.processes == 3 and [len(keys) for _, keys in fake.processes] == [12] * 3
     assert {gpu for gpu, _ in fake.processes} == {"2"}
     assert all(w.gpu == "2" for ws in got.windows.values() for w in ws)
@@ -155,8 +177,9 @@ def test_a_failing_cell_leaves_the_later_processes():
 
     fake = Failing()
     lines = []
-    got = rounds.sample(cells, {}, 5, say=lines.append, round_runner=fake, gpus=["0", "1"],
-                        groups=groups)
+    got = rounds.sample(
+        cells, {}, 5, say=lines.append, round_runner=fake, gpus=["0", "1"], groups=groups
+    )
     assert got.errors == {"b_bs8": "CUDA error: out of memory"}
     assert got.windows["b_bs8"] == [] and len(got.windows["a_bs8"]) == 5
     # asked in the first wave at most (both GPUs' first processes start together)
@@ -174,8 +197,10 @@ def test_a_stop_ends_every_process_running_on_the_gpus(tmp_path):
     def runner(cells, gpu=None, started=None):
         if gpu == "0":
             return {key: {"latencies_ms": [1.0], "device": "fake"} for key, _ in cells}
-        script = (f"import os, time; open({str(pids)!r} + '/' + str(os.getpid()), 'w').close();"
-                  " time.sleep(60)")
+        script = (
+            f"import os, time; open({str(pids)!r} + '/' + str(os.getpid()), 'w').close();"
+            " time.sleep(60)"
+        )
         signals.run_child([sys.executable, "-c", script], started=started)
         return {key: "stopped" for key, _ in cells}
 
@@ -187,8 +212,16 @@ def test_a_stop_ends_every_process_running_on_the_gpus(tmp_path):
 
     began = time.time()
     with pytest.raises(KeyboardInterrupt):
-        rounds.sample(cells, {}, 3, say=lambda _: None, round_runner=runner, on_round=record,
-                      gpus=["0", "1", "2"], groups=groups)
+        rounds.sample(
+            cells,
+            {},
+            3,
+            say=lambda _: None,
+            round_runner=runner,
+            on_round=record,
+            gpus=["0", "1", "2"],
+            groups=groups,
+        )
     assert time.time() - began < 30
     found = [int(p.name) for p in pids.iterdir()]
     assert len(found) == 2
@@ -199,16 +232,27 @@ def test_a_stop_ends_every_process_running_on_the_gpus(tmp_path):
 
 def windows_on(gpus_values: dict[str, list[float]]) -> ConfigSamples:
     """A config's windows: per GPU the GPU-time medians of its processes."""
-    return ConfigSamples(tuple(ProcessWindow((v,), (v,), gpu=gpu, round=f"r{gpu}{i}")
-                               for gpu, values in gpus_values.items()
-                               for i, v in enumerate(values)))
+    return ConfigSamples(
+        tuple(
+            ProcessWindow((v,), (v,), gpu=gpu, round=f"r{gpu}{i}")
+            for gpu, values in gpus_values.items()
+            for i, v in enumerate(values)
+        )
+    )
 
 
 def test_each_gpu_gets_its_offset_from_the_others_and_its_floor():
     # three configs on three GPUs; GPU 2 runs 3 % slow, every GPU spreads about 0.5 %
     spread = (0.995, 1.0, 1.005)
-    configs = [windows_on({gpu: [base * (1.03 if gpu == "2" else 1.0) * f for f in spread]
-                           for gpu in ("0", "1", "2")}) for base in (1.0, 4.0, 9.0)]
+    configs = [
+        windows_on(
+            {
+                gpu: [base * (1.03 if gpu == "2" else 1.0) * f for f in spread]
+                for gpu in ("0", "1", "2")
+            }
+        )
+        for base in (1.0, 4.0, 9.0)
+    ]
     found = {o.gpu: o for o in gpu_offsets(configs)}
     assert list(found) == ["0", "1", "2"]
     assert found["2"].offset == pytest.approx(0.03, rel=1e-6)
@@ -233,8 +277,9 @@ def test_gpus_within_their_floor_are_named_nowhere_and_one_gpu_gives_no_offsets(
     assert gpu_offsets([windows_on({"0": [1.0, 1.1]})]) == []
     assert gpu_offset_lines([]) == []
     # latency where GPU time was not measured
-    latency_only = [ConfigSamples(tuple(ProcessWindow((v,), gpu=g) for g, v in
-                                        (("0", 1.0), ("1", 1.2))))]
+    latency_only = [
+        ConfigSamples(tuple(ProcessWindow((v,), gpu=g) for g, v in (("0", 1.0), ("1", 1.2))))
+    ]
     assert gpu_offsets(latency_only) == []
     assert [o.gpu for o in gpu_offsets(latency_only, "latency")] == ["0", "1"]
 
@@ -244,8 +289,9 @@ def test_a_verdict_says_where_its_windows_ran_and_how_the_gpu_offset_is_handled(
 
     cells, groups = matrix(backends=("fp32", "ttrt"), sizes=(1,))
     fake = FakeGpus(offset={"1": 0.10}, hold_s=0.02)
-    got = rounds.sample(cells, {}, 6, say=lambda _: None, round_runner=fake, gpus=["0", "1"],
-                        groups=groups)
+    got = rounds.sample(
+        cells, {}, 6, say=lambda _: None, round_runner=fake, gpus=["0", "1"], groups=groups
+    )
     # each side: its own run's window (on GPU 0, pairing with none) and six rounds'
     own_run = {k: ProcessWindow((1.0 + len(k) / 100,), (1.0,), gpu="0") for k in cells}
     a, b = (ConfigSamples((own_run[k], *got.windows[k])) for k in ("fp32_bs1", "ttrt_bs1"))
@@ -257,10 +303,12 @@ def test_a_verdict_says_where_its_windows_ran_and_how_the_gpu_offset_is_handled(
     # latency is unpaired at its measured rho: the GPU is named as a factor, per side
     assert both.latency.design == "unpaired"
     on = {g: sum(1 for w in a.windows if w.gpu == g) for g in ("0", "1")}
-    assert (f"GPU a recorded factor, not paired out: A's windows by GPU 0:{on['0']} "
-            f"1:{on['1']}") in both.latency.method and on["0"] + on["1"] == 7
-    one_gpu = rounds.sample(cells, {}, 6, say=lambda _: None, round_runner=FakeGpus(),
-                            gpus=["0"], groups=groups)
+    assert (
+        f"GPU a recorded factor, not paired out: A's windows by GPU 0:{on['0']} 1:{on['1']}"
+    ) in both.latency.method and on["0"] + on["1"] == 7
+    one_gpu = rounds.sample(
+        cells, {}, 6, say=lambda _: None, round_runner=FakeGpus(), gpus=["0"], groups=groups
+    )
     alone = judge(*(ConfigSamples(tuple(one_gpu.windows[k])) for k in ("fp32_bs1", "ttrt_bs1")))
     assert "GPU" not in alone.latency.method.split("; ")[-1]
 
@@ -311,5 +359,7 @@ def test_the_real_sweeps_gpu_time_verdicts_say_the_gpu_offset_cancels():
     samples = cell_samples(H100X4, read_manifest(H100X4))
     both = judge(samples["pytorch_fp32_bs16"], samples["inductor_fp16_bs16"])
     assert both.gpu_time.design == "paired" and both.gpu_time.verdict == "faster"
-    assert "windows on GPUs 0,1,2,3; each pair's two windows on one GPU (one process)" \
+    assert (
+        "windows on GPUs 0,1,2,3; each pair's two windows on one GPU (one process)"
         in both.gpu_time.method
+    )

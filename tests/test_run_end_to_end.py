@@ -6,8 +6,18 @@ from pathlib import Path
 
 import pytest
 
-TINY = ["--model", "resnet18", "--image-size", "32", "--bs", "2", "--iters", "7",
-        "--timed-warmup", "2"]
+TINY = [
+    "--model",
+    "resnet18",
+    "--image-size",
+    "32",
+    "--bs",
+    "2",
+    "--iters",
+    "7",
+    "--timed-warmup",
+    "2",
+]
 
 
 @pytest.fixture(scope="module")
@@ -17,9 +27,20 @@ def resnet18_run(tmp_path_factory):
     from profiler.cli.app import app
 
     workdir = tmp_path_factory.mktemp("run")
-    result = CliRunner().invoke(app, ["run", *TINY, "--active", "2", "--json",
-                                      "--runs-dir", str(workdir / "runs"),
-                                      "--tb-dir", str(workdir / "tb_logs")])
+    result = CliRunner().invoke(
+        app,
+        [
+            "run",
+            *TINY,
+            "--active",
+            "2",
+            "--json",
+            "--runs-dir",
+            str(workdir / "runs"),
+            "--tb-dir",
+            str(workdir / "tb_logs"),
+        ],
+    )
     assert result.exit_code == 0, result.stderr
     return workdir, json.loads(result.stdout)
 
@@ -52,13 +73,24 @@ def test_result_json_has_statistics_and_metadata(resnet18_run):
     assert on_disk["run_name"] == result["run_name"] == "pytorch_fp32_bs2_resnet18"
     timing = on_disk["timing"]
     assert timing["iters"] == 7 and timing["timer"] == "perf_counter"
-    assert 0 < timing["min_ms"] <= timing["p50_ms"] <= timing["p90_ms"] <= timing["p95_ms"] \
-        <= timing["p99_ms"] <= timing["max_ms"]
+    assert (
+        0
+        < timing["min_ms"]
+        <= timing["p50_ms"]
+        <= timing["p90_ms"]
+        <= timing["p95_ms"]
+        <= timing["p99_ms"]
+        <= timing["max_ms"]
+    )
     assert timing["min_ms"] <= timing["mean_ms"] <= timing["max_ms"]
     assert timing["throughput_samples_per_s"] == pytest.approx(2 * 1000 / timing["mean_ms"])
     assert timing["prepare_s"] >= 0 and timing["first_call_s"] > 0
-    assert on_disk["precision"] == {"tf32": False, "matmul_allow_tf32": False,
-                                    "cudnn_allow_tf32": False, "cudnn_benchmark": True}
+    assert on_disk["precision"] == {
+        "tf32": False,
+        "matmul_allow_tf32": False,
+        "cudnn_allow_tf32": False,
+        "cudnn_benchmark": True,
+    }
     assert on_disk["config"]["seed"] == 0 and on_disk["model"] == "resnet18"
     env = on_disk["environment"]
     assert env["torch"].startswith("2.") and env["gpu"] is None
@@ -85,8 +117,21 @@ def test_nothing_left_in_staging(resnet18_run):
 
 
 def test_rerun_replaces_the_run_folder(cli):
-    args = ["run", "--model", "tests.tiny_models:conv_net", "--bs", "2", "--iters", "3",
-            "--timed-warmup", "0", "--active", "1", "--name", "tiny"]
+    args = [
+        "run",
+        "--model",
+        "tests.tiny_models:conv_net",
+        "--bs",
+        "2",
+        "--iters",
+        "3",
+        "--timed-warmup",
+        "0",
+        "--active",
+        "1",
+        "--name",
+        "tiny",
+    ]
     assert cli(*args).code == 0
     assert cli(*args, "--repeat", "2").code == 0
     run = json.loads(Path("runs/pytorch_fp32_bs2_tiny/result.json").read_text())
@@ -98,8 +143,20 @@ def test_rerun_replaces_the_run_folder(cli):
 
 @pytest.mark.parametrize("backend", ["pytorch_bf16", "torchscript_fp32"])
 def test_other_cpu_backends_run(cli, backend):
-    done = cli("run", "--backend", backend, "--model", "tests.tiny_models:conv_net",
-               "--iters", "2", "--timed-warmup", "0", "--active", "1", "--json")
+    done = cli(
+        "run",
+        "--backend",
+        backend,
+        "--model",
+        "tests.tiny_models:conv_net",
+        "--iters",
+        "2",
+        "--timed-warmup",
+        "0",
+        "--active",
+        "1",
+        "--json",
+    )
     assert done.code == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["backend"]["precision"] == backend.split("_")[1]
@@ -110,8 +167,19 @@ def test_other_cpu_backends_run(cli, backend):
 
 
 def test_tf32_flag_is_recorded(cli):
-    done = cli("run", "--model", "tests.tiny_models:conv_net", "--iters", "2",
-               "--timed-warmup", "0", "--active", "1", "--tf32", "--json")
+    done = cli(
+        "run",
+        "--model",
+        "tests.tiny_models:conv_net",
+        "--iters",
+        "2",
+        "--timed-warmup",
+        "0",
+        "--active",
+        "1",
+        "--tf32",
+        "--json",
+    )
     assert done.code == 0
     assert json.loads(done.stdout)["precision"]["cudnn_allow_tf32"] is True
 

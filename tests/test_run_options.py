@@ -139,14 +139,25 @@ def test_sweep_cells(cli, monkeypatch, left_out):
     monkeypatch.setattr(sweep, "make_executor", lambda plan: RecordingExecutor(commands))
     values = probes(left_out)
     shared = {k: v for k, v in values.items() if k not in SWEEP_SETS}
-    done = cli("sweep", "--backends", values["backend"], "--bs", str(values["batch_size"]),
-               "--name", "probe", "--runs-dir", "r", "--tb-dir", "t", *argv(shared))
+    done = cli(
+        "sweep",
+        "--backends",
+        values["backend"],
+        "--bs",
+        str(values["batch_size"]),
+        "--name",
+        "probe",
+        "--runs-dir",
+        "r",
+        "--tb-dir",
+        "t",
+        *argv(shared),
+    )
     assert len(commands) == 1, done
     config = commands[0]
     assert_reaches(config, values, SWEEP_SETS)
     assert (config.backend, config.batch_size) == (values["backend"], values["batch_size"])
-    assert (config.runs_dir, config.tb_dir, config.name) == (Path("r/probe"), Path("t/probe"),
-                                                              None)
+    assert (config.runs_dir, config.tb_dir, config.name) == (Path("r/probe"), Path("t/probe"), None)
     assert config.capture == "torch"  # every cell is traced for the table
 
 
@@ -196,8 +207,9 @@ def test_ncu_run_under_ncu(parse_run, left_out):
 
     values = probes(left_out)
     config = RunConfig(**values)
-    under = dataclasses.replace(config, capture="cuda-profiler-api", iters=10, timed_warmup=3,
-                                min_time=None, repeat_runs=1)
+    under = dataclasses.replace(
+        config, capture="cuda-profiler-api", iters=10, timed_warmup=3, min_time=None, repeat_runs=1
+    )
     parsed = parse_run(*external.harness_command(under)[3:])
     assert parsed == under
 
@@ -217,7 +229,7 @@ def test_nsys_run(cli, parse_run, monkeypatch, left_out):
     offered = {k: v for k, v in values.items() if k not in NSYS_SETS}
     cli("nsys", *argv(offered))
     command = started[0]
-    run_args = command[command.index(str(external.PROFILE_PY)) + 2:]
+    run_args = command[command.index(str(external.PROFILE_PY)) + 2 :]
     config = parse_run(*run_args)
     assert_reaches(config, values, (*NSYS_SETS, "tb_dir"))
     assert (config.capture, config.repeat) == ("cuda-profiler-api", 1)
@@ -227,8 +239,10 @@ def test_nsys_run(cli, parse_run, monkeypatch, left_out):
     assert values["runs_dir"] not in config.tb_dir.parents and not config.tb_dir.exists()
 
 
-@pytest.mark.parametrize("command, skipped", [("run", ()), ("sweep", tuple(SWEEP_SETS)),
-                                              ("ncu", NCU_SETS), ("nsys", NSYS_SETS)])
+@pytest.mark.parametrize(
+    "command, skipped",
+    [("run", ()), ("sweep", tuple(SWEEP_SETS)), ("ncu", NCU_SETS), ("nsys", NSYS_SETS)],
+)
 def test_help_lists_choices(cli, monkeypatch, command, skipped):
     monkeypatch.setenv("COLUMNS", "400")
     done = cli(command, "--help")
@@ -268,16 +282,20 @@ def test_every_backend_name_has_one_implementation_and_every_implementation_a_na
     from profiler.collect.workloads import backends as generation_backends
     from profiler.runs import backends as facts
 
-    implemented = {b.name: (b.family, b.precision, b.description, b.needs_cuda)
-                   for b in all_backends()}
-    declared = {s.name: (s.family, s.precision, s.description, s.needs_cuda)
-                for s in facts.BACKENDS.values()}
+    implemented = {
+        b.name: (b.family, b.precision, b.description, b.needs_cuda) for b in all_backends()
+    }
+    declared = {
+        s.name: (s.family, s.precision, s.description, s.needs_cuda)
+        for s in facts.BACKENDS.values()
+    }
     assert implemented == declared
     assert set(REGISTRY) == set(facts.names())
     assert {s.family for s in facts.BACKENDS.values()} == set(facts.FAMILIES)
     assert all(s.name.startswith(s.family_facts.prefix) for s in facts.BACKENDS.values())
     assert set(generation_backends.SEQ2SEQ_PARTS) == {
-        f.name for f in facts.families_generating(facts.SEQ2SEQ)}
+        f.name for f in facts.families_generating(facts.SEQ2SEQ)
+    }
     from profiler.runs.config import run_options
 
     assert run_options()["backend"].choices() == facts.names()

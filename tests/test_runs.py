@@ -17,11 +17,22 @@ from tests.conftest import FIXTURES, ROOT
 
 RESULTS = sorted(FIXTURES.rglob("result.json"))
 H200 = FIXTURES / "h200"
-TINY = ["--model", "tests.tiny_models:conv_net", "--bs", "2", "--iters", "2",
-        "--timed-warmup", "0", "--active", "1"]
+TINY = [
+    "--model",
+    "tests.tiny_models:conv_net",
+    "--bs",
+    "2",
+    "--iters",
+    "2",
+    "--timed-warmup",
+    "0",
+    "--active",
+    "1",
+]
 
 
 # ---- the contract ---------------------------------------------------------------------------
+
 
 def test_there_are_committed_results_to_read():
     assert len(RESULTS) >= 10
@@ -81,8 +92,10 @@ def test_non_finite_checksum_is_written_as_null(tmp_path):
 
     result = runs.read_result(H200 / "runs" / "pytorch_fp32_bs8")
     result = msgspec.structs.replace(
-        result, output=msgspec.structs.replace(result.output, checksum=float("nan"), finite=False),
-        numerics=runs.Numerics(finite=False, elements=8))
+        result,
+        output=msgspec.structs.replace(result.output, checksum=float("nan"), finite=False),
+        numerics=runs.Numerics(finite=False, elements=8),
+    )
     runs.write_result(tmp_path, result)
     on_disk = json.loads((tmp_path / "result.json").read_text())  # strict JSON parses
     assert on_disk["output"]["checksum"] is None
@@ -92,9 +105,15 @@ def test_non_finite_checksum_is_written_as_null(tmp_path):
 
 
 def test_sweep_manifest_round_trip(tmp_path):
-    manifest = runs.SweepManifest(name="s", model="resnet50", backends=["pytorch_fp32"],
-                                  batch_sizes=[1], baseline="pytorch_fp32", options={"iters": 2},
-                                  cells={"pytorch_fp32_bs1": runs.SweepCell("pytorch_fp32", 1)})
+    manifest = runs.SweepManifest(
+        name="s",
+        model="resnet50",
+        backends=["pytorch_fp32"],
+        batch_sizes=[1],
+        baseline="pytorch_fp32",
+        options={"iters": 2},
+        cells={"pytorch_fp32_bs1": runs.SweepCell("pytorch_fp32", 1)},
+    )
     runs.write_manifest(tmp_path, manifest)
     again = runs.read_manifest(tmp_path)
     assert again == manifest and again.cells["pytorch_fp32_bs1"].status == "pending"
@@ -105,14 +124,17 @@ def test_sweep_manifest_round_trip(tmp_path):
 
 # ---- layout: one resolver, and analysis that knows none of it --------------------------------
 
+
 def test_trace_package_imports_nothing_above_it_but_errors_and_file_helpers():
     allowed = {"profiler.errors", "profiler.fsutil"}
     for path in sorted((ROOT / "profiler" / "trace").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.level:
                 target = "profiler.trace" if node.level == 1 else "profiler"
-                names = [f"{target}.{node.module}" if node.module else f"{target}.{a.name}"
-                         for a in node.names]
+                names = [
+                    f"{target}.{node.module}" if node.module else f"{target}.{a.name}"
+                    for a in node.names
+                ]
             elif isinstance(node, ast.ImportFrom):
                 names = [node.module]
             elif isinstance(node, ast.Import):
@@ -150,6 +172,7 @@ def test_one_resolver_for_names_cells_folders_and_files(tmp_path, monkeypatch):
 
 # ---- runs that never replace what they are not ------------------------------------------------
 
+
 def test_default_name_has_the_model_unless_it_is_the_default_one():
     from profiler.runs.config import RunConfig
 
@@ -173,11 +196,16 @@ def test_another_model_never_silently_replaces_a_run(cli):
     assert cli("run", *TINY, "--name", "x").code == 0
     result = Path("runs/pytorch_fp32_bs2_x/result.json")
     before = result.read_bytes()
-    _one_line(cli("run", *TINY, "--name", "x", "--image-size", "32"),
-              "runs/pytorch_fp32_bs2_x holds another run", "image size 224 (now 32)",
-              "--replace")
-    _one_line(cli("run", *TINY[2:], "--model", "tests.tiny_models:oom_above_2", "--name", "x"),
-              "model tests.tiny_models:conv_net (now tests.tiny_models:oom_above_2)")
+    _one_line(
+        cli("run", *TINY, "--name", "x", "--image-size", "32"),
+        "runs/pytorch_fp32_bs2_x holds another run",
+        "image size 224 (now 32)",
+        "--replace",
+    )
+    _one_line(
+        cli("run", *TINY[2:], "--model", "tests.tiny_models:oom_above_2", "--name", "x"),
+        "model tests.tiny_models:conv_net (now tests.tiny_models:oom_above_2)",
+    )
     assert result.read_bytes() == before
     assert cli("run", *TINY, "--name", "x", "--image-size", "32", "--replace").code == 0
     assert runs.read_result(result).config.image_size == 32
@@ -204,11 +232,26 @@ def test_a_folder_that_is_not_a_run_needs_replace(cli):
 
 def test_runs_dir_and_tb_dir_must_differ(cli):
     """D2: both folders renamed onto out/<run> would delete the trace."""
-    _one_line(cli("run", *TINY, "--runs-dir", "out", "--tb-dir", "./out/"),
-              "--runs-dir and --tb-dir are the same folder")
+    _one_line(
+        cli("run", *TINY, "--runs-dir", "out", "--tb-dir", "./out/"),
+        "--runs-dir and --tb-dir are the same folder",
+    )
     assert not Path("out").exists()
-    _one_line(cli("sweep", "--backends", "pytorch_fp32", "--bs", "1", *TINY[:2],
-                  "--runs-dir", "out", "--tb-dir", "out"), "--runs-dir and --tb-dir")
+    _one_line(
+        cli(
+            "sweep",
+            "--backends",
+            "pytorch_fp32",
+            "--bs",
+            "1",
+            *TINY[:2],
+            "--runs-dir",
+            "out",
+            "--tb-dir",
+            "out",
+        ),
+        "--runs-dir and --tb-dir",
+    )
     assert not Path("out").exists()
 
 
@@ -227,18 +270,22 @@ def test_files_and_folders_follow_the_umask(cli):
 
 # ---- what killed or unfinished writers leave is never a run (issue 15, D6) -------------------
 
+
 def _leftovers_beside_a_run(tmp_path: Path) -> Path:
     """runs/ and tb_logs/ holding only leftovers: a staging folder with a whole trace, a
     replaced run on its way out (with its result.json), a killed sweep's staging and lock files."""
     trace = next((H200 / "tb_logs" / "pytorch_fp16_bs8").glob("*.pt.trace.json.gz"))
-    for folder in (tmp_path / "tb_logs" / ".a_bs1.partial-x1y2",
-                   tmp_path / "tb_logs" / ".b_bs1.old-99"):
+    for folder in (
+        tmp_path / "tb_logs" / ".a_bs1.partial-x1y2",
+        tmp_path / "tb_logs" / ".b_bs1.old-99",
+    ):
         folder.mkdir(parents=True)
         (folder / trace.name).write_bytes(trace.read_bytes())
     old_run = tmp_path / "runs" / ".b_bs1.old-99"
     old_run.mkdir(parents=True)
-    (old_run / "result.json").write_bytes((H200 / "runs" / "pytorch_fp16_bs8" /
-                                           "result.json").read_bytes())
+    (old_run / "result.json").write_bytes(
+        (H200 / "runs" / "pytorch_fp16_bs8" / "result.json").read_bytes()
+    )
     sweep = tmp_path / "runs" / ".sw.partial-abc"
     sweep.mkdir()
     (sweep / "sweep.json").write_text('{"cells": {}, "options": {}}')
@@ -265,16 +312,23 @@ def test_a_skipped_check_keeps_its_reason_in_result_json(tmp_path):
     result = runs.read_result(H200 / "runs" / "pytorch_fp16_bs8")
     import msgspec
 
-    skipped = msgspec.structs.replace(result, numerics=runs.Numerics(
-        skipped="reference did not fit", reason="CUDA out of memory in the FP32 eager reference"))
+    skipped = msgspec.structs.replace(
+        result,
+        numerics=runs.Numerics(
+            skipped="reference did not fit", reason="CUDA out of memory in the FP32 eager reference"
+        ),
+    )
     runs.write_result(tmp_path, skipped)
     data = json.loads((tmp_path / "result.json").read_text())
-    assert data["numerics"] == {"skipped": "reference did not fit",
-                                "reason": "CUDA out of memory in the FP32 eager reference"}
+    assert data["numerics"] == {
+        "skipped": "reference did not fit",
+        "reason": "CUDA out of memory in the FP32 eager reference",
+    }
     assert runs.read_result(tmp_path).numerics.reason.startswith("CUDA out of memory")
 
 
 # ---- the cache folder: $INFER_PROFILER_CACHE, else the user's cache (XDG) -------------------
+
 
 def test_cache_folder_follows_xdg_and_the_override_wins(tmp_path, monkeypatch):
     from profiler.runs import layout
@@ -306,14 +360,42 @@ def test_a_run_caches_under_xdg_cache_home(tmp_path):
     import subprocess
     import sys
 
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("INFER_PROFILER_CACHE", "PYTHONPATH", "PYTHONPYCACHEPREFIX")}
-    env.update(XDG_CACHE_HOME=str(tmp_path / "xdg"), HOME=str(tmp_path / "home"),
-               PYTHONPATH=str(ROOT), PYTHONDONTWRITEBYTECODE="1")
-    done = subprocess.run([sys.executable, str(ROOT / "profile.py"), "run", "--model",
-                           "tests.tiny_models:conv_net", "--bs", "1", "--iters", "2",
-                           "--timed-warmup", "0", "--active", "1", "--image-size", "16", "-q"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("INFER_PROFILER_CACHE", "PYTHONPATH", "PYTHONPYCACHEPREFIX")
+    }
+    env.update(
+        XDG_CACHE_HOME=str(tmp_path / "xdg"),
+        HOME=str(tmp_path / "home"),
+        PYTHONPATH=str(ROOT),
+        PYTHONDONTWRITEBYTECODE="1",
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "profile.py"),
+            "run",
+            "--model",
+            "tests.tiny_models:conv_net",
+            "--bs",
+            "1",
+            "--iters",
+            "2",
+            "--timed-warmup",
+            "0",
+            "--active",
+            "1",
+            "--image-size",
+            "16",
+            "-q",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert (tmp_path / "xdg" / "infer-profiler" / "engines" / "pycache").is_dir()
     assert not (tmp_path / "home" / ".cache").exists()

@@ -20,7 +20,7 @@ def test_every_round_has_every_cell_once_with_a_seed():
     order = interleaved(cells, 8, seed=3)
     assert Counter(t.cell for t in order) == {c: 8 for c in cells}
     for r in range(8):
-        round_ = order[4 * r:4 * r + 4]
+        round_ = order[4 * r : 4 * r + 4]
         assert {t.sample for t in round_} == {r}
         first = cells.index(round_[0].cell)  # a rotation of the cells' order
         assert [t.cell for t in round_] == [cells[(first + i) % 4] for i in range(4)]
@@ -32,7 +32,7 @@ def test_seeded_rotation_balances_who_goes_first():
     leaders = [order[3 * r].cell for r in range(9)]
     assert Counter(leaders) == {"a": 3, "b": 3, "c": 3}
     for block in range(3):  # each cell leads once in every three rounds
-        assert sorted(leaders[3 * block:3 * block + 3]) == cells
+        assert sorted(leaders[3 * block : 3 * block + 3]) == cells
     assert interleaved(cells, 9, seed=5) == order
     assert any(interleaved(cells, 9, seed=s) != order for s in range(6, 10))
     # partial last block: still every cell sampled the asked number of times

@@ -18,16 +18,33 @@ import pytest
 
 from .conftest import FIXTURES, ROOT
 
-SLOW_RUN = ["run", "--model", "tests.tiny_models:slow", "--bs", "2", "--iters", "100",
-            "--timed-warmup", "0", "--name", "k"]
+SLOW_RUN = [
+    "run",
+    "--model",
+    "tests.tiny_models:slow",
+    "--bs",
+    "2",
+    "--iters",
+    "100",
+    "--timed-warmup",
+    "0",
+    "--name",
+    "k",
+]
 RUN = "pytorch_fp32_bs2_k"  # --name k
 
 
 def _start(args: list[str], cwd: Path) -> subprocess.Popen:
     env = dict(os.environ, COLUMNS="200")
     env.pop("PYTHONPATH", None)
-    return subprocess.Popen([sys.executable, str(ROOT / "profile.py"), *args], cwd=cwd,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    return subprocess.Popen(
+        [sys.executable, str(ROOT / "profile.py"), *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
 
 
 def _wait_for(condition, process: subprocess.Popen, what: str, timeout: float = 120) -> None:
@@ -43,8 +60,11 @@ def _wait_for(condition, process: subprocess.Popen, what: str, timeout: float = 
 
 def _staging(folder: Path) -> list[str]:
     """Hidden folders: staging (.<run>.partial-*) and replaced runs (.<run>.old-*)."""
-    return sorted(p.name for p in folder.iterdir() if p.name.startswith(".") and p.is_dir()) \
-        if folder.is_dir() else []
+    return (
+        sorted(p.name for p in folder.iterdir() if p.name.startswith(".") and p.is_dir())
+        if folder.is_dir()
+        else []
+    )
 
 
 def _finish(process: subprocess.Popen, timeout: float = 60) -> tuple[str, str]:
@@ -83,8 +103,13 @@ def test_killed_run_leftovers_are_cleaned_and_a_second_writer_refuses(tmp_path, 
 
     # the next run of the folder removes the leftovers first, then holds the folder
     first = _start(SLOW_RUN, tmp_path)
-    _wait_for(lambda: _staging(runs) and set(_staging(runs)).isdisjoint(leftovers)
-              and not left_tb.exists(), first, "the leftovers to be cleaned")
+    _wait_for(
+        lambda: (
+            _staging(runs) and set(_staging(runs)).isdisjoint(leftovers) and not left_tb.exists()
+        ),
+        first,
+        "the leftovers to be cleaned",
+    )
     live = _staging(runs) + _staging(tb)
     assert clean_leftovers(runs) == [] and clean_leftovers(tb) == []  # a live run's are kept
     assert _staging(runs) + _staging(tb) == live
@@ -93,8 +118,11 @@ def test_killed_run_leftovers_are_cleaned_and_a_second_writer_refuses(tmp_path, 
     # once, naming the first; it changes nothing
     second = cli(*SLOW_RUN)
     assert second.code == 2
-    _one_error_line(second.stderr, f"runs/{RUN} is being written by process {first.pid} (a run)",
-                    "another --name")
+    _one_error_line(
+        second.stderr,
+        f"runs/{RUN} is being written by process {first.pid} (a run)",
+        "another --name",
+    )
     assert first.poll() is None and _staging(runs) + _staging(tb) == live
 
     # SIGHUP (a closed terminal) stops it like Ctrl-C: its staging goes, exit 129 (128 + 1),
@@ -102,8 +130,10 @@ def test_killed_run_leftovers_are_cleaned_and_a_second_writer_refuses(tmp_path, 
     first.send_signal(signal.SIGHUP)
     _, stderr = _finish(first)
     assert first.returncode == 129, stderr
-    assert stderr.strip().splitlines()[-1] == \
-        "interrupted by SIGHUP: nothing was written for the unfinished run"
+    assert (
+        stderr.strip().splitlines()[-1]
+        == "interrupted by SIGHUP: nothing was written for the unfinished run"
+    )
     assert "Traceback" not in stderr
     assert [p.name for p in runs.iterdir()] == [] and [p.name for p in tb.iterdir()] == []
 
@@ -111,13 +141,29 @@ def test_killed_run_leftovers_are_cleaned_and_a_second_writer_refuses(tmp_path, 
 def test_sweep_stops_on_sigterm_like_ctrl_c(tmp_path):
     signum, code = signal.SIGTERM, 143
     name = f"sig{os.getpid()}"
-    args = ["sweep", "--model", "tests.tiny_models:slow", "--backends", "pytorch_fp32",
-            "--bs", "1,2", "--iters", "100", "--timed-warmup", "0", "--name", name]
+    args = [
+        "sweep",
+        "--model",
+        "tests.tiny_models:slow",
+        "--backends",
+        "pytorch_fp32",
+        "--bs",
+        "1,2",
+        "--iters",
+        "100",
+        "--timed-warmup",
+        "0",
+        "--name",
+        name,
+    ]
     sweep_dir, trace_dir = tmp_path / "runs" / name, tmp_path / "tb_logs" / name
     manifest_path = sweep_dir / "sweep.json"
     sweep = _start(args, tmp_path)
-    _wait_for(lambda: _staging(sweep_dir) and _staging(trace_dir), sweep,
-              "the first cell's staging folders")
+    _wait_for(
+        lambda: _staging(sweep_dir) and _staging(trace_dir),
+        sweep,
+        "the first cell's staging folders",
+    )
     # a second sweep of the same folder refuses, and leaves the manifest alone
     before = manifest_path.read_bytes()
     second = _start([*args, "--resume"], tmp_path)
@@ -129,18 +175,25 @@ def test_sweep_stops_on_sigterm_like_ctrl_c(tmp_path):
     sweep.send_signal(signum)
     _, stderr = _finish(sweep)
     assert sweep.returncode == code, stderr
-    assert stderr.strip().splitlines()[-1].startswith(
-        "interrupted: sweep stopped; 0 finished cell(s) kept")
+    assert (
+        stderr.strip()
+        .splitlines()[-1]
+        .startswith("interrupted: sweep stopped; 0 finished cell(s) kept")
+    )
     assert "Traceback" not in stderr
     cells = json.loads(manifest_path.read_text())["cells"]
     assert cells["pytorch_fp32_bs1_slow"]["status"] == "interrupted"
-    assert cells["pytorch_fp32_bs1_slow"]["reason"] == \
-        f"interrupted ({signal.Signals(signum).name})"
+    assert (
+        cells["pytorch_fp32_bs1_slow"]["reason"] == f"interrupted ({signal.Signals(signum).name})"
+    )
     assert cells["pytorch_fp32_bs2_slow"]["status"] == "pending"
     assert (sweep_dir / "benchmark.csv").is_file() and (sweep_dir / "benchmark.md").is_file()
     # the running cell was stopped (not orphaned) and its staging folders are gone
-    cell_processes = [pid for pid in os.listdir("/proc") if pid.isdigit()
-                      and f"runs/{name}".encode() in _cmdline(pid)]
+    cell_processes = [
+        pid
+        for pid in os.listdir("/proc")
+        if pid.isdigit() and f"runs/{name}".encode() in _cmdline(pid)
+    ]
     assert cell_processes == []
     assert _staging(sweep_dir) == [] and _staging(trace_dir) == []
     assert not (tmp_path / "runs" / f".{name}.lock").exists()
@@ -176,8 +229,12 @@ def test_tensorboard_logdir_is_cleaned_of_dead_writers_leftovers_only(tmp_path):
     (tb / ".b_bs1.old-99" / "w.pt.trace.json").write_text("{}")  # b_bs1 itself is missing
     (tb / "sw" / ".c_bs2.lock").write_text("12345\n")  # a killed holder's lock file
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    live = subprocess.Popen([sys.executable, "-c", HOLD, str(tb / "sw" / "d_bs4")], env=env,
-                            stdout=subprocess.PIPE, text=True)
+    live = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(tb / "sw" / "d_bs4")],
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         live_staging = Path(live.stdout.readline().strip())
         assert live_staging.is_dir()

@@ -16,15 +16,32 @@ from .conftest import ROOT, stop_sweep_when
 
 FAST = ["--iters", "2", "--timed-warmup", "0", "--active", "1"]
 # bs 3 runs out of (simulated) CUDA memory: tests.tiny_models.oom_above_2
-GRID = ["--backends", "pytorch_fp32,pytorch_bf16", "--bs", "1,2,3",
-        "--model", "tests.tiny_models:oom_above_2", *FAST, "--name", "grid", "--processes", "2"]
+GRID = [
+    "--backends",
+    "pytorch_fp32,pytorch_bf16",
+    "--bs",
+    "1,2,3",
+    "--model",
+    "tests.tiny_models:oom_above_2",
+    *FAST,
+    "--name",
+    "grid",
+    "--processes",
+    "2",
+]
 
 
 def sweep_cli(*args, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
     env = dict(os.environ, COLUMNS="200")
     env.pop("PYTHONPATH", None)
-    return subprocess.run([sys.executable, str(ROOT / "profile.py"), "sweep", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=timeout, env=env)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "profile.py"), "sweep", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +63,11 @@ def test_sweep_writes_cells_tables_and_manifest(grid):
     assert "pytorch_fp32_bs3_oom_above_2 (oom)" in done.stderr and "sweep took" in done.stderr
     sweep = workdir / "runs" / "grid"
     # a cell's folder is the run's own name: <backend>_bs<N>_<model function>
-    for cell in (f"{backend}_bs{n}_oom_above_2" for backend in ("pytorch_fp32", "pytorch_bf16")
-                 for n in (1, 2)):
+    for cell in (
+        f"{backend}_bs{n}_oom_above_2"
+        for backend in ("pytorch_fp32", "pytorch_bf16")
+        for n in (1, 2)
+    ):
         result = json.loads((sweep / cell / "result.json").read_text())
         assert result["run_name"] == cell
         traces = list((workdir / "tb_logs" / "grid" / cell).glob("*.pt.trace.json.gz"))
@@ -62,31 +82,93 @@ def test_sweep_writes_cells_tables_and_manifest(grid):
     assert oom["elapsed_s"] > 0 and (sweep / oom["log"]).is_file()
     with open(sweep / "benchmark.csv", newline="") as handle:
         rows = list(csv.DictReader(handle))
-    assert list(rows[0]) == ["model", "device", "backend", "bs", "mean_ms", "p50_ms", "p90_ms",
-                             "p99_ms", "gpu_compute_ms", "enqueue_ms", "bound",
-                             "throughput_per_s", "speedup", "speedup_low", "speedup_high",
-                             "verdict", "gpu_speedup", "gpu_speedup_low", "gpu_speedup_high",
-                             "gpu_verdict", "verdict_note", "processes", "gpus", "baseline",
-                             "ready_s",
-                             "compile_s", "compile_what", "rel_l2_error", "tensor_core_pct",
-                             "gpu_util_pct", "cv_pct", "noise", "peak_allocated_mib",
-                             "peak_reserved_mib", "engine_mib", "tflops", "pct_peak_compute",
-                             "gbs", "pct_peak_bandwidth", "flop_per_byte", "ttft_ms",
-                             "token_p50_ms", "token_p99_ms", "tokens_per_s", "token_agreement",
-                             "status", "reason", "gpu", "node",
-                             "elapsed_s", "wall_s", "imports_s", "build_s", "flops_s",
-                             "prepare_s", "first_call_s", "graph_capture_s", "warm_up_s",
-                             "timed_s", "gpu_compute_s", "untraced_call_s", "profile_s",
-                             "trace_write_s", "after_windows_s", "numerics_s", "repeat_runs_s",
-                             "write_s"]
+    assert list(rows[0]) == [
+        "model",
+        "device",
+        "backend",
+        "bs",
+        "mean_ms",
+        "p50_ms",
+        "p90_ms",
+        "p99_ms",
+        "gpu_compute_ms",
+        "enqueue_ms",
+        "bound",
+        "throughput_per_s",
+        "speedup",
+        "speedup_low",
+        "speedup_high",
+        "verdict",
+        "gpu_speedup",
+        "gpu_speedup_low",
+        "gpu_speedup_high",
+        "gpu_verdict",
+        "verdict_note",
+        "processes",
+        "gpus",
+        "baseline",
+        "ready_s",
+        "compile_s",
+        "compile_what",
+        "rel_l2_error",
+        "tensor_core_pct",
+        "gpu_util_pct",
+        "cv_pct",
+        "noise",
+        "peak_allocated_mib",
+        "peak_reserved_mib",
+        "engine_mib",
+        "tflops",
+        "pct_peak_compute",
+        "gbs",
+        "pct_peak_bandwidth",
+        "flop_per_byte",
+        "ttft_ms",
+        "token_p50_ms",
+        "token_p99_ms",
+        "tokens_per_s",
+        "token_agreement",
+        "status",
+        "reason",
+        "gpu",
+        "node",
+        "elapsed_s",
+        "wall_s",
+        "imports_s",
+        "build_s",
+        "flops_s",
+        "prepare_s",
+        "first_call_s",
+        "graph_capture_s",
+        "warm_up_s",
+        "timed_s",
+        "gpu_compute_s",
+        "untraced_call_s",
+        "profile_s",
+        "trace_write_s",
+        "after_windows_s",
+        "numerics_s",
+        "repeat_runs_s",
+        "write_s",
+    ]
     by_cell = {(r["backend"], int(r["bs"])): r for r in rows}
     # where each finished cell's seconds went: every phase that ran, none longer than the run
     ok = by_cell[("pytorch_bf16", 2)]
-    phase_columns = list(rows[0])[list(rows[0]).index("wall_s") + 1:]
+    phase_columns = list(rows[0])[list(rows[0]).index("wall_s") + 1 :]
     ran = {k: float(ok[k]) for k in phase_columns if ok[k] != ""}
-    assert set(ran) == {"imports_s", "build_s", "flops_s", "prepare_s", "first_call_s",
-                        "warm_up_s", "timed_s", "profile_s", "trace_write_s", "numerics_s",
-                        "write_s"}
+    assert set(ran) == {
+        "imports_s",
+        "build_s",
+        "flops_s",
+        "prepare_s",
+        "first_call_s",
+        "warm_up_s",
+        "timed_s",
+        "profile_s",
+        "trace_write_s",
+        "numerics_s",
+        "write_s",
+    }
     assert all(v >= 0 for v in ran.values()) and ran["imports_s"] > 0
     assert sum(ran.values()) <= float(ok["wall_s"]) <= float(ok["elapsed_s"])
     assert by_cell[("pytorch_bf16", 3)]["wall_s"] == ""  # the cell that ran out of memory
@@ -99,7 +181,8 @@ def test_sweep_writes_cells_tables_and_manifest(grid):
         base, bf16 = by_cell[("pytorch_fp32", bs)], by_cell[("pytorch_bf16", bs)]
         assert float(base["speedup"]) == pytest.approx(1.0)
         assert float(bf16["speedup"]) == pytest.approx(
-            float(base["p50_ms"]) / float(bf16["p50_ms"]), rel=1e-4)
+            float(base["p50_ms"]) / float(bf16["p50_ms"]), rel=1e-4
+        )
         assert base["rel_l2_error"] == "" and float(bf16["rel_l2_error"]) > 0
         assert base["device"] == "CPU" and base["status"] == "ok"
         assert float(base["cv_pct"]) >= 0 and base["peak_allocated_mib"] == ""
@@ -142,12 +225,29 @@ def test_plots_of_a_cpu_sweep(grid, tmp_path):
     workdir, _ = grid
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
-    done = subprocess.run([sys.executable, str(ROOT / "profile.py"), "plot", "runs/grid",
-                           "--out", str(tmp_path), "--json"], cwd=workdir, capture_output=True,
-                          text=True, env=env, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "profile.py"),
+            "plot",
+            "runs/grid",
+            "--out",
+            str(tmp_path),
+            "--json",
+        ],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert sorted(Path(p).name for p in json.loads(done.stdout)["written"]) == [
-        "latency.png", "roofline.png", "speedup.png", "throughput.png"]
+        "latency.png",
+        "roofline.png",
+        "speedup.png",
+        "throughput.png",
+    ]
     for name in ("latency.png", "speedup.png", "throughput.png"):
         data = (tmp_path / name).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000, name
@@ -161,8 +261,14 @@ def test_report_of_a_cpu_sweep_lists_every_finished_cell(grid):
     workdir, _ = grid
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
-    done = subprocess.run([sys.executable, str(ROOT / "profile.py"), "report", "grid"],
-                          cwd=workdir, capture_output=True, text=True, env=env, timeout=300)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "profile.py"), "report", "grid"],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     text = (workdir / "runs" / "grid" / "report.html").read_text()
     assert "Roofline and advice per cell" in text
@@ -176,10 +282,20 @@ def test_compare_two_cells_of_a_sweep(grid):
     workdir, _ = grid
     env = dict(os.environ, COLUMNS="200")
     env.pop("PYTHONPATH", None)
-    done = subprocess.run([sys.executable, str(ROOT / "profile.py"), "compare",
-                           "grid/pytorch_fp32_bs2_oom_above_2",
-                           "grid/pytorch_bf16_bs2_oom_above_2"], cwd=workdir,
-                          capture_output=True, text=True, env=env, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "profile.py"),
+            "compare",
+            "grid/pytorch_fp32_bs2_oom_above_2",
+            "grid/pytorch_bf16_bs2_oom_above_2",
+        ],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert "timed p50 latency (result.json)" in done.stdout
     assert "config.backend" in done.stdout and "latency (what a caller waits): B/A" in done.stdout
@@ -193,9 +309,14 @@ def test_compare_times_both_configs_again_interleaved(grid):
     env.pop("PYTHONPATH", None)
     cells = ["grid/pytorch_fp32_bs1_oom_above_2", "grid/pytorch_bf16_bs1_oom_above_2"]
     before = [(workdir / "runs" / c / "processes.csv").read_text() for c in cells]
-    done = subprocess.run([sys.executable, str(ROOT / "profile.py"), "compare", *cells,
-                           "--processes", "1", "--json"], cwd=workdir,
-                          capture_output=True, text=True, env=env, timeout=300)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "profile.py"), "compare", *cells, "--processes", "1", "--json"],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     verdict = json.loads(done.stdout)["timed"]["verdict"]
     # one fresh process times A and B in turn (more: more rounds, tests/test_processes.py)
@@ -208,27 +329,43 @@ def test_compare_times_both_configs_again_interleaved(grid):
 
 
 def test_all_cells_failing_exits_1(tmp_path):
-    done = sweep_cli("--backends", "pytorch_fp32", "--bs", "2", "--model",
-                     "tests.tiny_models:failing", *FAST, cwd=tmp_path)
+    done = sweep_cli(
+        "--backends",
+        "pytorch_fp32",
+        "--bs",
+        "2",
+        "--model",
+        "tests.tiny_models:failing",
+        *FAST,
+        cwd=tmp_path,
+    )
     assert done.returncode == 1
     assert done.stderr.strip().splitlines()[-1].startswith("error: all 1 cells failed")
     cells = _manifest(tmp_path, "sweep_tests.tiny_models_failing")["cells"]
     cell = cells["pytorch_fp32_bs2_failing"]
     # the user's model failing is the cell's one error line, naming the function
     assert cell["status"] == "failed" and cell["exit_code"] == 2
-    assert cell["reason"].startswith("--model tests.tiny_models:failing failed: RuntimeError: "
-                                      "this model fails on purpose (at tiny_models.py:")
+    assert cell["reason"].startswith(
+        "--model tests.tiny_models:failing failed: RuntimeError: "
+        "this model fails on purpose (at tiny_models.py:"
+    )
 
 
 def test_ctrl_c_keeps_finished_cells(tmp_path):
     # tests.tiny_models:slow (0.3 s a call): cell 2 still runs when the signal comes
     def second_cell_running(cells: dict) -> bool:
-        return cells.get("pytorch_fp32_bs1_slow", {}).get("status") == "ok" and \
-            cells.get("pytorch_fp32_bs2_slow", {}).get("status") == "running"
+        return (
+            cells.get("pytorch_fp32_bs1_slow", {}).get("status") == "ok"
+            and cells.get("pytorch_fp32_bs2_slow", {}).get("status") == "running"
+        )
 
     code, stderr, cells = stop_sweep_when(
-        ["--backends", "pytorch_fp32", "--bs", "1,2,3", "--model", "tests.tiny_models:slow",
-         *FAST], tmp_path, "stop", second_cell_running, signal.SIGINT)
+        ["--backends", "pytorch_fp32", "--bs", "1,2,3", "--model", "tests.tiny_models:slow", *FAST],
+        tmp_path,
+        "stop",
+        second_cell_running,
+        signal.SIGINT,
+    )
     assert code == 130, stderr
     assert stderr.strip().splitlines()[-1].startswith("interrupted: sweep stopped; 1 finished")
     assert cells["pytorch_fp32_bs1_slow"]["status"] == "ok"
@@ -244,6 +381,7 @@ def test_ctrl_c_keeps_finished_cells(tmp_path):
 
 # ---- bad input: one line, exit 2, nothing started -------------------------------------------
 
+
 def _one_line(done, *fragments):
     assert done.code == 2, done
     lines = done.stderr.strip().splitlines()
@@ -252,23 +390,34 @@ def _one_line(done, *fragments):
         assert fragment in lines[0], lines[0]
 
 
-@pytest.mark.parametrize("args, fragments", [
-    (["--backends", "pytorch_fp32,tensorflow", "--bs", "1"],
-     ["--backends: unknown backend 'tensorflow'", "ttrt_fp16"]),
-    (["--backends", "", "--bs", "1"], ["--backends is empty"]),
-    (["--backends", "pytorch_fp32", "--bs", " , "], ["--bs is empty"]),
-    (["--backends", "pytorch_fp32,,pytorch_bf16", "--bs", "1"], ["has an empty item"]),
-    (["--backends", "pytorch_fp32", "--bs", "8,8"], ["--bs names batch size 8 twice"]),
-    (["--backends", "pytorch_fp32,pytorch_fp32", "--bs", "8"],
-     ["--backends names backend pytorch_fp32 twice"]),
-    (["--backends", "pytorch_fp32", "--bs", "8,x"], ["'x' is not a whole number"]),
-    (["--backends", "pytorch_fp32", "--bs", "0"], ["at least 1"]),
-    (["--backends", "pytorch_fp32", "--bs", "1", "--baseline", "ttrt_fp16"],
-     ["--baseline 'ttrt_fp16' is not one of --backends"]),
-    (["--backends", "pytorch_fp32", "--bs", "1", "--name", "../up"], ["not a plain folder"]),
-    (["--backends", "pytorch_fp32", "--bs", "1", "--compile-mode", "fast"],
-     ["unknown --compile-mode"]),
-])
+@pytest.mark.parametrize(
+    "args, fragments",
+    [
+        (
+            ["--backends", "pytorch_fp32,tensorflow", "--bs", "1"],
+            ["--backends: unknown backend 'tensorflow'", "ttrt_fp16"],
+        ),
+        (["--backends", "", "--bs", "1"], ["--backends is empty"]),
+        (["--backends", "pytorch_fp32", "--bs", " , "], ["--bs is empty"]),
+        (["--backends", "pytorch_fp32,,pytorch_bf16", "--bs", "1"], ["has an empty item"]),
+        (["--backends", "pytorch_fp32", "--bs", "8,8"], ["--bs names batch size 8 twice"]),
+        (
+            ["--backends", "pytorch_fp32,pytorch_fp32", "--bs", "8"],
+            ["--backends names backend pytorch_fp32 twice"],
+        ),
+        (["--backends", "pytorch_fp32", "--bs", "8,x"], ["'x' is not a whole number"]),
+        (["--backends", "pytorch_fp32", "--bs", "0"], ["at least 1"]),
+        (
+            ["--backends", "pytorch_fp32", "--bs", "1", "--baseline", "ttrt_fp16"],
+            ["--baseline 'ttrt_fp16' is not one of --backends"],
+        ),
+        (["--backends", "pytorch_fp32", "--bs", "1", "--name", "../up"], ["not a plain folder"]),
+        (
+            ["--backends", "pytorch_fp32", "--bs", "1", "--compile-mode", "fast"],
+            ["unknown --compile-mode"],
+        ),
+    ],
+)
 def test_bad_lists_and_options(cli, args, fragments):
     _one_line(cli("sweep", *args), *fragments)
     assert not Path("runs").exists()
@@ -283,15 +432,31 @@ def _fake_sweep(model: str, iters: int = 2) -> None:
 
 def test_existing_folder_needs_resume_or_name(cli):
     _fake_sweep("tests.tiny_models:conv_net")
-    _one_line(cli("sweep", "--backends", "pytorch_fp32", "--bs", "1", "--name", "old"),
-              "runs/old already exists: pass --resume", "--name")
+    _one_line(
+        cli("sweep", "--backends", "pytorch_fp32", "--bs", "1", "--name", "old"),
+        "runs/old already exists: pass --resume",
+        "--name",
+    )
 
 
 def test_resume_refuses_another_model(cli):
     _fake_sweep("resnet18")
-    _one_line(cli("sweep", "--backends", "pytorch_fp32", "--bs", "1", "--name", "old",
-                  "--model", "tests.tiny_models:conv_net", "--resume"),
-              "holds a sweep of model 'resnet18'", "--name")
+    _one_line(
+        cli(
+            "sweep",
+            "--backends",
+            "pytorch_fp32",
+            "--bs",
+            "1",
+            "--name",
+            "old",
+            "--model",
+            "tests.tiny_models:conv_net",
+            "--resume",
+        ),
+        "holds a sweep of model 'resnet18'",
+        "--name",
+    )
 
 
 def test_resume_refuses_other_options(cli):
@@ -300,29 +465,71 @@ def test_resume_refuses_other_options(cli):
     options = {key: None for key in shared_options()}
     _fake_sweep("tests.tiny_models:conv_net")
     manifest = json.loads(Path("runs/old/sweep.json").read_text())
-    manifest["options"] = {**options, "model": "tests.tiny_models:conv_net", "iters": 100,
-                           "image_size": 224, "seq_len": 128, "seed": 0,
-                           "compile_mode": "default", "memory_format": "auto",
-                           "cudnn_benchmark": True, "wait": 1, "warmup": 1, "active": 1,
-                           "repeat": 1, "gzip": True, "timed_warmup": 0, "tf32": False,
-                           "record_shapes": False, "profile_memory": False,
-                           "with_stack": False, "with_flops": False, "cache": True}
+    manifest["options"] = {
+        **options,
+        "model": "tests.tiny_models:conv_net",
+        "iters": 100,
+        "image_size": 224,
+        "seq_len": 128,
+        "seed": 0,
+        "compile_mode": "default",
+        "memory_format": "auto",
+        "cudnn_benchmark": True,
+        "wait": 1,
+        "warmup": 1,
+        "active": 1,
+        "repeat": 1,
+        "gzip": True,
+        "timed_warmup": 0,
+        "tf32": False,
+        "record_shapes": False,
+        "profile_memory": False,
+        "with_stack": False,
+        "with_flops": False,
+        "cache": True,
+    }
     Path("runs/old/sweep.json").write_text(json.dumps(manifest))
-    _one_line(cli("sweep", "--backends", "pytorch_fp32", "--bs", "1", "--name", "old",
-                  "--model", "tests.tiny_models:conv_net", *FAST, "--resume"),
-              "--iters 100 (now 2)", "pass the same options")
+    _one_line(
+        cli(
+            "sweep",
+            "--backends",
+            "pytorch_fp32",
+            "--bs",
+            "1",
+            "--name",
+            "old",
+            "--model",
+            "tests.tiny_models:conv_net",
+            *FAST,
+            "--resume",
+        ),
+        "--iters 100 (now 2)",
+        "pass the same options",
+    )
 
 
 def test_a_cell_is_a_typed_config_carrying_every_shared_option(tmp_path):
     from profiler.runs.config import config_from_json, run_argv
     from profiler.sweep.plan import cell_config, cell_job, plan
 
-    options = {"model": "resnet18", "iters": 5, "tf32": True, "cache": False, "gzip": True,
-               "cudnn_benchmark": False, "max_rel_error": None}
-    config = cell_config(options, "pytorch_fp16", 4, sweep_dir=tmp_path / "s",
-                         trace_dir=tmp_path / "t")
-    assert (config.backend, config.batch_size, config.model, config.iters) == \
-        ("pytorch_fp16", 4, "resnet18", 5)
+    options = {
+        "model": "resnet18",
+        "iters": 5,
+        "tf32": True,
+        "cache": False,
+        "gzip": True,
+        "cudnn_benchmark": False,
+        "max_rel_error": None,
+    }
+    config = cell_config(
+        options, "pytorch_fp16", 4, sweep_dir=tmp_path / "s", trace_dir=tmp_path / "t"
+    )
+    assert (config.backend, config.batch_size, config.model, config.iters) == (
+        "pytorch_fp16",
+        4,
+        "resnet18",
+        5,
+    )
     assert config.tf32 and not config.use_cache and config.gzip and not config.cudnn_benchmark
     assert (config.runs_dir, config.tb_dir) == (tmp_path / "s", tmp_path / "t")
     # ncu and nsys give the same config to a child process as arguments: one conversion
@@ -330,8 +537,9 @@ def test_a_cell_is_a_typed_config_carrying_every_shared_option(tmp_path):
     assert "--tf32" in args and "--no-cache" in args and "--no-cudnn-benchmark" in args
     assert "--max-rel-error" not in args and args[args.index("--iters") + 1] == "5"
     # a job travels as JSON and comes back the same config, named as the sweep names the cell
-    p = plan("pytorch_fp32", "2", options, name="s",
-             runs_dir=tmp_path / "runs", tb_dir=tmp_path / "tb")
+    p = plan(
+        "pytorch_fp32", "2", options, name="s", runs_dir=tmp_path / "runs", tb_dir=tmp_path / "tb"
+    )
     job = cell_job(p, "pytorch_fp32", 2)
     assert job.name == "pytorch_fp32_bs2_resnet18" and job.run_config().run_name == job.name
     assert config_from_json(job.config) == job.run_config()

@@ -30,13 +30,26 @@ def commands(monkeypatch) -> list:
 
 
 def test_a_list_of_new_tokens_is_one_cell_per_value(cli, commands):
-    done = cli("sweep", "--backends", "pytorch_fp32,pytorch_fp16", "--bs", "1,8", *GENERATE,
-               "--max-new-tokens", "16,64,256", "--src-len", "32", "--name", "g")
+    done = cli(
+        "sweep",
+        "--backends",
+        "pytorch_fp32,pytorch_fp16",
+        "--bs",
+        "1,8",
+        *GENERATE,
+        "--max-new-tokens",
+        "16,64,256",
+        "--src-len",
+        "32",
+        "--name",
+        "g",
+    )
     assert len(commands) == 12, done
     configs = commands
     grid = {(c.backend, c.batch_size, c.max_new_tokens) for c in configs}
-    assert grid == {(b, n, t) for b in ("pytorch_fp32", "pytorch_fp16") for n in (1, 8)
-                    for t in (16, 64, 256)}
+    assert grid == {
+        (b, n, t) for b in ("pytorch_fp32", "pytorch_fp16") for n in (1, 8) for t in (16, 64, 256)
+    }
     assert {c.src_len for c in configs} == {32}  # a single value stays one value
     manifest = json.loads(Path("runs/g/sweep.json").read_text())
     assert manifest["options"]["max_new_tokens"] == [16, 64, 256]
@@ -49,15 +62,19 @@ def test_a_list_of_new_tokens_is_one_cell_per_value(cli, commands):
     assert "`pytorch_fp16` bs 8 max_new_tokens 64: failed" in benchmark
 
 
-@pytest.mark.parametrize("value, wanted", [
-    ("16,x", "--max-new-tokens: 'x' is not a whole number"),
-    ("16,16", "--max-new-tokens names value 16 twice"),
-    ("16,", "--max-new-tokens '16,' has an empty item"),
-    ("0,16", "--max-new-tokens must be at least 1 (got 0)"),
-])
+@pytest.mark.parametrize(
+    "value, wanted",
+    [
+        ("16,x", "--max-new-tokens: 'x' is not a whole number"),
+        ("16,16", "--max-new-tokens names value 16 twice"),
+        ("16,", "--max-new-tokens '16,' has an empty item"),
+        ("0,16", "--max-new-tokens must be at least 1 (got 0)"),
+    ],
+)
 def test_bad_lists_are_one_line(cli, commands, value, wanted):
-    done = cli("sweep", "--backends", "pytorch_fp32", "--bs", "1", *GENERATE,
-               "--max-new-tokens", value)
+    done = cli(
+        "sweep", "--backends", "pytorch_fp32", "--bs", "1", *GENERATE, "--max-new-tokens", value
+    )
     assert done.code != 0 and wanted in done.stderr, done
     assert len(done.stderr.strip().splitlines()) == 1 and not commands
     assert not Path("runs").exists()
@@ -77,43 +94,79 @@ def test_a_swept_option_may_take_other_values_on_resume(cli, commands):
 
 
 def _manifest(cells: dict) -> SweepManifest:
-    return SweepManifest(options={"workload": "generate", "max_new_tokens": [16, 64]},
-                         model="transformer", baseline="pytorch_fp32",
-                         backends=["pytorch_fp32", "ttrt_fp16"], batch_sizes=[8], cells=cells)
+    return SweepManifest(
+        options={"workload": "generate", "max_new_tokens": [16, 64]},
+        model="transformer",
+        baseline="pytorch_fp32",
+        backends=["pytorch_fp32", "ttrt_fp16"],
+        batch_sizes=[8],
+        cells=cells,
+    )
 
 
 def test_speedup_compares_cells_with_the_same_values(tmp_path, monkeypatch):
     from profiler.analysis import benchmark
 
-    p50 = {("pytorch_fp32", 16): 40.0, ("pytorch_fp32", 64): 160.0,
-           ("ttrt_fp16", 16): 20.0, ("ttrt_fp16", 64): 40.0}
-    cells = {sweep.cell_name(b, 8, "transformer", "generate", {"max_new_tokens": t}):
-             SweepCell(backend=b, batch_size=8, status="ok", axis={"max_new_tokens": t})
-             for b, t in p50}
+    p50 = {
+        ("pytorch_fp32", 16): 40.0,
+        ("pytorch_fp32", 64): 160.0,
+        ("ttrt_fp16", 16): 20.0,
+        ("ttrt_fp16", 64): 40.0,
+    }
+    cells = {
+        sweep.cell_name(b, 8, "transformer", "generate", {"max_new_tokens": t}): SweepCell(
+            backend=b, batch_size=8, status="ok", axis={"max_new_tokens": t}
+        )
+        for b, t in p50
+    }
     # results without latency files: the p50 ratio stands alone (no verdict)
-    monkeypatch.setattr(benchmark, "try_read_result", lambda path: SimpleNamespace(
-        name=path.parent.name, output=SimpleNamespace(finite=True),
-        latency_csv=str(path.parent / "no_latency.csv")))
-    monkeypatch.setattr(benchmark, "_result_columns", lambda result, metrics: {
-        "p50_ms": next(v for (b, t), v in p50.items()
-                       if result.name == sweep.cell_name(b, 8, "transformer", "generate",
-                                                         {"max_new_tokens": t}))})
+    monkeypatch.setattr(
+        benchmark,
+        "try_read_result",
+        lambda path: SimpleNamespace(
+            name=path.parent.name,
+            output=SimpleNamespace(finite=True),
+            latency_csv=str(path.parent / "no_latency.csv"),
+        ),
+    )
+    monkeypatch.setattr(
+        benchmark,
+        "_result_columns",
+        lambda result, metrics: {
+            "p50_ms": next(
+                v
+                for (b, t), v in p50.items()
+                if result.name
+                == sweep.cell_name(b, 8, "transformer", "generate", {"max_new_tokens": t})
+            )
+        },
+    )
     manifest = _manifest(cells)
     frame = benchmark_table(tmp_path, manifest)
     assert list(frame.columns[:5]) == ["model", "device", "backend", "bs", "max_new_tokens"]
     speedup = {(r.backend, r.max_new_tokens): r.speedup for r in frame.itertuples()}
-    assert speedup == {("pytorch_fp32", 16): 1.0, ("pytorch_fp32", 64): 1.0,
-                       ("ttrt_fp16", 16): 2.0, ("ttrt_fp16", 64): 4.0}
+    assert speedup == {
+        ("pytorch_fp32", 16): 1.0,
+        ("pytorch_fp32", 64): 1.0,
+        ("ttrt_fp16", 16): 2.0,
+        ("ttrt_fp16", 64): 4.0,
+    }
     assert "max_new_tokens: 16, 64" in markdown(frame, manifest)
 
 
 def test_cell_names_and_labels_carry_the_values():
     axis = {"max_new_tokens": 16, "src_len": 32}
-    assert manifest.cell_name("ttrt_fp16", 8, "transformer", "generate", axis) == \
-        "ttrt_fp16_bs8_transformer_gen_new16_src32"
-    assert manifest.cell_label("ttrt_fp16", 8, axis) == \
-        "ttrt_fp16 bs 8 --max-new-tokens 16 --src-len 32"
-    assert manifest.short_label(SweepCell(backend="ttrt_fp16", batch_size=8, axis=axis)) == \
-        "ttrt_fp16 bs8 new16 src32"
+    assert (
+        manifest.cell_name("ttrt_fp16", 8, "transformer", "generate", axis)
+        == "ttrt_fp16_bs8_transformer_gen_new16_src32"
+    )
+    assert (
+        manifest.cell_label("ttrt_fp16", 8, axis)
+        == "ttrt_fp16 bs 8 --max-new-tokens 16 --src-len 32"
+    )
+    assert (
+        manifest.short_label(SweepCell(backend="ttrt_fp16", batch_size=8, axis=axis))
+        == "ttrt_fp16 bs8 new16 src32"
+    )
     with pytest.raises(UserError, match="--seq-len: '8.5' is not a whole number"):
         sweep.parse_axes({"seq_len": "8.5"})

@@ -30,14 +30,41 @@ def _env(**changes: str) -> dict:
     return env
 
 
-def _sweep(workdir: Path, model: str, bs: str, *extra: str, name: str = "s",
-           backends: str = "pytorch_fp32", env: dict | None = None):
-    done = subprocess.run([sys.executable, str(ROOT / "profile.py"), "sweep", "--backends",
-                           backends, "--bs", bs, "--model", f"tests.tiny_models:{model}", *FAST,
-                           # one window per cell: these tests are about the workers, and
-                           # the fake GPUs would otherwise bring the default 3 processes
-                           "--processes", "1", "--name", name, *extra], cwd=workdir,
-                          capture_output=True, text=True, timeout=300, env=_env(**(env or {})))
+def _sweep(
+    workdir: Path,
+    model: str,
+    bs: str,
+    *extra: str,
+    name: str = "s",
+    backends: str = "pytorch_fp32",
+    env: dict | None = None,
+):
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "profile.py"),
+            "sweep",
+            "--backends",
+            backends,
+            "--bs",
+            bs,
+            "--model",
+            f"tests.tiny_models:{model}",
+            *FAST,
+            # one window per cell: these tests are about the workers, and
+            # the fake GPUs would otherwise bring the default 3 processes
+            "--processes",
+            "1",
+            "--name",
+            name,
+            *extra,
+        ],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=_env(**(env or {})),
+    )
     return done, _cells(workdir, name)
 
 
@@ -91,32 +118,56 @@ def test_a_cells_outcome_is_typed_from_what_the_harness_raised(tmp_path):
     from profiler.sweep.executors import ExecutorSettings
     from profiler.sweep.executors.local import LocalExecutor
 
-    cases = {"failing": 1, "host_oom_forward": 1, "crashes": 1, "oom_above_2": 3,
-             "misbehaves": 2}  # misbehaves at bs 2: os._exit(0)
-    jobs = [CellJob(name=model, log_path=str(tmp_path / "logs" / f"{model}.log"),
-                    config=config_to_json(RunConfig(
-                        model=f"tests.tiny_models:{model}", batch_size=bs, iters=2,
-                        timed_warmup=0, active=1, runs_dir=tmp_path / "runs",
-                        tb_dir=tmp_path / "tb")))
-            for model, bs in cases.items()]
+    cases = {
+        "failing": 1,
+        "host_oom_forward": 1,
+        "crashes": 1,
+        "oom_above_2": 3,
+        "misbehaves": 2,
+    }  # misbehaves at bs 2: os._exit(0)
+    jobs = [
+        CellJob(
+            name=model,
+            log_path=str(tmp_path / "logs" / f"{model}.log"),
+            config=config_to_json(
+                RunConfig(
+                    model=f"tests.tiny_models:{model}",
+                    batch_size=bs,
+                    iters=2,
+                    timed_warmup=0,
+                    active=1,
+                    runs_dir=tmp_path / "runs",
+                    tb_dir=tmp_path / "tb",
+                )
+            ),
+        )
+        for model, bs in cases.items()
+    ]
     outcomes = {}
     # gpus=[]: one CPU worker runs the cells one after another
     LocalExecutor(ExecutorSettings(gpus=[], log_dir=tmp_path / "logs")).run(
-        jobs, lambda job, where: None, lambda job, outcome: outcomes.setdefault(job.name, outcome))
+        jobs, lambda job, where: None, lambda job, outcome: outcomes.setdefault(job.name, outcome)
+    )
     kinds = {name: (o.kind, o.status, o.exit_code) for name, o in outcomes.items()}
-    assert kinds == {"failing": ("user-error", "failed", 2),
-                     "host_oom_forward": ("host-oom", "oom", 2),
-                     "crashes": ("crash", "failed", 1), "oom_above_2": ("cuda-oom", "oom", 2),
-                     "misbehaves": ("died", "failed", 0)}
-    assert outcomes["failing"].reason.startswith("--model tests.tiny_models:failing failed: "
-                                                 "RuntimeError: this model fails on purpose")
+    assert kinds == {
+        "failing": ("user-error", "failed", 2),
+        "host_oom_forward": ("host-oom", "oom", 2),
+        "crashes": ("crash", "failed", 1),
+        "oom_above_2": ("cuda-oom", "oom", 2),
+        "misbehaves": ("died", "failed", 0),
+    }
+    assert outcomes["failing"].reason.startswith(
+        "--model tests.tiny_models:failing failed: RuntimeError: this model fails on purpose"
+    )
     assert outcomes["host_oom_forward"].reason.startswith("host out of memory at batch size 1")
     assert outcomes["oom_above_2"].reason.startswith("CUDA out of memory at batch size 3")
     assert outcomes["crashes"].reason == "Crash: the model crashed on purpose"
     assert "exited with status 0 during the cell" in outcomes["misbehaves"].reason
     # the log keeps what a human reads: the error line, the crash's traceback
-    assert "error: --model tests.tiny_models:failing failed" in \
-        (tmp_path / "logs" / "failing.log").read_text()
+    assert (
+        "error: --model tests.tiny_models:failing failed"
+        in (tmp_path / "logs" / "failing.log").read_text()
+    )
     assert "Traceback" in (tmp_path / "logs" / "crashes.log").read_text()
 
 
@@ -138,18 +189,34 @@ def test_a_cell_in_a_worker_matches_the_same_cell_run_alone(tmp_path):
     alone_dir.mkdir()
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
-    ran = subprocess.run([sys.executable, str(ROOT / "profile.py"), "run", "--backend",
-                          "pytorch_fp32", "--bs", "2", "--model",
-                          "tests.tiny_models:leaks_state_at_bs1", *FAST], cwd=alone_dir,
-                         capture_output=True, text=True, env=env, timeout=300)
+    ran = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "profile.py"),
+            "run",
+            "--backend",
+            "pytorch_fp32",
+            "--bs",
+            "2",
+            "--model",
+            "tests.tiny_models:leaks_state_at_bs1",
+            *FAST,
+        ],
+        cwd=alone_dir,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert ran.returncode == 0, ran.stderr
     cell = "pytorch_fp32_bs2_leaks_state_at_bs1"
     in_worker = json.loads((tmp_path / "runs" / "s" / cell / "result.json").read_text())
     alone = json.loads((alone_dir / "runs" / cell / "result.json").read_text())
     assert in_worker["precision"] == alone["precision"]
     assert in_worker["backend"] == alone["backend"]
-    assert _cpu_op_names(tmp_path / "tb_logs" / "s" / cell) == \
-        _cpu_op_names(alone_dir / "tb_logs" / cell)
+    assert _cpu_op_names(tmp_path / "tb_logs" / "s" / cell) == _cpu_op_names(
+        alone_dir / "tb_logs" / cell
+    )
     # the same measurement: the same timer, iterations and recorded switches (a state leak
     # itself fails cell 2: the model checks the process; tests compare no timings, which on a
     # shared 2-core machine differed 24x between two 2-iteration windows)
@@ -163,8 +230,15 @@ def _at(stamp: str) -> datetime:
 
 
 def test_two_gpus_get_a_worker_each_and_never_two_cells_at_once(tmp_path):
-    done, cells = _sweep(tmp_path, "conv_net", "1,2", "--gpus", "0,1",
-                         backends="pytorch_fp32,pytorch_bf16", env=NO_GPUS)
+    done, cells = _sweep(
+        tmp_path,
+        "conv_net",
+        "1,2",
+        "--gpus",
+        "0,1",
+        backends="pytorch_fp32,pytorch_bf16",
+        env=NO_GPUS,
+    )
     assert done.returncode == 0, done.stderr
     assert all(c["status"] == "ok" for c in cells.values())
     by_gpu: dict[str, list] = {}
@@ -179,13 +253,17 @@ def test_two_gpus_get_a_worker_each_and_never_two_cells_at_once(tmp_path):
     # the two workers ran at the same time: some cell on one GPU began before the other GPU's
     # first cell ended
     first_ends = {gpu: _at(ran[0]["finished"]) for gpu, ran in by_gpu.items()}
-    assert _at(by_gpu["1"][0]["started"]) < first_ends["0"] or \
-        _at(by_gpu["0"][0]["started"]) < first_ends["1"]
+    assert (
+        _at(by_gpu["1"][0]["started"]) < first_ends["0"]
+        or _at(by_gpu["0"][0]["started"]) < first_ends["1"]
+    )
     csv_text = (tmp_path / "runs" / "s" / "benchmark.csv").read_text()
     header = csv_text.splitlines()[0].split(",")
     assert "gpu" in header and "node" in header
-    assert {line.split(",")[header.index("gpu")] for line in csv_text.splitlines()[1:]} \
-        == {"0", "1"}
+    assert {line.split(",")[header.index("gpu")] for line in csv_text.splitlines()[1:]} == {
+        "0",
+        "1",
+    }
     assert "| gpu |" in (tmp_path / "runs" / "s" / "benchmark.md").read_text()
     assert " on gpu 0: ok" in done.stderr and " on gpu 1: ok" in done.stderr
 
@@ -193,33 +271,44 @@ def test_two_gpus_get_a_worker_each_and_never_two_cells_at_once(tmp_path):
 def test_isolate_runs_every_cell_in_a_fresh_process_and_the_sweep_never_imports_torch(tmp_path):
     """--isolate: two cells, two worker processes; and the sweep's own process (planning,
     scheduling, the manifest and tables) never imports torch."""
-    code = ("import sys\n"
-            "from pathlib import Path\n"
-            f"sys.path.insert(0, {str(ROOT)!r})\n"
-            "from profiler.sweep import plan as sweep\n"
-            "p = sweep.plan('pytorch_fp32', '1,2', {'model': 'tests.tiny_models:conv_net', "
-            "'iters': 2, 'timed_warmup': 0, 'active': 1}, name='s', isolate=True)\n"
-            "outcome = sweep.run_sweep(p, say=lambda text: None)\n"
-            "cells = outcome.manifest.cells.values()\n"
-            "assert [c.status for c in cells] == ['ok', 'ok'], [c.reason for c in cells]\n"
-            "assert len({c.worker for c in cells}) == 2, [c.worker for c in cells]\n"
-            "assert 'torch' not in sys.modules, 'the sweep imported torch'\n")
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        f"sys.path.insert(0, {str(ROOT)!r})\n"
+        "from profiler.sweep import plan as sweep\n"
+        "p = sweep.plan('pytorch_fp32', '1,2', {'model': 'tests.tiny_models:conv_net', "
+        "'iters': 2, 'timed_warmup': 0, 'active': 1}, name='s', isolate=True)\n"
+        "outcome = sweep.run_sweep(p, say=lambda text: None)\n"
+        "cells = outcome.manifest.cells.values()\n"
+        "assert [c.status for c in cells] == ['ok', 'ok'], [c.reason for c in cells]\n"
+        "assert len({c.worker for c in cells}) == 2, [c.worker for c in cells]\n"
+        "assert 'torch' not in sys.modules, 'the sweep imported torch'\n"
+    )
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
-    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
-                          text=True, env=env, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
 
 
-@pytest.mark.parametrize("gpus, visible, fragment", [
-    ("", None, "--gpus '': give GPU indices"),
-    ("0,,1", None, "give GPU indices"),
-    ("0,0", "0,1", "names a GPU twice"),
-    ("x", None, "'x' is not a GPU index or UUID"),
-    ("2", "0,1", "GPU 2 is not visible here (visible: 0,1)"),
-    ("0,1", None, "no GPU is visible here"),  # NEW-10: not accepted on a machine without GPUs
-    ("\uff10", "0", "is not a GPU index"),  # a fullwidth digit is not an index
-])
+@pytest.mark.parametrize(
+    "gpus, visible, fragment",
+    [
+        ("", None, "--gpus '': give GPU indices"),
+        ("0,,1", None, "give GPU indices"),
+        ("0,0", "0,1", "names a GPU twice"),
+        ("x", None, "'x' is not a GPU index or UUID"),
+        ("2", "0,1", "GPU 2 is not visible here (visible: 0,1)"),
+        ("0,1", None, "no GPU is visible here"),  # NEW-10: not accepted on a machine without GPUs
+        ("\uff10", "0", "is not a GPU index"),  # a fullwidth digit is not an index
+    ],
+)
 def test_bad_gpus_are_one_line(cli, monkeypatch, gpus, visible, fragment):
     if visible is None:
         monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
@@ -256,11 +345,32 @@ def test_sigterm_stops_both_workers_cells_and_keeps_the_finished(tmp_path):
         return any(c["status"] == "ok" for c in cells.values()) and running == {"0", "1"}
 
     code, stderr, cells = stop_sweep_when(
-        ["--backends", "pytorch_fp32", "--bs", "1,2,3,4,5", "--model", "tests.tiny_models:slow",
-         "--iters", "6", "--timed-warmup", "0", "--active", "1", "--gpus", "0,1",
-         "--processes", "1"], tmp_path,
-        "stop", one_done_and_both_gpus_busy, signal.SIGTERM, env=_env(**NO_GPUS), wait_s=180,
-        stop_s=90)
+        [
+            "--backends",
+            "pytorch_fp32",
+            "--bs",
+            "1,2,3,4,5",
+            "--model",
+            "tests.tiny_models:slow",
+            "--iters",
+            "6",
+            "--timed-warmup",
+            "0",
+            "--active",
+            "1",
+            "--gpus",
+            "0,1",
+            "--processes",
+            "1",
+        ],
+        tmp_path,
+        "stop",
+        one_done_and_both_gpus_busy,
+        signal.SIGTERM,
+        env=_env(**NO_GPUS),
+        wait_s=180,
+        stop_s=90,
+    )
     assert code == 143, stderr
     assert "interrupted: sweep stopped;" in stderr.strip().splitlines()[-1]
     statuses = sorted(c["status"] for c in cells.values())

@@ -24,8 +24,9 @@ def assert_numbers_whole(render):
     for width in WIDTHS:
         narrow = render(width)
         # every line fits, but the `next:` commands (one line each, to copy whole)
-        assert max(len(line) for line in narrow.splitlines()
-                   if not line.startswith("next: ")) <= width
+        assert (
+            max(len(line) for line in narrow.splitlines() if not line.startswith("next: ")) <= width
+        )
         assert not re.search(r"\d…", narrow) or re.search(r"\d…", wide), width
         cut = {n for n in numbers(narrow) - numbers(wide) if not in_a_name(n, wide)}
         assert not cut, (width, cut)
@@ -46,14 +47,17 @@ def at_width(cli, monkeypatch):
             done = cli(*args)
             assert done.code == 0, done.stderr
             return done.stdout
+
         return at
+
     return render
 
 
 @pytest.mark.parametrize("view", [v for v in VIEWS if v not in ("layers", "phases")])
 def test_summarize_views(at_width, view):
-    assert_numbers_whole(at_width("summarize", str(H200 / "pytorch_fp16_bs8"), "--view", view,
-                                  "--top", "8"))
+    assert_numbers_whole(
+        at_width("summarize", str(H200 / "pytorch_fp16_bs8"), "--view", view, "--top", "8")
+    )
 
 
 def test_summarize_phases(at_width):
@@ -64,14 +68,16 @@ def test_summarize_phases(at_width):
 def test_columns_left_out_are_named_and_the_spread_goes_before_tensor_cores(at_width):
     """At 100 columns the kernel table leaves out min and max (not the Tensor Core column) and
     one line names what it left out; at 160 nothing is left out, and no line says so."""
-    render = at_width("summarize", str(H200 / "pytorch_fp16_bs8"), "--view", "kernels",
-                      "--top", "5")
+    render = at_width(
+        "summarize", str(H200 / "pytorch_fp16_bs8"), "--view", "kernels", "--top", "5"
+    )
     narrow = render(100)
     kernels = narrow.split("Kernels by total time")[1].split("Kernel launch")[0]
     table, left_out = kernels.split("columns left out for width: ")
     assert "Tensor" in table and "median" in table and "min" not in table and "max" not in table
-    assert " ".join(left_out.split()).startswith("min µs, max µs, launched by (operator) "
-                                                 "(widen the terminal, or use --json)")
+    assert " ".join(left_out.split()).startswith(
+        "min µs, max µs, launched by (operator) (widen the terminal, or use --json)"
+    )
     assert "left out" not in render(160)
 
 
@@ -80,13 +86,17 @@ def test_summarize_trt_layers(at_width):
 
 
 def test_compare(at_width):
-    assert_numbers_whole(at_width("compare", str(H200 / "pytorch_fp16_bs8"),
-                                  str(H200 / "ttrt_fp16_bs8"), "--top", "8"))
+    assert_numbers_whole(
+        at_width(
+            "compare", str(H200 / "pytorch_fp16_bs8"), str(H200 / "ttrt_fp16_bs8"), "--top", "8"
+        )
+    )
 
 
 def test_kernel_totals_survive_at_80(at_width):
-    text = at_width("summarize", str(H200 / "pytorch_fp16_bs8"), "--view", "kernels",
-                    "--top", "5")(80)
+    text = at_width("summarize", str(H200 / "pytorch_fp16_bs8"), "--view", "kernels", "--top", "5")(
+        80
+    )
     kernels = text.split("Kernels by total time")[1].split("Kernel launch")[0]
     assert "total" in kernels and "729.0" in kernels
 
@@ -109,11 +119,16 @@ def test_sweep_table():
 
     sweep = FIXTURES / "h100_engines" / "runs" / "engines_resnet50"
     names = sorted(p.name for p in sweep.iterdir() if p.is_dir())
-    cells = {n: SweepCell(backend=n.removesuffix("_bs8"), batch_size=8, status="ok")
-             for n in names}
+    cells = {n: SweepCell(backend=n.removesuffix("_bs8"), batch_size=8, status="ok") for n in names}
     backends = [n.removesuffix("_bs8") for n in names]
-    manifest = SweepManifest(options={}, model="resnet50", baseline=backends[0],
-                             backends=backends, batch_sizes=[8], cells=cells)
+    manifest = SweepManifest(
+        options={},
+        model="resnet50",
+        baseline=backends[0],
+        backends=backends,
+        batch_sizes=[8],
+        cells=cells,
+    )
     frame = benchmark_table(sweep, manifest)
 
     def render(width):
@@ -185,8 +200,10 @@ def test_whole_columns_wrap_between_words_when_nothing_is_left_to_leave_out():
         for header in ("latency speedup [95 %] verdict", "GPU-time speedup [95 %] verdict"):
             table.add_column(header, whole=True)
         table.add_column("processes", number=True, optional=True)
-        for cells in (("pytorch_fp16", "8.024", "11.128", "117.1"),
-                      ("ttrt_fp16", "1.016", "1.109", "4,985.3")):
+        for cells in (
+            ("pytorch_fp16", "8.024", "11.128", "117.1"),
+            ("ttrt_fp16", "1.016", "1.109", "4,985.3"),
+        ):
             table.add_row(*cells, "1.21x [1.18-1.23] undecided", "1.19x [1.17-1.22] faster", "5")
         console.print(table)
 

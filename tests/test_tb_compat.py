@@ -30,9 +30,22 @@ def _plugin_steps(data):
         profile = RunProfileData.from_json("worker", 0, data)
     finally:
         logging.disable(logging.NOTSET)
-    return list(profile.steps_names), dict(zip(
-        ["kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec",
-         "other", "total"], profile.avg_costs.costs))
+    return list(profile.steps_names), dict(
+        zip(
+            [
+                "kernel",
+                "memcpy",
+                "memset",
+                "communication",
+                "runtime",
+                "dataloader",
+                "cpu_exec",
+                "other",
+                "total",
+            ],
+            profile.avg_costs.costs,
+        )
+    )
 
 
 def test_copy_renames_only_categories(tmp_path):
@@ -45,8 +58,11 @@ def test_copy_renames_only_categories(tmp_path):
     assert result.written == tb_logs / "inductor_fp16_bs8_tbcompat" / path.name
     assert source.read_bytes() == path.read_bytes()  # the original is untouched
     copied = json.loads(gzip.decompress(result.written.read_bytes()))
-    assert result.renamed == {"cuda_runtime -> Runtime": 382, "cuda_driver -> Runtime": 222,
-                              "gpu_user_annotation -> gpu_user_annotation_tbcompat": 3}
+    assert result.renamed == {
+        "cuda_runtime -> Runtime": 382,
+        "cuda_driver -> Runtime": 222,
+        "gpu_user_annotation -> gpu_user_annotation_tbcompat": 3,
+    }
     assert copied[COMPAT_KEY]["renamed"] == result.renamed
     before, after = original["traceEvents"], copied["traceEvents"]
     assert len(before) == len(after)
@@ -65,10 +81,15 @@ def test_gpu_side_profiler_steps_are_not_extra_steps():
     Kineto versions also copy `ProfilerStep#N` to the GPU timeline. CONSTRUCTED case: a twin
     named like each CPU step is added to each GPU copy of the real trace."""
     _, data = _trace("pytorch_fp16_bs8")
-    gpu = sorted((e for e in data["traceEvents"] if e.get("cat") == "gpu_user_annotation"),
-                 key=lambda e: e["ts"])
-    steps = sorted(e["name"] for e in data["traceEvents"]
-                   if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#"))
+    gpu = sorted(
+        (e for e in data["traceEvents"] if e.get("cat") == "gpu_user_annotation"),
+        key=lambda e: e["ts"],
+    )
+    steps = sorted(
+        e["name"]
+        for e in data["traceEvents"]
+        if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#")
+    )
     data["traceEvents"] += [dict(e, name=s) for e, s in zip(gpu, steps)]
     raw_steps, _ = _plugin_steps(copy.deepcopy(data))
     assert raw_steps == ["2", "2", "3", "3", "4", "4"]  # the plugin's misreading
@@ -93,8 +114,18 @@ def test_tb_compat_command_converts_every_trace_of_a_run(cli, tmp_path):
 
 # ---- the copies beside a run that runs again (issue 24, NEW-12) ----------------------------
 
-TINY = ["--model", "tests.tiny_models:conv_net", "--bs", "2", "--iters", "2", "--timed-warmup",
-        "0", "--active", "1"]
+TINY = [
+    "--model",
+    "tests.tiny_models:conv_net",
+    "--bs",
+    "2",
+    "--iters",
+    "2",
+    "--timed-warmup",
+    "0",
+    "--active",
+    "1",
+]
 RUN = "pytorch_fp32_bs2_conv_net"
 
 
@@ -108,12 +139,14 @@ def test_run_tb_compat_twice_keeps_the_new_runs_copy_only(cli, tmp_path):
     for _ in range(2):
         done = cli("run", *TINY, "--tb-compat")
         assert done.code == 0, done
-    assert _visible(tmp_path / "tb_logs" / f"{RUN}_tbcompat") == \
-        _visible(tmp_path / "tb_logs" / RUN)
+    assert _visible(tmp_path / "tb_logs" / f"{RUN}_tbcompat") == _visible(
+        tmp_path / "tb_logs" / RUN
+    )
     # tb-compat of the run again: the same, one copy per trace of the run
     assert cli("tb-compat", RUN).code == 0
-    assert _visible(tmp_path / "tb_logs" / f"{RUN}_tbcompat") == \
-        _visible(tmp_path / "tb_logs" / RUN)
+    assert _visible(tmp_path / "tb_logs" / f"{RUN}_tbcompat") == _visible(
+        tmp_path / "tb_logs" / RUN
+    )
     # a run without --tb-compat: the copy of the run it replaced goes, with a note
     done = cli("run", *TINY)
     assert done.code == 0 and f"removed tb_logs/{RUN}_tbcompat/" in done.stderr, done
@@ -127,8 +160,9 @@ def test_a_run_named_like_a_copy_folder_is_converted(cli, tmp_path):
     done = cli("run", *TINY, "--name", "x_tbcompat", "--tb-compat")
     assert done.code == 0, done
     assert cli("tb-compat", named).code == 0
-    assert _visible(tmp_path / "tb_logs" / f"{named}_tbcompat") == \
-        _visible(tmp_path / "tb_logs" / named)
+    assert _visible(tmp_path / "tb_logs" / f"{named}_tbcompat") == _visible(
+        tmp_path / "tb_logs" / named
+    )
 
 
 def test_run_tb_compat_that_cannot_be_written_is_refused_before_the_run(cli, tmp_path):

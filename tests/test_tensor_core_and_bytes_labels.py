@@ -51,8 +51,12 @@ def test_summarize_without_ncu_says_once_how_to_get_tensor_pipe_busy(cli):
 def test_compare_names_the_figure_and_notes_once(cli):
     from profiler.analysis.run import Comparison, RunAnalysis
 
-    d = Comparison(RunAnalysis(str(H200 / "pytorch_fp16_bs8")),
-                   RunAnalysis(str(H200 / "ttrt_fp16_bs8")), "A", "B").diff
+    d = Comparison(
+        RunAnalysis(str(H200 / "pytorch_fp16_bs8")),
+        RunAnalysis(str(H200 / "ttrt_fp16_bs8")),
+        "A",
+        "B",
+    ).diff
     metrics = list(d.overview["metric"])
     assert "time in Tensor Core kernels" in metrics
     assert "GEMM + conv time in Tensor Core kernels" in metrics
@@ -80,8 +84,9 @@ def test_roofline_line_bounds_the_bandwidth(cli):
     r = RunAnalysis(str(H100 / "ttrt_fp16_bs8")).roofline
     out = flat(cli("summarize", str(H100 / "ttrt_fp16_bs8"), "--view", "overview").stdout)
     assert f"{r.min_bytes / 1e6:,.1f} MB {MIN_BYTES} per batch" in out
-    assert (f"at least {r.achieved_gbs:,.1f} GB/s = at least {r.pct_of_bandwidth:.1f} % of "
-            "bandwidth") in out
+    assert (
+        f"at least {r.achieved_gbs:,.1f} GB/s = at least {r.pct_of_bandwidth:.1f} % of bandwidth"
+    ) in out
     assert "FLOP per minimum byte" in out
 
 
@@ -115,6 +120,7 @@ def test_roofline_chart_says_which_bytes():
     fig = roofline_figure([("ttrt", roofline_of(result, None))])
     assert MIN_BYTES in fig.axes[0].get_xlabel() and MIN_BYTES in fig.axes[0].get_title()
     import matplotlib.pyplot as plt
+
     plt.close(fig)
 
 
@@ -156,11 +162,15 @@ def test_readme_quotes_the_two_figures_as_summarize_prints_them(cli, monkeypatch
     out = flat(cli("summarize", str(NCU / "pytorch_fp16_bs8"), "--view", "overview").stdout)
     assert "time in Tensor Core kernels │ 41.1 %" in out
     assert "tensor pipe busy (ncu) │ 5.6 %" in out
-    assert "over the 11 profiled kernels (75.4 % of kernel time; time in Tensor Core kernels " \
+    assert (
+        "over the 11 profiled kernels (75.4 % of kernel time; time in Tensor Core kernels "
         "there: 26.4 %)" in out
+    )
     readme = flat((ROOT / "docs" / "guide" / "tensor-core-figures.md").read_text())
-    assert ("prints 41.1 % over all kernels and, over the 11 profiled kernels (75.4 % of kernel "
-            "time), 26.4 % against 5.6 %") in readme
+    assert (
+        "prints 41.1 % over all kernels and, over the 11 profiled kernels (75.4 % of kernel "
+        "time), 26.4 % against 5.6 %"
+    ) in readme
     log = (ROOT / "docs" / "gpu" / "h100" / "truth" / "1_ncu_pytorch_fp16.log").read_text()
     assert "time in Tensor Core kernels (name rules): 37.1 %" in log
     assert "tensor pipe busy (ncu, kernel-time weighted): 10.6 %" in log

@@ -59,8 +59,10 @@ def _steps(server, run):
     overview = _q(server, "/overview", **_profile(server, run))
     # tooltip columns have no name
     columns = [c.get("name") for c in overview["steps"]["columns"]]
-    return [{name: value for name, value in zip(columns, row) if name}
-            for row in overview["steps"]["rows"]]
+    return [
+        {name: value for name, value in zip(columns, row) if name}
+        for row in overview["steps"]["rows"]
+    ]
 
 
 def test_server_lists_the_runs_on_loopback(server):
@@ -85,8 +87,12 @@ def test_raw_trace_runtime_share_is_zero_and_compat_copy_fixes_it(server, run):
 
 
 def test_kernel_table_rows_and_operator_links(server):
-    table = _q(server, "/kernel/table", group_by="Kernel",
-               **_profile(server, "pytorch_fp16_bs8" + COMPAT_SUFFIX))
+    table = _q(
+        server,
+        "/kernel/table",
+        group_by="Kernel",
+        **_profile(server, "pytorch_fp16_bs8" + COMPAT_SUFFIX),
+    )
     columns = [c["name"] for c in table["data"]["columns"]]
     rows = [dict(zip(columns, r)) for r in table["data"]["rows"]]
     assert len(rows) > 10 and all(r["Calls"] > 0 for r in rows)
@@ -114,8 +120,15 @@ def test_kernel_table_rows_and_operator_links(server):
 def test_diff_of_two_runs_has_both_sides(server):
     base = _profile(server, "pytorch_fp32_bs8" + COMPAT_SUFFIX)
     exp = _profile(server, "pytorch_fp16_bs8" + COMPAT_SUFFIX)
-    node = _q(server, "/diffnode", exp_run=exp["run"], exp_worker=exp["worker"],
-              exp_span=exp["span"], path="0", **base)
+    node = _q(
+        server,
+        "/diffnode",
+        exp_run=exp["run"],
+        exp_worker=exp["worker"],
+        exp_span=exp["span"],
+        path="0",
+        **base,
+    )
     left, right = node["left"], node["right"]
     assert left["aggs"] and right["aggs"]
     ops_left = {a["name"] for a in left["aggs"]}

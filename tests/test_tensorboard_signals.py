@@ -42,16 +42,31 @@ def wait_for(condition, limit: float) -> bool:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 0), (signal.SIGTERM, 143),
-                                       (signal.SIGHUP, 129)], ids=["ctrl-c", "sigterm", "sighup"])
+@pytest.mark.parametrize(
+    "sig, code",
+    [(signal.SIGINT, 0), (signal.SIGTERM, 143), (signal.SIGHUP, 129)],
+    ids=["ctrl-c", "sigterm", "sighup"],
+)
 def test_signal_stops_tensorboard_and_its_server(tmp_path, sig, code):
     pytest.importorskip("torch_tb_profiler")
     port = tb.free_port()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     launcher = subprocess.Popen(
-        [sys.executable, "profile.py", "tensorboard", "--logdir", str(tmp_path), "--port",
-         str(port)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env=env)
+        [
+            sys.executable,
+            "profile.py",
+            "tensorboard",
+            "--logdir",
+            str(tmp_path),
+            "--port",
+            str(port),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         assert wait_for(lambda: tb.port_in_use(tb.LOOPBACK, port), 60), "never listened"
         assert server_pids(port)
@@ -77,8 +92,20 @@ def test_server_ends_when_its_launcher_is_killed(tmp_path):
     port = tb.free_port()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     launcher = subprocess.Popen(
-        [sys.executable, "profile.py", "tensorboard", "--logdir", str(tmp_path), "--port",
-         str(port)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        [
+            sys.executable,
+            "profile.py",
+            "tensorboard",
+            "--logdir",
+            str(tmp_path),
+            "--port",
+            str(port),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
     try:
         assert wait_for(lambda: tb.port_in_use(tb.LOOPBACK, port), 60), "never listened"
         launcher.kill()

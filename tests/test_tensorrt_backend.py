@@ -39,14 +39,16 @@ def fake_metadata(installed: dict, modules: set):
 
 
 def test_full_tensorrt_flavour():
-    flavour = ttrt.detect_flavour(**fake_metadata({"torch-tensorrt": "2.11.0"},
-                                                  {"torch_tensorrt", "tensorrt"}))
+    flavour = ttrt.detect_flavour(
+        **fake_metadata({"torch-tensorrt": "2.11.0"}, {"torch_tensorrt", "tensorrt"})
+    )
     assert flavour == ttrt.Flavour("tensorrt", "torch-tensorrt", "2.11.0", "tensorrt")
 
 
 def test_tensorrt_rtx_flavour():
-    flavour = ttrt.detect_flavour(**fake_metadata({"torch-tensorrt-rtx": "2.11.0"},
-                                                  {"torch_tensorrt", "tensorrt_rtx"}))
+    flavour = ttrt.detect_flavour(
+        **fake_metadata({"torch-tensorrt-rtx": "2.11.0"}, {"torch_tensorrt", "tensorrt_rtx"})
+    )
     assert flavour.name == "tensorrt-rtx" and flavour.library_module == "tensorrt_rtx"
 
 
@@ -54,14 +56,17 @@ def test_neither_installed_names_both_extras():
     with pytest.raises(UserError) as error:
         ttrt.detect_flavour(**fake_metadata({}, set()))
     message = str(error.value)
-    assert '.[tensorrt]' in message and '.[tensorrt-rtx]' in message and "\n" not in message
+    assert ".[tensorrt]" in message and ".[tensorrt-rtx]" in message and "\n" not in message
 
 
 def test_both_installed_is_refused():
     with pytest.raises(UserError, match="both installed.*uninstall one"):
-        ttrt.detect_flavour(**fake_metadata(
-            {"torch-tensorrt": "2.11.0", "torch-tensorrt-rtx": "2.11.0"},
-            {"torch_tensorrt", "tensorrt", "tensorrt_rtx"}))
+        ttrt.detect_flavour(
+            **fake_metadata(
+                {"torch-tensorrt": "2.11.0", "torch-tensorrt-rtx": "2.11.0"},
+                {"torch_tensorrt", "tensorrt", "tensorrt_rtx"},
+            )
+        )
 
 
 def test_library_module_missing():
@@ -75,7 +80,7 @@ def test_library_module_missing():
 @pytest.mark.parametrize("backend", ["ttrt_fp32", "ttrt_fp16"])
 def test_ttrt_without_torch_tensorrt_is_one_line(cli, backend):
     done = cli("run", "--backend", backend, *TINY)
-    assert_one_line_error(done, backend, "torch-tensorrt", '.[tensorrt]', '.[tensorrt-rtx]')
+    assert_one_line_error(done, backend, "torch-tensorrt", ".[tensorrt]", ".[tensorrt-rtx]")
     assert_nothing_written()
 
 
@@ -117,19 +122,24 @@ def fake_trt(monkeypatch, tmp_path):
     module = types.ModuleType("torch_tensorrt")
     module.__version__ = "2.11.0"
 
-    def compile(model, ir="default", inputs=None, *, arg_inputs=None, kwarg_inputs=None,
-                **options):
+    def compile(model, ir="default", inputs=None, *, arg_inputs=None, kwarg_inputs=None, **options):
         calls.append({"ir": ir, **options})
         logging.getLogger("torch_tensorrt [TensorRT Conversion Context]").info("fake build starts")
         if state["fail"] == "oom":  # as TensorRT-RTX 1.4 failed on an H100 with 1 GiB free
-            os.write(2, b"ERROR: [Torch-TensorRT] - [executionContext.cpp::initializeExecution"
-                        b"Context::644] Error Code 2: OutOfMemory (Requested size was 157679616 "
-                        b"bytes.)\n")
-            raise RuntimeError("[Error thrown at core/runtime/TRTEngine.cpp:281] Expected "
-                               "(exec_ctx.get() != nullptr) to be true but got false")
+            os.write(
+                2,
+                b"ERROR: [Torch-TensorRT] - [executionContext.cpp::initializeExecution"
+                b"Context::644] Error Code 2: OutOfMemory (Requested size was 157679616 "
+                b"bytes.)\n",
+            )
+            raise RuntimeError(
+                "[Error thrown at core/runtime/TRTEngine.cpp:281] Expected "
+                "(exec_ctx.get() != nullptr) to be true but got false"
+            )
         if state["fail"]:
             logging.getLogger("torch_tensorrt [TensorRT Conversion Context]").error(
-                "Error Code 4: Internal Error (fake)")
+                "Error Code 4: Internal Error (fake)"
+            )
             raise RuntimeError("Failed to build the TensorRT engine\nsecond line")
         return trace(model, inputs or arg_inputs, kwarg_inputs or {}).module()
 
@@ -137,11 +147,16 @@ def fake_trt(monkeypatch, tmp_path):
         """As torch_tensorrt.dynamo.trace (2.11) exports: dynamic shapes keyed by the forward's
         parameter names, one per input ({} for a tensor: static), handed to torch.export, which
         checks their structure against the arguments."""
-        names = list(inspect.signature(model.forward).parameters)[:len(arg_inputs)]
+        names = list(inspect.signature(model.forward).parameters)[: len(arg_inputs)]
         dynamic_shapes = {name: {} for name in names}
         dynamic_shapes.update({name: {} for name in kwarg_inputs})
-        return torch.export.export(model, tuple(arg_inputs), kwargs=kwarg_inputs,
-                                   dynamic_shapes=dynamic_shapes, strict=False)
+        return torch.export.export(
+            model,
+            tuple(arg_inputs),
+            kwargs=kwarg_inputs,
+            dynamic_shapes=dynamic_shapes,
+            strict=False,
+        )
 
     def save(graph, path, output_format, inputs):
         torch.export.save(torch.export.export(graph, tuple(inputs)), path)
@@ -151,8 +166,11 @@ def fake_trt(monkeypatch, tmp_path):
     library.__version__ = "1.4.0"
     monkeypatch.setitem(__import__("sys").modules, "torch_tensorrt", module)
     monkeypatch.setitem(__import__("sys").modules, "tensorrt_rtx", library)
-    monkeypatch.setattr(ttrt, "detect_flavour", lambda: ttrt.Flavour(
-        "tensorrt-rtx", "torch-tensorrt-rtx", "2.11.0", "tensorrt_rtx"))
+    monkeypatch.setattr(
+        ttrt,
+        "detect_flavour",
+        lambda: ttrt.Flavour("tensorrt-rtx", "torch-tensorrt-rtx", "2.11.0", "tensorrt_rtx"),
+    )
     monkeypatch.setattr(ttrt, "_gpu_facts", lambda torch_module: ("Fake GPU", "9.0"))
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *args: None)
     return calls, state
@@ -161,8 +179,14 @@ def fake_trt(monkeypatch, tmp_path):
 def prepare(tmp_path, **overrides):
     from tests.tiny_models import conv_net
 
-    config = RunConfig(backend="ttrt_fp32", model="tests.tiny_models:conv_net", batch_size=2,
-                       cache_dir=tmp_path / "cache", runs_dir=tmp_path / "runs", **overrides)
+    config = RunConfig(
+        backend="ttrt_fp32",
+        model="tests.tiny_models:conv_net",
+        batch_size=2,
+        cache_dir=tmp_path / "cache",
+        runs_dir=tmp_path / "runs",
+        **overrides,
+    )
     model, inputs = conv_net(batch_size=2)
     return ttrt._prepare(model.eval(), inputs, config, torch.device("cpu"), "fp32")
 
@@ -171,11 +195,15 @@ def test_build_then_cache_hit(fake_trt, tmp_path):
     calls, _ = fake_trt
     first = prepare(tmp_path)
     notes = first.notes
-    assert calls == [{"ir": "dynamo", "use_explicit_typing": True, "min_block_size": 5,
-                      "disable_tf32": True}]
+    assert calls == [
+        {"ir": "dynamo", "use_explicit_typing": True, "min_block_size": 5, "disable_tf32": True}
+    ]
     assert notes["flavour"] == "tensorrt-rtx"
-    assert notes["versions"] == {"torch": torch.__version__, "torch_tensorrt": "2.11.0",
-                                 "tensorrt_rtx": "1.4.0"}
+    assert notes["versions"] == {
+        "torch": torch.__version__,
+        "torch_tensorrt": "2.11.0",
+        "tensorrt_rtx": "1.4.0",
+    }
     assert notes["cache"]["hit"] is False and notes["cache"]["reason"] == "no entry"
     assert notes["cache"]["stored"] is True and Path(notes["cache"]["path"]).is_file()
     assert notes["compile_s"] > 0 and "load_s" not in notes
@@ -192,7 +220,8 @@ def test_build_then_cache_hit(fake_trt, tmp_path):
     assert second.notes["fallback_ops"] == notes["fallback_ops"]
     assert torch.equal(second.fn(*second.inputs), expected)
     assert second.after_windows() == {
-        "layer_timing": "not available: no C++-runtime engines (Python runtime)"}
+        "layer_timing": "not available: no C++-runtime engines (Python runtime)"
+    }
 
     third = prepare(tmp_path, use_cache=False)
     assert len(calls) == 2 and third.notes["cache"]["reason"] == "--no-cache"
@@ -276,8 +305,11 @@ def fake_engines(monkeypatch):
     """Every compiled or loaded module holds the same three engines, the last one without layer
     information (the stand-in torch_tensorrt's modules hold none)."""
     sources = [FakeEngineSource(0), FakeEngineSource(1), FakeEngineSource(2, broken=True)]
-    monkeypatch.setattr(ttrt, "find_engines", lambda module: [
-        (f"_run_on_acc_{source.index}", source, None) for source in sources])
+    monkeypatch.setattr(
+        ttrt,
+        "find_engines",
+        lambda module: [(f"_run_on_acc_{source.index}", source, None) for source in sources],
+    )
     return sources
 
 
@@ -299,21 +331,28 @@ def sidecar_path(tmp_path) -> Path:
 
 
 def layer_artifacts(prepared) -> dict:
-    return {name: text.encode() for name, text in prepared.notes["artifacts"].items()
-            if name.startswith("engine_layers_")}
+    return {
+        name: text.encode()
+        for name, text in prepared.notes["artifacts"].items()
+        if name.startswith("engine_layers_")
+    }
 
 
 DESCRIBED = ("engine_count", "layer_files", "engine_memory", "warnings", "fallback_ops")
 
 
-def test_build_keeps_the_description_and_a_hit_reuses_it(fake_trt, fake_engines, tmp_path,
-                                                          monkeypatch):
+def test_build_keeps_the_description_and_a_hit_reuses_it(
+    fake_trt, fake_engines, tmp_path, monkeypatch
+):
     first = prepare(tmp_path)
     notes = first.notes
     assert notes["engine_count"] == 3
     assert notes["layer_files"] == ["engine_layers_0.json", "engine_layers_1.json"]
-    assert notes["engine_memory"] == {"engine_device_memory_bytes": 1024 + 2048 + 3072,
-                                      "per_engine_bytes": [1024, 2048, 3072], "why_not": None}
+    assert notes["engine_memory"] == {
+        "engine_device_memory_bytes": 1024 + 2048 + 3072,
+        "per_engine_bytes": [1024, 2048, 3072],
+        "why_not": None,
+    }
     assert notes["warnings"][-1] == "engine 2: no layer information (inspector unavailable)"
     assert any("run in PyTorch" in w for w in notes["warnings"])
     description = json.loads(sidecar_path(tmp_path).read_text())["report"]["description"]
@@ -333,8 +372,9 @@ def test_build_keeps_the_description_and_a_hit_reuses_it(fake_trt, fake_engines,
 
 
 @pytest.mark.parametrize("stale", ["missing", "malformed"])
-def test_a_sidecar_without_a_description_is_described_as_before(fake_trt, fake_engines,
-                                                                tmp_path, monkeypatch, stale):
+def test_a_sidecar_without_a_description_is_described_as_before(
+    fake_trt, fake_engines, tmp_path, monkeypatch, stale
+):
     first = prepare(tmp_path)
     path = sidecar_path(tmp_path)
     sidecar = json.loads(path.read_text())
@@ -352,8 +392,9 @@ def test_a_sidecar_without_a_description_is_described_as_before(fake_trt, fake_e
     assert layer_artifacts(second) == layer_artifacts(first)
 
 
-def test_a_hit_asks_again_for_device_memory_the_build_could_not_read(fake_trt, fake_engines,
-                                                                    tmp_path, monkeypatch):
+def test_a_hit_asks_again_for_device_memory_the_build_could_not_read(
+    fake_trt, fake_engines, tmp_path, monkeypatch
+):
     for source in fake_engines:
         del source.device_memory_size_v2
     first = prepare(tmp_path)

@@ -81,11 +81,14 @@ def test_cpu_memory_is_not_applicable():
     assert timing_module.peak_memory(False)["scope"] == "n/a (CPU)"
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--min-time", "0"], "--min-time must be more than 0"),
-    (["--min-time", "1", "--iters", "5"], "give --iters or --min-time, not both"),
-    (["--repeat-runs", "0"], "--repeat-runs must be at least 1"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--min-time", "0"], "--min-time must be more than 0"),
+        (["--min-time", "1", "--iters", "5"], "give --iters or --min-time, not both"),
+        (["--repeat-runs", "0"], "--repeat-runs must be at least 1"),
+    ],
+)
 def test_bad_timing_options_are_one_line_errors(cli, args, message):
     out = cli("run", "--model", "tests.tiny_models:conv_net", *args)
     assert out.code == 2 and message in out.stderr
@@ -93,8 +96,20 @@ def test_bad_timing_options_are_one_line_errors(cli, args, message):
 
 
 def test_min_time_run_records_noise_memory_and_repeats(cli):
-    out = cli("run", "--model", "tests.tiny_models:conv_net", "--min-time", "0.05",
-              "--timed-warmup", "1", "--active", "1", "--repeat-runs", "2", "--json")
+    out = cli(
+        "run",
+        "--model",
+        "tests.tiny_models:conv_net",
+        "--min-time",
+        "0.05",
+        "--timed-warmup",
+        "1",
+        "--active",
+        "1",
+        "--repeat-runs",
+        "2",
+        "--json",
+    )
     assert out.code == 0, out.stderr
     result = json.loads(out.stdout)
     timed = result["timing"]
@@ -108,6 +123,7 @@ def test_min_time_run_records_noise_memory_and_repeats(cli):
 
 
 # ---- --min-time is a time: a deadline read after each iteration, on a fake clock -------------
+
 
 class FakeClock:
     """Seconds that pass only when told: each call of ``fn`` takes ``call_s``."""
@@ -124,11 +140,14 @@ class FakeClock:
         return self.calls
 
 
-@pytest.mark.parametrize("call_s, expected", [
-    (1.0, 3),          # 3 s of one-second calls
-    (1 / 1024, 3072),  # fast calls: as many as 3 s hold, whatever the warm-up estimated
-    (10.0, 2),         # slow calls: the floor, not 3 s
-])
+@pytest.mark.parametrize(
+    "call_s, expected",
+    [
+        (1.0, 3),  # 3 s of one-second calls
+        (1 / 1024, 3072),  # fast calls: as many as 3 s hold, whatever the warm-up estimated
+        (10.0, 2),  # slow calls: the floor, not 3 s
+    ],
+)
 def test_a_budgeted_window_stops_by_time_with_a_floor(monkeypatch, call_s, expected):
     clock = FakeClock(call_s)
     monkeypatch.setattr(timing_module, "clock", clock)
@@ -163,11 +182,19 @@ def test_min_time_run_stops_by_time_and_says_so(tmp_path, monkeypatch):
     from tests.conftest import ROOT
 
     monkeypatch.syspath_prepend(str(ROOT))
-    readings = iter(range(10 ** 6))
+    readings = iter(range(10**6))
     monkeypatch.setattr(timing_module, "clock", lambda: 0.25 * next(readings))
-    config = RunConfig(model="tests.tiny_models:conv_net", batch_size=2, min_time=6.0,
-                       timed_warmup=1, wait=0, warmup=1, active=1,
-                       runs_dir=tmp_path / "runs", tb_dir=tmp_path / "tb_logs")
+    config = RunConfig(
+        model="tests.tiny_models:conv_net",
+        batch_size=2,
+        min_time=6.0,
+        timed_warmup=1,
+        wait=0,
+        warmup=1,
+        active=1,
+        runs_dir=tmp_path / "runs",
+        tb_dir=tmp_path / "tb_logs",
+    )
     result = harness.run(config, quiet=True)
     assert result.timing.iters == 8
     assert result.timing.iterations_chosen_by == "--min-time 6 s: stopped after 6.5 s"

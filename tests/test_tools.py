@@ -41,6 +41,7 @@ def fp16_table():
 
 # ---- argument lists -------------------------------------------------------------------------
 
+
 def test_tensorboard_command_binds_loopback_unless_bind_all(tmp_path):
     command = tb.command(tmp_path, 6123)
     assert command[:3] == [sys.executable, "-m", "tensorboard.main"]
@@ -53,17 +54,24 @@ def test_tensorboard_command_binds_loopback_unless_bind_all(tmp_path):
 def test_ncu_profile_command_is_a_list_with_clock_control_none_and_nvtx_filter(fp16_table):
     regex = ncu.kernel_regex(list(fp16_table.head(10)["name"]))
     run_args = ["python", "profile.py", "run", "--capture", "cuda-profiler-api"]
-    command = ncu.profile_command("/opt/ncu", ["sm__warps_active.avg.pct_of_peak_sustained_active"],
-                                  Path("runs/x/ncu"), 2, regex, 200, run_args)
+    command = ncu.profile_command(
+        "/opt/ncu",
+        ["sm__warps_active.avg.pct_of_peak_sustained_active"],
+        Path("runs/x/ncu"),
+        2,
+        regex,
+        200,
+        run_args,
+    )
     assert all(isinstance(a, str) for a in command)
     assert command[command.index("--clock-control") + 1] == "none"
     assert command[command.index("--nvtx-include") + 1] == "infer-profiler@step 2/"
     assert "--nvtx" in command and command[command.index("--profile-from-start") + 1] == "off"
     assert command[command.index("--kernel-name") + 1] == regex
-    assert command[-len(run_args):] == run_args
+    assert command[-len(run_args) :] == run_args
     # the regex lists bare function names only: no characters that need escaping
     assert regex.startswith("regex:")
-    for name in regex[len("regex:"):].split("|"):
+    for name in regex[len("regex:") :].split("|"):
         assert name.isidentifier()
     assert "vectorized_elementwise_kernel" in regex.split("|")
     imported = ncu.import_command("/opt/ncu", Path("r.ncu-rep"))
@@ -91,15 +99,18 @@ def test_nsys_commands_are_lists_with_the_capture_range(tmp_path):
 
 # ---- metric choice ----------------------------------------------------------------------------
 
+
 def test_query_metrics_parsing_and_choice():
     # constructed: ncu --query-metrics prints a device line, a header and "name  description"
-    text = ("Device NVIDIA H200 (GH100)\n"
-            "------------------------------------------  -----------------------------\n"
-            "Metric Name                                 Metric Description\n"
-            "sm__warps_active                            # of warps in flight\n"
-            "sm__maximum_warps_per_active_cycle_pct      theoretical occupancy\n"
-            "sm__pipe_tensor_op_hmma_cycles_active       # of cycles the HMMA pipe was active\n"
-            "gpu__time_duration                          duration\n")
+    text = (
+        "Device NVIDIA H200 (GH100)\n"
+        "------------------------------------------  -----------------------------\n"
+        "Metric Name                                 Metric Description\n"
+        "sm__warps_active                            # of warps in flight\n"
+        "sm__maximum_warps_per_active_cycle_pct      theoretical occupancy\n"
+        "sm__pipe_tensor_op_hmma_cycles_active       # of cycles the HMMA pipe was active\n"
+        "gpu__time_duration                          duration\n"
+    )
     available = ncu.parse_query_metrics(text)
     assert "sm__warps_active" in available and "Metric" not in available
     chosen, skipped = ncu.choose_metrics(available)
@@ -109,12 +120,14 @@ def test_query_metrics_parsing_and_choice():
     everything, none_skipped = ncu.choose_metrics(None)
     assert none_skipped == [] and len(everything) > len(chosen)
     # constructed error line, as ncu prints it for an unknown metric
-    assert ncu.missing_metrics("==ERROR== Failed to find metric sm__pipe_tensor_cycles_active"
-                               ".avg.pct_of_peak_sustained_active\n") == [
-        "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"]
+    assert ncu.missing_metrics(
+        "==ERROR== Failed to find metric sm__pipe_tensor_cycles_active"
+        ".avg.pct_of_peak_sustained_active\n"
+    ) == ["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"]
 
 
 # ---- missing tools: one line, exit 2 ----------------------------------------------------------
+
 
 @pytest.mark.parametrize("command, tool, module", [("ncu", "ncu", ncu), ("nsys", "nsys", nsys)])
 def test_missing_tool_is_one_line(cli, monkeypatch, command, tool, module):
@@ -156,14 +169,41 @@ def constructed_ncu_csv(rows: list[tuple[str, float, float, float, float]]) -> s
     theoretical %, duration ns) per launch."""
     out = io.StringIO()
     writer = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n")
-    ident = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream",
-             "Block Size", "Grid Size", "Device", "CC"]
+    ident = [
+        "ID",
+        "Process ID",
+        "Process Name",
+        "Host Name",
+        "Kernel Name",
+        "Context",
+        "Stream",
+        "Block Size",
+        "Grid Size",
+        "Device",
+        "CC",
+    ]
     writer.writerow(ident + [DURATION, ACHIEVED, PIPE, THEORETICAL])
     writer.writerow([""] * len(ident) + ["ns", "%", "%", "%"])
     for i, (name, pipe, achieved, theoretical, ns) in enumerate(rows):
-        writer.writerow([str(i), "4242", "python3", "127.0.0.1", name, "1", "7", "(128, 1, 1)",
-                         "(96, 1, 1)", "0", "9.0", f"{ns:,.0f}", str(achieved), str(pipe),
-                         str(theoretical)])
+        writer.writerow(
+            [
+                str(i),
+                "4242",
+                "python3",
+                "127.0.0.1",
+                name,
+                "1",
+                "7",
+                "(128, 1, 1)",
+                "(96, 1, 1)",
+                "0",
+                "9.0",
+                f"{ns:,.0f}",
+                str(achieved),
+                str(pipe),
+                str(theoretical),
+            ]
+        )
     return "==PROF== Connected to process 4242\n" + out.getvalue()
 
 
@@ -185,14 +225,16 @@ def test_tensor_core_thresholds():
 
 
 def test_hardware_join_and_agreement_share(fp16_table):
-    by_rule = {r: fp16_table[fp16_table["tensor_core"] == r]["name"].tolist()
-               for r in ("yes", "no")}
+    by_rule = {
+        r: fp16_table[fp16_table["tensor_core"] == r]["name"].tolist() for r in ("yes", "no")
+    }
     yes_a, yes_b = by_rule["yes"][:2]
     no_a, no_b = by_rule["no"][:2]
     rows = [
-        (yes_a, 42.0, 30.0, 37.5, 9000), (yes_a, 40.0, 31.0, 37.5, 11000),  # agree (2 launches)
-        (no_a, 0.4, 80.0, 100.0, 5000),          # agree
-        (yes_b, 1.0, 20.0, 25.0, 4000),          # rule yes, hardware no: disagree
+        (yes_a, 42.0, 30.0, 37.5, 9000),
+        (yes_a, 40.0, 31.0, 37.5, 11000),  # agree (2 launches)
+        (no_a, 0.4, 80.0, 100.0, 5000),  # agree
+        (yes_b, 1.0, 20.0, 25.0, 4000),  # rule yes, hardware no: disagree
         (no_b.replace("void ", "", 1), 3.5, 50.0, 50.0, 3000),  # unclear; ncu drops "void "
     ]
     joined = hardware_join(fp16_table, parse_ncu_csv(constructed_ncu_csv(rows)))
@@ -200,7 +242,8 @@ def test_hardware_join_and_agreement_share(fp16_table):
     assert row.loc[yes_a, "hw_launches"] == 2
     assert row.loc[yes_a, "hw_tensor_pipe_pct"] == pytest.approx((42 * 9000 + 40 * 11000) / 20000)
     assert row.loc[yes_a, "hw_achieved_occupancy_pct"] == pytest.approx(
-        (30 * 9000 + 31 * 11000) / 20000)
+        (30 * 9000 + 31 * 11000) / 20000
+    )
     assert row.loc[yes_a, "hw_theoretical_occupancy_pct"] == 37.5
     assert row.loc[yes_a, "rules_vs_hardware"] == "agree" and row.loc[yes_a, "hw_match"] == "exact"
     assert row.loc[no_a, "rules_vs_hardware"] == "agree"
@@ -219,18 +262,28 @@ def test_hardware_join_and_agreement_share(fp16_table):
 
 
 def test_unknown_rule_counts_as_not_agreeing():
-    table = pd.DataFrame({"name": ["triton_tem_fused_convolution_0", "x"],
-                          "total_us": [30.0, 70.0], "tensor_core": ["unknown", "no"]})
-    ncu_text = constructed_ncu_csv([("triton_tem_fused_convolution_0", 45.0, 20, 25, 1000),
-                                    ("x", 0.0, 90, 100, 1000)])
+    table = pd.DataFrame(
+        {
+            "name": ["triton_tem_fused_convolution_0", "x"],
+            "total_us": [30.0, 70.0],
+            "tensor_core": ["unknown", "no"],
+        }
+    )
+    ncu_text = constructed_ncu_csv(
+        [("triton_tem_fused_convolution_0", 45.0, 20, 25, 1000), ("x", 0.0, 90, 100, 1000)]
+    )
     agreement = agreement_share(hardware_join(table, parse_ncu_csv(ncu_text)))
     assert agreement.share == pytest.approx(0.7) and agreement.unknown_rule_us == 30.0
 
 
 def test_function_name():
-    assert function_name("void at::native::vectorized_elementwise_kernel<4, at::native::"
-                         "(anonymous namespace)::f(int)::{lambda()#1}>(int, float)") == \
-        "vectorized_elementwise_kernel"
+    assert (
+        function_name(
+            "void at::native::vectorized_elementwise_kernel<4, at::native::"
+            "(anonymous namespace)::f(int)::{lambda()#1}>(int, float)"
+        )
+        == "vectorized_elementwise_kernel"
+    )
     assert function_name("sm90_xmma_fprop_kernel__5x_cudnn") == "sm90_xmma_fprop_kernel__5x_cudnn"
 
 
@@ -256,40 +309,70 @@ def test_summarize_picks_up_ncu_csv_from_the_run_folder(cli, tmp_path, fp16_tabl
 
 # ---- nsys stats CSV ----------------------------------------------------------------------------
 
+
 def test_nsys_kern_sum_becomes_a_kernel_table(fp16_table):
     name = fp16_table["name"].iloc[3]
     # CONSTRUCTED nsys stats --report cuda_gpu_kern_sum --format csv text (not captured)
-    text = ('Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),'
-            'StdDev (ns),Name\n'
-            f'75.0,3000,3,1000.0,1000.0,900,1100,100.0,"{name}"\n'
-            '25.0,1000,2,500.0,500.0,400,600,141.4,"void at::native::foo<1>(int)"\n')
+    text = (
+        "Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),"
+        "StdDev (ns),Name\n"
+        f'75.0,3000,3,1000.0,1000.0,900,1100,100.0,"{name}"\n'
+        '25.0,1000,2,500.0,500.0,400,600,141.4,"void at::native::foo<1>(int)"\n'
+    )
     table = nsys.kernel_table_from_kern_sum(text)
-    assert list(table.columns[:12]) == ["kernel", "name", "category", "calls", "total_us",
-                                         "mean_us", "median_us", "min_us", "max_us",
-                                         "share_pct", "tensor_core", "tensor_core_rule"]
+    assert list(table.columns[:12]) == [
+        "kernel",
+        "name",
+        "category",
+        "calls",
+        "total_us",
+        "mean_us",
+        "median_us",
+        "min_us",
+        "max_us",
+        "share_pct",
+        "tensor_core",
+        "tensor_core_rule",
+    ]
     assert table.loc[0, "name"] == name and table.loc[0, "total_us"] == 3.0
     assert table.loc[0, "tensor_core"] == fp16_table["tensor_core"].iloc[3]
     assert table["share_pct"].tolist() == [75.0, 25.0]
 
 
 def test_nsys_import_failure_is_one_line():
-    output = ("Generating '/tmp/nsys-report-1.qdstrm'\n"
-              "QdstrmImporter: error while loading shared libraries: libdw.so.1: cannot open "
-              "shared object file: No such file or directory\nsome later line\n")
+    output = (
+        "Generating '/tmp/nsys-report-1.qdstrm'\n"
+        "QdstrmImporter: error while loading shared libraries: libdw.so.1: cannot open "
+        "shared object file: No such file or directory\nsome later line\n"
+    )
     assert "libdw.so.1" in nsys.import_failure(output)
 
 
 def test_tools_never_import_torch():
-    code = ("import sys\n"
-            "import profiler.tools.tensorboard, profiler.tools.ncu, profiler.tools.nsys\n"
-            "import profiler.trace.hardware, profiler.trace.tb_compat\n"
-            "import profiler.report.hardware_view\n"
-            "assert 'torch' not in sys.modules\n")
+    code = (
+        "import sys\n"
+        "import profiler.tools.tensorboard, profiler.tools.ncu, profiler.tools.nsys\n"
+        "import profiler.trace.hardware, profiler.trace.tb_compat\n"
+        "import profiler.report.hardware_view\n"
+        "assert 'torch' not in sys.modules\n"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, timeout=120)
 
 
-TINY = ["--model", "resnet18", "--image-size", "32", "--bs", "2", "--iters", "3",
-        "--timed-warmup", "1", "--active", "2"]
+TINY = [
+    "--model",
+    "resnet18",
+    "--image-size",
+    "32",
+    "--bs",
+    "2",
+    "--iters",
+    "3",
+    "--timed-warmup",
+    "1",
+    "--active",
+    "2",
+]
 
 
 def test_run_with_cuda_profiler_api_capture_writes_no_trace(cli, tmp_path):
@@ -333,9 +416,17 @@ def test_ncu_says_which_top_kernels_it_did_not_see_and_what_ran_instead():
         console = Console(file=io.StringIO(), width=200)
         line = staticmethod(lines.append)
 
-    _print_ncu({**recorded, "joined": table, "agreement": agreement,
-                "top_kernels_not_profiled": missing, "ncu_kernels_not_in_table": extra}, 10,
-               Sink())
+    _print_ncu(
+        {
+            **recorded,
+            "joined": table,
+            "agreement": agreement,
+            "top_kernels_not_profiled": missing,
+            "ncu_kernels_not_in_table": extra,
+        },
+        10,
+        Sink(),
+    )
     said = "\n".join(lines)
     assert missing and extra
     assert f"{len(missing)} of the top kernels were not seen under ncu" in said

@@ -77,8 +77,9 @@ def test_two_processes_read_what_one_reads(path, small_pieces, two_processes, mo
     assert list(trace.categories) == list(robust(path).categories)  # the same order too
 
 
-def test_two_processes_with_a_false_cut_in_the_middle(tmp_path, small_pieces, two_processes,
-                                                      monkeypatch):
+def test_two_processes_with_a_false_cut_in_the_middle(
+    tmp_path, small_pieces, two_processes, monkeypatch
+):
     """The middle of the file falls inside an event whose args hold a long list of objects
     ('}, {"' between them looks like an event boundary): the first half's last piece does not
     decode, so one process reads the file."""
@@ -114,13 +115,21 @@ def test_fast_path_on_other_formatting(tmp_path, small_pieces, monkeypatch, styl
     elif style == "indented":
         text = json.dumps({**data, "traceEvents": events}, indent=1)
     elif style == "one_per_line":  # traceEvents last, other keys after it
-        text = ('{"traceEvents": [\n' + ",\n".join(json.dumps(e) for e in events) +
-                '\n], "traceName": "a]b}, {\\"c\\": [1]}", "deviceProperties": ' +
-                json.dumps(data["deviceProperties"]) + "}")
+        text = (
+            '{"traceEvents": [\n'
+            + ",\n".join(json.dumps(e) for e in events)
+            + '\n], "traceName": "a]b}, {\\"c\\": [1]}", "deviceProperties": '
+            + json.dumps(data["deviceProperties"])
+            + "}"
+        )
     else:
-        text = ('{ "deviceProperties" :\r\n' + json.dumps(data["deviceProperties"]) +
-                ' ,\t"traceEvents"\n:\t[ ' + " \r\n,\t ".join(json.dumps(e) for e in events) +
-                " \n ] \n}\n")
+        text = (
+            '{ "deviceProperties" :\r\n'
+            + json.dumps(data["deviceProperties"])
+            + ' ,\t"traceEvents"\n:\t[ '
+            + " \r\n,\t ".join(json.dumps(e) for e in events)
+            + " \n ] \n}\n"
+        )
     path = tmp_path / "t.json"
     path.write_text(text)
     monkeypatch.setattr(load, "_MMAP_MIN_BYTES", 1)  # and through a memory map
@@ -145,15 +154,51 @@ def test_cut_candidates_inside_events_are_rejected(tmp_path, small_pieces):
 def test_null_args_and_old_spelling(tmp_path, monkeypatch):
     monkeypatch.setattr(load, "_PIECE_BYTES", 100)
     events = [
-        {"ph": "X", "cat": "kernel", "name": "k1", "pid": 0, "tid": 7, "ts": 10, "dur": 5,
-         "args": {"correlation": None, "external id": 4, "device": 0, "stream": None,
-                  "registers per thread": None, "blocks per SM": None, "grid": [2, 1, 1],
-                  "block": [64, 1, 1]}},
-        {"ph": "X", "cat": "kernel", "name": "k2", "pid": 0, "tid": 7, "ts": 20, "dur": 5,
-         "args": {"correlation": 3, "External id": 5, "external id": 9, "grid": [2, 1],
-                  "block": None}},
-        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
-         "ts": 9, "dur": 1, "args": None},
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": "k1",
+            "pid": 0,
+            "tid": 7,
+            "ts": 10,
+            "dur": 5,
+            "args": {
+                "correlation": None,
+                "external id": 4,
+                "device": 0,
+                "stream": None,
+                "registers per thread": None,
+                "blocks per SM": None,
+                "grid": [2, 1, 1],
+                "block": [64, 1, 1],
+            },
+        },
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": "k2",
+            "pid": 0,
+            "tid": 7,
+            "ts": 20,
+            "dur": 5,
+            "args": {
+                "correlation": 3,
+                "External id": 5,
+                "external id": 9,
+                "grid": [2, 1],
+                "block": None,
+            },
+        },
+        {
+            "ph": "X",
+            "cat": "cuda_runtime",
+            "name": "cudaLaunchKernel",
+            "pid": 1,
+            "tid": 1,
+            "ts": 9,
+            "dur": 1,
+            "args": None,
+        },
         {"ph": "X", "cat": "mystery", "name": "m", "ts": 1, "dur": 1},
         {"ph": "i", "name": "marker", "ts": 3},
     ]
@@ -173,15 +218,18 @@ def test_null_args_and_old_spelling(tmp_path, monkeypatch):
     assert trace.categories == {"kernel": 2, "cuda_runtime": 1, "mystery": 1}
 
 
-@pytest.mark.parametrize("text, message", [
-    ('{"traceEvents": [{"ph": "X", "name": "a", "ts": 1},]}', "not valid JSON"),
-    ('{"traceEvents": [{"ph": "X", "ts": 1}, {"ph": "i", "ts": 2}, ]}', "not valid JSON"),
-    ('{"traceEvents": [{"ph": "X", "name": "a", "ts": 1}], }', "not valid JSON"),
-    ('{"traceEvents": {"ph": "X"}}', "no traceEvents list"),
-    ('{"other": [], "traceEvents": [{"ph": "X"}]', "not valid JSON"),
-    ('{"traceEvents": [{"ph": "X"}]} trailing', "not valid JSON"),
-    ('{"x": "\\"traceEvents\\": [1]"}', "no traceEvents list"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('{"traceEvents": [{"ph": "X", "name": "a", "ts": 1},]}', "not valid JSON"),
+        ('{"traceEvents": [{"ph": "X", "ts": 1}, {"ph": "i", "ts": 2}, ]}', "not valid JSON"),
+        ('{"traceEvents": [{"ph": "X", "name": "a", "ts": 1}], }', "not valid JSON"),
+        ('{"traceEvents": {"ph": "X"}}', "no traceEvents list"),
+        ('{"other": [], "traceEvents": [{"ph": "X"}]', "not valid JSON"),
+        ('{"traceEvents": [{"ph": "X"}]} trailing', "not valid JSON"),
+        ('{"x": "\\"traceEvents\\": [1]"}', "no traceEvents list"),
+    ],
+)
 def test_invalid_files_get_the_full_parse_errors(tmp_path, monkeypatch, text, message):
     monkeypatch.setattr(load, "_PIECE_BYTES", 10)
     path = tmp_path / "t.json"
@@ -192,11 +240,12 @@ def test_invalid_files_get_the_full_parse_errors(tmp_path, monkeypatch, text, me
 
 def test_whitespace_between_events_must_be_json(tmp_path, monkeypatch):
     """A form feed is whitespace to a regex but not to JSON: the full parse rejects it."""
-    events = [json.dumps({"ph": "X", "cat": "kernel", "name": f"k{i}", "ts": i, "dur": 1})
-              for i in range(400)]
+    events = [
+        json.dumps({"ph": "X", "cat": "kernel", "name": f"k{i}", "ts": i, "dur": 1})
+        for i in range(400)
+    ]
     path = tmp_path / "t.json"
-    path.write_text('{"traceEvents": [' + "}\f,{".join(e[1:-1] for e in events).join("{}")
-                    + "]}")
+    path.write_text('{"traceEvents": [' + "}\f,{".join(e[1:-1] for e in events).join("{}") + "]}")
     monkeypatch.setattr(load, "_PIECE_BYTES", 1000)
     assert load._load_split(path, load._read(path)) is None
     with pytest.raises(UserError, match="not valid JSON"):
@@ -208,8 +257,11 @@ def test_events_of_no_or_unknown_phase(tmp_path, monkeypatch):
     with the plain Struct (any 'ph'); only complete ('X') events are kept either way."""
     monkeypatch.setattr(load, "_PIECE_BYTES", 100)
     kernel = {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10, "dur": 5}
-    odd = [{"name": "no phase", "ts": 1}, {"ph": "Z", "name": "unknown", "ts": 2},
-           {"ph": "x", "cat": "kernel", "name": "lower-case x", "ts": 3, "dur": 1}]
+    odd = [
+        {"name": "no phase", "ts": 1},
+        {"ph": "Z", "name": "unknown", "ts": 2},
+        {"ph": "x", "cat": "kernel", "name": "lower-case x", "ts": 3, "dur": 1},
+    ]
     events = [dict(kernel, ts=10 * i) if i % 4 else odd[i // 4 % 3] for i in range(40)]
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"traceEvents": events}))

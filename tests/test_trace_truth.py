@@ -29,6 +29,7 @@ def _write(tmp_path, raw, events, name="edited.pt.trace.json"):
 
 # ---- point 2: device events of a category the loader does not read ---------------------------
 
+
 def test_unread_device_events_are_counted_and_named_not_called_cpu_only(tmp_path, raw):
     # the same trace as if another accelerator had written its device work: every kernel event
     # carries a category this tool does not read (libkineto's MTIA activity name), on device 0;
@@ -50,13 +51,24 @@ def test_unread_device_events_are_counted_and_named_not_called_cpu_only(tmp_path
 
 
 def test_unread_device_events_beside_cuda_ones_are_named_too(tmp_path, raw):
-    extra = [{"ph": "X", "cat": "mtia_ccp_events", "name": "mtia_kernel", "pid": 1, "tid": 7,
-              "ts": 1.0e6 + i, "dur": 1.0} for i in range(3)]
+    extra = [
+        {
+            "ph": "X",
+            "cat": "mtia_ccp_events",
+            "name": "mtia_kernel",
+            "pid": 1,
+            "tid": 7,
+            "ts": 1.0e6 + i,
+            "dur": 1.0,
+        }
+        for i in range(3)
+    ]
     trace = load_trace(_write(tmp_path, raw, raw["traceEvents"] + extra))
     assert trace.has_gpu_activity
     notes = summarize_trace(trace).notes
-    assert any("3 events of category 'mtia_ccp_events' on device 1, not analysed" in n
-               for n in notes), notes
+    assert any(
+        "3 events of category 'mtia_ccp_events' on device 1, not analysed" in n for n in notes
+    ), notes
 
 
 def test_a_cuda_trace_has_no_unread_device_events():
@@ -65,6 +77,7 @@ def test_a_cuda_trace_has_no_unread_device_events():
 
 
 # ---- point 6: profiled steps that launch different kernels -----------------------------------
+
 
 def _kernel_events_by_step(raw):
     """The kernel events of each profiled step of the unedited trace (as the analysis splits
@@ -100,9 +113,11 @@ def test_steps_that_lost_kernels_are_flagged_with_counts(tmp_path, raw):
     warnings = summarize_trace(trace).warnings
     assert len(warnings) == 1, warnings
     n = counts[0]
-    per_step = (f"{n} in step {steps[0].removeprefix('ProfilerStep')}, {n - 5} in step "
-                f"{steps[1].removeprefix('ProfilerStep')}, {n} in step "
-                f"{steps[2].removeprefix('ProfilerStep')}")
+    per_step = (
+        f"{n} in step {steps[0].removeprefix('ProfilerStep')}, {n - 5} in step "
+        f"{steps[1].removeprefix('ProfilerStep')}, {n} in step "
+        f"{steps[2].removeprefix('ProfilerStep')}"
+    )
     assert f"profiled steps launched different kernels: {per_step}" in warnings[0]
     if once:
         assert f"{len(once)} kernel name(s) ran in some steps only" in warnings[0]
@@ -123,15 +138,22 @@ def test_steps_against_an_untraced_call(tmp_path, raw):
     warnings = summarize_trace(load_trace(H200_EAGER), RunContext(untraced_kernels=more)).warnings
     assert len(warnings) == 1
     total = sum(untraced.values())
-    assert f"an untraced call of this run launched {total + 2} kernels of {len(more)} names" \
+    assert (
+        f"an untraced call of this run launched {total + 2} kernels of {len(more)} names"
         in warnings[0]
-    assert "1 of the untraced call's kernel name(s) never ran in a profiled step: hidden_kernel" \
+    )
+    assert (
+        "1 of the untraced call's kernel name(s) never ran in a profiled step: hidden_kernel"
         in warnings[0]
+    )
     # and every step of an edited trace differs from it
     edited = load_trace(_write(tmp_path, raw, _dropped(raw, [k[0] for k in by_step])))
     warnings = summarize_trace(edited, RunContext(untraced_kernels=untraced)).warnings
-    assert any(w.startswith(f"an untraced call of this run launched {total} kernels") and
-               f"{total - 1} in step" in w for w in warnings), warnings
+    assert any(
+        w.startswith(f"an untraced call of this run launched {total} kernels")
+        and f"{total - 1} in step" in w
+        for w in warnings
+    ), warnings
 
 
 def test_summarize_prints_the_untraced_comparison_of_a_run(tmp_path, raw):
@@ -144,15 +166,27 @@ def test_summarize_prints_the_untraced_comparison_of_a_run(tmp_path, raw):
 
     source = FIXTURES / "h200"
     shutil.copytree(source / "runs" / "pytorch_fp16_bs8", tmp_path / "runs" / "pytorch_fp16_bs8")
-    shutil.copytree(source / "tb_logs" / "pytorch_fp16_bs8",
-                    tmp_path / "tb_logs" / "pytorch_fp16_bs8")
+    shutil.copytree(
+        source / "tb_logs" / "pytorch_fp16_bs8", tmp_path / "tb_logs" / "pytorch_fp16_bs8"
+    )
     result = tmp_path / "runs" / "pytorch_fp16_bs8" / "result.json"
     data = json.loads(result.read_text())
     data["trace"]["untraced_kernels"] = {"void hidden_kernel<float>(float*)": 1}
     result.write_text(json.dumps(data))
-    done = subprocess.run([sys.executable, str(ROOT / "profile.py"), "summarize",
-                           "pytorch_fp16_bs8", "--view", "overview"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "profile.py"),
+            "summarize",
+            "pytorch_fp16_bs8",
+            "--view",
+            "overview",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert "warning: an untraced call of this run launched 1 kernels of 1 names" in done.stderr
 
@@ -164,13 +198,18 @@ def test_the_untraced_call_counts_kernel_records_only():
 
     gemm = "nvjet_sm90_hsh_64x8_64x16_4x1_v_bz_bias_TNT"
     reduce = "void at::native::reduce_kernel<512, 1>()"
-    trace = {"traceEvents": [
-        {"ph": "X", "cat": "kernel", "name": gemm}, {"ph": "X", "cat": "gpu_memcpy",
-                                                     "name": "Memcpy HtoD (Pageable -> Device)"},
-        {"ph": "X", "cat": "kernel", "name": reduce}, {"ph": "X", "cat": "kernel", "name": gemm},
-        {"ph": "X", "cat": "gpu_memset", "name": "Memset (Device)"},
-        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel"},
-        {"ph": "f", "cat": "kernel", "name": gemm}, "not an event"]}
+    trace = {
+        "traceEvents": [
+            {"ph": "X", "cat": "kernel", "name": gemm},
+            {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pageable -> Device)"},
+            {"ph": "X", "cat": "kernel", "name": reduce},
+            {"ph": "X", "cat": "kernel", "name": gemm},
+            {"ph": "X", "cat": "gpu_memset", "name": "Memset (Device)"},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel"},
+            {"ph": "f", "cat": "kernel", "name": gemm},
+            "not an event",
+        ]
+    }
     assert kernel_counts(trace) == {gemm: 2, reduce: 1}
     assert kernel_counts({}) == {}
     assert why_not(False, "torch") == "no CUDA device (no kernels)"

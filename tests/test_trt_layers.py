@@ -14,7 +14,7 @@ TRT_RUNS = ("ttrt_fp16_bs8", "ttrt_fp32_bs8")
 
 
 def _attribution(run):
-    (layers, times), = layer_files(H200 / "runs" / run)
+    ((layers, times),) = layer_files(H200 / "runs" / run)
     trace = load_trace(next((H200 / "tb_logs" / run).iterdir()))
     return attribute(read_layers(layers, times), trace)
 
@@ -56,13 +56,13 @@ def test_outside_engine_kernels_are_listed_apart():
 
 
 def test_summarize_view_layers(cli):
-    out = cli("summarize", str(H200 / "runs" / "ttrt_fp16_bs8"), "--view", "layers",
-              "--top", "5")
+    out = cli("summarize", str(H200 / "runs" / "ttrt_fp16_bs8"), "--view", "layers", "--top", "5")
     assert out.code == 0, out.stderr
     assert "TensorRT engine 0: 73 layers (top 5 by share)" in out.stdout
     assert "100.0 % of engine kernel time attributed" in out.stdout
-    data = json.loads(cli("summarize", str(H200 / "runs" / "ttrt_fp32_bs8"), "--view",
-                          "layers", "--json").stdout)
+    data = json.loads(
+        cli("summarize", str(H200 / "runs" / "ttrt_fp32_bs8"), "--view", "layers", "--json").stdout
+    )
     engine = data["engines"][0]
     assert engine["coverage_pct"] >= 90 and len(engine["layers"]) == 73
 
@@ -75,8 +75,14 @@ def test_layers_view_of_an_eager_run_is_a_one_line_error(cli):
 
 
 def test_layers_out_writes_a_csv_with_full_kernel_names(cli, tmp_path):
-    out = cli("summarize", str(H200 / "runs" / "ttrt_fp16_bs8"), "--view", "layers",
-              "--out", str(tmp_path / "layers"))
+    out = cli(
+        "summarize",
+        str(H200 / "runs" / "ttrt_fp16_bs8"),
+        "--view",
+        "layers",
+        "--out",
+        str(tmp_path / "layers"),
+    )
     assert out.code == 0, out.stderr
     import pandas as pd
 

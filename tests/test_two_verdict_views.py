@@ -28,17 +28,23 @@ SWEEP = FIXTURES / "h100_sweep" / "runs" / "gpu_sweep"
 FACTORS = (1.0, 1.01, 0.99, 1.02, 1 / (1.01 * 0.99 * 1.02))
 
 
-def samples(latency: float, gpu: float, enqueue: float, spread: float = 1.0,
-            rotate: int = 0) -> ConfigSamples:
+def samples(
+    latency: float, gpu: float, enqueue: float, spread: float = 1.0, rotate: int = 0
+) -> ConfigSamples:
     """Five processes (rounds r0..r4) whose medians are the figures times FACTORS (widened by
     ``spread``, shifted by ``rotate`` rounds): their geometric means are the figures."""
     windows = []
     for i in range(len(FACTORS)):
         f = FACTORS[(i + rotate) % len(FACTORS)] ** spread
-        windows.append(ProcessWindow(
-            latency_ms=tuple(latency * f * (1 + d) for d in (-0.01, 0.0, 0.01)),
-            gpu_ms=tuple(gpu * f ** 0.1 * (1 + d) for d in (-0.001, 0.0, 0.001)),
-            enqueue_ms=(enqueue * f,) * 3, gpu="0", round=f"r{i}"))
+        windows.append(
+            ProcessWindow(
+                latency_ms=tuple(latency * f * (1 + d) for d in (-0.01, 0.0, 0.01)),
+                gpu_ms=tuple(gpu * f**0.1 * (1 + d) for d in (-0.001, 0.0, 0.001)),
+                enqueue_ms=(enqueue * f,) * 3,
+                gpu="0",
+                round=f"r{i}",
+            )
+        )
     return ConfigSamples(tuple(windows))
 
 
@@ -49,9 +55,14 @@ LAUNCH_BOUND = (samples(9.0, 3.0, 3.5, spread=5), samples(2.0, 0.5, 0.1, rotate=
 
 
 def timed(sides=GPU_BOUND, tmp_path=None) -> CompareTimed:
-    return compare_timed(read_result(A / "result.json"), read_result(B / "result.json"),
-                         A / "result.json", B / "result.json", samples=sides,
-                         floors_dir=tmp_path)
+    return compare_timed(
+        read_result(A / "result.json"),
+        read_result(B / "result.json"),
+        A / "result.json",
+        B / "result.json",
+        samples=sides,
+        floors_dir=tmp_path,
+    )
 
 
 def rendered(draw, width: int = 160) -> str:
@@ -73,19 +84,26 @@ def one_line(text: str) -> str:
 
 # ---- compare: text ----------------------------------------------------------------------------
 
+
 def test_compare_text_names_both_verdicts_latency_leading_when_both_are_gpu_bound(tmp_path):
     t = timed(GPU_BOUND, tmp_path)
     assert t.verdicts.lead == "latency"
     text = one_line(headline(t))
-    latency = re.search(r"latency \(what a caller waits\): B/A = (\S+), 95 % interval "
-                        r"\[(\S+), (\S+)\] over 5 vs 5 processes \(paired over 5 rounds\): "
-                        r"B faster", text)
+    latency = re.search(
+        r"latency \(what a caller waits\): B/A = (\S+), 95 % interval "
+        r"\[(\S+), (\S+)\] over 5 vs 5 processes \(paired over 5 rounds\): "
+        r"B faster",
+        text,
+    )
     assert latency, text
     assert float(latency.group(1)) == pytest.approx(0.5, abs=1e-3)
     assert float(latency.group(2)) < 0.5 < float(latency.group(3).rstrip(","))
-    assert re.search(r"cross-check, GPU time \(the device's work\): B/A = 0\.500, 95 % "
-                     r"interval \[\S+, \S+\] over 5 vs 5 processes \(paired over 5 rounds\): "
-                     r"B faster", text), text
+    assert re.search(
+        r"cross-check, GPU time \(the device's work\): B/A = 0\.500, 95 % "
+        r"interval \[\S+, \S+\] over 5 vs 5 processes \(paired over 5 rounds\): "
+        r"B faster",
+        text,
+    ), text
     assert text.index("latency (what a caller waits): B/A") < text.index("cross-check, GPU")
     assert "how (latency):" in text and "how (GPU time):" in text
 
@@ -100,8 +118,11 @@ def test_compare_text_shows_both_named_and_the_lever_when_a_side_is_launch_bound
     assert "note: launch-bound (A): enqueue p90" in text and "`--cuda-graphs`" in text
     assert re.search(r"the latency verdict would need about \d+ processes a side", text)
     # the classification in the processes' table, each side its own
-    assert re.search(r"bound \(enqueue p90 against GPU time\) +│ +launch-bound \(5 of 5\) +│ "
-                     r"+GPU-bound \(5 of 5\)", headline(t)), headline(t)
+    assert re.search(
+        r"bound \(enqueue p90 against GPU time\) +│ +launch-bound \(5 of 5\) +│ "
+        r"+GPU-bound \(5 of 5\)",
+        headline(t),
+    ), headline(t)
 
 
 def test_fresh_processes_fill_the_main_table_and_the_recorded_runs_keep_their_own(tmp_path):
@@ -109,15 +130,22 @@ def test_fresh_processes_fill_the_main_table_and_the_recorded_runs_keep_their_ow
     assert t.source == "fresh processes"
     text = headline(t)
     main, recorded = text.split("Recorded runs (result.json)")
-    assert main.startswith("Timed windows (no profiler): 5 fresh processes a side, geometric "
-                           "mean of per-process medians")
-    rows = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:5]]
-            for line in main.splitlines() if line.startswith("│")}
+    assert main.startswith(
+        "Timed windows (no profiler): 5 fresh processes a side, geometric "
+        "mean of per-process medians"
+    )
+    rows = {
+        line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:5]]
+        for line in main.splitlines()
+        if line.startswith("│")
+    }
     assert rows["latency (what a caller waits)"] == ["20 ms", "10.0 ms", "-50.0 %"]
     assert rows["GPU time (the device's work)"][:2] == ["18.0 ms", "9.00 ms"]
     assert rows["processes"] == ["5", "5", ""]
-    assert rows["latency: min-max over processes"][0] == \
-        f"{20 * min(FACTORS):.0f}-{20 * max(FACTORS):.0f} ms"
+    assert (
+        rows["latency: min-max over processes"][0]
+        == f"{20 * min(FACTORS):.0f}-{20 * max(FACTORS):.0f} ms"
+    )
     assert rows["latency speedup (A / B, geometric mean of per-process medians)"][2] == "2.00x"
     assert rows["GPU-time speedup (A / B, geometric mean of per-process medians)"][2] == "2.00x"
     # the recorded runs' figures (p50 5.791 and 0.799 ms, printed to what their windows' CVs
@@ -134,19 +162,19 @@ def test_recorded_processes_are_named_so(tmp_path):
 
     text = headline(Comparison(RunAnalysis(A), RunAnalysis(B), "A", "B").timed)
     assert text.startswith("Timed windows (no profiler): 1 recorded process a side")
-    assert "GPU time (the device's work): no verdict: GPU time was not measured" in \
-        one_line(text)
+    assert "GPU time (the device's work): no verdict: GPU time was not measured" in one_line(text)
     assert "Recorded runs (result.json)" in text
 
 
 def test_an_undecided_verdict_says_how_many_processes_more(tmp_path):
-    same_ish = (samples(10.0, 9.0, 1.0, spread=8), samples(10.1, 9.0, 1.0, spread=8,
-                                                           rotate=2))
+    same_ish = (samples(10.0, 9.0, 1.0, spread=8), samples(10.1, 9.0, 1.0, spread=8, rotate=2))
     text = one_line(headline(timed(same_ish, tmp_path)))
     assert "B/A = 1.010" in text and ": undecided" in text
-    assert "note: latency undecided: the difference is within what this machine's noise can " \
-           "explain; take fresh samples of both with compare --processes 10, more than the 5 " \
-           "a side here (or --target-noise 2)" in text
+    assert (
+        "note: latency undecided: the difference is within what this machine's noise can "
+        "explain; take fresh samples of both with compare --processes 10, more than the 5 "
+        "a side here (or --target-noise 2)" in text
+    )
 
 
 def _fresh_cli(cli, monkeypatch, sides, *args):
@@ -161,7 +189,8 @@ def _fresh_cli(cli, monkeypatch, sides, *args):
 
 
 def test_compare_command_with_fresh_processes_quotes_the_recorded_run_only_as_such(
-        cli, monkeypatch):
+    cli, monkeypatch
+):
     out = _fresh_cli(cli, monkeypatch, GPU_BOUND)
     head, rest = out.split("Recorded runs (result.json)")
     assert " 20 ms │" in head and "5.791" not in head
@@ -183,8 +212,10 @@ def test_compare_json_carries_both_verdicts_and_follows_the_schema(cli, monkeypa
     data = json.loads(_fresh_cli(cli, monkeypatch, LAUNCH_BOUND, "--json"))
     assert data["$schema"] == schema_id("compare") == "infer-profiler/compare/3"
     schema = json.loads((ROOT / "docs" / "schema" / "compare.json").read_text())
-    errors = [f"{list(e.absolute_path)}: {e.message[:200]}"
-              for e in jsonschema.Draft202012Validator(schema).iter_errors(data)]
+    errors = [
+        f"{list(e.absolute_path)}: {e.message[:200]}"
+        for e in jsonschema.Draft202012Validator(schema).iter_errors(data)
+    ]
     assert not errors, errors
     timed_doc = data["timed"]
     assert timed_doc["source"] == "fresh processes"
@@ -209,8 +240,11 @@ def test_compare_html_names_both_verdicts(tmp_path):
     page = html.timed_block(timed(LAUNCH_BOUND, tmp_path), "eager", "trt")
     text = re.sub(r"<[^>]+>", " ", page).replace("&#x27;", "'")
     text = re.sub(r"\s+", " ", text)
-    assert re.search(r"latency \(what a caller waits\): B/A = \S+, 95 % interval \[\S+, \S+\] "
-                     r"over 5 vs 5 processes \(paired over 5 rounds\): B faster", text), text
+    assert re.search(
+        r"latency \(what a caller waits\): B/A = \S+, 95 % interval \[\S+, \S+\] "
+        r"over 5 vs 5 processes \(paired over 5 rounds\): B faster",
+        text,
+    ), text
     assert re.search(r"GPU time \(the device's work\): B/A = 0\.167, 95 % interval", text)
     assert "note: launch-bound (A)" in text
     assert "how (latency):" in text and "how (GPU time):" in text
@@ -227,16 +261,19 @@ def test_compare_text_fits_narrow_terminals(tmp_path):
 
 # ---- sweep: terminal, benchmark.md, benchmark.csv, report page --------------------------------
 
+
 @pytest.fixture(scope="module")
 def gpu_time_sweep(tmp_path_factory):
     """The H100 sweep fixture with five processes a cell, GPU time and enqueue measured: the
     eager cells launch-bound, the TensorRT ones GPU-bound."""
     sweep = tmp_path_factory.mktemp("sweep") / "gpu_sweep"
     shutil.copytree(SWEEP, sweep)
-    for name, figures in {"pytorch_fp16_bs1": (8.0, 2.0, 7.5, 1.0, 0),
-                          "pytorch_fp16_bs8": (8.0, 4.0, 7.0, 1.0, 0),
-                          "ttrt_fp16_bs1": (1.0, 0.9, 0.1, 1.0, 1),
-                          "ttrt_fp16_bs8": (1.6, 1.6, 0.1, 1.0, 2)}.items():
+    for name, figures in {
+        "pytorch_fp16_bs1": (8.0, 2.0, 7.5, 1.0, 0),
+        "pytorch_fp16_bs8": (8.0, 4.0, 7.0, 1.0, 0),
+        "ttrt_fp16_bs1": (1.0, 0.9, 0.1, 1.0, 1),
+        "ttrt_fp16_bs8": (1.6, 1.6, 0.1, 1.0, 2),
+    }.items():
         record_processes(sweep / name, samples(*figures), "test")
     return sweep
 
@@ -304,14 +341,24 @@ def test_sweep_report_page_has_both_verdict_columns(gpu_time_sweep, tmp_path):
 
     from .test_report_html import tables_of
 
-    text = run(str(gpu_time_sweep), None, tmp_path / "s.html",
-               peaks_dir=tmp_path / "none").read_text()
-    grid = next(t for t in tables_of(text) if t["class"] == "grid"
-                and "latency verdict" in t["head"])
+    text = run(
+        str(gpu_time_sweep), None, tmp_path / "s.html", peaks_dir=tmp_path / "none"
+    ).read_text()
+    grid = next(
+        t for t in tables_of(text) if t["class"] == "grid" and "latency verdict" in t["head"]
+    )
     head = grid["head"]
-    for column in ("latency speedup x", "latency 95 % interval", "latency verdict",
-                   "GPU-time speedup x", "GPU-time 95 % interval", "GPU-time verdict", "bound",
-                   "GPU time ms", "latency p50 ms"):
+    for column in (
+        "latency speedup x",
+        "latency 95 % interval",
+        "latency verdict",
+        "GPU-time speedup x",
+        "GPU-time 95 % interval",
+        "GPU-time verdict",
+        "bound",
+        "GPU time ms",
+        "latency p50 ms",
+    ):
         assert column in head, column
     rows = {(r[0], r[1]): dict(zip(head, r)) for r in grid["rows"]}
     assert rows[("ttrt_fp16", "8")]["GPU-time speedup x"] == "2.50"
@@ -347,24 +394,53 @@ def test_sweep_table_with_gpu_time_fits_narrow_terminals(gpu_time_sweep):
 
 # ---- advise --try -----------------------------------------------------------------------------
 
+
 def _trial_rows():
     from profiler.analysis.trial import TrialRow
 
-    faster = TrialRow("backend ttrt_fp16", {"backend": "ttrt_fp16"}, ["launch-bound"], "ok",
-                      p50_ms=1.25, processes=5, speedup=4.1, low=3.2, high=5.3,
-                      verdict="faster", gpu_speedup=2.45, gpu_low=2.41, gpu_high=2.49,
-                      gpu_verdict="faster", bound="GPU-bound",
-                      verdict_lines=["launch-bound (A): enqueue p90 5.000 ms >= 0.8 x GPU time "
-                                     "3.000 ms in 5 of 5 processes"])
-    same = TrialRow("--cuda-graphs", {"cuda_graphs": True}, ["launch-bound"], "ok",
-                    p50_ms=5.0, processes=5, speedup=1.01, low=0.93, high=1.10,
-                    verdict="undecided", gpu_speedup=1.0, gpu_low=0.99, gpu_high=1.01,
-                    gpu_verdict="same", bound="launch-bound")
+    faster = TrialRow(
+        "backend ttrt_fp16",
+        {"backend": "ttrt_fp16"},
+        ["launch-bound"],
+        "ok",
+        p50_ms=1.25,
+        processes=5,
+        speedup=4.1,
+        low=3.2,
+        high=5.3,
+        verdict="faster",
+        gpu_speedup=2.45,
+        gpu_low=2.41,
+        gpu_high=2.49,
+        gpu_verdict="faster",
+        bound="GPU-bound",
+        verdict_lines=[
+            "launch-bound (A): enqueue p90 5.000 ms >= 0.8 x GPU time 3.000 ms in 5 of 5 processes"
+        ],
+    )
+    same = TrialRow(
+        "--cuda-graphs",
+        {"cuda_graphs": True},
+        ["launch-bound"],
+        "ok",
+        p50_ms=5.0,
+        processes=5,
+        speedup=1.01,
+        low=0.93,
+        high=1.10,
+        verdict="undecided",
+        gpu_speedup=1.0,
+        gpu_low=0.99,
+        gpu_high=1.01,
+        gpu_verdict="same",
+        bound="launch-bound",
+    )
     return [faster, same]
 
 
-BASE = BaselineRow(status="ok", reason=None, processes=5, p50_ms=5.1, gpu_ms=3.0,
-                   bound="launch-bound")
+BASE = BaselineRow(
+    status="ok", reason=None, processes=5, p50_ms=5.1, gpu_ms=3.0, bound="launch-bound"
+)
 TRIAL = {"folder": "runs/advise_x", "wall_s": 10.0, "rounds_s": 5.0, "processes": 5}
 
 
@@ -377,8 +453,7 @@ def test_advise_try_table_has_both_verdicts_and_their_lines():
     from profiler.report.trial_view import print_trial
 
     text = rendered(lambda c: print_trial(_trial_rows(), BASE, TRIAL, _Plan(), c), 400)
-    for column in ("latency speedup [95 %] verdict", "GPU-time speedup [95 %] verdict",
-                   "bound"):
+    for column in ("latency speedup [95 %] verdict", "GPU-time speedup [95 %] verdict", "bound"):
         assert column in text, column
     line = next(ln for ln in text.splitlines() if "│ backend ttrt_fp16" in ln)
     cells = [c.strip() for c in line.split("│")]
@@ -386,8 +461,10 @@ def test_advise_try_table_has_both_verdicts_and_their_lines():
     assert "GPU-bound" in cells
     assert "1.00x [0.99-1.01] same" in text
     words = one_line(text)
-    assert "baseline (the run re-run): latency p50 5.100 ms, GPU time 3.000 ms (geometric mean " \
-           "of per-process medians over 5 process(es)), launch-bound" in words
+    assert (
+        "baseline (the run re-run): latency p50 5.100 ms, GPU time 3.000 ms (geometric mean "
+        "of per-process medians over 5 process(es)), launch-bound" in words
+    )
     assert "note (backend ttrt_fp16): launch-bound (A): enqueue p90 5.000 ms" in words
     assert "held to a 5 % false discovery rate over the experiments" in words
 
@@ -396,8 +473,14 @@ def test_advise_try_page_has_both_verdicts():
     from profiler.report.trial_view import trial_html
 
     page = trial_html("runs/x", [], _Plan(), _trial_rows(), BASE, TRIAL)
-    for header in ("latency speedup (x)", "latency verdict", "GPU-time speedup (x)",
-                   "GPU-time verdict", "GPU-time 95 % low", "bound"):
+    for header in (
+        "latency speedup (x)",
+        "latency verdict",
+        "GPU-time speedup (x)",
+        "GPU-time verdict",
+        "GPU-time 95 % low",
+        "bound",
+    ):
         assert f"<th>{header}</th>" in page, header
     assert "How to read the verdicts" in page and "launch-bound (A): enqueue p90" in page
     assert "GPU time (ms, geometric mean of per-process medians)" in page

@@ -54,14 +54,23 @@ def test_the_compare_schema_names_every_field_of_the_timed_headline_and_the_expl
     assert _free_form(schema, "Explanation") == []
     defs = schema["$defs"]
     timed = defs["CompareTimed"]["properties"]
-    for key in ("speedup_x", "gpu_speedup_x", "verdict", "gpu_verdict", "verdicts", "noise_a",
-                "processes_a"):
+    for key in (
+        "speedup_x",
+        "gpu_speedup_x",
+        "verdict",
+        "gpu_verdict",
+        "verdicts",
+        "noise_a",
+        "processes_a",
+    ):
         assert key in timed, key
     verdict = defs["Verdict"]["properties"]
     assert verdict["verdict"]["enum"] == ["faster", "same", "slower", "undecided"]
     assert {"ratio", "low", "high", "same_low", "same_high", "figure"} <= set(verdict)
-    assert set(defs["ProcessFigures"]["properties"]["bound"]["anyOf"][0]["enum"]) == \
-        {"launch-bound", "GPU-bound"}
+    assert set(defs["ProcessFigures"]["properties"]["bound"]["anyOf"][0]["enum"]) == {
+        "launch-bound",
+        "GPU-bound",
+    }
     assert {"latency", "gpu_time", "enqueue"} <= set(defs["ProcessFigures"]["properties"])
     assert {"cv", "warnings", "bimodal_d"} <= set(defs["WindowNoise"]["properties"])
 
@@ -71,8 +80,9 @@ def test_the_summarize_schema_names_every_field_of_the_headline():
 
 
 def test_compare_records_read_back_from_their_json_as_the_same_records():
-    both = Comparison(RunAnalysis(RUNS / "pytorch_fp16_bs8"), RunAnalysis(RUNS / "ttrt_fp16_bs8"),
-                      "A", "B")
+    both = Comparison(
+        RunAnalysis(RUNS / "pytorch_fp16_bs8"), RunAnalysis(RUNS / "ttrt_fp16_bs8"), "A", "B"
+    )
     timed, why = both.timed, both.explanation
     assert isinstance(timed, CompareTimed) and isinstance(why, Explanation)
     assert timed.verdict.speedup == timed.speedup_x
@@ -94,17 +104,23 @@ def test_a_runs_headline_reads_back_with_its_gpu_state():
 
 def test_the_gpu_state_figures_carry_every_field_of_the_record_first():
     fields = GpuState.__struct_fields__
-    assert GpuStateFigures.__struct_fields__[:len(fields)] == fields
-    assert GpuStateFigures.__struct_fields__[len(fields):] == (
-        "sm_clock_mhz", "throttle_reasons", "line")
+    assert GpuStateFigures.__struct_fields__[: len(fields)] == fields
+    assert GpuStateFigures.__struct_fields__[len(fields) :] == (
+        "sm_clock_mhz",
+        "throttle_reasons",
+        "line",
+    )
 
 
 def test_the_types_of_the_documents_load_without_numpy_or_pandas():
     """The command line describes its documents before any analysis is loaded."""
-    code = ("import sys; import profiler.cli.documents; "
-            "assert not {'numpy', 'pandas'} & set(sys.modules), 'loaded'")
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120)
+    code = (
+        "import sys; import profiler.cli.documents; "
+        "assert not {'numpy', 'pandas'} & set(sys.modules), 'loaded'"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr[-2000:]
 
 
@@ -123,8 +139,7 @@ def test_a_sweeps_table_and_gpu_offsets_read_each_cell_once(tmp_path, monkeypatc
     alone = benchmark.benchmark_table(folder, read_manifest(folder))
     reads = []
     real = benchmark.try_read_result
-    monkeypatch.setattr(benchmark, "try_read_result", lambda path: reads.append(path)
-                        or real(path))
+    monkeypatch.setattr(benchmark, "try_read_result", lambda path: reads.append(path) or real(path))
     frame, manifest, _ = write_tables(SimpleNamespace(sweep_dir=folder))
     assert len(reads) == len(set(reads)) == len(manifest.cells)
     assert frame.equals(alone)

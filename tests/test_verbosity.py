@@ -12,8 +12,22 @@ from .conftest import FIXTURES, ROOT
 from .test_cli_names import console_script
 
 RUNS = FIXTURES / "h200" / "runs"
-TINY_RUN = ["run", "--model", "tests.tiny_models:conv_net", "--bs", "1", "--iters", "2",
-            "--timed-warmup", "0", "--active", "1", "--image-size", "16", "--no-cache"]
+TINY_RUN = [
+    "run",
+    "--model",
+    "tests.tiny_models:conv_net",
+    "--bs",
+    "1",
+    "--iters",
+    "2",
+    "--timed-warmup",
+    "0",
+    "--active",
+    "1",
+    "--image-size",
+    "16",
+    "--no-cache",
+]
 
 
 def start(command: list[str], cwd, **env) -> subprocess.CompletedProcess:
@@ -21,8 +35,9 @@ def start(command: list[str], cwd, **env) -> subprocess.CompletedProcess:
 
     environ = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     environ.update(PYTHONPATH=str(ROOT), COLUMNS="200", **env)
-    return subprocess.run(command, capture_output=True, text=True, cwd=cwd, timeout=300,
-                          env=environ)
+    return subprocess.run(
+        command, capture_output=True, text=True, cwd=cwd, timeout=300, env=environ
+    )
 
 
 @pytest.fixture(scope="module")
@@ -77,8 +92,7 @@ def test_quiet_and_verbose_before_or_after_the_command(cli, tmp_path):
     a, b = str(RUNS / "pytorch_fp16_bs8"), str(RUNS / "ttrt_fp16_bs8")
     loud = cli("compare", a, b, "--out", str(tmp_path / "d1"))
     assert loud.code == 0 and "wrote 6 files" in loud.stderr
-    for args in (["-q", "compare", a, b], ["compare", a, b, "-q"],
-                 ["compare", a, b, "--quiet"]):
+    for args in (["-q", "compare", a, b], ["compare", a, b, "-q"], ["compare", a, b, "--quiet"]):
         done = cli(*args, "--out", str(tmp_path / "d2"))
         assert done.code == 0 and done.stderr == "", (args, done.stderr)
         assert "B faster" in done.stdout  # the results stay
@@ -91,10 +105,12 @@ def test_quiet_and_verbose_before_or_after_the_command(cli, tmp_path):
 
 
 def test_warnings_stay_under_quiet(cli, tmp_path):
-    script = ("import sys; sys.modules['matplotlib'] = None; sys.argv = ['profile.py']; "
-              f"sys.path.insert(0, {str(ROOT)!r}); from profiler.cli.app import main; "
-              f"sys.exit(main(['-q', 'report', {str(RUNS / 'ttrt_fp16_bs8')!r}, '--out', "
-              f"{str(tmp_path / 'r.html')!r}]))")
+    script = (
+        "import sys; sys.modules['matplotlib'] = None; sys.argv = ['profile.py']; "
+        f"sys.path.insert(0, {str(ROOT)!r}); from profiler.cli.app import main; "
+        f"sys.exit(main(['-q', 'report', {str(RUNS / 'ttrt_fp16_bs8')!r}, '--out', "
+        f"{str(tmp_path / 'r.html')!r}]))"
+    )
     done = start([sys.executable, "-c", script], tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stderr.startswith("warning: ") and "matplotlib" in done.stderr
@@ -108,8 +124,9 @@ def test_verbose_error_shows_the_traceback_quiet_and_verbose_exclude(cli):
     assert "Traceback (most recent call last)" in verbose.stderr
     assert "profiler/runs/targets.py" in verbose.stderr
     both = cli("-q", "-v", "backends")
-    assert both.code == 2 and both.stderr == "error: -q/--quiet and -v/--verbose exclude each " \
-                                             "other\n"
+    assert (
+        both.code == 2 and both.stderr == "error: -q/--quiet and -v/--verbose exclude each other\n"
+    )
 
 
 def test_every_command_takes_quiet_and_verbose(cli):

@@ -63,8 +63,9 @@ def test_bimodal_processes_are_undecided_where_one_pooled_process_is_sure():
     assert result.verdict == UNDECIDED
     assert result.low < 1 < result.high
     # pooled into one "process" a side with no between-process spread allowed: B slower
-    pooled = compare([np.median(np.concatenate(a))], [np.median(np.concatenate(b))],
-                     noise_floor=0.0)
+    pooled = compare(
+        [np.median(np.concatenate(a))], [np.median(np.concatenate(b))], noise_floor=0.0
+    )
     assert pooled.verdict == SLOWER
 
 

@@ -52,19 +52,39 @@ PAIRING = max(FIGURES, key=lambda name: FIGURES[name].rho)
 
 # ---- Student's t -----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("p, df, table", [
-    (0.975, 1, 12.706), (0.975, 2, 4.303), (0.975, 4, 2.776), (0.975, 10, 2.228),
-    (0.975, 30, 2.042), (0.95, 5, 2.015), (0.95, 1, 6.314), (0.995, 20, 2.845),
-    (0.975, 7.5, 2.3328), (0.975, math.inf, 1.960), (0.95, math.inf, 1.645),
-])
+
+@pytest.mark.parametrize(
+    "p, df, table",
+    [
+        (0.975, 1, 12.706),
+        (0.975, 2, 4.303),
+        (0.975, 4, 2.776),
+        (0.975, 10, 2.228),
+        (0.975, 30, 2.042),
+        (0.95, 5, 2.015),
+        (0.95, 1, 6.314),
+        (0.995, 20, 2.845),
+        (0.975, 7.5, 2.3328),
+        (0.975, math.inf, 1.960),
+        (0.95, math.inf, 1.645),
+    ],
+)
 def test_t_quantile_matches_the_table(p, df, table):
     assert t_quantile(p, df) == pytest.approx(table, abs=6e-4)
 
 
-@pytest.mark.parametrize("t, df, p", [
-    (12.706, 1, 0.05), (2.776, 4, 0.05), (2.228, 10, 0.05), (3.169, 10, 0.01),
-    (1.812, 10, 0.10), (1.96, math.inf, 0.05), (2.576, math.inf, 0.01),
-])
+@pytest.mark.parametrize(
+    "t, df, p",
+    [
+        (12.706, 1, 0.05),
+        (2.776, 4, 0.05),
+        (2.228, 10, 0.05),
+        (3.169, 10, 0.01),
+        (1.812, 10, 0.10),
+        (1.96, math.inf, 0.05),
+        (2.576, math.inf, 0.01),
+    ],
+)
 def test_t_two_sided_p_matches_the_table(t, df, p):
     assert t_two_sided_p(t, df) == pytest.approx(p, abs=3e-4)
     assert t_two_sided_p(-t, df) == t_two_sided_p(t, df)  # two-sided
@@ -77,13 +97,14 @@ def test_t_edges_and_the_incomplete_beta_function():
     for df in range(1, 31):  # the quantile agrees with sampling's table
         assert t_quantile(0.975, df) == pytest.approx(t975(df), abs=6e-4)
     assert betainc(1, 1, 0.3) == pytest.approx(0.3)  # uniform
-    assert betainc(2.5, 1, 0.4) == pytest.approx(0.4 ** 2.5)  # I_x(a, 1) = x^a
+    assert betainc(2.5, 1, 0.4) == pytest.approx(0.4**2.5)  # I_x(a, 1) = x^a
     assert betainc(3, 3, 0.5) == pytest.approx(0.5)  # symmetric
-    assert betainc(2, 3, 0.2) == pytest.approx(1 - 0.8 ** 4 - 4 * 0.2 * 0.8 ** 3)
+    assert betainc(2, 3, 0.2) == pytest.approx(1 - 0.8**4 - 4 * 0.2 * 0.8**3)
     assert (betainc(2, 3, 0.0), betainc(2, 3, 1.0)) == (0.0, 1.0)
 
 
 # ---- coverage of a known ratio ---------------------------------------------------------------
+
 
 def rounds_of(k: int) -> list[str]:
     return [f"round-{i}" for i in range(k)]
@@ -177,13 +198,19 @@ def test_only_windows_of_one_round_pair_up():
     v = compare(a, b, figure=PAIRING, rounds_a=rounds_a[:6], rounds_b=rounds_b[:6])
     assert v.design == design_for(PAIRING, 6, 6, 5) == PAIRED
     assert v.pairs == 5 and (v.processes_a, v.processes_b) == (6, 6)
-    diffs = [math.log(5.6 / 5.1), math.log(5.7 / 5.2), math.log(5.55 / 5.05),
-             math.log(5.65 / 5.15), math.log(5.4 / 4.9)]
+    diffs = [
+        math.log(5.6 / 5.1),
+        math.log(5.7 / 5.2),
+        math.log(5.55 / 5.05),
+        math.log(5.65 / 5.15),
+        math.log(5.4 / 4.9),
+    ]
     assert v.ratio == pytest.approx(math.exp(np.mean(diffs)))
     assert compare(a, b, rounds_a=[None] * 6, rounds_b=[None] * 6).design == UNPAIRED
 
 
 # ---- "same" by the equivalence test ----------------------------------------------------------
+
 
 def quiet(rng, k=5, median=5.0, cv=0.003):
     return list(median * np.exp(rng.normal(0.0, cv, k)))
@@ -211,10 +238,18 @@ def test_a_significant_difference_within_the_tolerance_is_same_not_slower():
     assert v.p_value < 0.001 and v.verdict == SAME
     # the tolerance (--same-within) sets the band: 5 % is same within ±10 %, 1 % is slower
     # within ±0.5 %
-    assert compare(quiet(rng, cv=0.001), [m * 1.05 for m in quiet(rng, cv=0.001)],
-                   tolerance=0.10).verdict == SAME
-    assert compare(quiet(rng, cv=0.001), [m * 1.01 for m in quiet(rng, cv=0.001)],
-                   tolerance=0.005).verdict == SLOWER
+    assert (
+        compare(
+            quiet(rng, cv=0.001), [m * 1.05 for m in quiet(rng, cv=0.001)], tolerance=0.10
+        ).verdict
+        == SAME
+    )
+    assert (
+        compare(
+            quiet(rng, cv=0.001), [m * 1.01 for m in quiet(rng, cv=0.001)], tolerance=0.005
+        ).verdict
+        == SLOWER
+    )
 
 
 def test_a_wide_interval_is_undecided_not_same():
@@ -234,6 +269,7 @@ def test_significant_but_within_the_tolerance_and_not_provably_same_is_undecided
 
 # ---- false discoveries over a sweep ----------------------------------------------------------
 
+
 def sweep_of_identical_cells(rng, cells=16, k=5, shared=0.05, own=0.016, speedups=()):
     """One sweep: a baseline and ``cells`` cells timed in the same k rounds (the baseline's
     processes are the same for every cell); the cells of index < len(speedups) are that much
@@ -244,8 +280,9 @@ def sweep_of_identical_cells(rng, cells=16, k=5, shared=0.05, own=0.016, speedup
     for c in range(cells):
         factor = 1 / speedups[c] if c < len(speedups) else 1.0
         cell = 5.0 * factor * np.exp(offsets + rng.normal(0.0, own, k))
-        verdicts.append(compare(base, cell, figure=PAIRING, rounds_a=rounds_of(k),
-                                rounds_b=rounds_of(k)))
+        verdicts.append(
+            compare(base, cell, figure=PAIRING, rounds_a=rounds_of(k), rounds_b=rounds_of(k))
+        )
     return verdicts
 
 
@@ -286,11 +323,15 @@ def test_control_fdr_keeps_gaps_intervals_and_lone_verdicts():
     held = control_fdr(family)
     assert held[0] is None and held[1].verdict == SLOWER
     assert held[2].verdict == UNDECIDED  # p above q x rank / m
-    assert (held[2].low, held[2].high, held[2].p_value) == (borderline.low, borderline.high,
-                                                            borderline.p_value)
+    assert (held[2].low, held[2].high, held[2].p_value) == (
+        borderline.low,
+        borderline.high,
+        borderline.p_value,
+    )
 
 
 # ---- one process on a side: the floor --------------------------------------------------------
+
 
 def test_the_floor_design_uses_the_floor_given():
     v = compare([10.0], [11.0], noise_floor=0.05)
@@ -334,13 +375,24 @@ def test_judge_passes_each_figures_floor():
 
 # ---- launch-bound or GPU-bound, and what judge says ------------------------------------------
 
-def window(latency: float, gpu: float | None = None, enqueue: float | None = None,
-           round_id: str | None = None, pilot: bool = False) -> ProcessWindow:
+
+def window(
+    latency: float,
+    gpu: float | None = None,
+    enqueue: float | None = None,
+    round_id: str | None = None,
+    pilot: bool = False,
+) -> ProcessWindow:
     """A process whose iterations have these medians (latency +-1 %, GPU time +-0.5 %)."""
     spread = (0.99, 1.0, 1.01)
-    return ProcessWindow(tuple(latency * f for f in spread),
-                         () if gpu is None else tuple(gpu * f for f in (0.995, 1.0, 1.005)),
-                         () if enqueue is None else (enqueue,) * 3, None, round_id, pilot)
+    return ProcessWindow(
+        tuple(latency * f for f in spread),
+        () if gpu is None else tuple(gpu * f for f in (0.995, 1.0, 1.005)),
+        () if enqueue is None else (enqueue,) * 3,
+        None,
+        round_id,
+        pilot,
+    )
 
 
 def test_a_process_is_launch_bound_when_its_enqueue_p90_reaches_a_share_of_its_gpu_time():
@@ -366,9 +418,14 @@ def test_a_config_is_what_most_of_its_processes_are():
 
 
 def test_bound_of_carries_the_figures_behind_the_classification():
-    samples = ConfigSamples((window(5.0, gpu=2.0, enqueue=2.2), window(5.0, gpu=8.0,
-                                                                        enqueue=0.45),
-                             window(5.0, gpu=2.0, enqueue=2.2), window(5.0)))
+    samples = ConfigSamples(
+        (
+            window(5.0, gpu=2.0, enqueue=2.2),
+            window(5.0, gpu=8.0, enqueue=0.45),
+            window(5.0, gpu=2.0, enqueue=2.2),
+            window(5.0),
+        )
+    )
     bound = bound_of(samples)
     assert bound.word == LAUNCH_BOUND
     assert (bound.launch_bound_processes, bound.classified_processes) == (2, 3)
@@ -378,8 +435,12 @@ def test_bound_of_carries_the_figures_behind_the_classification():
 
 
 def side(latencies, gpu, enqueue, prefix="r") -> ConfigSamples:
-    return ConfigSamples(tuple(window(lat, gpu=g, enqueue=enqueue, round_id=f"{prefix}{i}")
-                               for i, (lat, g) in enumerate(zip(latencies, gpu))))
+    return ConfigSamples(
+        tuple(
+            window(lat, gpu=g, enqueue=enqueue, round_id=f"{prefix}{i}")
+            for i, (lat, g) in enumerate(zip(latencies, gpu))
+        )
+    )
 
 
 WOBBLE = (1.0, 1.002, 0.998, 1.001, 0.999)
@@ -402,16 +463,22 @@ def test_a_launch_bound_side_names_the_lever_and_the_processes_latency_needs():
     both = judge(a, b, cuda_graphs_ms=1.234)
     assert both.bound_b.word == LAUNCH_BOUND and both.bound_a.word == GPU_BOUND
     assert both.lead == "both" and both.launch_bound
-    needed = processes_needed([3 * n for n in noisy], 0.05, sides=2,
-                              max_processes=10_000).processes
+    needed = processes_needed([3 * n for n in noisy], 0.05, sides=2, max_processes=10_000).processes
     assert both.latency_processes_for_5pct == needed > 5
-    assert any(line.startswith(f"launch-bound (B): enqueue p90 2.500 ms >= "
-                               f"{LAUNCH_BOUND_SHARE:g} x GPU time 1.000 ms in 5 of 5 "
-                               "processes") for line in both.lines)
+    assert any(
+        line.startswith(
+            f"launch-bound (B): enqueue p90 2.500 ms >= "
+            f"{LAUNCH_BOUND_SHARE:g} x GPU time 1.000 ms in 5 of 5 "
+            "processes"
+        )
+        for line in both.lines
+    )
     lever = next(line for line in both.lines if LEVER in line)
-    assert lever == (f"the latency verdict would need about {needed} processes a side for "
-                     "±5 %; the GPU-time verdict holds with these; `--cuda-graphs` replays the "
-                     "call without launches (measured: 1.234 ms)")
+    assert lever == (
+        f"the latency verdict would need about {needed} processes a side for "
+        "±5 %; the GPU-time verdict holds with these; `--cuda-graphs` replays the "
+        "call without launches (measured: 1.234 ms)"
+    )
     assert not any("launch-bound (A)" in line for line in both.lines)
 
 
@@ -421,20 +488,24 @@ def test_latency_slower_and_gpu_time_faster_is_a_disagreement():
     both = judge(a, b)
     assert (both.latency.verdict, both.gpu_time.verdict) == (SLOWER, FASTER)
     assert both.disagree and both.lead == LATENCY
-    assert both.lines == ("the two figures disagree: latency says slower, GPU time says "
-                          "faster: check the GPU state of both runs (clocks, other tenants)",)
+    assert both.lines == (
+        "the two figures disagree: latency says slower, GPU time says "
+        "faster: check the GPU state of both runs (clocks, other tenants)",
+    )
     # B launch-bound: the host's launches are why
     launch = side([11 * w for w in WOBBLE], [7.2 * w for w in WOBBLE], enqueue=7.0)
     again = judge(a, launch)
     assert again.disagree and again.lead == "both"
-    assert again.lines[-1].endswith("the host's launches, not the GPU's work, decide what the "
-                                    "caller waits")
+    assert again.lines[-1].endswith(
+        "the host's launches, not the GPU's work, decide what the caller waits"
+    )
 
 
 def test_judge_leaves_pilot_windows_out_and_needs_latencies():
     a = side([10 * w for w in WOBBLE], [8 * w for w in WOBBLE], enqueue=2.0)
-    pilot = ConfigSamples(tuple(window(20.0, gpu=16.0, enqueue=2.0, round_id=f"p{i}",
-                                       pilot=True) for i in range(3)))
+    pilot = ConfigSamples(
+        tuple(window(20.0, gpu=16.0, enqueue=2.0, round_id=f"p{i}", pilot=True) for i in range(3))
+    )
     b = pilot + side([10 * w for w in WOBBLE], [8 * w for w in WOBBLE], enqueue=2.0)
     both = judge(a, b)
     assert both.latency.processes_b == 5 and both.latency.verdict == SAME
@@ -444,8 +515,7 @@ def test_judge_leaves_pilot_windows_out_and_needs_latencies():
 def test_control_family_holds_each_figure_and_keeps_the_lines():
     a = side([10 * w for w in WOBBLE], [8 * w for w in WOBBLE], enqueue=2.0)
     launch = side([3 * w for w in WOBBLE], [1.0 * w for w in WOBBLE], enqueue=2.5)
-    same = side([10 * w for w in reversed(WOBBLE)], [8 * w for w in reversed(WOBBLE)],
-                enqueue=2.0)
+    same = side([10 * w for w in reversed(WOBBLE)], [8 * w for w in reversed(WOBBLE)], enqueue=2.0)
     family = [judge(a, launch), None, judge(a, same)]
     held = control_family(family)
     assert held[1] is None
@@ -470,8 +540,10 @@ def test_fixtures_are_there():
 def test_every_committed_result_json_reads_as_samples(path: Path):
     result = read_result(path)
     samples = config_samples(result, path)
-    if not (path.parent / "latency.csv").is_file() and not (path.parent /
-                                                              "processes.csv").is_file():
+    if (
+        not (path.parent / "latency.csv").is_file()
+        and not (path.parent / "processes.csv").is_file()
+    ):
         assert len(samples) == 0
         return
     assert len(samples) >= 1
@@ -489,8 +561,10 @@ def test_every_committed_result_json_reads_as_samples(path: Path):
 
 def test_judge_on_two_runs_of_an_earlier_version():
     runs = FIXTURES / "h200" / "runs"
-    a_json, b_json = runs / "pytorch_fp32_bs8" / "result.json", \
-        runs / "ttrt_fp16_bs8" / "result.json"
+    a_json, b_json = (
+        runs / "pytorch_fp32_bs8" / "result.json",
+        runs / "ttrt_fp16_bs8" / "result.json",
+    )
     a = config_samples(read_result(a_json), a_json)
     b = config_samples(read_result(b_json), b_json)
     both = judge(a, b)
@@ -500,11 +574,16 @@ def test_judge_on_two_runs_of_an_earlier_version():
     assert both.lead == LATENCY and both.lines == () and not both.launch_bound
     assert both.bound_a == both.bound_b == Bound(None)
     same_json = FIXTURES / "h100_session" / "runs"
-    again = judge(config_samples(read_result(same_json / "pytorch_fp32_bs8" / "result.json"),
-                                 same_json / "pytorch_fp32_bs8" / "result.json"),
-                  config_samples(read_result(same_json / "pytorch_fp32_bs8_again" /
-                                             "result.json"),
-                                 same_json / "pytorch_fp32_bs8_again" / "result.json"))
+    again = judge(
+        config_samples(
+            read_result(same_json / "pytorch_fp32_bs8" / "result.json"),
+            same_json / "pytorch_fp32_bs8" / "result.json",
+        ),
+        config_samples(
+            read_result(same_json / "pytorch_fp32_bs8_again" / "result.json"),
+            same_json / "pytorch_fp32_bs8_again" / "result.json",
+        ),
+    )
     assert again.latency.verdict == UNDECIDED and again.gpu_time is None
 
 
@@ -512,8 +591,10 @@ def test_compare_timed_on_two_runs_of_an_earlier_version():
     from profiler.analysis.headline import compare_timed
 
     runs = FIXTURES / "h200" / "runs"
-    a_json, b_json = runs / "pytorch_fp32_bs8" / "result.json", \
-        runs / "ttrt_fp16_bs8" / "result.json"
+    a_json, b_json = (
+        runs / "pytorch_fp32_bs8" / "result.json",
+        runs / "ttrt_fp16_bs8" / "result.json",
+    )
     timed = compare_timed(read_result(a_json), read_result(b_json), a_json, b_json)
     assert timed.verdict.verdict == FASTER and timed.gpu_verdict is None
     assert timed.gpu_speedup_x is None and timed.source == "recorded processes"
@@ -540,9 +621,14 @@ def test_advise_quotes_the_cuda_graphs_experiment_with_the_lever(tmp_path):
     runs = Path(__file__).parent / "fixtures" / "h200" / "runs"
     for name in ("graphs", "graphs_and_bs"):
         shutil.copytree(runs / "pytorch_fp16_bs8", tmp_path / name)
-    cells = [{"status": "ok", "changes": {"cuda_graphs": True, "batch_size": 16},
-              "folder": "graphs_and_bs"},
-             {"status": "failed", "changes": {"cuda_graphs": True}, "folder": "missing"}]
+    cells = [
+        {
+            "status": "ok",
+            "changes": {"cuda_graphs": True, "batch_size": 16},
+            "folder": "graphs_and_bs",
+        },
+        {"status": "failed", "changes": {"cuda_graphs": True}, "folder": "missing"},
+    ]
     assert cuda_graphs_latency(cells, tmp_path) is None
     cells.append({"status": "ok", "changes": {"cuda_graphs": True}, "folder": "graphs"})
     window = np.loadtxt(tmp_path / "graphs" / "latency.csv", delimiter=",", skiprows=1)[:, 1]

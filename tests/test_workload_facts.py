@@ -18,8 +18,9 @@ from profiler.sweep.plan import DEFAULT_PROCESSES_GPU, check_sampling
 def stand_in(monkeypatch):
     """Two stand-in workloads: one that claims what forward does, one that claims what
     generate does; neither is called forward or generate."""
-    like_forward = workloads.WorkloadFacts("steady", run_suffix="_steady", not_captured=None,
-                                           gpu_time=True, sampled=True)
+    like_forward = workloads.WorkloadFacts(
+        "steady", run_suffix="_steady", not_captured=None, gpu_time=True, sampled=True
+    )
     like_generate = workloads.WorkloadFacts("chatty", prompts=True, not_captured="it chats")
     for facts in (like_forward, like_generate):
         monkeypatch.setitem(workloads.WORKLOADS, facts.name, facts)
@@ -52,8 +53,16 @@ def test_sampling_follows_the_facts(stand_in):
 
 
 def test_advise_tries_cuda_graphs_only_where_the_workload_is_captured(stand_in):
-    launch = [Advice(rule="launch-bound", title="", action="", source="", projection="estimate",
-                     figures={"idle_share": 0.5, "projected_speedup": 2.0})]
+    launch = [
+        Advice(
+            rule="launch-bound",
+            title="",
+            action="",
+            source="",
+            projection="estimate",
+            figures={"idle_share": 0.5, "projected_speedup": 2.0},
+        )
+    ]
     config = {"backend": "pytorch_fp32", "batch_size": 8, "cuda_graphs": False}
     steady = [e.changes for e in plan(launch, {**config, "workload": "steady"}).experiments]
     chatty = [e.changes for e in plan(launch, {**config, "workload": "chatty"}).experiments]
@@ -61,10 +70,10 @@ def test_advise_tries_cuda_graphs_only_where_the_workload_is_captured(stand_in):
 
 
 def test_a_workload_of_prompts_gets_the_models_prompt_inputs(stand_in):
-    config = RunConfig(model="transformer", workload="chatty", batch_size=2, src_len=5,
-                       seq_len=7)
+    config = RunConfig(model="transformer", workload="chatty", batch_size=2, src_len=5, seq_len=7)
     _, inputs = models.MODELS["transformer"](config)
     assert [tuple(t.shape) for t in inputs] == [(2, 5)]  # the source tokens alone
-    _, inputs = models.MODELS["transformer"](RunConfig(model="transformer", workload="steady",
-                                                       batch_size=2, src_len=5, seq_len=7))
+    _, inputs = models.MODELS["transformer"](
+        RunConfig(model="transformer", workload="steady", batch_size=2, src_len=5, seq_len=7)
+    )
     assert [tuple(t.shape) for t in inputs] == [(2, 7), (2, 7)]  # a forward pass's batch

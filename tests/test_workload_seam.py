@@ -73,8 +73,10 @@ class Halves:
         with torch.inference_mode():
             whole = self.model(self.batch)
         equal = bool(torch.allclose(output, whole, atol=1e-5))
-        return {"skipped": "halves compared with the whole batch",
-                "reason": f"equal: {equal}"}, output
+        return {
+            "skipped": "halves compared with the whole batch",
+            "reason": f"equal: {equal}",
+        }, output
 
     def write(self, run_stage, details) -> list[str]:
         (run_stage / "pairs.txt").write_text(f"{details['pairs']}\n")
@@ -93,11 +95,20 @@ def test_a_third_workload_runs_through_the_same_pipeline(tmp_path, monkeypatch):
         return built[-1]
 
     monkeypatch.setitem(harness.WORKLOADS, "forward", halves)
-    config = RunConfig(model="tests.tiny_models:conv_net", batch_size=4, iters=5,
-                       timed_warmup=2, wait=0, warmup=1, active=3, gzip=True,
-                       runs_dir=tmp_path / "runs", tb_dir=tmp_path / "tb_logs")
+    config = RunConfig(
+        model="tests.tiny_models:conv_net",
+        batch_size=4,
+        iters=5,
+        timed_warmup=2,
+        wait=0,
+        warmup=1,
+        active=3,
+        gzip=True,
+        runs_dir=tmp_path / "runs",
+        tb_dir=tmp_path / "tb_logs",
+    )
     result = harness.run(config, quiet=True)
-    workload, = built
+    (workload,) = built
 
     # prepare once, before it whatever the workload keeps; one first call, the warm-up, the
     # timed window and the profiled steps all call the workload's step
@@ -125,7 +136,7 @@ def test_a_third_workload_runs_through_the_same_pipeline(tmp_path, monkeypatch):
     # profiled: one step per profiler step, the workload's spans inside each
     assert result.profile.step_is == Halves.unit
     assert result.profile.phase_spans == ["first_half", "second_half"]
-    trace_file, = result.trace.files
+    (trace_file,) = result.trace.files
     with gzip.open(trace_file, "rt") as handle:
         names = [e.get("name") for e in json.load(handle)["traceEvents"]]
     assert names.count("inference_step") == 3  # the active steps

@@ -6,8 +6,14 @@ from torch import nn
 
 def conv_net(batch_size: int = 2, image_size: int = 16):
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
-                          nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 4))
+    model = nn.Sequential(
+        nn.Conv2d(3, 8, 3, padding=1),
+        nn.BatchNorm2d(8),
+        nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(8, 4),
+    )
     return model, (torch.randn(batch_size, 3, image_size, image_size),)
 
 
@@ -35,8 +41,9 @@ class _OutOfMemoryAbove(nn.Module):
 
     def forward(self, x):
         if x.shape[0] > self.limit:
-            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB "
-                                         "(simulated by tests.tiny_models)")
+            raise torch.OutOfMemoryError(
+                "CUDA out of memory. Tried to allocate 2.00 GiB (simulated by tests.tiny_models)"
+            )
         return self.body(x)
 
 
@@ -62,13 +69,23 @@ def tiny_gpt2(batch_size: int = 2, prompt_len: int = 5):
     from profiler.collect.models import CausalLM
 
     torch.manual_seed(0)
-    config = GPT2Config(vocab_size=100, n_positions=32, n_embd=32, n_layer=2, n_head=2,
-                        bos_token_id=0, eos_token_id=0,
-                        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    config = GPT2Config(
+        vocab_size=100,
+        n_positions=32,
+        n_embd=32,
+        n_layer=2,
+        n_head=2,
+        bos_token_id=0,
+        eos_token_id=0,
+        resid_pdrop=0.0,
+        embd_pdrop=0.0,
+        attn_pdrop=0.0,
+    )
     return CausalLM(GPT2LMHeadModel(config)), (torch.randint(0, 100, (batch_size, prompt_len)),)
 
 
 # ---- user models that go wrong (tests/test_run_outcomes.py) ----------------------------------
+
 
 def builder_raises(batch_size: int = 2):
     raise ValueError("boom in the builder")
@@ -103,7 +120,7 @@ class _HostMemoryHog(nn.Module):
     """Asks torch's CPU allocator for a petabyte: the real error of host memory running out."""
 
     def forward(self, x):
-        return x + torch.empty(2 ** 50, dtype=torch.uint8).sum()
+        return x + torch.empty(2**50, dtype=torch.uint8).sum()
 
 
 def host_oom_forward(batch_size: int = 2):
@@ -160,7 +177,6 @@ def token_classifier(batch_size: int = 2, seq_len: int = 16):
     return _TokenClassifier(), (torch.randn(batch_size, seq_len, 32),)
 
 
-
 class _NoOnnxOp(nn.Module):
     """Runs eagerly, but uses an op (a general eigendecomposition) with no ONNX conversion."""
 
@@ -203,17 +219,23 @@ def misbehaves(batch_size: int = 1, image_size: int = 16):
     return _Misbehaves(), (torch.randn(batch_size, 3, image_size, image_size),)
 
 
-PRISTINE = {"default_dtype": torch.float32, "float32_matmul_precision": "highest",
-            "grad_enabled": True, "leaked_env": None}
+PRISTINE = {
+    "default_dtype": torch.float32,
+    "float32_matmul_precision": "highest",
+    "grad_enabled": True,
+    "leaked_env": None,
+}
 
 
 def _process_state() -> dict:
     import os
 
-    return {"default_dtype": torch.get_default_dtype(),
-            "float32_matmul_precision": torch.get_float32_matmul_precision(),
-            "grad_enabled": torch.is_grad_enabled(),
-            "leaked_env": os.environ.get("TINY_MODELS_LEAKED")}
+    return {
+        "default_dtype": torch.get_default_dtype(),
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "grad_enabled": torch.is_grad_enabled(),
+        "leaked_env": os.environ.get("TINY_MODELS_LEAKED"),
+    }
 
 
 def leaks_state_at_bs1(batch_size: int = 2, image_size: int = 16):
@@ -235,7 +257,6 @@ def leaks_state_at_bs1(batch_size: int = 2, image_size: int = 16):
     if found != PRISTINE:
         raise RuntimeError(f"state leaked from an earlier cell: {found}")
     return conv_net(batch_size, image_size)
-
 
 
 class Crash(BaseException):

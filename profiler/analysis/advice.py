@@ -34,10 +34,10 @@ class Evidence:
     gpu_name: str = ""
     compute_capability: str | None = None
     p50_ms: float | None = None
-    step_us: float | None = None          # mean profiled step
-    gpu_busy_us: float | None = None      # kernel-covered time per step
+    step_us: float | None = None  # mean profiled step
+    gpu_busy_us: float | None = None  # kernel-covered time per step
     kernels_per_step: float | None = None
-    kernel_us: float | None = None        # kernel time per step
+    kernel_us: float | None = None  # kernel time per step
     gemm_conv_us: float | None = None
     gemm_conv_tensor_core_us: float | None = None
     #: kernel table joined with ncu (hardware.hardware_join), when ncu.csv exists
@@ -103,8 +103,10 @@ def _measured_alternatives(ev: Evidence, backends: list[str]) -> dict[str, Any]:
     for name in backends:
         cell = _sweep_cell(ev, name)
         if cell is not None and name != ev.backend and base:
-            found[name] = {"p50_ms": round(float(cell["p50_ms"]), 4),
-                           "speedup": round(base / float(cell["p50_ms"]), 2)}
+            found[name] = {
+                "p50_ms": round(float(cell["p50_ms"]), 4),
+                "speedup": round(base / float(cell["p50_ms"]), 2),
+            }
     return found
 
 
@@ -119,8 +121,9 @@ IDLE_SHARE = 0.40
 #: Inductor max-autotune 5.63x against 5.35x on the H200 fixtures), and kernels replayed in a
 #: CUDA graph ran shorter than in the profiled step (6.40x against 6.37x on an H100,
 #: docs/gpu/h100/advise).
-LAUNCH_BOUND = Projection(ESTIMATE, "latency / GPU time: the timed p50 over the kernel time "
-                                    "per profiled step")
+LAUNCH_BOUND = Projection(
+    ESTIMATE, "latency / GPU time: the timed p50 over the kernel time per profiled step"
+)
 
 
 def _launch_bound(ev: Evidence) -> Fired:
@@ -132,12 +135,16 @@ def _launch_bound(ev: Evidence) -> Fired:
     idle = max(0.0, 1.0 - ev.gpu_busy_us / 1e3 / step_ms)
     if idle < IDLE_SHARE:
         return None
-    figures = {"idle_share": idle, "of_timed_p50": bool(ev.p50_ms), "step_ms": step_ms,
-               "kernel_ms_per_step": ev.gpu_busy_us / 1e3,
-               "profiled_idle_share": 1 - ev.gpu_busy_us / ev.step_us,
-               "kernels_per_step": ev.kernels_per_step or None,
-               "p50_floor_ms": step_ms * (1 - idle),
-               "projected_speedup": 1 / max(1e-6, 1 - idle)}
+    figures = {
+        "idle_share": idle,
+        "of_timed_p50": bool(ev.p50_ms),
+        "step_ms": step_ms,
+        "kernel_ms_per_step": ev.gpu_busy_us / 1e3,
+        "profiled_idle_share": 1 - ev.gpu_busy_us / ev.step_us,
+        "kernels_per_step": ev.kernels_per_step or None,
+        "p50_floor_ms": step_ms * (1 - idle),
+        "projected_speedup": 1 / max(1e-6, 1 - idle),
+    }
     fam = ev.backend.split("_")[-1]
     return figures, _measured_alternatives(ev, [f"ttrt_{fam}", f"inductor_{fam}"])
 
@@ -150,8 +157,11 @@ TC_SHARE = 0.10
 #: profiler.analysis.roofline.DATASHEET), the rest unchanged: 1 / ((1 - m) + m / r). An
 #: estimate, not a bound: FP32 kernels run below the FP32 peak, so the moved kernels can gain
 #: more than the ratio of peaks, and a half-precision backend changes the other kernels too.
-PRECISION = Projection(ESTIMATE, "Amdahl on kernel time: the GEMM/conv share at the datasheet's "
-                                 "dense ratio of the precision tried to FP32")
+PRECISION = Projection(
+    ESTIMATE,
+    "Amdahl on kernel time: the GEMM/conv share at the datasheet's "
+    "dense ratio of the precision tried to FP32",
+)
 
 
 def amdahl(share: float, ratio: float) -> float:
@@ -167,12 +177,19 @@ def _fp32_on_cuda_cores(ev: Evidence) -> Fired:
     matrix_share = ev.gemm_conv_us / ev.kernel_us
     if share_tc >= TC_SHARE or matrix_share < 0.2:
         return None
-    figures = {"matrix_share": matrix_share, "tensor_core_share": share_tc,
-               "gpu": ev.gpu_name, "compute_capability": ev.compute_capability}
+    figures = {
+        "matrix_share": matrix_share,
+        "tensor_core_share": share_tc,
+        "gpu": ev.gpu_name,
+        "compute_capability": ev.compute_capability,
+    }
     ratios = {k: dense_ratio(ev.gpu_name, k) for k in ("fp16", "tf32")}
     if ratios["fp16"]:
-        figures.update(dense_ratio_fp16=ratios["fp16"], dense_ratio_tf32=ratios["tf32"],
-                       projected_speedup=amdahl(matrix_share, ratios["fp16"]))
+        figures.update(
+            dense_ratio_fp16=ratios["fp16"],
+            dense_ratio_tf32=ratios["tf32"],
+            projected_speedup=amdahl(matrix_share, ratios["fp16"]),
+        )
     family = ev.backend.rsplit("_", 1)[0]
     return figures, _measured_alternatives(ev, [f"{family}_fp16", f"{family}_bf16"])
 
@@ -198,10 +215,15 @@ def _low_occupancy(ev: Evidence) -> Fired:
     if share < LOW_OCCUPANCY_SHARE:
         return None
     worst = low.iloc[0]
-    return {"low_kernels": len(low), "top_kernels": len(top), "share": share,
-            "below_pct": LOW_OCCUPANCY_PCT, "largest": str(worst["name"]),
-            "largest_category": worst["category"],
-            "largest_occupancy_pct": float(worst["hw_achieved_occupancy_pct"])}, {}
+    return {
+        "low_kernels": len(low),
+        "top_kernels": len(top),
+        "share": share,
+        "below_pct": LOW_OCCUPANCY_PCT,
+        "largest": str(worst["name"]),
+        "largest_category": worst["category"],
+        "largest_occupancy_pct": float(worst["hw_achieved_occupancy_pct"]),
+    }, {}
 
 
 #: throughput growth from one batch size to the next above which the GPU still has headroom.
@@ -224,26 +246,38 @@ def _batch_headroom(ev: Evidence) -> Fired:
     growth = float(last["throughput_per_s"]) / float(before["throughput_per_s"]) - 1
     if growth < HEADROOM_GROWTH:
         return None
-    return {"throughput_by_bs": [(int(r.bs), float(r.throughput_per_s))
-                                 for r in rows.itertuples()],
-            "growth": growth, "from_bs": int(before["bs"]), "to_bs": int(last["bs"]),
-            "projected_speedup": 1 + growth}, {}
+    return {
+        "throughput_by_bs": [(int(r.bs), float(r.throughput_per_s)) for r in rows.itertuples()],
+        "growth": growth,
+        "from_bs": int(before["bs"]),
+        "to_bs": int(last["bs"]),
+        "projected_speedup": 1 + growth,
+    }, {}
 
 
 def _trt_fp32_layers(ev: Evidence) -> Fired:
     if not ev.trt_layers or ev.precision not in ("fp16", "bf16", "fp8", "int8"):
         return None
-    computing = [layer for layer in ev.trt_layers
-                 if layer.get("LayerType") not in ("signal", "wait")]
-    fp32 = [layer["Name"] for layer in computing
-            if any(str(o.get("Format/Datatype", "")).startswith("Float")
-                   for o in layer.get("Outputs", []))]
-    torch_fallback = [layer["Name"] for layer in computing if "pytorch" in
-                      str(layer.get("LayerType", "")).lower()]
+    computing = [
+        layer for layer in ev.trt_layers if layer.get("LayerType") not in ("signal", "wait")
+    ]
+    fp32 = [
+        layer["Name"]
+        for layer in computing
+        if any(
+            str(o.get("Format/Datatype", "")).startswith("Float") for o in layer.get("Outputs", [])
+        )
+    ]
+    torch_fallback = [
+        layer["Name"] for layer in computing if "pytorch" in str(layer.get("LayerType", "")).lower()
+    ]
     if not fp32 and not torch_fallback:
         return None
-    return {"fp32_layers": len(fp32), "layers": len(computing),
-            "pytorch_layers": len(torch_fallback)}, {}
+    return {
+        "fp32_layers": len(fp32),
+        "layers": len(computing),
+        "pytorch_layers": len(torch_fallback),
+    }, {}
 
 
 #: below this share of the measured copy bandwidth a memory-bound run is "far from bandwidth".
@@ -254,8 +288,11 @@ FAR_FROM_BANDWIDTH = 0.5
 #: (a switch to half precision halves them: its bound is twice, experiments.promise). It
 #: assumes the weights are read from device memory each call (a cache that held them all
 #: across calls would move fewer bytes).
-MEMORY_BOUND = Projection(BOUND, "bytes at the measured bandwidth: the timed p50 over the "
-                                 "minimum bytes' time at the bandwidth ceiling")
+MEMORY_BOUND = Projection(
+    BOUND,
+    "bytes at the measured bandwidth: the timed p50 over the "
+    "minimum bytes' time at the bandwidth ceiling",
+)
 
 
 def _memory_bound_far(ev: Evidence) -> Fired:
@@ -266,36 +303,67 @@ def _memory_bound_far(ev: Evidence) -> Fired:
         return None
     if _launch_bound(ev) is not None:  # an idle GPU: launches hold it, not memory
         return None
-    return {"intensity": r.intensity, "ridge": r.ridge, "achieved_gbs": r.achieved_gbs,
-            "pct_of_bandwidth": r.pct_of_bandwidth, "peak_gbs": r.peak_gbs,
-            "speedup_bound": 100 / max(r.pct_of_bandwidth, 1e-9),
-            "projected_speedup": 100 / max(r.pct_of_bandwidth, 1e-9)}, {}
+    return {
+        "intensity": r.intensity,
+        "ridge": r.ridge,
+        "achieved_gbs": r.achieved_gbs,
+        "pct_of_bandwidth": r.pct_of_bandwidth,
+        "peak_gbs": r.peak_gbs,
+        "speedup_bound": 100 / max(r.pct_of_bandwidth, 1e-9),
+        "projected_speedup": 100 / max(r.pct_of_bandwidth, 1e-9),
+    }, {}
 
 
 RULES: tuple[Rule, ...] = (
-    Rule("launch-bound", "GPU idle between kernels (launch-bound)",
-         "CUDA graphs (torch.compile mode='reduce-overhead', inductor max-autotune) or TensorRT",
-         "GPU idle share of the profiled steps from the trace; CUDA graphs remove per-kernel "
-         "launch cost (PyTorch docs, torch.cuda.graphs)", _launch_bound, LAUNCH_BOUND),
-    Rule("fp32-cuda-cores", "FP32 GEMM/conv on CUDA cores on a GPU with Tensor Cores",
-         "--tf32, or an fp16/bf16 backend (check the numerics column)",
-         "time in Tensor Core kernels, of GEMM/conv kernel time (kernel-name rules, "
-         "trace/rules.py); Tensor Cores from compute capability 7.0; dense ratios from the "
-         "GPU's datasheet (roofline.DATASHEET)", _fp32_on_cuda_cores, PRECISION),
-    Rule("low-occupancy", "Low achieved occupancy on the top kernels",
-         "larger batch, or kernels with fewer registers/shared memory per block",
-         "ncu sm__warps_active.avg.pct_of_peak_sustained_active (ncu.csv)", _low_occupancy),
-    Rule("batch-headroom", "Throughput still rising with batch size",
-         "a larger --bs if the latency budget allows",
-         "the sweep's throughput_per_s across batch sizes (benchmark.csv)", _batch_headroom,
-         HEADROOM),
-    Rule("trt-fp32-layers", "TensorRT layers left in FP32 or run by PyTorch",
-         "check the layer view; mark those layers' precision or give them supported ops",
-         "TensorRT engine inspector output (engine_layers_*.json)", _trt_fp32_layers),
-    Rule("memory-bound", "Memory-bound and far from the memory bandwidth",
-         "fuse elementwise work (torch.compile / TensorRT), keep data in half precision",
-         "roofline: FLOPs (FlopCounterMode) over minimum bytes vs measured ceilings",
-         _memory_bound_far, MEMORY_BOUND),
+    Rule(
+        "launch-bound",
+        "GPU idle between kernels (launch-bound)",
+        "CUDA graphs (torch.compile mode='reduce-overhead', inductor max-autotune) or TensorRT",
+        "GPU idle share of the profiled steps from the trace; CUDA graphs remove per-kernel "
+        "launch cost (PyTorch docs, torch.cuda.graphs)",
+        _launch_bound,
+        LAUNCH_BOUND,
+    ),
+    Rule(
+        "fp32-cuda-cores",
+        "FP32 GEMM/conv on CUDA cores on a GPU with Tensor Cores",
+        "--tf32, or an fp16/bf16 backend (check the numerics column)",
+        "time in Tensor Core kernels, of GEMM/conv kernel time (kernel-name rules, "
+        "trace/rules.py); Tensor Cores from compute capability 7.0; dense ratios from the "
+        "GPU's datasheet (roofline.DATASHEET)",
+        _fp32_on_cuda_cores,
+        PRECISION,
+    ),
+    Rule(
+        "low-occupancy",
+        "Low achieved occupancy on the top kernels",
+        "larger batch, or kernels with fewer registers/shared memory per block",
+        "ncu sm__warps_active.avg.pct_of_peak_sustained_active (ncu.csv)",
+        _low_occupancy,
+    ),
+    Rule(
+        "batch-headroom",
+        "Throughput still rising with batch size",
+        "a larger --bs if the latency budget allows",
+        "the sweep's throughput_per_s across batch sizes (benchmark.csv)",
+        _batch_headroom,
+        HEADROOM,
+    ),
+    Rule(
+        "trt-fp32-layers",
+        "TensorRT layers left in FP32 or run by PyTorch",
+        "check the layer view; mark those layers' precision or give them supported ops",
+        "TensorRT engine inspector output (engine_layers_*.json)",
+        _trt_fp32_layers,
+    ),
+    Rule(
+        "memory-bound",
+        "Memory-bound and far from the memory bandwidth",
+        "fuse elementwise work (torch.compile / TensorRT), keep data in half precision",
+        "roofline: FLOPs (FlopCounterMode) over minimum bytes vs measured ceilings",
+        _memory_bound_far,
+        MEMORY_BOUND,
+    ),
 )
 
 
@@ -305,11 +373,22 @@ def advise(ev: Evidence, rules: tuple[Rule, ...] = RULES) -> list[Advice]:
         fired = rule.check(ev)
         if fired is not None:
             figures, measured = fired
-            kind = rule.projection.kind if rule.projection and \
-                figures.get("projected_speedup") else None
-            found.append(Advice(rule=rule.id, title=rule.title, action=rule.action,
-                                figures=figures, source=rule.source, measured=measured,
-                                projection=kind))
+            kind = (
+                rule.projection.kind
+                if rule.projection and figures.get("projected_speedup")
+                else None
+            )
+            found.append(
+                Advice(
+                    rule=rule.id,
+                    title=rule.title,
+                    action=rule.action,
+                    figures=figures,
+                    source=rule.source,
+                    measured=measured,
+                    projection=kind,
+                )
+            )
     return found
 
 

@@ -86,18 +86,56 @@ from profiler.runs.samples import ConfigSamples, config_samples
 NOT_FINITE = "output holds NaN or Inf"
 PHASE_COLUMNS = ["wall_s", *(f"{phase}_s" for phase in PHASE_ORDER)]
 ROOFLINE_COLUMNS = ["tflops", "pct_peak_compute", "gbs", "pct_peak_bandwidth", "flop_per_byte"]
-COLUMNS = ["model", "device", "backend", "bs", "mean_ms", "p50_ms", "p90_ms", "p99_ms",
-           "gpu_compute_ms", "enqueue_ms", "bound",
-           "throughput_per_s", "speedup", "speedup_low", "speedup_high", "verdict",
-           "gpu_speedup", "gpu_speedup_low", "gpu_speedup_high", "gpu_verdict", "verdict_note",
-           "processes", "gpus",
-           "baseline", "ready_s", "compile_s", "compile_what",
-           "rel_l2_error", "tensor_core_pct", "gpu_util_pct", "cv_pct", "noise",
-           "peak_allocated_mib", "peak_reserved_mib", "engine_mib", *ROOFLINE_COLUMNS, "ttft_ms",
-           "token_p50_ms", "token_p99_ms", "tokens_per_s", "token_agreement", "status", "reason",
-           "gpu", "node", "elapsed_s", *PHASE_COLUMNS]
-GENERATION_COLUMNS = ("ttft_ms", "token_p50_ms", "token_p99_ms", "tokens_per_s",
-                      "token_agreement")
+COLUMNS = [
+    "model",
+    "device",
+    "backend",
+    "bs",
+    "mean_ms",
+    "p50_ms",
+    "p90_ms",
+    "p99_ms",
+    "gpu_compute_ms",
+    "enqueue_ms",
+    "bound",
+    "throughput_per_s",
+    "speedup",
+    "speedup_low",
+    "speedup_high",
+    "verdict",
+    "gpu_speedup",
+    "gpu_speedup_low",
+    "gpu_speedup_high",
+    "gpu_verdict",
+    "verdict_note",
+    "processes",
+    "gpus",
+    "baseline",
+    "ready_s",
+    "compile_s",
+    "compile_what",
+    "rel_l2_error",
+    "tensor_core_pct",
+    "gpu_util_pct",
+    "cv_pct",
+    "noise",
+    "peak_allocated_mib",
+    "peak_reserved_mib",
+    "engine_mib",
+    *ROOFLINE_COLUMNS,
+    "ttft_ms",
+    "token_p50_ms",
+    "token_p99_ms",
+    "tokens_per_s",
+    "token_agreement",
+    "status",
+    "reason",
+    "gpu",
+    "node",
+    "elapsed_s",
+    *PHASE_COLUMNS,
+]
+GENERATION_COLUMNS = ("ttft_ms", "token_p50_ms", "token_p99_ms", "tokens_per_s", "token_agreement")
 
 
 def roofline_columns(result: RunResult) -> dict[str, Any]:
@@ -107,9 +145,13 @@ def roofline_columns(result: RunResult) -> dict[str, Any]:
     r = roofline_of(result, peaks_dir())
     if r is None:
         return {}
-    return {"tflops": r.achieved_tflops, "pct_peak_compute": r.pct_of_compute,
-            "gbs": r.achieved_gbs, "pct_peak_bandwidth": r.pct_of_bandwidth,
-            "flop_per_byte": r.intensity}
+    return {
+        "tflops": r.achieved_tflops,
+        "pct_peak_compute": r.pct_of_compute,
+        "gbs": r.achieved_gbs,
+        "pct_peak_bandwidth": r.pct_of_bandwidth,
+        "flop_per_byte": r.intensity,
+    }
 
 
 def compile_time(result: RunResult) -> tuple[float | None, str]:
@@ -131,11 +173,13 @@ def generation_columns(result: RunResult) -> dict[str, Any]:
     if generation is None:
         return {}
     tokens = result.numerics.tokens if result.numerics else None
-    return {"ttft_ms": generation.ttft_ms.p50,
-            "token_p50_ms": generation.per_token_ms.p50,
-            "token_p99_ms": generation.per_token_ms.p99,
-            "tokens_per_s": generation.tokens_per_s,
-            "token_agreement": tokens.positions_equal if tokens else None}
+    return {
+        "ttft_ms": generation.ttft_ms.p50,
+        "token_p50_ms": generation.per_token_ms.p50,
+        "token_p99_ms": generation.per_token_ms.p99,
+        "tokens_per_s": generation.tokens_per_s,
+        "token_agreement": tokens.positions_equal if tokens else None,
+    }
 
 
 def axis_columns(manifest: SweepManifest) -> list[str]:
@@ -161,24 +205,37 @@ def cell_analyses(sweep_dir: Path, manifest: SweepManifest) -> list[CellAnalysis
     for name, cell in grid_cells(manifest):
         path = sweep_dir / name / RESULT_FILE
         result = try_read_result(path) if cell.status == OK else None
-        samples = ConfigSamples() if result is None else \
-            with_gpus(config_samples(result, path), cell.gpu)
+        samples = (
+            ConfigSamples() if result is None else with_gpus(config_samples(result, path), cell.gpu)
+        )
         found.append(CellAnalysis(name, cell, result, samples))
     return found
 
 
-def benchmark_table(sweep_dir: Path, manifest: SweepManifest,
-                    floors_dir: Path | None = None,
-                    cells: list[CellAnalysis] | None = None) -> pd.DataFrame:
+def benchmark_table(
+    sweep_dir: Path,
+    manifest: SweepManifest,
+    floors_dir: Path | None = None,
+    cells: list[CellAnalysis] | None = None,
+) -> pd.DataFrame:
     """One row per cell (the module doc), from ``cells`` (cell_analyses) when given."""
     rows, samples = [], []
     axes = axis_columns(manifest)
     for analysed in cells if cells is not None else cell_analyses(sweep_dir, manifest):
         cell, result, found = analysed.cell, analysed.result, analysed.samples
-        row = {"model": manifest.model, "device": "", "backend": cell.backend,
-               "bs": cell.batch_size, **(cell.axis or {}), "status": cell.status,
-               "reason": cell.reason or "", "gpu": cell.gpu or "", "node": cell.node or "",
-               "elapsed_s": cell.elapsed_s, "baseline": manifest.baseline}
+        row = {
+            "model": manifest.model,
+            "device": "",
+            "backend": cell.backend,
+            "bs": cell.batch_size,
+            **(cell.axis or {}),
+            "status": cell.status,
+            "reason": cell.reason or "",
+            "gpu": cell.gpu or "",
+            "node": cell.node or "",
+            "elapsed_s": cell.elapsed_s,
+            "baseline": manifest.baseline,
+        }
         if cell.status == OK and result is None:
             row.update(status="failed", reason="result.json missing or unreadable")
         if result is not None:
@@ -195,16 +252,40 @@ def benchmark_table(sweep_dir: Path, manifest: SweepManifest,
         rows.append(row)
         samples.append((result, found))
     frame = pd.DataFrame(rows).reindex(columns=[*COLUMNS[:4], *axes, *COLUMNS[4:]])
-    frame = frame.astype({c: float for c in ("mean_ms", "p50_ms", "p90_ms", "p99_ms",
-                                              "gpu_compute_ms", "enqueue_ms",
-                                              "throughput_per_s", "speedup", "speedup_low",
-                                              "speedup_high", "gpu_speedup", "gpu_speedup_low",
-                                              "gpu_speedup_high", "processes", "ready_s",
-                                              "compile_s", "rel_l2_error", "tensor_core_pct",
-                                              "gpu_util_pct", "elapsed_s", "cv_pct",
-                                              "peak_allocated_mib", "peak_reserved_mib",
-                                              "engine_mib", *ROOFLINE_COLUMNS,
-                                              *GENERATION_COLUMNS, *PHASE_COLUMNS)})
+    frame = frame.astype(
+        {
+            c: float
+            for c in (
+                "mean_ms",
+                "p50_ms",
+                "p90_ms",
+                "p99_ms",
+                "gpu_compute_ms",
+                "enqueue_ms",
+                "throughput_per_s",
+                "speedup",
+                "speedup_low",
+                "speedup_high",
+                "gpu_speedup",
+                "gpu_speedup_low",
+                "gpu_speedup_high",
+                "processes",
+                "ready_s",
+                "compile_s",
+                "rel_l2_error",
+                "tensor_core_pct",
+                "gpu_util_pct",
+                "elapsed_s",
+                "cv_pct",
+                "peak_allocated_mib",
+                "peak_reserved_mib",
+                "engine_mib",
+                *ROOFLINE_COLUMNS,
+                *GENERATION_COLUMNS,
+                *PHASE_COLUMNS,
+            )
+        }
+    )
     same = ["bs", *axes]  # speedup: the baseline's cell with the same batch size and values
     keys = [tuple(v) for v in frame[same].itertuples(index=False)]
     base = {key: i for i, key in enumerate(keys) if frame["backend"].iloc[i] == manifest.baseline}
@@ -212,8 +293,12 @@ def benchmark_table(sweep_dir: Path, manifest: SweepManifest,
     for i, key in enumerate(keys):
         j = base.get(key)
         (result, cell_samples), judged = samples[i], None
-        if j is not None and j != i and result is not None \
-                and (base_result := samples[j][0]) is not None:
+        if (
+            j is not None
+            and j != i
+            and result is not None
+            and (base_result := samples[j][0]) is not None
+        ):
             ours, theirs = like_with_like(samples[j][1], cell_samples)
             judged = verdicts_between(base_result, result, ours, theirs, floors_dir)
         found_verdicts.append(judged)
@@ -221,23 +306,30 @@ def benchmark_table(sweep_dir: Path, manifest: SweepManifest,
     is_base = [base.get(key) == i and samples[i][0] is not None for i, key in enumerate(keys)]
     p50 = frame["p50_ms"].to_numpy()
     # without latencies to judge (a cell whose latency.csv is gone) the p50 ratio stands alone
-    plain = [p50[base[key]] / p50[i] if base.get(key) is not None and p50[i] > 0 else math.nan
-             for i, key in enumerate(keys)]
+    plain = [
+        p50[base[key]] / p50[i] if base.get(key) is not None and p50[i] > 0 else math.nan
+        for i, key in enumerate(keys)
+    ]
     latency = [v.latency if v else None for v in verdicts]
     gpu = [v.gpu_time if v else None for v in verdicts]
-    frame["speedup"] = [v.speedup if v else (1.0 if own else bare)
-                        for v, own, bare in zip(latency, is_base, plain)]
+    frame["speedup"] = [
+        v.speedup if v else (1.0 if own else bare) for v, own, bare in zip(latency, is_base, plain)
+    ]
     frame["speedup_low"] = [1 / v.high if v else math.nan for v in latency]
     frame["speedup_high"] = [1 / v.low if v else math.nan for v in latency]
-    frame["verdict"] = [v.verdict if v else ("baseline" if own else "")
-                        for v, own in zip(latency, is_base)]
-    frame["gpu_speedup"] = [v.speedup if v else (1.0 if own and not math.isnan(g) else math.nan)
-                            for v, own, g in zip(gpu, is_base, frame["gpu_compute_ms"])]
+    frame["verdict"] = [
+        v.verdict if v else ("baseline" if own else "") for v, own in zip(latency, is_base)
+    ]
+    frame["gpu_speedup"] = [
+        v.speedup if v else (1.0 if own and not math.isnan(g) else math.nan)
+        for v, own, g in zip(gpu, is_base, frame["gpu_compute_ms"])
+    ]
     frame["gpu_speedup_low"] = [1 / v.high if v else math.nan for v in gpu]
     frame["gpu_speedup_high"] = [1 / v.low if v else math.nan for v in gpu]
-    frame["gpu_verdict"] = [v.verdict if v else ("baseline" if own and not math.isnan(g)
-                                                 else "")
-                            for v, own, g in zip(gpu, is_base, frame["gpu_compute_ms"])]
+    frame["gpu_verdict"] = [
+        v.verdict if v else ("baseline" if own and not math.isnan(g) else "")
+        for v, own, g in zip(gpu, is_base, frame["gpu_compute_ms"])
+    ]
     frame["verdict_note"] = ["; ".join(v.lines) if v else "" for v in verdicts]
     return frame
 
@@ -265,12 +357,12 @@ def geomean_rows(frame: pd.DataFrame) -> pd.DataFrame:
 
 def cell_samples(sweep_dir: Path, manifest: SweepManifest) -> dict[str, ConfigSamples]:
     """Every finished cell's windows (its processes, each with the GPU it ran on)."""
-    return {c.name: c.samples for c in cell_analyses(sweep_dir, manifest)
-            if c.result is not None}
+    return {c.name: c.samples for c in cell_analyses(sweep_dir, manifest) if c.result is not None}
 
 
-def sweep_gpu_offsets(sweep_dir: Path, manifest: SweepManifest,
-                      cells: list[CellAnalysis] | None = None) -> list[GpuOffset]:
+def sweep_gpu_offsets(
+    sweep_dir: Path, manifest: SweepManifest, cells: list[CellAnalysis] | None = None
+) -> list[GpuOffset]:
     """Each GPU's offset and floor over the sweep's finished cells (profiler.analysis
     .gpu_offsets), from ``cells`` (cell_analyses) when given, on GPU time where the cells
     measured it, else on latency; [] with fewer than two GPUs."""
@@ -283,8 +375,9 @@ def with_gpus(samples: ConfigSamples, gpu: str | None) -> ConfigSamples:
     """Windows without a recorded GPU take the cell's (its own run's GPU)."""
     if not gpu:
         return samples
-    return ConfigSamples(tuple(w if w.gpu else msgspec.structs.replace(w, gpu=gpu)
-                               for w in samples.windows))
+    return ConfigSamples(
+        tuple(w if w.gpu else msgspec.structs.replace(w, gpu=gpu) for w in samples.windows)
+    )
 
 
 def like_with_like(a: ConfigSamples, b: ConfigSamples) -> tuple[ConfigSamples, ConfigSamples]:
@@ -304,13 +397,16 @@ def _result_columns(result: RunResult, metrics: dict[str, Any]) -> dict[str, Any
     compile_s, compile_what = compile_time(result)
     return {
         "device": (result.environment.gpu or {}).get("name") or "CPU",
-        "mean_ms": timing.mean_ms, "p50_ms": timing.p50_ms,
+        "mean_ms": timing.mean_ms,
+        "p50_ms": timing.p50_ms,
         "gpu_compute_ms": timing.gpu_compute.gpu_p50_ms if timing.gpu_compute else None,
         "enqueue_ms": timing.gpu_compute.enqueue_p50_ms if timing.gpu_compute else None,
-        "p90_ms": timing.p90_ms, "p99_ms": timing.p99_ms,
+        "p90_ms": timing.p90_ms,
+        "p99_ms": timing.p99_ms,
         "throughput_per_s": timing.throughput_samples_per_s,
         "ready_s": timing.prepare_s + timing.first_call_s,
-        "compile_s": compile_s, "compile_what": compile_what,
+        "compile_s": compile_s,
+        "compile_what": compile_what,
         "rel_l2_error": result.numerics.rel_l2_error if result.numerics else None,
         "tensor_core_pct": metrics.get("tensor_core_pct"),
         "gpu_util_pct": metrics.get("gpu_util_pct"),
@@ -326,14 +422,19 @@ def phase_columns(result: RunResult) -> dict[str, Any]:
     timing = result.timing
     if not timing.phases_s:
         return {}
-    return {"wall_s": timing.wall_s,
-            **{f"{phase}_s": seconds for phase, seconds in timing.phases_s.items()}}
+    return {
+        "wall_s": timing.wall_s,
+        **{f"{phase}_s": seconds for phase, seconds in timing.phases_s.items()},
+    }
 
 
 def _noise_and_memory(result: RunResult) -> dict[str, Any]:
     window = window_noise(result)
     memory = memory_figures(result)
-    return {"cv_pct": None if window is None else 100 * window.cv,
-            "noise": "; ".join(w.split(":")[0] for w in window.warnings) if window else "",
-            "peak_allocated_mib": memory.peak_allocated_mib,
-            "peak_reserved_mib": memory.peak_reserved_mib, "engine_mib": memory.engine_mib}
+    return {
+        "cv_pct": None if window is None else 100 * window.cv,
+        "noise": "; ".join(w.split(":")[0] for w in window.warnings) if window else "",
+        "peak_allocated_mib": memory.peak_allocated_mib,
+        "peak_reserved_mib": memory.peak_reserved_mib,
+        "engine_mib": memory.engine_mib,
+    }

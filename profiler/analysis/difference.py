@@ -41,7 +41,13 @@ KERNEL_TIME_TOLERANCE = 0.03
 LISTED = 5  # kernels named per side in a line
 
 CLOCK, KERNELS, CLOCK_AND_KERNELS, KERNEL_TIME, HOST, NONE = (
-    "clock", "kernels", "clock and kernels", "kernel time", "host", "none")
+    "clock",
+    "kernels",
+    "clock and kernels",
+    "kernel time",
+    "host",
+    "none",
+)
 
 
 def _by_name(table: pd.DataFrame) -> pd.DataFrame:
@@ -51,8 +57,10 @@ def _by_name(table: pd.DataFrame) -> pd.DataFrame:
 def _only_in(one: pd.DataFrame, other: pd.DataFrame) -> list[KernelShare]:
     total = float(one["total_us"].sum())
     rows = one.loc[~one.index.isin(other.index)].sort_values("total_us", ascending=False)
-    return [KernelShare(str(name), float(us), float(us) / total if total else 0.0)
-            for name, us in rows["total_us"].items()]
+    return [
+        KernelShare(str(name), float(us), float(us) / total if total else 0.0)
+        for name, us in rows["total_us"].items()
+    ]
 
 
 def _clock(state: GpuState | None) -> float | None:
@@ -64,10 +72,14 @@ def _names(kernels: list[KernelShare]) -> str:
     return named + (f" and {len(kernels) - LISTED} more" if len(kernels) > LISTED else "")
 
 
-def explain_difference(kernels_a: pd.DataFrame, kernels_b: pd.DataFrame,
-                       gpu_a: GpuState | None = None, gpu_b: GpuState | None = None,
-                       latency_ratio: float | None = None,
-                       differs_in: list[str] | None = None) -> Difference:
+def explain_difference(
+    kernels_a: pd.DataFrame,
+    kernels_b: pd.DataFrame,
+    gpu_a: GpuState | None = None,
+    gpu_b: GpuState | None = None,
+    latency_ratio: float | None = None,
+    differs_in: list[str] | None = None,
+) -> Difference:
     """Why run B differs from run A (same config, unless ``differs_in`` names what differs in
     the work they ran); see the module doc for the rules."""
     configs = f"the runs differ in {', '.join(differs_in)}" if differs_in else None
@@ -84,38 +96,50 @@ def explain_difference(kernels_a: pd.DataFrame, kernels_b: pd.DataFrame,
 
     clock_a, clock_b = _clock(gpu_a), _clock(gpu_b)
     clocks_known = clock_a is not None and clock_b is not None
-    clock_moved = clock_a is not None and clock_b is not None \
-        and abs(clock_b / clock_a - 1) > CLOCK_TOLERANCE
+    clock_moved = (
+        clock_a is not None and clock_b is not None and abs(clock_b / clock_a - 1) > CLOCK_TOLERANCE
+    )
     time_moved = ratio is not None and abs(ratio - 1) > KERNEL_TIME_TOLERANCE
 
     lines = []
     if material:
-        lines.append(f"different kernels ({configs or 'autotuning picked other algorithms?'}): "
-                     "B adds "
-                     f"{_names(added) or 'none'}; B drops {_names(removed) or 'none'}")
+        lines.append(
+            f"different kernels ({configs or 'autotuning picked other algorithms?'}): "
+            "B adds "
+            f"{_names(added) or 'none'}; B drops {_names(removed) or 'none'}"
+        )
     elif added or removed:
-        lines.append(f"kernel names differ only in small kernels (< {100 * KERNEL_SHARE:g} % "
-                     f"of kernel time each): {len(added)} added, {len(removed)} removed")
+        lines.append(
+            f"kernel names differ only in small kernels (< {100 * KERNEL_SHARE:g} % "
+            f"of kernel time each): {len(added)} added, {len(removed)} removed"
+        )
     if clock_moved and clock_a is not None and clock_b is not None:  # known when it moved
         change = clock_b / clock_a - 1
         reasons = gpu_b.throttle_reasons if gpu_b is not None else []
-        line = (f"{'same kernels at a ' if not material else ''}"
-                f"{'lower' if change < 0 else 'higher'} SM clock in B: {clock_b:.0f} MHz "
-                f"against {clock_a:.0f} MHz ({100 * change:+.1f} %)")
+        line = (
+            f"{'same kernels at a ' if not material else ''}"
+            f"{'lower' if change < 0 else 'higher'} SM clock in B: {clock_b:.0f} MHz "
+            f"against {clock_a:.0f} MHz ({100 * change:+.1f} %)"
+        )
         if ratio is not None:
-            line += (f"; the kernels both ran took {100 * (ratio - 1):+.1f} % (the clock alone "
-                     f"predicts {100 * (clock_a / clock_b - 1):+.1f} %)")
+            line += (
+                f"; the kernels both ran took {100 * (ratio - 1):+.1f} % (the clock alone "
+                f"predicts {100 * (clock_a / clock_b - 1):+.1f} %)"
+            )
         if reasons:
             line += f"; throttle reasons in B: {', '.join(reasons)}"
         lines.append(line)
     elif time_moved and ratio is not None:  # known when it moved
-        lines.append(f"the kernels both ran took {100 * (ratio - 1):+.1f} % in B at "
-                     f"{'the same clock' if clocks_known else 'an unrecorded clock'}"
-                     f" ({configs or 'memory, contention or another tenant on the GPU'})")
+        lines.append(
+            f"the kernels both ran took {100 * (ratio - 1):+.1f} % in B at "
+            f"{'the same clock' if clocks_known else 'an unrecorded clock'}"
+            f" ({configs or 'memory, contention or another tenant on the GPU'})"
+        )
     if not clocks_known:
-        lines.append("SM clock not recorded for "
-                     + " and ".join(side for side, c in (("A", clock_a), ("B", clock_b))
-                                    if c is None))
+        lines.append(
+            "SM clock not recorded for "
+            + " and ".join(side for side, c in (("A", clock_a), ("B", clock_b)) if c is None)
+        )
 
     if material and clock_moved:
         cause = CLOCK_AND_KERNELS
@@ -127,27 +151,57 @@ def explain_difference(kernels_a: pd.DataFrame, kernels_b: pd.DataFrame,
         cause = KERNEL_TIME
     elif latency_ratio is not None and abs(latency_ratio - 1) > KERNEL_TIME_TOLERANCE:
         cause = HOST
-        lines.append(f"same kernels, same kernel time: the latency difference "
-                     f"({100 * (latency_ratio - 1):+.1f} %) is host-side (launch overhead, "
-                     "scheduling, other processes)")
+        lines.append(
+            f"same kernels, same kernel time: the latency difference "
+            f"({100 * (latency_ratio - 1):+.1f} %) is host-side (launch overhead, "
+            "scheduling, other processes)"
+        )
     else:
         cause = NONE
-        lines.append("same kernels and kernel time" + (" at the same clock" if clocks_known
-                                                          else ""))
+        lines.append(
+            "same kernels and kernel time" + (" at the same clock" if clocks_known else "")
+        )
     return Difference(cause, lines, added, removed, ratio, clock_a, clock_b)
 
 
 #: RunConfig fields that say how a run is timed, profiled, written or cached, not what work it
 #: ran: two runs that differ only in these are two runs of one config
-NOT_THE_WORK = frozenset({
-    "run_name", "name", "runs_dir", "tb_dir", "replace", "cache_dir", "use_cache",
-    "max_rel_error", "iters", "timed_warmup", "min_time", "repeat_runs", "wait", "warmup",
-    "active", "repeat", "gzip", "record_shapes", "profile_memory", "with_stack", "with_flops",
-    "capture", "seed"})
+NOT_THE_WORK = frozenset(
+    {
+        "run_name",
+        "name",
+        "runs_dir",
+        "tb_dir",
+        "replace",
+        "cache_dir",
+        "use_cache",
+        "max_rel_error",
+        "iters",
+        "timed_warmup",
+        "min_time",
+        "repeat_runs",
+        "wait",
+        "warmup",
+        "active",
+        "repeat",
+        "gzip",
+        "record_shapes",
+        "profile_memory",
+        "with_stack",
+        "with_flops",
+        "capture",
+        "seed",
+    }
+)
 #: environment fields that change which kernels run (the GPU, its driver, the libraries)
-ENVIRONMENT_OF_THE_WORK = ("environment.gpu.name", "environment.gpu.driver",
-                           "environment.torch", "environment.cuda_runtime",
-                           "environment.cudnn", "environment.packages.")
+ENVIRONMENT_OF_THE_WORK = (
+    "environment.gpu.name",
+    "environment.gpu.driver",
+    "environment.torch",
+    "environment.cuda_runtime",
+    "environment.cudnn",
+    "environment.packages.",
+)
 
 
 def differs_in_work(ra: RunResult, rb: RunResult) -> list[str]:
@@ -163,8 +217,9 @@ def differs_in_work(ra: RunResult, rb: RunResult) -> list[str]:
     return found
 
 
-def explain_runs(ra: RunResult, rb: RunResult, kernels_a: pd.DataFrame,
-                 kernels_b: pd.DataFrame) -> Explanation:
+def explain_runs(
+    ra: RunResult, rb: RunResult, kernels_a: pd.DataFrame, kernels_b: pd.DataFrame
+) -> Explanation:
     """Why run B differs from run A, for `compare` and its --json (Explanation): from each
     run's kernel table (profiler.trace.kernels, from its profiled steps), the GPU state of each
     timed window (result.json; "not recorded" with the reason where it is missing), the timed
@@ -178,7 +233,13 @@ def explain_runs(ra: RunResult, rb: RunResult, kernels_a: pd.DataFrame,
     names = sorted({k.name for k in found.added + found.removed}, key=len, reverse=True)
     for name, shortened in zip(names, distinct_short_names(names)):
         short = short.replace(name, shortened)
-    return Explanation(**msgspec.structs.asdict(found), line=line, short_line=short,
-                       latency_ratio=latency_ratio, same_config=not differs_in,
-                       differs_in=differs_in, gpu_state_a=gpu_a.line(),
-                       gpu_state_b=gpu_b.line())
+    return Explanation(
+        **msgspec.structs.asdict(found),
+        line=line,
+        short_line=short,
+        latency_ratio=latency_ratio,
+        same_config=not differs_in,
+        differs_in=differs_in,
+        gpu_state_a=gpu_a.line(),
+        gpu_state_b=gpu_b.line(),
+    )

@@ -31,11 +31,11 @@ Options: TypeAlias = dict[str, Any]
 class Experiment:
     """One change to the run's options, the rules it tests and why it should help."""
 
-    label: str                   # e.g. "--cuda-graphs", "backend ttrt_fp16", "--bs 16"
-    changes: Options             # RunConfig field -> value
+    label: str  # e.g. "--cuda-graphs", "backend ttrt_fp16", "--bs 16"
+    changes: Options  # RunConfig field -> value
     rules: tuple[str, ...]
     source: str
-    promise: float = 1.0         # the rule's projected speedup (x), 1 when it gives none
+    promise: float = 1.0  # the rule's projected speedup (x), 1 when it gives none
     cost: float = 1.0
     #: what the promise is: "bound" or "estimate" (profiler.analysis.advice.Projection)
     promise_kind: str | None = None
@@ -75,17 +75,35 @@ def _switch(config: Options, family_name: str, precision: str | None = None) -> 
 def _launch_bound(config: Options) -> list[tuple[str, Options, str]]:
     spec = BACKENDS[config["backend"]]
     out = []
-    if workload(config.get("workload", "forward")).not_captured is None \
-            and family(spec.family).tries_cuda_graphs and not config.get("cuda_graphs"):
-        out.append(("--cuda-graphs", {"cuda_graphs": True},
-                    "CUDA graphs replay every launch at once (PyTorch docs, torch.cuda.graphs)"))
+    if (
+        workload(config.get("workload", "forward")).not_captured is None
+        and family(spec.family).tries_cuda_graphs
+        and not config.get("cuda_graphs")
+    ):
+        out.append(
+            (
+                "--cuda-graphs",
+                {"cuda_graphs": True},
+                "CUDA graphs replay every launch at once (PyTorch docs, torch.cuda.graphs)",
+            )
+        )
     for changes in _switch(config, "inductor"):
-        out.append((f"backend {changes['backend']}", changes,
-                    "torch.compile fuses kernels: fewer launches (PyTorch 2 paper, TorchInductor)"))
+        out.append(
+            (
+                f"backend {changes['backend']}",
+                changes,
+                "torch.compile fuses kernels: fewer launches (PyTorch 2 paper, TorchInductor)",
+            )
+        )
     for changes in _switch(config, "tensorrt"):
-        out.append((f"backend {changes['backend']}", changes,
-                    "TensorRT fuses layers into few kernels (trtexec suggests --useCudaGraph "
-                    "for launch-bound engines)"))
+        out.append(
+            (
+                f"backend {changes['backend']}",
+                changes,
+                "TensorRT fuses layers into few kernels (trtexec suggests --useCudaGraph "
+                "for launch-bound engines)",
+            )
+        )
     return out
 
 
@@ -93,21 +111,33 @@ def _fp32_cuda_cores(config: Options) -> list[tuple[str, Options, str]]:
     spec = BACKENDS[config["backend"]]
     out = []
     if not config.get("tf32"):
-        out.append(("--tf32", {"tf32": True},
-                    "TF32 runs FP32 matmul/conv on Tensor Cores (NVIDIA Ampere whitepaper; "
-                    "torch.backends.cuda.matmul.allow_tf32)"))
+        out.append(
+            (
+                "--tf32",
+                {"tf32": True},
+                "TF32 runs FP32 matmul/conv on Tensor Cores (NVIDIA Ampere whitepaper; "
+                "torch.backends.cuda.matmul.allow_tf32)",
+            )
+        )
     for precision in ("bf16", "fp16"):
         for changes in _switch(config, spec.family, precision):
-            out.append((f"backend {changes['backend']}", changes,
-                        "half precision runs GEMM/conv on Tensor Cores (NVIDIA mixed-precision "
-                        "training guide)"))
+            out.append(
+                (
+                    f"backend {changes['backend']}",
+                    changes,
+                    "half precision runs GEMM/conv on Tensor Cores (NVIDIA mixed-precision "
+                    "training guide)",
+                )
+            )
     return out
 
 
 def _bigger_batches(config: Options) -> list[tuple[str, Options, str]]:
     bs = int(config["batch_size"])
-    why = ("more work per call spreads each call's fixed cost over more samples (throughput "
-           "per sample; the TensorBoard plugin's 'increase the batch size')")
+    why = (
+        "more work per call spreads each call's fixed cost over more samples (throughput "
+        "per sample; the TensorBoard plugin's 'increase the batch size')"
+    )
     return [(f"--bs {n}", {"batch_size": n}, why) for n in (2 * bs, 4 * bs)]
 
 
@@ -116,16 +146,33 @@ def _memory_bound(config: Options) -> list[tuple[str, Options, str]]:
     out = []
     if spec.precision == "fp32":
         for changes in _switch(config, spec.family, "fp16"):
-            out.append((f"backend {changes['backend']}", changes,
-                        "half precision halves the bytes moved (roofline: Williams et al. 2009)"))
-    if config.get("memory_format", "auto") != "channels_last" \
-            and family(spec.family).tries_channels_last:
-        out.append(("--memory-format channels_last", {"memory_format": "channels_last"},
-                    "NHWC lets cuDNN pick kernels without layout transposes (PyTorch "
-                    "channels_last tutorial)"))
+            out.append(
+                (
+                    f"backend {changes['backend']}",
+                    changes,
+                    "half precision halves the bytes moved (roofline: Williams et al. 2009)",
+                )
+            )
+    if (
+        config.get("memory_format", "auto") != "channels_last"
+        and family(spec.family).tries_channels_last
+    ):
+        out.append(
+            (
+                "--memory-format channels_last",
+                {"memory_format": "channels_last"},
+                "NHWC lets cuDNN pick kernels without layout transposes (PyTorch "
+                "channels_last tutorial)",
+            )
+        )
     for changes in _switch(config, "inductor"):
-        out.append((f"backend {changes['backend']}", changes,
-                    "fusing elementwise work removes round trips to memory (TorchInductor)"))
+        out.append(
+            (
+                f"backend {changes['backend']}",
+                changes,
+                "fusing elementwise work removes round trips to memory (TorchInductor)",
+            )
+        )
     return out
 
 
@@ -140,7 +187,7 @@ EXPERIMENTS = {
 #: rules no option change tests, and why
 NO_EXPERIMENT = {
     "trt-fp32-layers": "the fix is per layer (mark the layers' precision in the engine), not a "
-                       "run option",
+    "run option",
 }
 
 
@@ -169,14 +216,19 @@ def promise(advice: Advice, changes: Options | None = None, config: Options | No
     value = f.get("projected_speedup")
     if not value:
         return 1.0
-    if advice.rule == "fp32-cuda-cores" and _precision(changes, config) == "tf32" \
-            and f.get("dense_ratio_tf32"):
+    if (
+        advice.rule == "fp32-cuda-cores"
+        and _precision(changes, config) == "tf32"
+        and f.get("dense_ratio_tf32")
+    ):
         m = float(f["matrix_share"])
         return 1 / ((1 - m) + m / float(f["dense_ratio_tf32"]))
     if advice.rule == "memory-bound" and changes:
         run = BACKENDS.get((config or {}).get("backend", ""))
-        now, then = BYTES.get(run.precision if run else ""), BYTES.get(
-            _precision(changes, config) or "")
+        now, then = (
+            BYTES.get(run.precision if run else ""),
+            BYTES.get(_precision(changes, config) or ""),
+        )
         if now and then and then < now:
             return float(value) * now / then
     return float(value)
@@ -208,17 +260,29 @@ def plan(advice: list[Advice], config: Options) -> Plan:
             old = found.get(key)
             rules = (old.rules if old else ()) + (a.rule,)
             mine = promise(a, changes, config)
-            best, kind = (mine, a.projection) if mine > (old.promise if old else 1.0) else \
-                ((old.promise, old.promise_kind) if old else (1.0, None))
-            found[key] = Experiment(label, changes, rules, old.source if old else source,
-                                    best, cost(changes, config), kind)
-    ranked = sorted(found.values(),
-                    key=lambda e: (-math.log(max(e.promise, 1.0)) / e.cost, e.cost, e.label))
+            best, kind = (
+                (mine, a.projection)
+                if mine > (old.promise if old else 1.0)
+                else ((old.promise, old.promise_kind) if old else (1.0, None))
+            )
+            found[key] = Experiment(
+                label,
+                changes,
+                rules,
+                old.source if old else source,
+                best,
+                cost(changes, config),
+                kind,
+            )
+    ranked = sorted(
+        found.values(), key=lambda e: (-math.log(max(e.promise, 1.0)) / e.cost, e.cost, e.label)
+    )
     return Plan(ranked, without)
 
 
-def projection(advice: list[Advice], rules: Collection[str], changes: Options,
-               config: Options | None = None) -> tuple[float | None, str | None]:
+def projection(
+    advice: list[Advice], rules: Collection[str], changes: Options, config: Options | None = None
+) -> tuple[float | None, str | None]:
     """The largest projection the rules of an experiment give it, with its kind ("bound",
     "estimate"); (None, None) when none gives a number."""
     best, kind = None, None
@@ -228,4 +292,3 @@ def projection(advice: list[Advice], rules: Collection[str], changes: Options,
             if value > 1 and (best is None or value > best):
                 best, kind = value, a.projection
     return best, kind
-

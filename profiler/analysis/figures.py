@@ -45,5 +45,8 @@ def differing_fields(a: dict[str, Any], b: dict[str, Any]) -> list[tuple[str, ob
     """Every key of two nested dicts whose (flattened) value differs; a key missing on one side
     shows as None there."""
     fa, fb = flatten(a), flatten(b)
-    return [(key, fa.get(key), fb.get(key)) for key in sorted(set(fa) | set(fb))
-            if fa.get(key) != fb.get(key)]
+    return [
+        (key, fa.get(key), fb.get(key))
+        for key in sorted(set(fa) | set(fb))
+        if fa.get(key) != fb.get(key)
+    ]

@@ -36,12 +36,17 @@ def floor_of(windows: list[ProcessWindow], processes_per_side: int = 3) -> dict[
     between = cv_of(medians)
     within = float(np.median([noise(list(w.latency_ms)).cv for w in windows]))
     gpu = [m for w in windows if (m := w.median("gpu_time")) is not None]
-    return {"p50_ms": medians, "between_process_cv": between, "within_window_cv": within,
-            "processes_per_side": processes_per_side,
-            "smallest_resolvable": t975(2 * processes_per_side - 2) * between
-            * math.sqrt(2 / processes_per_side),
-            "smallest_resolvable_one_process": math.exp(Z975 * between * math.sqrt(2)) - 1,
-            "gpu_time_between_process_cv": cv_of(gpu) if len(gpu) == len(windows) else None}
+    return {
+        "p50_ms": medians,
+        "between_process_cv": between,
+        "within_window_cv": within,
+        "processes_per_side": processes_per_side,
+        "smallest_resolvable": t975(2 * processes_per_side - 2)
+        * between
+        * math.sqrt(2 / processes_per_side),
+        "smallest_resolvable_one_process": math.exp(Z975 * between * math.sqrt(2)) - 1,
+        "gpu_time_between_process_cv": cv_of(gpu) if len(gpu) == len(windows) else None,
+    }
 
 
 def pinning_cpus(cpus: Iterable[int]) -> str | None:
@@ -57,34 +62,55 @@ def pinning_cpus(cpus: Iterable[int]) -> str | None:
     return ",".join(map(str, chosen))
 
 
-def suggestions(settings: dict[str, Any], within_cv: float, between_cv: float, on_gpu: bool,
-                command: str, cpus: Iterable[int] | None = None) -> list[str]:
+def suggestions(
+    settings: dict[str, Any],
+    within_cv: float,
+    between_cv: float,
+    on_gpu: bool,
+    command: str,
+    cpus: Iterable[int] | None = None,
+) -> list[str]:
     """What would lower the floor here, most effective first; none of it is applied.
     ``cpus``: the CPUs this process may run on (default: its affinity)."""
     tips = []
     if on_gpu and settings.get("persistence_mode") == "off":
-        tips.append("persistence mode is off: `sudo nvidia-smi -pm 1` keeps the driver loaded "
-                    "between processes (no re-initialisation per run)")
+        tips.append(
+            "persistence mode is off: `sudo nvidia-smi -pm 1` keeps the driver loaded "
+            "between processes (no re-initialisation per run)"
+        )
     top = settings.get("max_sm_clock_mhz")
     if on_gpu and top and settings.get("sm_clock_target_mhz") != top:
-        tips.append(f"clocks float with load and temperature: `sudo nvidia-smi -lgc {top},{top}` "
-                    "locks the SM clock (where the driver permits; undo with -rgc)")
+        tips.append(
+            f"clocks float with load and temperature: `sudo nvidia-smi -lgc {top},{top}` "
+            "locks the SM clock (where the driver permits; undo with -rgc)"
+        )
     elif on_gpu and top:
-        tips.append(f"lock the SM clock where permitted: `sudo nvidia-smi -lgc {top},{top}` "
-                    "(undo with -rgc)")
+        tips.append(
+            f"lock the SM clock where permitted: `sudo nvidia-smi -lgc {top},{top}` "
+            "(undo with -rgc)"
+        )
     if on_gpu and within_cv > LAUNCH_JITTER_CV:
-        tips.append(f"the window's own spread (CV {100 * within_cv:.1f} %) is mostly host-side "
-                    "launch jitter: `run --cuda-graphs` replays the forward without launches")
+        tips.append(
+            f"the window's own spread (CV {100 * within_cv:.1f} %) is mostly host-side "
+            "launch jitter: `run --cuda-graphs` replays the forward without launches"
+        )
     if settings.get("cpu_governor") not in (None, "performance"):
-        tips.append(f"the CPU governor is {settings['cpu_governor']!r}: `sudo cpupower "
-                    "frequency-set -g performance` stops the host clock from ramping")
+        tips.append(
+            f"the CPU governor is {settings['cpu_governor']!r}: `sudo cpupower "
+            "frequency-set -g performance` stops the host clock from ramping"
+        )
     if cpus is None:
-        cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else \
-            range(os.cpu_count() or 1)
+        cpus = (
+            os.sched_getaffinity(0)
+            if hasattr(os, "sched_getaffinity")
+            else range(os.cpu_count() or 1)
+        )
     pinned = pinning_cpus(cpus)
     if pinned is not None:
         tips.append(f"pin the process to a few idle cores: `taskset -c {pinned} {command} ...`")
     if between_cv > 0:
-        tips.append("more processes per side narrow the interval: compare --processes 5 "
-                    "(or --target-noise 2)")
+        tips.append(
+            "more processes per side narrow the interval: compare --processes 5 "
+            "(or --target-noise 2)"
+        )
     return tips

@@ -30,16 +30,15 @@ from profiler.runs.samples import ConfigSamples
 class GpuOffset:
     gpu: str
     figure: str
-    windows: int         # this GPU's windows over the configs compared
-    configs: int         # configs with windows on it and on another GPU
+    windows: int  # this GPU's windows over the configs compared
+    configs: int  # configs with windows on it and on another GPU
     offset: float | None  # its figure / the median GPU's on the same configs, minus 1
-    floor: float | None   # its between-process CV on those configs (None: one window each)
+    floor: float | None  # its between-process CV on those configs (None: one window each)
 
     @property
     def apart(self) -> bool:
         """Further from the others than its own between-process spread."""
-        return self.offset is not None and self.floor is not None \
-            and abs(self.offset) > self.floor
+        return self.offset is not None and self.floor is not None and abs(self.offset) > self.floor
 
 
 def gpu_offsets(configs: Iterable[ConfigSamples], figure: str = "gpu_time") -> list[GpuOffset]:
@@ -71,10 +70,16 @@ def gpu_offsets(configs: Iterable[ConfigSamples], figure: str = "gpu_time") -> l
             if len(mine) >= 2:
                 squares += float(np.sum((np.asarray(mine) - np.mean(mine)) ** 2))
                 dof += len(mine) - 1
-        found.append(GpuOffset(
-            gpu, figure, windows, len(gaps),
-            offset=math.expm1(float(np.mean(gaps))) if gaps else None,
-            floor=math.sqrt(squares / dof) if dof else None))
+        found.append(
+            GpuOffset(
+                gpu,
+                figure,
+                windows,
+                len(gaps),
+                offset=math.expm1(float(np.mean(gaps))) if gaps else None,
+                floor=math.sqrt(squares / dof) if dof else None,
+            )
+        )
     return found
 
 

@@ -36,8 +36,19 @@ from profiler.runs.result import RunResult, latency_csv_of
 from profiler.runs.samples import ConfigSamples, config_samples
 
 #: the config fields shown in the one-line config of a headline
-CONFIG_LINE = ("model", "backend", "batch_size", "image_size", "seq_len", "tf32",
-               "memory_format", "compile_mode", "iters", "timed_warmup", "min_time")
+CONFIG_LINE = (
+    "model",
+    "backend",
+    "batch_size",
+    "image_size",
+    "seq_len",
+    "tf32",
+    "memory_format",
+    "compile_mode",
+    "iters",
+    "timed_warmup",
+    "min_time",
+)
 #: the sections of result.json compared field by field
 COMPARED = ("config", "precision", "environment")
 #: why a run has no GPU state: it was recorded before the timed window recorded one
@@ -50,14 +61,20 @@ def timed_figures(result: RunResult) -> TimedFigures:
     timing = result.timing
     window = timing.noise
     return TimedFigures(
-        p50_ms=timing.p50_ms, p90_ms=timing.p90_ms, p99_ms=timing.p99_ms,
-        throughput_samples_per_s=timing.throughput_samples_per_s, iters=timing.iters,
-        warmup_iters=timing.warmup_iters, timer=timing.timer,
+        p50_ms=timing.p50_ms,
+        p90_ms=timing.p90_ms,
+        p99_ms=timing.p99_ms,
+        throughput_samples_per_s=timing.throughput_samples_per_s,
+        iters=timing.iters,
+        warmup_iters=timing.warmup_iters,
+        timer=timing.timer,
         iterations_chosen_by=timing.iterations_chosen_by,
-        cv=window.cv if window else None, iqr_ms=window.iqr_ms if window else None,
+        cv=window.cv if window else None,
+        iqr_ms=window.iqr_ms if window else None,
         noise_warnings=list(window.warnings) if window else None,
         repeat_runs=window.repeat_runs if window else None,
-        gpu_compute=gpu_compute_figures(result))
+        gpu_compute=gpu_compute_figures(result),
+    )
 
 
 def gpu_compute_figures(result: RunResult) -> GpuComputeFigures | None:
@@ -85,12 +102,18 @@ def memory_figures(result: RunResult) -> MemoryFigures:
     memory = result.memory
     on_cpu = result.device.startswith("cpu")
     if memory is None:
-        return MemoryFigures(peak_allocated_mib=None, peak_reserved_mib=None, engine_mib=None,
-                             note=NOT_ON_CPU if on_cpu else "not recorded")
-    return MemoryFigures(peak_allocated_mib=mib(memory.peak_allocated_bytes),
-                         peak_reserved_mib=mib(memory.peak_reserved_bytes),
-                         engine_mib=mib(memory.engine_device_memory_bytes),
-                         note=NOT_ON_CPU if on_cpu else None)
+        return MemoryFigures(
+            peak_allocated_mib=None,
+            peak_reserved_mib=None,
+            engine_mib=None,
+            note=NOT_ON_CPU if on_cpu else "not recorded",
+        )
+    return MemoryFigures(
+        peak_allocated_mib=mib(memory.peak_allocated_bytes),
+        peak_reserved_mib=mib(memory.peak_reserved_bytes),
+        engine_mib=mib(memory.engine_device_memory_bytes),
+        note=NOT_ON_CPU if on_cpu else None,
+    )
 
 
 def gpu_state_of(result: RunResult) -> GpuState:
@@ -101,8 +124,12 @@ def gpu_state_of(result: RunResult) -> GpuState:
 def gpu_state_figures(result: RunResult) -> GpuStateFigures:
     """The GPU's state around the timed window and what is derived from it (GpuStateFigures)."""
     state = gpu_state_of(result)
-    return GpuStateFigures(**msgspec.structs.asdict(state), sm_clock_mhz=state.sm_clock_mhz,
-                           throttle_reasons=state.throttle_reasons, line=state.line())
+    return GpuStateFigures(
+        **msgspec.structs.asdict(state),
+        sm_clock_mhz=state.sm_clock_mhz,
+        throttle_reasons=state.throttle_reasons,
+        line=state.line(),
+    )
 
 
 def config_line(result: RunResult) -> str:
@@ -113,24 +140,28 @@ def config_line(result: RunResult) -> str:
     return ", ".join(parts)
 
 
-def headline_data(result: RunResult, result_json: Path | None,
-                  profiled_step_us: float | None) -> Headline:
+def headline_data(
+    result: RunResult, result_json: Path | None, profiled_step_us: float | None
+) -> Headline:
     """Everything the headline of `summarize` shows (its --json "headline")."""
     timed = timed_figures(result)
     return Headline(
-        timed=timed, noise=window_noise(result, result_json), memory=memory_figures(result),
+        timed=timed,
+        noise=window_noise(result, result_json),
+        memory=memory_figures(result),
         config=config_line(result),
         profiled_step_ms=None if profiled_step_us is None else profiled_step_us / 1000.0,
         profiler_overhead_ratio=overhead_ratio(profiled_step_us, timed.p50_ms),
-        gpu_state=gpu_state_figures(result))
+        gpu_state=gpu_state_figures(result),
+    )
 
 
 def differences(ra: RunResult, rb: RunResult) -> list[tuple[str, object, object]]:
     """Every config, precision and environment field whose value differs between two runs, and
     the backend's name and precision and the device."""
+
     def sections(result: RunResult) -> dict[str, Any]:
-        data = {name: msgspec.to_builtins(getattr(result, name), enc_hook=str)
-                for name in COMPARED}
+        data = {name: msgspec.to_builtins(getattr(result, name), enc_hook=str) for name in COMPARED}
         data["backend"] = {"name": result.backend.name, "precision": result.backend.precision}
         data["device"] = result.device
         return data
@@ -139,12 +170,12 @@ def differences(ra: RunResult, rb: RunResult) -> list[tuple[str, object, object]
 
 
 def gpu_name(result: RunResult) -> str | None:
-    return (result.environment.gpu or {}).get("name") or ("cpu" if result.device.startswith(
-        "cpu") else None)
+    return (result.environment.gpu or {}).get("name") or (
+        "cpu" if result.device.startswith("cpu") else None
+    )
 
 
-def machine_floors(*results: RunResult, floors_dir: Path | None = None
-                   ) -> dict[str, float | None]:
+def machine_floors(*results: RunResult, floors_dir: Path | None = None) -> dict[str, float | None]:
     """Each figure's between-process CV `profile.py noise` measured for the runs' GPU model:
     as each run recorded it, else as kept on this machine; the larger of the two runs'; None
     for a figure never measured."""
@@ -152,8 +183,10 @@ def machine_floors(*results: RunResult, floors_dir: Path | None = None
     for r in results:
         recorded = r.timing.noise.machine_floor_cv if r.timing.noise else None
         if recorded is not None and (why := floor_problem(recorded)) is not None:
-            notices.note(f"{r.run_dir or 'a run'}: result.json's timing.noise.machine_floor_cv "
-                         f"{why}: ignored, {DEFAULT_STANDS_IN}")
+            notices.note(
+                f"{r.run_dir or 'a run'}: result.json's timing.noise.machine_floor_cv "
+                f"{why}: ignored, {DEFAULT_STANDS_IN}"
+            )
             recorded = None
         kept = read_floor(gpu_name(r), floors_dir)
         if recorded is None and kept is not None:
@@ -170,17 +203,27 @@ def machine_floor(*results: RunResult, floors_dir: Path | None = None) -> float 
     return machine_floors(*results, floors_dir=floors_dir)[LATENCY]
 
 
-def verdicts_between(ra: RunResult, rb: RunResult, samples_a: ConfigSamples,
-                     samples_b: ConfigSamples, floors_dir: Path | None = None,
-                     tolerance: float = TOLERANCE, cuda_graphs_ms: float | None = None
-                     ) -> TimedVerdicts | None:
+def verdicts_between(
+    ra: RunResult,
+    rb: RunResult,
+    samples_a: ConfigSamples,
+    samples_b: ConfigSamples,
+    floors_dir: Path | None = None,
+    tolerance: float = TOLERANCE,
+    cuda_graphs_ms: float | None = None,
+) -> TimedVerdicts | None:
     """B against A on both figures from every process of each (profiler.analysis
     .timed_verdict); None without latencies on a side. ``cuda_graphs_ms``: the latency
     ``--cuda-graphs`` measured for A's config, quoted with the lever."""
     if not len(samples_a) or not len(samples_b):
         return None
-    return judge(samples_a, samples_b, floors=machine_floors(ra, rb, floors_dir=floors_dir),
-                 tolerance=tolerance, cuda_graphs_ms=cuda_graphs_ms)
+    return judge(
+        samples_a,
+        samples_b,
+        floors=machine_floors(ra, rb, floors_dir=floors_dir),
+        tolerance=tolerance,
+        cuda_graphs_ms=cuda_graphs_ms,
+    )
 
 
 def samples_figures(samples: ConfigSamples) -> ProcessFigures:
@@ -191,22 +234,37 @@ def samples_figures(samples: ConfigSamples) -> ProcessFigures:
     figures = {}
     for figure in (LATENCY, GPU_TIME, "enqueue"):
         medians = used.medians(figure)
-        figures[figure] = None if not medians else FigureOverProcesses(
-            geomean_ms=used.geometric_mean(figure), min_ms=min(medians), max_ms=max(medians),
-            processes=len(medians), cv=cv_of(medians) if len(medians) > 1 else None)
+        figures[figure] = (
+            None
+            if not medians
+            else FigureOverProcesses(
+                geomean_ms=used.geometric_mean(figure),
+                min_ms=min(medians),
+                max_ms=max(medians),
+                processes=len(medians),
+                cv=cv_of(medians) if len(medians) > 1 else None,
+            )
+        )
     launch, seen = used.launch_bound_processes()
     return ProcessFigures(
         processes=len(used),
         pilot_processes=len(samples) - len(used) if used is not samples else 0,
-        **figures, bound=used.bound(), launch_bound_processes=launch,
-        classified_processes=seen)
+        **figures,
+        bound=used.bound(),
+        launch_bound_processes=launch,
+        classified_processes=seen,
+    )
 
 
-def compare_timed(ra: RunResult | None, rb: RunResult | None, json_a: Path | None,
-                  json_b: Path | None,
-                  samples: tuple[ConfigSamples, ConfigSamples] | None = None,
-                  floors_dir: Path | None = None, tolerance: float = TOLERANCE
-                  ) -> CompareTimed | None:
+def compare_timed(
+    ra: RunResult | None,
+    rb: RunResult | None,
+    json_a: Path | None,
+    json_b: Path | None,
+    samples: tuple[ConfigSamples, ConfigSamples] | None = None,
+    floors_dir: Path | None = None,
+    tolerance: float = TOLERANCE,
+) -> CompareTimed | None:
     """Both runs' recorded figures; the figures of the processes the verdicts use (processes.csv,
     else latency.csv; ``samples`` when fresh ones were just taken: ``source`` says which); both
     verdicts (latency and GPU time) with their speedups (A / B of the geometric means of the
@@ -221,12 +279,21 @@ def compare_timed(ra: RunResult | None, rb: RunResult | None, json_a: Path | Non
     latency = verdicts.latency if verdicts else None
     gpu = verdicts.gpu_time if verdicts else None
     return CompareTimed(
-        a=a, b=b, source="fresh processes" if fresh else "recorded processes",
-        processes_a=samples_figures(sa), processes_b=samples_figures(sb),
+        a=a,
+        b=b,
+        source="fresh processes" if fresh else "recorded processes",
+        processes_a=samples_figures(sa),
+        processes_b=samples_figures(sb),
         speedup_x=speedup(a.p50_ms, b.p50_ms) if latency is None else latency.speedup,
         gpu_speedup_x=None if gpu is None else gpu.speedup,
-        verdict=latency, gpu_verdict=gpu, verdicts=verdicts,
-        noise_a=window_noise(ra, json_a), noise_b=window_noise(rb, json_b),
-        memory_a=memory_figures(ra), memory_b=memory_figures(rb),
-        config_a=config_line(ra), config_b=config_line(rb),
-        differences=[DifferingField(field=f, a=x, b=y) for f, x, y in differences(ra, rb)])
+        verdict=latency,
+        gpu_verdict=gpu,
+        verdicts=verdicts,
+        noise_a=window_noise(ra, json_a),
+        noise_b=window_noise(rb, json_b),
+        memory_a=memory_figures(ra),
+        memory_b=memory_figures(rb),
+        config_a=config_line(ra),
+        config_b=config_line(rb),
+        differences=[DifferingField(field=f, a=x, b=y) for f, x, y in differences(ra, rb)],
+    )

@@ -44,29 +44,41 @@ def sweep_table(run_folder: Path) -> pd.DataFrame | None:
         return None
 
 
-def evidence(summary: Summary, result: RunResult | None, run_folder: Path | None,
-             roofline: Roofline | None, ncu: pd.DataFrame | None = None,
-             sweep: pd.DataFrame | None = None) -> Evidence:
+def evidence(
+    summary: Summary,
+    result: RunResult | None,
+    run_folder: Path | None,
+    roofline: Roofline | None,
+    ncu: pd.DataFrame | None = None,
+    sweep: pd.DataFrame | None = None,
+) -> Evidence:
     gpu = (result.environment.gpu or {}) if result is not None else {}
     steps = summary.overview.steps
     k = summary.kernels
     device = summary.devices[0] if summary.devices else {}
     cc = gpu.get("compute_capability") or (
         f"{device['compute_major']}.{device['compute_minor']}"
-        if device.get("compute_major") is not None else None)
+        if device.get("compute_major") is not None
+        else None
+    )
     return Evidence(
         backend=result.backend.name if result else "",
         precision=result.backend.precision if result else "",
         batch_size=result.batch_size if result else None,
         gpu_name=gpu.get("name") or device.get("name", ""),
-        compute_capability=cc, p50_ms=result.timing.p50_ms if result else None,
+        compute_capability=cc,
+        p50_ms=result.timing.p50_ms if result else None,
         step_us=float(steps["step_us"].mean()) if len(steps) else None,
         gpu_busy_us=float(steps["gpu_busy_us"].mean()) if len(steps) else None,
         kernels_per_step=float(steps["kernels"].mean()) if len(steps) else None,
-        kernel_us=k.total_kernel_us, gemm_conv_us=k.matrix_us,
-        gemm_conv_tensor_core_us=k.matrix_tensor_core_us, ncu=ncu,
+        kernel_us=k.total_kernel_us,
+        gemm_conv_us=k.matrix_us,
+        gemm_conv_tensor_core_us=k.matrix_tensor_core_us,
+        ncu=ncu,
         trt_layers=read_trt_layers(run_folder) if run_folder else None,
-        roofline=roofline, sweep=sweep)
+        roofline=roofline,
+        sweep=sweep,
+    )
 
 
 def with_flops(result: RunResult, flops_table: dict[str, Any] | None) -> RunResult:
@@ -87,8 +99,11 @@ def ncu_join(summary: Summary, ncu_csv: Path) -> pd.DataFrame:
     return hardware_join(summary.kernels.table, read_ncu_csv(ncu_csv))
 
 
-def ceilinged_roofline(result: RunResult | None, peaks_dir: Path | None = None,
-                       flops_table: dict[str, Any] | None = None) -> tuple[Roofline | None, str]:
+def ceilinged_roofline(
+    result: RunResult | None,
+    peaks_dir: Path | None = None,
+    flops_table: dict[str, Any] | None = None,
+) -> tuple[Roofline | None, str]:
     """The roofline of a run (None for a bare trace or without FLOPs) and where its ceilings
     came from. ``peaks_dir``: where measured peaks are cached (None: datasheet only);
     ``flops_table``: roofline inputs for runs that did not record them (with_flops)."""
@@ -96,18 +111,23 @@ def ceilinged_roofline(result: RunResult | None, peaks_dir: Path | None = None,
         return None, "no result.json"
     result = with_flops(result, flops_table)
     ceilings = cached_ceilings(result, peaks_dir)
-    return (result_roofline(result, ceilings),
-            ceilings.source if ceilings else no_ceilings(result))
+    return (result_roofline(result, ceilings), ceilings.source if ceilings else no_ceilings(result))
 
 
-def insight(result: RunResult | None, run_folder: Path | None, summary: Summary,
-            peaks_dir: Path | None = None, ncu: pd.DataFrame | None = None,
-            flops_table: dict[str, Any] | None = None) -> Insight:
+def insight(
+    result: RunResult | None,
+    run_folder: Path | None,
+    summary: Summary,
+    peaks_dir: Path | None = None,
+    ncu: pd.DataFrame | None = None,
+    flops_table: dict[str, Any] | None = None,
+) -> Insight:
     """Roofline and advice of one run. ``result``: its result.json (None for a bare trace);
     ``ncu``: the kernel table joined with ncu.csv (ncu_join), when there is one."""
     roofline, source = ceilinged_roofline(result, peaks_dir, flops_table)
     sweep = sweep_table(run_folder) if run_folder else None
     ev = evidence(summary, result, run_folder, roofline, ncu, sweep)
     missing = no_roofline_reason(result, flops_table) if roofline is None else None
-    return Insight(roofline=roofline, advice=advise(ev), ceilings_source=source,
-                   roofline_missing=missing)
+    return Insight(
+        roofline=roofline, advice=advise(ev), ceilings_source=source, roofline_missing=missing
+    )

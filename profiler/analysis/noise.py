@@ -48,6 +48,7 @@ def window_flags(warnings: str | Iterable[object] | None) -> list[str]:
     names = [str(w).split(":")[0].strip() for w in warnings or []]
     return [name for name in FLAGS if name in names]
 
+
 NOISY_CV = 0.10
 NOISY_IQR = 0.10
 BIMODAL_MIN_SHARE = 0.10
@@ -99,22 +100,39 @@ def noise(latencies_ms: Samples) -> Noise:
     relative_iqr = iqr / median if median > 0 else 0.0
     warnings = []
     if cv > NOISY_CV or relative_iqr > NOISY_IQR:
-        warnings.append(f"noisy: CV {100 * cv:.1f} %, IQR {100 * relative_iqr:.1f} % "
-                        f"of the median (above {100 * NOISY_CV:.0f} %)")
+        warnings.append(
+            f"noisy: CV {100 * cv:.1f} %, IQR {100 * relative_iqr:.1f} % "
+            f"of the median (above {100 * NOISY_CV:.0f} %)"
+        )
     shape: dict[str, Any] = {}
     if len(x) >= MIN_SAMPLES:
         d, clusters = two_cluster_split(x)
         if d is not None and clusters is not None and d > BIMODAL_D:
-            warnings.append(f"bimodal: two clusters around {clusters[0]:.3f} and "
-                            f"{clusters[1]:.3f} ms (Ashman's D {d:.1f} > {BIMODAL_D})")
+            warnings.append(
+                f"bimodal: two clusters around {clusters[0]:.3f} and "
+                f"{clusters[1]:.3f} ms (Ashman's D {d:.1f} > {BIMODAL_D})"
+            )
         first, last = _third_medians(x)
         if drifts(x, first, last, iqr, median):
-            warnings.append(f"drifting: median of the first third {first:.3f} ms, of the "
-                            f"last third {last:.3f} ms")
-        shape = {"bimodal_d": d, "clusters_ms": clusters, "first_third_median_ms": first,
-                 "last_third_median_ms": last}
-    return Noise(n=len(x), median_ms=median, cv=cv, iqr_ms=iqr, relative_iqr=relative_iqr,
-                 warnings=warnings, **shape)
+            warnings.append(
+                f"drifting: median of the first third {first:.3f} ms, of the "
+                f"last third {last:.3f} ms"
+            )
+        shape = {
+            "bimodal_d": d,
+            "clusters_ms": clusters,
+            "first_third_median_ms": first,
+            "last_third_median_ms": last,
+        }
+    return Noise(
+        n=len(x),
+        median_ms=median,
+        cv=cv,
+        iqr_ms=iqr,
+        relative_iqr=relative_iqr,
+        warnings=warnings,
+        **shape,
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -140,14 +158,12 @@ class TimedWindow:
     def p50_ms(self) -> float:
         return self.stats["p50_ms"]
 
-    def timing_stats(self, repeat_runs: RepeatSpread | None = None,
-                     **how: Any) -> TimingStats:
+    def timing_stats(self, repeat_runs: RepeatSpread | None = None, **how: Any) -> TimingStats:
         """The window's record in result.json (``timing``): its figures and noise, with ``how``
         it was timed (timer, sync, warm-up, the time to get there ...)."""
         window_noise = msgspec.structs.replace(self.noise, repeat_runs=repeat_runs)
         stats: dict[str, Any] = dict(self.stats)
-        return TimingStats(**stats, iters=len(self.latencies_ms), noise=window_noise,
-                           **how)
+        return TimingStats(**stats, iters=len(self.latencies_ms), noise=window_noise, **how)
 
 
 def two_cluster_split(x: npt.NDArray[np.float64]) -> tuple[float | None, list[float] | None]:
@@ -176,8 +192,9 @@ def _third_medians(x: npt.NDArray[np.float64]) -> tuple[float, float]:
     return float(np.median(x[:third])), float(np.median(x[-third:]))
 
 
-def drifts(x: npt.NDArray[np.float64], first: float, last: float, iqr: float,
-           median: float) -> bool:
+def drifts(
+    x: npt.NDArray[np.float64], first: float, last: float, iqr: float, median: float
+) -> bool:
     third = len(x) // 3
     sigma = iqr / 1.349
     standard_error = math.sqrt(2) * 1.2533 * sigma / math.sqrt(third)

@@ -64,9 +64,9 @@ class Verdict(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     figure: FigureName = "latency"
     design: Design = "unpaired"
     p_value: float = 1.0
-    same_low: float | None = None   # the 90 % interval of the equivalence test
+    same_low: float | None = None  # the 90 % interval of the equivalence test
     same_high: float | None = None
-    pairs: int | None = None        # design "paired": rounds with both configs
+    pairs: int | None = None  # design "paired": rounds with both configs
     #: how the verdict was held against the other comparisons of its family (a sweep's cells)
     fdr: str | None = None
 
@@ -120,8 +120,7 @@ class TimedVerdicts(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         return len(words) == 2 and "undecided" not in words and words[0] != words[1]
 
 
-class GpuComputeFigures(GpuCompute, frozen=True, omit_defaults=False,
-                        forbid_unknown_fields=True):
+class GpuComputeFigures(GpuCompute, frozen=True, omit_defaults=False, forbid_unknown_fields=True):
     """result.json's timing.gpu_compute with every key, defaults included."""
 
 
@@ -272,7 +271,7 @@ class Difference(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
     cause: str
     lines: list[str]
-    added: list[KernelShare] = []    # in B only, by time
+    added: list[KernelShare] = []  # in B only, by time
     removed: list[KernelShare] = []  # in A only, by time
     kernel_time_ratio: float | None = None  # common kernels, B / A at A's call counts
     clock_a_mhz: float | None = None

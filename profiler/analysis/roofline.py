@@ -30,36 +30,118 @@ from profiler.trace.load import KIND, Trace, load_trace, read_bytes
 DATASHEET: tuple[tuple[str, dict[str, Any]], ...] = (
     # NVIDIA H200 NVL (nvidia.com/en-us/data-center/h200, H200 NVL column): FP32 60, TF32 835,
     # FP16/BF16 1,671, FP8 3,341, INT8 3,341 (sparse, halved here), 4.8 TB/s
-    ("H200 NVL", {"fp32": 60.0, "tf32": 417.5, "fp16": 835.5, "bf16": 835.5, "fp8": 1670.5,
-                  "int8": 1670.5, "bandwidth_gbs": 4800.0,
-                  "document": "NVIDIA H200 datasheet, H200 NVL column"}),
+    (
+        "H200 NVL",
+        {
+            "fp32": 60.0,
+            "tf32": 417.5,
+            "fp16": 835.5,
+            "bf16": 835.5,
+            "fp8": 1670.5,
+            "int8": 1670.5,
+            "bandwidth_gbs": 4800.0,
+            "document": "NVIDIA H200 datasheet, H200 NVL column",
+        },
+    ),
     # NVIDIA H200 datasheet (SXM): 4.8 TB/s; compute as H100 SXM; sparsity figures halved
-    ("H200", {"fp32": 67.0, "tf32": 494.7, "fp16": 989.4, "bf16": 989.4, "fp8": 1978.9,
-              "int8": 1978.9, "bandwidth_gbs": 4800.0,
-              "document": "NVIDIA H200 datasheet, H200 SXM column"}),
+    (
+        "H200",
+        {
+            "fp32": 67.0,
+            "tf32": 494.7,
+            "fp16": 989.4,
+            "bf16": 989.4,
+            "fp8": 1978.9,
+            "int8": 1978.9,
+            "bandwidth_gbs": 4800.0,
+            "document": "NVIDIA H200 datasheet, H200 SXM column",
+        },
+    ),
     # NVIDIA H100 NVL (nvidia.com/en-us/data-center/h100, H100 NVL column): FP32 60, TF32 835,
     # FP16/BF16 1,671, FP8 3,341, INT8 3,341 (sparse, halved here), 3.9 TB/s
-    ("H100 NVL", {"fp32": 60.0, "tf32": 417.5, "fp16": 835.5, "bf16": 835.5, "fp8": 1670.5,
-                  "int8": 1670.5, "bandwidth_gbs": 3900.0,
-                  "document": "NVIDIA H100 datasheet, H100 NVL column"}),
+    (
+        "H100 NVL",
+        {
+            "fp32": 60.0,
+            "tf32": 417.5,
+            "fp16": 835.5,
+            "bf16": 835.5,
+            "fp8": 1670.5,
+            "int8": 1670.5,
+            "bandwidth_gbs": 3900.0,
+            "document": "NVIDIA H100 datasheet, H100 NVL column",
+        },
+    ),
     # NVIDIA H100 Tensor Core GPU datasheet, PCIe column; sparsity figures halved
-    ("H100 PCIe", {"fp32": 51.2, "tf32": 378.0, "fp16": 756.0, "bf16": 756.0, "fp8": 1513.0,
-                   "int8": 1513.0, "bandwidth_gbs": 2000.0,
-                   "document": "NVIDIA H100 datasheet, H100 PCIe column"}),
+    (
+        "H100 PCIe",
+        {
+            "fp32": 51.2,
+            "tf32": 378.0,
+            "fp16": 756.0,
+            "bf16": 756.0,
+            "fp8": 1513.0,
+            "int8": 1513.0,
+            "bandwidth_gbs": 2000.0,
+            "document": "NVIDIA H100 datasheet, H100 PCIe column",
+        },
+    ),
     # NVIDIA H100 Tensor Core GPU datasheet, SXM column (H100 80GB HBM3); sparsity halved
-    ("H100", {"fp32": 67.0, "tf32": 494.7, "fp16": 989.4, "bf16": 989.4, "fp8": 1978.9,
-              "int8": 1978.9, "bandwidth_gbs": 3350.0,
-              "document": "NVIDIA H100 datasheet, H100 SXM column"}),
+    (
+        "H100",
+        {
+            "fp32": 67.0,
+            "tf32": 494.7,
+            "fp16": 989.4,
+            "bf16": 989.4,
+            "fp8": 1978.9,
+            "int8": 1978.9,
+            "bandwidth_gbs": 3350.0,
+            "document": "NVIDIA H100 datasheet, H100 SXM column",
+        },
+    ),
     # NVIDIA A100 Tensor Core GPU datasheet, 80GB SXM column; no FP8 on Ampere
-    ("A100", {"fp32": 19.5, "tf32": 156.0, "fp16": 312.0, "bf16": 312.0, "fp8": None,
-              "int8": 624.0, "bandwidth_gbs": 2039.0,
-              "document": "NVIDIA A100 datasheet, A100 80GB SXM column"}),
+    (
+        "A100",
+        {
+            "fp32": 19.5,
+            "tf32": 156.0,
+            "fp16": 312.0,
+            "bf16": 312.0,
+            "fp8": None,
+            "int8": 624.0,
+            "bandwidth_gbs": 2039.0,
+            "document": "NVIDIA A100 datasheet, A100 80GB SXM column",
+        },
+    ),
     # NVIDIA L4 Tensor Core GPU datasheet; sparsity figures halved
-    ("L4", {"fp32": 30.3, "tf32": 60.0, "fp16": 121.0, "bf16": 121.0, "fp8": 242.5,
-            "int8": 242.5, "bandwidth_gbs": 300.0, "document": "NVIDIA L4 datasheet"}),
+    (
+        "L4",
+        {
+            "fp32": 30.3,
+            "tf32": 60.0,
+            "fp16": 121.0,
+            "bf16": 121.0,
+            "fp8": 242.5,
+            "int8": 242.5,
+            "bandwidth_gbs": 300.0,
+            "document": "NVIDIA L4 datasheet",
+        },
+    ),
     # NVIDIA L40S datasheet; sparsity figures halved
-    ("L40S", {"fp32": 91.6, "tf32": 183.0, "fp16": 362.0, "bf16": 362.0, "fp8": 733.0,
-              "int8": 733.0, "bandwidth_gbs": 864.0, "document": "NVIDIA L40S datasheet"}),
+    (
+        "L40S",
+        {
+            "fp32": 91.6,
+            "tf32": 183.0,
+            "fp16": 362.0,
+            "bf16": 362.0,
+            "fp8": 733.0,
+            "int8": 733.0,
+            "bandwidth_gbs": 864.0,
+            "document": "NVIDIA L40S datasheet",
+        },
+    ),
 )
 
 MATMUL_KEYS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
@@ -83,11 +165,15 @@ class Ceilings:
 
 
 #: how `peaks` measures each ceiling (profiler.collect.peaks), for caches that do not say
-PEAKS_KERNELS = {"fp32": "torch.mm (cuBLAS, FP32)", "tf32": "torch.mm with TF32 (cuBLAS)",
-                 "fp16": "torch.mm (cuBLAS)", "bf16": "torch.mm (cuBLAS)",
-                 "fp8": "torch._scaled_mm (cuBLASLt)",
-                 "int8": "torch._int_mm (cuBLASLt IMMA; B column-major)",
-                 "bandwidth": "a device-to-device copy"}
+PEAKS_KERNELS = {
+    "fp32": "torch.mm (cuBLAS, FP32)",
+    "tf32": "torch.mm with TF32 (cuBLAS)",
+    "fp16": "torch.mm (cuBLAS)",
+    "bf16": "torch.mm (cuBLAS)",
+    "fp8": "torch._scaled_mm (cuBLASLt)",
+    "int8": "torch._int_mm (cuBLASLt IMMA; B column-major)",
+    "bandwidth": "a device-to-device copy",
+}
 
 
 def datasheet_row(gpu_name: str) -> tuple[str, dict[str, Any]] | None:
@@ -120,21 +206,33 @@ def ceilings_from_peaks(peaks: dict[str, Any], where: str = "") -> Ceilings:
     if device.startswith(CPU_PEAKS_PREFIX):  # torch.mm and a copy in host memory
         sources = {k: f"measured by peaks{file} with torch.mm on the CPU" for k in MATMUL_KEYS}
         sources["bandwidth"] = f"measured by peaks{file} with a copy in host memory"
-        return Ceilings(device=device, matmul_tflops=matmul,
-                        bandwidth_gbs=peaks["copy"]["gb_per_s"], source=f"measured{file}",
-                        sources=sources)
-    sources = {k: f"measured by peaks{file} with "
-                  f"{(detail.get(k) or {}).get('kernel') or PEAKS_KERNELS[k]}"
-               for k in MATMUL_KEYS}
+        return Ceilings(
+            device=device,
+            matmul_tflops=matmul,
+            bandwidth_gbs=peaks["copy"]["gb_per_s"],
+            source=f"measured{file}",
+            sources=sources,
+        )
+    sources = {
+        k: f"measured by peaks{file} with {(detail.get(k) or {}).get('kernel') or PEAKS_KERNELS[k]}"
+        for k in MATMUL_KEYS
+    }
     sources["bandwidth"] = f"measured by peaks{file} with {PEAKS_KERNELS['bandwidth']}"
     if matmul.get("int8") is not None and not int8_reaches_tensor_cores(peaks):
         found = datasheet_row(device)
         matmul["int8"] = found[1]["int8"] if found else None
-        sources["int8"] = (f"datasheet ({found[0]}), not measured: {found[1]['document']}, "
-                           "dense; " if found else "none: ") + \
-            "the cached INT8 figure used a row-major B, off the Tensor Cores (peaks --refresh)"
-    return Ceilings(device=device, matmul_tflops=matmul, bandwidth_gbs=peaks["copy"]["gb_per_s"],
-                    source=f"measured{file}", sources=sources)
+        sources["int8"] = (
+            f"datasheet ({found[0]}), not measured: {found[1]['document']}, dense; "
+            if found
+            else "none: "
+        ) + "the cached INT8 figure used a row-major B, off the Tensor Cores (peaks --refresh)"
+    return Ceilings(
+        device=device,
+        matmul_tflops=matmul,
+        bandwidth_gbs=peaks["copy"]["gb_per_s"],
+        source=f"measured{file}",
+        sources=sources,
+    )
 
 
 def datasheet_ceilings(gpu_name: str) -> Ceilings | None:
@@ -144,10 +242,13 @@ def datasheet_ceilings(gpu_name: str) -> Ceilings | None:
         return None
     key, row = found
     where = f"datasheet ({key}), not measured: {row['document']}, dense"
-    return Ceilings(device=gpu_name, matmul_tflops={k: row[k] for k in MATMUL_KEYS},
-                    bandwidth_gbs=row["bandwidth_gbs"],
-                    source=f"datasheet ({key}), not measured",
-                    sources={k: where for k in (*MATMUL_KEYS, "bandwidth")})
+    return Ceilings(
+        device=gpu_name,
+        matmul_tflops={k: row[k] for k in MATMUL_KEYS},
+        bandwidth_gbs=row["bandwidth_gbs"],
+        source=f"datasheet ({key}), not measured",
+        sources={k: where for k in (*MATMUL_KEYS, "bandwidth")},
+    )
 
 
 def dense_ratio(gpu_name: str, key: str, against: str = "fp32") -> float | None:
@@ -168,10 +269,12 @@ def ceilings_words(ceilings: Ceilings | None, key: str) -> str:
         return ceilings.source
     if compute == bandwidth:
         return compute
-    prefix = f"measured by peaks{ceilings.source[len('measured'):]} with "
+    prefix = f"measured by peaks{ceilings.source[len('measured') :]} with "
     if compute.startswith(prefix) and bandwidth.startswith(prefix):
-        return (f"{ceilings.source}: {key} with {compute[len(prefix):]}, bandwidth with "
-                f"{bandwidth[len(prefix):]}")
+        return (
+            f"{ceilings.source}: {key} with {compute[len(prefix) :]}, bandwidth with "
+            f"{bandwidth[len(prefix) :]}"
+        )
     return f"{key}: {compute}; bandwidth: {bandwidth}"
 
 
@@ -185,34 +288,41 @@ def matmul_key(precision: str, tf32: bool | None, backend: str = "") -> str:
 
 @dataclass(frozen=True)
 class Roofline:
-    flops: float            # per batch
-    min_bytes: float        # per batch: weights + inputs + outputs (MIN_BYTES_LABEL)
-    seconds: float          # timed p50
+    flops: float  # per batch
+    min_bytes: float  # per batch: weights + inputs + outputs (MIN_BYTES_LABEL)
+    seconds: float  # timed p50
     achieved_tflops: float
-    achieved_gbs: float     # min_bytes / seconds: the bandwidth used is at least this
-    intensity: float        # FLOPs per minimum byte
+    achieved_gbs: float  # min_bytes / seconds: the bandwidth used is at least this
+    intensity: float  # FLOPs per minimum byte
     peak_tflops: float | None
     peak_gbs: float | None
-    ridge: float | None     # intensity where the two ceilings meet
+    ridge: float | None  # intensity where the two ceilings meet
     pct_of_compute: float | None
     pct_of_bandwidth: float | None
-    bound: str              # "memory" or "compute" (by the roofline), "unknown" without peaks
+    bound: str  # "memory" or "compute" (by the roofline), "unknown" without peaks
     pct_of_roof: float | None  # achieved TFLOP/s over the roofline at this intensity
     matmul_key: str
     ceilings_source: str
-    backend: str = ""       # the run's backend (the chart marks points by it)
+    backend: str = ""  # the run's backend (the chart marks points by it)
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v)
-                for k, v in asdict(self).items()}
+        return {
+            k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+            for k, v in asdict(self).items()
+        }
 
 
 def _pct(value: float, peak: float | None) -> float | None:
     return 100.0 * value / peak if peak else None
 
 
-def run_roofline(roofline_inputs: dict[str, Any], p50_ms: float, ceilings: Ceilings | None,
-                 key: str, backend: str = "") -> Roofline:
+def run_roofline(
+    roofline_inputs: dict[str, Any],
+    p50_ms: float,
+    ceilings: Ceilings | None,
+    key: str,
+    backend: str = "",
+) -> Roofline:
     """Achieved rates of one batch from its FLOPs, minimum bytes and timed p50 (the GB/s and
     the share of bandwidth are lower bounds: the run moved at least those bytes)."""
     flops = float(roofline_inputs["flops_per_batch"])
@@ -225,12 +335,24 @@ def run_roofline(roofline_inputs: dict[str, Any], p50_ms: float, ceilings: Ceili
     ridge = peak * 1e12 / (bw * 1e9) if peak and bw else None
     roof = min(peak, intensity * bw / 1e3) if peak and bw else None
     bound = "unknown" if ridge is None else ("memory" if intensity < ridge else "compute")
-    return Roofline(flops=flops, min_bytes=nbytes, seconds=seconds, achieved_tflops=tflops,
-                    achieved_gbs=gbs, intensity=intensity, peak_tflops=peak, peak_gbs=bw,
-                    ridge=ridge, pct_of_compute=_pct(tflops, peak), pct_of_bandwidth=_pct(gbs, bw),
-                    bound=bound, pct_of_roof=_pct(tflops, roof), matmul_key=key,
-                    ceilings_source=ceilings_words(ceilings, key),
-                    backend=backend)
+    return Roofline(
+        flops=flops,
+        min_bytes=nbytes,
+        seconds=seconds,
+        achieved_tflops=tflops,
+        achieved_gbs=gbs,
+        intensity=intensity,
+        peak_tflops=peak,
+        peak_gbs=bw,
+        ridge=ridge,
+        pct_of_compute=_pct(tflops, peak),
+        pct_of_bandwidth=_pct(gbs, bw),
+        bound=bound,
+        pct_of_roof=_pct(tflops, roof),
+        matmul_key=key,
+        ceilings_source=ceilings_words(ceilings, key),
+        backend=backend,
+    )
 
 
 def gpu_name(result: RunResult) -> str:
@@ -244,39 +366,55 @@ def result_roofline(result: RunResult, ceilings: Ceilings | None) -> Roofline | 
     p50 = result.timing.p50_ms
     if inputs is None or inputs.flops_per_batch is None or not p50:
         return None
-    key = matmul_key(result.backend.precision,
-                     result.precision.tf32 if result.precision else None, result.backend.name)
-    return run_roofline({"flops_per_batch": inputs.flops_per_batch,
-                         "min_bytes_per_batch": inputs.min_bytes_per_batch},
-                        float(p50), ceilings, key, result.backend.name)
+    key = matmul_key(
+        result.backend.precision,
+        result.precision.tf32 if result.precision else None,
+        result.backend.name,
+    )
+    return run_roofline(
+        {
+            "flops_per_batch": inputs.flops_per_batch,
+            "min_bytes_per_batch": inputs.min_bytes_per_batch,
+        },
+        float(p50),
+        ceilings,
+        key,
+        result.backend.name,
+    )
 
 
-NO_ROOFLINE_INPUTS = ("no roofline: the run's result.json has no roofline_inputs (a run older "
-                      "than FLOP counting: report --flops)")
+NO_ROOFLINE_INPUTS = (
+    "no roofline: the run's result.json has no roofline_inputs (a run older "
+    "than FLOP counting: report --flops)"
+)
 
 
-def no_roofline_reason(result: RunResult | None,
-                       flops_table: dict[str, Any] | None = None) -> str:
+def no_roofline_reason(result: RunResult | None, flops_table: dict[str, Any] | None = None) -> str:
     """One line saying why a target has no roofline: a bare trace has no timed latency, a run
     may lack FLOPs, and a --flops table may have no row for the run."""
     if result is None:
-        return ("no roofline: a bare trace has no timed latency to set its FLOPs against" +
-                ("; --flops applies to run folders (their result.json holds the timed p50)"
-                 if flops_table else "; give a run folder"))
+        return "no roofline: a bare trace has no timed latency to set its FLOPs against" + (
+            "; --flops applies to run folders (their result.json holds the timed p50)"
+            if flops_table
+            else "; give a run folder"
+        )
     if not result.timing.p50_ms:
         return "no roofline: the run's result.json has no timed p50"
     if flops_table and not (result.roofline_inputs and result.roofline_inputs.flops_per_batch):
         key = f"{result.backend.precision}_bs{result.batch_size}"
-        return (f"no roofline: the --flops table (model {flops_table.get('model')}) has no row "
-                f"{key} for model {result.model}")
+        return (
+            f"no roofline: the --flops table (model {flops_table.get('model')}) has no row "
+            f"{key} for model {result.model}"
+        )
     return NO_ROOFLINE_INPUTS
 
 
 # ---- the chart: one roof per precision present, each point against its own ----------------
 
+
 @dataclass(frozen=True)
 class Roof:
-    key: str              # the matmul ceiling's precision key (fp16, tf32 ...)
+    key: str  # the matmul ceiling's precision key (fp16, tf32 ...)
     peak_tflops: float
     peak_gbs: float
     ridge: float
@@ -294,7 +432,7 @@ class Roof:
 class ChartPoint:
     label: str
     backend: str
-    roof: str | None      # the key of the roof it is drawn against (None: no ceilings)
+    roof: str | None  # the key of the roof it is drawn against (None: no ceilings)
     intensity: float
     achieved_tflops: float
 
@@ -333,16 +471,27 @@ def chart_data(points: Sequence[tuple[str, Roofline | None]]) -> RooflineChart |
             if roofs.setdefault(key, roof) != roof:  # same precision, other ceilings (GPU)
                 key = f"{r.matmul_key}, {r.peak_gbs:,.0f} GB/s"
                 roofs.setdefault(key, Roof(key, r.peak_tflops, r.peak_gbs, r.ridge))
-        drawn.append(ChartPoint(label=label, backend=r.backend or "?", roof=key,
-                                intensity=r.intensity, achieved_tflops=r.achieved_tflops))
+        drawn.append(
+            ChartPoint(
+                label=label,
+                backend=r.backend or "?",
+                roof=key,
+                intensity=r.intensity,
+                achieved_tflops=r.achieved_tflops,
+            )
+        )
     sources = ", ".join(dict.fromkeys(_short_source(r.ceilings_source) for _, r in present))
-    return RooflineChart(title=f"Roofline, each point against its precision's roof; bytes: "
-                               f"{MIN_BYTES_LABEL}, not measured (ceilings: {sources})",
-                         roofs=list(roofs.values()), points=drawn)
+    return RooflineChart(
+        title=f"Roofline, each point against its precision's roof; bytes: "
+        f"{MIN_BYTES_LABEL}, not measured (ceilings: {sources})",
+        roofs=list(roofs.values()),
+        points=drawn,
+    )
 
 
-def ceilings_for(result: RunResult, peaks: dict[str, Any] | None,
-                 where: str = "") -> Ceilings | None:
+def ceilings_for(
+    result: RunResult, peaks: dict[str, Any] | None, where: str = ""
+) -> Ceilings | None:
     """Measured ceilings when a peaks JSON for the run's GPU is given, else the datasheet row."""
     gpu = gpu_name(result)
     if peaks is not None and (not gpu or peaks["machine"]["device"] == gpu):
@@ -387,6 +536,7 @@ def roofline_of(result: RunResult, peaks_dir: Path | None) -> Roofline | None:
 
 # ---- per GEMM / convolution, where the trace recorded shapes (--record-shapes) ----------------
 
+
 def op_flops(name: str, dims: list[Any]) -> float | None:
     """FLOPs of one call from its "Input Dims" (2 per multiply-add), None when not a GEMM or the
     shapes are incomplete: aten::mm [M,K],[K,N]; aten::addmm bias,[M,K],[K,N]; aten::bmm
@@ -430,34 +580,58 @@ def shaped_ops(path: Path | str) -> pd.DataFrame:
     for e in events:
         if e.ph == "X" and e.name in SHAPED_OPS and "Input Dims" in e.args:
             dims = e.args["Input Dims"]
-            rows.append({"operator": e.name, "input_dims": str(dims),
-                         "flops": op_flops(e.name, dims), "cpu_us": e.dur,
-                         "external_id": e.args.get("External id")})
-    frame = pd.DataFrame(rows, columns=["operator", "input_dims", "flops", "cpu_us",
-                                        "external_id"])
+            rows.append(
+                {
+                    "operator": e.name,
+                    "input_dims": str(dims),
+                    "flops": op_flops(e.name, dims),
+                    "cpu_us": e.dur,
+                    "external_id": e.args.get("External id"),
+                }
+            )
+    frame = pd.DataFrame(rows, columns=["operator", "input_dims", "flops", "cpu_us", "external_id"])
     return frame
 
 
-def kernel_roofline(ops: pd.DataFrame, kernel_us_by_external_id: dict[int, float],
-                    peak_tflops: float | None) -> pd.DataFrame:
+def kernel_roofline(
+    ops: pd.DataFrame, kernel_us_by_external_id: dict[int, float], peak_tflops: float | None
+) -> pd.DataFrame:
     """Per shaped GEMM: its kernels' GPU time (matched by External id), achieved TFLOP/s and %
     of the matmul ceiling."""
     if not len(ops):
-        return pd.DataFrame(columns=["operator", "input_dims", "calls", "flops_per_call",
-                                     "gpu_us", "tflops", "pct_of_peak"])
+        return pd.DataFrame(
+            columns=[
+                "operator",
+                "input_dims",
+                "calls",
+                "flops_per_call",
+                "gpu_us",
+                "tflops",
+                "pct_of_peak",
+            ]
+        )
     ops = ops.assign(gpu_us=ops["external_id"].map(kernel_us_by_external_id).astype(float))
-    grouped = ops.groupby(["operator", "input_dims"], sort=False).agg(
-        calls=("flops", "size"), flops_per_call=("flops", "first"), flops=("flops", "sum"),
-        gpu_us=("gpu_us", "sum")).reset_index()
+    grouped = (
+        ops.groupby(["operator", "input_dims"], sort=False)
+        .agg(
+            calls=("flops", "size"),
+            flops_per_call=("flops", "first"),
+            flops=("flops", "sum"),
+            gpu_us=("gpu_us", "sum"),
+        )
+        .reset_index()
+    )
     with np.errstate(divide="ignore", invalid="ignore"):
-        grouped["tflops"] = np.where(grouped["gpu_us"] > 0,
-                                     grouped["flops"] / (grouped["gpu_us"] * 1e-6) / 1e12, np.nan)
+        grouped["tflops"] = np.where(
+            grouped["gpu_us"] > 0, grouped["flops"] / (grouped["gpu_us"] * 1e-6) / 1e12, np.nan
+        )
     grouped["pct_of_peak"] = 100 * grouped["tflops"] / peak_tflops if peak_tflops else np.nan
     return grouped.drop(columns="flops").sort_values("gpu_us", ascending=False, kind="stable")
 
 
-def load_peaks(folder: Path, gpu_name: str,
-               prefix: bool = False) -> tuple[dict[str, Any], Path] | None:
+def load_peaks(
+    folder: Path, gpu_name: str, prefix: bool = False
+) -> tuple[dict[str, Any], Path] | None:
     """The cached peaks JSON in ``folder`` measured on a GPU of this name (newest first);
     ``prefix``: on a device whose name starts with ``gpu_name`` (CPU_PEAKS_PREFIX)."""
     if not folder.is_dir():

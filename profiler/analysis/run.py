@@ -45,10 +45,12 @@ from profiler.trace.trt_layers import Attribution, attribute, read_layers
 def run_context(result: RunResult, source: Path | None = None) -> RunContext:
     """What a run's result says about its arithmetic (precision, TF32), for the kernel rules."""
     name = source.name if source is not None else RESULT_FILE
-    return RunContext(precision=result.backend.precision,
-                      tf32=result.precision.tf32 if result.precision else None,
-                      source=f"{result.backend.name} run, {name}",
-                      untraced_kernels=result.trace.untraced_kernels)
+    return RunContext(
+        precision=result.backend.precision,
+        tf32=result.precision.tf32 if result.precision else None,
+        source=f"{result.backend.name} run, {name}",
+        untraced_kernels=result.trace.untraced_kernels,
+    )
 
 
 class RunAnalysis:
@@ -64,9 +66,15 @@ class RunAnalysis:
     the TensorBoard plugin's ("plugin"); trace.overview.BREAKDOWN_DEFINITIONS.
     Raises profiler.errors.UserError when the target does not exist or holds no trace."""
 
-    def __init__(self, target: str | Path | Target, *, peaks_dir: Path | None = None,
-                 flops_table: dict[str, Any] | None = None, ncu: Path | None = None,
-                 breakdown: str = "tool"):
+    def __init__(
+        self,
+        target: str | Path | Target,
+        *,
+        peaks_dir: Path | None = None,
+        flops_table: dict[str, Any] | None = None,
+        ncu: Path | None = None,
+        breakdown: str = "tool",
+    ):
         self.name = str(target.path if isinstance(target, Target) else target)
         self.target = target if isinstance(target, Target) else resolve_target(str(target))
         self._peaks_dir = peaks_dir
@@ -179,18 +187,21 @@ class RunAnalysis:
     @property
     def roofline_missing(self) -> str | None:
         """Why there is no roofline, one line (None when there is one)."""
-        return no_roofline_reason(self.result, self.flops_table) if self.roofline is None \
-            else None
+        return no_roofline_reason(self.result, self.flops_table) if self.roofline is None else None
 
     @cached_property
     def advice(self) -> list[Advice]:
         """The advice rules that fired (profiler.analysis.advice), each with its evidence."""
         run_ncu = ncu_csv_of(str(self.run_folder)) if self.run_folder else None
-        ncu = self.hardware if run_ncu is not None and run_ncu == self.ncu_csv else \
-            (self._join(run_ncu) if run_ncu is not None else None)
+        ncu = (
+            self.hardware
+            if run_ncu is not None and run_ncu == self.ncu_csv
+            else (self._join(run_ncu) if run_ncu is not None else None)
+        )
         sweep = sweep_table(self.run_folder) if self.run_folder else None
-        return advise(evidence(self.summary, self.result, self.run_folder, self.roofline, ncu,
-                               sweep))
+        return advise(
+            evidence(self.summary, self.result, self.run_folder, self.roofline, ncu, sweep)
+        )
 
     @property
     def insight(self) -> Insight:
@@ -250,8 +261,10 @@ class RunAnalysis:
 def require_layers(run: RunAnalysis) -> list[Attribution]:
     """The run's TensorRT layers, or a UserError saying the target is no TensorRT run."""
     if not run.layers:
-        raise UserError(f"no engine_layers_*.json in {run.run_folder or 'the target'}: the layers "
-                        "view needs a TensorRT run folder (a ttrt_* run)")
+        raise UserError(
+            f"no engine_layers_*.json in {run.run_folder or 'the target'}: the layers "
+            "view needs a TensorRT run folder (a ttrt_* run)"
+        )
     return run.layers
 
 
@@ -285,9 +298,14 @@ class Comparison:
     def timed(self) -> CompareTimed | None:
         """Both runs' timed figures, speedup, the verdict over processes, memory and differing
         fields (profiler.analysis.headline.compare_timed); None unless both are runs."""
-        return compare_timed(self.a.result, self.b.result, self.a.result_json,
-                             self.b.result_json, samples=self.windows,
-                             tolerance=self.tolerance)
+        return compare_timed(
+            self.a.result,
+            self.b.result,
+            self.a.result_json,
+            self.b.result_json,
+            samples=self.windows,
+            tolerance=self.tolerance,
+        )
 
     @cached_property
     def explanation(self) -> Explanation | None:
@@ -304,21 +322,34 @@ def _window_cv(noise: WindowNoise | None) -> float:
     return float(noise.cv) if noise is not None and noise.cv is not None else float("nan")
 
 
-def timed_rows(ra: RunResult | None, rb: RunResult | None, noise_a: WindowNoise | None = None,
-               noise_b: WindowNoise | None = None) -> pd.DataFrame:
+def timed_rows(
+    ra: RunResult | None,
+    rb: RunResult | None,
+    noise_a: WindowNoise | None = None,
+    noise_b: WindowNoise | None = None,
+) -> pd.DataFrame:
     """The timed window's p50 and throughput from both result.json files (not from the trace,
     whose steps ran under the profiler)."""
     if ra is None or rb is None:
         return pd.DataFrame()
     rows = []
-    for key, metric, unit in (("p50_ms", "timed p50 latency (result.json)", "ms"),
-                              ("throughput_samples_per_s", "timed throughput (result.json)",
-                               "samples/s")):
+    for key, metric, unit in (
+        ("p50_ms", "timed p50 latency (result.json)", "ms"),
+        ("throughput_samples_per_s", "timed throughput (result.json)", "samples/s"),
+    ):
         x, y = getattr(ra.timing, key), getattr(rb.timing, key)
         if x is not None and y is not None:
-            rows.append({"metric": metric, "unit": unit, "a": float(x), "b": float(y),
-                         "delta": float(y) - float(x),
-                         "change_pct": 100.0 * (y - x) / x if x else float("nan"),
-                         # the windows' CVs: a view prints each latency to what they allow
-                         "cv_a": _window_cv(noise_a), "cv_b": _window_cv(noise_b)})
+            rows.append(
+                {
+                    "metric": metric,
+                    "unit": unit,
+                    "a": float(x),
+                    "b": float(y),
+                    "delta": float(y) - float(x),
+                    "change_pct": 100.0 * (y - x) / x if x else float("nan"),
+                    # the windows' CVs: a view prints each latency to what they allow
+                    "cv_a": _window_cv(noise_a),
+                    "cv_b": _window_cv(noise_b),
+                }
+            )
     return pd.DataFrame(rows)

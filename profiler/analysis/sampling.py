@@ -29,9 +29,38 @@ import numpy.typing as npt
 Samples: TypeAlias = Sequence[float] | npt.NDArray[np.float64]
 
 #: 97.5 % quantiles of Student's t for 1..30 degrees of freedom (two-sided 95 %)
-_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
-         2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
-         2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+_T975 = (
+    12.706,
+    4.303,
+    3.182,
+    2.776,
+    2.571,
+    2.447,
+    2.365,
+    2.306,
+    2.262,
+    2.228,
+    2.201,
+    2.179,
+    2.160,
+    2.145,
+    2.131,
+    2.120,
+    2.110,
+    2.101,
+    2.093,
+    2.086,
+    2.080,
+    2.074,
+    2.069,
+    2.064,
+    2.060,
+    2.056,
+    2.052,
+    2.048,
+    2.045,
+    2.042,
+)
 Z975 = 1.959964
 MIN_SAMPLES = 3
 MAX_PROCESSES = 100
@@ -39,9 +68,12 @@ MAX_PROCESSES = 100
 SETTLE_WINDOW = 4
 SETTLED_SPREAD = 0.05
 
-REACHED, BUDGET, UNREACHABLE, CONTINUE = ("target reached", "time budget spent",
-                                          "target not reachable within the budget",
-                                          "keep sampling")
+REACHED, BUDGET, UNREACHABLE, CONTINUE = (
+    "target reached",
+    "time budget spent",
+    "target not reachable within the budget",
+    "keep sampling",
+)
 
 
 def t975(df: int) -> float:
@@ -52,7 +84,7 @@ def t975(df: int) -> float:
     if df <= len(_T975):
         return _T975[df - 1]
     z = Z975
-    return z + (z ** 3 + z) / (4 * df) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df ** 2)
+    return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
 
 
 def _betacf(a: float, b: float, x: float) -> float:
@@ -61,8 +93,10 @@ def _betacf(a: float, b: float, x: float) -> float:
     d = 1 / (d if abs(d) > tiny else tiny)
     h = d
     for m in range(1, 300):
-        for num in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
-                    -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+        for num in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
             d = 1 + num * d
             d = 1 / (d if abs(d) > tiny else tiny)
             c = 1 + num / c
@@ -79,8 +113,9 @@ def betainc(a: float, b: float, x: float) -> float:
         return 0.0
     if x >= 1:
         return 1.0
-    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
-                     + a * math.log(x) + b * math.log1p(-x))
+    front = math.exp(
+        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    )
     if x < (a + 1) / (a + b + 2):
         return front * _betacf(a, b, x) / a
     return 1 - front * _betacf(b, a, 1 - x) / b
@@ -126,9 +161,9 @@ def cv_of(values: Samples) -> float:
 class ProcessPlan:
     """How many processes the figure needs for ±``target`` (relative)."""
 
-    cv: float           # between-process CV of the per-process medians
-    processes: int      # the fewest processes reaching the target (capped at max_processes)
-    reachable: bool     # False when even max_processes do not reach it
+    cv: float  # between-process CV of the per-process medians
+    processes: int  # the fewest processes reaching the target (capped at max_processes)
+    reachable: bool  # False when even max_processes do not reach it
     half_width_now: float  # the relative half-width with the processes measured
     target: float
 
@@ -136,8 +171,9 @@ class ProcessPlan:
         return asdict(self)
 
 
-def processes_needed(medians: Samples, target: float, *, sides: int = 1,
-                     max_processes: int = MAX_PROCESSES) -> ProcessPlan:
+def processes_needed(
+    medians: Samples, target: float, *, sides: int = 1, max_processes: int = MAX_PROCESSES
+) -> ProcessPlan:
     """The processes needed for the interval of the mean per-process median (``sides=2``: of
     a ratio of two configs with that many processes each) to be within ±``target``."""
     if target <= 0:
@@ -145,11 +181,17 @@ def processes_needed(medians: Samples, target: float, *, sides: int = 1,
     cv = cv_of(medians)
     # t >= z, so no n below sides * (z * cv / target)^2 reaches it: search up from there
     start = max(2, math.floor(sides * (Z975 * cv / target) ** 2))
-    needed = next((n for n in range(start, max_processes + 1)
-                   if relative_half_width(cv, n, sides) <= target), None)
-    return ProcessPlan(cv=cv, processes=needed or max_processes, reachable=needed is not None,
-                       half_width_now=relative_half_width(cv, len(medians), sides),
-                       target=target)
+    needed = next(
+        (n for n in range(start, max_processes + 1) if relative_half_width(cv, n, sides) <= target),
+        None,
+    )
+    return ProcessPlan(
+        cv=cv,
+        processes=needed or max_processes,
+        reachable=needed is not None,
+        half_width_now=relative_half_width(cv, len(medians), sides),
+        target=target,
+    )
 
 
 @dataclass(frozen=True)
@@ -177,15 +219,27 @@ def _settled(x: npt.NDArray[np.float64]) -> bool:
     return bool(cvs[-1] > 0 and cvs.std() / cvs[-1] < SETTLED_SPREAD)
 
 
-def stopping_rule(values: Samples, target: float, *, elapsed_s: float = 0.0,
-                  budget_s: float = math.inf, min_samples: int = MIN_SAMPLES) -> Stop:
+def stopping_rule(
+    values: Samples,
+    target: float,
+    *,
+    elapsed_s: float = 0.0,
+    budget_s: float = math.inf,
+    min_samples: int = MIN_SAMPLES,
+) -> Stop:
     """Stop sampling? ``values``: the samples so far (per-iteration latencies, or per-process
     medians when sampling processes), in the order taken; ``elapsed_s`` the time they took."""
     x = np.asarray(values, dtype=float)
     n = len(x)
     if n < max(2, min_samples):
-        return Stop(elapsed_s >= budget_s, BUDGET if elapsed_s >= budget_s else CONTINUE, n,
-                    math.inf, None, None)
+        return Stop(
+            elapsed_s >= budget_s,
+            BUDGET if elapsed_s >= budget_s else CONTINUE,
+            n,
+            math.inf,
+            None,
+            None,
+        )
     cv = cv_of(x)
     width = relative_half_width(cv, n)
     needed = processes_needed(x, target, max_processes=max(n, 10_000)).processes

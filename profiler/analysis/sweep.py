@@ -35,8 +35,13 @@ class SweepAnalysis:
     """One sweep folder (or its sweep.json). ``peaks_dir`` and ``flops_table`` are passed on
     to each cell's RunAnalysis. Raises UserError when the folder holds no sweep manifest."""
 
-    def __init__(self, folder: str | Path, *, peaks_dir: Path | None = None,
-                 flops_table: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        folder: str | Path,
+        *,
+        peaks_dir: Path | None = None,
+        flops_table: dict[str, Any] | None = None,
+    ):
         self.folder, self.manifest = load_sweep(Path(folder))
         self._peaks_dir = peaks_dir
         self.flops_table = flops_table
@@ -62,8 +67,16 @@ class SweepAnalysis:
             if cell.status != OK or not (self.folder / name / RESULT_FILE).is_file():
                 continue
             try:
-                found.append((cell, RunAnalysis(self.folder / name, peaks_dir=self._peaks_dir,
-                                                flops_table=self.flops_table)))
+                found.append(
+                    (
+                        cell,
+                        RunAnalysis(
+                            self.folder / name,
+                            peaks_dir=self._peaks_dir,
+                            flops_table=self.flops_table,
+                        ),
+                    )
+                )
             except UserError:
                 continue
         return found
@@ -73,8 +86,9 @@ class SweepAnalysis:
         peaks = peaks_dir() if self._peaks_dir is None else self._peaks_dir
         points = []
         for name, cell in self.cells:
-            result = try_read_result(self.folder / name / RESULT_FILE) if cell.status == OK \
-                else None
+            result = (
+                try_read_result(self.folder / name / RESULT_FILE) if cell.status == OK else None
+            )
             if result is not None:
                 points.append((cell, roofline_of(result, peaks)))
         return points
@@ -94,9 +108,11 @@ def cell_metrics(run_dir: Path) -> dict[str, Any]:
     steps = steps_of(summary)
     return {
         "kernel_us_per_step": k.total_kernel_us / steps,
-        "categories_us_per_step": {r.category: float(r.total_us) / steps
-                                   for r in k.categories.itertuples()},
+        "categories_us_per_step": {
+            r.category: float(r.total_us) / steps for r in k.categories.itertuples()
+        },
         "tensor_core_pct": 100 * k.tensor_core_share if k.total_kernel_us else None,
-        "gpu_util_pct": (sum(d.gpu_utilization_pct for d in o.devices) / len(o.devices)
-                         if o.devices else None),
+        "gpu_util_pct": (
+            sum(d.gpu_utilization_pct for d in o.devices) / len(o.devices) if o.devices else None
+        ),
     }

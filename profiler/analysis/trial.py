@@ -40,8 +40,8 @@ UNJUDGED = ("noisy", "bimodal")
 
 @dataclass
 class KernelChange:
-    gone: int = 0                    # kernel names in the baseline only
-    added: int = 0                   # in the experiment only
+    gone: int = 0  # kernel names in the baseline only
+    added: int = 0  # in the experiment only
     top_gone: list[str] = field(default_factory=list)
     top_added: list[str] = field(default_factory=list)
     launches_per_step: tuple[float | None, float | None] = (None, None)
@@ -73,11 +73,11 @@ class TrialRow:
     bound: str | None = None
     verdict_lines: list[str] = field(default_factory=list)
     rel_l2_error: float | None = None
-    projected: float | None = None      # the rule's projection as a speedup factor, if any
-    projected_kind: str | None = None   # "bound" or "estimate" (profiler.analysis.advice)
+    projected: float | None = None  # the rule's projection as a speedup factor, if any
+    projected_kind: str | None = None  # "bound" or "estimate" (profiler.analysis.advice)
     #: the processes the latency interval spans: [baseline's, experiment's]
     interval_processes: list[int] | None = None
-    judgement: str | None = None        # the projection against the measurement, in words
+    judgement: str | None = None  # the projection against the measurement, in words
     kernels: KernelChange | None = None
     #: "per call", or "per sample" when the experiment changes the batch size (its latency is
     #: then divided by its batch, the baseline's by its own: a throughput comparison)
@@ -87,8 +87,7 @@ class TrialRow:
         return asdict(self)
 
 
-def _step_figures(run: RunAnalysis
-                  ) -> tuple[float | None, float | None, set[str], dict[str, str]]:
+def _step_figures(run: RunAnalysis) -> tuple[float | None, float | None, set[str], dict[str, str]]:
     try:
         steps, kernels = run.steps, run.kernels
     except UserError:
@@ -114,22 +113,29 @@ def kernel_change(base: Path, cell: Path) -> KernelChange | None:
         rows = k[k["name"].isin(names)].sort_values("total_us", ascending=False)
         return [short.get(n, n) for n in rows["name"].head(LISTED)]
 
-    return KernelChange(len(gone), len(added), biggest(a, gone, short_a),
-                        biggest(b, added, short_b), (la, lb), (ia, ib))
+    return KernelChange(
+        len(gone),
+        len(added),
+        biggest(a, gone, short_a),
+        biggest(b, added, short_b),
+        (la, lb),
+        (ia, ib),
+    )
 
 
 def baseline_noise(result: RunResult, result_json: Path | None) -> BaselineNoise:
     """A baseline's noise (BaselineNoise)."""
     window = window_noise(result, result_json)
     medians = config_samples(result, result_json).for_verdict().medians()
-    return BaselineNoise(cv=window.cv if window else None,
-                         warnings=list(window.warnings) if window else [],
-                         processes=len(medians),
-                         between_cv=cv_of(medians) if len(medians) > 1 else None)
+    return BaselineNoise(
+        cv=window.cv if window else None,
+        warnings=list(window.warnings) if window else [],
+        processes=len(medians),
+        between_cv=cv_of(medians) if len(medians) > 1 else None,
+    )
 
 
-def latency_noise(used: ConfigSamples, result: RunResult, result_json: Path | None
-                  ) -> float | None:
+def latency_noise(used: ConfigSamples, result: RunResult, result_json: Path | None) -> float | None:
     """The relative noise of a geometric mean of per-process medians: the CV between the
     processes with several, else the one timed window's CV (as compare trims its figures)."""
     medians = used.medians()
@@ -146,13 +152,22 @@ def unjudged_why(noise: BaselineNoise | None) -> str | None:
     flags = [f for f in window_flags(noise.warnings) if f in UNJUDGED]
     if not flags or noise.cv is None:
         return None
-    return (f"the baseline's one window is {' and '.join(flags)} (CV {100 * noise.cv:.1f} %): "
-            "no verdict drawn from it; --processes 3 gives it fresh windows")
+    return (
+        f"the baseline's one window is {' and '.join(flags)} (CV {100 * noise.cv:.1f} %): "
+        "no verdict drawn from it; --processes 3 gives it fresh windows"
+    )
 
 
-def judge(projected: float | None, verdict: str | None, speedup: float | None,
-          low: float | None, high: float | None, kind: str | None = None,
-          processes: tuple[int, int] | None = None, unjudged: str | None = None) -> str | None:
+def judge(
+    projected: float | None,
+    verdict: str | None,
+    speedup: float | None,
+    low: float | None,
+    high: float | None,
+    kind: str | None = None,
+    processes: tuple[int, int] | None = None,
+    unjudged: str | None = None,
+) -> str | None:
     """The projection against the measurement, one phrase. ``kind`` "bound" names it a bound
     ("within the bound" only when the measured speedup is no more than it); anything else
     names it an estimate. ``unjudged`` (unjudged_why): why no verdict is drawn, said instead
@@ -166,32 +181,44 @@ def judge(projected: float | None, verdict: str | None, speedup: float | None,
     measured = f"measured {speedup:.2f}x [{low:.2f}-{high:.2f}]"
     if processes:
         measured += f" over {processes[0]} vs {processes[1]} processes" + (
-            ", within one window a side" if max(processes) == 1 else "")
+            ", within one window a side" if max(processes) == 1 else ""
+        )
     if unjudged:
         return f"{head}, {measured}: {unjudged}"
     if verdict == "undecided":
         return f"{head}, {measured}: undecided at this noise (more --processes would tell)"
     if verdict == "same":
         return f"{head}, {measured}: the same within ±2 %" + (
-            "; the advice is not borne out here" if shown is not None and shown > 1.05 else "")
+            "; the advice is not borne out here" if shown is not None and shown > 1.05 else ""
+        )
     if verdict == "slower":
         return f"{head}, {measured}: slower; the advice is contradicted"
     if shown is None:
         return f"{head}, {measured}: faster"
     if speedup > shown:
-        beyond = "its interval is above it too" if low is not None and low > shown else \
-            "its interval reaches below it"
-        return (f"{head}, {measured}: faster; the measured speedup exceeded the {word} "
-                f"({beyond})" + ("; the bound did not hold" if word == "bound" else ""))
+        beyond = (
+            "its interval is above it too"
+            if low is not None and low > shown
+            else "its interval reaches below it"
+        )
+        return (
+            f"{head}, {measured}: faster; the measured speedup exceeded the {word} "
+            f"({beyond})" + ("; the bound did not hold" if word == "bound" else "")
+        )
     if high is not None and high < 1 + (shown - 1) / 4:
         return f"{head}, {measured}: faster, far short of the {word}"
-    return f"{head}, {measured}: faster, " + ("within the bound" if word == "bound" else
-                                               "below the estimate")
+    return f"{head}, {measured}: faster, " + (
+        "within the bound" if word == "bound" else "below the estimate"
+    )
 
 
-def trial_rows(trial: dict[str, Any], folder: Path, promises: dict[str, float],
-               advice: list[Advice] | None = None,
-               config: dict[str, Any] | None = None) -> list[TrialRow]:
+def trial_rows(
+    trial: dict[str, Any],
+    folder: Path,
+    promises: dict[str, float],
+    advice: list[Advice] | None = None,
+    config: dict[str, Any] | None = None,
+) -> list[TrialRow]:
     """One row per experiment of ``trial`` (trial.json's data), ranked: verdict first (faster,
     same, undecided, slower), then by speedup; cells that did not finish last.
     ``promises``: rule id -> its projected speedup; with ``advice`` (the rules that fired) and
@@ -207,11 +234,13 @@ def trial_rows(trial: dict[str, Any], folder: Path, promises: dict[str, float],
     rows: list[TrialRow] = []
     found: list[TimedVerdicts | None] = []
     for cell in cells[1:]:
-        row = TrialRow(cell["label"], cell["changes"], cell["rules"], cell["status"],
-                       cell["reason"])
+        row = TrialRow(
+            cell["label"], cell["changes"], cell["rules"], cell["status"], cell["reason"]
+        )
         if advice is not None:
-            row.projected, row.projected_kind = projection(advice, cell["rules"],
-                                                           cell["changes"], config)
+            row.projected, row.projected_kind = projection(
+                advice, cell["rules"], cell["changes"], config
+            )
         else:
             bound = max((promises.get(r, 1.0) for r in cell["rules"]), default=1.0)
             row.projected = bound if bound > 1 else None
@@ -232,8 +261,7 @@ def trial_rows(trial: dict[str, Any], folder: Path, promises: dict[str, float],
                     row.figure = "per sample"
                     ours = base_windows.per_sample(base.batch_size)
                     theirs = windows.per_sample(result.batch_size)
-                verdicts = verdicts_between(base, result, ours, theirs,
-                                            cuda_graphs_ms=graphs_ms)
+                verdicts = verdicts_between(base, result, ours, theirs, cuda_graphs_ms=graphs_ms)
                 row.kernels = kernel_change(folder / base_cell["folder"], folder / cell["folder"])
         rows.append(row)
         found.append(verdicts)
@@ -243,19 +271,36 @@ def trial_rows(trial: dict[str, Any], folder: Path, promises: dict[str, float],
             spans = (v.latency.processes_a, v.latency.processes_b)
             row.interval_processes = list(spans)
             lat, gpu = v.latency, v.gpu_time
-            row.speedup, row.low, row.high, row.verdict = lat.speedup, 1 / lat.high, \
-                1 / lat.low, lat.verdict
+            row.speedup, row.low, row.high, row.verdict = (
+                lat.speedup,
+                1 / lat.high,
+                1 / lat.low,
+                lat.verdict,
+            )
             if gpu is not None:
-                row.gpu_speedup, row.gpu_low, row.gpu_high, row.gpu_verdict = \
-                    gpu.speedup, 1 / gpu.high, 1 / gpu.low, gpu.verdict
+                row.gpu_speedup, row.gpu_low, row.gpu_high, row.gpu_verdict = (
+                    gpu.speedup,
+                    1 / gpu.high,
+                    1 / gpu.low,
+                    gpu.verdict,
+                )
             row.verdict_lines = list(v.lines)
             if unjudged:  # the measured speedup kept, no verdict drawn from it
                 row.verdict = "undecided"
         if row.status == "ok":
-            row.judgement = judge(row.projected, row.verdict, row.speedup, row.low, row.high,
-                                  row.projected_kind, spans, unjudged)
-    return sorted(rows, key=lambda r: (r.status != "ok", ORDER.get(r.verdict or "", 4),
-                                       -(r.speedup or 0)))
+            row.judgement = judge(
+                row.projected,
+                row.verdict,
+                row.speedup,
+                row.low,
+                row.high,
+                row.projected_kind,
+                spans,
+                unjudged,
+            )
+    return sorted(
+        rows, key=lambda r: (r.status != "ok", ORDER.get(r.verdict or "", 4), -(r.speedup or 0))
+    )
 
 
 def cuda_graphs_latency(cells: list[dict[str, Any]], folder: Path) -> float | None:
@@ -263,8 +308,11 @@ def cuda_graphs_latency(cells: list[dict[str, Any]], folder: Path) -> float | No
     measured, when it finished at the baseline's batch size: the figure the launch-bound lever
     is quoted with."""
     for cell in cells:
-        if cell["status"] != "ok" or not cell["changes"].get("cuda_graphs") \
-                or len(cell["changes"]) != 1:
+        if (
+            cell["status"] != "ok"
+            or not cell["changes"].get("cuda_graphs")
+            or len(cell["changes"]) != 1
+        ):
             continue
         path = folder / cell["folder"] / RESULT_FILE
         result = try_read_result(path)
@@ -279,17 +327,20 @@ def baseline_row(trial: dict[str, Any], folder: Path) -> BaselineRow:
     path = folder / cell["folder"] / RESULT_FILE
     result = try_read_result(path) if cell["status"] == "ok" else None
     if result is None:
-        return BaselineRow(status=cell["status"], reason=cell["reason"], processes=0,
-                           p50_ms=None)
+        return BaselineRow(status=cell["status"], reason=cell["reason"], processes=0, p50_ms=None)
     used = config_samples(result, path).for_verdict()
-    return BaselineRow(status="ok", reason=None, processes=len(used),
-                       p50_ms=used.geometric_mean("latency") or result.timing.p50_ms,
-                       cv=latency_noise(used, result, path),
-                       gpu_ms=used.geometric_mean("gpu_time"), bound=used.bound(),
-                       noise=baseline_noise(result, path))
+    return BaselineRow(
+        status="ok",
+        reason=None,
+        processes=len(used),
+        p50_ms=used.geometric_mean("latency") or result.timing.p50_ms,
+        cv=latency_noise(used, result, path),
+        gpu_ms=used.geometric_mean("gpu_time"),
+        bound=used.bound(),
+        noise=baseline_noise(result, path),
+    )
 
 
 def experiments_of(trial: dict[str, Any]) -> list[Experiment]:
     """The experiments trial.json names, baseline left out."""
-    return [Experiment(c["label"], c["changes"], tuple(c["rules"]), "") for c in
-            trial["cells"][1:]]
+    return [Experiment(c["label"], c["changes"], tuple(c["rules"]), "") for c in trial["cells"][1:]]

@@ -88,19 +88,25 @@ class Figure:
 
 FIGURES: dict[str, Figure] = {
     LATENCY: Figure(
-        LATENCY, "latency (host-synchronized: what a caller waits)", rho=0.34,
+        LATENCY,
+        "latency (host-synchronized: what a caller waits)",
+        rho=0.34,
         default_floor=0.33,
         rho_source="H100, 15 fresh processes each timing 9 eager ResNet50 configs: the median "
-                   "over 4 pairs of different configs (0.08-0.62; docs/gpu/h100/verdicts)",
+        "over 4 pairs of different configs (0.08-0.62; docs/gpu/h100/verdicts)",
         floor_source="worst of eager ResNet50 FP32 bs 8 (CV 7-11 %) and FP16 bs 1 (CV 24-31 %), "
-                     "15 fresh processes, H100 (docs/gpu/h100/verdicts)"),
+        "15 fresh processes, H100 (docs/gpu/h100/verdicts)",
+    ),
     GPU_TIME: Figure(
-        GPU_TIME, "GPU time (the device's work, launch gaps excluded)", rho=0.55,
+        GPU_TIME,
+        "GPU time (the device's work, launch gaps excluded)",
+        rho=0.55,
         default_floor=0.031,
         rho_source="H100, 15 fresh processes each timing 9 eager ResNet50 configs: the median "
-                   "over 4 pairs of different configs (0.33-0.94; identical configs 0.89-0.96)",
+        "over 4 pairs of different configs (0.33-0.94; identical configs 0.89-0.96)",
         floor_source="worst of eager ResNet50 FP32 bs 8 (CV 0.4-0.5 %), FP16 bs 1 (CV 2.4-3.1 "
-                     "%) and FP32 bs 16 (0.35-0.45 %), 15 fresh processes, H100"),
+        "%) and FP32 bs 16 (0.35-0.45 %), 15 fresh processes, H100",
+    ),
 }
 
 
@@ -115,8 +121,11 @@ def welch(log_a: np.ndarray, log_b: np.ndarray) -> tuple[float, float, float]:
     va = log_a.var(ddof=1) / len(log_a)
     vb = log_b.var(ddof=1) / len(log_b)
     se = math.sqrt(va + vb)
-    df = float(len(log_a) + len(log_b) - 2) if se == 0 else \
-        (va + vb) ** 2 / (va ** 2 / (len(log_a) - 1) + vb ** 2 / (len(log_b) - 1))
+    df = (
+        float(len(log_a) + len(log_b) - 2)
+        if se == 0
+        else (va + vb) ** 2 / (va**2 / (len(log_a) - 1) + vb**2 / (len(log_b) - 1))
+    )
     return float(log_b.mean() - log_a.mean()), se, df
 
 
@@ -139,8 +148,9 @@ def design_for(figure: str, ka: int, kb: int, pairs: int) -> Design:
     return FLOOR if min(ka, kb) == 1 else UNPAIRED
 
 
-def _pairs(rounds_a: Sequence[str | None] | None,
-           rounds_b: Sequence[str | None] | None) -> list[tuple[int, int]]:
+def _pairs(
+    rounds_a: Sequence[str | None] | None, rounds_b: Sequence[str | None] | None
+) -> list[tuple[int, int]]:
     """(index in A, index in B) of windows taken in the same round (process)."""
     if rounds_a is None or rounds_b is None:
         return []
@@ -148,10 +158,16 @@ def _pairs(rounds_a: Sequence[str | None] | None,
     return [(i, where_b[r]) for i, r in enumerate(rounds_a) if r and r in where_b]
 
 
-def compare(medians_a: Samples, medians_b: Samples, *, figure: FigureName = LATENCY,
-            rounds_a: Sequence[str | None] | None = None,
-            rounds_b: Sequence[str | None] | None = None,
-            tolerance: float = TOLERANCE, noise_floor: float | None = None) -> Verdict:
+def compare(
+    medians_a: Samples,
+    medians_b: Samples,
+    *,
+    figure: FigureName = LATENCY,
+    rounds_a: Sequence[str | None] | None = None,
+    rounds_b: Sequence[str | None] | None = None,
+    tolerance: float = TOLERANCE,
+    noise_floor: float | None = None,
+) -> Verdict:
     """The verdict on B against A for one figure, from each side's per-process medians (and,
     where known, the round each was timed in: windows of one round pair up)."""
     a = np.asarray(medians_a, dtype=float).ravel()
@@ -171,12 +187,16 @@ def compare(medians_a: Samples, medians_b: Samples, *, figure: FigureName = LATE
         diffs = np.log([b[j] for _, j in pairs]) - np.log([a[i] for i, _ in pairs])
         d, df = float(diffs.mean()), float(len(diffs) - 1)
         se = float(diffs.std(ddof=1) / math.sqrt(len(diffs)))
-        how = (f"paired t-interval on the log ratio of {len(pairs)} processes that timed both "
-               f"(rounds), {df:.0f} degrees of freedom")
+        how = (
+            f"paired t-interval on the log ratio of {len(pairs)} processes that timed both "
+            f"(rounds), {df:.0f} degrees of freedom"
+        )
     elif design == UNPAIRED:
         d, se, df = welch(np.log(a), np.log(b))
-        how = (f"Welch t-interval on the log of per-process medians, {ka} vs {kb} processes, "
-               f"{df:.1f} degrees of freedom")
+        how = (
+            f"Welch t-interval on the log of per-process medians, {ka} vs {kb} processes, "
+            f"{df:.1f} degrees of freedom"
+        )
     else:
         refused = noise_floor is not None and not 0 <= noise_floor <= MAX_FLOOR
         if noise_floor is None or refused:
@@ -185,33 +205,80 @@ def compare(medians_a: Samples, medians_b: Samples, *, figure: FigureName = LATE
             source, floor = "given", noise_floor
         d = float(np.log(b).mean() - np.log(a).mean())
         se, df = floor * math.sqrt(1 / ka + 1 / kb), math.inf
-        how = (f"one process on a side ({ka} vs {kb}): the between-process spread is unknown, "
-               f"a {source} floor of {100 * floor:.1f} % CV stands in (normal interval)"
-               + (f"; the floor given, {noise_floor!r}, is no spread from 0 to "
-                  f"{MAX_FLOOR:g}" if refused else ""))
-    return _decide(d, se, df, tolerance, figure=figure, ka=ka, kb=kb, design=design,
-                   floor=floor, source=source, pairs=len(pairs) if design == PAIRED else None,
-                   how=how)
+        how = (
+            f"one process on a side ({ka} vs {kb}): the between-process spread is unknown, "
+            f"a {source} floor of {100 * floor:.1f} % CV stands in (normal interval)"
+            + (
+                f"; the floor given, {noise_floor!r}, is no spread from 0 to {MAX_FLOOR:g}"
+                if refused
+                else ""
+            )
+        )
+    return _decide(
+        d,
+        se,
+        df,
+        tolerance,
+        figure=figure,
+        ka=ka,
+        kb=kb,
+        design=design,
+        floor=floor,
+        source=source,
+        pairs=len(pairs) if design == PAIRED else None,
+        how=how,
+    )
 
 
-def _decide(d: float, se: float, df: float, tolerance: float, *, figure: FigureName, ka: int,
-            kb: int, design: Design, floor: float | None, source: FloorSource | None,
-            pairs: int | None, how: str) -> Verdict:
+def _decide(
+    d: float,
+    se: float,
+    df: float,
+    tolerance: float,
+    *,
+    figure: FigureName,
+    ka: int,
+    kb: int,
+    design: Design,
+    floor: float | None,
+    source: FloorSource | None,
+    pairs: int | None,
+    how: str,
+) -> Verdict:
     t95, t90 = t_quantile(0.975, df), t_quantile(0.95, df)
     ratio = math.exp(d)
     low, high = math.exp(d - t95 * se), math.exp(d + t95 * se)
     same_low, same_high = math.exp(d - t90 * se), math.exp(d + t90 * se)
     p = 0.0 if se == 0 and d != 0 else (1.0 if se == 0 else t_two_sided_p(d / se, df))
     verdict = _word(ratio, p, same_low, same_high, tolerance, alpha=0.05)
-    method = (f"{how}; 95 % interval; same when the 90 % interval is within "
-              f"±{100 * tolerance:g} % (TOST), faster/slower when p < 0.05 and the ratio is "
-              f"beyond ±{100 * tolerance:g} %")
-    return Verdict(ratio, low, high, verdict, tolerance, ka, kb, floor, method, source,
-                   figure, design, p, same_low, same_high, pairs)
+    method = (
+        f"{how}; 95 % interval; same when the 90 % interval is within "
+        f"±{100 * tolerance:g} % (TOST), faster/slower when p < 0.05 and the ratio is "
+        f"beyond ±{100 * tolerance:g} %"
+    )
+    return Verdict(
+        ratio,
+        low,
+        high,
+        verdict,
+        tolerance,
+        ka,
+        kb,
+        floor,
+        method,
+        source,
+        figure,
+        design,
+        p,
+        same_low,
+        same_high,
+        pairs,
+    )
 
 
-def _word(ratio: float, p: float, same_low: float, same_high: float, tolerance: float,
-          alpha: float) -> Word:
+def _word(
+    ratio: float, p: float, same_low: float, same_high: float, tolerance: float, alpha: float
+) -> Word:
     if 1 - tolerance <= same_low and same_high <= 1 + tolerance:
         return SAME
     if p < alpha and abs(ratio - 1) > tolerance:

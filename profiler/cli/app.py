@@ -57,8 +57,10 @@ app = typer.Typer(
 
 #: -q/--quiet and -v/--verbose, taken by every command (and before it: `profile.py -q run ...`)
 QUIET_HELP = "No progress or notes on stderr; warnings, errors and the results stay."
-VERBOSE_HELP = ("More on stderr: the files each target resolved to, a run's full config, and "
-                "the traceback under an error line.")
+VERBOSE_HELP = (
+    "More on stderr: the files each target resolved to, a run's full config, and "
+    "the traceback under an error line."
+)
 
 
 def _print_version(value: bool) -> None:
@@ -71,8 +73,13 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def main_options(
-    version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
-                                 help="Print the version and exit."),
+    version: bool = typer.Option(
+        False,
+        "--version",
+        callback=_print_version,
+        is_eager=True,
+        help="Print the version and exit.",
+    ),
     quiet: bool = typer.Option(False, "-q", "--quiet", help=QUIET_HELP),
     verbose: bool = typer.Option(False, "-v", "--verbose", help=VERBOSE_HELP),
 ) -> None:
@@ -137,13 +144,21 @@ def user_errors(command):
             VERBOSITY["level"] = 0
 
     signature = inspect.signature(command)
-    added = [inspect.Parameter("quiet", inspect.Parameter.KEYWORD_ONLY, annotation=bool,
-                               default=typer.Option(False, "-q", "--quiet", help=QUIET_HELP)),
-             inspect.Parameter("verbose", inspect.Parameter.KEYWORD_ONLY, annotation=bool,
-                               default=typer.Option(False, "-v", "--verbose",
-                                                    help=VERBOSE_HELP))]
-    wrapper.__signature__ = signature.replace(parameters=[*signature.parameters.values(),
-                                                         *added])
+    added = [
+        inspect.Parameter(
+            "quiet",
+            inspect.Parameter.KEYWORD_ONLY,
+            annotation=bool,
+            default=typer.Option(False, "-q", "--quiet", help=QUIET_HELP),
+        ),
+        inspect.Parameter(
+            "verbose",
+            inspect.Parameter.KEYWORD_ONLY,
+            annotation=bool,
+            default=typer.Option(False, "-v", "--verbose", help=VERBOSE_HELP),
+        ),
+    ]
+    wrapper.__signature__ = signature.replace(parameters=[*signature.parameters.values(), *added])
     wrapper.__annotations__ = {**typing.get_type_hints(command), "quiet": bool, "verbose": bool}
     del wrapper.__wrapped__  # typer reads __signature__, not the undecorated command
     return wrapper
@@ -185,7 +200,9 @@ def _tolerant_output() -> None:
     are escaped instead of raising."""
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure") and (stream.encoding or "").lower() not in (
-                "utf-8", "utf8"):
+            "utf-8",
+            "utf8",
+        ):
             stream.reconfigure(errors="replace")
 
 
@@ -194,12 +211,19 @@ def _tolerant_output() -> None:
 @run_options()
 def run(
     options,
-    json_out: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout "
-                                  "(progress stays on stderr).", rich_help_panel=PANEL_OUTPUT),
+    json_out: bool = typer.Option(
+        False,
+        "--json",
+        help="Print the result as JSON on stdout (progress stays on stderr).",
+        rich_help_panel=PANEL_OUTPUT,
+    ),
     tb_compat: bool = typer.Option(
-        False, "--tb-compat", help="Also write a copy of the trace that torch-tb-profiler reads "
+        False,
+        "--tb-compat",
+        help="Also write a copy of the trace that torch-tb-profiler reads "
         "right, in tb_logs/<run>_tbcompat/ (see `tb-compat --help`).",
-        rich_help_panel=PANEL_OUTPUT),
+        rich_help_panel=PANEL_OUTPUT,
+    ),
 ) -> None:
     """Profile one model x backend x batch size: a trace in tb_logs/<backend>_bs<N>/, results in runs/<backend>_bs<N>/.
 
@@ -223,21 +247,33 @@ def backends(json_out: bool = typer.Option(False, "--json", help="Print as JSON.
 @user_errors
 def summarize(
     target: str = typer.Argument(
-        ..., help="A trace (.json / .json.gz), a run folder under runs/ or tb_logs/, a folder "
-        "of traces, or a run name such as pytorch_fp32_bs8."),
+        ...,
+        help="A trace (.json / .json.gz), a run folder under runs/ or tb_logs/, a folder "
+        "of traces, or a run name such as pytorch_fp32_bs8.",
+    ),
     view: View = typer.Option("all", "--view", metavar="<view>", help=VIEW_HELP),
-    top: int = typer.Option(20, "--top", help="Rows per table (0 = all); a longer step table "
-                            "shows its slowest and fastest steps and their distribution."),
+    top: int = typer.Option(
+        20,
+        "--top",
+        help="Rows per table (0 = all); a longer step table "
+        "shows its slowest and fastest steps and their distribution.",
+    ),
     out: Path | None = typer.Option(None, "--out", help="Also write CSV, JSON and Markdown here."),
     json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
     ncu: str | None = typer.Option(
-        None, "--ncu", help="Nsight Compute CSV (`ncu --csv --page raw`) or a run folder with "
+        None,
+        "--ncu",
+        help="Nsight Compute CSV (`ncu --csv --page raw`) or a run folder with "
         "ncu.csv: adds hardware Tensor Core and occupancy columns and flags kernels where the "
-        "name rules disagree. A run folder's ncu.csv is picked up without it."),
+        "name rules disagree. A run folder's ncu.csv is picked up without it.",
+    ),
     breakdown: str = typer.Option(
-        "tool", "--breakdown", help="Whose step-breakdown definitions: 'tool' (this tool's: "
+        "tool",
+        "--breakdown",
+        help="Whose step-breakdown definitions: 'tool' (this tool's: "
         "python_function and user_annotation spans are CPU exec, communication kernels by "
-        "name) or 'plugin' (the TensorBoard plugin 0.4.3's, as it reads the tb-compat copy)."),
+        "name) or 'plugin' (the TensorBoard plugin 0.4.3's, as it reads the tb-compat copy).",
+    ),
 ) -> None:
     """Kernel, Tensor Core, occupancy and step-time tables from any PyTorch profiler (Kineto) trace.
 
@@ -245,17 +281,28 @@ def summarize(
     """
     from profiler.commands.summarize import run as summarize_command
 
-    summarize_command(target, view=view, top=top, out=out, sink=Output(json=json_out), ncu=ncu,
-                      breakdown=breakdown)
+    summarize_command(
+        target,
+        view=view,
+        top=top,
+        out=out,
+        sink=Output(json=json_out),
+        ncu=ncu,
+        breakdown=breakdown,
+    )
 
 
 @app.command("tb-compat", cls=HelpCommand)
 @user_errors
 def tb_compat_command(
-    target: str = typer.Argument(..., help="A trace, a tb_logs/<run>/ or runs/<run>/ folder, or "
-                                 "a run name."),
-    out: Path | None = typer.Option(None, "--out", help="Folder for the copies (default: "
-                                       "tb_logs/<run>_tbcompat/ beside the run's folder)."),
+    target: str = typer.Argument(
+        ..., help="A trace, a tb_logs/<run>/ or runs/<run>/ folder, or a run name."
+    ),
+    out: Path | None = typer.Option(
+        None,
+        "--out",
+        help="Folder for the copies (default: tb_logs/<run>_tbcompat/ beside the run's folder).",
+    ),
 ) -> None:
     """Write a copy of a trace that the TensorBoard plugin (torch-tb-profiler 0.4.3) reads right.
 
@@ -274,8 +321,9 @@ def tb_compat_command(
 def tensorboard(
     logdir: Path = typer.Option(Path("tb_logs"), "--logdir", help="Folder of runs (tb_logs/)."),
     port: int | None = typer.Option(None, "--port", help="Port (default: a free one)."),
-    bind_all: bool = typer.Option(False, "--bind-all", help="Serve on all network interfaces "
-                                  "(default: 127.0.0.1 only)."),
+    bind_all: bool = typer.Option(
+        False, "--bind-all", help="Serve on all network interfaces (default: 127.0.0.1 only)."
+    ),
 ) -> None:
     """Start TensorBoard with the PyTorch profiler plugin and print its URL; Ctrl-C stops it.
 
@@ -309,16 +357,30 @@ def nsys(options) -> None:
 @run_options(skip=NCU_SETS)
 def ncu(
     options,
-    top: int = typer.Option(0, "--top", help="Profile the K kernels with the most time in the "
-                            "trace (0 = every kernel of the step, the default)."),
-    step: int | None = typer.Option(None, help="Profiled step to measure (default: the "
-                                       "first active one, step 2 with the default schedule)."),
-    launch_count: int = typer.Option(500, help="At most this many kernel launches profiled "
-                                     "(each costs about a quarter of a second)."),
-    reuse: bool = typer.Option(False, "--reuse", help="Take the kernel table from the run "
-                               "folder's existing trace instead of running once without ncu."),
-    chip: str | None = typer.Option(None, help="Chip for `ncu --query-metrics` (e.g. gh100; "
-                                       "default: the GPU present)."),
+    top: int = typer.Option(
+        0,
+        "--top",
+        help="Profile the K kernels with the most time in the "
+        "trace (0 = every kernel of the step, the default).",
+    ),
+    step: int | None = typer.Option(
+        None,
+        help="Profiled step to measure (default: the "
+        "first active one, step 2 with the default schedule).",
+    ),
+    launch_count: int = typer.Option(
+        500,
+        help="At most this many kernel launches profiled (each costs about a quarter of a second).",
+    ),
+    reuse: bool = typer.Option(
+        False,
+        "--reuse",
+        help="Take the kernel table from the run "
+        "folder's existing trace instead of running once without ncu.",
+    ),
+    chip: str | None = typer.Option(
+        None, help="Chip for `ncu --query-metrics` (e.g. gh100; default: the GPU present)."
+    ),
 ) -> None:
     """Nsight Compute on the kernels of one profiled step (Tensor Cores, occupancy).
 
@@ -337,52 +399,78 @@ def ncu(
 
 @app.command(cls=OneLineErrors)
 @user_errors
-@run_options(skip=tuple(SWEEP_SETS), helps={"iters": "Timed iterations per cell."},
-             lists=True)
+@run_options(skip=tuple(SWEEP_SETS), helps={"iters": "Timed iterations per cell."}, lists=True)
 def sweep(
     options,
     backends: str = typer.Option(
-        ..., "--backends", help="Comma-separated backends, e.g. pytorch_fp32,ttrt_fp32,ttrt_fp16."),
+        ..., "--backends", help="Comma-separated backends, e.g. pytorch_fp32,ttrt_fp32,ttrt_fp16."
+    ),
     bs: str = typer.Option(..., "--bs", help="Comma-separated batch sizes, e.g. 1,8,16,32."),
     baseline: str | None = typer.Option(
-        None, help="Backend the speedups are relative to (default: the first of --backends)."),
+        None, help="Backend the speedups are relative to (default: the first of --backends)."
+    ),
     name: str | None = typer.Option(
-        None, help="Sweep folder name: runs/<name>/ and tb_logs/<name>/ (default "
-        "sweep_<model>)."),
+        None, help="Sweep folder name: runs/<name>/ and tb_logs/<name>/ (default sweep_<model>)."
+    ),
     resume: bool = typer.Option(
-        False, "--resume", help="Continue the sweep in runs/<name>/: skip the cells that "
-        "finished, run the others (same model and run options required)."),
+        False,
+        "--resume",
+        help="Continue the sweep in runs/<name>/: skip the cells that "
+        "finished, run the others (same model and run options required).",
+    ),
     cell_timeout: float | None = typer.Option(
-        None, help="Stop a cell that runs longer than this many seconds (status timeout)."),
+        None, help="Stop a cell that runs longer than this many seconds (status timeout)."
+    ),
     gpus: str | None = typer.Option(
-        None, "--gpus", help="GPUs to spread the cells over, one worker process each, e.g. "
-        "0,1 (default: all visible; without a GPU, one CPU worker)."),
+        None,
+        "--gpus",
+        help="GPUs to spread the cells over, one worker process each, e.g. "
+        "0,1 (default: all visible; without a GPU, one CPU worker).",
+    ),
     isolate: bool = typer.Option(
-        False, "--isolate", help="A fresh process per cell instead of a worker per GPU: "
+        False,
+        "--isolate",
+        help="A fresh process per cell instead of a worker per GPU: "
         "slower (imports and CUDA start-up every cell); use it when a cell changes "
         "process-wide state the worker cannot reset (a library's globals, a leaked thread) "
-        "or to compare against the worker's numbers."),
+        "or to compare against the worker's numbers.",
+    ),
     executor: str = typer.Option(
-        "local", "--executor", help="Where the cells run: local (this machine's GPUs), or ray "
+        "local",
+        "--executor",
+        help="Where the cells run: local (this machine's GPUs), or ray "
         "(one Ray task per cell, one GPU each, anywhere on a Ray cluster; pip install -e "
-        "\".[cluster]\")."),
+        '".[cluster]").',
+    ),
     ray_address: str | None = typer.Option(
-        None, "--ray-address", help="With --executor ray: the cluster to join (auto: the one "
-        "`ray start` runs here; host:port); default: start a local Ray instance."),
+        None,
+        "--ray-address",
+        help="With --executor ray: the cluster to join (auto: the one "
+        "`ray start` runs here; host:port); default: start a local Ray instance.",
+    ),
     ray_shared_fs: bool = typer.Option(
-        False, "--ray-shared-fs", help="With --executor ray: --runs-dir and --tb-dir have the "
+        False,
+        "--ray-shared-fs",
+        help="With --executor ray: --runs-dir and --tb-dir have the "
         "same path on every node, so cells write into them directly (default: results come "
-        "back through Ray's object store)."),
+        "back through Ray's object store).",
+    ),
     processes: int | None = fresh_process_option("processes", "sweep"),
     target_noise: float | None = fresh_process_option("target_noise", "sweep"),
     budget: str | None = fresh_process_option("budget", "sweep"),
     runs_dir: Path = typer.Option(Path("runs"), help="Where the sweep folder goes."),
     tb_dir: Path = typer.Option(Path("tb_logs"), help="Where the sweep's traces go."),
     only_decided: bool = typer.Option(
-        False, "--only-decided", help="Leave out of the printed table the cells undecided on "
-        "both figures (counted under it); benchmark.csv, .md and --json keep every cell."),
-    json_out: bool = typer.Option(False, "--json", help="Print the benchmark table as JSON on "
-                                  "stdout (progress stays on stderr)."),
+        False,
+        "--only-decided",
+        help="Leave out of the printed table the cells undecided on "
+        "both figures (counted under it); benchmark.csv, .md and --json keep every cell.",
+    ),
+    json_out: bool = typer.Option(
+        False,
+        "--json",
+        help="Print the benchmark table as JSON on stdout (progress stays on stderr).",
+    ),
 ) -> None:
     """Run a backend x batch-size matrix of `run` cells over the GPUs, and tabulate it.
 
@@ -413,39 +501,66 @@ def sweep(
     from profiler.runs.config import keyed
     from profiler.sweep import plan as sweep_module
 
-    plan = sweep_module.plan(backends, bs, keyed(options), name=name, baseline=baseline,
-                             runs_dir=runs_dir, tb_dir=tb_dir, resume=resume,
-                             cell_timeout_s=cell_timeout, executor=executor, gpus=gpus,
-                             isolate=isolate, ray_address=ray_address,
-                             ray_shared_fs=ray_shared_fs, processes=processes,
-                             target_noise=target_noise, budget_s=parse_budget(budget))
+    plan = sweep_module.plan(
+        backends,
+        bs,
+        keyed(options),
+        name=name,
+        baseline=baseline,
+        runs_dir=runs_dir,
+        tb_dir=tb_dir,
+        resume=resume,
+        cell_timeout_s=cell_timeout,
+        executor=executor,
+        gpus=gpus,
+        isolate=isolate,
+        ray_address=ray_address,
+        ray_shared_fs=ray_shared_fs,
+        processes=processes,
+        target_noise=target_noise,
+        budget_s=parse_budget(budget),
+    )
     _exit(sweep_command.run(plan, Output(json=json_out), only_decided=only_decided))
 
 
 @app.command(cls=HelpCommand)
 @user_errors
 def compare(
-    a: str = typer.Argument(..., help="Run A (before): a run name, <sweep>/<cell>, a run folder "
-                            "or a trace file."),
+    a: str = typer.Argument(
+        ..., help="Run A (before): a run name, <sweep>/<cell>, a run folder or a trace file."
+    ),
     b: str = typer.Argument(..., help="Run B (after), the same kinds of target."),
     top: int = typer.Option(15, "--top", help="Rows per table (0 = all)."),
     out: Path | None = typer.Option(
-        None, "--out", help="Also write overview, categories, kernels, operators and "
-        "top_changes CSVs into this folder."),
+        None,
+        "--out",
+        help="Also write overview, categories, kernels, operators and "
+        "top_changes CSVs into this folder.",
+    ),
     processes: int | None = fresh_process_option("processes", "compare"),
     target_noise: float | None = fresh_process_option("target_noise", "compare"),
     same_within: float = typer.Option(
-        2.0, "--same-within", help="The equivalence margin in %: 'same' when the 90 % "
+        2.0,
+        "--same-within",
+        help="The equivalence margin in %: 'same' when the 90 % "
         "interval of B/A lies within ±this (two one-sided tests); faster/slower only beyond "
-        "it."),
+        "it.",
+    ),
     budget: str | None = fresh_process_option("budget", "compare"),
     trust_model: bool = typer.Option(
-        False, "--trust-model", help="With --processes: import the package.module:function model a "
+        False,
+        "--trust-model",
+        help="With --processes: import the package.module:function model a "
         "result.json names even when its module is not the file the run recorded (path and "
-        "SHA-256), or the run recorded none: that code is imported and run."),
-    json_out: bool = typer.Option(False, "--json", help="Print the comparison as JSON on "
-                                  "stdout (full kernel names, the timed figures and what "
-                                  "differs)."),
+        "SHA-256), or the run recorded none: that code is imported and run.",
+    ),
+    json_out: bool = typer.Option(
+        False,
+        "--json",
+        help="Print the comparison as JSON on "
+        "stdout (full kernel names, the timed figures and what "
+        "differs).",
+    ),
 ) -> None:
     """Kernel-level diff of two runs: step and GPU time, categories, kernels, operators.
 
@@ -472,9 +587,18 @@ def compare(
     """
     from profiler.commands.compare import run as compare_command
 
-    compare_command(a, b, top=top, out=out, sink=Output(json=json_out), processes=processes,
-                    target_noise=target_noise, budget_s=parse_budget(budget),
-                    same_within=same_within, trust_model=trust_model)
+    compare_command(
+        a,
+        b,
+        top=top,
+        out=out,
+        sink=Output(json=json_out),
+        processes=processes,
+        target_noise=target_noise,
+        budget_s=parse_budget(budget),
+        same_within=same_within,
+        trust_model=trust_model,
+    )
 
 
 @app.command(cls=HelpCommand)
@@ -482,26 +606,41 @@ def compare(
 def advise(
     target: str = typer.Argument(..., help="A run: a run name, <sweep>/<cell> or a run folder."),
     try_them: bool = typer.Option(
-        False, "--try", help="Run the experiments as cells beside the re-run baseline (the "
-        "sweep's workers and between-process verdicts) and rank what they measured."),
+        False,
+        "--try",
+        help="Run the experiments as cells beside the re-run baseline (the "
+        "sweep's workers and between-process verdicts) and rank what they measured.",
+    ),
     budget: str | None = typer.Option(
-        None, "--budget", help="With --try: stop handing out cells after this long (300, 90s, "
-        "5m, 1h); the re-timing rounds of the finished cells follow."),
+        None,
+        "--budget",
+        help="With --try: stop handing out cells after this long (300, 90s, "
+        "5m, 1h); the re-timing rounds of the finished cells follow.",
+    ),
     max_cells: int | None = typer.Option(
-        None, "--max-cells", help="With --try: at most this many cells, the baseline included."),
+        None, "--max-cells", help="With --try: at most this many cells, the baseline included."
+    ),
     processes: int | None = typer.Option(
-        None, "--processes", help="With --try: timed windows per cell in fresh processes "
-        "(default 3 on GPUs, 1 on a CPU)."),
+        None,
+        "--processes",
+        help="With --try: timed windows per cell in fresh processes "
+        "(default 3 on GPUs, 1 on a CPU).",
+    ),
     resume: bool = typer.Option(
-        False, "--resume", help="With --try: keep the cells that finished before, run the rest."),
+        False, "--resume", help="With --try: keep the cells that finished before, run the rest."
+    ),
     runs_dir: Path = typer.Option(Path("runs"), help="Where advise_<run>/ goes."),
     tb_dir: Path = typer.Option(Path("tb_logs"), help="Where its traces go."),
     trust_model: bool = typer.Option(
-        False, "--trust-model", help="With --try: import the package.module:function model a "
+        False,
+        "--trust-model",
+        help="With --try: import the package.module:function model a "
         "result.json names even when its module is not the file the run recorded (path and "
-        "SHA-256), or the run recorded none: that code is imported and run."),
-    json_out: bool = typer.Option(False, "--json", help="Print the advice, the plan and what "
-                                  "was measured as JSON."),
+        "SHA-256), or the run recorded none: that code is imported and run.",
+    ),
+    json_out: bool = typer.Option(
+        False, "--json", help="Print the advice, the plan and what was measured as JSON."
+    ),
 ) -> None:
     """The run's advice and the experiments that test it; with --try, measure them.
 
@@ -520,20 +659,33 @@ def advise(
     """
     from profiler.commands.advise import run as advise_command
 
-    _exit(advise_command(target, try_them=try_them, budget=budget, max_cells=max_cells,
-                         processes=processes, resume=resume, runs_dir=runs_dir, tb_dir=tb_dir,
-                         trust_model=trust_model, sink=Output(json=json_out)))
+    _exit(
+        advise_command(
+            target,
+            try_them=try_them,
+            budget=budget,
+            max_cells=max_cells,
+            processes=processes,
+            resume=resume,
+            runs_dir=runs_dir,
+            tb_dir=tb_dir,
+            trust_model=trust_model,
+            sink=Output(json=json_out),
+        )
+    )
 
 
 @app.command(cls=HelpCommand)
 @user_errors
 def plot(
     target: str = typer.Argument(
-        ..., help="A sweep folder (runs/<sweep>, or just <sweep>), or a run: run name, "
-        "<sweep>/<cell>, run folder or trace file."),
+        ...,
+        help="A sweep folder (runs/<sweep>, or just <sweep>), or a run: run name, "
+        "<sweep>/<cell>, run folder or trace file.",
+    ),
     out: Path | None = typer.Option(
-        None, "--out", help="Folder for the PNGs (default: plots/ inside the sweep or run "
-        "folder)."),
+        None, "--out", help="Folder for the PNGs (default: plots/ inside the sweep or run folder)."
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print the written files as JSON."),
 ) -> None:
     """PNG plots (matplotlib, no display needed).
@@ -557,22 +709,37 @@ def plot(
 @app.command(cls=HelpCommand)
 @user_errors
 def report(
-    target: str = typer.Argument(..., help="A run (name, <sweep>/<cell>, folder or trace) or a "
-                                 "sweep folder (runs/<sweep> or <sweep>)."),
-    target_b: str | None = typer.Argument(None, help="A second run: the report compares "
-                                             "TARGET (A) with it (B)."),
-    out: Path | None = typer.Option(None, "--out", help="HTML file to write (default: "
-                                       "report_<run>.html, report_<a>_vs_<b>.html, or "
-                                       "<sweep>/report.html)."),
+    target: str = typer.Argument(
+        ...,
+        help="A run (name, <sweep>/<cell>, folder or trace) or a "
+        "sweep folder (runs/<sweep> or <sweep>).",
+    ),
+    target_b: str | None = typer.Argument(
+        None, help="A second run: the report compares TARGET (A) with it (B)."
+    ),
+    out: Path | None = typer.Option(
+        None,
+        "--out",
+        help="HTML file to write (default: "
+        "report_<run>.html, report_<a>_vs_<b>.html, or "
+        "<sweep>/report.html).",
+    ),
     flops: Path | None = typer.Option(
-        None, "--flops", help="FLOPs/bytes table from scripts/roofline_inputs.py, for runs "
-        "whose result.json has no roofline_inputs (matched by model, precision, batch size)."),
+        None,
+        "--flops",
+        help="FLOPs/bytes table from scripts/roofline_inputs.py, for runs "
+        "whose result.json has no roofline_inputs (matched by model, precision, batch size).",
+    ),
     peaks_dir: Path | None = typer.Option(
-        None, "--peaks-dir", help="Folder of `peaks` measurements (default: the peaks cache)."),
+        None, "--peaks-dir", help="Folder of `peaks` measurements (default: the peaks cache)."
+    ),
     only_decided: bool = typer.Option(
-        False, "--only-decided", help="A sweep folder only: leave out of the page's table the "
+        False,
+        "--only-decided",
+        help="A sweep folder only: leave out of the page's table the "
         "cells undecided on both figures (counted under it); the figures and advice keep every "
-        "cell."),
+        "cell.",
+    ),
 ) -> None:
     """One self-contained HTML file (no network needed) of a run, two runs or a sweep.
 
@@ -585,8 +752,9 @@ def report(
     from profiler.commands.report import run as report_command
 
     sink = Output()
-    path = report_command(target, target_b, out, peaks_dir, flops, sink=sink,
-                          only_decided=only_decided)
+    path = report_command(
+        target, target_b, out, peaks_dir, flops, sink=sink, only_decided=only_decided
+    )
     sink.line(f"wrote {path}")
 
 
@@ -595,12 +763,19 @@ def report(
 def peaks(
     refresh: bool = typer.Option(False, "--refresh", help="Measure again even if cached."),
     cache_dir: Path | None = typer.Option(
-        None, "--cache-dir", help="Folder for the measurements (default: peaks/ beside the "
-        "engine cache: $XDG_CACHE_HOME/infer-profiler/peaks, ~/.cache when unset)."),
-    matmul_n: int | None = typer.Option(None, "--matmul-n", help="Matrix side n of the "
-                                           "n x n matmuls (default 8192 on a GPU, 256 on a CPU)."),
-    copy_mib: int | None = typer.Option(None, "--copy-mib", help="Bytes copied per "
-                                           "bandwidth measurement, MiB (default 1024 / 16)."),
+        None,
+        "--cache-dir",
+        help="Folder for the measurements (default: peaks/ beside the "
+        "engine cache: $XDG_CACHE_HOME/infer-profiler/peaks, ~/.cache when unset).",
+    ),
+    matmul_n: int | None = typer.Option(
+        None,
+        "--matmul-n",
+        help="Matrix side n of the n x n matmuls (default 8192 on a GPU, 256 on a CPU).",
+    ),
+    copy_mib: int | None = typer.Option(
+        None, "--copy-mib", help="Bytes copied per bandwidth measurement, MiB (default 1024 / 16)."
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print the measurement as JSON."),
 ) -> None:
     """Measure this GPU's ceilings once and cache them (matmul TFLOP/s, memory bandwidth).
@@ -613,25 +788,40 @@ def peaks(
     """
     from profiler.commands.peaks import run as peaks_command
 
-    peaks_command(refresh=refresh, cache_dir=cache_dir, matmul_n=matmul_n, copy_mib=copy_mib,
-                  sink=Output(json=json_out))
+    peaks_command(
+        refresh=refresh,
+        cache_dir=cache_dir,
+        matmul_n=matmul_n,
+        copy_mib=copy_mib,
+        sink=Output(json=json_out),
+    )
 
 
 @app.command(cls=HelpCommand)
 @user_errors
 def noise(
-    processes: int = typer.Option(5, "--processes", help="Fresh processes to time the fixed "
-                                  "config in (2 or more)."),
-    model: str | None = typer.Option(None, "--model", help="The fixed config's model "
-                                        "(default resnet50 on a GPU, resnet18 on a CPU)."),
-    backend: str | None = typer.Option(None, "--backend", help="Its backend (default "
-                                          "pytorch_fp32)."),
-    bs: int | None = typer.Option(None, "--bs", help="Its batch size (default 8 on a GPU, "
-                                     "1 on a CPU)."),
-    iters: int | None = typer.Option(None, "--iters", help="Timed iterations per process "
-                                        "(default 100 on a GPU, 20 on a CPU)."),
-    save: bool = typer.Option(True, "--save/--no-save", help="Keep the floor for compare and "
-                              "sweep (noise/<gpu>.json beside the engine cache)."),
+    processes: int = typer.Option(
+        5, "--processes", help="Fresh processes to time the fixed config in (2 or more)."
+    ),
+    model: str | None = typer.Option(
+        None,
+        "--model",
+        help="The fixed config's model (default resnet50 on a GPU, resnet18 on a CPU).",
+    ),
+    backend: str | None = typer.Option(
+        None, "--backend", help="Its backend (default pytorch_fp32)."
+    ),
+    bs: int | None = typer.Option(
+        None, "--bs", help="Its batch size (default 8 on a GPU, 1 on a CPU)."
+    ),
+    iters: int | None = typer.Option(
+        None, "--iters", help="Timed iterations per process (default 100 on a GPU, 20 on a CPU)."
+    ),
+    save: bool = typer.Option(
+        True,
+        "--save/--no-save",
+        help="Keep the floor for compare and sweep (noise/<gpu>.json beside the engine cache).",
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print the floor as JSON."),
 ) -> None:
     """Measure this machine's noise floor and the settings that would lower it.
@@ -652,8 +842,16 @@ def noise(
     """
     from profiler.commands.noise import run as noise_command
 
-    noise_command(processes=processes, model=model, backend=backend, bs=bs, iters=iters,
-                  save=save, sink=Output(json=json_out), command=command_name())
+    noise_command(
+        processes=processes,
+        model=model,
+        backend=backend,
+        bs=bs,
+        iters=iters,
+        save=save,
+        sink=Output(json=json_out),
+        command=command_name(),
+    )
 
 
 def prog_name() -> str:

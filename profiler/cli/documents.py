@@ -289,15 +289,19 @@ def json_schema(kind: str) -> dict:
     top = schema["$defs"][kind_type.__name__]
     if kind_type is RunResult:  # the file's form of the backend facts (runs.result_to_dict)
         schema["$defs"]["BackendFacts"] = msgspec.json.schema(_BackendInFile)["$defs"][
-            "_BackendInFile"]
+            "_BackendInFile"
+        ]
         top["properties"]["artifacts"] = {"type": "array", "items": {"type": "string"}}
     if kind in DOCUMENTS:
         if "$schema" not in top["properties"]:  # run: result.json's keys after "$schema"
             top["properties"] = {"$schema": {"type": "string"}, **top["properties"]}
             top["required"] = ["$schema", *top["required"]]
         top["properties"]["$schema"]["const"] = schema_id(kind)
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": schema_id(kind),
-            **schema}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": schema_id(kind),
+        **schema,
+    }
 
 
 def all_schemas() -> dict[str, dict]:

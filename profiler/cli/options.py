@@ -34,7 +34,6 @@ MissingParameter, UsageError = _click_errors.MissingParameter, _click_errors.Usa
 NoArgsIsHelpError = getattr(_click_errors, "NoArgsIsHelpError", ())  # click >= 8.2
 
 
-
 def _no_flag_metavars(params: list) -> list:
     """On/off flags show no ``<bool>`` in --help (the option's name says it all)."""
     for param in params:
@@ -152,8 +151,11 @@ def _usage_in_one_line():
         raise
     except UsageError as error:
         message = error.format_message().rstrip(".")
-        where = f"; see '{error.ctx.command_path} --help'" \
-            if error.ctx is not None and not message.endswith("?") else ""  # "Did you mean"
+        where = (
+            f"; see '{error.ctx.command_path} --help'"
+            if error.ctx is not None and not message.endswith("?")
+            else ""
+        )  # "Did you mean"
         typer.echo(f"error: {message[:1].lower()}{message[1:]}{where}", err=True)
         raise typer.Exit(2) from None
 
@@ -177,7 +179,7 @@ def _given(opts: list[str], args: list[str]) -> str | None:
             if arg == opt and index + 1 < len(args):
                 value = args[index + 1]
             elif arg.startswith(opt + "="):
-                value = arg[len(opt) + 1:]
+                value = arg[len(opt) + 1 :]
     return value
 
 
@@ -194,8 +196,9 @@ def _annotation(field_type, spec: CliOption) -> Any:
     return field_type
 
 
-def _parameters(skip: tuple[str, ...], defaults: dict, helps: dict,
-                lists: bool) -> list[inspect.Parameter]:
+def _parameters(
+    skip: tuple[str, ...], defaults: dict, helps: dict, lists: bool
+) -> list[inspect.Parameter]:
     hints = typing.get_type_hints(RunConfig)
     default_config = RunConfig()
     found = []
@@ -213,10 +216,20 @@ def _parameters(skip: tuple[str, ...], defaults: dict, helps: dict,
             metavar = f"<{spec.key.split('_')[-1]}>"
             if not all(choice in help for choice in spec.choices):
                 help += f" One of: {', '.join(spec.choices)}."
-        option = typer.Option(default, *spec.flags, help=help, rich_help_panel=spec.panel,
-                              envvar=spec.envvar, autocompletion=complete, metavar=metavar)
-        found.append(inspect.Parameter(spec.key, inspect.Parameter.KEYWORD_ONLY, default=option,
-                                       annotation=annotation))
+        option = typer.Option(
+            default,
+            *spec.flags,
+            help=help,
+            rich_help_panel=spec.panel,
+            envvar=spec.envvar,
+            autocompletion=complete,
+            metavar=metavar,
+        )
+        found.append(
+            inspect.Parameter(
+                spec.key, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=annotation
+            )
+        )
     return found
 
 
@@ -233,30 +246,42 @@ def _completion(source: Callable[[], list[str]]):
 #: the options of the commands that time configs again in fresh processes (sweep, compare),
 #: declared once: field name -> its flag, and its help in each command (what a process is there)
 FRESH_PROCESS_OPTIONS: dict[str, tuple[str, dict[str, str]]] = {
-    "processes": ("--processes", {
-        "sweep": "Rounds after the cells: each round is one fresh process timing every cell "
-        "once (latency and GPU time), the order rotated, so drift hits every cell alike and "
-        "two cells of one round pair up. Both verdicts and their intervals rest on them "
-        "(default 5 on GPUs; 3 is the quick mode; 1: the cells' own windows only, the default "
-        "on a CPU). With several --gpus the rounds run at once, one process per GPU; the cells "
-        "a verdict compares always share a process, so a GPU.",
-        "compare": "Time both configs again in N fresh processes, each timing A and B (A B, "
-        "B A, ...), and base every figure and both verdicts on those windows (the run folders "
-        "are not changed; 5 is the default when --target-noise is given, 3 the quick mode). "
-        "Without it the verdicts use the processes each run recorded (--repeat-runs, a sweep's "
-        "--processes); with one process a side the figure's floor (`noise`, else the worst "
-        "case measured on an H100) stands in for the spread."}),
-    "target_noise": ("--target-noise", {
-        "sweep": "Two stages: the --processes rounds as a pilot choose how many fresh rounds "
-        "each cell's interval needs for ±P % (e.g. 2; GPU time where measured), within "
-        "--budget; the verdicts use only the fresh rounds.",
-        "compare": "Two stages: the --processes rounds as a pilot choose how many fresh "
-        "processes each side's interval needs for ±P % (e.g. 2), within --budget; the verdicts "
-        "use only the fresh ones."}),
-    "budget": ("--budget", {  # text: profiler.commands.parse_budget reads it
-        "sweep": "How long the --target-noise rounds may take (300, 90s, 5m, 1h; default 10m).",
-        "compare": "How long the --target-noise processes may take (300, 90s, 5m, 1h; default "
-        "10m)."}),
+    "processes": (
+        "--processes",
+        {
+            "sweep": "Rounds after the cells: each round is one fresh process timing every cell "
+            "once (latency and GPU time), the order rotated, so drift hits every cell alike and "
+            "two cells of one round pair up. Both verdicts and their intervals rest on them "
+            "(default 5 on GPUs; 3 is the quick mode; 1: the cells' own windows only, the default "
+            "on a CPU). With several --gpus the rounds run at once, one process per GPU; the cells "
+            "a verdict compares always share a process, so a GPU.",
+            "compare": "Time both configs again in N fresh processes, each timing A and B (A B, "
+            "B A, ...), and base every figure and both verdicts on those windows (the run folders "
+            "are not changed; 5 is the default when --target-noise is given, 3 the quick mode). "
+            "Without it the verdicts use the processes each run recorded (--repeat-runs, a sweep's "
+            "--processes); with one process a side the figure's floor (`noise`, else the worst "
+            "case measured on an H100) stands in for the spread.",
+        },
+    ),
+    "target_noise": (
+        "--target-noise",
+        {
+            "sweep": "Two stages: the --processes rounds as a pilot choose how many fresh rounds "
+            "each cell's interval needs for ±P % (e.g. 2; GPU time where measured), within "
+            "--budget; the verdicts use only the fresh rounds.",
+            "compare": "Two stages: the --processes rounds as a pilot choose how many fresh "
+            "processes each side's interval needs for ±P % (e.g. 2), within --budget; the verdicts "
+            "use only the fresh ones.",
+        },
+    ),
+    "budget": (
+        "--budget",
+        {  # text: profiler.commands.parse_budget reads it
+            "sweep": "How long the --target-noise rounds may take (300, 90s, 5m, 1h; default 10m).",
+            "compare": "How long the --target-noise processes may take (300, 90s, 5m, 1h; default "
+            "10m).",
+        },
+    ),
 }
 
 
@@ -267,8 +292,13 @@ def fresh_process_option(name: str, command: str) -> Any:
     return typer.Option(None, flag, help=helps[command])
 
 
-def run_options(*, skip: tuple[str, ...] = (), defaults: dict | None = None,
-                helps: dict | None = None, lists: bool = False):
+def run_options(
+    *,
+    skip: tuple[str, ...] = (),
+    defaults: dict | None = None,
+    helps: dict | None = None,
+    lists: bool = False,
+):
     """Add every declared run option to a command, except the fields named in ``skip``;
     ``defaults`` and ``helps`` (field name -> value) change one for this command. With
     ``lists`` (a sweep), an option declared with an ``axis`` takes text: one value or a
@@ -278,12 +308,18 @@ def run_options(*, skip: tuple[str, ...] = (), defaults: dict | None = None,
 
     def decorate(command):
         hints = typing.get_type_hints(command)
-        own = [p.replace(annotation=hints.get(p.name, p.annotation))
-               for p in inspect.signature(command).parameters.values() if p.name != "options"]
+        own = [
+            p.replace(annotation=hints.get(p.name, p.annotation))
+            for p in inspect.signature(command).parameters.values()
+            if p.name != "options"
+        ]
         added = _parameters(skip, defaults, helps, lists)
         keys = {spec.key: name for name, spec in declared_options().items() if name not in skip}
-        parsers = {name: spec.parse for name, spec in declared_options().items()
-                   if name not in skip and spec.parse is not None}
+        parsers = {
+            name: spec.parse
+            for name, spec in declared_options().items()
+            if name not in skip and spec.parse is not None
+        }
 
         @functools.wraps(command)
         def wrapper(**kwargs):
@@ -299,4 +335,3 @@ def run_options(*, skip: tuple[str, ...] = (), defaults: dict | None = None,
         return wrapper
 
     return decorate
-

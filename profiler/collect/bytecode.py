@@ -59,8 +59,12 @@ def roots() -> dict[str, Path]:
     import sysconfig
 
     paths = sysconfig.get_paths()
-    return {"site": Path(paths["purelib"]), "platsite": Path(paths["platlib"]),
-            "stdlib": Path(paths["stdlib"]), "project": Path(__file__).resolve().parents[2]}
+    return {
+        "site": Path(paths["purelib"]),
+        "platsite": Path(paths["platlib"]),
+        "stdlib": Path(paths["stdlib"]),
+        "project": Path(__file__).resolve().parents[2],
+    }
 
 
 def folders(listed: tuple[str, ...] | None = None) -> list[Path]:
@@ -89,15 +93,23 @@ def precompile(environ=os.environ) -> bool:
 
     global _precompiling
     prefix = sys.pycache_prefix
-    if (_precompiling is not None or prefix is None or not prefix.endswith("pycache")
-            or environ.get(OPT_OUT, "").strip().lower() in ("0", "off", "no", "false")
-            or (Path(prefix) / DONE_MARKER).exists()):
+    if (
+        _precompiling is not None
+        or prefix is None
+        or not prefix.endswith("pycache")
+        or environ.get(OPT_OUT, "").strip().lower() in ("0", "off", "no", "false")
+        or (Path(prefix) / DONE_MARKER).exists()
+    ):
         return False
     try:
         _precompiling = subprocess.Popen(
-            [sys.executable, "-m", "profiler.collect.bytecode", prefix], stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-            env=child_env())
+            [sys.executable, "-m", "profiler.collect.bytecode", prefix],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            env=child_env(),
+        )
     except OSError:
         return False
     return True

@@ -71,13 +71,17 @@ def refusal(config: RunConfig, family: str, use_cuda: bool) -> str | None:
     if why is not None:
         return f"--workload {config.workload} is not captured ({why}); --workload forward only"
     if family == "tensorrt" and config.capture == "torch":
-        return ("a TensorRT engine replayed from a CUDA graph crashed the process under "
-                "torch.profiler (segmentation fault, H100, TensorRT-RTX 1.4); time it without "
-                "--cuda-graphs, or with --capture cuda-profiler-api under nsys")
+        return (
+            "a TensorRT engine replayed from a CUDA graph crashed the process under "
+            "torch.profiler (segmentation fault, H100, TensorRT-RTX 1.4); time it without "
+            "--cuda-graphs, or with --capture cuda-profiler-api under nsys"
+        )
     if family == "inductor" and config.compile_mode in INDUCTOR_GRAPH_MODES:
-        return (f"--compile-mode {config.compile_mode} already replays CUDA graphs "
-                "(torch.compile's cudagraph trees); use --compile-mode default or "
-                "max-autotune-no-cudagraphs")
+        return (
+            f"--compile-mode {config.compile_mode} already replays CUDA graphs "
+            "(torch.compile's cudagraph trees); use --compile-mode default or "
+            "max-autotune-no-cudagraphs"
+        )
     return None
 
 
@@ -92,7 +96,7 @@ def error_line(error: BaseException, limit: int = 240) -> str:
     """An exception as one line: its type and the first non-blank line of its message."""
     line = first_line(error).strip()
     text = f"{type(error).__name__}: {line}" if line else type(error).__name__
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def capture(step: Prepared, backend_name: str, say: Callable[[str], None]) -> Prepared:
@@ -106,16 +110,25 @@ def capture(step: Prepared, backend_name: str, say: Callable[[str], None]) -> Pr
     except Exception as error:
         if out_of_memory_kind(error) is not None:
             raise
-        raise UserError(f"--cuda-graphs: {backend_name} could not be captured: "
-                        f"{error_line(error)}") from None
+        raise UserError(
+            f"--cuda-graphs: {backend_name} could not be captured: {error_line(error)}"
+        ) from None
     seconds = time.perf_counter() - began
-    note = (f"the forward step captured into one CUDA graph after {WARMUP_CALLS} warm-up calls "
-            f"on a side stream ({seconds:.2f} s); timed, profiled and checked calls are its "
-            f"replays; {checked}")
-    say(f"  captured into a CUDA graph in {seconds:.2f} s: the calls from here on are replays "
-        f"({checked})")
-    return Prepared(fn=replay, inputs=step.inputs, notes={**step.notes, "cuda_graphs": note},
-                    after_windows=step.after_windows)
+    note = (
+        f"the forward step captured into one CUDA graph after {WARMUP_CALLS} warm-up calls "
+        f"on a side stream ({seconds:.2f} s); timed, profiled and checked calls are its "
+        f"replays; {checked}"
+    )
+    say(
+        f"  captured into a CUDA graph in {seconds:.2f} s: the calls from here on are replays "
+        f"({checked})"
+    )
+    return Prepared(
+        fn=replay,
+        inputs=step.inputs,
+        notes={**step.notes, "cuda_graphs": note},
+        after_windows=step.after_windows,
+    )
 
 
 def _capture(fn: Callable[..., Any], inputs: tuple) -> tuple[Callable[..., Any], str]:
@@ -157,8 +170,11 @@ def _check_replay(torch, graph, static_output, expected, inputs: tuple) -> str:
         why_unchecked = "the output holds no tensor"
     elif not out.is_floating_point():
         why_unchecked = "the output is not a floating-point tensor"
-    elif any(isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr()
-             == out.untyped_storage().data_ptr() for t in inputs):
+    elif any(
+        isinstance(t, torch.Tensor)
+        and t.untyped_storage().data_ptr() == out.untyped_storage().data_ptr()
+        for t in inputs
+    ):
         why_unchecked = "the output shares memory with an input"
     elif not bool(torch.isfinite(expected).all()):
         why_unchecked = "a plain call's output is not finite"
@@ -171,11 +187,15 @@ def _check_replay(torch, graph, static_output, expected, inputs: tuple) -> str:
         return f"the replay was not checked ({why_unchecked})"
     figures = numerics.compare(out, expected)
     if not figures["finite"]:
-        raise NotReplayable("a replay did not rewrite the output (the backend's work runs "
-                            "outside the captured stream)")
+        raise NotReplayable(
+            "a replay did not rewrite the output (the backend's work runs "
+            "outside the captured stream)"
+        )
     rel = figures["rel_l2_error"]
     if rel is None or rel > REPLAY_TOLERANCE:
         shown = "not finite" if rel is None else f"{rel:.3g}"
-        raise NotReplayable(f"a replay's output differs from a plain call's (relative L2 error "
-                            f"{shown}, more than {REPLAY_TOLERANCE:g})")
+        raise NotReplayable(
+            f"a replay's output differs from a plain call's (relative L2 error "
+            f"{shown}, more than {REPLAY_TOLERANCE:g})"
+        )
     return f"a replay rewrote the output and matches a plain call (relative L2 error {rel:.2g})"

@@ -45,14 +45,19 @@ def set_math_flags(config: RunConfig) -> dict:
     torch.backends.cuda.matmul.allow_tf32 = config.tf32
     torch.backends.cudnn.allow_tf32 = config.tf32
     torch.backends.cudnn.benchmark = config.cudnn_benchmark
-    return {"tf32": config.tf32, "matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
-            "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32,
-            "cudnn_benchmark": torch.backends.cudnn.benchmark}
+    return {
+        "tf32": config.tf32,
+        "matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+        "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32,
+        "cudnn_benchmark": torch.backends.cudnn.benchmark,
+    }
 
 
 def _out_of_memory_types() -> tuple:
-    kinds = [getattr(torch, "OutOfMemoryError", None),
-             getattr(torch.cuda, "OutOfMemoryError", None)]
+    kinds = [
+        getattr(torch, "OutOfMemoryError", None),
+        getattr(torch.cuda, "OutOfMemoryError", None),
+    ]
     return tuple(k for k in kinds if k is not None)
 
 
@@ -65,18 +70,21 @@ _HOST_OOM = re.compile(r"can't allocate memory|Cannot allocate memory")
 # memory for requested buffer of size N") or a CUDA call ("CUDA failure 2: out of memory"),
 # raised as onnxruntime's own RuntimeException (not a Python RuntimeError). This tool's sessions
 # keep every buffer on the GPU (IO binding), so their arena running out is GPU memory.
-_ORT_CUDA_OOM = re.compile(r"Failed to allocate memory for requested buffer|"
-                           r"CUDA failure 2: out of memory|cudaErrorMemoryAllocation")
+_ORT_CUDA_OOM = re.compile(
+    r"Failed to allocate memory for requested buffer|"
+    r"CUDA failure 2: out of memory|cudaErrorMemoryAllocation"
+)
 
 
 def out_of_memory_kind(error: BaseException) -> str | None:
-    """"CUDA" or "host" when ``error`` is running out of that memory, else None."""
+    """ "CUDA" or "host" when ``error`` is running out of that memory, else None."""
     if isinstance(error, _out_of_memory_types()):
         return "CUDA"
     if type(error).__module__.startswith("onnxruntime") and _ORT_CUDA_OOM.search(str(error)):
         return "CUDA"
     if isinstance(error, MemoryError) or (
-            isinstance(error, RuntimeError) and _HOST_OOM.search(str(error))):
+        isinstance(error, RuntimeError) and _HOST_OOM.search(str(error))
+    ):
         return "host"
     return None
 
@@ -128,8 +136,8 @@ def captured_stderr(keep=lambda line: True):
     with tempfile.TemporaryFile("w+b") as caught:
         os.dup2(caught.fileno(), 2)
         sys.stderr = open(  # noqa: SIM115 (closefd=False: on the saved descriptor)
-            saved_fd, "w", closefd=False, encoding=python_stderr.encoding,
-            errors="backslashreplace")
+            saved_fd, "w", closefd=False, encoding=python_stderr.encoding, errors="backslashreplace"
+        )
         try:
             yield captured
         finally:

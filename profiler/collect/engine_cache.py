@@ -97,8 +97,10 @@ def _state_identity(model) -> tuple | None:
     try:
         if any(t.is_inference() for t in state.values()):
             return None
-        return tuple((name, t.device.type, t.data_ptr(), t.dtype, tuple(t.shape), t._version)
-                     for name, t in state.items())
+        return tuple(
+            (name, t.device.type, t.data_ptr(), t.dtype, tuple(t.shape), t._version)
+            for name, t in state.items()
+        )
     except (RuntimeError, TypeError, NotImplementedError):  # a tensor subclass without storage
         return None
 
@@ -128,8 +130,11 @@ def _read_sidecar(path: Path) -> dict | None:
 
 def _differences(wanted: dict, found: dict) -> list[str]:
     names = sorted(set(wanted) | set(found))
-    return [f"{name} {found.get(name)!r} there, {wanted.get(name)!r} here"
-            for name in names if wanted.get(name) != found.get(name)]
+    return [
+        f"{name} {found.get(name)!r} there, {wanted.get(name)!r} here"
+        for name in names
+        if wanted.get(name) != found.get(name)
+    ]
 
 
 def lookup(cache_dir: Path, facts: dict, suffix: str = ".ep") -> Lookup:
@@ -138,15 +143,23 @@ def lookup(cache_dir: Path, facts: dict, suffix: str = ".ep") -> Lookup:
     sidecar = _read_sidecar(sidecar_path) if sidecar_path.exists() else None
     if sidecar is not None and module_path.is_file():
         if sidecar["facts"] == facts:
-            if sidecar.get("module_sha256", _file_digest(module_path)) != \
-                    _file_digest(module_path):
-                return Lookup(key, module_path, False, f"entry {key} is damaged (its file no "
-                              "longer matches the digest recorded when it was built): not "
-                              "used, rebuilt")
+            if sidecar.get("module_sha256", _file_digest(module_path)) != _file_digest(module_path):
+                return Lookup(
+                    key,
+                    module_path,
+                    False,
+                    f"entry {key} is damaged (its file no "
+                    "longer matches the digest recorded when it was built): not "
+                    "used, rebuilt",
+                )
             return Lookup(key, module_path, True, "hit")
         differences = "; ".join(_differences(facts, sidecar["facts"]))
-        return Lookup(key, module_path, False, f"entry {key} does not match its sidecar "
-                      f"({differences}): not used, rebuilt")
+        return Lookup(
+            key,
+            module_path,
+            False,
+            f"entry {key} does not match its sidecar ({differences}): not used, rebuilt",
+        )
     # a miss: is there an entry for the same build made on another GPU or with other versions?
     wanted_build = build_key(facts)
     for other in sorted(cache_dir.glob("*.json")) if cache_dir.is_dir() else []:
@@ -155,23 +168,40 @@ def lookup(cache_dir: Path, facts: dict, suffix: str = ".ep") -> Lookup:
             env_wanted = {k: facts.get(k) for k in ENVIRONMENT_FACTS}
             env_found = {k: found["facts"].get(k) for k in ENVIRONMENT_FACTS}
             differences = "; ".join(_differences(env_wanted, env_found))
-            return Lookup(key, module_path, False, f"a cached engine for this build was made "
-                          f"elsewhere ({differences}): not used, rebuilt")
+            return Lookup(
+                key,
+                module_path,
+                False,
+                f"a cached engine for this build was made "
+                f"elsewhere ({differences}): not used, rebuilt",
+            )
     return Lookup(key, module_path, False, "no entry")
 
 
-def store(cache_dir: Path, facts: dict, write_module: Callable[[Path], object],
-          report: dict | None = None, suffix: str = ".ep") -> Path:
+def store(
+    cache_dir: Path,
+    facts: dict,
+    write_module: Callable[[Path], object],
+    report: dict | None = None,
+    suffix: str = ".ep",
+) -> Path:
     """Save an entry: ``write_module(tmp_path)`` writes the module, which is then renamed into
     place, and the sidecar follows (written last, so a sidecar always has its module)."""
     cache_dir.mkdir(parents=True, exist_ok=True)
     key = cache_key(facts)
     module_path, sidecar_path = paths(cache_dir, key, suffix)
     write_with(module_path, write_module, suffix=".tmp.pt2")
-    write_json_atomic(sidecar_path, {"schema": SIDECAR_SCHEMA, "key": key,
-                                     "build_key": build_key(facts), "facts": facts,
-                                     "module_sha256": _file_digest(module_path),
-                                     "report": report or {}})
+    write_json_atomic(
+        sidecar_path,
+        {
+            "schema": SIDECAR_SCHEMA,
+            "key": key,
+            "build_key": build_key(facts),
+            "facts": facts,
+            "module_sha256": _file_digest(module_path),
+            "report": report or {},
+        },
+    )
     return module_path
 
 

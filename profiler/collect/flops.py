@@ -37,8 +37,10 @@ def _counted(model: torch.nn.Module, inputs: tuple, device: str) -> tuple[int, d
             return torch.empty_like(t, device="meta")
         return t.detach().to(device)
 
-    named = [*model.named_parameters(remove_duplicate=False),
-             *model.named_buffers(remove_duplicate=False)]
+    named = [
+        *model.named_parameters(remove_duplicate=False),
+        *model.named_buffers(remove_duplicate=False),
+    ]
     tensors = {name: on_device(t) for name, t in named}
     inputs = tuple(on_device(t) if isinstance(t, torch.Tensor) else t for t in inputs)
     from torch.utils.flop_counter import FlopCounterMode  # (triton: only when counting)
@@ -46,8 +48,10 @@ def _counted(model: torch.nn.Module, inputs: tuple, device: str) -> tuple[int, d
     counter = FlopCounterMode(display=False)
     with torch.no_grad(), counter:
         output = torch.func.functional_call(model, tensors, inputs)
-    per_op = {str(op).split(".")[-1] if "." in str(op) else str(op): int(n)
-              for op, n in counter.get_flop_counts().get("Global", {}).items()}
+    per_op = {
+        str(op).split(".")[-1] if "." in str(op) else str(op): int(n)
+        for op, n in counter.get_flop_counts().get("Global", {}).items()
+    }
     outputs = output if isinstance(output, (tuple, list)) else (output,)
     shapes = tuple(tuple(o.shape) for o in outputs if isinstance(o, torch.Tensor))
     return int(counter.get_total_flops()), per_op, shapes
@@ -60,10 +64,15 @@ SMALL_ON_CPU_BYTES = 16 << 20
 
 
 def _small_on_cpu(model: torch.nn.Module, inputs: tuple) -> bool:
-    tensors = [*model.parameters(), *model.buffers(),
-               *(t for t in inputs if isinstance(t, torch.Tensor))]
-    return all(t.device.type == "cpu" for t in tensors) and \
-        sum(t.numel() * t.element_size() for t in tensors) <= SMALL_ON_CPU_BYTES
+    tensors = [
+        *model.parameters(),
+        *model.buffers(),
+        *(t for t in inputs if isinstance(t, torch.Tensor)),
+    ]
+    return (
+        all(t.device.type == "cpu" for t in tensors)
+        and sum(t.numel() * t.element_size() for t in tensors) <= SMALL_ON_CPU_BYTES
+    )
 
 
 @contextlib.contextmanager
@@ -110,9 +119,12 @@ def count(model: torch.nn.Module, inputs: tuple) -> dict:
         try:
             with _without_dynamo():
                 flops, per_op, out_shapes = _counted(model, inputs, "cpu")
-            return {"flops_per_batch": flops, "flops_by_operator": per_op,
-                    "output_shapes": [list(s) for s in out_shapes],
-                    "how": "FlopCounterMode on the eager model (CPU)"}
+            return {
+                "flops_per_batch": flops,
+                "flops_by_operator": per_op,
+                "output_shapes": [list(s) for s in out_shapes],
+                "how": "FlopCounterMode on the eager model (CPU)",
+            }
         except Exception:  # counted again below, as any other model
             pass
     how = "FlopCounterMode on the eager model (meta device)"
@@ -125,22 +137,34 @@ def count(model: torch.nn.Module, inputs: tuple) -> dict:
             with _without_dynamo():
                 flops, per_op, out_shapes = _counted(model, inputs, "cpu")
         except Exception as error:  # the count is extra information: never stop the run
-            return {"error": f"FLOPs not counted: {type(error).__name__}: "
-                             f"{str(error).splitlines()[0][:200] if str(error) else ''}"}
-    return {"flops_per_batch": flops, "flops_by_operator": per_op,
-            "output_shapes": [list(s) for s in out_shapes], "how": how}
+            return {
+                "error": f"FLOPs not counted: {type(error).__name__}: "
+                f"{str(error).splitlines()[0][:200] if str(error) else ''}"
+            }
+    return {
+        "flops_per_batch": flops,
+        "flops_by_operator": per_op,
+        "output_shapes": [list(s) for s in out_shapes],
+        "how": how,
+    }
 
 
-def cached_count(model: torch.nn.Module, inputs: tuple, facts: dict | None,
-                 cache_dir: Path | None) -> dict:
+def cached_count(
+    model: torch.nn.Module, inputs: tuple, facts: dict | None, cache_dir: Path | None
+) -> dict:
     """``count``, read from the cache when ``facts`` (the model's build facts; None for a model
     whose code is not known) found an entry there, else counted and stored. ``cache_dir``:
     None means no cache (--no-cache). An unreadable entry is counted again and replaced."""
     if facts is None or cache_dir is None:
         return count(model, inputs)
-    facts = {"kind": "flops", "schema": CACHE_SCHEMA, **facts,
-             "parameters": engine_cache.cache_key(
-                 [[name, list(t.shape)] for name, t in model.state_dict().items()])}
+    facts = {
+        "kind": "flops",
+        "schema": CACHE_SCHEMA,
+        **facts,
+        "parameters": engine_cache.cache_key(
+            [[name, list(t.shape)] for name, t in model.state_dict().items()]
+        ),
+    }
     found = engine_cache.lookup(cache_dir, facts, CACHE_SUFFIX)
     if found.hit:
         try:
@@ -152,8 +176,12 @@ def cached_count(model: torch.nn.Module, inputs: tuple, facts: dict | None,
     counted = count(model, inputs)
     if "error" not in counted:
         with contextlib.suppress(OSError):  # an unwritable cache costs the next run a count
-            engine_cache.store(cache_dir, facts, lambda tmp: tmp.write_text(
-                json.dumps(counted), encoding="utf-8"), suffix=CACHE_SUFFIX)
+            engine_cache.store(
+                cache_dir,
+                facts,
+                lambda tmp: tmp.write_text(json.dumps(counted), encoding="utf-8"),
+                suffix=CACHE_SUFFIX,
+            )
     return counted
 
 
@@ -168,8 +196,13 @@ def _tensor_bytes(t: torch.Tensor, float_bytes: int) -> int:
     return t.numel() * (float_bytes if t.is_floating_point() else t.element_size())
 
 
-def roofline_inputs(model: torch.nn.Module, inputs: tuple, precision: str,
-                    batch_size: int, counted: dict | None = None) -> dict:
+def roofline_inputs(
+    model: torch.nn.Module,
+    inputs: tuple,
+    precision: str,
+    batch_size: int,
+    counted: dict | None = None,
+) -> dict:
     """FLOPs and minimum bytes of one call of ``model(*inputs)`` (the whole batch): the dict the
     harness stores as result.json ``roofline_inputs``. ``counted``: the FLOP count already made
     (``count`` / ``cached_count``), else it is counted here."""
@@ -177,8 +210,9 @@ def roofline_inputs(model: torch.nn.Module, inputs: tuple, precision: str,
     if "error" in counted:
         return {"error": counted["error"]}
     float_bytes = PRECISION_BYTES.get(precision, 4)
-    weights = sum(_tensor_bytes(p, float_bytes) for p in model.parameters()) + \
-        sum(_tensor_bytes(b, float_bytes) for b in model.buffers())
+    weights = sum(_tensor_bytes(p, float_bytes) for p in model.parameters()) + sum(
+        _tensor_bytes(b, float_bytes) for b in model.buffers()
+    )
     input_bytes = sum(_tensor_bytes(t, float_bytes) for t in inputs if isinstance(t, torch.Tensor))
     output_bytes = sum(_numel(s) for s in counted["output_shapes"]) * float_bytes
     return {
@@ -192,5 +226,5 @@ def roofline_inputs(model: torch.nn.Module, inputs: tuple, precision: str,
         "bytes_per_element": float_bytes,
         "precision": precision,
         "method": counted["how"] + "; min bytes = weights once + inputs + outputs at the run's "
-                                   "precision",
+        "precision",
     }

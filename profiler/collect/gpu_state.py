@@ -62,8 +62,10 @@ def decode_throttle_reasons(mask: int) -> list[str]:
 def pci_bus_id(properties) -> str:
     """NVML's PCI bus id string from an object with ``pci_domain_id``, ``pci_bus_id`` and
     ``pci_device_id`` (torch's CUDA device properties)."""
-    return (f"{properties.pci_domain_id:08X}:{properties.pci_bus_id:02X}:"
-            f"{properties.pci_device_id:02X}.0")
+    return (
+        f"{properties.pci_domain_id:08X}:{properties.pci_bus_id:02X}:"
+        f"{properties.pci_device_id:02X}.0"
+    )
 
 
 def _nvml() -> tuple[ModuleType | None, str | None]:
@@ -91,8 +93,9 @@ def _handle(nvml: ModuleType, device: int | str):
         if device.startswith(("GPU-", "MIG-")):
             return nvml.nvmlDeviceGetHandleByUUID(device)
         return nvml.nvmlDeviceGetHandleByPciBusId(device)
-    visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")
-               if v.strip()]
+    visible = [
+        v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()
+    ]
     if visible and device < len(visible):
         chosen = visible[device]
         if chosen.isdigit():
@@ -111,15 +114,19 @@ def _query(call, *args):
 
 def read_sample(nvml: ModuleType, handle) -> GpuSample:
     """One reading of the SM clock, temperature, power and clock event reasons."""
-    reasons = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) \
+    reasons = (
+        getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
         or nvml.nvmlDeviceGetCurrentClocksThrottleReasons
+    )
     mask = _query(reasons, handle)
     power_mw = _query(nvml.nvmlDeviceGetPowerUsage, handle)
-    return GpuSample(sm_clock_mhz=_query(nvml.nvmlDeviceGetClockInfo, handle, _CLOCK_SM),
-                     temperature_c=_query(nvml.nvmlDeviceGetTemperature, handle, _TEMPERATURE_GPU),
-                     power_w=None if power_mw is None else power_mw / 1000.0,
-                     throttle_mask=mask,
-                     throttle_reasons=[] if mask is None else decode_throttle_reasons(mask))
+    return GpuSample(
+        sm_clock_mhz=_query(nvml.nvmlDeviceGetClockInfo, handle, _CLOCK_SM),
+        temperature_c=_query(nvml.nvmlDeviceGetTemperature, handle, _TEMPERATURE_GPU),
+        power_w=None if power_mw is None else power_mw / 1000.0,
+        throttle_mask=mask,
+        throttle_reasons=[] if mask is None else decode_throttle_reasons(mask),
+    )
 
 
 def _violation_ns(nvml: ModuleType, handle, policy: int) -> int | None:
@@ -160,8 +167,10 @@ class GpuWindow:
             self.state = GpuState(not_recorded=f"no GPU {self.device!r}: {_one_line(e)}")
             return self
         self._nvml = nvml
-        self._violations = (_violation_ns(nvml, self._handle, _POLICY_POWER),
-                            _violation_ns(nvml, self._handle, _POLICY_THERMAL))
+        self._violations = (
+            _violation_ns(nvml, self._handle, _POLICY_POWER),
+            _violation_ns(nvml, self._handle, _POLICY_THERMAL),
+        )
         self._before = read_sample(nvml, self._handle)
         return self
 
@@ -172,16 +181,25 @@ class GpuWindow:
             return
         nvml, handle = self._nvml, self._handle
         after = read_sample(nvml, handle)
-        ends = (_violation_ns(nvml, handle, _POLICY_POWER),
-                _violation_ns(nvml, handle, _POLICY_THERMAL))
-        spent = [None if start is None or end is None else (end - start) / 1e6
-                 for start, end in zip(self._violations, ends)]
+        ends = (
+            _violation_ns(nvml, handle, _POLICY_POWER),
+            _violation_ns(nvml, handle, _POLICY_THERMAL),
+        )
+        spent = [
+            None if start is None or end is None else (end - start) / 1e6
+            for start, end in zip(self._violations, ends)
+        ]
         name = _query(nvml.nvmlDeviceGetName, handle)
         self.state = GpuState(
             device=name.decode() if isinstance(name, bytes) else name,
             max_sm_clock_mhz=_query(nvml.nvmlDeviceGetMaxClockInfo, handle, _CLOCK_SM),
-            before=self._before, after=after, power_limited_ms=spent[0],
-            thermal_limited_ms=spent[1], load_average=load, cpus=cpus)
+            before=self._before,
+            after=after,
+            power_limited_ms=spent[0],
+            thermal_limited_ms=spent[1],
+            load_average=load,
+            cpus=cpus,
+        )
 
 
 def gpu_state_now(device: int | str | None = 0) -> GpuState:
@@ -196,8 +214,11 @@ def machine_settings(device: int | str = 0) -> dict[str, str | None]:
     persistence mode, its application (target) SM clock against the maximum, and the host's
     CPU frequency governor and the CPUs this process may run on. A value that cannot be read
     is None."""
-    settings: dict[str, str | None] = {"persistence_mode": None, "sm_clock_target_mhz": None,
-                                       "max_sm_clock_mhz": None}
+    settings: dict[str, str | None] = {
+        "persistence_mode": None,
+        "sm_clock_target_mhz": None,
+        "max_sm_clock_mhz": None,
+    }
     nvml, why_not = _nvml()
     if nvml is not None and why_not is None:
         try:

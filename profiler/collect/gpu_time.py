@@ -72,9 +72,11 @@ TRIES = 3
 #: the calibration sleep: one ms at the device's rated clock
 CALIBRATION_MS = 1.0
 
-METHOD = ("CUDA events around one call queued behind a torch.cuda._sleep kernel (its work runs "
-          "back to back, launch gaps excluded), as many iterations as the timed window; "
-          "enqueue: perf_counter around the call in the timed window, no sync inside")
+METHOD = (
+    "CUDA events around one call queued behind a torch.cuda._sleep kernel (its work runs "
+    "back to back, launch gaps excluded), as many iterations as the timed window; "
+    "enqueue: perf_counter around the call in the timed window, no sync inside"
+)
 NO_GPU = "no GPU"
 FORWARD_ONLY = "measured for --workload forward only"
 HOST_SYNC = "the call waits for the GPU inside (host sync)"
@@ -82,8 +84,13 @@ HOST_SYNC = "the call waits for the GPU inside (host sync)"
 
 # ---- pure parts: sizing the sleep, one window's accounting, the summary ----------------------
 
-def choose_sleep_ms(enqueue_ms: float, factor: float = SLEEP_FACTOR, floor_ms: float = FLOOR_MS,
-                    cap_ms: float = CAP_MS) -> float:
+
+def choose_sleep_ms(
+    enqueue_ms: float,
+    factor: float = SLEEP_FACTOR,
+    floor_ms: float = FLOOR_MS,
+    cap_ms: float = CAP_MS,
+) -> float:
     """How long to hold the stream for a call that enqueues in ``enqueue_ms``."""
     if not enqueue_ms > 0:  # NaN or nothing measured: the floor
         return floor_ms
@@ -130,8 +137,9 @@ class Tally:
     sleep_ms: float = 0.0  # the longest sleep that held
 
 
-def run_window(attempt: Callable[[float], Attempt], iterations: int, enqueue_estimate_ms: float
-               ) -> Tally:
+def run_window(
+    attempt: Callable[[float], Attempt], iterations: int, enqueue_estimate_ms: float
+) -> Tally:
     """Up to ``iterations`` valid attempts: each invalid one is counted, its sleep grown and
     tried again (``TRIES`` in all); the first iteration failing every try is a host sync, and
     the window ends there. A grown sleep holds for that iteration's tries only: one slow
@@ -164,15 +172,20 @@ def summarise(tally: Tally, enqueue_ms: list[float] | tuple[float, ...] = ()) ->
     (``enqueue_ms``; the held calls' own when the timed window recorded none), with the
     accounting; the reason when nothing valid was measured."""
     if tally.host_sync or not tally.gpu_ms:
-        return GpuCompute(invalid_iterations=tally.invalid, method=METHOD,
-                          not_measured=HOST_SYNC)
+        return GpuCompute(invalid_iterations=tally.invalid, method=METHOD, not_measured=HOST_SYNC)
     gpu, held = sorted(tally.gpu_ms), sorted(tally.enqueue_ms)
     enqueue = sorted(enqueue_ms) or held
-    return GpuCompute(gpu_p50_ms=percentile(gpu, 50), gpu_p90_ms=percentile(gpu, 90),
-                      enqueue_p50_ms=percentile(enqueue, 50),
-                      enqueue_p90_ms=percentile(enqueue, 90), iterations=len(gpu),
-                      invalid_iterations=tally.invalid, sleep_ms=round(tally.sleep_ms, 4),
-                      method=METHOD, held_enqueue_p50_ms=percentile(held, 50))
+    return GpuCompute(
+        gpu_p50_ms=percentile(gpu, 50),
+        gpu_p90_ms=percentile(gpu, 90),
+        enqueue_p50_ms=percentile(enqueue, 50),
+        enqueue_p90_ms=percentile(enqueue, 90),
+        iterations=len(gpu),
+        invalid_iterations=tally.invalid,
+        sleep_ms=round(tally.sleep_ms, 4),
+        method=METHOD,
+        held_enqueue_p50_ms=percentile(held, 50),
+    )
 
 
 @dataclass(frozen=True)
@@ -198,10 +211,17 @@ def window_iterations(timed_iterations: int) -> int:
 
 # ---- on the GPU -----------------------------------------------------------------------------
 
-def measure(fn: Callable[..., Any], inputs: tuple, timed_iterations: int, use_cuda: bool,
-            workload: str = "forward", cuda=None,
-            clock: Callable[[], float] = time.perf_counter,
-            enqueue_ms: list[float] | tuple[float, ...] = ()) -> GpuWindow:
+
+def measure(
+    fn: Callable[..., Any],
+    inputs: tuple,
+    timed_iterations: int,
+    use_cuda: bool,
+    workload: str = "forward",
+    cuda=None,
+    clock: Callable[[], float] = time.perf_counter,
+    enqueue_ms: list[float] | tuple[float, ...] = (),
+) -> GpuWindow:
     """The GPU-time window after the timed one (see the module doc); on a CPU, or for a
     workload other than forward, only why it was not measured. ``enqueue_ms``: the timed
     window's enqueue times. ``cuda`` is torch.cuda (a test passes a simulated device, and its
@@ -217,10 +237,14 @@ def measure(fn: Callable[..., Any], inputs: tuple, timed_iterations: int, use_cu
     per_ms = _calibrate(cuda)
     # the timed window's median enqueue (one slow call cannot size the sleep of the whole
     # window: on the H100, three plain calls made it 0.9-2.7 s long), else a few plain calls
-    estimate = (percentile(sorted(enqueue_ms), 50) if len(enqueue_ms) >= 3
-                else _enqueue_estimate(cuda, fn, inputs, clock))
-    tally = run_window(_attempt(cuda, fn, inputs, per_ms, clock),
-                       window_iterations(timed_iterations), estimate)
+    estimate = (
+        percentile(sorted(enqueue_ms), 50)
+        if len(enqueue_ms) >= 3
+        else _enqueue_estimate(cuda, fn, inputs, clock)
+    )
+    tally = run_window(
+        _attempt(cuda, fn, inputs, per_ms, clock), window_iterations(timed_iterations), estimate
+    )
     cuda.synchronize()
     figures = summarise(tally, enqueue_ms)
     return GpuWindow(figures, () if figures.not_measured else tuple(tally.gpu_ms))

@@ -73,12 +73,16 @@ from profiler.runs.result import GpuCompute, RunResult
 from profiler.runs.samples import ConfigSamples, ProcessWindow, processes_text, spread_of_runs
 
 #: --workload name -> what one step is, how it is timed and checked
-WORKLOADS: dict[str, Callable[[RunContext], Workload]] = {"forward": Forward,
-                                                          "generate": Generate}
+WORKLOADS: dict[str, Callable[[RunContext], Workload]] = {"forward": Forward, "generate": Generate}
 
 
-def run(config: RunConfig, quiet: bool = False, *, command_line: list[str] | None = None,
-        started: float | None = None) -> RunResult:
+def run(
+    config: RunConfig,
+    quiet: bool = False,
+    *,
+    command_line: list[str] | None = None,
+    started: float | None = None,
+) -> RunResult:
     """Run one configuration end to end and return the result written to runs/<run>/result.json.
 
     The run holds the write lock of runs/<run>/ and tb_logs/<run>/ throughout (a second run of
@@ -104,17 +108,28 @@ def run(config: RunConfig, quiet: bool = False, *, command_line: list[str] | Non
     runs.check_separate_roots(config.runs_dir, config.tb_dir)
     run_dir = config.runs_dir / config.run_name
     tb_run_dir = config.tb_dir / config.run_name
-    with folder_lock(run_dir, tb_run_dir, what="run"), models.user_model_errors(config.model), \
-            _memory_errors(config):
+    with (
+        folder_lock(run_dir, tb_run_dir, what="run"),
+        models.user_model_errors(config.model),
+        _memory_errors(config),
+    ):
         for folder in (config.runs_dir, config.tb_dir):
             clean_leftovers(folder)
         runs.check_destination(config)
-        return _run(config, backend, use_cuda, quiet, timer, began - (imports_s or 0.0),
-                    command_line)
+        return _run(
+            config, backend, use_cuda, quiet, timer, began - (imports_s or 0.0), command_line
+        )
 
 
-def _run(config: RunConfig, backend, use_cuda: bool, quiet: bool, timer: Phases,
-         began: float, command_line: list[str] | None) -> RunResult:
+def _run(
+    config: RunConfig,
+    backend,
+    use_cuda: bool,
+    quiet: bool,
+    timer: Phases,
+    began: float,
+    command_line: list[str] | None,
+) -> RunResult:
     """``began``: the perf_counter the run's wall time counts from (imports included)."""
     device = torch.device("cuda" if use_cuda else "cpu")
     progress = window.Progress(quiet)
@@ -123,15 +138,17 @@ def _run(config: RunConfig, backend, use_cuda: bool, quiet: bool, timer: Phases,
     with timer("build"):  # bad models and weights fail here, before any writing
         model, inputs = models.build(config, device)
     built_s = timer.seconds["build"]
-    context = RunContext(config, backend, model, inputs, device, use_cuda, progress.say,
-                         progress.warn)
+    context = RunContext(
+        config, backend, model, inputs, device, use_cuda, progress.say, progress.warn
+    )
     workload = WORKLOADS[config.workload](context)  # refuses what it cannot measure
     roofline_inputs = None
     if workload.counts_flops:  # FLOPs of one forward pass
         with timer("flops"):
             counted = _flop_count(config, model, inputs)
-            roofline_inputs = flops.roofline_inputs(model, inputs, backend.precision,
-                                                    config.batch_size, counted)
+            roofline_inputs = flops.roofline_inputs(
+                model, inputs, backend.precision, config.batch_size, counted
+            )
 
     run_dir = config.runs_dir / config.run_name
     tb_run_dir = config.tb_dir / config.run_name
@@ -145,11 +162,23 @@ def _run(config: RunConfig, backend, use_cuda: bool, quiet: bool, timer: Phases,
         if config.max_rel_error is not None and "skipped" not in collected.numerics:
             why = numerics.exceeds(collected.numerics, config.max_rel_error)
             if why:
-                raise UserError(f"{backend.name} on {config.model} bs{config.batch_size}: {why} "
-                                "against the FP32 eager reference; nothing was written")
+                raise UserError(
+                    f"{backend.name} on {config.model} bs{config.batch_size}: {why} "
+                    "against the FP32 eager reference; nothing was written"
+                )
         with timer("write"):
-            result = _result(config, backend, device, use_cuda, workload, collected, built_s,
-                             precision_flags, roofline_inputs, command_line)
+            result = _result(
+                config,
+                backend,
+                device,
+                use_cuda,
+                workload,
+                collected,
+                built_s,
+                precision_flags,
+                roofline_inputs,
+                command_line,
+            )
             runs.write_result(run_stage, result)
         # written again with the phases, the first writing included (the same few ms again)
         result = _with_phases(result, timer, time.perf_counter() - began)
@@ -186,14 +215,22 @@ class Collected:
     untraced_kernels: dict[str, int] | None = None
 
 
-def collect(workload: Workload, context: RunContext, progress: window.Progress,
-            run_stage: Path, tb_stage: Path, timer: Phases) -> Collected:
+def collect(
+    workload: Workload,
+    context: RunContext,
+    progress: window.Progress,
+    run_stage: Path,
+    tb_stage: Path,
+    timer: Phases,
+) -> Collected:
     """The phases in order (profiler.collect.window), for any workload: prepare, warm-up,
     timed, profile, after windows, numerics, the files, repeat windows; each one's seconds
     added to ``timer``."""
     config, backend, use_cuda = context.config, context.backend, context.use_cuda
-    progress.say(f"[bold]{config.model} {backend.name} bs{config.batch_size}{workload.label}"
-                 f"[/bold] on {device_name(use_cuda)}")
+    progress.say(
+        f"[bold]{config.model} {backend.name} bs{config.batch_size}{workload.label}"
+        f"[/bold] on {device_name(use_cuda)}"
+    )
     workload.before_prepare(timer)
     step, prepare_s, first_call_s = window.prepare(workload, use_cuda, progress)
     timer.add("prepare", prepare_s)
@@ -206,11 +243,11 @@ def collect(workload: Workload, context: RunContext, progress: window.Progress,
         estimate_ms = window.warm_up(plan, step, use_cuda, progress)
     with timer("timed"):
         began = time.perf_counter()
-        timed = window.timed(workload, step, plan, estimate_ms, config.batch_size, use_cuda,
-                             progress)
+        timed = window.timed(
+            workload, step, plan, estimate_ms, config.batch_size, use_cuda, progress
+        )
         if config.target_noise is not None:
-            timed = target.extend_window(workload, step, timed, config, use_cuda, progress,
-                                         began)
+            timed = target.extend_window(workload, step, timed, config, use_cuda, progress, began)
     gpu_window = _gpu_time(config, step, timed, use_cuda, progress, timer)
     untraced_kernels = _untraced_call(config, step, use_cuda, progress, timer)
     activities, trace_files = window.profile(config, step, use_cuda, progress, tb_stage, timer)
@@ -218,8 +255,9 @@ def collect(workload: Workload, context: RunContext, progress: window.Progress,
     with nvtx_range("numerics"), timer("numerics"):
         numeric_check, output = workload.check(step, timed.output)
     with timer("write"):
-        window.write_latency_csv(run_stage, list(timed.window.latencies_ms),
-                                 gpu_window.gpu_ms, timed.enqueue_ms)
+        window.write_latency_csv(
+            run_stage, list(timed.window.latencies_ms), gpu_window.gpu_ms, timed.enqueue_ms
+        )
         artifacts = artifacts + workload.write(run_stage, timed.details)
     spread, reached = None, None
     own = ProcessWindow(tuple(timed.window.latencies_ms), gpu_window.gpu_ms, timed.enqueue_ms)
@@ -229,81 +267,129 @@ def collect(workload: Workload, context: RunContext, progress: window.Progress,
     if config.target_noise is not None:
         with timer("repeat_runs"):
             windows, reached = target.more_processes(config, own, timed, progress, began)
-            spread = _record_windows(windows, progress, run_stage,
-                                     f"--target-noise {config.target_noise:g}: the run's window,"
-                                     " then windows in fresh processes until the p50 interval "
-                                     "was within it or the budget ran out")
-    return Collected(prepare_s, first_call_s, timed, output, activities, trace_files, notes,
-                     artifacts, numeric_check, spread, reached, gpu_window.figures,
-                     untraced_kernels)
+            spread = _record_windows(
+                windows,
+                progress,
+                run_stage,
+                f"--target-noise {config.target_noise:g}: the run's window,"
+                " then windows in fresh processes until the p50 interval "
+                "was within it or the budget ran out",
+            )
+    return Collected(
+        prepare_s,
+        first_call_s,
+        timed,
+        output,
+        activities,
+        trace_files,
+        notes,
+        artifacts,
+        numeric_check,
+        spread,
+        reached,
+        gpu_window.figures,
+        untraced_kernels,
+    )
 
 
-def _untraced_call(config: RunConfig, step, use_cuda: bool, progress: window.Progress,
-                   timer: Phases) -> dict[str, int] | None:
+def _untraced_call(
+    config: RunConfig, step, use_cuda: bool, progress: window.Progress, timer: Phases
+) -> dict[str, int] | None:
     """The kernels of one call with no CPU-side tracing (profiler.collect.untraced), or None
     where that cannot be recorded."""
     if untraced.why_not(use_cuda, config.capture) is not None:
         return None
     with nvtx_range("untraced call"), timer("untraced_call"):
         counts = untraced.record(step.fn, step.inputs, lambda: sync(use_cuda))
-    progress.say(f"  untraced call: {sum(counts.values())} kernel launches of {len(counts)} "
-                 "names (kernel records only; the profiled steps are checked against it)")
+    progress.say(
+        f"  untraced call: {sum(counts.values())} kernel launches of {len(counts)} "
+        "names (kernel records only; the profiled steps are checked against it)"
+    )
     return counts
 
 
-def _gpu_time(config: RunConfig, step, timed: window.Timed, use_cuda: bool,
-              progress: window.Progress, timer: Phases) -> gpu_time.GpuWindow:
+def _gpu_time(
+    config: RunConfig,
+    step,
+    timed: window.Timed,
+    use_cuda: bool,
+    progress: window.Progress,
+    timer: Phases,
+) -> gpu_time.GpuWindow:
     """GPU time in a window of its own after the timed one, and the timed window's enqueue
     time (profiler.collect.gpu_time); on a CPU or for a generation, why not."""
     reason = gpu_time.why_not(use_cuda, config.workload)
     if reason is not None:
         return gpu_time.GpuWindow(GpuCompute(not_measured=reason))
     with nvtx_range("gpu compute"), timer("gpu_compute"):
-        measured = gpu_time.measure(step.fn, step.inputs, len(timed.window.latencies_ms),
-                                    use_cuda, config.workload, enqueue_ms=timed.enqueue_ms)
+        measured = gpu_time.measure(
+            step.fn,
+            step.inputs,
+            len(timed.window.latencies_ms),
+            use_cuda,
+            config.workload,
+            enqueue_ms=timed.enqueue_ms,
+        )
     figures = measured.figures
     if figures.not_measured is None:
-        progress.say(f"  GPU time p50 {figures.gpu_p50_ms:.3f} ms, enqueue p50 "
-                     f"{figures.enqueue_p50_ms:.3f} ms ({figures.iterations} iterations behind "
-                     f"a sleep kernel, {figures.invalid_iterations} redone)")
+        progress.say(
+            f"  GPU time p50 {figures.gpu_p50_ms:.3f} ms, enqueue p50 "
+            f"{figures.enqueue_p50_ms:.3f} ms ({figures.iterations} iterations behind "
+            f"a sleep kernel, {figures.invalid_iterations} redone)"
+        )
     else:
         progress.say(f"  GPU time: not measured ({figures.not_measured})")
     return measured
 
 
-def _repeat_spread(config: RunConfig, own: ProcessWindow, timed: window.Timed,
-                   progress: window.Progress, run_stage: Path) -> runs.RepeatSpread:
+def _repeat_spread(
+    config: RunConfig,
+    own: ProcessWindow,
+    timed: window.Timed,
+    progress: window.Progress,
+    run_stage: Path,
+) -> runs.RepeatSpread:
     """--repeat-runs: more timed windows in fresh processes, one after another."""
     more = repeat_window.repeat(config, len(own.latency_ms), timed.plan.warmup, progress.say)
     samples = ConfigSamples((own, *more))
-    return _record_windows(samples, progress, run_stage,
-                           f"--repeat-runs {len(samples)}: the run's window, then each repeat "
-                           "in a fresh process, one after another")
+    return _record_windows(
+        samples,
+        progress,
+        run_stage,
+        f"--repeat-runs {len(samples)}: the run's window, then each repeat "
+        "in a fresh process, one after another",
+    )
 
 
-def _record_windows(samples: ConfigSamples, progress: window.Progress, run_stage: Path,
-                    schedule: str) -> runs.RepeatSpread:
+def _record_windows(
+    samples: ConfigSamples, progress: window.Progress, run_stage: Path, schedule: str
+) -> runs.RepeatSpread:
     """Every window into processes.csv; the spread of their p50s."""
     p50s = samples.medians("latency")
     write_text_atomic(run_stage / runs.PROCESSES_CSV, processes_text(samples))
-    spread = spread_of_runs(p50s, samples_csv=runs.PROCESSES_CSV, schedule=schedule,
-                            samples=samples)
-    progress.say(f"  p50 over {len(p50s)} processes: {min(p50s):.3f} to {max(p50s):.3f} ms "
-                 f"({spread.range_pct_of_median:.1f} % of the median)")
+    spread = spread_of_runs(
+        p50s, samples_csv=runs.PROCESSES_CSV, schedule=schedule, samples=samples
+    )
+    progress.say(
+        f"  p50 over {len(p50s)} processes: {min(p50s):.3f} to {max(p50s):.3f} ms "
+        f"({spread.range_pct_of_median:.1f} % of the median)"
+    )
     return spread
 
 
 def _flop_count(config: RunConfig, model, inputs) -> dict:
     """The FLOP count, from the cache where it may be kept (a built-in model, --cache)."""
     facts = models.build_facts(config, inputs) if models.is_builtin(config) else None
-    cache_dir = engine_cache.entries_dir(config.cache_dir, flops.CACHE_KIND) \
-        if config.use_cache else None
+    cache_dir = (
+        engine_cache.entries_dir(config.cache_dir, flops.CACHE_KIND) if config.use_cache else None
+    )
     return flops.cached_count(model, inputs, facts, cache_dir)
 
 
 def _with_phases(result: RunResult, timer: Phases, wall_s: float) -> RunResult:
-    timing_stats = msgspec.structs.replace(result.timing, phases_s=phases.ordered(timer.seconds),
-                                           wall_s=round(wall_s, 3))
+    timing_stats = msgspec.structs.replace(
+        result.timing, phases_s=phases.ordered(timer.seconds), wall_s=round(wall_s, 3)
+    )
     return msgspec.structs.replace(result, timing=timing_stats)
 
 
@@ -323,13 +409,18 @@ def _memory_errors(config: RunConfig):
         kind = out_of_memory_kind(error)
         if kind is None:
             raise
-        asked = re.search(r"(?:tried to allocate|requested buffer of size) ([0-9.]+ ?[A-Za-z]*)",
-                          str(error), re.IGNORECASE)
+        asked = re.search(
+            r"(?:tried to allocate|requested buffer of size) ([0-9.]+ ?[A-Za-z]*)",
+            str(error),
+            re.IGNORECASE,
+        )
         amount = f"{asked[1]} bytes" if asked and asked[1].isdigit() else asked and asked[1]
         detail = f", tried to allocate {amount}" if asked else ""
-        raise OutOfMemory(f"{kind} out of memory at batch size {config.batch_size} "
-                          f"({config.backend}, {config.model}{detail}); try a smaller --bs",
-                          kind) from None
+        raise OutOfMemory(
+            f"{kind} out of memory at batch size {config.batch_size} "
+            f"({config.backend}, {config.model}{detail}); try a smaller --bs",
+            kind,
+        ) from None
 
 
 def _describe_output(output) -> dict:
@@ -338,14 +429,26 @@ def _describe_output(output) -> dict:
     if first is None:
         return {"type": type(output).__name__}
     checksum = float(first.float().sum().item())
-    return {"shape": list(first.shape), "dtype": str(first.dtype).replace("torch.", ""),
-            "checksum": checksum, "finite": bool(torch.isfinite(first).all().item())}
+    return {
+        "shape": list(first.shape),
+        "dtype": str(first.dtype).replace("torch.", ""),
+        "checksum": checksum,
+        "finite": bool(torch.isfinite(first).all().item()),
+    }
 
 
-def _result(config: RunConfig, backend, device, use_cuda: bool, workload: Workload,
-            c: Collected, built_s: float, precision_flags: dict,
-            roofline_inputs: dict | None = None,
-            command_line: list[str] | None = None) -> RunResult:
+def _result(
+    config: RunConfig,
+    backend,
+    device,
+    use_cuda: bool,
+    workload: Workload,
+    c: Collected,
+    built_s: float,
+    precision_flags: dict,
+    roofline_inputs: dict | None = None,
+    command_line: list[str] | None = None,
+) -> RunResult:
     """Everything measured, as the typed run contract (profiler.runs.result.RunResult)."""
     env = metadata.environment(torch, command_line)
     env["nvtx"] = HAS_NVTX
@@ -355,52 +458,91 @@ def _result(config: RunConfig, backend, device, use_cuda: bool, workload: Worklo
     generation = workload.generation(c.timed.window, c.timed.details)
     engine_memory = notes.pop("engine_memory", None)
     facts = runs.BackendFacts(
-        name=backend.name, family=backend.family, precision=backend.precision,
-        compile_s=notes.pop("compile_s", None), cache_load_s=notes.pop("load_s", None),
-        warnings=list(notes.pop("warnings", [])), artifacts=c.artifacts,
-        engine_memory=None if engine_memory is None else _typed(engine_memory,
-                                                                runs.EngineMemory),
-        extra=notes)
+        name=backend.name,
+        family=backend.family,
+        precision=backend.precision,
+        compile_s=notes.pop("compile_s", None),
+        cache_load_s=notes.pop("load_s", None),
+        warnings=list(notes.pop("warnings", [])),
+        artifacts=c.artifacts,
+        engine_memory=None if engine_memory is None else _typed(engine_memory, runs.EngineMemory),
+        extra=notes,
+    )
     plan = c.timed.plan
     timing_stats = c.timed.window.timing_stats(
-        repeat_runs=c.repeat_spread, prepare_s=c.prepare_s, first_call_s=c.first_call_s,
-        timer="cuda_event" if use_cuda else "perf_counter", sync=workload.sync,
-        unit=workload.unit, warmup_iters=plan.warmup, model_build_s=built_s,
-        iterations_chosen_by=plan.why, min_time_s=plan.min_time_s, gpu_compute=c.gpu_compute)
+        repeat_runs=c.repeat_spread,
+        prepare_s=c.prepare_s,
+        first_call_s=c.first_call_s,
+        timer="cuda_event" if use_cuda else "perf_counter",
+        sync=workload.sync,
+        unit=workload.unit,
+        warmup_iters=plan.warmup,
+        model_build_s=built_s,
+        iterations_chosen_by=plan.why,
+        min_time_s=plan.min_time_s,
+        gpu_compute=c.gpu_compute,
+    )
     if c.target is not None and timing_stats.noise is not None:
-        timing_stats = msgspec.structs.replace(timing_stats, noise=msgspec.structs.replace(
-            timing_stats.noise, target=c.target))
+        timing_stats = msgspec.structs.replace(
+            timing_stats, noise=msgspec.structs.replace(timing_stats.noise, target=c.target)
+        )
     floor = read_floor((env.get("gpu") or {}).get("name") or ("cpu" if not use_cuda else None))
     if floor is not None and timing_stats.noise is not None:
-        timing_stats = msgspec.structs.replace(timing_stats, noise=msgspec.structs.replace(
-            timing_stats.noise, machine_floor_cv=floor.between_process_cv))
+        timing_stats = msgspec.structs.replace(
+            timing_stats,
+            noise=msgspec.structs.replace(
+                timing_stats.noise, machine_floor_cv=floor.between_process_cv
+            ),
+        )
     memory = runs.Memory(**c.timed.memory, **_engine_memory(facts.engine_memory))
     profile = runs.ProfileInfo(
-        capture=config.capture, activities=[a.name for a in c.activities],
-        schedule=runs.Schedule(wait=config.wait, warmup=config.warmup, active=config.active,
-                               repeat=config.repeat),
-        steps_run=config.profiled_steps, step_span=window.STEP_SPAN,
-        nvtx_domain=NVTX_DOMAIN if HAS_NVTX else None, step_is=workload.unit,
-        phase_spans=workload.phase_spans)
-    trace = runs.TraceInfo(dir=str(tb_run_dir), files=[str(tb_run_dir / f) for f in c.trace_files],
-                           untraced_kernels=c.untraced_kernels) \
-        if c.trace_files else runs.TraceInfo(
-            files=[], skipped=f"--capture {config.capture}: an outside profiler (nsys, ncu) "
-            "records the active steps")
+        capture=config.capture,
+        activities=[a.name for a in c.activities],
+        schedule=runs.Schedule(
+            wait=config.wait, warmup=config.warmup, active=config.active, repeat=config.repeat
+        ),
+        steps_run=config.profiled_steps,
+        step_span=window.STEP_SPAN,
+        nvtx_domain=NVTX_DOMAIN if HAS_NVTX else None,
+        step_is=workload.unit,
+        phase_spans=workload.phase_spans,
+    )
+    trace = (
+        runs.TraceInfo(
+            dir=str(tb_run_dir),
+            files=[str(tb_run_dir / f) for f in c.trace_files],
+            untraced_kernels=c.untraced_kernels,
+        )
+        if c.trace_files
+        else runs.TraceInfo(
+            files=[],
+            skipped=f"--capture {config.capture}: an outside profiler (nsys, ncu) "
+            "records the active steps",
+        )
+    )
     return RunResult(
         run_name=config.run_name,
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        model=config.model, batch_size=config.batch_size, device=str(device),
-        workload=config.workload, config=_typed(config.to_dict(), runs.ConfigRecord),
-        backend=facts, numerics=_typed(c.numerics, runs.Numerics), timing=timing_stats,
+        model=config.model,
+        batch_size=config.batch_size,
+        device=str(device),
+        workload=config.workload,
+        config=_typed(config.to_dict(), runs.ConfigRecord),
+        backend=facts,
+        numerics=_typed(c.numerics, runs.Numerics),
+        timing=timing_stats,
         memory=memory,
-        output=_typed(_describe_output(c.output), runs.OutputInfo), profile=profile,
-        trace=trace, latency_csv=str(run_dir / runs.LATENCY_CSV),
+        output=_typed(_describe_output(c.output), runs.OutputInfo),
+        profile=profile,
+        trace=trace,
+        latency_csv=str(run_dir / runs.LATENCY_CSV),
         environment=_typed(env, runs.Environment),
         precision=_typed(precision_flags, runs.Precision),
         roofline_inputs=_typed(roofline_inputs, runs.RooflineInputs) if roofline_inputs else None,
         generation=None if generation is None else _typed(generation, runs.Generation),
-        gpu_state=c.timed.gpu_state, model_source=model_source.of_imported(config.model))
+        gpu_state=c.timed.gpu_state,
+        model_source=model_source.of_imported(config.model),
+    )
 
 
 def _typed(data: dict, struct: type):
@@ -411,7 +553,7 @@ def _engine_memory(engine: runs.EngineMemory | None) -> dict:
     """The TensorRT engines' device memory, where the backend recorded it."""
     if engine is None:
         return {}
-    return {"engine_device_memory_bytes": engine.engine_device_memory_bytes,
-            "engine_device_memory_why_not": engine.why_not}
-
-
+    return {
+        "engine_device_memory_bytes": engine.engine_device_memory_bytes,
+        "engine_device_memory_why_not": engine.why_not,
+    }

@@ -41,11 +41,15 @@ def refusal(config: RunConfig, device: str, gpu: str | None, here: Here) -> str 
     recorded = _recorded_words(device, gpu)
     on_gpu = here.gpu is not None
     if not device.startswith("cpu") and not on_gpu:
-        return (f"it was recorded on {recorded}; this machine has no GPU torch can use, so its "
-                "config would be timed on the CPU")
+        return (
+            f"it was recorded on {recorded}; this machine has no GPU torch can use, so its "
+            "config would be timed on the CPU"
+        )
     if device.startswith("cpu") and on_gpu:
-        return (f"it was recorded on the CPU; this machine has a GPU ({here.gpu}), where its "
-                "config would be timed: hide it (CUDA_VISIBLE_DEVICES=) to time both on the CPU")
+        return (
+            f"it was recorded on the CPU; this machine has a GPU ({here.gpu}), where its "
+            "config would be timed: hide it (CUDA_VISIBLE_DEVICES=) to time both on the CPU"
+        )
     backend = backends.get(config.backend)
     reason = backend.unavailable_reason(on_gpu)
     if reason:

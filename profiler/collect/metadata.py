@@ -13,9 +13,20 @@ from pathlib import Path
 from profiler import SOURCE_ROOT
 
 # distributions whose versions matter to a result, when installed
-_DISTRIBUTIONS = ("torch", "torchvision", "triton", "transformers", "nvtx", "torch-tensorrt",
-                  "torch-tensorrt-rtx", "tensorrt", "tensorrt-cu12", "tensorrt-cu13",
-                  "tensorrt-rtx", "tensorrt-rtx-cu13")
+_DISTRIBUTIONS = (
+    "torch",
+    "torchvision",
+    "triton",
+    "transformers",
+    "nvtx",
+    "torch-tensorrt",
+    "torch-tensorrt-rtx",
+    "tensorrt",
+    "tensorrt-cu12",
+    "tensorrt-cu13",
+    "tensorrt-rtx",
+    "tensorrt-rtx-cu13",
+)
 
 
 def package_versions() -> dict[str, str]:
@@ -55,8 +66,7 @@ def prefetch() -> None:
     ``gpu_facts`` then read the answers instead of asking again."""
     if _ANSWERS:
         return
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=2,
-                                                 thread_name_prefix="metadata")
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="metadata")
     _ANSWERS["git"] = pool.submit(git_commit)
     _ANSWERS["driver"] = pool.submit(driver_version)
     pool.shutdown(wait=False)
@@ -114,7 +124,6 @@ def environment(torch, command_line: list[str] | None = None) -> dict:
         "python": platform.python_version(),
         "platform": platform.platform(),
         "hostname": socket.gethostname(),
-        "command_line": list(command_line) if command_line is not None
-        else this_command_line(),
+        "command_line": list(command_line) if command_line is not None else this_command_line(),
         "git": _answer("git", git_commit),
     }

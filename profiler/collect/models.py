@@ -57,12 +57,14 @@ def _distilbert(config: RunConfig) -> Built:
         from transformers import DistilBertConfig, DistilBertForSequenceClassification
     except ImportError:
         raise UserError(
-            'the distilbert model needs transformers: pip install -e ".[nlp]"') from None
+            'the distilbert model needs transformers: pip install -e ".[nlp]"'
+        ) from None
     hf_config = DistilBertConfig(max_position_embeddings=max(512, config.seq_len))
     hf_config.num_labels = 2
     model = _LogitsOnly(DistilBertForSequenceClassification(hf_config))
-    input_ids = torch.randint(1, hf_config.vocab_size, (config.batch_size, config.seq_len),
-                              device=HOST)
+    input_ids = torch.randint(
+        1, hf_config.vocab_size, (config.batch_size, config.seq_len), device=HOST
+    )
     attention_mask = torch.ones(config.batch_size, config.seq_len, dtype=torch.long, device=HOST)
     return model, (input_ids, attention_mask)
 
@@ -87,16 +89,28 @@ class Seq2SeqTransformer(nn.Module):
     """An ``nn.Transformer`` encoder-decoder as used for translation: token embeddings, sinusoidal
     positions, a causal mask on the target, and a projection to the target vocabulary."""
 
-    def __init__(self, vocab: int = 10000, d_model: int = 512, heads: int = 8, layers: int = 6,
-                 max_len: int = 1024) -> None:
+    def __init__(
+        self,
+        vocab: int = 10000,
+        d_model: int = 512,
+        heads: int = 8,
+        layers: int = 6,
+        max_len: int = 1024,
+    ) -> None:
         super().__init__()
         self.d_model = d_model
         self.src_embed = nn.Embedding(vocab, d_model)
         self.tgt_embed = nn.Embedding(vocab, d_model)
         self.positions = _PositionalEncoding(d_model, max_len)
         self.transformer = nn.Transformer(
-            d_model=d_model, nhead=heads, num_encoder_layers=layers, num_decoder_layers=layers,
-            dim_feedforward=4 * d_model, dropout=0.0, batch_first=True)
+            d_model=d_model,
+            nhead=heads,
+            num_encoder_layers=layers,
+            num_decoder_layers=layers,
+            dim_feedforward=4 * d_model,
+            dropout=0.0,
+            batch_first=True,
+        )
         self.generator = nn.Linear(d_model, vocab)
 
     @property
@@ -114,8 +128,9 @@ class Seq2SeqTransformer(nn.Module):
         do not change it."""
         tgt_x = self.positions(self.tgt_embed(tgt) * math.sqrt(self.d_model))
         length = tgt.size(1)
-        causal = torch.triu(torch.full((length, length), float("-inf"), device=tgt.device,
-                                       dtype=tgt_x.dtype), 1)
+        causal = torch.triu(
+            torch.full((length, length), float("-inf"), device=tgt.device, dtype=tgt_x.dtype), 1
+        )
         # saying the mask is causal spares nn.Transformer a data-dependent check of the mask,
         # which graph capture (torch.export, used by Torch-TensorRT) cannot trace
         return self.transformer.decoder(tgt_x, memory, tgt_mask=causal, tgt_is_causal=True)
@@ -165,8 +180,16 @@ def _gpt2(config: RunConfig) -> Built:
         from transformers import GPT2Config, GPT2LMHeadModel
     except ImportError:
         raise UserError('the gpt2 model needs transformers: pip install -e ".[nlp]"') from None
-    hf_config = GPT2Config(vocab_size=GPT2_VOCAB, n_positions=1024, n_embd=768, n_layer=12,
-                           n_head=12, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    hf_config = GPT2Config(
+        vocab_size=GPT2_VOCAB,
+        n_positions=1024,
+        n_embd=768,
+        n_layer=12,
+        n_head=12,
+        resid_pdrop=0.0,
+        embd_pdrop=0.0,
+        attn_pdrop=0.0,
+    )
     model = CausalLM(GPT2LMHeadModel(hf_config))
     length = config.prompt_len if workload(config.workload).prompts else config.seq_len
     return model, (torch.randint(0, GPT2_VOCAB, (config.batch_size, length), device=HOST),)
@@ -188,30 +211,45 @@ def _custom(spec: str, config: RunConfig) -> Built:
     try:
         module = importlib.import_module(module_name)
     except Exception as error:  # any import failure is the user's module, not ours
-        raise UserError(f"--model {spec}: cannot import {module_name!r} ({type(error).__name__}: "
-                        f"{error})") from None
+        raise UserError(
+            f"--model {spec}: cannot import {module_name!r} ({type(error).__name__}: {error})"
+        ) from None
     func = getattr(module, func_name, None)
     if not callable(func):
         raise UserError(f"--model {spec}: {module_name!r} has no function {func_name!r}")
-    offered = {"batch_size": config.batch_size, "image_size": config.image_size,
-               "seq_len": config.seq_len, "src_len": config.src_len,
-               "prompt_len": config.prompt_len}
+    offered = {
+        "batch_size": config.batch_size,
+        "image_size": config.image_size,
+        "seq_len": config.seq_len,
+        "src_len": config.src_len,
+        "prompt_len": config.prompt_len,
+    }
     params = inspect.signature(func).parameters
     kwargs = {key: value for key, value in offered.items() if key in params}
     built = func(**kwargs)
-    if (not isinstance(built, tuple) or len(built) != 2 or not isinstance(built[0], nn.Module)):
-        raise UserError(f"--model {spec} must return (model, example_inputs) with an nn.Module "
-                        f"first; it returned {type(built).__name__}")
+    if not isinstance(built, tuple) or len(built) != 2 or not isinstance(built[0], nn.Module):
+        raise UserError(
+            f"--model {spec} must return (model, example_inputs) with an nn.Module "
+            f"first; it returned {type(built).__name__}"
+        )
     model, inputs = built
     if isinstance(inputs, torch.Tensor):
         inputs = (inputs,)
     if not isinstance(inputs, (tuple, list)) or not all(
-            isinstance(t, torch.Tensor) for t in inputs):
-        shown = type(inputs).__name__ if not isinstance(inputs, (tuple, list)) else \
-            "a " + type(inputs).__name__ + " of " + ", ".join(
-                sorted({type(t).__name__ for t in inputs}))
-        raise UserError(f"--model {spec} must return example_inputs as a tensor or a tuple of "
-                        f"tensors; it returned {shown}")
+        isinstance(t, torch.Tensor) for t in inputs
+    ):
+        shown = (
+            type(inputs).__name__
+            if not isinstance(inputs, (tuple, list))
+            else "a "
+            + type(inputs).__name__
+            + " of "
+            + ", ".join(sorted({type(t).__name__ for t in inputs}))
+        )
+        raise UserError(
+            f"--model {spec} must return example_inputs as a tensor or a tuple of "
+            f"tensors; it returned {shown}"
+        )
     return model, tuple(inputs)
 
 
@@ -229,16 +267,20 @@ def user_model_errors(spec: str) -> Iterator[None]:
     except UserError:
         raise
     except SystemExit as stop:
-        raise UserError(f"--model {spec} called sys.exit({stop.code!r}){_where(stop, spec)}; "
-                        "nothing was written") from None
+        raise UserError(
+            f"--model {spec} called sys.exit({stop.code!r}){_where(stop, spec)}; "
+            "nothing was written"
+        ) from None
     except Exception as error:
         if _raised_here(error):
             raise
         message = next((line.strip() for line in str(error).splitlines() if line.strip()), "")
         if len(message) > 300:
             message = message[:297] + "..."
-        raise UserError(f"--model {spec} failed: {type(error).__name__}"
-                        f"{': ' + message if message else ''}{_where(error, spec)}") from None
+        raise UserError(
+            f"--model {spec} failed: {type(error).__name__}"
+            f"{': ' + message if message else ''}{_where(error, spec)}"
+        ) from None
 
 
 def _raised_here(error: BaseException) -> bool:
@@ -248,21 +290,23 @@ def _raised_here(error: BaseException) -> bool:
 
 
 def _where(error: BaseException, spec: str) -> str:
-    """" (at file.py:LINE in function)" for the innermost frame in the user's module."""
+    """ " (at file.py:LINE in function)" for the innermost frame in the user's module."""
     module = sys.modules.get(spec.partition(":")[0])
     source = getattr(module, "__file__", None)
     if not source:
         return ""
     source = str(Path(source).resolve())
-    frames = [f for f in traceback.extract_tb(error.__traceback__)
-              if str(Path(f.filename).resolve()) == source]
+    frames = [
+        f
+        for f in traceback.extract_tb(error.__traceback__)
+        if str(Path(f.filename).resolve()) == source
+    ]
     if not frames:
         return ""
     return f" (at {Path(source).name}:{frames[-1].lineno} in {frames[-1].name})"
 
 
-def build(config: RunConfig, device: torch.device | str | None = None,
-          load: bool = True) -> Built:
+def build(config: RunConfig, device: torch.device | str | None = None, load: bool = True) -> Built:
     """The model in eval mode with seeded random weights (``--weights`` loaded unless ``load``
     is False), and its example inputs on the CPU.
 
@@ -277,8 +321,10 @@ def build(config: RunConfig, device: torch.device | str | None = None,
         with torch.device(device) if device is not None else contextlib.nullcontext():
             model, inputs = MODELS[config.model](config)
     else:
-        raise UserError(f"unknown model {config.model!r}; choose one of: "
-                        f"{', '.join(MODELS)}, or package.module:function")
+        raise UserError(
+            f"unknown model {config.model!r}; choose one of: "
+            f"{', '.join(MODELS)}, or package.module:function"
+        )
     if load and config.weights is not None:
         load_weights(model, config.weights)
     return model.eval(), inputs
@@ -296,13 +342,16 @@ def build_facts(config: RunConfig, inputs: tuple) -> dict:
     from profiler.collect import metadata
 
     versions = metadata.package_versions()
-    code = b"".join(Path(__file__).with_name(name).read_bytes()
-                    for name in ("models.py", "resnet.py"))
-    return {"model": config.model, "workload": config.workload,
-            "model_code": hashlib.sha256(code).hexdigest()[:16],
-            "inputs": [[list(t.shape), str(t.dtype).replace("torch.", "")] for t in inputs],
-            "versions": {name: versions.get(name) for name in ("torch", "torchvision",
-                                                               "transformers")}}
+    code = b"".join(
+        Path(__file__).with_name(name).read_bytes() for name in ("models.py", "resnet.py")
+    )
+    return {
+        "model": config.model,
+        "workload": config.workload,
+        "model_code": hashlib.sha256(code).hexdigest()[:16],
+        "inputs": [[list(t.shape), str(t.dtype).replace("torch.", "")] for t in inputs],
+        "versions": {name: versions.get(name) for name in ("torch", "torchvision", "transformers")},
+    }
 
 
 def load_weights(model: nn.Module, path: Path) -> None:
@@ -311,19 +360,24 @@ def load_weights(model: nn.Module, path: Path) -> None:
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as error:
-        raise UserError(f"--weights {path} is not a loadable state dict ({type(error).__name__}: "
-                        f"{str(error).splitlines()[0] if str(error) else ''})") from None
-    if not isinstance(state, Mapping) or not all(
-            isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()):
         raise UserError(
-            f"--weights {path} is not a state dict (a mapping of string names to tensors)")
+            f"--weights {path} is not a loadable state dict ({type(error).__name__}: "
+            f"{str(error).splitlines()[0] if str(error) else ''})"
+        ) from None
+    if not isinstance(state, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()
+    ):
+        raise UserError(
+            f"--weights {path} is not a state dict (a mapping of string names to tensors)"
+        )
     try:
         result = model.load_state_dict(state, strict=False)
     except RuntimeError as error:  # shape mismatches raise even when strict=False
         first = str(error).strip().splitlines()[-1].strip()
         raise UserError(f"--weights {path} does not fit the model: {first}") from None
     problems = [f"missing {k}" for k in result.missing_keys] + [
-        f"unexpected {k}" for k in result.unexpected_keys]
+        f"unexpected {k}" for k in result.unexpected_keys
+    ]
     if problems:
         more = len(problems) - 3
         shown = ", ".join(problems[:3]) + (f" and {more} more" if more > 0 else "")

@@ -23,9 +23,15 @@ def first_tensor(output):
     of a tuple or list (detached); None when there is none."""
     import torch
 
-    tensors = [output] if isinstance(output, torch.Tensor) else [
-        t for t in (output if isinstance(output, (tuple, list)) else [])
-        if isinstance(t, torch.Tensor)]
+    tensors = (
+        [output]
+        if isinstance(output, torch.Tensor)
+        else [
+            t
+            for t in (output if isinstance(output, (tuple, list)) else [])
+            if isinstance(t, torch.Tensor)
+        ]
+    )
     return tensors[0].detach() if tensors else None
 
 
@@ -35,8 +41,10 @@ def compare(output, reference) -> dict:
     import torch
 
     if tuple(output.shape) != tuple(reference.shape):
-        raise ValueError(f"output shape {tuple(output.shape)} differs from the reference's "
-                         f"{tuple(reference.shape)}")
+        raise ValueError(
+            f"output shape {tuple(output.shape)} differs from the reference's "
+            f"{tuple(reference.shape)}"
+        )
     out = output.detach().to(torch.float64)
     ref = reference.detach().to(device=out.device, dtype=torch.float64)
     finite = bool(torch.isfinite(out).all().item() and torch.isfinite(ref).all().item())
@@ -66,8 +74,13 @@ def compare(output, reference) -> dict:
         result["top1_agreement"] = float(agree.to(torch.float64).mean().item())
         result["top1_over"] = "last dimension, per " + ("row" if out.dim() == 2 else "position")
     if not finite:
-        for name in ("max_abs_error", "mean_abs_error", "rel_l2_error", "cosine_similarity",
-                     "top1_agreement"):
+        for name in (
+            "max_abs_error",
+            "mean_abs_error",
+            "rel_l2_error",
+            "cosine_similarity",
+            "top1_agreement",
+        ):
             result[name] = None
     return result
 

@@ -46,10 +46,18 @@ def machine_facts() -> dict:
     if gpu is None:
         import platform
 
-        return {"device": f"CPU {platform.processor() or platform.machine()}",
-                "driver": None, "torch": torch.__version__, "compute_capability": None}
-    return {"device": gpu["name"], "driver": gpu["driver"], "torch": torch.__version__,
-            "compute_capability": gpu["compute_capability"]}
+        return {
+            "device": f"CPU {platform.processor() or platform.machine()}",
+            "driver": None,
+            "torch": torch.__version__,
+            "compute_capability": None,
+        }
+    return {
+        "device": gpu["name"],
+        "driver": gpu["driver"],
+        "torch": torch.__version__,
+        "compute_capability": gpu["compute_capability"],
+    }
 
 
 def cache_path(facts: dict, folder: Path) -> Path:
@@ -83,8 +91,12 @@ def _matmul_case(name: str, n: int, device: torch.device):
     """(callable, why-not) for one data type; why-not is a reason string when unsupported."""
     gen = torch.Generator(device=device).manual_seed(0)
     if name in ("fp32", "tf32", "fp16", "bf16"):
-        dtype = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16,
-                 "bf16": torch.bfloat16}[name]
+        dtype = {
+            "fp32": torch.float32,
+            "tf32": torch.float32,
+            "fp16": torch.float16,
+            "bf16": torch.bfloat16,
+        }[name]
         if name == "tf32" and device.type != "cuda":
             return None, "TF32 is a CUDA Tensor Core mode"
         a = torch.randn(n, n, device=device, generator=gen).to(dtype)
@@ -98,8 +110,9 @@ def _matmul_case(name: str, n: int, device: torch.device):
         a = torch.randn(n, n, device=device, generator=gen).to(torch.float8_e4m3fn)
         b = torch.randn(n, n, device=device, generator=gen).to(torch.float8_e4m3fn).t()
         one = torch.ones((), device=device)
-        return (lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one,
-                                         out_dtype=torch.bfloat16)), None
+        return (
+            lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+        ), None
     if name == "int8":
         if device.type != "cuda" or not hasattr(torch, "_int_mm"):
             return None, "torch._int_mm needs a CUDA GPU"
@@ -116,10 +129,14 @@ def int8_case(n: int, device, gen):
 
 
 #: the call each matmul times, as the peaks JSON names it
-KERNELS = {"fp32": "torch.mm (cuBLAS, FP32)", "tf32": "torch.mm with TF32 (cuBLAS)",
-           "fp16": "torch.mm (cuBLAS)", "bf16": "torch.mm (cuBLAS)",
-           "fp8": "torch._scaled_mm (cuBLASLt)",
-           "int8": "torch._int_mm (cuBLASLt IMMA; A row-major, B column-major)"}
+KERNELS = {
+    "fp32": "torch.mm (cuBLAS, FP32)",
+    "tf32": "torch.mm with TF32 (cuBLAS)",
+    "fp16": "torch.mm (cuBLAS)",
+    "bf16": "torch.mm (cuBLAS)",
+    "fp8": "torch._scaled_mm (cuBLASLt)",
+    "int8": "torch._int_mm (cuBLASLt IMMA; A row-major, B column-major)",
+}
 
 
 def cuda_kernels(fn) -> list[str] | None:
@@ -130,8 +147,11 @@ def cuda_kernels(fn) -> list[str] | None:
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             fn()
             torch.cuda.synchronize()
-        names = [e.name for e in prof.events()
-                 if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA]
+        names = [
+            e.name
+            for e in prof.events()
+            if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA
+        ]
         return list(dict.fromkeys(names)) or None
     except Exception:  # noqa: BLE001 - naming the kernel is a courtesy; the rate stands
         return None
@@ -154,8 +174,13 @@ def _matmul_rate(name: str, n: int, device, warmup: int, repeats: int) -> dict:
         return {"tflops": None, "why_not": str(error).splitlines()[0][:200]}
     finally:
         torch.backends.cuda.matmul.allow_tf32 = old
-    found = {"tflops": 2 * n**3 / seconds / 1e12, "n": n, "median_s": seconds,
-             "kernel": KERNELS[name], "cuda_kernels": ran}
+    found = {
+        "tflops": 2 * n**3 / seconds / 1e12,
+        "n": n,
+        "median_s": seconds,
+        "kernel": KERNELS[name],
+        "cuda_kernels": ran,
+    }
     if name == "int8":
         found["b_layout"] = "column-major"
     return found
@@ -166,8 +191,11 @@ def _copy_bandwidth(nbytes: int, device, warmup: int, repeats: int) -> dict:
     dst = torch.empty_like(src)
     seconds = _median_seconds(lambda: dst.copy_(src), warmup, repeats, device.type == "cuda")
     moved = 2 * src.numel() * src.element_size()
-    return {"gb_per_s": moved / seconds / 1e9, "bytes": src.numel() * src.element_size(),
-            "median_s": seconds}
+    return {
+        "gb_per_s": moved / seconds / 1e9,
+        "bytes": src.numel() * src.element_size(),
+        "median_s": seconds,
+    }
 
 
 def measure(device: torch.device, sizes: dict, warmup: int = 5, repeats: int = 20) -> dict:
@@ -180,12 +208,16 @@ def measure(device: torch.device, sizes: dict, warmup: int = 5, repeats: int = 2
         "schema": PEAKS_SCHEMA,
         "source": "measured",
         "machine": machine_facts(),
-        "method": {"data": "random (seeded)", "warmup_calls": warmup, "repeats": repeats,
-                   "statistic": "median",
-                   "timer": "CUDA events" if device.type == "cuda" else "perf_counter",
-                   "matmul": "n x n by n x n, 2 n^3 FLOPs",
-                   "copy": "one tensor to another in device memory, 2 x bytes moved (read + "
-                           "write)", "sizes": dict(sizes)},
+        "method": {
+            "data": "random (seeded)",
+            "warmup_calls": warmup,
+            "repeats": repeats,
+            "statistic": "median",
+            "timer": "CUDA events" if device.type == "cuda" else "perf_counter",
+            "matmul": "n x n by n x n, 2 n^3 FLOPs",
+            "copy": "one tensor to another in device memory, 2 x bytes moved (read + write)",
+            "sizes": dict(sizes),
+        },
         "matmul_tflops": {k: v["tflops"] for k, v in matmul.items()},
         "matmul_detail": matmul,
         "copy": _copy_bandwidth(sizes["copy_bytes"], device, warmup, repeats),
@@ -205,8 +237,12 @@ def sizes(matmul_n: int | None = None, copy_mib: int | None = None) -> dict | No
     return chosen
 
 
-def peaks(folder: Path | None = None, refresh: bool = False, sizes: dict | None = None,
-          device: str | None = None) -> tuple[dict, Path, bool]:
+def peaks(
+    folder: Path | None = None,
+    refresh: bool = False,
+    sizes: dict | None = None,
+    device: str | None = None,
+) -> tuple[dict, Path, bool]:
     """Cached ceilings for this machine, measuring them when absent (or ``refresh``).
     Returns (peaks, cache file, measured now)."""
     folder = default_dir() if folder is None else folder

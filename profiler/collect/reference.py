@@ -65,8 +65,13 @@ class Reference:
     def _store(self, cache_dir: Path, facts: dict, output: torch.Tensor) -> None:
         host = output.detach().cpu().contiguous()
         try:
-            engine_cache.store(cache_dir, facts, lambda tmp: torch.save(host, tmp),
-                               report={"shape": list(host.shape)}, suffix=CACHE_SUFFIX)
+            engine_cache.store(
+                cache_dir,
+                facts,
+                lambda tmp: torch.save(host, tmp),
+                report={"shape": list(host.shape)},
+                suffix=CACHE_SUFFIX,
+            )
             self.cache_note = "stored"
         except Exception as error:  # a full disk, an unwritable folder: the run goes on
             self.cache_note = f"not stored ({type(error).__name__}: {first_line(error)})"
@@ -95,18 +100,26 @@ def prepare(config: RunConfig, model: torch.nn.Module) -> Reference:
 def fp32_inputs(inputs: tuple, device) -> tuple:
     """The inputs the reference gets: floating-point ones cast to float32, all on ``device`` in
     the plain (contiguous) layout of FP32 eager."""
-    return tuple((t.to(device=device, dtype=torch.float32) if t.is_floating_point()
-                  else t.to(device)).contiguous() for t in inputs)
+    return tuple(
+        (
+            t.to(device=device, dtype=torch.float32) if t.is_floating_point() else t.to(device)
+        ).contiguous()
+        for t in inputs
+    )
 
 
-def cache_facts(config: RunConfig, weights_sha256: str | None, inputs: tuple,
-                device) -> dict:
+def cache_facts(config: RunConfig, weights_sha256: str | None, inputs: tuple, device) -> dict:
     """Everything that decides the reference output; its cache key is made of these."""
     return {
-        "kind": "fp32_reference", "schema": CACHE_SCHEMA, **models.build_facts(config, inputs),
-        "weights_sha256": weights_sha256, "seed": config.seed, "batch_size": config.batch_size,
+        "kind": "fp32_reference",
+        "schema": CACHE_SCHEMA,
+        **models.build_facts(config, inputs),
+        "weights_sha256": weights_sha256,
+        "seed": config.seed,
+        "batch_size": config.batch_size,
         "inputs_sha256": engine_cache.state_digest({str(i): t for i, t in enumerate(inputs)}),
-        "tf32": config.tf32, "cudnn_benchmark": config.cudnn_benchmark,
+        "tf32": config.tf32,
+        "cudnn_benchmark": config.cudnn_benchmark,
         **device_facts(device),
     }
 
@@ -116,8 +129,12 @@ def device_facts(device) -> dict:
     device = torch.device(device)
     if device.type == "cuda":
         props = torch.cuda.get_device_properties(device)
-        return {"gpu": props.name, "compute_capability": f"{props.major}.{props.minor}",
-                "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version()}
+        return {
+            "gpu": props.name,
+            "compute_capability": f"{props.major}.{props.minor}",
+            "cuda": torch.version.cuda,
+            "cudnn": torch.backends.cudnn.version(),
+        }
     return {"gpu": None, "device": f"{device.type} {platform.machine()}"}
 
 
@@ -135,8 +152,7 @@ def load(cache_dir: Path, facts: dict) -> tuple[torch.Tensor | None, str]:
     return output, "hit"
 
 
-def compute(config: RunConfig, state: dict, inputs: tuple, device,
-            use_cuda: bool) -> torch.Tensor:
+def compute(config: RunConfig, state: dict, inputs: tuple, device, use_cuda: bool) -> torch.Tensor:
     """A fresh build of the model holding ``state`` (the measured model's weights), in FP32 on
     ``device``, called once on ``inputs`` (``fp32_inputs``)."""
     reference_model, _ = models.build(config, device, load=False)
@@ -144,9 +160,15 @@ def compute(config: RunConfig, state: dict, inputs: tuple, device,
     reference_model = reference_model.to(device=device, dtype=torch.float32)
     with torch.inference_mode():
         output = reference_model(*inputs)
-    tensors = [output] if isinstance(output, torch.Tensor) else [
-        t for t in (output if isinstance(output, (tuple, list)) else [])
-        if isinstance(t, torch.Tensor)]
+    tensors = (
+        [output]
+        if isinstance(output, torch.Tensor)
+        else [
+            t
+            for t in (output if isinstance(output, (tuple, list)) else [])
+            if isinstance(t, torch.Tensor)
+        ]
+    )
     if use_cuda:
         torch.cuda.synchronize()
     return tensors[0].detach()

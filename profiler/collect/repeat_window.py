@@ -35,15 +35,25 @@ from profiler.runs.samples import ProcessWindow, window_of
 def child_config(config: RunConfig, iters: int, warmup: int) -> RunConfig:
     """The config a repeat window times: the main window's iterations and warm-up, no
     time-chosen window, no sampling of its own."""
-    return dataclasses.replace(config, iters=iters, timed_warmup=warmup, min_time=None,
-                               repeat_runs=1, target_noise=None, budget=None)
+    return dataclasses.replace(
+        config,
+        iters=iters,
+        timed_warmup=warmup,
+        min_time=None,
+        repeat_runs=1,
+        target_noise=None,
+        budget=None,
+    )
 
 
 def one_window(child: RunConfig, what: str) -> ProcessWindow:
     """One timed window of ``child`` in a fresh process, with its GPU-time window."""
     # Ctrl-C, SIGTERM, SIGHUP (run's as_interrupts): the window's process is stopped too
-    done = signals.run_child([sys.executable, "-m", "profiler.collect.window_child"],
-                             input=json.dumps(config_to_json(child)), env=child_env())
+    done = signals.run_child(
+        [sys.executable, "-m", "profiler.collect.window_child"],
+        input=json.dumps(config_to_json(child)),
+        env=child_env(),
+    )
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise UserError(f"{what} failed: {last}")
@@ -70,23 +80,41 @@ def time_once(config: RunConfig) -> dict:
     set_math_flags(config)
     model, inputs = models.build(config, device)
     progress = window.Progress(quiet=True)
-    workload = Forward(RunContext(config, backends.get(config.backend), model, inputs, device,
-                                  use_cuda, progress.say, progress.warn))
+    workload = Forward(
+        RunContext(
+            config,
+            backends.get(config.backend),
+            model,
+            inputs,
+            device,
+            use_cuda,
+            progress.say,
+            progress.warn,
+        )
+    )
     step, _, _ = window.prepare(workload, use_cuda, progress)
     if config.cuda_graphs:  # the main run's replays, captured the same way
         step = cuda_graphs.capture(step, config.backend, progress.say)
     plan = timing.plan_window(config.iters, config.timed_warmup, None, use_cuda)
     estimate_ms = window.warm_up(plan, step, use_cuda, progress)
-    timed = window.timed(workload, step, plan, estimate_ms, config.batch_size, use_cuda,
-                         progress)
-    gpu = gpu_time.measure(step.fn, step.inputs, len(timed.window.latencies_ms), use_cuda,
-                           config.workload, enqueue_ms=timed.enqueue_ms)
-    return {"latencies_ms": list(timed.window.latencies_ms), "gpu_ms": list(gpu.gpu_ms),
-            "enqueue_ms": list(timed.enqueue_ms),
-            "gpu_redone": gpu.figures.invalid_iterations,
-            "held_enqueue_p50_ms": gpu.figures.held_enqueue_p50_ms,
-            "device": torch.cuda.get_device_name() if use_cuda else "cpu",
-            "gpu_state": msgspec.to_builtins(timed.gpu_state)}
+    timed = window.timed(workload, step, plan, estimate_ms, config.batch_size, use_cuda, progress)
+    gpu = gpu_time.measure(
+        step.fn,
+        step.inputs,
+        len(timed.window.latencies_ms),
+        use_cuda,
+        config.workload,
+        enqueue_ms=timed.enqueue_ms,
+    )
+    return {
+        "latencies_ms": list(timed.window.latencies_ms),
+        "gpu_ms": list(gpu.gpu_ms),
+        "enqueue_ms": list(timed.enqueue_ms),
+        "gpu_redone": gpu.figures.invalid_iterations,
+        "held_enqueue_p50_ms": gpu.figures.held_enqueue_p50_ms,
+        "device": torch.cuda.get_device_name() if use_cuda else "cpu",
+        "gpu_state": msgspec.to_builtins(timed.gpu_state),
+    }
 
 
 def time_cells(cells: list[dict], out=sys.stdout) -> None:

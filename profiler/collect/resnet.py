@@ -30,8 +30,9 @@ class BasicBlock(nn.Module):
 
     expansion = 1
 
-    def __init__(self, inplanes: int, planes: int, stride: int = 1,
-                 downsample: nn.Module | None = None) -> None:
+    def __init__(
+        self, inplanes: int, planes: int, stride: int = 1, downsample: nn.Module | None = None
+    ) -> None:
         super().__init__()
         self.conv1 = _conv3x3(inplanes, planes, stride)
         self.bn1 = nn.BatchNorm2d(planes)
@@ -53,8 +54,9 @@ class Bottleneck(nn.Module):
 
     expansion = 4
 
-    def __init__(self, inplanes: int, planes: int, stride: int = 1,
-                 downsample: nn.Module | None = None) -> None:
+    def __init__(
+        self, inplanes: int, planes: int, stride: int = 1, downsample: nn.Module | None = None
+    ) -> None:
         super().__init__()
         self.conv1 = _conv1x1(inplanes, planes)
         self.bn1 = nn.BatchNorm2d(planes)
@@ -77,8 +79,9 @@ class Bottleneck(nn.Module):
 class ResNet(nn.Module):
     """Stem (7x7 convolution, max pool), four stages of blocks, global average pool, classifier."""
 
-    def __init__(self, block: type[BasicBlock | Bottleneck], layers: list[int],
-                 num_classes: int = 1000) -> None:
+    def __init__(
+        self, block: type[BasicBlock | Bottleneck], layers: list[int], num_classes: int = 1000
+    ) -> None:
         super().__init__()
         self.inplanes = 64
         self.conv1 = nn.Conv2d(3, 64, kernel_size=7, stride=2, padding=3, bias=False)
@@ -98,12 +101,15 @@ class ResNet(nn.Module):
                 nn.init.constant_(module.weight, 1)
                 nn.init.constant_(module.bias, 0)
 
-    def _stage(self, block: type[BasicBlock | Bottleneck], planes: int, blocks: int,
-               stride: int = 1) -> nn.Sequential:
+    def _stage(
+        self, block: type[BasicBlock | Bottleneck], planes: int, blocks: int, stride: int = 1
+    ) -> nn.Sequential:
         downsample = None
         if stride != 1 or self.inplanes != planes * block.expansion:
-            downsample = nn.Sequential(_conv1x1(self.inplanes, planes * block.expansion, stride),
-                                       nn.BatchNorm2d(planes * block.expansion))
+            downsample = nn.Sequential(
+                _conv1x1(self.inplanes, planes * block.expansion, stride),
+                nn.BatchNorm2d(planes * block.expansion),
+            )
         stage = [block(self.inplanes, planes, stride, downsample)]
         self.inplanes = planes * block.expansion
         stage += [block(self.inplanes, planes) for _ in range(1, blocks)]

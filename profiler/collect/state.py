@@ -26,26 +26,26 @@ def snapshot() -> Snapshot:
 
 def torch_flags() -> dict:
     matmul = torch.backends.cuda.matmul
-    return {"matmul_allow_tf32": matmul.allow_tf32,
-            "matmul_fp16_reduced": matmul.allow_fp16_reduced_precision_reduction,
-            "matmul_bf16_reduced": matmul.allow_bf16_reduced_precision_reduction,
-            "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32,
-            "cudnn_benchmark": torch.backends.cudnn.benchmark,
-            "cudnn_deterministic": torch.backends.cudnn.deterministic,
-            "cudnn_enabled": torch.backends.cudnn.enabled,
-            "float32_matmul_precision": torch.get_float32_matmul_precision(),
-            "deterministic": torch.are_deterministic_algorithms_enabled(),
-            "default_dtype": torch.get_default_dtype(),
-            "grad_enabled": torch.is_grad_enabled(),
-            "num_threads": torch.get_num_threads()}
+    return {
+        "matmul_allow_tf32": matmul.allow_tf32,
+        "matmul_fp16_reduced": matmul.allow_fp16_reduced_precision_reduction,
+        "matmul_bf16_reduced": matmul.allow_bf16_reduced_precision_reduction,
+        "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32,
+        "cudnn_benchmark": torch.backends.cudnn.benchmark,
+        "cudnn_deterministic": torch.backends.cudnn.deterministic,
+        "cudnn_enabled": torch.backends.cudnn.enabled,
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "deterministic": torch.are_deterministic_algorithms_enabled(),
+        "default_dtype": torch.get_default_dtype(),
+        "grad_enabled": torch.is_grad_enabled(),
+        "num_threads": torch.get_num_threads(),
+    }
 
 
 def set_torch_flags(flags: dict) -> None:
     torch.backends.cuda.matmul.allow_tf32 = flags["matmul_allow_tf32"]
-    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = \
-        flags["matmul_fp16_reduced"]
-    torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = \
-        flags["matmul_bf16_reduced"]
+    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = flags["matmul_fp16_reduced"]
+    torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = flags["matmul_bf16_reduced"]
     torch.backends.cudnn.allow_tf32 = flags["cudnn_allow_tf32"]
     torch.backends.cudnn.benchmark = flags["cudnn_benchmark"]
     torch.backends.cudnn.deterministic = flags["cudnn_deterministic"]

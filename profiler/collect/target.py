@@ -30,30 +30,44 @@ MIN_PROCESSES = 3
 MAX_CHUNKS = 100
 
 
-def extend_window(workload, step, timed: window.Timed, config: RunConfig, use_cuda: bool,
-                  progress: window.Progress, began: float) -> window.Timed:
+def extend_window(
+    workload,
+    step,
+    timed: window.Timed,
+    config: RunConfig,
+    use_cuda: bool,
+    progress: window.Progress,
+    began: float,
+) -> window.Timed:
     """The timed window grown by chunks until its own interval is within the target."""
     assert config.target_noise is not None  # called with --target-noise only
     target, budget = config.target_noise / 100, config.budget or DEFAULT_BUDGET_S
     latencies = list(timed.window.latencies_ms)
     chunk, output = len(latencies), timed.output
     for _ in range(MAX_CHUNKS):
-        stop = stopping_rule(latencies, target, elapsed_s=time.perf_counter() - began,
-                             budget_s=budget)
+        stop = stopping_rule(
+            latencies, target, elapsed_s=time.perf_counter() - began, budget_s=budget
+        )
         if stop.stop:
             break
         more, _, output = workload.time(step, chunk, use_cuda, lambda: None)
         latencies += list(more)
     grown = TimedWindow(tuple(latencies), timed.window.batch_size)
     if len(latencies) > chunk:
-        progress.say(f"  --target-noise {config.target_noise:g} %: window grown to "
-                     f"{len(latencies)} iterations, p50 {grown.p50_ms:.3f} ms")
+        progress.say(
+            f"  --target-noise {config.target_noise:g} %: window grown to "
+            f"{len(latencies)} iterations, p50 {grown.p50_ms:.3f} ms"
+        )
     return window.Timed(grown, timed.details, output, timed.memory, timed.plan)
 
 
-def more_processes(config: RunConfig, own: ProcessWindow, timed: window.Timed,
-                   progress: window.Progress, began: float
-                   ) -> tuple[ConfigSamples, TargetNoise]:
+def more_processes(
+    config: RunConfig,
+    own: ProcessWindow,
+    timed: window.Timed,
+    progress: window.Progress,
+    began: float,
+) -> tuple[ConfigSamples, TargetNoise]:
     """Windows in fresh processes (the run's own first) until the mean per-process median is
     within the target, at least MIN_PROCESSES; all windows and what was reached."""
     assert config.target_noise is not None  # called with --target-noise only
@@ -66,23 +80,44 @@ def more_processes(config: RunConfig, own: ProcessWindow, timed: window.Timed,
         medians = [m for m in (w.median("latency") for w in windows) if m is not None]
         elapsed = time.perf_counter() - began
         # the budget counts once MIN_PROCESSES windows exist: below that there is no interval
-        stop = stopping_rule(medians, target, elapsed_s=elapsed,
-                             budget_s=budget if len(windows) >= least else math.inf,
-                             min_samples=least)
+        stop = stopping_rule(
+            medians,
+            target,
+            elapsed_s=elapsed,
+            budget_s=budget if len(windows) >= least else math.inf,
+            min_samples=least,
+        )
         if stop.stop:
             break
-        progress.say(f"  --target-noise: window {len(windows) + 1} in a fresh process"
-                     + ("" if stop.half_width == float("inf") else
-                        f" (±{100 * stop.half_width:.1f} % so far)"))
-        windows.append(repeat_window.one_window(child, f"--target-noise: window "
-                                                f"{len(windows) + 1}"))
+        progress.say(
+            f"  --target-noise: window {len(windows) + 1} in a fresh process"
+            + (
+                ""
+                if stop.half_width == float("inf")
+                else f" (±{100 * stop.half_width:.1f} % so far)"
+            )
+        )
+        windows.append(
+            repeat_window.one_window(child, f"--target-noise: window {len(windows) + 1}")
+        )
     reached = stop.reason == REACHED
-    record = TargetNoise(target=target, reached=reached, reason=stop.reason,
-                         half_width=stop.half_width if math.isfinite(stop.half_width) else None,
-                         iterations=len(own.latency_ms),
-                         processes=len(windows), spent_s=round(elapsed, 3), budget_s=budget)
-    progress.say(f"  --target-noise {config.target_noise:g} %: "
-                 + (f"reached ±{100 * stop.half_width:.1f} %" if reached else
-                    f"not reached ({stop.reason}; ±{100 * stop.half_width:.1f} %)")
-                 + f" with {len(windows)} processes of {len(own.latency_ms)} iterations")
+    record = TargetNoise(
+        target=target,
+        reached=reached,
+        reason=stop.reason,
+        half_width=stop.half_width if math.isfinite(stop.half_width) else None,
+        iterations=len(own.latency_ms),
+        processes=len(windows),
+        spent_s=round(elapsed, 3),
+        budget_s=budget,
+    )
+    progress.say(
+        f"  --target-noise {config.target_noise:g} %: "
+        + (
+            f"reached ±{100 * stop.half_width:.1f} %"
+            if reached
+            else f"not reached ({stop.reason}; ±{100 * stop.half_width:.1f} %)"
+        )
+        + f" with {len(windows)} processes of {len(own.latency_ms)} iterations"
+    )
     return ConfigSamples(tuple(windows)), record

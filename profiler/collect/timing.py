@@ -18,10 +18,15 @@ def clock() -> float:
     return time.perf_counter()
 
 
-def time_iterations(fn: Callable[..., Any], inputs: tuple, iters: int, use_cuda: bool,
-                    on_iteration: Callable[[], None] | None = None,
-                    enqueue: list[float] | None = None,
-                    deadline: Deadline | None = None) -> tuple[list[float], Any]:
+def time_iterations(
+    fn: Callable[..., Any],
+    inputs: tuple,
+    iters: int,
+    use_cuda: bool,
+    on_iteration: Callable[[], None] | None = None,
+    enqueue: list[float] | None = None,
+    deadline: Deadline | None = None,
+) -> tuple[list[float], Any]:
     """Run ``fn(*inputs)`` ``iters`` times (with ``deadline``, until it says stop); return
     per-iteration milliseconds and the last output.
 
@@ -122,8 +127,9 @@ class Deadline:
         return iterations >= self.cap or (iterations >= self.floor and elapsed_s >= self.seconds)
 
 
-def plan_window(iters: int | None, timed_warmup: int | None, min_time_s: float | None,
-                use_cuda: bool) -> WindowPlan:
+def plan_window(
+    iters: int | None, timed_warmup: int | None, min_time_s: float | None, use_cuda: bool
+) -> WindowPlan:
     """What was asked for, else the device's defaults (see the policy above)."""
     warmup = timed_warmup if timed_warmup is not None else (GPU_WARMUP if use_cuda else CPU_WARMUP)
     if iters is not None:
@@ -132,8 +138,7 @@ def plan_window(iters: int | None, timed_warmup: int | None, min_time_s: float |
         return WindowPlan(warmup, None, min_time_s, f"--min-time {min_time_s:g} s")
     if use_cuda:
         return WindowPlan(warmup, GPU_ITERS, None, f"GPU default: {GPU_ITERS} iterations")
-    return WindowPlan(warmup, None, CPU_MIN_TIME_S,
-                      f"CPU default: --min-time {CPU_MIN_TIME_S:g} s")
+    return WindowPlan(warmup, None, CPU_MIN_TIME_S, f"CPU default: --min-time {CPU_MIN_TIME_S:g} s")
 
 
 def iterations_for_budget(estimate_ms: float, min_time_s: float) -> int:
@@ -144,8 +149,13 @@ def iterations_for_budget(estimate_ms: float, min_time_s: float) -> int:
     return max(MIN_TIME_ITERS_LOW, min(MIN_TIME_ITERS_HIGH, wanted))
 
 
-def warm_up(fn: Callable[..., Any], inputs: tuple, plan: WindowPlan, use_cuda: bool,
-            on_iteration: Callable[[], None] | None = None) -> float:
+def warm_up(
+    fn: Callable[..., Any],
+    inputs: tuple,
+    plan: WindowPlan,
+    use_cuda: bool,
+    on_iteration: Callable[[], None] | None = None,
+) -> float:
     """Run the warm-up calls; return the median call in ms (the budget's estimate), timed only
     when a budget needs it (one extra timed call when the warm-up count is 0)."""
     if plan.iters is not None:
@@ -160,6 +170,7 @@ def warm_up(fn: Callable[..., Any], inputs: tuple, plan: WindowPlan, use_cuda: b
 
 # ---- peak memory of the timed window -----------------------------------------------------------
 
+
 def reset_peak_memory(use_cuda: bool) -> None:
     if use_cuda:
         import torch
@@ -171,13 +182,14 @@ def reset_peak_memory(use_cuda: bool) -> None:
 def peak_memory(use_cuda: bool) -> dict:
     """Peak bytes allocated and reserved by PyTorch's caching allocator since the reset."""
     if not use_cuda:
-        return {"peak_allocated_bytes": None, "peak_reserved_bytes": None,
-                "scope": "n/a (CPU)"}
+        return {"peak_allocated_bytes": None, "peak_reserved_bytes": None, "scope": "n/a (CPU)"}
     import torch
 
     torch.cuda.synchronize()
-    return {"peak_allocated_bytes": int(torch.cuda.max_memory_allocated()),
-            "peak_reserved_bytes": int(torch.cuda.max_memory_reserved()),
-            "scope": "timed window (torch.cuda.reset_peak_memory_stats before, "
-                     "max_memory_allocated/reserved after); memory TensorRT allocates outside "
-                     "PyTorch's allocator is not included"}
+    return {
+        "peak_allocated_bytes": int(torch.cuda.max_memory_allocated()),
+        "peak_reserved_bytes": int(torch.cuda.max_memory_reserved()),
+        "scope": "timed window (torch.cuda.reset_peak_memory_stats before, "
+        "max_memory_allocated/reserved after); memory TensorRT allocates outside "
+        "PyTorch's allocator is not included",
+    }

@@ -32,8 +32,11 @@ KERNEL = "kernel"
 def kernel_counts(trace: dict) -> dict[str, int]:
     """Kernel name -> launches, from an exported chrome trace: complete events of category
     ``kernel``; memcpy, memset and CPU records are left out, as the kernel table leaves them."""
-    counts = Counter(str(e.get("name")) for e in trace.get("traceEvents", [])
-                     if isinstance(e, dict) and e.get("ph") == "X" and e.get("cat") == KERNEL)
+    counts = Counter(
+        str(e.get("name"))
+        for e in trace.get("traceEvents", [])
+        if isinstance(e, dict) and e.get("ph") == "X" and e.get("cat") == KERNEL
+    )
     return dict(sorted(counts.items()))
 
 

@@ -66,15 +66,21 @@ class Progress:
             return
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-        with Progress("[progress.description]{task.description}", BarColumn(),
-                      MofNCompleteColumn(), TimeElapsedColumn(), console=self.console,
-                      transient=True) as progress:
+        with Progress(
+            "[progress.description]{task.description}",
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=self.console,
+            transient=True,
+        ) as progress:
             task = progress.add_task(label, total=total)
             yield lambda: progress.advance(task)
 
 
-def prepare(workload: Workload, use_cuda: bool, progress: Progress
-            ) -> tuple[Prepared, float, float]:
+def prepare(
+    workload: Workload, use_cuda: bool, progress: Progress
+) -> tuple[Prepared, float, float]:
     """prepare: the workload's step (the backend compiles or builds here), then a first call
     (compilers compile there), each timed with a synchronize at the end."""
     with nvtx_range("prepare"):
@@ -92,8 +98,7 @@ def prepare(workload: Workload, use_cuda: bool, progress: Progress
     return step, prepare_s, first_call_s
 
 
-def warm_up(plan: timing.WindowPlan, step: Prepared, use_cuda: bool,
-            progress: Progress) -> float:
+def warm_up(plan: timing.WindowPlan, step: Prepared, use_cuda: bool, progress: Progress) -> float:
     """The untimed warm-up; returns the estimate of one call (ms) a time budget needs."""
     with nvtx_range("warmup"), progress.bar("warmup", plan.warmup) as tick:
         estimate_ms = timing.warm_up(step.fn, step.inputs, plan, use_cuda, tick)
@@ -120,24 +125,40 @@ class Timed:
         return tuple(getattr(self.details, "enqueue_ms", ()))
 
 
-def timed(workload: Workload, step: Prepared, plan: timing.WindowPlan, estimate_ms: float,
-          batch_size: int, use_cuda: bool, progress: Progress) -> Timed:
+def timed(
+    workload: Workload,
+    step: Prepared,
+    plan: timing.WindowPlan,
+    estimate_ms: float,
+    batch_size: int,
+    use_cuda: bool,
+    progress: Progress,
+) -> Timed:
     """The timed window: as many iterations as the plan says, each timed as the workload times
     one step; its record built here, its figures and noise warnings printed."""
     deadline = plan.deadline
     timing.reset_peak_memory(use_cuda)
-    with gpu_window(use_cuda) as gpu, nvtx_range("timed"), \
-            progress.bar("timed", plan.iterations(estimate_ms)) as tick:
+    with (
+        gpu_window(use_cuda) as gpu,
+        nvtx_range("timed"),
+        progress.bar("timed", plan.iterations(estimate_ms)) as tick,
+    ):
         began = timing.clock()
         latencies, details, output = workload.time(
-            step, deadline.cap if deadline else plan.iterations(estimate_ms), use_cuda, tick,
-            deadline)
+            step,
+            deadline.cap if deadline else plan.iterations(estimate_ms),
+            use_cuda,
+            tick,
+            deadline,
+        )
         elapsed_s = timing.clock() - began
     memory = timing.peak_memory(use_cuda)
     window = TimedWindow(tuple(latencies), batch_size)
     figures = workload.figures(window, details)
-    progress.say(f"  timed {len(latencies)} {workload.iterations} in {elapsed_s:.1f} s "
-                 f"({plan.why}): {figures}, CV {100 * window.noise.cv:.1f} %")
+    progress.say(
+        f"  timed {len(latencies)} {workload.iterations} in {elapsed_s:.1f} s "
+        f"({plan.why}): {figures}, CV {100 * window.noise.cv:.1f} %"
+    )
     if deadline is not None:  # what the budget did, in the record too
         plan = dataclasses.replace(plan, why=plan.done(elapsed_s))
     for warning in window.noise.warnings:
@@ -158,8 +179,14 @@ def gpu_window(use_cuda: bool) -> gpu_state.GpuWindow:
         return gpu_state.GpuWindow(index)
 
 
-def profile(config: RunConfig, step: Prepared, use_cuda: bool, progress: Progress,
-            tb_stage: Path, timer: Phases) -> tuple[list, list[str]]:
+def profile(
+    config: RunConfig,
+    step: Prepared,
+    use_cuda: bool,
+    progress: Progress,
+    tb_stage: Path,
+    timer: Phases,
+) -> tuple[list, list[str]]:
     """The profiled steps, as --capture asks: the activities and trace files (none with
     cuda-profiler-api)."""
     if config.capture == "torch":
@@ -174,8 +201,14 @@ def worker_name(config: RunConfig) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "_", config.model) or "worker"
 
 
-def profile_with_torch(config: RunConfig, step: Prepared, use_cuda: bool, progress: Progress,
-                       tb_stage: Path, timer: Phases | None = None):
+def profile_with_torch(
+    config: RunConfig,
+    step: Prepared,
+    use_cuda: bool,
+    progress: Progress,
+    tb_stage: Path,
+    timer: Phases | None = None,
+):
     """torch.profiler over the wait/warmup/active/repeat schedule; the trace files' names.
     ``timer`` gets the window as profile, less the trace handler's writing (and the check of
     the files written) as trace_write."""
@@ -185,24 +218,36 @@ def profile_with_torch(config: RunConfig, step: Prepared, use_cuda: bool, progre
     if use_cuda:
         activities.append(torch.profiler.ProfilerActivity.CUDA)
     write_trace = torch.profiler.tensorboard_trace_handler(
-        str(tb_stage), worker_name=worker_name(config), use_gzip=config.gzip)
+        str(tb_stage), worker_name=worker_name(config), use_gzip=config.gzip
+    )
 
     def handler(prof) -> None:
         with writing("trace_write"):
             write_trace(prof)
 
     began = time.perf_counter()
-    schedule = torch.profiler.schedule(wait=config.wait, warmup=config.warmup,
-                                       active=config.active, repeat=config.repeat)
+    schedule = torch.profiler.schedule(
+        wait=config.wait, warmup=config.warmup, active=config.active, repeat=config.repeat
+    )
     # each cycle's trace is exported by the handler, so clearing events between cycles is intended
     warnings.filterwarnings("ignore", message="Warning: Profiler clears events")
-    profiler = torch.profiler.profile(activities=activities, schedule=schedule,
-                                      on_trace_ready=handler, record_shapes=config.record_shapes,
-                                      profile_memory=config.profile_memory,
-                                      with_stack=config.with_stack, with_flops=config.with_flops)
+    profiler = torch.profiler.profile(
+        activities=activities,
+        schedule=schedule,
+        on_trace_ready=handler,
+        record_shapes=config.record_shapes,
+        profile_memory=config.profile_memory,
+        with_stack=config.with_stack,
+        with_flops=config.with_flops,
+    )
     mark_single_rank(profiler)
-    with kineto_quiet(not use_cuda), nvtx_range("profile"), inductor_left_unimported(), \
-            progress.bar("profile", config.profiled_steps) as tick, profiler as prof:
+    with (
+        kineto_quiet(not use_cuda),
+        nvtx_range("profile"),
+        inductor_left_unimported(),
+        progress.bar("profile", config.profiled_steps) as tick,
+        profiler as prof,
+    ):
         for index in range(config.profiled_steps):
             with torch.profiler.record_function(STEP_SPAN), nvtx_range(f"step {index}"):
                 step.fn(*step.inputs)
@@ -241,11 +286,14 @@ def finished_traces(folder: Path) -> list[str]:
     finished = [name for name in names if name.endswith(TRACE_SUFFIXES)]
     broken = [name for name in names if name not in finished or not _is_whole(folder / name)]
     if broken:
-        raise UserError(f"torch.profiler did not finish writing the trace ({', '.join(broken)} "
-                        "is cut short; is the disk full?); nothing was written")
+        raise UserError(
+            f"torch.profiler did not finish writing the trace ({', '.join(broken)} "
+            "is cut short; is the disk full?); nothing was written"
+        )
     if not finished:
-        raise UserError("torch.profiler wrote no trace file (is the disk full?); nothing was "
-                        "written")
+        raise UserError(
+            "torch.profiler wrote no trace file (is the disk full?); nothing was written"
+        )
     return finished
 
 
@@ -274,12 +322,16 @@ def active_steps(config: RunConfig) -> list[int]:
     """Step numbers the schedule records (the same numbers in both capture modes, and in the
     "step N" NVTX ranges): per cycle, after ``wait`` and ``warmup`` steps, ``active`` steps."""
     cycle = config.wait + config.warmup + config.active
-    return [c * cycle + config.wait + config.warmup + i
-            for c in range(config.repeat) for i in range(config.active)]
+    return [
+        c * cycle + config.wait + config.warmup + i
+        for c in range(config.repeat)
+        for i in range(config.active)
+    ]
 
 
-def profile_with_cuda_profiler_api(config: RunConfig, step: Prepared, use_cuda: bool,
-                                   progress: Progress) -> None:
+def profile_with_cuda_profiler_api(
+    config: RunConfig, step: Prepared, use_cuda: bool, progress: Progress
+) -> None:
     """The same steps and NVTX ranges as with torch.profiler, but no torch.profiler: each
     cycle's active steps run between torch.cuda.profiler.start() and stop()
     (cudaProfilerStart/Stop), which nsys --capture-range=cudaProfilerApi and ncu
@@ -303,8 +355,9 @@ def profile_with_cuda_profiler_api(config: RunConfig, step: Prepared, use_cuda: 
             tick()
 
 
-def after_windows(step: Prepared, run_stage: Path, timer: Phases | None = None
-                  ) -> tuple[dict, list[str]]:
+def after_windows(
+    step: Prepared, run_stage: Path, timer: Phases | None = None
+) -> tuple[dict, list[str]]:
     """The backend's own measurements after both windows; its artifacts written into the run
     folder. Returns the backend's notes and the artifacts' file names."""
     notes = dict(step.notes)
@@ -330,6 +383,8 @@ def write_latency_csv(run_stage: Path, latencies, gpu_ms=(), enqueue_ms=()) -> N
     def cell(values, i: int) -> str:
         return f"{values[i]:.6f}" if i < len(values) else ""
 
-    writer.writerows((i, f"{ms:.6f}", *((cell(gpu_ms, i), cell(enqueue_ms, i)) if extra else ()))
-                     for i, ms in enumerate(latencies))
+    writer.writerows(
+        (i, f"{ms:.6f}", *((cell(gpu_ms, i), cell(enqueue_ms, i)) if extra else ()))
+        for i, ms in enumerate(latencies)
+    )
     write_text_atomic(run_stage / runs.LATENCY_CSV, csv_text.getvalue())

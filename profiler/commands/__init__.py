@@ -10,8 +10,10 @@ from profiler.errors import UserError, first_line
 from profiler.runs.config import parse_duration
 
 #: what a plain install lacks to run models, and how to get it
-NO_TORCH = ('torch is not installed here: pip install -e ".[run]" (reading, '
-            "summarizing and comparing traces does not need it)")
+NO_TORCH = (
+    'torch is not installed here: pip install -e ".[run]" (reading, '
+    "summarizing and comparing traces does not need it)"
+)
 
 
 def torch_installed() -> bool:
@@ -31,16 +33,17 @@ def loading_torch():
     except ModuleNotFoundError as error:
         if (error.name or "").split(".")[0] not in ("torch", "torchvision"):
             raise
-        raise UserError(f"running a model needs {error.name.split('.')[0]}; {NO_TORCH}") \
-            from None
+        raise UserError(f"running a model needs {error.name.split('.')[0]}; {NO_TORCH}") from None
     except (ImportError, OSError, MemoryError) as error:
         soft, _ = resource.getrlimit(resource.RLIMIT_AS)
         if soft == resource.RLIM_INFINITY and not isinstance(error, MemoryError):
             raise
         limit = "no limit" if soft == resource.RLIM_INFINITY else f"{soft >> 20} MiB"
-        raise UserError(f"torch cannot be loaded ({first_line(error) or type(error).__name__}) "
-                        f"under this address-space limit (ulimit -v: {limit}); raise it, e.g. "
-                        "ulimit -v unlimited") from None
+        raise UserError(
+            f"torch cannot be loaded ({first_line(error) or type(error).__name__}) "
+            f"under this address-space limit (ulimit -v: {limit}); raise it, e.g. "
+            "ulimit -v unlimited"
+        ) from None
 
 
 def parse_budget(text: str | None) -> float | None:

@@ -11,10 +11,19 @@ from profiler.commands import parse_budget
 from profiler.errors import UserError
 
 
-def run(target: str, try_them: bool = False, budget: str | None = None,
-        max_cells: int | None = None, processes: int | None = None, resume: bool = False,
-        runs_dir: Path = Path("runs"), tb_dir: Path = Path("tb_logs"), *, sink,
-        trust_model: bool = False) -> int:
+def run(
+    target: str,
+    try_them: bool = False,
+    budget: str | None = None,
+    max_cells: int | None = None,
+    processes: int | None = None,
+    resume: bool = False,
+    runs_dir: Path = Path("runs"),
+    tb_dir: Path = Path("tb_logs"),
+    *,
+    sink,
+    trust_model: bool = False,
+) -> int:
     from profiler.analysis.experiments import plan as make_plan, promise
     from profiler.analysis.run import RunAnalysis
     from profiler.runs.config import check_processes, config_from_json
@@ -29,18 +38,26 @@ def run(target: str, try_them: bool = False, budget: str | None = None,
         raise UserError("--budget, --max-cells, --processes and --resume go with --try")
     side = RunAnalysis(target)
     if side.result is None:
-        raise UserError(f"{target}: advise needs a run (a folder with result.json), not a "
-                        "trace alone: it re-runs the run's config")
+        raise UserError(
+            f"{target}: advise needs a run (a folder with result.json), not a "
+            "trace alone: it re-runs the run's config"
+        )
     result = side.result
     config = config_from_json(config_json_of(result))
     advice = advice_of(side)
     plan = make_plan(advice, config.to_dict())
     promises = {a.rule: promise(a) for a in advice}
-    document = {"run": str(side.run_folder), "config": config.run_name,
-                "advice": [advice_record(a, promises[a.rule]) for a in advice],
-                "plan": [experiment_record(e) for e in plan.experiments],
-                "without_experiments": plan.without, "trial": None, "baseline": None,
-                "rows": None, "report": None}
+    document = {
+        "run": str(side.run_folder),
+        "config": config.run_name,
+        "advice": [advice_record(a, promises[a.rule]) for a in advice],
+        "plan": [experiment_record(e) for e in plan.experiments],
+        "without_experiments": plan.without,
+        "trial": None,
+        "baseline": None,
+        "rows": None,
+        "report": None,
+    }
     from profiler.analysis.trial import baseline_noise
 
     if not try_them or not plan.experiments:
@@ -49,8 +66,15 @@ def run(target: str, try_them: bool = False, budget: str | None = None,
         else:
             from profiler.report.trial_view import print_plan
 
-            print_plan(advice, promises, plan, side.run_folder, sink.console, try_them,
-                       baseline_noise(result, side.result_json))
+            print_plan(
+                advice,
+                promises,
+                plan,
+                side.run_folder,
+                sink.console,
+                try_them,
+                baseline_noise(result, side.result_json),
+            )
         return 0
     from profiler.analysis.records import plain
     from profiler.analysis.trial import baseline_row, trial_rows
@@ -67,18 +91,31 @@ def run(target: str, try_them: bool = False, budget: str | None = None,
     from profiler.runs import model_source
 
     # the cells import the model result.json names: only the file the run recorded
-    model_source.check("the run", config.model, result.model_source, trust_model, sink.note,
-                       sink.warn)
-    say(f"advise --try: {len(plan.experiments)} experiment(s) for {config.run_name} beside its "
+    model_source.check(
+        "the run", config.model, result.model_source, trust_model, sink.note, sink.warn
+    )
+    say(
+        f"advise --try: {len(plan.experiments)} experiment(s) for {config.run_name} beside its "
         f"re-run baseline, {count} process(es) each"
         + (f", within {budget_s:g} s" if budget_s else "")
-        + (f", at most {max_cells} cells" if max_cells else "") + f"; cells in {folder}/")
+        + (f", at most {max_cells} cells" if max_cells else "")
+        + f"; cells in {folder}/"
+    )
     from profiler import signals
 
     with signals.as_interrupts():  # SIGTERM, SIGHUP: like Ctrl-C (finished cells kept)
-        trial = run_trial(config, plan.experiments, folder, trace_dir, budget_s=budget_s,
-                          max_cells=max_cells, processes=count, resume=resume,
-                          gpus=gpus[:1] or None, say=say)
+        trial = run_trial(
+            config,
+            plan.experiments,
+            folder,
+            trace_dir,
+            budget_s=budget_s,
+            max_cells=max_cells,
+            processes=count,
+            resume=resume,
+            gpus=gpus[:1] or None,
+            say=say,
+        )
     data = trial.to_dict()
     rows = trial_rows(data, folder, promises, advice, config.to_dict())
     base = baseline_row(data, folder)
@@ -87,8 +124,18 @@ def run(target: str, try_them: bool = False, budget: str | None = None,
     from profiler.report.trial_view import trial_html
 
     page = folder / "report.html"
-    write_text_atomic(page, trial_html(str(side.run_folder), advice, plan, rows, base, data,
-                                       baseline_noise(result, side.result_json)))
+    write_text_atomic(
+        page,
+        trial_html(
+            str(side.run_folder),
+            advice,
+            plan,
+            rows,
+            base,
+            data,
+            baseline_noise(result, side.result_json),
+        ),
+    )
     document["report"] = str(page)
     if sink.json:
         sink.document("advise", document)
@@ -106,11 +153,15 @@ def check_runs_here(config, gpus: list[str]) -> None:
 
     why = get(config.backend).unavailable_reason(bool(gpus))
     if why:
-        raise UserError(f"advise --try re-runs the run's config, and its backend {config.backend} "
-                        f"cannot run here: {why}")
+        raise UserError(
+            f"advise --try re-runs the run's config, and its backend {config.backend} "
+            f"cannot run here: {why}"
+        )
     if config.cuda_graphs and not gpus:
-        raise UserError("advise --try re-runs the run's config, which was recorded with "
-                        "--cuda-graphs: that needs a CUDA GPU, and this machine has none")
+        raise UserError(
+            "advise --try re-runs the run's config, which was recorded with "
+            "--cuda-graphs: that needs a CUDA GPU, and this machine has none"
+        )
 
 
 def trial_exit(trial, folder: Path) -> int:
@@ -119,16 +170,20 @@ def trial_exit(trial, folder: Path) -> int:
     `run` exits on one)."""
     baseline, tried = trial.cells[0], [c for c in trial.cells[1:] if c.status != "not run"]
     if baseline.status != "ok":
-        print(f"error: the baseline (the run as it is) {baseline.status}"
-              + (f": {baseline.reason}" if baseline.reason else "")
-              + f"; the experiments have nothing to be measured against, the rest were not "
-              f"run (trial.json and logs in {folder})",
-              file=sys.stderr)
+        print(
+            f"error: the baseline (the run as it is) {baseline.status}"
+            + (f": {baseline.reason}" if baseline.reason else "")
+            + f"; the experiments have nothing to be measured against, the rest were not "
+            f"run (trial.json and logs in {folder})",
+            file=sys.stderr,
+        )
         return 2 if baseline.kind == "user-error" else 1
     if tried and not any(c.status == "ok" for c in tried):
-        print(f"error: every experiment that ran failed (first: {tried[0].experiment.label}: "
-              f"{tried[0].reason or tried[0].status}); trial.json and logs in {folder}",
-              file=sys.stderr)
+        print(
+            f"error: every experiment that ran failed (first: {tried[0].experiment.label}: "
+            f"{tried[0].reason or tried[0].status}); trial.json and logs in {folder}",
+            file=sys.stderr,
+        )
         return 1
     return 0
 
@@ -141,11 +196,20 @@ def advice_of(side) -> list:
 def advice_record(a, bound: float) -> dict:
     from profiler.report.advice_view import advice_dict
 
-    return {**advice_dict(a), "projected_speedup": bound if bound > 1 else None,
-            "projection": a.projection if bound > 1 else None}
+    return {
+        **advice_dict(a),
+        "projected_speedup": bound if bound > 1 else None,
+        "projection": a.projection if bound > 1 else None,
+    }
 
 
 def experiment_record(e) -> dict:
-    return {"label": e.label, "changes": e.changes, "rules": list(e.rules), "source": e.source,
-            "projected_speedup": e.promise if e.promise > 1 else None,
-            "projection": e.promise_kind if e.promise > 1 else None, "cost": e.cost}
+    return {
+        "label": e.label,
+        "changes": e.changes,
+        "rules": list(e.rules),
+        "source": e.source,
+        "projected_speedup": e.promise if e.promise > 1 else None,
+        "projection": e.promise_kind if e.promise > 1 else None,
+        "cost": e.cost,
+    }

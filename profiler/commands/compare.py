@@ -24,9 +24,11 @@ if TYPE_CHECKING:
     from profiler.runs.samples import ConfigSamples
 
 #: the note of a run compared with itself
-SAME_RUN = ("note: A and B are the same run ({path}): its recorded figures are compared with "
-            "themselves (with --processes, the fresh processes time one config twice: an A/A "
-            "test of this machine's noise)")
+SAME_RUN = (
+    "note: A and B are the same run ({path}): its recorded figures are compared with "
+    "themselves (with --processes, the fresh processes time one config twice: an A/A "
+    "test of this machine's noise)"
+)
 
 
 def load_side(target: str, sink=None) -> RunAnalysis:
@@ -43,14 +45,25 @@ def _stderr(text: str) -> None:
 
 def describe(label: str, side: RunAnalysis) -> str:
     """What a target resolved to (-v): its trace and its result.json."""
-    return (f"{label}: trace {side.summary.trace_path}; result "
-            f"{side.result_json or 'none (a bare trace: no timed window)'}")
+    return (
+        f"{label}: trace {side.summary.trace_path}; result "
+        f"{side.result_json or 'none (a bare trace: no timed window)'}"
+    )
 
 
-def run(a: str, b: str, top: int = 15, out: Path | None = None, *, sink,
-        processes: int | None = None, target_noise: float | None = None,
-        budget_s: float | None = None, same_within: float = 2.0,
-        trust_model: bool = False) -> Diff:
+def run(
+    a: str,
+    b: str,
+    top: int = 15,
+    out: Path | None = None,
+    *,
+    sink,
+    processes: int | None = None,
+    target_noise: float | None = None,
+    budget_s: float | None = None,
+    same_within: float = 2.0,
+    trust_model: bool = False,
+) -> Diff:
     """``sink``: profiler.cli.output.Output, where the tables or the --json document go.
     ``processes`` / ``target_noise``: time both configs again in fresh processes, interleaved,
     and take both verdicts and every timed figure from those windows (profiler.sweep.rounds);
@@ -59,15 +72,21 @@ def run(a: str, b: str, top: int = 15, out: Path | None = None, *, sink,
         raise UserError(f"--top must be 0 (all) or more (got {top})")
     if not 0 <= same_within < 100:
         raise UserError(f"--same-within is a percentage from 0 to 100 (got {same_within:g})")
-    both = Comparison(load_side(a, sink), load_side(b, sink), a, b,
-                      tolerance=same_within / 100)
+    both = Comparison(load_side(a, sink), load_side(b, sink), a, b, tolerance=same_within / 100)
     for label, side in (("A", both.a), ("B", both.b)):
         sink.detail(describe(label, side))
     if processes is not None or target_noise is not None:
         # Ctrl-C, SIGTERM, SIGHUP: the round's process stopped, one line, 130/143/129
         with signals.interruptible("compare", "nothing was written"):
-            both.windows = fresh_windows(both, processes, target_noise, budget_s, sink.note,
-                                         trust_model=trust_model, warn=sink.warn)
+            both.windows = fresh_windows(
+                both,
+                processes,
+                target_noise,
+                budget_s,
+                sink.note,
+                trust_model=trust_model,
+                warn=sink.warn,
+            )
     result, timed_ab = both.diff, both.timed
     if both.a.path.resolve() == both.b.path.resolve():  # after what can fail: one error line
         sink.note(SAME_RUN.format(path=both.a.path))
@@ -84,18 +103,32 @@ def run(a: str, b: str, top: int = 15, out: Path | None = None, *, sink,
         print_timed_headline(timed_ab, console)
     if explanation is not None:
         print_explanation(explanation, console)
-    print_diff(result, both.a.summary, both.b.summary, top=top, console=console,
-               recorded=both.windows is None)
+    print_diff(
+        result,
+        both.a.summary,
+        both.b.summary,
+        top=top,
+        console=console,
+        recorded=both.windows is None,
+    )
     for label, side in (("A", both.a), ("B", both.b)):  # roofline and advice of each run
         if side.result_json is not None:  # of its recorded window, beside fresh processes
-            print_insight(side.insight, console,
-                          label if both.windows is None else f"{label}, recorded run")
+            print_insight(
+                side.insight, console, label if both.windows is None else f"{label}, recorded run"
+            )
     return result
 
 
-def fresh_windows(both: Comparison, processes: int | None, target_noise: float | None,
-                  budget_s: float | None, say=_stderr, *, trust_model: bool = False,
-                  warn=None) -> tuple[ConfigSamples, ConfigSamples]:
+def fresh_windows(
+    both: Comparison,
+    processes: int | None,
+    target_noise: float | None,
+    budget_s: float | None,
+    say=_stderr,
+    *,
+    trust_model: bool = False,
+    warn=None,
+) -> tuple[ConfigSamples, ConfigSamples]:
     """New windows of A's and B's configs, interleaved in fresh processes (A B, B A ...). A
     package.module:function model is imported only from the file its run recorded, or with
     ``trust_model`` (profiler.runs.model_source)."""
@@ -107,29 +140,52 @@ def fresh_windows(both: Comparison, processes: int | None, target_noise: float |
     results = {}
     for label, side in (("A", both.a), ("B", both.b)):
         if side.result is None:
-            raise UserError(f"--processes times the configs again: {label} "
-                            f"({side.path}) is a trace without the run's result.json")
+            raise UserError(
+                f"--processes times the configs again: {label} "
+                f"({side.path}) is a trace without the run's result.json"
+            )
         results[label] = side.result
     # the side whose windows cannot be sampled, if one cannot, is the one checked
     sides = sorted({r.workload for r in results.values()}, key=lambda w: (workload(w).sampled, w))
-    count = check_sampling(processes if processes is not None else DEFAULT_PROCESSES,
-                           target_noise, budget_s, "local", None, sides[0])
+    count = check_sampling(
+        processes if processes is not None else DEFAULT_PROCESSES,
+        target_noise,
+        budget_s,
+        "local",
+        None,
+        sides[0],
+    )
     from profiler.runs import model_source
     from profiler.runs.config import config_from_json
 
     for label, r in results.items():  # which code the fresh processes will import
         model = config_from_json(config_json_of(r)).model
-        model_source.check(label, model, r.model_source, trust_model, say,
-                           warn or (lambda text: _stderr(f"warning: {text}")))
+        model_source.check(
+            label,
+            model,
+            r.model_source,
+            trust_model,
+            say,
+            warn or (lambda text: _stderr(f"warning: {text}")),
+        )
     here = runnable_here(both, results)
-    cells = {label: rounds.window_config(config_json_of(r), r.timing.iters,
-                                         r.timing.warmup_iters) for label, r in results.items()}
-    say(f"timing A and B again: {count} fresh process{'es' if count > 1 else ''} each, interleaved"
+    cells = {
+        label: rounds.window_config(config_json_of(r), r.timing.iters, r.timing.warmup_iters)
+        for label, r in results.items()
+    }
+    say(
+        f"timing A and B again: {count} fresh process{'es' if count > 1 else ''} each, interleaved"
         + (f", more until ±{target_noise:g} %" if target_noise else "")
-        + f"; here, on {here}")
-    sampled = rounds.sample(cells, {}, count, say=say,
-                            target_noise=None if target_noise is None else target_noise / 100,
-                            budget_s=budget_s)
+        + f"; here, on {here}"
+    )
+    sampled = rounds.sample(
+        cells,
+        {},
+        count,
+        say=say,
+        target_noise=None if target_noise is None else target_noise / 100,
+        budget_s=budget_s,
+    )
     if sampled.errors:
         label, why = next(iter(sampled.errors.items()))
         raise UserError(f"--processes: {label} could not be timed again: {why}")
@@ -160,28 +216,42 @@ def runnable_here(both: Comparison, results: dict) -> str:
     return here.words + (f" ({'; '.join(other)})" if other else "")
 
 
-def diff_json(result: Diff, timed_ab: dict | None, top: int,
-              explanation: dict | None = None) -> dict:
+def diff_json(
+    result: Diff, timed_ab: dict | None, top: int, explanation: dict | None = None
+) -> dict:
     """The compare as JSON: the timed headline first, then every table (full kernel names),
     and why B differs from A (both sides runs)."""
+
     def records(frame: pd.DataFrame) -> list[dict]:
         return frame.to_dict(orient="records") if len(frame) else []
 
     faster, slower = result.top_changes(top or 0)
     every_faster, every_slower = result.top_changes(0)
     # the lists --top cuts, with how many rows each had before the cut
-    totals = {"kernels": len(result.kernels), "operators": len(result.operators),
-              "cpu_operators": len(result.cpu_operators),
-              "faster_in_b": len(every_faster), "slower_in_b": len(every_slower)}
-    return json_safe({"a": result.a_label, "b": result.b_label, "timed": timed_ab,
-                   "overview": records(result.overview),
-                   "categories": records(result.categories),
-                   "kernels": records(head(result.kernels, top)),
-                   "operators": records(head(result.operators, top)),
-                   "cpu_operators": records(head(result.cpu_operators, top)),
-                   "faster_in_b": records(faster), "slower_in_b": records(slower),
-                   "notes": list(result.notes), "explanation": explanation,
-                   "totals": totals})
+    totals = {
+        "kernels": len(result.kernels),
+        "operators": len(result.operators),
+        "cpu_operators": len(result.cpu_operators),
+        "faster_in_b": len(every_faster),
+        "slower_in_b": len(every_slower),
+    }
+    return json_safe(
+        {
+            "a": result.a_label,
+            "b": result.b_label,
+            "timed": timed_ab,
+            "overview": records(result.overview),
+            "categories": records(result.categories),
+            "kernels": records(head(result.kernels, top)),
+            "operators": records(head(result.operators, top)),
+            "cpu_operators": records(head(result.cpu_operators, top)),
+            "faster_in_b": records(faster),
+            "slower_in_b": records(slower),
+            "notes": list(result.notes),
+            "explanation": explanation,
+            "totals": totals,
+        }
+    )
 
 
 def write_csvs(result: Diff, out: Path) -> list[Path]:
@@ -190,8 +260,18 @@ def write_csvs(result: Diff, out: Path) -> list[Path]:
     if out.suffix == ".parquet":
         return [write_table(out, result.kernels)]
     faster, slower = result.top_changes(0)
-    changes = pd.concat([faster.assign(direction="faster in B"),
-                         slower.assign(direction="slower in B")], ignore_index=True)
-    return write_tables(out, {"overview": result.overview, "categories": result.categories,
-                              "kernels": result.kernels, "operators": result.operators,
-                              "cpu_operators": result.cpu_operators, "top_changes": changes})
+    changes = pd.concat(
+        [faster.assign(direction="faster in B"), slower.assign(direction="slower in B")],
+        ignore_index=True,
+    )
+    return write_tables(
+        out,
+        {
+            "overview": result.overview,
+            "categories": result.categories,
+            "kernels": result.kernels,
+            "operators": result.operators,
+            "cpu_operators": result.cpu_operators,
+            "top_changes": changes,
+        },
+    )

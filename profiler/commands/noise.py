@@ -21,9 +21,18 @@ GPU_DEFAULT = {"model": "resnet50", "backend": "pytorch_fp32", "bs": 8, "iters":
 CPU_DEFAULT = {"model": "resnet18", "backend": "pytorch_fp32", "bs": 1, "iters": 20}
 
 
-def run(processes: int = 5, model: str | None = None, backend: str | None = None,
-        bs: int | None = None, iters: int | None = None, save: bool = True,
-        floors_dir: Path | None = None, *, sink, command: str = "python profile.py") -> dict:
+def run(
+    processes: int = 5,
+    model: str | None = None,
+    backend: str | None = None,
+    bs: int | None = None,
+    iters: int | None = None,
+    save: bool = True,
+    floors_dir: Path | None = None,
+    *,
+    sink,
+    command: str = "python profile.py",
+) -> dict:
     """``sink``: profiler.cli.output.Output. Returns the floor as a dict."""
     from profiler.runs.config import check_processes
 
@@ -40,55 +49,86 @@ def run(processes: int = 5, model: str | None = None, backend: str | None = None
     for key, value in (("model", model), ("backend", backend), ("bs", bs), ("iters", iters)):
         if value is not None:
             fixed[key] = value
-    config = RunConfig(model=fixed["model"], backend=fixed["backend"], batch_size=fixed["bs"],
-                       iters=fixed["iters"])  # validates every value in one line
+    config = RunConfig(
+        model=fixed["model"], backend=fixed["backend"], batch_size=fixed["bs"], iters=fixed["iters"]
+    )  # validates every value in one line
     if save:  # before the measurement, which a floor that cannot be kept would lose
         check_keepable(floors_dir, None if on_gpu else "cpu")
     warmup = "the default" if config.timed_warmup is None else config.timed_warmup
-    workload = (f"{config.model} {config.backend} bs {config.batch_size}, {config.iters} "
-                f"iterations after {warmup} warm-up")
+    workload = (
+        f"{config.model} {config.backend} bs {config.batch_size}, {config.iters} "
+        f"iterations after {warmup} warm-up"
+    )
     say = sink.note
     say(f"noise floor: {workload}, in {processes} fresh processes")
     before = gpu_state_now()
     # Ctrl-C, SIGTERM, SIGHUP: the round's process stopped, one line, 130/143/129
     with signals.interruptible("noise", "no floor was kept"):
-        sampled = rounds.sample({"noise": rounds.window_config(
-            config_to_json(config), fixed["iters"], config.timed_warmup or 0)}, {}, processes,
-            say=say)
+        sampled = rounds.sample(
+            {
+                "noise": rounds.window_config(
+                    config_to_json(config), fixed["iters"], config.timed_warmup or 0
+                )
+            },
+            {},
+            processes,
+            say=say,
+        )
     after = gpu_state_now()
     if sampled.errors:
         raise UserError(f"noise: the fixed config failed: {sampled.errors['noise']}")
     windows = sampled.windows["noise"]
     figures = floor_of(windows)
     settings = machine_settings()
-    tips = suggestions(settings, figures["within_window_cv"], figures["between_process_cv"],
-                       on_gpu, command)
+    tips = suggestions(
+        settings, figures["within_window_cv"], figures["between_process_cv"], on_gpu, command
+    )
     clocks = [s.sm_clock_mhz for s in (before, after)]
     floor = NoiseFloor(
         gpu=sampled.devices.get("noise") or ("cpu" if not on_gpu else "unknown GPU"),
-        host=socket.gethostname(), measured=datetime.now(timezone.utc).isoformat(
-            timespec="seconds"), workload=workload, processes=len(windows),
-        sm_clock_mhz=clocks, throttle_reasons=sorted({r for s in (before, after)
-                                                       for r in s.throttle_reasons}),
-        settings=settings, suggestions=tips, **figures)
+        host=socket.gethostname(),
+        measured=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        workload=workload,
+        processes=len(windows),
+        sm_clock_mhz=clocks,
+        throttle_reasons=sorted({r for s in (before, after) for r in s.throttle_reasons}),
+        settings=settings,
+        suggestions=tips,
+        **figures,
+    )
     path, unkept = None, None
     if save:
         try:
             path = write_floor(floor, floors_dir)
         except (OSError, UserError) as error:  # shown all the same, then one line says why
-            unkept = error if isinstance(error, UserError) else UserError(
-                f"the floor was measured but not kept in the noise-floor folder: "
-                f"{os_error_line(error)}")
+            unkept = (
+                error
+                if isinstance(error, UserError)
+                else UserError(
+                    f"the floor was measured but not kept in the noise-floor folder: "
+                    f"{os_error_line(error)}"
+                )
+            )
     state = {"before": before.line(), "after": after.line()}
     if sink.json:
-        sink.document("noise", {"floor": msgspec.to_builtins(floor),
-                                "saved_to": None if path is None else str(path),
-                                "gpu_state": state})
+        sink.document(
+            "noise",
+            {
+                "floor": msgspec.to_builtins(floor),
+                "saved_to": None if path is None else str(path),
+                "gpu_state": state,
+            },
+        )
     else:
         from profiler.report.noise_view import print_floor
 
-        print_floor(floor, path, state, sink.console,
-                    "--no-save" if unkept is None else "the error below says why")
+        print_floor(
+            floor,
+            path,
+            state,
+            sink.console,
+            "--no-save" if unkept is None else "the error below says why",
+        )
     if unkept is not None:
         raise unkept
     return msgspec.to_builtins(floor)

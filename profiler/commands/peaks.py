@@ -7,11 +7,16 @@ from pathlib import Path
 from profiler.errors import UserError
 
 
-def run(refresh: bool = False, cache_dir: Path | None = None, matmul_n: int | None = None,
-        copy_mib: int | None = None, *, sink) -> dict:
+def run(
+    refresh: bool = False,
+    cache_dir: Path | None = None,
+    matmul_n: int | None = None,
+    copy_mib: int | None = None,
+    *,
+    sink,
+) -> dict:
     """``sink``: profiler.cli.output.Output, where the table or the --json document go."""
-    for flag, value, limit in (("--matmul-n", matmul_n, 2 ** 16),
-                               ("--copy-mib", copy_mib, 2 ** 20)):
+    for flag, value, limit in (("--matmul-n", matmul_n, 2**16), ("--copy-mib", copy_mib, 2**20)):
         if value is not None and not 1 <= value <= limit:
             raise UserError(f"{flag} must be from 1 to {limit} (got {value})")
     from profiler.commands import loading_torch
@@ -21,8 +26,7 @@ def run(refresh: bool = False, cache_dir: Path | None = None, matmul_n: int | No
 
     sizes = peaks.sizes(matmul_n, copy_mib)
     sink.note("measuring..." if refresh else "reading or measuring...")
-    data, path, measured = peaks.peaks(cache_dir, refresh=refresh or sizes is not None,
-                                       sizes=sizes)
+    data, path, measured = peaks.peaks(cache_dir, refresh=refresh or sizes is not None, sizes=sizes)
     if sink.json:
         sink.document("peaks", {**data, "cache_file": str(path)})
         return data

@@ -62,5 +62,14 @@ def run(target: str, out: Path | None) -> list[Path]:
     model = analysis.result.model if analysis.result is not None else ""
     run_dir = analysis.run_folder or analysis.path.parent
     share = {r.category: r.tensor_core_pct for r in summary.kernels.categories.itertuples()}
-    return [run_plot(cats, share, steps, run_dir.name, model, device,
-                     out if out is not None else run_dir / "plots")]
+    return [
+        run_plot(
+            cats,
+            share,
+            steps,
+            run_dir.name,
+            model,
+            device,
+            out if out is not None else run_dir / "plots",
+        )
+    ]

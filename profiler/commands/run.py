@@ -12,8 +12,7 @@ from profiler.runs.config import RunConfig
 from profiler.runs.result import result_text
 
 
-def run(options: dict, sink, tb_compat: bool = False,
-        command: str = "python profile.py") -> None:
+def run(options: dict, sink, tb_compat: bool = False, command: str = "python profile.py") -> None:
     """``options``: RunConfig field -> value; ``sink``: profiler.cli.output.Output, where the
     result goes; ``command``: how the user started the program, for the ``next:`` hints."""
     from profiler.runs.layout import compat_dir_for
@@ -37,21 +36,24 @@ def run(options: dict, sink, tb_compat: bool = False,
     from profiler.runs.layout import cache_dir
     from profiler.runs.phases import process_mark
 
-    sink.detail("config: " + ", ".join(f"{key}={value}" for key, value in
-                                       sorted(config_to_json(config).items())))
+    sink.detail(
+        "config: "
+        + ", ".join(f"{key}={value}" for key, value in sorted(config_to_json(config).items()))
+    )
     sink.detail(f"cache: {config.cache_dir or cache_dir()}")
     with signals.as_interrupts():  # SIGTERM, SIGHUP: like Ctrl-C
         result = harness.run(config, quiet=sink.json or sink.quiet, started=process_mark)
     if tb_compat:
         _write_copies(result, copies, sink, command)
     elif compat.remove_copies(copies):
-        sink.note(f"note: removed {copies}/, the tb-compat copy of the run this one replaced "
-                  "(--tb-compat makes a new one)")
+        sink.note(
+            f"note: removed {copies}/, the tb-compat copy of the run this one replaced "
+            "(--tb-compat makes a new one)"
+        )
     if sink.json:  # the run's result.json, as written
         sink.document("run", json.loads(result_text(result)))
     else:
-        run_view.print_result(result, sink.console, command=command,
-                              hints=not sink.quiet)
+        run_view.print_result(result, sink.console, command=command, hints=not sink.quiet)
 
 
 def _write_copies(result, copies: Path, sink, command: str) -> None:
@@ -66,5 +68,7 @@ def _write_copies(result, copies: Path, sink, command: str) -> None:
     except (UserError, OSError) as error:
         why = os_error_line(error) if isinstance(error, OSError) else str(error)
         compat.remove_copies(copies)
-        sink.warn(f"the run is written ({result.run_dir}), its tb-compat copy is not ({why}); "
-                  f"`{command} tb-compat {result.run_dir}` makes it")
+        sink.warn(
+            f"the run is written ({result.run_dir}), its tb-compat copy is not ({why}); "
+            f"`{command} tb-compat {result.run_dir}` makes it"
+        )

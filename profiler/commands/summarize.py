@@ -15,8 +15,16 @@ View = Literal["all", "overview", "kernels", "categories", "operators", "layers"
 VIEWS: tuple[View, ...] = get_args(View)
 
 
-def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
-        *, sink, ncu: str | None = None, breakdown: str = "tool") -> None:
+def run(
+    target: str,
+    view: str = "all",
+    top: int = 20,
+    out: Path | None = None,
+    *,
+    sink,
+    ncu: str | None = None,
+    breakdown: str = "tool",
+) -> None:
     """``sink``: profiler.cli.output.Output, where the tables or the --json document go."""
     if view not in VIEWS:
         raise UserError(f"unknown --view {view!r}; choose one of: {', '.join(VIEWS)}")
@@ -35,8 +43,10 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
         return
     summary = run.summary
     if view == "phases" and summary.phases is None:
-        raise UserError(f"no generation phases in {run.run_folder or summary.trace_path}: the "
-                        "phases view needs a --workload generate run (prefill and decode spans)")
+        raise UserError(
+            f"no generation phases in {run.run_folder or summary.trace_path}: the "
+            "phases view needs a --workload generate run (prefill and decode spans)"
+        )
     result_json = run.result_json or "none (a bare trace: no timed window)"
     sink.detail(f"trace: {summary.trace_path}; result: {result_json}")
     for warning in summary.warnings:
@@ -54,8 +64,13 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
         from profiler.fsutil import write_text_atomic
         from profiler.report.export import export
 
-        written = export(summary, out, top=0, headline=headline,
-                         insight=run.insight if run.result_json is not None else None)
+        written = export(
+            summary,
+            out,
+            top=0,
+            headline=headline,
+            insight=run.insight if run.result_json is not None else None,
+        )
         if joined is not None:
             from profiler.report.hardware_view import export_columns
 
@@ -66,8 +81,10 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
     if sink.json:
         data = summary.to_dict(top=top)
         # the lists --top cuts, with how many rows each had before the cut
-        data["totals"] = {"kernels": len(summary.kernels.table),
-                          "operators": len(summary.overview.operators)}
+        data["totals"] = {
+            "kernels": len(summary.kernels.table),
+            "operators": len(summary.overview.operators),
+        }
         if headline is not None:
             from profiler.analysis.records import plain
             from profiler.trace.summary import json_safe
@@ -82,8 +99,13 @@ def run(target: str, view: str = "all", top: int = 20, out: Path | None = None,
             from profiler.trace.summary import json_safe
 
             rows = export_columns(joined[joined["rules_vs_hardware"] != "not profiled"])
-            data["hardware"] = json_safe({"ncu_csv": str(run.ncu_csv), **agreement.to_dict(),
-                                       "kernels": rows.to_dict(orient="records")})
+            data["hardware"] = json_safe(
+                {
+                    "ncu_csv": str(run.ncu_csv),
+                    **agreement.to_dict(),
+                    "kernels": rows.to_dict(orient="records"),
+                }
+            )
         sink.document("summarize", data)
         return
     from profiler.report.tables import print_summary
@@ -115,9 +137,11 @@ def _refuse_sweep(target: str) -> None:
     cells = sorted(manifest.cells) if manifest is not None else []
     example = Path(target) / (cells[0] if cells else "<cell>")
     table = sweep / "benchmark.md"
-    raise UserError(f"{target} is a sweep folder: summarize one of its cells (e.g. {example}), "
-                    f"or see the whole sweep with `report {target}`"
-                    + (f" (its table: {table})" if table.is_file() else ""))
+    raise UserError(
+        f"{target} is a sweep folder: summarize one of its cells (e.g. {example}), "
+        f"or see the whole sweep with `report {target}`"
+        + (f" (its table: {table})" if table.is_file() else "")
+    )
 
 
 def _ncu_csv(ncu: str | None) -> Path | None:
@@ -135,12 +159,19 @@ def _ncu_csv(ncu: str | None) -> Path | None:
 def layers_json(attributions: list) -> list[dict]:
     from profiler.trace.trt_layers import LAYER_COLUMNS
 
-    return [{"method": a.method, "calls": a.calls, "engine_kernel_us": a.engine_kernel_us,
-             "attributed_us": a.attributed_us, "coverage_pct": 100 * a.coverage,
-             "layers": a.layers[LAYER_COLUMNS].to_dict(orient="records"),
-             "not_attributed": a.not_attributed.to_dict(orient="records"),
-             "outside_engine": a.outside_engine.to_dict(orient="records")}
-            for a in attributions]
+    return [
+        {
+            "method": a.method,
+            "calls": a.calls,
+            "engine_kernel_us": a.engine_kernel_us,
+            "attributed_us": a.attributed_us,
+            "coverage_pct": 100 * a.coverage,
+            "layers": a.layers[LAYER_COLUMNS].to_dict(orient="records"),
+            "not_attributed": a.not_attributed.to_dict(orient="records"),
+            "outside_engine": a.outside_engine.to_dict(orient="records"),
+        }
+        for a in attributions
+    ]
 
 
 def _layers(run: RunAnalysis, out: Path | None, sink, top: int) -> None:
@@ -153,8 +184,9 @@ def _layers(run: RunAnalysis, out: Path | None, sink, top: int) -> None:
     if out is not None:
         from profiler.report.export import write_tables
 
-        written = write_tables(out, {f"layers_{i}": a.layers[LAYER_COLUMNS]
-                                     for i, a in enumerate(attributions)})
+        written = write_tables(
+            out, {f"layers_{i}": a.layers[LAYER_COLUMNS] for i, a in enumerate(attributions)}
+        )
         sink.note(f"wrote {len(written)} files to {out}")
     if sink.json:
         sink.document("summarize-layers", json_safe({"engines": layers_json(attributions)}))

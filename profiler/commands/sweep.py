@@ -26,8 +26,10 @@ def run(plan: SweepPlan, sink, only_decided: bool = False) -> int:
     status: 0 if at least one cell is ok (a warning lists the others), 1 if none is."""
     err = make_console(stderr=True)
     # SIGTERM, SIGHUP: like Ctrl-C (the running cell stopped and recorded, the tables written)
-    with signals.as_interrupts(), cell_progress(err, len(plan.cells),
-                                                quiet=sink.quiet) as (say, advance):
+    with (
+        signals.as_interrupts(),
+        cell_progress(err, len(plan.cells), quiet=sink.quiet) as (say, advance),
+    ):
         try:
             outcome = run_sweep(plan, say=say, progress=advance)
         except Interrupted:
@@ -42,18 +44,28 @@ def run(plan: SweepPlan, sink, only_decided: bool = False) -> int:
     cells = grid_cells(manifest)
     bad = [(name, cell) for name, cell in cells if cell.status != OK]
     if not sink.quiet:
-        err.print(f"sweep took {seconds(outcome.wall_s)} ({outcome.ran} cell(s) run, "
-                  f"{outcome.skipped} skipped); tables: {plan.sweep_dir}/benchmark.csv and .md",
-                  highlight=False, soft_wrap=True)
+        err.print(
+            f"sweep took {seconds(outcome.wall_s)} ({outcome.ran} cell(s) run, "
+            f"{outcome.skipped} skipped); tables: {plan.sweep_dir}/benchmark.csv and .md",
+            highlight=False,
+            soft_wrap=True,
+        )
     if bad and len(bad) < len(cells):
         listed = ", ".join(f"{name} ({cell.status})" for name, cell in bad)
-        err.print(f"[yellow]warning:[/] {len(bad)} of {len(cells)} cells did not finish: "
-                  f"{escape(listed)}; reasons in {escape(str(plan.sweep_dir))}/sweep.json",
-                  highlight=False, soft_wrap=True)
+        err.print(
+            f"[yellow]warning:[/] {len(bad)} of {len(cells)} cells did not finish: "
+            f"{escape(listed)}; reasons in {escape(str(plan.sweep_dir))}/sweep.json",
+            highlight=False,
+            soft_wrap=True,
+        )
     if len(bad) == len(cells):
         first = bad[0][1].reason
-        err.print(f"error: all {len(cells)} cells failed (first: {escape(str(first))}); "
-                  f"logs in {escape(str(plan.sweep_dir))}/logs/", highlight=False, soft_wrap=True)
+        err.print(
+            f"error: all {len(cells)} cells failed (first: {escape(str(first))}); "
+            f"logs in {escape(str(plan.sweep_dir))}/logs/",
+            highlight=False,
+            soft_wrap=True,
+        )
         return 1
     return 0
 

@@ -20,9 +20,17 @@ def backends(sink) -> int:
     def why_not(backend) -> str | None:
         return backend.unavailable_reason(cuda) if torch_here else NO_TORCH
 
-    rows = [{"name": b.name, "family": b.family, "precision": b.precision,
-             "available": why_not(b) is None, "why_not": why_not(b),
-             "description": b.description} for b in all_backends()]
+    rows = [
+        {
+            "name": b.name,
+            "family": b.family,
+            "precision": b.precision,
+            "available": why_not(b) is None,
+            "why_not": why_not(b),
+            "description": b.description,
+        }
+        for b in all_backends()
+    ]
     if sink.json:
         sink.document("backends", {"backends": rows})
     else:
@@ -39,21 +47,29 @@ def tb_compat(target: str, out: Path | None, sink) -> int:
 
     found = trace_set(target)
     if out is not None or found.one_file:
-        results = [write_compat_copy(trace, compat_dir_for(trace) if out is None else out,
-                                     unchanged=False) for trace in found.traces]
+        results = [
+            write_compat_copy(trace, compat_dir_for(trace) if out is None else out, unchanged=False)
+            for trace in found.traces
+        ]
     else:
         folders: dict[Path, list[Path]] = {}
         for trace in found.traces:
             folders.setdefault(compat_dir_for(trace, of_run=found.of_run), []).append(trace)
-        results = [done for folder, traces in folders.items()
-                   for done in write_compat_folder(traces, folder, unchanged=False)]
+        results = [
+            done
+            for folder, traces in folders.items()
+            for done in write_compat_folder(traces, folder, unchanged=False)
+        ]
     for result in results:
         if result.written is None:
-            sink.line(f"{result.source}  (nothing to change: the plugin reads it as it is; "
-                      "no copy written)")
+            sink.line(
+                f"{result.source}  (nothing to change: the plugin reads it as it is; "
+                "no copy written)"
+            )
         else:
-            changes = ", ".join(f"{k}: {v}" for k, v in result.renamed.items()) \
-                or "nothing to change"
+            changes = (
+                ", ".join(f"{k}: {v}" for k, v in result.renamed.items()) or "nothing to change"
+            )
             sink.line(f"{result.written}  ({changes})")
     return 0
 
@@ -63,14 +79,17 @@ def tensorboard(logdir: Path, port: int | None, bind_all: bool, sink) -> int:
     from profiler.fsutil import clean_tree
     from profiler.tools import tensorboard as tb
 
-    sink.warn("the profiler plugin's page loads Google Charts and cdnjs, so it needs the "
-              "internet in the browser (offline it stays a spinner); for a file that opens "
-              "anywhere use `profile.py report RUN [RUN_B]`")
+    sink.warn(
+        "the profiler plugin's page loads Google Charts and cdnjs, so it needs the "
+        "internet in the browser (offline it stays a spinner); for a file that opens "
+        "anywhere use `profile.py report RUN [RUN_B]`"
+    )
     clean_tree(logdir)  # staging folders of killed runs would be listed as runs
     served = tb.serve(logdir, port=port, bind_all=bind_all, echo=sink.line)
     if served.server_status:
-        raise UserError(f"TensorBoard exited with status {served.server_status} (its output: "
-                        f"{served.log})")
+        raise UserError(
+            f"TensorBoard exited with status {served.server_status} (its output: {served.log})"
+        )
     return served.exit_code
 
 
@@ -95,20 +114,36 @@ def _print_nsys(result: dict, echo) -> None:
     if result.get("qdstrm"):
         echo(f"qdstrm: {result['qdstrm']}")
     if "kernels" in result:
-        echo(f"{result['kernels']} kernels, {fixed(result['kernel_time_us'], ',.1f')} µs of "
-             f"kernel time in the captured steps: runs/{result['run']}/nsys_kernels.csv")
+        echo(
+            f"{result['kernels']} kernels, {fixed(result['kernel_time_us'], ',.1f')} µs of "
+            f"kernel time in the captured steps: runs/{result['run']}/nsys_kernels.csv"
+        )
     echo(f"details: runs/{result['run']}/nsys.json")
 
 
-def ncu(options: dict, top: int, step: int | None, launch_count: int, reuse: bool,
-        chip: str | None, sink) -> int:
+def ncu(
+    options: dict,
+    top: int,
+    step: int | None,
+    launch_count: int,
+    reuse: bool,
+    chip: str | None,
+    sink,
+) -> int:
     from profiler import signals
     from profiler.tools import ncu as ncu_tool
 
     # Ctrl-C, SIGTERM, SIGHUP: ncu and the run under it stopped, one line, 130/143/129
     with signals.interruptible("ncu", "no report was kept"):
-        result = ncu_tool.run(options, top=top, step=step, launch_count=launch_count,
-                              reuse=reuse, chip=chip, echo=sink.note)
+        result = ncu_tool.run(
+            options,
+            top=top,
+            step=step,
+            launch_count=launch_count,
+            reuse=reuse,
+            chip=chip,
+            echo=sink.note,
+        )
     _print_ncu(result, top, sink)
     return 0
 
@@ -119,7 +154,7 @@ def _print_ncu(result: dict, top: int, sink) -> None:
 
     def short_name(name: str, width: int = 80) -> str:  # template arguments kept: they differ
         key = signature_key(name)
-        return key if len(key) <= width else key[:width - 1] + "…"
+        return key if len(key) <= width else key[: width - 1] + "…"
 
     print_hardware(result["joined"], result["agreement"], top, sink.console)
     sink.line(f"metrics collected: {', '.join(result['metrics_collected']) or 'none'}")
@@ -128,13 +163,20 @@ def _print_ncu(result: dict, top: int, sink) -> None:
     missing, extra = result["top_kernels_not_profiled"], result.get("ncu_kernels_not_in_table", [])
     if missing:
         share = result["joined"].set_index("name")["share_pct"]
-        sink.line(f"{len(missing)} of the top kernels were not seen under ncu (another cuDNN "
-                  f"algorithm, or past --launch-count): "
-                  + "; ".join(f"{short_name(n)} ({share.get(n, 0):.1f} %)" for n in missing[:5])
-                  + ("; …" if len(missing) > 5 else ""))
+        sink.line(
+            f"{len(missing)} of the top kernels were not seen under ncu (another cuDNN "
+            f"algorithm, or past --launch-count): "
+            + "; ".join(f"{short_name(n)} ({share.get(n, 0):.1f} %)" for n in missing[:5])
+            + ("; …" if len(missing) > 5 else "")
+        )
     if extra:
-        sink.line(f"{len(extra)} kernel(s) ran under ncu that the trace's table does not hold "
-                  "(another algorithm in that process): "
-                  + "; ".join(short_name(n) for n in extra[:5]) + ("; …" if len(extra) > 5 else ""))
-    sink.line(f"wrote ncu.csv, ncu.ncu-rep, ncu.json, ncu.log to runs/{result['run']}/ "
-              "(`summarize` picks ncu.csv up from there)")
+        sink.line(
+            f"{len(extra)} kernel(s) ran under ncu that the trace's table does not hold "
+            "(another algorithm in that process): "
+            + "; ".join(short_name(n) for n in extra[:5])
+            + ("; …" if len(extra) > 5 else "")
+        )
+    sink.line(
+        f"wrote ncu.csv, ncu.ncu-rep, ncu.json, ncu.log to runs/{result['run']}/ "
+        "(`summarize` picks ncu.csv up from there)"
+    )

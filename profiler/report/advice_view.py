@@ -17,47 +17,64 @@ def _share(value: float) -> str:
 
 def _launch_bound(f: dict) -> tuple[dict, str]:
     window = "timed p50" if f["of_timed_p50"] else "step"
-    evidence = {"GPU idle": f"{_share(f['idle_share'])} of the {window} ({f['step_ms']:.3f} ms; "
-                            f"kernels {f['kernel_ms_per_step']:.3f} ms per step)",
-                "idle in the profiled step": _share(f["profiled_idle_share"])}
+    evidence = {
+        "GPU idle": f"{_share(f['idle_share'])} of the {window} ({f['step_ms']:.3f} ms; "
+        f"kernels {f['kernel_ms_per_step']:.3f} ms per step)",
+        "idle in the profiled step": _share(f["profiled_idle_share"]),
+    }
     if f["kernels_per_step"]:
         evidence["kernel launches per step"] = f"{f['kernels_per_step']:.0f}"
     projected = f.get("projected_speedup") or 1 / max(1e-6, 1 - f["idle_share"])
-    return evidence, (f"estimate {projected:.2f}x (latency / GPU time): the p50 "
-                      f"with every launch gap removed and the kernels unchanged would be "
-                      f"{f['p50_floor_ms']:.3f} ms; backends that fuse kernels can beat it")
+    return evidence, (
+        f"estimate {projected:.2f}x (latency / GPU time): the p50 "
+        f"with every launch gap removed and the kernels unchanged would be "
+        f"{f['p50_floor_ms']:.3f} ms; backends that fuse kernels can beat it"
+    )
 
 
 def _fp32_cuda_cores(f: dict) -> tuple[dict, str]:
-    evidence = {"GEMM/conv share of kernel time": _share(f["matrix_share"]),
-                "in Tensor Core kernels": _share(f["tensor_core_share"]),
-                "GPU": f"{f['gpu']} (compute capability {f['compute_capability']})"}
+    evidence = {
+        "GEMM/conv share of kernel time": _share(f["matrix_share"]),
+        "in Tensor Core kernels": _share(f["tensor_core_share"]),
+        "GPU": f"{f['gpu']} (compute capability {f['compute_capability']})",
+    }
     if not f.get("projected_speedup"):
-        return evidence, (f"GEMM/conv time ({_share(f['matrix_share'])} of kernel time) runs at "
-                          "Tensor Core rates (no datasheet row for this GPU: no projection)")
-    return evidence, (f"estimate {f['projected_speedup']:.2f}x on kernel time: the GEMM/conv "
-                      f"share ({_share(f['matrix_share'])}) at the datasheet's dense FP16:FP32 "
-                      f"ratio ({f['dense_ratio_fp16']:.1f}x; TF32:FP32 "
-                      f"{f['dense_ratio_tf32']:.1f}x), the rest unchanged")
+        return evidence, (
+            f"GEMM/conv time ({_share(f['matrix_share'])} of kernel time) runs at "
+            "Tensor Core rates (no datasheet row for this GPU: no projection)"
+        )
+    return evidence, (
+        f"estimate {f['projected_speedup']:.2f}x on kernel time: the GEMM/conv "
+        f"share ({_share(f['matrix_share'])}) at the datasheet's dense FP16:FP32 "
+        f"ratio ({f['dense_ratio_fp16']:.1f}x; TF32:FP32 "
+        f"{f['dense_ratio_tf32']:.1f}x), the rest unchanged"
+    )
 
 
 def _low_occupancy(f: dict) -> tuple[dict, str]:
-    evidence = {f"top kernels (not Tensor Core GEMM/conv) under {f['below_pct']:.0f} % achieved "
-                "occupancy": f"{f['low_kernels']} of {f['top_kernels']} profiled",
-                "their share of kernel time": _share(f["share"]),
-                "largest": f"{f['largest'][:60]} ({f['largest_category']}, "
-                           f"{f['largest_occupancy_pct']:.0f} %)"}
-    return evidence, (f"bounded by their {_share(f['share'])} of kernel time; more warps help "
-                      "only where they hide memory latency")
+    evidence = {
+        f"top kernels (not Tensor Core GEMM/conv) under {f['below_pct']:.0f} % achieved "
+        "occupancy": f"{f['low_kernels']} of {f['top_kernels']} profiled",
+        "their share of kernel time": _share(f["share"]),
+        "largest": f"{f['largest'][:60]} ({f['largest_category']}, "
+        f"{f['largest_occupancy_pct']:.0f} %)",
+    }
+    return evidence, (
+        f"bounded by their {_share(f['share'])} of kernel time; more warps help "
+        "only where they hide memory latency"
+    )
 
 
 def _batch_headroom(f: dict) -> tuple[dict, str]:
-    evidence = {"throughput": ", ".join(f"bs{bs} {rate:,.0f}/s"
-                                        for bs, rate in f["throughput_by_bs"]),
-                "last step": f"+{_share(f['growth'])} from bs{f['from_bs']} to bs{f['to_bs']}"}
-    return evidence, (f"estimate {f.get('projected_speedup', 1 + f['growth']):.2f}x in "
-                      f"throughput: it still rose {_share(f['growth'])} at the largest batch; "
-                      "latency per batch grows with it")
+    evidence = {
+        "throughput": ", ".join(f"bs{bs} {rate:,.0f}/s" for bs, rate in f["throughput_by_bs"]),
+        "last step": f"+{_share(f['growth'])} from bs{f['from_bs']} to bs{f['to_bs']}",
+    }
+    return evidence, (
+        f"estimate {f.get('projected_speedup', 1 + f['growth']):.2f}x in "
+        f"throughput: it still rose {_share(f['growth'])} at the largest batch; "
+        "latency per batch grows with it"
+    )
 
 
 def _trt_fp32_layers(f: dict) -> tuple[dict, str]:
@@ -68,21 +85,27 @@ def _trt_fp32_layers(f: dict) -> tuple[dict, str]:
 
 
 def _memory_bound(f: dict) -> tuple[dict, str]:
-    evidence = {"arithmetic intensity": f"{f['intensity']:.0f} FLOP per minimum byte (ridge "
-                                        f"{f['ridge']:.0f})",
-                "achieved (minimum bytes / p50)":
-                    f"at least {f['achieved_gbs']:,.0f} GB/s = at least "
-                    f"{f['pct_of_bandwidth']:.0f} % of {f['peak_gbs']:,.0f} GB/s"}
-    return evidence, (f"bound {f['speedup_bound']:.1f}x (bytes at the measured bandwidth): "
-                      "the minimum bytes moved at full bandwidth; twice that for a switch to "
-                      "half precision")
+    evidence = {
+        "arithmetic intensity": f"{f['intensity']:.0f} FLOP per minimum byte (ridge "
+        f"{f['ridge']:.0f})",
+        "achieved (minimum bytes / p50)": f"at least {f['achieved_gbs']:,.0f} GB/s = at least "
+        f"{f['pct_of_bandwidth']:.0f} % of {f['peak_gbs']:,.0f} GB/s",
+    }
+    return evidence, (
+        f"bound {f['speedup_bound']:.1f}x (bytes at the measured bandwidth): "
+        "the minimum bytes moved at full bandwidth; twice that for a switch to "
+        "half precision"
+    )
 
 
 #: rule id -> its figures in words (evidence by label, projected gain)
 WORDING: dict[str, Callable[[dict], tuple[dict, str]]] = {
-    "launch-bound": _launch_bound, "fp32-cuda-cores": _fp32_cuda_cores,
-    "low-occupancy": _low_occupancy, "batch-headroom": _batch_headroom,
-    "trt-fp32-layers": _trt_fp32_layers, "memory-bound": _memory_bound,
+    "launch-bound": _launch_bound,
+    "fp32-cuda-cores": _fp32_cuda_cores,
+    "low-occupancy": _low_occupancy,
+    "batch-headroom": _batch_headroom,
+    "trt-fp32-layers": _trt_fp32_layers,
+    "memory-bound": _memory_bound,
 }
 
 
@@ -96,7 +119,8 @@ def projected_gain(a: Advice) -> str:
     gain = WORDING[a.rule](a.figures)[1]
     if a.rule == "fp32-cuda-cores" and a.measured:
         gain += "; the sweep measured " + ", ".join(
-            f"{k} {v['speedup']}x" for k, v in a.measured.items())
+            f"{k} {v['speedup']}x" for k, v in a.measured.items()
+        )
     return gain
 
 
@@ -113,9 +137,16 @@ def line(a: Advice) -> str:
 
 def advice_dict(a: Advice) -> dict:
     """The advice as --json shows it (evidence and gain in words, measured as numbers)."""
-    return {"rule": a.rule, "title": a.title, "action": a.action, "evidence": evidence(a),
-            "projected_gain": projected_gain(a), "projection": a.projection,
-            "source": a.source, "measured": a.measured}
+    return {
+        "rule": a.rule,
+        "title": a.title,
+        "action": a.action,
+        "evidence": evidence(a),
+        "projected_gain": projected_gain(a),
+        "projection": a.projection,
+        "source": a.source,
+        "measured": a.measured,
+    }
 
 
 def noise_line(noise: BaselineNoise | None, of: str = "the run") -> str:
@@ -125,7 +156,9 @@ def noise_line(noise: BaselineNoise | None, of: str = "the run") -> str:
     if not noise or noise.cv is None:
         return ""
     window = marked(f"CV {pct(100 * noise.cv)}", window_flags(noise.warnings))
-    between = (f"between its {noise.processes} processes CV {pct(100 * noise.between_cv)}"
-               if noise.between_cv is not None else
-               "one process (no spread between processes measured)")
+    between = (
+        f"between its {noise.processes} processes CV {pct(100 * noise.between_cv)}"
+        if noise.between_cv is not None
+        else "one process (no spread between processes measured)"
+    )
     return f"noise of {of}: timed window {window}; {between}"

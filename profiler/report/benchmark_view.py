@@ -38,64 +38,100 @@ from profiler.runs.manifest import SweepManifest, axis_options
 from profiler.trace.kernels import PIPE_BUSY_NOTE
 from profiler.trace.summary import json_safe
 
-MD_FORMATS = {"mean_ms": ".3f", "p50_ms": ".3f", "p90_ms": ".3f", "p99_ms": ".3f",
-              "gpu_compute_ms": ".3f", "enqueue_ms": ".3f",
-              "throughput_per_s": ".1f", "speedup": ".2f", "speedup_low": ".2f",
-              "speedup_high": ".2f", "processes": ".0f", "ready_s": ".2f", "compile_s": ".2f",
-              "rel_l2_error": ".2e", "tensor_core_pct": ".1f", "gpu_util_pct": ".1f",
-              "elapsed_s": ".1f", "cv_pct": ".1f", "peak_allocated_mib": ".1f",
-              "peak_reserved_mib": ".1f", "engine_mib": ".1f", "tflops": ".2f",
-              "pct_peak_compute": ".1f", "gbs": ".1f", "pct_peak_bandwidth": ".1f",
-              "flop_per_byte": ".0f", "ttft_ms": ".3f",
-              "token_p50_ms": ".3f", "token_p99_ms": ".3f", "tokens_per_s": ".1f",
-              "token_agreement": ".3f"}
+MD_FORMATS = {
+    "mean_ms": ".3f",
+    "p50_ms": ".3f",
+    "p90_ms": ".3f",
+    "p99_ms": ".3f",
+    "gpu_compute_ms": ".3f",
+    "enqueue_ms": ".3f",
+    "throughput_per_s": ".1f",
+    "speedup": ".2f",
+    "speedup_low": ".2f",
+    "speedup_high": ".2f",
+    "processes": ".0f",
+    "ready_s": ".2f",
+    "compile_s": ".2f",
+    "rel_l2_error": ".2e",
+    "tensor_core_pct": ".1f",
+    "gpu_util_pct": ".1f",
+    "elapsed_s": ".1f",
+    "cv_pct": ".1f",
+    "peak_allocated_mib": ".1f",
+    "peak_reserved_mib": ".1f",
+    "engine_mib": ".1f",
+    "tflops": ".2f",
+    "pct_peak_compute": ".1f",
+    "gbs": ".1f",
+    "pct_peak_bandwidth": ".1f",
+    "flop_per_byte": ".0f",
+    "ttft_ms": ".3f",
+    "token_p50_ms": ".3f",
+    "token_p99_ms": ".3f",
+    "tokens_per_s": ".1f",
+    "token_agreement": ".3f",
+}
 #: benchmark.md's heads of the columns whose CSV names say less than the figure is: time in
 #: Tensor Core kernels (not tensor pipe busy), and bandwidth from the minimum bytes (a lower bound)
-MD_HEADERS = {"tensor_core_pct": "TC-kernel time %", "gbs": MIN_GBS,
-              "pct_peak_bandwidth": MIN_PCT_BANDWIDTH}
+MD_HEADERS = {
+    "tensor_core_pct": "TC-kernel time %",
+    "gbs": MIN_GBS,
+    "pct_peak_bandwidth": MIN_PCT_BANDWIDTH,
+}
 
 
-
-def write_benchmark(sweep_dir: Path, frame: pd.DataFrame, manifest: SweepManifest,
-                    offsets: list[GpuOffset] | None = None) -> list[Path]:
+def write_benchmark(
+    sweep_dir: Path,
+    frame: pd.DataFrame,
+    manifest: SweepManifest,
+    offsets: list[GpuOffset] | None = None,
+) -> list[Path]:
     csv_path, md_path = sweep_dir / "benchmark.csv", sweep_dir / "benchmark.md"
     write_text_atomic(csv_path, integer_counts(frame).to_csv(index=False, float_format="%.6g"))
     write_text_atomic(md_path, markdown(frame, manifest, offsets))
     return [csv_path, md_path]
 
 
-def markdown(frame: pd.DataFrame, manifest: SweepManifest,
-             offsets: list[GpuOffset] | None = None) -> str:
+def markdown(
+    frame: pd.DataFrame, manifest: SweepManifest, offsets: list[GpuOffset] | None = None
+) -> str:
     devices = sorted({d for d in frame["device"].dropna() if d})
-    options = {key: "default" if value is None else value
-               for key, value in manifest.options.items()}
-    lines = [f"# Sweep `{manifest.name}`: {manifest.model} on "
-             f"{', '.join(devices) or 'no finished cell'}\n",
-             f"- backends: {', '.join(manifest.backends)}; batch sizes: "
-             f"{', '.join(map(str, manifest.batch_sizes))}"
-             + "".join(f"; {key}: {', '.join(map(str, manifest.options[key]))}"
-                       for key in axis_columns(manifest)),
-             f"- speedup = the figure of `{manifest.baseline}` / the cell's, at the same batch "
-             "size" + (" and the same " + ", ".join(axis_columns(manifest))
-                       if axis_columns(manifest) else "")
-             + f", on two figures, each with its own verdict: {LATENCY_WORDS} and "
-             f"{GPU_TIME_WORDS}; with several processes per cell each figure (p50_ms, "
-             "gpu_compute_ms) is the geometric mean of the per-process medians; [low-high] is "
-             "the speedup's 95 % interval and the verdict says whether the cell is faster, "
-             "slower, the same (±2 %) or undecided against the machine's noise (with several "
-             "GPUs, over the windows on the GPUs both cells share); "
-             + FDR_WORDS + "; bound: launch-bound (the host's launches pace the call) or "
-             "GPU-bound",
-             f"- timed window: {options.get('iters', 'default')} iterations after "
-             f"{options.get('timed_warmup', 'default')} warm-up (defaults: 100 after 20 on a "
-             "GPU, a 5 s budget after 2 on a CPU), synchronized every iteration; TF32 "
-             f"{'on' if options.get('tf32') else 'off'}",
-             "- ready_s = prepare + first call; compile_s: see compile_what; rel_l2_error vs the "
-             "FP32 eager reference; TC-kernel time % (time in Tensor Core kernels, not tensor "
-             "pipe busy) and gpu_util_pct from the profiled steps' trace; "
-             f"{MD_HEADERS['gbs']} and {MD_HEADERS['pct_peak_bandwidth']}: the "
-             f"{MIN_BYTES_LABEL} over the p50, lower bounds of the traffic",
-             f"- note: {PIPE_BUSY_NOTE}", ""]
+    options = {
+        key: "default" if value is None else value for key, value in manifest.options.items()
+    }
+    lines = [
+        f"# Sweep `{manifest.name}`: {manifest.model} on "
+        f"{', '.join(devices) or 'no finished cell'}\n",
+        f"- backends: {', '.join(manifest.backends)}; batch sizes: "
+        f"{', '.join(map(str, manifest.batch_sizes))}"
+        + "".join(
+            f"; {key}: {', '.join(map(str, manifest.options[key]))}"
+            for key in axis_columns(manifest)
+        ),
+        f"- speedup = the figure of `{manifest.baseline}` / the cell's, at the same batch "
+        "size"
+        + (" and the same " + ", ".join(axis_columns(manifest)) if axis_columns(manifest) else "")
+        + f", on two figures, each with its own verdict: {LATENCY_WORDS} and "
+        f"{GPU_TIME_WORDS}; with several processes per cell each figure (p50_ms, "
+        "gpu_compute_ms) is the geometric mean of the per-process medians; [low-high] is "
+        "the speedup's 95 % interval and the verdict says whether the cell is faster, "
+        "slower, the same (±2 %) or undecided against the machine's noise (with several "
+        "GPUs, over the windows on the GPUs both cells share); "
+        + FDR_WORDS
+        + "; bound: launch-bound (the host's launches pace the call) or "
+        "GPU-bound",
+        f"- timed window: {options.get('iters', 'default')} iterations after "
+        f"{options.get('timed_warmup', 'default')} warm-up (defaults: 100 after 20 on a "
+        "GPU, a 5 s budget after 2 on a CPU), synchronized every iteration; TF32 "
+        f"{'on' if options.get('tf32') else 'off'}",
+        "- ready_s = prepare + first call; compile_s: see compile_what; rel_l2_error vs the "
+        "FP32 eager reference; TC-kernel time % (time in Tensor Core kernels, not tensor "
+        "pipe busy) and gpu_util_pct from the profiled steps' trace; "
+        f"{MD_HEADERS['gbs']} and {MD_HEADERS['pct_peak_bandwidth']}: the "
+        f"{MIN_BYTES_LABEL} over the p50, lower bounds of the traffic",
+        f"- note: {PIPE_BUSY_NOTE}",
+        "",
+    ]
     dropped = ["model", "device", "baseline", "reason", *PHASE_COLUMNS]
     if frame["node"].nunique() < 2:  # one host: its name says nothing per cell
         dropped.append("node")
@@ -118,15 +154,24 @@ def markdown(frame: pd.DataFrame, manifest: SweepManifest,
     spans = interval_processes(frame)
     common = common_processes(spans)
     spans = [""] * len(spans) if common else spans
-    latency_column, gpu_column = ((c.replace("[95 %]", f"[95 %, {common}]") if common else c)
-                                  for c in (LATENCY_COLUMN, GPU_TIME_COLUMN))
-    figures = {latency_column: [_spanned(speedup_text(r.speedup, r.speedup_low,
-                                                      r.speedup_high, r.verdict), span)
-                                for r, span in zip(frame.itertuples(), spans)]}
+    latency_column, gpu_column = (
+        (c.replace("[95 %]", f"[95 %, {common}]") if common else c)
+        for c in (LATENCY_COLUMN, GPU_TIME_COLUMN)
+    )
+    figures = {
+        latency_column: [
+            _spanned(speedup_text(r.speedup, r.speedup_low, r.speedup_high, r.verdict), span)
+            for r, span in zip(frame.itertuples(), spans)
+        ]
+    }
     if gpu_time:
-        figures[gpu_column] = [_spanned(speedup_text(r.gpu_speedup, r.gpu_speedup_low,
-                                                     r.gpu_speedup_high, r.gpu_verdict), span)
-                               for r, span in zip(frame.itertuples(), spans)]
+        figures[gpu_column] = [
+            _spanned(
+                speedup_text(r.gpu_speedup, r.gpu_speedup_low, r.gpu_speedup_high, r.gpu_verdict),
+                span,
+            )
+            for r, span in zip(frame.itertuples(), spans)
+        ]
     shown = shown.drop(columns=[*SPEEDUP_COLUMNS, *GPU_SPEEDUP_COLUMNS, "verdict_note"])
     for offset, (name, cells) in enumerate(figures.items()):
         shown.insert(at + offset, name, cells)
@@ -143,8 +188,9 @@ def markdown(frame: pd.DataFrame, manifest: SweepManifest,
         lines.extend(f"- {label}: {note}" for label, note in notes)
     broken = frame[(frame["status"] == "ok") & (frame["reason"] == NOT_FINITE)]
     if len(broken):
-        lines.append("\n## Cells whose output holds NaN or Inf (their latency is not one to "
-                     "quote)\n")
+        lines.append(
+            "\n## Cells whose output holds NaN or Inf (their latency is not one to quote)\n"
+        )
         lines.extend(f"- `{r.backend}` bs {r.bs}" for r in broken.itertuples())
     failed = frame[frame["status"] != "ok"]
     if len(failed):
@@ -157,9 +203,22 @@ def markdown(frame: pd.DataFrame, manifest: SweepManifest,
 
 
 #: the sweep table's columns left out, the last first, where the width cannot show them all
-OPTIONAL = ("GPUs", "processes", "mean ms", "p90 ms", "bound", "ready s", "compile s",
-            "rel L2 err", "TC-kernel time", "GPU util", "peak alloc MiB", "peak reserved MiB",
-            "TTFT ms", "token p99")
+OPTIONAL = (
+    "GPUs",
+    "processes",
+    "mean ms",
+    "p90 ms",
+    "bound",
+    "ready s",
+    "compile s",
+    "rel L2 err",
+    "TC-kernel time",
+    "GPU util",
+    "peak alloc MiB",
+    "peak reserved MiB",
+    "TTFT ms",
+    "token p99",
+)
 #: with a GPU-time verdict column beside latency's, these give way too where the width is short
 GIVE_WAY_FOR_GPU_TIME = ("p99 ms", "samples/s", "CV")
 #: benchmark.csv's columns of each figure's verdict (profiler.analysis.benchmark)
@@ -175,20 +234,25 @@ GPU_TIME_COLUMN = "GPU-time speedup [95 %] verdict"
 
 def fdr_words(family: str = "the sweep's cells") -> str:
     """The false discovery rate the verdicts of a family are held to, in words."""
-    return (f"each figure's verdicts are held to a {100 * FDR_Q:g} % false discovery rate over "
-            f"{family} (Benjamini-Hochberg; the intervals are the raw 95 % ones)")
+    return (
+        f"each figure's verdicts are held to a {100 * FDR_Q:g} % false discovery rate over "
+        f"{family} (Benjamini-Hochberg; the intervals are the raw 95 % ones)"
+    )
 
 
 FDR_WORDS = fdr_words()
-NO_GPU_TIME = ("GPU time: not measured in these cells (a CPU, a generation, or runs recorded "
-               "before GPU time was): the verdicts are latency's only")
+NO_GPU_TIME = (
+    "GPU time: not measured in these cells (a CPU, a generation, or runs recorded "
+    "before GPU time was): the verdicts are latency's only"
+)
 
 
 def has_gpu_time(frame: pd.DataFrame) -> bool:
     """Any cell measured GPU time (the GPU-time columns are shown)."""
     verdicts = frame["gpu_verdict"] if "gpu_verdict" in frame else pd.Series(dtype=object)
-    return bool(frame["gpu_compute_ms"].notna().any()
-                or any(isinstance(v, str) and v for v in verdicts))
+    return bool(
+        frame["gpu_compute_ms"].notna().any() or any(isinstance(v, str) and v for v in verdicts)
+    )
 
 
 def speedup_text(speedup, low, high, verdict) -> str:
@@ -210,8 +274,11 @@ def _label(r, manifest: SweepManifest) -> str:
 def verdict_notes(frame: pd.DataFrame, manifest: SweepManifest) -> list[tuple[str, str]]:
     """(cell, note) for every cell whose verdicts carry a note (launch-bound, the lever, the
     processes the latency needs, a disagreement between the figures)."""
-    return [(_label(r, manifest), r.verdict_note) for r in frame.itertuples()
-            if isinstance(r.verdict_note, str) and r.verdict_note]
+    return [
+        (_label(r, manifest), r.verdict_note)
+        for r in frame.itertuples()
+        if isinstance(r.verdict_note, str) and r.verdict_note
+    ]
 
 
 def judged(frame: pd.DataFrame) -> int:
@@ -224,23 +291,24 @@ def undecided_on_both(frame: pd.DataFrame) -> pd.Series:
     where it was measured)."""
     gpu = frame["gpu_verdict"] if "gpu_verdict" in frame else pd.Series("", index=frame.index)
     return (frame["verdict"] == "undecided") & gpu.map(
-        lambda v: v == "undecided" or not (isinstance(v, str) and v))
+        lambda v: v == "undecided" or not (isinstance(v, str) and v)
+    )
 
 
 def interval_processes(frame: pd.DataFrame) -> list[str]:
     """Per cell, the processes its speedup interval spans: "6 proc." (a side), "3+6 proc."
     (baseline + cell) where the two differ; "" for a cell without an interval."""
     same = ["bs", *[c for c in frame.columns if c in AXIS_KEYS]]
-    base = {tuple(r[same]): r.processes for _, r in frame.iterrows()
-            if r.verdict == "baseline"}
+    base = {tuple(r[same]): r.processes for _, r in frame.iterrows() if r.verdict == "baseline"}
     texts = []
     for _, r in frame.iterrows():
         theirs, ours = base.get(tuple(r[same])), r.processes
         if missing(r.speedup_low) or missing(theirs) or missing(ours):
             texts.append("")
         else:
-            texts.append(f"{ours:.0f} proc." if theirs == ours
-                         else f"{theirs:.0f}+{ours:.0f} proc.")
+            texts.append(
+                f"{ours:.0f} proc." if theirs == ours else f"{theirs:.0f}+{ours:.0f} proc."
+            )
     return texts
 
 
@@ -250,8 +318,9 @@ def common_processes(texts: list[str]) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
-def print_benchmark(frame: pd.DataFrame, manifest: SweepManifest, console: Console,
-                    only_decided: bool = False) -> None:
+def print_benchmark(
+    frame: pd.DataFrame, manifest: SweepManifest, console: Console, only_decided: bool = False
+) -> None:
     """The sweep's table; with ``only_decided`` the cells undecided on both figures left out
     (and counted); the geometric mean of each backend over its batch sizes under it."""
     hidden = undecided_on_both(frame) if only_decided else pd.Series(False, index=frame.index)
@@ -259,20 +328,38 @@ def print_benchmark(frame: pd.DataFrame, manifest: SweepManifest, console: Conso
     bad = bool(((frame["status"] != "ok") | (frame["reason"] == NOT_FINITE)).any())
     devices = sorted({d for d in frame["device"].dropna() if d})
     gpu_time = has_gpu_time(frame)
-    t = FitTable(title=f"{manifest.model} on {', '.join(devices) or '-'}: speedup = "
-                       f"{manifest.baseline} / cell, on latency"
-                       + (" and on GPU time" if gpu_time else " (p50)"))
+    t = FitTable(
+        title=f"{manifest.model} on {', '.join(devices) or '-'}: speedup = "
+        f"{manifest.baseline} / cell, on latency" + (" and on GPU time" if gpu_time else " (p50)")
+    )
     axes = axis_columns(manifest)
     spans = interval_processes(frame)
     common = common_processes(spans)
-    figures: tuple[str, ...] = (LATENCY_COLUMN, GPU_TIME_COLUMN) if gpu_time \
-        else (LATENCY_COLUMN,)
+    figures: tuple[str, ...] = (LATENCY_COLUMN, GPU_TIME_COLUMN) if gpu_time else (LATENCY_COLUMN,)
     if common:  # every interval spans the same processes: said once, in the header
         figures = tuple(f.replace("[95 %]", f"[95 %, {common}]") for f in figures)
-    headers = ("backend", "bs", *axes, "mean ms", "p50 ms", "p90 ms", "p99 ms",
-               *(("GPU ms", "bound") if gpu_time else ()), "samples/s", *figures, "processes",
-               "ready s", "compile s", "rel L2 err", "TC-kernel time", "GPU util", "CV",
-               "peak alloc MiB", "peak reserved MiB", "status")
+    headers = (
+        "backend",
+        "bs",
+        *axes,
+        "mean ms",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        *(("GPU ms", "bound") if gpu_time else ()),
+        "samples/s",
+        *figures,
+        "processes",
+        "ready s",
+        "compile s",
+        "rel L2 err",
+        "TC-kernel time",
+        "GPU util",
+        "CV",
+        "peak alloc MiB",
+        "peak reserved MiB",
+        "status",
+    )
     generation = bool(frame["tokens_per_s"].notna().any())
     if generation:
         headers = headers[:-1] + ("TTFT ms", "token p50", "token p99", "tokens/s", "status")
@@ -297,54 +384,81 @@ def print_benchmark(frame: pd.DataFrame, manifest: SweepManifest, console: Conso
         status = r.status if r.status == "ok" else f"[red]{escape(str(r.status))}[/]"
         if r.status == "ok" and r.reason == NOT_FINITE:
             status = "[yellow]ok, NaN/Inf output[/]"
-        t.add_row(*((windows_gpus(r),) if on_gpus else ()), r.backend, str(r.bs),
-                  *(fixed(getattr(r, key), ".0f") for key in axes),
-                  *latency_cells(r),
-                  *((trimmed(r.gpu_compute_ms, None), _text(r.bound)) if gpu_time else ()),
-                  fixed(r.throughput_per_s, ",.1f"), verdict_cell(r, span),
-                  *((gpu_verdict_cell(r, span),) if gpu_time else ()),
-                  fixed(r.processes, ".0f"),
-                  fixed(r.ready_s, ".2f"),
-                  fixed(r.compile_s, ".2f"), fixed(r.rel_l2_error, ".2g"),
-                  pct(r.tensor_core_pct), pct(r.gpu_util_pct),
-                  pct(r.cv_pct) + (f" [yellow]{escape(r.noise)}[/]" if isinstance(r.noise, str)
-                                   and r.noise else ""),
-                  _mib(r.peak_allocated_mib, r.device), _mib(r.peak_reserved_mib, r.device),
-                  *((fixed(r.ttft_ms, ".3f"), fixed(r.token_p50_ms, ".3f"),
-                     fixed(r.token_p99_ms, ".3f"), fixed(r.tokens_per_s, ",.1f"))
-                    if generation else ()),
-                  status)
+        t.add_row(
+            *((windows_gpus(r),) if on_gpus else ()),
+            r.backend,
+            str(r.bs),
+            *(fixed(getattr(r, key), ".0f") for key in axes),
+            *latency_cells(r),
+            *((trimmed(r.gpu_compute_ms, None), _text(r.bound)) if gpu_time else ()),
+            fixed(r.throughput_per_s, ",.1f"),
+            verdict_cell(r, span),
+            *((gpu_verdict_cell(r, span),) if gpu_time else ()),
+            fixed(r.processes, ".0f"),
+            fixed(r.ready_s, ".2f"),
+            fixed(r.compile_s, ".2f"),
+            fixed(r.rel_l2_error, ".2g"),
+            pct(r.tensor_core_pct),
+            pct(r.gpu_util_pct),
+            pct(r.cv_pct)
+            + (f" [yellow]{escape(r.noise)}[/]" if isinstance(r.noise, str) and r.noise else ""),
+            _mib(r.peak_allocated_mib, r.device),
+            _mib(r.peak_reserved_mib, r.device),
+            *(
+                (
+                    fixed(r.ttft_ms, ".3f"),
+                    fixed(r.token_p50_ms, ".3f"),
+                    fixed(r.token_p99_ms, ".3f"),
+                    fixed(r.tokens_per_s, ",.1f"),
+                )
+                if generation
+                else ()
+            ),
+            status,
+        )
     console.print(t)
     if only_decided:
-        console.print(f"[dim]--only-decided: {int(hidden.sum())} of {len(whole)} cells hidden "
-                      "(undecided on both figures)[/]", highlight=False)
+        console.print(
+            f"[dim]--only-decided: {int(hidden.sum())} of {len(whole)} cells hidden "
+            "(undecided on both figures)[/]",
+            highlight=False,
+        )
     print_geomeans(whole, console, gpu_time)
     if frame["tensor_core_pct"].notna().any():
         console.print(f"[dim]TC-kernel time: {PIPE_BUSY_NOTE}[/]", highlight=False)
     print_verdict_notes(frame, manifest, console, gpu_time)
 
 
-def print_verdict_notes(frame: pd.DataFrame, manifest: SweepManifest, console: Console,
-                        gpu_time: bool) -> None:
+def print_verdict_notes(
+    frame: pd.DataFrame, manifest: SweepManifest, console: Console, gpu_time: bool
+) -> None:
     """Under the table: what the verdict columns are, the false discovery rate they are held
     to, and each cell's notes."""
     if not judged(frame):
         return
     what = f"{LATENCY_WORDS} and {GPU_TIME_WORDS}, judged apart" if gpu_time else LATENCY_WORDS
-    means = ("p50 ms and GPU ms are geometric means of per-process medians" if gpu_time
-             else "p50 ms is the geometric mean of per-process medians")
+    means = (
+        "p50 ms and GPU ms are geometric means of per-process medians"
+        if gpu_time
+        else "p50 ms is the geometric mean of per-process medians"
+    )
     fdr = f"; {FDR_WORDS}" if judged(frame) > 1 else ""
-    console.print(f"[dim]verdicts: the cell (B) against {escape(manifest.baseline)} (A) at the "
-                  f"same batch size, on {what}; {means}{fdr}[/]", highlight=False)
+    console.print(
+        f"[dim]verdicts: the cell (B) against {escape(manifest.baseline)} (A) at the "
+        f"same batch size, on {what}; {means}{fdr}[/]",
+        highlight=False,
+    )
     if not gpu_time:
         console.print(f"[dim]{NO_GPU_TIME}[/]", highlight=False)
     flagged = [_label(r, manifest) for r in frame.itertuples() if cell_noise(r)[1]]
     if flagged:
-        console.print(f"[yellow]note[/]: {len(flagged)} cells' timed windows are flagged "
-                      "(! noisy, bimodal or drifting: all flags in the CV column): their p50 "
-                      "is printed to the figures its CV allows, and their latency verdicts rest "
-                      "on the spread between processes, which such a window widens",
-                      highlight=False)
+        console.print(
+            f"[yellow]note[/]: {len(flagged)} cells' timed windows are flagged "
+            "(! noisy, bimodal or drifting: all flags in the CV column): their p50 "
+            "is printed to the figures its CV allows, and their latency verdicts rest "
+            "on the spread between processes, which such a window widens",
+            highlight=False,
+        )
     for label, note in verdict_notes(frame, manifest):
         console.print(f"[yellow]note[/] ({escape(label)}): {escape(note)}", highlight=False)
 
@@ -369,8 +483,7 @@ def _verdict_markup(speedup, verdict, low, high) -> str:
     text = speedup_text(speedup, low, high, verdict)
     word = verdict if isinstance(verdict, str) else ""
     colour = VERDICT_COLOURS.get(word)
-    return text[:-len(word)] + f"[{colour}]{word}[/]" if colour and text.endswith(word) \
-        else text
+    return text[: -len(word)] + f"[{colour}]{word}[/]" if colour and text.endswith(word) else text
 
 
 def verdict_cell(r, span: str = "") -> str:
@@ -381,8 +494,9 @@ def verdict_cell(r, span: str = "") -> str:
 
 def gpu_verdict_cell(r, span: str = "") -> str:
     """The same on GPU time."""
-    return _spanned(_verdict_markup(r.gpu_speedup, r.gpu_verdict, r.gpu_speedup_low,
-                                    r.gpu_speedup_high), span)
+    return _spanned(
+        _verdict_markup(r.gpu_speedup, r.gpu_verdict, r.gpu_speedup_low, r.gpu_speedup_high), span
+    )
 
 
 def _spanned(text: str, span: str) -> str:
@@ -394,9 +508,14 @@ def geomean_table(frame: pd.DataFrame, gpu_time: bool) -> pd.DataFrame:
     ms to the figures the noisiest cell's CV allows, speedups as ``2.24x``."""
     rows = geomean_rows(frame)
     cv = frame["cv_pct"].max() / 100 if frame["cv_pct"].notna().any() else None
-    shown = pd.DataFrame({"backend": rows["backend"], "cells": rows["cells"].astype(str),
-                          "p50 ms": [trimmed(v, cv) for v in rows["p50_ms"]],
-                          "latency speedup": [times(v) for v in rows["speedup"]]})
+    shown = pd.DataFrame(
+        {
+            "backend": rows["backend"],
+            "cells": rows["cells"].astype(str),
+            "p50 ms": [trimmed(v, cv) for v in rows["p50_ms"]],
+            "latency speedup": [times(v) for v in rows["speedup"]],
+        }
+    )
     if gpu_time:
         shown.insert(3, "GPU ms", [trimmed(v, None) for v in rows["gpu_compute_ms"]])
         shown["GPU-time speedup"] = [times(v) for v in rows["gpu_speedup"]]
@@ -447,14 +566,23 @@ def gpu_offset_lines(offsets: list[GpuOffset]) -> list[str]:
     if not offsets:
         return []
     figure = "GPU time" if offsets[0].figure == "gpu_time" else "latency"
-    each = "; ".join(f"GPU {o.gpu} {change_pct(_percent(o.offset))} (floor "
-                     f"{pct(_percent(o.floor))}, {o.windows} windows)" for o in offsets)
-    lines = [f"GPUs on the same configs ({figure}, each against the median GPU; floor: its "
-             f"between-process CV): {each}"]
-    lines += [f"GPU {o.gpu} sits {change_pct(_percent(o.offset))} from the other GPUs on "
-              f"{figure}, beyond its floor of {pct(_percent(o.floor))}: its windows pair only "
-              "with windows of the same process (on it); unpaired verdicts carry the offset as "
-              "noise" for o in offsets if o.apart]
+    each = "; ".join(
+        f"GPU {o.gpu} {change_pct(_percent(o.offset))} (floor "
+        f"{pct(_percent(o.floor))}, {o.windows} windows)"
+        for o in offsets
+    )
+    lines = [
+        f"GPUs on the same configs ({figure}, each against the median GPU; floor: its "
+        f"between-process CV): {each}"
+    ]
+    lines += [
+        f"GPU {o.gpu} sits {change_pct(_percent(o.offset))} from the other GPUs on "
+        f"{figure}, beyond its floor of {pct(_percent(o.floor))}: its windows pair only "
+        "with windows of the same process (on it); unpaired verdicts carry the offset as "
+        "noise"
+        for o in offsets
+        if o.apart
+    ]
     return lines
 
 
@@ -470,12 +598,24 @@ def print_gpu_offsets(offsets: list[GpuOffset], console: Console) -> None:
         console.print(f"[yellow]note[/]: {escape(line)}", highlight=False)
 
 
-def benchmark_json(frame: pd.DataFrame, manifest: SweepManifest, sweep_dir: Path,
-                   offsets: list[GpuOffset] | None = None) -> dict:
+def benchmark_json(
+    frame: pd.DataFrame,
+    manifest: SweepManifest,
+    sweep_dir: Path,
+    offsets: list[GpuOffset] | None = None,
+) -> dict:
     """The sweep's table as JSON: one record per cell (the benchmark.csv columns), and each
     GPU's offset and floor where the windows ran on several."""
-    return json_safe({"sweep": manifest.name, "folder": str(sweep_dir),
-                   "model": manifest.model, "baseline": manifest.baseline,
-                   "gpus": [{**dataclasses.asdict(o), "apart": o.apart} for o in offsets or []],
-                   "cells": integer_counts(frame).astype(object)
-                   .where(frame.notna(), None).to_dict(orient="records")})
+    return json_safe(
+        {
+            "sweep": manifest.name,
+            "folder": str(sweep_dir),
+            "model": manifest.model,
+            "baseline": manifest.baseline,
+            "gpus": [{**dataclasses.asdict(o), "apart": o.apart} for o in offsets or []],
+            "cells": integer_counts(frame)
+            .astype(object)
+            .where(frame.notna(), None)
+            .to_dict(orient="records"),
+        }
+    )

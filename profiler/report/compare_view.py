@@ -40,20 +40,28 @@ from profiler.trace.summary import Summary
 
 
 def _side_name(label: str, summary: Summary) -> str:
-    device = summary.devices[0]["name"] if summary.devices else \
-        "no GPU" if summary.overview.has_gpu else "CPU"
+    device = (
+        summary.devices[0]["name"]
+        if summary.devices
+        else "no GPU"
+        if summary.overview.has_gpu
+        else "CPU"
+    )
     return f"{label} ({device}; {summary.trace_path.name})"
 
 
-def print_diff(result: Diff, sa: Summary, sb: Summary, top: int, console: Console,
-               recorded: bool = True) -> None:
+def print_diff(
+    result: Diff, sa: Summary, sb: Summary, top: int, console: Console, recorded: bool = True
+) -> None:
     """The trace diff's tables; ``recorded=False`` (compare --processes) leaves the recorded
     runs' result.json rows out of the overview: every figure outside the "Recorded runs" table
     is then the fresh processes'."""
     console.print(f"[b]A[/b] = {escape(_side_name(result.a_label, sa))}", highlight=False)
     console.print(f"[b]B[/b] = {escape(_side_name(result.b_label, sb))}", highlight=False)
-    console.print("times are per profiled step; delta = B - A ([green]-[/] B faster, "
-                  "[red]+[/] B slower)", highlight=False)
+    console.print(
+        "times are per profiled step; delta = B - A ([green]-[/] B faster, [red]+[/] B slower)",
+        highlight=False,
+    )
     console.print(overview_table(result, recorded))
     if result.on_cpu:  # no kernels: the CPU operators are the diff
         console.print(cpu_operators_table(result, top))
@@ -71,10 +79,18 @@ def print_diff(result: Diff, sa: Summary, sb: Summary, top: int, console: Consol
     faster, slower = result.top_changes(top or 10)
     level = result.change_level
     time = " (self time)" if result.on_cpu else ""
-    for frame, title, none in ((faster, f"Top {len(faster)} gains: {level}s faster in B{time}",
-                                f"no {level} is faster in B"),
-                               (slower, f"Top {len(slower)} losses: {level}s slower in B{time}",
-                                f"no {level} is slower in B")):
+    for frame, title, none in (
+        (
+            faster,
+            f"Top {len(faster)} gains: {level}s faster in B{time}",
+            f"no {level} is faster in B",
+        ),
+        (
+            slower,
+            f"Top {len(slower)} losses: {level}s slower in B{time}",
+            f"no {level} is slower in B",
+        ),
+    ):
         if len(frame):
             console.print(changes_table(frame, title, level))
         else:
@@ -95,8 +111,13 @@ def overview_table(result: Diff, recorded: bool = True) -> Table:
     for r in result.overview.itertuples():
         if not recorded and str(r.metric).endswith(RECORDED_SUFFIX):
             continue
-        t.add_row(r.metric, overview_figure(r, "a"), overview_figure(r, "b"),
-                  signed(r.delta, r.unit or "n"), change_pct(r.change_pct))
+        t.add_row(
+            r.metric,
+            overview_figure(r, "a"),
+            overview_figure(r, "b"),
+            signed(r.delta, r.unit or "n"),
+            change_pct(r.change_pct),
+        )
     return t
 
 
@@ -112,25 +133,53 @@ def overview_figure(row, side: str) -> str:
 def categories_table(result: Diff) -> Table:
     t = FitTable(title="Kernel time by category (per step)")
     t.add_column("category")
-    for col in ("A", "B", "delta", "change", "share A", "share B",
-                "TC-kernel time A", "TC-kernel time B"):
+    for col in (
+        "A",
+        "B",
+        "delta",
+        "change",
+        "share A",
+        "share B",
+        "TC-kernel time A",
+        "TC-kernel time B",
+    ):
         t.add_column(col, number=True, optional=col not in ("A", "B", "delta", "change"))
     c = result.categories
     for r in c.itertuples():
-        t.add_row(r.category, us_fine(r.us_a), us_fine(r.us_b), signed(r.delta_us),
-                  change_pct(r.change_pct), pct(r.share_a_pct), pct(r.share_b_pct),
-                  pct(r.tensor_core_a_pct), pct(r.tensor_core_b_pct))
-    t.add_row("[b]all[/b]", us_fine(c["us_a"].sum()), us_fine(c["us_b"].sum()),
-              signed(float(c["delta_us"].sum())), "", "", "", "", "")
+        t.add_row(
+            r.category,
+            us_fine(r.us_a),
+            us_fine(r.us_b),
+            signed(r.delta_us),
+            change_pct(r.change_pct),
+            pct(r.share_a_pct),
+            pct(r.share_b_pct),
+            pct(r.tensor_core_a_pct),
+            pct(r.tensor_core_b_pct),
+        )
+    t.add_row(
+        "[b]all[/b]",
+        us_fine(c["us_a"].sum()),
+        us_fine(c["us_b"].sum()),
+        signed(float(c["delta_us"].sum())),
+        "",
+        "",
+        "",
+        "",
+        "",
+    )
     return t
 
 
 def kernels_table(result: Diff, top: int) -> Table:
     matched = result.kernels[result.kernels["side"] == BOTH]
     shown = head(matched, top)
-    t = _delta_table(f"Kernels in both runs, matched by full name ({len(shown)} of "
-                     f"{len(matched)} by |delta|)",
-                     "kernel (short name; full name in --out/--json)", "category", "calls")
+    t = _delta_table(
+        f"Kernels in both runs, matched by full name ({len(shown)} of {len(matched)} by |delta|)",
+        "kernel (short name; full name in --out/--json)",
+        "category",
+        "calls",
+    )
     for r in shown.itertuples():
         t.add_row(escape(r.kernel), r.category, *_delta_cells(r, r.calls_a, r.calls_b))
     return t
@@ -143,24 +192,35 @@ def unmatched_table(result: Diff, side: str, top: int) -> Table:
     rows = rows.sort_values(column, ascending=False, kind="stable")
     shown = head(rows, top)
     which = "A" if side == ONLY_A else "B"
-    t = FitTable(title=f"Kernels only in {which}: {len(rows)} kernels, "
-                       f"{us_fine(rows[column].sum())} per step (top {len(shown)})")
+    t = FitTable(
+        title=f"Kernels only in {which}: {len(rows)} kernels, "
+        f"{us_fine(rows[column].sum())} per step (top {len(shown)})"
+    )
     t.add_column("kernel")
     t.add_column("category", optional=True)
     t.add_column("Tensor Cores", optional=True)
     t.add_column("calls", number=True)
     t.add_column("time", number=True)
     for r in shown.itertuples():
-        t.add_row(escape(r.kernel), r.category, r.tensor_core, with_unit(getattr(r, calls)),
-                  us_fine(getattr(r, column)))
+        t.add_row(
+            escape(r.kernel),
+            r.category,
+            r.tensor_core,
+            with_unit(getattr(r, calls)),
+            us_fine(getattr(r, column)),
+        )
     return t
 
 
 def operators_table(result: Diff, top: int) -> Table:
     ops = result.operators
     shown = head(ops, top)
-    t = _delta_table(f"Kernel time by launching operator, per step ({len(shown)} of "
-                     f"{len(ops)} by |delta|)", "operator", "in", "kernels")
+    t = _delta_table(
+        f"Kernel time by launching operator, per step ({len(shown)} of {len(ops)} by |delta|)",
+        "operator",
+        "in",
+        "kernels",
+    )
     for r in shown.itertuples():
         t.add_row(escape(r.operator), r.side, *_delta_cells(r, r.kernels_a, r.kernels_b))
     return t
@@ -170,13 +230,22 @@ def cpu_operators_table(result: Diff, top: int) -> Table:
     """Two CPU runs' operators matched by name: calls, self and total CPU time per step."""
     ops = result.cpu_operators
     shown = head(ops, top)
-    t = _delta_table(f"CPU operators by self CPU time, per step ({len(shown)} of {len(ops)} "
-                     "by |delta|)", "operator", "in", "calls")
+    t = _delta_table(
+        f"CPU operators by self CPU time, per step ({len(shown)} of {len(ops)} by |delta|)",
+        "operator",
+        "in",
+        "calls",
+    )
     t.add_column("total A", number=True, optional=True)
     t.add_column("total B", number=True, optional=True)
     for r in shown.itertuples():
-        t.add_row(escape(r.operator), r.side, *_delta_cells(r, r.calls_a, r.calls_b),
-                  us_fine(r.total_a_us), us_fine(r.total_b_us))
+        t.add_row(
+            escape(r.operator),
+            r.side,
+            *_delta_cells(r, r.calls_a, r.calls_b),
+            us_fine(r.total_a_us),
+            us_fine(r.total_b_us),
+        )
     return t
 
 
@@ -192,8 +261,14 @@ def _delta_table(title: str, name: str, kind: str, counted: str) -> FitTable:
 
 
 def _delta_cells(r, count_a, count_b) -> list[str]:
-    return [with_unit(count_a), with_unit(count_b), us_fine(r.us_a), us_fine(r.us_b),
-            signed(r.delta_us), change_pct(r.change_pct)]
+    return [
+        with_unit(count_a),
+        with_unit(count_b),
+        us_fine(r.us_a),
+        us_fine(r.us_b),
+        signed(r.delta_us),
+        change_pct(r.change_pct),
+    ]
 
 
 def changes_table(frame: pd.DataFrame, title: str, level: str) -> Table:
@@ -204,24 +279,29 @@ def changes_table(frame: pd.DataFrame, title: str, level: str) -> Table:
         t.add_column(col, number=True)
     name = "kernel" if level == "kernel" else "operator"
     for r in frame.itertuples():
-        t.add_row(escape(getattr(r, name)), r.side, us_fine(r.us_a), us_fine(r.us_b),
-                  signed(r.delta_us))
+        t.add_row(
+            escape(getattr(r, name)), r.side, us_fine(r.us_a), us_fine(r.us_b), signed(r.delta_us)
+        )
     return t
 
 
 # ---- the timed headline --------------------------------------------------------------------
 
 #: the two figures a verdict is taken on, in words
-FIGURE_NAMES = {"latency": "latency (what a caller waits)",
-                "gpu_time": "GPU time (the device's work)"}
+FIGURE_NAMES = {
+    "latency": "latency (what a caller waits)",
+    "gpu_time": "GPU time (the device's work)",
+}
 #: the figure every row of the processes' table is (never a plain mean)
 GEOMEAN = "geometric mean of per-process medians"
 #: the heading of the figures result.json recorded (apart from those the verdicts use)
 RECORDED_TITLE = "Recorded runs (result.json)"
 #: a figure without a verdict: why
 NO_LATENCY = "no verdict: a side has no per-iteration latencies (latency.csv or processes.csv)"
-NO_GPU_TIME = ("no verdict: GPU time was not measured on both sides (a CPU, a generation, a "
-               "call that synchronizes inside, or a run recorded before GPU time was)")
+NO_GPU_TIME = (
+    "no verdict: GPU time was not measured on both sides (a CPU, a generation, a "
+    "call that synchronizes inside, or a run recorded before GPU time was)"
+)
 
 
 def figure_short(figure: str) -> str:
@@ -242,8 +322,11 @@ def timed_title(t: CompareTimed) -> str:
     mean its figures are."""
     pa, pb = t.processes_a.processes, t.processes_b.processes
     kind = t.source.split()[0]  # fresh, recorded
-    count = f"{pa} {kind} {_plural(pa)} a side" if pa == pb else \
-        f"{pa} (A) and {pb} (B) {kind} processes"
+    count = (
+        f"{pa} {kind} {_plural(pa)} a side"
+        if pa == pb
+        else f"{pa} (A) and {pb} (B) {kind} processes"
+    )
     return f"Timed windows (no profiler): {count}, {GEOMEAN}"
 
 
@@ -309,9 +392,11 @@ def process_rows(t: CompareTimed) -> list[tuple[str, str, str, str]]:
     pa, pb = t.processes_a, t.processes_b
     several = max(pa.processes, pb.processes) > 1
     rows = []
-    for figure, label, short in (("latency", FIGURE_NAMES["latency"], "latency"),
-                                 ("gpu_time", FIGURE_NAMES["gpu_time"], "GPU time"),
-                                 ("enqueue", "enqueue (host launch time)", "enqueue")):
+    for figure, label, short in (
+        ("latency", FIGURE_NAMES["latency"], "latency"),
+        ("gpu_time", FIGURE_NAMES["gpu_time"], "GPU time"),
+        ("enqueue", "enqueue (host launch time)", "enqueue"),
+    ):
         fa, fb = getattr(pa, figure), getattr(pb, figure)
         if fa is None and fb is None:
             continue
@@ -319,8 +404,7 @@ def process_rows(t: CompareTimed) -> list[tuple[str, str, str, str]]:
         wa, wb = t.noise_a, t.noise_b
         rows.append((label, _figure(fa, wa), _figure(fb, wb), _change(ga, gb)))
         if several:
-            rows.append((f"{short}: min-max over processes", _range(fa, wa), _range(fb, wb),
-                         ""))
+            rows.append((f"{short}: min-max over processes", _range(fa, wa), _range(fb, wb), ""))
     rows.append(("processes", _processes(pa), _processes(pb), ""))
     if pa.bound or pb.bound:
         rows.append(("bound (enqueue p90 against GPU time)", _bound(pa), _bound(pb), ""))
@@ -339,16 +423,28 @@ def recorded_rows(t: CompareTimed) -> list[tuple[str, str, str, str]]:
     a, b = t.a, t.b
     cv_a, cv_b = (window.cv if window else None for window in (t.noise_a, t.noise_b))
     # each side's latencies to the figures its window's noise allows (fmt.trimmed)
-    rows = [(f"{label} latency", trimmed(getattr(a, key), cv_a, "ms"),
-             trimmed(getattr(b, key), cv_b, "ms"), _change(getattr(a, key), getattr(b, key)))
-            for key, label in (("p50_ms", "p50"), ("p90_ms", "p90"), ("p99_ms", "p99"))]
-    rows.append(("throughput (samples/s)", with_unit(a.throughput_samples_per_s),
-                 with_unit(b.throughput_samples_per_s),
-                 _change(a.throughput_samples_per_s, b.throughput_samples_per_s)))
-    for key, label in (("gpu_p50_ms", "GPU compute p50 (launch gaps excluded)"),
-                       ("enqueue_p50_ms", "enqueue p50 (host launch time)")):
-        xa, xb = (getattr(side.gpu_compute, key) if side.gpu_compute else None
-                  for side in (a, b))
+    rows = [
+        (
+            f"{label} latency",
+            trimmed(getattr(a, key), cv_a, "ms"),
+            trimmed(getattr(b, key), cv_b, "ms"),
+            _change(getattr(a, key), getattr(b, key)),
+        )
+        for key, label in (("p50_ms", "p50"), ("p90_ms", "p90"), ("p99_ms", "p99"))
+    ]
+    rows.append(
+        (
+            "throughput (samples/s)",
+            with_unit(a.throughput_samples_per_s),
+            with_unit(b.throughput_samples_per_s),
+            _change(a.throughput_samples_per_s, b.throughput_samples_per_s),
+        )
+    )
+    for key, label in (
+        ("gpu_p50_ms", "GPU compute p50 (launch gaps excluded)"),
+        ("enqueue_p50_ms", "enqueue p50 (host launch time)"),
+    ):
+        xa, xb = (getattr(side.gpu_compute, key) if side.gpu_compute else None for side in (a, b))
         if xa is not None or xb is not None:
             rows.append((label, with_unit(xa, "ms"), with_unit(xb, "ms"), _change(xa, xb)))
     if not t.verdict:
@@ -357,9 +453,11 @@ def recorded_rows(t: CompareTimed) -> list[tuple[str, str, str, str]]:
         if window:
             rows.append((label, "", "", pct(100 * window.cv)))
     ma, mb = t.memory_a, t.memory_b
-    for key, label in (("peak_allocated_mib", "peak allocated"),
-                       ("peak_reserved_mib", "peak reserved"),
-                       ("engine_mib", "TensorRT engine memory")):
+    for key, label in (
+        ("peak_allocated_mib", "peak allocated"),
+        ("peak_reserved_mib", "peak reserved"),
+        ("engine_mib", "TensorRT engine memory"),
+    ):
         xa, xb = getattr(ma, key), getattr(mb, key)
         if key != "engine_mib" or xa is not None or xb is not None:
             rows.append((label, mib(xa, ma.note), mib(xb, mb.note), ""))
@@ -368,9 +466,11 @@ def recorded_rows(t: CompareTimed) -> list[tuple[str, str, str, str]]:
 
 def noise_warnings(t: CompareTimed) -> list[tuple[str, str]]:
     """(side, warning) for every noise warning of either recorded timed window."""
-    return [(f"{label}, recorded run", warning)
-            for window, label in ((t.noise_a, "A"), (t.noise_b, "B"))
-            for warning in (window.warnings if window else [])]
+    return [
+        (f"{label}, recorded run", warning)
+        for window, label in ((t.noise_a, "A"), (t.noise_b, "B"))
+        for warning in (window.warnings if window else [])
+    ]
 
 
 def _metrics_table(title: str, rows: list[tuple[str, str, str, str]]) -> FitTable:
@@ -391,8 +491,9 @@ def print_timed_headline(t: CompareTimed, console: Console) -> None:
     if has_processes(t):
         console.print(_metrics_table(timed_title(t), process_rows(t)))
     else:
-        console.print(f"[yellow]note:[/] {NO_LATENCY}: the recorded runs' figures only",
-                      highlight=False)
+        console.print(
+            f"[yellow]note:[/] {NO_LATENCY}: the recorded runs' figures only", highlight=False
+        )
     _print_verdicts(t, console)
     console.print(_metrics_table(RECORDED_TITLE, recorded_rows(t)))
     for label, warning in noise_warnings(t):
@@ -400,8 +501,9 @@ def print_timed_headline(t: CompareTimed, console: Console) -> None:
     console.print(f"config A: {escape(t.config_a)}", highlight=False)
     console.print(f"config B: {escape(t.config_b)}", highlight=False)
     differing = t.differences
-    diffs = Table(title=f"Config and environment fields that differ ({len(differing)})",
-                  title_justify="left")
+    diffs = Table(
+        title=f"Config and environment fields that differ ({len(differing)})", title_justify="left"
+    )
     for col in ("field", "A", "B"):
         diffs.add_column(col, overflow="fold")
     for row in differing:
@@ -410,9 +512,12 @@ def print_timed_headline(t: CompareTimed, console: Console) -> None:
 
 
 #: how each verdict reads, and its colour
-VERDICT_WORDS = {"faster": ("B faster", "green"), "slower": ("B slower", "red"),
-                 "same": ("the same within ±{tol:g} %", "green"),
-                 "undecided": ("undecided", "yellow")}
+VERDICT_WORDS = {
+    "faster": ("B faster", "green"),
+    "slower": ("B slower", "red"),
+    "same": ("the same within ±{tol:g} %", "green"),
+    "undecided": ("undecided", "yellow"),
+}
 
 
 def verdict_entries(t: CompareTimed) -> list[tuple[str, str, Verdict | None]]:
@@ -424,8 +529,9 @@ def verdict_entries(t: CompareTimed) -> list[tuple[str, str, Verdict | None]]:
     latency = [("latency", FIGURE_NAMES["latency"], t.verdict)]
     if both_on_cpu(t):  # no GPU time to judge: latency's verdict only
         return latency
-    return latency + [("gpu_time", f"cross-check, {gpu}" if lead == "latency" else gpu,
-                       t.gpu_verdict)]
+    return latency + [
+        ("gpu_time", f"cross-check, {gpu}" if lead == "latency" else gpu, t.gpu_verdict)
+    ]
 
 
 def both_on_cpu(t: CompareTimed) -> bool:
@@ -443,10 +549,14 @@ def _design(verdict: Verdict) -> str:
     if design == "paired":
         return f"paired over {verdict.pairs} rounds"
     if design == "floor" and floor is not None:
-        source = ("this machine's, measured by `noise`" if verdict.floor_source == "given"
-                  else "a default: no usable floor measured by `noise` here")
-        return f"one process on a side; between-process spread taken as {100 * floor:.1f} %, " \
-               f"{source}"
+        source = (
+            "this machine's, measured by `noise`"
+            if verdict.floor_source == "given"
+            else "a default: no usable floor measured by `noise` here"
+        )
+        return (
+            f"one process on a side; between-process spread taken as {100 * floor:.1f} %, {source}"
+        )
     return "unpaired"
 
 
@@ -456,11 +566,12 @@ def verdict_basis(verdict: Verdict) -> str:
     ka, kb = verdict.processes_a, verdict.processes_b
     window = ""
     if min(ka, kb) == 1:  # the spread between processes is assumed, not seen
-        window = ", within one window a side" if ka == kb == 1 else \
-            ", one side within one window"
-    basis = (f"B/A = {verdict.ratio:.3f}, 95 % interval [{verdict.low:.3f}, "
-             f"{verdict.high:.3f}] over {ka} vs {kb} {_plural(max(ka, kb))}{window} "
-             f"({_design(verdict)})")
+        window = ", within one window a side" if ka == kb == 1 else ", one side within one window"
+    basis = (
+        f"B/A = {verdict.ratio:.3f}, 95 % interval [{verdict.low:.3f}, "
+        f"{verdict.high:.3f}] over {ka} vs {kb} {_plural(max(ka, kb))}{window} "
+        f"({_design(verdict)})"
+    )
     if verdict.fdr:
         basis += f"; {verdict.fdr}"  # how it was held against its family
     return basis
@@ -478,10 +589,15 @@ def undecided_note(verdict: Verdict) -> str:
     """What to do about an undecided verdict: more processes than it had (compare --processes,
     --target-noise), or the machine's own floor where a default stood in."""
     have = min(verdict.processes_a, verdict.processes_b)
-    more = "compare --processes 5" if have < 5 else \
-        f"compare --processes {2 * have}, more than the {have} a side here"
-    note = (f"the difference is within what this machine's noise can explain; take fresh "
-            f"samples of both with {more} (or --target-noise 2)")
+    more = (
+        "compare --processes 5"
+        if have < 5
+        else f"compare --processes {2 * have}, more than the {have} a side here"
+    )
+    note = (
+        f"the difference is within what this machine's noise can explain; take fresh "
+        f"samples of both with {more} (or --target-noise 2)"
+    )
     if verdict.floor_source == "default":
         note += ", or measure the machine with `noise`"
     return note
@@ -508,16 +624,17 @@ def _print_verdicts(t: CompareTimed, console: Console) -> None:
         console.print(f"[yellow]note:[/] {escape(line)}", highlight=False)
     for figure, _, verdict in verdict_entries(t):
         if verdict:
-            console.print(f"[dim]how ({figure_short(figure)}): {escape(verdict.method)}[/]",
-                          highlight=False)
+            console.print(
+                f"[dim]how ({figure_short(figure)}): {escape(verdict.method)}[/]", highlight=False
+            )
 
 
 def print_explanation(e: Explanation, console: Console) -> None:
     """Why B differs from A at the kernel level (profiler.analysis.difference.explain_runs): one
     line (the kernels added and dropped named in it, short names; full ones in --json), then
     each side's GPU state."""
-    console.print(f"[b]why B differs from A[/b] ({escape(e.cause)}): {escape(e.short_line)}",
-                  highlight=False)
+    console.print(
+        f"[b]why B differs from A[/b] ({escape(e.cause)}): {escape(e.short_line)}", highlight=False
+    )
     for side, state in (("A", e.gpu_state_a), ("B", e.gpu_state_b)):
-        console.print(escape(state.replace("GPU state:", f"GPU state {side}:", 1)),
-                      highlight=False)
+        console.print(escape(state.replace("GPU state:", f"GPU state {side}:", 1)), highlight=False)

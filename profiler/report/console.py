@@ -53,9 +53,16 @@ class FitTable(Table):
         self.numbers: list[Column] = []
         self.whole: list[Column] = []
 
-    def add_column(self, header: RenderableType = "", footer: RenderableType = "", *,
-                   optional: bool | int = False, number: bool = False, whole: bool = False,
-                   **kwargs: Any) -> None:
+    def add_column(
+        self,
+        header: RenderableType = "",
+        footer: RenderableType = "",
+        *,
+        optional: bool | int = False,
+        number: bool = False,
+        whole: bool = False,
+        **kwargs: Any,
+    ) -> None:
         """``optional``: True or a rank (the higher, the sooner the column is left out).
         ``whole``: a name column whose cells the optional columns give way to (they are left
         out until its cells fit on one line); it folds only when none is left."""
@@ -81,15 +88,21 @@ class FitTable(Table):
         if whole and fitted._needed(console, options, whole=whole) > options.max_width:
             # their cells cannot have one line each: the whole columns wrap between words,
             # never inside one, and fewer columns give way to them
-            fitted.columns = [replace(c, width=self._word_width(console, options, c))
-                              if any(c is w for w in whole) else c for c in every]
+            fitted.columns = [
+                replace(c, width=self._word_width(console, options, c))
+                if any(c is w for w in whole)
+                else c
+                for c in every
+            ]
             self._leave_out(fitted, console, options)
         yield from Table.__rich_console__(fitted, console, options)
         left_out = [c for c in self.columns if c.header not in {k.header for k in fitted.columns}]
         if left_out:
             names = ", ".join(_plain(c.header) for c in left_out)
-            yield Text(f"columns left out for width: {names} (widen the terminal, or use "
-                       "--json)", style="dim")
+            yield Text(
+                f"columns left out for width: {names} (widen the terminal, or use --json)",
+                style="dim",
+            )
 
     def _leave_out(self, fitted: FitTable, console, options, whole=()) -> None:
         """Leave optional columns out of ``fitted`` (the highest rank, the last added first)
@@ -103,8 +116,12 @@ class FitTable(Table):
         """A copy whose number columns are as wide as their widest cell and their header (on
         one line, or wrapped between words)."""
         fitted = copy.copy(self)
-        fitted.columns = [replace(c, width=self._number_width(console, options, c, whole_headers))
-                          if c in self.numbers else c for c in self.columns]
+        fitted.columns = [
+            replace(c, width=self._number_width(console, options, c, whole_headers))
+            if c in self.numbers
+            else c
+            for c in self.columns
+        ]
         return fitted
 
     def _number_width(self, console, options, column: Column, whole_header: bool) -> int:
@@ -115,22 +132,33 @@ class FitTable(Table):
     @staticmethod
     def _word_width(console, options, column: Column) -> int:
         """The width of the column's longest word (of its cells and its header)."""
-        return max(Measurement.get(console, options, cell).minimum
-                   for cell in [column.header, *column._cells])
+        return max(
+            Measurement.get(console, options, cell).minimum
+            for cell in [column.header, *column._cells]
+        )
 
-    def _needed(self, console, options, names: int | None = None,
-                whole: list[Column] | None = None) -> int:
+    def _needed(
+        self, console, options, names: int | None = None, whole: list[Column] | None = None
+    ) -> int:
         """The width that shows every number whole, the ``whole`` columns' cells on one line
         and every other name column ``names`` (default NARROWEST) wide, or its widest name
         where that is narrower."""
         need = 0
         for column in self.columns:
             widest = self._measure_column(console, options, column).maximum
-            narrowest = (max(names or self.NARROWEST, column.min_width or 0)
-                         + self._get_padding_width(0))
+            narrowest = max(
+                names or self.NARROWEST, column.min_width or 0
+            ) + self._get_padding_width(0)
             if column in (whole or ()):  # its widest cell, its header may wrap
-                narrowest = max([*(Measurement.get(console, options, cell).maximum
-                                   for cell in column._cells), 0]) + self._get_padding_width(0)
+                narrowest = max(
+                    [
+                        *(
+                            Measurement.get(console, options, cell).maximum
+                            for cell in column._cells
+                        ),
+                        0,
+                    ]
+                ) + self._get_padding_width(0)
             need += widest if column.width is not None else min(widest, narrowest)
         return need + self._extra_width
 

@@ -22,15 +22,21 @@ from profiler.trace.overview import DEFINERS
 from profiler.trace.summary import Summary, json_safe
 
 #: columns that count things: written as integers (a count missing on one side stays empty)
-COUNT_COLUMN = re.compile(r"^(calls|kernels|gpu_events|launch_configs|bs|iters|runs|steps)"
-                          r"(_a|_b)?$")
+COUNT_COLUMN = re.compile(
+    r"^(calls|kernels|gpu_events|launch_configs|bs|iters|runs|steps)"
+    r"(_a|_b)?$"
+)
 
 
 def integer_counts(frame: pd.DataFrame) -> pd.DataFrame:
     """Count columns as nullable integers, so a CSV says 27, not 27.0."""
-    counts = [c for c in frame.columns if COUNT_COLUMN.match(str(c))
-              and pd.api.types.is_float_dtype(frame[c])
-              and (frame[c].dropna() % 1 == 0).all()]
+    counts = [
+        c
+        for c in frame.columns
+        if COUNT_COLUMN.match(str(c))
+        and pd.api.types.is_float_dtype(frame[c])
+        and (frame[c].dropna() % 1 == 0).all()
+    ]
     return frame.astype({c: "Int64" for c in counts}) if counts else frame
 
 
@@ -43,8 +49,9 @@ def _table_writer(path: Path, frame: pd.DataFrame):
     try:
         import pyarrow  # noqa: F401
     except ImportError:
-        raise UserError(f"{path}: Parquet needs pyarrow (pip install pyarrow), or give a "
-                        "folder for CSVs") from None
+        raise UserError(
+            f"{path}: Parquet needs pyarrow (pip install pyarrow), or give a folder for CSVs"
+        ) from None
     return lambda tmp: frame.to_parquet(tmp, index=False)
 
 
@@ -91,23 +98,31 @@ def markdown_table(frame: pd.DataFrame, floatfmt: str = ".1f") -> str:
 def headline_markdown(headline: Headline) -> list[str]:
     """The run's timed window as summary.md's first section: what `summarize` prints first."""
     timed, window, memory = headline.timed, headline.noise, headline.memory
-    lines = ["## Timed window (no profiler attached; quote these)\n",
-             f"- p50 latency: {ms_unit(timed.p50_ms)} (median of {timed.iters} "
-             f"synchronized iterations, {timed.timer})",
-             f"- p90 / p99 latency: {ms_unit(timed.p90_ms)} / {ms_unit(timed.p99_ms)}",
-             f"- throughput: {fixed(timed.throughput_samples_per_s, ',.1f')} samples/s"]
+    lines = [
+        "## Timed window (no profiler attached; quote these)\n",
+        f"- p50 latency: {ms_unit(timed.p50_ms)} (median of {timed.iters} "
+        f"synchronized iterations, {timed.timer})",
+        f"- p90 / p99 latency: {ms_unit(timed.p90_ms)} / {ms_unit(timed.p99_ms)}",
+        f"- throughput: {fixed(timed.throughput_samples_per_s, ',.1f')} samples/s",
+    ]
     if window:
         lines.append(f"- CV / IQR: {pct(100 * window.cv)} / {ms_unit(window.iqr_ms)}")
     spread = timed.repeat_runs
     if spread:
-        lines.append(f"- p50 over {spread.runs} processes: {ms_unit(spread.min_p50_ms)} to "
-                     f"{ms_unit(spread.max_p50_ms)}")
-    lines.append(f"- peak memory allocated / reserved: "
-                 f"{mib(memory.peak_allocated_mib, memory.note)} / "
-                 f"{mib(memory.peak_reserved_mib, memory.note)}")
+        lines.append(
+            f"- p50 over {spread.runs} processes: {ms_unit(spread.min_p50_ms)} to "
+            f"{ms_unit(spread.max_p50_ms)}"
+        )
+    lines.append(
+        f"- peak memory allocated / reserved: "
+        f"{mib(memory.peak_allocated_mib, memory.note)} / "
+        f"{mib(memory.peak_reserved_mib, memory.note)}"
+    )
     if headline.profiled_step_ms is not None:
-        lines.append(f"- step time under the profiler: {ms_unit(headline.profiled_step_ms)} "
-                     "(not a latency to quote)")
+        lines.append(
+            f"- step time under the profiler: {ms_unit(headline.profiled_step_ms)} "
+            "(not a latency to quote)"
+        )
     lines.append(f"- config: {headline.config}")
     lines.append(f"- {headline.gpu_state.line}")
     lines += [f"- warning: {w}" for w in (window.warnings if window else [])]
@@ -116,15 +131,22 @@ def headline_markdown(headline: Headline) -> list[str]:
 
 def insight_markdown(found: Insight) -> list[str]:
     """The roofline and the advice, as `summarize` prints them."""
-    lines = ["## Roofline and advice\n",
-             f"- roofline ({found.ceilings_source}): "
-             f"{roofline_line(found.roofline, found.roofline_missing)}"]
+    lines = [
+        "## Roofline and advice\n",
+        f"- roofline ({found.ceilings_source}): "
+        f"{roofline_line(found.roofline, found.roofline_missing)}",
+    ]
     lines += [f"- advice: {line(a)}" for a in found.advice] or ["- advice: no rule fired"]
     return lines + [""]
 
 
-def export(summary: Summary, out_dir: Path, top: int = 0, headline: Headline | None = None,
-           insight: Insight | None = None) -> list[Path]:
+def export(
+    summary: Summary,
+    out_dir: Path,
+    top: int = 0,
+    headline: Headline | None = None,
+    insight: Insight | None = None,
+) -> list[Path]:
     """kernels.csv, categories.csv, operators.csv, steps.csv, summary.json, summary.md; with a
     run's ``headline`` (profiler.analysis.headline.headline_data) and ``insight`` (roofline and
     advice), both files open with them, as `summarize` and its --json do."""
@@ -133,8 +155,12 @@ def export(summary: Summary, out_dir: Path, top: int = 0, headline: Headline | N
     except OSError as error:
         raise UserError(f"cannot create --out folder {out_dir}: {error.strerror}") from None
     k, o = summary.kernels, summary.overview
-    tables = {"kernels.csv": k.table, "categories.csv": k.categories,
-              "operators.csv": o.operators, "steps.csv": o.steps}
+    tables = {
+        "kernels.csv": k.table,
+        "categories.csv": k.categories,
+        "operators.csv": o.operators,
+        "steps.csv": o.steps,
+    }
     written = [write_table(out_dir / name, frame) for name, frame in tables.items()]
     data = summary.to_dict()
     if headline is not None:
@@ -152,37 +178,45 @@ def export(summary: Summary, out_dir: Path, top: int = 0, headline: Headline | N
         md += insight_markdown(insight)
     if headline is not None or insight is not None:
         md.append("## Trace\n")
-    md += [f"- schema: {summary.schema}",
-           f"- steps: {len(o.steps)}, mean step time {o.mean_step_us:,.1f} µs"]
+    md += [
+        f"- schema: {summary.schema}",
+        f"- steps: {len(o.steps)}, mean step time {o.mean_step_us:,.1f} µs",
+    ]
     for d in o.devices:
-        md.append(f"- GPU {d.device} ({d.name}): utilization {d.gpu_utilization_pct:.1f} %, "
-                  f"est. SM efficiency {pct(d.est_sm_efficiency_pct)}, "
-                  f"est. achieved occupancy (Kineto) {pct(d.est_achieved_occupancy_pct)}, "
-                  f"theoretical occupancy (computed) {pct(d.theoretical_occupancy_pct)}, "
-                  f"{d.idle_gaps} idle gaps totalling {d.idle_total_us:,.1f} µs "
-                  f"(largest {d.idle_largest_us:,.1f} µs)")
+        md.append(
+            f"- GPU {d.device} ({d.name}): utilization {d.gpu_utilization_pct:.1f} %, "
+            f"est. SM efficiency {pct(d.est_sm_efficiency_pct)}, "
+            f"est. achieved occupancy (Kineto) {pct(d.est_achieved_occupancy_pct)}, "
+            f"theoretical occupancy (computed) {pct(d.theoretical_occupancy_pct)}, "
+            f"{d.idle_gaps} idle gaps totalling {d.idle_total_us:,.1f} µs "
+            f"(largest {d.idle_largest_us:,.1f} µs)"
+        )
     if o.has_gpu:  # a CPU trace has no kernel, and no Tensor Core to speak of
-        md.append(f"- {TC_KERNELS_LABEL}: {t['tensor_core_share_pct']:.1f} % of all kernel "
-                  f"time, {t['tensor_core_share_of_gemm_conv_pct']:.1f} % of GEMM + "
-                  "convolution time")
+        md.append(
+            f"- {TC_KERNELS_LABEL}: {t['tensor_core_share_pct']:.1f} % of all kernel "
+            f"time, {t['tensor_core_share_of_gemm_conv_pct']:.1f} % of GEMM + "
+            "convolution time"
+        )
         md.append(f"- note: {PIPE_BUSY_NOTE}")
     md += [f"- note: {n}" for n in summary.notes]
-    md.append(f"\n## Step time breakdown (µs; {DEFINERS[o.definitions]}'s definitions: "
-              "profiler/trace/overview.py BREAKDOWN_DEFINITIONS)\n")
-    md.append(markdown_table(o.steps.drop(columns=["start", "end", "cpu_start", "cpu_end"],
-                                     errors="ignore")))
+    md.append(
+        f"\n## Step time breakdown (µs; {DEFINERS[o.definitions]}'s definitions: "
+        "profiler/trace/overview.py BREAKDOWN_DEFINITIONS)\n"
+    )
+    md.append(
+        markdown_table(
+            o.steps.drop(columns=["start", "end", "cpu_start", "cpu_end"], errors="ignore")
+        )
+    )
     if o.has_gpu:
         md.append("\n## Kernel time by category\n")
         md.append(markdown_table(k.categories.rename(columns=TC_COLUMNS)))
         shown = k.table if not top else k.table.head(top)
         md.append("\n## Kernels\n")
-        md.append(markdown_table(shown.drop(columns=["name", "tensor_core_why"],
-                                            errors="ignore")))
+        md.append(markdown_table(shown.drop(columns=["name", "tensor_core_why"], errors="ignore")))
     ops = o.operators if not top else o.operators.head(top)
     md.append("\n## CPU operators\n")
     md.append(markdown_table(ops))
     write_text_atomic(out_dir / "summary.md", "\n".join(md))
     written.append(out_dir / "summary.md")
     return written
-
-

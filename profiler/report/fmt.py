@@ -180,15 +180,22 @@ def head(frame: pd.DataFrame, top: int) -> pd.DataFrame:
     return frame if not top else frame.head(top)
 
 
-def phases_line(phases_s: dict[str, float], total_s: float | None, compile_s: float | None = None,
-             cache_load_s: float | None = None) -> str:
+def phases_line(
+    phases_s: dict[str, float],
+    total_s: float | None,
+    compile_s: float | None = None,
+    cache_load_s: float | None = None,
+) -> str:
     """``seconds: build 5.7, prepare 8.4 (compile 7.1), ...; total 23.4``."""
     parts = []
     for key, seconds in phases_s.items():
         text = f"{PHASE_LABELS.get(key, key.replace('_', ' '))} {seconds:.1f}"
         if key == "prepare":
-            inside = [f"{what} {value:.1f}" for what, value in
-                      (("compile", compile_s), ("cache load", cache_load_s)) if value is not None]
+            inside = [
+                f"{what} {value:.1f}"
+                for what, value in (("compile", compile_s), ("cache load", cache_load_s))
+                if value is not None
+            ]
             text += f" ({', '.join(inside)})" if inside else ""
         parts.append(text)
     total = "" if total_s is None else f"; total {total_s:.1f}"

@@ -10,10 +10,24 @@ from profiler.report.fmt import pct
 from profiler.trace.hardware import TENSOR_NO_PCT, TENSOR_YES_PCT, Agreement
 
 HARDWARE_CSV_COLUMNS = (
-    "kernel", "name", "category", "calls", "total_us", "share_pct", "tensor_core",
-    "tensor_core_rule", "hw_tensor_core", "rules_vs_hardware", "hw_tensor_pipe_pct",
-    "hw_tensor_inst", "hw_achieved_occupancy_pct", "hw_theoretical_occupancy_pct",
-    "theoretical_occupancy_pct", "kineto_est_occupancy_pct", "hw_launches", "hw_match",
+    "kernel",
+    "name",
+    "category",
+    "calls",
+    "total_us",
+    "share_pct",
+    "tensor_core",
+    "tensor_core_rule",
+    "hw_tensor_core",
+    "rules_vs_hardware",
+    "hw_tensor_pipe_pct",
+    "hw_tensor_inst",
+    "hw_achieved_occupancy_pct",
+    "hw_theoretical_occupancy_pct",
+    "theoretical_occupancy_pct",
+    "kineto_est_occupancy_pct",
+    "hw_launches",
+    "hw_match",
     "hw_kernel_name",
 )
 
@@ -21,20 +35,40 @@ HARDWARE_CSV_COLUMNS = (
 def hardware_table(joined: pd.DataFrame, top: int) -> Table:
     shown = joined[joined["rules_vs_hardware"] != "not profiled"]
     shown = shown if not top else shown.head(top)
-    t = Table(title=f"Name rules vs Nsight Compute (Tensor Cores: tensor pipe >= "
-              f"{TENSOR_YES_PCT:g} % yes, <= {TENSOR_NO_PCT:g} % no)", title_justify="left")
+    t = Table(
+        title=f"Name rules vs Nsight Compute (Tensor Cores: tensor pipe >= "
+        f"{TENSOR_YES_PCT:g} % yes, <= {TENSOR_NO_PCT:g} % no)",
+        title_justify="left",
+    )
     t.add_column("kernel", no_wrap=True, overflow="ellipsis", max_width=50)
-    for name in ("share", "rule", "hardware", "verdict", "tensor pipe", "occupancy achieved",
-                 "occupancy theoretical (ncu)", "theoretical (computed)"):
-        t.add_column(name, justify="right" if name not in ("rule", "hardware", "verdict")
-                     else "left")
+    for name in (
+        "share",
+        "rule",
+        "hardware",
+        "verdict",
+        "tensor pipe",
+        "occupancy achieved",
+        "occupancy theoretical (ncu)",
+        "theoretical (computed)",
+    ):
+        t.add_column(
+            name, justify="right" if name not in ("rule", "hardware", "verdict") else "left"
+        )
     for r in shown.itertuples():
         verdict = r.rules_vs_hardware
         if verdict == "disagree":
             verdict = "[bold red]disagree[/]"
-        t.add_row(r.kernel, pct(r.share_pct), r.tensor_core, str(r.hw_tensor_core), verdict,
-                  pct(r.hw_tensor_pipe_pct), pct(r.hw_achieved_occupancy_pct),
-                  pct(r.hw_theoretical_occupancy_pct), pct(r.theoretical_occupancy_pct))
+        t.add_row(
+            r.kernel,
+            pct(r.share_pct),
+            r.tensor_core,
+            str(r.hw_tensor_core),
+            verdict,
+            pct(r.hw_tensor_pipe_pct),
+            pct(r.hw_achieved_occupancy_pct),
+            pct(r.hw_theoretical_occupancy_pct),
+            pct(r.theoretical_occupancy_pct),
+        )
     return t
 
 
@@ -42,11 +76,16 @@ def agreement_lines(agreement: Agreement) -> list[str]:
     a = agreement
     if not a.profiled_us:
         return ["Nsight Compute: none of the trace's kernels were found in the ncu CSV"]
-    lines = [f"name rules agree with Nsight Compute on {100 * a.share:.1f} % of the profiled "
-             f"kernel time ({a.profiled_kernels} kernels, {100 * a.coverage:.1f} % of all "
-             "kernel time)"]
-    for label, us in (("disagree", a.disagree_us), ("rule says unknown", a.unknown_rule_us),
-                      ("hardware unclear (between thresholds)", a.unclear_hardware_us)):
+    lines = [
+        f"name rules agree with Nsight Compute on {100 * a.share:.1f} % of the profiled "
+        f"kernel time ({a.profiled_kernels} kernels, {100 * a.coverage:.1f} % of all "
+        "kernel time)"
+    ]
+    for label, us in (
+        ("disagree", a.disagree_us),
+        ("rule says unknown", a.unknown_rule_us),
+        ("hardware unclear (between thresholds)", a.unclear_hardware_us),
+    ):
         if us:
             lines.append(f"  {label}: {100 * us / a.profiled_us:.1f} % of the profiled time")
     return lines + tensor_core_lines(a)
@@ -57,18 +96,21 @@ def tensor_core_lines(a: Agreement) -> list[str]:
     uses Tensor Cores at all counts whole in the first; the second is how busy the pipe was."""
     if not a.pipe_measured_us:
         return []
-    over = (f"over the {a.profiled_kernels} profiled kernels ({100 * a.coverage:.1f} % of all "
-            "kernel time)")
-    return [f"Tensor Cores, two readings {over}:",
-            f"  time in Tensor Core kernels (name rules): {100 * a.tensor_core_kernels_share:.1f} "
-            "% of that kernel time (a kernel that uses Tensor Cores at all counts whole)",
-            f"  tensor pipe busy (ncu, kernel-time weighted): {100 * a.tensor_pipe_busy_share:.1f}"
-            " % of that kernel time (sm__pipe_tensor_cycles_active: % of peak while the SM is "
-            "active)"]
+    over = (
+        f"over the {a.profiled_kernels} profiled kernels ({100 * a.coverage:.1f} % of all "
+        "kernel time)"
+    )
+    return [
+        f"Tensor Cores, two readings {over}:",
+        f"  time in Tensor Core kernels (name rules): {100 * a.tensor_core_kernels_share:.1f} "
+        "% of that kernel time (a kernel that uses Tensor Cores at all counts whole)",
+        f"  tensor pipe busy (ncu, kernel-time weighted): {100 * a.tensor_pipe_busy_share:.1f}"
+        " % of that kernel time (sm__pipe_tensor_cycles_active: % of peak while the SM is "
+        "active)",
+    ]
 
 
-def print_hardware(joined: pd.DataFrame, agreement: Agreement, top: int,
-                   console: Console) -> None:
+def print_hardware(joined: pd.DataFrame, agreement: Agreement, top: int, console: Console) -> None:
     console.print(hardware_table(joined, top))
     for line in agreement_lines(agreement):
         console.print(line)

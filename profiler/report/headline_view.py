@@ -21,12 +21,14 @@ def gpu_compute_line(gpu: GpuCompute | None, latency_p50_ms: float | None) -> st
     if gpu.not_measured is not None or gpu.gpu_p50_ms is None:
         return f"GPU compute: not measured ({gpu.not_measured or 'no figures'})"
     redone = gpu.invalid_iterations or 0
-    return (f"GPU compute p50 {_ms(gpu.gpu_p50_ms)}, enqueue p50 "
-            f"{_ms(gpu.enqueue_p50_ms)} (host-synchronized latency p50 "
-            f"{_ms(latency_p50_ms)}): GPU compute is the device's busy time for one call's "
-            "work with launch gaps excluded, enqueue the host's time to launch it; "
-            f"{gpu.iterations} iterations after the timed window"
-            + (f", {redone} redone with a longer sleep" if redone else ""))
+    return (
+        f"GPU compute p50 {_ms(gpu.gpu_p50_ms)}, enqueue p50 "
+        f"{_ms(gpu.enqueue_p50_ms)} (host-synchronized latency p50 "
+        f"{_ms(latency_p50_ms)}): GPU compute is the device's busy time for one call's "
+        "work with launch gaps excluded, enqueue the host's time to launch it; "
+        f"{gpu.iterations} iterations after the timed window"
+        + (f", {redone} redone with a longer sleep" if redone else "")
+    )
 
 
 def print_headline(data: Headline, console: Console) -> None:
@@ -37,37 +39,57 @@ def print_headline(data: Headline, console: Console) -> None:
     table.add_column("what it means", style="dim")
     cv = window.cv if window else None
     flags = window_flags(window.warnings if window else None)
-    table.add_row("p50 latency", marked(trimmed(timed.p50_ms, cv, "ms"), flags),
-                  f"median of {timed.iters} synchronized iterations ({timed.timer}), "
-                  "to the figures its CV allows" + ("; the window is flagged, see the warning"
-                                                    " below" if flags else ""))
-    table.add_row("p90 / p99 latency",
-                  f"{trimmed(timed.p90_ms, cv, 'ms')} / {trimmed(timed.p99_ms, cv, 'ms')}",
-                  "tail latency")
+    table.add_row(
+        "p50 latency",
+        marked(trimmed(timed.p50_ms, cv, "ms"), flags),
+        f"median of {timed.iters} synchronized iterations ({timed.timer}), "
+        "to the figures its CV allows"
+        + ("; the window is flagged, see the warning below" if flags else ""),
+    )
+    table.add_row(
+        "p90 / p99 latency",
+        f"{trimmed(timed.p90_ms, cv, 'ms')} / {trimmed(timed.p99_ms, cv, 'ms')}",
+        "tail latency",
+    )
     throughput = timed.throughput_samples_per_s
-    table.add_row("throughput", "-" if missing(throughput) else f"{throughput:,.1f} samples/s",
-                  "batch size x iterations / total time")
+    table.add_row(
+        "throughput",
+        "-" if missing(throughput) else f"{throughput:,.1f} samples/s",
+        "batch size x iterations / total time",
+    )
     if window:
-        table.add_row("CV / IQR", f"{100 * window.cv:.1f} % / {_ms(window.iqr_ms)}",
-                      "std / mean; p75 - p25: the spread of the window")
+        table.add_row(
+            "CV / IQR",
+            f"{100 * window.cv:.1f} % / {_ms(window.iqr_ms)}",
+            "std / mean; p75 - p25: the spread of the window",
+        )
     spread = timed.repeat_runs
     if spread:
-        table.add_row(f"p50 over {spread.runs} processes",
-                      f"{_ms(spread.min_p50_ms)} to {_ms(spread.max_p50_ms)}",
-                      f"{spread.range_pct_of_median:.1f} % of the median (--repeat-runs)")
-    table.add_row("peak memory allocated / reserved",
-                  f"{mib(memory.peak_allocated_mib, memory.note)} / "
-                  f"{mib(memory.peak_reserved_mib, memory.note)}",
-                  "PyTorch allocator, timed window")
+        table.add_row(
+            f"p50 over {spread.runs} processes",
+            f"{_ms(spread.min_p50_ms)} to {_ms(spread.max_p50_ms)}",
+            f"{spread.range_pct_of_median:.1f} % of the median (--repeat-runs)",
+        )
+    table.add_row(
+        "peak memory allocated / reserved",
+        f"{mib(memory.peak_allocated_mib, memory.note)} / "
+        f"{mib(memory.peak_reserved_mib, memory.note)}",
+        "PyTorch allocator, timed window",
+    )
     if memory.engine_mib is not None:
-        table.add_row("TensorRT engine device memory", mib(memory.engine_mib),
-                      "activations and scratch the engines ask for")
+        table.add_row(
+            "TensorRT engine device memory",
+            mib(memory.engine_mib),
+            "activations and scratch the engines ask for",
+        )
     step = data.profiled_step_ms
     if step is not None:
         ratio = data.profiler_overhead_ratio
-        table.add_row("step time under the profiler", _ms(step),
-                      "not a latency to quote" + ("" if ratio is None else
-                                                   f"; {ratio:.2f}x the timed p50"))
+        table.add_row(
+            "step time under the profiler",
+            _ms(step),
+            "not a latency to quote" + ("" if ratio is None else f"; {ratio:.2f}x the timed p50"),
+        )
     console.print(table)
     gpu_line = gpu_compute_line(timed.gpu_compute, timed.p50_ms)
     if gpu_line:

@@ -83,9 +83,11 @@ class Page:
         self.sections.append(Section(title, body))
 
     def render(self) -> str:
-        parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'>"
-                 f"<title>{escape(self.title)}</title><style>{CSS}</style></head><body>",
-                 f"<h1>{escape(self.title)}</h1>"]
+        parts = [
+            f"<!DOCTYPE html><html><head><meta charset='utf-8'>"
+            f"<title>{escape(self.title)}</title><style>{CSS}</style></head><body>",
+            f"<h1>{escape(self.title)}</h1>",
+        ]
         for s in self.sections:
             anchor = "".join(c if c.isalnum() else "-" for c in s.title.lower())
             parts.append(f"<h2 id='{anchor}'>{escape(s.title)}</h2>{s.body}")
@@ -116,42 +118,117 @@ def _fmt(value) -> str:
 
 #: column headers in words, with their unit, for the field names the tables carry
 HEADERS = {
-    "name": "kernel", "kernel": "kernel", "category": "category", "operator": "operator",
-    "side": "in", "calls": "calls", "kernels": "kernels", "tensor_core": "Tensor Cores",
-    "total_us": "total µs", "ms_total": "total ms", "ms_per_step": "ms per step",
-    "share_pct": "share %", "tensor_core_pct": "TC-kernel time %",
-    "us_a": "A µs", "us_b": "B µs", "delta_us": "delta µs (B - A)", "change_pct": "change %",
-    "share_a_pct": "share A %", "share_b_pct": "share B %",
-    "tensor_core_a_pct": "TC-kernel time A %", "tensor_core_b_pct": "TC-kernel time B %",
-    "calls_a": "calls A", "calls_b": "calls B", "kernels_a": "kernels A", "kernels_b": "kernels B",
-    "input_dims": "input shapes", "flops_per_call": "FLOPs per call", "flops": "FLOPs",
-    "gpu_us": "GPU µs", "tflops": "TFLOP/s", "pct_of_peak": "% of peak",
-    "gbs": "≥ GB/s (minimum bytes)", "pct_peak_bandwidth": "≥ % of bandwidth",
-    "backend": "backend", "bs": "batch", "p50_ms": "p50 ms", "p90_ms": "p90 ms",
-    "p99_ms": "p99 ms", "mean_ms": "mean ms", "throughput_per_s": "samples/s",
-    "speedup": "speedup x", "interval": "95 % interval", "verdict": "verdict",
-    "processes": "processes", "cv_pct": "CV %", "noise": "noise warnings",
-    "gpu_util_pct": "GPU util %", "rel_l2_error": "rel L2 error", "status": "status",
-    "reason": "reason", "gpu": "GPU", "max_new_tokens": "new tokens", "src_len": "source length",
-    "prompt_len": "prompt length", "seq_len": "sequence length", "image_size": "image size",
-    "ttft_ms": "TTFT p50 ms", "token_p50_ms": "token p50 ms", "token_p99_ms": "token p99 ms",
-    "tokens_per_s": "tokens/s", "cpu_total_us": "total CPU µs", "cpu_self_us": "self CPU µs",
-    "total_a_us": "total A µs", "total_b_us": "total B µs",
+    "name": "kernel",
+    "kernel": "kernel",
+    "category": "category",
+    "operator": "operator",
+    "side": "in",
+    "calls": "calls",
+    "kernels": "kernels",
+    "tensor_core": "Tensor Cores",
+    "total_us": "total µs",
+    "ms_total": "total ms",
+    "ms_per_step": "ms per step",
+    "share_pct": "share %",
+    "tensor_core_pct": "TC-kernel time %",
+    "us_a": "A µs",
+    "us_b": "B µs",
+    "delta_us": "delta µs (B - A)",
+    "change_pct": "change %",
+    "share_a_pct": "share A %",
+    "share_b_pct": "share B %",
+    "tensor_core_a_pct": "TC-kernel time A %",
+    "tensor_core_b_pct": "TC-kernel time B %",
+    "calls_a": "calls A",
+    "calls_b": "calls B",
+    "kernels_a": "kernels A",
+    "kernels_b": "kernels B",
+    "input_dims": "input shapes",
+    "flops_per_call": "FLOPs per call",
+    "flops": "FLOPs",
+    "gpu_us": "GPU µs",
+    "tflops": "TFLOP/s",
+    "pct_of_peak": "% of peak",
+    "gbs": "≥ GB/s (minimum bytes)",
+    "pct_peak_bandwidth": "≥ % of bandwidth",
+    "backend": "backend",
+    "bs": "batch",
+    "p50_ms": "p50 ms",
+    "p90_ms": "p90 ms",
+    "p99_ms": "p99 ms",
+    "mean_ms": "mean ms",
+    "throughput_per_s": "samples/s",
+    "speedup": "speedup x",
+    "interval": "95 % interval",
+    "verdict": "verdict",
+    "processes": "processes",
+    "cv_pct": "CV %",
+    "noise": "noise warnings",
+    "gpu_util_pct": "GPU util %",
+    "rel_l2_error": "rel L2 error",
+    "status": "status",
+    "reason": "reason",
+    "gpu": "GPU",
+    "max_new_tokens": "new tokens",
+    "src_len": "source length",
+    "prompt_len": "prompt length",
+    "seq_len": "sequence length",
+    "image_size": "image size",
+    "ttft_ms": "TTFT p50 ms",
+    "token_p50_ms": "token p50 ms",
+    "token_p99_ms": "token p99 ms",
+    "tokens_per_s": "tokens/s",
+    "cpu_total_us": "total CPU µs",
+    "cpu_self_us": "self CPU µs",
+    "total_a_us": "total A µs",
+    "total_b_us": "total B µs",
     "total_delta_us": "total delta µs (B - A)",
 }
 #: one format per column for the field names whose unit fixes it
 FORMATS = {
-    "p50_ms": ".3f", "p90_ms": ".3f", "p99_ms": ".3f", "mean_ms": ".3f", "ms_total": ",.3f",
-    "ms_per_step": ",.3f", "ttft_ms": ".3f", "token_p50_ms": ".3f", "token_p99_ms": ".3f",
-    "throughput_per_s": ",.1f", "tokens_per_s": ",.1f", "speedup": ".2f", "processes": ".0f",
-    "cv_pct": ".1f", "share_pct": ".1f", "tensor_core_pct": ".1f", "gpu_util_pct": ".1f",
-    "share_a_pct": ".1f", "share_b_pct": ".1f", "tensor_core_a_pct": ".1f",
-    "tensor_core_b_pct": ".1f", "change_pct": "+.1f", "pct_of_peak": ".1f",
-    "us_a": ",.1f", "us_b": ",.1f", "delta_us": "+,.1f", "total_us": ",.1f", "gpu_us": ",.1f",
-    "rel_l2_error": ".2e", "tflops": ",.2f", "flops_per_call": ",.0f", "flops": ",.0f",
-    "calls": ",.0f", "kernels": ",.0f", "calls_a": ",.0f", "calls_b": ",.0f",
-    "kernels_a": ",.0f", "kernels_b": ",.0f", "bs": ".0f", "cpu_total_us": ",.1f",
-    "cpu_self_us": ",.1f", "total_a_us": ",.1f", "total_b_us": ",.1f",
+    "p50_ms": ".3f",
+    "p90_ms": ".3f",
+    "p99_ms": ".3f",
+    "mean_ms": ".3f",
+    "ms_total": ",.3f",
+    "ms_per_step": ",.3f",
+    "ttft_ms": ".3f",
+    "token_p50_ms": ".3f",
+    "token_p99_ms": ".3f",
+    "throughput_per_s": ",.1f",
+    "tokens_per_s": ",.1f",
+    "speedup": ".2f",
+    "processes": ".0f",
+    "cv_pct": ".1f",
+    "share_pct": ".1f",
+    "tensor_core_pct": ".1f",
+    "gpu_util_pct": ".1f",
+    "share_a_pct": ".1f",
+    "share_b_pct": ".1f",
+    "tensor_core_a_pct": ".1f",
+    "tensor_core_b_pct": ".1f",
+    "change_pct": "+.1f",
+    "pct_of_peak": ".1f",
+    "us_a": ",.1f",
+    "us_b": ",.1f",
+    "delta_us": "+,.1f",
+    "total_us": ",.1f",
+    "gpu_us": ",.1f",
+    "rel_l2_error": ".2e",
+    "tflops": ",.2f",
+    "flops_per_call": ",.0f",
+    "flops": ",.0f",
+    "calls": ",.0f",
+    "kernels": ",.0f",
+    "calls_a": ",.0f",
+    "calls_b": ",.0f",
+    "kernels_a": ",.0f",
+    "kernels_b": ",.0f",
+    "bs": ".0f",
+    "cpu_total_us": ",.1f",
+    "cpu_self_us": ",.1f",
+    "total_a_us": ",.1f",
+    "total_b_us": ",.1f",
     "total_delta_us": "+,.1f",
 }
 
@@ -162,8 +239,11 @@ def header(column: str) -> str:
 
 
 def _numbers(series: pd.Series) -> list[float]:
-    return [float(v) for v in series if isinstance(v, (int, float)) and not isinstance(v, bool)
-            and not _missing(v)]
+    return [
+        float(v)
+        for v in series
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and not _missing(v)
+    ]
 
 
 def column_format(values: list[float]) -> str:
@@ -185,8 +265,9 @@ def column_format(values: list[float]) -> str:
     return f",.{decimals}f"
 
 
-def _formatter(column: str, series: pd.Series, spec: str | Callable | None
-               ) -> Callable[[object], str]:
+def _formatter(
+    column: str, series: pd.Series, spec: str | Callable | None
+) -> Callable[[object], str]:
     if callable(spec):
         return spec
     spec = spec or FORMATS.get(column) or column_format(_numbers(series))
@@ -206,14 +287,17 @@ CELL_CHARS = 110
 
 
 def _cut(value):
-    return value[:CELL_CHARS] + "…" if isinstance(value, str) and len(value) > CELL_CHARS \
-        else value
+    return value[:CELL_CHARS] + "…" if isinstance(value, str) and len(value) > CELL_CHARS else value
 
 
-def table(frame: pd.DataFrame | None, columns: list[str] | None = None, top: int = 0,
-          headers: dict[str, str] | None = None,
-          formats: dict[str, str | Callable] | None = None, figures: tuple[str, ...] = ()
-          ) -> str:
+def table(
+    frame: pd.DataFrame | None,
+    columns: list[str] | None = None,
+    top: int = 0,
+    headers: dict[str, str] | None = None,
+    formats: dict[str, str | Callable] | None = None,
+    figures: tuple[str, ...] = (),
+) -> str:
     """A table of ``frame``'s ``columns`` (all by default), the first ``top`` rows (0: all; a
     line says how many there were): headers in words (``headers``, else HEADERS), one format
     per column (``formats``, else FORMATS, else chosen from the column's values). ``figures``:
@@ -229,9 +313,14 @@ def table(frame: pd.DataFrame | None, columns: list[str] | None = None, top: int
     head = "".join(f"<th>{escape(headers.get(c) or header(c))}</th>" for c in frame.columns)
     text_columns = [not _numbers(frame[c]) and c not in figures for c in frame.columns]
     rows = "".join(
-        "<tr>" + "".join(f"<td{' class=text' if text else ''}>{escape(str(_cut(fmt(v))))}</td>"
-                         for fmt, text, v in zip(cells, text_columns, row)) + "</tr>"
-        for row in frame.itertuples(index=False))
+        "<tr>"
+        + "".join(
+            f"<td{' class=text' if text else ''}>{escape(str(_cut(fmt(v))))}</td>"
+            for fmt, text, v in zip(cells, text_columns, row)
+        )
+        + "</tr>"
+        for row in frame.itertuples(index=False)
+    )
     shown = "" if total == len(frame) else note(f"the first {len(frame)} of {total} rows")
     return f"<table class='grid'><tr>{head}</tr>{rows}</table>{shown}"
 
@@ -244,8 +333,9 @@ def key_values(pairs: list[tuple[str, object]]) -> str:
 def metrics(header_row: list[str], rows: list[tuple]) -> str:
     """A table whose every row is its own quantity (formatted per row, unit in the cell)."""
     head = "".join(f"<th>{escape(h)}</th>" for h in header_row)
-    body = "".join("<tr>" + "".join(f"<td>{escape(str(v))}</td>" for v in row) + "</tr>"
-                   for row in rows)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{escape(str(v))}</td>" for v in row) + "</tr>" for row in rows
+    )
     return f"<table class='metrics'><tr>{head}</tr>{body}</table>"
 
 
@@ -275,16 +365,24 @@ def headline(result: RunResult | None, label: str, result_json=None) -> str:
     cv = window.cv if window else None  # each latency to the figures its window's noise allows
     warnings = window.warnings if window else []
     p50 = marked(trimmed(t.p50_ms, cv, "ms"), window_flags(warnings))
-    return (f"<p class='big'>{escape(label)}: p50 {escape(p50)}, "
-            f"{t.throughput_samples_per_s:,.0f} samples/s</p>" + key_values([
-                ("model", result.model), ("backend", result.backend.name),
-                ("batch size", result.batch_size), ("device", gpu),
+    return (
+        f"<p class='big'>{escape(label)}: p50 {escape(p50)}, "
+        f"{t.throughput_samples_per_s:,.0f} samples/s</p>"
+        + key_values(
+            [
+                ("model", result.model),
+                ("backend", result.backend.name),
+                ("batch size", result.batch_size),
+                ("device", gpu),
                 ("p90 / p99 ms", f"{trimmed(t.p90_ms, cv)} / {trimmed(t.p99_ms, cv)}"),
-                ("noise (std / mean)",
-                 f"{100 * cv:.1f} %" if cv is not None else None),
-                ("timed iterations", t.iters), ("config", config_line(result)),
-                _state_row(result)])
-            + warnings_list(warnings))
+                ("noise (std / mean)", f"{100 * cv:.1f} %" if cv is not None else None),
+                ("timed iterations", t.iters),
+                ("config", config_line(result)),
+                _state_row(result),
+            ]
+        )
+        + warnings_list(warnings)
+    )
 
 
 def _state_row(result: RunResult) -> tuple[str, object]:
@@ -293,8 +391,9 @@ def _state_row(result: RunResult) -> tuple[str, object]:
     if not result.device.startswith("cpu"):
         return "GPU state (timed window)", state.line().removeprefix("GPU state: ")
     load = state.load_average
-    return "host load (timed window)", None if load is None else \
-        f"{load[0]:.2f}" + (f" on {state.cpus} CPUs" if state.cpus else "")
+    return "host load (timed window)", None if load is None else f"{load[0]:.2f}" + (
+        f" on {state.cpus} CPUs" if state.cpus else ""
+    )
 
 
 def timed_block(t: CompareTimed | None, a_label: str, b_label: str) -> str:
@@ -303,32 +402,45 @@ def timed_block(t: CompareTimed | None, a_label: str, b_label: str) -> str:
     behind them) and the lines that say how to read them, the recorded runs' own figures under
     their own heading, the noise warnings, both configs and every field that differs."""
     if t is None:
-        return note("no timed window: a side is a trace without result.json, so there is no "
-                    "timed latency and no verdict")
+        return note(
+            "no timed window: a side is a trace without result.json, so there is no "
+            "timed latency and no verdict"
+        )
     header_row = ["metric", f"A ({a_label})", f"B ({b_label})", "B vs A"]
     parts = []
     if has_processes(t):
         parts.append(f"<p>{escape(timed_title(t))}</p>" + metrics(header_row, process_rows(t)))
     for figure, label, verdict in verdict_entries(t):
         if verdict:
-            parts.append(f"<p class='verdict'>{escape(label)}: {escape(verdict_basis(verdict))}"
-                         f": <b class='{escape(verdict.verdict)}'>"
-                         f"{escape(verdict_words(verdict))}</b></p>")
+            parts.append(
+                f"<p class='verdict'>{escape(label)}: {escape(verdict_basis(verdict))}"
+                f": <b class='{escape(verdict.verdict)}'>"
+                f"{escape(verdict_words(verdict))}</b></p>"
+            )
         else:
             parts.append(note(f"{label}: {NO_LATENCY if figure == 'latency' else NO_GPU_TIME}"))
     parts.append("".join(note("note: " + line, "warn") for line in verdict_notes(t)))
-    parts.append("".join(f"<p class='src'>how ({escape(figure_short(figure))}): "
-                         f"{escape(verdict.method)}</p>"
-                         for figure, _, verdict in verdict_entries(t) if verdict))
+    parts.append(
+        "".join(
+            f"<p class='src'>how ({escape(figure_short(figure))}): {escape(verdict.method)}</p>"
+            for figure, _, verdict in verdict_entries(t)
+            if verdict
+        )
+    )
     parts.append(f"<p>{escape(RECORDED_TITLE)}</p>" + metrics(header_row, recorded_rows(t)))
-    parts.append("".join(f"<p class='warn'>warning ({escape(side)}): {escape(w)}</p>"
-                         for side, w in noise_warnings(t)))
+    parts.append(
+        "".join(
+            f"<p class='warn'>warning ({escape(side)}): {escape(w)}</p>"
+            for side, w in noise_warnings(t)
+        )
+    )
     parts.append(key_values([("config A", t.config_a), ("config B", t.config_b)]))
     differing = t.differences
     if differing:
-        parts.append(f"<p>Config and environment fields that differ ({len(differing)})</p>"
-                     + metrics(["field", "A", "B"], [(r.field, _fmt(r.a), _fmt(r.b))
-                                                     for r in differing]))
+        parts.append(
+            f"<p>Config and environment fields that differ ({len(differing)})</p>"
+            + metrics(["field", "A", "B"], [(r.field, _fmt(r.a), _fmt(r.b)) for r in differing])
+        )
     else:
         parts.append(note("config and environment: no field differs"))
     return "".join(parts)
@@ -338,13 +450,15 @@ def explanation_block(e: Explanation | None) -> str | None:
     """Why B differs from A at the kernel level (as `compare` says it), or None."""
     if e is None:
         return None
-    return (f"<p><b>{escape(e.cause)}</b>: {escape(e.short_line)}</p>"
-            + "".join(note(state.replace("GPU state:", f"GPU state {side}:", 1))
-                      for side, state in (("A", e.gpu_state_a), ("B", e.gpu_state_b))))
+    return f"<p><b>{escape(e.cause)}</b>: {escape(e.short_line)}</p>" + "".join(
+        note(state.replace("GPU state:", f"GPU state {side}:", 1))
+        for side, state in (("A", e.gpu_state_a), ("B", e.gpu_state_b))
+    )
 
 
 def overview_block(overview: pd.DataFrame) -> str:
     """A diff's overview: each row in its own unit, as the terminal shows it."""
+
     def change(value) -> str:
         return "-" if _missing(value) else f"{value:+.1f} %"
 
@@ -355,10 +469,19 @@ def overview_block(overview: pd.DataFrame) -> str:
         text = text.replace(" %", " pt") if unit == "%" else text
         return ("+" if value > 0 else "-" if value < 0 else "±") + text
 
-    return metrics(["metric", "A", "B", "delta (B - A)", "change"],
-                   [(r.metric, overview_figure(r, "a"), overview_figure(r, "b"),
-                     delta(r.delta, r.unit or "n"), change(r.change_pct))
-                    for r in overview.itertuples()])
+    return metrics(
+        ["metric", "A", "B", "delta (B - A)", "change"],
+        [
+            (
+                r.metric,
+                overview_figure(r, "a"),
+                overview_figure(r, "b"),
+                delta(r.delta, r.unit or "n"),
+                change(r.change_pct),
+            )
+            for r in overview.itertuples()
+        ],
+    )
 
 
 def roofline_block(roofline: Roofline | None, source: str, missing: str | None = None) -> str:
@@ -369,18 +492,29 @@ def roofline_block(roofline: Roofline | None, source: str, missing: str | None =
     def pct(v):
         return f"{v:.1f} %" if v is not None else "-"
 
-    return key_values([
-        ("FLOPs per batch (FlopCounterMode)", f"{r.flops / 1e9:,.2f} GFLOP"),
-        (f"{MIN_BYTES_LABEL} per batch", f"{r.min_bytes / 1e6:,.1f} MB"),
-        ("arithmetic intensity", f"{r.intensity:,.0f} FLOP per minimum byte (ridge "
-                                 f"{_fmt(r.ridge)})"),
-        ("achieved compute", f"{r.achieved_tflops:,.2f} TFLOP/s = {pct(r.pct_of_compute)} of "
-                             f"{_fmt(r.peak_tflops)} ({r.matmul_key})"),
-        ("achieved bandwidth (minimum bytes / p50)",
-         f"at least {r.achieved_gbs:,.1f} GB/s = at least {pct(r.pct_of_bandwidth)} of "
-         f"{_fmt(r.peak_gbs)}"),
-        ("bound by", r.bound), ("of the roofline at this intensity", pct(r.pct_of_roof)),
-        ("ceilings", source)])
+    return key_values(
+        [
+            ("FLOPs per batch (FlopCounterMode)", f"{r.flops / 1e9:,.2f} GFLOP"),
+            (f"{MIN_BYTES_LABEL} per batch", f"{r.min_bytes / 1e6:,.1f} MB"),
+            (
+                "arithmetic intensity",
+                f"{r.intensity:,.0f} FLOP per minimum byte (ridge {_fmt(r.ridge)})",
+            ),
+            (
+                "achieved compute",
+                f"{r.achieved_tflops:,.2f} TFLOP/s = {pct(r.pct_of_compute)} of "
+                f"{_fmt(r.peak_tflops)} ({r.matmul_key})",
+            ),
+            (
+                "achieved bandwidth (minimum bytes / p50)",
+                f"at least {r.achieved_gbs:,.1f} GB/s = at least {pct(r.pct_of_bandwidth)} of "
+                f"{_fmt(r.peak_gbs)}",
+            ),
+            ("bound by", r.bound),
+            ("of the roofline at this intensity", pct(r.pct_of_roof)),
+            ("ceilings", source),
+        ]
+    )
 
 
 def advice_block(advice: list[Advice], noise: str = "") -> str:
@@ -395,10 +529,12 @@ def advice_block(advice: list[Advice], noise: str = "") -> str:
         measured = ""
         if a.measured:
             measured = "<br>measured in the sweep: " + escape(measured_line(a))
-        items.append(f"<li><span class='rule'>{escape(a.title)}</span> [{escape(a.rule)}]<br>"
-                     f"evidence: {facts}<br>try: {escape(a.action)}<br>projected gain: "
-                     f"{escape(projected_gain(a))}{measured}<br><span class='src'>source: "
-                     f"{escape(a.source)}</span></li>")
+        items.append(
+            f"<li><span class='rule'>{escape(a.title)}</span> [{escape(a.rule)}]<br>"
+            f"evidence: {facts}<br>try: {escape(a.action)}<br>projected gain: "
+            f"{escape(projected_gain(a))}{measured}<br><span class='src'>source: "
+            f"{escape(a.source)}</span></li>"
+        )
     return f"{head}<ul class='advice'>{''.join(items)}</ul>"
 
 
@@ -407,10 +543,13 @@ def layer_view(layer_times: pd.DataFrame | None, top: int = 20) -> str | None:
     if layer_times is None or not len(layer_times):
         return None
     frame = layer_times.sort_values("averageMs", ascending=False)
-    return table(frame, ["name", "averageMs", "percentage"], top,
-                 headers={"name": "layer", "averageMs": "ms per call",
-                          "percentage": "% of engine"},
-                 formats={"averageMs": ".4f", "percentage": ".1f"})
+    return table(
+        frame,
+        ["name", "averageMs", "percentage"],
+        top,
+        headers={"name": "layer", "averageMs": "ms per call", "percentage": "% of engine"},
+        formats={"averageMs": ".4f", "percentage": ".1f"},
+    )
 
 
 def roofline_chart(points: Sequence[tuple[str, Roofline | None]]) -> str | None:
@@ -438,10 +577,13 @@ def category_chart(labels: list[str], categories: list[pd.DataFrame], steps: lis
         return note(missing)
     from profiler.report.plots import category_figure
 
-    per_label = [{r.category: float(r.total_us) / max(n, 1) for r in frame.itertuples()}
-                 for frame, n in zip(categories, steps)]
-    return figure_png(category_figure(labels, per_label, "GPU kernel time by category, per "
-                                                         "profiled step"))
+    per_label = [
+        {r.category: float(r.total_us) / max(n, 1) for r in frame.itertuples()}
+        for frame, n in zip(categories, steps)
+    ]
+    return figure_png(
+        category_figure(labels, per_label, "GPU kernel time by category, per profiled step")
+    )
 
 
 def figures(named: dict) -> str:

@@ -14,33 +14,41 @@ def roofline_line(r: Roofline | None, missing: str | None = None) -> str:
     if r is None:
         return missing or "no roofline (result.json has no roofline_inputs)"
     if r.peak_tflops is None and r.peak_gbs is None:  # no roof to draw it against
-        return (f"none drawn (no compute or bandwidth ceilings for this device; "
-                f"`profile.py peaks` measures them): {r.flops / 1e9:,.1f} GFLOP and "
-                f"{r.min_bytes / 1e6:,.1f} MB {MIN_BYTES_LABEL} per batch, "
-                f"{r.achieved_tflops:,.2f} TFLOP/s in {r.seconds * 1e3:.3f} ms (timed p50)")
+        return (
+            f"none drawn (no compute or bandwidth ceilings for this device; "
+            f"`profile.py peaks` measures them): {r.flops / 1e9:,.1f} GFLOP and "
+            f"{r.min_bytes / 1e6:,.1f} MB {MIN_BYTES_LABEL} per batch, "
+            f"{r.achieved_tflops:,.2f} TFLOP/s in {r.seconds * 1e3:.3f} ms (timed p50)"
+        )
 
     def pct(v):
         return f"{v:.1f} %" if v is not None else "n/a"
 
-    return (f"{r.flops / 1e9:,.1f} GFLOP and {r.min_bytes / 1e6:,.1f} MB {MIN_BYTES_LABEL} "
-            f"per batch in {r.seconds * 1e3:.3f} ms (timed p50): {r.achieved_tflops:,.2f} "
-            f"TFLOP/s = {pct(r.pct_of_compute)} of {r.matmul_key} peak, at least "
-            f"{r.achieved_gbs:,.1f} GB/s = at least {pct(r.pct_of_bandwidth)} of bandwidth, "
-            f"intensity {r.intensity:,.0f} FLOP per minimum byte ({r.bound}-bound by the "
-            "roofline)")
+    return (
+        f"{r.flops / 1e9:,.1f} GFLOP and {r.min_bytes / 1e6:,.1f} MB {MIN_BYTES_LABEL} "
+        f"per batch in {r.seconds * 1e3:.3f} ms (timed p50): {r.achieved_tflops:,.2f} "
+        f"TFLOP/s = {pct(r.pct_of_compute)} of {r.matmul_key} peak, at least "
+        f"{r.achieved_gbs:,.1f} GB/s = at least {pct(r.pct_of_bandwidth)} of bandwidth, "
+        f"intensity {r.intensity:,.0f} FLOP per minimum byte ({r.bound}-bound by the "
+        "roofline)"
+    )
 
 
 def to_dict(found: Insight) -> dict:
-    return {"roofline": found.roofline.to_dict() if found.roofline else None,
-            "ceilings": found.ceilings_source,
-            "advice": [advice_dict(a) for a in found.advice]}
+    return {
+        "roofline": found.roofline.to_dict() if found.roofline else None,
+        "ceilings": found.ceilings_source,
+        "advice": [advice_dict(a) for a in found.advice],
+    }
 
 
 def print_insight(found: Insight, console: Console, label: str = "") -> None:
     prefix = f"{label}: " if label else ""
     roof = roofline_line(found.roofline, found.roofline_missing)
-    console.print(f"[b]{escape(prefix)}Roofline[/b] ({escape(found.ceilings_source)}): "
-                  f"{escape(roof)}", highlight=False)
+    console.print(
+        f"[b]{escape(prefix)}Roofline[/b] ({escape(found.ceilings_source)}): {escape(roof)}",
+        highlight=False,
+    )
     for a in found.advice:
         console.print(f"[b]{escape(prefix)}Advice[/b] {escape(line(a))}", highlight=False)
     if not found.advice:

@@ -14,40 +14,69 @@ from profiler.trace.trt_layers import Attribution
 
 def _cut(text, width: int) -> str:
     text = "" if missing(text) else str(text)
-    return text if len(text) <= width else text[: width // 2 - 1] + "…" + text[-(width // 2):]
+    return text if len(text) <= width else text[: width // 2 - 1] + "…" + text[-(width // 2) :]
 
 
 def print_layers(attributions: list[Attribution], top: int, console: Console) -> None:
     for index, a in enumerate(attributions):
-        shown = head(a.layers.sort_values("share_pct", ascending=False, kind="stable")
-                     if "share_pct" in a.layers else a.layers, top)
-        t = FitTable(title=f"TensorRT engine {index}: {len(a.layers)} layers"
-                     + (f" (top {len(shown)} by share)" if top and len(a.layers) > top else ""))
-        for col in ("#", "layer", "type", "precision", "tactic", "ms/call", "share",
-                    "profiled µs/call", "kernel (profiled trace)"):
+        shown = head(
+            a.layers.sort_values("share_pct", ascending=False, kind="stable")
+            if "share_pct" in a.layers
+            else a.layers,
+            top,
+        )
+        t = FitTable(
+            title=f"TensorRT engine {index}: {len(a.layers)} layers"
+            + (f" (top {len(shown)} by share)" if top and len(a.layers) > top else "")
+        )
+        for col in (
+            "#",
+            "layer",
+            "type",
+            "precision",
+            "tactic",
+            "ms/call",
+            "share",
+            "profiled µs/call",
+            "kernel (profiled trace)",
+        ):
             if col in ("#", "ms/call", "share", "profiled µs/call"):
                 t.add_column(col, number=True)
             else:
-                t.add_column(col, optional=col in ("type", "precision", "tactic",
-                                                   "kernel (profiled trace)"))
+                t.add_column(
+                    col, optional=col in ("type", "precision", "tactic", "kernel (profiled trace)")
+                )
         for position, r in shown.iterrows():
-            t.add_row(str(position), escape(_cut(r["layer"], 44)), r["type"],
-                      escape(r["precision"]), escape(_cut(r["tactic"], 30)),
-                      "-" if missing(r.get("ms_per_call")) else f"{r['ms_per_call']:.4f}",
-                      "-" if missing(r.get("share_pct")) else f"{r['share_pct']:.1f} %",
-                      "-" if missing(r["profiled_us_per_call"]) else
-                      f"{r['profiled_us_per_call']:,.1f}", escape(_cut(r["kernel"], 44)))
+            t.add_row(
+                str(position),
+                escape(_cut(r["layer"], 44)),
+                r["type"],
+                escape(r["precision"]),
+                escape(_cut(r["tactic"], 30)),
+                "-" if missing(r.get("ms_per_call")) else f"{r['ms_per_call']:.4f}",
+                "-" if missing(r.get("share_pct")) else f"{r['share_pct']:.1f} %",
+                "-" if missing(r["profiled_us_per_call"]) else f"{r['profiled_us_per_call']:,.1f}",
+                escape(_cut(r["kernel"], 44)),
+            )
         console.print(t)
-        console.print(f"ms/call and share: TensorRT's engine profiler (per-layer timing, "
-                      f"synchronized per layer); profiled µs/call: kernels of the trace over "
-                      f"{a.calls} engine call(s). Attribution: {a.method}. "
-                      f"{100 * a.coverage:.1f} % of engine kernel time attributed "
-                      f"({a.attributed_us:,.1f} of {a.engine_kernel_us:,.1f} µs).",
-                      highlight=False)
+        console.print(
+            f"ms/call and share: TensorRT's engine profiler (per-layer timing, "
+            f"synchronized per layer); profiled µs/call: kernels of the trace over "
+            f"{a.calls} engine call(s). Attribution: {a.method}. "
+            f"{100 * a.coverage:.1f} % of engine kernel time attributed "
+            f"({a.attributed_us:,.1f} of {a.engine_kernel_us:,.1f} µs).",
+            highlight=False,
+        )
         for r in a.not_attributed.itertuples():
-            console.print(f"not attributed: {escape(short_name(r.kernel))} ({r.calls} calls, "
-                          f"{r.total_us:,.1f} µs)", highlight=False)
+            console.print(
+                f"not attributed: {escape(short_name(r.kernel))} ({r.calls} calls, "
+                f"{r.total_us:,.1f} µs)",
+                highlight=False,
+            )
         for r in a.outside_engine.itertuples():
-            console.print(f"outside the engine (PyTorch): {escape(short_name(r.kernel))} "
-                          f"({r.calls} calls, "
-                          f"{r.total_us:,.1f} µs)", highlight=False)
+            console.print(
+                f"outside the engine (PyTorch): {escape(short_name(r.kernel))} "
+                f"({r.calls} calls, "
+                f"{r.total_us:,.1f} µs)",
+                highlight=False,
+            )

@@ -10,8 +10,9 @@ from rich.markup import escape
 from profiler.runs.noise_floor import NoiseFloor
 
 
-def print_floor(floor: NoiseFloor, path: Path | None, state: dict, console: Console,
-                unkept: str = "--no-save") -> None:
+def print_floor(
+    floor: NoiseFloor, path: Path | None, state: dict, console: Console, unkept: str = "--no-save"
+) -> None:
     """``unkept``: why the floor was not kept, when ``path`` is None."""
     p50s = ", ".join(f"{v:.3f}" for v in floor.p50_ms)
     lines = [
@@ -25,12 +26,17 @@ def print_floor(floor: NoiseFloor, path: Path | None, state: dict, console: Cons
         f"±{100 * (floor.smallest_resolvable_one_process or 0):.1f} % with one",
         f"  GPU before: {escape(state['before'].removeprefix('GPU state: '))}",
         f"  GPU after:  {escape(state['after'].removeprefix('GPU state: '))}",
-        "  settings: " + ", ".join(f"{k} {'unknown' if v is None else escape(str(v))}"
-                                   for k, v in floor.settings.items()),
+        "  settings: "
+        + ", ".join(
+            f"{k} {'unknown' if v is None else escape(str(v))}" for k, v in floor.settings.items()
+        ),
         "[b]What would lower it[/b] (nothing was changed):",
         *(f"  - {escape(tip)}" for tip in floor.suggestions),
-        (f"kept in {escape(str(path))}: compare and sweep use it for runs of one process"
-         if path else f"not kept ({escape(unkept)})"),
+        (
+            f"kept in {escape(str(path))}: compare and sweep use it for runs of one process"
+            if path
+            else f"not kept ({escape(unkept)})"
+        ),
     ]
     for line in lines:
         console.print(line, highlight=False, soft_wrap=True)

@@ -6,20 +6,28 @@ from collections.abc import Callable
 from pathlib import Path
 
 
-def print_peaks(data: dict, path: Path, measured: bool,
-                echo: Callable[[str], None] = print) -> None:
+def print_peaks(
+    data: dict, path: Path, measured: bool, echo: Callable[[str], None] = print
+) -> None:
     """The ceilings, a line each, through ``echo`` (the CLI's output sink)."""
     m = data["method"]
-    echo(f"{data['machine']['device']} (driver {data['machine']['driver'] or 'n/a'}, torch "
-          f"{data['machine']['torch']}): {'measured now' if measured else 'cached'}, {path}")
-    echo(f"method: {m['data']} data, {m['warmup_calls']} warm-up calls, median of "
-          f"{m['repeats']} ({m['timer']}); matmul {m['matmul']} with n = "
-          f"{m['sizes']['matmul_n']}; copy of {m['sizes']['copy_bytes'] / 2**20:,.0f} MiB, "
-          f"{m['copy']}")
+    echo(
+        f"{data['machine']['device']} (driver {data['machine']['driver'] or 'n/a'}, torch "
+        f"{data['machine']['torch']}): {'measured now' if measured else 'cached'}, {path}"
+    )
+    echo(
+        f"method: {m['data']} data, {m['warmup_calls']} warm-up calls, median of "
+        f"{m['repeats']} ({m['timer']}); matmul {m['matmul']} with n = "
+        f"{m['sizes']['matmul_n']}; copy of {m['sizes']['copy_bytes'] / 2**20:,.0f} MiB, "
+        f"{m['copy']}"
+    )
     for name, detail in data["matmul_detail"].items():
         value = detail["tflops"]
-        shown = f"{value:10.4g} TFLOP/s" if value is not None else f"{'n/a':>10}          " \
-            f"({detail.get('why_not')})"
+        shown = (
+            f"{value:10.4g} TFLOP/s"
+            if value is not None
+            else f"{'n/a':>10}          ({detail.get('why_not')})"
+        )
         how = f"  {detail['kernel']}" if value is not None and detail.get("kernel") else ""
         if detail.get("cuda_kernels"):
             how += f"; ran {', '.join(k[:60] for k in detail['cuda_kernels'][:2])}"

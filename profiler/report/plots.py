@@ -23,9 +23,16 @@ from profiler.runs.manifest import OK, axis_options, grid_cells, short_label
 
 #: one colour per kernel category, the same in every figure
 CATEGORY_COLOURS = {
-    "GEMM": "#1f77b4", "convolution": "#ff7f0e", "attention": "#9467bd",
-    "elementwise": "#2ca02c", "reduction": "#d62728", "normalization": "#8c564b",
-    "copy": "#e377c2", "memset": "#bcbd22", "communication": "#17becf", "other": "#7f7f7f",
+    "GEMM": "#1f77b4",
+    "convolution": "#ff7f0e",
+    "attention": "#9467bd",
+    "elementwise": "#2ca02c",
+    "reduction": "#d62728",
+    "normalization": "#8c564b",
+    "copy": "#e377c2",
+    "memset": "#bcbd22",
+    "communication": "#17becf",
+    "other": "#7f7f7f",
 }
 
 
@@ -43,8 +50,7 @@ def pyplot():
 def _save(fig, path: Path) -> Path:
     """Write the PNG atomically (temp file + rename), like every other export."""
     try:
-        write_with(path, lambda tmp: fig.savefig(tmp, format="png", dpi=130,
-                                                 bbox_inches="tight"))
+        write_with(path, lambda tmp: fig.savefig(tmp, format="png", dpi=130, bbox_inches="tight"))
     except OSError as error:  # --out is a file, a read-only folder, a full disk ...
         raise UserError(f"cannot write {path}: {error.strerror or error}") from None
     finally:
@@ -64,6 +70,7 @@ def _devices(frame: pd.DataFrame) -> str:
 
 
 # ---- sweep figures ---------------------------------------------------------------------------
+
 
 def series(frame: pd.DataFrame) -> pd.Series:
     """A line per backend, or per backend and value of each swept option (``ttrt_fp16
@@ -96,8 +103,10 @@ def latency_figure(frame: pd.DataFrame, model: str):
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8, loc="upper left")
-    ax.set_title(_title("Latency vs batch size (p50 line; p90 -, p99 x)", model,
-                        _devices(frame)), fontsize=10)
+    ax.set_title(
+        _title("Latency vs batch size (p50 line; p90 -, p99 x)", model, _devices(frame)),
+        fontsize=10,
+    )
     return fig
 
 
@@ -112,8 +121,7 @@ def throughput_figure(frame: pd.DataFrame, model: str):
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
     for i, (backend, rows) in enumerate(ok.groupby(series(ok), sort=False)):
         rows = rows.sort_values("bs")
-        ax.plot(rows["bs"], rows["throughput_per_s"], marker="o", color=f"C{i % 10}",
-                label=backend)
+        ax.plot(rows["bs"], rows["throughput_per_s"], marker="o", color=f"C{i % 10}", label=backend)
     _batch_axis(ax, frame)
     ax.set_ylabel("throughput (samples/s, from the mean latency)")
     ax.set_ylim(bottom=0)
@@ -139,15 +147,30 @@ def speedup_figure(frame: pd.DataFrame, model: str, baseline: str):
         rows = frame[labels == backend].set_index("bs")
         values = [rows["speedup"].get(bs, math.nan) for bs in sizes]
         xs = [k + (i - (len(backends) - 1) / 2) * width for k in range(len(sizes))]
-        bars = ax.bar(xs, [0 if pd.isna(v) else v for v in values], width * 0.95,
-                      color=f"C{i % 10}", label=backend)
+        bars = ax.bar(
+            xs,
+            [0 if pd.isna(v) else v for v in values],
+            width * 0.95,
+            color=f"C{i % 10}",
+            label=backend,
+        )
         for bar, value, bs in zip(bars, values, sizes):
             status = rows["status"].get(bs, "not run")
-            text = f"{value:.2f}x" if not pd.isna(value) else \
-                (status if status != "ok" else "no baseline")
-            ax.annotate(text, (bar.get_x() + bar.get_width() / 2, bar.get_height()),
-                        ha="center", va="bottom", fontsize=7, rotation=90 if len(backends) > 3
-                        else 0, xytext=(0, 2), textcoords="offset points")
+            text = (
+                f"{value:.2f}x"
+                if not pd.isna(value)
+                else (status if status != "ok" else "no baseline")
+            )
+            ax.annotate(
+                text,
+                (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                ha="center",
+                va="bottom",
+                fontsize=7,
+                rotation=90 if len(backends) > 3 else 0,
+                xytext=(0, 2),
+                textcoords="offset points",
+            )
     ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
     ax.set_xticks(range(len(sizes)), [str(bs) for bs in sizes])
     ax.set_xlabel("batch size")
@@ -155,8 +178,10 @@ def speedup_figure(frame: pd.DataFrame, model: str, baseline: str):
     ax.margins(y=0.15)
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=8, loc="upper left")
-    ax.set_title(_title(f"Speedup over {baseline} at the same batch size", model,
-                        _devices(frame)), fontsize=10)
+    ax.set_title(
+        _title(f"Speedup over {baseline} at the same batch size", model, _devices(frame)),
+        fontsize=10,
+    )
     return fig
 
 
@@ -169,38 +194,58 @@ def _batch_axis(ax, frame: pd.DataFrame) -> None:
     ax.set_xlabel("batch size")
 
 
-def category_bars(labels: list[str], per_label: list[dict[str, float]], title: str,
-                  out: Path, legend: bool = True) -> Path:
+def category_bars(
+    labels: list[str], per_label: list[dict[str, float]], title: str, out: Path, legend: bool = True
+) -> Path:
     return _save(category_figure(labels, per_label, title, legend), out)
 
 
-def category_figure(labels: list[str], per_label: list[dict[str, float]], title: str,
-                    legend: bool = True):
+def category_figure(
+    labels: list[str], per_label: list[dict[str, float]], title: str, legend: bool = True
+):
     """Horizontal stacked bars: one per label, kernel µs per step by category; the legend
     names every category any bar holds."""
     plt = pyplot()
     categories = [c for c in CATEGORY_COLOURS if any(d.get(c, 0) > 0 for d in per_label)]
     categories += sorted({c for d in per_label for c in d} - set(categories))
-    unit, scale = ("ms", 1e-3) if max((sum(d.values()) for d in per_label), default=0) >= 1e3 \
-        else ("µs", 1.0)
+    unit, scale = (
+        ("ms", 1e-3) if max((sum(d.values()) for d in per_label), default=0) >= 1e3 else ("µs", 1.0)
+    )
     fig, ax = plt.subplots(figsize=(8.5, 1.2 + 0.42 * len(labels)))
     left = [0.0] * len(labels)
     ys = list(range(len(labels)))[::-1]
     for category in categories:
         values = [d.get(category, 0.0) * scale for d in per_label]
-        ax.barh(ys, values, left=left, color=CATEGORY_COLOURS.get(category, "#444444"),
-                label=category, height=0.7)
+        ax.barh(
+            ys,
+            values,
+            left=left,
+            color=CATEGORY_COLOURS.get(category, "#444444"),
+            label=category,
+            height=0.7,
+        )
         left = [a + b for a, b in zip(left, values)]
     for y, total in zip(ys, left):
-        ax.annotate(f"{total:,.1f} {unit}", (total, y), xytext=(3, 0), textcoords="offset points",
-                    va="center", fontsize=7)
+        ax.annotate(
+            f"{total:,.1f} {unit}",
+            (total, y),
+            xytext=(3, 0),
+            textcoords="offset points",
+            va="center",
+            fontsize=7,
+        )
     ax.set_yticks(ys, labels, fontsize=8)
     ax.set_xlabel(f"GPU kernel time per profiled step ({unit})")
     ax.set_xlim(0, max(max(left, default=0), 1e-9) * 1.15)
     ax.grid(True, axis="x", alpha=0.3)
     if legend:
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="category",
-                  title_fontsize=8)
+        ax.legend(
+            fontsize=7,
+            loc="upper left",
+            bbox_to_anchor=(1.01, 1.0),
+            title="category",
+            title_fontsize=8,
+        )
     ax.set_title(title, fontsize=10)
     return fig
 
@@ -214,16 +259,22 @@ def sweep_figures(frame: pd.DataFrame, manifest) -> dict:
     manifest, by name: latency, speedup, throughput and, where a cell ran GPU kernels,
     categories. `plot` writes each as <name>.png; `report` inlines them."""
     model = manifest.model
-    figures = {"latency": latency_figure(frame, model),
-               "speedup": speedup_figure(frame, model, manifest.baseline),
-               "throughput": throughput_figure(frame, model)}
-    cells = [cell for _, cell in grid_cells(manifest)
-             if cell.status == OK and (cell.metrics or {}).get("categories_us_per_step")]
+    figures = {
+        "latency": latency_figure(frame, model),
+        "speedup": speedup_figure(frame, model, manifest.baseline),
+        "throughput": throughput_figure(frame, model),
+    }
+    cells = [
+        cell
+        for _, cell in grid_cells(manifest)
+        if cell.status == OK and (cell.metrics or {}).get("categories_us_per_step")
+    ]
     data = [(c.metrics or {})["categories_us_per_step"] for c in cells]
     if data and any(sum(d.values()) > 0 for d in data):
         labels = [short_label(c) for c in cells]
-        figures["categories"] = category_figure(labels, data, _title(
-            "GPU kernel time by category, per cell", model, _devices(frame)))
+        figures["categories"] = category_figure(
+            labels, data, _title("GPU kernel time by category, per cell", model, _devices(frame))
+        )
     return figures
 
 
@@ -250,17 +301,23 @@ def roofline_figure(points: Sequence[tuple[str, Roofline | None]]):
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    colour: dict[str | None, str] = {roof.key: colours[i % len(colours)]
-                                     for i, roof in enumerate(chart.roofs)}
+    colour: dict[str | None, str] = {
+        roof.key: colours[i % len(colours)] for i, roof in enumerate(chart.roofs)
+    }
     marker = {b: _MARKERS[i % len(_MARKERS)] for i, b in enumerate(chart.backends)}
     lo = min([1.0] + [p.intensity for p in chart.points if p.intensity > 0])
     for roof in chart.roofs:
         xs = [lo, roof.ridge, max(roof.ridge * 10, 1e4)]
         ax.plot(xs, [roof.at(x) for x in xs], color=colour[roof.key], label=roof.label)
     for p in chart.points:
-        ax.scatter([p.intensity], [p.achieved_tflops], zorder=3, marker=marker[p.backend],
-                   color=colour.get(p.roof, "black"),
-                   label=f"{p.label} ({p.backend}{', ' + p.roof if p.roof else ''})")
+        ax.scatter(
+            [p.intensity],
+            [p.achieved_tflops],
+            zorder=3,
+            marker=marker[p.backend],
+            color=colour.get(p.roof, "black"),
+            label=f"{p.label} ({p.backend}{', ' + p.roof if p.roof else ''})",
+        )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel(f"arithmetic intensity (FLOP per byte; {MIN_BYTES_LABEL})")
@@ -277,18 +334,31 @@ def roofline_plot(points: Sequence[tuple[str, Roofline | None]], out: Path) -> P
     return _save(fig, out) if fig is not None else None
 
 
-def run_plot(cats: dict[str, float], share: dict[str, float], steps: int, name: str,
-             model: str, device: str, out: Path) -> Path:
+def run_plot(
+    cats: dict[str, float],
+    share: dict[str, float],
+    steps: int,
+    name: str,
+    model: str,
+    device: str,
+    out: Path,
+) -> Path:
     """<name>_categories.png: kernel time per step by category (``cats``, µs), each labelled
     with its time in Tensor Core kernels (not how busy the tensor pipe was)."""
     labels = sorted(cats, key=lambda c: cats[c], reverse=True)
-    labels_shown = [f"{c} ({share[c]:.0f} % TC-kernel time)" if share.get(c) else c
-                    for c in labels]
-    title = (f"GPU kernel time by category: {name} ({steps} profiled steps)\n"
-             f"{model + ' on ' if model else ''}{device}; TC-kernel time = time in Tensor Core "
-             "kernels")
-    return category_bars(labels_shown, [{c: cats[c]} for c in labels], title,
-                         out / f"{name}_categories.png", legend=False)
+    labels_shown = [f"{c} ({share[c]:.0f} % TC-kernel time)" if share.get(c) else c for c in labels]
+    title = (
+        f"GPU kernel time by category: {name} ({steps} profiled steps)\n"
+        f"{model + ' on ' if model else ''}{device}; TC-kernel time = time in Tensor Core "
+        "kernels"
+    )
+    return category_bars(
+        labels_shown,
+        [{c: cats[c]} for c in labels],
+        title,
+        out / f"{name}_categories.png",
+        legend=False,
+    )
 
 
 def require_matplotlib() -> None:

@@ -38,8 +38,12 @@ ESSENTIAL = ("p50 ms", "p90 ms", "p99 ms", "samples/s", "CV", "peak alloc MiB")
 GENERATION_ESSENTIAL = ("TTFT p50", "token p50", "tokens/s", "seq p50 ms", "tokens equal")
 
 
-def print_result(result: RunResult, console: Console | None = None,
-                 command: str = "python profile.py", hints: bool = True) -> None:
+def print_result(
+    result: RunResult,
+    console: Console | None = None,
+    command: str = "python profile.py",
+    hints: bool = True,
+) -> None:
     """The run's table and lines on ``console`` (default: a new one on stdout), then, with
     ``hints``, what to run next, spelled with ``command`` (how the user started the program:
     ``infer-profile`` or ``python profile.py``)."""
@@ -47,26 +51,44 @@ def print_result(result: RunResult, console: Console | None = None,
     timing, backend = result.timing, result.backend
     gpu = result.environment.gpu or {}
     # names from result.json (a run's, or one read back) print as text, never as markup
-    table = FitTable(title=f"{safe(result.model)} · {safe(backend.name)} · bs "
-                           f"{result.batch_size} · {safe(gpu.get('name', 'CPU'))}")
+    table = FitTable(
+        title=f"{safe(result.model)} · {safe(backend.name)} · bs "
+        f"{result.batch_size} · {safe(gpu.get('name', 'CPU'))}"
+    )
     memory = memory_figures(result)
     window = window_noise(result)
     # every unit in its header, none in the cells
-    columns = ["p50 ms", "p90 ms", "p99 ms", "mean ms", "min ms", "max ms", "samples/s", "CV",
-               "IQR ms", "peak alloc MiB", "peak reserved MiB", "prepare s"]
+    columns = [
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "mean ms",
+        "min ms",
+        "max ms",
+        "samples/s",
+        "CV",
+        "IQR ms",
+        "peak alloc MiB",
+        "peak reserved MiB",
+        "prepare s",
+    ]
     # each latency to the figures its window's noise allows; p50 marked with the window's flags
     cv = window.cv if window else None
     warnings = window.warnings if window else []
-    figures = [trimmed(getattr(timing, k), cv) for k in ("p50_ms", "p90_ms", "p99_ms",
-                                                         "mean_ms", "min_ms", "max_ms")]
+    figures = [
+        trimmed(getattr(timing, k), cv)
+        for k in ("p50_ms", "p90_ms", "p99_ms", "mean_ms", "min_ms", "max_ms")
+    ]
     figures[0] = marked(figures[0], window_flags(warnings))
-    cells = [*figures,
-             count(timing.throughput_samples_per_s, 1),
-             pct(100 * window.cv) if window else "-",
-             ms(window.iqr_ms) if window else "-",
-             mib_figure(memory.peak_allocated_mib, memory.note),
-             mib_figure(memory.peak_reserved_mib, memory.note),
-             f"{timing.prepare_s + timing.first_call_s:.2f}"]
+    cells = [
+        *figures,
+        count(timing.throughput_samples_per_s, 1),
+        pct(100 * window.cv) if window else "-",
+        ms(window.iqr_ms) if window else "-",
+        mib_figure(memory.peak_allocated_mib, memory.note),
+        mib_figure(memory.peak_reserved_mib, memory.note),
+        f"{timing.prepare_s + timing.first_call_s:.2f}",
+    ]
     if memory.engine_mib is not None:
         columns.append("engine MiB")
         cells.append(mib_figure(memory.engine_mib))
@@ -83,14 +105,19 @@ def print_result(result: RunResult, console: Console | None = None,
         _print_generation(console, result.generation, result.numerics)
     _print_numerics(console, result.numerics)
     if timing.phases_s:
-        console.print(phases_line(timing.phases_s, timing.wall_s, backend.compile_s,
-                                      backend.cache_load_s), highlight=False, soft_wrap=True)
+        console.print(
+            phases_line(timing.phases_s, timing.wall_s, backend.compile_s, backend.cache_load_s),
+            highlight=False,
+            soft_wrap=True,
+        )
     unit = "generations" if result.generation is not None else "iterations"
     chosen = f" ({timing.iterations_chosen_by})" if timing.iterations_chosen_by else ""
-    console.print(f"{timing.iters} {unit}{chosen} after {timing.warmup_iters} warm-up, "
-                  f"{timing.timer}, synchronized every {unit[:-1]}; TF32 "
-                  f"{'on' if result.precision and result.precision.tf32 else 'off'}",
-                  highlight=False)
+    console.print(
+        f"{timing.iters} {unit}{chosen} after {timing.warmup_iters} warm-up, "
+        f"{timing.timer}, synchronized every {unit[:-1]}; TF32 "
+        f"{'on' if result.precision and result.precision.tf32 else 'off'}",
+        highlight=False,
+    )
     console.print(escape(gpu_state_of(result).line()), highlight=False)
     gpu_line = gpu_compute_line(gpu_compute_figures(result), timing.p50_ms)
     if gpu_line:
@@ -99,19 +126,28 @@ def print_result(result: RunResult, console: Console | None = None,
         console.print(f"[bold yellow]warning:[/] {escape(warning)}", highlight=False)
     spread = window.repeat_runs if window else None
     if spread:
-        console.print(f"p50 over {spread.runs} processes: {ms(spread.min_p50_ms)} to "
-                      f"{ms_unit(spread.max_p50_ms)} ({spread.range_pct_of_median:.1f} % of "
-                      "the median)", highlight=False)
+        console.print(
+            f"p50 over {spread.runs} processes: {ms(spread.min_p50_ms)} to "
+            f"{ms_unit(spread.max_p50_ms)} ({spread.range_pct_of_median:.1f} % of "
+            "the median)",
+            highlight=False,
+        )
     reached = window.target if window else None
     if reached:
-        width = "no interval" if reached.half_width is None else \
-            f"±{100 * reached.half_width:.1f} %"
-        state = (f"[green]reached {width}[/]" if reached.reached
-                 else f"[yellow]not reached[/] ({reached.reason}; {width})")
-        console.print(f"--target-noise ±{100 * reached.target:g} %: {state} with "
-                      f"{reached.processes} processes of {reached.iterations} iterations "
-                      f"in {reached.spent_s:.0f} of {reached.budget_s:.0f} s",
-                      highlight=False)
+        width = (
+            "no interval" if reached.half_width is None else f"±{100 * reached.half_width:.1f} %"
+        )
+        state = (
+            f"[green]reached {width}[/]"
+            if reached.reached
+            else f"[yellow]not reached[/] ({reached.reason}; {width})"
+        )
+        console.print(
+            f"--target-noise ±{100 * reached.target:g} %: {state} with "
+            f"{reached.processes} processes of {reached.iterations} iterations "
+            f"in {reached.spent_s:.0f} of {reached.budget_s:.0f} s",
+            highlight=False,
+        )
     for line in describe_notes(backend.extra):
         console.print(line, highlight=False)
     for warning in backend.warnings:
@@ -134,28 +170,48 @@ def next_steps(result: RunResult, command: str = "python profile.py") -> list[st
     if result.backend.family == "tensorrt":
         hints.append(f"{command} summarize {run_dir} --view layers   (TensorRT layers)")
     # a backend that runs where this one ran (TensorRT needs a GPU; TorchScript runs anywhere)
-    pair = (("ttrt_fp16", "pytorch_fp32") if result.environment.gpu
-            else ("torchscript_fp32", "pytorch_fp32"))
+    pair = (
+        ("ttrt_fp16", "pytorch_fp32")
+        if result.environment.gpu
+        else ("torchscript_fp32", "pytorch_fp32")
+    )
     other = pair[0] if result.backend.name != pair[0] else pair[1]
     # this run's folder name with the other backend (the same batch size, model and --name)
     if run_dir.name.startswith(result.backend.name):
         twin = run_dir.parent / (other + run_dir.name.removeprefix(result.backend.name))
-        hints.append(f"{command} compare {run_dir} {twin}"
-                     + ("" if twin.is_dir() else f"   (after running --backend {other})"))
+        hints.append(
+            f"{command} compare {run_dir} {twin}"
+            + ("" if twin.is_dir() else f"   (after running --backend {other})")
+        )
     return hints
 
 
 # backend notes that stay in result.json only (too long for the terminal, or shown elsewhere)
-_QUIET_NOTES = {"artifacts", "warnings", "compile_s", "load_s", "cache", "versions",
-                "compile_options", "distribution", "layer_files", "layer_timing",
-                "profiling_verbosity", "engine_memory"}
+_QUIET_NOTES = {
+    "artifacts",
+    "warnings",
+    "compile_s",
+    "load_s",
+    "cache",
+    "versions",
+    "compile_options",
+    "distribution",
+    "layer_files",
+    "layer_timing",
+    "profiling_verbosity",
+    "engine_memory",
+}
 
 
 def describe_notes(notes: dict) -> list[str]:
     """What the backend did, in a few short lines (everything stays in result.json)."""
-    brief = [f"{key.replace('_', ' ')} {', '.join(map(str, value)) or 'none'}"
-             if isinstance(value, list) else f"{key.replace('_', ' ')} {value}"
-             for key, value in notes.items() if key not in _QUIET_NOTES]
+    brief = [
+        f"{key.replace('_', ' ')} {', '.join(map(str, value)) or 'none'}"
+        if isinstance(value, list)
+        else f"{key.replace('_', ' ')} {value}"
+        for key, value in notes.items()
+        if key not in _QUIET_NOTES
+    ]
     lines = [f"backend: {escape('; '.join(brief))}"] if brief else []
     if "versions" in notes:
         versions = ", ".join(f"{k} {v}" for k, v in notes["versions"].items())
@@ -173,39 +229,49 @@ def describe_notes(notes: dict) -> list[str]:
 def _print_numerics(console: Console, numerics: Numerics | None) -> None:
     """The numeric check against the FP32 eager reference, as a one-row table."""
     if numerics is not None and numerics.reason is not None:  # a check that could not run
-        console.print(f"numerics: skipped ({escape(str(numerics.skipped))}): "
-                      f"{escape(numerics.reason)}", highlight=False)
+        console.print(
+            f"numerics: skipped ({escape(str(numerics.skipped))}): {escape(numerics.reason)}",
+            highlight=False,
+        )
     if numerics is None or numerics.skipped is not None:
         return
     table = Table(title="numerics vs FP32 eager reference", title_justify="left")
     for column in ("max abs err", "mean abs err", "rel L2 err", "cosine", "top-1 agree"):
         table.add_column(column, justify="right")
     top1 = numerics.top1_agreement
-    table.add_row(significant(numerics.max_abs_error), significant(numerics.mean_abs_error),
-                  significant(numerics.rel_l2_error), significant(numerics.cosine_similarity, 6),
-                  "-" if top1 is None and numerics.finite else significant(top1, 4))
+    table.add_row(
+        significant(numerics.max_abs_error),
+        significant(numerics.mean_abs_error),
+        significant(numerics.rel_l2_error),
+        significant(numerics.cosine_similarity, 6),
+        "-" if top1 is None and numerics.finite else significant(top1, 4),
+    )
     console.print(table)
     if not numerics.finite:
-        console.print("[bold red]warning:[/] NaN or Inf in the output or the reference: the "
-                      "numeric check fails")
+        console.print(
+            "[bold red]warning:[/] NaN or Inf in the output or the reference: the "
+            "numeric check fails"
+        )
 
 
-def _print_generation(console: Console, generation: Generation,
-                      numerics: Numerics | None) -> None:
+def _print_generation(console: Console, generation: Generation, numerics: Numerics | None) -> None:
     """--workload generate: time to first token, per-token latency, tokens/s, and the token
     agreement with FP32 eager generation (the main table above is whole generations)."""
-    table = FitTable(title=f"generation ({safe(generation.kind)}, {generation.max_new_tokens} new "
-                           f"tokens, input {generation.input_len})")
+    table = FitTable(
+        title=f"generation ({safe(generation.kind)}, {generation.max_new_tokens} new "
+        f"tokens, input {generation.input_len})"
+    )
     per_token = generation.per_token_ms
-    columns = {"TTFT p50": fixed(generation.ttft_ms.p50, ".3f"),
-               "encode ms": fixed(generation.encode_ms.mean if generation.encode_ms else None,
-                                  ".3f"),
-               "token mean": fixed(per_token.mean, ".3f"),
-               "token p50": fixed(per_token.p50, ".3f"),
-               "token p90": fixed(per_token.p90, ".3f"),
-               "token p99": fixed(per_token.p99, ".3f"),
-               "tokens/s": count(generation.tokens_per_s, 1),
-               "seq p50 ms": fixed(generation.sequence_ms.p50, ".3f")}
+    columns = {
+        "TTFT p50": fixed(generation.ttft_ms.p50, ".3f"),
+        "encode ms": fixed(generation.encode_ms.mean if generation.encode_ms else None, ".3f"),
+        "token mean": fixed(per_token.mean, ".3f"),
+        "token p50": fixed(per_token.p50, ".3f"),
+        "token p90": fixed(per_token.p90, ".3f"),
+        "token p99": fixed(per_token.p99, ".3f"),
+        "tokens/s": count(generation.tokens_per_s, 1),
+        "seq p50 ms": fixed(generation.sequence_ms.p50, ".3f"),
+    }
     if numerics is not None and numerics.tokens is not None:
         encoder, logits = numerics.encoder_output, numerics.first_step_logits
         columns["enc rel L2"] = "-" if encoder is None else significant(encoder.rel_l2_error)
@@ -218,17 +284,24 @@ def _print_generation(console: Console, generation: Generation,
     console.print(table)
     steps = generation.step_ms_by_position
     shown = sorted({0, 1, len(steps) // 2, len(steps) - 1} & set(range(len(steps))))
-    console.print("step ms by position: " + ", ".join(f"#{k} {steps[k]:.3f}" for k in shown),
-                  highlight=False)
+    console.print(
+        "step ms by position: " + ", ".join(f"#{k} {steps[k]:.3f}" for k in shown), highlight=False
+    )
 
 
 def print_backends(rows: list[dict], cuda: bool, console: Console) -> None:
     """The backends' table (rows: name, family, precision, available, why_not, description)."""
-    table = Table(title=f"backends ({'CUDA GPU found' if cuda else 'no CUDA GPU: CPU only'})",
-                  title_justify="left")
+    table = Table(
+        title=f"backends ({'CUDA GPU found' if cuda else 'no CUDA GPU: CPU only'})",
+        title_justify="left",
+    )
     for column in ("backend", "precision", "available", "what it is / why not"):
         table.add_column(column)
     for row in rows:
-        table.add_row(row["name"], row["precision"], "yes" if row["available"] else "[red]no[/]",
-                      escape(row["description"] if row["available"] else row["why_not"]))
+        table.add_row(
+            row["name"],
+            row["precision"],
+            "yes" if row["available"] else "[red]no[/]",
+            escape(row["description"] if row["available"] else row["why_not"]),
+        )
     console.print(table)

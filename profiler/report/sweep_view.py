@@ -12,6 +12,7 @@ from rich.markup import escape
 def cell_progress(console: Console, total: int, quiet: bool = False):
     """A progress bar over the cells when stderr is a terminal, per-cell lines either way;
     neither when ``quiet`` (-q)."""
+
     def say(text: str) -> None:
         if not quiet:
             console.print(escape(text), highlight=False, soft_wrap=True)
@@ -28,8 +29,15 @@ def cell_progress(console: Console, total: int, quiet: bool = False):
     )
 
     # the ETA: rich's estimate from the cells done so far (blank until one is)
-    with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), "eta", TimeRemainingColumn(), console=console,
-                  transient=True) as bar:
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        "eta",
+        TimeRemainingColumn(),
+        console=console,
+        transient=True,
+    ) as bar:
         task = bar.add_task("sweep", total=total)
         yield say, lambda: bar.advance(task)

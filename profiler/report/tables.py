@@ -19,8 +19,13 @@ if TYPE_CHECKING:
     from profiler.trace.hardware import Agreement
 
 
-def print_summary(summary: Summary, view: str = "all", top: int = 20,
-                  console: Console | None = None, agreement: Agreement | None = None) -> None:
+def print_summary(
+    summary: Summary,
+    view: str = "all",
+    top: int = 20,
+    console: Console | None = None,
+    agreement: Agreement | None = None,
+) -> None:
     """``agreement``: the ncu join's (profiler.trace.hardware), when one was made: its
     tensor-pipe reading sits beside the time in Tensor Core kernels; without it one note says
     how to get it."""
@@ -28,8 +33,9 @@ def print_summary(summary: Summary, view: str = "all", top: int = 20,
     header = f"[b]{safe(summary.trace_path)}[/b]  ({safe(summary.schema)}"
     if summary.devices:
         d = summary.devices[0]
-        header += (f"; {safe(d['name'])}, sm_{d['compute_major']}{d['compute_minor']}, "
-                   f"{d['num_sms']} SMs")
+        header += (
+            f"; {safe(d['name'])}, sm_{d['compute_major']}{d['compute_minor']}, {d['num_sms']} SMs"
+        )
     console.print(header + ")")
     if view in ("all", "overview"):
         overview_tables(summary, top, console, agreement)
@@ -51,53 +57,83 @@ def print_summary(summary: Summary, view: str = "all", top: int = 20,
         console.print(f"[yellow]note:[/yellow] {PIPE_BUSY_NOTE}", highlight=False)
 
 
-def overview_tables(summary: Summary, top: int, console: Console,
-                    agreement: Agreement | None = None) -> None:
+def overview_tables(
+    summary: Summary, top: int, console: Console, agreement: Agreement | None = None
+) -> None:
     o, k = summary.overview, summary.kernels
     facts = FitTable(title="Overview", show_header=False)
     facts.add_column("metric")
     facts.add_column("value", number=True)
     facts.add_column("what it means", style="dim")
-    facts.add_row("steps", str(len(o.steps)),
-                  "CPU-side ProfilerStep#N spans (GPU copies not counted)")
-    facts.add_row("mean step time under the profiler", us(o.mean_step_us),
-                  "step span extended to the end of the GPU work it launched; slower than the "
-                  "timed window")
+    facts.add_row(
+        "steps", str(len(o.steps)), "CPU-side ProfilerStep#N spans (GPU copies not counted)"
+    )
+    facts.add_row(
+        "mean step time under the profiler",
+        us(o.mean_step_us),
+        "step span extended to the end of the GPU work it launched; slower than the timed window",
+    )
     if len(o.steps):
-        facts.add_row("mean CPU step span", us(float(o.steps["cpu_step_us"].mean())),
-                      "ProfilerStep#N duration on the CPU thread")
+        facts.add_row(
+            "mean CPU step span",
+            us(float(o.steps["cpu_step_us"].mean())),
+            "ProfilerStep#N duration on the CPU thread",
+        )
     for d in o.devices:
         name = f"GPU {d.device}"
-        facts.add_row(f"{name} utilization", pct(d.gpu_utilization_pct),
-                      "time with >= 1 kernel running / steps time")
-        facts.add_row(f"{name} est. SM efficiency", pct(d.est_sm_efficiency_pct),
-                      "sum over time of min(blocks per SM, 1) / steps time")
-        facts.add_row(f"{name} est. achieved occupancy (Kineto)",
-                      pct(d.est_achieved_occupancy_pct),
-                      "Kineto's per-kernel estimate, kernel-time weighted (0 for >48 KB smem)")
-        facts.add_row(f"{name} theoretical occupancy (computed)",
-                      pct(d.theoretical_occupancy_pct),
-                      "occupancy calculator on regs/smem/block size, kernel-time weighted")
-        facts.add_row(f"{name} idle gaps between GPU work",
-                      f"{d.idle_gaps:,} gaps, {us(d.idle_total_us)}",
-                      f"largest {us(d.idle_largest_us)}, median {us(d.idle_median_us)}; "
-                      "many short gaps = launch-bound")
+        facts.add_row(
+            f"{name} utilization",
+            pct(d.gpu_utilization_pct),
+            "time with >= 1 kernel running / steps time",
+        )
+        facts.add_row(
+            f"{name} est. SM efficiency",
+            pct(d.est_sm_efficiency_pct),
+            "sum over time of min(blocks per SM, 1) / steps time",
+        )
+        facts.add_row(
+            f"{name} est. achieved occupancy (Kineto)",
+            pct(d.est_achieved_occupancy_pct),
+            "Kineto's per-kernel estimate, kernel-time weighted (0 for >48 KB smem)",
+        )
+        facts.add_row(
+            f"{name} theoretical occupancy (computed)",
+            pct(d.theoretical_occupancy_pct),
+            "occupancy calculator on regs/smem/block size, kernel-time weighted",
+        )
+        facts.add_row(
+            f"{name} idle gaps between GPU work",
+            f"{d.idle_gaps:,} gaps, {us(d.idle_total_us)}",
+            f"largest {us(d.idle_largest_us)}, median {us(d.idle_median_us)}; "
+            "many short gaps = launch-bound",
+        )
     if k.total_kernel_us:
-        facts.add_row(TC_KERNELS_LABEL, pct(100 * k.tensor_core_share),
-                      f"of all kernel time ({us(k.tensor_core_us)} of {us(k.total_kernel_us)}); "
-                      "a kernel that uses Tensor Cores at all counts whole")
-        facts.add_row("  … of GEMM + convolution time", pct(100 * k.tensor_core_share_of_matrix),
-                      f"{us(k.matrix_tensor_core_us)} of {us(k.matrix_us)}")
+        facts.add_row(
+            TC_KERNELS_LABEL,
+            pct(100 * k.tensor_core_share),
+            f"of all kernel time ({us(k.tensor_core_us)} of {us(k.total_kernel_us)}); "
+            "a kernel that uses Tensor Cores at all counts whole",
+        )
+        facts.add_row(
+            "  … of GEMM + convolution time",
+            pct(100 * k.tensor_core_share_of_matrix),
+            f"{us(k.matrix_tensor_core_us)} of {us(k.matrix_us)}",
+        )
         if agreement is not None and agreement.pipe_measured_us:
             a = agreement
-            facts.add_row("tensor pipe busy (ncu)", pct(100 * a.tensor_pipe_busy_share),
-                          f"kernel-time weighted, over the {a.profiled_kernels} profiled "
-                          f"kernels ({pct(100 * a.coverage)} of kernel time; time in Tensor "
-                          f"Core kernels there: {pct(100 * a.tensor_core_kernels_share)})")
+            facts.add_row(
+                "tensor pipe busy (ncu)",
+                pct(100 * a.tensor_pipe_busy_share),
+                f"kernel-time weighted, over the {a.profiled_kernels} profiled "
+                f"kernels ({pct(100 * a.coverage)} of kernel time; time in Tensor "
+                f"Core kernels there: {pct(100 * a.tensor_core_kernels_share)})",
+            )
         if k.tensor_core_unknown_us:
-            facts.add_row("  undecided (name gives no evidence)",
-                          pct(100 * k.tensor_core_unknown_us / k.total_kernel_us),
-                          "counted as not Tensor Core")
+            facts.add_row(
+                "  undecided (name gives no evidence)",
+                pct(100 * k.tensor_core_unknown_us / k.total_kernel_us),
+                "counted as not Tensor Core",
+            )
     console.print(facts)
 
     if len(o.steps):
@@ -120,11 +156,15 @@ def step_table(summary: Summary, top: int) -> Table:
     fastest steps, then min / median / p90 / max of each column. The mean row closes both."""
     o = summary.overview
     shown = len(o.steps) if not top or len(o.steps) <= top else min(STEP_EXTREMES, top)
-    title = ("Step time breakdown (µs; each instant counted once, kernel first; "
-             f"{DEFINERS[o.definitions]}'s definitions, below)")
+    title = (
+        "Step time breakdown (µs; each instant counted once, kernel first; "
+        f"{DEFINERS[o.definitions]}'s definitions, below)"
+    )
     if shown < len(o.steps):
-        title += (f": {len(o.steps):,} steps, the {shown} slowest and {shown} fastest and the "
-                  "spread (all: --top 0 or --out)")
+        title += (
+            f": {len(o.steps):,} steps, the {shown} slowest and {shown} fastest and the "
+            "spread (all: --top 0 or --out)"
+        )
     steps = FitTable(title=title)
     steps.add_column("step")
     for col in ("step time", "CPU span", *BREAKDOWN, "GPU util", "kernels"):
@@ -136,14 +176,16 @@ def step_table(summary: Summary, top: int) -> Table:
         _step_rows(steps, slowest, "slowest")
         _step_rows(steps, fastest, "fastest")
         spread = o.step_distribution()
-        _step_rows(steps, spread.assign(step=[f"[b]{q}[/b]" for q in spread.index]),
-                   "all steps")
+        _step_rows(steps, spread.assign(step=[f"[b]{q}[/b]" for q in spread.index]), "all steps")
     if len(o.steps) > 1:
-        steps.add_row("[b]mean[/b]", count(o.mean_step_us),
-                      count(float(o.steps["cpu_step_us"].mean())),
-                      *[count(o.breakdown_us[r]) for r in BREAKDOWN],
-                      pct(float(o.steps["gpu_utilization_pct"].mean())),
-                      count(float(o.steps["kernels"].mean())))
+        steps.add_row(
+            "[b]mean[/b]",
+            count(o.mean_step_us),
+            count(float(o.steps["cpu_step_us"].mean())),
+            *[count(o.breakdown_us[r]) for r in BREAKDOWN],
+            pct(float(o.steps["gpu_utilization_pct"].mean())),
+            count(float(o.steps["kernels"].mean())),
+        )
     return steps
 
 
@@ -152,9 +194,11 @@ def definitions_table(used: str) -> Table:
     roles both read alike are named in the title)."""
     ours, plugin = BREAKDOWN_DEFINITIONS["tool"], BREAKDOWN_DEFINITIONS["plugin"]
     same = [role for role in ours if ours[role] == plugin[role]]
-    t = Table(title=f"Breakdown definitions (this table: {DEFINERS[used]}; "
-                    f"{', '.join(same)} and memcpy/memset alike; --breakdown tool|plugin)",
-              title_justify="left")
+    t = Table(
+        title=f"Breakdown definitions (this table: {DEFINERS[used]}; "
+        f"{', '.join(same)} and memcpy/memset alike; --breakdown tool|plugin)",
+        title_justify="left",
+    )
     for col in ("role", DEFINERS["tool"], DEFINERS["plugin"]):
         t.add_column(col, style="dim" if col != "role" else None)
     for role in ours:
@@ -168,9 +212,14 @@ def _step_rows(table: Table, rows, heading: str = "") -> None:
         table.add_section()
         table.add_row(f"[i]{heading}[/i]")
     for row in rows.itertuples():
-        table.add_row(row.step, count(row.step_us), count(row.cpu_step_us),
-                      *[count(getattr(row, r)) for r in BREAKDOWN],
-                      pct(row.gpu_utilization_pct), count(row.kernels))
+        table.add_row(
+            row.step,
+            count(row.step_us),
+            count(row.cpu_step_us),
+            *[count(getattr(row, r)) for r in BREAKDOWN],
+            pct(row.gpu_utilization_pct),
+            count(row.kernels),
+        )
 
 
 def categories_table(summary: Summary) -> Table:
@@ -179,8 +228,14 @@ def categories_table(summary: Summary) -> Table:
     for col in ("kernels", "calls", "total", "share of kernel time", "TC-kernel time"):
         t.add_column(col, number=True)
     for r in summary.kernels.categories.itertuples():
-        t.add_row(safe(r.category), count(r.kernels), count(r.calls), us(r.total_us),
-                  pct(r.share_pct), pct(r.tensor_core_pct))
+        t.add_row(
+            safe(r.category),
+            count(r.kernels),
+            count(r.calls),
+            us(r.total_us),
+            pct(r.share_pct),
+            pct(r.tensor_core_pct),
+        )
     return t
 
 
@@ -196,25 +251,50 @@ def kernels_table(summary: Summary, top: int) -> Table:
     t.add_column("Tensor Cores", optional=True)
     t.add_column("launched by (operator)", optional=2)
     for r in head(table, top).itertuples():
-        t.add_row(safe(r.kernel), safe(r.category), count(r.calls), *[
-            count(v, 1) for v in (r.total_us, r.mean_us, r.median_us, r.min_us, r.max_us)],
-                  pct(r.share_pct), r.tensor_core, safe(r.top_operator))
+        t.add_row(
+            safe(r.kernel),
+            safe(r.category),
+            count(r.calls),
+            *[count(v, 1) for v in (r.total_us, r.mean_us, r.median_us, r.min_us, r.max_us)],
+            pct(r.share_pct),
+            r.tensor_core,
+            safe(r.top_operator),
+        )
     return t
 
 
 def launch_table(summary: Summary, top: int) -> Table:
     table = summary.kernels.table
-    t = FitTable(title="Kernel launch configuration and occupancy (most time-consuming "
-                 "configuration; per-SM values and occupancy kernel-time weighted)")
+    t = FitTable(
+        title="Kernel launch configuration and occupancy (most time-consuming "
+        "configuration; per-SM values and occupancy kernel-time weighted)"
+    )
     t.add_column("kernel")
-    for name in ("regs/ thread", "smem/ block", "block", "grid", "blocks/ SM", "warps/ SM",
-                 "occupancy: Kineto est.", "occupancy: theoretical (computed)", "configs"):
+    for name in (
+        "regs/ thread",
+        "smem/ block",
+        "block",
+        "grid",
+        "blocks/ SM",
+        "warps/ SM",
+        "occupancy: Kineto est.",
+        "occupancy: theoretical (computed)",
+        "configs",
+    ):
         t.add_column(name, number=True, optional=name in ("grid", "blocks/ SM", "configs"))
     for r in head(table, top).itertuples():
-        t.add_row(safe(r.kernel), count(r.registers_per_thread), size_bytes(r.shared_memory_bytes),
-                  safe(r.block), safe(r.grid), count(r.blocks_per_sm, 1), count(r.warps_per_sm, 1),
-                  pct(r.kineto_est_occupancy_pct), pct(r.theoretical_occupancy_pct),
-                  count(r.launch_configs))
+        t.add_row(
+            safe(r.kernel),
+            count(r.registers_per_thread),
+            size_bytes(r.shared_memory_bytes),
+            safe(r.block),
+            safe(r.grid),
+            count(r.blocks_per_sm, 1),
+            count(r.warps_per_sm, 1),
+            pct(r.kineto_est_occupancy_pct),
+            pct(r.theoretical_occupancy_pct),
+            count(r.launch_configs),
+        )
     return t
 
 
@@ -228,8 +308,14 @@ def operators_table(summary: Summary, top: int) -> Table:
     t.add_column("kernels launched", number=True, optional=True)
     t.add_column("kernel time launched µs", number=True, optional=True)
     for r in head(ops, top).itertuples():
-        t.add_row(safe(r.operator), count(r.calls), count(r.cpu_total_us, 1),
-                  count(r.cpu_self_us, 1), count(r.kernels), count(r.kernel_us, 1))
+        t.add_row(
+            safe(r.operator),
+            count(r.calls),
+            count(r.cpu_total_us, 1),
+            count(r.cpu_self_us, 1),
+            count(r.kernels),
+            count(r.kernel_us, 1),
+        )
     return t
 
 

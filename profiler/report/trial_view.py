@@ -21,8 +21,10 @@ from profiler.report.console import FitTable
 from profiler.report.fmt import fixed, times, trimmed
 
 #: no experiment measured GPU time
-NO_GPU_TIME = ("GPU time: not measured (a CPU, a generation, or a call that synchronizes "
-               "inside): the verdicts are latency's only")
+NO_GPU_TIME = (
+    "GPU time: not measured (a CPU, a generation, or a call that synchronizes "
+    "inside): the verdicts are latency's only"
+)
 
 
 def projected_cell(value, kind) -> str:
@@ -36,8 +38,15 @@ def _changes(changes: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in changes.items()) or "-"
 
 
-def print_plan(advice: list, promises: dict, plan, run_folder: Path | None, console: Console,
-               asked_to_try: bool, noise: BaselineNoise | None = None) -> None:
+def print_plan(
+    advice: list,
+    promises: dict,
+    plan,
+    run_folder: Path | None,
+    console: Console,
+    asked_to_try: bool,
+    noise: BaselineNoise | None = None,
+) -> None:
     """The advice and its experiments; ``noise``: the run's (trial.baseline_noise)."""
     if noise_line(noise):
         console.print(escape(noise_line(noise)), highlight=False, soft_wrap=True)
@@ -51,17 +60,26 @@ def print_plan(advice: list, promises: dict, plan, run_folder: Path | None, cons
     for col in ("#", "change", "tests", "projected", "cost", "why"):
         table.add_column(col, number=col in ("#", "projected", "cost"))
     for i, e in enumerate(plan.experiments, start=1):
-        table.add_row(str(i), escape(e.label), ", ".join(e.rules),
-                      projected_cell(e.promise, e.promise_kind), f"{e.cost:g}",
-                      escape(e.source))
+        table.add_row(
+            str(i),
+            escape(e.label),
+            ", ".join(e.rules),
+            projected_cell(e.promise, e.promise_kind),
+            f"{e.cost:g}",
+            escape(e.source),
+        )
     if plan.experiments:
         console.print(table)
     for rule, why in plan.without.items():
         console.print(f"{rule}: no experiment ({escape(why)})", highlight=False)
     if plan.experiments and not asked_to_try:
         target = run_folder or "the run"
-        console.print(f"next: advise {escape(str(target))} --try   (runs them as cells beside "
-                      "the re-run baseline and measures each)", highlight=False, soft_wrap=True)
+        console.print(
+            f"next: advise {escape(str(target))} --try   (runs them as cells beside "
+            "the re-run baseline and measures each)",
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def _figure_cell(speedup, low, high, verdict, per: str) -> str:
@@ -84,8 +102,10 @@ def baseline_line(base: BaselineRow) -> str:
     gpu_text = "" if gpu is None else f", GPU time {fixed(gpu, '.3f')} ms"
     bound = f", {base.bound}" if base.bound else ""
     p50 = trimmed(base.p50_ms, base.cv)  # to the figures its noise allows
-    return (f"baseline (the run re-run): latency p50 {p50} ms{gpu_text} "
-            f"({GEOMEAN} over {base.processes} process(es)){bound}, {status}")
+    return (
+        f"baseline (the run re-run): latency p50 {p50} ms{gpu_text} "
+        f"({GEOMEAN} over {base.processes} process(es)){bound}, {status}"
+    )
 
 
 def has_gpu_time(rows) -> bool:
@@ -96,8 +116,11 @@ def has_gpu_time(rows) -> bool:
 def has_kernels(rows) -> bool:
     """Any side of any experiment launched GPU kernels (the kernel columns are shown; a CPU
     run has none)."""
-    return any(r.kernels is not None and (r.kernels.gone or r.kernels.added or any(
-        n for n in r.kernels.launches_per_step if n)) for r in rows)
+    return any(
+        r.kernels is not None
+        and (r.kernels.gone or r.kernels.added or any(n for n in r.kernels.launches_per_step if n))
+        for r in rows
+    )
 
 
 #: the columns of kernels and launches, left out where no experiment ran a kernel
@@ -107,69 +130,120 @@ KERNEL_COLUMNS = ("kernels gone/added", "launches/step", "idle µs/step")
 def print_trial(rows, base: BaselineRow, trial: dict, plan, console: Console) -> None:
     console.print(baseline_line(base), highlight=False)
     if noise_line(base.noise):
-        console.print(escape(noise_line(base.noise, "the baseline")), highlight=False,
-                      soft_wrap=True)
+        console.print(
+            escape(noise_line(base.noise, "the baseline")), highlight=False, soft_wrap=True
+        )
     if trial.get("baseline_again"):  # sweep.trial.baseline_again
         console.print(escape(trial["baseline_again"]), highlight=False, soft_wrap=True)
     gpu_time = has_gpu_time(rows)
     kernels = has_kernels(rows)
-    table = FitTable(title="What each experiment measured against the baseline (ranked by the "
-                           "latency verdict; the processes each interval spans are below)")
+    table = FitTable(
+        title="What each experiment measured against the baseline (ranked by the "
+        "latency verdict; the processes each interval spans are below)"
+    )
     figures = (LATENCY_COLUMN, GPU_TIME_COLUMN) if gpu_time else (LATENCY_COLUMN,)
-    columns = ("change", "latency p50 ms", *figures, *(("bound",) if gpu_time else ()),
-               "rel L2 err", "projected", *(KERNEL_COLUMNS if kernels else ()), "status")
+    columns = (
+        "change",
+        "latency p50 ms",
+        *figures,
+        *(("bound",) if gpu_time else ()),
+        "rel L2 err",
+        "projected",
+        *(KERNEL_COLUMNS if kernels else ()),
+        "status",
+    )
     numbers = ("latency p50 ms", "rel L2 err", "launches/step", "idle µs/step")
     for col in columns:
-        table.add_column(col, number=col in numbers, whole=col in figures,
-                         optional=col in ("bound", "rel L2 err", "projected",
-                                          "kernels gone/added", "launches/step",
-                                          "idle µs/step"))
+        table.add_column(
+            col,
+            number=col in numbers,
+            whole=col in figures,
+            optional=col
+            in (
+                "bound",
+                "rel L2 err",
+                "projected",
+                "kernels gone/added",
+                "launches/step",
+                "idle µs/step",
+            ),
+        )
     for r in rows:
         k = r.kernels
         state = r.status if r.status == "ok" else f"[red]{escape(r.status)}[/]"
         per = " /sample" if r.figure == "per sample" else ""
-        table.add_row(escape(r.label), trimmed(r.p50_ms, r.cv),
-                      _figure_cell(r.speedup, r.low, r.high, r.verdict, per),
-                      *((_figure_cell(r.gpu_speedup, r.gpu_low, r.gpu_high, r.gpu_verdict, per),
-                         r.bound or "-") if gpu_time else ()),
-                      fixed(r.rel_l2_error, ".2g"),
-                      projected_cell(r.projected, r.projected_kind),
-                      *(("-" if k is None else f"{k.gone}/{k.added}",
-                         "-" if k is None else _pair(k.launches_per_step, ".0f"),
-                         "-" if k is None else _pair(k.idle_us_per_step, ".0f"))
-                        if kernels else ()), state)
+        table.add_row(
+            escape(r.label),
+            trimmed(r.p50_ms, r.cv),
+            _figure_cell(r.speedup, r.low, r.high, r.verdict, per),
+            *(
+                (
+                    _figure_cell(r.gpu_speedup, r.gpu_low, r.gpu_high, r.gpu_verdict, per),
+                    r.bound or "-",
+                )
+                if gpu_time
+                else ()
+            ),
+            fixed(r.rel_l2_error, ".2g"),
+            projected_cell(r.projected, r.projected_kind),
+            *(
+                (
+                    "-" if k is None else f"{k.gone}/{k.added}",
+                    "-" if k is None else _pair(k.launches_per_step, ".0f"),
+                    "-" if k is None else _pair(k.idle_us_per_step, ".0f"),
+                )
+                if kernels
+                else ()
+            ),
+            state,
+        )
     console.print(table)
     if not gpu_time and kernels and any(r.verdict is not None for r in rows):
         console.print(f"[dim]{NO_GPU_TIME}[/]", highlight=False)
     for r in rows:
         if r.judgement:
-            console.print(f"- {escape(r.label)}: {escape(r.judgement)}", highlight=False,
-                          soft_wrap=True)
+            console.print(
+                f"- {escape(r.label)}: {escape(r.judgement)}", highlight=False, soft_wrap=True
+            )
         for line in r.verdict_lines:
-            console.print(f"  [yellow]note[/] ({escape(r.label)}): {escape(line)}",
-                          highlight=False)
+            console.print(f"  [yellow]note[/] ({escape(r.label)}): {escape(line)}", highlight=False)
         if r.kernels and (r.kernels.top_gone or r.kernels.top_added):
-            console.print(f"  kernels gone: {escape(', '.join(r.kernels.top_gone) or '-')}; "
-                          f"added: {escape(', '.join(r.kernels.top_added) or '-')}",
-                          highlight=False, soft_wrap=True)
+            console.print(
+                f"  kernels gone: {escape(', '.join(r.kernels.top_gone) or '-')}; "
+                f"added: {escape(', '.join(r.kernels.top_added) or '-')}",
+                highlight=False,
+                soft_wrap=True,
+            )
         if r.status != "ok":
-            console.print(f"- {escape(r.label)}: {escape(r.status)}"
-                          + (f" ({escape(r.reason)})" if r.reason else ""), highlight=False,
-                          soft_wrap=True)
+            console.print(
+                f"- {escape(r.label)}: {escape(r.status)}"
+                + (f" ({escape(r.reason)})" if r.reason else ""),
+                highlight=False,
+                soft_wrap=True,
+            )
     if sum(r.verdict is not None for r in rows) > 1:
-        console.print(f"[dim]verdicts: {fdr_words('the experiments')}[/]",
-                      highlight=False)
+        console.print(f"[dim]verdicts: {fdr_words('the experiments')}[/]", highlight=False)
     for rule, why in plan.without.items():
         console.print(f"{rule}: no experiment ({escape(why)})", highlight=False)
-    stopped = {"budget": "the time budget ran out", "cells": "--max-cells was reached",
-               "baseline": "the baseline failed"}
+    stopped = {
+        "budget": "the time budget ran out",
+        "cells": "--max-cells was reached",
+        "baseline": "the baseline failed",
+    }
     if trial.get("stopped_by"):
-        console.print(f"[yellow]note:[/] {stopped[trial['stopped_by']]}: the cells marked "
-                      "'not run' were not tried (continue with --resume)", highlight=False)
+        console.print(
+            f"[yellow]note:[/] {stopped[trial['stopped_by']]}: the cells marked "
+            "'not run' were not tried (continue with --resume)",
+            highlight=False,
+        )
     console.print(f"page: {escape(trial['folder'])}/report.html", highlight=False)
-    console.print(f"advise --try took {trial['wall_s']:.0f} s ({trial['rounds_s']:.0f} s of it "
-                  f"re-timing in {trial['processes']} processes); cells in "
-                  f"{escape(trial['folder'])}/", highlight=False, soft_wrap=True)
+    console.print(
+        f"advise --try took {trial['wall_s']:.0f} s ({trial['rounds_s']:.0f} s of it "
+        f"re-timing in {trial['processes']} processes); cells in "
+        f"{escape(trial['folder'])}/",
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 def _pair(values, spec: str) -> str:
@@ -177,8 +251,15 @@ def _pair(values, spec: str) -> str:
     return f"{fixed(a, spec)} → {fixed(b, spec)}"
 
 
-def trial_html(run: str, advice: list, plan, rows, base: BaselineRow, trial: dict,
-               run_noise: BaselineNoise | None = None) -> str:
+def trial_html(
+    run: str,
+    advice: list,
+    plan,
+    rows,
+    base: BaselineRow,
+    trial: dict,
+    run_noise: BaselineNoise | None = None,
+) -> str:
     """advise --try as one self-contained HTML page (profiler.report.html): the advice (with
     ``run_noise``, the run's noise), the plan, the ranked measurements with their judgements
     and kernel changes."""
@@ -188,64 +269,127 @@ def trial_html(run: str, advice: list, plan, rows, base: BaselineRow, trial: dic
 
     page = html.Page(f"advise --try: {run}")
     page.add("Advice", html.advice_block(advice, noise_line(run_noise)))
-    page.add("Experiments that test it", html.table(pd.DataFrame(
-        [{"change": e.label, "tests": ", ".join(e.rules),
-          "projected": e.promise if e.promise > 1 else None,
-          "projection": e.promise_kind if e.promise > 1 else None, "cost": e.cost,
-          "why": e.source} for e in plan.experiments]),
-        headers={"projected": "projected speedup (x)",
-                 "projection": "projection (bound or estimate)", "cost": "setup cost"}))
+    page.add(
+        "Experiments that test it",
+        html.table(
+            pd.DataFrame(
+                [
+                    {
+                        "change": e.label,
+                        "tests": ", ".join(e.rules),
+                        "projected": e.promise if e.promise > 1 else None,
+                        "projection": e.promise_kind if e.promise > 1 else None,
+                        "cost": e.cost,
+                        "why": e.source,
+                    }
+                    for e in plan.experiments
+                ]
+            ),
+            headers={
+                "projected": "projected speedup (x)",
+                "projection": "projection (bound or estimate)",
+                "cost": "setup cost",
+            },
+        ),
+    )
     gpu = [(f"GPU time (ms, {GEOMEAN})", base.gpu_ms), ("bound", base.bound)]
-    page.add("Baseline (the run re-run)", html.key_values([
-        (f"latency p50 (ms, {GEOMEAN})", trimmed(base.p50_ms, base.cv)),
-        *(gpu if base.gpu_ms is not None or has_kernels(rows) else []),
-        ("processes", base.processes),
-        *([("noise", noise_line(base.noise, "the baseline"))]
-          if noise_line(base.noise) else []),
-        *([("timed again", trial["baseline_again"])] if trial.get("baseline_again") else []),
-        ("status", base.status)]))
-    frame = pd.DataFrame([{
-        "change": r.label, "p50_ms": trimmed(r.p50_ms, r.cv), "speedup": r.speedup,
-        "low": r.low,
-        "high": r.high, "verdict": r.verdict or "-",
-        "interval_processes": " vs ".join(map(str, r.interval_processes or [])) or None,
-        "gpu_speedup": r.gpu_speedup,
-        "gpu_low": r.gpu_low, "gpu_high": r.gpu_high, "gpu_verdict": r.gpu_verdict or "-",
-        "bound": r.bound or "-", "figure": r.figure,
-        "rel_l2_error": r.rel_l2_error, "projected": r.projected,
-        "projection": r.projected_kind if r.projected else None,
-        "kernels_gone": r.kernels.gone if r.kernels else None,
-        "kernels_added": r.kernels.added if r.kernels else None,
-        "status": r.status if r.status == "ok" else f"{r.status}: {r.reason or ''}"}
-        for r in rows])
+    page.add(
+        "Baseline (the run re-run)",
+        html.key_values(
+            [
+                (f"latency p50 (ms, {GEOMEAN})", trimmed(base.p50_ms, base.cv)),
+                *(gpu if base.gpu_ms is not None or has_kernels(rows) else []),
+                ("processes", base.processes),
+                *(
+                    [("noise", noise_line(base.noise, "the baseline"))]
+                    if noise_line(base.noise)
+                    else []
+                ),
+                *(
+                    [("timed again", trial["baseline_again"])]
+                    if trial.get("baseline_again")
+                    else []
+                ),
+                ("status", base.status),
+            ]
+        ),
+    )
+    frame = pd.DataFrame(
+        [
+            {
+                "change": r.label,
+                "p50_ms": trimmed(r.p50_ms, r.cv),
+                "speedup": r.speedup,
+                "low": r.low,
+                "high": r.high,
+                "verdict": r.verdict or "-",
+                "interval_processes": " vs ".join(map(str, r.interval_processes or [])) or None,
+                "gpu_speedup": r.gpu_speedup,
+                "gpu_low": r.gpu_low,
+                "gpu_high": r.gpu_high,
+                "gpu_verdict": r.gpu_verdict or "-",
+                "bound": r.bound or "-",
+                "figure": r.figure,
+                "rel_l2_error": r.rel_l2_error,
+                "projected": r.projected,
+                "projection": r.projected_kind if r.projected else None,
+                "kernels_gone": r.kernels.gone if r.kernels else None,
+                "kernels_added": r.kernels.added if r.kernels else None,
+                "status": r.status if r.status == "ok" else f"{r.status}: {r.reason or ''}",
+            }
+            for r in rows
+        ]
+    )
     if not has_gpu_time(rows) and len(frame):
-        frame = frame.drop(columns=["gpu_speedup", "gpu_low", "gpu_high", "gpu_verdict",
-                                    "bound"])
+        frame = frame.drop(columns=["gpu_speedup", "gpu_low", "gpu_high", "gpu_verdict", "bound"])
     if not has_kernels(rows) and len(frame):  # a CPU run: no kernel to count
         frame = frame.drop(columns=["kernels_gone", "kernels_added"])
-    page.add("What each experiment measured (ranked)", html.table(frame, headers={
-        "p50_ms": "latency p50 ms", "speedup": "latency speedup (x)",
-        "low": "latency 95 % low", "high": "latency 95 % high", "verdict": "latency verdict",
-        "interval_processes": "intervals over processes (baseline vs change)",
-        "gpu_speedup": "GPU-time speedup (x)", "gpu_low": "GPU-time 95 % low",
-        "gpu_high": "GPU-time 95 % high", "gpu_verdict": "GPU-time verdict",
-        "figure": "speedup of", "projected": "projected (x)",
-        "projection": "projection (bound or estimate)", "kernels_gone": "kernels gone",
-        "kernels_added": "kernels added"}, figures=("p50_ms",)))
+    page.add(
+        "What each experiment measured (ranked)",
+        html.table(
+            frame,
+            headers={
+                "p50_ms": "latency p50 ms",
+                "speedup": "latency speedup (x)",
+                "low": "latency 95 % low",
+                "high": "latency 95 % high",
+                "verdict": "latency verdict",
+                "interval_processes": "intervals over processes (baseline vs change)",
+                "gpu_speedup": "GPU-time speedup (x)",
+                "gpu_low": "GPU-time 95 % low",
+                "gpu_high": "GPU-time 95 % high",
+                "gpu_verdict": "GPU-time verdict",
+                "figure": "speedup of",
+                "projected": "projected (x)",
+                "projection": "projection (bound or estimate)",
+                "kernels_gone": "kernels gone",
+                "kernels_added": "kernels added",
+            },
+            figures=("p50_ms",),
+        ),
+    )
     notes = [f"{r.label}: {line}" for r in rows for line in r.verdict_lines]
-    if not has_gpu_time(rows) and has_kernels(rows) and any(r.verdict is not None
-                                                            for r in rows):
+    if not has_gpu_time(rows) and has_kernels(rows) and any(r.verdict is not None for r in rows):
         notes.insert(0, NO_GPU_TIME)
     if sum(r.verdict is not None for r in rows) > 1:
         notes.append("verdicts: " + fdr_words("the experiments"))
     if notes:
         page.add("How to read the verdicts", "".join(html.note(line) for line in notes))
     judged = [f"{r.label}: {r.judgement}" for r in rows if r.judgement]
-    page.add("Projection against measurement",
-             "".join(html.note(line) for line in judged) or html.note("(none measured)"))
-    page.add("How it ran", html.key_values([
-        ("wall time (s)", trial["wall_s"]), ("re-timing (s)", trial["rounds_s"]),
-        ("processes per cell", trial["processes"]),
-        ("stopped by", trial.get("stopped_by") or "every cell ran"),
-        ("cells in", trial["folder"])]))
+    page.add(
+        "Projection against measurement",
+        "".join(html.note(line) for line in judged) or html.note("(none measured)"),
+    )
+    page.add(
+        "How it ran",
+        html.key_values(
+            [
+                ("wall time (s)", trial["wall_s"]),
+                ("re-timing (s)", trial["rounds_s"]),
+                ("processes per cell", trial["processes"]),
+                ("stopped by", trial.get("stopped_by") or "every cell ran"),
+                ("cells in", trial["folder"]),
+            ]
+        ),
+    )
     return page.render()

@@ -37,8 +37,16 @@ from profiler.runs.config import RunConfig, config_from_json, run_argv
 from profiler.runs.manifest import FAILED, INTERRUPTED, OK, OOM, TIMEOUT
 
 #: how a cell ended, as a sweep records it (the manifest's status word for each)
-KINDS = {"ok": OK, "user-error": FAILED, "cuda-oom": OOM, "host-oom": OOM, "crash": FAILED,
-         "died": FAILED, "timeout": TIMEOUT, "interrupted": INTERRUPTED}
+KINDS = {
+    "ok": OK,
+    "user-error": FAILED,
+    "cuda-oom": OOM,
+    "host-oom": OOM,
+    "crash": FAILED,
+    "died": FAILED,
+    "timeout": TIMEOUT,
+    "interrupted": INTERRUPTED,
+}
 
 
 class CellJob(msgspec.Struct):
@@ -64,8 +72,9 @@ class CellJob(msgspec.Struct):
 
     def with_folders(self, runs_dir: str, tb_dir: str, log_path: str) -> CellJob:
         """The same cell writing its run folder, trace and log elsewhere."""
-        return msgspec.structs.replace(self, config={**self.config, "runs_dir": runs_dir,
-                                                     "tb_dir": tb_dir}, log_path=log_path)
+        return msgspec.structs.replace(
+            self, config={**self.config, "runs_dir": runs_dir, "tb_dir": tb_dir}, log_path=log_path
+        )
 
 
 class CellOutcome(msgspec.Struct):
@@ -81,10 +90,17 @@ class CellOutcome(msgspec.Struct):
     kind: str | None = None
 
 
-def outcome(kind: str, reason: str | None, exit_code: int | None, elapsed_s: float,
-            **where) -> CellOutcome:
-    return CellOutcome(status=KINDS[kind], reason=reason, exit_code=exit_code,
-                       elapsed_s=elapsed_s, kind=kind, **where)
+def outcome(
+    kind: str, reason: str | None, exit_code: int | None, elapsed_s: float, **where
+) -> CellOutcome:
+    return CellOutcome(
+        status=KINDS[kind],
+        reason=reason,
+        exit_code=exit_code,
+        elapsed_s=elapsed_s,
+        kind=kind,
+        **where,
+    )
 
 
 def death_reason(exit_code: int | None) -> str:
@@ -96,8 +112,10 @@ def death_reason(exit_code: int | None) -> str:
         if -exit_code == signal.SIGKILL:
             return f"worker killed by {name} (host out of memory?)"
         return f"worker killed by {name}"
-    return (f"the worker process exited with status {exit_code} during the cell (did the model "
-            "call os._exit or sys.exit?)")
+    return (
+        f"the worker process exited with status {exit_code} during the cell (did the model "
+        "call os._exit or sys.exit?)"
+    )
 
 
 def _signal_name(number: int) -> str:
@@ -113,6 +131,7 @@ def where() -> dict:
 
 
 # ---- running a cell in this process --------------------------------------------------------
+
 
 def run_job(job: CellJob, process_mark: float | None = None) -> CellOutcome:
     """Run one cell in this process and reset the process for the next one. ``process_mark``

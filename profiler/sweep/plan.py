@@ -78,11 +78,13 @@ from profiler.sweep.cell import CellJob, CellOutcome
 
 
 def _plan_cell_name(p, backend: str, batch_size: int, axis: dict | None = None) -> str:
-    return cell_name(backend, batch_size, p.options["model"],
-                     p.options.get("workload", "forward"), axis)
+    return cell_name(
+        backend, batch_size, p.options["model"], p.options.get("workload", "forward"), axis
+    )
 
 
 # ---- swept options (a list of values where a run takes one) ---------------------------------
+
 
 def parse_axes(options: dict) -> dict:
     """The options with their axis values parsed: ``"64"`` -> 64, ``"16,64"`` -> [16, 64]
@@ -98,8 +100,10 @@ def parse_axes(options: dict) -> dict:
             try:
                 values.append(int(item))
             except ValueError:
-                raise UserError(f"{flag}: {item!r} is not a whole number (give one, or a "
-                                "comma-separated list such as 16,64,256)") from None
+                raise UserError(
+                    f"{flag}: {item!r} is not a whole number (give one, or a "
+                    "comma-separated list such as 16,64,256)"
+                ) from None
         _no_duplicates(values, flag, "value")
         parsed[key] = values if len(values) > 1 else values[0]
     return parsed
@@ -110,6 +114,7 @@ def default_name(model: str) -> str:
 
 
 # ---- parsing and validation ----------------------------------------------------------------
+
 
 def parse_backends(text: str) -> list[str]:
     from profiler.collect import backends
@@ -130,8 +135,9 @@ def parse_batch_sizes(text: str) -> list[int]:
         try:
             sizes.append(int(item))
         except ValueError:
-            raise UserError(f"--bs: {item!r} is not a whole number (give a comma-separated "
-                            "list such as 1,8,32)") from None
+            raise UserError(
+                f"--bs: {item!r} is not a whole number (give a comma-separated list such as 1,8,32)"
+            ) from None
         if sizes[-1] < 1:
             raise UserError(f"--bs: batch sizes must be at least 1 (got {sizes[-1]})")
     _no_duplicates(sizes, "--bs", "batch size")
@@ -143,8 +149,9 @@ def _split(text: str, flag: str, example: str) -> list[str]:
     if not any(items):
         raise UserError(f"{flag} is empty: give a comma-separated list such as {example}")
     if not all(items):
-        raise UserError(f"{flag} {text!r} has an empty item: give a comma-separated list such "
-                        f"as {example}")
+        raise UserError(
+            f"{flag} {text!r} has an empty item: give a comma-separated list such as {example}"
+        )
     return items
 
 
@@ -156,8 +163,14 @@ def _no_duplicates(items: list, flag: str, what: str) -> None:
         seen.add(item)
 
 
-def cell_config(options: dict, backend: str, batch_size: int, axis: dict | None = None,
-                sweep_dir: Path = Path("runs"), trace_dir: Path = Path("tb_logs")) -> RunConfig:
+def cell_config(
+    options: dict,
+    backend: str,
+    batch_size: int,
+    axis: dict | None = None,
+    sweep_dir: Path = Path("runs"),
+    trace_dir: Path = Path("tb_logs"),
+) -> RunConfig:
     """One cell's RunConfig: the shared options (keyed as in the manifest) with the cell's
     backend, batch size and value of each swept option, writing into the sweep's folders. A cell
     with swept values gets the folder the sweep names it: `run` names a run
@@ -165,11 +178,18 @@ def cell_config(options: dict, backend: str, batch_size: int, axis: dict | None 
     shared = {k: v for k, v in options.items() if k in shared_options()}
     name = None
     if axis:
-        full = cell_name(backend, batch_size, options["model"],
-                         options.get("workload", "forward"), axis)
-        name = full[len(run_name(backend, batch_size, name="x")) - 1:]
-    return RunConfig(backend=backend, batch_size=batch_size, name=name, runs_dir=sweep_dir,
-                     tb_dir=trace_dir, **unkeyed({**shared, **(axis or {})}))
+        full = cell_name(
+            backend, batch_size, options["model"], options.get("workload", "forward"), axis
+        )
+        name = full[len(run_name(backend, batch_size, name="x")) - 1 :]
+    return RunConfig(
+        backend=backend,
+        batch_size=batch_size,
+        name=name,
+        runs_dir=sweep_dir,
+        tb_dir=trace_dir,
+        **unkeyed({**shared, **(axis or {})}),
+    )
 
 
 def validate(options: dict, backend_names: list[str], batch_sizes: list[int]) -> None:
@@ -194,22 +214,32 @@ def check_resumable(sweep_dir: Path, manifest: SweepManifest, options: dict) -> 
     """Refuse to resume a sweep folder whose cells were measured differently."""
     old = manifest.options
     if old.get("model") != options.get("model"):
-        raise UserError(f"{sweep_dir} holds a sweep of model {old.get('model')!r}, not "
-                        f"{options.get('model')!r}: pass --name for a new sweep")
+        raise UserError(
+            f"{sweep_dir} holds a sweep of model {old.get('model')!r}, not "
+            f"{options.get('model')!r}: pass --name for a new sweep"
+        )
     shared = shared_options()
     # an option the manifest does not name (one added since the sweep began) had its default
     defaults = keyed({f.name: f.default for f in fields(RunConfig) if f.name in run_options()})
     before = {key: old.get(key, defaults.get(key)) for key in shared}
     # a swept option's cells are named by their value: another list is another grid
-    swept = {key for key in shared
-             if isinstance(before[key], list) or isinstance(options.get(key), list)}
-    changed = [key for key, spec in shared.items()
-               if not spec.resumable and key not in swept and before[key] != options.get(key)]
+    swept = {
+        key for key in shared if isinstance(before[key], list) or isinstance(options.get(key), list)
+    }
+    changed = [
+        key
+        for key, spec in shared.items()
+        if not spec.resumable and key not in swept and before[key] != options.get(key)
+    ]
     if changed:
-        parts = [f"{shared[k].flags[0].split('/')[0]} {before[k]!r} (now {options.get(k)!r})"
-                 for k in changed]
-        raise UserError(f"{sweep_dir} was swept with {', '.join(parts)}: pass the same options "
-                        "to resume it, or --name for a new sweep")
+        parts = [
+            f"{shared[k].flags[0].split('/')[0]} {before[k]!r} (now {options.get(k)!r})"
+            for k in changed
+        ]
+        raise UserError(
+            f"{sweep_dir} was swept with {', '.join(parts)}: pass the same options "
+            "to resume it, or --name for a new sweep"
+        )
 
 
 def _now(timespec: str = "seconds") -> str:
@@ -217,6 +247,7 @@ def _now(timespec: str = "seconds") -> str:
 
 
 # ---- the sweep -----------------------------------------------------------------------------
+
 
 @dataclass
 class SweepPlan:
@@ -250,20 +281,33 @@ class SweepPlan:
         return self.tb_dir / self.name
 
 
-def plan(backends: str, batch_sizes: str, options: dict, name: str | None = None,
-         baseline: str | None = None, runs_dir: Path = Path("runs"),
-         tb_dir: Path = Path("tb_logs"), resume: bool = False,
-         cell_timeout_s: float | None = None, executor: str = "local",
-         gpus: str | None = None, isolate: bool = False, ray_address: str | None = None,
-         ray_shared_fs: bool = False, processes: int | None = None,
-         target_noise: float | None = None, budget_s: float | None = None) -> SweepPlan:
+def plan(
+    backends: str,
+    batch_sizes: str,
+    options: dict,
+    name: str | None = None,
+    baseline: str | None = None,
+    runs_dir: Path = Path("runs"),
+    tb_dir: Path = Path("tb_logs"),
+    resume: bool = False,
+    cell_timeout_s: float | None = None,
+    executor: str = "local",
+    gpus: str | None = None,
+    isolate: bool = False,
+    ray_address: str | None = None,
+    ray_shared_fs: bool = False,
+    processes: int | None = None,
+    target_noise: float | None = None,
+    budget_s: float | None = None,
+) -> SweepPlan:
     backend_names = parse_backends(backends)
     sizes = parse_batch_sizes(batch_sizes)
     if baseline is None:
         baseline = backend_names[0]
     elif baseline not in backend_names:
-        raise UserError(f"--baseline {baseline!r} is not one of --backends "
-                        f"({', '.join(backend_names)})")
+        raise UserError(
+            f"--baseline {baseline!r} is not one of --backends ({', '.join(backend_names)})"
+        )
     if cell_timeout_s is not None and not cell_timeout_s > 0:
         raise UserError(f"--cell-timeout must be more than 0 seconds (got {cell_timeout_s})")
     name = check_path_component(name or default_name(options["model"]), "sweep name")
@@ -273,18 +317,29 @@ def plan(backends: str, batch_sizes: str, options: dict, name: str | None = None
     executors.get(executor)  # an unknown name is one line now, not after the first cell
     check_ray_options(executor, ray_address, ray_shared_fs)
     gpu_list = _parse_gpus(gpus, executor)
-    processes = check_sampling(processes, target_noise, budget_s, executor, gpu_list,
-                               options.get("workload", "forward"))
-    return SweepPlan(name=name, backends=backend_names, batch_sizes=sizes, baseline=baseline,
-                     options=options, runs_dir=runs_dir, tb_dir=tb_dir, resume=resume,
-                     cell_timeout_s=cell_timeout_s,
-                     cells=[(b, n, axis) for b in backend_names for n in sizes
-                            for axis in axis_values(options)],
-                     executor=executor, gpus=gpu_list, isolate=isolate,
-                     ray_address=ray_address, ray_shared_fs=ray_shared_fs,
-                     processes=processes,
-                     target_noise=None if target_noise is None else target_noise / 100,
-                     budget_s=budget_s)
+    processes = check_sampling(
+        processes, target_noise, budget_s, executor, gpu_list, options.get("workload", "forward")
+    )
+    return SweepPlan(
+        name=name,
+        backends=backend_names,
+        batch_sizes=sizes,
+        baseline=baseline,
+        options=options,
+        runs_dir=runs_dir,
+        tb_dir=tb_dir,
+        resume=resume,
+        cell_timeout_s=cell_timeout_s,
+        cells=[(b, n, axis) for b in backend_names for n in sizes for axis in axis_values(options)],
+        executor=executor,
+        gpus=gpu_list,
+        isolate=isolate,
+        ray_address=ray_address,
+        ray_shared_fs=ray_shared_fs,
+        processes=processes,
+        target_noise=None if target_noise is None else target_noise / 100,
+        budget_s=budget_s,
+    )
 
 
 #: --processes when not given: on GPUs, five rounds (five pairs for the paired design: on the
@@ -297,8 +352,14 @@ QUICK_PROCESSES = 3
 DEFAULT_PROCESSES = DEFAULT_PROCESSES_GPU
 
 
-def check_sampling(processes: int | None, target_noise: float | None, budget_s: float | None,
-                   executor: str, gpus: list[str] | None, workload: str) -> int:
+def check_sampling(
+    processes: int | None,
+    target_noise: float | None,
+    budget_s: float | None,
+    executor: str,
+    gpus: list[str] | None,
+    workload: str,
+) -> int:
     """--processes, --target-noise and --budget checked; the number of processes per cell."""
     if processes is not None:
         check_processes(processes)
@@ -310,12 +371,13 @@ def check_sampling(processes: int | None, target_noise: float | None, budget_s: 
         raise UserError("--budget limits --target-noise: pass --target-noise P too")
     sampled = (processes or 1) > 1 or target_noise is not None
     if sampled and not workload_facts(workload).sampled:
-        raise UserError("--processes and --target-noise sample forward windows; they do not "
-                        f"apply to --workload {workload} yet")
+        raise UserError(
+            "--processes and --target-noise sample forward windows; they do not "
+            f"apply to --workload {workload} yet"
+        )
     if processes is None:  # Ray: when this machine has GPUs (a cluster's head usually does)
         on_gpus = gpus if executor == "local" else _local_gpus()
-        processes = DEFAULT_PROCESSES_GPU if on_gpus and workload_facts(workload).sampled \
-            else 1
+        processes = DEFAULT_PROCESSES_GPU if on_gpus and workload_facts(workload).sampled else 1
     return processes
 
 
@@ -343,8 +405,9 @@ def _parse_gpus(text: str | None, executor: str) -> list[str] | None:
     place cells on their cluster's GPUs."""
     if executor != "local":
         if text is not None:
-            raise UserError(f"--gpus picks GPUs of this machine: the {executor} executor "
-                            "places cells itself")
+            raise UserError(
+                f"--gpus picks GPUs of this machine: the {executor} executor places cells itself"
+            )
         return None
     from profiler.sweep.executors.local import parse_gpus, visible_gpus
 
@@ -359,26 +422,37 @@ def start_manifest(p: SweepPlan) -> SweepManifest:
     manifest = None
     if existing:
         if not p.resume:
-            raise UserError(f"{p.sweep_dir} already exists: pass --resume to continue that "
-                            "sweep, or --name for a new one")
+            raise UserError(
+                f"{p.sweep_dir} already exists: pass --resume to continue that "
+                "sweep, or --name for a new one"
+            )
         manifest = read_manifest(p.sweep_dir)
         if manifest is None:
-            raise UserError(f"{p.sweep_dir} is not a sweep folder (no {MANIFEST}); use another "
-                            "--name")
+            raise UserError(
+                f"{p.sweep_dir} is not a sweep folder (no {MANIFEST}); use another --name"
+            )
         check_resumable(p.sweep_dir, manifest, p.options)
-    grid = dict(model=p.options["model"], backends=p.backends, batch_sizes=p.batch_sizes,
-                baseline=p.baseline, options=p.options, cell_timeout_s=p.cell_timeout_s,
-                runs_dir=str(p.sweep_dir), tb_dir=str(p.trace_dir),
-                command_line=[Path(sys.argv[0]).name, *sys.argv[1:]])
+    grid = dict(
+        model=p.options["model"],
+        backends=p.backends,
+        batch_sizes=p.batch_sizes,
+        baseline=p.baseline,
+        options=p.options,
+        cell_timeout_s=p.cell_timeout_s,
+        runs_dir=str(p.sweep_dir),
+        tb_dir=str(p.trace_dir),
+        command_line=[Path(sys.argv[0]).name, *sys.argv[1:]],
+    )
     if manifest is None:
         manifest = SweepManifest(name=p.name, created=_now(), **grid)
     else:
         for key, value in grid.items():
             setattr(manifest, key, value)
     for backend, batch_size, axis in p.cells:
-        manifest.cells.setdefault(_plan_cell_name(p, backend, batch_size, axis),
-                                  SweepCell(backend=backend, batch_size=batch_size,
-                                            axis=axis or None))
+        manifest.cells.setdefault(
+            _plan_cell_name(p, backend, batch_size, axis),
+            SweepCell(backend=backend, batch_size=batch_size, axis=axis or None),
+        )
     return manifest
 
 
@@ -388,34 +462,43 @@ def check_sweep_folders(p: SweepPlan) -> None:
     that this tool did not make (no marker, no result.json), and a trace folder holding
     anything but cells' trace folders (folders this tool made, or, resuming, folders of the
     cells its manifest lists: a sweep copied without its hidden files)."""
-    how = ("a sweep writes only into folders it made; move it away, or pass --name for another "
-           "sweep")
+    how = "a sweep writes only into folders it made; move it away, or pass --name for another sweep"
     for path in (p.sweep_dir, p.trace_dir):
         if os.path.lexists(path) and not stat.S_ISDIR(os.lstat(path).st_mode):
             raise UserError(f"{path} exists and is not a folder (a file or a symlink): {how}")
     names = [_plan_cell_name(p, backend, size, axis) for backend, size, axis in p.cells]
     for name in names:
         cell = p.sweep_dir / name
-        if os.path.lexists(cell) and not (stat.S_ISDIR(os.lstat(cell).st_mode) and (
-                is_ours(cell) or (cell / runs.RESULT_FILE).is_file())):
-            raise UserError(f"{cell} was not made by this tool (no {MARKER} marker): a sweep "
-                            "never replaces it; move it away")
+        if os.path.lexists(cell) and not (
+            stat.S_ISDIR(os.lstat(cell).st_mode)
+            and (is_ours(cell) or (cell / runs.RESULT_FILE).is_file())
+        ):
+            raise UserError(
+                f"{cell} was not made by this tool (no {MARKER} marker): a sweep "
+                "never replaces it; move it away"
+            )
     try:
         manifest = read_manifest(p.sweep_dir) if p.resume else None
     except UserError:  # a damaged one: start_manifest refuses it
         manifest = None
     listed = set(manifest.cells) if manifest is not None else set()
     try:
-        foreign = sorted(e.name for e in p.trace_dir.iterdir()
-                         if not e.name.startswith(".") and not is_ours(e) and not (
-                             e.name in listed and stat.S_ISDIR(os.lstat(e).st_mode)))
+        foreign = sorted(
+            e.name
+            for e in p.trace_dir.iterdir()
+            if not e.name.startswith(".")
+            and not is_ours(e)
+            and not (e.name in listed and stat.S_ISDIR(os.lstat(e).st_mode))
+        )
     except FileNotFoundError:
         foreign = []
     except OSError as error:
         raise UserError(f"cannot read {p.trace_dir}: {error.strerror}") from None
     if foreign:
-        raise UserError(f"{p.trace_dir} holds {foreign[0]!r}, which this tool did not make (no "
-                        f"{MARKER} marker): {how}")
+        raise UserError(
+            f"{p.trace_dir} holds {foreign[0]!r}, which this tool did not make (no "
+            f"{MARKER} marker): {how}"
+        )
 
 
 def is_done(sweep_dir: Path, cell: SweepCell, name: str, trace_dir: Path | None = None) -> bool:
@@ -432,12 +515,16 @@ def is_done(sweep_dir: Path, cell: SweepCell, name: str, trace_dir: Path | None 
     except UserError:
         pass
     # the cell's trace folder still holding traces (a sweep folder moved elsewhere)
-    return trace_dir is not None and bool(runs.traces_in_folder(trace_dir / name)) \
-        if result.trace.files else True
+    return (
+        trace_dir is not None and bool(runs.traces_in_folder(trace_dir / name))
+        if result.trace.files
+        else True
+    )
 
 
-def cell_job(p: SweepPlan, backend: str, batch_size: int, axis: dict | None = None,
-             replace: bool = False) -> CellJob:
+def cell_job(
+    p: SweepPlan, backend: str, batch_size: int, axis: dict | None = None, replace: bool = False
+) -> CellJob:
     """One cell as an executor runs it: its RunConfig and its log file; ``replace``: the cell's
     folder may be replaced (a damaged cell of this sweep, run again on --resume)."""
     name = _plan_cell_name(p, backend, batch_size, axis)
@@ -445,16 +532,21 @@ def cell_job(p: SweepPlan, backend: str, batch_size: int, axis: dict | None = No
     if replace:
         config = dataclasses.replace(config, replace=True)
     assert config.run_name == name, (config.run_name, name)  # the folder the sweep reads
-    return CellJob(name=name, config=config_to_json(config),
-                   log_path=str(p.sweep_dir / "logs" / f"{name}.log"),
-                   timeout_s=p.cell_timeout_s)
+    return CellJob(
+        name=name,
+        config=config_to_json(config),
+        log_path=str(p.sweep_dir / "logs" / f"{name}.log"),
+        timeout_s=p.cell_timeout_s,
+    )
 
 
 def make_executor(p: SweepPlan):
-    settings = executors.ExecutorSettings(gpus=p.gpus, isolate=p.isolate,
-                                          log_dir=p.sweep_dir / "logs",
-                                          options={"address": p.ray_address,
-                                                   "shared_fs": p.ray_shared_fs})
+    settings = executors.ExecutorSettings(
+        gpus=p.gpus,
+        isolate=p.isolate,
+        log_dir=p.sweep_dir / "logs",
+        options={"address": p.ray_address, "shared_fs": p.ray_shared_fs},
+    )
     return executors.get(p.executor)(settings)
 
 
@@ -483,12 +575,15 @@ def _run_sweep(p: SweepPlan, say, progress) -> SweepOutcome:
     p.sweep_dir.mkdir(parents=True, exist_ok=True)
     write_manifest(p.sweep_dir, manifest)
     executor = make_executor(p)
-    say(f"sweep {p.name}: {len(p.backends)} backends x {len(p.batch_sizes)} batch sizes = "
+    say(
+        f"sweep {p.name}: {len(p.backends)} backends x {len(p.batch_sizes)} batch sizes = "
         f"{len(p.cells)} cells of {p.options['model']}, {executor.describe()}; results in "
-        f"{p.sweep_dir}/")
-    labels = {_plan_cell_name(p, b, n, axis):
-              f"[{i}/{len(p.cells)}] {cell_label(b, n, axis)}"
-              for i, (b, n, axis) in enumerate(p.cells, start=1)}
+        f"{p.sweep_dir}/"
+    )
+    labels = {
+        _plan_cell_name(p, b, n, axis): f"[{i}/{len(p.cells)}] {cell_label(b, n, axis)}"
+        for i, (b, n, axis) in enumerate(p.cells, start=1)
+    }
     jobs, skipped = [], 0
     for backend, batch_size, axis in p.cells:
         name = _plan_cell_name(p, backend, batch_size, axis)
@@ -499,8 +594,11 @@ def _run_sweep(p: SweepPlan, say, progress) -> SweepOutcome:
                 progress()
         else:
             # a cell of this sweep whose folder is there but damaged is run again in its place
-            jobs.append(cell_job(p, backend, batch_size, axis,
-                                 replace=p.resume and (p.sweep_dir / name).is_dir()))
+            jobs.append(
+                cell_job(
+                    p, backend, batch_size, axis, replace=p.resume and (p.sweep_dir / name).is_dir()
+                )
+            )
     running: set[str] = set()
     unwritable: list[OSError] = []  # the manifest write that failed (a full disk)
     # the cells the last manifest written lists as running
@@ -516,17 +614,26 @@ def _run_sweep(p: SweepPlan, say, progress) -> SweepOutcome:
             write_manifest(p.sweep_dir, manifest)
         except OSError as error:
             unwritable.append(error)
-            raise executors.SweepStopped(f"the sweep stopped: {os_error_line(error)}") \
-                from None
+            raise executors.SweepStopped(f"the sweep stopped: {os_error_line(error)}") from None
         listed_running.clear()
         listed_running.update(n for n, c in manifest.cells.items() if c.status == RUNNING)
 
     def on_start(job: CellJob, where: dict) -> None:
         running.add(job.name)
-        _update(manifest.cells[job.name], status=RUNNING, kind=None, reason=None, exit_code=None,
-                started=_now("milliseconds"), finished=None, log=f"logs/{job.name}.log",
-                metrics=None,
-                gpu=where.get("gpu"), node=where.get("node"), worker=where.get("worker"))
+        _update(
+            manifest.cells[job.name],
+            status=RUNNING,
+            kind=None,
+            reason=None,
+            exit_code=None,
+            started=_now("milliseconds"),
+            finished=None,
+            log=f"logs/{job.name}.log",
+            metrics=None,
+            gpu=where.get("gpu"),
+            node=where.get("node"),
+            worker=where.get("worker"),
+        )
         save()
 
     def on_done(job: CellJob, outcome: CellOutcome) -> None:
@@ -546,37 +653,46 @@ def _run_sweep(p: SweepPlan, say, progress) -> SweepOutcome:
             sample_cells(p, manifest, say, executor)
     except KeyboardInterrupt as stop:  # Ctrl-C; SIGTERM and SIGHUP in signals.as_interrupts()
         for name in running:  # cells the executor could not report
-            _update(manifest.cells[name], status=INTERRUPTED,
-                    reason=f"interrupted ({signals.describe(stop)})",
-                    finished=_now("milliseconds"))
+            _update(
+                manifest.cells[name],
+                status=INTERRUPTED,
+                reason=f"interrupted ({signals.describe(stop)})",
+                finished=_now("milliseconds"),
+            )
         _clean_cells(p)
         manifest.wall_s = round(time.perf_counter() - began, 3)
         if unwritable:
             raise _stopped(p, manifest, unwritable[0], listed_running) from None
         write_manifest(p.sweep_dir, manifest)
         done = sum(1 for c in manifest.cells.values() if c.status == OK)
-        raise Interrupted(f"sweep stopped; {done} finished cell(s) kept in {p.sweep_dir} "
-                          "(continue with --resume)", exit_code=signals.exit_code(stop)) \
-            from None
+        raise Interrupted(
+            f"sweep stopped; {done} finished cell(s) kept in {p.sweep_dir} "
+            "(continue with --resume)",
+            exit_code=signals.exit_code(stop),
+        ) from None
     wall = time.perf_counter() - began
     manifest.wall_s = round(wall, 3)
     write_manifest(p.sweep_dir, manifest)
     return SweepOutcome(manifest=manifest, wall_s=wall, ran=len(jobs), skipped=skipped)
 
 
-def _stopped(p: SweepPlan, manifest: SweepManifest, error: OSError,
-             listed_running: set[str]) -> UserError:
+def _stopped(
+    p: SweepPlan, manifest: SweepManifest, error: OSError, listed_running: set[str]
+) -> UserError:
     """The one line of a sweep stopped because its manifest could not be written (a full
     disk), after one more try to write it (the stopped cells' staging folders are gone now).
     Either way sweep.json is whole: each write replaces it at once, or not at all."""
     done = sum(1 for c in manifest.cells.values() if c.status == OK)
-    line = (f"{os_error_line(error)}: the sweep stopped; {done} finished cell(s) kept in "
-            f"{p.sweep_dir}")
+    line = (
+        f"{os_error_line(error)}: the sweep stopped; {done} finished cell(s) kept in {p.sweep_dir}"
+    )
     try:
         write_manifest(p.sweep_dir, manifest)
     except OSError:
-        line += (f"; {MANIFEST} could not be brought up to date: it lists "
-                 f"{len(listed_running)} cell(s) as running, which --resume runs again")
+        line += (
+            f"; {MANIFEST} could not be brought up to date: it lists "
+            f"{len(listed_running)} cell(s) as running, which --resume runs again"
+        )
     return UserError(line + "; make room, then continue with --resume")
 
 
@@ -591,24 +707,35 @@ def sample_cells(p: SweepPlan, manifest: SweepManifest, say, executor=None) -> N
     cells, have, results = {}, {}, {}
     for backend, batch_size, axis in p.cells:
         name = _plan_cell_name(p, backend, batch_size, axis)
-        result = runs.try_read_result(p.sweep_dir / name / runs.RESULT_FILE) \
-            if manifest.cells[name].status == OK else None
+        result = (
+            runs.try_read_result(p.sweep_dir / name / runs.RESULT_FILE)
+            if manifest.cells[name].status == OK
+            else None
+        )
         if result is None:
             continue
-        windows = with_gpus(config_samples(result, p.sweep_dir / name / runs.RESULT_FILE),
-                            manifest.cells[name].gpu)
+        windows = with_gpus(
+            config_samples(result, p.sweep_dir / name / runs.RESULT_FILE), manifest.cells[name].gpu
+        )
         if not len(windows):
             continue
         job = cell_job(p, backend, batch_size, axis)
-        cells[name] = rounds.window_config(job.config, result.timing.iters,
-                                           result.timing.warmup_iters)
+        cells[name] = rounds.window_config(
+            job.config, result.timing.iters, result.timing.warmup_iters
+        )
         have[name], results[name] = windows, result
     if not cells:
         return
-    say(f"sampling: {p.processes} processes per cell"
-        + (f", more until ±{100 * p.target_noise:g} % or "
-           f"{p.budget_s or rounds.DEFAULT_BUDGET_S:g} s"
-           if p.target_noise else "") + f", {len(cells)} cells interleaved in fresh processes")
+    say(
+        f"sampling: {p.processes} processes per cell"
+        + (
+            f", more until ±{100 * p.target_noise:g} % or "
+            f"{p.budget_s or rounds.DEFAULT_BUDGET_S:g} s"
+            if p.target_noise
+            else ""
+        )
+        + f", {len(cells)} cells interleaved in fresh processes"
+    )
     # what each cell's files hold now: a cell the rounds add nothing to is not rewritten
     recorded: dict[str, tuple] = {name: (len(have[name]), 0) for name in have}
 
@@ -619,43 +746,70 @@ def sample_cells(p: SweepPlan, manifest: SweepManifest, say, executor=None) -> N
             if state != recorded.get(name):
                 recorded[name] = state
                 results[name] = record_processes(
-                    p.sweep_dir / name, merged,
+                    p.sweep_dir / name,
+                    merged,
                     f"{p.processes} processes per cell, interleaved over {len(cells)} cells "
-                    + ("(a round = one fresh process timing each cell once, the leader rotated)"
-                       if len(sampled.gpus) < 2 else
-                       f"(a round = fresh processes on {where} at once, "
-                       "each timing the cells of whole batch-size groups once, the leader "
-                       "rotated: windows pair only within one process, so on one GPU)"),
-                    results[name])
+                    + (
+                        "(a round = one fresh process timing each cell once, the leader rotated)"
+                        if len(sampled.gpus) < 2
+                        else f"(a round = fresh processes on {where} at once, "
+                        "each timing the cells of whole batch-size groups once, the leader "
+                        "rotated: windows pair only within one process, so on one GPU)"
+                    ),
+                    results[name],
+                )
 
     round_runner, gpus = rounds.run_round, p.gpus or None
     if hasattr(executor, "round_runner"):
         round_runner, gpus = executor.round_runner()
     where = rounds.Sampled(windows={}, gpus=tuple(gpus or ())).placed()
 
-    groups = {_plan_cell_name(p, b, n, axis): repr((n, sorted((axis or {}).items())))
-              for b, n, axis in p.cells}  # the cells a verdict compares share a process
-    sampled = rounds.sample(cells, have, p.processes, target_noise=p.target_noise,
-                            budget_s=p.budget_s, say=say, on_round=record, gpus=gpus,
-                            groups=groups, round_runner=round_runner)
+    groups = {
+        _plan_cell_name(p, b, n, axis): repr((n, sorted((axis or {}).items())))
+        for b, n, axis in p.cells
+    }  # the cells a verdict compares share a process
+    sampled = rounds.sample(
+        cells,
+        have,
+        p.processes,
+        target_noise=p.target_noise,
+        budget_s=p.budget_s,
+        say=say,
+        on_round=record,
+        gpus=gpus,
+        groups=groups,
+        round_runner=round_runner,
+    )
     record(sampled)
-    say(f"sampling took {sampled.wall_s:.0f} s ({sampled.rounds} round(s)"
+    say(
+        f"sampling took {sampled.wall_s:.0f} s ({sampled.rounds} round(s)"
         + (f" in {sampled.processes} processes over {where}" if len(sampled.gpus) > 1 else "")
-        + ")")
+        + ")"
+    )
 
 
 def record_outcome(p: SweepPlan, name: str, cell: SweepCell, outcome: CellOutcome) -> None:
     """A finished cell into its manifest entry: status, reason, seconds, trace metrics."""
-    _update(cell, status=outcome.status, kind=outcome.kind, reason=outcome.reason,
-            exit_code=outcome.exit_code, elapsed_s=round(outcome.elapsed_s, 3),
-            finished=_now("milliseconds"))
+    _update(
+        cell,
+        status=outcome.status,
+        kind=outcome.kind,
+        reason=outcome.reason,
+        exit_code=outcome.exit_code,
+        elapsed_s=round(outcome.elapsed_s, 3),
+        finished=_now("milliseconds"),
+    )
     if outcome.gpu is not None:
         cell.gpu = outcome.gpu
     if outcome.node is not None:
         cell.node = outcome.node
     if outcome.status == OK and not (p.sweep_dir / name / runs.RESULT_FILE).is_file():
-        _update(cell, status=FAILED, kind="died", reason="the cell exited 0 without writing "
-                "result.json (did the model call os._exit?)")
+        _update(
+            cell,
+            status=FAILED,
+            kind="died",
+            reason="the cell exited 0 without writing result.json (did the model call os._exit?)",
+        )
     if cell.status == OK:
         cell.metrics = cell_metrics(p.sweep_dir / name)
     else:  # a cell stopped by --cell-timeout or killed may leave staging folders
@@ -685,5 +839,3 @@ def describe(sweep_dir: Path, name: str, cell: SweepCell) -> str:
         return f"ok {seconds}"
     broken = "; warning: the output holds NaN or Inf" if result.output.finite is False else ""
     return f"ok, p50 {result.timing.p50_ms:.3f} ms{broken} {seconds}"
-
-

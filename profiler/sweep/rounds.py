@@ -70,12 +70,17 @@ def window_config(config: dict, iters: int, warmup: int) -> dict:
     """A cell's config (config_to_json) for a repeat window: the iterations and warm-up its
     own run timed, no time-chosen window, no repeats of its own."""
     base = config_from_json(config)
-    return config_to_json(dataclasses.replace(base, iters=iters, timed_warmup=warmup,
-                                              min_time=None, repeat_runs=1))
+    return config_to_json(
+        dataclasses.replace(base, iters=iters, timed_warmup=warmup, min_time=None, repeat_runs=1)
+    )
 
 
-def run_round(cells: list[tuple[str, dict]], gpu: str | None = None,
-              timeout_s: float | None = None, started=None) -> dict[str, dict | str]:
+def run_round(
+    cells: list[tuple[str, dict]],
+    gpu: str | None = None,
+    timeout_s: float | None = None,
+    started=None,
+) -> dict[str, dict | str]:
     """One fresh process timing ``cells`` ((key, config JSON)) in order, on ``gpu`` (as
     CUDA_VISIBLE_DEVICES names it; None: the GPUs this process sees): key -> its record
     (``latencies_ms``, ``device``), or the one-line reason the cell gave none. ``started(the
@@ -85,12 +90,18 @@ def run_round(cells: list[tuple[str, dict]], gpu: str | None = None,
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = gpu
     try:  # Ctrl-C, SIGTERM, SIGHUP: the round's process is stopped, not left running
-        done = signals.run_child([sys.executable, *CHILD], input=json.dumps(asked), env=env,
-                                 timeout=timeout_s, started=started)
+        done = signals.run_child(
+            [sys.executable, *CHILD],
+            input=json.dumps(asked),
+            env=env,
+            timeout=timeout_s,
+            started=started,
+        )
         stdout, stderr, code = done.stdout, done.stderr, done.returncode
     except subprocess.TimeoutExpired as expired:
-        stdout = expired.stdout.decode() if isinstance(expired.stdout, bytes) else \
-            (expired.stdout or "")
+        stdout = (
+            expired.stdout.decode() if isinstance(expired.stdout, bytes) else (expired.stdout or "")
+        )
         stderr, code = f"the round ran past {timeout_s:.0f} s", None
     found: dict[str, dict | str] = {}
     for line in stdout.splitlines():
@@ -99,8 +110,9 @@ def run_round(cells: list[tuple[str, dict]], gpu: str | None = None,
         except ValueError:
             continue  # something the libraries printed
         if isinstance(record, dict) and record.get("key") in dict(cells):
-            found[record["key"]] = record if record.get("latencies_ms") else \
-                record.get("error", "no result")
+            found[record["key"]] = (
+                record if record.get("latencies_ms") else record.get("error", "no result")
+            )
     why = (stderr.strip().splitlines() or [f"exit status {code}"])[-1]
     for key, _ in cells:
         found.setdefault(key, f"the round's process ended before this cell: {why}")
@@ -164,11 +176,18 @@ class Sampled:
         return f"GPUs {','.join(self.gpus)}"
 
     def schedule(self, cells: int) -> str:
-        spread = "" if len(self.gpus) < 2 else (
-            f"; {self.processes} processes over {self.placed()} at once, a "
-            "comparison group never split")
-        return (f"interleaved: {self.rounds} round(s) after the run, each a fresh process "
-                f"timing {cells} config(s) in turn, the leader rotated{spread}")
+        spread = (
+            ""
+            if len(self.gpus) < 2
+            else (
+                f"; {self.processes} processes over {self.placed()} at once, a "
+                "comparison group never split"
+            )
+        )
+        return (
+            f"interleaved: {self.rounds} round(s) after the run, each a fresh process "
+            f"timing {cells} config(s) in turn, the leader rotated{spread}"
+        )
 
     def merged(self, key: str, have: ConfigSamples) -> ConfigSamples:
         """A cell's windows from before and from the rounds; under a two-stage --target-noise
@@ -185,12 +204,21 @@ def quoted_figure(windows: list[ProcessWindow]) -> str:
     return "gpu_time" if windows and all(w.gpu_ms for w in windows) else "latency"
 
 
-def sample(cells: dict[str, dict], have: dict[str, ConfigSamples], processes: int, *,
-           target_noise: float | None = None, budget_s: float | None = None, seed: int = 0,
-           say: Callable[[str], None] = print,
-           on_round: Callable[[Sampled], None] | None = None,
-           round_runner=run_round, clock=time.perf_counter,
-           gpus: Sequence[str] | None = None, groups: dict[str, str] | None = None) -> Sampled:
+def sample(
+    cells: dict[str, dict],
+    have: dict[str, ConfigSamples],
+    processes: int,
+    *,
+    target_noise: float | None = None,
+    budget_s: float | None = None,
+    seed: int = 0,
+    say: Callable[[str], None] = print,
+    on_round: Callable[[Sampled], None] | None = None,
+    round_runner=run_round,
+    clock=time.perf_counter,
+    gpus: Sequence[str] | None = None,
+    groups: dict[str, str] | None = None,
+) -> Sampled:
     """Rounds until every cell in ``cells`` (key -> repeat-window config JSON) has
     ``processes`` windows from rounds, counting the round windows among the ``have`` ones (key
     -> its samples: its own run's at least, which pairs with no other cell's and counts for
@@ -209,8 +237,9 @@ def sample(cells: dict[str, dict], have: dict[str, ConfigSamples], processes: in
     way on Ctrl-C."""
     check_processes(processes)
     if target_noise is not None and not 0 < target_noise < 1:
-        raise UserError(f"--target-noise must be a percentage between 0 and 100 (got "
-                        f"{100 * target_noise:g})")
+        raise UserError(
+            f"--target-noise must be a percentage between 0 and 100 (got {100 * target_noise:g})"
+        )
     keys = list(cells)
     out = Sampled(windows={k: [] for k in keys}, gpus=tuple(gpus or ()))
     began = clock()
@@ -218,14 +247,15 @@ def sample(cells: dict[str, dict], have: dict[str, ConfigSamples], processes: in
     # the pilot needs a spread to size the fresh rounds: MIN_SAMPLES windows at least
     pilot = max(processes, MIN_SAMPLES) if target_noise else processes
     # the rounds' windows are the ones that pair: a cell's own run counts for none of them
-    wanted = {k: max(0, pilot - sum(1 for w in have.get(k, ConfigSamples()).windows
-                                    if w.round)) for k in keys}
+    wanted = {
+        k: max(0, pilot - sum(1 for w in have.get(k, ConfigSamples()).windows if w.round))
+        for k in keys
+    }
     runner = _Runner(out, cells, tag, say, on_round, round_runner, groups or {})
     runner.rounds(wanted, seed)
     if target_noise:
         budget = DEFAULT_BUDGET_S if budget_s is None else budget_s
-        _second_stage(out, runner, have, processes, target_noise, budget, began, seed, say,
-                      clock)
+        _second_stage(out, runner, have, processes, target_noise, budget, began, seed, say, clock)
     out.wall_s = clock() - began
     return out
 
@@ -254,15 +284,19 @@ class _Runner:
         chunks = round_chunks(most, len(gpus), groups)
         units = []  # (round number, process in the round, its cells in order)
         for index in range(most):
-            turn = [t.cell for t in order[index * len(keys):(index + 1) * len(keys)]
-                    if t.sample < wanted.get(t.cell, 0)]
+            turn = [
+                t.cell
+                for t in order[index * len(keys) : (index + 1) * len(keys)]
+                if t.sample < wanted.get(t.cell, 0)
+            ]
             if not turn:
                 break
             number = out.rounds + index + 1
-            parts = split_round(turn, self.groups, chunks[index]) if chunks[index] > 1 \
-                else [turn]
-            units += [(number, part if len(parts) > 1 else None, cells)
-                      for part, cells in enumerate(parts, start=1)]
+            parts = split_round(turn, self.groups, chunks[index]) if chunks[index] > 1 else [turn]
+            units += [
+                (number, part if len(parts) > 1 else None, cells)
+                for part, cells in enumerate(parts, start=1)
+            ]
         if not units:
             return
         self._run(units, gpus, stage)
@@ -298,8 +332,11 @@ class _Runner:
                 turn = [k for k in unit[2] if k not in self.out.errors]
                 if turn:
                     self._announce(unit, gpus[0], stage, turn)
-                    self._take((unit[0], unit[1], turn), gpus[0],
-                               self.round_runner([(k, self.cells[k]) for k in turn], gpus[0]))
+                    self._take(
+                        (unit[0], unit[1], turn),
+                        gpus[0],
+                        self.round_runner([(k, self.cells[k]) for k in turn], gpus[0]),
+                    )
             return
         live: set = set()
         lock = threading.Lock()
@@ -309,8 +346,7 @@ class _Runner:
                 live.add(process)
 
         def one(turn: list[str], gpu: str):
-            return self.round_runner([(k, self.cells[k]) for k in turn], gpu,
-                                     started=started)
+            return self.round_runner([(k, self.cells[k]) for k in turn], gpu, started=started)
 
         free, queue = list(gpus), list(units)
         # each process running: its unit (round, part, cells) and its GPU
@@ -329,7 +365,8 @@ class _Runner:
                 if not pending:
                     continue
                 done, _ = concurrent.futures.wait(
-                    pending, return_when=concurrent.futures.FIRST_COMPLETED)
+                    pending, return_when=concurrent.futures.FIRST_COMPLETED
+                )
                 for future in done:
                     unit, gpu = pending.pop(future)
                     free.append(gpu)
@@ -345,11 +382,24 @@ class _Runner:
             pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _second_stage(out: Sampled, runner: _Runner, have, processes: int, target: float,
-                  budget: float, began: float, seed: int, say, clock) -> None:
+def _second_stage(
+    out: Sampled,
+    runner: _Runner,
+    have,
+    processes: int,
+    target: float,
+    budget: float,
+    began: float,
+    seed: int,
+    say,
+    clock,
+) -> None:
     """--target-noise's fresh rounds, their count chosen from the pilot (``sample``'s doc)."""
-    pilot = {k: [*have.get(k, ConfigSamples()).windows, *out.windows[k]]
-             for k in runner.cells if k not in out.errors}
+    pilot = {
+        k: [*have.get(k, ConfigSamples()).windows, *out.windows[k]]
+        for k in runner.cells
+        if k not in out.errors
+    }
     if not pilot:
         return
     spent = clock() - began
@@ -359,17 +409,17 @@ def _second_stage(out: Sampled, runner: _Runner, have, processes: int, target: f
     for key, windows in pilot.items():
         figure = quoted_figure(windows)
         medians = [w.median(figure) for w in windows]
-        needs[key] = processes_needed(medians, target).processes if len(medians) >= 2 \
-            else processes
+        needs[key] = processes_needed(medians, target).processes if len(medians) >= 2 else processes
     count = min(max([processes, *needs.values()]), affordable, MAX_ROUNDS)
     out.pilot_rounds = out.rounds
     for key in out.windows:
         out.windows[key] = [msgspec.structs.replace(w, pilot=True) for w in out.windows[key]]
-    say(f"--target-noise ±{100 * target:g} %: the pilot's spread asks for "
+    say(
+        f"--target-noise ±{100 * target:g} %: the pilot's spread asks for "
         f"{max(needs.values())} processes; {count} fresh round(s)"
-        + ("" if count >= max(needs.values()) else
-           f" (what the budget of {budget:g} s leaves)")
-        + "; the verdicts use only those")
+        + ("" if count >= max(needs.values()) else f" (what the budget of {budget:g} s leaves)")
+        + "; the verdicts use only those"
+    )
     if count < 2:
         for key in pilot:
             out.stops[key] = Stop(True, BUDGET, 0, math.inf, None, needs[key])
@@ -382,11 +432,15 @@ def _second_stage(out: Sampled, runner: _Runner, have, processes: int, target: f
         medians = [w.median(figure) for w in fresh]
         if len(medians) < 2:
             continue
-        stop = stopping_rule(medians, target, elapsed_s=elapsed, budget_s=budget,
-                             min_samples=2)
-        reason = REACHED if stop.half_width <= target else (
-            BUDGET if count < needs[key] else UNREACHABLE)
+        stop = stopping_rule(medians, target, elapsed_s=elapsed, budget_s=budget, min_samples=2)
+        reason = (
+            REACHED
+            if stop.half_width <= target
+            else (BUDGET if count < needs[key] else UNREACHABLE)
+        )
         out.stops[key] = dataclasses.replace(stop, stop=True, reason=reason)
         if reason == REACHED:
-            say(f"  {key}: ±{100 * stop.half_width:.1f} % on {figure.replace('_', ' ')} after "
-                f"{stop.samples} fresh processes: target reached")
+            say(
+                f"  {key}: ±{100 * stop.half_width:.1f} % on {figure.replace('_', ' ')} after "
+                f"{stop.samples} fresh processes: target reached"
+            )

@@ -32,5 +32,6 @@ def interleaved(cells: Sequence, samples: int, seed: int | None = None) -> list[
     if seed is not None:
         rng = np.random.default_rng(seed)
         leads = [int(v) for block in range(0, samples, n) for v in rng.permutation(n)][:samples]
-    return [Turn(cells[(lead + i) % n], sample)
-            for sample, lead in enumerate(leads) for i in range(n)]
+    return [
+        Turn(cells[(lead + i) % n], sample) for sample, lead in enumerate(leads) for i in range(n)
+    ]

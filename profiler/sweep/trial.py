@@ -61,8 +61,9 @@ from profiler.sweep.cell import CellJob, CellOutcome
 from profiler.sweep.plan import DEFAULT_PROCESSES
 
 TRIAL_FILE = "trial.json"
-BASELINE = Experiment("the run as it is", {}, (), "the run's own config, re-run beside the "
-                      "experiments")
+BASELINE = Experiment(
+    "the run as it is", {}, (), "the run's own config, re-run beside the experiments"
+)
 
 
 @dataclass
@@ -70,11 +71,11 @@ class TrialCell:
     """One experiment's cell and how it ended."""
 
     experiment: Experiment
-    folder: str                   # the cell's run folder name
-    status: str = "not run"       # ok, failed, oom, timeout, interrupted, not run
+    folder: str  # the cell's run folder name
+    status: str = "not run"  # ok, failed, oom, timeout, interrupted, not run
     reason: str | None = None
     elapsed_s: float | None = None
-    kind: str | None = None       # how it ended, typed (profiler.sweep.cell.KINDS)
+    kind: str | None = None  # how it ended, typed (profiler.sweep.cell.KINDS)
 
 
 @dataclass
@@ -91,36 +92,72 @@ class Trial:
     baseline_again: str | None = None
 
     def to_dict(self) -> dict:
-        return {"folder": str(self.folder), "wall_s": round(self.wall_s, 3),
-                "rounds_s": round(self.rounds_s, 3), "processes": self.processes,
-                "stopped_by": self.stopped_by, "baseline_again": self.baseline_again,
-                "cells": [{"label": c.experiment.label, "changes": c.experiment.changes,
-                           "rules": list(c.experiment.rules), "folder": c.folder,
-                           "status": c.status, "reason": c.reason, "elapsed_s": c.elapsed_s,
-                           "kind": c.kind}
-                          for c in self.cells]}
+        return {
+            "folder": str(self.folder),
+            "wall_s": round(self.wall_s, 3),
+            "rounds_s": round(self.rounds_s, 3),
+            "processes": self.processes,
+            "stopped_by": self.stopped_by,
+            "baseline_again": self.baseline_again,
+            "cells": [
+                {
+                    "label": c.experiment.label,
+                    "changes": c.experiment.changes,
+                    "rules": list(c.experiment.rules),
+                    "folder": c.folder,
+                    "status": c.status,
+                    "reason": c.reason,
+                    "elapsed_s": c.elapsed_s,
+                    "kind": c.kind,
+                }
+                for c in self.cells
+            ],
+        }
 
 
 class _Spent(Exception):
     """The budget of time or cells ran out: no more cells are handed out."""
 
 
-def cell_config(base: RunConfig, experiment: Experiment, runs_dir: Path, tb_dir: Path,
-                slug: str, replace: bool = False) -> RunConfig:
+def cell_config(
+    base: RunConfig,
+    experiment: Experiment,
+    runs_dir: Path,
+    tb_dir: Path,
+    slug: str,
+    replace: bool = False,
+) -> RunConfig:
     """The experiment's RunConfig: the run's, changed, written under the trial's folders;
     ``replace``: the cell's folders are there, and this trial's (check_trial_folders)."""
-    changes = {**experiment.changes, "runs_dir": runs_dir, "tb_dir": tb_dir, "name": slug,
-               "repeat_runs": 1, "target_noise": None, "budget": None, "replace": replace}
+    changes = {
+        **experiment.changes,
+        "runs_dir": runs_dir,
+        "tb_dir": tb_dir,
+        "name": slug,
+        "repeat_runs": 1,
+        "target_noise": None,
+        "budget": None,
+        "replace": replace,
+    }
     try:
         return dataclasses.replace(base, **changes)
     except UserError as error:
         raise UserError(f"{experiment.label}: {error}") from None
 
 
-def run_trial(base: RunConfig, experiments: list[Experiment], folder: Path, trace_dir: Path,
-              *, budget_s: float | None = None, max_cells: int | None = None,
-              processes: int = DEFAULT_PROCESSES, resume: bool = False,
-              gpus: list[str] | None = None, say=print) -> Trial:
+def run_trial(
+    base: RunConfig,
+    experiments: list[Experiment],
+    folder: Path,
+    trace_dir: Path,
+    *,
+    budget_s: float | None = None,
+    max_cells: int | None = None,
+    processes: int = DEFAULT_PROCESSES,
+    resume: bool = False,
+    gpus: list[str] | None = None,
+    say=print,
+) -> Trial:
     """Baseline and experiments as cells, then the rounds; see the module doc."""
     names = check_folders(base, experiments, folder, trace_dir, resume)
     with folder_lock(folder, trace_dir, what="trial"):
@@ -128,21 +165,25 @@ def run_trial(base: RunConfig, experiments: list[Experiment], folder: Path, trac
         for f in (folder, trace_dir):
             _make_ours(f)
             clean_leftovers(f)
-        return _run(base, experiments, folder, trace_dir, budget_s, max_cells, processes,
-                    gpus, say)
+        return _run(base, experiments, folder, trace_dir, budget_s, max_cells, processes, gpus, say)
 
 
 # ---- which folders a trial writes: only its own ---------------------------------------------
 
-def check_folders(base: RunConfig, experiments: list[Experiment], folder: Path,
-                  trace_dir: Path, resume: bool) -> list[str]:
+
+def check_folders(
+    base: RunConfig, experiments: list[Experiment], folder: Path, trace_dir: Path, resume: bool
+) -> list[str]:
     """Refuse, in one line and before anything is written, folders the trial may not write:
     results and traces in one folder (or one inside the other, as `run` refuses), and folders
     that are not this trial's (check_trial_folders). Returns the cells' folder names."""
     check_separate_roots(folder, trace_dir)
-    names = [cell_config(base, experiment, folder, trace_dir,
-                         "baseline" if index == 0 else experiment.slug).run_name
-             for index, experiment in enumerate([BASELINE, *experiments])]
+    names = [
+        cell_config(
+            base, experiment, folder, trace_dir, "baseline" if index == 0 else experiment.slug
+        ).run_name
+        for index, experiment in enumerate([BASELINE, *experiments])
+    ]
     check_trial_folders(folder, trace_dir, names, resume)
     return names
 
@@ -172,8 +213,11 @@ def is_trial_file(path: Path) -> bool:
         data = json.loads(read_small(path, 16 << 20, "trial file"))
     except (UserError, ValueError, RecursionError):
         return False
-    return isinstance(data, dict) and isinstance(data.get("cells"), list) and \
-        isinstance(data.get("folder"), str)
+    return (
+        isinstance(data, dict)
+        and isinstance(data.get("cells"), list)
+        and isinstance(data.get("folder"), str)
+    )
 
 
 def _is_trial(folder: Path) -> bool:
@@ -191,41 +235,57 @@ def check_trial_folders(folder: Path, trace_dir: Path, cells: list[str], resume:
     for path, flag in ((folder, "--runs-dir"), (trace_dir, "--tb-dir")):
         kind = _kind(path)
         if kind in ("symlink", "file"):
-            raise UserError(f"{path} exists and is a {'symlink' if kind == 'symlink' else 'file'}"
-                            f", not a folder: {how}; move it away, or pass {flag} for another "
-                            "place")
+            raise UserError(
+                f"{path} exists and is a {'symlink' if kind == 'symlink' else 'file'}"
+                f", not a folder: {how}; move it away, or pass {flag} for another "
+                "place"
+            )
     mine = _kind(folder) is None or not _entries(folder)
     if not mine:
         if (folder / MANIFEST).exists():
-            raise UserError(f"{folder} is a sweep ({MANIFEST}): {how}; move it away, or pass "
-                            "--runs-dir for another place")
+            raise UserError(
+                f"{folder} is a sweep ({MANIFEST}): {how}; move it away, or pass "
+                "--runs-dir for another place"
+            )
         if (folder / RESULT_FILE).exists():
-            raise UserError(f"{folder} is a run's folder ({RESULT_FILE}): {how}; move it away, "
-                            "or pass --runs-dir for another place")
+            raise UserError(
+                f"{folder} is a run's folder ({RESULT_FILE}): {how}; move it away, "
+                "or pass --runs-dir for another place"
+            )
         if not _is_trial(folder):
-            raise UserError(f"{folder} exists and is not a trial folder of this tool (no "
-                            f"{MARKER} marker, no {TRIAL_FILE}): {how}; move it away, or pass "
-                            "--runs-dir for another place")
+            raise UserError(
+                f"{folder} exists and is not a trial folder of this tool (no "
+                f"{MARKER} marker, no {TRIAL_FILE}): {how}; move it away, or pass "
+                "--runs-dir for another place"
+            )
         if not resume:
-            raise UserError(f"{folder} already exists: pass --resume to continue that trial, "
-                            "or remove it")
+            raise UserError(
+                f"{folder} already exists: pass --resume to continue that trial, or remove it"
+            )
     if _kind(trace_dir) == "folder" and _entries(trace_dir) and not is_ours(trace_dir):
         # a trial of a version before the marker: its cells' trace folders, each a run's (and
         # what its runs' clean-up leaves: hidden locks)
-        legacy = not mine and not is_ours(folder) and all(
-            is_ours(e) or e.name.startswith(".") for e in _entries(trace_dir))
+        legacy = (
+            not mine
+            and not is_ours(folder)
+            and all(is_ours(e) or e.name.startswith(".") for e in _entries(trace_dir))
+        )
         if not legacy:
             first = sorted(e.name for e in _entries(trace_dir))[0]
-            raise UserError(f"{trace_dir} holds {first!r} and is not a trial folder of this "
-                            f"tool (no {MARKER} marker): {how}; move it away, or pass --tb-dir "
-                            "for another place")
+            raise UserError(
+                f"{trace_dir} holds {first!r} and is not a trial folder of this "
+                f"tool (no {MARKER} marker): {how}; move it away, or pass --tb-dir "
+                "for another place"
+            )
     for parent in (folder, trace_dir):
         for name in cells:
             path = parent / name
             kind = _kind(path)
             if kind is not None and (kind != "folder" or not is_ours(path)):
-                raise UserError(f"{path} was not made by this tool (no {MARKER} marker): "
-                                f"advise --try never replaces it; move it away")
+                raise UserError(
+                    f"{path} was not made by this tool (no {MARKER} marker): "
+                    f"advise --try never replaces it; move it away"
+                )
     if _kind(folder / "logs") not in (None, "folder"):
         raise UserError(f"{folder / 'logs'} is not a folder: {how}; move it away")
 
@@ -237,8 +297,7 @@ def _make_ours(folder: Path) -> None:
         write_text_atomic(folder / MARKER, f"{os.getpid()} {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
 
 
-def _run(base, experiments, folder, trace_dir, budget_s, max_cells, processes, gpus, say
-         ) -> Trial:
+def _run(base, experiments, folder, trace_dir, budget_s, max_cells, processes, gpus, say) -> Trial:
     began = time.perf_counter()
     (folder / "logs").mkdir(exist_ok=True)
     cells, jobs = [], []
@@ -255,9 +314,17 @@ def _run(base, experiments, folder, trace_dir, budget_s, max_cells, processes, g
             cell.reason = "kept from before (--resume)"
             continue
         # no cell may take longer than the whole budget (status timeout, the rest go on)
-        jobs.append((cell, CellJob(name=cell.folder, config=config_to_json(config),
-                                   log_path=str(folder / "logs" / f"{cell.folder}.log"),
-                                   timeout_s=budget_s)))
+        jobs.append(
+            (
+                cell,
+                CellJob(
+                    name=cell.folder,
+                    config=config_to_json(config),
+                    log_path=str(folder / "logs" / f"{cell.folder}.log"),
+                    timeout_s=budget_s,
+                ),
+            )
+        )
     trial = Trial(folder, trace_dir, cells, processes=processes)
     by_name = {job.name: cell for cell, job in jobs}
     limit = None if max_cells is None else max(0, max_cells - (len(cells) - len(jobs)))
@@ -275,9 +342,11 @@ def _run(base, experiments, folder, trace_dir, budget_s, max_cells, processes, g
         cell.status, cell.reason = outcome.status, outcome.reason
         cell.elapsed_s, cell.kind = round(outcome.elapsed_s, 3), outcome.kind
         ran += 1
-        say(f"    {cell.experiment.label}: {outcome.status}"
+        say(
+            f"    {cell.experiment.label}: {outcome.status}"
             + (f" ({outcome.reason})" if outcome.reason else "")
-            + f" in {outcome.elapsed_s:.1f} s")
+            + f" in {outcome.elapsed_s:.1f} s"
+        )
         write_json_atomic(folder / TRIAL_FILE, trial.to_dict())
         # nothing to measure against (a stopped baseline is the stop's: it goes on)
         if cell is cells[0] and outcome.status not in ("ok", "interrupted"):
@@ -290,8 +359,9 @@ def _run(base, experiments, folder, trace_dir, budget_s, max_cells, processes, g
             trial.stopped_by = "cells"
             raise _Spent()
 
-    executor = executors.get("local")(executors.ExecutorSettings(
-        gpus=gpus, isolate=False, log_dir=folder / "logs"))  # never the current folder
+    executor = executors.get("local")(
+        executors.ExecutorSettings(gpus=gpus, isolate=False, log_dir=folder / "logs")
+    )  # never the current folder
     try:
         if jobs and (limit is None or limit > 0):
             executor.run([job for _, job in jobs], on_start, on_done)
@@ -306,17 +376,21 @@ def _run(base, experiments, folder, trace_dir, budget_s, max_cells, processes, g
         trial.wall_s = time.perf_counter() - began
         write_json_atomic(folder / TRIAL_FILE, trial.to_dict())
         done = sum(1 for c in cells if c.status == "ok")
-        raise Interrupted(f"advise --try stopped; {done} finished cell(s) kept in {folder} "
-                          "(continue with --resume)", exit_code=signals.exit_code(stop)) \
-            from None
+        raise Interrupted(
+            f"advise --try stopped; {done} finished cell(s) kept in {folder} "
+            "(continue with --resume)",
+            exit_code=signals.exit_code(stop),
+        ) from None
     try:
         _sample(trial, processes, say)
         baseline_again(trial, say)
     except KeyboardInterrupt as stop:
         write_json_atomic(folder / TRIAL_FILE, trial.to_dict())
-        raise Interrupted(f"advise --try stopped while re-timing; the cells and the windows "
-                          f"taken so far are kept in {folder} (continue with --resume)",
-                          exit_code=signals.exit_code(stop)) from None
+        raise Interrupted(
+            f"advise --try stopped while re-timing; the cells and the windows "
+            f"taken so far are kept in {folder} (continue with --resume)",
+            exit_code=signals.exit_code(stop),
+        ) from None
     trial.wall_s = time.perf_counter() - began
     write_json_atomic(folder / TRIAL_FILE, trial.to_dict())
     return trial
@@ -328,15 +402,19 @@ def _sample(trial: Trial, processes: int, say) -> None:
         return
     configs, have, results = {}, {}, {}
     for cell in trial.cells:
-        result = try_read_result(trial.folder / cell.folder / RESULT_FILE) \
-            if cell.status == "ok" else None
+        result = (
+            try_read_result(trial.folder / cell.folder / RESULT_FILE)
+            if cell.status == "ok"
+            else None
+        )
         if result is None or not workload(result.workload).sampled:
             continue
         windows = config_samples(result, trial.folder / cell.folder / RESULT_FILE)
         if not len(windows):
             continue
-        configs[cell.folder] = rounds.window_config(config_json_of(result), result.timing.iters,
-                                                    result.timing.warmup_iters)
+        configs[cell.folder] = rounds.window_config(
+            config_json_of(result), result.timing.iters, result.timing.warmup_iters
+        )
         have[cell.folder], results[cell.folder] = windows, result
     if len(configs) < 2:
         return
@@ -350,9 +428,12 @@ def _sample(trial: Trial, processes: int, say) -> None:
             merged = sampled.merged(name, have[name])
             if len(merged) != recorded.get(name):
                 recorded[name] = len(merged)
-                results[name] = record_processes(trial.folder / name, merged,
-                                                 f"advise --try: {processes} processes per "
-                                                 "cell, interleaved", results[name])
+                results[name] = record_processes(
+                    trial.folder / name,
+                    merged,
+                    f"advise --try: {processes} processes per cell, interleaved",
+                    results[name],
+                )
 
     rounds.sample(configs, have, processes, say=say, on_round=record)
     trial.rounds_s = time.perf_counter() - began
@@ -379,16 +460,20 @@ def baseline_again(trial: Trial, say) -> None:
         return
     why = f"the baseline's one window is {' and '.join(flags)} (CV {100 * noise.cv:.1f} %)"
     say(f"{why}: timing it once more in a fresh process before any verdict")
-    config = rounds.window_config(config_json_of(result), result.timing.iters,
-                                  result.timing.warmup_iters)
+    config = rounds.window_config(
+        config_json_of(result), result.timing.iters, result.timing.warmup_iters
+    )
     got = rounds.run_round([(cell.folder, config)])[cell.folder]
     if isinstance(got, str):
         trial.baseline_again = f"{why}; its second window failed ({got})"
         say(f"  the baseline: no second window ({got})")
         return
-    record_processes(trial.folder / cell.folder,
-                     ConfigSamples((*have.windows, window_of(got))),
-                     "advise --try: the baseline timed once more (its window was "
-                     f"{' and '.join(flags)})", result)
-    trial.baseline_again = f"{why}: timed once more in a fresh process; the verdicts rest " \
-                           "on both windows"
+    record_processes(
+        trial.folder / cell.folder,
+        ConfigSamples((*have.windows, window_of(got))),
+        f"advise --try: the baseline timed once more (its window was {' and '.join(flags)})",
+        result,
+    )
+    trial.baseline_again = (
+        f"{why}: timed once more in a fresh process; the verdicts rest on both windows"
+    )

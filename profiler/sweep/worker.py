@@ -61,8 +61,9 @@ def main(argv: list[str]) -> int:
                 return 1
             job = msgspec.json.decode(line, type=cellrun.CellJob)
             if cellrun.stop_requested():
-                outcome = cellrun.outcome("interrupted", "interrupted (Ctrl-C)", 130, 0.0,
-                                          **cellrun.where())
+                outcome = cellrun.outcome(
+                    "interrupted", "interrupted (Ctrl-C)", 130, 0.0, **cellrun.where()
+                )
             else:
                 outcome = cellrun.run_job(job, process_mark=_began if first else None)
             first = False

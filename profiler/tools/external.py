@@ -42,8 +42,10 @@ def locate(tool: str, env_var: str, known: Iterable[str]) -> str:
         for match in matches:
             if os.access(match, os.X_OK):
                 return match
-    raise UserError(f"{tool} not found: put it on PATH or set {env_var} to its path "
-                    f"(looked in {', '.join(known)})")
+    raise UserError(
+        f"{tool} not found: put it on PATH or set {env_var} to its path "
+        f"(looked in {', '.join(known)})"
+    )
 
 
 @dataclass
@@ -53,7 +55,7 @@ class Finished:
 
     @property
     def status(self) -> str:
-        """"exit status 3", or "killed by SIGKILL" for a tool a signal ended."""
+        """ "exit status 3", or "killed by SIGKILL" for a tool a signal ended."""
         if self.returncode < 0:
             import signal
 
@@ -69,8 +71,9 @@ class Finished:
 ORPHAN_GRACE_S = 10.0
 
 
-def run_logged(command: list[str], log_path: Path, env: dict | None = None,
-               echo: bool = True) -> Finished:
+def run_logged(
+    command: list[str], log_path: Path, env: dict | None = None, echo: bool = True
+) -> Finished:
     """Run an argument list (never a shell string); copy its output to stderr and a log file.
 
     The tool runs in a process group of its own. When it ends by a signal (killed, crashed),
@@ -86,9 +89,17 @@ def run_logged(command: list[str], log_path: Path, env: dict | None = None,
     with open(log_path, "a", encoding="utf-8") as log:
         log.write("$ " + " ".join(command) + "\n")
         try:
-            process = signals.popen_child(command, stop=signal.SIGTERM, stdout=subprocess.PIPE,
-                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                          env=env, text=True, errors="replace", bufsize=1)
+            process = signals.popen_child(
+                command,
+                stop=signal.SIGTERM,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                text=True,
+                errors="replace",
+                bufsize=1,
+            )
         except OSError as error:
             raise UserError(f"cannot start {command[0]}: {error.strerror}") from None
 

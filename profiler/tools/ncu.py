@@ -48,8 +48,12 @@ from profiler.trace.hardware import (
 )
 
 NVTX_DOMAIN = "infer-profiler"  # the harness's NVTX domain (harness.NVTX_DOMAIN; no torch here)
-KNOWN_LOCATIONS = ("/opt/nvidia/nsight-compute/*/ncu", "/usr/local/cuda/bin/ncu",
-                   "/usr/local/cuda-*/bin/ncu", "/usr/local/NVIDIA-Nsight-Compute*/ncu")
+KNOWN_LOCATIONS = (
+    "/opt/nvidia/nsight-compute/*/ncu",
+    "/usr/local/cuda/bin/ncu",
+    "/usr/local/cuda-*/bin/ncu",
+    "/usr/local/NVIDIA-Nsight-Compute*/ncu",
+)
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _BASE_METRIC = re.compile(r"^\s*([a-z0-9]+__[A-Za-z0-9_]+)\b")
 _MISSING = re.compile(r"[Ff]ailed to find metric[s]?\s*:?\s*\"?([A-Za-z0-9_.]+)")
@@ -89,21 +93,55 @@ def choose_metrics(available: set[str] | None) -> tuple[list[str], list[str]]:
     return chosen, [m for m in wanted if m not in chosen]
 
 
-def profile_command(ncu: str, metrics: list[str], report_base: Path, step: int,
-                    name_regex: str | None, launch_count: int,
-                    run_args: list[str]) -> list[str]:
-    command = [ncu, "--target-processes", "all", "--clock-control", "none",
-               "--profile-from-start", "off", "--nvtx", "--nvtx-include", nvtx_filter(step)]
+def profile_command(
+    ncu: str,
+    metrics: list[str],
+    report_base: Path,
+    step: int,
+    name_regex: str | None,
+    launch_count: int,
+    run_args: list[str],
+) -> list[str]:
+    command = [
+        ncu,
+        "--target-processes",
+        "all",
+        "--clock-control",
+        "none",
+        "--profile-from-start",
+        "off",
+        "--nvtx",
+        "--nvtx-include",
+        nvtx_filter(step),
+    ]
     if name_regex:
         command += ["--kernel-name", name_regex]
-    command += ["--launch-count", str(launch_count), "--metrics", ",".join(metrics),
-                "--export", str(report_base), "--force-overwrite", *run_args]
+    command += [
+        "--launch-count",
+        str(launch_count),
+        "--metrics",
+        ",".join(metrics),
+        "--export",
+        str(report_base),
+        "--force-overwrite",
+        *run_args,
+    ]
     return command
 
 
 def import_command(ncu: str, report: Path) -> list[str]:
-    return [ncu, "--import", str(report), "--csv", "--page", "raw", "--print-units", "base",
-            "--print-kernel-base", "demangled"]
+    return [
+        ncu,
+        "--import",
+        str(report),
+        "--csv",
+        "--page",
+        "raw",
+        "--print-units",
+        "base",
+        "--print-kernel-base",
+        "demangled",
+    ]
 
 
 def query_command(ncu: str, chip: str | None) -> list[str]:
@@ -130,8 +168,15 @@ class Measured:
     skipped: list[str]
 
 
-def run(options: dict, top: int = 0, step: int | None = None, launch_count: int = 500,
-        reuse: bool = False, chip: str | None = None, echo=print) -> dict:
+def run(
+    options: dict,
+    top: int = 0,
+    step: int | None = None,
+    launch_count: int = 500,
+    reuse: bool = False,
+    chip: str | None = None,
+    echo=print,
+) -> dict:
     """``options``: RunConfig field -> value, as for `run`; both runs get them all, with cuDNN's
     autotuner off (under ncu it picks other kernels than the run whose trace is joined)."""
     ncu = locate_ncu()
@@ -143,17 +188,27 @@ def run(options: dict, top: int = 0, step: int | None = None, launch_count: int 
     table = kernel_table(config, reuse, echo)
     chosen = table if not top else table.head(top)
     name_regex = kernel_regex(list(chosen["name"])) if top else None
-    scratch = Path(tempfile.mkdtemp(prefix=f".{config.run_name}.ncu-partial-",
-                                    dir=config.runs_dir))
+    scratch = Path(tempfile.mkdtemp(prefix=f".{config.run_name}.ncu-partial-", dir=config.runs_dir))
     finished = False
     try:
         metrics, skipped = query_metrics(ncu, chip, scratch)
-        measured = profile_step(ncu, config, scratch, step, name_regex, launch_count,
-                                (metrics, skipped), len(chosen), run_dir, echo)
+        measured = profile_step(
+            ncu,
+            config,
+            scratch,
+            step,
+            name_regex,
+            launch_count,
+            (metrics, skipped),
+            len(chosen),
+            run_dir,
+            echo,
+        )
         raw = export_csv(ncu, measured.report, scratch)
         joined = hardware_join(table, raw)
-        result = describe(config, ncu, step, name_regex, launch_count, top, chosen, raw, joined,
-                          measured)
+        result = describe(
+            config, ncu, step, name_regex, launch_count, top, chosen, raw, joined, measured
+        )
         write_json_atomic(scratch / "ncu.json", result)
         finished = True
     finally:  # the log (and the metrics query) also when ncu failed: it says why
@@ -170,8 +225,12 @@ def kernel_table(config: RunConfig, reuse: bool, echo=print):
         echo(f"ncu 1/3: ordinary run for the kernel table ({config.run_name})")
         # its output straight to the user; a stop ends it (SIGTERM: still importing, it just
         # ends, where SIGINT would print a traceback), and the one line is ours
-        first = signals.run_child(harness_command(config), capture=False, stop=signal.SIGTERM,
-                                  env={**ncu_env(), signals.QUIET_STOP_ENV: "1"})
+        first = signals.run_child(
+            harness_command(config),
+            capture=False,
+            stop=signal.SIGTERM,
+            env={**ncu_env(), signals.QUIET_STOP_ENV: "1"},
+        )
         if first.returncode != 0:
             raise UserError(f"the run without ncu failed (status {first.returncode}); see above")
     return RunAnalysis(str(run_dir)).kernels
@@ -185,22 +244,40 @@ def query_metrics(ncu: str, chip: str | None, scratch: Path) -> tuple[list[str],
     return choose_metrics(available or None)
 
 
-def profile_step(ncu: str, config: RunConfig, scratch: Path, step: int,
-                 name_regex: str | None, launch_count: int,
-                 metrics_skipped: tuple[list[str], list[str]], kernels: int, run_dir: Path,
-                 echo=print) -> Measured:
+def profile_step(
+    ncu: str,
+    config: RunConfig,
+    scratch: Path,
+    step: int,
+    name_regex: str | None,
+    launch_count: int,
+    metrics_skipped: tuple[list[str], list[str]],
+    kernels: int,
+    run_dir: Path,
+    echo=print,
+) -> Measured:
     """2. The harness under ncu, into the scratch folder; a metric ncu says it cannot find is
     dropped and the run tried again (at most four tries)."""
     metrics, skipped = metrics_skipped
-    under_ncu = replace(config, capture="cuda-profiler-api", iters=10, timed_warmup=3,
-                        min_time=None, repeat_runs=1, runs_dir=scratch / "runs",
-                        tb_dir=scratch / "tb_logs")
+    under_ncu = replace(
+        config,
+        capture="cuda-profiler-api",
+        iters=10,
+        timed_warmup=3,
+        min_time=None,
+        repeat_runs=1,
+        runs_dir=scratch / "runs",
+        tb_dir=scratch / "tb_logs",
+    )
     report_base = scratch / "ncu"
     for attempt in range(4):
-        command = profile_command(ncu, metrics, report_base, step, name_regex, launch_count,
-                                  harness_command(under_ncu))
-        echo(f"ncu 2/3: {len(metrics)} metrics, NVTX {nvtx_filter(step)!r}, "
-             f"{kernels} kernels, at most {launch_count} launches")
+        command = profile_command(
+            ncu, metrics, report_base, step, name_regex, launch_count, harness_command(under_ncu)
+        )
+        echo(
+            f"ncu 2/3: {len(metrics)} metrics, NVTX {nvtx_filter(step)!r}, "
+            f"{kernels} kernels, at most {launch_count} launches"
+        )
         done = run_logged(command, scratch / "ncu.log", env=ncu_env())
         missing = [m for m in missing_metrics(done.output) if m in metrics]
         if done.returncode == 0 or not missing or attempt == 3:
@@ -223,22 +300,40 @@ def export_csv(ncu: str, report: Path, scratch: Path):
     return read_ncu_csv(scratch / "ncu.csv")
 
 
-def describe(config: RunConfig, ncu: str, step: int, name_regex: str | None,
-             launch_count: int, top: int, chosen, raw, joined, measured: Measured) -> dict:
+def describe(
+    config: RunConfig,
+    ncu: str,
+    step: int,
+    name_regex: str | None,
+    launch_count: int,
+    top: int,
+    chosen,
+    raw,
+    joined,
+    measured: Measured,
+) -> dict:
     """ncu.json: what was asked for, what was measured, and where the name rules agree."""
     profiled = set(joined.loc[joined["rules_vs_hardware"] != "not profiled", "name"])
     return {
-        "run": config.run_name, "ncu": ncu, "step": step, "nvtx_include": nvtx_filter(step),
-        "kernel_regex": name_regex, "launch_count": launch_count, "top": top,
+        "run": config.run_name,
+        "ncu": ncu,
+        "step": step,
+        "nvtx_include": nvtx_filter(step),
+        "kernel_regex": name_regex,
+        "launch_count": launch_count,
+        "top": top,
         "top_kernels": list(chosen["name"]),
         "top_kernels_not_profiled": [n for n in chosen["name"] if n not in profiled],
-        "ncu_kernels_not_in_table": sorted(set(raw["Kernel Name"].astype(str))
-                                           - set(joined["hw_kernel_name"].dropna())),
+        "ncu_kernels_not_in_table": sorted(
+            set(raw["Kernel Name"].astype(str)) - set(joined["hw_kernel_name"].dropna())
+        ),
         "launches_profiled": int(len(raw)),
         "metrics_collected": [m for m in measured.metrics if m in raw.columns],
-        "metrics_skipped": measured.skipped, "profile_command": measured.command,
+        "metrics_skipped": measured.skipped,
+        "profile_command": measured.command,
         "import_command": import_command(ncu, measured.report),
-        "env": {"TORCHINDUCTOR_COMPILE_THREADS": "1"}, **agreement_share(joined).to_dict(),
+        "env": {"TORCHINDUCTOR_COMPILE_THREADS": "1"},
+        **agreement_share(joined).to_dict(),
     }
 
 
@@ -246,8 +341,11 @@ def keep_outputs(scratch: Path, run_dir: Path, finished: bool = True) -> None:
     """Move ncu's files from the scratch folder into the run folder; drop the rest. A failed or
     killed ncu leaves its log and the metrics query only: a report it did not finish is not
     kept (nor a CSV of it), and the run folder's earlier ncu results stay as they were."""
-    names = ("ncu.csv", "ncu.ncu-rep", "ncu.log", "ncu.json", "query-metrics.txt") if finished \
+    names = (
+        ("ncu.csv", "ncu.ncu-rep", "ncu.log", "ncu.json", "query-metrics.txt")
+        if finished
         else ("ncu.log", "query-metrics.txt")
+    )
     move_into(run_dir, [scratch / n for n in names if (scratch / n).exists()])
     shutil.rmtree(scratch, ignore_errors=True)
 

@@ -29,9 +29,12 @@ from profiler.runs.config import RunConfig
 from profiler.tools.external import harness_command, last_line_with, locate, run_logged
 from profiler.trace.rules import classify, short_name
 
-KNOWN_LOCATIONS = ("/opt/nvidia/nsight-systems/*/bin/nsys", "/usr/local/cuda/bin/nsys",
-                   "/usr/local/cuda-*/bin/nsys",
-                   "/opt/nvidia/nsight-compute/*/host/target-linux-x64/nsys")
+KNOWN_LOCATIONS = (
+    "/opt/nvidia/nsight-systems/*/bin/nsys",
+    "/usr/local/cuda/bin/nsys",
+    "/usr/local/cuda-*/bin/nsys",
+    "/opt/nvidia/nsight-compute/*/host/target-linux-x64/nsys",
+)
 TRACE = "cuda,nvtx,cudnn,cublas"
 STATS_REPORTS = ("cuda_gpu_kern_sum", "nvtx_sum")
 
@@ -41,21 +44,42 @@ def locate_nsys() -> str:
 
 
 def profile_command(nsys: str, out_base: Path, run_args: list[str]) -> list[str]:
-    return [nsys, "profile", "-t", TRACE, "--capture-range=cudaProfilerApi",
-            "--capture-range-end=stop", "--sample=none", "--cpuctxsw=none",
-            "-o", str(out_base), "--force-overwrite=true", *run_args]
+    return [
+        nsys,
+        "profile",
+        "-t",
+        TRACE,
+        "--capture-range=cudaProfilerApi",
+        "--capture-range-end=stop",
+        "--sample=none",
+        "--cpuctxsw=none",
+        "-o",
+        str(out_base),
+        "--force-overwrite=true",
+        *run_args,
+    ]
 
 
 def stats_command(nsys: str, report: Path, out_prefix: Path) -> list[str]:
-    return [nsys, "stats", "--report", ",".join(STATS_REPORTS), "--format", "csv",
-            "--output", str(out_prefix), "--force-export=true", str(report)]
+    return [
+        nsys,
+        "stats",
+        "--report",
+        ",".join(STATS_REPORTS),
+        "--format",
+        "csv",
+        "--output",
+        str(out_prefix),
+        "--force-export=true",
+        str(report),
+    ]
 
 
 def _read_csv(text: str) -> pd.DataFrame:
     lines = text.splitlines()
     start = next((i for i, line in enumerate(lines) if "Time (%)" in line), None)
     if start is None:
-        raise UserError("not an nsys stats CSV: no header with \"Time (%)\"")
+        raise UserError('not an nsys stats CSV: no header with "Time (%)"')
     return pd.read_csv(io.StringIO("\n".join(lines[start:])))
 
 
@@ -65,32 +89,36 @@ def kernel_table_from_kern_sum(text: str) -> pd.DataFrame:
     sums = _read_csv(text)
     total = float(sums["Total Time (ns)"].sum())
     classes = [classify(str(n)) for n in sums["Name"]]
-    table = pd.DataFrame({
-        "kernel": [short_name(str(n)) for n in sums["Name"]],
-        "name": sums["Name"].astype(str),
-        "category": [c.category for c in classes],
-        "calls": sums["Instances"].astype(int),
-        "total_us": sums["Total Time (ns)"] / 1e3,
-        "mean_us": sums["Avg (ns)"] / 1e3,
-        "median_us": sums["Med (ns)"] / 1e3,
-        "min_us": sums["Min (ns)"] / 1e3,
-        "max_us": sums["Max (ns)"] / 1e3,
-        "share_pct": 100.0 * sums["Total Time (ns)"] / total if total else 0.0,
-        "tensor_core": [c.tensor_core for c in classes],
-        "tensor_core_rule": [c.tensor_core_rule for c in classes],
-    })
+    table = pd.DataFrame(
+        {
+            "kernel": [short_name(str(n)) for n in sums["Name"]],
+            "name": sums["Name"].astype(str),
+            "category": [c.category for c in classes],
+            "calls": sums["Instances"].astype(int),
+            "total_us": sums["Total Time (ns)"] / 1e3,
+            "mean_us": sums["Avg (ns)"] / 1e3,
+            "median_us": sums["Med (ns)"] / 1e3,
+            "min_us": sums["Min (ns)"] / 1e3,
+            "max_us": sums["Max (ns)"] / 1e3,
+            "share_pct": 100.0 * sums["Total Time (ns)"] / total if total else 0.0,
+            "tensor_core": [c.tensor_core for c in classes],
+            "tensor_core_rule": [c.tensor_core_rule for c in classes],
+        }
+    )
     return table.sort_values("total_us", ascending=False, kind="stable").reset_index(drop=True)
 
 
 def nvtx_table_from_nvtx_sum(text: str) -> pd.DataFrame:
     sums = _read_csv(text)
-    return pd.DataFrame({
-        "range": sums["Range"].astype(str),
-        "style": sums.get("Style", pd.Series([""] * len(sums))).astype(str),
-        "instances": sums["Instances"].astype(int),
-        "total_us": sums["Total Time (ns)"] / 1e3,
-        "mean_us": sums["Avg (ns)"] / 1e3,
-    })
+    return pd.DataFrame(
+        {
+            "range": sums["Range"].astype(str),
+            "style": sums.get("Style", pd.Series([""] * len(sums))).astype(str),
+            "instances": sums["Instances"].astype(int),
+            "total_us": sums["Total Time (ns)"] / 1e3,
+            "mean_us": sums["Avg (ns)"] / 1e3,
+        }
+    )
 
 
 def stats_failure(output: str, returncode: int) -> str:
@@ -132,8 +160,9 @@ def run(options: dict, echo=print) -> dict:
         if report.is_file():
             out_prefix = scratch / "nsys_stats"
             stats = run_logged(stats_command(nsys, report, out_prefix), log, echo=False)
-            result["stats_command"] = stats_command(nsys, run_dir / report.name,
-                                                    run_dir / "nsys_stats")
+            result["stats_command"] = stats_command(
+                nsys, run_dir / report.name, run_dir / "nsys_stats"
+            )
             kern = next(iter(sorted(scratch.glob("nsys_stats*cuda_gpu_kern_sum*.csv"))), None)
             nvtx = next(iter(sorted(scratch.glob("nsys_stats*nvtx_sum*.csv"))), None)
             if kern is None:
@@ -148,15 +177,21 @@ def run(options: dict, echo=print) -> dict:
                     write_text_atomic(scratch / "nsys_nvtx.csv", ranges.to_csv(index=False))
                     result["nvtx_ranges"] = int(len(ranges))
         elif qdstrm is not None:
-            result["stats_error"] = ("nsys wrote a .qdstrm but no .nsys-rep (its "
-                                     f"QdstrmImporter failed): {import_failure(done.output)}")
+            result["stats_error"] = (
+                "nsys wrote a .qdstrm but no .nsys-rep (its "
+                f"QdstrmImporter failed): {import_failure(done.output)}"
+            )
         else:
-            result["stats_error"] = (f"nsys wrote no report ({done.status}): "
-                                     f"{import_failure(done.output)}")
+            result["stats_error"] = (
+                f"nsys wrote no report ({done.status}): {import_failure(done.output)}"
+            )
         kept = move_into(run_dir, [p for p in sorted(scratch.iterdir()) if p.is_file()])
         result["files"] = [str(path) for path in kept]
-        result["report"] = str(run_dir / report.name) if report.is_file() or \
-            (run_dir / report.name).is_file() else None
+        result["report"] = (
+            str(run_dir / report.name)
+            if report.is_file() or (run_dir / report.name).is_file()
+            else None
+        )
         result["qdstrm"] = str(run_dir / qdstrm.name) if qdstrm is not None else None
         write_json_atomic(run_dir / "nsys.json", result)
     finally:

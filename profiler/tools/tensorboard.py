@@ -48,19 +48,33 @@ def port_in_use(host: str, port: int) -> bool:
 
 
 def check_installed() -> None:
-    for module, package in (("tensorboard", "tensorboard"),
-                            ("torch_tb_profiler", "torch-tb-profiler")):
+    for module, package in (
+        ("tensorboard", "tensorboard"),
+        ("torch_tb_profiler", "torch-tb-profiler"),
+    ):
         if importlib.util.find_spec(module) is None:
-            raise UserError(f"{package} is not installed in this Python ({sys.executable}): "
-                            f"pip install {package}")
+            raise UserError(
+                f"{package} is not installed in this Python ({sys.executable}): "
+                f"pip install {package}"
+            )
 
 
 def command(logdir: Path, port: int, bind_all: bool = False) -> list[str]:
     """The TensorBoard command line as a list. ``--load_fast=false`` keeps it one Python
     process (no Rust data server beside it), which is all the profiler plugin needs."""
     where = ["--bind_all"] if bind_all else ["--host", LOOPBACK]
-    return [sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), *where,
-            "--port", str(port), "--load_fast", "false"]
+    return [
+        sys.executable,
+        "-m",
+        "tensorboard.main",
+        "--logdir",
+        str(logdir),
+        *where,
+        "--port",
+        str(port),
+        "--load_fast",
+        "false",
+    ]
 
 
 @dataclass
@@ -94,15 +108,17 @@ class Server:
         return json.loads(data)
 
 
-def start(logdir: Path, port: int | None = None, bind_all: bool = False,
-          output: IO | None = None) -> Server:
+def start(
+    logdir: Path, port: int | None = None, bind_all: bool = False, output: IO | None = None
+) -> Server:
     """Start TensorBoard on ``port`` (or a free one); one-line errors for a missing logdir, a
     missing package or a port in use. ``output`` receives the server's stdout and stderr (None:
     they go to this process's)."""
     logdir = Path(logdir)
     if not logdir.is_dir():
-        raise UserError(f"no such folder: {logdir} (give --logdir, e.g. tb_logs written by "
-                        "`profile.py run`)")
+        raise UserError(
+            f"no such folder: {logdir} (give --logdir, e.g. tb_logs written by `profile.py run`)"
+        )
     check_installed()
     host = ALL_INTERFACES if bind_all else LOOPBACK
     if port is None:
@@ -110,13 +126,20 @@ def start(logdir: Path, port: int | None = None, bind_all: bool = False,
     elif not 0 < port < 65536:
         raise UserError(f"--port must be between 1 and 65535 (got {port})")
     elif port_in_use(host, port):
-        raise UserError(f"port {port} on {host} is in use: choose another --port, or leave it "
-                        "out to use a free one")
+        raise UserError(
+            f"port {port} on {host} is in use: choose another --port, or leave it "
+            "out to use a free one"
+        )
     # its own process group: a Ctrl-C in the terminal reaches only us, and we forward it; the
     # plugin's loader processes share the group, so stop() can end them with the server
-    process = subprocess.Popen(command(logdir, port, bind_all), stdin=subprocess.DEVNULL,
-                               stdout=output, stderr=subprocess.STDOUT if output else None,
-                               start_new_session=True, preexec_fn=_end_with_parent)
+    process = subprocess.Popen(
+        command(logdir, port, bind_all),
+        stdin=subprocess.DEVNULL,
+        stdout=output,
+        stderr=subprocess.STDOUT if output else None,
+        start_new_session=True,
+        preexec_fn=_end_with_parent,
+    )
     return Server(process=process, port=port, host=host, logdir=logdir)
 
 
@@ -131,8 +154,9 @@ def wait_until_serving(server: Server, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if server.process.poll() is not None:
-            raise UserError(f"TensorBoard exited with status {server.process.returncode} "
-                            "before serving")
+            raise UserError(
+                f"TensorBoard exited with status {server.process.returncode} before serving"
+            )
         try:
             server.get_json("/runs", timeout=2.0)
             return
@@ -155,8 +179,9 @@ def wait_for_runs(server: Server, names: set[str], timeout: float = 90.0) -> dic
         if names <= set(last.get("runs", [])) and not last.get("loading", True):
             return last
         time.sleep(0.5)
-    raise TimeoutError(f"runs {sorted(names)} not loaded within {timeout:.0f} s; last answer "
-                       f"{last}")
+    raise TimeoutError(
+        f"runs {sorted(names)} not loaded within {timeout:.0f} s; last answer {last}"
+    )
 
 
 def stop(server: Server, grace: float = 1.0) -> int:
@@ -208,8 +233,7 @@ class Served:
     log: Path | None = None
 
 
-def serve(logdir: Path, port: int | None = None, bind_all: bool = False,
-          echo=print) -> Served:
+def serve(logdir: Path, port: int | None = None, bind_all: bool = False, echo=print) -> Served:
     """The ``tensorboard`` command: start, print the URL, wait; Ctrl-C, SIGTERM and SIGHUP stop
     the server (within about a second). Its own output goes to a log file, so its shutdown
     noise never reaches the terminal."""
@@ -223,8 +247,11 @@ def serve(logdir: Path, port: int | None = None, bind_all: bool = False,
         log = Path(log_name)
         with os.fdopen(log_handle, "w") as output:
             server = start(logdir, port=port, bind_all=bind_all, output=output)
-        echo(f"TensorBoard (PyTorch profiler plugin) on {server.url}  logdir {logdir}"
-             + ("  [all interfaces]" if bind_all else "") + "; Ctrl-C stops it")
+        echo(
+            f"TensorBoard (PyTorch profiler plugin) on {server.url}  logdir {logdir}"
+            + ("  [all interfaces]" if bind_all else "")
+            + "; Ctrl-C stops it"
+        )
         status = server.process.wait()
         served = Served(exit_code=0 if status == 0 else 1, server_status=status, log=log)
     except Stopped as stopped:

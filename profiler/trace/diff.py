@@ -83,10 +83,18 @@ def overview_diff(a: Summary, b: Summary) -> pd.DataFrame:
         rows = [
             ("profiled steps", "", na, nb),
             ("mean step time", "µs", a.overview.mean_step_us, b.overview.mean_step_us),
-            ("CPU operator self time per step", "µs", float(oa["cpu_self_us"].sum()) / na,
-             float(ob["cpu_self_us"].sum()) / nb),
-            ("CPU operator calls per step", "", float(oa["calls"].sum()) / na,
-             float(ob["calls"].sum()) / nb),
+            (
+                "CPU operator self time per step",
+                "µs",
+                float(oa["cpu_self_us"].sum()) / na,
+                float(ob["cpu_self_us"].sum()) / nb,
+            ),
+            (
+                "CPU operator calls per step",
+                "",
+                float(oa["calls"].sum()) / na,
+                float(ob["calls"].sum()) / nb,
+            ),
             ("distinct CPU operators", "", len(oa), len(ob)),
         ]
     else:
@@ -105,8 +113,12 @@ def _gpu_rows(a: Summary, b: Summary, na: int, nb: int) -> list[tuple[Any, ...]]
         ("kernel launches per step", "", _calls(a) / na, _calls(b) / nb),
         ("distinct kernels", "", len(ka.table), len(kb.table)),
         (TC_KERNELS_LABEL, "%", 100 * ka.tensor_core_share, 100 * kb.tensor_core_share),
-        ("GEMM + conv time in Tensor Core kernels", "%", 100 * ka.tensor_core_share_of_matrix,
-         100 * kb.tensor_core_share_of_matrix),
+        (
+            "GEMM + conv time in Tensor Core kernels",
+            "%",
+            100 * ka.tensor_core_share_of_matrix,
+            100 * kb.tensor_core_share_of_matrix,
+        ),
     ]
 
 
@@ -116,8 +128,10 @@ def _overview_frame(rows: list[tuple[Any, ...]]) -> pd.DataFrame:
     frame["b"] = frame["b"].astype(float)
     frame["delta"] = frame["b"] - frame["a"]
     # percentages change in points (the delta); a relative change of a share says little
-    frame["change_pct"] = [float("nan") if unit == "%" else _change(x, y)
-                           for x, y, unit in zip(frame["a"], frame["b"], frame["unit"])]
+    frame["change_pct"] = [
+        float("nan") if unit == "%" else _change(x, y)
+        for x, y, unit in zip(frame["a"], frame["b"], frame["unit"])
+    ]
     return frame
 
 
@@ -128,8 +142,9 @@ def _calls(summary: Summary) -> float:
 
 def _finish(frame: pd.DataFrame) -> pd.DataFrame:
     frame["delta_us"] = frame["us_b"] - frame["us_a"]
-    frame["change_pct"] = [_change(x, y) if x > 0 else float("nan")
-                           for x, y in zip(frame["us_a"], frame["us_b"])]
+    frame["change_pct"] = [
+        _change(x, y) if x > 0 else float("nan") for x, y in zip(frame["us_a"], frame["us_b"])
+    ]
     order = frame["delta_us"].abs().sort_values(ascending=False, kind="stable").index
     return frame.loc[order].reset_index(drop=True)
 
@@ -164,8 +179,9 @@ def kernel_diff(a: Summary, b: Summary) -> pd.DataFrame:
     names = list(dict.fromkeys([*ta.index, *tb.index]))
     in_a, in_b = ta.index, tb.index
     frame = pd.DataFrame({"name": names})
-    frame["side"] = [BOTH if n in in_a and n in in_b else ONLY_A if n in in_a else ONLY_B
-                     for n in names]
+    frame["side"] = [
+        BOTH if n in in_a and n in in_b else ONLY_A if n in in_a else ONLY_B for n in names
+    ]
     both = ta.combine_first(tb).reindex(names)  # A's description wins where both have one
     frame["kernel"] = distinct_short_names(names)
     frame["category"] = both["category"].to_numpy()
@@ -175,8 +191,21 @@ def kernel_diff(a: Summary, b: Summary) -> pd.DataFrame:
     frame["us_a"] = ta["total_us"].reindex(names).fillna(0.0).to_numpy(dtype=float) / na
     frame["us_b"] = tb["total_us"].reindex(names).fillna(0.0).to_numpy(dtype=float) / nb
     frame = _finish(frame)
-    return frame[["side", "kernel", "category", "tensor_core", "calls_a", "calls_b", "us_a",
-                  "us_b", "delta_us", "change_pct", "name"]]
+    return frame[
+        [
+            "side",
+            "kernel",
+            "category",
+            "tensor_core",
+            "calls_a",
+            "calls_b",
+            "us_a",
+            "us_b",
+            "delta_us",
+            "change_pct",
+            "name",
+        ]
+    ]
 
 
 def cpu_operator_diff(a: Summary, b: Summary) -> pd.DataFrame:
@@ -185,20 +214,42 @@ def cpu_operator_diff(a: Summary, b: Summary) -> pd.DataFrame:
     the self time (the operator's own, its children's left out), sorted by |delta|."""
     na, nb = steps_of(a), steps_of(b)
     oa, ob = _cpu_ops(a), _cpu_ops(b)
-    names = list(dict.fromkeys([*oa.sort_values("cpu_self_us", ascending=False).index,
-                                *ob.sort_values("cpu_self_us", ascending=False).index]))
+    names = list(
+        dict.fromkeys(
+            [
+                *oa.sort_values("cpu_self_us", ascending=False).index,
+                *ob.sort_values("cpu_self_us", ascending=False).index,
+            ]
+        )
+    )
     frame = pd.DataFrame({"operator": names})
-    frame["side"] = [BOTH if n in oa.index and n in ob.index else ONLY_A if n in oa.index
-                     else ONLY_B for n in names]
+    frame["side"] = [
+        BOTH if n in oa.index and n in ob.index else ONLY_A if n in oa.index else ONLY_B
+        for n in names
+    ]
     for side, ops, n in (("a", oa, na), ("b", ob, nb)):
         frame[f"calls_{side}"] = ops["calls"].reindex(names).fillna(0).to_numpy(float) / n
-        frame[f"total_{side}_us"] = \
+        frame[f"total_{side}_us"] = (
             ops["cpu_total_us"].reindex(names).fillna(0.0).to_numpy(float) / n
+        )
         frame[f"us_{side}"] = ops["cpu_self_us"].reindex(names).fillna(0.0).to_numpy(float) / n
     frame = _finish(frame)
     frame["total_delta_us"] = frame["total_b_us"] - frame["total_a_us"]
-    return frame[["operator", "side", "calls_a", "calls_b", "us_a", "us_b", "delta_us",
-                  "change_pct", "total_a_us", "total_b_us", "total_delta_us"]]
+    return frame[
+        [
+            "operator",
+            "side",
+            "calls_a",
+            "calls_b",
+            "us_a",
+            "us_b",
+            "delta_us",
+            "change_pct",
+            "total_a_us",
+            "total_b_us",
+            "total_delta_us",
+        ]
+    ]
 
 
 def operator_diff(a: Summary, b: Summary) -> pd.DataFrame:
@@ -219,11 +270,19 @@ def operator_diff(a: Summary, b: Summary) -> pd.DataFrame:
         return ops
 
     oa, ob = launched(a), launched(b)
-    names = list(dict.fromkeys([*oa.sort_values("kernel_us", ascending=False).index,
-                                *ob.sort_values("kernel_us", ascending=False).index]))
+    names = list(
+        dict.fromkeys(
+            [
+                *oa.sort_values("kernel_us", ascending=False).index,
+                *ob.sort_values("kernel_us", ascending=False).index,
+            ]
+        )
+    )
     frame = pd.DataFrame({"operator": names})
-    frame["side"] = [BOTH if n in oa.index and n in ob.index else ONLY_A if n in oa.index
-                     else ONLY_B for n in names]
+    frame["side"] = [
+        BOTH if n in oa.index and n in ob.index else ONLY_A if n in oa.index else ONLY_B
+        for n in names
+    ]
     frame["kernels_a"] = oa["kernels"].reindex(names).fillna(0).to_numpy(dtype=float) / na
     frame["kernels_b"] = ob["kernels"].reindex(names).fillna(0).to_numpy(dtype=float) / nb
     frame["us_a"] = oa["kernel_us"].reindex(names).fillna(0.0).to_numpy(dtype=float) / na
@@ -260,25 +319,42 @@ class Diff:
     def top_changes(self, n: int = 10) -> tuple[pd.DataFrame, pd.DataFrame]:
         """(faster in B, slower in B): the n largest negative and positive deltas."""
         level = self.change_level
-        frame = self.kernels if level == "kernel" else \
-            self.cpu_operators if level == "CPU operator" else self.operators
+        frame = (
+            self.kernels
+            if level == "kernel"
+            else self.cpu_operators
+            if level == "CPU operator"
+            else self.operators
+        )
         faster = frame[frame["delta_us"] < 0].sort_values("delta_us", kind="stable")
-        slower = frame[frame["delta_us"] > 0].sort_values("delta_us", ascending=False,
-                                                           kind="stable")
-        return (faster.head(n) if n else faster).reset_index(drop=True), \
-            (slower.head(n) if n else slower).reset_index(drop=True)
+        slower = frame[frame["delta_us"] > 0].sort_values(
+            "delta_us", ascending=False, kind="stable"
+        )
+        return (faster.head(n) if n else faster).reset_index(drop=True), (
+            slower.head(n) if n else slower
+        ).reset_index(drop=True)
 
 
 def diff(a: Summary, b: Summary, a_label: str = "A", b_label: str = "B") -> Diff:
     kernels = kernel_diff(a, b)
     notes = []
     if len(kernels) and not (kernels["side"] == BOTH).any():
-        notes.append("the two runs share no kernel name (e.g. eager vs TensorRT): compare them "
-                     "by category and by launching operator; top changes are per operator")
+        notes.append(
+            "the two runs share no kernel name (e.g. eager vs TensorRT): compare them "
+            "by category and by launching operator; top changes are per operator"
+        )
     if steps_of(a) != steps_of(b):
         notes.append(f"A recorded {steps_of(a)} steps and B {steps_of(b)}: every time is per step")
     if a.kernels.total_kernel_us or b.kernels.total_kernel_us:
         notes.append(PIPE_BUSY_NOTE)
-    return Diff(a_label=a_label, b_label=b_label, overview=overview_diff(a, b),
-                categories=category_diff(a, b), kernels=kernels, operators=operator_diff(a, b),
-                notes=notes, cpu_operators=cpu_operator_diff(a, b), on_cpu=on_cpu(a, b))
+    return Diff(
+        a_label=a_label,
+        b_label=b_label,
+        overview=overview_diff(a, b),
+        categories=category_diff(a, b),
+        kernels=kernels,
+        operators=operator_diff(a, b),
+        notes=notes,
+        cpu_operators=cpu_operator_diff(a, b),
+        on_cpu=on_cpu(a, b),
+    )

@@ -48,27 +48,46 @@ class HardwareColumn:
 #: Our columns <- ncu metrics, in order of preference. Names checked against
 #: ``ncu --query-metrics --chip gh100`` (ncu 2025.3.1): a metric missing on a chip is skipped.
 HARDWARE_COLUMNS: tuple[HardwareColumn, ...] = (
-    HardwareColumn("hw_tensor_pipe_pct", (
-        "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
-        "sm__pipe_tensor_cycles_active_realtime.avg.pct_of_peak_sustained_active",
-    ), "tensor pipe (all MMA flavours) cycles active, % of peak, while the SM is active"),
-    HardwareColumn("hw_tensor_pipe_subunit_pct", (
-        "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
-        "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active",
-        "sm__pipe_tensor_op_imma_cycles_active.avg.pct_of_peak_sustained_active",
-        "sm__pipe_tensor_op_hmma_cycles_active_realtime.avg.pct_of_peak_sustained_active",
-        "sm__pipe_tensor_op_imma_cycles_active_realtime.avg.pct_of_peak_sustained_active",
-    ), "largest of the HMMA/GMMA/IMMA sub-pipes: stands in when the total is not available",
-        combine="max"),
-    HardwareColumn("hw_achieved_occupancy_pct",
-                   ("sm__warps_active.avg.pct_of_peak_sustained_active",),
-                   "achieved occupancy: active warps / maximum warps per SM, while active"),
-    HardwareColumn("hw_theoretical_occupancy_pct", ("sm__maximum_warps_per_active_cycle_pct",),
-                   "theoretical occupancy of the launch configuration"),
-    HardwareColumn("hw_tensor_inst", ("sm__inst_executed_pipe_tensor.sum",),
-                   "tensor-pipe instructions (information only: not proof of Tensor Core work)"),
-    HardwareColumn("hw_duration_ns", ("gpu__time_duration.sum",),
-                   "kernel duration under ncu (weights the per-kernel means)"),
+    HardwareColumn(
+        "hw_tensor_pipe_pct",
+        (
+            "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+            "sm__pipe_tensor_cycles_active_realtime.avg.pct_of_peak_sustained_active",
+        ),
+        "tensor pipe (all MMA flavours) cycles active, % of peak, while the SM is active",
+    ),
+    HardwareColumn(
+        "hw_tensor_pipe_subunit_pct",
+        (
+            "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+            "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active",
+            "sm__pipe_tensor_op_imma_cycles_active.avg.pct_of_peak_sustained_active",
+            "sm__pipe_tensor_op_hmma_cycles_active_realtime.avg.pct_of_peak_sustained_active",
+            "sm__pipe_tensor_op_imma_cycles_active_realtime.avg.pct_of_peak_sustained_active",
+        ),
+        "largest of the HMMA/GMMA/IMMA sub-pipes: stands in when the total is not available",
+        combine="max",
+    ),
+    HardwareColumn(
+        "hw_achieved_occupancy_pct",
+        ("sm__warps_active.avg.pct_of_peak_sustained_active",),
+        "achieved occupancy: active warps / maximum warps per SM, while active",
+    ),
+    HardwareColumn(
+        "hw_theoretical_occupancy_pct",
+        ("sm__maximum_warps_per_active_cycle_pct",),
+        "theoretical occupancy of the launch configuration",
+    ),
+    HardwareColumn(
+        "hw_tensor_inst",
+        ("sm__inst_executed_pipe_tensor.sum",),
+        "tensor-pipe instructions (information only: not proof of Tensor Core work)",
+    ),
+    HardwareColumn(
+        "hw_duration_ns",
+        ("gpu__time_duration.sum",),
+        "kernel duration under ncu (weights the per-kernel means)",
+    ),
 )
 
 
@@ -110,12 +129,12 @@ def parse_ncu_csv(text: str) -> pd.DataFrame:
     lines = text.splitlines()
     start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
     if start is None:
-        raise UserError("not an ncu --csv --page raw file: no header row starting with \"ID\"")
+        raise UserError('not an ncu --csv --page raw file: no header row starting with "ID"')
     header = next(csv.reader([lines[start]]))
-    records = [_split_record(line, len(header)) for line in lines[start + 1:] if line.strip()]
+    records = [_split_record(line, len(header)) for line in lines[start + 1 :] if line.strip()]
     body = [r for r in records if r is not None]
     if "Kernel Name" not in header:
-        raise UserError("ncu CSV has no \"Kernel Name\" column")
+        raise UserError('ncu CSV has no "Kernel Name" column')
     id_col = header.index("ID")
     body = [r for r in body if r[id_col].strip().isdigit()]  # drops the units row
     frame = pd.DataFrame(body, columns=header)
@@ -238,8 +257,9 @@ def _unique(keys: list[tuple[str, str]]) -> dict[str, str]:
     return {k: v[0] for k, v in seen.items() if len(set(v)) == 1}
 
 
-def _match(kernel_names: pd.Series, ncu_names: list[str]
-           ) -> tuple[list[str | None], list[str | None]]:
+def _match(
+    kernel_names: pd.Series, ncu_names: list[str]
+) -> tuple[list[str | None], list[str | None]]:
     """For each kernel-table name: the ncu name it matches and how (exact, normalized,
     signature, function), or (None, None). Beyond an exact match, a key must belong to one name
     on each side."""
@@ -308,12 +328,15 @@ def hardware_join(kernel_table: pd.DataFrame, ncu: pd.DataFrame) -> pd.DataFrame
     joined["hw_kernel_name"] = matched
     joined["hw_match"] = how
     for col in ("hw_launches", *[c.column for c in HARDWARE_COLUMNS]):
-        values = [per_kernel.loc[m, col] if m is not None and col in per_kernel.columns
-                  else np.nan for m in matched]
+        values = [
+            per_kernel.loc[m, col] if m is not None and col in per_kernel.columns else np.nan
+            for m in matched
+        ]
         joined[col] = pd.Series(values, index=joined.index, dtype=float)
     joined["hw_tensor_core"] = [tensor_core_from_pipe(v) for v in joined["hw_tensor_pipe_pct"]]
     joined["rules_vs_hardware"] = [
-        _verdict(rule, hw_) for rule, hw_ in zip(joined["tensor_core"], joined["hw_tensor_core"])]
+        _verdict(rule, hw_) for rule, hw_ in zip(joined["tensor_core"], joined["hw_tensor_core"])
+    ]
     return joined
 
 
@@ -336,7 +359,7 @@ class Agreement:
     disagree_us: float
     unknown_rule_us: float
     unclear_hardware_us: float
-    kernel_us: float          # all kernels in the table, profiled or not
+    kernel_us: float  # all kernels in the table, profiled or not
     profiled_kernels: int
     disagreeing: list[str]
     #: of the profiled kernels' time: in kernels the name rules say use Tensor Cores (whole
@@ -365,20 +388,30 @@ class Agreement:
     def tensor_pipe_busy_share(self) -> float:
         """Tensor pipe busy, kernel-time weighted: sum(kernel time x pipe %) / kernel time, over
         the profiled kernels with a tensor-pipe figure."""
-        return (self.tensor_pipe_busy_us / self.pipe_measured_us if self.pipe_measured_us
-                else float("nan"))
+        return (
+            self.tensor_pipe_busy_us / self.pipe_measured_us
+            if self.pipe_measured_us
+            else float("nan")
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"agreement_share": self.share, "coverage_of_kernel_time": self.coverage,
-                "profiled_us": self.profiled_us, "agree_us": self.agree_us,
-                "disagree_us": self.disagree_us, "unknown_rule_us": self.unknown_rule_us,
-                "unclear_hardware_us": self.unclear_hardware_us, "kernel_us": self.kernel_us,
-                "profiled_kernels": self.profiled_kernels, "disagreeing": self.disagreeing,
-                "tensor_core_kernels_share": self.tensor_core_kernels_share,
-                "tensor_pipe_busy_share": self.tensor_pipe_busy_share,
-                "tensor_core_kernel_us": self.tensor_core_kernel_us,
-                "tensor_pipe_busy_us": self.tensor_pipe_busy_us,
-                "pipe_measured_us": self.pipe_measured_us}
+        return {
+            "agreement_share": self.share,
+            "coverage_of_kernel_time": self.coverage,
+            "profiled_us": self.profiled_us,
+            "agree_us": self.agree_us,
+            "disagree_us": self.disagree_us,
+            "unknown_rule_us": self.unknown_rule_us,
+            "unclear_hardware_us": self.unclear_hardware_us,
+            "kernel_us": self.kernel_us,
+            "profiled_kernels": self.profiled_kernels,
+            "disagreeing": self.disagreeing,
+            "tensor_core_kernels_share": self.tensor_core_kernels_share,
+            "tensor_pipe_busy_share": self.tensor_pipe_busy_share,
+            "tensor_core_kernel_us": self.tensor_core_kernel_us,
+            "tensor_pipe_busy_us": self.tensor_pipe_busy_us,
+            "pipe_measured_us": self.pipe_measured_us,
+        }
 
 
 def agreement_share(joined: pd.DataFrame) -> Agreement:
@@ -392,14 +425,18 @@ def agreement_share(joined: pd.DataFrame) -> Agreement:
     pipe = joined["hw_tensor_pipe_pct"].astype(float)
     measured = profiled & pipe.notna()
     return Agreement(
-        profiled_us=float(time[profiled].sum()), agree_us=total("agree"),
-        disagree_us=total("disagree"), unknown_rule_us=total("unknown-rule"),
-        unclear_hardware_us=total("unclear-hardware"), kernel_us=float(time.sum()),
+        profiled_us=float(time[profiled].sum()),
+        agree_us=total("agree"),
+        disagree_us=total("disagree"),
+        unknown_rule_us=total("unknown-rule"),
+        unclear_hardware_us=total("unclear-hardware"),
+        kernel_us=float(time.sum()),
         profiled_kernels=int(profiled.sum()),
         disagreeing=list(joined.loc[verdict == "disagree", "name"]),
         tensor_core_kernel_us=float(time[profiled & (joined["tensor_core"] == YES)].sum()),
         tensor_pipe_busy_us=float((time[measured] * pipe[measured] / 100.0).sum()),
-        pipe_measured_us=float(time[measured].sum()))
+        pipe_measured_us=float(time[measured].sum()),
+    )
 
 
 def read_ncu_csv(path: Path) -> pd.DataFrame:

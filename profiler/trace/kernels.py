@@ -26,10 +26,12 @@ NO_OPERATOR = "(no operator)"
 #: uses them at all counts whole, so it reads above how busy the tensor pipe was
 TC_KERNELS_LABEL = "time in Tensor Core kernels"
 #: said once where that share is shown without ncu's tensor-pipe reading beside it
-PIPE_BUSY_NOTE = ("time in Tensor Core kernels counts a kernel that uses Tensor Cores at all "
-                  "whole; how busy the tensor pipe was (ncu's sm__pipe_tensor_cycles_active) "
-                  "is not in a trace: `profile.py ncu` with the run's options measures it, and "
-                  "`summarize` then shows \"tensor pipe busy (ncu)\" beside it")
+PIPE_BUSY_NOTE = (
+    "time in Tensor Core kernels counts a kernel that uses Tensor Cores at all "
+    "whole; how busy the tensor pipe was (ncu's sm__pipe_tensor_cycles_active) "
+    "is not in a trace: `profile.py ncu` with the run's options measures it, and "
+    '`summarize` then shows "tensor pipe busy (ncu)" beside it'
+)
 
 
 def kernel_rows(trace: Trace) -> pd.DataFrame:
@@ -57,28 +59,31 @@ def launching_operator(trace: Trace, kernels: pd.DataFrame) -> np.ndarray:
     on its CPU thread, step spans (ProfilerStep#N) left out."""
     events = trace.events
     # (only the columns used are filtered: a row filter copies every column it is given)
-    launch = events.loc[events["kind"].isin([KIND["runtime"], KIND["driver"]])
-                        & (events["correlation"] >= 0),
-                        ["correlation", "external_id", "thread", "ts"]]
+    launch = events.loc[
+        events["kind"].isin([KIND["runtime"], KIND["driver"]]) & (events["correlation"] >= 0),
+        ["correlation", "external_id", "thread", "ts"],
+    ]
     launch = launch[~launch["correlation"].duplicated()].set_index("correlation")
     linked = launch.reindex(kernels["correlation"].to_numpy())
     ext = linked["external_id"].fillna(-1).astype(np.int64).to_numpy()
     ext = np.where(ext >= 0, ext, kernels["external_id"].to_numpy())
 
-    ops = events.loc[events["kind"].isin([KIND["cpu_op"], KIND["annotation"]]),
-                     ["kind", "name_id", "external_id", "thread", "ts", "dur"]]
+    ops = events.loc[
+        events["kind"].isin([KIND["cpu_op"], KIND["annotation"]]),
+        ["kind", "name_id", "external_id", "thread", "ts", "dur"],
+    ]
     # operators first, so an op and an annotation sharing an id resolve to the op
     with_ext = ops[ops["external_id"] >= 0].sort_values("kind", kind="stable")
     op_of_ext = pd.Series(with_ext["name_id"].to_numpy(), index=with_ext["external_id"].to_numpy())
     op_of_ext = op_of_ext[~op_of_ext.index.duplicated()]
-    found: np.ndarray = pd.Series(ext).map(op_of_ext).fillna(-1).to_numpy(dtype=np.int64,
-                                                                         copy=True)
+    found: np.ndarray = pd.Series(ext).map(op_of_ext).fillna(-1).to_numpy(dtype=np.int64, copy=True)
     orphan = (found < 0) & linked["ts"].notna().to_numpy()
     if orphan.any():
         steps = np.char.startswith(trace.names.astype(str), "ProfilerStep#")
         ops = ops[~steps[ops["name_id"].to_numpy()]]
-        found[orphan] = _enclosing_op(ops, linked["thread"].to_numpy()[orphan],
-                                      linked["ts"].to_numpy()[orphan])
+        found[orphan] = _enclosing_op(
+            ops, linked["thread"].to_numpy()[orphan], linked["ts"].to_numpy()[orphan]
+        )
     return found
 
 
@@ -126,8 +131,9 @@ def _theoretical(trace: Trace, rows: pd.DataFrame) -> np.ndarray:
             result = theoretical_occupancy(int(regs), int(smem), int(threads), props)
         values.append(np.nan if result is None else 100.0 * result.occupancy)
     configs["theoretical"] = values
-    theoretical: np.ndarray = rows[keys].merge(configs, on=keys, how="left")["theoretical"]\
-        .to_numpy()
+    theoretical: np.ndarray = (
+        rows[keys].merge(configs, on=keys, how="left")["theoretical"].to_numpy()
+    )
     return theoretical
 
 
@@ -148,7 +154,7 @@ class KernelSummary:
     total_kernel_us: float
     tensor_core_us: float
     tensor_core_unknown_us: float
-    matrix_us: float              # GEMM + convolution
+    matrix_us: float  # GEMM + convolution
     matrix_tensor_core_us: float
     notes: list[str] = field(default_factory=list)
 
@@ -162,71 +168,125 @@ class KernelSummary:
 
 
 KERNEL_TABLE_COLUMNS = (
-    "kernel", "name", "category", "calls", "total_us", "mean_us", "median_us", "min_us",
-    "max_us", "share_pct", "tensor_core", "tensor_core_rule", "registers_per_thread",
-    "shared_memory_bytes", "block", "grid", "blocks_per_sm", "warps_per_sm",
-    "kineto_est_occupancy_pct", "theoretical_occupancy_pct", "launch_configs", "top_operator",
+    "kernel",
+    "name",
+    "category",
+    "calls",
+    "total_us",
+    "mean_us",
+    "median_us",
+    "min_us",
+    "max_us",
+    "share_pct",
+    "tensor_core",
+    "tensor_core_rule",
+    "registers_per_thread",
+    "shared_memory_bytes",
+    "block",
+    "grid",
+    "blocks_per_sm",
+    "warps_per_sm",
+    "kineto_est_occupancy_pct",
+    "theoretical_occupancy_pct",
+    "launch_configs",
+    "top_operator",
 )
 
 
-def kernel_summary(trace: Trace, rows: pd.DataFrame | None = None,
-                   context: RunContext | None = None) -> KernelSummary:
+def kernel_summary(
+    trace: Trace, rows: pd.DataFrame | None = None, context: RunContext | None = None
+) -> KernelSummary:
     """The kernel and category tables; ``context`` (the run's precision) decides kernels whose
     names carry no data type (rules.CONTEXT_RULES)."""
     rows = kernel_rows(trace) if rows is None else rows
     if rows.empty:
         empty = pd.DataFrame(columns=list(KERNEL_TABLE_COLUMNS))
-        cats = pd.DataFrame(columns=["category", "kernels", "calls", "total_us", "share_pct",
-                                     "tensor_core_us", "tensor_core_pct"])
-        return KernelSummary(empty, cats, 0.0, 0.0, 0.0, 0.0, 0.0,
-                             notes=["no GPU kernels in this trace"])
+        cats = pd.DataFrame(
+            columns=[
+                "category",
+                "kernels",
+                "calls",
+                "total_us",
+                "share_pct",
+                "tensor_core_us",
+                "tensor_core_pct",
+            ]
+        )
+        return KernelSummary(
+            empty, cats, 0.0, 0.0, 0.0, 0.0, 0.0, notes=["no GPU kernels in this trace"]
+        )
     group = rows["name_id"]
     dur = rows["dur"]
     stats = dur.groupby(group).agg(["count", "sum", "mean", "median", "min", "max"])
     total = float(dur.sum())
 
     # the launch configuration that took the most time stands for the kernel
-    config_cols = ["registers_per_thread", "shared_memory", "block_x", "block_y", "block_z",
-                   "grid_x", "grid_y", "grid_z"]
+    config_cols = [
+        "registers_per_thread",
+        "shared_memory",
+        "block_x",
+        "block_y",
+        "block_z",
+        "grid_x",
+        "grid_y",
+        "grid_z",
+    ]
     by_config = rows.groupby(["name_id"] + config_cols, sort=False)["dur"].sum().reset_index()
     n_configs = by_config.groupby("name_id").size()
-    main = by_config.sort_values("dur", ascending=False).drop_duplicates("name_id") \
+    main = (
+        by_config.sort_values("dur", ascending=False)
+        .drop_duplicates("name_id")
         .set_index("name_id")
+    )
 
-    op_time = rows.groupby(["name_id", "operator_id"])["dur"].sum().reset_index() \
-        .sort_values("dur", ascending=False).drop_duplicates("name_id").set_index("name_id")
+    op_time = (
+        rows.groupby(["name_id", "operator_id"])["dur"]
+        .sum()
+        .reset_index()
+        .sort_values("dur", ascending=False)
+        .drop_duplicates("name_id")
+        .set_index("name_id")
+    )
 
     names = trace.names[stats.index.to_numpy()]
     classes = [classify(n, context) for n in names]
-    table = pd.DataFrame({
-        "kernel": distinct_short_names(names),
-        "name": names,
-        "category": [c.category for c in classes],
-        "calls": stats["count"].to_numpy(),
-        "total_us": stats["sum"].to_numpy(),
-        "mean_us": stats["mean"].to_numpy(),
-        "median_us": stats["median"].to_numpy(),
-        "min_us": stats["min"].to_numpy(),
-        "max_us": stats["max"].to_numpy(),
-        "share_pct": 100.0 * stats["sum"].to_numpy() / total if total else 0.0,
-        "tensor_core": [c.tensor_core for c in classes],
-        "tensor_core_rule": [c.tensor_core_rule for c in classes],
-        "tensor_core_why": [c.tensor_core_why for c in classes],
-        "registers_per_thread": main.loc[stats.index, "registers_per_thread"].to_numpy(),
-        "shared_memory_bytes": main.loc[stats.index, "shared_memory"].to_numpy(),
-        "block": [_dim(main.loc[i, ["block_x", "block_y", "block_z"]]) for i in stats.index],
-        "grid": [_dim(main.loc[i, ["grid_x", "grid_y", "grid_z"]]) for i in stats.index],
-        "blocks_per_sm": _weighted_mean(rows["blocks_per_sm"], dur, group)
-        .loc[stats.index].to_numpy(),
-        "warps_per_sm": _weighted_mean(rows["warps_per_sm"], dur, group)
-        .loc[stats.index].to_numpy(),
-        "kineto_est_occupancy_pct": _weighted_mean(rows["kineto_occupancy_pct"], dur, group)
-        .loc[stats.index].to_numpy(),
-        "theoretical_occupancy_pct": _weighted_mean(rows["theoretical_occupancy_pct"], dur, group)
-        .loc[stats.index].to_numpy(),
-        "launch_configs": n_configs.loc[stats.index].to_numpy(),
-        "top_operator": [_op_name(trace, op_time.loc[i, "operator_id"]) for i in stats.index],
-    })
+    table = pd.DataFrame(
+        {
+            "kernel": distinct_short_names(names),
+            "name": names,
+            "category": [c.category for c in classes],
+            "calls": stats["count"].to_numpy(),
+            "total_us": stats["sum"].to_numpy(),
+            "mean_us": stats["mean"].to_numpy(),
+            "median_us": stats["median"].to_numpy(),
+            "min_us": stats["min"].to_numpy(),
+            "max_us": stats["max"].to_numpy(),
+            "share_pct": 100.0 * stats["sum"].to_numpy() / total if total else 0.0,
+            "tensor_core": [c.tensor_core for c in classes],
+            "tensor_core_rule": [c.tensor_core_rule for c in classes],
+            "tensor_core_why": [c.tensor_core_why for c in classes],
+            "registers_per_thread": main.loc[stats.index, "registers_per_thread"].to_numpy(),
+            "shared_memory_bytes": main.loc[stats.index, "shared_memory"].to_numpy(),
+            "block": [_dim(main.loc[i, ["block_x", "block_y", "block_z"]]) for i in stats.index],
+            "grid": [_dim(main.loc[i, ["grid_x", "grid_y", "grid_z"]]) for i in stats.index],
+            "blocks_per_sm": _weighted_mean(rows["blocks_per_sm"], dur, group)
+            .loc[stats.index]
+            .to_numpy(),
+            "warps_per_sm": _weighted_mean(rows["warps_per_sm"], dur, group)
+            .loc[stats.index]
+            .to_numpy(),
+            "kineto_est_occupancy_pct": _weighted_mean(rows["kineto_occupancy_pct"], dur, group)
+            .loc[stats.index]
+            .to_numpy(),
+            "theoretical_occupancy_pct": _weighted_mean(
+                rows["theoretical_occupancy_pct"], dur, group
+            )
+            .loc[stats.index]
+            .to_numpy(),
+            "launch_configs": n_configs.loc[stats.index].to_numpy(),
+            "top_operator": [_op_name(trace, op_time.loc[i, "operator_id"]) for i in stats.index],
+        }
+    )
     table = table.sort_values("total_us", ascending=False, kind="stable").reset_index(drop=True)
 
     tc_time = table.loc[table["tensor_core"] == YES, "total_us"].sum()
@@ -235,30 +295,56 @@ def kernel_summary(trace: Trace, rows: pd.DataFrame | None = None,
     matrix_time = table.loc[matrix, "total_us"].sum()
     matrix_tc = table.loc[matrix & (table["tensor_core"] == YES), "total_us"].sum()
 
-    cat = table.assign(tc_us=table["total_us"].where(table["tensor_core"] == YES, 0.0)) \
-        .groupby("category").agg(kernels=("name", "size"), calls=("calls", "sum"),
-                                 total_us=("total_us", "sum"), tensor_core_us=("tc_us", "sum"))
+    cat = (
+        table.assign(tc_us=table["total_us"].where(table["tensor_core"] == YES, 0.0))
+        .groupby("category")
+        .agg(
+            kernels=("name", "size"),
+            calls=("calls", "sum"),
+            total_us=("total_us", "sum"),
+            tensor_core_us=("tc_us", "sum"),
+        )
+    )
     cat = cat.reindex([c for c in CATEGORIES if c in cat.index]).reset_index()
     cat["share_pct"] = 100.0 * cat["total_us"] / total if total else 0.0
-    cat["tensor_core_pct"] = np.where(cat["total_us"] > 0,
-                                      100.0 * cat["tensor_core_us"] / cat["total_us"], 0.0)
+    cat["tensor_core_pct"] = np.where(
+        cat["total_us"] > 0, 100.0 * cat["tensor_core_us"] / cat["total_us"], 0.0
+    )
     cat = cat.sort_values("total_us", ascending=False).reset_index(drop=True)[
-        ["category", "kernels", "calls", "total_us", "share_pct", "tensor_core_us",
-         "tensor_core_pct"]]
+        [
+            "category",
+            "kernels",
+            "calls",
+            "total_us",
+            "share_pct",
+            "tensor_core_us",
+            "tensor_core_pct",
+        ]
+    ]
 
     notes = []
     if unknown_time > 0:
-        notes.append(f"{100 * unknown_time / total:.2f} % of kernel time is in kernels whose "
-                     "names do not tell whether they use Tensor Cores (counted as not)")
+        notes.append(
+            f"{100 * unknown_time / total:.2f} % of kernel time is in kernels whose "
+            "names do not tell whether they use Tensor Cores (counted as not)"
+        )
     over_48k = (rows["shared_memory"] > 48 * 1024) & (rows["kineto_occupancy_pct"] == 0)
     if over_48k.any():
         share = 100 * rows.loc[over_48k, "dur"].sum() / total
-        notes.append(f"Kineto's est. occupancy reads 0 for kernels with > 48 KB shared memory "
-                     f"({share:.1f} % of kernel time); the theoretical column does not")
-    return KernelSummary(table=table, categories=cat, total_kernel_us=total,
-                         tensor_core_us=float(tc_time), tensor_core_unknown_us=float(unknown_time),
-                         matrix_us=float(matrix_time), matrix_tensor_core_us=float(matrix_tc),
-                         notes=notes)
+        notes.append(
+            f"Kineto's est. occupancy reads 0 for kernels with > 48 KB shared memory "
+            f"({share:.1f} % of kernel time); the theoretical column does not"
+        )
+    return KernelSummary(
+        table=table,
+        categories=cat,
+        total_kernel_us=total,
+        tensor_core_us=float(tc_time),
+        tensor_core_unknown_us=float(unknown_time),
+        matrix_us=float(matrix_time),
+        matrix_tensor_core_us=float(matrix_tc),
+        notes=notes,
+    )
 
 
 def _dim(values: Iterable[SupportsInt]) -> str:

@@ -50,29 +50,36 @@ from profiler.errors import UserError
 
 #: Event kinds the analyses know. The position is the code stored in ``events.kind``.
 KINDS: tuple[str, ...] = (
-    "kernel",          # a GPU kernel execution (CUPTI activity)
-    "memcpy",          # a GPU copy
-    "memset",          # a GPU memset
-    "runtime",         # a CUDA runtime API call on a CPU thread (cudaLaunchKernel ...)
-    "driver",          # a CUDA driver API call (cuLaunchKernelEx: cuBLAS nvjet, TensorRT, Triton)
-    "cpu_op",          # an operator on a CPU thread (aten::conv2d ...)
-    "annotation",      # record_function / ProfilerStep#N on a CPU thread
+    "kernel",  # a GPU kernel execution (CUPTI activity)
+    "memcpy",  # a GPU copy
+    "memset",  # a GPU memset
+    "runtime",  # a CUDA runtime API call on a CPU thread (cudaLaunchKernel ...)
+    "driver",  # a CUDA driver API call (cuLaunchKernelEx: cuBLAS nvjet, TensorRT, Triton)
+    "cpu_op",  # an operator on a CPU thread (aten::conv2d ...)
+    "annotation",  # record_function / ProfilerStep#N on a CPU thread
     "gpu_annotation",  # the GPU-timeline copy Kineto makes of a CPU annotation
-    "python",          # python_function events (with_stack)
-    "trace",           # the 'PyTorch Profiler (0)' span of the whole recording
+    "python",  # python_function events (with_stack)
+    "trace",  # the 'PyTorch Profiler (0)' span of the whole recording
 )
 KIND = {name: code for code, name in enumerate(KINDS)}
 
 #: ``cat`` as written by Kineto -> kind. Old spellings are from torch 1.8/1.9 (2021, the
 #: TensorBoard plugin's samples); new ones from torch >= 1.10 (libkineto ActivityType names).
 EVENT_KINDS: dict[str, str] = {
-    "Kernel": "kernel", "kernel": "kernel",
-    "Memcpy": "memcpy", "gpu_memcpy": "memcpy",
-    "Memset": "memset", "gpu_memset": "memset",
-    "Runtime": "runtime", "cuda_runtime": "runtime",
+    "Kernel": "kernel",
+    "kernel": "kernel",
+    "Memcpy": "memcpy",
+    "gpu_memcpy": "memcpy",
+    "Memset": "memset",
+    "gpu_memset": "memset",
+    "Runtime": "runtime",
+    "cuda_runtime": "runtime",
     "cuda_driver": "driver",
-    "Operator": "cpu_op", "cpu_op": "cpu_op", "operator": "cpu_op",
-    "user_annotation": "annotation", "Python": "annotation",
+    "Operator": "cpu_op",
+    "cpu_op": "cpu_op",
+    "operator": "cpu_op",
+    "user_annotation": "annotation",
+    "Python": "annotation",
     "gpu_user_annotation": "gpu_annotation",
     "python_function": "python",
     "Trace": "trace",
@@ -160,8 +167,9 @@ class DeviceProperties:
                     break
         values.setdefault("id", 0)
         # (Any: a field gets whichever of the two types the trace wrote)
-        known: dict[str, Any] = {k: v for k, v in values.items()
-                                 if isinstance(v, (int, str)) and not isinstance(v, bool)}
+        known: dict[str, Any] = {
+            k: v for k, v in values.items() if isinstance(v, (int, str)) and not isinstance(v, bool)
+        }
         return cls(**known)
 
 
@@ -187,9 +195,15 @@ if TYPE_CHECKING:
 else:
     _Args = msgspec.defstruct(
         "_Args",
-        [(_field_name(col, i), _ARG_TYPES[col.type],
-          msgspec.field(name=key, default=_ARG_DEFAULTS[col.type]))
-         for col in ARG_COLUMNS for i, key in enumerate(col.keys)],
+        [
+            (
+                _field_name(col, i),
+                _ARG_TYPES[col.type],
+                msgspec.field(name=key, default=_ARG_DEFAULTS[col.type]),
+            )
+            for col in ARG_COLUMNS
+            for i, key in enumerate(col.keys)
+        ],
         gc=False,
     )
 _NO_ARGS = _Args()
@@ -210,10 +224,38 @@ class _Complete(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
 #: The other 'ph' values of the Trace Event Format (duration B/E, instant, counter, async, flow,
 #: sample, object, metadata, memory dump, mark, clock sync, context). Decoded through a union
 #: tagged by 'ph', each of those events is an empty Struct: none of its fields are decoded.
-_OTHER_PHASES = ("B", "E", "i", "I", "C", "b", "n", "e", "S", "T", "p", "F", "s", "t", "f", "P",
-                 "N", "O", "D", "M", "V", "v", "R", "c", "(", ")")
-_SKIPPED = tuple(msgspec.defstruct(f"_Phase{i}", [], tag_field="ph", tag=ph, gc=False)
-                 for i, ph in enumerate(_OTHER_PHASES))
+_OTHER_PHASES = (
+    "B",
+    "E",
+    "i",
+    "I",
+    "C",
+    "b",
+    "n",
+    "e",
+    "S",
+    "T",
+    "p",
+    "F",
+    "s",
+    "t",
+    "f",
+    "P",
+    "N",
+    "O",
+    "D",
+    "M",
+    "V",
+    "v",
+    "R",
+    "c",
+    "(",
+    ")",
+)
+_SKIPPED = tuple(
+    msgspec.defstruct(f"_Phase{i}", [], tag_field="ph", tag=ph, gc=False)
+    for i, ph in enumerate(_OTHER_PHASES)
+)
 
 
 class _Event(_Complete, gc=False, tag=False):
@@ -266,10 +308,14 @@ def _lenient_events(text: bytes) -> list[_Complete]:
 def _checked_event(raw: dict[str, Any]) -> _Complete:
     args = raw.get("args")
     return _Complete(
-        cat=_text(raw.get("cat")), name=_text(raw.get("name")),
-        pid=_thread_part(raw.get("pid")), tid=_thread_part(raw.get("tid")),
-        ts=_number(raw.get("ts")), dur=_number(raw.get("dur")),
-        args=_checked_args(args) if isinstance(args, dict) else None)
+        cat=_text(raw.get("cat")),
+        name=_text(raw.get("name")),
+        pid=_thread_part(raw.get("pid")),
+        tid=_thread_part(raw.get("tid")),
+        ts=_number(raw.get("ts")),
+        dur=_number(raw.get("dur")),
+        args=_checked_args(args) if isinstance(args, dict) else None,
+    )
 
 
 def _text(value: object) -> str:
@@ -277,8 +323,7 @@ def _text(value: object) -> str:
 
 
 def _thread_part(value: object) -> int | str:
-    return value if isinstance(value, (int, str)) and not isinstance(value, bool) else \
-        _text(value)
+    return value if isinstance(value, (int, str)) and not isinstance(value, bool) else _text(value)
 
 
 def _number(value: object) -> float:
@@ -306,8 +351,11 @@ def _arg_value(value: object, type_: str) -> int | float | list[int] | None:
     if value is None or isinstance(value, bool):
         return None
     if type_ == "dim3":
-        if isinstance(value, list) and 0 < len(value) <= 3 and all(
-                isinstance(v, int) and not isinstance(v, bool) for v in value):
+        if (
+            isinstance(value, list)
+            and 0 < len(value) <= 3
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+        ):
             return value
         return None
     if type_ == "float":
@@ -322,12 +370,21 @@ def _arg_value(value: object, type_: str) -> int | float | list[int] | None:
         except ValueError:
             return None
     return None
+
+
 _CHUNK = 100_000  # events decoded into Structs at a time
 
 EVENT_COLUMNS = ("kind", "name_id", "thread", "ts", "dur") + tuple(
-    c.column for c in ARG_COLUMNS if not c.kernels_only)
+    c.column for c in ARG_COLUMNS if not c.kernels_only
+)
 KERNEL_COLUMNS = tuple(c.column for c in ARG_COLUMNS if c.kernels_only and c.type != "dim3") + (
-    "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")
+    "grid_x",
+    "grid_y",
+    "grid_z",
+    "block_x",
+    "block_y",
+    "block_z",
+)
 
 
 @dataclass
@@ -366,8 +423,10 @@ class Trace:
         """(count, cat, pid) of the unread events that sit on a process other than the host's
         (a device timeline: Kineto gives each device its own pid), most first."""
         host = self.host_pids
-        return sorted(((n, cat, pid) for (cat, pid), n in self.unread.items() if pid not in host),
-                      key=lambda t: (-t[0], t[1], str(t[2])))
+        return sorted(
+            ((n, cat, pid) for (cat, pid), n in self.unread.items() if pid not in host),
+            key=lambda t: (-t[0], t[1], str(t[2])),
+        )
 
     @property
     def unanalysed_warning(self) -> str | None:
@@ -375,10 +434,12 @@ class Trace:
         found = self.unanalysed_device_events
         if not found:
             return None
-        groups = "; ".join(f"{n} events of category {cat!r} on device {pid}"
-                           for n, cat, pid in found)
-        return groups + (", not analysed (this tool reads CUDA kernel, memcpy and memset events "
-                         "only)")
+        groups = "; ".join(
+            f"{n} events of category {cat!r} on device {pid}" for n, cat, pid in found
+        )
+        return groups + (
+            ", not analysed (this tool reads CUDA kernel, memcpy and memset events only)"
+        )
 
     @property
     def excluded_warning(self) -> str | None:
@@ -387,8 +448,10 @@ class Trace:
             return None
         total = sum(self.excluded.values())
         reasons = ", ".join(f"{n} {reason}" for reason, n in self.excluded.items())
-        return (f"{total} of {total + len(self.events)} events left out of the figures, their "
-                f"values cannot be real: {reasons}")
+        return (
+            f"{total} of {total + len(self.events)} events left out of the figures, their "
+            f"values cannot be real: {reasons}"
+        )
 
     @property
     def schema(self) -> str:
@@ -443,8 +506,7 @@ def _read_file(path: Path, mmap_ok: bool) -> bytes | mmap.mmap:
     with open(path, "rb") as f:
         magic = f.read(2)
         size = os.fstat(f.fileno()).st_size
-        if mmap_ok and magic != _GZIP_MAGIC and size >= _MMAP_MIN_BYTES \
-                and path.suffix != ".gz":
+        if mmap_ok and magic != _GZIP_MAGIC and size >= _MMAP_MIN_BYTES and path.suffix != ".gz":
             return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         data = magic + f.read()
     if not data:
@@ -481,13 +543,15 @@ def _gunzip(path: Path, data: bytes) -> bytes:
     while rest:
         inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
         while rest and not inflater.eof:
-            piece = inflater.decompress(rest[:1 << 20], limit + 1 - total)
-            rest = inflater.unconsumed_tail + rest[1 << 20:]
+            piece = inflater.decompress(rest[: 1 << 20], limit + 1 - total)
+            rest = inflater.unconsumed_tail + rest[1 << 20 :]
             total += len(piece)
             pieces.append(piece)
             if total > limit:
-                raise UserError(f"{path} inflates to more than {limit >> 20} MiB, over "
-                                f"{_MAX_INFLATION} times its size: a gzip bomb, not a trace")
+                raise UserError(
+                    f"{path} inflates to more than {limit >> 20} MiB, over "
+                    f"{_MAX_INFLATION} times its size: a gzip bomb, not a trace"
+                )
         if not inflater.eof:
             raise EOFError("compressed file ended before the end-of-stream marker was reached")
         rest = inflater.unused_data.lstrip(b"\0")  # a further gzip member, as gzip.decompress
@@ -515,8 +579,9 @@ def _load(path: Path) -> Trace:
             data = _as_utf8(data)
             return _load_split(path, data) or _load_robust(path, data)
     except UnicodeDecodeError as error:
-        raise UserError(f"{path} is not UTF-8 text ({error.reason} at byte {error.start})"
-                        ) from None
+        raise UserError(
+            f"{path} is not UTF-8 text ({error.reason} at byte {error.start})"
+        ) from None
     except RecursionError:
         raise UserError(f"{path} nests JSON lists or objects too deeply to be a trace") from None
     finally:
@@ -596,7 +661,7 @@ def _split_head(data: _Data) -> tuple[_Head, int, int] | None:
         end = data.rfind(b"]", start, end)
         if end < 0:
             break
-        text = b"".join((data[:start - 1], _MARKER, data[end + 1:]))
+        text = b"".join((data[: start - 1], _MARKER, data[end + 1 :]))
         try:
             head = _HEAD_DECODER.decode(text)
         except (msgspec.DecodeError, msgspec.ValidationError):
@@ -611,8 +676,11 @@ def _load_split(path: Path, data: _Data) -> Trace | None:
     if split is None:
         return None
     head, start, end = split
-    builder = _build_halves(data, start, end) if _PARALLEL_LOAD and len(data) >= \
-        _PARALLEL_MIN_BYTES else None
+    builder = (
+        _build_halves(data, start, end)
+        if _PARALLEL_LOAD and len(data) >= _PARALLEL_MIN_BYTES
+        else None
+    )
     if builder is None:
         builder = _build_range(data, start, end)
     return builder.finish(path, _devices(head)) if builder is not None else None
@@ -670,8 +738,11 @@ def _build_halves(data: _Data, start: int, end: int) -> _ColumnBuilder | None:
         try:
             second = _build_range(data, cut.start(1), end)
             with os.fdopen(write_end, "wb") as pipe:
-                pickle.dump(second.state() if second is not None else None, pipe,
-                            protocol=pickle.HIGHEST_PROTOCOL)
+                pickle.dump(
+                    second.state() if second is not None else None,
+                    pipe,
+                    protocol=pickle.HIGHEST_PROTOCOL,
+                )
         finally:
             os._exit(0)
     os.close(write_end)
@@ -690,8 +761,9 @@ def _build_halves(data: _Data, start: int, end: int) -> _ColumnBuilder | None:
     return first
 
 
-def _decode_piece(data: _Data, view: memoryview, pos: int, end: int
-                  ) -> tuple[list[_Complete] | None, int]:
+def _decode_piece(
+    data: _Data, view: memoryview, pos: int, end: int
+) -> tuple[list[_Complete] | None, int]:
     """The events of about _PIECE_BYTES of text from ``pos``, and where the next piece starts
     (``end`` after the last piece); None when no cut decodes (then the file is parsed in full).
     """
@@ -718,14 +790,17 @@ def _decode_piece(data: _Data, view: memoryview, pos: int, end: int
 # Robust path: parse the whole file into one Raw per event, then decode those in chunks
 # --------------------------------------------------------------------------------------------
 
+
 def _load_robust(path: Path, data: _Data) -> Trace:
     try:
         head = _FILE_DECODER.decode(data)
     except msgspec.ValidationError as error:
         if "traceEvents" in str(error):
-            raise UserError(f"{path} is JSON but has no traceEvents list: not a Kineto/Chrome "
-                            "trace (torch.profiler writes one with export_chrome_trace or "
-                            "tensorboard_trace_handler)") from None
+            raise UserError(
+                f"{path} is JSON but has no traceEvents list: not a Kineto/Chrome "
+                "trace (torch.profiler writes one with export_chrome_trace or "
+                "tensorboard_trace_handler)"
+            ) from None
         raise UserError(f"{path} is not a trace object: {error}") from None
     except msgspec.DecodeError as error:
         raise UserError(f"{path} is not valid JSON, perhaps truncated ({error})") from None
@@ -735,7 +810,7 @@ def _load_robust(path: Path, data: _Data) -> Trace:
     del head
     builder = _ColumnBuilder()
     for start in range(0, len(raws), _CHUNK):
-        chunk = b"[" + b",".join(raws[start:start + _CHUNK]) + b"]"
+        chunk = b"[" + b",".join(raws[start : start + _CHUNK]) + b"]"
         try:
             events = _complete_events(chunk)
         except msgspec.ValidationError as error:
@@ -760,8 +835,9 @@ class _Interner(dict[_K, int]):
 
 _CAT, _NAME, _PID, _TID = (attrgetter(a) for a in ("cat", "name", "pid", "tid"))
 _TS, _DUR = attrgetter("ts"), attrgetter("dur")
-_ARG_GETTERS = {(c.column, i): attrgetter(_field_name(c, i))
-                for c in ARG_COLUMNS for i in range(len(c.keys))}
+_ARG_GETTERS = {
+    (c.column, i): attrgetter(_field_name(c, i)) for c in ARG_COLUMNS for i in range(len(c.keys))
+}
 
 
 class _BuilderState(TypedDict):
@@ -795,13 +871,16 @@ class _ColumnBuilder:
         self.offset = 0
 
     def add(self, complete: list[_Complete]) -> None:
-        cat_codes = np.fromiter(map(self.cat_ids.__getitem__, map(_CAT, complete)),
-                                dtype=np.int32, count=len(complete))
+        cat_codes = np.fromiter(
+            map(self.cat_ids.__getitem__, map(_CAT, complete)), dtype=np.int32, count=len(complete)
+        )
         if len(self.cat_ids) > len(self.cat_counts):
             self.cat_counts = np.concatenate(
-                [self.cat_counts, np.zeros(len(self.cat_ids) - len(self.cat_counts), np.int64)])
-            self.kind_of_cat = np.array([_KIND_CODE.get(c, -1) for c in self.cat_ids],
-                                        dtype=np.int8)
+                [self.cat_counts, np.zeros(len(self.cat_ids) - len(self.cat_counts), np.int64)]
+            )
+            self.kind_of_cat = np.array(
+                [_KIND_CODE.get(c, -1) for c in self.cat_ids], dtype=np.int8
+            )
         self.cat_counts += np.bincount(cat_codes, minlength=len(self.cat_counts))
         kinds = self.kind_of_cat[cat_codes]
         if (kinds < 0).any():  # unknown categories: count them by (cat, pid), drop the events
@@ -815,11 +894,14 @@ class _ColumnBuilder:
             return
         part: dict[str, np.ndarray] = {
             "kind": kinds,
-            "name_id": np.fromiter(map(self.name_ids.__getitem__, map(_NAME, kept)),
-                                   dtype=np.int32, count=n),
-            "thread": np.fromiter(map(self.thread_ids.__getitem__,
-                                      zip(map(_PID, kept), map(_TID, kept))),
-                                  dtype=np.int32, count=n),
+            "name_id": np.fromiter(
+                map(self.name_ids.__getitem__, map(_NAME, kept)), dtype=np.int32, count=n
+            ),
+            "thread": np.fromiter(
+                map(self.thread_ids.__getitem__, zip(map(_PID, kept), map(_TID, kept))),
+                dtype=np.int32,
+                count=n,
+            ),
             "ts": np.fromiter(map(_TS, kept), dtype=np.float64, count=n),
             "dur": np.fromiter(map(_DUR, kept), dtype=np.float64, count=n),
         }
@@ -853,18 +935,29 @@ class _ColumnBuilder:
 
     def state(self) -> _BuilderState:
         """What ``append_state`` needs of this builder (picklable)."""
-        return {"names": list(self.name_ids), "threads": list(self.thread_ids),
-                "categories": dict(zip(self.cat_ids, self.cat_counts.tolist())),
-                "unread": self.unread, "parts": self.parts, "kernel_parts": self.kernel_parts,
-                "rows": self.offset}
+        return {
+            "names": list(self.name_ids),
+            "threads": list(self.thread_ids),
+            "categories": dict(zip(self.cat_ids, self.cat_counts.tolist())),
+            "unread": self.unread,
+            "parts": self.parts,
+            "kernel_parts": self.kernel_parts,
+            "rows": self.offset,
+        }
 
     def append_state(self, later: _BuilderState) -> None:
         """Append the columns of the events that follow this builder's (another builder's
         ``state``), renumbering names and threads as if this builder had read them."""
-        name_id = np.fromiter(map(self.name_ids.__getitem__, later["names"]), dtype=np.int32,
-                              count=len(later["names"]))
-        thread = np.fromiter(map(self.thread_ids.__getitem__, later["threads"]),
-                             dtype=np.int32, count=len(later["threads"]))
+        name_id = np.fromiter(
+            map(self.name_ids.__getitem__, later["names"]),
+            dtype=np.int32,
+            count=len(later["names"]),
+        )
+        thread = np.fromiter(
+            map(self.thread_ids.__getitem__, later["threads"]),
+            dtype=np.int32,
+            count=len(later["threads"]),
+        )
         cat_codes = [self.cat_ids[cat] for cat in later["categories"]]
         counts = np.zeros(len(self.cat_ids), dtype=np.int64)
         counts[: len(self.cat_counts)] = self.cat_counts
@@ -884,8 +977,9 @@ class _ColumnBuilder:
         if self.parts:
             # copy=False: the frame keeps these fresh arrays rather than copying them into
             # 2-D blocks (a second ~100 MB of fresh memory, slow to touch on a VM)
-            events = pd.DataFrame({c: np.concatenate([p[c] for p in self.parts])
-                                   for c in EVENT_COLUMNS}, copy=False)
+            events = pd.DataFrame(
+                {c: np.concatenate([p[c] for p in self.parts]) for c in EVENT_COLUMNS}, copy=False
+            )
         else:
             events = pd.DataFrame({c: np.array([], dtype=np.float64) for c in EVENT_COLUMNS})
             events["kind"] = events["kind"].astype(np.int8)
@@ -895,8 +989,11 @@ class _ColumnBuilder:
                 events[c] = events[c].astype(np.int64)
         if self.kernel_parts:
             rows = np.concatenate([p["row"] for p in self.kernel_parts])
-            launch = pd.DataFrame({c: np.concatenate([p[c] for p in self.kernel_parts])
-                                   for c in KERNEL_COLUMNS}, index=rows, copy=False)
+            launch = pd.DataFrame(
+                {c: np.concatenate([p[c] for p in self.kernel_parts]) for c in KERNEL_COLUMNS},
+                index=rows,
+                copy=False,
+            )
         else:
             launch = pd.DataFrame({c: np.array([], dtype=np.float64) for c in KERNEL_COLUMNS})
         names = np.empty(len(self.name_ids), dtype=object)
@@ -904,11 +1001,20 @@ class _ColumnBuilder:
         excluded = _impossible_rows(events)
         if excluded:
             events, launch = _without_rows(events, launch, excluded.pop("_rows"))
-        return Trace(path=path, events=events, kernel_launch=launch, names=names,
-                     threads=list(self.thread_ids), devices=devices,
-                     categories=dict(sorted(zip(self.cat_ids, self.cat_counts.tolist()),
-                                            key=lambda kv: -kv[1])),
-                     span=_span(events, names), excluded=excluded, unread=dict(self.unread))
+        return Trace(
+            path=path,
+            events=events,
+            kernel_launch=launch,
+            names=names,
+            threads=list(self.thread_ids),
+            devices=devices,
+            categories=dict(
+                sorted(zip(self.cat_ids, self.cat_counts.tolist()), key=lambda kv: -kv[1])
+            ),
+            span=_span(events, names),
+            excluded=excluded,
+            unread=dict(self.unread),
+        )
 
 
 #: no trace lasts a day: a duration longer than that, or a start further than that from the
@@ -916,7 +1022,7 @@ class _ColumnBuilder:
 _ABSURD_US = 86_400e6
 #: from 2**53 µs on, float64 cannot hold a timestamp to the microsecond (durations derived from
 #: such timestamps collapse through rounding)
-_MAX_TS_US = float(2 ** 53)
+_MAX_TS_US = float(2**53)
 
 
 def _impossible_rows(events: pd.DataFrame) -> dict[str, Any]:
@@ -971,6 +1077,7 @@ def _duplicated(events: pd.DataFrame) -> np.ndarray:
 def _row_hashes(events: pd.DataFrame) -> np.ndarray:
     """A 64-bit number per event from its kind, thread, name, ts and dur: equal events get
     equal numbers; different events rarely do, and then only cost an exact comparison."""
+
     def bits(column: str, dtype: type[np.generic]) -> np.ndarray:
         values: np.ndarray = events[column].to_numpy().astype(dtype, copy=False)
         return values.view(np.uint64)
@@ -983,8 +1090,9 @@ def _row_hashes(events: pd.DataFrame) -> np.ndarray:
     return key
 
 
-def _without_rows(events: pd.DataFrame, launch: pd.DataFrame, drop: np.ndarray
-                  ) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _without_rows(
+    events: pd.DataFrame, launch: pd.DataFrame, drop: np.ndarray
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``events`` without the ``drop`` rows, renumbered, and the kernel launch rows to match."""
     keep = ~drop
     new_row = np.cumsum(keep) - 1
@@ -1032,11 +1140,10 @@ def _arg_values(args: list[_Args], column: ArgColumn, i: int) -> np.ndarray:
     try:
         return np.fromiter(map(get, args), dtype=dtype, count=len(args))
     except (TypeError, OverflowError):  # an explicit null, or an int beyond 64 bits
-        values = np.array([np.nan if v is None else v for v in map(get, args)],
-                          dtype=np.float64)
+        values = np.array([np.nan if v is None else v for v in map(get, args)], dtype=np.float64)
         if column.type == "float":
             return values
-        absent = np.isnan(values) | (np.abs(values) >= 2.0 ** 63)  # beyond int64: unusable
+        absent = np.isnan(values) | (np.abs(values) >= 2.0**63)  # beyond int64: unusable
         return np.where(absent, -1, values).astype(np.int64)
 
 

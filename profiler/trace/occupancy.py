@@ -35,10 +35,10 @@ from profiler.trace.load import DeviceProperties
 @dataclass(frozen=True)
 class ArchLimits:
     max_blocks_per_sm: int
-    reg_alloc_unit: int = 256       # registers, per warp
-    sub_partitions: int = 4         # register file is split 4 ways (sm_60+ except sm_60: 2)
+    reg_alloc_unit: int = 256  # registers, per warp
+    sub_partitions: int = 4  # register file is split 4 ways (sm_60+ except sm_60: 2)
     max_regs_per_thread: int = 255
-    smem_alloc_unit: int = 128      # bytes
+    smem_alloc_unit: int = 128  # bytes
     reserved_smem_per_block: int = 0
 
 
@@ -47,10 +47,10 @@ class ArchLimits:
 ARCH_LIMITS: dict[tuple[int, int | None], ArchLimits] = {
     (6, 0): ArchLimits(32, sub_partitions=2, smem_alloc_unit=256),
     (6, None): ArchLimits(32, smem_alloc_unit=256),
-    (7, 5): ArchLimits(16),                                   # Turing
-    (7, None): ArchLimits(32),                                # Volta, Xavier
-    (8, 0): ArchLimits(32, reserved_smem_per_block=1024),     # A100
-    (8, 9): ArchLimits(24, reserved_smem_per_block=1024),     # Ada
+    (7, 5): ArchLimits(16),  # Turing
+    (7, None): ArchLimits(32),  # Volta, Xavier
+    (8, 0): ArchLimits(32, reserved_smem_per_block=1024),  # A100
+    (8, 9): ArchLimits(24, reserved_smem_per_block=1024),  # Ada
     (8, None): ArchLimits(16, reserved_smem_per_block=1024),  # GA10x, Orin (8.6, 8.7)
     (9, None): ArchLimits(32, reserved_smem_per_block=1024),  # Hopper
     (10, None): ArchLimits(32, reserved_smem_per_block=1024),  # Blackwell datacenter
@@ -61,16 +61,18 @@ _DEFAULT_LIMITS = ArchLimits(32, reserved_smem_per_block=1024)
 
 
 def arch_limits(device: DeviceProperties) -> ArchLimits:
-    return (ARCH_LIMITS.get((device.compute_major, device.compute_minor))
-            or ARCH_LIMITS.get((device.compute_major, None))
-            or _DEFAULT_LIMITS)
+    return (
+        ARCH_LIMITS.get((device.compute_major, device.compute_minor))
+        or ARCH_LIMITS.get((device.compute_major, None))
+        or _DEFAULT_LIMITS
+    )
 
 
 @dataclass(frozen=True)
 class Occupancy:
     active_blocks_per_sm: int
-    occupancy: float          # 0..1: active warps / max warps per SM
-    limiter: str              # "warps", "blocks", "registers", "shared memory", or why not
+    occupancy: float  # 0..1: active warps / max warps per SM
+    limiter: str  # "warps", "blocks", "registers", "shared memory", or why not
     blocks_by_warps: int
     blocks_by_blocks: int
     blocks_by_registers: int
@@ -84,8 +86,12 @@ def _round_up(value: int, unit: int) -> int:
 _BIG = 1 << 30
 
 
-def theoretical_occupancy(registers_per_thread: int, shared_memory_per_block: int,
-                          threads_per_block: int, device: DeviceProperties) -> Occupancy | None:
+def theoretical_occupancy(
+    registers_per_thread: int,
+    shared_memory_per_block: int,
+    threads_per_block: int,
+    device: DeviceProperties,
+) -> Occupancy | None:
     """None when the inputs cannot describe a launch (no threads, no device limits)."""
     warp_size = device.warp_size or 32
     max_threads_per_sm = device.max_threads_per_sm
@@ -127,16 +133,24 @@ def theoretical_occupancy(registers_per_thread: int, shared_memory_per_block: in
     else:
         by_smem = smem_per_sm // smem_allocated
 
-    candidates = {"warps": by_warps, "blocks": by_blocks, "registers": by_registers,
-                  "shared memory": by_smem}
+    candidates = {
+        "warps": by_warps,
+        "blocks": by_blocks,
+        "registers": by_registers,
+        "shared memory": by_smem,
+    }
     # first of equal minima: warps, blocks, ...
     limiter = min(candidates, key=candidates.__getitem__)
     active = candidates[limiter]
     if threads_per_block > (device.max_threads_per_block or 1024):
         active, limiter = 0, "block too large"
     occupancy = active * warps_per_block / max_warps_per_sm if max_warps_per_sm else 0.0
-    return Occupancy(active_blocks_per_sm=int(active), occupancy=min(occupancy, 1.0),
-                     limiter=limiter, blocks_by_warps=int(by_warps),
-                     blocks_by_blocks=int(by_blocks),
-                     blocks_by_registers=int(min(by_registers, _BIG)),
-                     blocks_by_shared_memory=int(min(by_smem, _BIG)))
+    return Occupancy(
+        active_blocks_per_sm=int(active),
+        occupancy=min(occupancy, 1.0),
+        limiter=limiter,
+        blocks_by_warps=int(by_warps),
+        blocks_by_blocks=int(by_blocks),
+        blocks_by_registers=int(min(by_registers, _BIG)),
+        blocks_by_shared_memory=int(min(by_smem, _BIG)),
+    )

@@ -34,8 +34,16 @@ from profiler.errors import UserError
 from profiler.trace.kernels import NO_OPERATOR
 from profiler.trace.load import KIND, Trace
 
-BREAKDOWN = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader",
-             "cpu_exec", "other")
+BREAKDOWN = (
+    "kernel",
+    "memcpy",
+    "memset",
+    "communication",
+    "runtime",
+    "dataloader",
+    "cpu_exec",
+    "other",
+)
 
 _COMMUNICATION = r"nccl|all_?reduce|all_?gather|reduce_?scatter|alltoall"
 
@@ -49,40 +57,50 @@ BREAKDOWN_DEFINITIONS: dict[str, dict[str, str]] = {
         "steps": "CPU ProfilerStep#N spans, extended to the end of the GPU work they launched",
         "kernel": "GPU kernels other than communication kernels",
         "communication": "kernels named as communication (nccl, all_reduce, all_gather, "
-                         "reduce_scatter, alltoall: the category rules)",
+        "reduce_scatter, alltoall: the category rules)",
         "runtime": "CUDA runtime and driver API calls (cuda_runtime, cuda_driver)",
         "dataloader": "enumerate(DataLoader)#*.__next__ / enumerate(DataPipe)#* spans",
         "cpu_exec": "cpu_op, user_annotation and python_function spans (python_function only "
-                    "in traces recorded with stacks)",
+        "in traces recorded with stacks)",
     },
     "plugin": {
         "steps": "the same, as it reads a tb-compat copy (in a raw trace a GPU-side "
-                 "ProfilerStep#N copy is an extra step); without step spans, one step over "
-                 "the cpu_op spans only",
+        "ProfilerStep#N copy is an extra step); without step spans, one step over "
+        "the cpu_op spans only",
         "kernel": "GPU kernels other than those launched by a communication operator",
         "communication": "kernels launched by an nccl:*/gloo:* operator (by External id), and "
-                         "those operators' CPU spans; no kernel is communication by its name",
+        "those operators' CPU spans; no kernel is communication by its name",
         "runtime": "runtime API calls (cat 'Runtime'/'runtime': current traces' cuda_runtime "
-                   "and cuda_driver only in the tb-compat copy; 0 in a raw current trace)",
+        "and cuda_driver only in the tb-compat copy; 0 in a raw current trace)",
         "dataloader": "enumerate(DataLoader)#*.__next__ / enumerate(DataPipe)#* cpu_op spans "
-                      "only: 0.4.3 drops user_annotation spans, as current torch records a "
-                      "DataLoader's (the plugin's last source, unreleased, reads them)",
+        "only: 0.4.3 drops user_annotation spans, as current torch records a "
+        "DataLoader's (the plugin's last source, unreleased, reads them)",
         "cpu_exec": "cpu_op spans only: user_annotation (record_function) spans other than "
-                    "steps and communication operators, and python_function spans, are not "
-                    "counted",
+        "steps and communication operators, and python_function spans, are not "
+        "counted",
     },
 }
 #: who defines each reading, for titles
 DEFINERS = {"tool": "this tool", "plugin": "TensorBoard plugin 0.4.3"}
 #: communication operators as the plugin names them (its NcclOpNameSet and GlooOpNameSet)
 PLUGIN_COMMUNICATION_OPS = (
-    "nccl:broadcast", "nccl:reduce", "nccl:all_reduce", "nccl:all_gather", "nccl:reduce_scatter",
-    "gloo:broadcast", "gloo:reduce", "gloo:all_reduce", "gloo:all_gather", "gloo:reduce_scatter")
+    "nccl:broadcast",
+    "nccl:reduce",
+    "nccl:all_reduce",
+    "nccl:all_gather",
+    "nccl:reduce_scatter",
+    "gloo:broadcast",
+    "gloo:reduce",
+    "gloo:all_reduce",
+    "gloo:all_gather",
+    "gloo:reduce_scatter",
+)
 
 
 # --------------------------------------------------------------------------------------------
 # interval helpers
 # --------------------------------------------------------------------------------------------
+
 
 def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Union of intervals, as sorted disjoint (starts, ends)."""
@@ -103,8 +121,12 @@ def covered(starts: np.ndarray, ends: np.ndarray, lo: float, hi: float) -> float
     return float(np.clip(np.minimum(ends, hi) - np.maximum(starts, lo), 0, None).sum())
 
 
-def covered_per_window(starts: npt.ArrayLike, ends: npt.ArrayLike, w_lo: np.ndarray | pd.Series,
-                       w_hi: np.ndarray | pd.Series) -> np.ndarray:
+def covered_per_window(
+    starts: npt.ArrayLike,
+    ends: npt.ArrayLike,
+    w_lo: np.ndarray | pd.Series,
+    w_hi: np.ndarray | pd.Series,
+) -> np.ndarray:
     """Covered length of merged intervals inside each window (windows may be many).
 
     Per window, the same as ``covered``: only the intervals that overlap the window are clipped
@@ -142,6 +164,7 @@ def _inside(points: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndar
 # results
 # --------------------------------------------------------------------------------------------
 
+
 @dataclass
 class DeviceMetrics:
     device: int
@@ -149,7 +172,7 @@ class DeviceMetrics:
     gpu_utilization_pct: float
     est_sm_efficiency_pct: float | None
     est_achieved_occupancy_pct: float | None  # Kineto's per-kernel estimate, time-weighted
-    theoretical_occupancy_pct: float | None   # ours, time-weighted over the same kernels
+    theoretical_occupancy_pct: float | None  # ours, time-weighted over the same kernels
     busy_us: float
     idle_gaps: int
     idle_total_us: float
@@ -182,20 +205,27 @@ class Overview:
     def slowest_and_fastest(self, n: int) -> tuple[pd.DataFrame, pd.DataFrame]:
         """The ``n`` slowest steps (longest ``step_us`` first) and the ``n`` fastest (shortest
         first); of equal steps, the earlier comes first."""
-        return (self.steps.nlargest(n, "step_us", keep="first"),
-                self.steps.nsmallest(n, "step_us", keep="first"))
+        return (
+            self.steps.nlargest(n, "step_us", keep="first"),
+            self.steps.nsmallest(n, "step_us", keep="first"),
+        )
 
     def step_distribution(self) -> pd.DataFrame:
         """Min, median, 90th percentile and max of every numeric step column, one row each."""
         numeric = self.steps.select_dtypes("number")
-        rows = {"min": numeric.min(), "median": numeric.median(),
-                "p90": numeric.quantile(0.9), "max": numeric.max()}
+        rows = {
+            "min": numeric.min(),
+            "median": numeric.median(),
+            "p90": numeric.quantile(0.9),
+            "max": numeric.max(),
+        }
         return pd.DataFrame(rows).T
 
 
 # --------------------------------------------------------------------------------------------
 # steps
 # --------------------------------------------------------------------------------------------
+
 
 def cpu_steps(trace: Trace) -> pd.DataFrame:
     """ProfilerStep#N spans on CPU threads (the GPU copies are ignored). Spans of one name over
@@ -205,15 +235,18 @@ def cpu_steps(trace: Trace) -> pd.DataFrame:
     ev = trace.events
     names = pd.Series(trace.names)
     step_ids = names[names.str.startswith("ProfilerStep#")].index
-    steps = ev.loc[ev["kind"].isin([KIND["cpu_op"], KIND["annotation"]])
-                   & ev["name_id"].isin(step_ids), ["name_id", "ts", "dur"]].copy()
+    steps = ev.loc[
+        ev["kind"].isin([KIND["cpu_op"], KIND["annotation"]]) & ev["name_id"].isin(step_ids),
+        ["name_id", "ts", "dur"],
+    ].copy()
     if steps.empty:
         return pd.DataFrame(columns=["step", "cpu_start", "cpu_end"])
     steps["step"] = trace.names[steps["name_id"].to_numpy()]
     kept: dict[str, list[tuple[float, float]]] = {}
     keep = []
     for step, ts, dur in steps.sort_values("dur", ascending=False, kind="stable")[
-            ["step", "ts", "dur"]].itertuples(index=False):
+        ["step", "ts", "dur"]
+    ].itertuples(index=False):
         spans = kept.setdefault(step, [])
         if not any(ts < end and start < ts + dur for start, end in spans):
             spans.append((ts, ts + dur))
@@ -224,9 +257,13 @@ def cpu_steps(trace: Trace) -> pd.DataFrame:
     for _, _, step in keep:
         seen[step] = seen.get(step, 0) + 1
         labels.append(step if seen[step] == 1 else f"{step} ({seen[step]})")
-    return pd.DataFrame({"step": labels,
-                         "cpu_start": [ts for ts, _, _ in keep],
-                         "cpu_end": [ts + dur for ts, dur, _ in keep]})
+    return pd.DataFrame(
+        {
+            "step": labels,
+            "cpu_start": [ts for ts, _, _ in keep],
+            "cpu_end": [ts + dur for ts, dur, _ in keep],
+        }
+    )
 
 
 def repeated_steps(steps: pd.DataFrame) -> str | None:
@@ -240,15 +277,19 @@ def repeated_steps(steps: pd.DataFrame) -> str | None:
     if repeated.empty:
         return None
     listed = ", ".join(f"{name} {n} times" for name, n in repeated.items())
-    return (f"step numbers repeat in this trace ({listed}): each span is counted as a step, "
-            "labelled (2), (3) ... after the first; two profilers in one trace, or spans "
-            "named like steps by hand?")
+    return (
+        f"step numbers repeat in this trace ({listed}): each span is counted as a step, "
+        "labelled (2), (3) ... after the first; two profilers in one trace, or spans "
+        "named like steps by hand?"
+    )
 
 
 def _gpu_rows(trace: Trace) -> pd.DataFrame:
     ev = trace.events
-    return ev.loc[ev["kind"].isin([KIND["kernel"], KIND["memcpy"], KIND["memset"]]),
-                  ["ts", "dur", "correlation", "device", "thread"]]
+    return ev.loc[
+        ev["kind"].isin([KIND["kernel"], KIND["memcpy"], KIND["memset"]]),
+        ["ts", "dur", "correlation", "device", "thread"],
+    ]
 
 
 def step_windows(trace: Trace, definitions: str = "tool") -> tuple[pd.DataFrame, int]:
@@ -271,22 +312,37 @@ def step_windows(trace: Trace, definitions: str = "tool") -> tuple[pd.DataFrame,
         if cpu.empty:
             cpu = ev
         if cpu.empty:
-            return pd.DataFrame(columns=["step", "cpu_start", "cpu_end", "start", "end",
-                                         "gpu_events"]), 0
-        steps = pd.DataFrame({"step": ["(whole trace)"], "cpu_start": [cpu["ts"].min()],
-                              "cpu_end": [(cpu["ts"] + cpu["dur"]).max()]})
+            return pd.DataFrame(
+                columns=["step", "cpu_start", "cpu_end", "start", "end", "gpu_events"]
+            ), 0
+        steps = pd.DataFrame(
+            {
+                "step": ["(whole trace)"],
+                "cpu_start": [cpu["ts"].min()],
+                "cpu_end": [(cpu["ts"] + cpu["dur"]).max()],
+            }
+        )
     gpu = _gpu_rows(trace)
-    launch = ev.loc[ev["kind"].isin([KIND["runtime"], KIND["driver"]]) & (ev["correlation"] >= 0),
-                    ["correlation", "ts", "dur"]]
+    launch = ev.loc[
+        ev["kind"].isin([KIND["runtime"], KIND["driver"]]) & (ev["correlation"] >= 0),
+        ["correlation", "ts", "dur"],
+    ]
     n = len(steps)
     dev_min = np.full(n, np.inf)
     dev_max = np.full(n, -np.inf)
     matched = np.zeros(n, dtype=np.int64)
     prev_end = float(steps["cpu_start"].iloc[0])
     if len(gpu) and len(launch):
-        link = gpu[["correlation", "ts", "dur"]].rename_axis("row").reset_index().merge(
-            launch[["correlation", "ts", "dur"]].rename(columns={"ts": "lts", "dur": "ldur"}),
-            on="correlation", how="inner")
+        link = (
+            gpu[["correlation", "ts", "dur"]]
+            .rename_axis("row")
+            .reset_index()
+            .merge(
+                launch[["correlation", "ts", "dur"]].rename(columns={"ts": "lts", "dur": "ldur"}),
+                on="correlation",
+                how="inner",
+            )
+        )
         lts, lend = link["lts"].to_numpy(), (link["lts"] + link["ldur"]).to_numpy()
         cs, ce = steps["cpu_start"].to_numpy(), steps["cpu_end"].to_numpy()
         i = np.searchsorted(cs, lts, side="right") - 1
@@ -334,6 +390,7 @@ def step_windows(trace: Trace, definitions: str = "tool") -> tuple[pd.DataFrame,
 # GPU metrics
 # --------------------------------------------------------------------------------------------
 
+
 def _device_of(rows: pd.DataFrame, trace: Trace) -> np.ndarray:
     dev: np.ndarray = rows["device"].to_numpy()
     if (dev < 0).any():  # old traces without args.device: the pid is the device
@@ -343,8 +400,9 @@ def _device_of(rows: pd.DataFrame, trace: Trace) -> np.ndarray:
     return dev
 
 
-def sm_efficiency_ranges(starts: np.ndarray, ends: np.ndarray, blocks_per_sm: np.ndarray
-                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def sm_efficiency_ranges(
+    starts: np.ndarray, ends: np.ndarray, blocks_per_sm: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Step function of min(sum of concurrent blocks per SM, 1): (seg_start, seg_end, value)."""
     valid = blocks_per_sm > 0
     s, e, v = starts[valid], ends[valid], blocks_per_sm[valid]
@@ -361,8 +419,9 @@ def sm_efficiency_ranges(starts: np.ndarray, ends: np.ndarray, blocks_per_sm: np
     return seg_s[keep], seg_e[keep], np.minimum(val[keep], 1.0)
 
 
-def device_metrics(trace: Trace, kernels: pd.DataFrame, window: tuple[float, float]
-                   ) -> list[DeviceMetrics]:
+def device_metrics(
+    trace: Trace, kernels: pd.DataFrame, window: tuple[float, float]
+) -> list[DeviceMetrics]:
     lo, hi = window
     span = hi - lo
     out: list[DeviceMetrics] = []
@@ -389,8 +448,11 @@ def device_metrics(trace: Trace, kernels: pd.DataFrame, window: tuple[float, flo
         est_occ = float((occ[has] * clip_k[has]).sum() / clip_k[has].sum()) if has.any() else None
         theo = k["theoretical_occupancy_pct"].to_numpy(dtype=np.float64)
         has_t = np.isfinite(theo) & (clip_k > 0)
-        theo_occ = float((theo[has_t] * clip_k[has_t]).sum() / clip_k[has_t].sum()) \
-            if has_t.any() else None
+        theo_occ = (
+            float((theo[has_t] * clip_k[has_t]).sum() / clip_k[has_t].sum())
+            if has_t.any()
+            else None
+        )
         # idle gaps between GPU activity (kernels, copies, memsets) inside the steps
         g = gpu[gpu_devices == device]
         gs, ge = merge(g["ts"].to_numpy(), (g["ts"] + g["dur"]).to_numpy())
@@ -399,13 +461,21 @@ def device_metrics(trace: Trace, kernels: pd.DataFrame, window: tuple[float, flo
         gaps = gs[1:] - ge[:-1] if len(gs) > 1 else np.array([])
         gaps = gaps[gaps > 0]
         props = trace.devices.get(int(device))
-        out.append(DeviceMetrics(
-            device=int(device), name=props.name if props else "",
-            gpu_utilization_pct=100.0 * busy / span, est_sm_efficiency_pct=sm_eff,
-            est_achieved_occupancy_pct=est_occ, theoretical_occupancy_pct=theo_occ,
-            busy_us=busy, idle_gaps=int(len(gaps)), idle_total_us=float(gaps.sum()),
-            idle_largest_us=float(gaps.max()) if len(gaps) else 0.0,
-            idle_median_us=float(np.median(gaps)) if len(gaps) else 0.0))
+        out.append(
+            DeviceMetrics(
+                device=int(device),
+                name=props.name if props else "",
+                gpu_utilization_pct=100.0 * busy / span,
+                est_sm_efficiency_pct=sm_eff,
+                est_achieved_occupancy_pct=est_occ,
+                theoretical_occupancy_pct=theo_occ,
+                busy_us=busy,
+                idle_gaps=int(len(gaps)),
+                idle_total_us=float(gaps.sum()),
+                idle_largest_us=float(gaps.max()) if len(gaps) else 0.0,
+                idle_median_us=float(np.median(gaps)) if len(gaps) else 0.0,
+            )
+        )
     return out
 
 
@@ -436,16 +506,19 @@ def utilization_timeline(trace: Trace, device: int | None = None) -> list[tuple[
 # breakdown
 # --------------------------------------------------------------------------------------------
 
-def _role_intervals(trace: Trace, communication_kernel: np.ndarray,
-                    definitions: str = "tool") -> dict[str, tuple[np.ndarray, np.ndarray]]:
+
+def _role_intervals(
+    trace: Trace, communication_kernel: np.ndarray, definitions: str = "tool"
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Merged intervals of each role but "other"; ``definitions``: "tool" or "plugin"
     (BREAKDOWN_DEFINITIONS)."""
     ev = trace.events
     names = pd.Series(trace.names)
     kind = ev["kind"].to_numpy()
     is_step = names.str.startswith("ProfilerStep#").to_numpy()[ev["name_id"].to_numpy()]
-    is_loader = names.str.contains(r"^enumerate\(DataLoader\)#.*__next__$|^enumerate\(DataPipe\)#",
-                                   regex=True).to_numpy()[ev["name_id"].to_numpy()]
+    is_loader = names.str.contains(
+        r"^enumerate\(DataLoader\)#.*__next__$|^enumerate\(DataPipe\)#", regex=True
+    ).to_numpy()[ev["name_id"].to_numpy()]
     kernel = kind == KIND["kernel"]
     cpu_kinds = [KIND["cpu_op"], KIND["annotation"], KIND["python"]]
     loader_kinds = [KIND["cpu_op"], KIND["annotation"]]
@@ -453,8 +526,8 @@ def _role_intervals(trace: Trace, communication_kernel: np.ndarray,
         cpu_kinds = [KIND["cpu_op"]]  # communication operators: not a DataLoader's either
         loader_kinds = [KIND["cpu_op"]]
         is_comm_op = np.isin(kind, [KIND["cpu_op"], KIND["annotation"]]) & np.isin(
-            ev["name_id"].to_numpy(), np.flatnonzero(np.isin(trace.names,
-                                                             PLUGIN_COMMUNICATION_OPS)))
+            ev["name_id"].to_numpy(), np.flatnonzero(np.isin(trace.names, PLUGIN_COMMUNICATION_OPS))
+        )
         external = ev["external_id"].to_numpy()
         comm_ids = external[is_comm_op & (external >= 0)]
         communication_kernel = kernel & np.isin(external, comm_ids) & (external >= 0)
@@ -488,8 +561,9 @@ def _covered_regions(cuts: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> 
     return depth[:m] > 0
 
 
-def breakdown(trace: Trace, steps: pd.DataFrame, communication_kernel: np.ndarray,
-              definitions: str = "tool") -> pd.DataFrame:
+def breakdown(
+    trace: Trace, steps: pd.DataFrame, communication_kernel: np.ndarray, definitions: str = "tool"
+) -> pd.DataFrame:
     """Per step, µs of each role, by priority (kernel first, 'other' last); ``definitions``:
     "tool" or "plugin" (BREAKDOWN_DEFINITIONS)."""
     if steps.empty:
@@ -524,18 +598,22 @@ def _plugin_version_notes(trace: Trace, steps: pd.DataFrame) -> list[str]:
     definitions ``--breakdown plugin`` follows) and its last source read differently."""
     ev = trace.events
     names = pd.Series(trace.names)
-    loader = names.str.contains(r"^enumerate\(DataLoader\)#.*__next__$|^enumerate\(DataPipe\)#",
-                                regex=True).to_numpy()[ev["name_id"].to_numpy()]
+    loader = names.str.contains(
+        r"^enumerate\(DataLoader\)#.*__next__$|^enumerate\(DataPipe\)#", regex=True
+    ).to_numpy()[ev["name_id"].to_numpy()]
     spans = int((loader & (ev["kind"] == KIND["annotation"]).to_numpy()).sum())
     if not spans:
         return []
-    return [f"{spans} DataLoader span(s) recorded as user_annotation: left out of data loading, "
-            "as plugin 0.4.3 drops them (its unreleased last source counts them)"]
+    return [
+        f"{spans} DataLoader span(s) recorded as user_annotation: left out of data loading, "
+        "as plugin 0.4.3 drops them (its unreleased last source counts them)"
+    ]
 
 
 # --------------------------------------------------------------------------------------------
 # operators
 # --------------------------------------------------------------------------------------------
+
 
 def operator_table(trace: Trace, kernels: pd.DataFrame) -> pd.DataFrame:
     """CPU operators and record_function ranges by name: calls, total (inclusive) and self CPU
@@ -547,20 +625,25 @@ def operator_table(trace: Trace, kernels: pd.DataFrame) -> pd.DataFrame:
     plugin's "Host Self Duration" subtracts the operator's runtime calls too."""
     ev = trace.events
     names = pd.Series(trace.names)
-    nested = ev.loc[ev["kind"].isin([KIND[k] for k in _SELF_TIME_KINDS]),
-                    ["name_id", "ts", "dur", "thread", "kind"]]
+    nested = ev.loc[
+        ev["kind"].isin([KIND[k] for k in _SELF_TIME_KINDS]),
+        ["name_id", "ts", "dur", "thread", "kind"],
+    ]
     is_op = nested["kind"].isin([KIND["cpu_op"], KIND["annotation"]]).to_numpy()
     if not is_op.any():
-        return pd.DataFrame(columns=["operator", "calls", "cpu_total_us", "cpu_self_us",
-                                     "kernels", "kernel_us"])
+        return pd.DataFrame(
+            columns=["operator", "calls", "cpu_total_us", "cpu_self_us", "kernels", "kernel_us"]
+        )
     self_us = _self_time(nested)[is_op]
     cpu = nested[is_op]
-    frame = pd.DataFrame({"name_id": cpu["name_id"].to_numpy(), "dur": cpu["dur"].to_numpy(),
-                          "self": self_us})
+    frame = pd.DataFrame(
+        {"name_id": cpu["name_id"].to_numpy(), "dur": cpu["dur"].to_numpy(), "self": self_us}
+    )
     is_step = names.str.startswith("ProfilerStep#").to_numpy()[frame["name_id"].to_numpy()]
     frame = frame[~is_step]
-    agg = frame.groupby("name_id").agg(calls=("dur", "size"), cpu_total_us=("dur", "sum"),
-                                       cpu_self_us=("self", "sum"))
+    agg = frame.groupby("name_id").agg(
+        calls=("dur", "size"), cpu_total_us=("dur", "sum"), cpu_self_us=("self", "sum")
+    )
     if len(kernels):
         launched = kernels.groupby("operator_id")["dur"].agg(["size", "sum"])
         agg["kernels"] = launched["size"].reindex(agg.index).fillna(0).astype(int)
@@ -571,10 +654,24 @@ def operator_table(trace: Trace, kernels: pd.DataFrame) -> pd.DataFrame:
     agg.insert(0, "operator", trace.names[agg.index.to_numpy()])
     agg = agg.reset_index(drop=True)
     if orphan is not None and len(orphan):
-        agg = pd.concat([agg, pd.DataFrame([{
-            "operator": NO_OPERATOR, "calls": 0, "cpu_total_us": 0.0, "cpu_self_us": 0.0,
-            "kernels": int(orphan["size"].sum()), "kernel_us": float(orphan["sum"].sum())}])],
-            ignore_index=True)
+        agg = pd.concat(
+            [
+                agg,
+                pd.DataFrame(
+                    [
+                        {
+                            "operator": NO_OPERATOR,
+                            "calls": 0,
+                            "cpu_total_us": 0.0,
+                            "cpu_self_us": 0.0,
+                            "kernels": int(orphan["size"].sum()),
+                            "kernel_us": float(orphan["sum"].sum()),
+                        }
+                    ]
+                ),
+            ],
+            ignore_index=True,
+        )
     return agg.sort_values(["cpu_total_us", "kernel_us"], ascending=False).reset_index(drop=True)
 
 
@@ -623,34 +720,45 @@ def _self_time(cpu: pd.DataFrame) -> np.ndarray:
 # the whole overview
 # --------------------------------------------------------------------------------------------
 
-def overview(trace: Trace, kernels: pd.DataFrame, kernel_categories: pd.Series | None = None,
-             definitions: str = "tool") -> Overview:
+
+def overview(
+    trace: Trace,
+    kernels: pd.DataFrame,
+    kernel_categories: pd.Series | None = None,
+    definitions: str = "tool",
+) -> Overview:
     """``kernels``: kernel_rows(trace); ``kernel_categories``: category of each of those rows;
     ``definitions``: the breakdown's, "tool" or "plugin" (BREAKDOWN_DEFINITIONS)."""
     if definitions not in BREAKDOWN_DEFINITIONS:
-        raise UserError(f"unknown breakdown definitions {definitions!r}; choose one of: "
-                        f"{', '.join(BREAKDOWN_DEFINITIONS)}")
+        raise UserError(
+            f"unknown breakdown definitions {definitions!r}; choose one of: "
+            f"{', '.join(BREAKDOWN_DEFINITIONS)}"
+        )
     steps, dropped = step_windows(trace, definitions)
     has_gpu = trace.has_gpu_activity
     notes = []
     unanalysed = trace.unanalysed_warning
     if unanalysed:
-        notes.append(f"device events this tool does not read: {unanalysed}"
-                     + ("; CPU tables only" if not has_gpu else ""))
+        notes.append(
+            f"device events this tool does not read: {unanalysed}"
+            + ("; CPU tables only" if not has_gpu else "")
+        )
     elif not has_gpu:
-        notes.append("no GPU activity was recorded in this trace (CPU-only profile): "
-                     "CPU tables only")
+        notes.append(
+            "no GPU activity was recorded in this trace (CPU-only profile): CPU tables only"
+        )
     if dropped:
-        notes.append(f"left out the last {dropped} step(s): the recording ended before their "
-                     "GPU work was captured")
+        notes.append(
+            f"left out the last {dropped} step(s): the recording ended before their "
+            "GPU work was captured"
+        )
     if definitions == "plugin":
         notes += _plugin_version_notes(trace, steps)
     repeated = repeated_steps(steps)
-    window = (float(steps["start"].min()), float(steps["end"].max())) if len(steps) \
-        else trace.span
+    window = (float(steps["start"].min()), float(steps["end"].max())) if len(steps) else trace.span
     communication = np.zeros(len(trace.events), dtype=bool)
     if kernel_categories is not None and len(kernels):
-        communication[kernels.index.to_numpy()] = (kernel_categories == "communication")
+        communication[kernels.index.to_numpy()] = kernel_categories == "communication"
     devices = device_metrics(trace, kernels, window) if has_gpu else []
     table = breakdown(trace, steps, communication, definitions)
     if len(steps):
@@ -662,15 +770,24 @@ def overview(trace: Trace, kernels: pd.DataFrame, kernel_categories: pd.Series |
         ms, me = merge(kts, ke)
         per_step["gpu_busy_us"] = covered_per_window(ms, me, per_step["start"], per_step["end"])
         per_step["gpu_utilization_pct"] = np.where(
-            per_step["step_us"] > 0, 100 * per_step["gpu_busy_us"] / per_step["step_us"], 0.0)
+            per_step["step_us"] > 0, 100 * per_step["gpu_busy_us"] / per_step["step_us"], 0.0
+        )
         step_of = np.searchsorted(per_step["start"].to_numpy(), kts, side="right") - 1
         ok = (step_of >= 0) & (kts < per_step["end"].to_numpy()[np.clip(step_of, 0, None)])
-        per_step["kernels"] = np.bincount(step_of[ok], minlength=len(per_step))[:len(per_step)]
+        per_step["kernels"] = np.bincount(step_of[ok], minlength=len(per_step))[: len(per_step)]
         avg = {role: float(table[role].mean()) for role in BREAKDOWN}
     else:
         per_step = pd.DataFrame()
         avg = {role: 0.0 for role in BREAKDOWN}
-    return Overview(steps=per_step, devices=devices, breakdown_us=avg, steps_window=window,
-                    operators=operator_table(trace, kernels), has_gpu=has_gpu,
-                    dropped_tail_steps=dropped, notes=notes, definitions=definitions,
-                    warnings=[repeated] if repeated else [])
+    return Overview(
+        steps=per_step,
+        devices=devices,
+        breakdown_us=avg,
+        steps_window=window,
+        operators=operator_table(trace, kernels),
+        has_gpu=has_gpu,
+        dropped_tail_steps=dropped,
+        notes=notes,
+        definitions=definitions,
+        warnings=[repeated] if repeated else [],
+    )

@@ -31,10 +31,19 @@ from profiler.trace.rules import RunContext
 GENERATION_PHASES = ("encode", "decode", "project", "prefill")
 NO_PHASE = "(no phase)"
 
-PHASE_COLUMNS = ("phase", "spans", "wall_us", "kernel_us", "kernel_share_pct", "launches",
-                 "gpu_window_us", "gpu_idle_us", "gpu_idle_pct", "tensor_core_pct")
-POSITION_COLUMNS = ("phase", "position", "spans", "mean_wall_us", "mean_kernel_us",
-                    "mean_launches")
+PHASE_COLUMNS = (
+    "phase",
+    "spans",
+    "wall_us",
+    "kernel_us",
+    "kernel_share_pct",
+    "launches",
+    "gpu_window_us",
+    "gpu_idle_us",
+    "gpu_idle_pct",
+    "tensor_core_pct",
+)
+POSITION_COLUMNS = ("phase", "position", "spans", "mean_wall_us", "mean_kernel_us", "mean_launches")
 
 
 @dataclass
@@ -47,16 +56,20 @@ class PhaseSummary:
     has_kernels: bool
 
     def to_dict(self) -> dict[str, Any]:
-        return {"phases": _records(self.phases), "positions": _records(self.positions),
-                "has_kernels": self.has_kernels}
+        return {
+            "phases": _records(self.phases),
+            "positions": _records(self.positions),
+            "has_kernels": self.has_kernels,
+        }
 
 
 def has_phase_spans(trace: Trace, names: Sequence[str] = GENERATION_PHASES) -> bool:
     """Whether any CPU-side annotation carries one of ``names``."""
     wanted = np.flatnonzero(np.isin(trace.names, list(names)))
     ev = trace.events
-    return bool(len(wanted)) and bool(((ev["kind"] == KIND["annotation"])
-                                       & ev["name_id"].isin(wanted)).any())
+    return bool(len(wanted)) and bool(
+        ((ev["kind"] == KIND["annotation"]) & ev["name_id"].isin(wanted)).any()
+    )
 
 
 def phase_spans(trace: Trace, names: Sequence[str] = GENERATION_PHASES) -> pd.DataFrame:
@@ -64,19 +77,27 @@ def phase_spans(trace: Trace, names: Sequence[str] = GENERATION_PHASES) -> pd.Da
     it, or "") and position (its ordinal among same-named spans of that step)."""
     ev = trace.events
     wanted = np.flatnonzero(np.isin(trace.names, list(names)))
-    spans = ev.loc[(ev["kind"] == KIND["annotation"]) & ev["name_id"].isin(wanted),
-                   ["name_id", "ts", "dur"]]
-    frame = pd.DataFrame({"phase": trace.names[spans["name_id"].to_numpy()],
-                          "start": spans["ts"].to_numpy(dtype=float),
-                          "end": (spans["ts"] + spans["dur"]).to_numpy(dtype=float)})
+    spans = ev.loc[
+        (ev["kind"] == KIND["annotation"]) & ev["name_id"].isin(wanted), ["name_id", "ts", "dur"]
+    ]
+    frame = pd.DataFrame(
+        {
+            "phase": trace.names[spans["name_id"].to_numpy()],
+            "start": spans["ts"].to_numpy(dtype=float),
+            "end": (spans["ts"] + spans["dur"]).to_numpy(dtype=float),
+        }
+    )
     frame = frame.sort_values("start", kind="stable").reset_index(drop=True)
     steps = cpu_steps(trace)
     step = np.full(len(frame), "", dtype=object)
     if len(steps) and len(frame):
-        index = np.searchsorted(steps["cpu_start"].to_numpy(), frame["start"].to_numpy(),
-                                side="right") - 1
-        inside = (index >= 0) & (frame["start"].to_numpy()
-                                 <= steps["cpu_end"].to_numpy()[np.clip(index, 0, None)])
+        index = (
+            np.searchsorted(steps["cpu_start"].to_numpy(), frame["start"].to_numpy(), side="right")
+            - 1
+        )
+        inside = (index >= 0) & (
+            frame["start"].to_numpy() <= steps["cpu_end"].to_numpy()[np.clip(index, 0, None)]
+        )
         step = np.where(inside, steps["step"].to_numpy()[np.clip(index, 0, None)], "")
     frame["step"] = step
     frame["position"] = frame.groupby(["step", "phase"]).cumcount()
@@ -86,8 +107,10 @@ def phase_spans(trace: Trace, names: Sequence[str] = GENERATION_PHASES) -> pd.Da
 def _launch_times(trace: Trace, rows: pd.DataFrame) -> np.ndarray:
     """Start of the CPU launch call of each kernel row (NaN without one)."""
     ev = trace.events
-    launch = ev.loc[ev["kind"].isin([KIND["runtime"], KIND["driver"]])
-                    & (ev["correlation"] >= 0), ["correlation", "ts"]]
+    launch = ev.loc[
+        ev["kind"].isin([KIND["runtime"], KIND["driver"]]) & (ev["correlation"] >= 0),
+        ["correlation", "ts"],
+    ]
     launch = launch.drop_duplicates("correlation").set_index("correlation")["ts"]
     times: np.ndarray = rows["correlation"].map(launch).to_numpy(dtype=float)
     return times
@@ -107,63 +130,101 @@ def attribute(spans: pd.DataFrame, launch_ts: np.ndarray) -> np.ndarray:
     return owner
 
 
-def phase_summary(trace: Trace, names: Sequence[str] = GENERATION_PHASES,
-                  context: RunContext | None = None) -> PhaseSummary:
+def phase_summary(
+    trace: Trace, names: Sequence[str] = GENERATION_PHASES, context: RunContext | None = None
+) -> PhaseSummary:
     """The phase and per-position tables of a trace (see the module docstring)."""
     spans = phase_spans(trace, names)
     rows = kernel_rows(trace)
     owner = attribute(spans, _launch_times(trace, rows)) if len(rows) else np.array([], int)
     rows = rows.assign(span=owner, end=rows["ts"] + rows["dur"])
-    span_kernels = rows[rows["span"] >= 0].groupby("span").agg(
-        kernel_us=("dur", "sum"), launches=("dur", "size"), last_end=("end", "max"))
+    span_kernels = (
+        rows[rows["span"] >= 0]
+        .groupby("span")
+        .agg(kernel_us=("dur", "sum"), launches=("dur", "size"), last_end=("end", "max"))
+    )
     spans = spans.join(span_kernels)
     spans[["kernel_us", "launches"]] = spans[["kernel_us", "launches"]].fillna(0.0)
     spans["gpu_end"] = np.fmax(spans["end"].to_numpy(), spans["last_end"].to_numpy())
-    busy_starts, busy_ends = merge(rows["ts"].to_numpy(dtype=float),
-                                   rows["end"].to_numpy(dtype=float))
-    spans["busy_us"] = [covered(busy_starts, busy_ends, lo, hi)
-                        for lo, hi in zip(spans["start"], spans["gpu_end"])]
+    busy_starts, busy_ends = merge(
+        rows["ts"].to_numpy(dtype=float), rows["end"].to_numpy(dtype=float)
+    )
+    spans["busy_us"] = [
+        covered(busy_starts, busy_ends, lo, hi) for lo, hi in zip(spans["start"], spans["gpu_end"])
+    ]
     total_kernel = float(rows["dur"].sum())
-    table = [_phase_row(trace, phase, spans[spans["phase"] == phase],
-                        rows[rows["span"].isin(spans.index[spans["phase"] == phase])],
-                        total_kernel, context, has_kernels=len(rows) > 0)
-             for phase in [n for n in names if (spans["phase"] == n).any()]]
+    table = [
+        _phase_row(
+            trace,
+            phase,
+            spans[spans["phase"] == phase],
+            rows[rows["span"].isin(spans.index[spans["phase"] == phase])],
+            total_kernel,
+            context,
+            has_kernels=len(rows) > 0,
+        )
+        for phase in [n for n in names if (spans["phase"] == n).any()]
+    ]
     outside = rows[rows["span"] < 0]
     if len(outside):
-        table.append({"phase": NO_PHASE, "spans": 0, "wall_us": 0.0,
-                      "kernel_us": float(outside["dur"].sum()),
-                      "kernel_share_pct": 100.0 * float(outside["dur"].sum()) / total_kernel,
-                      "launches": len(outside), "gpu_window_us": None, "gpu_idle_us": None,
-                      "gpu_idle_pct": None,
-                      "tensor_core_pct": _tensor_core_pct(trace, outside, context)})
+        table.append(
+            {
+                "phase": NO_PHASE,
+                "spans": 0,
+                "wall_us": 0.0,
+                "kernel_us": float(outside["dur"].sum()),
+                "kernel_share_pct": 100.0 * float(outside["dur"].sum()) / total_kernel,
+                "launches": len(outside),
+                "gpu_window_us": None,
+                "gpu_idle_us": None,
+                "gpu_idle_pct": None,
+                "tensor_core_pct": _tensor_core_pct(trace, outside, context),
+            }
+        )
     phases = pd.DataFrame(table, columns=list(PHASE_COLUMNS))
-    positions = spans.assign(wall_us=spans["end"] - spans["start"]).groupby(
-        ["phase", "position"], sort=False).agg(
-        spans=("start", "size"), mean_wall_us=("wall_us", "mean"),
-        mean_kernel_us=("kernel_us", "mean"), mean_launches=("launches", "mean")).reset_index()
-    return PhaseSummary(phases=phases, positions=positions[list(POSITION_COLUMNS)],
-                        has_kernels=len(rows) > 0)
+    positions = (
+        spans.assign(wall_us=spans["end"] - spans["start"])
+        .groupby(["phase", "position"], sort=False)
+        .agg(
+            spans=("start", "size"),
+            mean_wall_us=("wall_us", "mean"),
+            mean_kernel_us=("kernel_us", "mean"),
+            mean_launches=("launches", "mean"),
+        )
+        .reset_index()
+    )
+    return PhaseSummary(
+        phases=phases, positions=positions[list(POSITION_COLUMNS)], has_kernels=len(rows) > 0
+    )
 
 
-def _phase_row(trace: Trace, phase: str, spans: pd.DataFrame, rows: pd.DataFrame,
-               total_kernel: float, context: RunContext | None, has_kernels: bool
-               ) -> dict[str, Any]:
+def _phase_row(
+    trace: Trace,
+    phase: str,
+    spans: pd.DataFrame,
+    rows: pd.DataFrame,
+    total_kernel: float,
+    context: RunContext | None,
+    has_kernels: bool,
+) -> dict[str, Any]:
     kernel_us = float(rows["dur"].sum())
     window = float((spans["gpu_end"] - spans["start"]).sum())
     idle = window - float(spans["busy_us"].sum())
-    return {"phase": phase, "spans": len(spans),
-            "wall_us": float((spans["end"] - spans["start"]).sum()),
-            "kernel_us": kernel_us,
-            "kernel_share_pct": 100.0 * kernel_us / total_kernel if total_kernel else None,
-            "launches": len(rows),
-            "gpu_window_us": window if has_kernels else None,
-            "gpu_idle_us": idle if has_kernels else None,
-            "gpu_idle_pct": 100.0 * idle / window if has_kernels and window > 0 else None,
-            "tensor_core_pct": _tensor_core_pct(trace, rows, context)}
+    return {
+        "phase": phase,
+        "spans": len(spans),
+        "wall_us": float((spans["end"] - spans["start"]).sum()),
+        "kernel_us": kernel_us,
+        "kernel_share_pct": 100.0 * kernel_us / total_kernel if total_kernel else None,
+        "launches": len(rows),
+        "gpu_window_us": window if has_kernels else None,
+        "gpu_idle_us": idle if has_kernels else None,
+        "gpu_idle_pct": 100.0 * idle / window if has_kernels and window > 0 else None,
+        "tensor_core_pct": _tensor_core_pct(trace, rows, context),
+    }
 
 
-def _tensor_core_pct(trace: Trace, rows: pd.DataFrame, context: RunContext | None
-                     ) -> float | None:
+def _tensor_core_pct(trace: Trace, rows: pd.DataFrame, context: RunContext | None) -> float | None:
     if not len(rows):
         return None
     summary = kernel_summary(trace, rows.drop(columns=["span", "end"]), context)
@@ -171,6 +232,16 @@ def _tensor_core_pct(trace: Trace, rows: pd.DataFrame, context: RunContext | Non
 
 
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    return [{k: (None if isinstance(v, float) and np.isnan(v) else
-                 v.item() if isinstance(v, np.generic) else v) for k, v in row.items()}
-            for row in frame.to_dict("records")]
+    return [
+        {
+            k: (
+                None
+                if isinstance(v, float) and np.isnan(v)
+                else v.item()
+                if isinstance(v, np.generic)
+                else v
+            )
+            for k, v in row.items()
+        }
+        for row in frame.to_dict("records")
+    ]

@@ -42,8 +42,11 @@ class StepKernels:
     @property
     def counts(self) -> list[int]:
         """Kernels launched in each step."""
-        return [int(sum(c)) for c in zip(*self.launches.values())] if self.launches \
+        return (
+            [int(sum(c)) for c in zip(*self.launches.values())]
+            if self.launches
             else [0] * len(self.steps)
+        )
 
     @property
     def partial(self) -> dict[str, int]:
@@ -54,8 +57,11 @@ class StepKernels:
     @property
     def uneven(self) -> list[str]:
         """Names that ran in every step, a different number of times in some."""
-        return [name for name, counts in self.launches.items()
-                if min(counts) > 0 and len(set(counts)) > 1]
+        return [
+            name
+            for name, counts in self.launches.items()
+            if min(counts) > 0 and len(set(counts)) > 1
+        ]
 
     @property
     def differ(self) -> bool:
@@ -73,9 +79,13 @@ def step_kernels(trace: Trace, kernels: pd.DataFrame, steps: pd.DataFrame) -> St
     inside = (step_of >= 0) & (ts < ends[np.clip(step_of, 0, None)])
     table = pd.crosstab(kernels["name_id"].to_numpy()[inside], step_of[inside])
     table = table.reindex(columns=range(len(names)), fill_value=0)
-    return StepKernels(steps=names, launches={
-        str(trace.names[i]): [int(c) for c in row]
-        for i, row in zip(table.index, table.to_numpy())})
+    return StepKernels(
+        steps=names,
+        launches={
+            str(trace.names[i]): [int(c) for c in row]
+            for i, row in zip(table.index, table.to_numpy())
+        },
+    )
 
 
 def _examples(texts: Iterable[str]) -> str:
@@ -85,8 +95,10 @@ def _examples(texts: Iterable[str]) -> str:
 
 
 def _per_step(found: StepKernels) -> str:
-    return ", ".join(f"{n} in step {step.removeprefix('ProfilerStep')}"
-                     for step, n in zip(found.steps, found.counts))
+    return ", ".join(
+        f"{n} in step {step.removeprefix('ProfilerStep')}"
+        for step, n in zip(found.steps, found.counts)
+    )
 
 
 def step_warnings(found: StepKernels, untraced: dict[str, int] | None = None) -> list[str]:
@@ -97,14 +109,16 @@ def step_warnings(found: StepKernels, untraced: dict[str, int] | None = None) ->
         text = f"profiled steps launched different kernels: {_per_step(found)}"
         partial = found.partial
         if partial:
-            examples = _examples(f"{short_name(n)} ({k} of {len(found.steps)})"
-                                 for n, k in partial.items())
+            examples = _examples(
+                f"{short_name(n)} ({k} of {len(found.steps)})" for n, k in partial.items()
+            )
             text += f"; {len(partial)} kernel name(s) ran in some steps only: {examples}"
         if found.uneven:
-            text += (f"; {len(found.uneven)} kernel name(s) ran a different number of times "
-                     "per step")
-        lines.append(text + " (events dropped, or another code path in some steps: per-step "
-                     "figures compare unlike steps)")
+            text += f"; {len(found.uneven)} kernel name(s) ran a different number of times per step"
+        lines.append(
+            text + " (events dropped, or another code path in some steps: per-step "
+            "figures compare unlike steps)"
+        )
     if untraced and found.steps:
         lines += _untraced_warnings(found, untraced)
     return lines
@@ -112,17 +126,25 @@ def step_warnings(found: StepKernels, untraced: dict[str, int] | None = None) ->
 
 def _untraced_warnings(found: StepKernels, untraced: dict[str, int]) -> list[str]:
     """Each step against the untraced call, name by name."""
-    if all(dict((n, c[k]) for n, c in found.launches.items() if c[k]) == untraced
-           for k in range(len(found.steps))):
+    if all(
+        dict((n, c[k]) for n, c in found.launches.items() if c[k]) == untraced
+        for k in range(len(found.steps))
+    ):
         return []
     missing = [n for n in untraced if n not in found.launches]
     extra = [n for n in found.launches if n not in untraced]
-    text = (f"an untraced call of this run launched {sum(untraced.values())} kernels of "
-            f"{len(untraced)} names; the profiled steps {_per_step(found)}")
+    text = (
+        f"an untraced call of this run launched {sum(untraced.values())} kernels of "
+        f"{len(untraced)} names; the profiled steps {_per_step(found)}"
+    )
     if missing:
-        text += (f"; {len(missing)} of the untraced call's kernel name(s) never ran in a "
-                 f"profiled step: {_examples(map(short_name, missing))}")
+        text += (
+            f"; {len(missing)} of the untraced call's kernel name(s) never ran in a "
+            f"profiled step: {_examples(map(short_name, missing))}"
+        )
     if extra:
-        text += (f"; {len(extra)} kernel name(s) ran only under the profiler: "
-                 f"{_examples(map(short_name, extra))}")
+        text += (
+            f"; {len(extra)} kernel name(s) ran only under the profiler: "
+            f"{_examples(map(short_name, extra))}"
+        )
     return [text + " (the trace does not show what the timed calls ran)"]

@@ -39,43 +39,46 @@ class Summary:
 
     def to_dict(self, top: int = 0) -> dict[str, Any]:
         k, o = self.kernels, self.overview
-        data: dict[str, Any] = json_safe({
-            "trace": str(self.trace_path),
-            "schema": self.schema,
-            "devices": self.devices,
-            "event_counts": self.event_counts,
-            "tensor_cores": {
-                "kernel_time_us": k.total_kernel_us,
-                "tensor_core_us": k.tensor_core_us,
-                "tensor_core_share_pct": 100 * k.tensor_core_share,
-                "unknown_us": k.tensor_core_unknown_us,
-                "gemm_conv_us": k.matrix_us,
-                "gemm_conv_tensor_core_us": k.matrix_tensor_core_us,
-                "tensor_core_share_of_gemm_conv_pct": 100 * k.tensor_core_share_of_matrix,
-            },
-            "overview": {
-                "steps": len(o.steps),
-                "mean_step_us": o.mean_step_us,
-                "steps_window_us": [o.steps_window[0], o.steps_window[1]],
-                "dropped_tail_steps": o.dropped_tail_steps,
-                "breakdown_mean_us_per_step": o.breakdown_us,
-                "breakdown_definitions": o.definitions,
-                "devices": [asdict(d) for d in o.devices],
-                "per_step": _records(o.steps),
-            },
-            "categories": _records(k.categories),
-            "kernels": _records(k.table if not top else k.table.head(top)),
-            "operators": _records(o.operators if not top else o.operators.head(top)),
-            "notes": self.notes,
-            "warnings": self.warnings,
-            "excluded_events": self.excluded_events,
-            **({"phases": self.phases.to_dict()} if self.phases is not None else {}),
-        })
+        data: dict[str, Any] = json_safe(
+            {
+                "trace": str(self.trace_path),
+                "schema": self.schema,
+                "devices": self.devices,
+                "event_counts": self.event_counts,
+                "tensor_cores": {
+                    "kernel_time_us": k.total_kernel_us,
+                    "tensor_core_us": k.tensor_core_us,
+                    "tensor_core_share_pct": 100 * k.tensor_core_share,
+                    "unknown_us": k.tensor_core_unknown_us,
+                    "gemm_conv_us": k.matrix_us,
+                    "gemm_conv_tensor_core_us": k.matrix_tensor_core_us,
+                    "tensor_core_share_of_gemm_conv_pct": 100 * k.tensor_core_share_of_matrix,
+                },
+                "overview": {
+                    "steps": len(o.steps),
+                    "mean_step_us": o.mean_step_us,
+                    "steps_window_us": [o.steps_window[0], o.steps_window[1]],
+                    "dropped_tail_steps": o.dropped_tail_steps,
+                    "breakdown_mean_us_per_step": o.breakdown_us,
+                    "breakdown_definitions": o.definitions,
+                    "devices": [asdict(d) for d in o.devices],
+                    "per_step": _records(o.steps),
+                },
+                "categories": _records(k.categories),
+                "kernels": _records(k.table if not top else k.table.head(top)),
+                "operators": _records(o.operators if not top else o.operators.head(top)),
+                "notes": self.notes,
+                "warnings": self.warnings,
+                "excluded_events": self.excluded_events,
+                **({"phases": self.phases.to_dict()} if self.phases is not None else {}),
+            }
+        )
         return data
 
 
-def summarize_trace(trace: Trace, context: RunContext | None = None,
-                    breakdown: str = "tool") -> Summary:
+def summarize_trace(
+    trace: Trace, context: RunContext | None = None, breakdown: str = "tool"
+) -> Summary:
     """Every table of a trace; ``breakdown``: whose step-breakdown definitions, "tool" or
     "plugin" (overview.BREAKDOWN_DEFINITIONS)."""
     rows = kernel_rows(trace)
@@ -84,30 +87,50 @@ def summarize_trace(trace: Trace, context: RunContext | None = None,
     # (mapped once per name, then looked up per kernel: a Series of every kernel's name is
     # slow to build on a trace of hundreds of thousands of kernels)
     category_of_name = pd.Series(trace.names).map(category_of).to_numpy()
-    categories = category_of_name[rows["name_id"].to_numpy()] if len(rows) else \
-        pd.Series([], dtype=object).to_numpy()
+    categories = (
+        category_of_name[rows["name_id"].to_numpy()]
+        if len(rows)
+        else pd.Series([], dtype=object).to_numpy()
+    )
     ov = overview(trace, rows, categories, breakdown)
-    counts = {kind: int(n) for kind, n in zip(*np.unique(
-        trace.events["kind"].to_numpy(), return_counts=True))}
+    counts = {
+        kind: int(n)
+        for kind, n in zip(*np.unique(trace.events["kind"].to_numpy(), return_counts=True))
+    }
     event_counts = {KINDS[k]: n for k, n in counts.items()}
     notes = list(ov.notes) + list(kernels.notes)
     if context is not None:
-        notes.append(f"run context: precision {context.precision}, TF32 "
-                     f"{'on' if context.tf32 else 'off'} ({context.source}); used only for "
-                     "kernels whose names carry no data type")
+        notes.append(
+            f"run context: precision {context.precision}, TF32 "
+            f"{'on' if context.tf32 else 'off'} ({context.source}); used only for "
+            "kernels whose names carry no data type"
+        )
     untraced = context.untraced_kernels if context is not None else None
-    warnings = [w for w in [trace.excluded_warning] if w] + list(ov.warnings) + \
-        step_warnings(step_kernels(trace, rows, ov.steps), untraced)
+    warnings = (
+        [w for w in [trace.excluded_warning] if w]
+        + list(ov.warnings)
+        + step_warnings(step_kernels(trace, rows, ov.steps), untraced)
+    )
     devices = [asdict(d) for d in trace.devices.values()]
     phases = phase_summary(trace, context=context) if has_phase_spans(trace) else None
-    return Summary(trace_path=trace.path, schema=trace.schema, devices=devices,
-                   event_counts=event_counts, kernels=kernels, overview=ov, notes=notes,
-                   excluded_events=dict(trace.excluded), warning=trace.excluded_warning,
-                   warnings=warnings, phases=phases)
+    return Summary(
+        trace_path=trace.path,
+        schema=trace.schema,
+        devices=devices,
+        event_counts=event_counts,
+        kernels=kernels,
+        overview=ov,
+        notes=notes,
+        excluded_events=dict(trace.excluded),
+        warning=trace.excluded_warning,
+        warnings=warnings,
+        phases=phases,
+    )
 
 
-def summarize(path: Path | str, context: RunContext | None = None,
-              breakdown: str = "tool") -> Summary:
+def summarize(
+    path: Path | str, context: RunContext | None = None, breakdown: str = "tool"
+) -> Summary:
     return summarize_trace(load_trace(path), context, breakdown)
 
 

@@ -48,11 +48,16 @@ from profiler.fsutil import (
 #: ignored by its analyses but still drawn by its trace view.
 CATEGORY_RENAMES: dict[str, tuple[str, str]] = {
     "cuda_runtime": ("Runtime", "CUDA runtime API calls: the plugin only knows 'Runtime'"),
-    "cuda_driver": ("Runtime", "CUDA driver API calls (cuLaunchKernelEx ...): linked to "
-                    "kernels by correlation id like runtime launches"),
-    "gpu_user_annotation": ("gpu_user_annotation_tbcompat",
-                            "GPU-timeline copies of record_function spans: hidden from the "
-                            "plugin's step and CPU-time analyses, still drawn in its trace view"),
+    "cuda_driver": (
+        "Runtime",
+        "CUDA driver API calls (cuLaunchKernelEx ...): linked to "
+        "kernels by correlation id like runtime launches",
+    ),
+    "gpu_user_annotation": (
+        "gpu_user_annotation_tbcompat",
+        "GPU-timeline copies of record_function spans: hidden from the "
+        "plugin's step and CPU-time analyses, still drawn in its trace view",
+    ),
 }
 
 COMPAT_KEY = "tbCompat"  # top-level key recording what was changed
@@ -79,8 +84,10 @@ def compat_trace(data: dict[str, Any]) -> dict[str, int]:
         if rename is not None:
             counts[f"{event['cat']} -> {rename[0]}"] += 1
             event["cat"] = rename[0]
-    data[COMPAT_KEY] = {"renamed": dict(counts),
-                        "by": "infer-profiler tb-compat (see profiler/trace/tb_compat.py)"}
+    data[COMPAT_KEY] = {
+        "renamed": dict(counts),
+        "by": "infer-profiler tb-compat (see profiler/trace/tb_compat.py)",
+    }
     return dict(counts)
 
 
@@ -120,6 +127,7 @@ def write_compat_copy(trace: Path, out_dir: Path, *, unchanged: bool = True) -> 
 
 # ---- a run's copies: one folder, replaced whole ---------------------------------------------
 
+
 def check_compat_folder(folder: Path) -> None:
     """Refuse, before anything is written, a folder that cannot take a run's copies: a file or
     a symlink at its place, or a folder this tool did not make holding more than trace files
@@ -132,22 +140,30 @@ def check_compat_folder(folder: Path) -> None:
     except OSError as error:
         raise UserError(f"cannot read {folder}: {error.strerror}") from None
     if not stat.S_ISDIR(mode):
-        raise UserError(f"{folder} exists and is not a folder: tb-compat puts the run's copies "
-                        "there; move it away")
+        raise UserError(
+            f"{folder} exists and is not a folder: tb-compat puts the run's copies "
+            "there; move it away"
+        )
     if is_ours(folder):
         return
     try:
-        others = [e.name for e in folder.iterdir() if e.is_symlink() or not e.is_file()
-                  or not e.name.endswith((".json", ".json.gz"))]
+        others = [
+            e.name
+            for e in folder.iterdir()
+            if e.is_symlink() or not e.is_file() or not e.name.endswith((".json", ".json.gz"))
+        ]
     except OSError as error:
         raise UserError(f"cannot read {folder}: {error.strerror}") from None
     if others:
-        raise UserError(f"{folder} holds {others[0]!r}, not tb-compat copies only: it would be "
-                        "replaced by the run's copies; move it away, or use tb-compat --out")
+        raise UserError(
+            f"{folder} holds {others[0]!r}, not tb-compat copies only: it would be "
+            "replaced by the run's copies; move it away, or use tb-compat --out"
+        )
 
 
-def write_compat_folder(traces: list[Path], folder: Path, *,
-                        unchanged: bool = True) -> list[CompatResult]:
+def write_compat_folder(
+    traces: list[Path], folder: Path, *, unchanged: bool = True
+) -> list[CompatResult]:
     """The copies of a run's traces as the whole of ``folder`` (``tb_logs/<run>_tbcompat/``):
     written into a staging folder, which then replaces the folder, so it never holds the copy
     of an earlier run beside this one's (TensorBoard would show two spans of one worker). One
@@ -182,4 +198,3 @@ def remove_copies(folder: Path) -> bool:
     except UserError:
         return False
     return not folder.exists()
-

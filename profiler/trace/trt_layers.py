@@ -35,8 +35,16 @@ NO_KERNEL_TYPES = ("signal", "wait")
 ENGINE_OPERATOR = "execute_engine"
 MIN_COVERAGE = 0.90
 #: the columns of a layer table that the layers view shows and exports
-LAYER_COLUMNS = ["layer", "type", "precision", "tactic", "ms_per_call", "share_pct", "kernel",
-                 "profiled_us_per_call"]
+LAYER_COLUMNS = [
+    "layer",
+    "type",
+    "precision",
+    "tactic",
+    "ms_per_call",
+    "share_pct",
+    "kernel",
+    "profiled_us_per_call",
+]
 
 
 def _precision(layer: dict[str, Any]) -> str:
@@ -49,19 +57,28 @@ def read_layers(layers_path: Path, times_path: Path | None) -> pd.DataFrame:
     profiler the time per call (ms), the total over its iterations (ms) and the share (%)."""
     data = json.loads(Path(layers_path).read_text())
     layers = data["Layers"] if isinstance(data, dict) else data
-    frame = pd.DataFrame({
-        "layer": [str(layer.get("Name", "")) for layer in layers],
-        "type": [str(layer.get("LayerType", "")) for layer in layers],
-        "precision": [_precision(layer) for layer in layers],
-        "tactic": [str(layer.get("TacticName", "")) for layer in layers],
-        "stream": [layer.get("StreamId", 0) for layer in layers],
-    })
+    frame = pd.DataFrame(
+        {
+            "layer": [str(layer.get("Name", "")) for layer in layers],
+            "type": [str(layer.get("LayerType", "")) for layer in layers],
+            "precision": [_precision(layer) for layer in layers],
+            "tactic": [str(layer.get("TacticName", "")) for layer in layers],
+            "stream": [layer.get("StreamId", 0) for layer in layers],
+        }
+    )
     if times_path is not None:
         times = pd.DataFrame(json.loads(Path(times_path).read_text()))
-        times = times.rename(columns={"name": "layer", "averageMs": "ms_per_call",
-                                      "timeMs": "total_ms", "percentage": "share_pct"})
-        frame = frame.merge(times[["layer", "ms_per_call", "total_ms", "share_pct"]],
-                            on="layer", how="left")
+        times = times.rename(
+            columns={
+                "name": "layer",
+                "averageMs": "ms_per_call",
+                "timeMs": "total_ms",
+                "percentage": "share_pct",
+            }
+        )
+        frame = frame.merge(
+            times[["layer", "ms_per_call", "total_ms", "share_pct"]], on="layer", how="left"
+        )
     return frame
 
 
@@ -87,10 +104,19 @@ def engine_kernels(trace: Trace) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(engine kernels in launch order, other kernels): name, dur_us, correlation."""
     rows = kernel_rows(trace)
     names = trace.names[rows["name_id"].to_numpy()]
-    ops = np.where(rows["operator_id"].to_numpy() >= 0,
-                   trace.names[np.maximum(rows["operator_id"].to_numpy(), 0)], "")
-    frame = pd.DataFrame({"kernel": names, "dur_us": rows["dur"].to_numpy(dtype=float),
-                          "correlation": rows["correlation"].to_numpy(), "operator": ops})
+    ops = np.where(
+        rows["operator_id"].to_numpy() >= 0,
+        trace.names[np.maximum(rows["operator_id"].to_numpy(), 0)],
+        "",
+    )
+    frame = pd.DataFrame(
+        {
+            "kernel": names,
+            "dur_us": rows["dur"].to_numpy(dtype=float),
+            "correlation": rows["correlation"].to_numpy(),
+            "operator": ops,
+        }
+    )
     in_engine = frame["operator"].str.contains(ENGINE_OPERATOR, regex=False)
     engine = frame[in_engine].sort_values("correlation", kind="stable").reset_index(drop=True)
     return engine, frame[~in_engine].reset_index(drop=True)
@@ -104,8 +130,12 @@ def attribute(layers: pd.DataFrame, trace: Trace) -> Attribution:
     calls = len(engine) // per_call if per_call else 0
     assigned = np.full(len(engine), -1)
     method = "launch order, checked against tactic names"
-    if per_call and calls and len(engine) == calls * per_call and _order_holds(
-            engine["kernel"].to_numpy(), launching, calls):
+    if (
+        per_call
+        and calls
+        and len(engine) == calls * per_call
+        and _order_holds(engine["kernel"].to_numpy(), launching, calls)
+    ):
         assigned = np.tile(launching.index.to_numpy(), calls)
     else:
         method = "tactic names only (launch order did not line up with the layers)"
@@ -115,15 +145,21 @@ def attribute(layers: pd.DataFrame, trace: Trace) -> Attribution:
     engine = engine.assign(layer_index=assigned)
     matched = engine[engine["layer_index"] >= 0]
     per_layer = matched.groupby("layer_index").agg(
-        kernel=("kernel", "first"), profiled_us=("dur_us", "sum"))
+        kernel=("kernel", "first"), profiled_us=("dur_us", "sum")
+    )
     table = layers.join(per_layer)
     table["profiled_us_per_call"] = table["profiled_us"] / calls
     table = table.drop(columns=["profiled_us"])
     missed = engine[engine["layer_index"] < 0]
-    return Attribution(layers=table, method=method,
-                       engine_kernel_us=float(engine["dur_us"].sum()),
-                       attributed_us=float(matched["dur_us"].sum()), calls=calls,
-                       not_attributed=_by_kernel(missed), outside_engine=_by_kernel(outside))
+    return Attribution(
+        layers=table,
+        method=method,
+        engine_kernel_us=float(engine["dur_us"].sum()),
+        attributed_us=float(matched["dur_us"].sum()),
+        calls=calls,
+        not_attributed=_by_kernel(missed),
+        outside_engine=_by_kernel(outside),
+    )
 
 
 def _is_kernel(tactic: str) -> bool:
@@ -140,6 +176,7 @@ def _order_holds(kernels: np.ndarray, launching: pd.DataFrame, calls: int) -> bo
 def _by_kernel(frame: pd.DataFrame) -> pd.DataFrame:
     if not len(frame):
         return pd.DataFrame({"kernel": [], "calls": [], "total_us": []}).astype(
-            {"calls": int, "total_us": float})
+            {"calls": int, "total_us": float}
+        )
     grouped = frame.groupby("kernel").agg(calls=("dur_us", "size"), total_us=("dur_us", "sum"))
     return grouped.sort_values("total_us", ascending=False).reset_index()

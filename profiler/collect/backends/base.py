@@ -63,14 +63,23 @@ def register(backend: Backend) -> Backend:
     return backend
 
 
-def implement(name: str, prepare: Callable[..., Prepared],
-              missing: Callable[[], str | None] | None = None) -> Backend:
+def implement(
+    name: str, prepare: Callable[..., Prepared], missing: Callable[[], str | None] | None = None
+) -> Backend:
     """Register the implementation of the backend ``name`` of profiler.runs.backends: its facts
     from there, its ``prepare`` (and availability check) from the family module."""
     spec = facts.spec(name)
-    return register(Backend(name=spec.name, family=spec.family, precision=spec.precision,
-                            description=spec.description, needs_cuda=spec.needs_cuda,
-                            prepare=prepare, missing=missing or (lambda: None)))
+    return register(
+        Backend(
+            name=spec.name,
+            family=spec.family,
+            precision=spec.precision,
+            description=spec.description,
+            needs_cuda=spec.needs_cuda,
+            prepare=prepare,
+            missing=missing or (lambda: None),
+        )
+    )
 
 
 def module_missing(module: str, extra: str | None = None) -> Callable[[], str | None]:

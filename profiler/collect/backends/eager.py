@@ -43,8 +43,10 @@ def place(model, inputs, config, device, precision: str):
         return tensor
 
     inputs = tuple(move(t) for t in inputs)
-    notes = {"dtype": str(dtype).replace("torch.", ""),
-             "memory_format": "channels_last" if channels_last else "contiguous"}
+    notes = {
+        "dtype": str(dtype).replace("torch.", ""),
+        "memory_format": "channels_last" if channels_last else "contiguous",
+    }
     return model, inputs, notes
 
 

@@ -51,18 +51,28 @@ RECORD_FUNCTION = "onnxruntime::run"
 # "2026-11-23 01:47:28.07 [E:onnxruntime:Default, cudnn_fe_call.cc:39 Fn] message"
 _LOG_LINE = re.compile(r"\[(?P<level>[VIWEF]):onnxruntime:[^\]]*\]\s*(?P<message>.*)")
 # torch dtype name -> numpy dtype name, for IO binding
-ELEMENT_TYPES = {"float32": "float32", "float16": "float16",
-                 "int64": "int64", "int32": "int32", "bool": "bool_"}
+ELEMENT_TYPES = {
+    "float32": "float32",
+    "float16": "float16",
+    "int64": "int64",
+    "int32": "int32",
+    "bool": "bool_",
+}
 
 
 def _missing() -> str | None:
     import importlib.util
 
-    absent = [name for name in ("onnxruntime", "onnx", "onnxscript")
-              if importlib.util.find_spec(name) is None]
+    absent = [
+        name
+        for name in ("onnxruntime", "onnx", "onnxscript")
+        if importlib.util.find_spec(name) is None
+    ]
     if absent:
-        return (f"the Python package(s) {', '.join(absent)} are not installed ({EXTRA_HINT}; "
-                "onnxruntime-gpu for the CUDA execution provider)")
+        return (
+            f"the Python package(s) {', '.join(absent)} are not installed ({EXTRA_HINT}; "
+            "onnxruntime-gpu for the CUDA execution provider)"
+        )
     return None
 
 
@@ -124,15 +134,17 @@ def log_digest(text: str) -> dict:
         message = match["message"].strip().removesuffix("\x1b[m").strip()
         messages[message] = messages.get(message, 0) + 1
     top = max(messages.items(), key=lambda item: item[1]) if messages else None
-    return {"lines_by_level": counts,
-            "most_repeated": f"{top[1]} x {top[0]}" if top else None}
+    return {"lines_by_level": counts, "most_repeated": f"{top[1]} x {top[0]}" if top else None}
 
 
 def input_names(model, count: int) -> list[str]:
     """The forward parameter names of the model's first ``count`` inputs (the exporter names the
     graph inputs after them)."""
-    params = [p.name for p in inspect.signature(model.forward).parameters.values()
-              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    params = [
+        p.name
+        for p in inspect.signature(model.forward).parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
     return params[:count] if len(params) >= count else [f"input_{i}" for i in range(count)]
 
 
@@ -144,16 +156,23 @@ def export(model, inputs, path: Path, config, precision: str) -> str:
     with captured_output() as log:
         try:
             with torch.no_grad():
-                program = torch.onnx.export(model, inputs, dynamo=True,
-                                            optimize=EXPORT_OPTIMIZE, verbose=False,
-                                            input_names=input_names(model, len(inputs)))
+                program = torch.onnx.export(
+                    model,
+                    inputs,
+                    dynamo=True,
+                    optimize=EXPORT_OPTIMIZE,
+                    verbose=False,
+                    input_names=input_names(model, len(inputs)),
+                )
             assert program is not None  # dynamo=True: the exported program
             program.save(str(path))
         except Exception as error:
             failed = save_failed_build(config, log.getvalue(), error, log_name=EXPORT_LOG)
             first = first_line(error)
-            raise UserError(f"ONNX export failed for {config.model} ort_{precision} "
-                            f"({type(error).__name__}: {first}); log in {failed}") from None
+            raise UserError(
+                f"ONNX export failed for {config.model} ort_{precision} "
+                f"({type(error).__name__}: {first}); log in {failed}"
+            ) from None
     return log.getvalue()
 
 
@@ -163,13 +182,18 @@ def providers_for(ort, device, config) -> list:
     if device.type != "cuda":
         return ["CPUExecutionProvider"]
     if "CUDAExecutionProvider" not in ort.get_available_providers():
-        raise UserError("this onnxruntime has no CUDAExecutionProvider (the CPU-only onnxruntime "
-                        f"package?): pip uninstall onnxruntime, then {EXTRA_HINT}")
+        raise UserError(
+            "this onnxruntime has no CUDAExecutionProvider (the CPU-only onnxruntime "
+            f"package?): pip uninstall onnxruntime, then {EXTRA_HINT}"
+        )
     import torch
 
-    options = {"device_id": str(device.index or 0), "use_tf32": "1" if config.tf32 else "0",
-               "has_user_compute_stream": "1",
-               "user_compute_stream": str(torch.cuda.current_stream(device).cuda_stream)}
+    options = {
+        "device_id": str(device.index or 0),
+        "use_tf32": "1" if config.tf32 else "0",
+        "has_user_compute_stream": "1",
+        "user_compute_stream": str(torch.cuda.current_stream(device).cuda_stream),
+    }
     return [("CUDAExecutionProvider", options), "CPUExecutionProvider"]
 
 
@@ -214,20 +238,29 @@ def bind(session, named_inputs: dict, device) -> BoundSession:
     device_id = device.index or 0
     for graph_input in graph_inputs:
         if graph_input.name not in named_inputs:
-            raise RuntimeError(f"the ONNX graph's input {graph_input.name!r} is none of the "
-                               f"model's inputs {sorted(named_inputs)}")
+            raise RuntimeError(
+                f"the ONNX graph's input {graph_input.name!r} is none of the "
+                f"model's inputs {sorted(named_inputs)}"
+            )
         tensor = named_inputs[graph_input.name]
-        binding.bind_input(graph_input.name, device_type, device_id,
-                           getattr(np, ELEMENT_TYPES[str(tensor.dtype).replace("torch.", "")]),
-                           list(tensor.shape), tensor.data_ptr())
+        binding.bind_input(
+            graph_input.name,
+            device_type,
+            device_id,
+            getattr(np, ELEMENT_TYPES[str(tensor.dtype).replace("torch.", "")]),
+            list(tensor.shape),
+            tensor.data_ptr(),
+        )
     # one plain run (host copies, before any timing) tells the output shapes and dtypes
     feeds = {i.name: named_inputs[i.name].detach().cpu().numpy() for i in graph_inputs}
     outputs = []
     for meta, value in zip(session.get_outputs(), session.run(None, feeds)):
-        tensor = torch.empty(value.shape, dtype=torch.from_numpy(value[:0].copy()).dtype,
-                             device=device)
-        binding.bind_output(meta.name, device_type, device_id, value.dtype, list(tensor.shape),
-                            tensor.data_ptr())
+        tensor = torch.empty(
+            value.shape, dtype=torch.from_numpy(value[:0].copy()).dtype, device=device
+        )
+        binding.bind_output(
+            meta.name, device_type, device_id, value.dtype, list(tensor.shape), tensor.data_ptr()
+        )
         outputs.append(tensor)
     return BoundSession(session, binding, outputs)
 
@@ -263,19 +296,33 @@ def _prepare(model, inputs, config, device, precision: str) -> Prepared:
     model, inputs, notes = place(model, inputs, config, device, precision)
     versions = _versions(torch)
     facts = {
-        "model": config.model, "weights_sha256": weights,
+        "model": config.model,
+        "weights_sha256": weights,
         "inputs": [[list(t.shape), str(t.dtype).replace("torch.", "")] for t in inputs],
-        "backend": f"ort_{precision}", "precision": precision,
-        "export_options": EXPORT_OPTIONS, "versions": versions, "format": "onnx",
+        "backend": f"ort_{precision}",
+        "precision": precision,
+        "export_options": EXPORT_OPTIONS,
+        "versions": versions,
+        "format": "onnx",
     }
-    notes.update({"versions": versions, "export_options": EXPORT_OPTIONS, "tf32": config.tf32,
-                  "warnings": []})
+    notes.update(
+        {
+            "versions": versions,
+            "export_options": EXPORT_OPTIONS,
+            "tf32": config.tf32,
+            "warnings": [],
+        }
+    )
     cache_dir = Path(config.cache_dir) if config.cache_dir else engine_cache.default_dir()
     found = engine_cache.lookup(cache_dir, facts) if config.use_cache else None
     key = engine_cache.cache_key(facts)
-    cache = {"enabled": config.use_cache, "key": key,
-             "path": str(engine_cache.paths(cache_dir, key)[0]), "hit": bool(found and found.hit),
-             "reason": found.reason if found else "--no-cache"}
+    cache = {
+        "enabled": config.use_cache,
+        "key": key,
+        "path": str(engine_cache.paths(cache_dir, key)[0]),
+        "hit": bool(found and found.hit),
+        "reason": found.reason if found else "--no-cache",
+    }
     workdir = Path(tempfile.mkdtemp(prefix="infer-profiler-ort-"))
     artifacts = {}
     if found is not None and found.hit:
@@ -288,8 +335,12 @@ def _prepare(model, inputs, config, device, precision: str) -> Prepared:
         shutil.rmtree(config.runs_dir / f"{config.run_name}.failed", ignore_errors=True)
         if config.use_cache:
             try:
-                engine_cache.store(cache_dir, facts, lambda tmp: shutil.copyfile(model_path, tmp),
-                                   {"export_s": notes["export_s"]})
+                engine_cache.store(
+                    cache_dir,
+                    facts,
+                    lambda tmp: shutil.copyfile(model_path, tmp),
+                    {"export_s": notes["export_s"]},
+                )
                 cache["stored"] = True
             except OSError as error:
                 cache["stored"] = False
@@ -305,8 +356,10 @@ def _prepare(model, inputs, config, device, precision: str) -> Prepared:
     notes["compile_s"] = notes.get("export_s", 0.0) + notes["session_s"]
     notes["providers"] = session.get_providers()
     if device.type == "cuda" and notes["providers"][0] != "CUDAExecutionProvider":
-        notes["warnings"].append("the CUDA execution provider was asked for but not used: "
-                                 f"providers {notes['providers']}")
+        notes["warnings"].append(
+            "the CUDA execution provider was asked for but not used: "
+            f"providers {notes['providers']}"
+        )
     notes["io_binding"] = f"inputs and outputs bound on {device.type}"
     if ort_log[0].strip():
         artifacts[SESSION_LOG] = ort_log[0]
@@ -322,8 +375,9 @@ def _prepare(model, inputs, config, device, precision: str) -> Prepared:
     return Prepared(fn=forward, inputs=inputs, notes=notes, after_windows=after_windows)
 
 
-def probe_placement(ort, model_path: Path, providers: list, named_inputs: dict, device,
-                    workdir: Path) -> dict:
+def probe_placement(
+    ort, model_path: Path, providers: list, named_inputs: dict, device, workdir: Path
+) -> dict:
     """One run of a second session with ORT's profiler on: which provider ran each node."""
     try:
         with native_stderr():  # the same log lines again: the first session's are kept
@@ -336,9 +390,11 @@ def probe_placement(ort, model_path: Path, providers: list, named_inputs: dict, 
         shutil.rmtree(workdir, ignore_errors=True)
         return {"cpu_fallback_nodes": f"not available: {type(error).__name__}: {error}"}
     main = providers[0] if isinstance(providers[0], str) else providers[0][0]
-    notes = {"nodes_per_provider": placement["nodes_per_provider"],
-             "cpu_fallback_nodes": placement["cpu_nodes"] if main != "CPUExecutionProvider" else [],
-             "artifacts": {PROFILE_ARTIFACT: text}}
+    notes = {
+        "nodes_per_provider": placement["nodes_per_provider"],
+        "cpu_fallback_nodes": placement["cpu_nodes"] if main != "CPUExecutionProvider" else [],
+        "artifacts": {PROFILE_ARTIFACT: text},
+    }
     with contextlib.suppress(OSError):
         os.unlink(profile)
     shutil.rmtree(workdir, ignore_errors=True)

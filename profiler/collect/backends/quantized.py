@@ -37,9 +37,11 @@ INT_MM_MIN_ROWS = 17
 INT_MM_MULTIPLE = 8
 MODELOPT_DEFAULT_CALIB_BATCHES = 8
 FP8_MIN_CAPABILITY = (8, 9)
-RTX_INT8_REFUSAL = ("TensorRT-RTX does not support int8 activation quantization (only int8 "
-                    "weights); ttrt_int8 needs the full TensorRT: pip install -e \".[tensorrt]\" "
-                    "--extra-index-url https://pypi.nvidia.com")
+RTX_INT8_REFUSAL = (
+    "TensorRT-RTX does not support int8 activation quantization (only int8 "
+    'weights); ttrt_int8 needs the full TensorRT: pip install -e ".[tensorrt]" '
+    "--extra-index-url https://pypi.nvidia.com"
+)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -62,31 +64,52 @@ def load_calibration_data(path: Path, inputs: tuple) -> list[tuple]:
         data = torch.load(path, map_location="cpu", weights_only=True)
     except FileNotFoundError:
         raise UserError(f"{what}: no such file") from None
-    except (pickle.UnpicklingError, RuntimeError, EOFError, zipfile.BadZipFile, ValueError,
-            AttributeError, IsADirectoryError) as error:
+    except (
+        pickle.UnpicklingError,
+        RuntimeError,
+        EOFError,
+        zipfile.BadZipFile,
+        ValueError,
+        AttributeError,
+        IsADirectoryError,
+    ) as error:
         first = first_line(error) or type(error).__name__
-        raise UserError(f"{what} is not a tensor file torch.load(weights_only=True) reads "
-                        f"({first[:160]})") from None
-    tensors = [data] if isinstance(data, torch.Tensor) else list(data) \
-        if isinstance(data, (tuple, list)) else None
+        raise UserError(
+            f"{what} is not a tensor file torch.load(weights_only=True) reads ({first[:160]})"
+        ) from None
+    tensors = (
+        [data]
+        if isinstance(data, torch.Tensor)
+        else list(data)
+        if isinstance(data, (tuple, list))
+        else None
+    )
     if tensors is None or not all(isinstance(t, torch.Tensor) for t in tensors):
-        raise UserError(f"{what} holds a {type(data).__name__}, not a tensor or a tuple of "
-                        "tensors (one per model input)")
+        raise UserError(
+            f"{what} holds a {type(data).__name__}, not a tensor or a tuple of "
+            "tensors (one per model input)"
+        )
     if len(tensors) != len(inputs):
-        raise UserError(f"{what} holds {len(tensors)} tensor(s); the model takes {len(inputs)} "
-                        f"input(s): {', '.join(_describe(t) for t in inputs)}")
+        raise UserError(
+            f"{what} holds {len(tensors)} tensor(s); the model takes {len(inputs)} "
+            f"input(s): {', '.join(_describe(t) for t in inputs)}"
+        )
     counts: list[int | None] = []
     for index, (data_tensor, example) in enumerate(zip(tensors, inputs)):
         if data_tensor.is_floating_point() != example.is_floating_point():
-            raise UserError(f"{what}: tensor {index} is {_describe(data_tensor)}; the model's "
-                            f"input {index} is {_describe(example)} (dtype kind differs)")
+            raise UserError(
+                f"{what}: tensor {index} is {_describe(data_tensor)}; the model's "
+                f"input {index} is {_describe(example)} (dtype kind differs)"
+            )
         if tuple(data_tensor.shape) == tuple(example.shape):
             counts.append(None)
         elif tuple(data_tensor.shape[1:]) == tuple(example.shape):
             counts.append(data_tensor.shape[0])
         else:
-            raise UserError(f"{what}: tensor {index} is {_describe(data_tensor)}; expected "
-                            f"{list(example.shape)} or [N, {', '.join(map(str, example.shape))}]")
+            raise UserError(
+                f"{what}: tensor {index} is {_describe(data_tensor)}; expected "
+                f"{list(example.shape)} or [N, {', '.join(map(str, example.shape))}]"
+            )
     if len({c for c in counts}) > 1:
         raise UserError(f"{what}: the tensors hold different numbers of batches ({counts})")
     if counts[0] is None:
@@ -108,8 +131,11 @@ def random_batches(inputs: tuple, count: int, seed: int) -> list[tuple]:
                 batch.append(torch.randn(example.shape, generator=generator).to(example.dtype))
             else:
                 low, high = int(example.min()), int(example.max()) + 1
-                batch.append(torch.randint(low, high, example.shape, generator=generator,
-                                           dtype=example.dtype))
+                batch.append(
+                    torch.randint(
+                        low, high, example.shape, generator=generator, dtype=example.dtype
+                    )
+                )
         batches.append(tuple(batch))
     return batches
 
@@ -117,8 +143,10 @@ def random_batches(inputs: tuple, count: int, seed: int) -> list[tuple]:
 def calibration_batches(config, inputs: tuple, default_count: int) -> tuple[list[tuple], str]:
     """The calibration batches on the inputs' device, and where they came from."""
     if config.calib_data is not None:
-        batches, source = load_calibration_data(Path(config.calib_data), inputs), \
-            f"{config.calib_data}"
+        batches, source = (
+            load_calibration_data(Path(config.calib_data), inputs),
+            f"{config.calib_data}",
+        )
     else:
         count = config.calib_batches or default_count
         batches, source = random_batches(inputs, count, config.seed), f"{count} random batches"
@@ -158,6 +186,7 @@ def observe_layers(model, batches: list[tuple]) -> dict[str, LayerShape]:
             shape.flops = 2 * shape.rows * module.in_features * module.out_features
             shape.input_ndim = x.dim()
             shape.amax = max(shape.amax, float(x.detach().abs().max()))
+
         return hook
 
     def conv_hook(name):
@@ -167,6 +196,7 @@ def observe_layers(model, batches: list[tuple]) -> dict[str, LayerShape]:
                 kernel *= size
             flops = 2 * output.numel() * (module.in_channels // module.groups) * kernel
             seen[name] = LayerShape("conv", flops=flops)
+
         return hook
 
     for name, module in model.named_modules():
@@ -209,18 +239,22 @@ def int8_plan(layers: dict[str, LayerShape]) -> dict:
     total = sum(s.flops for s in layers.values())
     int8 = sum(layers[n].flops for n in chosen)
     conv = total - linear
-    return {"int8_layers": chosen, "fp_layers": skipped,
-            "int8_linear_flop_share": int8 / linear if linear else None,
-            "int8_flop_share": int8 / total if total else None,
-            "conv_flop_share": conv / total if total else None}
+    return {
+        "int8_layers": chosen,
+        "fp_layers": skipped,
+        "int8_linear_flop_share": int8 / linear if linear else None,
+        "int8_flop_share": int8 / total if total else None,
+        "conv_flop_share": conv / total if total else None,
+    }
 
 
 # ---------------------------------------------------------------------------------------------
 # inductor_int8
 
 
-def quantize_with_torchao(model, layers: dict[str, LayerShape], chosen: list[str],
-                          static: bool) -> str:
+def quantize_with_torchao(
+    model, layers: dict[str, LayerShape], chosen: list[str], static: bool
+) -> str:
     """Quantize the chosen Linears in place; returns the scheme applied."""
     import torch
     from torchao.quantization import (
@@ -232,16 +266,23 @@ def quantize_with_torchao(model, layers: dict[str, LayerShape], chosen: list[str
 
     if not static:
         names = set(chosen)
-        quantize_(model, Int8DynamicActivationInt8WeightConfig(),
-                  filter_fn=lambda module, fqn: fqn in names)
+        quantize_(
+            model,
+            Int8DynamicActivationInt8WeightConfig(),
+            filter_fn=lambda module, fqn: fqn in names,
+        )
         return "dynamic per-token INT8 activations, per-channel INT8 weights"
     for name in chosen:
         shape = layers[name]
-        scale = torch.tensor(max(shape.amax, 1e-12) / 127.0, dtype=torch.float32,
-                             device=next(model.get_submodule(name).parameters()).device)
+        scale = torch.tensor(
+            max(shape.amax, 1e-12) / 127.0,
+            dtype=torch.float32,
+            device=next(model.get_submodule(name).parameters()).device,
+        )
         config = Int8StaticActivationInt8WeightConfig(
             act_quant_scale=scale.reshape((1,) * shape.input_ndim),
-            granularity=[PerTensor(), PerRow()])
+            granularity=[PerTensor(), PerRow()],
+        )
         quantize_(model, config, filter_fn=lambda module, fqn, target=name: fqn == target)
     return "static per-tensor INT8 activations (calibrated max |x| / 127), per-channel INT8 weights"
 
@@ -255,21 +296,34 @@ def _prepare_inductor_int8(model, inputs, config, device) -> Prepared:
     static = config.calib_batches > 0 or config.calib_data is not None
     with CalibrationLog(config) as log:
         began = time.perf_counter()
-        batches, source = calibration_batches(config, inputs, 1) if static else (
-            [inputs], "the example inputs (shapes only)")
+        batches, source = (
+            calibration_batches(config, inputs, 1)
+            if static
+            else ([inputs], "the example inputs (shapes only)")
+        )
         layers = observe_layers(model, batches)
         calibration_s = time.perf_counter() - began
         plan = int8_plan(layers)
         began = time.perf_counter()
-        scheme = quantize_with_torchao(model, layers, plan["int8_layers"], static) \
-            if plan["int8_layers"] else "none: no Linear layer fits torch._int_mm"
+        scheme = (
+            quantize_with_torchao(model, layers, plan["int8_layers"], static)
+            if plan["int8_layers"]
+            else "none: no Linear layer fits torch._int_mm"
+        )
         log.write(f"calibration on {source}; {len(plan['int8_layers'])} Linear layer(s) INT8\n")
-    notes.update({"base_dtype": notes.pop("dtype"), "int8_scheme": scheme,
-                  "calibration": source if static else "none (dynamic scales)",
-                  "calibration_s": calibration_s if static else 0.0,
-                  "quantize_s": time.perf_counter() - began, **plan,
-                  "int8_share": _share_text(plan), "compile_mode": config.compile_mode,
-                  "warnings": []})
+    notes.update(
+        {
+            "base_dtype": notes.pop("dtype"),
+            "int8_scheme": scheme,
+            "calibration": source if static else "none (dynamic scales)",
+            "calibration_s": calibration_s if static else 0.0,
+            "quantize_s": time.perf_counter() - began,
+            **plan,
+            "int8_share": _share_text(plan),
+            "compile_mode": config.compile_mode,
+            "warnings": [],
+        }
+    )
     if not plan["int8_layers"]:
         notes["warnings"].append("no layer runs in INT8 (" + _share_text(plan) + ")")
     compiled = torch.compile(model, mode=config.compile_mode, backend="inductor")
@@ -286,8 +340,10 @@ def _share_text(plan: dict) -> str:
     if total is None:
         return "no Linear or conv FLOPs seen"
     conv = plan["conv_flop_share"] or 0.0
-    return (f"{100 * total:.1f} % of the Linear+conv FLOPs in INT8 "
-            f"({100 * conv:.1f} % are convolutions, kept in floating point)")
+    return (
+        f"{100 * total:.1f} % of the Linear+conv FLOPs in INT8 "
+        f"({100 * conv:.1f} % are convolutions, kept in floating point)"
+    )
 
 
 class CalibrationLog:
@@ -310,12 +366,15 @@ class CalibrationLog:
             return False
         from profiler.collect.backends.tensorrt import save_failed_build
 
-        path = save_failed_build(self.config, self.buffer.getvalue(), error,
-                                 log_name=CALIBRATION_LOG)
+        path = save_failed_build(
+            self.config, self.buffer.getvalue(), error, log_name=CALIBRATION_LOG
+        )
         first = first_line(error)
-        raise UserError(f"calibration/quantization failed for {self.config.model} "
-                        f"{self.config.backend} ({type(error).__name__}: {first[:200]}); log in "
-                        f"{path}") from None
+        raise UserError(
+            f"calibration/quantization failed for {self.config.model} "
+            f"{self.config.backend} ({type(error).__name__}: {first[:200]}); log in "
+            f"{path}"
+        ) from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -324,8 +383,10 @@ class CalibrationLog:
 
 def fp8_refusal(capability: tuple[int, int], gpu: str) -> str | None:
     if tuple(capability) < FP8_MIN_CAPABILITY:
-        return (f"ttrt_fp8 needs FP8 Tensor Cores (compute capability 8.9 or newer); {gpu} is "
-                f"{capability[0]}.{capability[1]}")
+        return (
+            f"ttrt_fp8 needs FP8 Tensor Cores (compute capability 8.9 or newer); {gpu} is "
+            f"{capability[0]}.{capability[1]}"
+        )
     return None
 
 
@@ -343,8 +404,9 @@ def _modelopt_missing(precision: str):
     return check
 
 
-def modelopt_quantize_and_compile(model, inputs, batches, config, precision: str, mtq,
-                                  export_torch_mode, torch_tensorrt) -> tuple[object, dict]:
+def modelopt_quantize_and_compile(
+    model, inputs, batches, config, precision: str, mtq, export_torch_mode, torch_tensorrt
+) -> tuple[object, dict]:
     """PTQ with ModelOpt on ``batches``, export, strongly typed TensorRT build. The libraries are
     passed in (tests stand in for them on the CPU). Returns (compiled module, timing notes)."""
     import torch
@@ -365,14 +427,21 @@ def modelopt_quantize_and_compile(model, inputs, batches, config, precision: str
     with torch.no_grad(), export_torch_mode():
         exported = torch.export.export(model, tuple(inputs), strict=False)
         compiled = torch_tensorrt.dynamo.compile(
-            exported, inputs=list(inputs), use_explicit_typing=True, min_block_size=1,
-            disable_tf32=not config.tf32)
+            exported,
+            inputs=list(inputs),
+            use_explicit_typing=True,
+            min_block_size=1,
+            disable_tf32=not config.tf32,
+        )
     compile_s = time.perf_counter() - began
     with torch.no_grad():
         check = engine_check(compiled(*inputs), model(*inputs))
-    return compiled, {"calibration_s": calibration_s, "compile_s": compile_s,
-                      "quant_config": f"mtq.{precision.upper()}_DEFAULT_CFG",
-                      "engine_check": check}
+    return compiled, {
+        "calibration_s": calibration_s,
+        "compile_s": compile_s,
+        "quant_config": f"mtq.{precision.upper()}_DEFAULT_CFG",
+        "engine_check": check,
+    }
 
 
 def _first_tensor(output):
@@ -393,29 +462,39 @@ def engine_check(engine_output, fake_quant_output) -> dict:
     if engine is None or fake is None:
         return {}
     engine, fake = engine.detach().float(), fake.detach().float()
-    check = {"outputs": engine.numel(),
-             "engine_non_finite": int((~torch.isfinite(engine)).sum()),
-             "fake_quant_non_finite": int((~torch.isfinite(fake)).sum())}
+    check = {
+        "outputs": engine.numel(),
+        "engine_non_finite": int((~torch.isfinite(engine)).sum()),
+        "fake_quant_non_finite": int((~torch.isfinite(fake)).sum()),
+    }
     if not check["engine_non_finite"] and not check["fake_quant_non_finite"]:
         norm = float(torch.linalg.vector_norm(fake))
         check["engine_vs_fake_quant_rel_l2"] = (
-            float(torch.linalg.vector_norm(engine - fake)) / norm if norm else None)
+            float(torch.linalg.vector_norm(engine - fake)) / norm if norm else None
+        )
     return check
 
 
 def engine_warning(check: dict, backend: str) -> str | None:
     """One line when the check found non-finite outputs, naming which side made them."""
-    bad, fake_bad, n = (check.get("engine_non_finite"), check.get("fake_quant_non_finite"),
-                        check.get("outputs"))
+    bad, fake_bad, n = (
+        check.get("engine_non_finite"),
+        check.get("fake_quant_non_finite"),
+        check.get("outputs"),
+    )
     if fake_bad:
-        return (f"{backend}: ModelOpt's fake-quantized model in PyTorch already gives {fake_bad} "
-                f"non-finite outputs of {n} on the example input: the calibration or its scales "
-                "are at fault, not the engine")
+        return (
+            f"{backend}: ModelOpt's fake-quantized model in PyTorch already gives {fake_bad} "
+            f"non-finite outputs of {n} on the example input: the calibration or its scales "
+            "are at fault, not the engine"
+        )
     if bad:
-        return (f"{backend}: the TensorRT engine gives {bad} non-finite outputs of {n} on the "
-                "example input, where ModelOpt's fake-quantized model in PyTorch gives finite "
-                "ones: the engine is at fault, not the calibration (TensorRT-RTX 1.4 did this "
-                "with FP8 weights and activations in convolutions on an H100)")
+        return (
+            f"{backend}: the TensorRT engine gives {bad} non-finite outputs of {n} on the "
+            "example input, where ModelOpt's fake-quantized model in PyTorch gives finite "
+            "ones: the engine is at fault, not the calibration (TensorRT-RTX 1.4 did this "
+            "with FP8 weights and activations in convolutions on an H100)"
+        )
     return None
 
 
@@ -446,8 +525,9 @@ def _prepare_modelopt(model, inputs, config, device, precision: str) -> Prepared
     if precision == "int8" and flavour.name == "tensorrt-rtx":
         raise UserError(RTX_INT8_REFUSAL)
     if precision == "fp8":
-        refusal = fp8_refusal(torch.cuda.get_device_capability(device),
-                              torch.cuda.get_device_name(device))
+        refusal = fp8_refusal(
+            torch.cuda.get_device_capability(device), torch.cuda.get_device_name(device)
+        )
         if refusal:
             raise UserError(refusal)
     if config.memory_format == "auto":
@@ -465,21 +545,31 @@ def _prepare_modelopt(model, inputs, config, device, precision: str) -> Prepared
     with captured_build_log() as log:
         try:
             compiled, timing = modelopt_quantize_and_compile(
-                model, inputs, batches, config, precision, mtq, export_torch_mode, torch_tensorrt)
+                model, inputs, batches, config, precision, mtq, export_torch_mode, torch_tensorrt
+            )
         except Exception as error:
             if "out of memory" in str(error).lower():
                 raise
             path = save_failed_build(config, log.getvalue(), error)
             first = first_line(error)
-            raise UserError(f"ModelOpt PTQ or TensorRT build failed for {config.model} "
-                            f"ttrt_{precision} ({type(error).__name__}: {first[:200]}); log in "
-                            f"{path}") from None
+            raise UserError(
+                f"ModelOpt PTQ or TensorRT build failed for {config.model} "
+                f"ttrt_{precision} ({type(error).__name__}: {first[:200]}); log in "
+                f"{path}"
+            ) from None
     torch.cuda.synchronize()
     warning = engine_warning(timing.get("engine_check") or {}, f"ttrt_{precision}")
-    notes.update({"base_dtype": notes.pop("dtype"), "flavour": flavour.name,
-                  "calibration": source, **timing, "modelopt_import_s": import_s,
-                  "artifacts": {"tensorrt_build.log": log.getvalue()},
-                  "warnings": [warning] if warning else []})
+    notes.update(
+        {
+            "base_dtype": notes.pop("dtype"),
+            "flavour": flavour.name,
+            "calibration": source,
+            **timing,
+            "modelopt_import_s": import_s,
+            "artifacts": {"tensorrt_build.log": log.getvalue()},
+            "warnings": [warning] if warning else [],
+        }
+    )
     notes["compile_s"] += import_s
 
     def forward(*args):
@@ -491,6 +581,8 @@ def _prepare_modelopt(model, inputs, config, device, precision: str) -> Prepared
 
 implement("inductor_int8", _prepare_inductor_int8, missing=module_missing("torchao", "int8"))
 for _precision in ("int8", "fp8"):
-    implement(f"ttrt_{_precision}", partial(_prepare_modelopt, precision=_precision),
-              missing=_modelopt_missing(_precision))
-
+    implement(
+        f"ttrt_{_precision}",
+        partial(_prepare_modelopt, precision=_precision),
+        missing=_modelopt_missing(_precision),
+    )

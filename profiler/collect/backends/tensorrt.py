@@ -47,9 +47,11 @@ FLAVOURS = {
     "tensorrt": ("torch-tensorrt", "tensorrt"),
     "tensorrt-rtx": ("torch-tensorrt-rtx", "tensorrt_rtx"),
 }
-INSTALL_HINT = ('install one of: pip install -e ".[tensorrt]" --extra-index-url '
-                'https://pypi.nvidia.com (full TensorRT), or pip install -e ".[tensorrt-rtx]" '
-                "(TensorRT-RTX)")
+INSTALL_HINT = (
+    'install one of: pip install -e ".[tensorrt]" --extra-index-url '
+    'https://pypi.nvidia.com (full TensorRT), or pip install -e ".[tensorrt-rtx]" '
+    "(TensorRT-RTX)"
+)
 # Torch-TensorRT's own loggers: the compiler's, and the one TensorRT's builder messages go to
 # (its name has no dot, so it is not a child of "torch_tensorrt")
 BUILD_LOGGERS = ("torch_tensorrt", "torch_tensorrt [TensorRT Conversion Context]")
@@ -70,8 +72,9 @@ class Flavour:
     library_module: str
 
 
-def detect_flavour(version_of=importlib.metadata.version,
-                   find_spec=importlib.util.find_spec) -> Flavour:
+def detect_flavour(
+    version_of=importlib.metadata.version, find_spec=importlib.util.find_spec
+) -> Flavour:
     """Which distribution provides torch_tensorrt here; raises UserError with a one-line fix.
 
     ``version_of`` and ``find_spec`` are importlib's, passed in so tests can stand in for them.
@@ -83,20 +86,27 @@ def detect_flavour(version_of=importlib.metadata.version,
         except importlib.metadata.PackageNotFoundError:
             continue
     if not installed:
-        raise UserError("neither torch-tensorrt nor torch-tensorrt-rtx is installed; "
-                        f"{INSTALL_HINT}")
+        raise UserError(
+            f"neither torch-tensorrt nor torch-tensorrt-rtx is installed; {INSTALL_HINT}"
+        )
     if len(installed) > 1:
         both = " and ".join(f"{FLAVOURS[n][0]} {v}" for n, v in installed.items())
-        raise UserError(f"{both} are both installed and overwrite each other's torch_tensorrt "
-                        "module; pip uninstall one of them")
+        raise UserError(
+            f"{both} are both installed and overwrite each other's torch_tensorrt "
+            "module; pip uninstall one of them"
+        )
     name, version = next(iter(installed.items()))
     distribution, library = FLAVOURS[name]
     if find_spec("torch_tensorrt") is None:
-        raise UserError(f"{distribution} {version} is registered as installed but the "
-                        f"torch_tensorrt module is missing; reinstall it")
+        raise UserError(
+            f"{distribution} {version} is registered as installed but the "
+            f"torch_tensorrt module is missing; reinstall it"
+        )
     if find_spec(library) is None:
-        raise UserError(f"{distribution} {version} is installed but its library module "
-                        f"{library!r} is not; reinstall it or {INSTALL_HINT}")
+        raise UserError(
+            f"{distribution} {version} is installed but its library module "
+            f"{library!r} is not; reinstall it or {INSTALL_HINT}"
+        )
     return Flavour(name, distribution, version, library)
 
 
@@ -120,9 +130,11 @@ def missing_reason() -> str | None:
 
 
 def library_versions(flavour: Flavour, torch_module, torch_tensorrt_module, library_module) -> dict:
-    return {"torch": torch_module.__version__,
-            "torch_tensorrt": getattr(torch_tensorrt_module, "__version__", flavour.version),
-            flavour.library_module: getattr(library_module, "__version__", "unknown")}
+    return {
+        "torch": torch_module.__version__,
+        "torch_tensorrt": getattr(torch_tensorrt_module, "__version__", flavour.version),
+        flavour.library_module: getattr(library_module, "__version__", "unknown"),
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -148,8 +160,7 @@ def find_engines(graph_module) -> list[tuple[str, Any, Any]]:
     for name, module in graph_module.named_modules():
         if _attribute(module, "get_layer_info") is not None:
             engine = _attribute(module, "engine")
-            found.append((name, module,
-                          engine if _attribute(engine, "enable_profiling") else None))
+            found.append((name, module, engine if _attribute(engine, "enable_profiling") else None))
     if found:
         return found
     for node in graph_module.graph.nodes:
@@ -184,16 +195,21 @@ def engine_device_memory(engines, tensorrt_module=None) -> dict:
                 try:
                     runtime = tensorrt_module.Runtime(tensorrt_module.Logger())
                     cuda_engine = runtime.deserialize_cuda_engine(bytes(blob))
-                    size = int(_attribute(cuda_engine, "device_memory_size_v2")
-                               or _attribute(cuda_engine, "device_memory_size"))
+                    size = int(
+                        _attribute(cuda_engine, "device_memory_size_v2")
+                        or _attribute(cuda_engine, "device_memory_size")
+                    )
                 except Exception as error:
                     why_not.append(f"{name}: {type(error).__name__}: {error}")
         if size is None and not why_not:
             why_not.append(f"{name}: the engine exposes no device memory size")
         sizes.append(size)
     known = [s for s in sizes if s is not None]
-    return {"engine_device_memory_bytes": sum(known) if known and len(known) == len(sizes)
-            else None, "per_engine_bytes": sizes, "why_not": why_not or None}
+    return {
+        "engine_device_memory_bytes": sum(known) if known and len(known) == len(sizes) else None,
+        "per_engine_bytes": sizes,
+        "why_not": why_not or None,
+    }
 
 
 def layer_info(source) -> str:
@@ -213,7 +229,8 @@ def fallback_ops(graph_module) -> list[str]:
             if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload):
                 name = str(node.target)
                 if node.target.namespace != "tensorrt" and not name.startswith(
-                        ("aten._assert", "aten.sym_")):
+                    ("aten._assert", "aten.sym_")
+                ):
                     ops.add(name)
             elif node.op == "call_module":
                 child = module.get_submodule(node.target)
@@ -270,8 +287,9 @@ def captured_build_log():
 
 #: how TensorRT says it ran out of GPU memory: "Error Code 2: OutOfMemory (Requested size was
 #: 157679616 bytes.)" (TensorRT-RTX 1.4 on an H100, written to fd 2 by its logger)
-_TRT_OOM = re.compile(r"Error Code 2: OutOfMemory[^\n]*|[^\n]*\bout of memory\b[^\n]*",
-                      re.IGNORECASE)
+_TRT_OOM = re.compile(
+    r"Error Code 2: OutOfMemory[^\n]*|[^\n]*\bout of memory\b[^\n]*", re.IGNORECASE
+)
 
 
 def build_out_of_memory(text: str) -> str | None:
@@ -280,8 +298,9 @@ def build_out_of_memory(text: str) -> str | None:
     return found.group(0).strip() if found else None
 
 
-def save_failed_build(config, log_text: str, error: BaseException,
-                      log_name: str = BUILD_LOG) -> Path:
+def save_failed_build(
+    config, log_text: str, error: BaseException, log_name: str = BUILD_LOG
+) -> Path:
     """Write the tail of the build log beside the run folder, as runs/<run>.failed/<log_name>, so
     the normal run folder is never half-written."""
     path = config.runs_dir / f"{config.run_name}.failed" / log_name
@@ -301,8 +320,16 @@ def _detailed_profiling(torch_tensorrt, workdir: str):
         return contextlib.nullcontext(), "LAYER_NAMES_ONLY (no torch_tensorrt.dynamo.Debugger)"
     if not _attribute(features, "torch_tensorrt_runtime"):
         return contextlib.nullcontext(), "LAYER_NAMES_ONLY (no C++ runtime for the Debugger)"
-    return (debugger(log_level="error", save_engine_profile=True, profile_format="trex",
-                     engine_builder_monitor=False, logging_dir=workdir), "DETAILED")
+    return (
+        debugger(
+            log_level="error",
+            save_engine_profile=True,
+            profile_format="trex",
+            engine_builder_monitor=False,
+            logging_dir=workdir,
+        ),
+        "DETAILED",
+    )
 
 
 def compile_module(torch_tensorrt, model, inputs, config, workdir: str):
@@ -310,9 +337,13 @@ def compile_module(torch_tensorrt, model, inputs, config, workdir: str):
     debugger, verbosity = _detailed_profiling(torch_tensorrt, workdir)
     with debugger:
         compiled = torch_tensorrt.compile(
-            model, ir=COMPILE_OPTIONS["ir"], inputs=list(inputs),
+            model,
+            ir=COMPILE_OPTIONS["ir"],
+            inputs=list(inputs),
             use_explicit_typing=COMPILE_OPTIONS["use_explicit_typing"],
-            min_block_size=COMPILE_OPTIONS["min_block_size"], disable_tf32=not config.tf32)
+            min_block_size=COMPILE_OPTIONS["min_block_size"],
+            disable_tf32=not config.tf32,
+        )
     for _, _, engine in find_engines(compiled):
         if engine is not None:
             engine.disable_profiling()  # switched on by the Debugger; must not run while timed
@@ -353,9 +384,14 @@ def layer_timing(compiled, inputs, workdir: Path, iters: int = LAYER_TIMING_ITER
             text = Path(traces[0]).read_text(encoding="utf-8")
             json.loads(text)  # a broken file is a bug to see, not an artifact to keep
             artifacts[f"engine_layer_times_{index}.json"] = text
-    return {"layer_timing": {"iterations": iters, "format": "trex (timeMs total, averageMs, "
-                             "percentage per layer)", "files": sorted(artifacts)},
-            "artifacts": artifacts}
+    return {
+        "layer_timing": {
+            "iterations": iters,
+            "format": "trex (timeMs total, averageMs, percentage per layer)",
+            "files": sorted(artifacts),
+        },
+        "artifacts": artifacts,
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -373,8 +409,12 @@ def environment_facts(torch, torch_tensorrt) -> tuple[Flavour, dict]:
     library = importlib.import_module(flavour.library_module)
     versions = library_versions(flavour, torch, torch_tensorrt, library)
     gpu, capability = _gpu_facts(torch)
-    return flavour, {"gpu": gpu, "compute_capability": capability, "versions": versions,
-                     "flavour": flavour.name}
+    return flavour, {
+        "gpu": gpu,
+        "compute_capability": capability,
+        "versions": versions,
+        "flavour": flavour.name,
+    }
 
 
 def _prepare(model, inputs, config, device, precision: str) -> Prepared:
@@ -388,28 +428,44 @@ def _prepare(model, inputs, config, device, precision: str) -> Prepared:
         config = dataclasses.replace(config, memory_format="contiguous")
     weights = engine_cache.state_dict_digest(model)
     model, inputs, notes = place(model, inputs, config, device, precision)
-    facts = cache_facts(config, precision, weights, inputs, environment,
-                         memory_format=notes["memory_format"])
-    notes.update({"flavour": flavour.name, "distribution": flavour.distribution,
-                  "versions": environment["versions"], "compile_options": COMPILE_OPTIONS,
-                  "tf32": config.tf32})
-    compiled, built, artifacts = cached_compile(torch_tensorrt, model, inputs, config, facts,
-                                                f"{config.model} ttrt_{precision}")
+    facts = cache_facts(
+        config, precision, weights, inputs, environment, memory_format=notes["memory_format"]
+    )
+    notes.update(
+        {
+            "flavour": flavour.name,
+            "distribution": flavour.distribution,
+            "versions": environment["versions"],
+            "compile_options": COMPILE_OPTIONS,
+            "tf32": config.tf32,
+        }
+    )
+    compiled, built, artifacts = cached_compile(
+        torch_tensorrt, model, inputs, config, facts, f"{config.model} ttrt_{precision}"
+    )
     notes.update(built)
     notes["artifacts"] = artifacts
-    return Prepared(fn=_inference(torch, compiled), inputs=inputs, notes=notes,
-                    after_windows=partial(_layer_timing_after_windows, compiled, inputs))
+    return Prepared(
+        fn=_inference(torch, compiled),
+        inputs=inputs,
+        notes=notes,
+        after_windows=partial(_layer_timing_after_windows, compiled, inputs),
+    )
 
 
-def cache_facts(config, precision: str, weights: str, inputs, environment: dict,
-                 **more) -> dict:
+def cache_facts(config, precision: str, weights: str, inputs, environment: dict, **more) -> dict:
     """Everything that decides an engine: the engine cache's key is made of these. ``more``:
     what else tells this engine apart (the memory format; a split engine's part)."""
     return {
-        "model": config.model, "weights_sha256": weights, **more,
+        "model": config.model,
+        "weights_sha256": weights,
+        **more,
         "inputs": [[list(t.shape), str(t.dtype).replace("torch.", "")] for t in inputs],
-        "backend": f"ttrt_{precision}", "precision": precision, "tf32": config.tf32,
-        "compile_options": COMPILE_OPTIONS, **environment,
+        "backend": f"ttrt_{precision}",
+        "precision": precision,
+        "tf32": config.tf32,
+        "compile_options": COMPILE_OPTIONS,
+        **environment,
     }
 
 
@@ -428,20 +484,27 @@ def cached_compile(torch_tensorrt, model, inputs, config, facts: dict, what: str
     notes: dict = {"warnings": []}
     cache_dir = Path(config.cache_dir) if config.cache_dir else engine_cache.default_dir()
     found = engine_cache.lookup(cache_dir, facts) if config.use_cache else None
-    cache = {"enabled": config.use_cache, "key": engine_cache.cache_key(facts),
-             "path": str(engine_cache.paths(cache_dir, engine_cache.cache_key(facts))[0]),
-             "hit": False, "reason": found.reason if found else "--no-cache"}
+    cache = {
+        "enabled": config.use_cache,
+        "key": engine_cache.cache_key(facts),
+        "path": str(engine_cache.paths(cache_dir, engine_cache.cache_key(facts))[0]),
+        "hit": False,
+        "reason": found.reason if found else "--no-cache",
+    }
     artifacts: dict[str, str] = {}
     with quiet_torch_loggers():
-        compiled, description = _load_cached(torch_tensorrt, found, cache_dir, notes, cache) \
-            if found is not None and found.hit else (None, None)
+        compiled, description = (
+            _load_cached(torch_tensorrt, found, cache_dir, notes, cache)
+            if found is not None and found.hit
+            else (None, None)
+        )
         if compiled is None:
-            compiled = _build(torch, torch_tensorrt, model, inputs, config, what, notes,
-                              artifacts)
+            compiled = _build(torch, torch_tensorrt, model, inputs, config, what, notes, artifacts)
             description = describe_engines(compiled)
             if config.use_cache:
-                _store(torch_tensorrt, compiled, inputs, cache_dir, facts, notes, cache,
-                       description)
+                _store(
+                    torch_tensorrt, compiled, inputs, cache_dir, facts, notes, cache, description
+                )
     notes["cache"] = cache
     _add_description(description or describe_engines(compiled), notes, artifacts)
     return compiled, notes, artifacts
@@ -454,8 +517,10 @@ def _load_cached(torch_tensorrt, found, cache_dir: Path, notes: dict, cache: dic
     try:
         compiled = torch_tensorrt.load(str(found.module_path)).module()
     except Exception as error:
-        cache["reason"] = (f"cached module failed to load ({type(error).__name__}: "
-                           f"{str(error).splitlines()[0] if str(error) else ''}): rebuilt")
+        cache["reason"] = (
+            f"cached module failed to load ({type(error).__name__}: "
+            f"{str(error).splitlines()[0] if str(error) else ''}): rebuilt"
+        )
         return None, None
     notes["load_s"] = time.perf_counter() - began
     report = engine_cache.read_report(cache_dir, found.key)
@@ -466,8 +531,7 @@ def _load_cached(torch_tensorrt, found, cache_dir: Path, notes: dict, cache: dic
     return compiled, _stored_description(compiled, report.get("description"))
 
 
-def _build(torch, torch_tensorrt, model, inputs, config, what: str, notes: dict,
-           artifacts: dict):
+def _build(torch, torch_tensorrt, model, inputs, config, what: str, notes: dict, artifacts: dict):
     """Compile the engine, timed to the end of the GPU's work; a failed build is one line
     naming ``what`` and pointing at the build log kept beside the run."""
     from profiler.collect.device import Captured, captured_stderr
@@ -479,8 +543,9 @@ def _build(torch, torch_tensorrt, model, inputs, config, what: str, notes: dict,
             native = Captured()
             try:
                 with captured_stderr() as native:  # TensorRT's own messages, shown after it
-                    compiled, build_notes = compile_module(torch_tensorrt, model, inputs,
-                                                           config, str(workdir))
+                    compiled, build_notes = compile_module(
+                        torch_tensorrt, model, inputs, config, str(workdir)
+                    )
             except Exception as error:
                 if "out of memory" in str(error).lower():
                     raise
@@ -488,13 +553,18 @@ def _build(torch, torch_tensorrt, model, inputs, config, what: str, notes: dict,
                 path = save_failed_build(config, text, error)
                 short = build_out_of_memory(text)
                 if short is not None:
-                    raise OutOfMemory(f"CUDA out of memory while building the TensorRT engine "
-                                      f"for {what} at batch size {config.batch_size} (TensorRT: "
-                                      f"{short}); try a smaller --bs or free the GPU; log tail "
-                                      f"in {path}", "CUDA") from None
+                    raise OutOfMemory(
+                        f"CUDA out of memory while building the TensorRT engine "
+                        f"for {what} at batch size {config.batch_size} (TensorRT: "
+                        f"{short}); try a smaller --bs or free the GPU; log tail "
+                        f"in {path}",
+                        "CUDA",
+                    ) from None
                 first = first_line(error)
-                raise UserError(f"TensorRT build failed for {what} ({type(error).__name__}: "
-                                f"{first}); log tail in {path}") from None
+                raise UserError(
+                    f"TensorRT build failed for {what} ({type(error).__name__}: "
+                    f"{first}); log tail in {path}"
+                ) from None
         torch.cuda.synchronize()
         notes["compile_s"] = time.perf_counter() - began
     finally:
@@ -521,21 +591,29 @@ def describe_engines(compiled) -> dict:
             layers[f"engine_layers_{index}.json"] = layer_info(source)
         except Exception as error:
             warnings.append(f"engine {index}: no layer information ({error})")
-    return {"engine_count": len(engines), "layers": layers,
-            "engine_memory": engine_device_memory(engines, _tensorrt_library()),
-            "warnings": warnings}
+    return {
+        "engine_count": len(engines),
+        "layers": layers,
+        "engine_memory": engine_device_memory(engines, _tensorrt_library()),
+        "warnings": warnings,
+    }
 
 
 def _stored_description(compiled, description) -> dict | None:
     """A cache entry's description of its engines, or None where the entry has none (made
     before descriptions were kept) or it is malformed. Where it holds no device memory size, the
     loaded engines are asked again (a loaded engine may tell what a built one did not)."""
-    if not (isinstance(description, dict) and DESCRIPTION_KEYS <= set(description)
-            and isinstance(description["layers"], dict)
-            and isinstance(description["engine_memory"], dict)):
+    if not (
+        isinstance(description, dict)
+        and DESCRIPTION_KEYS <= set(description)
+        and isinstance(description["layers"], dict)
+        and isinstance(description["engine_memory"], dict)
+    ):
         return None
-    if description["engine_count"] and \
-            description["engine_memory"].get("engine_device_memory_bytes") is None:
+    if (
+        description["engine_count"]
+        and description["engine_memory"].get("engine_device_memory_bytes") is None
+    ):
         memory = engine_device_memory(find_engines(compiled), _tensorrt_library())
         description = {**description, "engine_memory": memory}
     return description
@@ -547,7 +625,8 @@ def _add_description(description: dict, notes: dict, artifacts: dict) -> None:
     if notes["fallback_ops"]:
         notes["warnings"].append(
             f"{len(notes['fallback_ops'])} op(s) run in PyTorch, outside TensorRT: "
-            + ", ".join(notes["fallback_ops"]))
+            + ", ".join(notes["fallback_ops"])
+        )
     notes["warnings"] += description["warnings"]
     notes["engine_count"] = description["engine_count"]
     artifacts.update(description["layers"])
@@ -573,23 +652,41 @@ def _layer_timing_after_windows(compiled, inputs) -> dict:
         shutil.rmtree(timing_dir, ignore_errors=True)
 
 
-def _store(torch_tensorrt, compiled, inputs, cache_dir: Path, facts: dict, notes: dict,
-           cache: dict, description: dict) -> None:
+def _store(
+    torch_tensorrt,
+    compiled,
+    inputs,
+    cache_dir: Path,
+    facts: dict,
+    notes: dict,
+    cache: dict,
+    description: dict,
+) -> None:
     """Save the compiled module as an ExportedProgram, with what the build reported and the
     engines' description; a failure to save is noted, not fatal."""
-    report = {"compile_s": notes["compile_s"], "fallback_ops": notes["fallback_ops"],
-              "profiling_verbosity": notes.get("profiling_verbosity"),
-              "description": description}
+    report = {
+        "compile_s": notes["compile_s"],
+        "fallback_ops": notes["fallback_ops"],
+        "profiling_verbosity": notes.get("profiling_verbosity"),
+        "description": description,
+    }
     try:
-        engine_cache.store(cache_dir, facts, lambda tmp: torch_tensorrt.save(
-            compiled, str(tmp), output_format="exported_program", inputs=list(inputs)), report)
+        engine_cache.store(
+            cache_dir,
+            facts,
+            lambda tmp: torch_tensorrt.save(
+                compiled, str(tmp), output_format="exported_program", inputs=list(inputs)
+            ),
+            report,
+        )
         cache["stored"] = True
     except Exception as error:
         cache["stored"] = False
-        notes["warnings"].append(f"could not save the engine to the cache ({type(error).__name__}: "
-                                 f"{str(error).splitlines()[0] if str(error) else ''})")
+        notes["warnings"].append(
+            f"could not save the engine to the cache ({type(error).__name__}: "
+            f"{str(error).splitlines()[0] if str(error) else ''})"
+        )
 
 
 for _precision in ("fp32", "fp16"):
-    implement(f"ttrt_{_precision}", partial(_prepare, precision=_precision),
-              missing=missing_reason)
+    implement(f"ttrt_{_precision}", partial(_prepare, precision=_precision), missing=missing_reason)

@@ -64,26 +64,34 @@ def _compiled_seq2seq(backend, model, src, config, device):
     model, (src,), notes = place(model, (src,), config, device, backend.precision)
 
     def compiled(method):
-        return torch.compile(getattr(model, method), mode=config.compile_mode,
-                             backend="inductor", dynamic=True)
+        return torch.compile(
+            getattr(model, method), mode=config.compile_mode, backend="inductor", dynamic=True
+        )
 
-    notes.update(compile_mode=config.compile_mode, dynamic=True,
-                 decode="recomputes the whole target each step (no KV cache), exact "
-                 "lengths; torch.compile(dynamic=True) on encode, decode and project")
-    return (loops.Seq2SeqParts(compiled("encode"), compiled("decode"), compiled("project")),
-            src, notes)
+    notes.update(
+        compile_mode=config.compile_mode,
+        dynamic=True,
+        decode="recomputes the whole target each step (no KV cache), exact "
+        "lengths; torch.compile(dynamic=True) on encode, decode and project",
+    )
+    return (
+        loops.Seq2SeqParts(compiled("encode"), compiled("decode"), compiled("project")),
+        src,
+        notes,
+    )
 
 
 def _uses(kind: str) -> str:
-    """"pytorch_*, inductor_* or ttrt_*": the families that run the ``kind`` loop."""
+    """ "pytorch_*, inductor_* or ttrt_*": the families that run the ``kind`` loop."""
     names = [f"{family.prefix}*" for family in facts.families_generating(kind)]
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
 
 
 def _check_generates(backend, kind: str) -> None:
     if kind not in backend.family_facts.generates:
-        raise UserError(f"backend {backend.name} cannot run --workload generate; use a "
-                        f"{_uses(kind)} backend")
+        raise UserError(
+            f"backend {backend.name} cannot run --workload generate; use a {_uses(kind)} backend"
+        )
 
 
 def seq2seq_parts(backend, model, src, config, device):
@@ -95,24 +103,37 @@ def seq2seq_parts(backend, model, src, config, device):
 def lm_parts(backend, model, prompt, config, device):
     """(LMParts, prompt on the device, notes) for a CausalLM wrapper around a HF model."""
     if backend.family == "tensorrt":  # it generates, but not with a KV cache
-        raise UserError(f"{backend.name} does not convert {config.model} with a KV cache for "
-                        "--workload generate: the cache is a Python object that the split-engine "
-                        f"path does not export; use {_uses(facts.LM)}")
+        raise UserError(
+            f"{backend.name} does not convert {config.model} with a KV cache for "
+            "--workload generate: the cache is a Python object that the split-engine "
+            f"path does not export; use {_uses(facts.LM)}"
+        )
     _check_generates(backend, facts.LM)
     model, (prompt,), notes = place(model, (prompt,), config, device, backend.precision)
     dtype = getattr(torch, DTYPES[backend.precision])
     compile_step = None
     if backend.family_facts.compiles_on_first_call:
+
         def compile_step(hf_model):
             return torch.compile(hf_model, mode=config.compile_mode, backend="inductor")
 
-        notes.update(compile_mode=config.compile_mode, kv_cache="transformers StaticCache "
-                     "(fixed shapes: one graph for the prefill, one for every decode step)")
+        notes.update(
+            compile_mode=config.compile_mode,
+            kv_cache="transformers StaticCache "
+            "(fixed shapes: one graph for the prefill, one for every decode step)",
+        )
     else:
         notes["kv_cache"] = "transformers DynamicCache (grows each step)"
-    parts = loops.lm_parts(model.model, prompt.size(0), prompt.size(1), config.max_new_tokens,
-                           device, dtype, static_cache=compile_step is not None,
-                           compile_step=compile_step)
+    parts = loops.lm_parts(
+        model.model,
+        prompt.size(0),
+        prompt.size(1),
+        config.max_new_tokens,
+        device,
+        dtype,
+        static_cache=compile_step is not None,
+        compile_step=compile_step,
+    )
     return parts, prompt, notes
 
 
@@ -138,25 +159,37 @@ def _tensorrt_seq2seq(backend, model, src, config, device):
     max_len = getattr(model, "max_len", None) or loops.bucket_length(config.max_new_tokens, 1 << 30)
     lengths = loops.bucket_lengths(config.max_new_tokens, max_len)
     plan = [("encoder", "encode", (src,))]
-    plan += [(f"decoder_len{length}", "decode",
-              (torch.full((batch, length), loops.BOS, dtype=torch.long, device=device), memory))
-             for length in lengths]
-    plan.append(("projection", "project", (torch.zeros(batch, d_model, dtype=dtype,
-                                                       device=device),)))
-    notes.update({"flavour": flavour.name, "distribution": flavour.distribution,
-                  "versions": environment["versions"], "compile_options": ttrt.COMPILE_OPTIONS,
-                  "tf32": config.tf32, "warnings": [],
-                  "decode": f"recomputes the whole target each step, padded to buckets of "
-                            f"{loops.BUCKET} (static shapes, causal mask): one decoder engine "
-                            f"per target length {lengths}"})
+    plan += [
+        (
+            f"decoder_len{length}",
+            "decode",
+            (torch.full((batch, length), loops.BOS, dtype=torch.long, device=device), memory),
+        )
+        for length in lengths
+    ]
+    plan.append(
+        ("projection", "project", (torch.zeros(batch, d_model, dtype=dtype, device=device),))
+    )
+    notes.update(
+        {
+            "flavour": flavour.name,
+            "distribution": flavour.distribution,
+            "versions": environment["versions"],
+            "compile_options": ttrt.COMPILE_OPTIONS,
+            "tf32": config.tf32,
+            "warnings": [],
+            "decode": f"recomputes the whole target each step, padded to buckets of "
+            f"{loops.BUCKET} (static shapes, causal mask): one decoder engine "
+            f"per target length {lengths}",
+        }
+    )
     engines, split, artifacts = {}, {}, {}
     for part, method, inputs in plan:
-        facts = ttrt.cache_facts(config, backend.precision, weights, inputs, environment,
-                                  part=part)
+        facts = ttrt.cache_facts(config, backend.precision, weights, inputs, environment, part=part)
         what = f"the {part} engine of {config.model} {backend.name}"
         compiled, part_notes, part_artifacts = ttrt.cached_compile(
-            torch_tensorrt, _PARTS[method](model, method).eval(), inputs, config, facts,
-            what)
+            torch_tensorrt, _PARTS[method](model, method).eval(), inputs, config, facts, what
+        )
         engines[part] = compiled
         notes["warnings"] += [f"{part}: {w}" for w in part_notes.pop("warnings")]
         split[part] = part_notes
@@ -173,11 +206,15 @@ def _tensorrt_seq2seq(backend, model, src, config, device):
         return lambda *args: engines[part](*(a.contiguous() for a in args))
 
     decoders = {length: call(f"decoder_len{length}") for length in lengths}
-    parts = loops.Seq2SeqParts(call("encoder"), loops.padded_decoder(decoders, max_len),
-                               call("projection"))
+    parts = loops.Seq2SeqParts(
+        call("encoder"), loops.padded_decoder(decoders, max_len), call("projection")
+    )
     return parts, src, notes
 
 
 #: how each family that generates builds the encoder-decoder's parts
-SEQ2SEQ_PARTS = {"pytorch": _eager_seq2seq, "inductor": _compiled_seq2seq,
-                  "tensorrt": _tensorrt_seq2seq}
+SEQ2SEQ_PARTS = {
+    "pytorch": _eager_seq2seq,
+    "inductor": _compiled_seq2seq,
+    "tensorrt": _tensorrt_seq2seq,
+}

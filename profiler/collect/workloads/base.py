@@ -64,8 +64,9 @@ class Workload(Protocol):
     def prepare(self) -> Prepared:
         """One step: ``fn(*inputs)``, built by the backend, with the backend's notes."""
 
-    def time(self, step: Prepared, iters: int, use_cuda: bool, tick: Callable[[], None],
-             deadline=None) -> tuple[list[float], object, object]:
+    def time(
+        self, step: Prepared, iters: int, use_cuda: bool, tick: Callable[[], None], deadline=None
+    ) -> tuple[list[float], object, object]:
         """``iters`` timed steps, fewer when ``deadline`` (profiler.collect.timing.Deadline)
         says stop: (milliseconds per step, per-step details, last output)."""
 

@@ -26,6 +26,7 @@ class ForwardDetails:
 
     enqueue_ms: tuple[float, ...] = ()
 
+
 class Forward:
     label = ""
     first_call = "first call"
@@ -51,8 +52,9 @@ class Forward:
     def time(self, step: Prepared, iters: int, use_cuda: bool, tick, deadline=None):
         """The latencies; the details hold each call's enqueue time (ms, on a GPU)."""
         enqueue: list[float] = []
-        latencies, output = timing.time_iterations(step.fn, step.inputs, iters, use_cuda, tick,
-                                                   enqueue if use_cuda else None, deadline)
+        latencies, output = timing.time_iterations(
+            step.fn, step.inputs, iters, use_cuda, tick, enqueue if use_cuda else None, deadline
+        )
         return latencies, ForwardDetails(tuple(enqueue)), output
 
     def figures(self, window: TimedWindow, details) -> str:
@@ -60,16 +62,26 @@ class Forward:
 
     def check(self, step: Prepared, output) -> tuple[dict, object]:
         run = self.run
-        result = check_numerics(run.config, run.backend.name, step.fn, step.inputs, run.device,
-                                run.use_cuda, self.reference)
+        result = check_numerics(
+            run.config,
+            run.backend.name,
+            step.fn,
+            step.inputs,
+            run.device,
+            run.use_cuda,
+            self.reference,
+        )
         if "skipped" not in result:
-            run.say(f"  numerics vs FP32 eager: relative L2 error "
-                    f"{figure(result['rel_l2_error'])}, max abs error "
-                    f"{figure(result['max_abs_error'])} (reference "
-                    f"{result['reference']['source']})")
+            run.say(
+                f"  numerics vs FP32 eager: relative L2 error "
+                f"{figure(result['rel_l2_error'])}, max abs error "
+                f"{figure(result['max_abs_error'])} (reference "
+                f"{result['reference']['source']})"
+            )
         elif "reason" in result:
-            run.say(f"  [yellow]numerics: skipped ({result['skipped']}):[/] "
-                    f"{escape(result['reason'])}")
+            run.say(
+                f"  [yellow]numerics: skipped ({result['skipped']}):[/] {escape(result['reason'])}"
+            )
         return result, output
 
     def write(self, run_stage: Path, details) -> list[str]:
@@ -84,8 +96,15 @@ def figure(value: float | None) -> str:
     return "not finite" if value is None else f"{value:.3g}"
 
 
-def check_numerics(config, backend_name: str, fn, inputs: tuple, device, use_cuda: bool,
-                   reference: fp32_reference.Reference | None) -> dict:
+def check_numerics(
+    config,
+    backend_name: str,
+    fn,
+    inputs: tuple,
+    device,
+    use_cuda: bool,
+    reference: fp32_reference.Reference | None,
+) -> dict:
     """Compare one more call of the backend with the FP32 eager reference.
 
     ``reference`` (profiler.collect.reference, prepared before the backend saw the model; None
@@ -111,14 +130,16 @@ def check_numerics(config, backend_name: str, fn, inputs: tuple, device, use_cud
             raise
     if kind is not None:  # out of the except block: the reference's frames are freed
         release_cuda_memory()
-        return {"skipped": "reference did not fit",
-                "reason": f"{kind} out of memory in the FP32 eager reference at batch size "
-                          f"{config.batch_size}; the measurement is kept"}
+        return {
+            "skipped": "reference did not fit",
+            "reason": f"{kind} out of memory in the FP32 eager reference at batch size "
+            f"{config.batch_size}; the measurement is kept",
+        }
     result = numerics.compare(output, reference_output)
     result["reference"] = {
         "backend": REFERENCE_BACKEND,
         "how": "FP32 eager build holding the measured model's weights (copied before the "
-               "backend saw them) on this run's inputs cast to float32 (contiguous)",
+        "backend saw them) on this run's inputs cast to float32 (contiguous)",
         "device": str(device),
         "tf32": config.tf32,
         "source": source,

@@ -52,9 +52,11 @@ def kind_of(model, config: RunConfig) -> str:
         return SEQ2SEQ
     if isinstance(model, models.CausalLM):
         return LM
-    raise UserError(f"--workload generate needs a model that generates: transformer (encoder-"
-                    f"decoder), gpt2 (decoder-only), or one with encode/decode/project methods; "
-                    f"{config.model} has none of these")
+    raise UserError(
+        f"--workload generate needs a model that generates: transformer (encoder-"
+        f"decoder), gpt2 (decoder-only), or one with encode/decode/project methods; "
+        f"{config.model} has none of these"
+    )
 
 
 def check_lengths(model, kind: str, inputs: tuple, config: RunConfig) -> None:
@@ -66,20 +68,23 @@ def check_lengths(model, kind: str, inputs: tuple, config: RunConfig) -> None:
         checks = {"--src-len": inputs[0].size(1), "--max-new-tokens": config.max_new_tokens}
         for flag, value in checks.items():
             if value > limit:
-                raise UserError(f"{flag} {value} is beyond the {limit} positions of "
-                                f"{config.model}")
+                raise UserError(f"{flag} {value} is beyond the {limit} positions of {config.model}")
     elif inputs[0].size(1) + config.max_new_tokens > limit:
-        raise UserError(f"--prompt-len {inputs[0].size(1)} + --max-new-tokens "
-                        f"{config.max_new_tokens} is beyond the {limit} positions of "
-                        f"{config.model}")
+        raise UserError(
+            f"--prompt-len {inputs[0].size(1)} + --max-new-tokens "
+            f"{config.max_new_tokens} is beyond the {limit} positions of "
+            f"{config.model}"
+        )
 
 
 def _parts(kind, backend, model, inputs, config, device):
     if kind == SEQ2SEQ:
-        parts, source, notes = generation_backends.seq2seq_parts(backend, model, inputs[0],
-                                                                 config, device)
-        return (lambda clock=None: loops.greedy_seq2seq(parts, source, config.max_new_tokens,
-                                                        clock)), notes
+        parts, source, notes = generation_backends.seq2seq_parts(
+            backend, model, inputs[0], config, device
+        )
+        return (
+            lambda clock=None: loops.greedy_seq2seq(parts, source, config.max_new_tokens, clock)
+        ), notes
     parts, prompt, notes = generation_backends.lm_parts(backend, model, inputs[0], config, device)
     return (lambda clock=None: loops.greedy_lm(parts, prompt, config.max_new_tokens, clock)), notes
 
@@ -100,11 +105,14 @@ class Generate:
         self.kind = kind_of(run.model, config)
         check_lengths(run.model, self.kind, run.inputs, config)
         if config.repeat_runs > 1:
-            raise UserError("--repeat-runs repeats a forward window; it does not apply to "
-                            "--workload generate")
+            raise UserError(
+                "--repeat-runs repeats a forward window; it does not apply to --workload generate"
+            )
         if config.target_noise is not None:
-            raise UserError("--target-noise samples forward windows; it does not apply to "
-                            "--workload generate yet")
+            raise UserError(
+                "--target-noise samples forward windows; it does not apply to "
+                "--workload generate yet"
+            )
         self.label = " generate"
         self.phase_spans: list[str] | None = PHASES[self.kind]
         self.figures_of: dict | None = None
@@ -116,8 +124,9 @@ class Generate:
         """The backend's parts of the loop (compiled or built here): one generation per call,
         marked on ``clock`` when one is given."""
         run = self.run
-        generate, notes = _parts(self.kind, run.backend, run.model, run.inputs, run.config,
-                                 run.device)
+        generate, notes = _parts(
+            self.kind, run.backend, run.model, run.inputs, run.config, run.device
+        )
         return Prepared(fn=generate, inputs=(), notes=notes)
 
     def time(self, step: Prepared, iters: int, use_cuda: bool, tick, deadline=None):
@@ -126,24 +135,30 @@ class Generate:
 
     def figures(self, window: TimedWindow, per_generation) -> str:
         config = self.run.config
-        self.figures_of = generation_figures(per_generation, config.batch_size,
-                                             config.max_new_tokens)
+        self.figures_of = generation_figures(
+            per_generation, config.batch_size, config.max_new_tokens
+        )
         figures = self.figures_of
-        return (f"TTFT p50 {figures['ttft_ms']['p50']:.3f} ms, per token p50 "
-                f"{_or_dash(figures['per_token_ms']['p50'])} ms, "
-                f"{figures['tokens_per_s']:.1f} tokens/s")
+        return (
+            f"TTFT p50 {figures['ttft_ms']['p50']:.3f} ms, per token p50 "
+            f"{_or_dash(figures['per_token_ms']['p50'])} ms, "
+            f"{figures['tokens_per_s']:.1f} tokens/s"
+        )
 
     def check(self, step: Prepared, output) -> tuple[dict, object]:
         run = self.run
         # a fresh generation, cloned at once: CUDA graphs (reduce-overhead) and engines may
         # reuse their output buffers on the next call
         generated = _cloned(step.fn())
-        result = check_generation(run.config, run.backend.name, self.kind, generated,
-                                  run.inputs, run.device, run.use_cuda)
+        result = check_generation(
+            run.config, run.backend.name, self.kind, generated, run.inputs, run.device, run.use_cuda
+        )
         if "skipped" not in result:
-            run.say(f"  numerics vs FP32 eager: first-step logits rel L2 "
-                    f"{figure(result['rel_l2_error'])}, tokens equal "
-                    f"{result['tokens']['positions_equal']:.3f}")
+            run.say(
+                f"  numerics vs FP32 eager: first-step logits rel L2 "
+                f"{figure(result['rel_l2_error'])}, tokens equal "
+                f"{result['tokens']['positions_equal']:.3f}"
+            )
         return result, generated.tokens
 
     def write(self, run_stage: Path, per_generation) -> list[str]:
@@ -154,18 +169,25 @@ class Generate:
         config = self.run.config
         run_dir = config.runs_dir / config.run_name
         assert self.figures_of is not None  # figures() ran first
-        return {"kind": self.kind, "phases": PHASES[self.kind],
-                "max_new_tokens": config.max_new_tokens,
-                "input_len": self.run.inputs[0].size(1),
-                "eos": "ignored: every sequence gets max_new_tokens tokens",
-                "steps_csv": str(run_dir / STEPS_CSV), **self.figures_of}
+        return {
+            "kind": self.kind,
+            "phases": PHASES[self.kind],
+            "max_new_tokens": config.max_new_tokens,
+            "input_len": self.run.inputs[0].size(1),
+            "eos": "ignored: every sequence gets max_new_tokens tokens",
+            "steps_csv": str(run_dir / STEPS_CSV),
+            **self.figures_of,
+        }
 
 
 def _cloned(generation: loops.Generation) -> loops.Generation:
     return loops.Generation(
-        tokens=generation.tokens.clone(), first_logits=generation.first_logits.clone(),
-        encoder_output=None if generation.encoder_output is None
-        else generation.encoder_output.clone())
+        tokens=generation.tokens.clone(),
+        first_logits=generation.first_logits.clone(),
+        encoder_output=None
+        if generation.encoder_output is None
+        else generation.encoder_output.clone(),
+    )
 
 
 def _timed(generate, iters: int, use_cuda: bool, kind: str, tick, deadline=None):
@@ -180,11 +202,12 @@ def _timed(generate, iters: int, use_cuda: bool, kind: str, tick, deadline=None)
         if kind == SEQ2SEQ:  # start | encode | token 0 | token 1 ...
             encode_ms, steps = gaps[0], gaps[1:]
             ttft = encode_ms + steps[0]
-        else:                # start | prefill (token 0) | token 1 ...
+        else:  # start | prefill (token 0) | token 1 ...
             encode_ms, steps = None, gaps
             ttft = steps[0]
-        per_generation.append({"ttft_ms": ttft, "encode_ms": encode_ms, "step_ms": steps,
-                               "sequence_ms": sum(gaps)})
+        per_generation.append(
+            {"ttft_ms": ttft, "encode_ms": encode_ms, "step_ms": steps, "sequence_ms": sum(gaps)}
+        )
         tick()
         if deadline is not None and deadline.reached(done, timing.clock() - began):
             break
@@ -195,9 +218,13 @@ def _quantiles(values: list[float]) -> dict:
     if not values:
         return {"mean": None, "p50": None, "p90": None, "p99": None, "count": 0}
     ordered = sorted(values)
-    return {"mean": sum(ordered) / len(ordered), "p50": percentile(ordered, 50),
-            "p90": percentile(ordered, 90), "p99": percentile(ordered, 99),
-            "count": len(ordered)}
+    return {
+        "mean": sum(ordered) / len(ordered),
+        "p50": percentile(ordered, 50),
+        "p90": percentile(ordered, 90),
+        "p99": percentile(ordered, 99),
+        "count": len(ordered),
+    }
 
 
 def generation_figures(per_generation: list[dict], batch_size: int, new_tokens: int) -> dict:
@@ -207,8 +234,10 @@ def generation_figures(per_generation: list[dict], batch_size: int, new_tokens: 
     later_steps = [ms for g in per_generation for ms in g["step_ms"][1:]]
     encodes = [g["encode_ms"] for g in per_generation if g["encode_ms"] is not None]
     mean_sequence = sum(sequences) / len(sequences)
-    positions = [sum(g["step_ms"][k] for g in per_generation) / len(per_generation)
-                 for k in range(new_tokens)]
+    positions = [
+        sum(g["step_ms"][k] for g in per_generation) / len(per_generation)
+        for k in range(new_tokens)
+    ]
     return {
         "ttft_ms": _quantiles([g["ttft_ms"] for g in per_generation]),
         "encode_ms": _quantiles(encodes) if encodes else None,
@@ -228,8 +257,15 @@ def _write_steps_csv(run_stage: Path, per_generation: list[dict]) -> None:
     writer.writerow(["generation", "position", "step_ms", "ttft_ms", "encode_ms"])
     for i, g in enumerate(per_generation):
         for position, ms in enumerate(g["step_ms"]):
-            writer.writerow([i, position, f"{ms:.6f}", f"{g['ttft_ms']:.6f}",
-                             "" if g["encode_ms"] is None else f"{g['encode_ms']:.6f}"])
+            writer.writerow(
+                [
+                    i,
+                    position,
+                    f"{ms:.6f}",
+                    f"{g['ttft_ms']:.6f}",
+                    "" if g["encode_ms"] is None else f"{g['encode_ms']:.6f}",
+                ]
+            )
     write_text_atomic(run_stage / STEPS_CSV, steps.getvalue())
 
 
@@ -244,13 +280,17 @@ def _or_dash(value) -> str:
 def token_agreement(tokens, reference) -> dict:
     """Share of (sequence, position) tokens equal, and share of sequences identical."""
     equal = tokens.to(reference.device) == reference
-    return {"positions_equal": float(equal.double().mean().item()),
-            "sequences_identical": float(equal.all(dim=1).double().mean().item()),
-            "sequences": int(tokens.size(0)), "positions": int(tokens.size(1))}
+    return {
+        "positions_equal": float(equal.double().mean().item()),
+        "sequences_identical": float(equal.all(dim=1).double().mean().item()),
+        "sequences": int(tokens.size(0)),
+        "positions": int(tokens.size(1)),
+    }
 
 
-def check_generation(config, backend_name: str, kind: str, output, inputs, device,
-                     use_cuda: bool) -> dict:
+def check_generation(
+    config, backend_name: str, kind: str, output, inputs, device, use_cuda: bool
+) -> dict:
     """One more generation of the backend (cloned) against a greedy generation of a fresh FP32
     eager build (same seed and weights) on the same source or prompt: encoder output
     (encoder-decoder), first-step logits, token agreement. ``rel_l2_error`` / ``finite`` at
@@ -262,27 +302,42 @@ def check_generation(config, backend_name: str, kind: str, output, inputs, devic
     reference_model = reference_model.to(device=device, dtype=torch.float32)
     source = inputs[0].to(device)
     if kind == SEQ2SEQ:
-        s2s = loops.Seq2SeqParts(reference_model.encode, reference_model.decode,
-                                 reference_model.project)
+        s2s = loops.Seq2SeqParts(
+            reference_model.encode, reference_model.decode, reference_model.project
+        )
         reference = loops.greedy_seq2seq(s2s, source, config.max_new_tokens)
     else:
-        lm = loops.lm_parts(reference_model.model, source.size(0), source.size(1),
-                            config.max_new_tokens, device, torch.float32, static_cache=False)
+        lm = loops.lm_parts(
+            reference_model.model,
+            source.size(0),
+            source.size(1),
+            config.max_new_tokens,
+            device,
+            torch.float32,
+            static_cache=False,
+        )
         reference = loops.greedy_lm(lm, source, config.max_new_tokens)
     sync(use_cuda)
     logits = numerics.compare(output.first_logits.float(), reference.first_logits)
-    result = {"first_step_logits": logits,
-              "encoder_output": None if output.encoder_output is None else numerics.compare(
-                  output.encoder_output.float(), reference.encoder_output),
-              "tokens": token_agreement(output.tokens, reference.tokens),
-              "finite": logits["finite"], "rel_l2_error": logits["rel_l2_error"],
-              "max_abs_error": logits["max_abs_error"],
-              "mean_abs_error": logits["mean_abs_error"],
-              "cosine_similarity": logits["cosine_similarity"],
-              "top1_agreement": logits["top1_agreement"],
-              "reference": {"backend": REFERENCE_BACKEND,
-                            "how": "greedy generation of a fresh FP32 eager build (same seed "
-                                   "and weights) on the same source/prompt",
-                            "device": str(device), "tf32": config.tf32}}
+    result = {
+        "first_step_logits": logits,
+        "encoder_output": None
+        if output.encoder_output is None
+        else numerics.compare(output.encoder_output.float(), reference.encoder_output),
+        "tokens": token_agreement(output.tokens, reference.tokens),
+        "finite": logits["finite"],
+        "rel_l2_error": logits["rel_l2_error"],
+        "max_abs_error": logits["max_abs_error"],
+        "mean_abs_error": logits["mean_abs_error"],
+        "cosine_similarity": logits["cosine_similarity"],
+        "top1_agreement": logits["top1_agreement"],
+        "reference": {
+            "backend": REFERENCE_BACKEND,
+            "how": "greedy generation of a fresh FP32 eager build (same seed "
+            "and weights) on the same source/prompt",
+            "device": str(device),
+            "tf32": config.tf32,
+        },
+    }
     del reference_model
     return result

@@ -69,8 +69,8 @@ class _NoClock:
 
 @dataclass
 class Generation:
-    tokens: torch.Tensor           # [B, max_new_tokens], the greedy outputs
-    first_logits: torch.Tensor     # [B, vocab], the logits that chose the first token
+    tokens: torch.Tensor  # [B, max_new_tokens], the greedy outputs
+    first_logits: torch.Tensor  # [B, vocab], the logits that chose the first token
     encoder_output: torch.Tensor | None = None  # [B, S, d_model] (encoder-decoder only)
 
 
@@ -86,8 +86,9 @@ class Seq2SeqParts:
     project: Callable[[torch.Tensor], torch.Tensor]
 
 
-def greedy_seq2seq(parts: Seq2SeqParts, src: torch.Tensor, max_new_tokens: int,
-                   clock=None) -> Generation:
+def greedy_seq2seq(
+    parts: Seq2SeqParts, src: torch.Tensor, max_new_tokens: int, clock=None
+) -> Generation:
     """Marks: start, after encode, after each token (``max_new_tokens + 2`` in all)."""
     clock = clock or _NoClock()
     with torch.inference_mode():
@@ -121,8 +122,9 @@ def bucket_lengths(max_new_tokens: int, max_len: int, bucket: int = BUCKET) -> l
     return sorted({bucket_length(n, max_len, bucket) for n in range(1, max_new_tokens + 1)})
 
 
-def padded_decoder(decoders: dict[int, Callable], max_len: int, pad: int = BOS,
-                   bucket: int = BUCKET):
+def padded_decoder(
+    decoders: dict[int, Callable], max_len: int, pad: int = BOS, bucket: int = BUCKET
+):
     """A ``decode(tgt, memory)`` that pads ``tgt`` to its bucket and calls that bucket's
     statically shaped decoder. The decoder is causal, so the padding (after the last real
     position) cannot change the positions the loop reads."""
@@ -130,8 +132,9 @@ def padded_decoder(decoders: dict[int, Callable], max_len: int, pad: int = BOS,
     def decode(tgt: torch.Tensor, memory: torch.Tensor) -> torch.Tensor:
         length = bucket_length(tgt.size(1), max_len, bucket)
         if length > tgt.size(1):
-            fill = torch.full((tgt.size(0), length - tgt.size(1)), pad, dtype=tgt.dtype,
-                              device=tgt.device)
+            fill = torch.full(
+                (tgt.size(0), length - tgt.size(1)), pad, dtype=tgt.dtype, device=tgt.device
+            )
             tgt = torch.cat([tgt, fill], dim=1)
         return decoders[length](tgt, memory)
 
@@ -151,8 +154,7 @@ class LMParts:
     step: Callable[[torch.Tensor, int, Any], tuple[torch.Tensor, Any]]
 
 
-def greedy_lm(parts: LMParts, prompt: torch.Tensor, max_new_tokens: int,
-              clock=None) -> Generation:
+def greedy_lm(parts: LMParts, prompt: torch.Tensor, max_new_tokens: int, clock=None) -> Generation:
     """Marks: start, after each token (``max_new_tokens + 1`` in all); the first token comes out
     of the prefill."""
     clock = clock or _NoClock()
@@ -174,8 +176,16 @@ def greedy_lm(parts: LMParts, prompt: torch.Tensor, max_new_tokens: int,
     return Generation(tokens=torch.cat(tokens, dim=1), first_logits=first_logits)
 
 
-def lm_parts(hf_model, batch_size: int, prompt_len: int, max_new_tokens: int, device, dtype,
-             static_cache: bool, compile_step: Callable | None = None) -> LMParts:
+def lm_parts(
+    hf_model,
+    batch_size: int,
+    prompt_len: int,
+    max_new_tokens: int,
+    device,
+    dtype,
+    static_cache: bool,
+    compile_step: Callable | None = None,
+) -> LMParts:
     """Prefill and decode step of a Hugging Face causal LM.
 
     ``static_cache``: one transformers StaticCache of prompt + new tokens, allocated here and
@@ -196,13 +206,21 @@ def lm_parts(hf_model, batch_size: int, prompt_len: int, max_new_tokens: int, de
         if static is not None:
             static.reset()
         cache = static if static is not None else DynamicCache(config=hf_model.config)
-        out = forward(input_ids=prompt, past_key_values=cache, use_cache=True,
-                      cache_position=positions[:prompt.size(1)])
+        out = forward(
+            input_ids=prompt,
+            past_key_values=cache,
+            use_cache=True,
+            cache_position=positions[: prompt.size(1)],
+        )
         return out.logits[:, -1], out.past_key_values
 
     def step(token, position, cache):
-        out = forward(input_ids=token, past_key_values=cache, use_cache=True,
-                      cache_position=positions[position:position + 1])
+        out = forward(
+            input_ids=token,
+            past_key_values=cache,
+            use_cache=True,
+            cache_position=positions[position : position + 1],
+        )
         return out.logits[:, -1], out.past_key_values
 
     return LMParts(prefill=prefill, step=step)

@@ -58,7 +58,8 @@ def names() -> list[str]:
 def get(name: str):
     """The factory of executor ``name`` (called with ExecutorSettings)."""
     if name not in EXECUTORS:
-        raise UserError(f"--executor: unknown executor {name!r} (choose from "
-                        f"{', '.join(EXECUTORS)})")
+        raise UserError(
+            f"--executor: unknown executor {name!r} (choose from {', '.join(EXECUTORS)})"
+        )
     module, factory = EXECUTORS[name].split(":")
     return getattr(importlib.import_module(module), factory)

@@ -34,12 +34,15 @@ from profiler.sweep.executors import ExecutorSettings
 
 ROOT = SOURCE_ROOT
 # the worker imports the profiler package next to profile.py, as `python profile.py run` does
-_BOOT = ("import sys, runpy; sys.path[0] = sys.argv.pop(1); "
-         "runpy.run_module('profiler.sweep.worker', run_name='__main__', alter_sys=True)")
+_BOOT = (
+    "import sys, runpy; sys.path[0] = sys.argv.pop(1); "
+    "runpy.run_module('profiler.sweep.worker', run_name='__main__', alter_sys=True)"
+)
 GRACE_S = 15.0
 
 
 # ---- which GPUs ----------------------------------------------------------------------------
+
 
 def visible_gpus() -> list[str]:
     """The GPUs this process may use, as CUDA_VISIBLE_DEVICES names them (indices or UUIDs),
@@ -56,8 +59,11 @@ def visible_gpus() -> list[str]:
         listed = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.SubprocessError):
         return []
-    return [m[1] for m in re.finditer(r"^GPU (\d+):", listed.stdout, re.MULTILINE)] \
-        if listed.returncode == 0 else []
+    return (
+        [m[1] for m in re.finditer(r"^GPU (\d+):", listed.stdout, re.MULTILINE)]
+        if listed.returncode == 0
+        else []
+    )
 
 
 def parse_gpus(text: str | None, visible: list[str]) -> list[str]:
@@ -70,14 +76,18 @@ def parse_gpus(text: str | None, visible: list[str]) -> list[str]:
         raise UserError(f"--gpus {text!r}: give GPU indices such as 0,1 (or all)")
     for item in items:
         if not (re.fullmatch(r"[0-9]+", item) or re.fullmatch(r"(GPU|MIG)-[0-9A-Za-z/-]+", item)):
-            raise UserError(f"--gpus: {item!r} is not a GPU index or UUID (give indices such "
-                            "as 0,1, or all)")
+            raise UserError(
+                f"--gpus: {item!r} is not a GPU index or UUID (give indices such as 0,1, or all)"
+            )
         if not visible:
-            raise UserError(f"--gpus {text!r}: no GPU is visible here (nvidia-smi lists none, "
-                            "or CUDA_VISIBLE_DEVICES hides them): leave --gpus out")
+            raise UserError(
+                f"--gpus {text!r}: no GPU is visible here (nvidia-smi lists none, "
+                "or CUDA_VISIBLE_DEVICES hides them): leave --gpus out"
+            )
         if item not in visible:
-            raise UserError(f"--gpus: GPU {item} is not visible here (visible: "
-                            f"{','.join(visible)})")
+            raise UserError(
+                f"--gpus: GPU {item} is not visible here (visible: {','.join(visible)})"
+            )
     if len(set(items)) < len(items):
         raise UserError(f"--gpus {text!r} names a GPU twice: one worker per GPU")
     return items
@@ -96,8 +106,9 @@ SWEEP_PID_ENV = "INFER_PROFILER_SWEEP_PID"
 class _Worker:
     """A worker process, the reader thread that turns its replies into events, and its cell."""
 
-    def __init__(self, slot: str, gpu: str | None, settings: ExecutorSettings,
-                 events: queue.Queue) -> None:
+    def __init__(
+        self, slot: str, gpu: str | None, settings: ExecutorSettings, events: queue.Queue
+    ) -> None:
         self.slot, self.gpu = slot, gpu
         self.job: CellJob | None = None
         self.began = self.deadline = 0.0
@@ -118,10 +129,15 @@ class _Worker:
             # a session of its own: the terminal's Ctrl-C reaches the sweep, which stops cells;
             # a sweep killed outright (kill -9, the OOM killer) sends the worker SIGINT, which
             # stops its cell as a Ctrl-C does, so no worker runs on without its sweep
-            self.process = subprocess.Popen(command, stdin=subprocess.PIPE,
-                                            stdout=subprocess.PIPE, stderr=log, env=env,
-                                            start_new_session=True,
-                                            preexec_fn=_end_with_sweep)
+            self.process = subprocess.Popen(
+                command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                env=env,
+                start_new_session=True,
+                preexec_fn=_end_with_sweep,
+            )
         self.name = f"{slot}/pid{self.process.pid}"
         threading.Thread(target=self._read, args=(events,), daemon=True).start()
 
@@ -149,8 +165,14 @@ class _Worker:
             pass
 
     def outcome(self, kind: str, reason: str | None, exit_code: int | None) -> CellOutcome:
-        return outcome(kind, reason, exit_code, time.monotonic() - self.began, gpu=self.gpu,
-                       node=os.uname().nodename)
+        return outcome(
+            kind,
+            reason,
+            exit_code,
+            time.monotonic() - self.began,
+            gpu=self.gpu,
+            node=os.uname().nodename,
+        )
 
     def close_input(self) -> None:
         """No more cells: the worker ends after the one it runs."""
@@ -180,6 +202,7 @@ class _Worker:
 
 # ---- the executor --------------------------------------------------------------------------
 
+
 class LocalExecutor:
     """One worker per GPU in ``settings.gpus`` (every visible GPU when None; one CPU worker
     when there is none); ``settings.isolate``: a fresh process per cell."""
@@ -187,8 +210,7 @@ class LocalExecutor:
     def __init__(self, settings: ExecutorSettings) -> None:
         self.settings = settings
         gpus = settings.gpus if settings.gpus is not None else visible_gpus()
-        self.slots: list[tuple[str, str | None]] = [(f"gpu{g}", g) for g in gpus] \
-            or [("cpu", None)]
+        self.slots: list[tuple[str, str | None]] = [(f"gpu{g}", g) for g in gpus] or [("cpu", None)]
 
     def describe(self) -> str:
         how = "a fresh process per cell" if self.settings.isolate else "one worker"
@@ -257,8 +279,9 @@ class LocalExecutor:
                 worker.close_input()
         elif "exit" in message:
             worker.job = None
-            outcome = worker.outcome("died", self._death_reason(worker, job, message["exit"]),
-                                     message["exit"])
+            outcome = worker.outcome(
+                "died", self._death_reason(worker, job, message["exit"]), message["exit"]
+            )
         else:
             return
         on_done(job, outcome)
@@ -279,8 +302,14 @@ class LocalExecutor:
                 job = worker.job
                 worker.stop()
                 worker.job = None
-                on_done(job, worker.outcome("timeout", f"no result after --cell-timeout "
-                                            f"{job.timeout_s:g} s", worker.process.returncode))
+                on_done(
+                    job,
+                    worker.outcome(
+                        "timeout",
+                        f"no result after --cell-timeout {job.timeout_s:g} s",
+                        worker.process.returncode,
+                    ),
+                )
 
     def _interrupt(self, workers, events, on_done, stop) -> None:
         """Stop every running cell (each removes its staging folders) and report it: a cell
@@ -300,8 +329,9 @@ class LocalExecutor:
             if worker not in busy or worker.job is None:
                 continue
             job, worker.job = worker.job, None
-            outcome = (msgspec.convert(message["outcome"], CellOutcome)
-                       if "outcome" in message else None)
+            outcome = (
+                msgspec.convert(message["outcome"], CellOutcome) if "outcome" in message else None
+            )
             if outcome is None or outcome.kind != "ok":
                 outcome = worker.outcome("interrupted", reason, outcome and outcome.exit_code)
             outcome.gpu = worker.gpu

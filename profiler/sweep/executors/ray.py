@@ -62,8 +62,13 @@ from profiler.sweep.cell import CellJob, CellOutcome, outcome, run_job
 SYSTEM_RETRIES = 1
 POLL_S = 0.5
 #: Ray's errors for a task whose worker, node or results were lost: not the cell's fault
-LOST = ("WorkerCrashedError", "NodeDiedError", "LocalRayletDiedError", "ObjectLostError",
-        "RaySystemError")
+LOST = (
+    "WorkerCrashedError",
+    "NodeDiedError",
+    "LocalRayletDiedError",
+    "ObjectLostError",
+    "RaySystemError",
+)
 NEEDS_RAY = '--executor ray needs Ray: pip install -e ".[cluster]"'
 
 
@@ -81,20 +86,31 @@ class RayExecutor:
     connected to Ray (ray.init done) uses its connection. ``runner`` is the cell runner
     (cellrun.run_job); it must be importable on the workers."""
 
-    def __init__(self, address: str | None = None, shared_fs: bool = False,
-                 say: Callable[[str], object] | None = None,
-                 runner: Callable[[CellJob], CellOutcome] = run_job) -> None:
+    def __init__(
+        self,
+        address: str | None = None,
+        shared_fs: bool = False,
+        say: Callable[[str], object] | None = None,
+        runner: Callable[[CellJob], CellOutcome] = run_job,
+    ) -> None:
         self.address = address
         self.shared_fs = shared_fs
         self.say = say or (lambda text: print(text, file=sys.stderr))  # stdout may be --json
         self.runner = runner
 
     def describe(self) -> str:
-        return "one Ray task each (" + ("results in the shared folder)" if self.shared_fs
-                                         else "results through Ray's object store)")
+        return "one Ray task each (" + (
+            "results in the shared folder)"
+            if self.shared_fs
+            else "results through Ray's object store)"
+        )
 
-    def run(self, jobs: list[CellJob], on_start: Callable[[CellJob, dict], object],
-            on_done: Callable[[CellJob, CellOutcome], object]) -> None:
+    def run(
+        self,
+        jobs: list[CellJob],
+        on_start: Callable[[CellJob, dict], object],
+        on_done: Callable[[CellJob, CellOutcome], object],
+    ) -> None:
         if not jobs:
             return
         ray = import_ray()
@@ -102,7 +118,6 @@ class RayExecutor:
             resources = cell_resources(ray)
             self.say(describe_cluster(ray, resources, self.shared_fs))
             _Cells(ray, self, resources, on_start, on_done).run(jobs)
-
 
     def session(self):
         """One connection to Ray for the whole sweep: its cells, then its rounds."""
@@ -120,8 +135,11 @@ def from_settings(settings) -> RayExecutor:
     """The executor from the sweep's executor settings: ``options`` may hold ``address``
     (--ray-address) and ``shared_fs`` (--ray-shared-fs)."""
     options = getattr(settings, "options", None) or {}
-    return RayExecutor(address=options.get("address"), shared_fs=bool(options.get("shared_fs")),
-                       say=options.get("say"))
+    return RayExecutor(
+        address=options.get("address"),
+        shared_fs=bool(options.get("shared_fs")),
+        say=options.get("say"),
+    )
 
 
 @contextlib.contextmanager
@@ -133,15 +151,20 @@ def connected(ray, address: str | None) -> Iterator[None]:
         return
     if address:
         check_reachable(address)
-    handlers = {signum: signal.getsignal(signum)
-                for signum in (signal.SIGINT, *signals.HANDLED)}
+    handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, *signals.HANDLED)}
     try:
-        ray.init(address=address or "local", include_dashboard=False, log_to_driver=False,
-                 logging_level=logging.WARNING)
+        ray.init(
+            address=address or "local",
+            include_dashboard=False,
+            log_to_driver=False,
+            logging_level=logging.WARNING,
+        )
     except (ConnectionError, RuntimeError, ValueError) as error:
         where = f"--ray-address {address}" if address else "a local Ray instance"
-        raise UserError(f"{where}: cannot connect to Ray ({first_line(error)}); start one "
-                        "with `ray start --head` or check the address") from None
+        raise UserError(
+            f"{where}: cannot connect to Ray ({first_line(error)}); start one "
+            "with `ray start --head` or check the address"
+        ) from None
     finally:  # ray.init sets its own SIGTERM handler: SIGTERM must stay Ctrl-C's twin
         for signum, handler in handlers.items():
             signal.signal(signum, handler)
@@ -159,9 +182,11 @@ def check_reachable(address: str, timeout_s: float = 5.0) -> None:
     try:
         socket.create_connection((host, int(port)), timeout=timeout_s).close()
     except OSError as error:
-        raise UserError(f"--ray-address {address}: no Ray head answers there "
-                        f"({error.strerror or error}); start one with `ray start --head`, or "
-                        "check the address") from None
+        raise UserError(
+            f"--ray-address {address}: no Ray head answers there "
+            f"({error.strerror or error}); start one with `ray start --head`, or "
+            "check the address"
+        ) from None
 
 
 def cell_resources(ray) -> dict[str, float]:
@@ -186,13 +211,19 @@ def describe_cluster(ray, resources: dict, shared_fs: bool) -> str:
     total = ray.cluster_resources()
     nodes = sum(1 for node in ray.nodes() if node.get("Alive"))
     unit = "GPU" if "num_gpus" in resources else "CPU"
-    home = ("written by the cells into the shared folder" if shared_fs
-            else "brought home through Ray's object store")
-    return (f"ray: {nodes} node(s), {total.get('GPU', 0):g} GPU(s), {total.get('CPU', 0):g} "
-            f"CPU(s); one task per cell on one {unit}; results {home}")
+    home = (
+        "written by the cells into the shared folder"
+        if shared_fs
+        else "brought home through Ray's object store"
+    )
+    return (
+        f"ray: {nodes} node(s), {total.get('GPU', 0):g} GPU(s), {total.get('CPU', 0):g} "
+        f"CPU(s); one task per cell on one {unit}; results {home}"
+    )
 
 
 # ---- on the worker -------------------------------------------------------------------------
+
 
 def cell_task(job: CellJob, shared_fs: bool, runner: Callable[[CellJob], CellOutcome]):
     """The Ray task: yields where it runs, then (outcome, payload). The payload is None when the
@@ -212,8 +243,11 @@ def cell_task(job: CellJob, shared_fs: bool, runner: Callable[[CellJob], CellOut
         outcome = runner(local)
         rehome_results(Path(folder, "runs"), local, job)
         log = Path(local.log_path)
-        payload = {"runs": pack(Path(folder, "runs")), "tb": pack(Path(folder, "tb")),
-                   "log": log.read_bytes() if log.is_file() else None}
+        payload = {
+            "runs": pack(Path(folder, "runs")),
+            "tb": pack(Path(folder, "tb")),
+            "log": log.read_bytes() if log.is_file() else None,
+        }
     yield outcome, payload
 
 
@@ -253,8 +287,13 @@ class RayRounds:
     def slot_name(slot: str) -> str:
         return "a Ray task's GPU"
 
-    def __call__(self, cells: list[tuple[str, dict]], gpu: str | None = None,
-                 timeout_s: float | None = None, started=None) -> dict[str, dict | str]:
+    def __call__(
+        self,
+        cells: list[tuple[str, dict]],
+        gpu: str | None = None,
+        timeout_s: float | None = None,
+        started=None,
+    ) -> dict[str, dict | str]:
         ref = self.remote.remote(cells)
         handle = _RayRound(self.ray, ref)
         if started is not None:
@@ -268,11 +307,15 @@ class RayRounds:
             handle.stop()
             return {key: f"the round ran past {timeout_s:.0f} s" for key, _ in cells}
         except self.ray.exceptions.RayError as error:
-            return {key: f"the round's Ray task failed: {type(error).__name__}: "
-                         f"{first_line(error)}" for key, _ in cells}
+            return {
+                key: f"the round's Ray task failed: {type(error).__name__}: {first_line(error)}"
+                for key, _ in cells
+            }
         placed = where.get("gpu") if self.nodes < 2 else f"{where.get('node')}:{where.get('gpu')}"
-        return {key: {**value, "gpu": placed} if isinstance(value, dict) else value
-                for key, value in found.items()}
+        return {
+            key: {**value, "gpu": placed} if isinstance(value, dict) else value
+            for key, value in found.items()
+        }
 
 
 @dataclass(eq=False)
@@ -295,7 +338,7 @@ FOLDERS = {"runs": "runs_dir", "tb": "tb_dir"}
 def remove_orphans(folder: Path) -> None:
     """Remove the temporary cell folders of killed workers (a cancelled cell's) on this node."""
     for entry in folder.glob(f"{TEMP_PREFIX}*-*"):
-        pid = entry.name[len(TEMP_PREFIX):].split("-")[0]
+        pid = entry.name[len(TEMP_PREFIX) :].split("-")[0]
         if pid.isdigit() and not _alive(int(pid)):
             shutil.rmtree(entry, ignore_errors=True)
 
@@ -315,8 +358,11 @@ def where_this_runs() -> dict[str, str | None]:
 
     gpus = [str(gpu) for gpu in ray.get_gpu_ids()]
     node_id = ray.get_runtime_context().get_node_id()
-    return {"node": socket.gethostname(), "gpu": ",".join(gpus) or None,
-            "worker": f"ray node {node_id[:12]} pid {os.getpid()}"}
+    return {
+        "node": socket.gethostname(),
+        "gpu": ",".join(gpus) or None,
+        "worker": f"ray node {node_id[:12]} pid {os.getpid()}",
+    }
 
 
 def in_folder(job: CellJob, folder: Path) -> CellJob:
@@ -327,8 +373,9 @@ def in_folder(job: CellJob, folder: Path) -> CellJob:
 def rehome_results(runs_dir: Path, local: CellJob, home: CellJob) -> None:
     """Point the paths a run wrote into its result.json (its trace files, folders, log) at
     where they will be at home, as if the cell had run there."""
-    prefixes = [(local.config[key], home.config[key])
-                for key in FOLDERS.values()] + [(local.log_path, home.log_path)]
+    prefixes = [(local.config[key], home.config[key]) for key in FOLDERS.values()] + [
+        (local.log_path, home.log_path)
+    ]
 
     def rehomed(value):
         if isinstance(value, dict):
@@ -338,7 +385,7 @@ def rehome_results(runs_dir: Path, local: CellJob, home: CellJob) -> None:
         if isinstance(value, str):
             for there, here in prefixes:
                 if value == there or value.startswith(there + os.sep):
-                    return here + value[len(there):]
+                    return here + value[len(there) :]
         return value
 
     for result in runs_dir.glob(f"*/{RESULT_FILE}"):
@@ -354,8 +401,9 @@ def absolute(job: CellJob) -> CellJob:
 
 def pack(folder: Path) -> bytes | None:
     """A tar archive of the visible entries of ``folder`` (None when there are none)."""
-    entries = sorted(p for p in folder.iterdir() if not p.name.startswith(".")) \
-        if folder.is_dir() else []
+    entries = (
+        sorted(p for p in folder.iterdir() if not p.name.startswith(".")) if folder.is_dir() else []
+    )
     if not entries:
         return None
     buffer = io.BytesIO()
@@ -366,6 +414,7 @@ def pack(folder: Path) -> bytes | None:
 
 
 # ---- at home -------------------------------------------------------------------------------
+
 
 def bring_home(job: CellJob, payload: dict[str, bytes | None]) -> None:
     """Put a cell's archives in place: run folder into --runs-dir, trace into --tb-dir, log at
@@ -395,6 +444,7 @@ def unpack(archive: bytes, destination: Path, name: str) -> None:
 
 
 # ---- the driver's loop ---------------------------------------------------------------------
+
 
 @dataclass
 class _Task:
@@ -447,13 +497,22 @@ class _Cells:
         try:
             item = self.ray.get(next(generator))
         except StopIteration:
-            self.finish(generator, outcome("died", "the Ray task ended without an outcome",
-                                           None, task.seconds()))
+            self.finish(
+                generator,
+                outcome("died", "the Ray task ended without an outcome", None, task.seconds()),
+            )
             return
         except exceptions.OutOfMemoryError as error:
-            self.finish(generator, outcome(
-                "host-oom", f"out of host memory: Ray's memory monitor stopped the cell "
-                f"({first_line(error)})", None, task.seconds()))
+            self.finish(
+                generator,
+                outcome(
+                    "host-oom",
+                    f"out of host memory: Ray's memory monitor stopped the cell "
+                    f"({first_line(error)})",
+                    None,
+                    task.seconds(),
+                ),
+            )
             return
         except exceptions.RayError as error:
             self.failed(generator, task, error)
@@ -482,15 +541,22 @@ class _Cells:
             self.executor.say(f"{task.job.name}: Ray lost the cell ({kind}); running it again")
             self.submit(_Task(task.job, time.monotonic(), attempt=task.attempt + 1))
             return
-        self.finish(generator, outcome(
-            "died", f"Ray lost the cell {task.attempt + 1} times; last: {reason}", None,
-            task.seconds()))
+        self.finish(
+            generator,
+            outcome(
+                "died",
+                f"Ray lost the cell {task.attempt + 1} times; last: {reason}",
+                None,
+                task.seconds(),
+            ),
+        )
 
     def finish(self, generator, ended: CellOutcome) -> None:
         task = self.tasks.pop(generator)
         where = task.where or {}
-        ended = msgspec.structs.replace(ended, gpu=ended.gpu or where.get("gpu"),
-                                        node=ended.node or where.get("node"))
+        ended = msgspec.structs.replace(
+            ended, gpu=ended.gpu or where.get("gpu"), node=ended.node or where.get("node")
+        )
         self.on_done(task.job, ended)
 
     def stop_overdue(self) -> None:
@@ -499,9 +565,15 @@ class _Cells:
             timeout = task.job.timeout_s
             if timeout and task.started is not None and now - task.started > timeout:
                 self.cancel([generator])
-                self.finish(generator, outcome(
-                    "timeout", f"no result after --cell-timeout {timeout:g} s (Ray task "
-                    "cancelled)", None, task.seconds()))
+                self.finish(
+                    generator,
+                    outcome(
+                        "timeout",
+                        f"no result after --cell-timeout {timeout:g} s (Ray task cancelled)",
+                        None,
+                        task.seconds(),
+                    ),
+                )
 
     def cancel(self, generators: list) -> None:
         """End the tasks: pending ones are dropped, running ones' worker processes killed
@@ -522,13 +594,17 @@ class _Cells:
         running = [(g, t) for g, t in self.tasks.items() if t.started is not None]
         self.cancel(list(self.tasks))
         for generator, task in running:
-            self.finish(generator, outcome("interrupted", f"interrupted "
-                                           f"({signals.describe(stop)})", None,
-                                           task.seconds()))
+            self.finish(
+                generator,
+                outcome(
+                    "interrupted", f"interrupted ({signals.describe(stop)})", None, task.seconds()
+                ),
+            )
         self.tasks.clear()
 
 
 # ---- small helpers -------------------------------------------------------------------------
+
 
 @contextlib.contextmanager
 def signals_seen() -> Iterator[list[int]]:

@@ -17,6 +17,8 @@ medians = [float(x) for x in re.findall(r"\d+\.\d+", line)]
 got = floor_of([ProcessWindow(latency_ms=(m,)) for m in medians])
 print("p50 of each process (noise.log):", ", ".join(f"{m:.3f}" for m in medians), "ms")
 print(f"between processes: CV {100 * got['between_process_cv']:.2f} % of the p50")
-print(f"smallest difference a compare resolves here: ±{100 * got['smallest_resolvable']:.1f} % "
-      f"with {got['processes_per_side']} processes a side, "
-      f"±{100 * got['smallest_resolvable_one_process']:.1f} % with one")
+print(
+    f"smallest difference a compare resolves here: ±{100 * got['smallest_resolvable']:.1f} % "
+    f"with {got['processes_per_side']} processes a side, "
+    f"±{100 * got['smallest_resolvable_one_process']:.1f} % with one"
+)
