@@ -75,8 +75,10 @@ def build_sweep(folder: Path) -> None:
     """A finished sweep of the fixture runs: run folders, traces and a manifest written by the
     code under test at capture time (its cells' metrics included)."""
     sys.path.insert(0, str(ROOT))
-    from profiler.runs.manifest import write_manifest
+    from profiler.analysis.sweep import cell_metrics
+    from profiler.runs.manifest import OK, write_manifest
     from profiler.sweep import plan as sweep
+    from profiler.sweep.record import start_manifest
 
     runs, tbs = folder / "runs" / "fixture_sweep", folder / "tb_logs" / "fixture_sweep"
     plan = sweep.plan(
@@ -87,7 +89,7 @@ def build_sweep(folder: Path) -> None:
         runs_dir=folder / "runs",
         tb_dir=folder / "tb_logs",
     )
-    manifest = sweep.start_manifest(plan)
+    manifest = start_manifest(plan)
     for cell in SWEEP_CELLS:
         shutil.copytree(FIXTURES / "runs" / cell, runs / cell)
         shutil.copytree(FIXTURES / "tb_logs" / cell, tbs / cell)
@@ -95,8 +97,8 @@ def build_sweep(folder: Path) -> None:
     os.chdir(FIXTURES)  # the fixtures' result.json name their traces relative to this folder
     try:
         for name, cell in manifest.cells.items():
-            cell.status, cell.reason, cell.exit_code, cell.elapsed_s = sweep.OK, None, 0, 12.5
-            cell.metrics = sweep.cell_metrics(runs / name)
+            cell.status, cell.reason, cell.exit_code, cell.elapsed_s = OK, None, 0, 12.5
+            cell.metrics = cell_metrics(runs / name)
     finally:
         os.chdir(here)
     manifest.created = "2026-01-01T00:00:00+00:00"

@@ -212,7 +212,7 @@ def test_the_sweep_driver_writes_its_manifest_twice_a_cell(tmp_path, monkeypatch
     """sweep.json is written whole before the first cell, when a cell starts and when it
     ends, and once at the end: 2 N + 2 writes for N cells, each under MANIFEST_BYTES_PER_CELL
     a cell."""
-    from profiler.sweep import plan as sweep_plan
+    from profiler.sweep import plan as sweep_plan, run as sweep_run
 
     monkeypatch.chdir(tmp_path)
     p = sweep_plan.plan(
@@ -221,16 +221,16 @@ def test_the_sweep_driver_writes_its_manifest_twice_a_cell(tmp_path, monkeypatch
         {"model": "tests.tiny_models:conv_net"},
         name="cluster",
     )
-    monkeypatch.setattr(sweep_plan, "make_executor", lambda p: ClusterExecutor())
+    monkeypatch.setattr(sweep_run, "make_executor", lambda p: ClusterExecutor())
     sizes = []
-    real = sweep_plan.runs.write_manifest
+    real = sweep_run.runs.write_manifest
 
     def counted(folder, manifest):
         real(folder, manifest)
         sizes.append((folder / "sweep.json").stat().st_size)
 
-    monkeypatch.setattr(sweep_plan.runs, "write_manifest", counted)
-    done = sweep_plan.run_sweep(p, say=lambda line: None)
+    monkeypatch.setattr(sweep_run.runs, "write_manifest", counted)
+    done = sweep_run.run_sweep(p, say=lambda line: None)
     cells = len(p.cells)
     assert cells == 24 and done.ran == cells
     assert len(sizes) == 2 * cells + 2

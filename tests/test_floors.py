@@ -66,7 +66,7 @@ def imports(name: str, path: Path, known: dict) -> list[tuple[str, int]]:
         if isinstance(node, ast.Import):
             found += [(alias.name, node.lineno) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            assert node.level == 0, f"{path}:{node.lineno}: relative import"
+            assert node.level == 0 and node.module, f"{path}:{node.lineno}: relative import"
             for alias in node.names:
                 full = f"{node.module}.{alias.name}"
                 found.append((full if full in known else node.module, node.lineno))

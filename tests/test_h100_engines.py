@@ -174,7 +174,7 @@ def test_a_cell_whose_output_is_nan_is_flagged_not_quoted():
     from profiler.analysis.benchmark import NOT_FINITE, benchmark_table
     from profiler.report.benchmark_view import markdown
     from profiler.runs.manifest import SweepCell, SweepManifest
-    from profiler.sweep.plan import describe
+    from profiler.sweep.record import describe
 
     cells = {
         c: SweepCell(backend=c.removesuffix("_bs8"), batch_size=8, status="ok")

@@ -301,11 +301,11 @@ def test_a_disk_that_fills_mid_sweep_stops_it_in_one_line(tmp_path, monkeypatch,
     the file, says what was kept and what --resume does. The manifest is never half-written."""
     from profiler.errors import UserError
     from profiler.runs.manifest import read_manifest
-    from profiler.sweep import plan as sweep_plan
+    from profiler.sweep import plan as sweep_plan, record, run as sweep_run
 
     monkeypatch.chdir(tmp_path)
     p = sweep_plan.plan("pytorch_fp32", "1,2", {"model": "tests.tiny_models:conv_net"}, name="full")
-    monkeypatch.setattr(sweep_plan, "make_executor", lambda p: _FinishingExecutor(p.sweep_dir))
+    monkeypatch.setattr(sweep_run, "make_executor", lambda p: _FinishingExecutor(p.sweep_dir))
     writes = []
     real_write_bytes = Path.write_bytes
 
@@ -320,7 +320,7 @@ def test_a_disk_that_fills_mid_sweep_stops_it_in_one_line(tmp_path, monkeypatch,
 
     monkeypatch.setattr(Path, "write_bytes", write_bytes)
     with pytest.raises(UserError) as raised:
-        sweep_plan.run_sweep(p, say=lambda line: None)
+        sweep_run.run_sweep(p, say=lambda line: None)
     line = str(raised.value)
     assert "\n" not in line
     assert line.startswith(f"{p.sweep_dir / 'sweep.json'}: No space left on device"), line
@@ -329,7 +329,7 @@ def test_a_disk_that_fills_mid_sweep_stops_it_in_one_line(tmp_path, monkeypatch,
     if lasting:  # the last manifest written: cell 1 running, which --resume runs again
         assert cells["pytorch_fp32_bs1_conv_net"].status == "running"
         assert "lists 1 cell(s) as running" in line, line
-        assert not sweep_plan.is_done(
+        assert not record.is_done(
             p.sweep_dir, cells["pytorch_fp32_bs1_conv_net"], "pytorch_fp32_bs1_conv_net"
         )
     else:

@@ -685,7 +685,7 @@ def test_sweep_rounds_spread_over_the_gpus_one_batch_size_a_process(tmp_path, mo
     recorded with it beside the cell's own run's GPU."""
     import os
 
-    from profiler.sweep import plan as sweep_plan
+    from profiler.sweep import plan as sweep_plan, record, run as sweep_run
 
     sweep = tmp_path / "gpu_sweep"
     shutil.copytree(H100_SWEEP, sweep)
@@ -702,7 +702,7 @@ def test_sweep_rounds_spread_over_the_gpus_one_batch_size_a_process(tmp_path, mo
         return original(*args, **kwargs)
 
     monkeypatch.setattr(rounds, "sample", sample)
-    manifest = sweep_plan.read_manifest(sweep)
+    manifest = record.read_manifest(sweep)
     for name, cell in manifest.cells.items():
         cell.gpu = "1" if name.endswith("bs8") else "0"
     p = sweep_plan.SweepPlan(
@@ -719,7 +719,7 @@ def test_sweep_rounds_spread_over_the_gpus_one_batch_size_a_process(tmp_path, mo
     )
     monkeypatch.setattr(rounds, "window_config", lambda config, iters, warmup: config)
     before = os.environ.get("CUDA_VISIBLE_DEVICES")
-    sweep_plan.sample_cells(p, manifest, say=lambda _: None)
+    sweep_run.sample_cells(p, manifest, say=lambda _: None)
     assert os.environ.get("CUDA_VISIBLE_DEVICES") == before  # the rounds' children get it
     # three rounds over two GPUs: two whole rounds at once, then the third split in two
     # processes, one per batch size (the cells a verdict compares share a process)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from profiler.cli.app import NCU_SETS, NSYS_SETS
+from profiler.cli.run_commands import NCU_SETS, NSYS_SETS
 from profiler.errors import UserError
 from profiler.runs.config import RunConfig, run_options
 from profiler.runs.manifest import SWEEP_SETS
@@ -132,7 +132,7 @@ class RecordingExecutor:
 
 
 def test_sweep_cells(cli, monkeypatch, left_out):
-    from profiler.sweep import plan as sweep
+    from profiler.sweep import run as sweep
 
     commands = []
 
@@ -164,7 +164,7 @@ def test_sweep_cells(cli, monkeypatch, left_out):
 def test_sweep_resume_compares_every_shared_option(cli, monkeypatch, left_out):
     import json
 
-    from profiler.sweep import plan as sweep
+    from profiler.sweep import run as sweep
 
     monkeypatch.setattr(sweep, "make_executor", lambda plan: RecordingExecutor([]))
     values = probes(left_out)

@@ -14,7 +14,7 @@ from profiler.errors import UserError
 from profiler.report.benchmark_view import markdown
 from profiler.runs import manifest
 from profiler.runs.manifest import SweepCell, SweepManifest
-from profiler.sweep import plan as sweep
+from profiler.sweep import plan as sweep, run as sweep_run
 
 GENERATE = ["--model", "transformer", "--workload", "generate"]
 
@@ -25,7 +25,7 @@ def commands(monkeypatch) -> list:
     from tests.test_run_options import RecordingExecutor
 
     seen: list = []
-    monkeypatch.setattr(sweep, "make_executor", lambda plan: RecordingExecutor(seen))
+    monkeypatch.setattr(sweep_run, "make_executor", lambda plan: RecordingExecutor(seen))
     return seen
 
 

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from profiler.errors import UserError
-from profiler.trace import load
+from profiler.trace import files, halves, load, pieces, robust
 
 FIXTURES = Path(__file__).parent / "fixtures"
 V100 = FIXTURES / "kineto_tb_plugin" / "worker0.1623143089861.pt.trace.json.gz"
@@ -21,8 +21,8 @@ H200 = sorted((FIXTURES / "h200" / "tb_logs").glob("*/*.pt.trace.json.gz"))
 H100_STACKS = FIXTURES / "h100_stacks" / "h100_pytorch_fp16_bs8_stacks.pt.trace.json.gz"
 
 
-def robust(path: Path) -> load.Trace:
-    return load._load_robust(path, load._read(path, mmap_ok=False))
+def full_parse(path: Path) -> load.Trace:
+    return robust.load_robust(path, files.read_data(path, mmap_ok=False))
 
 
 def assert_same(a: load.Trace, b: load.Trace) -> None:
@@ -36,7 +36,7 @@ def assert_same(a: load.Trace, b: load.Trace) -> None:
 
 
 def fast(path: Path) -> load.Trace:
-    data = load._read(path)
+    data = files.read_data(path)
     trace = load._load_split(path, data)
     assert trace is not None, "the fast path gave up"
     return trace
@@ -49,32 +49,32 @@ def v100_json() -> dict:
 @pytest.fixture
 def small_pieces(monkeypatch):
     """Pieces of tens of KB, so a small file is cut in many places."""
-    monkeypatch.setattr(load, "_PIECE_BYTES", 50_000)
+    monkeypatch.setattr(pieces, "_PIECE_BYTES", 50_000)
 
 
 @pytest.mark.parametrize("path", [V100, *H200, H100_STACKS], ids=lambda p: p.parent.name)
 def test_fast_path_matches_full_parse_on_fixtures(path, small_pieces):
-    assert_same(fast(path), robust(path))
+    assert_same(fast(path), full_parse(path))
 
 
 @pytest.fixture
 def two_processes(monkeypatch):
     """Every file, however small, is read by two processes (where the system can fork)."""
-    if not hasattr(load.os, "fork"):
+    if not hasattr(halves.os, "fork"):
         pytest.skip("no fork on this system")
-    monkeypatch.setattr(load, "_PARALLEL_LOAD", True)
-    monkeypatch.setattr(load, "_PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(halves, "PARALLEL_LOAD", True)
+    monkeypatch.setattr(halves, "PARALLEL_MIN_BYTES", 0)
 
 
 @pytest.mark.parametrize("path", [V100, *H200, H100_STACKS], ids=lambda p: p.parent.name)
 def test_two_processes_read_what_one_reads(path, small_pieces, two_processes, monkeypatch):
-    halves = []
-    real = load._build_halves
-    monkeypatch.setattr(load, "_build_halves", lambda *a: halves.append(real(*a)) or halves[-1])
+    built = []
+    real = halves.build_halves
+    monkeypatch.setattr(halves, "build_halves", lambda *a: built.append(real(*a)) or built[-1])
     trace = load.load_trace(path)
-    assert halves and halves[0] is not None, "the two-process path gave up"
-    assert_same(trace, robust(path))
-    assert list(trace.categories) == list(robust(path).categories)  # the same order too
+    assert built and built[0] is not None, "the two-process path gave up"
+    assert_same(trace, full_parse(path))
+    assert list(trace.categories) == list(full_parse(path).categories)  # the same order too
 
 
 def test_two_processes_with_a_false_cut_in_the_middle(
@@ -89,11 +89,11 @@ def test_two_processes_with_a_false_cut_in_the_middle(
     data["traceEvents"] = events
     path = tmp_path / "t.json"
     path.write_text(json.dumps(data))
-    halves = []
-    real = load._build_halves
-    monkeypatch.setattr(load, "_build_halves", lambda *a: halves.append(real(*a)) or halves[-1])
-    assert_same(load.load_trace(path), robust(path))
-    assert halves == [None]
+    built = []
+    real = halves.build_halves
+    monkeypatch.setattr(halves, "build_halves", lambda *a: built.append(real(*a)) or built[-1])
+    assert_same(load.load_trace(path), full_parse(path))
+    assert built == [None]
 
 
 def test_python_function_args_are_not_read():
@@ -132,9 +132,9 @@ def test_fast_path_on_other_formatting(tmp_path, small_pieces, monkeypatch, styl
         )
     path = tmp_path / "t.json"
     path.write_text(text)
-    monkeypatch.setattr(load, "_MMAP_MIN_BYTES", 1)  # and through a memory map
-    assert isinstance(load._read(path), load.mmap.mmap)
-    assert_same(fast(path), robust(path))
+    monkeypatch.setattr(files, "_MMAP_MIN_BYTES", 1)  # and through a memory map
+    assert isinstance(files.read_data(path), files.mmap.mmap)
+    assert_same(fast(path), full_parse(path))
     assert_same(load.load_trace(path), load.load_trace(V100))
 
 
@@ -148,11 +148,11 @@ def test_cut_candidates_inside_events_are_rejected(tmp_path, small_pieces):
             e["name"] += '::{lambda()#1}, {"x"}, {'
     path = tmp_path / "t.json"
     path.write_text(json.dumps(data, separators=(",", ":")))
-    assert_same(fast(path), robust(path))
+    assert_same(fast(path), full_parse(path))
 
 
 def test_null_args_and_old_spelling(tmp_path, monkeypatch):
-    monkeypatch.setattr(load, "_PIECE_BYTES", 100)
+    monkeypatch.setattr(pieces, "_PIECE_BYTES", 100)
     events = [
         {
             "ph": "X",
@@ -205,7 +205,7 @@ def test_null_args_and_old_spelling(tmp_path, monkeypatch):
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"traceEvents": events}))
     trace = fast(path)
-    assert_same(trace, robust(path))
+    assert_same(trace, full_parse(path))
     ev = trace.events
     assert ev["correlation"].tolist() == [-1, 3, -1]
     assert ev["external_id"].tolist() == [4, 5, -1]
@@ -231,7 +231,7 @@ def test_null_args_and_old_spelling(tmp_path, monkeypatch):
     ],
 )
 def test_invalid_files_get_the_full_parse_errors(tmp_path, monkeypatch, text, message):
-    monkeypatch.setattr(load, "_PIECE_BYTES", 10)
+    monkeypatch.setattr(pieces, "_PIECE_BYTES", 10)
     path = tmp_path / "t.json"
     path.write_text(text)
     with pytest.raises(UserError, match=message):
@@ -246,8 +246,8 @@ def test_whitespace_between_events_must_be_json(tmp_path, monkeypatch):
     ]
     path = tmp_path / "t.json"
     path.write_text('{"traceEvents": [' + "}\f,{".join(e[1:-1] for e in events).join("{}") + "]}")
-    monkeypatch.setattr(load, "_PIECE_BYTES", 1000)
-    assert load._load_split(path, load._read(path)) is None
+    monkeypatch.setattr(pieces, "_PIECE_BYTES", 1000)
+    assert load._load_split(path, files.read_data(path)) is None
     with pytest.raises(UserError, match="not valid JSON"):
         load.load_trace(path)
 
@@ -255,7 +255,7 @@ def test_whitespace_between_events_must_be_json(tmp_path, monkeypatch):
 def test_events_of_no_or_unknown_phase(tmp_path, monkeypatch):
     """A piece with an event whose 'ph' is missing or outside the Trace Event Format is decoded
     with the plain Struct (any 'ph'); only complete ('X') events are kept either way."""
-    monkeypatch.setattr(load, "_PIECE_BYTES", 100)
+    monkeypatch.setattr(pieces, "_PIECE_BYTES", 100)
     kernel = {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10, "dur": 5}
     odd = [
         {"name": "no phase", "ts": 1},
@@ -266,5 +266,5 @@ def test_events_of_no_or_unknown_phase(tmp_path, monkeypatch):
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"traceEvents": events}))
     trace = fast(path)
-    assert_same(trace, robust(path))
+    assert_same(trace, full_parse(path))
     assert len(trace.events) == 30 and trace.categories == {"kernel": 30}

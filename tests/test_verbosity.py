@@ -67,12 +67,12 @@ def test_next_hints_name_profile_py():
 
 
 def test_command_name_follows_argv(monkeypatch):
-    from profiler.cli import app
+    from profiler.cli import guard
 
     monkeypatch.setattr(sys, "argv", ["/usr/local/bin/infer-profile", "run"])
-    assert app.command_name() == "infer-profile"
+    assert guard.command_name() == "infer-profile"
     monkeypatch.setattr(sys, "argv", ["profile.py", "run"])
-    assert app.command_name() == "python profile.py"
+    assert guard.command_name() == "python profile.py"
 
 
 def test_traces_carry_a_rank_for_holistic_trace_analysis(console_run):

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, Optional
 import typer
 import typer.core
 
+from profiler.cli.output import Output
 from profiler.runs.config import CliOption, RunConfig, run_options as declared_options
 
 try:  # typer 0.2x carries its own copy of click; earlier ones use click itself
@@ -126,7 +127,7 @@ class OneLineErrors(HelpCommand):
         except MissingParameter:  # no value to quote: OneLineUsage says it
             raise
         except typer.BadParameter as error:
-            typer.echo(f"error: {refusal(error, given)}", err=True)
+            Output().error(refusal(error, given))
             raise typer.Exit(2) from None
 
 
@@ -156,7 +157,7 @@ def _usage_in_one_line():
             if error.ctx is not None and not message.endswith("?")
             else ""
         )  # "Did you mean"
-        typer.echo(f"error: {message[:1].lower()}{message[1:]}{where}", err=True)
+        Output().error(f"{message[:1].lower()}{message[1:]}{where}")
         raise typer.Exit(2) from None
 
 

@@ -5,12 +5,16 @@ The CLI makes one ``Output`` per command call and hands it to the command, which
 itself: it draws its tables on ``out.console``, says a result line with ``out.line`` and gives its
 ``--json`` document to ``out.document``. Progress, notes and warnings stay on stderr: ``note``
 (what was read or written, progress) is left out by ``-q/--quiet``, ``detail`` is said only with
-``-v/--verbose``, ``warn`` always.
+``-v/--verbose``, ``warn``, ``error`` and ``say`` always. Nothing else in the package writes to
+stderr: what the floors below say reaches it through a ``say``/``note``/``warn`` they are handed,
+through ``err_console`` (progress bars) or as a notice (profiler.notices, said here by the app);
+tests/test_stderr_sink.py holds it.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from functools import cached_property
 
@@ -59,10 +63,31 @@ class Output:
         """``warning: text`` on stderr, whatever the verbosity."""
         _stderr(f"warning: {text}")
 
+    def error(self, text: str) -> None:
+        """``error: text`` on stderr, whatever the verbosity."""
+        _stderr(f"error: {text}")
+
+    def say(self, line: str) -> None:
+        """One line on stderr whatever the verbosity (the app's error, interrupted and notice
+        lines): a newline or another control character in it (from an argument or a file name)
+        is written escaped, so nothing can forge a second ``error:`` line; a stderr that is gone
+        (a closed terminal sent SIGHUP) is let be: the exit status remains."""
+        line = re.sub(r"[\x00-\x1f\x7f]", lambda m: repr(m.group())[1:-1], line)
+        try:
+            _stderr(line)
+        except OSError:
+            pass
+
     @cached_property
     def console(self) -> Console:
         """The terminal the human views draw on (stdout)."""
         return make_console()
+
+    @cached_property
+    def err_console(self) -> Console:
+        """The terminal of progress (stderr): a run's phase lines and bars, a sweep's cell
+        lines and bar. Its users say nothing on it while ``quiet``."""
+        return make_console(stderr=True)
 
     def line(self, text: str) -> None:
         """One line of the human result on stdout (a file written, a copy made)."""

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import msgspec
 import torch
+from rich.console import Console
 
 from profiler import runs, signals
 from profiler.collect import (
@@ -80,6 +81,7 @@ def run(
     config: RunConfig,
     quiet: bool = False,
     *,
+    console: Console | None = None,
     command_line: list[str] | None = None,
     started: float | None = None,
 ) -> RunResult:
@@ -91,7 +93,9 @@ def run(
     a --model package.module:function are one-line errors. The result's timing records
     where the seconds went (profiler.runs.phases). ``command_line``: the command result.json
     records (default: this process's); ``started``: when the process began loading modules
-    (perf_counter), the start of the imports phase (None: no imports phase)."""
+    (perf_counter), the start of the imports phase (None: no imports phase). ``console``: where
+    the progress lines and bars go (stderr, the command's output sink's); none without one, or
+    ``quiet``."""
     began = time.perf_counter()
     metadata.prefetch()  # git and nvidia-smi answer while the run goes on
     timer = Phases()
@@ -116,8 +120,9 @@ def run(
         for folder in (config.runs_dir, config.tb_dir):
             clean_leftovers(folder)
         runs.check_destination(config)
+        progress = window.Progress(quiet, console)
         return _run(
-            config, backend, use_cuda, quiet, timer, began - (imports_s or 0.0), command_line
+            config, backend, use_cuda, progress, timer, began - (imports_s or 0.0), command_line
         )
 
 
@@ -125,14 +130,13 @@ def _run(
     config: RunConfig,
     backend,
     use_cuda: bool,
-    quiet: bool,
+    progress: window.Progress,
     timer: Phases,
     began: float,
     command_line: list[str] | None,
 ) -> RunResult:
     """``began``: the perf_counter the run's wall time counts from (imports included)."""
     device = torch.device("cuda" if use_cuda else "cpu")
-    progress = window.Progress(quiet)
     precision_flags = set_math_flags(config)
 
     with timer("build"):  # bad models and weights fail here, before any writing

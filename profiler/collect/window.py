@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from rich.console import Console
 from rich.markup import escape
 
 from profiler import runs
@@ -44,16 +45,16 @@ TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
 
 
 class Progress:
-    """Phase lines and a progress bar on stderr; quiet leaves only the phase lines out of stdout."""
+    """Phase lines and a progress bar on ``console``: the command's stderr (its output sink's,
+    profiler.cli.output.Output.err_console, or a sweep cell's log); none with ``quiet`` or
+    without a console."""
 
-    def __init__(self, quiet: bool) -> None:
-        from rich.console import Console
-
-        self.console = Console(stderr=True)
-        self.quiet = quiet
+    def __init__(self, quiet: bool, console: Console | None = None) -> None:
+        self.console = console
+        self.quiet = quiet or console is None
 
     def say(self, text: str) -> None:
-        if not self.quiet:
+        if self.console is not None and not self.quiet:
             self.console.print(text, highlight=False)
 
     def warn(self, warning: str) -> None:
@@ -61,7 +62,7 @@ class Progress:
 
     @contextlib.contextmanager
     def bar(self, label: str, total: int):
-        if self.quiet or not self.console.is_terminal:
+        if self.console is None or self.quiet or not self.console.is_terminal:
             yield lambda: None
             return
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn

@@ -4,7 +4,6 @@ ranked by what they measured (profiler.analysis.trial)."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from profiler.commands import parse_budget
@@ -85,7 +84,7 @@ def run(
     count = processes if processes is not None else (3 if gpus else 1)
     folder = runs_dir / f"advise_{config.run_name}"
     trace_dir = tb_dir / f"advise_{config.run_name}"
-    say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+    say = sink.note  # the trial's progress: none with -q
     check_runs_here(config, gpus)
     check_folders(config, plan.experiments, folder, trace_dir, resume)
     from profiler.runs import model_source
@@ -143,7 +142,7 @@ def run(
         from profiler.report.trial_view import print_trial
 
         print_trial(rows, base, data, plan, sink.console)
-    return trial_exit(trial, folder)
+    return trial_exit(trial, folder, sink)
 
 
 def check_runs_here(config, gpus: list[str]) -> None:
@@ -164,25 +163,23 @@ def check_runs_here(config, gpus: list[str]) -> None:
         )
 
 
-def trial_exit(trial, folder: Path) -> int:
+def trial_exit(trial, folder: Path, sink) -> int:
     """The exit status of a trial: 0 when the baseline and at least one experiment that ran
     finished; else an ``error:`` line and 1 (2 when the baseline failed on a user error, as
     `run` exits on one)."""
     baseline, tried = trial.cells[0], [c for c in trial.cells[1:] if c.status != "not run"]
     if baseline.status != "ok":
-        print(
-            f"error: the baseline (the run as it is) {baseline.status}"
+        sink.error(
+            f"the baseline (the run as it is) {baseline.status}"
             + (f": {baseline.reason}" if baseline.reason else "")
             + f"; the experiments have nothing to be measured against, the rest were not "
-            f"run (trial.json and logs in {folder})",
-            file=sys.stderr,
+            f"run (trial.json and logs in {folder})"
         )
         return 2 if baseline.kind == "user-error" else 1
     if tried and not any(c.status == "ok" for c in tried):
-        print(
-            f"error: every experiment that ran failed (first: {tried[0].experiment.label}: "
-            f"{tried[0].reason or tried[0].status}); trial.json and logs in {folder}",
-            file=sys.stderr,
+        sink.error(
+            f"every experiment that ran failed (first: {tried[0].experiment.label}: "
+            f"{tried[0].reason or tried[0].status}); trial.json and logs in {folder}"
         )
         return 1
     return 0

@@ -3,7 +3,6 @@ rows from result.json, and the timed headline) -> CSVs or Parquet, terminal tabl
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,16 +30,12 @@ SAME_RUN = (
 )
 
 
-def load_side(target: str, sink=None) -> RunAnalysis:
-    """One side of the comparison (a note on stderr when the target held several traces)."""
+def load_side(target: str, sink) -> RunAnalysis:
+    """One side of the comparison (a note to ``sink`` when the target held several traces)."""
     side = RunAnalysis(target)
     if side.note:
-        (sink.note if sink is not None else _stderr)(f"{target}: {side.note}")
+        sink.note(f"{target}: {side.note}")
     return side
-
-
-def _stderr(text: str) -> None:
-    print(text, file=sys.stderr)
 
 
 def describe(label: str, side: RunAnalysis) -> str:
@@ -124,10 +119,10 @@ def fresh_windows(
     processes: int | None,
     target_noise: float | None,
     budget_s: float | None,
-    say=_stderr,
+    say,
     *,
     trust_model: bool = False,
-    warn=None,
+    warn,
 ) -> tuple[ConfigSamples, ConfigSamples]:
     """New windows of A's and B's configs, interleaved in fresh processes (A B, B A ...). A
     package.module:function model is imported only from the file its run recorded, or with
@@ -166,7 +161,7 @@ def fresh_windows(
             r.model_source,
             trust_model,
             say,
-            warn or (lambda text: _stderr(f"warning: {text}")),
+            warn,
         )
     here = runnable_here(both, results)
     cells = {

@@ -3,8 +3,10 @@ RunAnalysis: the trace's categories) as PNGs."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
+from profiler import notices
 from profiler.analysis.run import RunAnalysis
 from profiler.analysis.sweep import SweepAnalysis
 from profiler.errors import UserError
@@ -14,7 +16,7 @@ from profiler.runs.manifest import short_label
 def plot_and_list(target: str, out: Path | None, sink) -> list[Path]:
     """Plot, then name the files written to ``sink`` (profiler.cli.output.Output): a line
     each, or JSON with --json."""
-    written = plot(target, out)
+    written = plot(target, out, sink.note)
     if sink.json:
         sink.document("plot", {"target": target, "written": [str(p) for p in written]})
     else:
@@ -23,26 +25,27 @@ def plot_and_list(target: str, out: Path | None, sink) -> list[Path]:
     return written
 
 
-def plot(target: str, out: Path | None) -> list[Path]:
+def plot(target: str, out: Path | None, note: Callable[[str], object] = notices.note) -> list[Path]:
+    """The figures of a sweep folder or a run; ``note`` says a figure left out."""
     from profiler.runs.manifest import find_sweep
 
     folder = find_sweep(target)
     if folder is not None:
-        return sweep(folder, out if out is not None else folder / "plots")
+        return sweep(folder, out if out is not None else folder / "plots", note)
     from profiler.report.plots import require_matplotlib
 
     require_matplotlib()
     return run(target, out)
 
 
-def sweep(sweep_dir: Path, out: Path) -> list[Path]:
+def sweep(sweep_dir: Path, out: Path, note: Callable[[str], object]) -> list[Path]:
     from profiler.report.plots import roofline_plot, sweep_plots
 
     analysis = SweepAnalysis(sweep_dir)
     frame = analysis.benchmark
     if not (frame["status"] == "ok").any():
         raise UserError(f"{analysis.folder}: no cell of this sweep finished; nothing to plot")
-    written = sweep_plots(frame, analysis.manifest, out)
+    written = sweep_plots(frame, analysis.manifest, out, note)
     points = [(short_label(cell), roofline) for cell, roofline in analysis.rooflines()]
     roofline = roofline_plot(points, out / "roofline.png")
     return written + ([roofline] if roofline is not None else [])

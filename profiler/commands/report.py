@@ -3,11 +3,11 @@ gather their numbers, roofline and advice, and write one self-contained HTML fil
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pandas as pd
 
+from profiler import notices
 from profiler.analysis.roofline import MIN_GBS, MIN_PCT_BANDWIDTH
 from profiler.analysis.run import Comparison, RunAnalysis
 from profiler.analysis.sweep import SweepAnalysis
@@ -515,8 +515,8 @@ def run(
     only_decided: bool = False,
 ) -> Path:
     """Write the report; returns its path. ``sink`` (profiler.cli.output.Output) takes the
-    warning line when figures are left out (stderr without one); ``only_decided``: a sweep's
-    table without the cells undecided on both figures (a sweep folder only)."""
+    warning line when figures are left out (a Python warning without one); ``only_decided``: a
+    sweep's table without the cells undecided on both figures (a sweep folder only)."""
     if peaks_dir is not None and peaks_dir.exists() and not peaks_dir.is_dir():
         raise UserError(
             f"--peaks-dir {peaks_dir} is not a folder: give the folder `profile.py "
@@ -545,10 +545,5 @@ def run(
     except OSError as error:
         raise UserError(f"cannot write {path}: {error.strerror}") from None
     if html.figures_missing():  # the tables are all there; say once what is not
-        warn = (
-            sink.warn
-            if sink is not None
-            else (lambda text: print(f"warning: {text}", file=sys.stderr))
-        )
-        warn(f"{path}: {html.figures_missing()}")
+        (sink.warn if sink is not None else notices.warn)(f"{path}: {html.figures_missing()}")
     return path

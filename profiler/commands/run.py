@@ -42,7 +42,9 @@ def run(options: dict, sink, tb_compat: bool = False, command: str = "python pro
     )
     sink.detail(f"cache: {config.cache_dir or cache_dir()}")
     with signals.as_interrupts():  # SIGTERM, SIGHUP: like Ctrl-C
-        result = harness.run(config, quiet=sink.json or sink.quiet, started=process_mark)
+        result = harness.run(
+            config, quiet=sink.json or sink.quiet, console=sink.err_console, started=process_mark
+        )
     if tb_compat:
         _write_copies(result, copies, sink, command)
     elif compat.remove_copies(copies):

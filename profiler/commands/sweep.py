@@ -3,8 +3,6 @@ status says whether any cell finished."""
 
 from __future__ import annotations
 
-from rich.markup import escape
-
 from profiler import signals
 from profiler.analysis.benchmark import benchmark_table, cell_analyses, sweep_gpu_offsets
 from profiler.errors import Interrupted, UserError
@@ -14,21 +12,21 @@ from profiler.report.benchmark_view import (
     print_gpu_offsets,
     write_benchmark,
 )
-from profiler.report.console import make_console
 from profiler.report.fmt import seconds
 from profiler.report.sweep_view import cell_progress
 from profiler.runs.manifest import OK, grid_cells
-from profiler.sweep.plan import SweepPlan, read_manifest, run_sweep
+from profiler.sweep.plan import SweepPlan
+from profiler.sweep.record import read_manifest
+from profiler.sweep.run import run_sweep
 
 
 def run(plan: SweepPlan, sink, only_decided: bool = False) -> int:
     """Run the sweep, its table to ``sink`` (profiler.cli.output.Output); returns the exit
     status: 0 if at least one cell is ok (a warning lists the others), 1 if none is."""
-    err = make_console(stderr=True)
     # SIGTERM, SIGHUP: like Ctrl-C (the running cell stopped and recorded, the tables written)
     with (
         signals.as_interrupts(),
-        cell_progress(err, len(plan.cells), quiet=sink.quiet) as (say, advance),
+        cell_progress(sink.err_console, len(plan.cells), quiet=sink.quiet) as (say, advance),
     ):
         try:
             outcome = run_sweep(plan, say=say, progress=advance)
@@ -43,28 +41,20 @@ def run(plan: SweepPlan, sink, only_decided: bool = False) -> int:
         print_gpu_offsets(offsets, sink.console)
     cells = grid_cells(manifest)
     bad = [(name, cell) for name, cell in cells if cell.status != OK]
-    if not sink.quiet:
-        err.print(
-            f"sweep took {seconds(outcome.wall_s)} ({outcome.ran} cell(s) run, "
-            f"{outcome.skipped} skipped); tables: {plan.sweep_dir}/benchmark.csv and .md",
-            highlight=False,
-            soft_wrap=True,
-        )
+    sink.note(
+        f"sweep took {seconds(outcome.wall_s)} ({outcome.ran} cell(s) run, "
+        f"{outcome.skipped} skipped); tables: {plan.sweep_dir}/benchmark.csv and .md"
+    )
     if bad and len(bad) < len(cells):
         listed = ", ".join(f"{name} ({cell.status})" for name, cell in bad)
-        err.print(
-            f"[yellow]warning:[/] {len(bad)} of {len(cells)} cells did not finish: "
-            f"{escape(listed)}; reasons in {escape(str(plan.sweep_dir))}/sweep.json",
-            highlight=False,
-            soft_wrap=True,
+        sink.warn(
+            f"{len(bad)} of {len(cells)} cells did not finish: {listed}; "
+            f"reasons in {plan.sweep_dir}/sweep.json"
         )
     if len(bad) == len(cells):
-        first = bad[0][1].reason
-        err.print(
-            f"error: all {len(cells)} cells failed (first: {escape(str(first))}); "
-            f"logs in {escape(str(plan.sweep_dir))}/logs/",
-            highlight=False,
-            soft_wrap=True,
+        sink.error(
+            f"all {len(cells)} cells failed (first: {bad[0][1].reason}); "
+            f"logs in {plan.sweep_dir}/logs/"
         )
         return 1
     return 0

@@ -10,8 +10,7 @@ commands.plot finds the sweep or run and computes what is drawn.
 from __future__ import annotations
 
 import math
-import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -278,12 +277,15 @@ def sweep_figures(frame: pd.DataFrame, manifest) -> dict:
     return figures
 
 
-def sweep_plots(frame: pd.DataFrame, manifest, out: Path) -> list[Path]:
+def sweep_plots(
+    frame: pd.DataFrame, manifest, out: Path, note: Callable[[str], object]
+) -> list[Path]:
     """latency.png, speedup.png, throughput.png and categories.png of a sweep's benchmark
-    table (a frame with at least one finished cell) and manifest."""
+    table (a frame with at least one finished cell) and manifest; ``note`` says what is left
+    out."""
     figures = sweep_figures(frame, manifest)
     if "categories" not in figures:
-        print(NO_SWEEP_KERNELS, file=sys.stderr)
+        note(NO_SWEEP_KERNELS)
     return [_save(fig, out / f"{name}.png") for name, fig in figures.items()]
 
 

@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -72,9 +72,13 @@ ORPHAN_GRACE_S = 10.0
 
 
 def run_logged(
-    command: list[str], log_path: Path, env: dict | None = None, echo: bool = True
+    command: list[str],
+    log_path: Path,
+    env: dict | None = None,
+    echo: Callable[[str], object] | None = None,
 ) -> Finished:
-    """Run an argument list (never a shell string); copy its output to stderr and a log file.
+    """Run an argument list (never a shell string); copy its output to a log file and each line
+    to ``echo`` (the command's note: stderr; None: the log only).
 
     The tool runs in a process group of its own. When it ends by a signal (killed, crashed),
     what it started is ended with it: ncu's or nsys's profiled process, left without its tool,
@@ -111,8 +115,8 @@ def run_logged(
                     log.write(line)
                 except ValueError:  # closed: the command stopped without waiting for us
                     return
-                if echo and not stopping:
-                    sys.stderr.write(line)
+                if echo is not None and not stopping:
+                    echo(line.rstrip("\n"))
 
         reader = threading.Thread(target=copy, daemon=True)
         reader.start()

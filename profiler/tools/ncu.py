@@ -278,7 +278,7 @@ def profile_step(
             f"ncu 2/3: {len(metrics)} metrics, NVTX {nvtx_filter(step)!r}, "
             f"{kernels} kernels, at most {launch_count} launches"
         )
-        done = run_logged(command, scratch / "ncu.log", env=ncu_env())
+        done = run_logged(command, scratch / "ncu.log", env=ncu_env(), echo=echo)
         missing = [m for m in missing_metrics(done.output) if m in metrics]
         if done.returncode == 0 or not missing or attempt == 3:
             break

@@ -153,13 +153,13 @@ def run(options: dict, echo=print) -> dict:
         command = profile_command(nsys, scratch / "nsys", run_args)
         result["profile_command"] = command
         echo(f"nsys: {' '.join(command[:8])} ... (log: {run_dir / 'nsys.log'})")
-        done = run_logged(command, log)
+        done = run_logged(command, log, echo=echo)
         result["profile_status"] = done.returncode
         report = scratch / "nsys.nsys-rep"
         qdstrm = next(iter(sorted(scratch.glob("*.qdstrm"))), None)
         if report.is_file():
             out_prefix = scratch / "nsys_stats"
-            stats = run_logged(stats_command(nsys, report, out_prefix), log, echo=False)
+            stats = run_logged(stats_command(nsys, report, out_prefix), log)
             result["stats_command"] = stats_command(
                 nsys, run_dir / report.name, run_dir / "nsys_stats"
             )
@@ -205,7 +205,7 @@ def stats_only(report: Path, echo=print) -> pd.DataFrame | None:
     nsys = locate_nsys()
     with tempfile.TemporaryDirectory() as tmp:
         prefix = Path(tmp) / "stats"
-        done = run_logged(stats_command(nsys, report, prefix), Path(tmp) / "log", echo=False)
+        done = run_logged(stats_command(nsys, report, prefix), Path(tmp) / "log")
         kern = next(iter(sorted(Path(tmp).glob("stats*cuda_gpu_kern_sum*.csv"))), None)
         if kern is None:
             echo(f"nsys stats: {stats_failure(done.output, done.returncode)}")

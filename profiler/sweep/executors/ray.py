@@ -41,7 +41,6 @@ import os
 import shutil
 import signal
 import socket
-import sys
 import tarfile
 import tempfile
 import time
@@ -95,7 +94,9 @@ class RayExecutor:
     ) -> None:
         self.address = address
         self.shared_fs = shared_fs
-        self.say = say or (lambda text: print(text, file=sys.stderr))  # stdout may be --json
+        # its lines (the cluster it found, a cell Ray lost): none unless given; a sweep gives
+        # its own ``say`` (profiler.sweep.run)
+        self.say: Callable[[str], object] = say or (lambda text: None)
         self.runner = runner
 
     def describe(self) -> str:

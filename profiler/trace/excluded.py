@@ -1,0 +1,94 @@
+"""Events whose values cannot be real (missing, non-finite, negative or absurd ts/dur, the same
+event written twice): found by ``impossible_rows`` and left out of a Trace by ``without_rows``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from profiler.trace.schema import KIND
+
+#: no trace lasts a day: a duration longer than that, or a start further than that from the
+#: trace's median start, is a damaged value (in µs, Kineto's unit)
+_ABSURD_US = 86_400e6
+#: from 2**53 µs on, float64 cannot hold a timestamp to the microsecond (durations derived from
+#: such timestamps collapse through rounding)
+_MAX_TS_US = float(2**53)
+
+
+def impossible_rows(events: pd.DataFrame) -> dict[str, Any]:
+    """Counts of events whose values cannot be real, by reason (the first reason that applies),
+    and under ``"_rows"`` the mask of them all; {} when there are none."""
+    ts, dur = events["ts"].to_numpy(), events["dur"].to_numpy()
+    with np.errstate(invalid="ignore"):
+        checks = [
+            ("missing or non-numeric ts/dur", np.isnan(ts) | np.isnan(dur)),
+            ("non-finite ts/dur", np.isinf(ts) | np.isinf(dur)),
+            ("negative dur", dur < 0),
+            ("absurd dur (over a day)", dur > _ABSURD_US),
+            ("absurd ts", np.abs(ts) >= _MAX_TS_US),
+        ]
+    bad = np.zeros(len(events), dtype=bool)
+    counts: dict[str, Any] = {}
+    for reason, mask in checks:
+        new = mask & ~bad
+        if new.any():
+            counts[reason] = int(new.sum())
+            bad |= new
+    if (~bad).any():  # starts far from where the rest of the trace is
+        far = ~bad & (np.abs(ts - np.median(ts[~bad])) > _ABSURD_US)
+        if far.any():
+            counts["absurd ts (over a day from the rest)"] = int(far.sum())
+            bad |= far
+    duplicated = _duplicated(events) & ~bad
+    if duplicated.any():
+        counts["duplicated"] = int(duplicated.sum())
+        bad |= duplicated
+    if counts:
+        counts["_rows"] = bad
+    return counts
+
+
+def _duplicated(events: pd.DataFrame) -> np.ndarray:
+    """Rows equal in every column to an earlier row: the same event written twice. Python
+    function events are left out (their own ids are not among the columns)."""
+    candidates = np.flatnonzero(events["kind"].to_numpy() != KIND["python"])
+    mask = np.zeros(len(events), dtype=bool)
+    # one 64-bit hash per row finds the few rows that may repeat (pandas' duplicated() over
+    # every column is many times slower on millions of events); those are compared exactly
+    hashes = _row_hashes(events)[candidates]
+    ordered = np.sort(hashes)
+    repeated = ordered[1:][ordered[1:] == ordered[:-1]]
+    if len(repeated):
+        maybe = candidates[np.isin(hashes, repeated)]
+        mask[maybe] = events.iloc[maybe].duplicated().to_numpy()
+    return mask
+
+
+def _row_hashes(events: pd.DataFrame) -> np.ndarray:
+    """A 64-bit number per event from its kind, thread, name, ts and dur: equal events get
+    equal numbers; different events rarely do, and then only cost an exact comparison."""
+
+    def bits(column: str, dtype: type[np.generic]) -> np.ndarray:
+        values: np.ndarray = events[column].to_numpy().astype(dtype, copy=False)
+        return values.view(np.uint64)
+
+    key: np.ndarray
+    with np.errstate(over="ignore"):
+        key = bits("ts", np.float64) + bits("dur", np.float64) * np.uint64(0x9E3779B97F4A7C15)
+        key += bits("name_id", np.int64) * np.uint64(0xC2B2AE3D27D4EB4F)
+        key += (bits("thread", np.int64) << np.uint64(8)) + bits("kind", np.int64)
+    return key
+
+
+def without_rows(
+    events: pd.DataFrame, launch: pd.DataFrame, drop: np.ndarray
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``events`` without the ``drop`` rows, renumbered, and the kernel launch rows to match."""
+    keep = ~drop
+    new_row = np.cumsum(keep) - 1
+    kept_launch = launch[keep[launch.index.to_numpy()]]
+    kept_launch.index = new_row[kept_launch.index.to_numpy()]
+    return events[keep].reset_index(drop=True), kept_launch

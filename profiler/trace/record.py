@@ -1,0 +1,96 @@
+"""The Trace record: a parsed trace as plain columns, and what its readers ask of them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from profiler.trace.schema import KIND, DeviceProperties
+
+
+@dataclass
+class Trace:
+    """A parsed trace: plain columns, nothing torch-specific."""
+
+    path: Path
+    #: one row per complete ('X') event of a known kind, in file order; columns EVENT_COLUMNS
+    events: pd.DataFrame
+    #: launch configuration of the kernel rows, same index as those rows of ``events``
+    kernel_launch: pd.DataFrame
+    #: name_id -> name
+    names: np.ndarray
+    #: thread code -> (pid, tid) as written in the trace
+    threads: list[tuple[int | str, int | str]]
+    devices: dict[int, DeviceProperties]
+    #: every ``cat`` seen on a complete event, with its count (unknown ones included)
+    categories: dict[str, int] = field(default_factory=dict)
+    #: the 'PyTorch Profiler (0)' span, or the span of all events
+    span: tuple[float, float] = (0.0, 0.0)
+    #: events left out of ``events`` because their values cannot be real: reason -> count
+    excluded: dict[str, int] = field(default_factory=dict)
+    #: complete events of a category the loader does not read (another accelerator's, a new
+    #: Kineto activity type): (cat, pid) -> count
+    unread: dict[tuple[str, Any], int] = field(default_factory=dict)
+
+    @property
+    def host_pids(self) -> set[int | str]:
+        """The pids of the CPU-side events (operators, runtime calls, annotations)."""
+        cpu = [KIND[k] for k in ("runtime", "driver", "cpu_op", "annotation", "python")]
+        codes = np.unique(self.events["thread"].to_numpy()[self.events["kind"].isin(cpu)])
+        return {self.threads[code][0] for code in codes.tolist()}
+
+    @property
+    def unanalysed_device_events(self) -> list[tuple[int, str, Any]]:
+        """(count, cat, pid) of the unread events that sit on a process other than the host's
+        (a device timeline: Kineto gives each device its own pid), most first."""
+        host = self.host_pids
+        return sorted(
+            ((n, cat, pid) for (cat, pid), n in self.unread.items() if pid not in host),
+            key=lambda t: (-t[0], t[1], str(t[2])),
+        )
+
+    @property
+    def unanalysed_warning(self) -> str | None:
+        """``N events of category X on device Y, not analysed`` for each such group, or None."""
+        found = self.unanalysed_device_events
+        if not found:
+            return None
+        groups = "; ".join(
+            f"{n} events of category {cat!r} on device {pid}" for n, cat, pid in found
+        )
+        return groups + (
+            ", not analysed (this tool reads CUDA kernel, memcpy and memset events only)"
+        )
+
+    @property
+    def excluded_warning(self) -> str | None:
+        """One line naming what was left out of the figures and why, or None."""
+        if not self.excluded:
+            return None
+        total = sum(self.excluded.values())
+        reasons = ", ".join(f"{n} {reason}" for reason, n in self.excluded.items())
+        return (
+            f"{total} of {total + len(self.events)} events left out of the figures, their "
+            f"values cannot be real: {reasons}"
+        )
+
+    @property
+    def schema(self) -> str:
+        old = {"Kernel", "Runtime", "Operator", "Memcpy", "Memset"}
+        return "kineto-2021 (Kernel/Runtime/Operator)" if old & set(self.categories) else "kineto"
+
+    def of_kind(self, kind: str) -> pd.DataFrame:
+        return self.events[self.events["kind"] == KIND[kind]]
+
+    def name_of(self, name_ids: npt.ArrayLike) -> np.ndarray:
+        return self.names[np.asarray(name_ids, dtype=np.int64)]
+
+    @property
+    def has_gpu_activity(self) -> bool:
+        gpu = [KIND["kernel"], KIND["memcpy"], KIND["memset"]]
+        return bool(self.events["kind"].isin(gpu).any())
