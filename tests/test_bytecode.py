@@ -5,6 +5,8 @@ machine), never beside the sources, and not when asked not to."""
 import os
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -185,3 +187,29 @@ def test_stop_precompile_ends_the_background_process(tmp_path, monkeypatch):
     bytecode.stop_precompile()
     assert started[0].poll() is not None
     bytecode.stop_precompile()  # nothing left: no error
+
+
+def test_any_run_stops_a_compilation_another_process_started(tmp_path, monkeypatch):
+    from profiler.collect import bytecode
+
+    prefix = tmp_path / "pycache"
+    prefix.mkdir()
+    monkeypatch.setattr(sys, "pycache_prefix", str(prefix))
+    # a stand-in compilation: its command line names the module, as `python -m` would
+    other = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)", bytecode.MODULE],
+        start_new_session=True,
+    )
+    try:
+        (prefix / bytecode.LOCK).write_text(str(other.pid))
+        cmdline = Path(f"/proc/{other.pid}/cmdline")
+        for _ in range(200):  # until it has exec'd (before, it shows this process's command)
+            if bytecode.MODULE.encode() in cmdline.read_bytes():
+                break
+            time.sleep(0.05)
+        bytecode.stop_precompile()  # this process started none
+        assert other.wait(timeout=10) is not None
+    finally:
+        other.kill()
+    (prefix / bytecode.LOCK).write_text(str(os.getpid()))  # never this process itself
+    bytecode.stop_precompile()

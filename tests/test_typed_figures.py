@@ -9,7 +9,16 @@ import sys
 
 import msgspec
 
-from profiler.analysis.records import CompareTimed, Explanation, GpuStateFigures, Headline, plain
+from profiler.analysis.records import (
+    AdviceRecord,
+    CompareTimed,
+    Explanation,
+    GpuStateFigures,
+    Headline,
+    PlannedAdvice,
+    RooflineFigures,
+    plain,
+)
 from profiler.analysis.run import Comparison, RunAnalysis
 from profiler.runs.gpu_record import GpuState
 
@@ -143,3 +152,42 @@ def test_a_sweeps_table_and_gpu_offsets_read_each_cell_once(tmp_path, monkeypatc
     frame, manifest, _ = write_tables(SimpleNamespace(sweep_dir=folder))
     assert len(reads) == len(set(reads)) == len(manifest.cells)
     assert frame.equals(alone)
+
+
+def test_the_insight_and_advice_of_summarize_and_advise_read_back_as_their_records(cli):
+    """summarize's roofline and advice and advise's advice decode with the published types
+    (a key they do not name is refused), and the summarize schema names every roofline field."""
+    run = str(SESSION / "pytorch_fp16_bs8")
+    done = cli("summarize", run, "--json")
+    assert done.code == 0, done.stderr
+    insight = json.loads(done.stdout)["insight"]
+    roofline = msgspec.convert(insight["roofline"], RooflineFigures)
+    assert roofline.bound == "compute" and plain(roofline) == insight["roofline"]
+    advice = msgspec.convert(insight["advice"], list[AdviceRecord])
+    assert advice and plain(advice) == insight["advice"]
+    done = cli("advise", run, "--json")
+    assert done.code == 0, done.stderr
+    planned = msgspec.convert(json.loads(done.stdout)["advice"], list[PlannedAdvice])
+    assert any(a.measured for a in planned)  # the sweep's other cells at the same batch size
+    assert _free_form(_schema("summarize"), "RooflineFigures") == []
+
+
+def test_a_roofline_figure_that_is_not_finite_is_null():
+    from profiler.analysis.roofline import run_roofline
+
+    inputs = {"flops_per_batch": 1e9, "min_bytes_per_batch": 0}
+    roofline = run_roofline(inputs, 2.0, None, "fp16")
+    assert roofline.intensity != roofline.intensity  # no bytes: NaN FLOPs per byte
+    assert roofline.record().intensity is None and roofline.to_dict()["intensity"] is None
+    assert json.loads(json.dumps(roofline.to_dict())) == roofline.to_dict()
+
+
+def test_summarize_phases_read_back_as_their_record(cli):
+    """A generation trace's phase tables decode with the published type (PhaseTables)."""
+    from profiler.cli.documents import PhaseTables
+
+    run = FIXTURES / "h100_generate" / "runs" / "ttrt_fp16_bs1_fixture"
+    done = cli("summarize", str(run), "--json")
+    assert done.code == 0, done.stderr
+    phases = msgspec.convert(json.loads(done.stdout)["phases"], PhaseTables)
+    assert phases.has_kernels and {"encode", "decode"} <= {r["phase"] for r in phases.phases}

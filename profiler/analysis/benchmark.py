@@ -212,6 +212,41 @@ def cell_analyses(sweep_dir: Path, manifest: SweepManifest) -> list[CellAnalysis
     return found
 
 
+#: the columns of the benchmark table that hold floats (missing figures: NaN)
+FLOAT_COLUMNS = (
+    "mean_ms",
+    "p50_ms",
+    "p90_ms",
+    "p99_ms",
+    "gpu_compute_ms",
+    "enqueue_ms",
+    "throughput_per_s",
+    "speedup",
+    "speedup_low",
+    "speedup_high",
+    "gpu_speedup",
+    "gpu_speedup_low",
+    "gpu_speedup_high",
+    "processes",
+    "ready_s",
+    "compile_s",
+    "rel_l2_error",
+    "tensor_core_pct",
+    "gpu_util_pct",
+    "elapsed_s",
+    "cv_pct",
+    "peak_allocated_mib",
+    "peak_reserved_mib",
+    "engine_mib",
+    *ROOFLINE_COLUMNS,
+    *GENERATION_COLUMNS,
+    *PHASE_COLUMNS,
+)
+
+#: a cell's run and its samples, as the verdicts read them
+_CellSamples = tuple[RunResult | None, ConfigSamples]
+
+
 def benchmark_table(
     sweep_dir: Path,
     manifest: SweepManifest,
@@ -222,73 +257,58 @@ def benchmark_table(
     rows, samples = [], []
     axes = axis_columns(manifest)
     for analysed in cells if cells is not None else cell_analyses(sweep_dir, manifest):
-        cell, result, found = analysed.cell, analysed.result, analysed.samples
-        row = {
-            "model": manifest.model,
-            "device": "",
-            "backend": cell.backend,
-            "bs": cell.batch_size,
-            **(cell.axis or {}),
-            "status": cell.status,
-            "reason": cell.reason or "",
-            "gpu": cell.gpu or "",
-            "node": cell.node or "",
-            "elapsed_s": cell.elapsed_s,
-            "baseline": manifest.baseline,
-        }
-        if cell.status == OK and result is None:
-            row.update(status="failed", reason="result.json missing or unreadable")
-        if result is not None:
-            row.update(_result_columns(result, cell.metrics or {}))
-            if result.output.finite is False:  # it ran, but what it timed is broken
-                row["reason"] = NOT_FINITE
-            used = found.for_verdict()
-            row["processes"] = len(used) or None
-            row["gpus"] = ";".join(sorted({g for g in used.gpus() if g}))  # one CSV cell
-            if len(used) > 1:  # the figures a verdict speaks of: over the processes
-                row["p50_ms"] = used.geometric_mean("latency")
-                row["gpu_compute_ms"] = used.geometric_mean("gpu_time") or row["gpu_compute_ms"]
-            row["bound"] = used.bound() or ""
-        rows.append(row)
-        samples.append((result, found))
+        rows.append(_cell_row(manifest, analysed))
+        samples.append((analysed.result, analysed.samples))
     frame = pd.DataFrame(rows).reindex(columns=[*COLUMNS[:4], *axes, *COLUMNS[4:]])
-    frame = frame.astype(
-        {
-            c: float
-            for c in (
-                "mean_ms",
-                "p50_ms",
-                "p90_ms",
-                "p99_ms",
-                "gpu_compute_ms",
-                "enqueue_ms",
-                "throughput_per_s",
-                "speedup",
-                "speedup_low",
-                "speedup_high",
-                "gpu_speedup",
-                "gpu_speedup_low",
-                "gpu_speedup_high",
-                "processes",
-                "ready_s",
-                "compile_s",
-                "rel_l2_error",
-                "tensor_core_pct",
-                "gpu_util_pct",
-                "elapsed_s",
-                "cv_pct",
-                "peak_allocated_mib",
-                "peak_reserved_mib",
-                "engine_mib",
-                *ROOFLINE_COLUMNS,
-                *GENERATION_COLUMNS,
-                *PHASE_COLUMNS,
-            )
-        }
-    )
+    frame = frame.astype({c: float for c in FLOAT_COLUMNS})
     same = ["bs", *axes]  # speedup: the baseline's cell with the same batch size and values
     keys = [tuple(v) for v in frame[same].itertuples(index=False)]
     base = {key: i for i, key in enumerate(keys) if frame["backend"].iloc[i] == manifest.baseline}
+    verdicts = control_family(_cell_verdicts(keys, base, samples, floors_dir))
+    is_base = [base.get(key) == i and samples[i][0] is not None for i, key in enumerate(keys)]
+    _add_speedups(frame, keys, base, is_base, verdicts)
+    return frame
+
+
+def _cell_row(manifest: SweepManifest, analysed: CellAnalysis) -> dict[str, Any]:
+    """A cell's row of the benchmark table, before its speedups."""
+    cell, result, found = analysed.cell, analysed.result, analysed.samples
+    row = {
+        "model": manifest.model,
+        "device": "",
+        "backend": cell.backend,
+        "bs": cell.batch_size,
+        **(cell.axis or {}),
+        "status": cell.status,
+        "reason": cell.reason or "",
+        "gpu": cell.gpu or "",
+        "node": cell.node or "",
+        "elapsed_s": cell.elapsed_s,
+        "baseline": manifest.baseline,
+    }
+    if cell.status == OK and result is None:
+        row.update(status="failed", reason="result.json missing or unreadable")
+    if result is not None:
+        row.update(_result_columns(result, cell.metrics or {}))
+        if result.output.finite is False:  # it ran, but what it timed is broken
+            row["reason"] = NOT_FINITE
+        used = found.for_verdict()
+        row["processes"] = len(used) or None
+        row["gpus"] = ";".join(sorted({g for g in used.gpus() if g}))  # one CSV cell
+        if len(used) > 1:  # the figures a verdict speaks of: over the processes
+            row["p50_ms"] = used.geometric_mean("latency")
+            row["gpu_compute_ms"] = used.geometric_mean("gpu_time") or row["gpu_compute_ms"]
+        row["bound"] = used.bound() or ""
+    return row
+
+
+def _cell_verdicts(
+    keys: list[tuple[Any, ...]],
+    base: dict[tuple[Any, ...], int],
+    samples: list[_CellSamples],
+    floors_dir: Path | None,
+) -> list[TimedVerdicts | None]:
+    """Each cell's verdicts against its baseline cell (None for a baseline, or without one)."""
     found_verdicts: list[TimedVerdicts | None] = []
     for i, key in enumerate(keys):
         j = base.get(key)
@@ -302,8 +322,17 @@ def benchmark_table(
             ours, theirs = like_with_like(samples[j][1], cell_samples)
             judged = verdicts_between(base_result, result, ours, theirs, floors_dir)
         found_verdicts.append(judged)
-    verdicts = control_family(found_verdicts)
-    is_base = [base.get(key) == i and samples[i][0] is not None for i, key in enumerate(keys)]
+    return found_verdicts
+
+
+def _add_speedups(
+    frame: pd.DataFrame,
+    keys: list[tuple[Any, ...]],
+    base: dict[tuple[Any, ...], int],
+    is_base: list[bool],
+    verdicts: list[TimedVerdicts | None],
+) -> None:
+    """Fill the speedup and verdict columns of ``frame``."""
     p50 = frame["p50_ms"].to_numpy()
     # without latencies to judge (a cell whose latency.csv is gone) the p50 ratio stands alone
     plain = [
@@ -331,7 +360,6 @@ def benchmark_table(
         for v, own, g in zip(gpu, is_base, frame["gpu_compute_ms"])
     ]
     frame["verdict_note"] = ["; ".join(v.lines) if v else "" for v in verdicts]
-    return frame
 
 
 #: the figures a sweep's geometric-mean rows summarize over batch sizes

@@ -87,13 +87,7 @@ def explain_difference(
     added, removed = _only_in(b, a), _only_in(a, b)
     material = [k for k in added + removed if k.share >= KERNEL_SHARE]
 
-    common = a.index.intersection(b.index)
-    ratio = None
-    if len(common):
-        ca, cb = a.loc[common], b.loc[common]
-        base = float(ca["total_us"].sum())
-        ratio = float((cb["total_us"] / cb["calls"] * ca["calls"]).sum()) / base if base else None
-
+    ratio = _common_ratio(a, b)
     clock_a, clock_b = _clock(gpu_a), _clock(gpu_b)
     clocks_known = clock_a is not None and clock_b is not None
     clock_moved = (
@@ -101,6 +95,49 @@ def explain_difference(
     )
     time_moved = ratio is not None and abs(ratio - 1) > KERNEL_TIME_TOLERANCE
 
+    lines = _kernel_lines(material, added, removed, configs)
+    lines += _time_lines(clock_a, clock_b, gpu_b, ratio, material, clock_moved, time_moved, configs)
+    if material and clock_moved:
+        cause = CLOCK_AND_KERNELS
+    elif material:
+        cause = KERNELS
+    elif clock_moved:
+        cause = CLOCK
+    elif time_moved:
+        cause = KERNEL_TIME
+    elif latency_ratio is not None and abs(latency_ratio - 1) > KERNEL_TIME_TOLERANCE:
+        cause = HOST
+        lines.append(
+            f"same kernels, same kernel time: the latency difference "
+            f"({100 * (latency_ratio - 1):+.1f} %) is host-side (launch overhead, "
+            "scheduling, other processes)"
+        )
+    else:
+        cause = NONE
+        lines.append(
+            "same kernels and kernel time" + (" at the same clock" if clocks_known else "")
+        )
+    return Difference(cause, lines, added, removed, ratio, clock_a, clock_b)
+
+
+def _common_ratio(a: pd.DataFrame, b: pd.DataFrame) -> float | None:
+    """B's time over A's for the kernels both ran, at A's call counts."""
+    common = a.index.intersection(b.index)
+    ratio = None
+    if len(common):
+        ca, cb = a.loc[common], b.loc[common]
+        base = float(ca["total_us"].sum())
+        ratio = float((cb["total_us"] / cb["calls"] * ca["calls"]).sum()) / base if base else None
+    return ratio
+
+
+def _kernel_lines(
+    material: list[KernelShare],
+    added: list[KernelShare],
+    removed: list[KernelShare],
+    configs: str | None,
+) -> list[str]:
+    """The line on the kernels one run has and the other has not."""
     lines = []
     if material:
         lines.append(
@@ -113,6 +150,22 @@ def explain_difference(
             f"kernel names differ only in small kernels (< {100 * KERNEL_SHARE:g} % "
             f"of kernel time each): {len(added)} added, {len(removed)} removed"
         )
+    return lines
+
+
+def _time_lines(
+    clock_a: float | None,
+    clock_b: float | None,
+    gpu_b: GpuState | None,
+    ratio: float | None,
+    material: list[KernelShare],
+    clock_moved: bool,
+    time_moved: bool,
+    configs: str | None,
+) -> list[str]:
+    """The lines on the SM clock and the time of the kernels both ran."""
+    lines = []
+    clocks_known = clock_a is not None and clock_b is not None
     if clock_moved and clock_a is not None and clock_b is not None:  # known when it moved
         change = clock_b / clock_a - 1
         reasons = gpu_b.throttle_reasons if gpu_b is not None else []
@@ -140,28 +193,7 @@ def explain_difference(
             "SM clock not recorded for "
             + " and ".join(side for side, c in (("A", clock_a), ("B", clock_b)) if c is None)
         )
-
-    if material and clock_moved:
-        cause = CLOCK_AND_KERNELS
-    elif material:
-        cause = KERNELS
-    elif clock_moved:
-        cause = CLOCK
-    elif time_moved:
-        cause = KERNEL_TIME
-    elif latency_ratio is not None and abs(latency_ratio - 1) > KERNEL_TIME_TOLERANCE:
-        cause = HOST
-        lines.append(
-            f"same kernels, same kernel time: the latency difference "
-            f"({100 * (latency_ratio - 1):+.1f} %) is host-side (launch overhead, "
-            "scheduling, other processes)"
-        )
-    else:
-        cause = NONE
-        lines.append(
-            "same kernels and kernel time" + (" at the same clock" if clocks_known else "")
-        )
-    return Difference(cause, lines, added, removed, ratio, clock_a, clock_b)
+    return lines
 
 
 #: RunConfig fields that say how a run is timed, profiled, written or cached, not what work it

@@ -316,3 +316,61 @@ class BaselineRow(Record):
     gpu_ms: float | None = None
     bound: str | None = None
     noise: BaselineNoise | None = None
+
+
+#: where the roofline puts a run ("unknown" without ceilings)
+RooflineBound = Literal["memory", "compute", "unknown"]
+
+
+class RooflineFigures(Record):
+    """A run's roofline as --json prints it (profiler.analysis.roofline.Roofline.record): per
+    batch, its FLOPs and minimum bytes, the timed p50 (s), the rates reached, the ceilings
+    and where the roofline puts it; a figure that is not finite (an intensity without bytes)
+    is null."""
+
+    flops: float | None
+    min_bytes: float | None
+    seconds: float | None  # timed p50
+    achieved_tflops: float | None
+    achieved_gbs: float | None  # min_bytes / seconds: the bandwidth used is at least this
+    intensity: float | None  # FLOPs per minimum byte
+    peak_tflops: float | None
+    peak_gbs: float | None
+    ridge: float | None  # intensity where the two ceilings meet
+    pct_of_compute: float | None
+    pct_of_bandwidth: float | None
+    bound: RooflineBound
+    pct_of_roof: float | None  # achieved TFLOP/s over the roofline at this intensity
+    matmul_key: str
+    ceilings_source: str
+    backend: str
+
+
+class MeasuredAlternative(Record):
+    """Another backend's cell of the sweep at the same batch size: its p50 and its speedup over
+    the run (profiler.analysis.advice)."""
+
+    p50_ms: float
+    speedup: float
+
+
+class AdviceRecord(Record):
+    """One piece of advice as --json prints it (profiler.report.advice_view.advice_dict): what
+    the rule saw (label -> text) and the gain it projects, in words, whether that gain is a
+    bound or an estimate, and what the sweep measured for the action (backend -> cell)."""
+
+    rule: str
+    title: str
+    action: str
+    evidence: dict[str, str]
+    projected_gain: str
+    projection: Literal["bound", "estimate"] | None
+    source: str
+    measured: dict[str, MeasuredAlternative]
+
+
+class PlannedAdvice(AdviceRecord, kw_only=True):
+    """advise's advice: the projected speedup its experiments are ranked by, and the kind of
+    that projection, both null when it is no speedup (at most 1)."""
+
+    projected_speedup: float | None

@@ -18,6 +18,7 @@ import msgspec
 import numpy as np
 import pandas as pd
 
+from profiler.analysis.records import RooflineBound, RooflineFigures, plain
 from profiler.runs.result import RunResult
 from profiler.trace.load import KIND, Trace, load_trace, read_bytes
 
@@ -286,6 +287,11 @@ def matmul_key(precision: str, tf32: bool | None, backend: str = "") -> str:
     return precision if precision in MATMUL_KEYS else "fp32"
 
 
+def _finite(value: Any) -> Any:
+    """None for a float that is not finite, else the value."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
 @dataclass(frozen=True)
 class Roofline:
     flops: float  # per batch
@@ -299,17 +305,19 @@ class Roofline:
     ridge: float | None  # intensity where the two ceilings meet
     pct_of_compute: float | None
     pct_of_bandwidth: float | None
-    bound: str  # "memory" or "compute" (by the roofline), "unknown" without peaks
+    bound: RooflineBound  # "memory" or "compute" (by the roofline), "unknown" without peaks
     pct_of_roof: float | None  # achieved TFLOP/s over the roofline at this intensity
     matmul_key: str
     ceilings_source: str
     backend: str = ""  # the run's backend (the chart marks points by it)
 
+    def record(self) -> RooflineFigures:
+        """The roofline as --json prints it: a figure that is not finite becomes None."""
+        fields = {k: _finite(v) for k, v in asdict(self).items() if k != "bound"}
+        return RooflineFigures(bound=self.bound, **fields)
+
     def to_dict(self) -> dict[str, Any]:
-        return {
-            k: (None if isinstance(v, float) and not math.isfinite(v) else v)
-            for k, v in asdict(self).items()
-        }
+        return cast("dict[str, Any]", plain(self.record()))
 
 
 def _pct(value: float, peak: float | None) -> float | None:
@@ -334,7 +342,9 @@ def run_roofline(
     bw = ceilings.bandwidth_gbs if ceilings else None
     ridge = peak * 1e12 / (bw * 1e9) if peak and bw else None
     roof = min(peak, intensity * bw / 1e3) if peak and bw else None
-    bound = "unknown" if ridge is None else ("memory" if intensity < ridge else "compute")
+    bound: RooflineBound = (
+        "unknown" if ridge is None else ("memory" if intensity < ridge else "compute")
+    )
     return Roofline(
         flops=flops,
         min_bytes=nbytes,

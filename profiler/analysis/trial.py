@@ -234,73 +234,94 @@ def trial_rows(
     rows: list[TrialRow] = []
     found: list[TimedVerdicts | None] = []
     for cell in cells[1:]:
-        row = TrialRow(
-            cell["label"], cell["changes"], cell["rules"], cell["status"], cell["reason"]
+        row, verdicts = _cell_row(
+            cell, folder, base_cell, base, base_windows, graphs_ms, promises, advice, config
         )
-        if advice is not None:
-            row.projected, row.projected_kind = projection(
-                advice, cell["rules"], cell["changes"], config
-            )
-        else:
-            bound = max((promises.get(r, 1.0) for r in cell["rules"]), default=1.0)
-            row.projected = bound if bound > 1 else None
-        path = folder / cell["folder"] / RESULT_FILE
-        result: RunResult | None = try_read_result(path) if cell["status"] == "ok" else None
-        verdicts = None
-        if result is not None:
-            windows = config_samples(result, path)
-            used = windows.for_verdict()
-            row.processes = len(used)
-            row.p50_ms = used.geometric_mean("latency") or result.timing.p50_ms
-            row.cv = latency_noise(used, result, path)
-            row.rel_l2_error = result.numerics.rel_l2_error if result.numerics else None
-            row.bound = used.bound()
-            if base is not None:
-                ours, theirs = base_windows, windows
-                if result.batch_size != base.batch_size:  # compare per sample (throughput)
-                    row.figure = "per sample"
-                    ours = base_windows.per_sample(base.batch_size)
-                    theirs = windows.per_sample(result.batch_size)
-                verdicts = verdicts_between(base, result, ours, theirs, cuda_graphs_ms=graphs_ms)
-                row.kernels = kernel_change(folder / base_cell["folder"], folder / cell["folder"])
         rows.append(row)
         found.append(verdicts)
     for row, v in zip(rows, control_family(found)):  # the experiments are one family
-        spans = None
-        if v is not None and v.latency is not None:  # a judged row has a latency verdict
-            spans = (v.latency.processes_a, v.latency.processes_b)
-            row.interval_processes = list(spans)
-            lat, gpu = v.latency, v.gpu_time
-            row.speedup, row.low, row.high, row.verdict = (
-                lat.speedup,
-                1 / lat.high,
-                1 / lat.low,
-                lat.verdict,
-            )
-            if gpu is not None:
-                row.gpu_speedup, row.gpu_low, row.gpu_high, row.gpu_verdict = (
-                    gpu.speedup,
-                    1 / gpu.high,
-                    1 / gpu.low,
-                    gpu.verdict,
-                )
-            row.verdict_lines = list(v.lines)
-            if unjudged:  # the measured speedup kept, no verdict drawn from it
-                row.verdict = "undecided"
-        if row.status == "ok":
-            row.judgement = judge(
-                row.projected,
-                row.verdict,
-                row.speedup,
-                row.low,
-                row.high,
-                row.projected_kind,
-                spans,
-                unjudged,
-            )
+        _judge_row(row, v, unjudged)
     return sorted(
         rows, key=lambda r: (r.status != "ok", ORDER.get(r.verdict or "", 4), -(r.speedup or 0))
     )
+
+
+def _cell_row(
+    cell: dict[str, Any],
+    folder: Path,
+    base_cell: dict[str, Any],
+    base: RunResult | None,
+    base_windows: ConfigSamples,
+    graphs_ms: float | None,
+    promises: dict[str, float],
+    advice: list[Advice] | None,
+    config: dict[str, Any] | None,
+) -> tuple[TrialRow, TimedVerdicts | None]:
+    """An experiment's row, before the family's verdicts; its verdicts against the baseline."""
+    row = TrialRow(cell["label"], cell["changes"], cell["rules"], cell["status"], cell["reason"])
+    if advice is not None:
+        row.projected, row.projected_kind = projection(
+            advice, cell["rules"], cell["changes"], config
+        )
+    else:
+        bound = max((promises.get(r, 1.0) for r in cell["rules"]), default=1.0)
+        row.projected = bound if bound > 1 else None
+    path = folder / cell["folder"] / RESULT_FILE
+    result: RunResult | None = try_read_result(path) if cell["status"] == "ok" else None
+    verdicts = None
+    if result is not None:
+        windows = config_samples(result, path)
+        used = windows.for_verdict()
+        row.processes = len(used)
+        row.p50_ms = used.geometric_mean("latency") or result.timing.p50_ms
+        row.cv = latency_noise(used, result, path)
+        row.rel_l2_error = result.numerics.rel_l2_error if result.numerics else None
+        row.bound = used.bound()
+        if base is not None:
+            ours, theirs = base_windows, windows
+            if result.batch_size != base.batch_size:  # compare per sample (throughput)
+                row.figure = "per sample"
+                ours = base_windows.per_sample(base.batch_size)
+                theirs = windows.per_sample(result.batch_size)
+            verdicts = verdicts_between(base, result, ours, theirs, cuda_graphs_ms=graphs_ms)
+            row.kernels = kernel_change(folder / base_cell["folder"], folder / cell["folder"])
+    return row, verdicts
+
+
+def _judge_row(row: TrialRow, v: TimedVerdicts | None, unjudged: str | None) -> None:
+    """Set the row's speedups and verdicts (the family's), then its judgement."""
+    spans = None
+    if v is not None and v.latency is not None:  # a judged row has a latency verdict
+        spans = (v.latency.processes_a, v.latency.processes_b)
+        row.interval_processes = list(spans)
+        lat, gpu = v.latency, v.gpu_time
+        row.speedup, row.low, row.high, row.verdict = (
+            lat.speedup,
+            1 / lat.high,
+            1 / lat.low,
+            lat.verdict,
+        )
+        if gpu is not None:
+            row.gpu_speedup, row.gpu_low, row.gpu_high, row.gpu_verdict = (
+                gpu.speedup,
+                1 / gpu.high,
+                1 / gpu.low,
+                gpu.verdict,
+            )
+        row.verdict_lines = list(v.lines)
+        if unjudged:  # the measured speedup kept, no verdict drawn from it
+            row.verdict = "undecided"
+    if row.status == "ok":
+        row.judgement = judge(
+            row.projected,
+            row.verdict,
+            row.speedup,
+            row.low,
+            row.high,
+            row.projected_kind,
+            spans,
+            unjudged,
+        )
 
 
 def cuda_graphs_latency(cells: list[dict[str, Any]], folder: Path) -> float | None:

@@ -170,14 +170,7 @@ def compare(
 ) -> Verdict:
     """The verdict on B against A for one figure, from each side's per-process medians (and,
     where known, the round each was timed in: windows of one round pair up)."""
-    a = np.asarray(medians_a, dtype=float).ravel()
-    b = np.asarray(medians_b, dtype=float).ravel()
-    if len(a) == 0 or len(b) == 0:
-        raise ValueError("every side needs at least one process")
-    if tolerance < 0:
-        raise ValueError("tolerance must be >= 0")
-    if not (np.isfinite(a).all() and np.isfinite(b).all() and (a > 0).all() and (b > 0).all()):
-        raise ValueError("times must be positive and finite")
+    a, b = _checked(medians_a, medians_b, tolerance)
     ka, kb = len(a), len(b)
     pairs = _pairs(rounds_a, rounds_b)
     design = design_for(figure, ka, kb, len(pairs))
@@ -198,22 +191,7 @@ def compare(
             f"{df:.1f} degrees of freedom"
         )
     else:
-        refused = noise_floor is not None and not 0 <= noise_floor <= MAX_FLOOR
-        if noise_floor is None or refused:
-            source, floor = "default", FIGURES[figure].default_floor
-        else:
-            source, floor = "given", noise_floor
-        d = float(np.log(b).mean() - np.log(a).mean())
-        se, df = floor * math.sqrt(1 / ka + 1 / kb), math.inf
-        how = (
-            f"one process on a side ({ka} vs {kb}): the between-process spread is unknown, "
-            f"a {source} floor of {100 * floor:.1f} % CV stands in (normal interval)"
-            + (
-                f"; the floor given, {noise_floor!r}, is no spread from 0 to {MAX_FLOOR:g}"
-                if refused
-                else ""
-            )
-        )
+        d, se, df, how, source, floor = _with_floor(a, b, figure, noise_floor)
     return _decide(
         d,
         se,
@@ -228,6 +206,47 @@ def compare(
         pairs=len(pairs) if design == PAIRED else None,
         how=how,
     )
+
+
+def _checked(
+    medians_a: Samples, medians_b: Samples, tolerance: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Both sides' medians as flat float arrays; ValueError for what no verdict can use."""
+    a = np.asarray(medians_a, dtype=float).ravel()
+    b = np.asarray(medians_b, dtype=float).ravel()
+    if len(a) == 0 or len(b) == 0:
+        raise ValueError("every side needs at least one process")
+    if tolerance < 0:
+        raise ValueError("tolerance must be >= 0")
+    if not (np.isfinite(a).all() and np.isfinite(b).all() and (a > 0).all() and (b > 0).all()):
+        raise ValueError("times must be positive and finite")
+    return a, b
+
+
+def _with_floor(
+    a: np.ndarray, b: np.ndarray, figure: FigureName, noise_floor: float | None
+) -> tuple[float, float, float, str, FloorSource, float]:
+    """One process on a side: a noise floor stands in for the unknown between-process spread.
+    The log ratio, its standard error, degrees of freedom, how, the floor's source and value."""
+    ka, kb = len(a), len(b)
+    refused = noise_floor is not None and not 0 <= noise_floor <= MAX_FLOOR
+    source: FloorSource
+    if noise_floor is None or refused:
+        source, floor = "default", FIGURES[figure].default_floor
+    else:
+        source, floor = "given", noise_floor
+    d = float(np.log(b).mean() - np.log(a).mean())
+    se, df = floor * math.sqrt(1 / ka + 1 / kb), math.inf
+    how = (
+        f"one process on a side ({ka} vs {kb}): the between-process spread is unknown, "
+        f"a {source} floor of {100 * floor:.1f} % CV stands in (normal interval)"
+        + (
+            f"; the floor given, {noise_floor!r}, is no spread from 0 to {MAX_FLOOR:g}"
+            if refused
+            else ""
+        )
+    )
+    return d, se, df, how, source, floor
 
 
 def _decide(

@@ -15,7 +15,15 @@ from typing import Any
 
 import msgspec
 
-from profiler.analysis.records import BaselineRow, CompareTimed, Explanation, Headline
+from profiler.analysis.records import (
+    AdviceRecord,
+    BaselineRow,
+    CompareTimed,
+    Explanation,
+    Headline,
+    PlannedAdvice,
+    RooflineFigures,
+)
 from profiler.runs.manifest import MANIFEST_SCHEMA, SweepManifest
 from profiler.runs.noise_floor import NoiseFloor
 from profiler.runs.result import RESULT_SCHEMA, RunResult
@@ -37,9 +45,12 @@ class Document(Record):
 
 
 class Insight(Record):
-    roofline: dict[str, Any] | None
+    """A run folder's roofline (None without roofline inputs), where its ceilings come from,
+    and the advice of the rules that fired."""
+
+    roofline: RooflineFigures | None
     ceilings: str
-    advice: list[dict[str, Any]]
+    advice: list[AdviceRecord]
 
 
 class TensorCores(Record):
@@ -87,6 +98,16 @@ class Hardware(Record):
     kernels: Table
 
 
+class PhaseTables(Record):
+    """Where the kernels go, phase by phase (profiler.trace.phases.PhaseSummary): one row per
+    phase (and one for kernels outside every phase span), one per (phase, position inside a
+    generation), and whether the trace holds GPU kernels at all."""
+
+    phases: Table
+    positions: Table
+    has_kernels: bool
+
+
 class Summarize(Document, kw_only=True):
     """``summarize --json``: one trace's tables (the headline and insight of a run folder)."""
 
@@ -103,7 +124,7 @@ class Summarize(Document, kw_only=True):
     notes: list[str]
     warnings: list[str]
     excluded_events: dict[str, int]
-    phases: dict[str, Any] | Unset = UNSET  # a trace with generation phase spans
+    phases: PhaseTables | Unset = UNSET  # a trace with generation phase spans
     insight: Insight | Unset = UNSET  # a run folder only
     hardware: Hardware | Unset = UNSET  # with Nsight Compute measurements
     #: the rows of each list --top cuts (kernels, operators) before the cut
@@ -235,7 +256,7 @@ class Advise(Document, kw_only=True):
 
     run: str
     config: str
-    advice: Table
+    advice: list[PlannedAdvice]
     plan: Table
     without_experiments: dict[str, str]
     trial: dict[str, Any] | None

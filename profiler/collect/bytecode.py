@@ -30,6 +30,10 @@ from pathlib import Path
 OPT_OUT = "INFER_PROFILER_PYCACHE"
 #: in the cache's pycache folder: every folder of import_dirs.DIRS compiled for this interpreter
 DONE_MARKER = f".precompiled-{sys.implementation.cache_tag}"
+#: in the same folder: held (flock) by the compiling process, which writes its pid into it
+LOCK = ".precompiling"
+#: what the compiling process runs (python -m MODULE PREFIX)
+MODULE = "profiler.collect.bytecode"
 
 _precompiling: subprocess.Popen | None = None
 
@@ -103,7 +107,7 @@ def precompile(environ=os.environ) -> bool:
         return False
     try:
         _precompiling = subprocess.Popen(
-            [sys.executable, "-m", "profiler.collect.bytecode", prefix],
+            [sys.executable, "-m", MODULE, prefix],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -116,10 +120,13 @@ def precompile(environ=os.environ) -> bool:
 
 
 def stop_precompile() -> None:
-    """End the background compilation (its process group: the compiling workers too), if any."""
+    """End the background compilation (its process group: the compiling workers too), this
+    process's or another's (a sweep's workers start together: one of them started it, and
+    none of them times a window beside it)."""
     global _precompiling
     process, _precompiling = _precompiling, None
     if process is None or process.poll() is not None:
+        _stop_another()
         return
     import signal
 
@@ -131,6 +138,25 @@ def stop_precompile() -> None:
         process.wait(timeout=5)
     except subprocess.TimeoutExpired:
         pass
+
+
+def _stop_another() -> None:
+    """The compilation another process started, by the pid it wrote into its lock file, when
+    that pid is still a compilation (its command line says so)."""
+    import signal
+
+    if sys.pycache_prefix is None:
+        return
+    try:
+        pid = int((Path(sys.pycache_prefix) / LOCK).read_text().strip() or 0)
+        running = Path(f"/proc/{pid}/cmdline").read_bytes() if pid > 0 else b""
+    except (OSError, ValueError):
+        return
+    if pid != os.getpid() and MODULE.encode() in running:
+        try:
+            os.killpg(pid, signal.SIGTERM)
+        except OSError:
+            pass
 
 
 def _compile_folder(folder: Path) -> int:
@@ -157,11 +183,14 @@ def _main(prefix: str) -> None:
     import fcntl
 
     # one at a time (a sweep's workers start together): the lock is held until this process ends
-    lock = open(Path(prefix) / ".precompiling", "a")  # noqa: SIM115
+    lock = open(Path(prefix) / LOCK, "a")  # noqa: SIM115
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         return
+    os.ftruncate(lock.fileno(), 0)  # who compiles: any run's stop_precompile ends it
+    lock.write(str(os.getpid()))
+    lock.flush()
     sys.pycache_prefix = prefix
     sys.dont_write_bytecode = False
     listed = folders()

@@ -138,21 +138,8 @@ def _run(
     """``began``: the perf_counter the run's wall time counts from (imports included)."""
     device = torch.device("cuda" if use_cuda else "cpu")
     precision_flags = set_math_flags(config)
-
-    with timer("build"):  # bad models and weights fail here, before any writing
-        model, inputs = models.build(config, device)
+    context, workload, roofline_inputs = _build(config, backend, device, use_cuda, progress, timer)
     built_s = timer.seconds["build"]
-    context = RunContext(
-        config, backend, model, inputs, device, use_cuda, progress.say, progress.warn
-    )
-    workload = WORKLOADS[config.workload](context)  # refuses what it cannot measure
-    roofline_inputs = None
-    if workload.counts_flops:  # FLOPs of one forward pass
-        with timer("flops"):
-            counted = _flop_count(config, model, inputs)
-            roofline_inputs = flops.roofline_inputs(
-                model, inputs, backend.precision, config.batch_size, counted
-            )
 
     run_dir = config.runs_dir / config.run_name
     tb_run_dir = config.tb_dir / config.run_name
@@ -163,13 +150,7 @@ def _run(
         metadata.settle()  # no git or nvidia-smi beside the backend and the measured windows
         bytecode.stop_precompile()  # nor a background compilation (profiler.collect.bytecode)
         collected = collect(workload, context, progress, run_stage, tb_stage, timer)
-        if config.max_rel_error is not None and "skipped" not in collected.numerics:
-            why = numerics.exceeds(collected.numerics, config.max_rel_error)
-            if why:
-                raise UserError(
-                    f"{backend.name} on {config.model} bs{config.batch_size}: {why} "
-                    "against the FP32 eager reference; nothing was written"
-                )
+        _check_error(config, backend, collected)
         with timer("write"):
             result = _result(
                 config,
@@ -198,6 +179,38 @@ def _run(
             if not is_committed(stage):  # (after the commit: the next command's to finish)
                 shutil.rmtree(stage, ignore_errors=True)
     return result
+
+
+def _build(
+    config: RunConfig, backend, device, use_cuda: bool, progress: window.Progress, timer: Phases
+) -> tuple[RunContext, Workload, dict | None]:
+    """Build the model and its workload (bad models and weights fail here, before any writing);
+    with the roofline's inputs where the workload counts FLOPs."""
+    with timer("build"):
+        model, inputs = models.build(config, device)
+    context = RunContext(
+        config, backend, model, inputs, device, use_cuda, progress.say, progress.warn
+    )
+    workload = WORKLOADS[config.workload](context)  # refuses what it cannot measure
+    roofline_inputs = None
+    if workload.counts_flops:  # FLOPs of one forward pass
+        with timer("flops"):
+            counted = _flop_count(config, model, inputs)
+            roofline_inputs = flops.roofline_inputs(
+                model, inputs, backend.precision, config.batch_size, counted
+            )
+    return context, workload, roofline_inputs
+
+
+def _check_error(config: RunConfig, backend, collected: Collected) -> None:
+    """Refuse a run whose output is further from the FP32 reference than --max-rel-error."""
+    if config.max_rel_error is not None and "skipped" not in collected.numerics:
+        why = numerics.exceeds(collected.numerics, config.max_rel_error)
+        if why:
+            raise UserError(
+                f"{backend.name} on {config.model} bs{config.batch_size}: {why} "
+                "against the FP32 eager reference; nothing was written"
+            )
 
 
 @dataclass
@@ -242,16 +255,7 @@ def collect(
     if config.cuda_graphs:
         with timer("graph_capture"):
             step = cuda_graphs.capture(step, backend.name, progress.say)
-    plan = timing.plan_window(config.iters, config.timed_warmup, config.min_time, use_cuda)
-    with timer("warm_up"):
-        estimate_ms = window.warm_up(plan, step, use_cuda, progress)
-    with timer("timed"):
-        began = time.perf_counter()
-        timed = window.timed(
-            workload, step, plan, estimate_ms, config.batch_size, use_cuda, progress
-        )
-        if config.target_noise is not None:
-            timed = target.extend_window(workload, step, timed, config, use_cuda, progress, began)
+    timed, began = _timed_window(workload, step, config, use_cuda, progress, timer)
     gpu_window = _gpu_time(config, step, timed, use_cuda, progress, timer)
     untraced_kernels = _untraced_call(config, step, use_cuda, progress, timer)
     activities, trace_files = window.profile(config, step, use_cuda, progress, tb_stage, timer)
@@ -263,22 +267,8 @@ def collect(
             run_stage, list(timed.window.latencies_ms), gpu_window.gpu_ms, timed.enqueue_ms
         )
         artifacts = artifacts + workload.write(run_stage, timed.details)
-    spread, reached = None, None
     own = ProcessWindow(tuple(timed.window.latencies_ms), gpu_window.gpu_ms, timed.enqueue_ms)
-    if config.repeat_runs > 1 and config.target_noise is None:
-        with timer("repeat_runs"):
-            spread = _repeat_spread(config, own, timed, progress, run_stage)
-    if config.target_noise is not None:
-        with timer("repeat_runs"):
-            windows, reached = target.more_processes(config, own, timed, progress, began)
-            spread = _record_windows(
-                windows,
-                progress,
-                run_stage,
-                f"--target-noise {config.target_noise:g}: the run's window,"
-                " then windows in fresh processes until the p50 interval "
-                "was within it or the budget ran out",
-            )
+    spread, reached = _repeat_windows(config, own, timed, progress, run_stage, timer, began)
     return Collected(
         prepare_s,
         first_call_s,
@@ -294,6 +284,58 @@ def collect(
         gpu_window.figures,
         untraced_kernels,
     )
+
+
+def _timed_window(
+    workload: Workload,
+    step,
+    config: RunConfig,
+    use_cuda: bool,
+    progress: window.Progress,
+    timer: Phases,
+) -> tuple[window.Timed, float]:
+    """The warm-up and the timed window (extended to --target-noise); with the perf_counter the
+    timed window began at."""
+    plan = timing.plan_window(config.iters, config.timed_warmup, config.min_time, use_cuda)
+    with timer("warm_up"):
+        estimate_ms = window.warm_up(plan, step, use_cuda, progress)
+    with timer("timed"):
+        began = time.perf_counter()
+        timed = window.timed(
+            workload, step, plan, estimate_ms, config.batch_size, use_cuda, progress
+        )
+        if config.target_noise is not None:
+            timed = target.extend_window(workload, step, timed, config, use_cuda, progress, began)
+    return timed, began
+
+
+def _repeat_windows(
+    config: RunConfig,
+    own: ProcessWindow,
+    timed: window.Timed,
+    progress: window.Progress,
+    run_stage: Path,
+    timer: Phases,
+    began: float,
+) -> tuple[runs.RepeatSpread | None, runs.TargetNoise | None]:
+    """Windows in fresh processes (--repeat-runs, --target-noise): their spread, and how near
+    the noise target came."""
+    spread, reached = None, None
+    if config.repeat_runs > 1 and config.target_noise is None:
+        with timer("repeat_runs"):
+            spread = _repeat_spread(config, own, timed, progress, run_stage)
+    if config.target_noise is not None:
+        with timer("repeat_runs"):
+            windows, reached = target.more_processes(config, own, timed, progress, began)
+            spread = _record_windows(
+                windows,
+                progress,
+                run_stage,
+                f"--target-noise {config.target_noise:g}: the run's window,"
+                " then windows in fresh processes until the p50 interval "
+                "was within it or the budget ran out",
+            )
+    return spread, reached
 
 
 def _untraced_call(
@@ -457,11 +499,40 @@ def _result(
     env = metadata.environment(torch, command_line)
     env["nvtx"] = HAS_NVTX
     run_dir = config.runs_dir / config.run_name
-    tb_run_dir = config.tb_dir / config.run_name
-    notes = dict(c.notes)
     generation = workload.generation(c.timed.window, c.timed.details)
+    facts = _backend_facts(backend, c)
+    timing_stats = _timing_stats(c, workload, use_cuda, built_s, env)
+    memory = runs.Memory(**c.timed.memory, **_engine_memory(facts.engine_memory))
+    return RunResult(
+        run_name=config.run_name,
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        model=config.model,
+        batch_size=config.batch_size,
+        device=str(device),
+        workload=config.workload,
+        config=_typed(config.to_dict(), runs.ConfigRecord),
+        backend=facts,
+        numerics=_typed(c.numerics, runs.Numerics),
+        timing=timing_stats,
+        memory=memory,
+        output=_typed(_describe_output(c.output), runs.OutputInfo),
+        profile=_profile_info(config, c, workload),
+        trace=_trace_info(config, c),
+        latency_csv=str(run_dir / runs.LATENCY_CSV),
+        environment=_typed(env, runs.Environment),
+        precision=_typed(precision_flags, runs.Precision),
+        roofline_inputs=_typed(roofline_inputs, runs.RooflineInputs) if roofline_inputs else None,
+        generation=None if generation is None else _typed(generation, runs.Generation),
+        gpu_state=c.timed.gpu_state,
+        model_source=model_source.of_imported(config.model),
+    )
+
+
+def _backend_facts(backend, c: Collected) -> runs.BackendFacts:
+    """The backend's name and precision, and what its preparation noted."""
+    notes = dict(c.notes)
     engine_memory = notes.pop("engine_memory", None)
-    facts = runs.BackendFacts(
+    return runs.BackendFacts(
         name=backend.name,
         family=backend.family,
         precision=backend.precision,
@@ -472,6 +543,10 @@ def _result(
         engine_memory=None if engine_memory is None else _typed(engine_memory, runs.EngineMemory),
         extra=notes,
     )
+
+
+def _timing_stats(c: Collected, workload: Workload, use_cuda: bool, built_s: float, env: dict):
+    """The timed window's statistics, with the noise target and the machine's noise floor."""
     plan = c.timed.plan
     timing_stats = c.timed.window.timing_stats(
         repeat_runs=c.repeat_spread,
@@ -498,8 +573,12 @@ def _result(
                 timing_stats.noise, machine_floor_cv=floor.between_process_cv
             ),
         )
-    memory = runs.Memory(**c.timed.memory, **_engine_memory(facts.engine_memory))
-    profile = runs.ProfileInfo(
+    return timing_stats
+
+
+def _profile_info(config: RunConfig, c: Collected, workload: Workload) -> runs.ProfileInfo:
+    """How the profiled steps were captured."""
+    return runs.ProfileInfo(
         capture=config.capture,
         activities=[a.name for a in c.activities],
         schedule=runs.Schedule(
@@ -511,7 +590,12 @@ def _result(
         step_is=workload.unit,
         phase_spans=workload.phase_spans,
     )
-    trace = (
+
+
+def _trace_info(config: RunConfig, c: Collected) -> runs.TraceInfo:
+    """The trace files written, or why an outside profiler records them instead."""
+    tb_run_dir = config.tb_dir / config.run_name
+    return (
         runs.TraceInfo(
             dir=str(tb_run_dir),
             files=[str(tb_run_dir / f) for f in c.trace_files],
@@ -523,29 +607,6 @@ def _result(
             skipped=f"--capture {config.capture}: an outside profiler (nsys, ncu) "
             "records the active steps",
         )
-    )
-    return RunResult(
-        run_name=config.run_name,
-        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        model=config.model,
-        batch_size=config.batch_size,
-        device=str(device),
-        workload=config.workload,
-        config=_typed(config.to_dict(), runs.ConfigRecord),
-        backend=facts,
-        numerics=_typed(c.numerics, runs.Numerics),
-        timing=timing_stats,
-        memory=memory,
-        output=_typed(_describe_output(c.output), runs.OutputInfo),
-        profile=profile,
-        trace=trace,
-        latency_csv=str(run_dir / runs.LATENCY_CSV),
-        environment=_typed(env, runs.Environment),
-        precision=_typed(precision_flags, runs.Precision),
-        roofline_inputs=_typed(roofline_inputs, runs.RooflineInputs) if roofline_inputs else None,
-        generation=None if generation is None else _typed(generation, runs.Generation),
-        gpu_state=c.timed.gpu_state,
-        model_source=model_source.of_imported(config.model),
     )
 
 

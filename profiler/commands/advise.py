@@ -25,16 +25,10 @@ def run(
 ) -> int:
     from profiler.analysis.experiments import plan as make_plan, promise
     from profiler.analysis.run import RunAnalysis
-    from profiler.runs.config import check_processes, config_from_json
+    from profiler.runs.config import config_from_json
     from profiler.runs.samples import config_json_of
 
-    budget_s = parse_budget(budget)
-    if max_cells is not None and max_cells < 1:
-        raise UserError(f"--max-cells must be 1 or more (got {max_cells})")
-    if processes is not None:
-        check_processes(processes)
-    if not try_them and (budget or max_cells or processes or resume):
-        raise UserError("--budget, --max-cells, --processes and --resume go with --try")
+    budget_s = _check_options(try_them, budget, max_cells, processes, resume)
     side = RunAnalysis(target)
     if side.result is None:
         raise UserError(
@@ -46,7 +40,49 @@ def run(
     advice = advice_of(side)
     plan = make_plan(advice, config.to_dict())
     promises = {a.rule: promise(a) for a in advice}
-    document = {
+    document = _plan_document(side, config, advice, plan, promises)
+    if not try_them or not plan.experiments:
+        _show_plan(side, advice, promises, plan, document, try_them, sink)
+        return 0
+    from profiler.analysis.records import plain
+    from profiler.analysis.trial import baseline_row, trial_rows
+
+    folder = runs_dir / f"advise_{config.run_name}"
+    trial = _run_trial(
+        side,
+        config,
+        plan,
+        folder,
+        tb_dir / f"advise_{config.run_name}",
+        budget_s=budget_s,
+        max_cells=max_cells,
+        processes=processes,
+        resume=resume,
+        sink=sink,
+        trust_model=trust_model,
+    )
+    data = trial.to_dict()
+    rows = trial_rows(data, folder, promises, advice, config.to_dict())
+    base = baseline_row(data, folder)
+    document.update(trial=data, baseline=plain(base), rows=[r.to_dict() for r in rows])
+    document["report"] = str(_write_trial_page(side, folder, advice, plan, rows, base, data))
+    _show_trial(document, rows, base, data, plan, sink)
+    return trial_exit(trial, folder, sink)
+
+
+def _show_trial(document: dict, rows, base, data, plan, sink) -> None:
+    """The trial's rows, as the --json document or on the console."""
+    if sink.json:
+        sink.document("advise", document)
+    else:
+        from profiler.report.trial_view import print_trial
+
+        print_trial(rows, base, data, plan, sink.console)
+
+
+def _plan_document(side, config, advice, plan, promises) -> dict:
+    """The --json document of advise, before any trial."""
+    return {
         "run": str(side.run_folder),
         "config": config.run_name,
         "advice": [advice_record(a, promises[a.rule]) for a in advice],
@@ -57,33 +93,68 @@ def run(
         "rows": None,
         "report": None,
     }
+
+
+def _check_options(
+    try_them: bool,
+    budget: str | None,
+    max_cells: int | None,
+    processes: int | None,
+    resume: bool,
+) -> float | None:
+    """The budget in seconds, after refusing options that do not go together."""
+    from profiler.runs.config import check_processes
+
+    budget_s = parse_budget(budget)
+    if max_cells is not None and max_cells < 1:
+        raise UserError(f"--max-cells must be 1 or more (got {max_cells})")
+    if processes is not None:
+        check_processes(processes)
+    if not try_them and (budget or max_cells or processes or resume):
+        raise UserError("--budget, --max-cells, --processes and --resume go with --try")
+    return budget_s
+
+
+def _show_plan(side, advice, promises, plan, document, try_them: bool, sink) -> None:
+    """The advice and its plan, without running it."""
     from profiler.analysis.trial import baseline_noise
 
-    if not try_them or not plan.experiments:
-        if sink.json:
-            sink.document("advise", document)
-        else:
-            from profiler.report.trial_view import print_plan
+    if sink.json:
+        sink.document("advise", document)
+    else:
+        from profiler.report.trial_view import print_plan
 
-            print_plan(
-                advice,
-                promises,
-                plan,
-                side.run_folder,
-                sink.console,
-                try_them,
-                baseline_noise(result, side.result_json),
-            )
-        return 0
-    from profiler.analysis.records import plain
-    from profiler.analysis.trial import baseline_row, trial_rows
+        print_plan(
+            advice,
+            promises,
+            plan,
+            side.run_folder,
+            sink.console,
+            try_them,
+            baseline_noise(side.result, side.result_json),
+        )
+
+
+def _run_trial(
+    side,
+    config,
+    plan,
+    folder: Path,
+    trace_dir: Path,
+    *,
+    budget_s: float | None,
+    max_cells: int | None,
+    processes: int | None,
+    resume: bool,
+    sink,
+    trust_model: bool,
+):
+    """Run the plan's experiments beside a re-run of the run's config."""
     from profiler.sweep.executors.local import visible_gpus
     from profiler.sweep.trial import check_folders, run_trial
 
     gpus = visible_gpus()
     count = processes if processes is not None else (3 if gpus else 1)
-    folder = runs_dir / f"advise_{config.run_name}"
-    trace_dir = tb_dir / f"advise_{config.run_name}"
     say = sink.note  # the trial's progress: none with -q
     check_runs_here(config, gpus)
     check_folders(config, plan.experiments, folder, trace_dir, resume)
@@ -91,7 +162,7 @@ def run(
 
     # the cells import the model result.json names: only the file the run recorded
     model_source.check(
-        "the run", config.model, result.model_source, trust_model, sink.note, sink.warn
+        "the run", config.model, side.result.model_source, trust_model, sink.note, sink.warn
     )
     say(
         f"advise --try: {len(plan.experiments)} experiment(s) for {config.run_name} beside its "
@@ -103,7 +174,7 @@ def run(
     from profiler import signals
 
     with signals.as_interrupts():  # SIGTERM, SIGHUP: like Ctrl-C (finished cells kept)
-        trial = run_trial(
+        return run_trial(
             config,
             plan.experiments,
             folder,
@@ -115,10 +186,11 @@ def run(
             gpus=gpus[:1] or None,
             say=say,
         )
-    data = trial.to_dict()
-    rows = trial_rows(data, folder, promises, advice, config.to_dict())
-    base = baseline_row(data, folder)
-    document.update(trial=data, baseline=plain(base), rows=[r.to_dict() for r in rows])
+
+
+def _write_trial_page(side, folder: Path, advice, plan, rows, base, data) -> Path:
+    """Write the trial's HTML page into its folder; its path."""
+    from profiler.analysis.trial import baseline_noise
     from profiler.fsutil import write_text_atomic
     from profiler.report.trial_view import trial_html
 
@@ -132,17 +204,10 @@ def run(
             rows,
             base,
             data,
-            baseline_noise(result, side.result_json),
+            baseline_noise(side.result, side.result_json),
         ),
     )
-    document["report"] = str(page)
-    if sink.json:
-        sink.document("advise", document)
-    else:
-        from profiler.report.trial_view import print_trial
-
-        print_trial(rows, base, data, plan, sink.console)
-    return trial_exit(trial, folder, sink)
+    return page
 
 
 def check_runs_here(config, gpus: list[str]) -> None:

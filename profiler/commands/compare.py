@@ -93,13 +93,18 @@ def run(
     if sink.json:
         sink.document("compare", diff_json(result, plain(timed_ab), top, plain(explanation)))
         return result
-    console = sink.console
-    if timed_ab is not None:
-        print_timed_headline(timed_ab, console)
+    _print_comparison(both, explanation, top, sink.console)
+    return result
+
+
+def _print_comparison(both: Comparison, explanation, top: int, console) -> None:
+    """The timed headline, why B differs, the diff tables, and each run's insight."""
+    if both.timed is not None:
+        print_timed_headline(both.timed, console)
     if explanation is not None:
         print_explanation(explanation, console)
     print_diff(
-        result,
+        both.diff,
         both.a.summary,
         both.b.summary,
         top=top,
@@ -111,7 +116,6 @@ def run(
             print_insight(
                 side.insight, console, label if both.windows is None else f"{label}, recorded run"
             )
-    return result
 
 
 def fresh_windows(
@@ -132,14 +136,7 @@ def fresh_windows(
     from profiler.sweep import rounds
     from profiler.sweep.plan import DEFAULT_PROCESSES, check_sampling
 
-    results = {}
-    for label, side in (("A", both.a), ("B", both.b)):
-        if side.result is None:
-            raise UserError(
-                f"--processes times the configs again: {label} "
-                f"({side.path}) is a trace without the run's result.json"
-            )
-        results[label] = side.result
+    results = _recorded_results(both)
     # the side whose windows cannot be sampled, if one cannot, is the one checked
     sides = sorted({r.workload for r in results.values()}, key=lambda w: (workload(w).sampled, w))
     count = check_sampling(
@@ -150,19 +147,7 @@ def fresh_windows(
         None,
         sides[0],
     )
-    from profiler.runs import model_source
-    from profiler.runs.config import config_from_json
-
-    for label, r in results.items():  # which code the fresh processes will import
-        model = config_from_json(config_json_of(r)).model
-        model_source.check(
-            label,
-            model,
-            r.model_source,
-            trust_model,
-            say,
-            warn,
-        )
+    _check_models(results, trust_model, say, warn)
     here = runnable_here(both, results)
     cells = {
         label: rounds.window_config(config_json_of(r), r.timing.iters, r.timing.warmup_iters)
@@ -185,6 +170,38 @@ def fresh_windows(
         label, why = next(iter(sampled.errors.items()))
         raise UserError(f"--processes: {label} could not be timed again: {why}")
     return sampled.merged("A", ConfigSamples()), sampled.merged("B", ConfigSamples())
+
+
+def _recorded_results(both: Comparison) -> dict:
+    """A's and B's recorded runs, by label; a side without result.json is refused."""
+    results = {}
+    for label, side in (("A", both.a), ("B", both.b)):
+        if side.result is None:
+            raise UserError(
+                f"--processes times the configs again: {label} "
+                f"({side.path}) is a trace without the run's result.json"
+            )
+        results[label] = side.result
+    return results
+
+
+def _check_models(results: dict, trust_model: bool, say, warn) -> None:
+    """Which code the fresh processes will import: only the file each run recorded, or with
+    ``trust_model`` (profiler.runs.model_source)."""
+    from profiler.runs import model_source
+    from profiler.runs.config import config_from_json
+    from profiler.runs.samples import config_json_of
+
+    for label, r in results.items():
+        model = config_from_json(config_json_of(r)).model
+        model_source.check(
+            label,
+            model,
+            r.model_source,
+            trust_model,
+            say,
+            warn,
+        )
 
 
 def runnable_here(both: Comparison, results: dict) -> str:

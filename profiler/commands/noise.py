@@ -37,21 +37,12 @@ def run(
     from profiler.runs.config import check_processes
 
     check_processes(processes, 2, ": the floor is the spread between processes")
-    from profiler.analysis.floor import floor_of, suggestions
-    from profiler.collect.gpu_state import gpu_state_now, machine_settings
-    from profiler.runs.config import RunConfig, config_to_json
-    from profiler.runs.noise_floor import NoiseFloor, check_keepable, write_floor
-    from profiler.sweep import rounds
+    from profiler.collect.gpu_state import gpu_state_now
+    from profiler.runs.noise_floor import check_keepable
     from profiler.sweep.executors.local import visible_gpus
 
     on_gpu = bool(visible_gpus())
-    fixed: dict[str, Any] = dict(GPU_DEFAULT if on_gpu else CPU_DEFAULT)
-    for key, value in (("model", model), ("backend", backend), ("bs", bs), ("iters", iters)):
-        if value is not None:
-            fixed[key] = value
-    config = RunConfig(
-        model=fixed["model"], backend=fixed["backend"], batch_size=fixed["bs"], iters=fixed["iters"]
-    )  # validates every value in one line
+    fixed, config = _fixed_config(on_gpu, model, backend, bs, iters)
     if save:  # before the measurement, which a floor that cannot be kept would lose
         check_keepable(floors_dir, None if on_gpu else "cpu")
     warmup = "the default" if config.timed_warmup is None else config.timed_warmup
@@ -62,21 +53,26 @@ def run(
     say = sink.note
     say(f"noise floor: {workload}, in {processes} fresh processes")
     before = gpu_state_now()
-    # Ctrl-C, SIGTERM, SIGHUP: the round's process stopped, one line, 130/143/129
-    with signals.interruptible("noise", "no floor was kept"):
-        sampled = rounds.sample(
-            {
-                "noise": rounds.window_config(
-                    config_to_json(config), fixed["iters"], config.timed_warmup or 0
-                )
-            },
-            {},
-            processes,
-            say=say,
-        )
+    sampled = _sample(config, fixed["iters"], processes, say)
     after = gpu_state_now()
     if sampled.errors:
         raise UserError(f"noise: the fixed config failed: {sampled.errors['noise']}")
+    floor = _floor(sampled, before, after, workload, on_gpu, command)
+    path, unkept = _keep(floor, floors_dir) if save else (None, None)
+    state = {"before": before.line(), "after": after.line()}
+    _show(floor, path, state, unkept, sink)
+    if unkept is not None:
+        raise unkept
+    return msgspec.to_builtins(floor)
+
+
+def _floor(sampled, before, after, workload: str, on_gpu: bool, command: str):
+    """The floor from the sampled windows, with the machine's state and settings around them
+    and what to change."""
+    from profiler.analysis.floor import floor_of, suggestions
+    from profiler.collect.gpu_state import machine_settings
+    from profiler.runs.noise_floor import NoiseFloor
+
     windows = sampled.windows["noise"]
     figures = floor_of(windows)
     settings = machine_settings()
@@ -84,7 +80,7 @@ def run(
         settings, figures["within_window_cv"], figures["between_process_cv"], on_gpu, command
     )
     clocks = [s.sm_clock_mhz for s in (before, after)]
-    floor = NoiseFloor(
+    return NoiseFloor(
         gpu=sampled.devices.get("noise") or ("cpu" if not on_gpu else "unknown GPU"),
         host=socket.gethostname(),
         measured=datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -96,20 +92,63 @@ def run(
         suggestions=tips,
         **figures,
     )
-    path, unkept = None, None
-    if save:
-        try:
-            path = write_floor(floor, floors_dir)
-        except (OSError, UserError) as error:  # shown all the same, then one line says why
-            unkept = (
-                error
-                if isinstance(error, UserError)
-                else UserError(
-                    f"the floor was measured but not kept in the noise-floor folder: "
-                    f"{os_error_line(error)}"
+
+
+def _fixed_config(
+    on_gpu: bool, model: str | None, backend: str | None, bs: int | None, iters: int | None
+):
+    """The fixed workload's values (the defaults, then the options given) and its config."""
+    from profiler.runs.config import RunConfig
+
+    fixed: dict[str, Any] = dict(GPU_DEFAULT if on_gpu else CPU_DEFAULT)
+    for key, value in (("model", model), ("backend", backend), ("bs", bs), ("iters", iters)):
+        if value is not None:
+            fixed[key] = value
+    config = RunConfig(
+        model=fixed["model"], backend=fixed["backend"], batch_size=fixed["bs"], iters=fixed["iters"]
+    )  # validates every value in one line
+    return fixed, config
+
+
+def _sample(config, iters: int, processes: int, say):
+    """The fixed config's windows, one from each of ``processes`` fresh processes."""
+    from profiler.runs.config import config_to_json
+    from profiler.sweep import rounds
+
+    # Ctrl-C, SIGTERM, SIGHUP: the round's process stopped, one line, 130/143/129
+    with signals.interruptible("noise", "no floor was kept"):
+        return rounds.sample(
+            {
+                "noise": rounds.window_config(
+                    config_to_json(config), iters, config.timed_warmup or 0
                 )
+            },
+            {},
+            processes,
+            say=say,
+        )
+
+
+def _keep(floor, floors_dir: Path | None) -> tuple[Path | None, UserError | None]:
+    """Write the floor; where it could not be kept, the error that says why (raised after the
+    floor is shown)."""
+    from profiler.runs.noise_floor import write_floor
+
+    try:
+        return write_floor(floor, floors_dir), None
+    except (OSError, UserError) as error:  # shown all the same, then one line says why
+        return None, (
+            error
+            if isinstance(error, UserError)
+            else UserError(
+                f"the floor was measured but not kept in the noise-floor folder: "
+                f"{os_error_line(error)}"
             )
-    state = {"before": before.line(), "after": after.line()}
+        )
+
+
+def _show(floor, path: Path | None, state: dict[str, str], unkept, sink) -> None:
+    """The floor, as a document (--json) or on the console."""
     if sink.json:
         sink.document(
             "noise",
@@ -129,6 +168,3 @@ def run(
             sink.console,
             "--no-save" if unkept is None else "the error below says why",
         )
-    if unkept is not None:
-        raise unkept
-    return msgspec.to_builtins(floor)

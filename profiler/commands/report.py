@@ -177,61 +177,10 @@ def compare_page(
     page.add(
         "Overview (delta = B - A; times per profiled step)", html.overview_block(result.overview)
     )
-    faster, slower = result.top_changes(10)
-    level = result.change_level
     if result.on_cpu:  # two CPU runs: their operators, matched by name
-        page.add(
-            "CPU operators by self CPU time (µs per profiled step)",
-            html.table(result.cpu_operators, CPU_DIFF_COLUMNS, 30, headers=CPU_HEADERS),
-        )
-        for frame, which in ((faster, "faster"), (slower, "slower")):
-            page.add(
-                f"CPU operator diff: top CPU operators {which} in B (self CPU µs per "
-                "profiled step)",
-                html.table(frame, CPU_DIFF_COLUMNS[:-2], headers=CPU_HEADERS),
-            )
+        _cpu_diff_sections(page, result)
     else:
-        page.add(
-            "Kernel time by category (µs per profiled step)",
-            html.category_chart(
-                [a, b], [sa.kernels.categories, sb.kernels.categories], [_steps(sa), _steps(sb)]
-            )
-            + html.table(
-                result.categories,
-                [
-                    "category",
-                    "us_a",
-                    "us_b",
-                    "delta_us",
-                    "change_pct",
-                    "share_a_pct",
-                    "share_b_pct",
-                    "tensor_core_a_pct",
-                    "tensor_core_b_pct",
-                    "calls_a",
-                    "calls_b",
-                ],
-            ),
-        )
-        for frame, which in ((faster, "faster"), (slower, "slower")):
-            page.add(
-                f"Kernel diff: top {level}s {which} in B (µs per profiled step)",
-                html.table(
-                    frame,
-                    [
-                        c
-                        for c in (
-                            level if level == "operator" else "kernel",
-                            "side",
-                            "us_a",
-                            "us_b",
-                            "delta_us",
-                            "change_pct",
-                        )
-                        if c in frame
-                    ],
-                ),
-            )
+        _kernel_diff_sections(page, result, [a, b], [sa, sb])
     if result.notes:
         page.add("Notes", "".join(html.note("note: " + n) for n in result.notes))
     chart = html.roofline_chart([(a, both.a.roofline), (b, both.b.roofline)])
@@ -240,6 +189,68 @@ def compare_page(
     _run_sections(page, "A", both.a, a)
     _run_sections(page, "B", both.b, b)
     return page
+
+
+#: the columns of the comparison's category table, in order
+CATEGORY_DIFF_COLUMNS = [
+    "category",
+    "us_a",
+    "us_b",
+    "delta_us",
+    "change_pct",
+    "share_a_pct",
+    "share_b_pct",
+    "tensor_core_a_pct",
+    "tensor_core_b_pct",
+    "calls_a",
+    "calls_b",
+]
+
+
+def _cpu_diff_sections(page: html.Page, result) -> None:
+    """Two CPU runs: their operators, matched by name, and those that moved most."""
+    faster, slower = result.top_changes(10)
+    page.add(
+        "CPU operators by self CPU time (µs per profiled step)",
+        html.table(result.cpu_operators, CPU_DIFF_COLUMNS, 30, headers=CPU_HEADERS),
+    )
+    for frame, which in ((faster, "faster"), (slower, "slower")):
+        page.add(
+            f"CPU operator diff: top CPU operators {which} in B (self CPU µs per profiled step)",
+            html.table(frame, CPU_DIFF_COLUMNS[:-2], headers=CPU_HEADERS),
+        )
+
+
+def _kernel_diff_sections(page: html.Page, result, labels: list[str], summaries: list) -> None:
+    """Kernel time by category, and the kernels (or operators) that moved most."""
+    faster, slower = result.top_changes(10)
+    level = result.change_level
+    page.add(
+        "Kernel time by category (µs per profiled step)",
+        html.category_chart(
+            labels, [s.kernels.categories for s in summaries], [_steps(s) for s in summaries]
+        )
+        + html.table(result.categories, CATEGORY_DIFF_COLUMNS),
+    )
+    for frame, which in ((faster, "faster"), (slower, "slower")):
+        page.add(
+            f"Kernel diff: top {level}s {which} in B (µs per profiled step)",
+            html.table(
+                frame,
+                [
+                    c
+                    for c in (
+                        level if level == "operator" else "kernel",
+                        "side",
+                        "us_a",
+                        "us_b",
+                        "delta_us",
+                        "change_pct",
+                    )
+                    if c in frame
+                ],
+            ),
+        )
 
 
 #: the sweep table's columns in the report (those the sweep has), in order
@@ -332,22 +343,39 @@ def sweep_headline(frame: pd.DataFrame, manifest) -> str:
     """What the sweep's numbers are: both speedups' definition, their intervals and verdicts
     (held to a false discovery rate over the cells), the timed window, each cell's verdict
     notes and noise warnings."""
-    from profiler.analysis.benchmark import axis_columns
-    from profiler.report.benchmark_view import (
-        FDR_WORDS,
-        GPU_TIME_WORDS,
-        LATENCY_WORDS,
-        NO_GPU_TIME,
-        has_gpu_time,
-        judged,
-        verdict_notes,
+    from profiler.report.benchmark_view import NO_GPU_TIME, has_gpu_time, verdict_notes
+
+    gpu_time = has_gpu_time(frame)
+    lines = _speedup_definition(frame, manifest, gpu_time)
+    if not gpu_time:
+        lines.append(html.note(NO_GPU_TIME))
+    lines.extend(
+        html.note(f"note ({label}): {note}", "warn")
+        for label, note in verdict_notes(frame, manifest)
     )
+    lines.append(_sweep_options(manifest))
+    noisy = frame[frame["noise"].astype(str) != ""]
+    if len(noisy):
+        lines.append(
+            html.warnings_list(
+                [
+                    f"{r.backend} bs {r.bs}: {r.noise} (CV {r.cv_pct:.1f} %): its speedup is less "
+                    "certain than the others'"
+                    for r in noisy.itertuples()
+                ]
+            )
+        )
+    return "".join(lines)
+
+
+def _speedup_definition(frame: pd.DataFrame, manifest, gpu_time: bool) -> list[str]:
+    """The sweep's headline line and what its speedups are."""
+    from profiler.analysis.benchmark import axis_columns
+    from profiler.report.benchmark_view import FDR_WORDS, GPU_TIME_WORDS, LATENCY_WORDS, judged
 
     devices = sorted({d for d in frame["device"].dropna() if d})
-    options = manifest.options
     same = ", ".join(["batch size", *axis_columns(manifest)])
-    gpu_time = has_gpu_time(frame)
-    lines = [
+    return [
         f"<p class='big'>{html.escape(manifest.model)} on "
         f"{html.escape(', '.join(devices) or 'no finished cell')}: speedup = "
         f"{html.escape(manifest.baseline)} p50 / p50"
@@ -366,43 +394,28 @@ def sweep_headline(frame: pd.DataFrame, manifest) -> str:
             "process"
         ),
     ]
-    if not gpu_time:
-        lines.append(html.note(NO_GPU_TIME))
-    lines.extend(
-        html.note(f"note ({label}): {note}", "warn")
-        for label, note in verdict_notes(frame, manifest)
+
+
+def _sweep_options(manifest) -> str:
+    """The sweep's backends, batch sizes, timed window and run options."""
+    options = manifest.options
+    return html.key_values(
+        [
+            ("backends", ", ".join(manifest.backends)),
+            ("batch sizes", ", ".join(map(str, manifest.batch_sizes))),
+            (
+                "timed window",
+                f"{options.get('iters') or 'default'} iterations after "
+                f"{options.get('timed_warmup') or 'default'} warm-up"
+                + (f", at least {options['min_time']} s" if options.get("min_time") else ""),
+            ),
+            ("TF32", "on" if options.get("tf32") else "off"),
+            (
+                "run options",
+                ", ".join(f"{k}={v}" for k, v in options.items() if v not in (None, False, "")),
+            ),
+        ]
     )
-    lines.append(
-        html.key_values(
-            [
-                ("backends", ", ".join(manifest.backends)),
-                ("batch sizes", ", ".join(map(str, manifest.batch_sizes))),
-                (
-                    "timed window",
-                    f"{options.get('iters') or 'default'} iterations after "
-                    f"{options.get('timed_warmup') or 'default'} warm-up"
-                    + (f", at least {options['min_time']} s" if options.get("min_time") else ""),
-                ),
-                ("TF32", "on" if options.get("tf32") else "off"),
-                (
-                    "run options",
-                    ", ".join(f"{k}={v}" for k, v in options.items() if v not in (None, False, "")),
-                ),
-            ]
-        )
-    )
-    noisy = frame[frame["noise"].astype(str) != ""]
-    if len(noisy):
-        lines.append(
-            html.warnings_list(
-                [
-                    f"{r.backend} bs {r.bs}: {r.noise} (CV {r.cv_pct:.1f} %): its speedup is less "
-                    "certain than the others'"
-                    for r in noisy.itertuples()
-                ]
-            )
-        )
-    return "".join(lines)
 
 
 def sweep_page(

@@ -26,10 +26,7 @@ def run(
     breakdown: str = "tool",
 ) -> None:
     """``sink``: profiler.cli.output.Output, where the tables or the --json document go."""
-    if view not in VIEWS:
-        raise UserError(f"unknown --view {view!r}; choose one of: {', '.join(VIEWS)}")
-    if top < 0:
-        raise UserError(f"--top must be 0 (all) or more (got {top})")
+    _check_options(view, top)
     _refuse_sweep(target)
     ncu_path = _ncu_csv(ncu)
     # here, not at the top: the CLI imports VIEWS, and --help or a usage error needs no pandas
@@ -56,57 +53,11 @@ def run(
     if run.ncu_csv is not None:
         sink.note(f"Nsight Compute measurements: {run.ncu_csv}")
         joined, agreement = run.hardware, run.agreement
-    if out is not None and out.suffix == ".parquet":
-        from profiler.report.export import write_table
-
-        sink.note(f"wrote {write_table(out, summary.kernels.table)}")
-    elif out is not None:
-        from profiler.fsutil import write_text_atomic
-        from profiler.report.export import export
-
-        written = export(
-            summary,
-            out,
-            top=0,
-            headline=headline,
-            insight=run.insight if run.result_json is not None else None,
-        )
-        if joined is not None:
-            from profiler.report.hardware_view import export_columns
-
-            write_text_atomic(out / "hardware.csv", export_columns(joined).to_csv(index=False))
-            written.append(out / "hardware.csv")
-        sink.note(f"wrote {len(written)} files to {out}")
+    if out is not None:
+        _write_out(run, out, joined, sink)
     found = run.insight if run.result_json is not None else None
     if sink.json:
-        data = summary.to_dict(top=top)
-        # the lists --top cuts, with how many rows each had before the cut
-        data["totals"] = {
-            "kernels": len(summary.kernels.table),
-            "operators": len(summary.overview.operators),
-        }
-        if headline is not None:
-            from profiler.analysis.records import plain
-            from profiler.trace.summary import json_safe
-
-            data = {"headline": json_safe(plain(headline)), **data}
-        if found is not None:
-            from profiler.report.insight_view import to_dict
-
-            data["insight"] = to_dict(found)
-        if joined is not None and agreement is not None:  # both from ncu.csv
-            from profiler.report.hardware_view import export_columns
-            from profiler.trace.summary import json_safe
-
-            rows = export_columns(joined[joined["rules_vs_hardware"] != "not profiled"])
-            data["hardware"] = json_safe(
-                {
-                    "ncu_csv": str(run.ncu_csv),
-                    **agreement.to_dict(),
-                    "kernels": rows.to_dict(orient="records"),
-                }
-            )
-        sink.document("summarize", data)
+        sink.document("summarize", _document(run, top, found, joined, agreement))
         return
     from profiler.report.tables import print_summary
 
@@ -124,6 +75,74 @@ def run(
         from profiler.report.insight_view import print_insight
 
         print_insight(found, console)
+
+
+def _write_out(run: RunAnalysis, out: Path, joined, sink) -> None:
+    """The kernel table as Parquet (``out`` ends in .parquet), else the tables as files in the
+    folder ``out``."""
+    summary = run.summary
+    if out.suffix == ".parquet":
+        from profiler.report.export import write_table
+
+        sink.note(f"wrote {write_table(out, summary.kernels.table)}")
+        return
+    from profiler.fsutil import write_text_atomic
+    from profiler.report.export import export
+
+    written = export(
+        summary,
+        out,
+        top=0,
+        headline=run.headline,
+        insight=run.insight if run.result_json is not None else None,
+    )
+    if joined is not None:
+        from profiler.report.hardware_view import export_columns
+
+        write_text_atomic(out / "hardware.csv", export_columns(joined).to_csv(index=False))
+        written.append(out / "hardware.csv")
+    sink.note(f"wrote {len(written)} files to {out}")
+
+
+def _document(run: RunAnalysis, top: int, found, joined, agreement) -> dict:
+    """The --json document of summarize."""
+    summary, headline = run.summary, run.headline
+    data = summary.to_dict(top=top)
+    # the lists --top cuts, with how many rows each had before the cut
+    data["totals"] = {
+        "kernels": len(summary.kernels.table),
+        "operators": len(summary.overview.operators),
+    }
+    if headline is not None:
+        from profiler.analysis.records import plain
+        from profiler.trace.summary import json_safe
+
+        data = {"headline": json_safe(plain(headline)), **data}
+    if found is not None:
+        from profiler.report.insight_view import to_dict
+
+        data["insight"] = to_dict(found)
+    if joined is not None and agreement is not None:  # both from ncu.csv
+        from profiler.report.hardware_view import export_columns
+        from profiler.trace.summary import json_safe
+
+        rows = export_columns(joined[joined["rules_vs_hardware"] != "not profiled"])
+        data["hardware"] = json_safe(
+            {
+                "ncu_csv": str(run.ncu_csv),
+                **agreement.to_dict(),
+                "kernels": rows.to_dict(orient="records"),
+            }
+        )
+    return data
+
+
+def _check_options(view: str, top: int) -> None:
+    """Refuse, in one line, a view that does not exist or a negative --top."""
+    if view not in VIEWS:
+        raise UserError(f"unknown --view {view!r}; choose one of: {', '.join(VIEWS)}")
+    if top < 0:
+        raise UserError(f"--top must be 0 (all) or more (got {top})")
 
 
 def _refuse_sweep(target: str) -> None:

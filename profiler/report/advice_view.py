@@ -7,72 +7,79 @@ from collections.abc import Callable
 
 from profiler.analysis.advice import Advice
 from profiler.analysis.records import BaselineNoise
-from profiler.report.fmt import marked, pct, window_flags
-
-
-def _share(value: float) -> str:
-    """A share 0..1 as whole percent: ``62 %``."""
-    return f"{100 * value:.0f} %"
+from profiler.report.fmt import (
+    marked,
+    pct,
+    ratio,
+    rounded,
+    share,
+    thousands,
+    times,
+    window_flags,
+    with_unit,
+)
 
 
 def _launch_bound(f: dict) -> tuple[dict, str]:
     window = "timed p50" if f["of_timed_p50"] else "step"
     evidence = {
-        "GPU idle": f"{_share(f['idle_share'])} of the {window} ({f['step_ms']:.3f} ms; "
-        f"kernels {f['kernel_ms_per_step']:.3f} ms per step)",
-        "idle in the profiled step": _share(f["profiled_idle_share"]),
+        "GPU idle": f"{share(f['idle_share'])} of the {window} ({with_unit(f['step_ms'], 'ms')}; "
+        f"kernels {with_unit(f['kernel_ms_per_step'], 'ms')} per step)",
+        "idle in the profiled step": share(f["profiled_idle_share"]),
     }
     if f["kernels_per_step"]:
-        evidence["kernel launches per step"] = f"{f['kernels_per_step']:.0f}"
+        evidence["kernel launches per step"] = rounded(f["kernels_per_step"])
     projected = f.get("projected_speedup") or 1 / max(1e-6, 1 - f["idle_share"])
     return evidence, (
-        f"estimate {projected:.2f}x (latency / GPU time): the p50 "
+        f"estimate {times(projected)} (latency / GPU time): the p50 "
         f"with every launch gap removed and the kernels unchanged would be "
-        f"{f['p50_floor_ms']:.3f} ms; backends that fuse kernels can beat it"
+        f"{with_unit(f['p50_floor_ms'], 'ms')}; backends that fuse kernels can beat it"
     )
 
 
 def _fp32_cuda_cores(f: dict) -> tuple[dict, str]:
     evidence = {
-        "GEMM/conv share of kernel time": _share(f["matrix_share"]),
-        "in Tensor Core kernels": _share(f["tensor_core_share"]),
+        "GEMM/conv share of kernel time": share(f["matrix_share"]),
+        "in Tensor Core kernels": share(f["tensor_core_share"]),
         "GPU": f"{f['gpu']} (compute capability {f['compute_capability']})",
     }
     if not f.get("projected_speedup"):
         return evidence, (
-            f"GEMM/conv time ({_share(f['matrix_share'])} of kernel time) runs at "
+            f"GEMM/conv time ({share(f['matrix_share'])} of kernel time) runs at "
             "Tensor Core rates (no datasheet row for this GPU: no projection)"
         )
     return evidence, (
-        f"estimate {f['projected_speedup']:.2f}x on kernel time: the GEMM/conv "
-        f"share ({_share(f['matrix_share'])}) at the datasheet's dense FP16:FP32 "
-        f"ratio ({f['dense_ratio_fp16']:.1f}x; TF32:FP32 "
-        f"{f['dense_ratio_tf32']:.1f}x), the rest unchanged"
+        f"estimate {times(f['projected_speedup'])} on kernel time: the GEMM/conv "
+        f"share ({share(f['matrix_share'])}) at the datasheet's dense FP16:FP32 "
+        f"ratio ({ratio(f['dense_ratio_fp16'])}; TF32:FP32 "
+        f"{ratio(f['dense_ratio_tf32'])}), the rest unchanged"
     )
 
 
 def _low_occupancy(f: dict) -> tuple[dict, str]:
     evidence = {
-        f"top kernels (not Tensor Core GEMM/conv) under {f['below_pct']:.0f} % achieved "
+        f"top kernels (not Tensor Core GEMM/conv) under {rounded(f['below_pct'])} % achieved "
         "occupancy": f"{f['low_kernels']} of {f['top_kernels']} profiled",
-        "their share of kernel time": _share(f["share"]),
+        "their share of kernel time": share(f["share"]),
         "largest": f"{f['largest'][:60]} ({f['largest_category']}, "
-        f"{f['largest_occupancy_pct']:.0f} %)",
+        f"{rounded(f['largest_occupancy_pct'])} %)",
     }
     return evidence, (
-        f"bounded by their {_share(f['share'])} of kernel time; more warps help "
+        f"bounded by their {share(f['share'])} of kernel time; more warps help "
         "only where they hide memory latency"
     )
 
 
 def _batch_headroom(f: dict) -> tuple[dict, str]:
     evidence = {
-        "throughput": ", ".join(f"bs{bs} {rate:,.0f}/s" for bs, rate in f["throughput_by_bs"]),
-        "last step": f"+{_share(f['growth'])} from bs{f['from_bs']} to bs{f['to_bs']}",
+        "throughput": ", ".join(
+            f"bs{bs} {thousands(rate)}/s" for bs, rate in f["throughput_by_bs"]
+        ),
+        "last step": f"+{share(f['growth'])} from bs{f['from_bs']} to bs{f['to_bs']}",
     }
     return evidence, (
-        f"estimate {f.get('projected_speedup', 1 + f['growth']):.2f}x in "
-        f"throughput: it still rose {_share(f['growth'])} at the largest batch; "
+        f"estimate {times(f.get('projected_speedup', 1 + f['growth']))} in "
+        f"throughput: it still rose {share(f['growth'])} at the largest batch; "
         "latency per batch grows with it"
     )
 
@@ -86,13 +93,13 @@ def _trt_fp32_layers(f: dict) -> tuple[dict, str]:
 
 def _memory_bound(f: dict) -> tuple[dict, str]:
     evidence = {
-        "arithmetic intensity": f"{f['intensity']:.0f} FLOP per minimum byte (ridge "
-        f"{f['ridge']:.0f})",
-        "achieved (minimum bytes / p50)": f"at least {f['achieved_gbs']:,.0f} GB/s = at least "
-        f"{f['pct_of_bandwidth']:.0f} % of {f['peak_gbs']:,.0f} GB/s",
+        "arithmetic intensity": f"{rounded(f['intensity'])} FLOP per minimum byte (ridge "
+        f"{rounded(f['ridge'])})",
+        "achieved (minimum bytes / p50)": f"at least {thousands(f['achieved_gbs'])} GB/s = "
+        f"at least {rounded(f['pct_of_bandwidth'])} % of {thousands(f['peak_gbs'])} GB/s",
     }
     return evidence, (
-        f"bound {f['speedup_bound']:.1f}x (bytes at the measured bandwidth): "
+        f"bound {ratio(f['speedup_bound'])} (bytes at the measured bandwidth): "
         "the minimum bytes moved at full bandwidth; twice that for a switch to "
         "half precision"
     )

@@ -24,12 +24,18 @@ from profiler.fsutil import write_text_atomic
 from profiler.report.console import FitTable
 from profiler.report.export import integer_counts, markdown_table
 from profiler.report.fmt import (
+    CSV_FLOATS,
+    MD_FORMATS,
     change_pct,
-    fixed,
+    interval,
     marked,
+    md_cell,
     mib,
     missing,
     pct,
+    plain,
+    rounded,
+    sweep_cell,
     times,
     trimmed,
     window_flags,
@@ -38,39 +44,6 @@ from profiler.runs.manifest import SweepManifest, axis_options
 from profiler.trace.kernels import PIPE_BUSY_NOTE
 from profiler.trace.summary import json_safe
 
-MD_FORMATS = {
-    "mean_ms": ".3f",
-    "p50_ms": ".3f",
-    "p90_ms": ".3f",
-    "p99_ms": ".3f",
-    "gpu_compute_ms": ".3f",
-    "enqueue_ms": ".3f",
-    "throughput_per_s": ".1f",
-    "speedup": ".2f",
-    "speedup_low": ".2f",
-    "speedup_high": ".2f",
-    "processes": ".0f",
-    "ready_s": ".2f",
-    "compile_s": ".2f",
-    "rel_l2_error": ".2e",
-    "tensor_core_pct": ".1f",
-    "gpu_util_pct": ".1f",
-    "elapsed_s": ".1f",
-    "cv_pct": ".1f",
-    "peak_allocated_mib": ".1f",
-    "peak_reserved_mib": ".1f",
-    "engine_mib": ".1f",
-    "tflops": ".2f",
-    "pct_peak_compute": ".1f",
-    "gbs": ".1f",
-    "pct_peak_bandwidth": ".1f",
-    "flop_per_byte": ".0f",
-    "ttft_ms": ".3f",
-    "token_p50_ms": ".3f",
-    "token_p99_ms": ".3f",
-    "tokens_per_s": ".1f",
-    "token_agreement": ".3f",
-}
 #: benchmark.md's heads of the columns whose CSV names say less than the figure is: time in
 #: Tensor Core kernels (not tensor pipe busy), and bandwidth from the minimum bytes (a lower bound)
 MD_HEADERS = {
@@ -87,7 +60,7 @@ def write_benchmark(
     offsets: list[GpuOffset] | None = None,
 ) -> list[Path]:
     csv_path, md_path = sweep_dir / "benchmark.csv", sweep_dir / "benchmark.md"
-    write_text_atomic(csv_path, integer_counts(frame).to_csv(index=False, float_format="%.6g"))
+    write_text_atomic(csv_path, integer_counts(frame).to_csv(index=False, float_format=CSV_FLOATS))
     write_text_atomic(md_path, markdown(frame, manifest, offsets))
     return [csv_path, md_path]
 
@@ -143,9 +116,9 @@ def markdown(
     if not gpu_time:
         dropped += ["gpu_compute_ms", "enqueue_ms", "bound"]
     shown = frame.drop(columns=dropped).astype(object)
-    for column, spec in MD_FORMATS.items():
+    for column in MD_FORMATS:
         if column in shown:
-            shown[column] = [fixed(v, spec, blank="") for v in frame[column]]
+            shown[column] = [md_cell(column, v) for v in frame[column]]
     for r in frame.itertuples():  # latencies to the figures their noise allows, p50 marked
         for column, text in zip(LATENCY_FIGURES, latency_cells(r)):
             shown.at[r.Index, column] = "" if text == "-" else text
@@ -235,7 +208,7 @@ GPU_TIME_COLUMN = "GPU-time speedup [95 %] verdict"
 def fdr_words(family: str = "the sweep's cells") -> str:
     """The false discovery rate the verdicts of a family are held to, in words."""
     return (
-        f"each figure's verdicts are held to a {100 * FDR_Q:g} % false discovery rate over "
+        f"each figure's verdicts are held to a {plain(100 * FDR_Q)} % false discovery rate over "
         f"{family} (Benjamini-Hochberg; the intervals are the raw 95 % ones)"
     )
 
@@ -263,7 +236,7 @@ def speedup_text(speedup, low, high, verdict) -> str:
         return word or "-"
     if word in ("", "baseline") or missing(low):
         return f"{times(speedup)} {word}".strip()
-    return f"{times(speedup)} [{low:.2f}-{high:.2f}] {word}"
+    return f"{times(speedup)} {interval(low, high)} {word}"
 
 
 def _label(r, manifest: SweepManifest) -> str:
@@ -307,7 +280,9 @@ def interval_processes(frame: pd.DataFrame) -> list[str]:
             texts.append("")
         else:
             texts.append(
-                f"{ours:.0f} proc." if theirs == ours else f"{theirs:.0f}+{ours:.0f} proc."
+                f"{rounded(ours)} proc."
+                if theirs == ours
+                else f"{rounded(theirs)}+{rounded(ours)} proc."
             )
     return texts
 
@@ -388,16 +363,16 @@ def print_benchmark(
             *((windows_gpus(r),) if on_gpus else ()),
             r.backend,
             str(r.bs),
-            *(fixed(getattr(r, key), ".0f") for key in axes),
+            *(rounded(getattr(r, key)) for key in axes),
             *latency_cells(r),
             *((trimmed(r.gpu_compute_ms, None), _text(r.bound)) if gpu_time else ()),
-            fixed(r.throughput_per_s, ",.1f"),
+            sweep_cell("throughput_per_s", r.throughput_per_s),
             verdict_cell(r, span),
             *((gpu_verdict_cell(r, span),) if gpu_time else ()),
-            fixed(r.processes, ".0f"),
-            fixed(r.ready_s, ".2f"),
-            fixed(r.compile_s, ".2f"),
-            fixed(r.rel_l2_error, ".2g"),
+            sweep_cell("processes", r.processes),
+            sweep_cell("ready_s", r.ready_s),
+            sweep_cell("compile_s", r.compile_s),
+            sweep_cell("rel_l2_error", r.rel_l2_error),
             pct(r.tensor_core_pct),
             pct(r.gpu_util_pct),
             pct(r.cv_pct)
@@ -406,10 +381,10 @@ def print_benchmark(
             _mib(r.peak_reserved_mib, r.device),
             *(
                 (
-                    fixed(r.ttft_ms, ".3f"),
-                    fixed(r.token_p50_ms, ".3f"),
-                    fixed(r.token_p99_ms, ".3f"),
-                    fixed(r.tokens_per_s, ",.1f"),
+                    sweep_cell("ttft_ms", r.ttft_ms),
+                    sweep_cell("token_p50_ms", r.token_p50_ms),
+                    sweep_cell("token_p99_ms", r.token_p99_ms),
+                    sweep_cell("tokens_per_s", r.tokens_per_s),
                 )
                 if generation
                 else ()

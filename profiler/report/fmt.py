@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # (pandas: not imported by a run, which prints no frame)
@@ -173,6 +174,297 @@ def signed(value, unit: str = "µs") -> str:
     sign = "+" if value > 0 else "-" if value < 0 else "±"
     colour = "red" if value > 0 else "green" if value < 0 else ""
     return f"[{colour}]{sign}{text}[/]" if colour else f"{sign}{text}"
+
+
+# --- per-column format tables: a column's unit fixes its format, one table per kind of table
+
+#: an HTML table's column headers in words, with their unit, for the field names the tables carry
+HEADERS = {
+    "name": "kernel",
+    "kernel": "kernel",
+    "category": "category",
+    "operator": "operator",
+    "side": "in",
+    "calls": "calls",
+    "kernels": "kernels",
+    "tensor_core": "Tensor Cores",
+    "total_us": "total µs",
+    "ms_total": "total ms",
+    "ms_per_step": "ms per step",
+    "share_pct": "share %",
+    "tensor_core_pct": "TC-kernel time %",
+    "us_a": "A µs",
+    "us_b": "B µs",
+    "delta_us": "delta µs (B - A)",
+    "change_pct": "change %",
+    "share_a_pct": "share A %",
+    "share_b_pct": "share B %",
+    "tensor_core_a_pct": "TC-kernel time A %",
+    "tensor_core_b_pct": "TC-kernel time B %",
+    "calls_a": "calls A",
+    "calls_b": "calls B",
+    "kernels_a": "kernels A",
+    "kernels_b": "kernels B",
+    "input_dims": "input shapes",
+    "flops_per_call": "FLOPs per call",
+    "flops": "FLOPs",
+    "gpu_us": "GPU µs",
+    "tflops": "TFLOP/s",
+    "pct_of_peak": "% of peak",
+    "gbs": "≥ GB/s (minimum bytes)",
+    "pct_peak_bandwidth": "≥ % of bandwidth",
+    "backend": "backend",
+    "bs": "batch",
+    "p50_ms": "p50 ms",
+    "p90_ms": "p90 ms",
+    "p99_ms": "p99 ms",
+    "mean_ms": "mean ms",
+    "throughput_per_s": "samples/s",
+    "speedup": "speedup x",
+    "interval": "95 % interval",
+    "verdict": "verdict",
+    "processes": "processes",
+    "cv_pct": "CV %",
+    "noise": "noise warnings",
+    "gpu_util_pct": "GPU util %",
+    "rel_l2_error": "rel L2 error",
+    "status": "status",
+    "reason": "reason",
+    "gpu": "GPU",
+    "max_new_tokens": "new tokens",
+    "src_len": "source length",
+    "prompt_len": "prompt length",
+    "seq_len": "sequence length",
+    "image_size": "image size",
+    "ttft_ms": "TTFT p50 ms",
+    "token_p50_ms": "token p50 ms",
+    "token_p99_ms": "token p99 ms",
+    "tokens_per_s": "tokens/s",
+    "cpu_total_us": "total CPU µs",
+    "cpu_self_us": "self CPU µs",
+    "total_a_us": "total A µs",
+    "total_b_us": "total B µs",
+    "total_delta_us": "total delta µs (B - A)",
+}
+#: an HTML table's format per column, for the field names whose unit fixes it
+HTML_FORMATS = {
+    "p50_ms": ".3f",
+    "p90_ms": ".3f",
+    "p99_ms": ".3f",
+    "mean_ms": ".3f",
+    "ms_total": ",.3f",
+    "ms_per_step": ",.3f",
+    "ttft_ms": ".3f",
+    "token_p50_ms": ".3f",
+    "token_p99_ms": ".3f",
+    "throughput_per_s": ",.1f",
+    "tokens_per_s": ",.1f",
+    "speedup": ".2f",
+    "processes": ".0f",
+    "cv_pct": ".1f",
+    "share_pct": ".1f",
+    "tensor_core_pct": ".1f",
+    "gpu_util_pct": ".1f",
+    "share_a_pct": ".1f",
+    "share_b_pct": ".1f",
+    "tensor_core_a_pct": ".1f",
+    "tensor_core_b_pct": ".1f",
+    "change_pct": "+.1f",
+    "pct_of_peak": ".1f",
+    "us_a": ",.1f",
+    "us_b": ",.1f",
+    "delta_us": "+,.1f",
+    "total_us": ",.1f",
+    "gpu_us": ",.1f",
+    "rel_l2_error": ".2e",
+    "tflops": ",.2f",
+    "flops_per_call": ",.0f",
+    "flops": ",.0f",
+    "calls": ",.0f",
+    "kernels": ",.0f",
+    "calls_a": ",.0f",
+    "calls_b": ",.0f",
+    "kernels_a": ",.0f",
+    "kernels_b": ",.0f",
+    "bs": ".0f",
+    "cpu_total_us": ",.1f",
+    "cpu_self_us": ",.1f",
+    "total_a_us": ",.1f",
+    "total_b_us": ",.1f",
+    "total_delta_us": "+,.1f",
+}
+
+
+#: benchmark.md's format per column (a missing value left blank)
+MD_FORMATS = {
+    "mean_ms": ".3f",
+    "p50_ms": ".3f",
+    "p90_ms": ".3f",
+    "p99_ms": ".3f",
+    "gpu_compute_ms": ".3f",
+    "enqueue_ms": ".3f",
+    "throughput_per_s": ".1f",
+    "speedup": ".2f",
+    "speedup_low": ".2f",
+    "speedup_high": ".2f",
+    "processes": ".0f",
+    "ready_s": ".2f",
+    "compile_s": ".2f",
+    "rel_l2_error": ".2e",
+    "tensor_core_pct": ".1f",
+    "gpu_util_pct": ".1f",
+    "elapsed_s": ".1f",
+    "cv_pct": ".1f",
+    "peak_allocated_mib": ".1f",
+    "peak_reserved_mib": ".1f",
+    "engine_mib": ".1f",
+    "tflops": ".2f",
+    "pct_peak_compute": ".1f",
+    "gbs": ".1f",
+    "pct_peak_bandwidth": ".1f",
+    "flop_per_byte": ".0f",
+    "ttft_ms": ".3f",
+    "token_p50_ms": ".3f",
+    "token_p99_ms": ".3f",
+    "tokens_per_s": ".1f",
+    "token_agreement": ".3f",
+}
+#: the sweep's table on the terminal: the format per column of the plain figures
+SWEEP_FORMATS = {
+    "throughput_per_s": ",.1f",
+    "processes": ".0f",
+    "ready_s": ".2f",
+    "compile_s": ".2f",
+    "rel_l2_error": ".2g",
+    "ttft_ms": ".3f",
+    "token_p50_ms": ".3f",
+    "token_p99_ms": ".3f",
+    "tokens_per_s": ",.1f",
+}
+#: TensorRT's per-layer times (an HTML table)
+LAYER_FORMATS = {"averageMs": ".4f", "percentage": ".1f"}
+#: the float format of the CSV files the views write (six significant figures)
+CSV_FLOATS = "%.6g"
+
+
+def md_cell(column: str, value) -> str:
+    """A value of benchmark.md's ``column`` (MD_FORMATS); blank for a missing one."""
+    return fixed(value, MD_FORMATS[column], blank="")
+
+
+def sweep_cell(column: str, value) -> str:
+    """A value of the sweep table's ``column`` on the terminal (SWEEP_FORMATS)."""
+    return fixed(value, SWEEP_FORMATS[column])
+
+
+def absent(value) -> bool:
+    """None, NaN or pandas' NA (a frame's cell): shown as "-"."""
+    pandas = sys.modules.get("pandas")  # (no NA without pandas imported)
+    return missing(value) or (pandas is not None and value is pandas.NA)
+
+
+def key_value(value) -> str:
+    """One value of a key-value table (each row its own quantity): a whole number with
+    thousands separators, a small one in scientific notation, else three decimals below 100
+    and one above; text as it is."""
+    if absent(value):
+        return "-"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return f"{int(value):,}"
+    if isinstance(value, float) and 0 < abs(value) < 0.01:
+        return f"{value:.2e}"
+    if isinstance(value, float):
+        return f"{value:,.3f}" if abs(value) < 100 else f"{value:,.1f}"
+    return str(value)
+
+
+def column_format(values: list[float]) -> str:
+    """One format for a whole column of numbers: counts as whole numbers; else decimals enough
+    for three figures of the largest value and two of the smallest one that is not zero (at
+    most four); scientific notation for the whole column when its values are all below 0.01 or
+    span more than four orders of magnitude (a column never shows a value as 0.0 that is not)."""
+    if not values:
+        return ","
+    magnitudes = [abs(v) for v in values if v]
+    if all(v.is_integer() for v in values) and max(magnitudes, default=0) < 1e15:
+        return ",.0f"
+    largest, smallest = max(magnitudes, default=0), min(magnitudes, default=0)
+    if 0 < largest < 0.01 or (smallest and largest / smallest > 1e4):
+        return ".2e"
+    decimals = 1 if largest >= 100 else 2 if largest >= 10 else 3
+    if smallest:
+        decimals = max(decimals, min(4, 1 - math.floor(math.log10(smallest))))
+    return f",.{decimals}f"
+
+
+def host_load(value) -> str:
+    """A host's load average: ``3.25``."""
+    return fixed(value, ".2f")
+
+
+def ms_plain(value) -> str:
+    """A latency given in ms, its unit in the column's header, no separators: ``1150.053``."""
+    return fixed(value, ".3f")
+
+
+def fraction(value) -> str:
+    """A fraction 0..1 to three decimals: ``0.875``."""
+    return fixed(value, ".3f")
+
+
+def seconds_figure(value) -> str:
+    """A wall time given in s, its unit in the column's header: ``12.34``."""
+    return fixed(value, ".2f")
+
+
+def share(value) -> str:
+    """A share 0..1 as whole percent: ``62 %``."""
+    return f"{100 * value:.0f} %"
+
+
+def ratio(value) -> str:
+    """A ratio to one decimal: ``3.9x``."""
+    return f"{value:.1f}x"
+
+
+def rounded(value) -> str:
+    """A number rounded to a whole one, no separators: ``12``."""
+    return fixed(value, ".0f")
+
+
+def thousands(value) -> str:
+    """A number rounded to a whole one, thousands separated: ``1,234``."""
+    return fixed(value, ",.0f")
+
+
+def plain(value) -> str:
+    """A number in its shortest spelling (``5``, ``0.5``, ``2.5e-05``)."""
+    return f"{value:g}"
+
+
+def interval(low, high) -> str:
+    """A speedup's 95 % interval: ``[3.16-19.70]``."""
+    return f"[{low:.2f}-{high:.2f}]"
+
+
+def gflop(flops) -> str:
+    """FLOPs as GFLOP, two decimals: ``1,234.57 GFLOP``."""
+    return f"{flops / 1e9:,.2f} GFLOP"
+
+
+def megabytes(value) -> str:
+    """Bytes as MB (10^6), one decimal: ``12.3 MB``."""
+    return f"{value / 1e6:,.1f} MB"
+
+
+def tflops(value) -> str:
+    """A compute rate given in TFLOP/s: ``12.34 TFLOP/s``."""
+    return f"{value:,.2f} TFLOP/s"
+
+
+def gbs(value) -> str:
+    """A bandwidth given in GB/s: ``1,234.5 GB/s``."""
+    return f"{value:,.1f} GB/s"
 
 
 def head(frame: pd.DataFrame, top: int) -> pd.DataFrame:

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import base64
 import io
-import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from html import escape
 
@@ -39,7 +38,26 @@ from profiler.report.compare_view import (
     verdict_notes,
     verdict_words,
 )
-from profiler.report.fmt import marked, trimmed, window_flags, with_unit
+from profiler.report.fmt import (
+    HEADERS,
+    HTML_FORMATS,
+    LAYER_FORMATS,
+    absent,
+    change_pct,
+    column_format,
+    gbs,
+    gflop,
+    host_load,
+    key_value,
+    marked,
+    megabytes,
+    pct,
+    tflops,
+    thousands,
+    trimmed,
+    window_flags,
+    with_unit,
+)
 from profiler.runs.result import RunResult
 
 CSS = """
@@ -99,140 +117,6 @@ def note(text: str, css: str = "note") -> str:
     return f"<p class='{css}'>{escape(text)}</p>"
 
 
-def _missing(value) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA
-
-
-def _fmt(value) -> str:
-    """One value of a key-value table (each row its own quantity)."""
-    if _missing(value):
-        return "-"
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
-        return f"{int(value):,}"
-    if isinstance(value, float) and 0 < abs(value) < 0.01:
-        return f"{value:.2e}"
-    if isinstance(value, float):
-        return f"{value:,.3f}" if abs(value) < 100 else f"{value:,.1f}"
-    return str(value)
-
-
-#: column headers in words, with their unit, for the field names the tables carry
-HEADERS = {
-    "name": "kernel",
-    "kernel": "kernel",
-    "category": "category",
-    "operator": "operator",
-    "side": "in",
-    "calls": "calls",
-    "kernels": "kernels",
-    "tensor_core": "Tensor Cores",
-    "total_us": "total µs",
-    "ms_total": "total ms",
-    "ms_per_step": "ms per step",
-    "share_pct": "share %",
-    "tensor_core_pct": "TC-kernel time %",
-    "us_a": "A µs",
-    "us_b": "B µs",
-    "delta_us": "delta µs (B - A)",
-    "change_pct": "change %",
-    "share_a_pct": "share A %",
-    "share_b_pct": "share B %",
-    "tensor_core_a_pct": "TC-kernel time A %",
-    "tensor_core_b_pct": "TC-kernel time B %",
-    "calls_a": "calls A",
-    "calls_b": "calls B",
-    "kernels_a": "kernels A",
-    "kernels_b": "kernels B",
-    "input_dims": "input shapes",
-    "flops_per_call": "FLOPs per call",
-    "flops": "FLOPs",
-    "gpu_us": "GPU µs",
-    "tflops": "TFLOP/s",
-    "pct_of_peak": "% of peak",
-    "gbs": "≥ GB/s (minimum bytes)",
-    "pct_peak_bandwidth": "≥ % of bandwidth",
-    "backend": "backend",
-    "bs": "batch",
-    "p50_ms": "p50 ms",
-    "p90_ms": "p90 ms",
-    "p99_ms": "p99 ms",
-    "mean_ms": "mean ms",
-    "throughput_per_s": "samples/s",
-    "speedup": "speedup x",
-    "interval": "95 % interval",
-    "verdict": "verdict",
-    "processes": "processes",
-    "cv_pct": "CV %",
-    "noise": "noise warnings",
-    "gpu_util_pct": "GPU util %",
-    "rel_l2_error": "rel L2 error",
-    "status": "status",
-    "reason": "reason",
-    "gpu": "GPU",
-    "max_new_tokens": "new tokens",
-    "src_len": "source length",
-    "prompt_len": "prompt length",
-    "seq_len": "sequence length",
-    "image_size": "image size",
-    "ttft_ms": "TTFT p50 ms",
-    "token_p50_ms": "token p50 ms",
-    "token_p99_ms": "token p99 ms",
-    "tokens_per_s": "tokens/s",
-    "cpu_total_us": "total CPU µs",
-    "cpu_self_us": "self CPU µs",
-    "total_a_us": "total A µs",
-    "total_b_us": "total B µs",
-    "total_delta_us": "total delta µs (B - A)",
-}
-#: one format per column for the field names whose unit fixes it
-FORMATS = {
-    "p50_ms": ".3f",
-    "p90_ms": ".3f",
-    "p99_ms": ".3f",
-    "mean_ms": ".3f",
-    "ms_total": ",.3f",
-    "ms_per_step": ",.3f",
-    "ttft_ms": ".3f",
-    "token_p50_ms": ".3f",
-    "token_p99_ms": ".3f",
-    "throughput_per_s": ",.1f",
-    "tokens_per_s": ",.1f",
-    "speedup": ".2f",
-    "processes": ".0f",
-    "cv_pct": ".1f",
-    "share_pct": ".1f",
-    "tensor_core_pct": ".1f",
-    "gpu_util_pct": ".1f",
-    "share_a_pct": ".1f",
-    "share_b_pct": ".1f",
-    "tensor_core_a_pct": ".1f",
-    "tensor_core_b_pct": ".1f",
-    "change_pct": "+.1f",
-    "pct_of_peak": ".1f",
-    "us_a": ",.1f",
-    "us_b": ",.1f",
-    "delta_us": "+,.1f",
-    "total_us": ",.1f",
-    "gpu_us": ",.1f",
-    "rel_l2_error": ".2e",
-    "tflops": ",.2f",
-    "flops_per_call": ",.0f",
-    "flops": ",.0f",
-    "calls": ",.0f",
-    "kernels": ",.0f",
-    "calls_a": ",.0f",
-    "calls_b": ",.0f",
-    "kernels_a": ",.0f",
-    "kernels_b": ",.0f",
-    "bs": ".0f",
-    "cpu_total_us": ",.1f",
-    "cpu_self_us": ",.1f",
-    "total_a_us": ",.1f",
-    "total_b_us": ",.1f",
-    "total_delta_us": "+,.1f",
-}
-
-
 def header(column: str) -> str:
     """A column's header in words: HEADERS, else the name with its underscores as spaces."""
     return HEADERS.get(column, str(column).replace("_", " "))
@@ -242,27 +126,8 @@ def _numbers(series: pd.Series) -> list[float]:
     return [
         float(v)
         for v in series
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and not _missing(v)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and not absent(v)
     ]
-
-
-def column_format(values: list[float]) -> str:
-    """One format for a whole column of numbers: counts as whole numbers; else decimals enough
-    for three figures of the largest value and two of the smallest one that is not zero (at
-    most four); scientific notation for the whole column when its values are all below 0.01 or
-    span more than four orders of magnitude (a column never shows a value as 0.0 that is not)."""
-    if not values:
-        return ","
-    magnitudes = [abs(v) for v in values if v]
-    if all(v.is_integer() for v in values) and max(magnitudes, default=0) < 1e15:
-        return ",.0f"
-    largest, smallest = max(magnitudes, default=0), min(magnitudes, default=0)
-    if 0 < largest < 0.01 or (smallest and largest / smallest > 1e4):
-        return ".2e"
-    decimals = 1 if largest >= 100 else 2 if largest >= 10 else 3
-    if smallest:
-        decimals = max(decimals, min(4, 1 - math.floor(math.log10(smallest))))
-    return f",.{decimals}f"
 
 
 def _formatter(
@@ -270,10 +135,10 @@ def _formatter(
 ) -> Callable[[object], str]:
     if callable(spec):
         return spec
-    spec = spec or FORMATS.get(column) or column_format(_numbers(series))
+    spec = spec or HTML_FORMATS.get(column) or column_format(_numbers(series))
 
     def cell(value) -> str:
-        if _missing(value):
+        if absent(value):
             return "-"
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return format(value, spec)
@@ -295,12 +160,12 @@ def table(
     columns: list[str] | None = None,
     top: int = 0,
     headers: dict[str, str] | None = None,
-    formats: dict[str, str | Callable] | None = None,
+    formats: Mapping[str, str | Callable] | None = None,
     figures: tuple[str, ...] = (),
 ) -> str:
     """A table of ``frame``'s ``columns`` (all by default), the first ``top`` rows (0: all; a
     line says how many there were): headers in words (``headers``, else HEADERS), one format
-    per column (``formats``, else FORMATS, else chosen from the column's values). ``figures``:
+    per column (``formats``, else HTML_FORMATS, else chosen from the column's values). ``figures``:
     columns of numbers already written as text (a latency to its noise's figures, marked),
     aligned as numbers."""
     if frame is None or not len(frame):
@@ -326,7 +191,9 @@ def table(
 
 
 def key_values(pairs: list[tuple[str, object]]) -> str:
-    rows = "".join(f"<tr><th>{escape(k)}</th><td>{escape(_fmt(v))}</td></tr>" for k, v in pairs)
+    rows = "".join(
+        f"<tr><th>{escape(k)}</th><td>{escape(key_value(v))}</td></tr>" for k, v in pairs
+    )
     return f"<table class='kv'>{rows}</table>"
 
 
@@ -367,7 +234,7 @@ def headline(result: RunResult | None, label: str, result_json=None) -> str:
     p50 = marked(trimmed(t.p50_ms, cv, "ms"), window_flags(warnings))
     return (
         f"<p class='big'>{escape(label)}: p50 {escape(p50)}, "
-        f"{t.throughput_samples_per_s:,.0f} samples/s</p>"
+        f"{thousands(t.throughput_samples_per_s)} samples/s</p>"
         + key_values(
             [
                 ("model", result.model),
@@ -375,7 +242,7 @@ def headline(result: RunResult | None, label: str, result_json=None) -> str:
                 ("batch size", result.batch_size),
                 ("device", gpu),
                 ("p90 / p99 ms", f"{trimmed(t.p90_ms, cv)} / {trimmed(t.p99_ms, cv)}"),
-                ("noise (std / mean)", f"{100 * cv:.1f} %" if cv is not None else None),
+                ("noise (std / mean)", pct(100 * cv) if cv is not None else None),
                 ("timed iterations", t.iters),
                 ("config", config_line(result)),
                 _state_row(result),
@@ -391,7 +258,7 @@ def _state_row(result: RunResult) -> tuple[str, object]:
     if not result.device.startswith("cpu"):
         return "GPU state (timed window)", state.line().removeprefix("GPU state: ")
     load = state.load_average
-    return "host load (timed window)", None if load is None else f"{load[0]:.2f}" + (
+    return "host load (timed window)", None if load is None else host_load(load[0]) + (
         f" on {state.cpus} CPUs" if state.cpus else ""
     )
 
@@ -439,7 +306,9 @@ def timed_block(t: CompareTimed | None, a_label: str, b_label: str) -> str:
     if differing:
         parts.append(
             f"<p>Config and environment fields that differ ({len(differing)})</p>"
-            + metrics(["field", "A", "B"], [(r.field, _fmt(r.a), _fmt(r.b)) for r in differing])
+            + metrics(
+                ["field", "A", "B"], [(r.field, key_value(r.a), key_value(r.b)) for r in differing]
+            )
         )
     else:
         parts.append(note("config and environment: no field differs"))
@@ -459,11 +328,8 @@ def explanation_block(e: Explanation | None) -> str | None:
 def overview_block(overview: pd.DataFrame) -> str:
     """A diff's overview: each row in its own unit, as the terminal shows it."""
 
-    def change(value) -> str:
-        return "-" if _missing(value) else f"{value:+.1f} %"
-
     def delta(value, unit) -> str:
-        if _missing(value):
+        if absent(value):
             return "-"
         text = with_unit(abs(value), unit)
         text = text.replace(" %", " pt") if unit == "%" else text
@@ -477,7 +343,7 @@ def overview_block(overview: pd.DataFrame) -> str:
                 overview_figure(r, "a"),
                 overview_figure(r, "b"),
                 delta(r.delta, r.unit or "n"),
-                change(r.change_pct),
+                change_pct(r.change_pct),
             )
             for r in overview.itertuples()
         ],
@@ -488,27 +354,23 @@ def roofline_block(roofline: Roofline | None, source: str, missing: str | None =
     if roofline is None:
         return f"<p class='note'>{escape(missing or NO_ROOFLINE_INPUTS, quote=False)}</p>"
     r = roofline
-
-    def pct(v):
-        return f"{v:.1f} %" if v is not None else "-"
-
     return key_values(
         [
-            ("FLOPs per batch (FlopCounterMode)", f"{r.flops / 1e9:,.2f} GFLOP"),
-            (f"{MIN_BYTES_LABEL} per batch", f"{r.min_bytes / 1e6:,.1f} MB"),
+            ("FLOPs per batch (FlopCounterMode)", gflop(r.flops)),
+            (f"{MIN_BYTES_LABEL} per batch", megabytes(r.min_bytes)),
             (
                 "arithmetic intensity",
-                f"{r.intensity:,.0f} FLOP per minimum byte (ridge {_fmt(r.ridge)})",
+                f"{thousands(r.intensity)} FLOP per minimum byte (ridge {key_value(r.ridge)})",
             ),
             (
                 "achieved compute",
-                f"{r.achieved_tflops:,.2f} TFLOP/s = {pct(r.pct_of_compute)} of "
-                f"{_fmt(r.peak_tflops)} ({r.matmul_key})",
+                f"{tflops(r.achieved_tflops)} = {pct(r.pct_of_compute)} of "
+                f"{key_value(r.peak_tflops)} ({r.matmul_key})",
             ),
             (
                 "achieved bandwidth (minimum bytes / p50)",
-                f"at least {r.achieved_gbs:,.1f} GB/s = at least {pct(r.pct_of_bandwidth)} of "
-                f"{_fmt(r.peak_gbs)}",
+                f"at least {gbs(r.achieved_gbs)} = at least {pct(r.pct_of_bandwidth)} of "
+                f"{key_value(r.peak_gbs)}",
             ),
             ("bound by", r.bound),
             ("of the roofline at this intensity", pct(r.pct_of_roof)),
@@ -548,7 +410,7 @@ def layer_view(layer_times: pd.DataFrame | None, top: int = 20) -> str | None:
         ["name", "averageMs", "percentage"],
         top,
         headers={"name": "layer", "averageMs": "ms per call", "percentage": "% of engine"},
-        formats={"averageMs": ".4f", "percentage": ".1f"},
+        formats=LAYER_FORMATS,
     )
 
 

@@ -15,14 +15,18 @@ from profiler.analysis.headline import (
 from profiler.report.console import FitTable, make_console
 from profiler.report.fmt import (
     count,
-    fixed,
+    fraction,
     marked,
     mib_figure,
     ms,
+    ms_plain,
     ms_unit,
     pct,
     phases_line,
+    plain,
+    rounded,
     safe,
+    seconds_figure,
     significant,
     trimmed,
     window_flags,
@@ -87,7 +91,7 @@ def print_result(
         ms(window.iqr_ms) if window else "-",
         mib_figure(memory.peak_allocated_mib, memory.note),
         mib_figure(memory.peak_reserved_mib, memory.note),
-        f"{timing.prepare_s + timing.first_call_s:.2f}",
+        seconds_figure(timing.prepare_s + timing.first_call_s),
     ]
     if memory.engine_mib is not None:
         columns.append("engine MiB")
@@ -96,7 +100,7 @@ def print_result(
     for value, column in ((backend.compile_s, "compile s"), (backend.cache_load_s, "cache load s")):
         if value is not None:
             columns.append(column)
-            cells.append(f"{value:.2f}")
+            cells.append(seconds_figure(value))
     for column in columns:
         table.add_column(column, number=True, optional=column not in ESSENTIAL)
     table.add_row(*cells)
@@ -128,24 +132,22 @@ def print_result(
     if spread:
         console.print(
             f"p50 over {spread.runs} processes: {ms(spread.min_p50_ms)} to "
-            f"{ms_unit(spread.max_p50_ms)} ({spread.range_pct_of_median:.1f} % of "
+            f"{ms_unit(spread.max_p50_ms)} ({pct(spread.range_pct_of_median)} of "
             "the median)",
             highlight=False,
         )
     reached = window.target if window else None
     if reached:
-        width = (
-            "no interval" if reached.half_width is None else f"±{100 * reached.half_width:.1f} %"
-        )
+        width = "no interval" if reached.half_width is None else f"±{pct(100 * reached.half_width)}"
         state = (
             f"[green]reached {width}[/]"
             if reached.reached
             else f"[yellow]not reached[/] ({reached.reason}; {width})"
         )
         console.print(
-            f"--target-noise ±{100 * reached.target:g} %: {state} with "
+            f"--target-noise ±{plain(100 * reached.target)} %: {state} with "
             f"{reached.processes} processes of {reached.iterations} iterations "
-            f"in {reached.spent_s:.0f} of {reached.budget_s:.0f} s",
+            f"in {rounded(reached.spent_s)} of {rounded(reached.budget_s)} s",
             highlight=False,
         )
     for line in describe_notes(backend.extra):
@@ -263,21 +265,21 @@ def _print_generation(console: Console, generation: Generation, numerics: Numeri
     )
     per_token = generation.per_token_ms
     columns = {
-        "TTFT p50": fixed(generation.ttft_ms.p50, ".3f"),
-        "encode ms": fixed(generation.encode_ms.mean if generation.encode_ms else None, ".3f"),
-        "token mean": fixed(per_token.mean, ".3f"),
-        "token p50": fixed(per_token.p50, ".3f"),
-        "token p90": fixed(per_token.p90, ".3f"),
-        "token p99": fixed(per_token.p99, ".3f"),
+        "TTFT p50": ms_plain(generation.ttft_ms.p50),
+        "encode ms": ms_plain(generation.encode_ms.mean if generation.encode_ms else None),
+        "token mean": ms_plain(per_token.mean),
+        "token p50": ms_plain(per_token.p50),
+        "token p90": ms_plain(per_token.p90),
+        "token p99": ms_plain(per_token.p99),
         "tokens/s": count(generation.tokens_per_s, 1),
-        "seq p50 ms": fixed(generation.sequence_ms.p50, ".3f"),
+        "seq p50 ms": ms_plain(generation.sequence_ms.p50),
     }
     if numerics is not None and numerics.tokens is not None:
         encoder, logits = numerics.encoder_output, numerics.first_step_logits
         columns["enc rel L2"] = "-" if encoder is None else significant(encoder.rel_l2_error)
         columns["logits rel L2"] = "-" if logits is None else significant(logits.rel_l2_error)
-        columns["tokens equal"] = f"{numerics.tokens.positions_equal:.3f}"
-        columns["seqs identical"] = f"{numerics.tokens.sequences_identical:.3f}"
+        columns["tokens equal"] = fraction(numerics.tokens.positions_equal)
+        columns["seqs identical"] = fraction(numerics.tokens.sequences_identical)
     for column in columns:
         table.add_column(column, number=True, optional=column not in GENERATION_ESSENTIAL)
     table.add_row(*columns.values())
@@ -285,7 +287,8 @@ def _print_generation(console: Console, generation: Generation, numerics: Numeri
     steps = generation.step_ms_by_position
     shown = sorted({0, 1, len(steps) // 2, len(steps) - 1} & set(range(len(steps))))
     console.print(
-        "step ms by position: " + ", ".join(f"#{k} {steps[k]:.3f}" for k in shown), highlight=False
+        "step ms by position: " + ", ".join(f"#{k} {ms_plain(steps[k])}" for k in shown),
+        highlight=False,
     )
 
 

@@ -40,6 +40,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import msgspec
 
@@ -405,11 +406,7 @@ def _second_stage(
     spent = clock() - began
     per_round = spent / out.rounds if out.rounds else 0.0
     affordable = MAX_ROUNDS if per_round <= 0 else max(0, int((budget - spent) / per_round))
-    needs = {}
-    for key, windows in pilot.items():
-        figure = quoted_figure(windows)
-        medians = [w.median(figure) for w in windows]
-        needs[key] = processes_needed(medians, target).processes if len(medians) >= 2 else processes
+    needs = _processes_needed(pilot, processes, target)
     count = min(max([processes, *needs.values()]), affordable, MAX_ROUNDS)
     out.pilot_rounds = out.rounds
     for key in out.windows:
@@ -425,11 +422,35 @@ def _second_stage(
             out.stops[key] = Stop(True, BUDGET, 0, math.inf, None, needs[key])
         return
     runner.rounds({k: count for k in pilot}, seed, stage=" (fresh)")
-    elapsed = clock() - began
+    _fresh_stops(out, pilot, needs, count, target, budget, clock() - began, say)
+
+
+def _processes_needed(pilot: dict, processes: int, target: float) -> dict:
+    """Per cell, the processes its pilot's spread asks for to reach ``target``."""
+    needs = {}
+    for key, windows in pilot.items():
+        figure = quoted_figure(windows)
+        medians = [w.median(figure) for w in windows]
+        needs[key] = processes_needed(medians, target).processes if len(medians) >= 2 else processes
+    return needs
+
+
+def _fresh_stops(
+    out: Sampled,
+    pilot: dict,
+    needs: dict,
+    count: int,
+    target: float,
+    budget: float,
+    elapsed: float,
+    say,
+) -> None:
+    """Why each cell's fresh rounds stopped: the target reached, the budget, or unreachable."""
     for key in pilot:
         fresh = [w for w in out.windows[key] if not w.pilot]
         figure = quoted_figure(fresh)
-        medians = [w.median(figure) for w in fresh]
+        # quoted_figure picks a figure every fresh window measured: no median is None
+        medians = cast(list[float], [w.median(figure) for w in fresh])
         if len(medians) < 2:
             continue
         stop = stopping_rule(medians, target, elapsed_s=elapsed, budget_s=budget, min_samples=2)

@@ -32,6 +32,7 @@ import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 from profiler import signals
 from profiler.analysis.experiments import Experiment
@@ -300,31 +301,7 @@ def _make_ours(folder: Path) -> None:
 def _run(base, experiments, folder, trace_dir, budget_s, max_cells, processes, gpus, say) -> Trial:
     began = time.perf_counter()
     (folder / "logs").mkdir(exist_ok=True)
-    cells, jobs = [], []
-    for index, experiment in enumerate([BASELINE, *experiments]):
-        slug = "baseline" if index == 0 else experiment.slug
-        config = cell_config(base, experiment, folder, trace_dir, slug)
-        # a cell's folder that is there is this trial's (check_trial_folders): replaced
-        if any(_kind(f / config.run_name) == "folder" for f in (folder, trace_dir)):
-            config = cell_config(base, experiment, folder, trace_dir, slug, replace=True)
-        cell = TrialCell(experiment, config.run_name)
-        cells.append(cell)
-        if try_read_result(folder / cell.folder / RESULT_FILE) is not None:
-            cell.status = "ok"
-            cell.reason = "kept from before (--resume)"
-            continue
-        # no cell may take longer than the whole budget (status timeout, the rest go on)
-        jobs.append(
-            (
-                cell,
-                CellJob(
-                    name=cell.folder,
-                    config=config_to_json(config),
-                    log_path=str(folder / "logs" / f"{cell.folder}.log"),
-                    timeout_s=budget_s,
-                ),
-            )
-        )
+    cells, jobs = _cells_and_jobs(base, experiments, folder, trace_dir, budget_s)
     trial = Trial(folder, trace_dir, cells, processes=processes)
     by_name = {job.name: cell for cell, job in jobs}
     limit = None if max_cells is None else max(0, max_cells - (len(cells) - len(jobs)))
@@ -370,30 +347,73 @@ def _run(base, experiments, folder, trace_dir, budget_s, max_cells, processes, g
     except _Spent:
         pass
     except KeyboardInterrupt as stop:  # Ctrl-C; SIGTERM and SIGHUP through signals
-        for cell in cells:
-            if cell.status == "running":
-                cell.status, cell.reason = "interrupted", signals.describe(stop)
-        trial.wall_s = time.perf_counter() - began
-        write_json_atomic(folder / TRIAL_FILE, trial.to_dict())
-        done = sum(1 for c in cells if c.status == "ok")
-        raise Interrupted(
-            f"advise --try stopped; {done} finished cell(s) kept in {folder} "
-            "(continue with --resume)",
-            exit_code=signals.exit_code(stop),
-        ) from None
+        _stopped(trial, began, stop)
+    _retime(trial, processes, say)
+    trial.wall_s = time.perf_counter() - began
+    write_json_atomic(folder / TRIAL_FILE, trial.to_dict())
+    return trial
+
+
+def _cells_and_jobs(
+    base, experiments, folder: Path, trace_dir: Path, budget_s: float | None
+) -> tuple[list[TrialCell], list[tuple[TrialCell, CellJob]]]:
+    """The trial's cells, the baseline first, and the jobs of those not kept from before."""
+    cells, jobs = [], []
+    for index, experiment in enumerate([BASELINE, *experiments]):
+        slug = "baseline" if index == 0 else experiment.slug
+        config = cell_config(base, experiment, folder, trace_dir, slug)
+        # a cell's folder that is there is this trial's (check_trial_folders): replaced
+        if any(_kind(f / config.run_name) == "folder" for f in (folder, trace_dir)):
+            config = cell_config(base, experiment, folder, trace_dir, slug, replace=True)
+        cell = TrialCell(experiment, config.run_name)
+        cells.append(cell)
+        if try_read_result(folder / cell.folder / RESULT_FILE) is not None:
+            cell.status = "ok"
+            cell.reason = "kept from before (--resume)"
+            continue
+        # no cell may take longer than the whole budget (status timeout, the rest go on)
+        jobs.append(
+            (
+                cell,
+                CellJob(
+                    name=cell.folder,
+                    config=config_to_json(config),
+                    log_path=str(folder / "logs" / f"{cell.folder}.log"),
+                    timeout_s=budget_s,
+                ),
+            )
+        )
+    return cells, jobs
+
+
+def _stopped(trial: Trial, began: float, stop: KeyboardInterrupt) -> NoReturn:
+    """Record the cells a stop interrupted, then say what was kept."""
+    cells, folder = trial.cells, trial.folder
+    for cell in cells:
+        if cell.status == "running":
+            cell.status, cell.reason = "interrupted", signals.describe(stop)
+    trial.wall_s = time.perf_counter() - began
+    write_json_atomic(folder / TRIAL_FILE, trial.to_dict())
+    done = sum(1 for c in cells if c.status == "ok")
+    raise Interrupted(
+        f"advise --try stopped; {done} finished cell(s) kept in {folder} (continue with --resume)",
+        exit_code=signals.exit_code(stop),
+    ) from None
+
+
+def _retime(trial: Trial, processes: int, say) -> None:
+    """The rounds over the finished cells, then the baseline again; a stop keeps what was
+    taken."""
     try:
         _sample(trial, processes, say)
         baseline_again(trial, say)
     except KeyboardInterrupt as stop:
-        write_json_atomic(folder / TRIAL_FILE, trial.to_dict())
+        write_json_atomic(trial.folder / TRIAL_FILE, trial.to_dict())
         raise Interrupted(
             f"advise --try stopped while re-timing; the cells and the windows "
-            f"taken so far are kept in {folder} (continue with --resume)",
+            f"taken so far are kept in {trial.folder} (continue with --resume)",
             exit_code=signals.exit_code(stop),
         ) from None
-    trial.wall_s = time.perf_counter() - began
-    write_json_atomic(folder / TRIAL_FILE, trial.to_dict())
-    return trial
 
 
 def _sample(trial: Trial, processes: int, say) -> None:

@@ -71,6 +71,25 @@ class Finished:
 ORPHAN_GRACE_S = 10.0
 
 
+def _start(command: list[str], env: dict | None) -> subprocess.Popen[str]:
+    """The command in a process group of its own, its output (stderr with it) to read by
+    line; a command that cannot start is one error line."""
+    try:
+        return signals.popen_child(
+            command,
+            stop=signal.SIGTERM,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            text=True,
+            errors="replace",
+            bufsize=1,
+        )
+    except OSError as error:
+        raise UserError(f"cannot start {command[0]}: {error.strerror}") from None
+
+
 def run_logged(
     command: list[str],
     log_path: Path,
@@ -92,20 +111,7 @@ def run_logged(
     stopping: list[bool] = []
     with open(log_path, "a", encoding="utf-8") as log:
         log.write("$ " + " ".join(command) + "\n")
-        try:
-            process = signals.popen_child(
-                command,
-                stop=signal.SIGTERM,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                env=env,
-                text=True,
-                errors="replace",
-                bufsize=1,
-            )
-        except OSError as error:
-            raise UserError(f"cannot start {command[0]}: {error.strerror}") from None
+        process = _start(command, env)
 
         def copy() -> None:
             assert process.stdout is not None  # stdout=PIPE

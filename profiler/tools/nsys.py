@@ -158,24 +158,7 @@ def run(options: dict, echo=print) -> dict:
         report = scratch / "nsys.nsys-rep"
         qdstrm = next(iter(sorted(scratch.glob("*.qdstrm"))), None)
         if report.is_file():
-            out_prefix = scratch / "nsys_stats"
-            stats = run_logged(stats_command(nsys, report, out_prefix), log)
-            result["stats_command"] = stats_command(
-                nsys, run_dir / report.name, run_dir / "nsys_stats"
-            )
-            kern = next(iter(sorted(scratch.glob("nsys_stats*cuda_gpu_kern_sum*.csv"))), None)
-            nvtx = next(iter(sorted(scratch.glob("nsys_stats*nvtx_sum*.csv"))), None)
-            if kern is None:
-                result["stats_error"] = stats_failure(stats.output, stats.returncode)
-            else:
-                table = kernel_table_from_kern_sum(kern.read_text())
-                write_text_atomic(scratch / "nsys_kernels.csv", table.to_csv(index=False))
-                result["kernels"] = int(len(table))
-                result["kernel_time_us"] = float(table["total_us"].sum())
-                if nvtx is not None:
-                    ranges = nvtx_table_from_nvtx_sum(nvtx.read_text())
-                    write_text_atomic(scratch / "nsys_nvtx.csv", ranges.to_csv(index=False))
-                    result["nvtx_ranges"] = int(len(ranges))
+            _stats(nsys, report, scratch, run_dir, log, result)
         elif qdstrm is not None:
             result["stats_error"] = (
                 "nsys wrote a .qdstrm but no .nsys-rep (its "
@@ -198,6 +181,27 @@ def run(options: dict, echo=print) -> dict:
         shutil.rmtree(scratch, ignore_errors=True)
         shutil.rmtree(no_trace, ignore_errors=True)
     return result
+
+
+def _stats(nsys: str, report: Path, scratch: Path, run_dir: Path, log: Path, result: dict) -> None:
+    """nsys stats on the report: its kernel and NVTX tables as CSV files in ``scratch``, their
+    sizes (or why there are none) in ``result``."""
+    out_prefix = scratch / "nsys_stats"
+    stats = run_logged(stats_command(nsys, report, out_prefix), log)
+    result["stats_command"] = stats_command(nsys, run_dir / report.name, run_dir / "nsys_stats")
+    kern = next(iter(sorted(scratch.glob("nsys_stats*cuda_gpu_kern_sum*.csv"))), None)
+    nvtx = next(iter(sorted(scratch.glob("nsys_stats*nvtx_sum*.csv"))), None)
+    if kern is None:
+        result["stats_error"] = stats_failure(stats.output, stats.returncode)
+    else:
+        table = kernel_table_from_kern_sum(kern.read_text())
+        write_text_atomic(scratch / "nsys_kernels.csv", table.to_csv(index=False))
+        result["kernels"] = int(len(table))
+        result["kernel_time_us"] = float(table["total_us"].sum())
+        if nvtx is not None:
+            ranges = nvtx_table_from_nvtx_sum(nvtx.read_text())
+            write_text_atomic(scratch / "nsys_nvtx.csv", ranges.to_csv(index=False))
+            result["nvtx_ranges"] = int(len(ranges))
 
 
 def stats_only(report: Path, echo=print) -> pd.DataFrame | None:

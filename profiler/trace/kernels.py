@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import SupportsInt
+from typing import Any, SupportsInt
 
 import numpy as np
 import pandas as pd
@@ -193,6 +193,30 @@ KERNEL_TABLE_COLUMNS = (
 )
 
 
+#: the columns of the category table, in order
+_CATEGORY_COLUMNS = [
+    "category",
+    "kernels",
+    "calls",
+    "total_us",
+    "share_pct",
+    "tensor_core_us",
+    "tensor_core_pct",
+]
+
+#: the columns that make a kernel's launch configuration
+_CONFIG_COLUMNS = [
+    "registers_per_thread",
+    "shared_memory",
+    "block_x",
+    "block_y",
+    "block_z",
+    "grid_x",
+    "grid_y",
+    "grid_z",
+]
+
+
 def kernel_summary(
     trace: Trace, rows: pd.DataFrame | None = None, context: RunContext | None = None
 ) -> KernelSummary:
@@ -201,37 +225,41 @@ def kernel_summary(
     rows = kernel_rows(trace) if rows is None else rows
     if rows.empty:
         empty = pd.DataFrame(columns=list(KERNEL_TABLE_COLUMNS))
-        cats = pd.DataFrame(
-            columns=[
-                "category",
-                "kernels",
-                "calls",
-                "total_us",
-                "share_pct",
-                "tensor_core_us",
-                "tensor_core_pct",
-            ]
-        )
+        cats = pd.DataFrame(columns=_CATEGORY_COLUMNS)
         return KernelSummary(
             empty, cats, 0.0, 0.0, 0.0, 0.0, 0.0, notes=["no GPU kernels in this trace"]
         )
+    total = float(rows["dur"].sum())
+    table = _kernel_table(trace, rows, total, context)
+
+    tc_time = table.loc[table["tensor_core"] == YES, "total_us"].sum()
+    unknown_time = table.loc[table["tensor_core"] == UNKNOWN, "total_us"].sum()
+    matrix = table["category"].isin(["GEMM", "convolution"])
+    matrix_time = table.loc[matrix, "total_us"].sum()
+    matrix_tc = table.loc[matrix & (table["tensor_core"] == YES), "total_us"].sum()
+
+    return KernelSummary(
+        table=table,
+        categories=_category_table(table, total),
+        total_kernel_us=total,
+        tensor_core_us=float(tc_time),
+        tensor_core_unknown_us=float(unknown_time),
+        matrix_us=float(matrix_time),
+        matrix_tensor_core_us=float(matrix_tc),
+        notes=_summary_notes(rows, total, unknown_time),
+    )
+
+
+def _kernel_table(
+    trace: Trace, rows: pd.DataFrame, total: float, context: RunContext | None
+) -> pd.DataFrame:
+    """One row per kernel name, the most time first."""
     group = rows["name_id"]
     dur = rows["dur"]
     stats = dur.groupby(group).agg(["count", "sum", "mean", "median", "min", "max"])
-    total = float(dur.sum())
 
     # the launch configuration that took the most time stands for the kernel
-    config_cols = [
-        "registers_per_thread",
-        "shared_memory",
-        "block_x",
-        "block_y",
-        "block_z",
-        "grid_x",
-        "grid_y",
-        "grid_z",
-    ]
-    by_config = rows.groupby(["name_id"] + config_cols, sort=False)["dur"].sum().reset_index()
+    by_config = rows.groupby(["name_id"] + _CONFIG_COLUMNS, sort=False)["dur"].sum().reset_index()
     n_configs = by_config.groupby("name_id").size()
     main = (
         by_config.sort_values("dur", ascending=False)
@@ -247,6 +275,9 @@ def kernel_summary(
         .drop_duplicates("name_id")
         .set_index("name_id")
     )
+
+    def weighted(column: str) -> Any:
+        return _weighted_mean(rows[column], dur, group).loc[stats.index].to_numpy()
 
     names = trace.names[stats.index.to_numpy()]
     classes = [classify(n, context) for n in names]
@@ -269,32 +300,19 @@ def kernel_summary(
             "shared_memory_bytes": main.loc[stats.index, "shared_memory"].to_numpy(),
             "block": [_dim(main.loc[i, ["block_x", "block_y", "block_z"]]) for i in stats.index],
             "grid": [_dim(main.loc[i, ["grid_x", "grid_y", "grid_z"]]) for i in stats.index],
-            "blocks_per_sm": _weighted_mean(rows["blocks_per_sm"], dur, group)
-            .loc[stats.index]
-            .to_numpy(),
-            "warps_per_sm": _weighted_mean(rows["warps_per_sm"], dur, group)
-            .loc[stats.index]
-            .to_numpy(),
-            "kineto_est_occupancy_pct": _weighted_mean(rows["kineto_occupancy_pct"], dur, group)
-            .loc[stats.index]
-            .to_numpy(),
-            "theoretical_occupancy_pct": _weighted_mean(
-                rows["theoretical_occupancy_pct"], dur, group
-            )
-            .loc[stats.index]
-            .to_numpy(),
+            "blocks_per_sm": weighted("blocks_per_sm"),
+            "warps_per_sm": weighted("warps_per_sm"),
+            "kineto_est_occupancy_pct": weighted("kineto_occupancy_pct"),
+            "theoretical_occupancy_pct": weighted("theoretical_occupancy_pct"),
             "launch_configs": n_configs.loc[stats.index].to_numpy(),
             "top_operator": [_op_name(trace, op_time.loc[i, "operator_id"]) for i in stats.index],
         }
     )
-    table = table.sort_values("total_us", ascending=False, kind="stable").reset_index(drop=True)
+    return table.sort_values("total_us", ascending=False, kind="stable").reset_index(drop=True)
 
-    tc_time = table.loc[table["tensor_core"] == YES, "total_us"].sum()
-    unknown_time = table.loc[table["tensor_core"] == UNKNOWN, "total_us"].sum()
-    matrix = table["category"].isin(["GEMM", "convolution"])
-    matrix_time = table.loc[matrix, "total_us"].sum()
-    matrix_tc = table.loc[matrix & (table["tensor_core"] == YES), "total_us"].sum()
 
+def _category_table(table: pd.DataFrame, total: float) -> pd.DataFrame:
+    """The kernel table summed per category, the most time first."""
     cat = (
         table.assign(tc_us=table["total_us"].where(table["tensor_core"] == YES, 0.0))
         .groupby("category")
@@ -310,18 +328,12 @@ def kernel_summary(
     cat["tensor_core_pct"] = np.where(
         cat["total_us"] > 0, 100.0 * cat["tensor_core_us"] / cat["total_us"], 0.0
     )
-    cat = cat.sort_values("total_us", ascending=False).reset_index(drop=True)[
-        [
-            "category",
-            "kernels",
-            "calls",
-            "total_us",
-            "share_pct",
-            "tensor_core_us",
-            "tensor_core_pct",
-        ]
-    ]
+    return cat.sort_values("total_us", ascending=False).reset_index(drop=True)[_CATEGORY_COLUMNS]
 
+
+def _summary_notes(rows: pd.DataFrame, total: float, unknown_time: float) -> list[str]:
+    """What a reader of the kernel tables should know: unknown Tensor Core use, Kineto's zero
+    occupancy for kernels with large shared memory."""
     notes = []
     if unknown_time > 0:
         notes.append(
@@ -335,16 +347,7 @@ def kernel_summary(
             f"Kineto's est. occupancy reads 0 for kernels with > 48 KB shared memory "
             f"({share:.1f} % of kernel time); the theoretical column does not"
         )
-    return KernelSummary(
-        table=table,
-        categories=cat,
-        total_kernel_us=total,
-        tensor_core_us=float(tc_time),
-        tensor_core_unknown_us=float(unknown_time),
-        matrix_us=float(matrix_time),
-        matrix_tensor_core_us=float(matrix_tc),
-        notes=notes,
-    )
+    return notes
 
 
 def _dim(values: Iterable[SupportsInt]) -> str:

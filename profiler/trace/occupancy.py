@@ -86,6 +86,42 @@ def _round_up(value: int, unit: int) -> int:
 _BIG = 1 << 30
 
 
+def _blocks_by_registers(
+    registers_per_thread: int, warps_per_block: int, device: DeviceProperties, limits: ArchLimits
+) -> int:
+    """Blocks per SM the registers allow: per-warp allocation in units, warps packed into the
+    sub-partitions."""
+    warp_size = device.warp_size or 32
+    regs_per_sm = device.regs_per_sm or device.regs_per_block or 65536
+    regs = max(int(registers_per_thread), 0)
+    if regs == 0:
+        return _BIG
+    if regs > limits.max_regs_per_thread:
+        return 0
+    regs_per_warp = _round_up(regs * warp_size, limits.reg_alloc_unit)
+    regs_per_block = regs_per_warp * _round_up(warps_per_block, limits.sub_partitions)
+    if regs_per_block > (device.regs_per_block or regs_per_sm):
+        return 0
+    warps_per_partition = (regs_per_sm // limits.sub_partitions) // regs_per_warp
+    return (warps_per_partition * limits.sub_partitions) // warps_per_block
+
+
+def _blocks_by_shared_memory(
+    shared_memory_per_block: int, device: DeviceProperties, limits: ArchLimits
+) -> int:
+    """Blocks per SM the shared memory allows: the kernel's bytes plus the per-block
+    reservation, in allocation units."""
+    smem_per_sm = device.shared_mem_per_sm or device.shared_mem_per_block
+    smem = max(int(shared_memory_per_block), 0)
+    smem_allocated = _round_up(smem + limits.reserved_smem_per_block, limits.smem_alloc_unit)
+    optin = device.shared_mem_per_block_optin or device.shared_mem_per_block
+    if smem == 0 and limits.reserved_smem_per_block == 0:
+        return _BIG
+    if smem > optin or smem_allocated > smem_per_sm:
+        return 0
+    return smem_per_sm // smem_allocated
+
+
 def theoretical_occupancy(
     registers_per_thread: int,
     shared_memory_per_block: int,
@@ -105,33 +141,8 @@ def theoretical_occupancy(
     by_warps = max_warps_per_sm // warps_per_block
     by_blocks = limits.max_blocks_per_sm
 
-    # registers: per-warp allocation in units, warps packed into the sub-partitions
-    regs_per_sm = device.regs_per_sm or device.regs_per_block or 65536
-    regs = max(int(registers_per_thread), 0)
-    if regs == 0:
-        by_registers = _BIG
-    elif regs > limits.max_regs_per_thread:
-        by_registers = 0
-    else:
-        regs_per_warp = _round_up(regs * warp_size, limits.reg_alloc_unit)
-        regs_per_block = regs_per_warp * _round_up(warps_per_block, limits.sub_partitions)
-        if regs_per_block > (device.regs_per_block or regs_per_sm):
-            by_registers = 0
-        else:
-            warps_per_partition = (regs_per_sm // limits.sub_partitions) // regs_per_warp
-            by_registers = (warps_per_partition * limits.sub_partitions) // warps_per_block
-
-    # shared memory: kernel's bytes + the per-block reservation, in allocation units
-    smem_per_sm = device.shared_mem_per_sm or device.shared_mem_per_block
-    smem = max(int(shared_memory_per_block), 0)
-    smem_allocated = _round_up(smem + limits.reserved_smem_per_block, limits.smem_alloc_unit)
-    optin = device.shared_mem_per_block_optin or device.shared_mem_per_block
-    if smem == 0 and limits.reserved_smem_per_block == 0:
-        by_smem = _BIG
-    elif smem > optin or smem_allocated > smem_per_sm:
-        by_smem = 0
-    else:
-        by_smem = smem_per_sm // smem_allocated
+    by_registers = _blocks_by_registers(registers_per_thread, warps_per_block, device, limits)
+    by_smem = _blocks_by_shared_memory(shared_memory_per_block, device, limits)
 
     candidates = {
         "warps": by_warps,

@@ -302,26 +302,67 @@ def step_windows(trace: Trace, definitions: str = "tool") -> tuple[pd.DataFrame,
     activity: cpu_op, user_annotation and python_function spans for this tool; for the plugin
     (``definitions="plugin"``) cpu_op spans only, the events its ``cpu_min_ts``/``cpu_max_ts``
     read."""
-    ev = trace.events
     steps = cpu_steps(trace)
-    cpu_kinds = [KIND["cpu_op"], KIND["annotation"], KIND["python"]]
-    if definitions == "plugin":
-        cpu_kinds = [KIND["cpu_op"]]
     if steps.empty:
-        cpu = ev[ev["kind"].isin(cpu_kinds)]
-        if cpu.empty:
-            cpu = ev
-        if cpu.empty:
+        whole = _whole_trace_step(trace, definitions)
+        if whole is None:
             return pd.DataFrame(
                 columns=["step", "cpu_start", "cpu_end", "start", "end", "gpu_events"]
             ), 0
-        steps = pd.DataFrame(
-            {
-                "step": ["(whole trace)"],
-                "cpu_start": [cpu["ts"].min()],
-                "cpu_end": [(cpu["ts"] + cpu["dur"]).max()],
-            }
-        )
+        steps = whole
+    n = len(steps)
+    dev_max, matched, prev_end = _gpu_per_step(trace, steps)
+    use_gpu = bool(matched.sum())
+    starts, ends = [], []
+    cpu_starts, cpu_ends = steps["cpu_start"].to_numpy(), steps["cpu_end"].to_numpy()
+    for k in range(n):
+        cs_k, ce_k = float(cpu_starts[k]), float(cpu_ends[k])
+        if use_gpu:
+            start = max(prev_end, cs_k)
+            end = max(ce_k, dev_max[k]) if matched[k] else max(ce_k, start)
+            end = max(end, start)
+            prev_end = end
+        else:
+            start, end = cs_k, ce_k
+        starts.append(start)
+        ends.append(end)
+    steps = steps.assign(start=starts, end=ends, gpu_events=matched)
+    dropped = 0
+    if use_gpu and n > 1:
+        last = int(np.flatnonzero(matched > 0).max()) if (matched > 0).any() else -1
+        keep = last + 1
+        if last > 0 and matched[last - 1] * 0.8 > matched[last]:
+            keep = last
+        dropped = n - keep
+        steps = steps.iloc[:keep]
+    return steps.reset_index(drop=True), dropped
+
+
+def _whole_trace_step(trace: Trace, definitions: str) -> pd.DataFrame | None:
+    """Without step spans, the one step over the CPU activity (step_windows); None for a trace
+    with no events."""
+    ev = trace.events
+    cpu_kinds = [KIND["cpu_op"], KIND["annotation"], KIND["python"]]
+    if definitions == "plugin":
+        cpu_kinds = [KIND["cpu_op"]]
+    cpu = ev[ev["kind"].isin(cpu_kinds)]
+    if cpu.empty:
+        cpu = ev
+    if cpu.empty:
+        return None
+    return pd.DataFrame(
+        {
+            "step": ["(whole trace)"],
+            "cpu_start": [cpu["ts"].min()],
+            "cpu_end": [(cpu["ts"] + cpu["dur"]).max()],
+        }
+    )
+
+
+def _gpu_per_step(trace: Trace, steps: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, float]:
+    """The end of the last GPU event each step launched, how many it launched, and where step
+    0 may start at the earliest (step_windows)."""
+    ev = trace.events
     gpu = _gpu_rows(trace)
     launch = ev.loc[
         ev["kind"].isin([KIND["runtime"], KIND["driver"]]) & (ev["correlation"] >= 0),
@@ -360,35 +401,7 @@ def step_windows(trace: Trace, definitions: str = "tool") -> tuple[pd.DataFrame,
             early = gpu_end[gpu_end < dev_min[0]]
             if len(early):
                 prev_end = max(prev_end, float(early.max()))
-    use_gpu = bool(matched.sum())
-    starts, ends = [], []
-    cpu_starts, cpu_ends = steps["cpu_start"].to_numpy(), steps["cpu_end"].to_numpy()
-    for k in range(n):
-        cs_k, ce_k = float(cpu_starts[k]), float(cpu_ends[k])
-        if use_gpu:
-            start = max(prev_end, cs_k)
-            end = max(ce_k, dev_max[k]) if matched[k] else max(ce_k, start)
-            end = max(end, start)
-            prev_end = end
-        else:
-            start, end = cs_k, ce_k
-        starts.append(start)
-        ends.append(end)
-    steps = steps.assign(start=starts, end=ends, gpu_events=matched)
-    dropped = 0
-    if use_gpu and n > 1:
-        last = int(np.flatnonzero(matched > 0).max()) if (matched > 0).any() else -1
-        keep = last + 1
-        if last > 0 and matched[last - 1] * 0.8 > matched[last]:
-            keep = last
-        dropped = n - keep
-        steps = steps.iloc[:keep]
-    return steps.reset_index(drop=True), dropped
-
-
-# --------------------------------------------------------------------------------------------
-# GPU metrics
-# --------------------------------------------------------------------------------------------
+    return dev_max, matched, prev_end
 
 
 def _device_of(rows: pd.DataFrame, trace: Trace) -> np.ndarray:
@@ -736,6 +749,38 @@ def overview(
         )
     steps, dropped = step_windows(trace, definitions)
     has_gpu = trace.has_gpu_activity
+    notes = _overview_notes(trace, steps, dropped, definitions)
+    repeated = repeated_steps(steps)
+    window = (float(steps["start"].min()), float(steps["end"].max())) if len(steps) else trace.span
+    communication = np.zeros(len(trace.events), dtype=bool)
+    if kernel_categories is not None and len(kernels):
+        communication[kernels.index.to_numpy()] = kernel_categories == "communication"
+    devices = device_metrics(trace, kernels, window) if has_gpu else []
+    table = breakdown(trace, steps, communication, definitions)
+    if len(steps):
+        per_step = _per_step(steps, table, kernels)
+        avg = {role: float(table[role].mean()) for role in BREAKDOWN}
+    else:
+        per_step = pd.DataFrame()
+        avg = {role: 0.0 for role in BREAKDOWN}
+    return Overview(
+        steps=per_step,
+        devices=devices,
+        breakdown_us=avg,
+        steps_window=window,
+        operators=operator_table(trace, kernels),
+        has_gpu=has_gpu,
+        dropped_tail_steps=dropped,
+        notes=notes,
+        definitions=definitions,
+        warnings=[repeated] if repeated else [],
+    )
+
+
+def _overview_notes(trace: Trace, steps: pd.DataFrame, dropped: int, definitions: str) -> list[str]:
+    """What the overview's reader should know: events not read, no GPU activity, steps left
+    out, the plugin's version differences."""
+    has_gpu = trace.has_gpu_activity
     notes = []
     unanalysed = trace.unanalysed_warning
     if unanalysed:
@@ -754,40 +799,22 @@ def overview(
         )
     if definitions == "plugin":
         notes += _plugin_version_notes(trace, steps)
-    repeated = repeated_steps(steps)
-    window = (float(steps["start"].min()), float(steps["end"].max())) if len(steps) else trace.span
-    communication = np.zeros(len(trace.events), dtype=bool)
-    if kernel_categories is not None and len(kernels):
-        communication[kernels.index.to_numpy()] = kernel_categories == "communication"
-    devices = device_metrics(trace, kernels, window) if has_gpu else []
-    table = breakdown(trace, steps, communication, definitions)
-    if len(steps):
-        per_step = steps.reset_index(drop=True).join(table)
-        per_step["step_us"] = per_step["end"] - per_step["start"]
-        per_step["cpu_step_us"] = per_step["cpu_end"] - per_step["cpu_start"]
-        kts = kernels["ts"].to_numpy() if len(kernels) else np.array([])
-        ke = (kernels["ts"] + kernels["dur"]).to_numpy() if len(kernels) else np.array([])
-        ms, me = merge(kts, ke)
-        per_step["gpu_busy_us"] = covered_per_window(ms, me, per_step["start"], per_step["end"])
-        per_step["gpu_utilization_pct"] = np.where(
-            per_step["step_us"] > 0, 100 * per_step["gpu_busy_us"] / per_step["step_us"], 0.0
-        )
-        step_of = np.searchsorted(per_step["start"].to_numpy(), kts, side="right") - 1
-        ok = (step_of >= 0) & (kts < per_step["end"].to_numpy()[np.clip(step_of, 0, None)])
-        per_step["kernels"] = np.bincount(step_of[ok], minlength=len(per_step))[: len(per_step)]
-        avg = {role: float(table[role].mean()) for role in BREAKDOWN}
-    else:
-        per_step = pd.DataFrame()
-        avg = {role: 0.0 for role in BREAKDOWN}
-    return Overview(
-        steps=per_step,
-        devices=devices,
-        breakdown_us=avg,
-        steps_window=window,
-        operators=operator_table(trace, kernels),
-        has_gpu=has_gpu,
-        dropped_tail_steps=dropped,
-        notes=notes,
-        definitions=definitions,
-        warnings=[repeated] if repeated else [],
+    return notes
+
+
+def _per_step(steps: pd.DataFrame, table: pd.DataFrame, kernels: pd.DataFrame) -> pd.DataFrame:
+    """Each step's window, breakdown, GPU busy time and kernel count."""
+    per_step = steps.reset_index(drop=True).join(table)
+    per_step["step_us"] = per_step["end"] - per_step["start"]
+    per_step["cpu_step_us"] = per_step["cpu_end"] - per_step["cpu_start"]
+    kts = kernels["ts"].to_numpy() if len(kernels) else np.array([])
+    ke = (kernels["ts"] + kernels["dur"]).to_numpy() if len(kernels) else np.array([])
+    ms, me = merge(kts, ke)
+    per_step["gpu_busy_us"] = covered_per_window(ms, me, per_step["start"], per_step["end"])
+    per_step["gpu_utilization_pct"] = np.where(
+        per_step["step_us"] > 0, 100 * per_step["gpu_busy_us"] / per_step["step_us"], 0.0
     )
+    step_of = np.searchsorted(per_step["start"].to_numpy(), kts, side="right") - 1
+    ok = (step_of >= 0) & (kts < per_step["end"].to_numpy()[np.clip(step_of, 0, None)])
+    per_step["kernels"] = np.bincount(step_of[ok], minlength=len(per_step))[: len(per_step)]
+    return per_step

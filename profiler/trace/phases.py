@@ -138,20 +138,7 @@ def phase_summary(
     rows = kernel_rows(trace)
     owner = attribute(spans, _launch_times(trace, rows)) if len(rows) else np.array([], int)
     rows = rows.assign(span=owner, end=rows["ts"] + rows["dur"])
-    span_kernels = (
-        rows[rows["span"] >= 0]
-        .groupby("span")
-        .agg(kernel_us=("dur", "sum"), launches=("dur", "size"), last_end=("end", "max"))
-    )
-    spans = spans.join(span_kernels)
-    spans[["kernel_us", "launches"]] = spans[["kernel_us", "launches"]].fillna(0.0)
-    spans["gpu_end"] = np.fmax(spans["end"].to_numpy(), spans["last_end"].to_numpy())
-    busy_starts, busy_ends = merge(
-        rows["ts"].to_numpy(dtype=float), rows["end"].to_numpy(dtype=float)
-    )
-    spans["busy_us"] = [
-        covered(busy_starts, busy_ends, lo, hi) for lo, hi in zip(spans["start"], spans["gpu_end"])
-    ]
+    spans = _with_kernels(spans, rows)
     total_kernel = float(rows["dur"].sum())
     table = [
         _phase_row(
@@ -167,20 +154,7 @@ def phase_summary(
     ]
     outside = rows[rows["span"] < 0]
     if len(outside):
-        table.append(
-            {
-                "phase": NO_PHASE,
-                "spans": 0,
-                "wall_us": 0.0,
-                "kernel_us": float(outside["dur"].sum()),
-                "kernel_share_pct": 100.0 * float(outside["dur"].sum()) / total_kernel,
-                "launches": len(outside),
-                "gpu_window_us": None,
-                "gpu_idle_us": None,
-                "gpu_idle_pct": None,
-                "tensor_core_pct": _tensor_core_pct(trace, outside, context),
-            }
-        )
+        table.append(_outside_row(trace, outside, total_kernel, context))
     phases = pd.DataFrame(table, columns=list(PHASE_COLUMNS))
     positions = (
         spans.assign(wall_us=spans["end"] - spans["start"])
@@ -196,6 +170,44 @@ def phase_summary(
     return PhaseSummary(
         phases=phases, positions=positions[list(POSITION_COLUMNS)], has_kernels=len(rows) > 0
     )
+
+
+def _with_kernels(spans: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
+    """Each span with its kernels' time and launches, the end of its GPU work and how long the
+    GPU was busy in it."""
+    span_kernels = (
+        rows[rows["span"] >= 0]
+        .groupby("span")
+        .agg(kernel_us=("dur", "sum"), launches=("dur", "size"), last_end=("end", "max"))
+    )
+    spans = spans.join(span_kernels)
+    spans[["kernel_us", "launches"]] = spans[["kernel_us", "launches"]].fillna(0.0)
+    spans["gpu_end"] = np.fmax(spans["end"].to_numpy(), spans["last_end"].to_numpy())
+    busy_starts, busy_ends = merge(
+        rows["ts"].to_numpy(dtype=float), rows["end"].to_numpy(dtype=float)
+    )
+    spans["busy_us"] = [
+        covered(busy_starts, busy_ends, lo, hi) for lo, hi in zip(spans["start"], spans["gpu_end"])
+    ]
+    return spans
+
+
+def _outside_row(
+    trace: Trace, outside: pd.DataFrame, total_kernel: float, context: RunContext | None
+) -> dict[str, Any]:
+    """The phase table's row of the kernels launched outside every phase span."""
+    return {
+        "phase": NO_PHASE,
+        "spans": 0,
+        "wall_us": 0.0,
+        "kernel_us": float(outside["dur"].sum()),
+        "kernel_share_pct": 100.0 * float(outside["dur"].sum()) / total_kernel,
+        "launches": len(outside),
+        "gpu_window_us": None,
+        "gpu_idle_us": None,
+        "gpu_idle_pct": None,
+        "tensor_core_pct": _tensor_core_pct(trace, outside, context),
+    }
 
 
 def _phase_row(

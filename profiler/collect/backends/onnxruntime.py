@@ -313,6 +313,28 @@ def _prepare(model, inputs, config, device, precision: str) -> Prepared:
             "warnings": [],
         }
     )
+    artifacts: dict[str, str] = {}
+    model_path, workdir = _onnx_model(model, inputs, config, precision, facts, notes, artifacts)
+    providers = providers_for(ort, device, config)
+    named_inputs, bound = _bound_session(
+        ort, model_path, providers, model, inputs, device, notes, artifacts
+    )
+    notes["artifacts"] = artifacts
+
+    def forward(*args):
+        return bound.run()
+
+    def after_windows() -> dict:
+        return probe_placement(ort, model_path, providers, named_inputs, device, workdir)
+
+    return Prepared(fn=forward, inputs=inputs, notes=notes, after_windows=after_windows)
+
+
+def _onnx_model(
+    model, inputs, config, precision: str, facts: dict, notes: dict, artifacts: dict[str, str]
+) -> tuple[Path, Path]:
+    """The ONNX file, from the cache or exported (and then stored there); with the working
+    folder beside it. Notes the cache's outcome."""
     cache_dir = Path(config.cache_dir) if config.cache_dir else engine_cache.default_dir()
     found = engine_cache.lookup(cache_dir, facts) if config.use_cache else None
     key = engine_cache.cache_key(facts)
@@ -324,7 +346,6 @@ def _prepare(model, inputs, config, device, precision: str) -> Prepared:
         "reason": found.reason if found else "--no-cache",
     }
     workdir = Path(tempfile.mkdtemp(prefix="infer-profiler-ort-"))
-    artifacts = {}
     if found is not None and found.hit:
         model_path = found.module_path
     else:
@@ -346,7 +367,14 @@ def _prepare(model, inputs, config, device, precision: str) -> Prepared:
                 cache["stored"] = False
                 notes["warnings"].append(f"could not save the ONNX file to the cache ({error})")
     notes["cache"] = cache
-    providers = providers_for(ort, device, config)
+    return model_path, workdir
+
+
+def _bound_session(
+    ort, model_path: Path, providers: list, model, inputs, device, notes: dict, artifacts: dict
+):
+    """An ORT session on ``model_path`` with its inputs and outputs bound on ``device``; with
+    the named inputs. Notes the session's time, providers and log."""
     began = time.perf_counter()
     named_inputs = dict(zip(input_names(model, len(inputs)), (t.contiguous() for t in inputs)))
     with native_stderr() as ort_log:
@@ -364,15 +392,7 @@ def _prepare(model, inputs, config, device, precision: str) -> Prepared:
     if ort_log[0].strip():
         artifacts[SESSION_LOG] = ort_log[0]
         notes["ort_log"] = log_digest(ort_log[0])
-    notes["artifacts"] = artifacts
-
-    def forward(*args):
-        return bound.run()
-
-    def after_windows() -> dict:
-        return probe_placement(ort, model_path, providers, named_inputs, device, workdir)
-
-    return Prepared(fn=forward, inputs=inputs, notes=notes, after_windows=after_windows)
+    return named_inputs, bound
 
 
 def probe_placement(

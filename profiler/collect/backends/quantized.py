@@ -52,16 +52,13 @@ def _describe(tensor) -> str:
     return f"{list(tensor.shape)} {str(tensor.dtype).replace('torch.', '')}"
 
 
-def load_calibration_data(path: Path, inputs: tuple) -> list[tuple]:
-    """Batches from a tensor file: a tensor (models with one input) or a tuple/list of tensors,
-    one per model input, each shaped like the input ([batch, ...], one batch) or with a leading
-    count ([N, batch, ...], N batches), with the input's kind of dtype (floating or integer).
-    Anything else is one line."""
+def _load_tensors(path: Path, what: str):
+    """What the tensor file holds (torch.load, weights only); a file it cannot read is one
+    line."""
     import torch
 
-    what = f"--calib-data {path}"
     try:
-        data = torch.load(path, map_location="cpu", weights_only=True)
+        return torch.load(path, map_location="cpu", weights_only=True)
     except FileNotFoundError:
         raise UserError(f"{what}: no such file") from None
     except (
@@ -77,6 +74,17 @@ def load_calibration_data(path: Path, inputs: tuple) -> list[tuple]:
         raise UserError(
             f"{what} is not a tensor file torch.load(weights_only=True) reads ({first[:160]})"
         ) from None
+
+
+def load_calibration_data(path: Path, inputs: tuple) -> list[tuple]:
+    """Batches from a tensor file: a tensor (models with one input) or a tuple/list of tensors,
+    one per model input, each shaped like the input ([batch, ...], one batch) or with a leading
+    count ([N, batch, ...], N batches), with the input's kind of dtype (floating or integer).
+    Anything else is one line."""
+    import torch
+
+    what = f"--calib-data {path}"
+    data = _load_tensors(path, what)
     tensors = (
         [data]
         if isinstance(data, torch.Tensor)
@@ -512,6 +520,20 @@ def build_extensions() -> None:
             getter()
 
 
+def _refuse_precision(precision: str, flavour, device) -> None:
+    """Refuse, in one line, INT8 on TensorRT-RTX and FP8 on a GPU without it."""
+    import torch
+
+    if precision == "int8" and flavour.name == "tensorrt-rtx":
+        raise UserError(RTX_INT8_REFUSAL)
+    if precision == "fp8":
+        refusal = fp8_refusal(
+            torch.cuda.get_device_capability(device), torch.cuda.get_device_name(device)
+        )
+        if refusal:
+            raise UserError(refusal)
+
+
 def _prepare_modelopt(model, inputs, config, device, precision: str) -> Prepared:
     import torch
 
@@ -522,14 +544,7 @@ def _prepare_modelopt(model, inputs, config, device, precision: str) -> Prepared
     )
 
     flavour = detect_flavour()
-    if precision == "int8" and flavour.name == "tensorrt-rtx":
-        raise UserError(RTX_INT8_REFUSAL)
-    if precision == "fp8":
-        refusal = fp8_refusal(
-            torch.cuda.get_device_capability(device), torch.cuda.get_device_name(device)
-        )
-        if refusal:
-            raise UserError(refusal)
+    _refuse_precision(precision, flavour, device)
     if config.memory_format == "auto":
         config = dataclasses.replace(config, memory_format="contiguous")
     # ModelOpt's CUDA extensions are built on first use (about a minute): that is compile time

@@ -141,6 +141,34 @@ def lm_parts(backend, model, prompt, config, device):
 # split TensorRT engines
 
 
+def _compile_parts(backend, model, config, plan, weights, environment, notes: dict) -> dict:
+    """One TensorRT engine per part of ``plan`` (cached); their notes and files go into
+    ``notes`` under the part's name."""
+    import torch_tensorrt
+
+    from profiler.collect.backends import tensorrt as ttrt
+
+    engines, split, artifacts = {}, {}, {}
+    for part, method, inputs in plan:
+        facts = ttrt.cache_facts(config, backend.precision, weights, inputs, environment, part=part)
+        what = f"the {part} engine of {config.model} {backend.name}"
+        compiled, part_notes, part_artifacts = ttrt.cached_compile(
+            torch_tensorrt, _PARTS[method](model, method).eval(), inputs, config, facts, what
+        )
+        engines[part] = compiled
+        notes["warnings"] += [f"{part}: {w}" for w in part_notes.pop("warnings")]
+        split[part] = part_notes
+        for name, text in part_artifacts.items():
+            artifacts[f"{part}_{name}"] = text
+        split[part]["layer_files"] = [f"{part}_{name}" for name in part_notes["layer_files"]]
+    notes["split_engines"] = split
+    for key in ("compile_s", "load_s"):  # the split's totals, as a whole build reports them
+        if any(key in p for p in split.values()):
+            notes[key] = sum(p.get(key, 0.0) for p in split.values())
+    notes["artifacts"] = artifacts
+    return engines
+
+
 def _tensorrt_seq2seq(backend, model, src, config, device):
     import torch_tensorrt
 
@@ -183,24 +211,7 @@ def _tensorrt_seq2seq(backend, model, src, config, device):
             f"per target length {lengths}",
         }
     )
-    engines, split, artifacts = {}, {}, {}
-    for part, method, inputs in plan:
-        facts = ttrt.cache_facts(config, backend.precision, weights, inputs, environment, part=part)
-        what = f"the {part} engine of {config.model} {backend.name}"
-        compiled, part_notes, part_artifacts = ttrt.cached_compile(
-            torch_tensorrt, _PARTS[method](model, method).eval(), inputs, config, facts, what
-        )
-        engines[part] = compiled
-        notes["warnings"] += [f"{part}: {w}" for w in part_notes.pop("warnings")]
-        split[part] = part_notes
-        for name, text in part_artifacts.items():
-            artifacts[f"{part}_{name}"] = text
-        split[part]["layer_files"] = [f"{part}_{name}" for name in part_notes["layer_files"]]
-    notes["split_engines"] = split
-    for key in ("compile_s", "load_s"):  # the split's totals, as a whole build reports them
-        if any(key in p for p in split.values()):
-            notes[key] = sum(p.get(key, 0.0) for p in split.values())
-    notes["artifacts"] = artifacts
+    engines = _compile_parts(backend, model, config, plan, weights, environment, notes)
 
     def call(part):  # engines take contiguous inputs (the projection's is a strided slice)
         return lambda *args: engines[part](*(a.contiguous() for a in args))
