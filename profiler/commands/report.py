@@ -13,7 +13,7 @@ from profiler.analysis.run import Comparison, RunAnalysis
 from profiler.analysis.sweep import SweepAnalysis
 from profiler.errors import UserError
 from profiler.fsutil import read_small, write_text_atomic
-from profiler.report import html
+from profiler.report import fmt, html
 from profiler.runs.manifest import OK, find_sweep, short_label
 from profiler.trace.kernels import PIPE_BUSY_NOTE
 
@@ -64,7 +64,7 @@ def _cpu_operators(summary) -> str:
         ["operator", "calls", "cpu_self_us", "cpu_total_us"],
         15,
         headers=CPU_HEADERS,
-        formats={"calls": ",.1f"},
+        formats=fmt.CPU_OPERATOR_FORMATS,
     )
 
 
@@ -120,10 +120,10 @@ def _pipe_busy(run: RunAnalysis) -> str:
     if a is None or not a.pipe_measured_us:
         return "note: " + PIPE_BUSY_NOTE
     return (
-        f"tensor pipe busy (ncu): {100 * a.tensor_pipe_busy_share:.1f} %, kernel-time "
+        f"tensor pipe busy (ncu): {fmt.pct(100 * a.tensor_pipe_busy_share)}, kernel-time "
         f"weighted, over the {a.profiled_kernels} profiled kernels "
-        f"({100 * a.coverage:.1f} % of kernel time; time in Tensor Core kernels there: "
-        f"{100 * a.tensor_core_kernels_share:.1f} %)"
+        f"({fmt.pct(100 * a.coverage)} of kernel time; time in Tensor Core kernels there: "
+        f"{fmt.pct(100 * a.tensor_core_kernels_share)})"
     )
 
 
@@ -298,7 +298,7 @@ SWEEP_HEADERS = {
 
 
 def _interval(lows, highs) -> list[str]:
-    return ["-" if pd.isna(low) else f"{low:.2f}-{high:.2f}" for low, high in zip(lows, highs)]
+    return ["-" if pd.isna(low) else fmt.span(low, high) for low, high in zip(lows, highs)]
 
 
 def sweep_table(frame: pd.DataFrame, axes: list[str]) -> str:
@@ -334,7 +334,7 @@ def sweep_table(frame: pd.DataFrame, axes: list[str]) -> str:
         shown,
         columns,
         headers=SWEEP_HEADERS,
-        formats={"gpu_speedup": ".2f"},
+        formats=fmt.SWEEP_PAGE_FORMATS,
         figures=(*LATENCY_COLUMNS, "gpu_compute_ms"),
     )
 
@@ -359,8 +359,8 @@ def sweep_headline(frame: pd.DataFrame, manifest) -> str:
         lines.append(
             html.warnings_list(
                 [
-                    f"{r.backend} bs {r.bs}: {r.noise} (CV {r.cv_pct:.1f} %): its speedup is less "
-                    "certain than the others'"
+                    f"{r.backend} bs {r.bs}: {r.noise} (CV {fmt.pct(r.cv_pct)}): its speedup is "
+                    "less certain than the others'"
                     for r in noisy.itertuples()
                 ]
             )

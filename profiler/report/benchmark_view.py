@@ -68,11 +68,30 @@ def write_benchmark(
 def markdown(
     frame: pd.DataFrame, manifest: SweepManifest, offsets: list[GpuOffset] | None = None
 ) -> str:
+    gpu_time = has_gpu_time(frame)
+    lines = _md_preamble(frame, manifest)
+    lines.append(markdown_table(_md_shown(frame, gpu_time).rename(columns=MD_HEADERS)))
+    if (frame["status"] == "ok").any():
+        lines.append("\n## Geometric mean over batch sizes\n")
+        lines.append(markdown_table(geomean_table(frame, gpu_time)))
+    lines.extend(f"\n{line}" for line in gpu_offset_lines(offsets or []))
+    if not gpu_time:
+        lines.append(f"\n{NO_GPU_TIME}")
+    notes = verdict_notes(frame, manifest)
+    if notes:
+        lines.append("\n## How to read the verdicts\n")
+        lines.extend(f"- {label}: {note}" for label, note in notes)
+    lines += _md_unquotable_cells(frame, manifest)
+    return "\n".join(lines) + "\n"
+
+
+def _md_preamble(frame: pd.DataFrame, manifest: SweepManifest) -> list[str]:
+    """benchmark.md's title and the lines that say what its table's figures are."""
     devices = sorted({d for d in frame["device"].dropna() if d})
     options = {
         key: "default" if value is None else value for key, value in manifest.options.items()
     }
-    lines = [
+    return [
         f"# Sweep `{manifest.name}`: {manifest.model} on "
         f"{', '.join(devices) or 'no finished cell'}\n",
         f"- backends: {', '.join(manifest.backends)}; batch sizes: "
@@ -105,6 +124,10 @@ def markdown(
         f"- note: {PIPE_BUSY_NOTE}",
         "",
     ]
+
+
+def _md_dropped(frame: pd.DataFrame, gpu_time: bool) -> list[str]:
+    """benchmark.csv's columns benchmark.md leaves out: the same in every cell, or empty."""
     dropped = ["model", "device", "baseline", "reason", *PHASE_COLUMNS]
     if frame["node"].nunique() < 2:  # one host: its name says nothing per cell
         dropped.append("node")
@@ -112,18 +135,32 @@ def markdown(
         dropped.append("gpu")
     if not frame["tokens_per_s"].notna().any():  # not a generation sweep
         dropped += list(GENERATION_COLUMNS)
-    gpu_time = has_gpu_time(frame)
     if not gpu_time:
         dropped += ["gpu_compute_ms", "enqueue_ms", "bound"]
-    shown = frame.drop(columns=dropped).astype(object)
+    return dropped
+
+
+def _md_shown(frame: pd.DataFrame, gpu_time: bool) -> pd.DataFrame:
+    """benchmark.md's table as text, each figure's speedup, interval and verdict in one
+    labelled column."""
+    shown = frame.drop(columns=_md_dropped(frame, gpu_time)).astype(object)
     for column in MD_FORMATS:
         if column in shown:
             shown[column] = [md_cell(column, v) for v in frame[column]]
     for r in frame.itertuples():  # latencies to the figures their noise allows, p50 marked
         for column, text in zip(LATENCY_FIGURES, latency_cells(r)):
             shown.at[r.Index, column] = "" if text == "-" else text
-    # each figure's speedup, interval and verdict in one labelled column
     at = list(shown.columns).index("speedup")
+    figures = _md_figures(frame, gpu_time)
+    shown = shown.drop(columns=[*SPEEDUP_COLUMNS, *GPU_SPEEDUP_COLUMNS, "verdict_note"])
+    for offset, (name, cells) in enumerate(figures.items()):
+        shown.insert(at + offset, name, cells)
+    return shown
+
+
+def _md_figures(frame: pd.DataFrame, gpu_time: bool) -> dict[str, list[str]]:
+    """Each figure's column: its header (with the processes, where every interval spans the
+    same) and its cells' speedup, interval and verdict."""
     spans = interval_processes(frame)
     common = common_processes(spans)
     spans = [""] * len(spans) if common else spans
@@ -145,20 +182,12 @@ def markdown(
             )
             for r, span in zip(frame.itertuples(), spans)
         ]
-    shown = shown.drop(columns=[*SPEEDUP_COLUMNS, *GPU_SPEEDUP_COLUMNS, "verdict_note"])
-    for offset, (name, cells) in enumerate(figures.items()):
-        shown.insert(at + offset, name, cells)
-    lines.append(markdown_table(shown.rename(columns=MD_HEADERS)))
-    if (frame["status"] == "ok").any():
-        lines.append("\n## Geometric mean over batch sizes\n")
-        lines.append(markdown_table(geomean_table(frame, gpu_time)))
-    lines.extend(f"\n{line}" for line in gpu_offset_lines(offsets or []))
-    if not gpu_time:
-        lines.append(f"\n{NO_GPU_TIME}")
-    notes = verdict_notes(frame, manifest)
-    if notes:
-        lines.append("\n## How to read the verdicts\n")
-        lines.extend(f"- {label}: {note}" for label, note in notes)
+    return figures
+
+
+def _md_unquotable_cells(frame: pd.DataFrame, manifest: SweepManifest) -> list[str]:
+    """The cells whose output is not finite, and those that did not finish (benchmark.md)."""
+    lines = []
     broken = frame[(frame["status"] == "ok") & (frame["reason"] == NOT_FINITE)]
     if len(broken):
         lines.append(
@@ -172,7 +201,7 @@ def markdown(
             values = "".join(f" {key} {getattr(r, key)}" for key in axis_columns(manifest))
             where = f" (gpu {r.gpu})" if r.gpu else ""
             lines.append(f"- `{r.backend}` bs {r.bs}{values}{where}: {r.status}: {r.reason}")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 #: the sweep table's columns left out, the last first, where the width cannot show them all
@@ -300,9 +329,23 @@ def print_benchmark(
     (and counted); the geometric mean of each backend over its batch sizes under it."""
     hidden = undecided_on_both(frame) if only_decided else pd.Series(False, index=frame.index)
     whole, frame = frame, frame[~hidden]
-    bad = bool(((frame["status"] != "ok") | (frame["reason"] == NOT_FINITE)).any())
-    devices = sorted({d for d in frame["device"].dropna() if d})
     gpu_time = has_gpu_time(frame)
+    console.print(_sweep_table(frame, manifest, gpu_time))
+    if only_decided:
+        console.print(
+            f"[dim]--only-decided: {int(hidden.sum())} of {len(whole)} cells hidden "
+            "(undecided on both figures)[/]",
+            highlight=False,
+        )
+    print_geomeans(whole, console, gpu_time)
+    if frame["tensor_core_pct"].notna().any():
+        console.print(f"[dim]TC-kernel time: {PIPE_BUSY_NOTE}[/]", highlight=False)
+    print_verdict_notes(frame, manifest, console, gpu_time)
+
+
+def _sweep_table(frame: pd.DataFrame, manifest: SweepManifest, gpu_time: bool) -> FitTable:
+    """The sweep's table on the terminal, one row per cell."""
+    devices = sorted({d for d in frame["device"].dropna() if d})
     t = FitTable(
         title=f"{manifest.model} on {', '.join(devices) or '-'}: speedup = "
         f"{manifest.baseline} / cell, on latency" + (" and on GPU time" if gpu_time else " (p50)")
@@ -313,6 +356,33 @@ def print_benchmark(
     figures: tuple[str, ...] = (LATENCY_COLUMN, GPU_TIME_COLUMN) if gpu_time else (LATENCY_COLUMN,)
     if common:  # every interval spans the same processes: said once, in the header
         figures = tuple(f.replace("[95 %]", f"[95 %, {common}]") for f in figures)
+    generation = bool(frame["tokens_per_s"].notna().any())
+    on_gpus = bool(frame["gpu"].astype(bool).any())
+    bad = bool(((frame["status"] != "ok") | (frame["reason"] == NOT_FINITE)).any())
+    headers = _sweep_headers(axes, figures, gpu_time, generation, on_gpus)
+    _add_sweep_columns(t, headers, figures, gpu_time, bad)
+    for r, span in zip(frame.itertuples(), spans):
+        span = "" if common else span
+        t.add_row(
+            *((windows_gpus(r),) if on_gpus else ()),
+            r.backend,
+            str(r.bs),
+            *(rounded(getattr(r, key)) for key in axes),
+            *latency_cells(r),
+            *((trimmed(r.gpu_compute_ms, None), _text(r.bound)) if gpu_time else ()),
+            sweep_cell("throughput_per_s", r.throughput_per_s),
+            verdict_cell(r, span),
+            *((gpu_verdict_cell(r, span),) if gpu_time else ()),
+            *_sweep_run_cells(r),
+            *(_sweep_generation_cells(r) if generation else ()),
+            _sweep_status(r),
+        )
+    return t
+
+
+def _sweep_headers(
+    axes: list[str], figures: tuple[str, ...], gpu_time: bool, generation: bool, on_gpus: bool
+) -> tuple[str, ...]:
     headers = (
         "backend",
         "bs",
@@ -335,12 +405,17 @@ def print_benchmark(
         "peak reserved MiB",
         "status",
     )
-    generation = bool(frame["tokens_per_s"].notna().any())
     if generation:
         headers = headers[:-1] + ("TTFT ms", "token p50", "token p99", "tokens/s", "status")
-    on_gpus = bool(frame["gpu"].astype(bool).any())
     if on_gpus:
         headers = ("GPUs", *headers)
+    return headers
+
+
+def _add_sweep_columns(
+    t: FitTable, headers: tuple[str, ...], figures: tuple[str, ...], gpu_time: bool, bad: bool
+) -> None:
+    """The sweep table's columns; the status column kept where a cell failed (``bad``)."""
     # two verdict columns: the figures behind them stay, the rest gives way at narrow widths
     optional = OPTIONAL + (GIVE_WAY_FOR_GPU_TIME if gpu_time else ())
     for h in headers:
@@ -354,54 +429,37 @@ def print_benchmark(
             t.add_column(h, justify="right", optional=h in optional, whole=True)
         else:
             t.add_column(h, number=True, optional=h in optional)
-    for r, span in zip(frame.itertuples(), spans):
-        span = "" if common else span
-        status = r.status if r.status == "ok" else f"[red]{escape(str(r.status))}[/]"
-        if r.status == "ok" and r.reason == NOT_FINITE:
-            status = "[yellow]ok, NaN/Inf output[/]"
-        t.add_row(
-            *((windows_gpus(r),) if on_gpus else ()),
-            r.backend,
-            str(r.bs),
-            *(rounded(getattr(r, key)) for key in axes),
-            *latency_cells(r),
-            *((trimmed(r.gpu_compute_ms, None), _text(r.bound)) if gpu_time else ()),
-            sweep_cell("throughput_per_s", r.throughput_per_s),
-            verdict_cell(r, span),
-            *((gpu_verdict_cell(r, span),) if gpu_time else ()),
-            sweep_cell("processes", r.processes),
-            sweep_cell("ready_s", r.ready_s),
-            sweep_cell("compile_s", r.compile_s),
-            sweep_cell("rel_l2_error", r.rel_l2_error),
-            pct(r.tensor_core_pct),
-            pct(r.gpu_util_pct),
-            pct(r.cv_pct)
-            + (f" [yellow]{escape(r.noise)}[/]" if isinstance(r.noise, str) and r.noise else ""),
-            _mib(r.peak_allocated_mib, r.device),
-            _mib(r.peak_reserved_mib, r.device),
-            *(
-                (
-                    sweep_cell("ttft_ms", r.ttft_ms),
-                    sweep_cell("token_p50_ms", r.token_p50_ms),
-                    sweep_cell("token_p99_ms", r.token_p99_ms),
-                    sweep_cell("tokens_per_s", r.tokens_per_s),
-                )
-                if generation
-                else ()
-            ),
-            status,
-        )
-    console.print(t)
-    if only_decided:
-        console.print(
-            f"[dim]--only-decided: {int(hidden.sum())} of {len(whole)} cells hidden "
-            "(undecided on both figures)[/]",
-            highlight=False,
-        )
-    print_geomeans(whole, console, gpu_time)
-    if frame["tensor_core_pct"].notna().any():
-        console.print(f"[dim]TC-kernel time: {PIPE_BUSY_NOTE}[/]", highlight=False)
-    print_verdict_notes(frame, manifest, console, gpu_time)
+
+
+def _sweep_run_cells(r) -> tuple[str, ...]:
+    """A cell's processes, times to ready, numerics, GPU use, noise and memory."""
+    return (
+        sweep_cell("processes", r.processes),
+        sweep_cell("ready_s", r.ready_s),
+        sweep_cell("compile_s", r.compile_s),
+        sweep_cell("rel_l2_error", r.rel_l2_error),
+        pct(r.tensor_core_pct),
+        pct(r.gpu_util_pct),
+        pct(r.cv_pct)
+        + (f" [yellow]{escape(r.noise)}[/]" if isinstance(r.noise, str) and r.noise else ""),
+        _mib(r.peak_allocated_mib, r.device),
+        _mib(r.peak_reserved_mib, r.device),
+    )
+
+
+def _sweep_generation_cells(r) -> tuple[str, ...]:
+    return (
+        sweep_cell("ttft_ms", r.ttft_ms),
+        sweep_cell("token_p50_ms", r.token_p50_ms),
+        sweep_cell("token_p99_ms", r.token_p99_ms),
+        sweep_cell("tokens_per_s", r.tokens_per_s),
+    )
+
+
+def _sweep_status(r) -> str:
+    if r.status == "ok" and r.reason == NOT_FINITE:
+        return "[yellow]ok, NaN/Inf output[/]"
+    return r.status if r.status == "ok" else f"[red]{escape(str(r.status))}[/]"
 
 
 def print_verdict_notes(

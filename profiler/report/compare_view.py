@@ -27,6 +27,7 @@ from profiler.report.fmt import (
     mib,
     missing,
     pct,
+    ratio_fine,
     signed,
     times,
     trimmed,
@@ -555,7 +556,7 @@ def _design(verdict: Verdict) -> str:
             else "a default: no usable floor measured by `noise` here"
         )
         return (
-            f"one process on a side; between-process spread taken as {100 * floor:.1f} %, {source}"
+            f"one process on a side; between-process spread taken as {pct(100 * floor)}, {source}"
         )
     return "unpaired"
 
@@ -568,8 +569,8 @@ def verdict_basis(verdict: Verdict) -> str:
     if min(ka, kb) == 1:  # the spread between processes is assumed, not seen
         window = ", within one window a side" if ka == kb == 1 else ", one side within one window"
     basis = (
-        f"B/A = {verdict.ratio:.3f}, 95 % interval [{verdict.low:.3f}, "
-        f"{verdict.high:.3f}] over {ka} vs {kb} {_plural(max(ka, kb))}{window} "
+        f"B/A = {ratio_fine(verdict.ratio)}, 95 % interval [{ratio_fine(verdict.low)}, "
+        f"{ratio_fine(verdict.high)}] over {ka} vs {kb} {_plural(max(ka, kb))}{window} "
         f"({_design(verdict)})"
     )
     if verdict.fdr:

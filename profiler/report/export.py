@@ -15,7 +15,7 @@ from profiler.analysis.records import Headline, plain
 from profiler.errors import UserError
 from profiler.fsutil import atomic_path, write_text_atomic, write_with
 from profiler.report.advice_view import line
-from profiler.report.fmt import fixed, mib, ms_unit, pct
+from profiler.report.fmt import md_figure, mib, ms_unit, pct, tenths
 from profiler.report.insight_view import roofline_line, to_dict as insight_dict
 from profiler.trace.kernels import PIPE_BUSY_NOTE, TC_KERNELS_LABEL
 from profiler.trace.overview import DEFINERS
@@ -79,7 +79,7 @@ def write_tables(out_dir: Path, frames: dict[str, pd.DataFrame]) -> list[Path]:
 TC_COLUMNS = {"tensor_core_us": "TC-kernel µs", "tensor_core_pct": "TC-kernel time %"}
 
 
-def markdown_table(frame: pd.DataFrame, floatfmt: str = ".1f") -> str:
+def markdown_table(frame: pd.DataFrame) -> str:
     if frame.empty:
         return "_(none)_\n"
     cols = list(frame.columns)
@@ -88,7 +88,7 @@ def markdown_table(frame: pd.DataFrame, floatfmt: str = ".1f") -> str:
         cells = []
         for v in row:
             if isinstance(v, float):
-                cells.append(fixed(v, floatfmt, blank=""))
+                cells.append(md_figure(v))
             else:
                 cells.append(str(v).replace("|", "\\|"))
         lines.append("| " + " | ".join(cells) + " |")
@@ -103,7 +103,7 @@ def headline_markdown(headline: Headline) -> list[str]:
         f"- p50 latency: {ms_unit(timed.p50_ms)} (median of {timed.iters} "
         f"synchronized iterations, {timed.timer})",
         f"- p90 / p99 latency: {ms_unit(timed.p90_ms)} / {ms_unit(timed.p99_ms)}",
-        f"- throughput: {fixed(timed.throughput_samples_per_s, ',.1f')} samples/s",
+        f"- throughput: {tenths(timed.throughput_samples_per_s)} samples/s",
     ]
     if window:
         lines.append(f"- CV / IQR: {pct(100 * window.cv)} / {ms_unit(window.iqr_ms)}")
@@ -180,21 +180,21 @@ def export(
         md.append("## Trace\n")
     md += [
         f"- schema: {summary.schema}",
-        f"- steps: {len(o.steps)}, mean step time {o.mean_step_us:,.1f} µs",
+        f"- steps: {len(o.steps)}, mean step time {tenths(o.mean_step_us)} µs",
     ]
     for d in o.devices:
         md.append(
-            f"- GPU {d.device} ({d.name}): utilization {d.gpu_utilization_pct:.1f} %, "
+            f"- GPU {d.device} ({d.name}): utilization {pct(d.gpu_utilization_pct)}, "
             f"est. SM efficiency {pct(d.est_sm_efficiency_pct)}, "
             f"est. achieved occupancy (Kineto) {pct(d.est_achieved_occupancy_pct)}, "
             f"theoretical occupancy (computed) {pct(d.theoretical_occupancy_pct)}, "
-            f"{d.idle_gaps} idle gaps totalling {d.idle_total_us:,.1f} µs "
-            f"(largest {d.idle_largest_us:,.1f} µs)"
+            f"{d.idle_gaps} idle gaps totalling {tenths(d.idle_total_us)} µs "
+            f"(largest {tenths(d.idle_largest_us)} µs)"
         )
     if o.has_gpu:  # a CPU trace has no kernel, and no Tensor Core to speak of
         md.append(
-            f"- {TC_KERNELS_LABEL}: {t['tensor_core_share_pct']:.1f} % of all kernel "
-            f"time, {t['tensor_core_share_of_gemm_conv_pct']:.1f} % of GEMM + "
+            f"- {TC_KERNELS_LABEL}: {pct(t['tensor_core_share_pct'])} of all kernel "
+            f"time, {pct(t['tensor_core_share_of_gemm_conv_pct'])} of GEMM + "
             "convolution time"
         )
         md.append(f"- note: {PIPE_BUSY_NOTE}")

@@ -492,3 +492,55 @@ def phases_line(
         parts.append(text)
     total = "" if total_s is None else f"; total {total_s:.1f}"
     return f"seconds: {', '.join(parts)}{total}"
+
+
+# --- the figures of the run, compare, noise and peaks views and of the report page
+
+
+def tenths(value) -> str:
+    """A figure to one decimal, thousands separated, its unit written beside it or in the
+    column's header: ``1,234.5`` (µs, samples/s)."""
+    return fixed(value, ",.1f")
+
+
+def pct_fine(value) -> str:
+    """A small share (a CV) to two decimals: ``0.42 %``."""
+    return "-" if missing(value) else f"{value:.2f} %"
+
+
+def ratio_fine(value) -> str:
+    """A ratio of two latencies to three decimals: ``0.875``."""
+    return fixed(value, ".3f")
+
+
+def span(low, high) -> str:
+    """A speedup's 95 % interval in a column headed by its name: ``3.16-19.70``."""
+    return f"{low:.2f}-{high:.2f}"
+
+
+def md_figure(value) -> str:
+    """A float of a Markdown table of summary.md or benchmark.md: one decimal; blank when
+    missing."""
+    return fixed(value, ".1f", blank="")
+
+
+def layer_ms(value) -> str:
+    """A TensorRT layer's time per call, given in ms (LAYER_FORMATS): ``0.0123``."""
+    return fixed(value, LAYER_FORMATS["averageMs"])
+
+
+def peak_tflops(value) -> str:
+    """A measured compute ceiling, four significant figures in ten columns:
+    ``     989.4 TFLOP/s``."""
+    return f"{value:10.4g} TFLOP/s"
+
+
+def peak_gbs(value) -> str:
+    """A measured copy bandwidth, one decimal in ten columns: ``    2961.5 GB/s``."""
+    return f"{value:10.1f} GB/s"
+
+
+#: the report page's tables whose columns read otherwise than HTML_FORMATS: a CPU run's
+#: operators (calls per step, a fraction) and the sweep's table (its GPU-time speedup)
+CPU_OPERATOR_FORMATS = {"calls": ",.1f"}
+SWEEP_PAGE_FORMATS = {"gpu_speedup": ".2f"}

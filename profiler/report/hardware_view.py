@@ -6,7 +6,7 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-from profiler.report.fmt import pct
+from profiler.report.fmt import pct, plain
 from profiler.trace.hardware import TENSOR_NO_PCT, TENSOR_YES_PCT, Agreement
 
 HARDWARE_CSV_COLUMNS = (
@@ -37,7 +37,7 @@ def hardware_table(joined: pd.DataFrame, top: int) -> Table:
     shown = shown if not top else shown.head(top)
     t = Table(
         title=f"Name rules vs Nsight Compute (Tensor Cores: tensor pipe >= "
-        f"{TENSOR_YES_PCT:g} % yes, <= {TENSOR_NO_PCT:g} % no)",
+        f"{plain(TENSOR_YES_PCT)} % yes, <= {plain(TENSOR_NO_PCT)} % no)",
         title_justify="left",
     )
     t.add_column("kernel", no_wrap=True, overflow="ellipsis", max_width=50)
@@ -77,8 +77,8 @@ def agreement_lines(agreement: Agreement) -> list[str]:
     if not a.profiled_us:
         return ["Nsight Compute: none of the trace's kernels were found in the ncu CSV"]
     lines = [
-        f"name rules agree with Nsight Compute on {100 * a.share:.1f} % of the profiled "
-        f"kernel time ({a.profiled_kernels} kernels, {100 * a.coverage:.1f} % of all "
+        f"name rules agree with Nsight Compute on {pct(100 * a.share)} of the profiled "
+        f"kernel time ({a.profiled_kernels} kernels, {pct(100 * a.coverage)} of all "
         "kernel time)"
     ]
     for label, us in (
@@ -87,7 +87,7 @@ def agreement_lines(agreement: Agreement) -> list[str]:
         ("hardware unclear (between thresholds)", a.unclear_hardware_us),
     ):
         if us:
-            lines.append(f"  {label}: {100 * us / a.profiled_us:.1f} % of the profiled time")
+            lines.append(f"  {label}: {pct(100 * us / a.profiled_us)} of the profiled time")
     return lines + tensor_core_lines(a)
 
 
@@ -97,15 +97,15 @@ def tensor_core_lines(a: Agreement) -> list[str]:
     if not a.pipe_measured_us:
         return []
     over = (
-        f"over the {a.profiled_kernels} profiled kernels ({100 * a.coverage:.1f} % of all "
+        f"over the {a.profiled_kernels} profiled kernels ({pct(100 * a.coverage)} of all "
         "kernel time)"
     )
     return [
         f"Tensor Cores, two readings {over}:",
-        f"  time in Tensor Core kernels (name rules): {100 * a.tensor_core_kernels_share:.1f} "
-        "% of that kernel time (a kernel that uses Tensor Cores at all counts whole)",
-        f"  tensor pipe busy (ncu, kernel-time weighted): {100 * a.tensor_pipe_busy_share:.1f}"
-        " % of that kernel time (sm__pipe_tensor_cycles_active: % of peak while the SM is "
+        f"  time in Tensor Core kernels (name rules): {pct(100 * a.tensor_core_kernels_share)}"
+        " of that kernel time (a kernel that uses Tensor Cores at all counts whole)",
+        f"  tensor pipe busy (ncu, kernel-time weighted): {pct(100 * a.tensor_pipe_busy_share)}"
+        " of that kernel time (sm__pipe_tensor_cycles_active: % of peak while the SM is "
         "active)",
     ]
 

@@ -9,7 +9,17 @@ from rich.markup import escape
 
 from profiler.analysis.records import Headline
 from profiler.report.console import FitTable
-from profiler.report.fmt import marked, mib, missing, ms_unit as _ms, trimmed, window_flags
+from profiler.report.fmt import (
+    marked,
+    mib,
+    missing,
+    ms_unit as _ms,
+    pct,
+    tenths,
+    times,
+    trimmed,
+    window_flags,
+)
 from profiler.runs.result import GpuCompute
 
 
@@ -54,13 +64,13 @@ def print_headline(data: Headline, console: Console) -> None:
     throughput = timed.throughput_samples_per_s
     table.add_row(
         "throughput",
-        "-" if missing(throughput) else f"{throughput:,.1f} samples/s",
+        "-" if missing(throughput) else f"{tenths(throughput)} samples/s",
         "batch size x iterations / total time",
     )
     if window:
         table.add_row(
             "CV / IQR",
-            f"{100 * window.cv:.1f} % / {_ms(window.iqr_ms)}",
+            f"{pct(100 * window.cv)} / {_ms(window.iqr_ms)}",
             "std / mean; p75 - p25: the spread of the window",
         )
     spread = timed.repeat_runs
@@ -68,7 +78,7 @@ def print_headline(data: Headline, console: Console) -> None:
         table.add_row(
             f"p50 over {spread.runs} processes",
             f"{_ms(spread.min_p50_ms)} to {_ms(spread.max_p50_ms)}",
-            f"{spread.range_pct_of_median:.1f} % of the median (--repeat-runs)",
+            f"{pct(spread.range_pct_of_median)} of the median (--repeat-runs)",
         )
     table.add_row(
         "peak memory allocated / reserved",
@@ -88,7 +98,7 @@ def print_headline(data: Headline, console: Console) -> None:
         table.add_row(
             "step time under the profiler",
             _ms(step),
-            "not a latency to quote" + ("" if ratio is None else f"; {ratio:.2f}x the timed p50"),
+            "not a latency to quote" + ("" if ratio is None else f"; {times(ratio)} the timed p50"),
         )
     console.print(table)
     gpu_line = gpu_compute_line(timed.gpu_compute, timed.p50_ms)

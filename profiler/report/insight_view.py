@@ -8,6 +8,7 @@ from rich.markup import escape
 from profiler.analysis.insight import Insight
 from profiler.analysis.roofline import MIN_BYTES_LABEL, Roofline
 from profiler.report.advice_view import advice_dict, line
+from profiler.report.fmt import gbs, megabytes, ms_plain, pct as _pct, tenths, tflops, thousands
 
 
 def roofline_line(r: Roofline | None, missing: str | None = None) -> str:
@@ -16,20 +17,20 @@ def roofline_line(r: Roofline | None, missing: str | None = None) -> str:
     if r.peak_tflops is None and r.peak_gbs is None:  # no roof to draw it against
         return (
             f"none drawn (no compute or bandwidth ceilings for this device; "
-            f"`profile.py peaks` measures them): {r.flops / 1e9:,.1f} GFLOP and "
-            f"{r.min_bytes / 1e6:,.1f} MB {MIN_BYTES_LABEL} per batch, "
-            f"{r.achieved_tflops:,.2f} TFLOP/s in {r.seconds * 1e3:.3f} ms (timed p50)"
+            f"`profile.py peaks` measures them): {tenths(r.flops / 1e9)} GFLOP and "
+            f"{megabytes(r.min_bytes)} {MIN_BYTES_LABEL} per batch, "
+            f"{tflops(r.achieved_tflops)} in {ms_plain(r.seconds * 1e3)} ms (timed p50)"
         )
 
     def pct(v):
-        return f"{v:.1f} %" if v is not None else "n/a"
+        return _pct(v) if v is not None else "n/a"
 
     return (
-        f"{r.flops / 1e9:,.1f} GFLOP and {r.min_bytes / 1e6:,.1f} MB {MIN_BYTES_LABEL} "
-        f"per batch in {r.seconds * 1e3:.3f} ms (timed p50): {r.achieved_tflops:,.2f} "
-        f"TFLOP/s = {pct(r.pct_of_compute)} of {r.matmul_key} peak, at least "
-        f"{r.achieved_gbs:,.1f} GB/s = at least {pct(r.pct_of_bandwidth)} of bandwidth, "
-        f"intensity {r.intensity:,.0f} FLOP per minimum byte ({r.bound}-bound by the "
+        f"{tenths(r.flops / 1e9)} GFLOP and {megabytes(r.min_bytes)} {MIN_BYTES_LABEL} "
+        f"per batch in {ms_plain(r.seconds * 1e3)} ms (timed p50): {tflops(r.achieved_tflops)}"
+        f" = {pct(r.pct_of_compute)} of {r.matmul_key} peak, at least "
+        f"{gbs(r.achieved_gbs)} = at least {pct(r.pct_of_bandwidth)} of bandwidth, "
+        f"intensity {thousands(r.intensity)} FLOP per minimum byte ({r.bound}-bound by the "
         "roofline)"
     )
 

@@ -7,7 +7,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from profiler.report.console import FitTable
-from profiler.report.fmt import head, missing
+from profiler.report.fmt import head, layer_ms, missing, pct, tenths
 from profiler.trace.rules import short_name
 from profiler.trace.trt_layers import Attribution
 
@@ -53,9 +53,9 @@ def print_layers(attributions: list[Attribution], top: int, console: Console) ->
                 r["type"],
                 escape(r["precision"]),
                 escape(_cut(r["tactic"], 30)),
-                "-" if missing(r.get("ms_per_call")) else f"{r['ms_per_call']:.4f}",
-                "-" if missing(r.get("share_pct")) else f"{r['share_pct']:.1f} %",
-                "-" if missing(r["profiled_us_per_call"]) else f"{r['profiled_us_per_call']:,.1f}",
+                layer_ms(r.get("ms_per_call")),
+                pct(r.get("share_pct")),
+                tenths(r["profiled_us_per_call"]),
                 escape(_cut(r["kernel"], 44)),
             )
         console.print(t)
@@ -63,20 +63,20 @@ def print_layers(attributions: list[Attribution], top: int, console: Console) ->
             f"ms/call and share: TensorRT's engine profiler (per-layer timing, "
             f"synchronized per layer); profiled µs/call: kernels of the trace over "
             f"{a.calls} engine call(s). Attribution: {a.method}. "
-            f"{100 * a.coverage:.1f} % of engine kernel time attributed "
-            f"({a.attributed_us:,.1f} of {a.engine_kernel_us:,.1f} µs).",
+            f"{pct(100 * a.coverage)} of engine kernel time attributed "
+            f"({tenths(a.attributed_us)} of {tenths(a.engine_kernel_us)} µs).",
             highlight=False,
         )
         for r in a.not_attributed.itertuples():
             console.print(
                 f"not attributed: {escape(short_name(r.kernel))} ({r.calls} calls, "
-                f"{r.total_us:,.1f} µs)",
+                f"{tenths(r.total_us)} µs)",
                 highlight=False,
             )
         for r in a.outside_engine.itertuples():
             console.print(
                 f"outside the engine (PyTorch): {escape(short_name(r.kernel))} "
                 f"({r.calls} calls, "
-                f"{r.total_us:,.1f} µs)",
+                f"{tenths(r.total_us)} µs)",
                 highlight=False,
             )

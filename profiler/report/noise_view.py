@@ -7,6 +7,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
+from profiler.report.fmt import ms_plain, pct, pct_fine
 from profiler.runs.noise_floor import NoiseFloor
 
 
@@ -14,16 +15,16 @@ def print_floor(
     floor: NoiseFloor, path: Path | None, state: dict, console: Console, unkept: str = "--no-save"
 ) -> None:
     """``unkept``: why the floor was not kept, when ``path`` is None."""
-    p50s = ", ".join(f"{v:.3f}" for v in floor.p50_ms)
+    p50s = ", ".join(ms_plain(v) for v in floor.p50_ms)
     lines = [
         f"[b]Noise floor of {escape(floor.gpu)} on {escape(floor.host)}[/b] "
         f"({escape(floor.workload)}; {floor.processes} fresh processes)",
         f"  p50 of each process: {p50s} ms",
-        f"  between processes: CV {100 * floor.between_process_cv:.2f} % of the p50",
-        f"  inside one window: CV {100 * floor.within_window_cv:.2f} % (median over processes)",
-        f"  smallest difference a compare resolves here: ±{100 * floor.smallest_resolvable:.1f} % "
+        f"  between processes: CV {pct_fine(100 * floor.between_process_cv)} of the p50",
+        f"  inside one window: CV {pct_fine(100 * floor.within_window_cv)} (median over processes)",
+        f"  smallest difference a compare resolves here: ±{pct(100 * floor.smallest_resolvable)} "
         f"with {floor.processes_per_side} processes a side, "
-        f"±{100 * (floor.smallest_resolvable_one_process or 0):.1f} % with one",
+        f"±{pct(100 * (floor.smallest_resolvable_one_process or 0))} with one",
         f"  GPU before: {escape(state['before'].removeprefix('GPU state: '))}",
         f"  GPU after:  {escape(state['after'].removeprefix('GPU state: '))}",
         "  settings: "

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from profiler.report.fmt import peak_gbs, peak_tflops, thousands
+
 
 def print_peaks(
     data: dict, path: Path, measured: bool, echo: Callable[[str], None] = print
@@ -18,13 +20,13 @@ def print_peaks(
     echo(
         f"method: {m['data']} data, {m['warmup_calls']} warm-up calls, median of "
         f"{m['repeats']} ({m['timer']}); matmul {m['matmul']} with n = "
-        f"{m['sizes']['matmul_n']}; copy of {m['sizes']['copy_bytes'] / 2**20:,.0f} MiB, "
+        f"{m['sizes']['matmul_n']}; copy of {thousands(m['sizes']['copy_bytes'] / 2**20)} MiB, "
         f"{m['copy']}"
     )
     for name, detail in data["matmul_detail"].items():
         value = detail["tflops"]
         shown = (
-            f"{value:10.4g} TFLOP/s"
+            peak_tflops(value)
             if value is not None
             else f"{'n/a':>10}          ({detail.get('why_not')})"
         )
@@ -32,4 +34,4 @@ def print_peaks(
         if detail.get("cuda_kernels"):
             how += f"; ran {', '.join(k[:60] for k in detail['cuda_kernels'][:2])}"
         echo(f"  matmul {name:5} {shown}{how}")
-    echo(f"  copy bandwidth {data['copy']['gb_per_s']:10.1f} GB/s")
+    echo(f"  copy bandwidth {peak_gbs(data['copy']['gb_per_s'])}")

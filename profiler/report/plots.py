@@ -18,6 +18,7 @@ import pandas as pd
 from profiler.analysis.roofline import MIN_BYTES_LABEL, Roofline, chart_data
 from profiler.errors import UserError
 from profiler.fsutil import write_with
+from profiler.report.fmt import rounded, tenths, times
 from profiler.runs.manifest import OK, axis_options, grid_cells, short_label
 
 #: one colour per kernel category, the same in every figure
@@ -76,7 +77,7 @@ def series(frame: pd.DataFrame) -> pd.Series:
     max_new_tokens=16``) when the sweep was given a list of one."""
     labels = frame["backend"].astype(str)
     for key in (k for k in axis_options() if k in frame.columns):
-        labels = labels + f" {key}=" + frame[key].map(lambda v: f"{v:.0f}").astype(str)
+        labels = labels + f" {key}=" + frame[key].map(rounded).astype(str)
     return labels
 
 
@@ -156,7 +157,7 @@ def speedup_figure(frame: pd.DataFrame, model: str, baseline: str):
         for bar, value, bs in zip(bars, values, sizes):
             status = rows["status"].get(bs, "not run")
             text = (
-                f"{value:.2f}x"
+                times(value)
                 if not pd.isna(value)
                 else (status if status != "ok" else "no baseline")
             )
@@ -226,7 +227,7 @@ def category_figure(
         left = [a + b for a, b in zip(left, values)]
     for y, total in zip(ys, left):
         ax.annotate(
-            f"{total:,.1f} {unit}",
+            f"{tenths(total)} {unit}",
             (total, y),
             xytext=(3, 0),
             textcoords="offset points",
@@ -348,7 +349,9 @@ def run_plot(
     """<name>_categories.png: kernel time per step by category (``cats``, µs), each labelled
     with its time in Tensor Core kernels (not how busy the tensor pipe was)."""
     labels = sorted(cats, key=lambda c: cats[c], reverse=True)
-    labels_shown = [f"{c} ({share[c]:.0f} % TC-kernel time)" if share.get(c) else c for c in labels]
+    labels_shown = [
+        f"{c} ({rounded(share[c])} % TC-kernel time)" if share.get(c) else c for c in labels
+    ]
     title = (
         f"GPU kernel time by category: {name} ({steps} profiled steps)\n"
         f"{model + ' on ' if model else ''}{device}; TC-kernel time = time in Tensor Core "

@@ -12,6 +12,7 @@ from profiler.analysis.headline import (
     memory_figures,
     window_noise,
 )
+from profiler.analysis.records import WindowNoise
 from profiler.report.console import FitTable, make_console
 from profiler.report.fmt import (
     count,
@@ -42,6 +43,23 @@ ESSENTIAL = ("p50 ms", "p90 ms", "p99 ms", "samples/s", "CV", "peak alloc MiB")
 GENERATION_ESSENTIAL = ("TTFT p50", "token p50", "tokens/s", "seq p50 ms", "tokens equal")
 
 
+#: the run table's columns, every unit in its header, none in the cells (more may follow)
+RESULT_COLUMNS = (
+    "p50 ms",
+    "p90 ms",
+    "p99 ms",
+    "mean ms",
+    "min ms",
+    "max ms",
+    "samples/s",
+    "CV",
+    "IQR ms",
+    "peak alloc MiB",
+    "peak reserved MiB",
+    "prepare s",
+)
+
+
 def print_result(
     result: RunResult,
     console: Console | None = None,
@@ -52,6 +70,20 @@ def print_result(
     ``hints``, what to run next, spelled with ``command`` (how the user started the program:
     ``infer-profile`` or ``python profile.py``)."""
     console = console or make_console()
+    window = window_noise(result)
+    console.print(_result_table(result, window))
+    if result.generation is not None:
+        _print_generation(console, result.generation, result.numerics)
+    _print_numerics(console, result.numerics)
+    _print_how_timed(result, console)
+    _print_window(window, console)
+    _print_backend_lines(result, console)
+    for hint in next_steps(result, command) if hints else ():
+        console.print(f"next: {safe(hint)}", highlight=False, soft_wrap=True)
+
+
+def _result_table(result: RunResult, window: WindowNoise | None) -> FitTable:
+    """The run's one-row table: latencies, throughput, noise, memory, prepare time."""
     timing, backend = result.timing, result.backend
     gpu = result.environment.gpu or {}
     # names from result.json (a run's, or one read back) print as text, never as markup
@@ -60,22 +92,7 @@ def print_result(
         f"{result.batch_size} · {safe(gpu.get('name', 'CPU'))}"
     )
     memory = memory_figures(result)
-    window = window_noise(result)
-    # every unit in its header, none in the cells
-    columns = [
-        "p50 ms",
-        "p90 ms",
-        "p99 ms",
-        "mean ms",
-        "min ms",
-        "max ms",
-        "samples/s",
-        "CV",
-        "IQR ms",
-        "peak alloc MiB",
-        "peak reserved MiB",
-        "prepare s",
-    ]
+    columns = list(RESULT_COLUMNS)
     # each latency to the figures its window's noise allows; p50 marked with the window's flags
     cv = window.cv if window else None
     warnings = window.warnings if window else []
@@ -104,10 +121,12 @@ def print_result(
     for column in columns:
         table.add_column(column, number=True, optional=column not in ESSENTIAL)
     table.add_row(*cells)
-    console.print(table)
-    if result.generation is not None:
-        _print_generation(console, result.generation, result.numerics)
-    _print_numerics(console, result.numerics)
+    return table
+
+
+def _print_how_timed(result: RunResult, console: Console) -> None:
+    """The phases' seconds, the timed window's iterations, the GPU's state and compute."""
+    timing, backend = result.timing, result.backend
     if timing.phases_s:
         console.print(
             phases_line(timing.phases_s, timing.wall_s, backend.compile_s, backend.cache_load_s),
@@ -126,7 +145,11 @@ def print_result(
     gpu_line = gpu_compute_line(gpu_compute_figures(result), timing.p50_ms)
     if gpu_line:
         console.print(escape(gpu_line), highlight=False, soft_wrap=True)
-    for warning in warnings:
+
+
+def _print_window(window: WindowNoise | None, console: Console) -> None:
+    """The timed window's warnings, its spread over processes, and --target-noise's outcome."""
+    for warning in window.warnings if window else []:
         console.print(f"[bold yellow]warning:[/] {escape(warning)}", highlight=False)
     spread = window.repeat_runs if window else None
     if spread:
@@ -150,6 +173,11 @@ def print_result(
             f"in {rounded(reached.spent_s)} of {rounded(reached.budget_s)} s",
             highlight=False,
         )
+
+
+def _print_backend_lines(result: RunResult, console: Console) -> None:
+    """What the backend noted and warned, a non-finite output, and where the files are."""
+    backend = result.backend
     for line in describe_notes(backend.extra):
         console.print(line, highlight=False)
     for warning in backend.warnings:
@@ -160,8 +188,6 @@ def print_result(
         console.print(f"files:   {safe(', '.join(backend.artifacts))}", highlight=False)
     console.print(f"trace:   {safe(', '.join(result.trace.files))}", highlight=False)
     console.print(f"results: {safe(result.run_dir)}/{RESULT_FILE}", highlight=False)
-    for hint in next_steps(result, command) if hints else ():
-        console.print(f"next: {safe(hint)}", highlight=False, soft_wrap=True)
 
 
 def next_steps(result: RunResult, command: str = "python profile.py") -> list[str]:

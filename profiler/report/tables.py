@@ -103,7 +103,7 @@ def overview_tables(
         )
         facts.add_row(
             f"{name} idle gaps between GPU work",
-            f"{d.idle_gaps:,} gaps, {us(d.idle_total_us)}",
+            f"{count(d.idle_gaps)} gaps, {us(d.idle_total_us)}",
             f"largest {us(d.idle_largest_us)}, median {us(d.idle_median_us)}; "
             "many short gaps = launch-bound",
         )
@@ -162,7 +162,7 @@ def step_table(summary: Summary, top: int) -> Table:
     )
     if shown < len(o.steps):
         title += (
-            f": {len(o.steps):,} steps, the {shown} slowest and {shown} fastest and the "
+            f": {count(len(o.steps))} steps, the {shown} slowest and {shown} fastest and the "
             "spread (all: --top 0 or --out)"
         )
     steps = FitTable(title=title)

@@ -18,7 +18,7 @@ from profiler.report.benchmark_view import (
 )
 from profiler.report.compare_view import GEOMEAN
 from profiler.report.console import FitTable
-from profiler.report.fmt import fixed, times, trimmed
+from profiler.report.fmt import interval, ms_plain, plain, rounded, sweep_cell, times, trimmed
 
 #: no experiment measured GPU time
 NO_GPU_TIME = (
@@ -65,7 +65,7 @@ def print_plan(
             escape(e.label),
             ", ".join(e.rules),
             projected_cell(e.promise, e.promise_kind),
-            f"{e.cost:g}",
+            plain(e.cost),
             escape(e.source),
         )
     if plan.experiments:
@@ -91,7 +91,7 @@ def _figure_cell(speedup, low, high, verdict, per: str) -> str:
     if verdict is None:
         return text
     colour = VERDICT_COLOURS.get(verdict, "white")
-    return f"{text} [{low:.2f}-{high:.2f}] [{colour}]{verdict}[/]"
+    return f"{text} {interval(low, high)} [{colour}]{verdict}[/]"
 
 
 def baseline_line(base: BaselineRow) -> str:
@@ -99,7 +99,7 @@ def baseline_line(base: BaselineRow) -> str:
     medians), the processes, the classification, the status."""
     status = "ok" if base.status == "ok" else f"[red]{escape(str(base.status))}[/]"
     gpu = base.gpu_ms
-    gpu_text = "" if gpu is None else f", GPU time {fixed(gpu, '.3f')} ms"
+    gpu_text = "" if gpu is None else f", GPU time {ms_plain(gpu)} ms"
     bound = f", {base.bound}" if base.bound else ""
     p50 = trimmed(base.p50_ms, base.cv)  # to the figures its noise allows
     return (
@@ -127,7 +127,34 @@ def has_kernels(rows) -> bool:
 KERNEL_COLUMNS = ("kernels gone/added", "launches/step", "idle µs/step")
 
 
+#: the trial table's columns left out, where the width cannot show them all
+TRIAL_OPTIONAL = ("bound", "rel L2 err", "projected", *KERNEL_COLUMNS)
+#: why advise --try stopped before every cell ran (sweep.trial's stopped_by)
+STOPPED = {
+    "budget": "the time budget ran out",
+    "cells": "--max-cells was reached",
+    "baseline": "the baseline failed",
+}
+
+
 def print_trial(rows, base: BaselineRow, trial: dict, plan, console: Console) -> None:
+    _print_baseline(base, trial, console)
+    gpu_time = has_gpu_time(rows)
+    kernels = has_kernels(rows)
+    console.print(_trial_table(rows, gpu_time, kernels))
+    if not gpu_time and kernels and any(r.verdict is not None for r in rows):
+        console.print(f"[dim]{NO_GPU_TIME}[/]", highlight=False)
+    for r in rows:
+        _print_row_notes(r, console)
+    if sum(r.verdict is not None for r in rows) > 1:
+        console.print(f"[dim]verdicts: {fdr_words('the experiments')}[/]", highlight=False)
+    for rule, why in plan.without.items():
+        console.print(f"{rule}: no experiment ({escape(why)})", highlight=False)
+    _print_how_it_ran(trial, console)
+
+
+def _print_baseline(base: BaselineRow, trial: dict, console: Console) -> None:
+    """The re-run baseline's line, its noise, and whether it was timed again."""
     console.print(baseline_line(base), highlight=False)
     if noise_line(base.noise):
         console.print(
@@ -135,8 +162,10 @@ def print_trial(rows, base: BaselineRow, trial: dict, plan, console: Console) ->
         )
     if trial.get("baseline_again"):  # sweep.trial.baseline_again
         console.print(escape(trial["baseline_again"]), highlight=False, soft_wrap=True)
-    gpu_time = has_gpu_time(rows)
-    kernels = has_kernels(rows)
+
+
+def _trial_table(rows, gpu_time: bool, kernels: bool) -> FitTable:
+    """The ranked table; the GPU-time and kernel columns only where something measured them."""
     table = FitTable(
         title="What each experiment measured against the baseline (ranked by the "
         "latency verdict; the processes each interval spans are below)"
@@ -155,90 +184,76 @@ def print_trial(rows, base: BaselineRow, trial: dict, plan, console: Console) ->
     numbers = ("latency p50 ms", "rel L2 err", "launches/step", "idle µs/step")
     for col in columns:
         table.add_column(
-            col,
-            number=col in numbers,
-            whole=col in figures,
-            optional=col
-            in (
-                "bound",
-                "rel L2 err",
-                "projected",
-                "kernels gone/added",
-                "launches/step",
-                "idle µs/step",
-            ),
+            col, number=col in numbers, whole=col in figures, optional=col in TRIAL_OPTIONAL
         )
     for r in rows:
-        k = r.kernels
-        state = r.status if r.status == "ok" else f"[red]{escape(r.status)}[/]"
-        per = " /sample" if r.figure == "per sample" else ""
-        table.add_row(
-            escape(r.label),
-            trimmed(r.p50_ms, r.cv),
-            _figure_cell(r.speedup, r.low, r.high, r.verdict, per),
-            *(
-                (
-                    _figure_cell(r.gpu_speedup, r.gpu_low, r.gpu_high, r.gpu_verdict, per),
-                    r.bound or "-",
-                )
-                if gpu_time
-                else ()
-            ),
-            fixed(r.rel_l2_error, ".2g"),
-            projected_cell(r.projected, r.projected_kind),
-            *(
-                (
-                    "-" if k is None else f"{k.gone}/{k.added}",
-                    "-" if k is None else _pair(k.launches_per_step, ".0f"),
-                    "-" if k is None else _pair(k.idle_us_per_step, ".0f"),
-                )
-                if kernels
-                else ()
-            ),
-            state,
+        table.add_row(*_trial_row(r, gpu_time, kernels))
+    return table
+
+
+def _trial_row(r, gpu_time: bool, kernels: bool) -> list[str]:
+    """One experiment's cells, in the columns of _trial_table."""
+    k = r.kernels
+    per = " /sample" if r.figure == "per sample" else ""
+    cells = [
+        escape(r.label),
+        trimmed(r.p50_ms, r.cv),
+        _figure_cell(r.speedup, r.low, r.high, r.verdict, per),
+    ]
+    if gpu_time:
+        cells += [
+            _figure_cell(r.gpu_speedup, r.gpu_low, r.gpu_high, r.gpu_verdict, per),
+            r.bound or "-",
+        ]
+    cells += [
+        sweep_cell("rel_l2_error", r.rel_l2_error),
+        projected_cell(r.projected, r.projected_kind),
+    ]
+    if kernels:
+        cells += [
+            "-" if k is None else f"{k.gone}/{k.added}",
+            "-" if k is None else _pair(k.launches_per_step),
+            "-" if k is None else _pair(k.idle_us_per_step),
+        ]
+    cells.append(r.status if r.status == "ok" else f"[red]{escape(r.status)}[/]")
+    return cells
+
+
+def _print_row_notes(r, console: Console) -> None:
+    """Under the table, one experiment's judgement, notes, kernel changes and failure."""
+    if r.judgement:
+        console.print(
+            f"- {escape(r.label)}: {escape(r.judgement)}", highlight=False, soft_wrap=True
         )
-    console.print(table)
-    if not gpu_time and kernels and any(r.verdict is not None for r in rows):
-        console.print(f"[dim]{NO_GPU_TIME}[/]", highlight=False)
-    for r in rows:
-        if r.judgement:
-            console.print(
-                f"- {escape(r.label)}: {escape(r.judgement)}", highlight=False, soft_wrap=True
-            )
-        for line in r.verdict_lines:
-            console.print(f"  [yellow]note[/] ({escape(r.label)}): {escape(line)}", highlight=False)
-        if r.kernels and (r.kernels.top_gone or r.kernels.top_added):
-            console.print(
-                f"  kernels gone: {escape(', '.join(r.kernels.top_gone) or '-')}; "
-                f"added: {escape(', '.join(r.kernels.top_added) or '-')}",
-                highlight=False,
-                soft_wrap=True,
-            )
-        if r.status != "ok":
-            console.print(
-                f"- {escape(r.label)}: {escape(r.status)}"
-                + (f" ({escape(r.reason)})" if r.reason else ""),
-                highlight=False,
-                soft_wrap=True,
-            )
-    if sum(r.verdict is not None for r in rows) > 1:
-        console.print(f"[dim]verdicts: {fdr_words('the experiments')}[/]", highlight=False)
-    for rule, why in plan.without.items():
-        console.print(f"{rule}: no experiment ({escape(why)})", highlight=False)
-    stopped = {
-        "budget": "the time budget ran out",
-        "cells": "--max-cells was reached",
-        "baseline": "the baseline failed",
-    }
+    for line in r.verdict_lines:
+        console.print(f"  [yellow]note[/] ({escape(r.label)}): {escape(line)}", highlight=False)
+    if r.kernels and (r.kernels.top_gone or r.kernels.top_added):
+        console.print(
+            f"  kernels gone: {escape(', '.join(r.kernels.top_gone) or '-')}; "
+            f"added: {escape(', '.join(r.kernels.top_added) or '-')}",
+            highlight=False,
+            soft_wrap=True,
+        )
+    if r.status != "ok":
+        console.print(
+            f"- {escape(r.label)}: {escape(r.status)}"
+            + (f" ({escape(r.reason)})" if r.reason else ""),
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
+def _print_how_it_ran(trial: dict, console: Console) -> None:
+    """Why it stopped early, where its page and cells are, and how long it took."""
     if trial.get("stopped_by"):
         console.print(
-            f"[yellow]note:[/] {stopped[trial['stopped_by']]}: the cells marked "
+            f"[yellow]note:[/] {STOPPED[trial['stopped_by']]}: the cells marked "
             "'not run' were not tried (continue with --resume)",
             highlight=False,
         )
     console.print(f"page: {escape(trial['folder'])}/report.html", highlight=False)
     console.print(
-        f"advise --try took {trial['wall_s']:.0f} s ({trial['rounds_s']:.0f} s of it "
+        f"advise --try took {rounded(trial['wall_s'])} s ({rounded(trial['rounds_s'])} s of it "
         f"re-timing in {trial['processes']} processes); cells in "
         f"{escape(trial['folder'])}/",
         highlight=False,
@@ -246,9 +261,35 @@ def print_trial(rows, base: BaselineRow, trial: dict, plan, console: Console) ->
     )
 
 
-def _pair(values, spec: str) -> str:
+def _pair(values) -> str:
     a, b = values
-    return f"{fixed(a, spec)} → {fixed(b, spec)}"
+    return f"{rounded(a)} → {rounded(b)}"
+
+
+#: the headers of the experiments' HTML table
+EXPERIMENT_HEADERS = {
+    "projected": "projected speedup (x)",
+    "projection": "projection (bound or estimate)",
+    "cost": "setup cost",
+}
+#: the headers of the measurements' HTML table
+MEASURED_HEADERS = {
+    "p50_ms": "latency p50 ms",
+    "speedup": "latency speedup (x)",
+    "low": "latency 95 % low",
+    "high": "latency 95 % high",
+    "verdict": "latency verdict",
+    "interval_processes": "intervals over processes (baseline vs change)",
+    "gpu_speedup": "GPU-time speedup (x)",
+    "gpu_low": "GPU-time 95 % low",
+    "gpu_high": "GPU-time 95 % high",
+    "gpu_verdict": "GPU-time verdict",
+    "figure": "speedup of",
+    "projected": "projected (x)",
+    "projection": "projection (bound or estimate)",
+    "kernels_gone": "kernels gone",
+    "kernels_added": "kernels added",
+}
 
 
 def trial_html(
@@ -271,108 +312,18 @@ def trial_html(
     page.add("Advice", html.advice_block(advice, noise_line(run_noise)))
     page.add(
         "Experiments that test it",
-        html.table(
-            pd.DataFrame(
-                [
-                    {
-                        "change": e.label,
-                        "tests": ", ".join(e.rules),
-                        "projected": e.promise if e.promise > 1 else None,
-                        "projection": e.promise_kind if e.promise > 1 else None,
-                        "cost": e.cost,
-                        "why": e.source,
-                    }
-                    for e in plan.experiments
-                ]
-            ),
-            headers={
-                "projected": "projected speedup (x)",
-                "projection": "projection (bound or estimate)",
-                "cost": "setup cost",
-            },
-        ),
+        html.table(pd.DataFrame(_experiment_records(plan)), headers=EXPERIMENT_HEADERS),
     )
-    gpu = [(f"GPU time (ms, {GEOMEAN})", base.gpu_ms), ("bound", base.bound)]
-    page.add(
-        "Baseline (the run re-run)",
-        html.key_values(
-            [
-                (f"latency p50 (ms, {GEOMEAN})", trimmed(base.p50_ms, base.cv)),
-                *(gpu if base.gpu_ms is not None or has_kernels(rows) else []),
-                ("processes", base.processes),
-                *(
-                    [("noise", noise_line(base.noise, "the baseline"))]
-                    if noise_line(base.noise)
-                    else []
-                ),
-                *(
-                    [("timed again", trial["baseline_again"])]
-                    if trial.get("baseline_again")
-                    else []
-                ),
-                ("status", base.status),
-            ]
-        ),
-    )
-    frame = pd.DataFrame(
-        [
-            {
-                "change": r.label,
-                "p50_ms": trimmed(r.p50_ms, r.cv),
-                "speedup": r.speedup,
-                "low": r.low,
-                "high": r.high,
-                "verdict": r.verdict or "-",
-                "interval_processes": " vs ".join(map(str, r.interval_processes or [])) or None,
-                "gpu_speedup": r.gpu_speedup,
-                "gpu_low": r.gpu_low,
-                "gpu_high": r.gpu_high,
-                "gpu_verdict": r.gpu_verdict or "-",
-                "bound": r.bound or "-",
-                "figure": r.figure,
-                "rel_l2_error": r.rel_l2_error,
-                "projected": r.projected,
-                "projection": r.projected_kind if r.projected else None,
-                "kernels_gone": r.kernels.gone if r.kernels else None,
-                "kernels_added": r.kernels.added if r.kernels else None,
-                "status": r.status if r.status == "ok" else f"{r.status}: {r.reason or ''}",
-            }
-            for r in rows
-        ]
-    )
-    if not has_gpu_time(rows) and len(frame):
-        frame = frame.drop(columns=["gpu_speedup", "gpu_low", "gpu_high", "gpu_verdict", "bound"])
-    if not has_kernels(rows) and len(frame):  # a CPU run: no kernel to count
-        frame = frame.drop(columns=["kernels_gone", "kernels_added"])
+    page.add("Baseline (the run re-run)", html.key_values(_baseline_values(base, rows, trial)))
+    frame = pd.DataFrame(_measured_records(rows))
+    unmeasured = _unmeasured_columns(rows)
+    if unmeasured and len(frame):
+        frame = frame.drop(columns=unmeasured)
     page.add(
         "What each experiment measured (ranked)",
-        html.table(
-            frame,
-            headers={
-                "p50_ms": "latency p50 ms",
-                "speedup": "latency speedup (x)",
-                "low": "latency 95 % low",
-                "high": "latency 95 % high",
-                "verdict": "latency verdict",
-                "interval_processes": "intervals over processes (baseline vs change)",
-                "gpu_speedup": "GPU-time speedup (x)",
-                "gpu_low": "GPU-time 95 % low",
-                "gpu_high": "GPU-time 95 % high",
-                "gpu_verdict": "GPU-time verdict",
-                "figure": "speedup of",
-                "projected": "projected (x)",
-                "projection": "projection (bound or estimate)",
-                "kernels_gone": "kernels gone",
-                "kernels_added": "kernels added",
-            },
-            figures=("p50_ms",),
-        ),
+        html.table(frame, headers=MEASURED_HEADERS, figures=("p50_ms",)),
     )
-    notes = [f"{r.label}: {line}" for r in rows for line in r.verdict_lines]
-    if not has_gpu_time(rows) and has_kernels(rows) and any(r.verdict is not None for r in rows):
-        notes.insert(0, NO_GPU_TIME)
-    if sum(r.verdict is not None for r in rows) > 1:
-        notes.append("verdicts: " + fdr_words("the experiments"))
+    notes = _verdict_notes(rows)
     if notes:
         page.add("How to read the verdicts", "".join(html.note(line) for line in notes))
     judged = [f"{r.label}: {r.judgement}" for r in rows if r.judgement]
@@ -380,16 +331,91 @@ def trial_html(
         "Projection against measurement",
         "".join(html.note(line) for line in judged) or html.note("(none measured)"),
     )
-    page.add(
-        "How it ran",
-        html.key_values(
-            [
-                ("wall time (s)", trial["wall_s"]),
-                ("re-timing (s)", trial["rounds_s"]),
-                ("processes per cell", trial["processes"]),
-                ("stopped by", trial.get("stopped_by") or "every cell ran"),
-                ("cells in", trial["folder"]),
-            ]
-        ),
-    )
+    page.add("How it ran", html.key_values(_how_it_ran(trial)))
     return page.render()
+
+
+def _experiment_records(plan) -> list[dict]:
+    """The plan's experiments, one record each, for the page's table."""
+    return [
+        {
+            "change": e.label,
+            "tests": ", ".join(e.rules),
+            "projected": e.promise if e.promise > 1 else None,
+            "projection": e.promise_kind if e.promise > 1 else None,
+            "cost": e.cost,
+            "why": e.source,
+        }
+        for e in plan.experiments
+    ]
+
+
+def _baseline_values(base: BaselineRow, rows, trial: dict) -> list[tuple[str, object]]:
+    """The re-run baseline's figures, its noise and its status, as the page's key-values."""
+    gpu = [(f"GPU time (ms, {GEOMEAN})", base.gpu_ms), ("bound", base.bound)]
+    return [
+        (f"latency p50 (ms, {GEOMEAN})", trimmed(base.p50_ms, base.cv)),
+        *(gpu if base.gpu_ms is not None or has_kernels(rows) else []),
+        ("processes", base.processes),
+        *([("noise", noise_line(base.noise, "the baseline"))] if noise_line(base.noise) else []),
+        *([("timed again", trial["baseline_again"])] if trial.get("baseline_again") else []),
+        ("status", base.status),
+    ]
+
+
+def _measured_records(rows) -> list[dict]:
+    """What each experiment measured, one record each, for the page's ranked table."""
+    return [
+        {
+            "change": r.label,
+            "p50_ms": trimmed(r.p50_ms, r.cv),
+            "speedup": r.speedup,
+            "low": r.low,
+            "high": r.high,
+            "verdict": r.verdict or "-",
+            "interval_processes": " vs ".join(map(str, r.interval_processes or [])) or None,
+            "gpu_speedup": r.gpu_speedup,
+            "gpu_low": r.gpu_low,
+            "gpu_high": r.gpu_high,
+            "gpu_verdict": r.gpu_verdict or "-",
+            "bound": r.bound or "-",
+            "figure": r.figure,
+            "rel_l2_error": r.rel_l2_error,
+            "projected": r.projected,
+            "projection": r.projected_kind if r.projected else None,
+            "kernels_gone": r.kernels.gone if r.kernels else None,
+            "kernels_added": r.kernels.added if r.kernels else None,
+            "status": r.status if r.status == "ok" else f"{r.status}: {r.reason or ''}",
+        }
+        for r in rows
+    ]
+
+
+def _unmeasured_columns(rows) -> list[str]:
+    """The ranked table's columns nothing measured: GPU time's, and a CPU run's kernels."""
+    columns = []
+    if not has_gpu_time(rows):
+        columns += ["gpu_speedup", "gpu_low", "gpu_high", "gpu_verdict", "bound"]
+    if not has_kernels(rows):  # a CPU run: no kernel to count
+        columns += ["kernels_gone", "kernels_added"]
+    return columns
+
+
+def _verdict_notes(rows) -> list[str]:
+    """How to read the verdicts: what was not measured, each experiment's notes, the FDR."""
+    notes = [f"{r.label}: {line}" for r in rows for line in r.verdict_lines]
+    if not has_gpu_time(rows) and has_kernels(rows) and any(r.verdict is not None for r in rows):
+        notes.insert(0, NO_GPU_TIME)
+    if sum(r.verdict is not None for r in rows) > 1:
+        notes.append("verdicts: " + fdr_words("the experiments"))
+    return notes
+
+
+def _how_it_ran(trial: dict) -> list[tuple[str, object]]:
+    return [
+        ("wall time (s)", trial["wall_s"]),
+        ("re-timing (s)", trial["rounds_s"]),
+        ("processes per cell", trial["processes"]),
+        ("stopped by", trial.get("stopped_by") or "every cell ran"),
+        ("cells in", trial["folder"]),
+    ]
