@@ -184,17 +184,17 @@ def lap(name):
     print(f"  {name:9s} {c - cpu:5.2f} s CPU (this process) {w - wall:5.2f} s wall, "
           f"peak RSS so far {peak:.2f} GB")
     cpu, wall = c, w
-from profiler.trace.load import load_trace
-from profiler.trace.summary import summarize_trace
+from profiler.analysis.run import RunAnalysis
 from profiler.report.console import make_console
-from profiler.report.tables import print_summary
+from profiler.report.sections import Context, print_sections, summarize_rows
 lap("imports")
-trace = load_trace(sys.argv[1])
+run = RunAnalysis(sys.argv[1])
+trace = run.trace
 lap("load")
-summary = summarize_trace(trace)
+summary = run.summary
 lap("analyses")
 with contextlib.redirect_stdout(io.StringIO()):
-    print_summary(summary, console=make_console())
+    print_sections(summarize_rows("all"), Context(run, make_console()))
 lap("render")
 """
 

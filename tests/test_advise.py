@@ -5,11 +5,13 @@ cells, resume)."""
 import json
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from profiler.analysis import experiments
 from profiler.analysis.advice import Advice
 from profiler.analysis.experiments import plan, promise
+from profiler.cli.documents import Advise
 from profiler.commands import parse_budget
 from profiler.errors import UserError
 
@@ -176,7 +178,7 @@ def test_advise_without_try_shows_the_plan(cli):
     assert "launch-bound" in done.stdout and "--cuda-graphs" in done.stdout
     assert "backend ttrt_fp16" in done.stdout and "--try" in done.stdout
     data = json.loads(cli("advise", str(FIXTURE_RUN), "--json").stdout)
-    assert data["$schema"] == "infer-profiler/advise/1" and data["rows"] is None
+    assert data["$schema"] == "infer-profiler/advise/2" and data["rows"] is None
     assert data["plan"][0]["changes"] == {"cuda_graphs": True}
     assert data["plan"][0]["projected_speedup"] > 1
 
@@ -268,6 +270,9 @@ def test_try_runs_the_experiments_beside_the_baseline(cli, tiny_run):
     )
     assert bigger["low"] <= bigger["speedup"] <= bigger["high"]
     assert bigger["kernels"]["launches_per_step"][0] is not None
+    typed = msgspec.convert(data, Advise)  # the published document, read by attribute
+    assert typed.trial.cells[2].status == "ok" and typed.rows[0].label == "--bs 4"
+    assert typed.rows[0].judgement.speedup == bigger["speedup"]
     # experiments that cannot run here are recorded with their one-line reason, ranked last
     for label in ("backend ttrt_fp32", "--cuda-graphs"):
         assert rows[label]["status"] == "failed" and rows[label]["reason"], rows[label]

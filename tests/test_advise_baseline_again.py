@@ -9,7 +9,7 @@ from html import escape
 
 from profiler.analysis.experiments import Experiment
 from profiler.analysis.trial import baseline_row, trial_rows
-from profiler.report.trial_view import print_trial, trial_html
+from profiler.report.trial_view import judgement_text, print_trial, trial_html
 from profiler.runs.config import RunConfig
 from profiler.runs.result import read_result
 from profiler.runs.samples import config_samples
@@ -77,14 +77,15 @@ def test_a_noisy_baseline_gets_one_more_window_and_the_verdict_rests_on_both(tmp
         == 1
     )
     assert trial.baseline_again == AGAIN
-    data = trial.to_dict()
-    assert data["baseline_again"] == AGAIN
+    data = trial.record()
+    assert data.baseline_again == AGAIN
+    assert trial.to_dict()["baseline_again"] == AGAIN  # trial.json
     assert (tmp_path / "t" / baseline / "processes.csv").is_file()
     assert baseline_row(data, tmp_path / "t").processes == 2
     [row] = trial_rows(data, tmp_path / "t", {"launch-bound": 2.0})
     assert row.interval_processes == [2, 1]  # both baseline windows against the experiment's
-    assert "over 2 vs 1 processes" in row.judgement
-    assert "no verdict drawn" not in row.judgement
+    assert row.judgement.processes == (2, 1) and row.judgement.unjudged is None
+    assert "over 2 vs 1 processes" in judgement_text(row.judgement)
     assert row.verdict in ("faster", "slower", "same", "undecided")
     base = baseline_row(data, tmp_path / "t")
     text = one_line(rendered(lambda c: print_trial([row], base, data, _Plan(), c), 200))
@@ -97,5 +98,5 @@ def test_a_quiet_baseline_is_not_timed_again(tmp_path, monkeypatch):
     assert asked == [] and trial.baseline_again is None
     assert not any("once more" in line for line in said)
     assert not (tmp_path / "t" / trial.cells[0].folder / "processes.csv").exists()
-    [row] = trial_rows(trial.to_dict(), tmp_path / "t", {"launch-bound": 2.0})
+    [row] = trial_rows(trial.record(), tmp_path / "t", {"launch-bound": 2.0})
     assert row.interval_processes == [1, 1]

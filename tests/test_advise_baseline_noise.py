@@ -7,8 +7,9 @@ from pathlib import Path
 
 import msgspec
 
+from profiler.analysis.records import TrialRecord
 from profiler.analysis.trial import BaselineNoise, baseline_noise, baseline_row, trial_rows
-from profiler.report.trial_view import trial_html
+from profiler.report.trial_view import judgement_text, trial_html
 from profiler.runs.result import read_result
 
 from .conftest import FIXTURES
@@ -50,19 +51,24 @@ def test_advise_try_terminal_and_page_show_the_baselines_noise():
     assert f"noise of the run: {NOISY_LINE}" in page  # above the advice
 
 
-def trial(base: str, experiment: str) -> dict:
+def trial(base: str, experiment: str) -> TrialRecord:
+    """A trial.json of two cells: the baseline and one experiment, both finished."""
     cell = {
         "changes": {"backend": "ttrt_fp16"},
         "rules": ["launch-bound"],
         "status": "ok",
         "reason": None,
     }
-    return {
-        "cells": [
-            {**cell, "label": "baseline", "changes": {}, "rules": [], "folder": base},
-            {**cell, "label": "backend ttrt_fp16", "folder": experiment},
-        ]
-    }
+    return msgspec.convert(
+        {
+            "folder": "runs/advise_x",
+            "cells": [
+                {**cell, "label": "baseline", "changes": {}, "rules": [], "folder": base},
+                {**cell, "label": "backend ttrt_fp16", "folder": experiment},
+            ],
+        },
+        TrialRecord,
+    )
 
 
 def test_a_noisy_one_window_baseline_gives_no_verdict_but_keeps_the_speedup():
@@ -71,15 +77,19 @@ def test_a_noisy_one_window_baseline_gives_no_verdict_but_keeps_the_speedup():
     [row] = trial_rows(data, folder, {"launch-bound": 2.0})
     assert row.speedup > 1 and row.low is not None  # measured, kept
     assert row.verdict == "undecided"
+    assert row.judgement.outcome == "unjudged"
+    assert row.judgement.unjudged.flags == ["noisy"]
+    words = judgement_text(row.judgement)
     assert (
         "the baseline's one window is noisy (CV 57.8 %): no verdict drawn from it; "
-        "--processes 3 gives it fresh windows" in row.judgement
+        "--processes 3 gives it fresh windows" in words
     )
-    assert "faster" not in row.judgement and "slower" not in row.judgement
+    assert "faster" not in words and "slower" not in words
     assert baseline_row(data, folder).noise.processes == 1
 
 
 def test_a_quiet_one_window_baseline_still_gets_its_verdict():
     folder = FIXTURES / "h100_session" / "runs"  # its fp32 bs8: CV 8.9 %, no flag
     [row] = trial_rows(trial("pytorch_fp32_bs8", "ttrt_fp16_bs8"), folder, {"launch-bound": 2.0})
-    assert row.verdict == "faster" and "no verdict drawn" not in row.judgement
+    assert row.verdict == "faster" and row.judgement.unjudged is None
+    assert "no verdict drawn" not in judgement_text(row.judgement)

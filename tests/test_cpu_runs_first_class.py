@@ -161,6 +161,7 @@ def test_advise_try_on_a_cpu_shows_no_kernel_columns_or_gpu_sentence():
     from rich.console import Console
 
     from profiler.analysis.experiments import Plan, _bigger_batches
+    from profiler.analysis.records import TrialRecord
     from profiler.analysis.trial import BaselineRow, KernelChange, TrialRow
     from profiler.report.trial_view import print_trial, trial_html
 
@@ -181,7 +182,7 @@ def test_advise_try_on_a_cpu_shows_no_kernel_columns_or_gpu_sentence():
         )
     ]
     base = BaselineRow(status="ok", reason=None, p50_ms=4.0, processes=2)
-    trial = {"folder": "runs/x/trial", "wall_s": 10.0, "rounds_s": 8.0, "processes": 2}
+    trial = TrialRecord(folder="runs/x/trial", wall_s=10.0, rounds_s=8.0, processes=2)
     console = Console(record=True, width=160)
     print_trial(rows, base, trial, Plan([], {}), console)
     out = console.export_text()

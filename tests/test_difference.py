@@ -12,6 +12,7 @@ from profiler.analysis.difference import (
     NONE,
     explain_difference,
 )
+from profiler.report.sentences import difference_lines
 from profiler.runs.gpu_record import GpuSample, GpuState
 
 CONV = "sm80_xmma_fprop_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nchw"
@@ -41,7 +42,8 @@ def test_same_kernels_at_a_lower_clock():
     assert result.added == [] and result.removed == []
     assert result.kernel_time_ratio == pytest.approx(scale)
     assert (result.clock_a_mhz, result.clock_b_mhz) == (1980, 1755)
-    line = result.lines[0]
+    assert result.throttle_reasons_b == ["sw_power_cap"]  # idle left out
+    line = difference_lines(result)[0]
     assert line.startswith("same kernels at a lower SM clock in B: 1755 MHz against 1980 MHz")
     assert "(-11.4 %)" in line and "+12.8 %" in line
     assert "throttle reasons in B: sw_power_cap" in line
@@ -56,7 +58,9 @@ def test_different_kernels_are_named():
     assert [k.name for k in result.removed] == [CONV]
     assert result.added[0].share == pytest.approx(7000 / 11000)
     assert result.kernel_time_ratio == pytest.approx(1.0)  # GEMM and relu unchanged
-    assert WINOGRAD in result.lines[0] and CONV in result.lines[0]
+    line = difference_lines(result)[0]
+    assert line.startswith("different kernels (autotuning picked other algorithms?): B adds ")
+    assert f"{WINOGRAD} (63.6 %)" in line and f"B drops {CONV} (" in line
 
 
 def test_different_kernels_and_a_lower_clock():
@@ -69,13 +73,16 @@ def test_a_small_extra_kernel_is_listed_not_a_cause():
     result = explain_difference(A, b, state(1980), state(1980))
     assert result.cause == NONE
     assert [k.name for k in result.added] == [MEMSET]
-    assert "only in small kernels" in result.lines[0]
+    assert difference_lines(result)[0] == (
+        "kernel names differ only in small kernels (< 1 % of kernel time each): 1 added, 0 removed"
+    )
 
 
 def test_same_kernels_slower_at_the_same_clock():
     b = A.assign(total_us=A["total_us"] * 1.10)
     result = explain_difference(A, b, state(1980), state(1975))
-    assert result.cause == KERNEL_TIME and "+10.0 % in B at the same clock" in result.lines[0]
+    assert result.cause == KERNEL_TIME and result.kernel_time_moved
+    assert "+10.0 % in B at the same clock" in difference_lines(result)[0]
 
 
 def test_host_side_when_the_gpu_did_the_same():
@@ -84,7 +91,11 @@ def test_host_side_when_the_gpu_did_the_same():
     result = explain_difference(A, b, state(1980), state(1980), latency_ratio=1.2)
     assert result.kernel_time_ratio == pytest.approx(1.0)
     assert result.cause == HOST
-    assert "host-side" in result.lines[-1] and "+20.0 %" in result.lines[-1]
+    assert result.latency_ratio == 1.2 and not result.kernel_time_moved
+    assert difference_lines(result)[-1] == (
+        "same kernels, same kernel time: the latency difference (+20.0 %) is host-side "
+        "(launch overhead, scheduling, other processes)"
+    )
     assert explain_difference(A, b, state(1980), state(1980), latency_ratio=1.01).cause == NONE
 
 
@@ -94,5 +105,6 @@ def test_without_nvml_the_kernels_still_speak():
     result = explain_difference(A, b, absent, None)
     assert result.cause == KERNEL_TIME
     assert result.clock_a_mhz is None
-    assert "an unrecorded clock" in result.lines[0]
-    assert result.lines[-1] == "SM clock not recorded for A and B"
+    lines = difference_lines(result)
+    assert "an unrecorded clock" in lines[0]
+    assert lines[-1] == "SM clock not recorded for A and B"

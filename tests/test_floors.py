@@ -1,10 +1,10 @@
 """The floors of the package, held by its imports (docs/architecture.md).
 
-Bottom to top: the ground (errors, fsutil, signals); runs/ and trace/, which never import each
-other; analysis/; collect/, report/ and tools/, which never import each other; sweep/;
-commands/; cli/. A module imports only its own floor and the floors below it, nothing imports
-in a loop, and only collect/ imports torch. Read from the source (ast), so a lazy import inside a
-function counts the same as one at the top.
+Bottom to top: the ground (errors, fsutil, signals, notices, units); runs/ and trace/, which
+never import each other; analysis/; collect/, report/ and tools/, which never import each other;
+sweep/; commands/; cli/. A module imports only its own floor and the floors below it, nothing
+imports in a loop, and only collect/ imports torch. Read from the source (ast), so a lazy import
+inside a function counts the same as one at the top.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 from .conftest import ROOT
 
 PACKAGE = ROOT / "profiler"
-GROUND = {"errors", "fsutil", "signals", "notices", "__init__"}
+GROUND = {"errors", "fsutil", "signals", "notices", "units", "__init__"}
 #: floor -> the floors it may import (besides its own and the ground)
 MAY_IMPORT = {
     "runs": set(),

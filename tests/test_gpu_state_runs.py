@@ -12,6 +12,8 @@ import jsonschema
 import msgspec
 
 from profiler import runs
+from profiler.analysis.records import Explanation
+from profiler.report.sentences import difference_lines, explanation_line
 from profiler.runs.gpu_record import GpuSample, GpuState
 from tests.conftest import FIXTURES, ROOT
 
@@ -144,9 +146,10 @@ def test_compare_of_two_runs_names_the_kernels_that_differ(cli):
     assert e["cause"] == "kernels" and e["differs_in"] == ["batch_size"]
     assert e["same_config"] is False
     assert e["added"] and e["removed"]
-    assert e["added"][0]["name"] in e["line"]  # full names in --json
+    said = explanation_line(msgspec.convert(e, Explanation))  # the view's line, from the data
+    assert e["added"][0]["name"] in said and said.startswith("different kernels (the runs")
     assert all(0 < k["share"] <= 1 for k in e["added"] + e["removed"])
-    assert e["lines"][-1] == "SM clock not recorded for A and B"
+    assert said.endswith("; SM clock not recorded for A and B")
     assert e["clock_a_mhz"] is None and e["latency_ratio"] > 0
     # a side that is a bare trace: no run, no explanation (the key stays, null)
     data = validate(
@@ -179,7 +182,9 @@ def test_the_same_kernels_at_a_lower_clock(cli, tmp_path):
     assert e["cause"] == "clock" and e["same_config"] is True and e["differs_in"] == []
     assert (e["clock_a_mhz"], e["clock_b_mhz"]) == (1980, 1755)
     assert e["added"] == [] and e["removed"] == [] and e["kernel_time_ratio"] == 1.0
-    assert "throttle reasons in B: sw_power_cap" in e["line"]
+    assert e["throttle_reasons_b"] == ["sw_power_cap"]
+    said = explanation_line(msgspec.convert(e, Explanation))
+    assert "; throttle reasons in B: sw_power_cap" in said
 
 
 def test_a_side_without_gpu_state_still_explains_from_kernels(cli, tmp_path):
@@ -187,7 +192,10 @@ def test_a_side_without_gpu_state_still_explains_from_kernels(cli, tmp_path):
     b = copy_run(tmp_path / "b", GpuState(not_recorded="no NVML"))
     e = json_of(cli("compare", str(a), str(b), "--json"))["explanation"]
     assert e["cause"] == "none" and e["kernel_time_ratio"] == 1.0
-    assert e["lines"] == ["SM clock not recorded for B", "same kernels and kernel time"]
+    assert difference_lines(msgspec.convert(e, Explanation)) == [
+        "SM clock not recorded for B",
+        "same kernels and kernel time",
+    ]
     assert e["gpu_state_b"] == "GPU state: not recorded (no NVML)"
 
 

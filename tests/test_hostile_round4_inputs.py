@@ -13,9 +13,12 @@ import os
 import shutil
 from pathlib import Path
 
+import msgspec
 import pytest
 
+from profiler.analysis.records import Verdict
 from profiler.errors import UserError
+from profiler.report.sentences import verdict_method
 
 from .conftest import FIXTURES
 
@@ -352,7 +355,9 @@ def test_a_floor_that_is_none_is_one_note_and_the_default_stands_in(
     verdict = json.loads(done.stdout)["timed"]["verdict"]
     assert verdict["verdict"] == "undecided" and verdict["floor_source"] == "default"
     assert verdict["noise_floor"] == pytest.approx(0.33)
-    assert "a default floor of 33.0 % CV stands in" in verdict["method"]
+    assert verdict["design"] == "floor" and verdict["df"] is None
+    said = verdict_method(msgspec.convert(verdict, Verdict))
+    assert "a default floor of 33.0 % CV stands in" in said
 
 
 def test_a_floor_recorded_in_result_json_that_is_none(cli, tmp_path, monkeypatch, floors):
@@ -405,7 +410,8 @@ def test_the_verdict_refuses_a_floor_that_is_none(floor):
     verdict = compare([10.0], [10.5], noise_floor=floor)
     assert verdict.verdict == "undecided" and verdict.floor_source == "default"
     assert verdict.noise_floor == pytest.approx(0.33)
-    assert "the floor given" in verdict.method
+    assert verdict.floor_refused is not None
+    assert f"the floor given, {floor!r}, is no spread from 0 to 10" in verdict_method(verdict)
 
 
 # ---- R4-12: noise checks it can keep the floor before it measures ---------------------------

@@ -3,6 +3,8 @@ window marked inline (a run's headline, a sweep's table, advise --try's page), a
 does; `report --only-decided` leaves a sweep page's undecided cells out of its table, as
 `sweep --only-decided` does. Committed fixtures only; nothing is timed."""
 
+import msgspec
+
 from profiler.analysis.sweep import SweepAnalysis
 from profiler.analysis.trial import baseline_row, trial_rows
 from profiler.commands import report
@@ -55,7 +57,7 @@ def test_a_sweep_page_trims_each_cell_by_its_own_noise(tmp_path):
 
 def test_advise_try_page_trims_the_baseline_and_each_experiment():
     # CV 57.8 % and 16.9 %: two figures each
-    data = {**TRIAL, **trial("pytorch_fp16_bs8", "ttrt_fp16_bs8")}
+    data = msgspec.structs.replace(TRIAL, cells=trial("pytorch_fp16_bs8", "ttrt_fp16_bs8").cells)
     rows = trial_rows(data, SWEEP, {"launch-bound": 2.0})
     base = baseline_row(data, SWEEP)
     page = trial_html("runs/x", [], _Plan(), rows, base, data)

@@ -13,6 +13,7 @@ import msgspec
 from profiler.analysis.trial import judge
 from profiler.analysis.verdict import compare
 from profiler.report.compare_view import verdict_basis
+from profiler.report.trial_view import judgement_text
 
 from .conftest import ROOT
 
@@ -38,7 +39,7 @@ def test_one_process_a_side_is_within_one_window_and_draws_no_verdict_from_it():
     # the JSON carries the counts beside the interval
     data = json.loads(msgspec.json.encode(v))
     assert (data["processes_a"], data["processes_b"], data["design"]) == (1, 1, "floor")
-    one = judge(None, v.verdict, 1.0, 1 / v.high, 1 / v.low, None, (1, 1))
+    one = judgement_text(judge(None, v.verdict, 1.0, 1 / v.high, 1 / v.low, None, (1, 1)))
     assert "over 1 vs 1 processes, within one window a side" in one
 
 
@@ -49,5 +50,5 @@ def test_several_processes_are_counted_and_not_called_one_window():
     text = verdict_basis(v)
     n = len(medians)
     assert f"over {n} vs {n} processes" in text and "window" not in text
-    several = judge(2.0, v.verdict, 2.0, 1.9, 2.1, "estimate", (n, n))
+    several = judgement_text(judge(2.0, v.verdict, 2.0, 1.9, 2.1, "estimate", (n, n)))
     assert f"over {n} vs {n} processes" in several and "window" not in several

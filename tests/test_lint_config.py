@@ -76,3 +76,16 @@ def test_ci_and_the_readme_run_the_linter_and_the_type_checker_before_the_tests(
 def test_the_dev_extra_installs_the_tools():
     dev = PYPROJECT["project"]["optional-dependencies"]["dev"]
     assert any(d.startswith("ruff>=") for d in dev) and any(d.startswith("mypy>=") for d in dev)
+
+
+def test_ruff_leaves_out_only_the_output_folders_not_a_package_folder_of_the_same_name():
+    """``runs`` unanchored would also leave out profiler/runs/ (the records floor)."""
+    import subprocess
+
+    shown = subprocess.run(
+        ["ruff", "check", "--show-files", "."], cwd=ROOT, capture_output=True, text=True
+    ).stdout
+    checked = {line.strip() for line in shown.splitlines()}
+    package = {str(p) for p in (ROOT / "profiler").rglob("*.py")}
+    assert package <= checked, sorted(package - checked)[:5]
+    assert not any("/tests/fixtures/" in line for line in checked)

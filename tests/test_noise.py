@@ -100,17 +100,18 @@ def test_noise_suggests_pinning_only_to_cpus_that_exist(cpus, pinned):
     """`noise` on a 2-CPU machine suggests no `taskset -c 2-5`: only CPUs this process may run
     on, and nothing where there are too few to leave one out."""
     from profiler.analysis.floor import suggestions
+    from profiler.report.sentences import floor_tip
 
-    tips = " ".join(
-        suggestions(
-            {},
-            within_cv=0.01,
-            between_cv=0.01,
-            on_gpu=False,
-            command="python profile.py",
-            cpus=cpus,
-        )
+    found = suggestions(
+        {},
+        within_cv=0.01,
+        between_cv=0.01,
+        on_gpu=False,
+        command="python profile.py",
+        cpus=cpus,
     )
+    tips = " ".join(floor_tip(tip) for tip in found)
+    assert [tip.cpus for tip in found if tip.kind == "pin-cores"] == ([pinned] if pinned else [])
     if pinned is None:
         assert "taskset" not in tips
     else:

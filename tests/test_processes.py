@@ -510,6 +510,7 @@ def msgspec_replace_device(result):
 
 def test_floor_figures_and_suggestions():
     from profiler.analysis.floor import floor_of, suggestions
+    from profiler.report.sentences import floor_tip
 
     windows = [
         ProcessWindow((m, m + 0.2, m - 0.2) * 10, (0.9 * g,) * 5)
@@ -545,7 +546,17 @@ def test_floor_figures_and_suggestions():
         command="python profile.py",
         cpus=range(8),
     )
-    text = " ".join(tips)
+    assert [tip.kind for tip in tips] == [
+        "persistence-mode",
+        "clocks-float",
+        "launch-jitter",
+        "cpu-governor",
+        "pin-cores",
+        "more-processes",
+    ]
+    assert tips[1].clock_mhz == "1980" and tips[2].within_cv == 0.2
+    text = " ".join(floor_tip(tip) for tip in tips)
+    assert "the window's own spread (CV 20.0 %) is mostly host-side launch jitter" in text
     assert "nvidia-smi -pm 1" in text and "-lgc 1980,1980" in text and "--cuda-graphs" in text
     assert "performance" in text and "taskset" in text
 

@@ -11,6 +11,7 @@ import pytest
 
 from profiler.analysis.experiments import projection, promise
 from profiler.analysis.trial import judge
+from profiler.report.trial_view import judgement_text
 
 from .conftest import ROOT
 from .test_roofline_advice import WARM, _evidence, _fired, _result
@@ -45,7 +46,9 @@ def test_the_launch_bound_projection_is_an_estimate_the_h200_runs_beat():
     maxautotune = _p50("pytorch_fp16_bs8") / _p50("inductor_fp16_bs8_maxautotune")
     assert ttrt == pytest.approx(7.25, abs=0.005)
     assert maxautotune == pytest.approx(5.63, abs=0.006)
-    said = judge(projected, "faster", ttrt, ttrt * 0.9, ttrt * 1.1, advice.projection)
+    judged = judge(projected, "faster", ttrt, ttrt * 0.9, ttrt * 1.1, advice.projection)
+    assert (judged.outcome, judged.projection) == ("above", "estimate")
+    said = judgement_text(judged)
     assert "estimate" in said and "exceeded the estimate" in said
     assert "bound" not in said and "within" not in said
 
@@ -63,7 +66,7 @@ def test_every_h200_bound_holds_and_the_rest_are_estimates(base, changed, change
     for a in fired:  # the sweep's measured alternatives against each rule's own figure
         for name, cell in a.measured.items():
             if a.projection == "bound":
-                assert cell["speedup"] <= promise(a, {"backend": name}, config)
+                assert cell.speedup <= promise(a, {"backend": name}, config)
 
 
 def test_the_memory_bound_bound_holds_on_the_warm_sweep():
@@ -112,16 +115,19 @@ def test_every_h100_advise_try_row_against_its_projection():
     assert naming == ["launch-bound"]
     advice = _fired(_evidence("pytorch_fp16_bs8"))["launch-bound"]
     assert advice.projection == "estimate"
-    said = judge(6.37, "faster", 6.40, 4.65, 8.81, advice.projection)
-    assert said == (
+    judged = judge(6.37, "faster", 6.40, 4.65, 8.81, advice.projection)
+    assert judged.outcome == "exceeded" and judged.projected == 6.37
+    assert judgement_text(judged) == (
         "projected estimate 6.37x, measured 6.40x [4.65-8.81]: faster; the measured "
         "speedup exceeded the estimate (its interval reaches below it)"
     )
 
 
 def test_within_the_bound_only_when_it_is():
-    assert judge(4.0, "faster", 3.0, 2.5, 3.5, "bound").endswith("faster, within the bound")
-    beyond = judge(4.0, "faster", 5.0, 4.5, 5.5, "bound")
+    within = judge(4.0, "faster", 3.0, 2.5, 3.5, "bound")
+    assert within.outcome == "within"
+    assert judgement_text(within).endswith("faster, within the bound")
+    beyond = judgement_text(judge(4.0, "faster", 5.0, 4.5, 5.5, "bound"))
     assert "within" not in beyond and "exceeded the bound" in beyond
     assert "did not hold" in beyond
-    assert "within" not in judge(4.0, "faster", 3.0, 2.5, 3.5, "estimate")
+    assert "within" not in judgement_text(judge(4.0, "faster", 3.0, 2.5, 3.5, "estimate"))

@@ -177,12 +177,12 @@ def test_launch_bound_matches_what_the_sweep_measured():
     """Eager FP16 at bs 8 is launch-bound; TensorRT FP16 at bs 8 really was faster in the sweep,
     by more than the idle time allows nothing else to explain."""
     advice = _fired(_evidence("pytorch_fp16_bs8", sweep=WARM))["launch-bound"]
-    assert advice.measured["ttrt_fp16"]["speedup"] > 2
-    assert advice.measured["inductor_fp16"]["speedup"] > 1
+    assert advice.measured["ttrt_fp16"].speedup > 2
+    assert advice.measured["inductor_fp16"].speedup > 1
     assert round(100 * advice.figures["idle_share"]) == 81
     assert "81 % of the timed p50" in evidence(advice)["GPU idle"]
     # the projected bound holds: removing all idle time would allow at most 1 / (1 - idle)
-    assert advice.measured["ttrt_fp16"]["speedup"] <= 1 / (1 - 0.81)
+    assert advice.measured["ttrt_fp16"].speedup <= 1 / (1 - 0.81)
     assert "launch-bound" in _fired(_evidence("inductor_fp16_bs8"))
     for run in (
         "ttrt_fp16_bs8",
@@ -199,7 +199,7 @@ def test_fp32_on_cuda_cores_quotes_the_fp16_cell_of_the_sweep():
     assert evidence(advice)["in Tensor Core kernels"] == "0 %"
     assert "the sweep measured pytorch_fp16" in projected_gain(advice)
     bs8 = WARM[WARM["bs"] == 8].set_index("backend")["p50_ms"]
-    assert advice.measured["pytorch_fp16"]["speedup"] == pytest.approx(
+    assert advice.measured["pytorch_fp16"].speedup == pytest.approx(
         bs8["pytorch_fp32"] / bs8["pytorch_fp16"], abs=0.01
     )
     for run in ("ttrt_fp32_bs8", "pytorch_fp16_bs8"):  # TF32 on Tensor Cores; half precision
@@ -290,7 +290,7 @@ def test_advice_figures_are_numbers_and_every_rule_is_worded():
     """Analysis returns numbers (report/advice_view words them): the only text in a rule's
     figures are names (GPU, kernel, category), never a formatted number."""
     from profiler.analysis.advice import RULES
-    from profiler.report.advice_view import WORDING, advice_dict
+    from profiler.report.advice_view import WORDING, advice_record
 
     names = {"gpu", "compute_capability", "largest", "largest_category"}
     fired = [
@@ -307,5 +307,5 @@ def test_advice_figures_are_numbers_and_every_rule_is_worded():
     for a in fired:
         for key, value in a.figures.items():
             assert key in names or not isinstance(value, str), (a.rule, key, value)
-        worded = advice_dict(a)
-        assert worded["evidence"] and all(isinstance(v, str) for v in worded["evidence"].values())
+        worded = advice_record(a)
+        assert worded.evidence and all(isinstance(v, str) for v in worded.evidence.values())

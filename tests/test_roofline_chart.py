@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from profiler.report.sentences import roof_label, roof_name, roofline_title
+
 from .conftest import FIXTURES
 
 H200 = FIXTURES / "h200"
@@ -38,7 +40,7 @@ def test_one_roof_per_precision_and_each_point_against_its_own(points):
     assert roofs["tf32"].peak_tflops == 494.7
     assert {r.peak_gbs for r in chart.roofs} == {4800.0}
     drawn = {p.label: p for p in chart.points}
-    assert {label: p.roof for label, p in drawn.items()} == {
+    assert {label: p.roof.key for label, p in drawn.items()} == {
         "pytorch_fp16_bs8": "fp16",
         "pytorch_fp32_bs8": "fp32",
         "ttrt_fp16_bs8": "fp16",
@@ -46,7 +48,7 @@ def test_one_roof_per_precision_and_each_point_against_its_own(points):
     }
     # every point sits under its own roof (an FP16 point above the FP32 roof is no error)
     for p in chart.points:
-        assert p.achieved_tflops <= roofs[p.roof].at(p.intensity)
+        assert p.achieved_tflops <= p.roof.at(p.intensity) and p.roof is roofs[p.roof.key]
     assert chart.backends == ["pytorch_fp16", "pytorch_fp32", "ttrt_fp16", "ttrt_fp32"]
     assert [p.backend for p in chart.points] == chart.backends
 
@@ -101,7 +103,9 @@ def test_no_absolute_path_in_the_title():
     }
     where = "/home/someone/.cache/infer-profiler/peaks/NVIDIA_H200.json"
     chart = chart_data([("a", _roofline("pytorch_fp16_bs8", peaks, where))])
-    assert "/home" not in chart.title and "measured (NVIDIA_H200.json)" in chart.title
+    assert chart.sources[0].startswith("measured (NVIDIA_H200.json): fp16 with torch.mm")
+    title = roofline_title(chart)
+    assert "/home" not in title and "measured (NVIDIA_H200.json)" in title
     assert chart.roofs[0].peak_gbs == 4000.0
 
 
@@ -126,8 +130,13 @@ def test_same_precision_on_two_gpus_gets_two_roofs():
             ("measured", _roofline("pytorch_fp16_bs8", peaks, "p.json")),
         ]
     )
-    assert [r.key for r in chart.roofs] == ["fp16", "fp16, 4,000 GB/s"]
-    assert [p.roof for p in chart.points] == ["fp16", "fp16, 4,000 GB/s"]
+    assert [(r.key, r.peak_gbs, r.apart) for r in chart.roofs] == [
+        ("fp16", 4800.0, False),
+        ("fp16", 4000.0, True),
+    ]
+    assert [p.roof for p in chart.points] == chart.roofs
+    assert [roof_name(r) for r in chart.roofs] == ["fp16", "fp16, 4,000 GB/s"]
+    assert roof_label(chart.roofs[1]) == "fp16, 4,000 GB/s roof: 4,000 GB/s, 700 TFLOP/s"
 
 
 def test_the_html_chart_is_the_same_figure(points, monkeypatch):

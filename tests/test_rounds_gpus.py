@@ -13,6 +13,7 @@ import pytest
 from profiler import signals
 from profiler.analysis.gpu_offsets import gpu_offsets
 from profiler.report.benchmark_view import gpu_offset_lines
+from profiler.report.sentences import verdict_method
 from profiler.runs.samples import ConfigSamples, ProcessWindow
 from profiler.sweep import rounds
 
@@ -298,19 +299,21 @@ def test_a_verdict_says_where_its_windows_ran_and_how_the_gpu_offset_is_handled(
     both = judge(a, b)
     # GPU time pairs (6 rounds): each pair on one GPU, the 10 % offset cancels
     assert both.gpu_time.design == "paired"
-    assert "each pair's two windows on one GPU (one process)" in both.gpu_time.method
+    assert len(both.gpu_time.gpus_a) == 7 and set(both.gpu_time.gpus_a) == {"0", "1"}
+    assert "each pair's two windows on one GPU (one process)" in verdict_method(both.gpu_time)
     assert both.gpu_time.low == pytest.approx(both.gpu_time.high)  # identical pair ratios
     # latency is unpaired at its measured rho: the GPU is named as a factor, per side
     assert both.latency.design == "unpaired"
     on = {g: sum(1 for w in a.windows if w.gpu == g) for g in ("0", "1")}
     assert (
         f"GPU a recorded factor, not paired out: A's windows by GPU 0:{on['0']} 1:{on['1']}"
-    ) in both.latency.method and on["0"] + on["1"] == 7
+    ) in verdict_method(both.latency) and on["0"] + on["1"] == 7
     one_gpu = rounds.sample(
         cells, {}, 6, say=lambda _: None, round_runner=FakeGpus(), gpus=["0"], groups=groups
     )
     alone = judge(*(ConfigSamples(tuple(one_gpu.windows[k])) for k in ("fp32_bs1", "ttrt_bs1")))
-    assert "GPU" not in alone.latency.method.split("; ")[-1]
+    assert alone.latency.gpus_a is None and alone.latency.gpus_b is None
+    assert "GPU" not in verdict_method(alone.latency).split("; ")[-1]
 
 
 H100X4 = Path(__file__).parent / "fixtures" / "h100x4_sweep" / "runs" / "g4"
@@ -361,5 +364,5 @@ def test_the_real_sweeps_gpu_time_verdicts_say_the_gpu_offset_cancels():
     assert both.gpu_time.design == "paired" and both.gpu_time.verdict == "faster"
     assert (
         "windows on GPUs 0,1,2,3; each pair's two windows on one GPU (one process)"
-        in both.gpu_time.method
+        in verdict_method(both.gpu_time)
     )

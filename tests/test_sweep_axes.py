@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from profiler.analysis.benchmark import benchmark_table
+from profiler.analysis.records import BenchmarkCell
 from profiler.errors import UserError
 from profiler.report.benchmark_view import markdown
 from profiler.runs import manifest
@@ -131,15 +132,19 @@ def test_speedup_compares_cells_with_the_same_values(tmp_path, monkeypatch):
     )
     monkeypatch.setattr(
         benchmark,
-        "_result_columns",
-        lambda result, metrics: {
-            "p50_ms": next(
-                v
-                for (b, t), v in p50.items()
-                if result.name
-                == sweep.cell_name(b, 8, "transformer", "generate", {"max_new_tokens": t})
-            )
-        },
+        "_finished",
+        lambda manifest, cell, result, samples: BenchmarkCell(
+            model=manifest.model,
+            device="",
+            backend=cell.backend,
+            bs=cell.batch_size,
+            baseline=manifest.baseline,
+            status=cell.status,
+            reason="",
+            gpu="",
+            node="",
+            p50_ms=p50[(cell.backend, cell.axis["max_new_tokens"])],
+        ),
     )
     manifest = _manifest(cells)
     frame = benchmark_table(tmp_path, manifest)

@@ -14,6 +14,7 @@ import pytest
 from rich.console import Console
 
 from profiler.analysis.headline import CompareTimed, compare_timed
+from profiler.analysis.records import TrialRecord
 from profiler.analysis.trial import BaselineRow
 from profiler.runs.result import read_result
 from profiler.runs.samples import ConfigSamples, ProcessWindow, record_processes
@@ -441,7 +442,7 @@ def _trial_rows():
 BASE = BaselineRow(
     status="ok", reason=None, processes=5, p50_ms=5.1, gpu_ms=3.0, bound="launch-bound"
 )
-TRIAL = {"folder": "runs/advise_x", "wall_s": 10.0, "rounds_s": 5.0, "processes": 5}
+TRIAL = TrialRecord(folder="runs/advise_x", wall_s=10.0, rounds_s=5.0, processes=5)
 
 
 class _Plan:

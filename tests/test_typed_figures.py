@@ -1,7 +1,8 @@
 """The figures leave the analysis as typed records (profiler.analysis.records), the views read
 their attributes, --json prints the same records, and docs/schema/ describes every field of
-them: a program reading `compare --json` or `summarize --json` decodes the timed headline with
-the published types. Committed runs only; nothing is timed."""
+them: a program reading `compare --json`, `summarize --json`, `sweep --json`, `advise --json`
+or `peaks --json` decodes them with the published types. A sweep's table is built in one pass
+from one typed record per cell. Committed runs only; nothing is timed."""
 
 import json
 import subprocess
@@ -9,8 +10,10 @@ import sys
 
 import msgspec
 
+from profiler.analysis.benchmark import PHASE_COLUMNS
 from profiler.analysis.records import (
     AdviceRecord,
+    BenchmarkCell,
     CompareTimed,
     Explanation,
     GpuStateFigures,
@@ -20,7 +23,9 @@ from profiler.analysis.records import (
     plain,
 )
 from profiler.analysis.run import Comparison, RunAnalysis
+from profiler.analysis.sweep import SweepAnalysis
 from profiler.runs.gpu_record import GpuState
+from profiler.runs.manifest import axis_options
 
 from .conftest import FIXTURES, ROOT
 
@@ -45,7 +50,9 @@ def _free_form(schema: dict, name: str, seen: set[str] | None = None) -> list[st
             ref = node.get("$ref")
             if ref:
                 found.extend(_free_form(schema, ref.rsplit("/", 1)[1], seen))
-            elif node.get("type") == "object" and "properties" not in node:
+            elif node.get("type") == "object" and not {"properties", "additionalProperties"} & set(
+                node
+            ):  # a dict[str, Any]: neither its keys nor its values named
                 found.append(path)
             for key, value in node.items():
                 walk(value, f"{path}/{key}")
@@ -149,7 +156,7 @@ def test_a_sweeps_table_and_gpu_offsets_read_each_cell_once(tmp_path, monkeypatc
     reads = []
     real = benchmark.try_read_result
     monkeypatch.setattr(benchmark, "try_read_result", lambda path: reads.append(path) or real(path))
-    frame, manifest, _ = write_tables(SimpleNamespace(sweep_dir=folder))
+    _, frame, manifest, _ = write_tables(SimpleNamespace(sweep_dir=folder))
     assert len(reads) == len(set(reads)) == len(manifest.cells)
     assert frame.equals(alone)
 
@@ -191,3 +198,124 @@ def test_summarize_phases_read_back_as_their_record(cli):
     assert done.code == 0, done.stderr
     phases = msgspec.convert(json.loads(done.stdout)["phases"], PhaseTables)
     assert phases.has_kernels and {"encode", "decode"} <= {r["phase"] for r in phases.phases}
+
+
+def test_a_sweeps_table_is_built_in_one_pass_from_one_typed_record_per_cell(monkeypatch):
+    """Each cell's record is built once (cell_figures: its noise, memory, compile time and
+    roofline read once), its verdicts against the baseline's cell taken once, and the frame
+    the views slice is built from the typed rows alone: with the analysis made to fail, the
+    rows give the frame benchmark_table gives."""
+    from collections import Counter
+
+    from profiler.analysis import benchmark
+    from profiler.runs.manifest import read_manifest
+
+    manifest = read_manifest(SESSION)
+    alone = benchmark.benchmark_table(SESSION, manifest)
+    built, entered = Counter(), Counter()
+    real_figures = benchmark.cell_figures
+
+    def counted_figures(manifest, analysed):
+        built[analysed.name] += 1
+        return real_figures(manifest, analysed)
+
+    def counting(name):
+        real = getattr(benchmark, name)
+        return lambda *args, **kwargs: entered.update([name]) or real(*args, **kwargs)
+
+    analysis = ("window_noise", "memory_figures", "compile_time", "roofline_of")
+    monkeypatch.setattr(benchmark, "cell_figures", counted_figures)
+    for name in (*analysis, "verdicts_between"):
+        monkeypatch.setattr(benchmark, name, counting(name))
+    rows = benchmark.benchmark_rows(SESSION, manifest)
+    assert all(isinstance(row, BenchmarkCell) for row in rows)
+    assert built == Counter(dict.fromkeys(manifest.cells, 1))
+    finished = [row for row in rows if row.status == "ok"]
+    assert [entered[name] for name in analysis] == [len(finished)] * len(analysis)
+    judged = [row for row in finished if row.backend != manifest.baseline]
+    assert entered["verdicts_between"] == len(judged) == 2
+
+    def fail(*args, **kwargs):
+        raise AssertionError("the frame is built from the rows alone")
+
+    for name in (*analysis, "verdicts_between", "cell_figures", "try_read_result"):
+        monkeypatch.setattr(benchmark, name, fail)
+    assert benchmark.benchmark_frame(rows, manifest).equals(alone)
+
+
+def test_a_sweeps_rows_carry_both_figures_speedups_intervals_and_verdicts():
+    """SweepAnalysis.rows: each figure's speedup, its 95 % interval and its verdict, the
+    classification and the noise, read as attributes; `sweep --json`'s cells decode back into
+    the same records, and the schema names every field."""
+    from profiler.report.benchmark_view import benchmark_json
+
+    sweep = SweepAnalysis(FIXTURES / "h100x4_sweep" / "runs" / "g4")
+    cell = {(row.backend, row.bs): row for row in sweep.rows}
+    base, inductor = cell[("pytorch_fp32", 8)], cell[("inductor_fp16", 8)]
+    assert (base.speedup, base.verdict, base.gpu_verdict) == (1.0, "baseline", "baseline")
+    assert (base.bound, base.processes, base.gpus) == ("launch-bound", 6, "0;1;2;3")
+    assert base.noise == "noisy; bimodal; drifting" and base.cv_pct > 10
+    assert (inductor.verdict, inductor.gpu_verdict) == ("faster", "faster")
+    assert inductor.speedup_low < inductor.speedup < inductor.speedup_high
+    assert inductor.gpu_speedup_low < inductor.gpu_speedup < inductor.gpu_speedup_high
+    frame = sweep.benchmark.set_index(["backend", "bs"])
+    assert inductor.gpu_speedup == frame.loc[("inductor_fp16", 8)]["gpu_speedup"]
+    cells = benchmark_json(sweep.rows, sweep.manifest, sweep.folder)["cells"]
+    assert msgspec.convert(json.loads(json.dumps(cells)), list[BenchmarkCell]) == sweep.rows
+    assert _free_form(_schema("benchmark"), "Benchmark") == []
+    fields = list(BenchmarkCell.__struct_fields__)
+    assert fields[4:9] == list(axis_options()) and fields[-len(PHASE_COLUMNS) :] == PHASE_COLUMNS
+
+
+def test_advise_reads_back_as_its_records_and_the_judgement_is_data(cli):
+    """`advise --json` decodes into the published document (its advice, plan, trial, rows);
+    a row's judgement is data (Judgement) the views word, and trial.json is a TrialRecord."""
+    from profiler.analysis.records import Judgement, TrialCellRecord, TrialRecord, TrialRow
+    from profiler.analysis.trial import baseline_row, trial_rows
+    from profiler.cli.documents import Advise
+    from profiler.report.trial_view import judgement_text
+
+    done = cli("advise", str(SESSION / "pytorch_fp16_bs8"), "--json")
+    assert done.code == 0, done.stderr
+    document = msgspec.convert(json.loads(done.stdout), Advise)
+    assert document.plan and document.plan[0].changes == {"cuda_graphs": True}
+    assert document.trial is None and document.rows is None
+    baseline = TrialCellRecord(
+        label="baseline", changes={}, rules=[], folder="pytorch_fp16_bs8", status="ok"
+    )
+    ttrt = TrialCellRecord(
+        label="backend ttrt_fp16",
+        changes={"backend": "ttrt_fp16"},
+        rules=["launch-bound"],
+        folder="ttrt_fp16_bs8",
+        status="ok",
+    )
+    trial = TrialRecord(folder="runs/advise_x", cells=[baseline, ttrt])
+    [row] = trial_rows(trial, SESSION, {"launch-bound": 2.0})
+    assert isinstance(row, TrialRow) and isinstance(row.judgement, Judgement)
+    assert (row.judgement.speedup, row.judgement.low) == (row.speedup, row.low)
+    assert row.judgement.projected == 2.0 and row.judgement.projection == "estimate"
+    assert judgement_text(row.judgement).startswith("projected estimate 2.00x, measured ")
+    data = {
+        **json.loads(done.stdout),
+        "trial": plain(trial),
+        "baseline": plain(baseline_row(trial, SESSION)),
+        "rows": plain([row]),
+    }
+    assert msgspec.convert(json.loads(json.dumps(data)), Advise).rows == [row]
+    assert _free_form(_schema("advise"), "Advise") == []
+
+
+def test_the_peaks_document_and_the_backend_notes_are_typed():
+    """A committed `peaks` measurement (H100) decodes into the published peaks document, read
+    by attribute; result.json's backend notes name their facts in the schema."""
+    from profiler.cli.documents import Peaks, schema_id
+
+    data = json.loads((ROOT / "docs" / "gpu" / "h100" / "peaks.json").read_text())
+    peaks = msgspec.convert({"$schema": schema_id("peaks"), **data}, Peaks)
+    assert peaks.machine.device == "NVIDIA H100 80GB HBM3" and peaks.method.sizes.matmul_n == 8192
+    assert peaks.matmul_detail["fp16"].tflops == peaks.matmul_tflops["fp16"] > 700
+    assert peaks.copy.gb_per_s > 2000
+    assert _free_form(_schema("peaks"), "Peaks") == []
+    notes = _schema("result")["$defs"]["BackendNotes"]["properties"]
+    assert {"compile_s", "load_s", "warnings", "engine_memory"} <= set(notes)

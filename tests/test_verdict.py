@@ -14,6 +14,7 @@ from profiler.analysis.verdict import (
     UNDECIDED,
     compare,
 )
+from profiler.report.sentences import verdict_method
 
 
 def processes(rng, count, median=5.0, iters=200, within=0.03, between=0.0):
@@ -34,7 +35,7 @@ def test_identical_samples_are_same():
     assert result.ratio == pytest.approx(1.0)
     assert 0.98 <= result.low <= 1.0 <= result.high <= 1.02
     assert (result.processes_a, result.processes_b) == (5, 5)
-    assert result.noise_floor is None and "Welch t-interval" in result.method
+    assert result.noise_floor is None and "Welch t-interval" in verdict_method(result)
     assert result.design == "unpaired" and result.figure == LATENCY
 
 
@@ -77,7 +78,9 @@ def test_one_process_per_side_five_percent_is_undecided():
     assert result.ratio > 1.03  # the iterations alone would call it
     assert result.verdict == UNDECIDED and result.design == "floor"
     assert result.noise_floor == FIGURES[LATENCY].default_floor == 0.33
-    assert result.floor_source == "default" and "default floor of 33.0 % CV" in result.method
+    assert result.floor_source == "default" and "default floor of 33.0 % CV" in verdict_method(
+        result
+    )
 
 
 def test_one_process_per_side_far_beyond_a_small_floor_is_called():

@@ -32,6 +32,7 @@ from profiler.analysis.verdict import (
     design_for,
     pairing_pays,
 )
+from profiler.report.sentences import fdr_note, verdict_method
 from profiler.runs.result import read_result
 from profiler.runs.samples import (
     GPU_BOUND,
@@ -168,7 +169,8 @@ def test_pairing_matters_with_strong_shared_offsets():
     assert paired.half_width < welch.half_width / 5
     assert paired.verdict == SLOWER and 1.03 < paired.low < 1.05 < paired.high < 1.07
     assert welch.verdict == UNDECIDED
-    assert "paired t-interval" in paired.method and "4 degrees of freedom" in paired.method
+    assert paired.df == 4 and "paired t-interval" in verdict_method(paired)
+    assert "4 degrees of freedom" in verdict_method(paired)
 
 
 def test_when_pairing_pays():
@@ -222,7 +224,7 @@ def test_quiet_identical_configs_are_same_by_tost():
     assert v.verdict == SAME
     assert 0.98 <= v.same_low <= v.ratio <= v.same_high <= 1.02
     assert v.low < v.same_low and v.same_high < v.high  # the 90 % interval is the narrower
-    assert "TOST" in v.method
+    assert "TOST" in verdict_method(v)
 
 
 def test_a_five_percent_difference_is_not_same():
@@ -298,7 +300,8 @@ def test_false_discoveries_over_sweeps_of_identical_cells_are_controlled():
         raw += any(v.verdict in DECIDED for v in verdicts)
         held = control_fdr(verdicts)
         controlled += any(v.verdict in DECIDED for v in held)
-        assert all(v.fdr and "Benjamini-Hochberg over 16" in v.fdr for v in held)
+        assert all(v.fdr_comparisons == 16 and v.fdr_q == 0.05 for v in held)
+        assert "Benjamini-Hochberg over 16 comparisons, q = 0.05" == fdr_note(held[0])
     assert raw / 200 > 0.12  # the raw verdicts: many sweeps with a false call
     assert controlled / 200 <= 0.05
 
@@ -340,12 +343,12 @@ def test_the_floor_design_uses_the_floor_given():
     assert v.low == pytest.approx(math.exp(math.log(1.1) - 1.959964 * se), rel=1e-5)
     assert v.high == pytest.approx(math.exp(math.log(1.1) + 1.959964 * se), rel=1e-5)
     assert v.p_value == pytest.approx(math.erfc(math.log(1.1) / se / math.sqrt(2)))
-    assert "a given floor of 5.0 % CV" in v.method
+    assert v.df is None and "a given floor of 5.0 % CV" in verdict_method(v)
     # one process against three: se = floor x sqrt(1 + 1/3), B's geometric mean
     three = compare([10.0], [10.0, 12.0, 11.0], noise_floor=0.05)
     assert three.ratio == pytest.approx((10 * 12 * 11) ** (1 / 3) / 10)
     assert three.half_width == pytest.approx(1.959964 * 0.05 * math.sqrt(4 / 3))
-    assert "(1 vs 3)" in three.method
+    assert "(1 vs 3)" in verdict_method(three)
 
 
 @pytest.mark.parametrize("figure", [LATENCY, GPU_TIME])
@@ -353,7 +356,7 @@ def test_the_floor_design_falls_back_to_each_figures_default(figure):
     floor = FIGURES[figure].default_floor
     words = f"a default floor of {100 * floor:.1f} % CV"
     v = compare([10.0], [10.0], figure=figure)
-    assert v.noise_floor == floor and v.floor_source == "default" and words in v.method
+    assert v.noise_floor == floor and v.floor_source == "default" and words in verdict_method(v)
     assert v.half_width == pytest.approx(1.959964 * floor * math.sqrt(2))
     assert v.figure == figure and v.verdict == UNDECIDED
 
@@ -519,7 +522,8 @@ def test_control_family_holds_each_figure_and_keeps_the_lines():
     family = [judge(a, launch), None, judge(a, same)]
     held = control_family(family)
     assert held[1] is None
-    assert held[0].latency.fdr and held[0].gpu_time.fdr and held[2].latency.fdr
+    assert held[0].latency.fdr_comparisons == held[0].gpu_time.fdr_comparisons == 2
+    assert held[2].latency.fdr_comparisons == 2
     assert held[0].latency.verdict == FASTER and held[2].latency.verdict == SAME
     assert held[0].lines == family[0].lines  # the launch-bound lines, counts included
     assert held[0].latency_processes_for_5pct == family[0].latency_processes_for_5pct
@@ -616,20 +620,20 @@ def test_advise_quotes_the_cuda_graphs_experiment_with_the_lever(tmp_path):
 
     import numpy as np
 
+    from profiler.analysis.records import TrialCellRecord
     from profiler.analysis.trial import cuda_graphs_latency
+
+    def cell(status, changes, folder):
+        return TrialCellRecord(label="", changes=changes, rules=[], folder=folder, status=status)
 
     runs = Path(__file__).parent / "fixtures" / "h200" / "runs"
     for name in ("graphs", "graphs_and_bs"):
         shutil.copytree(runs / "pytorch_fp16_bs8", tmp_path / name)
     cells = [
-        {
-            "status": "ok",
-            "changes": {"cuda_graphs": True, "batch_size": 16},
-            "folder": "graphs_and_bs",
-        },
-        {"status": "failed", "changes": {"cuda_graphs": True}, "folder": "missing"},
+        cell("ok", {"cuda_graphs": True, "batch_size": 16}, "graphs_and_bs"),
+        cell("failed", {"cuda_graphs": True}, "missing"),
     ]
     assert cuda_graphs_latency(cells, tmp_path) is None
-    cells.append({"status": "ok", "changes": {"cuda_graphs": True}, "folder": "graphs"})
+    cells.append(cell("ok", {"cuda_graphs": True}, "graphs"))
     window = np.loadtxt(tmp_path / "graphs" / "latency.csv", delimiter=",", skiprows=1)[:, 1]
     assert cuda_graphs_latency(cells, tmp_path) == pytest.approx(float(np.median(window)))

@@ -21,6 +21,7 @@ from typing import Any, TypeAlias
 
 import pandas as pd
 
+from profiler.analysis.records import MeasuredAlternative, ProjectionKind
 from profiler.analysis.roofline import Roofline, dense_ratio
 
 
@@ -57,23 +58,25 @@ class Advice:
     #: the numbers the rule saw, by name (each rule's own; report.advice_view words them)
     figures: dict[str, Any]
     source: str
-    measured: dict[str, Any] = field(default_factory=dict)  # what the sweep measured for the action
+    #: what the sweep measured for the action: backend -> its cell at the same batch size
+    measured: dict[str, MeasuredAlternative] = field(default_factory=dict)
     #: "bound" or "estimate" (the rule's Projection), None when the rule projects no number
-    projection: str | None = None
+    projection: ProjectionKind | None = None
 
 
-BOUND, ESTIMATE = "bound", "estimate"
+BOUND: ProjectionKind = "bound"
+ESTIMATE: ProjectionKind = "estimate"
 
 #: what a rule's check returns when it fires: the figures it saw and what a sweep measured for
 #: the action (Advice.figures and .measured); None when it does not fire
-Fired: TypeAlias = tuple[dict[str, Any], dict[str, Any]] | None
+Fired: TypeAlias = tuple[dict[str, Any], dict[str, MeasuredAlternative]] | None
 
 
 @dataclass(frozen=True)
 class Projection:
     """How a rule projects its speedup: ``kind`` BOUND or ESTIMATE, and the formula."""
 
-    kind: str
+    kind: ProjectionKind
     formula: str
 
 
@@ -95,18 +98,18 @@ def _sweep_cell(ev: Evidence, backend: str) -> pd.Series | None:
     return rows.iloc[0] if len(rows) else None
 
 
-def _measured_alternatives(ev: Evidence, backends: list[str]) -> dict[str, Any]:
+def _measured_alternatives(ev: Evidence, backends: list[str]) -> dict[str, MeasuredAlternative]:
     """p50 of other backends at the same batch size in the sweep, and their speedup over this."""
     here = _sweep_cell(ev, ev.backend)
     base = float(here["p50_ms"]) if here is not None else ev.p50_ms
-    found: dict[str, Any] = {}
+    found: dict[str, MeasuredAlternative] = {}
     for name in backends:
         cell = _sweep_cell(ev, name)
         if cell is not None and name != ev.backend and base:
-            found[name] = {
-                "p50_ms": round(float(cell["p50_ms"]), 4),
-                "speedup": round(base / float(cell["p50_ms"]), 2),
-            }
+            found[name] = MeasuredAlternative(
+                p50_ms=round(float(cell["p50_ms"]), 4),
+                speedup=round(base / float(cell["p50_ms"]), 2),
+            )
     return found
 
 

@@ -1,6 +1,8 @@
-"""A sweep's benchmark table: one row per cell, built from the manifest and each cell's
-result.json (profiler.report.benchmark_view writes it as benchmark.csv and benchmark.md and
-prints it).
+"""A sweep's benchmark table: one typed row per cell (profiler.analysis.records.BenchmarkCell),
+built in one pass from the manifest and each cell's one read of its result.json and windows
+(cell_analyses -> cell_figures -> the speedups against the baseline's cells, the verdicts held
+over the sweep -> benchmark_rows); benchmark_frame turns the rows into the frame
+profiler.report.benchmark_view writes as benchmark.csv and benchmark.md and prints.
 
 Columns (times in ms, as the timed window measured them; the trace figures come from the
 profiled steps, summarized with profiler.trace):
@@ -71,8 +73,8 @@ import pandas as pd
 
 from profiler.analysis.gpu_offsets import GpuOffset, gpu_offsets
 from profiler.analysis.headline import memory_figures, verdicts_between, window_noise
-from profiler.analysis.records import TimedVerdicts
-from profiler.analysis.roofline import roofline_of
+from profiler.analysis.records import BenchmarkCell, TimedVerdicts, Verdict, plain
+from profiler.analysis.roofline import Roofline, roofline_of
 from profiler.analysis.timed_verdict import control_family
 from profiler.analysis.verdict import GPU_TIME, LATENCY
 from profiler.runs import backends as backend_facts
@@ -86,72 +88,15 @@ from profiler.runs.samples import ConfigSamples, config_samples
 NOT_FINITE = "output holds NaN or Inf"
 PHASE_COLUMNS = ["wall_s", *(f"{phase}_s" for phase in PHASE_ORDER)]
 ROOFLINE_COLUMNS = ["tflops", "pct_peak_compute", "gbs", "pct_peak_bandwidth", "flop_per_byte"]
-COLUMNS = [
-    "model",
-    "device",
-    "backend",
-    "bs",
-    "mean_ms",
-    "p50_ms",
-    "p90_ms",
-    "p99_ms",
-    "gpu_compute_ms",
-    "enqueue_ms",
-    "bound",
-    "throughput_per_s",
-    "speedup",
-    "speedup_low",
-    "speedup_high",
-    "verdict",
-    "gpu_speedup",
-    "gpu_speedup_low",
-    "gpu_speedup_high",
-    "gpu_verdict",
-    "verdict_note",
-    "processes",
-    "gpus",
-    "baseline",
-    "ready_s",
-    "compile_s",
-    "compile_what",
-    "rel_l2_error",
-    "tensor_core_pct",
-    "gpu_util_pct",
-    "cv_pct",
-    "noise",
-    "peak_allocated_mib",
-    "peak_reserved_mib",
-    "engine_mib",
-    *ROOFLINE_COLUMNS,
-    "ttft_ms",
-    "token_p50_ms",
-    "token_p99_ms",
-    "tokens_per_s",
-    "token_agreement",
-    "status",
-    "reason",
-    "gpu",
-    "node",
-    "elapsed_s",
-    *PHASE_COLUMNS,
-]
+#: benchmark.csv's columns: the fields of a cell's record (BenchmarkCell), the swept options'
+#: left out (axis_columns: a sweep has a column of an option only when it was given a list of it)
+COLUMNS = [name for name in BenchmarkCell.__struct_fields__ if name not in axis_options()]
 GENERATION_COLUMNS = ("ttft_ms", "token_p50_ms", "token_p99_ms", "tokens_per_s", "token_agreement")
 
 
-def roofline_columns(result: RunResult) -> dict[str, Any]:
-    """The roofline figures of one cell's result (empty without roofline_inputs)."""
-    if result.roofline_inputs is None:
-        return {}
-    r = roofline_of(result, peaks_dir())
-    if r is None:
-        return {}
-    return {
-        "tflops": r.achieved_tflops,
-        "pct_peak_compute": r.pct_of_compute,
-        "gbs": r.achieved_gbs,
-        "pct_peak_bandwidth": r.pct_of_bandwidth,
-        "flop_per_byte": r.intensity,
-    }
+def _roofline(result: RunResult) -> Roofline | None:
+    """One cell's roofline against this machine's ceilings (None without roofline_inputs)."""
+    return None if result.roofline_inputs is None else roofline_of(result, peaks_dir())
 
 
 def compile_time(result: RunResult) -> tuple[float | None, str]:
@@ -165,21 +110,6 @@ def compile_time(result: RunResult) -> tuple[float | None, str]:
     if family.compiles_on_first_call:
         return float(result.timing.first_call_s), "first call (torch.compile)"
     return None, ""
-
-
-def generation_columns(result: RunResult) -> dict[str, Any]:
-    """TTFT, per-token p50/p99, tokens/s and token agreement of a --workload generate run."""
-    generation = result.generation
-    if generation is None:
-        return {}
-    tokens = result.numerics.tokens if result.numerics else None
-    return {
-        "ttft_ms": generation.ttft_ms.p50,
-        "token_p50_ms": generation.per_token_ms.p50,
-        "token_p99_ms": generation.per_token_ms.p99,
-        "tokens_per_s": generation.tokens_per_s,
-        "token_agreement": tokens.positions_equal if tokens else None,
-    }
 
 
 def axis_columns(manifest: SweepManifest) -> list[str]:
@@ -243,9 +173,6 @@ FLOAT_COLUMNS = (
     *PHASE_COLUMNS,
 )
 
-#: a cell's run and its samples, as the verdicts read them
-_CellSamples = tuple[RunResult | None, ConfigSamples]
-
 
 def benchmark_table(
     sweep_dir: Path,
@@ -253,113 +180,128 @@ def benchmark_table(
     floors_dir: Path | None = None,
     cells: list[CellAnalysis] | None = None,
 ) -> pd.DataFrame:
-    """One row per cell (the module doc), from ``cells`` (cell_analyses) when given."""
-    rows, samples = [], []
+    """One row per cell (the module doc), from ``cells`` (cell_analyses) when given: the frame
+    of benchmark_rows' typed rows."""
+    return benchmark_frame(benchmark_rows(sweep_dir, manifest, floors_dir, cells), manifest)
+
+
+def benchmark_rows(
+    sweep_dir: Path,
+    manifest: SweepManifest,
+    floors_dir: Path | None = None,
+    cells: list[CellAnalysis] | None = None,
+) -> list[BenchmarkCell]:
+    """One typed row per cell, in the grid's order, from ``cells`` (cell_analyses) when given:
+    each cell's own figures, taken once from its one read (cell_figures), then each figure's
+    speedup and verdict against the baseline's cell with the same batch size and swept values,
+    the verdicts held to a false discovery rate over the sweep's cells."""
+    analysed = cell_analyses(sweep_dir, manifest) if cells is None else cells
+    figures = [cell_figures(manifest, c) for c in analysed]
     axes = axis_columns(manifest)
-    for analysed in cells if cells is not None else cell_analyses(sweep_dir, manifest):
-        rows.append(_cell_row(manifest, analysed))
-        samples.append((analysed.result, analysed.samples))
-    frame = pd.DataFrame(rows).reindex(columns=[*COLUMNS[:4], *axes, *COLUMNS[4:]])
-    frame = frame.astype({c: float for c in FLOAT_COLUMNS})
-    same = ["bs", *axes]  # speedup: the baseline's cell with the same batch size and values
-    keys = [tuple(v) for v in frame[same].itertuples(index=False)]
-    base = {key: i for i, key in enumerate(keys) if frame["backend"].iloc[i] == manifest.baseline}
-    verdicts = control_family(_cell_verdicts(keys, base, samples, floors_dir))
-    is_base = [base.get(key) == i and samples[i][0] is not None for i, key in enumerate(keys)]
-    _add_speedups(frame, keys, base, is_base, verdicts)
-    return frame
-
-
-def _cell_row(manifest: SweepManifest, analysed: CellAnalysis) -> dict[str, Any]:
-    """A cell's row of the benchmark table, before its speedups."""
-    cell, result, found = analysed.cell, analysed.result, analysed.samples
-    row = {
-        "model": manifest.model,
-        "device": "",
-        "backend": cell.backend,
-        "bs": cell.batch_size,
-        **(cell.axis or {}),
-        "status": cell.status,
-        "reason": cell.reason or "",
-        "gpu": cell.gpu or "",
-        "node": cell.node or "",
-        "elapsed_s": cell.elapsed_s,
-        "baseline": manifest.baseline,
-    }
-    if cell.status == OK and result is None:
-        row.update(status="failed", reason="result.json missing or unreadable")
-    if result is not None:
-        row.update(_result_columns(result, cell.metrics or {}))
-        if result.output.finite is False:  # it ran, but what it timed is broken
-            row["reason"] = NOT_FINITE
-        used = found.for_verdict()
-        row["processes"] = len(used) or None
-        row["gpus"] = ";".join(sorted({g for g in used.gpus() if g}))  # one CSV cell
-        if len(used) > 1:  # the figures a verdict speaks of: over the processes
-            row["p50_ms"] = used.geometric_mean("latency")
-            row["gpu_compute_ms"] = used.geometric_mean("gpu_time") or row["gpu_compute_ms"]
-        row["bound"] = used.bound() or ""
-    return row
-
-
-def _cell_verdicts(
-    keys: list[tuple[Any, ...]],
-    base: dict[tuple[Any, ...], int],
-    samples: list[_CellSamples],
-    floors_dir: Path | None,
-) -> list[TimedVerdicts | None]:
-    """Each cell's verdicts against its baseline cell (None for a baseline, or without one)."""
-    found_verdicts: list[TimedVerdicts | None] = []
-    for i, key in enumerate(keys):
-        j = base.get(key)
-        (result, cell_samples), judged = samples[i], None
-        if (
-            j is not None
-            and j != i
-            and result is not None
-            and (base_result := samples[j][0]) is not None
-        ):
-            ours, theirs = like_with_like(samples[j][1], cell_samples)
-            judged = verdicts_between(base_result, result, ours, theirs, floors_dir)
-        found_verdicts.append(judged)
-    return found_verdicts
-
-
-def _add_speedups(
-    frame: pd.DataFrame,
-    keys: list[tuple[Any, ...]],
-    base: dict[tuple[Any, ...], int],
-    is_base: list[bool],
-    verdicts: list[TimedVerdicts | None],
-) -> None:
-    """Fill the speedup and verdict columns of ``frame``."""
-    p50 = frame["p50_ms"].to_numpy()
-    # without latencies to judge (a cell whose latency.csv is gone) the p50 ratio stands alone
-    plain = [
-        p50[base[key]] / p50[i] if base.get(key) is not None and p50[i] > 0 else math.nan
+    keys = [(f.bs, *(getattr(f, key) for key in axes)) for f in figures]
+    base = {key: i for i, key in enumerate(keys) if figures[i].backend == manifest.baseline}
+    found = [
+        _verdicts(analysed[i], analysed[j], floors_dir)
+        if (j := base.get(key)) not in (None, i)
+        else None
         for i, key in enumerate(keys)
     ]
-    latency = [v.latency if v else None for v in verdicts]
-    gpu = [v.gpu_time if v else None for v in verdicts]
-    frame["speedup"] = [
-        v.speedup if v else (1.0 if own else bare) for v, own, bare in zip(latency, is_base, plain)
-    ]
-    frame["speedup_low"] = [1 / v.high if v else math.nan for v in latency]
-    frame["speedup_high"] = [1 / v.low if v else math.nan for v in latency]
-    frame["verdict"] = [
-        v.verdict if v else ("baseline" if own else "") for v, own in zip(latency, is_base)
-    ]
-    frame["gpu_speedup"] = [
-        v.speedup if v else (1.0 if own and not math.isnan(g) else math.nan)
-        for v, own, g in zip(gpu, is_base, frame["gpu_compute_ms"])
-    ]
-    frame["gpu_speedup_low"] = [1 / v.high if v else math.nan for v in gpu]
-    frame["gpu_speedup_high"] = [1 / v.low if v else math.nan for v in gpu]
-    frame["gpu_verdict"] = [
-        v.verdict if v else ("baseline" if own and not math.isnan(g) else "")
-        for v, own, g in zip(gpu, is_base, frame["gpu_compute_ms"])
-    ]
-    frame["verdict_note"] = ["; ".join(v.lines) if v else "" for v in verdicts]
+    rows = []
+    for i, (cell, verdicts) in enumerate(zip(figures, control_family(found))):
+        j = base.get(keys[i])
+        own = j == i and analysed[i].result is not None
+        rows.append(with_speedups(cell, None if j is None else figures[j], own, verdicts))
+    return rows
+
+
+def benchmark_frame(rows: list[BenchmarkCell], manifest: SweepManifest) -> pd.DataFrame:
+    """The typed rows as one frame, in one pass (benchmark.csv's columns, the swept options'
+    after bs; a missing figure NaN), for the views that slice and write it."""
+    axes = axis_columns(manifest)
+    found = [{k: v for k, v in plain(row).items() if v is not None} for row in rows]
+    frame = pd.DataFrame(found).reindex(columns=[*COLUMNS[:4], *axes, *COLUMNS[4:]])
+    return frame.astype({c: float for c in FLOAT_COLUMNS})
+
+
+def cell_figures(manifest: SweepManifest, analysed: CellAnalysis) -> BenchmarkCell:
+    """A cell's own figures, from its one read (CellAnalysis): everything of its row but the
+    speedups against the baseline's cell (with_speedups)."""
+    cell, result = analysed.cell, analysed.result
+    where = {key: value for key, value in (cell.axis or {}).items() if key in axis_options()}
+    if result is None:
+        figures = BenchmarkCell(
+            model=manifest.model,
+            device="",
+            backend=cell.backend,
+            bs=cell.batch_size,
+            baseline=manifest.baseline,
+            status="failed" if cell.status == OK else cell.status,
+            reason=_reason(cell, result),
+            gpu=cell.gpu or "",
+            node=cell.node or "",
+            elapsed_s=cell.elapsed_s,
+        )
+        return msgspec.structs.replace(figures, **where)
+    return msgspec.structs.replace(_finished(manifest, cell, result, analysed.samples), **where)
+
+
+def _reason(cell: SweepCell, result: RunResult | None) -> str:
+    if cell.status == OK and result is None:
+        return "result.json missing or unreadable"
+    if result is not None and result.output.finite is False:  # it ran, but what it timed is
+        return NOT_FINITE  # broken
+    return cell.reason or ""
+
+
+def _verdicts(
+    cell: CellAnalysis, base: CellAnalysis, floors_dir: Path | None
+) -> TimedVerdicts | None:
+    """A cell's verdicts against its baseline cell (None where either did not finish), on the
+    windows both ran on the same GPUs where they share one (like_with_like)."""
+    if cell.result is None or base.result is None:
+        return None
+    ours, theirs = like_with_like(base.samples, cell.samples)
+    return verdicts_between(base.result, cell.result, ours, theirs, floors_dir)
+
+
+def with_speedups(
+    cell: BenchmarkCell, base: BenchmarkCell | None, own: bool, verdicts: TimedVerdicts | None
+) -> BenchmarkCell:
+    """A cell's row: its figures with each figure's speedup over ``base`` (the baseline's cell
+    at its batch size and swept values, None without one), its 95 % interval and its verdict
+    (``verdicts``: the family's); ``own``: the cell is the baseline's own finished cell."""
+    latency = verdicts.latency if verdicts else None
+    gpu = verdicts.gpu_time if verdicts else None
+    # without latencies to judge (a cell whose latency.csv is gone) the p50 ratio stands alone
+    theirs, ours = _number(base.p50_ms) if base else None, _number(cell.p50_ms)
+    bare = theirs / ours if theirs is not None and ours is not None and ours > 0 else None
+    gpu_baseline = own and _number(cell.gpu_compute_ms) is not None
+    return msgspec.structs.replace(
+        cell,
+        speedup=latency.speedup if latency else (1.0 if own else bare),
+        speedup_low=_low(latency),
+        speedup_high=_high(latency),
+        verdict=latency.verdict if latency else ("baseline" if own else ""),
+        gpu_speedup=gpu.speedup if gpu else (1.0 if gpu_baseline else None),
+        gpu_speedup_low=_low(gpu),
+        gpu_speedup_high=_high(gpu),
+        gpu_verdict=gpu.verdict if gpu else ("baseline" if gpu_baseline else ""),
+        verdict_note="; ".join(verdicts.lines) if verdicts else "",
+    )
+
+
+def _low(v: Verdict | None) -> float | None:
+    """A speedup's 95 % low end (A / B: the ratio's high end inverted)."""
+    return 1 / v.high if v else None
+
+
+def _high(v: Verdict | None) -> float | None:
+    return 1 / v.low if v else None
+
+
+def _number(value: float | None) -> float | None:
+    """A figure, None where it is missing or NaN."""
+    return None if value is None or math.isnan(value) else value
 
 
 #: the figures a sweep's geometric-mean rows summarize over batch sizes
@@ -420,49 +362,76 @@ def like_with_like(a: ConfigSamples, b: ConfigSamples) -> tuple[ConfigSamples, C
     return a, b
 
 
-def _result_columns(result: RunResult, metrics: dict[str, Any]) -> dict[str, Any]:
-    timing = result.timing
+def _finished(
+    manifest: SweepManifest, cell: SweepCell, result: RunResult, samples: ConfigSamples
+) -> BenchmarkCell:
+    """A finished cell's figures: its timed window (over its processes, the geometric means a
+    verdict speaks of), the trace's metrics, noise, memory, roofline and generation figures,
+    and where its seconds went."""
+    timing, gpu_compute, metrics = result.timing, result.timing.gpu_compute, cell.metrics or {}
+    used = samples.for_verdict()
+    several = len(used) > 1
+    gpu_ms = gpu_compute.gpu_p50_ms if gpu_compute else None
     compile_s, compile_what = compile_time(result)
-    return {
-        "device": (result.environment.gpu or {}).get("name") or "CPU",
-        "mean_ms": timing.mean_ms,
-        "p50_ms": timing.p50_ms,
-        "gpu_compute_ms": timing.gpu_compute.gpu_p50_ms if timing.gpu_compute else None,
-        "enqueue_ms": timing.gpu_compute.enqueue_p50_ms if timing.gpu_compute else None,
-        "p90_ms": timing.p90_ms,
-        "p99_ms": timing.p99_ms,
-        "throughput_per_s": timing.throughput_samples_per_s,
-        "ready_s": timing.prepare_s + timing.first_call_s,
-        "compile_s": compile_s,
-        "compile_what": compile_what,
-        "rel_l2_error": result.numerics.rel_l2_error if result.numerics else None,
-        "tensor_core_pct": metrics.get("tensor_core_pct"),
-        "gpu_util_pct": metrics.get("gpu_util_pct"),
-        **_noise_and_memory(result),
-        **roofline_columns(result),
-        **generation_columns(result),
-        **phase_columns(result),
-    }
+    window, memory, roofline = window_noise(result), memory_figures(result), _roofline(result)
+    generation = result.generation
+    tokens = result.numerics.tokens if result.numerics else None
+    figures = BenchmarkCell(
+        model=manifest.model,
+        device=(result.environment.gpu or {}).get("name") or "CPU",
+        backend=cell.backend,
+        bs=cell.batch_size,
+        mean_ms=timing.mean_ms,
+        p50_ms=used.geometric_mean("latency") if several else timing.p50_ms,
+        p90_ms=timing.p90_ms,
+        p99_ms=timing.p99_ms,
+        gpu_compute_ms=(used.geometric_mean("gpu_time") or gpu_ms) if several else gpu_ms,
+        enqueue_ms=gpu_compute.enqueue_p50_ms if gpu_compute else None,
+        bound=used.bound() or "",
+        throughput_per_s=timing.throughput_samples_per_s,
+        processes=len(used) or None,
+        gpus=";".join(sorted({g for g in used.gpus() if g})),  # one CSV cell
+        baseline=manifest.baseline,
+        ready_s=timing.prepare_s + timing.first_call_s,
+        compile_s=compile_s,
+        compile_what=compile_what,
+        rel_l2_error=result.numerics.rel_l2_error if result.numerics else None,
+        tensor_core_pct=_float(metrics.get("tensor_core_pct")),
+        gpu_util_pct=_float(metrics.get("gpu_util_pct")),
+        cv_pct=None if window is None else 100 * window.cv,
+        noise="; ".join(w.split(":")[0] for w in window.warnings) if window else "",
+        peak_allocated_mib=memory.peak_allocated_mib,
+        peak_reserved_mib=memory.peak_reserved_mib,
+        engine_mib=memory.engine_mib,
+        tflops=roofline.achieved_tflops if roofline else None,
+        pct_peak_compute=roofline.pct_of_compute if roofline else None,
+        gbs=roofline.achieved_gbs if roofline else None,
+        pct_peak_bandwidth=roofline.pct_of_bandwidth if roofline else None,
+        flop_per_byte=roofline.intensity if roofline else None,
+        ttft_ms=generation.ttft_ms.p50 if generation else None,
+        token_p50_ms=generation.per_token_ms.p50 if generation else None,
+        token_p99_ms=generation.per_token_ms.p99 if generation else None,
+        tokens_per_s=generation.tokens_per_s if generation else None,
+        token_agreement=tokens.positions_equal if generation and tokens else None,
+        status=cell.status,
+        reason=_reason(cell, result),
+        gpu=cell.gpu or "",
+        node=cell.node or "",
+        elapsed_s=cell.elapsed_s,
+    )
+    return msgspec.structs.replace(figures, **phase_seconds(result))
 
 
-def phase_columns(result: RunResult) -> dict[str, Any]:
-    """wall_s and <phase>_s of one cell's result (empty for runs recorded before phases)."""
+def _float(value: Any) -> float | None:
+    """A figure of the manifest's metrics (JSON: an int where it is whole) as a float."""
+    return None if value is None else float(value)
+
+
+def phase_seconds(result: RunResult) -> dict[str, float | None]:
+    """wall_s and <phase>_s of one cell's result, the phases of PHASE_COLUMNS (empty for runs
+    recorded before phases)."""
     timing = result.timing
     if not timing.phases_s:
         return {}
-    return {
-        "wall_s": timing.wall_s,
-        **{f"{phase}_s": seconds for phase, seconds in timing.phases_s.items()},
-    }
-
-
-def _noise_and_memory(result: RunResult) -> dict[str, Any]:
-    window = window_noise(result)
-    memory = memory_figures(result)
-    return {
-        "cv_pct": None if window is None else 100 * window.cv,
-        "noise": "; ".join(w.split(":")[0] for w in window.warnings) if window else "",
-        "peak_allocated_mib": memory.peak_allocated_mib,
-        "peak_reserved_mib": memory.peak_reserved_mib,
-        "engine_mib": memory.engine_mib,
-    }
+    found = {"wall_s": timing.wall_s, **{f"{k}_s": v for k, v in timing.phases_s.items()}}
+    return {key: seconds for key, seconds in found.items() if key in PHASE_COLUMNS}

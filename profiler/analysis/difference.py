@@ -22,32 +22,34 @@ Rules (constants below):
 Two runs of different configs (``differs_in``: what differs in the work they ran) get the same
 evidence, but its causes are the configs, not autotuning or the machine; ``explain_runs`` finds
 ``differs_in`` from the two result.json files and is what `compare` prints and puts in --json.
+The cause and its evidence are data (records.Difference); profiler.report.sentences says them
+in words.
 """
 
 from __future__ import annotations
+
+from typing import Final
 
 import msgspec
 import pandas as pd
 
 from profiler.analysis.headline import differences, gpu_state_of
-from profiler.analysis.records import Difference, Explanation, KernelShare
+from profiler.analysis.records import Cause, Difference, Explanation, KernelShare
 from profiler.runs.gpu_record import GpuState
 from profiler.runs.result import RunResult
-from profiler.trace.rules import distinct_short_names
 
 KERNEL_SHARE = 0.01
 CLOCK_TOLERANCE = 0.02
 KERNEL_TIME_TOLERANCE = 0.03
-LISTED = 5  # kernels named per side in a line
+#: kernels named per side in a line (profiler.report.sentences)
+LISTED = 5
 
-CLOCK, KERNELS, CLOCK_AND_KERNELS, KERNEL_TIME, HOST, NONE = (
-    "clock",
-    "kernels",
-    "clock and kernels",
-    "kernel time",
-    "host",
-    "none",
-)
+CLOCK: Final = "clock"
+KERNELS: Final = "kernels"
+CLOCK_AND_KERNELS: Final = "clock and kernels"
+KERNEL_TIME: Final = "kernel time"
+HOST: Final = "host"
+NONE: Final = "none"
 
 
 def _by_name(table: pd.DataFrame) -> pd.DataFrame:
@@ -67,11 +69,6 @@ def _clock(state: GpuState | None) -> float | None:
     return None if state is None or state.not_recorded else state.sm_clock_mhz
 
 
-def _names(kernels: list[KernelShare]) -> str:
-    named = ", ".join(f"{k.name} ({100 * k.share:.1f} %)" for k in kernels[:LISTED])
-    return named + (f" and {len(kernels) - LISTED} more" if len(kernels) > LISTED else "")
-
-
 def explain_difference(
     kernels_a: pd.DataFrame,
     kernels_b: pd.DataFrame,
@@ -81,22 +78,19 @@ def explain_difference(
     differs_in: list[str] | None = None,
 ) -> Difference:
     """Why run B differs from run A (same config, unless ``differs_in`` names what differs in
-    the work they ran); see the module doc for the rules."""
-    configs = f"the runs differ in {', '.join(differs_in)}" if differs_in else None
+    the work they ran); see the module doc for the rules. The cause and its evidence; the views
+    say it in words (profiler.report.sentences.difference_lines)."""
     a, b = _by_name(kernels_a), _by_name(kernels_b)
     added, removed = _only_in(b, a), _only_in(a, b)
-    material = [k for k in added + removed if k.share >= KERNEL_SHARE]
+    material = any(k.share >= KERNEL_SHARE for k in added + removed)
 
     ratio = _common_ratio(a, b)
     clock_a, clock_b = _clock(gpu_a), _clock(gpu_b)
-    clocks_known = clock_a is not None and clock_b is not None
     clock_moved = (
         clock_a is not None and clock_b is not None and abs(clock_b / clock_a - 1) > CLOCK_TOLERANCE
     )
     time_moved = ratio is not None and abs(ratio - 1) > KERNEL_TIME_TOLERANCE
-
-    lines = _kernel_lines(material, added, removed, configs)
-    lines += _time_lines(clock_a, clock_b, gpu_b, ratio, material, clock_moved, time_moved, configs)
+    cause: Cause
     if material and clock_moved:
         cause = CLOCK_AND_KERNELS
     elif material:
@@ -107,17 +101,20 @@ def explain_difference(
         cause = KERNEL_TIME
     elif latency_ratio is not None and abs(latency_ratio - 1) > KERNEL_TIME_TOLERANCE:
         cause = HOST
-        lines.append(
-            f"same kernels, same kernel time: the latency difference "
-            f"({100 * (latency_ratio - 1):+.1f} %) is host-side (launch overhead, "
-            "scheduling, other processes)"
-        )
     else:
         cause = NONE
-        lines.append(
-            "same kernels and kernel time" + (" at the same clock" if clocks_known else "")
-        )
-    return Difference(cause, lines, added, removed, ratio, clock_a, clock_b)
+    return Difference(
+        cause,
+        added,
+        removed,
+        ratio,
+        clock_a,
+        clock_b,
+        kernel_time_moved=time_moved,
+        latency_ratio=latency_ratio,
+        differs_in=list(differs_in or []),
+        throttle_reasons_b=list(gpu_b.throttle_reasons) if gpu_b is not None else [],
+    )
 
 
 def _common_ratio(a: pd.DataFrame, b: pd.DataFrame) -> float | None:
@@ -129,71 +126,6 @@ def _common_ratio(a: pd.DataFrame, b: pd.DataFrame) -> float | None:
         base = float(ca["total_us"].sum())
         ratio = float((cb["total_us"] / cb["calls"] * ca["calls"]).sum()) / base if base else None
     return ratio
-
-
-def _kernel_lines(
-    material: list[KernelShare],
-    added: list[KernelShare],
-    removed: list[KernelShare],
-    configs: str | None,
-) -> list[str]:
-    """The line on the kernels one run has and the other has not."""
-    lines = []
-    if material:
-        lines.append(
-            f"different kernels ({configs or 'autotuning picked other algorithms?'}): "
-            "B adds "
-            f"{_names(added) or 'none'}; B drops {_names(removed) or 'none'}"
-        )
-    elif added or removed:
-        lines.append(
-            f"kernel names differ only in small kernels (< {100 * KERNEL_SHARE:g} % "
-            f"of kernel time each): {len(added)} added, {len(removed)} removed"
-        )
-    return lines
-
-
-def _time_lines(
-    clock_a: float | None,
-    clock_b: float | None,
-    gpu_b: GpuState | None,
-    ratio: float | None,
-    material: list[KernelShare],
-    clock_moved: bool,
-    time_moved: bool,
-    configs: str | None,
-) -> list[str]:
-    """The lines on the SM clock and the time of the kernels both ran."""
-    lines = []
-    clocks_known = clock_a is not None and clock_b is not None
-    if clock_moved and clock_a is not None and clock_b is not None:  # known when it moved
-        change = clock_b / clock_a - 1
-        reasons = gpu_b.throttle_reasons if gpu_b is not None else []
-        line = (
-            f"{'same kernels at a ' if not material else ''}"
-            f"{'lower' if change < 0 else 'higher'} SM clock in B: {clock_b:.0f} MHz "
-            f"against {clock_a:.0f} MHz ({100 * change:+.1f} %)"
-        )
-        if ratio is not None:
-            line += (
-                f"; the kernels both ran took {100 * (ratio - 1):+.1f} % (the clock alone "
-                f"predicts {100 * (clock_a / clock_b - 1):+.1f} %)"
-            )
-        if reasons:
-            line += f"; throttle reasons in B: {', '.join(reasons)}"
-        lines.append(line)
-    elif time_moved and ratio is not None:  # known when it moved
-        lines.append(
-            f"the kernels both ran took {100 * (ratio - 1):+.1f} % in B at "
-            f"{'the same clock' if clocks_known else 'an unrecorded clock'}"
-            f" ({configs or 'memory, contention or another tenant on the GPU'})"
-        )
-    if not clocks_known:
-        lines.append(
-            "SM clock not recorded for "
-            + " and ".join(side for side, c in (("A", clock_a), ("B", clock_b)) if c is None)
-        )
-    return lines
 
 
 #: RunConfig fields that say how a run is timed, profiled, written or cached, not what work it
@@ -261,17 +193,9 @@ def explain_runs(
     latency_ratio = p50_b / p50_a if p50_a and p50_b else None
     differs_in = differs_in_work(ra, rb)
     found = explain_difference(kernels_a, kernels_b, gpu_a, gpu_b, latency_ratio, differs_in)
-    line = short = "; ".join(found.lines)
-    names = sorted({k.name for k in found.added + found.removed}, key=len, reverse=True)
-    for name, shortened in zip(names, distinct_short_names(names)):
-        short = short.replace(name, shortened)
     return Explanation(
         **msgspec.structs.asdict(found),
-        line=line,
-        short_line=short,
-        latency_ratio=latency_ratio,
         same_config=not differs_in,
-        differs_in=differs_in,
         gpu_state_a=gpu_a.line(),
         gpu_state_b=gpu_b.line(),
     )

@@ -16,7 +16,8 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 
@@ -62,6 +63,31 @@ def pinning_cpus(cpus: Iterable[int]) -> str | None:
     return ",".join(map(str, chosen))
 
 
+#: what would lower the floor (suggestions), most effective first
+TipKind = Literal[
+    "persistence-mode",
+    "clocks-float",
+    "lock-clock",
+    "launch-jitter",
+    "cpu-governor",
+    "pin-cores",
+    "more-processes",
+]
+
+
+@dataclass(frozen=True)
+class Tip:
+    """A change that would lower the floor, with what it rests on; none of it is applied. The
+    view says it in words (profiler.report.sentences.floor_tip)."""
+
+    kind: TipKind
+    clock_mhz: str | None = None  # the GPU's top SM clock (machine_settings), to lock at
+    within_cv: float | None = None  # the window's own spread
+    governor: str | None = None  # the CPU governor in use
+    cpus: str | None = None  # cores to pin to, for ``taskset -c``
+    command: str | None = None  # how the profiler is started
+
+
 def suggestions(
     settings: dict[str, Any],
     within_cv: float,
@@ -69,36 +95,21 @@ def suggestions(
     on_gpu: bool,
     command: str,
     cpus: Iterable[int] | None = None,
-) -> list[str]:
+) -> list[Tip]:
     """What would lower the floor here, most effective first; none of it is applied.
     ``cpus``: the CPUs this process may run on (default: its affinity)."""
     tips = []
     if on_gpu and settings.get("persistence_mode") == "off":
-        tips.append(
-            "persistence mode is off: `sudo nvidia-smi -pm 1` keeps the driver loaded "
-            "between processes (no re-initialisation per run)"
-        )
+        tips.append(Tip("persistence-mode"))
     top = settings.get("max_sm_clock_mhz")
     if on_gpu and top and settings.get("sm_clock_target_mhz") != top:
-        tips.append(
-            f"clocks float with load and temperature: `sudo nvidia-smi -lgc {top},{top}` "
-            "locks the SM clock (where the driver permits; undo with -rgc)"
-        )
+        tips.append(Tip("clocks-float", clock_mhz=top))
     elif on_gpu and top:
-        tips.append(
-            f"lock the SM clock where permitted: `sudo nvidia-smi -lgc {top},{top}` "
-            "(undo with -rgc)"
-        )
+        tips.append(Tip("lock-clock", clock_mhz=top))
     if on_gpu and within_cv > LAUNCH_JITTER_CV:
-        tips.append(
-            f"the window's own spread (CV {100 * within_cv:.1f} %) is mostly host-side "
-            "launch jitter: `run --cuda-graphs` replays the forward without launches"
-        )
+        tips.append(Tip("launch-jitter", within_cv=within_cv))
     if settings.get("cpu_governor") not in (None, "performance"):
-        tips.append(
-            f"the CPU governor is {settings['cpu_governor']!r}: `sudo cpupower "
-            "frequency-set -g performance` stops the host clock from ramping"
-        )
+        tips.append(Tip("cpu-governor", governor=settings["cpu_governor"]))
     if cpus is None:
         cpus = (
             os.sched_getaffinity(0)
@@ -107,10 +118,7 @@ def suggestions(
         )
     pinned = pinning_cpus(cpus)
     if pinned is not None:
-        tips.append(f"pin the process to a few idle cores: `taskset -c {pinned} {command} ...`")
+        tips.append(Tip("pin-cores", cpus=pinned, command=command))
     if between_cv > 0:
-        tips.append(
-            "more processes per side narrow the interval: compare --processes 5 "
-            "(or --target-noise 2)"
-        )
+        tips.append(Tip("more-processes"))
     return tips

@@ -23,12 +23,13 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from profiler import units
 from profiler.analysis.sampling import Samples
 from profiler.runs.result import NoiseStats, RepeatSpread, TimingStats
 from profiler.runs.samples import (
@@ -36,8 +37,10 @@ from profiler.runs.samples import (
     spread_of_runs as spread_of_runs,  # re-exported
 )
 
+#: a rule that fired on a timed window (the module doc)
+NoiseFlag = Literal["noisy", "bimodal", "drifting"]
 #: the flags a timed window's noise warnings carry, in the order they are shown
-FLAGS = ("noisy", "bimodal", "drifting")
+FLAGS: tuple[NoiseFlag, ...] = ("noisy", "bimodal", "drifting")
 
 
 def window_flags(warnings: str | Iterable[object] | None) -> list[str]:
@@ -88,7 +91,8 @@ def latency_stats(latencies_ms: list[float], batch_size: int) -> dict[str, float
 
 
 def noise(latencies_ms: Samples) -> Noise:
-    """The Noise of one timed window; warnings name the rule that fired (see the module doc)."""
+    """The Noise of one timed window: its figures, and a warning for each rule that fired on
+    them (flags_of; the module doc), in words (warning_line)."""
     x = np.asarray(latencies_ms, dtype=float)
     if len(x) == 0:
         raise ValueError("no latencies")
@@ -98,40 +102,59 @@ def noise(latencies_ms: Samples) -> Noise:
     q1, q3 = np.percentile(x, [25, 75])
     iqr = float(q3 - q1)
     relative_iqr = iqr / median if median > 0 else 0.0
-    warnings = []
-    if cv > NOISY_CV or relative_iqr > NOISY_IQR:
-        warnings.append(
-            f"noisy: CV {100 * cv:.1f} %, IQR {100 * relative_iqr:.1f} % "
-            f"of the median (above {100 * NOISY_CV:.0f} %)"
-        )
     shape: dict[str, Any] = {}
     if len(x) >= MIN_SAMPLES:
         d, clusters = two_cluster_split(x)
-        if d is not None and clusters is not None and d > BIMODAL_D:
-            warnings.append(
-                f"bimodal: two clusters around {clusters[0]:.3f} and "
-                f"{clusters[1]:.3f} ms (Ashman's D {d:.1f} > {BIMODAL_D})"
-            )
         first, last = _third_medians(x)
-        if drifts(x, first, last, iqr, median):
-            warnings.append(
-                f"drifting: median of the first third {first:.3f} ms, of the "
-                f"last third {last:.3f} ms"
-            )
         shape = {
             "bimodal_d": d,
             "clusters_ms": clusters,
             "first_third_median_ms": first,
             "last_third_median_ms": last,
         }
-    return Noise(
-        n=len(x),
-        median_ms=median,
-        cv=cv,
-        iqr_ms=iqr,
-        relative_iqr=relative_iqr,
-        warnings=warnings,
-        **shape,
+    figures = Noise(
+        n=len(x), median_ms=median, cv=cv, iqr_ms=iqr, relative_iqr=relative_iqr, **shape
+    )
+    warnings = [warning_line(flag, figures) for flag in flags_of(figures)]
+    return msgspec.structs.replace(figures, warnings=warnings)
+
+
+def flags_of(window: Noise) -> list[NoiseFlag]:
+    """The rules that fire on a window's figures (the module doc), in the order of FLAGS."""
+    flags: list[NoiseFlag] = []
+    if window.cv > NOISY_CV or window.relative_iqr > NOISY_IQR:
+        flags.append("noisy")
+    d, clusters = window.bimodal_d, window.clusters_ms
+    if d is not None and clusters is not None and d > BIMODAL_D:
+        flags.append("bimodal")
+    first, last = window.first_third_median_ms, window.last_third_median_ms
+    if (
+        first is not None
+        and last is not None
+        and drifts(window.n, first, last, window.iqr_ms, window.median_ms)
+    ):
+        flags.append("drifting")
+    return flags
+
+
+def warning_line(flag: NoiseFlag, window: Noise) -> str:
+    """A flag's warning in words, from the window's figures: the one place the sentence is
+    written, since result.json keeps it (timing.noise.warnings) and a run prints it as it
+    times, below the views."""
+    if flag == "noisy":
+        return (
+            f"noisy: CV {units.pct(100 * window.cv)}, IQR {units.pct(100 * window.relative_iqr)}"
+            f" of the median (above {units.rounded(100 * NOISY_CV)} %)"
+        )
+    if flag == "bimodal":
+        low, high = window.clusters_ms or (None, None)
+        return (
+            f"bimodal: two clusters around {units.ms_plain(low)} and {units.ms_plain(high)} ms "
+            f"(Ashman's D {units.tenths_plain(window.bimodal_d)} > {BIMODAL_D})"
+        )
+    return (
+        f"drifting: median of the first third {units.ms_plain(window.first_third_median_ms)} "
+        f"ms, of the last third {units.ms_plain(window.last_third_median_ms)} ms"
     )
 
 
@@ -192,10 +215,10 @@ def _third_medians(x: npt.NDArray[np.float64]) -> tuple[float, float]:
     return float(np.median(x[:third])), float(np.median(x[-third:]))
 
 
-def drifts(
-    x: npt.NDArray[np.float64], first: float, last: float, iqr: float, median: float
-) -> bool:
-    third = len(x) // 3
+def drifts(n: int, first: float, last: float, iqr: float, median: float) -> bool:
+    """The medians of the first and last third of ``n`` latencies differ beyond three standard
+    errors and DRIFT_MIN_SHARE of the median (the module doc)."""
+    third = n // 3
     sigma = iqr / 1.349
     standard_error = math.sqrt(2) * 1.2533 * sigma / math.sqrt(third)
     return abs(last - first) > max(3 * standard_error, DRIFT_MIN_SHARE * median)

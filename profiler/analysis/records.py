@@ -1,7 +1,9 @@
 """The typed records the analysis returns and --json prints: a run's headline, a compare's
-timed headline with both verdicts, why two runs differ, advise's baseline. msgspec Structs,
-read by attribute; ``plain`` turns one into the JSON values a command prints, and
-profiler.cli.documents builds the published schemas (docs/schema/) from the same types.
+timed headline with both verdicts, why two runs differ, a sweep's cell (a row of its benchmark
+table), advise's plan, its trial (trial.json), its baseline and what each experiment measured
+with the projection held against it. msgspec Structs, read by attribute; ``plain`` turns one
+into the JSON values a command prints, and profiler.cli.documents builds the published schemas
+(docs/schema/) from the same types.
 
 Only msgspec and the records of profiler.runs here (no numpy, no pandas): the command line
 imports these types to describe its documents before any analysis is loaded.
@@ -47,8 +49,9 @@ class Record(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 class Verdict(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """B against A on one figure: the ratio of the geometric means of the per-process medians
     (B / A), its 95 % interval, the 90 % interval the "same" test used, the verdict (faster /
-    slower / same / undecided: B relative to A) and how it was reached
-    (profiler.analysis.verdict.compare)."""
+    slower / same / undecided: B relative to A) and how it was reached: the design, its degrees
+    of freedom, the floor and the GPUs (profiler.analysis.verdict.compare; the views say it in
+    words, profiler.report.sentences.verdict_method)."""
 
     ratio: float
     low: float
@@ -58,7 +61,6 @@ class Verdict(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     processes_a: int
     processes_b: int
     noise_floor: float | None  # the between-process CV assumed (design "floor")
-    method: str
     #: where noise_floor came from: "default" (the figure's worst case) or "given" (measured)
     floor_source: FloorSource | None = None
     figure: FigureName = "latency"
@@ -67,8 +69,18 @@ class Verdict(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     same_low: float | None = None  # the 90 % interval of the equivalence test
     same_high: float | None = None
     pairs: int | None = None  # design "paired": rounds with both configs
-    #: how the verdict was held against the other comparisons of its family (a sweep's cells)
-    fdr: str | None = None
+    #: the t-interval's degrees of freedom (paired, unpaired); None: a normal interval (floor)
+    df: float | None = None
+    #: the floor given that was no spread (below 0, not finite, above the largest): the
+    #: figure's default stood in
+    floor_refused: float | None = None
+    #: the GPU of each side's windows (an index, "?" where unknown), when they ran on several
+    gpus_a: list[str] | None = None
+    gpus_b: list[str] | None = None
+    #: the false discovery rate the verdict was held to over its family (a sweep's cells,
+    #: advise's experiments): the comparisons in the family and q (Benjamini-Hochberg)
+    fdr_comparisons: int | None = None
+    fdr_q: float | None = None
 
     @property
     def speedup(self) -> float:
@@ -107,6 +119,8 @@ class TimedVerdicts(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     latency_processes_for_5pct: int | None = None
     #: the --cuda-graphs figure of the launch-bound side, when one was measured (ms)
     cuda_graphs_ms: float | None = None
+    #: the fields above in words (profiler.analysis.timed_verdict.note_lines), kept here for
+    #: the sweep's benchmark.csv (verdict_note)
     lines: tuple[str, ...] = ()
 
     @property
@@ -118,6 +132,13 @@ class TimedVerdicts(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         """Both figures decided, and not the same way."""
         words = [v.verdict for v in (self.latency, self.gpu_time) if v is not None]
         return len(words) == 2 and "undecided" not in words and words[0] != words[1]
+
+    @property
+    def split(self) -> bool:
+        """Both configs GPU-bound, one figure undecided and the other faster or slower."""
+        words = {v.verdict for v in (self.latency, self.gpu_time) if v is not None}
+        gpu_bound = self.bound_a.word == self.bound_b.word == "GPU-bound"
+        return gpu_bound and len(words) == 2 and "undecided" in words and "same" not in words
 
 
 class GpuComputeFigures(GpuCompute, frozen=True, omit_defaults=False, forbid_unknown_fields=True):
@@ -265,30 +286,34 @@ class KernelShare(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     share: float  # of its run's kernel time
 
 
-class Difference(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """The cause (one of CLOCK, KERNELS, CLOCK_AND_KERNELS, KERNEL_TIME, HOST, NONE of
-    profiler.analysis.difference), the lines that say it, and the evidence."""
+#: why two runs differ (profiler.analysis.difference)
+Cause = Literal["clock", "kernels", "clock and kernels", "kernel time", "host", "none"]
 
-    cause: str
-    lines: list[str]
+
+class Difference(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The cause (profiler.analysis.difference: another SM clock, other kernels, both, the
+    time of the same kernels, host-side, none) and the evidence the views say it from
+    (profiler.report.sentences.difference_lines)."""
+
+    cause: Cause
     added: list[KernelShare] = []  # in B only, by time
     removed: list[KernelShare] = []  # in A only, by time
     kernel_time_ratio: float | None = None  # common kernels, B / A at A's call counts
     clock_a_mhz: float | None = None
     clock_b_mhz: float | None = None
+    #: the kernels both ran took longer or shorter in B beyond the tolerance
+    kernel_time_moved: bool = False
+    latency_ratio: float | None = None  # the timed p50 ratio B / A
+    #: the fields of the work that differ (the runs' configs: their cause); empty: one config
+    differs_in: list[str] = []
+    throttle_reasons_b: list[str] = []  # B's GPU during its timed window, idle left out
 
 
 class Explanation(Difference, frozen=True, kw_only=True):
     """Why run B differs from run A (profiler.analysis.difference.explain_runs): the
-    Difference, its lines in one (``line``; ``short_line`` with kernels' short names, for a
-    terminal), the timed p50 ratio B / A, whether the work is the same and the fields of the
-    work that differ, and each run's GPU state in one line."""
+    Difference, whether the work is the same, and each run's GPU state in one line."""
 
-    line: str
-    short_line: str
-    latency_ratio: float | None
     same_config: bool
-    differs_in: list[str]
     gpu_state_a: str
     gpu_state_b: str
 
@@ -355,7 +380,7 @@ class MeasuredAlternative(Record):
 
 
 class AdviceRecord(Record):
-    """One piece of advice as --json prints it (profiler.report.advice_view.advice_dict): what
+    """One piece of advice as --json prints it (profiler.report.advice_view.advice_record): what
     the rule saw (label -> text) and the gain it projects, in words, whether that gain is a
     bound or an estimate, and what the sweep measured for the action (backend -> cell)."""
 
@@ -374,3 +399,245 @@ class PlannedAdvice(AdviceRecord, kw_only=True):
     that projection, both null when it is no speedup (at most 1)."""
 
     projected_speedup: float | None
+
+
+#: a sweep cell's verdict on one figure: the verdict's word against the baseline's cell,
+#: "baseline" on the baseline's own cells, "" where none was taken
+CellVerdict = Literal["faster", "slower", "same", "undecided", "baseline", ""]
+
+
+class BenchmarkCell(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One cell of a sweep, a row of its benchmark table (benchmark.csv; the fields in its
+    column order; profiler.analysis.benchmark's module doc says what each figure is): what ran,
+    its timed figures (ms; with several processes p50_ms and gpu_compute_ms are the geometric
+    means of the per-process medians), the classification, each figure's speedup over the
+    baseline's cell with its 95 % interval and its verdict, the notes on them, the processes
+    and GPUs behind them, numerics, noise, memory, the roofline, the generation figures, how the
+    cell ended and where its seconds went. A figure not measured is null; a swept option
+    (``--max-new-tokens 16,64``) has its field only in a sweep given a list of it; a cell that
+    did not finish has no ``bound``, ``gpus``, ``compile_what`` or ``noise``."""
+
+    model: str
+    device: str  # the GPU's name, "CPU", or "" for a cell that did not finish
+    backend: str
+    bs: int
+    image_size: int | Unset = UNSET
+    seq_len: int | Unset = UNSET
+    src_len: int | Unset = UNSET
+    prompt_len: int | Unset = UNSET
+    max_new_tokens: int | Unset = UNSET
+    mean_ms: float | None = None
+    p50_ms: float | None = None
+    p90_ms: float | None = None
+    p99_ms: float | None = None
+    gpu_compute_ms: float | None = None
+    enqueue_ms: float | None = None
+    #: launch-bound or GPU-bound over the processes; "" without GPU time and enqueue time
+    bound: Literal["launch-bound", "GPU-bound", ""] | None = None
+    throughput_per_s: float | None = None
+    speedup: float | None = None  # latency: the baseline's p50 / this cell's
+    speedup_low: float | None = None
+    speedup_high: float | None = None
+    verdict: CellVerdict = ""
+    gpu_speedup: float | None = None  # GPU time: the baseline's / this cell's
+    gpu_speedup_low: float | None = None
+    gpu_speedup_high: float | None = None
+    gpu_verdict: CellVerdict = ""
+    verdict_note: str = ""
+    processes: int | None = None
+    gpus: str | None = None  # the GPUs of the windows behind the figures, ";"-joined
+    baseline: str
+    ready_s: float | None = None
+    compile_s: float | None = None
+    compile_what: str | None = None
+    rel_l2_error: float | None = None
+    tensor_core_pct: float | None = None
+    gpu_util_pct: float | None = None
+    cv_pct: float | None = None
+    noise: str | None = None  # the timed window's warnings, ";"-joined
+    peak_allocated_mib: float | None = None
+    peak_reserved_mib: float | None = None
+    engine_mib: float | None = None
+    tflops: float | None = None
+    pct_peak_compute: float | None = None
+    gbs: float | None = None
+    pct_peak_bandwidth: float | None = None
+    flop_per_byte: float | None = None
+    ttft_ms: float | None = None
+    token_p50_ms: float | None = None
+    token_p99_ms: float | None = None
+    tokens_per_s: float | None = None
+    token_agreement: float | None = None
+    status: str
+    reason: str
+    gpu: str
+    node: str
+    elapsed_s: float | None = None
+    wall_s: float | None = None
+    imports_s: float | None = None
+    build_s: float | None = None
+    flops_s: float | None = None
+    prepare_s: float | None = None
+    first_call_s: float | None = None
+    graph_capture_s: float | None = None
+    warm_up_s: float | None = None
+    timed_s: float | None = None
+    gpu_compute_s: float | None = None
+    untraced_call_s: float | None = None
+    profile_s: float | None = None
+    trace_write_s: float | None = None
+    after_windows_s: float | None = None
+    numerics_s: float | None = None
+    repeat_runs_s: float | None = None
+    write_s: float | None = None
+
+
+#: a run option's value, as an experiment changes it (profiler.runs.config.RunConfig field)
+OptionValue = bool | int | float | str | None
+#: whether a projection is a bound or an estimate (profiler.analysis.advice.Projection)
+ProjectionKind = Literal["bound", "estimate"]
+
+
+class PlannedExperiment(Record):
+    """One experiment of advise's plan (profiler.analysis.experiments.Experiment): its label,
+    the options it changes, the rules it tests and why, the projected speedup it is ranked by
+    and whether that is a bound or an estimate (both null when it is no speedup), and its setup
+    cost."""
+
+    label: str
+    changes: dict[str, OptionValue]
+    rules: list[str]
+    source: str
+    projected_speedup: float | None
+    projection: ProjectionKind | None
+    cost: float
+
+
+class TrialCellRecord(Record):
+    """One cell of advise --try's trial.json (profiler.sweep.trial.TrialCell): the experiment
+    (its label, the options it changes, the rules it tests), the cell's run folder, how it
+    ended (ok, failed, oom, timeout, interrupted, not run; ``kind`` typed,
+    profiler.sweep.cell.KINDS), and its wall time (s)."""
+
+    label: str
+    changes: dict[str, OptionValue]
+    rules: list[str]
+    folder: str
+    status: str
+    reason: str | None = None
+    elapsed_s: float | None = None
+    kind: str | None = None
+
+
+#: why advise --try stopped before every cell ran: the time budget ran out, --max-cells was
+#: reached, the baseline failed
+StoppedBy = Literal["budget", "cells", "baseline"]
+
+
+class TrialRecord(Record):
+    """advise --try's trial.json (profiler.sweep.trial.Trial): its folder, its wall time and
+    the re-timing's (s), the processes per cell, why it stopped before every cell ran (null
+    when every cell ran), why the baseline was timed once more, and its cells, the baseline
+    first."""
+
+    folder: str
+    wall_s: float = 0.0
+    rounds_s: float = 0.0
+    processes: int = 1
+    stopped_by: StoppedBy | None = None
+    baseline_again: str | None = None
+    cells: list[TrialCellRecord] = []
+
+
+class KernelChange(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """What changed at the kernel level from the baseline to an experiment: kernel names gone
+    and added (counts, and the biggest few by short name), and launches and GPU idle time (µs)
+    per profiled step, (baseline, experiment)."""
+
+    gone: int = 0  # kernel names in the baseline only
+    added: int = 0  # in the experiment only
+    top_gone: list[str] = []
+    top_added: list[str] = []
+    launches_per_step: tuple[float | None, float | None] = (None, None)
+    idle_us_per_step: tuple[float | None, float | None] = (None, None)
+
+
+class Unjudged(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Why no verdict is drawn from a baseline: its one timed window is flagged (noisy,
+    bimodal), and that window's CV."""
+
+    flags: list[str]
+    cv: float
+
+
+#: what an experiment's measurement says of its projection (profiler.analysis.trial.judge):
+#: no verdict drawn (unjudged), undecided, the same, the same though the projection promised
+#: more than 5 % (not borne out), slower, faster with no projection to hold, faster beyond the
+#: projection with its whole interval above it (above) or reaching below it (exceeded), faster
+#: but far short of it, faster within it
+Outcome = Literal[
+    "unjudged",
+    "undecided",
+    "same",
+    "not borne out",
+    "slower",
+    "faster",
+    "above",
+    "exceeded",
+    "far short",
+    "within",
+]
+
+
+class Judgement(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """An experiment's projection held against what it measured (profiler.analysis.trial.judge;
+    profiler.report.trial_view words it): the outcome, the projection (a speedup above 1; null:
+    none) and whether it is a bound or an estimate, the measured latency speedup with its 95 %
+    interval, the processes of each side (baseline, experiment) and, where no verdict was
+    drawn, why."""
+
+    outcome: Outcome
+    projected: float | None
+    projection: ProjectionKind
+    speedup: float
+    low: float | None
+    high: float | None
+    processes: tuple[int, int] | None = None
+    unjudged: Unjudged | None = None
+
+
+class TrialRow(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """What one experiment of advise --try measured against the re-run baseline
+    (profiler.analysis.trial.trial_rows): the change, the figure quoted (the geometric mean of
+    the per-process p50s, ms, and its relative noise ``cv``), the processes, each figure's
+    speedup (``figure``: per call, or per sample when the batch changed) with its 95 % interval
+    and verdict (latency, then GPU time where measured), the classification and the notes on
+    the verdicts, the numeric error, the rule's projection and its kind, the processes each
+    latency interval spans (baseline's, experiment's), the projection against the measurement
+    (``judgement``) and the kernel changes."""
+
+    label: str
+    changes: dict[str, OptionValue]
+    rules: list[str]
+    status: str
+    reason: str | None = None
+    p50_ms: float | None = None
+    cv: float | None = None
+    processes: int = 0
+    speedup: float | None = None
+    low: float | None = None
+    high: float | None = None
+    verdict: Word | None = None
+    gpu_speedup: float | None = None
+    gpu_low: float | None = None
+    gpu_high: float | None = None
+    gpu_verdict: Word | None = None
+    bound: Literal["launch-bound", "GPU-bound"] | None = None
+    verdict_lines: list[str] = []
+    rel_l2_error: float | None = None
+    projected: float | None = None  # the rule's projection as a speedup factor, if any
+    projected_kind: ProjectionKind | None = None
+    interval_processes: list[int] | None = None
+    judgement: Judgement | None = None
+    kernels: KernelChange | None = None
+    figure: Literal["per call", "per sample"] = "per call"

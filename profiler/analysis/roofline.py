@@ -428,10 +428,9 @@ class Roof:
     peak_tflops: float
     peak_gbs: float
     ridge: float
-
-    @property
-    def label(self) -> str:
-        return f"{self.key} roof: {self.peak_gbs:,.0f} GB/s, {self.peak_tflops:,.0f} TFLOP/s"
+    #: another roof of the same precision (other ceilings: another GPU), named with its
+    #: bandwidth (profiler.report.sentences.roof_name)
+    apart: bool = False
 
     def at(self, intensity: float) -> float:
         """The roof's TFLOP/s at an intensity (FLOP/byte)."""
@@ -442,16 +441,20 @@ class Roof:
 class ChartPoint:
     label: str
     backend: str
-    roof: str | None  # the key of the roof it is drawn against (None: no ceilings)
+    roof: Roof | None  # the roof it is drawn against (None: no ceilings)
     intensity: float
     achieved_tflops: float
 
 
 @dataclass(frozen=True)
 class RooflineChart:
-    title: str
+    """What a roofline chart draws; the views write its labels and title
+    (profiler.report.sentences)."""
+
     roofs: list[Roof]
     points: list[ChartPoint]
+    #: where the ceilings come from, folders left out, each once
+    sources: list[str]
 
     @property
     def backends(self) -> list[str]:
@@ -471,32 +474,31 @@ def chart_data(points: Sequence[tuple[str, Roofline | None]]) -> RooflineChart |
     present = [(label, r) for label, r in points if r is not None]
     if not present:
         return None
-    roofs: dict[str, Roof] = {}
+    roofs: dict[tuple[str, float | None], Roof] = {}
     drawn = []
     for label, r in present:
-        key = None
+        roof = None
         if r.peak_tflops and r.peak_gbs and r.ridge is not None:
-            key = r.matmul_key
-            roof = Roof(r.matmul_key, r.peak_tflops, r.peak_gbs, r.ridge)
-            if roofs.setdefault(key, roof) != roof:  # same precision, other ceilings (GPU)
-                key = f"{r.matmul_key}, {r.peak_gbs:,.0f} GB/s"
-                roofs.setdefault(key, Roof(key, r.peak_tflops, r.peak_gbs, r.ridge))
+            roof = roofs.setdefault(
+                (r.matmul_key, None), Roof(r.matmul_key, r.peak_tflops, r.peak_gbs, r.ridge)
+            )
+            if roof != Roof(r.matmul_key, r.peak_tflops, r.peak_gbs, r.ridge):
+                # same precision, other ceilings (GPU): a roof of its own, by bandwidth
+                roof = roofs.setdefault(
+                    (r.matmul_key, round(r.peak_gbs)),
+                    Roof(r.matmul_key, r.peak_tflops, r.peak_gbs, r.ridge, apart=True),
+                )
         drawn.append(
             ChartPoint(
                 label=label,
                 backend=r.backend or "?",
-                roof=key,
+                roof=roof,
                 intensity=r.intensity,
                 achieved_tflops=r.achieved_tflops,
             )
         )
-    sources = ", ".join(dict.fromkeys(_short_source(r.ceilings_source) for _, r in present))
-    return RooflineChart(
-        title=f"Roofline, each point against its precision's roof; bytes: "
-        f"{MIN_BYTES_LABEL}, not measured (ceilings: {sources})",
-        roofs=list(roofs.values()),
-        points=drawn,
-    )
+    sources = list(dict.fromkeys(_short_source(r.ceilings_source) for _, r in present))
+    return RooflineChart(roofs=list(roofs.values()), points=drawn, sources=sources)
 
 
 def ceilings_for(

@@ -1,4 +1,5 @@
-"""SweepAnalysis: a sweep folder's manifest, benchmark table and finished cells, read once.
+"""SweepAnalysis: a sweep folder's manifest, benchmark table (one typed row per cell) and
+finished cells, read once.
 
 The sweep-level half of the Python API (profiler.analysis.run.RunAnalysis is the run-level one).
 Never imports torch; renders nothing."""
@@ -11,7 +12,8 @@ from typing import Any
 
 import pandas as pd
 
-from profiler.analysis.benchmark import benchmark_table
+from profiler.analysis.benchmark import benchmark_frame, benchmark_rows
+from profiler.analysis.records import BenchmarkCell
 from profiler.analysis.roofline import Roofline, roofline_of
 from profiler.analysis.run import RunAnalysis
 from profiler.errors import UserError
@@ -50,10 +52,17 @@ class SweepAnalysis:
         return f"SweepAnalysis({str(self.folder)!r})"
 
     @cached_property
+    def rows(self) -> list[BenchmarkCell]:
+        """One typed row per cell, in sweep order (profiler.analysis.benchmark.benchmark_rows:
+        a cell's figures, both speedups with their intervals and verdicts, the benchmark.csv
+        columns as fields)."""
+        return benchmark_rows(self.folder, self.manifest)
+
+    @cached_property
     def benchmark(self) -> pd.DataFrame:
-        """One row per cell (profiler.analysis.benchmark.benchmark_table: the benchmark.csv
-        columns)."""
-        return benchmark_table(self.folder, self.manifest)
+        """The rows as one frame (benchmark_frame: the benchmark.csv columns), for the views
+        that slice it."""
+        return benchmark_frame(self.rows, self.manifest)
 
     @property
     def cells(self) -> list[tuple[str, SweepCell]]:

@@ -1,7 +1,9 @@
 """Two verdicts on B against A, one per figure (profiler.analysis.verdict): latency (what a
 caller waits) and GPU time (the device's work), with each config's classification (launch-bound
 or GPU-bound, profiler.runs.samples) and the lines that say which verdict to read and why they
-may disagree. Pure numpy, no printing: views render ``TimedVerdicts``.
+may disagree. Pure numpy, no printing: views render ``TimedVerdicts``. The lines are written
+here (note_lines, from the record's own figures, spelled by profiler.units) because a sweep's
+benchmark.csv, built below the views, keeps them (verdict_note).
 
 Which verdict leads:
 - both configs GPU-bound: latency leads (the GPU paces the call, so latency is quiet too); GPU
@@ -19,16 +21,14 @@ from typing import Literal
 
 import msgspec
 
+from profiler import units
 from profiler.analysis.records import Bound, FigureName, TimedVerdicts, Verdict
 from profiler.analysis.sampling import processes_needed
 from profiler.analysis.verdict import (
     FIGURES,
     GPU_TIME,
     LATENCY,
-    PAIRED,
-    SAME,
     TOLERANCE,
-    UNDECIDED,
     compare,
     control_fdr,
 )
@@ -88,34 +88,15 @@ def figure_verdict(
 
 
 def _with_gpus(found: Verdict, a: ConfigSamples, b: ConfigSamples, figure: str) -> Verdict:
-    """The method says where the windows ran when they ran on several GPUs: paired, every
-    pair's two windows share a process and so a GPU, and an offset between GPUs cancels;
-    unpaired, the GPU is a recorded factor whose offset the interval carries as noise (each
-    side's windows per GPU are named, so a lopsided spread shows)."""
+    """The GPU of each side's windows, when they ran on several GPUs: paired, every pair's two
+    windows share a process and so a GPU, and an offset between GPUs cancels; unpaired, the
+    GPU is a recorded factor whose offset the interval carries as noise (each side's windows
+    per GPU are named, so a lopsided spread shows)."""
     ga = [w.gpu or "?" for w in a.with_figure(figure)]
     gb = [w.gpu or "?" for w in b.with_figure(figure)]
     if len(set(ga) | set(gb)) < 2:
         return found
-    if found.design == PAIRED:
-        note = (
-            f"windows on GPUs {_gpu_list(ga + gb)}; each pair's two windows on one GPU (one "
-            "process): an offset between GPUs cancels"
-        )
-    else:
-        note = (
-            f"GPU a recorded factor, not paired out: A's windows by GPU {_per_gpu(ga)}, "
-            f"B's {_per_gpu(gb)}; an offset between GPUs widens the interval (sweep's "
-            "GPU offsets)"
-        )
-    return msgspec.structs.replace(found, method=f"{found.method}; {note}")
-
-
-def _gpu_list(gpus: list[str]) -> str:
-    return ",".join(sorted(set(gpus), key=lambda g: (not g.isdigit(), g.zfill(8))))
-
-
-def _per_gpu(gpus: list[str]) -> str:
-    return " ".join(f"{g}:{gpus.count(g)}" for g in _gpu_list(gpus).split(","))
+    return msgspec.structs.replace(found, gpus_a=ga, gpus_b=gb)
 
 
 def judge(
@@ -155,36 +136,50 @@ def explain(
     cuda_graphs_ms: float | None = None,
 ) -> TimedVerdicts:
     """The lead, the processes the latency needs, and the lines (module doc)."""
-    launch = [
-        (label, bound)
-        for label, bound in (("A", bound_a), ("B", bound_b))
-        if bound.word == LAUNCH_BOUND
-    ]
     both_gpu_bound = bound_a.word == GPU_BOUND and bound_b.word == GPU_BOUND
     lead: Literal["latency", "both"] = LATENCY if both_gpu_bound or gpu is None else "both"
-    needed = None
-    lines: list[str] = []
+    launch = LAUNCH_BOUND in (bound_a.word, bound_b.word)
+    needed = _latency_processes(a, b, latency_floor) if launch else None
+    return with_lines(TimedVerdicts(latency, gpu, bound_a, bound_b, lead, needed, cuda_graphs_ms))
+
+
+def with_lines(v: TimedVerdicts) -> TimedVerdicts:
+    """The verdicts with their lines: written here, from the record's figures, because a
+    sweep's benchmark.csv keeps them (verdict_note, profiler.analysis.benchmark)."""
+    return msgspec.structs.replace(v, lines=tuple(note_lines(v)))
+
+
+def note_lines(v: TimedVerdicts) -> list[str]:
+    """What to read and why, in words: each launch-bound config with the figures that make it
+    so, the lever and the processes the latency would need, and a disagreement of the two
+    figures (module doc)."""
+    lines = []
+    launch = [
+        (label, bound)
+        for label, bound in (("A", v.bound_a), ("B", v.bound_b))
+        if bound.word == LAUNCH_BOUND
+    ]
     for label, bound in launch:
         lines.append(
-            f"launch-bound ({label}): enqueue p90 {bound.enqueue_p90_ms:.3f} ms >= "
-            f"{LAUNCH_BOUND_SHARE:g} x GPU time {bound.gpu_p50_ms:.3f} ms in "
-            f"{bound.launch_bound_processes} of {bound.classified_processes} "
+            f"launch-bound ({label}): enqueue p90 {units.ms_plain(bound.enqueue_p90_ms)} ms >= "
+            f"{units.plain(LAUNCH_BOUND_SHARE)} x GPU time {units.ms_plain(bound.gpu_p50_ms)} "
+            f"ms in {bound.launch_bound_processes} of {bound.classified_processes} "
             "processes: the host paces the call, so its latency spreads with the host"
         )
     if launch:
-        needed = _latency_processes(a, b, latency_floor)
         lever = f"`{LEVER}` replays the call without launches"
-        if cuda_graphs_ms is not None:
-            lever += f" (measured: {cuda_graphs_ms:.3f} ms)"
+        if v.cuda_graphs_ms is not None:
+            lever += f" (measured: {units.ms_plain(v.cuda_graphs_ms)} ms)"
+        needed = v.latency_processes_for_5pct
         lines.append(
             f"the latency verdict would need about {needed} processes a side for "
-            f"±{100 * LATENCY_TARGET:g} %; the GPU-time verdict holds with these; "
+            f"±{units.plain(100 * LATENCY_TARGET)} %; the GPU-time verdict holds with these; "
             f"{lever}"
             if needed is not None
             else lever
         )
-    draft = TimedVerdicts(latency, gpu, bound_a, bound_b, lead, needed, cuda_graphs_ms)
-    if draft.disagree and latency is not None and gpu is not None:  # disagree: both decided
+    latency, gpu = v.latency, v.gpu_time
+    if v.disagree and latency is not None and gpu is not None:  # disagree: both decided
         why = (
             "the host's launches, not the GPU's work, decide what the caller waits"
             if launch
@@ -194,16 +189,9 @@ def explain(
             f"the two figures disagree: latency says {latency.verdict}, GPU time says "
             f"{gpu.verdict}: {why}"
         )
-    elif (
-        both_gpu_bound
-        and latency is not None
-        and gpu is not None
-        and latency.verdict != gpu.verdict
-        and SAME not in (latency.verdict, gpu.verdict)
-        and UNDECIDED in (latency.verdict, gpu.verdict)
-    ):
+    elif v.split and latency is not None and gpu is not None:
         lines.append(f"latency says {latency.verdict}, GPU time says {gpu.verdict}")
-    return TimedVerdicts(latency, gpu, bound_a, bound_b, lead, needed, cuda_graphs_ms, tuple(lines))
+    return lines
 
 
 def _latency_processes(
@@ -230,36 +218,13 @@ def _latency_processes(
 def control_family(verdicts: list[TimedVerdicts | None]) -> list[TimedVerdicts | None]:
     """A family of comparisons with one baseline (a sweep's cells, advise's experiments): each
     figure's verdicts held to a false discovery rate across the family
-    (profiler.analysis.verdict.control_fdr); the explanation lines taken again."""
+    (profiler.analysis.verdict.control_fdr); the explanation lines written again."""
     latency = control_fdr([v.latency if v else None for v in verdicts])
     gpu = control_fdr([v.gpu_time if v else None for v in verdicts])
     out: list[TimedVerdicts | None] = []
     for v, lat, g in zip(verdicts, latency, gpu):
-        if v is None:
-            out.append(None)
-            continue
-        again = explain(lat, g, v.bound_a, v.bound_b, cuda_graphs_ms=v.cuda_graphs_ms)
+        # the processes the latency needs stay the first pass's (they need the samples)
         out.append(
-            TimedVerdicts(
-                lat,
-                g,
-                v.bound_a,
-                v.bound_b,
-                v.lead,
-                v.latency_processes_for_5pct,
-                v.cuda_graphs_ms,
-                _keep_counts(v.lines, again.lines),
-            )
+            None if v is None else with_lines(msgspec.structs.replace(v, latency=lat, gpu_time=g))
         )
     return out
-
-
-def _keep_counts(before: tuple[str, ...], again: tuple[str, ...]) -> tuple[str, ...]:
-    """The lines after the FDR step: the launch-bound lines of the first pass (they carry the
-    processes needed, which needs the samples), the disagreement line as it is now."""
-    kept = tuple(
-        line for line in before if not line.startswith(("the two figures disagree", "latency says"))
-    )
-    return kept + tuple(
-        line for line in again if line.startswith(("the two figures disagree", "latency says"))
-    )

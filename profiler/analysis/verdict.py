@@ -176,22 +176,15 @@ def compare(
     design = design_for(figure, ka, kb, len(pairs))
     floor: float | None = None
     source: FloorSource | None = None
+    refused: float | None = None
     if design == PAIRED:
         diffs = np.log([b[j] for _, j in pairs]) - np.log([a[i] for i, _ in pairs])
         d, df = float(diffs.mean()), float(len(diffs) - 1)
         se = float(diffs.std(ddof=1) / math.sqrt(len(diffs)))
-        how = (
-            f"paired t-interval on the log ratio of {len(pairs)} processes that timed both "
-            f"(rounds), {df:.0f} degrees of freedom"
-        )
     elif design == UNPAIRED:
         d, se, df = welch(np.log(a), np.log(b))
-        how = (
-            f"Welch t-interval on the log of per-process medians, {ka} vs {kb} processes, "
-            f"{df:.1f} degrees of freedom"
-        )
     else:
-        d, se, df, how, source, floor = _with_floor(a, b, figure, noise_floor)
+        d, se, df, source, floor, refused = _with_floor(a, b, figure, noise_floor)
     return _decide(
         d,
         se,
@@ -204,7 +197,7 @@ def compare(
         floor=floor,
         source=source,
         pairs=len(pairs) if design == PAIRED else None,
-        how=how,
+        refused=refused,
     )
 
 
@@ -225,9 +218,10 @@ def _checked(
 
 def _with_floor(
     a: np.ndarray, b: np.ndarray, figure: FigureName, noise_floor: float | None
-) -> tuple[float, float, float, str, FloorSource, float]:
+) -> tuple[float, float, float, FloorSource, float, float | None]:
     """One process on a side: a noise floor stands in for the unknown between-process spread.
-    The log ratio, its standard error, degrees of freedom, how, the floor's source and value."""
+    The log ratio, its standard error, degrees of freedom, the floor's source and value, and
+    the floor given when it was refused (no spread from 0 to MAX_FLOOR)."""
     ka, kb = len(a), len(b)
     refused = noise_floor is not None and not 0 <= noise_floor <= MAX_FLOOR
     source: FloorSource
@@ -237,16 +231,7 @@ def _with_floor(
         source, floor = "given", noise_floor
     d = float(np.log(b).mean() - np.log(a).mean())
     se, df = floor * math.sqrt(1 / ka + 1 / kb), math.inf
-    how = (
-        f"one process on a side ({ka} vs {kb}): the between-process spread is unknown, "
-        f"a {source} floor of {100 * floor:.1f} % CV stands in (normal interval)"
-        + (
-            f"; the floor given, {noise_floor!r}, is no spread from 0 to {MAX_FLOOR:g}"
-            if refused
-            else ""
-        )
-    )
-    return d, se, df, how, source, floor
+    return d, se, df, source, floor, noise_floor if refused else None
 
 
 def _decide(
@@ -262,7 +247,7 @@ def _decide(
     floor: float | None,
     source: FloorSource | None,
     pairs: int | None,
-    how: str,
+    refused: float | None,
 ) -> Verdict:
     t95, t90 = t_quantile(0.975, df), t_quantile(0.95, df)
     ratio = math.exp(d)
@@ -270,11 +255,6 @@ def _decide(
     same_low, same_high = math.exp(d - t90 * se), math.exp(d + t90 * se)
     p = 0.0 if se == 0 and d != 0 else (1.0 if se == 0 else t_two_sided_p(d / se, df))
     verdict = _word(ratio, p, same_low, same_high, tolerance, alpha=0.05)
-    method = (
-        f"{how}; 95 % interval; same when the 90 % interval is within "
-        f"±{100 * tolerance:g} % (TOST), faster/slower when p < 0.05 and the ratio is "
-        f"beyond ±{100 * tolerance:g} %"
-    )
     return Verdict(
         ratio,
         low,
@@ -284,7 +264,6 @@ def _decide(
         ka,
         kb,
         floor,
-        method,
         source,
         figure,
         design,
@@ -292,6 +271,8 @@ def _decide(
         same_low,
         same_high,
         pairs,
+        df=None if math.isinf(df) else df,
+        floor_refused=refused,
     )
 
 
@@ -308,7 +289,8 @@ def _word(
 def control_fdr(verdicts: list[Verdict | None], q: float = FDR_Q) -> list[Verdict | None]:
     """Many comparisons with one baseline (a sweep's cells, advise's experiments): the
     Benjamini-Hochberg step-up over the family's p-values; a faster/slower that does not survive
-    it becomes undecided. The intervals stay the raw 95 % ones; ``fdr`` says what was done."""
+    it becomes undecided. The intervals stay the raw 95 % ones; ``fdr_comparisons`` and
+    ``fdr_q`` say what was done."""
     family = [(i, v) for i, v in enumerate(verdicts) if v is not None]
     m = len(family)
     if m <= 1:
@@ -319,11 +301,10 @@ def control_fdr(verdicts: list[Verdict | None], q: float = FDR_Q) -> list[Verdic
         if v.p_value <= q * rank / m:
             passed = rank
     survivors = {i for i, _ in ranked[:passed]}
-    note = f"Benjamini-Hochberg over {m} comparisons, q = {q:g}"
     out = list(verdicts)
     for i, v in family:
         word = v.verdict
         if word in (FASTER, SLOWER) and i not in survivors:
             word = UNDECIDED
-        out[i] = msgspec.structs.replace(v, verdict=word, fdr=note)
+        out[i] = msgspec.structs.replace(v, verdict=word, fdr_comparisons=m, fdr_q=q)
     return out

@@ -18,15 +18,19 @@ import msgspec
 from profiler.analysis.records import (
     AdviceRecord,
     BaselineRow,
+    BenchmarkCell,
     CompareTimed,
     Explanation,
     Headline,
     PlannedAdvice,
+    PlannedExperiment,
     RooflineFigures,
+    TrialRecord,
+    TrialRow,
 )
 from profiler.runs.manifest import MANIFEST_SCHEMA, SweepManifest
 from profiler.runs.noise_floor import NoiseFloor
-from profiler.runs.result import RESULT_SCHEMA, RunResult
+from profiler.runs.result import RESULT_SCHEMA, EngineMemory, RunResult
 
 #: a table's rows, one object per row (column -> value)
 Table = list[dict[str, Any]]
@@ -187,7 +191,8 @@ class GpuOffsetRecord(Record):
 
 
 class Benchmark(Document, kw_only=True):
-    """``sweep --json``: the benchmark table, one record per cell (benchmark.csv's columns)."""
+    """``sweep --json``: the benchmark table, one record per cell (BenchmarkCell: benchmark.csv's
+    columns)."""
 
     sweep: str
     folder: str
@@ -195,7 +200,7 @@ class Benchmark(Document, kw_only=True):
     baseline: str
     #: each GPU's offset from the others on the same configs and its floor (several GPUs)
     gpus: list[GpuOffsetRecord] = []
-    cells: Table
+    cells: list[BenchmarkCell]
 
 
 class Backend(Record):
@@ -220,17 +225,76 @@ class Plot(Document, kw_only=True):
     written: list[str]
 
 
+class Extensible(msgspec.Struct, kw_only=True):
+    """A part of a file another version may have written with more keys (the peaks cache):
+    the keys it names are typed, others are let through."""
+
+
+class PeaksMachine(Extensible):
+    """The machine the ceilings were measured on (profiler.collect.peaks.machine_facts)."""
+
+    device: str  # the GPU's name, or "CPU <processor>"
+    driver: str | None
+    torch: str
+    compute_capability: str | None
+
+
+class PeaksSizes(Extensible):
+    """The sizes measured: the matmuls' side n (INT8's apart) and the copy's bytes."""
+
+    matmul_n: int
+    copy_bytes: int
+    int8_n: int
+
+
+class PeaksMethod(Extensible):
+    """How the ceilings were measured: the data, warm-up calls and repeats, the statistic over
+    the repeats, the timer, what a matmul and a copy are, and the sizes."""
+
+    data: str
+    warmup_calls: int
+    repeats: int
+    statistic: str
+    timer: str
+    matmul: str
+    copy: str
+    sizes: PeaksSizes
+
+
+class MatmulRate(Extensible):
+    """One precision's matmul ceiling: TFLOP/s (null where this GPU or build cannot run it, and
+    why not), the side n, the median time of one call (s), the kernel asked for and the CUDA
+    kernels that ran (caches of older versions may lack these), and INT8's B layout."""
+
+    tflops: float | None
+    why_not: str | Unset = UNSET
+    n: int | Unset = UNSET
+    median_s: float | Unset = UNSET
+    kernel: str | Unset = UNSET
+    cuda_kernels: list[str] | None | Unset = UNSET
+    b_layout: str | Unset = UNSET
+
+
+class CopyRate(Extensible):
+    """The copy bandwidth: GB/s (read + write over the median time), bytes copied, median
+    time of one copy (s)."""
+
+    gb_per_s: float
+    bytes: int
+    median_s: float
+
+
 class Peaks(Document, kw_only=True, forbid_unknown_fields=False):
     """``peaks --json``: this machine's measured ceilings (profiler.collect.peaks.measure: the
     cached measurement's keys, which a cache written by another version may extend)."""
 
     schema: int  # the peaks cache's own version
     source: str
-    machine: dict[str, Any]
-    method: dict[str, Any]
+    machine: PeaksMachine
+    method: PeaksMethod
     matmul_tflops: dict[str, float | None]
-    matmul_detail: dict[str, dict[str, Any]]
-    copy: dict[str, Any]
+    matmul_detail: dict[str, MatmulRate]
+    copy: CopyRate
     cache_file: str
 
 
@@ -257,12 +321,23 @@ class Advise(Document, kw_only=True):
     run: str
     config: str
     advice: list[PlannedAdvice]
-    plan: Table
+    plan: list[PlannedExperiment]
     without_experiments: dict[str, str]
-    trial: dict[str, Any] | None
+    trial: TrialRecord | None
     baseline: BaselineRow | None
-    rows: Table | None
+    rows: list[TrialRow] | None
     report: str | None  # with --try: the HTML page written into the trial's folder
+
+
+class BackendNotes(Extensible):
+    """result.json's ``backend.notes``: BackendFacts' named facts (engine or graph build time,
+    a cached engine's load time, warnings, the TensorRT engines' device memory) beside any
+    other fact a backend records (ONNX Runtime's providers, calibration time ...)."""
+
+    compile_s: float | Unset = UNSET
+    load_s: float | Unset = UNSET
+    warnings: list[str] = []
+    engine_memory: EngineMemory | Unset = UNSET
 
 
 class _BackendInFile(msgspec.Struct):
@@ -271,7 +346,7 @@ class _BackendInFile(msgspec.Struct):
     name: str
     family: str
     precision: str
-    notes: dict[str, Any]
+    notes: BackendNotes
 
 
 #: kind -> (version, type) of every --json document; "run" is `run --json`: the run's result.json
@@ -287,7 +362,9 @@ DOCUMENTS: dict[str, tuple[int, type]] = {
     "plot": (1, Plot),
     "peaks": (1, Peaks),
     "noise": (1, Noise),
-    "advise": (1, Advise),
+    # 2: rows[].judgement is the projection against the measurement as a record (Judgement),
+    # no longer a sentence
+    "advise": (2, Advise),
     "run": (RESULT_SCHEMA, RunResult),
 }
 #: the files a run and a sweep write (their own "schema" key holds the version)
@@ -309,9 +386,9 @@ def json_schema(kind: str) -> dict:
     schema = msgspec.json.schema(kind_type)
     top = schema["$defs"][kind_type.__name__]
     if kind_type is RunResult:  # the file's form of the backend facts (runs.result_to_dict)
-        schema["$defs"]["BackendFacts"] = msgspec.json.schema(_BackendInFile)["$defs"][
-            "_BackendInFile"
-        ]
+        in_file = msgspec.json.schema(_BackendInFile)["$defs"]
+        schema["$defs"]["BackendFacts"] = in_file.pop("_BackendInFile")
+        schema["$defs"].update(in_file)  # the notes' types
         top["properties"]["artifacts"] = {"type": "array", "items": {"type": "string"}}
     if kind in DOCUMENTS:
         if "$schema" not in top["properties"]:  # run: result.json's keys after "$schema"

@@ -43,6 +43,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from profiler import units
 from profiler.collect import numerics
 from profiler.collect.backends.base import Backend, Prepared
 from profiler.collect.device import out_of_memory_kind
@@ -116,12 +117,12 @@ def capture(step: Prepared, backend_name: str, say: Callable[[str], None]) -> Pr
     seconds = time.perf_counter() - began
     note = (
         f"the forward step captured into one CUDA graph after {WARMUP_CALLS} warm-up calls "
-        f"on a side stream ({seconds:.2f} s); timed, profiled and checked calls are its "
-        f"replays; {checked}"
+        f"on a side stream ({units.seconds_unit(seconds, 2)}); timed, profiled and checked "
+        f"calls are its replays; {checked}"
     )
     say(
-        f"  captured into a CUDA graph in {seconds:.2f} s: the calls from here on are replays "
-        f"({checked})"
+        f"  captured into a CUDA graph in {units.seconds_unit(seconds, 2)}: the calls from here "
+        f"on are replays ({checked})"
     )
     return Prepared(
         fn=replay,
@@ -193,9 +194,11 @@ def _check_replay(torch, graph, static_output, expected, inputs: tuple) -> str:
         )
     rel = figures["rel_l2_error"]
     if rel is None or rel > REPLAY_TOLERANCE:
-        shown = "not finite" if rel is None else f"{rel:.3g}"
         raise NotReplayable(
             f"a replay's output differs from a plain call's (relative L2 error "
-            f"{shown}, more than {REPLAY_TOLERANCE:g})"
+            f"{units.finite(rel)}, more than {units.plain(REPLAY_TOLERANCE)})"
         )
-    return f"a replay rewrote the output and matches a plain call (relative L2 error {rel:.2g})"
+    return (
+        "a replay rewrote the output and matches a plain call (relative L2 error "
+        f"{units.significant(rel, 2)})"
+    )

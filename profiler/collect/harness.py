@@ -27,7 +27,7 @@ import msgspec
 import torch
 from rich.console import Console
 
-from profiler import runs, signals
+from profiler import runs, signals, units
 from profiler.collect import (
     backends,
     bytecode,
@@ -331,7 +331,7 @@ def _repeat_windows(
                 windows,
                 progress,
                 run_stage,
-                f"--target-noise {config.target_noise:g}: the run's window,"
+                f"--target-noise {units.plain(config.target_noise)}: the run's window,"
                 " then windows in fresh processes until the p50 interval "
                 "was within it or the budget ran out",
             )
@@ -379,8 +379,8 @@ def _gpu_time(
     figures = measured.figures
     if figures.not_measured is None:
         progress.say(
-            f"  GPU time p50 {figures.gpu_p50_ms:.3f} ms, enqueue p50 "
-            f"{figures.enqueue_p50_ms:.3f} ms ({figures.iterations} iterations behind "
+            f"  GPU time p50 {units.ms_plain(figures.gpu_p50_ms)} ms, enqueue p50 "
+            f"{units.ms_plain(figures.enqueue_p50_ms)} ms ({figures.iterations} iterations behind "
             f"a sleep kernel, {figures.invalid_iterations} redone)"
         )
     else:
@@ -417,8 +417,8 @@ def _record_windows(
         p50s, samples_csv=runs.PROCESSES_CSV, schedule=schedule, samples=samples
     )
     progress.say(
-        f"  p50 over {len(p50s)} processes: {min(p50s):.3f} to {max(p50s):.3f} ms "
-        f"({spread.range_pct_of_median:.1f} % of the median)"
+        f"  p50 over {len(p50s)} processes: {units.ms_plain(min(p50s))} to "
+        f"{units.ms_plain(max(p50s))} ms ({units.pct(spread.range_pct_of_median)} of the median)"
     )
     return spread
 

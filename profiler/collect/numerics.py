@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import math
 
+from profiler import units
+
 
 def _finite_or_none(value: float) -> float | None:
     return value if math.isfinite(value) else None
@@ -93,5 +95,8 @@ def exceeds(numerics: dict, max_rel_error: float) -> str | None:
     if rel is None:
         return "the relative error is not finite"
     if rel > max_rel_error:
-        return f"relative L2 error {rel:.3g} exceeds --max-rel-error {max_rel_error:g}"
+        return (
+            f"relative L2 error {units.significant(rel)} exceeds --max-rel-error "
+            f"{units.plain(max_rel_error)}"
+        )
     return None

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import time
 
+from profiler import units
 from profiler.analysis.noise import TimedWindow
 from profiler.analysis.sampling import REACHED, stopping_rule
 from profiler.collect import repeat_window, window
@@ -55,8 +56,8 @@ def extend_window(
     grown = TimedWindow(tuple(latencies), timed.window.batch_size)
     if len(latencies) > chunk:
         progress.say(
-            f"  --target-noise {config.target_noise:g} %: window grown to "
-            f"{len(latencies)} iterations, p50 {grown.p50_ms:.3f} ms"
+            f"  --target-noise {units.plain(config.target_noise)} %: window grown to "
+            f"{len(latencies)} iterations, p50 {units.ms_plain(grown.p50_ms)} ms"
         )
     return window.Timed(grown, timed.details, output, timed.memory, timed.plan)
 
@@ -94,7 +95,7 @@ def more_processes(
             + (
                 ""
                 if stop.half_width == float("inf")
-                else f" (±{100 * stop.half_width:.1f} % so far)"
+                else f" (±{units.pct(100 * stop.half_width)} so far)"
             )
         )
         windows.append(
@@ -112,11 +113,11 @@ def more_processes(
         budget_s=budget,
     )
     progress.say(
-        f"  --target-noise {config.target_noise:g} %: "
+        f"  --target-noise {units.plain(config.target_noise)} %: "
         + (
-            f"reached ±{100 * stop.half_width:.1f} %"
+            f"reached ±{units.pct(100 * stop.half_width)}"
             if reached
-            else f"not reached ({stop.reason}; ±{100 * stop.half_width:.1f} %)"
+            else f"not reached ({stop.reason}; ±{units.pct(100 * stop.half_width)})"
         )
         + f" with {len(windows)} processes of {len(own.latency_ms)} iterations"
     )

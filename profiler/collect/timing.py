@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from profiler import units
 from profiler.analysis.noise import percentile
 
 
@@ -111,7 +112,7 @@ class WindowPlan:
 
     def done(self, seconds: float) -> str:
         """How a budgeted window ended: ``--min-time 5 s: stopped after 5.0 s``."""
-        return f"{self.why}: stopped after {seconds:.1f} s"
+        return f"{self.why}: stopped after {units.seconds_unit(seconds)}"
 
 
 @dataclass(frozen=True)
@@ -135,10 +136,11 @@ def plan_window(
     if iters is not None:
         return WindowPlan(warmup, iters, None, f"--iters {iters}")
     if min_time_s is not None:
-        return WindowPlan(warmup, None, min_time_s, f"--min-time {min_time_s:g} s")
+        return WindowPlan(warmup, None, min_time_s, f"--min-time {units.plain(min_time_s)} s")
     if use_cuda:
         return WindowPlan(warmup, GPU_ITERS, None, f"GPU default: {GPU_ITERS} iterations")
-    return WindowPlan(warmup, None, CPU_MIN_TIME_S, f"CPU default: --min-time {CPU_MIN_TIME_S:g} s")
+    why = f"CPU default: --min-time {units.plain(CPU_MIN_TIME_S)} s"
+    return WindowPlan(warmup, None, CPU_MIN_TIME_S, why)
 
 
 def iterations_for_budget(estimate_ms: float, min_time_s: float) -> int:

@@ -27,7 +27,7 @@ import torch
 from rich.console import Console
 from rich.markup import escape
 
-from profiler import runs
+from profiler import runs, units
 from profiler.analysis.noise import TimedWindow
 from profiler.collect import gpu_state, timing
 from profiler.collect.backends.base import Prepared
@@ -93,7 +93,10 @@ def prepare(
         step.fn(*step.inputs)
         sync(use_cuda)
         first_call_s = time.perf_counter() - began
-    progress.say(f"  prepare {prepare_s:.2f} s, {workload.first_call} {first_call_s:.2f} s")
+    progress.say(
+        f"  prepare {units.seconds_unit(prepare_s, 2)}, {workload.first_call} "
+        f"{units.seconds_unit(first_call_s, 2)}"
+    )
     for warning in step.notes.get("warnings", []):
         progress.warn(warning)
     return step, prepare_s, first_call_s
@@ -157,8 +160,8 @@ def timed(
     window = TimedWindow(tuple(latencies), batch_size)
     figures = workload.figures(window, details)
     progress.say(
-        f"  timed {len(latencies)} {workload.iterations} in {elapsed_s:.1f} s "
-        f"({plan.why}): {figures}, CV {100 * window.noise.cv:.1f} %"
+        f"  timed {len(latencies)} {workload.iterations} in {units.seconds_unit(elapsed_s)} "
+        f"({plan.why}): {figures}, CV {units.pct(100 * window.noise.cv)}"
     )
     if deadline is not None:  # what the budget did, in the record too
         plan = dataclasses.replace(plan, why=plan.done(elapsed_s))
@@ -382,10 +385,10 @@ def write_latency_csv(run_stage: Path, latencies, gpu_ms=(), enqueue_ms=()) -> N
     writer.writerow(["iteration", "latency_ms", *(("gpu_ms", "enqueue_ms") if extra else ())])
 
     def cell(values, i: int) -> str:
-        return f"{values[i]:.6f}" if i < len(values) else ""
+        return units.csv_ms(values[i]) if i < len(values) else ""
 
     writer.writerows(
-        (i, f"{ms:.6f}", *((cell(gpu_ms, i), cell(enqueue_ms, i)) if extra else ()))
+        (i, units.csv_ms(ms), *((cell(gpu_ms, i), cell(enqueue_ms, i)) if extra else ()))
         for i, ms in enumerate(latencies)
     )
     write_text_atomic(run_stage / runs.LATENCY_CSV, csv_text.getvalue())

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from profiler import units
 from profiler.commands import parse_budget
 from profiler.errors import UserError
 
@@ -61,32 +62,35 @@ def run(
         sink=sink,
         trust_model=trust_model,
     )
-    data = trial.to_dict()
-    rows = trial_rows(data, folder, promises, advice, config.to_dict())
-    base = baseline_row(data, folder)
-    document.update(trial=data, baseline=plain(base), rows=[r.to_dict() for r in rows])
-    document["report"] = str(_write_trial_page(side, folder, advice, plan, rows, base, data))
-    _show_trial(document, rows, base, data, plan, sink)
+    record = trial.record()
+    rows = trial_rows(record, folder, promises, advice, config.to_dict())
+    base = baseline_row(record, folder)
+    document.update(trial=plain(record), baseline=plain(base), rows=plain(rows))
+    document["report"] = str(_write_trial_page(side, folder, advice, plan, rows, base, record))
+    _show_trial(document, rows, base, record, plan, sink)
     return trial_exit(trial, folder, sink)
 
 
-def _show_trial(document: dict, rows, base, data, plan, sink) -> None:
+def _show_trial(document: dict, rows, base, record, plan, sink) -> None:
     """The trial's rows, as the --json document or on the console."""
     if sink.json:
         sink.document("advise", document)
     else:
         from profiler.report.trial_view import print_trial
 
-        print_trial(rows, base, data, plan, sink.console)
+        print_trial(rows, base, record, plan, sink.console)
 
 
 def _plan_document(side, config, advice, plan, promises) -> dict:
-    """The --json document of advise, before any trial."""
+    """The --json document of advise, before any trial (profiler.cli.documents.Advise)."""
+    from profiler.analysis.records import plain
+    from profiler.report.advice_view import planned_advice
+
     return {
         "run": str(side.run_folder),
         "config": config.run_name,
-        "advice": [advice_record(a, promises[a.rule]) for a in advice],
-        "plan": [experiment_record(e) for e in plan.experiments],
+        "advice": plain([planned_advice(a, promises[a.rule]) for a in advice]),
+        "plan": plain([experiment_record(e) for e in plan.experiments]),
         "without_experiments": plan.without,
         "trial": None,
         "baseline": None,
@@ -167,7 +171,7 @@ def _run_trial(
     say(
         f"advise --try: {len(plan.experiments)} experiment(s) for {config.run_name} beside its "
         f"re-run baseline, {count} process(es) each"
-        + (f", within {budget_s:g} s" if budget_s else "")
+        + (f", within {units.plain(budget_s)} s" if budget_s else "")
         + (f", at most {max_cells} cells" if max_cells else "")
         + f"; cells in {folder}/"
     )
@@ -188,7 +192,7 @@ def _run_trial(
         )
 
 
-def _write_trial_page(side, folder: Path, advice, plan, rows, base, data) -> Path:
+def _write_trial_page(side, folder: Path, advice, plan, rows, base, record) -> Path:
     """Write the trial's HTML page into its folder; its path."""
     from profiler.analysis.trial import baseline_noise
     from profiler.fsutil import write_text_atomic
@@ -203,7 +207,7 @@ def _write_trial_page(side, folder: Path, advice, plan, rows, base, data) -> Pat
             plan,
             rows,
             base,
-            data,
+            record,
             baseline_noise(side.result, side.result_json),
         ),
     )
@@ -255,23 +259,16 @@ def advice_of(side) -> list:
     return side.advice
 
 
-def advice_record(a, bound: float) -> dict:
-    from profiler.report.advice_view import advice_dict
+def experiment_record(e):
+    """An experiment of the plan as --json prints it (PlannedExperiment)."""
+    from profiler.analysis.records import PlannedExperiment
 
-    return {
-        **advice_dict(a),
-        "projected_speedup": bound if bound > 1 else None,
-        "projection": a.projection if bound > 1 else None,
-    }
-
-
-def experiment_record(e) -> dict:
-    return {
-        "label": e.label,
-        "changes": e.changes,
-        "rules": list(e.rules),
-        "source": e.source,
-        "projected_speedup": e.promise if e.promise > 1 else None,
-        "projection": e.promise_kind if e.promise > 1 else None,
-        "cost": e.cost,
-    }
+    return PlannedExperiment(
+        label=e.label,
+        changes=e.changes,
+        rules=list(e.rules),
+        source=e.source,
+        projected_speedup=e.promise if e.promise > 1 else None,
+        projection=e.promise_kind if e.promise > 1 else None,
+        cost=e.cost,
+    )

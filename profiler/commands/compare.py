@@ -8,14 +8,13 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from profiler import signals
+from profiler import signals, units
 from profiler.analysis.records import plain
 from profiler.analysis.run import Comparison, RunAnalysis
 from profiler.errors import UserError
-from profiler.report.compare_view import print_diff, print_explanation, print_timed_headline
 from profiler.report.export import write_table, write_tables
 from profiler.report.fmt import head
-from profiler.report.insight_view import print_insight
+from profiler.report.sections import COMPARE, Context, print_sections
 from profiler.trace.diff import Diff
 from profiler.trace.summary import json_safe
 
@@ -66,7 +65,9 @@ def run(
     if top < 0:
         raise UserError(f"--top must be 0 (all) or more (got {top})")
     if not 0 <= same_within < 100:
-        raise UserError(f"--same-within is a percentage from 0 to 100 (got {same_within:g})")
+        raise UserError(
+            f"--same-within is a percentage from 0 to 100 (got {units.plain(same_within)})"
+        )
     both = Comparison(load_side(a, sink), load_side(b, sink), a, b, tolerance=same_within / 100)
     for label, side in (("A", both.a), ("B", both.b)):
         sink.detail(describe(label, side))
@@ -93,29 +94,9 @@ def run(
     if sink.json:
         sink.document("compare", diff_json(result, plain(timed_ab), top, plain(explanation)))
         return result
-    _print_comparison(both, explanation, top, sink.console)
+    # the timed headline, why B differs, the diff tables, and each run's insight
+    print_sections(COMPARE, Context(both, sink.console, top=top))
     return result
-
-
-def _print_comparison(both: Comparison, explanation, top: int, console) -> None:
-    """The timed headline, why B differs, the diff tables, and each run's insight."""
-    if both.timed is not None:
-        print_timed_headline(both.timed, console)
-    if explanation is not None:
-        print_explanation(explanation, console)
-    print_diff(
-        both.diff,
-        both.a.summary,
-        both.b.summary,
-        top=top,
-        console=console,
-        recorded=both.windows is None,
-    )
-    for label, side in (("A", both.a), ("B", both.b)):  # roofline and advice of each run
-        if side.result_json is not None:  # of its recorded window, beside fresh processes
-            print_insight(
-                side.insight, console, label if both.windows is None else f"{label}, recorded run"
-            )
 
 
 def fresh_windows(
@@ -155,7 +136,7 @@ def fresh_windows(
     }
     say(
         f"timing A and B again: {count} fresh process{'es' if count > 1 else ''} each, interleaved"
-        + (f", more until ±{target_noise:g} %" if target_noise else "")
+        + (f", more until ±{units.plain(target_noise)} %" if target_noise else "")
         + f"; here, on {here}"
     )
     sampled = rounds.sample(

@@ -71,6 +71,7 @@ def _floor(sampled, before, after, workload: str, on_gpu: bool, command: str):
     and what to change."""
     from profiler.analysis.floor import floor_of, suggestions
     from profiler.collect.gpu_state import machine_settings
+    from profiler.report.sentences import floor_tip
     from profiler.runs.noise_floor import NoiseFloor
 
     windows = sampled.windows["noise"]
@@ -89,7 +90,7 @@ def _floor(sampled, before, after, workload: str, on_gpu: bool, command: str):
         sm_clock_mhz=clocks,
         throttle_reasons=sorted({r for s in (before, after) for r in s.throttle_reasons}),
         settings=settings,
-        suggestions=tips,
+        suggestions=[floor_tip(tip) for tip in tips],  # kept in words
         **figures,
     )
 

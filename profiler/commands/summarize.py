@@ -1,5 +1,6 @@
 """`summarize`: a RunAnalysis of the target (summary, headline, ncu join, roofline and advice,
-TensorRT layers), printed or exported."""
+TensorRT layers), printed (the sections of profiler.report.sections.SUMMARIZE that the view
+shows) or exported."""
 
 from __future__ import annotations
 
@@ -37,7 +38,17 @@ def run(
         sink.note(run.note)
     if view == "layers":
         _layers(run, out, sink, top)
+    else:
+        _run_view(run, view, out, sink, top)
+    if sink.json:  # the view's document is written
         return
+    from profiler.report.sections import Context, print_sections, summarize_rows
+
+    print_sections(summarize_rows(view), Context(run, sink.console, top=top))
+
+
+def _run_view(run: RunAnalysis, view: str, out: Path | None, sink, top: int) -> None:
+    """What every view but layers says on stderr, writes with --out and prints with --json."""
     summary = run.summary
     if view == "phases" and summary.phases is None:
         raise UserError(
@@ -48,33 +59,15 @@ def run(
     sink.detail(f"trace: {summary.trace_path}; result: {result_json}")
     for warning in summary.warnings:
         sink.warn(warning)
-    headline = run.headline
     joined = agreement = None
     if run.ncu_csv is not None:
         sink.note(f"Nsight Compute measurements: {run.ncu_csv}")
         joined, agreement = run.hardware, run.agreement
     if out is not None:
         _write_out(run, out, joined, sink)
-    found = run.insight if run.result_json is not None else None
     if sink.json:
+        found = run.insight if run.result_json is not None else None
         sink.document("summarize", _document(run, top, found, joined, agreement))
-        return
-    from profiler.report.tables import print_summary
-
-    console = sink.console
-    if headline is not None:
-        from profiler.report.headline_view import print_headline
-
-        print_headline(headline, console)
-    print_summary(summary, view=view, top=top, console=console, agreement=agreement)
-    if joined is not None and agreement is not None and view in ("all", "kernels"):
-        from profiler.report.hardware_view import print_hardware
-
-        print_hardware(joined, agreement, top, console)
-    if found is not None and view in ("all", "overview"):
-        from profiler.report.insight_view import print_insight
-
-        print_insight(found, console)
 
 
 def _write_out(run: RunAnalysis, out: Path, joined, sink) -> None:
@@ -194,7 +187,8 @@ def layers_json(attributions: list) -> list[dict]:
 
 
 def _layers(run: RunAnalysis, out: Path | None, sink, top: int) -> None:
-    """--view layers: the TensorRT layers of a run with the profiled kernels attributed."""
+    """--view layers: the TensorRT layers of a run with the profiled kernels attributed (a run
+    without them refused), written with --out and printed with --json."""
     from profiler.analysis.run import require_layers
     from profiler.trace.summary import json_safe
     from profiler.trace.trt_layers import LAYER_COLUMNS
@@ -209,7 +203,3 @@ def _layers(run: RunAnalysis, out: Path | None, sink, top: int) -> None:
         sink.note(f"wrote {len(written)} files to {out}")
     if sink.json:
         sink.document("summarize-layers", json_safe({"engines": layers_json(attributions)}))
-        return
-    from profiler.report.layers_view import print_layers
-
-    print_layers(attributions, top, sink.console)

@@ -4,7 +4,12 @@ status says whether any cell finished."""
 from __future__ import annotations
 
 from profiler import signals
-from profiler.analysis.benchmark import benchmark_table, cell_analyses, sweep_gpu_offsets
+from profiler.analysis.benchmark import (
+    benchmark_frame,
+    benchmark_rows,
+    cell_analyses,
+    sweep_gpu_offsets,
+)
 from profiler.errors import Interrupted, UserError
 from profiler.report.benchmark_view import (
     benchmark_json,
@@ -33,9 +38,9 @@ def run(plan: SweepPlan, sink, only_decided: bool = False) -> int:
         except Interrupted:
             write_tables(plan)
             raise
-    frame, manifest, offsets = write_tables(plan)
+    rows, frame, manifest, offsets = write_tables(plan)
     if sink.json:
-        sink.document("benchmark", benchmark_json(frame, manifest, plan.sweep_dir, offsets))
+        sink.document("benchmark", benchmark_json(rows, manifest, plan.sweep_dir, offsets))
     else:
         print_benchmark(frame, manifest, sink.console, only_decided)
         print_gpu_offsets(offsets, sink.console)
@@ -61,12 +66,14 @@ def run(plan: SweepPlan, sink, only_decided: bool = False) -> int:
 
 
 def write_tables(plan: SweepPlan):
-    """benchmark.csv and .md from the manifest as it is now."""
+    """benchmark.csv and .md from the manifest as it is now; the typed rows, their frame, the
+    manifest and the GPUs' offsets."""
     manifest = read_manifest(plan.sweep_dir)
     if manifest is None:
         raise UserError(f"{plan.sweep_dir} lost its manifest during the sweep")
     cells = cell_analyses(plan.sweep_dir, manifest)  # each cell read once, for both
-    frame = benchmark_table(plan.sweep_dir, manifest, cells=cells)
+    rows = benchmark_rows(plan.sweep_dir, manifest, cells=cells)
+    frame = benchmark_frame(rows, manifest)
     offsets = sweep_gpu_offsets(plan.sweep_dir, manifest, cells)
     write_benchmark(plan.sweep_dir, frame, manifest, offsets)
-    return frame, manifest, offsets
+    return rows, frame, manifest, offsets

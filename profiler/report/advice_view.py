@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from profiler.analysis.advice import Advice
-from profiler.analysis.records import BaselineNoise
+from profiler.analysis.records import AdviceRecord, BaselineNoise, PlannedAdvice
 from profiler.report.fmt import (
     marked,
     pct,
@@ -126,14 +126,14 @@ def projected_gain(a: Advice) -> str:
     gain = WORDING[a.rule](a.figures)[1]
     if a.rule == "fp32-cuda-cores" and a.measured:
         gain += "; the sweep measured " + ", ".join(
-            f"{k} {v['speedup']}x" for k, v in a.measured.items()
+            f"{k} {v.speedup}x" for k, v in a.measured.items()
         )
     return gain
 
 
 def measured_line(a: Advice) -> str:
     """The sweep's p50 and speedup of each alternative the rule names ("" when none)."""
-    return ", ".join(f"{k} p50 {v['p50_ms']} ms ({v['speedup']}x)" for k, v in a.measured.items())
+    return ", ".join(f"{k} p50 {v.p50_ms} ms ({v.speedup}x)" for k, v in a.measured.items())
 
 
 def line(a: Advice) -> str:
@@ -142,18 +142,35 @@ def line(a: Advice) -> str:
     return f"{a.title}: {facts}. Try: {a.action}. Gain: {projected_gain(a)}"
 
 
-def advice_dict(a: Advice) -> dict:
+def advice_record(a: Advice) -> AdviceRecord:
     """The advice as --json shows it (evidence and gain in words, measured as numbers)."""
-    return {
-        "rule": a.rule,
-        "title": a.title,
-        "action": a.action,
-        "evidence": evidence(a),
-        "projected_gain": projected_gain(a),
-        "projection": a.projection,
-        "source": a.source,
-        "measured": a.measured,
-    }
+    return AdviceRecord(
+        rule=a.rule,
+        title=a.title,
+        action=a.action,
+        evidence=evidence(a),
+        projected_gain=projected_gain(a),
+        projection=a.projection,
+        source=a.source,
+        measured=a.measured,
+    )
+
+
+def planned_advice(a: Advice, projected: float) -> PlannedAdvice:
+    """advise's advice: with ``projected``, the speedup its experiments are ranked by, and its
+    kind (both null when it is no speedup)."""
+    speedup = projected > 1
+    return PlannedAdvice(
+        rule=a.rule,
+        title=a.title,
+        action=a.action,
+        evidence=evidence(a),
+        projected_gain=projected_gain(a),
+        projection=a.projection if speedup else None,
+        source=a.source,
+        measured=a.measured,
+        projected_speedup=projected if speedup else None,
+    )
 
 
 def noise_line(noise: BaselineNoise | None, of: str = "the run") -> str:

@@ -18,6 +18,7 @@ from profiler.analysis.benchmark import (
     geomean_rows,
 )
 from profiler.analysis.gpu_offsets import GpuOffset
+from profiler.analysis.records import BenchmarkCell, plain as plain_record
 from profiler.analysis.roofline import MIN_BYTES_LABEL, MIN_GBS, MIN_PCT_BANDWIDTH
 from profiler.analysis.verdict import FDR_Q
 from profiler.fsutil import write_text_atomic
@@ -632,13 +633,13 @@ def print_gpu_offsets(offsets: list[GpuOffset], console: Console) -> None:
 
 
 def benchmark_json(
-    frame: pd.DataFrame,
+    rows: list[BenchmarkCell],
     manifest: SweepManifest,
     sweep_dir: Path,
     offsets: list[GpuOffset] | None = None,
 ) -> dict:
-    """The sweep's table as JSON: one record per cell (the benchmark.csv columns), and each
-    GPU's offset and floor where the windows ran on several."""
+    """The sweep's table as JSON: each cell's record (BenchmarkCell: the benchmark.csv
+    columns), and each GPU's offset and floor where the windows ran on several."""
     return json_safe(
         {
             "sweep": manifest.name,
@@ -646,9 +647,6 @@ def benchmark_json(
             "model": manifest.model,
             "baseline": manifest.baseline,
             "gpus": [{**dataclasses.asdict(o), "apart": o.apart} for o in offsets or []],
-            "cells": integer_counts(frame)
-            .astype(object)
-            .where(frame.notna(), None)
-            .to_dict(orient="records"),
+            "cells": plain_record(rows),
         }
     )

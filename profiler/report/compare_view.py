@@ -36,6 +36,7 @@ from profiler.report.fmt import (
     with_unit,
 )
 from profiler.report.phases_view import compare_phases_table, compare_positions_table
+from profiler.report.sentences import explanation_line, fdr_note, verdict_method
 from profiler.trace.diff import BOTH, ONLY_A, ONLY_B, Diff
 from profiler.trace.summary import Summary
 
@@ -573,8 +574,9 @@ def verdict_basis(verdict: Verdict) -> str:
         f"{ratio_fine(verdict.high)}] over {ka} vs {kb} {_plural(max(ka, kb))}{window} "
         f"({_design(verdict)})"
     )
-    if verdict.fdr:
-        basis += f"; {verdict.fdr}"  # how it was held against its family
+    fdr = fdr_note(verdict)
+    if fdr:
+        basis += f"; {fdr}"  # how it was held against its family
     return basis
 
 
@@ -626,16 +628,19 @@ def _print_verdicts(t: CompareTimed, console: Console) -> None:
     for figure, _, verdict in verdict_entries(t):
         if verdict:
             console.print(
-                f"[dim]how ({figure_short(figure)}): {escape(verdict.method)}[/]", highlight=False
+                f"[dim]how ({figure_short(figure)}): {escape(verdict_method(verdict))}[/]",
+                highlight=False,
             )
 
 
 def print_explanation(e: Explanation, console: Console) -> None:
     """Why B differs from A at the kernel level (profiler.analysis.difference.explain_runs): one
-    line (the kernels added and dropped named in it, short names; full ones in --json), then
-    each side's GPU state."""
+    line (the kernels added and dropped named in it, short names; --json lists them in full),
+    then each side's GPU state."""
     console.print(
-        f"[b]why B differs from A[/b] ({escape(e.cause)}): {escape(e.short_line)}", highlight=False
+        f"[b]why B differs from A[/b] ({escape(e.cause)}): "
+        f"{escape(explanation_line(e, short=True))}",
+        highlight=False,
     )
     for side, state in (("A", e.gpu_state_a), ("B", e.gpu_state_b)):
         console.print(escape(state.replace("GPU state:", f"GPU state {side}:", 1)), highlight=False)

@@ -169,8 +169,6 @@ def export(
         data["insight"] = json_safe(insight_dict(insight))
     write_text_atomic(out_dir / "summary.json", json.dumps(data, indent=1) + "\n")
     written.append(out_dir / "summary.json")
-
-    t = data["tensor_cores"]
     md = [f"# Trace summary: `{summary.trace_path.name}`\n"]
     if headline is not None:
         md += headline_markdown(headline)
@@ -178,7 +176,17 @@ def export(
         md += insight_markdown(insight)
     if headline is not None or insight is not None:
         md.append("## Trace\n")
-    md += [
+    md += trace_markdown(summary, data["tensor_cores"]) + tables_markdown(summary, top)
+    write_text_atomic(out_dir / "summary.md", "\n".join(md))
+    written.append(out_dir / "summary.md")
+    return written
+
+
+def trace_markdown(summary: Summary, tensor_cores: dict) -> list[str]:
+    """The trace's facts as summary.md lists them: schema, steps, each GPU's utilization and
+    occupancy, the time in Tensor Core kernels (``tensor_cores``: summary.json's), notes."""
+    o, t = summary.overview, tensor_cores
+    md = [
         f"- schema: {summary.schema}",
         f"- steps: {len(o.steps)}, mean step time {tenths(o.mean_step_us)} µs",
     ]
@@ -198,16 +206,20 @@ def export(
             "convolution time"
         )
         md.append(f"- note: {PIPE_BUSY_NOTE}")
-    md += [f"- note: {n}" for n in summary.notes]
-    md.append(
+    return md + [f"- note: {n}" for n in summary.notes]
+
+
+def tables_markdown(summary: Summary, top: int) -> list[str]:
+    """summary.md's tables: the step time breakdown, kernel time by category and the kernels
+    (a GPU trace), the CPU operators; the first ``top`` rows of the long ones (0: all)."""
+    k, o = summary.kernels, summary.overview
+    md = [
         f"\n## Step time breakdown (µs; {DEFINERS[o.definitions]}'s definitions: "
-        "profiler/trace/overview.py BREAKDOWN_DEFINITIONS)\n"
-    )
-    md.append(
+        "profiler/trace/overview.py BREAKDOWN_DEFINITIONS)\n",
         markdown_table(
             o.steps.drop(columns=["start", "end", "cpu_start", "cpu_end"], errors="ignore")
-        )
-    )
+        ),
+    ]
     if o.has_gpu:
         md.append("\n## Kernel time by category\n")
         md.append(markdown_table(k.categories.rename(columns=TC_COLUMNS)))
@@ -217,6 +229,4 @@ def export(
     ops = o.operators if not top else o.operators.head(top)
     md.append("\n## CPU operators\n")
     md.append(markdown_table(ops))
-    write_text_atomic(out_dir / "summary.md", "\n".join(md))
-    written.append(out_dir / "summary.md")
-    return written
+    return md

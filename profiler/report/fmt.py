@@ -11,8 +11,36 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # (pandas: not imported by a run, which prints no frame)
     import pandas as pd
 
+from profiler import units
 from profiler.analysis.noise import FLAGS, window_flags  # noqa: F401 (re-exported)
 from profiler.runs.phases import LABELS as PHASE_LABELS
+from profiler.units import (  # the one spelling of numbers, re-exported for the views
+    CSV_FLOATS as CSV_FLOATS,
+    MAX_FIGURES as MAX_FIGURES,
+    MIN_FIGURES as MIN_FIGURES,
+    change_pct as change_pct,
+    count as count,
+    figures_allowed as figures_allowed,
+    fixed as fixed,
+    fraction as fraction,
+    host_load as host_load,
+    mib as mib,
+    mib_figure as mib_figure,
+    missing as missing,
+    ms as ms,
+    ms_plain as ms_plain,
+    ms_unit as ms_unit,
+    pct as pct,
+    pct_fine as pct_fine,
+    plain as plain,
+    rounded as rounded,
+    seconds as seconds,
+    seconds_figure as seconds_figure,
+    times as times,
+    trimmed as trimmed,
+    us as us,
+    us_fine as us_fine,
+)
 
 #: C0 and C1 control characters (ESC, CSI, BEL...): a name from a file never reaches the terminal
 #: raw
@@ -27,115 +55,9 @@ def safe(text) -> str:
     return escape(_CONTROL.sub("?", str(text)))
 
 
-def missing(value) -> bool:
-    """None or NaN: shown as "-"."""
-    return value is None or (isinstance(value, float) and math.isnan(value))
-
-
-def fixed(value, spec: str, blank: str = "-") -> str:
-    """``format(value, spec)``, or ``blank`` for a missing value."""
-    return blank if missing(value) else format(value, spec)
-
-
-def pct(value) -> str:
-    """A share: ``42.1 %``."""
-    return "-" if missing(value) else f"{value:.1f} %"
-
-
-def change_pct(value) -> str:
-    """A relative change: ``+12.5 %``."""
-    return "-" if missing(value) else f"{value:+.1f} %"
-
-
-def times(value) -> str:
-    """A speedup: ``4.03x``."""
-    return "-" if missing(value) else f"{value:.2f}x"
-
-
-def count(value, digits: int = 0) -> str:
-    """A count with thousands separators; a fraction (or ``digits``) with decimals."""
-    if missing(value):
-        return "-"
-    if isinstance(value, float) and not value.is_integer() or digits:
-        return f"{value:,.{digits or 2}f}"
-    return f"{int(value):,}"
-
-
-def us(value) -> str:
-    """A duration given in µs, in µs, ms or s (two decimals above µs)."""
-    if missing(value):
-        return "-"
-    if abs(value) >= 1e6:
-        return f"{value / 1e6:,.2f} s"
-    if abs(value) >= 1e3:
-        return f"{value / 1e3:,.2f} ms"
-    return f"{value:,.1f} µs"
-
-
-def us_fine(value: float) -> str:
-    """A duration given in µs, in µs or ms with three decimals (differences of a diff)."""
-    if abs(value) >= 1e3:
-        return f"{value / 1e3:,.3f} ms"
-    return f"{value:,.1f} µs"
-
-
-#: the most significant figures a latency is printed to, however quiet its window
-MAX_FIGURES = 4
-#: the fewest: a figure whose noise is as large as itself still shows its leading two digits
-MIN_FIGURES = 2
-#: the window flags (profiler.analysis.noise) marked beside a figure
-
-
-def figures_allowed(relative_noise) -> int:
-    """The significant figures a value with this relative noise (a CV: 0.05 for 5 %) carries:
-    one more than the digits above the noise's, between MIN_FIGURES and MAX_FIGURES
-    (CV 0.1 % -> 4, 1 % -> 3, 10 % or more -> 2); MAX_FIGURES without a noise."""
-    if missing(relative_noise) or relative_noise <= 0:
-        return MAX_FIGURES
-    return max(MIN_FIGURES, min(MAX_FIGURES, math.floor(-math.log10(relative_noise)) + 1))
-
-
-def trimmed(value, relative_noise, unit: str = "") -> str:
-    """A latency to the significant figures its noise allows (figures_allowed), never fewer
-    than its whole digits, thousands separated: 7.231 at CV 180 % -> ``7.2``, at 1 % ->
-    ``7.23``; 1,150.053 at 1 % -> ``1,150``; ``unit`` appended (``7.2 ms``)."""
-    if missing(value):
-        return "-"
-    magnitude = math.floor(math.log10(abs(value))) if value else 0
-    decimals = max(0, figures_allowed(relative_noise) - 1 - magnitude)
-    return f"{value:,.{decimals}f}" + (f" {unit}" if unit else "")
-
-
 def marked(text: str, flags) -> str:
     """A figure with its window's flags beside it: ``7.2 ms (! noisy, bimodal)``."""
     return f"{text} (! {', '.join(flags)})" if flags else text
-
-
-def ms(value) -> str:
-    """A latency given in ms, its unit in the column's header: ``1,150.053``."""
-    return "-" if missing(value) else f"{value:,.3f}"
-
-
-def ms_unit(value) -> str:
-    """A latency given in ms: ``5.791 ms``, ``1,150.053 ms``."""
-    return "-" if missing(value) else f"{value:,.3f} ms"
-
-
-def mib(value, note: str | None = None) -> str:
-    """A size given in MiB: ``1,234.5 MiB``; ``note`` (why there is none) for a missing one."""
-    return (note or "-") if missing(value) else f"{value:,.1f} MiB"
-
-
-def mib_figure(value, note: str | None = None) -> str:
-    """A size given in MiB, its unit in the column's header: ``1,234.5``; ``note`` (why there
-    is none) for a missing one."""
-    return (note or "-") if missing(value) else f"{value:,.1f}"
-
-
-def seconds(value: float) -> str:
-    """A wall time: ``12.5 s`` or ``3 min 5 s``."""
-    minutes, rest = divmod(value, 60)
-    return f"{int(minutes)} min {rest:.0f} s" if minutes else f"{rest:.1f} s"
 
 
 def size_bytes(value) -> str:
@@ -146,7 +68,7 @@ def size_bytes(value) -> str:
 
 def significant(value, digits: int = 3) -> str:
     """``digits`` significant figures; None (a value that was not finite) in red."""
-    return "[red]not finite[/]" if value is None else f"{value:.{digits}g}"
+    return "[red]not finite[/]" if value is None else units.significant(value, digits)
 
 
 def with_unit(value, unit: str = "") -> str:
@@ -343,8 +265,6 @@ SWEEP_FORMATS = {
 }
 #: TensorRT's per-layer times (an HTML table)
 LAYER_FORMATS = {"averageMs": ".4f", "percentage": ".1f"}
-#: the float format of the CSV files the views write (six significant figures)
-CSV_FLOATS = "%.6g"
 
 
 def md_cell(column: str, value) -> str:
@@ -397,26 +317,6 @@ def column_format(values: list[float]) -> str:
     return f",.{decimals}f"
 
 
-def host_load(value) -> str:
-    """A host's load average: ``3.25``."""
-    return fixed(value, ".2f")
-
-
-def ms_plain(value) -> str:
-    """A latency given in ms, its unit in the column's header, no separators: ``1150.053``."""
-    return fixed(value, ".3f")
-
-
-def fraction(value) -> str:
-    """A fraction 0..1 to three decimals: ``0.875``."""
-    return fixed(value, ".3f")
-
-
-def seconds_figure(value) -> str:
-    """A wall time given in s, its unit in the column's header: ``12.34``."""
-    return fixed(value, ".2f")
-
-
 def share(value) -> str:
     """A share 0..1 as whole percent: ``62 %``."""
     return f"{100 * value:.0f} %"
@@ -427,19 +327,9 @@ def ratio(value) -> str:
     return f"{value:.1f}x"
 
 
-def rounded(value) -> str:
-    """A number rounded to a whole one, no separators: ``12``."""
-    return fixed(value, ".0f")
-
-
 def thousands(value) -> str:
     """A number rounded to a whole one, thousands separated: ``1,234``."""
     return fixed(value, ",.0f")
-
-
-def plain(value) -> str:
-    """A number in its shortest spelling (``5``, ``0.5``, ``2.5e-05``)."""
-    return f"{value:g}"
 
 
 def interval(low, high) -> str:
@@ -480,8 +370,8 @@ def phases_line(
 ) -> str:
     """``seconds: build 5.7, prepare 8.4 (compile 7.1), ...; total 23.4``."""
     parts = []
-    for key, seconds in phases_s.items():
-        text = f"{PHASE_LABELS.get(key, key.replace('_', ' '))} {seconds:.1f}"
+    for key, spent in phases_s.items():
+        text = f"{PHASE_LABELS.get(key, key.replace('_', ' '))} {spent:.1f}"
         if key == "prepare":
             inside = [
                 f"{what} {value:.1f}"
@@ -501,11 +391,6 @@ def tenths(value) -> str:
     """A figure to one decimal, thousands separated, its unit written beside it or in the
     column's header: ``1,234.5`` (µs, samples/s)."""
     return fixed(value, ",.1f")
-
-
-def pct_fine(value) -> str:
-    """A small share (a CV) to two decimals: ``0.42 %``."""
-    return "-" if missing(value) else f"{value:.2f} %"
 
 
 def ratio_fine(value) -> str:
@@ -544,3 +429,101 @@ def peak_gbs(value) -> str:
 #: operators (calls per step, a fraction) and the sweep's table (its GPU-time speedup)
 CPU_OPERATOR_FORMATS = {"calls": ",.1f"}
 SWEEP_PAGE_FORMATS = {"gpu_speedup": ".2f"}
+
+# --- the report pages' columns and headers, table by table (a field name's header in words is
+# HEADERS' unless a table says otherwise)
+
+#: a run's kernel time by category, top kernels, CPU operators and GEMMs by recorded shape
+RUN_CATEGORY_COLUMNS = [
+    "category",
+    "kernels",
+    "calls",
+    "ms_per_step",
+    "share_pct",
+    "tensor_core_pct",
+]
+TOP_KERNEL_COLUMNS = ["name", "category", "calls", "ms_total", "share_pct", "tensor_core"]
+CPU_OPERATOR_COLUMNS = ["operator", "calls", "cpu_self_us", "cpu_total_us"]
+GEMM_COLUMNS = ["operator", "input_dims", "calls", "flops_per_call"]
+#: the GEMMs' columns of a GPU run
+GEMM_GPU_COLUMNS = ["gpu_us", "tflops", "pct_of_peak"]
+#: the headers of the CPU operator tables (per profiled step)
+CPU_HEADERS = {
+    "cpu_self_us": "self CPU µs per step",
+    "cpu_total_us": "total CPU µs per step",
+    "calls": "calls per step",
+    "us_a": "self A µs",
+    "us_b": "self B µs",
+    "delta_us": "self delta µs (B - A)",
+}
+#: two CPU runs' operators, matched by name (the top changes: all but the last two)
+CPU_DIFF_COLUMNS = [
+    "operator",
+    "side",
+    "calls_a",
+    "calls_b",
+    "us_a",
+    "us_b",
+    "delta_us",
+    "change_pct",
+    "total_a_us",
+    "total_b_us",
+]
+#: the comparison's category table, in order
+CATEGORY_DIFF_COLUMNS = [
+    "category",
+    "us_a",
+    "us_b",
+    "delta_us",
+    "change_pct",
+    "share_a_pct",
+    "share_b_pct",
+    "tensor_core_a_pct",
+    "tensor_core_b_pct",
+    "calls_a",
+    "calls_b",
+]
+#: a comparison's top changes after the kernel's (or operator's) name (those the frame has)
+CHANGE_COLUMNS = ("side", "us_a", "us_b", "delta_us", "change_pct")
+#: the sweep table's columns on the page (those the sweep has), in order
+SWEEP_PAGE_COLUMNS = (
+    "backend",
+    "bs",
+    "p50_ms",
+    "p90_ms",
+    "p99_ms",
+    "gpu_compute_ms",
+    "bound",
+    "throughput_per_s",
+    "speedup",
+    "interval",
+    "verdict",
+    "gpu_speedup",
+    "gpu_interval",
+    "gpu_verdict",
+    "processes",
+    "cv_pct",
+    "noise",
+    "tensor_core_pct",
+    "gpu_util_pct",
+    "rel_l2_error",
+    "ttft_ms",
+    "token_p50_ms",
+    "tokens_per_s",
+    "status",
+    "reason",
+)
+#: the sweep page's latency columns, each to the figures its cell's noise allows
+SWEEP_PAGE_LATENCIES = ("p50_ms", "p90_ms", "p99_ms")
+#: each figure's columns named for their figure: a latency figure never reads as GPU time
+SWEEP_PAGE_HEADERS = {
+    "p50_ms": "latency p50 ms",
+    "gpu_compute_ms": "GPU time ms",
+    "speedup": "latency speedup x",
+    "interval": "latency 95 % interval",
+    "verdict": "latency verdict",
+    "gpu_speedup": "GPU-time speedup x",
+    "gpu_interval": "GPU-time 95 % interval",
+    "gpu_verdict": "GPU-time verdict",
+    "bound": "bound",
+}

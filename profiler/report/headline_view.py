@@ -42,11 +42,53 @@ def gpu_compute_line(gpu: GpuCompute | None, latency_p50_ms: float | None) -> st
 
 
 def print_headline(data: Headline, console: Console) -> None:
-    timed, window, memory = data.timed, data.noise, data.memory
+    """The headline's table, then its GPU compute, config, GPU state and warning lines."""
+    console.print(headline_table(data))
+    gpu_line = gpu_compute_line(data.timed.gpu_compute, data.timed.p50_ms)
+    if gpu_line:
+        console.print(escape(gpu_line), highlight=False, soft_wrap=True)
+    console.print(f"config: {escape(data.config)}", highlight=False)
+    console.print(escape(data.gpu_state.line), highlight=False)
+    for warning in (data.noise.warnings if data.noise else None) or []:
+        console.print(f"[bold yellow]warning:[/] {escape(warning)}", highlight=False)
+
+
+def headline_table(data: Headline) -> FitTable:
+    """The timed window's figures (latency to the figures its noise allows, throughput,
+    noise), then memory and the step time under the profiler: one row each, with what it
+    means."""
     table = FitTable(title="Timed window (no profiler attached; quote these)", show_header=False)
     table.add_column("metric")
     table.add_column("value", number=True)
     table.add_column("what it means", style="dim")
+    _timed_rows(table, data)
+    memory = data.memory
+    table.add_row(
+        "peak memory allocated / reserved",
+        f"{mib(memory.peak_allocated_mib, memory.note)} / "
+        f"{mib(memory.peak_reserved_mib, memory.note)}",
+        "PyTorch allocator, timed window",
+    )
+    if memory.engine_mib is not None:
+        table.add_row(
+            "TensorRT engine device memory",
+            mib(memory.engine_mib),
+            "activations and scratch the engines ask for",
+        )
+    step = data.profiled_step_ms
+    if step is not None:
+        ratio = data.profiler_overhead_ratio
+        table.add_row(
+            "step time under the profiler",
+            _ms(step),
+            "not a latency to quote" + ("" if ratio is None else f"; {times(ratio)} the timed p50"),
+        )
+    return table
+
+
+def _timed_rows(table: FitTable, data: Headline) -> None:
+    """p50 (flagged), p90 / p99, throughput, CV / IQR and the spread over processes."""
+    timed, window = data.timed, data.noise
     cv = window.cv if window else None
     flags = window_flags(window.warnings if window else None)
     table.add_row(
@@ -80,31 +122,3 @@ def print_headline(data: Headline, console: Console) -> None:
             f"{_ms(spread.min_p50_ms)} to {_ms(spread.max_p50_ms)}",
             f"{pct(spread.range_pct_of_median)} of the median (--repeat-runs)",
         )
-    table.add_row(
-        "peak memory allocated / reserved",
-        f"{mib(memory.peak_allocated_mib, memory.note)} / "
-        f"{mib(memory.peak_reserved_mib, memory.note)}",
-        "PyTorch allocator, timed window",
-    )
-    if memory.engine_mib is not None:
-        table.add_row(
-            "TensorRT engine device memory",
-            mib(memory.engine_mib),
-            "activations and scratch the engines ask for",
-        )
-    step = data.profiled_step_ms
-    if step is not None:
-        ratio = data.profiler_overhead_ratio
-        table.add_row(
-            "step time under the profiler",
-            _ms(step),
-            "not a latency to quote" + ("" if ratio is None else f"; {times(ratio)} the timed p50"),
-        )
-    console.print(table)
-    gpu_line = gpu_compute_line(timed.gpu_compute, timed.p50_ms)
-    if gpu_line:
-        console.print(escape(gpu_line), highlight=False, soft_wrap=True)
-    console.print(f"config: {escape(data.config)}", highlight=False)
-    console.print(escape(data.gpu_state.line), highlight=False)
-    for warning in (window.warnings if window else None) or []:
-        console.print(f"[bold yellow]warning:[/] {escape(warning)}", highlight=False)

@@ -58,6 +58,7 @@ from profiler.report.fmt import (
     window_flags,
     with_unit,
 )
+from profiler.report.sentences import explanation_line, verdict_method
 from profiler.runs.result import RunResult
 
 CSS = """
@@ -289,7 +290,8 @@ def timed_block(t: CompareTimed | None, a_label: str, b_label: str) -> str:
     parts.append("".join(note("note: " + line, "warn") for line in verdict_notes(t)))
     parts.append(
         "".join(
-            f"<p class='src'>how ({escape(figure_short(figure))}): {escape(verdict.method)}</p>"
+            f"<p class='src'>how ({escape(figure_short(figure))}): "
+            f"{escape(verdict_method(verdict))}</p>"
             for figure, _, verdict in verdict_entries(t)
             if verdict
         )
@@ -319,7 +321,8 @@ def explanation_block(e: Explanation | None) -> str | None:
     """Why B differs from A at the kernel level (as `compare` says it), or None."""
     if e is None:
         return None
-    return f"<p><b>{escape(e.cause)}</b>: {escape(e.short_line)}</p>" + "".join(
+    line = explanation_line(e, short=True)
+    return f"<p><b>{escape(e.cause)}</b>: {escape(line)}</p>" + "".join(
         note(state.replace("GPU state:", f"GPU state {side}:", 1))
         for side, state in (("A", e.gpu_state_a), ("B", e.gpu_state_b))
     )

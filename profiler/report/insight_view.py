@@ -6,8 +6,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from profiler.analysis.insight import Insight
+from profiler.analysis.records import plain
 from profiler.analysis.roofline import MIN_BYTES_LABEL, Roofline
-from profiler.report.advice_view import advice_dict, line
+from profiler.report.advice_view import advice_record, line
 from profiler.report.fmt import gbs, megabytes, ms_plain, pct as _pct, tenths, tflops, thousands
 
 
@@ -39,7 +40,7 @@ def to_dict(found: Insight) -> dict:
     return {
         "roofline": found.roofline.to_dict() if found.roofline else None,
         "ceilings": found.ceilings_source,
-        "advice": [advice_dict(a) for a in found.advice],
+        "advice": plain([advice_record(a) for a in found.advice]),
     }
 
 

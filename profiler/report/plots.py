@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from profiler.analysis.roofline import MIN_BYTES_LABEL, Roofline, chart_data
+from profiler.analysis.roofline import MIN_BYTES_LABEL, Roof, Roofline, chart_data
 from profiler.errors import UserError
 from profiler.fsutil import write_with
 from profiler.report.fmt import rounded, tenths, times
+from profiler.report.sentences import roof_label, roof_name, roofline_title
 from profiler.runs.manifest import OK, axis_options, grid_cells, short_label
 
 #: one colour per kernel category, the same in every figure
@@ -304,14 +305,14 @@ def roofline_figure(points: Sequence[tuple[str, Roofline | None]]):
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    colour: dict[str | None, str] = {
-        roof.key: colours[i % len(colours)] for i, roof in enumerate(chart.roofs)
+    colour: dict[Roof | None, str] = {
+        roof: colours[i % len(colours)] for i, roof in enumerate(chart.roofs)
     }
     marker = {b: _MARKERS[i % len(_MARKERS)] for i, b in enumerate(chart.backends)}
     lo = min([1.0] + [p.intensity for p in chart.points if p.intensity > 0])
     for roof in chart.roofs:
         xs = [lo, roof.ridge, max(roof.ridge * 10, 1e4)]
-        ax.plot(xs, [roof.at(x) for x in xs], color=colour[roof.key], label=roof.label)
+        ax.plot(xs, [roof.at(x) for x in xs], color=colour[roof], label=roof_label(roof))
     for p in chart.points:
         ax.scatter(
             [p.intensity],
@@ -319,13 +320,13 @@ def roofline_figure(points: Sequence[tuple[str, Roofline | None]]):
             zorder=3,
             marker=marker[p.backend],
             color=colour.get(p.roof, "black"),
-            label=f"{p.label} ({p.backend}{', ' + p.roof if p.roof else ''})",
+            label=f"{p.label} ({p.backend}{', ' + roof_name(p.roof) if p.roof else ''})",
         )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel(f"arithmetic intensity (FLOP per byte; {MIN_BYTES_LABEL})")
     ax.set_ylabel("achieved TFLOP/s (timed p50)")
-    ax.set_title(chart.title, fontsize=9)
+    ax.set_title(roofline_title(chart), fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return fig

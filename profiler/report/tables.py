@@ -1,5 +1,6 @@
-"""Terminal tables for a trace Summary (rich). Printing is a view: nothing is computed here
-except formatting."""
+"""Terminal tables for a trace Summary (rich): the header line, the overview, the step table,
+kernels, launch configurations and CPU operators (profiler.report.sections lays them out for
+`summarize`). Printing is a view: nothing is computed here except formatting."""
 
 from __future__ import annotations
 
@@ -8,10 +9,9 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
-from profiler.report.console import FitTable, make_console
+from profiler.report.console import FitTable
 from profiler.report.fmt import count, head, pct, safe, size_bytes, us
-from profiler.report.phases_view import phases_table, positions_table
-from profiler.trace.kernels import PIPE_BUSY_NOTE, TC_KERNELS_LABEL
+from profiler.trace.kernels import TC_KERNELS_LABEL
 from profiler.trace.overview import BREAKDOWN, BREAKDOWN_DEFINITIONS, DEFINERS
 from profiler.trace.summary import Summary
 
@@ -19,47 +19,32 @@ if TYPE_CHECKING:
     from profiler.trace.hardware import Agreement
 
 
-def print_summary(
-    summary: Summary,
-    view: str = "all",
-    top: int = 20,
-    console: Console | None = None,
-    agreement: Agreement | None = None,
-) -> None:
-    """``agreement``: the ncu join's (profiler.trace.hardware), when one was made: its
-    tensor-pipe reading sits beside the time in Tensor Core kernels; without it one note says
-    how to get it."""
-    console = console or make_console()
+def trace_header(summary: Summary) -> str:
+    """The trace, its schema and its first GPU: `summarize`'s first line (rich markup)."""
     header = f"[b]{safe(summary.trace_path)}[/b]  ({safe(summary.schema)}"
     if summary.devices:
         d = summary.devices[0]
         header += (
             f"; {safe(d['name'])}, sm_{d['compute_major']}{d['compute_minor']}, {d['num_sms']} SMs"
         )
-    console.print(header + ")")
-    if view in ("all", "overview"):
-        overview_tables(summary, top, console, agreement)
-    gpu_work = len(summary.kernels.table) > 0  # none in a CPU-only trace: its note says so
-    if view in ("all", "categories") and gpu_work:
-        console.print(categories_table(summary))
-    if view in ("all", "kernels") and gpu_work:
-        console.print(kernels_table(summary, top))
-        console.print(launch_table(summary, top))
-    if view in ("all", "operators"):
-        console.print(operators_table(summary, top))
-    if view in ("all", "phases") and summary.phases is not None:
-        console.print(phases_table(summary.phases))
-        console.print(positions_table(summary.phases, top=top))
-    for note in summary.notes:
-        console.print(f"[yellow]note:[/yellow] {safe(note)}")
-    shows_tc = view in ("all", "overview", "categories") and summary.kernels.total_kernel_us
-    if shows_tc and not (agreement is not None and agreement.pipe_measured_us):
-        console.print(f"[yellow]note:[/yellow] {PIPE_BUSY_NOTE}", highlight=False)
+    return header + ")"
 
 
 def overview_tables(
     summary: Summary, top: int, console: Console, agreement: Agreement | None = None
 ) -> None:
+    """The overview's facts, then (when the trace has steps) the step table and the breakdown's
+    definitions. ``agreement``: the ncu join's (profiler.trace.hardware), when one was made: its
+    tensor-pipe reading sits beside the time in Tensor Core kernels."""
+    console.print(overview_facts(summary, agreement))
+    if len(summary.overview.steps):
+        console.print(step_table(summary, top))
+        console.print(definitions_table(summary.overview.definitions))
+
+
+def overview_facts(summary: Summary, agreement: Agreement | None = None) -> FitTable:
+    """Steps, step time, each GPU's utilization, occupancy and idle gaps, and the time in
+    Tensor Core kernels: one fact a row, with what it means."""
     o, k = summary.overview, summary.kernels
     facts = FitTable(title="Overview", show_header=False)
     facts.add_column("metric")
@@ -80,65 +65,73 @@ def overview_tables(
             "ProfilerStep#N duration on the CPU thread",
         )
     for d in o.devices:
-        name = f"GPU {d.device}"
-        facts.add_row(
-            f"{name} utilization",
-            pct(d.gpu_utilization_pct),
-            "time with >= 1 kernel running / steps time",
-        )
-        facts.add_row(
-            f"{name} est. SM efficiency",
-            pct(d.est_sm_efficiency_pct),
-            "sum over time of min(blocks per SM, 1) / steps time",
-        )
-        facts.add_row(
-            f"{name} est. achieved occupancy (Kineto)",
-            pct(d.est_achieved_occupancy_pct),
-            "Kineto's per-kernel estimate, kernel-time weighted (0 for >48 KB smem)",
-        )
-        facts.add_row(
-            f"{name} theoretical occupancy (computed)",
-            pct(d.theoretical_occupancy_pct),
-            "occupancy calculator on regs/smem/block size, kernel-time weighted",
-        )
-        facts.add_row(
-            f"{name} idle gaps between GPU work",
-            f"{count(d.idle_gaps)} gaps, {us(d.idle_total_us)}",
-            f"largest {us(d.idle_largest_us)}, median {us(d.idle_median_us)}; "
-            "many short gaps = launch-bound",
-        )
+        _device_rows(facts, d)
     if k.total_kernel_us:
-        facts.add_row(
-            TC_KERNELS_LABEL,
-            pct(100 * k.tensor_core_share),
-            f"of all kernel time ({us(k.tensor_core_us)} of {us(k.total_kernel_us)}); "
-            "a kernel that uses Tensor Cores at all counts whole",
-        )
-        facts.add_row(
-            "  … of GEMM + convolution time",
-            pct(100 * k.tensor_core_share_of_matrix),
-            f"{us(k.matrix_tensor_core_us)} of {us(k.matrix_us)}",
-        )
-        if agreement is not None and agreement.pipe_measured_us:
-            a = agreement
-            facts.add_row(
-                "tensor pipe busy (ncu)",
-                pct(100 * a.tensor_pipe_busy_share),
-                f"kernel-time weighted, over the {a.profiled_kernels} profiled "
-                f"kernels ({pct(100 * a.coverage)} of kernel time; time in Tensor "
-                f"Core kernels there: {pct(100 * a.tensor_core_kernels_share)})",
-            )
-        if k.tensor_core_unknown_us:
-            facts.add_row(
-                "  undecided (name gives no evidence)",
-                pct(100 * k.tensor_core_unknown_us / k.total_kernel_us),
-                "counted as not Tensor Core",
-            )
-    console.print(facts)
+        _tensor_core_rows(facts, k, agreement)
+    return facts
 
-    if len(o.steps):
-        console.print(step_table(summary, top))
-        console.print(definitions_table(o.definitions))
+
+def _device_rows(facts: FitTable, d) -> None:
+    """A GPU's utilization, SM efficiency, occupancy and idle gaps (trace.overview's device
+    metrics)."""
+    name = f"GPU {d.device}"
+    facts.add_row(
+        f"{name} utilization",
+        pct(d.gpu_utilization_pct),
+        "time with >= 1 kernel running / steps time",
+    )
+    facts.add_row(
+        f"{name} est. SM efficiency",
+        pct(d.est_sm_efficiency_pct),
+        "sum over time of min(blocks per SM, 1) / steps time",
+    )
+    facts.add_row(
+        f"{name} est. achieved occupancy (Kineto)",
+        pct(d.est_achieved_occupancy_pct),
+        "Kineto's per-kernel estimate, kernel-time weighted (0 for >48 KB smem)",
+    )
+    facts.add_row(
+        f"{name} theoretical occupancy (computed)",
+        pct(d.theoretical_occupancy_pct),
+        "occupancy calculator on regs/smem/block size, kernel-time weighted",
+    )
+    facts.add_row(
+        f"{name} idle gaps between GPU work",
+        f"{count(d.idle_gaps)} gaps, {us(d.idle_total_us)}",
+        f"largest {us(d.idle_largest_us)}, median {us(d.idle_median_us)}; "
+        "many short gaps = launch-bound",
+    )
+
+
+def _tensor_core_rows(facts: FitTable, k, agreement: Agreement | None) -> None:
+    """The time in Tensor Core kernels, of all kernel time and of GEMM + convolution time;
+    the tensor pipe's reading beside it when ncu measured it."""
+    facts.add_row(
+        TC_KERNELS_LABEL,
+        pct(100 * k.tensor_core_share),
+        f"of all kernel time ({us(k.tensor_core_us)} of {us(k.total_kernel_us)}); "
+        "a kernel that uses Tensor Cores at all counts whole",
+    )
+    facts.add_row(
+        "  … of GEMM + convolution time",
+        pct(100 * k.tensor_core_share_of_matrix),
+        f"{us(k.matrix_tensor_core_us)} of {us(k.matrix_us)}",
+    )
+    if agreement is not None and agreement.pipe_measured_us:
+        a = agreement
+        facts.add_row(
+            "tensor pipe busy (ncu)",
+            pct(100 * a.tensor_pipe_busy_share),
+            f"kernel-time weighted, over the {a.profiled_kernels} profiled "
+            f"kernels ({pct(100 * a.coverage)} of kernel time; time in Tensor "
+            f"Core kernels there: {pct(100 * a.tensor_core_kernels_share)})",
+        )
+    if k.tensor_core_unknown_us:
+        facts.add_row(
+            "  undecided (name gives no evidence)",
+            pct(100 * k.tensor_core_unknown_us / k.total_kernel_us),
+            "counted as not Tensor Core",
+        )
 
 
 #: a step table longer than --top rows is summarised: this many slowest and fastest steps

@@ -8,7 +8,14 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from profiler.analysis.records import BaselineNoise, BaselineRow
+from profiler.analysis.records import (
+    BaselineNoise,
+    BaselineRow,
+    Judgement,
+    TrialRecord,
+    TrialRow,
+    Unjudged,
+)
 from profiler.report.advice_view import line as advice_line, noise_line
 from profiler.report.benchmark_view import (
     GPU_TIME_COLUMN,
@@ -18,7 +25,16 @@ from profiler.report.benchmark_view import (
 )
 from profiler.report.compare_view import GEOMEAN
 from profiler.report.console import FitTable
-from profiler.report.fmt import interval, ms_plain, plain, rounded, sweep_cell, times, trimmed
+from profiler.report.fmt import (
+    interval,
+    ms_plain,
+    pct,
+    plain,
+    rounded,
+    sweep_cell,
+    times,
+    trimmed,
+)
 
 #: no experiment measured GPU time
 NO_GPU_TIME = (
@@ -137,7 +153,9 @@ STOPPED = {
 }
 
 
-def print_trial(rows, base: BaselineRow, trial: dict, plan, console: Console) -> None:
+def print_trial(
+    rows: list[TrialRow], base: BaselineRow, trial: TrialRecord, plan, console: Console
+) -> None:
     _print_baseline(base, trial, console)
     gpu_time = has_gpu_time(rows)
     kernels = has_kernels(rows)
@@ -153,15 +171,15 @@ def print_trial(rows, base: BaselineRow, trial: dict, plan, console: Console) ->
     _print_how_it_ran(trial, console)
 
 
-def _print_baseline(base: BaselineRow, trial: dict, console: Console) -> None:
+def _print_baseline(base: BaselineRow, trial: TrialRecord, console: Console) -> None:
     """The re-run baseline's line, its noise, and whether it was timed again."""
     console.print(baseline_line(base), highlight=False)
     if noise_line(base.noise):
         console.print(
             escape(noise_line(base.noise, "the baseline")), highlight=False, soft_wrap=True
         )
-    if trial.get("baseline_again"):  # sweep.trial.baseline_again
-        console.print(escape(trial["baseline_again"]), highlight=False, soft_wrap=True)
+    if trial.baseline_again:  # sweep.trial.baseline_again
+        console.print(escape(trial.baseline_again), highlight=False, soft_wrap=True)
 
 
 def _trial_table(rows, gpu_time: bool, kernels: bool) -> FitTable:
@@ -223,7 +241,9 @@ def _print_row_notes(r, console: Console) -> None:
     """Under the table, one experiment's judgement, notes, kernel changes and failure."""
     if r.judgement:
         console.print(
-            f"- {escape(r.label)}: {escape(r.judgement)}", highlight=False, soft_wrap=True
+            f"- {escape(r.label)}: {escape(judgement_text(r.judgement))}",
+            highlight=False,
+            soft_wrap=True,
         )
     for line in r.verdict_lines:
         console.print(f"  [yellow]note[/] ({escape(r.label)}): {escape(line)}", highlight=False)
@@ -243,19 +263,19 @@ def _print_row_notes(r, console: Console) -> None:
         )
 
 
-def _print_how_it_ran(trial: dict, console: Console) -> None:
+def _print_how_it_ran(trial: TrialRecord, console: Console) -> None:
     """Why it stopped early, where its page and cells are, and how long it took."""
-    if trial.get("stopped_by"):
+    if trial.stopped_by:
         console.print(
-            f"[yellow]note:[/] {STOPPED[trial['stopped_by']]}: the cells marked "
+            f"[yellow]note:[/] {STOPPED[trial.stopped_by]}: the cells marked "
             "'not run' were not tried (continue with --resume)",
             highlight=False,
         )
-    console.print(f"page: {escape(trial['folder'])}/report.html", highlight=False)
+    console.print(f"page: {escape(trial.folder)}/report.html", highlight=False)
     console.print(
-        f"advise --try took {rounded(trial['wall_s'])} s ({rounded(trial['rounds_s'])} s of it "
-        f"re-timing in {trial['processes']} processes); cells in "
-        f"{escape(trial['folder'])}/",
+        f"advise --try took {rounded(trial.wall_s)} s ({rounded(trial.rounds_s)} s of it "
+        f"re-timing in {trial.processes} processes); cells in "
+        f"{escape(trial.folder)}/",
         highlight=False,
         soft_wrap=True,
     )
@@ -296,9 +316,9 @@ def trial_html(
     run: str,
     advice: list,
     plan,
-    rows,
+    rows: list[TrialRow],
     base: BaselineRow,
-    trial: dict,
+    trial: TrialRecord,
     run_noise: BaselineNoise | None = None,
 ) -> str:
     """advise --try as one self-contained HTML page (profiler.report.html): the advice (with
@@ -326,7 +346,7 @@ def trial_html(
     notes = _verdict_notes(rows)
     if notes:
         page.add("How to read the verdicts", "".join(html.note(line) for line in notes))
-    judged = [f"{r.label}: {r.judgement}" for r in rows if r.judgement]
+    judged = [f"{r.label}: {judgement_text(r.judgement)}" for r in rows if r.judgement]
     page.add(
         "Projection against measurement",
         "".join(html.note(line) for line in judged) or html.note("(none measured)"),
@@ -335,7 +355,7 @@ def trial_html(
     return page.render()
 
 
-def _experiment_records(plan) -> list[dict]:
+def _experiment_records(plan) -> list[dict[str, object]]:
     """The plan's experiments, one record each, for the page's table."""
     return [
         {
@@ -350,7 +370,9 @@ def _experiment_records(plan) -> list[dict]:
     ]
 
 
-def _baseline_values(base: BaselineRow, rows, trial: dict) -> list[tuple[str, object]]:
+def _baseline_values(
+    base: BaselineRow, rows: list[TrialRow], trial: TrialRecord
+) -> list[tuple[str, object]]:
     """The re-run baseline's figures, its noise and its status, as the page's key-values."""
     gpu = [(f"GPU time (ms, {GEOMEAN})", base.gpu_ms), ("bound", base.bound)]
     return [
@@ -358,7 +380,7 @@ def _baseline_values(base: BaselineRow, rows, trial: dict) -> list[tuple[str, ob
         *(gpu if base.gpu_ms is not None or has_kernels(rows) else []),
         ("processes", base.processes),
         *([("noise", noise_line(base.noise, "the baseline"))] if noise_line(base.noise) else []),
-        *([("timed again", trial["baseline_again"])] if trial.get("baseline_again") else []),
+        *([("timed again", trial.baseline_again)] if trial.baseline_again else []),
         ("status", base.status),
     ]
 
@@ -411,11 +433,55 @@ def _verdict_notes(rows) -> list[str]:
     return notes
 
 
-def _how_it_ran(trial: dict) -> list[tuple[str, object]]:
+def _how_it_ran(trial: TrialRecord) -> list[tuple[str, object]]:
     return [
-        ("wall time (s)", trial["wall_s"]),
-        ("re-timing (s)", trial["rounds_s"]),
-        ("processes per cell", trial["processes"]),
-        ("stopped by", trial.get("stopped_by") or "every cell ran"),
-        ("cells in", trial["folder"]),
+        ("wall time (s)", trial.wall_s),
+        ("re-timing (s)", trial.rounds_s),
+        ("processes per cell", trial.processes),
+        ("stopped by", trial.stopped_by or "every cell ran"),
+        ("cells in", trial.folder),
     ]
+
+
+def unjudged_text(why: Unjudged) -> str:
+    """Why no verdict is drawn from the baseline, in words."""
+    return (
+        f"the baseline's one window is {' and '.join(why.flags)} (CV {pct(100 * why.cv)}): "
+        "no verdict drawn from it; --processes 3 gives it fresh windows"
+    )
+
+
+#: what follows the measurement, per outcome ({word}: "bound" or "estimate")
+OUTCOME_WORDS = {
+    "undecided": "undecided at this noise (more --processes would tell)",
+    "same": "the same within ±2 %",
+    "not borne out": "the same within ±2 %; the advice is not borne out here",
+    "slower": "slower; the advice is contradicted",
+    "faster": "faster",
+    "above": "faster; the measured speedup exceeded the {word} (its interval is above it too)",
+    "exceeded": "faster; the measured speedup exceeded the {word} (its interval reaches below it)",
+    "far short": "faster, far short of the {word}",
+}
+#: a speedup no more than its projection
+WITHIN = {"bound": "faster, within the bound", "estimate": "faster, below the estimate"}
+
+
+def judgement_text(j: Judgement) -> str:
+    """An experiment's projection against its measurement, one phrase (profiler.analysis.trial
+    .judge): "projected estimate 6.37x, measured 6.40x [4.65-8.81] over 3 vs 3 processes:
+    faster, below the estimate"."""
+    head = f"projected {j.projection} {times(j.projected)}" if j.projected else "no projection"
+    measured = f"measured {times(j.speedup)} {interval(j.low, j.high)}"
+    if j.processes:
+        a, b = j.processes
+        one = ", within one window a side" if max(a, b) == 1 else ""
+        measured += f" over {a} vs {b} processes{one}"
+    if j.unjudged is not None:
+        return f"{head}, {measured}: {unjudged_text(j.unjudged)}"
+    if j.outcome == "within":
+        said = WITHIN[j.projection]
+    else:
+        said = OUTCOME_WORDS[j.outcome].format(word=j.projection)
+    if j.outcome in ("above", "exceeded") and j.projection == "bound":
+        said += "; the bound did not hold"
+    return f"{head}, {measured}: {said}"

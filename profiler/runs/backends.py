@@ -49,18 +49,43 @@ class Family:
         return next(words for key, words in self.compile_what if key is None or key in notes)
 
 
-FAMILIES: dict[str, Family] = {f.name: f for f in (
-    Family("pytorch", "pytorch_", generates=(SEQ2SEQ, LM), tries_cuda_graphs=True,
-           tries_channels_last=True),
-    Family("inductor", "inductor_", generates=(SEQ2SEQ, LM), compiles_on_first_call=True,
-           setup_cost=3.0, tries_cuda_graphs=True),
-    Family("torchscript", "torchscript_", setup_cost=1.5),
-    Family("tensorrt", "ttrt_", generates=(SEQ2SEQ,), compile_what=(
-        ("modelopt_import_s", "ModelOpt extension + TensorRT engine build"),
-        (None, "TensorRT engine build")), setup_cost=4.0),
-    Family("onnxruntime", "ort_", compile_what=(
-        ("export_s", "ONNX export + session"), (None, "session (cached ONNX)")), setup_cost=3.0),
-)}
+FAMILIES: dict[str, Family] = {
+    f.name: f
+    for f in (
+        Family(
+            "pytorch",
+            "pytorch_",
+            generates=(SEQ2SEQ, LM),
+            tries_cuda_graphs=True,
+            tries_channels_last=True,
+        ),
+        Family(
+            "inductor",
+            "inductor_",
+            generates=(SEQ2SEQ, LM),
+            compiles_on_first_call=True,
+            setup_cost=3.0,
+            tries_cuda_graphs=True,
+        ),
+        Family("torchscript", "torchscript_", setup_cost=1.5),
+        Family(
+            "tensorrt",
+            "ttrt_",
+            generates=(SEQ2SEQ,),
+            compile_what=(
+                ("modelopt_import_s", "ModelOpt extension + TensorRT engine build"),
+                (None, "TensorRT engine build"),
+            ),
+            setup_cost=4.0,
+        ),
+        Family(
+            "onnxruntime",
+            "ort_",
+            compile_what=(("export_s", "ONNX export + session"), (None, "session (cached ONNX)")),
+            setup_cost=3.0,
+        ),
+    )
+}
 
 
 @dataclass(frozen=True)
@@ -81,48 +106,94 @@ class BackendSpec:
 
 
 def _eager(precision: str, needs_cuda: bool) -> BackendSpec:
-    return BackendSpec(f"pytorch_{precision}", "pytorch", precision,
-                       f"PyTorch eager, {precision.upper()} weights and activations", needs_cuda)
+    return BackendSpec(
+        f"pytorch_{precision}",
+        "pytorch",
+        precision,
+        f"PyTorch eager, {precision.upper()} weights and activations",
+        needs_cuda,
+    )
 
 
 def _inductor(precision: str, needs_cuda: bool) -> BackendSpec:
-    return BackendSpec(f"inductor_{precision}", "inductor", precision,
-                       f"torch.compile (Inductor), {precision.upper()}; mode from "
-                       "--compile-mode", needs_cuda)
+    return BackendSpec(
+        f"inductor_{precision}",
+        "inductor",
+        precision,
+        f"torch.compile (Inductor), {precision.upper()}; mode from --compile-mode",
+        needs_cuda,
+    )
 
 
 def _ort(precision: str, needs_cuda: bool) -> BackendSpec:
-    return BackendSpec(f"ort_{precision}", "onnxruntime", precision,
-                       f"ONNX Runtime (CUDA EP, CPU EP without a GPU), {precision.upper()} model "
-                       "exported with torch.onnx.export(dynamo=True), IO binding", needs_cuda,
-                       extra="onnx")
+    return BackendSpec(
+        f"ort_{precision}",
+        "onnxruntime",
+        precision,
+        f"ONNX Runtime (CUDA EP, CPU EP without a GPU), {precision.upper()} model "
+        "exported with torch.onnx.export(dynamo=True), IO binding",
+        needs_cuda,
+        extra="onnx",
+    )
 
 
 def _ttrt(precision: str) -> BackendSpec:
-    return BackendSpec(f"ttrt_{precision}", "tensorrt", precision,
-                       f"Torch-TensorRT (dynamo), strongly typed {precision.upper()} engines; "
-                       "torch-tensorrt or torch-tensorrt-rtx", True, extra="tensorrt")
+    return BackendSpec(
+        f"ttrt_{precision}",
+        "tensorrt",
+        precision,
+        f"Torch-TensorRT (dynamo), strongly typed {precision.upper()} engines; "
+        "torch-tensorrt or torch-tensorrt-rtx",
+        True,
+        extra="tensorrt",
+    )
 
 
 def _modelopt(precision: str, note: str) -> BackendSpec:
-    return BackendSpec(f"ttrt_{precision}", "tensorrt", precision,
-                       f"ModelOpt {precision.upper()} PTQ (calibrated) -> Torch-TensorRT, "
-                       f"strongly typed ({note})", True, extra="fp8")
+    return BackendSpec(
+        f"ttrt_{precision}",
+        "tensorrt",
+        precision,
+        f"ModelOpt {precision.upper()} PTQ (calibrated) -> Torch-TensorRT, strongly typed ({note})",
+        True,
+        extra="fp8",
+    )
 
 
 #: every backend, by name
-BACKENDS: dict[str, BackendSpec] = {b.name: b for b in (
-    _eager("fp32", False), _eager("fp16", True), _eager("bf16", False),
-    _inductor("fp32", False), _inductor("fp16", True), _inductor("bf16", False),
-    BackendSpec("inductor_int8", "inductor", "int8",
-                "torchao INT8 Linear layers (dynamic, or static with --calib-batches/"
-                "--calib-data) under torch.compile (Inductor)", False, extra="int8"),
-    BackendSpec("torchscript_fp32", "torchscript", "fp32",
-                "TorchScript trace, frozen and optimized for inference, FP32", False),
-    _ttrt("fp32"), _ttrt("fp16"),
-    _modelopt("int8", "full TensorRT only"), _modelopt("fp8", "compute capability 8.9+"),
-    _ort("fp32", False), _ort("fp16", True),
-)}
+BACKENDS: dict[str, BackendSpec] = {
+    b.name: b
+    for b in (
+        _eager("fp32", False),
+        _eager("fp16", True),
+        _eager("bf16", False),
+        _inductor("fp32", False),
+        _inductor("fp16", True),
+        _inductor("bf16", False),
+        BackendSpec(
+            "inductor_int8",
+            "inductor",
+            "int8",
+            "torchao INT8 Linear layers (dynamic, or static with --calib-batches/"
+            "--calib-data) under torch.compile (Inductor)",
+            False,
+            extra="int8",
+        ),
+        BackendSpec(
+            "torchscript_fp32",
+            "torchscript",
+            "fp32",
+            "TorchScript trace, frozen and optimized for inference, FP32",
+            False,
+        ),
+        _ttrt("fp32"),
+        _ttrt("fp16"),
+        _modelopt("int8", "full TensorRT only"),
+        _modelopt("fp8", "compute capability 8.9+"),
+        _ort("fp32", False),
+        _ort("fp16", True),
+    )
+}
 
 
 def names() -> tuple[str, ...]:
@@ -145,7 +216,8 @@ def spec(name: str, known: Mapping[str, object] | None = None) -> object:
         return known[name]
     except KeyError:
         raise UserError(
-            f"unknown backend {name!r}; choose one of: {', '.join(sorted(known))}") from None
+            f"unknown backend {name!r}; choose one of: {', '.join(sorted(known))}"
+        ) from None
 
 
 def family(name: str) -> Family:

@@ -21,8 +21,12 @@ IDENTITY = ("model", "image_size", "seq_len", "weights", "cuda_graphs")
 
 
 def _identity(record: object) -> dict[str, Any]:
-    return {key: (None if getattr(record, key) is None else str(getattr(record, key)))
-            if key == "weights" else getattr(record, key) for key in IDENTITY}
+    return {
+        key: (None if getattr(record, key) is None else str(getattr(record, key)))
+        if key == "weights"
+        else getattr(record, key)
+        for key in IDENTITY
+    }
 
 
 def check_destination(config: RunConfig) -> None:
@@ -34,12 +38,16 @@ def check_destination(config: RunConfig) -> None:
     check_separate_roots(config.runs_dir, config.tb_dir)
     for folder in (run_dir, tb_run_dir):
         if is_sweep_dir(folder):
-            raise UserError(f"{folder} is a sweep ({MANIFEST}); a run never replaces a sweep: "
-                            "pass --name for another run name")
+            raise UserError(
+                f"{folder} is a sweep ({MANIFEST}); a run never replaces a sweep: "
+                "pass --name for another run name"
+            )
     for folder in (run_dir, tb_run_dir):
         if os.path.lexists(folder) and not stat.S_ISDIR(os.lstat(folder).st_mode):
-            raise UserError(f"{folder} exists and is not a folder: move it away, or pass --name "
-                            "for another run name")
+            raise UserError(
+                f"{folder} exists and is not a folder: move it away, or pass --name "
+                "for another run name"
+            )
     if run_dir.exists() and not config.replace:
         _check_run_folder(config, run_dir)
     _check_trace_folder(run_dir, tb_run_dir, config.replace)
@@ -49,15 +57,22 @@ def _check_run_folder(config: RunConfig, run_dir: Path) -> None:
     existing = try_read_result(run_dir / RESULT_FILE)
     if existing is None:
         if any(run_dir.iterdir()):
-            raise UserError(f"{run_dir} exists and holds no readable {RESULT_FILE}: pass "
-                            "--replace to replace it, or --name for another run name")
+            raise UserError(
+                f"{run_dir} exists and holds no readable {RESULT_FILE}: pass "
+                "--replace to replace it, or --name for another run name"
+            )
         return
     old, new = _identity(existing.config), _identity(config)
     if old != new:
-        changed = ", ".join(f"{key.replace('_', ' ')} {old[key]} (now {new[key]})"
-                            for key in IDENTITY if old[key] != new[key])
-        raise UserError(f"{run_dir} holds another run ({changed}): pass --replace to replace "
-                        "it, or --name for another run name")
+        changed = ", ".join(
+            f"{key.replace('_', ' ')} {old[key]} (now {new[key]})"
+            for key in IDENTITY
+            if old[key] != new[key]
+        )
+        raise UserError(
+            f"{run_dir} holds another run ({changed}): pass --replace to replace "
+            "it, or --name for another run name"
+        )
 
 
 def _check_trace_folder(run_dir: Path, tb_run_dir: Path, replace: bool) -> None:
@@ -73,8 +88,10 @@ def _check_trace_folder(run_dir: Path, tb_run_dir: Path, replace: bool) -> None:
     if not entries:
         return
     if any(e.is_dir() for e in entries):
-        raise UserError(f"{tb_run_dir} holds folders (a sweep's traces?); a run never replaces "
-                        "it: pass --name for another run name")
+        raise UserError(
+            f"{tb_run_dir} holds folders (a sweep's traces?); a run never replaces "
+            "it: pass --name for another run name"
+        )
     if replace:
         return
     try:
@@ -83,6 +100,8 @@ def _check_trace_folder(run_dir: Path, tb_run_dir: Path, replace: bool) -> None:
         named = []
     mine = os.path.realpath(tb_run_dir)
     if not any(os.path.realpath(p.parent) == mine for p in named):
-        raise UserError(f"{tb_run_dir} holds traces of another run (not named by "
-                        f"{run_dir / RESULT_FILE}): pass --replace to replace it, or --name for "
-                        "another run name")
+        raise UserError(
+            f"{tb_run_dir} holds traces of another run (not named by "
+            f"{run_dir / RESULT_FILE}): pass --replace to replace it, or --name for "
+            "another run name"
+        )

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import msgspec
 
+from profiler import units
+
 
 class GpuSample(msgspec.Struct, frozen=True):
     """One NVML reading; a field the GPU does not report is None."""
@@ -22,7 +24,7 @@ class GpuState(msgspec.Struct, frozen=True):
     could be read, ``not_recorded`` says why ("no NVML", "no GPU", "NVML error: ...")."""
 
     not_recorded: str | None = None
-    device: str | None = None           # the GPU's name
+    device: str | None = None  # the GPU's name
     max_sm_clock_mhz: int | None = None
     before: GpuSample | None = None
     after: GpuSample | None = None
@@ -36,10 +38,14 @@ class GpuState(msgspec.Struct, frozen=True):
     def sm_clock_mhz(self) -> float | None:
         """The SM clock over the window: the mean of the readings before and after that NVML
         did not flag idle (an idle H100 reads 345 MHz, busy 1980); all of them when both are."""
-        readings = [(s.sm_clock_mhz, s.throttle_reasons) for s in (self.before, self.after)
-                    if s is not None and s.sm_clock_mhz is not None]
+        readings = [
+            (s.sm_clock_mhz, s.throttle_reasons)
+            for s in (self.before, self.after)
+            if s is not None and s.sm_clock_mhz is not None
+        ]
         busy = [mhz for mhz, reasons in readings if "gpu_idle" not in reasons] or [
-            mhz for mhz, _ in readings]
+            mhz for mhz, _ in readings
+        ]
         return sum(busy) / len(busy) if busy else None
 
     @property
@@ -55,22 +61,27 @@ class GpuState(msgspec.Struct, frozen=True):
 
     def line(self) -> str:
         """One line for a person."""
-        host = "" if self.load_average is None else (
-            f"host load {self.load_average[0]:.2f}"
-            + (f" on {self.cpus} CPUs" if self.cpus else ""))
+        host = (
+            ""
+            if self.load_average is None
+            else (
+                f"host load {units.host_load(self.load_average[0])}"
+                + (f" on {self.cpus} CPUs" if self.cpus else "")
+            )
+        )
         if self.not_recorded:
             return f"GPU state: not recorded ({self.not_recorded})" + (f"; {host}" if host else "")
         parts = [self.device or "GPU"]
         if self.sm_clock_mhz is not None:
             peak = f" of {self.max_sm_clock_mhz}" if self.max_sm_clock_mhz else ""
-            parts.append(f"SM {self.sm_clock_mhz:.0f}{peak} MHz")
+            parts.append(f"SM {units.rounded(self.sm_clock_mhz)}{peak} MHz")
         ends = [s for s in (self.before, self.after) if s is not None]
         temps = [s.temperature_c for s in ends if s.temperature_c is not None]
         if temps:
             parts.append(" -> ".join(f"{t} C" for t in temps))
         power = [s.power_w for s in ends if s.power_w is not None]
         if power:
-            parts.append(" -> ".join(f"{p:.0f} W" for p in power))
+            parts.append(" -> ".join(f"{units.rounded(p)} W" for p in power))
         parts.append("throttle: " + (", ".join(self.throttle_reasons) or "none"))
         if host:
             parts.append(host)

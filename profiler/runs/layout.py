@@ -39,7 +39,6 @@ LOOSE_PATTERNS = ("*.json", "*.json.gz")
 NOT_TRACES = {RESULT_FILE, MANIFEST}
 
 
-
 #: the environment variable that moves the compiled-engine cache (and peaks/ beside it)
 CACHE_ENV_VAR = "INFER_PROFILER_CACHE"
 #: the XDG Base Directory variable of the user's cache folder (default ~/.cache)
@@ -117,8 +116,10 @@ def _trace_names(result_json: Path) -> list[str]:
     if not files:
         return []
     if not isinstance(files, list) or not all(isinstance(name, str) for name in files):
-        raise UserError(f"{result_json}: trace.files must be a list of file names (got "
-                        f"{json.dumps(files)[:80]})")
+        raise UserError(
+            f"{result_json}: trace.files must be a list of file names (got "
+            f"{json.dumps(files)[:80]})"
+        )
     return files
 
 
@@ -136,7 +137,7 @@ def traces_named_by_result(folder: Path, root: Path | None = None) -> list[Path]
         # relative names are relative to where `run` was started: usually the folder that holds
         # runs/, so try the run folder's ancestors too (runs/<run>/, runs/<sweep>/<run>/)
         bases = [root, Path.cwd(), folder, *list(folder.resolve().parents)[:4]]
-        for candidate in ([p] if p.is_absolute() else [base / p for base in bases]):
+        for candidate in [p] if p.is_absolute() else [base / p for base in bases]:
             if candidate.is_file():
                 found.append(candidate)
                 break
@@ -150,13 +151,21 @@ def traces_in_folder(folder: Path) -> list[Path]:
     runs on their way out (see is_leftover) and temporary files are never a trace."""
     for patterns in (TRACE_PATTERNS, LOOSE_PATTERNS):
         try:
-            found = sorted({p for pattern in patterns for p in folder.rglob(pattern)
-                            if p.is_file() and p.name not in NOT_TRACES
-                            and not any(part.startswith(".")
-                                        for part in p.relative_to(folder).parts)})
+            found = sorted(
+                {
+                    p
+                    for pattern in patterns
+                    for p in folder.rglob(pattern)
+                    if p.is_file()
+                    and p.name not in NOT_TRACES
+                    and not any(part.startswith(".") for part in p.relative_to(folder).parts)
+                }
+            )
         except OSError as error:  # /proc and the like: give the folder, not a traceback
-            raise UserError(f"cannot search {folder} for traces ({error.strerror or error}: "
-                            f"{error.filename}); give a trace file or a run folder") from None
+            raise UserError(
+                f"cannot search {folder} for traces ({error.strerror or error}: "
+                f"{error.filename}); give a trace file or a run folder"
+            ) from None
         if found:
             return found
     return []
@@ -198,15 +207,20 @@ def _resolved(folder: Path, option: str) -> Path:
     try:
         return Path(folder).resolve()
     except (OSError, RuntimeError) as error:  # a symlink loop
-        raise UserError(f"{option} {folder} cannot be resolved ({error}); give another "
-                        "folder") from None
+        raise UserError(
+            f"{option} {folder} cannot be resolved ({error}); give another folder"
+        ) from None
 
 
 def check_separate_roots(runs_dir: Path, tb_dir: Path) -> None:
     runs_real, tb_real = _resolved(runs_dir, "--runs-dir"), _resolved(tb_dir, "--tb-dir")
     if runs_real == tb_real:
-        raise UserError(f"--runs-dir and --tb-dir are the same folder ({runs_dir}): the trace "
-                        "folder would replace the results folder; give them different folders")
+        raise UserError(
+            f"--runs-dir and --tb-dir are the same folder ({runs_dir}): the trace "
+            "folder would replace the results folder; give them different folders"
+        )
     if runs_real in tb_real.parents or tb_real in runs_real.parents:
-        raise UserError(f"--runs-dir {runs_dir} and --tb-dir {tb_dir} are nested, one inside "
-                        "the other: a run would replace the other's folder; give separate folders")
+        raise UserError(
+            f"--runs-dir {runs_dir} and --tb-dir {tb_dir} are nested, one inside "
+            "the other: a run would replace the other's folder; give separate folders"
+        )

@@ -18,7 +18,14 @@ MANIFEST_SCHEMA = 1
 
 #: a cell's status words
 OK, FAILED, OOM, TIMEOUT, INTERRUPTED, RUNNING, PENDING = (
-    "ok", "failed", "oom", "timeout", "interrupted", "running", "pending")
+    "ok",
+    "failed",
+    "oom",
+    "timeout",
+    "interrupted",
+    "running",
+    "pending",
+)
 
 #: run options a sweep sets itself rather than passing them on to its cells: field -> why.
 #: Every other RunConfig option is a sweep option, shared by all cells (config.run_options).
@@ -32,10 +39,8 @@ SWEEP_SETS = {
     "target_noise": "the sweep's --target-noise samples processes round-robin over the cells",
     "budget": "the sweep's --budget limits its --target-noise rounds",
     "cuda_graphs": "cells run without CUDA graphs (cell names do not carry it yet): "
-                   "`run --cuda-graphs` measures one config",
+    "`run --cuda-graphs` measures one config",
 }
-
-
 
 
 class SweepCell(msgspec.Struct):
@@ -94,20 +99,23 @@ def read_manifest(sweep_dir: Path) -> SweepManifest | None:
     try:
         data = json.loads(path.read_bytes())
     except (OSError, ValueError, RecursionError) as error:
-        raise UserError(f"{path} is not readable JSON ({error}); remove it or use --name") \
-            from None
+        raise UserError(f"{path} is not readable JSON ({error}); remove it or use --name") from None
     if not isinstance(data, dict) or "cells" not in data or "options" not in data:
         raise UserError(f"{path} is not a sweep manifest; use another --name")
     try:  # every part that is read has its type: a damaged file is refused before any rewrite
         manifest = msgspec.convert(data, SweepManifest, strict=False)
     except msgspec.ValidationError as error:
-        raise UserError(f"{path} is damaged or not a sweep manifest this version reads "
-                        f"({error}); remove it or use another --name") from None
+        raise UserError(
+            f"{path} is damaged or not a sweep manifest this version reads "
+            f"({error}); remove it or use another --name"
+        ) from None
     for name in manifest.cells:  # a cell is a folder of the sweep, never a path out of it
         if not is_plain_name(name):
-            raise UserError(f"{path} names a cell {json.dumps(name)[:80]}, not a folder name "
-                            "of the sweep: the manifest is damaged; remove it or use another "
-                            "--name")
+            raise UserError(
+                f"{path} names a cell {json.dumps(name)[:80]}, not a folder name "
+                "of the sweep: the manifest is damaged; remove it or use another "
+                "--name"
+            )
     return manifest
 
 
@@ -134,6 +142,7 @@ def find_sweep(target: str | Path, root: Path | None = None) -> Path | None:
 
 # ---- the grid: cells, their names and labels, the swept options ----------------------------
 
+
 def shared_options() -> dict[str, CliOption]:
     """Option key (the manifest's ``options`` key) -> declaration of the options a sweep
     passes on to its cells."""
@@ -148,33 +157,49 @@ def axis_options() -> dict[str, CliOption]:
 def axis_values(options: dict[str, Any]) -> list[dict[str, Any]]:
     """Every combination of the swept options' values (``[{}]`` when none is swept), in the
     order given."""
-    axes = {key: value for key, value in options.items()
-            if key in axis_options() and isinstance(value, list)}
+    axes = {
+        key: value
+        for key, value in options.items()
+        if key in axis_options() and isinstance(value, list)
+    }
     return [dict(zip(axes, combo)) for combo in itertools.product(*axes.values())]
 
 
-def cell_name(backend: str, batch_size: int, model: str, workload: str = "forward",
-              axis: dict[str, Any] | None = None) -> str:
+def cell_name(
+    backend: str,
+    batch_size: int,
+    model: str,
+    workload: str = "forward",
+    axis: dict[str, Any] | None = None,
+) -> str:
     """A cell's folder: the name `profile.py run` gives that run (config.run_name), and the
     cell's value of each swept option (``_new16``)."""
     specs = axis_options()
     return run_name(backend, batch_size, model, workload=workload) + "".join(
-        f"_{specs[key].axis}{value}" for key, value in (axis or {}).items())
+        f"_{specs[key].axis}{value}" for key, value in (axis or {}).items()
+    )
 
 
-def cell_label(backend: str, batch_size: int,
-               axis: dict[str, Any] | None = None) -> str:
+def cell_label(backend: str, batch_size: int, axis: dict[str, Any] | None = None) -> str:
     """``ttrt_fp16 bs 8`` and the cell's value of each swept option (``--max-new-tokens 16``)."""
     specs = axis_options()
-    return " ".join([f"{backend} bs {batch_size}", *(
-        f"{specs[key].flags[0]} {value}" for key, value in (axis or {}).items())])
+    return " ".join(
+        [
+            f"{backend} bs {batch_size}",
+            *(f"{specs[key].flags[0]} {value}" for key, value in (axis or {}).items()),
+        ]
+    )
 
 
 def short_label(cell: SweepCell) -> str:
     """``ttrt_fp16 bs8``, and ``new16`` for each swept option: a cell in a plot or a report."""
     specs = axis_options()
-    return " ".join([f"{cell.backend} bs{cell.batch_size}", *(
-        f"{specs[key].axis}{value}" for key, value in (cell.axis or {}).items())])
+    return " ".join(
+        [
+            f"{cell.backend} bs{cell.batch_size}",
+            *(f"{specs[key].axis}{value}" for key, value in (cell.axis or {}).items()),
+        ]
+    )
 
 
 def grid_cells(manifest: SweepManifest) -> list[tuple[str, SweepCell]]:
@@ -184,8 +209,13 @@ def grid_cells(manifest: SweepManifest) -> list[tuple[str, SweepCell]]:
     for backend in manifest.backends:
         for batch_size in manifest.batch_sizes:
             for axis in axis_values(manifest.options):
-                name = cell_name(backend, batch_size, manifest.model,
-                                 manifest.options.get("workload", "forward"), axis)
+                name = cell_name(
+                    backend,
+                    batch_size,
+                    manifest.model,
+                    manifest.options.get("workload", "forward"),
+                    axis,
+                )
                 if name in manifest.cells:
                     found.append((name, manifest.cells[name]))
                 elif not axis and (backend, batch_size) in by_grid:  # before models were named

@@ -90,7 +90,7 @@ def locate(module: str, path: list[str]) -> Path | None:
     spec = None
     for index in range(len(parts)):
         try:
-            spec = PathFinder.find_spec(".".join(parts[:index + 1]), search)
+            spec = PathFinder.find_spec(".".join(parts[: index + 1]), search)
         except (ImportError, ValueError, OSError):
             return None
         if spec is None:
@@ -104,8 +104,14 @@ def locate(module: str, path: list[str]) -> Path | None:
     return Path(os.path.realpath(spec.origin))
 
 
-def check(label: str, model: str, recorded: ModelSource | None, trust: bool,
-          say: Callable[[str], object], warn: Callable[[str], object]) -> None:
+def check(
+    label: str,
+    model: str,
+    recorded: ModelSource | None,
+    trust: bool,
+    say: Callable[[str], object],
+    warn: Callable[[str], object],
+) -> None:
     """Before a re-timing imports ``model`` (what ``label``'s result.json names): say which file
     it will import (``say``); refuse, in one line, unless it is the file the run recorded (path
     and hash), or ``trust`` (then ``warn`` says what is imported). Nothing for a built-in
@@ -115,27 +121,44 @@ def check(label: str, model: str, recorded: ModelSource | None, trust: bool,
     name = model.partition(":")[0]
     found = {locate(name, path) for path in search_paths()}
     here = next(iter(found)) if len(found) == 1 else None
-    if here is not None and recorded is not None and recorded.module == name and \
-            str(here) == recorded.path and _digest_or_none(here) == recorded.sha256:
-        say(f"{label}'s model {model}: importing {here} (the file the run recorded, sha256 "
-            f"{recorded.sha256[:12]})")
+    if (
+        here is not None
+        and recorded is not None
+        and recorded.module == name
+        and str(here) == recorded.path
+        and _digest_or_none(here) == recorded.sha256
+    ):
+        say(
+            f"{label}'s model {model}: importing {here} (the file the run recorded, sha256 "
+            f"{recorded.sha256[:12]})"
+        )
         return
     if here is None:
-        where = "is not found on this machine's import path" if found == {None} else \
-            "resolves to different files for this command's processes (" + ", ".join(
-                sorted(str(p) for p in found if p)) + ")"
+        where = (
+            "is not found on this machine's import path"
+            if found == {None}
+            else "resolves to different files for this command's processes ("
+            + ", ".join(sorted(str(p) for p in found if p))
+            + ")"
+        )
     elif recorded is None:
-        where = f"would be imported from {here}, and the run recorded no file for it (a run " \
+        where = (
+            f"would be imported from {here}, and the run recorded no file for it (a run "
             "of an older version, or a result.json edited by hand)"
+        )
     else:
-        where = f"would be imported from {here}, which is not the file the run recorded " \
-            f"({recorded.path}, sha256 {recorded.sha256[:12]}): it changed since, or the run " \
+        where = (
+            f"would be imported from {here}, which is not the file the run recorded "
+            f"({recorded.path}, sha256 {recorded.sha256[:12]}): it changed since, or the run "
             "came from elsewhere"
+        )
     if trust:
         warn(f"{label}'s model {model} {where}; importing it, as {TRUST} asks")
         return
-    raise UserError(f"{label}'s model {model} {where}: re-timing imports and runs that code; "
-                    f"read it, then pass {TRUST} to run it")
+    raise UserError(
+        f"{label}'s model {model} {where}: re-timing imports and runs that code; "
+        f"read it, then pass {TRUST} to run it"
+    )
 
 
 def _digest_or_none(path: Path) -> str | None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import msgspec
 
-from profiler import notices
+from profiler import notices, units
 from profiler.errors import UserError, first_line
 from profiler.fsutil import read_small, refuse_non_regular, write_bytes_atomic
 from profiler.runs.layout import noise_dir
@@ -22,15 +22,15 @@ from profiler.runs.layout import noise_dir
 class NoiseFloor(msgspec.Struct, frozen=True):
     """One measurement of the floor (times in ms, spreads relative)."""
 
-    gpu: str                      # the GPU's name ("cpu" on a machine without one)
+    gpu: str  # the GPU's name ("cpu" on a machine without one)
     host: str
-    measured: str                 # ISO time
-    workload: str                 # the fixed config: "resnet50 pytorch_fp32 bs 8, 100 iterations"
+    measured: str  # ISO time
+    workload: str  # the fixed config: "resnet50 pytorch_fp32 bs 8, 100 iterations"
     processes: int
-    p50_ms: list[float]           # each process's median
-    between_process_cv: float     # CV of the per-process medians (n - 1)
-    within_window_cv: float       # median over processes of the window's CV
-    smallest_resolvable: float    # the smallest relative difference a compare resolves here
+    p50_ms: list[float]  # each process's median
+    between_process_cv: float  # CV of the per-process medians (n - 1)
+    within_window_cv: float  # median over processes of the window's CV
+    smallest_resolvable: float  # the smallest relative difference a compare resolves here
     #: ... with this many processes per side (and with one: FAR_BEYOND x the floor)
     processes_per_side: int = 3
     smallest_resolvable_one_process: float | None = None
@@ -38,7 +38,7 @@ class NoiseFloor(msgspec.Struct, frozen=True):
     gpu_time_between_process_cv: float | None = None
     sm_clock_mhz: list[float | None] = []
     throttle_reasons: list[str] = []
-    settings: dict[str, str | None] = {}   # persistence mode, clocks locked, CPU governor ...
+    settings: dict[str, str | None] = {}  # persistence mode, clocks locked, CPU governor ...
     suggestions: list[str] = []
 
 
@@ -55,23 +55,25 @@ def check_keepable(folder: Path | None = None, gpu: str | None = None) -> Path:
     removed in it), and ``gpu``'s floor file in it checked replaceable (a regular file or
     nothing): what `noise` asks before it measures. A UserError naming the folder otherwise."""
     folder = noise_dir() if folder is None else Path(folder)
-    fix = ("; set INFER_PROFILER_CACHE or XDG_CACHE_HOME to a folder of yours, or pass "
-           "--no-save")
+    fix = "; set INFER_PROFILER_CACHE or XDG_CACHE_HOME to a folder of yours, or pass --no-save"
     try:
         folder.mkdir(parents=True, exist_ok=True)
         descriptor, probe = tempfile.mkstemp(prefix=".probe-", dir=folder)
         os.close(descriptor)
         os.unlink(probe)
     except OSError as error:
-        raise UserError(f"the noise-floor folder {folder} cannot be written "
-                        f"({error.strerror or type(error).__name__}): the floor could not be "
-                        f"kept{fix}") from None
+        raise UserError(
+            f"the noise-floor folder {folder} cannot be written "
+            f"({error.strerror or type(error).__name__}): the floor could not be "
+            f"kept{fix}"
+        ) from None
     if gpu:
         try:
             refuse_non_regular(floor_path(gpu, folder))
         except UserError as error:
-            raise UserError(f"the noise floor cannot be kept in the noise-floor folder: {error}"
-                            f"{fix}") from None
+            raise UserError(
+                f"the noise floor cannot be kept in the noise-floor folder: {error}{fix}"
+            ) from None
     return folder
 
 
@@ -97,7 +99,9 @@ def floor_problem(value: object) -> str | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return f"{value!r} is not a number"
     if not 0 < value <= MAX_FLOOR_CV:  # NaN fails it too
-        return f"{value:g} is not a spread above 0 and at most {MAX_FLOOR_CV:g}"
+        return (
+            f"{units.plain(value)} is not a spread above 0 and at most {units.plain(MAX_FLOOR_CV)}"
+        )
     return None
 
 
@@ -106,13 +110,16 @@ def usable_floor(floor: NoiseFloor, source: str) -> NoiseFloor | None:
     one note each naming ``source``; None when its latency spread cannot be used."""
     why = floor_problem(floor.between_process_cv)
     if why is not None:
-        notices.note(f"{source}: the noise floor's between_process_cv {why}: ignored, "
-                     f"{DEFAULT_STANDS_IN}")
+        notices.note(
+            f"{source}: the noise floor's between_process_cv {why}: ignored, {DEFAULT_STANDS_IN}"
+        )
         return None
     gpu = floor.gpu_time_between_process_cv
     if gpu is not None and (why := floor_problem(gpu)) is not None:
-        notices.note(f"{source}: the noise floor's gpu_time_between_process_cv {why}: "
-                     f"ignored, {DEFAULT_STANDS_IN}")
+        notices.note(
+            f"{source}: the noise floor's gpu_time_between_process_cv {why}: "
+            f"ignored, {DEFAULT_STANDS_IN}"
+        )
         return msgspec.structs.replace(floor, gpu_time_between_process_cv=None)
     return floor
 
@@ -134,7 +141,9 @@ def read_floor(gpu: str | None, folder: Path | None = None) -> NoiseFloor | None
     try:
         floor = msgspec.json.decode(data, type=NoiseFloor)
     except (msgspec.DecodeError, msgspec.ValidationError) as error:
-        notices.note(f"{path}: the noise floor kept for {gpu} is damaged ({first_line(error)}):"
-                     f" ignored, {DEFAULT_STANDS_IN}; `noise` measures it again")
+        notices.note(
+            f"{path}: the noise floor kept for {gpu} is damaged ({first_line(error)}):"
+            f" ignored, {DEFAULT_STANDS_IN}; `noise` measures it again"
+        )
         return None
     return usable_floor(floor, str(path))

@@ -41,13 +41,34 @@ from collections.abc import Iterator
 #: (profiler.collect.harness.run's ``started``), which claims no imports phase without one
 process_mark: float | None = None
 
-ORDER = ("imports", "build", "flops", "prepare", "first_call", "graph_capture", "warm_up",
-         "timed", "gpu_compute", "untraced_call", "profile", "trace_write", "after_windows",
-         "numerics", "repeat_runs", "write")
-LABELS = {"first_call": "first call", "warm_up": "warm-up", "trace_write": "trace write",
-          "after_windows": "layer timing", "repeat_runs": "repeat runs",
-          "graph_capture": "graph capture", "gpu_compute": "GPU compute",
-          "untraced_call": "untraced call"}
+ORDER = (
+    "imports",
+    "build",
+    "flops",
+    "prepare",
+    "first_call",
+    "graph_capture",
+    "warm_up",
+    "timed",
+    "gpu_compute",
+    "untraced_call",
+    "profile",
+    "trace_write",
+    "after_windows",
+    "numerics",
+    "repeat_runs",
+    "write",
+)
+LABELS = {
+    "first_call": "first call",
+    "warm_up": "warm-up",
+    "trace_write": "trace write",
+    "after_windows": "layer timing",
+    "repeat_runs": "repeat runs",
+    "graph_capture": "graph capture",
+    "gpu_compute": "GPU compute",
+    "untraced_call": "untraced call",
+}
 
 
 class Phases:

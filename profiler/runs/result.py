@@ -30,6 +30,7 @@ RESULT_SCHEMA = 2
 
 # ---- the run contract ----------------------------------------------------------------------
 
+
 def _config_struct() -> type:
     """ConfigRecord: RunConfig's fields as recorded in result.json (paths as strings), plus the
     derived run_name. Generated from RunConfig, so a new option is recorded without a second
@@ -42,8 +43,11 @@ def _config_struct() -> type:
         kind = hints[f.name]
         if Path in typing.get_args(kind) or kind is Path:
             kind = str | None
-        default = f.default if f.default_factory is MISSING else msgspec.field(
-            default_factory=f.default_factory)
+        default = (
+            f.default
+            if f.default_factory is MISSING
+            else msgspec.field(default_factory=f.default_factory)
+        )
         if isinstance(default, Path):
             default = str(default)
         spec.append((f.name, kind, default))
@@ -78,12 +82,12 @@ class RepeatSpread(msgspec.Struct, frozen=True):
 class TargetNoise(msgspec.Struct, frozen=True):
     """--target-noise: what the sampling reached (profiler.analysis.sampling.stopping_rule)."""
 
-    target: float              # relative: 0.02 for ±2 %
+    target: float  # relative: 0.02 for ±2 %
     reached: bool
-    reason: str                # "target reached", "time budget spent", ...
-    half_width: float | None   # relative 95 % half-width of the quoted p50 where it stopped
-    iterations: int            # of the run's own window
-    processes: int             # windows in fresh processes, the run's own included
+    reason: str  # "target reached", "time budget spent", ...
+    half_width: float | None  # relative 95 % half-width of the quoted p50 where it stopped
+    iterations: int  # of the run's own window
+    processes: int  # windows in fresh processes, the run's own included
     spent_s: float
     budget_s: float
 
@@ -403,10 +407,14 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
 def _backend_from_json(data: dict[str, Any]) -> dict[str, Any]:
     backend = dict(data.get("backend") or {})
     notes = dict(backend.pop("notes", None) or {})
-    backend.update(compile_s=notes.pop("compile_s", None), cache_load_s=notes.pop("load_s", None),
-                   warnings=notes.pop("warnings", []),
-                   engine_memory=notes.pop("engine_memory", None), extra=notes,
-                   artifacts=list(data.get("artifacts") or []))
+    backend.update(
+        compile_s=notes.pop("compile_s", None),
+        cache_load_s=notes.pop("load_s", None),
+        warnings=notes.pop("warnings", []),
+        engine_memory=notes.pop("engine_memory", None),
+        extra=notes,
+        artifacts=list(data.get("artifacts") or []),
+    )
     notes.pop("artifacts", None)
     return backend
 
@@ -419,8 +427,12 @@ def _backend_to_json(facts: BackendFacts) -> dict[str, Any]:
     notes["warnings"] = list(facts.warnings)
     if facts.engine_memory is not None:
         notes["engine_memory"] = msgspec.to_builtins(facts.engine_memory)
-    return {"name": facts.name, "family": facts.family, "precision": facts.precision,
-            "notes": notes}
+    return {
+        "name": facts.name,
+        "family": facts.family,
+        "precision": facts.precision,
+        "notes": notes,
+    }
 
 
 def result_from_dict(data: object, source: str = "result.json") -> RunResult:
@@ -429,8 +441,10 @@ def result_from_dict(data: object, source: str = "result.json") -> RunResult:
         raise UserError(f"{source} is not a run result (not a JSON object)")
     schema = data.get("schema", 1)
     if not isinstance(schema, int) or schema > RESULT_SCHEMA:
-        raise UserError(f"{source} has result schema {schema!r}; this version reads up to "
-                        f"{RESULT_SCHEMA}: update the profiler")
+        raise UserError(
+            f"{source} has result schema {schema!r}; this version reads up to "
+            f"{RESULT_SCHEMA}: update the profiler"
+        )
     data = {**data, "backend": _backend_from_json(data), "schema": RESULT_SCHEMA}
     data.pop("artifacts", None)
     try:
@@ -441,10 +455,16 @@ def result_from_dict(data: object, source: str = "result.json") -> RunResult:
 
 #: keys a forward run's result.json leaves out (a generation run writes them): path -> the
 #: value that means absent
-_GENERATION_ONLY = {("workload",): "forward", ("generation",): None, ("timing", "unit"): None,
-                    ("profile", "step_is"): None, ("profile", "phase_spans"): None,
-                    ("numerics", "first_step_logits"): None,
-                    ("numerics", "encoder_output"): None, ("numerics", "tokens"): None}
+_GENERATION_ONLY = {
+    ("workload",): "forward",
+    ("generation",): None,
+    ("timing", "unit"): None,
+    ("profile", "step_is"): None,
+    ("profile", "phase_spans"): None,
+    ("numerics", "first_step_logits"): None,
+    ("numerics", "encoder_output"): None,
+    ("numerics", "tokens"): None,
+}
 
 
 def _drop_generation_only(data: dict[str, Any]) -> None:

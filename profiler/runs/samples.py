@@ -31,7 +31,7 @@ from typing import Any, Final, Literal
 import msgspec
 import numpy as np
 
-from profiler import notices
+from profiler import notices, units
 from profiler.errors import UserError, first_line
 from profiler.fsutil import write_text_atomic
 from profiler.runs.layout import LATENCY_CSV, PROCESSES_CSV, RESULT_FILE
@@ -85,11 +85,18 @@ class ProcessWindow(msgspec.Struct, frozen=True, omit_defaults=True):
         return LAUNCH_BOUND if enqueue >= LAUNCH_BOUND_SHARE * gpu else GPU_BOUND
 
 
-def window_of(record: dict[str, Any], round_id: str | None = None, gpu: str | None = None,
-              pilot: bool = False) -> ProcessWindow:
+def window_of(
+    record: dict[str, Any], round_id: str | None = None, gpu: str | None = None, pilot: bool = False
+) -> ProcessWindow:
     """A timing child's JSON record (profiler.collect.repeat_window) as the typed window."""
-    return ProcessWindow(tuple(record["latencies_ms"]), tuple(record.get("gpu_ms") or ()),
-                         tuple(record.get("enqueue_ms") or ()), gpu, round_id, pilot)
+    return ProcessWindow(
+        tuple(record["latencies_ms"]),
+        tuple(record.get("gpu_ms") or ()),
+        tuple(record.get("enqueue_ms") or ()),
+        gpu,
+        round_id,
+        pilot,
+    )
 
 
 class ConfigSamples(msgspec.Struct, frozen=True):
@@ -122,8 +129,7 @@ class ConfigSamples(msgspec.Struct, frozen=True):
     def geometric_mean(self, figure: str = "latency") -> float | None:
         """The figure a verdict speaks of: the geometric mean of the per-process medians."""
         medians = self.medians(figure)
-        return float(np.exp(np.mean(np.log(medians)))) if medians and min(medians) > 0 \
-            else None
+        return float(np.exp(np.mean(np.log(medians)))) if medians and min(medians) > 0 else None
 
     def bound(self) -> BoundWord | None:
         """launch-bound when most processes were, GPU-bound when most were not; None without
@@ -143,33 +149,52 @@ class ConfigSamples(msgspec.Struct, frozen=True):
 
     def per_sample(self, batch_size: int) -> ConfigSamples:
         """Every time divided by the batch size (a throughput comparison across batches)."""
+
         def scale(values: tuple[float, ...]) -> tuple[float, ...]:
             return tuple(v / batch_size for v in values)
 
-        return ConfigSamples(tuple(msgspec.structs.replace(
-            w, latency_ms=scale(w.latency_ms), gpu_ms=scale(w.gpu_ms),
-            enqueue_ms=scale(w.enqueue_ms)) for w in self.windows))
+        return ConfigSamples(
+            tuple(
+                msgspec.structs.replace(
+                    w,
+                    latency_ms=scale(w.latency_ms),
+                    gpu_ms=scale(w.gpu_ms),
+                    enqueue_ms=scale(w.enqueue_ms),
+                )
+                for w in self.windows
+            )
+        )
 
     def __add__(self, other: ConfigSamples) -> ConfigSamples:
         return ConfigSamples(self.windows + other.windows)
 
 
-def spread_of_runs(p50s_ms: list[float], samples_csv: str | None = None,
-                   schedule: str | None = None,
-                   samples: ConfigSamples | None = None) -> RepeatSpread:
+def spread_of_runs(
+    p50s_ms: list[float],
+    samples_csv: str | None = None,
+    schedule: str | None = None,
+    samples: ConfigSamples | None = None,
+) -> RepeatSpread:
     """How the p50 of K timed windows (one per process) varies: min, max, (max - min) / median;
     with ``samples``, each process's GPU time and enqueue medians and its classification."""
     values = np.asarray(p50s_ms, dtype=float)
     median = float(np.median(values))
     per = samples.windows if samples is not None else ()
     return RepeatSpread(
-        runs=len(values), p50_ms=[float(v) for v in values], median_p50_ms=median,
-        min_p50_ms=float(values.min()), max_p50_ms=float(values.max()),
+        runs=len(values),
+        p50_ms=[float(v) for v in values],
+        median_p50_ms=median,
+        min_p50_ms=float(values.min()),
+        max_p50_ms=float(values.max()),
         range_pct_of_median=100.0 * float(values.max() - values.min()) / median
-        if median > 0 else 0.0, samples_csv=samples_csv, schedule=schedule,
+        if median > 0
+        else 0.0,
+        samples_csv=samples_csv,
+        schedule=schedule,
         gpu_p50_ms=[w.median("gpu_time") for w in per] if per else None,
         enqueue_p50_ms=[w.median("enqueue") for w in per] if per else None,
-        bound=[w.bound for w in per] if per else None)
+        bound=[w.bound for w in per] if per else None,
+    )
 
 
 def _cell(values: tuple[float, ...], i: int) -> str:
@@ -183,9 +208,18 @@ def processes_text(samples: ConfigSamples) -> str:
     writer.writerow(HEADER)
     for process, w in enumerate(samples.windows):
         for i in range(max(len(w.latency_ms), len(w.gpu_ms), len(w.enqueue_ms))):
-            writer.writerow((process, i, _cell(w.latency_ms, i), _cell(w.gpu_ms, i),
-                             _cell(w.enqueue_ms, i), w.gpu or "", w.round or "",
-                             1 if w.pilot else ""))
+            writer.writerow(
+                (
+                    process,
+                    i,
+                    _cell(w.latency_ms, i),
+                    _cell(w.gpu_ms, i),
+                    _cell(w.enqueue_ms, i),
+                    w.gpu or "",
+                    w.round or "",
+                    1 if w.pilot else "",
+                )
+            )
     return out.getvalue()
 
 
@@ -206,8 +240,10 @@ def _number(text: str | None) -> float | None:
         raise ValueError(f"a field of {len(text)} characters is not a time")
     value = float(text)
     if not MIN_TIME_MS <= value <= MAX_TIME_MS:  # NaN fails it too
-        raise ValueError(f"{text!r} is not a time in ms (from {MIN_TIME_MS:g} to "
-                         f"{MAX_TIME_MS:g})")
+        raise ValueError(
+            f"{text!r} is not a time in ms (from {units.plain(MIN_TIME_MS)} to "
+            f"{units.plain(MAX_TIME_MS)})"
+        )
     return value
 
 
@@ -239,20 +275,37 @@ def read_samples(path: Path) -> ConfigSamples:
             if not {"process", "latency_ms"} <= set(reader.fieldnames or ()):
                 raise ValueError("no process and latency_ms columns")
             for row in map(_checked, reader):
-                process = rows.setdefault(int(row["process"]), {
-                    "latency_ms": [], "gpu_ms": [], "enqueue_ms": [],
-                    "gpu": row.get("gpu") or None, "round": row.get("round") or None,
-                    "pilot": (row.get("pilot") or "") not in ("", "0")})
+                process = rows.setdefault(
+                    int(row["process"]),
+                    {
+                        "latency_ms": [],
+                        "gpu_ms": [],
+                        "enqueue_ms": [],
+                        "gpu": row.get("gpu") or None,
+                        "round": row.get("round") or None,
+                        "pilot": (row.get("pilot") or "") not in ("", "0"),
+                    },
+                )
                 for column in ("latency_ms", "gpu_ms", "enqueue_ms"):
                     value = _number(row.get(column))
                     if value is not None:
                         process[column].append(value)
     except (OSError, KeyError, ValueError, TypeError, csv.Error) as error:
         raise UserError(f"{path}: not a processes.csv ({_why(error)})") from None
-    return ConfigSamples(tuple(
-        ProcessWindow(tuple(r["latency_ms"]), tuple(r["gpu_ms"]), tuple(r["enqueue_ms"]),
-                      r["gpu"], r["round"], r["pilot"])
-        for _, r in sorted(rows.items()) if r["latency_ms"]))
+    return ConfigSamples(
+        tuple(
+            ProcessWindow(
+                tuple(r["latency_ms"]),
+                tuple(r["gpu_ms"]),
+                tuple(r["enqueue_ms"]),
+                r["gpu"],
+                r["round"],
+                r["pilot"],
+            )
+            for _, r in sorted(rows.items())
+            if r["latency_ms"]
+        )
+    )
 
 
 def read_latency_csv(path: Path) -> list[float]:
@@ -273,8 +326,9 @@ def read_own_window(path: Path, gpu: str | None = None) -> ProcessWindow:
                         values.append(value)
     except (ValueError, TypeError, csv.Error) as error:
         raise UserError(f"{path}: not a latency.csv ({_why(error)})") from None
-    return ProcessWindow(tuple(columns["latency_ms"]), tuple(columns["gpu_ms"]),
-                         tuple(columns["enqueue_ms"]), gpu)
+    return ProcessWindow(
+        tuple(columns["latency_ms"]), tuple(columns["gpu_ms"]), tuple(columns["enqueue_ms"]), gpu
+    )
 
 
 def contradiction(samples: ConfigSamples, result: RunResult) -> str | None:
@@ -285,18 +339,23 @@ def contradiction(samples: ConfigSamples, result: RunResult) -> str | None:
     medians = samples.medians("latency")
     count = spread.runs if spread is not None else 1
     if len(medians) != count:
-        return (f"it holds {len(medians)} process(es), result.json records {count}"
-                + ("" if spread is not None else " (no repeat_runs)"))
+        return f"it holds {len(medians)} process(es), result.json records {count}" + (
+            "" if spread is not None else " (no repeat_runs)"
+        )
     recorded = list(spread.p50_ms) if spread is not None else [result.timing.p50_ms]
     for index, (mine, theirs) in enumerate(zip(medians, recorded)):
         if theirs is None or not math.isclose(mine, theirs, rel_tol=SAME_MEDIAN):
-            return (f"process {index}'s median is {mine:.6g} ms, result.json records "
-                    f"{theirs if theirs is None else format(theirs, '.6g')} ms")
+            shown = theirs if theirs is None else units.significant(theirs, 6)
+            return (
+                f"process {index}'s median is {units.significant(mine, 6)} ms, result.json "
+                f"records {shown} ms"
+            )
     return None
 
 
-def config_samples(result: RunResult, result_json: Path | None = None,
-                   gpu: str | None = None) -> ConfigSamples:
+def config_samples(
+    result: RunResult, result_json: Path | None = None, gpu: str | None = None
+) -> ConfigSamples:
     """Every timed process of the run's config: processes.csv where the run has one, else its
     latency.csv as a single process (on ``gpu`` when given); empty when neither file is
     there. A processes.csv that does not read, or that contradicts result.json
@@ -312,30 +371,35 @@ def config_samples(result: RunResult, result_json: Path | None = None,
                 why = str(error).removeprefix(f"{path}: ")
             if why is None:
                 return samples
-            notices.warn(f"{path} is not used: {why}; the verdicts take the run's own timed "
-                         "window (latency.csv) instead")
+            notices.warn(
+                f"{path} is not used: {why}; the verdicts take the run's own timed "
+                "window (latency.csv) instead"
+            )
     latency = latency_csv_of(result, result_json)
     if latency is None:
         return ConfigSamples()
     return ConfigSamples((read_own_window(latency, gpu),))
 
 
-def record_processes(run_dir: Path, samples: ConfigSamples, schedule: str,
-                     result: RunResult | None = None) -> RunResult:
+def record_processes(
+    run_dir: Path, samples: ConfigSamples, schedule: str, result: RunResult | None = None
+) -> RunResult:
     """processes.csv written beside result.json (all of ``samples``, the run's own first) and
     result.json's repeat_runs updated to match; each file replaced atomically. Returns the
     updated result."""
     run_dir = Path(run_dir)
     if result is None:
         result = read_result(run_dir / RESULT_FILE)
-    spread = spread_of_runs(samples.medians("latency"), samples_csv=PROCESSES_CSV,
-                            schedule=schedule, samples=samples)
+    spread = spread_of_runs(
+        samples.medians("latency"), samples_csv=PROCESSES_CSV, schedule=schedule, samples=samples
+    )
     write_text_atomic(run_dir / PROCESSES_CSV, processes_text(samples))
     timing = result.timing
     if timing.noise is not None:
         noise = msgspec.structs.replace(timing.noise, repeat_runs=spread)
-        result = msgspec.structs.replace(result,
-                                         timing=msgspec.structs.replace(timing, noise=noise))
+        result = msgspec.structs.replace(
+            result, timing=msgspec.structs.replace(timing, noise=noise)
+        )
     write_result(run_dir, result)
     return result
 

@@ -46,8 +46,7 @@ def locate(target: str, root: Path | None = None) -> Path:
             if (root / base / target).exists():
                 return root / base / target
     if not path.exists():
-        raise UserError(f"no such file, folder or run: {target} (looked in runs/ and tb_logs/ "
-                        "too)")
+        raise UserError(f"no such file, folder or run: {target} (looked in runs/ and tb_logs/ too)")
     return path
 
 
@@ -60,23 +59,29 @@ def resolve_target(target: str, root: Path | None = None) -> Target:
         return Target(path, [path])
     candidates = traces_named_by_result(path, root) or traces_in_folder(path)
     if not candidates:
-        raise UserError(f"no trace files in {path}: expected *.pt.trace.json[.gz] or a "
-                        "result.json naming them")
+        raise UserError(
+            f"no trace files in {path}: expected *.pt.trace.json[.gz] or a result.json naming them"
+        )
     result_json = path / RESULT_FILE if (path / RESULT_FILE).is_file() else None
     result, unread = None, None
     if result_json:
         try:
             result = read_result(result_json)
         except UserError as error:  # the traces still show; say why the run's figures do not
-            unread = (f"warning: {error}; the timed window, config and roofline are not "
-                      "shown")
+            unread = f"warning: {error}; the timed window, config and roofline are not shown"
     if len(candidates) == 1:
-        return Target(candidates[0], candidates, note=unread, result_json=result_json,
-                      result=result)
+        return Target(
+            candidates[0], candidates, note=unread, result_json=result_json, result=result
+        )
     newest = max(candidates, key=lambda p: p.stat().st_mtime)
     note = f"{len(candidates)} traces in {path}; using the newest, {newest.name}"
-    return Target(newest, candidates, note="\n".join(filter(None, (unread, note))),
-                  result_json=result_json, result=result)
+    return Target(
+        newest,
+        candidates,
+        note="\n".join(filter(None, (unread, note))),
+        result_json=result_json,
+        result=result,
+    )
 
 
 @dataclass
@@ -97,8 +102,9 @@ def trace_set(target: str, root: Path | None = None) -> TraceSet:
     if path.is_file():
         return TraceSet([path], of_run=False, one_file=True)
     named = traces_named_by_result(path, root)
-    found = named or [p for p in traces_in_folder(path)
-                      if not p.parent.name.endswith(COMPAT_SUFFIX)]
+    found = named or [
+        p for p in traces_in_folder(path) if not p.parent.name.endswith(COMPAT_SUFFIX)
+    ]
     if not found:
         raise UserError(f"no trace files in {path}")
     return TraceSet(found, of_run=bool(named), one_file=False)

@@ -35,13 +35,20 @@ class WorkloadFacts:
 
 
 #: every workload, by name (the --workload choices, in this order)
-WORKLOADS: dict[str, WorkloadFacts] = {w.name: w for w in (
-    # one forward pass per step
-    WorkloadFacts("forward", not_captured=None, gpu_time=True, sampled=True),
-    # one greedy generation per step (transformer, an encoder-decoder; gpt2, a decoder-only LM)
-    WorkloadFacts("generate", run_suffix="_gen", prompts=True,
-                  not_captured="one generation's shapes change token by token"),
-)}
+WORKLOADS: dict[str, WorkloadFacts] = {
+    w.name: w
+    for w in (
+        # one forward pass per step
+        WorkloadFacts("forward", not_captured=None, gpu_time=True, sampled=True),
+        # one greedy generation per step (transformer, an encoder-decoder; gpt2, a decoder-only LM)
+        WorkloadFacts(
+            "generate",
+            run_suffix="_gen",
+            prompts=True,
+            not_captured="one generation's shapes change token by token",
+        ),
+    )
+}
 
 
 def workload(name: str) -> WorkloadFacts:

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from profiler import runs
+from profiler import runs, units
 from profiler.errors import UserError
 from profiler.runs.config import (
     RunConfig,
@@ -278,9 +278,11 @@ def check_sampling(
     if processes is not None:
         check_processes(processes)
     if target_noise is not None and not 0 < target_noise < 100:
-        raise UserError(f"--target-noise is a percentage between 0 and 100 (got {target_noise:g})")
+        raise UserError(
+            f"--target-noise is a percentage between 0 and 100 (got {units.plain(target_noise)})"
+        )
     if budget_s is not None and not budget_s > 0:
-        raise UserError(f"--budget must be more than 0 seconds (got {budget_s:g})")
+        raise UserError(f"--budget must be more than 0 seconds (got {units.plain(budget_s)})")
     if budget_s is not None and target_noise is None:
         raise UserError("--budget limits --target-noise: pass --target-noise P too")
     sampled = (processes or 1) > 1 or target_noise is not None

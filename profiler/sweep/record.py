@@ -26,7 +26,7 @@ from dataclasses import fields
 from datetime import datetime, timezone
 from pathlib import Path
 
-from profiler import runs, signals
+from profiler import runs, signals, units
 from profiler.analysis.sweep import cell_metrics
 from profiler.errors import UserError
 from profiler.fsutil import MARKER, clean_leftovers, is_ours
@@ -267,11 +267,11 @@ def _update(cell: SweepCell, **changes) -> None:
 
 
 def describe(sweep_dir: Path, name: str, cell: SweepCell) -> str:
-    seconds = f"({cell.elapsed_s or 0:.1f} s)"
+    seconds = f"({units.seconds_unit(cell.elapsed_s or 0)})"
     if cell.status != OK:
         return f"{cell.status}: {cell.reason} {seconds}"
     result = runs.try_read_result(sweep_dir / name / runs.RESULT_FILE)
     if result is None:
         return f"ok {seconds}"
     broken = "; warning: the output holds NaN or Inf" if result.output.finite is False else ""
-    return f"ok, p50 {result.timing.p50_ms:.3f} ms{broken} {seconds}"
+    return f"ok, p50 {units.ms_plain(result.timing.p50_ms)} ms{broken} {seconds}"

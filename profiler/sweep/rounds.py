@@ -44,7 +44,7 @@ from typing import cast
 
 import msgspec
 
-from profiler import child_env, signals
+from profiler import child_env, signals, units
 from profiler.analysis.sampling import (
     BUDGET,
     MIN_SAMPLES,
@@ -103,7 +103,7 @@ def run_round(
         stdout = (
             expired.stdout.decode() if isinstance(expired.stdout, bytes) else (expired.stdout or "")
         )
-        stderr, code = f"the round ran past {timeout_s:.0f} s", None
+        stderr, code = f"the round ran past {units.seconds_unit(timeout_s, 0)}", None
     found: dict[str, dict | str] = {}
     for line in stdout.splitlines():
         try:
@@ -239,7 +239,8 @@ def sample(
     check_processes(processes)
     if target_noise is not None and not 0 < target_noise < 1:
         raise UserError(
-            f"--target-noise must be a percentage between 0 and 100 (got {100 * target_noise:g})"
+            "--target-noise must be a percentage between 0 and 100 "
+            f"(got {units.plain(100 * target_noise)})"
         )
     keys = list(cells)
     out = Sampled(windows={k: [] for k in keys}, gpus=tuple(gpus or ()))
@@ -412,9 +413,13 @@ def _second_stage(
     for key in out.windows:
         out.windows[key] = [msgspec.structs.replace(w, pilot=True) for w in out.windows[key]]
     say(
-        f"--target-noise ±{100 * target:g} %: the pilot's spread asks for "
+        f"--target-noise ±{units.plain(100 * target)} %: the pilot's spread asks for "
         f"{max(needs.values())} processes; {count} fresh round(s)"
-        + ("" if count >= max(needs.values()) else f" (what the budget of {budget:g} s leaves)")
+        + (
+            ""
+            if count >= max(needs.values())
+            else f" (what the budget of {units.plain(budget)} s leaves)"
+        )
         + "; the verdicts use only those"
     )
     if count < 2:
@@ -462,6 +467,6 @@ def _fresh_stops(
         out.stops[key] = dataclasses.replace(stop, stop=True, reason=reason)
         if reason == REACHED:
             say(
-                f"  {key}: ±{100 * stop.half_width:.1f} % on {figure.replace('_', ' ')} after "
+                f"  {key}: ±{units.pct(100 * stop.half_width)} on {figure.replace('_', ' ')} after "
                 f"{stop.samples} fresh processes: target reached"
             )

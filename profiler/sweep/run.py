@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from profiler import runs, signals
+from profiler import runs, signals, units
 from profiler.analysis.benchmark import with_gpus
 from profiler.errors import Interrupted, UserError, os_error_line
 from profiler.fsutil import clean_leftovers, folder_lock
@@ -236,8 +236,8 @@ def sample_cells(p: SweepPlan, manifest: SweepManifest, say, executor=None) -> N
     say(
         f"sampling: {p.processes} processes per cell"
         + (
-            f", more until ±{100 * p.target_noise:g} % or "
-            f"{p.budget_s or rounds.DEFAULT_BUDGET_S:g} s"
+            f", more until ±{units.plain(100 * p.target_noise)} % or "
+            f"{units.plain(p.budget_s or rounds.DEFAULT_BUDGET_S)} s"
             if p.target_noise
             else ""
         )
@@ -265,7 +265,7 @@ def sample_cells(p: SweepPlan, manifest: SweepManifest, say, executor=None) -> N
     )
     record(sampled)
     say(
-        f"sampling took {sampled.wall_s:.0f} s ({sampled.rounds} round(s)"
+        f"sampling took {units.seconds_unit(sampled.wall_s, 0)} ({sampled.rounds} round(s)"
         + (f" in {sampled.processes} processes over {where}" if len(sampled.gpus) > 1 else "")
         + ")"
     )

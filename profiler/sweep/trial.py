@@ -34,8 +34,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
-from profiler import signals
+from profiler import signals, units
 from profiler.analysis.experiments import Experiment
+from profiler.analysis.records import StoppedBy, TrialCellRecord, TrialRecord, plain
 from profiler.errors import Interrupted, UserError
 from profiler.fsutil import (
     MARKER,
@@ -87,33 +88,38 @@ class Trial:
     wall_s: float = 0.0
     processes: int = 1
     #: "budget", "cells", "baseline" (it failed), or None when every cell ran
-    stopped_by: str | None = None
+    stopped_by: StoppedBy | None = None
     rounds_s: float = 0.0
     #: why the baseline was timed once more before any verdict (baseline_again), in one line
     baseline_again: str | None = None
 
-    def to_dict(self) -> dict:
-        return {
-            "folder": str(self.folder),
-            "wall_s": round(self.wall_s, 3),
-            "rounds_s": round(self.rounds_s, 3),
-            "processes": self.processes,
-            "stopped_by": self.stopped_by,
-            "baseline_again": self.baseline_again,
-            "cells": [
-                {
-                    "label": c.experiment.label,
-                    "changes": c.experiment.changes,
-                    "rules": list(c.experiment.rules),
-                    "folder": c.folder,
-                    "status": c.status,
-                    "reason": c.reason,
-                    "elapsed_s": c.elapsed_s,
-                    "kind": c.kind,
-                }
+    def record(self) -> TrialRecord:
+        """trial.json's record (what ran, how it ended, how long)."""
+        return TrialRecord(
+            folder=str(self.folder),
+            wall_s=round(self.wall_s, 3),
+            rounds_s=round(self.rounds_s, 3),
+            processes=self.processes,
+            stopped_by=self.stopped_by,
+            baseline_again=self.baseline_again,
+            cells=[
+                TrialCellRecord(
+                    label=c.experiment.label,
+                    changes=c.experiment.changes,
+                    rules=list(c.experiment.rules),
+                    folder=c.folder,
+                    status=c.status,
+                    reason=c.reason,
+                    elapsed_s=c.elapsed_s,
+                    kind=c.kind,
+                )
                 for c in self.cells
             ],
-        }
+        )
+
+    def to_dict(self) -> dict:
+        """trial.json's data (record, as JSON values)."""
+        return plain(self.record())
 
 
 class _Spent(Exception):
@@ -322,7 +328,7 @@ def _run(base, experiments, folder, trace_dir, budget_s, max_cells, processes, g
         say(
             f"    {cell.experiment.label}: {outcome.status}"
             + (f" ({outcome.reason})" if outcome.reason else "")
-            + f" in {outcome.elapsed_s:.1f} s"
+            + f" in {units.seconds_unit(outcome.elapsed_s)}"
         )
         write_json_atomic(folder / TRIAL_FILE, trial.to_dict())
         # nothing to measure against (a stopped baseline is the stop's: it goes on)
@@ -478,7 +484,7 @@ def baseline_again(trial: Trial, say) -> None:
     flags = window_flags(noise.warnings)
     if len(have.for_verdict()) != 1 or not flags or noise.cv is None:
         return
-    why = f"the baseline's one window is {' and '.join(flags)} (CV {100 * noise.cv:.1f} %)"
+    why = f"the baseline's one window is {' and '.join(flags)} (CV {units.pct(100 * noise.cv)})"
     say(f"{why}: timing it once more in a fresh process before any verdict")
     config = rounds.window_config(
         config_json_of(result), result.timing.iters, result.timing.warmup_iters

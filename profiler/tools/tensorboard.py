@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from profiler import signals
+from profiler import signals, units
 from profiler.errors import UserError
 
 LOOPBACK = "127.0.0.1"
@@ -162,7 +162,9 @@ def wait_until_serving(server: Server, timeout: float = 60.0) -> None:
             return
         except (urllib.error.URLError, ConnectionError, OSError, ValueError):
             time.sleep(0.3)
-    raise UserError(f"TensorBoard did not answer on port {server.port} within {timeout:.0f} s")
+    raise UserError(
+        f"TensorBoard did not answer on port {server.port} within {units.seconds_unit(timeout, 0)}"
+    )
 
 
 def wait_for_runs(server: Server, names: set[str], timeout: float = 90.0) -> dict:
@@ -180,7 +182,8 @@ def wait_for_runs(server: Server, names: set[str], timeout: float = 90.0) -> dic
             return last
         time.sleep(0.5)
     raise TimeoutError(
-        f"runs {sorted(names)} not loaded within {timeout:.0f} s; last answer {last}"
+        f"runs {sorted(names)} not loaded within {units.seconds_unit(timeout, 0)}; "
+        f"last answer {last}"
     )
 
 

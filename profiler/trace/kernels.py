@@ -9,6 +9,7 @@ from typing import Any, SupportsInt
 import numpy as np
 import pandas as pd
 
+from profiler import units
 from profiler.trace.load import KIND, Trace
 from profiler.trace.occupancy import theoretical_occupancy
 from profiler.trace.rules import (
@@ -337,7 +338,7 @@ def _summary_notes(rows: pd.DataFrame, total: float, unknown_time: float) -> lis
     notes = []
     if unknown_time > 0:
         notes.append(
-            f"{100 * unknown_time / total:.2f} % of kernel time is in kernels whose "
+            f"{units.pct_fine(100 * unknown_time / total)} of kernel time is in kernels whose "
             "names do not tell whether they use Tensor Cores (counted as not)"
         )
     over_48k = (rows["shared_memory"] > 48 * 1024) & (rows["kineto_occupancy_pct"] == 0)
@@ -345,7 +346,7 @@ def _summary_notes(rows: pd.DataFrame, total: float, unknown_time: float) -> lis
         share = 100 * rows.loc[over_48k, "dur"].sum() / total
         notes.append(
             f"Kineto's est. occupancy reads 0 for kernels with > 48 KB shared memory "
-            f"({share:.1f} % of kernel time); the theoretical column does not"
+            f"({units.pct(share)} of kernel time); the theoretical column does not"
         )
     return notes
 

@@ -27,6 +27,7 @@ from functools import partial
 from pathlib import Path
 from typing import Literal
 
+from profiler import units
 from profiler.collect.backends.base import Prepared, implement, module_missing
 from profiler.collect.backends.eager import place
 from profiler.errors import UserError, first_line
@@ -349,8 +350,8 @@ def _share_text(plan: dict) -> str:
         return "no Linear or conv FLOPs seen"
     conv = plan["conv_flop_share"] or 0.0
     return (
-        f"{100 * total:.1f} % of the Linear+conv FLOPs in INT8 "
-        f"({100 * conv:.1f} % are convolutions, kept in floating point)"
+        f"{units.pct(100 * total)} of the Linear+conv FLOPs in INT8 "
+        f"({units.pct(100 * conv)} are convolutions, kept in floating point)"
     )
 
 

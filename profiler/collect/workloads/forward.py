@@ -11,6 +11,7 @@ from pathlib import Path
 
 from rich.markup import escape
 
+from profiler import units
 from profiler.analysis.noise import TimedWindow
 from profiler.collect import numerics, reference as fp32_reference, timing
 from profiler.collect.backends.base import Prepared
@@ -58,7 +59,7 @@ class Forward:
         return latencies, ForwardDetails(tuple(enqueue)), output
 
     def figures(self, window: TimedWindow, details) -> str:
-        return f"p50 {window.p50_ms:.3f} ms"
+        return f"p50 {units.ms_plain(window.p50_ms)} ms"
 
     def check(self, step: Prepared, output) -> tuple[dict, object]:
         run = self.run
@@ -74,8 +75,8 @@ class Forward:
         if "skipped" not in result:
             run.say(
                 f"  numerics vs FP32 eager: relative L2 error "
-                f"{figure(result['rel_l2_error'])}, max abs error "
-                f"{figure(result['max_abs_error'])} (reference "
+                f"{units.finite(result['rel_l2_error'])}, max abs error "
+                f"{units.finite(result['max_abs_error'])} (reference "
                 f"{result['reference']['source']})"
             )
         elif "reason" in result:
@@ -89,11 +90,6 @@ class Forward:
 
     def generation(self, window: TimedWindow, details) -> None:
         return None
-
-
-def figure(value: float | None) -> str:
-    """An error figure on a progress line."""
-    return "not finite" if value is None else f"{value:.3g}"
 
 
 def check_numerics(

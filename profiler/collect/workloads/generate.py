@@ -28,13 +28,13 @@ from typing import Any
 
 import torch
 
+from profiler import units
 from profiler.analysis.noise import TimedWindow, percentile
 from profiler.collect import models, numerics, timing
 from profiler.collect.backends.base import Prepared
 from profiler.collect.device import sync
 from profiler.collect.workloads import backends as generation_backends, loops
 from profiler.collect.workloads.base import RunContext
-from profiler.collect.workloads.forward import figure
 from profiler.errors import UserError
 from profiler.fsutil import write_text_atomic
 from profiler.runs import backends as facts
@@ -140,9 +140,9 @@ class Generate:
         )
         figures = self.figures_of
         return (
-            f"TTFT p50 {figures['ttft_ms']['p50']:.3f} ms, per token p50 "
-            f"{_or_dash(figures['per_token_ms']['p50'])} ms, "
-            f"{figures['tokens_per_s']:.1f} tokens/s"
+            f"TTFT p50 {units.ms_plain(figures['ttft_ms']['p50'])} ms, per token p50 "
+            f"{units.ms_plain(figures['per_token_ms']['p50'])} ms, "
+            f"{units.tenths_plain(figures['tokens_per_s'])} tokens/s"
         )
 
     def check(self, step: Prepared, output) -> tuple[dict, object]:
@@ -156,8 +156,8 @@ class Generate:
         if "skipped" not in result:
             run.say(
                 f"  numerics vs FP32 eager: first-step logits rel L2 "
-                f"{figure(result['rel_l2_error'])}, tokens equal "
-                f"{result['tokens']['positions_equal']:.3f}"
+                f"{units.finite(result['rel_l2_error'])}, tokens equal "
+                f"{units.fraction(result['tokens']['positions_equal'])}"
             )
         return result, generated.tokens
 
@@ -261,16 +261,12 @@ def _write_steps_csv(run_stage: Path, per_generation: list[dict]) -> None:
                 [
                     i,
                     position,
-                    f"{ms:.6f}",
-                    f"{g['ttft_ms']:.6f}",
-                    "" if g["encode_ms"] is None else f"{g['encode_ms']:.6f}",
+                    units.csv_ms(ms),
+                    units.csv_ms(g["ttft_ms"]),
+                    "" if g["encode_ms"] is None else units.csv_ms(g["encode_ms"]),
                 ]
             )
     write_text_atomic(run_stage / STEPS_CSV, steps.getvalue())
-
-
-def _or_dash(value) -> str:
-    return "-" if value is None else f"{value:.3f}"
 
 
 # --------------------------------------------------------------------------------------------

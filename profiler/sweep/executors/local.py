@@ -27,7 +27,7 @@ from pathlib import Path
 
 import msgspec
 
-from profiler import SOURCE_ROOT, signals
+from profiler import SOURCE_ROOT, signals, units
 from profiler.errors import UserError
 from profiler.sweep.cell import CellJob, CellOutcome, death_reason, outcome
 from profiler.sweep.executors import ExecutorSettings
@@ -306,7 +306,7 @@ class LocalExecutor:
                     job,
                     worker.outcome(
                         "timeout",
-                        f"no result after --cell-timeout {job.timeout_s:g} s",
+                        f"no result after --cell-timeout {units.plain(job.timeout_s)} s",
                         worker.process.returncode,
                     ),
                 )

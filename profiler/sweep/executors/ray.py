@@ -51,7 +51,7 @@ from typing import Any
 
 import msgspec
 
-from profiler import signals
+from profiler import signals, units
 from profiler.errors import UserError, first_line
 from profiler.fsutil import replace_dir, staging_dir, write_bytes_atomic
 from profiler.runs.layout import RESULT_FILE
@@ -218,8 +218,9 @@ def describe_cluster(ray, resources: dict, shared_fs: bool) -> str:
         else "brought home through Ray's object store"
     )
     return (
-        f"ray: {nodes} node(s), {total.get('GPU', 0):g} GPU(s), {total.get('CPU', 0):g} "
-        f"CPU(s); one task per cell on one {unit}; results {home}"
+        f"ray: {nodes} node(s), {units.plain(total.get('GPU', 0))} GPU(s), "
+        f"{units.plain(total.get('CPU', 0))} CPU(s); one task per cell on one {unit}; "
+        f"results {home}"
     )
 
 
@@ -306,7 +307,9 @@ class RayRounds:
             raise
         except self.ray.exceptions.GetTimeoutError:
             handle.stop()
-            return {key: f"the round ran past {timeout_s:.0f} s" for key, _ in cells}
+            return {
+                key: f"the round ran past {units.seconds_unit(timeout_s, 0)}" for key, _ in cells
+            }
         except self.ray.exceptions.RayError as error:
             return {
                 key: f"the round's Ray task failed: {type(error).__name__}: {first_line(error)}"
@@ -570,7 +573,8 @@ class _Cells:
                     generator,
                     outcome(
                         "timeout",
-                        f"no result after --cell-timeout {timeout:g} s (Ray task cancelled)",
+                        f"no result after --cell-timeout {units.plain(timeout)} s "
+                        "(Ray task cancelled)",
                         None,
                         task.seconds(),
                     ),

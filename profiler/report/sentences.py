@@ -1,0 +1,233 @@
+"""The sentences the views write from the analysis' records: how a verdict was reached, why two
+runs differ, the roofline chart's labels and title, and what would lower this machine's noise
+floor. The records carry the reasons and the figures; the words, and every number in them
+(spelled by profiler.report.fmt), are written here, once, for the terminal, Markdown and HTML.
+"""
+
+from __future__ import annotations
+
+from profiler import units
+from profiler.analysis.difference import (
+    CLOCK,
+    CLOCK_AND_KERNELS,
+    HOST,
+    KERNEL_SHARE,
+    KERNELS,
+    LISTED,
+    NONE,
+)
+from profiler.analysis.floor import Tip
+from profiler.analysis.records import Difference, Explanation, KernelShare, Verdict
+from profiler.analysis.roofline import MIN_BYTES_LABEL, Roof, RooflineChart
+from profiler.analysis.verdict import MAX_FLOOR
+from profiler.report.fmt import change_pct, pct, plain, rounded, thousands
+from profiler.trace.rules import distinct_short_names
+
+# --- a verdict (profiler.analysis.verdict)
+
+
+def verdict_method(v: Verdict) -> str:
+    """How a verdict was reached: its interval's design, the tests, and where the windows ran
+    when they ran on several GPUs."""
+    if v.design == "paired":
+        how = (
+            f"paired t-interval on the log ratio of {v.pairs} processes that timed both "
+            f"(rounds), {rounded(v.df)} degrees of freedom"
+        )
+    elif v.design == "unpaired":
+        how = (
+            f"Welch t-interval on the log of per-process medians, {v.processes_a} vs "
+            f"{v.processes_b} processes, {units.tenths_plain(v.df)} degrees of freedom"
+        )
+    else:
+        how = (
+            f"one process on a side ({v.processes_a} vs {v.processes_b}): the between-process "
+            f"spread is unknown, a {v.floor_source} floor of {pct(100 * (v.noise_floor or 0))} "
+            "CV stands in (normal interval)"
+        )
+        if v.floor_refused is not None:
+            how += f"; the floor given, {v.floor_refused!r}, is no spread from 0 to "
+            how += plain(MAX_FLOOR)
+    tolerance = plain(100 * v.tolerance)
+    method = (
+        f"{how}; 95 % interval; same when the 90 % interval is within ±{tolerance} % (TOST), "
+        f"faster/slower when p < 0.05 and the ratio is beyond ±{tolerance} %"
+    )
+    gpus = _gpus_note(v)
+    return f"{method}; {gpus}" if gpus else method
+
+
+def _gpus_note(v: Verdict) -> str | None:
+    """Where the windows ran, when on several GPUs: paired out, or a factor left in."""
+    if v.gpus_a is None or v.gpus_b is None:
+        return None
+    if v.design == "paired":
+        return (
+            f"windows on GPUs {_gpu_list(v.gpus_a + v.gpus_b)}; each pair's two windows on one "
+            "GPU (one process): an offset between GPUs cancels"
+        )
+    return (
+        f"GPU a recorded factor, not paired out: A's windows by GPU {_per_gpu(v.gpus_a)}, "
+        f"B's {_per_gpu(v.gpus_b)}; an offset between GPUs widens the interval (sweep's "
+        "GPU offsets)"
+    )
+
+
+def _gpu_list(gpus: list[str]) -> str:
+    return ",".join(sorted(set(gpus), key=lambda g: (not g.isdigit(), g.zfill(8))))
+
+
+def _per_gpu(gpus: list[str]) -> str:
+    return " ".join(f"{g}:{gpus.count(g)}" for g in _gpu_list(gpus).split(","))
+
+
+def fdr_note(v: Verdict) -> str | None:
+    """How the verdict was held against its family (a sweep's cells), or None."""
+    if v.fdr_comparisons is None or v.fdr_q is None:
+        return None
+    return f"Benjamini-Hochberg over {v.fdr_comparisons} comparisons, q = {plain(v.fdr_q)}"
+
+
+# --- why two runs differ (profiler.analysis.difference)
+
+
+def difference_lines(d: Difference) -> list[str]:
+    """Why B differs from A, in words: the kernels one run has and the other has not, the SM
+    clock and the time of the kernels both ran, or that none of it moved."""
+    configs = f"the runs differ in {', '.join(d.differs_in)}" if d.differs_in else None
+    lines = _kernel_lines(d, configs) + _time_lines(d, configs)
+    clocks_known = d.clock_a_mhz is not None and d.clock_b_mhz is not None
+    if d.cause == HOST and d.latency_ratio is not None:
+        lines.append(
+            "same kernels, same kernel time: the latency difference "
+            f"({change_pct(100 * (d.latency_ratio - 1))}) is host-side (launch overhead, "
+            "scheduling, other processes)"
+        )
+    elif d.cause == NONE:
+        lines.append(
+            "same kernels and kernel time" + (" at the same clock" if clocks_known else "")
+        )
+    return lines
+
+
+def explanation_line(e: Explanation, short: bool = False) -> str:
+    """The lines in one; ``short``: the kernels by their short names (a terminal's width)."""
+    line = "; ".join(difference_lines(e))
+    if short:
+        names = sorted({k.name for k in e.added + e.removed}, key=len, reverse=True)
+        for name, shortened in zip(names, distinct_short_names(names)):
+            line = line.replace(name, shortened)
+    return line
+
+
+def _names(kernels: list[KernelShare]) -> str:
+    named = ", ".join(f"{k.name} ({pct(100 * k.share)})" for k in kernels[:LISTED])
+    return named + (f" and {len(kernels) - LISTED} more" if len(kernels) > LISTED else "")
+
+
+def _kernel_lines(d: Difference, configs: str | None) -> list[str]:
+    """The line on the kernels one run has and the other has not."""
+    if d.cause in (KERNELS, CLOCK_AND_KERNELS):
+        return [
+            f"different kernels ({configs or 'autotuning picked other algorithms?'}): "
+            f"B adds {_names(d.added) or 'none'}; B drops {_names(d.removed) or 'none'}"
+        ]
+    if d.added or d.removed:
+        return [
+            f"kernel names differ only in small kernels (< {plain(100 * KERNEL_SHARE)} % "
+            f"of kernel time each): {len(d.added)} added, {len(d.removed)} removed"
+        ]
+    return []
+
+
+def _time_lines(d: Difference, configs: str | None) -> list[str]:
+    """The lines on the SM clock and the time of the kernels both ran."""
+    lines = []
+    clock_a, clock_b, ratio = d.clock_a_mhz, d.clock_b_mhz, d.kernel_time_ratio
+    clock_moved = d.cause in (CLOCK, CLOCK_AND_KERNELS)
+    if clock_moved and clock_a is not None and clock_b is not None:  # known when it moved
+        change = clock_b / clock_a - 1
+        line = (
+            f"{'same kernels at a ' if d.cause == CLOCK else ''}"
+            f"{'lower' if change < 0 else 'higher'} SM clock in B: {rounded(clock_b)} MHz "
+            f"against {rounded(clock_a)} MHz ({change_pct(100 * change)})"
+        )
+        if ratio is not None:
+            line += (
+                f"; the kernels both ran took {change_pct(100 * (ratio - 1))} (the clock alone "
+                f"predicts {change_pct(100 * (clock_a / clock_b - 1))})"
+            )
+        if d.throttle_reasons_b:
+            line += f"; throttle reasons in B: {', '.join(d.throttle_reasons_b)}"
+        lines.append(line)
+    elif d.kernel_time_moved and ratio is not None:  # known when it moved
+        clocks_known = clock_a is not None and clock_b is not None
+        lines.append(
+            f"the kernels both ran took {change_pct(100 * (ratio - 1))} in B at "
+            f"{'the same clock' if clocks_known else 'an unrecorded clock'}"
+            f" ({configs or 'memory, contention or another tenant on the GPU'})"
+        )
+    if clock_a is None or clock_b is None:
+        lines.append(
+            "SM clock not recorded for "
+            + " and ".join(side for side, c in (("A", clock_a), ("B", clock_b)) if c is None)
+        )
+    return lines
+
+
+# --- the roofline chart (profiler.analysis.roofline.chart_data)
+
+
+def roof_name(roof: Roof) -> str:
+    """A roof by its precision; one of another GPU's ceilings with its bandwidth too."""
+    return f"{roof.key}, {thousands(roof.peak_gbs)} GB/s" if roof.apart else roof.key
+
+
+def roof_label(roof: Roof) -> str:
+    """``fp16 roof: 4,800 GB/s, 989 TFLOP/s``."""
+    return (
+        f"{roof_name(roof)} roof: {thousands(roof.peak_gbs)} GB/s, "
+        f"{thousands(roof.peak_tflops)} TFLOP/s"
+    )
+
+
+def roofline_title(chart: RooflineChart) -> str:
+    return (
+        f"Roofline, each point against its precision's roof; bytes: {MIN_BYTES_LABEL}, "
+        f"not measured (ceilings: {', '.join(chart.sources)})"
+    )
+
+
+# --- what would lower the noise floor (profiler.analysis.floor.suggestions)
+
+
+def floor_tip(tip: Tip) -> str:
+    """A change that would lower this machine's noise floor, in words."""
+    clock = f"`sudo nvidia-smi -lgc {tip.clock_mhz},{tip.clock_mhz}`"
+    if tip.kind == "persistence-mode":
+        return (
+            "persistence mode is off: `sudo nvidia-smi -pm 1` keeps the driver loaded "
+            "between processes (no re-initialisation per run)"
+        )
+    if tip.kind == "clocks-float":
+        return (
+            f"clocks float with load and temperature: {clock} locks the SM clock (where the "
+            "driver permits; undo with -rgc)"
+        )
+    if tip.kind == "lock-clock":
+        return f"lock the SM clock where permitted: {clock} (undo with -rgc)"
+    if tip.kind == "launch-jitter":
+        return (
+            f"the window's own spread (CV {pct(100 * (tip.within_cv or 0))}) is mostly "
+            "host-side launch jitter: `run --cuda-graphs` replays the forward without launches"
+        )
+    if tip.kind == "cpu-governor":
+        return (
+            f"the CPU governor is {tip.governor!r}: `sudo cpupower frequency-set -g "
+            "performance` stops the host clock from ramping"
+        )
+    if tip.kind == "pin-cores":
+        return f"pin the process to a few idle cores: `taskset -c {tip.cpus} {tip.command} ...`"
+    return (
+        "more processes per side narrow the interval: compare --processes 5 (or --target-noise 2)"
+    )

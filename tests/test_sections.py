@@ -1,0 +1,177 @@
+"""The registry of report sections (profiler/report/sections.py): every row is complete (a
+renderer for each medium its lists use, a facade property that exists), every row is in a list,
+`summarize`, `compare` and `report` walk the registry's lists, and each figure a row reads from
+the committed fixtures is of the type the row declares."""
+
+import dataclasses
+import json
+
+import pytest
+
+from profiler.analysis.run import Comparison, RunAnalysis
+from profiler.analysis.sweep import SweepAnalysis
+from profiler.commands.summarize import VIEWS
+from profiler.report import sections
+from tests.conftest import FIXTURES
+
+H200 = FIXTURES / "h200" / "runs"
+GENERATE = FIXTURES / "h100_generate" / "runs"
+SWEEP = FIXTURES / "h100_sweep" / "runs" / "gpu_sweep"
+FLOPS = FIXTURES / "roofline" / "resnet50_roofline_inputs.json"
+FACADES = {"RunAnalysis": RunAnalysis, "Comparison": Comparison, "SweepAnalysis": SweepAnalysis}
+TERMINAL_LISTS = {
+    "summarize": tuple(row for row, _ in sections.SUMMARIZE),
+    "compare": sections.COMPARE,
+    "compare side": sections.COMPARE_SIDE,
+}
+PAGE_LISTS = {
+    "run page": sections.RUN_PAGE,
+    "run side": sections.RUN_SIDE,
+    "compare page": sections.COMPARE_PAGE,
+    "sweep page": sections.SWEEP_PAGE,
+}
+
+
+def _has(cls, name: str) -> bool:
+    fields = {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set()
+    return hasattr(cls, name) or name in fields
+
+
+def test_every_row_has_a_renderer_for_each_medium_its_lists_use():
+    for name, rows in TERMINAL_LISTS.items():
+        assert all(row.terminal is not None for row in rows), name
+    for name, rows in PAGE_LISTS.items():
+        assert all(row.html is not None for row in rows), name
+
+
+def test_every_row_reads_a_facade_property_and_is_in_a_list():
+    listed = {row.name for rows in (*TERMINAL_LISTS.values(), *PAGE_LISTS.values()) for row in rows}
+    names = [row.name for row in sections.REGISTRY]
+    assert len(names) == len(set(names)) and set(names) == listed
+    for row in sections.REGISTRY:
+        owner, attribute = row.reads.split(".")[:2]
+        assert _has(FACADES[owner], attribute), row.reads
+        assert row.terminal is not None or row.html is not None, row.name
+
+
+def test_summarize_views_are_the_registrys():
+    shown = {view for _, views in sections.SUMMARIZE for view in views}
+    assert shown == set(VIEWS)
+    assert all(sections.summarize_rows(view) for view in VIEWS)
+
+
+@pytest.fixture
+def walked(monkeypatch):
+    """The lists print_sections and page_sections are given, in order."""
+    found = []
+    real_print, real_page = sections.print_sections, sections.page_sections
+
+    def print_spy(rows, ctx):
+        found.append(tuple(rows))
+        return real_print(rows, ctx)
+
+    def page_spy(rows, ctx):
+        found.append(tuple(rows))
+        return real_page(rows, ctx)
+
+    monkeypatch.setattr(sections, "print_sections", print_spy)
+    monkeypatch.setattr(sections, "page_sections", page_spy)
+    monkeypatch.setattr("profiler.commands.compare.print_sections", print_spy)
+    return found
+
+
+@pytest.mark.parametrize("view", [v for v in VIEWS if v not in ("layers", "phases")])
+def test_summarize_walks_the_views_rows(cli, walked, view):
+    done = cli("summarize", str(H200 / "pytorch_fp16_bs8"), "--view", view)
+    assert done.code == 0, done.stderr
+    assert walked == [sections.summarize_rows(view)]
+
+
+def test_summarize_layers_and_phases_walk_their_rows(cli, walked):
+    layers = cli("summarize", str(H200 / "ttrt_fp16_bs8"), "--view", "layers")
+    phases = cli("summarize", str(GENERATE / "inductor_fp16_bs1_fixture"), "--view", "phases")
+    assert layers.code == 0 and phases.code == 0, (layers.stderr, phases.stderr)
+    assert walked == [sections.summarize_rows("layers"), sections.summarize_rows("phases")]
+    assert layers.stdout.startswith("TensorRT engine 0") and "Timed window" not in layers.stdout
+    assert "Phases" in phases.stdout and "Overview" not in phases.stdout
+
+
+def test_compare_walks_its_list_then_each_sides(cli, walked):
+    done = cli("compare", str(H200 / "pytorch_fp16_bs8"), str(H200 / "ttrt_fp16_bs8"))
+    assert done.code == 0, done.stderr
+    assert walked == [sections.COMPARE, sections.COMPARE_SIDE, sections.COMPARE_SIDE]
+    assert "A: Roofline" in done.stdout and "B: Roofline" in done.stdout
+
+
+def test_report_pages_walk_their_lists(tmp_path, walked):
+    from profiler.commands.report import run
+
+    none = tmp_path / "no-peaks"
+    run(str(H200 / "pytorch_fp16_bs8"), None, tmp_path / "one.html", peaks_dir=none)
+    assert walked == [sections.RUN_PAGE]
+    walked.clear()
+    a, b = str(H200 / "pytorch_fp16_bs8"), str(H200 / "ttrt_fp16_bs8")
+    run(a, b, tmp_path / "two.html", peaks_dir=none)
+    assert walked == [sections.COMPARE_PAGE, sections.RUN_SIDE, sections.RUN_SIDE]
+    walked.clear()
+    run(str(SWEEP), None, tmp_path / "sweep.html", peaks_dir=none)
+    assert walked == [sections.SWEEP_PAGE]
+
+
+def test_each_figure_a_row_reads_is_of_its_declared_type(tmp_path):
+    none, flops = tmp_path / "no-peaks", json.loads(FLOPS.read_text())
+    runs = [
+        RunAnalysis(H200 / name, peaks_dir=none, flops_table=flops)
+        for name in ("pytorch_fp16_bs8", "ttrt_fp16_bs8")
+    ]
+    both = Comparison(*runs, "pytorch_fp16_bs8", "ttrt_fp16_bs8")
+    sweep = SweepAnalysis(SWEEP, peaks_dir=none)
+    subjects = {"RunAnalysis": runs, "Comparison": [both], "SweepAnalysis": [sweep]}
+    unread = set()
+    for row in sections.REGISTRY:
+        figures = [row.figure_of(subject) for subject in subjects[row.reads.split(".")[0]]]
+        assert all(f is None or isinstance(f, row.figure) for f in figures), row.name
+        if all(f is None for f in figures):
+            unread.add(row.name)
+    # no generation phases, no ncu.csv, no --record-shapes in these runs
+    assert unread == {"phases", "hardware", "gemms"}
+
+
+def test_a_page_says_a_missing_timed_window_where_the_terminal_leaves_it_out(tmp_path):
+    """A bare trace beside a run: no timed window, said on the page, absent on the terminal."""
+    trace = next((FIXTURES / "h200" / "tb_logs" / "pytorch_fp16_bs8").glob("*.pt.trace.json*"))
+    none = tmp_path / "no-peaks"
+    both = Comparison(
+        RunAnalysis(trace, peaks_dir=none),
+        RunAnalysis(H200 / "ttrt_fp16_bs8", peaks_dir=none),
+        str(trace),
+        "ttrt_fp16_bs8",
+    )
+    assert sections.TIMED.figure_of(both) is None
+    (timed,) = sections.TIMED.html(None, sections.Context(both))
+    assert "no timed window" in timed.body
+    from rich.console import Console
+
+    console = Console(record=True, width=120)
+    sections.print_sections((sections.TIMED,), sections.Context(both, console))
+    assert console.export_text() == ""
+
+
+def test_the_sweep_page_shows_each_backends_geometric_mean(tmp_path):
+    """The geometric-mean rows `sweep` prints under its table, on the page under its own."""
+    from profiler.commands.report import run
+    from profiler.report.benchmark_view import geomean_table, has_gpu_time
+
+    text = run(str(SWEEP), None, tmp_path / "sweep.html", peaks_dir=tmp_path / "none").read_text()
+    assert text.index("Benchmark</h2>") < text.index("Geometric mean over batch sizes</h2>")
+    section = text.split("Geometric mean over batch sizes</h2>")[1].split("<h2")[0]
+    frame = SweepAnalysis(SWEEP).benchmark
+    shown = geomean_table(frame, has_gpu_time(frame))
+    assert list(shown["backend"]) == ["pytorch_fp16", "ttrt_fp16"]
+    for row in shown.itertuples(index=False):
+        assert (
+            "<tr>"
+            + "".join(f"<td{'' if i else ' class=text'}>{v}</td>" for i, v in enumerate(row))
+            + "</tr>"
+            in section
+        )
