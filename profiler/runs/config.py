@@ -405,6 +405,17 @@ class RunConfig:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        """Refuse, in one line, an option out of its range: counts, then choices, then times
+        and noise targets, then the rest (the order the checks have always run in)."""
+        self._check_counts()
+        self._check_choices()
+        self._check_time_and_noise()
+        if self.max_rel_error is not None and not self.max_rel_error >= 0:
+            raise UserError(f"--max-rel-error must be 0 or more (got {self.max_rel_error})")
+        if self.name is not None:
+            check_path_component(self.name, "run name")
+
+    def _check_counts(self) -> None:
         positive = {
             "--bs": self.batch_size,
             "--active": self.active,
@@ -451,6 +462,8 @@ class RunConfig:
                 raise UserError(f"{flag} must be 0 or more (got {count})")
             if count is not None and count > MAX_COUNT:
                 raise UserError(f"{flag} {count} is too large (at most {MAX_COUNT})")
+
+    def _check_choices(self) -> None:
         if self.compile_mode not in COMPILE_MODES:
             raise UserError(
                 f"unknown --compile-mode {self.compile_mode!r}; choose one of: "
@@ -469,6 +482,8 @@ class RunConfig:
             raise UserError(
                 f"unknown --workload {self.workload!r}; choose one of: " + ", ".join(WORKLOAD_FACTS)
             )
+
+    def _check_time_and_noise(self) -> None:
         if self.min_time is not None and not 0 < self.min_time <= MAX_SECONDS:
             raise UserError(
                 f"--min-time must be more than 0 and at most {MAX_SECONDS} seconds "
@@ -488,10 +503,6 @@ class RunConfig:
             )
         if self.budget is not None and self.target_noise is None:
             raise UserError("--budget limits --target-noise: pass --target-noise P too")
-        if self.max_rel_error is not None and not self.max_rel_error >= 0:
-            raise UserError(f"--max-rel-error must be 0 or more (got {self.max_rel_error})")
-        if self.name is not None:
-            check_path_component(self.name, "run name")
 
     @property
     def run_name(self) -> str:
