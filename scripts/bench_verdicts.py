@@ -41,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from profiler import child_env  # noqa: E402
 from profiler.analysis.timed_verdict import control_family, judge  # noqa: E402
+from profiler.report.sentences import note_lines  # noqa: E402
 from profiler.runs.samples import ConfigSamples, ProcessWindow  # noqa: E402
 
 CELLS = {
@@ -272,11 +273,11 @@ def analyse(args) -> None:
     print("\n## a launch-bound pair (eager FP16 bs 1 vs bs 2), all processes")
     line, v = verdicts(*LAUNCH, everyone)
     print(line)
-    for text in v.lines:
+    for text in note_lines(v):
         print("  " + text)
     line, v = verdicts(*LAUNCH, groups[0])
     print(f"first {GROUP} processes: {line}")
-    for text in v.lines:
+    for text in note_lines(v):
         print("  " + text)
     print("\n## sweeps of cells identical to their baseline (false-discovery control)")
     family = [

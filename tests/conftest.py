@@ -1,4 +1,7 @@
+import contextlib
+import gc
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +23,12 @@ os.environ.setdefault(
     str(Path(__import__("tempfile").gettempdir()) / f"infer-profiler-tests-pycache-{os.getuid()}"),
 )
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+# ... and so does this process (each xdist worker): the test modules' rewritten asserts and the
+# project's modules were compiled again in every worker of every session (12.9 s of CPU to collect
+# the suite, 6.0 s once kept)
+if sys.dont_write_bytecode and sys.pycache_prefix is None:
+    sys.pycache_prefix = os.environ["PYTHONPYCACHEPREFIX"]
+    sys.dont_write_bytecode = False
 FIXTURES = ROOT / "tests" / "fixtures"
 TB_PLUGIN = FIXTURES / "kineto_tb_plugin"
 V100_TRACE = TB_PLUGIN / "worker0.1623143089861.pt.trace.json.gz"
@@ -51,21 +60,55 @@ def private_cache(tmp_path_factory, monkeypatch):
     return folder
 
 
+def invoke(*args: str) -> CliResult:
+    """The CLI in this process, from the current folder (an exception that escapes it is
+    raised)."""
+    from profiler.cli.app import app
+
+    result = CliRunner().invoke(app, list(args))
+    if result.exception and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return CliResult(result.exit_code, result.stdout, result.stderr)
+
+
 @pytest.fixture
 def cli(tmp_path, monkeypatch):
     """Invoke the CLI in-process from a scratch folder (runs/ and tb_logs/ land there)."""
-    from profiler.cli.app import app
-
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(ROOT))
-
-    def invoke(*args: str) -> CliResult:
-        result = CliRunner().invoke(app, list(args))
-        if result.exception and not isinstance(result.exception, SystemExit):
-            raise result.exception
-        return CliResult(result.exit_code, result.stdout, result.stderr)
-
     return invoke
+
+
+def invoke_in(folder: Path, *args: str) -> CliResult:
+    """For a module's fixture, which cannot have the cli fixture: the CLI in this process from
+    ``folder``, caching under ``folder``/cache, as the cli fixture and private_cache set it up."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(folder)
+        patch.syspath_prepend(str(ROOT))
+        patch.setenv("INFER_PROFILER_CACHE", str(folder / "cache"))
+        patch.delenv("COLUMNS", raising=False)
+        patch.setattr(phases, "process_mark", None)
+        return invoke(*args)
+
+
+def link_kept_bytecode(folder: Path) -> None:
+    """Into ``folder`` (a cache's pycache, empty), the bytecode the suite's processes keep (above),
+    as hard links, but torch.nn.modules': a run that keeps its bytecode in ``folder`` has those
+    to write (compiling all of torch again took 5-12 s of CPU). What cannot be linked (none kept
+    yet, another file system) the run compiles, as it would have."""
+
+    def but_torch_nn_modules(where: str, names: list[str]) -> list[str]:
+        return ["modules"] if Path(where).as_posix().endswith("/torch/nn") else []
+
+    with contextlib.suppress(OSError):
+        shutil.copytree(
+            os.environ["PYTHONPYCACHEPREFIX"],
+            folder,
+            copy_function=os.link,
+            ignore=but_torch_nn_modules,
+            dirs_exist_ok=True,
+        )
+    assert not any(folder.rglob("torch/nn/modules/*.pyc"))
 
 
 def run_python(*args: str, cwd: Path = ROOT, timeout: float = 600) -> subprocess.CompletedProcess:
@@ -129,3 +172,10 @@ def stop_sweep_when(
         if process.poll() is None:
             process.kill()
     return process.returncode, stderr, cells()
+
+
+def pytest_collection_finish(session):
+    """What collecting imported (torch, its libraries, every test module: millions of objects,
+    alive until the process ends) is left out of the garbage collector's full passes, which
+    otherwise walked all of it again, each taking about 0.2 s of CPU in a test worker."""
+    gc.freeze()

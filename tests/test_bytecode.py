@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, link_kept_bytecode
 
 
 def _version(tmp_path, **env) -> subprocess.CompletedProcess:
@@ -58,6 +58,8 @@ def test_keep_bytecode_leaves_a_prefix_the_user_set(monkeypatch, tmp_path):
 
 def test_a_sweep_worker_keeps_the_bytecode_of_what_its_cells_import(tmp_path):
     # the sweep's own process never imports torch: torch's bytecode comes from the worker
+    kept = tmp_path / "cache" / "pycache"
+    link_kept_bytecode(kept)
     environ = {
         k: v for k, v in os.environ.items() if k not in ("PYTHONPYCACHEPREFIX", "PYTHONPATH")
     }
@@ -94,7 +96,6 @@ def test_a_sweep_worker_keeps_the_bytecode_of_what_its_cells_import(tmp_path):
         cwd=tmp_path,
         check=True,
     )
-    kept = tmp_path / "cache" / "pycache"
     assert any(kept.rglob("torch/nn/modules/*.pyc"))
 
 

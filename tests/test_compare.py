@@ -114,21 +114,9 @@ def test_compare_command_tables_and_csvs(tmp_path, cli, monkeypatch):
     assert set(kernels["side"]) == {"only A", "only B"} and len(kernels) == 23 + 27
 
 
-def test_compare_missing_target_is_one_line(tmp_path):
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "profile.py"),
-            "compare",
-            "nope_bs8",
-            str(H200 / "runs" / "ttrt_fp16_bs8"),
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 2
+def test_compare_missing_target_is_one_line(cli):
+    done = cli("compare", "nope_bs8", str(H200 / "runs" / "ttrt_fp16_bs8"))  # from tmp_path
+    assert done.code == 2
     assert done.stderr.strip().splitlines() == [
         "error: no such file, folder or run: nope_bs8 (looked in runs/ and tb_logs/ too)"
     ]

@@ -8,8 +8,8 @@ import re
 import msgspec
 import pytest
 
-from tests.conftest import ROOT
-from tests.test_cpu_honest import TINY, profile
+from tests.conftest import ROOT, invoke_in
+from tests.test_cpu_honest import TINY
 
 A, B = "runs/pytorch_fp32_bs2_conv_net", "runs/torchscript_fp32_bs2_conv_net"
 #: what `compare` of two GPU runs prints and two CPU runs must not
@@ -28,12 +28,11 @@ GPU_TABLES = (
 
 @pytest.fixture(scope="module")
 def cpu_runs(tmp_path_factory):
-    """Two tiny CPU runs of one model (eager and TorchScript): their folder."""
+    """Two tiny CPU runs of one model (eager and TorchScript), in this process: their folder."""
     where = tmp_path_factory.mktemp("cpu2")
-    cache = tmp_path_factory.mktemp("cache")
     for backend in ("pytorch_fp32", "torchscript_fp32"):
-        done = profile(where, "run", "--backend", backend, "--bs", "2", *TINY, cache=cache)
-        assert done.returncode == 0, done.stderr
+        done = invoke_in(where, "run", "--backend", backend, "--bs", "2", *TINY)
+        assert done.code == 0, done.stderr
     return where
 
 

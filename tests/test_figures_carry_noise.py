@@ -158,29 +158,22 @@ def test_compare_table_trims_each_side_by_its_noise():
     assert rows["latency: min-max over processes"] == ("6.1-8.4 ms", "6.100-8.400 ms")
 
 
-def test_compare_recorded_rows_and_overview_trim_each_side_by_its_window(tmp_path):
+def test_compare_recorded_rows_and_overview_trim_each_side_by_its_window(
+    tmp_path, cli, monkeypatch
+):
     """A compare of the H200 fixtures (A's window CV 16.9 %, B's 2.4 %): each run's recorded
     p50/p90/p99 and the overview's timed p50 to the figures its window allows; the overview
     CSV carries the windows' CVs."""
-    import subprocess
-    import sys
-
     runs = ROOT / "tests" / "fixtures" / "h200" / "runs"
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "profile.py"),
-            "compare",
-            str(runs / "pytorch_fp16_bs8"),
-            str(runs / "ttrt_fp16_bs8"),
-            "--out",
-            str(tmp_path / "out"),
-        ],
-        capture_output=True,
-        text=True,
-        env={**__import__("os").environ, "COLUMNS": "200"},
-        check=True,
+    monkeypatch.setenv("COLUMNS", "200")
+    done = cli(
+        "compare",
+        str(runs / "pytorch_fp16_bs8"),
+        str(runs / "ttrt_fp16_bs8"),
+        "--out",
+        str(tmp_path / "out"),
     )
+    assert done.code == 0, done.stderr
     lines = [" ".join(line.replace("│", " ").split()) for line in done.stdout.splitlines()]
     assert "p50 latency 5.8 ms 0.80 ms -86.2 %" in lines
     assert any(line.startswith("timed p50 latency (result.json) 5.8 ms 0.80 ms") for line in lines)

@@ -12,7 +12,7 @@ import sys, torch
 from profiler.collect import flops, models
 from profiler.runs.config import RunConfig
 from torch.utils.flop_counter import _FlopCounterMode
-model, inputs = models.build(RunConfig(model="resnet18", batch_size=2, image_size=64))
+model, inputs = models.build(RunConfig(model="resnet18", batch_size=2, image_size=32))
 with flops._without_dynamo():
     meta = flops._counted(model, inputs, "meta")
     cpu = flops._counted(model, inputs, "cpu")

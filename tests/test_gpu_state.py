@@ -9,6 +9,7 @@ import pytest
 
 from profiler.collect import gpu_state
 from profiler.collect.gpu_state import GpuWindow, decode_throttle_reasons, gpu_state_now, pci_bus_id
+from profiler.report.sentences import gpu_state_line
 from profiler.runs.gpu_record import GpuSample, GpuState
 
 
@@ -91,8 +92,8 @@ def test_no_nvml_is_one_line(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", None)  # import fails
     state = gpu_state_now()
     assert state.not_recorded == "no NVML"
-    assert state.line().startswith("GPU state: not recorded (no NVML)")
-    assert "\n" not in state.line()
+    assert gpu_state_line(state).startswith("GPU state: not recorded (no NVML)")
+    assert "\n" not in gpu_state_line(state)
     assert state.sm_clock_mhz is None and state.throttle_reasons == []
 
 
@@ -100,7 +101,7 @@ def test_no_gpu(install):
     install(fake_nvml(init_error="NVML Shared Library Not Found"))
     state = gpu_state_now()
     assert state.not_recorded == "no GPU: NVML Shared Library Not Found"
-    assert "not recorded (no GPU" in state.line()
+    assert "not recorded (no GPU" in gpu_state_line(state)
     install(fake_nvml(count=0))
     assert gpu_state_now().not_recorded == "no GPU"
 
@@ -122,7 +123,7 @@ def test_window_reads_before_and_after(install):
     assert state.throttle_reasons == ["sync_boost", "sw_power_cap", "hw_thermal_slowdown"]
     assert (state.power_limited_ms, state.thermal_limited_ms) == (12.0, 3.0)
     assert state.cpus and len(state.load_average) == 3
-    line = state.line()
+    line = gpu_state_line(state)
     assert "SM 1980 of 1980 MHz" in line and "40 C -> 61 C" in line and "90 W -> 650 W" in line
     assert "throttle: sync_boost, sw_power_cap, hw_thermal_slowdown" in line
     # NVML is initialised once per process
@@ -137,7 +138,7 @@ def test_unsupported_queries_are_none(install):
     install(fake_nvml(no_power=True))
     state = gpu_state_now()
     assert state.before.power_w is None and state.before.sm_clock_mhz == 1980
-    assert "W" not in state.line().split("throttle")[0].split("MHz")[1]
+    assert "W" not in gpu_state_line(state).split("throttle")[0].split("MHz")[1]
 
 
 def test_device_selection(install, monkeypatch):
@@ -201,8 +202,8 @@ def test_a_cpu_run_reads_no_gpu_but_the_host_load(install):
     state = gpu_state_now(None)
     assert state.not_recorded == "no GPU" and state.before is None
     assert state.cpus and len(state.load_average) == 3
-    assert state.line().startswith("GPU state: not recorded (no GPU); host load ")
-    assert "\n" not in state.line()
+    assert gpu_state_line(state).startswith("GPU state: not recorded (no GPU); host load ")
+    assert "\n" not in gpu_state_line(state)
 
 
 def test_the_timed_window_reads_the_current_cuda_device_by_pci_bus_id(install, monkeypatch):

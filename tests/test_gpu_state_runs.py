@@ -12,8 +12,8 @@ import jsonschema
 import msgspec
 
 from profiler import runs
-from profiler.analysis.records import Explanation
-from profiler.report.sentences import difference_lines, explanation_line
+from profiler.analysis.records import Explanation, GpuStateFigures
+from profiler.report.sentences import difference_lines, explanation_line, gpu_state_line
 from profiler.runs.gpu_record import GpuSample, GpuState
 from tests.conftest import FIXTURES, ROOT
 
@@ -108,8 +108,10 @@ def test_summarize_prints_the_gpu_state_line_and_its_json_headline_carries_it(cl
     gpu = data["headline"]["gpu_state"]
     assert gpu["sm_clock_mhz"] == 1755 and gpu["throttle_reasons"] == ["sw_power_cap"]
     assert gpu["before"]["sm_clock_mhz"] == 1755 and gpu["not_recorded"] is None
-    assert gpu["line"].startswith("GPU state: NVIDIA H100 80GB HBM3, SM 1755 of 1980 MHz")
-    assert "\n" not in gpu["line"]
+    assert "line" not in gpu  # the view words the record
+    said = gpu_state_line(msgspec.convert(gpu, GpuStateFigures))
+    assert said.startswith("GPU state: NVIDIA H100 80GB HBM3, SM 1755 of 1980 MHz")
+    assert "\n" not in said
 
 
 def test_the_run_view_prints_one_line_when_nvml_is_absent():
@@ -196,7 +198,9 @@ def test_a_side_without_gpu_state_still_explains_from_kernels(cli, tmp_path):
         "SM clock not recorded for B",
         "same kernels and kernel time",
     ]
-    assert e["gpu_state_b"] == "GPU state: not recorded (no NVML)"
+    assert e["gpu_state_b"]["not_recorded"] == "no NVML"
+    said = msgspec.convert(e, Explanation).gpu_state_b
+    assert gpu_state_line(said) == "GPU state: not recorded (no NVML)"
 
 
 def test_what_counts_as_another_config():

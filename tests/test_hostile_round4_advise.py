@@ -14,13 +14,12 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from .conftest import FIXTURES, ROOT
+from .conftest import FIXTURES, ROOT, invoke_in
 
 TINY = [
     "--model",
@@ -40,19 +39,11 @@ CELL = "pytorch_fp32_bs3_batch_size-3"
 
 @pytest.fixture(scope="module")
 def made(tmp_path_factory) -> Path:
-    """A folder holding runs/<RUN> and tb_logs/<RUN>: the tiny conv net at bs 2, on the CPU."""
+    """A folder holding runs/<RUN> and tb_logs/<RUN>: the tiny conv net at bs 2, on the CPU (a
+    run in this process)."""
     folder = tmp_path_factory.mktemp("made")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env.update(PYTHONPATH=str(ROOT), INFER_PROFILER_CACHE=str(folder / "cache"))
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "profile.py"), "run", *TINY, "--bs", "2"],
-        cwd=folder,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
+    done = invoke_in(folder, "run", *TINY, "--bs", "2")
+    assert done.code == 0, done.stderr
     return folder
 
 

@@ -1,22 +1,24 @@
 """The analysis returns reasons and figures as data; the sentences are written from them, once:
-by profiler.report.sentences for the views, and, for the text a run keeps in result.json (a
-window's noise warnings) or a sweep in benchmark.csv (the verdicts' lines), where it is kept."""
+by profiler.report.sentences for the views (a sweep's benchmark.csv verdict_note included), and,
+for the text a run keeps in result.json (a window's noise warnings), where it is kept."""
 
 from pathlib import Path
 
+import msgspec
 import numpy as np
 import pandas as pd
 import pytest
 
 from profiler.analysis.difference import explain_difference
 from profiler.analysis.noise import flags_of, noise, warning_line, window_flags
-from profiler.analysis.records import Bound, Explanation, TimedVerdicts
-from profiler.analysis.timed_verdict import note_lines
+from profiler.analysis.records import Bound, Explanation, GpuStateFigures, TimedVerdicts
 from profiler.analysis.verdict import compare, control_fdr
 from profiler.report.sentences import (
     difference_lines,
     explanation_line,
     fdr_note,
+    gpu_state_line,
+    note_lines,
     verdict_method,
 )
 from profiler.runs.gpu_record import GpuSample, GpuState
@@ -82,7 +84,7 @@ def test_a_verdicts_method_is_data_and_the_view_says_it():
 
 def test_the_verdicts_lines_are_written_from_their_figures():
     """TimedVerdicts carry the classification, the processes the latency needs and the lever's
-    figure; the lines (kept in benchmark.csv's verdict_note) are written from them."""
+    figure; the view writes the lines from them (benchmark.csv's verdict_note too)."""
     latency = compare([10.0, 10.2, 9.9], [11.0, 11.1, 10.8])
     launch = Bound("launch-bound", 4, 5, enqueue_p90_ms=5.0, gpu_p50_ms=3.0)
     v = TimedVerdicts(latency, None, launch, Bound("GPU-bound", 0, 5), "both", 12, 2.5)
@@ -95,9 +97,75 @@ def test_the_verdicts_lines_are_written_from_their_figures():
     ]
 
 
+def _strings(value) -> list[str]:
+    """Every string in a record's JSON values."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    return [s for v in value for s in _strings(v)] if isinstance(value, list) else []
+
+
+def test_a_sweeps_verdict_notes_are_data_and_the_view_writes_benchmark_csvs_text(tmp_path):
+    """A sweep cell's record carries its verdicts (figures, words, classification) and no
+    sentence; the view writes benchmark.csv's verdict_note from them: the text, and the column
+    order, of the committed benchmark.csv of the sweep."""
+    from profiler.analysis.records import BenchmarkCell, plain
+    from profiler.analysis.sweep import SweepAnalysis
+    from profiler.report.benchmark_view import write_benchmark
+    from profiler.report.sentences import verdict_note
+
+    folder = FIXTURES / "h100x4_sweep" / "runs" / "g4"
+    sweep = SweepAnalysis(folder)
+    assert "lines" not in TimedVerdicts.__struct_fields__
+    assert "verdict_note" not in BenchmarkCell.__struct_fields__
+    judged = [row.verdicts for row in sweep.rows if row.verdicts is not None]
+    assert judged and all(" " not in text for v in judged for text in _strings(plain(v)))
+    committed = pd.read_csv(folder / "benchmark.csv", keep_default_na=False)
+    csv_path, _ = write_benchmark(tmp_path, sweep.benchmark, sweep.manifest)
+    written = pd.read_csv(csv_path, keep_default_na=False)
+    assert list(written.columns) == list(committed.columns)
+    notes = committed["verdict_note"].tolist()
+    assert (
+        written["verdict_note"].tolist() == notes == [verdict_note(r.verdicts) for r in sweep.rows]
+    )
+    assert sum(map(bool, notes)) == 8 and any("launch-bound (A): enqueue p90" in n for n in notes)
+
+
 def _gpu(mhz):
     sample = GpuSample(sm_clock_mhz=mhz, throttle_reasons=["sw_power_cap"])
     return GpuState(device="H100", before=sample, after=sample, max_sm_clock_mhz=1980)
+
+
+def _figures(state: GpuState) -> GpuStateFigures:
+    return GpuStateFigures(
+        **msgspec.structs.asdict(state),
+        sm_clock_mhz=state.sm_clock_mhz,
+        throttle_reasons=state.throttle_reasons,
+    )
+
+
+def test_the_gpu_state_is_a_record_and_the_view_says_it_in_one_line():
+    """Each compare side's GPU state travels as figures (no line in the record); the view
+    writes the line, the same from the figures as from result.json's record."""
+    state = GpuState(
+        device="H100",
+        max_sm_clock_mhz=1980,
+        before=GpuSample(sm_clock_mhz=1755, temperature_c=40, power_w=120.4),
+        after=GpuSample(sm_clock_mhz=1755, temperature_c=52, power_w=650.6),
+        load_average=(0.52, 0.4, 0.3),
+        cpus=16,
+    )
+    assert "line" not in GpuStateFigures.__struct_fields__
+    said = gpu_state_line(_figures(state))
+    assert said == gpu_state_line(state)
+    assert said == (
+        "GPU state: H100, SM 1755 of 1980 MHz, 40 C -> 52 C, 120 W -> 651 W, throttle: none, "
+        "host load 0.52 on 16 CPUs"
+    )
+    assert gpu_state_line(GpuState(not_recorded="no NVML"), "B") == (
+        "GPU state B: not recorded (no NVML)"
+    )
 
 
 def test_a_difference_is_a_cause_and_evidence_and_the_view_says_it():
@@ -121,8 +189,8 @@ def test_a_difference_is_a_cause_and_evidence_and_the_view_says_it():
     e = Explanation(
         **{f: getattr(found, f) for f in found.__struct_fields__},
         same_config=False,
-        gpu_state_a="",
-        gpu_state_b="",
+        gpu_state_a=_figures(_gpu(1980)),
+        gpu_state_b=_figures(_gpu(1700)),
     )
     assert explanation_line(e) == "; ".join(difference_lines(found))
     short = explanation_line(e, short=True)

@@ -225,6 +225,30 @@ def test_a_cell_in_a_worker_matches_the_same_cell_run_alone(tmp_path):
     assert in_worker["timing"]["p50_ms"] > 0 and alone["timing"]["p50_ms"] > 0
 
 
+def test_the_reset_between_cells_imports_no_compiler_that_no_cell_used(monkeypatch):
+    """Deterministic algorithms are put back (warn_only too); where no cell imported Dynamo or
+    Inductor the reset calls neither what would import them (1.5 s of each worker's CPU)."""
+    import torch
+
+    from profiler.collect import state
+
+    saved = state.snapshot()
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    state.reset(saved)
+    assert not torch.are_deterministic_algorithms_enabled()
+    assert not torch.is_deterministic_algorithms_warn_only_enabled()
+    called = []
+    monkeypatch.setattr(torch, "use_deterministic_algorithms", lambda *a: called.append(a))
+    monkeypatch.setattr(torch.compiler, "reset", lambda: called.append("reset"))
+    state.reset(saved)  # Inductor imported here (by the first reset): put back all the same
+    assert called == ["reset", (False,)]
+    for name in ("_dynamo", "_inductor"):  # as in a worker whose cells compiled nothing
+        monkeypatch.delattr(torch, name)
+    called.clear()
+    state.reset(saved)
+    assert called == []
+
+
 def _at(stamp: str) -> datetime:
     return datetime.fromisoformat(stamp)
 

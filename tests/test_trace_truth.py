@@ -156,13 +156,9 @@ def test_steps_against_an_untraced_call(tmp_path, raw):
     ), warnings
 
 
-def test_summarize_prints_the_untraced_comparison_of_a_run(tmp_path, raw):
+def test_summarize_prints_the_untraced_comparison_of_a_run(tmp_path, raw, cli):
     """A run folder whose result.json holds ``trace.untraced_kernels``: summarize warns."""
     import shutil
-    import subprocess
-    import sys
-
-    from .conftest import ROOT
 
     source = FIXTURES / "h200"
     shutil.copytree(source / "runs" / "pytorch_fp16_bs8", tmp_path / "runs" / "pytorch_fp16_bs8")
@@ -173,21 +169,8 @@ def test_summarize_prints_the_untraced_comparison_of_a_run(tmp_path, raw):
     data = json.loads(result.read_text())
     data["trace"]["untraced_kernels"] = {"void hidden_kernel<float>(float*)": 1}
     result.write_text(json.dumps(data))
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "profile.py"),
-            "summarize",
-            "pytorch_fp16_bs8",
-            "--view",
-            "overview",
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
+    done = cli("summarize", "pytorch_fp16_bs8", "--view", "overview")  # from tmp_path
+    assert done.code == 0, done.stderr
     assert "warning: an untraced call of this run launched 1 kernels of 1 names" in done.stderr
 
 

@@ -211,7 +211,7 @@ def test_compare_json_carries_both_verdicts_and_follows_the_schema(cli, monkeypa
     from profiler.cli.documents import schema_id
 
     data = json.loads(_fresh_cli(cli, monkeypatch, LAUNCH_BOUND, "--json"))
-    assert data["$schema"] == schema_id("compare") == "infer-profiler/compare/3"
+    assert data["$schema"] == schema_id("compare") == "infer-profiler/compare/4"
     schema = json.loads((ROOT / "docs" / "schema" / "compare.json").read_text())
     errors = [
         f"{list(e.absolute_path)}: {e.message[:200]}"
@@ -228,7 +228,9 @@ def test_compare_json_carries_both_verdicts_and_follows_the_schema(cli, monkeypa
     assert timed_doc["processes_a"]["latency"]["geomean_ms"] == pytest.approx(9.0)
     assert timed_doc["processes_a"]["bound"] == "launch-bound"
     assert timed_doc["verdicts"]["lead"] == "both"
-    assert any("launch-bound (A)" in line for line in timed_doc["verdicts"]["lines"])
+    # the classification as data, no sentence: the views word it
+    assert timed_doc["verdicts"]["bound_a"]["word"] == "launch-bound"
+    assert "lines" not in timed_doc["verdicts"]
     assert timed_doc["a"]["p50_ms"] == pytest.approx(5.791, abs=1e-3)  # the recorded run's
     # a key the types do not name is refused
     timed_doc["verdict"]["extra"] = 1
@@ -397,6 +399,7 @@ def test_sweep_table_with_gpu_time_fits_narrow_terminals(gpu_time_sweep):
 
 
 def _trial_rows():
+    from profiler.analysis.records import Bound, TimedVerdicts
     from profiler.analysis.trial import TrialRow
 
     faster = TrialRow(
@@ -415,9 +418,9 @@ def _trial_rows():
         gpu_high=2.49,
         gpu_verdict="faster",
         bound="GPU-bound",
-        verdict_lines=[
-            "launch-bound (A): enqueue p90 5.000 ms >= 0.8 x GPU time 3.000 ms in 5 of 5 processes"
-        ],
+        verdicts=TimedVerdicts(
+            None, None, Bound("launch-bound", 5, 5, 5.0, 3.0), Bound("GPU-bound", 0, 5), "both"
+        ),
     )
     same = TrialRow(
         "--cuda-graphs",

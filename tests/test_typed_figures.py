@@ -111,11 +111,18 @@ def test_compare_records_read_back_from_their_json_as_the_same_records():
 
 
 def test_a_runs_headline_reads_back_with_its_gpu_state():
+    from profiler.analysis.headline import gpu_state_of
+    from profiler.report.sentences import gpu_state_line
+    from profiler.runs.result import read_result
+
     headline = RunAnalysis(SESSION / "ttrt_fp16_bs8").headline
+    result = read_result(SESSION / "ttrt_fp16_bs8" / "result.json")
     assert isinstance(headline, Headline)
     assert headline.noise.repeat_runs is not msgspec.UNSET  # recorded in result.json
     assert msgspec.convert(plain(headline), Headline) == headline
-    assert headline.gpu_state.line.startswith("GPU state")
+    # the state is data; the view words it, the same from the figures as from the record
+    said = gpu_state_line(headline.gpu_state)
+    assert said.startswith("GPU state") and said == gpu_state_line(gpu_state_of(result))
 
 
 def test_the_gpu_state_figures_carry_every_field_of_the_record_first():
@@ -124,7 +131,6 @@ def test_the_gpu_state_figures_carry_every_field_of_the_record_first():
     assert GpuStateFigures.__struct_fields__[len(fields) :] == (
         "sm_clock_mhz",
         "throttle_reasons",
-        "line",
     )
 
 

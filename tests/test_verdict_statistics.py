@@ -32,7 +32,7 @@ from profiler.analysis.verdict import (
     design_for,
     pairing_pays,
 )
-from profiler.report.sentences import fdr_note, verdict_method
+from profiler.report.sentences import fdr_note, note_lines, verdict_method
 from profiler.runs.result import read_result
 from profiler.runs.samples import (
     GPU_BOUND,
@@ -456,7 +456,7 @@ def test_both_gpu_bound_latency_leads():
     assert (both.bound_a.word, both.bound_b.word) == (GPU_BOUND, GPU_BOUND)
     assert both.lead == LATENCY and not both.launch_bound and not both.disagree
     assert both.latency.verdict == both.gpu_time.verdict == FASTER
-    assert both.lines == () and both.latency_processes_for_5pct is None
+    assert note_lines(both) == [] and both.latency_processes_for_5pct is None
 
 
 def test_a_launch_bound_side_names_the_lever_and_the_processes_latency_needs():
@@ -474,15 +474,15 @@ def test_a_launch_bound_side_names_the_lever_and_the_processes_latency_needs():
             f"{LAUNCH_BOUND_SHARE:g} x GPU time 1.000 ms in 5 of 5 "
             "processes"
         )
-        for line in both.lines
+        for line in note_lines(both)
     )
-    lever = next(line for line in both.lines if LEVER in line)
+    lever = next(line for line in note_lines(both) if LEVER in line)
     assert lever == (
         f"the latency verdict would need about {needed} processes a side for "
         "±5 %; the GPU-time verdict holds with these; `--cuda-graphs` replays the "
         "call without launches (measured: 1.234 ms)"
     )
-    assert not any("launch-bound (A)" in line for line in both.lines)
+    assert not any("launch-bound (A)" in line for line in note_lines(both))
 
 
 def test_latency_slower_and_gpu_time_faster_is_a_disagreement():
@@ -491,15 +491,15 @@ def test_latency_slower_and_gpu_time_faster_is_a_disagreement():
     both = judge(a, b)
     assert (both.latency.verdict, both.gpu_time.verdict) == (SLOWER, FASTER)
     assert both.disagree and both.lead == LATENCY
-    assert both.lines == (
+    assert note_lines(both) == [
         "the two figures disagree: latency says slower, GPU time says "
         "faster: check the GPU state of both runs (clocks, other tenants)",
-    )
+    ]
     # B launch-bound: the host's launches are why
     launch = side([11 * w for w in WOBBLE], [7.2 * w for w in WOBBLE], enqueue=7.0)
     again = judge(a, launch)
     assert again.disagree and again.lead == "both"
-    assert again.lines[-1].endswith(
+    assert note_lines(again)[-1].endswith(
         "the host's launches, not the GPU's work, decide what the caller waits"
     )
 
@@ -525,7 +525,8 @@ def test_control_family_holds_each_figure_and_keeps_the_lines():
     assert held[0].latency.fdr_comparisons == held[0].gpu_time.fdr_comparisons == 2
     assert held[2].latency.fdr_comparisons == 2
     assert held[0].latency.verdict == FASTER and held[2].latency.verdict == SAME
-    assert held[0].lines == family[0].lines  # the launch-bound lines, counts included
+    assert held[0].bound_b == family[0].bound_b  # the launch-bound figures, counts included
+    assert note_lines(held[0]) == note_lines(family[0])
     assert held[0].latency_processes_for_5pct == family[0].latency_processes_for_5pct
 
 
@@ -575,7 +576,7 @@ def test_judge_on_two_runs_of_an_earlier_version():
     assert both.gpu_time is None  # no per-iteration GPU times then
     assert both.latency.verdict == FASTER and both.latency.design == FLOOR
     assert both.latency.speedup == pytest.approx(6.1, rel=0.01)
-    assert both.lead == LATENCY and both.lines == () and not both.launch_bound
+    assert both.lead == LATENCY and note_lines(both) == [] and not both.launch_bound
     assert both.bound_a == both.bound_b == Bound(None)
     same_json = FIXTURES / "h100_session" / "runs"
     again = judge(

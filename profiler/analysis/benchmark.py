@@ -20,7 +20,8 @@ baseline cell did not finish), speedup_low and speedup_high (its 95 % interval) 
 same four for GPU time (gpu_speedup, gpu_speedup_low, gpu_speedup_high, gpu_verdict), each
 figure's verdicts held to a false discovery rate of 5 % over the sweep's cells
 (profiler.analysis.timed_verdict, profiler.analysis.verdict; the intervals are the raw 95 %
-ones), verdict_note (launch-bound explanations and disagreements), processes (the timed
+ones), verdict_note (launch-bound explanations and disagreements: the view writes them from the
+cell's verdicts record, the frame's column ``verdicts``), processes (the timed
 windows behind the cell's figures, each in its own process: --processes), gpus (the GPUs those
 windows ran on, ";"-joined; a verdict between two cells uses only their windows on the GPUs
 they share, when they share one), baseline, ready_s (prepare + first call: from handing the model to
@@ -216,9 +217,14 @@ def benchmark_rows(
 
 def benchmark_frame(rows: list[BenchmarkCell], manifest: SweepManifest) -> pd.DataFrame:
     """The typed rows as one frame, in one pass (benchmark.csv's columns, the swept options'
-    after bs; a missing figure NaN), for the views that slice and write it."""
+    after bs; a missing figure NaN), for the views that slice and write it. In verdict_note's
+    place the column ``verdicts`` holds each cell's TimedVerdicts (None without): the views
+    write its words (profiler.report.benchmark_view.csv_table)."""
     axes = axis_columns(manifest)
-    found = [{k: v for k, v in plain(row).items() if v is not None} for row in rows]
+    found = [
+        {**{k: v for k, v in plain(row).items() if v is not None}, "verdicts": row.verdicts}
+        for row in rows
+    ]
     frame = pd.DataFrame(found).reindex(columns=[*COLUMNS[:4], *axes, *COLUMNS[4:]])
     return frame.astype({c: float for c in FLOAT_COLUMNS})
 
@@ -286,7 +292,7 @@ def with_speedups(
         gpu_speedup_low=_low(gpu),
         gpu_speedup_high=_high(gpu),
         gpu_verdict=gpu.verdict if gpu else ("baseline" if gpu_baseline else ""),
-        verdict_note="; ".join(verdicts.lines) if verdicts else "",
+        verdicts=verdicts,
     )
 
 

@@ -28,15 +28,17 @@ in words.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import msgspec
-import pandas as pd
 
-from profiler.analysis.headline import differences, gpu_state_of
+from profiler.analysis.headline import differences, gpu_state_figures, gpu_state_of
 from profiler.analysis.records import Cause, Difference, Explanation, KernelShare
 from profiler.runs.gpu_record import GpuState
 from profiler.runs.result import RunResult
+
+if TYPE_CHECKING:  # frames arrive from the caller: a run that prints no diff imports no pandas
+    import pandas as pd
 
 KERNEL_SHARE = 0.01
 CLOCK_TOLERANCE = 0.02
@@ -196,6 +198,6 @@ def explain_runs(
     return Explanation(
         **msgspec.structs.asdict(found),
         same_config=not differs_in,
-        gpu_state_a=gpu_a.line(),
-        gpu_state_b=gpu_b.line(),
+        gpu_state_a=gpu_state_figures(ra),
+        gpu_state_b=gpu_state_figures(rb),
     )

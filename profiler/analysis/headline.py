@@ -128,7 +128,6 @@ def gpu_state_figures(result: RunResult) -> GpuStateFigures:
         **msgspec.structs.asdict(state),
         sm_clock_mhz=state.sm_clock_mhz,
         throttle_reasons=state.throttle_reasons,
-        line=state.line(),
     )
 
 

@@ -106,7 +106,8 @@ class Bound(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 class TimedVerdicts(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """B against A on both figures; ``lead`` names the verdict to quote first ("latency" when
-    both configs are GPU-bound, "both" otherwise); ``lines`` say why, in words."""
+    both configs are GPU-bound, "both" otherwise); the views say why in words
+    (profiler.report.sentences.note_lines)."""
 
     latency: Verdict | None
     gpu_time: Verdict | None
@@ -119,9 +120,6 @@ class TimedVerdicts(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     latency_processes_for_5pct: int | None = None
     #: the --cuda-graphs figure of the launch-bound side, when one was measured (ms)
     cuda_graphs_ms: float | None = None
-    #: the fields above in words (profiler.analysis.timed_verdict.note_lines), kept here for
-    #: the sweep's benchmark.csv (verdict_note)
-    lines: tuple[str, ...] = ()
 
     @property
     def launch_bound(self) -> bool:
@@ -187,9 +185,9 @@ class MemoryFigures(Record):
 
 class GpuStateFigures(Record):
     """The GPU's state around the timed window: the record's fields (profiler.runs.gpu_record
-    .GpuState) and what is derived from it, kept as values: the SM clock over the window, the
-    throttle reasons (idle left out) and the one line a person reads ("GPU state: not recorded
-    (no NVML)" ...)."""
+    .GpuState) and what is derived from it, kept as values: the SM clock over the window and
+    the throttle reasons (idle left out); the views say it in one line
+    (profiler.report.sentences.gpu_state_line)."""
 
     not_recorded: str | None
     device: str | None
@@ -202,7 +200,6 @@ class GpuStateFigures(Record):
     cpus: int | None
     sm_clock_mhz: float | None
     throttle_reasons: list[str]
-    line: str
 
 
 class Headline(Record):
@@ -311,11 +308,12 @@ class Difference(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 class Explanation(Difference, frozen=True, kw_only=True):
     """Why run B differs from run A (profiler.analysis.difference.explain_runs): the
-    Difference, whether the work is the same, and each run's GPU state in one line."""
+    Difference, whether the work is the same, and each run's GPU state around its timed
+    window."""
 
     same_config: bool
-    gpu_state_a: str
-    gpu_state_b: str
+    gpu_state_a: GpuStateFigures
+    gpu_state_b: GpuStateFigures
 
 
 class BaselineNoise(Record):
@@ -411,7 +409,7 @@ class BenchmarkCell(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     column order; profiler.analysis.benchmark's module doc says what each figure is): what ran,
     its timed figures (ms; with several processes p50_ms and gpu_compute_ms are the geometric
     means of the per-process medians), the classification, each figure's speedup over the
-    baseline's cell with its 95 % interval and its verdict, the notes on them, the processes
+    baseline's cell with its 95 % interval and its verdict, both verdicts' records, the processes
     and GPUs behind them, numerics, noise, memory, the roofline, the generation figures, how the
     cell ended and where its seconds went. A figure not measured is null; a swept option
     (``--max-new-tokens 16,64``) has its field only in a sweep given a list of it; a cell that
@@ -443,7 +441,10 @@ class BenchmarkCell(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     gpu_speedup_low: float | None = None
     gpu_speedup_high: float | None = None
     gpu_verdict: CellVerdict = ""
-    verdict_note: str = ""
+    #: the two verdicts behind the speedups, with each cell's classification (None on the
+    #: baseline's cells and where a side did not finish); benchmark.csv has them in words here
+    #: (verdict_note: profiler.report.sentences.verdict_note)
+    verdicts: TimedVerdicts | None = None
     processes: int | None = None
     gpus: str | None = None  # the GPUs of the windows behind the figures, ";"-joined
     baseline: str
@@ -611,8 +612,8 @@ class TrialRow(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     (profiler.analysis.trial.trial_rows): the change, the figure quoted (the geometric mean of
     the per-process p50s, ms, and its relative noise ``cv``), the processes, each figure's
     speedup (``figure``: per call, or per sample when the batch changed) with its 95 % interval
-    and verdict (latency, then GPU time where measured), the classification and the notes on
-    the verdicts, the numeric error, the rule's projection and its kind, the processes each
+    and verdict (latency, then GPU time where measured), the classification and both verdicts'
+    records, the numeric error, the rule's projection and its kind, the processes each
     latency interval spans (baseline's, experiment's), the projection against the measurement
     (``judgement``) and the kernel changes."""
 
@@ -633,7 +634,9 @@ class TrialRow(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     gpu_high: float | None = None
     gpu_verdict: Word | None = None
     bound: Literal["launch-bound", "GPU-bound"] | None = None
-    verdict_lines: list[str] = []
+    #: the two verdicts behind the speedups (the views word them:
+    #: profiler.report.sentences.note_lines)
+    verdicts: TimedVerdicts | None = None
     rel_l2_error: float | None = None
     projected: float | None = None  # the rule's projection as a speedup factor, if any
     projected_kind: ProjectionKind | None = None

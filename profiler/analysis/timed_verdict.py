@@ -1,13 +1,12 @@
 """Two verdicts on B against A, one per figure (profiler.analysis.verdict): latency (what a
 caller waits) and GPU time (the device's work), with each config's classification (launch-bound
-or GPU-bound, profiler.runs.samples) and the lines that say which verdict to read and why they
-may disagree. Pure numpy, no printing: views render ``TimedVerdicts``. The lines are written
-here (note_lines, from the record's own figures, spelled by profiler.units) because a sweep's
-benchmark.csv, built below the views, keeps them (verdict_note).
+or GPU-bound, profiler.runs.samples), which verdict leads and the processes the latency would
+need. Pure numpy, no printing: the views say ``TimedVerdicts`` in words
+(profiler.report.sentences.note_lines, also a sweep's benchmark.csv verdict_note).
 
 Which verdict leads:
 - both configs GPU-bound: latency leads (the GPU paces the call, so latency is quiet too); GPU
-  time is the cross-check, and a line flags a disagreement;
+  time is the cross-check, and a disagreement is flagged (``disagree``, ``split``);
 - either launch-bound: both are shown, named; the host paces that config's latency, so the
   latency verdict says how many processes a side it would need for ±5 %, and the lever is named
   (``--cuda-graphs`` replays the call without launches; its figure when it was measured).
@@ -21,7 +20,6 @@ from typing import Literal
 
 import msgspec
 
-from profiler import units
 from profiler.analysis.records import Bound, FigureName, TimedVerdicts, Verdict
 from profiler.analysis.sampling import processes_needed
 from profiler.analysis.verdict import (
@@ -32,7 +30,7 @@ from profiler.analysis.verdict import (
     compare,
     control_fdr,
 )
-from profiler.runs.samples import GPU_BOUND, LAUNCH_BOUND, LAUNCH_BOUND_SHARE, ConfigSamples
+from profiler.runs.samples import GPU_BOUND, LAUNCH_BOUND, ConfigSamples
 
 #: the latency interval a launch-bound verdict says how to reach
 LATENCY_TARGET = 0.05
@@ -135,63 +133,12 @@ def explain(
     latency_floor: float | None = None,
     cuda_graphs_ms: float | None = None,
 ) -> TimedVerdicts:
-    """The lead, the processes the latency needs, and the lines (module doc)."""
+    """The lead and the processes the latency needs (module doc)."""
     both_gpu_bound = bound_a.word == GPU_BOUND and bound_b.word == GPU_BOUND
     lead: Literal["latency", "both"] = LATENCY if both_gpu_bound or gpu is None else "both"
     launch = LAUNCH_BOUND in (bound_a.word, bound_b.word)
     needed = _latency_processes(a, b, latency_floor) if launch else None
-    return with_lines(TimedVerdicts(latency, gpu, bound_a, bound_b, lead, needed, cuda_graphs_ms))
-
-
-def with_lines(v: TimedVerdicts) -> TimedVerdicts:
-    """The verdicts with their lines: written here, from the record's figures, because a
-    sweep's benchmark.csv keeps them (verdict_note, profiler.analysis.benchmark)."""
-    return msgspec.structs.replace(v, lines=tuple(note_lines(v)))
-
-
-def note_lines(v: TimedVerdicts) -> list[str]:
-    """What to read and why, in words: each launch-bound config with the figures that make it
-    so, the lever and the processes the latency would need, and a disagreement of the two
-    figures (module doc)."""
-    lines = []
-    launch = [
-        (label, bound)
-        for label, bound in (("A", v.bound_a), ("B", v.bound_b))
-        if bound.word == LAUNCH_BOUND
-    ]
-    for label, bound in launch:
-        lines.append(
-            f"launch-bound ({label}): enqueue p90 {units.ms_plain(bound.enqueue_p90_ms)} ms >= "
-            f"{units.plain(LAUNCH_BOUND_SHARE)} x GPU time {units.ms_plain(bound.gpu_p50_ms)} "
-            f"ms in {bound.launch_bound_processes} of {bound.classified_processes} "
-            "processes: the host paces the call, so its latency spreads with the host"
-        )
-    if launch:
-        lever = f"`{LEVER}` replays the call without launches"
-        if v.cuda_graphs_ms is not None:
-            lever += f" (measured: {units.ms_plain(v.cuda_graphs_ms)} ms)"
-        needed = v.latency_processes_for_5pct
-        lines.append(
-            f"the latency verdict would need about {needed} processes a side for "
-            f"±{units.plain(100 * LATENCY_TARGET)} %; the GPU-time verdict holds with these; "
-            f"{lever}"
-            if needed is not None
-            else lever
-        )
-    latency, gpu = v.latency, v.gpu_time
-    if v.disagree and latency is not None and gpu is not None:  # disagree: both decided
-        why = (
-            "the host's launches, not the GPU's work, decide what the caller waits"
-            if launch
-            else "check the GPU state of both runs (clocks, other tenants)"
-        )
-        lines.append(
-            f"the two figures disagree: latency says {latency.verdict}, GPU time says "
-            f"{gpu.verdict}: {why}"
-        )
-    elif v.split and latency is not None and gpu is not None:
-        lines.append(f"latency says {latency.verdict}, GPU time says {gpu.verdict}")
-    return lines
+    return TimedVerdicts(latency, gpu, bound_a, bound_b, lead, needed, cuda_graphs_ms)
 
 
 def _latency_processes(
@@ -218,13 +165,11 @@ def _latency_processes(
 def control_family(verdicts: list[TimedVerdicts | None]) -> list[TimedVerdicts | None]:
     """A family of comparisons with one baseline (a sweep's cells, advise's experiments): each
     figure's verdicts held to a false discovery rate across the family
-    (profiler.analysis.verdict.control_fdr); the explanation lines written again."""
+    (profiler.analysis.verdict.control_fdr)."""
     latency = control_fdr([v.latency if v else None for v in verdicts])
     gpu = control_fdr([v.gpu_time if v else None for v in verdicts])
     out: list[TimedVerdicts | None] = []
     for v, lat, g in zip(verdicts, latency, gpu):
         # the processes the latency needs stay the first pass's (they need the samples)
-        out.append(
-            None if v is None else with_lines(msgspec.structs.replace(v, latency=lat, gpu_time=g))
-        )
+        out.append(None if v is None else msgspec.structs.replace(v, latency=lat, gpu_time=g))
     return out

@@ -287,7 +287,7 @@ def _judged(row: TrialRow, v: TimedVerdicts | None, unjudged: Unjudged | None) -
             gpu_low=1 / gpu.high if gpu else None,
             gpu_high=1 / gpu.low if gpu else None,
             gpu_verdict=gpu.verdict if gpu else None,
-            verdict_lines=list(v.lines),
+            verdicts=v,
         )
     if row.status != "ok":
         return row

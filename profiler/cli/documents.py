@@ -352,19 +352,23 @@ class _BackendInFile(msgspec.Struct):
 #: kind -> (version, type) of every --json document; "run" is `run --json`: the run's result.json
 #: with the "$schema" key first
 DOCUMENTS: dict[str, tuple[int, type]] = {
-    "summarize": (1, Summarize),
+    # 2: headline.gpu_state.line gone (the views word the record)
+    "summarize": (2, Summarize),
     "summarize-layers": (1, SummarizeLayers),
     # 2: timed.verdict (over processes) replaced timed.p50_ratio; 3: timed.verdict is latency's,
-    # timed.gpu_verdict and timed.verdicts added, speedup_x the ratio of geometric means
-    "compare": (3, Compare),
-    "benchmark": (1, Benchmark),
+    # timed.gpu_verdict and timed.verdicts added, speedup_x the ratio of geometric means;
+    # 4: timed.verdicts.lines gone, explanation.gpu_state_a/_b records, not lines (the views
+    # word the records)
+    "compare": (4, Compare),
+    # 2: cells[].verdicts (the record) replaced cells[].verdict_note (its words)
+    "benchmark": (2, Benchmark),
     "backends": (1, Backends),
     "plot": (1, Plot),
     "peaks": (1, Peaks),
     "noise": (1, Noise),
     # 2: rows[].judgement is the projection against the measurement as a record (Judgement),
-    # no longer a sentence
-    "advise": (2, Advise),
+    # no longer a sentence; 3: rows[].verdicts (the record) replaced rows[].verdict_lines
+    "advise": (3, Advise),
     "run": (RESULT_SCHEMA, RunResult),
 }
 #: the files a run and a sweep write (their own "schema" key holds the version)

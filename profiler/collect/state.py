@@ -51,7 +51,12 @@ def set_torch_flags(flags: dict) -> None:
     torch.backends.cudnn.deterministic = flags["cudnn_deterministic"]
     torch.backends.cudnn.enabled = flags["cudnn_enabled"]
     torch.set_float32_matmul_precision(flags["float32_matmul_precision"])
-    torch.use_deterministic_algorithms(flags["deterministic"])
+    if (
+        "_inductor" in vars(torch)
+        or torch.are_deterministic_algorithms_enabled() != flags["deterministic"]
+        or torch.is_deterministic_algorithms_warn_only_enabled()
+    ):  # else nothing to put back; the call imports Inductor and Dynamo (1.5 s of CPU)
+        torch.use_deterministic_algorithms(flags["deterministic"])
     torch.set_default_dtype(flags["default_dtype"])
     torch.set_grad_enabled(flags["grad_enabled"])
     torch.set_num_threads(flags["num_threads"])
@@ -63,7 +68,8 @@ def reset(before: Snapshot) -> None:
     switches (TF32, reduced-precision reductions, cuDNN autotuner, matmul precision, default
     dtype), environment variables and working folder; the RNGs seeded back to 0."""
     with contextlib.suppress(Exception):
-        torch.compiler.reset()  # Dynamo's graphs, guards and Inductor's in-memory caches
+        if "_dynamo" in vars(torch):  # else nothing was compiled (importing Dynamo took 1.5 s)
+            torch.compiler.reset()  # Dynamo's graphs, guards and Inductor's in-memory caches
     set_torch_flags(before.torch_flags)
     os.environ.clear()
     os.environ.update(before.environ)

@@ -59,7 +59,9 @@ def run(
         raise UserError(f"noise: the fixed config failed: {sampled.errors['noise']}")
     floor = _floor(sampled, before, after, workload, on_gpu, command)
     path, unkept = _keep(floor, floors_dir) if save else (None, None)
-    state = {"before": before.line(), "after": after.line()}
+    from profiler.report.sentences import gpu_state_line
+
+    state = {"before": gpu_state_line(before), "after": gpu_state_line(after)}
     _show(floor, path, state, unkept, sink)
     if unkept is not None:
         raise unkept

@@ -18,7 +18,7 @@ from profiler.analysis.benchmark import (
     geomean_rows,
 )
 from profiler.analysis.gpu_offsets import GpuOffset
-from profiler.analysis.records import BenchmarkCell, plain as plain_record
+from profiler.analysis.records import BenchmarkCell, TimedVerdicts, plain as plain_record
 from profiler.analysis.roofline import MIN_BYTES_LABEL, MIN_GBS, MIN_PCT_BANDWIDTH
 from profiler.analysis.verdict import FDR_Q
 from profiler.fsutil import write_text_atomic
@@ -41,6 +41,7 @@ from profiler.report.fmt import (
     trimmed,
     window_flags,
 )
+from profiler.report.sentences import verdict_note
 from profiler.runs.manifest import SweepManifest, axis_options
 from profiler.trace.kernels import PIPE_BUSY_NOTE
 from profiler.trace.summary import json_safe
@@ -61,9 +62,29 @@ def write_benchmark(
     offsets: list[GpuOffset] | None = None,
 ) -> list[Path]:
     csv_path, md_path = sweep_dir / "benchmark.csv", sweep_dir / "benchmark.md"
-    write_text_atomic(csv_path, integer_counts(frame).to_csv(index=False, float_format=CSV_FLOATS))
+    table = integer_counts(csv_table(frame))
+    write_text_atomic(csv_path, table.to_csv(index=False, float_format=CSV_FLOATS))
     write_text_atomic(md_path, markdown(frame, manifest, offsets))
     return [csv_path, md_path]
+
+
+def csv_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """benchmark.csv's table: the frame with each cell's verdicts in words (verdict_note) in
+    place of their records (profiler.analysis.benchmark.benchmark_frame)."""
+    if "verdicts" not in frame:
+        return frame
+    table = frame.drop(columns="verdicts")
+    table.insert(list(frame.columns).index("verdicts"), "verdict_note", note_texts(frame))
+    return table
+
+
+def note_texts(frame: pd.DataFrame) -> list[str]:
+    """Each cell's verdict_note: written from its verdicts record, or the text of a table read
+    back from a benchmark.csv."""
+    if "verdicts" in frame:
+        return [verdict_note(v if isinstance(v, TimedVerdicts) else None) for v in frame.verdicts]
+    notes = frame["verdict_note"] if "verdict_note" in frame else [""] * len(frame)
+    return [note if isinstance(note, str) else "" for note in notes]
 
 
 def markdown(
@@ -153,7 +174,8 @@ def _md_shown(frame: pd.DataFrame, gpu_time: bool) -> pd.DataFrame:
             shown.at[r.Index, column] = "" if text == "-" else text
     at = list(shown.columns).index("speedup")
     figures = _md_figures(frame, gpu_time)
-    shown = shown.drop(columns=[*SPEEDUP_COLUMNS, *GPU_SPEEDUP_COLUMNS, "verdict_note"])
+    notes = [c for c in ("verdicts", "verdict_note") if c in shown]
+    shown = shown.drop(columns=[*SPEEDUP_COLUMNS, *GPU_SPEEDUP_COLUMNS, *notes])
     for offset, (name, cells) in enumerate(figures.items()):
         shown.insert(at + offset, name, cells)
     return shown
@@ -278,9 +300,9 @@ def verdict_notes(frame: pd.DataFrame, manifest: SweepManifest) -> list[tuple[st
     """(cell, note) for every cell whose verdicts carry a note (launch-bound, the lever, the
     processes the latency needs, a disagreement between the figures)."""
     return [
-        (_label(r, manifest), r.verdict_note)
-        for r in frame.itertuples()
-        if isinstance(r.verdict_note, str) and r.verdict_note
+        (_label(r, manifest), note)
+        for r, note in zip(frame.itertuples(), note_texts(frame))
+        if note
     ]
 
 

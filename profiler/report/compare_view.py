@@ -36,7 +36,13 @@ from profiler.report.fmt import (
     with_unit,
 )
 from profiler.report.phases_view import compare_phases_table, compare_positions_table
-from profiler.report.sentences import explanation_line, fdr_note, verdict_method
+from profiler.report.sentences import (
+    explanation_line,
+    fdr_note,
+    gpu_state_line,
+    note_lines,
+    verdict_method,
+)
 from profiler.trace.diff import BOTH, ONLY_A, ONLY_B, Diff
 from profiler.trace.summary import Summary
 
@@ -609,7 +615,7 @@ def undecided_note(verdict: Verdict) -> str:
 def verdict_notes(t: CompareTimed) -> list[str]:
     """The lines that say how to read the two verdicts (launch-bound, the lever, the processes
     the latency needs, a disagreement), then what to do about each undecided one."""
-    lines = list(t.verdicts.lines if t.verdicts else [])
+    lines = note_lines(t.verdicts) if t.verdicts else []
     for figure, _, verdict in verdict_entries(t):
         if verdict and verdict.verdict == "undecided":
             lines.append(f"{figure_short(figure)} undecided: {undecided_note(verdict)}")
@@ -643,4 +649,4 @@ def print_explanation(e: Explanation, console: Console) -> None:
         highlight=False,
     )
     for side, state in (("A", e.gpu_state_a), ("B", e.gpu_state_b)):
-        console.print(escape(state.replace("GPU state:", f"GPU state {side}:", 1)), highlight=False)
+        console.print(escape(gpu_state_line(state, side)), highlight=False)

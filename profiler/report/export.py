@@ -17,6 +17,7 @@ from profiler.fsutil import atomic_path, write_text_atomic, write_with
 from profiler.report.advice_view import line
 from profiler.report.fmt import md_figure, mib, ms_unit, pct, tenths
 from profiler.report.insight_view import roofline_line, to_dict as insight_dict
+from profiler.report.sentences import gpu_state_line
 from profiler.trace.kernels import PIPE_BUSY_NOTE, TC_KERNELS_LABEL
 from profiler.trace.overview import DEFINERS
 from profiler.trace.summary import Summary, json_safe
@@ -124,7 +125,7 @@ def headline_markdown(headline: Headline) -> list[str]:
             "(not a latency to quote)"
         )
     lines.append(f"- config: {headline.config}")
-    lines.append(f"- {headline.gpu_state.line}")
+    lines.append(f"- {gpu_state_line(headline.gpu_state)}")
     lines += [f"- warning: {w}" for w in (window.warnings if window else [])]
     return lines + [""]
 

@@ -20,6 +20,7 @@ from profiler.report.fmt import (
     trimmed,
     window_flags,
 )
+from profiler.report.sentences import gpu_state_line
 from profiler.runs.result import GpuCompute
 
 
@@ -48,7 +49,7 @@ def print_headline(data: Headline, console: Console) -> None:
     if gpu_line:
         console.print(escape(gpu_line), highlight=False, soft_wrap=True)
     console.print(f"config: {escape(data.config)}", highlight=False)
-    console.print(escape(data.gpu_state.line), highlight=False)
+    console.print(escape(gpu_state_line(data.gpu_state)), highlight=False)
     for warning in (data.noise.warnings if data.noise else None) or []:
         console.print(f"[bold yellow]warning:[/] {escape(warning)}", highlight=False)
 

@@ -58,7 +58,7 @@ from profiler.report.fmt import (
     window_flags,
     with_unit,
 )
-from profiler.report.sentences import explanation_line, verdict_method
+from profiler.report.sentences import explanation_line, gpu_state_line, verdict_method
 from profiler.runs.result import RunResult
 
 CSS = """
@@ -257,7 +257,7 @@ def _state_row(result: RunResult) -> tuple[str, object]:
     """The timed window's GPU state; a CPU run's host load."""
     state = gpu_state_of(result)
     if not result.device.startswith("cpu"):
-        return "GPU state (timed window)", state.line().removeprefix("GPU state: ")
+        return "GPU state (timed window)", gpu_state_line(state).removeprefix("GPU state: ")
     load = state.load_average
     return "host load (timed window)", None if load is None else host_load(load[0]) + (
         f" on {state.cpus} CPUs" if state.cpus else ""
@@ -323,7 +323,7 @@ def explanation_block(e: Explanation | None) -> str | None:
         return None
     line = explanation_line(e, short=True)
     return f"<p><b>{escape(e.cause)}</b>: {escape(line)}</p>" + "".join(
-        note(state.replace("GPU state:", f"GPU state {side}:", 1))
+        note(gpu_state_line(state, side))
         for side, state in (("A", e.gpu_state_a), ("B", e.gpu_state_b))
     )
 

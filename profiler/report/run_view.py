@@ -33,6 +33,7 @@ from profiler.report.fmt import (
     window_flags,
 )
 from profiler.report.headline_view import gpu_compute_line
+from profiler.report.sentences import gpu_state_line
 from profiler.runs.layout import RESULT_FILE
 from profiler.runs.result import Generation, Numerics, RunResult
 
@@ -141,7 +142,7 @@ def _print_how_timed(result: RunResult, console: Console) -> None:
         f"{'on' if result.precision and result.precision.tf32 else 'off'}",
         highlight=False,
     )
-    console.print(escape(gpu_state_of(result).line()), highlight=False)
+    console.print(escape(gpu_state_line(gpu_state_of(result))), highlight=False)
     gpu_line = gpu_compute_line(gpu_compute_figures(result), timing.p50_ms)
     if gpu_line:
         console.print(escape(gpu_line), highlight=False, soft_wrap=True)

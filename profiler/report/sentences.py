@@ -1,10 +1,14 @@
-"""The sentences the views write from the analysis' records: how a verdict was reached, why two
-runs differ, the roofline chart's labels and title, and what would lower this machine's noise
-floor. The records carry the reasons and the figures; the words, and every number in them
-(spelled by profiler.report.fmt), are written here, once, for the terminal, Markdown and HTML.
+"""The sentences the views write from the analysis' records: how a verdict was reached, how to
+read two verdicts (launch-bound, the lever, a disagreement), why two runs differ, the GPU's
+state around a timed window, the roofline chart's labels and title, and what would lower this
+machine's noise floor. The records carry the reasons and the figures; the words, and every
+number in them (spelled by profiler.report.fmt), are written here, once, for the terminal,
+Markdown, HTML and a sweep's benchmark.csv.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from profiler import units
 from profiler.analysis.difference import (
@@ -17,10 +21,30 @@ from profiler.analysis.difference import (
     NONE,
 )
 from profiler.analysis.floor import Tip
-from profiler.analysis.records import Difference, Explanation, KernelShare, Verdict
-from profiler.analysis.roofline import MIN_BYTES_LABEL, Roof, RooflineChart
+from profiler.analysis.records import (
+    Difference,
+    Explanation,
+    GpuStateFigures,
+    KernelShare,
+    TimedVerdicts,
+    Verdict,
+)
+from profiler.analysis.timed_verdict import LATENCY_TARGET, LEVER
 from profiler.analysis.verdict import MAX_FLOOR
-from profiler.report.fmt import change_pct, pct, plain, rounded, thousands
+from profiler.report.fmt import (
+    change_pct,
+    host_load,
+    ms_plain,
+    pct,
+    plain,
+    rounded,
+    thousands,
+)
+
+if TYPE_CHECKING:  # the roofline module imports pandas: a run's views import none
+    from profiler.analysis.roofline import Roof, RooflineChart
+from profiler.runs.gpu_record import GpuState
+from profiler.runs.samples import LAUNCH_BOUND, LAUNCH_BOUND_SHARE
 from profiler.trace.rules import distinct_short_names
 
 # --- a verdict (profiler.analysis.verdict)
@@ -86,6 +110,62 @@ def fdr_note(v: Verdict) -> str | None:
     if v.fdr_comparisons is None or v.fdr_q is None:
         return None
     return f"Benjamini-Hochberg over {v.fdr_comparisons} comparisons, q = {plain(v.fdr_q)}"
+
+
+# --- how to read two verdicts (profiler.analysis.timed_verdict)
+
+
+def note_lines(v: TimedVerdicts) -> list[str]:
+    """What to read and why, in words: each launch-bound config with the figures that make it
+    so, the lever and the processes the latency would need, and a disagreement of the two
+    figures (profiler.analysis.timed_verdict's module doc)."""
+    launch = [
+        (label, bound)
+        for label, bound in (("A", v.bound_a), ("B", v.bound_b))
+        if bound.word == LAUNCH_BOUND
+    ]
+    lines = [
+        f"launch-bound ({label}): enqueue p90 {ms_plain(bound.enqueue_p90_ms)} ms >= "
+        f"{plain(LAUNCH_BOUND_SHARE)} x GPU time {ms_plain(bound.gpu_p50_ms)} "
+        f"ms in {bound.launch_bound_processes} of {bound.classified_processes} "
+        "processes: the host paces the call, so its latency spreads with the host"
+        for label, bound in launch
+    ]
+    if launch:
+        lines.append(_lever_line(v))
+    latency, gpu = v.latency, v.gpu_time
+    if v.disagree and latency is not None and gpu is not None:  # disagree: both decided
+        why = (
+            "the host's launches, not the GPU's work, decide what the caller waits"
+            if launch
+            else "check the GPU state of both runs (clocks, other tenants)"
+        )
+        lines.append(
+            f"the two figures disagree: latency says {latency.verdict}, GPU time says "
+            f"{gpu.verdict}: {why}"
+        )
+    elif v.split and latency is not None and gpu is not None:
+        lines.append(f"latency says {latency.verdict}, GPU time says {gpu.verdict}")
+    return lines
+
+
+def _lever_line(v: TimedVerdicts) -> str:
+    """A launch-bound comparison's lever, after the processes the latency would need."""
+    lever = f"`{LEVER}` replays the call without launches"
+    if v.cuda_graphs_ms is not None:
+        lever += f" (measured: {ms_plain(v.cuda_graphs_ms)} ms)"
+    needed = v.latency_processes_for_5pct
+    if needed is None:
+        return lever
+    return (
+        f"the latency verdict would need about {needed} processes a side for "
+        f"±{plain(100 * LATENCY_TARGET)} %; the GPU-time verdict holds with these; {lever}"
+    )
+
+
+def verdict_note(v: TimedVerdicts | None) -> str:
+    """The lines in one: a sweep's benchmark.csv column verdict_note ("" without verdicts)."""
+    return "; ".join(note_lines(v)) if v is not None else ""
 
 
 # --- why two runs differ (profiler.analysis.difference)
@@ -175,6 +255,38 @@ def _time_lines(d: Difference, configs: str | None) -> list[str]:
     return lines
 
 
+# --- the GPU's state around a timed window (profiler.runs.gpu_record.GpuState)
+
+
+def gpu_state_line(state: GpuState | GpuStateFigures, side: str = "") -> str:
+    """One line for a person: the GPU, its SM clock, temperature and power before -> after,
+    the throttle reasons and the host's load (``side``: "A" or "B" of a compare)."""
+    load = state.load_average
+    host = (
+        ""
+        if load is None
+        else f"host load {host_load(load[0])}" + (f" on {state.cpus} CPUs" if state.cpus else "")
+    )
+    head = f"GPU state {side}:" if side else "GPU state:"
+    if state.not_recorded:
+        return f"{head} not recorded ({state.not_recorded})" + (f"; {host}" if host else "")
+    parts = [state.device or "GPU"]
+    if state.sm_clock_mhz is not None:
+        peak = f" of {state.max_sm_clock_mhz}" if state.max_sm_clock_mhz else ""
+        parts.append(f"SM {rounded(state.sm_clock_mhz)}{peak} MHz")
+    ends = [s for s in (state.before, state.after) if s is not None]
+    temps = [s.temperature_c for s in ends if s.temperature_c is not None]
+    if temps:
+        parts.append(" -> ".join(f"{t} C" for t in temps))
+    power = [s.power_w for s in ends if s.power_w is not None]
+    if power:
+        parts.append(" -> ".join(f"{rounded(p)} W" for p in power))
+    parts.append("throttle: " + (", ".join(state.throttle_reasons) or "none"))
+    if host:
+        parts.append(host)
+    return f"{head} " + ", ".join(parts)
+
+
 # --- the roofline chart (profiler.analysis.roofline.chart_data)
 
 
@@ -192,6 +304,8 @@ def roof_label(roof: Roof) -> str:
 
 
 def roofline_title(chart: RooflineChart) -> str:
+    from profiler.analysis.roofline import MIN_BYTES_LABEL
+
     return (
         f"Roofline, each point against its precision's roof; bytes: {MIN_BYTES_LABEL}, "
         f"not measured (ceilings: {', '.join(chart.sources)})"

@@ -35,6 +35,7 @@ from profiler.report.fmt import (
     times,
     trimmed,
 )
+from profiler.report.sentences import note_lines
 
 #: no experiment measured GPU time
 NO_GPU_TIME = (
@@ -245,7 +246,7 @@ def _print_row_notes(r, console: Console) -> None:
             highlight=False,
             soft_wrap=True,
         )
-    for line in r.verdict_lines:
+    for line in note_lines(r.verdicts) if r.verdicts else []:
         console.print(f"  [yellow]note[/] ({escape(r.label)}): {escape(line)}", highlight=False)
     if r.kernels and (r.kernels.top_gone or r.kernels.top_added):
         console.print(
@@ -425,7 +426,7 @@ def _unmeasured_columns(rows) -> list[str]:
 
 def _verdict_notes(rows) -> list[str]:
     """How to read the verdicts: what was not measured, each experiment's notes, the FDR."""
-    notes = [f"{r.label}: {line}" for r in rows for line in r.verdict_lines]
+    notes = [f"{r.label}: {line}" for r in rows if r.verdicts for line in note_lines(r.verdicts)]
     if not has_gpu_time(rows) and has_kernels(rows) and any(r.verdict is not None for r in rows):
         notes.insert(0, NO_GPU_TIME)
     if sum(r.verdict is not None for r in rows) > 1:

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import msgspec
 
-from profiler import units
-
 
 class GpuSample(msgspec.Struct, frozen=True):
     """One NVML reading; a field the GPU does not report is None."""
@@ -58,31 +56,3 @@ class GpuState(msgspec.Struct, frozen=True):
                 if reason != "gpu_idle" and reason not in seen:
                     seen.append(reason)
         return seen
-
-    def line(self) -> str:
-        """One line for a person."""
-        host = (
-            ""
-            if self.load_average is None
-            else (
-                f"host load {units.host_load(self.load_average[0])}"
-                + (f" on {self.cpus} CPUs" if self.cpus else "")
-            )
-        )
-        if self.not_recorded:
-            return f"GPU state: not recorded ({self.not_recorded})" + (f"; {host}" if host else "")
-        parts = [self.device or "GPU"]
-        if self.sm_clock_mhz is not None:
-            peak = f" of {self.max_sm_clock_mhz}" if self.max_sm_clock_mhz else ""
-            parts.append(f"SM {units.rounded(self.sm_clock_mhz)}{peak} MHz")
-        ends = [s for s in (self.before, self.after) if s is not None]
-        temps = [s.temperature_c for s in ends if s.temperature_c is not None]
-        if temps:
-            parts.append(" -> ".join(f"{t} C" for t in temps))
-        power = [s.power_w for s in ends if s.power_w is not None]
-        if power:
-            parts.append(" -> ".join(f"{units.rounded(p)} W" for p in power))
-        parts.append("throttle: " + (", ".join(self.throttle_reasons) or "none"))
-        if host:
-            parts.append(host)
-        return "GPU state: " + ", ".join(parts)
