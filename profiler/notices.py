@@ -2,7 +2,10 @@
 that is not a positive number, a processes.csv that contradicts its result.json. The code that
 finds it raises a Python warning (``Notice``: said as ``warning:``; ``Note``: said as
 ``note:``), so the Python API sees ordinary warnings; the CLI says each one once per command,
-as one line on stderr (``told``), however many cells or sides read the same file."""
+as one line on stderr (``told``), however many cells or sides read the same file.
+
+Long work says how far it is with ``progress`` (reading a trace of gigabytes): inside ``told``
+a line on stderr, left out like a note by -q/--quiet; the Python API hears nothing."""
 
 from __future__ import annotations
 
@@ -22,6 +25,17 @@ class Note(Notice):
     -q/--quiet)."""
 
     word = "note"
+
+
+#: who hears ``progress``: the innermost ``told``'s say (none outside one)
+_LISTENERS: list[Callable[[str], None]] = []
+
+
+def progress(text: str) -> None:
+    """One line of progress of long work, said as it is (no ``note:`` word) where a command
+    listens (``told``, not with -q); nothing elsewhere."""
+    for listener in _LISTENERS[-1:]:
+        listener(text)
 
 
 def warn(text: str) -> None:
@@ -52,4 +66,8 @@ def told(say: Callable[[str], None], quiet: Callable[[], bool] = lambda: False) 
             return None
 
         warnings.showwarning = show
-        yield
+        _LISTENERS.append(lambda text: None if quiet() else say(text))
+        try:
+            yield
+        finally:
+            _LISTENERS.pop()

@@ -1,26 +1,37 @@
-"""Decoded events -> numpy columns: ``ColumnBuilder`` turns chunks of ``Complete`` Structs into
-columns, interning names and threads into numbered tables (``Trace.names``), so a GB-sized trace
-never exists as millions of Python dicts; ``finish`` makes the Trace."""
+"""Decoded events -> numpy columns: ``ColumnBuilder`` turns pieces of ``Complete`` Structs into
+columns, interning names and threads into numbered tables (``Trace.names``) and kernels' launch
+configurations into a table of the distinct ones, so a GB-sized trace never exists as millions
+of Python objects; ``merged`` joins builders that read parts of one file (halves.py), and
+``finish`` makes the Trace.
+
+What is kept per event is what the tables read per event: one row per complete event of a kind
+the analyses know (``EVENT_COLUMNS``), in the narrowest integer type its ids fit (``_narrow``),
+and for a kernel one int32, the number of its launch configuration. Everything else is counted
+or stored once: events of other 'ph' (flows, instants, counters, metadata) are never decoded
+beyond their tag, complete events of an unknown category are counted per (cat, pid), names,
+threads, categories and launch configurations are tables of their distinct values.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass, field
 from itertools import compress
 from operator import attrgetter
 from pathlib import Path
-from typing import TypedDict, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
 
-from profiler.trace.decode import NO_ARGS, Args, Complete, field_name
-from profiler.trace.excluded import impossible_rows, without_rows
-from profiler.trace.record import Trace
-from profiler.trace.schema import ARG_COLUMNS, KIND, KIND_CODE, ArgColumn, DeviceProperties
+from profiler.trace.decode import NO_ARGS, Complete, field_name
+from profiler.trace.excluded import impossible_rows
+from profiler.trace.record import KernelLaunch, Trace
+from profiler.trace.schema import ARG_COLUMNS, KIND, KIND_CODE, DeviceProperties
 
-EVENT_COLUMNS = ("kind", "name_id", "thread", "ts", "dur") + tuple(
-    c.column for c in ARG_COLUMNS if not c.kernels_only
-)
+#: the int columns filled from args for every event (the kernels' launch columns aside)
+ID_COLUMNS = tuple(c.column for c in ARG_COLUMNS if not c.kernels_only)
+EVENT_COLUMNS = ("kind", "name_id", "thread", "ts", "dur") + ID_COLUMNS
 KERNEL_COLUMNS = tuple(c.column for c in ARG_COLUMNS if c.kernels_only and c.type != "dim3") + (
     "grid_x",
     "grid_y",
@@ -29,6 +40,9 @@ KERNEL_COLUMNS = tuple(c.column for c in ARG_COLUMNS if c.kernels_only and c.typ
     "block_y",
     "block_z",
 )
+#: the narrowest type an id column is stored in (wider where its values need it)
+_SMALLEST = {"external_id": np.int32, "correlation": np.int32, "device": np.int16}
+_INT_TYPES = (np.int16, np.int32, np.int64)
 
 
 _K = TypeVar("_K")
@@ -45,40 +59,66 @@ class _Interner(dict[_K, int]):
 
 _CAT, _NAME, _PID, _TID = (attrgetter(a) for a in ("cat", "name", "pid", "tid"))
 _TS, _DUR = attrgetter("ts"), attrgetter("dur")
+#: (column, key position) -> the getter of that args key, from the event
 _ARG_GETTERS = {
-    (c.column, i): attrgetter(field_name(c, i)) for c in ARG_COLUMNS for i in range(len(c.keys))
+    (c.column, i): attrgetter(f"args.{field_name(c, i)}")
+    for c in ARG_COLUMNS
+    for i in range(len(c.keys))
 }
+#: every args key of the launch columns, in ARG_COLUMNS order: a kernel's configuration
+_LAUNCH_KEYS = [(c, i) for c in ARG_COLUMNS if c.kernels_only for i in range(len(c.keys))]
+_CONFIG = attrgetter(*(f"args.{field_name(c, i)}" for c, i in _LAUNCH_KEYS))
 
 
-class BuilderState(TypedDict):
-    """A ColumnBuilder's names, threads, counts and columns (``state``; picklable)."""
+@dataclass
+class _Mark:
+    """Where one chunk of the file ended in a builder: its number and the sizes of the builder's
+    parts and tables after it (halves.py reads a file's chunks in two processes)."""
+
+    chunk: int
+    parts: int
+    names: int
+    threads: int
+    cats: int
+    configs: int
+
+
+@dataclass
+class BuilderState:
+    """A ColumnBuilder's tables, counts, parts and chunk marks (picklable)."""
 
     names: list[str]
     threads: list[tuple[int | str, int | str]]
-    categories: dict[str, int]
+    cats: list[str]
+    cat_counts: np.ndarray
+    configs: list[tuple[Any, ...]]
     unread: Counter[tuple[str, int | str]]
     parts: list[dict[str, np.ndarray]]
-    kernel_parts: list[dict[str, np.ndarray]]
-    rows: int
+    marks: list[_Mark] = field(default_factory=list)
 
 
 class ColumnBuilder:
-    """Turns chunks of decoded events into numpy columns; interns names and threads.
+    """Turns pieces of decoded events into numpy columns; interns names, threads, categories
+    and kernel launch configurations.
 
-    Each column is one C-level pass (``map`` + ``np.fromiter``) over the chunk's Structs: per
+    Each column is one C-level pass (``map`` + ``np.fromiter``) over the piece's Structs: per
     event Python work is what dominates loading, so there is no per-event Python code here
-    beyond the ``ph`` filter."""
+    beyond the selections by kind."""
 
     def __init__(self) -> None:
         self.name_ids: _Interner[str] = _Interner()
         self.thread_ids: _Interner[tuple[int | str, int | str]] = _Interner()
         self.cat_ids: _Interner[str] = _Interner()
+        self.config_ids: _Interner[tuple[Any, ...]] = _Interner()
         self.cat_counts = np.zeros(0, dtype=np.int64)
         self.kind_of_cat = np.zeros(0, dtype=np.int8)
         self.unread: Counter[tuple[str, int | str]] = Counter()
         self.parts: list[dict[str, np.ndarray]] = []
-        self.kernel_parts: list[dict[str, np.ndarray]] = []
-        self.offset = 0
+        self.marks: list[_Mark] = []
+
+    @property
+    def rows(self) -> int:
+        return sum(len(p["kind"]) for p in self.parts)
 
     def add(self, complete: list[Complete]) -> None:
         cat_codes = np.fromiter(
@@ -113,113 +153,87 @@ class ColumnBuilder:
             "ts": np.fromiter(map(_TS, kept), dtype=np.float64, count=n),
             "dur": np.fromiter(map(_DUR, kept), dtype=np.float64, count=n),
         }
+        try:
+            self._args_columns(part, kept, kinds)
+        except AttributeError:  # an explicit "args": null; read as no args
+            for event in kept:
+                if event.args is None:
+                    event.args = NO_ARGS
+            self._args_columns(part, kept, kinds)
+        self.parts.append(part)
+
+    def _args_columns(
+        self, part: dict[str, np.ndarray], kept: list[Complete], kinds: np.ndarray
+    ) -> None:
+        """The id columns and the kernels' configuration numbers of a piece, into ``part``."""
         # Python function events carry none of ARG_COLUMNS' keys (their args are the Python
         # ids of the call tree), and they are often half of a trace: their columns stay absent
-        args_rows = np.flatnonzero(kinds != KIND["python"])
-        if len(args_rows) == n:
-            args = [e.args or NO_ARGS for e in kept]  # a Struct is always true: None -> default
-        else:
-            args = [e.args or NO_ARGS for e in map(kept.__getitem__, args_rows.tolist())]
-        for column in ARG_COLUMNS:
-            if not column.kernels_only:
-                part[column.column] = _absent_where_not(args_rows, n, _arg_column(args, column))
-
+        python = kinds == KIND["python"]
+        rows = np.flatnonzero(~python) if python.any() else None
+        items = kept if rows is None else list(compress(kept, (~python).tolist()))
+        for column in ID_COLUMNS:
+            values = _int_column(items, column)
+            if rows is not None:
+                spread = np.full(len(kept), -1, dtype=values.dtype)
+                spread[rows] = values
+                values = spread
+            part[column] = _narrow(values, _SMALLEST.get(column, np.int16))
         kernel_rows = np.flatnonzero(kinds == KIND["kernel"])
         if len(kernel_rows):
-            self.kernel_parts.append(self._kernel_part(kernel_rows, args_rows, args))
-        self.parts.append(part)
-        self.offset += n
+            kernels = list(compress(kept, (kinds == KIND["kernel"]).tolist()))
+            part["kernel_row"] = kernel_rows.astype(np.int32)
+            part["config"] = np.fromiter(
+                map(self.config_ids.__getitem__, map(_CONFIG, kernels)),
+                dtype=np.int32,
+                count=len(kernels),
+            )
 
-    def _kernel_part(
-        self, kernel_rows: np.ndarray, args_rows: np.ndarray, args: list[Args]
-    ) -> dict[str, np.ndarray]:
-        """The launch configuration columns of a chunk's kernel rows (``args``: those of the
-        chunk's ``args_rows``)."""
-        kargs = [args[i] for i in np.searchsorted(args_rows, kernel_rows).tolist()]
-        kpart: dict[str, np.ndarray] = {"row": kernel_rows + self.offset}
-        for column in ARG_COLUMNS:
-            if not column.kernels_only:
-                continue
-            if column.type == "dim3":
-                dims = _dim3_column(list(map(_ARG_GETTERS[column.column, 0], kargs)))
-                for axis, letter in enumerate("xyz"):
-                    kpart[f"{column.column}_{letter}"] = dims[:, axis]
-            else:
-                kpart[column.column] = _arg_column(kargs, column)
-        return kpart
+    def mark(self, chunk: int) -> None:
+        """The events added so far end chunk number ``chunk`` of the file."""
+        self.marks.append(
+            _Mark(
+                chunk,
+                len(self.parts),
+                len(self.name_ids),
+                len(self.thread_ids),
+                len(self.cat_ids),
+                len(self.config_ids),
+            )
+        )
 
     def state(self) -> BuilderState:
-        """What ``append_state`` needs of this builder (picklable)."""
-        return {
-            "names": list(self.name_ids),
-            "threads": list(self.thread_ids),
-            "categories": dict(zip(self.cat_ids, self.cat_counts.tolist())),
-            "unread": self.unread,
-            "parts": self.parts,
-            "kernel_parts": self.kernel_parts,
-            "rows": self.offset,
-        }
-
-    def append_state(self, later: BuilderState) -> None:
-        """Append the columns of the events that follow this builder's (another builder's
-        ``state``), renumbering names and threads as if this builder had read them."""
-        name_id = np.fromiter(
-            map(self.name_ids.__getitem__, later["names"]),
-            dtype=np.int32,
-            count=len(later["names"]),
+        """What ``merged`` needs of this builder (picklable)."""
+        return BuilderState(
+            names=list(self.name_ids),
+            threads=list(self.thread_ids),
+            cats=list(self.cat_ids),
+            cat_counts=self.cat_counts,
+            configs=list(self.config_ids),
+            unread=self.unread,
+            parts=self.parts,
+            marks=self.marks,
         )
-        thread = np.fromiter(
-            map(self.thread_ids.__getitem__, later["threads"]),
-            dtype=np.int32,
-            count=len(later["threads"]),
-        )
-        cat_codes = [self.cat_ids[cat] for cat in later["categories"]]
-        counts = np.zeros(len(self.cat_ids), dtype=np.int64)
-        counts[: len(self.cat_counts)] = self.cat_counts
-        np.add.at(counts, cat_codes, list(later["categories"].values()))
-        self.cat_counts = counts
-        self.unread.update(later["unread"])
-        for part in later["parts"]:
-            part["name_id"] = name_id[part["name_id"]]
-            part["thread"] = thread[part["thread"]]
-            self.parts.append(part)
-        for kpart in later["kernel_parts"]:
-            kpart["row"] = kpart["row"] + self.offset
-            self.kernel_parts.append(kpart)
-        self.offset += later["rows"]
 
     def finish(self, path: Path, devices: dict[int, DeviceProperties]) -> Trace:
-        if self.parts:
-            # copy=False: the frame keeps these fresh arrays rather than copying them into
-            # 2-D blocks (a second ~100 MB of fresh memory, slow to touch on a VM)
-            events = pd.DataFrame(
-                {c: np.concatenate([p[c] for p in self.parts]) for c in EVENT_COLUMNS}, copy=False
-            )
-        else:
-            events = pd.DataFrame({c: np.array([], dtype=np.float64) for c in EVENT_COLUMNS})
-            events["kind"] = events["kind"].astype(np.int8)
-            for c in ("name_id", "thread"):
-                events[c] = events[c].astype(np.int32)
-            for c in EVENT_COLUMNS[5:]:
-                events[c] = events[c].astype(np.int64)
-        if self.kernel_parts:
-            rows = np.concatenate([p["row"] for p in self.kernel_parts])
-            launch = pd.DataFrame(
-                {c: np.concatenate([p[c] for p in self.kernel_parts]) for c in KERNEL_COLUMNS},
-                index=rows,
-                copy=False,
-            )
-        else:
-            launch = pd.DataFrame({c: np.array([], dtype=np.float64) for c in KERNEL_COLUMNS})
+        """The Trace; the parts are consumed (each column's pieces freed once it is joined)."""
+        launch = KernelLaunch(
+            rows=_kernel_rows(self.parts),
+            config=_concat([p["config"] for p in self.parts if "config" in p], np.int32),
+            configs=_configs_table(list(self.config_ids)),
+        )
+        events = _joined(self.parts)
+        self.parts = []
         names = np.empty(len(self.name_ids), dtype=object)
         names[:] = list(self.name_ids)
         excluded = impossible_rows(events)
         if excluded:
-            events, launch = without_rows(events, launch, excluded.pop("_rows"))
+            keep = ~excluded.pop("_rows")
+            events = events[keep].reset_index(drop=True)
+            launch = launch.without(keep)
         return Trace(
             path=path,
             events=events,
-            kernel_launch=launch,
+            launch=launch,
             names=names,
             threads=list(self.thread_ids),
             devices=devices,
@@ -232,63 +246,174 @@ class ColumnBuilder:
         )
 
 
+def merged(states: list[BuilderState]) -> ColumnBuilder:
+    """One builder from builders that read the chunks of one file (each its own, in order):
+    names, threads, categories and configurations numbered as one builder reading the chunks
+    in order would have numbered them, the parts in chunk order."""
+    out = ColumnBuilder()
+    tables = (
+        ("names", "name_ids"),
+        ("threads", "thread_ids"),
+        ("cats", "cat_ids"),
+        ("configs", "config_ids"),
+    )
+    maps = [{t: np.zeros(len(getattr(s, t)), dtype=np.int32) for t, _ in tables} for s in states]
+    order = sorted((m.chunk, i, k) for i, s in enumerate(states) for k, m in enumerate(s.marks))
+    # first the numbering: the values a chunk met first, in the order its builder met them
+    for _, i, k in order:
+        state, mark = states[i], states[i].marks[k]
+        before = states[i].marks[k - 1] if k else None
+        for table, interner_name in tables:
+            interner = getattr(out, interner_name)
+            values = getattr(state, table)
+            start = getattr(before, table) if before else 0
+            for local in range(start, getattr(mark, table)):
+                maps[i][table][local] = interner[values[local]]
+    # then the parts, renumbered where a builder's numbers are not the merged ones
+    for _, i, k in order:
+        state, mark = states[i], states[i].marks[k]
+        start = states[i].marks[k - 1].parts if k else 0
+        renumber = {
+            column: maps[i][table]
+            for column, table in (
+                ("name_id", "names"),
+                ("thread", "threads"),
+                ("config", "configs"),
+            )
+            if not np.array_equal(maps[i][table], np.arange(len(maps[i][table])))
+        }
+        for part in state.parts[start : mark.parts]:
+            for column, table_map in renumber.items():
+                if column in part:
+                    part[column] = table_map[part[column]]
+            out.parts.append(part)
+    out.cat_counts = np.zeros(len(out.cat_ids), dtype=np.int64)
+    for i, state in enumerate(states):
+        np.add.at(out.cat_counts, maps[i]["cats"][: len(state.cat_counts)], state.cat_counts)
+        out.unread.update(state.unread)
+    out.kind_of_cat = np.array([KIND_CODE.get(c, -1) for c in out.cat_ids], dtype=np.int8)
+    return out
+
+
+def _concat(arrays: list[np.ndarray], dtype: type[np.generic]) -> np.ndarray:
+    return np.concatenate(arrays) if arrays else np.array([], dtype=dtype)
+
+
+def _joined(parts: list[dict[str, np.ndarray]]) -> pd.DataFrame:
+    """The events frame of the parts, one column at a time (each column's pieces are freed
+    once it is joined, so the parts and the frame are never both held whole)."""
+    if not parts:
+        events = pd.DataFrame({c: np.array([], dtype=np.float64) for c in EVENT_COLUMNS})
+        events["kind"] = events["kind"].astype(np.int8)
+        for c in ("name_id", "thread"):
+            events[c] = events[c].astype(np.int32)
+        for c in ID_COLUMNS:
+            events[c] = events[c].astype(_SMALLEST.get(c, np.int16))
+        return events
+    columns = {}
+    for column in EVENT_COLUMNS:
+        columns[column] = np.concatenate([p[column] for p in parts])
+        for p in parts:
+            del p[column]
+    # copy=False: the frame keeps these fresh arrays rather than copying them into 2-D blocks
+    return pd.DataFrame(columns, copy=False)
+
+
+def _kernel_rows(parts: list[dict[str, np.ndarray]]) -> np.ndarray:
+    """The row in the joined events of each kernel (parts' ``kernel_row`` are within a part)."""
+    rows, offset = [], 0
+    for p in parts:
+        if "kernel_row" in p:
+            rows.append(p["kernel_row"].astype(np.int64) + offset)
+        offset += len(p["kind"])
+    return _concat(rows, np.int64)
+
+
+def _configs_table(configs: list[tuple[Any, ...]]) -> pd.DataFrame:
+    """The launch columns of each distinct configuration (KERNEL_COLUMNS): ints -1 and floats
+    nan where absent, a dim3 padded with 1s (0s when absent)."""
+    values = dict(zip(_LAUNCH_KEYS, zip(*configs))) if configs else {}
+    table: dict[str, np.ndarray] = {}
+    for column in ARG_COLUMNS:
+        if not column.kernels_only:
+            continue
+        keys = [values.get((column, i), ()) for i in range(len(column.keys))]
+        if column.type == "dim3":
+            dims = np.array([_dim3(v) for v in keys[0]], dtype=np.int64).reshape(-1, 3)
+            for axis, letter in enumerate("xyz"):
+                table[f"{column.column}_{letter}"] = dims[:, axis]
+        elif column.type == "int":
+            table[column.column] = np.array(
+                [next((v for v in map(_int_value, row) if v != -1), -1) for row in zip(*keys)],
+                dtype=np.int64,
+            ).reshape(-1)
+        else:
+            table[column.column] = np.array(
+                [next((v for v in map(_float_value, row) if v == v), np.nan) for row in zip(*keys)],
+                dtype=np.float64,
+            ).reshape(-1)
+    return pd.DataFrame({c: table[c] for c in KERNEL_COLUMNS})
+
+
+def _int_value(value: Any) -> int:
+    """An int args value as stored: -1 when absent (null) or beyond 64 bits."""
+    if value is None or not -(2**63) <= value < 2**63:
+        return -1
+    return int(value)
+
+
+def _float_value(value: Any) -> float:
+    return np.nan if value is None else float(value)
+
+
+def _int_column(items: list[Complete], column: str) -> np.ndarray:
+    """One id column of the events ``items``: the first of its args keys present wins (-1 =
+    absent: missing, null or beyond 64 bits)."""
+    values = _ints(items, _ARG_GETTERS[column, 0])
+    i = 1
+    while (column, i) in _ARG_GETTERS:  # e.g. the old 'external id' spelling
+        absent = np.flatnonzero(values == -1)
+        if not len(absent):
+            break
+        values[absent] = _ints(
+            list(map(items.__getitem__, absent.tolist())), _ARG_GETTERS[column, i]
+        )
+        i += 1
+    return values
+
+
+def _ints(items: list[Complete], get: attrgetter[Any]) -> np.ndarray:
+    try:
+        return np.fromiter(map(get, items), dtype=np.int64, count=len(items))
+    except (TypeError, OverflowError):  # an explicit null, or an int beyond 64 bits
+        return np.fromiter(map(_int_value, map(get, items)), dtype=np.int64, count=len(items))
+
+
+def _narrow(values: np.ndarray, smallest: type[np.generic]) -> np.ndarray:
+    """``values`` in the first of int16/int32/int64, from ``smallest`` on, that holds them."""
+    if not len(values):
+        return values.astype(smallest)
+    lo, hi = int(values.min()), int(values.max())
+    for dtype in _INT_TYPES[_INT_TYPES.index(smallest) :]:
+        info = np.iinfo(dtype)
+        if info.min <= lo and hi <= info.max:
+            return values.astype(dtype)
+    return values
+
+
 def _span(events: pd.DataFrame, names: np.ndarray) -> tuple[float, float]:
     """The 'PyTorch Profiler (0)' span, or the span of all events."""
-    spans = events[events["kind"] == KIND["trace"]]
-    for name_id, ts, dur in zip(spans["name_id"], spans["ts"], spans["dur"]):
+    trace = np.flatnonzero(events["kind"].to_numpy() == KIND["trace"])
+    ts_all, dur_all = events["ts"].to_numpy(), events["dur"].to_numpy()
+    for name_id, ts, dur in zip(events["name_id"].to_numpy()[trace], ts_all[trace], dur_all[trace]):
         if names[name_id].startswith("PyTorch Profiler"):
             return (float(ts), float(ts + dur))
     if events.empty:
         return (0.0, 0.0)
-    ts, dur = events["ts"].to_numpy(), events["dur"].to_numpy()
-    return (float(ts.min()), float((ts + dur).max()))
+    return (float(ts_all.min()), float((ts_all + dur_all).max()))
 
 
-def _absent_where_not(rows: np.ndarray, n: int, values: np.ndarray) -> np.ndarray:
-    """``values`` of ``rows`` spread over ``n`` rows, the others absent (-1 or nan)."""
-    if len(rows) == n:
-        return values
-    spread = np.full(n, -1 if values.dtype == np.int64 else np.nan, dtype=values.dtype)
-    spread[rows] = values
-    return spread
-
-
-def _arg_column(args: list[Args], column: ArgColumn) -> np.ndarray:
-    """One int or float column from the args Structs; the first of the column's keys present
-    wins (ints: -1 = absent, floats: nan = absent)."""
-    values = _arg_values(args, column, 0)
-    for i in range(1, len(column.keys)):  # e.g. the old 'external id' spelling
-        other = _arg_values(args, column, i)
-        absent = values == -1 if column.type == "int" else np.isnan(values)
-        if absent.any():
-            values = np.where(absent, other, values)
-    return values
-
-
-def _arg_values(args: list[Args], column: ArgColumn, i: int) -> np.ndarray:
-    get = _ARG_GETTERS[column.column, i]
-    dtype = np.int64 if column.type == "int" else np.float64
-    try:
-        return np.fromiter(map(get, args), dtype=dtype, count=len(args))
-    except (TypeError, OverflowError):  # an explicit null, or an int beyond 64 bits
-        values = np.array([np.nan if v is None else v for v in map(get, args)], dtype=np.float64)
-        if column.type == "float":
-            return values
-        absent = np.isnan(values) | (np.abs(values) >= 2.0**63)  # beyond int64: unusable
-        return np.where(absent, -1, values).astype(np.int64)
-
-
-def _dim3_column(values: list[list[int] | None]) -> np.ndarray:
-    try:  # fast path: every kernel has [x, y, z]
-        dims = np.array(values, dtype=np.int64)
-        if dims.ndim == 2 and dims.shape[1] == 3:
-            return dims
-    except (TypeError, ValueError):
-        pass
-    return np.array([_dim3(v) for v in values], dtype=np.int64).reshape(-1, 3)
-
-
-def _dim3(value: list[int] | None) -> tuple[int, int, int]:
+def _dim3(value: tuple[int, ...] | None) -> tuple[int, int, int]:
     if not value:
         return (0, 0, 0)
     v = list(value)[:3] + [1] * (3 - len(value))

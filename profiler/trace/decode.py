@@ -20,7 +20,8 @@ from profiler.trace.schema import (
     DeviceProperties,
 )
 
-_ARG_TYPES = {"int": int | None, "float": float | None, "dim3": list[int] | None}
+#: (a dim3 decodes to a tuple, so that a kernel's launch configuration can be a dict key)
+_ARG_TYPES = {"int": int | None, "float": float | None, "dim3": tuple[int, ...] | None}
 #: what a column holds when its key is absent: -1 for ints (ids, devices, counts are never
 #: negative), nan for floats. Absent keys decode straight to these, so a column is one
 #: ``np.fromiter`` pass; an explicit ``null`` still decodes to None and takes a slower path.
@@ -48,7 +49,9 @@ else:
             for i, key in enumerate(col.keys)
         ],
         gc=False,
+        frozen=True,
     )
+#: the args of an event that has none (frozen, so one instance is every such event's default)
 NO_ARGS = Args()
 
 
@@ -61,7 +64,9 @@ class Complete(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
     tid: int | str = 0
     ts: float = float("nan")  # absent: nan, flagged and excluded (see impossible_rows)
     dur: float = float("nan")
-    args: Args | None = None
+    # absent: NO_ARGS, so the columns read every event's args through one dotted attrgetter; an
+    # explicit null is None (columns.py replaces it)
+    args: Args | None = NO_ARGS
 
 
 #: The other 'ph' values of the Trace Event Format (duration B/E, instant, counter, async, flow,
@@ -157,7 +162,7 @@ def _checked_event(raw: dict[str, Any]) -> Complete:
         tid=_thread_part(raw.get("tid")),
         ts=_number(raw.get("ts")),
         dur=_number(raw.get("dur")),
-        args=_checked_args(args) if isinstance(args, dict) else None,
+        args=_checked_args(args) if isinstance(args, dict) else NO_ARGS,
     )
 
 
@@ -179,7 +184,7 @@ def _number(value: object) -> float:
 
 
 def _checked_args(raw: dict[str, Any]) -> Args:
-    values: dict[str, int | float | list[int]] = {}
+    values: dict[str, int | float | tuple[int, ...]] = {}
     for column in ARG_COLUMNS:
         for i, key in enumerate(column.keys):
             value = _arg_value(raw.get(key), column.type)
@@ -188,7 +193,7 @@ def _checked_args(raw: dict[str, Any]) -> Args:
     return Args(**values)
 
 
-def _arg_value(value: object, type_: str) -> int | float | list[int] | None:
+def _arg_value(value: object, type_: str) -> int | float | tuple[int, ...] | None:
     """``value`` as the column's type, or None when it is absent or of another type. A string
     int column value is read as a number when it is one (``"0x0"``, ``"7"``)."""
     if value is None or isinstance(value, bool):
@@ -199,7 +204,7 @@ def _arg_value(value: object, type_: str) -> int | float | list[int] | None:
             and 0 < len(value) <= 3
             and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
         ):
-            return value
+            return tuple(value)
         return None
     if type_ == "float":
         return _number(value) if isinstance(value, (int, float)) else None

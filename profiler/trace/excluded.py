@@ -1,5 +1,5 @@
 """Events whose values cannot be real (missing, non-finite, negative or absurd ts/dur, the same
-event written twice): found by ``impossible_rows`` and left out of a Trace by ``without_rows``."""
+event written twice): found by ``impossible_rows`` and left out of a Trace (columns.py)."""
 
 from __future__ import annotations
 
@@ -81,14 +81,3 @@ def _row_hashes(events: pd.DataFrame) -> np.ndarray:
         key += bits("name_id", np.int64) * np.uint64(0xC2B2AE3D27D4EB4F)
         key += (bits("thread", np.int64) << np.uint64(8)) + bits("kind", np.int64)
     return key
-
-
-def without_rows(
-    events: pd.DataFrame, launch: pd.DataFrame, drop: np.ndarray
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``events`` without the ``drop`` rows, renumbered, and the kernel launch rows to match."""
-    keep = ~drop
-    new_row = np.cumsum(keep) - 1
-    kept_launch = launch[keep[launch.index.to_numpy()]]
-    kept_launch.index = new_row[kept_launch.index.to_numpy()]
-    return events[keep].reset_index(drop=True), kept_launch

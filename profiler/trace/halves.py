@@ -1,63 +1,224 @@
-"""A large trace read by two processes: a forked child builds the second half's columns."""
+"""A large trace read by two processes: the events text in chunks, each process taking the next
+chunk not taken yet, a forked child sending its columns back."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import pickle
+import struct
+import termios
 import warnings
+from collections.abc import Callable
+from typing import Any
 
-from profiler.trace.columns import ColumnBuilder
+from profiler.trace.columns import BuilderState, ColumnBuilder, merged
 from profiler.trace.files import Data
-from profiler.trace.pieces import EVENT_END, build_range
+from profiler.trace.pieces import EVENT_END, STREAM_CHUNK_BYTES, TextStream, build_range
 
-# Decoding is Python-bound work on one core. A large trace is cut in two at an event boundary
-# near its middle: a forked child process builds the second half's columns while this process
-# builds the first half's, and the child's columns are appended with its names and threads
-# renumbered as if one process had read the file from the start (the result is identical; a
-# test compares the two). The cut is checked like every piece cut: the first half's last piece
-# must decode strictly, ending there. Anything unexpected falls back to one process.
+# Decoding is Python-bound work on one core. A large trace's events text is cut at fixed
+# offsets into chunks of about _CHUNK_BYTES; this process and a forked child each take the next
+# chunk nobody has taken (a pipe holds the chunk numbers: a read of one takes it) until none is
+# left, so both stay busy however the machine shares its cores, and build each chunk's columns.
+# The child then pickles its columns back, and the chunks are put in file order with names and
+# threads renumbered as if one process had read the file from the start (the result is
+# identical; tests compare the two).
+#
+# A chunk starts at the first event boundary (pieces.EVENT_END) at or after its offset and ends
+# where the next one starts. Both processes find the same boundaries; each chunk's last piece
+# must decode strictly, ending there, so a chunk that decodes proves the next chunk's start is
+# an event's start (from the events array's start on). Anything unexpected (a boundary inside an
+# event, a child that died) falls back to one process.
 
 #: forking needs a POSIX system; off under a test that wants the one-process path
 PARALLEL_LOAD = hasattr(os, "fork") and (os.cpu_count() or 1) >= 2
 #: below this, a fork and the transfer of the child's columns cost more than they save
 PARALLEL_MIN_BYTES = 64 << 20
-#: the share of the events text this process reads: after its part it still unpickles the
-#: child's columns and builds the frames (~0.6 s of ~6.7 s of CPU on a 1 GB trace), so the
-#: child takes a little more than half
-_FIRST_SHARE = 0.45
+#: the events text taken at a time: small enough that neither process waits long for the
+#: other at the end, large enough that the chunks' boundary searches cost nothing
+_CHUNK_BYTES = 32 << 20
+_TOKEN = struct.Struct("<i")
 
 
-def build_halves(data: Data, start: int, end: int) -> ColumnBuilder | None:
-    cut = EVENT_END.search(data, start + int((end - start) * _FIRST_SHARE), end)
-    if cut is None:
-        return None
-    read_end, write_end = os.pipe()
+def build_halves(
+    data: Data | TextStream,
+    start: int = 0,
+    end: int = 0,
+    progress: Callable[[int], Any] | None = None,
+) -> ColumnBuilder | None:
+    """The columns of the events text [start, end) of ``data`` read by this process and a
+    child, or those of a TextStream (``_stream_halves``); None when a chunk does not decode
+    (then one process reads it). ``progress(done)`` is told the bytes of text taken so far
+    after each chunk this process reads."""
+    if isinstance(data, TextStream):
+        return _stream_halves(data)
+    chunks = _chunks(data, start, end)
+    tokens_read, tokens_write = os.pipe()
+    with os.fdopen(tokens_write, "wb") as queue:  # every chunk number, taken one at a time
+        queue.write(b"".join(_TOKEN.pack(k) for k in range(len(chunks))))
+    result_read, result_write = os.pipe()
     with warnings.catch_warnings():  # (the child never takes a lock another thread may hold)
         warnings.simplefilter("ignore", DeprecationWarning)
         pid = os.fork()
-    if pid == 0:  # the child: the second half's columns, pickled down the pipe
-        os.close(read_end)
+    if pid == 0:  # the child: its chunks' columns, pickled down the pipe
+        os.close(result_read)
         try:
-            second = build_range(data, cut.start(1), end)
-            with os.fdopen(write_end, "wb") as pipe:
-                pickle.dump(
-                    second.state() if second is not None else None,
-                    pipe,
-                    protocol=pickle.HIGHEST_PROTOCOL,
-                )
+            state = _take_chunks(data, chunks, tokens_read)
+            with os.fdopen(result_write, "wb") as pipe:
+                pickle.dump(state, pipe, protocol=pickle.HIGHEST_PROTOCOL)
         finally:
             os._exit(0)
-    os.close(write_end)
+    os.close(result_write)
+    result = os.fdopen(result_read, "rb")
     try:
-        first = build_range(data, start, cut.start() + 1)
-        with os.fdopen(read_end, "rb") as pipe:
-            try:
-                second = pickle.load(pipe)
-            except Exception:  # the child died (killed for memory) before writing it all
-                second = None
-    finally:
+        told = None if progress is None else _Told(progress, chunks, tokens_read)
+        mine = _take_chunks(data, chunks, tokens_read, told)
+        theirs = _received(result)
+    finally:  # (closed first: a child still writing then stops)
+        result.close()
+        os.close(tokens_read)
         os.waitpid(pid, 0)
-    if first is None or second is None:
+    if mine is None or theirs is None:
         return None
-    first.append_state(second)
-    return first
+    return merged([mine, theirs])
+
+
+def _received(pipe: Any) -> BuilderState | None:
+    """The child's columns (None when it found a chunk that does not decode)."""
+    try:
+        state: BuilderState | None = pickle.load(pipe)
+    except Exception:  # the child died (killed for memory) before writing it all
+        return None
+    return state
+
+
+def _chunks(data: Data, start: int, end: int) -> list[tuple[int, int]]:
+    """The events text [start, end) as chunks [from, to): each starts at an event's '{' and
+    ends at the '}' of the event before the next chunk's start; at least two."""
+    n = max(2, (end - start) // _CHUNK_BYTES)
+    starts: list[int] = [start]
+    ends: list[int] = []
+    for k in range(1, n):
+        cut = EVENT_END.search(data, max(start + (end - start) * k // n, starts[-1] + 1), end)
+        if cut is None:
+            break
+        ends.append(cut.start() + 1)
+        starts.append(cut.start(1))
+    ends.append(end)
+    return list(zip(starts, ends))
+
+
+class _Told:
+    """This process's progress callback: the text taken by both processes so far (the chunk
+    numbers left in the pipe say how many are taken)."""
+
+    def __init__(self, progress: Callable[[int], Any], chunks: list[tuple[int, int]], fd: int):
+        self.progress, self.chunks, self.fd = progress, chunks, fd
+
+    def __call__(self) -> None:
+        left = struct.unpack("i", fcntl.ioctl(self.fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+        taken = len(self.chunks) - left // _TOKEN.size
+        done = self.chunks[taken - 1][1] - self.chunks[0][0] if taken else 0
+        self.progress(done)
+
+
+def _take_chunks(
+    data: Data, chunks: list[tuple[int, int]], queue: int, told: _Told | None = None
+) -> BuilderState | None:
+    """The columns of the chunks this process takes from ``queue`` until none is left; None
+    when one does not decode (the other process then stops at its next chunk too)."""
+    builder = ColumnBuilder()
+    while len(token := os.read(queue, _TOKEN.size)) == _TOKEN.size:
+        (k,) = _TOKEN.unpack(token)
+        first, last = chunks[k]
+        if build_range(data, first, last, builder) is None:
+            _drain(queue)
+            return None
+        builder.mark(k)
+        if told is not None:
+            told()
+    return builder.state()
+
+
+def _drain(queue: int) -> None:
+    """Take every chunk left, so that the other process stops too (nobody writes the pipe any
+    more: a read of an empty one is its end)."""
+    while os.read(queue, 1 << 16):
+        pass
+
+
+# A TextStream (a gzip trace) cannot be cut at offsets before it is read: this process inflates
+# it and cuts its chunks, and hands the next chunk to the child whenever the child has asked for
+# one (a byte on the "ready" pipe, written each time it is idle), else decodes it itself.
+_HEADER = struct.Struct("<iq")  # chunk number (-1: no more), bytes that follow
+
+
+def _stream_halves(stream: TextStream) -> ColumnBuilder | None:
+    to_child_read, to_child_write = os.pipe()
+    ready_read, ready_write = os.pipe()
+    result_read, result_write = os.pipe()
+    with warnings.catch_warnings():  # (the child never takes a lock another thread may hold)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:  # the child: the chunks it is given, its columns pickled down the pipe
+        for fd in (to_child_write, ready_read, result_read):
+            os.close(fd)
+        try:
+            state = _given_chunks(to_child_read, ready_write)
+            with os.fdopen(result_write, "wb") as pipe:
+                pickle.dump(state, pipe, protocol=pickle.HIGHEST_PROTOCOL)
+        finally:
+            os._exit(0)
+    for fd in (to_child_read, ready_write, result_write):
+        os.close(fd)
+    os.set_blocking(ready_read, False)
+    result = os.fdopen(result_read, "rb")
+    builder: ColumnBuilder | None = ColumnBuilder()
+    try:
+        with os.fdopen(to_child_write, "wb", buffering=0) as child:
+            for k, chunk in enumerate(stream.chunks(STREAM_CHUNK_BYTES)):
+                if _asked(ready_read):
+                    child.write(_HEADER.pack(k, len(chunk)))
+                    child.write(chunk)
+                elif builder is not None:
+                    if build_range(chunk, 0, len(chunk), builder) is None:
+                        builder = None  # (the stream is read to its end: the child waits)
+                    else:
+                        builder.mark(k)
+            child.write(_HEADER.pack(-1, 0))
+        theirs = _received(result)
+    finally:  # (closed first: a child still writing then stops)
+        result.close()
+        os.close(ready_read)
+        os.waitpid(pid, 0)
+    if builder is None or theirs is None or stream.head is None:
+        return None
+    return merged([builder.state(), theirs])
+
+
+def _asked(ready: int) -> bool:
+    """Whether the child is idle (it wrote a byte on the ready pipe)."""
+    try:
+        return bool(os.read(ready, 1))
+    except BlockingIOError:
+        return False
+
+
+def _given_chunks(given: int, ready: int) -> BuilderState | None:
+    """The child's side: the columns of the chunks it is given until the end; None when one
+    does not decode."""
+    builder = ColumnBuilder()
+    failed = False
+    with os.fdopen(given, "rb") as pipe:
+        while True:
+            os.write(ready, b"r")
+            k, size = _HEADER.unpack(pipe.read(_HEADER.size))
+            if k < 0:
+                break
+            chunk = pipe.read(size)
+            if not failed and build_range(chunk, 0, len(chunk), builder) is None:
+                failed = True
+            elif not failed:
+                builder.mark(k)
+    os.close(ready)
+    return None if failed else builder.state()

@@ -1,30 +1,38 @@
 """Kineto trace file (JSON or .json.gz) -> typed columns: ``load_trace``.
 
-The loader reads the file (files.py), cuts its events text into pieces of whole events
-(pieces.py; a large file in two processes, halves.py), decodes each piece into small typed
-Structs (decode.py, built from the schema tables in schema.py) and turns them into numpy columns
-(columns.py), leaving out events whose values cannot be real (excluded.py). A file the fast path
-does not take is parsed in full (robust.py), which also gives the error messages. The result is
-a Trace (record.py) either way.
+The loader reads the file in one pass (files.py: a plain file memory-mapped, its pages let go
+as they are read; a gzip file inflated a block at a time), cuts its events text into pieces of
+whole events (pieces.py; a large plain file in two processes, halves.py), decodes each piece
+into small typed Structs (decode.py, built from the schema tables in schema.py) and turns them
+into numpy columns (columns.py), leaving out events whose values cannot be real (excluded.py).
+What it holds is the columns, not the file. A file the fast path does not take is parsed in
+full (robust.py), which also gives the error messages. The result is a Trace (record.py)
+either way. A trace of more than PROGRESS_MIN_BYTES says how far it is (notices.progress).
 """
 
 from __future__ import annotations
 
 import gc
 import mmap
+import time
+from collections.abc import Callable
 from pathlib import Path
 
+from profiler import notices, units
 from profiler.errors import UserError
 from profiler.trace import halves
 from profiler.trace.decode import devices_of
-from profiler.trace.files import Data, as_utf8, read_bytes, read_data
-from profiler.trace.pieces import build_range, split_head
+from profiler.trace.files import Data, as_utf8, inflated_blocks, is_gzip, read_bytes, read_data
+from profiler.trace.pieces import TextStream, build_range, build_stream, split_head
 from profiler.trace.record import Trace
 from profiler.trace.robust import load_robust
 from profiler.trace.schema import KIND, KINDS, DeviceProperties
 
 #: the names readers of a trace import from here
 __all__ = ["KIND", "KINDS", "DeviceProperties", "Trace", "load_trace", "read_bytes"]
+
+#: a trace file larger than this (its text, or a gzip file itself) says how far reading it is
+PROGRESS_MIN_BYTES = 1_000_000_000
 
 
 def load_trace(path: Path | str) -> Trace:
@@ -40,6 +48,10 @@ def load_trace(path: Path | str) -> Trace:
 
 
 def _load(path: Path) -> Trace:
+    if is_gzip(path):
+        found = _load_gzip(path)
+        if found is not None:
+            return found
     data = read_data(path)
     try:
         try:
@@ -66,11 +78,50 @@ def _load_split(path: Path, data: Data) -> Trace | None:
     if split is None:
         return None
     head, start, end = split
+    told = _progress(path, len(data))
     builder = (
-        halves.build_halves(data, start, end)
+        halves.build_halves(data, start, end, None if told is None else lambda done: told(done))
         if halves.PARALLEL_LOAD and len(data) >= halves.PARALLEL_MIN_BYTES
         else None
     )
     if builder is None:
         builder = build_range(data, start, end)
     return builder.finish(path, devices_of(head)) if builder is not None else None
+
+
+def _load_gzip(path: Path) -> Trace | None:
+    """A gzip trace read as it is inflated (pieces.stream_events); None when the stream does
+    not decode as a trace (the caller then reads the whole text the other ways)."""
+    size = path.stat().st_size
+    told = _progress(path, size, compressed=True)
+    stream = TextStream(inflated_blocks(path, None if told is None else lambda read, _: told(read)))
+    try:
+        # (a trace's JSON compresses about 10:1: the text's size, for the two-process limit)
+        if halves.PARALLEL_LOAD and 10 * size >= halves.PARALLEL_MIN_BYTES:
+            builder = halves.build_halves(stream)
+        else:
+            builder = build_stream(stream)
+    except RecursionError:
+        raise UserError(f"{path} nests JSON lists or objects too deeply to be a trace") from None
+    if builder is None or stream.head is None:
+        return None
+    return builder.finish(path, devices_of(stream.head))
+
+
+def _progress(path: Path, size: int, compressed: bool = False) -> Callable[[int], None] | None:
+    """``told(done)``: a line each time another tenth of ``size`` bytes is read (said through
+    notices.progress); None for a file too small to need it."""
+    if size <= (PROGRESS_MIN_BYTES // 10 if compressed else PROGRESS_MIN_BYTES):
+        return None
+    started = time.perf_counter()
+    said = [0]
+    what = units.mib(size / 2**20) + (" compressed" if compressed else "")
+
+    def told(done: int) -> None:
+        tenth = 10 * done // size
+        if tenth > said[0] and tenth < 10:
+            said[0] = tenth
+            seconds = units.seconds(time.perf_counter() - started)
+            notices.progress(f"reading {path.name}: {10 * tenth} % of {what} ({seconds})")
+
+    return told

@@ -3,7 +3,9 @@ parsing the file first, each piece decoded and added to the columns."""
 
 from __future__ import annotations
 
+import mmap
 import re
+from collections.abc import Iterator
 
 import msgspec
 
@@ -66,11 +68,16 @@ def split_head(data: Data) -> tuple[Head, int, int] | None:
     return found
 
 
-def build_range(data: Data, start: int, end: int) -> ColumnBuilder | None:
-    """The columns of the events text [start, end), piece by piece; None when a piece does not
-    decode (then the caller parses the file another way)."""
+def build_range(
+    data: Data, start: int, end: int, builder: ColumnBuilder | None = None
+) -> ColumnBuilder | None:
+    """The columns of the events text [start, end), piece by piece (added to ``builder``, a
+    new one by default); None when a piece does not decode (then the caller parses the file
+    another way). The pages of a memory-mapped file are let go as the pieces are read, so
+    reading a file holds a piece of it, not the file."""
     view = memoryview(data)
-    builder = ColumnBuilder()
+    builder = ColumnBuilder() if builder is None else builder
+    released = start
     try:
         pos = start
         while True:
@@ -81,11 +88,87 @@ def build_range(data: Data, start: int, end: int) -> ColumnBuilder | None:
                 return None
             builder.add(events)
             del events
+            if stop - released >= _RELEASE_BYTES or stop == end:
+                release(data, released, stop)
+                released = stop
             if stop == end:
                 return builder
             pos = stop
     finally:
         view.release()
+
+
+#: mapped text read before its pages are let go
+_RELEASE_BYTES = 16 << 20
+
+
+def release(data: Data, start: int, stop: int) -> None:
+    """Let go of the pages of a memory-mapped file's bytes [start, stop) (they stay in the page
+    cache, not in this process's memory); nothing for bytes in memory."""
+    if isinstance(data, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+        first = (start // mmap.PAGESIZE) * mmap.PAGESIZE
+        length = stop - first
+        if length > 0:
+            try:
+                data.madvise(mmap.MADV_DONTNEED, first, min(length, len(data) - first))
+            except (OSError, ValueError):  # not on this system: the pages stay mapped
+                pass
+
+
+class TextStream:
+    """The events text of a trace that comes a block at a time (a gzip file inflated as it is
+    read), as chunks of whole events (``chunks``): a reader holds a chunk and a block at a time.
+    A chunk ends at a candidate event boundary (EVENT_END): decoding it strictly proves the
+    boundary, as for a piece. The last chunk runs to the events array's end, found with the
+    trace object around it when the text ends (``split_head``, which sets ``head``: None after
+    the chunks when the text is not a trace the fast path takes)."""
+
+    def __init__(self, blocks: Iterator[bytes]) -> None:
+        self.blocks = blocks
+        self.head: Head | None = None
+
+    def chunks(self, size: int) -> Iterator[bytes]:
+        text = b""
+        found = None
+        for block in self.blocks:  # the head, up to the events array's '['
+            text += block
+            found = _EVENTS_KEY.search(text)
+            if found is not None:
+                break
+        if found is None:
+            return
+        head_text, text = text[: found.end()], text[found.end() :]
+        for block in self.blocks:
+            text += block
+            pos = 0
+            while len(text) - pos > size + _PIECE_BYTES:
+                cut = EVENT_END.search(text, pos + size)
+                if cut is None:
+                    break
+                yield text[pos : cut.start() + 1]
+                pos = cut.start(1)
+            text = text[pos:]
+        # the last events, the array's end and what follows it: checked as a whole file
+        rest = head_text + text
+        del text
+        split = split_head(rest)
+        if split is not None and split[1] == len(head_text):
+            self.head = split[0]
+            yield rest[split[1] : split[2]]
+
+
+def build_stream(stream: TextStream) -> ColumnBuilder | None:
+    """The columns of a TextStream's events in one process; None when a chunk does not decode
+    or the text is not a trace the fast path takes."""
+    builder = ColumnBuilder()
+    for chunk in stream.chunks(STREAM_CHUNK_BYTES):
+        if build_range(chunk, 0, len(chunk), builder) is None:
+            return None
+    return builder if stream.head is not None else None
+
+
+#: a TextStream's chunks: what one process decodes while the other is given the next
+STREAM_CHUNK_BYTES = 8 << 20
 
 
 def _decode_piece(

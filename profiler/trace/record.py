@@ -12,6 +12,33 @@ import pandas as pd
 
 from profiler.trace.schema import KIND, DeviceProperties
 
+@dataclass
+class KernelLaunch:
+    """The launch configurations of a trace's kernels, each distinct one stored once: a
+    kernel row's configuration is ``configs.iloc[config[i]]`` (a trace launches its kernels
+    with a few configurations, so this grows with the kernels by one int32 each)."""
+
+    #: row of each kernel in ``Trace.events``, ascending
+    rows: np.ndarray
+    #: each kernel's configuration, a row number of ``configs``
+    config: np.ndarray
+    #: the distinct configurations; columns columns.KERNEL_COLUMNS
+    configs: pd.DataFrame
+
+    def frame(self) -> pd.DataFrame:
+        """One row per kernel, indexed by its row in ``Trace.events``."""
+        if not len(self.rows):
+            return pd.DataFrame({c: np.array([], dtype=np.float64) for c in self.configs.columns})
+        columns = {c: self.configs[c].to_numpy()[self.config] for c in self.configs.columns}
+        return pd.DataFrame(columns, index=self.rows, copy=False)
+
+    def without(self, keep: np.ndarray) -> KernelLaunch:
+        """These kernels' configurations once only the events ``keep`` (a mask of
+        ``Trace.events``' rows) are kept, the events renumbered."""
+        kept = keep[self.rows]
+        new_row = np.cumsum(keep) - 1
+        return KernelLaunch(new_row[self.rows[kept]], self.config[kept], self.configs)
+
 
 @dataclass
 class Trace:
@@ -20,8 +47,8 @@ class Trace:
     path: Path
     #: one row per complete ('X') event of a known kind, in file order; columns EVENT_COLUMNS
     events: pd.DataFrame
-    #: launch configuration of the kernel rows, same index as those rows of ``events``
-    kernel_launch: pd.DataFrame
+    #: launch configuration of the kernel rows (``kernel_launch`` spells it out per row)
+    launch: KernelLaunch
     #: name_id -> name
     names: np.ndarray
     #: thread code -> (pid, tid) as written in the trace
@@ -38,16 +65,27 @@ class Trace:
     unread: dict[tuple[str, Any], int] = field(default_factory=dict)
 
     @property
+    def kernel_launch(self) -> pd.DataFrame:
+        """Launch configuration of the kernel rows, same index as those rows of ``events``
+        (built on each call from the distinct configurations: keep what you need of it)."""
+        return self.launch.frame()
+
+    @property
     def host_pids(self) -> set[int | str]:
         """The pids of the CPU-side events (operators, runtime calls, annotations)."""
         cpu = [KIND[k] for k in ("runtime", "driver", "cpu_op", "annotation", "python")]
-        codes = np.unique(self.events["thread"].to_numpy()[self.events["kind"].isin(cpu)])
+        kinds = np.zeros(len(KIND), dtype=bool)
+        kinds[cpu] = True
+        threads = self.events["thread"].to_numpy()[kinds[self.events["kind"].to_numpy()]]
+        codes = np.flatnonzero(np.bincount(threads, minlength=len(self.threads)))
         return {self.threads[code][0] for code in codes.tolist()}
 
     @property
     def unanalysed_device_events(self) -> list[tuple[int, str, Any]]:
         """(count, cat, pid) of the unread events that sit on a process other than the host's
         (a device timeline: Kineto gives each device its own pid), most first."""
+        if not self.unread:
+            return []
         host = self.host_pids
         return sorted(
             ((n, cat, pid) for (cat, pid), n in self.unread.items() if pid not in host),

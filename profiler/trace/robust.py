@@ -28,6 +28,7 @@ def load_robust(path: Path, data: Data) -> Trace:
             ) from None
         raise UserError(f"{path} is not a trace object: {error}") from None
     except msgspec.DecodeError as error:
+        _not_utf8(error)
         raise UserError(f"{path} is not valid JSON, perhaps truncated ({error})") from None
 
     devices = devices_of(head)
@@ -40,7 +41,17 @@ def load_robust(path: Path, data: Data) -> Trace:
             events = complete_events(chunk)
         except msgspec.ValidationError as error:
             raise UserError(f"{path}: an event has an unexpected field type ({error})") from None
+        except msgspec.DecodeError as error:
+            _not_utf8(error)
+            raise UserError(f"{path} is not valid JSON ({error})") from None
         builder.add(events)
         del events, chunk
     del raws
     return builder.finish(path, devices)
+
+
+def _not_utf8(error: msgspec.DecodeError) -> None:
+    """msgspec's word for bytes that are not UTF-8, as the UnicodeDecodeError the loader reads
+    again with U+FFFD for them (load.py)."""
+    if "UTF-8" in str(error):
+        raise UnicodeDecodeError("utf-8", b"", 0, 1, str(error)) from None
