@@ -212,7 +212,7 @@ def test_lm_result_has_prefill_and_no_encoder(runs):
     assert result["generation"]["kind"] == "decoder-only"
     assert result["generation"]["encode_ms"] is None
     assert result["numerics"]["encoder_output"] is None
-    assert "DynamicCache" in result["backend"]["notes"]["kv_cache"]
+    assert "StaticCache" in result["backend"]["notes"]["kv_cache"]
 
 
 def test_real_cpu_trace_has_one_generation_per_profiler_step(runs):

@@ -32,6 +32,7 @@ class Halves:
     sync = "after each pair"
     phase_spans = ["first_half", "second_half"]
     counts_flops = False
+    captures_graphs = False
 
     def __init__(self, run: RunContext) -> None:
         self.run = run
@@ -84,6 +85,9 @@ class Halves:
 
     def generation(self, window, details):
         return None
+
+    def phase_windows(self, details, use_cuda):
+        return {}
 
 
 def test_a_third_workload_runs_through_the_same_pipeline(tmp_path, monkeypatch):

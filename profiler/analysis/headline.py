@@ -12,15 +12,18 @@ import msgspec
 
 from profiler import notices
 from profiler.analysis.figures import NOT_ON_CPU, differing_fields, mib, overhead_ratio, speedup
+from profiler.analysis.generation import generation_figures
 from profiler.analysis.noise import noise, read_latency_csv
 from profiler.analysis.records import (  # noqa: F401 (the records re-exported)
     CompareTimed,
     DifferingField,
     FigureOverProcesses,
+    GenerationFigures,
     GpuComputeFigures,
     GpuStateFigures,
     Headline,
     MemoryFigures,
+    PhaseComparison,
     ProcessFigures,
     TimedFigures,
     TimedVerdicts,
@@ -33,7 +36,7 @@ from profiler.analysis.verdict import GPU_TIME, LATENCY, TOLERANCE
 from profiler.runs.gpu_record import GpuState
 from profiler.runs.noise_floor import DEFAULT_STANDS_IN, floor_problem, read_floor
 from profiler.runs.result import RunResult, latency_csv_of
-from profiler.runs.samples import ConfigSamples, config_samples
+from profiler.runs.samples import PHASES, TTFT, ConfigSamples, config_samples
 
 #: the config fields shown in the one-line config of a headline
 CONFIG_LINE = (
@@ -225,6 +228,36 @@ def verdicts_between(
     )
 
 
+def phase_comparisons(
+    a: ConfigSamples,
+    b: ConfigSamples,
+    floors: dict[str, float | None] | None = None,
+    tolerance: float = TOLERANCE,
+) -> list[PhaseComparison]:
+    """A generation's TTFT and TPOT, B against A, each phase both sides timed: its processes'
+    figures, speedups and both verdicts (profiler.analysis.timed_verdict.judge on the phase's
+    windows, profiler.runs.samples.PHASES)."""
+    found = []
+    for phase in PHASES:
+        pa, pb = a.phase(phase), b.phase(phase)
+        if not len(pa) or not len(pb):
+            continue
+        verdicts = judge(pa, pb, floors=floors, tolerance=tolerance)
+        latency = verdicts.latency if verdicts else None
+        gpu = verdicts.gpu_time if verdicts else None
+        found.append(
+            PhaseComparison(
+                phase="ttft" if phase == TTFT else "tpot",
+                processes_a=samples_figures(pa),
+                processes_b=samples_figures(pb),
+                speedup_x=None if latency is None else latency.speedup,
+                gpu_speedup_x=None if gpu is None else gpu.speedup,
+                verdicts=verdicts,
+            )
+        )
+    return found
+
+
 def samples_figures(samples: ConfigSamples) -> ProcessFigures:
     """What a config's processes measured, each figure over the processes a verdict uses: the
     geometric mean of the per-process medians (ms), their range and between-process CV, the
@@ -275,6 +308,7 @@ def compare_timed(
     fresh = samples is not None
     sa, sb = samples or (config_samples(ra, json_a), config_samples(rb, json_b))
     verdicts = verdicts_between(ra, rb, sa, sb, floors_dir, tolerance)
+    floors = machine_floors(ra, rb, floors_dir=floors_dir)
     latency = verdicts.latency if verdicts else None
     gpu = verdicts.gpu_time if verdicts else None
     return CompareTimed(
@@ -295,4 +329,13 @@ def compare_timed(
         config_a=config_line(ra),
         config_b=config_line(rb),
         differences=[DifferingField(field=f, a=x, b=y) for f, x, y in differences(ra, rb)],
+        phases=phase_comparisons(sa, sb, floors, tolerance),
+        generation_a=_generation(ra, sa),
+        generation_b=_generation(rb, sb),
     )
+
+
+def _generation(result: RunResult, samples: ConfigSamples) -> GenerationFigures | None:
+    if result.generation is None:
+        return None
+    return generation_figures(samples, result.batch_size, result.generation.max_new_tokens)

@@ -241,6 +241,43 @@ class ProcessFigures(Record):
     classified_processes: int
 
 
+class IntervalFigure(Record):
+    """One figure of a generation over a config's processes: the geometric mean of the
+    per-process values, its 95 % interval (a t-interval on the logs; None with one process:
+    one process says nothing of the spread between processes) and the between-process CV."""
+
+    figure: Literal["TTFT", "TPOT", "ITL p50", "ITL p99", "tokens/s"]
+    unit: Literal["ms", "tokens/s"]
+    value: float
+    low: float | None
+    high: float | None
+    processes: int
+    cv: float | None = None
+
+
+class GenerationFigures(Record):
+    """A generation's figures over a config's processes (profiler.analysis.generation): TTFT,
+    TPOT, inter-token latency p50 and p99, tokens/s, each with its interval; each phase's
+    classification (launch-bound: the host's launches pace it)."""
+
+    figures: list[IntervalFigure]
+    ttft_bound: Literal["launch-bound", "GPU-bound"] | None = None
+    tpot_bound: Literal["launch-bound", "GPU-bound"] | None = None
+
+
+class PhaseComparison(Record):
+    """One phase of a generation judged on its own, B against A: "ttft" (the prefill and its
+    token) or "tpot" (the mean decode step): each side's processes' figures of that phase,
+    the speedups (A / B of the geometric means) and both verdicts (latency, GPU time)."""
+
+    phase: Literal["ttft", "tpot"]
+    processes_a: ProcessFigures
+    processes_b: ProcessFigures
+    speedup_x: float | None
+    gpu_speedup_x: float | None
+    verdicts: TimedVerdicts | None
+
+
 class DifferingField(Record):
     """A config, precision or environment field whose value differs between two runs."""
 
@@ -273,6 +310,11 @@ class CompareTimed(Record):
     config_a: str
     config_b: str
     differences: list[DifferingField]
+    #: generations: TTFT and TPOT judged apart (empty unless both sides timed them)
+    phases: list[PhaseComparison] = []
+    #: generations: each side's TTFT, TPOT, ITL and tokens/s with their intervals
+    generation_a: GenerationFigures | None = None
+    generation_b: GenerationFigures | None = None
 
 
 class KernelShare(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -30,11 +30,18 @@ from profiler.analysis.records import CompareTimed, Explanation, Headline, Windo
 from profiler.analysis.roofline import Roofline, gemm_roofline, no_roofline_reason
 from profiler.analysis.verdict import TOLERANCE
 from profiler.errors import UserError
-from profiler.runs.layout import RESULT_FILE, engine_layer_files, ncu_csv_of, peaks_dir
+from profiler.runs.layout import (
+    GRAPH_CAPTURES,
+    RESULT_FILE,
+    engine_layer_files,
+    ncu_csv_of,
+    peaks_dir,
+)
 from profiler.runs.result import RunResult
 from profiler.runs.samples import ConfigSamples
 from profiler.runs.targets import Target, resolve_target
 from profiler.trace.diff import Diff, diff
+from profiler.trace.graphs import GraphCaptures, attach, read_captures
 from profiler.trace.hardware import Agreement, agreement_share, hardware_join, read_ncu_csv
 from profiler.trace.load import Trace, load_trace
 from profiler.trace.rules import RunContext
@@ -119,8 +126,22 @@ class RunAnalysis:
 
     @cached_property
     def trace(self) -> Trace:
-        """The parsed Kineto trace (profiler.trace.load.Trace), parsed once."""
-        return load_trace(self.path)
+        """The parsed Kineto trace (profiler.trace.load.Trace), parsed once; the kernels of its
+        CUDA graph replays attributed to operators where the run recorded its graphs'
+        captures (graph_captures.json: profiler.trace.graphs)."""
+        trace = load_trace(self.path)
+        captures = self.graph_captures
+        if captures is not None:
+            attach(trace, captures)
+        return trace
+
+    @cached_property
+    def graph_captures(self) -> GraphCaptures | None:
+        """The CUDA graphs the run captured, each node with its operator (the run folder's
+        graph_captures.json); None without one."""
+        folder = self.run_folder
+        path = folder / GRAPH_CAPTURES if folder is not None else None
+        return read_captures(path) if path is not None and path.is_file() else None
 
     @cached_property
     def context(self) -> RunContext | None:

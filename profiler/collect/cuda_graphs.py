@@ -47,6 +47,7 @@ from profiler import units
 from profiler.collect import numerics
 from profiler.collect.backends.base import Backend, Prepared
 from profiler.collect.device import out_of_memory_kind
+from profiler.collect.graph_capture import INDUCTOR_GRAPH_MODES, CaptureProfile
 from profiler.errors import UserError, first_line
 from profiler.runs.config import RunConfig
 from profiler.runs.workloads import workload
@@ -56,8 +57,6 @@ WARMUP_CALLS = 3
 #: a replay's output against a plain call's: at most this relative L2 error (the same kernels
 #: give the same numbers; this catches an output a replay did not write)
 REPLAY_TOLERANCE = 1e-2
-#: torch.compile modes that already replay CUDA graphs (torch._inductor.list_mode_options())
-INDUCTOR_GRAPH_MODES = ("reduce-overhead", "max-autotune")
 
 
 class NotReplayable(Exception):
@@ -70,7 +69,7 @@ def refusal(config: RunConfig, family: str, use_cuda: bool) -> str | None:
         return "CUDA graphs need a CUDA GPU, and torch sees none on this machine"
     why = workload(config.workload).not_captured
     if why is not None:
-        return f"--workload {config.workload} is not captured ({why}); --workload forward only"
+        return f"--workload {config.workload} is not captured ({why})"
     if family == "tensorrt" and config.capture == "torch":
         return (
             "a TensorRT engine replayed from a CUDA graph crashed the process under "
@@ -100,12 +99,22 @@ def error_line(error: BaseException, limit: int = 240) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def capture(step: Prepared, backend_name: str, say: Callable[[str], None]) -> Prepared:
+def capture(
+    step: Prepared,
+    backend_name: str,
+    say: Callable[[str], None],
+    what: str = "the forward step",
+    profiled: bool = True,
+    reset: Callable[[], object] | None = None,
+) -> Prepared:
     """The step with ``fn`` replaced by the replay of its capture (see the module doc); a
-    one-line UserError naming the backend when it cannot be captured."""
+    one-line UserError naming the backend when it cannot be captured. The capture runs under
+    a profiler (unless not ``profiled``: a process that only times), whose windows go into the
+    notes' artifacts (graph_captures.json: profiler.collect.graph_capture)."""
     began = time.perf_counter()
+    profile = CaptureProfile(f"--cuda-graphs: {what}", enabled=profiled)
     try:
-        replay, checked = _capture(step.fn, step.inputs)
+        replay, checked = _capture(step.fn, step.inputs, profile, reset)
     except NotReplayable as why:
         raise UserError(f"--cuda-graphs: {backend_name} could not be captured: {why}") from None
     except Exception as error:
@@ -116,7 +125,7 @@ def capture(step: Prepared, backend_name: str, say: Callable[[str], None]) -> Pr
         ) from None
     seconds = time.perf_counter() - began
     note = (
-        f"the forward step captured into one CUDA graph after {WARMUP_CALLS} warm-up calls "
+        f"{what} captured into one CUDA graph after {WARMUP_CALLS} warm-up calls "
         f"on a side stream ({units.seconds_unit(seconds, 2)}); timed, profiled and checked "
         f"calls are its replays; {checked}"
     )
@@ -124,15 +133,28 @@ def capture(step: Prepared, backend_name: str, say: Callable[[str], None]) -> Pr
         f"  captured into a CUDA graph in {units.seconds_unit(seconds, 2)}: the calls from here "
         f"on are replays ({checked})"
     )
+    artifacts = {**step.notes.get("artifacts", {}), **profile.artifacts()}
     return Prepared(
         fn=replay,
         inputs=step.inputs,
-        notes={**step.notes, "cuda_graphs": note},
+        notes={
+            **step.notes,
+            "cuda_graphs": note,
+            "graph_captures": profile.summary(),
+            "artifacts": artifacts,
+        },
         after_windows=step.after_windows,
     )
 
 
-def _capture(fn: Callable[..., Any], inputs: tuple) -> tuple[Callable[..., Any], str]:
+def _capture(
+    fn: Callable[..., Any],
+    inputs: tuple,
+    profile: CaptureProfile,
+    reset: Callable[[], object] | None = None,
+) -> tuple[Callable[..., Any], str]:
+    """``reset``: puts back the state the step reads (a KV cache's position), called before
+    the plain call the replay is checked against and before that replay."""
     import torch
 
     torch.cuda.synchronize()
@@ -141,13 +163,19 @@ def _capture(fn: Callable[..., Any], inputs: tuple) -> tuple[Callable[..., Any],
     with torch.cuda.stream(side):
         for _ in range(WARMUP_CALLS):
             plain = fn(*inputs)
+        if reset is not None:
+            reset()
+            plain = fn(*inputs)
     torch.cuda.current_stream().wait_stream(side)
     torch.cuda.synchronize()
     expected = numerics.first_tensor(plain)
     expected = None if expected is None else expected.clone()  # an engine may reuse its buffers
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
+    with profile.recording(), torch.cuda.graph(graph):
         static_output = fn(*inputs)
+    if reset is not None:
+        reset()
+        torch.cuda.synchronize()
     checked = _check_replay(torch, graph, static_output, expected, inputs)
 
     def replay(*args):

@@ -18,10 +18,12 @@ from __future__ import annotations
 import contextlib
 import json
 from pathlib import Path
+from typing import Any
 
 import torch
 
 from profiler.collect import engine_cache
+from profiler.errors import first_line
 
 CACHE_KIND = "flops"
 CACHE_SUFFIX = ".flops"
@@ -228,3 +230,92 @@ def roofline_inputs(
         "method": counted["how"] + "; min bytes = weights once + inputs + outputs at the run's "
         "precision",
     }
+
+
+def _lm_phase(hf_model, tensors: dict, batch_size: int, tokens: int, cached: int) -> dict:
+    """FLOPs of one call of a Hugging Face causal LM on ``tokens`` new positions after a cache
+    of ``cached`` positions (filled first, uncounted), on the meta device."""
+    from torch.utils.flop_counter import FlopCounterMode
+    from transformers import DynamicCache
+
+    def ids(length: int) -> torch.Tensor:
+        return torch.zeros(batch_size, length, dtype=torch.long, device="meta")
+
+    cache = DynamicCache(config=hf_model.config)
+    with torch.no_grad():
+        if cached:
+            torch.func.functional_call(
+                hf_model, tensors, (), {"input_ids": ids(cached), "past_key_values": cache}
+            )
+        counter = FlopCounterMode(display=False)
+        with counter:
+            out = torch.func.functional_call(
+                hf_model, tensors, (), {"input_ids": ids(tokens), "past_key_values": cache}
+            )
+    per_op = {
+        str(op).split(".")[-1] if "." in str(op) else str(op): int(n)
+        for op, n in counter.get_flop_counts().get("Global", {}).items()
+    }
+    return {
+        "flops": int(counter.get_total_flops()),
+        "per_op": per_op,
+        "logits": list(out.logits.shape),
+    }
+
+
+def lm_phase_inputs(
+    hf_model: torch.nn.Module,
+    batch_size: int,
+    prompt_len: int,
+    new_tokens: int,
+    precision: str,
+) -> dict:
+    """A decoder-only LM's two phases as the roofline reads them, each like ``roofline_inputs``
+    (FLOPs, minimum bytes): ``prefill`` (the prompt; its logits as the model computes them)
+    and ``decode`` (one step at the middle of the decode, its cache holding prompt_len +
+    new_tokens // 2 - 1 positions, as profiler.collect.workloads.generate's decode window).
+    Minimum bytes: the weights once, the token ids, the KV cache the phase reads (decode) or
+    writes (prefill: every prompt position; decode: one), and the logits. Counted with
+    FlopCounterMode on the meta device (no memory, no arithmetic); {"error": ...} when it
+    could not be."""
+    float_bytes = PRECISION_BYTES.get(precision, 4)
+    # (tied weights once: functional_call ties them again)
+    named = [*hf_model.named_parameters(), *hf_model.named_buffers()]
+    tensors = {name: torch.empty_like(t, device="meta") for name, t in named}
+    config: Any = hf_model.config
+    heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    # keys and values of one position, every layer, the whole batch
+    kv_position = 2 * config.num_hidden_layers * heads * head_dim * batch_size * float_bytes
+    weights = sum(_tensor_bytes(p, float_bytes) for p in hf_model.parameters())
+    cached = prompt_len + max(new_tokens // 2, 1) - 1
+    try:
+        with _without_dynamo():
+            prefill = _lm_phase(hf_model, tensors, batch_size, prompt_len, 0)
+            decode = _lm_phase(hf_model, tensors, batch_size, 1, cached)
+    except Exception as error:  # the count is extra information: never stop the run
+        return {"error": f"FLOPs not counted: {type(error).__name__}: {first_line(error)[:200]}"}
+    found = {}
+    for phase, counted, tokens, kv_bytes in (
+        ("prefill", prefill, prompt_len, prompt_len * kv_position),
+        ("decode", decode, 1, (cached + 1) * kv_position),
+    ):
+        input_bytes = batch_size * tokens * 8 + kv_bytes
+        output_bytes = _numel(tuple(counted["logits"])) * float_bytes
+        found[phase] = {
+            "flops_per_batch": counted["flops"],
+            "flops_by_operator": counted["per_op"],
+            "batch_size": batch_size,
+            "weight_bytes": weights,
+            "input_bytes": input_bytes,
+            "output_bytes": output_bytes,
+            "min_bytes_per_batch": weights + input_bytes + output_bytes,
+            "bytes_per_element": float_bytes,
+            "precision": precision,
+            "method": "FlopCounterMode on the eager model (meta device), one "
+            f"{'prefill of the prompt' if phase == 'prefill' else 'decode step'}; min bytes = "
+            "weights once + token ids + the KV cache "
+            + ("written" if phase == "prefill" else f"read ({cached} positions) and written")
+            + " + logits, at the run's precision",
+        }
+    return found

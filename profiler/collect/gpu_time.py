@@ -196,11 +196,12 @@ class GpuWindow:
     gpu_ms: tuple[float, ...] = ()
 
 
-def why_not(use_cuda: bool, workload: str) -> str | None:
-    """Why GPU compute is not measured in this run, or None when it is."""
+def why_not(use_cuda: bool, workload: str | None) -> str | None:
+    """Why GPU compute is not measured in this run, or None when it is (``workload`` None: a
+    phase of a step, measured whatever the workload)."""
     if not use_cuda:
         return NO_GPU
-    if not workload_facts(workload).gpu_time:
+    if workload is not None and not workload_facts(workload).gpu_time:
         return FORWARD_ONLY
     return None
 
@@ -217,15 +218,17 @@ def measure(
     inputs: tuple,
     timed_iterations: int,
     use_cuda: bool,
-    workload: str = "forward",
+    workload: str | None = "forward",
     cuda=None,
     clock: Callable[[], float] = time.perf_counter,
     enqueue_ms: list[float] | tuple[float, ...] = (),
+    setup: Callable[[], object] | None = None,
 ) -> GpuWindow:
     """The GPU-time window after the timed one (see the module doc); on a CPU, or for a
     workload other than forward, only why it was not measured. ``enqueue_ms``: the timed
-    window's enqueue times. ``cuda`` is torch.cuda (a test passes a simulated device, and its
-    ``clock``)."""
+    window's enqueue times. ``setup``: called and synchronized before each call, outside what
+    is measured (the state a call needs: a generation's prefill before one decode step).
+    ``cuda`` is torch.cuda (a test passes a simulated device, and its ``clock``)."""
     reason = why_not(use_cuda, workload)
     if reason is not None:
         return GpuWindow(GpuCompute(not_measured=reason))
@@ -240,10 +243,12 @@ def measure(
     estimate = (
         percentile(sorted(enqueue_ms), 50)
         if len(enqueue_ms) >= 3
-        else _enqueue_estimate(cuda, fn, inputs, clock)
+        else _enqueue_estimate(cuda, fn, inputs, clock, setup=setup)
     )
     tally = run_window(
-        _attempt(cuda, fn, inputs, per_ms, clock), window_iterations(timed_iterations), estimate
+        _attempt(cuda, fn, inputs, per_ms, clock, setup),
+        window_iterations(timed_iterations),
+        estimate,
     )
     cuda.synchronize()
     figures = summarise(tally, enqueue_ms)
@@ -264,10 +269,13 @@ def _calibrate(cuda) -> float:
     return cycles_per_ms(cycles, start.elapsed_time(end), rated_khz)
 
 
-def _enqueue_estimate(cuda, fn, inputs, clock, calls: int = 3) -> float:
+def _enqueue_estimate(cuda, fn, inputs, clock, calls: int = 3, setup=None) -> float:
     """The median host time (ms) of a few plain calls, each synchronized after its timing."""
     times = []
     for _ in range(calls):
+        if setup is not None:
+            setup()
+            cuda.synchronize()
         began = clock()
         fn(*inputs)
         times.append((clock() - began) * 1000.0)
@@ -275,10 +283,14 @@ def _enqueue_estimate(cuda, fn, inputs, clock, calls: int = 3) -> float:
     return percentile(sorted(times), 50)
 
 
-def _attempt(cuda, fn, inputs, per_ms: float, clock) -> Callable[[float], Attempt]:
-    """One call behind a sleep of ``sleep_ms`` (the method of the module doc)."""
+def _attempt(cuda, fn, inputs, per_ms: float, clock, setup=None) -> Callable[[float], Attempt]:
+    """One call behind a sleep of ``sleep_ms`` (the method of the module doc); ``setup``
+    first, synchronized."""
 
     def attempt(sleep_ms: float) -> Attempt:
+        if setup is not None:
+            setup()
+            cuda.synchronize()
         start, end = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
         cuda._sleep(sleep_cycles(sleep_ms, per_ms))
         start.record()

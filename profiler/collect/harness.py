@@ -35,6 +35,7 @@ from profiler.collect import (
     engine_cache,
     flops,
     gpu_time,
+    graph_capture,
     metadata,
     models,
     numerics,
@@ -249,14 +250,20 @@ def collect(
         f"[/bold] on {device_name(use_cuda)}"
     )
     workload.before_prepare(timer)
-    step, prepare_s, first_call_s = window.prepare(workload, use_cuda, progress)
+    step, prepare_s, first_call_s = window.prepare(
+        workload, use_cuda, progress, graph_capture.for_backend(config, backend.family, use_cuda)
+    )
     timer.add("prepare", prepare_s)
     timer.add("first_call", first_call_s)
-    if config.cuda_graphs:
+    if config.cuda_graphs and not workload.captures_graphs:
         with timer("graph_capture"):
             step = cuda_graphs.capture(step, backend.name, progress.say)
     timed, began = _timed_window(workload, step, config, use_cuda, progress, timer)
     gpu_window = _gpu_time(config, step, timed, use_cuda, progress, timer)
+    began_phases = time.perf_counter()
+    phase_windows = workload.phase_windows(timed.details, use_cuda)
+    if phase_windows:  # a generation's phases, their GPU time measured apart
+        timer.add("gpu_compute", time.perf_counter() - began_phases)
     untraced_kernels = _untraced_call(config, step, use_cuda, progress, timer)
     activities, trace_files = window.profile(config, step, use_cuda, progress, tb_stage, timer)
     notes, artifacts = window.after_windows(step, run_stage, timer)
@@ -267,7 +274,11 @@ def collect(
             run_stage, list(timed.window.latencies_ms), gpu_window.gpu_ms, timed.enqueue_ms
         )
         artifacts = artifacts + workload.write(run_stage, timed.details)
-    own = ProcessWindow(tuple(timed.window.latencies_ms), gpu_window.gpu_ms, timed.enqueue_ms)
+    own = ProcessWindow(
+        tuple(timed.window.latencies_ms), gpu_window.gpu_ms, timed.enqueue_ms, phases=phase_windows
+    )
+    if phase_windows:  # the phases' windows are kept beside the whole one's (processes.csv)
+        write_text_atomic(run_stage / runs.PROCESSES_CSV, processes_text(ConfigSamples((own,))))
     spread, reached = _repeat_windows(config, own, timed, progress, run_stage, timer, began)
     return Collected(
         prepare_s,

@@ -11,6 +11,7 @@ import math
 import sys
 import traceback
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -165,7 +166,8 @@ class CausalLM(nn.Module):
 
     @property
     def max_len(self) -> int:
-        return self.model.config.n_positions
+        hf = self.model.config
+        return int(getattr(hf, "n_positions", None) or hf.max_position_embeddings)
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
         return self.model(input_ids=input_ids, use_cache=False).logits
@@ -195,12 +197,68 @@ def _gpt2(config: RunConfig) -> Built:
     return model, (torch.randint(0, GPT2_VOCAB, (config.batch_size, length), device=HOST),)
 
 
+@dataclass(frozen=True)
+class LlamaShape:
+    """A Llama-style decoder's shape: RMSNorm, rotary embedding, grouped-query attention
+    (``kv_heads`` key/value heads shared by ``heads`` query heads), SwiGLU MLP."""
+
+    layers: int
+    hidden: int
+    intermediate: int
+    heads: int
+    kv_heads: int
+    vocab: int
+    positions: int
+    tied: bool = True
+
+
+#: ``llama``: Llama 3.2 1B's shape (1.24 B parameters with the embedding tied to the output
+#: projection), a size that keeps an H100/H200 busy in the prefill and is bandwidth-bound in
+#: the decode; ``llama-tiny``: the same architecture small enough for tests on a CPU
+LLAMA_SHAPES = {
+    "llama": LlamaShape(16, 2048, 8192, 32, 8, 128256, 4096),
+    "llama-tiny": LlamaShape(2, 64, 128, 4, 2, 512, 512),
+}
+
+
+def _llama(name: str) -> Callable[[RunConfig], Built]:
+    """A Llama-style decoder from transformers' LlamaForCausalLM, random weights (its own
+    initialisation under the run's seed), random prompt tokens."""
+    shape = LLAMA_SHAPES[name]
+
+    def build(config: RunConfig) -> Built:
+        try:
+            from transformers import LlamaConfig, LlamaForCausalLM
+        except ImportError:
+            raise UserError(
+                f'the {name} model needs transformers: pip install -e ".[nlp]"'
+            ) from None
+        hf_config = LlamaConfig(
+            vocab_size=shape.vocab,
+            hidden_size=shape.hidden,
+            intermediate_size=shape.intermediate,
+            num_hidden_layers=shape.layers,
+            num_attention_heads=shape.heads,
+            num_key_value_heads=shape.kv_heads,
+            max_position_embeddings=shape.positions,
+            rope_parameters={"rope_type": "default", "rope_theta": 500000.0},
+            tie_word_embeddings=shape.tied,
+        )
+        model = CausalLM(LlamaForCausalLM(hf_config))
+        length = config.prompt_len if workload(config.workload).prompts else config.seq_len
+        tokens = torch.randint(0, shape.vocab, (config.batch_size, length), device=HOST)
+        return model, (tokens,)
+
+    return build
+
+
 MODELS: dict[str, Callable[[RunConfig], Built]] = {
     "resnet50": _resnet("resnet50"),
     "resnet18": _resnet("resnet18"),
     "distilbert": _distilbert,
     "transformer": _transformer,
     "gpt2": _gpt2,
+    **{name: _llama(name) for name in LLAMA_SHAPES},
 }
 
 CONV_MODELS = {"resnet50", "resnet18"}

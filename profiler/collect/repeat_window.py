@@ -27,9 +27,10 @@ from profiler.collect import backends, cuda_graphs, gpu_time, models, timing, wi
 from profiler.collect.device import set_math_flags
 from profiler.collect.workloads.base import RunContext
 from profiler.collect.workloads.forward import Forward
+from profiler.collect.workloads.generate import Generate
 from profiler.errors import UserError, first_line
 from profiler.runs.config import RunConfig, config_from_json, config_to_json
-from profiler.runs.samples import ProcessWindow, window_of
+from profiler.runs.samples import ProcessWindow, window_of, window_record
 
 
 def child_config(config: RunConfig, iters: int, warmup: int) -> RunConfig:
@@ -72,29 +73,31 @@ def repeat(config: RunConfig, iters: int, warmup: int, say) -> list[ProcessWindo
 
 def time_once(config: RunConfig) -> dict:
     """The first phases of profiler.collect.window (prepare, warm-up, the timed window, the
-    GPU-time window) for the forward workload, as the main run went through them; the
-    latencies, GPU times and enqueue times (ms) and the GPU's state around the timed window
+    GPU-time window; a generation's phase windows) for the config's workload, as the main run
+    went through them, with no profiler (no CUDA graph capture is profiled); the latencies,
+    GPU times and enqueue times (ms), a generation's ``phases`` (profiler.runs.samples
+    .window_record) and the GPU's state around the timed window
     (profiler.runs.gpu_record.GpuState as JSON builtins)."""
     use_cuda = torch.cuda.is_available()
     device = torch.device("cuda" if use_cuda else "cpu")
     set_math_flags(config)
     model, inputs = models.build(config, device)
     progress = window.Progress(quiet=True)
-    workload = Forward(
-        RunContext(
-            config,
-            backends.get(config.backend),
-            model,
-            inputs,
-            device,
-            use_cuda,
-            progress.say,
-            progress.warn,
-        )
+    context = RunContext(
+        config,
+        backends.get(config.backend),
+        model,
+        inputs,
+        device,
+        use_cuda,
+        progress.say,
+        progress.warn,
+        profile_captures=False,
     )
+    workload = Generate(context) if config.workload == "generate" else Forward(context)
     step, _, _ = window.prepare(workload, use_cuda, progress)
-    if config.cuda_graphs:  # the main run's replays, captured the same way
-        step = cuda_graphs.capture(step, config.backend, progress.say)
+    if config.cuda_graphs and not workload.captures_graphs:  # the main run's replays
+        step = cuda_graphs.capture(step, config.backend, progress.say, profiled=False)
     plan = timing.plan_window(config.iters, config.timed_warmup, None, use_cuda)
     estimate_ms = window.warm_up(plan, step, use_cuda, progress)
     timed = window.timed(workload, step, plan, estimate_ms, config.batch_size, use_cuda, progress)
@@ -106,10 +109,14 @@ def time_once(config: RunConfig) -> dict:
         config.workload,
         enqueue_ms=timed.enqueue_ms,
     )
+    own = ProcessWindow(
+        tuple(timed.window.latencies_ms),
+        gpu.gpu_ms,
+        timed.enqueue_ms,
+        phases=workload.phase_windows(timed.details, use_cuda),
+    )
     return {
-        "latencies_ms": list(timed.window.latencies_ms),
-        "gpu_ms": list(gpu.gpu_ms),
-        "enqueue_ms": list(timed.enqueue_ms),
+        **window_record(own),
         "gpu_redone": gpu.figures.invalid_iterations,
         "held_enqueue_p50_ms": gpu.figures.held_enqueue_p50_ms,
         "device": torch.cuda.get_device_name() if use_cuda else "cpu",

@@ -29,7 +29,7 @@ from rich.markup import escape
 
 from profiler import runs, units
 from profiler.analysis.noise import TimedWindow
-from profiler.collect import gpu_state, timing
+from profiler.collect import gpu_state, graph_capture, timing
 from profiler.collect.backends.base import Prepared
 from profiler.collect.device import inductor_left_unimported, kineto_quiet, nvtx_range, sync
 from profiler.collect.workloads.base import Workload
@@ -80,23 +80,35 @@ class Progress:
 
 
 def prepare(
-    workload: Workload, use_cuda: bool, progress: Progress
+    workload: Workload,
+    use_cuda: bool,
+    progress: Progress,
+    captures: graph_capture.CaptureProfile | None = None,
 ) -> tuple[Prepared, float, float]:
     """prepare: the workload's step (the backend compiles or builds here), then a first call
-    (compilers compile there), each timed with a synchronize at the end."""
+    (compilers compile there), each timed with a synchronize at the end. With ``captures``
+    (a backend that captures CUDA graphs on its first calls: profiler.collect.graph_capture),
+    the first RECORDING_CALLS calls run under its profiler, all counted as the first call,
+    and the windows it found go into the step's notes and graph_captures.json."""
     with nvtx_range("prepare"):
         began = time.perf_counter()
         step = workload.prepare()
         sync(use_cuda)
         prepare_s = time.perf_counter() - began
         began = time.perf_counter()
-        step.fn(*step.inputs)
-        sync(use_cuda)
+        with captures.recording() if captures else contextlib.nullcontext():
+            for _ in range(graph_capture.RECORDING_CALLS if captures else 1):
+                step.fn(*step.inputs)
+                sync(use_cuda)
         first_call_s = time.perf_counter() - began
+    profiled = f" ({graph_capture.RECORDING_CALLS} calls, profiled for CUDA graph capture)"
     progress.say(
         f"  prepare {units.seconds_unit(prepare_s, 2)}, {workload.first_call} "
-        f"{units.seconds_unit(first_call_s, 2)}"
+        f"{units.seconds_unit(first_call_s, 2)}{profiled if captures else ''}"
     )
+    if captures:
+        step.notes["graph_captures"] = captures.summary()
+        step.notes.setdefault("artifacts", {}).update(captures.artifacts())
     for warning in step.notes.get("warnings", []):
         progress.warn(warning)
     return step, prepare_s, first_call_s

@@ -15,6 +15,7 @@ from profiler.analysis.records import (
     CompareTimed,
     Explanation,
     FigureOverProcesses,
+    IntervalFigure,
     ProcessFigures,
     Verdict,
     WindowNoise,
@@ -491,6 +492,73 @@ def _metrics_table(title: str, rows: list[tuple[str, str, str, str]]) -> FitTabl
     return table
 
 
+#: a generation's phases in words (profiler.runs.samples.PHASES)
+PHASE_LABELS = {"ttft": "TTFT (prefill and its token)", "tpot": "TPOT (mean decode step)"}
+
+
+def interval_figure(figure: IntervalFigure | None) -> str:
+    """A generation figure over processes to the digits its between-process CV allows, with
+    its 95 % interval: ``12.3 ms [12.1-12.6]``; one process: the value alone."""
+    if figure is None:
+        return "-"
+    unit = "ms" if figure.unit == "ms" else ""
+    text = trimmed(figure.value, figure.cv, unit)
+    if figure.low is None or figure.high is None:
+        return text
+    return f"{text} [{trimmed(figure.low, figure.cv)}-{trimmed(figure.high, figure.cv)}]"
+
+
+def generation_rows(t: CompareTimed) -> list[tuple[str, str, str, str]]:
+    """(metric, A, B, B vs A) of each side's generation figures over its processes: TTFT,
+    TPOT, ITL p50/p99 and tokens/s, each with its 95 % interval."""
+    ga, gb = t.generation_a, t.generation_b
+    if ga is None and gb is None:
+        return []
+    a = {f.figure: f for f in ga.figures} if ga else {}
+    b = {f.figure: f for f in gb.figures} if gb else {}
+    rows = []
+    for name in ("TTFT", "TPOT", "ITL p50", "ITL p99", "tokens/s"):
+        fa, fb = a.get(name), b.get(name)
+        if fa is None and fb is None:
+            continue
+        change = _change(fa.value if fa else None, fb.value if fb else None)
+        rows.append((name, interval_figure(fa), interval_figure(fb), change))
+    for key, label in (("ttft_bound", "TTFT bound"), ("tpot_bound", "TPOT bound")):
+        wa, wb = (getattr(g, key) if g else None for g in (ga, gb))
+        if wa or wb:
+            rows.append((label, wa or "-", wb or "-", ""))
+    return rows
+
+
+def phase_verdict_lines(t: CompareTimed) -> list[str]:
+    """Each phase's verdicts (latency, then GPU time), one line each (rich markup), then the
+    lines that say how to read them (launch-bound, the lever)."""
+    lines = []
+    for phase in t.phases:
+        label = PHASE_LABELS[phase.phase]
+        verdicts = phase.verdicts
+        if verdicts is None:
+            continue
+        for figure, verdict in (("latency", verdicts.latency), ("gpu_time", verdicts.gpu_time)):
+            if verdict is not None:
+                lines.append(verdict_line(verdict, f"{label}, {FIGURE_NAMES[figure]}"))
+        lines += [f"[yellow]note ({label}):[/] {escape(n)}" for n in note_lines(verdicts)]
+    return lines
+
+
+def print_generation(t: CompareTimed, console: Console) -> None:
+    """A generation's figures over processes and its phases judged apart (TTFT, TPOT)."""
+    rows = generation_rows(t)
+    if rows:
+        console.print(
+            _metrics_table(
+                "Generation (each figure over processes: geometric mean [95 % interval])", rows
+            )
+        )
+    for line in phase_verdict_lines(t):
+        console.print(line, highlight=False)
+
+
 def print_timed_headline(t: CompareTimed, console: Console) -> None:
     """The processes the verdicts use (profiler.analysis.headline.compare_timed: fresh ones with
     compare --processes), both verdicts (latency and GPU time, each named) with the lines that
@@ -503,6 +571,7 @@ def print_timed_headline(t: CompareTimed, console: Console) -> None:
             f"[yellow]note:[/] {NO_LATENCY}: the recorded runs' figures only", highlight=False
         )
     _print_verdicts(t, console)
+    print_generation(t, console)
     console.print(_metrics_table(RECORDED_TITLE, recorded_rows(t)))
     for label, warning in noise_warnings(t):
         console.print(f"[bold yellow]warning ({label}):[/] {escape(warning)}", highlight=False)

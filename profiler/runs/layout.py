@@ -7,6 +7,7 @@ Layout (``--runs-dir`` and ``--tb-dir`` move the two roots)::
     runs/<run>/processes.csv       every timed window of the config in its own process (the run's
                                    own is process 0): process, iteration, latency_ms
     runs/<run>/ncu.csv[.gz]        `profile.py ncu`'s raw metrics
+    runs/<run>/graph_captures.json the CUDA graphs the run captured: each node's operator
     runs/<run>/engine_layers_<i>.json, engine_layer_times_<i>.json   a TensorRT run's engines
     tb_logs/<run>/*.pt.trace.json[.gz]   the run's Kineto traces (named in result.json)
     tb_logs/<run>_tbcompat/        the plugin-friendly copies of those traces (tb-compat)
@@ -30,13 +31,15 @@ from profiler.fsutil import LEFTOVER
 RESULT_FILE = "result.json"
 LATENCY_CSV = "latency.csv"
 PROCESSES_CSV = "processes.csv"
+#: the CUDA graphs a run captured, their nodes and operators (profiler.trace.graphs)
+GRAPH_CAPTURES = "graph_captures.json"
 MANIFEST = "sweep.json"
 NCU_CSV_NAMES = ("ncu.csv", "ncu.csv.gz")
 RUNS_ROOT, TB_ROOT = "runs", "tb_logs"
 TRACE_PATTERNS = ("*.pt.trace.json", "*.pt.trace.json.gz")
 LOOSE_PATTERNS = ("*.json", "*.json.gz")
 #: files in a run or sweep folder that are never traces, whatever their extension
-NOT_TRACES = {RESULT_FILE, MANIFEST}
+NOT_TRACES = {RESULT_FILE, MANIFEST, GRAPH_CAPTURES}
 
 
 #: the environment variable that moves the compiled-engine cache (and peaks/ beside it)

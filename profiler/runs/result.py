@@ -360,11 +360,22 @@ class Generation(msgspec.Struct, frozen=True):
     steps_csv: str  # one row per token step
     ttft_ms: Quantiles  # time to first token
     encode_ms: Quantiles | None  # the encoder alone (encoder-decoder)
-    per_token_ms: Quantiles  # each token after the first
+    per_token_ms: Quantiles  # each token after the first: inter-token latency (ITL)
     sequence_ms: Quantiles  # start to last token
     tokens_per_s: float
     step_ms_by_position: list[float]  # mean step time of each token position
     generations: int  # timed generations
+    #: time per output token: each generation's mean step after the first token (runs recorded
+    #: before it lack it)
+    tpot_ms: Quantiles | None = None
+    #: the phases' GPU time and enqueue, each in a window of its own after the timed one
+    #: (profiler.collect.gpu_time): "ttft" one prefill and its token (the encoder and the first
+    #: step, encoder-decoder), "tpot" one decode step; None where not measured
+    phase_gpu: dict[str, GpuCompute] | None = None
+    #: a decoder-only LM's phases as the roofline reads them: "prefill" (the prompt) and
+    #: "decode" (one step at the middle of the decode), each its FLOPs and minimum bytes
+    #: (profiler.collect.flops.lm_phase_inputs); None where not counted
+    phase_roofline_inputs: dict[str, RooflineInputs] | None = None
 
 
 class RunResult(msgspec.Struct, frozen=True, kw_only=True):

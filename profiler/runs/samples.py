@@ -38,6 +38,17 @@ from profiler.runs.layout import LATENCY_CSV, PROCESSES_CSV, RESULT_FILE
 from profiler.runs.result import RepeatSpread, RunResult, latency_csv_of, read_result, write_result
 
 HEADER = ("process", "iteration", "latency_ms", "gpu_ms", "enqueue_ms", "gpu", "round", "pilot")
+#: the column a generation's phase rows add (written only when a window has phases)
+PHASE_COLUMN = "phase"
+#: a generation's phases, each timed as a figure of its own: time to first token (the prefill
+#: and its token: latency, the prefill's GPU time and enqueue) and time per output token (the
+#: mean decode step of each generation: latency, one decode step's GPU time and enqueue)
+TTFT, TPOT = "ttft", "tpot"
+PHASES: Final = (TTFT, TPOT)
+#: every inter-token latency of the window (each generation's steps after the first token, in
+#: order), kept for its percentiles; not judged apart
+ITL = "itl"
+KEPT_PHASES: Final = (*PHASES, ITL)
 #: the column each figure's per-iteration values are kept in
 FIGURE_COLUMNS = {"latency": "latency_ms", "gpu_time": "gpu_ms", "enqueue": "enqueue_ms"}
 #: a process is launch-bound when its enqueue p90 is at least this share of its GPU time p50:
@@ -66,6 +77,8 @@ class ProcessWindow(msgspec.Struct, frozen=True, omit_defaults=True):
     gpu: str | None = None
     round: str | None = None
     pilot: bool = False
+    #: a generation's phases (TTFT, TPOT), each a window of its own figures, same process
+    phases: dict[str, ProcessWindow] = msgspec.field(default_factory=dict)
 
     def values(self, figure: str) -> tuple[float, ...]:
         values: tuple[float, ...] = getattr(self, FIGURE_COLUMNS[figure])
@@ -88,7 +101,8 @@ class ProcessWindow(msgspec.Struct, frozen=True, omit_defaults=True):
 def window_of(
     record: dict[str, Any], round_id: str | None = None, gpu: str | None = None, pilot: bool = False
 ) -> ProcessWindow:
-    """A timing child's JSON record (profiler.collect.repeat_window) as the typed window."""
+    """A timing child's JSON record (profiler.collect.repeat_window) as the typed window; a
+    generation's ``phases`` (name -> a record of the same three lists) with it."""
     return ProcessWindow(
         tuple(record["latencies_ms"]),
         tuple(record.get("gpu_ms") or ()),
@@ -96,7 +110,24 @@ def window_of(
         gpu,
         round_id,
         pilot,
+        {
+            name: window_of(phase, round_id, gpu, pilot)
+            for name, phase in (record.get("phases") or {}).items()
+            if phase.get("latencies_ms")
+        },
     )
+
+
+def window_record(window: ProcessWindow) -> dict[str, Any]:
+    """The JSON record window_of reads (a timing child's line)."""
+    record: dict[str, Any] = {
+        "latencies_ms": list(window.latency_ms),
+        "gpu_ms": list(window.gpu_ms),
+        "enqueue_ms": list(window.enqueue_ms),
+    }
+    if window.phases:
+        record["phases"] = {name: window_record(w) for name, w in window.phases.items()}
+    return record
 
 
 class ConfigSamples(msgspec.Struct, frozen=True):
@@ -146,6 +177,17 @@ class ConfigSamples(msgspec.Struct, frozen=True):
 
     def on_gpus(self, gpus: set[str]) -> ConfigSamples:
         return ConfigSamples(tuple(w for w in self.windows if w.gpu in gpus))
+
+    def phase(self, name: str) -> ConfigSamples:
+        """Each process's window of one phase of a generation (TTFT, TPOT), where it has one."""
+        return ConfigSamples(tuple(w.phases[name] for w in self.windows if name in w.phases))
+
+    @property
+    def phase_names(self) -> tuple[str, ...]:
+        """The phases every process timed, in PHASES order."""
+        if not self.windows:
+            return ()
+        return tuple(p for p in PHASES if all(p in w.phases for w in self.windows))
 
     def per_sample(self, batch_size: int) -> ConfigSamples:
         """Every time divided by the batch size (a throughput comparison across batches)."""
@@ -202,24 +244,30 @@ def _cell(values: tuple[float, ...], i: int) -> str:
 
 
 def processes_text(samples: ConfigSamples) -> str:
-    """processes.csv's text: one row per iteration of each process (module doc)."""
+    """processes.csv's text: one row per iteration of each process (module doc); a
+    generation's phase windows as rows of their own, named in a last ``phase`` column (written
+    only when a window has phases)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(HEADER)
-    for process, w in enumerate(samples.windows):
-        for i in range(max(len(w.latency_ms), len(w.gpu_ms), len(w.enqueue_ms))):
-            writer.writerow(
-                (
-                    process,
-                    i,
-                    _cell(w.latency_ms, i),
-                    _cell(w.gpu_ms, i),
-                    _cell(w.enqueue_ms, i),
-                    w.gpu or "",
-                    w.round or "",
-                    1 if w.pilot else "",
+    phased = any(w.phases for w in samples.windows)
+    writer.writerow(HEADER + ((PHASE_COLUMN,) if phased else ()))
+    for process, whole in enumerate(samples.windows):
+        parts = [("", whole)] + [(name, whole.phases[name]) for name in sorted(whole.phases)]
+        for phase, w in parts:
+            for i in range(max(len(w.latency_ms), len(w.gpu_ms), len(w.enqueue_ms))):
+                writer.writerow(
+                    (
+                        process,
+                        i,
+                        _cell(w.latency_ms, i),
+                        _cell(w.gpu_ms, i),
+                        _cell(w.enqueue_ms, i),
+                        whole.gpu or "",
+                        whole.round or "",
+                        1 if whole.pilot else "",
+                        *((phase,) if phased else ()),
+                    )
                 )
-            )
     return out.getvalue()
 
 
@@ -268,15 +316,18 @@ def read_samples(path: Path) -> ConfigSamples:
     gpu_ms, enqueue_ms, round and pilot columns read with those empty). A file that is no
     processes.csv (no process or latency_ms column, a value that is no time, a field too long,
     bytes that are not text) is a UserError naming it."""
-    rows: dict[int, dict[str, Any]] = {}
+    rows: dict[tuple[int, str], dict[str, Any]] = {}
     try:
         with open(path, newline="") as handle:
             reader = csv.DictReader(handle)
             if not {"process", "latency_ms"} <= set(reader.fieldnames or ()):
                 raise ValueError("no process and latency_ms columns")
             for row in map(_checked, reader):
+                phase = row.get(PHASE_COLUMN) or ""
+                if phase and phase not in KEPT_PHASES:
+                    raise ValueError(f"unknown phase {phase[:40]!r}")
                 process = rows.setdefault(
-                    int(row["process"]),
+                    (int(row["process"]), phase),
                     {
                         "latency_ms": [],
                         "gpu_ms": [],
@@ -292,20 +343,29 @@ def read_samples(path: Path) -> ConfigSamples:
                         process[column].append(value)
     except (OSError, KeyError, ValueError, TypeError, csv.Error) as error:
         raise UserError(f"{path}: not a processes.csv ({_why(error)})") from None
-    return ConfigSamples(
-        tuple(
-            ProcessWindow(
-                tuple(r["latency_ms"]),
-                tuple(r["gpu_ms"]),
-                tuple(r["enqueue_ms"]),
-                r["gpu"],
-                r["round"],
-                r["pilot"],
-            )
-            for _, r in sorted(rows.items())
-            if r["latency_ms"]
+
+    def window(r: dict[str, Any], phases: dict[str, ProcessWindow]) -> ProcessWindow:
+        return ProcessWindow(
+            tuple(r["latency_ms"]),
+            tuple(r["gpu_ms"]),
+            tuple(r["enqueue_ms"]),
+            r["gpu"],
+            r["round"],
+            r["pilot"],
+            phases,
         )
-    )
+
+    windows = []
+    for (number, phase), r in sorted(rows.items()):
+        if phase or not r["latency_ms"]:
+            continue
+        phases = {
+            name: window(rows[number, name], {})
+            for name in KEPT_PHASES
+            if (number, name) in rows and rows[number, name]["latency_ms"]
+        }
+        windows.append(window(r, phases))
+    return ConfigSamples(tuple(windows))
 
 
 def read_latency_csv(path: Path) -> list[float]:

@@ -10,6 +10,8 @@ import numpy as np
 import pandas as pd
 
 from profiler import units
+from profiler.trace import graphs
+from profiler.trace.graphs import operator_of_external
 from profiler.trace.load import KIND, Trace
 from profiler.trace.occupancy import theoretical_occupancy
 from profiler.trace.rules import (
@@ -21,7 +23,7 @@ from profiler.trace.rules import (
     distinct_short_names,
 )
 
-NO_OPERATOR = "(no operator)"
+NO_OPERATOR = graphs.NO_OPERATOR
 
 #: the share of kernel time spent in kernels the name rules say use Tensor Cores: a kernel that
 #: uses them at all counts whole, so it reads above how busy the tensor pipe was
@@ -69,17 +71,23 @@ def launching_operator(trace: Trace, kernels: pd.DataFrame) -> np.ndarray:
     ext = linked["external_id"].fillna(-1).astype(np.int64).to_numpy()
     ext = np.where(ext >= 0, ext, kernels["external_id"].to_numpy())
 
-    ops = events.loc[
-        events["kind"].isin([KIND["cpu_op"], KIND["annotation"]]),
-        ["kind", "name_id", "external_id", "thread", "ts", "dur"],
-    ]
-    # operators first, so an op and an annotation sharing an id resolve to the op
-    with_ext = ops[ops["external_id"] >= 0].sort_values("kind", kind="stable")
-    op_of_ext = pd.Series(with_ext["name_id"].to_numpy(), index=with_ext["external_id"].to_numpy())
-    op_of_ext = op_of_ext[~op_of_ext.index.duplicated()]
-    found: np.ndarray = pd.Series(ext).map(op_of_ext).fillna(-1).to_numpy(dtype=np.int64, copy=True)
+    found: np.ndarray = (
+        pd.Series(ext)
+        .map(operator_of_external(trace))
+        .fillna(-1)
+        .to_numpy(dtype=np.int64, copy=True)
+    )
+    if trace.graphs is not None and len(trace.graphs.operator_of_row):
+        # kernels replayed from a CUDA graph: the operator that launched them at capture
+        replayed = trace.graphs.operator_of_row.reindex(kernels.index.to_numpy()).to_numpy()
+        known = ~np.isnan(replayed)
+        found[known] = replayed[known].astype(np.int64)
     orphan = (found < 0) & linked["ts"].notna().to_numpy()
     if orphan.any():
+        ops = events.loc[
+            events["kind"].isin([KIND["cpu_op"], KIND["annotation"]]),
+            ["kind", "name_id", "external_id", "thread", "ts", "dur"],
+        ]
         steps = np.char.startswith(trace.names.astype(str), "ProfilerStep#")
         ops = ops[~steps[ops["name_id"].to_numpy()]]
         found[orphan] = _enclosing_op(

@@ -659,6 +659,14 @@ def operator_table(trace: Trace, kernels: pd.DataFrame) -> pd.DataFrame:
     )
     if len(kernels):
         launched = kernels.groupby("operator_id")["dur"].agg(["size", "sum"])
+        # operators seen only at a CUDA graph's capture (trace.graphs): their kernels were
+        # replayed, they made no CPU call in this trace
+        absent = launched.index[(launched.index >= 0) & ~launched.index.isin(agg.index)]
+        if len(absent):
+            agg = pd.concat(
+                [agg, pd.DataFrame(0.0, index=absent, columns=["cpu_total_us", "cpu_self_us"])]
+            ).fillna({"calls": 0})
+            agg["calls"] = agg["calls"].astype(int)
         agg["kernels"] = launched["size"].reindex(agg.index).fillna(0).astype(int)
         agg["kernel_us"] = launched["sum"].reindex(agg.index).fillna(0.0)
         orphan = launched.loc[launched.index < 0] if (launched.index < 0).any() else None

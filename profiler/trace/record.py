@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
 from profiler.trace.schema import KIND, DeviceProperties
+
+if TYPE_CHECKING:
+    from profiler.trace.graphs import GraphAttribution
+
 
 @dataclass
 class KernelLaunch:
@@ -63,6 +67,9 @@ class Trace:
     #: complete events of a category the loader does not read (another accelerator's, a new
     #: Kineto activity type): (cat, pid) -> count
     unread: dict[tuple[str, Any], int] = field(default_factory=dict)
+    #: the operators of kernels replayed from CUDA graphs, when their captures were attached
+    #: (profiler.trace.graphs.attach); None otherwise
+    graphs: GraphAttribution | None = None
 
     @property
     def kernel_launch(self) -> pd.DataFrame:

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from profiler.trace.graphs import GraphSummary, graph_note, graph_summary
 from profiler.trace.kernels import KernelSummary, kernel_rows, kernel_summary
 from profiler.trace.load import KINDS, Trace, load_trace
 from profiler.trace.overview import Overview, overview
@@ -36,6 +37,9 @@ class Summary:
     warnings: list[str] = field(default_factory=list)
     #: per-phase split when the trace holds generation phase spans (trace/phases.py), else None
     phases: PhaseSummary | None = None
+    #: the trace's CUDA graph replays and how much of their kernel time carries an operator
+    #: (trace/graphs.py), else None
+    graphs: GraphSummary | None = None
 
     def to_dict(self, top: int = 0) -> dict[str, Any]:
         k, o = self.kernels, self.overview
@@ -71,6 +75,7 @@ class Summary:
                 "warnings": self.warnings,
                 "excluded_events": self.excluded_events,
                 **({"phases": self.phases.to_dict()} if self.phases is not None else {}),
+                **({"graphs": self.graphs.to_dict()} if self.graphs is not None else {}),
             }
         )
         return data
@@ -98,7 +103,8 @@ def summarize_trace(
         for kind, n in zip(*np.unique(trace.events["kind"].to_numpy(), return_counts=True))
     }
     event_counts = {KINDS[k]: n for k, n in counts.items()}
-    notes = list(ov.notes) + list(kernels.notes)
+    graphs = graph_summary(trace)
+    notes = list(ov.notes) + list(kernels.notes) + ([graph_note(graphs)] if graphs else [])
     if context is not None:
         notes.append(
             f"run context: precision {context.precision}, TF32 "
@@ -125,6 +131,7 @@ def summarize_trace(
         warning=trace.excluded_warning,
         warnings=warnings,
         phases=phases,
+        graphs=graphs,
     )
 
 

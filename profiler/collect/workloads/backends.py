@@ -1,6 +1,7 @@
 """The generation loop's parts as each backend family runs them.
 
-- pytorch_*: the model's own encode / decode / project (or the LM with a DynamicCache), eager.
+- pytorch_*: the model's own encode / decode / project (or the LM with a StaticCache), eager;
+  with --cuda-graphs the LM's decode step is replayed from one CUDA graph (graphed_decode).
 - inductor_*: ``torch.compile(dynamic=True)`` on each of encode, decode and project: one graph
   with a symbolic target length instead of one recompile per length (a per-length recompile
   would hit Dynamo's recompile limit of 8 past 8 lengths and fall back to eager). The LM's
@@ -18,6 +19,8 @@ import dataclasses
 import torch
 from torch import nn
 
+from profiler.collect import cuda_graphs
+from profiler.collect.backends.base import Prepared
 from profiler.collect.backends.eager import DTYPES, place
 from profiler.collect.workloads import loops
 from profiler.errors import UserError
@@ -112,18 +115,16 @@ def lm_parts(backend, model, prompt, config, device):
     model, (prompt,), notes = place(model, (prompt,), config, device, backend.precision)
     dtype = getattr(torch, DTYPES[backend.precision])
     compile_step = None
+    notes["kv_cache"] = (
+        "transformers StaticCache of prompt + new tokens, allocated once and zeroed at each "
+        "prefill (fixed shapes: every decode step launches the same work)"
+    )
     if backend.family_facts.compiles_on_first_call:
 
         def compile_step(hf_model):
             return torch.compile(hf_model, mode=config.compile_mode, backend="inductor")
 
-        notes.update(
-            compile_mode=config.compile_mode,
-            kv_cache="transformers StaticCache "
-            "(fixed shapes: one graph for the prefill, one for every decode step)",
-        )
-    else:
-        notes["kv_cache"] = "transformers DynamicCache (grows each step)"
+        notes["compile_mode"] = config.compile_mode
     parts = loops.lm_parts(
         model.model,
         prompt.size(0),
@@ -131,10 +132,50 @@ def lm_parts(backend, model, prompt, config, device):
         config.max_new_tokens,
         device,
         dtype,
-        static_cache=compile_step is not None,
+        static_cache=True,
         compile_step=compile_step,
     )
     return parts, prompt, notes
+
+
+def graphed_decode(
+    parts: loops.LMParts,
+    prompt: torch.Tensor,
+    backend_name: str,
+    say,
+    notes: dict,
+    profiled: bool = True,
+) -> loops.LMParts:
+    """--cuda-graphs for a decoder-only LM: the decode step captured into one CUDA graph, on
+    static token and cache-position tensors, right after a prefill of ``prompt`` (the first
+    decode step's state); every step then copies its token and position in and replays it
+    (profiler.collect.cuda_graphs: warm-up on a side stream, the capture profiled, one replay
+    checked against a plain step from the same state, each after a prefill: the cache writes
+    at a position counter of its own). The prefill runs as the backend runs it. The capture's
+    notes and graph_captures.json go into ``notes``."""
+    assert parts.decode is not None and parts.positions is not None
+    decode, positions, cache = parts.decode, parts.positions, parts.cache
+    first = positions[prompt.size(1) : prompt.size(1) + 1]
+    with torch.inference_mode():
+        logits, _ = parts.prefill(prompt)
+        token = logits.argmax(-1, keepdim=True)
+
+        def reset():
+            parts.prefill(prompt)
+
+        plain = Prepared(fn=lambda t, p: decode(t, p, cache), inputs=(token, first.clone()))
+        captured = cuda_graphs.capture(
+            plain, backend_name, say, "the decode step", profiled, reset=reset
+        )
+    notes["cuda_graphs"] = captured.notes["cuda_graphs"]
+    notes["graph_captures"] = captured.notes["graph_captures"]
+    notes.setdefault("artifacts", {}).update(captured.notes.get("artifacts", {}))
+    replay = captured.fn
+
+    def step(token, position, cache):
+        return replay(token, positions[position : position + 1]), cache
+
+    return dataclasses.replace(parts, step=step)
 
 
 # --------------------------------------------------------------------------------------------

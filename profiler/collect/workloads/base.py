@@ -23,6 +23,7 @@ from profiler.analysis.noise import TimedWindow
 from profiler.collect.backends.base import Backend, Prepared
 from profiler.runs.config import RunConfig
 from profiler.runs.phases import Phases
+from profiler.runs.samples import ProcessWindow
 
 if TYPE_CHECKING:
     from torch import nn
@@ -40,6 +41,9 @@ class RunContext:
     use_cuda: bool
     say: Callable[[str], None]  # a progress line (nothing when quiet)
     warn: Callable[[str], None]
+    #: CUDA graph captures run under the profiler (profiler.collect.graph_capture); off in a
+    #: process that only times
+    profile_captures: bool = True
 
 
 class Workload(Protocol):
@@ -57,6 +61,9 @@ class Workload(Protocol):
     phase_spans: list[str] | None
     #: a FLOP count of one step is meaningful (one forward pass; a roofline applies)
     counts_flops: bool
+    #: with --cuda-graphs the workload captures its graph itself (a generation: its decode
+    #: step), rather than the harness capturing the whole step
+    captures_graphs: bool
 
     def before_prepare(self, timer: Phases) -> None:
         """Anything to keep before the backend sees the model (e.g. its FP32 weights)."""
@@ -82,3 +89,8 @@ class Workload(Protocol):
 
     def generation(self, window: TimedWindow, details: object) -> dict | None:
         """The result's ``generation`` block, when the workload generates."""
+
+    def phase_windows(self, details: object, use_cuda: bool) -> dict[str, ProcessWindow]:
+        """The timed window's phases as windows of their own figures (a generation's TTFT and
+        TPOT, profiler.runs.samples.PHASES), their GPU times measured after it; {} when the
+        step has no phases timed apart."""

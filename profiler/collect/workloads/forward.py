@@ -19,6 +19,7 @@ from profiler.collect.device import out_of_memory_kind, release_cuda_memory
 from profiler.collect.workloads.base import RunContext
 from profiler.runs.backends import REFERENCE_BACKEND
 from profiler.runs.phases import Phases
+from profiler.runs.samples import ProcessWindow
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,7 @@ class Forward:
     sync = "every iteration"
     phase_spans: list[str] | None = None
     counts_flops = True
+    captures_graphs = False
 
     def __init__(self, run: RunContext) -> None:
         self.run = run
@@ -90,6 +92,9 @@ class Forward:
 
     def generation(self, window: TimedWindow, details) -> None:
         return None
+
+    def phase_windows(self, details, use_cuda: bool) -> dict[str, ProcessWindow]:
+        return {}
 
 
 def check_numerics(

@@ -23,14 +23,17 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import torch
 
 from profiler import units
 from profiler.analysis.noise import TimedWindow, percentile
-from profiler.collect import models, numerics, timing
+from profiler.collect import flops, gpu_time, models, numerics, timing
 from profiler.collect.backends.base import Prepared
 from profiler.collect.device import sync
 from profiler.collect.workloads import backends as generation_backends, loops
@@ -40,10 +43,13 @@ from profiler.fsutil import write_text_atomic
 from profiler.runs import backends as facts
 from profiler.runs.backends import REFERENCE_BACKEND
 from profiler.runs.config import RunConfig
+from profiler.runs.result import GpuCompute
+from profiler.runs.samples import ITL, TPOT, TTFT, ProcessWindow
 
 SEQ2SEQ, LM = facts.SEQ2SEQ, facts.LM
 PHASES = {SEQ2SEQ: ["encode", "decode", "project"], LM: ["prefill", "decode"]}
 STEPS_CSV = "generation_steps.csv"
+PHASE_WORDS = {TTFT: "TTFT (prefill and its token)", TPOT: "TPOT (one decode step)"}
 
 
 def kind_of(model, config: RunConfig) -> str:
@@ -77,16 +83,54 @@ def check_lengths(model, kind: str, inputs: tuple, config: RunConfig) -> None:
         )
 
 
-def _parts(kind, backend, model, inputs, config, device):
+@dataclass
+class Loop:
+    """One generation (``generate(clock)``), and for a decoder-only LM its phases alone, each
+    with its greedy token: ``prefill()`` (the TTFT's work) and ``decode()`` (the first decode
+    step, run after a prefill: the TPOT's work; a static KV cache's step costs the same at
+    every position), for their GPU-time windows."""
+
+    generate: Callable[..., loops.Generation]
+    prefill: Callable[[], object] | None = None
+    decode: Callable[[], object] | None = None
+
+
+def _loop(run: RunContext) -> tuple[Loop, dict]:
+    config, backend, kind = run.config, run.backend, kind_of(run.model, run.config)
     if kind == SEQ2SEQ:
-        parts, source, notes = generation_backends.seq2seq_parts(
-            backend, model, inputs[0], config, device
+        s2s, source, notes = generation_backends.seq2seq_parts(
+            backend, run.model, run.inputs[0], config, run.device
         )
-        return (
-            lambda clock=None: loops.greedy_seq2seq(parts, source, config.max_new_tokens, clock)
+        return Loop(
+            lambda clock=None: loops.greedy_seq2seq(s2s, source, config.max_new_tokens, clock)
         ), notes
-    parts, prompt, notes = generation_backends.lm_parts(backend, model, inputs[0], config, device)
-    return (lambda clock=None: loops.greedy_lm(parts, prompt, config.max_new_tokens, clock)), notes
+    parts, prompt, notes = generation_backends.lm_parts(
+        backend, run.model, run.inputs[0], config, run.device
+    )
+    if config.cuda_graphs:
+        parts = generation_backends.graphed_decode(
+            parts, prompt, backend.name, run.say, notes, run.profile_captures
+        )
+    new = config.max_new_tokens
+    # (contiguous, as the argmax a generation feeds back is: a strided view would fail a
+    # compiled step's guards and recompile it)
+    last = prompt[:, -1:].contiguous()
+
+    def prefill():
+        with torch.inference_mode():
+            logits, _ = parts.prefill(prompt)
+            return logits.argmax(-1, keepdim=True)
+
+    def decode():  # the first decode step: after prefill(), as in a generation
+        with torch.inference_mode():
+            logits, _ = parts.step(last, prompt.size(1), parts.cache)
+            return logits.argmax(-1, keepdim=True)
+
+    return Loop(
+        lambda clock=None: loops.greedy_lm(parts, prompt, new, clock),
+        prefill,
+        decode if new > 1 else None,
+    ), notes
 
 
 class Generate:
@@ -99,11 +143,20 @@ class Generate:
     sync = "every generation (device marks per token)"
     counts_flops = False  # a generation's work is not one forward: no roofline is claimed
 
+    #: --cuda-graphs captures the decode step here, not the whole step in the harness
+    captures_graphs = True
+
     def __init__(self, run: RunContext) -> None:
         config = run.config
         self.run = run
         self.kind = kind_of(run.model, config)
         check_lengths(run.model, self.kind, run.inputs, config)
+        if config.cuda_graphs and self.kind != LM:
+            raise UserError(
+                "--cuda-graphs with --workload generate captures a decoder-only LM's decode "
+                f"step (gpt2, llama); {config.model} is an encoder-decoder, whose decoder "
+                "input grows token by token"
+            )
         if config.repeat_runs > 1:
             raise UserError(
                 "--repeat-runs repeats a forward window; it does not apply to --workload generate"
@@ -116,18 +169,31 @@ class Generate:
         self.label = " generate"
         self.phase_spans: list[str] | None = PHASES[self.kind]
         self.figures_of: dict | None = None
+        self.loop: Loop | None = None
+        self.phase_gpu: dict[str, GpuCompute] | None = None
+        self.phase_inputs: dict | None = None
 
     def before_prepare(self, timer) -> None:
-        """Nothing: the reference is a fresh FP32 build (check_generation)."""
+        """A decoder-only LM's phases counted for the roofline (FLOPs and minimum bytes of a
+        prefill and of one decode step, on the meta device: profiler.collect.flops); the
+        numeric reference is a fresh FP32 build (check_generation)."""
+        run = self.run
+        if self.kind == LM:
+            with timer("flops"):
+                hf_model: Any = run.model.model  # (a CausalLM: kind_of)
+                self.phase_inputs = flops.lm_phase_inputs(
+                    hf_model,
+                    run.config.batch_size,
+                    run.inputs[0].size(1),
+                    run.config.max_new_tokens,
+                    run.backend.precision,
+                )
 
     def prepare(self) -> Prepared:
         """The backend's parts of the loop (compiled or built here): one generation per call,
         marked on ``clock`` when one is given."""
-        run = self.run
-        generate, notes = _parts(
-            self.kind, run.backend, run.model, run.inputs, run.config, run.device
-        )
-        return Prepared(fn=generate, inputs=(), notes=notes)
+        self.loop, notes = _loop(self.run)
+        return Prepared(fn=self.loop.generate, inputs=(), notes=notes)
 
     def time(self, step: Prepared, iters: int, use_cuda: bool, tick, deadline=None):
         per_generation = _timed(step.fn, iters, use_cuda, self.kind, tick, deadline)
@@ -139,11 +205,57 @@ class Generate:
             per_generation, config.batch_size, config.max_new_tokens
         )
         figures = self.figures_of
+        tpot = figures["tpot_ms"]["p50"]
         return (
-            f"TTFT p50 {units.ms_plain(figures['ttft_ms']['p50'])} ms, per token p50 "
-            f"{units.ms_plain(figures['per_token_ms']['p50'])} ms, "
-            f"{units.tenths_plain(figures['tokens_per_s'])} tokens/s"
+            f"TTFT p50 {units.ms_plain(figures['ttft_ms']['p50'])} ms"
+            + (f", TPOT p50 {units.ms_plain(tpot)} ms" if tpot is not None else "")
+            + (
+                f", ITL p50/p99 {units.ms_plain(figures['per_token_ms']['p50'])}/"
+                f"{units.ms_plain(figures['per_token_ms']['p99'])} ms"
+                if figures["per_token_ms"]["count"]
+                else ""
+            )
+            + f", {units.tenths_plain(figures['tokens_per_s'])} tokens/s"
         )
+
+    def phase_windows(self, timed_details, use_cuda: bool) -> dict[str, ProcessWindow]:
+        """The timed window's phases as windows of their own (profiler.runs.samples: TTFT, and
+        TPOT when a generation has decode steps): per generation its latency and, on a GPU,
+        its enqueue; each phase's GPU time in a window of its own (a decoder-only LM's
+        prefill and decode step, profiler.collect.gpu_time), as many iterations."""
+        per_generation = timed_details
+        figures = phase_figures(per_generation, use_cuda)
+        loop = self.loop
+        calls = {TTFT: loop.prefill if loop else None, TPOT: loop.decode if loop else None}
+        windows: dict[str, ProcessWindow] = {}
+        self.phase_gpu = {}
+        for phase, (latency, enqueue) in figures.items():
+            gpu_ms: tuple[float, ...] = ()
+            call = calls[phase]
+            if use_cuda and call is not None:
+                measured = gpu_time.measure(
+                    call,
+                    (),
+                    len(latency),
+                    use_cuda,
+                    workload=None,
+                    enqueue_ms=enqueue,
+                    # a decode step needs the state a prefill leaves (its cache position)
+                    setup=loop.prefill if loop and phase == TPOT else None,
+                )
+                self.phase_gpu[phase] = measured.figures
+                gpu_ms = measured.gpu_ms
+            windows[phase] = ProcessWindow(tuple(latency), gpu_ms, tuple(enqueue))
+        itl = [ms for g in per_generation for ms in g["step_ms"][1:]]
+        if itl:
+            windows[ITL] = ProcessWindow(tuple(itl))
+        for phase, gpu in self.phase_gpu.items():
+            if gpu.not_measured is None:
+                self.run.say(
+                    f"  {PHASE_WORDS[phase]}: GPU time p50 {units.ms_plain(gpu.gpu_p50_ms)} "
+                    f"ms, enqueue p50 {units.ms_plain(gpu.enqueue_p50_ms)} ms"
+                )
+        return windows
 
     def check(self, step: Prepared, output) -> tuple[dict, object]:
         run = self.run
@@ -177,6 +289,16 @@ class Generate:
             "eos": "ignored: every sequence gets max_new_tokens tokens",
             "steps_csv": str(run_dir / STEPS_CSV),
             **self.figures_of,
+            "phase_gpu": (
+                {k: msgspec.to_builtins(v) for k, v in self.phase_gpu.items()}
+                if self.phase_gpu
+                else None
+            ),
+            "phase_roofline_inputs": (
+                self.phase_inputs
+                if self.phase_inputs and "error" not in self.phase_inputs
+                else None
+            ),
         }
 
 
@@ -198,15 +320,22 @@ def _timed(generate, iters: int, use_cuda: bool, kind: str, tick, deadline=None)
     for done in range(1, iters + 1):
         clock = loops.Clock(use_cuda)
         generate(clock)
-        gaps = clock.elapsed_ms()
+        gaps, host = clock.elapsed_ms(), clock.host_ms()
         if kind == SEQ2SEQ:  # start | encode | token 0 | token 1 ...
-            encode_ms, steps = gaps[0], gaps[1:]
-            ttft = encode_ms + steps[0]
+            encode_ms, steps, host_steps = gaps[0], gaps[1:], host[1:]
+            ttft, ttft_host = encode_ms + steps[0], host[0] + host[1]
         else:  # start | prefill (token 0) | token 1 ...
-            encode_ms, steps = None, gaps
-            ttft = steps[0]
+            encode_ms, steps, host_steps = None, gaps, host
+            ttft, ttft_host = steps[0], host[0]
         per_generation.append(
-            {"ttft_ms": ttft, "encode_ms": encode_ms, "step_ms": steps, "sequence_ms": sum(gaps)}
+            {
+                "ttft_ms": ttft,
+                "encode_ms": encode_ms,
+                "step_ms": steps,
+                "sequence_ms": sum(gaps),
+                "ttft_enqueue_ms": ttft_host,
+                "step_enqueue_ms": host_steps,
+            }
         )
         tick()
         if deadline is not None and deadline.reached(done, timing.clock() - began):
@@ -227,10 +356,40 @@ def _quantiles(values: list[float]) -> dict:
     }
 
 
+def _tpot(steps: list[float]) -> float | None:
+    """Time per output token of one generation: its mean step after the first token."""
+    later = steps[1:]
+    return sum(later) / len(later) if later else None
+
+
+def phase_figures(
+    per_generation: list[dict], use_cuda: bool
+) -> dict[str, tuple[list[float], list[float]]]:
+    """Per phase (TTFT; TPOT when generations have decode steps): each generation's latency,
+    and its enqueue (the host's time to launch the phase's work; on a GPU only)."""
+    found = {
+        TTFT: (
+            [g["ttft_ms"] for g in per_generation],
+            [g["ttft_enqueue_ms"] for g in per_generation] if use_cuda else [],
+        )
+    }
+    tpots = [t for g in per_generation if (t := _tpot(g["step_ms"])) is not None]
+    if tpots:
+        found[TPOT] = (
+            tpots,
+            [t for g in per_generation if (t := _tpot(g["step_enqueue_ms"])) is not None]
+            if use_cuda
+            else [],
+        )
+    return found
+
+
 def generation_figures(per_generation: list[dict], batch_size: int, new_tokens: int) -> dict:
-    """TTFT, encode, per-token (tokens after the first), sequence latency, tokens/s and the mean
-    step time per token position, from the per-generation marks."""
+    """TTFT, TPOT (each generation's mean step after the first token), encode, ITL (every
+    token after the first), sequence latency, tokens/s and the mean step time per token
+    position, from the per-generation marks."""
     sequences = [g["sequence_ms"] for g in per_generation]
+    tpots = [t for g in per_generation if (t := _tpot(g["step_ms"])) is not None]
     later_steps = [ms for g in per_generation for ms in g["step_ms"][1:]]
     encodes = [g["encode_ms"] for g in per_generation if g["encode_ms"] is not None]
     mean_sequence = sum(sequences) / len(sequences)
@@ -242,6 +401,7 @@ def generation_figures(per_generation: list[dict], batch_size: int, new_tokens: 
         "ttft_ms": _quantiles([g["ttft_ms"] for g in per_generation]),
         "encode_ms": _quantiles(encodes) if encodes else None,
         "per_token_ms": _quantiles(later_steps),
+        "tpot_ms": _quantiles(tpots),
         "sequence_ms": _quantiles(sequences),
         "tokens_per_s": batch_size * new_tokens / (mean_sequence / 1000.0),
         "step_ms_by_position": positions,

@@ -40,26 +40,32 @@ def phase(name: str):
 
 class Clock:
     """Marks on the device timeline (CUDA events, no host sync inside the loop) or, on the CPU,
-    perf_counter readings; ``elapsed_ms`` reads them after one synchronize."""
+    perf_counter readings; ``elapsed_ms`` reads them after one synchronize. Each mark also
+    reads the host's clock: ``host_ms`` is the host's time between marks, the time to launch
+    each phase's work (enqueue; on a GPU the loop never waits for the device inside)."""
 
     def __init__(self, use_cuda: bool) -> None:
         self.use_cuda = use_cuda
         self.marks: list = []
+        self.host: list[float] = []
 
     def mark(self) -> None:
         if self.use_cuda:
             event = torch.cuda.Event(enable_timing=True)
             event.record()
             self.marks.append(event)
-        else:
-            self.marks.append(time.perf_counter())
+        self.host.append(time.perf_counter())
 
     def elapsed_ms(self) -> list[float]:
         """Milliseconds between consecutive marks."""
         if self.use_cuda:
             self.marks[-1].synchronize()
             return [a.elapsed_time(b) for a, b in zip(self.marks, self.marks[1:])]
-        return [(b - a) * 1000.0 for a, b in zip(self.marks, self.marks[1:])]
+        return self.host_ms()
+
+    def host_ms(self) -> list[float]:
+        """The host's milliseconds between consecutive marks."""
+        return [(b - a) * 1000.0 for a, b in zip(self.host, self.host[1:])]
 
 
 class _NoClock:
@@ -148,10 +154,15 @@ def padded_decoder(
 @dataclass
 class LMParts:
     """``prefill(prompt) -> (logits of the last position, cache)`` and
-    ``step(token [B, 1], position, cache) -> (logits [B, vocab], cache)``."""
+    ``step(token [B, 1], position, cache) -> (logits [B, vocab], cache)``; ``decode(token,
+    cache_position [1], cache) -> logits`` is one step on a position tensor (what a CUDA graph
+    captures: its inputs keep their addresses), ``positions`` the cache positions' tensor."""
 
     prefill: Callable[[torch.Tensor], tuple[torch.Tensor, Any]]
     step: Callable[[torch.Tensor, int, Any], tuple[torch.Tensor, Any]]
+    decode: Callable[[torch.Tensor, torch.Tensor, Any], torch.Tensor] | None = None
+    positions: torch.Tensor | None = None
+    cache: Any = None
 
 
 def greedy_lm(parts: LMParts, prompt: torch.Tensor, max_new_tokens: int, clock=None) -> Generation:
@@ -201,6 +212,22 @@ def lm_parts(
     total = prompt_len + max_new_tokens
     positions = torch.arange(total, device=device)
     static = StaticCache(config=hf_model.config, max_cache_len=total) if static_cache else None
+    if static is not None:
+        # The cache allocates its tensors at its first update: here, in an eager prefill
+        # outside any compiled code, so they are marked as static addresses (a graph may then
+        # update them in place: torch.compile's CUDA graphs skip a graph whose inputs mutate
+        # otherwise) and are inference tensors, as every later call runs in inference mode.
+        # A StaticCache writes each update at a position counter of its own (reset() zeroes
+        # it), so every call after a prefill must be the next position, as in greedy_lm.
+        with torch.inference_mode():
+            ids = torch.ones(batch_size, prompt_len, dtype=torch.long, device=device)
+            hf_model(
+                input_ids=ids,
+                past_key_values=static,
+                use_cache=True,
+                cache_position=positions[:prompt_len],
+            )
+            static.reset()
 
     def prefill(prompt):
         if static is not None:
@@ -214,13 +241,13 @@ def lm_parts(
         )
         return out.logits[:, -1], out.past_key_values
 
-    def step(token, position, cache):
+    def decode(token, cache_position, cache):
         out = forward(
-            input_ids=token,
-            past_key_values=cache,
-            use_cache=True,
-            cache_position=positions[position : position + 1],
+            input_ids=token, past_key_values=cache, use_cache=True, cache_position=cache_position
         )
-        return out.logits[:, -1], out.past_key_values
+        return out.logits[:, -1]
 
-    return LMParts(prefill=prefill, step=step)
+    def step(token, position, cache):
+        return decode(token, positions[position : position + 1], cache), cache
+
+    return LMParts(prefill=prefill, step=step, decode=decode, positions=positions, cache=static)
