@@ -352,7 +352,13 @@ def _configs_table(configs: list[tuple[Any, ...]]) -> pd.DataFrame:
                 [next((v for v in map(_float_value, row) if v == v), np.nan) for row in zip(*keys)],
                 dtype=np.float64,
             ).reshape(-1)
-    return pd.DataFrame({c: table[c] for c in KERNEL_COLUMNS})
+    # (int32 where they fit: a kernel's row in kernel_rows holds them all)
+    return pd.DataFrame(
+        {
+            c: _narrow(table[c], np.int32) if table[c].dtype == np.int64 else table[c]
+            for c in KERNEL_COLUMNS
+        }
+    )
 
 
 def _int_value(value: Any) -> int:

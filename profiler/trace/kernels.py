@@ -14,6 +14,7 @@ from profiler.trace import graphs
 from profiler.trace.graphs import operator_of_external
 from profiler.trace.load import KIND, Trace
 from profiler.trace.occupancy import theoretical_occupancy
+from profiler.trace.record import KernelLaunch
 from profiler.trace.rules import (
     CATEGORIES,
     UNKNOWN,
@@ -42,13 +43,56 @@ def kernel_rows(trace: Trace) -> pd.DataFrame:
     (through the correlation id of its cudaLaunchKernel / cuLaunchKernelEx call), and the
     theoretical occupancy of its configuration."""
     events = trace.events
-    kernels = events[events["kind"] == KIND["kernel"]]
-    rows = kernels.join(trace.kernel_launch, how="left")
-    rows["threads_per_block"] = rows["block_x"] * rows["block_y"] * rows["block_z"]
-    rows["blocks"] = rows["grid_x"] * rows["grid_y"] * rows["grid_z"]
+    at = np.flatnonzero(events["kind"].to_numpy() == KIND["kernel"])
+    launch = trace.launch
+    if len(at) and np.array_equal(at, launch.rows):
+        # the columns taken at the kernel rows, the launch columns from each kernel's
+        # configuration: what events[kernels].join(trace.kernel_launch) gives, built once
+        columns = {c: events[c].to_numpy()[at] for c in events.columns}
+        columns.update({c: launch.configs[c].to_numpy()[launch.config] for c in launch.configs})
+        rows = pd.DataFrame(columns, index=at, copy=False)
+    else:
+        rows = events.iloc[at].join(trace.kernel_launch, how="left")
+    # (the launch columns may be narrower ints: their products in 64 bits, as before)
+    rows["threads_per_block"] = _wide(rows["block_x"]) * _wide(rows["block_y"]) * rows["block_z"]
+    rows["blocks"] = _wide(rows["grid_x"]) * _wide(rows["grid_y"]) * rows["grid_z"]
     rows["operator_id"] = launching_operator(trace, rows)
-    rows["theoretical_occupancy_pct"] = _theoretical(trace, rows)
+    if len(at) and np.array_equal(at, launch.rows) and trace.devices:
+        rows["theoretical_occupancy_pct"] = _theoretical_of_configs(trace, rows, launch)
+    else:
+        rows["theoretical_occupancy_pct"] = _theoretical(trace, rows)
     return rows
+
+
+def _theoretical_of_configs(trace: Trace, rows: pd.DataFrame, launch: KernelLaunch) -> np.ndarray:
+    """_theoretical, computed once per device and launch configuration number (a kernel's
+    registers, shared memory and block are its configuration's)."""
+    configs = launch.configs
+    device = rows["device"].to_numpy().astype(np.int64)
+    low = int(device.min())
+    key = (device - low) * len(configs) + launch.config
+    present = np.zeros(int(key.max()) + 1, dtype=bool)
+    present[key] = True
+    values = np.full(len(present), np.nan)
+    regs, smem = configs["registers_per_thread"].to_numpy(), configs["shared_memory"].to_numpy()
+    threads = (
+        configs["block_x"].to_numpy().astype(np.int64)
+        * configs["block_y"].to_numpy().astype(np.int64)
+        * configs["block_z"].to_numpy().astype(np.int64)
+    )
+    for k in np.flatnonzero(present).tolist():
+        dev, c = divmod(k, len(configs))
+        props = trace.devices.get(dev + low) or next(iter(trace.devices.values()))
+        result = None
+        if regs[c] >= 0 and smem[c] >= 0:
+            result = theoretical_occupancy(int(regs[c]), int(smem[c]), int(threads[c]), props)
+        values[k] = np.nan if result is None else 100.0 * result.occupancy
+    found: np.ndarray = values[key]
+    return found
+
+
+def _wide(column: pd.Series) -> pd.Series:
+    return column.astype(np.int64) if np.issubdtype(column.dtype, np.integer) else column
 
 
 def launching_operator(trace: Trace, kernels: pd.DataFrame) -> np.ndarray:
@@ -61,14 +105,9 @@ def launching_operator(trace: Trace, kernels: pd.DataFrame) -> np.ndarray:
     H100 with torch 2.11) goes to the innermost operator or annotation enclosing the launch call
     on its CPU thread, step spans (ProfilerStep#N) left out."""
     events = trace.events
-    # (only the columns used are filtered: a row filter copies every column it is given)
-    launch = events.loc[
-        events["kind"].isin([KIND["runtime"], KIND["driver"]]) & (events["correlation"] >= 0),
-        ["correlation", "external_id", "thread", "ts"],
-    ]
-    launch = launch[~launch["correlation"].duplicated()].set_index("correlation")
-    linked = launch.reindex(kernels["correlation"].to_numpy())
-    ext = linked["external_id"].fillna(-1).astype(np.int64).to_numpy()
+    linked = launch_rows(trace, kernels["correlation"].to_numpy())
+    launched = linked >= 0
+    ext = np.where(launched, events["external_id"].to_numpy()[linked], -1).astype(np.int64)
     ext = np.where(ext >= 0, ext, kernels["external_id"].to_numpy())
 
     found: np.ndarray = (
@@ -82,7 +121,7 @@ def launching_operator(trace: Trace, kernels: pd.DataFrame) -> np.ndarray:
         replayed = trace.graphs.operator_of_row.reindex(kernels.index.to_numpy()).to_numpy()
         known = ~np.isnan(replayed)
         found[known] = replayed[known].astype(np.int64)
-    orphan = (found < 0) & linked["ts"].notna().to_numpy()
+    orphan = (found < 0) & launched
     if orphan.any():
         ops = events.loc[
             events["kind"].isin([KIND["cpu_op"], KIND["annotation"]]),
@@ -91,9 +130,30 @@ def launching_operator(trace: Trace, kernels: pd.DataFrame) -> np.ndarray:
         steps = np.char.startswith(trace.names.astype(str), "ProfilerStep#")
         ops = ops[~steps[ops["name_id"].to_numpy()]]
         found[orphan] = _enclosing_op(
-            ops, linked["thread"].to_numpy()[orphan], linked["ts"].to_numpy()[orphan]
+            ops,
+            events["thread"].to_numpy()[linked[orphan]],
+            events["ts"].to_numpy()[linked[orphan]],
         )
     return found
+
+
+def launch_rows(trace: Trace, correlation: np.ndarray) -> np.ndarray:
+    """The row in ``trace.events`` of the runtime or driver call with each ``correlation``
+    (the first, where several share one), or -1 (none, or a correlation below 0)."""
+    ev = trace.events
+    kind, corr = ev["kind"].to_numpy(), ev["correlation"].to_numpy()
+    rows = np.flatnonzero(((kind == KIND["runtime"]) | (kind == KIND["driver"])) & (corr >= 0))
+    # sorted by correlation (stably: a repeated one's first row first), first of each kept
+    order = np.argsort(corr[rows], kind="stable")
+    rows = rows[order]
+    del order
+    keys = corr[rows]
+    first = np.ones(len(keys), dtype=bool)
+    first[1:] = keys[1:] != keys[:-1]
+    keys, rows = keys[first], rows[first]
+    at = np.clip(np.searchsorted(keys, correlation), 0, max(len(keys) - 1, 0))
+    found = (keys[at] == correlation) & (correlation >= 0) if len(keys) else np.zeros(0, bool)
+    return np.where(found, rows[at], -1) if len(keys) else np.full(len(correlation), -1)
 
 
 def _enclosing_op(ops: pd.DataFrame, threads: np.ndarray, times: np.ndarray) -> np.ndarray:

@@ -103,15 +103,37 @@ PLUGIN_COMMUNICATION_OPS = (
 
 
 def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Union of intervals, as sorted disjoint (starts, ends)."""
+    """Union of intervals, as sorted disjoint (starts, ends).
+
+    A union is the same whatever the grouping, and its bounds are the intervals' own values:
+    many intervals are merged a block at a time and the blocks' unions merged again, which
+    gives the same bits with a block's temporaries, not all of them."""
+    if len(starts) > _MERGE_BLOCK:
+        blocks = [
+            _merge(starts[i : i + _MERGE_BLOCK], ends[i : i + _MERGE_BLOCK])
+            for i in range(0, len(starts), _MERGE_BLOCK)
+        ]
+        return _merge(
+            np.concatenate([b[0] for b in blocks]), np.concatenate([b[1] for b in blocks])
+        )
+    return _merge(starts, ends)
+
+
+def _merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if len(starts) == 0:
         return np.array([]), np.array([])
     order = np.argsort(starts, kind="stable")
     s, e = starts[order], ends[order]
+    del order
     running_end = np.maximum.accumulate(e)
     new = np.ones(len(s), dtype=bool)
     new[1:] = s[1:] > running_end[:-1]
+    del running_end
     return s[new], np.maximum.reduceat(e, np.flatnonzero(new)) if len(s) else e[new]
+
+
+#: intervals merged at a time (merge)
+_MERGE_BLOCK = 1 << 21
 
 
 def covered(starts: np.ndarray, ends: np.ndarray, lo: float, hi: float) -> float:
@@ -130,25 +152,64 @@ def covered_per_window(
     """Covered length of merged intervals inside each window (windows may be many).
 
     Per window, the same as ``covered``: only the intervals that overlap the window are clipped
-    (the others clip to exactly +0.0), into a zeroed buffer of full length, so the sum adds the
-    same array in the same order and gives the same bits, without recomputing every interval
-    for every window."""
+    (the others clip to exactly +0.0), and their sum is the one numpy makes of the array of
+    full length those zeros pad them to (``padded_sum``), so it gives the same bits, without
+    recomputing or summing every interval for every window."""
     starts, ends = np.asarray(starts, dtype=np.float64), np.asarray(ends, dtype=np.float64)
     out = np.zeros(len(w_lo))
     if len(starts) == 0:
         return out
-    buffer = np.zeros(len(starts))
     for k, (lo, hi) in enumerate(zip(w_lo, w_hi)):
         if hi <= lo:
             continue
         # merged intervals are sorted and disjoint: those overlapping [lo, hi] are contiguous
         i0 = int(np.searchsorted(ends, lo, side="right"))
         i1 = int(np.searchsorted(starts, hi, side="left"))
-        part = buffer[i0:i1]
-        np.clip(np.minimum(ends[i0:i1], hi) - np.maximum(starts[i0:i1], lo), 0, None, out=part)
-        out[k] = float(buffer.sum())
-        part[:] = 0.0
+        part = np.clip(np.minimum(ends[i0:i1], hi) - np.maximum(starts[i0:i1], lo), 0, None)
+        out[k] = padded_sum(part, len(starts), i0)
     return out
+
+
+def padded_sum(values: np.ndarray, n: int, at: int) -> float:
+    """``float(a.sum())`` of the float64 array ``a`` of length ``n`` that is +0.0 but for
+    ``a[at : at + len(values)] = values`` (``values`` >= +0.0), without building ``a``.
+
+    numpy sums a contiguous float64 array pairwise (``pairwise_sum`` in its loops: halves
+    split at a multiple of 8, blocks of at most 128 summed in 8 running sums, fewer than 8
+    added one by one) onto +0.0. The blocks of zeros add exactly +0.0, so only the nodes of
+    that tree that overlap ``values`` are computed: whole ones by numpy itself, the others as
+    numpy would (tests/test_streaming_reader.py checks it against numpy's own sum)."""
+    if not len(values):
+        return 0.0
+    return 0.0 + _pairwise(values, 0, n, at, at + len(values))
+
+
+def _pairwise(values: np.ndarray, lo: int, n: int, i0: int, i1: int) -> float:
+    """numpy's pairwise sum of a[lo : lo + n], where a is +0.0 outside [i0, i1) and
+    ``values`` inside."""
+    if lo + n <= i0 or lo >= i1:
+        return 0.0
+    if i0 <= lo and lo + n <= i1:  # a whole node: numpy's own sum, from +0.0
+        return float(np.add.reduce(values[lo - i0 : lo - i0 + n], initial=0.0))
+    if n > 128:
+        half = n // 2
+        half -= half % 8
+        return _pairwise(values, lo, half, i0, i1) + _pairwise(values, lo + half, n - half, i0, i1)
+    a = [float(values[i - i0]) if i0 <= i < i1 else 0.0 for i in range(lo, lo + n)]
+    if n < 8:
+        total = 0.0
+        for x in a:
+            total += x
+        return total
+    r = a[:8]
+    whole = n - n % 8
+    for i in range(8, whole, 8):
+        for j in range(8):
+            r[j] += a[i + j]
+    total = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+    for x in a[whole:]:
+        total += x
+    return total
 
 
 def _inside(points: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -528,36 +589,64 @@ def _role_intervals(
     ev = trace.events
     names = pd.Series(trace.names)
     kind = ev["kind"].to_numpy()
-    is_step = names.str.startswith("ProfilerStep#").to_numpy()[ev["name_id"].to_numpy()]
+    name_id = ev["name_id"].to_numpy()
+    is_step = names.str.startswith("ProfilerStep#").to_numpy()[name_id]
     is_loader = names.str.contains(
         r"^enumerate\(DataLoader\)#.*__next__$|^enumerate\(DataPipe\)#", regex=True
-    ).to_numpy()[ev["name_id"].to_numpy()]
+    ).to_numpy()[name_id]
     kernel = kind == KIND["kernel"]
     cpu_kinds = [KIND["cpu_op"], KIND["annotation"], KIND["python"]]
     loader_kinds = [KIND["cpu_op"], KIND["annotation"]]
+    is_comm_op = None
     if definitions == "plugin":  # the plugin keeps no user_annotation span but steps and
         cpu_kinds = [KIND["cpu_op"]]  # communication operators: not a DataLoader's either
         loader_kinds = [KIND["cpu_op"]]
         is_comm_op = np.isin(kind, [KIND["cpu_op"], KIND["annotation"]]) & np.isin(
-            ev["name_id"].to_numpy(), np.flatnonzero(np.isin(trace.names, PLUGIN_COMMUNICATION_OPS))
+            name_id, np.flatnonzero(np.isin(trace.names, PLUGIN_COMMUNICATION_OPS))
         )
         external = ev["external_id"].to_numpy()
         comm_ids = external[is_comm_op & (external >= 0)]
         communication_kernel = kernel & np.isin(external, comm_ids) & (external >= 0)
-    masks = {
-        "kernel": kernel & ~communication_kernel,
-        "memcpy": kind == KIND["memcpy"],
-        "memset": kind == KIND["memset"],
-        "communication": kernel & communication_kernel,
-        "runtime": (kind == KIND["runtime"]) | (kind == KIND["driver"]),
-        "dataloader": np.isin(kind, loader_kinds) & is_loader,
-        "cpu_exec": np.isin(kind, cpu_kinds) & ~is_step & ~is_loader,
-    }
-    if definitions == "plugin":
-        masks["communication"] = masks["communication"] | is_comm_op
-        masks["cpu_exec"] &= ~is_comm_op
-    ts, end = ev["ts"].to_numpy(), (ev["ts"] + ev["dur"]).to_numpy()
-    return {role: merge(ts[m], end[m]) for role, m in masks.items()}
+
+    def mask(role: str) -> np.ndarray:
+        """The events of ``role`` (one at a time: each is a row's worth of bools)."""
+        found: np.ndarray
+        if role == "kernel":
+            found = kernel & ~communication_kernel
+        elif role in ("memcpy", "memset"):
+            found = kind == KIND[role]
+        elif role == "communication":
+            found = kernel & communication_kernel
+            if is_comm_op is not None:
+                found |= is_comm_op
+        elif role == "runtime":
+            found = (kind == KIND["runtime"]) | (kind == KIND["driver"])
+        elif role == "dataloader":
+            found = np.isin(kind, loader_kinds) & is_loader
+        else:  # cpu_exec
+            found = np.isin(kind, cpu_kinds) & ~is_step & ~is_loader
+            if is_comm_op is not None:
+                found &= ~is_comm_op
+        return found
+
+    ts, dur = ev["ts"].to_numpy(), ev["dur"].to_numpy()
+    return {role: merge_mask(ts, dur, mask(role)) for role in BREAKDOWN[:-1]}
+
+
+def merge_mask(ts: np.ndarray, dur: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """merge() of the intervals [ts, ts + dur] of the events where ``mask`` holds, a block of
+    events at a time: the same as ``merge(ts[mask], (ts + dur)[mask])`` without those copies."""
+    blocks = []
+    for i in range(0, len(mask), _MERGE_BLOCK):
+        rows = np.flatnonzero(mask[i : i + _MERGE_BLOCK]) + i
+        starts = ts[rows]
+        blocks.append(_merge(starts, starts + dur[rows]))
+    if len(blocks) == 1:
+        return blocks[0]
+    return _merge(
+        np.concatenate([b[0] for b in blocks] or [np.array([])]),
+        np.concatenate([b[1] for b in blocks] or [np.array([])]),
+    )
 
 
 def _covered_regions(cuts: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -565,13 +654,17 @@ def _covered_regions(cuts: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> 
     intervals (starts, ends) covers it; the same as ``_inside(point, starts, ends) >= 0`` for any
     point of the region, provided every interval bound within [cuts[0], cuts[-1]] is a cut.
 
-    Each interval covers the regions from its start's cut index to its end's; counting those
-    with a cumulative sum is linear, where a binary search per region was not."""
+    Each interval covers the regions from its start's cut index to its end's. Merged intervals
+    are disjoint and sorted, so those that cover any region start and stop at cut indices that
+    all differ: a +1 at each start and a -1 at each stop, summed in order, is 1 inside them."""
     m = len(cuts)
     first = np.searchsorted(cuts, starts, side="left")
     stop = np.searchsorted(cuts, ends, side="left")
-    depth = np.cumsum(np.bincount(first, minlength=m + 1) - np.bincount(stop, minlength=m + 1))
-    return depth[:m] > 0
+    some = first < stop
+    marks = np.zeros(m + 1, dtype=np.int8)
+    marks[first[some]] = 1
+    marks[stop[some]] -= 1
+    return np.cumsum(marks[:m], dtype=np.int8) > 0
 
 
 def breakdown(
@@ -584,26 +677,42 @@ def breakdown(
     roles = _role_intervals(trace, communication_kernel, definitions)
     w_lo, w_hi = steps["start"].to_numpy(dtype=float), steps["end"].to_numpy(dtype=float)
     bounds = [w_lo, w_hi] + [x for s, e in roles.values() for x in (s, e)]
-    cuts = np.unique(np.concatenate(bounds))
+    cuts = _sorted_unique(np.concatenate(bounds))
+    del bounds
     cuts = cuts[(cuts >= w_lo.min()) & (cuts <= w_hi.max())]
-    seg_s, seg_e = cuts[:-1], cuts[1:]
-    mid = (seg_s + seg_e) / 2
-    length = seg_e - seg_s
-    step_of = np.searchsorted(w_lo, mid, side="right") - 1
-    in_step = (step_of >= 0) & (mid < w_hi[np.clip(step_of, 0, None)])
-    owner = np.full(len(mid), len(BREAKDOWN) - 1)
-    unassigned = np.ones(len(mid), dtype=bool)
-    # the region of `cuts` each midpoint lies in: its segment, or the next one where the
-    # midpoint of two adjacent floats rounds up to the segment's end
-    region = np.arange(len(mid)) + (mid >= seg_e)
+    # the role of each region of `cuts`: the first role (BREAKDOWN's order) that covers it
+    other = len(BREAKDOWN) - 1
+    owner = np.full(len(cuts), other, dtype=np.int8)
     for r, role in enumerate(BREAKDOWN[:-1]):
-        s, e = roles[role]
-        hit = unassigned & _covered_regions(cuts, s, e)[region]
-        owner[hit] = r
-        unassigned &= ~hit
+        owner[(owner == other) & _covered_regions(cuts, *roles.pop(role))] = r
     table = np.zeros((len(steps), len(BREAKDOWN)))
-    np.add.at(table, (step_of[in_step], owner[in_step]), length[in_step])
+    for i in range(0, len(cuts) - 1, _SEGMENTS):  # (np.add.at adds in order, block after block)
+        seg_s, seg_e = cuts[i : i + _SEGMENTS], cuts[i + 1 : i + 1 + _SEGMENTS]
+        seg_s = seg_s[: len(seg_e)]
+        mid = (seg_s + seg_e) / 2
+        length = seg_e - seg_s
+        step_of = np.searchsorted(w_lo, mid, side="right") - 1
+        in_step = (step_of >= 0) & (mid < w_hi[np.clip(step_of, 0, None)])
+        # the region each midpoint lies in: its segment, or the next one where the midpoint of
+        # two adjacent floats rounds up to the segment's end
+        role = owner[i : i + len(mid)].copy()
+        up = np.flatnonzero(mid >= seg_e)
+        role[up] = owner[i + up + 1]
+        np.add.at(table, (step_of[in_step], role[in_step]), length[in_step])
     return pd.DataFrame(table, columns=list(BREAKDOWN))
+
+
+#: segments of the breakdown's timeline handled at a time
+_SEGMENTS = 1 << 21
+
+
+def _sorted_unique(values: np.ndarray) -> np.ndarray:
+    """np.unique(values) (no NaN) by a stable sort, which is fast on the concatenation of a
+    few sorted arrays (merged intervals' bounds)."""
+    values = np.sort(values, kind="stable")
+    keep = np.ones(len(values), dtype=bool)
+    keep[1:] = values[1:] != values[:-1]
+    return values[keep]
 
 
 def _plugin_version_notes(trace: Trace, steps: pd.DataFrame) -> list[str]:
@@ -638,35 +747,33 @@ def operator_table(trace: Trace, kernels: pd.DataFrame) -> pd.DataFrame:
     plugin's "Host Self Duration" subtracts the operator's runtime calls too."""
     ev = trace.events
     names = pd.Series(trace.names)
-    nested = ev.loc[
-        ev["kind"].isin([KIND[k] for k in _SELF_TIME_KINDS]),
-        ["name_id", "ts", "dur", "thread", "kind"],
-    ]
-    is_op = nested["kind"].isin([KIND["cpu_op"], KIND["annotation"]]).to_numpy()
+    kind = ev["kind"].to_numpy()
+    nested = np.isin(kind, [KIND[k] for k in _SELF_TIME_KINDS])
+    is_op = np.isin(kind, [KIND["cpu_op"], KIND["annotation"]])
     if not is_op.any():
         return pd.DataFrame(
             columns=["operator", "calls", "cpu_total_us", "cpu_self_us", "kernels", "kernel_us"]
         )
-    self_us = _self_time(nested)[is_op]
-    cpu = nested[is_op]
+    self_us = self_times(ev, nested)
+    del nested
+    # (only the columns used are filtered: a row filter copies every column it is given)
+    is_step = names.str.startswith("ProfilerStep#").to_numpy()
+    ops = np.flatnonzero(is_op & ~is_step[ev["name_id"].to_numpy()])
+    del is_op
     frame = pd.DataFrame(
-        {"name_id": cpu["name_id"].to_numpy(), "dur": cpu["dur"].to_numpy(), "self": self_us}
+        {
+            "name_id": ev["name_id"].to_numpy()[ops],
+            "dur": ev["dur"].to_numpy()[ops],
+            "self": self_us[ops],
+        }
     )
-    is_step = names.str.startswith("ProfilerStep#").to_numpy()[frame["name_id"].to_numpy()]
-    frame = frame[~is_step]
+    del ops, self_us
     agg = frame.groupby("name_id").agg(
         calls=("dur", "size"), cpu_total_us=("dur", "sum"), cpu_self_us=("self", "sum")
     )
     if len(kernels):
         launched = kernels.groupby("operator_id")["dur"].agg(["size", "sum"])
-        # operators seen only at a CUDA graph's capture (trace.graphs): their kernels were
-        # replayed, they made no CPU call in this trace
-        absent = launched.index[(launched.index >= 0) & ~launched.index.isin(agg.index)]
-        if len(absent):
-            agg = pd.concat(
-                [agg, pd.DataFrame(0.0, index=absent, columns=["cpu_total_us", "cpu_self_us"])]
-            ).fillna({"calls": 0})
-            agg["calls"] = agg["calls"].astype(int)
+        agg = _with_replayed(agg, launched)
         agg["kernels"] = launched["size"].reindex(agg.index).fillna(0).astype(int)
         agg["kernel_us"] = launched["sum"].reindex(agg.index).fillna(0.0)
         orphan = launched.loc[launched.index < 0] if (launched.index < 0).any() else None
@@ -696,45 +803,123 @@ def operator_table(trace: Trace, kernels: pd.DataFrame) -> pd.DataFrame:
     return agg.sort_values(["cpu_total_us", "kernel_us"], ascending=False).reset_index(drop=True)
 
 
+def _with_replayed(agg: pd.DataFrame, launched: pd.DataFrame) -> pd.DataFrame:
+    """The operators seen only at a CUDA graph's capture (trace.graphs) added with no CPU
+    time: their kernels were replayed, they made no CPU call in this trace."""
+    absent = launched.index[(launched.index >= 0) & ~launched.index.isin(agg.index)]
+    if not len(absent):
+        return agg
+    agg = pd.concat(
+        [agg, pd.DataFrame(0.0, index=absent, columns=["cpu_total_us", "cpu_self_us"])]
+    ).fillna({"calls": 0})
+    agg["calls"] = agg["calls"].astype(int)
+    return agg
+
+
 #: the CPU ranges that nest under an operator and leave its self time: child operators and
 #: record_function ranges, and the CUDA runtime/driver calls it made
 _SELF_TIME_KINDS = ("cpu_op", "annotation", "runtime", "driver")
 
 
 def _self_time(cpu: pd.DataFrame) -> np.ndarray:
-    """Self time of nested CPU ranges, per thread, without a Python loop over events.
+    """Self time of nested CPU ranges (a frame of them: ts, dur, thread), per thread, in the
+    frame's order (self_times)."""
+    return self_times(cpu, np.ones(len(cpu), dtype=bool))[: len(cpu)]
+
+
+def self_times(ev: pd.DataFrame, nested: np.ndarray) -> np.ndarray:
+    """Self time of each nested CPU range (the rows of ``ev`` where ``nested`` holds; 0 for
+    the others), per thread, without a Python loop over events.
 
     Ranges on one thread nest. Sorted by (start, longest first), the ranges enclosing range i
     are exactly the earlier ones that have not ended by its start, so its depth is
     i - #(ranges ending at or before its start); its parent is the last earlier range one level
-    up. Self time = duration - the durations of the children."""
-    n = len(cpu)
-    dur = cpu["dur"].to_numpy(dtype=np.float64)
-    ts = cpu["ts"].to_numpy(dtype=np.float64)
-    thread = cpu["thread"].to_numpy()
-    span = (ts + dur).max() - ts.min() + 1.0
-    t0 = (ts - ts.min()) + thread.astype(np.float64) * span  # threads side by side in time
-    real = dur > 0
-    idx = np.flatnonzero(real)
-    order = idx[np.lexsort((-dur[idx], t0[idx]))]
-    s, e = t0[order], t0[order] + dur[order]
-    ends_sorted = np.sort(e)
-    depth = np.arange(len(order)) - np.searchsorted(ends_sorted, s, side="right")
-    depth = np.maximum(depth, 0)
-    parent = np.full(len(order), -1)
-    for d in range(1, int(depth.max()) + 1 if len(depth) else 0):
-        up = np.flatnonzero(depth == d - 1)
-        here = np.flatnonzero(depth == d)
-        if len(up) == 0 or len(here) == 0:
-            continue
-        j = np.searchsorted(up, here, side="left") - 1
-        parent[here] = np.where(j >= 0, up[np.clip(j, 0, None)], -1)
-    has = parent >= 0
-    # bincount adds the weights in order, as np.add.at would, only faster
-    child_sum = np.bincount(parent[has], weights=dur[order][has], minlength=len(order))
-    out = np.zeros(n)
-    out[order] = np.maximum(dur[order] - child_sum, 0.0)
+    up. Self time = duration - the durations of the children.
+
+    Threads are laid side by side in time (t0), and the sorted ranges are taken a block at a
+    time, cut where every earlier range has ended before the next one starts: the earlier
+    blocks then count as ended for every range of the block and hold none of its parents, so
+    each block gives the bits the whole would, with a block's temporaries."""
+    ts, dur = ev["ts"].to_numpy(dtype=np.float64), ev["dur"].to_numpy(dtype=np.float64)
+    thread = ev["thread"].to_numpy()
+    lo = float(np.min(ts, where=nested, initial=np.inf))
+    hi = -np.inf
+    for i in range(0, len(ts), _SEGMENTS):
+        ends = ts[i : i + _SEGMENTS] + dur[i : i + _SEGMENTS]
+        hi = max(hi, float(np.max(ends, where=nested[i : i + _SEGMENTS], initial=-np.inf)))
+    span = (np.float64(hi) - np.float64(lo)) + 1.0
+    out = np.zeros(len(ts))
+    real = np.flatnonzero(nested & (dur > 0))
+    if not len(real):
+        return out
+    real = real.astype(np.int32) if len(ts) < 2**31 else real
+    t0 = (ts[real] - lo) + thread[real].astype(np.float64) * span  # threads side by side
+    order = _by_start_longest_first(t0, dur[real])
+    for first, last in _nesting_blocks(t0, dur, real, order):
+        rows = order[first:last]
+        s = t0[rows]
+        d = dur[real[rows]]
+        e = s + d
+        depth = np.arange(len(rows)) - np.searchsorted(np.sort(e), s, side="right")
+        depth = np.maximum(depth, 0)
+        parent = np.full(len(rows), -1)
+        for level in range(1, int(depth.max()) + 1 if len(depth) else 0):
+            up = np.flatnonzero(depth == level - 1)
+            here = np.flatnonzero(depth == level)
+            if len(up) == 0 or len(here) == 0:
+                continue
+            j = np.searchsorted(up, here, side="left") - 1
+            parent[here] = np.where(j >= 0, up[np.clip(j, 0, None)], -1)
+        has = parent >= 0
+        # bincount adds the weights in order, as np.add.at would, only faster
+        child_sum = np.bincount(parent[has], weights=d[has], minlength=len(rows))
+        out[real[rows]] = np.maximum(d - child_sum, 0.0)
     return out
+
+
+#: the nested ranges whose self time is found at a time, at least
+_NESTING_BLOCK = 1 << 20
+
+
+def _by_start_longest_first(t0: np.ndarray, dur: np.ndarray) -> np.ndarray:
+    """The order of np.lexsort((-dur, t0)): a stable sort by t0, which is fast on the few
+    time-ordered runs a trace's events come in, then the ranges that start together by -dur
+    (stably)."""
+    order = np.argsort(t0, kind="stable")
+    tied = []
+    for i in range(0, len(order), _SEGMENTS):
+        starts = t0[order[i : i + _SEGMENTS + 1]]
+        tied.append(np.flatnonzero(starts[1:] == starts[:-1]) + i)
+    ties = np.concatenate(tied) if tied else np.array([], dtype=np.int64)
+    if len(ties):
+        rows = np.union1d(ties, ties + 1)
+        sub = order[rows]
+        order[rows] = sub[np.lexsort((-dur[sub], t0[sub]))]
+    return order.astype(np.int32) if len(order) < 2**31 else order
+
+
+def _nesting_blocks(
+    t0: np.ndarray, dur: np.ndarray, real: np.ndarray, order: np.ndarray
+) -> list[tuple[int, int]]:
+    """Blocks [first, last) of ``order`` of at least _NESTING_BLOCK ranges (the last one may be
+    smaller), each starting where every range before it has ended before it starts."""
+    cuts = []
+    latest = -np.inf
+    for i in range(0, len(order), _SEGMENTS):
+        rows = order[i : i + _SEGMENTS]
+        s = t0[rows]
+        e = s + dur[real[rows]]
+        before = np.maximum.accumulate(np.concatenate([[latest], e[:-1]]))
+        cuts.append(np.flatnonzero(s > before) + i)
+        latest = max(latest, float(e.max()))
+    free = np.concatenate(cuts)
+    blocks, first = [], 0
+    while first < len(order):
+        at = int(np.searchsorted(free, first + _NESTING_BLOCK, side="left"))
+        last = int(free[at]) if at < len(free) else len(order)
+        blocks.append((first, last))
+        first = last
+    return blocks
 
 
 # --------------------------------------------------------------------------------------------
