@@ -20,29 +20,30 @@ _MAX_TS_US = float(2**53)
 
 def impossible_rows(events: pd.DataFrame) -> dict[str, Any]:
     """Counts of events whose values cannot be real, by reason (the first reason that applies),
-    and under ``"_rows"`` the mask of them all; {} when there are none."""
+    and under ``"_rows"`` the mask of them all; {} when there are none. (Checked a block of
+    events at a time: a trace of tens of millions of events holds a few masks, not dozens.)"""
     ts, dur = events["ts"].to_numpy(), events["dur"].to_numpy()
-    with np.errstate(invalid="ignore"):
-        checks = [
-            ("missing or non-numeric ts/dur", np.isnan(ts) | np.isnan(dur)),
-            ("non-finite ts/dur", np.isinf(ts) | np.isinf(dur)),
-            ("negative dur", dur < 0),
-            ("absurd dur (over a day)", dur > _ABSURD_US),
-            ("absurd ts", np.abs(ts) >= _MAX_TS_US),
-        ]
     bad = np.zeros(len(events), dtype=bool)
     counts: dict[str, Any] = {}
-    for reason, mask in checks:
-        new = mask & ~bad
-        if new.any():
-            counts[reason] = int(new.sum())
-            bad |= new
+    for i in range(0, len(events), _BLOCK):
+        b = bad[i : i + _BLOCK]
+        for reason, mask in _checks(ts[i : i + _BLOCK], dur[i : i + _BLOCK]):
+            new = mask & ~b
+            counts[reason] = counts.get(reason, 0) + int(new.sum())
+            b |= new
+    counts = {reason: n for reason, n in counts.items() if n}
     if (~bad).any():  # starts far from where the rest of the trace is
-        far = ~bad & (np.abs(ts - np.median(ts[~bad])) > _ABSURD_US)
+        middle = np.median(ts[~bad], overwrite_input=True)
+        far = np.zeros(len(events), dtype=bool)
+        for i in range(0, len(events), _BLOCK):
+            far[i : i + _BLOCK] = ~bad[i : i + _BLOCK] & (
+                np.abs(ts[i : i + _BLOCK] - middle) > _ABSURD_US
+            )
         if far.any():
             counts["absurd ts (over a day from the rest)"] = int(far.sum())
             bad |= far
-    duplicated = _duplicated(events) & ~bad
+        del far
+    duplicated = _duplicated(events, bad)
     if duplicated.any():
         counts["duplicated"] = int(duplicated.sum())
         bad |= duplicated
@@ -51,14 +52,41 @@ def impossible_rows(events: pd.DataFrame) -> dict[str, Any]:
     return counts
 
 
-def _duplicated(events: pd.DataFrame) -> np.ndarray:
-    """Rows equal in every column to an earlier row: the same event written twice. Python
-    function events are left out (their own ids are not among the columns)."""
-    candidates = np.flatnonzero(events["kind"].to_numpy() != KIND["python"])
+#: events checked at a time
+_BLOCK = 1 << 21
+
+
+def _checks(ts: np.ndarray, dur: np.ndarray) -> list[tuple[str, np.ndarray]]:
+    """Each reason an event's values cannot be real, in order, with the events it holds for."""
+    with np.errstate(invalid="ignore"):
+        return [
+            ("missing or non-numeric ts/dur", np.isnan(ts) | np.isnan(dur)),
+            ("non-finite ts/dur", np.isinf(ts) | np.isinf(dur)),
+            ("negative dur", dur < 0),
+            ("absurd dur (over a day)", dur > _ABSURD_US),
+            ("absurd ts", np.abs(ts) >= _MAX_TS_US),
+        ]
+
+
+def _duplicated(events: pd.DataFrame, bad: np.ndarray) -> np.ndarray:
+    """Rows not ``bad`` equal in every column to an earlier row: the same event written twice.
+    Python function events are left out (their own ids are not among the columns)."""
+    ts = events["ts"].to_numpy()
+    candidates = np.flatnonzero((events["kind"].to_numpy() != KIND["python"]) & ~bad)
     mask = np.zeros(len(events), dtype=bool)
-    # one 64-bit hash per row finds the few rows that may repeat (pandas' duplicated() over
-    # every column is many times slower on millions of events); those are compared exactly
-    hashes = _row_hashes(events)[candidates]
+    # rows that repeat share their start: those that share it with another row (a stable sort
+    # of the starts is fast on the few time-ordered runs a trace comes in) ...
+    order = np.argsort(ts[candidates], kind="stable")
+    starts = ts[candidates[order]]
+    shared = np.flatnonzero(starts[1:] == starts[:-1])
+    del starts
+    candidates = np.sort(candidates[order[np.union1d(shared, shared + 1)]])
+    del order
+    if not len(candidates):
+        return mask
+    # ... then one 64-bit hash per row finds the few rows that may repeat (pandas' duplicated()
+    # over every column is many times slower on millions of events); those are compared exactly
+    hashes = _row_hashes(events.iloc[candidates])
     ordered = np.sort(hashes)
     repeated = ordered[1:][ordered[1:] == ordered[:-1]]
     if len(repeated):

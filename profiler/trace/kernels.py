@@ -11,7 +11,6 @@ import pandas as pd
 
 from profiler import units
 from profiler.trace import graphs
-from profiler.trace.graphs import operator_of_external
 from profiler.trace.load import KIND, Trace
 from profiler.trace.occupancy import theoretical_occupancy
 from profiler.trace.record import KernelLaunch
@@ -110,12 +109,7 @@ def launching_operator(trace: Trace, kernels: pd.DataFrame) -> np.ndarray:
     ext = np.where(launched, events["external_id"].to_numpy()[linked], -1).astype(np.int64)
     ext = np.where(ext >= 0, ext, kernels["external_id"].to_numpy())
 
-    found: np.ndarray = (
-        pd.Series(ext)
-        .map(operator_of_external(trace))
-        .fillna(-1)
-        .to_numpy(dtype=np.int64, copy=True)
-    )
+    found = operators_of_external(trace, ext)
     if trace.graphs is not None and len(trace.graphs.operator_of_row):
         # kernels replayed from a CUDA graph: the operator that launched them at capture
         replayed = trace.graphs.operator_of_row.reindex(kernels.index.to_numpy()).to_numpy()
@@ -137,23 +131,76 @@ def launching_operator(trace: Trace, kernels: pd.DataFrame) -> np.ndarray:
     return found
 
 
+def operators_of_external(trace: Trace, external: np.ndarray) -> np.ndarray:
+    """name_id of the CPU operator (or record_function range) carrying each External id, an
+    operator winning over a range that shares its id, the first of each where several do
+    (graphs.operator_of_external's mapping, as ``pd.Series(external).map(...)`` reads it), or
+    -1: found through a table of External ids, not a pandas index over every operator."""
+    ev = trace.events
+    kind, ids, names = (ev[c].to_numpy() for c in ("kind", "external_id", "name_id"))
+    found = np.full(len(external), -1, dtype=np.int64)
+    top = int(max(ids.max(initial=-1), external.max(initial=-1)))
+    if top < 0:
+        return found
+    asked = external >= 0
+    for k in (KIND["annotation"], KIND["cpu_op"]):  # an operator wins: it is written last
+        rows = np.flatnonzero((kind == k) & (ids >= 0))
+        if not len(rows):
+            continue
+        if top <= 4 * len(ids) + (1 << 20):  # dense ids: each one's first row, by its number
+            first = np.full(top + 1, len(ids), dtype=np.int64)
+            np.minimum.at(first, ids[rows], rows)
+            row = first[np.where(asked, external, 0)]
+            hit = asked & (row < len(ids))
+        else:  # sparse ids: sorted, the first row of each kept (a stable sort)
+            rows = rows[np.argsort(ids[rows], kind="stable")]
+            keys = ids[rows]
+            once = np.ones(len(keys), dtype=bool)
+            once[1:] = keys[1:] != keys[:-1]
+            keys, rows = keys[once], rows[once]
+            at = np.clip(np.searchsorted(keys, external), 0, len(keys) - 1)
+            row = rows[at]
+            hit = asked & (keys[at] == external)
+        found[hit] = names[row[hit]]
+    return found
+
+
 def launch_rows(trace: Trace, correlation: np.ndarray) -> np.ndarray:
     """The row in ``trace.events`` of the runtime or driver call with each ``correlation``
     (the first, where several share one), or -1 (none, or a correlation below 0)."""
+    return launch_table(trace).rows_of(correlation)
+
+
+@dataclass(frozen=True)
+class LaunchTable:
+    """The runtime and driver calls by correlation: ``keys`` sorted, the row of each key's
+    first call in ``rows``; ``repeated`` when several calls share a correlation."""
+
+    keys: np.ndarray
+    rows: np.ndarray
+    repeated: bool
+
+    def rows_of(self, correlation: np.ndarray) -> np.ndarray:
+        """The row of the first call with each ``correlation``, or -1."""
+        if not len(self.keys):
+            return np.full(len(correlation), -1, dtype=np.int64)
+        at = np.clip(np.searchsorted(self.keys, correlation), 0, len(self.keys) - 1)
+        found: np.ndarray = np.where(
+            (self.keys[at] == correlation) & (correlation >= 0), self.rows[at], -1
+        )
+        return found
+
+
+def launch_table(trace: Trace) -> LaunchTable:
     ev = trace.events
     kind, corr = ev["kind"].to_numpy(), ev["correlation"].to_numpy()
     rows = np.flatnonzero(((kind == KIND["runtime"]) | (kind == KIND["driver"])) & (corr >= 0))
     # sorted by correlation (stably: a repeated one's first row first), first of each kept
-    order = np.argsort(corr[rows], kind="stable")
-    rows = rows[order]
-    del order
+    rows = rows[np.argsort(corr[rows], kind="stable")]
     keys = corr[rows]
     first = np.ones(len(keys), dtype=bool)
     first[1:] = keys[1:] != keys[:-1]
-    keys, rows = keys[first], rows[first]
-    at = np.clip(np.searchsorted(keys, correlation), 0, max(len(keys) - 1, 0))
-    found = (keys[at] == correlation) & (correlation >= 0) if len(keys) else np.zeros(0, bool)
-    return np.where(found, rows[at], -1) if len(keys) else np.full(len(correlation), -1)
+    return LaunchTable(keys[first], rows[first], repeated=not first.all())
 
 
 def _enclosing_op(ops: pd.DataFrame, threads: np.ndarray, times: np.ndarray) -> np.ndarray:

@@ -31,7 +31,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from profiler.errors import UserError
-from profiler.trace.kernels import NO_OPERATOR
+from profiler.trace.kernels import NO_OPERATOR, launch_table
 from profiler.trace.load import KIND, Trace
 
 BREAKDOWN = (
@@ -345,12 +345,12 @@ def repeated_steps(steps: pd.DataFrame) -> str | None:
     )
 
 
-def _gpu_rows(trace: Trace) -> pd.DataFrame:
+def _gpu_rows(
+    trace: Trace,
+    columns: tuple[str, ...] | list[str] = ("ts", "dur", "correlation", "device", "thread"),
+) -> pd.DataFrame:
     ev = trace.events
-    return ev.loc[
-        ev["kind"].isin([KIND["kernel"], KIND["memcpy"], KIND["memset"]]),
-        ["ts", "dur", "correlation", "device", "thread"],
-    ]
+    return ev.loc[ev["kind"].isin([KIND["kernel"], KIND["memcpy"], KIND["memset"]]), list(columns)]
 
 
 def step_windows(trace: Trace, definitions: str = "tool") -> tuple[pd.DataFrame, int]:
@@ -406,16 +406,25 @@ def _whole_trace_step(trace: Trace, definitions: str) -> pd.DataFrame | None:
     cpu_kinds = [KIND["cpu_op"], KIND["annotation"], KIND["python"]]
     if definitions == "plugin":
         cpu_kinds = [KIND["cpu_op"]]
-    cpu = ev[ev["kind"].isin(cpu_kinds)]
-    if cpu.empty:
-        cpu = ev
-    if cpu.empty:
+    cpu = np.isin(ev["kind"].to_numpy(), cpu_kinds)
+    if not cpu.any():
+        cpu[:] = True
+    if not len(cpu):
         return None
+    ts, dur = ev["ts"].to_numpy(), ev["dur"].to_numpy()
+    end = max(
+        np.max(
+            ts[i : i + _SEGMENTS] + dur[i : i + _SEGMENTS],
+            where=cpu[i : i + _SEGMENTS],
+            initial=-np.inf,
+        )
+        for i in range(0, len(ts), _SEGMENTS)
+    )
     return pd.DataFrame(
         {
             "step": ["(whole trace)"],
-            "cpu_start": [cpu["ts"].min()],
-            "cpu_end": [(cpu["ts"] + cpu["dur"]).max()],
+            "cpu_start": [np.min(ts, where=cpu, initial=np.inf)],
+            "cpu_end": [end],
         }
     )
 
@@ -424,44 +433,87 @@ def _gpu_per_step(trace: Trace, steps: pd.DataFrame) -> tuple[np.ndarray, np.nda
     """The end of the last GPU event each step launched, how many it launched, and where step
     0 may start at the earliest (step_windows)."""
     ev = trace.events
-    gpu = _gpu_rows(trace)
-    launch = ev.loc[
-        ev["kind"].isin([KIND["runtime"], KIND["driver"]]) & (ev["correlation"] >= 0),
-        ["correlation", "ts", "dur"],
-    ]
+    kind = ev["kind"].to_numpy()
+    gpu = np.flatnonzero(np.isin(kind, [KIND["kernel"], KIND["memcpy"], KIND["memset"]]))
     n = len(steps)
     dev_min = np.full(n, np.inf)
     dev_max = np.full(n, -np.inf)
     matched = np.zeros(n, dtype=np.int64)
     prev_end = float(steps["cpu_start"].iloc[0])
-    if len(gpu) and len(launch):
-        link = (
-            gpu[["correlation", "ts", "dur"]]
-            .rename_axis("row")
-            .reset_index()
-            .merge(
-                launch[["correlation", "ts", "dur"]].rename(columns={"ts": "lts", "dur": "ldur"}),
-                on="correlation",
-                how="inner",
-            )
+    launches = launch_table(trace)
+    if not len(gpu) or not len(launches.keys):
+        return dev_max, matched, prev_end
+    if launches.repeated:  # a correlation on several launch calls: every pair, as a merge
+        return _gpu_per_step_merged(trace, steps, dev_min, dev_max, matched, prev_end)
+    ts, dur = ev["ts"].to_numpy(), ev["dur"].to_numpy()
+    link = launches.rows_of(ev["correlation"].to_numpy()[gpu])
+    linked = link >= 0
+    lts = ts[link[linked]]
+    lend = lts + dur[link[linked]]
+    cs, ce = steps["cpu_start"].to_numpy(), steps["cpu_end"].to_numpy()
+    i = np.searchsorted(cs, lts, side="right") - 1
+    ok = (i >= 0) & (lend <= ce[np.clip(i, 0, None)]) & (lts >= cs[np.clip(i, 0, None)])
+    del lts, lend
+    rows = gpu[linked]
+    gts = ts[rows]
+    gend = gts + dur[rows]
+    if ok.any():
+        np.minimum.at(dev_min, i[ok], gts[ok])
+        np.maximum.at(dev_max, i[ok], gend[ok])
+        np.add.at(matched, i[ok], 1)
+    if np.isfinite(dev_min[0]):
+        # GPU work that no step launched (launched outside the steps, or with no launch
+        # recorded) and that finished before step 0's GPU work
+        unmatched = np.ones(len(gpu), dtype=bool)
+        unmatched[np.flatnonzero(linked)[ok]] = False
+        gpu_end = ts[gpu[unmatched]] + dur[gpu[unmatched]]
+        early = gpu_end[gpu_end < dev_min[0]]
+        if len(early):
+            prev_end = max(prev_end, float(early.max()))
+    return dev_max, matched, prev_end
+
+
+def _gpu_per_step_merged(
+    trace: Trace,
+    steps: pd.DataFrame,
+    dev_min: np.ndarray,
+    dev_max: np.ndarray,
+    matched: np.ndarray,
+    prev_end: float,
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """_gpu_per_step where launch calls share correlations: each GPU event with every launch
+    call of its correlation (a pandas merge)."""
+    ev = trace.events
+    gpu = _gpu_rows(trace)
+    launch = ev.loc[
+        ev["kind"].isin([KIND["runtime"], KIND["driver"]]) & (ev["correlation"] >= 0),
+        ["correlation", "ts", "dur"],
+    ]
+    link = (
+        gpu[["correlation", "ts", "dur"]]
+        .rename_axis("row")
+        .reset_index()
+        .merge(
+            launch[["correlation", "ts", "dur"]].rename(columns={"ts": "lts", "dur": "ldur"}),
+            on="correlation",
+            how="inner",
         )
-        lts, lend = link["lts"].to_numpy(), (link["lts"] + link["ldur"]).to_numpy()
-        cs, ce = steps["cpu_start"].to_numpy(), steps["cpu_end"].to_numpy()
-        i = np.searchsorted(cs, lts, side="right") - 1
-        ok = (i >= 0) & (lend <= ce[np.clip(i, 0, None)]) & (lts >= cs[np.clip(i, 0, None)])
-        gts, gend = link["ts"].to_numpy(), (link["ts"] + link["dur"]).to_numpy()
-        if ok.any():
-            np.minimum.at(dev_min, i[ok], gts[ok])
-            np.maximum.at(dev_max, i[ok], gend[ok])
-            np.add.at(matched, i[ok], 1)
-        if np.isfinite(dev_min[0]):
-            # GPU work that no step launched (launched outside the steps, or with no launch
-            # recorded) and that finished before step 0's GPU work
-            unmatched = ~gpu.index.isin(link.loc[ok, "row"].to_numpy())
-            gpu_end = (gpu["ts"] + gpu["dur"]).to_numpy()[unmatched]
-            early = gpu_end[gpu_end < dev_min[0]]
-            if len(early):
-                prev_end = max(prev_end, float(early.max()))
+    )
+    lts, lend = link["lts"].to_numpy(), (link["lts"] + link["ldur"]).to_numpy()
+    cs, ce = steps["cpu_start"].to_numpy(), steps["cpu_end"].to_numpy()
+    i = np.searchsorted(cs, lts, side="right") - 1
+    ok = (i >= 0) & (lend <= ce[np.clip(i, 0, None)]) & (lts >= cs[np.clip(i, 0, None)])
+    gts, gend = link["ts"].to_numpy(), (link["ts"] + link["dur"]).to_numpy()
+    if ok.any():
+        np.minimum.at(dev_min, i[ok], gts[ok])
+        np.maximum.at(dev_max, i[ok], gend[ok])
+        np.add.at(matched, i[ok], 1)
+    if np.isfinite(dev_min[0]):
+        unmatched = ~gpu.index.isin(link.loc[ok, "row"].to_numpy())
+        gpu_end = (gpu["ts"] + gpu["dur"]).to_numpy()[unmatched]
+        early = gpu_end[gpu_end < dev_min[0]]
+        if len(early):
+            prev_end = max(prev_end, float(early.max()))
     return dev_max, matched, prev_end
 
 
@@ -502,14 +554,18 @@ def device_metrics(
     if kernels.empty or span <= 0:
         return out
     devices = _device_of(kernels, trace)
-    gpu = _gpu_rows(trace)
+    # (only the columns used are filtered: a row filter copies every column it is given)
+    gpu = _gpu_rows(trace, ["ts", "dur", "device", "thread"])
     gpu_devices = _device_of(gpu, trace)
+    gpu = gpu[["ts", "dur"]]
     for device in sorted(set(devices.tolist())):
-        k = kernels[devices == device]
-        ks, ke = k["ts"].to_numpy(), (k["ts"] + k["dur"]).to_numpy()
+        one = devices == device
+        k = _Columns(kernels, None if one.all() else one)
+        ks, ke = k["ts"], k["ts"] + k["dur"]
         ms, me = merge(ks, ke)
         busy = covered(ms, me, lo, hi)
-        bps = k["blocks_per_sm"].to_numpy(dtype=np.float64)
+        del ms, me
+        bps = k["blocks_per_sm"].astype(np.float64, copy=False)
         sm_eff = None
         if np.isfinite(bps).any():
             ss, se, sv = sm_efficiency_ranges(ks, ke, np.nan_to_num(bps, nan=0.0))
@@ -517,10 +573,10 @@ def device_metrics(
                 clip = np.clip(np.minimum(se, hi) - np.maximum(ss, lo), 0, None)
                 sm_eff = 100.0 * float((clip * sv).sum()) / span
         clip_k = np.clip(np.minimum(ke, hi) - np.maximum(ks, lo), 0, None)
-        occ = k["kineto_occupancy_pct"].to_numpy(dtype=np.float64)
+        occ = k["kineto_occupancy_pct"].astype(np.float64, copy=False)
         has = np.isfinite(occ) & (occ >= 0) & (clip_k > 0)
         est_occ = float((occ[has] * clip_k[has]).sum() / clip_k[has].sum()) if has.any() else None
-        theo = k["theoretical_occupancy_pct"].to_numpy(dtype=np.float64)
+        theo = k["theoretical_occupancy_pct"].astype(np.float64, copy=False)
         has_t = np.isfinite(theo) & (clip_k > 0)
         theo_occ = (
             float((theo[has_t] * clip_k[has_t]).sum() / clip_k[has_t].sum())
@@ -528,8 +584,9 @@ def device_metrics(
             else None
         )
         # idle gaps between GPU activity (kernels, copies, memsets) inside the steps
-        g = gpu[gpu_devices == device]
+        g = gpu if (gpu_devices == device).all() else gpu[gpu_devices == device]
         gs, ge = merge(g["ts"].to_numpy(), (g["ts"] + g["dur"]).to_numpy())
+        del g
         inside = (ge > lo) & (gs < hi)
         gs, ge = np.clip(gs[inside], lo, hi), np.clip(ge[inside], lo, hi)
         gaps = gs[1:] - ge[:-1] if len(gs) > 1 else np.array([])
@@ -551,6 +608,18 @@ def device_metrics(
             )
         )
     return out
+
+
+class _Columns:
+    """A frame's columns as arrays, each taken at ``rows`` (a mask, or None: all) when asked:
+    a row filter of the frame would copy every column."""
+
+    def __init__(self, frame: pd.DataFrame, rows: np.ndarray | None) -> None:
+        self.frame, self.rows = frame, rows
+
+    def __getitem__(self, column: str) -> np.ndarray:
+        values: np.ndarray = self.frame[column].to_numpy()
+        return values if self.rows is None else values[self.rows]
 
 
 def utilization_timeline(trace: Trace, device: int | None = None) -> list[tuple[float, float]]:
