@@ -9,7 +9,10 @@
 #                 trace packed under $OUT (runs_<bs>.tar: one per batch size)
 #   PLAN=compare  compare --processes $PROCESSES of the bs-1 eager and reduce-overhead runs
 #                 (made by PLAN=runs on the same warm machine), its --json, summarize of each
-#   PLAN=all      both
+#   PLAN=sweep    a sweep of generations: pytorch_fp16 vs pytorch_bf16 at bs 1 and 8 and
+#                 --max-new-tokens 17 and 65, 3 processes a cell (TTFT and TPOT judged apart);
+#                 then the bs-1 reduce-overhead run again (the decode window's GPU time)
+#   PLAN=all      runs and compare
 # Wheels: msgspec and nvtx carried in .whl (the device has no registry):
 #   python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl
 source "$(dirname "$0")/device_common.sh"
@@ -53,5 +56,13 @@ if [ "$PLAN" = compare ] || [ "$PLAN" = all ]; then
     B=$WORK/runs/inductor_fp16_bs1_ro_bs1
     { timed p compare "$A" "$B" --processes "$PROCESSES"; } 2>&1 | tee "$OUT/compare.log" | head -n 80
     p compare "$A" "$B" --json > "$OUT/compare.json" 2>> "$OUT/compare.log"
+fi
+if [ "$PLAN" = sweep ]; then
+    { timed p sweep --model llama --workload generate --backends pytorch_fp16,pytorch_bf16 \
+        --bs 1,8 --max-new-tokens 17,65 --prompt-len 128 --iters 10 --timed-warmup 2 \
+        --wait 1 --warmup 1 --active 1 --processes 3 --name gen "${DIRS[@]}"
+      cat "$WORK/runs/gen/benchmark.md"; } 2>&1 | tee "$OUT/sweep.log" | tail -n 60
+    one "ro_bs1" --backend inductor_fp16 --bs 1 --compile-mode reduce-overhead
+    grep -h "seconds:\|TPOT (one\|TTFT (prefill" "$OUT/ro_bs1.log"
 fi
 ls -la "$OUT"

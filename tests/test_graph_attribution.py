@@ -147,3 +147,30 @@ def test_a_trace_without_captures_or_replays_has_no_graph_record():
     summary = summarize_trace(trace)
     assert summary.graphs is None and "graphs" not in summary.to_dict()
     assert not any(note.startswith("CUDA graphs") for note in summary.notes)
+
+
+def test_the_attribution_agrees_with_an_eager_run_of_the_same_step():
+    """The capture method against an eager decode step of the same model (8 steps, from the
+    same H200 session's facts script): the same kernel names carry the same operators, and each
+    operator's kernel time per step is within a few per cent (scripts/graph_attribution_check.py
+    prints the table: docs/gpu/h200/llm/graph_attribution_check.log)."""
+    from profiler.analysis.run import RunAnalysis
+    from profiler.trace.phases import attribute, launch_times, phase_spans
+
+    def decode(trace):
+        spans = phase_spans(trace, ["decode"])
+        rows = kernel_rows(trace)
+        return trace, rows[attribute(spans, launch_times(trace, rows)) >= 0], len(spans)
+
+    eager = load_trace(CAPTURE / "eager_bs1.json.gz")
+    graphed = RunAnalysis(FIXTURES / "llm_h200" / "runs" / "pytorch_fp16_bs1_cg_bs1").trace
+    found = graphs.agreement(decode(eager), decode(graphed))
+    assert (found.eager_steps, found.graph_steps) == (8, 64)
+    assert found.agreeing_share > 0.999
+    ops = found.operators.set_index("operator")
+    for op in ("aten::mm", "aten::mul", "aten::copy_", "aten::_cudnn_attention_forward"):
+        assert ops.loc[op, "ratio"] == pytest.approx(1.0, abs=0.03), op
+    heavy = ops[ops["eager_us_per_step"] > 30]  # the few-µs ops spread more between runs
+    assert len(heavy) >= 8 and heavy["ratio"].between(0.9, 1.15).all()
+    total = ops["graph_us_per_step"].sum() / ops["eager_us_per_step"].sum()
+    assert total == pytest.approx(1.0, abs=0.05)

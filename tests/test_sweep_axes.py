@@ -128,6 +128,7 @@ def test_speedup_compares_cells_with_the_same_values(tmp_path, monkeypatch):
             name=path.parent.name,
             output=SimpleNamespace(finite=True),
             latency_csv=str(path.parent / "no_latency.csv"),
+            generation=None,
         ),
     )
     monkeypatch.setattr(

@@ -73,8 +73,20 @@ import numpy as np
 import pandas as pd
 
 from profiler.analysis.gpu_offsets import GpuOffset, gpu_offsets
-from profiler.analysis.headline import memory_figures, verdicts_between, window_noise
-from profiler.analysis.records import BenchmarkCell, TimedVerdicts, Verdict, plain
+from profiler.analysis.headline import (
+    machine_floors,
+    memory_figures,
+    phase_comparisons,
+    verdicts_between,
+    window_noise,
+)
+from profiler.analysis.records import (
+    BenchmarkCell,
+    PhaseComparison,
+    TimedVerdicts,
+    Verdict,
+    plain,
+)
 from profiler.analysis.roofline import Roofline, roofline_of
 from profiler.analysis.timed_verdict import control_family
 from profiler.analysis.verdict import GPU_TIME, LATENCY
@@ -91,8 +103,24 @@ PHASE_COLUMNS = ["wall_s", *(f"{phase}_s" for phase in PHASE_ORDER)]
 ROOFLINE_COLUMNS = ["tflops", "pct_peak_compute", "gbs", "pct_peak_bandwidth", "flop_per_byte"]
 #: benchmark.csv's columns: the fields of a cell's record (BenchmarkCell), the swept options'
 #: left out (axis_columns: a sweep has a column of an option only when it was given a list of it)
-COLUMNS = [name for name in BenchmarkCell.__struct_fields__ if name not in axis_options()]
+COLUMNS = [
+    name
+    for name in BenchmarkCell.__struct_fields__
+    if name not in axis_options() and name != "phases"
+]
 GENERATION_COLUMNS = ("ttft_ms", "token_p50_ms", "token_p99_ms", "tokens_per_s", "token_agreement")
+#: the columns a sweep of generations adds: TPOT and each phase's speedup and verdicts
+PHASE_COLUMNS_OF_GENERATION = (
+    "tpot_ms",
+    "ttft_speedup",
+    "ttft_verdict",
+    "ttft_gpu_verdict",
+    "tpot_speedup",
+    "tpot_verdict",
+    "tpot_gpu_verdict",
+)
+#: fields of a cell's record that are no benchmark.csv column (their words are: verdict_note)
+RECORD_ONLY = ("verdicts", "phases")
 
 
 def _roofline(result: RunResult) -> Roofline | None:
@@ -171,6 +199,9 @@ FLOAT_COLUMNS = (
     "engine_mib",
     *ROOFLINE_COLUMNS,
     *GENERATION_COLUMNS,
+    "tpot_ms",
+    "ttft_speedup",
+    "tpot_speedup",
     *PHASE_COLUMNS,
 )
 
@@ -207,12 +238,88 @@ def benchmark_rows(
         else None
         for i, key in enumerate(keys)
     ]
+    phases = _phase_family(
+        [
+            _phases(analysed[i], analysed[j], floors_dir)
+            if (j := base.get(key)) not in (None, i)
+            else None
+            for i, key in enumerate(keys)
+        ]
+    )
     rows = []
     for i, (cell, verdicts) in enumerate(zip(figures, control_family(found))):
         j = base.get(keys[i])
         own = j == i and analysed[i].result is not None
-        rows.append(with_speedups(cell, None if j is None else figures[j], own, verdicts))
+        row = with_speedups(cell, None if j is None else figures[j], own, verdicts)
+        rows.append(with_phases(row, phases[i], own, _gpu_phases(analysed[i].result)))
     return rows
+
+
+def _phases(
+    cell: CellAnalysis, base: CellAnalysis, floors_dir: Path | None
+) -> list[PhaseComparison] | None:
+    """A generation cell's TTFT and TPOT against its baseline cell (None where either did not
+    finish or timed no phases)."""
+    if cell.result is None or base.result is None:
+        return None
+    if not base.samples.phase_names or not cell.samples.phase_names:
+        return None
+    ours, theirs = like_with_like(base.samples, cell.samples)
+    found = phase_comparisons(
+        ours, theirs, machine_floors(base.result, cell.result, floors_dir=floors_dir)
+    )
+    return found or None
+
+
+def _phase_family(
+    found: list[list[PhaseComparison] | None],
+) -> list[list[PhaseComparison] | None]:
+    """Each phase's verdicts held to a false discovery rate over the sweep's cells, as the
+    whole call's (control_family)."""
+    by_phase: dict[str, list[TimedVerdicts | None]] = {}
+    for comparisons in found:
+        present = {c.phase: c.verdicts for c in comparisons or []}
+        for phase in ("ttft", "tpot"):
+            by_phase.setdefault(phase, []).append(present.get(phase))
+    held = {phase: control_family(verdicts) for phase, verdicts in by_phase.items()}
+    out: list[list[PhaseComparison] | None] = []
+    for i, comparisons in enumerate(found):
+        out.append(
+            None
+            if comparisons is None
+            else [msgspec.structs.replace(c, verdicts=held[c.phase][i]) for c in comparisons]
+        )
+    return out
+
+
+def _gpu_phases(result: RunResult | None) -> set[str]:
+    """The phases whose GPU time the cell's run measured."""
+    found = result.generation.phase_gpu if result and result.generation else None
+    return {phase for phase, gpu in (found or {}).items() if gpu.not_measured is None}
+
+
+def with_phases(
+    cell: BenchmarkCell,
+    phases: list[PhaseComparison] | None,
+    own: bool,
+    gpu_measured: set[str] | None = None,
+) -> BenchmarkCell:
+    """A generation cell's row with each phase's speedup and verdicts over the baseline's
+    cell (``own``: the baseline's own cell, "baseline"; on GPU time only for the phases whose
+    GPU time it measured, ``gpu_measured``)."""
+    if cell.ttft_ms is None:  # not a generation
+        return cell
+    words: dict[str, Any] = {}
+    for phase in ("ttft", "tpot"):
+        comparison = next((c for c in phases or [] if c.phase == phase), None)
+        verdicts = comparison.verdicts if comparison else None
+        latency = verdicts.latency if verdicts else None
+        gpu = verdicts.gpu_time if verdicts else None
+        words[f"{phase}_speedup"] = latency.speedup if latency else (1.0 if own else None)
+        words[f"{phase}_verdict"] = latency.verdict if latency else ("baseline" if own else "")
+        own_gpu = own and phase in (gpu_measured or set())
+        words[f"{phase}_gpu_verdict"] = gpu.verdict if gpu else ("baseline" if own_gpu else "")
+    return msgspec.structs.replace(cell, phases=phases, **words)
 
 
 def benchmark_frame(rows: list[BenchmarkCell], manifest: SweepManifest) -> pd.DataFrame:
@@ -222,11 +329,17 @@ def benchmark_frame(rows: list[BenchmarkCell], manifest: SweepManifest) -> pd.Da
     write its words (profiler.report.benchmark_view.csv_table)."""
     axes = axis_columns(manifest)
     found = [
-        {**{k: v for k, v in plain(row).items() if v is not None}, "verdicts": row.verdicts}
+        {
+            **{k: v for k, v in plain(row).items() if v is not None and k != "phases"},
+            "verdicts": row.verdicts,
+        }
         for row in rows
     ]
-    frame = pd.DataFrame(found).reindex(columns=[*COLUMNS[:4], *axes, *COLUMNS[4:]])
-    return frame.astype({c: float for c in FLOAT_COLUMNS})
+    columns = [*COLUMNS[:4], *axes, *COLUMNS[4:]]
+    if manifest.options.get("workload", "forward") != "generate":
+        columns = [c for c in columns if c not in PHASE_COLUMNS_OF_GENERATION]
+    frame = pd.DataFrame(found).reindex(columns=columns)
+    return frame.astype({c: float for c in FLOAT_COLUMNS if c in frame.columns})
 
 
 def cell_figures(manifest: SweepManifest, analysed: CellAnalysis) -> BenchmarkCell:
@@ -380,8 +493,6 @@ def _finished(
     gpu_ms = gpu_compute.gpu_p50_ms if gpu_compute else None
     compile_s, compile_what = compile_time(result)
     window, memory, roofline = window_noise(result), memory_figures(result), _roofline(result)
-    generation = result.generation
-    tokens = result.numerics.tokens if result.numerics else None
     figures = BenchmarkCell(
         model=manifest.model,
         device=(result.environment.gpu or {}).get("name") or "CPU",
@@ -414,11 +525,7 @@ def _finished(
         gbs=roofline.achieved_gbs if roofline else None,
         pct_peak_bandwidth=roofline.pct_of_bandwidth if roofline else None,
         flop_per_byte=roofline.intensity if roofline else None,
-        ttft_ms=generation.ttft_ms.p50 if generation else None,
-        token_p50_ms=generation.per_token_ms.p50 if generation else None,
-        token_p99_ms=generation.per_token_ms.p99 if generation else None,
-        tokens_per_s=generation.tokens_per_s if generation else None,
-        token_agreement=tokens.positions_equal if generation and tokens else None,
+        **_generation_figures(result, used),
         status=cell.status,
         reason=_reason(cell, result),
         gpu=cell.gpu or "",
@@ -426,6 +533,24 @@ def _finished(
         elapsed_s=cell.elapsed_s,
     )
     return msgspec.structs.replace(figures, **phase_seconds(result))
+
+
+def _generation_figures(result: RunResult, used: ConfigSamples) -> dict[str, Any]:
+    """A generation cell's TTFT, TPOT (over its processes), ITL, tokens/s and token agreement
+    (nothing for another workload)."""
+    generation = result.generation
+    if generation is None:
+        return {}
+    tokens = result.numerics.tokens if result.numerics else None
+    tpot = used.phase("tpot")
+    return {
+        "ttft_ms": generation.ttft_ms.p50,
+        "tpot_ms": tpot.geometric_mean("latency") if len(tpot) else None,
+        "token_p50_ms": generation.per_token_ms.p50,
+        "token_p99_ms": generation.per_token_ms.p99,
+        "tokens_per_s": generation.tokens_per_s,
+        "token_agreement": tokens.positions_equal if tokens else None,
+    }
 
 
 def _float(value: Any) -> float | None:

@@ -155,6 +155,7 @@ def headline_data(
         profiled_step_ms=None if profiled_step_us is None else profiled_step_us / 1000.0,
         profiler_overhead_ratio=overhead_ratio(profiled_step_us, timed.p50_ms),
         gpu_state=gpu_state_figures(result),
+        generation=_generation(result, config_samples(result, result_json)),
     )
 
 
@@ -338,4 +339,7 @@ def compare_timed(
 def _generation(result: RunResult, samples: ConfigSamples) -> GenerationFigures | None:
     if result.generation is None:
         return None
-    return generation_figures(samples, result.batch_size, result.generation.max_new_tokens)
+    found = generation_figures(samples, result.batch_size, result.generation.max_new_tokens)
+    if found is None:
+        return None
+    return msgspec.structs.replace(found, phase_gpu=result.generation.phase_gpu)

@@ -202,6 +202,33 @@ class GpuStateFigures(Record):
     throttle_reasons: list[str]
 
 
+class IntervalFigure(Record):
+    """One figure of a generation over a config's processes: the geometric mean of the
+    per-process values, its 95 % interval (a t-interval on the logs; None with one process:
+    one process says nothing of the spread between processes) and the between-process CV."""
+
+    figure: Literal["TTFT", "TPOT", "ITL p50", "ITL p99", "tokens/s"]
+    unit: Literal["ms", "tokens/s"]
+    value: float
+    low: float | None
+    high: float | None
+    processes: int
+    cv: float | None = None
+
+
+class GenerationFigures(Record):
+    """A generation's figures over a config's processes (profiler.analysis.generation): TTFT,
+    TPOT, inter-token latency p50 and p99, tokens/s, each with its interval; each phase's
+    classification (launch-bound: the host's launches pace it)."""
+
+    figures: list[IntervalFigure]
+    ttft_bound: Literal["launch-bound", "GPU-bound"] | None = None
+    tpot_bound: Literal["launch-bound", "GPU-bound"] | None = None
+    #: the run's own process: each phase's GPU time and enqueue (result.json
+    #: generation.phase_gpu: "ttft", "tpot"), or why not measured
+    phase_gpu: dict[str, GpuCompute] | None = None
+
+
 class Headline(Record):
     """The run's timed window beside the trace: what the headline of `summarize` shows."""
 
@@ -212,6 +239,8 @@ class Headline(Record):
     profiled_step_ms: float | None
     profiler_overhead_ratio: float | None
     gpu_state: GpuStateFigures
+    #: a generation's TTFT, TPOT, ITL and tokens/s over the run's processes (None otherwise)
+    generation: GenerationFigures | None = None
 
 
 class FigureOverProcesses(Record):
@@ -239,30 +268,6 @@ class ProcessFigures(Record):
     bound: Literal["launch-bound", "GPU-bound"] | None
     launch_bound_processes: int
     classified_processes: int
-
-
-class IntervalFigure(Record):
-    """One figure of a generation over a config's processes: the geometric mean of the
-    per-process values, its 95 % interval (a t-interval on the logs; None with one process:
-    one process says nothing of the spread between processes) and the between-process CV."""
-
-    figure: Literal["TTFT", "TPOT", "ITL p50", "ITL p99", "tokens/s"]
-    unit: Literal["ms", "tokens/s"]
-    value: float
-    low: float | None
-    high: float | None
-    processes: int
-    cv: float | None = None
-
-
-class GenerationFigures(Record):
-    """A generation's figures over a config's processes (profiler.analysis.generation): TTFT,
-    TPOT, inter-token latency p50 and p99, tokens/s, each with its interval; each phase's
-    classification (launch-bound: the host's launches pace it)."""
-
-    figures: list[IntervalFigure]
-    ttft_bound: Literal["launch-bound", "GPU-bound"] | None = None
-    tpot_bound: Literal["launch-bound", "GPU-bound"] | None = None
 
 
 class PhaseComparison(Record):
@@ -511,6 +516,20 @@ class BenchmarkCell(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     token_p99_ms: float | None = None
     tokens_per_s: float | None = None
     token_agreement: float | None = None
+    #: a generation's TPOT (ms: the geometric mean over processes of each one's median) and
+    #: each phase's speedup over the baseline's cell and verdict, latency and GPU time
+    #: (profiler.analysis.headline.phase_comparisons); benchmark.csv has these columns only in
+    #: a sweep of generations
+    tpot_ms: float | None = None
+    ttft_speedup: float | None = None
+    ttft_verdict: CellVerdict = ""
+    ttft_gpu_verdict: CellVerdict = ""
+    tpot_speedup: float | None = None
+    tpot_verdict: CellVerdict = ""
+    tpot_gpu_verdict: CellVerdict = ""
+    #: the phases' comparisons behind those columns (None on the baseline's cells and where a
+    #: side did not finish; --json only)
+    phases: list[PhaseComparison] | None = None
     status: str
     reason: str
     gpu: str

@@ -393,6 +393,45 @@ def result_roofline(result: RunResult, ceilings: Ceilings | None) -> Roofline | 
     )
 
 
+#: a generation's phases, the timed figure each roofline is taken at (the generation block's)
+PHASE_FIGURES = {"prefill": ("ttft_ms", "TTFT p50"), "decode": ("tpot_ms", "TPOT p50")}
+
+
+def phase_rooflines(
+    result: RunResult, ceilings: Ceilings | None
+) -> list[tuple[str, str, Roofline]]:
+    """A decoder-only LM's phases against the ceilings: (phase, the timed figure it is taken
+    at, roofline) for the prefill at the TTFT p50 and one decode step at the TPOT p50, from
+    the FLOPs and minimum bytes counted for each (result.json
+    ``generation.phase_roofline_inputs``); [] without them."""
+    generation = result.generation
+    if generation is None or not generation.phase_roofline_inputs:
+        return []
+    key = matmul_key(
+        result.backend.precision,
+        result.precision.tf32 if result.precision else None,
+        result.backend.name,
+    )
+    found = []
+    for phase, (field_name, label) in PHASE_FIGURES.items():
+        inputs = generation.phase_roofline_inputs.get(phase)
+        timed = getattr(generation, field_name)
+        if inputs is None or inputs.flops_per_batch is None or timed is None or not timed.p50:
+            continue
+        roofline = run_roofline(
+            {
+                "flops_per_batch": inputs.flops_per_batch,
+                "min_bytes_per_batch": inputs.min_bytes_per_batch,
+            },
+            float(timed.p50),
+            ceilings,
+            key,
+            result.backend.name,
+        )
+        found.append((phase, label, roofline))
+    return found
+
+
 NO_ROOFLINE_INPUTS = (
     "no roofline: the run's result.json has no roofline_inputs (a run older "
     "than FLOP counting: report --flops)"

@@ -27,7 +27,13 @@ from profiler.analysis.difference import explain_runs
 from profiler.analysis.headline import compare_timed, headline_data, window_noise
 from profiler.analysis.insight import Insight, ceilinged_roofline, evidence, sweep_table
 from profiler.analysis.records import CompareTimed, Explanation, Headline, WindowNoise
-from profiler.analysis.roofline import Roofline, gemm_roofline, no_roofline_reason
+from profiler.analysis.roofline import (
+    Roofline,
+    cached_ceilings,
+    gemm_roofline,
+    no_roofline_reason,
+    phase_rooflines,
+)
 from profiler.analysis.verdict import TOLERANCE
 from profiler.errors import UserError
 from profiler.runs.layout import (
@@ -204,6 +210,15 @@ class RunAnalysis:
     def ceilings_source(self) -> str:
         """Where the roofline's ceilings came from (measured peaks file or datasheet row)."""
         return self._roofline[1]
+
+    @cached_property
+    def phase_rooflines(self) -> list[tuple[str, str, Roofline]]:
+        """A generation's prefill and decode step against the GPU's ceilings: (phase, the
+        timed figure it is taken at, roofline) (profiler.analysis.roofline.phase_rooflines);
+        [] for other runs and bare traces."""
+        if self.result is None:
+            return []
+        return phase_rooflines(self.result, cached_ceilings(self.result, self.peaks_dir))
 
     @property
     def roofline_missing(self) -> str | None:

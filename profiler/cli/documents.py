@@ -11,6 +11,7 @@ value); its columns are listed in docs/summarizer.md, not in the schema.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import msgspec
@@ -102,14 +103,53 @@ class Hardware(Record):
     kernels: Table
 
 
+class PhaseKernels(Record):
+    """One phase's kernels (as the whole trace's): its kernel time, the share of it in Tensor
+    Core kernels, the category table and the kernel table (--top rows)."""
+
+    kernel_us: float | None
+    tensor_core_share_pct: float | None
+    categories: Table
+    kernels: Table
+
+
+class PhaseRoofline(Record):
+    """A generation's phase against the GPU's ceilings, at its timed figure ("TTFT p50" for
+    the prefill, "TPOT p50" for one decode step; profiler.analysis.roofline.phase_rooflines)."""
+
+    phase: str
+    at: str
+    roofline: RooflineFigures
+
+
 class PhaseTables(Record):
     """Where the kernels go, phase by phase (profiler.trace.phases.PhaseSummary): one row per
     phase (and one for kernels outside every phase span), one per (phase, position inside a
-    generation), and whether the trace holds GPU kernels at all."""
+    generation), whether the trace holds GPU kernels at all, each phase's kernels, and (a run
+    folder of a decoder-only LM) each phase's roofline."""
 
     phases: Table
     positions: Table
     has_kernels: bool
+    kernels: dict[str, PhaseKernels] | Unset = UNSET
+    rooflines: list[PhaseRoofline] | Unset = UNSET
+
+
+class Graphs(Record):
+    """The trace's CUDA graph replays and how much of their kernel time carries the operator
+    that launched each kernel at capture (profiler.trace.graphs.GraphSummary)."""
+
+    captures: int
+    replays: int
+    attributed_replays: int
+    replay_kernels: int
+    attributed_kernels: int
+    replay_kernel_us: float
+    attributed_kernel_us: float
+    attributed_pct: float | None
+    replayed_pct_of_all_kernel_time: float | None
+    #: why replays stayed on their graph launch: reason -> replays
+    unattributed: dict[str, int]
 
 
 class Summarize(Document, kw_only=True):
@@ -129,6 +169,7 @@ class Summarize(Document, kw_only=True):
     warnings: list[str]
     excluded_events: dict[str, int]
     phases: PhaseTables | Unset = UNSET  # a trace with generation phase spans
+    graphs: Graphs | Unset = UNSET  # a trace with CUDA graph replays
     insight: Insight | Unset = UNSET  # a run folder only
     hardware: Hardware | Unset = UNSET  # with Nsight Compute measurements
     #: the rows of each list --top cuts (kernels, operators) before the cut
@@ -353,15 +394,15 @@ class _BackendInFile(msgspec.Struct):
 #: with the "$schema" key first
 DOCUMENTS: dict[str, tuple[int, type]] = {
     # 2: headline.gpu_state.line gone (the views word the record)
-    "summarize": (2, Summarize),
+    "summarize": (3, Summarize),
     "summarize-layers": (1, SummarizeLayers),
     # 2: timed.verdict (over processes) replaced timed.p50_ratio; 3: timed.verdict is latency's,
     # timed.gpu_verdict and timed.verdicts added, speedup_x the ratio of geometric means;
     # 4: timed.verdicts.lines gone, explanation.gpu_state_a/_b records, not lines (the views
     # word the records)
-    "compare": (4, Compare),
+    "compare": (5, Compare),
     # 2: cells[].verdicts (the record) replaced cells[].verdict_note (its words)
-    "benchmark": (2, Benchmark),
+    "benchmark": (3, Benchmark),
     "backends": (1, Backends),
     "plot": (1, Plot),
     "peaks": (1, Peaks),
@@ -402,8 +443,22 @@ def json_schema(kind: str) -> dict:
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": schema_id(kind),
-        **schema,
+        **_dedented(schema),
     }
+
+
+def _dedented(value: Any) -> Any:
+    """Every ``description`` with its docstring's indent removed (inspect.cleandoc): msgspec
+    0.23 does it and 0.22 does not, and the published schemas must not depend on which one is
+    installed."""
+    if isinstance(value, dict):
+        return {
+            k: inspect.cleandoc(v) if k == "description" and isinstance(v, str) else _dedented(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_dedented(v) for v in value]
+    return value
 
 
 def all_schemas() -> dict[str, dict]:

@@ -23,13 +23,15 @@ import contextlib
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from profiler.runs.config import RunConfig
 from profiler.runs.layout import GRAPH_CAPTURES
-from profiler.trace import graphs
-from profiler.trace.load import load_trace
+
+if TYPE_CHECKING:
+    from profiler.trace.graphs import GraphCaptures
 
 #: the calls of a graph-replaying torch.compile mode that are profiled (warm-up, then capture)
 RECORDING_CALLS = 2
@@ -65,7 +67,7 @@ class CaptureProfile:
     def __init__(self, source: str, enabled: bool = True) -> None:
         self.source = source
         self.enabled = enabled  # off: a process that only times (no trace, no files)
-        self.captures: list[graphs.GraphCapture] = []
+        self.captures: list[Any] = []  # profiler.trace.graphs.GraphCapture
 
     @contextlib.contextmanager
     def recording(self) -> Iterator[None]:
@@ -82,11 +84,18 @@ class CaptureProfile:
                 torch.cuda.synchronize()
             path = Path(folder) / "capture.pt.trace.json"
             profiler.export_chrome_trace(str(path))
+            # (the trace reader, pandas included, only where a capture is profiled: a run
+            # imports none of it at start-up)
+            from profiler.trace import graphs
+            from profiler.trace.load import load_trace
+
             found = graphs.captures_of(load_trace(path), self.source)
         self.captures.extend(c for c in found.captures if c.nodes)
 
-    def record(self) -> graphs.GraphCaptures:
-        return graphs.GraphCaptures(tuple(self.captures), self.source)
+    def record(self) -> GraphCaptures:
+        from profiler.trace.graphs import GraphCaptures
+
+        return GraphCaptures(tuple(self.captures), self.source)
 
     def artifacts(self) -> dict[str, str]:
         """graph_captures.json, as the run folder's artifact (none when not enabled)."""

@@ -260,10 +260,7 @@ def collect(
             step = cuda_graphs.capture(step, backend.name, progress.say)
     timed, began = _timed_window(workload, step, config, use_cuda, progress, timer)
     gpu_window = _gpu_time(config, step, timed, use_cuda, progress, timer)
-    began_phases = time.perf_counter()
-    phase_windows = workload.phase_windows(timed.details, use_cuda)
-    if phase_windows:  # a generation's phases, their GPU time measured apart
-        timer.add("gpu_compute", time.perf_counter() - began_phases)
+    phase_windows = _phase_windows(workload, timed, use_cuda, timer)
     untraced_kernels = _untraced_call(config, step, use_cuda, progress, timer)
     activities, trace_files = window.profile(config, step, use_cuda, progress, tb_stage, timer)
     notes, artifacts = window.after_windows(step, run_stage, timer)
@@ -295,6 +292,18 @@ def collect(
         gpu_window.figures,
         untraced_kernels,
     )
+
+
+def _phase_windows(
+    workload: Workload, timed: window.Timed, use_cuda: bool, timer: Phases
+) -> dict[str, ProcessWindow]:
+    """The timed window's phases as windows of their own (a generation's TTFT and TPOT), their
+    GPU time measured apart on a GPU (its seconds counted as GPU compute)."""
+    began = time.perf_counter()
+    found = workload.phase_windows(timed.details, use_cuda)
+    if found and use_cuda:
+        timer.add("gpu_compute", time.perf_counter() - began)
+    return found
 
 
 def _timed_window(

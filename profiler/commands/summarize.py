@@ -111,6 +111,13 @@ def _document(run: RunAnalysis, top: int, found, joined, agreement) -> dict:
         from profiler.trace.summary import json_safe
 
         data = {"headline": json_safe(plain(headline)), **data}
+    if run.phase_rooflines and "phases" in data:
+        from profiler.analysis.records import plain
+
+        data["phases"]["rooflines"] = [
+            {"phase": phase, "at": at, "roofline": plain(r.record())}
+            for phase, at, r in run.phase_rooflines
+        ]
     if found is not None:
         from profiler.report.insight_view import to_dict
 

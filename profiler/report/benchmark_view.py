@@ -429,7 +429,15 @@ def _sweep_headers(
         "status",
     )
     if generation:
-        headers = headers[:-1] + ("TTFT ms", "token p50", "token p99", "tokens/s", "status")
+        headers = headers[:-1] + (
+            "TTFT ms",
+            "TPOT ms",
+            "token p99",
+            "tokens/s",
+            "TTFT vs baseline",
+            "TPOT vs baseline",
+            "status",
+        )
     if on_gpus:
         headers = ("GPUs", *headers)
     return headers
@@ -473,10 +481,24 @@ def _sweep_run_cells(r) -> tuple[str, ...]:
 def _sweep_generation_cells(r) -> tuple[str, ...]:
     return (
         sweep_cell("ttft_ms", r.ttft_ms),
-        sweep_cell("token_p50_ms", r.token_p50_ms),
+        sweep_cell("tpot_ms", getattr(r, "tpot_ms", None)),
         sweep_cell("token_p99_ms", r.token_p99_ms),
         sweep_cell("tokens_per_s", r.tokens_per_s),
+        _phase_verdict_cell(r, "ttft"),
+        _phase_verdict_cell(r, "tpot"),
     )
+
+
+def _phase_verdict_cell(r, phase: str) -> str:
+    """A generation phase's speedup over the baseline's cell and its latency verdict, the GPU
+    time's beside it where it was taken: ``4.12x faster (GPU: faster)``."""
+    speedup = getattr(r, f"{phase}_speedup", None)
+    word = getattr(r, f"{phase}_verdict", "") or ""
+    gpu = getattr(r, f"{phase}_gpu_verdict", "") or ""
+    text = _verdict_markup(speedup, word, None, None) if word else "-"
+    if gpu and gpu != "baseline":
+        text += f" (GPU: {gpu})"
+    return text
 
 
 def _sweep_status(r) -> str:

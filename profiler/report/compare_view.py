@@ -15,7 +15,6 @@ from profiler.analysis.records import (
     CompareTimed,
     Explanation,
     FigureOverProcesses,
-    IntervalFigure,
     ProcessFigures,
     Verdict,
     WindowNoise,
@@ -24,6 +23,7 @@ from profiler.report.console import FitTable
 from profiler.report.fmt import (
     change_pct,
     head,
+    interval_figure,
     marked,
     mib,
     missing,
@@ -494,18 +494,6 @@ def _metrics_table(title: str, rows: list[tuple[str, str, str, str]]) -> FitTabl
 
 #: a generation's phases in words (profiler.runs.samples.PHASES)
 PHASE_LABELS = {"ttft": "TTFT (prefill and its token)", "tpot": "TPOT (mean decode step)"}
-
-
-def interval_figure(figure: IntervalFigure | None) -> str:
-    """A generation figure over processes to the digits its between-process CV allows, with
-    its 95 % interval: ``12.3 ms [12.1-12.6]``; one process: the value alone."""
-    if figure is None:
-        return "-"
-    unit = "ms" if figure.unit == "ms" else ""
-    text = trimmed(figure.value, figure.cv, unit)
-    if figure.low is None or figure.high is None:
-        return text
-    return f"{text} [{trimmed(figure.low, figure.cv)}-{trimmed(figure.high, figure.cv)}]"
 
 
 def generation_rows(t: CompareTimed) -> list[tuple[str, str, str, str]]:

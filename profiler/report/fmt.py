@@ -159,6 +159,9 @@ HEADERS = {
     "seq_len": "sequence length",
     "image_size": "image size",
     "ttft_ms": "TTFT p50 ms",
+    "tpot_ms": "TPOT ms",
+    "ttft_speedup": "TTFT speedup",
+    "tpot_speedup": "TPOT speedup",
     "token_p50_ms": "token p50 ms",
     "token_p99_ms": "token p99 ms",
     "tokens_per_s": "tokens/s",
@@ -250,6 +253,9 @@ MD_FORMATS = {
     "token_p99_ms": ".3f",
     "tokens_per_s": ".1f",
     "token_agreement": ".3f",
+    "tpot_ms": ".3f",
+    "ttft_speedup": ".2f",
+    "tpot_speedup": ".2f",
 }
 #: the sweep's table on the terminal: the format per column of the plain figures
 SWEEP_FORMATS = {
@@ -259,6 +265,7 @@ SWEEP_FORMATS = {
     "compile_s": ".2f",
     "rel_l2_error": ".2g",
     "ttft_ms": ".3f",
+    "tpot_ms": ".3f",
     "token_p50_ms": ".3f",
     "token_p99_ms": ".3f",
     "tokens_per_s": ",.1f",
@@ -527,3 +534,16 @@ SWEEP_PAGE_HEADERS = {
     "gpu_verdict": "GPU-time verdict",
     "bound": "bound",
 }
+
+
+def interval_figure(figure) -> str:
+    """A generation figure over processes (profiler.analysis.records.IntervalFigure) to the
+    digits its between-process CV allows, with its 95 % interval: ``12.3 ms [12.1-12.6]``;
+    one process: the value alone."""
+    if figure is None:
+        return "-"
+    unit = "ms" if figure.unit == "ms" else ""
+    text = trimmed(figure.value, figure.cv, unit)
+    if figure.low is None or figure.high is None:
+        return text
+    return f"{text} [{trimmed(figure.low, figure.cv)}-{trimmed(figure.high, figure.cv)}]"

@@ -10,6 +10,7 @@ from rich.markup import escape
 from profiler.analysis.records import Headline
 from profiler.report.console import FitTable
 from profiler.report.fmt import (
+    interval_figure,
     marked,
     mib,
     missing,
@@ -45,13 +46,70 @@ def gpu_compute_line(gpu: GpuCompute | None, latency_p50_ms: float | None) -> st
 def print_headline(data: Headline, console: Console) -> None:
     """The headline's table, then its GPU compute, config, GPU state and warning lines."""
     console.print(headline_table(data))
-    gpu_line = gpu_compute_line(data.timed.gpu_compute, data.timed.p50_ms)
-    if gpu_line:
+    phase_gpu = data.generation.phase_gpu if data.generation else None
+    gpu_lines = (
+        [phase_gpu_line(phase, gpu) for phase, gpu in phase_gpu.items()]
+        if phase_gpu
+        else [gpu_compute_line(data.timed.gpu_compute, data.timed.p50_ms)]
+    )
+    for gpu_line in filter(None, gpu_lines):
         console.print(escape(gpu_line), highlight=False, soft_wrap=True)
     console.print(f"config: {escape(data.config)}", highlight=False)
     console.print(escape(gpu_state_line(data.gpu_state)), highlight=False)
     for warning in (data.noise.warnings if data.noise else None) or []:
         console.print(f"[bold yellow]warning:[/] {escape(warning)}", highlight=False)
+
+
+#: what each generation figure is, in the headline
+GENERATION_MEANINGS = {
+    "TTFT": "time to first token: the prefill and its token",
+    "TPOT": "time per output token: each generation's mean decode step",
+    "ITL p50": "inter-token latency: every decode step",
+    "ITL p99": "inter-token latency, tail",
+    "tokens/s": "batch size x new tokens / generation latency",
+}
+
+
+#: a generation's phases as the GPU-time lines name them
+PHASE_CALLS = {"ttft": "TTFT (one prefill and its token)", "tpot": "TPOT (one decode step)"}
+
+
+def phase_gpu_line(phase: str, gpu: GpuCompute) -> str:
+    """A generation phase's GPU time and enqueue, measured apart (or why not)."""
+    what = PHASE_CALLS.get(phase, phase)
+    if gpu.not_measured is not None:
+        return f"GPU compute, {what}: not measured ({gpu.not_measured})"
+    return (
+        f"GPU compute, {what}: GPU time p50 {_ms(gpu.gpu_p50_ms)}, enqueue p50 "
+        f"{_ms(gpu.enqueue_p50_ms)} ({gpu.iterations} iterations behind a sleep kernel, launch "
+        "gaps excluded; enqueue from the timed window)"
+    )
+
+
+def _generation_rows(table: FitTable, data: Headline) -> None:
+    """A generation's figures over the run's processes, each with its 95 % interval when there
+    are several, and each phase's classification."""
+    found = data.generation
+    if found is None:
+        return
+    for figure in found.figures:
+        processes = (
+            f"over {figure.processes} processes, 95 % interval"
+            if figure.low is not None
+            else "one process"
+        )
+        table.add_row(
+            figure.figure,
+            interval_figure(figure),
+            f"{GENERATION_MEANINGS[figure.figure]} ({processes})",
+        )
+    for phase, word in (("TTFT", found.ttft_bound), ("TPOT", found.tpot_bound)):
+        if word:
+            table.add_row(
+                f"{phase} bound",
+                word,
+                "enqueue p90 against GPU time p50: launch-bound, the host's launches pace it",
+            )
 
 
 def headline_table(data: Headline) -> FitTable:
@@ -63,6 +121,7 @@ def headline_table(data: Headline) -> FitTable:
     table.add_column("value", number=True)
     table.add_column("what it means", style="dim")
     _timed_rows(table, data)
+    _generation_rows(table, data)
     memory = data.memory
     table.add_row(
         "peak memory allocated / reserved",

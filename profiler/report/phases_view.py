@@ -6,8 +6,9 @@ from __future__ import annotations
 import pandas as pd
 from rich.table import Table
 
+from profiler.analysis.roofline import Roofline
 from profiler.report.console import FitTable
-from profiler.report.fmt import count, missing, pct, us
+from profiler.report.fmt import count, head, missing, ms_plain, pct, safe, significant, us
 from profiler.trace.phases import PhaseSummary
 
 PER_STEP_NOTE = "summed over the profiled generations"
@@ -123,5 +124,91 @@ def compare_positions_table(
             us(r.mean_wall_us_b),
             us(r.mean_kernel_us_a),
             us(r.mean_kernel_us_b),
+        )
+    return t
+
+
+def phase_categories_table(phases: PhaseSummary) -> Table:
+    """Kernel time by category, one column pair per phase: how the prefill and the decode
+    spend their GPU time differently."""
+    names = list(phases.kernels)
+    t = FitTable(title=f"Kernel time by category, per phase ({PER_STEP_NOTE})")
+    t.add_column("category")
+    for phase in names:
+        t.add_column(f"{phase} time", number=True)
+        t.add_column(f"{phase} share", number=True)
+    frames = {p: k.categories.set_index("category") for p, k in phases.kernels.items()}
+    categories = list(dict.fromkeys(c for f in frames.values() for c in f.index))
+    for category in categories:
+        cells = []
+        for phase in names:
+            frame = frames[phase]
+            present = category in frame.index
+            cells += [
+                us(frame.loc[category, "total_us"]) if present else "-",
+                pct(frame.loc[category, "share_pct"]) if present else "-",
+            ]
+        t.add_row(category, *cells)
+    t.add_row(
+        "Tensor Core kernels",
+        *[
+            cell
+            for k in phases.kernels.values()
+            for cell in (us(k.tensor_core_us), pct(100 * k.tensor_core_share))
+        ],
+    )
+    return t
+
+
+def phase_kernels_table(phases: PhaseSummary, phase: str, top: int) -> Table:
+    """A phase's kernels by total time, with the operator that launched each."""
+    table = phases.kernels[phase].table
+    shown = head(table, top)
+    t = FitTable(title=f"{phase}: kernels by total time (the first {len(shown)} of {len(table)})")
+    t.add_column("kernel")
+    t.add_column("category", optional=True)
+    for col in ("calls", "total", "share"):
+        t.add_column(col, number=True)
+    t.add_column("Tensor Cores", optional=True)
+    t.add_column("launched by (operator)", optional=2)
+    for r in shown.itertuples():
+        t.add_row(
+            safe(r.kernel),
+            safe(r.category),
+            count(r.calls),
+            us(r.total_us),
+            pct(r.share_pct),
+            r.tensor_core,
+            safe(r.top_operator),
+        )
+    return t
+
+
+def phase_roofline_table(rooflines: list[tuple[str, str, Roofline]]) -> Table:
+    """Each phase against the GPU's ceilings, at its timed figure."""
+    t = FitTable(title="Roofline per phase (timed, no profiler; minimum bytes: a lower bound)")
+    t.add_column("phase")
+    for col in (
+        "at",
+        "FLOPs",
+        "min bytes",
+        "FLOP/byte",
+        "TFLOP/s",
+        "GB/s (at least)",
+        "bound",
+        "% of roof",
+    ):
+        t.add_column(col, number=col not in ("at", "bound"))
+    for phase, label, r in rooflines:
+        t.add_row(
+            phase,
+            f"{label} {ms_plain(1e3 * r.seconds)} ms",
+            significant(r.flops),
+            significant(r.min_bytes),
+            significant(r.intensity),
+            significant(r.achieved_tflops),
+            count(round(r.achieved_gbs)),
+            r.bound,
+            pct(r.pct_of_roof),
         )
     return t

@@ -41,7 +41,7 @@ from profiler.runs.result import Generation, Numerics, RunResult
 #: the width cannot show them all)
 ESSENTIAL = ("p50 ms", "p90 ms", "p99 ms", "samples/s", "CV", "peak alloc MiB")
 #: the generation table's columns kept at any width (the others go first when it is narrow)
-GENERATION_ESSENTIAL = ("TTFT p50", "token p50", "tokens/s", "seq p50 ms", "tokens equal")
+GENERATION_ESSENTIAL = ("TTFT p50", "TPOT p50", "ITL p99", "tokens/s", "tokens equal")
 
 
 #: the run table's columns, every unit in its header, none in the cells (more may follow)
@@ -284,7 +284,8 @@ def _print_numerics(console: Console, numerics: Numerics | None) -> None:
 
 
 def _print_generation(console: Console, generation: Generation, numerics: Numerics | None) -> None:
-    """--workload generate: time to first token, per-token latency, tokens/s, and the token
+    """--workload generate: time to first token, time per output token (each generation's
+    mean decode step), inter-token latency (every decode step), tokens/s, and the token
     agreement with FP32 eager generation (the main table above is whole generations)."""
     table = FitTable(
         title=f"generation ({safe(generation.kind)}, {generation.max_new_tokens} new "
@@ -293,11 +294,11 @@ def _print_generation(console: Console, generation: Generation, numerics: Numeri
     per_token = generation.per_token_ms
     columns = {
         "TTFT p50": ms_plain(generation.ttft_ms.p50),
+        "TPOT p50": ms_plain(generation.tpot_ms.p50 if generation.tpot_ms else None),
         "encode ms": ms_plain(generation.encode_ms.mean if generation.encode_ms else None),
-        "token mean": ms_plain(per_token.mean),
-        "token p50": ms_plain(per_token.p50),
-        "token p90": ms_plain(per_token.p90),
-        "token p99": ms_plain(per_token.p99),
+        "ITL p50": ms_plain(per_token.p50),
+        "ITL p90": ms_plain(per_token.p90),
+        "ITL p99": ms_plain(per_token.p99),
         "tokens/s": count(generation.tokens_per_s, 1),
         "seq p50 ms": ms_plain(generation.sequence_ms.p50),
     }

@@ -34,7 +34,13 @@ from profiler.report.hardware_view import print_hardware
 from profiler.report.headline_view import print_headline
 from profiler.report.insight_view import print_insight
 from profiler.report.layers_view import print_layers
-from profiler.report.phases_view import phases_table, positions_table
+from profiler.report.phases_view import (
+    phase_categories_table,
+    phase_kernels_table,
+    phase_roofline_table,
+    phases_table,
+    positions_table,
+)
 from profiler.report.tables import (
     categories_table,
     kernels_table,
@@ -161,6 +167,38 @@ def _operators(summary: Summary, ctx: Context) -> None:
 def _phases(phases: PhaseSummary, ctx: Context) -> None:
     ctx.out.print(phases_table(phases))
     ctx.out.print(positions_table(phases, top=ctx.top))
+    if phases.kernels:
+        ctx.out.print(phase_categories_table(phases))
+        for phase in phases.kernels:
+            ctx.out.print(phase_kernels_table(phases, phase, ctx.top))
+
+
+def _phase_rooflines(rooflines: list, ctx: Context) -> None:
+    if rooflines:
+        ctx.out.print(phase_roofline_table(rooflines))
+
+
+def _phase_rooflines_page(rooflines: list, ctx: Context) -> list[html.Section]:
+    if not rooflines:
+        return []
+    frame = pd.DataFrame(
+        [
+            {
+                "phase": phase,
+                "at": at,
+                "time_ms": 1e3 * r.seconds,
+                "flops": r.flops,
+                "min_bytes": r.min_bytes,
+                "intensity": r.intensity,
+                "achieved_tflops": r.achieved_tflops,
+                "achieved_gbs": r.achieved_gbs,
+                "bound": r.bound,
+                "pct_of_roof": r.pct_of_roof,
+            }
+            for phase, at, r in rooflines
+        ]
+    )
+    return [html.Section(f"{ctx.label}: roofline per phase", html.table(frame))]
 
 
 def _notes(notes: list[str], ctx: Context) -> None:
@@ -377,6 +415,13 @@ OPERATORS = ReportSection(
     "operators", Summary, "RunAnalysis.summary", terminal=_operators, html=_operators_page
 )
 PHASES = ReportSection("phases", PhaseSummary, "RunAnalysis.summary.phases", terminal=_phases)
+PHASE_ROOFLINES = ReportSection(
+    "phase rooflines",
+    list,
+    "RunAnalysis.phase_rooflines",
+    terminal=_phase_rooflines,
+    html=_phase_rooflines_page,
+)
 TRACE_NOTES = ReportSection("trace notes", list, "RunAnalysis.summary.notes", terminal=_notes)
 PIPE_BUSY = ReportSection("tensor pipe", Summary, "RunAnalysis.summary", terminal=_pipe_busy)
 HARDWARE = ReportSection("hardware", pd.DataFrame, "RunAnalysis.hardware", terminal=_hardware)
@@ -447,6 +492,7 @@ REGISTRY = (
     KERNELS,
     OPERATORS,
     PHASES,
+    PHASE_ROOFLINES,
     TRACE_NOTES,
     PIPE_BUSY,
     HARDWARE,
@@ -479,6 +525,7 @@ SUMMARIZE: tuple[tuple[ReportSection, tuple[str, ...]], ...] = (
     (KERNELS, ("all", "kernels")),
     (OPERATORS, ("all", "operators")),
     (PHASES, ("all", "phases")),
+    (PHASE_ROOFLINES, ("all", "phases")),
     (TRACE_NOTES, RUN_VIEWS),
     (PIPE_BUSY, ("all", "overview", "categories")),
     (HARDWARE, ("all", "kernels")),
@@ -490,7 +537,7 @@ COMPARE = (TIMED, EXPLANATION, DIFF, SIDES)
 COMPARE_SIDE = (INSIGHT,)
 #: a run's sections on a page (its own, or as A or B of a comparison's)
 RUN_SIDE = (RESULT, ROOFLINE_ADVICE, CATEGORIES, KERNELS, OPERATORS, GEMMS, LAYER_TIMES)
-RUN_PAGE = (*RUN_SIDE, ROOFLINE)
+RUN_PAGE = (*RUN_SIDE, PHASE_ROOFLINES, ROOFLINE)
 COMPARE_PAGE = (TIMED, EXPLANATION, DIFF, ROOFLINES, SIDES)
 SWEEP_PAGE = (BENCHMARK, GEOMEANS, FIGURES, CELLS)
 

@@ -45,7 +45,7 @@ import pandas as pd
 
 from profiler import units
 from profiler.errors import UserError
-from profiler.trace.record import Trace
+from profiler.trace.record import GraphAttribution, Trace
 from profiler.trace.schema import KIND
 
 #: what a node of a captured graph is, by the API call that created it
@@ -179,24 +179,6 @@ def captures_of(trace: Trace, source: str = "") -> GraphCaptures:
         )
         captures.append(GraphCapture(nodes, int(ran.sum())))
     return GraphCaptures(tuple(captures), source)
-
-
-@dataclass
-class GraphAttribution:
-    """What ``attach`` found: the operators of replayed kernels, and how much it covered."""
-
-    #: event row (of ``trace.events``) of a replayed kernel -> name_id of its operator
-    operator_of_row: pd.Series
-    captures: int = 0
-    replays: int = 0
-    attributed_replays: int = 0
-    #: GPU kernel time inside replays, and the part of it attributed to operators
-    replay_kernel_us: float = 0.0
-    attributed_kernel_us: float = 0.0
-    replay_kernels: int = 0
-    attributed_kernels: int = 0
-    #: why replays stayed on their graph launch: reason -> replays
-    unattributed: dict[str, int] = field(default_factory=dict)
 
 
 def replay_groups(trace: Trace) -> dict[int, np.ndarray]:
@@ -379,3 +361,76 @@ def graph_note(found: GraphSummary) -> str:
         reasons = "; ".join(f"{n} replay(s): {why}" for why, n in found.unattributed.items())
         text += f"; not attributed: {reasons}"
     return text
+
+
+@dataclass
+class Agreement:
+    """Graph attribution checked against an eager run of the same step: per kernel name, the
+    operator the replays attributed and the one the eager run's kernels of that name had
+    (``kernels``); per operator, its kernel time per step in each (``operators``)."""
+
+    #: kernel, graph_operator, eager_operator, agrees, graph_us_per_step
+    kernels: pd.DataFrame
+    #: operator, eager_us_per_step, graph_us_per_step, ratio (graph / eager)
+    operators: pd.DataFrame
+    eager_steps: int
+    graph_steps: int
+
+    @property
+    def agreeing_share(self) -> float:
+        """The share of the replayed kernel time whose operator is the eager run's."""
+        total = float(self.kernels["graph_us_per_step"].sum())
+        if not total:
+            return 0.0
+        return float(self.kernels.loc[self.kernels["agrees"], "graph_us_per_step"].sum()) / total
+
+
+def _by_operator(trace: Trace, rows: pd.DataFrame) -> pd.DataFrame:
+    return rows.assign(
+        kernel=trace.names[rows["name_id"].to_numpy()],
+        operator=[
+            NO_OPERATOR if i < 0 else str(trace.names[i]) for i in rows["operator_id"].tolist()
+        ],
+    )
+
+
+def agreement(
+    eager: tuple[Trace, pd.DataFrame, int], graphed: tuple[Trace, pd.DataFrame, int]
+) -> Agreement:
+    """Each side: (trace, its kernel rows of the step compared, with ``operator_id``: e.g. the
+    decode phase's rows of kernel_rows, and the number of steps they span). The same kernel
+    names should carry the same operator; each operator's kernel time per step should agree
+    within what the graph removes (launch gaps do not count in kernel time, so mostly the
+    kernels' own run-to-run spread)."""
+    (et, er, en), (gt, gr, gn) = eager, graphed
+    e, g = _by_operator(et, er), _by_operator(gt, gr)
+    eager_op = (
+        (e.groupby(["kernel", "operator"])["dur"].sum().reset_index().sort_values("dur"))
+        .drop_duplicates("kernel", keep="last")
+        .set_index("kernel")["operator"]
+    )
+    per_kernel = g.groupby(["kernel", "operator"])["dur"].sum().reset_index()
+    kernels = pd.DataFrame(
+        {
+            "kernel": per_kernel["kernel"],
+            "graph_operator": per_kernel["operator"],
+            "eager_operator": per_kernel["kernel"].map(eager_op).fillna("(not in the eager run)"),
+            "graph_us_per_step": per_kernel["dur"] / gn,
+        }
+    )
+    kernels["agrees"] = kernels["graph_operator"] == kernels["eager_operator"]
+    ops_e = e.groupby("operator")["dur"].sum() / en
+    ops_g = g.groupby("operator")["dur"].sum() / gn
+    operators = pd.DataFrame({"eager_us_per_step": ops_e, "graph_us_per_step": ops_g}).fillna(0.0)
+    operators["ratio"] = operators["graph_us_per_step"] / operators["eager_us_per_step"]
+    operators = (
+        operators.sort_values("eager_us_per_step", ascending=False)
+        .rename_axis("operator")
+        .reset_index()
+    )
+    return Agreement(
+        kernels.sort_values("graph_us_per_step", ascending=False).reset_index(drop=True),
+        operators,
+        en,
+        gn,
+    )

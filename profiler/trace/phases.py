@@ -17,13 +17,13 @@ target length.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from profiler.trace.kernels import kernel_rows, kernel_summary
+from profiler.trace.kernels import KernelSummary, kernel_rows, kernel_summary
 from profiler.trace.load import KIND, Trace
 from profiler.trace.overview import covered, cpu_steps, merge
 from profiler.trace.rules import RunContext
@@ -54,13 +54,27 @@ class PhaseSummary:
     positions: pd.DataFrame
     #: whether the trace holds GPU kernels at all (a CPU trace has spans and no kernels)
     has_kernels: bool
+    #: each phase's kernel table, category table and Tensor Core shares (as ``summarize``
+    #: gives the whole trace's), for the phases whose spans launched kernels
+    kernels: dict[str, KernelSummary] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
+    def to_dict(self, top: int = 0) -> dict[str, Any]:
+        found: dict[str, Any] = {
             "phases": _records(self.phases),
             "positions": _records(self.positions),
             "has_kernels": self.has_kernels,
         }
+        if self.kernels:
+            found["kernels"] = {
+                phase: {
+                    "kernel_us": k.total_kernel_us,
+                    "tensor_core_share_pct": 100 * k.tensor_core_share,
+                    "categories": _records(k.categories),
+                    "kernels": _records(k.table.head(top) if top else k.table),
+                }
+                for phase, k in self.kernels.items()
+            }
+        return found
 
 
 def has_phase_spans(trace: Trace, names: Sequence[str] = GENERATION_PHASES) -> bool:
@@ -104,7 +118,7 @@ def phase_spans(trace: Trace, names: Sequence[str] = GENERATION_PHASES) -> pd.Da
     return frame
 
 
-def _launch_times(trace: Trace, rows: pd.DataFrame) -> np.ndarray:
+def launch_times(trace: Trace, rows: pd.DataFrame) -> np.ndarray:
     """Start of the CPU launch call of each kernel row (NaN without one)."""
     ev = trace.events
     launch = ev.loc[
@@ -136,21 +150,26 @@ def phase_summary(
     """The phase and per-position tables of a trace (see the module docstring)."""
     spans = phase_spans(trace, names)
     rows = kernel_rows(trace)
-    owner = attribute(spans, _launch_times(trace, rows)) if len(rows) else np.array([], int)
+    owner = attribute(spans, launch_times(trace, rows)) if len(rows) else np.array([], int)
     rows = rows.assign(span=owner, end=rows["ts"] + rows["dur"])
     spans = _with_kernels(spans, rows)
     total_kernel = float(rows["dur"].sum())
+    found = [n for n in names if (spans["phase"] == n).any()]
+    kernels = {
+        phase: kernel_summary(trace, of_phase.drop(columns=["span", "end"]), context)
+        for phase in found
+        if len(of_phase := rows[rows["span"].isin(spans.index[spans["phase"] == phase])])
+    }
     table = [
         _phase_row(
-            trace,
             phase,
             spans[spans["phase"] == phase],
             rows[rows["span"].isin(spans.index[spans["phase"] == phase])],
             total_kernel,
-            context,
+            kernels.get(phase),
             has_kernels=len(rows) > 0,
         )
-        for phase in [n for n in names if (spans["phase"] == n).any()]
+        for phase in found
     ]
     outside = rows[rows["span"] < 0]
     if len(outside):
@@ -168,7 +187,10 @@ def phase_summary(
         .reset_index()
     )
     return PhaseSummary(
-        phases=phases, positions=positions[list(POSITION_COLUMNS)], has_kernels=len(rows) > 0
+        phases=phases,
+        positions=positions[list(POSITION_COLUMNS)],
+        has_kernels=len(rows) > 0,
+        kernels=kernels,
     )
 
 
@@ -211,12 +233,11 @@ def _outside_row(
 
 
 def _phase_row(
-    trace: Trace,
     phase: str,
     spans: pd.DataFrame,
     rows: pd.DataFrame,
     total_kernel: float,
-    context: RunContext | None,
+    kernels: KernelSummary | None,
     has_kernels: bool,
 ) -> dict[str, Any]:
     kernel_us = float(rows["dur"].sum())
@@ -232,7 +253,7 @@ def _phase_row(
         "gpu_window_us": window if has_kernels else None,
         "gpu_idle_us": idle if has_kernels else None,
         "gpu_idle_pct": 100.0 * idle / window if has_kernels and window > 0 else None,
-        "tensor_core_pct": _tensor_core_pct(trace, rows, context),
+        "tensor_core_pct": 100.0 * kernels.tensor_core_share if kernels is not None else None,
     }
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -12,8 +12,24 @@ import pandas as pd
 
 from profiler.trace.schema import KIND, DeviceProperties
 
-if TYPE_CHECKING:
-    from profiler.trace.graphs import GraphAttribution
+
+@dataclass
+class GraphAttribution:
+    """What profiler.trace.graphs.attach found: the operators of kernels replayed from CUDA
+    graphs, and how much it covered."""
+
+    #: event row (of ``trace.events``) of a replayed kernel -> name_id of its operator
+    operator_of_row: pd.Series
+    captures: int = 0
+    replays: int = 0
+    attributed_replays: int = 0
+    #: GPU kernel time inside replays, and the part of it attributed to operators
+    replay_kernel_us: float = 0.0
+    attributed_kernel_us: float = 0.0
+    replay_kernels: int = 0
+    attributed_kernels: int = 0
+    #: why replays stayed on their graph launch: reason -> replays
+    unattributed: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass

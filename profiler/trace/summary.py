@@ -74,7 +74,7 @@ class Summary:
                 "notes": self.notes,
                 "warnings": self.warnings,
                 "excluded_events": self.excluded_events,
-                **({"phases": self.phases.to_dict()} if self.phases is not None else {}),
+                **({"phases": self.phases.to_dict(top)} if self.phases is not None else {}),
                 **({"graphs": self.graphs.to_dict()} if self.graphs is not None else {}),
             }
         )

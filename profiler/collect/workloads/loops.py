@@ -187,6 +187,26 @@ def greedy_lm(parts: LMParts, prompt: torch.Tensor, max_new_tokens: int, clock=N
     return Generation(tokens=torch.cat(tokens, dim=1), first_logits=first_logits)
 
 
+def _static_cache(hf_model, batch_size: int, prompt_len: int, positions, total: int, kind):
+    """A StaticCache of ``total`` positions, its tensors allocated by an eager prefill outside
+    any compiled code, so they are marked as static addresses (a graph may then update them in
+    place: torch.compile's CUDA graphs skip a graph whose inputs mutate otherwise) and are
+    inference tensors, as every later call runs in inference mode. It writes each update at a
+    position counter of its own (reset() zeroes it), so every call after a prefill must be the
+    next position, as in greedy_lm."""
+    static = kind(config=hf_model.config, max_cache_len=total)
+    with torch.inference_mode():
+        ids = torch.ones(batch_size, prompt_len, dtype=torch.long, device=positions.device)
+        hf_model(
+            input_ids=ids,
+            past_key_values=static,
+            use_cache=True,
+            cache_position=positions[:prompt_len],
+        )
+        static.reset()
+    return static
+
+
 def lm_parts(
     hf_model,
     batch_size: int,
@@ -211,23 +231,11 @@ def lm_parts(
     forward = compile_step(hf_model) if compile_step else hf_model
     total = prompt_len + max_new_tokens
     positions = torch.arange(total, device=device)
-    static = StaticCache(config=hf_model.config, max_cache_len=total) if static_cache else None
-    if static is not None:
-        # The cache allocates its tensors at its first update: here, in an eager prefill
-        # outside any compiled code, so they are marked as static addresses (a graph may then
-        # update them in place: torch.compile's CUDA graphs skip a graph whose inputs mutate
-        # otherwise) and are inference tensors, as every later call runs in inference mode.
-        # A StaticCache writes each update at a position counter of its own (reset() zeroes
-        # it), so every call after a prefill must be the next position, as in greedy_lm.
-        with torch.inference_mode():
-            ids = torch.ones(batch_size, prompt_len, dtype=torch.long, device=device)
-            hf_model(
-                input_ids=ids,
-                past_key_values=static,
-                use_cache=True,
-                cache_position=positions[:prompt_len],
-            )
-            static.reset()
+    static = (
+        _static_cache(hf_model, batch_size, prompt_len, positions, total, StaticCache)
+        if static_cache
+        else None
+    )
 
     def prefill(prompt):
         if static is not None:
