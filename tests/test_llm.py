@@ -239,3 +239,14 @@ def test_phases_are_judged_apart():
     found = {p.phase: p for p in phase_comparisons(slow, fast)}
     assert found["tpot"].verdicts.latency.verdict == "faster"
     assert found["ttft"].verdicts.latency.verdict == "same"
+
+
+def test_backends_say_which_loops_each_family_generates(cli):
+    done = cli("backends", "--json")
+    rows = {r["name"]: r for r in json.loads(done.stdout)["backends"]}
+    assert "decoder-only" in rows["pytorch_fp16"]["generation"]
+    assert "decoder-only" in rows["inductor_fp16"]["generation"]
+    assert "not a decoder-only LM" in rows["ttrt_fp16"]["generation"]
+    assert rows["ort_fp32"]["generation"] == "--workload forward only"
+    table = cli("backends").stdout
+    assert "its KV cache is not converted" in table

@@ -87,7 +87,8 @@ def test_the_verdicts_lines_are_written_from_their_figures():
     figure; the view writes the lines from them (benchmark.csv's verdict_note too)."""
     latency = compare([10.0, 10.2, 9.9], [11.0, 11.1, 10.8])
     launch = Bound("launch-bound", 4, 5, enqueue_p90_ms=5.0, gpu_p50_ms=3.0)
-    v = TimedVerdicts(latency, None, launch, Bound("GPU-bound", 0, 5), "both", 12, 2.5)
+    gpu = compare([3.0, 3.01, 2.99], [3.3, 3.31, 3.29], figure="gpu_time")
+    v = TimedVerdicts(latency, gpu, launch, Bound("GPU-bound", 0, 5), "both", 12, 2.5)
     assert note_lines(v) == [
         "launch-bound (A): enqueue p90 5.000 ms >= 0.9 x GPU time 3.000 ms in 4 of 5 "
         "processes: the host paces the call, so its latency spreads with the host",
@@ -95,6 +96,13 @@ def test_the_verdicts_lines_are_written_from_their_figures():
         "verdict holds with these; `--cuda-graphs` replays the call without launches "
         "(measured: 2.500 ms)",
     ]
+    # without a GPU-time verdict (a side's GPU time not measured) the line says so
+    alone = TimedVerdicts(latency, None, launch, Bound("GPU-bound", 0, 5), "both", 12, None)
+    assert note_lines(alone)[1] == (
+        "the latency verdict would need about 12 processes a side for ±5 %; no GPU-time "
+        "verdict here (a side's GPU time was not measured); `--cuda-graphs` replays the call "
+        "without launches"
+    )
 
 
 def _strings(value) -> list[str]:

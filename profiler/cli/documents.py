@@ -251,6 +251,8 @@ class Backend(Record):
     available: bool
     why_not: str | None
     description: str
+    #: what --workload generate runs on it (encoder-decoder, decoder-only) and its known limits
+    generation: str
 
 
 class Backends(Document, kw_only=True):
@@ -403,7 +405,7 @@ DOCUMENTS: dict[str, tuple[int, type]] = {
     "compare": (5, Compare),
     # 2: cells[].verdicts (the record) replaced cells[].verdict_note (its words)
     "benchmark": (3, Benchmark),
-    "backends": (1, Backends),
+    "backends": (2, Backends),
     "plot": (1, Plot),
     "peaks": (1, Peaks),
     "noise": (1, Noise),

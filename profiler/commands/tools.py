@@ -13,6 +13,7 @@ def backends(sink) -> int:
     from profiler.collect.backends import all_backends, cuda_available
     from profiler.commands import NO_TORCH, torch_installed
     from profiler.report import run_view
+    from profiler.runs.backends import generation_words
 
     torch_here = torch_installed()
     cuda = torch_here and cuda_available()
@@ -28,6 +29,7 @@ def backends(sink) -> int:
             "available": why_not(b) is None,
             "why_not": why_not(b),
             "description": b.description,
+            "generation": generation_words(b.family_facts),
         }
         for b in all_backends()
     ]

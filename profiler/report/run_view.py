@@ -34,6 +34,7 @@ from profiler.report.fmt import (
 )
 from profiler.report.headline_view import gpu_compute_line
 from profiler.report.sentences import gpu_state_line
+from profiler.runs.backends import family, generation_words
 from profiler.runs.layout import RESULT_FILE
 from profiler.runs.result import Generation, Numerics, RunResult
 
@@ -320,6 +321,10 @@ def _print_generation(console: Console, generation: Generation, numerics: Numeri
     )
 
 
+#: the generation words of a family that runs every generation loop (said by no row)
+EVERY_LOOP = generation_words(family("pytorch"))
+
+
 def print_backends(rows: list[dict], cuda: bool, console: Console) -> None:
     """The backends' table (rows: name, family, precision, available, why_not, description)."""
     table = Table(
@@ -329,10 +334,10 @@ def print_backends(rows: list[dict], cuda: bool, console: Console) -> None:
     for column in ("backend", "precision", "available", "what it is / why not"):
         table.add_column(column)
     for row in rows:
+        text = escape(row["description"] if row["available"] else row["why_not"])
+        if row["generation"] != EVERY_LOOP:  # a limit to --workload generate, said
+            text += f"\n[dim]{escape(row['generation'])}[/]"
         table.add_row(
-            row["name"],
-            row["precision"],
-            "yes" if row["available"] else "[red]no[/]",
-            escape(row["description"] if row["available"] else row["why_not"]),
+            row["name"], row["precision"], "yes" if row["available"] else "[red]no[/]", text
         )
     console.print(table)

@@ -157,9 +157,14 @@ def _lever_line(v: TimedVerdicts) -> str:
     needed = v.latency_processes_for_5pct
     if needed is None:
         return lever
+    gpu = (
+        "the GPU-time verdict holds with these"
+        if v.gpu_time is not None
+        else "no GPU-time verdict here (a side's GPU time was not measured)"
+    )
     return (
         f"the latency verdict would need about {needed} processes a side for "
-        f"±{plain(100 * LATENCY_TARGET)} %; the GPU-time verdict holds with these; {lever}"
+        f"±{plain(100 * LATENCY_TARGET)} %; {gpu}; {lever}"
     )
 
 

@@ -29,6 +29,8 @@ class Family:
     prefix: str  # its backends' names start with this: "ttrt_" for tensorrt
     # the generation loops its backends run (--workload generate); empty: forward only
     generates: tuple[str, ...] = ()
+    # why a generation loop it does not run is not run, when that is a known limit
+    not_generating: str = ""
     # torch.compile compiles on the first call: the first call is the compile time when the
     # backend reports none of its own
     compiles_on_first_call: bool = False
@@ -72,6 +74,7 @@ FAMILIES: dict[str, Family] = {
             "tensorrt",
             "ttrt_",
             generates=(SEQ2SEQ,),
+            not_generating="not a decoder-only LM (gpt2, llama): its KV cache is not converted",
             compile_what=(
                 ("modelopt_import_s", "ModelOpt extension + TensorRT engine build"),
                 (None, "TensorRT engine build"),
@@ -224,6 +227,14 @@ def family(name: str) -> Family:
     """A family's facts; a family not in FAMILIES (a backend a test or plugin registered) does
     what a family with no facts does."""
     return FAMILIES.get(name) or Family(name, f"{name}_")
+
+
+def generation_words(family: Family) -> str:
+    """What --workload generate runs on a family, in words (the `backends` table)."""
+    if not family.generates:
+        return "--workload forward only"
+    runs = " and ".join(family.generates)
+    return f"generates: {runs}" + (f"; {family.not_generating}" if family.not_generating else "")
 
 
 def families_generating(kind: str) -> list[Family]:
