@@ -250,3 +250,34 @@ def test_backends_say_which_loops_each_family_generates(cli):
     assert rows["ort_fp32"]["generation"] == "--workload forward only"
     table = cli("backends").stdout
     assert "its KV cache is not converted" in table
+
+
+def test_the_decode_window_feeds_a_token_as_a_generation_does():
+    """The GPU-time window's decode step is given a token of the kind a generation feeds back
+    (an inference tensor, contiguous, [batch, 1] int64): another kind fails a compiled step's
+    guards and compiles it again (seen on the H200: 33 s of a reduce-overhead run)."""
+    import torch
+
+    from profiler.collect import backends
+    from profiler.collect.workloads.base import RunContext
+    from profiler.collect.workloads.generate import Generate
+
+    config = RunConfig(model="llama-tiny", workload="generate", batch_size=2, prompt_len=5)
+    model, inputs = models.build(config, "cpu")
+    context = RunContext(
+        config,
+        backends.get("pytorch_fp32"),
+        model,
+        inputs,
+        torch.device("cpu"),
+        False,
+        print,
+        print,
+    )
+    workload = Generate(context)
+    workload.prepare()
+    token = workload.loop.token
+    # greedy_lm feeds back each step's argmax, made in inference mode: [batch, 1] int64
+    assert token.is_inference() and token.is_contiguous()
+    assert token.shape == (2, 1) and token.dtype == torch.long
+    assert workload.loop.decode().shape == (2, 1)  # the first decode step after a prefill

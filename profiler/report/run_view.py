@@ -32,7 +32,7 @@ from profiler.report.fmt import (
     trimmed,
     window_flags,
 )
-from profiler.report.headline_view import gpu_compute_line
+from profiler.report.headline_view import gpu_compute_line, phase_gpu_line
 from profiler.report.sentences import gpu_state_line
 from profiler.runs.backends import family, generation_words
 from profiler.runs.layout import RESULT_FILE
@@ -144,9 +144,14 @@ def _print_how_timed(result: RunResult, console: Console) -> None:
         highlight=False,
     )
     console.print(escape(gpu_state_line(gpu_state_of(result))), highlight=False)
-    gpu_line = gpu_compute_line(gpu_compute_figures(result), timing.p50_ms)
-    if gpu_line:
-        console.print(escape(gpu_line), highlight=False, soft_wrap=True)
+    phase_gpu = result.generation.phase_gpu if result.generation else None
+    lines = (
+        [phase_gpu_line(phase, gpu) for phase, gpu in phase_gpu.items()]
+        if phase_gpu  # a generation's phases, their GPU time measured apart
+        else [gpu_compute_line(gpu_compute_figures(result), timing.p50_ms)]
+    )
+    for line in filter(None, lines):
+        console.print(escape(line), highlight=False, soft_wrap=True)
 
 
 def _print_window(window: WindowNoise | None, console: Console) -> None:

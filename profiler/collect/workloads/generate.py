@@ -93,6 +93,8 @@ class Loop:
     generate: Callable[..., loops.Generation]
     prefill: Callable[[], object] | None = None
     decode: Callable[[], object] | None = None
+    #: the token ``decode`` feeds the step
+    token: torch.Tensor | None = None
 
 
 def _loop(run: RunContext) -> tuple[Loop, dict]:
@@ -112,9 +114,11 @@ def _loop(run: RunContext) -> tuple[Loop, dict]:
             parts, prompt, backend.name, run.say, notes, run.profile_captures
         )
     new = config.max_new_tokens
-    # (contiguous, as the argmax a generation feeds back is: a strided view would fail a
-    # compiled step's guards and recompile it)
-    last = prompt[:, -1:].contiguous()
+    # a token as a generation feeds one back (the argmax of the last step: contiguous, an
+    # inference tensor): a strided view, or a tensor made outside inference mode, would fail a
+    # compiled step's guards and compile it again
+    with torch.inference_mode():
+        last = prompt[:, -1:].clone()
 
     def prefill():
         with torch.inference_mode():
@@ -130,6 +134,7 @@ def _loop(run: RunContext) -> tuple[Loop, dict]:
         lambda clock=None: loops.greedy_lm(parts, prompt, new, clock),
         prefill,
         decode if new > 1 else None,
+        last,
     ), notes
 
 
