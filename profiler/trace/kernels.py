@@ -135,34 +135,35 @@ def operators_of_external(trace: Trace, external: np.ndarray) -> np.ndarray:
     """name_id of the CPU operator (or record_function range) carrying each External id, an
     operator winning over a range that shares its id, the first of each where several do
     (graphs.operator_of_external's mapping, as ``pd.Series(external).map(...)`` reads it), or
-    -1: found through a table of External ids, not a pandas index over every operator."""
+    -1: found by a sorted search, not a pandas index over every operator."""
     ev = trace.events
     kind, ids, names = (ev[c].to_numpy() for c in ("kind", "external_id", "name_id"))
     found = np.full(len(external), -1, dtype=np.int64)
-    top = int(max(ids.max(initial=-1), external.max(initial=-1)))
-    if top < 0:
-        return found
     asked = external >= 0
     for k in (KIND["annotation"], KIND["cpu_op"]):  # an operator wins: it is written last
-        rows = np.flatnonzero((kind == k) & (ids >= 0))
-        if not len(rows):
+        keys, rows = _first_rows(ids, (kind == k) & (ids >= 0))
+        if not len(keys):
             continue
-        if top <= 4 * len(ids) + (1 << 20):  # dense ids: each one's first row, by its number
-            first = np.full(top + 1, len(ids), dtype=np.int64)
-            np.minimum.at(first, ids[rows], rows)
-            row = first[np.where(asked, external, 0)]
-            hit = asked & (row < len(ids))
-        else:  # sparse ids: sorted, the first row of each kept (a stable sort)
-            rows = rows[np.argsort(ids[rows], kind="stable")]
-            keys = ids[rows]
-            once = np.ones(len(keys), dtype=bool)
-            once[1:] = keys[1:] != keys[:-1]
-            keys, rows = keys[once], rows[once]
-            at = np.clip(np.searchsorted(keys, external), 0, len(keys) - 1)
-            row = rows[at]
-            hit = asked & (keys[at] == external)
-        found[hit] = names[row[hit]]
+        at = np.clip(np.searchsorted(keys, external), 0, len(keys) - 1)
+        hit = asked & (keys[at] == external)
+        found[hit] = names[rows[at[hit]]]
     return found
+
+
+def _first_rows(values: np.ndarray, where: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct ``values`` of the rows ``where`` holds, sorted, and the first row of each.
+    (A trace numbers its operators in the order it writes them: already sorted, no sort.)"""
+    rows = np.flatnonzero(where)
+    if len(values) < 2**31:
+        rows = rows.astype(np.int32)
+    keys = values[rows]
+    if len(keys) > 1 and (keys[1:] < keys[:-1]).any():
+        order = np.argsort(keys, kind="stable")  # (stable: a repeated value's first row first)
+        rows, keys = rows[order], keys[order]
+        del order
+    once = np.ones(len(keys), dtype=bool)
+    once[1:] = keys[1:] != keys[:-1]
+    return keys[once], rows[once]
 
 
 def launch_rows(trace: Trace, correlation: np.ndarray) -> np.ndarray:
@@ -194,13 +195,9 @@ class LaunchTable:
 def launch_table(trace: Trace) -> LaunchTable:
     ev = trace.events
     kind, corr = ev["kind"].to_numpy(), ev["correlation"].to_numpy()
-    rows = np.flatnonzero(((kind == KIND["runtime"]) | (kind == KIND["driver"])) & (corr >= 0))
-    # sorted by correlation (stably: a repeated one's first row first), first of each kept
-    rows = rows[np.argsort(corr[rows], kind="stable")]
-    keys = corr[rows]
-    first = np.ones(len(keys), dtype=bool)
-    first[1:] = keys[1:] != keys[:-1]
-    return LaunchTable(keys[first], rows[first], repeated=not first.all())
+    calls = ((kind == KIND["runtime"]) | (kind == KIND["driver"])) & (corr >= 0)
+    keys, rows = _first_rows(corr, calls)
+    return LaunchTable(keys, rows.astype(np.int64), repeated=len(keys) < int(calls.sum()))
 
 
 def _enclosing_op(ops: pd.DataFrame, threads: np.ndarray, times: np.ndarray) -> np.ndarray:

@@ -25,7 +25,7 @@ import pandas as pd
 
 from profiler.trace.kernels import KernelSummary, kernel_rows, kernel_summary
 from profiler.trace.load import KIND, Trace
-from profiler.trace.overview import covered, cpu_steps, merge
+from profiler.trace.overview import covered_per_window, cpu_steps, merge
 from profiler.trace.rules import RunContext
 
 GENERATION_PHASES = ("encode", "decode", "project", "prefill")
@@ -145,35 +145,43 @@ def attribute(spans: pd.DataFrame, launch_ts: np.ndarray) -> np.ndarray:
 
 
 def phase_summary(
-    trace: Trace, names: Sequence[str] = GENERATION_PHASES, context: RunContext | None = None
+    trace: Trace,
+    names: Sequence[str] = GENERATION_PHASES,
+    context: RunContext | None = None,
+    rows: pd.DataFrame | None = None,
 ) -> PhaseSummary:
-    """The phase and per-position tables of a trace (see the module docstring)."""
+    """The phase and per-position tables of a trace (see the module docstring); ``rows``:
+    kernel_rows(trace), when the caller has them."""
     spans = phase_spans(trace, names)
-    rows = kernel_rows(trace)
+    rows = kernel_rows(trace) if rows is None else rows
     owner = attribute(spans, launch_times(trace, rows)) if len(rows) else np.array([], int)
-    rows = rows.assign(span=owner, end=rows["ts"] + rows["dur"])
-    spans = _with_kernels(spans, rows)
+    # (each kernel's span and end beside the rows, not in a copy of them: a phase's rows are
+    # taken once, with every column its kernel tables read)
+    end = (rows["ts"] + rows["dur"]).to_numpy()
+    spans = _with_kernels(spans, rows, owner, end)
     total_kernel = float(rows["dur"].sum())
     found = [n for n in names if (spans["phase"] == n).any()]
-    kernels = {
-        phase: kernel_summary(trace, of_phase.drop(columns=["span", "end"]), context)
-        for phase in found
-        if len(of_phase := rows[rows["span"].isin(spans.index[spans["phase"] == phase])])
-    }
-    table = [
-        _phase_row(
-            phase,
-            spans[spans["phase"] == phase],
-            rows[rows["span"].isin(spans.index[spans["phase"] == phase])],
-            total_kernel,
-            kernels.get(phase),
-            has_kernels=len(rows) > 0,
+    kernels = {}
+    table = []
+    for phase in found:
+        of_phase = _rows_of(rows, np.isin(owner, spans.index[spans["phase"] == phase]))
+        if len(of_phase):
+            kernels[phase] = kernel_summary(trace, of_phase, context)
+        table.append(
+            _phase_row(
+                phase,
+                spans[spans["phase"] == phase],
+                of_phase,
+                total_kernel,
+                kernels.get(phase),
+                has_kernels=len(rows) > 0,
+            )
         )
-        for phase in found
-    ]
-    outside = rows[rows["span"] < 0]
+        del of_phase
+    outside = _rows_of(rows, owner < 0)
     if len(outside):
         table.append(_outside_row(trace, outside, total_kernel, context))
+    del outside
     phases = pd.DataFrame(table, columns=list(PHASE_COLUMNS))
     positions = (
         spans.assign(wall_us=spans["end"] - spans["start"])
@@ -194,23 +202,34 @@ def phase_summary(
     )
 
 
-def _with_kernels(spans: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
-    """Each span with its kernels' time and launches, the end of its GPU work and how long the
-    GPU was busy in it."""
+def _rows_of(rows: pd.DataFrame, where: np.ndarray) -> pd.DataFrame:
+    """The kernel rows where ``where`` holds (the rows themselves when it holds for all)."""
+    return rows if where.all() else rows.iloc[np.flatnonzero(where)]
+
+
+def _with_kernels(
+    spans: pd.DataFrame, rows: pd.DataFrame, owner: np.ndarray, end: np.ndarray
+) -> pd.DataFrame:
+    """Each span with its kernels' time and launches (``owner``: each kernel row's span, or
+    -1; ``end``: its end), the end of its GPU work and how long the GPU was busy in it."""
+    inside = np.flatnonzero(owner >= 0)
     span_kernels = (
-        rows[rows["span"] >= 0]
+        pd.DataFrame(
+            {
+                "span": owner[inside],
+                "dur": rows["dur"].to_numpy()[inside],
+                "end": end[inside],
+            }
+        )
         .groupby("span")
         .agg(kernel_us=("dur", "sum"), launches=("dur", "size"), last_end=("end", "max"))
     )
     spans = spans.join(span_kernels)
     spans[["kernel_us", "launches"]] = spans[["kernel_us", "launches"]].fillna(0.0)
     spans["gpu_end"] = np.fmax(spans["end"].to_numpy(), spans["last_end"].to_numpy())
-    busy_starts, busy_ends = merge(
-        rows["ts"].to_numpy(dtype=float), rows["end"].to_numpy(dtype=float)
-    )
-    spans["busy_us"] = [
-        covered(busy_starts, busy_ends, lo, hi) for lo, hi in zip(spans["start"], spans["gpu_end"])
-    ]
+    busy_starts, busy_ends = merge(rows["ts"].to_numpy(dtype=float), end.astype(float))
+    # (the same bits as covered() per span, each summing only the intervals that overlap it)
+    spans["busy_us"] = covered_per_window(busy_starts, busy_ends, spans["start"], spans["gpu_end"])
     return spans
 
 
@@ -260,7 +279,7 @@ def _phase_row(
 def _tensor_core_pct(trace: Trace, rows: pd.DataFrame, context: RunContext | None) -> float | None:
     if not len(rows):
         return None
-    summary = kernel_summary(trace, rows.drop(columns=["span", "end"]), context)
+    summary = kernel_summary(trace, rows, context)
     return 100.0 * summary.tensor_core_share
 
 

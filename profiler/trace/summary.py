@@ -98,11 +98,9 @@ def summarize_trace(
         else pd.Series([], dtype=object).to_numpy()
     )
     ov = overview(trace, rows, categories, breakdown)
-    counts = {
-        kind: int(n)
-        for kind, n in zip(*np.unique(trace.events["kind"].to_numpy(), return_counts=True))
-    }
-    event_counts = {KINDS[k]: n for k, n in counts.items()}
+    # (np.unique's counts, in its order, without sorting every event's kind)
+    counts = np.bincount(trace.events["kind"].to_numpy(), minlength=len(KINDS))
+    event_counts = {KINDS[k]: int(n) for k, n in enumerate(counts.tolist()) if n}
     graphs = graph_summary(trace)
     notes = list(ov.notes) + list(kernels.notes) + ([graph_note(graphs)] if graphs else [])
     if context is not None:
@@ -118,7 +116,7 @@ def summarize_trace(
         + step_warnings(step_kernels(trace, rows, ov.steps), untraced)
     )
     devices = [asdict(d) for d in trace.devices.values()]
-    phases = phase_summary(trace, context=context) if has_phase_spans(trace) else None
+    phases = phase_summary(trace, context=context, rows=rows) if has_phase_spans(trace) else None
     return Summary(
         trace_path=trace.path,
         schema=trace.schema,
