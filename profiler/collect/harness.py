@@ -190,7 +190,16 @@ def _build(
     with timer("build"):
         model, inputs = models.build(config, device)
     context = RunContext(
-        config, backend, model, inputs, device, use_cuda, progress.say, progress.warn
+        config,
+        backend,
+        model,
+        inputs,
+        device,
+        use_cuda,
+        progress.say,
+        progress.warn,
+        # (under --capture cuda-profiler-api nsys or ncu trace: no torch.profiler of ours)
+        profile_captures=config.capture == "torch",
     )
     workload = WORKLOADS[config.workload](context)  # refuses what it cannot measure
     roofline_inputs = None
@@ -257,7 +266,9 @@ def collect(
     timer.add("first_call", first_call_s)
     if config.cuda_graphs and not workload.captures_graphs:
         with timer("graph_capture"):
-            step = cuda_graphs.capture(step, backend.name, progress.say)
+            step = cuda_graphs.capture(
+                step, backend.name, progress.say, profiled=context.profile_captures
+            )
     timed, began = _timed_window(workload, step, config, use_cuda, progress, timer)
     gpu_window = _gpu_time(config, step, timed, use_cuda, progress, timer)
     phase_windows = _phase_windows(workload, timed, use_cuda, timer)
