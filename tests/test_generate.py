@@ -367,12 +367,6 @@ def test_bad_lengths_are_one_line(cli, args, fragment):
     assert_nothing_written()
 
 
-def test_repeat_runs_with_generate_is_one_line(cli):
-    done = cli("run", *SEQ2SEQ, "--repeat-runs", "2")
-    assert_one_line_error(done, "--repeat-runs repeats a forward window")
-    assert_nothing_written()
-
-
 def test_lm_prompt_plus_new_tokens_beyond_positions_is_one_line(cli):
     done = cli("run", *GPT2, "--prompt-len", "30")
     assert_one_line_error(done, "--prompt-len 30 + --max-new-tokens 3 is beyond the 32 positions")

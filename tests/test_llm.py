@@ -76,7 +76,7 @@ def test_the_llama_models_are_llama_decoders_of_their_size():
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
     folder = tmp_path_factory.mktemp("llm")
-    done = invoke_in(folder, "run", "--backend", "pytorch_fp32", *TINY)
+    done = invoke_in(folder, "run", "--backend", "pytorch_fp32", *TINY, "--repeat-runs", "2")
     assert done.code == 0, done.stderr
     return folder, folder / "runs" / "pytorch_fp32_bs2_llama-tiny_gen", done.stdout
 
@@ -94,13 +94,15 @@ def test_a_generation_keeps_its_phases_apart(tiny_run):
     assert prefill.flops_per_batch > 4 * decode.flops_per_batch > 0
     assert prefill.weight_bytes == decode.weight_bytes > 0
     assert "TPOT" in out and "ITL" in out  # the run's generation table
-    # processes.csv: the run's process with its TTFT, TPOT and inter-token windows
-    (process,) = read_samples(run / "processes.csv").windows
-    assert set(process.phases) == {TTFT, TPOT, ITL}
-    assert len(process.phases[TTFT].latency_ms) == 3 == len(process.phases[TPOT].latency_ms)
-    assert len(process.phases[ITL].latency_ms) == 3 * (NEW - 1)
+    # processes.csv: the run's process and a fresh one (--repeat-runs 2), each with its TTFT,
+    # TPOT and inter-token windows
+    process, fresh = read_samples(run / "processes.csv").windows
+    for window in (process, fresh):
+        assert set(window.phases) == {TTFT, TPOT, ITL}
+        assert len(window.phases[TTFT].latency_ms) == 3 == len(window.phases[TPOT].latency_ms)
+        assert len(window.phases[ITL].latency_ms) == 3 * (NEW - 1)
+        assert not window.phases[TTFT].gpu_ms  # no GPU time on a CPU
     assert process.median() == pytest.approx(result.timing.p50_ms)
-    assert not process.phases[TTFT].gpu_ms  # no GPU time on a CPU
 
 
 def test_summarize_gives_each_phase_its_tables(tiny_run):
@@ -112,8 +114,10 @@ def test_summarize_gives_each_phase_its_tables(tiny_run):
     data = json.loads(invoke_in(folder, "summarize", str(run), "--json").stdout)
     assert {"phases", "positions"} <= set(data["phases"])
     assert [r["phase"] for r in data["phases"]["rooflines"]] == ["prefill", "decode"]
-    figures = {f["figure"] for f in data["headline"]["generation"]["figures"]}
-    assert figures == {"TTFT", "TPOT", "ITL p50", "ITL p99", "tokens/s"}
+    figures = {f["figure"]: f for f in data["headline"]["generation"]["figures"]}
+    assert set(figures) == {"TTFT", "TPOT", "ITL p50", "ITL p99", "tokens/s"}
+    ttft = figures["TTFT"]  # over the two processes: an interval around their geometric mean
+    assert ttft["processes"] == 2 and ttft["low"] < ttft["value"] < ttft["high"]
 
 
 # ---- the committed H200 runs of the 1 B llama -------------------------------------------------

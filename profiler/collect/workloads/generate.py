@@ -4,7 +4,7 @@ per profiler step, checked against FP32 eager generation.
 Timing: the forward workload's window plan (profiler.collect.timing.plan_window: ``--timed-warmup``
 untimed generations, then ``--iters`` timed ones or as many as ``--min-time`` allows; the
 noise of the whole-generation latencies and the window's peak memory as a forward run's;
-``--repeat-runs`` is a forward-workload option). Each generation
+``--repeat-runs`` times more windows in fresh processes, each with its phases). Each generation
 is marked on the device timeline (CUDA events; perf_counter on the CPU) at its start, after the
 encoder (encoder-decoder only) and after each token, with one synchronize at its end. From those:
 
@@ -161,10 +161,6 @@ class Generate:
                 "--cuda-graphs with --workload generate captures a decoder-only LM's decode "
                 f"step (gpt2, llama); {config.model} is an encoder-decoder, whose decoder "
                 "input grows token by token"
-            )
-        if config.repeat_runs > 1:
-            raise UserError(
-                "--repeat-runs repeats a forward window; it does not apply to --workload generate"
             )
         if config.target_noise is not None:
             raise UserError(
