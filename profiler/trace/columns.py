@@ -14,6 +14,8 @@ threads, categories and launch configurations are tables of their distinct value
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 from collections import Counter
 from dataclasses import dataclass, field
 from itertools import compress
@@ -315,6 +317,7 @@ def _joined(parts: list[dict[str, np.ndarray]]) -> pd.DataFrame:
         columns[column] = np.concatenate([p[column] for p in parts])
         for p in parts:
             del p[column]
+        give_back_memory()
     # copy=False: the frame keeps these fresh arrays rather than copying them into 2-D blocks
     return pd.DataFrame(columns, copy=False)
 
@@ -424,3 +427,23 @@ def _dim3(value: tuple[int, ...] | None) -> tuple[int, int, int]:
         return (0, 0, 0)
     v = list(value)[:3] + [1] * (3 - len(value))
     return (int(v[0]), int(v[1]), int(v[2]))
+
+
+def _libc_trim() -> Any:
+    """glibc's malloc_trim, or None (another C library, or none found)."""
+    try:
+        name = ctypes.util.find_library("c")
+        return ctypes.CDLL(name).malloc_trim if name else None
+    except (OSError, AttributeError):
+        return None
+
+
+_MALLOC_TRIM = _libc_trim()
+
+
+def give_back_memory() -> None:
+    """Return the C heap's free memory to the system (glibc's malloc_trim). Reading a trace
+    frees millions of small objects and arrays; the heap keeps their pages, and the process
+    would hold them (its RSS) as if it still used them."""
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM(0)

@@ -71,17 +71,26 @@ def _checks(ts: np.ndarray, dur: np.ndarray) -> list[tuple[str, np.ndarray]]:
 def _duplicated(events: pd.DataFrame, bad: np.ndarray) -> np.ndarray:
     """Rows not ``bad`` equal in every column to an earlier row: the same event written twice.
     Python function events are left out (their own ids are not among the columns)."""
-    ts = events["ts"].to_numpy()
-    candidates = np.flatnonzero((events["kind"].to_numpy() != KIND["python"]) & ~bad)
+    ts, kind = events["ts"].to_numpy(), events["kind"].to_numpy()
     mask = np.zeros(len(events), dtype=bool)
-    # rows that repeat share their start: those that share it with another row (a stable sort
-    # of the starts is fast on the few time-ordered runs a trace comes in) ...
-    order = np.argsort(ts[candidates], kind="stable")
-    starts = ts[candidates[order]]
-    shared = np.flatnonzero(starts[1:] == starts[:-1])
-    del starts
-    candidates = np.sort(candidates[order[np.union1d(shared, shared + 1)]])
-    del order
+    # rows that repeat are of one kind and share their start: those that share it with another
+    # row of their kind (a trace writes each kind's events in time order: no sort then) ...
+    found = []
+    for k in np.flatnonzero(np.bincount(kind, minlength=len(KIND))).tolist():
+        if k == KIND["python"]:
+            continue
+        rows = np.flatnonzero((kind == k) & ~bad)
+        if len(events) < 2**31:
+            rows = rows.astype(np.int32)
+        starts = ts[rows]
+        if (starts[1:] < starts[:-1]).any():
+            order = np.argsort(starts, kind="stable")
+            rows, starts = rows[order], starts[order]
+            del order
+        shared = np.flatnonzero(starts[1:] == starts[:-1])
+        found.append(rows[np.union1d(shared, shared + 1)])
+        del rows, starts
+    candidates = np.sort(np.concatenate(found)) if found else np.array([], dtype=np.int64)
     if not len(candidates):
         return mask
     # ... then one 64-bit hash per row finds the few rows that may repeat (pandas' duplicated()

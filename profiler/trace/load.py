@@ -21,6 +21,7 @@ from pathlib import Path
 from profiler import notices, units
 from profiler.errors import UserError
 from profiler.trace import halves
+from profiler.trace.columns import give_back_memory
 from profiler.trace.decode import devices_of
 from profiler.trace.files import Data, as_utf8, inflated_blocks, is_gzip, read_bytes, read_data
 from profiler.trace.pieces import TextStream, build_range, build_stream, split_head
@@ -45,6 +46,7 @@ def load_trace(path: Path | str) -> Trace:
     finally:
         if enabled:
             gc.enable()
+        give_back_memory()
 
 
 def _load(path: Path) -> Trace:

@@ -31,6 +31,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from profiler.errors import UserError
+from profiler.trace.columns import give_back_memory
 from profiler.trace.kernels import NO_OPERATOR, launch_table
 from profiler.trace.load import KIND, Trace
 
@@ -517,10 +518,10 @@ def _gpu_per_step_merged(
     return dev_max, matched, prev_end
 
 
-def _device_of(rows: pd.DataFrame, trace: Trace) -> np.ndarray:
-    dev: np.ndarray = rows["device"].to_numpy()
+def _device_of(rows: pd.DataFrame | _Columns, trace: Trace) -> np.ndarray:
+    dev: np.ndarray = np.asarray(rows["device"])
     if (dev < 0).any():  # old traces without args.device: the pid is the device
-        pids = np.array([trace.threads[t][0] for t in rows["thread"].to_numpy()], dtype=object)
+        pids = np.array([trace.threads[t][0] for t in np.asarray(rows["thread"])], dtype=object)
         fallback = np.array([p if isinstance(p, int) else -1 for p in pids], dtype=np.int64)
         dev = np.where(dev >= 0, dev, fallback)
     return dev
@@ -536,10 +537,14 @@ def sm_efficiency_ranges(
         return np.array([]), np.array([]), np.array([])
     times = np.concatenate([s, e])
     deltas = np.concatenate([v, -v])
-    is_end = np.concatenate([np.zeros(len(s)), np.ones(len(e))])
+    is_end = np.concatenate([np.zeros(len(s), dtype=np.int8), np.ones(len(e), dtype=np.int8)])
+    del s, e, v
     order = np.lexsort((is_end, times))  # starts before ends at equal times
-    times, deltas = times[order], deltas[order]
-    level = np.cumsum(deltas)
+    del is_end
+    times = times[order]
+    deltas = deltas[order]
+    del order
+    level = np.cumsum(deltas, out=deltas)  # (in place: the same running sum)
     seg_s, seg_e, val = times[:-1], times[1:], level[:-1]
     keep = (seg_e > seg_s) & (val > 1e-9)
     return seg_s[keep], seg_e[keep], np.minimum(val[keep], 1.0)
@@ -555,9 +560,10 @@ def device_metrics(
         return out
     devices = _device_of(kernels, trace)
     # (only the columns used are filtered: a row filter copies every column it is given)
-    gpu = _gpu_rows(trace, ["ts", "dur", "device", "thread"])
-    gpu_devices = _device_of(gpu, trace)
-    gpu = gpu[["ts", "dur"]]
+    gpu_rows = np.flatnonzero(
+        np.isin(trace.events["kind"].to_numpy(), [KIND["kernel"], KIND["memcpy"], KIND["memset"]])
+    )
+    gpu_devices = _device_of(_Columns(trace.events, gpu_rows), trace)
     for device in sorted(set(devices.tolist())):
         one = devices == device
         k = _Columns(kernels, None if one.all() else one)
@@ -584,9 +590,10 @@ def device_metrics(
             else None
         )
         # idle gaps between GPU activity (kernels, copies, memsets) inside the steps
-        g = gpu if (gpu_devices == device).all() else gpu[gpu_devices == device]
-        gs, ge = merge(g["ts"].to_numpy(), (g["ts"] + g["dur"]).to_numpy())
-        del g
+        g = _Columns(trace.events, gpu_rows[gpu_devices == device])
+        starts = g["ts"]
+        gs, ge = merge(starts, starts + g["dur"])
+        del g, starts
         inside = (ge > lo) & (gs < hi)
         gs, ge = np.clip(gs[inside], lo, hi), np.clip(ge[inside], lo, hi)
         gaps = gs[1:] - ge[:-1] if len(gs) > 1 else np.array([])
@@ -614,7 +621,7 @@ class _Columns:
     """A frame's columns as arrays, each taken at ``rows`` (a mask, or None: all) when asked:
     a row filter of the frame would copy every column."""
 
-    def __init__(self, frame: pd.DataFrame, rows: np.ndarray | None) -> None:
+    def __init__(self, frame: pd.DataFrame, rows: np.ndarray | None = None) -> None:
         self.frame, self.rows = frame, rows
 
     def __getitem__(self, column: str) -> np.ndarray:
@@ -743,6 +750,7 @@ def breakdown(
     "tool" or "plugin" (BREAKDOWN_DEFINITIONS)."""
     if steps.empty:
         return pd.DataFrame(columns=list(BREAKDOWN))
+    give_back_memory()
     roles = _role_intervals(trace, communication_kernel, definitions)
     w_lo, w_hi = steps["start"].to_numpy(dtype=float), steps["end"].to_numpy(dtype=float)
     bounds = [w_lo, w_hi] + [x for s, e in roles.values() for x in (s, e)]
@@ -814,6 +822,7 @@ def operator_table(trace: Trace, kernels: pd.DataFrame) -> pd.DataFrame:
     less the ranges nested in it on its thread, CUDA runtime and driver calls included, since
     torch.profiler makes those calls children of the operator that made them. The TensorBoard
     plugin's "Host Self Duration" subtracts the operator's runtime calls too."""
+    give_back_memory()  # (what the analyses before freed, before the largest temporaries)
     ev = trace.events
     names = pd.Series(trace.names)
     kind = ev["kind"].to_numpy()
@@ -823,23 +832,25 @@ def operator_table(trace: Trace, kernels: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(
             columns=["operator", "calls", "cpu_total_us", "cpu_self_us", "kernels", "kernel_us"]
         )
-    self_us = self_times(ev, nested)
-    del nested
-    # (only the columns used are filtered: a row filter copies every column it is given)
     is_step = names.str.startswith("ProfilerStep#").to_numpy()
-    ops = np.flatnonzero(is_op & ~is_step[ev["name_id"].to_numpy()])
+    name_id = ev["name_id"].to_numpy()
+    is_op &= ~is_step[name_id]
+    ops = np.flatnonzero(is_op)
     del is_op
+    if len(ev) < 2**31:
+        ops = ops.astype(np.int32)
+    self_us = self_times(ev, nested, ops)
+    del nested
+    # (only the columns used are filtered: a row filter copies every column it is given. One
+    # frame of every operator row: pandas' sums per group depend on the frame's layout)
     frame = pd.DataFrame(
-        {
-            "name_id": ev["name_id"].to_numpy()[ops],
-            "dur": ev["dur"].to_numpy()[ops],
-            "self": self_us[ops],
-        }
+        {"name_id": name_id[ops], "dur": ev["dur"].to_numpy()[ops], "self": self_us}, copy=False
     )
     del ops, self_us
     agg = frame.groupby("name_id").agg(
         calls=("dur", "size"), cpu_total_us=("dur", "sum"), cpu_self_us=("self", "sum")
     )
+    del frame
     if len(kernels):
         launched = kernels.groupby("operator_id")["dur"].agg(["size", "sum"])
         agg = _with_replayed(agg, launched)
@@ -893,12 +904,12 @@ _SELF_TIME_KINDS = ("cpu_op", "annotation", "runtime", "driver")
 def _self_time(cpu: pd.DataFrame) -> np.ndarray:
     """Self time of nested CPU ranges (a frame of them: ts, dur, thread), per thread, in the
     frame's order (self_times)."""
-    return self_times(cpu, np.ones(len(cpu), dtype=bool))[: len(cpu)]
+    return self_times(cpu, np.ones(len(cpu), dtype=bool), np.arange(len(cpu)))
 
 
-def self_times(ev: pd.DataFrame, nested: np.ndarray) -> np.ndarray:
-    """Self time of each nested CPU range (the rows of ``ev`` where ``nested`` holds; 0 for
-    the others), per thread, without a Python loop over events.
+def self_times(ev: pd.DataFrame, nested: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Self time of the nested CPU ranges ``wanted`` (ascending rows of ``ev`` where ``nested``
+    holds), per thread, without a Python loop over events.
 
     Ranges on one thread nest. Sorted by (start, longest first), the ranges enclosing range i
     are exactly the earlier ones that have not ended by its start, so its depth is
@@ -917,8 +928,8 @@ def self_times(ev: pd.DataFrame, nested: np.ndarray) -> np.ndarray:
         ends = ts[i : i + _SEGMENTS] + dur[i : i + _SEGMENTS]
         hi = max(hi, float(np.max(ends, where=nested[i : i + _SEGMENTS], initial=-np.inf)))
     span = (np.float64(hi) - np.float64(lo)) + 1.0
-    out = np.zeros(len(ts))
     real = np.flatnonzero(nested & (dur > 0))
+    out = np.zeros(len(wanted))
     if not len(real):
         return out
     real = real.astype(np.int32) if len(ts) < 2**31 else real
@@ -942,7 +953,10 @@ def self_times(ev: pd.DataFrame, nested: np.ndarray) -> np.ndarray:
         has = parent >= 0
         # bincount adds the weights in order, as np.add.at would, only faster
         child_sum = np.bincount(parent[has], weights=d[has], minlength=len(rows))
-        out[real[rows]] = np.maximum(d - child_sum, 0.0)
+        found = real[rows]
+        at = np.clip(np.searchsorted(wanted, found), 0, max(len(wanted) - 1, 0))
+        keep = wanted[at] == found if len(wanted) else np.zeros(len(found), dtype=bool)
+        out[at[keep]] = np.maximum(d - child_sum, 0.0)[keep]
     return out
 
 

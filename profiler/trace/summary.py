@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from profiler.trace.columns import give_back_memory
 from profiler.trace.graphs import GraphSummary, graph_note, graph_summary
 from profiler.trace.kernels import KernelSummary, kernel_rows, kernel_summary
 from profiler.trace.load import KINDS, Trace, load_trace
@@ -116,6 +117,7 @@ def summarize_trace(
         + step_warnings(step_kernels(trace, rows, ov.steps), untraced)
     )
     devices = [asdict(d) for d in trace.devices.values()]
+    give_back_memory()  # (what the overview freed, before the phases' kernel tables)
     phases = phase_summary(trace, context=context, rows=rows) if has_phase_spans(trace) else None
     return Summary(
         trace_path=trace.path,
