@@ -217,18 +217,38 @@ def roofline_inputs(
     )
     input_bytes = sum(_tensor_bytes(t, float_bytes) for t in inputs if isinstance(t, torch.Tensor))
     output_bytes = sum(_numel(s) for s in counted["output_shapes"]) * float_bytes
+    return _inputs(
+        counted["flops_per_batch"],
+        counted["flops_by_operator"],
+        batch_size,
+        (weights, input_bytes, output_bytes),
+        precision,
+        counted["how"] + "; min bytes = weights once + inputs + outputs at the run's precision",
+    )
+
+
+def _inputs(
+    flops: int,
+    per_op: dict,
+    batch_size: int,
+    nbytes: tuple[int, int, int],
+    precision: str,
+    method: str,
+) -> dict:
+    """result.json's ``roofline_inputs``: FLOPs and the minimum bytes (weights, inputs,
+    outputs: ``nbytes``) of one call of the batch."""
+    weights, input_bytes, output_bytes = nbytes
     return {
-        "flops_per_batch": counted["flops_per_batch"],
-        "flops_by_operator": counted["flops_by_operator"],
+        "flops_per_batch": flops,
+        "flops_by_operator": per_op,
         "batch_size": batch_size,
         "weight_bytes": weights,
         "input_bytes": input_bytes,
         "output_bytes": output_bytes,
         "min_bytes_per_batch": weights + input_bytes + output_bytes,
-        "bytes_per_element": float_bytes,
+        "bytes_per_element": PRECISION_BYTES.get(precision, 4),
         "precision": precision,
-        "method": counted["how"] + "; min bytes = weights once + inputs + outputs at the run's "
-        "precision",
+        "method": method,
     }
 
 
@@ -302,20 +322,16 @@ def lm_phase_inputs(
     ):
         input_bytes = batch_size * tokens * 8 + kv_bytes
         output_bytes = _numel(tuple(counted["logits"])) * float_bytes
-        found[phase] = {
-            "flops_per_batch": counted["flops"],
-            "flops_by_operator": counted["per_op"],
-            "batch_size": batch_size,
-            "weight_bytes": weights,
-            "input_bytes": input_bytes,
-            "output_bytes": output_bytes,
-            "min_bytes_per_batch": weights + input_bytes + output_bytes,
-            "bytes_per_element": float_bytes,
-            "precision": precision,
-            "method": "FlopCounterMode on the eager model (meta device), one "
+        found[phase] = _inputs(
+            counted["flops"],
+            counted["per_op"],
+            batch_size,
+            (weights, input_bytes, output_bytes),
+            precision,
+            "FlopCounterMode on the eager model (meta device), one "
             f"{'prefill of the prompt' if phase == 'prefill' else 'decode step'}; min bytes = "
             "weights once + token ids + the KV cache "
             + ("written" if phase == "prefill" else f"read ({cached} positions) and written")
             + " + logits, at the run's precision",
-        }
+        )
     return found

@@ -36,7 +36,7 @@ carry the operator that the same kernel name has in an eager step.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import msgspec
@@ -271,19 +271,12 @@ def _choose(
 
 
 @dataclass
-class GraphSummary:
-    """A trace's graph replays and how much of their kernel time carries an operator."""
+class GraphSummary(GraphAttribution):
+    """A trace's graph replays and how much of their kernel time carries an operator (what
+    ``attach`` found, or the replays alone), beside all the trace's kernel time."""
 
-    replays: int
-    replay_kernels: int
-    replay_kernel_us: float
     #: every kernel of the trace, replayed or not
-    all_kernel_us: float
-    captures: int = 0
-    attributed_replays: int = 0
-    attributed_kernels: int = 0
-    attributed_kernel_us: float = 0.0
-    unattributed: dict[str, int] = field(default_factory=dict)
+    all_kernel_us: float = 0.0
 
     @property
     def attributed_pct(self) -> float | None:
@@ -320,15 +313,7 @@ def graph_summary(trace: Trace) -> GraphSummary | None:
     found = trace.graphs
     if found is not None and found.replays:
         return GraphSummary(
-            replays=found.replays,
-            replay_kernels=found.replay_kernels,
-            replay_kernel_us=found.replay_kernel_us,
-            all_kernel_us=all_us,
-            captures=found.captures,
-            attributed_replays=found.attributed_replays,
-            attributed_kernels=found.attributed_kernels,
-            attributed_kernel_us=found.attributed_kernel_us,
-            unattributed=dict(found.unattributed),
+            **{f.name: getattr(found, f.name) for f in fields(found)}, all_kernel_us=all_us
         )
     groups = replay_groups(trace)
     if not groups:
@@ -336,11 +321,12 @@ def graph_summary(trace: Trace) -> GraphSummary | None:
     rows = np.concatenate(list(groups.values()))
     kernels = rows[ev["kind"].to_numpy()[rows] == KIND["kernel"]]
     return GraphSummary(
+        pd.Series(dtype=np.int64),
         replays=len(groups),
         replay_kernels=len(kernels),
         replay_kernel_us=float(ev["dur"].to_numpy()[kernels].sum()),
-        all_kernel_us=all_us,
         unattributed={"no record of the capture (graph_captures.json)": len(groups)},
+        all_kernel_us=all_us,
     )
 
 
