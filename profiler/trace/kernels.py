@@ -306,6 +306,26 @@ KERNEL_TABLE_COLUMNS = (
 )
 
 
+#: the columns of kernel_rows that kernel_summary reads: a subset of kernel rows to summarize
+#: (a generation phase's) needs no others
+SUMMARY_COLUMNS = (
+    "name_id",
+    "dur",
+    "registers_per_thread",
+    "shared_memory",
+    "block_x",
+    "block_y",
+    "block_z",
+    "grid_x",
+    "grid_y",
+    "grid_z",
+    "blocks_per_sm",
+    "warps_per_sm",
+    "kineto_occupancy_pct",
+    "theoretical_occupancy_pct",
+    "operator_id",
+)
+
 #: the columns of the category table, in order
 _CATEGORY_COLUMNS = [
     "category",
@@ -372,7 +392,7 @@ def _kernel_table(
     stats = dur.groupby(group).agg(["count", "sum", "mean", "median", "min", "max"])
 
     # the launch configuration that took the most time stands for the kernel
-    by_config = rows.groupby(["name_id"] + _CONFIG_COLUMNS, sort=False)["dur"].sum().reset_index()
+    by_config = _sums_by(rows, ["name_id"] + _CONFIG_COLUMNS, sort=False)
     n_configs = by_config.groupby("name_id").size()
     main = (
         by_config.sort_values("dur", ascending=False)
@@ -381,9 +401,7 @@ def _kernel_table(
     )
 
     op_time = (
-        rows.groupby(["name_id", "operator_id"])["dur"]
-        .sum()
-        .reset_index()
+        _sums_by(rows, ["name_id", "operator_id"], sort=True)
         .sort_values("dur", ascending=False)
         .drop_duplicates("name_id")
         .set_index("name_id")
@@ -422,6 +440,33 @@ def _kernel_table(
         }
     )
     return table.sort_values("total_us", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def _sums_by(rows: pd.DataFrame, keys: list[str], sort: bool) -> pd.DataFrame:
+    """``rows.groupby(keys, sort=sort)["dur"].sum().reset_index()``, grouped by one int64
+    number per row that spells the keys out (each key's value less its least, in mixed radix):
+    the same groups in the same order and the same sums (pandas is handed the same group of
+    each row), without factorizing every key of every row. The several keys where their
+    ranges do not fit in 63 bits."""
+    combined = np.zeros(len(rows), dtype=np.int64)
+    size = 1
+    for key in keys:
+        values = rows[key].to_numpy()
+        low = int(values.min()) if len(values) else 0
+        span = (int(values.max()) - low + 1) if len(values) else 1
+        size *= span
+        if size >= 2**62:
+            return rows.groupby(keys, sort=sort)["dur"].sum().reset_index()
+        combined *= span
+        combined += values.astype(np.int64) - low
+    sums = rows["dur"].groupby(combined, sort=sort).sum()
+    # the keys of each group from its first row (the groups' order is sums' order)
+    codes, _ = pd.factorize(combined, sort=sort)
+    first = np.full(len(sums), len(rows), dtype=np.int64)
+    np.minimum.at(first, codes, np.arange(len(rows)))
+    found = {key: rows[key].to_numpy()[first] for key in keys}
+    found["dur"] = sums.to_numpy()
+    return pd.DataFrame(found)
 
 
 def _category_table(table: pd.DataFrame, total: float) -> pd.DataFrame:

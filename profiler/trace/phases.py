@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from profiler.trace.kernels import KernelSummary, kernel_rows, kernel_summary
+from profiler.trace.kernels import SUMMARY_COLUMNS, KernelSummary, kernel_rows, kernel_summary
 from profiler.trace.load import KIND, Trace
 from profiler.trace.overview import covered_per_window, cpu_steps, merge
 from profiler.trace.rules import RunContext
@@ -203,8 +203,15 @@ def phase_summary(
 
 
 def _rows_of(rows: pd.DataFrame, where: np.ndarray) -> pd.DataFrame:
-    """The kernel rows where ``where`` holds (the rows themselves when it holds for all)."""
-    return rows if where.all() else rows.iloc[np.flatnonzero(where)]
+    """The kernel rows where ``where`` holds (the rows themselves when it holds for all), with
+    the columns their kernel tables read (kernels.SUMMARY_COLUMNS): a copy of a phase of a long
+    generation is most of the rows."""
+    if where.all():
+        return rows
+    at = np.flatnonzero(where)
+    return pd.DataFrame(
+        {c: rows[c].to_numpy()[at] for c in SUMMARY_COLUMNS}, index=rows.index[at], copy=False
+    )
 
 
 def _with_kernels(
