@@ -53,9 +53,11 @@ def kernel_rows(trace: Trace) -> pd.DataFrame:
     else:
         rows = events.iloc[at].join(trace.kernel_launch, how="left")
     # (the launch columns may be narrower ints: their products in 64 bits, as before)
-    rows["threads_per_block"] = _wide(rows["block_x"]) * _wide(rows["block_y"]) * rows["block_z"]
-    rows["blocks"] = _wide(rows["grid_x"]) * _wide(rows["grid_y"]) * rows["grid_z"]
-    rows["operator_id"] = launching_operator(trace, rows)
+    rows["threads_per_block"] = _narrow(
+        _wide(rows["block_x"]) * _wide(rows["block_y"]) * rows["block_z"]
+    )
+    rows["blocks"] = _narrow(_wide(rows["grid_x"]) * _wide(rows["grid_y"]) * rows["grid_z"])
+    rows["operator_id"] = _narrow(launching_operator(trace, rows))
     if len(at) and np.array_equal(at, launch.rows) and trace.devices:
         rows["theoretical_occupancy_pct"] = _theoretical_of_configs(trace, rows, launch)
     else:
@@ -92,6 +94,17 @@ def _theoretical_of_configs(trace: Trace, rows: pd.DataFrame, launch: KernelLaun
 
 def _wide(column: pd.Series) -> pd.Series:
     return column.astype(np.int64) if np.issubdtype(column.dtype, np.integer) else column
+
+
+def _narrow(values: Any) -> Any:
+    """int64 ``values`` (a Series or an array) as int32 where they all fit (a kernel row holds
+    a few such columns; their values are the same)."""
+    array = np.asarray(values)
+    if array.dtype != np.int64 or not len(array):
+        return values
+    if np.iinfo(np.int32).min <= array.min() and array.max() <= np.iinfo(np.int32).max:
+        return values.astype(np.int32)
+    return values
 
 
 def launching_operator(trace: Trace, kernels: pd.DataFrame) -> np.ndarray:

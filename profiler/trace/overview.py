@@ -537,10 +537,10 @@ def sm_efficiency_ranges(
         return np.array([]), np.array([]), np.array([])
     times = np.concatenate([s, e])
     deltas = np.concatenate([v, -v])
-    is_end = np.concatenate([np.zeros(len(s), dtype=np.int8), np.ones(len(e), dtype=np.int8)])
     del s, e, v
-    order = np.lexsort((is_end, times))  # starts before ends at equal times
-    del is_end
+    # starts before ends at equal times: every start comes before every end in ``times``, so
+    # a stable sort keeps them so (np.lexsort((is_end, times))'s order, without the key)
+    order = np.argsort(times, kind="stable")
     times = times[order]
     deltas = deltas[order]
     del order
@@ -934,7 +934,7 @@ def self_times(ev: pd.DataFrame, nested: np.ndarray, wanted: np.ndarray) -> np.n
         return out
     real = real.astype(np.int32) if len(ts) < 2**31 else real
     t0 = (ts[real] - lo) + thread[real].astype(np.float64) * span  # threads side by side
-    order = _by_start_longest_first(t0, dur[real])
+    order = _by_start_longest_first(t0, dur, real)
     for first, last in _nesting_blocks(t0, dur, real, order):
         rows = order[first:last]
         s = t0[rows]
@@ -964,11 +964,13 @@ def self_times(ev: pd.DataFrame, nested: np.ndarray, wanted: np.ndarray) -> np.n
 _NESTING_BLOCK = 1 << 20
 
 
-def _by_start_longest_first(t0: np.ndarray, dur: np.ndarray) -> np.ndarray:
-    """The order of np.lexsort((-dur, t0)): a stable sort by t0, which is fast on the few
+def _by_start_longest_first(t0: np.ndarray, dur: np.ndarray, real: np.ndarray) -> np.ndarray:
+    """The order of np.lexsort((-dur[real], t0)): a stable sort by t0, which is fast on the few
     time-ordered runs a trace's events come in, then the ranges that start together by -dur
     (stably)."""
     order = np.argsort(t0, kind="stable")
+    if len(order) < 2**31:
+        order = order.astype(np.int32)
     tied = []
     for i in range(0, len(order), _SEGMENTS):
         starts = t0[order[i : i + _SEGMENTS + 1]]
@@ -977,8 +979,8 @@ def _by_start_longest_first(t0: np.ndarray, dur: np.ndarray) -> np.ndarray:
     if len(ties):
         rows = np.union1d(ties, ties + 1)
         sub = order[rows]
-        order[rows] = sub[np.lexsort((-dur[sub], t0[sub]))]
-    return order.astype(np.int32) if len(order) < 2**31 else order
+        order[rows] = sub[np.lexsort((-dur[real[sub]], t0[sub]))]
+    return order
 
 
 def _nesting_blocks(
