@@ -44,7 +44,17 @@ KERNEL_COLUMNS = tuple(c.column for c in ARG_COLUMNS if c.kernels_only and c.typ
 )
 #: the narrowest type an id column is stored in (wider where its values need it)
 _SMALLEST = {"external_id": np.int32, "correlation": np.int32, "device": np.int16}
-_INT_TYPES = (np.int16, np.int32, np.int64)
+_INT_TYPES = (np.int8, np.int16, np.int32, np.int64)
+#: the narrowest type each int column of the events frame is stored in, wider where its values
+#: need it (a name, thread, device or stream number of every event: 1 or 2 bytes, not 4 or 8)
+_STORED = {
+    "name_id": np.int16,
+    "thread": np.int16,
+    "external_id": np.int32,
+    "correlation": np.int32,
+    "device": np.int8,
+    "stream": np.int8,
+}
 
 
 _K = TypeVar("_K")
@@ -314,7 +324,14 @@ def _joined(parts: list[dict[str, np.ndarray]]) -> pd.DataFrame:
         return events
     columns = {}
     for column in EVENT_COLUMNS:
-        columns[column] = np.concatenate([p[column] for p in parts])
+        pieces = [p[column] for p in parts]
+        dtype = pieces[0].dtype
+        if column in _STORED:
+            lo = min(int(x.min()) for x in pieces if len(x))
+            hi = max(int(x.max()) for x in pieces if len(x))
+            dtype = np.dtype(_fitting(lo, hi, _STORED[column]))
+        columns[column] = np.concatenate(pieces, dtype=dtype, casting="same_kind")
+        del pieces
         for p in parts:
             del p[column]
         give_back_memory()
@@ -399,15 +416,20 @@ def _ints(items: list[Complete], get: attrgetter[Any]) -> np.ndarray:
 
 
 def _narrow(values: np.ndarray, smallest: type[np.generic]) -> np.ndarray:
-    """``values`` in the first of int16/int32/int64, from ``smallest`` on, that holds them."""
+    """``values`` in the first of int8/int16/int32/int64, from ``smallest`` on, that holds
+    them."""
     if not len(values):
         return values.astype(smallest)
-    lo, hi = int(values.min()), int(values.max())
+    return values.astype(_fitting(int(values.min()), int(values.max()), smallest))
+
+
+def _fitting(lo: int, hi: int, smallest: type[np.generic]) -> type[np.generic]:
+    """The first of int8/int16/int32/int64, from ``smallest`` on, that holds [lo, hi]."""
     for dtype in _INT_TYPES[_INT_TYPES.index(smallest) :]:
         info = np.iinfo(dtype)
         if info.min <= lo and hi <= info.max:
-            return values.astype(dtype)
-    return values
+            return dtype
+    return np.int64
 
 
 def _span(events: pd.DataFrame, names: np.ndarray) -> tuple[float, float]:
