@@ -53,7 +53,7 @@ def impossible_rows(events: pd.DataFrame) -> dict[str, Any]:
 
 
 #: events checked at a time
-_BLOCK = 1 << 21
+_BLOCK = 1 << 19
 
 
 def _checks(ts: np.ndarray, dur: np.ndarray) -> list[tuple[str, np.ndarray]]:

@@ -134,7 +134,7 @@ def _merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 
 #: intervals merged at a time (merge)
-_MERGE_BLOCK = 1 << 21
+_MERGE_BLOCK = 1 << 19
 
 
 def covered(starts: np.ndarray, ends: np.ndarray, lo: float, hi: float) -> float:
@@ -780,7 +780,7 @@ def breakdown(
 
 
 #: segments of the breakdown's timeline handled at a time
-_SEGMENTS = 1 << 21
+_SEGMENTS = 1 << 19
 
 
 def _sorted_unique(values: np.ndarray) -> np.ndarray:
@@ -961,7 +961,7 @@ def self_times(ev: pd.DataFrame, nested: np.ndarray, wanted: np.ndarray) -> np.n
 
 
 #: the nested ranges whose self time is found at a time, at least
-_NESTING_BLOCK = 1 << 20
+_NESTING_BLOCK = 1 << 18
 
 
 def _by_start_longest_first(t0: np.ndarray, dur: np.ndarray, real: np.ndarray) -> np.ndarray:
