@@ -82,12 +82,12 @@ def _load_split(path: Path, data: Data) -> Trace | None:
     head, start, end = split
     told = _progress(path, len(data))
     builder = (
-        halves.build_halves(data, start, end, None if told is None else lambda done: told(done))
+        halves.build_halves(data, start, end, told)
         if halves.PARALLEL_LOAD and len(data) >= halves.PARALLEL_MIN_BYTES
         else None
     )
     if builder is None:
-        builder = build_range(data, start, end)
+        builder = build_range(data, start, end, progress=told)
     return builder.finish(path, devices_of(head)) if builder is not None else None
 
 

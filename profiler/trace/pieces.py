@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import mmap
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import msgspec
 
@@ -69,12 +70,17 @@ def split_head(data: Data) -> tuple[Head, int, int] | None:
 
 
 def build_range(
-    data: Data, start: int, end: int, builder: ColumnBuilder | None = None
+    data: Data,
+    start: int,
+    end: int,
+    builder: ColumnBuilder | None = None,
+    progress: Callable[[int], Any] | None = None,
 ) -> ColumnBuilder | None:
     """The columns of the events text [start, end), piece by piece (added to ``builder``, a
     new one by default); None when a piece does not decode (then the caller parses the file
     another way). The pages of a memory-mapped file are let go as the pieces are read, so
-    reading a file holds a piece of it, not the file."""
+    reading a file holds a piece of it, not the file. ``progress(done)`` is told the bytes
+    read so far after each piece."""
     view = memoryview(data)
     builder = ColumnBuilder() if builder is None else builder
     released = start
@@ -88,6 +94,8 @@ def build_range(
                 return None
             builder.add(events)
             del events
+            if progress is not None:
+                progress(stop)
             if stop - released >= _RELEASE_BYTES or stop == end:
                 release(data, released, stop)
                 released = stop
