@@ -589,15 +589,7 @@ def device_metrics(
             if has_t.any()
             else None
         )
-        # idle gaps between GPU activity (kernels, copies, memsets) inside the steps
-        g = _Columns(trace.events, gpu_rows[gpu_devices == device])
-        starts = g["ts"]
-        gs, ge = merge(starts, starts + g["dur"])
-        del g, starts
-        inside = (ge > lo) & (gs < hi)
-        gs, ge = np.clip(gs[inside], lo, hi), np.clip(ge[inside], lo, hi)
-        gaps = gs[1:] - ge[:-1] if len(gs) > 1 else np.array([])
-        gaps = gaps[gaps > 0]
+        gaps = _idle_gaps(_Columns(trace.events, gpu_rows[gpu_devices == device]), lo, hi)
         props = trace.devices.get(int(device))
         out.append(
             DeviceMetrics(
@@ -615,6 +607,17 @@ def device_metrics(
             )
         )
     return out
+
+
+def _idle_gaps(gpu: _Columns, lo: float, hi: float) -> np.ndarray:
+    """The idle gaps between GPU activity (kernels, copies, memsets) inside [lo, hi]."""
+    starts = gpu["ts"]
+    gs, ge = merge(starts, starts + gpu["dur"])
+    del starts
+    inside = (ge > lo) & (gs < hi)
+    gs, ge = np.clip(gs[inside], lo, hi), np.clip(ge[inside], lo, hi)
+    gaps: np.ndarray = gs[1:] - ge[:-1] if len(gs) > 1 else np.array([])
+    return gaps[gaps > 0]
 
 
 class _Columns:
@@ -822,35 +825,11 @@ def operator_table(trace: Trace, kernels: pd.DataFrame) -> pd.DataFrame:
     less the ranges nested in it on its thread, CUDA runtime and driver calls included, since
     torch.profiler makes those calls children of the operator that made them. The TensorBoard
     plugin's "Host Self Duration" subtracts the operator's runtime calls too."""
-    give_back_memory()  # (what the analyses before freed, before the largest temporaries)
-    ev = trace.events
-    names = pd.Series(trace.names)
-    kind = ev["kind"].to_numpy()
-    nested = np.isin(kind, [KIND[k] for k in _SELF_TIME_KINDS])
-    is_op = np.isin(kind, [KIND["cpu_op"], KIND["annotation"]])
-    if not is_op.any():
+    agg = _operator_sums(trace)
+    if agg is None:
         return pd.DataFrame(
             columns=["operator", "calls", "cpu_total_us", "cpu_self_us", "kernels", "kernel_us"]
         )
-    is_step = names.str.startswith("ProfilerStep#").to_numpy()
-    name_id = ev["name_id"].to_numpy()
-    is_op &= ~is_step[name_id]
-    ops = np.flatnonzero(is_op)
-    del is_op
-    if len(ev) < 2**31:
-        ops = ops.astype(np.int32)
-    self_us = self_times(ev, nested, ops)
-    del nested
-    # (only the columns used are filtered: a row filter copies every column it is given. One
-    # frame of every operator row: pandas' sums per group depend on the frame's layout)
-    frame = pd.DataFrame(
-        {"name_id": name_id[ops], "dur": ev["dur"].to_numpy()[ops], "self": self_us}, copy=False
-    )
-    del ops, self_us
-    agg = frame.groupby("name_id").agg(
-        calls=("dur", "size"), cpu_total_us=("dur", "sum"), cpu_self_us=("self", "sum")
-    )
-    del frame
     if len(kernels):
         launched = kernels.groupby("operator_id")["dur"].agg(["size", "sum"])
         agg = _with_replayed(agg, launched)
@@ -894,6 +873,34 @@ def _with_replayed(agg: pd.DataFrame, launched: pd.DataFrame) -> pd.DataFrame:
     ).fillna({"calls": 0})
     agg["calls"] = agg["calls"].astype(int)
     return agg
+
+
+def _operator_sums(trace: Trace) -> pd.DataFrame | None:
+    """Per name of the operators and ranges (steps left out): calls, total and self µs; None
+    when there are none."""
+    give_back_memory()  # (what the analyses before freed, before the largest temporaries)
+    ev = trace.events
+    kind = ev["kind"].to_numpy()
+    is_op = np.isin(kind, [KIND["cpu_op"], KIND["annotation"]])
+    if not is_op.any():
+        return None
+    is_step = pd.Series(trace.names).str.startswith("ProfilerStep#").to_numpy()
+    name_id = ev["name_id"].to_numpy()
+    is_op &= ~is_step[name_id]
+    ops = np.flatnonzero(is_op)
+    del is_op
+    if len(ev) < 2**31:
+        ops = ops.astype(np.int32)
+    self_us = self_times(ev, np.isin(kind, [KIND[k] for k in _SELF_TIME_KINDS]), ops)
+    # (only the columns used are filtered: a row filter copies every column it is given. One
+    # frame of every operator row: pandas' sums per group depend on the frame's layout)
+    frame = pd.DataFrame(
+        {"name_id": name_id[ops], "dur": ev["dur"].to_numpy()[ops], "self": self_us}, copy=False
+    )
+    del ops, self_us
+    return frame.groupby("name_id").agg(
+        calls=("dur", "size"), cpu_total_us=("dur", "sum"), cpu_self_us=("self", "sum")
+    )
 
 
 #: the CPU ranges that nest under an operator and leave its self time: child operators and
