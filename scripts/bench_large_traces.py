@@ -226,7 +226,8 @@ def tool(name: str, cmd: list[str], timeout: float, cap_gb: float, seconds: floa
 
 def gzip_run(trace: Path, repeat: int) -> None:
     """Inflaters on the same .json.gz, then summarize of it."""
-    gz = trace.with_name(trace.name + ".gz")
+    gz = trace.parent.with_name(trace.parent.name + "-gz") / (trace.name + ".gz")
+    gz.parent.mkdir(exist_ok=True)
     if not gz.exists():
         start = time.perf_counter()
         if shutil.which("gzip"):

@@ -6,8 +6,10 @@ from __future__ import annotations
 import fcntl
 import os
 import pickle
+import queue
 import struct
 import termios
+import threading
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -148,70 +150,106 @@ def _drain(queue: int) -> None:
 
 
 # A TextStream (a gzip trace) cannot be cut at offsets before it is read: this process inflates
-# it and cuts its chunks, and hands the next chunk to the child whenever the child has asked for
-# one (a byte on the "ready" pipe, written each time it is idle), else decodes it itself.
+# it and cuts its chunks, and hands each next chunk to the child while the child has fewer than
+# _AHEAD chunks to decode (it says when it finished one: a byte on the "done" pipe), else decodes
+# it itself. A thread writes the chunks given into the child's pipe, so neither process waits on
+# the other while it decodes.
 _HEADER = struct.Struct("<iq")  # chunk number (-1: no more), bytes that follow
+_AHEAD = 2
 
 
 def _stream_halves(stream: TextStream) -> ColumnBuilder | None:
     to_child_read, to_child_write = os.pipe()
-    ready_read, ready_write = os.pipe()
+    done_read, done_write = os.pipe()
     result_read, result_write = os.pipe()
     with warnings.catch_warnings():  # (the child never takes a lock another thread may hold)
         warnings.simplefilter("ignore", DeprecationWarning)
         pid = os.fork()
     if pid == 0:  # the child: the chunks it is given, its columns pickled down the pipe
-        for fd in (to_child_write, ready_read, result_read):
+        for fd in (to_child_write, done_read, result_read):
             os.close(fd)
         try:
-            state = _given_chunks(to_child_read, ready_write)
+            state = _given_chunks(to_child_read, done_write)
             with os.fdopen(result_write, "wb") as pipe:
                 pickle.dump(state, pipe, protocol=pickle.HIGHEST_PROTOCOL)
         finally:
             os._exit(0)
-    for fd in (to_child_read, ready_write, result_write):
+    for fd in (to_child_read, done_write, result_write):
         os.close(fd)
-    os.set_blocking(ready_read, False)
+    os.set_blocking(done_read, False)
     result = os.fdopen(result_read, "rb")
+    child = _Sender(to_child_write)
     builder: ColumnBuilder | None = ColumnBuilder()
     try:
-        with os.fdopen(to_child_write, "wb", buffering=0) as child:
-            for k, chunk in enumerate(stream.chunks(STREAM_CHUNK_BYTES)):
-                if _asked(ready_read):
-                    child.write(_HEADER.pack(k, len(chunk)))
-                    child.write(chunk)
-                elif builder is not None:
-                    if build_range(chunk, 0, len(chunk), builder) is None:
-                        builder = None  # (the stream is read to its end: the child waits)
-                    else:
-                        builder.mark(k)
-            child.write(_HEADER.pack(-1, 0))
+        given = finished = 0
+        for k, chunk in enumerate(stream.chunks(STREAM_CHUNK_BYTES)):
+            finished += _finished(done_read)
+            if given - finished < _AHEAD:
+                child.send(k, chunk)
+                given += 1
+            elif builder is not None:
+                if build_range(chunk, 0, len(chunk), builder) is None:
+                    builder = None  # (the stream is read to its end: the child waits)
+                else:
+                    builder.mark(k)
+        child.close()
         theirs = _received(result)
     finally:  # (closed first: a child still writing then stops)
+        child.close()
         result.close()
-        os.close(ready_read)
+        os.close(done_read)
         os.waitpid(pid, 0)
     if builder is None or theirs is None or stream.head is None:
         return None
     return merged([builder.state(), theirs])
 
 
-def _asked(ready: int) -> bool:
-    """Whether the child is idle (it wrote a byte on the ready pipe)."""
+class _Sender:
+    """The chunks given to the child, written into its pipe by a thread of their own (a write
+    waits for the child to read; this process decodes meanwhile), then the end."""
+
+    def __init__(self, fd: int) -> None:
+        self.pipe = os.fdopen(fd, "wb", buffering=0)
+        self.queue: queue.Queue[tuple[int, bytes] | None] = queue.Queue()
+        self.thread = threading.Thread(target=self._write, daemon=True)
+        self.thread.start()
+
+    def send(self, k: int, chunk: bytes) -> None:
+        self.queue.put((k, chunk))
+
+    def _write(self) -> None:
+        try:
+            while (item := self.queue.get()) is not None:
+                k, chunk = item
+                self.pipe.write(_HEADER.pack(k, len(chunk)))
+                self.pipe.write(chunk)
+            self.pipe.write(_HEADER.pack(-1, 0))
+        except OSError:  # the child is gone: nothing more to give it
+            pass
+        finally:
+            self.pipe.close()
+
+    def close(self) -> None:
+        if self.thread.is_alive():
+            self.queue.put(None)
+            self.thread.join()
+
+
+def _finished(done: int) -> int:
+    """How many chunks the child finished since last asked (a byte each on the done pipe)."""
     try:
-        return bool(os.read(ready, 1))
+        return len(os.read(done, 1 << 16))
     except BlockingIOError:
-        return False
+        return 0
 
 
-def _given_chunks(given: int, ready: int) -> BuilderState | None:
+def _given_chunks(given: int, done: int) -> BuilderState | None:
     """The child's side: the columns of the chunks it is given until the end; None when one
     does not decode."""
     builder = ColumnBuilder()
     failed = False
     with os.fdopen(given, "rb") as pipe:
         while True:
-            os.write(ready, b"r")
             k, size = _HEADER.unpack(pipe.read(_HEADER.size))
             if k < 0:
                 break
@@ -220,5 +258,6 @@ def _given_chunks(given: int, ready: int) -> BuilderState | None:
                 failed = True
             elif not failed:
                 builder.mark(k)
-    os.close(ready)
+            os.write(done, b"d")
+    os.close(done)
     return None if failed else builder.state()

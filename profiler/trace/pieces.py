@@ -136,7 +136,7 @@ class TextStream:
         self.head: Head | None = None
 
     def chunks(self, size: int) -> Iterator[bytes]:
-        text = b""
+        text = bytearray()
         found = None
         for block in self.blocks:  # the head, up to the events array's '['
             text += block
@@ -145,7 +145,8 @@ class TextStream:
                 break
         if found is None:
             return
-        head_text, text = text[: found.end()], text[found.end() :]
+        head_text = bytes(text[: found.end()])
+        del text[: found.end()]
         for block in self.blocks:
             text += block
             pos = 0
@@ -153,11 +154,11 @@ class TextStream:
                 cut = EVENT_END.search(text, pos + size)
                 if cut is None:
                     break
-                yield text[pos : cut.start() + 1]
+                yield bytes(text[pos : cut.start() + 1])
                 pos = cut.start(1)
-            text = text[pos:]
+            del text[:pos]
         # the last events, the array's end and what follows it: checked as a whole file
-        rest = head_text + text
+        rest = head_text + bytes(text)
         del text
         split = split_head(rest)
         if split is not None and split[1] == len(head_text):
