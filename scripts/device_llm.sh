@@ -12,6 +12,8 @@
 #   PLAN=sweep    a sweep of generations: pytorch_fp16 vs pytorch_bf16 at bs 1 and 8 and
 #                 --max-new-tokens 17 and 65, 3 processes a cell (TTFT and TPOT judged apart);
 #                 then the bs-1 reduce-overhead run again (the decode window's GPU time)
+#   PLAN=recheck  the bs-1 reduce-overhead run alone (its seconds: the decode window's GPU time
+#                 without a recompile), then the bs-1 --cuda-graphs run (its capture profiled)
 #   PLAN=all      runs and compare
 # Wheels: msgspec and nvtx carried in .whl (the device has no registry):
 #   python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl
@@ -64,5 +66,10 @@ if [ "$PLAN" = sweep ]; then
       cat "$WORK/runs/gen/benchmark.md"; } 2>&1 | tee "$OUT/sweep.log" | tail -n 60
     one "ro_bs1" --backend inductor_fp16 --bs 1 --compile-mode reduce-overhead
     grep -h "seconds:\|TPOT (one\|TTFT (prefill" "$OUT/ro_bs1.log"
+fi
+if [ "$PLAN" = recheck ]; then
+    one "ro_bs1" --backend inductor_fp16 --bs 1 --compile-mode reduce-overhead
+    one "cg_bs1" --backend pytorch_fp16 --bs 1 --cuda-graphs
+    grep -h "^\$ \|seconds:\|TPOT\|TTFT\|graph capture\|attributed" "$OUT/ro_bs1.log" "$OUT/cg_bs1.log"
 fi
 ls -la "$OUT"

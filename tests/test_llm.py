@@ -258,15 +258,17 @@ def test_backends_say_which_loops_each_family_generates(cli):
 
 def test_the_decode_window_feeds_a_token_as_a_generation_does():
     """The GPU-time window's decode step is given a token of the kind a generation feeds back
-    (an inference tensor, contiguous, [batch, 1] int64): another kind fails a compiled step's
-    guards and compiles it again (seen on the H200: 33 s of a reduce-overhead run)."""
+    (an inference tensor, [batch, 1] int64, an argmax's strides): another kind fails a compiled
+    step's guards and compiles it again (seen on the H200: 33-38 s of a reduce-overhead run; the
+    guards named the dispatch keys, then the strides: (128, 1), a prompt's column, against an
+    argmax's (1, 1))."""
     import torch
 
     from profiler.collect import backends
     from profiler.collect.workloads.base import RunContext
     from profiler.collect.workloads.generate import Generate
 
-    config = RunConfig(model="llama-tiny", workload="generate", batch_size=2, prompt_len=5)
+    config = RunConfig(model="llama-tiny", workload="generate", batch_size=1, prompt_len=5)
     model, inputs = models.build(config, "cpu")
     context = RunContext(
         config,
@@ -282,6 +284,7 @@ def test_the_decode_window_feeds_a_token_as_a_generation_does():
     workload.prepare()
     token = workload.loop.token
     # greedy_lm feeds back each step's argmax, made in inference mode: [batch, 1] int64
-    assert token.is_inference() and token.is_contiguous()
-    assert token.shape == (2, 1) and token.dtype == torch.long
-    assert workload.loop.decode().shape == (2, 1)  # the first decode step after a prefill
+    fed = workload.loop.decode()  # the first decode step after a prefill: its argmax
+    assert token.is_inference() and fed.is_inference()
+    assert token.shape == fed.shape == (1, 1) and token.dtype == fed.dtype == torch.long
+    assert token.stride() == fed.stride()  # (a prompt's column has the prompt's row stride)

@@ -115,10 +115,10 @@ def _loop(run: RunContext) -> tuple[Loop, dict]:
         )
     new = config.max_new_tokens
     # a token as a generation feeds one back (the argmax of the last step: contiguous, an
-    # inference tensor): a strided view, or a tensor made outside inference mode, would fail a
-    # compiled step's guards and compile it again
+    # inference tensor): a tensor made outside inference mode, or with a prompt column's strides
+    # (a plain clone keeps them), would fail a compiled step's guards and compile it again
     with torch.inference_mode():
-        last = prompt[:, -1:].clone()
+        last = prompt[:, -1:].clone(memory_format=torch.contiguous_format)
 
     def prefill():
         with torch.inference_mode():
