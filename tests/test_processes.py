@@ -442,7 +442,7 @@ def test_sweep_table_calls_a_ten_percent_shift_slower(tmp_path):
     [
         (["--processes", "0"], "--processes must be 1 or more"),
         (["--target-noise", "0"], "--target-noise is a percentage between 0 and 100"),
-        (["--budget", "30"], "--budget limits --target-noise"),
+        (["--budget", "30", "--fixed-rounds"], "--budget limits --target-noise or the sequential"),
     ],
 )
 def test_sampling_options_fail_in_one_line(cli, args, fragment):

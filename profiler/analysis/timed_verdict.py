@@ -23,6 +23,7 @@ import msgspec
 from profiler.analysis.records import Bound, FigureName, TimedVerdicts, Verdict
 from profiler.analysis.sampling import processes_needed
 from profiler.analysis.verdict import (
+    ALPHA,
     FIGURES,
     GPU_TIME,
     LATENCY,
@@ -66,9 +67,10 @@ def figure_verdict(
     *,
     tolerance: float = TOLERANCE,
     floor: float | None = None,
+    alpha: float = ALPHA,
 ) -> Verdict | None:
     """One figure's verdict over the processes of each side that measured it (pilot windows
-    left out); None when a side has none."""
+    left out), its tests at level ``alpha``; None when a side has none."""
     a, b = a.for_verdict(), b.for_verdict()
     ma, mb = a.medians(figure), b.medians(figure)
     if not ma or not mb:
@@ -81,6 +83,7 @@ def figure_verdict(
         rounds_b=b.rounds(figure),
         tolerance=tolerance,
         noise_floor=floor,
+        alpha=alpha,
     )
     return _with_gpus(found, a, b, figure)
 

@@ -54,6 +54,9 @@ from profiler.analysis.sampling import Samples, t_quantile, t_two_sided_p
 from profiler.runs.noise_floor import MAX_FLOOR_CV
 
 TOLERANCE = 0.02
+#: the level of a verdict's tests: faster/slower at p < ALPHA (its 95 % interval), same on the
+#: 90 % interval (two one-sided tests at ALPHA)
+ALPHA = 0.05
 #: the largest between-process CV taken as a floor: a floor above it, below 0 or not a number
 #: is refused, and the figure's default floor stands in (a floor of 0 from a file is refused
 #: where it is read, profiler.runs.noise_floor; given here, it means "no spread allowed")
@@ -167,9 +170,12 @@ def compare(
     rounds_b: Sequence[str | None] | None = None,
     tolerance: float = TOLERANCE,
     noise_floor: float | None = None,
+    alpha: float = ALPHA,
 ) -> Verdict:
     """The verdict on B against A for one figure, from each side's per-process medians (and,
-    where known, the round each was timed in: windows of one round pair up)."""
+    where known, the round each was timed in: windows of one round pair up). ``alpha``: the
+    test's level (faster/slower at p < alpha, its 1 - alpha interval; same on the 1 - 2 alpha
+    interval); a sequential look takes a smaller one (profiler.analysis.sequential)."""
     a, b = _checked(medians_a, medians_b, tolerance)
     ka, kb = len(a), len(b)
     pairs = _pairs(rounds_a, rounds_b)
@@ -198,6 +204,7 @@ def compare(
         source=source,
         pairs=len(pairs) if design == PAIRED else None,
         refused=refused,
+        alpha=alpha,
     )
 
 
@@ -248,13 +255,14 @@ def _decide(
     source: FloorSource | None,
     pairs: int | None,
     refused: float | None,
+    alpha: float = 0.05,
 ) -> Verdict:
-    t95, t90 = t_quantile(0.975, df), t_quantile(0.95, df)
+    t95, t90 = t_quantile(1 - alpha / 2, df), t_quantile(1 - alpha, df)
     ratio = math.exp(d)
     low, high = math.exp(d - t95 * se), math.exp(d + t95 * se)
     same_low, same_high = math.exp(d - t90 * se), math.exp(d + t90 * se)
     p = 0.0 if se == 0 and d != 0 else (1.0 if se == 0 else t_two_sided_p(d / se, df))
-    verdict = _word(ratio, p, same_low, same_high, tolerance, alpha=0.05)
+    verdict = _word(ratio, p, same_low, same_high, tolerance, alpha=alpha)
     return Verdict(
         ratio,
         low,

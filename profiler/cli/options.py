@@ -278,7 +278,9 @@ FRESH_PROCESS_OPTIONS: dict[str, tuple[str, dict[str, str]]] = {
     "budget": (
         "--budget",
         {  # text: profiler.commands.parse_budget reads it
-            "sweep": "How long the --target-noise rounds may take (300, 90s, 5m, 1h; default 10m).",
+            "sweep": "How long the --target-noise rounds may take (300, 90s, 5m, 1h; default "
+            "10m); without --target-noise, how long undecided cells may go on past --processes "
+            "rounds (sequential rounds; none past them by default).",
             "compare": "How long the --target-noise processes may take (300, 90s, 5m, 1h; default "
             "10m).",
         },

@@ -76,6 +76,14 @@ def sweep(
     processes: int | None = fresh_process_option("processes", "sweep"),
     target_noise: float | None = fresh_process_option("target_noise", "sweep"),
     budget: str | None = fresh_process_option("budget", "sweep"),
+    fixed_rounds: bool = typer.Option(
+        False,
+        "--fixed-rounds",
+        help="Every cell takes all --processes rounds. By default the rounds are sequential: "
+        "after the second round, a cell whose verdicts against the baseline are decided (GPU "
+        "time where measured) at p < 0.005 leaves the rounds (Haybittle-Peto; the last round "
+        "judges at the usual 5 %), so clear results cost fewer processes.",
+    ),
     runs_dir: Path = typer.Option(Path("runs"), help="Where the sweep folder goes."),
     tb_dir: Path = typer.Option(Path("tb_logs"), help="Where the sweep's traces go."),
     only_decided: bool = typer.Option(
@@ -137,6 +145,7 @@ def sweep(
         processes=processes,
         target_noise=target_noise,
         budget_s=parse_budget(budget),
+        fixed_rounds=fixed_rounds,
     )
     exit_with(sweep_command.run(plan, Output(json=json_out), only_decided=only_decided))
 

@@ -112,6 +112,7 @@ def fresh_windows(
     """New windows of A's and B's configs, interleaved in fresh processes (A B, B A ...). A
     package.module:function model is imported only from the file its run recorded, or with
     ``trust_model`` (profiler.runs.model_source)."""
+    from profiler.analysis import sequential
     from profiler.runs.samples import ConfigSamples, config_json_of
     from profiler.runs.workloads import workload
     from profiler.sweep import rounds
@@ -134,9 +135,12 @@ def fresh_windows(
         label: rounds.window_config(config_json_of(r), r.timing.iters, r.timing.warmup_iters)
         for label, r in results.items()
     }
+    looks = target_noise is None and count > sequential.FIRST_LOOK
     say(
-        f"timing A and B again: {count} fresh process{'es' if count > 1 else ''} each, interleaved"
+        f"timing A and B again: {'up to ' if looks else ''}{count} fresh "
+        f"process{'es' if count > 1 else ''} each, interleaved"
         + (f", more until ±{units.plain(target_noise)} %" if target_noise else "")
+        + (" (sequential: they stop once B against A is decided)" if looks else "")
         + f"; here, on {here}"
     )
     sampled = rounds.sample(
@@ -146,6 +150,9 @@ def fresh_windows(
         say=say,
         target_noise=None if target_noise is None else target_noise / 100,
         budget_s=budget_s,
+        # sequential rounds (profiler.analysis.sequential): they stop once B against A is
+        # decided at an interim look
+        comparisons=None if target_noise is not None else [("A", "B")],
     )
     if sampled.errors:
         label, why = next(iter(sampled.errors.items()))

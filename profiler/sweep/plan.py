@@ -175,6 +175,18 @@ class SweepPlan:
     processes: int = 1
     target_noise: float | None = None  # relative: 0.02 for --target-noise 2
     budget_s: float | None = None
+    #: --fixed-rounds: every cell takes all --processes rounds (else the rounds are sequential:
+    #: a cell whose comparisons are decided leaves them, profiler.analysis.sequential)
+    fixed_rounds: bool = False
+
+    def comparisons(self) -> list[tuple[str, str]]:
+        """(baseline cell, cell) of every verdict the sweep takes: each backend against the
+        baseline at the same batch size and swept values."""
+        return [
+            (self.cell_name(self.baseline, n, axis), self.cell_name(b, n, axis))
+            for b, n, axis in self.cells
+            if b != self.baseline
+        ]
 
     @property
     def sweep_dir(self) -> Path:
@@ -213,6 +225,7 @@ def plan(
     processes: int | None = None,
     target_noise: float | None = None,
     budget_s: float | None = None,
+    fixed_rounds: bool = False,
 ) -> SweepPlan:
     backend_names = parse_backends(backends)
     sizes = parse_batch_sizes(batch_sizes)
@@ -232,7 +245,13 @@ def plan(
     check_ray_options(executor, ray_address, ray_shared_fs)
     gpu_list = _parse_gpus(gpus, executor)
     processes = check_sampling(
-        processes, target_noise, budget_s, executor, gpu_list, options.get("workload", "forward")
+        processes,
+        target_noise,
+        budget_s,
+        executor,
+        gpu_list,
+        options.get("workload", "forward"),
+        fixed_rounds,
     )
     return SweepPlan(
         name=name,
@@ -253,6 +272,7 @@ def plan(
         processes=processes,
         target_noise=None if target_noise is None else target_noise / 100,
         budget_s=budget_s,
+        fixed_rounds=fixed_rounds,
     )
 
 
@@ -273,6 +293,7 @@ def check_sampling(
     executor: str,
     gpus: list[str] | None,
     workload: str,
+    fixed_rounds: bool = False,
 ) -> int:
     """--processes, --target-noise and --budget checked; the number of processes per cell."""
     if processes is not None:
@@ -283,8 +304,11 @@ def check_sampling(
         )
     if budget_s is not None and not budget_s > 0:
         raise UserError(f"--budget must be more than 0 seconds (got {units.plain(budget_s)})")
-    if budget_s is not None and target_noise is None:
-        raise UserError("--budget limits --target-noise: pass --target-noise P too")
+    if budget_s is not None and target_noise is None and fixed_rounds:
+        raise UserError(
+            "--budget limits --target-noise or the sequential rounds, not --fixed-rounds: "
+            "pass --target-noise P, or leave out --fixed-rounds"
+        )
     sampled = (processes or 1) > 1 or target_noise is not None
     if sampled and not workload_facts(workload).sampled:
         raise UserError(

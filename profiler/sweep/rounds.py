@@ -45,6 +45,7 @@ from typing import cast
 import msgspec
 
 from profiler import child_env, signals, units
+from profiler.analysis import sequential
 from profiler.analysis.sampling import (
     BUDGET,
     MIN_SAMPLES,
@@ -169,6 +170,10 @@ class Sampled:
     #: --target-noise: the pilot rounds that chose the count (their windows and the ones the
     #: cells had before are flagged pilot, and left out of the verdicts)
     pilot_rounds: int = 0
+    #: sequential rounds: the looks taken, and the round after which each cell was decided
+    #: (profiler.analysis.sequential; a cell not named went on to the last round)
+    looks: int = 0
+    settled_after: dict[str, int] = field(default_factory=dict)
 
     def placed(self) -> str:
         """Where the rounds ran: "GPUs 0,1", or "4 GPUs as Ray tasks" (Ray's slots)."""
@@ -219,6 +224,7 @@ def sample(
     clock=time.perf_counter,
     gpus: Sequence[str] | None = None,
     groups: dict[str, str] | None = None,
+    comparisons: list[tuple[str, str]] | None = None,
 ) -> Sampled:
     """Rounds until every cell in ``cells`` (key -> repeat-window config JSON) has
     ``processes`` windows from rounds, counting the round windows among the ``have`` ones (key
@@ -235,7 +241,10 @@ def sample(
     in one). ``round_runner(cells, gpu, started=...)`` runs one process, as ``run_round`` does;
     a record that names its ``gpu`` says where it ran (a Ray task's GPU, when the ``gpus`` are
     the runner's slots), and a handle given to ``started`` that has a ``stop()`` is stopped that
-    way on Ctrl-C."""
+    way on Ctrl-C. ``comparisons`` ((baseline, cell) pairs the verdicts take): the rounds are
+    sequential (profiler.analysis.sequential): a look after each round from the second on, and
+    a cell whose comparisons are all decided leaves the rounds; ``processes`` rounds at most, or,
+    with ``budget_s``, more for the undecided ones while the budget lasts."""
     check_processes(processes)
     if target_noise is not None and not 0 < target_noise < 1:
         raise UserError(
@@ -254,6 +263,10 @@ def sample(
         for k in keys
     }
     runner = _Runner(out, cells, tag, say, on_round, round_runner, groups or {})
+    if comparisons and not target_noise:
+        _sequential(out, runner, have, processes, comparisons, budget_s, began, seed, say, clock)
+        out.wall_s = clock() - began
+        return out
     runner.rounds(wanted, seed)
     if target_noise:
         budget = DEFAULT_BUDGET_S if budget_s is None else budget_s
@@ -382,6 +395,61 @@ class _Runner:
             raise
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _sequential(
+    out: Sampled,
+    runner: _Runner,
+    have: dict[str, ConfigSamples],
+    processes: int,
+    comparisons: list[tuple[str, str]],
+    budget_s: float | None,
+    began: float,
+    seed: int,
+    say: Callable[[str], None],
+    clock: Callable[[], float],
+) -> None:
+    """Rounds with a look after each from sequential.FIRST_LOOK on (a wave of rounds on
+    several GPUs): the settled cells leave; ``processes`` rounds a cell at most (the rounds'
+    windows it had count: a resumed sweep), more within ``budget_s`` for cells still
+    undecided."""
+    wave = max(1, len(out.gpus))
+    most = MAX_ROUNDS if budget_s is not None else processes
+
+    def taken(key: str) -> int:
+        before = sum(1 for w in have.get(key, ConfigSamples()).windows if w.round)
+        return before + len(out.windows[key])
+
+    def samples() -> dict[str, ConfigSamples]:
+        return {
+            k: have.get(k, ConfigSamples()) + ConfigSamples(tuple(out.windows[k]))
+            for k in runner.cells
+        }
+
+    done = sequential.settled(samples(), comparisons)
+    live = [k for k in runner.cells if taken(k) < processes and k not in done]
+    while live and (least := min(map(taken, live))) < most:
+        step = min(max(sequential.FIRST_LOOK - least, wave, 1), most - least)
+        if budget_s is not None and least >= processes:  # past the count: the budget decides
+            spent = clock() - began
+            pace = spent / out.rounds if out.rounds else 0.0
+            if spent + pace * step > budget_s:
+                say(f"  the budget of {units.plain(budget_s)} s ends the rounds")
+                break
+        runner.rounds({k: min(step, most - taken(k)) for k in live}, seed)
+        done = sequential.settled(samples(), comparisons)
+        leaving = [k for k in live if k in done or k in out.errors or taken(k) >= most]
+        live = [k for k in live if k not in leaving]
+        out.looks += 1
+        decided = [k for k in leaving if k in done and k not in out.errors]
+        for key in decided:
+            out.settled_after[key] = out.rounds
+        if decided and live:
+            say(
+                f"  look after round {out.rounds}: {', '.join(decided)} decided "
+                f"({sequential.RULE}, p < {sequential.INTERIM_ALPHA:g}); "
+                f"{len(live)} cell(s) go on"
+            )
 
 
 def _second_stage(

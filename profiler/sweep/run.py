@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from profiler import runs, signals, units
+from profiler.analysis import sequential as sequential_rule
 from profiler.analysis.benchmark import with_gpus
 from profiler.errors import Interrupted, UserError, os_error_line
 from profiler.fsutil import clean_leftovers, folder_lock
@@ -233,16 +234,8 @@ def sample_cells(p: SweepPlan, manifest: SweepManifest, say, executor=None) -> N
     cells, have, results = _finished_cells(p, manifest)
     if not cells:
         return
-    say(
-        f"sampling: {p.processes} processes per cell"
-        + (
-            f", more until ±{units.plain(100 * p.target_noise)} % or "
-            f"{units.plain(p.budget_s or rounds.DEFAULT_BUDGET_S)} s"
-            if p.target_noise
-            else ""
-        )
-        + f", {len(cells)} cells interleaved in fresh processes"
-    )
+    sequential = not p.fixed_rounds and p.target_noise is None
+    say(f"sampling: {_sampling_words(p)}, {len(cells)} cells interleaved in fresh processes")
     round_runner, gpus = rounds.run_round, p.gpus or None
     if hasattr(executor, "round_runner"):
         round_runner, gpus = executor.round_runner()
@@ -262,12 +255,38 @@ def sample_cells(p: SweepPlan, manifest: SweepManifest, say, executor=None) -> N
         gpus=gpus,
         groups=groups,
         round_runner=round_runner,
+        comparisons=[(a, b) for a, b in p.comparisons() if a in cells and b in cells]
+        if sequential
+        else None,
     )
     record(sampled)
     say(
         f"sampling took {units.seconds_unit(sampled.wall_s, 0)} ({sampled.rounds} round(s)"
         + (f" in {sampled.processes} processes over {where}" if len(sampled.gpus) > 1 else "")
         + ")"
+        + (f"; {early} cell(s) decided before the last round" if (early := _early(sampled)) else "")
+    )
+
+
+def _early(sampled: rounds.Sampled) -> int:
+    """The cells the sequential rounds let go before their last round."""
+    return sum(1 for after in sampled.settled_after.values() if after < sampled.rounds)
+
+
+def _sampling_words(p: SweepPlan) -> str:
+    """How many rounds the cells take, in words."""
+    if p.target_noise:
+        return (
+            f"{p.processes} processes per cell, more until ±{units.plain(100 * p.target_noise)} %"
+            f" or {units.plain(p.budget_s or rounds.DEFAULT_BUDGET_S)} s"
+        )
+    if p.fixed_rounds:
+        return f"{p.processes} processes per cell"
+    return (
+        f"up to {p.processes} rounds per cell"
+        + (f", more within {units.plain(p.budget_s)} s for undecided ones" if p.budget_s else "")
+        + f"; sequential ({sequential_rule.RULE}): a cell leaves the rounds once its verdicts "
+        f"are decided at p < {sequential_rule.INTERIM_ALPHA:g}"
     )
 
 
@@ -314,7 +333,7 @@ def _recorder(
                 results[name] = record_processes(
                     p.sweep_dir / name,
                     merged,
-                    f"{p.processes} processes per cell, interleaved over {count} cells "
+                    f"{_sampling_words(p)}; interleaved over {count} cells "
                     + (
                         "(a round = one fresh process timing each cell once, the leader rotated)"
                         if len(sampled.gpus) < 2
