@@ -264,13 +264,17 @@ def sample_cells(p: SweepPlan, manifest: SweepManifest, say, executor=None) -> N
         f"sampling took {units.seconds_unit(sampled.wall_s, 0)} ({sampled.rounds} round(s)"
         + (f" in {sampled.processes} processes over {where}" if len(sampled.gpus) > 1 else "")
         + ")"
-        + (f"; {early} cell(s) decided before the last round" if (early := _early(sampled)) else "")
+        + (
+            f"; {early} of {len(cells)} cells decided before round {p.processes}"
+            if (early := _early(sampled, p.processes))
+            else ""
+        )
     )
 
 
-def _early(sampled: rounds.Sampled) -> int:
-    """The cells the sequential rounds let go before their last round."""
-    return sum(1 for after in sampled.settled_after.values() if after < sampled.rounds)
+def _early(sampled: rounds.Sampled, most: int) -> int:
+    """The cells the sequential rounds let go before round ``most`` (--processes)."""
+    return sum(1 for after in sampled.settled_after.values() if after < most)
 
 
 def _sampling_words(p: SweepPlan) -> str:
