@@ -30,6 +30,7 @@ import argparse
 import os
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -128,21 +129,25 @@ class Measured:
 def measure(
     cmd: list[str], cap_gb: float = 0, timeout: float | None = None, stdout=None
 ) -> Measured | None:
-    """One command under the wrapper; None when it ran past ``timeout``."""
+    """One command under the wrapper; None when it ran past ``timeout`` (the wrapper and the
+    command, in a session of their own, are then killed together)."""
     cap = int(cap_gb * 2**30)
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-c", _MEASURE, str(cap), *cmd],
-            cwd=REPO,
-            stdout=stdout if stdout is not None else subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=timeout,
-            env=dict(os.environ, COLUMNS="200"),
-        )
-    except subprocess.TimeoutExpired:
-        return None
-    lines = proc.stderr.strip().splitlines()
+    with subprocess.Popen(
+        [sys.executable, "-c", _MEASURE, str(cap), *cmd],
+        cwd=REPO,
+        stdout=stdout if stdout is not None else subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, COLUMNS="200"),
+        start_new_session=True,
+    ) as proc:
+        try:
+            _, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            return None
+    lines = stderr.strip().splitlines()
     return Measured(lines[-1], "\n".join(lines[:-1]))
 
 
@@ -155,8 +160,13 @@ def fmt(values: list[float], digits: int = 1) -> str:
 
 
 def size_run(trace: Path, repeat: int, tables: Path) -> tuple[float, float]:
-    """The floor and summarize, interleaved ``repeat`` times; their medians (s)."""
+    """The floor and summarize, interleaved ``repeat`` times, after one read of the file (not
+    measured: every measurement then finds it in the page cache as far as it fits); their
+    medians (s)."""
     floors, walls, cpus, together, largest, progress = [], [], [], [], [], []
+    with open(trace, "rb") as warm:
+        while warm.read(1 << 24):
+            pass
     for _ in range(repeat):
         floor = measure([sys.executable, "-c", _FLOOR, str(trace)])
         assert floor is not None and floor.rc == 0, floor and floor.stderr
@@ -230,14 +240,16 @@ def gzip_run(trace: Path, repeat: int) -> None:
     gz.parent.mkdir(exist_ok=True)
     if not gz.exists():
         start = time.perf_counter()
+        partial = gz.with_name(gz.name + ".partial")  # renamed when whole
         if shutil.which("gzip"):
-            with open(gz, "wb") as out:
+            with open(partial, "wb") as out:
                 subprocess.run(["gzip", "-6", "-c", str(trace)], stdout=out, check=True)
         else:  # pragma: no cover
             import gzip
 
-            with open(trace, "rb") as src, gzip.open(gz, "wb", compresslevel=6) as dst:
+            with open(trace, "rb") as src, gzip.open(partial, "wb", compresslevel=6) as dst:
                 shutil.copyfileobj(src, dst, 1 << 24)
+        partial.replace(gz)
         print(f"gzipped {trace.name} (level 6) in {time.perf_counter() - start:.0f} s")
     text = trace.stat().st_size
     print(f"{gz.name}: {gz.stat().st_size / 1e6:.0f} MB gzip of {text / 1e9:.2f} GB of JSON")

@@ -133,7 +133,9 @@ def shifted(event: dict[str, Any], copy: int, parts: Parts) -> dict[str, Any]:
 
 
 def build(source: Path, out: Path, size_gb: float) -> dict[str, Any]:
-    """Write the trace; what it holds (copies, steps, events, complete events, kernels)."""
+    """Write the trace (under a temporary name, renamed when whole: a stopped build leaves no
+    trace a later run would take as built); what it holds (copies, steps, events, complete
+    events, kernels)."""
     parts = Parts(read(source))
     block_cpu = [dumps(e) for e in parts.cpu_step]
     block_gpu = [dumps(e) for e in parts.gpu_step]
@@ -150,7 +152,8 @@ def build(source: Path, out: Path, size_gb: float) -> dict[str, Any]:
     counted["kernels"] += copies * sum(e.get("cat") == "kernel" for e in block)
     header = dumps(parts.header)[:-1] + b', "traceEvents": [\n'
     first = True
-    with open(out, "wb") as f:
+    partial = out.with_name(out.name + ".partial")
+    with open(partial, "wb") as f:
         f.write(header)
 
         def write(lines: list[bytes]) -> None:
@@ -176,6 +179,7 @@ def build(source: Path, out: Path, size_gb: float) -> dict[str, Any]:
             span["dur"] = (parts.end + (copies - 1) * parts.period) - span["ts"] + 1000.0
             write([dumps(span)])
         f.write(b"\n]}\n")
+    partial.replace(out)
     counted["bytes"] = out.stat().st_size
     return counted
 
