@@ -7,13 +7,14 @@ profiler.report.benchmark_view writes as benchmark.csv and benchmark.md and prin
 Columns (times in ms, as the timed window measured them; the trace figures come from the
 profiled steps, summarized with profiler.trace):
 
-model, device, backend, bs, mean_ms, p50_ms (with several processes per cell: the geometric mean
-of the per-process medians, the figure the latency speedup and verdict speak of), p90_ms, p99_ms
-(the cell's own window), gpu_compute_ms and enqueue_ms (trtexec's split of one call: the
-device's work with launch gaps excluded, the geometric mean over processes of each process's
-GPU-time p50, and the host's launch time, p50 of the run's timed window; empty where not
-measured), bound (launch-bound or GPU-bound: the host's enqueue p90 against 0.8 x the GPU time
-in most processes), throughput_per_s,
+model, device, backend, bs, mean_ms, p50_ms, p90_ms, p99_ms (with several processes per cell,
+every latency column comes from the same processes: each process's figure from its own window,
+then their geometric mean; p50_ms is the figure the latency speedup and verdict speak of),
+gpu_compute_ms and enqueue_ms (trtexec's split of one call: the device's work with launch gaps
+excluded, the geometric mean over processes of each process's GPU-time p50, and the host's
+launch time, the geometric mean of each process's enqueue p50; empty where not measured),
+bound (launch-bound or GPU-bound: the host's enqueue p90 against 0.8 x the GPU time in most
+processes), throughput_per_s (bs over mean_ms),
 speedup (latency: the baseline's p50 / this cell's p50 at the same batch size; empty when the
 baseline cell did not finish), speedup_low and speedup_high (its 95 % interval) and verdict
 (faster, slower, same within ±2 %, undecided; "baseline" on the baseline's own cells), and the
@@ -31,8 +32,9 @@ Runtime: export + session creation, or the session alone from a cached ONNX file
 first call, where torch.compile compiles; empty for eager and TorchScript), rel_l2_error (vs the
 FP32 eager reference; empty for pytorch_fp32, the reference itself), tensor_core_pct (time in Tensor
 Core kernels, % of kernel time: a kernel that uses Tensor Cores at all counts whole; not how busy
-the tensor pipe was), gpu_util_pct, cv_pct (the timed window's coefficient of variation), noise (its
-warnings, ";"-joined),
+the tensor pipe was), gpu_util_pct, cv_pct (the coefficient of variation inside a window: with
+several processes the geometric mean of each process's), noise (the warnings of the cell's own
+run's window, ";"-joined: that one window's),
 peak_allocated_mib and peak_reserved_mib (PyTorch allocator, timed window; empty on a CPU),
 engine_mib (TensorRT engines' device memory),
 tflops, pct_peak_compute, gbs, pct_peak_bandwidth, flop_per_byte (the roofline of the timed
@@ -493,19 +495,20 @@ def _finished(
     gpu_ms = gpu_compute.gpu_p50_ms if gpu_compute else None
     compile_s, compile_what = compile_time(result)
     window, memory, roofline = window_noise(result), memory_figures(result), _roofline(result)
+    pooled = process_figures(used, cell.batch_size) if several else {}
     figures = BenchmarkCell(
         model=manifest.model,
         device=(result.environment.gpu or {}).get("name") or "CPU",
         backend=cell.backend,
         bs=cell.batch_size,
-        mean_ms=timing.mean_ms,
+        mean_ms=pooled.get("mean_ms", timing.mean_ms),
         p50_ms=used.geometric_mean("latency") if several else timing.p50_ms,
-        p90_ms=timing.p90_ms,
-        p99_ms=timing.p99_ms,
+        p90_ms=pooled.get("p90_ms", timing.p90_ms),
+        p99_ms=pooled.get("p99_ms", timing.p99_ms),
         gpu_compute_ms=(used.geometric_mean("gpu_time") or gpu_ms) if several else gpu_ms,
-        enqueue_ms=gpu_compute.enqueue_p50_ms if gpu_compute else None,
+        enqueue_ms=pooled.get("enqueue_ms", gpu_compute.enqueue_p50_ms if gpu_compute else None),
         bound=used.bound() or "",
-        throughput_per_s=timing.throughput_samples_per_s,
+        throughput_per_s=pooled.get("throughput_per_s", timing.throughput_samples_per_s),
         processes=len(used) or None,
         gpus=";".join(sorted({g for g in used.gpus() if g})),  # one CSV cell
         baseline=manifest.baseline,
@@ -515,7 +518,7 @@ def _finished(
         rel_l2_error=result.numerics.rel_l2_error if result.numerics else None,
         tensor_core_pct=_float(metrics.get("tensor_core_pct")),
         gpu_util_pct=_float(metrics.get("gpu_util_pct")),
-        cv_pct=None if window is None else 100 * window.cv,
+        cv_pct=pooled.get("cv_pct", None if window is None else 100 * window.cv),
         noise="; ".join(w.split(":")[0] for w in window.warnings) if window else "",
         peak_allocated_mib=memory.peak_allocated_mib,
         peak_reserved_mib=memory.peak_reserved_mib,
@@ -533,6 +536,32 @@ def _finished(
         elapsed_s=cell.elapsed_s,
     )
     return msgspec.structs.replace(figures, **phase_seconds(result))
+
+
+def process_figures(samples: ConfigSamples, batch_size: int) -> dict[str, float]:
+    """A row's latency figures from the processes its p50 comes from: each process's mean,
+    p90, p99, coefficient of variation and enqueue p50 from its own window, their geometric
+    mean over the processes (the p50's rule), and the throughput of that mean."""
+    windows = [w for w in samples.windows if len(w.latency_ms)]
+    if not windows:
+        return {}
+
+    def geomean(values: list[float]) -> float | None:
+        kept = [v for v in values if v > 0 and math.isfinite(v)]
+        return math.exp(sum(map(math.log, kept)) / len(kept)) if kept else None
+
+    per = [np.asarray(w.latency_ms, dtype=float) for w in windows]
+    cvs = [100 * float(x.std(ddof=1) / x.mean()) for x in per if len(x) > 1 and x.mean() > 0]
+    found = {
+        "mean_ms": geomean([float(x.mean()) for x in per]),
+        "p90_ms": geomean([float(np.percentile(x, 90)) for x in per]),
+        "p99_ms": geomean([float(np.percentile(x, 99)) for x in per]),
+        "cv_pct": 0.0 if cvs and not any(cvs) else geomean(cvs),
+        "enqueue_ms": geomean([float(np.median(w.enqueue_ms)) for w in windows if w.enqueue_ms]),
+    }
+    if found["mean_ms"]:
+        found["throughput_per_s"] = batch_size * 1000 / found["mean_ms"]
+    return {k: v for k, v in found.items() if v is not None}
 
 
 def _generation_figures(result: RunResult, used: ConfigSamples) -> dict[str, Any]:

@@ -454,8 +454,9 @@ CellVerdict = Literal["faster", "slower", "same", "undecided", "baseline", ""]
 class BenchmarkCell(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One cell of a sweep, a row of its benchmark table (benchmark.csv; the fields in its
     column order; profiler.analysis.benchmark's module doc says what each figure is): what ran,
-    its timed figures (ms; with several processes p50_ms and gpu_compute_ms are the geometric
-    means of the per-process medians), the classification, each figure's speedup over the
+    its timed figures (ms; with several processes every latency figure, p50_ms to cv_pct, is
+    the geometric mean of each process's, and gpu_compute_ms of each process's GPU-time
+    median), the classification, each figure's speedup over the
     baseline's cell with its 95 % interval and its verdict, both verdicts' records, the processes
     and GPUs behind them, numerics, noise, memory, the roofline, the generation figures, how the
     cell ended and where its seconds went. A figure not measured is null; a swept option
