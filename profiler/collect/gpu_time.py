@@ -3,8 +3,9 @@ gaps excluded) and the host's time to launch it (enqueue), measured without the 
 window of its own after the timed one, as many iterations as the timed window (result.json:
 ``timing.gpu_compute``; per iteration in latency.csv and processes.csv).
 
-Method, per iteration, all on the current CUDA stream (NVBench's "cold" measurement behind a
-blocking kernel):
+Method, per iteration, all on the current CUDA stream (a call queued behind a blocking kernel,
+as NVBench's blocking-kernel method does; unlike NVBench's "cold" time the L2 cache is not
+flushed between calls: the figure is hot-L2, at warm clocks):
 
 1. ``torch.cuda._sleep(cycles)``: a kernel that spins the stream for a number of SM cycles;
 2. a start CUDA event, recorded behind the sleep;
