@@ -5,13 +5,16 @@ generated from their types (profiler/cli/documents.py, profiler/runs/result.py, 
     python scripts/gen_schemas.py            # (re)write docs/schema/*.json
     python scripts/gen_schemas.py --check    # exit 1 when docs/schema/ is out of date
 
-Run it after changing one of those types; tests/test_cli_output.py fails until you do.
+Run it after changing one of those types; tests/test_cli_output.py fails until you do. When
+that test fails and no type changed, check the installed msgspec first (the message names it):
+the schemas are the same under every version pyproject.toml allows.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -39,14 +42,35 @@ def stale(folder: Path = SCHEMA_DIR) -> list[str]:
     return sorted(differ + list(have - set(want)))
 
 
+def library_line() -> str:
+    """The version of msgspec that wrote the schemas here and the versions pyproject.toml allows:
+    the first thing to check when docs/schema/ differs and no type was changed."""
+    from importlib.metadata import version
+
+    found = re.search(r'"(msgspec[^"]*)"', (ROOT / "pyproject.toml").read_text())
+    allowed = found.group(1) if found else "msgspec"
+    return f"msgspec {version('msgspec')} is installed ({allowed} allowed)"
+
+
+def stale_message(differ: list[str]) -> str:
+    """What to do about stale schemas: the library's version first (an upgraded msgspec writes
+    them differently), regenerating only after a change of type."""
+    return (
+        f"docs/schema/ differs from the types in {', '.join(differ)}. {library_line()}: if no "
+        "type changed, the installed msgspec writes schemas differently; install the versions "
+        'pyproject.toml allows (pip install -e ".[dev]") and do not regenerate. If a type '
+        "changed, run: python scripts/gen_schemas.py"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only say whether it is up to date")
     args = parser.parse_args()
     if args.check:
         differ = stale()
-        for name in differ:
-            print(f"docs/schema/{name} is out of date with the types", file=sys.stderr)
+        if differ:
+            print(stale_message(differ), file=sys.stderr)
         return 1 if differ else 0
     SCHEMA_DIR.mkdir(parents=True, exist_ok=True)
     for name in {p.name for p in SCHEMA_DIR.glob("*.json")} - set(expected()):

@@ -54,7 +54,8 @@ def json_of(done) -> dict:
 
 
 def test_docs_schema_is_up_to_date_with_the_types():
-    assert gen_schemas.stale() == [], "run: python scripts/gen_schemas.py"
+    differ = gen_schemas.stale()
+    assert differ == [], gen_schemas.stale_message(differ)
     assert {p.stem for p in SCHEMA_DIR.glob("*.json")} == set(DOCUMENTS) | set(FILES)
 
 
@@ -66,6 +67,47 @@ def test_a_stale_schema_folder_is_found(tmp_path):
     (tmp_path / "sweep.json").unlink()
     (tmp_path / "gone.json").write_text("{}\n")
     assert gen_schemas.stale(tmp_path) == ["compare.json", "gone.json", "sweep.json"]
+
+
+def test_a_stale_schema_names_the_library_version_before_regenerating():
+    import msgspec
+
+    message = gen_schemas.stale_message(["compare.json"])
+    assert f"msgspec {msgspec.__version__} is installed" in message
+    assert "<0.24" in message  # the bounds pyproject.toml allows
+    assert message.index(msgspec.__version__) < message.index("gen_schemas.py")
+
+
+def test_schemas_do_not_depend_on_how_msgspec_indents_docstrings(monkeypatch):
+    """msgspec 0.22 kept a docstring's indent in a description, 0.23 drops it: the schemas read
+    the same under both (and under any other indent)."""
+    import msgspec
+
+    from profiler.cli import documents
+
+    real = msgspec.json.schema
+
+    def indented(value):
+        if isinstance(value, dict):
+            return {
+                k: "\n        ".join(v.split("\n"))
+                if k == "description" and isinstance(v, str)
+                else indented(v)
+                for k, v in value.items()
+            }
+        return [indented(v) for v in value] if isinstance(value, list) else value
+
+    plain = documents.all_schemas()
+    monkeypatch.setattr(msgspec.json, "schema", lambda t: indented(real(t)))
+    assert documents.all_schemas() == plain
+    assert any("\n" in d for d in _descriptions(plain))  # multi-line ones were indented
+
+
+def _descriptions(value) -> list[str]:
+    if isinstance(value, dict):
+        found = [value["description"]] if isinstance(value.get("description"), str) else []
+        return found + [d for v in value.values() for d in _descriptions(v)]
+    return [d for v in value for d in _descriptions(v)] if isinstance(value, list) else []
 
 
 def test_a_key_the_type_does_not_name_fails_validation():

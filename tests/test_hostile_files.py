@@ -65,8 +65,10 @@ TRACES = {
         "?]8;;http://x?k",
         "\x1b]8",
     ),
-    # NEW-14: bytes that are not UTF-8: read with replacement, not a UnicodeDecodeError
+    # NEW-14: bytes that are not UTF-8: read with replacement, not a UnicodeDecodeError, and
+    # said (the product's decision, whatever msgspec does with such bytes)
     "not-utf8": (_not_utf8, 0, "\ufffd", "Traceback"),
+    "not-utf8-note": (_not_utf8, 0, "holds bytes that are not UTF-8", "Traceback"),
     # NEW-15: a gzip bomb: refused after a bounded inflation
     "gzip-bomb": (_gzip_bomb, 2, "gzip bomb", "MemoryError"),
 }

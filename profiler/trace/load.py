@@ -59,6 +59,10 @@ def _load(path: Path) -> Trace:
         try:
             return _load_split(path, data) or load_robust(path, data)
         except UnicodeDecodeError:  # bytes that are not UTF-8 in a name: shown as U+FFFD
+            notices.note(
+                f"{path} holds bytes that are not UTF-8: they read as U+FFFD (the replacement "
+                "character) in the names that hold them"
+            )
             data = as_utf8(data)
             return _load_split(path, data) or load_robust(path, data)
     except UnicodeDecodeError as error:
