@@ -66,6 +66,12 @@ def test_each_rule_names_its_experiments():
     assert layers.experiments == [] and "per layer" in layers.without["trt-fp32-layers"]
 
 
+def test_the_conv_nets_channels_last_is_tried_on_are_the_models_of_that_name():
+    from profiler.collect.models import CONV_MODELS
+
+    assert experiments.CONV_MODELS == CONV_MODELS
+
+
 def test_a_change_two_rules_name_is_one_experiment_with_the_larger_promise():
     both = plan(
         [

@@ -219,3 +219,42 @@ def test_summary_md_of_a_cpu_run_has_no_kernel_sections(cpu_runs, tmp_path):
     assert "## CPU operators" in md
     for gpu_only in ("## Kernels", "## Kernel time by category", "Tensor Core"):
         assert gpu_only not in md, gpu_only
+
+
+def test_advise_on_a_cpu_run_suggests_the_cpu_experiments(cpu_runs, cli):
+    """`run`'s next: line names TorchScript; advise names it too, with Inductor, and the thread
+    count as a lever without a run option (not "nothing to try")."""
+    done = cli("advise", str(cpu_runs / A))
+    assert done.code == 0, done.stderr
+    out = " ".join(done.stdout.split())
+    assert "nothing to try" not in out
+    for shown in ("backend torchscript_fp32", "backend inductor_fp32", "OMP_NUM_THREADS"):
+        assert shown in out, shown
+    assert "cpu-threads: no experiment" in out
+
+
+def test_the_cpu_experiments_for_a_conv_net_and_a_cpu_with_bf16(tmp_path):
+    from profiler.analysis.advice import Evidence, advise
+    from profiler.analysis.experiments import plan
+    from profiler.analysis.insight import cpu_bf16
+
+    config = {"backend": "pytorch_fp32", "batch_size": 1, "model": "resnet18"}
+    on_cpu = Evidence(backend="pytorch_fp32", precision="fp32", on_cpu=True, cpu_bf16=True)
+    labels = [e.label for e in plan(advise(on_cpu), config).experiments]
+    assert set(labels) == {
+        "backend torchscript_fp32",
+        "backend inductor_fp32",
+        "--memory-format channels_last",
+        "backend pytorch_bf16",
+    }
+    without = Evidence(backend="pytorch_fp32", precision="fp32", on_cpu=True, cpu_bf16=False)
+    labels = [e.label for e in plan(advise(without), config).experiments]
+    assert "backend pytorch_bf16" not in labels
+    # a GPU run gets none of them
+    assert not advise(Evidence(backend="pytorch_fp32", precision="fp32"))
+    flags = tmp_path / "cpuinfo"
+    flags.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx512f avx512_bf16\n")
+    assert cpu_bf16(flags) is True
+    flags.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx2\n")
+    assert cpu_bf16(flags) is False
+    assert cpu_bf16(tmp_path / "none") is None

@@ -175,6 +175,15 @@ def test_report_of_a_run_and_of_a_sweep(tmp_path, monkeypatch):
     assert "Throughput still rising with batch size: try a larger --bs" in text
 
 
+def test_report_of_two_runs_goes_under_runs_made_when_missing(cli, tmp_path):
+    a, b = (str(H200 / "runs" / name) for name in ("pytorch_fp16_bs8", "ttrt_fp16_bs8"))
+    done = cli("report", a, b, "--peaks-dir", str(tmp_path / "none"))
+    assert done.code == 0, done.stderr
+    page = "runs/report_pytorch_fp16_bs8_vs_ttrt_fp16_bs8.html"
+    assert done.stdout.strip().splitlines()[-1] == f"wrote {page}"
+    assert (tmp_path / page).is_file() and not list(tmp_path.glob("*.html"))
+
+
 def test_report_errors_are_one_line(cli):
     result = cli("report", "no_such_run")
     assert result.code == 2 and result.stderr.startswith("error: no such file")
@@ -278,7 +287,10 @@ def test_a_cpu_run_records_its_flops_and_its_report_shows_them(cli, tmp_path):
     assert inputs.flops_by_operator and inputs.error is None
     done = cli("report", run, "--peaks-dir", str(tmp_path / "none"))
     assert done.code == 0, done.stderr
-    text = (tmp_path / f"report_{run}.html").read_text()
+    # the page goes under runs/, not into the current folder, and the last line names it
+    assert done.stdout.strip().splitlines()[-1] == f"wrote runs/report_{run}.html"
+    assert not list(tmp_path.glob("*.html"))
+    text = (tmp_path / "runs" / f"report_{run}.html").read_text()
     assert "GEMMs by recorded shape" in text and "aten::addmm" in text
     assert "FLOPs per batch (FlopCounterMode)" in text and "no ceilings" in text
 

@@ -263,7 +263,7 @@ def test_memory_bound_fires_for_tf32_at_batch_one_not_for_fp16_at_eight():
 def test_every_rule_names_its_source():
     from profiler.analysis.advice import RULES
 
-    assert len({r.id for r in RULES}) == len(RULES) == 6
+    assert len({r.id for r in RULES}) == len(RULES) == 9
     assert all(r.source and r.action and r.title for r in RULES)
 
 

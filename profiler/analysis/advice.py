@@ -48,6 +48,10 @@ class Evidence:
     roofline: Roofline | None = None
     #: the sweep's benchmark.csv rows, when the run is a sweep cell
     sweep: pd.DataFrame | None = None
+    #: the run ran on the CPU (its own levers: the CPU rules)
+    on_cpu: bool = False
+    #: this machine's CPU computes BF16 natively (AVX-512 BF16, AMX, Arm's BF16); None: unknown
+    cpu_bf16: bool | None = None
 
 
 @dataclass
@@ -317,6 +321,22 @@ def _memory_bound_far(ev: Evidence) -> Fired:
     }, {}
 
 
+#: where the CPU rules' levers come from
+CPU_GUIDE = "PyTorch performance tuning guide, CPU-specific optimizations"
+
+
+def _cpu_run(ev: Evidence) -> Fired:
+    """Any CPU run: the CPU's compilers and layout (its experiments leave out what it runs)."""
+    return ({"on_cpu": True}, {}) if ev.on_cpu else None
+
+
+def _cpu_bf16(ev: Evidence) -> Fired:
+    """An FP32 CPU run on a CPU that computes BF16 natively."""
+    if not ev.on_cpu or not ev.cpu_bf16 or ev.precision != "fp32":
+        return None
+    return {"on_cpu": True, "cpu_bf16": True}, {}
+
+
 RULES: tuple[Rule, ...] = (
     Rule(
         "launch-bound",
@@ -366,6 +386,29 @@ RULES: tuple[Rule, ...] = (
         "roofline: FLOPs (FlopCounterMode) over minimum bytes vs measured ceilings",
         _memory_bound_far,
         MEMORY_BOUND,
+    ),
+    Rule(
+        "cpu-backends",
+        "A CPU run: the CPU's compilers and layout",
+        "TorchScript (frozen, oneDNN fusion) or Inductor (torch.compile's generated C++/OpenMP "
+        "code); channels-last for a conv net",
+        CPU_GUIDE + " (TorchScript freezing and fusion, torch.compile, channels_last)",
+        _cpu_run,
+    ),
+    Rule(
+        "cpu-bf16",
+        "An FP32 CPU run on a CPU with native BF16",
+        "a bf16 backend (check the numerics column)",
+        CPU_GUIDE + " (BF16 on AVX-512 BF16 and AMX); the CPU's flags (/proc/cpuinfo)",
+        _cpu_bf16,
+    ),
+    Rule(
+        "cpu-threads",
+        "A CPU run: the thread count",
+        "run again with OMP_NUM_THREADS=N (torch's intra-op threads; fewer than the cores "
+        "when other work shares the machine) and compare",
+        CPU_GUIDE + " (OMP_NUM_THREADS, torch.set_num_threads)",
+        _cpu_run,
     ),
 )
 

@@ -19,7 +19,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
-from profiler.analysis.advice import Advice
+from profiler.analysis.advice import CPU_GUIDE, Advice
 from profiler.runs.backends import BACKENDS, family
 from profiler.runs.workloads import workload
 
@@ -176,6 +176,49 @@ def _memory_bound(config: Options) -> list[tuple[str, Options, str]]:
     return out
 
 
+#: the built-in conv nets, whose inputs channels-last changes (profiler.collect.models'
+#: CONV_MODELS; tests/test_advise.py checks that the two agree)
+CONV_MODELS = frozenset({"resnet50", "resnet18"})
+
+
+def _cpu_backends(config: Options) -> list[tuple[str, Options, str]]:
+    """A CPU run's compilers (TorchScript, Inductor) and, for a conv net on a backend that
+    places tensors in the asked layout, channels-last."""
+    spec = BACKENDS[config["backend"]]
+    out = []
+    for name, why in (
+        ("torchscript", "TorchScript freezes the model and fuses conv/linear with oneDNN"),
+        ("inductor", "torch.compile generates fused C++/OpenMP code for the CPU"),
+    ):
+        for changes in _switch(config, name, "fp32" if name == "torchscript" else None):
+            out.append((f"backend {changes['backend']}", changes, f"{why} ({CPU_GUIDE})"))
+    if (
+        config.get("model") in CONV_MODELS
+        and config.get("memory_format", "auto") != "channels_last"
+        and family(spec.family).tries_channels_last
+    ):
+        out.append(
+            (
+                "--memory-format channels_last",
+                {"memory_format": "channels_last"},
+                f"oneDNN's convolutions run NHWC without reorders ({CPU_GUIDE})",
+            )
+        )
+    return out
+
+
+def _cpu_bf16(config: Options) -> list[tuple[str, Options, str]]:
+    spec = BACKENDS[config["backend"]]
+    return [
+        (
+            f"backend {changes['backend']}",
+            changes,
+            f"BF16 matmul/conv on AVX-512 BF16 or AMX units ({CPU_GUIDE})",
+        )
+        for changes in _switch(config, spec.family, "bf16")
+    ]
+
+
 #: rule id -> what makes its experiments from the run's config (RunConfig fields as a dict)
 EXPERIMENTS = {
     "launch-bound": _launch_bound,
@@ -183,11 +226,15 @@ EXPERIMENTS = {
     "batch-headroom": _bigger_batches,
     "low-occupancy": _bigger_batches,
     "memory-bound": _memory_bound,
+    "cpu-backends": _cpu_backends,
+    "cpu-bf16": _cpu_bf16,
 }
 #: rules no option change tests, and why
 NO_EXPERIMENT = {
     "trt-fp32-layers": "the fix is per layer (mark the layers' precision in the engine), not a "
     "run option",
+    "cpu-threads": "the thread count is no run option: set OMP_NUM_THREADS in the environment "
+    "of a run",
 }
 
 

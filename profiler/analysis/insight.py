@@ -78,7 +78,27 @@ def evidence(
         trt_layers=read_trt_layers(run_folder) if run_folder else None,
         roofline=roofline,
         sweep=sweep,
+        on_cpu=result is not None and result.device.startswith("cpu"),
+        cpu_bf16=cpu_bf16() if result is not None and result.device.startswith("cpu") else None,
     )
+
+
+#: the CPU flags of native BF16 arithmetic: x86's AVX-512 BF16 and AMX, Arm's BF16 extension
+BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16", "bf16"})
+
+
+def cpu_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool | None:
+    """Whether this machine's CPU computes BF16 natively, from its flags (Linux); None where
+    they cannot be read."""
+    try:
+        text = cpuinfo.read_text(errors="replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("flags", "Features"):
+            return bool(BF16_FLAGS & set(value.split()))
+    return None
 
 
 def with_flops(result: RunResult, flops_table: dict[str, Any] | None) -> RunResult:

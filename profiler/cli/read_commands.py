@@ -147,7 +147,7 @@ def report(
         None,
         "--out",
         help="HTML file to write (default: "
-        "report_<run>.html, report_<a>_vs_<b>.html, or "
+        "runs/report_<run>.html, runs/report_<a>_vs_<b>.html, or "
         "<sweep>/report.html).",
     ),
     flops: Path | None = typer.Option(

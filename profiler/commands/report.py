@@ -13,6 +13,7 @@ from profiler.fsutil import read_small, write_text_atomic
 from profiler.report import html
 from profiler.report.pages import target_label
 from profiler.report.sections import COMPARE_PAGE, RUN_PAGE, SWEEP_PAGE, Context, page
+from profiler.runs.layout import RUNS_ROOT
 from profiler.runs.manifest import find_sweep
 
 
@@ -109,10 +110,10 @@ def run(
         default = sweep / "report.html"
     elif target_b is not None:
         page = compare_page(target, target_b, peaks_dir, flops_table, detail)
-        default = Path(f"report_{Path(target).name}_vs_{Path(target_b).name}.html")
+        default = Path(RUNS_ROOT, f"report_{Path(target).name}_vs_{Path(target_b).name}.html")
     else:
         page = run_page(target, peaks_dir, flops_table, detail)
-        default = Path(f"report_{Path(target).name}.html")
+        default = Path(RUNS_ROOT, f"report_{Path(target).name}.html")
     path = out or default
     try:
         write_text_atomic(path, page.render())
@@ -121,3 +122,5 @@ def run(
     if html.figures_missing():  # the tables are all there; say once what is not
         (sink.warn if sink is not None else notices.warn)(f"{path}: {html.figures_missing()}")
     return path
+        if out is None and sweep is None:  # runs/ (in the current folder), made when missing
+            path.parent.mkdir(exist_ok=True)

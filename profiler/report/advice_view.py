@@ -105,8 +105,18 @@ def _memory_bound(f: dict) -> tuple[dict, str]:
     )
 
 
+def _cpu(f: dict) -> tuple[dict, str]:
+    evidence = {"recorded on": "the CPU"}
+    if f.get("cpu_bf16"):
+        evidence["this machine's CPU flags"] = "BF16 (AVX-512 BF16 or AMX)"
+    return evidence, "none projected: measure it (advise --try)"
+
+
 #: rule id -> its figures in words (evidence by label, projected gain)
 WORDING: dict[str, Callable[[dict], tuple[dict, str]]] = {
+    "cpu-backends": _cpu,
+    "cpu-bf16": _cpu,
+    "cpu-threads": _cpu,
     "launch-bound": _launch_bound,
     "fp32-cuda-cores": _fp32_cuda_cores,
     "low-occupancy": _low_occupancy,
