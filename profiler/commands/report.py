@@ -116,11 +116,11 @@ def run(
         default = Path(RUNS_ROOT, f"report_{Path(target).name}.html")
     path = out or default
     try:
+        if out is None and sweep is None:  # runs/ (in the current folder), made when missing
+            path.parent.mkdir(exist_ok=True)
         write_text_atomic(path, page.render())
     except OSError as error:
         raise UserError(f"cannot write {path}: {error.strerror}") from None
     if html.figures_missing():  # the tables are all there; say once what is not
         (sink.warn if sink is not None else notices.warn)(f"{path}: {html.figures_missing()}")
     return path
-        if out is None and sweep is None:  # runs/ (in the current folder), made when missing
-            path.parent.mkdir(exist_ok=True)
