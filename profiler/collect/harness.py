@@ -139,6 +139,12 @@ def _run(
     """``began``: the perf_counter the run's wall time counts from (imports included)."""
     device = torch.device("cuda" if use_cuda else "cpu")
     precision_flags = set_math_flags(config)
+    # the run's first line, before the model is built (its FLOPs counted, its backend prepared)
+    label = "" if config.workload == "forward" else f" {config.workload}"
+    progress.say(
+        f"[bold]{config.model} {backend.name} bs{config.batch_size}{label}"
+        f"[/bold] on {device_name(use_cuda)}"
+    )
     context, workload, roofline_inputs = _build(config, backend, device, use_cuda, progress, timer)
     built_s = timer.seconds["build"]
 
@@ -187,7 +193,7 @@ def _build(
 ) -> tuple[RunContext, Workload, dict | None]:
     """Build the model and its workload (bad models and weights fail here, before any writing);
     with the roofline's inputs where the workload counts FLOPs."""
-    with timer("build"):
+    with timer("build"), progress.phase(f"building {config.model}"):
         model, inputs = models.build(config, device)
     context = RunContext(
         config,
@@ -204,7 +210,7 @@ def _build(
     workload = WORKLOADS[config.workload](context)  # refuses what it cannot measure
     roofline_inputs = None
     if workload.counts_flops:  # FLOPs of one forward pass
-        with timer("flops"):
+        with timer("flops"), progress.phase("counting FLOPs"):
             counted = _flop_count(config, model, inputs)
             roofline_inputs = flops.roofline_inputs(
                 model, inputs, backend.precision, config.batch_size, counted
@@ -254,10 +260,6 @@ def collect(
     timed, profile, after windows, numerics, the files, repeat windows; each one's seconds
     added to ``timer``."""
     config, backend, use_cuda = context.config, context.backend, context.use_cuda
-    progress.say(
-        f"[bold]{config.model} {backend.name} bs{config.batch_size}{workload.label}"
-        f"[/bold] on {device_name(use_cuda)}"
-    )
     workload.before_prepare(timer)
     step, prepare_s, first_call_s = window.prepare(
         workload, use_cuda, progress, graph_capture.for_backend(config, backend.family, use_cuda)
@@ -275,7 +277,11 @@ def collect(
     untraced_kernels = _untraced_call(config, step, use_cuda, progress, timer)
     activities, trace_files = window.profile(config, step, use_cuda, progress, tb_stage, timer)
     notes, artifacts = window.after_windows(step, run_stage, timer)
-    with nvtx_range("numerics"), timer("numerics"):
+    with (
+        nvtx_range("numerics"),
+        timer("numerics"),
+        progress.phase("numerics (the output against the FP32 eager reference)"),
+    ):
         numeric_check, output = workload.check(step, timed.output)
     with timer("write"):
         window.write_latency_csv(

@@ -61,8 +61,23 @@ class Progress:
         self.say(f"  [yellow]warning:[/] {escape(warning)}")
 
     @contextlib.contextmanager
+    def phase(self, text: str):
+        """Around a phase that can take seconds with nothing else to show (imports, the FLOP
+        count, prepare, the numeric check): a spinner on a terminal, else one line
+        ``  <text> ...`` before it, so that a run is never silent for long."""
+        if self.console is None or self.quiet:
+            yield
+        elif self.console.is_terminal:
+            with self.console.status(f"  {text} ..."):
+                yield
+        else:
+            self.say(f"  {text} ...")
+            yield
+
+    @contextlib.contextmanager
     def bar(self, label: str, total: int):
         if self.console is None or self.quiet or not self.console.is_terminal:
+            self.say(f"  {label} ...")  # (no bar off a terminal: a line says it started)
             yield lambda: None
             return
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
@@ -92,11 +107,15 @@ def prepare(
     and the windows it found go into the step's notes and graph_captures.json."""
     with nvtx_range("prepare"):
         began = time.perf_counter()
-        step = workload.prepare()
-        sync(use_cuda)
+        with progress.phase("prepare (the backend compiles or builds here)"):
+            step = workload.prepare()
+            sync(use_cuda)
         prepare_s = time.perf_counter() - began
         began = time.perf_counter()
-        with captures.recording() if captures else contextlib.nullcontext():
+        with (
+            progress.phase(workload.first_call),
+            captures.recording() if captures else contextlib.nullcontext(),
+        ):
             for _ in range(graph_capture.RECORDING_CALLS if captures else 1):
                 step.fn(*step.inputs)
                 sync(use_cuda)
@@ -258,10 +277,12 @@ def profile_with_torch(
     )
     mark_single_rank(profiler)
     with (
+        # (the bar, or its line, before Kineto's noise is held back: a line said inside would
+        # come out after the profile)
+        progress.bar("profile", config.profiled_steps) as tick,
         kineto_quiet(not use_cuda),
         nvtx_range("profile"),
         inductor_left_unimported(),
-        progress.bar("profile", config.profiled_steps) as tick,
         profiler as prof,
     ):
         for index in range(config.profiled_steps):

@@ -4,7 +4,9 @@ report/ only renders (tables, exports, figures)."""
 
 import contextlib
 import importlib.util
+import os
 import resource
+import sys
 
 from profiler.errors import UserError, first_line
 from profiler.runs.config import parse_duration
@@ -21,6 +23,28 @@ def torch_installed() -> bool:
         return importlib.util.find_spec("torch") is not None
     except ValueError:  # torch blocked (sys.modules["torch"] = None)
         return False
+
+
+#: the device files of a GPU torch could use: NVIDIA's driver, AMD's ROCm (kfd), WSL's (dxg)
+GPU_DEVICE_FILES = ("/dev/nvidiactl", "/dev/kfd", "/dev/dxg")
+
+
+def no_gpu_here(device_files: tuple[str, ...] = GPU_DEVICE_FILES) -> str | None:
+    """Why torch will see no GPU on this machine, decided without importing torch (which takes
+    seconds on a first start): CUDA_VISIBLE_DEVICES hides every GPU, or Linux has no GPU
+    driver's device file. None when there may be a GPU: then torch decides."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and visible.strip() in ("", "-1"):
+        return "CUDA_VISIBLE_DEVICES hides every GPU"
+    if sys.platform.startswith("linux") and not any(map(os.path.exists, device_files)):
+        return "this machine has no GPU driver (no /dev/nvidiactl)"
+    return None
+
+
+def loading_line(what: str) -> str | None:
+    """The progress line before the first import of torch in this process (seconds on a first
+    start, with nothing else to show), None when torch is loaded already."""
+    return None if "torch" in sys.modules else f"loading torch {what} ..."
 
 
 @contextlib.contextmanager

@@ -130,6 +130,10 @@ def fresh_windows(
         sides[0],
     )
     _check_models(results, trust_model, say, warn)
+    from profiler.commands import loading_line
+
+    if line := loading_line("to check that both configs can run here"):
+        say(line)
     here = runnable_here(both, results)
     cells = {
         label: rounds.window_config(config_json_of(r), r.timing.iters, r.timing.warmup_iters)

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from profiler import signals
-from profiler.commands import loading_torch
+from profiler.commands import loading_line, loading_torch, no_gpu_here
 from profiler.errors import UserError
 from profiler.runs.config import RunConfig
 from profiler.runs.result import result_text
@@ -19,6 +19,7 @@ def run(options: dict, sink, tb_compat: bool = False, command: str = "python pro
     from profiler.trace import tb_compat as compat
 
     config = RunConfig(**options)
+    _refuse_cuda_only(config)
     if tb_compat and config.capture != "torch":
         raise UserError("--tb-compat needs a trace: leave --capture at torch")
     # tb_logs/<run>_tbcompat/: the copies of this run's traces (--tb-compat), or of the run
@@ -29,6 +30,9 @@ def run(options: dict, sink, tb_compat: bool = False, command: str = "python pro
     from profiler.collect import bytecode
 
     bytecode.precompile()  # a fresh machine: compile what the run imports on the other cores
+    line = loading_line("and the harness")
+    if line and not sink.json:
+        sink.note(line)
     with loading_torch():
         from profiler.collect import harness
     from profiler.report import run_view
@@ -56,6 +60,17 @@ def run(options: dict, sink, tb_compat: bool = False, command: str = "python pro
         sink.document("run", json.loads(result_text(result)))
     else:
         run_view.print_result(result, sink.console, command=command, hints=not sink.quiet)
+
+
+def _refuse_cuda_only(config: RunConfig) -> None:
+    """A backend that needs a GPU, on a machine that has none: refused in one line before torch
+    is imported (in the harness's words; its check stays, for what only torch can tell)."""
+    from profiler.runs.backends import BACKENDS
+
+    spec = BACKENDS.get(config.backend)
+    hidden = no_gpu_here() if spec is not None and spec.needs_cuda else None
+    if hidden:
+        raise UserError(f"backend {config.backend} cannot run here: needs a CUDA GPU, and {hidden}")
 
 
 def _write_copies(result, copies: Path, sink, command: str) -> None:

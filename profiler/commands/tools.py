@@ -11,12 +11,17 @@ from profiler.errors import UserError
 def backends(sink) -> int:
     """``sink``: profiler.cli.output.Output, where the table or the --json document go."""
     from profiler.collect.backends import all_backends, cuda_available
-    from profiler.commands import NO_TORCH, torch_installed
+    from profiler.commands import NO_TORCH, loading_line, torch_installed
     from profiler.report import run_view
     from profiler.runs.backends import generation_words
 
     torch_here = torch_installed()
+    line = loading_line("to ask it for a GPU") if torch_here else None
+    if line and not sink.json:
+        sink.note(line)
     cuda = torch_here and cuda_available()
+    if torch_here and not sink.json:
+        sink.note("checking each backend's libraries (TensorRT, ONNX Runtime, torchao) ...")
 
     def why_not(backend) -> str | None:
         return backend.unavailable_reason(cuda) if torch_here else NO_TORCH
