@@ -156,3 +156,44 @@ def test_the_sweep_plan_names_each_comparison_and_budget_needs_no_target_noise(t
             budget_s=60,
             fixed_rounds=True,
         )
+
+
+def test_a_compare_without_windows_of_its_own_takes_its_rounds():
+    """compare --processes: A and B have no run window among the samples; the rounds run, and
+    a clear difference stops at the first look."""
+    runner = NoisyRounds({"A": 4.0, "B": 2.3})
+    sampled = rounds.sample(
+        {"A": {}, "B": {}},
+        {},
+        5,
+        say=lambda _: None,
+        round_runner=runner,
+        comparisons=[("A", "B")],
+    )
+    assert {len(w) for w in sampled.windows.values()} == {sequential.FIRST_LOOK}
+    one = rounds.sample(
+        {"A": {}, "B": {}}, {}, 1, say=lambda _: None, round_runner=runner, comparisons=[("A", "B")]
+    )
+    assert {len(w) for w in one.windows.values()} == {1}  # --processes 1: one round, no look
+
+
+class FailingCell(NoisyRounds):
+    def __call__(self, cells, gpu=None, started=None):
+        out = super().__call__(cells, gpu, started)
+        out["near"] = "it crashed"
+        return out
+
+
+def test_a_cell_that_leaves_with_an_error_does_not_hold_its_baseline():
+    runner = FailingCell({k: v for k, v in BASE.items() if k != "same"})
+    cells = {k: {} for k in runner.base}
+    sampled = rounds.sample(
+        cells,
+        {k: own(ms) for k, ms in runner.base.items()},
+        5,
+        say=lambda _: None,
+        round_runner=runner,
+        comparisons=[("base", "fast"), ("base", "near")],
+    )
+    assert "near" in sampled.errors
+    assert len(sampled.windows["base"]) == sequential.FIRST_LOOK  # only "fast" kept it

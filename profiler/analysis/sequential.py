@@ -50,9 +50,7 @@ def figure_of(a: ConfigSamples, b: ConfigSamples) -> FigureName:
 def decided(a: ConfigSamples, b: ConfigSamples, alpha: float = INTERIM_ALPHA) -> bool:
     """Whether B against A reads faster, slower or the same at level ``alpha``, once each side
     has FIRST_LOOK windows from rounds (before that, a floor would stand in for the spread: a
-    look is on measured spread only). A side without windows: nothing to wait for."""
-    if not len(a) or not len(b):
-        return True
+    look is on measured spread only)."""
     if min(sum(1 for w in side.windows if w.round) for side in (a, b)) < FIRST_LOOK:
         return False
     found = figure_verdict(a, b, figure_of(a, b), alpha=alpha)
@@ -61,7 +59,8 @@ def decided(a: ConfigSamples, b: ConfigSamples, alpha: float = INTERIM_ALPHA) ->
 
 def settled(samples: dict[str, ConfigSamples], comparisons: list[tuple[str, str]]) -> set[str]:
     """The cells whose every comparison (baseline, cell) is decided at an interim look: they
-    need no more rounds. A cell in no comparison is settled."""
+    need no more rounds. A cell in no comparison is settled (a comparison with a cell that
+    left the rounds is left out by the caller)."""
     open_cells = {
         key
         for a, b in comparisons

@@ -426,7 +426,10 @@ def _sequential(
             for k in runner.cells
         }
 
-    done = sequential.settled(samples(), comparisons)
+    def open_comparisons() -> list[tuple[str, str]]:  # those whose cells both still answer
+        return [(a, b) for a, b in comparisons if a not in out.errors and b not in out.errors]
+
+    done = sequential.settled(samples(), open_comparisons())
     live = [k for k in runner.cells if taken(k) < processes and k not in done]
     while live and (least := min(map(taken, live))) < most:
         step = min(max(sequential.FIRST_LOOK - least, wave, 1), most - least)
@@ -437,7 +440,7 @@ def _sequential(
                 say(f"  the budget of {units.plain(budget_s)} s ends the rounds")
                 break
         runner.rounds({k: min(step, most - taken(k)) for k in live}, seed)
-        done = sequential.settled(samples(), comparisons)
+        done = sequential.settled(samples(), open_comparisons())
         leaving = [k for k in live if k in done or k in out.errors or taken(k) >= most]
         live = [k for k in live if k not in leaving]
         out.looks += 1
@@ -447,7 +450,7 @@ def _sequential(
         if decided and live:
             say(
                 f"  look after round {out.rounds}: {', '.join(decided)} decided "
-                f"({sequential.RULE}, p < {sequential.INTERIM_ALPHA:g}); "
+                f"({sequential.RULE}, p < {units.plain(sequential.INTERIM_ALPHA)}); "
                 f"{len(live)} cell(s) go on"
             )
 

@@ -290,7 +290,7 @@ def _sampling_words(p: SweepPlan) -> str:
         f"up to {p.processes} rounds per cell"
         + (f", more within {units.plain(p.budget_s)} s for undecided ones" if p.budget_s else "")
         + f"; sequential ({sequential_rule.RULE}): a cell leaves the rounds once its verdicts "
-        f"are decided at p < {sequential_rule.INTERIM_ALPHA:g}"
+        f"are decided at p < {units.plain(sequential_rule.INTERIM_ALPHA)}"
     )
 
 
