@@ -193,7 +193,7 @@ def _build(
 ) -> tuple[RunContext, Workload, dict | None]:
     """Build the model and its workload (bad models and weights fail here, before any writing);
     with the roofline's inputs where the workload counts FLOPs."""
-    with timer("build"), progress.phase(f"building {config.model}"):
+    with timer("build"):  # (said by the run's first line, just before)
         model, inputs = models.build(config, device)
     context = RunContext(
         config,
