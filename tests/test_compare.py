@@ -90,7 +90,15 @@ def test_compare_command_tables_and_csvs(tmp_path, cli, monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")
     monkeypatch.chdir(H200)
     done = cli(
-        "compare", "pytorch_fp16_bs8", "runs/ttrt_fp16_bs8", "--top", "5", "--out", str(tmp_path)
+        "compare",
+        "pytorch_fp16_bs8",
+        "runs/ttrt_fp16_bs8",
+        "--top",
+        "5",
+        "--out",
+        str(tmp_path),
+        "--view",
+        "diff",
     )
     assert done.code == 0, done.stderr
     for words in (

@@ -37,7 +37,7 @@ def cpu_runs(tmp_path_factory):
 
 
 def test_compare_of_two_cpu_runs_shows_the_cpu_operator_diff_and_no_gpu_table(cpu_runs, cli):
-    done = cli("compare", str(cpu_runs / A), str(cpu_runs / B))
+    done = cli("compare", str(cpu_runs / A), str(cpu_runs / B), "--view", "full")
     assert done.code == 0, done.stderr
     out = done.stdout
     for gpu_only in GPU_TABLES:

@@ -172,6 +172,8 @@ def test_compare_recorded_rows_and_overview_trim_each_side_by_its_window(
         str(runs / "ttrt_fp16_bs8"),
         "--out",
         str(tmp_path / "out"),
+        "--view",
+        "full",
     )
     assert done.code == 0, done.stderr
     lines = [" ".join(line.replace("│", " ").split()) for line in done.stdout.splitlines()]

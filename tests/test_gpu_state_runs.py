@@ -136,7 +136,7 @@ def test_compare_of_two_runs_names_the_kernels_that_differ(cli):
     """Batch 1 against batch 8 on the H100: cuDNN and cuBLAS run other kernels; the line says
     so, names them, and puts it down to the configs, not to autotuning."""
     a, b = str(SWEEP / "pytorch_fp16_bs1"), str(SWEEP / "pytorch_fp16_bs8")
-    done = cli("compare", a, b, "--top", "3")
+    done = cli("compare", a, b, "--top", "3", "--view", "full")
     assert done.code == 0, done.stderr
     why = [line for line in done.stdout.splitlines() if line.startswith("why B differs")]
     assert len(why) == 1 and why[0].startswith(
@@ -173,7 +173,7 @@ def test_the_same_kernels_at_a_lower_clock(cli, tmp_path):
     kernels, the clock named as the cause, with B's throttle reasons."""
     a = copy_run(tmp_path / "a", state(1980))
     b = copy_run(tmp_path / "b", state(1755, ["gpu_idle", "sw_power_cap"]))
-    done = cli("compare", str(a), str(b), "--top", "1")
+    done = cli("compare", str(a), str(b), "--top", "1", "--view", "full")
     assert done.code == 0, done.stderr
     assert (
         "why B differs from A (clock): same kernels at a lower SM clock in B: 1755 MHz "

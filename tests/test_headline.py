@@ -45,7 +45,7 @@ def test_compare_of_a_run_with_itself_is_undecided_and_nothing_differs(cli):
     # one process a side: the between-process spread is unknown, so even a ratio of exactly 1
     # is no evidence of sameness; the line says so and how to decide it
     run = str(RUNS / "pytorch_fp32_bs8")
-    out = cli("compare", run, run, "--top", "3")
+    out = cli("compare", run, run, "--top", "3", "--view", "full")
     assert out.code == 0, out.stderr
     assert out.stdout.index("Timed window") < out.stdout.index("Overview")
     assert "undecided" in out.stdout and "1.00x" in out.stdout

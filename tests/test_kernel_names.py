@@ -42,3 +42,15 @@ def test_helpers():
     shorts = distinct_short_names(same_after_folding)
     assert len(set(shorts)) == 3
     assert distinct_short_names(["void k<1>(int)", "void k<1>(int)"]) == ["k", "k"]
+
+
+def test_variants_are_told_apart_by_the_words_that_differ_not_by_a_number_suffix():
+    """cuDNN's knob_21 and knob_23 (the same name otherwise) read as such, and no kernel of
+    the H200 TensorRT trace needs a #k suffix (they read alike at any width before)."""
+    table = summarize(
+        next((FIXTURES / "h200" / "tb_logs" / "ttrt_fp16_bs8").iterdir())
+    ).kernels.table
+    shorts = set(table["kernel"])
+    assert not any(" #" in short for short in shorts), sorted(shorts)
+    for knob in ("knob_21_128x128x32_10", "knob_23_128x128x32_10"):
+        assert any(f"pointwise×2_{knob}" in short for short in shorts), knob

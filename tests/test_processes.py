@@ -626,7 +626,7 @@ def test_compare_shows_gpu_compute_and_enqueue_beside_latency(cli, tmp_path):
         }
         (run / "result.json").write_text(_json.dumps(data))
         runs.append(f"gpu_sweep/{name}")
-    done = cli("compare", *runs, "--top", "1")
+    done = cli("compare", *runs, "--top", "1", "--view", "timed")
     assert done.code == 0, done.stderr
     line = next(ln for ln in done.stdout.splitlines() if "GPU compute p50" in ln)
     assert "1.500 ms" in line and "1.200 ms" in line and "-20.0 %" in line

@@ -21,7 +21,7 @@ FLOPS = FIXTURES / "roofline" / "resnet50_roofline_inputs.json"
 FACADES = {"RunAnalysis": RunAnalysis, "Comparison": Comparison, "SweepAnalysis": SweepAnalysis}
 TERMINAL_LISTS = {
     "summarize": tuple(row for row, _ in sections.SUMMARIZE),
-    "compare": sections.COMPARE,
+    **{f"compare --view {view}": rows for view, rows in sections.COMPARE_VIEWS.items()},
     "compare side": sections.COMPARE_SIDE,
 }
 PAGE_LISTS = {
@@ -97,10 +97,19 @@ def test_summarize_layers_and_phases_walk_their_rows(cli, walked):
 
 
 def test_compare_walks_its_list_then_each_sides(cli, walked):
-    done = cli("compare", str(H200 / "pytorch_fp16_bs8"), str(H200 / "ttrt_fp16_bs8"))
+    done = cli("compare", str(H200 / "pytorch_fp16_bs8"), str(H200 / "ttrt_fp16_bs8"), "-v")
     assert done.code == 0, done.stderr
     assert walked == [sections.COMPARE, sections.COMPARE_SIDE, sections.COMPARE_SIDE]
     assert "A: Roofline" in done.stdout and "B: Roofline" in done.stdout
+
+
+@pytest.mark.parametrize("view", ["answer", "timed", "diff", "full"])
+def test_compare_walks_the_views_rows(cli, walked, view):
+    done = cli(
+        "compare", str(H200 / "pytorch_fp16_bs8"), str(H200 / "ttrt_fp16_bs8"), "--view", view
+    )
+    assert done.code == 0, done.stderr
+    assert walked[0] == sections.COMPARE_VIEWS[view]
 
 
 def test_report_pages_walk_their_lists(tmp_path, walked):

@@ -62,7 +62,11 @@ def test_compare_names_the_figure_and_notes_once(cli):
     assert "GEMM + conv time in Tensor Core kernels" in metrics
     assert not any("on Tensor Cores" in m for m in metrics)
     assert sum(HOW in n for n in d.notes) == 1
-    out = flat(cli("compare", str(H200 / "pytorch_fp16_bs8"), str(H200 / "ttrt_fp16_bs8")).stdout)
+    out = flat(
+        cli(
+            "compare", str(H200 / "pytorch_fp16_bs8"), str(H200 / "ttrt_fp16_bs8"), "--view", "full"
+        ).stdout
+    )
     assert "time in Tensor Core kernels" in out and out.count(HOW) == 1
 
 

@@ -184,7 +184,7 @@ def _fresh_cli(cli, monkeypatch, sides, *args):
 
     monkeypatch.setattr(command, "fresh_windows", lambda *_, **__: sides)
     monkeypatch.setenv("COLUMNS", "160")
-    done = cli("compare", str(A), str(B), "--processes", "5", "--top", "3", *args)
+    done = cli("compare", str(A), str(B), "--processes", "5", "--top", "3", "--view", "full", *args)
     assert done.code == 0, done.stderr
     return done.stdout
 
@@ -309,7 +309,9 @@ def test_sweep_terminal_table_has_a_labelled_column_per_figure(gpu_time_sweep):
     assert "GPU-bound" in cells and "1.600" in cells  # bound and GPU ms beside the figures
     words = one_line(text)
     assert "held to a 5 % false discovery rate over the sweep's cells" in words
-    assert "note (ttrt_fp16 bs 8): launch-bound (A): enqueue p90" in words
+    # the launch-bound baseline said once for the cells it is launch-bound beside
+    assert "note: launch-bound (enqueue p90 >= " in words
+    assert "the baseline pytorch_fp16 at bs 1, 8. Quote the GPU-time verdicts there" in words
 
 
 def test_sweep_markdown_and_csv_carry_both_verdicts(gpu_time_sweep):

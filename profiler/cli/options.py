@@ -213,10 +213,12 @@ def _parameters(
             help += " A comma-separated list (e.g. 16,64) runs one cell per value."
         complete = None if not callable(spec.choices) else _completion(spec.choices)
         metavar = None
-        if isinstance(spec.choices, tuple):  # a short metavar; the choices in the help text
+        if spec.choices is not None:  # a short metavar; the choices in the help text (those
+            # a callable gives now: a backend registered at run time is not listed, but runs)
             metavar = f"<{spec.key.split('_')[-1]}>"
-            if not all(choice in help for choice in spec.choices):
-                help += f" One of: {', '.join(spec.choices)}."
+            listed = spec.choices() if callable(spec.choices) else spec.choices
+            if not all(choice in help for choice in listed):
+                help += f" One of: {', '.join(listed)}."
         option = typer.Option(
             default,
             *spec.flags,

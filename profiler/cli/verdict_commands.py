@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import typer
 
@@ -13,6 +14,9 @@ from profiler.cli.options import fresh_process_option, run_options
 from profiler.cli.output import Output
 from profiler.commands import parse_budget
 from profiler.runs.manifest import SWEEP_SETS
+
+#: compare --view (profiler.report.sections.COMPARE_VIEWS)
+CompareView = Literal["answer", "timed", "diff", "full"]
 
 
 # sweep, compare and advise are over 60 lines: tables of option declarations (typer)
@@ -157,6 +161,15 @@ def compare(
     ),
     b: str = typer.Argument(..., help="Run B (after), the same kinds of target."),
     top: int = typer.Option(15, "--top", help="Rows per table (0 = all)."),
+    view: CompareView = typer.Option(
+        "answer",
+        "--view",
+        metavar="<view>",
+        help="What to print: answer (the verdicts, why B differs and the largest changes, on "
+        "one screen), timed (the processes, the recorded runs and the config fields that "
+        "differ), diff (categories, kernels, operators, top gains and losses) or full (all of "
+        "them and each run's advice; -v too).",
+    ),
     out: Path | None = typer.Option(
         None,
         "--out",
@@ -217,6 +230,7 @@ def compare(
         a,
         b,
         top=top,
+        view=view,
         out=out,
         sink=Output(json=json_out),
         processes=processes,

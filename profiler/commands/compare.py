@@ -14,7 +14,7 @@ from profiler.analysis.run import Comparison, RunAnalysis
 from profiler.errors import UserError
 from profiler.report.export import write_table, write_tables
 from profiler.report.fmt import head
-from profiler.report.sections import COMPARE, Context, print_sections
+from profiler.report.sections import COMPARE_VIEWS, Context, print_sections
 from profiler.trace.diff import Diff
 from profiler.trace.summary import json_safe
 
@@ -51,6 +51,7 @@ def run(
     top: int = 15,
     out: Path | None = None,
     *,
+    view: str = "answer",
     sink,
     processes: int | None = None,
     target_noise: float | None = None,
@@ -64,6 +65,8 @@ def run(
     the recorded runs' figures then appear only under their own heading."""
     if top < 0:
         raise UserError(f"--top must be 0 (all) or more (got {top})")
+    if view not in COMPARE_VIEWS:
+        raise UserError(f"unknown --view {view!r}; choose one of: {', '.join(COMPARE_VIEWS)}")
     if not 0 <= same_within < 100:
         raise UserError(
             f"--same-within is a percentage from 0 to 100 (got {units.plain(same_within)})"
@@ -94,8 +97,10 @@ def run(
     if sink.json:
         sink.document("compare", diff_json(result, plain(timed_ab), top, plain(explanation)))
         return result
-    # the timed headline, why B differs, the diff tables, and each run's insight
-    print_sections(COMPARE, Context(both, sink.console, top=top))
+    # the verdicts, why B differs and the largest changes on one screen; the timed headline, the
+    # diff tables and each run's insight behind --view (all of them with -v)
+    rows = COMPARE_VIEWS["full" if sink.verbose and view == "answer" else view]
+    print_sections(rows, Context(both, sink.console, top=top))
     return result
 
 

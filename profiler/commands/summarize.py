@@ -12,7 +12,9 @@ from profiler.errors import UserError
 if TYPE_CHECKING:
     from profiler.analysis.run import RunAnalysis
 
-View = Literal["all", "overview", "kernels", "categories", "operators", "layers", "phases"]
+View = Literal[
+    "all", "overview", "kernels", "categories", "operators", "layers", "phases", "definitions"
+]
 VIEWS: tuple[View, ...] = get_args(View)
 
 

@@ -20,9 +20,10 @@ from profiler.analysis.benchmark import (
 from profiler.analysis.gpu_offsets import GpuOffset
 from profiler.analysis.records import BenchmarkCell, TimedVerdicts, plain as plain_record
 from profiler.analysis.roofline import MIN_BYTES_LABEL, MIN_GBS, MIN_PCT_BANDWIDTH
+from profiler.analysis.timed_verdict import LATENCY_TARGET, LEVER
 from profiler.analysis.verdict import FDR_Q
 from profiler.fsutil import write_text_atomic
-from profiler.report.console import FitTable
+from profiler.report.console import FitTable, print_prose
 from profiler.report.export import integer_counts, markdown_table
 from profiler.report.fmt import (
     CSV_FLOATS,
@@ -41,8 +42,9 @@ from profiler.report.fmt import (
     trimmed,
     window_flags,
 )
-from profiler.report.sentences import verdict_note
+from profiler.report.sentences import note_lines, verdict_note
 from profiler.runs.manifest import SweepManifest, axis_options
+from profiler.runs.samples import LAUNCH_BOUND, LAUNCH_BOUND_SHARE
 from profiler.trace.kernels import PIPE_BUSY_NOTE
 from profiler.trace.summary import json_safe
 
@@ -537,8 +539,64 @@ def print_verdict_notes(
             "on the spread between processes, which such a window widens",
             highlight=False,
         )
-    for label, note in verdict_notes(frame, manifest):
-        console.print(f"[yellow]note[/] ({escape(label)}): {escape(note)}", highlight=False)
+    for line in grouped_notes(frame, manifest):
+        print_prose(console, f"[yellow]note[/]{escape(line)}")
+
+
+def grouped_notes(frame: pd.DataFrame, manifest: SweepManifest) -> list[str]:
+    """The cells' verdict notes with what they share said once: one line names the
+    launch-bound cells (and the baseline, where it is one) with the lever and the processes
+    each latency verdict would need, then what is a cell's own (two figures that disagree).
+    A table read back from benchmark.csv (no verdict records) gives each cell's note whole.
+    Each line starts after the word "note" (": ..." or " (cell): ...")."""
+    if "verdicts" not in frame:
+        return [f" ({label}): {note}" for label, note in verdict_notes(frame, manifest)]
+    cells = [
+        (_label(r, manifest), v)
+        for r, v in zip(frame.itertuples(), frame["verdicts"])
+        if isinstance(v, TimedVerdicts)
+    ]
+    launch = [label for label, v in cells if v.bound_b.word == LAUNCH_BOUND]
+    baseline = sorted(
+        {label.split(" bs ")[1] for label, v in cells if v.bound_a.word == LAUNCH_BOUND}
+    )
+    lines = []
+    if launch or baseline:
+        who = "; ".join(
+            filter(
+                None,
+                (
+                    ", ".join(launch),
+                    f"the baseline {manifest.baseline} at bs {', '.join(baseline)}"
+                    if baseline
+                    else "",
+                ),
+            )
+        )
+        needed = [
+            f"{label} {v.latency_processes_for_5pct}"
+            for label, v in cells
+            if v.launch_bound and v.latency_processes_for_5pct is not None
+        ]
+        lines.append(
+            f": launch-bound (enqueue p90 >= {plain(LAUNCH_BOUND_SHARE)} x GPU time: the host "
+            f"paces the call, so its latency spreads with the host): {who}. Quote the GPU-time "
+            f"verdicts there; `{LEVER}` replays the call without launches"
+            + (
+                f"; processes a side a latency verdict would need for "
+                f"±{plain(100 * LATENCY_TARGET)} %: {', '.join(needed)}"
+                if needed
+                else ""
+            )
+        )
+    for label, v in cells:
+        own = [
+            line
+            for line in note_lines(v)
+            if not line.startswith(("launch-bound (", "the latency verdict would need", "`"))
+        ]
+        lines += [f" ({label}): {line}" for line in own]
+    return lines
 
 
 VERDICT_COLOURS = {"faster": "green", "slower": "red", "same": "cyan", "undecided": "yellow"}

@@ -19,8 +19,9 @@ from profiler.analysis.records import (
     Verdict,
     WindowNoise,
 )
-from profiler.report.console import FitTable
+from profiler.report.console import FitTable, print_prose
 from profiler.report.fmt import (
+    TimeColumn,
     change_pct,
     head,
     interval_figure,
@@ -101,7 +102,7 @@ def print_diff(
         ),
     ):
         if len(frame):
-            console.print(changes_table(frame, title, level))
+            console.print(changes_table(frame, title, level, result.on_cpu))
         else:
             console.print(none, highlight=False)
     for note in result.notes:
@@ -239,21 +240,33 @@ def cpu_operators_table(result: Diff, top: int) -> Table:
     """Two CPU runs' operators matched by name: calls, self and total CPU time per step."""
     ops = result.cpu_operators
     shown = head(ops, top)
-    t = _delta_table(
-        f"CPU operators by self CPU time, per step ({len(shown)} of {len(ops)} by |delta|)",
-        "operator",
-        "in",
-        "calls",
+    # one unit a column (s, ms or µs): CPU operators run from microseconds to seconds
+    own = TimeColumn(shown["us_a"], shown["us_b"], shown["delta_us"])
+    total = TimeColumn(shown["total_a_us"], shown["total_b_us"])
+    t = FitTable(
+        title=f"CPU operators by self CPU time, per step ({len(shown)} of {len(ops)} by |delta|)"
     )
-    t.add_column("total A", number=True, optional=True)
-    t.add_column("total B", number=True, optional=True)
+    t.add_column("operator")
+    t.add_column("in", optional=True)
+    for col in ("calls A", "calls B"):
+        t.add_column(col, number=True, optional=True)
+    for col in ("A", "B", "delta"):
+        t.add_column(f"{col} {own.unit}", number=True)
+    t.add_column("change", number=True)
+    t.add_column(f"total A {total.unit}", number=True, optional=True)
+    t.add_column(f"total B {total.unit}", number=True, optional=True)
     for r in shown.itertuples():
         t.add_row(
             escape(r.operator),
             r.side,
-            *_delta_cells(r, r.calls_a, r.calls_b),
-            us_fine(r.total_a_us),
-            us_fine(r.total_b_us),
+            with_unit(r.calls_a),
+            with_unit(r.calls_b),
+            own(r.us_a),
+            own(r.us_b),
+            own.signed(r.delta_us),
+            change_pct(r.change_pct),
+            total(r.total_a_us),
+            total(r.total_b_us),
         )
     return t
 
@@ -280,17 +293,22 @@ def _delta_cells(r, count_a, count_b) -> list[str]:
     ]
 
 
-def changes_table(frame: pd.DataFrame, title: str, level: str) -> Table:
+def changes_table(frame: pd.DataFrame, title: str, level: str, on_cpu: bool = False) -> Table:
+    """The largest gains or losses; two CPU runs' (``on_cpu``: operators of up to seconds) in
+    one unit for the table, named in the headers."""
     t = FitTable(title=title)
     t.add_column(level)
     t.add_column("in", optional=True)
+    time = TimeColumn(frame["us_a"], frame["us_b"]) if on_cpu else None
     for col in ("A", "B", "delta"):
-        t.add_column(col, number=True)
+        t.add_column(f"{col} {time.unit}" if time else col, number=True)
     name = "kernel" if level == "kernel" else "operator"
     for r in frame.itertuples():
-        t.add_row(
-            escape(getattr(r, name)), r.side, us_fine(r.us_a), us_fine(r.us_b), signed(r.delta_us)
-        )
+        if time is not None:
+            cells = [time(r.us_a), time(r.us_b), time.signed(r.delta_us)]
+        else:
+            cells = [us_fine(r.us_a), us_fine(r.us_b), signed(r.delta_us)]
+        t.add_row(escape(getattr(r, name)), r.side, *cells)
     return t
 
 
@@ -562,7 +580,7 @@ def print_timed_headline(t: CompareTimed, console: Console) -> None:
     print_generation(t, console)
     console.print(_metrics_table(RECORDED_TITLE, recorded_rows(t)))
     for label, warning in noise_warnings(t):
-        console.print(f"[bold yellow]warning ({label}):[/] {escape(warning)}", highlight=False)
+        print_prose(console, f"[bold yellow]warning ({label}):[/] {escape(warning)}")
     console.print(f"config A: {escape(t.config_a)}", highlight=False)
     console.print(f"config B: {escape(t.config_b)}", highlight=False)
     differing = t.differences
@@ -679,31 +697,71 @@ def verdict_notes(t: CompareTimed) -> list[str]:
     return lines
 
 
-def _print_verdicts(t: CompareTimed, console: Console) -> None:
+def print_answer(t: CompareTimed, console: Console) -> None:
+    """compare's first screen: both verdicts with the lines that say how to read them, a
+    generation's phase verdicts and the noise warnings; the tables stay behind --view."""
+    _print_verdicts(t, console, how=False)
+    for line in phase_verdict_lines(t):
+        console.print(line, highlight=False)
+    for label, warning in noise_warnings(t):
+        print_prose(console, f"[bold yellow]warning ({label}):[/] {escape(warning)}")
+
+
+#: rows of the first screen's table of the largest changes; kernels added and dropped it names
+ANSWER_ROWS, ANSWER_KERNELS = 6, 2
+
+
+def largest_changes_table(result: Diff, rows: int = ANSWER_ROWS) -> Table | None:
+    """The largest changes either way, by |delta| (kernels, or operators where the runs share
+    no kernel name, or CPU operators); None when nothing changed."""
+    faster, slower = result.top_changes(rows)
+    frame = pd.concat([faster, slower], ignore_index=True)
+    if not len(frame):
+        return None
+    frame = frame.reindex(frame["delta_us"].abs().sort_values(ascending=False).index).head(rows)
+    level = result.change_level
+    time = TimeColumn(frame["us_a"], frame["us_b"])
+    what = " self time" if result.on_cpu else ""
+    t = FitTable(title="Largest changes per step (all: --view diff)")
+    t.add_column(f"{level}{what}")
+    for col in ("A", "B", "delta"):
+        t.add_column(f"{col} {time.unit}", number=True)
+    name = "kernel" if level == "kernel" else "operator"
+    for r in frame.itertuples():
+        t.add_row(escape(getattr(r, name)), time(r.us_a), time(r.us_b), time.signed(r.delta_us))
+    return t
+
+
+def _print_verdicts(t: CompareTimed, console: Console, how: bool = True) -> None:
     for figure, label, verdict in verdict_entries(t):
         if verdict:
-            console.print(verdict_line(verdict, label), highlight=False)
+            print_prose(console, verdict_line(verdict, label))
         else:
             missing = NO_LATENCY if figure == "latency" else NO_GPU_TIME
-            console.print(f"{escape(label)}: [dim]{missing}[/]", highlight=False)
+            print_prose(console, f"{escape(label)}: [dim]{missing}[/]")
     for line in verdict_notes(t):
-        console.print(f"[yellow]note:[/] {escape(line)}", highlight=False)
+        print_prose(console, f"[yellow]note:[/] {escape(line)}")
+    if not how:
+        return
     for figure, _, verdict in verdict_entries(t):
         if verdict:
-            console.print(
-                f"[dim]how ({figure_short(figure)}): {escape(verdict_method(verdict))}[/]",
-                highlight=False,
+            print_prose(
+                console, f"[dim]how ({figure_short(figure)}): {escape(verdict_method(verdict))}[/]"
             )
 
 
-def print_explanation(e: Explanation, console: Console) -> None:
+def print_explanation(e: Explanation, console: Console, states: bool = True) -> None:
     """Why B differs from A at the kernel level (profiler.analysis.difference.explain_runs): one
     line (the kernels added and dropped named in it, short names; --json lists them in full),
-    then each side's GPU state."""
-    console.print(
+    then each side's GPU state (``states``; without them, the first screen's: two kernels of
+    each named)."""
+    listed = None if states else ANSWER_KERNELS
+    print_prose(
+        console,
         f"[b]why B differs from A[/b] ({escape(e.cause)}): "
-        f"{escape(explanation_line(e, short=True))}",
-        highlight=False,
+        f"{escape(explanation_line(e, short=True, listed=listed))}",
     )
+    if not states:
+        return
     for side, state in (("A", e.gpu_state_a), ("B", e.gpu_state_b)):
         console.print(escape(gpu_state_line(state, side)), highlight=False)

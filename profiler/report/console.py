@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -167,3 +168,43 @@ def _plain(header) -> str:
     """A column header as one line of plain text (its markup and line breaks gone)."""
     text = header.plain if isinstance(header, Text) else Text.from_markup(str(header)).plain
     return " ".join(text.split())
+
+
+#: a space that joins a number to its unit ("12.3 %", "4.29 ms", "0.84 x"): never a line break
+_UNIT_AFTER = re.compile(r"(?:%|ms|µs|us|s|x|pt|MiB|GiB|GB/s|MHz|W|C)(?![\w/])")
+
+
+def break_points(plain: str, width: int, indent: int = 2) -> list[tuple[int, int]]:
+    """Where a paragraph's lines start and end at ``width`` columns (the lines after the first
+    ``indent`` columns in): at spaces only, never inside a path, a field name or a command (a
+    word longer than the line overflows whole), nor between a number and its unit, nor before
+    a kernel name's bracketed part (``elementwise_kernel [direct_copy…]``)."""
+    spaces = [
+        i
+        for i, c in enumerate(plain)
+        if c == " "
+        and plain[i + 1 : i + 2] != "["
+        and not (i and plain[i - 1].isdigit() and _UNIT_AFTER.match(plain, i + 1))
+    ]
+    lines, start, room = [], 0, max(width, 20)
+    while len(plain) - start > room:
+        fitting = [i for i in spaces if start < i <= start + room]
+        cut = fitting[-1] if fitting else next((i for i in spaces if i > start), None)
+        if cut is None:
+            break
+        lines.append((start, cut))
+        start, room = cut + 1, max(width - indent, 20)
+    lines.append((start, len(plain)))
+    return lines
+
+
+def print_prose(console: Console, markup: str, indent: int = 2) -> None:
+    """A paragraph (rich markup) wrapped to the console's width (the terminal's, or COLUMNS)
+    by break_points, its lines after the first indented ``indent`` columns."""
+    text = Text.from_markup(markup)
+    out = Text()
+    for k, (start, end) in enumerate(break_points(text.plain, console.width, indent)):
+        if k:
+            out.append("\n" + " " * indent)
+        out.append_text(text[start:end])
+    console.print(out, soft_wrap=True, highlight=False)

@@ -324,6 +324,36 @@ def column_format(values: list[float]) -> str:
     return f",.{decimals}f"
 
 
+class TimeColumn:
+    """One unit for a column of durations given in µs (a CPU trace's run to seconds): s, ms or
+    µs by the column's largest value, named once in its header, so a column never mixes units
+    nor prints millions of µs (``2,487,216.94`` µs is ``2.487`` s)."""
+
+    #: unit -> (µs in one, decimals)
+    UNITS = {"s": (1e6, 3), "ms": (1e3, 2), "µs": (1.0, 1)}
+
+    def __init__(self, *columns) -> None:
+        largest = max(
+            (abs(float(v)) for values in columns for v in values if not missing(v)), default=0.0
+        )
+        self.unit = "s" if largest >= 1e6 else "ms" if largest >= 1e3 else "µs"
+        self.scale, self.decimals = self.UNITS[self.unit]
+
+    def __call__(self, value) -> str:
+        """``value`` (µs) in the column's unit, without it."""
+        return "-" if missing(value) else f"{value / self.scale:,.{self.decimals}f}"
+
+    def signed(self, value) -> str:
+        """A difference in the column's unit, with its sign: red when B is slower (+), green when
+        faster (-)."""
+        if missing(value):
+            return "-"
+        sign = "+" if value > 0 else "-" if value < 0 else "±"
+        colour = "red" if value > 0 else "green" if value < 0 else ""
+        text = f"{sign}{self(abs(value))}"
+        return f"[{colour}]{text}[/]" if colour else text
+
+
 def share(value) -> str:
     """A share 0..1 as whole percent: ``62 %``."""
     return f"{100 * value:.0f} %"

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from profiler.analysis.records import Headline
-from profiler.report.console import FitTable
+from profiler.report.console import FitTable, print_prose
 from profiler.report.fmt import (
     interval_figure,
     marked,
@@ -53,7 +53,7 @@ def print_headline(data: Headline, console: Console) -> None:
         else [gpu_compute_line(data.timed.gpu_compute, data.timed.p50_ms)]
     )
     for gpu_line in filter(None, gpu_lines):
-        console.print(escape(gpu_line), highlight=False, soft_wrap=True)
+        print_prose(console, escape(gpu_line))
     console.print(f"config: {escape(data.config)}", highlight=False)
     console.print(escape(gpu_state_line(data.gpu_state)), highlight=False)
     for warning in (data.noise.warnings if data.noise else None) or []:

@@ -9,6 +9,7 @@ from profiler.analysis.insight import Insight
 from profiler.analysis.records import plain
 from profiler.analysis.roofline import MIN_BYTES_LABEL, Roofline
 from profiler.report.advice_view import advice_record, line
+from profiler.report.console import print_prose
 from profiler.report.fmt import gbs, megabytes, ms_plain, pct as _pct, tenths, tflops, thousands
 
 
@@ -47,11 +48,11 @@ def to_dict(found: Insight) -> dict:
 def print_insight(found: Insight, console: Console, label: str = "") -> None:
     prefix = f"{label}: " if label else ""
     roof = roofline_line(found.roofline, found.roofline_missing)
-    console.print(
+    print_prose(
+        console,
         f"[b]{escape(prefix)}Roofline[/b] ({escape(found.ceilings_source)}): {escape(roof)}",
-        highlight=False,
     )
     for a in found.advice:
-        console.print(f"[b]{escape(prefix)}Advice[/b] {escape(line(a))}", highlight=False)
+        print_prose(console, f"[b]{escape(prefix)}Advice[/b] {escape(line(a))}")
     if not found.advice:
         console.print(f"[b]{escape(prefix)}Advice[/b]: no rule fired", highlight=False)

@@ -28,7 +28,14 @@ from profiler.analysis.insight import Insight
 from profiler.analysis.records import CompareTimed, Explanation, Headline
 from profiler.analysis.roofline import Roofline
 from profiler.report import html, pages
-from profiler.report.compare_view import print_diff, print_explanation, print_timed_headline
+from profiler.report.compare_view import (
+    largest_changes_table,
+    print_answer,
+    print_diff,
+    print_explanation,
+    print_timed_headline,
+)
+from profiler.report.console import print_prose
 from profiler.report.fmt import safe
 from profiler.report.hardware_view import print_hardware
 from profiler.report.headline_view import print_headline
@@ -43,6 +50,7 @@ from profiler.report.phases_view import (
 )
 from profiler.report.tables import (
     categories_table,
+    definitions_table,
     kernels_table,
     launch_table,
     operators_table,
@@ -149,6 +157,19 @@ def _overview(summary: Summary, ctx: Context) -> None:
     overview_tables(summary, ctx.top, ctx.out, ctx.subject.agreement)
 
 
+def _definitions(summary: Summary, ctx: Context) -> None:
+    """The step breakdown's definitions beside the TensorBoard plugin's (--view definitions);
+    a trace without GPU work has no GPU roles to define: one line says so."""
+    if summary.overview.has_gpu:
+        ctx.out.print(definitions_table(summary.overview.definitions))
+    else:
+        ctx.out.print(
+            "no breakdown definitions to compare: the trace has no GPU work (the roles that "
+            "differ from the TensorBoard plugin's are the GPU's)",
+            highlight=False,
+        )
+
+
 def _categories(summary: Summary, ctx: Context) -> None:
     if len(summary.kernels.table):  # none in a CPU-only trace: its note says so
         ctx.out.print(categories_table(summary))
@@ -203,14 +224,14 @@ def _phase_rooflines_page(rooflines: list, ctx: Context) -> list[html.Section]:
 
 def _notes(notes: list[str], ctx: Context) -> None:
     for note in notes:
-        ctx.out.print(f"[yellow]note:[/yellow] {safe(note)}")
+        print_prose(ctx.out, f"[yellow]note:[/yellow] {safe(note)}")
 
 
 def _pipe_busy(summary: Summary, ctx: Context) -> None:
     """How to read the tensor pipe, where Tensor Core kernel time shows and ncu did not."""
     a = ctx.subject.agreement
     if summary.kernels.total_kernel_us and not (a is not None and a.pipe_measured_us):
-        ctx.out.print(f"[yellow]note:[/yellow] {PIPE_BUSY_NOTE}", highlight=False)
+        print_prose(ctx.out, f"[yellow]note:[/yellow] {PIPE_BUSY_NOTE}")
 
 
 def _hardware(joined: pd.DataFrame, ctx: Context) -> None:
@@ -315,6 +336,25 @@ def _explanation(e: Explanation, ctx: Context) -> None:
     print_explanation(e, ctx.out)
 
 
+def _answer(t: CompareTimed, ctx: Context) -> None:
+    print_answer(t, ctx.out)
+
+
+def _why_line(e: Explanation, ctx: Context) -> None:
+    print_explanation(e, ctx.out, states=False)
+
+
+def _largest_changes(result: Diff, ctx: Context) -> None:
+    table = largest_changes_table(result)
+    if table is not None:
+        ctx.out.print(table)
+    print_prose(
+        ctx.out,
+        "[dim]more: --view timed (processes, recorded runs, config), --view diff (categories, "
+        "kernels, operators), --view full or -v (all, with each run's advice)[/]",
+    )
+
+
 def _explanation_page(e: Explanation, ctx: Context) -> list[html.Section]:
     return _section("Why B differs from A", html.explanation_block(e))
 
@@ -405,6 +445,7 @@ RESULT = ReportSection(
 )
 TRACE = ReportSection("trace", Summary, "RunAnalysis.summary", terminal=_trace)
 OVERVIEW = ReportSection("overview", Summary, "RunAnalysis.summary", terminal=_overview)
+DEFINITIONS = ReportSection("definitions", Summary, "RunAnalysis.summary", terminal=_definitions)
 CATEGORIES = ReportSection(
     "categories", Summary, "RunAnalysis.summary", terminal=_categories, html=_categories_page
 )
@@ -455,6 +496,13 @@ EXPLANATION = ReportSection(
     read=_explanation_of,
 )
 DIFF = ReportSection("diff", Diff, "Comparison.diff", terminal=_diff, html=_diff_page)
+ANSWER = ReportSection("answer", CompareTimed, "Comparison.timed", terminal=_answer)
+WHY_LINE = ReportSection(
+    "why line", Explanation, "Comparison.explanation", terminal=_why_line, read=_explanation_of
+)
+LARGEST_CHANGES = ReportSection(
+    "largest changes", Diff, "Comparison.diff", terminal=_largest_changes
+)
 ROOFLINES = ReportSection(
     "rooflines",
     tuple,
@@ -488,6 +536,7 @@ REGISTRY = (
     RESULT,
     TRACE,
     OVERVIEW,
+    DEFINITIONS,
     CATEGORIES,
     KERNELS,
     OPERATORS,
@@ -505,6 +554,9 @@ REGISTRY = (
     TIMED,
     EXPLANATION,
     DIFF,
+    ANSWER,
+    WHY_LINE,
+    LARGEST_CHANGES,
     ROOFLINES,
     SIDES,
     BENCHMARK,
@@ -515,12 +567,14 @@ REGISTRY = (
 
 # ---- the lists --------------------------------------------------------------------------------
 
-#: `summarize`'s sections with the --view choices that show each (its VIEWS)
-RUN_VIEWS = ("all", "overview", "kernels", "categories", "operators", "phases")
+#: `summarize`'s sections with the --view choices that show each (its VIEWS); the breakdown's
+#: definitions only when asked for
+RUN_VIEWS = ("all", "overview", "kernels", "categories", "operators", "phases", "definitions")
 SUMMARIZE: tuple[tuple[ReportSection, tuple[str, ...]], ...] = (
     (HEADLINE, RUN_VIEWS),
     (TRACE, RUN_VIEWS),
     (OVERVIEW, ("all", "overview")),
+    (DEFINITIONS, ("definitions",)),
     (CATEGORIES, ("all", "categories")),
     (KERNELS, ("all", "kernels")),
     (OPERATORS, ("all", "operators")),
@@ -532,8 +586,17 @@ SUMMARIZE: tuple[tuple[ReportSection, tuple[str, ...]], ...] = (
     (INSIGHT, ("all", "overview")),
     (LAYERS, ("layers",)),
 )
-#: `compare`: the timed windows, why B differs, the diff, then each run's own (COMPARE_SIDE)
+#: `compare --view full`: the timed windows, why B differs, the diff, then each run's own
+#: (COMPARE_SIDE)
 COMPARE = (TIMED, EXPLANATION, DIFF, SIDES)
+#: `compare`'s views: the answer on one screen (the verdicts, why, the largest changes) by
+#: default, the rest behind --view
+COMPARE_VIEWS: dict[str, tuple[ReportSection, ...]] = {
+    "answer": (ANSWER, WHY_LINE, LARGEST_CHANGES),
+    "timed": (TIMED,),
+    "diff": (EXPLANATION, DIFF),
+    "full": COMPARE,
+}
 COMPARE_SIDE = (INSIGHT,)
 #: a run's sections on a page (its own, or as A or B of a comparison's)
 RUN_SIDE = (RESULT, ROOFLINE_ADVICE, CATEGORIES, KERNELS, OPERATORS, GEMMS, LAYER_TIMES)

@@ -176,11 +176,13 @@ def verdict_note(v: TimedVerdicts | None) -> str:
 # --- why two runs differ (profiler.analysis.difference)
 
 
-def difference_lines(d: Difference) -> list[str]:
+def difference_lines(d: Difference, listed: int | None = None) -> list[str]:
     """Why B differs from A, in words: the kernels one run has and the other has not, the SM
     clock and the time of the kernels both ran, or that none of it moved."""
     configs = f"the runs differ in {', '.join(d.differs_in)}" if d.differs_in else None
-    lines = _kernel_lines(d, configs) + _time_lines(d, configs)
+    lines = _kernel_lines(d, configs, LISTED if listed is None else listed) + _time_lines(
+        d, configs
+    )
     clocks_known = d.clock_a_mhz is not None and d.clock_b_mhz is not None
     if d.cause == HOST and d.latency_ratio is not None:
         lines.append(
@@ -195,9 +197,10 @@ def difference_lines(d: Difference) -> list[str]:
     return lines
 
 
-def explanation_line(e: Explanation, short: bool = False) -> str:
-    """The lines in one; ``short``: the kernels by their short names (a terminal's width)."""
-    line = "; ".join(difference_lines(e))
+def explanation_line(e: Explanation, short: bool = False, listed: int | None = None) -> str:
+    """The lines in one; ``short``: the kernels by their short names (a terminal's width);
+    ``listed``: the kernels added and dropped named (LISTED by default), the rest counted."""
+    line = "; ".join(difference_lines(e, listed))
     if short:
         names = sorted({k.name for k in e.added + e.removed}, key=len, reverse=True)
         for name, shortened in zip(names, distinct_short_names(names)):
@@ -205,17 +208,19 @@ def explanation_line(e: Explanation, short: bool = False) -> str:
     return line
 
 
-def _names(kernels: list[KernelShare]) -> str:
-    named = ", ".join(f"{k.name} ({pct(100 * k.share)})" for k in kernels[:LISTED])
-    return named + (f" and {len(kernels) - LISTED} more" if len(kernels) > LISTED else "")
+def _names(kernels: list[KernelShare], listed: int = LISTED) -> str:
+    named = ", ".join(f"{k.name} ({pct(100 * k.share)})" for k in kernels[:listed])
+    more = len(kernels) - listed
+    return (named + (f" and {more} more" if named else f"{more} kernels")) if more > 0 else named
 
 
-def _kernel_lines(d: Difference, configs: str | None) -> list[str]:
-    """The line on the kernels one run has and the other has not."""
+def _kernel_lines(d: Difference, configs: str | None, listed: int = LISTED) -> list[str]:
+    """The line on the kernels one run has and the other has not (``listed`` of each named)."""
     if d.cause in (KERNELS, CLOCK_AND_KERNELS):
         return [
             f"different kernels ({configs or 'autotuning picked other algorithms?'}): "
-            f"B adds {_names(d.added) or 'none'}; B drops {_names(d.removed) or 'none'}"
+            f"B adds {_names(d.added, listed) or 'none'}; B drops "
+            f"{_names(d.removed, listed) or 'none'}"
         ]
     if d.added or d.removed:
         return [

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from profiler.report.console import FitTable
-from profiler.report.fmt import count, head, pct, safe, size_bytes, us
+from profiler.report.fmt import TimeColumn, count, head, pct, safe, size_bytes, us
 from profiler.trace.kernels import TC_KERNELS_LABEL
 from profiler.trace.overview import BREAKDOWN, BREAKDOWN_DEFINITIONS, DEFINERS
 from profiler.trace.summary import Summary
@@ -33,13 +33,13 @@ def trace_header(summary: Summary) -> str:
 def overview_tables(
     summary: Summary, top: int, console: Console, agreement: Agreement | None = None
 ) -> None:
-    """The overview's facts, then (when the trace has steps) the step table and the breakdown's
-    definitions. ``agreement``: the ncu join's (profiler.trace.hardware), when one was made: its
-    tensor-pipe reading sits beside the time in Tensor Core kernels."""
+    """The overview's facts, then (when the trace has steps) the step table (the breakdown's
+    definitions are a view of their own: ``definitions_table``). ``agreement``: the ncu join's
+    (profiler.trace.hardware), when one was made: its tensor-pipe reading sits beside the time
+    in Tensor Core kernels."""
     console.print(overview_facts(summary, agreement))
     if len(summary.overview.steps):
         console.print(step_table(summary, top))
-        console.print(definitions_table(summary.overview.definitions))
 
 
 def overview_facts(summary: Summary, agreement: Agreement | None = None) -> FitTable:
@@ -56,7 +56,8 @@ def overview_facts(summary: Summary, agreement: Agreement | None = None) -> FitT
     facts.add_row(
         "mean step time under the profiler",
         us(o.mean_step_us),
-        "step span extended to the end of the GPU work it launched; slower than the timed window",
+        "step span extended to the end of the GPU work it launched; under the profiler, "
+        "not a latency to quote",
     )
     if len(o.steps):
         facts.add_row(
@@ -149,9 +150,12 @@ def step_table(summary: Summary, top: int) -> Table:
     fastest steps, then min / median / p90 / max of each column. The mean row closes both."""
     o = summary.overview
     shown = len(o.steps) if not top or len(o.steps) <= top else min(STEP_EXTREMES, top)
+    # a trace without GPU work: steps of seconds, in one unit (s, ms or µs) for every column
+    time = TimeColumn(o.steps["step_us"], o.steps["cpu_step_us"]) if not o.has_gpu else count
     title = (
-        "Step time breakdown (µs; each instant counted once, kernel first; "
-        f"{DEFINERS[o.definitions]}'s definitions, below)"
+        f"Step time breakdown ({getattr(time, 'unit', 'µs')}; each instant counted once, "
+        "kernel first; "
+        f"{DEFINERS[o.definitions]}'s definitions: --view definitions)"
     )
     if shown < len(o.steps):
         title += (
@@ -163,19 +167,21 @@ def step_table(summary: Summary, top: int) -> Table:
     for col in ("step time", "CPU span", *BREAKDOWN, "GPU util", "kernels"):
         steps.add_column(col, number=True, optional=col not in STEP_COLUMNS)
     if shown == len(o.steps):
-        _step_rows(steps, o.steps)
+        _step_rows(steps, o.steps, time=time)
     else:
         slowest, fastest = o.slowest_and_fastest(shown)
-        _step_rows(steps, slowest, "slowest")
-        _step_rows(steps, fastest, "fastest")
+        _step_rows(steps, slowest, "slowest", time)
+        _step_rows(steps, fastest, "fastest", time)
         spread = o.step_distribution()
-        _step_rows(steps, spread.assign(step=[f"[b]{q}[/b]" for q in spread.index]), "all steps")
+        _step_rows(
+            steps, spread.assign(step=[f"[b]{q}[/b]" for q in spread.index]), "all steps", time
+        )
     if len(o.steps) > 1:
         steps.add_row(
             "[b]mean[/b]",
-            count(o.mean_step_us),
-            count(float(o.steps["cpu_step_us"].mean())),
-            *[count(o.breakdown_us[r]) for r in BREAKDOWN],
+            time(o.mean_step_us),
+            time(float(o.steps["cpu_step_us"].mean())),
+            *[time(o.breakdown_us[r]) for r in BREAKDOWN],
             pct(float(o.steps["gpu_utilization_pct"].mean())),
             count(float(o.steps["kernels"].mean())),
         )
@@ -186,10 +192,11 @@ def definitions_table(used: str) -> Table:
     """What the breakdown's roles hold here and in the TensorBoard plugin, side by side (the
     roles both read alike are named in the title)."""
     ours, plugin = BREAKDOWN_DEFINITIONS["tool"], BREAKDOWN_DEFINITIONS["plugin"]
-    same = [role for role in ours if ours[role] == plugin[role]]
+    same = [role for role in ours if ours[role] == plugin[role]] + ["memcpy/memset"]
+    alike = " and ".join(filter(None, (", ".join(same[:-1]), same[-1])))
     t = Table(
-        title=f"Breakdown definitions (this table: {DEFINERS[used]}; "
-        f"{', '.join(same)} and memcpy/memset alike; --breakdown tool|plugin)",
+        title=f"Breakdown definitions (the step table's: {DEFINERS[used]}; "
+        f"{alike} read alike; --breakdown tool|plugin)",
         title_justify="left",
     )
     for col in ("role", DEFINERS["tool"], DEFINERS["plugin"]):
@@ -200,16 +207,17 @@ def definitions_table(used: str) -> Table:
     return t
 
 
-def _step_rows(table: Table, rows, heading: str = "") -> None:
+def _step_rows(table: Table, rows, heading: str = "", time=count) -> None:
+    """``time``: how a time column is written (µs counts, or a TimeColumn's unit)."""
     if heading:
         table.add_section()
         table.add_row(f"[i]{heading}[/i]")
     for row in rows.itertuples():
         table.add_row(
             row.step,
-            count(row.step_us),
-            count(row.cpu_step_us),
-            *[count(getattr(row, r)) for r in BREAKDOWN],
+            time(row.step_us),
+            time(row.cpu_step_us),
+            *[time(getattr(row, r)) for r in BREAKDOWN],
             pct(row.gpu_utilization_pct),
             count(row.kernels),
         )
@@ -292,15 +300,26 @@ def launch_table(summary: Summary, top: int) -> Table:
 
 
 def operators_table(summary: Summary, top: int) -> Table:
+    """The CPU operators by total CPU time; a trace without GPU work (whose operators run to
+    seconds) gives each time column one unit, s, ms or µs (fmt.TimeColumn), and no kernel
+    columns."""
     ops = summary.overview.operators
+    shown = head(ops, top)
+    on_cpu = not summary.overview.has_gpu
+    total = TimeColumn(shown["cpu_total_us"]) if on_cpu else None
+    own = TimeColumn(shown["cpu_self_us"]) if on_cpu else None
     t = FitTable(title=_top_title("CPU operators by total CPU time", top, len(ops)))
     t.add_column("operator")
     t.add_column("calls", number=True)
-    t.add_column("CPU total µs (incl. children)", number=True)
-    t.add_column("CPU self µs", number=True)
-    t.add_column("kernels launched", number=True, optional=True)
-    t.add_column("kernel time launched µs", number=True, optional=True)
-    for r in head(ops, top).itertuples():
+    t.add_column(f"CPU total {total.unit if total else 'µs'} (incl. children)", number=True)
+    t.add_column(f"CPU self {own.unit if own else 'µs'}", number=True)
+    if not on_cpu:
+        t.add_column("kernels launched", number=True, optional=True)
+        t.add_column("kernel time launched µs", number=True, optional=True)
+    for r in shown.itertuples():
+        if total is not None and own is not None:
+            t.add_row(safe(r.operator), count(r.calls), total(r.cpu_total_us), own(r.cpu_self_us))
+            continue
         t.add_row(
             safe(r.operator),
             count(r.calls),

@@ -24,7 +24,7 @@ from profiler.report.benchmark_view import (
     fdr_words,
 )
 from profiler.report.compare_view import GEOMEAN
-from profiler.report.console import FitTable
+from profiler.report.console import FitTable, print_prose
 from profiler.report.fmt import (
     interval,
     ms_plain,
@@ -66,13 +66,13 @@ def print_plan(
 ) -> None:
     """The advice and its experiments; ``noise``: the run's (trial.baseline_noise)."""
     if noise_line(noise):
-        console.print(escape(noise_line(noise)), highlight=False, soft_wrap=True)
+        print_prose(console, escape(noise_line(noise)))
     if not advice:
         console.print("no advice fired on this run: nothing to try", highlight=False)
         return
     console.print("[b]Advice[/b]")
     for a in advice:
-        console.print(f"- {escape(advice_line(a))}", highlight=False, soft_wrap=True)
+        print_prose(console, f"- {escape(advice_line(a))}")
     table = FitTable(title="Experiments that test it, most promising per cost first")
     for col in ("#", "change", "tests", "projected", "cost", "why"):
         table.add_column(col, number=col in ("#", "projected", "cost"))

@@ -221,7 +221,7 @@ class RunConfig:
 
     backend: str = option(
         "pytorch_fp32",
-        "Backend to run; `backends` lists them and what each needs.",
+        "Backend to run (`backends`: which run here).",
         short="-b",
         choices=backends.names,
         panel=PANEL_MODEL,

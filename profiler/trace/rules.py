@@ -613,19 +613,24 @@ def fold_repeats(text: str) -> str:
 
 def distinct_short_names(given: Iterable[object], width: int = SHORT_WIDTH) -> list[str]:
     """short_name of each full name, made distinct where different full names would share one:
-    first the template-folded name with repeated words counted (``pointwise×3``) and a middle
-    ellipsis, then the raw name with a middle ellipsis, and where even that collides a ``#k``
-    suffix in order of appearance."""
+    first the template-folded name with repeated words counted (``pointwise×3``), shown from
+    the word where the colliding names start to differ, then the raw name the same way (each
+    again for the names that still collide, whose common part is longer), and where even that
+    collides a ``#k`` suffix in order of appearance."""
     names = [str(n) for n in given]
     shorts = [short_name(n, width) for n in names]
     for fold in (
         lambda n: fold_repeats(short_name(n, 10**6)),
         lambda n: n.strip().removeprefix("void "),
     ):
-        for indices in _collisions(names, shorts):
-            folded = [fold(names[i]) for i in indices]
-            for i, text in zip(indices, _from_first_difference(folded, width)):
-                shorts[i] = text
+        for _ in range(_NARROWING):
+            groups = _collisions(names, shorts)
+            for indices in groups:
+                folded = [fold(names[i]) for i in indices]
+                for i, text in zip(indices, _from_first_difference(folded, width)):
+                    shorts[i] = text
+            if not groups:
+                break
     for indices in _collisions(names, shorts):
         for k, i in enumerate(indices, start=1):
             suffix = f" #{k}"
@@ -633,18 +638,24 @@ def distinct_short_names(given: Iterable[object], width: int = SHORT_WIDTH) -> l
     return shorts
 
 
+#: passes over the names that still collide, each group narrower than the last
+_NARROWING = 4
+
+
 def _from_first_difference(texts: list[str], width: int, head: int = 12) -> list[str]:
     """Each text in ``width``: its first ``head`` characters, an ellipsis, then the text from the
-    word where the group starts to differ (middle-cut again where still too long)."""
+    word where the group starts to differ, cut at its end where still too long (the words
+    that tell the group apart, ``knob_23`` against ``knob_21``, stay)."""
     common = os.path.commonprefix(texts)
     start = common.rfind("_") + 1 if "_" in common else len(common)
+    room = width - head - 1
     out = []
     for text in texts:
         if len(text) <= width:
             out.append(text)
             continue
         rest = text[start:] if start > head else text[head:]
-        out.append(text[:head] + "…" + middle_ellipsis(rest, width - head - 1))
+        out.append(text[:head] + "…" + (rest if len(rest) <= room else rest[: room - 1] + "…"))
     return out
 
 
