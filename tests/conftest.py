@@ -2,6 +2,7 @@ import contextlib
 import gc
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -111,6 +112,16 @@ def link_kept_bytecode(folder: Path) -> None:
     assert not any(folder.rglob("torch/nn/modules/*.pyc"))
 
 
+def default_signals() -> None:
+    """In a child the suite starts, before it runs (``preexec_fn``): SIGINT, SIGTERM and SIGHUP
+    at their default, whatever this runner was started with. A runner started in the background
+    (``cmd &`` in a script) ignores SIGINT, one under ``nohup`` SIGHUP, and an ignored signal
+    stays ignored across exec: a test that stops a child with it would test nothing. Every
+    ``subprocess.Popen`` of the suite passes it (tests/test_hostile_round5_startup.py checks)."""
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
+
+
 def run_python(*args: str, cwd: Path = ROOT, timeout: float = 600) -> subprocess.CompletedProcess:
     """A fresh interpreter, as a user would start one, from the repository root by default."""
     env = dict(os.environ)
@@ -151,6 +162,7 @@ def stop_sweep_when(
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        preexec_fn=default_signals,
     )
     manifest = Path(cwd) / "runs" / name / "sweep.json"
 

@@ -15,7 +15,7 @@ from profiler.cli.documents import Advise
 from profiler.commands import parse_budget
 from profiler.errors import UserError
 
-from .conftest import ROOT
+from .conftest import ROOT, default_signals
 
 FIXTURE_RUN = ROOT / "tests" / "fixtures" / "h100_sweep" / "runs" / "gpu_sweep" / "pytorch_fp16_bs8"
 FP32 = {
@@ -385,6 +385,7 @@ def test_ctrl_c_keeps_the_finished_cells_and_resume_finishes(tmp_path, cli):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=default_signals,
     )
     trial = tmp_path / "runs" / "advise_pytorch_fp32_bs2_slow" / "trial.json"
     deadline = time.monotonic() + 120

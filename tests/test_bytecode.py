@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, link_kept_bytecode
+from tests.conftest import ROOT, default_signals, link_kept_bytecode
 
 
 def _version(tmp_path, **env) -> subprocess.CompletedProcess:
@@ -196,10 +196,12 @@ def test_any_run_stops_a_compilation_another_process_started(tmp_path, monkeypat
     prefix = tmp_path / "pycache"
     prefix.mkdir()
     monkeypatch.setattr(sys, "pycache_prefix", str(prefix))
-    # a stand-in compilation: its command line names the module, as `python -m` would
+    # a stand-in compilation: its command line names the module and the prefix, as
+    # `python -m MODULE PREFIX PARENT` would
     other = subprocess.Popen(
-        [sys.executable, "-c", "import time; time.sleep(60)", bytecode.MODULE],
+        [sys.executable, "-c", "import time; time.sleep(60)", bytecode.MODULE, str(prefix)],
         start_new_session=True,
+        preexec_fn=default_signals,
     )
     try:
         (prefix / bytecode.LOCK).write_text(str(other.pid))

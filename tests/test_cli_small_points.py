@@ -8,7 +8,7 @@ import sys
 
 from rich.console import Console
 
-from tests.conftest import FIXTURES, ROOT
+from tests.conftest import FIXTURES, ROOT, default_signals
 
 H200 = FIXTURES / "h200" / "runs"
 SWEEP = FIXTURES / "h100_sweep" / "runs" / "gpu_sweep"
@@ -55,6 +55,7 @@ def test_output_cut_short_by_head_exits_0_quietly():
             cwd=ROOT,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
+            preexec_fn=default_signals,
         )
         process.stdout.readline()
         process.stdout.close()  # as head does after its line

@@ -9,6 +9,8 @@ import torch
 
 from profiler.collect import engine_cache
 
+from .conftest import default_signals
+
 FACTS = {
     "model": "resnet50",
     "weights_sha256": "ab" * 32,
@@ -165,6 +167,7 @@ def test_an_entry_half_written_by_a_killed_build_is_never_read(tmp_path):
         stdout=subprocess.PIPE,
         text=True,
         cwd=Path(__file__).parent.parent,
+        preexec_fn=default_signals,
     )
     try:
         assert build.stdout.readline().strip() == "writing"

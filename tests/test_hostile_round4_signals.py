@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT
+from .conftest import ROOT, default_signals
 
 PROFILE = str(ROOT / "profile.py")
 FAST = ["--iters", "3", "--timed-warmup", "0", "--active", "1"]
@@ -133,13 +133,6 @@ def _env(cache: Path, bin_dir: Path | None = None) -> dict:
     return env
 
 
-def _default_signals() -> None:
-    """In the command before it starts: the three signals at their default, whatever this test
-    runner ignores (nohup, a background job)."""
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, signal.SIG_DFL)
-
-
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory) -> Path:
     """Two runs of the slow tiny model (bs 1 and 2, --name s): what compare, advise and
@@ -154,6 +147,7 @@ def recorded(tmp_path_factory) -> Path:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
+            preexec_fn=default_signals,
         )
         for bs in (1, 2)
     ]
@@ -274,7 +268,7 @@ def test_a_signal_stops_the_command_its_children_and_says_one_line(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        preexec_fn=_default_signals,
+        preexec_fn=default_signals,
     )
     family = Family(process.pid)
     try:

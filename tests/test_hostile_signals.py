@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT
+from .conftest import ROOT, default_signals
 
 FAST = ["--iters", "2", "--timed-warmup", "0", "--active", "1"]
 
@@ -84,6 +84,7 @@ def test_a_sweep_killed_outright_takes_its_worker_with_it(tmp_path):
         env=_env(),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        preexec_fn=default_signals,
     )
     manifest = tmp_path / "runs" / "k9" / "sweep.json"
     deadline = time.monotonic() + 120
@@ -214,6 +215,7 @@ def test_a_stop_between_cells_interrupts_the_cell_handed_over_next(tmp_path):
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         env=env,
+        preexec_fn=default_signals,
     )
     try:
         worker.stdin.write(job(1))

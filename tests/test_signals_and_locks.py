@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import FIXTURES, ROOT
+from .conftest import FIXTURES, ROOT, default_signals
 
 SLOW_RUN = [
     "run",
@@ -44,6 +44,7 @@ def _start(args: list[str], cwd: Path) -> subprocess.Popen:
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        preexec_fn=default_signals,
     )
 
 
@@ -234,6 +235,7 @@ def test_tensorboard_logdir_is_cleaned_of_dead_writers_leftovers_only(tmp_path):
         env=env,
         stdout=subprocess.PIPE,
         text=True,
+        preexec_fn=default_signals,
     )
     try:
         live_staging = Path(live.stdout.readline().strip())

@@ -14,7 +14,7 @@ import pytest
 
 from profiler.tools import tensorboard as tb
 
-from .conftest import ROOT
+from .conftest import ROOT, default_signals
 
 
 def server_pids(port: int) -> list[int]:
@@ -66,6 +66,7 @@ def test_signal_stops_tensorboard_and_its_server(tmp_path, sig, code):
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        preexec_fn=default_signals,
     )
     try:
         assert wait_for(lambda: tb.port_in_use(tb.LOOPBACK, port), 60), "never listened"
@@ -105,6 +106,7 @@ def test_server_ends_when_its_launcher_is_killed(tmp_path):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=env,
+        preexec_fn=default_signals,
     )
     try:
         assert wait_for(lambda: tb.port_in_use(tb.LOOPBACK, port), 60), "never listened"
