@@ -2,11 +2,14 @@
 (weights once + inputs + outputs) at the run's precision. Collection side (imports torch); the
 roofline itself is computed from this dict by ``profiler.analysis.roofline``.
 
-The count runs under ``torch.utils.flop_counter.FlopCounterMode`` with the model's weights and
-inputs replaced by tensors on the ``meta`` device (no memory, no arithmetic; the model itself is
-neither copied nor moved, so a model on the GPU allocates nothing there), falling back to CPU
-copies when an operator has no meta kernel. FlopCounterMode counts matmul, convolution and
-attention FLOPs (2 per multiply-add); elementwise work is not counted.
+The count runs under ``torch.utils.flop_counter.FlopCounterMode``, as torch ships it, on a copy
+of the model whose weights, like the inputs, are tensors on the ``meta`` device (no memory, no
+arithmetic: a model on the GPU allocates nothing there, and nothing its forward keeps on the
+module reaches the model), falling back to CPU copies when an operator has no meta kernel. The
+count is never the model's first real call. Its first dispatch imports ``torch._dynamo``
+(torch's dispatch modes are wrapped in ``torch._disable_dynamo``): about 1.5 s on a GPU host,
+paid only when the count is not in the cache (below). FlopCounterMode counts matmul,
+convolution and attention FLOPs (2 per multiply-add); elementwise work is not counted.
 
 A count depends on the architecture and the input shapes only: for a built-in model it is kept in
 the cache (``<engine cache>/flops/``, keyed by the model's code, input shapes, parameter shapes and
@@ -16,6 +19,7 @@ library versions) and read back by later runs of any backend.
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -33,23 +37,50 @@ CACHE_SCHEMA = 1
 PRECISION_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}
 
 
-def _counted(model: torch.nn.Module, inputs: tuple, device: str) -> tuple[int, dict, tuple]:
-    def on_device(t: torch.Tensor) -> torch.Tensor:
-        if device == "meta":
-            return torch.empty_like(t, device="meta")
-        return t.detach().to(device)
+def _on(t: torch.Tensor, device: str) -> torch.Tensor:
+    """A copy of ``t`` on ``device`` (``meta``: its shape and type only, no memory)."""
+    if device == "meta":
+        return torch.empty_like(t, device="meta")
+    return t.detach().to(device, copy=True)
 
-    named = [
-        *model.named_parameters(remove_duplicate=False),
-        *model.named_buffers(remove_duplicate=False),
-    ]
-    tensors = {name: on_device(t) for name, t in named}
-    inputs = tuple(on_device(t) if isinstance(t, torch.Tensor) else t for t in inputs)
+
+def _copy_on(model: torch.nn.Module, device: str) -> torch.nn.Module | None:
+    """A copy of the module whose parameters and buffers are on ``device`` (each tied weight
+    still tied), the model's own untouched: what its forward keeps on the module (a lazily
+    compiled function, a cache, a flag) stays on the copy. None when the module cannot be
+    copied (an attribute deepcopy refuses)."""
+    memo: dict[int, Any] = {}
+    for _, p in model.named_parameters(remove_duplicate=False):
+        if id(p) not in memo:
+            memo[id(p)] = torch.nn.Parameter(_on(p, device), requires_grad=p.requires_grad)
+    for _, b in model.named_buffers(remove_duplicate=False):
+        if id(b) not in memo:
+            memo[id(b)] = _on(b, device)
+    try:
+        return copy.deepcopy(model, memo)
+    except Exception:  # a lock, a file, a C object: the model is called with swapped tensors
+        return None
+
+
+def _counted(model: torch.nn.Module, inputs: tuple, device: str) -> tuple[int, dict, tuple]:
+    """One call counted under FlopCounterMode, on a copy of the model and of the inputs on
+    ``device`` (never the model's own tensors); where the module cannot be copied, the model
+    called with its weights swapped for copies (torch.func.functional_call)."""
+    inputs = tuple(_on(t, device) if isinstance(t, torch.Tensor) else t for t in inputs)
     from torch.utils.flop_counter import FlopCounterMode  # (triton: only when counting)
 
     counter = FlopCounterMode(display=False)
+    copied = _copy_on(model, device)
     with torch.no_grad(), counter:
-        output = torch.func.functional_call(model, tensors, inputs)
+        if copied is not None:
+            output = copied(*inputs)
+        else:
+            named = [
+                *model.named_parameters(remove_duplicate=False),
+                *model.named_buffers(remove_duplicate=False),
+            ]
+            tensors = {name: _on(t, device) for name, t in named}
+            output = torch.func.functional_call(model, tensors, inputs)
     per_op = {
         str(op).split(".")[-1] if "." in str(op) else str(op): int(n)
         for op, n in counter.get_flop_counts().get("Global", {}).items()
@@ -59,85 +90,20 @@ def _counted(model: torch.nn.Module, inputs: tuple, device: str) -> tuple[int, d
     return int(counter.get_total_flops()), per_op, shapes
 
 
-#: a model on the CPU whose weights and inputs take at most this many bytes is counted on its
-#: own CPU tensors (one real forward pass of a small model: milliseconds); larger ones, and any
-#: model on a GPU, on the meta device, whose kernels import torch._dynamo (about 1.5 s, once)
-SMALL_ON_CPU_BYTES = 16 << 20
-
-
-def _small_on_cpu(model: torch.nn.Module, inputs: tuple) -> bool:
-    tensors = [
-        *model.parameters(),
-        *model.buffers(),
-        *(t for t in inputs if isinstance(t, torch.Tensor)),
-    ]
-    return (
-        all(t.device.type == "cpu" for t in tensors)
-        and sum(t.numel() * t.element_size() for t in tensors) <= SMALL_ON_CPU_BYTES
-    )
-
-
-@contextlib.contextmanager
-def _without_dynamo():
-    """torch wraps every dispatch mode's ``__torch_dispatch__`` and its Python decompositions
-    (batch norm, mean... of the meta device) in ``torch._disable_dynamo``, whose first call of
-    each imports torch._dynamo (about 1.5 s; 4.5 s of a fresh machine's first run on the H100,
-    docs/gpu/h100/first_run) to guard against a tracing that does not happen during the count.
-    For the count that import finds a stand-in whose ``disable`` hands the function back as it
-    is; afterwards the stand-in is gone, and so is what each function cached of it, so a later
-    torch.compile in the process meets torch as it was. With torch._dynamo already imported,
-    nothing changes."""
-    import sys
-    import types
-
-    if "torch._dynamo" in sys.modules:
-        yield
-        return
-    handed: list = []
-
-    def disable(fn, *args, **kwargs):
-        handed.append(fn)
-        return fn
-
-    stand_in = types.ModuleType("torch._dynamo")
-    stand_in.disable = disable
-    sys.modules["torch._dynamo"] = stand_in
-    try:
-        yield
-    finally:
-        if sys.modules.get("torch._dynamo") is stand_in:
-            del sys.modules["torch._dynamo"]
-        if vars(torch).get("_dynamo") is stand_in:
-            delattr(torch, "_dynamo")
-        for fn in handed:
-            if getattr(fn, "__dict__", {}).get("__dynamo_disable") is fn:
-                delattr(fn, "__dynamo_disable")
-
-
 def count(model: torch.nn.Module, inputs: tuple) -> dict:
     """FLOPs of one call (``flops_per_batch``, ``flops_by_operator``), the output shapes and
-    how they were counted; ``{"error": ...}`` when they could not be."""
-    if _small_on_cpu(model, inputs):
-        try:
-            with _without_dynamo():
-                flops, per_op, out_shapes = _counted(model, inputs, "cpu")
-            return {
-                "flops_per_batch": flops,
-                "flops_by_operator": per_op,
-                "output_shapes": [list(s) for s in out_shapes],
-                "how": "FlopCounterMode on the eager model (CPU)",
-            }
-        except Exception:  # counted again below, as any other model
-            pass
+    how they were counted; ``{"error": ...}`` when they could not be. Counted on the meta
+    device (no memory, no arithmetic), on a copy of the model (``_counted``), under
+    FlopCounterMode as torch ships it; where an operator has no meta kernel, on CPU copies.
+    The model's own weights and state are never what the count runs on, so the count is not
+    the model's first forward: its first real call is the backend's."""
     how = "FlopCounterMode on the eager model (meta device)"
     try:
-        with _without_dynamo():
-            flops, per_op, out_shapes = _counted(model, inputs, "meta")
+        flops, per_op, out_shapes = _counted(model, inputs, "meta")
     except Exception:  # an operator without a meta kernel: count on the CPU instead
         how = "FlopCounterMode on the eager model (CPU)"
         try:
-            with _without_dynamo():
-                flops, per_op, out_shapes = _counted(model, inputs, "cpu")
+            flops, per_op, out_shapes = _counted(model, inputs, "cpu")
         except Exception as error:  # the count is extra information: never stop the run
             return {
                 "error": f"FLOPs not counted: {type(error).__name__}: "
@@ -310,9 +276,8 @@ def lm_phase_inputs(
     weights = sum(_tensor_bytes(p, float_bytes) for p in hf_model.parameters())
     cached = prompt_len + max(new_tokens // 2, 1) - 1
     try:
-        with _without_dynamo():
-            prefill = _lm_phase(hf_model, tensors, batch_size, prompt_len, 0)
-            decode = _lm_phase(hf_model, tensors, batch_size, 1, cached)
+        prefill = _lm_phase(hf_model, tensors, batch_size, prompt_len, 0)
+        decode = _lm_phase(hf_model, tensors, batch_size, 1, cached)
     except Exception as error:  # the count is extra information: never stop the run
         return {"error": f"FLOPs not counted: {type(error).__name__}: {first_line(error)[:200]}"}
     found = {}
