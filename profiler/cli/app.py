@@ -12,6 +12,7 @@ import sys
 
 import typer
 
+from profiler import signals
 from profiler.cli import machine_commands, read_commands, run_commands, verdict_commands
 from profiler.cli.guard import (
     QUIET_HELP,
@@ -83,12 +84,31 @@ for name, cls, command in COMMANDS:
 
 
 def main(argv: list[str] | None = None) -> int:
-    tolerant_output()
-    try:
-        app(args=argv, prog_name=prog_name())
-    except SystemExit as done:
-        return int(done.code or 0) if not isinstance(done.code, str) else 1
-    return 0
+    """The command line: SIGTERM and SIGHUP raise where Ctrl-C would from the first instruction
+    on (profiler.signals), and nothing this process started outlives it."""
+    with signals.as_interrupts():
+        try:
+            tolerant_output()
+            try:
+                app(args=argv, prog_name=prog_name())
+            except SystemExit as done:
+                return int(done.code or 0) if not isinstance(done.code, str) else 1
+            return 0
+        except KeyboardInterrupt as stop:  # before or after a command's own handling
+            by = "" if signals.describe(stop) == "Ctrl-C" else f" by {signals.describe(stop)}"
+            if not signals.quiet_stop():
+                say(f"interrupted{by}")
+            return signals.exit_code(stop)
+        finally:
+            end_children()
+
+
+def end_children() -> None:
+    """What this process started in the background (profiler.collect.bytecode's compilation),
+    ended: on every way out of a command."""
+    bytecode = sys.modules.get("profiler.collect.bytecode")
+    if bytecode is not None:
+        bytecode.stop_precompile(others=False)
 
 
 if __name__ == "__main__":

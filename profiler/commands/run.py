@@ -30,6 +30,15 @@ def run(options: dict, sink, tb_compat: bool = False, command: str = "python pro
     from profiler.collect import bytecode
 
     bytecode.precompile()  # a fresh machine: compile what the run imports on the other cores
+    try:
+        _run(config, sink, tb_compat, copies, command)
+    finally:  # a run that fails, or is stopped, before its timed window: the compile ends too
+        bytecode.stop_precompile(others=False)
+
+
+def _run(config: RunConfig, sink, tb_compat: bool, copies: Path, command: str) -> None:
+    from profiler.trace import tb_compat as compat
+
     line = loading_line("and the harness")
     if line and not sink.json:
         sink.note(line)

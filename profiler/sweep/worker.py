@@ -47,13 +47,22 @@ def main(argv: list[str]) -> int:
 
     bytecode.keep_bytecode()  # before torch, as profile.py does: see profiler/collect/bytecode.py
     bytecode.precompile()
-    import msgspec
-
     from profiler.sweep import cell as cellrun
 
     cellrun.remember_stops(early)
 
-    one_cell = "--one-cell" in argv
+    try:
+        return _serve(requests, replies, sweep, "--one-cell" in argv)
+    finally:  # a worker that ends (its sweep done or gone, its cells failed): no compile left
+        bytecode.stop_precompile(others=False)
+
+
+def _serve(requests, replies, sweep: int, one_cell: bool) -> int:
+    """Answer each cell handed over on ``requests`` until the input ends (main's doc)."""
+    import msgspec
+
+    from profiler.sweep import cell as cellrun
+
     first = True
     try:
         for line in requests:

@@ -235,7 +235,15 @@ def cell_task(job: CellJob, shared_fs: bool, runner: Callable[[CellJob], CellOut
     # a fresh worker process imports torch for this cell: keep its bytecode
     bytecode.keep_bytecode()
     bytecode.precompile()
-    yield where_this_runs()
+    try:
+        yield where_this_runs()
+        yield from _cell_items(job, shared_fs, runner)
+    finally:  # a cell that failed or was cancelled before its timed window: no compile left
+        bytecode.stop_precompile(others=False)
+
+
+def _cell_items(job: CellJob, shared_fs: bool, runner: Callable[[CellJob], CellOutcome]):
+    """cell_task's (outcome, payload) (its doc)."""
     if shared_fs:
         yield runner(job), None
         return
