@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from profiler.errors import UserError
+from profiler.runs import model_source
 from profiler.runs.config import RunConfig
 from profiler.runs.workloads import workload
 
@@ -266,8 +267,15 @@ CONV_MODELS = {"resnet50", "resnet18"}
 
 def _custom(spec: str, config: RunConfig) -> Built:
     module_name, _, func_name = spec.partition(":")
+    # a re-timing's process: the file its parent checked, compiled from the checked bytes
+    checked = model_source.checked_for(module_name)
     try:
-        module = importlib.import_module(module_name)
+        if checked is not None:
+            module = model_source.import_checked(checked)
+        else:
+            module = importlib.import_module(module_name)
+    except UserError:
+        raise
     except Exception as error:  # any import failure is the user's module, not ours
         raise UserError(
             f"--model {spec}: cannot import {module_name!r} ({type(error).__name__}: {error})"

@@ -164,8 +164,9 @@ def _run_trial(
     check_folders(config, plan.experiments, folder, trace_dir, resume)
     from profiler.runs import model_source
 
-    # the cells import the model result.json names: only the file the run recorded
-    model_source.check(
+    # the cells import the model result.json names: only the file the run recorded, compiled
+    # from the bytes checked here
+    checked = model_source.check(
         "the run", config.model, side.result.model_source, trust_model, sink.note, sink.warn
     )
     say(
@@ -177,7 +178,8 @@ def _run_trial(
     )
     from profiler import signals
 
-    with signals.as_interrupts():  # SIGTERM, SIGHUP: like Ctrl-C (finished cells kept)
+    with signals.as_interrupts(), model_source.handed_on([checked]):
+        # (SIGTERM, SIGHUP: like Ctrl-C; finished cells kept)
         return run_trial(
             config,
             plan.experiments,

@@ -134,7 +134,7 @@ def fresh_windows(
         None,
         sides[0],
     )
-    _check_models(results, trust_model, say, warn)
+    checked = _check_models(results, trust_model, say, warn)
     from profiler.commands import loading_line
 
     if line := loading_line("to check that both configs can run here"):
@@ -152,17 +152,20 @@ def fresh_windows(
         + (" (sequential: they stop once B against A is decided)" if looks else "")
         + f"; here, on {here}"
     )
-    sampled = rounds.sample(
-        cells,
-        {},
-        count,
-        say=say,
-        target_noise=None if target_noise is None else target_noise / 100,
-        budget_s=budget_s,
-        # sequential rounds (profiler.analysis.sequential): they stop once B against A is
-        # decided at an interim look
-        comparisons=None if target_noise is not None else [("A", "B")],
-    )
+    from profiler.runs import model_source
+
+    with model_source.handed_on(checked):  # the processes compile what was checked
+        sampled = rounds.sample(
+            cells,
+            {},
+            count,
+            say=say,
+            target_noise=None if target_noise is None else target_noise / 100,
+            budget_s=budget_s,
+            # sequential rounds (profiler.analysis.sequential): they stop once B against A is
+            # decided at an interim look
+            comparisons=None if target_noise is not None else [("A", "B")],
+        )
     if sampled.errors:
         label, why = next(iter(sampled.errors.items()))
         raise UserError(f"--processes: {label} could not be timed again: {why}")
@@ -182,23 +185,18 @@ def _recorded_results(both: Comparison) -> dict:
     return results
 
 
-def _check_models(results: dict, trust_model: bool, say, warn) -> None:
+def _check_models(results: dict, trust_model: bool, say, warn) -> list:
     """Which code the fresh processes will import: only the file each run recorded, or with
-    ``trust_model`` (profiler.runs.model_source)."""
+    ``trust_model`` (profiler.runs.model_source); the files checked, for those processes."""
     from profiler.runs import model_source
     from profiler.runs.config import config_from_json
     from profiler.runs.samples import config_json_of
 
+    checked = []
     for label, r in results.items():
         model = config_from_json(config_json_of(r)).model
-        model_source.check(
-            label,
-            model,
-            r.model_source,
-            trust_model,
-            say,
-            warn,
-        )
+        checked.append(model_source.check(label, model, r.model_source, trust_model, say, warn))
+    return checked
 
 
 def runnable_here(both: Comparison, results: dict) -> str:
