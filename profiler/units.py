@@ -66,6 +66,8 @@ def count(value: float | None, digits: int = 0) -> str:
     """A count with thousands separators; a fraction (or ``digits``) with decimals."""
     if value is None or missing(value):
         return "-"
+    if isinstance(value, float) and math.isinf(value):
+        return f"{value}"
     if isinstance(value, float) and not value.is_integer() or digits:
         return f"{value:,.{digits or 2}f}"
     return f"{int(value):,}"
@@ -164,6 +166,8 @@ def figures_allowed(relative_noise: float | None) -> int:
     (CV 0.1 % -> 4, 1 % -> 3, 10 % or more -> 2); MAX_FIGURES without a noise."""
     if relative_noise is None or missing(relative_noise) or relative_noise <= 0:
         return MAX_FIGURES
+    if math.isinf(relative_noise):
+        return MIN_FIGURES
     return max(MIN_FIGURES, min(MAX_FIGURES, math.floor(-math.log10(relative_noise)) + 1))
 
 
@@ -173,6 +177,8 @@ def trimmed(value: float | None, relative_noise: float | None, unit: str = "") -
     ``7.23``; 1,150.053 at 1 % -> ``1,150``; ``unit`` appended (``7.2 ms``)."""
     if value is None or missing(value):
         return "-"
+    if math.isinf(value):  # (a damaged file's figure: shown as what it is)
+        return f"{value}" + (f" {unit}" if unit else "")
     magnitude = math.floor(math.log10(abs(value))) if value else 0
     decimals = max(0, figures_allowed(relative_noise) - 1 - magnitude)
     return f"{value:,.{decimals}f}" + (f" {unit}" if unit else "")

@@ -23,6 +23,12 @@ def _analysis(
     """The target's analysis, its advice computed (a trace that does not read fails here);
     ``detail`` (-v) is told what it resolved to."""
     run = RunAnalysis(target, peaks_dir=peaks_dir, flops_table=flops_table)
+    if run.note:  # several traces, or a result.json that does not read (a newer schema)
+        for line in run.note.splitlines():
+            if line.startswith("warning: "):
+                notices.warn(f"{target}: {line.removeprefix('warning: ')}")
+            else:
+                notices.note(f"{target}: {line}")
     _ = run.advice
     if detail is not None:
         detail(

@@ -84,8 +84,10 @@ def write_floor(floor: NoiseFloor, folder: Path | None = None) -> Path:
     return path
 
 
-#: the between-process CVs a floor may be: above 0 (a floor of 0 would call any difference
-#: real) and at most 10 (1000 %); beyond them the value is no spread `noise` measured
+#: the between-process CVs a floor may be: at least 0.001 (0.1 %: a floor of 0, or one far
+#: below what a process-to-process spread ever is, would call any difference real) and at
+#: most 10 (1000 %); beyond them the value is no spread `noise` measured
+MIN_FLOOR_CV = 0.001
 MAX_FLOOR_CV = 10.0
 #: the largest floor file read (one is about 2 KiB)
 MAX_FLOOR_BYTES = 1 << 20
@@ -94,10 +96,15 @@ DEFAULT_STANDS_IN = "the figure's default floor stands in"
 
 
 def floor_problem(value: object) -> str | None:
-    """Why ``value`` cannot be a between-process CV (not a number, not finite, not above 0,
-    beyond MAX_FLOOR_CV); None when it can."""
+    """Why ``value`` cannot be a between-process CV (not a number, not finite, below
+    MIN_FLOOR_CV, beyond MAX_FLOOR_CV); None when it can."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return f"{value!r} is not a number"
+    if 0 < value < MIN_FLOOR_CV:
+        return (
+            f"{units.plain(value)} is below {units.plain(MIN_FLOOR_CV)} "
+            f"({units.pct(100 * MIN_FLOOR_CV)}), less than any spread between processes"
+        )
     if not 0 < value <= MAX_FLOOR_CV:  # NaN fails it too
         return (
             f"{units.plain(value)} is not a spread above 0 and at most {units.plain(MAX_FLOOR_CV)}"

@@ -10,6 +10,9 @@ fact by putting it into ``Prepared.notes``: ``compile_s``, ``load_s`` (engine ca
 from __future__ import annotations
 
 import json
+import math
+import os
+import stat
 import typing
 from dataclasses import MISSING, fields
 from pathlib import Path
@@ -17,7 +20,7 @@ from typing import Annotated, Any
 
 import msgspec
 
-from profiler.errors import UserError
+from profiler.errors import UserError, first_line
 from profiler.fsutil import write_text_atomic
 from profiler.runs.gpu_record import GpuState
 from profiler.runs.layout import LATENCY_CSV, RESULT_FILE
@@ -518,17 +521,58 @@ def _numerics_to_json(value: dict[str, Any]) -> dict[str, Any]:
     return {k: value[k] for k in ("skipped", "reason") if value[k] is not None}
 
 
+#: the largest result.json read (one is a few KiB; a generation's tokens add a few more)
+MAX_RESULT_BYTES = 64 << 20
+
+
+def _finite_timing(data: object, path: Path) -> None:
+    """Refuse, in one line, a timing figure that is not a finite number (a result.json this
+    tool writes holds none: it writes a non-finite number as null); elsewhere in the file
+    (an old run's NaN output checksum) one is kept and shown as it is."""
+    timing = data.get("timing") if isinstance(data, dict) else None
+    stack: list[tuple[str, object]] = [("timing", timing)]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            raise UserError(
+                f"{path}: {where} is {value}, not a finite number: not a timing this tool "
+                "records (the file is damaged or was edited)"
+            )
+        if isinstance(value, dict):
+            stack += [(f"{where}.{key}", item) for key, item in value.items()]
+        elif isinstance(value, list):
+            stack += [(f"{where}[{index}]", item) for index, item in enumerate(value)]
+
+
 def read_result(path: Path) -> RunResult:
-    """The one way to read a result.json (a run folder is accepted too)."""
+    """The one way to read a result.json (a run folder is accepted too): a regular file of at
+    most MAX_RESULT_BYTES, read before it is parsed; a timing figure that is not finite is
+    refused (``_finite_timing``)."""
     path = Path(path)
     if path.is_dir():
         path = path / RESULT_FILE
     try:
-        data = json.loads(path.read_bytes())
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as error:
         raise UserError(f"cannot read {path}: {error.strerror}") from None
+    info = os.fstat(descriptor)
+    if not stat.S_ISREG(info.st_mode):  # a FIFO would hang (a folder: before fdopen refuses)
+        os.close(descriptor)
+        raise UserError(f"cannot read {path}: not a regular file")
+    with os.fdopen(descriptor, "rb") as handle:
+        try:  # (its size checked before it is read, and after: it may grow meanwhile)
+            raw = b"" if info.st_size > MAX_RESULT_BYTES else handle.read(MAX_RESULT_BYTES + 1)
+        except OSError as error:
+            raise UserError(f"cannot read {path}: {error.strerror}") from None
+    if len(raw) > MAX_RESULT_BYTES or info.st_size > MAX_RESULT_BYTES:
+        raise UserError(
+            f"{path} is larger than {MAX_RESULT_BYTES >> 20} MiB: not a run's result.json"
+        )
+    try:
+        data = json.loads(raw)
     except (ValueError, RecursionError) as error:
-        raise UserError(f"{path} is not readable JSON ({error})") from None
+        raise UserError(f"{path} is not readable JSON ({first_line(error)[:200]})") from None
+    _finite_timing(data, path)
     return result_from_dict(data, str(path))
 
 

@@ -24,6 +24,8 @@ from __future__ import annotations
 import csv
 import io
 import math
+import os
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -311,36 +313,67 @@ def _why(error: BaseException) -> str:
     return f"{name}: {first_line(error)}"
 
 
+#: the largest sample file read (processes.csv, latency.csv: about 60 bytes an iteration)
+MAX_SAMPLES_BYTES = 256 << 20
+
+
+def _sample_text(path: Path, what: str) -> str:
+    """A sample file's text, read whole before it is parsed: a regular file (a folder, a FIFO
+    or a device is refused) of at most MAX_SAMPLES_BYTES (a larger one is refused before it is
+    read: the csv reader read a 4 GiB line in full before refusing it); UTF-8 (else a
+    UnicodeDecodeError)."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as error:
+        raise UserError(f"{path}: not a {what} (cannot read it: {error.strerror})") from None
+    info = os.fstat(descriptor)
+    if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_SAMPLES_BYTES:
+        os.close(descriptor)
+        if not stat.S_ISREG(info.st_mode):  # (a folder: before fdopen refuses it)
+            kind = "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+            raise UserError(f"{path}: not a {what} ({kind})")
+        raise UserError(
+            f"{path}: not a {what} (larger than {MAX_SAMPLES_BYTES >> 20} MiB: "
+            f"{units.mib(info.st_size / 2**20)})"
+        )
+    with os.fdopen(descriptor, "rb") as handle:
+        data = handle.read(MAX_SAMPLES_BYTES + 1)
+    if len(data) > MAX_SAMPLES_BYTES:  # (it grew while read)
+        raise UserError(f"{path}: not a {what} (larger than {MAX_SAMPLES_BYTES >> 20} MiB)")
+    return data.decode("utf-8")
+
+
 def read_samples(path: Path) -> ConfigSamples:
     """processes.csv -> the config's samples, in process order (files written before the
     gpu_ms, enqueue_ms, round and pilot columns read with those empty). A file that is no
     processes.csv (no process or latency_ms column, a value that is no time, a field too long,
-    bytes that are not text) is a UserError naming it."""
+    bytes that are not text, a folder, a file too large: ``_sample_text``) is a UserError
+    naming it."""
     rows: dict[tuple[int, str], dict[str, Any]] = {}
     try:
-        with open(path, newline="") as handle:
-            reader = csv.DictReader(handle)
-            if not {"process", "latency_ms"} <= set(reader.fieldnames or ()):
-                raise ValueError("no process and latency_ms columns")
-            for row in map(_checked, reader):
-                phase = row.get(PHASE_COLUMN) or ""
-                if phase and phase not in KEPT_PHASES:
-                    raise ValueError(f"unknown phase {phase[:40]!r}")
-                process = rows.setdefault(
-                    (int(row["process"]), phase),
-                    {
-                        "latency_ms": [],
-                        "gpu_ms": [],
-                        "enqueue_ms": [],
-                        "gpu": row.get("gpu") or None,
-                        "round": row.get("round") or None,
-                        "pilot": (row.get("pilot") or "") not in ("", "0"),
-                    },
-                )
-                for column in ("latency_ms", "gpu_ms", "enqueue_ms"):
-                    value = _number(row.get(column))
-                    if value is not None:
-                        process[column].append(value)
+        text = _sample_text(path, "processes.csv")
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        if not {"process", "latency_ms"} <= set(reader.fieldnames or ()):
+            raise ValueError("no process and latency_ms columns")
+        for row in map(_checked, reader):
+            phase = row.get(PHASE_COLUMN) or ""
+            if phase and phase not in KEPT_PHASES:
+                raise ValueError(f"unknown phase {phase[:40]!r}")
+            process = rows.setdefault(
+                (int(row["process"]), phase),
+                {
+                    "latency_ms": [],
+                    "gpu_ms": [],
+                    "enqueue_ms": [],
+                    "gpu": row.get("gpu") or None,
+                    "round": row.get("round") or None,
+                    "pilot": (row.get("pilot") or "") not in ("", "0"),
+                },
+            )
+            for column in ("latency_ms", "gpu_ms", "enqueue_ms"):
+                value = _number(row.get(column))
+                if value is not None:
+                    process[column].append(value)
     except (OSError, KeyError, ValueError, TypeError, csv.Error) as error:
         raise UserError(f"{path}: not a processes.csv ({_why(error)})") from None
 
@@ -378,12 +411,12 @@ def read_own_window(path: Path, gpu: str | None = None) -> ProcessWindow:
     UserError naming it when it is no latency.csv (as read_samples)."""
     columns: dict[str, list[float]] = {"latency_ms": [], "gpu_ms": [], "enqueue_ms": []}
     try:
-        with open(path, newline="") as handle:
-            for row in map(_checked, csv.DictReader(handle)):
-                for column, values in columns.items():
-                    value = _number(row.get(column))
-                    if value is not None:
-                        values.append(value)
+        text = _sample_text(path, "latency.csv")
+        for row in map(_checked, csv.DictReader(io.StringIO(text, newline=""))):
+            for column, values in columns.items():
+                value = _number(row.get(column))
+                if value is not None:
+                    values.append(value)
     except (ValueError, TypeError, csv.Error) as error:
         raise UserError(f"{path}: not a latency.csv ({_why(error)})") from None
     return ProcessWindow(
@@ -423,7 +456,7 @@ def config_samples(
     window stands in."""
     if result_json is not None:
         path = Path(result_json).parent / PROCESSES_CSV
-        if path.is_file():
+        if os.path.lexists(path):  # a folder or a FIFO of that name too: one warning
             try:
                 samples = read_samples(path)
                 why = contradiction(samples, result)
