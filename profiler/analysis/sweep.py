@@ -12,13 +12,22 @@ from typing import Any
 
 import pandas as pd
 
+from profiler import notices
 from profiler.analysis.benchmark import benchmark_frame, benchmark_rows
 from profiler.analysis.records import BenchmarkCell
 from profiler.analysis.roofline import Roofline, roofline_of
 from profiler.analysis.run import RunAnalysis
 from profiler.errors import UserError
 from profiler.runs.layout import MANIFEST, RESULT_FILE, peaks_dir
-from profiler.runs.manifest import OK, SweepCell, SweepManifest, grid_cells, read_manifest
+from profiler.runs.manifest import (
+    OK,
+    SweepCell,
+    SweepManifest,
+    grid_cells,
+    owner_gone_note,
+    read_manifest,
+    settle_running,
+)
 from profiler.runs.result import try_read_result
 from profiler.runs.targets import resolve_target
 from profiler.trace.diff import steps_of
@@ -30,6 +39,9 @@ def load_sweep(target: Path) -> tuple[Path, SweepManifest]:
     manifest = read_manifest(folder) if folder.is_dir() else None
     if manifest is None:
         raise UserError(f"{target} is not a sweep folder (no {MANIFEST})")
+    orphans = settle_running(folder, manifest)  # a cell whose sweep is gone: not finished
+    if orphans:
+        notices.note(owner_gone_note(folder, orphans))
     return folder, manifest
 
 

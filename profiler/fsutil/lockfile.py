@@ -84,6 +84,29 @@ def holder(path: Path) -> str:
     )
 
 
+def is_held(path: Path) -> bool:
+    """Whether a live process holds the lock ``path`` (this one included), asked without
+    taking it or creating anything: a reader's question (a missing file, a symlink or a file
+    that cannot be opened is no lock held)."""
+    if os.path.abspath(path) in held_here:
+        return True
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return False
+        fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(descriptor)  # (a shared lock taken here is let go with it)
+    return False
+
+
 @contextlib.contextmanager
 def lock_if_free(path: Path) -> Iterator[bool]:
     """True in the block when this process holds the lock ``path`` (already, or taken now from

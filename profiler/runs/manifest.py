@@ -11,6 +11,7 @@ import msgspec
 
 from profiler.errors import UserError
 from profiler.fsutil import write_text_atomic
+from profiler.fsutil.lockfile import is_held, lock_path
 from profiler.runs.config import CliOption, run_name, run_options
 from profiler.runs.layout import MANIFEST, RUNS_ROOT, is_leftover
 
@@ -117,6 +118,33 @@ def read_manifest(sweep_dir: Path) -> SweepManifest | None:
                 "--name"
             )
     return manifest
+
+
+#: the reason of a cell listed as running whose sweep is gone (``settle_running``)
+OWNER_GONE = "not finished: its sweep ended without recording how; `sweep --resume` runs it again"
+
+
+def settle_running(sweep_dir: Path, manifest: SweepManifest, mine: bool = False) -> list[str]:
+    """The cells ``manifest`` lists as running while no live sweep runs ``sweep_dir`` (none
+    holds its lock; ``mine``: the caller holds it, so a cell listed running is an earlier
+    sweep's), marked interrupted in this reading (the file is not rewritten), with OWNER_GONE
+    as their reason: a sweep killed, or stopped by a full disk before sweep.json could say so.
+    Returns their names, for a note."""
+    running = [name for name, cell in manifest.cells.items() if cell.status == RUNNING]
+    if not running or (not mine and is_held(lock_path(Path(sweep_dir)))):
+        return []
+    for name in running:
+        cell = manifest.cells[name]
+        cell.status, cell.kind, cell.reason = INTERRUPTED, "interrupted", OWNER_GONE
+    return running
+
+
+def owner_gone_note(sweep_dir: Path, names: list[str]) -> str:
+    """The note of ``settle_running``'s cells."""
+    return (
+        f"{Path(sweep_dir) / MANIFEST} lists {len(names)} cell(s) as running ({', '.join(names)}) "
+        "but no sweep is running it: read as not finished; `sweep --resume` runs them again"
+    )
 
 
 def is_plain_name(name: str) -> bool:

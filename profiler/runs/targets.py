@@ -46,8 +46,40 @@ def locate(target: str, root: Path | None = None) -> Path:
             if (root / base / target).exists():
                 return root / base / target
     if not path.exists():
-        raise UserError(f"no such file, folder or run: {target} (looked in runs/ and tb_logs/ too)")
+        raise UserError(
+            _unfinished_cell(target, [path, root / RUNS_ROOT / target])
+            or f"no such file, folder or run: {target} (looked in runs/ and tb_logs/ too)"
+        )
     return path
+
+
+def _unfinished_cell(target: str, candidates: list[Path]) -> str | None:
+    """Why TARGET has no folder when it names a cell of a sweep that did not finish it (failed,
+    interrupted, or listed running by a sweep that is gone: profiler.runs.manifest
+    .settle_running); None otherwise."""
+    from profiler.runs.manifest import OK, RUNNING, is_sweep_dir, read_manifest, settle_running
+
+    for candidate in candidates:
+        folder = candidate.parent
+        if not is_sweep_dir(folder):
+            continue
+        try:
+            manifest = read_manifest(folder)
+        except UserError:
+            continue
+        cell = None if manifest is None else manifest.cells.get(candidate.name)
+        if manifest is None or cell is None or cell.status == OK:
+            continue
+        settle_running(folder, manifest)
+        if cell.status == RUNNING:
+            return f"{target} is a cell the sweep {folder} is running now: not finished yet"
+        return (
+            f"{target} is a cell of the sweep {folder} that did not finish ({cell.status}"
+            + (f": {cell.reason}" if cell.reason else "")
+            + ")"
+            + ("" if "--resume" in (cell.reason or "") else "; `sweep --resume` runs it again")
+        )
+    return None
 
 
 def resolve_target(target: str, root: Path | None = None) -> Target:

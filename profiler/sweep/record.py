@@ -26,7 +26,7 @@ from dataclasses import fields
 from datetime import datetime, timezone
 from pathlib import Path
 
-from profiler import runs, signals, units
+from profiler import notices, runs, signals, units
 from profiler.analysis.sweep import cell_metrics
 from profiler.errors import UserError
 from profiler.fsutil import MARKER, clean_leftovers, is_ours
@@ -39,6 +39,8 @@ from profiler.runs.manifest import (
     RUNNING,
     SweepCell,
     SweepManifest,
+    owner_gone_note,
+    settle_running,
     shared_options,
 )
 from profiler.sweep.cell import CellOutcome
@@ -106,6 +108,10 @@ def start_manifest(p: SweepPlan) -> SweepManifest:
                 f"{p.sweep_dir} is not a sweep folder (no {MANIFEST}); use another --name"
             )
         check_resumable(p.sweep_dir, manifest, p.options)
+        # (this sweep holds the folder's lock: a cell listed running is an earlier one's)
+        orphans = settle_running(p.sweep_dir, manifest, mine=True)
+        if orphans:
+            notices.note(owner_gone_note(p.sweep_dir, orphans))
     grid = dict(
         model=p.options["model"],
         backends=p.backends,

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from profiler import runs, signals, units
+from profiler import notices, runs, signals, units
 from profiler.analysis import sequential as sequential_rule
 from profiler.analysis.benchmark import with_gpus
 from profiler.errors import Interrupted, UserError, os_error_line
@@ -198,7 +198,8 @@ def _interrupted(
     write_manifest(p.sweep_dir, manifest)
     done = sum(1 for c in manifest.cells.values() if c.status == OK)
     return Interrupted(
-        f"sweep stopped; {done} finished cell(s) kept in {p.sweep_dir} (continue with --resume)",
+        f"sweep stopped; {done} finished cell(s) kept in {p.sweep_dir} (stopped by "
+        f"{signals.describe(stop)}; continue with --resume)",
         exit_code=signals.exit_code(stop),
     )
 
@@ -270,6 +271,13 @@ def sample_cells(p: SweepPlan, manifest: SweepManifest, say, executor=None) -> N
             else ""
         )
     )
+    if sampled.errors:  # (a round's process killed: the OOM killer, a kill -9)
+        first, why = next(iter(sampled.errors.items()))
+        notices.warn(
+            f"{len(sampled.errors)} of {len(cells)} cell(s) left the rounds with fewer than "
+            f"the {p.processes} processes asked ({first}: {why}); their verdicts rest on the "
+            "windows they have: `sweep --resume` times them again"
+        )
 
 
 def _early(sampled: rounds.Sampled, most: int) -> int:

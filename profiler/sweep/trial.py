@@ -293,8 +293,37 @@ def check_trial_folders(folder: Path, trace_dir: Path, cells: list[str], resume:
                     f"{path} was not made by this tool (no {MARKER} marker): "
                     f"advise --try never replaces it; move it away"
                 )
-    if _kind(folder / "logs") not in (None, "folder"):
-        raise UserError(f"{folder / 'logs'} is not a folder: {how}; move it away")
+    _check_trial_paths(folder, how)
+
+
+#: the files a trial writes in its folder besides its cells' (trial.json, the page of
+#: advise.py) and the folders of its logs (the cells', the workers': executors.local)
+TRIAL_PAGE = "report.html"
+LOG_FOLDERS = ("logs", "logs/workers")
+
+
+def _check_trial_paths(folder: Path, how: str) -> None:
+    """The trial's own paths, before the first cell: its log folders are real folders (never a
+    symlink, which the logs would be written through) holding no symlink, and its files
+    (trial.json, report.html) are regular files or nothing."""
+    for relative in LOG_FOLDERS:
+        path = folder / relative
+        kind = _kind(path)
+        if kind not in (None, "folder"):
+            raise UserError(f"{path} is a {kind}, not a folder: {how}; move it away")
+        if kind == "folder":
+            linked = sorted(e.name for e in _entries(path) if _kind(e) == "symlink")
+            if linked:
+                raise UserError(
+                    f"{path / linked[0]} is a symlink: {how}, and never writes a log "
+                    "through a link; move it away"
+                )
+    for name in (TRIAL_FILE, TRIAL_PAGE):
+        path = folder / name
+        kind = _kind(path)
+        if kind is not None and (kind != "file" or not stat.S_ISREG(os.lstat(path).st_mode)):
+            shown = "special file" if kind == "file" else kind
+            raise UserError(f"{path} is a {shown}, not a regular file: {how}; move it away")
 
 
 def _make_ours(folder: Path) -> None:

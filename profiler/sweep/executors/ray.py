@@ -43,6 +43,7 @@ import signal
 import socket
 import tarfile
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -309,9 +310,12 @@ class RayRounds:
         if started is not None:
             started(handle)
         try:
-            found, where = self.ray.get(ref, timeout=timeout_s)
-        except KeyboardInterrupt:
+            with signals_seen() as seen:
+                found, where = self.ray.get(ref, timeout=timeout_s)
+        except KeyboardInterrupt as stop:
             handle.stop()
+            if seen and not isinstance(stop, signals.Terminated):
+                raise signals.Terminated(seen[-1]) from None  # Ray re-raised it as a bare one
             raise
         except self.ray.exceptions.GetTimeoutError:
             handle.stop()
@@ -626,6 +630,9 @@ def signals_seen() -> Iterator[list[int]]:
     signal's number that the exit status (143, 129) needs. Handlers that are not Python
     functions (no profiler.signals.as_interrupts around) are left alone."""
     seen: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield seen  # (handlers belong to the main thread, where the stop is raised as it is)
+        return
     previous = {signum: signal.getsignal(signum) for signum in signals.HANDLED}
 
     def note(signum, frame):
