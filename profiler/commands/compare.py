@@ -118,6 +118,7 @@ def fresh_windows(
     package.module:function model is imported only from the file its run recorded, or with
     ``trust_model`` (profiler.runs.model_source)."""
     from profiler.analysis import sequential
+    from profiler.runs import model_source
     from profiler.runs.samples import ConfigSamples, config_json_of
     from profiler.runs.workloads import workload
     from profiler.sweep import rounds
@@ -152,8 +153,6 @@ def fresh_windows(
         + (" (sequential: they stop once B against A is decided)" if looks else "")
         + f"; here, on {here}"
     )
-    from profiler.runs import model_source
-
     with model_source.handed_on(checked):  # the processes compile what was checked
         sampled = rounds.sample(
             cells,

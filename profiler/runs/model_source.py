@@ -145,32 +145,7 @@ def check(
             f"{recorded.sha256[:12]})"
         )
         return checked
-    if here is None:
-        where = (
-            "is not found on this machine's import path"
-            if found == {None}
-            else "resolves to different files for this command's processes ("
-            + ", ".join(sorted(str(p) for p in found if p))
-            + ")"
-        )
-    elif recorded is None:
-        where = (
-            f"would be imported from {here}, and the run recorded no file for it (a run "
-            "of an older version, or a result.json edited by hand)"
-        )
-    elif recorded.module == name and sha == recorded.sha256:
-        where = (
-            f"would be imported from {here}, which is not the file the run recorded but the "
-            f"same file at another path (the run recorded {recorded.path}, sha256 "
-            f"{recorded.sha256[:12]}; the project was moved or copied): the modules it "
-            "imports beside it may differ"
-        )
-    else:
-        where = (
-            f"would be imported from {here}, which is not the file the run recorded "
-            f"({recorded.path}, sha256 {recorded.sha256[:12]}): it changed since, or the run "
-            "came from elsewhere"
-        )
+    where = _not_recorded(name, here, found, sha, recorded)
     if trust:
         warn(f"{label}'s model {model} {where}; importing it, as {TRUST} asks")
         return checked
@@ -185,6 +160,43 @@ def _digest_or_none(path: Path) -> str | None:
         return digest(path)
     except OSError:
         return None
+
+
+def _not_recorded(
+    name: str,
+    here: Path | None,
+    found: set[Path | None],
+    sha: str | None,
+    recorded: ModelSource | None,
+) -> str:
+    """Why the file module ``name`` would be imported from (``here``, of hash ``sha``;
+    ``found``: the files the command's processes would find) is not the one the run recorded,
+    in words."""
+    if here is None:
+        return (
+            "is not found on this machine's import path"
+            if found == {None}
+            else "resolves to different files for this command's processes ("
+            + ", ".join(sorted(str(p) for p in found if p))
+            + ")"
+        )
+    if recorded is None:
+        return (
+            f"would be imported from {here}, and the run recorded no file for it (a run "
+            "of an older version, or a result.json edited by hand)"
+        )
+    if recorded.module == name and sha == recorded.sha256:
+        return (
+            f"would be imported from {here}, which is not the file the run recorded but the "
+            f"same file at another path (the run recorded {recorded.path}, sha256 "
+            f"{recorded.sha256[:12]}; the project was moved or copied): the modules it "
+            "imports beside it may differ"
+        )
+    return (
+        f"would be imported from {here}, which is not the file the run recorded "
+        f"({recorded.path}, sha256 {recorded.sha256[:12]}): it changed since, or the run "
+        "came from elsewhere"
+    )
 
 
 #: in the environment of the processes a re-timing starts: the model files it checked (a JSON
