@@ -263,7 +263,7 @@ def test_summarize_and_compare_show_the_phases(runs):
         assert "Phases" in text and "decode step by position" in text and "project" in text
         data = json.loads(_invoke("summarize", BF16_RUN, "--json").stdout)
         assert [row["phase"] for row in data["phases"]["phases"]] == ["encode", "decode", "project"]
-        text = _invoke("compare", "pytorch_fp32_bs2_ref", BF16_RUN).stdout
+        text = _invoke("compare", "pytorch_fp32_bs2_ref", BF16_RUN, "--view", "full").stdout
         assert "Phases, A vs B" in text and "decode step by position, A vs B" in text
     finally:
         patch.undo()

@@ -166,9 +166,9 @@ def test_summarize_prints_the_breakdown_definitions_side_by_side(cli):
     from .conftest import ROOT
 
     trace = ROOT / COMPAT_REFERENCE[1]["source"]
-    tool = cli("summarize", str(trace), "--view", "overview")
+    tool = cli("summarize", str(trace), "--view", "definitions")
     assert tool.code == 0, tool
-    assert "this tool's definitions" in tool.stdout and "Breakdown definitions" in tool.stdout
+    assert "this tool" in tool.stdout and "Breakdown definitions" in tool.stdout
     assert "python_function" in tool.stdout and "cpu_op spans only" in tool.stdout
     plugin = cli("summarize", str(trace), "--view", "overview", "--json", "--breakdown", "plugin")
     data = json.loads(plugin.stdout)["overview"]

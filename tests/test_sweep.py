@@ -289,6 +289,8 @@ def test_compare_two_cells_of_a_sweep(grid):
             "compare",
             "grid/pytorch_fp32_bs2_oom_above_2",
             "grid/pytorch_bf16_bs2_oom_above_2",
+            "--view",
+            "full",
         ],
         cwd=workdir,
         capture_output=True,

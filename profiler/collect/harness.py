@@ -139,12 +139,6 @@ def _run(
     """``began``: the perf_counter the run's wall time counts from (imports included)."""
     device = torch.device("cuda" if use_cuda else "cpu")
     precision_flags = set_math_flags(config)
-    # the run's first line, before the model is built (its FLOPs counted, its backend prepared)
-    label = "" if config.workload == "forward" else f" {config.workload}"
-    progress.say(
-        f"[bold]{config.model} {backend.name} bs{config.batch_size}{label}"
-        f"[/bold] on {device_name(use_cuda)}"
-    )
     context, workload, roofline_inputs = _build(config, backend, device, use_cuda, progress, timer)
     built_s = timer.seconds["build"]
 
@@ -193,7 +187,7 @@ def _build(
 ) -> tuple[RunContext, Workload, dict | None]:
     """Build the model and its workload (bad models and weights fail here, before any writing);
     with the roofline's inputs where the workload counts FLOPs."""
-    with timer("build"):  # (said by the run's first line, just before)
+    with timer("build"):
         model, inputs = models.build(config, device)
     context = RunContext(
         config,
@@ -208,6 +202,12 @@ def _build(
         profile_captures=config.capture == "torch",
     )
     workload = WORKLOADS[config.workload](context)  # refuses what it cannot measure
+    # the run's first line, once what was asked for is built (a bad model, weights or length is
+    # the one error line), before its FLOPs are counted and its backend prepared
+    progress.say(
+        f"[bold]{config.model} {backend.name} bs{config.batch_size}{workload.label}"
+        f"[/bold] on {device_name(use_cuda)}"
+    )
     roofline_inputs = None
     if workload.counts_flops:  # FLOPs of one forward pass
         with timer("flops"), progress.phase("counting FLOPs"):

@@ -72,14 +72,20 @@ def _run(config: RunConfig, sink, tb_compat: bool, copies: Path, command: str) -
 
 
 def _refuse_cuda_only(config: RunConfig) -> None:
-    """A backend that needs a GPU, on a machine that has none: refused in one line before torch
-    is imported (in the harness's words; its check stays, for what only torch can tell)."""
-    from profiler.runs.backends import BACKENDS
+    """On a machine without a GPU, a backend that cannot run here is refused in one line before
+    torch is imported, as the harness would (its package missing first, then the GPU it needs;
+    the registry's checks import no torch). With a GPU maybe present, the harness decides."""
+    hidden = no_gpu_here()
+    if hidden is None:
+        return
+    from profiler.collect import backends
 
-    spec = BACKENDS.get(config.backend)
-    hidden = no_gpu_here() if spec is not None and spec.needs_cuda else None
-    if hidden:
-        raise UserError(f"backend {config.backend} cannot run here: needs a CUDA GPU, and {hidden}")
+    backend = backends.get(config.backend)
+    missing = backend.missing()
+    if missing:
+        raise UserError(f"backend {backend.name} cannot run here: {missing}")
+    if backend.needs_cuda:
+        raise UserError(f"backend {backend.name} cannot run here: needs a CUDA GPU, and {hidden}")
 
 
 def _write_copies(result, copies: Path, sink, command: str) -> None:
