@@ -305,20 +305,25 @@ def test_compare_two_cells_of_a_sweep(grid):
     assert "over 3 vs 3 processes" in done.stdout
 
 
-def test_compare_times_both_configs_again_interleaved(grid):
+def test_compare_times_both_configs_again_interleaved(grid, tmp_path):
     workdir, _ = grid
     env = dict(os.environ, COLUMNS="200")
     env.pop("PYTHONPATH", None)
     cells = ["grid/pytorch_fp32_bs1_oom_above_2", "grid/pytorch_bf16_bs1_oom_above_2"]
     before = [(workdir / "runs" / c / "processes.csv").read_text() for c in cells]
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "profile.py"), "compare", *cells, "--processes", "1", "--json"],
-        cwd=workdir,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
+    kept = tmp_path / "kept"
+
+    def compare(*args):
+        return subprocess.run(
+            [sys.executable, str(ROOT / "profile.py"), "compare", *cells, *args],
+            cwd=workdir,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
+
+    done = compare("--processes", "1", "--json", "--out", str(kept))
     assert done.returncode == 0, done.stderr
     verdict = json.loads(done.stdout)["timed"]["verdict"]
     # one fresh process times A and B in turn (more: more rounds, tests/test_processes.py)
@@ -328,6 +333,19 @@ def test_compare_times_both_configs_again_interleaved(grid):
     assert done.stderr.count("a fresh process times") == 1
     # the run folders are not changed
     assert [(workdir / "runs" / c / "processes.csv").read_text() for c in cells] == before
+    # the windows are kept, and judged again from there without timing
+    assert f"kept the windows in {kept}" in done.stderr
+    again = compare("--samples", str(kept), "--json")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["timed"]["verdict"] == verdict
+    assert "a fresh process times" not in again.stderr and "not timed again" in again.stderr
+    for args, fragment in (
+        (("--samples", str(tmp_path / "nothing")), "no processes_A.csv there"),
+        (("--samples", str(kept), "--processes", "2"), "leave out --processes"),
+    ):
+        bad = compare(*args)
+        assert bad.returncode == 2 and fragment in bad.stderr, bad.stderr
+        assert bad.stderr.strip().splitlines()[-1].startswith("error: ")
 
 
 def test_all_cells_failing_exits_1(tmp_path):

@@ -193,6 +193,12 @@ def compare(
         "result.json names even when its module is not the file the run recorded (path and "
         "SHA-256), or the run recorded none: that code is imported and run.",
     ),
+    samples: Path | None = typer.Option(
+        None,
+        "--samples",
+        help="Judge A and B again on the windows an earlier `compare --processes` kept in this "
+        "folder (processes_A.csv, processes_B.csv; it names the folder), without timing again.",
+    ),
     json_out: bool = typer.Option(
         False,
         "--json",
@@ -238,6 +244,7 @@ def compare(
         budget_s=parse_budget(budget),
         same_within=same_within,
         trust_model=trust_model,
+        samples=samples,
     )
 
 

@@ -58,11 +58,14 @@ def run(
     budget_s: float | None = None,
     same_within: float = 2.0,
     trust_model: bool = False,
+    samples: Path | None = None,
 ) -> Diff:
     """``sink``: profiler.cli.output.Output, where the tables or the --json document go.
     ``processes`` / ``target_noise``: time both configs again in fresh processes, interleaved,
     and take both verdicts and every timed figure from those windows (profiler.sweep.rounds);
-    the recorded runs' figures then appear only under their own heading."""
+    the recorded runs' figures then appear only under their own heading; those windows are
+    kept (processes_A.csv, processes_B.csv: under ``out``, else a new folder under
+    runs/compare/), and ``samples`` (such a folder) judges them again without timing."""
     if top < 0:
         raise UserError(f"--top must be 0 (all) or more (got {top})")
     if view not in COMPARE_VIEWS:
@@ -74,7 +77,14 @@ def run(
     both = Comparison(load_side(a, sink), load_side(b, sink), a, b, tolerance=same_within / 100)
     for label, side in (("A", both.a), ("B", both.b)):
         sink.detail(describe(label, side))
-    if processes is not None or target_noise is not None:
+    if samples is not None:
+        if processes is not None or target_noise is not None:
+            raise UserError(
+                "--samples judges windows already taken: leave out --processes and --target-noise"
+            )
+        both.windows = kept_windows(samples)
+        sink.note(f"A and B judged on the windows kept in {samples} (not timed again)")
+    elif processes is not None or target_noise is not None:
         # Ctrl-C, SIGTERM, SIGHUP: the round's process stopped, one line, 130/143/129
         with signals.interruptible("compare", "nothing was written"):
             both.windows = fresh_windows(
@@ -86,6 +96,11 @@ def run(
                 trust_model=trust_model,
                 warn=sink.warn,
             )
+        folder = keep_windows(both.windows, out)
+        sink.note(
+            f"kept the windows in {folder} ({KEPT[0]}, {KEPT[1]}): `compare A B --samples "
+            f"{folder}` judges them again without timing"
+        )
     result, timed_ab = both.diff, both.timed
     if both.a.path.resolve() == both.b.path.resolve():  # after what can fail: one error line
         sink.note(SAME_RUN.format(path=both.a.path))
@@ -102,6 +117,46 @@ def run(
     rows = COMPARE_VIEWS["full" if sink.verbose and view == "answer" else view]
     print_sections(rows, Context(both, sink.console, top=top))
     return result
+
+
+#: the files compare --processes keeps A's and B's windows in (processes.csv's columns)
+KEPT = ("processes_A.csv", "processes_B.csv")
+
+
+def keep_windows(windows, out: Path | None) -> Path:
+    """A's and B's fresh windows written (atomically) under ``out``, else into a new folder under
+    runs/compare/; the folder."""
+    import time
+
+    from profiler.fsutil import write_text_atomic
+    from profiler.runs.samples import processes_text
+
+    folder = out if out is not None else Path("runs") / "compare" / time.strftime("%Y%m%d-%H%M%S")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, side in zip(KEPT, windows, strict=True):
+            write_text_atomic(folder / name, processes_text(side))
+    except OSError as error:
+        raise UserError(
+            f"the windows could not be kept in {folder}: {error.strerror or error}"
+        ) from None
+    return folder
+
+
+def kept_windows(folder: Path):
+    """A's and B's windows from a folder keep_windows wrote (read as untrusted files)."""
+    from profiler.runs.samples import read_samples
+
+    found = []
+    for name in KEPT:
+        path = folder / name
+        if not path.is_file():
+            raise UserError(f"--samples {folder}: no {name} there (compare --processes keeps it)")
+        side = read_samples(path)
+        if not len(side):
+            raise UserError(f"--samples {folder}: {name} holds no window")
+        found.append(side)
+    return found[0], found[1]
 
 
 def fresh_windows(
