@@ -116,15 +116,11 @@ def report(
     )
     print(f"{label}: {wall_s:.1f} s end to end{verdict}")
     timing, notes = result["timing"], result["backend"].get("notes", {})
-    print(
-        "  "
-        + phases.one_line(
-            timing.get("phases_s") or {},
-            timing.get("wall_s"),
-            notes.get("compile_s"),
-            notes.get("load_s"),
-        )
-    )
+    seconds = phases.ordered(timing.get("phases_s") or {})
+    for name in ("compile_s", "load_s"):
+        if isinstance(notes.get(name), (int, float)):
+            seconds[f"of which {name[:-2]}"] = round(notes[name], 3)
+    print("  seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in seconds.items()))
     facts = [f"p50 {timing['p50_ms']:.3f} ms over {timing['iters']} iterations"]
     memory = result.get("memory") or {}
     if memory.get("peak_allocated_bytes") is not None:

@@ -9,9 +9,9 @@ source "$(dirname "$0")/device_common.sh"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 "$PY" -c "import torch, torch_tensorrt; print('torch', torch.__version__, 'torch_tensorrt', torch_tensorrt.__version__)"
 "$PY" scripts/bench_run.py --work-dir "$WORK" --cached-target 8 2>&1 | tee "$OUT/bench_run.log"
-here=$(pwd)
+here=$(pwd); case "$OUT" in /*) ;; *) OUT="$here/$OUT" ;; esac
 for i in 1 2; do
-    (cd /tmp && timed "$PY" -m cProfile -o "$here/$OUT/hit$i.prof" "$here/profile.py" run \
+    (cd /tmp && timed "$PY" -m cProfile -o "$OUT/hit$i.prof" "$here/profile.py" run \
         --backend ttrt_fp16 --bs 8 --cache-dir "$WORK/cache" "${DIRS[@]}" --replace -q) \
         2>&1 | tail -3 | tee -a "$OUT/hits.log"
 done
