@@ -406,3 +406,40 @@ def test_a_hit_asks_again_for_device_memory_the_build_could_not_read(
     assert layer_calls == []
     assert second.notes["engine_memory"]["engine_device_memory_bytes"] == 3 * 4096
     assert layer_artifacts(second) == layer_artifacts(first)
+
+
+def test_a_hit_reuses_the_layer_times_its_engine_was_first_timed_with(
+    fake_trt, tmp_path, monkeypatch
+):
+    timed = []
+
+    def fake_layer_timing(compiled, inputs, workdir, iters=ttrt.LAYER_TIMING_ITERS):
+        timed.append(workdir)
+        return {
+            "layer_timing": {"iterations": iters, "files": ["engine_layer_times_0.json"]},
+            "artifacts": {"engine_layer_times_0.json": f'[{{"run": {len(timed)}}}]'},
+        }
+
+    monkeypatch.setattr(ttrt, "layer_timing", fake_layer_timing)
+    built = prepare(tmp_path).after_windows()
+    assert len(timed) == 1 and built["layer_timing"]["measured"] == "in this run"
+    kept = json.loads(sidecar_path(tmp_path).read_text())["report"]["layer_timing"]
+    assert kept["artifacts"] == built["artifacts"]
+
+    hit = prepare(tmp_path).after_windows()
+    assert len(timed) == 1  # not timed again
+    assert hit["artifacts"] == {"engine_layer_times_0.json": '[{"run": 1}]'}
+    assert hit["layer_timing"]["measured"].startswith("when this engine was first run (")
+    assert hit["layer_timing"]["iterations"] == ttrt.LAYER_TIMING_ITERS
+
+    sidecar = json.loads(sidecar_path(tmp_path).read_text())
+    sidecar["report"]["layer_timing"]["artifacts"] = {"engine_layer_times_0.json": 7}
+    sidecar_path(tmp_path).write_text(json.dumps(sidecar))
+    again = prepare(tmp_path).after_windows()  # a malformed record: timed again, and kept
+    assert len(timed) == 2 and again["artifacts"] == {"engine_layer_times_0.json": '[{"run": 2}]'}
+    assert prepare(tmp_path).after_windows()["artifacts"] == again["artifacts"]
+
+    assert prepare(tmp_path, use_cache=False).after_windows()["layer_timing"]["measured"] == (
+        "in this run"
+    )
+    assert len(timed) == 3

@@ -221,3 +221,15 @@ def _file_digest(path: Path) -> str | None:
 def read_report(cache_dir: Path, key: str) -> dict:
     sidecar = _read_sidecar(paths(cache_dir, key)[1])
     return (sidecar or {}).get("report", {})
+
+
+def add_to_report(cache_dir: Path, key: str, more: dict) -> bool:
+    """Keep ``more`` in an entry's report (what was measured on its module after it was
+    stored); False, and nothing written, where the entry is gone or its file no longer matches
+    its recorded digest (another writer replaced it meanwhile)."""
+    module_path, sidecar_path = paths(cache_dir, key)
+    sidecar = _read_sidecar(sidecar_path)
+    if sidecar is None or sidecar.get("module_sha256") != _file_digest(module_path):
+        return False
+    write_json_atomic(sidecar_path, {**sidecar, "report": {**sidecar.get("report", {}), **more}})
+    return True
