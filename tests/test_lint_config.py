@@ -1,6 +1,6 @@
 """The linter and the type checker are configured in pyproject.toml and run by CI and by the
-README's check command; mypy is strict on the floors that hold, read and compute the figures,
-and no module of the project is left out of a check."""
+README's check command; mypy is strict on the floors that hold, read and compute the figures and
+on the registry of report sections, and no module of the project is left out of a check."""
 
 import re
 
@@ -40,7 +40,7 @@ def test_ruff_is_configured_to_the_project_style():
     assert ruff["format"]["quote-style"] == "double"
 
 
-def test_mypy_is_strict_on_runs_trace_and_analysis_and_silences_no_project_module():
+def test_mypy_is_strict_on_runs_trace_analysis_and_the_sections_and_silences_no_project_module():
     mypy = PYPROJECT["tool"]["mypy"]
     assert set(mypy["files"]) == {"profiler", "profile.py"}
     assert "ignore_missing_imports" not in mypy and "ignore_errors" not in mypy
@@ -50,6 +50,7 @@ def test_mypy_is_strict_on_runs_trace_and_analysis_and_silences_no_project_modul
         "profiler.runs.*",
         "profiler.trace.*",
         "profiler.analysis.*",
+        "profiler.report.sections",  # the registry: each row's reader and renderers typed
     }
     assert all(strict[0].get(flag) is True for flag in STRICT_FLAGS)
     assert strict[0].get("implicit_reexport") is False

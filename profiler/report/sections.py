@@ -1,25 +1,29 @@
 """The registry of report sections: what `summarize`, `compare` and the `report` pages show, one
 row per section, and the lists each of them walks.
 
-A row (ReportSection) is one figure: its type (the typed record the facade returns), the
-facade's property it reads (of profiler.analysis.run.RunAnalysis, Comparison or
-profiler.analysis.sweep.SweepAnalysis), one terminal renderer (rich) and one HTML renderer
-(html.Section list). A medium that shows the figure otherwise reads it in a row of its own.
-A list is rows in the order they are shown; one loop walks it per medium
+A row (``ReportSection[Subject, Figure]``) is one figure: the facade it reads (its subject:
+profiler.analysis.run.RunAnalysis, Comparison or profiler.analysis.sweep.SweepAnalysis), the
+type of the figure (the typed record the facade returns), the reader that takes the figure from
+the subject, one terminal renderer (rich) and one HTML renderer (html.Section list). mypy holds
+each row together: the reader must return the figure's type from the subject's, and the
+renderers must take that figure and a Context of that subject; tests/test_sections.py reads
+every row of the committed fixtures and checks each figure against the row's type. A medium
+that shows the figure otherwise reads it in a row of its own.
+
+A list is rows of one subject in the order they are shown; one loop walks it per medium
 (print_sections, page_sections), reading each row's figure from the list's subject and leaving
-out a section whose figure is None (a page says so instead where the row ``says_absent``).
-A renderer may still show nothing where its medium has nothing to say (a CPU trace's kernels).
+out a section whose figure is None (a page says so instead where the row has an ``absent``
+renderer). A renderer may still show nothing where its medium has nothing to say (a CPU
+trace's kernels).
 
 Adding a section: its renderer, one row, and the row in the lists that show it.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from operator import attrgetter
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import pandas as pd
 from rich.console import Console
@@ -27,6 +31,8 @@ from rich.console import Console
 from profiler.analysis.insight import Insight
 from profiler.analysis.records import CompareTimed, Explanation, Headline
 from profiler.analysis.roofline import Roofline
+from profiler.analysis.run import Comparison, RunAnalysis
+from profiler.analysis.sweep import SweepAnalysis
 from profiler.report import html, pages
 from profiler.report.compare_view import (
     largest_changes_table,
@@ -57,21 +63,29 @@ from profiler.report.tables import (
     overview_tables,
     trace_header,
 )
+from profiler.runs.manifest import SweepCell
 from profiler.runs.result import RunResult
 from profiler.trace.diff import Diff
 from profiler.trace.kernels import PIPE_BUSY_NOTE
 from profiler.trace.phases import PhaseSummary
 from profiler.trace.summary import Summary
+from profiler.trace.trt_layers import Attribution
+
+#: the facade a row reads (RunAnalysis, Comparison, SweepAnalysis)
+S = TypeVar("S")
+#: the figure a row reads from it
+F = TypeVar("F")
+T = TypeVar("T")
 
 
 @dataclass
-class Context:
+class Context(Generic[S]):
     """What a walk renders with: the ``subject`` its rows read (a RunAnalysis, Comparison or
     SweepAnalysis), the terminal's ``console``, ``top`` rows of a long table, the run's
     ``label`` in titles and lines (its name on a run page, A or B beside another run), its
     ``name`` on figures, and a sweep page's ``only_decided``."""
 
-    subject: Any
+    subject: S
     console: Console | None = None
     top: int = 20
     label: str = ""
@@ -84,60 +98,84 @@ class Context:
             raise ValueError("a terminal walk needs a console")
         return self.console
 
+    def about(self, subject: T, label: str) -> Context[T]:
+        """The same walk over another subject (a comparison's side), under ``label``."""
+        return Context(subject, self.console, self.top, label, self.name, self.only_decided)
 
-Terminal = Callable[[Any, Context], None]
-Html = Callable[[Any, Context], list[html.Section]]
+
+#: what a page's renderer gives: its sections, none when it has nothing to show
+Sections = list[html.Section]
 
 
 @dataclass(frozen=True)
-class ReportSection:
-    """One section: ``figure`` (the type of what it shows), ``reads`` (the facade's property,
-    ``Class.attribute``), its ``terminal`` and ``html`` renderers (None: not shown there).
-    ``read``: how the figure is read when it is more than the attribute (a condition, a call);
-    ``says_absent``: a page calls the HTML renderer with None too, to say what is missing (the
-    terminal leaves the section out)."""
+class ReportSection(Generic[S, F]):
+    """One section: its ``name``; the ``subject`` it reads and the ``figure`` it shows (the
+    classes: mypy infers the row's types from them, the registry's test checks each figure
+    read from the fixtures against ``figure``); ``read``, the figure of a subject (None: the
+    section is left out); its ``terminal`` and ``html`` renderers (None: not shown there); and
+    ``absent``, what a page shows in place of a missing figure (the terminal leaves the
+    section out)."""
 
     name: str
-    figure: type | tuple[type, ...]
-    reads: str
-    terminal: Terminal | None = None
-    html: Html | None = None
-    read: Callable[[Any], Any] | None = None
-    says_absent: bool = False
+    subject: type[S]
+    figure: type[F]
+    read: Callable[[S], F | None]
+    terminal: Callable[[F, Context[S]], None] | None = None
+    html: Callable[[F, Context[S]], Sections] | None = None
+    absent: Callable[[Context[S]], Sections] | None = None
 
-    def figure_of(self, subject: Any) -> Any:
-        if self.read is not None:
-            return self.read(subject)
-        return attrgetter(self.reads.split(".", 1)[1])(subject)
+    def print(self, ctx: Context[S]) -> None:
+        """The figure of ``ctx.subject`` on the terminal; nothing when there is none."""
+        assert self.terminal is not None, f"{self.name}: no terminal renderer"
+        figure = self.read(ctx.subject)
+        if figure is not None:
+            self.terminal(figure, ctx)
+
+    def sections(self, ctx: Context[S]) -> Sections:
+        """The figure of ``ctx.subject`` as a page's sections; ``absent``'s when there is
+        none."""
+        assert self.html is not None, f"{self.name}: no HTML renderer"
+        figure = self.read(ctx.subject)
+        if figure is not None:
+            return self.html(figure, ctx)
+        return self.absent(ctx) if self.absent is not None else []
 
 
-def print_sections(rows: Sequence[ReportSection], ctx: Context) -> None:
+#: rows of one subject, each of its own figure
+Rows = Sequence[ReportSection[S, Any]]
+
+# the figures that are more than one record
+#: (phase, at, roofline) of a generation's phases (RunAnalysis.phase_rooflines)
+PhaseRooflines = list[tuple[str, str, Roofline]]
+#: a comparison's runs
+Sides = tuple[RunAnalysis, RunAnalysis]
+#: each run's roofline
+Rooflines = tuple[Roofline | None, Roofline | None]
+#: a sweep's finished cells (SweepAnalysis.finished)
+Finished = list[tuple[SweepCell, RunAnalysis]]
+
+
+def print_sections(rows: Rows[S], ctx: Context[S]) -> None:
     """The terminal: each row's figure read from the subject and printed; None left out."""
     for row in rows:
-        assert row.terminal is not None, f"{row.name}: no terminal renderer"
-        figure = row.figure_of(ctx.subject)
-        if figure is not None:
-            row.terminal(figure, ctx)
+        row.print(ctx)
 
 
-def page_sections(rows: Sequence[ReportSection], ctx: Context) -> list[html.Section]:
+def page_sections(rows: Rows[S], ctx: Context[S]) -> Sections:
     """A page's sections: each row's figure read from the subject and rendered; None left
-    out, or said where the row ``says_absent``."""
-    found: list[html.Section] = []
+    out, or said where the row has an ``absent`` renderer."""
+    found: Sections = []
     for row in rows:
-        assert row.html is not None, f"{row.name}: no HTML renderer"
-        figure = row.figure_of(ctx.subject)
-        if figure is not None or row.says_absent:
-            found += row.html(figure, ctx)
+        found += row.sections(ctx)
     return found
 
 
-def page(title: str, rows: Sequence[ReportSection], ctx: Context) -> html.Page:
+def page(title: str, rows: Rows[S], ctx: Context[S]) -> html.Page:
     """One HTML page of ``rows`` read from ``ctx.subject``."""
     return html.Page(title, page_sections(rows, ctx))
 
 
-def _section(title: str, body: str | None) -> list[html.Section]:
+def _section(title: str, body: str | None) -> Sections:
     """One section, none without a body."""
     return [html.Section(title, body)] if body else []
 
@@ -145,19 +183,19 @@ def _section(title: str, body: str | None) -> list[html.Section]:
 # ---- a run: terminal renderers ----------------------------------------------------------
 
 
-def _headline(data: Headline, ctx: Context) -> None:
+def _headline(data: Headline, ctx: Context[RunAnalysis]) -> None:
     print_headline(data, ctx.out)
 
 
-def _trace(summary: Summary, ctx: Context) -> None:
+def _trace(summary: Summary, ctx: Context[RunAnalysis]) -> None:
     ctx.out.print(trace_header(summary))
 
 
-def _overview(summary: Summary, ctx: Context) -> None:
+def _overview(summary: Summary, ctx: Context[RunAnalysis]) -> None:
     overview_tables(summary, ctx.top, ctx.out, ctx.subject.agreement)
 
 
-def _definitions(summary: Summary, ctx: Context) -> None:
+def _definitions(summary: Summary, ctx: Context[RunAnalysis]) -> None:
     """The step breakdown's definitions beside the TensorBoard plugin's (--view definitions);
     a trace without GPU work has no GPU roles to define: one line says so."""
     if summary.overview.has_gpu:
@@ -170,22 +208,22 @@ def _definitions(summary: Summary, ctx: Context) -> None:
         )
 
 
-def _categories(summary: Summary, ctx: Context) -> None:
+def _categories(summary: Summary, ctx: Context[RunAnalysis]) -> None:
     if len(summary.kernels.table):  # none in a CPU-only trace: its note says so
         ctx.out.print(categories_table(summary))
 
 
-def _kernels(summary: Summary, ctx: Context) -> None:
+def _kernels(summary: Summary, ctx: Context[RunAnalysis]) -> None:
     if len(summary.kernels.table):
         ctx.out.print(kernels_table(summary, ctx.top))
         ctx.out.print(launch_table(summary, ctx.top))
 
 
-def _operators(summary: Summary, ctx: Context) -> None:
+def _operators(summary: Summary, ctx: Context[RunAnalysis]) -> None:
     ctx.out.print(operators_table(summary, ctx.top))
 
 
-def _phases(phases: PhaseSummary, ctx: Context) -> None:
+def _phases(phases: PhaseSummary, ctx: Context[RunAnalysis]) -> None:
     ctx.out.print(phases_table(phases))
     ctx.out.print(positions_table(phases, top=ctx.top))
     if phases.kernels:
@@ -194,12 +232,12 @@ def _phases(phases: PhaseSummary, ctx: Context) -> None:
             ctx.out.print(phase_kernels_table(phases, phase, ctx.top))
 
 
-def _phase_rooflines(rooflines: list, ctx: Context) -> None:
+def _phase_rooflines(rooflines: PhaseRooflines, ctx: Context[RunAnalysis]) -> None:
     if rooflines:
         ctx.out.print(phase_roofline_table(rooflines))
 
 
-def _phase_rooflines_page(rooflines: list, ctx: Context) -> list[html.Section]:
+def _phase_rooflines_page(rooflines: PhaseRooflines, ctx: Context[RunAnalysis]) -> Sections:
     if not rooflines:
         return []
     frame = pd.DataFrame(
@@ -222,31 +260,33 @@ def _phase_rooflines_page(rooflines: list, ctx: Context) -> list[html.Section]:
     return [html.Section(f"{ctx.label}: roofline per phase", html.table(frame))]
 
 
-def _notes(notes: list[str], ctx: Context) -> None:
+def _notes(notes: list[str], ctx: Context[RunAnalysis]) -> None:
     for note in notes:
         print_prose(ctx.out, f"[yellow]note:[/yellow] {safe(note)}")
 
 
-def _pipe_busy(summary: Summary, ctx: Context) -> None:
+def _pipe_busy(summary: Summary, ctx: Context[RunAnalysis]) -> None:
     """How to read the tensor pipe, where Tensor Core kernel time shows and ncu did not."""
     a = ctx.subject.agreement
     if summary.kernels.total_kernel_us and not (a is not None and a.pipe_measured_us):
         print_prose(ctx.out, f"[yellow]note:[/yellow] {PIPE_BUSY_NOTE}")
 
 
-def _hardware(joined: pd.DataFrame, ctx: Context) -> None:
-    print_hardware(joined, ctx.subject.agreement, ctx.top, ctx.out)
+def _hardware(joined: pd.DataFrame, ctx: Context[RunAnalysis]) -> None:
+    agreement = ctx.subject.agreement
+    assert agreement is not None  # read from the same join as the table
+    print_hardware(joined, agreement, ctx.top, ctx.out)
 
 
-def _insight(found: Insight, ctx: Context) -> None:
+def _insight(found: Insight, ctx: Context[RunAnalysis]) -> None:
     print_insight(found, ctx.out, ctx.label)
 
 
-def _layers(attributions: list, ctx: Context) -> None:
+def _layers(attributions: list[Attribution], ctx: Context[RunAnalysis]) -> None:
     print_layers(attributions, ctx.top, ctx.out)
 
 
-def _recorded_insight(run) -> Insight | None:
+def _recorded_insight(run: RunAnalysis) -> Insight | None:
     """A run's roofline and advice; None for a bare trace (no timed window)."""
     return run.insight if run.result_json is not None else None
 
@@ -254,12 +294,17 @@ def _recorded_insight(run) -> Insight | None:
 # ---- a run: HTML renderers --------------------------------------------------------------
 
 
-def _result_page(result: RunResult | None, ctx: Context) -> list[html.Section]:
+def _result_page(result: RunResult | None, ctx: Context[RunAnalysis]) -> Sections:
     body = html.headline(result, ctx.label, ctx.subject.result_json)
     return [html.Section(f"{ctx.label}: headline", body)]
 
 
-def _insight_page(found: Insight, ctx: Context) -> list[html.Section]:
+def _no_result_page(ctx: Context[RunAnalysis]) -> Sections:
+    """A bare trace's headline: what is missing without a result.json."""
+    return _result_page(None, ctx)
+
+
+def _insight_page(found: Insight, ctx: Context[RunAnalysis]) -> Sections:
     roofline = html.roofline_block(found.roofline, found.ceilings_source, found.roofline_missing)
     return [
         html.Section(f"{ctx.label}: roofline", roofline),
@@ -267,27 +312,27 @@ def _insight_page(found: Insight, ctx: Context) -> list[html.Section]:
     ]
 
 
-def _categories_page(summary: Summary, ctx: Context) -> list[html.Section]:
+def _categories_page(summary: Summary, ctx: Context[RunAnalysis]) -> Sections:
     if not summary.overview.has_gpu:
         return []
     body = pages.run_categories(summary, ctx.name or ctx.label, ctx.subject.agreement)
     return [html.Section(f"{ctx.label}: kernel time by category", body)]
 
 
-def _kernels_page(summary: Summary, ctx: Context) -> list[html.Section]:
+def _kernels_page(summary: Summary, ctx: Context[RunAnalysis]) -> Sections:
     if not summary.overview.has_gpu:
         return []
     return [html.Section(f"{ctx.label}: top kernels", pages.top_kernels(summary))]
 
 
-def _operators_page(summary: Summary, ctx: Context) -> list[html.Section]:
+def _operators_page(summary: Summary, ctx: Context[RunAnalysis]) -> Sections:
     if summary.overview.has_gpu:  # a GPU run's operators are in its kernels' table
         return []
     title = f"{ctx.label}: CPU operators by self CPU time"
     return [html.Section(title, pages.cpu_operators(summary))]
 
 
-def _gemms(run) -> pd.DataFrame | None:
+def _gemms(run: RunAnalysis) -> pd.DataFrame | None:
     """The GEMMs by recorded shape of a run recorded with --record-shapes."""
     # ConfigRecord is built from RunConfig's fields when imported: no attribute a checker sees
     if run.result is None or not getattr(run.result.config, "record_shapes", False):
@@ -295,56 +340,61 @@ def _gemms(run) -> pd.DataFrame | None:
     return run.gemms()
 
 
-def _gemms_page(frame: pd.DataFrame, ctx: Context) -> list[html.Section]:
+def _gemms_page(frame: pd.DataFrame, ctx: Context[RunAnalysis]) -> Sections:
     title = f"{ctx.label}: GEMMs by recorded shape (--record-shapes)"
     return [html.Section(title, pages.gemms(frame, ctx.subject.summary.overview.has_gpu))]
 
 
-def _layer_times_page(frame: pd.DataFrame, ctx: Context) -> list[html.Section]:
+def _layer_times_page(frame: pd.DataFrame, ctx: Context[RunAnalysis]) -> Sections:
     return _section(f"{ctx.label}: TensorRT layers (engine_layer_times)", html.layer_view(frame))
 
 
-def _roofline_page(roofline: Roofline, ctx: Context) -> list[html.Section]:
+def _roofline_page(roofline: Roofline, ctx: Context[RunAnalysis]) -> Sections:
     return _section("Roofline chart", html.roofline_chart([(ctx.label, roofline)]))
 
 
 # ---- a comparison -------------------------------------------------------------------------
 
 
-def _names(both) -> tuple[str, str]:
+def _names(both: Comparison) -> tuple[str, str]:
     """A comparison's runs as its page names them."""
     return pages.target_label(both.a_label), pages.target_label(both.b_label)
 
 
-def _timed(t: CompareTimed, ctx: Context) -> None:
+def _timed(t: CompareTimed, ctx: Context[Comparison]) -> None:
     print_timed_headline(t, ctx.out)
 
 
-def _timed_page(t: CompareTimed | None, ctx: Context) -> list[html.Section]:
+def _timed_page(t: CompareTimed | None, ctx: Context[Comparison]) -> Sections:
     both = ctx.subject
     verdicts = "the latency verdict" if both.diff.on_cpu else "the verdicts on latency and GPU time"
     title = f"Timed windows (no profiler attached): {verdicts}, the recorded runs, noise and config"
     return [html.Section(title, html.timed_block(t, *_names(both)))]
 
 
-def _explanation_of(both) -> Explanation | None:
+def _no_timed_page(ctx: Context[Comparison]) -> Sections:
+    """A comparison beside a bare trace: what is missing without a timed window."""
+    return _timed_page(None, ctx)
+
+
+def _explanation_of(both: Comparison) -> Explanation | None:
     """Why B differs at the kernel level (SM clock, kernels): nothing to say of two CPU runs."""
     return None if both.diff.on_cpu else both.explanation
 
 
-def _explanation(e: Explanation, ctx: Context) -> None:
+def _explanation(e: Explanation, ctx: Context[Comparison]) -> None:
     print_explanation(e, ctx.out)
 
 
-def _answer(t: CompareTimed, ctx: Context) -> None:
+def _answer(t: CompareTimed, ctx: Context[Comparison]) -> None:
     print_answer(t, ctx.out)
 
 
-def _why_line(e: Explanation, ctx: Context) -> None:
+def _why_line(e: Explanation, ctx: Context[Comparison]) -> None:
     print_explanation(e, ctx.out, states=False)
 
 
-def _largest_changes(result: Diff, ctx: Context) -> None:
+def _largest_changes(result: Diff, ctx: Context[Comparison]) -> None:
     table = largest_changes_table(result)
     if table is not None:
         ctx.out.print(table)
@@ -355,11 +405,11 @@ def _largest_changes(result: Diff, ctx: Context) -> None:
     )
 
 
-def _explanation_page(e: Explanation, ctx: Context) -> list[html.Section]:
+def _explanation_page(e: Explanation, ctx: Context[Comparison]) -> Sections:
     return _section("Why B differs from A", html.explanation_block(e))
 
 
-def _diff(result: Diff, ctx: Context) -> None:
+def _diff(result: Diff, ctx: Context[Comparison]) -> None:
     both = ctx.subject
     print_diff(
         result,
@@ -371,7 +421,7 @@ def _diff(result: Diff, ctx: Context) -> None:
     )
 
 
-def _diff_page(result: Diff, ctx: Context) -> list[html.Section]:
+def _diff_page(result: Diff, ctx: Context[Comparison]) -> Sections:
     both = ctx.subject
     found = [
         html.Section(
@@ -387,22 +437,22 @@ def _diff_page(result: Diff, ctx: Context) -> list[html.Section]:
     return found + _section("Notes", notes)
 
 
-def _rooflines_page(rooflines: tuple, ctx: Context) -> list[html.Section]:
+def _rooflines_page(rooflines: Rooflines, ctx: Context[Comparison]) -> Sections:
     return _section(
         "Roofline chart", html.roofline_chart(list(zip(_names(ctx.subject), rooflines)))
     )
 
 
-def _sides(sides: tuple, ctx: Context) -> None:
+def _sides(sides: Sides, ctx: Context[Comparison]) -> None:
     """Each run's own sections (its recorded window's, beside fresh processes)."""
     recorded = ctx.subject.windows is None
     for label, side in zip("AB", sides):
         shown = label if recorded else f"{label}, recorded run"
-        print_sections(COMPARE_SIDE, dataclasses.replace(ctx, subject=side, label=shown))
+        print_sections(COMPARE_SIDE, ctx.about(side, shown))
 
 
-def _sides_page(sides: tuple, ctx: Context) -> list[html.Section]:
-    found = []
+def _sides_page(sides: Sides, ctx: Context[Comparison]) -> Sections:
+    found: Sections = []
     for label, side, name in zip("AB", sides, _names(ctx.subject)):
         found += page_sections(RUN_SIDE, Context(side, label=label, name=name))
     return found
@@ -411,16 +461,16 @@ def _sides_page(sides: tuple, ctx: Context) -> list[html.Section]:
 # ---- a sweep ------------------------------------------------------------------------------
 
 
-def _benchmark_page(frame: pd.DataFrame, ctx: Context) -> list[html.Section]:
+def _benchmark_page(frame: pd.DataFrame, ctx: Context[SweepAnalysis]) -> Sections:
     body = pages.benchmark(frame, ctx.subject.manifest, ctx.only_decided)
     return [html.Section("Benchmark", body)]
 
 
-def _geomeans_page(frame: pd.DataFrame, ctx: Context) -> list[html.Section]:
+def _geomeans_page(frame: pd.DataFrame, ctx: Context[SweepAnalysis]) -> Sections:
     return _section("Geometric mean over batch sizes", pages.geomeans(frame))
 
 
-def _figures_page(frame: pd.DataFrame, ctx: Context) -> list[html.Section]:
+def _figures_page(frame: pd.DataFrame, ctx: Context[SweepAnalysis]) -> Sections:
     return [
         html.Section(
             "Latency, speedup, throughput and kernel categories (the figures of `plot`)",
@@ -429,7 +479,7 @@ def _figures_page(frame: pd.DataFrame, ctx: Context) -> list[html.Section]:
     ]
 
 
-def _cells_page(finished: list, ctx: Context) -> list[html.Section]:
+def _cells_page(finished: Finished, ctx: Context[SweepAnalysis]) -> Sections:
     points, rows = pages.cell_insights(finished)
     table = html.table(pd.DataFrame(rows)) if rows else None
     return _section("Roofline and advice per cell", table) + _section(
@@ -439,99 +489,147 @@ def _cells_page(finished: list, ctx: Context) -> list[html.Section]:
 
 # ---- the registry ---------------------------------------------------------------------------
 
-HEADLINE = ReportSection("headline", Headline, "RunAnalysis.headline", terminal=_headline)
-RESULT = ReportSection(
-    "result", RunResult, "RunAnalysis.result", html=_result_page, says_absent=True
+HEADLINE = ReportSection(
+    "headline", RunAnalysis, Headline, lambda run: run.headline, terminal=_headline
 )
-TRACE = ReportSection("trace", Summary, "RunAnalysis.summary", terminal=_trace)
-OVERVIEW = ReportSection("overview", Summary, "RunAnalysis.summary", terminal=_overview)
-DEFINITIONS = ReportSection("definitions", Summary, "RunAnalysis.summary", terminal=_definitions)
+RESULT = ReportSection(
+    "result",
+    RunAnalysis,
+    RunResult,
+    lambda run: run.result,
+    html=_result_page,
+    absent=_no_result_page,
+)
+TRACE = ReportSection("trace", RunAnalysis, Summary, lambda run: run.summary, terminal=_trace)
+OVERVIEW = ReportSection(
+    "overview", RunAnalysis, Summary, lambda run: run.summary, terminal=_overview
+)
+DEFINITIONS = ReportSection(
+    "definitions", RunAnalysis, Summary, lambda run: run.summary, terminal=_definitions
+)
 CATEGORIES = ReportSection(
-    "categories", Summary, "RunAnalysis.summary", terminal=_categories, html=_categories_page
+    "categories",
+    RunAnalysis,
+    Summary,
+    lambda run: run.summary,
+    terminal=_categories,
+    html=_categories_page,
 )
 KERNELS = ReportSection(
-    "kernels", Summary, "RunAnalysis.summary", terminal=_kernels, html=_kernels_page
+    "kernels",
+    RunAnalysis,
+    Summary,
+    lambda run: run.summary,
+    terminal=_kernels,
+    html=_kernels_page,
 )
 OPERATORS = ReportSection(
-    "operators", Summary, "RunAnalysis.summary", terminal=_operators, html=_operators_page
+    "operators",
+    RunAnalysis,
+    Summary,
+    lambda run: run.summary,
+    terminal=_operators,
+    html=_operators_page,
 )
-PHASES = ReportSection("phases", PhaseSummary, "RunAnalysis.summary.phases", terminal=_phases)
+PHASES = ReportSection(
+    "phases", RunAnalysis, PhaseSummary, lambda run: run.summary.phases, terminal=_phases
+)
 PHASE_ROOFLINES = ReportSection(
     "phase rooflines",
+    RunAnalysis,
     list,
-    "RunAnalysis.phase_rooflines",
+    lambda run: run.phase_rooflines,
     terminal=_phase_rooflines,
     html=_phase_rooflines_page,
 )
-TRACE_NOTES = ReportSection("trace notes", list, "RunAnalysis.summary.notes", terminal=_notes)
-PIPE_BUSY = ReportSection("tensor pipe", Summary, "RunAnalysis.summary", terminal=_pipe_busy)
-HARDWARE = ReportSection("hardware", pd.DataFrame, "RunAnalysis.hardware", terminal=_hardware)
-INSIGHT = ReportSection(
-    "insight", Insight, "RunAnalysis.insight", terminal=_insight, read=_recorded_insight
+TRACE_NOTES = ReportSection(
+    "trace notes", RunAnalysis, list, lambda run: run.summary.notes, terminal=_notes
 )
+PIPE_BUSY = ReportSection(
+    "tensor pipe", RunAnalysis, Summary, lambda run: run.summary, terminal=_pipe_busy
+)
+HARDWARE = ReportSection(
+    "hardware", RunAnalysis, pd.DataFrame, lambda run: run.hardware, terminal=_hardware
+)
+INSIGHT = ReportSection("insight", RunAnalysis, Insight, _recorded_insight, terminal=_insight)
 ROOFLINE_ADVICE = ReportSection(
-    "roofline and advice", Insight, "RunAnalysis.insight", html=_insight_page
+    "roofline and advice", RunAnalysis, Insight, lambda run: run.insight, html=_insight_page
 )
-GEMMS = ReportSection("gemms", pd.DataFrame, "RunAnalysis.gemms", html=_gemms_page, read=_gemms)
+GEMMS = ReportSection("gemms", RunAnalysis, pd.DataFrame, _gemms, html=_gemms_page)
 LAYER_TIMES = ReportSection(
-    "layer times", pd.DataFrame, "RunAnalysis.layer_times", html=_layer_times_page
+    "layer times", RunAnalysis, pd.DataFrame, lambda run: run.layer_times, html=_layer_times_page
 )
-LAYERS = ReportSection("layers", list, "RunAnalysis.layers", terminal=_layers)
-ROOFLINE = ReportSection("roofline chart", Roofline, "RunAnalysis.roofline", html=_roofline_page)
+LAYERS = ReportSection("layers", RunAnalysis, list, lambda run: run.layers, terminal=_layers)
+ROOFLINE = ReportSection(
+    "roofline chart", RunAnalysis, Roofline, lambda run: run.roofline, html=_roofline_page
+)
 
 TIMED = ReportSection(
     "timed",
+    Comparison,
     CompareTimed,
-    "Comparison.timed",
+    lambda both: both.timed,
     terminal=_timed,
     html=_timed_page,
-    says_absent=True,
+    absent=_no_timed_page,
 )
 EXPLANATION = ReportSection(
     "explanation",
+    Comparison,
     Explanation,
-    "Comparison.explanation",
+    _explanation_of,
     terminal=_explanation,
     html=_explanation_page,
-    read=_explanation_of,
 )
-DIFF = ReportSection("diff", Diff, "Comparison.diff", terminal=_diff, html=_diff_page)
-ANSWER = ReportSection("answer", CompareTimed, "Comparison.timed", terminal=_answer)
-WHY_LINE = ReportSection(
-    "why line", Explanation, "Comparison.explanation", terminal=_why_line, read=_explanation_of
+DIFF = ReportSection(
+    "diff", Comparison, Diff, lambda both: both.diff, terminal=_diff, html=_diff_page
 )
+ANSWER = ReportSection(
+    "answer", Comparison, CompareTimed, lambda both: both.timed, terminal=_answer
+)
+WHY_LINE = ReportSection("why line", Comparison, Explanation, _explanation_of, terminal=_why_line)
 LARGEST_CHANGES = ReportSection(
-    "largest changes", Diff, "Comparison.diff", terminal=_largest_changes
+    "largest changes", Comparison, Diff, lambda both: both.diff, terminal=_largest_changes
 )
 ROOFLINES = ReportSection(
     "rooflines",
+    Comparison,
     tuple,
-    "Comparison.a.roofline",
+    lambda both: (both.a.roofline, both.b.roofline),
     html=_rooflines_page,
-    read=lambda both: (both.a.roofline, both.b.roofline),
 )
 SIDES = ReportSection(
     "sides",
+    Comparison,
     tuple,
-    "Comparison.a",
+    lambda both: (both.a, both.b),
     terminal=_sides,
     html=_sides_page,
-    read=lambda both: (both.a, both.b),
 )
 
 BENCHMARK = ReportSection(
-    "benchmark", pd.DataFrame, "SweepAnalysis.benchmark", html=_benchmark_page
+    "benchmark",
+    SweepAnalysis,
+    pd.DataFrame,
+    lambda sweep: sweep.benchmark,
+    html=_benchmark_page,
 )
 GEOMEANS = ReportSection(
-    "geometric means", pd.DataFrame, "SweepAnalysis.benchmark", html=_geomeans_page
+    "geometric means",
+    SweepAnalysis,
+    pd.DataFrame,
+    lambda sweep: sweep.benchmark,
+    html=_geomeans_page,
 )
-FIGURES = ReportSection("figures", pd.DataFrame, "SweepAnalysis.benchmark", html=_figures_page)
+FIGURES = ReportSection(
+    "figures", SweepAnalysis, pd.DataFrame, lambda sweep: sweep.benchmark, html=_figures_page
+)
 CELLS = ReportSection(
-    "cells", list, "SweepAnalysis.finished", html=_cells_page, read=lambda s: s.finished()
+    "cells", SweepAnalysis, list, lambda sweep: sweep.finished(), html=_cells_page
 )
 
 #: every row
-REGISTRY = (
+REGISTRY: tuple[ReportSection[Any, Any], ...] = (
     HEADLINE,
     RESULT,
     TRACE,
@@ -570,7 +668,7 @@ REGISTRY = (
 #: `summarize`'s sections with the --view choices that show each (its VIEWS); the breakdown's
 #: definitions only when asked for
 RUN_VIEWS = ("all", "overview", "kernels", "categories", "operators", "phases", "definitions")
-SUMMARIZE: tuple[tuple[ReportSection, tuple[str, ...]], ...] = (
+SUMMARIZE: tuple[tuple[ReportSection[RunAnalysis, Any], tuple[str, ...]], ...] = (
     (HEADLINE, RUN_VIEWS),
     (TRACE, RUN_VIEWS),
     (OVERVIEW, ("all", "overview")),
@@ -588,23 +686,31 @@ SUMMARIZE: tuple[tuple[ReportSection, tuple[str, ...]], ...] = (
 )
 #: `compare --view full`: the timed windows, why B differs, the diff, then each run's own
 #: (COMPARE_SIDE)
-COMPARE = (TIMED, EXPLANATION, DIFF, SIDES)
+COMPARE: Rows[Comparison] = (TIMED, EXPLANATION, DIFF, SIDES)
 #: `compare`'s views: the answer on one screen (the verdicts, why, the largest changes) by
 #: default, the rest behind --view
-COMPARE_VIEWS: dict[str, tuple[ReportSection, ...]] = {
+COMPARE_VIEWS: dict[str, Rows[Comparison]] = {
     "answer": (ANSWER, WHY_LINE, LARGEST_CHANGES),
     "timed": (TIMED,),
     "diff": (EXPLANATION, DIFF),
     "full": COMPARE,
 }
-COMPARE_SIDE = (INSIGHT,)
+COMPARE_SIDE: Rows[RunAnalysis] = (INSIGHT,)
 #: a run's sections on a page (its own, or as A or B of a comparison's)
-RUN_SIDE = (RESULT, ROOFLINE_ADVICE, CATEGORIES, KERNELS, OPERATORS, GEMMS, LAYER_TIMES)
-RUN_PAGE = (*RUN_SIDE, PHASE_ROOFLINES, ROOFLINE)
-COMPARE_PAGE = (TIMED, EXPLANATION, DIFF, ROOFLINES, SIDES)
-SWEEP_PAGE = (BENCHMARK, GEOMEANS, FIGURES, CELLS)
+RUN_SIDE: Rows[RunAnalysis] = (
+    RESULT,
+    ROOFLINE_ADVICE,
+    CATEGORIES,
+    KERNELS,
+    OPERATORS,
+    GEMMS,
+    LAYER_TIMES,
+)
+RUN_PAGE: Rows[RunAnalysis] = (*RUN_SIDE, PHASE_ROOFLINES, ROOFLINE)
+COMPARE_PAGE: Rows[Comparison] = (TIMED, EXPLANATION, DIFF, ROOFLINES, SIDES)
+SWEEP_PAGE: Rows[SweepAnalysis] = (BENCHMARK, GEOMEANS, FIGURES, CELLS)
 
 
-def summarize_rows(view: str) -> tuple[ReportSection, ...]:
+def summarize_rows(view: str) -> Rows[RunAnalysis]:
     """The rows `summarize --view VIEW` prints, in order."""
     return tuple(row for row, views in SUMMARIZE if view in views)
