@@ -6,7 +6,7 @@
 
 The counts stand in the doc between ``<!-- counts: begin -->`` and ``<!-- counts: end -->``; the
 script writes that part and nothing else. The floors' rules and the reading of imports are
-tests/test_floors.py's (the test that holds the rules). What is counted:
+scripts/_lib/floors.py's (tests/test_floors.py holds the package to them). What is counted:
 
 - import loops: the groups of modules that import each other, directly or through others;
 - imports that run up or across the floors, private names (``from x import _name``) that cross
@@ -30,18 +30,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from tests.test_floors import (  # noqa: E402 (the repository root on the path first)
-    MAY_IMPORT,
-    PACKAGE,
-    TORCH,
-    floor,
-    graph,
-    modules,
-)
+from _lib.floors import MAY_IMPORT, PACKAGE, ROOT, TORCH, floor, graph, modules
 
 DOC = ROOT / "docs" / "architecture.md"
 BEGIN = "<!-- counts: begin -->"

@@ -31,6 +31,11 @@ if sys.dont_write_bytecode and sys.pycache_prefix is None:
     sys.pycache_prefix = os.environ["PYTHONPYCACHEPREFIX"]
     sys.dont_write_bytecode = False
 FIXTURES = ROOT / "tests" / "fixtures"
+#: the scripts, and their library scripts/_lib, import by name as `python scripts/<name>.py` has
+#: them (the tests that check a script load it from here)
+SCRIPTS = ROOT / "scripts"
+if str(SCRIPTS) not in sys.path:
+    sys.path.append(str(SCRIPTS))
 TB_PLUGIN = FIXTURES / "kineto_tb_plugin"
 V100_TRACE = TB_PLUGIN / "worker0.1623143089861.pt.trace.json.gz"
 GOLDEN_INPUT = TB_PLUGIN / "gpu_metrics_input.json"
