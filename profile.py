@@ -1,15 +1,23 @@
-"""Entry point: ``python profile.py --help``.
+"""Entry point: ``python profile.py --help`` (installed: ``infer-profile --help``).
 
 This file sits at the repository root, where it shadows the standard library's ``profile``
 module whenever the root is on ``sys.path`` (``cProfile`` imports ``profile``, and
-``torch._dynamo`` imports ``cProfile``). When it is imported under the name ``profile`` it
-therefore loads the standard library's module and puts that in its place, so ``cProfile``
-keeps working from the repository root.
+``torch._dynamo`` imports ``cProfile``). So the command line is only what runs it as a script;
+under any other name it stands in for the standard library's module:
+
+- ``import profile``: it loads the standard library's module and puts that in its place, so
+  ``cProfile`` keeps working from the repository root;
+- ``python -m profile``: it runs the standard library's command line (the deterministic
+  profiler), not this program's;
+- any other name (``__mp_main__``, as a spawned or forkserver worker of multiprocessing runs
+  its parent's main script again): nothing.
 """
 
 import sys
 
-if __name__ == "__main__":
+# run as a script (`python profile.py`, or `python -m cProfile profile.py`), not as a module
+# named profile (`python -m profile`): the command line
+if __name__ == "__main__" and getattr(globals().get("__spec__"), "name", None) != "profile":
     import time
 
     _began = time.perf_counter()  # the run's imports phase starts here (profiler.runs.phases)
@@ -44,16 +52,21 @@ if __name__ == "__main__":
                 pass
         os._exit(code)
     sys.exit(code)
-else:  # imported as ``profile``: hand over to the standard library module of that name
-    import importlib.util as _util
+elif __name__ in ("__main__", "profile"):  # the standard library's module of that name
     import os as _os
     import sysconfig as _sysconfig
 
-    _spec = _util.spec_from_file_location(
-        __name__, _os.path.join(_sysconfig.get_paths()["stdlib"], "profile.py")
-    )
-    assert _spec is not None and _spec.loader is not None  # a path ending in .py
-    _stdlib_profile = _util.module_from_spec(_spec)
-    sys.modules[__name__] = _stdlib_profile
-    _spec.loader.exec_module(_stdlib_profile)
-    globals().update(_stdlib_profile.__dict__)
+    _stdlib_path = _os.path.join(_sysconfig.get_paths()["stdlib"], "profile.py")
+    if __name__ == "__main__":  # python -m profile: its command line
+        import runpy as _runpy
+
+        _runpy.run_path(_stdlib_path, run_name="__main__")
+    else:  # import profile: the module, in this one's place
+        import importlib.util as _util
+
+        _spec = _util.spec_from_file_location(__name__, _stdlib_path)
+        assert _spec is not None and _spec.loader is not None  # a path ending in .py
+        _stdlib_profile = _util.module_from_spec(_spec)
+        sys.modules[__name__] = _stdlib_profile
+        _spec.loader.exec_module(_stdlib_profile)
+        globals().update(_stdlib_profile.__dict__)

@@ -1,6 +1,9 @@
-"""profile.py at the repository root must not break the standard library's profile/cProfile."""
+"""profile.py at the repository root must not break the standard library's profile/cProfile:
+only a run as a script is this program's command line; under the name ``profile`` it is the
+standard library's module (import) or command line (``-m``), under any other name nothing."""
 
 import json
+import runpy
 
 from tests.conftest import ROOT, run_python
 
@@ -18,6 +21,22 @@ def test_import_profile_gives_the_standard_library_module():
     assert done.returncode == 0, done.stderr
     path, has_profile = done.stdout.split()
     assert path != str(ROOT / "profile.py") and has_profile == "True"
+
+
+def test_python_m_profile_from_repo_root_is_the_standard_librarys_profiler(tmp_path):
+    script = tmp_path / "hello.py"
+    script.write_text("print('hello from the script')\n")
+    done = run_python("-m", "profile", str(script))
+    assert done.returncode == 0, done.stderr
+    assert "hello from the script" in done.stdout and "function calls" in done.stdout
+
+
+def test_run_again_as_a_workers_main_it_does_nothing():
+    """multiprocessing's spawn and forkserver workers run the parent's main script again under
+    the name __mp_main__: no command line, and no standard library module in its place."""
+    found = runpy.run_path(str(ROOT / "profile.py"), run_name="__mp_main__")
+    assert found["__file__"] == str(ROOT / "profile.py")
+    assert "Profile" not in found and "main" not in found
 
 
 def test_inductor_run_from_repo_root_has_no_circular_import(tmp_path):
