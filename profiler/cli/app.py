@@ -13,7 +13,13 @@ import sys
 import typer
 
 from profiler import signals
-from profiler.cli import machine_commands, read_commands, run_commands, verdict_commands
+from profiler.cli import (
+    history_commands,
+    machine_commands,
+    read_commands,
+    run_commands,
+    verdict_commands,
+)
 from profiler.cli.guard import (
     QUIET_HELP,
     VERBOSE_HELP,
@@ -81,6 +87,8 @@ COMMANDS = [
 ]
 for name, cls, command in COMMANDS:
     app.command(name, cls=cls)(command)
+#: the commands of a group of their own: `history add | check | confirm | list`
+app.add_typer(history_commands.app, name="history")
 
 
 def main(argv: list[str] | None = None) -> int:

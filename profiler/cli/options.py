@@ -340,3 +340,20 @@ def run_options(
         return wrapper
 
     return decorate
+
+
+#: run and sweep --history DB: their runs recorded into the results history as they finish
+#: (profiler.runs.history; `history add` does it afterwards)
+HISTORY_OPTION: Any = typer.Option(
+    None,
+    "--history",
+    help="Also record the results into this history.",
+    rich_help_panel="Output",
+)
+#: --commit beside --history: the commit the runs measured
+COMMIT_OPTION: Any = typer.Option(
+    None,
+    "--commit",
+    help="With --history: the commit (default: git HEAD).",
+    rich_help_panel="Output",
+)

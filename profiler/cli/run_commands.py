@@ -7,10 +7,12 @@ Heavy modules (torch, the harness) are imported inside the commands that need th
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
 from profiler.cli.guard import command_name, exit_with, user_errors
-from profiler.cli.options import run_options
+from profiler.cli.options import COMMIT_OPTION, HISTORY_OPTION, run_options
 from profiler.cli.output import Output
 from profiler.runs.config import PANEL_OUTPUT
 
@@ -39,14 +41,21 @@ def run(
         "right, in tb_logs/<run>_tbcompat/ (see `tb-compat --help`).",
         rich_help_panel=PANEL_OUTPUT,
     ),
+    history: Path | None = HISTORY_OPTION,
+    commit: str | None = COMMIT_OPTION,
 ) -> None:
     """Profile one model x backend x batch size: a trace in tb_logs/<backend>_bs<N>/, results in runs/<backend>_bs<N>/.
 
     Example: [b]python profile.py run --backend pytorch_fp16 --bs 32[/b]
     """
+    from profiler.commands.history import add_after, checked_commit
     from profiler.commands.run import run as run_command
 
-    run_command(options, Output(json=json_out), tb_compat=tb_compat, command=command_name())
+    if commit is not None:  # (refused before the run, not after it)
+        checked_commit(commit)
+    sink = Output(json=json_out)
+    done = run_command(options, sink, tb_compat=tb_compat, command=command_name())
+    add_after(history, [done], commit, sink)
 
 
 @user_errors

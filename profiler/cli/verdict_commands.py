@@ -10,7 +10,12 @@ from typing import Literal
 import typer
 
 from profiler.cli.guard import exit_with, user_errors
-from profiler.cli.options import fresh_process_option, run_options
+from profiler.cli.options import (
+    COMMIT_OPTION,
+    HISTORY_OPTION,
+    fresh_process_option,
+    run_options,
+)
 from profiler.cli.output import Output
 from profiler.commands import parse_budget
 from profiler.runs.manifest import SWEEP_SETS
@@ -101,6 +106,8 @@ def sweep(
         "--json",
         help="Print the benchmark table as JSON on stdout (progress stays on stderr).",
     ),
+    history: Path | None = HISTORY_OPTION,
+    commit: str | None = COMMIT_OPTION,
 ) -> None:
     """Run a backend x batch-size matrix of `run` cells over the GPUs, and tabulate it.
 
@@ -128,6 +135,7 @@ def sweep(
     [b]python profile.py sweep --backends pytorch_fp32,ttrt_fp16 --bs 1,8,32 --executor ray --ray-address auto[/b]
     """
     from profiler.commands import sweep as sweep_command
+    from profiler.commands.history import add_after, checked_commit
     from profiler.runs.config import keyed
     from profiler.sweep import plan as sweep_module
 
@@ -151,7 +159,13 @@ def sweep(
         budget_s=parse_budget(budget),
         fixed_rounds=fixed_rounds,
     )
-    exit_with(sweep_command.run(plan, Output(json=json_out), only_decided=only_decided))
+    if commit is not None:  # (refused before the sweep, not after it)
+        checked_commit(commit)
+    sink = Output(json=json_out)
+    status = sweep_command.run(plan, sink, only_decided=only_decided)
+    if status == 0:
+        add_after(history, [plan.sweep_dir], commit, sink)
+    exit_with(status)
 
 
 @user_errors

@@ -12,9 +12,10 @@ from profiler.runs.config import RunConfig
 from profiler.runs.result import result_text
 
 
-def run(options: dict, sink, tb_compat: bool = False, command: str = "python profile.py") -> None:
+def run(options: dict, sink, tb_compat: bool = False, command: str = "python profile.py") -> Path:
     """``options``: RunConfig field -> value; ``sink``: profiler.cli.output.Output, where the
-    result goes; ``command``: how the user started the program, for the ``next:`` hints."""
+    result goes; ``command``: how the user started the program, for the ``next:`` hints.
+    Returns the run's folder."""
     from profiler.runs.layout import compat_dir_for
     from profiler.trace import tb_compat as compat
 
@@ -31,12 +32,12 @@ def run(options: dict, sink, tb_compat: bool = False, command: str = "python pro
 
     bytecode.precompile()  # a fresh machine: compile what the run imports on the other cores
     try:
-        _run(config, sink, tb_compat, copies, command)
+        return _run(config, sink, tb_compat, copies, command)
     finally:  # a run that fails, or is stopped, before its timed window: the compile ends too
         bytecode.stop_precompile(others=False)
 
 
-def _run(config: RunConfig, sink, tb_compat: bool, copies: Path, command: str) -> None:
+def _run(config: RunConfig, sink, tb_compat: bool, copies: Path, command: str) -> Path:
     from profiler.trace import tb_compat as compat
 
     line = loading_line("and the harness")
@@ -69,6 +70,7 @@ def _run(config: RunConfig, sink, tb_compat: bool, copies: Path, command: str) -
         sink.document("run", json.loads(result_text(result)))
     else:
         run_view.print_result(result, sink.console, command=command, hints=not sink.quiet)
+    return result.run_dir
 
 
 def _refuse_cuda_only(config: RunConfig) -> None:
