@@ -16,6 +16,7 @@ from typing import Any
 
 import msgspec
 
+from profiler.analysis.history_records import ChangePoint, SeriesSummary
 from profiler.analysis.records import (
     AdviceRecord,
     BaselineRow,
@@ -392,6 +393,23 @@ class _BackendInFile(msgspec.Struct):
     notes: BackendNotes
 
 
+class HistoryCheck(Document, kw_only=True):
+    """``history check --json``: the database and its schema version, the method, the gate
+    (figure, slowdown allowed), every series, every change point with both verdicts and the
+    kernel and category shifts behind it, the numbers of the changes that fail the gate and
+    the exit status (profiler.analysis.history_records.HistoryCheck)."""
+
+    database: str
+    schema_version: int
+    method: str
+    figure: str
+    max_slowdown_pct: float
+    series: list[SeriesSummary]
+    changes: list[ChangePoint]
+    failing: list[int]
+    exit_status: int
+
+
 #: kind -> (version, type) of every --json document; "run" is `run --json`: the run's result.json
 #: with the "$schema" key first
 DOCUMENTS: dict[str, tuple[int, type]] = {
@@ -412,6 +430,7 @@ DOCUMENTS: dict[str, tuple[int, type]] = {
     # 2: rows[].judgement is the projection against the measurement as a record (Judgement),
     # no longer a sentence; 3: rows[].verdicts (the record) replaced rows[].verdict_lines
     "advise": (3, Advise),
+    "history-check": (1, HistoryCheck),
     "run": (RESULT_SCHEMA, RunResult),
 }
 #: the files a run and a sweep write (their own "schema" key holds the version)
