@@ -14,13 +14,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from profiler import units
 from profiler.errors import UserError, first_line
 from profiler.runs.history import HistoryRecord
 
 #: the longest commit name taken (a SHA-1 is 40 characters, a tag or a CI build id a few more)
 MAX_COMMIT_CHARS = 200
-#: kernels and categories a record keeps per profiled step (profiler.runs.history.TOP_KERNELS)
 #: the run options a confirmation's processes take from the record and which they set
 #: themselves (where results go, how many processes)
 CONFIRM_SETS = ("name", "runs_dir", "tb_dir", "replace", "repeat_runs", "target_noise", "budget")
@@ -444,13 +442,9 @@ def time_once(argv: list[str], cwd: Path | None, round_id: str, label: str):
     latency = Path(result.latency_csv)
     if cwd is not None and not latency.is_absolute():
         latency = cwd / latency
-    return msgspec_replace(read_own_window(latency), round_id)
-
-
-def msgspec_replace(window, round_id: str):
     import msgspec
 
-    return msgspec.structs.replace(window, round=round_id)
+    return msgspec.structs.replace(read_own_window(latency), round=round_id)
 
 
 def confirm(
@@ -529,13 +523,3 @@ def confirm(
     history_view.print_confirmation(chosen, a.commit, b.commit, verdicts, sink.console)
     sink.note(f"kept in {db}: `history check` marks change {change} with it")
     return 0
-
-
-def describe_db(db: Path) -> str:
-    """The database path and its schema in words (for --help and notes)."""
-    from profiler.runs.history import SCHEMA_VERSION
-
-    return f"{db} (history schema {SCHEMA_VERSION})"
-
-
-__all__ = ["add", "add_after", "check", "confirm", "list_series", "record_of", "units"]

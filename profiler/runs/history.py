@@ -41,6 +41,7 @@ from typing import Any
 
 import msgspec
 
+from profiler import units
 from profiler.errors import UserError
 from profiler.runs.model_source import ModelSource
 from profiler.runs.result import RunResult
@@ -330,7 +331,7 @@ def opened(path: Path, *, write: bool = False) -> Iterator[sqlite3.Connection]:
             if "locked" in str(error) or "busy" in str(error):
                 raise UserError(
                     f"the history {path} stayed locked by another writer for "
-                    f"{BUSY_TIMEOUT_S:.0f} s ({error})"
+                    f"{units.plain(BUSY_TIMEOUT_S)} s ({error})"
                 ) from None
             raise UserError(f"the history {path}: {error}") from None
         except sqlite3.DatabaseError as error:
