@@ -421,13 +421,24 @@ def run_argv(config: dict[str, Any], out: Path, name: str) -> list[str]:
     ]
 
 
+def _env_for(cwd: Path | None) -> dict[str, str] | None:
+    """A re-timing process's environment: a checkout's (or a model file's) folder first on
+    PYTHONPATH, so that a package.module:function model imports from it."""
+    if cwd is None:
+        return None
+    inherited = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(cwd), inherited]))}
+
+
 def time_once(argv: list[str], cwd: Path | None, round_id: str, label: str):
     """One fresh process of one side: its window (latency, GPU time, enqueue per iteration)."""
     from profiler.runs.result import result_from_dict
     from profiler.runs.samples import read_own_window
 
     try:
-        done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=3600)
+        done = subprocess.run(
+            argv, cwd=cwd, env=_env_for(cwd), capture_output=True, text=True, timeout=3600
+        )
     except (OSError, subprocess.SubprocessError) as error:
         raise UserError(
             f"{label}: {shlex.join(argv[:3])} could not run ({first_line(error)})"
