@@ -438,9 +438,11 @@ def test_noise_refuses_a_floor_folder_it_cannot_write_before_measuring(cli, floo
 def test_noise_refuses_a_floor_file_that_is_a_symlink_before_measuring(
     cli, tmp_path, floors, no_measure
 ):
+    from profiler.runs.noise_floor import cpu_kind, floor_path
+
     floors.mkdir(parents=True)
     (tmp_path / "elsewhere.json").write_text("mine")
-    (floors / "cpu.json").symlink_to(tmp_path / "elsewhere.json")
+    floor_path(cpu_kind(), floors).symlink_to(tmp_path / "elsewhere.json")
     done = cli("noise", "--processes", "2", *TINY, "--iters", "3")
     lines = done.stderr.strip().splitlines()
     assert done.code == 2 and len(lines) == 1, done
@@ -469,7 +471,7 @@ def test_a_floor_measured_but_not_kept_is_shown_all_the_same(cli, floors, monkey
     monkeypatch.setattr(noise_floor, "write_floor", read_only)
     done = cli("noise", "--processes", "2", *TINY, "--iters", "3")
     assert done.code == 2, done
-    assert "Noise floor of cpu" in done.stdout and "not kept" in done.stdout
+    assert f"Noise floor of {noise_floor.cpu_kind()}" in done.stdout and "not kept" in done.stdout
     errors = _lines(done.stderr, "error")
     assert len(errors) == 1 and "measured but not kept" in errors[0], done.stderr
 

@@ -369,7 +369,7 @@ def test_record_processes_writes_the_file_and_result_json(tmp_path):
         tuple(
             ProcessWindow(
                 tuple(v * f for v in first.latency_ms),
-                tuple(v * f * 0.8 for v in first.latency_ms),
+                tuple(v * f * 0.98 for v in first.latency_ms),  # latency 1.02 x GPU time
                 (0.1,) * 3,
                 "0",
                 f"r-{i}",
@@ -384,7 +384,7 @@ def test_record_processes_writes_the_file_and_result_json(tmp_path):
     assert spread.schedule == "interleaved test"
     assert spread.p50_ms[1] == pytest.approx(1.01 * spread.p50_ms[0])
     assert spread.gpu_p50_ms[0] is None
-    assert spread.gpu_p50_ms[1] == pytest.approx(0.8 * spread.p50_ms[1])
+    assert spread.gpu_p50_ms[1] == pytest.approx(0.98 * spread.p50_ms[1])
     assert spread.bound == [None, "GPU-bound", "GPU-bound"]
     assert config_samples(again, run / "result.json") == mine + more
 
@@ -458,7 +458,7 @@ def test_noise_measures_keeps_and_feeds_the_verdict(cli, tmp_path):
     """`noise` on the CPU with a tiny model: K fresh processes, the floor's figures, the file it
     keeps; a compare of two one-process runs then takes its between-process spread from it."""
     from profiler.analysis.headline import compare_timed
-    from profiler.runs.noise_floor import read_floor
+    from profiler.runs.noise_floor import cpu_kind, read_floor
 
     done = cli(
         "noise",
@@ -474,7 +474,11 @@ def test_noise_measures_keeps_and_feeds_the_verdict(cli, tmp_path):
     data = json.loads(done.stdout)
     assert data["$schema"] == "infer-profiler/noise/1"
     floor = data["floor"]
-    assert floor["gpu"] == "cpu" and floor["processes"] == 2 and len(floor["p50_ms"]) == 2
+    # kept for this machine's kind: its CPU's model, not "cpu" (a floor of another CPU is none)
+    assert floor["gpu"] == cpu_kind() and floor["processes"] == 2 and len(floor["p50_ms"]) == 2
+    # each process timed the config at twice the batch size too; two processes give no rho
+    assert floor["rho_processes"] == 2 and floor["rho_workload"].endswith(" bs 2")
+    assert floor["rho_latency"] is None and floor["rho_gpu_time"] is None
     assert floor["between_process_cv"] >= 0 and floor["within_window_cv"] >= 0
     assert floor["smallest_resolvable_one_process"] >= 0
     # CPU pinning is suggested only with CPUs to spare (the first left to the system)
@@ -483,24 +487,33 @@ def test_noise_measures_keeps_and_feeds_the_verdict(cli, tmp_path):
     )
     assert not any("cuda-graphs" in tip for tip in floor["suggestions"])  # no GPU here
     assert data["gpu_state"]["before"].startswith("GPU state: not recorded")
-    kept = read_floor("cpu")
+    kept = read_floor(cpu_kind())
     assert kept is not None and Path(data["saved_to"]).is_file()
     assert kept.between_process_cv == floor["between_process_cv"]
-    # the kept floor stands in for the between-process spread of one-process runs on a "cpu"
+    # the kept floor stands in for the between-process spread of one-process runs on this CPU
     run = H100_SWEEP / "ttrt_fp16_bs8"
     result = read_result(run / "result.json")
     cpu_result = msgspec_replace_device(result)
     verdict = compare_timed(
         cpu_result, cpu_result, run / "result.json", run / "result.json"
     ).verdict
-    assert verdict.floor_source == "given"
+    assert verdict.floor_source == "given" and verdict.floor_from.kind == "noise"
     assert verdict.noise_floor == pytest.approx(kept.between_process_cv)
+    assert verdict.floor_from.measured == kept.measured and not verdict.withheld
+    # the same runs recorded on a CPU of another model: this machine's floor is not theirs, and
+    # one process a side on a CPU gives no faster/slower without one
+    other = msgspec_replace_device(result, cpu="another CPU")
+    elsewhere = compare_timed(other, other, run / "result.json", run / "result.json").verdict
+    assert elsewhere.floor_source == "default" and elsewhere.withheld == "cpu-one-process"
 
 
-def msgspec_replace_device(result):
+def msgspec_replace_device(result, cpu: str | None = None):
+    """``result`` as if it ran on a CPU: this machine's model, or ``cpu``."""
     import msgspec
 
-    env = msgspec.structs.replace(result.environment, gpu=None)
+    from profiler.runs.noise_floor import cpu_model
+
+    env = msgspec.structs.replace(result.environment, gpu=None, cpu=cpu or cpu_model())
     return msgspec.structs.replace(result, device="cpu", environment=env)
 
 
@@ -754,10 +767,14 @@ def test_sweep_rounds_spread_over_the_gpus_one_batch_size_a_process(tmp_path, mo
     assert bs8.rounds()[0] is None and None not in bs8.rounds()[1:]
 
 
-def test_the_default_processes_are_five_on_gpus_and_one_on_a_cpu():
+def test_the_default_processes_are_five_on_gpus_and_three_on_a_cpu():
     from profiler.sweep.plan import QUICK_PROCESSES, check_sampling
 
     assert check_sampling(None, None, None, "local", ["0", "1"], "forward") == 5
     assert QUICK_PROCESSES == 3
-    assert check_sampling(None, None, None, "local", [], "forward") == 1
+    # a CPU sweep that compares backends: three rounds (one window a side decides nothing
+    # there); one backend, nothing to compare: none; what the user sets is kept
+    assert check_sampling(None, None, None, "local", [], "forward") == 3
+    assert check_sampling(None, None, None, "local", [], "forward", compares=False) == 1
+    assert check_sampling(1, None, None, "local", [], "forward") == 1
     assert check_sampling(5, None, None, "local", [], "forward") == 5

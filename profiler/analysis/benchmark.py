@@ -76,7 +76,7 @@ import pandas as pd
 
 from profiler.analysis.gpu_offsets import GpuOffset, gpu_offsets
 from profiler.analysis.headline import (
-    machine_floors,
+    machine_noise,
     memory_figures,
     phase_comparisons,
     verdicts_between,
@@ -268,7 +268,7 @@ def _phases(
         return None
     ours, theirs = like_with_like(base.samples, cell.samples)
     found = phase_comparisons(
-        ours, theirs, machine_floors(base.result, cell.result, floors_dir=floors_dir)
+        ours, theirs, machine=machine_noise(base.result, cell.result, floors_dir=floors_dir)
     )
     return found or None
 

@@ -9,6 +9,16 @@ spreads), t(0.975, 2k - 2) * CV * sqrt(2 / k): a difference below it cannot excl
 one process per side it is the half-width of the interval the verdict uses there, with this
 floor standing in for the spread: exp(1.96 * CV * sqrt(2)) - 1. Both for latency; the GPU
 time's between-process CV beside it, where the processes measured it.
+
+The within-process correlation rho of each figure (``within_process_rho``): every process also
+times a second config (the same model and backend at twice the batch size), and rho is
+Pearson's correlation, over the processes, of the log medians of the two configs' windows. It
+is what a paired verdict gains (the variance of a paired log ratio is 2 (1 - rho) times one
+config's, for equal spreads: profiler.analysis.verdict.pairing_pays). Two different configs,
+as a verdict compares, not two windows of one: identical configs move together far more
+(GPU time 0.89-0.96 on the H100, against 0.33-0.94 for different ones). From few processes
+rho is rough (``rho_interval``: Fisher's z); a wrong rho costs width, never the test's level,
+since either design is a valid interval.
 """
 
 from __future__ import annotations
@@ -27,6 +37,9 @@ from profiler.runs.samples import ProcessWindow
 
 #: within-window CV above which host-side launch jitter dominates: CUDA graphs are suggested
 LAUNCH_JITTER_CV = 0.05
+#: the fewest processes timing both configs that give a rho (with 2 it is +-1 whatever the
+#: noise, with 3 its 95 % interval spans nearly -1 to 1)
+MIN_RHO_PROCESSES = 4
 
 
 def floor_of(windows: list[ProcessWindow], processes_per_side: int = 3) -> dict[str, Any]:
@@ -48,6 +61,35 @@ def floor_of(windows: list[ProcessWindow], processes_per_side: int = 3) -> dict[
         "smallest_resolvable_one_process": math.exp(Z975 * between * math.sqrt(2)) - 1,
         "gpu_time_between_process_cv": cv_of(gpu) if len(gpu) == len(windows) else None,
     }
+
+
+def within_process_rho(first: list[ProcessWindow], second: list[ProcessWindow]) -> dict[str, Any]:
+    """rho of each figure from the windows of two configs (module doc), paired by the round
+    (process) that timed them: ``rho_latency``, ``rho_gpu_time`` (None below
+    MIN_RHO_PROCESSES pairs, where a figure was not measured, or where a side did not vary)
+    and ``rho_processes``, the processes that timed both."""
+    where = {w.round: w for w in second if w.round}
+    pairs = [(w, where[w.round]) for w in first if w.round in where]
+    found: dict[str, Any] = {"rho_processes": len(pairs)}
+    for figure in ("latency", "gpu_time"):
+        both = [(a, b) for w, v in pairs if (a := w.median(figure)) and (b := v.median(figure))]
+        rho = None
+        if len(both) >= MIN_RHO_PROCESSES:
+            x, y = np.log(np.array(both, dtype=float)).T
+            if x.std() > 0 and y.std() > 0:
+                rho = float(np.clip(np.corrcoef(x, y)[0, 1], -1.0, 1.0))
+        found[f"rho_{figure}"] = rho
+    return found
+
+
+def rho_interval(rho: float, processes: int) -> tuple[float, float] | None:
+    """The 95 % interval of a correlation ``rho`` from ``processes`` pairs (Fisher's z,
+    standard error 1 / sqrt(n - 3)); None below four pairs."""
+    if processes < MIN_RHO_PROCESSES:
+        return None
+    z = math.atanh(max(-0.999999, min(0.999999, rho)))
+    half = Z975 / math.sqrt(processes - 3)
+    return math.tanh(z - half), math.tanh(z + half)
 
 
 def pinning_cpus(cpus: Iterable[int]) -> str | None:

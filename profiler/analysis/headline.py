@@ -23,6 +23,7 @@ from profiler.analysis.records import (  # noqa: F401 (the records re-exported)
     GpuStateFigures,
     Headline,
     MemoryFigures,
+    NoiseSource,
     PhaseComparison,
     ProcessFigures,
     TimedFigures,
@@ -32,9 +33,16 @@ from profiler.analysis.records import (  # noqa: F401 (the records re-exported)
 )
 from profiler.analysis.sampling import cv_of
 from profiler.analysis.timed_verdict import judge
-from profiler.analysis.verdict import GPU_TIME, LATENCY, TOLERANCE
+from profiler.analysis.verdict import GPU_TIME, LATENCY, TOLERANCE, MachineNoise
 from profiler.runs.gpu_record import GpuState
-from profiler.runs.noise_floor import DEFAULT_STANDS_IN, floor_problem, read_floor
+from profiler.runs.noise_floor import (
+    DEFAULT_STANDS_IN,
+    NoiseFloor,
+    cpu_kind,
+    floor_problem,
+    read_floor,
+    this_host,
+)
 from profiler.runs.result import RunResult, latency_csv_of
 from profiler.runs.samples import PHASES, TTFT, ConfigSamples, config_samples
 
@@ -172,18 +180,34 @@ def differences(ra: RunResult, rb: RunResult) -> list[tuple[str, object, object]
     return differing_fields(sections(ra), sections(rb))
 
 
-def gpu_name(result: RunResult) -> str | None:
-    return (result.environment.gpu or {}).get("name") or (
-        "cpu" if result.device.startswith("cpu") else None
-    )
+def machine_kind(result: RunResult) -> str | None:
+    """The machine kind a run ran on, the key of its floor (profiler.runs.noise_floor): its
+    GPU's name; on a CPU ``CPU <model>`` as the run recorded it, else this machine's when the
+    run ran on this host; None where it cannot be known."""
+    gpu = (result.environment.gpu or {}).get("name")
+    if gpu:
+        return str(gpu)
+    if not result.device.startswith("cpu"):
+        return None
+    if result.environment.cpu:
+        return cpu_kind(result.environment.cpu)
+    return cpu_kind() if result.environment.hostname == this_host() else None
 
 
-def machine_floors(*results: RunResult, floors_dir: Path | None = None) -> dict[str, float | None]:
-    """Each figure's between-process CV `profile.py noise` measured for the runs' GPU model:
-    as each run recorded it, else as kept on this machine; the larger of the two runs'; None
-    for a figure never measured."""
-    known: dict[str, list[float]] = {LATENCY: [], GPU_TIME: []}
+def _kept_source(floor: NoiseFloor) -> NoiseSource:
+    return NoiseSource("noise", floor.gpu, floor.host, floor.measured)
+
+
+def machine_noise(*results: RunResult, floors_dir: Path | None = None) -> MachineNoise:
+    """What `profile.py noise` measured for the runs' machine kind (machine_kind), per figure:
+    the between-process CV, as each run recorded it, else as kept on this machine (the larger
+    of the runs'), and the within-process rho kept on this machine (the smaller of the runs'
+    kinds: pairing pays less); each with its source. A figure never measured is left out (its
+    H100 default stands in). ``cpu``: every run ran on a CPU."""
+    known: dict[str, list[tuple[float, NoiseSource]]] = {LATENCY: [], GPU_TIME: []}
+    rhos: dict[str, list[tuple[float, NoiseSource]]] = {LATENCY: [], GPU_TIME: []}
     for r in results:
+        kind = machine_kind(r)
         recorded = r.timing.noise.machine_floor_cv if r.timing.noise else None
         if recorded is not None and (why := floor_problem(recorded)) is not None:
             notices.note(
@@ -191,14 +215,34 @@ def machine_floors(*results: RunResult, floors_dir: Path | None = None) -> dict[
                 f"{why}: ignored, {DEFAULT_STANDS_IN}"
             )
             recorded = None
-        kept = read_floor(gpu_name(r), floors_dir)
-        if recorded is None and kept is not None:
-            recorded = kept.between_process_cv
+        kept = read_floor(kind, floors_dir)
         if recorded is not None:
-            known[LATENCY].append(recorded)
-        if kept is not None and kept.gpu_time_between_process_cv is not None:
-            known[GPU_TIME].append(kept.gpu_time_between_process_cv)
-    return {figure: max(values) if values else None for figure, values in known.items()}
+            source = NoiseSource("recorded", kind, r.environment.hostname)
+            known[LATENCY].append((recorded, source))
+        elif kept is not None:
+            known[LATENCY].append((kept.between_process_cv, _kept_source(kept)))
+        if kept is None:
+            continue
+        if kept.gpu_time_between_process_cv is not None:
+            known[GPU_TIME].append((kept.gpu_time_between_process_cv, _kept_source(kept)))
+        for figure in (LATENCY, GPU_TIME):
+            if (rho := kept.rho(figure)) is not None:
+                rhos[figure].append((rho, _kept_source(kept)))
+    floors = {f: max(v, key=lambda item: item[0]) for f, v in known.items() if v}
+    least = {f: min(v, key=lambda item: item[0]) for f, v in rhos.items() if v}
+    return MachineNoise(
+        floors={f: value for f, (value, _) in floors.items()},
+        floor_sources={f: source for f, (_, source) in floors.items()},
+        rhos={f: value for f, (value, _) in least.items()},
+        rho_sources={f: source for f, (_, source) in least.items()},
+        cpu=bool(results) and all(r.device.startswith("cpu") for r in results),
+    )
+
+
+def machine_floors(*results: RunResult, floors_dir: Path | None = None) -> dict[str, float | None]:
+    """Each figure's between-process CV of machine_noise; None for a figure never measured."""
+    found = machine_noise(*results, floors_dir=floors_dir)
+    return {figure: found.floor(figure) for figure in (LATENCY, GPU_TIME)}
 
 
 def machine_floor(*results: RunResult, floors_dir: Path | None = None) -> float | None:
@@ -223,7 +267,7 @@ def verdicts_between(
     return judge(
         samples_a,
         samples_b,
-        floors=machine_floors(ra, rb, floors_dir=floors_dir),
+        machine=machine_noise(ra, rb, floors_dir=floors_dir),
         tolerance=tolerance,
         cuda_graphs_ms=cuda_graphs_ms,
     )
@@ -234,6 +278,7 @@ def phase_comparisons(
     b: ConfigSamples,
     floors: dict[str, float | None] | None = None,
     tolerance: float = TOLERANCE,
+    machine: MachineNoise | None = None,
 ) -> list[PhaseComparison]:
     """A generation's TTFT and TPOT, B against A, each phase both sides timed: its processes'
     figures, speedups and both verdicts (profiler.analysis.timed_verdict.judge on the phase's
@@ -243,7 +288,7 @@ def phase_comparisons(
         pa, pb = a.phase(phase), b.phase(phase)
         if not len(pa) or not len(pb):
             continue
-        verdicts = judge(pa, pb, floors=floors, tolerance=tolerance)
+        verdicts = judge(pa, pb, floors=floors, tolerance=tolerance, machine=machine)
         latency = verdicts.latency if verdicts else None
         gpu = verdicts.gpu_time if verdicts else None
         found.append(
@@ -309,7 +354,7 @@ def compare_timed(
     fresh = samples is not None
     sa, sb = samples or (config_samples(ra, json_a), config_samples(rb, json_b))
     verdicts = verdicts_between(ra, rb, sa, sb, floors_dir, tolerance)
-    floors = machine_floors(ra, rb, floors_dir=floors_dir)
+    machine = machine_noise(ra, rb, floors_dir=floors_dir)
     latency = verdicts.latency if verdicts else None
     gpu = verdicts.gpu_time if verdicts else None
     return CompareTimed(
@@ -330,7 +375,7 @@ def compare_timed(
         config_a=config_line(ra),
         config_b=config_line(rb),
         differences=[DifferingField(field=f, a=x, b=y) for f, x, y in differences(ra, rb)],
-        phases=phase_comparisons(sa, sb, floors, tolerance),
+        phases=phase_comparisons(sa, sb, tolerance=tolerance, machine=machine),
         generation_a=_generation(ra, sa),
         generation_b=_generation(rb, sb),
     )

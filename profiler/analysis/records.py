@@ -40,10 +40,26 @@ Word = Literal["faster", "slower", "same", "undecided"]
 FigureName = Literal["latency", "gpu_time"]
 Design = Literal["paired", "unpaired", "floor"]
 FloorSource = Literal["default", "given"]
+#: why a verdict says undecided whatever its interval: one process a side on a CPU whose floor
+#: `noise` has not measured (profiler.analysis.verdict)
+Withheld = Literal["cpu-one-process"]
 
 
 class Record(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """A record of figures: a key the type does not name is refused when read back."""
+
+
+class NoiseSource(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Where a verdict's floor or within-process correlation (rho) came from: ``noise`` (kept
+    on this machine by `profile.py noise` for the runs' machine kind, with when and where it
+    measured it), ``recorded`` (the floor a run recorded when it ran, measured by `noise` on
+    its machine), ``given`` (passed in, no provenance) or ``default`` (the figure's H100
+    constants, profiler.analysis.verdict.FIGURES)."""
+
+    kind: Literal["noise", "recorded", "given", "default"]
+    machine: str | None = None  # the machine kind: a GPU's name, "CPU <model>"
+    host: str | None = None
+    measured: str | None = None  # when `noise` measured it (ISO time)
 
 
 class Verdict(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -81,6 +97,14 @@ class Verdict(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     #: advise's experiments): the comparisons in the family and q (Benjamini-Hochberg)
     fdr_comparisons: int | None = None
     fdr_q: float | None = None
+    #: the within-process correlation that chose the design, where it did (both sides two
+    #: processes or more, two rounds or more in common), and where it came from
+    rho: float | None = None
+    rho_source: NoiseSource | None = None
+    #: where the floor (design "floor") came from
+    floor_from: NoiseSource | None = None
+    #: why the verdict is undecided whatever its interval says (None: it says what it found)
+    withheld: Withheld | None = None
 
     @property
     def speedup(self) -> float:

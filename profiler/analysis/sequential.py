@@ -27,7 +27,7 @@ from typing import Final
 
 from profiler.analysis.records import FigureName
 from profiler.analysis.timed_verdict import figure_verdict
-from profiler.analysis.verdict import GPU_TIME, LATENCY, UNDECIDED
+from profiler.analysis.verdict import GPU_TIME, LATENCY, UNDECIDED, MachineNoise
 from profiler.runs.samples import ConfigSamples
 
 #: the level of an interim look (Haybittle-Peto)
@@ -47,24 +47,38 @@ def figure_of(a: ConfigSamples, b: ConfigSamples) -> FigureName:
     return LATENCY
 
 
-def decided(a: ConfigSamples, b: ConfigSamples, alpha: float = INTERIM_ALPHA) -> bool:
+def decided(
+    a: ConfigSamples,
+    b: ConfigSamples,
+    alpha: float = INTERIM_ALPHA,
+    machine: MachineNoise | None = None,
+) -> bool:
     """Whether B against A reads faster, slower or the same at level ``alpha``, once each side
     has FIRST_LOOK windows from rounds (before that, a floor would stand in for the spread: a
-    look is on measured spread only)."""
+    look is on measured spread only); paired or not as the final verdict chooses, at the rho of
+    ``machine`` where `noise` measured it."""
     if min(sum(1 for w in side.windows if w.round) for side in (a, b)) < FIRST_LOOK:
         return False
-    found = figure_verdict(a, b, figure_of(a, b), alpha=alpha)
+    found = figure_verdict(a, b, figure_of(a, b), alpha=alpha, machine=machine)
     return found is None or found.verdict != UNDECIDED
 
 
-def settled(samples: dict[str, ConfigSamples], comparisons: list[tuple[str, str]]) -> set[str]:
+def settled(
+    samples: dict[str, ConfigSamples],
+    comparisons: list[tuple[str, str]],
+    machine: MachineNoise | None = None,
+) -> set[str]:
     """The cells whose every comparison (baseline, cell) is decided at an interim look: they
     need no more rounds. A cell in no comparison is settled (a comparison with a cell that
     left the rounds is left out by the caller)."""
     open_cells = {
         key
         for a, b in comparisons
-        if not decided(samples.get(a, ConfigSamples()), samples.get(b, ConfigSamples()))
+        if not decided(
+            samples.get(a, ConfigSamples()),
+            samples.get(b, ConfigSamples()),
+            machine=machine,
+        )
         for key in (a, b)
     }
     return set(samples) - open_cells

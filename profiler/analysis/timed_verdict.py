@@ -28,6 +28,7 @@ from profiler.analysis.verdict import (
     GPU_TIME,
     LATENCY,
     TOLERANCE,
+    MachineNoise,
     compare,
     control_fdr,
 )
@@ -68,9 +69,11 @@ def figure_verdict(
     tolerance: float = TOLERANCE,
     floor: float | None = None,
     alpha: float = ALPHA,
+    machine: MachineNoise | None = None,
 ) -> Verdict | None:
     """One figure's verdict over the processes of each side that measured it (pilot windows
-    left out), its tests at level ``alpha``; None when a side has none."""
+    left out), its tests at level ``alpha``; None when a side has none. ``machine``: the floor
+    and rho measured for the runs' machine (profiler.analysis.verdict.MachineNoise)."""
     a, b = a.for_verdict(), b.for_verdict()
     ma, mb = a.medians(figure), b.medians(figure)
     if not ma or not mb:
@@ -84,6 +87,7 @@ def figure_verdict(
         tolerance=tolerance,
         noise_floor=floor,
         alpha=alpha,
+        machine=machine,
     )
     return _with_gpus(found, a, b, figure)
 
@@ -107,13 +111,22 @@ def judge(
     tolerance: float = TOLERANCE,
     floors: dict[str, float | None] | None = None,
     cuda_graphs_ms: float | None = None,
+    machine: MachineNoise | None = None,
 ) -> TimedVerdicts | None:
-    """Both verdicts of B against A; None without latencies on a side."""
+    """Both verdicts of B against A; None without latencies on a side. ``floors``: a floor per
+    figure from no named source; ``machine``: the runs' machine's floors and rho, with their
+    sources (a figure in ``floors`` takes that floor)."""
     floors = floors or {}
-    latency = figure_verdict(a, b, LATENCY, tolerance=tolerance, floor=floors.get(LATENCY))
+    latency = figure_verdict(
+        a, b, LATENCY, tolerance=tolerance, floor=floors.get(LATENCY), machine=machine
+    )
     if latency is None:
         return None
-    gpu = figure_verdict(a, b, GPU_TIME, tolerance=tolerance, floor=floors.get(GPU_TIME))
+    gpu = figure_verdict(
+        a, b, GPU_TIME, tolerance=tolerance, floor=floors.get(GPU_TIME), machine=machine
+    )
+    if LATENCY not in floors and machine is not None:
+        floors = {**floors, LATENCY: machine.floor(LATENCY)}
     return explain(
         latency,
         gpu,

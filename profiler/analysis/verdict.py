@@ -21,14 +21,20 @@ Three designs, chosen per figure before looking at the data (``design_for``):
   ratios log b_i - log a_i, a t-interval with (pairs - 1) degrees of freedom. A process that is
   slow is slow for every config it times, so pairing removes the offset the two share. It costs
   degrees of freedom, so it is used only where the figure's within-process correlation ``rho``
-  (measured on an H100, ``Figure.rho``) makes its expected half-width smaller than the unpaired
-  one's: t(k - 1) * sqrt(2 (1 - rho) / k) < t(Welch df) * sqrt(1 / k_A + 1 / k_B).
+  makes its expected half-width smaller than the unpaired one's: t(k - 1) * sqrt(2 (1 - rho) /
+  k) < t(Welch df) * sqrt(1 / k_A + 1 / k_B). rho is this machine's where `noise` measured it
+  for the runs' machine kind (``MachineNoise``), else the figure's H100 default (``Figure.rho``);
+  the verdict names which (``Verdict.rho_source``). A rho that is wrong costs width, never the
+  level: both designs are valid intervals.
 - **unpaired**: Welch's t-interval (Welch 1947) on the log of the per-process medians, the
   Welch-Satterthwaite degrees of freedom.
 - **floor**: one process on a side: its between-process spread cannot be estimated, so the
-  figure's floor stands in (``noise`` measures it; else the worst case of the reference configs
-  measured on an H100, ``Figure.default_floor``): a normal interval with se = floor * sqrt(1 /
-  k_A + 1 / k_B). The interval printed is the one the verdict used.
+  figure's floor stands in (``noise`` measures it per machine kind; else the worst case of the
+  reference configs measured on an H100, ``Figure.default_floor``): a normal interval with se =
+  floor * sqrt(1 / k_A + 1 / k_B). The interval printed is the one the verdict used. On a CPU
+  the H100's floor says nothing of the machine (on a busy CPU one config's median moves by
+  several times between processes), so without a floor `noise` measured for it the verdict is
+  undecided whatever the interval says (``Verdict.withheld``).
 
 The verdict (``tolerance`` default ``TOLERANCE``, 2 %, ``--same-within``):
 - same: the 90 % interval lies within [1 - tolerance, 1 + tolerance] (two one-sided tests at
@@ -43,13 +49,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 import msgspec
 import numpy as np
 
-from profiler.analysis.records import Design, FigureName, FloorSource, Verdict, Word
+from profiler.analysis.records import (
+    Design,
+    FigureName,
+    FloorSource,
+    NoiseSource,
+    Verdict,
+    Withheld,
+    Word,
+)
 from profiler.analysis.sampling import Samples, t_quantile, t_two_sided_p
 from profiler.runs.noise_floor import MAX_FLOOR_CV
 
@@ -113,6 +127,36 @@ FIGURES: dict[str, Figure] = {
 }
 
 
+#: where a figure's H100 constants stand in
+DEFAULT_SOURCE = NoiseSource("default")
+
+
+@dataclass(frozen=True)
+class MachineNoise:
+    """What the verdicts know of the machine the runs ran on (profiler.analysis.headline
+    .machine_noise): per figure the between-process floor `noise` measured and the
+    within-process rho, each with its source (a figure left out: its H100 default), and whether
+    the runs ran on a CPU (where the H100's floor decides nothing)."""
+
+    floors: dict[str, float] = field(default_factory=dict)
+    floor_sources: dict[str, NoiseSource] = field(default_factory=dict)
+    rhos: dict[str, float] = field(default_factory=dict)
+    rho_sources: dict[str, NoiseSource] = field(default_factory=dict)
+    cpu: bool = False
+
+    def floor(self, figure: str) -> float | None:
+        return self.floors.get(figure)
+
+    def floor_source(self, figure: str) -> NoiseSource:
+        return self.floor_sources.get(figure, NoiseSource("given"))
+
+    def rho(self, figure: str) -> tuple[float, NoiseSource]:
+        """The figure's rho and its source: this machine's, else the H100 default."""
+        if figure in self.rhos:
+            return self.rhos[figure], self.rho_sources.get(figure, NoiseSource("given"))
+        return FIGURES[figure].rho, DEFAULT_SOURCE
+
+
 def geometric_mean(values: Samples) -> float:
     """The figure of one side: the geometric mean of its per-process medians."""
     return float(np.exp(np.mean(np.log(np.asarray(values, dtype=float)))))
@@ -144,9 +188,11 @@ def pairing_pays(pairs: int, ka: int, kb: int, rho: float) -> bool:
     return paired < unpaired
 
 
-def design_for(figure: str, ka: int, kb: int, pairs: int) -> Design:
-    """Which design a figure's verdict uses with these counts (module doc)."""
-    if pairs >= 2 and pairing_pays(pairs, ka, kb, FIGURES[figure].rho):
+def design_for(figure: str, ka: int, kb: int, pairs: int, rho: float | None = None) -> Design:
+    """Which design a figure's verdict uses with these counts (module doc), at ``rho``
+    (default: the figure's H100 constant)."""
+    rho = FIGURES[figure].rho if rho is None else rho
+    if pairs >= 2 and pairing_pays(pairs, ka, kb, rho):
         return PAIRED
     return FLOOR if min(ka, kb) == 1 else UNPAIRED
 
@@ -171,18 +217,27 @@ def compare(
     tolerance: float = TOLERANCE,
     noise_floor: float | None = None,
     alpha: float = ALPHA,
+    machine: MachineNoise | None = None,
 ) -> Verdict:
     """The verdict on B against A for one figure, from each side's per-process medians (and,
     where known, the round each was timed in: windows of one round pair up). ``alpha``: the
     test's level (faster/slower at p < alpha, its 1 - alpha interval; same on the 1 - 2 alpha
-    interval); a sequential look takes a smaller one (profiler.analysis.sequential)."""
+    interval); a sequential look takes a smaller one (profiler.analysis.sequential).
+    ``machine``: the floor and rho measured for the runs' machine, and whether it is a CPU
+    (``noise_floor``, when given, is the floor, from no named source)."""
     a, b = _checked(medians_a, medians_b, tolerance)
     ka, kb = len(a), len(b)
     pairs = _pairs(rounds_a, rounds_b)
-    design = design_for(figure, ka, kb, len(pairs))
+    rho, rho_source = machine.rho(figure) if machine else (FIGURES[figure].rho, DEFAULT_SOURCE)
+    design = design_for(figure, ka, kb, len(pairs), rho)
+    chosen_by_rho = len(pairs) >= 2 and min(ka, kb) >= 2  # else the counts decided
     floor: float | None = None
     source: FloorSource | None = None
     refused: float | None = None
+    floor_from: NoiseSource | None = None
+    if noise_floor is None and machine is not None:
+        noise_floor = machine.floor(figure)
+        floor_from = machine.floor_source(figure) if noise_floor is not None else None
     if design == PAIRED:
         diffs = np.log([b[j] for _, j in pairs]) - np.log([a[i] for i, _ in pairs])
         d, df = float(diffs.mean()), float(len(diffs) - 1)
@@ -191,7 +246,11 @@ def compare(
         d, se, df = welch(np.log(a), np.log(b))
     else:
         d, se, df, source, floor, refused = _with_floor(a, b, figure, noise_floor)
-    return _decide(
+        floor_from = (floor_from or NoiseSource("given")) if source == "given" else DEFAULT_SOURCE
+    withheld: Withheld | None = (
+        "cpu-one-process" if source == "default" and machine is not None and machine.cpu else None
+    )
+    found = _decide(
         d,
         se,
         df,
@@ -205,6 +264,14 @@ def compare(
         pairs=len(pairs) if design == PAIRED else None,
         refused=refused,
         alpha=alpha,
+    )
+    return msgspec.structs.replace(
+        found,
+        verdict=UNDECIDED if withheld else found.verdict,
+        rho=rho if chosen_by_rho else None,
+        rho_source=rho_source if chosen_by_rho else None,
+        floor_from=floor_from if design == FLOOR else None,
+        withheld=withheld,
     )
 
 

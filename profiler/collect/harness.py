@@ -69,7 +69,7 @@ from profiler.fsutil import (
 )
 from profiler.runs import model_source, phases
 from profiler.runs.config import RunConfig
-from profiler.runs.noise_floor import read_floor
+from profiler.runs.noise_floor import cpu_kind, read_floor
 from profiler.runs.phases import Phases
 from profiler.runs.result import GpuCompute, RunResult
 from profiler.runs.samples import ConfigSamples, ProcessWindow, processes_text, spread_of_runs
@@ -602,7 +602,7 @@ def _timing_stats(c: Collected, workload: Workload, use_cuda: bool, built_s: flo
         timing_stats = msgspec.structs.replace(
             timing_stats, noise=msgspec.structs.replace(timing_stats.noise, target=c.target)
         )
-    floor = read_floor((env.get("gpu") or {}).get("name") or ("cpu" if not use_cuda else None))
+    floor = read_floor((env.get("gpu") or {}).get("name") or (cpu_kind() if not use_cuda else None))
     if floor is not None and timing_stats.noise is not None:
         timing_stats = msgspec.structs.replace(
             timing_stats,

@@ -11,6 +11,7 @@ from importlib import metadata as importlib_metadata
 from pathlib import Path
 
 from profiler import SOURCE_ROOT
+from profiler.runs.noise_floor import cpu_model
 
 # distributions whose versions matter to a result, when installed
 _DISTRIBUTIONS = (
@@ -124,6 +125,7 @@ def environment(torch, command_line: list[str] | None = None) -> dict:
         "python": platform.python_version(),
         "platform": platform.platform(),
         "hostname": socket.gethostname(),
+        "cpu": cpu_model(),
         "command_line": list(command_line) if command_line is not None else this_command_line(),
         "git": _answer("git", git_commit),
     }

@@ -1,10 +1,14 @@
 """`noise`: this machine's noise floor. One fixed config timed in K fresh processes (the rounds
 of profiler.sweep.rounds), the spreads inside and between them (profiler.analysis.floor), the
-GPU's clock state around them and the settings that move the floor (NVML, the host); kept for
-the verdicts (profiler.runs.noise_floor) unless --no-save. Changes no setting."""
+GPU's clock state around them and the settings that move the floor (NVML, the host); each
+process also times the config at twice the batch size, for the within-process correlation rho
+of both figures that decides whether a verdict pairs (profiler.analysis.floor.within_process_rho).
+Kept per machine kind for the verdicts (profiler.runs.noise_floor) unless --no-save. Changes no
+setting."""
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 from datetime import datetime, timezone
 from pathlib import Path
@@ -19,6 +23,8 @@ from profiler.errors import UserError, os_error_line
 GPU_DEFAULT = {"model": "resnet50", "backend": "pytorch_fp32", "bs": 8, "iters": 100}
 #: on a machine without a GPU, a small one (a CPU's resnet50 takes seconds per call)
 CPU_DEFAULT = {"model": "resnet18", "backend": "pytorch_fp32", "bs": 1, "iters": 20}
+#: the cells of a round: the fixed config, then the second config rho pairs it with
+FIXED, SECOND = "noise", "noise-pair"
 
 
 def run(
@@ -38,26 +44,35 @@ def run(
 
     check_processes(processes, 2, ": the floor is the spread between processes")
     from profiler.collect.gpu_state import gpu_state_now
-    from profiler.runs.noise_floor import check_keepable
+    from profiler.runs.noise_floor import check_keepable, cpu_kind
     from profiler.sweep.executors.local import visible_gpus
 
     on_gpu = bool(visible_gpus())
     fixed, config = _fixed_config(on_gpu, model, backend, bs, iters)
+    second = dataclasses.replace(config, batch_size=2 * config.batch_size)
     if save:  # before the measurement, which a floor that cannot be kept would lose
-        check_keepable(floors_dir, None if on_gpu else "cpu")
+        check_keepable(floors_dir, None if on_gpu else cpu_kind())
     warmup = "the default" if config.timed_warmup is None else config.timed_warmup
     workload = (
         f"{config.model} {config.backend} bs {config.batch_size}, {config.iters} "
         f"iterations after {warmup} warm-up"
     )
     say = sink.note
-    say(f"noise floor: {workload}, in {processes} fresh processes")
+    say(
+        f"noise floor: {workload}, in {processes} fresh processes, each also timing bs "
+        f"{second.batch_size} (the correlation of two configs in one process)"
+    )
     before = gpu_state_now()
-    sampled = _sample(config, fixed["iters"], processes, say)
+    sampled = _sample({FIXED: config, SECOND: second}, fixed["iters"], processes, say)
     after = gpu_state_now()
     if sampled.errors:
-        raise UserError(f"noise: the fixed config failed: {sampled.errors['noise']}")
+        first, why = next(iter(sampled.errors.items()))
+        which = "fixed" if first == FIXED else "second"
+        raise UserError(f"noise: the {which} config failed: {why}")
     floor = _floor(sampled, before, after, workload, on_gpu, command)
+    floor = msgspec.structs.replace(
+        floor, rho_workload=f"{config.model} {config.backend} bs {second.batch_size}"
+    )
     path, unkept = _keep(floor, floors_dir) if save else (None, None)
     from profiler.report.sentences import gpu_state_line
 
@@ -71,20 +86,21 @@ def run(
 def _floor(sampled, before, after, workload: str, on_gpu: bool, command: str):
     """The floor from the sampled windows, with the machine's state and settings around them
     and what to change."""
-    from profiler.analysis.floor import floor_of, suggestions
+    from profiler.analysis.floor import floor_of, suggestions, within_process_rho
     from profiler.collect.gpu_state import machine_settings
     from profiler.report.sentences import floor_tip
-    from profiler.runs.noise_floor import NoiseFloor
+    from profiler.runs.noise_floor import NoiseFloor, cpu_kind
 
-    windows = sampled.windows["noise"]
+    windows = sampled.windows[FIXED]
     figures = floor_of(windows)
+    rho = within_process_rho(windows, sampled.windows.get(SECOND, []))
     settings = machine_settings()
     tips = suggestions(
         settings, figures["within_window_cv"], figures["between_process_cv"], on_gpu, command
     )
     clocks = [s.sm_clock_mhz for s in (before, after)]
     return NoiseFloor(
-        gpu=sampled.devices.get("noise") or ("cpu" if not on_gpu else "unknown GPU"),
+        gpu=(sampled.devices.get(FIXED) or "unknown GPU") if on_gpu else cpu_kind(),
         host=socket.gethostname(),
         measured=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         workload=workload,
@@ -94,6 +110,7 @@ def _floor(sampled, before, after, workload: str, on_gpu: bool, command: str):
         settings=settings,
         suggestions=[floor_tip(tip) for tip in tips],  # kept in words
         **figures,
+        **rho,
     )
 
 
@@ -113,8 +130,9 @@ def _fixed_config(
     return fixed, config
 
 
-def _sample(config, iters: int, processes: int, say):
-    """The fixed config's windows, one from each of ``processes`` fresh processes."""
+def _sample(configs: dict, iters: int, processes: int, say):
+    """The windows of each config (name -> RunConfig), one from each of ``processes`` fresh
+    processes that time them all (a round, in alternating order)."""
     from profiler.runs.config import config_to_json
     from profiler.sweep import rounds
 
@@ -122,9 +140,8 @@ def _sample(config, iters: int, processes: int, say):
     with signals.interruptible("noise", "no floor was kept"):
         return rounds.sample(
             {
-                "noise": rounds.window_config(
-                    config_to_json(config), iters, config.timed_warmup or 0
-                )
+                name: rounds.window_config(config_to_json(c), iters, c.timed_warmup or 0)
+                for name, c in configs.items()
             },
             {},
             processes,

@@ -42,7 +42,7 @@ from profiler.report.fmt import (
     trimmed,
     window_flags,
 )
-from profiler.report.sentences import note_lines, verdict_note
+from profiler.report.sentences import note_lines, verdict_note, withheld_note
 from profiler.runs.manifest import SweepManifest, axis_options
 from profiler.runs.samples import LAUNCH_BOUND, LAUNCH_BOUND_SHARE
 from profiler.trace.kernels import PIPE_BUSY_NOTE
@@ -539,8 +539,23 @@ def print_verdict_notes(
             "on the spread between processes, which such a window widens",
             highlight=False,
         )
+    withheld = withheld_cells(frame, manifest)
+    if withheld:
+        print_prose(console, f"[yellow]note[/]: {escape(withheld_note(withheld))}")
     for line in grouped_notes(frame, manifest):
         print_prose(console, f"[yellow]note[/]{escape(line)}")
+
+
+def withheld_cells(frame: pd.DataFrame, manifest: SweepManifest) -> list[str]:
+    """The cells whose latency verdict was withheld (one process a side on a CPU whose floor
+    `noise` has not measured: profiler.analysis.verdict)."""
+    if "verdicts" not in frame:
+        return []
+    return [
+        _label(r, manifest)
+        for r, v in zip(frame.itertuples(), frame["verdicts"])
+        if isinstance(v, TimedVerdicts) and v.latency is not None and v.latency.withheld
+    ]
 
 
 def grouped_notes(frame: pd.DataFrame, manifest: SweepManifest) -> list[str]:

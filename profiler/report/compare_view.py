@@ -39,9 +39,11 @@ from profiler.report.fmt import (
 )
 from profiler.report.phases_view import compare_phases_table, compare_positions_table
 from profiler.report.sentences import (
+    WITHHELD_WORDS,
     explanation_line,
     fdr_note,
     gpu_state_line,
+    noise_source_words,
     note_lines,
     verdict_method,
 )
@@ -623,7 +625,10 @@ def both_on_cpu(t: CompareTimed) -> bool:
 
 
 def verdict_words(verdict: Verdict) -> str:
-    """The verdict in words: "B faster", "the same within ±2 %" ..."""
+    """The verdict in words: "B faster", "the same within ±2 %" ..., or why it is
+    undecided whatever its interval says (Verdict.withheld)."""
+    if verdict.withheld:
+        return WITHHELD_WORDS
     return VERDICT_WORDS[verdict.verdict][0].format(tol=100 * verdict.tolerance)
 
 
@@ -633,7 +638,9 @@ def _design(verdict: Verdict) -> str:
         return f"paired over {verdict.pairs} rounds"
     if design == "floor" and floor is not None:
         source = (
-            "this machine's, measured by `noise`"
+            noise_source_words(verdict.floor_from, "floor")
+            if verdict.floor_from is not None
+            else "this machine's, measured by `noise`"
             if verdict.floor_source == "given"
             else "a default: no usable floor measured by `noise` here"
         )

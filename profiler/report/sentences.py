@@ -26,6 +26,7 @@ from profiler.analysis.records import (
     Explanation,
     GpuStateFigures,
     KernelShare,
+    NoiseSource,
     TimedVerdicts,
     Verdict,
 )
@@ -44,6 +45,7 @@ from profiler.report.fmt import (
 if TYPE_CHECKING:  # the roofline module imports pandas: a run's views import none
     from profiler.analysis.roofline import Roof, RooflineChart
 from profiler.runs.gpu_record import GpuState
+from profiler.runs.noise_floor import this_host
 from profiler.runs.samples import LAUNCH_BOUND, LAUNCH_BOUND_SHARE
 from profiler.trace.rules import distinct_short_names
 
@@ -64,21 +66,72 @@ def verdict_method(v: Verdict) -> str:
             f"{v.processes_b} processes, {units.tenths_plain(v.df)} degrees of freedom"
         )
     else:
+        source = noise_source_words(v.floor_from, "floor") if v.floor_from else None
         how = (
             f"one process on a side ({v.processes_a} vs {v.processes_b}): the between-process "
             f"spread is unknown, a {v.floor_source} floor of {pct(100 * (v.noise_floor or 0))} "
-            "CV stands in (normal interval)"
+            f"CV stands in (normal interval{f'; {source}' if source else ''})"
         )
         if v.floor_refused is not None:
             how += f"; the floor given, {v.floor_refused!r}, is no spread from 0 to "
             how += plain(MAX_FLOOR)
+    if v.rho is not None and v.rho_source is not None:
+        how += f"; {_rho_clause(v.design == 'paired', v.rho, v.rho_source)}"
     tolerance = plain(100 * v.tolerance)
     method = (
         f"{how}; 95 % interval; same when the 90 % interval is within ±{tolerance} % (TOST), "
         f"faster/slower when p < 0.05 and the ratio is beyond ±{tolerance} %"
     )
+    if v.withheld:
+        method += f"; {WITHHELD_WHY}"
     gpus = _gpus_note(v)
     return f"{method}; {gpus}" if gpus else method
+
+
+#: a verdict withheld (Verdict.withheld): its word, and why
+WITHHELD_WORDS = "undecided (one process a side; measure this machine with `noise`)"
+WITHHELD_WHY = (
+    "no faster/slower: one process a side on a CPU, whose between-process spread `noise` has "
+    "not measured (the H100's floor says nothing of it)"
+)
+
+
+def withheld_note(cells: list[str]) -> str:
+    """The cells of a sweep whose verdicts were withheld, and what decides them."""
+    return (
+        f"{WITHHELD_WORDS}: {', '.join(cells)}: one timed window a side on a CPU; "
+        "`python profile.py noise` measures this machine's floor, or --processes 3 (or "
+        "more) times each cell in fresh processes"
+    )
+
+
+def noise_source_words(source: NoiseSource, what: str = "rho") -> str:
+    """Where a floor or rho came from (profiler.analysis.records.NoiseSource), in words:
+    "measured on this machine by `noise` at 2026-05-01T10:00:00+00:00", "the H100 default"."""
+    if source.kind == "default":
+        return "the H100 default" + (
+            ", not this machine's: `noise` measures it" if what == "floor" else ""
+        )
+    if source.kind == "given":
+        return "given"
+    where = (
+        "this machine"
+        if source.host and source.host == this_host()
+        else (source.host or "the run's machine")
+    )
+    kind = f" ({source.machine})" if source.machine else ""
+    if source.kind == "recorded":
+        return f"recorded with the run, measured by `noise` on {where}{kind}"
+    when = f" at {source.measured}" if source.measured else ""
+    return f"measured on {where}{kind} by `noise`{when}"
+
+
+def _rho_clause(paired: bool, rho: float, source: NoiseSource) -> str:
+    """Why the design is paired or not: the within-process correlation and its source."""
+    at = f"at ρ {plain(round(rho, 2))} ({noise_source_words(source)})"
+    if paired:
+        return f"paired: {at} pairing narrows the expected interval"
+    return f"not paired: {at} pairing would widen the expected interval"
 
 
 def _gpus_note(v: Verdict) -> str | None:
@@ -169,8 +222,12 @@ def _lever_line(v: TimedVerdicts) -> str:
 
 
 def verdict_note(v: TimedVerdicts | None) -> str:
-    """The lines in one: a sweep's benchmark.csv column verdict_note ("" without verdicts)."""
-    return "; ".join(note_lines(v)) if v is not None else ""
+    """The lines in one: a sweep's benchmark.csv column verdict_note ("" without verdicts),
+    a withheld latency verdict's words first."""
+    if v is None:
+        return ""
+    withheld = [f"latency {WITHHELD_WORDS}"] if v.latency and v.latency.withheld else []
+    return "; ".join(withheld + note_lines(v))
 
 
 # --- why two runs differ (profiler.analysis.difference)

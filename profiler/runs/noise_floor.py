@@ -1,13 +1,18 @@
 """This machine's noise floor, as `profile.py noise` measured it: how much the p50 of one fixed
-config moves inside one timed window and between fresh processes, per GPU model, kept in
-``noise/<gpu>.json`` beside the engine cache (runs.layout.noise_dir). The verdicts read the
-between-process spread from it when a side has one process (profiler.analysis.verdict); a run
-records the floor known when it ran."""
+config moves inside one timed window and between fresh processes, and how much two configs timed
+in one process move together (the within-process correlation rho of each figure), kept per
+machine kind in ``noise/<kind>.json`` beside the engine cache (runs.layout.noise_dir). The kind
+is the GPU's name, or ``CPU <model>`` on a machine without a GPU (``cpu_kind``): a floor measured
+on one kind of machine is never read for another. The verdicts read the between-process spread
+from it when a side has one process, and rho when they choose whether to pair
+(profiler.analysis.verdict); a run records the floor known when it ran."""
 
 from __future__ import annotations
 
 import os
+import platform
 import re
+import socket
 import tempfile
 from pathlib import Path
 
@@ -22,7 +27,9 @@ from profiler.runs.layout import noise_dir
 class NoiseFloor(msgspec.Struct, frozen=True):
     """One measurement of the floor (times in ms, spreads relative)."""
 
-    gpu: str  # the GPU's name ("cpu" on a machine without one)
+    #: the machine kind the floor was measured on and is kept for: the GPU's name, or
+    #: ``CPU <model>`` on a machine without one (``cpu_kind``; "cpu" in floors kept before)
+    gpu: str
     host: str
     measured: str  # ISO time
     workload: str  # the fixed config: "resnet50 pytorch_fp32 bs 8, 100 iterations"
@@ -40,6 +47,45 @@ class NoiseFloor(msgspec.Struct, frozen=True):
     throttle_reasons: list[str] = []
     settings: dict[str, str | None] = {}  # persistence mode, clocks locked, CPU governor ...
     suggestions: list[str] = []
+    #: the within-process correlation of the log medians of two configs timed in one process
+    #: (profiler.analysis.floor.within_process_rho), per figure; None where too few processes
+    #: timed both, or the figure was not measured
+    rho_latency: float | None = None
+    rho_gpu_time: float | None = None
+    rho_processes: int | None = None  # the processes that timed both configs
+    rho_workload: str | None = None  # the second config ("... bs 16")
+
+    def rho(self, figure: str) -> float | None:
+        """The measured rho of ``figure`` ("latency" or "gpu_time")."""
+        value: float | None = getattr(self, f"rho_{figure}", None)
+        return value
+
+
+#: where /proc/cpuinfo names the CPU
+CPUINFO = Path("/proc/cpuinfo")
+
+
+def cpu_model(cpuinfo: Path = CPUINFO) -> str:
+    """This machine's CPU model: /proc/cpuinfo's ``model name`` (Linux), else the platform's
+    processor or machine name."""
+    try:
+        text = cpuinfo.read_text(errors="replace")[: 1 << 20]
+    except OSError:
+        text = ""
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("model name", "Model", "cpu model") and value.strip():
+            return " ".join(value.split())
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def cpu_kind(model: str | None = None) -> str:
+    """The machine kind of a CPU, a floor's key: ``CPU <model>`` (default: this machine's)."""
+    return f"CPU {model or cpu_model()}"
+
+
+def this_host() -> str:
+    return socket.gethostname()
 
 
 def _slug(gpu: str) -> str:
@@ -114,7 +160,18 @@ def floor_problem(value: object) -> str | None:
 
 def usable_floor(floor: NoiseFloor, source: str) -> NoiseFloor | None:
     """``floor`` with each between-process CV that cannot be one (``floor_problem``) left out,
-    one note each naming ``source``; None when its latency spread cannot be used."""
+    one note each naming ``source``, and each rho that is no correlation (not a number from -1
+    to 1) left out the same way; None when its latency spread cannot be used."""
+    for name in ("rho_latency", "rho_gpu_time"):
+        rho = getattr(floor, name)
+        if rho is not None and not (
+            isinstance(rho, (int, float)) and not isinstance(rho, bool) and -1 <= rho <= 1
+        ):
+            notices.note(
+                f"{source}: the noise floor's {name} {rho!r} is no correlation from -1 to 1: "
+                "ignored, the figure's default rho stands in"
+            )
+            floor = msgspec.structs.replace(floor, **{name: None})
     why = floor_problem(floor.between_process_cv)
     if why is not None:
         notices.note(
@@ -132,9 +189,9 @@ def usable_floor(floor: NoiseFloor, source: str) -> NoiseFloor | None:
 
 
 def read_floor(gpu: str | None, folder: Path | None = None) -> NoiseFloor | None:
-    """The floor measured for this GPU model, or None: never measured, or a file that does not
-    read or holds a spread that is none (one note each, profiler.notices: the figure's default
-    floor stands in)."""
+    """The floor measured for this machine kind (a GPU's name, ``cpu_kind``), or None: never
+    measured, or a file that does not read or holds a spread that is none (one note each,
+    profiler.notices: the figure's default floor stands in)."""
     if not gpu:
         return None
     path = floor_path(gpu, folder)

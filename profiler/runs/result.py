@@ -309,6 +309,9 @@ class Environment(msgspec.Struct, frozen=True):
     python: str | None = None
     platform: str | None = None
     hostname: str | None = None
+    #: the CPU's model (runs.noise_floor.cpu_model): on a CPU, the machine kind a floor is kept
+    #: for; None in runs recorded before it was
+    cpu: str | None = None
     command_line: list[str] = []
     git: dict[str, Any] | None = None
     nvtx: bool | None = None

@@ -252,6 +252,7 @@ def plan(
         gpu_list,
         options.get("workload", "forward"),
         fixed_rounds,
+        compares=len(backend_names) > 1,
     )
     return SweepPlan(
         name=name,
@@ -279,9 +280,14 @@ def plan(
 #: --processes when not given: on GPUs, five rounds (five pairs for the paired design: on the
 #: H100, docs/gpu/h100/verdicts, pairing pays for GPU time from five pairs at the measured
 #: within-process correlation, and the simulation calibrated on H100 noise suggests five); on
-#: a machine without GPUs none (a CPU sweep tries the tool out; pass --processes to sample
-#: it). QUICK_PROCESSES is the quick mode (--processes 3: unpaired, wider intervals).
+#: a machine without GPUs three where the sweep compares backends (a CPU's one window a side
+#: has no spread of its own, and the H100's floor says nothing of a CPU: such a verdict is
+#: withheld, profiler.analysis.verdict; three rounds are the fewest whose spread a verdict reads,
+#: and the sequential rule lets a decided cell go after two), none for one backend.
+#: QUICK_PROCESSES is the quick mode (--processes 3: unpaired,
+#: wider intervals).
 DEFAULT_PROCESSES_GPU = 5
+DEFAULT_PROCESSES_CPU = 3
 QUICK_PROCESSES = 3
 DEFAULT_PROCESSES = DEFAULT_PROCESSES_GPU
 
@@ -294,8 +300,11 @@ def check_sampling(
     gpus: list[str] | None,
     workload: str,
     fixed_rounds: bool = False,
+    compares: bool = True,
 ) -> int:
-    """--processes, --target-noise and --budget checked; the number of processes per cell."""
+    """--processes, --target-noise and --budget checked; the number of processes per cell
+    (``compares``: the sweep takes verdicts, more than one backend; a CPU sweep of one backend
+    takes no rounds unless asked)."""
     if processes is not None:
         check_processes(processes)
     if target_noise is not None and not 0 < target_noise < 100:
@@ -317,7 +326,8 @@ def check_sampling(
         )
     if processes is None:  # Ray: when this machine has GPUs (a cluster's head usually does)
         on_gpus = gpus if executor == "local" else _local_gpus()
-        processes = DEFAULT_PROCESSES_GPU if on_gpus and workload_facts(workload).sampled else 1
+        default = DEFAULT_PROCESSES_GPU if on_gpus else DEFAULT_PROCESSES_CPU if compares else 1
+        processes = default if workload_facts(workload).sampled else 1
     return processes
 
 

@@ -55,6 +55,7 @@ from profiler.analysis.sampling import (
     processes_needed,
     stopping_rule,
 )
+from profiler.analysis.verdict import MachineNoise
 from profiler.errors import UserError
 from profiler.runs.config import check_processes, config_from_json, config_to_json
 from profiler.runs.samples import ConfigSamples, ProcessWindow, window_of
@@ -225,6 +226,7 @@ def sample(
     gpus: Sequence[str] | None = None,
     groups: dict[str, str] | None = None,
     comparisons: list[tuple[str, str]] | None = None,
+    machine: MachineNoise | None = None,
 ) -> Sampled:
     """Rounds until every cell in ``cells`` (key -> repeat-window config JSON) has
     ``processes`` windows from rounds, counting the round windows among the ``have`` ones (key
@@ -244,7 +246,8 @@ def sample(
     way on Ctrl-C. ``comparisons`` ((baseline, cell) pairs the verdicts take): the rounds are
     sequential (profiler.analysis.sequential): a look after each round from the second on, and
     a cell whose comparisons are all decided leaves the rounds; ``processes`` rounds at most, or,
-    with ``budget_s``, more for the undecided ones while the budget lasts."""
+    with ``budget_s``, more for the undecided ones while the budget lasts; a look pairs or not
+    as the verdicts do, at the rho of ``machine`` (profiler.analysis.verdict.MachineNoise)."""
     check_processes(processes)
     if target_noise is not None and not 0 < target_noise < 1:
         raise UserError(
@@ -264,7 +267,8 @@ def sample(
     }
     runner = _Runner(out, cells, tag, say, on_round, round_runner, groups or {})
     if comparisons and not target_noise:
-        _sequential(out, runner, have, processes, comparisons, budget_s, began, seed, say, clock)
+        looks = _Looks(comparisons, machine)
+        _sequential(out, runner, have, processes, looks, budget_s, began, seed, say, clock)
         out.wall_s = clock() - began
         return out
     runner.rounds(wanted, seed)
@@ -397,12 +401,20 @@ class _Runner:
             pool.shutdown(wait=True, cancel_futures=True)
 
 
+@dataclass(frozen=True)
+class _Looks:
+    """What a sequential look judges: the (baseline, cell) comparisons, and the machine's rho."""
+
+    comparisons: list[tuple[str, str]]
+    machine: MachineNoise | None = None
+
+
 def _sequential(
     out: Sampled,
     runner: _Runner,
     have: dict[str, ConfigSamples],
     processes: int,
-    comparisons: list[tuple[str, str]],
+    looks: _Looks,
     budget_s: float | None,
     began: float,
     seed: int,
@@ -427,9 +439,9 @@ def _sequential(
         }
 
     def open_comparisons() -> list[tuple[str, str]]:  # those whose cells both still answer
-        return [(a, b) for a, b in comparisons if a not in out.errors and b not in out.errors]
+        return [(a, b) for a, b in looks.comparisons if a not in out.errors and b not in out.errors]
 
-    done = sequential.settled(samples(), open_comparisons())
+    done = sequential.settled(samples(), open_comparisons(), looks.machine)
     live = [k for k in runner.cells if taken(k) < processes and k not in done]
     while live and (least := min(map(taken, live))) < most:
         step = min(max(sequential.FIRST_LOOK - least, wave, 1), most - least)
@@ -440,7 +452,7 @@ def _sequential(
                 say(f"  the budget of {units.plain(budget_s)} s ends the rounds")
                 break
         runner.rounds({k: min(step, most - taken(k)) for k in live}, seed)
-        done = sequential.settled(samples(), open_comparisons())
+        done = sequential.settled(samples(), open_comparisons(), looks.machine)
         leaving = [k for k in live if k in done or k in out.errors or taken(k) >= most]
         live = [k for k in live if k not in leaving]
         out.looks += 1

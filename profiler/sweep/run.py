@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from profiler import notices, runs, signals, units
 from profiler.analysis import sequential as sequential_rule
 from profiler.analysis.benchmark import with_gpus
+from profiler.analysis.headline import machine_noise
 from profiler.errors import Interrupted, UserError, os_error_line
 from profiler.fsutil import clean_leftovers, folder_lock
 from profiler.runs.layout import MANIFEST
@@ -233,6 +234,15 @@ def sample_cells(p: SweepPlan, manifest: SweepManifest, say, executor=None) -> N
     if p.processes <= 1 and p.target_noise is None:
         return
     cells, have, results = _finished_cells(p, manifest)
+    if p.executor == "local" and not p.gpus:  # no GPU here: a GPU's cells cannot be timed
+        elsewhere = [name for name, r in results.items() if not r.device.startswith("cpu")]
+        for name in elsewhere:
+            del cells[name], have[name], results[name]
+        if elsewhere:
+            say(
+                f"sampling: {len(elsewhere)} cell(s) recorded on a GPU left out of the rounds "
+                "(this machine has none); their verdicts rest on the windows they have"
+            )
     if not cells:
         return
     sequential = not p.fixed_rounds and p.target_noise is None
@@ -259,6 +269,7 @@ def sample_cells(p: SweepPlan, manifest: SweepManifest, say, executor=None) -> N
         comparisons=[(a, b) for a, b in p.comparisons() if a in cells and b in cells]
         if sequential
         else None,
+        machine=machine_noise(*results.values()),
     )
     record(sampled)
     say(
