@@ -9,7 +9,14 @@
 #   bash scripts/device_history.sh
 #   COMMITS=5 CHANGE_AT=4 PROCS=2 BACKEND=pytorch_fp32 EXTRA_ARGS="--image-size 64 --iters 5" \
 #       CONFIRM=2 bash scripts/device_history.sh        # the same path on a CPU, in a few minutes
+# `history check` and `confirm` need apache-otava and scipy: wheels carried in .whl/ are
+# installed (pip download --no-deps -d .whl apache-otava==0.8.0 scipy, beside this checkout);
+# without them the commits are still recorded and the database kept, to check elsewhere.
 source "$(dirname "$0")/device_common.sh"
+if ls .whl/*.whl >/dev/null 2>&1; then
+    "$PY" -m pip install -q --no-index --no-deps --target "$WORK/site" .whl/*.whl
+    export PYTHONPATH="$WORK/site${PYTHONPATH:+:$PYTHONPATH}"
+fi
 COMMITS=${COMMITS:-12} CHANGE_AT=${CHANGE_AT:-7} PROCS=${PROCS:-4} CONFIRM=${CONFIRM:-3}
 BACKEND=${BACKEND:-pytorch_fp16} EXTRA_ARGS=${EXTRA_ARGS:-}
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
@@ -28,7 +35,7 @@ for n in $(seq 1 "$COMMITS"); do
     SHA[$c]=$(g rev-parse HEAD)
     t0=$(date +%s)
     # shellcheck disable=SC2086  # EXTRA_ARGS: several arguments
-    env PYTHONPATH="$REPO" "$PY" profile.py run --backend "$BACKEND" --bs 8 \
+    env PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}" "$PY" profile.py run --backend "$BACKEND" --bs 8 \
         --model history_model:build --repeat-runs "$PROCS" $EXTRA_ARGS "${DIRS[@]}" --name hist \
         --history "$DB" --commit "$c" > "$OUT/run_$c.log" 2>&1 || { tail -5 "$OUT/run_$c.log"; exit 1; }
     echo "=== $c: $(($(date +%s) - t0)) s"
@@ -36,6 +43,8 @@ for n in $(seq 1 "$COMMITS"); do
 done
 echo "=== $COMMITS commits recorded in $(($(date +%s) - began)) s"
 p history list "$DB" | tee "$OUT/list.log"
+cp "$DB" "$OUT/history.sqlite"
+"$PY" -c "import otava.analysis" 2>/dev/null || { echo "=== no apache-otava here: check $OUT/history.sqlite elsewhere"; exit 0; }
 p history check "$DB" --markdown "$OUT/check.md" --junit "$OUT/check.xml" > "$OUT/check.log" 2>&1
 echo "=== history check: exit $?"; cat "$OUT/check.log"
 before=$(printf "c%02d" $((CHANGE_AT - 1))) after=$(printf "c%02d" "$CHANGE_AT")
