@@ -21,7 +21,7 @@ from profiler.runs.result import read_result, result_to_dict
 from profiler.trace import phases
 from profiler.trace.kernels import kernel_summary
 from profiler.trace.load import load_trace
-from profiler.trace.overview import step_windows
+from profiler.trace.steps import step_windows
 from tests import test_tensorrt_backend
 from tests.conftest import FIXTURES, ROOT
 from tests.test_cli_errors import assert_nothing_written, assert_one_line_error

@@ -8,7 +8,7 @@ from profiler.errors import UserError
 from profiler.trace import graphs
 from profiler.trace.kernels import kernel_rows, kernel_summary
 from profiler.trace.load import load_trace
-from profiler.trace.overview import operator_table
+from profiler.trace.operators import operator_table
 from profiler.trace.summary import summarize_trace
 from tests.conftest import FIXTURES
 

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
+from profiler.trace.device_metrics import sm_efficiency_ranges, utilization_timeline
 from profiler.trace.load import load_trace
-from profiler.trace.overview import sm_efficiency_ranges, utilization_timeline
 from profiler.trace.summary import summarize
 
 from .conftest import GOLDEN_EXPECTED, GOLDEN_INPUT, PLUGIN_REFERENCE, V100_TRACE

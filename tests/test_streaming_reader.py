@@ -15,7 +15,18 @@ import pandas as pd
 import pytest
 
 from profiler.errors import UserError
-from profiler.trace import files, halves, kernels, load, overview, pieces, robust
+from profiler.trace import (
+    breakdown,
+    files,
+    halves,
+    intervals,
+    kernels,
+    load,
+    operators,
+    pieces,
+    robust,
+    steps,
+)
 from profiler.trace.schema import EVENT_KINDS
 from profiler.trace.summary import summarize_trace
 
@@ -254,7 +265,7 @@ def test_padded_sum_is_numpys_sum_of_the_padded_array(seed):
         values = rng.random(int(rng.integers(0, n - at + 1))) * 10 ** rng.uniform(-3, 6)
         padded = np.zeros(n)
         padded[at : at + len(values)] = values
-        assert overview.padded_sum(values, n, at) == float(padded.sum())
+        assert intervals.padded_sum(values, n, at) == float(padded.sum())
 
 
 @pytest.mark.parametrize("path", [STACKS, LLM, H200 / "x"], ids=["stacks", "llm", "ttrt"])
@@ -264,9 +275,10 @@ def test_blockwise_analyses_give_the_bits_of_the_whole(path, monkeypatch):
     path = path if path.exists() else next(H200.glob("*.pt.trace.json.gz"))
     trace = load.load_trace(path)
     expected = json.dumps(summarize_trace(trace).to_dict(), default=str)
-    monkeypatch.setattr(overview, "_MERGE_BLOCK", 7)
-    monkeypatch.setattr(overview, "_SEGMENTS", 5)
-    monkeypatch.setattr(overview, "_NESTING_BLOCK", 3)
+    monkeypatch.setattr(intervals, "_MERGE_BLOCK", 7)
+    for module in (steps, breakdown, operators):
+        monkeypatch.setattr(module, "_SEGMENTS", 5)
+    monkeypatch.setattr(operators, "_NESTING_BLOCK", 3)
     assert json.dumps(summarize_trace(trace).to_dict(), default=str) == expected
 
 

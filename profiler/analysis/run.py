@@ -76,7 +76,7 @@ class RunAnalysis:
     ``flops_table``: roofline inputs for runs that did not record them (`report --flops`).
     ``ncu``: an ncu.csv to join instead of the one in the run folder.
     ``breakdown``: whose step-breakdown definitions the summary uses, this tool's ("tool") or
-    the TensorBoard plugin's ("plugin"); trace.overview.BREAKDOWN_DEFINITIONS.
+    the TensorBoard plugin's ("plugin"); trace.breakdown.BREAKDOWN_DEFINITIONS.
     Raises profiler.errors.UserError when the target does not exist or holds no trace."""
 
     def __init__(

@@ -18,8 +18,8 @@ from profiler.report.advice_view import line
 from profiler.report.fmt import md_figure, mib, ms_unit, pct, tenths
 from profiler.report.insight_view import roofline_line, to_dict as insight_dict
 from profiler.report.sentences import gpu_state_line
+from profiler.trace.breakdown import DEFINERS
 from profiler.trace.kernels import PIPE_BUSY_NOTE, TC_KERNELS_LABEL
-from profiler.trace.overview import DEFINERS
 from profiler.trace.summary import Summary, json_safe
 
 #: columns that count things: written as integers (a count missing on one side stays empty)
@@ -216,7 +216,7 @@ def tables_markdown(summary: Summary, top: int) -> list[str]:
     k, o = summary.kernels, summary.overview
     md = [
         f"\n## Step time breakdown (µs; {DEFINERS[o.definitions]}'s definitions: "
-        "profiler/trace/overview.py BREAKDOWN_DEFINITIONS)\n",
+        "profiler/trace/breakdown.py BREAKDOWN_DEFINITIONS)\n",
         markdown_table(
             o.steps.drop(columns=["start", "end", "cpu_start", "cpu_end"], errors="ignore")
         ),

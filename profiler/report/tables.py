@@ -11,8 +11,8 @@ from rich.table import Table
 
 from profiler.report.console import FitTable
 from profiler.report.fmt import TimeColumn, count, head, pct, safe, size_bytes, us
+from profiler.trace.breakdown import BREAKDOWN, BREAKDOWN_DEFINITIONS, DEFINERS
 from profiler.trace.kernels import TC_KERNELS_LABEL
-from profiler.trace.overview import BREAKDOWN, BREAKDOWN_DEFINITIONS, DEFINERS
 from profiler.trace.summary import Summary
 
 if TYPE_CHECKING:
@@ -73,8 +73,7 @@ def overview_facts(summary: Summary, agreement: Agreement | None = None) -> FitT
 
 
 def _device_rows(facts: FitTable, d) -> None:
-    """A GPU's utilization, SM efficiency, occupancy and idle gaps (trace.overview's device
-    metrics)."""
+    """A GPU's utilization, SM efficiency, occupancy and idle gaps (trace.device_metrics)."""
     name = f"GPU {d.device}"
     facts.add_row(
         f"{name} utilization",

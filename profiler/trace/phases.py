@@ -23,10 +23,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from profiler.trace.intervals import covered_per_window, merge
 from profiler.trace.kernels import SUMMARY_COLUMNS, KernelSummary, kernel_rows, kernel_summary
 from profiler.trace.load import KIND, Trace
-from profiler.trace.overview import covered_per_window, cpu_steps, merge
 from profiler.trace.rules import RunContext
+from profiler.trace.steps import cpu_steps
 
 GENERATION_PHASES = ("encode", "decode", "project", "prefill")
 NO_PHASE = "(no phase)"

@@ -14,7 +14,7 @@ kernel by kernel under it). This module counts the kernels of each profiled step
   or an nsys pass over one call; result.json ``trace.untraced_kernels``); without it this
   comparison is skipped and says nothing.
 
-A kernel belongs to the step whose window (``overview.step_windows``: the CPU step extended to
+A kernel belongs to the step whose window (``steps.step_windows``: the CPU step extended to
 the end of the GPU work it launched) holds its start, as the overview's per-step kernel column.
 """
 

@@ -86,7 +86,7 @@ def summarize_trace(
     trace: Trace, context: RunContext | None = None, breakdown: str = "tool"
 ) -> Summary:
     """Every table of a trace; ``breakdown``: whose step-breakdown definitions, "tool" or
-    "plugin" (overview.BREAKDOWN_DEFINITIONS)."""
+    "plugin" (trace.breakdown.BREAKDOWN_DEFINITIONS)."""
     rows = kernel_rows(trace)
     kernels = kernel_summary(trace, rows, context)
     category_of = dict(zip(kernels.table["name"], kernels.table["category"]))
