@@ -184,7 +184,7 @@ def test_advise_without_try_shows_the_plan(cli):
     assert "launch-bound" in done.stdout and "--cuda-graphs" in done.stdout
     assert "backend ttrt_fp16" in done.stdout and "--try" in done.stdout
     data = json.loads(cli("advise", str(FIXTURE_RUN), "--json").stdout)
-    assert data["$schema"] == "infer-profiler/advise/3" and data["rows"] is None
+    assert data["$schema"] == "infer-profiler/advise/4" and data["rows"] is None
     assert data["plan"][0]["changes"] == {"cuda_graphs": True}
     assert data["plan"][0]["projected_speedup"] > 1
 

@@ -369,7 +369,7 @@ def test_record_processes_writes_the_file_and_result_json(tmp_path):
         tuple(
             ProcessWindow(
                 tuple(v * f for v in first.latency_ms),
-                tuple(v * f * 0.8 for v in first.latency_ms),
+                tuple(v * f * 0.98 for v in first.latency_ms),  # latency 1.02 x GPU time
                 (0.1,) * 3,
                 "0",
                 f"r-{i}",
@@ -384,7 +384,7 @@ def test_record_processes_writes_the_file_and_result_json(tmp_path):
     assert spread.schedule == "interleaved test"
     assert spread.p50_ms[1] == pytest.approx(1.01 * spread.p50_ms[0])
     assert spread.gpu_p50_ms[0] is None
-    assert spread.gpu_p50_ms[1] == pytest.approx(0.8 * spread.p50_ms[1])
+    assert spread.gpu_p50_ms[1] == pytest.approx(0.98 * spread.p50_ms[1])
     assert spread.bound == [None, "GPU-bound", "GPU-bound"]
     assert config_samples(again, run / "result.json") == mine + more
 

@@ -49,10 +49,12 @@ def samples(
     return ConfigSamples(tuple(windows))
 
 
-#: both GPU-bound (enqueue far below the GPU time): latency leads, GPU time cross-checks
-GPU_BOUND = (samples(20.0, 18.0, 2.0), samples(10.0, 9.0, 1.0, rotate=1))
-#: A launch-bound (enqueue 3.5 ms above its GPU time, 3.0 ms): both verdicts, named alike
-LAUNCH_BOUND = (samples(9.0, 3.0, 3.5, spread=5), samples(2.0, 0.5, 0.1, rotate=2))
+#: both GPU-bound (enqueue far below the GPU time, latency 1.01 x it): latency leads, GPU time
+#: cross-checks
+GPU_BOUND = (samples(20.0, 19.8, 2.0), samples(10.0, 9.9, 1.0, rotate=1))
+#: A launch-bound (enqueue 3.5 ms above its GPU time, 3.0 ms), B GPU-bound: both verdicts,
+#: named alike
+LAUNCH_BOUND = (samples(9.0, 3.0, 3.5, spread=5), samples(0.51, 0.5, 0.1, rotate=2))
 
 
 def timed(sides=GPU_BOUND, tmp_path=None) -> CompareTimed:
@@ -116,11 +118,12 @@ def test_compare_text_shows_both_named_and_the_lever_when_a_side_is_launch_bound
     assert "cross-check" not in text
     assert "latency (what a caller waits): B/A = " in text
     assert "GPU time (the device's work): B/A = 0.167" in text
-    assert "note: launch-bound (A): enqueue p90" in text and "`--cuda-graphs`" in text
+    assert "note: launch-bound (A): enqueue p50 3.500 ms >= GPU time 3.000 ms" in text
+    assert "`--cuda-graphs`" in text
     assert re.search(r"the latency verdict would need about \d+ processes a side", text)
     # the classification in the processes' table, each side its own
     assert re.search(
-        r"bound \(enqueue p90 against GPU time\) +│ +launch-bound \(5 of 5\) +│ "
+        r"bound \(latency, enqueue against GPU time\) +│ +launch-bound \(5 of 5\) +│ "
         r"+GPU-bound \(5 of 5\)",
         headline(t),
     ), headline(t)
@@ -141,7 +144,7 @@ def test_fresh_processes_fill_the_main_table_and_the_recorded_runs_keep_their_ow
         if line.startswith("│")
     }
     assert rows["latency (what a caller waits)"] == ["20 ms", "10.0 ms", "-50.0 %"]
-    assert rows["GPU time (the device's work)"][:2] == ["18.0 ms", "9.00 ms"]
+    assert rows["GPU time (the device's work)"][:2] == ["19.8 ms", "9.90 ms"]
     assert rows["processes"] == ["5", "5", ""]
     assert (
         rows["latency: min-max over processes"][0]
@@ -211,7 +214,7 @@ def test_compare_json_carries_both_verdicts_and_follows_the_schema(cli, monkeypa
     from profiler.cli.documents import schema_id
 
     data = json.loads(_fresh_cli(cli, monkeypatch, LAUNCH_BOUND, "--json"))
-    assert data["$schema"] == schema_id("compare") == "infer-profiler/compare/5"
+    assert data["$schema"] == schema_id("compare") == "infer-profiler/compare/6"
     schema = json.loads((ROOT / "docs" / "schema" / "compare.json").read_text())
     errors = [
         f"{list(e.absolute_path)}: {e.message[:200]}"
@@ -274,7 +277,7 @@ def gpu_time_sweep(tmp_path_factory):
     for name, figures in {
         "pytorch_fp16_bs1": (8.0, 2.0, 7.5, 1.0, 0),
         "pytorch_fp16_bs8": (8.0, 4.0, 7.0, 1.0, 0),
-        "ttrt_fp16_bs1": (1.0, 0.9, 0.1, 1.0, 1),
+        "ttrt_fp16_bs1": (1.0, 0.97, 0.1, 1.0, 1),
         "ttrt_fp16_bs8": (1.6, 1.6, 0.1, 1.0, 2),
     }.items():
         record_processes(sweep / name, samples(*figures), "test")
@@ -310,7 +313,7 @@ def test_sweep_terminal_table_has_a_labelled_column_per_figure(gpu_time_sweep):
     words = one_line(text)
     assert "held to a 5 % false discovery rate over the sweep's cells" in words
     # the launch-bound baseline said once for the cells it is launch-bound beside
-    assert "note: launch-bound (enqueue p90 >= " in words
+    assert "note: launch-bound (median enqueue >= GPU time, or latency >= 1.1 x GPU time: " in words
     assert "the baseline pytorch_fp16 at bs 1, 8. Quote the GPU-time verdicts there" in words
 
 
@@ -421,7 +424,11 @@ def _trial_rows():
         gpu_verdict="faster",
         bound="GPU-bound",
         verdicts=TimedVerdicts(
-            None, None, Bound("launch-bound", 5, 5, 5.0, 3.0), Bound("GPU-bound", 0, 5), "both"
+            None,
+            None,
+            Bound("launch-bound", 5, 5, enqueue_p50_ms=5.0, gpu_p50_ms=3.0),
+            Bound("GPU-bound", 0, 5),
+            "both",
         ),
     )
     same = TrialRow(
@@ -471,7 +478,7 @@ def test_advise_try_table_has_both_verdicts_and_their_lines():
         "baseline (the run re-run): latency p50 5.100 ms, GPU time 3.000 ms (geometric mean "
         "of per-process medians over 5 process(es)), launch-bound" in words
     )
-    assert "note (backend ttrt_fp16): launch-bound (A): enqueue p90 5.000 ms" in words
+    assert "note (backend ttrt_fp16): launch-bound (A): enqueue p50 5.000 ms >= GPU time" in words
     assert "held to a 5 % false discovery rate over the experiments" in words
 
 
@@ -488,5 +495,5 @@ def test_advise_try_page_has_both_verdicts():
         "bound",
     ):
         assert f"<th>{header}</th>" in page, header
-    assert "How to read the verdicts" in page and "launch-bound (A): enqueue p90" in page
+    assert "How to read the verdicts" in page and "launch-bound (A): enqueue p50" in page
     assert "GPU time (ms, geometric mean of per-process medians)" in page

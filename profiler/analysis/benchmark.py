@@ -13,8 +13,9 @@ then their geometric mean; p50_ms is the figure the latency speedup and verdict 
 gpu_compute_ms and enqueue_ms (trtexec's split of one call: the device's work with launch gaps
 excluded, the geometric mean over processes of each process's GPU-time p50, and the host's
 launch time, the geometric mean of each process's enqueue p50; empty where not measured),
-bound (launch-bound or GPU-bound: the host's enqueue p90 against 0.8 x the GPU time in most
-processes), throughput_per_s (bs over mean_ms),
+bound (launch-bound, near the launch bound or GPU-bound: latency and enqueue against GPU time,
+on the geometric means of the processes' medians; profiler.runs.samples.bound_word),
+throughput_per_s (bs over mean_ms),
 speedup (latency: the baseline's p50 / this cell's p50 at the same batch size; empty when the
 baseline cell did not finish), speedup_low and speedup_high (its 95 % interval) and verdict
 (faster, slower, same within ±2 %, undecided; "baseline" on the baseline's own cells), and the

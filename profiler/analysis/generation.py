@@ -8,7 +8,8 @@ step; each with the phase's GPU time and enqueue where measured) and every inter
 - ``generation_figures``: TTFT, TPOT, ITL p50 and p99 and tokens/s over the processes, each the
   geometric mean of the per-process values with its 95 % interval (a t-interval on the logs of
   the per-process values: the spread between processes is the noise a figure carries), and each
-  phase's classification (launch-bound or GPU-bound, as a forward call's);
+  phase's classification (launch-bound, near the launch bound or GPU-bound, as a forward
+  call's);
 - B against A on TTFT and on TPOT, each with both verdicts (latency and GPU time), is
   profiler.analysis.headline.phase_comparisons: the same statistics as a forward call's.
 """

@@ -44,7 +44,14 @@ from profiler.runs.noise_floor import (
     this_host,
 )
 from profiler.runs.result import RunResult, latency_csv_of
-from profiler.runs.samples import PHASES, TTFT, ConfigSamples, config_samples
+from profiler.runs.samples import (
+    GPU_BOUND,
+    LAUNCH_BOUND,
+    PHASES,
+    TTFT,
+    ConfigSamples,
+    config_samples,
+)
 
 #: the config fields shown in the one-line config of a headline
 CONFIG_LINE = (
@@ -323,14 +330,15 @@ def samples_figures(samples: ConfigSamples) -> ProcessFigures:
                 cv=cv_of(medians) if len(medians) > 1 else None,
             )
         )
-    launch, seen = used.launch_bound_processes()
+    counts = used.bound_counts()
     return ProcessFigures(
         processes=len(used),
         pilot_processes=len(samples) - len(used) if used is not samples else 0,
         **figures,
         bound=used.bound(),
-        launch_bound_processes=launch,
-        classified_processes=seen,
+        launch_bound_processes=counts[LAUNCH_BOUND],
+        classified_processes=sum(counts.values()),
+        gpu_bound_processes=counts[GPU_BOUND],
     )
 
 

@@ -38,6 +38,9 @@ def plain(record: Any) -> Any:
 #: (profiler.analysis.verdict)
 Word = Literal["faster", "slower", "same", "undecided"]
 FigureName = Literal["latency", "gpu_time"]
+#: how the host and the GPU share a call (profiler.runs.samples.bound_word): the host paces it,
+#: nearly, or the GPU does
+BoundWord = Literal["launch-bound", "near the launch bound", "GPU-bound"]
 Design = Literal["paired", "unpaired", "floor"]
 FloorSource = Literal["default", "given"]
 #: why a verdict says undecided whatever its interval: one process a side on a CPU whose floor
@@ -118,14 +121,17 @@ class Verdict(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class Bound(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """One config's classification over its processes, and the two figures behind it (the
-    geometric means over processes of each process's enqueue p90 and GPU time p50, ms)."""
+    """One config's classification over its processes (profiler.runs.samples: the rule on the
+    geometric means, over the processes, of each process's latency, GPU time and enqueue
+    medians, ms, which it carries) and the processes each word holds in."""
 
-    word: Literal["launch-bound", "GPU-bound"] | None  # None: no GPU time measured
+    word: BoundWord | None  # None: no GPU time or enqueue measured
     launch_bound_processes: int = 0
     classified_processes: int = 0
-    enqueue_p90_ms: float | None = None
+    enqueue_p50_ms: float | None = None
     gpu_p50_ms: float | None = None
+    latency_p50_ms: float | None = None
+    gpu_bound_processes: int = 0
 
 
 class TimedVerdicts(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -140,14 +146,22 @@ class TimedVerdicts(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     #: "latency": both configs GPU-bound, latency leads and GPU time is the cross-check;
     #: "both": read both
     lead: Literal["latency", "both"]
-    #: launch-bound: the processes a side the latency verdict would need for ±5 %
+    #: a side launch-bound or near the launch bound: the processes a side the latency verdict
+    #: would need for ±5 %
     latency_processes_for_5pct: int | None = None
-    #: the --cuda-graphs figure of the launch-bound side, when one was measured (ms)
+    #: the --cuda-graphs figure of the side the host paces, when one was measured (ms)
     cuda_graphs_ms: float | None = None
 
     @property
     def launch_bound(self) -> bool:
         return "launch-bound" in (self.bound_a.word, self.bound_b.word)
+
+    @property
+    def host_paced(self) -> bool:
+        """A side launch-bound or near the launch bound: its latency spreads with the host."""
+        return bool(
+            {"launch-bound", "near the launch bound"} & {self.bound_a.word, self.bound_b.word}
+        )
 
     @property
     def disagree(self) -> bool:
@@ -246,8 +260,8 @@ class GenerationFigures(Record):
     classification (launch-bound: the host's launches pace it)."""
 
     figures: list[IntervalFigure]
-    ttft_bound: Literal["launch-bound", "GPU-bound"] | None = None
-    tpot_bound: Literal["launch-bound", "GPU-bound"] | None = None
+    ttft_bound: BoundWord | None = None
+    tpot_bound: BoundWord | None = None
     #: the run's own process: each phase's GPU time and enqueue (result.json
     #: generation.phase_gpu: "ttft", "tpot"), or why not measured
     phase_gpu: dict[str, GpuCompute] | None = None
@@ -282,16 +296,18 @@ class FigureOverProcesses(Record):
 class ProcessFigures(Record):
     """What a config's processes measured, over the processes a verdict uses (pilot rounds
     left out): each figure (FigureOverProcesses, None where no process measured it) and the
-    config's classification (launch-bound or GPU-bound) with the processes behind it."""
+    config's classification (launch-bound, near the launch bound or GPU-bound) with the
+    processes each word holds in."""
 
     processes: int
     pilot_processes: int
     latency: FigureOverProcesses | None
     gpu_time: FigureOverProcesses | None
     enqueue: FigureOverProcesses | None
-    bound: Literal["launch-bound", "GPU-bound"] | None
+    bound: BoundWord | None
     launch_bound_processes: int
     classified_processes: int
+    gpu_bound_processes: int = 0
 
 
 class PhaseComparison(Record):
@@ -502,8 +518,9 @@ class BenchmarkCell(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     p99_ms: float | None = None
     gpu_compute_ms: float | None = None
     enqueue_ms: float | None = None
-    #: launch-bound or GPU-bound over the processes; "" without GPU time and enqueue time
-    bound: Literal["launch-bound", "GPU-bound", ""] | None = None
+    #: launch-bound, near the launch bound or GPU-bound over the processes; "" without GPU
+    #: time and enqueue time
+    bound: BoundWord | Literal[""] | None = None
     throughput_per_s: float | None = None
     speedup: float | None = None  # latency: the baseline's p50 / this cell's
     speedup_low: float | None = None
@@ -719,7 +736,7 @@ class TrialRow(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     gpu_low: float | None = None
     gpu_high: float | None = None
     gpu_verdict: Word | None = None
-    bound: Literal["launch-bound", "GPU-bound"] | None = None
+    bound: BoundWord | None = None
     #: the two verdicts behind the speedups (the views word them:
     #: profiler.report.sentences.note_lines)
     verdicts: TimedVerdicts | None = None

@@ -1,21 +1,20 @@
 """Two verdicts on B against A, one per figure (profiler.analysis.verdict): latency (what a
-caller waits) and GPU time (the device's work), with each config's classification (launch-bound
-or GPU-bound, profiler.runs.samples), which verdict leads and the processes the latency would
-need. Pure numpy, no printing: the views say ``TimedVerdicts`` in words
+caller waits) and GPU time (the device's work), with each config's classification (launch-bound,
+near the launch bound or GPU-bound, profiler.runs.samples), which verdict leads and the
+processes the latency would need. Pure numpy, no printing: the views say ``TimedVerdicts`` in words
 (profiler.report.sentences.note_lines, also a sweep's benchmark.csv verdict_note).
 
 Which verdict leads:
 - both configs GPU-bound: latency leads (the GPU paces the call, so latency is quiet too); GPU
   time is the cross-check, and a disagreement is flagged (``disagree``, ``split``);
-- either launch-bound: both are shown, named; the host paces that config's latency, so the
-  latency verdict says how many processes a side it would need for ±5 %, and the lever is named
-  (``--cuda-graphs`` replays the call without launches; its figure when it was measured).
+- either launch-bound or near the launch bound: both are shown, named; the host paces (or
+  nearly paces) that config's latency, so the latency verdict says how many processes a side it
+  would need for ±5 %, and the lever is named (``--cuda-graphs`` replays the call without
+  launches; its figure when it was measured).
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
 from typing import Literal
 
 import msgspec
@@ -32,33 +31,30 @@ from profiler.analysis.verdict import (
     compare,
     control_fdr,
 )
-from profiler.runs.samples import GPU_BOUND, LAUNCH_BOUND, ConfigSamples
+from profiler.runs.samples import GPU_BOUND, LAUNCH_BOUND, NEAR_LAUNCH_BOUND, ConfigSamples
 
-#: the latency interval a launch-bound verdict says how to reach
+#: the latency interval a verdict on a config the host paces says how to reach
 LATENCY_TARGET = 0.05
 LEVER = "--cuda-graphs"
 
 
 def bound_of(samples: ConfigSamples) -> Bound:
-    launch, seen = samples.launch_bound_processes()
-    classified = [w for w in samples.windows if w.bound is not None]
-    if not classified:
+    """The config's classification, the figures it was read from and the processes each word
+    holds in (profiler.runs.samples.ConfigSamples.bound)."""
+    figures = samples.bound_figures()
+    if figures is None:
         return Bound(None)
-    enqueue = math.exp(
-        sum(math.log(float(_p90(w.enqueue_ms))) for w in classified) / len(classified)
+    latency, gpu, enqueue = figures
+    counts = samples.bound_counts()
+    return Bound(
+        samples.bound(),
+        counts[LAUNCH_BOUND],
+        sum(counts.values()),
+        enqueue_p50_ms=enqueue,
+        gpu_p50_ms=gpu,
+        latency_p50_ms=latency,
+        gpu_bound_processes=counts[GPU_BOUND],
     )
-    # a classified window measured both figures (ProcessWindow.bound)
-    gpus = [g for w in classified if (g := w.median(GPU_TIME)) is not None]
-    gpu = math.exp(sum(math.log(g) for g in gpus) / len(gpus))
-    return Bound(samples.bound(), launch, seen, enqueue, gpu)
-
-
-def _p90(values: Sequence[float]) -> float:
-    ordered = sorted(values)
-    position = 0.9 * (len(ordered) - 1)
-    low = math.floor(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
 def figure_verdict(
@@ -152,8 +148,8 @@ def explain(
     """The lead and the processes the latency needs (module doc)."""
     both_gpu_bound = bound_a.word == GPU_BOUND and bound_b.word == GPU_BOUND
     lead: Literal["latency", "both"] = LATENCY if both_gpu_bound or gpu is None else "both"
-    launch = LAUNCH_BOUND in (bound_a.word, bound_b.word)
-    needed = _latency_processes(a, b, latency_floor) if launch else None
+    paced = bool({LAUNCH_BOUND, NEAR_LAUNCH_BOUND} & {bound_a.word, bound_b.word})
+    needed = _latency_processes(a, b, latency_floor) if paced else None
     return TimedVerdicts(latency, gpu, bound_a, bound_b, lead, needed, cuda_graphs_ms)
 
 

@@ -413,23 +413,27 @@ class HistoryCheck(Document, kw_only=True):
 #: kind -> (version, type) of every --json document; "run" is `run --json`: the run's result.json
 #: with the "$schema" key first
 DOCUMENTS: dict[str, tuple[int, type]] = {
-    # 2: headline.gpu_state.line gone (the views word the record)
-    "summarize": (3, Summarize),
+    # 2: headline.gpu_state.line gone (the views word the record); 4: a generation's
+    # ttft_bound and tpot_bound by the latency and enqueue rule, "near the launch bound" added
+    "summarize": (4, Summarize),
     "summarize-layers": (1, SummarizeLayers),
     # 2: timed.verdict (over processes) replaced timed.p50_ratio; 3: timed.verdict is latency's,
     # timed.gpu_verdict and timed.verdicts added, speedup_x the ratio of geometric means;
     # 4: timed.verdicts.lines gone, explanation.gpu_state_a/_b records, not lines (the views
-    # word the records)
-    "compare": (5, Compare),
-    # 2: cells[].verdicts (the record) replaced cells[].verdict_note (its words)
-    "benchmark": (3, Benchmark),
+    # word the records); 6: a config's bound by latency and median enqueue against GPU time
+    # ("near the launch bound" added), its record's enqueue_p90_ms now enqueue_p50_ms
+    "compare": (6, Compare),
+    # 2: cells[].verdicts (the record) replaced cells[].verdict_note (its words); 4: the bound
+    # as compare's 6
+    "benchmark": (4, Benchmark),
     "backends": (2, Backends),
     "plot": (1, Plot),
     "peaks": (1, Peaks),
     "noise": (1, Noise),
     # 2: rows[].judgement is the projection against the measurement as a record (Judgement),
-    # no longer a sentence; 3: rows[].verdicts (the record) replaced rows[].verdict_lines
-    "advise": (3, Advise),
+    # no longer a sentence; 3: rows[].verdicts (the record) replaced rows[].verdict_lines; 4:
+    # the bound as compare's 6
+    "advise": (4, Advise),
     "history-check": (1, HistoryCheck),
     "run": (RESULT_SCHEMA, RunResult),
 }

@@ -229,7 +229,8 @@ def compare(
     per-process medians of its figure (the process is the sample; processes
     that timed both configs pair up), so it holds against the spread
     between fresh processes, not only inside one window. A launch-bound
-    config (the host's enqueue reaches its GPU time) has a noisy latency:
+    config (the host's enqueue reaches its GPU time, or its latency is 1.1x
+    its GPU time or more) or one near the launch bound has a noisy latency:
     quote its GPU-time verdict, and see the lever named.
 
     Times are per profiled step and delta = B - A. Kernels are matched by full name (the

@@ -42,9 +42,15 @@ from profiler.report.fmt import (
     trimmed,
     window_flags,
 )
-from profiler.report.sentences import note_lines, verdict_note, withheld_note
+from profiler.report.sentences import (
+    BOUND_MEANINGS,
+    BOUND_RULES,
+    note_lines,
+    verdict_note,
+    withheld_note,
+)
 from profiler.runs.manifest import SweepManifest, axis_options
-from profiler.runs.samples import LAUNCH_BOUND, LAUNCH_BOUND_SHARE
+from profiler.runs.samples import LAUNCH_BOUND, NEAR_LAUNCH_BOUND
 from profiler.trace.kernels import PIPE_BUSY_NOTE
 from profiler.trace.summary import json_safe
 
@@ -134,8 +140,9 @@ def _md_preamble(frame: pd.DataFrame, manifest: SweepManifest) -> list[str]:
         "slower, the same (±2 %) or undecided against the machine's noise (with several "
         "GPUs, over the windows on the GPUs both cells share); "
         + FDR_WORDS
-        + "; bound: launch-bound (the host's launches pace the call) or "
-        "GPU-bound",
+        + f"; bound: launch-bound ({BOUND_RULES[LAUNCH_BOUND]}: the host paces the call), "
+        f"near the launch bound ({BOUND_RULES[NEAR_LAUNCH_BOUND]}) or GPU-bound, on the "
+        "geometric means of the processes' medians",
         f"- timed window: {options.get('iters', 'default')} iterations after "
         f"{options.get('timed_warmup', 'default')} warm-up (defaults: 100 after 20 on a "
         "GPU, a 5 s budget after 2 on a CPU), synchronized every iteration; TF32 "
@@ -571,47 +578,62 @@ def grouped_notes(frame: pd.DataFrame, manifest: SweepManifest) -> list[str]:
         for r, v in zip(frame.itertuples(), frame["verdicts"])
         if isinstance(v, TimedVerdicts)
     ]
-    launch = [label for label, v in cells if v.bound_b.word == LAUNCH_BOUND]
-    baseline = sorted(
-        {label.split(" bs ")[1] for label, v in cells if v.bound_a.word == LAUNCH_BOUND}
-    )
     lines = []
-    if launch or baseline:
-        who = "; ".join(
-            filter(
-                None,
-                (
-                    ", ".join(launch),
-                    f"the baseline {manifest.baseline} at bs {', '.join(baseline)}"
-                    if baseline
-                    else "",
-                ),
-            )
-        )
-        needed = [
-            f"{label} {v.latency_processes_for_5pct}"
-            for label, v in cells
-            if v.launch_bound and v.latency_processes_for_5pct is not None
-        ]
-        lines.append(
-            f": launch-bound (enqueue p90 >= {plain(LAUNCH_BOUND_SHARE)} x GPU time: the host "
-            f"paces the call, so its latency spreads with the host): {who}. Quote the GPU-time "
-            f"verdicts there; `{LEVER}` replays the call without launches"
-            + (
-                f"; processes a side a latency verdict would need for "
-                f"±{plain(100 * LATENCY_TARGET)} %: {', '.join(needed)}"
-                if needed
-                else ""
-            )
-        )
+    for word in (LAUNCH_BOUND, NEAR_LAUNCH_BOUND):
+        line = _bound_group(cells, word, manifest)
+        if line:
+            lines.append(line)
     for label, v in cells:
         own = [
             line
             for line in note_lines(v)
-            if not line.startswith(("launch-bound (", "the latency verdict would need", "`"))
+            if not line.startswith(
+                (
+                    f"{LAUNCH_BOUND} (",
+                    f"{NEAR_LAUNCH_BOUND} (",
+                    "the latency verdict would need",
+                    "`",
+                )
+            )
         ]
         lines += [f" ({label}): {line}" for line in own]
     return lines
+
+
+def _bound_group(
+    cells: list[tuple[str, TimedVerdicts]], word: str, manifest: SweepManifest
+) -> str | None:
+    """One note line naming the cells of ``word`` (launch-bound, near the launch bound), and
+    the baseline's batch sizes where it is, with the rule, the lever and the processes each
+    latency verdict would need; None when no cell is."""
+    named = [label for label, v in cells if v.bound_b.word == word]
+    baseline = sorted({label.split(" bs ")[1] for label, v in cells if v.bound_a.word == word})
+    if not named and not baseline:
+        return None
+    who = "; ".join(
+        filter(
+            None,
+            (
+                ", ".join(named),
+                f"the baseline {manifest.baseline} at bs {', '.join(baseline)}" if baseline else "",
+            ),
+        )
+    )
+    needed = [
+        f"{label} {v.latency_processes_for_5pct}"
+        for label, v in cells
+        if word in (v.bound_a.word, v.bound_b.word) and v.latency_processes_for_5pct is not None
+    ]
+    return (
+        f": {word} ({BOUND_RULES[word]}: {BOUND_MEANINGS[word]}): {who}. Quote the GPU-time "
+        f"verdicts there; `{LEVER}` replays the call without launches"
+        + (
+            f"; processes a side a latency verdict would need for "
+            f"±{plain(100 * LATENCY_TARGET)} %: {', '.join(needed)}"
+            if needed
+            else ""
+        )
+    )
 
 
 VERDICT_COLOURS = {"faster": "green", "slower": "red", "same": "cyan", "undecided": "yellow"}

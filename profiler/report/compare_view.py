@@ -398,13 +398,19 @@ def _processes(side: ProcessFigures) -> str:
 
 
 def _bound(side: ProcessFigures) -> str:
-    """The side's classification and the processes it holds in: "launch-bound (4 of 5)"."""
+    """The side's classification and how its processes fell: "launch-bound (4 of 5)", "near
+    the launch bound (3 launch-bound, 3 GPU-bound of 6)"."""
     word, seen = side.bound, side.classified_processes
     if not word:
         return "-"
-    launch = side.launch_bound_processes
-    agree = launch if word == "launch-bound" else seen - launch
-    return word if seen < 2 else f"{word} ({agree} of {seen})"
+    if seen < 2:
+        return word
+    launch, gpu = side.launch_bound_processes, side.gpu_bound_processes
+    if word == "launch-bound":
+        return f"{word} ({launch} of {seen})"
+    if word == "GPU-bound":
+        return f"{word} ({gpu} of {seen})"
+    return f"{word} ({launch} launch-bound, {gpu} GPU-bound of {seen})"
 
 
 def has_processes(t: CompareTimed) -> bool:
@@ -436,7 +442,7 @@ def process_rows(t: CompareTimed) -> list[tuple[str, str, str, str]]:
             rows.append((f"{short}: min-max over processes", _range(fa, wa), _range(fb, wb), ""))
     rows.append(("processes", _processes(pa), _processes(pb), ""))
     if pa.bound or pb.bound:
-        rows.append(("bound (enqueue p90 against GPU time)", _bound(pa), _bound(pb), ""))
+        rows.append(("bound (latency, enqueue against GPU time)", _bound(pa), _bound(pb), ""))
     if t.verdict:
         rows.append((f"latency speedup (A / B, {GEOMEAN})", "", "", times(t.speedup_x)))
     if t.gpu_speedup_x is not None:

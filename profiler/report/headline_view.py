@@ -108,7 +108,8 @@ def _generation_rows(table: FitTable, data: Headline) -> None:
             table.add_row(
                 f"{phase} bound",
                 word,
-                "enqueue p90 against GPU time p50: launch-bound, the host's launches pace it",
+                "latency and enqueue p50 against GPU time p50: launch-bound (the host's "
+                "launches pace it), near the launch bound or GPU-bound",
             )
 
 

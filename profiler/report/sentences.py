@@ -1,9 +1,9 @@
 """The sentences the views write from the analysis' records: how a verdict was reached, how to
-read two verdicts (launch-bound, the lever, a disagreement), why two runs differ, the GPU's
-state around a timed window, the roofline chart's labels and title, and what would lower this
-machine's noise floor. The records carry the reasons and the figures; the words, and every
-number in them (spelled by profiler.report.fmt), are written here, once, for the terminal,
-Markdown, HTML and a sweep's benchmark.csv.
+read two verdicts (launch-bound or near it, the lever, a disagreement), why two runs differ,
+the GPU's state around a timed window, the roofline chart's labels and title, and what would
+lower this machine's noise floor. The records carry the reasons and the figures; the words,
+and every number in them (spelled by profiler.report.fmt), are written here, once, for the
+terminal, Markdown, HTML and a sweep's benchmark.csv.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from profiler.analysis.difference import (
 )
 from profiler.analysis.floor import Tip
 from profiler.analysis.records import (
+    Bound,
     Difference,
     Explanation,
     GpuStateFigures,
@@ -46,7 +47,12 @@ if TYPE_CHECKING:  # the roofline module imports pandas: a run's views import no
     from profiler.analysis.roofline import Roof, RooflineChart
 from profiler.runs.gpu_record import GpuState
 from profiler.runs.noise_floor import this_host
-from profiler.runs.samples import LAUNCH_BOUND, LAUNCH_BOUND_SHARE
+from profiler.runs.samples import (
+    GPU_BOUND_RATIO,
+    LAUNCH_BOUND,
+    LAUNCH_LATENCY_RATIO,
+    NEAR_LAUNCH_BOUND,
+)
 from profiler.trace.rules import distinct_short_names
 
 # --- a verdict (profiler.analysis.verdict)
@@ -168,29 +174,71 @@ def fdr_note(v: Verdict) -> str | None:
 # --- how to read two verdicts (profiler.analysis.timed_verdict)
 
 
+#: what each word that is not GPU-bound means for the latency (its rule: BOUND_RULES)
+BOUND_MEANINGS = {
+    LAUNCH_BOUND: "the host paces the call, so its latency spreads with the host",
+    NEAR_LAUNCH_BOUND: "the GPU's work sets most of the call and the host's launches the "
+    "rest, so its latency spreads with the host",
+}
+#: each word's rule, in words (profiler.runs.samples.bound_word)
+BOUND_RULES = {
+    LAUNCH_BOUND: f"median enqueue >= GPU time, or latency >= {plain(LAUNCH_LATENCY_RATIO)} x "
+    "GPU time",
+    NEAR_LAUNCH_BOUND: f"latency {plain(GPU_BOUND_RATIO)}-{plain(LAUNCH_LATENCY_RATIO)} x GPU "
+    "time, enqueue below it",
+}
+
+
+def bound_figures_words(bound: Bound) -> str:
+    """The figures a config's word was read from (the geometric means over its processes of
+    their medians) and the processes the host paced: "enqueue p50 5.000 ms >= GPU time 3.000
+    ms; 4 of 5 processes launch-bound"."""
+    enqueue, gpu, latency = bound.enqueue_p50_ms, bound.gpu_p50_ms, bound.latency_p50_ms
+    if enqueue is None or gpu is None:  # a record without its figures
+        why = ""
+    elif bound.word == LAUNCH_BOUND and (enqueue >= gpu or latency is None):
+        why = f"enqueue p50 {ms_plain(enqueue)} ms >= GPU time {ms_plain(gpu)} ms"
+    elif latency is not None:
+        rule = (
+            f">= {plain(LAUNCH_LATENCY_RATIO)} x"
+            if bound.word == LAUNCH_BOUND
+            else f"{plain(GPU_BOUND_RATIO)}-{plain(LAUNCH_LATENCY_RATIO)} x"
+        )
+        why = (
+            f"latency p50 {ms_plain(latency)} ms = {latency / gpu:.2f} x GPU time "
+            f"{ms_plain(gpu)} ms ({rule}), enqueue p50 {ms_plain(enqueue)} ms"
+        )
+    else:
+        why = f"enqueue p50 {ms_plain(enqueue)} ms, GPU time {ms_plain(gpu)} ms"
+    seen = bound.classified_processes
+    processes = f"{bound.launch_bound_processes} of {seen} processes launch-bound"
+    return f"{why}; {processes}" if why else processes
+
+
+def bound_line(label: str, bound: Bound) -> str | None:
+    """A config the host paces or nearly paces, with the figures that make it so; None for a
+    GPU-bound or unclassified one."""
+    if bound.word not in BOUND_MEANINGS:
+        return None
+    return f"{bound.word} ({label}): {bound_figures_words(bound)}: {BOUND_MEANINGS[bound.word]}"
+
+
 def note_lines(v: TimedVerdicts) -> list[str]:
-    """What to read and why, in words: each launch-bound config with the figures that make it
-    so, the lever and the processes the latency would need, and a disagreement of the two
-    figures (profiler.analysis.timed_verdict's module doc)."""
-    launch = [
-        (label, bound)
-        for label, bound in (("A", v.bound_a), ("B", v.bound_b))
-        if bound.word == LAUNCH_BOUND
+    """What to read and why, in words: each config the host paces (launch-bound) or nearly
+    paces (near the launch bound) with the figures that make it so, the lever and the
+    processes the latency would need, and a disagreement of the two figures
+    (profiler.analysis.timed_verdict's module doc)."""
+    paced = [
+        line for label, b in (("A", v.bound_a), ("B", v.bound_b)) if (line := bound_line(label, b))
     ]
-    lines = [
-        f"launch-bound ({label}): enqueue p90 {ms_plain(bound.enqueue_p90_ms)} ms >= "
-        f"{plain(LAUNCH_BOUND_SHARE)} x GPU time {ms_plain(bound.gpu_p50_ms)} "
-        f"ms in {bound.launch_bound_processes} of {bound.classified_processes} "
-        "processes: the host paces the call, so its latency spreads with the host"
-        for label, bound in launch
-    ]
-    if launch:
+    lines = list(paced)
+    if paced:
         lines.append(_lever_line(v))
     latency, gpu = v.latency, v.gpu_time
     if v.disagree and latency is not None and gpu is not None:  # disagree: both decided
         why = (
             "the host's launches, not the GPU's work, decide what the caller waits"
-            if launch
+            if paced
             else "check the GPU state of both runs (clocks, other tenants)"
         )
         lines.append(
@@ -203,7 +251,8 @@ def note_lines(v: TimedVerdicts) -> list[str]:
 
 
 def _lever_line(v: TimedVerdicts) -> str:
-    """A launch-bound comparison's lever, after the processes the latency would need."""
+    """The lever of a comparison the host paces, after the processes the latency would
+    need."""
     lever = f"`{LEVER}` replays the call without launches"
     if v.cuda_graphs_ms is not None:
         lever += f" (measured: {ms_plain(v.cuda_graphs_ms)} ms)"

@@ -26,7 +26,6 @@ import io
 import math
 import os
 import stat
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -53,20 +52,39 @@ ITL = "itl"
 KEPT_PHASES: Final = (*PHASES, ITL)
 #: the column each figure's per-iteration values are kept in
 FIGURE_COLUMNS = {"latency": "latency_ms", "gpu_time": "gpu_ms", "enqueue": "enqueue_ms"}
-#: a process is launch-bound when its enqueue p90 is at least this share of its GPU time p50:
-#: the host then paces the call and the GPU waits for launches. Measured on an H100
-#: (docs/gpu/h100/verdicts/pairs_analyse.log, 15 processes): eager ResNet50 FP32 bs 16, whose
-#: latency spreads 0.4-0.6 % between processes, 0.47-0.88; FP32 bs 8 (latency CV 7-11 %)
-#: 0.68-1.61; FP16 bs 1 and bs 2 (CV 24-31 %) 3.0-6.5
-LAUNCH_BOUND_SHARE = 0.9
+#: How the host and the GPU share one call, from a process's three medians (latency, GPU time,
+#: enqueue; profiler.collect.gpu_time measures the last two the way trtexec splits a call):
+#: - launch-bound: the host paces the call: its median enqueue reaches the GPU time (trtexec's
+#:   rule: the host takes longer to launch the work than the GPU to run it), or the latency is
+#:   at least LAUNCH_LATENCY_RATIO x the GPU time (the GPU waits on the host for a tenth of the
+#:   call or more);
+#: - GPU-bound: neither, and the latency is within GPU_BOUND_RATIO of the GPU time: the caller
+#:   waits for the GPU's work and little else;
+#: - near the launch bound: between the two: the GPU's work still sets most of the call, but the
+#:   host's launches show in what the caller waits and may take over with a busier host.
+#: The two ratios read from the committed windows (docs/guide/reproducible-numbers.md, "Which
+#: configs the host paces"): a call with no launches to wait for (a CUDA-graph replay) or with
+#: far fewer than the GPU runs (eager FP32 at bs 16 and 32) reads latency / GPU time
+#: 1.000-1.030; eager FP32 bs 8 on an H100, half of whose processes the host paces, 1.008-1.014
+#: in its other processes and 1.12-1.25 in these, their median enqueue 1.08-1.24 x GPU time.
+LAUNCH_LATENCY_RATIO = 1.10
+GPU_BOUND_RATIO = 1.05
 LAUNCH_BOUND: Final = "launch-bound"
+NEAR_LAUNCH_BOUND: Final = "near the launch bound"
 GPU_BOUND: Final = "GPU-bound"
 #: how a process or a config is classified
-BoundWord = Literal["launch-bound", "GPU-bound"]
+BoundWord = Literal["launch-bound", "near the launch bound", "GPU-bound"]
+BOUND_WORDS: Final = (LAUNCH_BOUND, NEAR_LAUNCH_BOUND, GPU_BOUND)
 
 
-def _percentile(values: Sequence[float], q: float) -> float | None:
-    return float(np.percentile(values, q)) if len(values) else None
+def bound_word(latency_ms: float, gpu_ms: float, enqueue_ms: float) -> BoundWord:
+    """A call's classification from its median latency, GPU time and enqueue time (the rule
+    above LAUNCH_LATENCY_RATIO)."""
+    if enqueue_ms >= gpu_ms or latency_ms >= LAUNCH_LATENCY_RATIO * gpu_ms:
+        return LAUNCH_BOUND
+    if latency_ms <= GPU_BOUND_RATIO * gpu_ms:
+        return GPU_BOUND
+    return NEAR_LAUNCH_BOUND
 
 
 class ProcessWindow(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -92,12 +110,12 @@ class ProcessWindow(msgspec.Struct, frozen=True, omit_defaults=True):
 
     @property
     def bound(self) -> BoundWord | None:
-        """launch-bound when the host's launch time reaches LAUNCH_BOUND_SHARE of the GPU's
-        work (enqueue p90 against GPU time p50), GPU-bound below; None without both figures."""
-        gpu, enqueue = self.median("gpu_time"), _percentile(self.enqueue_ms, 90)
-        if gpu is None or enqueue is None:
+        """launch-bound, near the launch bound or GPU-bound from the medians of the window's
+        latency, GPU time and enqueue (bound_word); None without all three."""
+        latency, gpu, enqueue = self.median(), self.median("gpu_time"), self.median("enqueue")
+        if latency is None or gpu is None or enqueue is None:
             return None
-        return LAUNCH_BOUND if enqueue >= LAUNCH_BOUND_SHARE * gpu else GPU_BOUND
+        return bound_word(latency, gpu, enqueue)
 
 
 def window_of(
@@ -165,17 +183,36 @@ class ConfigSamples(msgspec.Struct, frozen=True):
         return float(np.exp(np.mean(np.log(medians)))) if medians and min(medians) > 0 else None
 
     def bound(self) -> BoundWord | None:
-        """launch-bound when most processes were, GPU-bound when most were not; None without
-        the figures."""
-        seen = [w.bound for w in self.windows if w.bound is not None]
-        if not seen:
+        """The config's classification: bound_word on the geometric means, over the classified
+        processes, of each one's latency, GPU time and enqueue medians (bound_figures); None
+        without the figures. Its processes can differ (bound_counts): the host paces some
+        processes of a config and not others."""
+        figures = self.bound_figures()
+        return None if figures is None else bound_word(*figures)
+
+    def bound_figures(self) -> tuple[float, float, float] | None:
+        """(latency, GPU time, enqueue), ms: the geometric mean over the processes that measured
+        all three (above zero) of each process's median; None without such a process."""
+        medians = []
+        for w in self.windows:
+            latency, gpu, enqueue = w.median(), w.median("gpu_time"), w.median("enqueue")
+            if latency and gpu and enqueue and min(latency, gpu, enqueue) > 0:
+                medians.append((latency, gpu, enqueue))
+        if not medians:
             return None
-        return LAUNCH_BOUND if 2 * seen.count(LAUNCH_BOUND) > len(seen) else GPU_BOUND
+        logs = np.log(np.asarray(medians, dtype=float))
+        latency, gpu, enqueue = (float(v) for v in np.exp(logs.mean(axis=0)))
+        return latency, gpu, enqueue
+
+    def bound_counts(self) -> dict[BoundWord, int]:
+        """The classified processes of each word (BOUND_WORDS order)."""
+        seen = [w.bound for w in self.windows if w.bound is not None]
+        return {word: seen.count(word) for word in BOUND_WORDS}
 
     def launch_bound_processes(self) -> tuple[int, int]:
         """(processes classified launch-bound, processes classified at all)."""
-        seen = [w.bound for w in self.windows if w.bound is not None]
-        return seen.count(LAUNCH_BOUND), len(seen)
+        counts = self.bound_counts()
+        return counts[LAUNCH_BOUND], sum(counts.values())
 
     def on_gpus(self, gpus: set[str]) -> ConfigSamples:
         return ConfigSamples(tuple(w for w in self.windows if w.gpu in gpus))
