@@ -206,3 +206,31 @@ def test_a_kept_rho_that_is_no_correlation_is_one_note_and_the_default_stands_in
         kept = read_floor("NVIDIA H200", tmp_path)
     assert kept is not None and kept.rho_latency is None and kept.rho_gpu_time == 0.4
     assert len(said) == 1 and "rho_latency 1.7 is no correlation from -1 to 1" in said[0]
+
+
+def test_the_noise_view_says_rho_with_its_interval_or_why_there_is_none():
+    from profiler.report.noise_view import rho_line
+
+    floor = NoiseFloor(
+        gpu="NVIDIA H200",
+        host="h",
+        measured="2026-05-01T10:00:00+00:00",
+        workload="resnet50 pytorch_fp32 bs 8",
+        processes=10,
+        p50_ms=[1.0, 1.1],
+        between_process_cv=0.01,
+        within_window_cv=0.01,
+        smallest_resolvable=0.01,
+        rho_latency=0.06,
+        rho_gpu_time=0.17,
+        rho_processes=10,
+        rho_workload="resnet50 pytorch_fp32 bs 16",
+    )
+    line = rho_line(floor)
+    low, high = rho_interval(0.06, 10)
+    assert f"latency 0.06 [{round(low, 2):g}, {round(high, 2):g}]" in line
+    assert "GPU time 0.17 [" in line and "over 10 processes" in line
+    assert "resnet50 pytorch_fp32 bs 16" in line
+    few = msgspec.structs.replace(floor, rho_latency=None, rho_gpu_time=None, rho_processes=2)
+    assert "not measured, needs 4 processes or more" in rho_line(few)
+    assert "the H100's rho stands in" in rho_line(few)

@@ -1,7 +1,8 @@
 """PNG plots with matplotlib's Agg backend (no display needed).
 
 A sweep gives latency vs batch size per backend (p50 line, p90 and p99 marks), speedup bars vs
-the baseline per batch size, throughput vs batch size, and kernel time per step by category for
+the baseline per batch size (each with its 95 % interval and verdict, the cells whose timed
+window is flagged noisy hatched), throughput vs batch size, and kernel time per step by category for
 every finished cell, and a roofline of the cells that counted their FLOPs. A run (or any trace)
 gives its kernel time by category. Drawing only:
 commands.plot finds the sweep or run and computes what is drawn.
@@ -137,34 +138,56 @@ def speedup_plot(frame: pd.DataFrame, model: str, baseline: str, out: Path) -> P
 
 
 def speedup_figure(frame: pd.DataFrame, model: str, baseline: str):
-    """Latency speedup bars over the baseline, per batch size and backend."""
+    """Latency speedup bars over the baseline, per batch size and backend, each with its 95 %
+    interval (an error bar) and its verdict; a cell whose timed window is flagged (noisy,
+    bimodal, drifting) is hatched and says so, and a verdict withheld or undecided reads as
+    such (the bar alone is no claim)."""
     plt = pyplot()
     sizes = sorted(frame["bs"].unique())
     labels = series(frame)
     backends = list(dict.fromkeys(labels))
     fig, ax = plt.subplots(figsize=(max(7.5, 1.2 * len(sizes) * max(len(backends), 1) / 2), 4.8))
     width = 0.8 / max(len(backends), 1)
+    flagged_any = False
     for i, backend in enumerate(backends):
         rows = frame[labels == backend].set_index("bs")
         values = [rows["speedup"].get(bs, math.nan) for bs in sizes]
         xs = [k + (i - (len(backends) - 1) / 2) * width for k in range(len(sizes))]
+        flagged = [_flagged(rows, bs) for bs in sizes]
+        flagged_any = flagged_any or any(flagged)
         bars = ax.bar(
             xs,
             [0 if pd.isna(v) else v for v in values],
             width * 0.95,
             color=f"C{i % 10}",
             label=backend,
+            edgecolor="black",
+            linewidth=0.4,
         )
-        for bar, value, bs in zip(bars, values, sizes):
+        for bar, flag in zip(bars, flagged):
+            if flag:
+                bar.set_hatch("//")
+        lows, highs = _interval(rows, sizes, values)
+        ax.errorbar(
+            xs,
+            [0 if pd.isna(v) else v for v in values],
+            yerr=[lows, highs],
+            fmt="none",
+            ecolor="black",
+            elinewidth=0.9,
+            capsize=3,
+        )
+        for bar, value, bs, flag, high in zip(bars, values, sizes, flagged, highs):
             status = rows["status"].get(bs, "not run")
             text = (
-                times(value)
+                _bar_text(value, rows, bs, flag)
                 if not pd.isna(value)
                 else (status if status != "ok" else "no baseline")
             )
+            top = bar.get_height() + (0 if pd.isna(high) else high)
             ax.annotate(
                 text,
-                (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                (bar.get_x() + bar.get_width() / 2, top),
                 ha="center",
                 va="bottom",
                 fontsize=7,
@@ -175,15 +198,55 @@ def speedup_figure(frame: pd.DataFrame, model: str, baseline: str):
     ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
     ax.set_xticks(range(len(sizes)), [str(bs) for bs in sizes])
     ax.set_xlabel("batch size")
-    ax.set_ylabel(f"latency speedup vs {baseline} (p50 ratio, x)")
+    ax.set_ylabel(f"latency speedup vs {baseline} (x, bar: 95 % interval)")
     ax.margins(y=0.15)
     ax.grid(True, axis="y", alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left")
+    handles, names = ax.get_legend_handles_labels()
+    if flagged_any:
+        from matplotlib.patches import Patch
+
+        handles.append(Patch(facecolor="white", edgecolor="black", hatch="//"))
+        names.append(NOISY_LABEL)
+    ax.legend(handles, names, fontsize=8, loc="upper left")
     ax.set_title(
         _title(f"Speedup over {baseline} at the same batch size", model, _devices(frame)),
         fontsize=10,
     )
     return fig
+
+
+#: the legend's entry of a hatched bar
+NOISY_LABEL = "hatched: timed window flagged (noisy, bimodal or drifting)"
+
+
+def _flagged(rows: pd.DataFrame, bs) -> bool:
+    """The cell's timed window carries a noise flag (benchmark.csv's ``noise`` column)."""
+    if "noise" not in rows.columns:
+        return False
+    flags = rows["noise"].get(bs, "")
+    return isinstance(flags, str) and bool(flags.strip())
+
+
+def _interval(rows: pd.DataFrame, sizes: list, values: list) -> tuple[list, list]:
+    """Each bar's distance down to its interval's low end and up to its high end (0 without
+    an interval)."""
+    lows, highs = [], []
+    for bs, value in zip(sizes, values):
+        low = rows["speedup_low"].get(bs, math.nan) if "speedup_low" in rows else math.nan
+        high = rows["speedup_high"].get(bs, math.nan) if "speedup_high" in rows else math.nan
+        known = not (pd.isna(value) or pd.isna(low) or pd.isna(high))
+        lows.append(max(0.0, value - low) if known else 0.0)
+        highs.append(max(0.0, high - value) if known else 0.0)
+    return lows, highs
+
+
+def _bar_text(value: float, rows: pd.DataFrame, bs, flagged: bool) -> str:
+    """A bar's words: the speedup, its verdict (the baseline's own bar none), and "! noisy"
+    where the window is flagged."""
+    verdict = rows["verdict"].get(bs, "") if "verdict" in rows else ""
+    word = verdict if isinstance(verdict, str) and verdict not in ("", "baseline") else ""
+    text = times(value) + (f" {word}" if word else "")
+    return text + ("\n! noisy" if flagged else "")
 
 
 def _batch_axis(ax, frame: pd.DataFrame) -> None:

@@ -16,7 +16,8 @@ Layout (``--runs-dir`` and ``--tb-dir`` move the two roots)::
     $INFER_PROFILER_CACHE (default <user cache>/infer-profiler/engines, the user cache being
     $XDG_CACHE_HOME or ~/.cache)   compiled engines and other entries
     <that>/../peaks/               `profile.py peaks`' measured ceilings
-    <that>/../noise/<gpu>.json     `profile.py noise`'s floor of this machine (runs.noise_floor)
+    <that>/../noise/<kind>.json    `profile.py noise`'s floor and rho of this machine, per machine
+                                   kind: a GPU's name, a CPU's model (runs.noise_floor)
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ def peaks_dir() -> Path:
 
 def noise_dir() -> Path:
     """Where `profile.py noise` keeps this machine's noise floor: ``noise/`` beside the engine
-    cache, one file per GPU model."""
+    cache, one file per machine kind (a GPU's name, ``CPU <model>``)."""
     return cache_dir().parent / "noise"
 
 
