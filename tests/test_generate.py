@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from profiler.collect import backends
 from profiler.collect.backends import tensorrt as ttrt
-from profiler.collect.workloads import backends as generation_backends, loops
+from profiler.collect.workloads import generation_parts, loops
 from profiler.errors import UserError
 from profiler.runs.config import RunConfig
 from profiler.runs.result import read_result, result_to_dict
@@ -389,7 +389,7 @@ def _split(tmp_path, max_new_tokens=20, **overrides):
         **overrides,
     )
     return (
-        generation_backends.seq2seq_parts(
+        generation_parts.seq2seq_parts(
             backends.get("ttrt_fp32"), model.eval(), src, config, torch.device("cpu")
         ),
         model,
@@ -483,9 +483,46 @@ def test_ttrt_on_the_lm_says_why_in_one_line(tmp_path):
         max_new_tokens=3,
     )
     with pytest.raises(UserError, match="does not convert .* with a KV cache"):
-        generation_backends.lm_parts(
+        generation_parts.lm_parts(
             backends.get("ttrt_fp16"), model, prompt, config, torch.device("cpu")
         )
+
+
+def test_a_family_that_does_not_run_a_loop_is_refused_in_one_line():
+    """The backend's family builds a loop's parts or refuses it: in its own words (TensorRT and
+    the LM's KV cache), else naming the families that run that loop."""
+    model, (src,) = tiny_seq2seq()
+    config = RunConfig(
+        backend="torchscript_fp32",
+        model="tests.tiny_models:tiny_seq2seq",
+        batch_size=2,
+        workload="generate",
+        max_new_tokens=3,
+    )
+    refused = {}
+    for name in ("torchscript_fp32", "ort_fp32", "ttrt_fp16"):
+        for kind, build in (
+            ("seq2seq", generation_parts.seq2seq_parts),
+            ("lm", generation_parts.lm_parts),
+        ):
+            if (name, kind) == ("ttrt_fp16", "seq2seq"):
+                continue  # it builds split engines (the tests above)
+            with pytest.raises(UserError) as error:
+                build(backends.get(name), model, src, config, torch.device("cpu"))
+            refused[name, kind] = str(error.value)
+    assert refused == {
+        ("torchscript_fp32", "seq2seq"): "backend torchscript_fp32 cannot run --workload "
+        "generate; use a pytorch_*, inductor_* or ttrt_* backend",
+        ("torchscript_fp32", "lm"): "backend torchscript_fp32 cannot run --workload generate; "
+        "use a pytorch_* or inductor_* backend",
+        ("ort_fp32", "seq2seq"): "backend ort_fp32 cannot run --workload generate; use a "
+        "pytorch_*, inductor_* or ttrt_* backend",
+        ("ort_fp32", "lm"): "backend ort_fp32 cannot run --workload generate; use a pytorch_* "
+        "or inductor_* backend",
+        ("ttrt_fp16", "lm"): "ttrt_fp16 does not convert tests.tiny_models:tiny_seq2seq with a "
+        "KV cache for --workload generate: the cache is a Python object that the split-engine "
+        "path does not export; use pytorch_* or inductor_*",
+    }
 
 
 # ----- a real H100 generation trace (tests/fixtures/h100_generate) -------------------------------

@@ -278,9 +278,10 @@ def test_shell_completion_offers_the_choices():
 def test_every_backend_name_has_one_implementation_and_every_implementation_a_name():
     """The backends' facts (profiler.runs.backends, torch-free) and the implementations the
     family modules register (profiler.collect.backends) name the same backends with the same
-    facts; every family that generates has its parts, and the options offer exactly the names."""
+    facts; each family builds the parts of exactly the generation loops its facts say it runs,
+    and the options offer exactly the names."""
     from profiler.collect.backends import REGISTRY, all_backends
-    from profiler.collect.workloads import backends as generation_backends
+    from profiler.collect.backends.base import GENERATION
     from profiler.runs import backends as facts
 
     implemented = {
@@ -294,9 +295,9 @@ def test_every_backend_name_has_one_implementation_and_every_implementation_a_na
     assert set(REGISTRY) == set(facts.names())
     assert {s.family for s in facts.BACKENDS.values()} == set(facts.FAMILIES)
     assert all(s.name.startswith(s.family_facts.prefix) for s in facts.BACKENDS.values())
-    assert set(generation_backends.SEQ2SEQ_PARTS) == {
-        f.name for f in facts.families_generating(facts.SEQ2SEQ)
-    }
+    for kind in (facts.SEQ2SEQ, facts.LM):
+        builds = {family for family, parts in GENERATION.items() if kind in parts.builders}
+        assert builds == {f.name for f in facts.families_generating(kind)}, kind
     from profiler.runs.config import run_options
 
     assert run_options()["backend"].choices() == facts.names()

@@ -240,3 +240,10 @@ def generation_words(family: Family) -> str:
 def families_generating(kind: str) -> list[Family]:
     """The families whose backends run the ``kind`` generation loop."""
     return [f for f in FAMILIES.values() if kind in f.generates]
+
+
+def generating_backends(kind: str) -> str:
+    """The backends that run the ``kind`` generation loop, in words: "pytorch_*, inductor_* or
+    ttrt_*"."""
+    names = [f"{family.prefix}*" for family in families_generating(kind)]
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"

@@ -29,14 +29,16 @@ def all_backends() -> list[Backend]:
 
 
 def _load_families() -> None:
-    # importing a family module registers its backends (they import torch lazily); imported
-    # when first asked, so that this package's face never imports its own children at load
+    # importing a family module registers its backends and how they generate (they import
+    # torch lazily); imported when first asked, so that this package's face never imports its
+    # own children at load
     from profiler.collect.backends import (  # noqa: F401
         eager,
         inductor,
         onnxruntime,
         quantized,
         tensorrt,
+        tensorrt_split,
         torchscript,
     )
 

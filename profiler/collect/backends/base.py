@@ -2,14 +2,16 @@
 
 The facts of each backend (name, family, precision, what it needs) are data in
 profiler.runs.backends; a family module registers the implementation of each of its names with
-``implement``. The package's ``__init__`` looks them up and imports the family modules; the
-family modules import only this module, so the registry has no import loop.
+``implement``, and how its backends build the parts of the generation loops they run
+(--workload generate) with ``generates``. The package's ``__init__`` looks them up and imports
+the family modules; the family modules import this module, never the package's ``__init__``,
+so the registry has no import loop.
 """
 
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +48,12 @@ class Backend:
     def family_facts(self) -> facts.Family:
         return facts.family(self.family)
 
+    @property
+    def generation(self) -> GenerationParts:
+        """How this backend's family builds the generation loops' parts (a family that
+        registered none runs none)."""
+        return GENERATION.get(self.family, GenerationParts())
+
     def unavailable_reason(self, cuda_available: bool) -> str | None:
         reason = self.missing()
         if reason:
@@ -56,6 +64,24 @@ class Backend:
 
 
 REGISTRY: dict[str, Backend] = {}
+
+#: builds one generation loop's parts on a backend: (backend, model, the loop's input, config,
+#: device) -> (the parts, that input on the device, notes)
+PartsBuilder = Callable[..., tuple[Any, Any, dict]]
+
+
+@dataclass(frozen=True)
+class GenerationParts:
+    """How one family's backends run --workload generate, by the loop's name
+    (profiler.runs.backends.SEQ2SEQ, LM): the builder of each loop's parts it runs, and for a
+    loop it does not run, its own reason when it knows one ((backend, config) -> one line)."""
+
+    builders: Mapping[str, PartsBuilder] = field(default_factory=dict)
+    refusals: Mapping[str, Callable[[Backend, Any], str]] = field(default_factory=dict)
+
+
+#: each family's GenerationParts, by family name
+GENERATION: dict[str, GenerationParts] = {}
 
 
 def register(backend: Backend) -> Backend:
@@ -80,6 +106,12 @@ def implement(
             missing=missing or (lambda: None),
         )
     )
+
+
+def generates(family: str, parts: GenerationParts) -> GenerationParts:
+    """Register how the backends of ``family`` build the parts of the generation loops."""
+    GENERATION[family] = parts
+    return parts
 
 
 def module_missing(module: str, extra: str | None = None) -> Callable[[], str | None]:

@@ -1,10 +1,17 @@
-"""Plain PyTorch eager execution in FP32, FP16 and BF16."""
+"""Plain PyTorch eager execution in FP32, FP16 and BF16.
+
+Generation (--workload generate): the model's own encode / decode / project, or the decoder-only
+LM with a transformers StaticCache, eager; with --cuda-graphs the LM's decode step is replayed
+from one CUDA graph (profiler.collect.workloads.generation_parts.graphed_decode). The LM's parts
+are torch.compile's too (inductor.py), with its forward compiled.
+"""
 
 from __future__ import annotations
 
 from functools import partial
 
-from profiler.collect.backends.base import Prepared, implement
+from profiler.collect.backends.base import GenerationParts, Prepared, generates, implement
+from profiler.runs.backends import LM, SEQ2SEQ
 
 DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 
@@ -63,5 +70,43 @@ def prepare(model, inputs, config, device, precision: str) -> Prepared:
     return Prepared(fn=forward, inputs=inputs, notes=notes)
 
 
+def seq2seq_parts(backend, model, src, config, device):
+    """The encoder-decoder's own encode, decode and project, eager: (Seq2SeqParts, src on the
+    device, notes)."""
+    from profiler.collect.workloads import loops
+
+    model, (src,), notes = place(model, (src,), config, device, backend.precision)
+    notes["decode"] = "recomputes the whole target each step (no KV cache), exact lengths"
+    return loops.Seq2SeqParts(model.encode, model.decode, model.project), src, notes
+
+
+def lm_parts(backend, model, prompt, config, device, compile_step=None):
+    """A decoder-only LM's prefill and decode step on a transformers StaticCache: (LMParts,
+    prompt on the device, notes). ``compile_step`` wraps the HF model's forward (torch.compile),
+    or None for eager."""
+    import torch
+
+    from profiler.collect.workloads import loops
+
+    model, (prompt,), notes = place(model, (prompt,), config, device, backend.precision)
+    dtype = getattr(torch, DTYPES[backend.precision])
+    notes["kv_cache"] = (
+        "transformers StaticCache of prompt + new tokens, allocated once and zeroed at each "
+        "prefill (fixed shapes: every decode step launches the same work)"
+    )
+    parts = loops.lm_parts(
+        model.model,
+        prompt.size(0),
+        prompt.size(1),
+        config.max_new_tokens,
+        device,
+        dtype,
+        static_cache=True,
+        compile_step=compile_step,
+    )
+    return parts, prompt, notes
+
+
 for _precision in ("fp32", "fp16", "bf16"):
     implement(f"pytorch_{_precision}", partial(prepare, precision=_precision))
+generates("pytorch", GenerationParts(builders={SEQ2SEQ: seq2seq_parts, LM: lm_parts}))

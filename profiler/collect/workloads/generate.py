@@ -36,7 +36,7 @@ from profiler.analysis.noise import TimedWindow, percentile
 from profiler.collect import flops, gpu_time, models, numerics, timing
 from profiler.collect.backends.base import Prepared
 from profiler.collect.device import sync
-from profiler.collect.workloads import backends as generation_backends, loops
+from profiler.collect.workloads import generation_parts, loops
 from profiler.collect.workloads.base import RunContext
 from profiler.errors import UserError
 from profiler.fsutil import write_text_atomic
@@ -100,17 +100,17 @@ class Loop:
 def _loop(run: RunContext) -> tuple[Loop, dict]:
     config, backend, kind = run.config, run.backend, kind_of(run.model, run.config)
     if kind == SEQ2SEQ:
-        s2s, source, notes = generation_backends.seq2seq_parts(
+        s2s, source, notes = generation_parts.seq2seq_parts(
             backend, run.model, run.inputs[0], config, run.device
         )
         return Loop(
             lambda clock=None: loops.greedy_seq2seq(s2s, source, config.max_new_tokens, clock)
         ), notes
-    parts, prompt, notes = generation_backends.lm_parts(
+    parts, prompt, notes = generation_parts.lm_parts(
         backend, run.model, run.inputs[0], config, run.device
     )
     if config.cuda_graphs:
-        parts = generation_backends.graphed_decode(
+        parts = generation_parts.graphed_decode(
             parts, prompt, backend.name, run.say, notes, run.profile_captures
         )
     new = config.max_new_tokens

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from torch import nn
 
 from profiler.collect.device import nvtx_range
 
@@ -145,6 +146,42 @@ def padded_decoder(
         return decoders[length](tgt, memory)
 
     return decode
+
+
+class _Part(nn.Module):
+    """One method of a model as a module's forward (what torch.export and TensorRT compile).
+    Torch-TensorRT's tracer keys the dynamic shapes it hands torch.export by the forward's
+    parameter names, so each part's forward names its inputs (a ``*args`` forward is one
+    parameter holding a tuple, which torch.export refuses)."""
+
+    def __init__(self, model: nn.Module, method: str) -> None:
+        super().__init__()
+        self.model = model
+        self.method = method
+
+
+class _Encoder(_Part):
+    def forward(self, src):
+        return self.model.encode(src)
+
+
+class _Decoder(_Part):
+    def forward(self, tgt, memory):
+        return self.model.decode(tgt, memory)
+
+
+class _Projection(_Part):
+    def forward(self, hidden):
+        return self.model.project(hidden)
+
+
+_PARTS = {"encode": _Encoder, "decode": _Decoder, "project": _Projection}
+
+
+def part_module(model: nn.Module, method: str) -> nn.Module:
+    """The encoder-decoder ``model``'s ``method`` (encode, decode or project) as a module whose
+    forward names its inputs (_Part)."""
+    return _PARTS[method](model, method)
 
 
 # --------------------------------------------------------------------------------------------
