@@ -26,12 +26,14 @@ from profiler.analysis.records import (  # noqa: F401 (the records re-exported)
     NoiseSource,
     PhaseComparison,
     ProcessFigures,
+    TailFigure,
     TimedFigures,
     TimedVerdicts,
     WindowNoise,
     plain,
 )
 from profiler.analysis.sampling import cv_of
+from profiler.analysis.tails import tail_figures
 from profiler.analysis.timed_verdict import judge
 from profiler.analysis.verdict import GPU_TIME, LATENCY, TOLERANCE, MachineNoise
 from profiler.runs.gpu_record import GpuState
@@ -171,7 +173,15 @@ def headline_data(
         profiler_overhead_ratio=overhead_ratio(profiled_step_us, timed.p50_ms),
         gpu_state=gpu_state_figures(result),
         generation=_generation(result, config_samples(result, result_json)),
+        tails=window_tails(result, result_json),
     )
+
+
+def window_tails(result: RunResult, result_json: Path | None = None) -> list[TailFigure]:
+    """The timed window's p90 and p99 with their order-statistic intervals, from its latency.csv
+    (profiler.analysis.tails); empty when the file is not there."""
+    csv_path = latency_csv_of(result, result_json)
+    return [] if csv_path is None else tail_figures(read_latency_csv(csv_path))
 
 
 def differences(ra: RunResult, rb: RunResult) -> list[tuple[str, object, object]]:

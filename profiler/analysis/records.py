@@ -240,6 +240,24 @@ class GpuStateFigures(Record):
     throttle_reasons: list[str]
 
 
+class TailFigure(Record):
+    """A tail percentile of a window (p90, p99; ms) with its distribution-free 95 % interval
+    (profiler.analysis.tails): the order statistics ``low_rank`` and ``high_rank`` (1 = the
+    smallest of ``iterations`` values) and their values; an end the window is too small for is
+    None (``needed``: the iterations an interval with both ends takes); ``coverage``: the
+    probability the interval holds the percentile, at least 0.95 where both ends are there."""
+
+    percentile: int
+    value_ms: float
+    low_ms: float | None
+    high_ms: float | None
+    low_rank: int | None
+    high_rank: int | None
+    iterations: int
+    needed: int
+    coverage: float
+
+
 class IntervalFigure(Record):
     """One figure of a generation over a config's processes: the geometric mean of the
     per-process values, its 95 % interval (a t-interval on the logs; None with one process:
@@ -279,6 +297,9 @@ class Headline(Record):
     gpu_state: GpuStateFigures
     #: a generation's TTFT, TPOT, ITL and tokens/s over the run's processes (None otherwise)
     generation: GenerationFigures | None = None
+    #: the timed window's p90 and p99 with their order-statistic intervals, from its
+    #: latency.csv (empty when the file is not there)
+    tails: list[TailFigure] = msgspec.field(default_factory=list)
 
 
 class FigureOverProcesses(Record):

@@ -16,9 +16,11 @@ from profiler.analysis.records import (
     Explanation,
     FigureOverProcesses,
     ProcessFigures,
+    TimedFigures,
     Verdict,
     WindowNoise,
 )
+from profiler.analysis.tails import iterations_needed
 from profiler.report.console import FitTable, print_prose
 from profiler.report.fmt import (
     TimeColumn,
@@ -450,6 +452,16 @@ def process_rows(t: CompareTimed) -> list[tuple[str, str, str, str]]:
     return rows
 
 
+def _too_few(label: str, a: TimedFigures, b: TimedFigures) -> str:
+    """A tail's label where a window has too few iterations for its 95 % order-statistic
+    interval (profiler.analysis.tails): " (100 iterations: no 95 % interval; 368 give one)"."""
+    if label == "p50":
+        return ""
+    needed = iterations_needed(int(label[1:]) / 100)
+    fewest = min(a.iters, b.iters)
+    return f" ({fewest} iterations: no 95 % interval; {needed} give one)" if fewest < needed else ""
+
+
 def recorded_rows(t: CompareTimed) -> list[tuple[str, str, str, str]]:
     """The rows (metric, A, B, B vs A) of each run's own timed window as result.json recorded
     it: p50, p90, p99 (to the figures the window's CV allows), throughput, GPU compute and
@@ -460,7 +472,7 @@ def recorded_rows(t: CompareTimed) -> list[tuple[str, str, str, str]]:
     # each side's latencies to the figures its window's noise allows (fmt.trimmed)
     rows = [
         (
-            f"{label} latency",
+            f"{label} latency" + _too_few(label, a, b),
             trimmed(getattr(a, key), cv_a, "ms"),
             trimmed(getattr(b, key), cv_b, "ms"),
             _change(getattr(a, key), getattr(b, key)),
@@ -684,7 +696,14 @@ def verdict_line(verdict: Verdict, label: str | None = None) -> str:
 
 def undecided_note(verdict: Verdict) -> str:
     """What to do about an undecided verdict: more processes than it had (compare --processes,
-    --target-noise), or the machine's own floor where a default stood in."""
+    --target-noise), or the machine's own floor where a default stood in; withheld (one window
+    a side on a CPU), what decides it."""
+    if verdict.withheld:
+        return (
+            "one window a side on a CPU, whose between-process spread is unknown here: "
+            "`python profile.py noise` measures this machine's floor, or compare --processes 5 "
+            "times both again in fresh processes"
+        )
     have = min(verdict.processes_a, verdict.processes_b)
     more = (
         "compare --processes 5"

@@ -17,7 +17,7 @@ from profiler.fsutil import atomic_path, write_text_atomic, write_with
 from profiler.report.advice_view import line
 from profiler.report.fmt import md_figure, mib, ms_unit, pct, tenths
 from profiler.report.insight_view import roofline_line, to_dict as insight_dict
-from profiler.report.sentences import gpu_state_line
+from profiler.report.sentences import gpu_state_line, tail_meaning, tail_value
 from profiler.trace.breakdown import DEFINERS
 from profiler.trace.kernels import PIPE_BUSY_NOTE, TC_KERNELS_LABEL
 from profiler.trace.summary import Summary, json_safe
@@ -99,11 +99,15 @@ def markdown_table(frame: pd.DataFrame) -> str:
 def headline_markdown(headline: Headline) -> list[str]:
     """The run's timed window as summary.md's first section: what `summarize` prints first."""
     timed, window, memory = headline.timed, headline.noise, headline.memory
+    tails = headline.tails
     lines = [
         "## Timed window (no profiler attached; quote these)\n",
         f"- p50 latency: {ms_unit(timed.p50_ms)} (median of {timed.iters} "
         f"synchronized iterations, {timed.timer})",
-        f"- p90 / p99 latency: {ms_unit(timed.p90_ms)} / {ms_unit(timed.p99_ms)}",
+        *(
+            [f"- p{t.percentile} latency: {tail_value(t)} ({tail_meaning(t)})" for t in tails]
+            or [f"- p90 / p99 latency: {ms_unit(timed.p90_ms)} / {ms_unit(timed.p99_ms)}"]
+        ),
         f"- throughput: {tenths(timed.throughput_samples_per_s)} samples/s",
     ]
     if window:

@@ -21,7 +21,7 @@ from profiler.report.fmt import (
     trimmed,
     window_flags,
 )
-from profiler.report.sentences import gpu_state_line
+from profiler.report.sentences import gpu_state_line, tail_meaning, tail_value
 from profiler.runs.result import GpuCompute
 
 
@@ -148,7 +148,8 @@ def headline_table(data: Headline) -> FitTable:
 
 
 def _timed_rows(table: FitTable, data: Headline) -> None:
-    """p50 (flagged), p90 / p99, throughput, CV / IQR and the spread over processes."""
+    """p50 (flagged), p90 and p99 with their intervals, throughput, CV / IQR and the spread
+    over processes."""
     timed, window = data.timed, data.noise
     cv = window.cv if window else None
     flags = window_flags(window.warnings if window else None)
@@ -159,11 +160,14 @@ def _timed_rows(table: FitTable, data: Headline) -> None:
         "to the figures its CV allows"
         + ("; the window is flagged, see the warning below" if flags else ""),
     )
-    table.add_row(
-        "p90 / p99 latency",
-        f"{trimmed(timed.p90_ms, cv, 'ms')} / {trimmed(timed.p99_ms, cv, 'ms')}",
-        "tail latency",
-    )
+    for tail in data.tails:  # each with its interval, from the window's latency.csv
+        table.add_row(f"p{tail.percentile} latency", tail_value(tail), tail_meaning(tail))
+    if not data.tails:
+        table.add_row(
+            "p90 / p99 latency",
+            f"{trimmed(timed.p90_ms, cv, 'ms')} / {trimmed(timed.p99_ms, cv, 'ms')}",
+            "tail latency (no latency.csv: no interval)",
+        )
     throughput = timed.throughput_samples_per_s
     table.add_row(
         "throughput",

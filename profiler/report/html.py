@@ -18,7 +18,7 @@ from html import escape
 import pandas as pd
 
 from profiler.analysis.advice import Advice
-from profiler.analysis.headline import config_line, gpu_state_of, window_noise
+from profiler.analysis.headline import config_line, gpu_state_of, window_noise, window_tails
 from profiler.analysis.records import CompareTimed, Explanation
 from profiler.analysis.roofline import MIN_BYTES_LABEL, NO_ROOFLINE_INPUTS, Roofline, chart_data
 from profiler.report.advice_view import evidence, measured_line, projected_gain
@@ -58,7 +58,13 @@ from profiler.report.fmt import (
     window_flags,
     with_unit,
 )
-from profiler.report.sentences import explanation_line, gpu_state_line, verdict_method
+from profiler.report.sentences import (
+    explanation_line,
+    gpu_state_line,
+    tail_meaning,
+    tail_value,
+    verdict_method,
+)
 from profiler.runs.result import RunResult
 
 CSS = """
@@ -230,6 +236,7 @@ def headline(result: RunResult | None, label: str, result_json=None) -> str:
     t = result.timing
     gpu = (result.environment.gpu or {}).get("name", result.device)
     window = window_noise(result, result_json)
+    tails = window_tails(result, result_json)  # p90 and p99 with their intervals
     cv = window.cv if window else None  # each latency to the figures its window's noise allows
     warnings = window.warnings if window else []
     p50 = marked(trimmed(t.p50_ms, cv, "ms"), window_flags(warnings))
@@ -242,7 +249,10 @@ def headline(result: RunResult | None, label: str, result_json=None) -> str:
                 ("backend", result.backend.name),
                 ("batch size", result.batch_size),
                 ("device", gpu),
-                ("p90 / p99 ms", f"{trimmed(t.p90_ms, cv)} / {trimmed(t.p99_ms, cv)}"),
+                *(
+                    [(f"p{x.percentile}", f"{tail_value(x)}: {tail_meaning(x)}") for x in tails]
+                    or [("p90 / p99 ms", f"{trimmed(t.p90_ms, cv)} / {trimmed(t.p99_ms, cv)}")]
+                ),
                 ("noise (std / mean)", pct(100 * cv) if cv is not None else None),
                 ("timed iterations", t.iters),
                 ("config", config_line(result)),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -11,6 +13,7 @@ from profiler.analysis.headline import (
     gpu_state_of,
     memory_figures,
     window_noise,
+    window_tails,
 )
 from profiler.analysis.records import WindowNoise
 from profiler.report.console import FitTable, make_console
@@ -33,7 +36,7 @@ from profiler.report.fmt import (
     window_flags,
 )
 from profiler.report.headline_view import gpu_compute_line, phase_gpu_line
-from profiler.report.sentences import gpu_state_line
+from profiler.report.sentences import gpu_state_line, tail_rank, tail_value
 from profiler.runs.backends import family, generation_words
 from profiler.runs.layout import RESULT_FILE
 from profiler.runs.result import Generation, Numerics, RunResult
@@ -74,6 +77,9 @@ def print_result(
     console = console or make_console()
     window = window_noise(result)
     console.print(_result_table(result, window))
+    line = tails_line(result)
+    if line:
+        console.print(escape(line), highlight=False, soft_wrap=True)
     if result.generation is not None:
         _print_generation(console, result.generation, result.numerics)
     _print_numerics(console, result.numerics)
@@ -124,6 +130,24 @@ def _result_table(result: RunResult, window: WindowNoise | None) -> FitTable:
         table.add_column(column, number=True, optional=column not in ESSENTIAL)
     table.add_row(*cells)
     return table
+
+
+def tails_line(result: RunResult) -> str | None:
+    """The window's p90 and p99 with their 95 % order-statistic intervals, and what a window too
+    small for one lacks; None without the window's latency.csv."""
+    tails = window_tails(result, Path(result.run_dir) / RESULT_FILE)
+    if not tails:
+        return None
+    short = [t for t in tails if t.low_rank is None or t.high_rank is None]
+    return (
+        "tails, 95 % intervals from order statistics: "
+        + ", ".join(f"p{t.percentile} {tail_value(t)}" for t in tails)
+        + "".join(
+            f"; p{t.percentile} of {t.iterations} iterations is {tail_rank(t)}, too few for "
+            f"both ends of its interval ({t.needed} give them)"
+            for t in short
+        )
+    )
 
 
 def _print_how_timed(result: RunResult, console: Console) -> None:

@@ -28,6 +28,7 @@ from profiler.analysis.records import (
     GpuStateFigures,
     KernelShare,
     NoiseSource,
+    TailFigure,
     TimedVerdicts,
     Verdict,
 )
@@ -277,6 +278,55 @@ def verdict_note(v: TimedVerdicts | None) -> str:
         return ""
     withheld = [f"latency {WITHHELD_WORDS}"] if v.latency and v.latency.withheld else []
     return "; ".join(withheld + note_lines(v))
+
+
+# --- a window's tails (profiler.analysis.tails)
+
+
+def ordinal(n: int) -> str:
+    """1st, 2nd, 3rd, 4th, 11th, 21st ..."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def tail_value(t: TailFigure) -> str:
+    """A tail percentile with its 95 % interval, ms: "6.206 ms [6.012-6.401]"; an end the window
+    cannot give is "?" ("6.575 ms [6.412-?]")."""
+    low = ms_plain(t.low_ms) if t.low_ms is not None else "?"
+    high = ms_plain(t.high_ms) if t.high_ms is not None else "?"
+    return f"{ms_plain(t.value_ms)} ms [{low}-{high}]"
+
+
+def tail_rank(t: TailFigure) -> str:
+    """Which of the window's values the percentile is: "the 99th of 100 values", "between the
+    90th and 91st of 100 values" (numpy's linear interpolation)."""
+    position = 1 + t.percentile / 100 * (t.iterations - 1)
+    near = round(position)
+    if abs(position - near) < 0.05 or t.iterations == 1:
+        return f"the {ordinal(near)} of {t.iterations} values"
+    low = int(position)
+    return f"between the {ordinal(low)} and {ordinal(low + 1)} of {t.iterations} values"
+
+
+def tail_meaning(t: TailFigure) -> str:
+    """What a tail's interval is, and where the window is too small for it: "95 % interval: the
+    84th to 96th of 100 values (order statistics, no shape assumed)"."""
+    if t.low_rank is not None and t.high_rank is not None:
+        return (
+            f"95 % interval: the {ordinal(t.low_rank)} to {ordinal(t.high_rank)} of "
+            f"{t.iterations} values (order statistics, no shape assumed)"
+        )
+    missing_end = (
+        f"from the {ordinal(t.low_rank)} value up, with no upper end"
+        if t.low_rank is not None
+        else f"up to the {ordinal(t.high_rank)} value, with no lower end"
+        if t.high_rank is not None
+        else "with neither end"
+    )
+    return (
+        f"p{t.percentile} of {t.iterations} iterations is {tail_rank(t)}: too few for its 95 % "
+        f"interval, which runs {missing_end} among them; {t.needed} iterations give both ends"
+    )
 
 
 # --- why two runs differ (profiler.analysis.difference)
