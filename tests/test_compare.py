@@ -13,7 +13,7 @@ H200 = FIXTURES / "h200"
 
 @pytest.fixture(scope="module")
 def summaries():
-    from profiler.runs.targets import resolve_target
+    from profiler.runs.command_targets import resolve_target
     from profiler.trace.summary import summarize
 
     names = [

@@ -531,7 +531,7 @@ H100_GPT2 = FIXTURES / "h100_generate" / "runs" / "inductor_fp16_bs1_fixture"
 
 
 def test_prefill_and_decode_split_on_a_real_h100_generation():
-    from profiler.runs.targets import resolve_target
+    from profiler.runs.command_targets import resolve_target
 
     target = resolve_target(str(H100_GPT2))
     result = target.result
@@ -553,7 +553,7 @@ def test_prefill_and_decode_split_on_a_real_h100_generation():
 
 
 def test_encode_decode_project_split_on_real_h100_split_engines():
-    from profiler.runs.targets import resolve_target
+    from profiler.runs.command_targets import resolve_target
 
     target = resolve_target(str(FIXTURES / "h100_generate" / "runs" / "ttrt_fp16_bs1_fixture"))
     generation = target.result.generation

@@ -11,8 +11,8 @@ import pytest
 from profiler.analysis.benchmark import compile_time
 from profiler.analysis.run import RunAnalysis
 from profiler.collect.backends import onnxruntime as ort_backend
+from profiler.runs.command_targets import resolve_target
 from profiler.runs.result import read_result
-from profiler.runs.targets import resolve_target
 from profiler.trace.kernels import NO_OPERATOR
 from profiler.trace.summary import summarize
 from tests.conftest import FIXTURES

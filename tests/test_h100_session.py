@@ -8,9 +8,9 @@ import pytest
 from profiler.analysis.headline import compare_timed
 from profiler.analysis.run import RunAnalysis
 from profiler.cli.app import main
+from profiler.runs.command_targets import resolve_target
 from profiler.runs.layout import engine_layer_files
 from profiler.runs.result import read_result
-from profiler.runs.targets import resolve_target
 from profiler.trace.load import load_trace
 from profiler.trace.trt_layers import MIN_COVERAGE, attribute, read_layers
 from tests.conftest import FIXTURES

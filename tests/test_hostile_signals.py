@@ -496,7 +496,7 @@ def clean_tree(folder):
 
 
 def resolve_target(name, root):
-    from profiler.runs.targets import resolve_target as resolve
+    from profiler.runs.command_targets import resolve_target as resolve
 
     return resolve(name, root)
 

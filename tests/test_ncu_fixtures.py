@@ -6,8 +6,8 @@ import gzip
 import pytest
 
 from profiler.analysis.run import RunAnalysis
+from profiler.runs.command_targets import resolve_target
 from profiler.runs.layout import ncu_csv_of
-from profiler.runs.targets import resolve_target
 from profiler.trace.hardware import agreement_share, hardware_join, read_ncu_csv
 from profiler.trace.summary import summarize
 from tests.conftest import FIXTURES

@@ -34,8 +34,8 @@ def _result(run: str):
 def _evidence(run: str, sweep: pd.DataFrame | None = None, ncu: bool = False):
     from profiler.analysis.insight import evidence, ncu_join
     from profiler.analysis.roofline import ceilings_for, result_roofline
+    from profiler.runs.command_targets import resolve_target
     from profiler.runs.layout import ncu_csv_of
-    from profiler.runs.targets import resolve_target
 
     target = resolve_target(str(H200 / "runs" / run))
     summary = RunAnalysis(target).summary

@@ -85,7 +85,7 @@ def _one_error_line(stderr: str, *fragments: str) -> None:
 
 def test_killed_run_leftovers_are_cleaned_and_a_second_writer_refuses(tmp_path, cli):
     from profiler.fsutil import clean_leftovers
-    from profiler.runs.targets import resolve_target
+    from profiler.runs.command_targets import resolve_target
 
     runs, tb = tmp_path / "runs", tmp_path / "tb_logs"
     # a run killed with SIGKILL (the OOM killer, a cell past its grace) leaves its staging

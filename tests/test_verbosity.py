@@ -122,7 +122,7 @@ def test_verbose_error_shows_the_traceback_quiet_and_verbose_exclude(cli):
     verbose = cli("summarize", "no_such_run", "-v")
     assert verbose.code == 2 and verbose.stderr.startswith("error: no such file")
     assert "Traceback (most recent call last)" in verbose.stderr
-    assert "profiler/runs/targets.py" in verbose.stderr
+    assert "profiler/runs/command_targets.py" in verbose.stderr
     both = cli("-q", "-v", "backends")
     assert (
         both.code == 2 and both.stderr == "error: -q/--quiet and -v/--verbose exclude each other\n"

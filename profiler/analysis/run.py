@@ -36,6 +36,7 @@ from profiler.analysis.roofline import (
 )
 from profiler.analysis.verdict import TOLERANCE
 from profiler.errors import UserError
+from profiler.runs.command_targets import Target, resolve_target
 from profiler.runs.layout import (
     GRAPH_CAPTURES,
     RESULT_FILE,
@@ -45,7 +46,6 @@ from profiler.runs.layout import (
 )
 from profiler.runs.result import RunResult
 from profiler.runs.samples import ConfigSamples
-from profiler.runs.targets import Target, resolve_target
 from profiler.trace.diff import Diff, diff
 from profiler.trace.graphs import GraphCaptures, attach, read_captures
 from profiler.trace.hardware import Agreement, agreement_share, hardware_join, read_ncu_csv
@@ -71,7 +71,7 @@ class RunAnalysis:
     join and TensorRT layers.
 
     ``target``: a run folder, run name, sweep cell or trace file (as `summarize` takes it), or
-    a resolved profiler.runs.targets.Target. ``peaks_dir``: where `profile.py peaks` cached
+    a resolved profiler.runs.command_targets.Target. ``peaks_dir``: where `profile.py peaks` cached
     measured ceilings (default: its cache; None-like empty folder means datasheet only).
     ``flops_table``: roofline inputs for runs that did not record them (`report --flops`).
     ``ncu``: an ncu.csv to join instead of the one in the run folder.

@@ -18,6 +18,7 @@ from profiler.analysis.records import BenchmarkCell
 from profiler.analysis.roofline import Roofline, roofline_of
 from profiler.analysis.run import RunAnalysis
 from profiler.errors import UserError
+from profiler.runs.command_targets import resolve_target
 from profiler.runs.layout import MANIFEST, RESULT_FILE, peaks_dir
 from profiler.runs.manifest import (
     OK,
@@ -29,7 +30,6 @@ from profiler.runs.manifest import (
     settle_running,
 )
 from profiler.runs.result import try_read_result
-from profiler.runs.targets import resolve_target
 from profiler.trace.diff import steps_of
 
 

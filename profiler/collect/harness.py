@@ -40,7 +40,7 @@ from profiler.collect import (
     models,
     numerics,
     repeat_window,
-    target,
+    target_noise,
     timing,
     untraced,
     window,
@@ -342,7 +342,9 @@ def _timed_window(
             workload, step, plan, estimate_ms, config.batch_size, use_cuda, progress
         )
         if config.target_noise is not None:
-            timed = target.extend_window(workload, step, timed, config, use_cuda, progress, began)
+            timed = target_noise.extend_window(
+                workload, step, timed, config, use_cuda, progress, began
+            )
     return timed, began
 
 
@@ -363,7 +365,7 @@ def _repeat_windows(
             spread = _repeat_spread(config, own, timed, progress, run_stage)
     if config.target_noise is not None:
         with timer("repeat_runs"):
-            windows, reached = target.more_processes(config, own, timed, progress, began)
+            windows, reached = target_noise.more_processes(config, own, timed, progress, began)
             spread = _record_windows(
                 windows,
                 progress,

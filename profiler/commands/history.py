@@ -160,9 +160,9 @@ def record_of(run_dir: Path, commit: str | None, repo: Path | None, sink) -> His
 
 def run_folders(target: str) -> list[Path]:
     """A run folder, a run name under runs/, or a sweep (its finished cells) -> run folders."""
+    from profiler.runs.command_targets import locate
     from profiler.runs.layout import RESULT_FILE
     from profiler.runs.manifest import OK, find_sweep, grid_cells
-    from profiler.runs.targets import locate
     from profiler.sweep.record import read_manifest
 
     sweep = find_sweep(target)

@@ -48,8 +48,8 @@ def backends(sink) -> int:
 def tb_compat(target: str, out: Path | None, sink) -> int:
     """The copies of a run's (or a folder's) traces replace its ``_tbcompat`` folder whole; one
     trace file, or any --out folder, gets its copy beside what is there."""
+    from profiler.runs.command_targets import trace_set
     from profiler.runs.layout import compat_dir_for
-    from profiler.runs.targets import trace_set
     from profiler.trace.tb_compat import write_compat_copy, write_compat_folder
 
     found = trace_set(target)

@@ -1,6 +1,7 @@
 """Vocabulary and records: the run configuration, result.json, the sweep manifest, the folder
 layout and target resolution. No torch, no rich: every floor above reads runs through here."""
 
+from profiler.runs.command_targets import Target, locate, resolve_target, traces_of
 from profiler.runs.destination import IDENTITY, check_destination
 from profiler.runs.layout import (
     COMPAT_SUFFIX,
@@ -63,7 +64,6 @@ from profiler.runs.result import (
     try_read_result,
     write_result,
 )
-from profiler.runs.targets import Target, locate, resolve_target, traces_of
 
 #: the names the floors above read as ``runs.X``
 __all__ = [
