@@ -3,7 +3,7 @@
 # config, eager FP16 ResNet50 at batch 8 (scripts/history_model.py, from a git repository this
 # script makes), each recorded with `run --history DB --commit cNN` and PROCS processes (the
 # run's own window and PROCS - 1 fresh ones, --repeat-runs); at commit CHANGE_AT the model's code
-# gains four elementwise ops (EXTRA_OPS 0 -> 4, committed). Then `history check` (Markdown, JUnit
+# gains OPS (default 4) elementwise ops (EXTRA_OPS 0 -> OPS, committed). Then `history check` (Markdown, JUnit
 # XML), `history confirm` of the change it found with the two commits checked out as working
 # trees, and `history check` again. The database and the logs go to $OUT.
 #   bash scripts/device_history.sh
@@ -17,7 +17,7 @@ if ls .whl/*.whl >/dev/null 2>&1; then
     "$PY" -m pip install -q --no-index --no-deps --target "$WORK/site" .whl/*.whl
     export PYTHONPATH="$WORK/site${PYTHONPATH:+:$PYTHONPATH}"
 fi
-COMMITS=${COMMITS:-12} CHANGE_AT=${CHANGE_AT:-7} PROCS=${PROCS:-4} CONFIRM=${CONFIRM:-3}
+COMMITS=${COMMITS:-12} CHANGE_AT=${CHANGE_AT:-7} PROCS=${PROCS:-4} CONFIRM=${CONFIRM:-3} OPS=${OPS:-4}
 BACKEND=${BACKEND:-pytorch_fp16} EXTRA_ARGS=${EXTRA_ARGS:-}
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 REPO=$WORK/model_repo DB=$WORK/history.sqlite
@@ -29,8 +29,8 @@ began=$(date +%s)
 for n in $(seq 1 "$COMMITS"); do
     c=$(printf "c%02d" "$n")
     if [ "$n" -eq "$CHANGE_AT" ]; then
-        sed -i 's/^EXTRA_OPS = 0$/EXTRA_OPS = 4/' "$REPO/history_model.py"
-        g commit -qam "four extra elementwise ops after layer1" || exit 1
+        sed -i "s/^EXTRA_OPS = 0$/EXTRA_OPS = $OPS/" "$REPO/history_model.py"
+        g commit -qam "$OPS extra elementwise ops after layer1" || exit 1
     fi
     SHA[$c]=$(g rev-parse HEAD)
     t0=$(date +%s)
