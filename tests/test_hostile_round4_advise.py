@@ -519,11 +519,11 @@ def test_an_out_folder_of_the_users_gets_files_beside_its_own(cli, run_here, tmp
 
 def test_noise_never_writes_its_floor_through_a_symlink(cli, tmp_path, monkeypatch):
     """The floor file beside the engine cache: a symlink there is refused, its target kept."""
-    from profiler.runs.noise_floor import floor_path
+    from profiler.runs.noise_floor import cpu_kind, floor_path
 
     # a cache of this test's own: the symlink must not outlive it for the worker's next tests
     monkeypatch.setenv("INFER_PROFILER_CACHE", str(tmp_path / "cache"))
-    path = floor_path("cpu")
+    path = floor_path(cpu_kind())  # the floor's file for this machine's kind
     path.parent.mkdir(parents=True, exist_ok=True)
     (tmp_path / "victim.json").write_text("victim")
     path.symlink_to(tmp_path / "victim.json")

@@ -28,7 +28,7 @@ from profiler.analysis.verdict import (
     MachineNoise,
     compare,
 )
-from profiler.report.compare_view import verdict_words
+from profiler.report.compare_view import undecided_note, verdict_words
 from profiler.report.sentences import WITHHELD_WORDS, verdict_method
 from profiler.runs.noise_floor import NoiseFloor, cpu_kind, cpu_model, read_floor, write_floor
 from profiler.runs.result import read_result
@@ -124,6 +124,7 @@ def test_one_process_a_side_on_a_cpu_gives_no_faster_or_slower_without_its_floor
     assert verdict_words(withheld) == WITHHELD_WORDS
     assert WITHHELD_WORDS == "undecided (one process a side; measure this machine with `noise`)"
     assert "no faster/slower: one process a side on a CPU" in verdict_method(withheld)
+    assert "`python profile.py noise` measures this machine's floor" in undecided_note(withheld)
     # this CPU's floor, measured by `noise`: the verdict is the interval's
     kept = NoiseSource("noise", cpu_kind(), socket.gethostname(), "2026-05-01T10:00:00Z")
     measured = compare(

@@ -173,6 +173,7 @@ def fresh_windows(
     package.module:function model is imported only from the file its run recorded, or with
     ``trust_model`` (profiler.runs.model_source)."""
     from profiler.analysis import sequential
+    from profiler.analysis.headline import machine_noise
     from profiler.runs import model_source
     from profiler.runs.samples import ConfigSamples, config_json_of
     from profiler.runs.workloads import workload
@@ -219,6 +220,7 @@ def fresh_windows(
             # sequential rounds (profiler.analysis.sequential): they stop once B against A is
             # decided at an interim look
             comparisons=None if target_noise is not None else [("A", "B")],
+            machine=machine_noise(*results.values()),  # the looks pair at this machine's rho
         )
     if sampled.errors:
         label, why = next(iter(sampled.errors.items()))
