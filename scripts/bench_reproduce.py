@@ -120,7 +120,7 @@ def sources(args) -> None:
 import statistics, torch, gc
 from profiler.collect import repeat_window, backends, models, timing, window
 from profiler.collect.device import set_math_flags
-from profiler.collect.workloads.base import RunContext
+from profiler.collect.workloads.protocol import RunContext
 from profiler.collect.workloads.forward import Forward
 from profiler.runs.config import RunConfig
 def medians_back_to_back(config, k):

@@ -265,8 +265,8 @@ def test_the_decode_window_feeds_a_token_as_a_generation_does():
     import torch
 
     from profiler.collect import backends
-    from profiler.collect.workloads.base import RunContext
     from profiler.collect.workloads.generate import Generate
+    from profiler.collect.workloads.protocol import RunContext
 
     config = RunConfig(model="llama-tiny", workload="generate", batch_size=1, prompt_len=5)
     model, inputs = models.build(config, "cpu")

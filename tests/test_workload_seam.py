@@ -1,6 +1,6 @@
-"""The Workload seam (profiler.collect.workloads.base): a third workload, defined here, runs through
-the same pipeline as forward and generate (profiler.collect.window, in harness order) and the
-run's result, files and trace are what that workload said one step is, how it is timed and
+"""The Workload seam (profiler.collect.workloads.protocol): a third workload, defined here, runs
+through the same pipeline as forward and generate (profiler.collect.window, in harness order) and
+the run's result, files and trace are what that workload said one step is, how it is timed and
 how it is checked. Nothing is timed here: only what the pipeline did with the workload."""
 
 import csv
@@ -12,7 +12,7 @@ import torch
 from profiler.analysis.noise import TimedWindow
 from profiler.collect import harness
 from profiler.collect.backends.base import Prepared
-from profiler.collect.workloads.base import RunContext
+from profiler.collect.workloads.protocol import RunContext
 from profiler.runs import read_result
 from profiler.runs.config import RunConfig
 from tests.conftest import ROOT

@@ -54,9 +54,9 @@ from profiler.collect.device import (
     set_math_flags,
     sync,
 )
-from profiler.collect.workloads.base import RunContext, Workload
 from profiler.collect.workloads.forward import Forward
 from profiler.collect.workloads.generate import Generate
+from profiler.collect.workloads.protocol import RunContext, Workload
 from profiler.errors import OutOfMemory, UserError
 from profiler.fsutil import (
     clean_leftovers,

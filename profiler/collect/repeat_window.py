@@ -25,9 +25,9 @@ import torch
 from profiler import child_env, signals
 from profiler.collect import backends, cuda_graphs, gpu_time, models, timing, window
 from profiler.collect.device import set_math_flags
-from profiler.collect.workloads.base import RunContext
 from profiler.collect.workloads.forward import Forward
 from profiler.collect.workloads.generate import Generate
+from profiler.collect.workloads.protocol import RunContext
 from profiler.errors import UserError, first_line
 from profiler.runs.config import RunConfig, config_from_json, config_to_json
 from profiler.runs.samples import ProcessWindow, window_of, window_record

@@ -32,7 +32,7 @@ from profiler.analysis.noise import TimedWindow
 from profiler.collect import gpu_state, graph_capture, timing
 from profiler.collect.backends.base import Prepared
 from profiler.collect.device import inductor_left_unimported, kineto_quiet, nvtx_range, sync
-from profiler.collect.workloads.base import Workload
+from profiler.collect.workloads.protocol import Workload
 from profiler.errors import UserError
 from profiler.fsutil import write_text_atomic
 from profiler.runs.config import RunConfig, check_path_component

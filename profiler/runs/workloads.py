@@ -2,7 +2,7 @@
 anything is imported (the run's folder name, the built-in models' inputs, --cuda-graphs, the
 GPU-time window, sampling in fresh processes). Torch-free data, read by the run's config, the
 collection, the sweep, compare and advise; ``profiler.collect.workloads`` implements each name
-(what one step is, how it is timed and checked: profiler.collect.workloads.base.Workload).
+(what one step is, how it is timed and checked: profiler.collect.workloads.protocol.Workload).
 
 A new workload is one row in ``WORKLOADS`` plus its implementation in
 ``profiler/collect/workloads/`` (named in profiler.collect.harness.WORKLOADS).

@@ -16,7 +16,7 @@ from profiler.analysis.noise import TimedWindow
 from profiler.collect import numerics, reference as fp32_reference, timing
 from profiler.collect.backends.base import Prepared
 from profiler.collect.device import out_of_memory_kind, release_cuda_memory
-from profiler.collect.workloads.base import RunContext
+from profiler.collect.workloads.protocol import RunContext
 from profiler.runs.backends import REFERENCE_BACKEND
 from profiler.runs.phases import Phases
 from profiler.runs.samples import ProcessWindow

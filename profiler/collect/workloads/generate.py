@@ -37,7 +37,7 @@ from profiler.collect import flops, gpu_time, models, numerics, timing
 from profiler.collect.backends.base import Prepared
 from profiler.collect.device import sync
 from profiler.collect.workloads import generation_parts, loops
-from profiler.collect.workloads.base import RunContext
+from profiler.collect.workloads.protocol import RunContext
 from profiler.errors import UserError
 from profiler.fsutil import write_text_atomic
 from profiler.runs import backends as facts
