@@ -80,19 +80,22 @@ def noise(
     save: bool = typer.Option(
         True,
         "--save/--no-save",
-        help="Keep the floor for compare and sweep (noise/<gpu>.json beside the engine cache).",
+        help="Keep the floor for compare and sweep (noise/<kind>.json beside the engine cache: "
+        "a GPU's name, a CPU's model).",
     ),
     json_out: bool = typer.Option(False, "--json", help="Print the floor as JSON."),
 ) -> None:
     """Measure this machine's noise floor and the settings that would lower it.
 
     How much one fixed config's p50 moves inside a timed window and between fresh processes,
-    the GPU's clocks around it, the smallest difference a compare can resolve here, and which
-    settings would lower it: persistence mode, locked clocks, CPU pinning, CUDA graphs. It
-    changes none of them.
+    how much it moves with a second config (twice the batch size) timed in the same process
+    (rho, per figure), the GPU's clocks around it, the smallest difference a compare can
+    resolve here, and which settings would lower it: persistence mode, locked clocks, CPU
+    pinning, CUDA graphs. It changes none of them.
 
-    The floor is kept per GPU model; compare and sweep use its between-process spread to judge
-    runs timed in one process each.
+    The floor is kept per machine kind (a GPU's name, a CPU's model); compare and sweep use its
+    between-process spread to judge runs timed in one process each (on a CPU, without it, one
+    process a side decides nothing), and its rho to choose whether to pair rounds.
 
     Examples:
 
