@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from profiler.errors import UserError
-from profiler.trace import files, load
+from profiler.trace import file_bytes, load
 from profiler.trace.summary import summarize
 
 FIXTURE = (
@@ -255,7 +255,7 @@ def test_unreadable_file_is_one_line(tmp_path, monkeypatch):
     def refuse(*args, **kwargs):
         raise PermissionError(13, "Permission denied", str(path))
 
-    monkeypatch.setattr(files, "open", refuse, raising=False)
+    monkeypatch.setattr(file_bytes, "open", refuse, raising=False)
     with pytest.raises(UserError, match="cannot read .*Permission denied"):
         load.load_trace(path)
 

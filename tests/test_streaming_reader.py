@@ -17,7 +17,7 @@ import pytest
 from profiler.errors import UserError
 from profiler.trace import (
     breakdown,
-    files,
+    file_bytes,
     halves,
     intervals,
     kernels,
@@ -58,7 +58,7 @@ STACKS = FIXTURES / "h100_stacks" / "h100_pytorch_fp16_bs8_stacks.pt.trace.json.
 
 
 def full_parse(path: Path) -> load.Trace:
-    return robust.load_robust(path, files.read_data(path, mmap_ok=False))
+    return robust.load_robust(path, file_bytes.read_data(path, mmap_ok=False))
 
 
 def assert_same(a: load.Trace, b: load.Trace) -> None:
@@ -221,20 +221,20 @@ def test_truncated_and_damaged_gzip_are_one_line(tmp_path):
 
 def test_a_gzip_bomb_is_refused_while_it_streams(tmp_path, monkeypatch):
     """The bomb is refused by the streaming read itself, after inflating a bounded amount."""
-    monkeypatch.setattr(files, "_INFLATE_FLOOR", 8 << 20)
+    monkeypatch.setattr(file_bytes, "_INFLATE_FLOOR", 8 << 20)
     bomb = tmp_path / "bomb.json.gz"
     inflater = zlib.compressobj(9, zlib.DEFLATED, 31)
     body = b'{"traceEvents": [' + b" " * (64 << 20) + b"]}"
     bomb.write_bytes(inflater.compress(body) + inflater.flush())
     read = []
-    real = files._inflate
+    real = file_bytes._inflate
 
     def counted(path, compressed, limit):
         for block in real(path, compressed, limit):
             read.append(len(block))
             yield block
 
-    monkeypatch.setattr(files, "_inflate", counted)
+    monkeypatch.setattr(file_bytes, "_inflate", counted)
     with pytest.raises(UserError, match="gzip bomb"):
         load.load_trace(bomb)
     assert sum(read) <= 8 << 20

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from profiler.errors import UserError
-from profiler.trace import files, halves, load, pieces, robust
+from profiler.trace import file_bytes, halves, load, pieces, robust
 
 FIXTURES = Path(__file__).parent / "fixtures"
 V100 = FIXTURES / "kineto_tb_plugin" / "worker0.1623143089861.pt.trace.json.gz"
@@ -22,7 +22,7 @@ H100_STACKS = FIXTURES / "h100_stacks" / "h100_pytorch_fp16_bs8_stacks.pt.trace.
 
 
 def full_parse(path: Path) -> load.Trace:
-    return robust.load_robust(path, files.read_data(path, mmap_ok=False))
+    return robust.load_robust(path, file_bytes.read_data(path, mmap_ok=False))
 
 
 def assert_same(a: load.Trace, b: load.Trace) -> None:
@@ -36,7 +36,7 @@ def assert_same(a: load.Trace, b: load.Trace) -> None:
 
 
 def fast(path: Path) -> load.Trace:
-    data = files.read_data(path)
+    data = file_bytes.read_data(path)
     trace = load._load_split(path, data)
     assert trace is not None, "the fast path gave up"
     return trace
@@ -132,8 +132,8 @@ def test_fast_path_on_other_formatting(tmp_path, small_pieces, monkeypatch, styl
         )
     path = tmp_path / "t.json"
     path.write_text(text)
-    monkeypatch.setattr(files, "_MMAP_MIN_BYTES", 1)  # and through a memory map
-    assert isinstance(files.read_data(path), files.mmap.mmap)
+    monkeypatch.setattr(file_bytes, "_MMAP_MIN_BYTES", 1)  # and through a memory map
+    assert isinstance(file_bytes.read_data(path), file_bytes.mmap.mmap)
     assert_same(fast(path), full_parse(path))
     assert_same(load.load_trace(path), load.load_trace(V100))
 
@@ -247,7 +247,7 @@ def test_whitespace_between_events_must_be_json(tmp_path, monkeypatch):
     path = tmp_path / "t.json"
     path.write_text('{"traceEvents": [' + "}\f,{".join(e[1:-1] for e in events).join("{}") + "]}")
     monkeypatch.setattr(pieces, "_PIECE_BYTES", 1000)
-    assert load._load_split(path, files.read_data(path)) is None
+    assert load._load_split(path, file_bytes.read_data(path)) is None
     with pytest.raises(UserError, match="not valid JSON"):
         load.load_trace(path)
 

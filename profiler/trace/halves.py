@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from profiler.trace.columns import BuilderState, ColumnBuilder, merged
-from profiler.trace.files import Data
+from profiler.trace.file_bytes import Data
 from profiler.trace.pieces import EVENT_END, STREAM_CHUNK_BYTES, TextStream, build_range
 
 # Decoding is Python-bound work on one core. A large trace's events text is cut at fixed

@@ -1,6 +1,6 @@
 """Kineto trace file (JSON or .json.gz) -> typed columns: ``load_trace``.
 
-The loader reads the file in one pass (files.py: a plain file memory-mapped, its pages let go
+The loader reads the file in one pass (file_bytes.py: a plain file memory-mapped, its pages let go
 as they are read; a gzip file inflated a block at a time), cuts its events text into pieces of
 whole events (pieces.py; a large plain file in two processes, halves.py), decodes each piece
 into small typed Structs (decode.py, built from the schema tables in schema.py) and turns them
@@ -23,7 +23,7 @@ from profiler.errors import UserError
 from profiler.trace import halves
 from profiler.trace.columns import give_back_memory
 from profiler.trace.decode import devices_of
-from profiler.trace.files import Data, as_utf8, inflated_blocks, is_gzip, read_bytes, read_data
+from profiler.trace.file_bytes import Data, as_utf8, inflated_blocks, is_gzip, read_bytes, read_data
 from profiler.trace.pieces import TextStream, build_range, build_stream, split_head
 from profiler.trace.record import Trace
 from profiler.trace.robust import load_robust

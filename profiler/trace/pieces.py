@@ -12,7 +12,7 @@ import msgspec
 
 from profiler.trace.columns import ColumnBuilder
 from profiler.trace.decode import HEAD_DECODER, Complete, Head, complete_events
-from profiler.trace.files import Data
+from profiler.trace.file_bytes import Data
 
 # Decoding a GB-sized trace in one go would hold every event's Struct at once (~1.6 GB for 1 GB
 # of JSON), and parsing it once just to find the events (a list of msgspec.Raw) costs a second
