@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from profiler.analysis.change_points import Gate, check_series, commits_of, failing, shifts
-from profiler.runs.history import (
+from profiler.runs.history_store import (
     Confirmation,
     HistoryRecord,
     KernelTime,

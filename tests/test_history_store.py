@@ -1,4 +1,4 @@
-"""The results history's store (profiler.runs.history): a record round-trips whole, is added
+"""The results history's store (profiler.runs.history_store): a record round-trips whole, is added
 once, survives two writers at once, a writer killed mid-transaction and a schema upgrade, and a
 database it cannot read is one error line."""
 
@@ -13,8 +13,8 @@ import pytest
 
 from profiler.commands.history import record_of
 from profiler.errors import UserError
-from profiler.runs import history
-from profiler.runs.history import (
+from profiler.runs import history_store
+from profiler.runs.history_store import (
     HistoryRecord,
     KernelTime,
     ProcessFigures,
@@ -64,7 +64,7 @@ def test_a_record_reads_back_whole_and_is_added_once(tmp_path):
         **{**{f: getattr(first, f) for f in first.__struct_fields__}, "added": back.added}
     )
     assert back.medians("gpu_time") == [1.0, 1.01, 1.02]
-    assert history.schema_version(db) == history.SCHEMA_VERSION
+    assert history_store.schema_version(db) == history_store.SCHEMA_VERSION
 
 
 def test_config_key_and_record_of_a_run_with_a_trace():
@@ -79,7 +79,7 @@ def test_config_key_and_record_of_a_run_with_a_trace():
     found = record_of(run, "c07", None, Sink())
     assert found.config_key.startswith("resnet50 pytorch_fp16 bs8 on NVIDIA H200")
     assert found.commit == "c07" and found.commit_from == "--commit"
-    assert found.steps and found.categories and 0 < len(found.kernels) <= history.TOP_KERNELS
+    assert found.steps and found.categories and 0 < len(found.kernels) <= history_store.TOP_KERNELS
     # per profiled step: the categories add up to the kernels' time of one step
     assert sum(c.us for c in found.categories) >= sum(k.us for k in found.kernels)
     assert all(p.latency_ms for p in found.processes)
@@ -92,7 +92,7 @@ def test_two_writers_at_once_lose_nothing(tmp_path):
         import sys
         sys.path.insert(0, sys.argv[3])
         from tests.test_history_store import record
-        from profiler.runs.history import add_record
+        from profiler.runs.history_store import add_record
         base = int(sys.argv[2])
         for i in range(base, base + 15):
             add_record(sys.argv[1], record(i, commit=f"c{i}"))
@@ -116,12 +116,12 @@ def test_a_writer_killed_mid_transaction_leaves_no_part_of_its_record(tmp_path):
         import sys, time
         sys.path.insert(0, sys.argv[2])
         from tests.test_history_store import record
-        from profiler.runs import history
+        from profiler.runs import history_store
         def stop(connection, record_id, rec):
             print("inside", flush=True)
             time.sleep(60)
-        history._insert_kernels = stop
-        history.add_record(sys.argv[1], record(1))
+        history_store._insert_kernels = stop
+        history_store.add_record(sys.argv[1], record(1))
         """
     )
     writer = subprocess.Popen(
@@ -145,9 +145,9 @@ def test_a_writer_killed_mid_transaction_leaves_no_part_of_its_record(tmp_path):
 def test_an_older_schema_is_upgraded_in_one_transaction(tmp_path, monkeypatch):
     db = tmp_path / "h.sqlite"
     add_record(db, record(0))
-    monkeypatch.setattr(history, "SCHEMA_VERSION", 2)
+    monkeypatch.setattr(history_store, "SCHEMA_VERSION", 2)
     monkeypatch.setitem(
-        history.MIGRATIONS,
+        history_store.MIGRATIONS,
         2,
         "ALTER TABLE records ADD COLUMN nope_table_x TEXT;"
         " ALTER TABLE no_such_table ADD COLUMN x TEXT",
@@ -160,9 +160,9 @@ def test_an_older_schema_is_upgraded_in_one_transaction(tmp_path, monkeypatch):
         assert "nope_table_x" not in columns
     with pytest.raises(UserError, match="history schema 1; `history add` upgrades it to 2"):
         read_records(db)
-    monkeypatch.setitem(history.MIGRATIONS, 2, "ALTER TABLE records ADD COLUMN note TEXT")
+    monkeypatch.setitem(history_store.MIGRATIONS, 2, "ALTER TABLE records ADD COLUMN note TEXT")
     assert add_record(db, record(1)) is None
-    assert history.schema_version(db) == 2
+    assert history_store.schema_version(db) == 2
     assert [r.run_id for r in read_records(db)] == ["run0000", "run0001"]
 
 

@@ -2,7 +2,7 @@
 gate on them (`history check`). Torch-free; the detection is Apache Otava's (the ``history``
 extra), imported when a series is checked.
 
-- **The series.** A config's records (profiler.runs.history) grouped by commit, in the order
+- **The series.** A config's records (profiler.runs.history_store) grouped by commit, in the order
   each commit first ran. A commit's level on a figure (GPU time, latency) is the geometric
   mean of the per-process medians of all its records: the figure a verdict speaks of.
 - **Detection.** Otava's change-point detection (``compute_change_points``: E-divisive means on
@@ -42,7 +42,7 @@ from profiler.analysis.history_records import (
 from profiler.analysis.records import FigureName, Verdict
 from profiler.analysis.verdict import compare
 from profiler.errors import UserError
-from profiler.runs.history import TOP_KERNELS, Confirmation, HistoryRecord, KernelTime
+from profiler.runs.history_store import TOP_KERNELS, Confirmation, HistoryRecord, KernelTime
 
 #: the detection's significance level: Otava's default (its first pass takes 10x this)
 MAX_PVALUE = 0.001

@@ -12,7 +12,7 @@ import typer
 from profiler.cli.guard import exit_with, user_errors
 from profiler.cli.options import HelpCommand, OneLineErrors, OneLineUsage
 from profiler.cli.output import Output
-from profiler.runs.history import DEFAULT_DB, SCHEMA_VERSION
+from profiler.runs.history_store import DEFAULT_DB, SCHEMA_VERSION
 
 #: the figure the gate reads
 GateFigure = Literal["gpu_time", "latency"]

@@ -343,7 +343,7 @@ def run_options(
 
 
 #: run and sweep --history DB: their runs recorded into the results history as they finish
-#: (profiler.runs.history; `history add` does it afterwards)
+#: (profiler.runs.history_store; `history add` does it afterwards)
 HISTORY_OPTION: Any = typer.Option(
     None,
     "--history",

@@ -1,5 +1,5 @@
 """`history add | check | confirm | list`: runs and sweeps recorded into the results history
-(profiler.runs.history), change points found in each config's series of commits
+(profiler.runs.history_store), change points found in each config's series of commits
 (profiler.analysis.change_points), re-timed to confirm them, and the CI gate's exit status."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from profiler.errors import UserError, first_line
-from profiler.runs.history import HistoryRecord
+from profiler.runs.history_store import HistoryRecord
 
 #: the longest commit name taken (a SHA-1 is 40 characters, a tag or a CI build id a few more)
 MAX_COMMIT_CHARS = 200
@@ -84,7 +84,7 @@ def _kernel_tables(run_dir: Path, result, sink) -> tuple[int | None, tuple, tupl
     """(profiled steps, categories, top kernels) of the run's trace, per step; (None, (), ())
     without a trace (said in a note)."""
     from profiler.analysis.run import RunAnalysis
-    from profiler.runs.history import TOP_KERNELS, KernelTime
+    from profiler.runs.history_store import TOP_KERNELS, KernelTime
 
     if result.trace.skipped or not result.trace.files:
         sink.note(f"{run_dir}: no trace ({result.trace.skipped or 'none named'}): no kernel table")
@@ -115,7 +115,7 @@ def record_of(run_dir: Path, commit: str | None, repo: Path | None, sink) -> His
     """A run folder as the history keeps it."""
     import msgspec
 
-    from profiler.runs import history
+    from profiler.runs import history_store
     from profiler.runs.layout import RESULT_FILE
     from profiler.runs.result import read_result
     from profiler.runs.samples import config_samples
@@ -125,7 +125,7 @@ def record_of(run_dir: Path, commit: str | None, repo: Path | None, sink) -> His
     found, where = resolve_commit(result, commit, repo)
     samples = config_samples(result, result_json).for_verdict()
     processes = tuple(
-        history.ProcessFigures(
+        history_store.ProcessFigures(
             w.median("latency"), w.median("gpu_time"), w.median("enqueue"), w.round, w.gpu
         )
         for w in samples.windows
@@ -135,8 +135,8 @@ def record_of(run_dir: Path, commit: str | None, repo: Path | None, sink) -> His
     steps, categories, kernels = _kernel_tables(run_dir, result, sink)
     gpu = result.environment.gpu or {}
     return HistoryRecord(
-        run_id=history.run_id(result),
-        config_key=history.config_key(result),
+        run_id=history_store.run_id(result),
+        config_key=history_store.config_key(result),
         commit=found,
         commit_from=where,
         created=result.created,
@@ -184,7 +184,7 @@ def run_folders(target: str) -> list[Path]:
 
 def add(db: Path, targets: list[str], commit: str | None, repo: Path | None, sink) -> int:
     """Record each target's runs; one line per run (added, or kept already)."""
-    from profiler.runs.history import add_record
+    from profiler.runs.history_store import add_record
 
     if commit is not None:
         checked_commit(commit)
@@ -223,7 +223,7 @@ def checked(db: Path, config: str | None, gate, sink):
     """Every series of the database (or the one of ``config``) and its change points, numbered
     in config-key order: (series summaries, changes)."""
     from profiler.analysis.change_points import check_series
-    from profiler.runs.history import config_counts, read_confirmations, read_records
+    from profiler.runs.history_store import config_counts, read_confirmations, read_records
 
     counts = config_counts(db)
     if config is not None and config not in counts:
@@ -265,7 +265,7 @@ def check(
     from profiler.analysis.history_records import HistoryCheck
     from profiler.analysis.records import plain
     from profiler.report import history_view
-    from profiler.runs.history import schema_version
+    from profiler.runs.history_store import schema_version
 
     if figure not in ("gpu_time", "latency"):
         raise UserError(f"--figure is gpu_time or latency (got {figure!r})")
@@ -316,7 +316,7 @@ def check(
 
 
 def _records_of(db: Path, config: str):
-    from profiler.runs.history import read_records
+    from profiler.runs.history_store import read_records
 
     return read_records(db, config)
 
@@ -335,7 +335,7 @@ def _write_text(path: Path, text: str, append: bool) -> None:
 
 def list_series(db: Path, sink) -> int:
     """The configs of the database, each with its records and commits."""
-    from profiler.runs.history import config_counts, read_records, schema_version
+    from profiler.runs.history_store import config_counts, read_records, schema_version
 
     counts = config_counts(db)
     sink.line(f"{db}: history schema {schema_version(db)}, {len(counts)} config(s)")
@@ -480,7 +480,7 @@ def confirm(
     from profiler.analysis.records import plain
     from profiler.analysis.timed_verdict import judge
     from profiler.report import history_view
-    from profiler.runs.history import Confirmation, add_confirmation
+    from profiler.runs.history_store import Confirmation, add_confirmation
     from profiler.runs.samples import ConfigSamples
 
     if processes < 2:
