@@ -76,9 +76,12 @@ def test_sweep_table_marks_noisy_cells_and_trims_them(sweep):
     # every interval spans 6 processes a side: said once, in the header
     assert "latency speedup [95 %, 6 proc.] verdict" in text
     assert "faster, 6 proc." not in text
+    # the GPU-time verdicts paired the 5 rounds (the cell's own window is in no round): their
+    # speedups are the rounds', and the header says so rather than the 6 processes
+    assert "GPU-time speedup [95 %, paired over 5 rounds] verdict" in text
     md = markdown(frame, manifest)
     assert "4.3 (! noisy)" in md and "## Geometric mean over batch sizes" in md
-    assert "[95 %, 6 proc.]" in md
+    assert "[95 %, 6 proc.]" in md and "[95 %, paired over 5 rounds]" in md
 
 
 def test_interval_processes_per_cell_when_they_differ(sweep):

@@ -150,8 +150,9 @@ def test_fresh_processes_fill_the_main_table_and_the_recorded_runs_keep_their_ow
         rows["latency: min-max over processes"][0]
         == f"{20 * min(FACTORS):.0f}-{20 * max(FACTORS):.0f} ms"
     )
-    assert rows["latency speedup (A / B, geometric mean of per-process medians)"][2] == "2.00x"
-    assert rows["GPU-time speedup (A / B, geometric mean of per-process medians)"][2] == "2.00x"
+    # each speedup says what it is: the verdict paired the 5 rounds, so the ratio is theirs
+    assert rows["latency speedup (A / B, paired over 5 rounds)"][2] == "2.00x"
+    assert rows["GPU-time speedup (A / B, paired over 5 rounds)"][2] == "2.00x"
     # the recorded runs' figures (p50 5.791 and 0.799 ms, printed to what their windows' CVs
     # of 16.9 and 2.4 % allow) only under their own heading
     for figure in ("5.8 ms", "0.80 ms", "1,493.8"):
@@ -301,8 +302,12 @@ def test_sweep_terminal_table_has_a_labelled_column_per_figure(gpu_time_sweep):
     assert row["speedup"] == pytest.approx(5.0, rel=1e-3)
     text = rendered(lambda c: print_benchmark(frame, manifest, c), 400)  # headers whole
     # the processes every interval spans, in the header when they are the same for all
-    assert re.search(r"latency speedup \[95 %(, \d+ proc\.)?\] verdict", text)
-    assert re.search(r"GPU-time speedup \[95 %(, \d+ proc\.)?\] verdict", text)
+    # both figures' verdicts paired the rounds: the header says so, not the processes
+    assert re.search(r"latency speedup \[95 %, paired over 5 rounds\] verdict", text)
+    assert re.search(r"GPU-time speedup \[95 %, paired over 5 rounds\] verdict", text)
+    assert 'a speedup marked "paired over N rounds" is the geometric mean of the ratios' in (
+        one_line(text)
+    )
     line = next(ln for ln in text.splitlines() if "│ ttrt_fp16    │  8 │" in ln)
     cells = [c.strip() for c in line.split("│")]
     latency = f"5.00x [{row['speedup_low']:.2f}-{row['speedup_high']:.2f}] faster"
@@ -323,7 +328,10 @@ def test_sweep_markdown_and_csv_carry_both_verdicts(gpu_time_sweep):
     frame, manifest = _sweep(gpu_time_sweep)
     text = markdown(frame, manifest)
     head = next(ln for ln in text.splitlines() if ln.startswith("| backend"))
-    columns = [re.sub(r", \d+ proc\.\]", "]", c.strip()) for c in head.strip("|").split("|")]
+    columns = [
+        re.sub(r", (\d+ proc\.|paired over \d+ rounds)\]", "]", c.strip())
+        for c in head.strip("|").split("|")
+    ]
     assert "latency speedup [95 %] verdict" in columns
     assert "GPU-time speedup [95 %] verdict" in columns and "bound" in columns
     assert "speedup" not in columns and "gpu_verdict" not in columns  # one column a figure

@@ -135,10 +135,10 @@ def _md_preamble(frame: pd.DataFrame, manifest: SweepManifest) -> list[str]:
         + (" and the same " + ", ".join(axis_columns(manifest)) if axis_columns(manifest) else "")
         + f", on two figures, each with its own verdict: {LATENCY_WORDS} and "
         f"{GPU_TIME_WORDS}; with several processes per cell each figure (p50_ms, "
-        "gpu_compute_ms) is the geometric mean of the per-process medians; [low-high] is "
-        "the speedup's 95 % interval and the verdict says whether the cell is faster, "
-        "slower, the same (±2 %) or undecided against the machine's noise (with several "
-        "GPUs, over the windows on the GPUs both cells share); "
+        f"gpu_compute_ms) is the geometric mean of the per-process medians; {PAIRED_WORDS}; "
+        "[low-high] is the speedup's 95 % interval and the verdict says whether the cell is "
+        "faster, slower, the same (±2 %) or undecided against the machine's noise (with "
+        "several GPUs, over the windows on the GPUs both cells share); "
         + FDR_WORDS
         + f"; bound: launch-bound ({BOUND_RULES[LAUNCH_BOUND]}: the host paces the call), "
         f"near the launch bound ({BOUND_RULES[NEAR_LAUNCH_BOUND]}) or GPU-bound, on the "
@@ -191,28 +191,23 @@ def _md_shown(frame: pd.DataFrame, gpu_time: bool) -> pd.DataFrame:
 
 
 def _md_figures(frame: pd.DataFrame, gpu_time: bool) -> dict[str, list[str]]:
-    """Each figure's column: its header (with the processes, where every interval spans the
-    same) and its cells' speedup, interval and verdict."""
-    spans = interval_processes(frame)
-    common = common_processes(spans)
-    spans = [""] * len(spans) if common else spans
-    latency_column, gpu_column = (
-        (c.replace("[95 %]", f"[95 %, {common}]") if common else c)
-        for c in (LATENCY_COLUMN, GPU_TIME_COLUMN)
-    )
+    """Each figure's column: its header (with what the intervals span, where every cell's is
+    the same) and its cells' speedup, interval and verdict."""
+    latency_column, latency_spans = figure_spans(frame, "latency", LATENCY_COLUMN)
     figures = {
         latency_column: [
             _spanned(speedup_text(r.speedup, r.speedup_low, r.speedup_high, r.verdict), span)
-            for r, span in zip(frame.itertuples(), spans)
+            for r, span in zip(frame.itertuples(), latency_spans)
         ]
     }
     if gpu_time:
+        gpu_column, gpu_spans = figure_spans(frame, "gpu_time", GPU_TIME_COLUMN)
         figures[gpu_column] = [
             _spanned(
                 speedup_text(r.gpu_speedup, r.gpu_speedup_low, r.gpu_speedup_high, r.gpu_verdict),
                 span,
             )
-            for r, span in zip(frame.itertuples(), spans)
+            for r, span in zip(frame.itertuples(), gpu_spans)
         ]
     return figures
 
@@ -260,7 +255,15 @@ SPEEDUP_COLUMNS = ("speedup", "speedup_low", "speedup_high", "verdict")
 GPU_SPEEDUP_COLUMNS = ("gpu_speedup", "gpu_speedup_low", "gpu_speedup_high", "gpu_verdict")
 #: the two figures a sweep's verdicts are taken on, in words
 LATENCY_WORDS = "latency (p50: what a caller waits)"
-GPU_TIME_WORDS = "GPU time (the device's work, launch gaps excluded)"
+GPU_TIME_WORDS = (
+    "GPU time (the device's work: the host's launch gaps excluded, the device's own gaps "
+    "between kernels included)"
+)
+#: what a paired speedup is (a column or cell says "paired over N rounds")
+PAIRED_WORDS = (
+    'a speedup marked "paired over N rounds" is the geometric mean of the ratios of the N '
+    "rounds that timed both cells, and can differ from the ratio of the cells' printed figures"
+)
 #: benchmark.md's column of each figure's speedup, interval and verdict
 LATENCY_COLUMN = "latency speedup [95 %] verdict"
 GPU_TIME_COLUMN = "GPU-time speedup [95 %] verdict"
@@ -354,6 +357,32 @@ def common_processes(texts: list[str]) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
+def interval_spans(frame: pd.DataFrame, figure: str) -> list[str]:
+    """Per cell, what one figure's speedup interval spans: "paired over 5 rounds" where its
+    verdict paired the rounds that timed both cells (the speedup is then the geometric mean of
+    the per-round ratios, not the ratio of the cells' printed figures), else the processes
+    (interval_processes); "" for a cell without an interval. A table read back from
+    benchmark.csv (no verdict records) gives the processes."""
+    records = frame["verdicts"] if "verdicts" in frame else pd.Series(None, index=frame.index)
+    spans = []
+    for text, record in zip(interval_processes(frame), records):
+        verdict = getattr(record, figure, None) if isinstance(record, TimedVerdicts) else None
+        if text and verdict is not None and verdict.design == "paired":
+            text = f"paired over {verdict.pairs} rounds"
+        spans.append(text)
+    return spans
+
+
+def figure_spans(frame: pd.DataFrame, figure: str, column: str) -> tuple[str, list[str]]:
+    """A figure's column header and its cells' spans: what every interval spans said once in
+    the header when it is the same for all ("[95 %, paired over 5 rounds]"), else per cell."""
+    spans = interval_spans(frame, figure)
+    common = common_processes(spans)
+    if common:
+        return column.replace("[95 %]", f"[95 %, {common}]"), [""] * len(spans)
+    return column, spans
+
+
 def print_benchmark(
     frame: pd.DataFrame, manifest: SweepManifest, console: Console, only_decided: bool = False
 ) -> None:
@@ -383,18 +412,16 @@ def _sweep_table(frame: pd.DataFrame, manifest: SweepManifest, gpu_time: bool) -
         f"{manifest.baseline} / cell, on latency" + (" and on GPU time" if gpu_time else " (p50)")
     )
     axes = axis_columns(manifest)
-    spans = interval_processes(frame)
-    common = common_processes(spans)
-    figures: tuple[str, ...] = (LATENCY_COLUMN, GPU_TIME_COLUMN) if gpu_time else (LATENCY_COLUMN,)
-    if common:  # every interval spans the same processes: said once, in the header
-        figures = tuple(f.replace("[95 %]", f"[95 %, {common}]") for f in figures)
+    # what every interval spans, said once in the header where it is the same for all
+    latency_column, latency_spans = figure_spans(frame, "latency", LATENCY_COLUMN)
+    gpu_column, gpu_spans = figure_spans(frame, "gpu_time", GPU_TIME_COLUMN)
+    figures: tuple[str, ...] = (latency_column, gpu_column) if gpu_time else (latency_column,)
     generation = bool(frame["tokens_per_s"].notna().any())
     on_gpus = bool(frame["gpu"].astype(bool).any())
     bad = bool(((frame["status"] != "ok") | (frame["reason"] == NOT_FINITE)).any())
     headers = _sweep_headers(axes, figures, gpu_time, generation, on_gpus)
     _add_sweep_columns(t, headers, figures, gpu_time, bad)
-    for r, span in zip(frame.itertuples(), spans):
-        span = "" if common else span
+    for r, span, gpu_span in zip(frame.itertuples(), latency_spans, gpu_spans):
         t.add_row(
             *((windows_gpus(r),) if on_gpus else ()),
             r.backend,
@@ -404,7 +431,7 @@ def _sweep_table(frame: pd.DataFrame, manifest: SweepManifest, gpu_time: bool) -
             *((trimmed(r.gpu_compute_ms, None), _text(r.bound)) if gpu_time else ()),
             sweep_cell("throughput_per_s", r.throughput_per_s),
             verdict_cell(r, span),
-            *((gpu_verdict_cell(r, span),) if gpu_time else ()),
+            *((gpu_verdict_cell(r, gpu_span),) if gpu_time else ()),
             *_sweep_run_cells(r),
             *(_sweep_generation_cells(r) if generation else ()),
             _sweep_status(r),
@@ -528,7 +555,7 @@ def print_verdict_notes(
         "p50 ms and GPU ms are geometric means of per-process medians"
         if gpu_time
         else "p50 ms is the geometric mean of per-process medians"
-    )
+    ) + f"; {PAIRED_WORDS}"
     fdr = f"; {FDR_WORDS}" if judged(frame) > 1 else ""
     console.print(
         f"[dim]verdicts: the cell (B) against {escape(manifest.baseline)} (A) at the "

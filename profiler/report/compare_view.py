@@ -446,10 +446,20 @@ def process_rows(t: CompareTimed) -> list[tuple[str, str, str, str]]:
     if pa.bound or pb.bound:
         rows.append(("bound (latency, enqueue against GPU time)", _bound(pa), _bound(pb), ""))
     if t.verdict:
-        rows.append((f"latency speedup (A / B, {GEOMEAN})", "", "", times(t.speedup_x)))
+        rows.append((f"latency speedup (A / B, {_basis(t.verdict)})", "", "", times(t.speedup_x)))
     if t.gpu_speedup_x is not None:
-        rows.append((f"GPU-time speedup (A / B, {GEOMEAN})", "", "", times(t.gpu_speedup_x)))
+        label = f"GPU-time speedup (A / B, {_basis(t.gpu_verdict)})"
+        rows.append((label, "", "", times(t.gpu_speedup_x)))
     return rows
+
+
+def _basis(verdict: Verdict | None) -> str:
+    """What a speedup is a ratio of: its verdict's rounds where it paired them (the geometric
+    mean of the per-round ratios, which can differ from the ratio of the rows above), else the
+    geometric means of the per-process medians."""
+    if verdict is not None and verdict.design == "paired":
+        return f"paired over {verdict.pairs} rounds"
+    return GEOMEAN
 
 
 def _too_few(label: str, a: TimedFigures, b: TimedFigures) -> str:

@@ -140,13 +140,21 @@ def _interval(lows, highs) -> list[str]:
     return ["-" if pd.isna(low) else fmt.span(low, high) for low, high in zip(lows, highs)]
 
 
+def _paired(intervals: list[str], spans: list[str]) -> list[str]:
+    """Each interval, with "paired over N rounds" where its verdict paired the rounds (the
+    speedup is then the geometric mean of the per-round ratios)."""
+    return [
+        f"{i}, {s}" if i != "-" and s.startswith("paired") else i for i, s in zip(intervals, spans)
+    ]
+
+
 def sweep_table(frame: pd.DataFrame, axes: list[str]) -> str:
     """The benchmark table as the terminal shows it: each figure's speedup (latency, and GPU
     time where measured) with its 95 % interval and verdict, the classification, the processes
     behind them, the CV with the window's noise warnings; each cell's latencies to the
     figures its window's CV allows, p50 marked with its first flag (as the terminal shows
     them: benchmark_view.latency_cells)."""
-    from profiler.report.benchmark_view import has_gpu_time, latency_cells
+    from profiler.report.benchmark_view import has_gpu_time, interval_spans, latency_cells
 
     latencies = [latency_cells(r)[1:] for r in frame.itertuples()]  # p50, p90, p99
     shown = frame.assign(
@@ -154,8 +162,14 @@ def sweep_table(frame: pd.DataFrame, axes: list[str]) -> str:
             key: [cells[i] for cells in latencies] for i, key in enumerate(fmt.SWEEP_PAGE_LATENCIES)
         },
         gpu_compute_ms=[fmt.trimmed(v, None) for v in frame["gpu_compute_ms"]],
-        interval=_interval(frame["speedup_low"], frame["speedup_high"]),
-        gpu_interval=_interval(frame["gpu_speedup_low"], frame["gpu_speedup_high"]),
+        interval=_paired(
+            _interval(frame["speedup_low"], frame["speedup_high"]),
+            interval_spans(frame, "latency"),
+        ),
+        gpu_interval=_paired(
+            _interval(frame["gpu_speedup_low"], frame["gpu_speedup_high"]),
+            interval_spans(frame, "gpu_time"),
+        ),
         noise=[n if isinstance(n, str) and n else "-" for n in frame["noise"]],
         bound=[b if isinstance(b, str) and b else "-" for b in frame["bound"]],
         gpu_verdict=[v if isinstance(v, str) and v else "-" for v in frame["gpu_verdict"]],
@@ -247,7 +261,13 @@ def sweep_headline(frame: pd.DataFrame, manifest) -> str:
 def _speedup_definition(frame: pd.DataFrame, manifest, gpu_time: bool) -> list[str]:
     """The sweep's headline line and what its speedups are."""
     from profiler.analysis.benchmark import axis_columns
-    from profiler.report.benchmark_view import FDR_WORDS, GPU_TIME_WORDS, LATENCY_WORDS, judged
+    from profiler.report.benchmark_view import (
+        FDR_WORDS,
+        GPU_TIME_WORDS,
+        LATENCY_WORDS,
+        PAIRED_WORDS,
+        judged,
+    )
 
     devices = sorted({d for d in frame["device"].dropna() if d})
     same = ", ".join(["batch size", *axis_columns(manifest)])
@@ -264,7 +284,7 @@ def _speedup_definition(frame: pd.DataFrame, manifest, gpu_time: bool) -> list[s
             + "; with several processes per cell each figure is the geometric mean "
             "of the per-process medians, and the 95 % interval and the verdict "
             "(faster, slower, same within ±2 %, undecided) come from them "
-            "(profiler/analysis/verdict.py)"
+            f"(profiler/analysis/verdict.py); {PAIRED_WORDS}"
             + (f"; {FDR_WORDS}" if judged(frame) > 1 else "")
             + "; processes: the timed windows behind the cell, each in its own "
             "process"

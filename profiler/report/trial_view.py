@@ -99,16 +99,27 @@ def print_plan(
         )
 
 
-def _figure_cell(speedup, low, high, verdict, per: str) -> str:
+def _figure_cell(speedup, low, high, verdict, per: str, paired: str = "") -> str:
     """One figure's speedup (``per``: " /sample" when the batch changed), its 95 % interval and
-    its verdict (rich markup): "4.10x [3.20-5.30] faster"."""
+    its verdict (rich markup): "4.10x [3.20-5.30] faster"; ``paired``: "paired over 5 rounds"
+    where the verdict paired the rounds (the speedup is then theirs)."""
     if speedup is None:
         return "-"
     text = times(speedup) + per
     if verdict is None:
         return text
     colour = VERDICT_COLOURS.get(verdict, "white")
-    return f"{text} {interval(low, high)} [{colour}]{verdict}[/]"
+    return f"{text} {interval(low, high)} [{colour}]{verdict}[/]" + (
+        f", {paired}" if paired else ""
+    )
+
+
+def _paired(r, figure: str) -> str:
+    """ "paired over N rounds" where the row's verdict on ``figure`` paired the rounds."""
+    verdict = getattr(r.verdicts, figure, None) if r.verdicts is not None else None
+    if verdict is None or verdict.design != "paired":
+        return ""
+    return f"paired over {verdict.pairs} rounds"
 
 
 def baseline_line(base: BaselineRow) -> str:
@@ -217,11 +228,13 @@ def _trial_row(r, gpu_time: bool, kernels: bool) -> list[str]:
     cells = [
         escape(r.label),
         trimmed(r.p50_ms, r.cv),
-        _figure_cell(r.speedup, r.low, r.high, r.verdict, per),
+        _figure_cell(r.speedup, r.low, r.high, r.verdict, per, _paired(r, "latency")),
     ]
     if gpu_time:
         cells += [
-            _figure_cell(r.gpu_speedup, r.gpu_low, r.gpu_high, r.gpu_verdict, per),
+            _figure_cell(
+                r.gpu_speedup, r.gpu_low, r.gpu_high, r.gpu_verdict, per, _paired(r, "gpu_time")
+            ),
             r.bound or "-",
         ]
     cells += [
