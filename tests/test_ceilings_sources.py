@@ -86,31 +86,33 @@ def test_peaks_times_int8_with_int_mm_and_a_column_major_b(monkeypatch):
     in both, the IMMA kernels' layout). torch._int_mm itself is stood in for: it needs a GPU."""
     import torch
 
-    from profiler.collect import peaks
+    from profiler.collect import measured_peaks
 
     seen = []
     monkeypatch.setattr(torch, "_int_mm", lambda a, b: seen.append((a, b)), raising=False)
-    call = peaks.int8_case(32, torch.device("cpu"), torch.Generator().manual_seed(0))
+    call = measured_peaks.int8_case(32, torch.device("cpu"), torch.Generator().manual_seed(0))
     call()
     ((a, b),) = seen
     assert a.dtype == b.dtype == torch.int8 and a.shape == b.shape == (32, 32)
     assert a.stride() == (32, 1)  # row-major A: K contiguous
     assert b.stride() == (1, 32)  # column-major B: K contiguous
-    assert "torch._int_mm" in peaks.KERNELS["int8"]
+    assert "torch._int_mm" in measured_peaks.KERNELS["int8"]
     # without a GPU INT8 is not measured, and says why
-    assert peaks._matmul_rate("int8", 16, torch.device("cpu"), 1, 1)["tflops"] is None
+    assert measured_peaks._matmul_rate("int8", 16, torch.device("cpu"), 1, 1)["tflops"] is None
 
 
 def test_a_peaks_cache_of_an_older_schema_is_measured_again(tmp_path, monkeypatch):
-    from profiler.collect import peaks
+    from profiler.collect import measured_peaks
 
-    facts = peaks.machine_facts()
-    path = peaks.cache_path(facts, tmp_path)
+    facts = measured_peaks.machine_facts()
+    path = measured_peaks.cache_path(facts, tmp_path)
     path.write_text(json.dumps({**H100_PEAKS, "schema": 1}))
     monkeypatch.setattr(
-        peaks, "measure", lambda device, sizes: {"schema": peaks.PEAKS_SCHEMA, "new": True}
+        measured_peaks,
+        "measure",
+        lambda device, sizes: {"schema": measured_peaks.PEAKS_SCHEMA, "new": True},
     )
-    data, _, measured_now = peaks.peaks(tmp_path)
+    data, _, measured_now = measured_peaks.peaks(tmp_path)
     assert measured_now and data["new"]
-    again, _, measured_now = peaks.peaks(tmp_path)
+    again, _, measured_now = measured_peaks.peaks(tmp_path)
     assert not measured_now and again["new"]

@@ -195,18 +195,18 @@ def test_report_errors_are_one_line(cli):
 
 
 def test_peaks_measures_the_cpu_once_and_caches(tmp_path):
-    from profiler.collect import peaks
+    from profiler.collect import measured_peaks
 
     tiny = {"matmul_n": 32, "copy_bytes": 1 << 16, "int8_n": 32}
-    data, path, measured = peaks.peaks(tmp_path, sizes=tiny)
+    data, path, measured = measured_peaks.peaks(tmp_path, sizes=tiny)
     assert measured and path.parent == tmp_path and json.loads(path.read_text()) == data
     assert data["matmul_tflops"]["fp32"] > 0 and data["copy"]["gb_per_s"] > 0
     assert data["method"]["statistic"] == "median" and data["method"]["sizes"] == tiny
     for name in ("tf32", "fp8", "int8"):  # CUDA-only modes: n/a with the reason
         assert data["matmul_tflops"][name] is None and data["matmul_detail"][name]["why_not"]
-    again, _, measured_again = peaks.peaks(tmp_path, sizes=tiny)
+    again, _, measured_again = measured_peaks.peaks(tmp_path, sizes=tiny)
     assert not measured_again and again == data
-    _, _, refreshed = peaks.peaks(tmp_path, refresh=True, sizes=tiny)
+    _, _, refreshed = measured_peaks.peaks(tmp_path, refresh=True, sizes=tiny)
     assert refreshed
 
 

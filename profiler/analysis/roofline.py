@@ -165,7 +165,7 @@ class Ceilings:
     sources: dict[str, str] = field(default_factory=dict)
 
 
-#: how `peaks` measures each ceiling (profiler.collect.peaks), for caches that do not say
+#: how `peaks` measures each ceiling (profiler.collect.measured_peaks), for caches that do not say
 PEAKS_KERNELS = {
     "fp32": "torch.mm (cuBLAS, FP32)",
     "tf32": "torch.mm with TF32 (cuBLAS)",
@@ -193,7 +193,8 @@ def int8_reaches_tensor_cores(peaks: dict[str, Any]) -> bool:
     return bool(detail.get("b_layout") == "column-major")
 
 
-#: the prefix `peaks` gives a CPU's name in its cache (profiler.collect.peaks.machine_facts)
+#: the prefix `peaks` gives a CPU's name in its cache
+#: (profiler.collect.measured_peaks.machine_facts)
 CPU_PEAKS_PREFIX = "CPU "
 
 

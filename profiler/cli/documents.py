@@ -275,7 +275,7 @@ class Extensible(msgspec.Struct, kw_only=True):
 
 
 class PeaksMachine(Extensible):
-    """The machine the ceilings were measured on (profiler.collect.peaks.machine_facts)."""
+    """The machine the ceilings were measured on (profiler.collect.measured_peaks.machine_facts)."""
 
     device: str  # the GPU's name, or "CPU <processor>"
     driver: str | None
@@ -329,8 +329,9 @@ class CopyRate(Extensible):
 
 
 class Peaks(Document, kw_only=True, forbid_unknown_fields=False):
-    """``peaks --json``: this machine's measured ceilings (profiler.collect.peaks.measure: the
-    cached measurement's keys, which a cache written by another version may extend)."""
+    """``peaks --json``: this machine's measured ceilings
+    (profiler.collect.measured_peaks.measure: the cached measurement's keys, which a cache
+    written by another version may extend)."""
 
     schema: int  # the peaks cache's own version
     source: str

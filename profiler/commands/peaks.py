@@ -22,11 +22,13 @@ def run(
     from profiler.commands import loading_torch
 
     with loading_torch():
-        from profiler.collect import peaks
+        from profiler.collect import measured_peaks
 
-    sizes = peaks.sizes(matmul_n, copy_mib)
+    sizes = measured_peaks.sizes(matmul_n, copy_mib)
     sink.note("measuring..." if refresh else "reading or measuring...")
-    data, path, measured = peaks.peaks(cache_dir, refresh=refresh or sizes is not None, sizes=sizes)
+    data, path, measured = measured_peaks.peaks(
+        cache_dir, refresh=refresh or sizes is not None, sizes=sizes
+    )
     if sink.json:
         sink.document("peaks", {**data, "cache_file": str(path)})
         return data
