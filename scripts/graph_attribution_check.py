@@ -27,7 +27,7 @@ from profiler.analysis.run import RunAnalysis  # noqa: E402
 from profiler.trace import graphs  # noqa: E402
 from profiler.trace.kernels import kernel_rows  # noqa: E402
 from profiler.trace.load import Trace, load_trace  # noqa: E402
-from profiler.trace.phases import attribute, launch_times, phase_spans  # noqa: E402
+from profiler.trace.phase_kernels import attribute, launch_times, phase_spans  # noqa: E402
 
 
 def phase_rows(trace: Trace, phase: str) -> tuple[Trace, pd.DataFrame, int]:

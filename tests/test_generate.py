@@ -18,7 +18,7 @@ from profiler.collect.workloads import generation_parts, loops
 from profiler.errors import UserError
 from profiler.runs.config import RunConfig
 from profiler.runs.result import read_result, result_to_dict
-from profiler.trace import phases
+from profiler.trace import phase_kernels
 from profiler.trace.kernels import kernel_summary
 from profiler.trace.load import load_trace
 from profiler.trace.steps import step_windows
@@ -222,13 +222,13 @@ def test_real_cpu_trace_has_one_generation_per_profiler_step(runs):
         ("pytorch_bf16_bs2_lm", {"prefill": 1, "decode": NEW_TOKENS - 1}),
     ):
         trace = load_trace(_result(workdir, run)["trace"]["files"][0])
-        spans = phases.phase_spans(trace)
+        spans = phase_kernels.phase_spans(trace)
         per_step = spans.groupby(["step", "phase"]).size()
         steps = sorted(spans["step"].unique())
         assert len(steps) == 2 and all(s.startswith("ProfilerStep#") for s in steps)
         for step in steps:
             assert per_step[step].to_dict() == counts
-        summary = phases.phase_summary(trace)
+        summary = phase_kernels.phase_summary(trace)
         assert not summary.has_kernels  # a CPU trace: spans, no kernels
         table = summary.phases.set_index("phase")
         assert set(table.index) == set(counts)
@@ -318,7 +318,7 @@ def test_phase_attribution_on_a_real_h200_trace():
     """The harness's inference_step spans as the phase: every kernel launched inside a step
     belongs to it, which step_windows counts independently."""
     trace = load_trace(next((FIXTURES / "h200" / "tb_logs" / "pytorch_fp16_bs8").glob("*.gz")))
-    summary = phases.phase_summary(trace, names=("inference_step",))
+    summary = phase_kernels.phase_summary(trace, names=("inference_step",))
     row = summary.phases.set_index("phase").loc["inference_step"]
     steps, _ = step_windows(trace)
     assert summary.has_kernels and row["spans"] == len(steps) == 3
@@ -537,7 +537,7 @@ def test_prefill_and_decode_split_on_a_real_h100_generation():
     result = target.result
     assert (result.generation.kind, result.generation.max_new_tokens) == ("decoder-only", 16)
     trace = load_trace(target.path)
-    summary = phases.phase_summary(trace, names=tuple(result.generation.phases))
+    summary = phase_kernels.phase_summary(trace, names=tuple(result.generation.phases))
     rows = summary.phases.set_index("phase")
     # one prefill, then a decode step per token after the first
     assert rows.loc["prefill", "spans"] == 1 and rows.loc["decode", "spans"] == 15
@@ -559,7 +559,9 @@ def test_encode_decode_project_split_on_real_h100_split_engines():
     generation = target.result.generation
     assert (generation.kind, generation.max_new_tokens) == ("encoder-decoder", 16)
     trace = load_trace(target.path)
-    rows = phases.phase_summary(trace, names=tuple(generation.phases)).phases.set_index("phase")
+    rows = phase_kernels.phase_summary(trace, names=tuple(generation.phases)).phases.set_index(
+        "phase"
+    )
     assert rows.loc["encode", "spans"] == 1
     assert rows.loc["decode", "spans"] == rows.loc["project", "spans"] == 16
     # the decoder engine, run once per token, is where the kernel time goes

@@ -155,7 +155,7 @@ def test_the_attribution_agrees_with_an_eager_run_of_the_same_step():
     operator's kernel time per step is within a few per cent (scripts/graph_attribution_check.py
     prints the table: docs/gpu/h200/llm/graph_attribution_check.log)."""
     from profiler.analysis.run import RunAnalysis
-    from profiler.trace.phases import attribute, launch_times, phase_spans
+    from profiler.trace.phase_kernels import attribute, launch_times, phase_spans
 
     def decode(trace):
         spans = phase_spans(trace, ["decode"])

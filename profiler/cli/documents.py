@@ -124,7 +124,7 @@ class PhaseRoofline(Record):
 
 
 class PhaseTables(Record):
-    """Where the kernels go, phase by phase (profiler.trace.phases.PhaseSummary): one row per
+    """Where the kernels go, phase by phase (profiler.trace.phase_kernels.PhaseSummary): one row per
     phase (and one for kernels outside every phase span), one per (phase, position inside a
     generation), whether the trace holds GPU kernels at all, each phase's kernels, and (a run
     folder of a decoder-only LM) each phase's roofline."""

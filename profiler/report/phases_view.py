@@ -9,7 +9,7 @@ from rich.table import Table
 from profiler.analysis.roofline import Roofline
 from profiler.report.console import FitTable
 from profiler.report.fmt import count, head, missing, ms_plain, pct, safe, significant, us
-from profiler.trace.phases import PhaseSummary
+from profiler.trace.phase_kernels import PhaseSummary
 
 PER_STEP_NOTE = "summed over the profiled generations"
 

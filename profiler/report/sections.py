@@ -67,7 +67,7 @@ from profiler.runs.manifest import SweepCell
 from profiler.runs.result import RunResult
 from profiler.trace.diff import Diff
 from profiler.trace.kernels import PIPE_BUSY_NOTE
-from profiler.trace.phases import PhaseSummary
+from profiler.trace.phase_kernels import PhaseSummary
 from profiler.trace.summary import Summary
 from profiler.trace.trt_layers import Attribution
 

@@ -16,7 +16,7 @@ from profiler.trace.graphs import GraphSummary, graph_note, graph_summary
 from profiler.trace.kernels import KernelSummary, kernel_rows, kernel_summary
 from profiler.trace.load import KINDS, Trace, load_trace
 from profiler.trace.overview import Overview, overview
-from profiler.trace.phases import PhaseSummary, has_phase_spans, phase_summary
+from profiler.trace.phase_kernels import PhaseSummary, has_phase_spans, phase_summary
 from profiler.trace.rules import RunContext
 from profiler.trace.step_kernels import step_kernels, step_warnings
 
@@ -36,7 +36,8 @@ class Summary:
     warning: str | None = None
     #: every warning line: that one, and the profiled steps' kernel checks (trace/step_kernels)
     warnings: list[str] = field(default_factory=list)
-    #: per-phase split when the trace holds generation phase spans (trace/phases.py), else None
+    #: per-phase split when the trace holds generation phase spans (trace/phase_kernels.py),
+    #: else None
     phases: PhaseSummary | None = None
     #: the trace's CUDA graph replays and how much of their kernel time carries an operator
     #: (trace/graphs.py), else None

@@ -9,7 +9,7 @@ every backend does the same work.
 
 Each phase runs inside a ``record_function`` span and an NVTX range of the same name
 (``encode``, ``decode``, ``project``; ``prefill``, ``decode``): the trace's phase analysis
-(profiler/trace/phases.py) attributes kernels to them.
+(profiler/trace/phase_kernels.py) attributes kernels to them.
 """
 
 from __future__ import annotations
