@@ -83,6 +83,12 @@ def check(
     since: str | None = typer.Option(
         None, "--since", help="The gate looks at the changes after this commit instead."
     ),
+    until: str | None = typer.Option(
+        None,
+        "--until",
+        help="Check each series as it stood at this commit, its later commits left out: the "
+        "check a CI job ran then, replayed.",
+    ),
     markdown: Path | None = typer.Option(
         None,
         "--markdown",
@@ -114,6 +120,7 @@ def check(
             max_slowdown=max_slowdown,
             recent=recent,
             since=since,
+            until=until,
             markdown=markdown,
             junit=junit,
             sink=Output(json=json_out),

@@ -219,9 +219,23 @@ def add_after(db: Path | None, targets: list[Path], commit: str | None, sink) ->
 # ---- history check -------------------------------------------------------------------------
 
 
-def checked(db: Path, config: str | None, gate, sink):
+def up_to(records: list[HistoryRecord], until: str) -> list[HistoryRecord] | None:
+    """A series as it stood at commit ``until``: the records of its commits up to that one (in
+    the order the commits first ran); None when the series does not hold it."""
+    from profiler.analysis.change_points import commits_of
+
+    names = [c.commit for c in commits_of(records)]
+    if until not in names:
+        return None
+    kept = set(names[: names.index(until) + 1])
+    return [r for r in records if r.commit in kept]
+
+
+def checked(db: Path, config: str | None, gate, sink, until: str | None = None):
     """Every series of the database (or the one of ``config``) and its change points, numbered
-    in config-key order: (series summaries, changes)."""
+    in config-key order: (series summaries, changes). With ``until``, each series as it stood
+    at that commit: its later commits left out (a series without it is not checked), and the
+    confirmations added after the last record kept."""
     from profiler.analysis.change_points import check_series
     from profiler.runs.history_store import config_counts, read_confirmations, read_records
 
@@ -232,10 +246,21 @@ def checked(db: Path, config: str | None, gate, sink):
     confirmations = read_confirmations(db)
     series: list = []
     changes: list = []
-    for key in [config] if config is not None else list(counts):
+    keys = [config] if config is not None else list(counts)
+    records = {key: read_records(db, key) for key in keys}
+    if until is not None:
+        cut = {key: up_to(found, until) for key, found in records.items()}
+        records = {key: found for key, found in cut.items() if found is not None}
+        if not records:
+            raise UserError(f"--until {until}: no such commit in {db}")
+        if len(records) < len(keys):
+            sink.note(f"--until {until}: {len(keys) - len(records)} series without it not checked")
+        last = max(r.added for found in records.values() for r in found)
+        confirmations = [c for c in confirmations if c.added <= last]
+    for key, found_records in records.items():
         summary, found = check_series(
             key,
-            read_records(db, key),
+            found_records,
             gate=gate,
             confirmations=confirmations,
             first_number=len(changes) + 1,
@@ -256,11 +281,13 @@ def check(
     markdown: Path | None,
     junit: Path | None,
     sink,
+    until: str | None = None,
 ) -> int:
     """Change points of every series, one line each; the gate's exit status: 1 when a change
     among those it looks at is a regression beyond --max-slowdown on --figure (unless `history
     confirm` refuted it), else 0. Writes the Markdown summary (--markdown, and
-    $GITHUB_STEP_SUMMARY where set) and JUnit XML (--junit)."""
+    $GITHUB_STEP_SUMMARY where set) and JUnit XML (--junit). With --until, each series as it
+    stood at that commit: the check a CI job ran then, replayed."""
     from profiler.analysis.change_points import METHOD, Gate, failing
     from profiler.analysis.history_records import HistoryCheck
     from profiler.analysis.records import plain
@@ -275,8 +302,10 @@ def check(
         raise UserError(f"--recent must be 1 or more (got {recent})")
     if since is not None:
         since = checked_commit(since)
+    if until is not None:
+        until = checked_commit(until)
     gate = Gate(figure, max_slowdown / 100, recent, since)  # type: ignore[arg-type]
-    series, changes = checked(db, config, gate, sink)
+    series, changes = checked(db, config, gate, sink, until)
     if since is not None and not any(
         since in (r.commit for r in _records_of(db, s.config)) for s in series
     ):
