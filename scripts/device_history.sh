@@ -4,8 +4,9 @@
 # script makes), each recorded with `run --history DB --commit cNN` and PROCS processes (the
 # run's own window and PROCS - 1 fresh ones, --repeat-runs); at commit CHANGE_AT the model's code
 # gains OPS (default 4) elementwise ops (EXTRA_OPS 0 -> OPS, committed). Then `history check` (Markdown, JUnit
-# XML), `history confirm` of the change it found with the two commits checked out as working
-# trees, and `history check` again. The database and the logs go to $OUT.
+# XML), the check as it stood after each commit from CHANGE_AT on (`--until`, replay.log),
+# `history confirm` of the change it found with the two commits checked out as working trees,
+# and `history check` again. The database and the logs go to $OUT.
 #   bash scripts/device_history.sh
 #   COMMITS=5 CHANGE_AT=4 PROCS=2 BACKEND=pytorch_fp32 EXTRA_ARGS="--image-size 64 --iters 5" \
 #       CONFIRM=2 bash scripts/device_history.sh        # the same path on a CPU, in a few minutes
@@ -47,6 +48,11 @@ cp "$DB" "$OUT/history.sqlite"
 "$PY" -c "import otava.analysis" 2>/dev/null || { echo "=== no apache-otava here: check $OUT/history.sqlite elsewhere"; exit 0; }
 p history check "$DB" --markdown "$OUT/check.md" --junit "$OUT/check.xml" > "$OUT/check.log" 2>&1
 echo "=== history check: exit $?"; cat "$OUT/check.log"
+for n in $(seq "$CHANGE_AT" "$COMMITS"); do  # the check a CI job ran after each commit, replayed
+    c=$(printf "c%02d" "$n")
+    p history check "$DB" --until "$c" 2>&1; echo "=== history check --until $c: exit $?"
+done > "$OUT/replay.log"
+grep "^=== history check --until" "$OUT/replay.log"
 before=$(printf "c%02d" $((CHANGE_AT - 1))) after=$(printf "c%02d" "$CHANGE_AT")
 g worktree add -q "$WORK/tree_a" "${SHA[$before]}" && g worktree add -q "$WORK/tree_b" "${SHA[$after]}"
 timed p history confirm "$DB" --change 1 --a-tree "$WORK/tree_a" --b-tree "$WORK/tree_b" \

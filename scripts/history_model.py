@@ -1,10 +1,11 @@
 """The model of scripts/device_history.sh's "commits": torchvision's ResNet50 (random weights)
 with EXTRA_OPS extra elementwise multiplications by 1 on layer1's output, each one read and one
 write of that activation (batch x 256 x 56 x 56 at 224 px). The script copies this file into a
-git repository of its own and, partway through its commits, changes EXTRA_OPS from 0 to 4 and
-commits that, as a change to a model's code would: a deliberate slowdown of a few per cent of
-eager FP16 GPU time at batch 8 (four passes over 12.8 MB of FP16 beside ResNet50's 53 kernels
-a call). `run --model history_model:build` imports it from PYTHONPATH."""
+git repository of its own and, partway through its commits, changes EXTRA_OPS from 0 to the
+script's OPS (4 by default) and commits that, as a change to a model's code would: a deliberate
+slowdown of eager FP16 GPU time at batch 8 (OPS passes over 12.8 MB of FP16 beside ResNet50's
+53 kernels a call; docs/gpu/h200/history measured 4 and 8). `run --model history_model:build`
+imports it from PYTHONPATH."""
 
 from __future__ import annotations
 
