@@ -28,7 +28,7 @@ import pandas as pd
 
 from profiler.trace.decode import NO_ARGS, Complete, field_name
 from profiler.trace.excluded import impossible_rows
-from profiler.trace.record import KernelLaunch, Trace
+from profiler.trace.parsed_trace import KernelLaunch, Trace
 from profiler.trace.schema import ARG_COLUMNS, KIND, KIND_CODE, DeviceProperties
 
 #: the int columns filled from args for every event (the kernels' launch columns aside)

@@ -45,7 +45,7 @@ import pandas as pd
 
 from profiler import units
 from profiler.errors import UserError
-from profiler.trace.record import GraphAttribution, Trace
+from profiler.trace.parsed_trace import GraphAttribution, Trace
 from profiler.trace.schema import KIND
 
 #: what a node of a captured graph is, by the API call that created it

@@ -13,7 +13,7 @@ from profiler import units
 from profiler.trace import graphs
 from profiler.trace.load import KIND, Trace
 from profiler.trace.occupancy import theoretical_occupancy
-from profiler.trace.record import KernelLaunch
+from profiler.trace.parsed_trace import KernelLaunch
 from profiler.trace.rules import (
     CATEGORIES,
     UNKNOWN,

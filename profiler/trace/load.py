@@ -24,8 +24,8 @@ from profiler.trace import halves
 from profiler.trace.columns import give_back_memory
 from profiler.trace.decode import devices_of
 from profiler.trace.file_bytes import Data, as_utf8, inflated_blocks, is_gzip, read_bytes, read_data
+from profiler.trace.parsed_trace import Trace
 from profiler.trace.pieces import TextStream, build_range, build_stream, split_head
-from profiler.trace.record import Trace
 from profiler.trace.robust import load_robust
 from profiler.trace.schema import KIND, KINDS, DeviceProperties
 

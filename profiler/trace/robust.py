@@ -11,7 +11,7 @@ from profiler.errors import UserError
 from profiler.trace.columns import ColumnBuilder
 from profiler.trace.decode import FILE_DECODER, complete_events, devices_of
 from profiler.trace.file_bytes import Data
-from profiler.trace.record import Trace
+from profiler.trace.parsed_trace import Trace
 
 _CHUNK = 100_000  # events decoded into Structs at a time
 
