@@ -54,8 +54,11 @@ class CliResult:
 @pytest.fixture(autouse=True)
 def private_cache(tmp_path_factory, monkeypatch):
     """Each test's runs cache engines, FP32 references and FLOP counts in a folder of its own
-    (never in the user's ~/.cache, never shared between tests)."""
-    folder = tmp_path_factory.mktemp("cache")
+    (never in the user's ~/.cache, never shared between tests), and keep noise floors and peaks
+    beside it (``noise/`` and ``peaks/`` are the cache's siblings): a floor one test measured
+    is never another's."""
+    folder = tmp_path_factory.mktemp("cache") / "engines"
+    folder.mkdir()
     monkeypatch.setenv("INFER_PROFILER_CACHE", str(folder))
     # a test sees the width a pipe gets (PIPE_WIDTH) unless it sets COLUMNS itself: pytest-xdist
     # sets COLUMNS to the terminal's width in its workers (80 on CI), which narrows every table
