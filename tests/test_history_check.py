@@ -213,6 +213,8 @@ def test_check_exit_codes_lines_markdown_and_junit(cli, db, tmp_path, monkeypatc
         (["--figure", "power"], "--figure"),
         (["--config", "nope"], "no config 'nope' in"),
         (["--since", "c99"], "--since c99: no such commit in"),
+        (["--until", ""], "--until must be one line of 1 to 200 printable characters"),
+        (["--until", "c99"], "--until c99: no such commit in"),
         (["--max-slowdown", "120"], "--max-slowdown is a percentage from 0 to 100"),
     ],
 )

@@ -44,11 +44,12 @@ def _git_head(folder: Path) -> str | None:
     return head if done.returncode == 0 and re.fullmatch(r"[0-9a-f]{7,64}", head) else None
 
 
-def checked_commit(commit: str) -> str:
-    """A --commit as given: one line of printable text, at most MAX_COMMIT_CHARS."""
+def checked_commit(commit: str, option: str = "--commit") -> str:
+    """A commit as given (--commit, or ``option``): one line of printable text, at most
+    MAX_COMMIT_CHARS."""
     if not commit.strip() or len(commit) > MAX_COMMIT_CHARS or re.search(r"[\x00-\x1f]", commit):
         raise UserError(
-            f"--commit must be one line of 1 to {MAX_COMMIT_CHARS} printable characters "
+            f"{option} must be one line of 1 to {MAX_COMMIT_CHARS} printable characters "
             f"(got {commit[:60]!r})"
         )
     return commit.strip()
@@ -301,9 +302,9 @@ def check(
     if recent < 1:
         raise UserError(f"--recent must be 1 or more (got {recent})")
     if since is not None:
-        since = checked_commit(since)
+        since = checked_commit(since, "--since")
     if until is not None:
-        until = checked_commit(until)
+        until = checked_commit(until, "--until")
     gate = Gate(figure, max_slowdown / 100, recent, since)  # type: ignore[arg-type]
     series, changes = checked(db, config, gate, sink, until)
     if since is not None and not any(
