@@ -299,7 +299,7 @@ def test_a_budget_of_cells_or_time_stops_handing_out_cells(tmp_path, monkeypatch
     """The trial's budget with a stand-in executor (no processes): cells stop being handed out
     after --max-cells cells or once the time is spent; the rest are 'not run'."""
     from profiler.runs.config import RunConfig
-    from profiler.sweep import trial as trial_module
+    from profiler.sweep import trial_cells
     from profiler.sweep.cell import CellOutcome
 
     class Instant:
@@ -311,26 +311,26 @@ def test_a_budget_of_cells_or_time_stops_handing_out_cells(tmp_path, monkeypatch
                 on_start(job, {})
                 on_done(job, CellOutcome(status="ok", reason=None, exit_code=0, elapsed_s=1.0))
 
-    monkeypatch.setattr(trial_module.executors, "get", lambda name: Instant)
+    monkeypatch.setattr(trial_cells.executors, "get", lambda name: Instant)
     tried = [
         experiments.Experiment(f"--bs {n}", {"batch_size": n}, ("batch-headroom",), "")
         for n in (2, 3, 4)
     ]
     base = RunConfig(model="tests.tiny_models:conv_net", batch_size=1)
-    cells = trial_module.run_trial(
+    cells = trial_cells.run_trial(
         base, tried, tmp_path / "a", tmp_path / "ta", max_cells=2, processes=1, say=lambda _: None
     )
     assert cells.stopped_by == "cells"
     assert [c.status for c in cells.cells] == ["ok", "ok", "not run", "not run"]
     clock = iter([0.0, 100.0, 100.0, 100.0, 100.0])
-    monkeypatch.setattr(trial_module.time, "perf_counter", lambda: next(clock, 100.0))
-    timed = trial_module.run_trial(
+    monkeypatch.setattr(trial_cells.time, "perf_counter", lambda: next(clock, 100.0))
+    timed = trial_cells.run_trial(
         base, tried, tmp_path / "b", tmp_path / "tb", budget_s=50, processes=1, say=lambda _: None
     )
     assert timed.stopped_by == "budget"
     assert [c.status for c in timed.cells] == ["ok", "not run", "not run", "not run"]
     with pytest.raises(UserError, match="--resume"):  # the folder is there
-        trial_module.run_trial(
+        trial_cells.run_trial(
             base, tried, tmp_path / "a", tmp_path / "ta", processes=1, say=lambda _: None
         )
 

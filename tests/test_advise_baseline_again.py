@@ -13,7 +13,7 @@ from profiler.report.trial_view import judgement_text, print_trial, trial_html
 from profiler.runs.config import RunConfig
 from profiler.runs.result import read_result
 from profiler.runs.samples import config_samples
-from profiler.sweep import trial as trial_module
+from profiler.sweep import trial_cells
 from profiler.sweep.cell import CellOutcome
 
 from .conftest import FIXTURES
@@ -54,12 +54,12 @@ def run(tmp_path, monkeypatch, baseline):
         [window] = config_samples(read_result(path), path).windows  # its recorded window
         return {key: {"latencies_ms": list(window.latency_ms)} for key, _ in cells}
 
-    monkeypatch.setattr(trial_module.executors, "get", lambda name: Copies)
-    monkeypatch.setattr(trial_module.rounds, "run_round", one_round)
+    monkeypatch.setattr(trial_cells.executors, "get", lambda name: Copies)
+    monkeypatch.setattr(trial_cells.rounds, "run_round", one_round)
     said = []
     base = RunConfig(model="tests.tiny_models:conv_net", batch_size=8)
     tried = [Experiment("backend ttrt_fp16", {"backend": "ttrt_fp16"}, ("launch-bound",), "")]
-    trial = trial_module.run_trial(
+    trial = trial_cells.run_trial(
         base, tried, tmp_path / "t", tmp_path / "tt", processes=1, say=said.append
     )
     return trial, said, asked

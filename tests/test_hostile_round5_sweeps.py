@@ -109,7 +109,7 @@ def test_a_stopped_sweep_names_the_signal(tmp_path):
 
 def _trial_of_ours(tmp_path: Path) -> Path:
     """The trial folder as `advise --try` leaves it after a first call: marked, with logs/."""
-    from profiler.sweep.trial import _make_ours
+    from profiler.sweep.trial_cells import _make_ours
 
     folder = tmp_path / "runs" / TRIAL
     _make_ours(folder)
@@ -153,7 +153,7 @@ def test_a_trial_refuses_a_symlink_among_its_paths_before_any_cell(
 
 def test_a_trial_with_its_own_paths_passes_the_check(tmp_path):
     """The control: the same folder without the link passes the check."""
-    from profiler.sweep.trial import _check_trial_paths
+    from profiler.sweep.trial_cells import _check_trial_paths
 
     folder = _trial_of_ours(tmp_path)
     (folder / "logs" / "workers").mkdir()

@@ -639,7 +639,7 @@ class PlannedExperiment(Record):
 
 
 class TrialCellRecord(Record):
-    """One cell of advise --try's trial.json (profiler.sweep.trial.TrialCell): the experiment
+    """One cell of advise --try's trial.json (profiler.sweep.trial_cells.TrialCell): the experiment
     (its label, the options it changes, the rules it tests), the cell's run folder, how it
     ended (ok, failed, oom, timeout, interrupted, not run; ``kind`` typed,
     profiler.sweep.cell.KINDS), and its wall time (s)."""
@@ -660,7 +660,7 @@ StoppedBy = Literal["budget", "cells", "baseline"]
 
 
 class TrialRecord(Record):
-    """advise --try's trial.json (profiler.sweep.trial.Trial): its folder, its wall time and
+    """advise --try's trial.json (profiler.sweep.trial_cells.Trial): its folder, its wall time and
     the re-timing's (s), the processes per cell, why it stopped before every cell ran (null
     when every cell ran), why the baseline was timed once more, and its cells, the baseline
     first."""

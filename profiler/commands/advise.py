@@ -1,5 +1,5 @@
 """`advise`: a run's advice, the experiments that test it (profiler.analysis.experiments), and
-with --try those experiments run as cells beside the re-run baseline (profiler.sweep.trial),
+with --try those experiments run as cells beside the re-run baseline (profiler.sweep.trial_cells),
 ranked by what they measured (profiler.analysis.trial)."""
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ def _run_trial(
 ):
     """Run the plan's experiments beside a re-run of the run's config."""
     from profiler.sweep.executors.local import visible_gpus
-    from profiler.sweep.trial import check_folders, run_trial
+    from profiler.sweep.trial_cells import check_folders, run_trial
 
     gpus = visible_gpus()
     count = processes if processes is not None else (3 if gpus else 1)

@@ -157,7 +157,7 @@ KERNEL_COLUMNS = ("kernels gone/added", "launches/step", "idle µs/step")
 
 #: the trial table's columns left out, where the width cannot show them all
 TRIAL_OPTIONAL = ("bound", "rel L2 err", "projected", *KERNEL_COLUMNS)
-#: why advise --try stopped before every cell ran (sweep.trial's stopped_by)
+#: why advise --try stopped before every cell ran (sweep.trial_cells' stopped_by)
 STOPPED = {
     "budget": "the time budget ran out",
     "cells": "--max-cells was reached",
@@ -190,7 +190,7 @@ def _print_baseline(base: BaselineRow, trial: TrialRecord, console: Console) -> 
         console.print(
             escape(noise_line(base.noise, "the baseline")), highlight=False, soft_wrap=True
         )
-    if trial.baseline_again:  # sweep.trial.baseline_again
+    if trial.baseline_again:  # sweep.trial_cells.baseline_again
         console.print(escape(trial.baseline_again), highlight=False, soft_wrap=True)
 
 
