@@ -176,7 +176,7 @@ for label, fn, cfg in (("back-to-back windows, one process", medians_back_to_bac
 def matrix(args) -> None:
     import pandas as pd
 
-    from profiler.analysis.sweep import SweepAnalysis
+    from profiler.analysis.sweep_analysis import SweepAnalysis
 
     tables = [SweepAnalysis(Path(p)).benchmark.set_index(["backend", "bs"]) for p in args.sweeps]
     one, two = tables

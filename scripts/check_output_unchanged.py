@@ -75,7 +75,7 @@ def build_sweep(folder: Path) -> None:
     """A finished sweep of the fixture runs: run folders, traces and a manifest written by the
     code under test at capture time (its cells' metrics included)."""
     sys.path.insert(0, str(ROOT))
-    from profiler.analysis.sweep import cell_metrics
+    from profiler.analysis.sweep_analysis import cell_metrics
     from profiler.runs.manifest import OK, write_manifest
     from profiler.sweep import plan as sweep
     from profiler.sweep.record import start_manifest

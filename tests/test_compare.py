@@ -158,7 +158,7 @@ def test_plots_of_a_gpu_sweep_built_from_the_fixtures(tmp_path, monkeypatch):
     import json
     import shutil
 
-    from profiler.analysis.sweep import cell_metrics
+    from profiler.analysis.sweep_analysis import cell_metrics
     from profiler.commands.plot import plot
 
     monkeypatch.chdir(tmp_path)

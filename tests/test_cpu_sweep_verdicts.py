@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from rich.console import Console
 
-from profiler.analysis.sweep import SweepAnalysis
+from profiler.analysis.sweep_analysis import SweepAnalysis
 from profiler.report.benchmark_view import print_benchmark
 from profiler.report.sentences import WITHHELD_WORDS
 

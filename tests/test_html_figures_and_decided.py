@@ -5,7 +5,7 @@ does; `report --only-decided` leaves a sweep page's undecided cells out of its t
 
 import msgspec
 
-from profiler.analysis.sweep import SweepAnalysis
+from profiler.analysis.sweep_analysis import SweepAnalysis
 from profiler.analysis.trial import baseline_row, trial_rows
 from profiler.commands import report
 from profiler.report.trial_view import trial_html

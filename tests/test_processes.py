@@ -11,7 +11,7 @@ import msgspec
 import numpy as np
 import pytest
 
-from profiler.analysis.sweep import SweepAnalysis
+from profiler.analysis.sweep_analysis import SweepAnalysis
 from profiler.errors import UserError
 from profiler.runs.result import read_result
 from profiler.runs.samples import (

@@ -58,4 +58,7 @@ def test_commands_gather_through_the_facade_not_through_each_other():
             assert not sub and not {n.strip() for n in names.split(",")} & commands, name
         assert "import profiler.commands" not in text, name
         assert "resolve_target" not in text and "result_to_dict" not in text, name
-        assert "profiler.analysis.run import" in text or "profiler.analysis.sweep import" in text
+        assert (
+            "profiler.analysis.run import" in text
+            or "profiler.analysis.sweep_analysis import" in text
+        )

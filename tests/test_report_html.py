@@ -426,7 +426,7 @@ def test_sweep_report_carries_speedup_interval_verdict_processes_and_noise(tmp_p
     assert "GPU-time verdict" not in head  # no cell of this sweep measured GPU time
     assert "GPU time: not measured in these cells" in text
     rows = {(row[0], row[1]): dict(zip(head, row)) for row in grid["rows"]}
-    from profiler.analysis.sweep import SweepAnalysis
+    from profiler.analysis.sweep_analysis import SweepAnalysis
 
     cell = SweepAnalysis(SWEEP).benchmark.set_index(["backend", "bs"]).loc[("ttrt_fp16", 1)]
     assert (

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from profiler.analysis.run import Comparison, RunAnalysis
-from profiler.analysis.sweep import SweepAnalysis
+from profiler.analysis.sweep_analysis import SweepAnalysis
 from profiler.commands.summarize import VIEWS
 from profiler.report import sections
 from tests.conftest import FIXTURES

@@ -127,7 +127,7 @@ def test_a_sweeps_verdict_notes_are_data_and_the_view_writes_benchmark_csvs_text
     sentence; the view writes benchmark.csv's verdict_note from them: the text, and the column
     order, of the committed benchmark.csv of the sweep."""
     from profiler.analysis.records import BenchmarkCell, plain
-    from profiler.analysis.sweep import SweepAnalysis
+    from profiler.analysis.sweep_analysis import SweepAnalysis
     from profiler.report.benchmark_view import write_benchmark
     from profiler.report.sentences import verdict_note
 

@@ -286,7 +286,7 @@ def gpu_time_sweep(tmp_path_factory):
 
 
 def _sweep(folder):
-    from profiler.analysis.sweep import SweepAnalysis
+    from profiler.analysis.sweep_analysis import SweepAnalysis
 
     found = SweepAnalysis(folder)
     return found.benchmark, found.manifest

@@ -23,7 +23,7 @@ from profiler.analysis.records import (
     plain,
 )
 from profiler.analysis.run import Comparison, RunAnalysis
-from profiler.analysis.sweep import SweepAnalysis
+from profiler.analysis.sweep_analysis import SweepAnalysis
 from profiler.runs.gpu_record import GpuState
 from profiler.runs.manifest import axis_options
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from profiler import notices
 from profiler.analysis.run import RunAnalysis
-from profiler.analysis.sweep import SweepAnalysis
+from profiler.analysis.sweep_analysis import SweepAnalysis
 from profiler.errors import UserError
 from profiler.runs.manifest import short_label
 

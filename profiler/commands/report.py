@@ -7,7 +7,7 @@ from pathlib import Path
 
 from profiler import notices
 from profiler.analysis.run import Comparison, RunAnalysis
-from profiler.analysis.sweep import SweepAnalysis
+from profiler.analysis.sweep_analysis import SweepAnalysis
 from profiler.errors import UserError
 from profiler.fsutil import read_small, write_text_atomic
 from profiler.report import html

@@ -27,7 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from profiler import notices, runs, signals, units
-from profiler.analysis.sweep import cell_metrics
+from profiler.analysis.sweep_analysis import cell_metrics
 from profiler.errors import UserError
 from profiler.fsutil import MARKER, clean_leftovers, is_ours
 from profiler.runs.config import RunConfig, keyed, run_options
