@@ -38,7 +38,9 @@ def test_a_noisy_runs_page_trims_its_latencies_and_marks_the_window(tmp_path):
     ).read_text()
     # CV 62 %: two significant figures, the window's flag beside p50
     assert f"p50 {timing.p50_ms:.1f} ms (! noisy)" in text
-    assert f"{timing.p90_ms:.1f} / {timing.p99_ms:.0f}" in text
+    # p90 and p99 with their intervals, as trimmed (p99 of 100 values: no upper end)
+    assert f"{timing.p90_ms:.1f} ms [" in text and f"{timing.p99_ms:.0f} ms [" in text
+    assert "-?]: p99 of 100 iterations" in text
     assert f"p50 {timing.p50_ms:.3f}" not in text
 
 

@@ -643,7 +643,7 @@ def test_compare_shows_gpu_compute_and_enqueue_beside_latency(cli, tmp_path):
     assert done.code == 0, done.stderr
     line = next(ln for ln in done.stdout.splitlines() if "GPU compute p50" in ln)
     assert "1.500 ms" in line and "1.200 ms" in line and "-20.0 %" in line
-    assert "launch gaps excluded" in line
+    assert "device gaps between kernels included" in line
     assert any("enqueue p50" in ln and "0.050 ms" in ln for ln in done.stdout.splitlines())
     table = SweepAnalysis(tmp_path / "runs" / "gpu_sweep").benchmark.set_index(["backend", "bs"])
     assert table.loc[("ttrt_fp16", 8), "gpu_compute_ms"] == 1.20
@@ -705,7 +705,7 @@ def test_sweep_rounds_spread_over_the_gpus_one_batch_size_a_process(tmp_path, mo
     recorded with it beside the cell's own run's GPU."""
     import os
 
-    from profiler.sweep import plan as sweep_plan, record, run as sweep_run
+    from profiler.sweep import plan as sweep_plan, record, runner as sweep_run
 
     sweep = tmp_path / "gpu_sweep"
     shutil.copytree(H100_SWEEP, sweep)

@@ -62,7 +62,8 @@ def test_p90_of_100_has_both_ends_and_p99_of_100_has_no_upper_end():
     assert (p99.low_ms, p99.high_ms, p99.needed) == (97.0, None, 368)
     assert p99.value_ms == pytest.approx(99.01)  # numpy's linear interpolation
     assert tail_rank(p99) == "the 99th of 100 values"
-    assert tail_value(p99) == "99.010 ms [97.000-?]"
+    assert tail_value(p99) == "99.01 ms [97.00-?]"  # four figures without a CV
+    assert tail_value(p99, 0.2) == "99 ms [97-?]"  # two at a CV of 20 %
     assert tail_meaning(p99) == (
         "p99 of 100 iterations is the 99th of 100 values: too few for its 95 % interval, "
         "which runs from the 97th value up, with no upper end among them; 368 iterations give "
@@ -102,7 +103,9 @@ def test_the_headline_carries_the_tails_of_the_runs_window_and_the_views_show_th
     done = cli("summarize", str(RUN), "--view", "overview")
     assert done.code == 0, done.stderr
     text = " ".join(done.stdout.split())
-    assert f"p90 latency │ {tail_value(tails[0])} │ 95 % interval: the 84th to 96th" in text
+    cv = result.timing.noise.cv  # 62 %: two figures
+    assert tail_value(tails[0], cv).startswith(f"{result.timing.p90_ms:.1f} ms [")
+    assert f"p90 latency │ {tail_value(tails[0], cv)} │ 95 % interval: the 84th to 96th" in text
     assert "p99 of 100 iterations is the 99th of 100 values: too few for its 95 %" in text
     data = json.loads(cli("summarize", str(RUN), "--json").stdout)
     assert [t["percentile"] for t in data["headline"]["tails"]] == [90, 99]

@@ -160,10 +160,18 @@ def config_line(result: RunResult) -> str:
 
 
 def headline_data(
-    result: RunResult, result_json: Path | None, profiled_step_us: float | None
+    result: RunResult,
+    result_json: Path | None,
+    profiled_step_us: float | None,
+    kernel_us_per_step: float | None = None,
 ) -> Headline:
-    """Everything the headline of `summarize` shows (its --json "headline")."""
+    """Everything the headline of `summarize` shows (its --json "headline"); ``kernel_us_per_step``:
+    the time with a kernel running in a profiled step (the trace's mean), for the GPU's
+    utilization over the timed window beside the profiled step's (``utilization``)."""
     timed = timed_figures(result)
+    kernel_ms, timed_pct, profiled_pct = utilization(
+        kernel_us_per_step, timed.p50_ms, profiled_step_us
+    )
     return Headline(
         timed=timed,
         noise=window_noise(result, result_json),
@@ -174,7 +182,27 @@ def headline_data(
         gpu_state=gpu_state_figures(result),
         generation=_generation(result, config_samples(result, result_json)),
         tails=window_tails(result, result_json),
+        kernel_ms_per_step=kernel_ms,
+        gpu_utilization_timed_pct=timed_pct,
+        gpu_utilization_profiled_pct=profiled_pct,
     )
+
+
+def utilization(
+    kernel_us_per_step: float | None, timed_p50_ms: float | None, profiled_step_us: float | None
+) -> tuple[float | None, float | None, float | None]:
+    """(kernel ms per step, % of the timed p50, % of the profiled step): the time with at least
+    one kernel running in a profiled step (the TensorBoard plugin's definition of GPU
+    utilization) over the timed p50, and over the profiled step itself. The profiled step runs
+    the same kernels as an untraced call (the trace analysis checks it), and the profiler slows
+    mostly the host's side of the step: the profiled step's utilization reads lower than what a
+    caller's call keeps the GPU busy, the timed window's. None without GPU work."""
+    if not kernel_us_per_step or kernel_us_per_step <= 0:
+        return None, None, None
+    kernel_ms = kernel_us_per_step / 1000.0
+    timed = 100.0 * kernel_ms / timed_p50_ms if timed_p50_ms else None
+    profiled = 100.0 * kernel_us_per_step / profiled_step_us if profiled_step_us else None
+    return kernel_ms, timed, profiled
 
 
 def window_tails(result: RunResult, result_json: Path | None = None) -> list[TailFigure]:

@@ -300,6 +300,13 @@ class Headline(Record):
     #: the timed window's p90 and p99 with their order-statistic intervals, from its
     #: latency.csv (empty when the file is not there)
     tails: list[TailFigure] = msgspec.field(default_factory=list)
+    #: the time with at least one kernel running in a profiled step (ms, the trace's mean over
+    #: its steps; None without GPU work), and the GPU's utilization it makes of the timed p50
+    #: (what a caller's call keeps the GPU busy) and of the profiled step (the trace's own
+    #: "GPU utilization"), % (profiler.analysis.headline.utilization)
+    kernel_ms_per_step: float | None = None
+    gpu_utilization_timed_pct: float | None = None
+    gpu_utilization_profiled_pct: float | None = None
 
 
 class FigureOverProcesses(Record):

@@ -186,7 +186,10 @@ class RunAnalysis:
         """Timed figures, noise, memory and config (profiler.analysis.headline.headline_data)."""
         if self.result is None:
             return None
-        return headline_data(self.result, self.result_json, self.summary.overview.mean_step_us)
+        overview = self.summary.overview
+        steps = overview.steps
+        busy = float(steps["gpu_busy_us"].mean()) if len(steps) else None
+        return headline_data(self.result, self.result_json, overview.mean_step_us, busy)
 
     @cached_property
     def noise(self) -> WindowNoise | None:

@@ -498,7 +498,7 @@ def recorded_rows(t: CompareTimed) -> list[tuple[str, str, str, str]]:
         )
     )
     for key, label in (
-        ("gpu_p50_ms", "GPU compute p50 (launch gaps excluded)"),
+        ("gpu_p50_ms", "GPU compute p50 (device gaps between kernels included)"),
         ("enqueue_p50_ms", "enqueue p50 (host launch time)"),
     ):
         xa, xb = (getattr(side.gpu_compute, key) if side.gpu_compute else None for side in (a, b))

@@ -16,6 +16,7 @@ from profiler.errors import UserError
 from profiler.fsutil import atomic_path, write_text_atomic, write_with
 from profiler.report.advice_view import line
 from profiler.report.fmt import md_figure, mib, ms_unit, pct, tenths
+from profiler.report.headline_view import gpu_compute_line
 from profiler.report.insight_view import roofline_line, to_dict as insight_dict
 from profiler.report.sentences import gpu_state_line, tail_meaning, tail_value
 from profiler.trace.breakdown import DEFINERS
@@ -128,6 +129,18 @@ def headline_markdown(headline: Headline) -> list[str]:
             f"- step time under the profiler: {ms_unit(headline.profiled_step_ms)} "
             "(not a latency to quote)"
         )
+    for label, value in (
+        ("timed window", headline.gpu_utilization_timed_pct),
+        ("profiled steps", headline.gpu_utilization_profiled_pct),
+    ):
+        if value is not None:
+            lines.append(
+                f"- GPU utilization, {label}: {pct(value)} (kernels running "
+                f"{ms_unit(headline.kernel_ms_per_step)} per call)"
+            )
+    gpu = gpu_compute_line(timed.gpu_compute, timed.p50_ms, headline.kernel_ms_per_step)
+    if gpu:
+        lines.append(f"- {gpu}")
     lines.append(f"- config: {headline.config}")
     lines.append(f"- {gpu_state_line(headline.gpu_state)}")
     lines += [f"- warning: {w}" for w in (window.warnings if window else [])]
@@ -197,7 +210,8 @@ def trace_markdown(summary: Summary, tensor_cores: dict) -> list[str]:
     ]
     for d in o.devices:
         md.append(
-            f"- GPU {d.device} ({d.name}): utilization {pct(d.gpu_utilization_pct)}, "
+            f"- GPU {d.device} ({d.name}): utilization over the profiled steps "
+            f"{pct(d.gpu_utilization_pct)}, "
             f"est. SM efficiency {pct(d.est_sm_efficiency_pct)}, "
             f"est. achieved occupancy (Kineto) {pct(d.est_achieved_occupancy_pct)}, "
             f"theoretical occupancy (computed) {pct(d.theoretical_occupancy_pct)}, "

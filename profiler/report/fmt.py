@@ -148,7 +148,7 @@ HEADERS = {
     "processes": "processes",
     "cv_pct": "CV %",
     "noise": "noise warnings",
-    "gpu_util_pct": "GPU util %",
+    "gpu_util_pct": "profiled GPU util %",
     "rel_l2_error": "rel L2 error",
     "status": "status",
     "reason": "reason",

@@ -25,21 +25,42 @@ from profiler.report.sentences import gpu_state_line, tail_meaning, tail_value
 from profiler.runs.result import GpuCompute
 
 
-def gpu_compute_line(gpu: GpuCompute | None, latency_p50_ms: float | None) -> str | None:
-    """GPU compute and enqueue time beside the host-synchronized latency, each named; one line
-    saying why when they were not measured; None for a run recorded before they were."""
+def gpu_compute_line(
+    gpu: GpuCompute | None,
+    latency_p50_ms: float | None,
+    kernel_ms: float | None = None,
+    cv: float | None = None,
+) -> str | None:
+    """GPU compute and enqueue time beside the host-synchronized latency (to the figures its
+    window's ``cv`` allows, where given), each named, and with ``kernel_ms`` (the time with a
+    kernel running in a profiled step) the kernels' share of the GPU compute and the device's
+    gaps between them; one line saying why when they were not measured; None for a run
+    recorded before they were."""
     if gpu is None:
         return None
     if gpu.not_measured is not None or gpu.gpu_p50_ms is None:
         return f"GPU compute: not measured ({gpu.not_measured or 'no figures'})"
     redone = gpu.invalid_iterations or 0
-    return (
+    line = (
         f"GPU compute p50 {_ms(gpu.gpu_p50_ms)}, enqueue p50 "
         f"{_ms(gpu.enqueue_p50_ms)} (host-synchronized latency p50 "
-        f"{_ms(latency_p50_ms)}): GPU compute is the device's busy time for one call's "
-        "work with launch gaps excluded, enqueue the host's time to launch it; "
+        f"{_ms(latency_p50_ms) if cv is None else trimmed(latency_p50_ms, cv, 'ms')}): GPU "
+        "compute is the device's time for one call's work, its "
+        "first kernel to its last, with the host's launch gaps excluded and the device's own "
+        "gaps between kernels included; enqueue the host's time to launch it; "
         f"{gpu.iterations} iterations after the timed window"
         + (f", {redone} redone with a longer sleep" if redone else "")
+    )
+    if kernel_ms is None:
+        return line
+    gap = gpu.gpu_p50_ms - kernel_ms
+    return line + (
+        f"; kernels {_ms(kernel_ms)} per call (time with a kernel running, profiled steps): "
+        + (
+            f"{_ms(gap)} of the GPU compute is the device's gaps between kernels"
+            if gap >= 0
+            else "more than the GPU compute (the profiled steps' kernels ran longer)"
+        )
     )
 
 
@@ -50,7 +71,14 @@ def print_headline(data: Headline, console: Console) -> None:
     gpu_lines = (
         [phase_gpu_line(phase, gpu) for phase, gpu in phase_gpu.items()]
         if phase_gpu
-        else [gpu_compute_line(data.timed.gpu_compute, data.timed.p50_ms)]
+        else [
+            gpu_compute_line(
+                data.timed.gpu_compute,
+                data.timed.p50_ms,
+                data.kernel_ms_per_step,
+                data.noise.cv if data.noise else None,
+            )
+        ]
     )
     for gpu_line in filter(None, gpu_lines):
         print_prose(console, escape(gpu_line))
@@ -144,7 +172,33 @@ def headline_table(data: Headline) -> FitTable:
             _ms(step),
             "not a latency to quote" + ("" if ratio is None else f"; {times(ratio)} the timed p50"),
         )
+    _utilization_rows(table, data)
     return table
+
+
+def _utilization_rows(table: FitTable, data: Headline) -> None:
+    """The GPU's utilization over the timed window beside the profiled step's, each named."""
+    kernel_ms, timed, profiled = (
+        data.kernel_ms_per_step,
+        data.gpu_utilization_timed_pct,
+        data.gpu_utilization_profiled_pct,
+    )
+    if kernel_ms is None:
+        return
+    if timed is not None:
+        table.add_row(
+            "GPU utilization, timed window",
+            pct(timed),
+            f"kernels running {_ms(kernel_ms)} per call (profiled steps) / the timed p50: how "
+            "busy a caller's call keeps the GPU",
+        )
+    if profiled is not None:
+        table.add_row(
+            "GPU utilization, profiled steps",
+            pct(profiled),
+            "the same kernel time / the step under the profiler (the overview's GPU "
+            "utilization): the profiler slows the host's side of the step",
+        )
 
 
 def _timed_rows(table: FitTable, data: Headline) -> None:
@@ -161,7 +215,7 @@ def _timed_rows(table: FitTable, data: Headline) -> None:
         + ("; the window is flagged, see the warning below" if flags else ""),
     )
     for tail in data.tails:  # each with its interval, from the window's latency.csv
-        table.add_row(f"p{tail.percentile} latency", tail_value(tail), tail_meaning(tail))
+        table.add_row(f"p{tail.percentile} latency", tail_value(tail, cv), tail_meaning(tail))
     if not data.tails:
         table.add_row(
             "p90 / p99 latency",

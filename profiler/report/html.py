@@ -19,7 +19,7 @@ import pandas as pd
 
 from profiler.analysis.advice import Advice
 from profiler.analysis.headline import config_line, gpu_state_of, window_noise, window_tails
-from profiler.analysis.records import CompareTimed, Explanation
+from profiler.analysis.records import CompareTimed, Explanation, Headline
 from profiler.analysis.roofline import MIN_BYTES_LABEL, NO_ROOFLINE_INPUTS, Roofline, chart_data
 from profiler.report.advice_view import evidence, measured_line, projected_gain
 from profiler.report.compare_view import (
@@ -51,6 +51,7 @@ from profiler.report.fmt import (
     key_value,
     marked,
     megabytes,
+    ms_unit,
     pct,
     tflops,
     thousands,
@@ -58,6 +59,7 @@ from profiler.report.fmt import (
     window_flags,
     with_unit,
 )
+from profiler.report.headline_view import gpu_compute_line
 from profiler.report.sentences import (
     explanation_line,
     gpu_state_line,
@@ -228,9 +230,13 @@ def warnings_list(warnings: list[str]) -> str:
     return "".join(f"<p class='warn'>warning: {escape(w)}</p>" for w in warnings)
 
 
-def headline(result: RunResult | None, label: str, result_json=None) -> str:
+def headline(
+    result: RunResult | None, label: str, result_json=None, data: Headline | None = None
+) -> str:
     """A run's timed headline; ``result_json``: where it was read, so that the noise of a run
-    recorded before noise was is computed from the latency.csv beside it."""
+    recorded before noise was is computed from the latency.csv beside it; ``data``: the
+    headline beside the trace (the GPU's utilization over the timed window and the profiled
+    steps, GPU compute against the kernels' time)."""
     if result is None:
         return note(f"{label}: a trace without result.json (no timed window)")
     t = result.timing
@@ -250,17 +256,43 @@ def headline(result: RunResult | None, label: str, result_json=None) -> str:
                 ("batch size", result.batch_size),
                 ("device", gpu),
                 *(
-                    [(f"p{x.percentile}", f"{tail_value(x)}: {tail_meaning(x)}") for x in tails]
+                    [(f"p{x.percentile}", f"{tail_value(x, cv)}: {tail_meaning(x)}") for x in tails]
                     or [("p90 / p99 ms", f"{trimmed(t.p90_ms, cv)} / {trimmed(t.p99_ms, cv)}")]
                 ),
                 ("noise (std / mean)", pct(100 * cv) if cv is not None else None),
                 ("timed iterations", t.iters),
+                *_beside_the_trace(data),
                 ("config", config_line(result)),
                 _state_row(result),
             ]
         )
         + warnings_list(warnings)
     )
+
+
+def _beside_the_trace(data: Headline | None) -> list[tuple[str, object]]:
+    """The GPU's utilization over the timed window and over the profiled steps, each named, and
+    GPU compute with the kernels' time and the device's gaps (headline_view.gpu_compute_line)."""
+    if data is None:
+        return []
+    rows: list[tuple[str, object]] = []
+    kernel_ms = data.kernel_ms_per_step
+    for label, value, over in (
+        ("timed window", data.gpu_utilization_timed_pct, "the timed p50"),
+        ("profiled steps", data.gpu_utilization_profiled_pct, "the step under the profiler"),
+    ):
+        if value is not None and kernel_ms is not None:
+            rows.append(
+                (
+                    f"GPU utilization, {label}",
+                    f"{pct(value)} (kernels running {ms_unit(kernel_ms)} per call / {over})",
+                )
+            )
+    cv = data.noise.cv if data.noise else None  # the latency to the figures its window allows
+    gpu = gpu_compute_line(data.timed.gpu_compute, data.timed.p50_ms, kernel_ms, cv)
+    if gpu:
+        rows.append(("GPU compute", gpu.removeprefix("GPU compute ")))
+    return rows
 
 
 def _state_row(result: RunResult) -> tuple[str, object]:

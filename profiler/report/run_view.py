@@ -77,7 +77,7 @@ def print_result(
     console = console or make_console()
     window = window_noise(result)
     console.print(_result_table(result, window))
-    line = tails_line(result)
+    line = tails_line(result, window.cv if window else None)
     if line:
         console.print(escape(line), highlight=False, soft_wrap=True)
     if result.generation is not None:
@@ -132,16 +132,17 @@ def _result_table(result: RunResult, window: WindowNoise | None) -> FitTable:
     return table
 
 
-def tails_line(result: RunResult) -> str | None:
-    """The window's p90 and p99 with their 95 % order-statistic intervals, and what a window too
-    small for one lacks; None without the window's latency.csv."""
+def tails_line(result: RunResult, cv: float | None = None) -> str | None:
+    """The window's p90 and p99 with their 95 % order-statistic intervals (to the figures the
+    window's ``cv`` allows), and what a window too small for one lacks; None without the
+    window's latency.csv."""
     tails = window_tails(result, Path(result.run_dir) / RESULT_FILE)
     if not tails:
         return None
     short = [t for t in tails if t.low_rank is None or t.high_rank is None]
     return (
         "tails, 95 % intervals from order statistics: "
-        + ", ".join(f"p{t.percentile} {tail_value(t)}" for t in tails)
+        + ", ".join(f"p{t.percentile} {tail_value(t, cv)}" for t in tails)
         + "".join(
             f"; p{t.percentile} of {t.iterations} iterations is {tail_rank(t)}, too few for "
             f"both ends of its interval ({t.needed} give them)"

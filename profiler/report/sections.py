@@ -295,7 +295,8 @@ def _recorded_insight(run: RunAnalysis) -> Insight | None:
 
 
 def _result_page(result: RunResult | None, ctx: Context[RunAnalysis]) -> Sections:
-    body = html.headline(result, ctx.label, ctx.subject.result_json)
+    run = ctx.subject
+    body = html.headline(result, ctx.label, run.result_json, run.headline if result else None)
     return [html.Section(f"{ctx.label}: headline", body)]
 
 

@@ -289,12 +289,13 @@ def ordinal(n: int) -> str:
     return f"{n}{suffix}"
 
 
-def tail_value(t: TailFigure) -> str:
-    """A tail percentile with its 95 % interval, ms: "6.206 ms [6.012-6.401]"; an end the window
-    cannot give is "?" ("6.575 ms [6.412-?]")."""
-    low = ms_plain(t.low_ms) if t.low_ms is not None else "?"
-    high = ms_plain(t.high_ms) if t.high_ms is not None else "?"
-    return f"{ms_plain(t.value_ms)} ms [{low}-{high}]"
+def tail_value(t: TailFigure, cv: float | None = None) -> str:
+    """A tail percentile with its 95 % interval, to the figures the window's ``cv`` allows
+    (units.trimmed): "6.21 ms [6.01-6.40]"; an end the window cannot give is "?"
+    ("6.58 ms [6.41-?]")."""
+    low = units.trimmed(t.low_ms, cv) if t.low_ms is not None else "?"
+    high = units.trimmed(t.high_ms, cv) if t.high_ms is not None else "?"
+    return f"{units.trimmed(t.value_ms, cv, 'ms')} [{low}-{high}]"
 
 
 def tail_rank(t: TailFigure) -> str:

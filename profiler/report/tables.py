@@ -76,9 +76,10 @@ def _device_rows(facts: FitTable, d) -> None:
     """A GPU's utilization, SM efficiency, occupancy and idle gaps (trace.device_metrics)."""
     name = f"GPU {d.device}"
     facts.add_row(
-        f"{name} utilization",
+        f"{name} utilization, profiled steps",
         pct(d.gpu_utilization_pct),
-        "time with >= 1 kernel running / steps time",
+        "time with >= 1 kernel running / steps time, under the profiler (over the timed window: "
+        "the headline)",
     )
     facts.add_row(
         f"{name} est. SM efficiency",
