@@ -11,6 +11,8 @@ median enqueue is below its GPU time, how latency / GPU time falls: the figures 
 GPU_BOUND_RATIO and LAUNCH_LATENCY_RATIO were read from.
 
     python scripts/bound_table.py > docs/bench/bound_table.log
+    python scripts/bound_table.py --only FOLDER ...   # the run folders under FOLDER alone (a
+                                                      # sweep, or a runs folder: */processes.csv)
 """
 
 from __future__ import annotations
@@ -84,7 +86,7 @@ def old_launch(w: ProcessWindow) -> bool:
     return float(np.percentile(w.enqueue_ms, 90)) >= OLD_SHARE * (w.median("gpu_time") or 0)
 
 
-def main() -> None:
+def main(argv: list[str]) -> None:
     print(
         f"rule: launch-bound where median enqueue >= GPU time or latency >= "
         f"{LAUNCH_LATENCY_RATIO:.2f} x GPU time; GPU-bound where latency <= "
@@ -99,7 +101,10 @@ def main() -> None:
     below: list[float] = []
     every: list[float] = []
     split: list[str] = []
-    for gpu, source in [*RAW, *FIXTURES]:
+    sources = [*RAW, *FIXTURES]
+    if argv[:1] == ["--only"]:
+        sources = [("given", folder) for folder in argv[1:]]
+    for gpu, source in sources:
         path = ROOT / source
         print(f"\n## {gpu}: {source}")
         print(header)
@@ -155,4 +160,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])
