@@ -212,7 +212,7 @@ def test_the_sweep_driver_writes_its_manifest_twice_a_cell(tmp_path, monkeypatch
     """sweep.json is written whole before the first cell, when a cell starts and when it
     ends, and once at the end: 2 N + 2 writes for N cells, each under MANIFEST_BYTES_PER_CELL
     a cell."""
-    from profiler.sweep import plan as sweep_plan, run as sweep_run
+    from profiler.sweep import plan as sweep_plan, runner as sweep_run
 
     monkeypatch.chdir(tmp_path)
     p = sweep_plan.plan(

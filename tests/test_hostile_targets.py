@@ -303,7 +303,7 @@ def test_a_disk_that_fills_mid_sweep_stops_it_in_one_line(tmp_path, monkeypatch,
     the file, says what was kept and what --resume does. The manifest is never half-written."""
     from profiler.errors import UserError
     from profiler.runs.manifest import read_manifest
-    from profiler.sweep import plan as sweep_plan, record, run as sweep_run
+    from profiler.sweep import plan as sweep_plan, record, runner as sweep_run
 
     monkeypatch.chdir(tmp_path)
     p = sweep_plan.plan("pytorch_fp32", "1,2", {"model": "tests.tiny_models:conv_net"}, name="full")

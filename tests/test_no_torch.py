@@ -11,7 +11,7 @@ def test_analysis_half_never_imports_torch():
         "    for m in pkgutil.iter_modules(pkg.__path__):\n"
         "        importlib.import_module(pkg.__name__ + '.' + m.name)\n"
         "from profiler.cli.app import app\n"
-        "import profiler.sweep.run, profiler.report.plots\n"
+        "import profiler.sweep.runner, profiler.report.plots\n"
         "import profiler.sweep.cell, profiler.sweep.executors.local\n"
         "from profiler.trace.summary import summarize\n"
         f"summarize({str(V100_TRACE)!r})\n"

@@ -133,7 +133,7 @@ class RecordingExecutor:
 
 
 def test_sweep_cells(cli, monkeypatch, left_out):
-    from profiler.sweep import run as sweep
+    from profiler.sweep import runner as sweep
 
     commands = []
 
@@ -165,7 +165,7 @@ def test_sweep_cells(cli, monkeypatch, left_out):
 def test_sweep_resume_compares_every_shared_option(cli, monkeypatch, left_out):
     import json
 
-    from profiler.sweep import run as sweep
+    from profiler.sweep import runner as sweep
 
     monkeypatch.setattr(sweep, "make_executor", lambda plan: RecordingExecutor([]))
     values = probes(left_out)

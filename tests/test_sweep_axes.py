@@ -15,7 +15,7 @@ from profiler.errors import UserError
 from profiler.report.benchmark_view import markdown
 from profiler.runs import manifest
 from profiler.runs.manifest import SweepCell, SweepManifest
-from profiler.sweep import plan as sweep, run as sweep_run
+from profiler.sweep import plan as sweep, runner as sweep_run
 
 GENERATE = ["--model", "transformer", "--workload", "generate"]
 

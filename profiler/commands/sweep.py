@@ -22,7 +22,7 @@ from profiler.report.sweep_view import cell_progress
 from profiler.runs.manifest import OK, grid_cells
 from profiler.sweep.plan import SweepPlan
 from profiler.sweep.record import read_manifest
-from profiler.sweep.run import run_sweep
+from profiler.sweep.runner import run_sweep
 
 
 def run(plan: SweepPlan, sink, only_decided: bool = False) -> int:

@@ -2,7 +2,7 @@
 
 This module plans a sweep: the options parsed and checked, every cell's configuration validated
 before the first one starts, and the cells listed (``SweepPlan``; ``cell_job`` is one cell as an
-executor runs it). profiler.sweep.run runs a plan; profiler.sweep.record keeps its manifest.
+executor runs it). profiler.sweep.runner runs a plan; profiler.sweep.record keeps its manifest.
 
 An option declared with an ``axis`` (--max-new-tokens, --src-len, --prompt-len, --seq-len,
 --image-size) may be given a comma-separated list: the grid then holds one cell per value too,

@@ -96,7 +96,7 @@ class RayExecutor:
         self.address = address
         self.shared_fs = shared_fs
         # its lines (the cluster it found, a cell Ray lost): none unless given; a sweep gives
-        # its own ``say`` (profiler.sweep.run)
+        # its own ``say`` (profiler.sweep.runner)
         self.say: Callable[[str], object] = say or (lambda text: None)
         self.runner = runner
 
