@@ -184,7 +184,7 @@ def lap(name):
     print(f"  {name:9s} {c - cpu:5.2f} s CPU (this process) {w - wall:5.2f} s wall, "
           f"peak RSS so far {peak:.2f} GB")
     cpu, wall = c, w
-from profiler.analysis.run import RunAnalysis
+from profiler.analysis.run_analysis import RunAnalysis
 from profiler.report.console import make_console
 from profiler.report.sections import Context, print_sections, summarize_rows
 lap("imports")

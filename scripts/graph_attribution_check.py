@@ -23,7 +23,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from profiler.analysis.run import RunAnalysis  # noqa: E402
+from profiler.analysis.run_analysis import RunAnalysis  # noqa: E402
 from profiler.trace import graphs  # noqa: E402
 from profiler.trace.kernels import kernel_rows  # noqa: E402
 from profiler.trace.load import Trace, load_trace  # noqa: E402

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from profiler.analysis.run import RunAnalysis
+from profiler.analysis.run_analysis import RunAnalysis
 from profiler.runs.command_targets import resolve_target
 from profiler.trace.summary import summarize
 from tests.conftest import FIXTURES

@@ -154,7 +154,7 @@ def test_the_attribution_agrees_with_an_eager_run_of_the_same_step():
     same H200 session's facts script): the same kernel names carry the same operators, and each
     operator's kernel time per step is within a few per cent (scripts/graph_attribution_check.py
     prints the table: docs/gpu/h200/llm/graph_attribution_check.log)."""
-    from profiler.analysis.run import RunAnalysis
+    from profiler.analysis.run_analysis import RunAnalysis
     from profiler.trace.phase_kernels import attribute, launch_times, phase_spans
 
     def decode(trace):

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from profiler.analysis.benchmark import compile_time
-from profiler.analysis.run import RunAnalysis
+from profiler.analysis.run_analysis import RunAnalysis
 from profiler.collect.backends import onnxruntime as ort_backend
 from profiler.runs.command_targets import resolve_target
 from profiler.runs.result import read_result

@@ -6,7 +6,7 @@ Core share the overview printed on the GPU machine."""
 import pytest
 
 from profiler.analysis.headline import compare_timed
-from profiler.analysis.run import RunAnalysis
+from profiler.analysis.run_analysis import RunAnalysis
 from profiler.cli.app import main
 from profiler.runs.command_targets import resolve_target
 from profiler.runs.layout import engine_layer_files

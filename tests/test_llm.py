@@ -12,7 +12,7 @@ import pytest
 
 from profiler.analysis.generation import generation_figures, interval
 from profiler.analysis.headline import compare_timed, phase_comparisons
-from profiler.analysis.run import RunAnalysis
+from profiler.analysis.run_analysis import RunAnalysis
 from profiler.collect import models
 from profiler.runs.config import RunConfig
 from profiler.runs.result import read_result

@@ -5,7 +5,7 @@ import gzip
 
 import pytest
 
-from profiler.analysis.run import RunAnalysis
+from profiler.analysis.run_analysis import RunAnalysis
 from profiler.runs.command_targets import resolve_target
 from profiler.runs.layout import ncu_csv_of
 from profiler.trace.hardware import agreement_share, hardware_join, read_ncu_csv

@@ -37,7 +37,7 @@ def test_readme_snippet_runs_without_torch():
 
 
 def test_the_facade_parses_the_trace_once_and_caches_its_parts():
-    from profiler.analysis.run import RunAnalysis
+    from profiler.analysis.run_analysis import RunAnalysis
 
     run = RunAnalysis(str(ROOT / "tests" / "fixtures" / "h200" / "runs" / "pytorch_fp16_bs8"))
     assert run.summary is run.summary and run.trace is run.trace
@@ -59,6 +59,6 @@ def test_commands_gather_through_the_facade_not_through_each_other():
         assert "import profiler.commands" not in text, name
         assert "resolve_target" not in text and "result_to_dict" not in text, name
         assert (
-            "profiler.analysis.run import" in text
+            "profiler.analysis.run_analysis import" in text
             or "profiler.analysis.sweep_analysis import" in text
         )

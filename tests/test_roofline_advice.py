@@ -13,7 +13,7 @@ import json
 import pandas as pd
 import pytest
 
-from profiler.analysis.run import RunAnalysis
+from profiler.analysis.run_analysis import RunAnalysis
 
 from .conftest import FIXTURES, ROOT
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from profiler import runs
-from profiler.analysis.run import RunAnalysis
+from profiler.analysis.run_analysis import RunAnalysis
 from profiler.errors import UserError
 from tests.conftest import FIXTURES, ROOT, link_kept_bytecode
 

@@ -10,7 +10,7 @@ import json
 import pandas as pd
 import pytest
 
-from profiler.analysis.run import Comparison, RunAnalysis
+from profiler.analysis.run_analysis import Comparison, RunAnalysis
 from profiler.analysis.sweep_analysis import SweepAnalysis
 from profiler.commands.summarize import VIEWS
 from profiler.report import sections

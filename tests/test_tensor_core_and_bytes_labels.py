@@ -30,7 +30,7 @@ def flat(text: str) -> str:
 
 
 def test_summarize_with_ncu_puts_tensor_pipe_busy_beside_the_time_in_tc_kernels(cli):
-    from profiler.analysis.run import RunAnalysis
+    from profiler.analysis.run_analysis import RunAnalysis
 
     a = RunAnalysis(str(NCU / "ttrt_fp16_bs8")).agreement
     out = flat(cli("summarize", str(NCU / "ttrt_fp16_bs8"), "--view", "overview").stdout)
@@ -49,7 +49,7 @@ def test_summarize_without_ncu_says_once_how_to_get_tensor_pipe_busy(cli):
 
 
 def test_compare_names_the_figure_and_notes_once(cli):
-    from profiler.analysis.run import Comparison, RunAnalysis
+    from profiler.analysis.run_analysis import Comparison, RunAnalysis
 
     d = Comparison(
         RunAnalysis(str(H200 / "pytorch_fp16_bs8")),
@@ -83,7 +83,7 @@ def test_summary_markdown_heads_the_figure_by_what_it_counts(tmp_path, cli):
 
 
 def test_roofline_line_bounds_the_bandwidth(cli):
-    from profiler.analysis.run import RunAnalysis
+    from profiler.analysis.run_analysis import RunAnalysis
 
     r = RunAnalysis(str(H100 / "ttrt_fp16_bs8")).roofline
     out = flat(cli("summarize", str(H100 / "ttrt_fp16_bs8"), "--view", "overview").stdout)

@@ -163,7 +163,7 @@ def test_fresh_processes_fill_the_main_table_and_the_recorded_runs_keep_their_ow
 
 
 def test_recorded_processes_are_named_so(tmp_path):
-    from profiler.analysis.run import Comparison, RunAnalysis
+    from profiler.analysis.run_analysis import Comparison, RunAnalysis
 
     text = headline(Comparison(RunAnalysis(A), RunAnalysis(B), "A", "B").timed)
     assert text.startswith("Timed windows (no profiler): 1 recorded process a side")

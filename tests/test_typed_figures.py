@@ -22,7 +22,7 @@ from profiler.analysis.records import (
     RooflineFigures,
     plain,
 )
-from profiler.analysis.run import Comparison, RunAnalysis
+from profiler.analysis.run_analysis import Comparison, RunAnalysis
 from profiler.analysis.sweep_analysis import SweepAnalysis
 from profiler.runs.gpu_record import GpuState
 from profiler.runs.manifest import axis_options

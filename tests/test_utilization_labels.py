@@ -6,7 +6,7 @@ On the committed H100 run with GPU compute measured; nothing is timed."""
 import pytest
 
 from profiler.analysis.headline import utilization
-from profiler.analysis.run import RunAnalysis
+from profiler.analysis.run_analysis import RunAnalysis
 from profiler.report.headline_view import gpu_compute_line
 
 from .conftest import FIXTURES

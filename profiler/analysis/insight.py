@@ -1,6 +1,7 @@
 """One run's roofline and advice, gathered from what the caller found for it: its RunResult,
 the trace summary, ncu.csv, the TensorRT layer files in the run folder and, for a sweep cell, the
-sweep's benchmark.csv. Never imports torch; RunAnalysis (profiler.analysis.run) finds them."""
+sweep's benchmark.csv. Never imports torch; RunAnalysis (profiler.analysis.run_analysis) finds
+them."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """SweepAnalysis: a sweep folder's manifest, benchmark table (one typed row per cell) and
 finished cells, read once.
 
-The sweep-level half of the Python API (profiler.analysis.run.RunAnalysis is the run-level one).
-Never imports torch; renders nothing."""
+The sweep-level half of the Python API (profiler.analysis.run_analysis.RunAnalysis is the
+run-level one). Never imports torch; renders nothing."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from profiler import notices
 from profiler.analysis.benchmark import benchmark_frame, benchmark_rows
 from profiler.analysis.records import BenchmarkCell
 from profiler.analysis.roofline import Roofline, roofline_of
-from profiler.analysis.run import RunAnalysis
+from profiler.analysis.run_analysis import RunAnalysis
 from profiler.errors import UserError
 from profiler.runs.command_targets import resolve_target
 from profiler.runs.layout import MANIFEST, RESULT_FILE, peaks_dir

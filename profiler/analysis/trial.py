@@ -35,7 +35,7 @@ from profiler.analysis.records import (
     TrialRow,
     Unjudged,
 )
-from profiler.analysis.run import RunAnalysis
+from profiler.analysis.run_analysis import RunAnalysis
 from profiler.analysis.sampling import cv_of
 from profiler.analysis.timed_verdict import control_family
 from profiler.errors import UserError

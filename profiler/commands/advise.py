@@ -25,7 +25,7 @@ def run(
     trust_model: bool = False,
 ) -> int:
     from profiler.analysis.experiments import plan as make_plan, promise
-    from profiler.analysis.run import RunAnalysis
+    from profiler.analysis.run_analysis import RunAnalysis
     from profiler.runs.config import config_from_json
     from profiler.runs.samples import config_json_of
 

@@ -1,5 +1,6 @@
-"""`compare`: two targets -> a Comparison (profiler.analysis.run: the Diff with the timed window's
-rows from result.json, and the timed headline) -> CSVs or Parquet, terminal tables or --json."""
+"""`compare`: two targets -> a Comparison (profiler.analysis.run_analysis: the Diff with the timed
+window's rows from result.json, and the timed headline) -> CSVs or Parquet, terminal tables or
+--json."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pandas as pd
 
 from profiler import signals, units
 from profiler.analysis.records import plain
-from profiler.analysis.run import Comparison, RunAnalysis
+from profiler.analysis.run_analysis import Comparison, RunAnalysis
 from profiler.errors import UserError
 from profiler.report.export import write_table, write_tables
 from profiler.report.fmt import head

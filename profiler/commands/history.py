@@ -84,7 +84,7 @@ def resolve_commit(result, commit: str | None, repo: Path | None) -> tuple[str, 
 def _kernel_tables(run_dir: Path, result, sink) -> tuple[int | None, tuple, tuple]:
     """(profiled steps, categories, top kernels) of the run's trace, per step; (None, (), ())
     without a trace (said in a note)."""
-    from profiler.analysis.run import RunAnalysis
+    from profiler.analysis.run_analysis import RunAnalysis
     from profiler.runs.history_store import TOP_KERNELS, KernelTime
 
     if result.trace.skipped or not result.trace.files:

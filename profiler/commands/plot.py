@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from profiler import notices
-from profiler.analysis.run import RunAnalysis
+from profiler.analysis.run_analysis import RunAnalysis
 from profiler.analysis.sweep_analysis import SweepAnalysis
 from profiler.errors import UserError
 from profiler.runs.manifest import short_label

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from profiler import notices
-from profiler.analysis.run import Comparison, RunAnalysis
+from profiler.analysis.run_analysis import Comparison, RunAnalysis
 from profiler.analysis.sweep_analysis import SweepAnalysis
 from profiler.errors import UserError
 from profiler.fsutil import read_small, write_text_atomic

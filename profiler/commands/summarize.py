@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Literal, get_args
 from profiler.errors import UserError
 
 if TYPE_CHECKING:
-    from profiler.analysis.run import RunAnalysis
+    from profiler.analysis.run_analysis import RunAnalysis
 
 View = Literal[
     "all", "overview", "kernels", "categories", "operators", "layers", "phases", "definitions"
@@ -33,7 +33,7 @@ def run(
     _refuse_sweep(target)
     ncu_path = _ncu_csv(ncu)
     # here, not at the top: the CLI imports VIEWS, and --help or a usage error needs no pandas
-    from profiler.analysis.run import RunAnalysis
+    from profiler.analysis.run_analysis import RunAnalysis
 
     run = RunAnalysis(target, ncu=ncu_path, breakdown=breakdown)
     if run.note:
@@ -198,7 +198,7 @@ def layers_json(attributions: list) -> list[dict]:
 def _layers(run: RunAnalysis, out: Path | None, sink, top: int) -> None:
     """--view layers: the TensorRT layers of a run with the profiled kernels attributed (a run
     without them refused), written with --out and printed with --json."""
-    from profiler.analysis.run import require_layers
+    from profiler.analysis.run_analysis import require_layers
     from profiler.trace.summary import json_safe
     from profiler.trace.trt_layers import LAYER_COLUMNS
 

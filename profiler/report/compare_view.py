@@ -113,7 +113,8 @@ def print_diff(
         console.print(f"[yellow]note:[/yellow] {note}", highlight=False)
 
 
-#: the overview rows read from result.json (profiler.analysis.run.timed_rows), not the trace
+#: the overview rows read from result.json (profiler.analysis.run_analysis.timed_rows), not the
+#: trace
 RECORDED_SUFFIX = "(result.json)"
 
 

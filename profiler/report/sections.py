@@ -2,13 +2,13 @@
 row per section, and the lists each of them walks.
 
 A row (``ReportSection[Subject, Figure]``) is one figure: the facade it reads (its subject:
-profiler.analysis.run.RunAnalysis, Comparison or profiler.analysis.sweep_analysis.SweepAnalysis),
-the type of the figure (the typed record the facade returns), the reader that takes the figure from
-the subject, one terminal renderer (rich) and one HTML renderer (html.Section list). mypy holds each
-row together: the reader must return the figure's type from the subject's, and the renderers must
-take that figure and a Context of that subject; tests/test_sections.py reads every row of the
-committed fixtures and checks each figure against the row's type. A medium that shows the figure
-otherwise reads it in a row of its own.
+profiler.analysis.run_analysis.RunAnalysis, Comparison or
+profiler.analysis.sweep_analysis.SweepAnalysis), the type of the figure (the typed record the facade
+returns), the reader that takes the figure from the subject, one terminal renderer (rich) and one
+HTML renderer (html.Section list). mypy holds each row together: the reader must return the figure's
+type from the subject's, and the renderers must take that figure and a Context of that subject;
+tests/test_sections.py reads every row of the committed fixtures and checks each figure against the
+row's type. A medium that shows the figure otherwise reads it in a row of its own.
 
 A list is rows of one subject in the order they are shown; one loop walks it per medium
 (print_sections, page_sections), reading each row's figure from the list's subject and leaving
@@ -31,7 +31,7 @@ from rich.console import Console
 from profiler.analysis.insight import Insight
 from profiler.analysis.records import CompareTimed, Explanation, Headline
 from profiler.analysis.roofline import Roofline
-from profiler.analysis.run import Comparison, RunAnalysis
+from profiler.analysis.run_analysis import Comparison, RunAnalysis
 from profiler.analysis.sweep_analysis import SweepAnalysis
 from profiler.report import html, pages
 from profiler.report.compare_view import (

@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from profiler import signals
-from profiler.analysis.run import RunAnalysis
+from profiler.analysis.run_analysis import RunAnalysis
 from profiler.errors import UserError
 from profiler.fsutil import move_into, write_json_atomic, write_text_atomic
 from profiler.runs.config import RunConfig
