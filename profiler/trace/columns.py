@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from itertools import compress
 from operator import attrgetter
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from profiler.trace.decode import NO_ARGS, Complete, field_name
@@ -43,11 +44,15 @@ KERNEL_COLUMNS = tuple(c.column for c in ARG_COLUMNS if c.kernels_only and c.typ
     "block_z",
 )
 #: the narrowest type an id column is stored in (wider where its values need it)
-_SMALLEST = {"external_id": np.int32, "correlation": np.int32, "device": np.int16}
-_INT_TYPES = (np.int8, np.int16, np.int32, np.int64)
+_SMALLEST: dict[str, type[np.signedinteger[Any]]] = {
+    "external_id": np.int32,
+    "correlation": np.int32,
+    "device": np.int16,
+}
+_INT_TYPES: tuple[type[np.signedinteger[Any]], ...] = (np.int8, np.int16, np.int32, np.int64)
 #: the narrowest type each int column of the events frame is stored in, wider where its values
 #: need it (a name, thread, device or stream number of every event: 1 or 2 bytes, not 4 or 8)
-_STORED = {
+_STORED: dict[str, type[np.signedinteger[Any]]] = {
     "name_id": np.int16,
     "thread": np.int16,
     "external_id": np.int32,
@@ -102,10 +107,10 @@ class BuilderState:
     names: list[str]
     threads: list[tuple[int | str, int | str]]
     cats: list[str]
-    cat_counts: np.ndarray
+    cat_counts: npt.NDArray[np.int64]
     configs: list[tuple[Any, ...]]
     unread: Counter[tuple[str, int | str]]
-    parts: list[dict[str, np.ndarray]]
+    parts: list[dict[str, npt.NDArray[Any]]]
     marks: list[_Mark] = field(default_factory=list)
 
 
@@ -122,10 +127,10 @@ class ColumnBuilder:
         self.thread_ids: _Interner[tuple[int | str, int | str]] = _Interner()
         self.cat_ids: _Interner[str] = _Interner()
         self.config_ids: _Interner[tuple[Any, ...]] = _Interner()
-        self.cat_counts = np.zeros(0, dtype=np.int64)
-        self.kind_of_cat = np.zeros(0, dtype=np.int8)
+        self.cat_counts: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+        self.kind_of_cat: npt.NDArray[np.int8] = np.zeros(0, dtype=np.int8)
         self.unread: Counter[tuple[str, int | str]] = Counter()
-        self.parts: list[dict[str, np.ndarray]] = []
+        self.parts: list[dict[str, npt.NDArray[Any]]] = []
         self.marks: list[_Mark] = []
 
     @property
@@ -145,14 +150,14 @@ class ColumnBuilder:
         kinds = self.kind_of_cat[cat_codes]
         if (kinds < 0).any():  # unknown categories: count them by (cat, pid), drop the events
             keep = kinds >= 0
-            unread = list(compress(complete, (~keep).tolist()))
+            unread = list(compress(complete, _flags(~keep)))
             self.unread.update(zip(map(_CAT, unread), map(_PID, unread)))
-            complete = list(compress(complete, keep.tolist()))
+            complete = list(compress(complete, _flags(keep)))
             kinds = kinds[keep]
         kept, n = complete, len(complete)
         if n == 0:
             return
-        part: dict[str, np.ndarray] = {
+        part: dict[str, npt.NDArray[Any]] = {
             "kind": kinds,
             "name_id": np.fromiter(
                 map(self.name_ids.__getitem__, map(_NAME, kept)), dtype=np.int32, count=n
@@ -175,14 +180,14 @@ class ColumnBuilder:
         self.parts.append(part)
 
     def _args_columns(
-        self, part: dict[str, np.ndarray], kept: list[Complete], kinds: np.ndarray
+        self, part: dict[str, npt.NDArray[Any]], kept: list[Complete], kinds: npt.NDArray[np.int8]
     ) -> None:
         """The id columns and the kernels' configuration numbers of a piece, into ``part``."""
         # Python function events carry none of ARG_COLUMNS' keys (their args are the Python
         # ids of the call tree), and they are often half of a trace: their columns stay absent
         python = kinds == KIND["python"]
         rows = np.flatnonzero(~python) if python.any() else None
-        items = kept if rows is None else list(compress(kept, (~python).tolist()))
+        items = kept if rows is None else list(compress(kept, _flags(~python)))
         for column in ID_COLUMNS:
             values = _int_column(items, column)
             if rows is not None:
@@ -192,7 +197,7 @@ class ColumnBuilder:
             part[column] = _narrow(values, _SMALLEST.get(column, np.int16))
         kernel_rows = np.flatnonzero(kinds == KIND["kernel"])
         if len(kernel_rows):
-            kernels = list(compress(kept, (kinds == KIND["kernel"]).tolist()))
+            kernels = list(compress(kept, _flags(kinds == KIND["kernel"])))
             part["kernel_row"] = kernel_rows.astype(np.int32)
             part["config"] = np.fromiter(
                 map(self.config_ids.__getitem__, map(_CONFIG, kernels)),
@@ -250,7 +255,10 @@ class ColumnBuilder:
             threads=list(self.thread_ids),
             devices=devices,
             categories=dict(
-                sorted(zip(self.cat_ids, self.cat_counts.tolist()), key=lambda kv: -kv[1])
+                sorted(
+                    zip(self.cat_ids, cast(list[int], self.cat_counts.tolist())),
+                    key=lambda kv: -kv[1],
+                )
             ),
             span=_span(events, names),
             excluded=excluded,
@@ -307,11 +315,11 @@ def merged(states: list[BuilderState]) -> ColumnBuilder:
     return out
 
 
-def _concat(arrays: list[np.ndarray], dtype: type[np.generic]) -> np.ndarray:
+def _concat(arrays: list[npt.NDArray[Any]], dtype: type[np.generic]) -> npt.NDArray[Any]:
     return np.concatenate(arrays) if arrays else np.array([], dtype=dtype)
 
 
-def _joined(parts: list[dict[str, np.ndarray]]) -> pd.DataFrame:
+def _joined(parts: list[dict[str, npt.NDArray[Any]]]) -> pd.DataFrame:
     """The events frame of the parts, one column at a time (each column's pieces are freed
     once it is joined, so the parts and the frame are never both held whole)."""
     if not parts:
@@ -325,7 +333,7 @@ def _joined(parts: list[dict[str, np.ndarray]]) -> pd.DataFrame:
     columns = {}
     for column in EVENT_COLUMNS:
         pieces = [p[column] for p in parts]
-        dtype = pieces[0].dtype
+        dtype: np.dtype[Any] = pieces[0].dtype
         if column in _STORED:
             lo = min(int(x.min()) for x in pieces if len(x))
             hi = max(int(x.max()) for x in pieces if len(x))
@@ -339,7 +347,7 @@ def _joined(parts: list[dict[str, np.ndarray]]) -> pd.DataFrame:
     return pd.DataFrame(columns, copy=False)
 
 
-def _kernel_rows(parts: list[dict[str, np.ndarray]]) -> np.ndarray:
+def _kernel_rows(parts: list[dict[str, npt.NDArray[Any]]]) -> npt.NDArray[np.int64]:
     """The row in the joined events of each kernel (parts' ``kernel_row`` are within a part)."""
     rows, offset = [], 0
     for p in parts:
@@ -353,7 +361,7 @@ def _configs_table(configs: list[tuple[Any, ...]]) -> pd.DataFrame:
     """The launch columns of each distinct configuration (KERNEL_COLUMNS): ints -1 and floats
     nan where absent, a dim3 padded with 1s (0s when absent)."""
     values = dict(zip(_LAUNCH_KEYS, zip(*configs))) if configs else {}
-    table: dict[str, np.ndarray] = {}
+    table: dict[str, npt.NDArray[Any]] = {}
     for column in ARG_COLUMNS:
         if not column.kernels_only:
             continue
@@ -392,30 +400,32 @@ def _float_value(value: Any) -> float:
     return np.nan if value is None else float(value)
 
 
-def _int_column(items: list[Complete], column: str) -> np.ndarray:
+def _int_column(items: list[Complete], column: str) -> npt.NDArray[np.int64]:
     """One id column of the events ``items``: the first of its args keys present wins (-1 =
     absent: missing, null or beyond 64 bits)."""
     values = _ints(items, _ARG_GETTERS[column, 0])
     i = 1
     while (column, i) in _ARG_GETTERS:  # e.g. the old 'external id' spelling
-        absent = np.flatnonzero(values == -1)
+        absent: npt.NDArray[np.intp] = np.flatnonzero(values == -1)
         if not len(absent):
             break
         values[absent] = _ints(
-            list(map(items.__getitem__, absent.tolist())), _ARG_GETTERS[column, i]
+            list(map(items.__getitem__, cast(list[int], absent.tolist()))), _ARG_GETTERS[column, i]
         )
         i += 1
     return values
 
 
-def _ints(items: list[Complete], get: attrgetter[Any]) -> np.ndarray:
+def _ints(items: list[Complete], get: attrgetter[Any]) -> npt.NDArray[np.int64]:
     try:
         return np.fromiter(map(get, items), dtype=np.int64, count=len(items))
     except (TypeError, OverflowError):  # an explicit null, or an int beyond 64 bits
         return np.fromiter(map(_int_value, map(get, items)), dtype=np.int64, count=len(items))
 
 
-def _narrow(values: np.ndarray, smallest: type[np.generic]) -> np.ndarray:
+def _narrow(
+    values: npt.NDArray[np.integer[Any]], smallest: type[np.signedinteger[Any]]
+) -> npt.NDArray[np.signedinteger[Any]]:
     """``values`` in the first of int8/int16/int32/int64, from ``smallest`` on, that holds
     them."""
     if not len(values):
@@ -423,7 +433,9 @@ def _narrow(values: np.ndarray, smallest: type[np.generic]) -> np.ndarray:
     return values.astype(_fitting(int(values.min()), int(values.max()), smallest))
 
 
-def _fitting(lo: int, hi: int, smallest: type[np.generic]) -> type[np.generic]:
+def _fitting(
+    lo: int, hi: int, smallest: type[np.signedinteger[Any]]
+) -> type[np.signedinteger[Any]]:
     """The first of int8/int16/int32/int64, from ``smallest`` on, that holds [lo, hi]."""
     for dtype in _INT_TYPES[_INT_TYPES.index(smallest) :]:
         info = np.iinfo(dtype)
@@ -432,7 +444,7 @@ def _fitting(lo: int, hi: int, smallest: type[np.generic]) -> type[np.generic]:
     return np.int64
 
 
-def _span(events: pd.DataFrame, names: np.ndarray) -> tuple[float, float]:
+def _span(events: pd.DataFrame, names: npt.NDArray[np.object_]) -> tuple[float, float]:
     """The 'PyTorch Profiler (0)' span, or the span of all events."""
     trace = np.flatnonzero(events["kind"].to_numpy() == KIND["trace"])
     ts_all, dur_all = events["ts"].to_numpy(), events["dur"].to_numpy()
@@ -442,6 +454,11 @@ def _span(events: pd.DataFrame, names: np.ndarray) -> tuple[float, float]:
     if events.empty:
         return (0.0, 0.0)
     return (float(ts_all.min()), float((ts_all + dur_all).max()))
+
+
+def _flags(mask: npt.NDArray[np.bool_]) -> list[bool]:
+    """``mask`` as Python bools, for ``compress`` (which then selects at C speed)."""
+    return cast(list[bool], mask.tolist())
 
 
 def _dim3(value: tuple[int, ...] | None) -> tuple[int, int, int]:
