@@ -31,133 +31,10 @@ def plain(value: float) -> str:
     return f"{value:g}"
 
 
-def significant(value: float, digits: int = 3) -> str:
-    """``digits`` significant figures: ``0.00123``, ``1.23e+03``."""
-    return f"{value:.{digits}g}"
-
-
-def finite(value: float | None, digits: int = 3) -> str:
-    """A figure that may not be finite (None): ``not finite``, else ``digits`` significant
-    figures."""
-    return "not finite" if value is None else significant(value, digits)
-
-
-def pct(value: float | None) -> str:
-    """A share: ``42.1 %``."""
-    return "-" if missing(value) else f"{value:.1f} %"
-
-
-def pct_fine(value: float | None) -> str:
-    """A small share (a CV) to two decimals: ``0.42 %``."""
-    return "-" if missing(value) else f"{value:.2f} %"
-
-
-def change_pct(value: float | None) -> str:
-    """A relative change: ``+12.5 %``."""
-    return "-" if missing(value) else f"{value:+.1f} %"
-
-
-def times(value: float | None) -> str:
-    """A speedup: ``4.03x``."""
-    return "-" if missing(value) else f"{value:.2f}x"
-
-
-def count(value: float | None, digits: int = 0) -> str:
-    """A count with thousands separators; a fraction (or ``digits``) with decimals."""
-    if value is None or missing(value):
-        return "-"
-    if isinstance(value, float) and math.isinf(value):
-        return f"{value}"
-    if isinstance(value, float) and not value.is_integer() or digits:
-        return f"{value:,.{digits or 2}f}"
-    return f"{int(value):,}"
-
-
-def us(value: float | None) -> str:
-    """A duration given in µs, in µs, ms or s (two decimals above µs)."""
-    if value is None or missing(value):
-        return "-"
-    if abs(value) >= 1e6:
-        return f"{value / 1e6:,.2f} s"
-    if abs(value) >= 1e3:
-        return f"{value / 1e3:,.2f} ms"
-    return f"{value:,.1f} µs"
-
-
-def us_fine(value: float) -> str:
-    """A duration given in µs, in µs or ms with three decimals (differences of a diff)."""
-    if abs(value) >= 1e3:
-        return f"{value / 1e3:,.3f} ms"
-    return f"{value:,.1f} µs"
-
-
-def ms(value: float | None) -> str:
-    """A latency given in ms, its unit in the column's header: ``1,150.053``."""
-    return "-" if missing(value) else f"{value:,.3f}"
-
-
-def ms_unit(value: float | None) -> str:
-    """A latency given in ms: ``5.791 ms``, ``1,150.053 ms``."""
-    return "-" if missing(value) else f"{value:,.3f} ms"
-
-
-def ms_plain(value: float | None) -> str:
-    """A latency given in ms, no separators, its unit beside it or in the column's header:
-    ``1150.053``."""
-    return fixed(value, ".3f")
-
-
-def csv_ms(value: float) -> str:
-    """A latency of a run's samples file, in ms to the nanosecond: ``5.791234``."""
-    return f"{value:.6f}"
-
-
-def seconds(value: float) -> str:
-    """A wall time: ``12.5 s`` or ``3 min 5 s``."""
-    minutes, rest = divmod(value, 60)
-    return f"{int(minutes)} min {rest:.0f} s" if minutes else f"{rest:.1f} s"
-
-
-def seconds_unit(value: float | None, digits: int = 1) -> str:
-    """A wall time or a time limit to ``digits`` decimals, no separators, never in minutes:
-    ``12.5 s``, ``600 s``."""
-    return "-" if missing(value) else f"{value:.{digits}f} s"
-
-
-def seconds_figure(value: float | None) -> str:
-    """A wall time given in s, its unit in the column's header: ``12.34``."""
-    return fixed(value, ".2f")
-
-
-def tenths_plain(value: float | None) -> str:
-    """A figure to one decimal, no separators, its unit beside it: ``1234.5`` (tokens/s)."""
-    return fixed(value, ".1f")
-
-
-def fraction(value: float | None) -> str:
-    """A fraction 0..1 to three decimals: ``0.875``."""
-    return fixed(value, ".3f")
-
-
-def rounded(value: float | None) -> str:
-    """A number rounded to a whole one, no separators: ``12``."""
-    return fixed(value, ".0f")
-
-
-def host_load(value: float | None) -> str:
-    """A host's load average: ``3.25``."""
-    return fixed(value, ".2f")
-
-
-def mib(value: float | None, note: str | None = None) -> str:
-    """A size given in MiB: ``1,234.5 MiB``; ``note`` (why there is none) for a missing one."""
-    return (note or "-") if missing(value) else f"{value:,.1f} MiB"
-
-
-def mib_figure(value: float | None, note: str | None = None) -> str:
-    """A size given in MiB, its unit in the column's header: ``1,234.5``; ``note`` (why there
-    is none) for a missing one."""
-    return (note or "-") if missing(value) else f"{value:,.1f}"
+def significant(value: float | None, digits: int = 3, not_finite: str = "not finite") -> str:
+    """``digits`` significant figures: ``0.00123``, ``1.23e+03``; ``not_finite`` for None (a
+    figure that was not finite)."""
+    return not_finite if value is None else f"{value:.{digits}g}"
 
 
 def figures_allowed(relative_noise: float | None) -> int:
@@ -171,14 +48,275 @@ def figures_allowed(relative_noise: float | None) -> int:
     return max(MIN_FIGURES, min(MAX_FIGURES, math.floor(-math.log10(relative_noise)) + 1))
 
 
+# --- one formatter per quantity: time, rate, size, percentage, ratio and count. Each takes the
+# value in the unit it was measured in, chooses the unit shown and the decimals, and spells a
+# missing value as ``blank``. ``labelled=False`` leaves the unit to the column's header;
+# ``thousands=False`` drops the separators (a file's figure, an option's value).
+
+
+def number(
+    value: float | None,
+    decimals: int | None = 1,
+    *,
+    noise: float | None = None,
+    thousands: bool = True,
+    sign: bool = False,
+    blank: str = "-",
+) -> str:
+    """The digits of every quantity: ``decimals`` decimals, or with ``decimals=None`` the
+    significant figures a value with relative noise ``noise`` carries (figures_allowed), never
+    fewer than its whole digits; ``1,234.5``, ``+12.5``; an infinite value as it is."""
+    if value is None or missing(value):
+        return blank
+    if math.isinf(value):  # (a damaged file's figure: shown as what it is)
+        return format(value, "+" if sign else "")
+    if decimals is None:
+        magnitude = math.floor(math.log10(abs(value))) if value else 0
+        decimals = max(0, figures_allowed(noise) - 1 - magnitude)
+    return format(value, ("+" if sign else "") + ("," if thousands else "") + f".{decimals}f")
+
+
+def _labelled(text: str, unit: str, labelled: bool, blank: str) -> str:
+    return text if not labelled or text == blank or not unit else f"{text} {unit}"
+
+
+#: a unit of time -> nanoseconds in one
+TIME_UNITS = {"s": 10**9, "ms": 10**6, "µs": 10**3, "ns": 1}
+
+
+def _convert(value: float, given: int, shown: int) -> float:
+    """``value`` of a unit worth ``given`` in one worth ``shown`` (a division by a whole factor
+    where the unit shown is the larger, so 2,500 µs is exactly 2.5 ms)."""
+    if shown % given == 0:
+        return value / float(shown // given) if shown != given else value
+    return value * float(given // shown) if given % shown == 0 else value * given / shown
+
+
+def time(
+    value: float | None,
+    given: str = "ms",
+    unit: str | tuple[str, ...] | None = None,
+    *,
+    decimals: int | None = 3,
+    noise: float | None = None,
+    thousands: bool = True,
+    labelled: bool = True,
+    sign: bool = False,
+    blank: str = "-",
+) -> str:
+    """A duration measured in ``given``, shown in ``unit`` (``given`` by default) or, for a tuple
+    of units (largest first), in the largest one it reaches 1 of, µs to one decimal:
+    ``time(5.791)`` is ``5.791 ms``, ``time(2_487_216.9, "µs", ("s", "ms", "µs"), decimals=2)``
+    ``2.49 s``. ``decimals=None``: the figures its relative noise allows (number)."""
+    if value is None or missing(value):
+        return blank
+    if isinstance(unit, tuple):
+        shown = next((u for u in unit if abs(value) >= TIME_UNITS[u] / TIME_UNITS[given]), unit[-1])
+        if shown == "µs":
+            decimals = 1
+    else:
+        shown = unit or given
+    scaled = _convert(value, TIME_UNITS[given], TIME_UNITS[shown])
+    text = number(scaled, decimals, noise=noise, thousands=thousands, sign=sign, blank=blank)
+    return _labelled(text, shown, labelled, blank)
+
+
+def wall_time(value: float) -> str:
+    """A wall time given in s: ``12.5 s`` or, from a minute, ``3 min 5 s``."""
+    minutes, rest = divmod(value, 60)
+    return f"{int(minutes)} min {rest:.0f} s" if minutes else f"{rest:.1f} s"
+
+
+def rate(
+    value: float | None,
+    unit: str,
+    decimals: int = 1,
+    *,
+    thousands: bool = True,
+    labelled: bool = True,
+    blank: str = "-",
+) -> str:
+    """A rate given in ``unit`` (samples/s, tokens/s, TFLOP/s, GB/s): ``1,234.5 GB/s``."""
+    text = number(value, decimals, thousands=thousands, blank=blank)
+    return _labelled(text, unit, labelled, blank)
+
+
+#: a unit of size -> bytes in one
+SIZE_UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "MB": 10**6, "GB": 10**9}
+
+
+def size(
+    value: float | None,
+    given: str = "B",
+    unit: str | None = None,
+    decimals: int = 1,
+    *,
+    labelled: bool = True,
+    blank: str = "-",
+) -> str:
+    """A size measured in ``given``, shown in ``unit`` (``given`` by default): ``1,234.5 MiB``,
+    ``size(12_300_000, unit="MB")`` ``12.3 MB``."""
+    if value is None or missing(value):
+        return blank
+    shown = unit or given
+    text = number(_convert(value, SIZE_UNITS[given], SIZE_UNITS[shown]), decimals, blank=blank)
+    return _labelled(text, shown, labelled, blank)
+
+
+def percent(
+    value: float | None,
+    decimals: int = 1,
+    *,
+    of_one: bool = False,
+    sign: bool = False,
+    labelled: bool = True,
+    unit: str = "%",
+    blank: str = "-",
+) -> str:
+    """A percentage (``of_one``: a share 0..1): ``42.1 %``, ``+12.5 %`` with ``sign``; a change
+    of a percentage is in points (``unit="pt"``)."""
+    if value is None or missing(value):
+        return blank
+    text = number(100 * value if of_one else value, decimals, thousands=False, sign=sign)
+    return _labelled(text, unit, labelled, blank)
+
+
+def ratio(value: float | None, decimals: int = 2, *, suffix: str = "x", blank: str = "-") -> str:
+    """A ratio (a speedup): ``4.03x``; ``suffix=""`` for a column headed by its unit."""
+    text = number(value, decimals, thousands=False, blank=blank)
+    return text if text == blank else text + suffix
+
+
+def count(
+    value: float | None,
+    decimals: int | None = None,
+    *,
+    fractions: int = 2,
+    thousands: bool = True,
+    blank: str = "-",
+) -> str:
+    """A count: a whole one as it is (``1,234``), a fraction (a mean per step) to ``fractions``
+    decimals; ``decimals`` for every value."""
+    if value is None or missing(value):
+        return blank
+    if isinstance(value, float) and math.isinf(value):
+        return f"{value}"
+    if decimals is None:
+        whole = not isinstance(value, float) or value.is_integer()
+        return format(int(value), "," if thousands else "d") if whole else number(value, fractions)
+    return number(value, decimals, thousands=thousands)
+
+
+# --- the spellings by name, each one of the quantities above (to be replaced by them)
+
+
+def finite(value: float | None, digits: int = 3) -> str:
+    """A figure that may not be finite (None): ``not finite``, else ``digits`` significant
+    figures."""
+    return significant(value, digits)
+
+
+def pct(value: float | None) -> str:
+    """A share: ``42.1 %``."""
+    return percent(value)
+
+
+def pct_fine(value: float | None) -> str:
+    """A small share (a CV) to two decimals: ``0.42 %``."""
+    return percent(value, 2)
+
+
+def change_pct(value: float | None) -> str:
+    """A relative change: ``+12.5 %``."""
+    return percent(value, sign=True)
+
+
+def times(value: float | None) -> str:
+    """A speedup: ``4.03x``."""
+    return ratio(value)
+
+
+def us(value: float | None) -> str:
+    """A duration given in µs, in µs, ms or s (two decimals above µs)."""
+    return time(value, "µs", ("s", "ms", "µs"), decimals=2)
+
+
+def us_fine(value: float) -> str:
+    """A duration given in µs, in µs or ms with three decimals (differences of a diff)."""
+    return time(value, "µs", ("ms", "µs"))
+
+
+def ms(value: float | None) -> str:
+    """A latency given in ms, its unit in the column's header: ``1,150.053``."""
+    return time(value, labelled=False)
+
+
+def ms_unit(value: float | None) -> str:
+    """A latency given in ms: ``5.791 ms``, ``1,150.053 ms``."""
+    return time(value)
+
+
+def ms_plain(value: float | None) -> str:
+    """A latency given in ms, no separators, its unit beside it or in the column's header:
+    ``1150.053``."""
+    return time(value, thousands=False, labelled=False)
+
+
+def csv_ms(value: float) -> str:
+    """A latency of a run's samples file, in ms to the nanosecond: ``5.791234``."""
+    return time(value, decimals=6, thousands=False, labelled=False)
+
+
+def seconds(value: float) -> str:
+    """A wall time: ``12.5 s`` or ``3 min 5 s``."""
+    return wall_time(value)
+
+
+def seconds_unit(value: float | None, digits: int = 1) -> str:
+    """A wall time or a time limit to ``digits`` decimals, no separators, never in minutes:
+    ``12.5 s``, ``600 s``."""
+    return time(value, "s", decimals=digits, thousands=False)
+
+
+def seconds_figure(value: float | None) -> str:
+    """A wall time given in s, its unit in the column's header: ``12.34``."""
+    return time(value, "s", decimals=2, thousands=False, labelled=False)
+
+
+def tenths_plain(value: float | None) -> str:
+    """A figure to one decimal, no separators, its unit beside it: ``1234.5`` (tokens/s)."""
+    return number(value, 1, thousands=False)
+
+
+def fraction(value: float | None) -> str:
+    """A fraction 0..1 to three decimals: ``0.875``."""
+    return number(value, 3, thousands=False)
+
+
+def rounded(value: float | None) -> str:
+    """A number rounded to a whole one, no separators: ``12``."""
+    return number(value, 0, thousands=False)
+
+
+def host_load(value: float | None) -> str:
+    """A host's load average: ``3.25``."""
+    return number(value, 2, thousands=False)
+
+
+def mib(value: float | None, note: str | None = None) -> str:
+    """A size given in MiB: ``1,234.5 MiB``; ``note`` (why there is none) for a missing one."""
+    return size(value, "MiB", blank=note or "-")
+
+
+def mib_figure(value: float | None, note: str | None = None) -> str:
+    """A size given in MiB, its unit in the column's header: ``1,234.5``; ``note`` (why there
+    is none) for a missing one."""
+    return size(value, "MiB", labelled=False, blank=note or "-")
+
+
 def trimmed(value: float | None, relative_noise: float | None, unit: str = "") -> str:
     """A latency to the significant figures its noise allows (figures_allowed), never fewer
     than its whole digits, thousands separated: 7.231 at CV 180 % -> ``7.2``, at 1 % ->
     ``7.23``; 1,150.053 at 1 % -> ``1,150``; ``unit`` appended (``7.2 ms``)."""
-    if value is None or missing(value):
-        return "-"
-    if math.isinf(value):  # (a damaged file's figure: shown as what it is)
-        return f"{value}" + (f" {unit}" if unit else "")
-    magnitude = math.floor(math.log10(abs(value))) if value else 0
-    decimals = max(0, figures_allowed(relative_noise) - 1 - magnitude)
-    return f"{value:,.{decimals}f}" + (f" {unit}" if unit else "")
+    text = number(value, None, noise=relative_noise)
+    return text if text == "-" or not unit else f"{text} {unit}"

@@ -51,8 +51,8 @@ def _fp32_cuda_cores(f: dict) -> tuple[dict, str]:
     return evidence, (
         f"estimate {times(f['projected_speedup'])} on kernel time: the GEMM/conv "
         f"share ({share(f['matrix_share'])}) at the datasheet's dense FP16:FP32 "
-        f"ratio ({ratio(f['dense_ratio_fp16'])}; TF32:FP32 "
-        f"{ratio(f['dense_ratio_tf32'])}), the rest unchanged"
+        f"ratio ({ratio(f['dense_ratio_fp16'], 1)}; TF32:FP32 "
+        f"{ratio(f['dense_ratio_tf32'], 1)}), the rest unchanged"
     )
 
 
@@ -99,7 +99,7 @@ def _memory_bound(f: dict) -> tuple[dict, str]:
         f"at least {rounded(f['pct_of_bandwidth'])} % of {thousands(f['peak_gbs'])} GB/s",
     }
     return evidence, (
-        f"bound {ratio(f['speedup_bound'])} (bytes at the measured bandwidth): "
+        f"bound {ratio(f['speedup_bound'], 1)} (bytes at the measured bandwidth): "
         "the minimum bytes moved at full bandwidth; twice that for a switch to "
         "half precision"
     )

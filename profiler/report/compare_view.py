@@ -130,7 +130,7 @@ def overview_table(result: Diff, recorded: bool = True) -> Table:
             r.metric,
             overview_figure(r, "a"),
             overview_figure(r, "b"),
-            signed(r.delta, r.unit or "n"),
+            signed(r.delta, r.unit),
             change_pct(r.change_pct),
         )
     return t

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # (pandas: not imported by a run, which prints no frame)
     import pandas as pd
 
-from profiler import units
 from profiler.analysis.noise import FLAGS, window_flags  # noqa: F401 (re-exported)
 from profiler.runs.phases import LABELS as PHASE_LABELS
 from profiler.units import (  # the one spelling of numbers, re-exported for the views
@@ -30,16 +29,24 @@ from profiler.units import (  # the one spelling of numbers, re-exported for the
     ms as ms,
     ms_plain as ms_plain,
     ms_unit as ms_unit,
+    number as number,
     pct as pct,
     pct_fine as pct_fine,
+    percent as percent,
     plain as plain,
+    rate as rate,
+    ratio as ratio,
     rounded as rounded,
     seconds as seconds,
     seconds_figure as seconds_figure,
+    significant as significant,
+    size as size,
+    time as time,
     times as times,
     trimmed as trimmed,
     us as us,
     us_fine as us_fine,
+    wall_time as wall_time,
 )
 
 #: C0 and C1 control characters (ESC, CSI, BEL...): a name from a file never reaches the terminal
@@ -66,36 +73,39 @@ def size_bytes(value) -> str:
     return f"{value / 1024:.1f} KB" if value >= 1024 else f"{int(value)} B"
 
 
-def significant(value, digits: int = 3) -> str:
-    """``digits`` significant figures; None (a value that was not finite) in red."""
-    return "[red]not finite[/]" if value is None else units.significant(value, digits)
+#: a figure that was not finite (significant's None), in red
+NOT_FINITE = "[red]not finite[/]"
 
 
 def with_unit(value, unit: str = "") -> str:
-    """A value of a diff's overview row in its unit (µs, %, ms, or a count)."""
+    """A value of a diff's overview row in its unit: a time given in µs in ms or µs, one given
+    in ms to the microsecond, a percentage (or its change in points, ``pt``), a count (no unit)
+    or any other figure to one decimal with its unit."""
     if missing(value):
         return "-"
     if unit == "µs":
-        return us_fine(value)
-    if unit == "%":
-        return f"{value:.1f} %"
+        return time(value, "µs", ("ms", "µs"))
     if unit == "ms":
-        return f"{value:.3f} ms"
-    if float(value).is_integer():
-        return f"{int(value):,}"
-    return f"{value:,.1f}"
+        return time(value, thousands=False)
+    if unit in ("%", "pt"):
+        return percent(value, unit=unit)
+    return count(value, fractions=1) + (f" {unit}" if unit else "")
 
 
-def signed(value, unit: str = "µs") -> str:
-    """A difference with its sign, red when B is slower (+), green when faster (-)."""
-    if missing(value):
-        return "-"
-    text = with_unit(abs(value), unit)
-    if unit == "%":
-        text = text.replace(" %", " pt")
+def coloured(value, text: str) -> str:
+    """``text`` (the size of a difference B - A) behind its sign: red when B is slower (+),
+    green when faster (-)."""
     sign = "+" if value > 0 else "-" if value < 0 else "±"
     colour = "red" if value > 0 else "green" if value < 0 else ""
     return f"[{colour}]{sign}{text}[/]" if colour else f"{sign}{text}"
+
+
+def signed(value, unit: str = "µs") -> str:
+    """A difference in its ``unit`` (with_unit; a percentage's in points) with its sign, red
+    when B is slower (+), green when faster (-)."""
+    if missing(value):
+        return "-"
+    return coloured(value, with_unit(abs(value), "pt" if unit == "%" else unit))
 
 
 # --- per-column format tables: a column's unit fixes its format, one table per kind of table
@@ -341,32 +351,22 @@ class TimeColumn:
 
     def __call__(self, value) -> str:
         """``value`` (µs) in the column's unit, without it."""
-        return "-" if missing(value) else f"{value / self.scale:,.{self.decimals}f}"
+        return time(value, "µs", self.unit, decimals=self.decimals, labelled=False)
 
     def signed(self, value) -> str:
         """A difference in the column's unit, with its sign: red when B is slower (+), green when
         faster (-)."""
-        if missing(value):
-            return "-"
-        sign = "+" if value > 0 else "-" if value < 0 else "±"
-        colour = "red" if value > 0 else "green" if value < 0 else ""
-        text = f"{sign}{self(abs(value))}"
-        return f"[{colour}]{text}[/]" if colour else text
+        return "-" if missing(value) else coloured(value, self(abs(value)))
 
 
 def share(value) -> str:
     """A share 0..1 as whole percent: ``62 %``."""
-    return f"{100 * value:.0f} %"
-
-
-def ratio(value) -> str:
-    """A ratio to one decimal: ``3.9x``."""
-    return f"{value:.1f}x"
+    return percent(value, 0, of_one=True)
 
 
 def thousands(value) -> str:
     """A number rounded to a whole one, thousands separated: ``1,234``."""
-    return fixed(value, ",.0f")
+    return count(value, 0)
 
 
 def interval(low, high) -> str:
@@ -381,17 +381,17 @@ def gflop(flops) -> str:
 
 def megabytes(value) -> str:
     """Bytes as MB (10^6), one decimal: ``12.3 MB``."""
-    return f"{value / 1e6:,.1f} MB"
+    return size(value, unit="MB")
 
 
 def tflops(value) -> str:
     """A compute rate given in TFLOP/s: ``12.34 TFLOP/s``."""
-    return f"{value:,.2f} TFLOP/s"
+    return rate(value, "TFLOP/s", 2)
 
 
 def gbs(value) -> str:
     """A bandwidth given in GB/s: ``1,234.5 GB/s``."""
-    return f"{value:,.1f} GB/s"
+    return rate(value, "GB/s")
 
 
 def head(frame: pd.DataFrame, top: int) -> pd.DataFrame:
@@ -427,12 +427,12 @@ def phases_line(
 def tenths(value) -> str:
     """A figure to one decimal, thousands separated, its unit written beside it or in the
     column's header: ``1,234.5`` (µs, samples/s)."""
-    return fixed(value, ",.1f")
+    return number(value)
 
 
 def ratio_fine(value) -> str:
     """A ratio of two latencies to three decimals: ``0.875``."""
-    return fixed(value, ".3f")
+    return ratio(value, 3, suffix="")
 
 
 def span(low, high) -> str:
@@ -443,7 +443,7 @@ def span(low, high) -> str:
 def md_figure(value) -> str:
     """A float of a Markdown table of summary.md or benchmark.md: one decimal; blank when
     missing."""
-    return fixed(value, ".1f", blank="")
+    return number(value, thousands=False, blank="")
 
 
 def layer_ms(value) -> str:

@@ -8,7 +8,17 @@ from rich.table import Table
 
 from profiler.analysis.roofline import Roofline
 from profiler.report.console import FitTable
-from profiler.report.fmt import count, head, missing, ms_plain, pct, safe, significant, us
+from profiler.report.fmt import (
+    NOT_FINITE,
+    count,
+    head,
+    missing,
+    ms_plain,
+    pct,
+    safe,
+    significant,
+    us,
+)
 from profiler.trace.phase_kernels import PhaseSummary
 
 PER_STEP_NOTE = "summed over the profiled generations"
@@ -203,10 +213,10 @@ def phase_roofline_table(rooflines: list[tuple[str, str, Roofline]]) -> Table:
         t.add_row(
             phase,
             f"{label} {ms_plain(1e3 * r.seconds)} ms",
-            significant(r.flops),
-            significant(r.min_bytes),
-            significant(r.intensity),
-            significant(r.achieved_tflops),
+            significant(r.flops, not_finite=NOT_FINITE),
+            significant(r.min_bytes, not_finite=NOT_FINITE),
+            significant(r.intensity, not_finite=NOT_FINITE),
+            significant(r.achieved_tflops, not_finite=NOT_FINITE),
             count(round(r.achieved_gbs)),
             r.bound,
             pct(r.pct_of_roof),

@@ -18,6 +18,7 @@ from profiler.analysis.headline import (
 from profiler.analysis.records import WindowNoise
 from profiler.report.console import FitTable, make_console
 from profiler.report.fmt import (
+    NOT_FINITE,
     count,
     fraction,
     marked,
@@ -300,11 +301,11 @@ def _print_numerics(console: Console, numerics: Numerics | None) -> None:
         table.add_column(column, justify="right")
     top1 = numerics.top1_agreement
     table.add_row(
-        significant(numerics.max_abs_error),
-        significant(numerics.mean_abs_error),
-        significant(numerics.rel_l2_error),
-        significant(numerics.cosine_similarity, 6),
-        "-" if top1 is None and numerics.finite else significant(top1, 4),
+        significant(numerics.max_abs_error, not_finite=NOT_FINITE),
+        significant(numerics.mean_abs_error, not_finite=NOT_FINITE),
+        significant(numerics.rel_l2_error, not_finite=NOT_FINITE),
+        significant(numerics.cosine_similarity, 6, not_finite=NOT_FINITE),
+        "-" if top1 is None and numerics.finite else significant(top1, 4, not_finite=NOT_FINITE),
     )
     console.print(table)
     if not numerics.finite:
@@ -335,8 +336,12 @@ def _print_generation(console: Console, generation: Generation, numerics: Numeri
     }
     if numerics is not None and numerics.tokens is not None:
         encoder, logits = numerics.encoder_output, numerics.first_step_logits
-        columns["enc rel L2"] = "-" if encoder is None else significant(encoder.rel_l2_error)
-        columns["logits rel L2"] = "-" if logits is None else significant(logits.rel_l2_error)
+        columns["enc rel L2"] = (
+            "-" if encoder is None else significant(encoder.rel_l2_error, not_finite=NOT_FINITE)
+        )
+        columns["logits rel L2"] = (
+            "-" if logits is None else significant(logits.rel_l2_error, not_finite=NOT_FINITE)
+        )
         columns["tokens equal"] = fraction(numerics.tokens.positions_equal)
         columns["seqs identical"] = fraction(numerics.tokens.sequences_identical)
     for column in columns:

@@ -40,6 +40,7 @@ from profiler.report.fmt import (
     ms_plain,
     pct,
     plain,
+    ratio,
     rounded,
     thousands,
 )
@@ -206,7 +207,7 @@ def bound_figures_words(bound: Bound) -> str:
             else f"{plain(GPU_BOUND_RATIO)}-{plain(LAUNCH_LATENCY_RATIO)} x"
         )
         why = (
-            f"latency p50 {ms_plain(latency)} ms = {latency / gpu:.2f} x GPU time "
+            f"latency p50 {ms_plain(latency)} ms = {ratio(latency / gpu, suffix=' x')} GPU time "
             f"{ms_plain(gpu)} ms ({rule}), enqueue p50 {ms_plain(enqueue)} ms"
         )
     else:
