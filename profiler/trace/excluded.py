@@ -3,9 +3,10 @@ event written twice): found by ``impossible_rows`` and left out of a Trace (colu
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from profiler.trace.schema import KIND
@@ -56,7 +57,9 @@ def impossible_rows(events: pd.DataFrame) -> dict[str, Any]:
 _BLOCK = 1 << 19
 
 
-def _checks(ts: np.ndarray, dur: np.ndarray) -> list[tuple[str, np.ndarray]]:
+def _checks(
+    ts: npt.NDArray[np.float64], dur: npt.NDArray[np.float64]
+) -> list[tuple[str, npt.NDArray[np.bool_]]]:
     """Each reason an event's values cannot be real, in order, with the events it holds for."""
     with np.errstate(invalid="ignore"):
         return [
@@ -68,7 +71,7 @@ def _checks(ts: np.ndarray, dur: np.ndarray) -> list[tuple[str, np.ndarray]]:
         ]
 
 
-def _duplicated(events: pd.DataFrame, bad: np.ndarray) -> np.ndarray:
+def _duplicated(events: pd.DataFrame, bad: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
     """Rows not ``bad`` equal in every column to an earlier row: the same event written twice.
     Python function events are left out (their own ids are not among the columns)."""
     ts, kind = events["ts"].to_numpy(), events["kind"].to_numpy()
@@ -76,7 +79,8 @@ def _duplicated(events: pd.DataFrame, bad: np.ndarray) -> np.ndarray:
     # rows that repeat are of one kind and share their start: those that share it with another
     # row of their kind (a trace writes each kind's events in time order: no sort then) ...
     found = []
-    for k in np.flatnonzero(np.bincount(kind, minlength=len(KIND))).tolist():
+    present: npt.NDArray[np.intp] = np.flatnonzero(np.bincount(kind, minlength=len(KIND)))
+    for k in cast(list[int], present.tolist()):
         if k == KIND["python"]:
             continue
         rows = np.flatnonzero((kind == k) & ~bad)
@@ -104,15 +108,15 @@ def _duplicated(events: pd.DataFrame, bad: np.ndarray) -> np.ndarray:
     return mask
 
 
-def _row_hashes(events: pd.DataFrame) -> np.ndarray:
+def _row_hashes(events: pd.DataFrame) -> npt.NDArray[np.uint64]:
     """A 64-bit number per event from its kind, thread, name, ts and dur: equal events get
     equal numbers; different events rarely do, and then only cost an exact comparison."""
 
-    def bits(column: str, dtype: type[np.generic]) -> np.ndarray:
-        values: np.ndarray = events[column].to_numpy().astype(dtype, copy=False)
+    def bits(column: str, dtype: type[np.generic]) -> npt.NDArray[np.uint64]:
+        values: npt.NDArray[Any] = events[column].to_numpy().astype(dtype, copy=False)
         return values.view(np.uint64)
 
-    key: np.ndarray
+    key: npt.NDArray[np.uint64]
     with np.errstate(over="ignore"):
         key = bits("ts", np.float64) + bits("dur", np.float64) * np.uint64(0x9E3779B97F4A7C15)
         key += bits("name_id", np.int64) * np.uint64(0xC2B2AE3D27D4EB4F)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -39,9 +39,9 @@ class KernelLaunch:
     with a few configurations, so this grows with the kernels by one int32 each)."""
 
     #: row of each kernel in ``Trace.events``, ascending
-    rows: np.ndarray
+    rows: npt.NDArray[np.int64]
     #: each kernel's configuration, a row number of ``configs``
-    config: np.ndarray
+    config: npt.NDArray[np.int32]
     #: the distinct configurations; columns columns.KERNEL_COLUMNS
     configs: pd.DataFrame
 
@@ -52,7 +52,7 @@ class KernelLaunch:
         columns = {c: self.configs[c].to_numpy()[self.config] for c in self.configs.columns}
         return pd.DataFrame(columns, index=self.rows, copy=False)
 
-    def without(self, keep: np.ndarray) -> KernelLaunch:
+    def without(self, keep: npt.NDArray[np.bool_]) -> KernelLaunch:
         """These kernels' configurations once only the events ``keep`` (a mask of
         ``Trace.events``' rows) are kept, the events renumbered."""
         kept = keep[self.rows]
@@ -70,7 +70,7 @@ class Trace:
     #: launch configuration of the kernel rows (``kernel_launch`` spells it out per row)
     launch: KernelLaunch
     #: name_id -> name
-    names: np.ndarray
+    names: npt.NDArray[np.object_]
     #: thread code -> (pid, tid) as written in the trace
     threads: list[tuple[int | str, int | str]]
     devices: dict[int, DeviceProperties]
@@ -100,8 +100,10 @@ class Trace:
         kinds = np.zeros(len(KIND), dtype=bool)
         kinds[cpu] = True
         threads = self.events["thread"].to_numpy()[kinds[self.events["kind"].to_numpy()]]
-        codes = np.flatnonzero(np.bincount(threads, minlength=len(self.threads)))
-        return {self.threads[code][0] for code in codes.tolist()}
+        codes: npt.NDArray[np.intp] = np.flatnonzero(
+            np.bincount(threads, minlength=len(self.threads))
+        )
+        return {self.threads[code][0] for code in cast(list[int], codes.tolist())}
 
     @property
     def unanalysed_device_events(self) -> list[tuple[int, str, Any]]:
@@ -148,7 +150,7 @@ class Trace:
     def of_kind(self, kind: str) -> pd.DataFrame:
         return self.events[self.events["kind"] == KIND[kind]]
 
-    def name_of(self, name_ids: npt.ArrayLike) -> np.ndarray:
+    def name_of(self, name_ids: npt.ArrayLike) -> npt.NDArray[np.object_]:
         return self.names[np.asarray(name_ids, dtype=np.int64)]
 
     @property
