@@ -10,7 +10,9 @@ import numpy.typing as npt
 import pandas as pd
 
 
-def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def merge(
+    starts: npt.NDArray[np.float64], ends: npt.NDArray[np.float64]
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """Union of intervals, as sorted disjoint (starts, ends).
 
     A union is the same whatever the grouping, and its bounds are the intervals' own values:
@@ -27,7 +29,9 @@ def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return _merge(starts, ends)
 
 
-def _merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _merge(
+    starts: npt.NDArray[np.float64], ends: npt.NDArray[np.float64]
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     if len(starts) == 0:
         return np.array([]), np.array([])
     order = np.argsort(starts, kind="stable")
@@ -44,7 +48,9 @@ def _merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray
 _MERGE_BLOCK = 1 << 19
 
 
-def covered(starts: np.ndarray, ends: np.ndarray, lo: float, hi: float) -> float:
+def covered(
+    starts: npt.NDArray[np.float64], ends: npt.NDArray[np.float64], lo: float, hi: float
+) -> float:
     """Length of merged intervals (starts, ends) inside [lo, hi]."""
     if len(starts) == 0 or hi <= lo:
         return 0.0
@@ -54,9 +60,9 @@ def covered(starts: np.ndarray, ends: np.ndarray, lo: float, hi: float) -> float
 def covered_per_window(
     starts: npt.ArrayLike,
     ends: npt.ArrayLike,
-    w_lo: np.ndarray | pd.Series,
-    w_hi: np.ndarray | pd.Series,
-) -> np.ndarray:
+    w_lo: npt.NDArray[np.float64] | pd.Series,
+    w_hi: npt.NDArray[np.float64] | pd.Series,
+) -> npt.NDArray[np.float64]:
     """Covered length of merged intervals inside each window (windows may be many).
 
     Per window, the same as ``covered``: only the intervals that overlap the window are clipped
@@ -78,7 +84,7 @@ def covered_per_window(
     return out
 
 
-def padded_sum(values: np.ndarray, n: int, at: int) -> float:
+def padded_sum(values: npt.NDArray[np.float64], n: int, at: int) -> float:
     """``float(a.sum())`` of the float64 array ``a`` of length ``n`` that is +0.0 but for
     ``a[at : at + len(values)] = values`` (``values`` >= +0.0), without building ``a``.
 
@@ -92,7 +98,7 @@ def padded_sum(values: np.ndarray, n: int, at: int) -> float:
     return 0.0 + _pairwise(values, 0, n, at, at + len(values))
 
 
-def _pairwise(values: np.ndarray, lo: int, n: int, i0: int, i1: int) -> float:
+def _pairwise(values: npt.NDArray[np.float64], lo: int, n: int, i0: int, i1: int) -> float:
     """numpy's pairwise sum of a[lo : lo + n], where a is +0.0 outside [i0, i1) and
     ``values`` inside."""
     if lo + n <= i0 or lo >= i1:
@@ -120,7 +126,9 @@ def _pairwise(values: np.ndarray, lo: int, n: int, i0: int, i1: int) -> float:
     return total
 
 
-def _inside(points: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+def _inside(
+    points: npt.NDArray[np.float64], starts: npt.NDArray[np.float64], ends: npt.NDArray[np.float64]
+) -> npt.NDArray[np.intp]:
     """Index of the merged interval containing each point, or -1."""
     if len(starts) == 0:
         return np.full(len(points), -1)
@@ -129,7 +137,9 @@ def _inside(points: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndar
     return np.where(ok, i, -1)
 
 
-def merge_mask(ts: np.ndarray, dur: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def merge_mask(
+    ts: npt.NDArray[np.float64], dur: npt.NDArray[np.float64], mask: npt.NDArray[np.bool_]
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """merge() of the intervals [ts, ts + dur] of the events where ``mask`` holds, a block of
     events at a time: the same as ``merge(ts[mask], (ts + dur)[mask])`` without those copies."""
     blocks = []
@@ -145,7 +155,9 @@ def merge_mask(ts: np.ndarray, dur: np.ndarray, mask: np.ndarray) -> tuple[np.nd
     )
 
 
-def covered_regions(cuts: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+def covered_regions(
+    cuts: npt.NDArray[np.float64], starts: npt.NDArray[np.float64], ends: npt.NDArray[np.float64]
+) -> npt.NDArray[np.bool_]:
     """For each region [cuts[r], cuts[r+1]) (the last one open-ended), whether one of the merged
     intervals (starts, ends) covers it; the same as ``_inside(point, starts, ends) >= 0`` for any
     point of the region, provided every interval bound within [cuts[0], cuts[-1]] is a cut.
