@@ -8,6 +8,7 @@ plugin's (0.4.3, read from its ``event_parser.py``) as it reads the ``tb-compat`
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from profiler.trace.columns import give_back_memory
@@ -77,8 +78,8 @@ PLUGIN_COMMUNICATION_OPS = (
 
 
 def _role_intervals(
-    trace: Trace, communication_kernel: np.ndarray, definitions: str = "tool"
-) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    trace: Trace, communication_kernel: npt.NDArray[np.bool_], definitions: str = "tool"
+) -> dict[str, tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]]:
     """Merged intervals of each role but "other"; ``definitions``: "tool" or "plugin"
     (BREAKDOWN_DEFINITIONS)."""
     ev = trace.events
@@ -103,9 +104,9 @@ def _role_intervals(
         comm_ids = external[is_comm_op & (external >= 0)]
         communication_kernel = kernel & np.isin(external, comm_ids) & (external >= 0)
 
-    def mask(role: str) -> np.ndarray:
+    def mask(role: str) -> npt.NDArray[np.bool_]:
         """The events of ``role`` (one at a time: each is a row's worth of bools)."""
-        found: np.ndarray
+        found: npt.NDArray[np.bool_]
         if role == "kernel":
             found = kernel & ~communication_kernel
         elif role in ("memcpy", "memset"):
@@ -129,7 +130,10 @@ def _role_intervals(
 
 
 def breakdown(
-    trace: Trace, steps: pd.DataFrame, communication_kernel: np.ndarray, definitions: str = "tool"
+    trace: Trace,
+    steps: pd.DataFrame,
+    communication_kernel: npt.NDArray[np.bool_],
+    definitions: str = "tool",
 ) -> pd.DataFrame:
     """Per step, µs of each role, by priority (kernel first, 'other' last); ``definitions``:
     "tool" or "plugin" (BREAKDOWN_DEFINITIONS)."""
@@ -157,10 +161,10 @@ def breakdown(
         in_step = (step_of >= 0) & (mid < w_hi[np.clip(step_of, 0, None)])
         # the region each midpoint lies in: its segment, or the next one where the midpoint of
         # two adjacent floats rounds up to the segment's end
-        role = owner[i : i + len(mid)].copy()
+        region_role = owner[i : i + len(mid)].copy()
         up = np.flatnonzero(mid >= seg_e)
-        role[up] = owner[i + up + 1]
-        np.add.at(table, (step_of[in_step], role[in_step]), length[in_step])
+        region_role[up] = owner[i + up + 1]
+        np.add.at(table, (step_of[in_step], region_role[in_step]), length[in_step])
     return pd.DataFrame(table, columns=list(BREAKDOWN))
 
 
@@ -168,11 +172,11 @@ def breakdown(
 _SEGMENTS = 1 << 19
 
 
-def _sorted_unique(values: np.ndarray) -> np.ndarray:
+def _sorted_unique(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     """np.unique(values) (no NaN) by a stable sort, which is fast on the concatenation of a
     few sorted arrays (merged intervals' bounds)."""
     values = np.sort(values, kind="stable")
-    keep = np.ones(len(values), dtype=bool)
+    keep: npt.NDArray[np.bool_] = np.ones(len(values), dtype=bool)
     keep[1:] = values[1:] != values[:-1]
     return values[keep]
 
