@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from profiler.analysis.noise import TimedWindow
+from profiler.analysis.timed_window import TimedWindow
 from tests.conftest import FIXTURES
 
 RUNS = sorted((FIXTURES / "h200" / "runs").iterdir())

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from profiler.analysis.noise import (
+from profiler.analysis.timed_window import (
     BIMODAL_D,
     noise,
     read_latency_csv,
@@ -79,7 +79,7 @@ def test_spread_of_repeated_runs():
 def test_timed_window_derives_its_figures_and_noise_from_its_raw_times():
     """The one record of a timed window: raw times in, statistics and the noise rules' verdicts
     derived from them, and its result.json form (timing) carrying both."""
-    from profiler.analysis.noise import TimedWindow, latency_stats
+    from profiler.analysis.timed_window import TimedWindow, latency_stats
 
     raw = [4.0, 1.0, 3.0, 2.0, 2.5, 3.5, 1.5]
     window = TimedWindow(tuple(raw), batch_size=8)

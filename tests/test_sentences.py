@@ -11,7 +11,6 @@ import pandas as pd
 import pytest
 
 from profiler.analysis.difference import explain_difference
-from profiler.analysis.noise import flags_of, noise, warning_line, window_flags
 from profiler.analysis.records import (
     Bound,
     BoundWord,
@@ -19,6 +18,7 @@ from profiler.analysis.records import (
     GpuStateFigures,
     TimedVerdicts,
 )
+from profiler.analysis.timed_window import flags_of, noise, warning_line, window_flags
 from profiler.analysis.verdict import compare, control_fdr
 from profiler.report.sentences import (
     difference_lines,

@@ -5,7 +5,7 @@ import random
 import numpy as np
 import pytest
 
-from profiler.analysis.noise import latency_stats, percentile
+from profiler.analysis.timed_window import latency_stats, percentile
 from profiler.collect.timing import time_iterations
 
 

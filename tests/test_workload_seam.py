@@ -9,7 +9,7 @@ import json
 
 import torch
 
-from profiler.analysis.noise import TimedWindow
+from profiler.analysis.timed_window import TimedWindow
 from profiler.collect import harness
 from profiler.collect.backends.base import Prepared
 from profiler.collect.workloads.protocol import RunContext

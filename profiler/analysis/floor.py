@@ -31,8 +31,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from profiler.analysis.noise import noise
 from profiler.analysis.sampling import Z975, cv_of, t975
+from profiler.analysis.timed_window import noise
 from profiler.runs.samples import ProcessWindow
 
 #: within-window CV above which host-side launch jitter dominates: CUDA graphs are suggested

@@ -13,7 +13,6 @@ import msgspec
 from profiler import notices
 from profiler.analysis.figures import NOT_ON_CPU, differing_fields, mib, overhead_ratio, speedup
 from profiler.analysis.generation import generation_figures
-from profiler.analysis.noise import noise, read_latency_csv
 from profiler.analysis.records import (  # noqa: F401 (the records re-exported)
     CompareTimed,
     DifferingField,
@@ -35,6 +34,7 @@ from profiler.analysis.records import (  # noqa: F401 (the records re-exported)
 from profiler.analysis.sampling import cv_of
 from profiler.analysis.tails import tail_figures
 from profiler.analysis.timed_verdict import judge
+from profiler.analysis.timed_window import noise, read_latency_csv
 from profiler.analysis.verdict import GPU_TIME, LATENCY, TOLERANCE, MachineNoise
 from profiler.runs.gpu_record import GpuState
 from profiler.runs.noise_floor import (

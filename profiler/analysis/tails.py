@@ -23,9 +23,9 @@ import math
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 
-from profiler.analysis.noise import percentile
 from profiler.analysis.records import TailFigure
 from profiler.analysis.sampling import betainc
+from profiler.analysis.timed_window import percentile
 
 #: the tails a window's headline carries, and the level of their intervals
 TAIL_PERCENTILES = (90, 99)

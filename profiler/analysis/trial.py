@@ -21,7 +21,6 @@ import msgspec
 from profiler.analysis.advice import Advice
 from profiler.analysis.experiments import Experiment, projection
 from profiler.analysis.headline import verdicts_between, window_noise
-from profiler.analysis.noise import window_flags
 from profiler.analysis.records import (
     BaselineNoise,
     BaselineRow,
@@ -38,6 +37,7 @@ from profiler.analysis.records import (
 from profiler.analysis.run_analysis import RunAnalysis
 from profiler.analysis.sampling import cv_of
 from profiler.analysis.timed_verdict import control_family
+from profiler.analysis.timed_window import window_flags
 from profiler.errors import UserError
 from profiler.runs.layout import RESULT_FILE
 from profiler.runs.result import RunResult, try_read_result

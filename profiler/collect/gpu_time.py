@@ -55,7 +55,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from profiler.analysis.noise import percentile
+from profiler.analysis.timed_window import percentile
 from profiler.runs.result import GpuCompute
 from profiler.runs.workloads import workload as workload_facts
 

@@ -4,10 +4,10 @@ run(config) -> RunResult: under the run's folder lock, build the model, count it
 forward pass), then the phases of profiler.collect.window in order, for the run's workload
 (profiler.collect.workloads: what one step is, how it is timed and checked): prepare (and, with
 --cuda-graphs, the capture of the step: profiler.collect.cuda_graphs), warm-up, the timed window
-(its record: profiler.analysis.noise.TimedWindow), GPU compute and enqueue time in a short window
-after it (profiler.collect.gpu_time), the profiled steps, the backend's own measurements after
-both windows, the numeric check against the FP32 eager reference, latency.csv and the
-workload's files, and --repeat-runs' windows in fresh processes
+(its record: profiler.analysis.timed_window.TimedWindow), GPU compute and enqueue time in a
+short window after it (profiler.collect.gpu_time), the profiled steps, the backend's own
+measurements after both windows, the numeric check against the FP32 eager reference,
+latency.csv and the workload's files, and --repeat-runs' windows in fresh processes
 (profiler.collect.repeat_window). Everything is written into hidden staging folders and moved
 into runs/<run>/ and tb_logs/<run>/ only when the run succeeded.
 """

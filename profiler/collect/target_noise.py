@@ -19,8 +19,8 @@ import math
 import time
 
 from profiler import units
-from profiler.analysis.noise import TimedWindow
 from profiler.analysis.sampling import REACHED, stopping_rule
+from profiler.analysis.timed_window import TimedWindow
 from profiler.collect import repeat_window, window
 from profiler.runs.config import RunConfig
 from profiler.runs.result import TargetNoise

@@ -1,6 +1,6 @@
 """The timed window: per-iteration latency with CUDA events (GPU) or perf_counter (CPU), and how
 many iterations. Each iteration is synchronized, so a latency is what one request of that batch
-waits; the window's statistics and noise are profiler.analysis.noise.TimedWindow's."""
+waits; the window's statistics and noise are profiler.analysis.timed_window.TimedWindow's."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from profiler import units
-from profiler.analysis.noise import percentile
+from profiler.analysis.timed_window import percentile
 
 
 def clock() -> float:

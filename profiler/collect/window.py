@@ -28,7 +28,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from profiler import runs, units
-from profiler.analysis.noise import TimedWindow
+from profiler.analysis.timed_window import TimedWindow
 from profiler.collect import gpu_state, graph_capture, timing
 from profiler.collect.backends.base import Prepared
 from profiler.collect.device import inductor_left_unimported, kineto_quiet, nvtx_range, sync

@@ -10,7 +10,6 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from profiler.analysis.noise import NOISY_CV
 from profiler.analysis.records import (
     CompareTimed,
     Explanation,
@@ -21,6 +20,7 @@ from profiler.analysis.records import (
     WindowNoise,
 )
 from profiler.analysis.tails import iterations_needed
+from profiler.analysis.timed_window import NOISY_CV
 from profiler.report.console import FitTable, print_prose
 from profiler.report.fmt import (
     TimeColumn,

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # (pandas: not imported by a run, which prints no frame)
     import pandas as pd
 
-from profiler.analysis.noise import FLAGS, window_flags  # noqa: F401 (re-exported)
+from profiler.analysis.timed_window import FLAGS, window_flags  # noqa: F401 (re-exported)
 from profiler.runs.phases import LABELS as PHASE_LABELS
 from profiler.units import (  # the one spelling of numbers, re-exported for the views
     CSV_FLOATS as CSV_FLOATS,

@@ -96,7 +96,7 @@ class TargetNoise(msgspec.Struct, frozen=True):
 
 
 class NoiseStats(msgspec.Struct, frozen=True):
-    """The timed window's spread, shape and drift (profiler.analysis.noise.Noise; times in ms)."""
+    """The timed window's spread, shape and drift in ms (profiler.analysis.timed_window.Noise)."""
 
     n: int
     median_ms: float

@@ -496,11 +496,11 @@ def _sample(trial: Trial, processes: int, say) -> None:
 
 def baseline_again(trial: Trial, say) -> None:
     """A baseline whose verdicts would rest on one timed window, that window flagged noisy,
-    bimodal or drifting (profiler.analysis.noise): one more window of it in a fresh process
+    bimodal or drifting (profiler.analysis.timed_window): one more window of it in a fresh process
     (profiler.sweep.rounds.run_round), recorded beside its own (processes.csv), so the verdicts
     rest on both; said in one line, and kept in ``trial.baseline_again``. A window that fails
     is said too, and the baseline keeps its one window."""
-    from profiler.analysis.noise import window_flags
+    from profiler.analysis.timed_window import window_flags
     from profiler.analysis.trial import baseline_noise
 
     cell = trial.cells[0]

@@ -12,7 +12,7 @@ from pathlib import Path
 from rich.markup import escape
 
 from profiler import units
-from profiler.analysis.noise import TimedWindow
+from profiler.analysis.timed_window import TimedWindow
 from profiler.collect import numerics, reference as fp32_reference, timing
 from profiler.collect.backends.base import Prepared
 from profiler.collect.device import out_of_memory_kind, release_cuda_memory

@@ -32,7 +32,7 @@ import msgspec
 import torch
 
 from profiler import units
-from profiler.analysis.noise import TimedWindow, percentile
+from profiler.analysis.timed_window import TimedWindow, percentile
 from profiler.collect import flops, gpu_time, models, numerics, timing
 from profiler.collect.backends.base import Prepared
 from profiler.collect.device import sync

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from profiler.analysis.noise import TimedWindow
+from profiler.analysis.timed_window import TimedWindow
 from profiler.collect.backends.base import Backend, Prepared
 from profiler.runs.config import RunConfig
 from profiler.runs.phases import Phases
