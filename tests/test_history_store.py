@@ -22,7 +22,7 @@ from profiler.runs.history_store import (
     read_records,
 )
 from profiler.runs.model_source import ModelSource
-from tests.conftest import FIXTURES, ROOT
+from tests.conftest import FIXTURES, ROOT, default_signals
 
 
 def record(
@@ -99,7 +99,11 @@ def test_two_writers_at_once_lose_nothing(tmp_path):
         """
     )
     writers = [
-        subprocess.Popen([sys.executable, "-c", child, str(db), str(base), str(ROOT)], cwd=ROOT)
+        subprocess.Popen(
+            [sys.executable, "-c", child, str(db), str(base), str(ROOT)],
+            cwd=ROOT,
+            preexec_fn=default_signals,
+        )
         for base in (0, 100)
     ]
     assert [w.wait(timeout=120) for w in writers] == [0, 0]
@@ -127,6 +131,7 @@ def test_a_writer_killed_mid_transaction_leaves_no_part_of_its_record(tmp_path):
     writer = subprocess.Popen(
         [sys.executable, "-c", child, str(db), str(ROOT)],
         cwd=ROOT,
+        preexec_fn=default_signals,
         stdout=subprocess.PIPE,
         text=True,
     )

@@ -134,7 +134,15 @@ def test_every_command_takes_quiet_and_verbose(cli):
 
     from profiler.cli.app import app
 
-    group = typer.main.get_command(app)
-    for name, command in group.commands.items():
+    def commands(group, prefix=""):  # a group's commands, those of its groups (history) too
+        for name, command in group.commands.items():
+            if hasattr(command, "commands"):
+                yield from commands(command, f"{prefix}{name} ")
+            else:
+                yield prefix + name, command
+
+    found = dict(commands(typer.main.get_command(app)))
+    assert {"run", "history check", "history add"} <= set(found)
+    for name, command in found.items():
         flags = {opt for param in command.params for opt in param.opts}
         assert {"-q", "--quiet", "-v", "--verbose"} <= flags, name
