@@ -15,8 +15,10 @@ sample traces:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from profiler.trace.intervals import covered, merge
@@ -38,8 +40,8 @@ class DeviceMetrics:
     idle_median_us: float
 
 
-def _device_of(rows: pd.DataFrame | _Columns, trace: Trace) -> np.ndarray:
-    dev: np.ndarray = np.asarray(rows["device"])
+def _device_of(rows: pd.DataFrame | _Columns, trace: Trace) -> npt.NDArray[np.signedinteger[Any]]:
+    dev: npt.NDArray[np.signedinteger[Any]] = np.asarray(rows["device"])
     if (dev < 0).any():  # old traces without args.device: the pid is the device
         pids = np.array([trace.threads[t][0] for t in np.asarray(rows["thread"])], dtype=object)
         fallback = np.array([p if isinstance(p, int) else -1 for p in pids], dtype=np.int64)
@@ -48,8 +50,10 @@ def _device_of(rows: pd.DataFrame | _Columns, trace: Trace) -> np.ndarray:
 
 
 def sm_efficiency_ranges(
-    starts: np.ndarray, ends: np.ndarray, blocks_per_sm: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    starts: npt.NDArray[np.float64],
+    ends: npt.NDArray[np.float64],
+    blocks_per_sm: npt.NDArray[np.float64],
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """Step function of min(sum of concurrent blocks per SM, 1): (seg_start, seg_end, value)."""
     valid = blocks_per_sm > 0
     s, e, v = starts[valid], ends[valid], blocks_per_sm[valid]
@@ -84,7 +88,7 @@ def device_metrics(
         np.isin(trace.events["kind"].to_numpy(), [KIND["kernel"], KIND["memcpy"], KIND["memset"]])
     )
     gpu_devices = _device_of(_Columns(trace.events, gpu_rows), trace)
-    for device in sorted(set(devices.tolist())):
+    for device in sorted(set(cast(list[int], devices.tolist()))):
         one = devices == device
         k = _Columns(kernels, None if one.all() else one)
         ks, ke = k["ts"], k["ts"] + k["dur"]
@@ -129,14 +133,16 @@ def device_metrics(
     return out
 
 
-def _idle_gaps(gpu: _Columns, lo: float, hi: float) -> np.ndarray:
+def _idle_gaps(gpu: _Columns, lo: float, hi: float) -> npt.NDArray[np.floating[Any]]:
     """The idle gaps between GPU activity (kernels, copies, memsets) inside [lo, hi]."""
     starts = gpu["ts"]
+    gs: npt.NDArray[np.floating[Any]]
+    ge: npt.NDArray[np.floating[Any]]
     gs, ge = merge(starts, starts + gpu["dur"])
     del starts
     inside = (ge > lo) & (gs < hi)
     gs, ge = np.clip(gs[inside], lo, hi), np.clip(ge[inside], lo, hi)
-    gaps: np.ndarray = gs[1:] - ge[:-1] if len(gs) > 1 else np.array([])
+    gaps: npt.NDArray[np.floating[Any]] = gs[1:] - ge[:-1] if len(gs) > 1 else np.array([])
     return gaps[gaps > 0]
 
 
@@ -144,11 +150,15 @@ class _Columns:
     """A frame's columns as arrays, each taken at ``rows`` (a mask, or None: all) when asked:
     a row filter of the frame would copy every column."""
 
-    def __init__(self, frame: pd.DataFrame, rows: np.ndarray | None = None) -> None:
+    def __init__(
+        self,
+        frame: pd.DataFrame,
+        rows: npt.NDArray[np.bool_] | npt.NDArray[np.intp] | None = None,
+    ) -> None:
         self.frame, self.rows = frame, rows
 
-    def __getitem__(self, column: str) -> np.ndarray:
-        values: np.ndarray = self.frame[column].to_numpy()
+    def __getitem__(self, column: str) -> npt.NDArray[Any]:
+        values: npt.NDArray[Any] = self.frame[column].to_numpy()
         return values if self.rows is None else values[self.rows]
 
 

@@ -41,6 +41,7 @@ from pathlib import Path
 
 import msgspec
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from profiler import units
@@ -181,7 +182,7 @@ def captures_of(trace: Trace, source: str = "") -> GraphCaptures:
     return GraphCaptures(tuple(captures), source)
 
 
-def replay_groups(trace: Trace) -> dict[int, np.ndarray]:
+def replay_groups(trace: Trace) -> dict[int, npt.NDArray[np.int64]]:
     """correlation of each cudaGraphLaunch -> its GPU event rows, in start order."""
     api = _api_calls(trace)
     launches = api.loc[api["api"].str.startswith(GRAPH_LAUNCH), "correlation"]
@@ -192,7 +193,7 @@ def replay_groups(trace: Trace) -> dict[int, np.ndarray]:
     order = np.lexsort((replayed.index.to_numpy(), replayed["ts"].to_numpy()))
     replayed = replayed.iloc[order]
     rows = replayed.index.to_numpy()
-    groups: dict[int, np.ndarray] = {}
+    groups: dict[int, npt.NDArray[np.int64]] = {}
     for correlation, positions in replayed.groupby("correlation", sort=False).indices.items():
         groups[int(correlation)] = rows[positions]
     return groups
@@ -219,8 +220,8 @@ def attach(trace: Trace, captures: GraphCaptures) -> GraphAttribution:
             added.append(name)
         return name_id[name]
 
-    rows_out: list[np.ndarray] = []
-    ops_out: list[np.ndarray] = []
+    rows_out: list[npt.NDArray[np.int64]] = []
+    ops_out: list[npt.NDArray[np.int64]] = []
     found = GraphAttribution(pd.Series(dtype=np.int64), captures=len(captures.captures))
     reasons: Counter[str] = Counter()
     for rows in groups.values():
@@ -253,7 +254,7 @@ def attach(trace: Trace, captures: GraphCaptures) -> GraphAttribution:
 
 
 def _choose(
-    candidates: list[GraphCapture], kernel_names: np.ndarray
+    candidates: list[GraphCapture], kernel_names: npt.NDArray[np.object_]
 ) -> tuple[GraphCapture | None, str | None]:
     """The capture a replay's events came from, among those of its kind sequence (see the
     module doc); (None, why) when none or several fit."""
