@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, SupportsInt
+from typing import Any, SupportsInt, cast
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from profiler import units
@@ -65,7 +66,9 @@ def kernel_rows(trace: Trace) -> pd.DataFrame:
     return rows
 
 
-def _theoretical_of_configs(trace: Trace, rows: pd.DataFrame, launch: KernelLaunch) -> np.ndarray:
+def _theoretical_of_configs(
+    trace: Trace, rows: pd.DataFrame, launch: KernelLaunch
+) -> npt.NDArray[np.float64]:
     """_theoretical, computed once per device and launch configuration number (a kernel's
     registers, shared memory and block are its configuration's)."""
     configs = launch.configs
@@ -81,14 +84,15 @@ def _theoretical_of_configs(trace: Trace, rows: pd.DataFrame, launch: KernelLaun
         * configs["block_y"].to_numpy().astype(np.int64)
         * configs["block_z"].to_numpy().astype(np.int64)
     )
-    for k in np.flatnonzero(present).tolist():
+    present_keys: npt.NDArray[np.intp] = np.flatnonzero(present)
+    for k in cast(list[int], present_keys.tolist()):
         dev, c = divmod(k, len(configs))
         props = trace.devices.get(dev + low) or next(iter(trace.devices.values()))
         result = None
         if regs[c] >= 0 and smem[c] >= 0:
             result = theoretical_occupancy(int(regs[c]), int(smem[c]), int(threads[c]), props)
         values[k] = np.nan if result is None else 100.0 * result.occupancy
-    found: np.ndarray = values[key]
+    found: npt.NDArray[np.float64] = values[key]
     return found
 
 
@@ -107,7 +111,7 @@ def _narrow(values: Any) -> Any:
     return values
 
 
-def launching_operator(trace: Trace, kernels: pd.DataFrame) -> np.ndarray:
+def launching_operator(trace: Trace, kernels: pd.DataFrame) -> npt.NDArray[np.int64]:
     """name_id of the innermost CPU operator that launched each kernel, or -1.
 
     kernel --correlation--> runtime or driver launch call --External id--> cpu_op. Driver-API
@@ -144,7 +148,9 @@ def launching_operator(trace: Trace, kernels: pd.DataFrame) -> np.ndarray:
     return found
 
 
-def operators_of_external(trace: Trace, external: np.ndarray) -> np.ndarray:
+def operators_of_external(
+    trace: Trace, external: npt.NDArray[np.integer[Any]]
+) -> npt.NDArray[np.int64]:
     """name_id of the CPU operator (or record_function range) carrying each External id, an
     operator winning over a range that shares its id, the first of each where several do
     (graphs.operator_of_external's mapping, as ``pd.Series(external).map(...)`` reads it), or
@@ -163,7 +169,9 @@ def operators_of_external(trace: Trace, external: np.ndarray) -> np.ndarray:
     return found
 
 
-def _first_rows(values: np.ndarray, where: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _first_rows(
+    values: npt.NDArray[np.integer[Any]], where: npt.NDArray[np.bool_]
+) -> tuple[npt.NDArray[np.integer[Any]], npt.NDArray[np.signedinteger[Any]]]:
     """The distinct ``values`` of the rows ``where`` holds, sorted, and the first row of each.
     (A trace numbers its operators in the order it writes them: already sorted, no sort.)"""
     rows = np.flatnonzero(where)
@@ -179,7 +187,7 @@ def _first_rows(values: np.ndarray, where: np.ndarray) -> tuple[np.ndarray, np.n
     return keys[once], rows[once]
 
 
-def launch_rows(trace: Trace, correlation: np.ndarray) -> np.ndarray:
+def launch_rows(trace: Trace, correlation: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.int64]:
     """The row in ``trace.events`` of the runtime or driver call with each ``correlation``
     (the first, where several share one), or -1 (none, or a correlation below 0)."""
     return launch_table(trace).rows_of(correlation)
@@ -190,16 +198,16 @@ class LaunchTable:
     """The runtime and driver calls by correlation: ``keys`` sorted, the row of each key's
     first call in ``rows``; ``repeated`` when several calls share a correlation."""
 
-    keys: np.ndarray
-    rows: np.ndarray
+    keys: npt.NDArray[np.integer[Any]]
+    rows: npt.NDArray[np.int64]
     repeated: bool
 
-    def rows_of(self, correlation: np.ndarray) -> np.ndarray:
+    def rows_of(self, correlation: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.int64]:
         """The row of the first call with each ``correlation``, or -1."""
         if not len(self.keys):
             return np.full(len(correlation), -1, dtype=np.int64)
         at = np.clip(np.searchsorted(self.keys, correlation), 0, len(self.keys) - 1)
-        found: np.ndarray = np.where(
+        found: npt.NDArray[np.int64] = np.where(
             (self.keys[at] == correlation) & (correlation >= 0), self.rows[at], -1
         )
         return found
@@ -213,7 +221,9 @@ def launch_table(trace: Trace) -> LaunchTable:
     return LaunchTable(keys, rows.astype(np.int64), repeated=len(keys) < int(calls.sum()))
 
 
-def _enclosing_op(ops: pd.DataFrame, threads: np.ndarray, times: np.ndarray) -> np.ndarray:
+def _enclosing_op(
+    ops: pd.DataFrame, threads: npt.NDArray[np.integer[Any]], times: npt.NDArray[np.float64]
+) -> npt.NDArray[np.int64]:
     """name_id of the innermost of ``ops`` on each thread whose span holds each time, or -1.
     Spans on one thread nest, so the innermost is the latest-starting one that has not ended,
     found by walking up from the latest start before the time."""
@@ -231,7 +241,9 @@ def _enclosing_op(ops: pd.DataFrame, threads: np.ndarray, times: np.ndarray) -> 
     return found
 
 
-def _parents(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+def _parents(
+    starts: npt.NDArray[np.float64], ends: npt.NDArray[np.float64]
+) -> npt.NDArray[np.int64]:
     """Index of the span enclosing each span (sorted by start, longest first), or -1."""
     parent = np.full(len(starts), -1, dtype=np.int64)
     stack: list[int] = []
@@ -243,7 +255,7 @@ def _parents(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     return parent
 
 
-def _theoretical(trace: Trace, rows: pd.DataFrame) -> np.ndarray:
+def _theoretical(trace: Trace, rows: pd.DataFrame) -> npt.NDArray[np.float64]:
     """Theoretical occupancy % of each launch, computed once per distinct configuration."""
     if not len(rows) or not trace.devices:
         return np.full(len(rows), np.nan)
@@ -257,7 +269,7 @@ def _theoretical(trace: Trace, rows: pd.DataFrame) -> np.ndarray:
             result = theoretical_occupancy(int(regs), int(smem), int(threads), props)
         values.append(np.nan if result is None else 100.0 * result.occupancy)
     configs["theoretical"] = values
-    theoretical: np.ndarray = (
+    theoretical: npt.NDArray[np.float64] = (
         rows[keys].merge(configs, on=keys, how="left")["theoretical"].to_numpy()
     )
     return theoretical
