@@ -82,6 +82,8 @@ def _labelled(text: str, unit: str, labelled: bool, blank: str) -> str:
 
 #: a unit of time -> nanoseconds in one
 TIME_UNITS = {"s": 10**9, "ms": 10**6, "µs": 10**3, "ns": 1}
+#: the units ``time(..., unit="auto")`` chooses among: a trace's durations, from µs to seconds
+AUTO_TIME_UNITS = ("s", "ms", "µs")
 
 
 def _convert(value: float, given: int, shown: int) -> float:
@@ -96,8 +98,8 @@ def time(
     value: float | None,
     given: str = "ms",
     unit: str | tuple[str, ...] | None = None,
-    *,
     decimals: int | None = 3,
+    *,
     noise: float | None = None,
     thousands: bool = True,
     labelled: bool = True,
@@ -105,11 +107,13 @@ def time(
     blank: str = "-",
 ) -> str:
     """A duration measured in ``given``, shown in ``unit`` (``given`` by default) or, for a tuple
-    of units (largest first), in the largest one it reaches 1 of, µs to one decimal:
-    ``time(5.791)`` is ``5.791 ms``, ``time(2_487_216.9, "µs", ("s", "ms", "µs"), decimals=2)``
-    ``2.49 s``. ``decimals=None``: the figures its relative noise allows (number)."""
+    of units (largest first; ``"auto"``: AUTO_TIME_UNITS), in the largest one it reaches 1 of,
+    µs to one decimal: ``time(5.791)`` is ``5.791 ms``, ``time(2_487_216.9, "µs", "auto",
+    2)`` ``2.49 s``. ``decimals=None``: the figures its relative noise allows (number)."""
     if value is None or missing(value):
         return blank
+    if unit == "auto":
+        unit = AUTO_TIME_UNITS
     if isinstance(unit, tuple):
         shown = next((u for u in unit if abs(value) >= TIME_UNITS[u] / TIME_UNITS[given]), unit[-1])
         if shown == "µs":
@@ -238,7 +242,7 @@ def times(value: float | None) -> str:
 
 def us(value: float | None) -> str:
     """A duration given in µs, in µs, ms or s (two decimals above µs)."""
-    return time(value, "µs", ("s", "ms", "µs"), decimals=2)
+    return time(value, "µs", "auto", 2)
 
 
 def us_fine(value: float) -> str:

@@ -15,7 +15,7 @@ from profiler.analysis.records import Headline, plain
 from profiler.errors import UserError
 from profiler.fsutil import atomic_path, write_text_atomic, write_with
 from profiler.report.advice_view import line
-from profiler.report.fmt import md_figure, mib, ms_unit, pct, tenths
+from profiler.report.fmt import number, percent, size, time
 from profiler.report.headline_view import gpu_compute_line
 from profiler.report.insight_view import roofline_line, to_dict as insight_dict
 from profiler.report.sentences import gpu_state_line, tail_meaning, tail_value
@@ -90,7 +90,7 @@ def markdown_table(frame: pd.DataFrame) -> str:
         cells = []
         for v in row:
             if isinstance(v, float):
-                cells.append(md_figure(v))
+                cells.append(number(v, thousands=False, blank=""))
             else:
                 cells.append(str(v).replace("|", "\\|"))
         lines.append("| " + " | ".join(cells) + " |")
@@ -103,30 +103,30 @@ def headline_markdown(headline: Headline) -> list[str]:
     tails = headline.tails
     lines = [
         "## Timed window (no profiler attached; quote these)\n",
-        f"- p50 latency: {ms_unit(timed.p50_ms)} (median of {timed.iters} "
+        f"- p50 latency: {time(timed.p50_ms)} (median of {timed.iters} "
         f"synchronized iterations, {timed.timer})",
         *(
             [f"- p{t.percentile} latency: {tail_value(t)} ({tail_meaning(t)})" for t in tails]
-            or [f"- p90 / p99 latency: {ms_unit(timed.p90_ms)} / {ms_unit(timed.p99_ms)}"]
+            or [f"- p90 / p99 latency: {time(timed.p90_ms)} / {time(timed.p99_ms)}"]
         ),
-        f"- throughput: {tenths(timed.throughput_samples_per_s)} samples/s",
+        f"- throughput: {number(timed.throughput_samples_per_s)} samples/s",
     ]
     if window:
-        lines.append(f"- CV / IQR: {pct(100 * window.cv)} / {ms_unit(window.iqr_ms)}")
+        lines.append(f"- CV / IQR: {percent(100 * window.cv)} / {time(window.iqr_ms)}")
     spread = timed.repeat_runs
     if spread:
         lines.append(
-            f"- p50 over {spread.runs} processes: {ms_unit(spread.min_p50_ms)} to "
-            f"{ms_unit(spread.max_p50_ms)}"
+            f"- p50 over {spread.runs} processes: {time(spread.min_p50_ms)} to "
+            f"{time(spread.max_p50_ms)}"
         )
     lines.append(
         f"- peak memory allocated / reserved: "
-        f"{mib(memory.peak_allocated_mib, memory.note)} / "
-        f"{mib(memory.peak_reserved_mib, memory.note)}"
+        f"{size(memory.peak_allocated_mib, 'MiB', blank=memory.note or '-')} / "
+        f"{size(memory.peak_reserved_mib, 'MiB', blank=memory.note or '-')}"
     )
     if headline.profiled_step_ms is not None:
         lines.append(
-            f"- step time under the profiler: {ms_unit(headline.profiled_step_ms)} "
+            f"- step time under the profiler: {time(headline.profiled_step_ms)} "
             "(not a latency to quote)"
         )
     for label, value in (
@@ -135,8 +135,8 @@ def headline_markdown(headline: Headline) -> list[str]:
     ):
         if value is not None:
             lines.append(
-                f"- GPU utilization, {label}: {pct(value)} (kernels running "
-                f"{ms_unit(headline.kernel_ms_per_step)} per call)"
+                f"- GPU utilization, {label}: {percent(value)} (kernels running "
+                f"{time(headline.kernel_ms_per_step)} per call)"
             )
     gpu = gpu_compute_line(timed.gpu_compute, timed.p50_ms, headline.kernel_ms_per_step)
     if gpu:
@@ -206,22 +206,22 @@ def trace_markdown(summary: Summary, tensor_cores: dict) -> list[str]:
     o, t = summary.overview, tensor_cores
     md = [
         f"- schema: {summary.schema}",
-        f"- steps: {len(o.steps)}, mean step time {tenths(o.mean_step_us)} µs",
+        f"- steps: {len(o.steps)}, mean step time {number(o.mean_step_us)} µs",
     ]
     for d in o.devices:
         md.append(
             f"- GPU {d.device} ({d.name}): utilization over the profiled steps "
-            f"{pct(d.gpu_utilization_pct)}, "
-            f"est. SM efficiency {pct(d.est_sm_efficiency_pct)}, "
-            f"est. achieved occupancy (Kineto) {pct(d.est_achieved_occupancy_pct)}, "
-            f"theoretical occupancy (computed) {pct(d.theoretical_occupancy_pct)}, "
-            f"{d.idle_gaps} idle gaps totalling {tenths(d.idle_total_us)} µs "
-            f"(largest {tenths(d.idle_largest_us)} µs)"
+            f"{percent(d.gpu_utilization_pct)}, "
+            f"est. SM efficiency {percent(d.est_sm_efficiency_pct)}, "
+            f"est. achieved occupancy (Kineto) {percent(d.est_achieved_occupancy_pct)}, "
+            f"theoretical occupancy (computed) {percent(d.theoretical_occupancy_pct)}, "
+            f"{d.idle_gaps} idle gaps totalling {number(d.idle_total_us)} µs "
+            f"(largest {number(d.idle_largest_us)} µs)"
         )
     if o.has_gpu:  # a CPU trace has no kernel, and no Tensor Core to speak of
         md.append(
-            f"- {TC_KERNELS_LABEL}: {pct(t['tensor_core_share_pct'])} of all kernel "
-            f"time, {pct(t['tensor_core_share_of_gemm_conv_pct'])} of GEMM + "
+            f"- {TC_KERNELS_LABEL}: {percent(t['tensor_core_share_pct'])} of all kernel "
+            f"time, {percent(t['tensor_core_share_of_gemm_conv_pct'])} of GEMM + "
             "convolution time"
         )
         md.append(f"- note: {PIPE_BUSY_NOTE}")

@@ -6,7 +6,7 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-from profiler.report.fmt import pct, plain
+from profiler.report.fmt import percent, plain
 from profiler.trace.hardware import TENSOR_NO_PCT, TENSOR_YES_PCT, Agreement
 
 HARDWARE_CSV_COLUMNS = (
@@ -60,14 +60,14 @@ def hardware_table(joined: pd.DataFrame, top: int) -> Table:
             verdict = "[bold red]disagree[/]"
         t.add_row(
             r.kernel,
-            pct(r.share_pct),
+            percent(r.share_pct),
             r.tensor_core,
             str(r.hw_tensor_core),
             verdict,
-            pct(r.hw_tensor_pipe_pct),
-            pct(r.hw_achieved_occupancy_pct),
-            pct(r.hw_theoretical_occupancy_pct),
-            pct(r.theoretical_occupancy_pct),
+            percent(r.hw_tensor_pipe_pct),
+            percent(r.hw_achieved_occupancy_pct),
+            percent(r.hw_theoretical_occupancy_pct),
+            percent(r.theoretical_occupancy_pct),
         )
     return t
 
@@ -77,8 +77,8 @@ def agreement_lines(agreement: Agreement) -> list[str]:
     if not a.profiled_us:
         return ["Nsight Compute: none of the trace's kernels were found in the ncu CSV"]
     lines = [
-        f"name rules agree with Nsight Compute on {pct(100 * a.share)} of the profiled "
-        f"kernel time ({a.profiled_kernels} kernels, {pct(100 * a.coverage)} of all "
+        f"name rules agree with Nsight Compute on {percent(100 * a.share)} of the profiled "
+        f"kernel time ({a.profiled_kernels} kernels, {percent(100 * a.coverage)} of all "
         "kernel time)"
     ]
     for label, us in (
@@ -87,7 +87,7 @@ def agreement_lines(agreement: Agreement) -> list[str]:
         ("hardware unclear (between thresholds)", a.unclear_hardware_us),
     ):
         if us:
-            lines.append(f"  {label}: {pct(100 * us / a.profiled_us)} of the profiled time")
+            lines.append(f"  {label}: {percent(100 * us / a.profiled_us)} of the profiled time")
     return lines + tensor_core_lines(a)
 
 
@@ -97,14 +97,14 @@ def tensor_core_lines(a: Agreement) -> list[str]:
     if not a.pipe_measured_us:
         return []
     over = (
-        f"over the {a.profiled_kernels} profiled kernels ({pct(100 * a.coverage)} of all "
+        f"over the {a.profiled_kernels} profiled kernels ({percent(100 * a.coverage)} of all "
         "kernel time)"
     )
     return [
         f"Tensor Cores, two readings {over}:",
-        f"  time in Tensor Core kernels (name rules): {pct(100 * a.tensor_core_kernels_share)}"
+        f"  time in Tensor Core kernels (name rules): {percent(100 * a.tensor_core_kernels_share)}"
         " of that kernel time (a kernel that uses Tensor Cores at all counts whole)",
-        f"  tensor pipe busy (ncu, kernel-time weighted): {pct(100 * a.tensor_pipe_busy_share)}"
+        f"  tensor pipe busy (ncu, kernel-time weighted): {percent(100 * a.tensor_pipe_busy_share)}"
         " of that kernel time (sm__pipe_tensor_cycles_active: % of peak while the SM is "
         "active)",
     ]

@@ -32,15 +32,19 @@ def size(v: Verdict | None) -> str:
     if v is None:
         return "not measured"
     return (
-        f"{units.change_pct(100 * (v.ratio - 1))} [{units.change_pct(100 * (v.low - 1))}, "
-        f"{units.change_pct(100 * (v.high - 1))}] {v.verdict}"
+        f"{units.percent(100 * (v.ratio - 1), sign=True)} "
+        f"[{units.percent(100 * (v.low - 1), sign=True)}, "
+        f"{units.percent(100 * (v.high - 1), sign=True)}] {v.verdict}"
     )
 
 
 def shift_words(s: KernelShift) -> str:
     """``convolution +25.1 µs/step (spread 3.2 µs)``."""
     sign = "+" if s.delta_us >= 0 else "-"
-    return f"{s.label} {sign}{units.us(abs(s.delta_us))}/step (spread {units.us(s.spread_us)})"
+    return (
+        f"{s.label} {sign}{units.time(abs(s.delta_us), 'µs', 'auto', 2)}/step "
+        f"(spread {units.time(s.spread_us, 'µs', 'auto', 2)})"
+    )
 
 
 def change_line(c: ChangePoint) -> str:
@@ -85,10 +89,11 @@ def shift_table(title: str, shifts: list[KernelShift]) -> Table:
         table.add_row(
             escape(s.label),
             escape(s.category or ""),
-            units.us(s.before_us),
-            units.us(s.after_us),
-            ("+" if s.delta_us >= 0 else "-") + units.us(abs(s.delta_us)),
-            units.us(s.spread_us),
+            units.time(s.before_us, "µs", "auto", decimals=2),
+            units.time(s.after_us, "µs", "auto", decimals=2),
+            ("+" if s.delta_us >= 0 else "-")
+            + units.time(abs(s.delta_us), "µs", "auto", decimals=2),
+            units.time(s.spread_us, "µs", "auto", decimals=2),
             f"{units.count(s.before_calls, 1)} -> {units.count(s.after_calls, 1)}",
         )
     return table
@@ -149,9 +154,10 @@ def markdown(report: HistoryCheck, gate: Gate) -> str:
             ]
             for kind, s in shifts:
                 lines.append(
-                    f"| {kind} | {_md(s.label)} | {units.us(s.before_us)} | "
-                    f"{units.us(s.after_us)} | {'+' if s.delta_us >= 0 else '-'}"
-                    f"{units.us(abs(s.delta_us))} | {units.us(s.spread_us)} |"
+                    f"| {kind} | {_md(s.label)} | {units.time(s.before_us, 'µs', 'auto', 2)} | "
+                    f"{units.time(s.after_us, 'µs', 'auto', 2)} | {'+' if s.delta_us >= 0 else '-'}"
+                    f"{units.time(abs(s.delta_us), 'µs', 'auto', 2)} | "
+                    f"{units.time(s.spread_us, 'µs', 'auto', 2)} |"
                 )
     skipped = [s for s in report.series if s.skipped]
     if skipped:

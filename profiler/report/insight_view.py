@@ -10,7 +10,14 @@ from profiler.analysis.records import plain
 from profiler.analysis.roofline import MIN_BYTES_LABEL, Roofline
 from profiler.report.advice_view import advice_record, line
 from profiler.report.console import print_prose
-from profiler.report.fmt import gbs, megabytes, ms_plain, pct as _pct, tenths, tflops, thousands
+from profiler.report.fmt import (
+    count,
+    number,
+    percent,
+    rate,
+    size,
+    time,
+)
 
 
 def roofline_line(r: Roofline | None, missing: str | None = None) -> str:
@@ -19,20 +26,20 @@ def roofline_line(r: Roofline | None, missing: str | None = None) -> str:
     if r.peak_tflops is None and r.peak_gbs is None:  # no roof to draw it against
         return (
             f"none drawn (no compute or bandwidth ceilings for this device; "
-            f"`profile.py peaks` measures them): {tenths(r.flops / 1e9)} GFLOP and "
-            f"{megabytes(r.min_bytes)} {MIN_BYTES_LABEL} per batch, "
-            f"{tflops(r.achieved_tflops)} in {ms_plain(r.seconds * 1e3)} ms (timed p50)"
+            f"`profile.py peaks` measures them): {number(r.flops / 1e9)} GFLOP and "
+            f"{size(r.min_bytes, unit='MB')} {MIN_BYTES_LABEL} per batch, "
+            f"{rate(r.achieved_tflops, 'TFLOP/s', 2)} in "
+            f"{time(r.seconds, 's', 'ms', thousands=False)} (timed p50)"
         )
 
-    def pct(v):
-        return _pct(v) if v is not None else "n/a"
-
     return (
-        f"{tenths(r.flops / 1e9)} GFLOP and {megabytes(r.min_bytes)} {MIN_BYTES_LABEL} "
-        f"per batch in {ms_plain(r.seconds * 1e3)} ms (timed p50): {tflops(r.achieved_tflops)}"
-        f" = {pct(r.pct_of_compute)} of {r.matmul_key} peak, at least "
-        f"{gbs(r.achieved_gbs)} = at least {pct(r.pct_of_bandwidth)} of bandwidth, "
-        f"intensity {thousands(r.intensity)} FLOP per minimum byte ({r.bound}-bound by the "
+        f"{number(r.flops / 1e9)} GFLOP and {size(r.min_bytes, unit='MB')} {MIN_BYTES_LABEL} "
+        f"per batch in {time(r.seconds, 's', 'ms', thousands=False)} (timed p50): "
+        f"{rate(r.achieved_tflops, 'TFLOP/s', 2)}"
+        f" = {percent(r.pct_of_compute, blank='n/a')} of {r.matmul_key} peak, at least "
+        f"{rate(r.achieved_gbs, 'GB/s')} = at least {percent(r.pct_of_bandwidth, blank='n/a')} "
+        "of bandwidth, "
+        f"intensity {count(r.intensity, 0)} FLOP per minimum byte ({r.bound}-bound by the "
         "roofline)"
     )
 

@@ -7,7 +7,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from profiler.report.console import FitTable
-from profiler.report.fmt import head, layer_ms, missing, pct, tenths
+from profiler.report.fmt import head, missing, number, percent, time
 from profiler.trace.rules import short_name
 from profiler.trace.trt_layers import Attribution
 
@@ -66,9 +66,9 @@ def layer_table(index: int, a: Attribution, top: int) -> FitTable:
             r["type"],
             escape(r["precision"]),
             escape(_cut(r["tactic"], 30)),
-            layer_ms(r.get("ms_per_call")),
-            pct(r.get("share_pct")),
-            tenths(r["profiled_us_per_call"]),
+            time(r.get("ms_per_call"), decimals=4, thousands=False, labelled=False),
+            percent(r.get("share_pct")),
+            number(r["profiled_us_per_call"]),
             escape(_cut(r["kernel"], 44)),
         )
     return t
@@ -81,17 +81,17 @@ def attribution_lines(a: Attribution) -> list[str]:
         f"ms/call and share: TensorRT's engine profiler (per-layer timing, "
         f"synchronized per layer); profiled µs/call: kernels of the trace over "
         f"{a.calls} engine call(s). Attribution: {a.method}. "
-        f"{pct(100 * a.coverage)} of engine kernel time attributed "
-        f"({tenths(a.attributed_us)} of {tenths(a.engine_kernel_us)} µs)."
+        f"{percent(100 * a.coverage)} of engine kernel time attributed "
+        f"({number(a.attributed_us)} of {number(a.engine_kernel_us)} µs)."
     ]
     lines += [
-        f"not attributed: {escape(short_name(r.kernel))} ({r.calls} calls, {tenths(r.total_us)} µs)"
+        f"not attributed: {escape(short_name(r.kernel))} ({r.calls} calls, {number(r.total_us)} µs)"
         for r in a.not_attributed.itertuples()
     ]
     lines += [
         f"outside the engine (PyTorch): {escape(short_name(r.kernel))} "
         f"({r.calls} calls, "
-        f"{tenths(r.total_us)} µs)"
+        f"{number(r.total_us)} µs)"
         for r in a.outside_engine.itertuples()
     ]
     return lines

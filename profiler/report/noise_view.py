@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from profiler.analysis.floor import MIN_RHO_PROCESSES, rho_interval
-from profiler.report.fmt import ms_plain, pct, pct_fine, plain
+from profiler.report.fmt import percent, plain, time
 from profiler.runs.noise_floor import NoiseFloor
 
 
@@ -42,16 +42,18 @@ def print_floor(
     floor: NoiseFloor, path: Path | None, state: dict, console: Console, unkept: str = "--no-save"
 ) -> None:
     """``unkept``: why the floor was not kept, when ``path`` is None."""
-    p50s = ", ".join(ms_plain(v) for v in floor.p50_ms)
+    p50s = ", ".join(time(v, thousands=False, labelled=False) for v in floor.p50_ms)
     lines = [
         f"[b]Noise floor of {escape(floor.gpu)} on {escape(floor.host)}[/b] "
         f"({escape(floor.workload)}; {floor.processes} fresh processes)",
         f"  p50 of each process: {p50s} ms",
-        f"  between processes: CV {pct_fine(100 * floor.between_process_cv)} of the p50",
-        f"  inside one window: CV {pct_fine(100 * floor.within_window_cv)} (median over processes)",
-        f"  smallest difference a compare resolves here: ±{pct(100 * floor.smallest_resolvable)} "
+        f"  between processes: CV {percent(100 * floor.between_process_cv, 2)} of the p50",
+        f"  inside one window: CV {percent(100 * floor.within_window_cv, 2)} "
+        "(median over processes)",
+        "  smallest difference a compare resolves here: "
+        f"±{percent(100 * floor.smallest_resolvable)} "
         f"with {floor.processes_per_side} processes a side, "
-        f"±{pct(100 * (floor.smallest_resolvable_one_process or 0))} with one",
+        f"±{percent(100 * (floor.smallest_resolvable_one_process or 0))} with one",
         rho_line(floor),
         f"  GPU before: {escape(state['before'].removeprefix('GPU state: '))}",
         f"  GPU after:  {escape(state['after'].removeprefix('GPU state: '))}",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from profiler.report.fmt import peak_gbs, peak_tflops, thousands
+from profiler.report.fmt import count, peak_gbs, peak_tflops
 
 
 def print_peaks(
@@ -20,7 +20,7 @@ def print_peaks(
     echo(
         f"method: {m['data']} data, {m['warmup_calls']} warm-up calls, median of "
         f"{m['repeats']} ({m['timer']}); matmul {m['matmul']} with n = "
-        f"{m['sizes']['matmul_n']}; copy of {thousands(m['sizes']['copy_bytes'] / 2**20)} MiB, "
+        f"{m['sizes']['matmul_n']}; copy of {count(m['sizes']['copy_bytes'] / 2**20, 0)} MiB, "
         f"{m['copy']}"
     )
     for name, detail in data["matmul_detail"].items():

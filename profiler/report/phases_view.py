@@ -13,10 +13,11 @@ from profiler.report.fmt import (
     count,
     head,
     missing,
-    ms_plain,
     pct,
+    percent,
     safe,
     significant,
+    time,
     us,
 )
 from profiler.trace.phase_kernels import PhaseSummary
@@ -42,13 +43,13 @@ def phases_table(phases: PhaseSummary, title: str = "Phases") -> Table:
         t.add_row(
             r.phase,
             count(r.spans),
-            us(r.wall_us),
-            us(r.kernel_us),
-            pct(r.kernel_share_pct),
+            time(r.wall_us, "µs", "auto", decimals=2),
+            time(r.kernel_us, "µs", "auto", decimals=2),
+            percent(r.kernel_share_pct),
             count(r.launches),
-            us(r.gpu_idle_us),
-            pct(r.gpu_idle_pct),
-            pct(r.tensor_core_pct),
+            time(r.gpu_idle_us, "µs", "auto", decimals=2),
+            percent(r.gpu_idle_pct),
+            percent(r.tensor_core_pct),
         )
     return t
 
@@ -61,7 +62,10 @@ def positions_table(phases: PhaseSummary, phase: str = "decode", top: int = 0) -
         t.add_column(col, number=True)
     for r in _spread(rows, top).itertuples():
         t.add_row(
-            str(r.position), us(r.mean_wall_us), us(r.mean_kernel_us), count(r.mean_launches, 1)
+            str(r.position),
+            time(r.mean_wall_us, "µs", "auto", decimals=2),
+            time(r.mean_kernel_us, "µs", "auto", decimals=2),
+            count(r.mean_launches, 1),
         )
     return t
 
@@ -130,10 +134,10 @@ def compare_positions_table(
     for r in _spread(rows, top).itertuples():
         t.add_row(
             str(r.position),
-            us(r.mean_wall_us_a),
-            us(r.mean_wall_us_b),
-            us(r.mean_kernel_us_a),
-            us(r.mean_kernel_us_b),
+            time(r.mean_wall_us_a, "µs", "auto", decimals=2),
+            time(r.mean_wall_us_b, "µs", "auto", decimals=2),
+            time(r.mean_kernel_us_a, "µs", "auto", decimals=2),
+            time(r.mean_kernel_us_b, "µs", "auto", decimals=2),
         )
     return t
 
@@ -155,8 +159,8 @@ def phase_categories_table(phases: PhaseSummary) -> Table:
             frame = frames[phase]
             present = category in frame.index
             cells += [
-                us(frame.loc[category, "total_us"]) if present else "-",
-                pct(frame.loc[category, "share_pct"]) if present else "-",
+                time(frame.loc[category, "total_us"], "µs", "auto", decimals=2) if present else "-",
+                percent(frame.loc[category, "share_pct"]) if present else "-",
             ]
         t.add_row(category, *cells)
     t.add_row(
@@ -164,7 +168,10 @@ def phase_categories_table(phases: PhaseSummary) -> Table:
         *[
             cell
             for k in phases.kernels.values()
-            for cell in (us(k.tensor_core_us), pct(100 * k.tensor_core_share))
+            for cell in (
+                time(k.tensor_core_us, "µs", "auto", decimals=2),
+                percent(100 * k.tensor_core_share),
+            )
         ],
     )
     return t
@@ -186,8 +193,8 @@ def phase_kernels_table(phases: PhaseSummary, phase: str, top: int) -> Table:
             safe(r.kernel),
             safe(r.category),
             count(r.calls),
-            us(r.total_us),
-            pct(r.share_pct),
+            time(r.total_us, "µs", "auto", decimals=2),
+            percent(r.share_pct),
             r.tensor_core,
             safe(r.top_operator),
         )
@@ -212,13 +219,13 @@ def phase_roofline_table(rooflines: list[tuple[str, str, Roofline]]) -> Table:
     for phase, label, r in rooflines:
         t.add_row(
             phase,
-            f"{label} {ms_plain(1e3 * r.seconds)} ms",
+            f"{label} {time(1e3 * r.seconds, thousands=False, labelled=False)} ms",
             significant(r.flops, not_finite=NOT_FINITE),
             significant(r.min_bytes, not_finite=NOT_FINITE),
             significant(r.intensity, not_finite=NOT_FINITE),
             significant(r.achieved_tflops, not_finite=NOT_FINITE),
             count(round(r.achieved_gbs)),
             r.bound,
-            pct(r.pct_of_roof),
+            percent(r.pct_of_roof),
         )
     return t

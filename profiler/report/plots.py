@@ -19,7 +19,7 @@ import pandas as pd
 from profiler.analysis.roofline import MIN_BYTES_LABEL, Roof, Roofline, chart_data
 from profiler.errors import UserError
 from profiler.fsutil import write_with
-from profiler.report.fmt import rounded, tenths, times
+from profiler.report.fmt import number, ratio, rounded
 from profiler.report.sentences import roof_label, roof_name, roofline_title
 from profiler.runs.manifest import OK, axis_options, grid_cells, short_label
 
@@ -245,7 +245,7 @@ def _bar_text(value: float, rows: pd.DataFrame, bs, flagged: bool) -> str:
     where the window is flagged."""
     verdict = rows["verdict"].get(bs, "") if "verdict" in rows else ""
     word = verdict if isinstance(verdict, str) and verdict not in ("", "baseline") else ""
-    text = times(value) + (f" {word}" if word else "")
+    text = ratio(value) + (f" {word}" if word else "")
     return text + ("\n! noisy" if flagged else "")
 
 
@@ -291,7 +291,7 @@ def category_figure(
         left = [a + b for a, b in zip(left, values)]
     for y, total in zip(ys, left):
         ax.annotate(
-            f"{tenths(total)} {unit}",
+            f"{number(total)} {unit}",
             (total, y),
             xytext=(3, 0),
             textcoords="offset points",
@@ -414,7 +414,8 @@ def run_plot(
     with its time in Tensor Core kernels (not how busy the tensor pipe was)."""
     labels = sorted(cats, key=lambda c: cats[c], reverse=True)
     labels_shown = [
-        f"{c} ({rounded(share[c])} % TC-kernel time)" if share.get(c) else c for c in labels
+        f"{c} ({number(share[c], 0, thousands=False)} % TC-kernel time)" if share.get(c) else c
+        for c in labels
     ]
     title = (
         f"GPU kernel time by category: {name} ({steps} profiled steps)\n"

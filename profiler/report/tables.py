@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from profiler.report.console import FitTable
-from profiler.report.fmt import TimeColumn, count, head, pct, safe, size_bytes, us
+from profiler.report.fmt import TimeColumn, count, head, percent, safe, size_bytes, time
 from profiler.trace.breakdown import BREAKDOWN, BREAKDOWN_DEFINITIONS, DEFINERS
 from profiler.trace.kernels import TC_KERNELS_LABEL
 from profiler.trace.summary import Summary
@@ -55,14 +55,14 @@ def overview_facts(summary: Summary, agreement: Agreement | None = None) -> FitT
     )
     facts.add_row(
         "mean step time under the profiler",
-        us(o.mean_step_us),
+        time(o.mean_step_us, "µs", "auto", decimals=2),
         "step span extended to the end of the GPU work it launched; under the profiler, "
         "not a latency to quote",
     )
     if len(o.steps):
         facts.add_row(
             "mean CPU step span",
-            us(float(o.steps["cpu_step_us"].mean())),
+            time(float(o.steps["cpu_step_us"].mean()), "µs", "auto", decimals=2),
             "ProfilerStep#N duration on the CPU thread",
         )
     for d in o.devices:
@@ -77,29 +77,30 @@ def _device_rows(facts: FitTable, d) -> None:
     name = f"GPU {d.device}"
     facts.add_row(
         f"{name} utilization, profiled steps",
-        pct(d.gpu_utilization_pct),
+        percent(d.gpu_utilization_pct),
         "time with >= 1 kernel running / steps time, under the profiler (over the timed window: "
         "the headline)",
     )
     facts.add_row(
         f"{name} est. SM efficiency",
-        pct(d.est_sm_efficiency_pct),
+        percent(d.est_sm_efficiency_pct),
         "sum over time of min(blocks per SM, 1) / steps time",
     )
     facts.add_row(
         f"{name} est. achieved occupancy (Kineto)",
-        pct(d.est_achieved_occupancy_pct),
+        percent(d.est_achieved_occupancy_pct),
         "Kineto's per-kernel estimate, kernel-time weighted (0 for >48 KB smem)",
     )
     facts.add_row(
         f"{name} theoretical occupancy (computed)",
-        pct(d.theoretical_occupancy_pct),
+        percent(d.theoretical_occupancy_pct),
         "occupancy calculator on regs/smem/block size, kernel-time weighted",
     )
     facts.add_row(
         f"{name} idle gaps between GPU work",
-        f"{count(d.idle_gaps)} gaps, {us(d.idle_total_us)}",
-        f"largest {us(d.idle_largest_us)}, median {us(d.idle_median_us)}; "
+        f"{count(d.idle_gaps)} gaps, {time(d.idle_total_us, 'µs', 'auto', 2)}",
+        f"largest {time(d.idle_largest_us, 'µs', 'auto', 2)}, "
+        f"median {time(d.idle_median_us, 'µs', 'auto', 2)}; "
         "many short gaps = launch-bound",
     )
 
@@ -109,28 +110,29 @@ def _tensor_core_rows(facts: FitTable, k, agreement: Agreement | None) -> None:
     the tensor pipe's reading beside it when ncu measured it."""
     facts.add_row(
         TC_KERNELS_LABEL,
-        pct(100 * k.tensor_core_share),
-        f"of all kernel time ({us(k.tensor_core_us)} of {us(k.total_kernel_us)}); "
+        percent(100 * k.tensor_core_share),
+        f"of all kernel time ({time(k.tensor_core_us, 'µs', 'auto', 2)} "
+        f"of {time(k.total_kernel_us, 'µs', 'auto', 2)}); "
         "a kernel that uses Tensor Cores at all counts whole",
     )
     facts.add_row(
         "  … of GEMM + convolution time",
-        pct(100 * k.tensor_core_share_of_matrix),
-        f"{us(k.matrix_tensor_core_us)} of {us(k.matrix_us)}",
+        percent(100 * k.tensor_core_share_of_matrix),
+        f"{time(k.matrix_tensor_core_us, 'µs', 'auto', 2)} of {time(k.matrix_us, 'µs', 'auto', 2)}",
     )
     if agreement is not None and agreement.pipe_measured_us:
         a = agreement
         facts.add_row(
             "tensor pipe busy (ncu)",
-            pct(100 * a.tensor_pipe_busy_share),
+            percent(100 * a.tensor_pipe_busy_share),
             f"kernel-time weighted, over the {a.profiled_kernels} profiled "
-            f"kernels ({pct(100 * a.coverage)} of kernel time; time in Tensor "
-            f"Core kernels there: {pct(100 * a.tensor_core_kernels_share)})",
+            f"kernels ({percent(100 * a.coverage)} of kernel time; time in Tensor "
+            f"Core kernels there: {percent(100 * a.tensor_core_kernels_share)})",
         )
     if k.tensor_core_unknown_us:
         facts.add_row(
             "  undecided (name gives no evidence)",
-            pct(100 * k.tensor_core_unknown_us / k.total_kernel_us),
+            percent(100 * k.tensor_core_unknown_us / k.total_kernel_us),
             "counted as not Tensor Core",
         )
 
@@ -151,9 +153,9 @@ def step_table(summary: Summary, top: int) -> Table:
     o = summary.overview
     shown = len(o.steps) if not top or len(o.steps) <= top else min(STEP_EXTREMES, top)
     # a trace without GPU work: steps of seconds, in one unit (s, ms or µs) for every column
-    time = TimeColumn(o.steps["step_us"], o.steps["cpu_step_us"]) if not o.has_gpu else count
+    column = TimeColumn(o.steps["step_us"], o.steps["cpu_step_us"]) if not o.has_gpu else count
     title = (
-        f"Step time breakdown ({getattr(time, 'unit', 'µs')}; each instant counted once, "
+        f"Step time breakdown ({getattr(column, 'unit', 'µs')}; each instant counted once, "
         "kernel first; "
         f"{DEFINERS[o.definitions]}'s definitions: --view definitions)"
     )
@@ -167,22 +169,22 @@ def step_table(summary: Summary, top: int) -> Table:
     for col in ("step time", "CPU span", *BREAKDOWN, "GPU util", "kernels"):
         steps.add_column(col, number=True, optional=col not in STEP_COLUMNS)
     if shown == len(o.steps):
-        _step_rows(steps, o.steps, time=time)
+        _step_rows(steps, o.steps, column=column)
     else:
         slowest, fastest = o.slowest_and_fastest(shown)
-        _step_rows(steps, slowest, "slowest", time)
-        _step_rows(steps, fastest, "fastest", time)
+        _step_rows(steps, slowest, "slowest", column)
+        _step_rows(steps, fastest, "fastest", column)
         spread = o.step_distribution()
         _step_rows(
-            steps, spread.assign(step=[f"[b]{q}[/b]" for q in spread.index]), "all steps", time
+            steps, spread.assign(step=[f"[b]{q}[/b]" for q in spread.index]), "all steps", column
         )
     if len(o.steps) > 1:
         steps.add_row(
             "[b]mean[/b]",
-            time(o.mean_step_us),
-            time(float(o.steps["cpu_step_us"].mean())),
-            *[time(o.breakdown_us[r]) for r in BREAKDOWN],
-            pct(float(o.steps["gpu_utilization_pct"].mean())),
+            column(o.mean_step_us),
+            column(float(o.steps["cpu_step_us"].mean())),
+            *[column(o.breakdown_us[r]) for r in BREAKDOWN],
+            percent(float(o.steps["gpu_utilization_pct"].mean())),
             count(float(o.steps["kernels"].mean())),
         )
     return steps
@@ -207,18 +209,18 @@ def definitions_table(used: str) -> Table:
     return t
 
 
-def _step_rows(table: Table, rows, heading: str = "", time=count) -> None:
-    """``time``: how a time column is written (µs counts, or a TimeColumn's unit)."""
+def _step_rows(table: Table, rows, heading: str = "", column=count) -> None:
+    """``column``: how a time column is written (µs counts, or a TimeColumn's unit)."""
     if heading:
         table.add_section()
         table.add_row(f"[i]{heading}[/i]")
     for row in rows.itertuples():
         table.add_row(
             row.step,
-            time(row.step_us),
-            time(row.cpu_step_us),
-            *[time(getattr(row, r)) for r in BREAKDOWN],
-            pct(row.gpu_utilization_pct),
+            column(row.step_us),
+            column(row.cpu_step_us),
+            *[column(getattr(row, r)) for r in BREAKDOWN],
+            percent(row.gpu_utilization_pct),
             count(row.kernels),
         )
 
@@ -233,9 +235,9 @@ def categories_table(summary: Summary) -> Table:
             safe(r.category),
             count(r.kernels),
             count(r.calls),
-            us(r.total_us),
-            pct(r.share_pct),
-            pct(r.tensor_core_pct),
+            time(r.total_us, "µs", "auto", decimals=2),
+            percent(r.share_pct),
+            percent(r.tensor_core_pct),
         )
     return t
 
@@ -257,7 +259,7 @@ def kernels_table(summary: Summary, top: int) -> Table:
             safe(r.category),
             count(r.calls),
             *[count(v, 1) for v in (r.total_us, r.mean_us, r.median_us, r.min_us, r.max_us)],
-            pct(r.share_pct),
+            percent(r.share_pct),
             r.tensor_core,
             safe(r.top_operator),
         )
@@ -292,8 +294,8 @@ def launch_table(summary: Summary, top: int) -> Table:
             safe(r.grid),
             count(r.blocks_per_sm, 1),
             count(r.warps_per_sm, 1),
-            pct(r.kineto_est_occupancy_pct),
-            pct(r.theoretical_occupancy_pct),
+            percent(r.kineto_est_occupancy_pct),
+            percent(r.theoretical_occupancy_pct),
             count(r.launch_configs),
         )
     return t
