@@ -3,7 +3,10 @@ time, and the GPU kernel time each launched; self time found for every nested ra
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from profiler.trace.columns import give_back_memory
@@ -105,7 +108,9 @@ def _operator_sums(trace: Trace) -> pd.DataFrame | None:
 _SELF_TIME_KINDS = ("cpu_op", "annotation", "runtime", "driver")
 
 
-def self_times(ev: pd.DataFrame, nested: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+def self_times(
+    ev: pd.DataFrame, nested: npt.NDArray[np.bool_], wanted: npt.NDArray[np.integer[Any]]
+) -> npt.NDArray[np.float64]:
     """Self time of the nested CPU ranges ``wanted`` (ascending rows of ``ev`` where ``nested``
     holds), per thread, without a Python loop over events.
 
@@ -162,7 +167,11 @@ def self_times(ev: pd.DataFrame, nested: np.ndarray, wanted: np.ndarray) -> np.n
 _NESTING_BLOCK = 1 << 18
 
 
-def _by_start_longest_first(t0: np.ndarray, dur: np.ndarray, real: np.ndarray) -> np.ndarray:
+def _by_start_longest_first(
+    t0: npt.NDArray[np.float64],
+    dur: npt.NDArray[np.float64],
+    real: npt.NDArray[np.signedinteger[Any]],
+) -> npt.NDArray[np.signedinteger[Any]]:
     """The order of np.lexsort((-dur[real], t0)): a stable sort by t0, which is fast on the few
     time-ordered runs a trace's events come in, then the ranges that start together by -dur
     (stably)."""
@@ -182,7 +191,10 @@ def _by_start_longest_first(t0: np.ndarray, dur: np.ndarray, real: np.ndarray) -
 
 
 def _nesting_blocks(
-    t0: np.ndarray, dur: np.ndarray, real: np.ndarray, order: np.ndarray
+    t0: npt.NDArray[np.float64],
+    dur: npt.NDArray[np.float64],
+    real: npt.NDArray[np.signedinteger[Any]],
+    order: npt.NDArray[np.signedinteger[Any]],
 ) -> list[tuple[int, int]]:
     """Blocks [first, last) of ``order`` of at least _NESTING_BLOCK ranges (the last one may be
     smaller), each starting where every range before it has ended before it starts."""

@@ -7,6 +7,7 @@ is one step. As the PyTorch profiler TensorBoard plugin's ``StepParser`` defines
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from profiler.trace.kernels import launch_table
@@ -157,7 +158,9 @@ def _whole_trace_step(trace: Trace, definitions: str) -> pd.DataFrame | None:
     )
 
 
-def _gpu_per_step(trace: Trace, steps: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, float]:
+def _gpu_per_step(
+    trace: Trace, steps: pd.DataFrame
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64], float]:
     """The end of the last GPU event each step launched, how many it launched, and where step
     0 may start at the earliest (step_windows)."""
     ev = trace.events
@@ -204,11 +207,11 @@ def _gpu_per_step(trace: Trace, steps: pd.DataFrame) -> tuple[np.ndarray, np.nda
 def _gpu_per_step_merged(
     trace: Trace,
     steps: pd.DataFrame,
-    dev_min: np.ndarray,
-    dev_max: np.ndarray,
-    matched: np.ndarray,
+    dev_min: npt.NDArray[np.float64],
+    dev_max: npt.NDArray[np.float64],
+    matched: npt.NDArray[np.int64],
     prev_end: float,
-) -> tuple[np.ndarray, np.ndarray, float]:
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64], float]:
     """_gpu_per_step where launch calls share correlations: each GPU event with every launch
     call of its correlation (a pandas merge)."""
     ev = trace.events
