@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from profiler.trace.intervals import covered_per_window, merge
@@ -104,7 +105,7 @@ def phase_spans(trace: Trace, names: Sequence[str] = GENERATION_PHASES) -> pd.Da
     )
     frame = frame.sort_values("start", kind="stable").reset_index(drop=True)
     steps = cpu_steps(trace)
-    step = np.full(len(frame), "", dtype=object)
+    step: npt.NDArray[np.object_] = np.full(len(frame), "", dtype=object)
     if len(steps) and len(frame):
         index = (
             np.searchsorted(steps["cpu_start"].to_numpy(), frame["start"].to_numpy(), side="right")
@@ -119,7 +120,7 @@ def phase_spans(trace: Trace, names: Sequence[str] = GENERATION_PHASES) -> pd.Da
     return frame
 
 
-def launch_times(trace: Trace, rows: pd.DataFrame) -> np.ndarray:
+def launch_times(trace: Trace, rows: pd.DataFrame) -> npt.NDArray[np.float64]:
     """Start of the CPU launch call of each kernel row (NaN without one)."""
     ev = trace.events
     launch = ev.loc[
@@ -127,11 +128,11 @@ def launch_times(trace: Trace, rows: pd.DataFrame) -> np.ndarray:
         ["correlation", "ts"],
     ]
     launch = launch.drop_duplicates("correlation").set_index("correlation")["ts"]
-    times: np.ndarray = rows["correlation"].map(launch).to_numpy(dtype=float)
+    times: npt.NDArray[np.float64] = rows["correlation"].map(launch).to_numpy(dtype=float)
     return times
 
 
-def attribute(spans: pd.DataFrame, launch_ts: np.ndarray) -> np.ndarray:
+def attribute(spans: pd.DataFrame, launch_ts: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
     """Index of the innermost span holding each launch time, or -1. Spans of different phases do
     not nest in the generation loop; where they do, the latest-starting one holds the launch."""
     owner = np.full(len(launch_ts), -1, dtype=np.int64)
@@ -203,7 +204,7 @@ def phase_summary(
     )
 
 
-def _rows_of(rows: pd.DataFrame, where: np.ndarray) -> pd.DataFrame:
+def _rows_of(rows: pd.DataFrame, where: npt.NDArray[np.bool_]) -> pd.DataFrame:
     """The kernel rows where ``where`` holds (the rows themselves when it holds for all), with
     the columns their kernel tables read (kernels.SUMMARY_COLUMNS): a copy of a phase of a long
     generation is most of the rows."""
@@ -216,7 +217,10 @@ def _rows_of(rows: pd.DataFrame, where: np.ndarray) -> pd.DataFrame:
 
 
 def _with_kernels(
-    spans: pd.DataFrame, rows: pd.DataFrame, owner: np.ndarray, end: np.ndarray
+    spans: pd.DataFrame,
+    rows: pd.DataFrame,
+    owner: npt.NDArray[np.int64],
+    end: npt.NDArray[np.float64],
 ) -> pd.DataFrame:
     """Each span with its kernels' time and launches (``owner``: each kernel row's span, or
     -1; ``end``: its end), the end of its GPU work and how long the GPU was busy in it."""

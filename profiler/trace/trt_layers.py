@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from profiler.trace.kernels import kernel_rows
@@ -128,7 +129,7 @@ def attribute(layers: pd.DataFrame, trace: Trace) -> Attribution:
     launching = layers[~layers["type"].isin(NO_KERNEL_TYPES)]
     per_call = len(launching)
     calls = len(engine) // per_call if per_call else 0
-    assigned = np.full(len(engine), -1)
+    assigned: npt.NDArray[np.integer[Any]] = np.full(len(engine), -1)
     method = "launch order, checked against tactic names"
     if (
         per_call
@@ -166,7 +167,7 @@ def _is_kernel(tactic: str) -> bool:
     return tactic.startswith("__myl_")
 
 
-def _order_holds(kernels: np.ndarray, launching: pd.DataFrame, calls: int) -> bool:
+def _order_holds(kernels: npt.NDArray[np.object_], launching: pd.DataFrame, calls: int) -> bool:
     tactics = launching["tactic"].to_numpy()
     expected = [(pos, t) for pos, t in enumerate(tactics) if _is_kernel(t)]
     per_call = len(tactics)
