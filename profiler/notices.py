@@ -27,8 +27,12 @@ class Note(Notice):
     word = "note"
 
 
+#: how a floor below the CLI says one line on stderr: the CLI hands it Output's note, warn or
+#: say; a test hands a list's append; the Python API, print
+Say = Callable[[str], None]
+
 #: who hears ``progress``: the innermost ``told``'s say (none outside one)
-_LISTENERS: list[Callable[[str], None]] = []
+_LISTENERS: list[Say] = []
 
 
 def progress(text: str) -> None:
@@ -47,7 +51,7 @@ def note(text: str) -> None:
 
 
 @contextlib.contextmanager
-def told(say: Callable[[str], None], quiet: Callable[[], bool] = lambda: False) -> Iterator[None]:
+def told(say: Say, quiet: Callable[[], bool] = lambda: False) -> Iterator[None]:
     """Inside, every Notice is said once through ``say`` as ``<word>: <text>`` (the same text
     once); notes are left out while ``quiet()``. Other warnings are shown as before."""
     said: set[tuple[str, str]] = set()

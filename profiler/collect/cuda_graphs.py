@@ -49,6 +49,7 @@ from profiler.collect.backends.base import Backend, Prepared
 from profiler.collect.device import out_of_memory_kind
 from profiler.collect.graph_capture import INDUCTOR_GRAPH_MODES, CaptureProfile
 from profiler.errors import UserError, first_line
+from profiler.notices import Say
 from profiler.runs.config import RunConfig
 from profiler.runs.workloads import workload
 
@@ -102,7 +103,7 @@ def error_line(error: BaseException, limit: int = 240) -> str:
 def capture(
     step: Prepared,
     backend_name: str,
-    say: Callable[[str], None],
+    say: Say,
     what: str = "the forward step",
     profiled: bool = True,
     reset: Callable[[], object] | None = None,

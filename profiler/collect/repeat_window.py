@@ -29,6 +29,7 @@ from profiler.collect.workloads.forward import Forward
 from profiler.collect.workloads.generate import Generate
 from profiler.collect.workloads.protocol import RunContext
 from profiler.errors import UserError, first_line
+from profiler.notices import Say
 from profiler.runs.config import RunConfig, config_from_json, config_to_json
 from profiler.runs.samples import ProcessWindow, window_of, window_record
 
@@ -61,7 +62,7 @@ def one_window(child: RunConfig, what: str) -> ProcessWindow:
     return window_of(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
-def repeat(config: RunConfig, iters: int, warmup: int, say) -> list[ProcessWindow]:
+def repeat(config: RunConfig, iters: int, warmup: int, say: Say) -> list[ProcessWindow]:
     """K - 1 more timed windows (the main run is the first), each in a fresh process."""
     child = child_config(config, iters, warmup)
     windows = []

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from profiler import units
 from profiler.commands import parse_budget
+from profiler.commands.sink import Sink
 from profiler.errors import UserError
 
 
@@ -21,7 +22,7 @@ def run(
     runs_dir: Path = Path("runs"),
     tb_dir: Path = Path("tb_logs"),
     *,
-    sink,
+    sink: Sink,
     trust_model: bool = False,
 ) -> int:
     from profiler.analysis.experiments import plan as make_plan, promise
@@ -71,7 +72,7 @@ def run(
     return trial_exit(trial, folder, sink)
 
 
-def _show_trial(document: dict, rows, base, record, plan, sink) -> None:
+def _show_trial(document: dict, rows, base, record, plan, sink: Sink) -> None:
     """The trial's rows, as the --json document or on the console."""
     if sink.json:
         sink.document("advise", document)
@@ -119,7 +120,7 @@ def _check_options(
     return budget_s
 
 
-def _show_plan(side, advice, promises, plan, document, try_them: bool, sink) -> None:
+def _show_plan(side, advice, promises, plan, document, try_them: bool, sink: Sink) -> None:
     """The advice and its plan, without running it."""
     from profiler.analysis.trial import baseline_noise
 
@@ -150,7 +151,7 @@ def _run_trial(
     max_cells: int | None,
     processes: int | None,
     resume: bool,
-    sink,
+    sink: Sink,
     trust_model: bool,
 ):
     """Run the plan's experiments beside a re-run of the run's config."""
@@ -234,7 +235,7 @@ def check_runs_here(config, gpus: list[str]) -> None:
         )
 
 
-def trial_exit(trial, folder: Path, sink) -> int:
+def trial_exit(trial, folder: Path, sink: Sink) -> int:
     """The exit status of a trial: 0 when the baseline and at least one experiment that ran
     finished; else an ``error:`` line and 1 (2 when the baseline failed on a user error, as
     `run` exits on one)."""

@@ -12,7 +12,9 @@ import pandas as pd
 from profiler import signals, units
 from profiler.analysis.records import plain
 from profiler.analysis.run_analysis import Comparison, RunAnalysis
+from profiler.commands.sink import Sink
 from profiler.errors import UserError
+from profiler.notices import Say
 from profiler.report.export import write_table, write_tables
 from profiler.report.fmt import head
 from profiler.report.sections import COMPARE_VIEWS, Context, print_sections
@@ -30,7 +32,7 @@ SAME_RUN = (
 )
 
 
-def load_side(target: str, sink) -> RunAnalysis:
+def load_side(target: str, sink: Sink) -> RunAnalysis:
     """One side of the comparison (a note to ``sink`` when the target held several traces)."""
     side = RunAnalysis(target)
     if side.note:
@@ -53,7 +55,7 @@ def run(
     out: Path | None = None,
     *,
     view: str = "answer",
-    sink,
+    sink: Sink,
     processes: int | None = None,
     target_noise: float | None = None,
     budget_s: float | None = None,
@@ -165,10 +167,10 @@ def fresh_windows(
     processes: int | None,
     target_noise: float | None,
     budget_s: float | None,
-    say,
+    say: Say,
     *,
     trust_model: bool = False,
-    warn,
+    warn: Say,
 ) -> tuple[ConfigSamples, ConfigSamples]:
     """New windows of A's and B's configs, interleaved in fresh processes (A B, B A ...). A
     package.module:function model is imported only from the file its run recorded, or with
@@ -242,7 +244,7 @@ def _recorded_results(both: Comparison) -> dict:
     return results
 
 
-def _check_models(results: dict, trust_model: bool, say, warn) -> list:
+def _check_models(results: dict, trust_model: bool, say: Say, warn: Say) -> list:
     """Which code the fresh processes will import: only the file each run recorded, or with
     ``trust_model`` (profiler.runs.model_source); the files checked, for those processes."""
     from profiler.runs import model_source

@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from profiler.commands.sink import Sink
 from profiler.errors import UserError, first_line
 from profiler.runs.history_store import HistoryRecord
 
@@ -81,7 +82,7 @@ def resolve_commit(result, commit: str | None, repo: Path | None) -> tuple[str, 
     )
 
 
-def _kernel_tables(run_dir: Path, result, sink) -> tuple[int | None, tuple, tuple]:
+def _kernel_tables(run_dir: Path, result, sink: Sink) -> tuple[int | None, tuple, tuple]:
     """(profiled steps, categories, top kernels) of the run's trace, per step; (None, (), ())
     without a trace (said in a note)."""
     from profiler.analysis.run_analysis import RunAnalysis
@@ -112,7 +113,7 @@ def _kernel_tables(run_dir: Path, result, sink) -> tuple[int | None, tuple, tupl
     return steps, categories, kernels
 
 
-def record_of(run_dir: Path, commit: str | None, repo: Path | None, sink) -> HistoryRecord:
+def record_of(run_dir: Path, commit: str | None, repo: Path | None, sink: Sink) -> HistoryRecord:
     """A run folder as the history keeps it."""
     import msgspec
 
@@ -183,7 +184,7 @@ def run_folders(target: str) -> list[Path]:
     return [path]
 
 
-def add(db: Path, targets: list[str], commit: str | None, repo: Path | None, sink) -> int:
+def add(db: Path, targets: list[str], commit: str | None, repo: Path | None, sink: Sink) -> int:
     """Record each target's runs; one line per run (added, or kept already)."""
     from profiler.runs.history_store import add_record
 
@@ -210,7 +211,7 @@ def add(db: Path, targets: list[str], commit: str | None, repo: Path | None, sin
     return 0
 
 
-def add_after(db: Path | None, targets: list[Path], commit: str | None, sink) -> None:
+def add_after(db: Path | None, targets: list[Path], commit: str | None, sink: Sink) -> None:
     """run/sweep --history DB: their runs recorded as they finish (nothing without DB)."""
     if db is None:
         return
@@ -232,7 +233,7 @@ def up_to(records: list[HistoryRecord], until: str) -> list[HistoryRecord] | Non
     return [r for r in records if r.commit in kept]
 
 
-def checked(db: Path, config: str | None, gate, sink, until: str | None = None):
+def checked(db: Path, config: str | None, gate, sink: Sink, until: str | None = None):
     """Every series of the database (or the one of ``config``) and its change points, numbered
     in config-key order: (series summaries, changes). With ``until``, each series as it stood
     at that commit: its later commits left out (a series without it is not checked), and the
@@ -281,7 +282,7 @@ def check(
     since: str | None,
     markdown: Path | None,
     junit: Path | None,
-    sink,
+    sink: Sink,
     until: str | None = None,
 ) -> int:
     """Change points of every series, one line each; the gate's exit status: 1 when a change
@@ -363,7 +364,7 @@ def _write_text(path: Path, text: str, append: bool) -> None:
     write_text_atomic(path, text)
 
 
-def list_series(db: Path, sink) -> int:
+def list_series(db: Path, sink: Sink) -> int:
     """The configs of the database, each with its records and commits."""
     from profiler.runs.history_store import config_counts, read_records, schema_version
 
@@ -500,7 +501,7 @@ def confirm(
     processes: int,
     reach: int,
     same_within: float,
-    sink,
+    sink: Sink,
 ) -> int:
     """Re-time change ``change`` (as `history check` numbers it): the commit ``reach`` before
     its last one (A) against the one ``reach`` after its first (B), in ``processes`` fresh

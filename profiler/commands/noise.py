@@ -17,7 +17,9 @@ from typing import Any
 import msgspec
 
 from profiler import signals
+from profiler.commands.sink import Sink
 from profiler.errors import UserError, os_error_line
+from profiler.notices import Say
 
 #: the fixed config: a GPU-bound forward with many kernels, short enough to time in a second
 GPU_DEFAULT = {"model": "resnet50", "backend": "pytorch_fp32", "bs": 8, "iters": 100}
@@ -36,7 +38,7 @@ def run(
     save: bool = True,
     floors_dir: Path | None = None,
     *,
-    sink,
+    sink: Sink,
     command: str = "python profile.py",
 ) -> dict:
     """``sink``: profiler.cli.output.Output. Returns the floor as a dict."""
@@ -130,7 +132,7 @@ def _fixed_config(
     return fixed, config
 
 
-def _sample(configs: dict, iters: int, processes: int, say):
+def _sample(configs: dict, iters: int, processes: int, say: Say):
     """The windows of each config (name -> RunConfig), one from each of ``processes`` fresh
     processes that time them all (a round, in alternating order)."""
     from profiler.runs.config import config_to_json
@@ -167,7 +169,7 @@ def _keep(floor, floors_dir: Path | None) -> tuple[Path | None, UserError | None
         )
 
 
-def _show(floor, path: Path | None, state: dict[str, str], unkept, sink) -> None:
+def _show(floor, path: Path | None, state: dict[str, str], unkept, sink: Sink) -> None:
     """The floor, as a document (--json) or on the console."""
     if sink.json:
         sink.document(

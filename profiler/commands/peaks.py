@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from profiler.commands.sink import Sink
 from profiler.errors import UserError
 
 
@@ -13,7 +14,7 @@ def run(
     matmul_n: int | None = None,
     copy_mib: int | None = None,
     *,
-    sink,
+    sink: Sink,
 ) -> dict:
     """``sink``: profiler.cli.output.Output, where the table or the --json document go."""
     for flag, value, limit in (("--matmul-n", matmul_n, 2**16), ("--copy-mib", copy_mib, 2**20)):

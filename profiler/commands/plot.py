@@ -9,11 +9,12 @@ from pathlib import Path
 from profiler import notices
 from profiler.analysis.run_analysis import RunAnalysis
 from profiler.analysis.sweep_analysis import SweepAnalysis
+from profiler.commands.sink import Sink
 from profiler.errors import UserError
 from profiler.runs.manifest import short_label
 
 
-def plot_and_list(target: str, out: Path | None, sink) -> list[Path]:
+def plot_and_list(target: str, out: Path | None, sink: Sink) -> list[Path]:
     """Plot, then name the files written to ``sink`` (profiler.cli.output.Output): a line
     each, or JSON with --json."""
     written = plot(target, out, sink.note)

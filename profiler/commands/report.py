@@ -8,6 +8,7 @@ from pathlib import Path
 from profiler import notices
 from profiler.analysis.run_analysis import Comparison, RunAnalysis
 from profiler.analysis.sweep_analysis import SweepAnalysis
+from profiler.commands.sink import Sink
 from profiler.errors import UserError
 from profiler.fsutil import read_small, write_text_atomic
 from profiler.report import html
@@ -92,7 +93,7 @@ def run(
     peaks_dir: Path | None = None,
     flops: Path | None = None,
     *,
-    sink=None,
+    sink: Sink | None = None,
     only_decided: bool = False,
 ) -> Path:
     """Write the report; returns its path. ``sink`` (profiler.cli.output.Output) takes the

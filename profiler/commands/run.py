@@ -7,12 +7,15 @@ from pathlib import Path
 
 from profiler import signals
 from profiler.commands import loading_line, loading_torch, no_gpu_here
+from profiler.commands.sink import Sink
 from profiler.errors import UserError
 from profiler.runs.config import RunConfig
 from profiler.runs.result import result_text
 
 
-def run(options: dict, sink, tb_compat: bool = False, command: str = "python profile.py") -> Path:
+def run(
+    options: dict, sink: Sink, tb_compat: bool = False, command: str = "python profile.py"
+) -> Path:
     """``options``: RunConfig field -> value; ``sink``: profiler.cli.output.Output, where the
     result goes; ``command``: how the user started the program, for the ``next:`` hints.
     Returns the run's folder."""
@@ -37,7 +40,7 @@ def run(options: dict, sink, tb_compat: bool = False, command: str = "python pro
         bytecode.stop_precompile(others=False)
 
 
-def _run(config: RunConfig, sink, tb_compat: bool, copies: Path, command: str) -> Path:
+def _run(config: RunConfig, sink: Sink, tb_compat: bool, copies: Path, command: str) -> Path:
     from profiler.trace import tb_compat as compat
 
     line = loading_line("and the harness")
@@ -90,7 +93,7 @@ def _refuse_cuda_only(config: RunConfig) -> None:
         raise UserError(f"backend {backend.name} cannot run here: needs a CUDA GPU, and {hidden}")
 
 
-def _write_copies(result, copies: Path, sink, command: str) -> None:
+def _write_copies(result, copies: Path, sink: Sink, command: str) -> None:
     """run --tb-compat, once the run is written: the copies, or (a full disk) one warning line
     saying how to make them; no copy of the replaced run is left either way."""
     from profiler.errors import os_error_line

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, get_args
 
+from profiler.commands.sink import Sink
 from profiler.errors import UserError
 
 if TYPE_CHECKING:
@@ -24,7 +25,7 @@ def run(
     top: int = 20,
     out: Path | None = None,
     *,
-    sink,
+    sink: Sink,
     ncu: str | None = None,
     breakdown: str = "tool",
 ) -> None:
@@ -49,7 +50,7 @@ def run(
     print_sections(summarize_rows(view), Context(run, sink.console, top=top))
 
 
-def _run_view(run: RunAnalysis, view: str, out: Path | None, sink, top: int) -> None:
+def _run_view(run: RunAnalysis, view: str, out: Path | None, sink: Sink, top: int) -> None:
     """What every view but layers says on stderr, writes with --out and prints with --json."""
     summary = run.summary
     if view == "phases" and summary.phases is None:
@@ -72,7 +73,7 @@ def _run_view(run: RunAnalysis, view: str, out: Path | None, sink, top: int) -> 
         sink.document("summarize", _document(run, top, found, joined, agreement))
 
 
-def _write_out(run: RunAnalysis, out: Path, joined, sink) -> None:
+def _write_out(run: RunAnalysis, out: Path, joined, sink: Sink) -> None:
     """The kernel table as Parquet (``out`` ends in .parquet), else the tables as files in the
     folder ``out``."""
     summary = run.summary
@@ -195,7 +196,7 @@ def layers_json(attributions: list) -> list[dict]:
     ]
 
 
-def _layers(run: RunAnalysis, out: Path | None, sink, top: int) -> None:
+def _layers(run: RunAnalysis, out: Path | None, sink: Sink, top: int) -> None:
     """--view layers: the TensorRT layers of a run with the profiled kernels attributed (a run
     without them refused), written with --out and printed with --json."""
     from profiler.analysis.run_analysis import require_layers

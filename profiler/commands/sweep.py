@@ -10,6 +10,7 @@ from profiler.analysis.benchmark import (
     cell_analyses,
     sweep_gpu_offsets,
 )
+from profiler.commands.sink import Sink
 from profiler.errors import Interrupted, UserError
 from profiler.report.benchmark_view import (
     benchmark_json,
@@ -25,7 +26,7 @@ from profiler.sweep.record import read_manifest
 from profiler.sweep.runner import run_sweep
 
 
-def run(plan: SweepPlan, sink, only_decided: bool = False) -> int:
+def run(plan: SweepPlan, sink: Sink, only_decided: bool = False) -> int:
     """Run the sweep, its table to ``sink`` (profiler.cli.output.Output); returns the exit
     status: 0 if at least one cell is ok (a warning lists the others), 1 if none is."""
     # SIGTERM, SIGHUP: like Ctrl-C (the running cell stopped and recorded, the tables written)

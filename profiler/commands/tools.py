@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from profiler.commands.sink import Sink
 from profiler.errors import UserError
 
 
-def backends(sink) -> int:
+def backends(sink: Sink) -> int:
     """``sink``: profiler.cli.output.Output, where the table or the --json document go."""
     from profiler.collect.backends import all_backends, cuda_available
     from profiler.commands import NO_TORCH, loading_line, torch_installed
@@ -45,7 +46,7 @@ def backends(sink) -> int:
     return 0
 
 
-def tb_compat(target: str, out: Path | None, sink) -> int:
+def tb_compat(target: str, out: Path | None, sink: Sink) -> int:
     """The copies of a run's (or a folder's) traces replace its ``_tbcompat`` folder whole; one
     trace file, or any --out folder, gets its copy beside what is there."""
     from profiler.runs.command_targets import trace_set
@@ -81,7 +82,7 @@ def tb_compat(target: str, out: Path | None, sink) -> int:
     return 0
 
 
-def tensorboard(logdir: Path, port: int | None, bind_all: bool, sink) -> int:
+def tensorboard(logdir: Path, port: int | None, bind_all: bool, sink: Sink) -> int:
     """0 after Ctrl-C; 128 + the signal's number after SIGTERM or SIGHUP."""
     from profiler.fsutil import clean_tree
     from profiler.tools import tensorboard as tb
@@ -100,7 +101,7 @@ def tensorboard(logdir: Path, port: int | None, bind_all: bool, sink) -> int:
     return served.exit_code
 
 
-def nsys(options: dict, sink) -> int:
+def nsys(options: dict, sink: Sink) -> int:
     from profiler import signals
     from profiler.tools import nsys as nsys_tool
 
@@ -135,7 +136,7 @@ def ncu(
     launch_count: int,
     reuse: bool,
     chip: str | None,
-    sink,
+    sink: Sink,
 ) -> int:
     from profiler import signals
     from profiler.tools import ncu as ncu_tool
@@ -155,7 +156,7 @@ def ncu(
     return 0
 
 
-def _print_ncu(result: dict, top: int, sink) -> None:
+def _print_ncu(result: dict, top: int, sink: Sink) -> None:
     from profiler.report.fmt import pct
     from profiler.report.hardware_view import print_hardware
     from profiler.trace.hardware import signature_key

@@ -57,6 +57,7 @@ from profiler.analysis.sampling import (
 )
 from profiler.analysis.verdict import MachineNoise
 from profiler.errors import UserError
+from profiler.notices import Say
 from profiler.runs.config import check_processes, config_from_json, config_to_json
 from profiler.runs.samples import ConfigSamples, ProcessWindow, window_of
 from profiler.sweep.schedule import interleaved
@@ -219,7 +220,7 @@ def sample(
     target_noise: float | None = None,
     budget_s: float | None = None,
     seed: int = 0,
-    say: Callable[[str], None] = print,
+    say: Say = print,
     on_round: Callable[[Sampled], None] | None = None,
     round_runner=run_round,
     clock=time.perf_counter,
@@ -418,7 +419,7 @@ def _sequential(
     budget_s: float | None,
     began: float,
     seed: int,
-    say: Callable[[str], None],
+    say: Say,
     clock: Callable[[], float],
 ) -> None:
     """Rounds with a look after each from sequential.FIRST_LOOK on (a wave of rounds on
@@ -476,7 +477,7 @@ def _second_stage(
     budget: float,
     began: float,
     seed: int,
-    say,
+    say: Say,
     clock,
 ) -> None:
     """--target-noise's fresh rounds, their count chosen from the pilot (``sample``'s doc)."""
@@ -531,7 +532,7 @@ def _fresh_stops(
     target: float,
     budget: float,
     elapsed: float,
-    say,
+    say: Say,
 ) -> None:
     """Why each cell's fresh rounds stopped: the target reached, the budget, or unreachable."""
     for key in pilot:

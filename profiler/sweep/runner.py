@@ -24,6 +24,7 @@ from profiler.analysis.benchmark import with_gpus
 from profiler.analysis.headline import machine_noise
 from profiler.errors import Interrupted, UserError, os_error_line
 from profiler.fsutil import clean_leftovers, folder_lock
+from profiler.notices import Say
 from profiler.runs.layout import MANIFEST
 from profiler.runs.manifest import (
     INTERRUPTED,
@@ -67,7 +68,7 @@ class SweepOutcome:
     skipped: int
 
 
-def run_sweep(p: SweepPlan, say=print, progress=None) -> SweepOutcome:
+def run_sweep(p: SweepPlan, say: Say = print, progress=None) -> SweepOutcome:
     """Run every cell not done yet. ``say(text)`` prints a line per cell; ``progress(advance)``
     moves a progress bar. Ctrl-C marks the running cell interrupted, keeps the finished ones,
     and raises Interrupted once the manifest is written."""
@@ -78,7 +79,7 @@ def run_sweep(p: SweepPlan, say=print, progress=None) -> SweepOutcome:
         return _run_sweep(p, say, progress)
 
 
-def _run_sweep(p: SweepPlan, say, progress) -> SweepOutcome:
+def _run_sweep(p: SweepPlan, say: Say, progress) -> SweepOutcome:
     began = time.perf_counter()
     manifest = start_manifest(p)
     p.sweep_dir.mkdir(parents=True, exist_ok=True)
@@ -111,7 +112,7 @@ def _run_sweep(p: SweepPlan, say, progress) -> SweepOutcome:
 
 
 def _jobs(
-    p: SweepPlan, manifest: SweepManifest, labels: dict[str, str], say, progress
+    p: SweepPlan, manifest: SweepManifest, labels: dict[str, str], say: Say, progress
 ) -> tuple[list[CellJob], int]:
     """The jobs of the cells to run, and how many were skipped (done before, --resume)."""
     jobs, skipped = [], 0
@@ -225,7 +226,7 @@ def _stopped(
     return UserError(line + "; make room, then continue with --resume")
 
 
-def sample_cells(p: SweepPlan, manifest: SweepManifest, say, executor=None) -> None:
+def sample_cells(p: SweepPlan, manifest: SweepManifest, say: Say, executor=None) -> None:
     """--processes / --target-noise: more windows of every finished cell in fresh processes,
     interleaved over the cells (profiler.sweep.rounds), recorded in each cell's folder after
     every round (processes.csv, result.json's repeat_runs). An executor with a

@@ -47,6 +47,7 @@ from profiler.fsutil import (
     write_json_atomic,
     write_text_atomic,
 )
+from profiler.notices import Say
 from profiler.runs.config import RunConfig, config_to_json
 from profiler.runs.layout import MANIFEST, RESULT_FILE, check_separate_roots
 from profiler.runs.result import try_read_result
@@ -163,7 +164,7 @@ def run_trial(
     processes: int = DEFAULT_PROCESSES,
     resume: bool = False,
     gpus: list[str] | None = None,
-    say=print,
+    say: Say = print,
 ) -> Trial:
     """Baseline and experiments as cells, then the rounds; see the module doc."""
     names = check_folders(base, experiments, folder, trace_dir, resume)
@@ -333,7 +334,9 @@ def _make_ours(folder: Path) -> None:
         write_text_atomic(folder / MARKER, f"{os.getpid()} {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
 
 
-def _run(base, experiments, folder, trace_dir, budget_s, max_cells, processes, gpus, say) -> Trial:
+def _run(
+    base, experiments, folder, trace_dir, budget_s, max_cells, processes, gpus, say: Say
+) -> Trial:
     began = time.perf_counter()
     (folder / "logs").mkdir(exist_ok=True)
     cells, jobs = _cells_and_jobs(base, experiments, folder, trace_dir, budget_s)
@@ -436,7 +439,7 @@ def _stopped(trial: Trial, began: float, stop: KeyboardInterrupt) -> NoReturn:
     ) from None
 
 
-def _retime(trial: Trial, processes: int, say) -> None:
+def _retime(trial: Trial, processes: int, say: Say) -> None:
     """The rounds over the finished cells, then the baseline again; a stop keeps what was
     taken."""
     try:
@@ -451,7 +454,7 @@ def _retime(trial: Trial, processes: int, say) -> None:
         ) from None
 
 
-def _sample(trial: Trial, processes: int, say) -> None:
+def _sample(trial: Trial, processes: int, say: Say) -> None:
     """The rounds over the finished forward cells (the baseline among them)."""
     if processes <= 1:
         return
@@ -494,7 +497,7 @@ def _sample(trial: Trial, processes: int, say) -> None:
     trial.rounds_s = time.perf_counter() - began
 
 
-def baseline_again(trial: Trial, say) -> None:
+def baseline_again(trial: Trial, say: Say) -> None:
     """A baseline whose verdicts would rest on one timed window, that window flagged noisy,
     bimodal or drifting (profiler.analysis.timed_window): one more window of it in a fresh process
     (profiler.sweep.rounds.run_round), recorded beside its own (processes.csv), so the verdicts

@@ -36,6 +36,7 @@ from profiler import signals
 from profiler.analysis.run_analysis import RunAnalysis
 from profiler.errors import UserError
 from profiler.fsutil import move_into, write_json_atomic, write_text_atomic
+from profiler.notices import Say
 from profiler.runs.config import RunConfig
 from profiler.runs.layout import RESULT_FILE
 from profiler.tools.external import harness_command, last_line_with, locate, run_logged
@@ -175,7 +176,7 @@ def run(
     launch_count: int = 500,
     reuse: bool = False,
     chip: str | None = None,
-    echo=print,
+    echo: Say = print,
 ) -> dict:
     """``options``: RunConfig field -> value, as for `run`; both runs get them all, with cuDNN's
     autotuner off (under ncu it picks other kernels than the run whose trace is joined)."""
@@ -218,7 +219,7 @@ def run(
     return result
 
 
-def kernel_table(config: RunConfig, reuse: bool, echo=print):
+def kernel_table(config: RunConfig, reuse: bool, echo: Say = print):
     """1. The kernel table, from an ordinary run (or, with --reuse, the one already there)."""
     run_dir = config.runs_dir / config.run_name
     if not (reuse and (run_dir / RESULT_FILE).is_file()):
@@ -254,7 +255,7 @@ def profile_step(
     metrics_skipped: tuple[list[str], list[str]],
     kernels: int,
     run_dir: Path,
-    echo=print,
+    echo: Say = print,
 ) -> Measured:
     """2. The harness under ncu, into the scratch folder; a metric ncu says it cannot find is
     dropped and the run tried again (at most four tries)."""

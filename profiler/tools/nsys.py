@@ -25,6 +25,7 @@ import pandas as pd
 
 from profiler.errors import UserError
 from profiler.fsutil import move_into, write_json_atomic, write_text_atomic
+from profiler.notices import Say
 from profiler.runs.config import RunConfig
 from profiler.tools.external import harness_command, last_line_with, locate, run_logged
 from profiler.trace.rules import classify, short_name
@@ -132,7 +133,7 @@ def import_failure(output: str) -> str:
     return why or "no error message from nsys"
 
 
-def run(options: dict, echo=print) -> dict:
+def run(options: dict, echo: Say = print) -> dict:
     """``options``: RunConfig field -> value, as for `run`; the run under nsys is captured with
     cuda-profiler-api, once (--repeat 1), its trace folder a scratch one."""
     from dataclasses import replace
@@ -204,7 +205,7 @@ def _stats(nsys: str, report: Path, scratch: Path, run_dir: Path, log: Path, res
             result["nvtx_ranges"] = int(len(ranges))
 
 
-def stats_only(report: Path, echo=print) -> pd.DataFrame | None:
+def stats_only(report: Path, echo: Say = print) -> pd.DataFrame | None:
     """``nsys stats`` on an existing report (used by the device script after an import)."""
     nsys = locate_nsys()
     with tempfile.TemporaryDirectory() as tmp:

@@ -25,6 +25,7 @@ from typing import IO
 
 from profiler import signals, units
 from profiler.errors import UserError
+from profiler.notices import Say
 
 LOOPBACK = "127.0.0.1"
 ALL_INTERFACES = "0.0.0.0"
@@ -236,7 +237,9 @@ class Served:
     log: Path | None = None
 
 
-def serve(logdir: Path, port: int | None = None, bind_all: bool = False, echo=print) -> Served:
+def serve(
+    logdir: Path, port: int | None = None, bind_all: bool = False, echo: Say = print
+) -> Served:
     """The ``tensorboard`` command: start, print the URL, wait; Ctrl-C, SIGTERM and SIGHUP stop
     the server (within about a second). Its own output goes to a log file, so its shutdown
     noise never reaches the terminal."""

@@ -19,6 +19,7 @@ from profiler.collect import cuda_graphs
 from profiler.collect.backends.base import Backend, PartsBuilder, Prepared
 from profiler.collect.workloads import loops
 from profiler.errors import UserError
+from profiler.notices import Say
 from profiler.runs import backends as facts
 from profiler.runs.config import RunConfig
 
@@ -52,7 +53,7 @@ def graphed_decode(
     parts: loops.LMParts,
     prompt: torch.Tensor,
     backend_name: str,
-    say,
+    say: Say,
     notes: dict,
     profiled: bool = True,
 ) -> loops.LMParts:
