@@ -6,9 +6,10 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from profiler.trace.columns import give_back_memory
@@ -101,8 +102,10 @@ def summarize_trace(
     )
     ov = overview(trace, rows, categories, breakdown)
     # (np.unique's counts, in its order, without sorting every event's kind)
-    counts = np.bincount(trace.events["kind"].to_numpy(), minlength=len(KINDS))
-    event_counts = {KINDS[k]: int(n) for k, n in enumerate(counts.tolist()) if n}
+    counts: npt.NDArray[np.intp] = np.bincount(
+        trace.events["kind"].to_numpy(), minlength=len(KINDS)
+    )
+    event_counts = {KINDS[k]: int(n) for k, n in enumerate(cast(list[int], counts.tolist())) if n}
     graphs = graph_summary(trace)
     notes = list(ov.notes) + list(kernels.notes) + ([graph_note(graphs)] if graphs else [])
     if context is not None:
