@@ -54,6 +54,7 @@ from typing import Final
 
 import msgspec
 import numpy as np
+import numpy.typing as npt
 
 from profiler.analysis.records import (
     Design,
@@ -162,7 +163,9 @@ def geometric_mean(values: Samples) -> float:
     return float(np.exp(np.mean(np.log(np.asarray(values, dtype=float)))))
 
 
-def welch(log_a: np.ndarray, log_b: np.ndarray) -> tuple[float, float, float]:
+def welch(
+    log_a: npt.NDArray[np.float64], log_b: npt.NDArray[np.float64]
+) -> tuple[float, float, float]:
     """(difference of the means of logs B - A, its standard error, Welch's degrees of
     freedom) for two samples of two or more values each."""
     va = log_a.var(ddof=1) / len(log_a)
@@ -277,7 +280,7 @@ def compare(
 
 def _checked(
     medians_a: Samples, medians_b: Samples, tolerance: float
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """Both sides' medians as flat float arrays; ValueError for what no verdict can use."""
     a = np.asarray(medians_a, dtype=float).ravel()
     b = np.asarray(medians_b, dtype=float).ravel()
@@ -291,7 +294,10 @@ def _checked(
 
 
 def _with_floor(
-    a: np.ndarray, b: np.ndarray, figure: FigureName, noise_floor: float | None
+    a: npt.NDArray[np.float64],
+    b: npt.NDArray[np.float64],
+    figure: FigureName,
+    noise_floor: float | None,
 ) -> tuple[float, float, float, FloorSource, float, float | None]:
     """One process on a side: a noise floor stands in for the unknown between-process spread.
     The log ratio, its standard error, degrees of freedom, the floor's source and value, and
