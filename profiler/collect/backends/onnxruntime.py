@@ -30,6 +30,7 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 
@@ -101,7 +102,7 @@ def captured_output():
 
 
 @contextlib.contextmanager
-def native_stderr():
+def native_stderr() -> Iterator[list[str]]:
     """Send file descriptor 2 to a buffer: ONNX Runtime's C++ logger writes there, not through
     Python. Yields a list that holds the captured text after the block."""
     import sys
