@@ -8,13 +8,11 @@ from collections.abc import Callable
 from profiler.analysis.advice import Advice
 from profiler.analysis.records import AdviceRecord, BaselineNoise, PlannedAdvice
 from profiler.report.fmt import (
+    count,
     marked,
-    pct,
+    number,
+    percent,
     ratio,
-    rounded,
-    share,
-    thousands,
-    times,
     window_flags,
     with_unit,
 )
@@ -23,15 +21,16 @@ from profiler.report.fmt import (
 def _launch_bound(f: dict) -> tuple[dict, str]:
     window = "timed p50" if f["of_timed_p50"] else "step"
     evidence = {
-        "GPU idle": f"{share(f['idle_share'])} of the {window} ({with_unit(f['step_ms'], 'ms')}; "
+        "GPU idle": f"{percent(f['idle_share'], 0, of_one=True)} of the {window} "
+        f"({with_unit(f['step_ms'], 'ms')}; "
         f"kernels {with_unit(f['kernel_ms_per_step'], 'ms')} per step)",
-        "idle in the profiled step": share(f["profiled_idle_share"]),
+        "idle in the profiled step": percent(f["profiled_idle_share"], 0, of_one=True),
     }
     if f["kernels_per_step"]:
-        evidence["kernel launches per step"] = rounded(f["kernels_per_step"])
+        evidence["kernel launches per step"] = number(f["kernels_per_step"], 0, thousands=False)
     projected = f.get("projected_speedup") or 1 / max(1e-6, 1 - f["idle_share"])
     return evidence, (
-        f"estimate {times(projected)} (latency / GPU time): the p50 "
+        f"estimate {ratio(projected)} (latency / GPU time): the p50 "
         f"with every launch gap removed and the kernels unchanged would be "
         f"{with_unit(f['p50_floor_ms'], 'ms')}; backends that fuse kernels can beat it"
     )
@@ -39,18 +38,18 @@ def _launch_bound(f: dict) -> tuple[dict, str]:
 
 def _fp32_cuda_cores(f: dict) -> tuple[dict, str]:
     evidence = {
-        "GEMM/conv share of kernel time": share(f["matrix_share"]),
-        "in Tensor Core kernels": share(f["tensor_core_share"]),
+        "GEMM/conv share of kernel time": percent(f["matrix_share"], 0, of_one=True),
+        "in Tensor Core kernels": percent(f["tensor_core_share"], 0, of_one=True),
         "GPU": f"{f['gpu']} (compute capability {f['compute_capability']})",
     }
     if not f.get("projected_speedup"):
         return evidence, (
-            f"GEMM/conv time ({share(f['matrix_share'])} of kernel time) runs at "
+            f"GEMM/conv time ({percent(f['matrix_share'], 0, of_one=True)} of kernel time) runs at "
             "Tensor Core rates (no datasheet row for this GPU: no projection)"
         )
     return evidence, (
-        f"estimate {times(f['projected_speedup'])} on kernel time: the GEMM/conv "
-        f"share ({share(f['matrix_share'])}) at the datasheet's dense FP16:FP32 "
+        f"estimate {ratio(f['projected_speedup'])} on kernel time: the GEMM/conv "
+        f"share ({percent(f['matrix_share'], 0, of_one=True)}) at the datasheet's dense FP16:FP32 "
         f"ratio ({ratio(f['dense_ratio_fp16'], 1)}; TF32:FP32 "
         f"{ratio(f['dense_ratio_tf32'], 1)}), the rest unchanged"
     )
@@ -58,28 +57,28 @@ def _fp32_cuda_cores(f: dict) -> tuple[dict, str]:
 
 def _low_occupancy(f: dict) -> tuple[dict, str]:
     evidence = {
-        f"top kernels (not Tensor Core GEMM/conv) under {rounded(f['below_pct'])} % achieved "
+        f"top kernels (not Tensor Core GEMM/conv) under {percent(f['below_pct'], 0)} achieved "
         "occupancy": f"{f['low_kernels']} of {f['top_kernels']} profiled",
-        "their share of kernel time": share(f["share"]),
+        "their share of kernel time": percent(f["share"], 0, of_one=True),
         "largest": f"{f['largest'][:60]} ({f['largest_category']}, "
-        f"{rounded(f['largest_occupancy_pct'])} %)",
+        f"{percent(f['largest_occupancy_pct'], 0)})",
     }
     return evidence, (
-        f"bounded by their {share(f['share'])} of kernel time; more warps help "
+        f"bounded by their {percent(f['share'], 0, of_one=True)} of kernel time; more warps help "
         "only where they hide memory latency"
     )
 
 
 def _batch_headroom(f: dict) -> tuple[dict, str]:
     evidence = {
-        "throughput": ", ".join(
-            f"bs{bs} {thousands(rate)}/s" for bs, rate in f["throughput_by_bs"]
+        "throughput": ", ".join(f"bs{bs} {count(rate, 0)}/s" for bs, rate in f["throughput_by_bs"]),
+        "last step": (
+            f"+{percent(f['growth'], 0, of_one=True)} from bs{f['from_bs']} to bs{f['to_bs']}"
         ),
-        "last step": f"+{share(f['growth'])} from bs{f['from_bs']} to bs{f['to_bs']}",
     }
     return evidence, (
-        f"estimate {times(f.get('projected_speedup', 1 + f['growth']))} in "
-        f"throughput: it still rose {share(f['growth'])} at the largest batch; "
+        f"estimate {ratio(f.get('projected_speedup', 1 + f['growth']))} in "
+        f"throughput: it still rose {percent(f['growth'], 0, of_one=True)} at the largest batch; "
         "latency per batch grows with it"
     )
 
@@ -93,10 +92,11 @@ def _trt_fp32_layers(f: dict) -> tuple[dict, str]:
 
 def _memory_bound(f: dict) -> tuple[dict, str]:
     evidence = {
-        "arithmetic intensity": f"{rounded(f['intensity'])} FLOP per minimum byte (ridge "
-        f"{rounded(f['ridge'])})",
-        "achieved (minimum bytes / p50)": f"at least {thousands(f['achieved_gbs'])} GB/s = "
-        f"at least {rounded(f['pct_of_bandwidth'])} % of {thousands(f['peak_gbs'])} GB/s",
+        "arithmetic intensity": f"{number(f['intensity'], 0, thousands=False)} FLOP per "
+        "minimum byte (ridge "
+        f"{number(f['ridge'], 0, thousands=False)})",
+        "achieved (minimum bytes / p50)": f"at least {count(f['achieved_gbs'], 0)} GB/s = "
+        f"at least {percent(f['pct_of_bandwidth'], 0)} of {count(f['peak_gbs'], 0)} GB/s",
     }
     return evidence, (
         f"bound {ratio(f['speedup_bound'], 1)} (bytes at the measured bandwidth): "
@@ -189,9 +189,9 @@ def noise_line(noise: BaselineNoise | None, of: str = "the run") -> str:
     "" without a record."""
     if not noise or noise.cv is None:
         return ""
-    window = marked(f"CV {pct(100 * noise.cv)}", window_flags(noise.warnings))
+    window = marked(f"CV {percent(100 * noise.cv)}", window_flags(noise.warnings))
     between = (
-        f"between its {noise.processes} processes CV {pct(100 * noise.between_cv)}"
+        f"between its {noise.processes} processes CV {percent(100 * noise.between_cv)}"
         if noise.between_cv is not None
         else "one process (no spread between processes measured)"
     )

@@ -28,18 +28,16 @@ from profiler.report.export import integer_counts, markdown_table
 from profiler.report.fmt import (
     CSV_FLOATS,
     MD_FORMATS,
-    change_pct,
     interval,
     marked,
     md_cell,
-    mib,
     missing,
-    pct,
+    number,
+    percent,
     plain,
-    rounded,
+    ratio,
+    size,
     sweep_cell,
-    times,
-    trimmed,
     window_flags,
 )
 from profiler.report.sentences import (
@@ -299,8 +297,8 @@ def speedup_text(speedup, low, high, verdict) -> str:
     if missing(speedup):
         return word or "-"
     if word in ("", "baseline") or missing(low):
-        return f"{times(speedup)} {word}".strip()
-    return f"{times(speedup)} {interval(low, high)} {word}"
+        return f"{ratio(speedup)} {word}".strip()
+    return f"{ratio(speedup)} {interval(low, high)} {word}"
 
 
 def _label(r, manifest: SweepManifest) -> str:
@@ -344,9 +342,10 @@ def interval_processes(frame: pd.DataFrame) -> list[str]:
             texts.append("")
         else:
             texts.append(
-                f"{rounded(ours)} proc."
+                f"{number(ours, 0, thousands=False)} proc."
                 if theirs == ours
-                else f"{rounded(theirs)}+{rounded(ours)} proc."
+                else f"{number(theirs, 0, thousands=False)}+"
+                f"{number(ours, 0, thousands=False)} proc."
             )
     return texts
 
@@ -426,9 +425,9 @@ def _sweep_table(frame: pd.DataFrame, manifest: SweepManifest, gpu_time: bool) -
             *((windows_gpus(r),) if on_gpus else ()),
             r.backend,
             str(r.bs),
-            *(rounded(getattr(r, key)) for key in axes),
+            *(number(getattr(r, key), 0, thousands=False) for key in axes),
             *latency_cells(r),
-            *((trimmed(r.gpu_compute_ms, None), _text(r.bound)) if gpu_time else ()),
+            *((number(r.gpu_compute_ms, None, noise=None), _text(r.bound)) if gpu_time else ()),
             sweep_cell("throughput_per_s", r.throughput_per_s),
             verdict_cell(r, span),
             *((gpu_verdict_cell(r, gpu_span),) if gpu_time else ()),
@@ -505,9 +504,9 @@ def _sweep_run_cells(r) -> tuple[str, ...]:
         sweep_cell("ready_s", r.ready_s),
         sweep_cell("compile_s", r.compile_s),
         sweep_cell("rel_l2_error", r.rel_l2_error),
-        pct(r.tensor_core_pct),
-        pct(r.gpu_util_pct),
-        pct(r.cv_pct)
+        percent(r.tensor_core_pct),
+        percent(r.gpu_util_pct),
+        percent(r.cv_pct)
         + (f" [yellow]{escape(r.noise)}[/]" if isinstance(r.noise, str) and r.noise else ""),
         _mib(r.peak_allocated_mib, r.device),
         _mib(r.peak_reserved_mib, r.device),
@@ -712,13 +711,13 @@ def geomean_table(frame: pd.DataFrame, gpu_time: bool) -> pd.DataFrame:
         {
             "backend": rows["backend"],
             "cells": rows["cells"].astype(str),
-            "p50 ms": [trimmed(v, cv) for v in rows["p50_ms"]],
-            "latency speedup": [times(v) for v in rows["speedup"]],
+            "p50 ms": [number(v, None, noise=cv) for v in rows["p50_ms"]],
+            "latency speedup": [ratio(v) for v in rows["speedup"]],
         }
     )
     if gpu_time:
-        shown.insert(3, "GPU ms", [trimmed(v, None) for v in rows["gpu_compute_ms"]])
-        shown["GPU-time speedup"] = [times(v) for v in rows["gpu_speedup"]]
+        shown.insert(3, "GPU ms", [number(v, None, noise=None) for v in rows["gpu_compute_ms"]])
+        shown["GPU-time speedup"] = [ratio(v) for v in rows["gpu_speedup"]]
     return shown
 
 
@@ -751,13 +750,13 @@ def latency_cells(r) -> list[str]:
     """mean, p50, p90, p99 of a cell to the figures its CV allows, p50 marked with the
     window's flags ("4.3 (! noisy)")."""
     cv, flags = cell_noise(r)
-    cells = [trimmed(getattr(r, key), cv) for key in LATENCY_FIGURES]
+    cells = [number(getattr(r, key), None, noise=cv) for key in LATENCY_FIGURES]
     cells[1] = marked(cells[1], flags[:1])  # the first flag; all of them beside the CV
     return cells
 
 
 def _mib(value, device) -> str:
-    return mib(value, "n/a (CPU)" if device == "CPU" else None).removesuffix(" MiB")
+    return size(value, "MiB", labelled=False, blank="n/a (CPU)" if device == "CPU" else "-")
 
 
 def gpu_offset_lines(offsets: list[GpuOffset]) -> list[str]:
@@ -767,8 +766,8 @@ def gpu_offset_lines(offsets: list[GpuOffset]) -> list[str]:
         return []
     figure = "GPU time" if offsets[0].figure == "gpu_time" else "latency"
     each = "; ".join(
-        f"GPU {o.gpu} {change_pct(_percent(o.offset))} (floor "
-        f"{pct(_percent(o.floor))}, {o.windows} windows)"
+        f"GPU {o.gpu} {percent(_percent(o.offset), sign=True)} (floor "
+        f"{percent(_percent(o.floor))}, {o.windows} windows)"
         for o in offsets
     )
     lines = [
@@ -776,8 +775,8 @@ def gpu_offset_lines(offsets: list[GpuOffset]) -> list[str]:
         f"between-process CV): {each}"
     ]
     lines += [
-        f"GPU {o.gpu} sits {change_pct(_percent(o.offset))} from the other GPUs on "
-        f"{figure}, beyond its floor of {pct(_percent(o.floor))}: its windows pair only "
+        f"GPU {o.gpu} sits {percent(_percent(o.offset), sign=True)} from the other GPUs on "
+        f"{figure}, beyond its floor of {percent(_percent(o.floor))}: its windows pair only "
         "with windows of the same process (on it); unpaired verdicts carry the offset as "
         "noise"
         for o in offsets

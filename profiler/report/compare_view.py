@@ -24,18 +24,16 @@ from profiler.analysis.timed_window import NOISY_CV
 from profiler.report.console import FitTable, print_prose
 from profiler.report.fmt import (
     TimeColumn,
-    change_pct,
     head,
     interval_figure,
     marked,
-    mib,
     missing,
-    pct,
-    ratio_fine,
+    number,
+    percent,
+    ratio,
     signed,
-    times,
-    trimmed,
-    us_fine,
+    size,
+    time,
     window_flags,
     with_unit,
 )
@@ -92,16 +90,16 @@ def print_diff(
         console.print(compare_positions_table(sa.phases, sb.phases, top=top))
     faster, slower = result.top_changes(top or 10)
     level = result.change_level
-    time = " (self time)" if result.on_cpu else ""
+    self_time = " (self time)" if result.on_cpu else ""
     for frame, title, none in (
         (
             faster,
-            f"Top {len(faster)} gains: {level}s faster in B{time}",
+            f"Top {len(faster)} gains: {level}s faster in B{self_time}",
             f"no {level} is faster in B",
         ),
         (
             slower,
-            f"Top {len(slower)} losses: {level}s slower in B{time}",
+            f"Top {len(slower)} losses: {level}s slower in B{self_time}",
             f"no {level} is slower in B",
         ),
     ):
@@ -131,7 +129,7 @@ def overview_table(result: Diff, recorded: bool = True) -> Table:
             overview_figure(r, "a"),
             overview_figure(r, "b"),
             signed(r.delta, r.unit),
-            change_pct(r.change_pct),
+            percent(r.change_pct, sign=True),
         )
     return t
 
@@ -141,7 +139,7 @@ def overview_figure(row, side: str) -> str:
     else with its unit."""
     value, cv = getattr(row, side), getattr(row, f"cv_{side}", None)
     if row.unit == "ms" and cv is not None and not missing(cv):
-        return trimmed(value, cv, "ms")
+        return time(value, decimals=None, noise=cv)
     return with_unit(value, row.unit)
 
 
@@ -163,19 +161,19 @@ def categories_table(result: Diff) -> Table:
     for r in c.itertuples():
         t.add_row(
             r.category,
-            us_fine(r.us_a),
-            us_fine(r.us_b),
+            time(r.us_a, "µs", ("ms", "µs")),
+            time(r.us_b, "µs", ("ms", "µs")),
             signed(r.delta_us),
-            change_pct(r.change_pct),
-            pct(r.share_a_pct),
-            pct(r.share_b_pct),
-            pct(r.tensor_core_a_pct),
-            pct(r.tensor_core_b_pct),
+            percent(r.change_pct, sign=True),
+            percent(r.share_a_pct),
+            percent(r.share_b_pct),
+            percent(r.tensor_core_a_pct),
+            percent(r.tensor_core_b_pct),
         )
     t.add_row(
         "[b]all[/b]",
-        us_fine(c["us_a"].sum()),
-        us_fine(c["us_b"].sum()),
+        time(c["us_a"].sum(), "µs", ("ms", "µs")),
+        time(c["us_b"].sum(), "µs", ("ms", "µs")),
         signed(float(c["delta_us"].sum())),
         "",
         "",
@@ -209,7 +207,7 @@ def unmatched_table(result: Diff, side: str, top: int) -> Table:
     which = "A" if side == ONLY_A else "B"
     t = FitTable(
         title=f"Kernels only in {which}: {len(rows)} kernels, "
-        f"{us_fine(rows[column].sum())} per step (top {len(shown)})"
+        f"{time(rows[column].sum(), 'µs', ('ms', 'µs'))} per step (top {len(shown)})"
     )
     t.add_column("kernel")
     t.add_column("category", optional=True)
@@ -222,7 +220,7 @@ def unmatched_table(result: Diff, side: str, top: int) -> Table:
             r.category,
             r.tensor_core,
             with_unit(getattr(r, calls)),
-            us_fine(getattr(r, column)),
+            time(getattr(r, column), "µs", ("ms", "µs")),
         )
     return t
 
@@ -269,7 +267,7 @@ def cpu_operators_table(result: Diff, top: int) -> Table:
             own(r.us_a),
             own(r.us_b),
             own.signed(r.delta_us),
-            change_pct(r.change_pct),
+            percent(r.change_pct, sign=True),
             total(r.total_a_us),
             total(r.total_b_us),
         )
@@ -291,10 +289,10 @@ def _delta_cells(r, count_a, count_b) -> list[str]:
     return [
         with_unit(count_a),
         with_unit(count_b),
-        us_fine(r.us_a),
-        us_fine(r.us_b),
+        time(r.us_a, "µs", ("ms", "µs")),
+        time(r.us_b, "µs", ("ms", "µs")),
         signed(r.delta_us),
-        change_pct(r.change_pct),
+        percent(r.change_pct, sign=True),
     ]
 
 
@@ -304,15 +302,19 @@ def changes_table(frame: pd.DataFrame, title: str, level: str, on_cpu: bool = Fa
     t = FitTable(title=title)
     t.add_column(level)
     t.add_column("in", optional=True)
-    time = TimeColumn(frame["us_a"], frame["us_b"]) if on_cpu else None
+    column = TimeColumn(frame["us_a"], frame["us_b"]) if on_cpu else None
     for col in ("A", "B", "delta"):
-        t.add_column(f"{col} {time.unit}" if time else col, number=True)
+        t.add_column(f"{col} {column.unit}" if column else col, number=True)
     name = "kernel" if level == "kernel" else "operator"
     for r in frame.itertuples():
-        if time is not None:
-            cells = [time(r.us_a), time(r.us_b), time.signed(r.delta_us)]
+        if column is not None:
+            cells = [column(r.us_a), column(r.us_b), column.signed(r.delta_us)]
         else:
-            cells = [us_fine(r.us_a), us_fine(r.us_b), signed(r.delta_us)]
+            cells = [
+                time(r.us_a, "µs", ("ms", "µs")),
+                time(r.us_b, "µs", ("ms", "µs")),
+                signed(r.delta_us),
+            ]
         t.add_row(escape(getattr(r, name)), r.side, *cells)
     return t
 
@@ -342,7 +344,7 @@ def figure_short(figure: str) -> str:
 
 
 def _change(a, b) -> str:
-    return change_pct(100 * (b - a) / a) if a and b else "-"
+    return percent(100 * (b - a) / a, sign=True) if a and b else "-"
 
 
 def _plural(count: int, one: str = "process", many: str = "processes") -> str:
@@ -385,14 +387,14 @@ def _figure(figure: Figure, window: WindowNoise | None) -> str:
     if figure is None:
         return "-"
     cv, flags = _noise(figure, window)
-    return marked(trimmed(figure.geomean_ms, cv, "ms"), flags)
+    return marked(time(figure.geomean_ms, decimals=None, noise=cv), flags)
 
 
 def _range(figure: Figure, window: WindowNoise | None) -> str:
     if figure is None:
         return "-"
     cv = _noise(figure, window)[0]
-    return f"{trimmed(figure.min_ms, cv)}-{trimmed(figure.max_ms, cv, 'ms')}"
+    return f"{number(figure.min_ms, None, noise=cv)}-{time(figure.max_ms, decimals=None, noise=cv)}"
 
 
 def _processes(side: ProcessFigures) -> str:
@@ -447,10 +449,10 @@ def process_rows(t: CompareTimed) -> list[tuple[str, str, str, str]]:
     if pa.bound or pb.bound:
         rows.append(("bound (latency, enqueue against GPU time)", _bound(pa), _bound(pb), ""))
     if t.verdict:
-        rows.append((f"latency speedup (A / B, {_basis(t.verdict)})", "", "", times(t.speedup_x)))
+        rows.append((f"latency speedup (A / B, {_basis(t.verdict)})", "", "", ratio(t.speedup_x)))
     if t.gpu_speedup_x is not None:
         label = f"GPU-time speedup (A / B, {_basis(t.gpu_verdict)})"
-        rows.append((label, "", "", times(t.gpu_speedup_x)))
+        rows.append((label, "", "", ratio(t.gpu_speedup_x)))
     return rows
 
 
@@ -484,8 +486,8 @@ def recorded_rows(t: CompareTimed) -> list[tuple[str, str, str, str]]:
     rows = [
         (
             f"{label} latency" + _too_few(label, a, b),
-            trimmed(getattr(a, key), cv_a, "ms"),
-            trimmed(getattr(b, key), cv_b, "ms"),
+            time(getattr(a, key), decimals=None, noise=cv_a),
+            time(getattr(b, key), decimals=None, noise=cv_b),
             _change(getattr(a, key), getattr(b, key)),
         )
         for key, label in (("p50_ms", "p50"), ("p90_ms", "p90"), ("p99_ms", "p99"))
@@ -506,10 +508,10 @@ def recorded_rows(t: CompareTimed) -> list[tuple[str, str, str, str]]:
         if xa is not None or xb is not None:
             rows.append((label, with_unit(xa, "ms"), with_unit(xb, "ms"), _change(xa, xb)))
     if not t.verdict:
-        rows.append(("speedup (A / B of the p50)", "", "", times(t.speedup_x)))
+        rows.append(("speedup (A / B of the p50)", "", "", ratio(t.speedup_x)))
     for window, label in ((t.noise_a, "CV of the window A"), (t.noise_b, "CV of the window B")):
         if window:
-            rows.append((label, "", "", pct(100 * window.cv)))
+            rows.append((label, "", "", percent(100 * window.cv)))
     ma, mb = t.memory_a, t.memory_b
     for key, label in (
         ("peak_allocated_mib", "peak allocated"),
@@ -518,7 +520,14 @@ def recorded_rows(t: CompareTimed) -> list[tuple[str, str, str, str]]:
     ):
         xa, xb = getattr(ma, key), getattr(mb, key)
         if key != "engine_mib" or xa is not None or xb is not None:
-            rows.append((label, mib(xa, ma.note), mib(xb, mb.note), ""))
+            rows.append(
+                (
+                    label,
+                    size(xa, "MiB", blank=ma.note or "-"),
+                    size(xb, "MiB", blank=mb.note or "-"),
+                    "",
+                )
+            )
     return rows
 
 
@@ -674,7 +683,8 @@ def _design(verdict: Verdict) -> str:
             else "a default: no usable floor measured by `noise` here"
         )
         return (
-            f"one process on a side; between-process spread taken as {pct(100 * floor)}, {source}"
+            "one process on a side; between-process spread taken as "
+            f"{percent(100 * floor)}, {source}"
         )
     return "unpaired"
 
@@ -687,8 +697,9 @@ def verdict_basis(verdict: Verdict) -> str:
     if min(ka, kb) == 1:  # the spread between processes is assumed, not seen
         window = ", within one window a side" if ka == kb == 1 else ", one side within one window"
     basis = (
-        f"B/A = {ratio_fine(verdict.ratio)}, 95 % interval [{ratio_fine(verdict.low)}, "
-        f"{ratio_fine(verdict.high)}] over {ka} vs {kb} {_plural(max(ka, kb))}{window} "
+        f"B/A = {ratio(verdict.ratio, 3, suffix='')}, "
+        f"95 % interval [{ratio(verdict.low, 3, suffix='')}, "
+        f"{ratio(verdict.high, 3, suffix='')}] over {ka} vs {kb} {_plural(max(ka, kb))}{window} "
         f"({_design(verdict)})"
     )
     fdr = fdr_note(verdict)
@@ -763,15 +774,17 @@ def largest_changes_table(result: Diff, rows: int = ANSWER_ROWS) -> Table | None
         return None
     frame = frame.reindex(frame["delta_us"].abs().sort_values(ascending=False).index).head(rows)
     level = result.change_level
-    time = TimeColumn(frame["us_a"], frame["us_b"])
+    column = TimeColumn(frame["us_a"], frame["us_b"])
     what = " self time" if result.on_cpu else ""
     t = FitTable(title="Largest changes per step (all: --view diff)")
     t.add_column(f"{level}{what}")
     for col in ("A", "B", "delta"):
-        t.add_column(f"{col} {time.unit}", number=True)
+        t.add_column(f"{col} {column.unit}", number=True)
     name = "kernel" if level == "kernel" else "operator"
     for r in frame.itertuples():
-        t.add_row(escape(getattr(r, name)), time(r.us_a), time(r.us_b), time.signed(r.delta_us))
+        t.add_row(
+            escape(getattr(r, name)), column(r.us_a), column(r.us_b), column.signed(r.delta_us)
+        )
     return t
 
 

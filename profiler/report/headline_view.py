@@ -12,13 +12,13 @@ from profiler.report.console import FitTable, print_prose
 from profiler.report.fmt import (
     interval_figure,
     marked,
-    mib,
     missing,
     ms_unit as _ms,
-    pct,
-    tenths,
-    times,
-    trimmed,
+    number,
+    percent,
+    ratio,
+    size,
+    time,
     window_flags,
 )
 from profiler.report.sentences import gpu_state_line, tail_meaning, tail_value
@@ -44,7 +44,8 @@ def gpu_compute_line(
     line = (
         f"GPU compute p50 {_ms(gpu.gpu_p50_ms)}, enqueue p50 "
         f"{_ms(gpu.enqueue_p50_ms)} (host-synchronized latency p50 "
-        f"{_ms(latency_p50_ms) if cv is None else trimmed(latency_p50_ms, cv, 'ms')}): GPU "
+        + (_ms(latency_p50_ms) if cv is None else time(latency_p50_ms, decimals=None, noise=cv))
+        + "): GPU "
         "compute is the device's time for one call's work, its "
         "first kernel to its last, with the host's launch gaps excluded and the device's own "
         "gaps between kernels included; enqueue the host's time to launch it; "
@@ -154,23 +155,24 @@ def headline_table(data: Headline) -> FitTable:
     memory = data.memory
     table.add_row(
         "peak memory allocated / reserved",
-        f"{mib(memory.peak_allocated_mib, memory.note)} / "
-        f"{mib(memory.peak_reserved_mib, memory.note)}",
+        f"{size(memory.peak_allocated_mib, 'MiB', blank=memory.note or '-')} / "
+        f"{size(memory.peak_reserved_mib, 'MiB', blank=memory.note or '-')}",
         "PyTorch allocator, timed window",
     )
     if memory.engine_mib is not None:
         table.add_row(
             "TensorRT engine device memory",
-            mib(memory.engine_mib),
+            size(memory.engine_mib, "MiB"),
             "activations and scratch the engines ask for",
         )
     step = data.profiled_step_ms
     if step is not None:
-        ratio = data.profiler_overhead_ratio
+        overhead = data.profiler_overhead_ratio
         table.add_row(
             "step time under the profiler",
             _ms(step),
-            "not a latency to quote" + ("" if ratio is None else f"; {times(ratio)} the timed p50"),
+            "not a latency to quote"
+            + ("" if overhead is None else f"; {ratio(overhead)} the timed p50"),
         )
     _utilization_rows(table, data)
     return table
@@ -188,14 +190,14 @@ def _utilization_rows(table: FitTable, data: Headline) -> None:
     if timed is not None:
         table.add_row(
             "GPU utilization, timed window",
-            pct(timed),
+            percent(timed),
             f"kernels running {_ms(kernel_ms)} per call (profiled steps) / the timed p50: how "
             "busy a caller's call keeps the GPU",
         )
     if profiled is not None:
         table.add_row(
             "GPU utilization, profiled steps",
-            pct(profiled),
+            percent(profiled),
             "the same kernel time / the step under the profiler (the overview's GPU "
             "utilization): the profiler slows the host's side of the step",
         )
@@ -209,7 +211,7 @@ def _timed_rows(table: FitTable, data: Headline) -> None:
     flags = window_flags(window.warnings if window else None)
     table.add_row(
         "p50 latency",
-        marked(trimmed(timed.p50_ms, cv, "ms"), flags),
+        marked(time(timed.p50_ms, decimals=None, noise=cv), flags),
         f"median of {timed.iters} synchronized iterations ({timed.timer}), "
         "to the figures its CV allows"
         + ("; the window is flagged, see the warning below" if flags else ""),
@@ -219,19 +221,20 @@ def _timed_rows(table: FitTable, data: Headline) -> None:
     if not data.tails:
         table.add_row(
             "p90 / p99 latency",
-            f"{trimmed(timed.p90_ms, cv, 'ms')} / {trimmed(timed.p99_ms, cv, 'ms')}",
+            f"{time(timed.p90_ms, decimals=None, noise=cv)} / "
+            f"{time(timed.p99_ms, decimals=None, noise=cv)}",
             "tail latency (no latency.csv: no interval)",
         )
     throughput = timed.throughput_samples_per_s
     table.add_row(
         "throughput",
-        "-" if missing(throughput) else f"{tenths(throughput)} samples/s",
+        "-" if missing(throughput) else f"{number(throughput)} samples/s",
         "batch size x iterations / total time",
     )
     if window:
         table.add_row(
             "CV / IQR",
-            f"{pct(100 * window.cv)} / {_ms(window.iqr_ms)}",
+            f"{percent(100 * window.cv)} / {_ms(window.iqr_ms)}",
             "std / mean; p75 - p25: the spread of the window",
         )
     spread = timed.repeat_runs
@@ -239,5 +242,5 @@ def _timed_rows(table: FitTable, data: Headline) -> None:
         table.add_row(
             f"p50 over {spread.runs} processes",
             f"{_ms(spread.min_p50_ms)} to {_ms(spread.max_p50_ms)}",
-            f"{pct(spread.range_pct_of_median)} of the median (--repeat-runs)",
+            f"{percent(spread.range_pct_of_median)} of the median (--repeat-runs)",
         )

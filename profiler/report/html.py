@@ -43,19 +43,16 @@ from profiler.report.fmt import (
     HTML_FORMATS,
     LAYER_FORMATS,
     absent,
-    change_pct,
     column_format,
-    gbs,
+    count,
     gflop,
-    host_load,
     key_value,
     marked,
-    megabytes,
-    ms_unit,
-    pct,
-    tflops,
-    thousands,
-    trimmed,
+    number,
+    percent,
+    rate,
+    size,
+    time,
     window_flags,
     with_unit,
 )
@@ -245,10 +242,10 @@ def headline(
     tails = window_tails(result, result_json)  # p90 and p99 with their intervals
     cv = window.cv if window else None  # each latency to the figures its window's noise allows
     warnings = window.warnings if window else []
-    p50 = marked(trimmed(t.p50_ms, cv, "ms"), window_flags(warnings))
+    p50 = marked(time(t.p50_ms, decimals=None, noise=cv), window_flags(warnings))
     return (
         f"<p class='big'>{escape(label)}: p50 {escape(p50)}, "
-        f"{thousands(t.throughput_samples_per_s)} samples/s</p>"
+        f"{count(t.throughput_samples_per_s, 0)} samples/s</p>"
         + key_values(
             [
                 ("model", result.model),
@@ -257,9 +254,15 @@ def headline(
                 ("device", gpu),
                 *(
                     [(f"p{x.percentile}", f"{tail_value(x, cv)}: {tail_meaning(x)}") for x in tails]
-                    or [("p90 / p99 ms", f"{trimmed(t.p90_ms, cv)} / {trimmed(t.p99_ms, cv)}")]
+                    or [
+                        (
+                            "p90 / p99 ms",
+                            f"{number(t.p90_ms, None, noise=cv)} / "
+                            f"{number(t.p99_ms, None, noise=cv)}",
+                        )
+                    ]
                 ),
-                ("noise (std / mean)", pct(100 * cv) if cv is not None else None),
+                ("noise (std / mean)", percent(100 * cv) if cv is not None else None),
                 ("timed iterations", t.iters),
                 *_beside_the_trace(data),
                 ("config", config_line(result)),
@@ -285,7 +288,7 @@ def _beside_the_trace(data: Headline | None) -> list[tuple[str, object]]:
             rows.append(
                 (
                     f"GPU utilization, {label}",
-                    f"{pct(value)} (kernels running {ms_unit(kernel_ms)} per call / {over})",
+                    f"{percent(value)} (kernels running {time(kernel_ms)} per call / {over})",
                 )
             )
     cv = data.noise.cv if data.noise else None  # the latency to the figures its window allows
@@ -301,9 +304,9 @@ def _state_row(result: RunResult) -> tuple[str, object]:
     if not result.device.startswith("cpu"):
         return "GPU state (timed window)", gpu_state_line(state).removeprefix("GPU state: ")
     load = state.load_average
-    return "host load (timed window)", None if load is None else host_load(load[0]) + (
-        f" on {state.cpus} CPUs" if state.cpus else ""
-    )
+    return "host load (timed window)", None if load is None else number(
+        load[0], 2, thousands=False
+    ) + (f" on {state.cpus} CPUs" if state.cpus else "")
 
 
 def timed_block(t: CompareTimed | None, a_label: str, b_label: str) -> str:
@@ -388,7 +391,7 @@ def overview_block(overview: pd.DataFrame) -> str:
                 overview_figure(r, "a"),
                 overview_figure(r, "b"),
                 delta(r.delta, r.unit or "n"),
-                change_pct(r.change_pct),
+                percent(r.change_pct, sign=True),
             )
             for r in overview.itertuples()
         ],
@@ -402,23 +405,24 @@ def roofline_block(roofline: Roofline | None, source: str, missing: str | None =
     return key_values(
         [
             ("FLOPs per batch (FlopCounterMode)", gflop(r.flops)),
-            (f"{MIN_BYTES_LABEL} per batch", megabytes(r.min_bytes)),
+            (f"{MIN_BYTES_LABEL} per batch", size(r.min_bytes, unit="MB")),
             (
                 "arithmetic intensity",
-                f"{thousands(r.intensity)} FLOP per minimum byte (ridge {key_value(r.ridge)})",
+                f"{count(r.intensity, 0)} FLOP per minimum byte (ridge {key_value(r.ridge)})",
             ),
             (
                 "achieved compute",
-                f"{tflops(r.achieved_tflops)} = {pct(r.pct_of_compute)} of "
+                f"{rate(r.achieved_tflops, 'TFLOP/s', 2)} = {percent(r.pct_of_compute)} of "
                 f"{key_value(r.peak_tflops)} ({r.matmul_key})",
             ),
             (
                 "achieved bandwidth (minimum bytes / p50)",
-                f"at least {gbs(r.achieved_gbs)} = at least {pct(r.pct_of_bandwidth)} of "
+                f"at least {rate(r.achieved_gbs, 'GB/s')} = at least "
+                f"{percent(r.pct_of_bandwidth)} of "
                 f"{key_value(r.peak_gbs)}",
             ),
             ("bound by", r.bound),
-            ("of the roofline at this intensity", pct(r.pct_of_roof)),
+            ("of the roofline at this intensity", percent(r.pct_of_roof)),
             ("ceilings", source),
         ]
     )

@@ -49,10 +49,10 @@ def pipe_busy(a: Agreement | None) -> str:
     if a is None or not a.pipe_measured_us:
         return "note: " + PIPE_BUSY_NOTE
     return (
-        f"tensor pipe busy (ncu): {fmt.pct(100 * a.tensor_pipe_busy_share)}, kernel-time "
+        f"tensor pipe busy (ncu): {fmt.percent(100 * a.tensor_pipe_busy_share)}, kernel-time "
         f"weighted, over the {a.profiled_kernels} profiled kernels "
-        f"({fmt.pct(100 * a.coverage)} of kernel time; time in Tensor Core kernels there: "
-        f"{fmt.pct(100 * a.tensor_core_kernels_share)})"
+        f"({fmt.percent(100 * a.coverage)} of kernel time; time in Tensor Core kernels there: "
+        f"{fmt.percent(100 * a.tensor_core_kernels_share)})"
     )
 
 
@@ -161,7 +161,7 @@ def sweep_table(frame: pd.DataFrame, axes: list[str]) -> str:
         **{
             key: [cells[i] for cells in latencies] for i, key in enumerate(fmt.SWEEP_PAGE_LATENCIES)
         },
-        gpu_compute_ms=[fmt.trimmed(v, None) for v in frame["gpu_compute_ms"]],
+        gpu_compute_ms=[fmt.number(v, None, noise=None) for v in frame["gpu_compute_ms"]],
         interval=_paired(
             _interval(frame["speedup_low"], frame["speedup_high"]),
             interval_spans(frame, "latency"),
@@ -249,7 +249,8 @@ def sweep_headline(frame: pd.DataFrame, manifest) -> str:
         lines.append(
             html.warnings_list(
                 [
-                    f"{r.backend} bs {r.bs}: {r.noise} (CV {fmt.pct(r.cv_pct)}): its speedup is "
+                    f"{r.backend} bs {r.bs}: {r.noise} (CV {fmt.percent(r.cv_pct)}): "
+                    "its speedup is "
                     "less certain than the others'"
                     for r in noisy.itertuples()
                 ]

@@ -20,20 +20,15 @@ from profiler.report.console import FitTable, make_console
 from profiler.report.fmt import (
     NOT_FINITE,
     count,
-    fraction,
     marked,
-    mib_figure,
-    ms,
-    ms_plain,
-    ms_unit,
-    pct,
+    number,
+    percent,
     phases_line,
     plain,
-    rounded,
     safe,
-    seconds_figure,
     significant,
-    trimmed,
+    size,
+    time,
     window_flags,
 )
 from profiler.report.headline_view import gpu_compute_line, phase_gpu_line
@@ -106,27 +101,29 @@ def _result_table(result: RunResult, window: WindowNoise | None) -> FitTable:
     cv = window.cv if window else None
     warnings = window.warnings if window else []
     figures = [
-        trimmed(getattr(timing, k), cv)
+        number(getattr(timing, k), None, noise=cv)
         for k in ("p50_ms", "p90_ms", "p99_ms", "mean_ms", "min_ms", "max_ms")
     ]
     figures[0] = marked(figures[0], window_flags(warnings))
     cells = [
         *figures,
         count(timing.throughput_samples_per_s, 1),
-        pct(100 * window.cv) if window else "-",
-        ms(window.iqr_ms) if window else "-",
-        mib_figure(memory.peak_allocated_mib, memory.note),
-        mib_figure(memory.peak_reserved_mib, memory.note),
-        seconds_figure(timing.prepare_s + timing.first_call_s),
+        percent(100 * window.cv) if window else "-",
+        time(window.iqr_ms, labelled=False) if window else "-",
+        size(memory.peak_allocated_mib, "MiB", labelled=False, blank=memory.note or "-"),
+        size(memory.peak_reserved_mib, "MiB", labelled=False, blank=memory.note or "-"),
+        time(
+            timing.prepare_s + timing.first_call_s, "s", decimals=2, thousands=False, labelled=False
+        ),
     ]
     if memory.engine_mib is not None:
         columns.append("engine MiB")
-        cells.append(mib_figure(memory.engine_mib))
+        cells.append(size(memory.engine_mib, "MiB", labelled=False))
     # compiled backends: the compile (or cache load) part of prepare, as its own figure
     for value, column in ((backend.compile_s, "compile s"), (backend.cache_load_s, "cache load s")):
         if value is not None:
             columns.append(column)
-            cells.append(seconds_figure(value))
+            cells.append(time(value, "s", decimals=2, thousands=False, labelled=False))
     for column in columns:
         table.add_column(column, number=True, optional=column not in ESSENTIAL)
     table.add_row(*cells)
@@ -187,14 +184,16 @@ def _print_window(window: WindowNoise | None, console: Console) -> None:
     spread = window.repeat_runs if window else None
     if spread:
         console.print(
-            f"p50 over {spread.runs} processes: {ms(spread.min_p50_ms)} to "
-            f"{ms_unit(spread.max_p50_ms)} ({pct(spread.range_pct_of_median)} of "
+            f"p50 over {spread.runs} processes: {time(spread.min_p50_ms, labelled=False)} to "
+            f"{time(spread.max_p50_ms)} ({percent(spread.range_pct_of_median)} of "
             "the median)",
             highlight=False,
         )
     reached = window.target if window else None
     if reached:
-        width = "no interval" if reached.half_width is None else f"±{pct(100 * reached.half_width)}"
+        width = (
+            "no interval" if reached.half_width is None else f"±{percent(100 * reached.half_width)}"
+        )
         state = (
             f"[green]reached {width}[/]"
             if reached.reached
@@ -203,7 +202,8 @@ def _print_window(window: WindowNoise | None, console: Console) -> None:
         console.print(
             f"--target-noise ±{plain(100 * reached.target)} %: {state} with "
             f"{reached.processes} processes of {reached.iterations} iterations "
-            f"in {rounded(reached.spent_s)} of {rounded(reached.budget_s)} s",
+            f"in {number(reached.spent_s, 0, thousands=False)} of "
+            f"{time(reached.budget_s, 's', decimals=0, thousands=False)}",
             highlight=False,
         )
 
@@ -325,14 +325,20 @@ def _print_generation(console: Console, generation: Generation, numerics: Numeri
     )
     per_token = generation.per_token_ms
     columns = {
-        "TTFT p50": ms_plain(generation.ttft_ms.p50),
-        "TPOT p50": ms_plain(generation.tpot_ms.p50 if generation.tpot_ms else None),
-        "encode ms": ms_plain(generation.encode_ms.mean if generation.encode_ms else None),
-        "ITL p50": ms_plain(per_token.p50),
-        "ITL p90": ms_plain(per_token.p90),
-        "ITL p99": ms_plain(per_token.p99),
+        "TTFT p50": time(generation.ttft_ms.p50, thousands=False, labelled=False),
+        "TPOT p50": time(
+            generation.tpot_ms.p50 if generation.tpot_ms else None, thousands=False, labelled=False
+        ),
+        "encode ms": time(
+            generation.encode_ms.mean if generation.encode_ms else None,
+            thousands=False,
+            labelled=False,
+        ),
+        "ITL p50": time(per_token.p50, thousands=False, labelled=False),
+        "ITL p90": time(per_token.p90, thousands=False, labelled=False),
+        "ITL p99": time(per_token.p99, thousands=False, labelled=False),
         "tokens/s": count(generation.tokens_per_s, 1),
-        "seq p50 ms": ms_plain(generation.sequence_ms.p50),
+        "seq p50 ms": time(generation.sequence_ms.p50, thousands=False, labelled=False),
     }
     if numerics is not None and numerics.tokens is not None:
         encoder, logits = numerics.encoder_output, numerics.first_step_logits
@@ -342,8 +348,8 @@ def _print_generation(console: Console, generation: Generation, numerics: Numeri
         columns["logits rel L2"] = (
             "-" if logits is None else significant(logits.rel_l2_error, not_finite=NOT_FINITE)
         )
-        columns["tokens equal"] = fraction(numerics.tokens.positions_equal)
-        columns["seqs identical"] = fraction(numerics.tokens.sequences_identical)
+        columns["tokens equal"] = number(numerics.tokens.positions_equal, 3, thousands=False)
+        columns["seqs identical"] = number(numerics.tokens.sequences_identical, 3, thousands=False)
     for column in columns:
         table.add_column(column, number=True, optional=column not in GENERATION_ESSENTIAL)
     table.add_row(*columns.values())
@@ -351,7 +357,8 @@ def _print_generation(console: Console, generation: Generation, numerics: Numeri
     steps = generation.step_ms_by_position
     shown = sorted({0, 1, len(steps) // 2, len(steps) - 1} & set(range(len(steps))))
     console.print(
-        "step ms by position: " + ", ".join(f"#{k} {ms_plain(steps[k])}" for k in shown),
+        "step ms by position: "
+        + ", ".join(f"#{k} {time(steps[k], thousands=False, labelled=False)}" for k in shown),
         highlight=False,
     )
 

@@ -35,14 +35,12 @@ from profiler.analysis.records import (
 from profiler.analysis.timed_verdict import LATENCY_TARGET, LEVER
 from profiler.analysis.verdict import MAX_FLOOR
 from profiler.report.fmt import (
-    change_pct,
-    host_load,
-    ms_plain,
-    pct,
+    count,
+    number,
+    percent,
     plain,
     ratio,
-    rounded,
-    thousands,
+    time,
 )
 
 if TYPE_CHECKING:  # the roofline module imports pandas: a run's views import none
@@ -66,18 +64,18 @@ def verdict_method(v: Verdict) -> str:
     if v.design == "paired":
         how = (
             f"paired t-interval on the log ratio of {v.pairs} processes that timed both "
-            f"(rounds), {rounded(v.df)} degrees of freedom"
+            f"(rounds), {number(v.df, 0, thousands=False)} degrees of freedom"
         )
     elif v.design == "unpaired":
         how = (
             f"Welch t-interval on the log of per-process medians, {v.processes_a} vs "
-            f"{v.processes_b} processes, {units.tenths_plain(v.df)} degrees of freedom"
+            f"{v.processes_b} processes, {units.number(v.df, thousands=False)} degrees of freedom"
         )
     else:
         source = noise_source_words(v.floor_from, "floor") if v.floor_from else None
         how = (
             f"one process on a side ({v.processes_a} vs {v.processes_b}): the between-process "
-            f"spread is unknown, a {v.floor_source} floor of {pct(100 * (v.noise_floor or 0))} "
+            f"spread is unknown, a {v.floor_source} floor of {percent(100 * (v.noise_floor or 0))} "
             f"CV stands in (normal interval{f'; {source}' if source else ''})"
         )
         if v.floor_refused is not None:
@@ -199,7 +197,9 @@ def bound_figures_words(bound: Bound) -> str:
     if enqueue is None or gpu is None:  # a record without its figures
         why = ""
     elif bound.word == LAUNCH_BOUND and (enqueue >= gpu or latency is None):
-        why = f"enqueue p50 {ms_plain(enqueue)} ms >= GPU time {ms_plain(gpu)} ms"
+        why = (
+            f"enqueue p50 {time(enqueue, thousands=False)} >= GPU time {time(gpu, thousands=False)}"
+        )
     elif latency is not None:
         rule = (
             f">= {plain(LAUNCH_LATENCY_RATIO)} x"
@@ -207,11 +207,12 @@ def bound_figures_words(bound: Bound) -> str:
             else f"{plain(GPU_BOUND_RATIO)}-{plain(LAUNCH_LATENCY_RATIO)} x"
         )
         why = (
-            f"latency p50 {ms_plain(latency)} ms = {ratio(latency / gpu, suffix=' x')} GPU time "
-            f"{ms_plain(gpu)} ms ({rule}), enqueue p50 {ms_plain(enqueue)} ms"
+            f"latency p50 {time(latency, thousands=False)} = "
+            f"{ratio(latency / gpu, suffix=' x')} GPU time "
+            f"{time(gpu, thousands=False)} ({rule}), enqueue p50 {time(enqueue, thousands=False)}"
         )
     else:
-        why = f"enqueue p50 {ms_plain(enqueue)} ms, GPU time {ms_plain(gpu)} ms"
+        why = f"enqueue p50 {time(enqueue, thousands=False)}, GPU time {time(gpu, thousands=False)}"
     seen = bound.classified_processes
     processes = f"{bound.launch_bound_processes} of {seen} processes launch-bound"
     return f"{why}; {processes}" if why else processes
@@ -257,7 +258,7 @@ def _lever_line(v: TimedVerdicts) -> str:
     need."""
     lever = f"`{LEVER}` replays the call without launches"
     if v.cuda_graphs_ms is not None:
-        lever += f" (measured: {ms_plain(v.cuda_graphs_ms)} ms)"
+        lever += f" (measured: {time(v.cuda_graphs_ms, thousands=False)})"
     needed = v.latency_processes_for_5pct
     if needed is None:
         return lever
@@ -294,9 +295,9 @@ def tail_value(t: TailFigure, cv: float | None = None) -> str:
     """A tail percentile with its 95 % interval, to the figures the window's ``cv`` allows
     (units.trimmed): "6.21 ms [6.01-6.40]"; an end the window cannot give is "?"
     ("6.58 ms [6.41-?]")."""
-    low = units.trimmed(t.low_ms, cv) if t.low_ms is not None else "?"
-    high = units.trimmed(t.high_ms, cv) if t.high_ms is not None else "?"
-    return f"{units.trimmed(t.value_ms, cv, 'ms')} [{low}-{high}]"
+    low = units.number(t.low_ms, None, noise=cv) if t.low_ms is not None else "?"
+    high = units.number(t.high_ms, None, noise=cv) if t.high_ms is not None else "?"
+    return f"{units.time(t.value_ms, decimals=None, noise=cv)} [{low}-{high}]"
 
 
 def tail_rank(t: TailFigure) -> str:
@@ -345,7 +346,7 @@ def difference_lines(d: Difference, listed: int | None = None) -> list[str]:
     if d.cause == HOST and d.latency_ratio is not None:
         lines.append(
             "same kernels, same kernel time: the latency difference "
-            f"({change_pct(100 * (d.latency_ratio - 1))}) is host-side (launch overhead, "
+            f"({percent(100 * (d.latency_ratio - 1), sign=True)}) is host-side (launch overhead, "
             "scheduling, other processes)"
         )
     elif d.cause == NONE:
@@ -367,7 +368,7 @@ def explanation_line(e: Explanation, short: bool = False, listed: int | None = N
 
 
 def _names(kernels: list[KernelShare], listed: int = LISTED) -> str:
-    named = ", ".join(f"{k.name} ({pct(100 * k.share)})" for k in kernels[:listed])
+    named = ", ".join(f"{k.name} ({percent(100 * k.share)})" for k in kernels[:listed])
     more = len(kernels) - listed
     return (named + (f" and {more} more" if named else f"{more} kernels")) if more > 0 else named
 
@@ -397,13 +398,16 @@ def _time_lines(d: Difference, configs: str | None) -> list[str]:
         change = clock_b / clock_a - 1
         line = (
             f"{'same kernels at a ' if d.cause == CLOCK else ''}"
-            f"{'lower' if change < 0 else 'higher'} SM clock in B: {rounded(clock_b)} MHz "
-            f"against {rounded(clock_a)} MHz ({change_pct(100 * change)})"
+            f"{'lower' if change < 0 else 'higher'} SM clock in B: "
+            f"{number(clock_b, 0, thousands=False)} MHz "
+            f"against {number(clock_a, 0, thousands=False)} MHz "
+            f"({percent(100 * change, sign=True)})"
         )
         if ratio is not None:
             line += (
-                f"; the kernels both ran took {change_pct(100 * (ratio - 1))} (the clock alone "
-                f"predicts {change_pct(100 * (clock_a / clock_b - 1))})"
+                f"; the kernels both ran took {percent(100 * (ratio - 1), sign=True)} "
+                "(the clock alone "
+                f"predicts {percent(100 * (clock_a / clock_b - 1), sign=True)})"
             )
         if d.throttle_reasons_b:
             line += f"; throttle reasons in B: {', '.join(d.throttle_reasons_b)}"
@@ -411,7 +415,7 @@ def _time_lines(d: Difference, configs: str | None) -> list[str]:
     elif d.kernel_time_moved and ratio is not None:  # known when it moved
         clocks_known = clock_a is not None and clock_b is not None
         lines.append(
-            f"the kernels both ran took {change_pct(100 * (ratio - 1))} in B at "
+            f"the kernels both ran took {percent(100 * (ratio - 1), sign=True)} in B at "
             f"{'the same clock' if clocks_known else 'an unrecorded clock'}"
             f" ({configs or 'memory, contention or another tenant on the GPU'})"
         )
@@ -433,7 +437,8 @@ def gpu_state_line(state: GpuState | GpuStateFigures, side: str = "") -> str:
     host = (
         ""
         if load is None
-        else f"host load {host_load(load[0])}" + (f" on {state.cpus} CPUs" if state.cpus else "")
+        else f"host load {number(load[0], 2, thousands=False)}"
+        + (f" on {state.cpus} CPUs" if state.cpus else "")
     )
     head = f"GPU state {side}:" if side else "GPU state:"
     if state.not_recorded:
@@ -441,14 +446,14 @@ def gpu_state_line(state: GpuState | GpuStateFigures, side: str = "") -> str:
     parts = [state.device or "GPU"]
     if state.sm_clock_mhz is not None:
         peak = f" of {state.max_sm_clock_mhz}" if state.max_sm_clock_mhz else ""
-        parts.append(f"SM {rounded(state.sm_clock_mhz)}{peak} MHz")
+        parts.append(f"SM {number(state.sm_clock_mhz, 0, thousands=False)}{peak} MHz")
     ends = [s for s in (state.before, state.after) if s is not None]
     temps = [s.temperature_c for s in ends if s.temperature_c is not None]
     if temps:
         parts.append(" -> ".join(f"{t} C" for t in temps))
     power = [s.power_w for s in ends if s.power_w is not None]
     if power:
-        parts.append(" -> ".join(f"{rounded(p)} W" for p in power))
+        parts.append(" -> ".join(f"{number(p, 0, thousands=False)} W" for p in power))
     parts.append("throttle: " + (", ".join(state.throttle_reasons) or "none"))
     if host:
         parts.append(host)
@@ -460,14 +465,14 @@ def gpu_state_line(state: GpuState | GpuStateFigures, side: str = "") -> str:
 
 def roof_name(roof: Roof) -> str:
     """A roof by its precision; one of another GPU's ceilings with its bandwidth too."""
-    return f"{roof.key}, {thousands(roof.peak_gbs)} GB/s" if roof.apart else roof.key
+    return f"{roof.key}, {count(roof.peak_gbs, 0)} GB/s" if roof.apart else roof.key
 
 
 def roof_label(roof: Roof) -> str:
     """``fp16 roof: 4,800 GB/s, 989 TFLOP/s``."""
     return (
-        f"{roof_name(roof)} roof: {thousands(roof.peak_gbs)} GB/s, "
-        f"{thousands(roof.peak_tflops)} TFLOP/s"
+        f"{roof_name(roof)} roof: {count(roof.peak_gbs, 0)} GB/s, "
+        f"{count(roof.peak_tflops, 0)} TFLOP/s"
     )
 
 
@@ -500,7 +505,7 @@ def floor_tip(tip: Tip) -> str:
         return f"lock the SM clock where permitted: {clock} (undo with -rgc)"
     if tip.kind == "launch-jitter":
         return (
-            f"the window's own spread (CV {pct(100 * (tip.within_cv or 0))}) is mostly "
+            f"the window's own spread (CV {percent(100 * (tip.within_cv or 0))}) is mostly "
             "host-side launch jitter: `run --cuda-graphs` replays the forward without launches"
         )
     if tip.kind == "cpu-governor":

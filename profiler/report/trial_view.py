@@ -27,13 +27,12 @@ from profiler.report.compare_view import GEOMEAN
 from profiler.report.console import FitTable, print_prose
 from profiler.report.fmt import (
     interval,
-    ms_plain,
-    pct,
+    number,
+    percent,
     plain,
-    rounded,
+    ratio,
     sweep_cell,
-    times,
-    trimmed,
+    time,
 )
 from profiler.report.sentences import note_lines
 
@@ -48,7 +47,7 @@ def projected_cell(value, kind) -> str:
     """A projection with what it is: "6.37x estimate", "20.8x bound", "-"."""
     if not value or value <= 1:
         return "-"
-    return f"{times(value)} {'bound' if kind == 'bound' else 'estimate'}"
+    return f"{ratio(value)} {'bound' if kind == 'bound' else 'estimate'}"
 
 
 def _changes(changes: dict) -> str:
@@ -105,7 +104,7 @@ def _figure_cell(speedup, low, high, verdict, per: str, paired: str = "") -> str
     where the verdict paired the rounds (the speedup is then theirs)."""
     if speedup is None:
         return "-"
-    text = times(speedup) + per
+    text = ratio(speedup) + per
     if verdict is None:
         return text
     colour = VERDICT_COLOURS.get(verdict, "white")
@@ -127,9 +126,9 @@ def baseline_line(base: BaselineRow) -> str:
     medians), the processes, the classification, the status."""
     status = "ok" if base.status == "ok" else f"[red]{escape(str(base.status))}[/]"
     gpu = base.gpu_ms
-    gpu_text = "" if gpu is None else f", GPU time {ms_plain(gpu)} ms"
+    gpu_text = "" if gpu is None else f", GPU time {time(gpu, thousands=False)}"
     bound = f", {base.bound}" if base.bound else ""
-    p50 = trimmed(base.p50_ms, base.cv)  # to the figures its noise allows
+    p50 = number(base.p50_ms, None, noise=base.cv)  # to the figures its noise allows
     return (
         f"baseline (the run re-run): latency p50 {p50} ms{gpu_text} "
         f"({GEOMEAN} over {base.processes} process(es)){bound}, {status}"
@@ -227,7 +226,7 @@ def _trial_row(r, gpu_time: bool, kernels: bool) -> list[str]:
     per = " /sample" if r.figure == "per sample" else ""
     cells = [
         escape(r.label),
-        trimmed(r.p50_ms, r.cv),
+        number(r.p50_ms, None, noise=r.cv),
         _figure_cell(r.speedup, r.low, r.high, r.verdict, per, _paired(r, "latency")),
     ]
     if gpu_time:
@@ -287,7 +286,8 @@ def _print_how_it_ran(trial: TrialRecord, console: Console) -> None:
         )
     console.print(f"page: {escape(trial.folder)}/report.html", highlight=False)
     console.print(
-        f"advise --try took {rounded(trial.wall_s)} s ({rounded(trial.rounds_s)} s of it "
+        f"advise --try took {time(trial.wall_s, 's', decimals=0, thousands=False)} "
+        f"({time(trial.rounds_s, 's', decimals=0, thousands=False)} of it "
         f"re-timing in {trial.processes} processes); cells in "
         f"{escape(trial.folder)}/",
         highlight=False,
@@ -297,7 +297,7 @@ def _print_how_it_ran(trial: TrialRecord, console: Console) -> None:
 
 def _pair(values) -> str:
     a, b = values
-    return f"{rounded(a)} → {rounded(b)}"
+    return f"{number(a, 0, thousands=False)} → {number(b, 0, thousands=False)}"
 
 
 #: the headers of the experiments' HTML table
@@ -390,7 +390,7 @@ def _baseline_values(
     """The re-run baseline's figures, its noise and its status, as the page's key-values."""
     gpu = [(f"GPU time (ms, {GEOMEAN})", base.gpu_ms), ("bound", base.bound)]
     return [
-        (f"latency p50 (ms, {GEOMEAN})", trimmed(base.p50_ms, base.cv)),
+        (f"latency p50 (ms, {GEOMEAN})", number(base.p50_ms, None, noise=base.cv)),
         *(gpu if base.gpu_ms is not None or has_kernels(rows) else []),
         ("processes", base.processes),
         *([("noise", noise_line(base.noise, "the baseline"))] if noise_line(base.noise) else []),
@@ -404,7 +404,7 @@ def _measured_records(rows) -> list[dict]:
     return [
         {
             "change": r.label,
-            "p50_ms": trimmed(r.p50_ms, r.cv),
+            "p50_ms": number(r.p50_ms, None, noise=r.cv),
             "speedup": r.speedup,
             "low": r.low,
             "high": r.high,
@@ -460,7 +460,7 @@ def _how_it_ran(trial: TrialRecord) -> list[tuple[str, object]]:
 def unjudged_text(why: Unjudged) -> str:
     """Why no verdict is drawn from the baseline, in words."""
     return (
-        f"the baseline's one window is {' and '.join(why.flags)} (CV {pct(100 * why.cv)}): "
+        f"the baseline's one window is {' and '.join(why.flags)} (CV {percent(100 * why.cv)}): "
         "no verdict drawn from it; --processes 3 gives it fresh windows"
     )
 
@@ -484,8 +484,8 @@ def judgement_text(j: Judgement) -> str:
     """An experiment's projection against its measurement, one phrase (profiler.analysis.trial
     .judge): "projected estimate 6.37x, measured 6.40x [4.65-8.81] over 3 vs 3 processes:
     faster, below the estimate"."""
-    head = f"projected {j.projection} {times(j.projected)}" if j.projected else "no projection"
-    measured = f"measured {times(j.speedup)} {interval(j.low, j.high)}"
+    head = f"projected {j.projection} {ratio(j.projected)}" if j.projected else "no projection"
+    measured = f"measured {ratio(j.speedup)} {interval(j.low, j.high)}"
     if j.processes:
         a, b = j.processes
         one = ", within one window a side" if max(a, b) == 1 else ""
