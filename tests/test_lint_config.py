@@ -1,6 +1,7 @@
 """The linter and the type checker are configured in pyproject.toml and run by CI and by the
-README's check command; mypy is strict on the floors that hold, read and compute the figures and
-on the registry of report sections, and no module of the project is left out of a check."""
+README's check command; mypy is strict on the floors that hold, read and compute the figures, on
+the registry of report sections and on the floors above them that are typed through (sweep/),
+where ruff's annotation rules hold too, and no module of the project is left out of a check."""
 
 import re
 
@@ -51,6 +52,7 @@ def test_mypy_is_strict_on_runs_trace_analysis_and_the_sections_and_silences_no_
         "profiler.trace.*",
         "profiler.analysis.*",
         "profiler.report.sections",  # the registry: each row's reader and renderers typed
+        "profiler.sweep.*",
     }
     assert all(strict[0].get(flag) is True for flag in STRICT_FLAGS)
     assert strict[0].get("implicit_reexport") is False
@@ -64,6 +66,23 @@ def test_mypy_is_strict_on_runs_trace_analysis_and_the_sections_and_silences_no_
                 m.split(".")[0] in ("profiler", "profile", "tests", "scripts") for m in modules
             ), modules
             assert "*" not in modules
+
+
+def test_ruff_requires_annotations_exactly_on_the_strict_floors_above_analysis():
+    """ANN is selected for the whole tree and ignored outside the listed floors, so a floor is
+    added in one place; each of them is also strict under mypy."""
+    lint = PYPROJECT["tool"]["ruff"]["lint"]
+    assert "ANN" in lint["select"] and "ANN" not in lint.get("ignore", [])
+    (negated,) = [p for p, rules in lint["per-file-ignores"].items() if p.startswith("!")]
+    assert lint["per-file-ignores"][negated] == ["ANN"]
+    floors = re.fullmatch(r"!profiler/\{([a-z,]+)\}/\*\*", negated)
+    assert floors, negated
+    unignored = [f"profiler/{floor}" for floor in floors.group(1).split(",")]
+    assert unignored == ["profiler/sweep"]
+    overrides = PYPROJECT["tool"]["mypy"]["overrides"]
+    strict = next(o for o in overrides if o.get("disallow_untyped_defs"))
+    for folder in unignored:
+        assert folder.replace("/", ".") + ".*" in strict["module"], folder
 
 
 def test_ci_and_the_readme_run_the_linter_and_the_type_checker_before_the_tests():

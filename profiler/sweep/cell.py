@@ -25,7 +25,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,11 +61,11 @@ class CellJob(msgspec.Struct):
 
     @property
     def backend(self) -> str:
-        return self.config["backend"]
+        return str(self.config["backend"])
 
     @property
     def batch_size(self) -> int:
-        return self.config["bs"]
+        return int(self.config["bs"])
 
     def run_config(self) -> RunConfig:
         return config_from_json(self.config)
@@ -91,7 +91,7 @@ class CellOutcome(msgspec.Struct):
 
 
 def outcome(
-    kind: str, reason: str | None, exit_code: int | None, elapsed_s: float, **where
+    kind: str, reason: str | None, exit_code: int | None, elapsed_s: float, **where: str | None
 ) -> CellOutcome:
     return CellOutcome(
         status=KINDS[kind],
@@ -125,7 +125,7 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def where() -> dict:
+def where() -> dict[str, Any]:
     """Which GPU and host this process runs cells on."""
     return {"gpu": os.environ.get("CUDA_VISIBLE_DEVICES") or None, "node": socket.gethostname()}
 
@@ -219,7 +219,7 @@ def stop_requested() -> bool:
 
 
 @contextlib.contextmanager
-def _interruptible():
+def _interruptible() -> Iterator[None]:
     """SIGINT raises KeyboardInterrupt inside the block (the cell stops and cleans up), whatever
     the process does with it outside; a stop remembered before the block raises as it begins."""
     if threading.current_thread() is not threading.main_thread():
@@ -235,7 +235,7 @@ def _interruptible():
 
 
 @contextlib.contextmanager
-def _output_into(log_path: Path, command: list[str]):
+def _output_into(log_path: Path, command: list[str]) -> Iterator[None]:
     """File descriptors 1 and 2 (and so sys.stdout, sys.stderr and every C library's output)
     into ``log_path`` for the block; put back afterwards."""
     for stream in (sys.stdout, sys.stderr):
@@ -256,3 +256,9 @@ def _output_into(log_path: Path, command: list[str]):
             os.dup2(saved[1], 2)
             for fd in saved:
                 os.close(fd)
+
+
+#: an executor's ``on_start(job, where)``: a cell started (``where``: gpu, node, worker)
+OnStart = Callable[[CellJob, dict[str, Any]], object]
+#: an executor's ``on_done(job, outcome)``: a cell ended
+OnDone = Callable[[CellJob, CellOutcome], object]

@@ -15,6 +15,7 @@ import dataclasses
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from profiler import runs, units
 from profiler.errors import UserError
@@ -39,7 +40,7 @@ from profiler.sweep.cell import CellJob
 # ---- swept options (a list of values where a run takes one) ---------------------------------
 
 
-def parse_axes(options: dict) -> dict:
+def parse_axes(options: dict[str, Any]) -> dict[str, Any]:
     """The options with their axis values parsed: ``"64"`` -> 64, ``"16,64"`` -> [16, 64]
     (a list is an axis of the grid). Values that are numbers already are kept."""
     parsed = dict(options)
@@ -108,7 +109,7 @@ def _split(text: str, flag: str, example: str) -> list[str]:
     return items
 
 
-def _no_duplicates(items: list, flag: str, what: str) -> None:
+def _no_duplicates(items: list[Any], flag: str, what: str) -> None:
     seen = set()
     for item in items:
         if item in seen:
@@ -117,10 +118,10 @@ def _no_duplicates(items: list, flag: str, what: str) -> None:
 
 
 def cell_config(
-    options: dict,
+    options: dict[str, Any],
     backend: str,
     batch_size: int,
-    axis: dict | None = None,
+    axis: dict[str, Any] | None = None,
     sweep_dir: Path = Path("runs"),
     trace_dir: Path = Path("tb_logs"),
 ) -> RunConfig:
@@ -145,7 +146,7 @@ def cell_config(
     )
 
 
-def validate(options: dict, backend_names: list[str], batch_sizes: list[int]) -> None:
+def validate(options: dict[str, Any], backend_names: list[str], batch_sizes: list[int]) -> None:
     """Every cell's configuration must be valid before the first one starts."""
     for axis in axis_values(options):
         for backend in backend_names:
@@ -159,13 +160,13 @@ class SweepPlan:
     backends: list[str]
     batch_sizes: list[int]
     baseline: str
-    options: dict
+    options: dict[str, Any]
     runs_dir: Path = Path("runs")
     tb_dir: Path = Path("tb_logs")
     resume: bool = False
     cell_timeout_s: float | None = None
     # backend, batch size, and the cell's value of each swept option (empty when none is)
-    cells: list[tuple[str, int, dict]] = field(default_factory=list)
+    cells: list[tuple[str, int, dict[str, Any]]] = field(default_factory=list)
     executor: str = "local"
     gpus: list[str] | None = None  # None: every visible GPU (the executor finds them)
     isolate: bool = False
@@ -196,7 +197,7 @@ class SweepPlan:
     def trace_dir(self) -> Path:
         return self.tb_dir / self.name
 
-    def cell_name(self, backend: str, batch_size: int, axis: dict | None = None) -> str:
+    def cell_name(self, backend: str, batch_size: int, axis: dict[str, Any] | None = None) -> str:
         """The cell's name, its folder's in the sweep (``<backend>_bs<N>...``)."""
         return cell_name(
             backend,
@@ -210,7 +211,7 @@ class SweepPlan:
 def plan(
     backends: str,
     batch_sizes: str,
-    options: dict,
+    options: dict[str, Any],
     name: str | None = None,
     baseline: str | None = None,
     runs_dir: Path = Path("runs"),
@@ -365,7 +366,11 @@ def _parse_gpus(text: str | None, executor: str) -> list[str] | None:
 
 
 def cell_job(
-    p: SweepPlan, backend: str, batch_size: int, axis: dict | None = None, replace: bool = False
+    p: SweepPlan,
+    backend: str,
+    batch_size: int,
+    axis: dict[str, Any] | None = None,
+    replace: bool = False,
 ) -> CellJob:
     """One cell as an executor runs it: its RunConfig and its log file; ``replace``: the cell's
     folder may be replaced (a damaged cell of this sweep, run again on --resume)."""

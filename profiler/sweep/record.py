@@ -25,6 +25,7 @@ import sys
 from dataclasses import fields
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from profiler import notices, runs, signals, units
 from profiler.analysis.sweep_analysis import cell_metrics
@@ -54,7 +55,7 @@ def write_manifest(sweep_dir: Path, manifest: SweepManifest) -> None:
     runs.write_manifest(sweep_dir, manifest)
 
 
-def check_resumable(sweep_dir: Path, manifest: SweepManifest, options: dict) -> None:
+def check_resumable(sweep_dir: Path, manifest: SweepManifest, options: dict[str, Any]) -> None:
     """Refuse to resume a sweep folder whose cells were measured differently."""
     old = manifest.options
     if old.get("model") != options.get("model"):
@@ -202,7 +203,7 @@ def is_done(sweep_dir: Path, cell: SweepCell, name: str, trace_dir: Path | None 
     )
 
 
-def record_start(cell: SweepCell, name: str, where: dict) -> None:
+def record_start(cell: SweepCell, name: str, where: dict[str, Any]) -> None:
     """A cell an executor started: running, where, and nothing of an earlier attempt."""
     _update(
         cell,
@@ -267,7 +268,7 @@ def clean_cells(p: SweepPlan) -> None:
         clean_leftovers(folder)
 
 
-def _update(cell: SweepCell, **changes) -> None:
+def _update(cell: SweepCell, **changes: object) -> None:
     for key, value in changes.items():
         setattr(cell, key, value)
 

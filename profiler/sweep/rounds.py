@@ -40,7 +40,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any, cast
 
 import msgspec
 
@@ -70,7 +70,7 @@ MAX_ROUNDS = 50
 DEFAULT_BUDGET_S = 600.0
 
 
-def window_config(config: dict, iters: int, warmup: int) -> dict:
+def window_config(config: dict[str, Any], iters: int, warmup: int) -> dict[str, Any]:
     """A cell's config (config_to_json) for a repeat window: the iterations and warm-up its
     own run timed, no time-chosen window, no repeats of its own."""
     base = config_from_json(config)
@@ -80,11 +80,11 @@ def window_config(config: dict, iters: int, warmup: int) -> dict:
 
 
 def run_round(
-    cells: list[tuple[str, dict]],
+    cells: list[tuple[str, dict[str, Any]]],
     gpu: str | None = None,
     timeout_s: float | None = None,
-    started=None,
-) -> dict[str, dict | str]:
+    started: Callable[[Any], object] | None = None,
+) -> dict[str, dict[str, Any] | str]:
     """One fresh process timing ``cells`` ((key, config JSON)) in order, on ``gpu`` (as
     CUDA_VISIBLE_DEVICES names it; None: the GPUs this process sees): key -> its record
     (``latencies_ms``, ``device``), or the one-line reason the cell gave none. ``started(the
@@ -107,7 +107,7 @@ def run_round(
             expired.stdout.decode() if isinstance(expired.stdout, bytes) else (expired.stdout or "")
         )
         stderr, code = f"the round ran past {units.seconds_unit(timeout_s, 0)}", None
-    found: dict[str, dict | str] = {}
+    found: dict[str, dict[str, Any] | str] = {}
     for line in stdout.splitlines():
         try:
             record = json.loads(line)
@@ -213,7 +213,7 @@ def quoted_figure(windows: list[ProcessWindow]) -> str:
 
 
 def sample(
-    cells: dict[str, dict],
+    cells: dict[str, dict[str, Any]],
     have: dict[str, ConfigSamples],
     processes: int,
     *,
@@ -222,8 +222,8 @@ def sample(
     seed: int = 0,
     say: Say = print,
     on_round: Callable[[Sampled], None] | None = None,
-    round_runner=run_round,
-    clock=time.perf_counter,
+    round_runner: Callable[..., dict[str, dict[str, Any] | str]] = run_round,
+    clock: Callable[[], float] = time.perf_counter,
     gpus: Sequence[str] | None = None,
     groups: dict[str, str] | None = None,
     comparisons: list[tuple[str, str]] | None = None,
@@ -280,16 +280,20 @@ def sample(
     return out
 
 
+#: one process of a round: the round's number, its part (None: the whole round), its cells
+_Unit = tuple[int, int | None, list[str]]
+
+
 @dataclass
 class _Runner:
     """Runs the processes of rounds, one per GPU at a time (``sample``'s doc)."""
 
     out: Sampled
-    cells: dict[str, dict]
+    cells: dict[str, dict[str, Any]]
     tag: str
     say: Callable[[str], None]
     on_round: Callable[[Sampled], None] | None
-    round_runner: Callable
+    round_runner: Callable[..., dict[str, dict[str, Any] | str]]
     groups: dict[str, str]
 
     def rounds(self, wanted: dict[str, int], seed: int, stage: str = "") -> None:
@@ -302,7 +306,7 @@ class _Runner:
         gpus: list[str | None] = list(out.gpus) or [None]
         groups = len({self.groups.get(k, k) for k in keys}) if self.groups else 1
         chunks = round_chunks(most, len(gpus), groups)
-        units = []  # (round number, process in the round, its cells in order)
+        units: list[_Unit] = []  # (round number, process in the round, its cells in order)
         for index in range(most):
             turn = [
                 t.cell
@@ -322,7 +326,7 @@ class _Runner:
         self._run(units, gpus, stage)
         out.rounds = max(number for number, _, _ in units)
 
-    def _take(self, unit, gpu: str | None, got: dict) -> None:
+    def _take(self, unit: _Unit, gpu: str | None, got: dict[str, Any]) -> None:
         number, part, turn = unit
         out = self.out
         out.processes += 1
@@ -339,14 +343,14 @@ class _Runner:
         if self.on_round is not None:
             self.on_round(out)
 
-    def _announce(self, unit, gpu: str | None, stage: str, turn: list[str]) -> None:
+    def _announce(self, unit: _Unit, gpu: str | None, stage: str, turn: list[str]) -> None:
         number, part, _ = unit
         named = getattr(self.round_runner, "slot_name", lambda slot: f"GPU {slot}")
         where = "" if gpu is None or len(self.out.gpus) < 2 else f" on {named(gpu)}"
         which = f"{number}.{part}" if part else f"{number}"
         self.say(f"round {which}{stage}: a fresh process{where} times {', '.join(turn)}")
 
-    def _run(self, units: list, gpus: list, stage: str) -> None:
+    def _run(self, units: list[_Unit], gpus: list[str | None], stage: str) -> None:
         if len(gpus) == 1:  # one at a time, here: Ctrl-C stops the child in run_child
             for unit in units:
                 turn = [k for k in unit[2] if k not in self.out.errors]
@@ -358,19 +362,21 @@ class _Runner:
                         self.round_runner([(k, self.cells[k]) for k in turn], gpus[0]),
                     )
             return
-        live: set = set()
+        live: set[Any] = set()  # a Popen, or a runner's own handle (a Ray task's)
         lock = threading.Lock()
 
-        def started(process) -> None:
+        def started(process: object) -> None:
             with lock:
                 live.add(process)
 
-        def one(turn: list[str], gpu: str):
+        def one(turn: list[str], gpu: str | None) -> dict[str, dict[str, Any] | str]:
             return self.round_runner([(k, self.cells[k]) for k in turn], gpu, started=started)
 
         free, queue = list(gpus), list(units)
         # each process running: its unit (round, part, cells) and its GPU
-        pending: dict[concurrent.futures.Future[dict], tuple[tuple, str | None]] = {}
+        pending: dict[
+            concurrent.futures.Future[dict[str, dict[str, Any] | str]], tuple[_Unit, str | None]
+        ] = {}
         pool = concurrent.futures.ThreadPoolExecutor(max_workers=len(gpus))
         try:
             while queue or pending:
@@ -471,14 +477,14 @@ def _sequential(
 def _second_stage(
     out: Sampled,
     runner: _Runner,
-    have,
+    have: dict[str, ConfigSamples],
     processes: int,
     target: float,
     budget: float,
     began: float,
     seed: int,
     say: Say,
-    clock,
+    clock: Callable[[], float],
 ) -> None:
     """--target-noise's fresh rounds, their count chosen from the pilot (``sample``'s doc)."""
     pilot = {
@@ -514,7 +520,7 @@ def _second_stage(
     _fresh_stops(out, pilot, needs, count, target, budget, clock() - began, say)
 
 
-def _processes_needed(pilot: dict, processes: int, target: float) -> dict:
+def _processes_needed(pilot: dict[str, Any], processes: int, target: float) -> dict[str, Any]:
     """Per cell, the processes its pilot's spread asks for to reach ``target``."""
     needs = {}
     for key, windows in pilot.items():
@@ -526,8 +532,8 @@ def _processes_needed(pilot: dict, processes: int, target: float) -> dict:
 
 def _fresh_stops(
     out: Sampled,
-    pilot: dict,
-    needs: dict,
+    pilot: dict[str, Any],
+    needs: dict[str, Any],
     count: int,
     target: float,
     budget: float,

@@ -17,6 +17,7 @@ import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from profiler import notices, runs, signals, units
 from profiler.analysis import sequential as sequential_rule
@@ -49,8 +50,11 @@ from profiler.sweep.record import (
     write_manifest,
 )
 
+#: a sweep's progress bar: called once per cell done or skipped
+Progress = Callable[[], object]
 
-def make_executor(p: SweepPlan):
+
+def make_executor(p: SweepPlan) -> executors.Executor:
     settings = executors.ExecutorSettings(
         gpus=p.gpus,
         isolate=p.isolate,
@@ -68,7 +72,7 @@ class SweepOutcome:
     skipped: int
 
 
-def run_sweep(p: SweepPlan, say: Say = print, progress=None) -> SweepOutcome:
+def run_sweep(p: SweepPlan, say: Say = print, progress: Progress | None = None) -> SweepOutcome:
     """Run every cell not done yet. ``say(text)`` prints a line per cell; ``progress(advance)``
     moves a progress bar. Ctrl-C marks the running cell interrupted, keeps the finished ones,
     and raises Interrupted once the manifest is written."""
@@ -79,7 +83,7 @@ def run_sweep(p: SweepPlan, say: Say = print, progress=None) -> SweepOutcome:
         return _run_sweep(p, say, progress)
 
 
-def _run_sweep(p: SweepPlan, say: Say, progress) -> SweepOutcome:
+def _run_sweep(p: SweepPlan, say: Say, progress: Progress | None) -> SweepOutcome:
     began = time.perf_counter()
     manifest = start_manifest(p)
     p.sweep_dir.mkdir(parents=True, exist_ok=True)
@@ -112,7 +116,11 @@ def _run_sweep(p: SweepPlan, say: Say, progress) -> SweepOutcome:
 
 
 def _jobs(
-    p: SweepPlan, manifest: SweepManifest, labels: dict[str, str], say: Say, progress
+    p: SweepPlan,
+    manifest: SweepManifest,
+    labels: dict[str, str],
+    say: Say,
+    progress: Progress | None,
 ) -> tuple[list[CellJob], int]:
     """The jobs of the cells to run, and how many were skipped (done before, --resume)."""
     jobs, skipped = [], 0
@@ -165,7 +173,7 @@ class _CellEvents:
         self.listed_running.clear()
         self.listed_running.update(n for n, c in self.manifest.cells.items() if c.status == RUNNING)
 
-    def on_start(self, job: CellJob, where: dict) -> None:
+    def on_start(self, job: CellJob, where: dict[str, Any]) -> None:
         self.running.add(job.name)
         record_start(self.manifest.cells[job.name], job.name, where)
         self.save()
@@ -226,7 +234,9 @@ def _stopped(
     return UserError(line + "; make room, then continue with --resume")
 
 
-def sample_cells(p: SweepPlan, manifest: SweepManifest, say: Say, executor=None) -> None:
+def sample_cells(
+    p: SweepPlan, manifest: SweepManifest, say: Say, executor: executors.Executor | None = None
+) -> None:
     """--processes / --target-noise: more windows of every finished cell in fresh processes,
     interleaved over the cells (profiler.sweep.rounds), recorded in each cell's folder after
     every round (processes.csv, result.json's repeat_runs). An executor with a
@@ -249,7 +259,7 @@ def sample_cells(p: SweepPlan, manifest: SweepManifest, say: Say, executor=None)
     sequential = not p.fixed_rounds and p.target_noise is None
     say(f"sampling: {_sampling_words(p)}, {len(cells)} cells interleaved in fresh processes")
     round_runner, gpus = rounds.run_round, p.gpus or None
-    if hasattr(executor, "round_runner"):
+    if executor is not None and hasattr(executor, "round_runner"):
         round_runner, gpus = executor.round_runner()
     where = rounds.Sampled(windows={}, gpus=tuple(gpus or ())).placed()
     record = _recorder(p, len(cells), where, have, results)
@@ -314,7 +324,9 @@ def _sampling_words(p: SweepPlan) -> str:
     )
 
 
-def _finished_cells(p: SweepPlan, manifest: SweepManifest) -> tuple[dict, dict, dict]:
+def _finished_cells(
+    p: SweepPlan, manifest: SweepManifest
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """The cells the rounds sample (ok, their result.json read, with windows): per cell name
     its window config, the windows it has, and its result."""
     cells, have, results = {}, {}, {}
@@ -341,12 +353,12 @@ def _finished_cells(p: SweepPlan, manifest: SweepManifest) -> tuple[dict, dict, 
 
 
 def _recorder(
-    p: SweepPlan, count: int, where: str, have: dict, results: dict
+    p: SweepPlan, count: int, where: str, have: dict[str, Any], results: dict[str, Any]
 ) -> Callable[[rounds.Sampled], None]:
     """What records the rounds so far in each cell's folder (a cell they added nothing to since
     its last write is not rewritten)."""
     # what each cell's files hold now
-    recorded: dict[str, tuple] = {name: (len(have[name]), 0) for name in have}
+    recorded: dict[str, tuple[Any, ...]] = {name: (len(have[name]), 0) for name in have}
 
     def record(sampled: rounds.Sampled) -> None:
         for name in sampled.windows:

@@ -20,7 +20,7 @@ class Turn(NamedTuple):
     sample: int  # 0 for the cell's first sample, 1 for its second ...
 
 
-def interleaved(cells: Sequence, samples: int, seed: int | None = None) -> list[Turn]:
+def interleaved(cells: Sequence[Any], samples: int, seed: int | None = None) -> list[Turn]:
     """``samples`` turns of every cell, one round (each cell once) after another."""
     if samples < 0:
         raise ValueError("samples must be >= 0")

@@ -32,7 +32,7 @@ import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from profiler import signals, units
 from profiler.analysis.experiments import Experiment
@@ -118,9 +118,10 @@ class Trial:
             ],
         )
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """trial.json's data (record, as JSON values)."""
-        return plain(self.record())
+        data: dict[str, Any] = plain(self.record())
+        return data
 
 
 class _Spent(Exception):
@@ -335,7 +336,15 @@ def _make_ours(folder: Path) -> None:
 
 
 def _run(
-    base, experiments, folder, trace_dir, budget_s, max_cells, processes, gpus, say: Say
+    base: RunConfig,
+    experiments: list[Experiment],
+    folder: Path,
+    trace_dir: Path,
+    budget_s: float | None,
+    max_cells: int | None,
+    processes: int,
+    gpus: list[str] | None,
+    say: Say,
 ) -> Trial:
     began = time.perf_counter()
     (folder / "logs").mkdir(exist_ok=True)
@@ -345,7 +354,7 @@ def _run(
     limit = None if max_cells is None else max(0, max_cells - (len(cells) - len(jobs)))
     ran = 0
 
-    def on_start(job: CellJob, where: dict) -> None:
+    def on_start(job: CellJob, where: dict[str, Any]) -> None:
         cell = by_name[job.name]
         cell.status, cell.reason = "running", None
         write_json_atomic(folder / TRIAL_FILE, trial.to_dict())
@@ -393,7 +402,11 @@ def _run(
 
 
 def _cells_and_jobs(
-    base, experiments, folder: Path, trace_dir: Path, budget_s: float | None
+    base: RunConfig,
+    experiments: list[Experiment],
+    folder: Path,
+    trace_dir: Path,
+    budget_s: float | None,
 ) -> tuple[list[TrialCell], list[tuple[TrialCell, CellJob]]]:
     """The trial's cells, the baseline first, and the jobs of those not kept from before."""
     cells, jobs = [], []

@@ -15,12 +15,13 @@ import time
 
 _began = time.perf_counter()  # the first cell's imports phase starts here (profiler.runs.phases)
 
+import io  # noqa: E402
 import os  # noqa: E402
 import signal  # noqa: E402
 import sys  # noqa: E402
 
 
-def _private_channels():
+def _private_channels() -> tuple[io.FileIO, io.FileIO]:
     """(requests, replies): the pipes the executor gave as 0 and 1, on descriptors of their own."""
     requests = os.fdopen(os.dup(0), "rb", buffering=0)
     replies = os.fdopen(os.dup(1), "wb", buffering=0)
@@ -57,7 +58,7 @@ def main(argv: list[str]) -> int:
         bytecode.stop_precompile(others=False)
 
 
-def _serve(requests, replies, sweep: int, one_cell: bool) -> int:
+def _serve(requests: io.FileIO, replies: io.FileIO, sweep: int, one_cell: bool) -> int:
     """Answer each cell handed over on ``requests`` until the input ends (main's doc)."""
     import msgspec
 

@@ -16,10 +16,15 @@ Executors are created from the sweep's ``ExecutorSettings`` by name (``sweep --e
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from profiler.errors import UserError
+
+if TYPE_CHECKING:
+    from profiler.sweep.cell import CellJob, OnDone, OnStart
 
 
 class SweepStopped(KeyboardInterrupt):
@@ -48,18 +53,29 @@ class ExecutorSettings:
     #: workers' own logs go into <log_dir>/workers/: the sweep's or trial's folder, always
     #: named (never a default relative to the current folder, which is not the tool's)
     log_dir: Path = field(kw_only=True)
-    options: dict = field(default_factory=dict)  # executor-specific (e.g. a cluster address)
+    options: dict[str, Any] = field(
+        default_factory=dict
+    )  # executor-specific (e.g. a cluster address)
+
+
+class Executor(Protocol):
+    """What the sweep asks of every executor (the module's doc)."""
+
+    def describe(self) -> str: ...
+
+    def run(self, jobs: list[CellJob], on_start: OnStart, on_done: OnDone) -> None: ...
 
 
 def names() -> list[str]:
     return list(EXECUTORS)
 
 
-def get(name: str):
+def get(name: str) -> Callable[[ExecutorSettings], Executor]:
     """The factory of executor ``name`` (called with ExecutorSettings)."""
     if name not in EXECUTORS:
         raise UserError(
             f"--executor: unknown executor {name!r} (choose from {', '.join(EXECUTORS)})"
         )
     module, factory = EXECUTORS[name].split(":")
-    return getattr(importlib.import_module(module), factory)
+    made: Callable[[ExecutorSettings], Executor] = getattr(importlib.import_module(module), factory)
+    return made

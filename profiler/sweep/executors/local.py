@@ -24,12 +24,13 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
 from profiler import SOURCE_ROOT, signals, units
 from profiler.errors import UserError
-from profiler.sweep.cell import CellJob, CellOutcome, death_reason, outcome
+from profiler.sweep.cell import CellJob, CellOutcome, OnDone, OnStart, death_reason, outcome
 from profiler.sweep.executors import ExecutorSettings
 
 ROOT = SOURCE_ROOT
@@ -107,7 +108,7 @@ class _Worker:
     """A worker process, the reader thread that turns its replies into events, and its cell."""
 
     def __init__(
-        self, slot: str, gpu: str | None, settings: ExecutorSettings, events: queue.Queue
+        self, slot: str, gpu: str | None, settings: ExecutorSettings, events: queue.Queue[Any]
     ) -> None:
         self.slot, self.gpu = slot, gpu
         self.job: CellJob | None = None
@@ -141,7 +142,7 @@ class _Worker:
         self.name = f"{slot}/pid{self.process.pid}"
         threading.Thread(target=self._read, args=(events,), daemon=True).start()
 
-    def _read(self, events: queue.Queue) -> None:
+    def _read(self, events: queue.Queue[Any]) -> None:
         assert self.process.stdout is not None  # stdout=PIPE
         for line in self.process.stdout:
             try:
@@ -150,7 +151,7 @@ class _Worker:
                 continue
         events.put((self, {"exit": self.process.wait()}))
 
-    def where(self) -> dict:
+    def where(self) -> dict[str, Any]:
         return {"gpu": self.gpu, "node": os.uname().nodename, "worker": self.name}
 
     def send(self, job: CellJob) -> None:
@@ -220,8 +221,8 @@ class LocalExecutor:
         each = "" if self.settings.isolate or len(self.slots) == 1 else " each"
         return f"on GPU {gpus} ({how}{each})"
 
-    def run(self, jobs: list[CellJob], on_start, on_done) -> None:
-        events: queue.Queue = queue.Queue()
+    def run(self, jobs: list[CellJob], on_start: OnStart, on_done: OnDone) -> None:
+        events: queue.Queue[Any] = queue.Queue()
         pending = list(jobs)
         workers: dict[str, _Worker] = {}
         try:
@@ -238,7 +239,13 @@ class LocalExecutor:
             for worker in live:
                 worker.stop(grace_s=10.0, interrupt=False)
 
-    def _hand_out(self, pending, workers, events, on_start) -> None:
+    def _hand_out(
+        self,
+        pending: list[CellJob],
+        workers: dict[str, _Worker],
+        events: queue.Queue[Any],
+        on_start: OnStart,
+    ) -> None:
         for slot, gpu in self.slots:
             if not pending:
                 return
@@ -250,7 +257,9 @@ class LocalExecutor:
                 worker.send(job)
                 on_start(job, worker.where())
 
-    def _wait_for_event(self, workers, events, on_done) -> None:
+    def _wait_for_event(
+        self, workers: dict[str, _Worker], events: queue.Queue[Any], on_done: OnDone
+    ) -> None:
         busy = [w for w in workers.values() if w.job]
         wait = min([w.deadline for w in busy], default=float("inf")) - time.monotonic()
         try:
@@ -261,7 +270,7 @@ class LocalExecutor:
             self._handle(worker, message, on_done)
         self._stop_late_cells(busy, on_done)
 
-    def _handle(self, worker: _Worker, message: dict, on_done) -> None:
+    def _handle(self, worker: _Worker, message: dict[str, Any], on_done: OnDone) -> None:
         """A worker's reply (a cell's outcome) or its end."""
         if worker.retired:
             return
@@ -295,11 +304,12 @@ class LocalExecutor:
             reason += f": {said}" if (said := _last_line(worker.log_path)) else ""
         return reason
 
-    def _stop_late_cells(self, busy, on_done) -> None:
+    def _stop_late_cells(self, busy: list[_Worker], on_done: OnDone) -> None:
         now = time.monotonic()
         for worker in busy:
             if worker.job is not None and now >= worker.deadline:
                 job = worker.job
+                assert job.timeout_s  # a deadline is set only by a timeout (start)
                 worker.stop()
                 worker.job = None
                 on_done(
@@ -311,7 +321,13 @@ class LocalExecutor:
                     ),
                 )
 
-    def _interrupt(self, workers, events, on_done, stop) -> None:
+    def _interrupt(
+        self,
+        workers: dict[str, _Worker],
+        events: queue.Queue[Any],
+        on_done: OnDone,
+        stop: BaseException,
+    ) -> None:
         """Stop every running cell (each removes its staging folders) and report it: a cell
         that finished in the meantime keeps its result, the others are interrupted."""
         busy = [w for w in workers.values() if w.job and not w.retired]

@@ -48,6 +48,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType, ModuleType
 from typing import Any
 
 import msgspec
@@ -56,7 +57,8 @@ from profiler import signals, units
 from profiler.errors import UserError, first_line
 from profiler.fsutil import replace_dir, staging_dir, write_bytes_atomic
 from profiler.runs.layout import RESULT_FILE
-from profiler.sweep.cell import CellJob, CellOutcome, outcome, run_job
+from profiler.sweep.cell import CellJob, CellOutcome, OnDone, OnStart, outcome, run_job
+from profiler.sweep.executors import ExecutorSettings
 
 #: a lost worker or node is retried this many times; a failing cell never is
 SYSTEM_RETRIES = 1
@@ -72,7 +74,7 @@ LOST = (
 NEEDS_RAY = '--executor ray needs Ray: pip install -e ".[cluster]"'
 
 
-def import_ray():
+def import_ray() -> ModuleType:
     try:
         import ray
     except ImportError:
@@ -110,7 +112,7 @@ class RayExecutor:
     def run(
         self,
         jobs: list[CellJob],
-        on_start: Callable[[CellJob, dict], object],
+        on_start: Callable[[CellJob, dict[str, Any]], object],
         on_done: Callable[[CellJob, CellOutcome], object],
     ) -> None:
         if not jobs:
@@ -121,7 +123,7 @@ class RayExecutor:
             self.say(describe_cluster(ray, resources, self.shared_fs))
             _Cells(ray, self, resources, on_start, on_done).run(jobs)
 
-    def session(self):
+    def session(self) -> contextlib.AbstractContextManager[None]:
         """One connection to Ray for the whole sweep: its cells, then its rounds."""
         return connected(import_ray(), self.address)
 
@@ -133,7 +135,7 @@ class RayExecutor:
         return runner, runner.slots()
 
 
-def from_settings(settings) -> RayExecutor:
+def from_settings(settings: ExecutorSettings) -> RayExecutor:
     """The executor from the sweep's executor settings: ``options`` may hold ``address``
     (--ray-address) and ``shared_fs`` (--ray-shared-fs)."""
     options = getattr(settings, "options", None) or {}
@@ -145,7 +147,7 @@ def from_settings(settings) -> RayExecutor:
 
 
 @contextlib.contextmanager
-def connected(ray, address: str | None) -> Iterator[None]:
+def connected(ray: ModuleType, address: str | None) -> Iterator[None]:
     """Connected to Ray for the block: an existing connection is used as it is; otherwise one is
     opened (a local instance when ``address`` is None) and closed at the end."""
     if ray.is_initialized():
@@ -191,14 +193,14 @@ def check_reachable(address: str, timeout_s: float = 5.0) -> None:
         ) from None
 
 
-def cell_resources(ray) -> dict[str, float]:
+def cell_resources(ray: ModuleType) -> dict[str, float]:
     """What one cell asks of Ray: a GPU where the cluster has any, else a CPU."""
     if ray.cluster_resources().get("GPU", 0) >= 1:
         return {"num_gpus": 1, "num_cpus": 1}
     return {"num_cpus": 1}
 
 
-def task_options(resources: dict) -> dict:
+def task_options(resources: dict[str, Any]) -> dict[str, Any]:
     """ray.remote's options for the cell task: a stream (where, then the outcome), no retry by
     Ray (lost workers are retried here, once), and for a GPU cell a fresh worker process each
     time (max_calls=1): CUDA binds a process to the GPU it first saw, so a worker reused for a
@@ -209,7 +211,7 @@ def task_options(resources: dict) -> dict:
     return options
 
 
-def describe_cluster(ray, resources: dict, shared_fs: bool) -> str:
+def describe_cluster(ray: ModuleType, resources: dict[str, Any], shared_fs: bool) -> str:
     total = ray.cluster_resources()
     nodes = sum(1 for node in ray.nodes() if node.get("Alive"))
     unit = "GPU" if "num_gpus" in resources else "CPU"
@@ -228,7 +230,9 @@ def describe_cluster(ray, resources: dict, shared_fs: bool) -> str:
 # ---- on the worker -------------------------------------------------------------------------
 
 
-def cell_task(job: CellJob, shared_fs: bool, runner: Callable[[CellJob], CellOutcome]):
+def cell_task(
+    job: CellJob, shared_fs: bool, runner: Callable[[CellJob], CellOutcome]
+) -> Iterator[object]:
     """The Ray task: yields where it runs, then (outcome, payload). The payload is None when the
     cell wrote into a shared folder, else the archives of its run folder, trace and log."""
     from profiler.collect import bytecode
@@ -243,7 +247,9 @@ def cell_task(job: CellJob, shared_fs: bool, runner: Callable[[CellJob], CellOut
         bytecode.stop_precompile(others=False)
 
 
-def _cell_items(job: CellJob, shared_fs: bool, runner: Callable[[CellJob], CellOutcome]):
+def _cell_items(
+    job: CellJob, shared_fs: bool, runner: Callable[[CellJob], CellOutcome]
+) -> Iterator[tuple[CellOutcome, dict[str, bytes | None] | None]]:
     """cell_task's (outcome, payload) (its doc)."""
     if shared_fs:
         yield runner(job), None
@@ -262,7 +268,9 @@ def _cell_items(job: CellJob, shared_fs: bool, runner: Callable[[CellJob], CellO
     yield outcome, payload
 
 
-def round_task(cells: list[tuple[str, dict]]):
+def round_task(
+    cells: list[tuple[str, dict[str, Any]]],
+) -> tuple[dict[str, dict[str, Any] | str], dict[str, Any]]:
     """The Ray task of one process of a round: the round's fresh process
     (profiler.sweep.rounds.run_round) started from this worker, on the GPU Ray gave the task
     (CUDA_VISIBLE_DEVICES, which the child inherits); returns its records and where it ran."""
@@ -280,7 +288,7 @@ class RayRounds:
     on one GPU, as with the local executor; each window records the GPU Ray gave (node:GPU on a
     cluster of several nodes). The slots are the cluster's GPUs: that many processes at once."""
 
-    def __init__(self, ray, resources: dict) -> None:
+    def __init__(self, ray: ModuleType, resources: dict[str, Any]) -> None:
         self.ray = ray
         options = {"max_retries": 0, **resources}
         if resources.get("num_gpus"):
@@ -300,11 +308,11 @@ class RayRounds:
 
     def __call__(
         self,
-        cells: list[tuple[str, dict]],
+        cells: list[tuple[str, dict[str, Any]]],
         gpu: str | None = None,
         timeout_s: float | None = None,
-        started=None,
-    ) -> dict[str, dict | str]:
+        started: Callable[[Any], object] | None = None,
+    ) -> dict[str, dict[str, Any] | str]:
         ref = self.remote.remote(cells)
         handle = _RayRound(self.ray, ref)
         if started is not None:
@@ -393,7 +401,7 @@ def rehome_results(runs_dir: Path, local: CellJob, home: CellJob) -> None:
         (local.log_path, home.log_path)
     ]
 
-    def rehomed(value):
+    def rehomed(value: object) -> object:
         if isinstance(value, dict):
             return {key: rehomed(item) for key, item in value.items()}
         if isinstance(value, list):
@@ -468,7 +476,7 @@ class _Task:
     submitted: float
     attempt: int = 0
     started: float | None = None
-    where: dict | None = None
+    where: dict[str, Any] | None = None
 
     def seconds(self) -> float:
         return time.monotonic() - (self.started or self.submitted)
@@ -477,13 +485,20 @@ class _Task:
 class _Cells:
     """The submitted tasks (streaming generator -> _Task) and what happens to each."""
 
-    def __init__(self, ray, executor: RayExecutor, resources: dict, on_start, on_done) -> None:
+    def __init__(
+        self,
+        ray: ModuleType,
+        executor: RayExecutor,
+        resources: dict[str, Any],
+        on_start: OnStart,
+        on_done: OnDone,
+    ) -> None:
         self.ray = ray
         self.executor = executor
         self.on_start = on_start
         self.on_done = on_done
         self.remote = ray.remote(**task_options(resources))(cell_task)
-        self.tasks: dict[Any, _Task] = {}
+        self.tasks: dict[Iterator[object], _Task] = {}
 
     def run(self, jobs: list[CellJob]) -> None:
         with signals_seen() as seen:
@@ -506,7 +521,7 @@ class _Cells:
         generator = self.remote.remote(job, self.executor.shared_fs, self.executor.runner)
         self.tasks[generator] = task
 
-    def advance(self, generator) -> None:
+    def advance(self, generator: Iterator[object]) -> None:
         """Take the task's next item: where it started, or its outcome (or Ray's error)."""
         task = self.tasks[generator]
         exceptions = self.ray.exceptions
@@ -542,7 +557,7 @@ class _Cells:
             bring_home(task.job, payload)
         self.finish(generator, ended)
 
-    def failed(self, generator, task: _Task, error: Exception) -> None:
+    def failed(self, generator: Iterator[object], task: _Task, error: Exception) -> None:
         kind = type(error).__name__
         reason = f"{kind}: {first_line(error)}"
         if not any(cls.__name__ in LOST for cls in type(error).__mro__):
@@ -567,7 +582,7 @@ class _Cells:
             ),
         )
 
-    def finish(self, generator, ended: CellOutcome) -> None:
+    def finish(self, generator: Iterator[object], ended: CellOutcome) -> None:
         task = self.tasks.pop(generator)
         where = task.where or {}
         ended = msgspec.structs.replace(
@@ -592,14 +607,14 @@ class _Cells:
                     ),
                 )
 
-    def cancel(self, generators: list) -> None:
+    def cancel(self, generators: list[Iterator[object]]) -> None:
         """End the tasks: pending ones are dropped, running ones' worker processes killed
         (a cell stuck in a compiler or a CUDA call would not see a gentler request)."""
         for generator in generators:
             with contextlib.suppress(Exception):
                 self.ray.cancel(generator, force=True)
 
-    def _ready(self, generator) -> bool:
+    def _ready(self, generator: Iterator[object]) -> bool:
         return bool(self.ray.wait([generator], num_returns=1, timeout=0)[0])
 
     def cancel_all(self, stop: BaseException) -> None:
@@ -635,9 +650,11 @@ def signals_seen() -> Iterator[list[int]]:
         return
     previous = {signum: signal.getsignal(signum) for signum in signals.HANDLED}
 
-    def note(signum, frame):
+    def note(signum: int, frame: FrameType | None) -> None:
         seen.append(signum)
-        previous[signum](signum, frame)
+        handler = previous[signal.Signals(signum)]
+        if callable(handler):  # (note is installed only over a callable one)
+            handler(signum, frame)
 
     for signum, handler in previous.items():
         if callable(handler):
