@@ -143,18 +143,21 @@ def warning_line(flag: NoiseFlag, window: Noise) -> str:
     times, below the views."""
     if flag == "noisy":
         return (
-            f"noisy: CV {units.pct(100 * window.cv)}, IQR {units.pct(100 * window.relative_iqr)}"
-            f" of the median (above {units.rounded(100 * NOISY_CV)} %)"
+            f"noisy: CV {units.percent(100 * window.cv)}, IQR "
+            f"{units.percent(100 * window.relative_iqr)}"
+            f" of the median (above {units.number(100 * NOISY_CV, 0, thousands=False)} %)"
         )
     if flag == "bimodal":
         low, high = window.clusters_ms or (None, None)
         return (
-            f"bimodal: two clusters around {units.ms_plain(low)} and {units.ms_plain(high)} ms "
-            f"(Ashman's D {units.tenths_plain(window.bimodal_d)} > {BIMODAL_D})"
+            f"bimodal: two clusters around {units.time(low, thousands=False, labelled=False)} "
+            f"and {units.time(high, thousands=False)} "
+            f"(Ashman's D {units.number(window.bimodal_d, thousands=False)} > {BIMODAL_D})"
         )
     return (
-        f"drifting: median of the first third {units.ms_plain(window.first_third_median_ms)} "
-        f"ms, of the last third {units.ms_plain(window.last_third_median_ms)} ms"
+        f"drifting: median of the first third "
+        f"{units.time(window.first_third_median_ms, thousands=False, labelled=False)} "
+        f"ms, of the last third {units.time(window.last_third_median_ms, thousands=False)}"
     )
 
 

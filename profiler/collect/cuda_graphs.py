@@ -127,11 +127,13 @@ def capture(
     seconds = time.perf_counter() - began
     note = (
         f"{what} captured into one CUDA graph after {WARMUP_CALLS} warm-up calls "
-        f"on a side stream ({units.seconds_unit(seconds, 2)}); timed, profiled and checked "
+        f"on a side stream ({units.time(seconds, 's', decimals=2, thousands=False)}); timed, "
+        "profiled and checked "
         f"calls are its replays; {checked}"
     )
     say(
-        f"  captured into a CUDA graph in {units.seconds_unit(seconds, 2)}: the calls from here "
+        f"  captured into a CUDA graph in "
+        f"{units.time(seconds, 's', decimals=2, thousands=False)}: the calls from here "
         f"on are replays ({checked})"
     )
     artifacts = {**step.notes.get("artifacts", {}), **profile.artifacts()}
@@ -225,7 +227,7 @@ def _check_replay(torch, graph, static_output, expected, inputs: tuple) -> str:
     if rel is None or rel > REPLAY_TOLERANCE:
         raise NotReplayable(
             f"a replay's output differs from a plain call's (relative L2 error "
-            f"{units.finite(rel)}, more than {units.plain(REPLAY_TOLERANCE)})"
+            f"{units.significant(rel)}, more than {units.plain(REPLAY_TOLERANCE)})"
         )
     return (
         "a replay rewrote the output and matches a plain call (relative L2 error "

@@ -418,8 +418,9 @@ def _gpu_time(
     figures = measured.figures
     if figures.not_measured is None:
         progress.say(
-            f"  GPU time p50 {units.ms_plain(figures.gpu_p50_ms)} ms, enqueue p50 "
-            f"{units.ms_plain(figures.enqueue_p50_ms)} ms ({figures.iterations} iterations behind "
+            f"  GPU time p50 {units.time(figures.gpu_p50_ms, thousands=False)}, enqueue p50 "
+            f"{units.time(figures.enqueue_p50_ms, thousands=False)} ({figures.iterations} "
+            "iterations behind "
             f"a sleep kernel, {figures.invalid_iterations} redone)"
         )
     else:
@@ -456,8 +457,10 @@ def _record_windows(
         p50s, samples_csv=runs.PROCESSES_CSV, schedule=schedule, samples=samples
     )
     progress.say(
-        f"  p50 over {len(p50s)} processes: {units.ms_plain(min(p50s))} to "
-        f"{units.ms_plain(max(p50s))} ms ({units.pct(spread.range_pct_of_median)} of the median)"
+        f"  p50 over {len(p50s)} processes: "
+        f"{units.time(min(p50s), thousands=False, labelled=False)} to "
+        f"{units.time(max(p50s), thousands=False)} ({units.percent(spread.range_pct_of_median)} "
+        "of the median)"
     )
     return spread
 

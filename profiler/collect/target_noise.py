@@ -57,7 +57,7 @@ def extend_window(
     if len(latencies) > chunk:
         progress.say(
             f"  --target-noise {units.plain(config.target_noise)} %: window grown to "
-            f"{len(latencies)} iterations, p50 {units.ms_plain(grown.p50_ms)} ms"
+            f"{len(latencies)} iterations, p50 {units.time(grown.p50_ms, thousands=False)}"
         )
     return window.Timed(grown, timed.details, output, timed.memory, timed.plan)
 
@@ -95,7 +95,7 @@ def more_processes(
             + (
                 ""
                 if stop.half_width == float("inf")
-                else f" (±{units.pct(100 * stop.half_width)} so far)"
+                else f" (±{units.percent(100 * stop.half_width)} so far)"
             )
         )
         windows.append(
@@ -115,9 +115,9 @@ def more_processes(
     progress.say(
         f"  --target-noise {units.plain(config.target_noise)} %: "
         + (
-            f"reached ±{units.pct(100 * stop.half_width)}"
+            f"reached ±{units.percent(100 * stop.half_width)}"
             if reached
-            else f"not reached ({stop.reason}; ±{units.pct(100 * stop.half_width)})"
+            else f"not reached ({stop.reason}; ±{units.percent(100 * stop.half_width)})"
         )
         + f" with {len(windows)} processes of {len(own.latency_ms)} iterations"
     )

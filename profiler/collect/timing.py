@@ -112,7 +112,7 @@ class WindowPlan:
 
     def done(self, seconds: float) -> str:
         """How a budgeted window ended: ``--min-time 5 s: stopped after 5.0 s``."""
-        return f"{self.why}: stopped after {units.seconds_unit(seconds)}"
+        return f"{self.why}: stopped after {units.time(seconds, 's', decimals=1, thousands=False)}"
 
 
 @dataclass(frozen=True)

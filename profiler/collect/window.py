@@ -122,8 +122,10 @@ def prepare(
         first_call_s = time.perf_counter() - began
     profiled = f" ({graph_capture.RECORDING_CALLS} calls, profiled for CUDA graph capture)"
     progress.say(
-        f"  prepare {units.seconds_unit(prepare_s, 2)}, {workload.first_call} "
-        f"{units.seconds_unit(first_call_s, 2)}{profiled if captures else ''}"
+        f"  prepare {units.time(prepare_s, 's', decimals=2, thousands=False)}, "
+        f"{workload.first_call} "
+        f"{units.time(first_call_s, 's', decimals=2, thousands=False)}"
+        f"{profiled if captures else ''}"
     )
     if captures:
         step.notes["graph_captures"] = captures.summary()
@@ -191,8 +193,9 @@ def timed(
     window = TimedWindow(tuple(latencies), batch_size)
     figures = workload.figures(window, details)
     progress.say(
-        f"  timed {len(latencies)} {workload.iterations} in {units.seconds_unit(elapsed_s)} "
-        f"({plan.why}): {figures}, CV {units.pct(100 * window.noise.cv)}"
+        f"  timed {len(latencies)} {workload.iterations} in "
+        f"{units.time(elapsed_s, 's', decimals=1, thousands=False)} "
+        f"({plan.why}): {figures}, CV {units.percent(100 * window.noise.cv)}"
     )
     if deadline is not None:  # what the budget did, in the record too
         plan = dataclasses.replace(plan, why=plan.done(elapsed_s))
@@ -418,10 +421,18 @@ def write_latency_csv(run_stage: Path, latencies, gpu_ms=(), enqueue_ms=()) -> N
     writer.writerow(["iteration", "latency_ms", *(("gpu_ms", "enqueue_ms") if extra else ())])
 
     def cell(values, i: int) -> str:
-        return units.csv_ms(values[i]) if i < len(values) else ""
+        return (
+            units.time(values[i], decimals=6, thousands=False, labelled=False)
+            if i < len(values)
+            else ""
+        )
 
     writer.writerows(
-        (i, units.csv_ms(ms), *((cell(gpu_ms, i), cell(enqueue_ms, i)) if extra else ()))
+        (
+            i,
+            units.time(ms, decimals=6, thousands=False, labelled=False),
+            *((cell(gpu_ms, i), cell(enqueue_ms, i)) if extra else ()),
+        )
         for i, ms in enumerate(latencies)
     )
     write_text_atomic(run_stage / runs.LATENCY_CSV, csv_text.getvalue())

@@ -18,7 +18,7 @@ from profiler.report.benchmark_view import (
     print_gpu_offsets,
     write_benchmark,
 )
-from profiler.report.fmt import seconds
+from profiler.report.fmt import wall_time
 from profiler.report.sweep_view import cell_progress
 from profiler.runs.manifest import OK, grid_cells
 from profiler.sweep.plan import SweepPlan
@@ -48,7 +48,7 @@ def run(plan: SweepPlan, sink: Sink, only_decided: bool = False) -> int:
     cells = grid_cells(manifest)
     bad = [(name, cell) for name, cell in cells if cell.status != OK]
     sink.note(
-        f"sweep took {seconds(outcome.wall_s)} ({outcome.ran} cell(s) run, "
+        f"sweep took {wall_time(outcome.wall_s)} ({outcome.ran} cell(s) run, "
         f"{outcome.skipped} skipped); tables: {plan.sweep_dir}/benchmark.csv and .md"
     )
     if bad and len(bad) < len(cells):

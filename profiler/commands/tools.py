@@ -113,7 +113,7 @@ def nsys(options: dict, sink: Sink) -> int:
 
 
 def _print_nsys(result: dict, echo) -> None:
-    from profiler.report.fmt import tenths
+    from profiler.report.fmt import number
 
     if result.get("stats_error"):
         echo(f"nsys: {result['stats_error']}")
@@ -123,7 +123,7 @@ def _print_nsys(result: dict, echo) -> None:
         echo(f"qdstrm: {result['qdstrm']}")
     if "kernels" in result:
         echo(
-            f"{result['kernels']} kernels, {tenths(result['kernel_time_us'])} µs of "
+            f"{result['kernels']} kernels, {number(result['kernel_time_us'])} µs of "
             f"kernel time in the captured steps: runs/{result['run']}/nsys_kernels.csv"
         )
     echo(f"details: runs/{result['run']}/nsys.json")
@@ -157,7 +157,7 @@ def ncu(
 
 
 def _print_ncu(result: dict, top: int, sink: Sink) -> None:
-    from profiler.report.fmt import pct
+    from profiler.report.fmt import percent
     from profiler.report.hardware_view import print_hardware
     from profiler.trace.hardware import signature_key
 
@@ -175,7 +175,7 @@ def _print_ncu(result: dict, top: int, sink: Sink) -> None:
         sink.line(
             f"{len(missing)} of the top kernels were not seen under ncu (another cuDNN "
             f"algorithm, or past --launch-count): "
-            + "; ".join(f"{short_name(n)} ({pct(share.get(n, 0))})" for n in missing[:5])
+            + "; ".join(f"{short_name(n)} ({percent(share.get(n, 0))})" for n in missing[:5])
             + ("; …" if len(missing) > 5 else "")
         )
     if extra:

@@ -13,7 +13,6 @@ from profiler.report.fmt import (
     interval_figure,
     marked,
     missing,
-    ms_unit as _ms,
     number,
     percent,
     ratio,
@@ -42,9 +41,9 @@ def gpu_compute_line(
         return f"GPU compute: not measured ({gpu.not_measured or 'no figures'})"
     redone = gpu.invalid_iterations or 0
     line = (
-        f"GPU compute p50 {_ms(gpu.gpu_p50_ms)}, enqueue p50 "
-        f"{_ms(gpu.enqueue_p50_ms)} (host-synchronized latency p50 "
-        + (_ms(latency_p50_ms) if cv is None else time(latency_p50_ms, decimals=None, noise=cv))
+        f"GPU compute p50 {time(gpu.gpu_p50_ms)}, enqueue p50 "
+        f"{time(gpu.enqueue_p50_ms)} (host-synchronized latency p50 "
+        + (time(latency_p50_ms) if cv is None else time(latency_p50_ms, decimals=None, noise=cv))
         + "): GPU "
         "compute is the device's time for one call's work, its "
         "first kernel to its last, with the host's launch gaps excluded and the device's own "
@@ -56,9 +55,9 @@ def gpu_compute_line(
         return line
     gap = gpu.gpu_p50_ms - kernel_ms
     return line + (
-        f"; kernels {_ms(kernel_ms)} per call (time with a kernel running, profiled steps): "
+        f"; kernels {time(kernel_ms)} per call (time with a kernel running, profiled steps): "
         + (
-            f"{_ms(gap)} of the GPU compute is the device's gaps between kernels"
+            f"{time(gap)} of the GPU compute is the device's gaps between kernels"
             if gap >= 0
             else "more than the GPU compute (the profiled steps' kernels ran longer)"
         )
@@ -109,8 +108,8 @@ def phase_gpu_line(phase: str, gpu: GpuCompute) -> str:
     if gpu.not_measured is not None:
         return f"GPU compute, {what}: not measured ({gpu.not_measured})"
     return (
-        f"GPU compute, {what}: GPU time p50 {_ms(gpu.gpu_p50_ms)}, enqueue p50 "
-        f"{_ms(gpu.enqueue_p50_ms)} ({gpu.iterations} iterations behind a sleep kernel, launch "
+        f"GPU compute, {what}: GPU time p50 {time(gpu.gpu_p50_ms)}, enqueue p50 "
+        f"{time(gpu.enqueue_p50_ms)} ({gpu.iterations} iterations behind a sleep kernel, launch "
         "gaps excluded; enqueue from the timed window)"
     )
 
@@ -170,7 +169,7 @@ def headline_table(data: Headline) -> FitTable:
         overhead = data.profiler_overhead_ratio
         table.add_row(
             "step time under the profiler",
-            _ms(step),
+            time(step),
             "not a latency to quote"
             + ("" if overhead is None else f"; {ratio(overhead)} the timed p50"),
         )
@@ -191,7 +190,7 @@ def _utilization_rows(table: FitTable, data: Headline) -> None:
         table.add_row(
             "GPU utilization, timed window",
             percent(timed),
-            f"kernels running {_ms(kernel_ms)} per call (profiled steps) / the timed p50: how "
+            f"kernels running {time(kernel_ms)} per call (profiled steps) / the timed p50: how "
             "busy a caller's call keeps the GPU",
         )
     if profiled is not None:
@@ -234,13 +233,13 @@ def _timed_rows(table: FitTable, data: Headline) -> None:
     if window:
         table.add_row(
             "CV / IQR",
-            f"{percent(100 * window.cv)} / {_ms(window.iqr_ms)}",
+            f"{percent(100 * window.cv)} / {time(window.iqr_ms)}",
             "std / mean; p75 - p25: the spread of the window",
         )
     spread = timed.repeat_runs
     if spread:
         table.add_row(
             f"p50 over {spread.runs} processes",
-            f"{_ms(spread.min_p50_ms)} to {_ms(spread.max_p50_ms)}",
+            f"{time(spread.min_p50_ms)} to {time(spread.max_p50_ms)}",
             f"{percent(spread.range_pct_of_median)} of the median (--repeat-runs)",
         )

@@ -12,13 +12,10 @@ from profiler.report.fmt import (
     NOT_FINITE,
     count,
     head,
-    missing,
-    pct,
     percent,
     safe,
     significant,
     time,
-    us,
 )
 from profiler.trace.phase_kernels import PhaseSummary
 
@@ -98,19 +95,19 @@ def compare_phases_table(a: PhaseSummary, b: PhaseSummary) -> Table:
         x = left.loc[phase] if phase in left.index else None
         y = right.loc[phase] if phase in right.index else None
 
-        def cell(row, key, fmt):
-            return "-" if row is None or missing(row[key]) else fmt(row[key])
+        def cell(row, key):
+            return None if row is None else row[key]
 
         t.add_row(
             phase,
-            cell(x, "kernel_us", us),
-            cell(y, "kernel_us", us),
-            cell(x, "launches", count),
-            cell(y, "launches", count),
-            cell(x, "gpu_idle_pct", pct),
-            cell(y, "gpu_idle_pct", pct),
-            cell(x, "tensor_core_pct", pct),
-            cell(y, "tensor_core_pct", pct),
+            time(cell(x, "kernel_us"), "µs", "auto", 2),
+            time(cell(y, "kernel_us"), "µs", "auto", 2),
+            count(cell(x, "launches")),
+            count(cell(y, "launches")),
+            percent(cell(x, "gpu_idle_pct")),
+            percent(cell(y, "gpu_idle_pct")),
+            percent(cell(x, "tensor_core_pct")),
+            percent(cell(y, "tensor_core_pct")),
         )
     return t
 

@@ -149,7 +149,7 @@ def floor_problem(value: object) -> str | None:
     if 0 < value < MIN_FLOOR_CV:
         return (
             f"{units.plain(value)} is below {units.plain(MIN_FLOOR_CV)} "
-            f"({units.pct(100 * MIN_FLOOR_CV)}), less than any spread between processes"
+            f"({units.percent(100 * MIN_FLOOR_CV)}), less than any spread between processes"
         )
     if not 0 < value <= MAX_FLOOR_CV:  # NaN fails it too
         return (

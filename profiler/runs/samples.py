@@ -371,7 +371,7 @@ def _sample_text(path: Path, what: str) -> str:
             raise UserError(f"{path}: not a {what} ({kind})")
         raise UserError(
             f"{path}: not a {what} (larger than {MAX_SAMPLES_BYTES >> 20} MiB: "
-            f"{units.mib(info.st_size / 2**20)})"
+            f"{units.size(info.st_size / 2**20, 'MiB')})"
         )
     with os.fdopen(descriptor, "rb") as handle:
         data = handle.read(MAX_SAMPLES_BYTES + 1)

@@ -164,7 +164,8 @@ def wait_until_serving(server: Server, timeout: float = 60.0) -> None:
         except (urllib.error.URLError, ConnectionError, OSError, ValueError):
             time.sleep(0.3)
     raise UserError(
-        f"TensorBoard did not answer on port {server.port} within {units.seconds_unit(timeout, 0)}"
+        f"TensorBoard did not answer on port {server.port} within "
+        f"{units.time(timeout, 's', decimals=0, thousands=False)}"
     )
 
 
@@ -183,7 +184,8 @@ def wait_for_runs(server: Server, names: set[str], timeout: float = 90.0) -> dic
             return last
         time.sleep(0.5)
     raise TimeoutError(
-        f"runs {sorted(names)} not loaded within {units.seconds_unit(timeout, 0)}; "
+        f"runs {sorted(names)} not loaded within "
+        f"{units.time(timeout, 's', decimals=0, thousands=False)}; "
         f"last answer {last}"
     )
 

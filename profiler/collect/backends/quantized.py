@@ -350,8 +350,8 @@ def _share_text(plan: dict) -> str:
         return "no Linear or conv FLOPs seen"
     conv = plan["conv_flop_share"] or 0.0
     return (
-        f"{units.pct(100 * total)} of the Linear+conv FLOPs in INT8 "
-        f"({units.pct(100 * conv)} are convolutions, kept in floating point)"
+        f"{units.percent(100 * total)} of the Linear+conv FLOPs in INT8 "
+        f"({units.percent(100 * conv)} are convolutions, kept in floating point)"
     )
 
 

@@ -61,7 +61,7 @@ class Forward:
         return latencies, ForwardDetails(tuple(enqueue)), output
 
     def figures(self, window: TimedWindow, details) -> str:
-        return f"p50 {units.ms_plain(window.p50_ms)} ms"
+        return f"p50 {units.time(window.p50_ms, thousands=False)}"
 
     def check(self, step: Prepared, output) -> tuple[dict, object]:
         run = self.run
@@ -77,8 +77,8 @@ class Forward:
         if "skipped" not in result:
             run.say(
                 f"  numerics vs FP32 eager: relative L2 error "
-                f"{units.finite(result['rel_l2_error'])}, max abs error "
-                f"{units.finite(result['max_abs_error'])} (reference "
+                f"{units.significant(result['rel_l2_error'])}, max abs error "
+                f"{units.significant(result['max_abs_error'])} (reference "
                 f"{result['reference']['source']})"
             )
         elif "reason" in result:

@@ -208,15 +208,16 @@ class Generate:
         figures = self.figures_of
         tpot = figures["tpot_ms"]["p50"]
         return (
-            f"TTFT p50 {units.ms_plain(figures['ttft_ms']['p50'])} ms"
-            + (f", TPOT p50 {units.ms_plain(tpot)} ms" if tpot is not None else "")
+            f"TTFT p50 {units.time(figures['ttft_ms']['p50'], thousands=False)}"
+            + (f", TPOT p50 {units.time(tpot, thousands=False)}" if tpot is not None else "")
             + (
-                f", ITL p50/p99 {units.ms_plain(figures['per_token_ms']['p50'])}/"
-                f"{units.ms_plain(figures['per_token_ms']['p99'])} ms"
+                f", ITL p50/p99 "
+                f"{units.time(figures['per_token_ms']['p50'], thousands=False, labelled=False)}/"
+                f"{units.time(figures['per_token_ms']['p99'], thousands=False)}"
                 if figures["per_token_ms"]["count"]
                 else ""
             )
-            + f", {units.tenths_plain(figures['tokens_per_s'])} tokens/s"
+            + f", {units.number(figures['tokens_per_s'], thousands=False)} tokens/s"
         )
 
     def phase_windows(self, timed_details, use_cuda: bool) -> dict[str, ProcessWindow]:
@@ -253,8 +254,9 @@ class Generate:
         for phase, gpu in self.phase_gpu.items():
             if gpu.not_measured is None:
                 self.run.say(
-                    f"  {PHASE_WORDS[phase]}: GPU time p50 {units.ms_plain(gpu.gpu_p50_ms)} "
-                    f"ms, enqueue p50 {units.ms_plain(gpu.enqueue_p50_ms)} ms"
+                    f"  {PHASE_WORDS[phase]}: GPU time p50 "
+                    f"{units.time(gpu.gpu_p50_ms, thousands=False, labelled=False)} "
+                    f"ms, enqueue p50 {units.time(gpu.enqueue_p50_ms, thousands=False)}"
                 )
         return windows
 
@@ -269,8 +271,8 @@ class Generate:
         if "skipped" not in result:
             run.say(
                 f"  numerics vs FP32 eager: first-step logits rel L2 "
-                f"{units.finite(result['rel_l2_error'])}, tokens equal "
-                f"{units.fraction(result['tokens']['positions_equal'])}"
+                f"{units.significant(result['rel_l2_error'])}, tokens equal "
+                f"{units.number(result['tokens']['positions_equal'], 3, thousands=False)}"
             )
         return result, generated.tokens
 
@@ -422,9 +424,11 @@ def _write_steps_csv(run_stage: Path, per_generation: list[dict]) -> None:
                 [
                     i,
                     position,
-                    units.csv_ms(ms),
-                    units.csv_ms(g["ttft_ms"]),
-                    "" if g["encode_ms"] is None else units.csv_ms(g["encode_ms"]),
+                    units.time(ms, decimals=6, thousands=False, labelled=False),
+                    units.time(g["ttft_ms"], decimals=6, thousands=False, labelled=False),
+                    ""
+                    if g["encode_ms"] is None
+                    else units.time(g["encode_ms"], decimals=6, thousands=False, labelled=False),
                 ]
             )
     write_text_atomic(run_stage / STEPS_CSV, steps.getvalue())
