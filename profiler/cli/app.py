@@ -9,6 +9,7 @@ work on machines without torch.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 
 import typer
 
@@ -69,7 +70,7 @@ def main_options(
 
 #: every command, in the order --help lists them: its name, its click class (OneLineErrors: a
 #: refused option value is one line that quotes what was given) and its declaration
-COMMANDS = [
+COMMANDS: list[tuple[str, type[HelpCommand], Callable[..., object]]] = [
     ("run", OneLineErrors, run_commands.run),
     ("backends", HelpCommand, machine_commands.backends),
     ("summarize", OneLineErrors, read_commands.summarize),

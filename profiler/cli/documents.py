@@ -451,7 +451,7 @@ def schema_id(kind: str) -> str:
     return f"infer-profiler/{kind}/{KINDS[kind][0]}"
 
 
-def json_schema(kind: str) -> dict:
+def json_schema(kind: str) -> dict[str, Any]:
     """The JSON Schema of one kind, generated from its type."""
     kind_type = KINDS[kind][1]
     schema = msgspec.json.schema(kind_type)
@@ -473,7 +473,7 @@ def json_schema(kind: str) -> dict:
     }
 
 
-def _dedented(value: Any) -> Any:
+def _dedented(value: Any) -> Any:  # noqa: ANN401 (a JSON value of any shape)
     """Every ``description`` with its docstring's indent removed (inspect.cleandoc): msgspec
     0.23 does it and 0.22 does not, and the published schemas must not depend on which one is
     installed."""
@@ -487,6 +487,6 @@ def _dedented(value: Any) -> Any:
     return value
 
 
-def all_schemas() -> dict[str, dict]:
+def all_schemas() -> dict[str, dict[str, Any]]:
     """file name under docs/schema/ -> its JSON Schema."""
     return {f"{kind}.json": json_schema(kind) for kind in KINDS}

@@ -10,12 +10,17 @@ import inspect
 import os
 import sys
 import typing
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
 
 import typer
 
 from profiler import notices, signals
 from profiler.cli.output import VERBOSITY, Output
 from profiler.errors import Interrupted, UserError, os_error_line
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 #: -q/--quiet and -v/--verbose, taken by every command (and before it: `profile.py -q run ...`)
 QUIET_HELP = "No progress or notes on stderr; warnings, errors and the results stay."
@@ -49,18 +54,19 @@ def set_verbosity(quiet: bool, verbose: bool) -> None:
     VERBOSITY["level"] = -1 if quiet else 1 if verbose else 0
 
 
-def user_errors(command):
+def user_errors(command: Callable[P, R]) -> Callable[P, R]:
     """Turn a UserError into one line on stderr and exit status 2 (with -v, the traceback
     after it); Ctrl-C into status 130. The command also takes -q/--quiet and -v/--verbose
     (profiler.cli.output.Output reads them)."""
 
     @functools.wraps(command)
-    def wrapper(*args, quiet: bool = False, verbose: bool = False, **kwargs):
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        quiet, verbose = bool(kwargs.pop("quiet", False)), bool(kwargs.pop("verbose", False))
         try:
             if quiet or verbose:  # else as given before the command (main_options)
                 set_verbosity(quiet, verbose)
             with notices.told(say, quiet=lambda: VERBOSITY["level"] < 0):
-                return _file_errors_as_user_errors(command, args, kwargs)
+                return _file_errors_as_user_errors(functools.partial(command, *args, **kwargs))
         except UserError as error:
             say(f"error: {error}")
             if VERBOSITY["level"] > 0:
@@ -95,7 +101,9 @@ def user_errors(command):
             default=typer.Option(False, "-v", "--verbose", help=VERBOSE_HELP),
         ),
     ]
-    wrapper.__signature__ = signature.replace(parameters=[*signature.parameters.values(), *added])
+    wrapper.__signature__ = signature.replace(  # type: ignore[attr-defined]  # typer reads it
+        parameters=[*signature.parameters.values(), *added]
+    )
     wrapper.__annotations__ = {**typing.get_type_hints(command), "quiet": bool, "verbose": bool}
     del wrapper.__wrapped__  # typer reads __signature__, not the undecorated command
     return wrapper
@@ -121,11 +129,11 @@ def _traceback(error: BaseException) -> None:
         pass
 
 
-def _file_errors_as_user_errors(command, args, kwargs):
+def _file_errors_as_user_errors(call: Callable[[], R]) -> R:
     """A file that cannot be written or read (a read-only or occupied output folder, a full
     disk, a name too long) is the user's environment, not a bug: one line, like a UserError."""
     try:
-        return command(*args, **kwargs)
+        return call()
     except BrokenPipeError:  # `| head`: the reader is gone, nothing to say
         raise
     except OSError as error:  # as the shell says it: "<file>: <reason>"

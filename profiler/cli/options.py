@@ -13,7 +13,7 @@ import functools
 import inspect
 import typing
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, Literal, Optional
+from typing import TYPE_CHECKING, Any, Literal, Optional, TypeVar
 
 import typer
 import typer.core
@@ -21,13 +21,16 @@ import typer.core
 from profiler.cli.output import Output
 from profiler.runs.config import CliOption, RunConfig, run_options as declared_options
 
+R = TypeVar("R")
+
 try:  # typer 0.2x carries its own copy of click; earlier ones use click itself
     from typer._click import exceptions as _click_errors
 except ImportError:  # pragma: no cover
     from click import exceptions as _click_errors  # type: ignore[no-redef]  # the same module
 
 if TYPE_CHECKING:  # what _ReadableHelp is mixed into: a command or a group (typer's click)
-    from typer._click.core import Command as _Command
+    from typer._click.core import Command as _Command, Context, Parameter
+    from typer._click.formatting import HelpFormatter
 else:
     _Command = object
 
@@ -35,7 +38,7 @@ MissingParameter, UsageError = _click_errors.MissingParameter, _click_errors.Usa
 NoArgsIsHelpError = getattr(_click_errors, "NoArgsIsHelpError", ())  # click >= 8.2
 
 
-def _no_flag_metavars(params: list) -> list:
+def _no_flag_metavars(params: list[Parameter]) -> list[Parameter]:
     """On/off flags show no ``<bool>`` in --help (the option's name says it all)."""
     for param in params:
         if getattr(param, "is_flag", False) and param.metavar is None:
@@ -70,7 +73,7 @@ def escape_markup(text: str | None) -> str | None:
 
 
 @contextlib.contextmanager
-def _escaped_help(command: _Command, ctx) -> Iterator[None]:
+def _escaped_help(command: _Command, ctx: Context) -> Iterator[None]:
     """Escape the markup of the help texts while --help is drawn (completion shows them raw)."""
     objects: list[Any] = [command, *command.get_params(ctx)]
     if isinstance(command, typer.core.TyperGroup):
@@ -89,17 +92,17 @@ class _ReadableHelp(_Command):
     """--help that reads well at any width: no ``<bool>`` on flags, arguments named in the usage
     line (``compare [OPTIONS] A B``), docstrings reflowed as paragraphs, markup escaped."""
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # noqa: ANN401 (click's own)
         super().__init__(*args, **kwargs)
         self.help = paragraphs(self.help)
         params: list[Any] = self.params  # options and typer's arguments have a help text
         for param in params:
             param.help = paragraphs(getattr(param, "help", None))
 
-    def get_params(self, ctx):
+    def get_params(self, ctx: Context) -> list[Parameter]:
         return _no_flag_metavars(super().get_params(ctx))
 
-    def format_help(self, ctx, formatter) -> None:
+    def format_help(self, ctx: Context, formatter: HelpFormatter) -> None:
         with _escaped_help(self, ctx):
             super().format_help(ctx, formatter)
 
@@ -107,7 +110,7 @@ class _ReadableHelp(_Command):
 class HelpCommand(_ReadableHelp, typer.core.TyperCommand):
     """Every command: readable --help (_ReadableHelp)."""
 
-    def collect_usage_pieces(self, ctx) -> list[str]:
+    def collect_usage_pieces(self, ctx: Context) -> list[str]:
         pieces = [self.options_metavar] if self.options_metavar else []
         for param in self.get_params(ctx):
             if param.param_type_name == "argument":
@@ -120,7 +123,7 @@ class OneLineErrors(HelpCommand):
     """A command whose refused option values (a choice not among those listed, a number that
     is not one) are one ``error:`` line on stderr and exit status 2, as every user error is."""
 
-    def parse_args(self, ctx, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
         given = list(args)  # parsing consumes the list
         try:
             return super().parse_args(ctx, args)
@@ -135,17 +138,17 @@ class OneLineUsage(_ReadableHelp, typer.core.TyperGroup):
     """The app: a usage mistake (an unknown command or option, a missing argument) is one
     ``error:`` line on stderr and exit status 2 instead of click's usage box."""
 
-    def parse_args(self, ctx, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
         with _usage_in_one_line():
             return super().parse_args(ctx, args)
 
-    def invoke(self, ctx):  # resolves the command and parses its arguments
+    def invoke(self, ctx: Context) -> Any:  # noqa: ANN401 (click's) resolves the command and parses its arguments
         with _usage_in_one_line():
             return super().invoke(ctx)
 
 
 @contextlib.contextmanager
-def _usage_in_one_line():
+def _usage_in_one_line() -> Iterator[None]:
     try:
         yield
     except NoArgsIsHelpError:  # no arguments at all: the help, as before
@@ -184,7 +187,7 @@ def _given(opts: list[str], args: list[str]) -> str | None:
     return value
 
 
-def _annotation(field_type, spec: CliOption) -> Any:
+def _annotation(field_type: object, spec: CliOption) -> object:
     """A type typer understands (``X | None`` as Optional[X]); fixed choices as a Literal, so
     that --help lists them and shell completion offers them."""
     if isinstance(spec.choices, tuple):
@@ -198,7 +201,7 @@ def _annotation(field_type, spec: CliOption) -> Any:
 
 
 def _parameters(
-    skip: tuple[str, ...], defaults: dict, helps: dict, lists: bool
+    skip: tuple[str, ...], defaults: dict[str, Any], helps: dict[str, str], lists: bool
 ) -> list[inspect.Parameter]:
     hints = typing.get_type_hints(RunConfig)
     default_config = RunConfig()
@@ -236,7 +239,7 @@ def _parameters(
     return found
 
 
-def _completion(source: Callable[[], list[str]]):
+def _completion(source: Callable[[], list[str]]) -> Callable[[str], list[str]]:
     """Shell completion from a list asked for only when completing (the backend registry,
     whose names the registry itself checks, in one line)."""
 
@@ -290,7 +293,7 @@ FRESH_PROCESS_OPTIONS: dict[str, tuple[str, dict[str, str]]] = {
 }
 
 
-def fresh_process_option(name: str, command: str) -> Any:
+def fresh_process_option(name: str, command: str) -> Any:  # noqa: ANN401 (typer's Option)
     """The typer option ``name`` of FRESH_PROCESS_OPTIONS as ``command`` takes it (no
     default: the command's own default applies)."""
     flag, helps = FRESH_PROCESS_OPTIONS[name]
@@ -300,10 +303,10 @@ def fresh_process_option(name: str, command: str) -> Any:
 def run_options(
     *,
     skip: tuple[str, ...] = (),
-    defaults: dict | None = None,
-    helps: dict | None = None,
+    defaults: dict[str, Any] | None = None,
+    helps: dict[str, str] | None = None,
     lists: bool = False,
-):
+) -> Callable[[Callable[..., R]], Callable[..., R]]:
     """Add every declared run option to a command, except the fields named in ``skip``;
     ``defaults`` and ``helps`` (field name -> value) change one for this command. With
     ``lists`` (a sweep), an option declared with an ``axis`` takes text: one value or a
@@ -311,7 +314,7 @@ def run_options(
     not skipped."""
     defaults, helps = defaults or {}, helps or {}
 
-    def decorate(command):
+    def decorate(command: Callable[..., R]) -> Callable[..., R]:
         hints = typing.get_type_hints(command)
         own = [
             p.replace(annotation=hints.get(p.name, p.annotation))
@@ -327,14 +330,14 @@ def run_options(
         }
 
         @functools.wraps(command)
-        def wrapper(**kwargs):
+        def wrapper(**kwargs: Any) -> R:  # noqa: ANN401 (the command's own options)
             options = {keys[key]: kwargs.pop(key) for key in list(kwargs) if key in keys}
             for name, parse in parsers.items():
                 if isinstance(options.get(name), str):
                     options[name] = parse(options[name])
             return command(options=options, **kwargs)
 
-        wrapper.__signature__ = inspect.Signature(own + added)
+        wrapper.__signature__ = inspect.Signature(own + added)  # type: ignore[attr-defined]
         wrapper.__annotations__ = {p.name: p.annotation for p in own + added}
         del wrapper.__wrapped__  # typer reads __signature__, not the undecorated command
         return wrapper

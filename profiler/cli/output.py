@@ -17,6 +17,7 @@ import json
 import re
 import sys
 from functools import cached_property
+from typing import Any
 
 from rich.console import Console
 
@@ -93,7 +94,7 @@ class Output:
         """One line of the human result on stdout (a file written, a copy made)."""
         print(text)
 
-    def document(self, kind: str, data: dict) -> None:
+    def document(self, kind: str, data: dict[str, Any]) -> None:
         """Print ``data`` as the --json document of ``kind`` (a key of documents.DOCUMENTS):
         ``{"$schema": "infer-profiler/<kind>/<version>", **data}``, indented."""
         if kind not in DOCUMENTS:

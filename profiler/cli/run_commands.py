@@ -8,6 +8,7 @@ Heavy modules (torch, the harness) are imported inside the commands that need th
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -27,7 +28,7 @@ NSYS_SETS = ("capture", "repeat")
 @user_errors
 @run_options()
 def run(
-    options,
+    options: dict[str, Any],
     json_out: bool = typer.Option(
         False,
         "--json",
@@ -60,7 +61,7 @@ def run(
 
 @user_errors
 @run_options(skip=NSYS_SETS, defaults={"name": "nsys"})
-def nsys(options) -> None:
+def nsys(options: dict[str, Any]) -> None:
     """Run the harness under Nsight Systems over the active profiled steps; parse nsys stats.
 
     The capture range is cudaProfilerApi (torch.cuda.profiler.start/stop around the active
@@ -78,7 +79,7 @@ def nsys(options) -> None:
 @user_errors
 @run_options(skip=NCU_SETS)
 def ncu(
-    options,
+    options: dict[str, Any],
     top: int = typer.Option(
         0,
         "--top",

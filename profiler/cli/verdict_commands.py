@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import typer
 
@@ -28,7 +28,7 @@ CompareView = Literal["answer", "timed", "diff", "full"]
 @user_errors
 @run_options(skip=tuple(SWEEP_SETS), helps={"iters": "Timed iterations per cell."}, lists=True)
 def sweep(
-    options,
+    options: dict[str, Any],
     backends: str = typer.Option(
         ..., "--backends", help="Comma-separated backends, e.g. pytorch_fp32,ttrt_fp32,ttrt_fp16."
     ),
