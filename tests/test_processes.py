@@ -778,3 +778,19 @@ def test_the_default_processes_are_five_on_gpus_and_three_on_a_cpu():
     assert check_sampling(None, None, None, "local", [], "forward", compares=False) == 1
     assert check_sampling(1, None, None, "local", [], "forward") == 1
     assert check_sampling(5, None, None, "local", [], "forward") == 5
+
+
+def test_a_recorded_config_is_read_as_a_run_config_and_crosses_to_a_process_as_the_same():
+    """Commands read a run's config as the RunConfig (config_of), with no JSON between; JSON
+    is only what a fresh process is handed (config_json_of), and it reads back as that config."""
+    from profiler.runs.config import RunConfig, config_from_json
+    from profiler.runs.result import read_result
+    from profiler.runs.samples import config_json_of, config_of
+
+    from .conftest import FIXTURES
+
+    result = read_result(FIXTURES / "h100_ncu_tf32" / "runs" / "pytorch_fp32_bs8")
+    config = config_of(result)
+    assert isinstance(config, RunConfig)
+    assert (config.backend, config.batch_size) == (result.config.backend, result.config.batch_size)
+    assert config_from_json(config_json_of(result)) == config

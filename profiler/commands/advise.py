@@ -27,8 +27,7 @@ def run(
 ) -> int:
     from profiler.analysis.experiments import plan as make_plan, promise
     from profiler.analysis.run_analysis import RunAnalysis
-    from profiler.runs.config import config_from_json
-    from profiler.runs.samples import config_json_of
+    from profiler.runs.samples import config_of
 
     budget_s = _check_options(try_them, budget, max_cells, processes, resume)
     side = RunAnalysis(target)
@@ -38,7 +37,7 @@ def run(
             "trace alone: it re-runs the run's config"
         )
     result = side.result
-    config = config_from_json(config_json_of(result))
+    config = config_of(result)
     advice = advice_of(side)
     plan = make_plan(advice, config.to_dict())
     promises = {a.rule: promise(a) for a in advice}

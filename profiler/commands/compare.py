@@ -248,12 +248,11 @@ def _check_models(results: dict, trust_model: bool, say: Say, warn: Say) -> list
     """Which code the fresh processes will import: only the file each run recorded, or with
     ``trust_model`` (profiler.runs.model_source); the files checked, for those processes."""
     from profiler.runs import model_source
-    from profiler.runs.config import config_from_json
-    from profiler.runs.samples import config_json_of
+    from profiler.runs.samples import config_of
 
     checked = []
     for label, r in results.items():
-        model = config_from_json(config_json_of(r)).model
+        model = config_of(r).model
         checked.append(model_source.check(label, model, r.model_source, trust_model, say, warn))
     return checked
 
@@ -264,15 +263,14 @@ def runnable_here(both: Comparison, results: dict) -> str:
     says it. A side recorded on another GPU model is named with it."""
     from profiler.collect.here import elsewhere, refusal, this_machine
     from profiler.commands import loading_torch
-    from profiler.runs.config import config_from_json
-    from profiler.runs.samples import config_json_of
+    from profiler.runs.samples import config_of
 
     with loading_torch():
         here = this_machine()
     other = []
     for label, result in results.items():
         gpu = (result.environment.gpu or {}).get("name")
-        why = refusal(config_from_json(config_json_of(result)), result.device, gpu, here)
+        why = refusal(config_of(result), result.device, gpu, here)
         folder = (both.a if label == "A" else both.b).run_folder
         if why is not None:
             raise UserError(f"cannot time {label} again here ({folder}): {why}")

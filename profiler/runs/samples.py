@@ -27,7 +27,7 @@ import math
 import os
 import stat
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import msgspec
 import numpy as np
@@ -37,6 +37,9 @@ from profiler.errors import UserError, first_line
 from profiler.fsutil import write_text_atomic
 from profiler.runs.layout import LATENCY_CSV, PROCESSES_CSV, RESULT_FILE
 from profiler.runs.result import RepeatSpread, RunResult, latency_csv_of, read_result, write_result
+
+if TYPE_CHECKING:
+    from profiler.runs.config import RunConfig
 
 HEADER = ("process", "iteration", "latency_ms", "gpu_ms", "enqueue_ms", "gpu", "round", "pilot")
 #: the column a generation's phase rows add (written only when a window has phases)
@@ -534,14 +537,22 @@ def record_processes(
     return result
 
 
-def config_json_of(result: RunResult) -> dict[str, Any]:
-    """The run's config as config_to_json writes it, from result.json (options added since the
-    run take their defaults): what a new window of the same config is timed with."""
-    from profiler.runs.config import config_from_json, config_to_json, keyed, run_options
+def config_of(result: RunResult) -> RunConfig:
+    """The run's RunConfig, from result.json (options added since the run take their defaults,
+    each value validated as the command line's would be)."""
+    from profiler.runs.config import config_from_json, keyed, run_options
 
     recorded = msgspec.to_builtins(result.config)
     options = {k: v for k, v in recorded.items() if k in run_options()}
-    return config_to_json(config_from_json(keyed(options)))
+    return config_from_json(keyed(options))
+
+
+def config_json_of(result: RunResult) -> dict[str, Any]:
+    """config_of as config_to_json writes it: what a new window of the same config is timed with
+    in a fresh process."""
+    from profiler.runs.config import config_to_json
+
+    return config_to_json(config_of(result))
 
 
 def own_window(run_dir: Path) -> list[float]:
