@@ -64,11 +64,11 @@ def test_output_cut_short_by_head_exits_0_quietly():
 
 
 def test_run_table_has_its_units_in_the_headers_and_separates_thousands():
-    from profiler.report.fmt import ms, ms_unit
+    from profiler.report.fmt import time
     from profiler.report.run_view import print_result
     from profiler.runs.result import read_result
 
-    assert ms(1150.0531) == "1,150.053" and ms_unit(1150.0531) == "1,150.053 ms"
+    assert time(1150.0531, labelled=False) == "1,150.053" and time(1150.0531) == "1,150.053 ms"
     console = Console(file=io.StringIO(), width=200, color_system=None)
     print_result(read_result(H200 / "pytorch_fp16_bs8" / "result.json"), console)
     text = console.file.getvalue()

@@ -36,14 +36,15 @@ SWEEP = ROOT / "tests" / "fixtures" / "h100x4_sweep" / "runs" / "g4"
     ],
 )
 def test_a_figure_is_trimmed_to_its_noise(value, noise, text):
-    assert fmt.trimmed(value, noise) == text
+    assert fmt.number(value, None, noise=noise) == text
 
 
 def test_flags_are_marked_inline():
     flags = fmt.window_flags(["noisy: CV 180.0 %", "bimodal: two clusters", "other"])
     assert flags == ["noisy", "bimodal"]
     assert fmt.window_flags("noisy; drifting") == ["noisy", "drifting"]
-    assert fmt.marked(fmt.trimmed(7.231, 1.8, "ms"), flags) == "7.2 ms (! noisy, bimodal)"
+    flagged = fmt.marked(fmt.time(7.231, decimals=None, noise=1.8), flags)
+    assert flagged == "7.2 ms (! noisy, bimodal)"
     assert fmt.marked("7.2", []) == "7.2"
 
 

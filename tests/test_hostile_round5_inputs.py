@@ -182,7 +182,7 @@ def _with_p50(folder: Path, text: str) -> None:
 @pytest.mark.parametrize("number", ["1e400", "-1e400", "NaN", "Infinity"])
 def test_a_non_finite_timing_is_refused_in_one_line(cli, pair, tmp_path, number):
     """R5-7: a p50 of 1e400 (inf) gave an OverflowError traceback in summarize, compare and
-    report (units.trimmed)."""
+    report (units.number, units.time)."""
     a, b = pair
     _with_p50(a, number)
     for args in (
@@ -199,9 +199,9 @@ def test_a_non_finite_timing_is_refused_in_one_line(cli, pair, tmp_path, number)
 def test_a_non_finite_figure_is_spelled_as_such():
     from profiler import units
 
-    assert units.trimmed(float("inf"), 0.01, "ms") == "inf ms"
-    assert units.trimmed(float("-inf"), None) == "-inf"
-    assert units.trimmed(5.0, float("inf")) == "5.0"
+    assert units.time(float("inf"), decimals=None, noise=0.01) == "inf ms"
+    assert units.number(float("-inf"), None) == "-inf"
+    assert units.number(5.0, None, noise=float("inf")) == "5.0"
     assert units.count(float("inf")) == "inf"
 
 

@@ -125,3 +125,18 @@ def test_a_signed_difference_keeps_its_unit():
     # a unit the overview has no rule for is still written beside the figure
     assert signed(2.5, "MiB") == "[red]+2.5 MiB[/]"
     assert signed(-1234.5, "samples/s") == "[green]-1,234.5 samples/s[/]"
+
+
+def test_numbers_are_spelled_by_quantity_not_by_spelling():
+    """The formatters named by a spelling (``ms_plain``, ``pct_fine``, ...) are gone: a figure is
+    one of the quantities, its unit and decimals given to it."""
+    from profiler import units
+    from profiler.report import fmt
+
+    by_spelling = (
+        "pct", "pct_fine", "change_pct", "times", "us", "us_fine", "ms", "ms_unit", "ms_plain",
+        "csv_ms", "seconds", "seconds_unit", "seconds_figure", "tenths", "tenths_plain",
+        "fraction", "rounded", "host_load", "mib", "mib_figure", "finite", "trimmed", "share",
+        "thousands", "ratio_fine", "md_figure", "layer_ms", "megabytes", "tflops", "gbs",
+    )  # fmt: skip
+    assert [n for n in by_spelling if hasattr(units, n) or hasattr(fmt, n)] == []

@@ -482,7 +482,7 @@ def recorded_rows(t: CompareTimed) -> list[tuple[str, str, str, str]]:
     taken)."""
     a, b = t.a, t.b
     cv_a, cv_b = (window.cv if window else None for window in (t.noise_a, t.noise_b))
-    # each side's latencies to the figures its window's noise allows (fmt.trimmed)
+    # each side's latencies to the figures its window's noise allows (fmt.time with its noise)
     rows = [
         (
             f"{label} latency" + _too_few(label, a, b),

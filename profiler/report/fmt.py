@@ -17,35 +17,18 @@ from profiler.units import (  # the one spelling of numbers, re-exported for the
     CSV_FLOATS as CSV_FLOATS,
     MAX_FIGURES as MAX_FIGURES,
     MIN_FIGURES as MIN_FIGURES,
-    change_pct as change_pct,
     count as count,
     figures_allowed as figures_allowed,
     fixed as fixed,
-    fraction as fraction,
-    host_load as host_load,
-    mib as mib,
-    mib_figure as mib_figure,
     missing as missing,
-    ms as ms,
-    ms_plain as ms_plain,
-    ms_unit as ms_unit,
     number as number,
-    pct as pct,
-    pct_fine as pct_fine,
     percent as percent,
     plain as plain,
     rate as rate,
     ratio as ratio,
-    rounded as rounded,
-    seconds as seconds,
-    seconds_figure as seconds_figure,
     significant as significant,
     size as size,
     time as time,
-    times as times,
-    trimmed as trimmed,
-    us as us,
-    us_fine as us_fine,
     wall_time as wall_time,
 )
 
@@ -359,16 +342,6 @@ class TimeColumn:
         return "-" if missing(value) else coloured(value, self(abs(value)))
 
 
-def share(value) -> str:
-    """A share 0..1 as whole percent: ``62 %``."""
-    return percent(value, 0, of_one=True)
-
-
-def thousands(value) -> str:
-    """A number rounded to a whole one, thousands separated: ``1,234``."""
-    return count(value, 0)
-
-
 def interval(low, high) -> str:
     """A speedup's 95 % interval: ``[3.16-19.70]``."""
     return f"[{low:.2f}-{high:.2f}]"
@@ -377,21 +350,6 @@ def interval(low, high) -> str:
 def gflop(flops) -> str:
     """FLOPs as GFLOP, two decimals: ``1,234.57 GFLOP``."""
     return f"{flops / 1e9:,.2f} GFLOP"
-
-
-def megabytes(value) -> str:
-    """Bytes as MB (10^6), one decimal: ``12.3 MB``."""
-    return size(value, unit="MB")
-
-
-def tflops(value) -> str:
-    """A compute rate given in TFLOP/s: ``12.34 TFLOP/s``."""
-    return rate(value, "TFLOP/s", 2)
-
-
-def gbs(value) -> str:
-    """A bandwidth given in GB/s: ``1,234.5 GB/s``."""
-    return rate(value, "GB/s")
 
 
 def head(frame: pd.DataFrame, top: int) -> pd.DataFrame:
@@ -424,31 +382,9 @@ def phases_line(
 # --- the figures of the run, compare, noise and peaks views and of the report page
 
 
-def tenths(value) -> str:
-    """A figure to one decimal, thousands separated, its unit written beside it or in the
-    column's header: ``1,234.5`` (µs, samples/s)."""
-    return number(value)
-
-
-def ratio_fine(value) -> str:
-    """A ratio of two latencies to three decimals: ``0.875``."""
-    return ratio(value, 3, suffix="")
-
-
 def span(low, high) -> str:
     """A speedup's 95 % interval in a column headed by its name: ``3.16-19.70``."""
     return f"{low:.2f}-{high:.2f}"
-
-
-def md_figure(value) -> str:
-    """A float of a Markdown table of summary.md or benchmark.md: one decimal; blank when
-    missing."""
-    return number(value, thousands=False, blank="")
-
-
-def layer_ms(value) -> str:
-    """A TensorRT layer's time per call, given in ms (LAYER_FORMATS): ``0.0123``."""
-    return fixed(value, LAYER_FORMATS["averageMs"])
 
 
 def peak_tflops(value) -> str:
@@ -572,8 +508,11 @@ def interval_figure(figure) -> str:
     one process: the value alone."""
     if figure is None:
         return "-"
-    unit = "ms" if figure.unit == "ms" else ""
-    text = trimmed(figure.value, figure.cv, unit)
+    if figure.unit == "ms":
+        text = time(figure.value, decimals=None, noise=figure.cv)
+    else:
+        text = number(figure.value, None, noise=figure.cv)
     if figure.low is None or figure.high is None:
         return text
-    return f"{text} [{trimmed(figure.low, figure.cv)}-{trimmed(figure.high, figure.cv)}]"
+    low, high = (number(x, None, noise=figure.cv) for x in (figure.low, figure.high))
+    return f"{text} [{low}-{high}]"

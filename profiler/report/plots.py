@@ -19,7 +19,7 @@ import pandas as pd
 from profiler.analysis.roofline import MIN_BYTES_LABEL, Roof, Roofline, chart_data
 from profiler.errors import UserError
 from profiler.fsutil import write_with
-from profiler.report.fmt import number, ratio, rounded
+from profiler.report.fmt import number, ratio
 from profiler.report.sentences import roof_label, roof_name, roofline_title
 from profiler.runs.manifest import OK, axis_options, grid_cells, short_label
 
@@ -79,7 +79,11 @@ def series(frame: pd.DataFrame) -> pd.Series:
     max_new_tokens=16``) when the sweep was given a list of one."""
     labels = frame["backend"].astype(str)
     for key in (k for k in axis_options() if k in frame.columns):
-        labels = labels + f" {key}=" + frame[key].map(rounded).astype(str)
+        labels = (
+            labels
+            + f" {key}="
+            + frame[key].map(lambda v: number(v, 0, thousands=False)).astype(str)
+        )
     return labels
 
 

@@ -293,7 +293,7 @@ def ordinal(n: int) -> str:
 
 def tail_value(t: TailFigure, cv: float | None = None) -> str:
     """A tail percentile with its 95 % interval, to the figures the window's ``cv`` allows
-    (units.trimmed): "6.21 ms [6.01-6.40]"; an end the window cannot give is "?"
+    (units.time with its noise): "6.21 ms [6.01-6.40]"; an end the window cannot give is "?"
     ("6.58 ms [6.41-?]")."""
     low = units.number(t.low_ms, None, noise=cv) if t.low_ms is not None else "?"
     high = units.number(t.high_ms, None, noise=cv) if t.high_ms is not None else "?"

@@ -274,11 +274,11 @@ def _update(cell: SweepCell, **changes: object) -> None:
 
 
 def describe(sweep_dir: Path, name: str, cell: SweepCell) -> str:
-    seconds = f"({units.seconds_unit(cell.elapsed_s or 0)})"
+    seconds = f"({units.time(cell.elapsed_s or 0, 's', decimals=1, thousands=False)})"
     if cell.status != OK:
         return f"{cell.status}: {cell.reason} {seconds}"
     result = runs.try_read_result(sweep_dir / name / runs.RESULT_FILE)
     if result is None:
         return f"ok {seconds}"
     broken = "; warning: the output holds NaN or Inf" if result.output.finite is False else ""
-    return f"ok, p50 {units.ms_plain(result.timing.p50_ms)} ms{broken} {seconds}"
+    return f"ok, p50 {units.time(result.timing.p50_ms, thousands=False)}{broken} {seconds}"

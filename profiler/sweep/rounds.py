@@ -106,7 +106,10 @@ def run_round(
         stdout = (
             expired.stdout.decode() if isinstance(expired.stdout, bytes) else (expired.stdout or "")
         )
-        stderr, code = f"the round ran past {units.seconds_unit(timeout_s, 0)}", None
+        stderr, code = (
+            f"the round ran past {units.time(timeout_s, 's', decimals=0, thousands=False)}",
+            None,
+        )
     found: dict[str, dict[str, Any] | str] = {}
     for line in stdout.splitlines():
         try:
@@ -557,6 +560,7 @@ def _fresh_stops(
         out.stops[key] = dataclasses.replace(stop, stop=True, reason=reason)
         if reason == REACHED:
             say(
-                f"  {key}: ±{units.pct(100 * stop.half_width)} on {figure.replace('_', ' ')} after "
+                f"  {key}: ±{units.percent(100 * stop.half_width)} on "
+                f"{figure.replace('_', ' ')} after "
                 f"{stop.samples} fresh processes: target reached"
             )

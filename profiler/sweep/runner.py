@@ -284,7 +284,8 @@ def sample_cells(
     )
     record(sampled)
     say(
-        f"sampling took {units.seconds_unit(sampled.wall_s, 0)} ({sampled.rounds} round(s)"
+        f"sampling took {units.time(sampled.wall_s, 's', decimals=0, thousands=False)} "
+        f"({sampled.rounds} round(s)"
         + (f" in {sampled.processes} processes over {where}" if len(sampled.gpus) > 1 else "")
         + ")"
         + (

@@ -369,7 +369,7 @@ def _run(
         say(
             f"    {cell.experiment.label}: {outcome.status}"
             + (f" ({outcome.reason})" if outcome.reason else "")
-            + f" in {units.seconds_unit(outcome.elapsed_s)}"
+            + f" in {units.time(outcome.elapsed_s, 's', decimals=1, thousands=False)}"
         )
         write_json_atomic(folder / TRIAL_FILE, trial.to_dict())
         # nothing to measure against (a stopped baseline is the stop's: it goes on)
@@ -529,7 +529,7 @@ def baseline_again(trial: Trial, say: Say) -> None:
     flags = window_flags(noise.warnings)
     if len(have.for_verdict()) != 1 or not flags or noise.cv is None:
         return
-    why = f"the baseline's one window is {' and '.join(flags)} (CV {units.pct(100 * noise.cv)})"
+    why = f"the baseline's one window is {' and '.join(flags)} (CV {units.percent(100 * noise.cv)})"
     say(f"{why}: timing it once more in a fresh process before any verdict")
     config = rounds.window_config(
         config_json_of(result), result.timing.iters, result.timing.warmup_iters

@@ -334,12 +334,12 @@ def graph_summary(trace: Trace) -> GraphSummary | None:
 def graph_note(found: GraphSummary) -> str:
     """The replays and their attribution in one sentence (a trace note)."""
     share = found.replayed_pct
-    where = f" ({units.pct(share)} of all kernel time)" if share is not None else ""
+    where = f" ({units.percent(share)} of all kernel time)" if share is not None else ""
     text = f"CUDA graphs: {found.replays} replays, {found.replay_kernels} kernels{where}"
     attributed = found.attributed_pct
     if attributed is not None and found.attributed_replays:
         text += (
-            f"; {units.pct(attributed)} of their kernel time attributed to the operators that "
+            f"; {units.percent(attributed)} of their kernel time attributed to the operators that "
             f"launched each kernel at capture ({found.captures} capture(s) profiled)"
         )
     else:

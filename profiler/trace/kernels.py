@@ -520,7 +520,7 @@ def _summary_notes(rows: pd.DataFrame, total: float, unknown_time: float) -> lis
     notes = []
     if unknown_time > 0:
         notes.append(
-            f"{units.pct_fine(100 * unknown_time / total)} of kernel time is in kernels whose "
+            f"{units.percent(100 * unknown_time / total, 2)} of kernel time is in kernels whose "
             "names do not tell whether they use Tensor Cores (counted as not)"
         )
     over_48k = (rows["shared_memory"] > 48 * 1024) & (rows["kineto_occupancy_pct"] == 0)
@@ -528,7 +528,7 @@ def _summary_notes(rows: pd.DataFrame, total: float, unknown_time: float) -> lis
         share = 100 * rows.loc[over_48k, "dur"].sum() / total
         notes.append(
             f"Kineto's est. occupancy reads 0 for kernels with > 48 KB shared memory "
-            f"({units.pct(share)} of kernel time); the theoretical column does not"
+            f"({units.percent(share)} of kernel time); the theoretical column does not"
         )
     return notes
 

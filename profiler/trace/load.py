@@ -121,13 +121,13 @@ def _progress(path: Path, size: int, compressed: bool = False) -> Callable[[int]
         return None
     started = time.perf_counter()
     said = [0]
-    what = units.mib(size / 2**20) + (" compressed" if compressed else "")
+    what = units.size(size / 2**20, "MiB") + (" compressed" if compressed else "")
 
     def told(done: int) -> None:
         tenth = 10 * done // size
         if tenth > said[0] and tenth < 10:
             said[0] = tenth
-            seconds = units.seconds(time.perf_counter() - started)
+            seconds = units.wall_time(time.perf_counter() - started)
             notices.progress(f"reading {path.name}: {10 * tenth} % of {what} ({seconds})")
 
     return told

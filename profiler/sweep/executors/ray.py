@@ -328,7 +328,8 @@ class RayRounds:
         except self.ray.exceptions.GetTimeoutError:
             handle.stop()
             return {
-                key: f"the round ran past {units.seconds_unit(timeout_s, 0)}" for key, _ in cells
+                key: f"the round ran past {units.time(timeout_s, 's', decimals=0, thousands=False)}"
+                for key, _ in cells
             }
         except self.ray.exceptions.RayError as error:
             return {
