@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from profiler.analysis.advice import CPU_GUIDE, Advice
+from profiler.analysis.records import ProjectionKind
 from profiler.runs.backends import BACKENDS, family
 from profiler.runs.workloads import workload
 
@@ -38,7 +39,7 @@ class Experiment:
     promise: float = 1.0  # the rule's projected speedup (x), 1 when it gives none
     cost: float = 1.0
     #: what the promise is: "bound" or "estimate" (profiler.analysis.advice.Projection)
-    promise_kind: str | None = None
+    promise_kind: ProjectionKind | None = None
 
     @property
     def slug(self) -> str:
@@ -329,7 +330,7 @@ def plan(advice: list[Advice], config: Options) -> Plan:
 
 def projection(
     advice: list[Advice], rules: Collection[str], changes: Options, config: Options | None = None
-) -> tuple[float | None, str | None]:
+) -> tuple[float | None, ProjectionKind | None]:
     """The largest projection the rules of an experiment give it, with its kind ("bound",
     "estimate"); (None, None) when none gives a number."""
     best, kind = None, None

@@ -5,11 +5,20 @@ ranked by what they measured (profiler.analysis.trial)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from profiler import units
 from profiler.commands import parse_budget
 from profiler.commands.sink import Sink
 from profiler.errors import UserError
+
+if TYPE_CHECKING:
+    from profiler.analysis.advice import Advice
+    from profiler.analysis.experiments import Experiment, Plan
+    from profiler.analysis.records import BaselineRow, PlannedExperiment, TrialRecord, TrialRow
+    from profiler.analysis.run_analysis import RunAnalysis
+    from profiler.runs.config import RunConfig
+    from profiler.sweep.trial_cells import Trial
 
 
 def run(
@@ -71,7 +80,14 @@ def run(
     return trial_exit(trial, folder, sink)
 
 
-def _show_trial(document: dict, rows, base, record, plan, sink: Sink) -> None:
+def _show_trial(
+    document: dict[str, Any],
+    rows: list[TrialRow],
+    base: BaselineRow,
+    record: TrialRecord,
+    plan: Plan,
+    sink: Sink,
+) -> None:
     """The trial's rows, as the --json document or on the console."""
     if sink.json:
         sink.document("advise", document)
@@ -81,7 +97,13 @@ def _show_trial(document: dict, rows, base, record, plan, sink: Sink) -> None:
         print_trial(rows, base, record, plan, sink.console)
 
 
-def _plan_document(side, config, advice, plan, promises) -> dict:
+def _plan_document(
+    side: RunAnalysis,
+    config: RunConfig,
+    advice: list[Advice],
+    plan: Plan,
+    promises: dict[str, float],
+) -> dict[str, Any]:
     """The --json document of advise, before any trial (profiler.cli.documents.Advise)."""
     from profiler.analysis.records import plain
     from profiler.report.advice_view import planned_advice
@@ -119,8 +141,18 @@ def _check_options(
     return budget_s
 
 
-def _show_plan(side, advice, promises, plan, document, try_them: bool, sink: Sink) -> None:
+def _show_plan(
+    side: RunAnalysis,
+    advice: list[Advice],
+    promises: dict[str, float],
+    plan: Plan,
+    document: dict[str, Any],
+    try_them: bool,
+    sink: Sink,
+) -> None:
     """The advice and its plan, without running it."""
+    result = side.result
+    assert result is not None  # advise refuses a trace without its run (run)
     from profiler.analysis.trial import baseline_noise
 
     if sink.json:
@@ -135,14 +167,14 @@ def _show_plan(side, advice, promises, plan, document, try_them: bool, sink: Sin
             side.run_folder,
             sink.console,
             try_them,
-            baseline_noise(side.result, side.result_json),
+            baseline_noise(result, side.result_json),
         )
 
 
 def _run_trial(
-    side,
-    config,
-    plan,
+    side: RunAnalysis,
+    config: RunConfig,
+    plan: Plan,
     folder: Path,
     trace_dir: Path,
     *,
@@ -152,8 +184,10 @@ def _run_trial(
     resume: bool,
     sink: Sink,
     trust_model: bool,
-):
+) -> Trial:
     """Run the plan's experiments beside a re-run of the run's config."""
+    result = side.result
+    assert result is not None  # advise refuses a trace without its run (run)
     from profiler.sweep.executors.local import visible_gpus
     from profiler.sweep.trial_cells import check_folders, run_trial
 
@@ -167,7 +201,7 @@ def _run_trial(
     # the cells import the model result.json names: only the file the run recorded, compiled
     # from the bytes checked here
     checked = model_source.check(
-        "the run", config.model, side.result.model_source, trust_model, sink.note, sink.warn
+        "the run", config.model, result.model_source, trust_model, sink.note, sink.warn
     )
     say(
         f"advise --try: {len(plan.experiments)} experiment(s) for {config.run_name} beside its "
@@ -194,8 +228,18 @@ def _run_trial(
         )
 
 
-def _write_trial_page(side, folder: Path, advice, plan, rows, base, record) -> Path:
+def _write_trial_page(
+    side: RunAnalysis,
+    folder: Path,
+    advice: list[Advice],
+    plan: Plan,
+    rows: list[TrialRow],
+    base: BaselineRow,
+    record: TrialRecord,
+) -> Path:
     """Write the trial's HTML page into its folder; its path."""
+    result = side.result
+    assert result is not None  # advise refuses a trace without its run (run)
     from profiler.analysis.trial import baseline_noise
     from profiler.fsutil import write_text_atomic
     from profiler.report.trial_view import trial_html
@@ -210,13 +254,13 @@ def _write_trial_page(side, folder: Path, advice, plan, rows, base, record) -> P
             rows,
             base,
             record,
-            baseline_noise(side.result, side.result_json),
+            baseline_noise(result, side.result_json),
         ),
     )
     return page
 
 
-def check_runs_here(config, gpus: list[str]) -> None:
+def check_runs_here(config: RunConfig, gpus: list[str]) -> None:
     """Refuse up front, in one line, a baseline this machine cannot run (the run's own config:
     without it no experiment has anything to be measured against)."""
     from profiler.collect.backends import get
@@ -234,7 +278,7 @@ def check_runs_here(config, gpus: list[str]) -> None:
         )
 
 
-def trial_exit(trial, folder: Path, sink: Sink) -> int:
+def trial_exit(trial: Trial, folder: Path, sink: Sink) -> int:
     """The exit status of a trial: 0 when the baseline and at least one experiment that ran
     finished; else an ``error:`` line and 1 (2 when the baseline failed on a user error, as
     `run` exits on one)."""
@@ -256,12 +300,12 @@ def trial_exit(trial, folder: Path, sink: Sink) -> int:
     return 0
 
 
-def advice_of(side) -> list:
+def advice_of(side: RunAnalysis) -> list[Advice]:
     """The advice rules that fired on the run (a seam for tests)."""
     return side.advice
 
 
-def experiment_record(e):
+def experiment_record(e: Experiment) -> PlannedExperiment:
     """An experiment of the plan as --json prints it (PlannedExperiment)."""
     from profiler.analysis.records import PlannedExperiment
 

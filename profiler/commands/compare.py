@@ -5,7 +5,7 @@ window's rows from result.json, and the timed headline) -> CSVs or Parquet, term
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -231,7 +231,7 @@ def fresh_windows(
     return sampled.merged("A", ConfigSamples()), sampled.merged("B", ConfigSamples())
 
 
-def _recorded_results(both: Comparison) -> dict:
+def _recorded_results(both: Comparison) -> dict[str, Any]:
     """A's and B's recorded runs, by label; a side without result.json is refused."""
     results = {}
     for label, side in (("A", both.a), ("B", both.b)):
@@ -244,7 +244,7 @@ def _recorded_results(both: Comparison) -> dict:
     return results
 
 
-def _check_models(results: dict, trust_model: bool, say: Say, warn: Say) -> list:
+def _check_models(results: dict[str, Any], trust_model: bool, say: Say, warn: Say) -> list[Any]:
     """Which code the fresh processes will import: only the file each run recorded, or with
     ``trust_model`` (profiler.runs.model_source); the files checked, for those processes."""
     from profiler.runs import model_source
@@ -257,7 +257,7 @@ def _check_models(results: dict, trust_model: bool, say: Say, warn: Say) -> list
     return checked
 
 
-def runnable_here(both: Comparison, results: dict) -> str:
+def runnable_here(both: Comparison, results: dict[str, Any]) -> str:
     """This machine's device in words, once both configs can be timed on it (profiler.collect
     .here, asked before any process starts); a config it cannot run is one line, as `run`
     says it. A side recorded on another GPU model is named with it."""
@@ -281,12 +281,15 @@ def runnable_here(both: Comparison, results: dict) -> str:
 
 
 def diff_json(
-    result: Diff, timed_ab: dict | None, top: int, explanation: dict | None = None
-) -> dict:
+    result: Diff,
+    timed_ab: dict[str, Any] | None,
+    top: int,
+    explanation: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """The compare as JSON: the timed headline first, then every table (full kernel names),
     and why B differs from A (both sides runs)."""
 
-    def records(frame: pd.DataFrame) -> list[dict]:
+    def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
         return frame.to_dict(orient="records") if len(frame) else []
 
     faster, slower = result.top_changes(top or 0)

@@ -17,6 +17,7 @@ from typing import Any
 from profiler.commands.sink import Sink
 from profiler.errors import UserError, first_line
 from profiler.runs.history_store import HistoryRecord
+from profiler.runs.result import RunResult
 
 #: the longest commit name taken (a SHA-1 is 40 characters, a tag or a CI build id a few more)
 MAX_COMMIT_CHARS = 200
@@ -56,7 +57,7 @@ def checked_commit(commit: str, option: str = "--commit") -> str:
     return commit.strip()
 
 
-def resolve_commit(result, commit: str | None, repo: Path | None) -> tuple[str, str]:
+def resolve_commit(result: RunResult, commit: str | None, repo: Path | None) -> tuple[str, str]:
     """The commit a run measured and where it came from: --commit; else the git HEAD of
     --repo, of the folder of a package.module:function model's file, or of the current folder;
     else the git commit the run recorded (this profiler's checkout)."""
@@ -82,7 +83,9 @@ def resolve_commit(result, commit: str | None, repo: Path | None) -> tuple[str, 
     )
 
 
-def _kernel_tables(run_dir: Path, result, sink: Sink) -> tuple[int | None, tuple, tuple]:
+def _kernel_tables(
+    run_dir: Path, result: RunResult, sink: Sink
+) -> tuple[int | None, tuple[Any, ...], tuple[Any, ...]]:
     """(profiled steps, categories, top kernels) of the run's trace, per step; (None, (), ())
     without a trace (said in a note)."""
     from profiler.analysis.run_analysis import RunAnalysis
@@ -246,8 +249,8 @@ def checked(db: Path, config: str | None, gate, sink: Sink, until: str | None = 
         known = "; ".join(list(counts)[:5]) or "none"
         raise UserError(f"no config {config!r} in {db} (it holds: {known})")
     confirmations = read_confirmations(db)
-    series: list = []
-    changes: list = []
+    series: list[Any] = []
+    changes: list[Any] = []
     keys = [config] if config is not None else list(counts)
     records = {key: read_records(db, key) for key in keys}
     if until is not None:
@@ -346,7 +349,7 @@ def check(
     return report.exit_status
 
 
-def _records_of(db: Path, config: str):
+def _records_of(db: Path, config: str) -> list[HistoryRecord]:
     from profiler.runs.history_store import read_records
 
     return read_records(db, config)
@@ -538,7 +541,7 @@ def confirm(
         f"change {change} ({chosen.config}): re-timing commit {a.commit} (A: {sides[0][3]}) "
         f"against {b.commit} (B: {sides[1][3]}), {processes} fresh processes each, interleaved"
     )
-    windows: dict[str, list] = {"A": [], "B": []}
+    windows: dict[str, list[Any]] = {"A": [], "B": []}
     with tempfile.TemporaryDirectory(prefix="history_confirm_") as scratch:
         for i in range(processes):
             for label, argv, cwd, _, commit in sides if i % 2 == 0 else sides[::-1]:

@@ -40,7 +40,7 @@ def run(
     *,
     sink: Sink,
     command: str = "python profile.py",
-) -> dict:
+) -> dict[str, Any]:
     """``sink``: profiler.cli.output.Output. Returns the floor as a dict."""
     from profiler.runs.config import check_processes
 
@@ -132,7 +132,7 @@ def _fixed_config(
     return fixed, config
 
 
-def _sample(configs: dict, iters: int, processes: int, say: Say):
+def _sample(configs: dict[str, Any], iters: int, processes: int, say: Say):
     """The windows of each config (name -> RunConfig), one from each of ``processes`` fresh
     processes that time them all (a round, in alternating order)."""
     from profiler.runs.config import config_to_json

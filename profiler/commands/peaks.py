@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from profiler.commands.sink import Sink
 from profiler.errors import UserError
@@ -15,7 +16,7 @@ def run(
     copy_mib: int | None = None,
     *,
     sink: Sink,
-) -> dict:
+) -> dict[str, Any]:
     """``sink``: profiler.cli.output.Output, where the table or the --json document go."""
     for flag, value, limit in (("--matmul-n", matmul_n, 2**16), ("--copy-mib", copy_mib, 2**20)):
         if value is not None and not 1 <= value <= limit:

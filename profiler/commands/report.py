@@ -4,6 +4,7 @@ gather their numbers, roofline and advice, and write one self-contained HTML fil
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from profiler import notices
 from profiler.analysis.run_analysis import Comparison, RunAnalysis
@@ -19,7 +20,7 @@ from profiler.runs.manifest import find_sweep
 
 
 def _analysis(
-    target: str, peaks_dir: Path | None, flops_table: dict | None, detail=None
+    target: str, peaks_dir: Path | None, flops_table: dict[str, Any] | None, detail=None
 ) -> RunAnalysis:
     """The target's analysis, its advice computed (a trace that does not read fails here);
     ``detail`` (-v) is told what it resolved to."""
@@ -40,7 +41,10 @@ def _analysis(
 
 
 def run_page(
-    target: str, peaks_dir: Path | None = None, flops_table: dict | None = None, detail=None
+    target: str,
+    peaks_dir: Path | None = None,
+    flops_table: dict[str, Any] | None = None,
+    detail=None,
 ) -> html.Page:
     """A run's page: the sections of profiler.report.sections.RUN_PAGE."""
     run = _analysis(target, peaks_dir, flops_table, detail)
@@ -48,7 +52,11 @@ def run_page(
 
 
 def compare_page(
-    a: str, b: str, peaks_dir: Path | None = None, flops_table: dict | None = None, detail=None
+    a: str,
+    b: str,
+    peaks_dir: Path | None = None,
+    flops_table: dict[str, Any] | None = None,
+    detail=None,
 ) -> html.Page:
     """Two runs' page: the sections of profiler.report.sections.COMPARE_PAGE."""
     both = Comparison(
@@ -64,7 +72,7 @@ def compare_page(
 def sweep_page(
     folder: Path,
     peaks_dir: Path | None = None,
-    flops_table: dict | None = None,
+    flops_table: dict[str, Any] | None = None,
     only_decided: bool = False,
 ) -> html.Page:
     """A sweep's page (profiler.report.sections.SWEEP_PAGE): its table (from its manifest and
@@ -75,7 +83,7 @@ def sweep_page(
     return page(f"Sweep: {folder.name}", SWEEP_PAGE, Context(sweep, only_decided=only_decided))
 
 
-def read_flops_table(path: Path | None) -> dict | None:
+def read_flops_table(path: Path | None) -> dict[str, Any] | None:
     if path is None:
         return None
     import json

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from profiler import signals
 from profiler.commands import loading_line, loading_torch, no_gpu_here
 from profiler.commands.sink import Sink
 from profiler.errors import UserError
 from profiler.runs.config import RunConfig
-from profiler.runs.result import result_text
+from profiler.runs.result import RunResult, result_text
 
 
 def run(
-    options: dict, sink: Sink, tb_compat: bool = False, command: str = "python profile.py"
+    options: dict[str, Any], sink: Sink, tb_compat: bool = False, command: str = "python profile.py"
 ) -> Path:
     """``options``: RunConfig field -> value; ``sink``: profiler.cli.output.Output, where the
     result goes; ``command``: how the user started the program, for the ``next:`` hints.
@@ -93,7 +94,7 @@ def _refuse_cuda_only(config: RunConfig) -> None:
         raise UserError(f"backend {backend.name} cannot run here: needs a CUDA GPU, and {hidden}")
 
 
-def _write_copies(result, copies: Path, sink: Sink, command: str) -> None:
+def _write_copies(result: RunResult, copies: Path, sink: Sink, command: str) -> None:
     """run --tb-compat, once the run is written: the copies, or (a full disk) one warning line
     saying how to make them; no copy of the replaced run is left either way."""
     from profiler.errors import os_error_line

@@ -5,7 +5,7 @@ shows) or exported."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from profiler.commands.sink import Sink
 from profiler.errors import UserError
@@ -100,7 +100,7 @@ def _write_out(run: RunAnalysis, out: Path, joined, sink: Sink) -> None:
     sink.note(f"wrote {len(written)} files to {out}")
 
 
-def _document(run: RunAnalysis, top: int, found, joined, agreement) -> dict:
+def _document(run: RunAnalysis, top: int, found, joined, agreement) -> dict[str, Any]:
     """The --json document of summarize."""
     summary, headline = run.summary, run.headline
     data = summary.to_dict(top=top)
@@ -178,7 +178,7 @@ def _ncu_csv(ncu: str | None) -> Path | None:
     return found
 
 
-def layers_json(attributions: list) -> list[dict]:
+def layers_json(attributions: list[Any]) -> list[dict[str, Any]]:
     from profiler.trace.trt_layers import LAYER_COLUMNS
 
     return [

@@ -4,9 +4,11 @@ Each returns the exit status."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from profiler.commands.sink import Sink
 from profiler.errors import UserError
+from profiler.notices import Say
 
 
 def backends(sink: Sink) -> int:
@@ -101,7 +103,7 @@ def tensorboard(logdir: Path, port: int | None, bind_all: bool, sink: Sink) -> i
     return served.exit_code
 
 
-def nsys(options: dict, sink: Sink) -> int:
+def nsys(options: dict[str, Any], sink: Sink) -> int:
     from profiler import signals
     from profiler.tools import nsys as nsys_tool
 
@@ -112,7 +114,7 @@ def nsys(options: dict, sink: Sink) -> int:
     return 1 if result.get("stats_error") else 0
 
 
-def _print_nsys(result: dict, echo) -> None:
+def _print_nsys(result: dict[str, Any], echo: Say) -> None:
     from profiler.report.fmt import number
 
     if result.get("stats_error"):
@@ -130,7 +132,7 @@ def _print_nsys(result: dict, echo) -> None:
 
 
 def ncu(
-    options: dict,
+    options: dict[str, Any],
     top: int,
     step: int | None,
     launch_count: int,
@@ -156,7 +158,7 @@ def ncu(
     return 0
 
 
-def _print_ncu(result: dict, top: int, sink: Sink) -> None:
+def _print_ncu(result: dict[str, Any], top: int, sink: Sink) -> None:
     from profiler.report.fmt import percent
     from profiler.report.hardware_view import print_hardware
     from profiler.trace.hardware import signature_key
