@@ -1,7 +1,7 @@
 """The linter and the type checker are configured in pyproject.toml and run by CI and by the
 README's check command; mypy is strict on the floors that hold, read and compute the figures, on
 the registry of report sections and on the floors above them that are typed through (sweep/,
-cli/),
+cli/, commands/),
 where ruff's annotation rules hold too, and no module of the project is left out of a check."""
 
 import re
@@ -55,6 +55,7 @@ def test_mypy_is_strict_on_runs_trace_analysis_and_the_sections_and_silences_no_
         "profiler.report.sections",  # the registry: each row's reader and renderers typed
         "profiler.sweep.*",
         "profiler.cli.*",
+        "profiler.commands.*",
     }
     assert all(strict[0].get(flag) is True for flag in STRICT_FLAGS)
     assert strict[0].get("implicit_reexport") is False
@@ -80,7 +81,7 @@ def test_ruff_requires_annotations_exactly_on_the_strict_floors_above_analysis()
     floors = re.fullmatch(r"!profiler/\{([a-z,]+)\}/\*\*", negated)
     assert floors, negated
     unignored = [f"profiler/{floor}" for floor in floors.group(1).split(",")]
-    assert unignored == ["profiler/sweep", "profiler/cli"]
+    assert unignored == ["profiler/sweep", "profiler/cli", "profiler/commands"]
     overrides = PYPROJECT["tool"]["mypy"]["overrides"]
     strict = next(o for o in overrides if o.get("disallow_untyped_defs"))
     for folder in unignored:

@@ -7,6 +7,7 @@ import importlib.util
 import os
 import resource
 import sys
+from collections.abc import Iterator
 
 from profiler.errors import UserError, first_line
 from profiler.runs.config import parse_duration
@@ -48,16 +49,17 @@ def loading_line(what: str) -> str | None:
 
 
 @contextlib.contextmanager
-def loading_torch():
+def loading_torch() -> Iterator[None]:
     """Around the first import of profiler.collect (torch): a library that cannot be mapped,
     under an address-space limit too small for torch (``ulimit -v``), is one line naming the
     limit, not an ImportError traceback."""
     try:
         yield
     except ModuleNotFoundError as error:
-        if (error.name or "").split(".")[0] not in ("torch", "torchvision"):
+        missing = (error.name or "").split(".")[0]
+        if missing not in ("torch", "torchvision"):
             raise
-        raise UserError(f"running a model needs {error.name.split('.')[0]}; {NO_TORCH}") from None
+        raise UserError(f"running a model needs {missing}; {NO_TORCH}") from None
     except (ImportError, OSError, MemoryError) as error:
         soft, _ = resource.getrlimit(resource.RLIMIT_AS)
         if soft == resource.RLIM_INFINITY and not isinstance(error, MemoryError):

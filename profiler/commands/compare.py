@@ -126,7 +126,7 @@ def run(
 KEPT = ("processes_A.csv", "processes_B.csv")
 
 
-def keep_windows(windows, out: Path | None) -> Path:
+def keep_windows(windows: tuple[ConfigSamples, ConfigSamples], out: Path | None) -> Path:
     """A's and B's fresh windows written (atomically) under ``out``, else into a new folder under
     runs/compare/; the folder."""
     import time
@@ -146,7 +146,7 @@ def keep_windows(windows, out: Path | None) -> Path:
     return folder
 
 
-def kept_windows(folder: Path):
+def kept_windows(folder: Path) -> tuple[ConfigSamples, ConfigSamples]:
     """A's and B's windows from a folder keep_windows wrote (read as untrusted files)."""
     from profiler.runs.samples import read_samples
 
@@ -302,7 +302,7 @@ def diff_json(
         "faster_in_b": len(every_faster),
         "slower_in_b": len(every_slower),
     }
-    return json_safe(
+    document: dict[str, Any] = json_safe(
         {
             "a": result.a_label,
             "b": result.b_label,
@@ -319,6 +319,7 @@ def diff_json(
             "totals": totals,
         }
     )
+    return document
 
 
 def write_csvs(result: Diff, out: Path) -> list[Path]:

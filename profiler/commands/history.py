@@ -12,12 +12,17 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from profiler.commands.sink import Sink
 from profiler.errors import UserError, first_line
 from profiler.runs.history_store import HistoryRecord
 from profiler.runs.result import RunResult
+
+if TYPE_CHECKING:
+    from profiler.analysis.change_points import Gate
+    from profiler.analysis.history_records import ChangePoint, SeriesSummary
+    from profiler.runs.samples import ProcessWindow
 
 #: the longest commit name taken (a SHA-1 is 40 characters, a tag or a CI build id a few more)
 MAX_COMMIT_CHARS = 200
@@ -236,7 +241,9 @@ def up_to(records: list[HistoryRecord], until: str) -> list[HistoryRecord] | Non
     return [r for r in records if r.commit in kept]
 
 
-def checked(db: Path, config: str | None, gate, sink: Sink, until: str | None = None):
+def checked(
+    db: Path, config: str | None, gate: Gate, sink: Sink, until: str | None = None
+) -> tuple[list[SeriesSummary], list[ChangePoint]]:
     """Every series of the database (or the one of ``config``) and its change points, numbered
     in config-key order: (series summaries, changes). With ``until``, each series as it stood
     at that commit: its later commits left out (a series without it is not checked), and the
@@ -249,8 +256,8 @@ def checked(db: Path, config: str | None, gate, sink: Sink, until: str | None = 
         known = "; ".join(list(counts)[:5]) or "none"
         raise UserError(f"no config {config!r} in {db} (it holds: {known})")
     confirmations = read_confirmations(db)
-    series: list[Any] = []
-    changes: list[Any] = []
+    series: list[SeriesSummary] = []
+    changes: list[ChangePoint] = []
     keys = [config] if config is not None else list(counts)
     records = {key: read_records(db, key) for key in keys}
     if until is not None:
@@ -464,7 +471,7 @@ def _env_for(cwd: Path | None) -> dict[str, str] | None:
     return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(cwd), inherited]))}
 
 
-def time_once(argv: list[str], cwd: Path | None, round_id: str, label: str):
+def time_once(argv: list[str], cwd: Path | None, round_id: str, label: str) -> ProcessWindow:
     """One fresh process of one side: its window (latency, GPU time, enqueue per iteration)."""
     from profiler.runs.result import result_from_dict
     from profiler.runs.samples import read_own_window

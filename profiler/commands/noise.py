@@ -12,7 +12,7 @@ import dataclasses
 import socket
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -20,6 +20,12 @@ from profiler import signals
 from profiler.commands.sink import Sink
 from profiler.errors import UserError, os_error_line
 from profiler.notices import Say
+
+if TYPE_CHECKING:
+    from profiler.runs.config import RunConfig
+    from profiler.runs.gpu_record import GpuState
+    from profiler.runs.noise_floor import NoiseFloor
+    from profiler.sweep.rounds import Sampled
 
 #: the fixed config: a GPU-bound forward with many kernels, short enough to time in a second
 GPU_DEFAULT = {"model": "resnet50", "backend": "pytorch_fp32", "bs": 8, "iters": 100}
@@ -82,10 +88,13 @@ def run(
     _show(floor, path, state, unkept, sink)
     if unkept is not None:
         raise unkept
-    return msgspec.to_builtins(floor)
+    document: dict[str, Any] = msgspec.to_builtins(floor)
+    return document
 
 
-def _floor(sampled, before, after, workload: str, on_gpu: bool, command: str):
+def _floor(
+    sampled: Sampled, before: GpuState, after: GpuState, workload: str, on_gpu: bool, command: str
+) -> NoiseFloor:
     """The floor from the sampled windows, with the machine's state and settings around them
     and what to change."""
     from profiler.analysis.floor import floor_of, suggestions, within_process_rho
@@ -118,7 +127,7 @@ def _floor(sampled, before, after, workload: str, on_gpu: bool, command: str):
 
 def _fixed_config(
     on_gpu: bool, model: str | None, backend: str | None, bs: int | None, iters: int | None
-):
+) -> tuple[dict[str, Any], RunConfig]:
     """The fixed workload's values (the defaults, then the options given) and its config."""
     from profiler.runs.config import RunConfig
 
@@ -132,7 +141,7 @@ def _fixed_config(
     return fixed, config
 
 
-def _sample(configs: dict[str, Any], iters: int, processes: int, say: Say):
+def _sample(configs: dict[str, RunConfig], iters: int, processes: int, say: Say) -> Sampled:
     """The windows of each config (name -> RunConfig), one from each of ``processes`` fresh
     processes that time them all (a round, in alternating order)."""
     from profiler.runs.config import config_to_json
@@ -151,7 +160,7 @@ def _sample(configs: dict[str, Any], iters: int, processes: int, say: Say):
         )
 
 
-def _keep(floor, floors_dir: Path | None) -> tuple[Path | None, UserError | None]:
+def _keep(floor: NoiseFloor, floors_dir: Path | None) -> tuple[Path | None, UserError | None]:
     """Write the floor; where it could not be kept, the error that says why (raised after the
     floor is shown)."""
     from profiler.runs.noise_floor import write_floor
@@ -169,7 +178,13 @@ def _keep(floor, floors_dir: Path | None) -> tuple[Path | None, UserError | None
         )
 
 
-def _show(floor, path: Path | None, state: dict[str, str], unkept, sink: Sink) -> None:
+def _show(
+    floor: NoiseFloor,
+    path: Path | None,
+    state: dict[str, str],
+    unkept: UserError | None,
+    sink: Sink,
+) -> None:
     """The floor, as a document (--json) or on the console."""
     if sink.json:
         sink.document(

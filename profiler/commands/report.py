@@ -12,6 +12,7 @@ from profiler.analysis.sweep_analysis import SweepAnalysis
 from profiler.commands.sink import Sink
 from profiler.errors import UserError
 from profiler.fsutil import read_small, write_text_atomic
+from profiler.notices import Say
 from profiler.report import html
 from profiler.report.pages import target_label
 from profiler.report.sections import COMPARE_PAGE, RUN_PAGE, SWEEP_PAGE, Context, page
@@ -20,7 +21,10 @@ from profiler.runs.manifest import find_sweep
 
 
 def _analysis(
-    target: str, peaks_dir: Path | None, flops_table: dict[str, Any] | None, detail=None
+    target: str,
+    peaks_dir: Path | None,
+    flops_table: dict[str, Any] | None,
+    detail: Say | None = None,
 ) -> RunAnalysis:
     """The target's analysis, its advice computed (a trace that does not read fails here);
     ``detail`` (-v) is told what it resolved to."""
@@ -44,7 +48,7 @@ def run_page(
     target: str,
     peaks_dir: Path | None = None,
     flops_table: dict[str, Any] | None = None,
-    detail=None,
+    detail: Say | None = None,
 ) -> html.Page:
     """A run's page: the sections of profiler.report.sections.RUN_PAGE."""
     run = _analysis(target, peaks_dir, flops_table, detail)
@@ -56,7 +60,7 @@ def compare_page(
     b: str,
     peaks_dir: Path | None = None,
     flops_table: dict[str, Any] | None = None,
-    detail=None,
+    detail: Say | None = None,
 ) -> html.Page:
     """Two runs' page: the sections of profiler.report.sections.COMPARE_PAGE."""
     both = Comparison(
@@ -89,7 +93,8 @@ def read_flops_table(path: Path | None) -> dict[str, Any] | None:
     import json
 
     try:
-        return json.loads(read_small(path, 64 << 20, "--flops"))
+        table: dict[str, Any] | None = json.loads(read_small(path, 64 << 20, "--flops"))
+        return table
     except (ValueError, RecursionError) as error:
         raise UserError(f"--flops {path}: not readable JSON ({error})") from None
 

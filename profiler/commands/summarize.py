@@ -11,7 +11,11 @@ from profiler.commands.sink import Sink
 from profiler.errors import UserError
 
 if TYPE_CHECKING:
+    import pandas as pd
+
+    from profiler.analysis.insight import Insight
     from profiler.analysis.run_analysis import RunAnalysis
+    from profiler.trace.hardware import Agreement
 
 View = Literal[
     "all", "overview", "kernels", "categories", "operators", "layers", "phases", "definitions"
@@ -73,7 +77,7 @@ def _run_view(run: RunAnalysis, view: str, out: Path | None, sink: Sink, top: in
         sink.document("summarize", _document(run, top, found, joined, agreement))
 
 
-def _write_out(run: RunAnalysis, out: Path, joined, sink: Sink) -> None:
+def _write_out(run: RunAnalysis, out: Path, joined: pd.DataFrame | None, sink: Sink) -> None:
     """The kernel table as Parquet (``out`` ends in .parquet), else the tables as files in the
     folder ``out``."""
     summary = run.summary
@@ -100,7 +104,13 @@ def _write_out(run: RunAnalysis, out: Path, joined, sink: Sink) -> None:
     sink.note(f"wrote {len(written)} files to {out}")
 
 
-def _document(run: RunAnalysis, top: int, found, joined, agreement) -> dict[str, Any]:
+def _document(
+    run: RunAnalysis,
+    top: int,
+    found: Insight | None,
+    joined: pd.DataFrame | None,
+    agreement: Agreement | None,
+) -> dict[str, Any]:
     """The --json document of summarize."""
     summary, headline = run.summary, run.headline
     data = summary.to_dict(top=top)

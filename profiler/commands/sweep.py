@@ -3,6 +3,8 @@ status says whether any cell finished."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from profiler import signals
 from profiler.analysis.benchmark import (
     benchmark_frame,
@@ -20,10 +22,16 @@ from profiler.report.benchmark_view import (
 )
 from profiler.report.fmt import wall_time
 from profiler.report.sweep_view import cell_progress
-from profiler.runs.manifest import OK, grid_cells
+from profiler.runs.manifest import OK, SweepManifest, grid_cells
 from profiler.sweep.plan import SweepPlan
 from profiler.sweep.record import read_manifest
 from profiler.sweep.runner import run_sweep
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from profiler.analysis.gpu_offsets import GpuOffset
+    from profiler.analysis.records import BenchmarkCell
 
 
 def run(plan: SweepPlan, sink: Sink, only_decided: bool = False) -> int:
@@ -66,7 +74,9 @@ def run(plan: SweepPlan, sink: Sink, only_decided: bool = False) -> int:
     return 0
 
 
-def write_tables(plan: SweepPlan):
+def write_tables(
+    plan: SweepPlan,
+) -> tuple[list[BenchmarkCell], pd.DataFrame, SweepManifest, list[GpuOffset]]:
     """benchmark.csv and .md from the manifest as it is now; the typed rows, their frame, the
     manifest and the GPUs' offsets."""
     manifest = read_manifest(plan.sweep_dir)

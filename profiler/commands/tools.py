@@ -4,11 +4,14 @@ Each returns the exit status."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from profiler.commands.sink import Sink
 from profiler.errors import UserError
 from profiler.notices import Say
+
+if TYPE_CHECKING:
+    from profiler.collect.backends.base import Backend
 
 
 def backends(sink: Sink) -> int:
@@ -26,7 +29,7 @@ def backends(sink: Sink) -> int:
     if torch_here and not sink.json:
         sink.note("checking each backend's libraries (TensorRT, ONNX Runtime, torchao) ...")
 
-    def why_not(backend) -> str | None:
+    def why_not(backend: Backend) -> str | None:
         return backend.unavailable_reason(cuda) if torch_here else NO_TORCH
 
     rows = [
