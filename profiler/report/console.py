@@ -8,7 +8,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from rich.console import Console, RenderableType
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.measure import Measurement
 from rich.table import Column, Table
 from rich.text import Text
@@ -47,7 +47,7 @@ class FitTable(Table):
     #: headers stay on one line only where the name columns keep this width too
     ROOMY = 40
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # noqa: ANN401 (rich's Table's)
         kwargs.setdefault("title_justify", "left")
         super().__init__(*args, **kwargs)
         self.optional: list[tuple[int, Column]] = []  # (rank, column), in the order added
@@ -79,7 +79,7 @@ class FitTable(Table):
         if whole:
             self.whole.append(self.columns[-1])
 
-    def __rich_console__(self, console, options):
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         fitted = self._fixed(console, options, whole_headers=True)
         if fitted._needed(console, options, self.ROOMY) > options.max_width:
             fitted = self._fixed(console, options, whole_headers=False)
@@ -105,7 +105,13 @@ class FitTable(Table):
                 style="dim",
             )
 
-    def _leave_out(self, fitted: FitTable, console, options, whole=()) -> None:
+    def _leave_out(
+        self,
+        fitted: FitTable,
+        console: Console,
+        options: ConsoleOptions,
+        whole: list[Column] | None = None,
+    ) -> None:
         """Leave optional columns out of ``fitted`` (the highest rank, the last added first)
         until the rest fits the width, or none is left."""
         order = sorted(range(len(self.optional)), key=lambda i: (self.optional[i][0], i))
@@ -113,7 +119,7 @@ class FitTable(Table):
         while droppable and fitted._needed(console, options, whole=whole) > options.max_width:
             fitted.columns.remove(droppable.pop())
 
-    def _fixed(self, console, options, whole_headers: bool) -> FitTable:
+    def _fixed(self, console: Console, options: ConsoleOptions, whole_headers: bool) -> FitTable:
         """A copy whose number columns are as wide as their widest cell and their header (on
         one line, or wrapped between words)."""
         fitted = copy.copy(self)
@@ -125,13 +131,15 @@ class FitTable(Table):
         ]
         return fitted
 
-    def _number_width(self, console, options, column: Column, whole_header: bool) -> int:
+    def _number_width(
+        self, console: Console, options: ConsoleOptions, column: Column, whole_header: bool
+    ) -> int:
         cells = [Measurement.get(console, options, cell).maximum for cell in column._cells]
         header = Measurement.get(console, options, column.header)
         return max([header.maximum if whole_header else header.minimum, *cells])
 
     @staticmethod
-    def _word_width(console, options, column: Column) -> int:
+    def _word_width(console: Console, options: ConsoleOptions, column: Column) -> int:
         """The width of the column's longest word (of its cells and its header)."""
         return max(
             Measurement.get(console, options, cell).minimum
@@ -139,7 +147,11 @@ class FitTable(Table):
         )
 
     def _needed(
-        self, console, options, names: int | None = None, whole: list[Column] | None = None
+        self,
+        console: Console,
+        options: ConsoleOptions,
+        names: int | None = None,
+        whole: list[Column] | None = None,
     ) -> int:
         """The width that shows every number whole, the ``whole`` columns' cells on one line
         and every other name column ``names`` (default NARROWEST) wide, or its widest name
@@ -164,7 +176,7 @@ class FitTable(Table):
         return need + self._extra_width
 
 
-def _plain(header) -> str:
+def _plain(header: RenderableType) -> str:
     """A column header as one line of plain text (its markup and line breaks gone)."""
     text = header.plain if isinstance(header, Text) else Text.from_markup(str(header)).plain
     return " ".join(text.split())
