@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from profiler.analysis.verdict import compare  # noqa: E402
-from profiler.runs.config import RunConfig, config_to_json  # noqa: E402
+from profiler.runs.config import RunConfig  # noqa: E402
 from profiler.sweep import rounds  # noqa: E402
 
 MODEL = "resnet50"
@@ -43,7 +43,7 @@ def config(backend: str, bs: int, image_size: int = 224, iters: int = 100, **ext
     made = RunConfig(
         model=MODEL, backend=backend, batch_size=bs, image_size=image_size, iters=iters, **extra
     )
-    return rounds.window_config(config_to_json(made), iters, made.timed_warmup or 20)
+    return rounds.window_config(made, iters, made.timed_warmup or 20)
 
 
 def sample(cells: dict[str, dict], processes: int) -> dict[str, list[list[float]]]:

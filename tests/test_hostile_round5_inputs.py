@@ -101,9 +101,8 @@ def test_retiming_compiles_the_checked_file_not_a_stale_pyc(project, monkeypatch
     round's child of `compare --processes` and `advise --try` (profiler.sweep.rounds.run_round),
     started after the check as they start it."""
     from profiler.runs import model_source
-    from profiler.runs.config import config_from_json
     from profiler.runs.result import read_result
-    from profiler.runs.samples import config_json_of
+    from profiler.runs.samples import config_of
     from profiler.sweep import rounds
 
     source = project / "r5six" / "m6.py"
@@ -113,12 +112,12 @@ def test_retiming_compiles_the_checked_file_not_a_stale_pyc(project, monkeypatch
     assert len(evil) == len(good)
     planted = _bytecode_paths(source)
     recorded = read_result(project / "runs" / "pytorch_fp32_bs1_m6")
-    config = config_json_of(recorded)
+    config = config_of(recorded)
     monkeypatch.chdir(project)
     monkeypatch.delenv("PYTHONPATH", raising=False)
     said: list[str] = []
     checked = model_source.check(
-        "A", config_from_json(config).model, recorded.model_source, False, said.append, print
+        "A", config.model, recorded.model_source, False, said.append, print
     )
     assert checked is not None and "the file the run recorded" in said[0]
     try:

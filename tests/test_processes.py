@@ -2,6 +2,7 @@
 runner), processes.csv and result.json's record of them (profiler.runs.samples), the verdict
 columns of a sweep's table, and the one-line errors of --processes / --target-noise."""
 
+import dataclasses
 import json
 import os
 import shutil
@@ -782,10 +783,12 @@ def test_the_default_processes_are_five_on_gpus_and_three_on_a_cpu():
 
 def test_a_recorded_config_is_read_as_a_run_config_and_crosses_to_a_process_as_the_same():
     """Commands read a run's config as the RunConfig (config_of), with no JSON between; JSON
-    is only what a fresh process is handed (config_json_of), and it reads back as that config."""
+    is only what a round's fresh process is handed (rounds.window_config), and it reads back as
+    that config with the window's own settings."""
     from profiler.runs.config import RunConfig, config_from_json
     from profiler.runs.result import read_result
-    from profiler.runs.samples import config_json_of, config_of
+    from profiler.runs.samples import config_of
+    from profiler.sweep import rounds
 
     from .conftest import FIXTURES
 
@@ -793,4 +796,7 @@ def test_a_recorded_config_is_read_as_a_run_config_and_crosses_to_a_process_as_t
     config = config_of(result)
     assert isinstance(config, RunConfig)
     assert (config.backend, config.batch_size) == (result.config.backend, result.config.batch_size)
-    assert config_from_json(config_json_of(result)) == config
+    handed = config_from_json(rounds.window_config(config, 7, 3))
+    assert handed == dataclasses.replace(
+        config, iters=7, timed_warmup=3, min_time=None, repeat_runs=1
+    )

@@ -178,7 +178,7 @@ def fresh_windows(
     from profiler.analysis import sequential
     from profiler.analysis.headline import machine_noise
     from profiler.runs import model_source
-    from profiler.runs.samples import ConfigSamples, config_json_of
+    from profiler.runs.samples import ConfigSamples, config_of
     from profiler.runs.workloads import workload
     from profiler.sweep import rounds
     from profiler.sweep.plan import DEFAULT_PROCESSES, check_sampling
@@ -201,7 +201,7 @@ def fresh_windows(
         say(line)
     here = runnable_here(both, results)
     cells = {
-        label: rounds.window_config(config_json_of(r), r.timing.iters, r.timing.warmup_iters)
+        label: rounds.window_config(config_of(r), r.timing.iters, r.timing.warmup_iters)
         for label, r in results.items()
     }
     looks = target_noise is None and count > sequential.FIRST_LOOK

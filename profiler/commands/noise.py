@@ -144,14 +144,13 @@ def _fixed_config(
 def _sample(configs: dict[str, RunConfig], iters: int, processes: int, say: Say) -> Sampled:
     """The windows of each config (name -> RunConfig), one from each of ``processes`` fresh
     processes that time them all (a round, in alternating order)."""
-    from profiler.runs.config import config_to_json
     from profiler.sweep import rounds
 
     # Ctrl-C, SIGTERM, SIGHUP: the round's process stopped, one line, 130/143/129
     with signals.interruptible("noise", "no floor was kept"):
         return rounds.sample(
             {
-                name: rounds.window_config(config_to_json(c), iters, c.timed_warmup or 0)
+                name: rounds.window_config(c, iters, c.timed_warmup or 0)
                 for name, c in configs.items()
             },
             {},

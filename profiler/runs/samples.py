@@ -547,14 +547,6 @@ def config_of(result: RunResult) -> RunConfig:
     return config_from_json(keyed(options))
 
 
-def config_json_of(result: RunResult) -> dict[str, Any]:
-    """config_of as config_to_json writes it: what a new window of the same config is timed with
-    in a fresh process."""
-    from profiler.runs.config import config_to_json
-
-    return config_to_json(config_of(result))
-
-
 def own_window(run_dir: Path) -> list[float]:
     """The run's own timed window (latency.csv in its folder)."""
     return read_latency_csv(Path(run_dir) / LATENCY_CSV)

@@ -58,7 +58,7 @@ from profiler.analysis.sampling import (
 from profiler.analysis.verdict import MachineNoise
 from profiler.errors import UserError
 from profiler.notices import Say
-from profiler.runs.config import check_processes, config_from_json, config_to_json
+from profiler.runs.config import RunConfig, check_processes, config_to_json
 from profiler.runs.samples import ConfigSamples, ProcessWindow, window_of
 from profiler.sweep.schedule import interleaved
 
@@ -70,12 +70,12 @@ MAX_ROUNDS = 50
 DEFAULT_BUDGET_S = 600.0
 
 
-def window_config(config: dict[str, Any], iters: int, warmup: int) -> dict[str, Any]:
-    """A cell's config (config_to_json) for a repeat window: the iterations and warm-up its
-    own run timed, no time-chosen window, no repeats of its own."""
-    base = config_from_json(config)
+def window_config(config: RunConfig, iters: int, warmup: int) -> dict[str, Any]:
+    """A cell's config for a repeat window, as the round's fresh process is handed it
+    (config_to_json): the iterations and warm-up its own run timed, no time-chosen window, no
+    repeats of its own."""
     return config_to_json(
-        dataclasses.replace(base, iters=iters, timed_warmup=warmup, min_time=None, repeat_runs=1)
+        dataclasses.replace(config, iters=iters, timed_warmup=warmup, min_time=None, repeat_runs=1)
     )
 
 

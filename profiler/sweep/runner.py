@@ -347,7 +347,7 @@ def _finished_cells(
             continue
         job = cell_job(p, backend, batch_size, axis)
         cells[name] = rounds.window_config(
-            job.config, result.timing.iters, result.timing.warmup_iters
+            job.run_config(), result.timing.iters, result.timing.warmup_iters
         )
         have[name], results[name] = windows, result
     return cells, have, results

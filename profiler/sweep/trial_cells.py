@@ -53,7 +53,7 @@ from profiler.runs.layout import MANIFEST, RESULT_FILE, check_separate_roots
 from profiler.runs.result import try_read_result
 from profiler.runs.samples import (
     ConfigSamples,
-    config_json_of,
+    config_of,
     config_samples,
     record_processes,
     window_of,
@@ -484,7 +484,7 @@ def _sample(trial: Trial, processes: int, say: Say) -> None:
         if not len(windows):
             continue
         configs[cell.folder] = rounds.window_config(
-            config_json_of(result), result.timing.iters, result.timing.warmup_iters
+            config_of(result), result.timing.iters, result.timing.warmup_iters
         )
         have[cell.folder], results[cell.folder] = windows, result
     if len(configs) < 2:
@@ -532,7 +532,7 @@ def baseline_again(trial: Trial, say: Say) -> None:
     why = f"the baseline's one window is {' and '.join(flags)} (CV {units.percent(100 * noise.cv)})"
     say(f"{why}: timing it once more in a fresh process before any verdict")
     config = rounds.window_config(
-        config_json_of(result), result.timing.iters, result.timing.warmup_iters
+        config_of(result), result.timing.iters, result.timing.warmup_iters
     )
     got = rounds.run_round([(cell.folder, config)])[cell.folder]
     if isinstance(got, str):
