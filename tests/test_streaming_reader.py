@@ -256,6 +256,11 @@ def test_progress_on_stderr_for_large_traces_nothing_on_stdout(cli, monkeypatch)
     assert quiet.code == 0 and "reading" not in quiet.stderr
 
 
+#: the numpy whose pairwise summation padded_sum follows bit for bit (2.4); an older one (2.2,
+#: which apache-otava pins) orders its additions otherwise, a few units in the last place apart
+SAME_SUMMATION = np.lib.NumpyVersion(np.__version__) >= "2.4.0"
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_padded_sum_is_numpys_sum_of_the_padded_array(seed):
     rng = np.random.default_rng(seed)
@@ -265,7 +270,11 @@ def test_padded_sum_is_numpys_sum_of_the_padded_array(seed):
         values = rng.random(int(rng.integers(0, n - at + 1))) * 10 ** rng.uniform(-3, 6)
         padded = np.zeros(n)
         padded[at : at + len(values)] = values
-        assert intervals.padded_sum(values, n, at) == float(padded.sum())
+        total = intervals.padded_sum(values, n, at)
+        if SAME_SUMMATION:
+            assert total == float(padded.sum())
+        else:
+            assert abs(total - float(padded.sum())) <= 8 * np.spacing(float(padded.sum()))
 
 
 @pytest.mark.parametrize("path", [STACKS, LLM, H200 / "x"], ids=["stacks", "llm", "ttrt"])

@@ -92,7 +92,8 @@ def padded_sum(values: npt.NDArray[np.float64], n: int, at: int) -> float:
     split at a multiple of 8, blocks of at most 128 summed in 8 running sums, fewer than 8
     added one by one) onto +0.0. The blocks of zeros add exactly +0.0, so only the nodes of
     that tree that overlap ``values`` are computed: whole ones by numpy itself, the others as
-    numpy would (tests/test_streaming_reader.py checks it against numpy's own sum)."""
+    numpy 2.4 would (tests/test_streaming_reader.py checks it against numpy's own sum; an older
+    numpy orders its additions otherwise, a few units in the last place apart)."""
     if not len(values):
         return 0.0
     return 0.0 + _pairwise(values, 0, n, at, at + len(values))
