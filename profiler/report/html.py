@@ -292,7 +292,10 @@ def _beside_the_trace(data: Headline | None) -> list[tuple[str, object]]:
                 )
             )
     cv = data.noise.cv if data.noise else None  # the latency to the figures its window allows
-    gpu = gpu_compute_line(data.timed.gpu_compute, data.timed.p50_ms, kernel_ms, cv)
+    compute = data.timed.gpu_compute
+    if compute is not None and compute.not_measured == "no GPU":  # a CPU run's page: no GPU rows
+        return rows
+    gpu = gpu_compute_line(compute, data.timed.p50_ms, kernel_ms, cv)
     if gpu:
         rows.append(("GPU compute", gpu.removeprefix("GPU compute ")))
     return rows
