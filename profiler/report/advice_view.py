@@ -4,21 +4,27 @@ as label -> text and the gain it projects. The terminal, the HTML report and --j
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any, TypeAlias
 
 from profiler.analysis.advice import Advice
 from profiler.analysis.records import AdviceRecord, BaselineNoise, PlannedAdvice
+from profiler.analysis.timed_window import window_flags
 from profiler.report.fmt import (
     count,
     marked,
     number,
     percent,
     ratio,
-    window_flags,
     with_unit,
 )
 
+#: a rule's figures (Advice.figures): each rule's own numbers by name, so Any
+Figures: TypeAlias = dict[str, Any]
+#: what a rule saw, label -> text, and the gain it projects in words
+Wording: TypeAlias = tuple[dict[str, str], str]
 
-def _launch_bound(f: dict) -> tuple[dict, str]:
+
+def _launch_bound(f: Figures) -> Wording:
     window = "timed p50" if f["of_timed_p50"] else "step"
     evidence = {
         "GPU idle": f"{percent(f['idle_share'], 0, of_one=True)} of the {window} "
@@ -36,7 +42,7 @@ def _launch_bound(f: dict) -> tuple[dict, str]:
     )
 
 
-def _fp32_cuda_cores(f: dict) -> tuple[dict, str]:
+def _fp32_cuda_cores(f: Figures) -> Wording:
     evidence = {
         "GEMM/conv share of kernel time": percent(f["matrix_share"], 0, of_one=True),
         "in Tensor Core kernels": percent(f["tensor_core_share"], 0, of_one=True),
@@ -55,7 +61,7 @@ def _fp32_cuda_cores(f: dict) -> tuple[dict, str]:
     )
 
 
-def _low_occupancy(f: dict) -> tuple[dict, str]:
+def _low_occupancy(f: Figures) -> Wording:
     evidence = {
         f"top kernels (not Tensor Core GEMM/conv) under {percent(f['below_pct'], 0)} achieved "
         "occupancy": f"{f['low_kernels']} of {f['top_kernels']} profiled",
@@ -69,7 +75,7 @@ def _low_occupancy(f: dict) -> tuple[dict, str]:
     )
 
 
-def _batch_headroom(f: dict) -> tuple[dict, str]:
+def _batch_headroom(f: Figures) -> Wording:
     evidence = {
         "throughput": ", ".join(f"bs{bs} {count(rate, 0)}/s" for bs, rate in f["throughput_by_bs"]),
         "last step": (
@@ -83,14 +89,14 @@ def _batch_headroom(f: dict) -> tuple[dict, str]:
     )
 
 
-def _trt_fp32_layers(f: dict) -> tuple[dict, str]:
+def _trt_fp32_layers(f: Figures) -> Wording:
     evidence = {"layers with FP32 outputs": f"{f['fp32_layers']} of {f['layers']}"}
     if f["pytorch_layers"]:
         evidence["layers run by PyTorch"] = str(f["pytorch_layers"])
     return evidence, "up to the FP32 layers' share of engine time (see the layer view)"
 
 
-def _memory_bound(f: dict) -> tuple[dict, str]:
+def _memory_bound(f: Figures) -> Wording:
     evidence = {
         "arithmetic intensity": f"{number(f['intensity'], 0, thousands=False)} FLOP per "
         "minimum byte (ridge "
@@ -105,7 +111,7 @@ def _memory_bound(f: dict) -> tuple[dict, str]:
     )
 
 
-def _cpu(f: dict) -> tuple[dict, str]:
+def _cpu(f: Figures) -> Wording:
     evidence = {"recorded on": "the CPU"}
     if f.get("cpu_bf16"):
         evidence["this machine's CPU flags"] = "BF16 (AVX-512 BF16 or AMX)"
@@ -113,7 +119,7 @@ def _cpu(f: dict) -> tuple[dict, str]:
 
 
 #: rule id -> its figures in words (evidence by label, projected gain)
-WORDING: dict[str, Callable[[dict], tuple[dict, str]]] = {
+WORDING: dict[str, Callable[[Figures], Wording]] = {
     "cpu-backends": _cpu,
     "cpu-bf16": _cpu,
     "cpu-threads": _cpu,

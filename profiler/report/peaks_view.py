@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from profiler.report.fmt import count, peak_gbs, peak_tflops
 
 
 def print_peaks(
-    data: dict, path: Path, measured: bool, echo: Callable[[str], None] = print
+    data: dict[str, Any], path: Path, measured: bool, echo: Callable[[str], None] = print
 ) -> None:
-    """The ceilings, a line each, through ``echo`` (the CLI's output sink)."""
+    """The ceilings, a line each, through ``echo`` (the CLI's output sink). ``data`` is the
+    cached JSON document of profiler.collect.measured_peaks, read as it was written (Any)."""
     m = data["method"]
     echo(
         f"{data['machine']['device']} (driver {data['machine']['driver'] or 'n/a'}, torch "
