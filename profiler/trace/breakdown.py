@@ -77,7 +77,7 @@ PLUGIN_COMMUNICATION_OPS = (
 )
 
 
-def _role_intervals(
+def role_intervals(
     trace: Trace, communication_kernel: npt.NDArray[np.bool_], definitions: str = "tool"
 ) -> dict[str, tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]]:
     """Merged intervals of each role but "other"; ``definitions``: "tool" or "plugin"
@@ -140,7 +140,7 @@ def breakdown(
     if steps.empty:
         return pd.DataFrame(columns=list(BREAKDOWN))
     give_back_memory()
-    roles = _role_intervals(trace, communication_kernel, definitions)
+    roles = role_intervals(trace, communication_kernel, definitions)
     w_lo, w_hi = steps["start"].to_numpy(dtype=float), steps["end"].to_numpy(dtype=float)
     bounds = [w_lo, w_hi] + [x for s, e in roles.values() for x in (s, e)]
     cuts = _sorted_unique(np.concatenate(bounds))

@@ -1,0 +1,216 @@
+"""A folder of rank traces: ranks by their recorded rank, missing ranks and steps said, the
+TensorBoard plugin's Distributed view figures (equal to the plugin's own, driven in-process),
+this tool's figures against plain interval unions, the straggler, and two runs compared."""
+
+import gzip
+import json
+import logging
+import shutil
+
+import pytest
+
+from profiler.analysis.rank_run import RankComparison, RankRun, rank_folder, spans
+from profiler.errors import UserError
+from profiler.trace.load import load_trace
+from profiler.trace.ranks import distributed_info, rank_steps
+from profiler.trace.tb_compat import compat_trace
+
+from .conftest import FIXTURES
+
+HTA = FIXTURES / "hta_ranks"
+RANK0, RANK1 = HTA / "sampled_rank-0.json.gz", HTA / "sampled_rank-1.json.gz"
+
+
+def _json(path):
+    return json.loads(gzip.decompress(path.read_bytes()))
+
+
+def _write(path, data):
+    path.write_bytes(gzip.compress(json.dumps(data).encode()))
+
+
+def test_distributed_info_is_read_from_the_head():
+    info = distributed_info(RANK1)
+    assert (info.rank, info.world_size, info.backend) == (1, 128, "nccl")
+    assert (
+        distributed_info(FIXTURES / "kineto_tb_plugin" / "worker0.1623143089861.pt.trace.json.gz")
+        is None
+    )
+
+
+def test_ranks_are_ordered_by_recorded_rank_not_file_name(tmp_path):
+    shutil.copy(RANK1, tmp_path / "a_first.json.gz")  # rank 1 sorts first by name
+    shutil.copy(RANK0, tmp_path / "b_second.json.gz")
+    found = rank_folder(str(tmp_path))
+    assert [info.rank for _, info in found] == [0, 1]
+    assert [p.name for p, _ in found] == ["b_second.json.gz", "a_first.json.gz"]
+    figures = RankRun(str(tmp_path)).figures
+    assert [r.rank for r in figures.per_rank] == [0, 1]
+    assert figures.per_rank[0].trace.endswith("b_second.json.gz")
+
+
+def test_missing_ranks_are_named():
+    figures = RankRun(str(HTA)).figures
+    assert figures.world_size == 128
+    assert figures.ranks == [0, 1]
+    assert figures.missing_ranks == list(range(2, 128))
+    assert any("ranks 2-127 missing" in note for note in figures.notes)
+    assert spans([0, 1, 3, 5, 6, 7]) == "0-1, 3, 5-7"
+
+
+def test_a_missing_middle_rank_is_named(tmp_path):
+    """Ranks 0 and 1 of a world of 4, recorded as 0 and 3: rank 1 and 2 are missing."""
+    _write(
+        tmp_path / "r0.json.gz",
+        {**_json(RANK0), "distributedInfo": {"backend": "nccl", "rank": 0, "world_size": 4}},
+    )
+    _write(
+        tmp_path / "r3.json.gz",
+        {**_json(RANK1), "distributedInfo": {"backend": "nccl", "rank": 3, "world_size": 4}},
+    )
+    figures = RankRun(str(tmp_path)).figures
+    assert figures.ranks == [0, 3]
+    assert figures.missing_ranks == [1, 2]
+    assert any("ranks 1-2 missing" in note for note in figures.notes)
+
+
+def test_different_step_counts_use_the_common_steps(tmp_path):
+    shutil.copy(RANK0, tmp_path / "rank0.json.gz")
+    data = _json(RANK1)
+    data["traceEvents"] = [e for e in data["traceEvents"] if e.get("name") != "ProfilerStep#552"]
+    _write(tmp_path / "rank1.json.gz", data)
+    figures = RankRun(str(tmp_path)).figures
+    assert figures.common_steps == ["ProfilerStep#551"]
+    assert [r.steps for r in figures.per_rank] == [2, 1]
+    assert [r.steps_used for r in figures.per_rank] == [1, 1]
+    note = next(n for n in figures.notes if "different steps" in n)
+    assert "rank 0: 2, rank 1: 1" in note and "1 step(s) all hold" in note
+    rank0 = [s for s in figures.per_step if s.rank == 0]
+    assert figures.per_rank[0].step_ms == pytest.approx(rank0[0].step_ms)
+    assert figures.straggler.steps == 1
+
+
+def test_two_traces_of_one_rank_are_refused(tmp_path):
+    shutil.copy(RANK0, tmp_path / "a.json.gz")
+    shutil.copy(RANK0, tmp_path / "b.json.gz")
+    shutil.copy(RANK1, tmp_path / "c.json.gz")
+    with pytest.raises(UserError, match="2 traces of rank 0"):
+        rank_folder(str(tmp_path))
+
+
+def test_a_folder_of_traces_without_ranks_is_not_a_rank_folder():
+    assert rank_folder(str(FIXTURES / "h200" / "tb_logs" / "pytorch_fp16_bs8")) is None
+    assert rank_folder(str(RANK0)) is None  # one file
+
+
+def _plugin_overlap(path):
+    """The plugin's Distributed view per step (its _generate_overlap_graph's four figures), as
+    it reads the tb-compat copy of the trace."""
+    pytest.importorskip("torch_tb_profiler")
+    from torch_tb_profiler.profiler.data import DistributedRunProfileData, RunProfileData
+    from torch_tb_profiler.profiler.run_generator import DistributedRunGenerator
+
+    data = _json(path)
+    compat_trace(data)
+    logging.disable(logging.WARNING)
+    try:
+        profile = RunProfileData.from_json(f"worker{path.name}", 0, data)
+        profile.process()
+    finally:
+        logging.disable(logging.NOTSET)
+    graph = DistributedRunGenerator(
+        [DistributedRunProfileData(profile)], None
+    )._generate_overlap_graph()
+    worker = profile.worker
+    return {step: rows[worker] for step, rows in graph["data"].items() if step != "all"}
+
+
+@pytest.mark.parametrize("path", [RANK0, RANK1], ids=["rank0", "rank1"])
+def test_distributed_view_equals_the_plugins(path):
+    plugin = _plugin_overlap(path)
+    steps = rank_steps(load_trace(path))
+    ours = {
+        row.step.removeprefix("ProfilerStep#"): [
+            row.computation_us,
+            row.overlapping_us,
+            row.communication_us,
+            row.other_us,
+        ]
+        for row in steps.itertuples()
+    }
+    assert ours == plugin  # exact, µs, every step
+    assert list(plugin) == ["551", "552"]
+
+
+def _union(intervals):
+    merged = []
+    for start, end in sorted(intervals):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return merged
+
+
+def _length(intervals, lo, hi):
+    return sum(max(0, min(e, hi) - max(s, lo)) for s, e in intervals)
+
+
+def _intersection(a, b):
+    return [(max(s1, s2), min(e1, e2)) for s1, e1 in a for s2, e2 in b if min(e1, e2) > max(s1, s2)]
+
+
+def test_tool_figures_against_plain_interval_unions():
+    """Kernel, communication and exposed communication time per step of rank 0, from its
+    kernels' intervals by plain Python (NCCL kernels are its communication kernels)."""
+    events = _json(RANK0)["traceEvents"]
+    kernels = [(e["ts"], e["ts"] + e["dur"], e["name"]) for e in events if e.get("cat") == "kernel"]
+    comm = _union([(s, e) for s, e, n in kernels if n.startswith("nccl")])
+    compute = _union([(s, e) for s, e, n in kernels if not n.startswith("nccl")])
+    overlap = _union(_intersection(compute, comm))
+    steps = rank_steps(load_trace(RANK0))
+    assert len(steps) == 2
+    for row in steps.itertuples():
+        assert row.kernel_us == pytest.approx(_length(compute, row.start, row.end), abs=1e-6)
+        assert row.comm_us == pytest.approx(_length(comm, row.start, row.end), abs=1e-6)
+        exposed = _length(comm, row.start, row.end) - _length(overlap, row.start, row.end)
+        assert row.exposed_comm_us == pytest.approx(exposed, abs=1e-6)
+        assert row.busy_us == pytest.approx(row.step_us - exposed, abs=1e-6)
+        assert row.comm_us > 100_000  # the NCCL kernels hold over 100 ms of each step
+
+
+def test_straggler_and_its_cost():
+    figures = RankRun(str(HTA)).figures
+    s = figures.straggler
+    by_rank = {r: [x for x in figures.per_step if x.rank == r] for r in (0, 1)}
+    busy = {r: sum(x.busy_ms for x in by_rank[r]) / 2 for r in (0, 1)}
+    assert s.rank == max(busy, key=busy.get) == 1
+    costs = [a.exposed_comm_ms - b.exposed_comm_ms for a, b in zip(by_rank[0], by_rank[1])]
+    assert s.cost_ms == pytest.approx(sum(costs) / 2)
+    assert (s.cost_min_ms, s.cost_max_ms) == (pytest.approx(min(costs)), pytest.approx(max(costs)))
+    assert s.slowest_in == sum(a.busy_ms < b.busy_ms for a, b in zip(by_rank[0], by_rank[1]))
+
+
+def test_the_plugins_missed_communication_is_said():
+    figures = RankRun(str(HTA)).figures
+    assert any("sees less communication" in n for n in figures.notes)
+    assert figures.plugin_figures == [
+        "computation_ms",
+        "overlapping_ms",
+        "communication_ms",
+        "other_ms",
+    ]
+
+
+def test_compare_rank_by_rank_and_whole(tmp_path):
+    _write(tmp_path / "r0.json.gz", _json(RANK0))
+    _write(
+        tmp_path / "r1.json.gz",
+        {**_json(RANK1), "distributedInfo": {"backend": "nccl", "rank": 2, "world_size": 128}},
+    )
+    both = RankComparison(RankRun(str(HTA)), RankRun(str(tmp_path))).figures
+    assert [d.rank for d in both.ranks] == [0]
+    assert (both.only_a, both.only_b) == ([1], [2])
+    assert both.ranks[0].step_ms_a == both.ranks[0].step_ms_b
+    assert any("only A: 1; only B: 2" in n for n in both.notes)
+    assert both.job_step_ratio == pytest.approx(1.0)
