@@ -155,6 +155,7 @@ NOT_THE_WORK = frozenset(
         "profile_memory",
         "with_stack",
         "with_flops",
+        "memory_history",
         "capture",
         "seed",
     }

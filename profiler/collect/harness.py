@@ -138,37 +138,24 @@ def _run(
 ) -> RunResult:
     """``began``: the perf_counter the run's wall time counts from (imports included)."""
     device = torch.device("cuda" if use_cuda else "cpu")
-    precision_flags = set_math_flags(config)
-    context, workload, roofline_inputs = _build(config, backend, device, use_cuda, progress, timer)
-    built_s = timer.seconds["build"]
-
     run_dir = config.runs_dir / config.run_name
     tb_run_dir = config.tb_dir / config.run_name
     stages: list[Path] = []
     try:
         run_stage = _staged(stages, run_dir)
         tb_stage = _staged(stages, tb_run_dir)
-        metadata.settle()  # no git or nvidia-smi beside the backend and the measured windows
-        bytecode.stop_precompile()  # nor a background compilation (profiler.collect.bytecode)
-        collected = collect(workload, context, progress, run_stage, tb_stage, timer)
-        _check_error(config, backend, collected)
-        with timer("write"):
-            result = _result(
-                config,
-                backend,
-                device,
-                use_cuda,
-                workload,
-                collected,
-                built_s,
-                precision_flags,
-                roofline_inputs,
-                command_line,
-            )
-            runs.write_result(run_stage, result)
-        # written again with the phases, the first writing included (the same few ms again)
-        result = _with_phases(result, timer, time.perf_counter() - began)
-        runs.write_result(run_stage, result)
+        result = measure(
+            config,
+            backend,
+            device,
+            use_cuda,
+            progress,
+            timer,
+            began,
+            command_line,
+            run_stage,
+            tb_stage,
+        )
         runs.check_destination(config)  # again: a writer that ignored the lock (an older version)
         with signals.deferred():  # a signal does not cut the moves in half
             # one change: a SIGKILL between the two leaves what the next command finishes
@@ -182,13 +169,74 @@ def _run(
     return result
 
 
+def measure(
+    config: RunConfig,
+    backend,
+    device,
+    use_cuda: bool,
+    progress: window.Progress,
+    timer: Phases,
+    began: float,
+    command_line: list[str] | None,
+    run_stage: Path,
+    tb_stage: Path,
+    *,
+    adapt: Callable | None = None,
+    workload_of: Callable[[RunContext], Workload] | None = None,
+    write: bool = True,
+) -> RunResult:
+    """Build the model, run the phases (``collect``) into the staging folders and return the
+    result, written as ``run_stage``/result.json unless ``write`` is False. ``adapt(model,
+    device)``: what the built model becomes before its workload sees it (a rank's tensor-parallel
+    shard: profiler.collect.tensor_parallel), or None; ``workload_of``: the workload it runs
+    (default: --workload's, WORKLOADS)."""
+    precision_flags = set_math_flags(config)
+    context, workload, roofline_inputs = _build(
+        config, backend, device, use_cuda, progress, timer, adapt, workload_of
+    )
+    built_s = timer.seconds["build"]
+    metadata.settle()  # no git or nvidia-smi beside the backend and the measured windows
+    bytecode.stop_precompile()  # nor a background compilation (profiler.collect.bytecode)
+    collected = collect(workload, context, progress, run_stage, tb_stage, timer)
+    _check_error(config, backend, collected)
+    with timer("write"):
+        result = _result(
+            config,
+            backend,
+            device,
+            use_cuda,
+            workload,
+            collected,
+            built_s,
+            precision_flags,
+            roofline_inputs,
+            command_line,
+        )
+        if write:
+            runs.write_result(run_stage, result)
+    # written again with the phases, the first writing included (the same few ms again)
+    result = _with_phases(result, timer, time.perf_counter() - began)
+    if write:
+        runs.write_result(run_stage, result)
+    return result
+
+
 def _build(
-    config: RunConfig, backend, device, use_cuda: bool, progress: window.Progress, timer: Phases
+    config: RunConfig,
+    backend,
+    device,
+    use_cuda: bool,
+    progress: window.Progress,
+    timer: Phases,
+    adapt: Callable | None = None,
+    workload_of: Callable[[RunContext], Workload] | None = None,
 ) -> tuple[RunContext, Workload, dict | None]:
     """Build the model and its workload (bad models and weights fail here, before any writing);
     with the roofline's inputs where the workload counts FLOPs."""
     with timer("build"):
         model, inputs = models.build(config, device)
+        if adapt is not None:
+            model = adapt(model, device)
     context = RunContext(
         config,
         backend,
@@ -201,7 +249,8 @@ def _build(
         # (under --capture cuda-profiler-api nsys or ncu trace: no torch.profiler of ours)
         profile_captures=config.capture == "torch",
     )
-    workload = WORKLOADS[config.workload](context)  # refuses what it cannot measure
+    # refuses what it cannot measure
+    workload = (workload_of or WORKLOADS[config.workload])(context)
     # the run's first line, once what was asked for is built (a bad model, weights or length is
     # the one error line), before its FLOPs are counted and its backend prepared
     progress.say(
@@ -275,8 +324,11 @@ def collect(
     gpu_window = _gpu_time(config, step, timed, use_cuda, progress, timer)
     phase_windows = _phase_windows(workload, timed, use_cuda, timer)
     untraced_kernels = _untraced_call(config, step, use_cuda, progress, timer)
-    activities, trace_files = window.profile(config, step, use_cuda, progress, tb_stage, timer)
+    activities, trace_files, snapshot = window.profile(
+        config, step, use_cuda, progress, tb_stage, timer, run_stage
+    )
     notes, artifacts = window.after_windows(step, run_stage, timer)
+    artifacts = sorted(artifacts + snapshot)  # (run --memory-history's snapshot: a run file)
     with (
         nvtx_range("numerics"),
         timer("numerics"),

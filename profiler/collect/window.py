@@ -29,7 +29,7 @@ from rich.markup import escape
 
 from profiler import runs, units
 from profiler.analysis.timed_window import TimedWindow
-from profiler.collect import gpu_state, graph_capture, timing
+from profiler.collect import gpu_state, graph_capture, memory_history, timing
 from profiler.collect.backends.base import Prepared
 from profiler.collect.device import inductor_left_unimported, kineto_quiet, nvtx_range, sync
 from profiler.collect.workloads.protocol import Workload
@@ -224,14 +224,30 @@ def profile(
     progress: Progress,
     tb_stage: Path,
     timer: Phases,
-) -> tuple[list, list[str]]:
-    """The profiled steps, as --capture asks: the activities and trace files (none with
-    cuda-profiler-api)."""
-    if config.capture == "torch":
-        return profile_with_torch(config, step, use_cuda, progress, tb_stage, timer)
-    with timer("profile"):
-        profile_with_cuda_profiler_api(config, step, use_cuda, progress)
-    return [], []
+    run_stage: Path | None = None,
+) -> tuple[list, list[str], list[str]]:
+    """The profiled steps, as --capture asks: the activities, the trace files (none with
+    cuda-profiler-api) and, with --memory-history on a GPU, the snapshot's file written into
+    ``run_stage`` (profiler.collect.memory_history; on a CPU one line says why there is none)."""
+    recorder = memory_history.Recorder(config.memory_history and use_cuda, active_steps(config))
+    if config.memory_history and not use_cuda:
+        progress.say(f"  {memory_history.NO_CUDA}")
+    with recorder:
+        if config.capture == "torch":
+            activities, names = profile_with_torch(
+                config, step, use_cuda, progress, tb_stage, timer, recorder
+            )
+        else:
+            with timer("profile"):
+                profile_with_cuda_profiler_api(config, step, use_cuda, progress, recorder)
+            activities, names = [], []
+    if recorder.snapshot is not None:
+        progress.say(
+            f"  memory history: {units.count(recorder.events())} allocator events over the "
+            f"active steps (the last {units.count(runs.MEMORY_HISTORY_MAX_ENTRIES)} are kept), "
+            f"{runs.MEMORY_SNAPSHOT} (open it at https://pytorch.org/memory_viz)"
+        )
+    return activities, names, recorder.write(run_stage) if run_stage is not None else []
 
 
 def worker_name(config: RunConfig) -> str:
@@ -246,10 +262,13 @@ def profile_with_torch(
     progress: Progress,
     tb_stage: Path,
     timer: Phases | None = None,
+    recorder: memory_history.Recorder | None = None,
 ):
     """torch.profiler over the wait/warmup/active/repeat schedule; the trace files' names.
     ``timer`` gets the window as profile, less the trace handler's writing (and the check of
-    the files written) as trace_write."""
+    the files written) as trace_write. ``recorder``: --memory-history's, around the active
+    steps."""
+    recorder = recorder or memory_history.Recorder(False, [])
     timer = timer or Phases()
     writing = Phases()
     activities = [torch.profiler.ProfilerActivity.CPU]
@@ -289,9 +308,11 @@ def profile_with_torch(
         profiler as prof,
     ):
         for index in range(config.profiled_steps):
+            recorder.before(index)
             with torch.profiler.record_function(STEP_SPAN), nvtx_range(f"step {index}"):
                 step.fn(*step.inputs)
                 sync(use_cuda)
+            recorder.after(index)
             prof.step()
             tick()
     window_s = time.perf_counter() - began
@@ -370,7 +391,11 @@ def active_steps(config: RunConfig) -> list[int]:
 
 
 def profile_with_cuda_profiler_api(
-    config: RunConfig, step: Prepared, use_cuda: bool, progress: Progress
+    config: RunConfig,
+    step: Prepared,
+    use_cuda: bool,
+    progress: Progress,
+    recorder: memory_history.Recorder | None = None,
 ) -> None:
     """The same steps and NVTX ranges as with torch.profiler, but no torch.profiler: each
     cycle's active steps run between torch.cuda.profiler.start() and stop()
@@ -378,6 +403,7 @@ def profile_with_cuda_profiler_api(
     --profile-from-start off honour. On a machine without CUDA the calls are skipped."""
     active = set(active_steps(config))
     capturing = False
+    recorder = recorder or memory_history.Recorder(False, [])
     with nvtx_range("profile"), progress.bar("profile", config.profiled_steps) as tick:
         for index in range(config.profiled_steps):
             if index in active and not capturing:
@@ -385,9 +411,11 @@ def profile_with_cuda_profiler_api(
                 if use_cuda:
                     torch.cuda.profiler.start()
                 capturing = True
+            recorder.before(index)
             with torch.profiler.record_function(STEP_SPAN), nvtx_range(f"step {index}"):
                 step.fn(*step.inputs)
                 sync(use_cuda)
+            recorder.after(index)
             if capturing and index + 1 not in active:
                 if use_cuda:
                     torch.cuda.profiler.stop()

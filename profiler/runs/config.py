@@ -274,6 +274,14 @@ class RunConfig:
     profile_memory: bool = option(False, "Record allocations.", panel=PANEL_PROFILER)
     with_stack: bool = option(False, "Record Python stacks.", panel=PANEL_PROFILER)
     with_flops: bool = option(False, "Estimate FLOPs of matmul/conv.", panel=PANEL_PROFILER)
+    memory_history: bool = option(
+        False,
+        "Record the CUDA caching allocator's history over the active steps "
+        "(torch.cuda.memory._record_memory_history: the last 100000 events, Python stacks) "
+        "into memory_snapshot.pickle in the run folder: summarize --view snapshot, or "
+        "https://pytorch.org/memory_viz. CUDA only.",
+        panel=PANEL_PROFILER,
+    )
     gzip: bool = option(True, "Write the trace as .json.gz.", panel=PANEL_PROFILER)
     # timed window
     iters: int | None = option(
@@ -402,6 +410,14 @@ class RunConfig:
         "ends in _cg.",
         panel=PANEL_TIMING,
     )
+    nproc: int = option(
+        1,
+        "Ranks: N processes (torch.distributed's elastic launcher, as torchrun starts them), "
+        "each holding a tensor-parallel shard of the model (llama, llama-tiny; --workload "
+        "generate), one per GPU with NCCL, or on the CPU with gloo; each rank's trace goes "
+        "into the run's one trace folder. The run folder ends in _tp<N>.",
+        panel=PANEL_GENERATION,
+    )
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -426,6 +442,7 @@ class RunConfig:
             "--src-len": self.src_len,
             "--prompt-len": self.prompt_len,
             "--max-new-tokens": self.max_new_tokens,
+            "--nproc": self.nproc,
         }
         if self.iters is not None:
             positive["--iters"] = self.iters
@@ -443,7 +460,7 @@ class RunConfig:
                 MAX_SIDE
                 if flag in sides
                 else MAX_PROCESSES
-                if flag == "--repeat-runs"
+                if flag in ("--repeat-runs", "--nproc")
                 else MAX_COUNT
                 if flag != "--bs"
                 else None
@@ -508,10 +525,12 @@ class RunConfig:
     def run_name(self) -> str:
         """The folder under both runs/ and tb_logs/: ``<backend>_bs<N>_<name>`` with --name,
         else ``<backend>_bs<N>``, with ``_<model>`` added for a model other than the default,
-        ``_gen`` for --workload generate and ``_cg`` for --cuda-graphs."""
-        return run_name(
+        ``_gen`` for --workload generate, ``_cg`` for --cuda-graphs and ``_tp<N>`` for
+        --nproc N (N > 1)."""
+        name = run_name(
             self.backend, self.batch_size, self.model, self.name, self.workload, self.cuda_graphs
         )
+        return f"{name}_tp{self.nproc}" if self.nproc > 1 and not self.name else name
 
     @property
     def profiled_steps(self) -> int:

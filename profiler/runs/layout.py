@@ -8,6 +8,7 @@ Layout (``--runs-dir`` and ``--tb-dir`` move the two roots)::
                                    own is process 0): process, iteration, latency_ms
     runs/<run>/ncu.csv[.gz]        `profile.py ncu`'s raw metrics
     runs/<run>/graph_captures.json the CUDA graphs the run captured: each node's operator
+    runs/<run>/memory_snapshot.pickle  run --memory-history: the allocator's snapshot
     runs/<run>/engine_layers_<i>.json, engine_layer_times_<i>.json   a TensorRT run's engines
     tb_logs/<run>/*.pt.trace.json[.gz]   the run's Kineto traces (named in result.json)
     tb_logs/<run>_tbcompat/        the plugin-friendly copies of those traces (tb-compat)
@@ -34,6 +35,11 @@ LATENCY_CSV = "latency.csv"
 PROCESSES_CSV = "processes.csv"
 #: the CUDA graphs a run captured, their nodes and operators (profiler.trace.graphs)
 GRAPH_CAPTURES = "graph_captures.json"
+#: run --memory-history: torch.cuda.memory._snapshot() of the active steps, pickled as torch
+#: writes it (pytorch.org/memory_viz opens it), and the most events it keeps (the allocator's
+#: ring buffer: past it, the earliest are dropped)
+MEMORY_SNAPSHOT = "memory_snapshot.pickle"
+MEMORY_HISTORY_MAX_ENTRIES = 100_000
 MANIFEST = "sweep.json"
 NCU_CSV_NAMES = ("ncu.csv", "ncu.csv.gz")
 RUNS_ROOT, TB_ROOT = "runs", "tb_logs"
