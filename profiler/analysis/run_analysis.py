@@ -50,6 +50,8 @@ from profiler.trace.diff import Diff, diff
 from profiler.trace.graphs import GraphCaptures, attach, read_captures
 from profiler.trace.hardware import Agreement, agreement_share, hardware_join, read_ncu_csv
 from profiler.trace.load import Trace, load_trace
+from profiler.trace.memory import MemoryView, memory_view
+from profiler.trace.modules import ModuleView, module_view
 from profiler.trace.rules import RunContext
 from profiler.trace.summary import Summary, summarize_trace
 from profiler.trace.trt_layers import Attribution, attribute, read_layers
@@ -252,6 +254,12 @@ class RunAnalysis:
         time, TFLOP/s and share of the peak (profiler.analysis.roofline.gemm_roofline)."""
         return gemm_roofline(self.path, self.roofline.peak_tflops if self.roofline else None)
 
+    @cached_property
+    def modules(self) -> ModuleView | None:
+        """Time per nn.Module as a hierarchy (profiler.trace.modules); None for a trace without
+        nn.Module events (recorded without --with-stack)."""
+        return module_view(self.trace)
+
     # ---- Nsight Compute ----------------------------------------------------------------------
 
     @cached_property
@@ -295,6 +303,13 @@ class RunAnalysis:
             except (OSError, ValueError):
                 continue
         return pd.DataFrame(rows) if rows else None
+
+    @cached_property
+    def memory(self) -> MemoryView | None:
+        """Memory over time from the trace's [memory] events: each device's curve and peak, the
+        operators' table (profiler.trace.memory.memory_view, the TensorBoard plugin's Memory
+        view); None for a trace recorded without --profile-memory."""
+        return memory_view(self.trace)
 
 
 def require_layers(run: RunAnalysis) -> list[Attribution]:

@@ -1,0 +1,158 @@
+"""The module view (profiler/trace/modules.py): time per nn.Module as a hierarchy, against the
+TensorBoard plugin's Module view of the same traces (tests/fixtures/modules_cpu/
+plugin_modules.json, written by scripts/plugin_modules.py; the CPU trace also live, through the
+plugin's loader in this process), and its totals against the operators'."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from profiler.analysis.run_analysis import RunAnalysis
+from profiler.trace.kernels import kernel_rows
+from profiler.trace.load import load_trace
+from profiler.trace.modules import SELF_PART, module_view
+from profiler.trace.operators import operator_table
+
+from .conftest import FIXTURES, ROOT
+
+H100_STACKS = FIXTURES / "h100_stacks" / "h100_pytorch_fp16_bs8_stacks.pt.trace.json.gz"
+CPU_RUN = FIXTURES / "modules_cpu" / "runs" / "pytorch_fp32_bs2_modules"
+CPU_TRACE = next((FIXTURES / "modules_cpu" / "tb_logs" / CPU_RUN.name).glob("*.pt.trace.json.gz"))
+REFERENCE = FIXTURES / "modules_cpu" / "plugin_modules.json"
+#: a GPU trace recorded without stacks
+NO_STACKS = next((FIXTURES / "memory_h200" / "tb_logs").glob("*resnet18*/*.pt.trace.json.gz"))
+
+#: our column -> the plugin's Stats field
+PLUGIN_FIELDS = {
+    "calls": "occurences",
+    "operators": "operators",
+    "host_total_us": "host_duration",
+    "host_self_us": "self_host_duration",
+    "gpu_total_us": "device_duration",
+    "gpu_self_us": "self_device_duration",
+}
+
+
+@pytest.fixture(scope="module")
+def h100():
+    trace = load_trace(H100_STACKS)
+    return trace, module_view(trace)
+
+
+@pytest.fixture(scope="module")
+def cpu():
+    trace = load_trace(CPU_TRACE)
+    return trace, module_view(trace)
+
+
+def _reference(path):
+    for entry in json.loads(REFERENCE.read_text()):
+        if (ROOT / entry["file"]).resolve() == path.resolve():
+            return entry
+    raise AssertionError(f"no plugin reference for {path}")
+
+
+def _differences(view, plugin_rows, runtimes_on_modules=()):
+    """(path, column, ours, plugin's) where the figures differ; the plugin's first module call
+    carries the runtime calls without an External id (``runtimes_on_modules``), which leave
+    its host self time."""
+    off = {(r["module"].removeprefix("nn.Module: ")): r["runtime_us"] for r in runtimes_on_modules}
+    tree = view.tree.set_index("path")
+    found = []
+    for row in plugin_rows:
+        ours = tree.loc[row["path"]]
+        for column, theirs in PLUGIN_FIELDS.items():
+            expected = row[theirs]
+            if column == "host_self_us" and row["path"] in off:
+                expected += off[row["path"]]
+            if not math.isclose(float(ours[column]), expected, rel_tol=1e-12, abs_tol=1e-9):
+                found.append((row["path"], column, float(ours[column]), row[theirs]))
+    return found
+
+
+def test_resnet50_h100_modules_equal_the_plugins(h100):
+    _, view = h100
+    reference = _reference(H100_STACKS)
+    rows = reference["modules"]
+    # every path the plugin shows, and no other (it lists a module called n times in one
+    # parent n times: the same figures each time)
+    assert set(view.tree["path"]) == {r["path"] for r in rows}
+    assert len(view.tree) == 151 and len(rows) == 183
+    # the plugin hangs the step's cudaDeviceSynchronize calls (no External id) on the first
+    # module call it meets: that call's host self time is theirs less those calls
+    attached = reference["runtimes_on_modules"]
+    assert [(a["module"], a["runtimes"]) for a in attached] == [("nn.Module: ResNet_0", 11)]
+    assert _differences(view, rows, attached) == []
+    root = view.tree.iloc[0]
+    assert root["path"] == "ResNet_0" and root["calls"] == 10
+    assert root["gpu_total_us"] == pytest.approx(11365.3994140625, abs=1e-9)
+
+
+def test_llama_tiny_cpu_modules_equal_the_plugins_live(cpu):
+    """The plugin's loader, in this process, on the CPU generation: the same rows as the stored
+    reference and as ours."""
+    pytest.importorskip("torch_tb_profiler")
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location(
+        "plugin_modules", ROOT / "scripts/plugin_modules.py"
+    )
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("plugin_modules", script)
+    spec.loader.exec_module(script)
+    live = script.reference(CPU_TRACE)
+    assert live["modules"] == _reference(CPU_TRACE)["modules"]
+    _, view = cpu
+    assert len(view.tree) == 32 == len(live["modules"])
+    assert _differences(view, live["modules"]) == []
+
+
+def test_module_kernel_time_adds_up_to_the_operators(h100):
+    """The root modules' kernel time plus the kernel time launched outside every module is the
+    trace's kernel time as the operator table attributes it (all of it, '(no operator)'
+    included); each module's total is its self time plus its children's totals."""
+    trace, view = h100
+    operators = operator_table(trace, kernel_rows(trace))
+    roots = view.tree[view.tree["depth"] == 0]
+    assert roots["kernel_total_us"].sum() + view.kernel_outside_us == pytest.approx(
+        operators["kernel_us"].sum(), rel=1e-12
+    )
+    assert view.kernel_in_modules_us == pytest.approx(roots["kernel_total_us"].sum())
+    # (ResNet50's forward launches every kernel inside ResNet_0)
+    assert view.kernel_outside_us == 0 and view.kernel_in_modules_us > 0
+    children = view.tree.groupby("parent")[["kernel_total_us", "host_total_us"]].sum()
+    for row in view.tree.itertuples():
+        inner = children.loc[row.path] if row.path in children.index else None
+        below = 0.0 if inner is None else inner["kernel_total_us"]
+        assert row.kernel_total_us == pytest.approx(row.kernel_self_us + below, abs=1e-6)
+    assert view.has_gpu and view.gpu_us >= view.kernel_us > 0
+
+
+def test_llama_blocks_split_per_phase(cpu):
+    """The decoder layers of a generation: attention, MLP, norms and the layer's own time per
+    phase, their shares of the layer adding up to 100 %."""
+    _, view = cpu
+    assert not view.has_gpu and view.kernel_us == 0
+    blocks = view.blocks
+    assert set(blocks["phase"]) == {"prefill", "decode"}
+    layers = sorted(set(blocks["block"]))
+    assert [b.rsplit("/", 1)[1] for b in layers] == ["LlamaDecoderLayer_0", "LlamaDecoderLayer_1"]
+    for (phase, _), parts in blocks.groupby(["phase", "block"]):
+        assert list(parts["part"]) == ["LlamaRMSNorm", "LlamaAttention", "LlamaMLP", SELF_PART]
+        assert parts["host_share_pct"].sum() == pytest.approx(100.0)
+        # a prefill is one call per generation, the decode steps the rest (4 new tokens)
+        norms = parts[parts["part"] == "LlamaRMSNorm"]["calls"].item()
+        assert norms == (2 if phase == "prefill" else 6)
+    # the per-phase trees add up to the whole tree
+    summed = view.phases.groupby("path")["host_total_us"].sum()
+    whole = view.tree.set_index("path")["host_total_us"]
+    assert np.allclose(summed.reindex(whole.index).to_numpy(), whole.to_numpy())
+
+
+def test_a_trace_without_stacks_has_no_module_view():
+    run = RunAnalysis(str(NO_STACKS))
+    assert run.modules is None
