@@ -6,16 +6,45 @@ import copy
 import os
 import re
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
-from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.align import VerticalAlignMethod
+from rich.console import (
+    Console,
+    ConsoleOptions,
+    JustifyMethod,
+    OverflowMethod,
+    RenderableType,
+    RenderResult,
+)
 from rich.measure import Measurement
+from rich.style import Style
 from rich.table import Column, Table
 from rich.text import Text
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 #: the width of output to a file or a pipe when COLUMNS is not set (rich's own default there
 #: is 80)
 PIPE_WIDTH = 160
+
+
+class ColumnOptions(TypedDict, total=False):
+    """The keyword options of rich's ``Table.add_column``, which FitTable.add_column passes on."""
+
+    header_style: str | Style | None
+    highlight: bool | None
+    footer_style: str | Style | None
+    style: str | Style | None
+    justify: JustifyMethod
+    vertical: VerticalAlignMethod
+    overflow: OverflowMethod
+    width: int | None
+    min_width: int | None
+    max_width: int | None
+    ratio: int | None
+    no_wrap: bool
 
 
 class PipeConsole(Console):
@@ -62,7 +91,7 @@ class FitTable(Table):
         optional: bool | int = False,
         number: bool = False,
         whole: bool = False,
-        **kwargs: Any,
+        **kwargs: Unpack[ColumnOptions],
     ) -> None:
         """``optional``: True or a rank (the higher, the sooner the column is left out).
         ``whole``: a name column whose cells the optional columns give way to (they are left
