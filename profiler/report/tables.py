@@ -4,15 +4,18 @@ kernels, launch configurations and CPU operators (profiler.report.sections lays 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
 from profiler.report.console import FitTable
 from profiler.report.fmt import TimeColumn, count, head, percent, safe, size_bytes, time
 from profiler.trace.breakdown import BREAKDOWN, BREAKDOWN_DEFINITIONS, DEFINERS
-from profiler.trace.kernels import TC_KERNELS_LABEL
+from profiler.trace.device_metrics import DeviceMetrics
+from profiler.trace.kernels import TC_KERNELS_LABEL, KernelSummary
 from profiler.trace.summary import Summary
 
 if TYPE_CHECKING:
@@ -72,7 +75,7 @@ def overview_facts(summary: Summary, agreement: Agreement | None = None) -> FitT
     return facts
 
 
-def _device_rows(facts: FitTable, d) -> None:
+def _device_rows(facts: FitTable, d: DeviceMetrics) -> None:
     """A GPU's utilization, SM efficiency, occupancy and idle gaps (trace.device_metrics)."""
     name = f"GPU {d.device}"
     facts.add_row(
@@ -105,7 +108,7 @@ def _device_rows(facts: FitTable, d) -> None:
     )
 
 
-def _tensor_core_rows(facts: FitTable, k, agreement: Agreement | None) -> None:
+def _tensor_core_rows(facts: FitTable, k: KernelSummary, agreement: Agreement | None) -> None:
     """The time in Tensor Core kernels, of all kernel time and of GEMM + convolution time;
     the tensor pipe's reading beside it when ncu measured it."""
     facts.add_row(
@@ -209,7 +212,12 @@ def definitions_table(used: str) -> Table:
     return t
 
 
-def _step_rows(table: Table, rows, heading: str = "", column=count) -> None:
+def _step_rows(
+    table: Table,
+    rows: pd.DataFrame,
+    heading: str = "",
+    column: Callable[[float | None], str] = count,
+) -> None:
     """``column``: how a time column is written (µs counts, or a TimeColumn's unit)."""
     if heading:
         table.add_section()
