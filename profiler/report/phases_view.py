@@ -95,8 +95,9 @@ def compare_phases_table(a: PhaseSummary, b: PhaseSummary) -> Table:
         x = left.loc[phase] if phase in left.index else None
         y = right.loc[phase] if phase in right.index else None
 
-        def cell(row, key):
-            return None if row is None else row[key]
+        def cell(row: pd.Series | None, key: str) -> float | None:
+            value: float | None = None if row is None else row[key]
+            return value
 
         t.add_row(
             phase,
