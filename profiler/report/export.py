@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -42,7 +43,7 @@ def integer_counts(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.astype({c: "Int64" for c in counts}) if counts else frame
 
 
-def _table_writer(path: Path, frame: pd.DataFrame):
+def _table_writer(path: Path, frame: pd.DataFrame) -> Callable[[Path], object]:
     """Writes ``frame`` to a given (temp) path: Parquet (pyarrow) when ``path`` ends in
     .parquet, else CSV; counts as integers either way."""
     frame = integer_counts(frame)
@@ -200,7 +201,7 @@ def export(
     return written
 
 
-def trace_markdown(summary: Summary, tensor_cores: dict) -> list[str]:
+def trace_markdown(summary: Summary, tensor_cores: dict[str, float | None]) -> list[str]:
     """The trace's facts as summary.md lists them: schema, steps, each GPU's utilization and
     occupancy, the time in Tensor Core kernels (``tensor_cores``: summary.json's), notes."""
     o, t = summary.overview, tensor_cores
