@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console
 from rich.markup import escape
 
@@ -44,7 +46,8 @@ def roofline_line(r: Roofline | None, missing: str | None = None) -> str:
     )
 
 
-def to_dict(found: Insight) -> dict:
+def to_dict(found: Insight) -> dict[str, Any]:
+    """The insight as --json's summarize document holds it (JSON values)."""
     return {
         "roofline": found.roofline.to_dict() if found.roofline else None,
         "ceilings": found.ceilings_source,

@@ -39,9 +39,14 @@ def rho_line(floor: NoiseFloor) -> str:
 
 
 def print_floor(
-    floor: NoiseFloor, path: Path | None, state: dict, console: Console, unkept: str = "--no-save"
+    floor: NoiseFloor,
+    path: Path | None,
+    state: dict[str, str],
+    console: Console,
+    unkept: str = "--no-save",
 ) -> None:
-    """``unkept``: why the floor was not kept, when ``path`` is None."""
+    """``state``: the GPU state line "before" and "after" the rounds; ``unkept``: why the floor
+    was not kept, when ``path`` is None."""
     p50s = ", ".join(time(v, thousands=False, labelled=False) for v in floor.p50_ms)
     lines = [
         f"[b]Noise floor of {escape(floor.gpu)} on {escape(floor.host)}[/b] "
