@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from profiler.analysis.records import Headline
+from profiler.analysis.timed_window import window_flags
 from profiler.report.console import FitTable, print_prose
 from profiler.report.fmt import (
     interval_figure,
@@ -18,7 +19,6 @@ from profiler.report.fmt import (
     ratio,
     size,
     time,
-    window_flags,
 )
 from profiler.report.sentences import gpu_state_line, tail_meaning, tail_value
 from profiler.runs.result import GpuCompute

@@ -12,8 +12,9 @@ from profiler.trace.rules import short_name
 from profiler.trace.trt_layers import Attribution
 
 
-def _cut(text, width: int) -> str:
-    text = "" if missing(text) else str(text)
+def _cut(value: object, width: int) -> str:
+    """A cell of the layer frame (a name, or None/NaN where TensorRT gave none) within ``width``."""
+    text = "" if missing(value) else str(value)
     return text if len(text) <= width else text[: width // 2 - 1] + "…" + text[-(width // 2) :]
 
 
