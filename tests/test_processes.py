@@ -734,7 +734,7 @@ def test_sweep_rounds_spread_over_the_gpus_one_batch_size_a_process(tmp_path, mo
         options=manifest.options,
         runs_dir=tmp_path,
         tb_dir=tmp_path / "tb",
-        cells=[(b, n, {}) for b in ("pytorch_fp16", "ttrt_fp16") for n in (1, 8)],
+        cells=sweep_plan.planned_cells(manifest.options, ["pytorch_fp16", "ttrt_fp16"], [1, 8]),
         gpus=["0", "1"],
         processes=3,
     )

@@ -560,7 +560,7 @@ def test_a_cell_is_a_typed_config_carrying_every_shared_option(tmp_path):
     p = plan(
         "pytorch_fp32", "2", options, name="s", runs_dir=tmp_path / "runs", tb_dir=tmp_path / "tb"
     )
-    job = cell_job(p, "pytorch_fp32", 2)
+    job = cell_job(p, p.cells[0])
     assert job.name == "pytorch_fp32_bs2_resnet18" and job.run_config().run_name == job.name
     assert config_from_json(job.config) == job.run_config()
     assert job.run_config().runs_dir == tmp_path / "runs" / "s"

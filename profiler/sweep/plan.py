@@ -30,6 +30,7 @@ from profiler.runs.config import (
 from profiler.runs.manifest import (
     axis_options,
     axis_values,
+    cell_label,
     cell_name,
     shared_options,
 )
@@ -154,6 +155,44 @@ def validate(options: dict[str, Any], backend_names: list[str], batch_sizes: lis
                 cell_config(options, backend, batch_size, axis)
 
 
+@dataclass(frozen=True)
+class PlannedCell:
+    """One cell of the grid, named once when the sweep is planned: its backend, batch size and
+    value of each swept option (``axis``: empty when none is), its folder's ``name`` in the sweep
+    (``<backend>_bs<N>...``, the name `run` gives that run) and its ``label`` in progress lines
+    (``ttrt_fp16 bs 8``)."""
+
+    backend: str
+    batch_size: int
+    axis: dict[str, Any]
+    name: str
+    label: str
+
+    @property
+    def group(self) -> str:
+        """What the cells one verdict compares share: batch size and swept values."""
+        return repr((self.batch_size, sorted(self.axis.items())))
+
+
+def planned_cells(
+    options: dict[str, Any], backends: list[str], batch_sizes: list[int]
+) -> list[PlannedCell]:
+    """The grid's cells in the order they run: backend, then batch size, then swept values."""
+    model, workload = options["model"], options.get("workload", "forward")
+    return [
+        PlannedCell(
+            backend,
+            batch_size,
+            axis,
+            cell_name(backend, batch_size, model, workload, axis),
+            cell_label(backend, batch_size, axis),
+        )
+        for backend in backends
+        for batch_size in batch_sizes
+        for axis in axis_values(options)
+    ]
+
+
 @dataclass
 class SweepPlan:
     name: str
@@ -165,8 +204,7 @@ class SweepPlan:
     tb_dir: Path = Path("tb_logs")
     resume: bool = False
     cell_timeout_s: float | None = None
-    # backend, batch size, and the cell's value of each swept option (empty when none is)
-    cells: list[tuple[str, int, dict[str, Any]]] = field(default_factory=list)
+    cells: list[PlannedCell] = field(default_factory=list)
     executor: str = "local"
     gpus: list[str] | None = None  # None: every visible GPU (the executor finds them)
     isolate: bool = False
@@ -183,11 +221,8 @@ class SweepPlan:
     def comparisons(self) -> list[tuple[str, str]]:
         """(baseline cell, cell) of every verdict the sweep takes: each backend against the
         baseline at the same batch size and swept values."""
-        return [
-            (self.cell_name(self.baseline, n, axis), self.cell_name(b, n, axis))
-            for b, n, axis in self.cells
-            if b != self.baseline
-        ]
+        baseline = {c.group: c.name for c in self.cells if c.backend == self.baseline}
+        return [(baseline[c.group], c.name) for c in self.cells if c.backend != self.baseline]
 
     @property
     def sweep_dir(self) -> Path:
@@ -198,14 +233,9 @@ class SweepPlan:
         return self.tb_dir / self.name
 
     def cell_name(self, backend: str, batch_size: int, axis: dict[str, Any] | None = None) -> str:
-        """The cell's name, its folder's in the sweep (``<backend>_bs<N>...``)."""
-        return cell_name(
-            backend,
-            batch_size,
-            self.options["model"],
-            self.options.get("workload", "forward"),
-            axis,
-        )
+        """The planned cell's name, its folder's in the sweep (``<backend>_bs<N>...``)."""
+        key = (backend, batch_size, axis or {})
+        return next(c.name for c in self.cells if (c.backend, c.batch_size, c.axis) == key)
 
 
 def plan(
@@ -265,7 +295,7 @@ def plan(
         tb_dir=tb_dir,
         resume=resume,
         cell_timeout_s=cell_timeout_s,
-        cells=[(b, n, axis) for b in backend_names for n in sizes for axis in axis_values(options)],
+        cells=planned_cells(options, backend_names, sizes),
         executor=executor,
         gpus=gpu_list,
         isolate=isolate,
@@ -365,17 +395,13 @@ def _parse_gpus(text: str | None, executor: str) -> list[str] | None:
     return parse_gpus(text, visible_gpus())
 
 
-def cell_job(
-    p: SweepPlan,
-    backend: str,
-    batch_size: int,
-    axis: dict[str, Any] | None = None,
-    replace: bool = False,
-) -> CellJob:
+def cell_job(p: SweepPlan, cell: PlannedCell, replace: bool = False) -> CellJob:
     """One cell as an executor runs it: its RunConfig and its log file; ``replace``: the cell's
     folder may be replaced (a damaged cell of this sweep, run again on --resume)."""
-    name = p.cell_name(backend, batch_size, axis)
-    config = cell_config(p.options, backend, batch_size, axis, p.sweep_dir, p.trace_dir)
+    name = cell.name
+    config = cell_config(
+        p.options, cell.backend, cell.batch_size, cell.axis, p.sweep_dir, p.trace_dir
+    )
     if replace:
         config = dataclasses.replace(config, replace=True)
     assert config.run_name == name, (config.run_name, name)  # the folder the sweep reads

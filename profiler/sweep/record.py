@@ -129,10 +129,10 @@ def start_manifest(p: SweepPlan) -> SweepManifest:
     else:
         for key, value in grid.items():
             setattr(manifest, key, value)
-    for backend, batch_size, axis in p.cells:
+    for cell in p.cells:
         manifest.cells.setdefault(
-            p.cell_name(backend, batch_size, axis),
-            SweepCell(backend=backend, batch_size=batch_size, axis=axis or None),
+            cell.name,
+            SweepCell(backend=cell.backend, batch_size=cell.batch_size, axis=cell.axis or None),
         )
     return manifest
 
@@ -147,7 +147,7 @@ def check_sweep_folders(p: SweepPlan) -> None:
     for path in (p.sweep_dir, p.trace_dir):
         if os.path.lexists(path) and not stat.S_ISDIR(os.lstat(path).st_mode):
             raise UserError(f"{path} exists and is not a folder (a file or a symlink): {how}")
-    names = [p.cell_name(backend, size, axis) for backend, size, axis in p.cells]
+    names = [cell.name for cell in p.cells]
     for name in names:
         cell = p.sweep_dir / name
         if os.path.lexists(cell) and not (

@@ -32,7 +32,6 @@ from profiler.runs.manifest import (
     OK,
     RUNNING,
     SweepManifest,
-    cell_label,
 )
 from profiler.runs.samples import config_samples, record_processes
 from profiler.sweep import executors, rounds
@@ -96,10 +95,7 @@ def _run_sweep(p: SweepPlan, say: Say, progress: Progress | None) -> SweepOutcom
         f"{len(p.cells)} cells of {p.options['model']}, {executor.describe()}; results in "
         f"{p.sweep_dir}/"
     )
-    labels = {
-        p.cell_name(b, n, axis): f"[{i}/{len(p.cells)}] {cell_label(b, n, axis)}"
-        for i, (b, n, axis) in enumerate(p.cells, start=1)
-    }
+    labels = {c.name: f"[{i}/{len(p.cells)}] {c.label}" for i, c in enumerate(p.cells, start=1)}
     jobs, skipped = _jobs(p, manifest, labels, say, progress)
     events = _CellEvents(p, manifest, labels, say, progress)
     session = getattr(executor, "session", contextlib.nullcontext)
@@ -124,8 +120,8 @@ def _jobs(
 ) -> tuple[list[CellJob], int]:
     """The jobs of the cells to run, and how many were skipped (done before, --resume)."""
     jobs, skipped = [], 0
-    for backend, batch_size, axis in p.cells:
-        name = p.cell_name(backend, batch_size, axis)
+    for cell in p.cells:
+        name = cell.name
         if p.resume and is_done(p.sweep_dir, manifest.cells[name], name, p.trace_dir):
             skipped += 1
             say(f"{labels[name]}: done before, skipped (--resume)")
@@ -133,11 +129,8 @@ def _jobs(
                 progress()
         else:
             # a cell of this sweep whose folder is there but damaged is run again in its place
-            jobs.append(
-                cell_job(
-                    p, backend, batch_size, axis, replace=p.resume and (p.sweep_dir / name).is_dir()
-                )
-            )
+            replace = p.resume and (p.sweep_dir / name).is_dir()
+            jobs.append(cell_job(p, cell, replace=replace))
     return jobs, skipped
 
 
@@ -263,9 +256,7 @@ def sample_cells(
         round_runner, gpus = executor.round_runner()
     where = rounds.Sampled(windows={}, gpus=tuple(gpus or ())).placed()
     record = _recorder(p, len(cells), where, have, results)
-    groups = {
-        p.cell_name(b, n, axis): repr((n, sorted((axis or {}).items()))) for b, n, axis in p.cells
-    }  # the cells a verdict compares share a process
+    groups = {c.name: c.group for c in p.cells}  # the cells a verdict compares share a process
     sampled = rounds.sample(
         cells,
         have,
@@ -331,8 +322,8 @@ def _finished_cells(
     """The cells the rounds sample (ok, their result.json read, with windows): per cell name
     its window config, the windows it has, and its result."""
     cells, have, results = {}, {}, {}
-    for backend, batch_size, axis in p.cells:
-        name = p.cell_name(backend, batch_size, axis)
+    for cell in p.cells:
+        name = cell.name
         result = (
             runs.try_read_result(p.sweep_dir / name / runs.RESULT_FILE)
             if manifest.cells[name].status == OK
@@ -345,7 +336,7 @@ def _finished_cells(
         )
         if not len(windows):
             continue
-        job = cell_job(p, backend, batch_size, axis)
+        job = cell_job(p, cell)
         cells[name] = rounds.window_config(
             job.run_config(), result.timing.iters, result.timing.warmup_iters
         )
