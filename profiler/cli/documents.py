@@ -17,6 +17,7 @@ from typing import Any
 import msgspec
 
 from profiler.analysis.history_records import ChangePoint, SeriesSummary
+from profiler.analysis.rank_records import RankComparisonFigures, RankRunFigures
 from profiler.analysis.records import (
     AdviceRecord,
     BaselineRow,
@@ -33,6 +34,8 @@ from profiler.analysis.records import (
 from profiler.runs.manifest import MANIFEST_SCHEMA, SweepManifest
 from profiler.runs.noise_floor import NoiseFloor
 from profiler.runs.result import RESULT_SCHEMA, EngineMemory, RunResult
+from profiler.trace.memory import MemoryCurve, MemoryPeak, OperatorMemory
+from profiler.trace.snapshot import SnapshotDevice
 
 #: a table's rows, one object per row (column -> value)
 Table = list[dict[str, Any]]
@@ -192,6 +195,114 @@ class SummarizeLayers(Document, kw_only=True):
     """``summarize --view layers --json``: each TensorRT engine's layers, kernels attributed."""
 
     engines: list[Engine]
+
+
+class SummarizeMemory(Document, kw_only=True):
+    """``summarize --view memory --json``: memory over time from the trace's [memory] events
+    (profiler.trace.memory.MemoryView: the TensorBoard plugin's Memory view, sizes in bytes)."""
+
+    trace: str
+    #: the curves' time origin: the trace's first event, µs as the trace writes it
+    first_ts_us: float
+    devices: list[str]
+    peaks: list[MemoryPeak]
+    curves: list[MemoryCurve]
+    #: per device and operator name: the plugin's Memory view table
+    operators: list[OperatorMemory]
+    events: int
+    attributed_events: int
+
+
+class SummarizeSnapshot(Document, kw_only=True):
+    """``summarize --view snapshot --json``: run --memory-history's snapshot replayed
+    (profiler.trace.snapshot): per device, the peak of allocated memory, the blocks live at it
+    grouped by allocation stack (largest first, --top of them), the timeline; or, for a run
+    that recorded none (a CPU run), why (``why_none``). ``memory_viz``: where PyTorch's viewer
+    opens ``file``."""
+
+    file: str | None
+    why_none: str | None
+    memory_viz: str
+    #: the most events the history keeps (the allocator's ring buffer), and whether it filled
+    max_entries: int | None
+    truncated: bool
+    devices: list[SnapshotDevice]
+
+
+class ModuleRow(Record):
+    """One module path of the tree (µs summed over its calls): host time of its calls (total)
+    less the operators and module calls directly in them (self); GPU time (kernels, copies,
+    memsets) and kernel time launched inside it (total) or directly in it (self)."""
+
+    path: str
+    module: str
+    type: str
+    depth: int
+    parent: str
+    calls: int
+    operators: int
+    host_total_us: float
+    host_self_us: float
+    gpu_total_us: float
+    gpu_self_us: float
+    kernel_total_us: float
+    kernel_self_us: float
+
+
+class ModulePhaseRow(ModuleRow):
+    """One module path's calls that started in one generation phase span."""
+
+    phase: str
+
+
+class ModuleType(Record):
+    type: str
+    instances: int
+    calls: int
+    operators: int
+    host_total_us: float
+    host_self_us: float
+    gpu_total_us: float
+    gpu_self_us: float
+    kernel_total_us: float
+    kernel_self_us: float
+
+
+class BlockPart(Record):
+    """A repeated block's part (a child module type, or the block's own time) in one phase,
+    with its share of the block's host and GPU time (None: the block has none)."""
+
+    phase: str
+    block: str
+    part: str
+    calls: int
+    host_us: float
+    gpu_us: float
+    kernel_us: float
+    host_share_pct: float | None
+    gpu_share_pct: float | None
+
+
+class SummarizeModules(Document, kw_only=True):
+    """``summarize --view modules --json``: time per nn.Module of a trace recorded with
+    ``--with-stack``, as the TensorBoard plugin's Module view; per type, phase and repeated
+    block; the kernel time inside and outside the modules."""
+
+    trace: str
+    has_gpu: bool
+    kernel_us: float
+    kernel_in_modules_us: float
+    kernel_outside_us: float
+    gpu_us: float
+    gpu_in_modules_us: float
+    gpu_outside_us: float
+    module_calls: int
+    left_out_calls: int
+    tree: list[ModuleRow]
+    types: list[ModuleType]
+    phases: list[ModulePhaseRow]
+    blocks: list[BlockPart]
+    notes: list[str]
 
 
 class Compare(Document, kw_only=True):
@@ -411,6 +522,21 @@ class HistoryCheck(Document, kw_only=True):
     exit_status: int
 
 
+class SummarizeRanks(RankRunFigures, kw_only=True):
+    """``summarize --json`` of a folder of rank traces (profiler.analysis.rank_run): each
+    rank's figures, every rank's steps, the straggler; ``plugin_figures`` names the figures the
+    TensorBoard plugin's Distributed view gives too."""
+
+    schema_id: str = msgspec.field(name="$schema")
+
+
+class CompareRanks(RankComparisonFigures, kw_only=True):
+    """``compare --json`` of two folders of rank traces: both runs' figures, rank by rank
+    (B - A from the pairs of fields) and as a whole."""
+
+    schema_id: str = msgspec.field(name="$schema")
+
+
 #: kind -> (version, type) of every --json document; "run" is `run --json`: the run's result.json
 #: with the "$schema" key first
 DOCUMENTS: dict[str, tuple[int, type]] = {
@@ -418,6 +544,11 @@ DOCUMENTS: dict[str, tuple[int, type]] = {
     # ttft_bound and tpot_bound by the latency and enqueue rule, "near the launch bound" added
     "summarize": (4, Summarize),
     "summarize-layers": (1, SummarizeLayers),
+    "summarize-modules": (1, SummarizeModules),
+    "summarize-ranks": (1, SummarizeRanks),
+    "compare-ranks": (1, CompareRanks),
+    "summarize-snapshot": (1, SummarizeSnapshot),
+    "summarize-memory": (1, SummarizeMemory),
     # 2: timed.verdict (over processes) replaced timed.p50_ratio; 3: timed.verdict is latency's,
     # timed.gpu_verdict and timed.verdicts added, speedup_x the ratio of geometric means;
     # 4: timed.verdicts.lines gone, explanation.gpu_state_a/_b records, not lines (the views

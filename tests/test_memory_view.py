@@ -1,0 +1,128 @@
+"""Memory over time (profiler.trace.memory, `summarize --view memory`): the figures equal the
+TensorBoard plugin's Memory view (torch-tb-profiler 0.4.3, its loader driven in-process) on real
+traces recorded with run --profile-memory: three H200 GPU runs and one CPU run (the llama 1B
+trace of memory_h200 holds too, checked by scripts/plugin_memory.py: its plugin load is slow)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from profiler.trace.load import load_trace
+from profiler.trace.memory import MemoryView, memory_view, read_records
+
+from .conftest import FIXTURES
+
+MEMORY = FIXTURES / "memory_h200"
+CPU = FIXTURES / "memory_cpu"
+TRACES = {
+    "resnet50_fp16": MEMORY / "tb_logs" / "pytorch_fp16_bs8_mem_resnet50_fp16_bs8",
+    "resnet18_fp32": MEMORY / "tb_logs" / "pytorch_fp32_bs4_mem_resnet18_fp32_bs4",
+    "llama_tiny_generate": MEMORY / "tb_logs" / "pytorch_fp16_bs2_mem_llama_tiny_gen",
+    "resnet18_cpu": CPU / "tb_logs" / "pytorch_fp32_bs2_mem_resnet18_cpu",
+}
+
+
+def _trace(folder: Path) -> Path:
+    return next(folder.glob("*.pt.trace.json.gz"))
+
+
+def _plugin(path: Path):
+    """The plugin's profile and run of ``path`` (as its loader makes them)."""
+    pytest.importorskip("torch_tb_profiler")
+    from torch_tb_profiler.profiler.data import RunProfileData
+    from torch_tb_profiler.profiler.run_generator import RunGenerator
+
+    logging.disable(logging.WARNING)
+    try:
+        profile = RunProfileData.from_json(
+            "worker", 0, json.loads(gzip.decompress(path.read_bytes()))
+        )
+        run = RunGenerator("worker", 0, profile).generate_run_profile()
+    finally:
+        logging.disable(logging.NOTSET)
+    return profile, run
+
+
+@pytest.fixture(scope="module", params=sorted(TRACES))
+def both(request) -> tuple[MemoryView, object, object]:
+    path = _trace(TRACES[request.param])
+    view = memory_view(load_trace(path))
+    assert view is not None
+    return (view, *_plugin(path))
+
+
+def test_curve_points_equal_the_plugins(both):
+    """Every point of every device's curve: the plugin's time (ms since its first_ts) to the
+    bit, its allocated and reserved bytes (asked in bytes, not its default KiB; no step-plot
+    points, and under its 10,240-point downsampling)."""
+    view, _, run = both
+    curve = run.get_memory_curve(time_metric="ms", memory_metric="B", patch_for_step_plot=False)
+    assert curve["metadata"]["first_ts"] == view.first_ts_us
+    assert sorted(curve["rows"]) == sorted(view.devices)
+    for mine in view.curves:
+        theirs = curve["rows"][mine.device]
+        assert len(theirs) < 10240  # (the plugin downsamples longer curves)
+        points = [list(p) for p in zip(mine.time_ms, mine.allocated_bytes, mine.reserved_bytes)]
+        assert points == theirs
+
+
+def test_peaks_and_their_operator_equal_the_plugins(both):
+    """Each device's peak (the plugin's "Peak Memory Usage"), and the operator (and parent) the
+    plugin attributes the first event that reached it to."""
+    view, profile, run = both
+    curve = run.get_memory_curve(time_metric="ms", memory_metric="B", patch_for_step_plot=False)
+    records = [r for r in profile.memory_snapshot.memory_records if r.addr is not None]
+    for peak in view.peaks:
+        assert curve["metadata"]["peaks"][peak.device] == (
+            f"Peak Memory Usage: {float(peak.allocated_bytes):.1f}B"
+        )
+        mine = [r for r in records if r.device_name == peak.device]
+        first = next(r for r in mine if r.total_allocated == peak.allocated_bytes)
+        assert first.bytes > 0 and peak.operator == first.op_name
+        assert peak.parent == first.parent_op_name
+        assert peak.reserved_bytes == max(r.total_reserved for r in mine)
+    assert view.attributed_events == sum(
+        len(v) for v in profile.memory_snapshot.op_memory_table.values()
+    )
+
+
+def test_operator_table_equals_the_plugins(both):
+    """The Memory view's table, per device and operator: the plugin's own statistics (bytes
+    and counts, before its display rounding to 0.01 KB), row for row."""
+    view, profile, _ = both
+    stats = profile.memory_snapshot.get_memory_statistics(profile.tid2tree)
+    theirs = {(d, name): list(v) for d, ops in stats.items() for name, v in ops.items()}
+    mine = {
+        (r.device, r.operator): [
+            r.self_size_increase_bytes,
+            r.self_allocation_size_bytes,
+            r.self_allocation_count,
+            r.size_increase_bytes,
+            r.allocation_size_bytes,
+            r.allocation_count,
+            r.calls,
+        ]
+        for r in view.operators
+    }
+    assert mine == theirs
+    assert len(mine) >= 15
+
+
+def test_a_trace_without_memory_events_has_no_view():
+    path = _trace(FIXTURES / "h200" / "tb_logs" / "pytorch_fp16_bs8")
+    assert not len(read_records(path))
+    assert memory_view(load_trace(path)) is None
+
+
+def test_records_read_the_same_from_a_plain_file(tmp_path):
+    """The pass over a gzip file and over its plain text (mapped, cut in pieces) agree."""
+    path = _trace(TRACES["resnet18_fp32"])
+    plain = tmp_path / "trace.json"
+    plain.write_bytes(gzip.decompress(path.read_bytes()))
+    assert read_records(plain) == read_records(path)
+    assert len(read_records(path)) == 176
