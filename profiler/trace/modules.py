@@ -188,8 +188,6 @@ def module_view(trace: Trace) -> ModuleView | None:
             f"{nodes.left_out_modules} module calls left out: each ends after the range that "
             "holds it on its thread (the TensorBoard plugin leaves them out too)"
         )
-    if not has_gpu:
-        view.notes.append("a CPU trace: no kernel ran, the GPU columns are 0")
     return view
 
 
