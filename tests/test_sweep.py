@@ -564,3 +564,9 @@ def test_a_cell_is_a_typed_config_carrying_every_shared_option(tmp_path):
     assert job.name == "pytorch_fp32_bs2_resnet18" and job.run_config().run_name == job.name
     assert config_from_json(job.config) == job.run_config()
     assert job.run_config().runs_dir == tmp_path / "runs" / "s"
+    # in the sweep's own process (the rounds) the cell's config is made without the JSON trip
+    cell = p.cells[0]
+    direct = cell_config(
+        options, cell.backend, cell.batch_size, cell.axis, p.sweep_dir, p.trace_dir
+    )
+    assert direct == job.run_config()

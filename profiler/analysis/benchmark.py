@@ -167,9 +167,7 @@ def cell_analyses(sweep_dir: Path, manifest: SweepManifest) -> list[CellAnalysis
     for name, cell in grid_cells(manifest):
         path = sweep_dir / name / RESULT_FILE
         result = try_read_result(path) if cell.status == OK else None
-        samples = (
-            ConfigSamples() if result is None else with_gpus(config_samples(result, path), cell.gpu)
-        )
+        samples = ConfigSamples() if result is None else config_samples(result, path, cell.gpu)
         found.append(CellAnalysis(name, cell, result, samples))
     return found
 
@@ -461,15 +459,6 @@ def sweep_gpu_offsets(
     cells = cell_analyses(sweep_dir, manifest) if cells is None else cells
     samples = [c.samples for c in cells if c.result is not None]
     return gpu_offsets(samples, GPU_TIME) or gpu_offsets(samples, LATENCY)
-
-
-def with_gpus(samples: ConfigSamples, gpu: str | None) -> ConfigSamples:
-    """Windows without a recorded GPU take the cell's (its own run's GPU)."""
-    if not gpu:
-        return samples
-    return ConfigSamples(
-        tuple(w if w.gpu else msgspec.structs.replace(w, gpu=gpu) for w in samples.windows)
-    )
 
 
 def like_with_like(a: ConfigSamples, b: ConfigSamples) -> tuple[ConfigSamples, ConfigSamples]:

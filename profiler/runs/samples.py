@@ -217,6 +217,14 @@ class ConfigSamples(msgspec.Struct, frozen=True):
         counts = self.bound_counts()
         return counts[LAUNCH_BOUND], sum(counts.values())
 
+    def placed(self, gpu: str | None) -> ConfigSamples:
+        """The windows without a recorded GPU on ``gpu`` (None: as they are)."""
+        if not gpu:
+            return self
+        return ConfigSamples(
+            tuple(w if w.gpu else msgspec.structs.replace(w, gpu=gpu) for w in self.windows)
+        )
+
     def on_gpus(self, gpus: set[str]) -> ConfigSamples:
         return ConfigSamples(tuple(w for w in self.windows if w.gpu in gpus))
 
@@ -490,10 +498,10 @@ def config_samples(
     result: RunResult, result_json: Path | None = None, gpu: str | None = None
 ) -> ConfigSamples:
     """Every timed process of the run's config: processes.csv where the run has one, else its
-    latency.csv as a single process (on ``gpu`` when given); empty when neither file is
-    there. A processes.csv that does not read, or that contradicts result.json
-    (``contradiction``), is not used: one warning (profiler.notices) says so, and the run's own
-    window stands in."""
+    latency.csv as a single process; a window without a recorded GPU is placed on ``gpu`` (the
+    cell's own run's GPU) when given; empty when neither file is there. A processes.csv that
+    does not read, or that contradicts result.json (``contradiction``), is not used: one
+    warning (profiler.notices) says so, and the run's own window stands in."""
     if result_json is not None:
         path = Path(result_json).parent / PROCESSES_CSV
         if os.path.lexists(path):  # a folder or a FIFO of that name too: one warning
@@ -503,7 +511,7 @@ def config_samples(
             except UserError as error:
                 why = str(error).removeprefix(f"{path}: ")
             if why is None:
-                return samples
+                return samples.placed(gpu)
             notices.warn(
                 f"{path} is not used: {why}; the verdicts take the run's own timed "
                 "window (latency.csv) instead"

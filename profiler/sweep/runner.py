@@ -21,7 +21,6 @@ from typing import Any
 
 from profiler import notices, runs, signals, units
 from profiler.analysis import sequential as sequential_rule
-from profiler.analysis.benchmark import with_gpus
 from profiler.analysis.headline import machine_noise
 from profiler.errors import Interrupted, UserError, os_error_line
 from profiler.fsutil import clean_leftovers, folder_lock
@@ -36,7 +35,7 @@ from profiler.runs.manifest import (
 from profiler.runs.samples import config_samples, record_processes
 from profiler.sweep import executors, rounds
 from profiler.sweep.cell import CellJob, CellOutcome
-from profiler.sweep.plan import SweepPlan, cell_job
+from profiler.sweep.plan import SweepPlan, cell_config, cell_job
 from profiler.sweep.record import (
     clean_cells,
     describe,
@@ -331,15 +330,15 @@ def _finished_cells(
         )
         if result is None:
             continue
-        windows = with_gpus(
-            config_samples(result, p.sweep_dir / name / runs.RESULT_FILE), manifest.cells[name].gpu
+        windows = config_samples(
+            result, p.sweep_dir / name / runs.RESULT_FILE, manifest.cells[name].gpu
         )
         if not len(windows):
             continue
-        job = cell_job(p, cell)
-        cells[name] = rounds.window_config(
-            job.run_config(), result.timing.iters, result.timing.warmup_iters
+        config = cell_config(
+            p.options, cell.backend, cell.batch_size, cell.axis, p.sweep_dir, p.trace_dir
         )
+        cells[name] = rounds.window_config(config, result.timing.iters, result.timing.warmup_iters)
         have[name], results[name] = windows, result
     return cells, have, results
 
