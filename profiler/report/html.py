@@ -14,6 +14,8 @@ import io
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from html import escape
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pandas as pd
 
@@ -21,6 +23,7 @@ from profiler.analysis.advice import Advice
 from profiler.analysis.headline import config_line, gpu_state_of, window_noise, window_tails
 from profiler.analysis.records import CompareTimed, Explanation, Headline
 from profiler.analysis.roofline import MIN_BYTES_LABEL, NO_ROOFLINE_INPUTS, Roofline, chart_data
+from profiler.analysis.timed_window import window_flags
 from profiler.report.advice_view import evidence, measured_line, projected_gain
 from profiler.report.compare_view import (
     NO_GPU_TIME,
@@ -53,7 +56,6 @@ from profiler.report.fmt import (
     rate,
     size,
     time,
-    window_flags,
     with_unit,
 )
 from profiler.report.headline_view import gpu_compute_line
@@ -65,6 +67,13 @@ from profiler.report.sentences import (
     verdict_method,
 )
 from profiler.runs.result import RunResult
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+#: how a table's column is written: a format spec, or a function of its cells (a DataFrame's
+#: values, which pandas leaves untyped, so Any)
+CellFormat: TypeAlias = str | Callable[[Any], str]
 
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1200px;color:#222}
@@ -136,14 +145,12 @@ def _numbers(series: pd.Series) -> list[float]:
     ]
 
 
-def _formatter(
-    column: str, series: pd.Series, spec: str | Callable | None
-) -> Callable[[object], str]:
+def _formatter(column: str, series: pd.Series, spec: CellFormat | None) -> Callable[[Any], str]:
     if callable(spec):
         return spec
     spec = spec or HTML_FORMATS.get(column) or column_format(_numbers(series))
 
-    def cell(value) -> str:
+    def cell(value: object) -> str:
         if absent(value):
             return "-"
         if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -157,8 +164,8 @@ def _formatter(
 CELL_CHARS = 110
 
 
-def _cut(value):
-    return value[:CELL_CHARS] + "…" if isinstance(value, str) and len(value) > CELL_CHARS else value
+def _cut(value: str) -> str:
+    return value[:CELL_CHARS] + "…" if len(value) > CELL_CHARS else value
 
 
 def table(
@@ -166,7 +173,7 @@ def table(
     columns: list[str] | None = None,
     top: int = 0,
     headers: dict[str, str] | None = None,
-    formats: Mapping[str, str | Callable] | None = None,
+    formats: Mapping[str, CellFormat] | None = None,
     figures: tuple[str, ...] = (),
 ) -> str:
     """A table of ``frame``'s ``columns`` (all by default), the first ``top`` rows (0: all; a
@@ -203,7 +210,7 @@ def key_values(pairs: list[tuple[str, object]]) -> str:
     return f"<table class='kv'>{rows}</table>"
 
 
-def metrics(header_row: list[str], rows: list[tuple]) -> str:
+def metrics(header_row: list[str], rows: Sequence[tuple[object, ...]]) -> str:
     """A table whose every row is its own quantity (formatted per row, unit in the cell)."""
     head = "".join(f"<th>{escape(h)}</th>" for h in header_row)
     body = "".join(
@@ -212,7 +219,7 @@ def metrics(header_row: list[str], rows: list[tuple]) -> str:
     return f"<table class='metrics'><tr>{head}</tr>{body}</table>"
 
 
-def figure_png(fig) -> str:
+def figure_png(fig: Figure) -> str:
     """A matplotlib figure as an inline <img> (base64 PNG); the figure is closed."""
     import matplotlib.pyplot as plt
 
@@ -228,7 +235,10 @@ def warnings_list(warnings: list[str]) -> str:
 
 
 def headline(
-    result: RunResult | None, label: str, result_json=None, data: Headline | None = None
+    result: RunResult | None,
+    label: str,
+    result_json: Path | None = None,
+    data: Headline | None = None,
 ) -> str:
     """A run's timed headline; ``result_json``: where it was read, so that the noise of a run
     recorded before noise was is computed from the latency.csv beside it; ``data``: the
@@ -379,7 +389,7 @@ def explanation_block(e: Explanation | None) -> str | None:
 def overview_block(overview: pd.DataFrame) -> str:
     """A diff's overview: each row in its own unit, as the terminal shows it."""
 
-    def delta(value, unit) -> str:
+    def delta(value: float, unit: str) -> str:
         if absent(value):
             return "-"
         text = with_unit(abs(value), unit)
@@ -500,6 +510,6 @@ def category_chart(labels: list[str], categories: list[pd.DataFrame], steps: lis
     )
 
 
-def figures(named: dict) -> str:
+def figures(named: dict[str, Figure]) -> str:
     """Figures (matplotlib, by name) inlined one after the other."""
     return "".join(figure_png(fig) for fig in named.values())
