@@ -6,18 +6,24 @@ and lays the sections out)."""
 
 from __future__ import annotations
 
+from html import escape
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from profiler.analysis.roofline import MIN_GBS, MIN_PCT_BANDWIDTH
+from profiler.analysis.roofline import MIN_GBS, MIN_PCT_BANDWIDTH, Roofline
 from profiler.errors import UserError
 from profiler.report import fmt, html
-from profiler.runs.manifest import OK, short_label
+from profiler.runs.manifest import OK, SweepCell, SweepManifest, short_label
 from profiler.trace.diff import Diff
 from profiler.trace.hardware import Agreement
 from profiler.trace.kernels import PIPE_BUSY_NOTE
 from profiler.trace.summary import Summary
+
+if TYPE_CHECKING:
+    from profiler.analysis.advice import Advice
+    from profiler.analysis.run_analysis import RunAnalysis
 
 
 def target_label(target: str) -> str:
@@ -136,7 +142,7 @@ def kernel_diff(result: Diff, labels: list[str], summaries: list[Summary]) -> li
 # ---- a sweep -------------------------------------------------------------------------------
 
 
-def _interval(lows, highs) -> list[str]:
+def _interval(lows: pd.Series, highs: pd.Series) -> list[str]:
     return ["-" if pd.isna(low) else fmt.span(low, high) for low, high in zip(lows, highs)]
 
 
@@ -193,7 +199,7 @@ def sweep_table(frame: pd.DataFrame, axes: list[str]) -> str:
     )
 
 
-def benchmark(frame: pd.DataFrame, manifest, only_decided: bool = False) -> str:
+def benchmark(frame: pd.DataFrame, manifest: SweepManifest, only_decided: bool = False) -> str:
     """The sweep's headline and table; with ``only_decided`` the table leaves out the cells
     undecided on both figures (a line counts them), as `sweep --only-decided` does."""
     from profiler.analysis.benchmark import axis_columns
@@ -229,7 +235,7 @@ def geomeans(frame: pd.DataFrame) -> str | None:
     )
 
 
-def sweep_headline(frame: pd.DataFrame, manifest) -> str:
+def sweep_headline(frame: pd.DataFrame, manifest: SweepManifest) -> str:
     """What the sweep's numbers are: both speedups' definition, their intervals and verdicts
     (held to a false discovery rate over the cells), the timed window, each cell's verdict
     notes and noise warnings."""
@@ -259,7 +265,7 @@ def sweep_headline(frame: pd.DataFrame, manifest) -> str:
     return "".join(lines)
 
 
-def _speedup_definition(frame: pd.DataFrame, manifest, gpu_time: bool) -> list[str]:
+def _speedup_definition(frame: pd.DataFrame, manifest: SweepManifest, gpu_time: bool) -> list[str]:
     """The sweep's headline line and what its speedups are."""
     from profiler.analysis.benchmark import axis_columns
     from profiler.report.benchmark_view import (
@@ -273,9 +279,9 @@ def _speedup_definition(frame: pd.DataFrame, manifest, gpu_time: bool) -> list[s
     devices = sorted({d for d in frame["device"].dropna() if d})
     same = ", ".join(["batch size", *axis_columns(manifest)])
     return [
-        f"<p class='big'>{html.escape(manifest.model)} on "
-        f"{html.escape(', '.join(devices) or 'no finished cell')}: speedup = "
-        f"{html.escape(manifest.baseline)} p50 / p50"
+        f"<p class='big'>{escape(manifest.model)} on "
+        f"{escape(', '.join(devices) or 'no finished cell')}: speedup = "
+        f"{escape(manifest.baseline)} p50 / p50"
         + (" (latency), and the same on GPU time" if gpu_time else "")
         + "</p>",
         html.note(
@@ -293,7 +299,7 @@ def _speedup_definition(frame: pd.DataFrame, manifest, gpu_time: bool) -> list[s
     ]
 
 
-def _sweep_options(manifest) -> str:
+def _sweep_options(manifest: SweepManifest) -> str:
     """The sweep's backends, batch sizes, timed window and run options."""
     options = manifest.options
     return html.key_values(
@@ -315,7 +321,7 @@ def _sweep_options(manifest) -> str:
     )
 
 
-def sweep_figures(frame: pd.DataFrame, manifest) -> str:
+def sweep_figures(frame: pd.DataFrame, manifest: SweepManifest) -> str:
     """`plot`'s sweep figures (plots.sweep_figures), inlined; a note without matplotlib or
     without a finished cell, and one where the cells ran no GPU kernels."""
     missing = html.figures_missing()
@@ -336,10 +342,13 @@ def sweep_figures(frame: pd.DataFrame, manifest) -> str:
     return html.figures(figures) + missing
 
 
-def cell_insights(finished: list) -> tuple[list, list[dict]]:
+def cell_insights(
+    finished: list[tuple[SweepCell, RunAnalysis]],
+) -> tuple[list[tuple[str, Roofline | None]], list[dict[str, str | float | None]]]:
     """The (label, roofline) points and the roofline-and-advice rows of a sweep's finished
     cells (SweepAnalysis.finished); a cell whose trace does not read is left out."""
-    points, rows = [], []
+    points: list[tuple[str, Roofline | None]] = []
+    rows: list[dict[str, str | float | None]] = []
     for cell, run in finished:
         try:
             advice = run.advice
@@ -361,6 +370,6 @@ def cell_insights(finished: list) -> tuple[list, list[dict]]:
     return points, rows
 
 
-def advice_words(advice: list) -> str:
+def advice_words(advice: list[Advice]) -> str:
     """A cell's advice in words: each rule's title and what to try ("-" when none fired)."""
     return "; ".join(f"{a.title}: try {a.action} ({a.rule})" for a in advice) or "-"
