@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -21,7 +23,11 @@ from profiler.errors import UserError
 from profiler.fsutil import write_with
 from profiler.report.fmt import number, ratio
 from profiler.report.sentences import roof_label, roof_name, roofline_title
-from profiler.runs.manifest import OK, axis_options, grid_cells, short_label
+from profiler.runs.manifest import OK, SweepManifest, axis_options, grid_cells, short_label
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 #: one colour per kernel category, the same in every figure
 CATEGORY_COLOURS = {
@@ -38,18 +44,25 @@ CATEGORY_COLOURS = {
 }
 
 
-def pyplot():
+def use_agg() -> None:
+    """matplotlib on its Agg backend (no display needed); a UserError saying how to install it
+    when it is missing. The figures below then import matplotlib.pyplot, typed."""
     try:
         import matplotlib
     except ImportError:
         raise UserError('plots need matplotlib: pip install -e ".[plots]"') from None
     matplotlib.use("Agg", force=True)
+
+
+def pyplot() -> ModuleType:
+    """matplotlib.pyplot on the Agg backend (see use_agg)."""
+    use_agg()
     import matplotlib.pyplot as plt
 
     return plt
 
 
-def _save(fig, path: Path) -> Path:
+def _save(fig: Figure, path: Path) -> Path:
     """Write the PNG atomically (temp file + rename), like every other export."""
     try:
         write_with(path, lambda tmp: fig.savefig(tmp, format="png", dpi=130, bbox_inches="tight"))
@@ -91,9 +104,11 @@ def latency_plot(frame: pd.DataFrame, model: str, out: Path) -> Path:
     return _save(latency_figure(frame, model), out)
 
 
-def latency_figure(frame: pd.DataFrame, model: str):
+def latency_figure(frame: pd.DataFrame, model: str) -> Figure:
     """p50 latency per backend against batch size (p90 and p99 marked)."""
-    plt = pyplot()
+    use_agg()
+    import matplotlib.pyplot as plt
+
     ok = frame[frame["status"] == "ok"]
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
     for i, (backend, rows) in enumerate(ok.groupby(series(ok), sort=False)):
@@ -120,9 +135,11 @@ def throughput_plot(frame: pd.DataFrame, model: str, out: Path) -> Path:
     return _save(throughput_figure(frame, model), out)
 
 
-def throughput_figure(frame: pd.DataFrame, model: str):
+def throughput_figure(frame: pd.DataFrame, model: str) -> Figure:
     """Throughput per backend against batch size."""
-    plt = pyplot()
+    use_agg()
+    import matplotlib.pyplot as plt
+
     ok = frame[frame["status"] == "ok"]
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
     for i, (backend, rows) in enumerate(ok.groupby(series(ok), sort=False)):
@@ -141,12 +158,14 @@ def speedup_plot(frame: pd.DataFrame, model: str, baseline: str, out: Path) -> P
     return _save(speedup_figure(frame, model, baseline), out)
 
 
-def speedup_figure(frame: pd.DataFrame, model: str, baseline: str):
+def speedup_figure(frame: pd.DataFrame, model: str, baseline: str) -> Figure:
     """Latency speedup bars over the baseline, per batch size and backend, each with its 95 %
     interval (an error bar) and its verdict; a cell whose timed window is flagged (noisy,
     bimodal, drifting) is hatched and says so, and a verdict withheld or undecided reads as
     such (the bar alone is no claim)."""
-    plt = pyplot()
+    use_agg()
+    import matplotlib.pyplot as plt
+
     sizes = sorted(frame["bs"].unique())
     labels = series(frame)
     backends = list(dict.fromkeys(labels))
@@ -223,7 +242,7 @@ def speedup_figure(frame: pd.DataFrame, model: str, baseline: str):
 NOISY_LABEL = "hatched: timed window flagged (noisy, bimodal or drifting)"
 
 
-def _flagged(rows: pd.DataFrame, bs) -> bool:
+def _flagged(rows: pd.DataFrame, bs: int) -> bool:
     """The cell's timed window carries a noise flag (benchmark.csv's ``noise`` column)."""
     if "noise" not in rows.columns:
         return False
@@ -231,10 +250,13 @@ def _flagged(rows: pd.DataFrame, bs) -> bool:
     return isinstance(flags, str) and bool(flags.strip())
 
 
-def _interval(rows: pd.DataFrame, sizes: list, values: list) -> tuple[list, list]:
+def _interval(
+    rows: pd.DataFrame, sizes: list[int], values: list[float]
+) -> tuple[list[float], list[float]]:
     """Each bar's distance down to its interval's low end and up to its high end (0 without
     an interval)."""
-    lows, highs = [], []
+    lows: list[float] = []
+    highs: list[float] = []
     for bs, value in zip(sizes, values):
         low = rows["speedup_low"].get(bs, math.nan) if "speedup_low" in rows else math.nan
         high = rows["speedup_high"].get(bs, math.nan) if "speedup_high" in rows else math.nan
@@ -244,7 +266,7 @@ def _interval(rows: pd.DataFrame, sizes: list, values: list) -> tuple[list, list
     return lows, highs
 
 
-def _bar_text(value: float, rows: pd.DataFrame, bs, flagged: bool) -> str:
+def _bar_text(value: float, rows: pd.DataFrame, bs: int, flagged: bool) -> str:
     """A bar's words: the speedup, its verdict (the baseline's own bar none), and "! noisy"
     where the window is flagged."""
     verdict = rows["verdict"].get(bs, "") if "verdict" in rows else ""
@@ -253,7 +275,7 @@ def _bar_text(value: float, rows: pd.DataFrame, bs, flagged: bool) -> str:
     return text + ("\n! noisy" if flagged else "")
 
 
-def _batch_axis(ax, frame: pd.DataFrame) -> None:
+def _batch_axis(ax: Axes, frame: pd.DataFrame) -> None:
     sizes = sorted(frame["bs"].unique())
     if len(sizes) > 1 and sizes[-1] / sizes[0] >= 8:
         ax.set_xscale("log", base=2)
@@ -270,10 +292,12 @@ def category_bars(
 
 def category_figure(
     labels: list[str], per_label: list[dict[str, float]], title: str, legend: bool = True
-):
+) -> Figure:
     """Horizontal stacked bars: one per label, kernel µs per step by category; the legend
     names every category any bar holds."""
-    plt = pyplot()
+    use_agg()
+    import matplotlib.pyplot as plt
+
     categories = [c for c in CATEGORY_COLOURS if any(d.get(c, 0) > 0 for d in per_label)]
     categories += sorted({c for d in per_label for c in d} - set(categories))
     unit, scale = (
@@ -322,7 +346,7 @@ def category_figure(
 NO_SWEEP_KERNELS = "no GPU kernels in this sweep's traces (CPU run?): categories.png left out"
 
 
-def sweep_figures(frame: pd.DataFrame, manifest) -> dict:
+def sweep_figures(frame: pd.DataFrame, manifest: SweepManifest) -> dict[str, Figure]:
     """The figures of a sweep's benchmark table (a frame with at least one finished cell) and
     manifest, by name: latency, speedup, throughput and, where a cell ran GPU kernels,
     categories. `plot` writes each as <name>.png; `report` inlines them."""
@@ -347,7 +371,7 @@ def sweep_figures(frame: pd.DataFrame, manifest) -> dict:
 
 
 def sweep_plots(
-    frame: pd.DataFrame, manifest, out: Path, note: Callable[[str], object]
+    frame: pd.DataFrame, manifest: SweepManifest, out: Path, note: Callable[[str], object]
 ) -> list[Path]:
     """latency.png, speedup.png, throughput.png and categories.png of a sweep's benchmark
     table (a frame with at least one finished cell) and manifest; ``note`` says what is left
@@ -362,14 +386,16 @@ def sweep_plots(
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
 
 
-def roofline_figure(points: Sequence[tuple[str, Roofline | None]]):
+def roofline_figure(points: Sequence[tuple[str, Roofline | None]]) -> Figure | None:
     """Log-log roofline of (label, Roofline) points (analysis.roofline.chart_data): one roof per
     precision present, each point in its roof's colour, marked by backend; None when no point
     has a roofline."""
     chart = chart_data(points)
     if chart is None:
         return None
-    plt = pyplot()
+    use_agg()
+    import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots(figsize=(7, 4.5))
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     colour: dict[Roof | None, str] = {
