@@ -3,18 +3,23 @@ ranked table of what each experiment measured against the re-run baseline."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
 
+from profiler.analysis.advice import Advice
+from profiler.analysis.experiments import Plan
 from profiler.analysis.records import (
     BaselineNoise,
     BaselineRow,
     Judgement,
+    ProjectionKind,
     TrialRecord,
     TrialRow,
     Unjudged,
+    Word,
 )
 from profiler.report.advice_view import line as advice_line, noise_line
 from profiler.report.benchmark_view import (
@@ -43,21 +48,21 @@ NO_GPU_TIME = (
 )
 
 
-def projected_cell(value, kind) -> str:
+def projected_cell(value: float | None, kind: ProjectionKind | None) -> str:
     """A projection with what it is: "6.37x estimate", "20.8x bound", "-"."""
     if not value or value <= 1:
         return "-"
     return f"{ratio(value)} {'bound' if kind == 'bound' else 'estimate'}"
 
 
-def _changes(changes: dict) -> str:
+def _changes(changes: Mapping[str, object]) -> str:
     return ", ".join(f"{k}={v}" for k, v in changes.items()) or "-"
 
 
 def print_plan(
-    advice: list,
-    promises: dict,
-    plan,
+    advice: list[Advice],
+    promises: dict[str, float],
+    plan: Plan,
     run_folder: Path | None,
     console: Console,
     asked_to_try: bool,
@@ -98,7 +103,14 @@ def print_plan(
         )
 
 
-def _figure_cell(speedup, low, high, verdict, per: str, paired: str = "") -> str:
+def _figure_cell(
+    speedup: float | None,
+    low: float | None,
+    high: float | None,
+    verdict: Word | None,
+    per: str,
+    paired: str = "",
+) -> str:
     """One figure's speedup (``per``: " /sample" when the batch changed), its 95 % interval and
     its verdict (rich markup): "4.10x [3.20-5.30] faster"; ``paired``: "paired over 5 rounds"
     where the verdict paired the rounds (the speedup is then theirs)."""
@@ -113,7 +125,7 @@ def _figure_cell(speedup, low, high, verdict, per: str, paired: str = "") -> str
     )
 
 
-def _paired(r, figure: str) -> str:
+def _paired(r: TrialRow, figure: str) -> str:
     """ "paired over N rounds" where the row's verdict on ``figure`` paired the rounds."""
     verdict = getattr(r.verdicts, figure, None) if r.verdicts is not None else None
     if verdict is None or verdict.design != "paired":
@@ -135,12 +147,12 @@ def baseline_line(base: BaselineRow) -> str:
     )
 
 
-def has_gpu_time(rows) -> bool:
+def has_gpu_time(rows: Sequence[TrialRow]) -> bool:
     """Any experiment has a GPU-time verdict (its columns are shown)."""
     return any(r.gpu_verdict is not None for r in rows)
 
 
-def has_kernels(rows) -> bool:
+def has_kernels(rows: Sequence[TrialRow]) -> bool:
     """Any side of any experiment launched GPU kernels (the kernel columns are shown; a CPU
     run has none)."""
     return any(
@@ -165,7 +177,7 @@ STOPPED = {
 
 
 def print_trial(
-    rows: list[TrialRow], base: BaselineRow, trial: TrialRecord, plan, console: Console
+    rows: list[TrialRow], base: BaselineRow, trial: TrialRecord, plan: Plan, console: Console
 ) -> None:
     _print_baseline(base, trial, console)
     gpu_time = has_gpu_time(rows)
@@ -193,7 +205,7 @@ def _print_baseline(base: BaselineRow, trial: TrialRecord, console: Console) -> 
         console.print(escape(trial.baseline_again), highlight=False, soft_wrap=True)
 
 
-def _trial_table(rows, gpu_time: bool, kernels: bool) -> FitTable:
+def _trial_table(rows: list[TrialRow], gpu_time: bool, kernels: bool) -> FitTable:
     """The ranked table; the GPU-time and kernel columns only where something measured them."""
     table = FitTable(
         title="What each experiment measured against the baseline (ranked by the "
@@ -220,7 +232,7 @@ def _trial_table(rows, gpu_time: bool, kernels: bool) -> FitTable:
     return table
 
 
-def _trial_row(r, gpu_time: bool, kernels: bool) -> list[str]:
+def _trial_row(r: TrialRow, gpu_time: bool, kernels: bool) -> list[str]:
     """One experiment's cells, in the columns of _trial_table."""
     k = r.kernels
     per = " /sample" if r.figure == "per sample" else ""
@@ -250,7 +262,7 @@ def _trial_row(r, gpu_time: bool, kernels: bool) -> list[str]:
     return cells
 
 
-def _print_row_notes(r, console: Console) -> None:
+def _print_row_notes(r: TrialRow, console: Console) -> None:
     """Under the table, one experiment's judgement, notes, kernel changes and failure."""
     if r.judgement:
         console.print(
@@ -295,7 +307,7 @@ def _print_how_it_ran(trial: TrialRecord, console: Console) -> None:
     )
 
 
-def _pair(values) -> str:
+def _pair(values: tuple[float | None, float | None]) -> str:
     a, b = values
     return f"{number(a, 0, thousands=False)} → {number(b, 0, thousands=False)}"
 
@@ -328,8 +340,8 @@ MEASURED_HEADERS = {
 
 def trial_html(
     run: str,
-    advice: list,
-    plan,
+    advice: list[Advice],
+    plan: Plan,
     rows: list[TrialRow],
     base: BaselineRow,
     trial: TrialRecord,
@@ -369,7 +381,7 @@ def trial_html(
     return page.render()
 
 
-def _experiment_records(plan) -> list[dict[str, object]]:
+def _experiment_records(plan: Plan) -> list[dict[str, object]]:
     """The plan's experiments, one record each, for the page's table."""
     return [
         {
@@ -399,7 +411,7 @@ def _baseline_values(
     ]
 
 
-def _measured_records(rows) -> list[dict]:
+def _measured_records(rows: list[TrialRow]) -> list[dict[str, object]]:
     """What each experiment measured, one record each, for the page's ranked table."""
     return [
         {
@@ -427,9 +439,9 @@ def _measured_records(rows) -> list[dict]:
     ]
 
 
-def _unmeasured_columns(rows) -> list[str]:
+def _unmeasured_columns(rows: list[TrialRow]) -> list[str]:
     """The ranked table's columns nothing measured: GPU time's, and a CPU run's kernels."""
-    columns = []
+    columns: list[str] = []
     if not has_gpu_time(rows):
         columns += ["gpu_speedup", "gpu_low", "gpu_high", "gpu_verdict", "bound"]
     if not has_kernels(rows):  # a CPU run: no kernel to count
@@ -437,7 +449,7 @@ def _unmeasured_columns(rows) -> list[str]:
     return columns
 
 
-def _verdict_notes(rows) -> list[str]:
+def _verdict_notes(rows: list[TrialRow]) -> list[str]:
     """How to read the verdicts: what was not measured, each experiment's notes, the FDR."""
     notes = [f"{r.label}: {line}" for r in rows if r.verdicts for line in note_lines(r.verdicts)]
     if not has_gpu_time(rows) and has_kernels(rows) and any(r.verdict is not None for r in rows):
