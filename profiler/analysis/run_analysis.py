@@ -26,6 +26,7 @@ from profiler.analysis.advice import Advice, advise
 from profiler.analysis.difference import explain_runs
 from profiler.analysis.headline import compare_timed, headline_data, window_noise
 from profiler.analysis.insight import Insight, ceilinged_roofline, evidence, sweep_table
+from profiler.analysis.memory_snapshot import MemorySnapshot, memory_snapshot
 from profiler.analysis.records import CompareTimed, Explanation, Headline, WindowNoise
 from profiler.analysis.roofline import (
     Roofline,
@@ -310,6 +311,12 @@ class RunAnalysis:
         operators' table (profiler.trace.memory.memory_view, the TensorBoard plugin's Memory
         view); None for a trace recorded without --profile-memory."""
         return memory_view(self.trace)
+
+    @cached_property
+    def memory_snapshot(self) -> MemorySnapshot | None:
+        """run --memory-history's snapshot replayed: the peak of allocated memory and the stacks
+        live at it (profiler.analysis.memory_snapshot); None for a run recorded without it."""
+        return memory_snapshot(self.result, self.run_folder)
 
 
 def require_layers(run: RunAnalysis) -> list[Attribution]:

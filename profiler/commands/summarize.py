@@ -18,7 +18,15 @@ if TYPE_CHECKING:
     from profiler.trace.hardware import Agreement
 
 View = Literal[
-    "all", "overview", "kernels", "categories", "operators", "layers", "phases", "definitions"
+    "all",
+    "overview",
+    "kernels",
+    "categories",
+    "operators",
+    "layers",
+    "phases",
+    "definitions",
+    "snapshot",
 ]
 VIEWS: tuple[View, ...] = get_args(View)
 
@@ -45,6 +53,8 @@ def run(
         sink.note(run.note)
     if view == "layers":
         _layers(run, out, sink, top)
+    elif view == "snapshot":
+        _snapshot(run, out, sink, top)
     else:
         _run_view(run, view, out, sink, top)
     if sink.json:  # the view's document is written
@@ -95,6 +105,7 @@ def _write_out(run: RunAnalysis, out: Path, joined: pd.DataFrame | None, sink: S
         top=0,
         headline=run.headline,
         insight=run.insight if run.result_json is not None else None,
+        more=_snapshot_markdown(run),
     )
     if joined is not None:
         from profiler.report.hardware_view import export_columns
@@ -223,3 +234,33 @@ def _layers(run: RunAnalysis, out: Path | None, sink: Sink, top: int) -> None:
         sink.note(f"wrote {len(written)} files to {out}")
     if sink.json:
         sink.document("summarize-layers", json_safe({"engines": layers_json(attributions)}))
+
+
+def _snapshot_markdown(run: RunAnalysis) -> list[str]:
+    """summary.md's memory-snapshot section, for a run recorded with --memory-history."""
+    figure = run.memory_snapshot
+    if figure is None:
+        return []
+    from profiler.report.snapshot_view import snapshot_markdown
+
+    return snapshot_markdown(figure, top=20)
+
+
+def _snapshot(run: RunAnalysis, out: Path | None, sink: Sink, top: int) -> None:
+    """--view snapshot: run --memory-history's snapshot replayed (a run recorded without it
+    refused; a CPU run's says in one line why it has none), written with --out and printed with
+    --json."""
+    from profiler.analysis.memory_snapshot import NOT_RECORDED
+
+    figure = run.memory_snapshot
+    if figure is None:
+        raise UserError(NOT_RECORDED.format(target=run.run_folder or run.path))
+    if out is not None:
+        from profiler.report.snapshot_view import write_snapshot
+
+        written = write_snapshot(figure, out, top)
+        sink.note(f"wrote {len(written)} files to {out}")
+    if sink.json:
+        from profiler.report.snapshot_view import snapshot_document
+
+        sink.document("summarize-snapshot", snapshot_document(figure, top))

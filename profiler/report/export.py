@@ -165,10 +165,12 @@ def export(
     top: int = 0,
     headline: Headline | None = None,
     insight: Insight | None = None,
+    more: list[str] | None = None,
 ) -> list[Path]:
     """kernels.csv, categories.csv, operators.csv, steps.csv, summary.json, summary.md; with a
     run's ``headline`` (profiler.analysis.headline.headline_data) and ``insight`` (roofline and
-    advice), both files open with them, as `summarize` and its --json do."""
+    advice), both files open with them, as `summarize` and its --json do; ``more``: summary.md's
+    sections after the trace's (a memory snapshot's)."""
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as error:
@@ -196,6 +198,7 @@ def export(
     if headline is not None or insight is not None:
         md.append("## Trace\n")
     md += trace_markdown(summary, data["tensor_cores"]) + tables_markdown(summary, top)
+    md += more or []
     write_text_atomic(out_dir / "summary.md", "\n".join(md))
     written.append(out_dir / "summary.md")
     return written

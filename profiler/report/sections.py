@@ -29,6 +29,7 @@ import pandas as pd
 from rich.console import Console
 
 from profiler.analysis.insight import Insight
+from profiler.analysis.memory_snapshot import MemorySnapshot
 from profiler.analysis.records import CompareTimed, Explanation, Headline
 from profiler.analysis.roofline import Roofline
 from profiler.analysis.run_analysis import Comparison, RunAnalysis
@@ -54,6 +55,7 @@ from profiler.report.phases_view import (
     phases_table,
     positions_table,
 )
+from profiler.report.snapshot_view import print_snapshot, snapshot_sections
 from profiler.report.tables import (
     categories_table,
     definitions_table,
@@ -284,6 +286,14 @@ def _insight(found: Insight, ctx: Context[RunAnalysis]) -> None:
 
 def _layers(attributions: list[Attribution], ctx: Context[RunAnalysis]) -> None:
     print_layers(attributions, ctx.top, ctx.out)
+
+
+def _snapshot(figure: MemorySnapshot, ctx: Context[RunAnalysis]) -> None:
+    print_snapshot(figure, ctx.out, ctx.top)
+
+
+def _snapshot_page(figure: MemorySnapshot, ctx: Context[RunAnalysis]) -> Sections:
+    return snapshot_sections(figure, ctx.label, ctx.top)
 
 
 def _recorded_insight(run: RunAnalysis) -> Insight | None:
@@ -561,6 +571,14 @@ LAYER_TIMES = ReportSection(
     "layer times", RunAnalysis, pd.DataFrame, lambda run: run.layer_times, html=_layer_times_page
 )
 LAYERS = ReportSection("layers", RunAnalysis, list, lambda run: run.layers, terminal=_layers)
+MEMORY_SNAPSHOT = ReportSection(
+    "memory snapshot",
+    RunAnalysis,
+    MemorySnapshot,
+    lambda run: run.memory_snapshot,
+    terminal=_snapshot,
+    html=_snapshot_page,
+)
 ROOFLINE = ReportSection(
     "roofline chart", RunAnalysis, Roofline, lambda run: run.roofline, html=_roofline_page
 )
@@ -649,6 +667,7 @@ REGISTRY: tuple[ReportSection[Any, Any], ...] = (
     GEMMS,
     LAYER_TIMES,
     LAYERS,
+    MEMORY_SNAPSHOT,
     ROOFLINE,
     TIMED,
     EXPLANATION,
@@ -684,6 +703,7 @@ SUMMARIZE: tuple[tuple[ReportSection[RunAnalysis, Any], tuple[str, ...]], ...] =
     (HARDWARE, ("all", "kernels")),
     (INSIGHT, ("all", "overview")),
     (LAYERS, ("layers",)),
+    (MEMORY_SNAPSHOT, ("all", "snapshot")),
 )
 #: `compare --view full`: the timed windows, why B differs, the diff, then each run's own
 #: (COMPARE_SIDE)
@@ -707,7 +727,7 @@ RUN_SIDE: Rows[RunAnalysis] = (
     GEMMS,
     LAYER_TIMES,
 )
-RUN_PAGE: Rows[RunAnalysis] = (*RUN_SIDE, PHASE_ROOFLINES, ROOFLINE)
+RUN_PAGE: Rows[RunAnalysis] = (*RUN_SIDE, PHASE_ROOFLINES, ROOFLINE, MEMORY_SNAPSHOT)
 COMPARE_PAGE: Rows[Comparison] = (TIMED, EXPLANATION, DIFF, ROOFLINES, SIDES)
 SWEEP_PAGE: Rows[SweepAnalysis] = (BENCHMARK, GEOMEANS, FIGURES, CELLS)
 
