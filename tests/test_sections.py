@@ -24,6 +24,7 @@ TERMINAL_LISTS = {
     "summarize": tuple(row for row, _ in sections.SUMMARIZE),
     **{f"compare --view {view}": rows for view, rows in sections.COMPARE_VIEWS.items()},
     "compare side": sections.COMPARE_SIDE,
+    "sweep": sections.SWEEP,
 }
 PAGE_LISTS = {
     "run page": sections.RUN_PAGE,

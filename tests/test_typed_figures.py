@@ -163,9 +163,10 @@ def test_a_sweeps_table_and_gpu_offsets_read_each_cell_once(tmp_path, monkeypatc
     reads = []
     real = benchmark.try_read_result
     monkeypatch.setattr(benchmark, "try_read_result", lambda path: reads.append(path) or real(path))
-    _, frame, manifest, _ = write_tables(SimpleNamespace(sweep_dir=folder))
-    assert len(reads) == len(set(reads)) == len(manifest.cells)
-    assert frame.equals(alone)
+    sweep = write_tables(SimpleNamespace(sweep_dir=folder))
+    assert len(reads) == len(set(reads)) == len(sweep.manifest.cells)
+    assert sweep.benchmark.equals(alone)
+    assert sweep.offsets == benchmark.sweep_gpu_offsets(folder, sweep.manifest)
 
 
 def test_the_insight_and_advice_of_summarize_and_advise_read_back_as_their_records(cli):

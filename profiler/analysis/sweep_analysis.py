@@ -13,7 +13,14 @@ from typing import Any
 import pandas as pd
 
 from profiler import notices
-from profiler.analysis.benchmark import benchmark_frame, benchmark_rows
+from profiler.analysis.benchmark import (
+    CellAnalysis,
+    benchmark_frame,
+    benchmark_rows,
+    cell_analyses,
+    sweep_gpu_offsets,
+)
+from profiler.analysis.gpu_offsets import GpuOffset
 from profiler.analysis.records import BenchmarkCell
 from profiler.analysis.roofline import Roofline, roofline_of
 from profiler.analysis.run_analysis import RunAnalysis
@@ -64,11 +71,24 @@ class SweepAnalysis:
         return f"SweepAnalysis({str(self.folder)!r})"
 
     @cached_property
+    def analyses(self) -> list[CellAnalysis]:
+        """Every cell of the grid read once (its result.json and windows,
+        profiler.analysis.benchmark.cell_analyses): the rows and the GPUs' offsets both come
+        from these."""
+        return cell_analyses(self.folder, self.manifest)
+
+    @cached_property
     def rows(self) -> list[BenchmarkCell]:
         """One typed row per cell, in sweep order (profiler.analysis.benchmark.benchmark_rows:
         a cell's figures, both speedups with their intervals and verdicts, the benchmark.csv
         columns as fields)."""
-        return benchmark_rows(self.folder, self.manifest)
+        return benchmark_rows(self.folder, self.manifest, cells=self.analyses)
+
+    @cached_property
+    def offsets(self) -> list[GpuOffset]:
+        """Each GPU's offset from the others on the same configs, with its floor, where the
+        cells' windows ran on several GPUs ([] otherwise: profiler.analysis.gpu_offsets)."""
+        return sweep_gpu_offsets(self.folder, self.manifest, self.analyses)
 
     @cached_property
     def benchmark(self) -> pd.DataFrame:

@@ -3,35 +3,18 @@ status says whether any cell finished."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from profiler import signals
-from profiler.analysis.benchmark import (
-    benchmark_frame,
-    benchmark_rows,
-    cell_analyses,
-    sweep_gpu_offsets,
-)
+from profiler.analysis.sweep_analysis import SweepAnalysis
 from profiler.commands.sink import Sink
 from profiler.errors import Interrupted, UserError
-from profiler.report.benchmark_view import (
-    benchmark_json,
-    print_benchmark,
-    print_gpu_offsets,
-    write_benchmark,
-)
+from profiler.report.benchmark_view import benchmark_json, write_benchmark
 from profiler.report.fmt import wall_time
+from profiler.report.sections import SWEEP, Context, print_sections
 from profiler.report.sweep_view import cell_progress
-from profiler.runs.manifest import OK, SweepManifest, grid_cells
+from profiler.runs.layout import MANIFEST
+from profiler.runs.manifest import OK
 from profiler.sweep.plan import SweepPlan
-from profiler.sweep.record import read_manifest
 from profiler.sweep.runner import run_sweep
-
-if TYPE_CHECKING:
-    import pandas as pd
-
-    from profiler.analysis.gpu_offsets import GpuOffset
-    from profiler.analysis.records import BenchmarkCell
 
 
 def run(plan: SweepPlan, sink: Sink, only_decided: bool = False) -> int:
@@ -47,13 +30,14 @@ def run(plan: SweepPlan, sink: Sink, only_decided: bool = False) -> int:
         except Interrupted:
             write_tables(plan)
             raise
-    rows, frame, manifest, offsets = write_tables(plan)
+    sweep = write_tables(plan)
     if sink.json:
-        sink.document("benchmark", benchmark_json(rows, manifest, plan.sweep_dir, offsets))
+        sink.document(
+            "benchmark", benchmark_json(sweep.rows, sweep.manifest, sweep.folder, sweep.offsets)
+        )
     else:
-        print_benchmark(frame, manifest, sink.console, only_decided)
-        print_gpu_offsets(offsets, sink.console)
-    cells = grid_cells(manifest)
+        print_sections(SWEEP, Context(sweep, sink.console, only_decided=only_decided))
+    cells = sweep.cells
     bad = [(name, cell) for name, cell in cells if cell.status != OK]
     sink.note(
         f"sweep took {wall_time(outcome.wall_s)} ({outcome.ran} cell(s) run, "
@@ -74,17 +58,11 @@ def run(plan: SweepPlan, sink: Sink, only_decided: bool = False) -> int:
     return 0
 
 
-def write_tables(
-    plan: SweepPlan,
-) -> tuple[list[BenchmarkCell], pd.DataFrame, SweepManifest, list[GpuOffset]]:
-    """benchmark.csv and .md from the manifest as it is now; the typed rows, their frame, the
-    manifest and the GPUs' offsets."""
-    manifest = read_manifest(plan.sweep_dir)
-    if manifest is None:
+def write_tables(plan: SweepPlan) -> SweepAnalysis:
+    """benchmark.csv and .md from the sweep folder as it is now (its SweepAnalysis: each cell
+    read once for the rows and the GPUs' offsets), and that analysis, for the views."""
+    if not (plan.sweep_dir / MANIFEST).is_file():
         raise UserError(f"{plan.sweep_dir} lost its manifest during the sweep")
-    cells = cell_analyses(plan.sweep_dir, manifest)  # each cell read once, for both
-    rows = benchmark_rows(plan.sweep_dir, manifest, cells=cells)
-    frame = benchmark_frame(rows, manifest)
-    offsets = sweep_gpu_offsets(plan.sweep_dir, manifest, cells)
-    write_benchmark(plan.sweep_dir, frame, manifest, offsets)
-    return rows, frame, manifest, offsets
+    sweep = SweepAnalysis(plan.sweep_dir)
+    write_benchmark(plan.sweep_dir, sweep.benchmark, sweep.manifest, sweep.offsets)
+    return sweep

@@ -28,6 +28,7 @@ from typing import Any, Generic, TypeVar
 import pandas as pd
 from rich.console import Console
 
+from profiler.analysis.gpu_offsets import GpuOffset
 from profiler.analysis.insight import Insight
 from profiler.analysis.memory_snapshot import MemorySnapshot
 from profiler.analysis.records import CompareTimed, Explanation, Headline
@@ -35,6 +36,7 @@ from profiler.analysis.roofline import Roofline
 from profiler.analysis.run_analysis import Comparison, RunAnalysis
 from profiler.analysis.sweep_analysis import SweepAnalysis
 from profiler.report import html, pages
+from profiler.report.benchmark_view import print_benchmark, print_gpu_offsets
 from profiler.report.compare_view import (
     largest_changes_table,
     print_answer,
@@ -490,6 +492,14 @@ def _figures_page(frame: pd.DataFrame, ctx: Context[SweepAnalysis]) -> Sections:
     ]
 
 
+def _sweep_table(frame: pd.DataFrame, ctx: Context[SweepAnalysis]) -> None:
+    print_benchmark(frame, ctx.subject.manifest, ctx.out, ctx.only_decided)
+
+
+def _gpu_offsets(offsets: list[GpuOffset], ctx: Context[SweepAnalysis]) -> None:
+    print_gpu_offsets(offsets, ctx.out)
+
+
 def _cells_page(finished: Finished, ctx: Context[SweepAnalysis]) -> Sections:
     points, rows = pages.cell_insights(finished)
     table = html.table(pd.DataFrame(rows)) if rows else None
@@ -646,6 +656,16 @@ FIGURES = ReportSection(
 CELLS = ReportSection(
     "cells", SweepAnalysis, list, lambda sweep: sweep.finished(), html=_cells_page
 )
+SWEEP_TABLE = ReportSection(
+    "sweep table",
+    SweepAnalysis,
+    pd.DataFrame,
+    lambda sweep: sweep.benchmark,
+    terminal=_sweep_table,
+)
+GPU_OFFSETS = ReportSection(
+    "GPU offsets", SweepAnalysis, list, lambda sweep: sweep.offsets, terminal=_gpu_offsets
+)
 
 #: every row
 REGISTRY: tuple[ReportSection[Any, Any], ...] = (
@@ -681,6 +701,8 @@ REGISTRY: tuple[ReportSection[Any, Any], ...] = (
     GEOMEANS,
     FIGURES,
     CELLS,
+    SWEEP_TABLE,
+    GPU_OFFSETS,
 )
 
 # ---- the lists --------------------------------------------------------------------------------
@@ -730,6 +752,9 @@ RUN_SIDE: Rows[RunAnalysis] = (
 RUN_PAGE: Rows[RunAnalysis] = (*RUN_SIDE, PHASE_ROOFLINES, ROOFLINE, MEMORY_SNAPSHOT)
 COMPARE_PAGE: Rows[Comparison] = (TIMED, EXPLANATION, DIFF, ROOFLINES, SIDES)
 SWEEP_PAGE: Rows[SweepAnalysis] = (BENCHMARK, GEOMEANS, FIGURES, CELLS)
+#: `sweep`'s output on the terminal: the benchmark table (its geometric means and notes under
+#: it), then the GPUs' offsets from each other
+SWEEP: Rows[SweepAnalysis] = (SWEEP_TABLE, GPU_OFFSETS)
 
 
 def summarize_rows(view: str) -> Rows[RunAnalysis]:
