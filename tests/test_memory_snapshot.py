@@ -152,3 +152,19 @@ def test_a_file_that_is_not_a_snapshot_is_one_line_and_runs_no_code(tmp_path):
     other.write_bytes(pickle.dumps({"segments": []}))
     with pytest.raises(UserError, match="no segments and device_traces"):
         read_snapshot(other)
+
+
+def test_summarize_snapshot_walks_its_rows_alone(cli, monkeypatch):
+    from profiler.report import sections
+
+    walked = []
+    real = sections.print_sections
+
+    def spy(rows, ctx):
+        walked.append(tuple(rows))
+        return real(rows, ctx)
+
+    monkeypatch.setattr(sections, "print_sections", spy)
+    done = cli("summarize", str(CPU_RUN), "--view", "snapshot")
+    assert done.code == 0, done.stderr
+    assert walked == [(sections.MEMORY_SNAPSHOT,)] == [sections.summarize_rows("snapshot")]

@@ -79,7 +79,8 @@ def walked(monkeypatch):
     return found
 
 
-@pytest.mark.parametrize("view", [v for v in VIEWS if v not in ("layers", "phases")])
+# (a snapshot is a run's of --memory-history: tests/test_memory_snapshot.py walks its rows)
+@pytest.mark.parametrize("view", [v for v in VIEWS if v not in ("layers", "phases", "snapshot")])
 def test_summarize_walks_the_views_rows(cli, walked, view):
     done = cli("summarize", str(H200 / "pytorch_fp16_bs8"), "--view", view)
     assert done.code == 0, done.stderr
