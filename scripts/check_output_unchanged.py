@@ -1,4 +1,4 @@
-"""Prove that `summarize`, `compare` and `sweep` print the same bytes as before a change.
+"""Prove that `summarize`, `compare`, `sweep` and `run` print the same bytes as before a change.
 
     python scripts/check_output_unchanged.py --capture /tmp/before   # on the old code
     python scripts/check_output_unchanged.py /tmp/before             # on the new code
@@ -7,8 +7,11 @@ Every command runs on the committed H200 fixtures (tests/fixtures/h200, h200_ncu
 terminal width; stdout, stderr and exit status are kept, and so are the files written by
 ``--out``. The sweep's table comes from ``sweep --resume`` over a sweep folder built once, at
 capture time, from the fixture runs (every cell finished, so no cell runs): the check copies
-that folder and resumes it, which prints and writes the benchmark table. Exit status 0 when
-every output is byte-identical, 1 otherwise (the differing files are listed).
+that folder and resumes it, which prints and writes the benchmark table. What `run` prints at
+its end (its view, or its ``--json`` document) is drawn for every committed run of the fixture
+folders in RUN_FIXTURES through the code `run` ends with (profiler.commands.run.show), without
+timing anything. Exit status 0 when every output is byte-identical, 1 otherwise (the differing
+files are listed); a case the folder captured before lacks is left out, and said.
 """
 
 from __future__ import annotations
@@ -28,6 +31,30 @@ NCU_FIXTURES = ROOT / "tests" / "fixtures" / "h200_ncu"
 RUN = "pytorch_fp16_bs8"
 VIEWS = ("all", "overview", "kernels", "categories", "operators")
 SWEEP_CELLS = ("pytorch_fp16_bs8", "pytorch_fp32_bs8", "ttrt_fp16_bs8", "ttrt_fp32_bs8")
+#: the fixture folders whose committed runs `run`'s ending draws (each run's result.json names its
+#: latency.csv relative to the folder)
+RUN_FIXTURES = (
+    "h200",
+    "llm_h200",
+    "memory_h200",
+    "h100_engines",
+    "h100_generate",
+    "h100_session",
+    "cpu_sweeps",
+)
+#: what `run` prints once its result is written, for the result.json files named after the mode
+#: ("human" or "json"): the command's own ending, handed each result read back
+RUN_ENDING = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from pathlib import Path
+from profiler.cli.output import Output
+from profiler.commands.run import show
+from profiler.runs.result import read_result
+sink = Output(json=sys.argv[2] == "json")
+for path in sys.argv[3:]:
+    show(read_result(Path(path)), sink, "python profile.py")
+"""
 SWEEP_ARGS = [
     "--backends",
     "pytorch_fp32,pytorch_fp16,ttrt_fp32,ttrt_fp16",
@@ -65,9 +92,47 @@ def cases() -> dict[str, tuple[list[str], Path]]:
                 ["compare", "pytorch_fp16_bs8", "ttrt_fp16_bs8", "--out", "{out}"],
                 FIXTURES,
             ),
+            "compare_json": (["compare", "pytorch_fp16_bs8", "ttrt_fp16_bs8", "--json"], FIXTURES),
+            "compare_json_same_family": (
+                ["compare", "pytorch_fp32_bs8", "pytorch_fp16_bs8", "--top", "5", "--json"],
+                FIXTURES,
+            ),
+            "compare_json_trace": (
+                ["compare", RUN, str(FIXTURES / "tb_logs" / "pytorch_fp32_bs8"), "--json"],
+                FIXTURES,
+            ),
+            "compare_json_cpu": (
+                [
+                    "compare",
+                    "runs/cpu_sweep/pytorch_fp32_bs2_resnet18",
+                    "runs/cpu_sweep/torchscript_fp32_bs2_resnet18",
+                    "--json",
+                ],
+                ROOT / "tests" / "fixtures" / "cpu_sweeps",
+            ),
+            "summarize_json_ncu": (
+                ["summarize", RUN, "--json", "--ncu", str(NCU_FIXTURES / "runs" / RUN)],
+                FIXTURES,
+            ),
+            "summarize_json_layers": (
+                ["summarize", "ttrt_fp16_bs8", "--view", "layers", "--json"],
+                FIXTURES,
+            ),
+            "summarize_json_phases": (
+                ["summarize", "pytorch_fp16_bs1_cg_bs1", "--json", "--top", "5"],
+                ROOT / "tests" / "fixtures" / "llm_h200",
+            ),
             "sweep_table": (["sweep", *SWEEP_ARGS], Path("{sweep}")),
         }
     )
+    for name in RUN_FIXTURES:
+        folder = ROOT / "tests" / "fixtures" / name
+        results = [str(p.relative_to(folder)) for p in sorted(folder.glob("runs/**/result.json"))]
+        for mode in ("human", "json"):
+            found[f"run_{mode}_{name}"] = (
+                ["-c", RUN_ENDING, str(ROOT), mode, *results],
+                folder,
+            )
     return found
 
 
@@ -124,8 +189,9 @@ def run_case(args: list[str], cwd: Path, into: Path, scratch: Path) -> None:
     env = dict(os.environ, COLUMNS="160", TERM="dumb", NO_COLOR="1")
     env.pop("PYTHONPATH", None)
     env.pop("INFER_PROFILER_CACHE", None)
+    program = [] if args[0] == "-c" else [str(ROOT / "profile.py")]  # run's ending: python -c
     done = subprocess.run(
-        [sys.executable, str(ROOT / "profile.py"), *args],
+        [sys.executable, *program, *args],
         cwd=cwd,
         capture_output=True,
         text=True,
@@ -180,25 +246,33 @@ def main() -> int:
         capture(args.before)
         print(f"captured {len(cases())} outputs into {args.before}")
         return 0
+    # the cases captured before: one added since has nothing to be compared with
+    names = [name for name in cases() if (args.before / "cases" / name).is_dir()]
+    for name in cases():
+        if name not in names:
+            print(f"not captured before: {name}")
     with tempfile.TemporaryDirectory() as tmp:
         after = Path(tmp) / "after"
         shutil.copytree(args.before / "sweep_src", after / "sweep_src")
-        capture_cases(after, args.before / "sweep_src")
+        capture_cases(after, args.before / "sweep_src", names)
         diff = differences(args.before, after)
     for name in diff:
         print(f"differs: {name}")
     print(
-        f"{len(cases()) - len({d.split('/')[0] for d in diff})} of {len(cases())} outputs "
-        "byte-identical"
+        f"{len(names) - len({d.split('/')[0].split(' ')[0] for d in diff})} of {len(names)} "
+        "outputs byte-identical"
     )
     return 1 if diff else 0
 
 
-def capture_cases(into: Path, sweep_src: Path) -> None:
-    """The cases alone, the sweep resumed from the folder captured before."""
+def capture_cases(into: Path, sweep_src: Path, names: list[str] | None = None) -> None:
+    """The cases (those of ``names``, default all) alone, the sweep resumed from the folder
+    captured before."""
     with tempfile.TemporaryDirectory() as tmp:
         scratch = Path(tmp)
         for name, (args, cwd) in cases().items():
+            if names is not None and name not in names:
+                continue
             case_scratch = scratch / name
             case_scratch.mkdir()
             if str(cwd) == "{sweep}":

@@ -69,7 +69,7 @@ def test_run_hints_name_this_runs_folder_and_a_cpu_backend(cpu_run):
     twin = where / "runs" / "torchscript_fp32_bs2_conv_net"
     shutil.copytree(where / "runs" / "pytorch_fp32_bs2_conv_net", twin)
     try:
-        from profiler.report.run_view import next_steps
+        from profiler.analysis.result_analysis import next_steps
         from profiler.runs.result import read_result
 
         os.chdir(where)
@@ -103,7 +103,7 @@ def test_summarize_a_cpu_run_gives_no_gpu_advice_tables_or_roof(cpu_run, cli, mo
 
 def test_a_sweep_cells_hint_names_the_cell_folder():
     # sweep cells are named <backend>_bs<N> inside the sweep folder, without the model
-    from profiler.report.run_view import next_steps
+    from profiler.analysis.result_analysis import next_steps
     from profiler.runs.result import read_result
 
     cell = FIXTURES / "h100_engines" / "runs" / "engines_distilbert" / "inductor_int8_bs12"

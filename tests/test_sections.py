@@ -10,20 +10,24 @@ import json
 import pandas as pd
 import pytest
 
+from profiler.analysis.result_analysis import ResultAnalysis
 from profiler.analysis.run_analysis import Comparison, RunAnalysis
 from profiler.analysis.sweep_analysis import SweepAnalysis
 from profiler.commands.summarize import VIEWS
 from profiler.report import sections
+from profiler.runs.result import read_result
 from tests.conftest import FIXTURES
 
 H200 = FIXTURES / "h200" / "runs"
 GENERATE = FIXTURES / "h100_generate" / "runs"
 SWEEP = FIXTURES / "h100_sweep" / "runs" / "gpu_sweep"
+GENERATION = FIXTURES / "llm_h200" / "runs" / "pytorch_fp16_bs1_cg_bs1"
 FLOPS = FIXTURES / "roofline" / "resnet50_roofline_inputs.json"
 TERMINAL_LISTS = {
     "summarize": tuple(row for row, _ in sections.SUMMARIZE),
     **{f"compare --view {view}": rows for view, rows in sections.COMPARE_VIEWS.items()},
     "compare side": sections.COMPARE_SIDE,
+    "run": sections.RUN,
     "sweep": sections.SWEEP,
 }
 PAGE_LISTS = {
@@ -47,7 +51,7 @@ def test_every_row_reads_a_facade_and_is_in_a_list_of_that_facades_rows():
     names = [row.name for row in sections.REGISTRY]
     assert len(names) == len(set(names)) and set(names) == listed
     for row in sections.REGISTRY:
-        assert row.subject in (RunAnalysis, Comparison, SweepAnalysis), row.name
+        assert row.subject in (RunAnalysis, Comparison, SweepAnalysis, ResultAnalysis), row.name
         assert row.terminal is not None or row.html is not None, row.name
     for name, rows in lists.items():  # a walk reads every row from one subject
         assert len({row.subject for row in rows}) == 1, name
@@ -127,6 +131,24 @@ def test_report_pages_walk_their_lists(tmp_path, walked):
     assert walked == [sections.SWEEP_PAGE]
 
 
+def test_run_walks_its_rows(walked, capsys):
+    """`run`'s ending (what it prints once the result is written) walks the RUN rows; -q leaves
+    out the hints, --json prints the document instead."""
+    from profiler.cli.output import Output
+    from profiler.commands.run import show
+
+    result = read_result(H200 / "ttrt_fp16_bs8")
+    show(result, Output(verbosity=0))
+    assert walked == [sections.RUN]
+    out = capsys.readouterr().out
+    assert out.index("ttrt_fp16") < out.index("iterations after") < out.index("next: ")
+    show(result, Output(verbosity=-1))
+    assert "next: " not in capsys.readouterr().out
+    walked.clear()
+    show(result, Output(json=True))
+    assert walked == [] and json.loads(capsys.readouterr().out)["run_name"] == "ttrt_fp16_bs8"
+
+
 @pytest.fixture(scope="module")
 def subjects(tmp_path_factory):
     """The committed fixtures as each facade: two runs, their comparison, a sweep."""
@@ -136,10 +158,15 @@ def subjects(tmp_path_factory):
         for name in ("pytorch_fp16_bs8", "ttrt_fp16_bs8")
     ]
     both = Comparison(*runs, "pytorch_fp16_bs8", "ttrt_fp16_bs8")
+    results = [  # what `run` prints of a forward run and of a generation
+        ResultAnalysis(read_result(path), result_json=path)
+        for path in (H200 / "pytorch_fp16_bs8" / "result.json", GENERATION / "result.json")
+    ]
     return {
         RunAnalysis: runs,
         Comparison: [both],
         SweepAnalysis: [SweepAnalysis(SWEEP, peaks_dir=none)],
+        ResultAnalysis: results,
     }
 
 

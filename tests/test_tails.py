@@ -113,11 +113,14 @@ def test_the_headline_carries_the_tails_of_the_runs_window_and_the_views_show_th
 
 
 def test_the_run_view_and_compare_say_where_a_window_is_too_small(tmp_path, monkeypatch, cli):
+    from profiler.analysis.result_analysis import ResultAnalysis
     from profiler.report.run_view import tails_line
 
     shutil.copytree(RUN.parent, tmp_path / "runs")
     monkeypatch.chdir(tmp_path)  # result.json names its latency.csv from where the run ran
-    line = tails_line(read_result(tmp_path / "runs" / RUN.name / "result.json"))
+    tails = ResultAnalysis(read_result(tmp_path / "runs" / RUN.name / "result.json")).tails
+    assert tails is not None
+    line = tails_line(tails)
     assert line.startswith("tails, 95 % intervals from order statistics: p90 ")
     assert line.endswith(
         "; p99 of 100 iterations is the 99th of 100 values, too few for both ends of its "
@@ -126,7 +129,7 @@ def test_the_run_view_and_compare_say_where_a_window_is_too_small(tmp_path, monk
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
-    assert tails_line(read_result(RUN / "result.json")) is None  # its latency.csv not there
+    assert ResultAnalysis(read_result(RUN / "result.json")).tails is None  # no latency.csv there
     runs = FIXTURES / "h200" / "runs"
     done = cli(
         "compare", str(runs / "pytorch_fp16_bs8"), str(runs / "ttrt_fp16_bs8"), "--view", "timed"

@@ -57,7 +57,7 @@ def test_next_hints_name_the_console_script(console_run):
 
 
 def test_next_hints_name_profile_py():
-    from profiler.report.run_view import next_steps
+    from profiler.analysis.result_analysis import next_steps
     from profiler.runs.result import read_result
 
     result = read_result(RUNS / "ttrt_fp16_bs8")

@@ -1,22 +1,19 @@
-"""Terminal views of a run result and of the backend list (plain data in, text out)."""
+"""Terminal views of a run result and of the backend list (plain data in, text out): the
+renderers of the RUN rows of profiler.report.sections, each given its figure read from
+profiler.analysis.result_analysis.ResultAnalysis, which derives what they show."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from profiler.analysis.headline import (
-    gpu_compute_figures,
-    gpu_state_of,
-    memory_figures,
-    window_noise,
-    window_tails,
-)
 from profiler.analysis.records import WindowNoise
-from profiler.report.console import FitTable, make_console
+from profiler.analysis.result_analysis import GenerationFigures, HowTimed, ResultTable, Tails
+from profiler.analysis.timed_window import window_flags
+from profiler.report.console import FitTable
 from profiler.report.fmt import (
     NOT_FINITE,
     count,
@@ -29,13 +26,12 @@ from profiler.report.fmt import (
     significant,
     size,
     time,
-    window_flags,
 )
 from profiler.report.headline_view import gpu_compute_line, phase_gpu_line
 from profiler.report.sentences import gpu_state_line, tail_rank, tail_value
 from profiler.runs.backends import family, generation_words
 from profiler.runs.layout import RESULT_FILE
-from profiler.runs.result import Generation, Numerics, RunResult
+from profiler.runs.result import Numerics, RunResult
 
 #: the run table's columns kept at any width (the others are left out, the last first, where
 #: the width cannot show them all)
@@ -61,33 +57,14 @@ RESULT_COLUMNS = (
 )
 
 
-def print_result(
-    result: RunResult,
-    console: Console | None = None,
-    command: str = "python profile.py",
-    hints: bool = True,
-) -> None:
-    """The run's table and lines on ``console`` (default: a new one on stdout), then, with
-    ``hints``, what to run next, spelled with ``command`` (how the user started the program:
-    ``infer-profile`` or ``python profile.py``)."""
-    console = console or make_console()
-    window = window_noise(result)
-    console.print(_result_table(result, window))
-    line = tails_line(result, window.cv if window else None)
-    if line:
-        console.print(escape(line), highlight=False, soft_wrap=True)
-    if result.generation is not None:
-        _print_generation(console, result.generation, result.numerics)
-    _print_numerics(console, result.numerics)
-    _print_how_timed(result, console)
-    _print_window(window, console)
-    _print_backend_lines(result, console)
-    for hint in next_steps(result, command) if hints else ():
-        console.print(f"next: {safe(hint)}", highlight=False, soft_wrap=True)
-
-
-def _result_table(result: RunResult, window: WindowNoise | None) -> FitTable:
+def print_table(figure: ResultTable, console: Console) -> None:
     """The run's one-row table: latencies, throughput, noise, memory, prepare time."""
+    console.print(result_table(figure))
+
+
+def result_table(figure: ResultTable) -> FitTable:
+    """The run's one-row table (FitTable: it leaves out its optional columns where narrow)."""
+    result, window, memory = figure.result, figure.window, figure.memory
     timing, backend = result.timing, result.backend
     gpu = result.environment.gpu or {}
     # names from result.json (a run's, or one read back) print as text, never as markup
@@ -95,7 +72,6 @@ def _result_table(result: RunResult, window: WindowNoise | None) -> FitTable:
         title=f"{safe(result.model)} · {safe(backend.name)} · bs "
         f"{result.batch_size} · {safe(gpu.get('name', 'CPU'))}"
     )
-    memory = memory_figures(result)
     columns = list(RESULT_COLUMNS)
     # each latency to the figures its window's noise allows; p50 marked with the window's flags
     cv = window.cv if window else None
@@ -130,17 +106,18 @@ def _result_table(result: RunResult, window: WindowNoise | None) -> FitTable:
     return table
 
 
-def tails_line(result: RunResult, cv: float | None = None) -> str | None:
+def print_tails(tails: Tails, console: Console) -> None:
+    console.print(escape(tails_line(tails)), highlight=False, soft_wrap=True)
+
+
+def tails_line(tails: Tails) -> str:
     """The window's p90 and p99 with their 95 % order-statistic intervals (to the figures the
-    window's ``cv`` allows), and what a window too small for one lacks; None without the
-    window's latency.csv."""
-    tails = window_tails(result, Path(result.run_dir) / RESULT_FILE)
-    if not tails:
-        return None
-    short = [t for t in tails if t.low_rank is None or t.high_rank is None]
+    window's CV allows), and what a window too small for one lacks."""
+    cv = tails.cv
+    short = [t for t in tails.figures if t.low_rank is None or t.high_rank is None]
     return (
         "tails, 95 % intervals from order statistics: "
-        + ", ".join(f"p{t.percentile} {tail_value(t, cv)}" for t in tails)
+        + ", ".join(f"p{t.percentile} {tail_value(t, cv)}" for t in tails.figures)
         + "".join(
             f"; p{t.percentile} of {t.iterations} iterations is {tail_rank(t)}, too few for "
             f"both ends of its interval ({t.needed} give them)"
@@ -149,8 +126,9 @@ def tails_line(result: RunResult, cv: float | None = None) -> str | None:
     )
 
 
-def _print_how_timed(result: RunResult, console: Console) -> None:
+def print_how_timed(figure: HowTimed, console: Console) -> None:
     """The phases' seconds, the timed window's iterations, the GPU's state and compute."""
+    result = figure.result
     timing, backend = result.timing, result.backend
     if timing.phases_s:
         console.print(
@@ -166,22 +144,22 @@ def _print_how_timed(result: RunResult, console: Console) -> None:
         f"{'on' if result.precision and result.precision.tf32 else 'off'}",
         highlight=False,
     )
-    console.print(escape(gpu_state_line(gpu_state_of(result))), highlight=False)
+    console.print(escape(gpu_state_line(figure.gpu_state)), highlight=False)
     phase_gpu = result.generation.phase_gpu if result.generation else None
     lines = (
         [phase_gpu_line(phase, gpu) for phase, gpu in phase_gpu.items()]
         if phase_gpu  # a generation's phases, their GPU time measured apart
-        else [gpu_compute_line(gpu_compute_figures(result), timing.p50_ms)]
+        else [gpu_compute_line(figure.gpu_compute, timing.p50_ms)]
     )
     for line in filter(None, lines):
         console.print(escape(line), highlight=False, soft_wrap=True)
 
 
-def _print_window(window: WindowNoise | None, console: Console) -> None:
+def print_window(window: WindowNoise, console: Console) -> None:
     """The timed window's warnings, its spread over processes, and --target-noise's outcome."""
-    for warning in window.warnings if window else []:
+    for warning in window.warnings:
         console.print(f"[bold yellow]warning:[/] {escape(warning)}", highlight=False)
-    spread = window.repeat_runs if window else None
+    spread = window.repeat_runs
     if spread:
         console.print(
             f"p50 over {spread.runs} processes: {time(spread.min_p50_ms, labelled=False)} to "
@@ -189,7 +167,7 @@ def _print_window(window: WindowNoise | None, console: Console) -> None:
             "the median)",
             highlight=False,
         )
-    reached = window.target if window else None
+    reached = window.target
     if reached:
         width = (
             "no interval" if reached.half_width is None else f"±{percent(100 * reached.half_width)}"
@@ -208,7 +186,7 @@ def _print_window(window: WindowNoise | None, console: Console) -> None:
         )
 
 
-def _print_backend_lines(result: RunResult, console: Console) -> None:
+def print_backend_lines(result: RunResult, console: Console) -> None:
     """What the backend noted and warned, a non-finite output, and where the files are."""
     backend = result.backend
     for line in describe_notes(backend.extra):
@@ -223,28 +201,10 @@ def _print_backend_lines(result: RunResult, console: Console) -> None:
     console.print(f"results: {safe(result.run_dir)}/{RESULT_FILE}", highlight=False)
 
 
-def next_steps(result: RunResult, command: str = "python profile.py") -> list[str]:
-    """What to run after `run`: the summary, a layer view for TensorRT, a comparison, each
-    spelled with ``command``."""
-    run_dir = result.run_dir
-    hints = [f"{command} summarize {run_dir}   (timed headline, kernels, step time)"]
-    if result.backend.family == "tensorrt":
-        hints.append(f"{command} summarize {run_dir} --view layers   (TensorRT layers)")
-    # a backend that runs where this one ran (TensorRT needs a GPU; TorchScript runs anywhere)
-    pair = (
-        ("ttrt_fp16", "pytorch_fp32")
-        if result.environment.gpu
-        else ("torchscript_fp32", "pytorch_fp32")
-    )
-    other = pair[0] if result.backend.name != pair[0] else pair[1]
-    # this run's folder name with the other backend (the same batch size, model and --name)
-    if run_dir.name.startswith(result.backend.name):
-        twin = run_dir.parent / (other + run_dir.name.removeprefix(result.backend.name))
-        hints.append(
-            f"{command} compare {run_dir} {twin}"
-            + ("" if twin.is_dir() else f"   (after running --backend {other})")
-        )
-    return hints
+def print_next_steps(hints: list[str], console: Console) -> None:
+    """What to run next, one ``next:`` line each."""
+    for hint in hints:
+        console.print(f"next: {safe(hint)}", highlight=False, soft_wrap=True)
 
 
 # backend notes that stay in result.json only (too long for the terminal, or shown elsewhere)
@@ -264,7 +224,7 @@ _QUIET_NOTES = {
 }
 
 
-def describe_notes(notes: dict) -> list[str]:
+def describe_notes(notes: dict[str, Any]) -> list[str]:
     """What the backend did, in a few short lines (everything stays in result.json)."""
     brief = [
         f"{key.replace('_', ' ')} {', '.join(map(str, value)) or 'none'}"
@@ -287,14 +247,14 @@ def describe_notes(notes: dict) -> list[str]:
     return lines
 
 
-def _print_numerics(console: Console, numerics: Numerics | None) -> None:
+def print_numerics(numerics: Numerics, console: Console) -> None:
     """The numeric check against the FP32 eager reference, as a one-row table."""
-    if numerics is not None and numerics.reason is not None:  # a check that could not run
+    if numerics.reason is not None:  # a check that could not run
         console.print(
             f"numerics: skipped ({escape(str(numerics.skipped))}): {escape(numerics.reason)}",
             highlight=False,
         )
-    if numerics is None or numerics.skipped is not None:
+    if numerics.skipped is not None:
         return
     table = Table(title="numerics vs FP32 eager reference", title_justify="left")
     for column in ("max abs err", "mean abs err", "rel L2 err", "cosine", "top-1 agree"):
@@ -315,10 +275,11 @@ def _print_numerics(console: Console, numerics: Numerics | None) -> None:
         )
 
 
-def _print_generation(console: Console, generation: Generation, numerics: Numerics | None) -> None:
+def print_generation(figures: GenerationFigures, console: Console) -> None:
     """--workload generate: time to first token, time per output token (each generation's
     mean decode step), inter-token latency (every decode step), tokens/s, and the token
     agreement with FP32 eager generation (the main table above is whole generations)."""
+    generation, numerics = figures.generation, figures.numerics
     table = FitTable(
         title=f"generation ({safe(generation.kind)}, {generation.max_new_tokens} new "
         f"tokens, input {generation.input_len})"
@@ -367,7 +328,7 @@ def _print_generation(console: Console, generation: Generation, numerics: Numeri
 EVERY_LOOP = generation_words(family("pytorch"))
 
 
-def print_backends(rows: list[dict], cuda: bool, console: Console) -> None:
+def print_backends(rows: list[dict[str, Any]], cuda: bool, console: Console) -> None:
     """The backends' table (rows: name, family, precision, available, why_not, description)."""
     table = Table(
         title=f"backends ({'CUDA GPU found' if cuda else 'no CUDA GPU: CPU only'})",

@@ -2,13 +2,15 @@
 row per section, and the lists each of them walks.
 
 A row (``ReportSection[Subject, Figure]``) is one figure: the facade it reads (its subject:
-profiler.analysis.run_analysis.RunAnalysis, Comparison or
-profiler.analysis.sweep_analysis.SweepAnalysis), the type of the figure (the typed record the facade
-returns), the reader that takes the figure from the subject, one terminal renderer (rich) and one
-HTML renderer (html.Section list). mypy holds each row together: the reader must return the figure's
-type from the subject's, and the renderers must take that figure and a Context of that subject;
-tests/test_sections.py reads every row of the committed fixtures and checks each figure against the
-row's type. A medium that shows the figure otherwise reads it in a row of its own.
+profiler.analysis.run_analysis.RunAnalysis, Comparison,
+profiler.analysis.sweep_analysis.SweepAnalysis or, for what `run` prints once its result is
+written, profiler.analysis.result_analysis.ResultAnalysis), the type of the figure (the typed
+record the facade returns), the reader that takes the figure from the subject, one terminal
+renderer (rich) and one HTML renderer (html.Section list). mypy holds each row together: the
+reader must return the figure's type from the subject's, and the renderers must take that figure
+and a Context of that subject; tests/test_sections.py reads every row of the committed fixtures
+and checks each figure against the row's type. A medium that shows the figure otherwise reads it
+in a row of its own.
 
 A list is rows of one subject in the order they are shown; one loop walks it per medium
 (print_sections, page_sections), reading each row's figure from the list's subject and leaving
@@ -31,11 +33,18 @@ from rich.console import Console
 from profiler.analysis.gpu_offsets import GpuOffset
 from profiler.analysis.insight import Insight
 from profiler.analysis.memory_snapshot import MemorySnapshot
-from profiler.analysis.records import CompareTimed, Explanation, Headline
+from profiler.analysis.records import CompareTimed, Explanation, Headline, WindowNoise
+from profiler.analysis.result_analysis import (
+    GenerationFigures,
+    HowTimed,
+    ResultAnalysis,
+    ResultTable,
+    Tails,
+)
 from profiler.analysis.roofline import Roofline
 from profiler.analysis.run_analysis import Comparison, RunAnalysis
 from profiler.analysis.sweep_analysis import SweepAnalysis
-from profiler.report import html, pages
+from profiler.report import html, pages, run_view
 from profiler.report.benchmark_view import print_benchmark, print_gpu_offsets
 from profiler.report.compare_view import (
     largest_changes_table,
@@ -44,7 +53,7 @@ from profiler.report.compare_view import (
     print_explanation,
     print_timed_headline,
 )
-from profiler.report.console import print_prose
+from profiler.report.console import make_console, print_prose
 from profiler.report.fmt import safe
 from profiler.report.hardware_view import print_hardware
 from profiler.report.headline_view import print_headline
@@ -68,7 +77,7 @@ from profiler.report.tables import (
     trace_header,
 )
 from profiler.runs.manifest import SweepCell
-from profiler.runs.result import RunResult
+from profiler.runs.result import Numerics, RunResult
 from profiler.trace.diff import Diff
 from profiler.trace.kernels import PIPE_BUSY_NOTE
 from profiler.trace.phase_kernels import PhaseSummary
@@ -471,6 +480,41 @@ def _sides_page(sides: Sides, ctx: Context[Comparison]) -> Sections:
     return found
 
 
+# ---- what `run` prints ----------------------------------------------------------------------
+
+
+def _run_table(figure: ResultTable, ctx: Context[ResultAnalysis]) -> None:
+    run_view.print_table(figure, ctx.out)
+
+
+def _tails(tails: Tails, ctx: Context[ResultAnalysis]) -> None:
+    run_view.print_tails(tails, ctx.out)
+
+
+def _generation(figures: GenerationFigures, ctx: Context[ResultAnalysis]) -> None:
+    run_view.print_generation(figures, ctx.out)
+
+
+def _numerics(numerics: Numerics, ctx: Context[ResultAnalysis]) -> None:
+    run_view.print_numerics(numerics, ctx.out)
+
+
+def _how_timed(figure: HowTimed, ctx: Context[ResultAnalysis]) -> None:
+    run_view.print_how_timed(figure, ctx.out)
+
+
+def _window(window: WindowNoise, ctx: Context[ResultAnalysis]) -> None:
+    run_view.print_window(window, ctx.out)
+
+
+def _run_files(result: RunResult, ctx: Context[ResultAnalysis]) -> None:
+    run_view.print_backend_lines(result, ctx.out)
+
+
+def _next_steps(hints: list[str], ctx: Context[ResultAnalysis]) -> None:
+    run_view.print_next_steps(hints, ctx.out)
+
+
 # ---- a sweep ------------------------------------------------------------------------------
 
 
@@ -636,6 +680,33 @@ SIDES = ReportSection(
     html=_sides_page,
 )
 
+RUN_TABLE = ReportSection(
+    "run table", ResultAnalysis, ResultTable, lambda run: run.table, terminal=_run_table
+)
+RUN_TAILS = ReportSection("tails", ResultAnalysis, Tails, lambda run: run.tails, terminal=_tails)
+RUN_GENERATION = ReportSection(
+    "generation",
+    ResultAnalysis,
+    GenerationFigures,
+    lambda run: run.generation,
+    terminal=_generation,
+)
+RUN_NUMERICS = ReportSection(
+    "numerics", ResultAnalysis, Numerics, lambda run: run.result.numerics, terminal=_numerics
+)
+HOW_TIMED = ReportSection(
+    "how timed", ResultAnalysis, HowTimed, lambda run: run.how_timed, terminal=_how_timed
+)
+RUN_WINDOW = ReportSection(
+    "window", ResultAnalysis, WindowNoise, lambda run: run.window, terminal=_window
+)
+RUN_FILES = ReportSection(
+    "backend and files", ResultAnalysis, RunResult, lambda run: run.result, terminal=_run_files
+)
+NEXT_STEPS = ReportSection(
+    "next steps", ResultAnalysis, list, lambda run: run.next_steps, terminal=_next_steps
+)
+
 BENCHMARK = ReportSection(
     "benchmark",
     SweepAnalysis,
@@ -697,6 +768,14 @@ REGISTRY: tuple[ReportSection[Any, Any], ...] = (
     LARGEST_CHANGES,
     ROOFLINES,
     SIDES,
+    RUN_TABLE,
+    RUN_TAILS,
+    RUN_GENERATION,
+    RUN_NUMERICS,
+    HOW_TIMED,
+    RUN_WINDOW,
+    RUN_FILES,
+    NEXT_STEPS,
     BENCHMARK,
     GEOMEANS,
     FIGURES,
@@ -752,6 +831,17 @@ RUN_SIDE: Rows[RunAnalysis] = (
 RUN_PAGE: Rows[RunAnalysis] = (*RUN_SIDE, PHASE_ROOFLINES, ROOFLINE, MEMORY_SNAPSHOT)
 COMPARE_PAGE: Rows[Comparison] = (TIMED, EXPLANATION, DIFF, ROOFLINES, SIDES)
 SWEEP_PAGE: Rows[SweepAnalysis] = (BENCHMARK, GEOMEANS, FIGURES, CELLS)
+#: what `run` prints once its result is written (and a sweep's cell into its log)
+RUN: Rows[ResultAnalysis] = (
+    RUN_TABLE,
+    RUN_TAILS,
+    RUN_GENERATION,
+    RUN_NUMERICS,
+    HOW_TIMED,
+    RUN_WINDOW,
+    RUN_FILES,
+    NEXT_STEPS,
+)
 #: `sweep`'s output on the terminal: the benchmark table (its geometric means and notes under
 #: it), then the GPUs' offsets from each other
 SWEEP: Rows[SweepAnalysis] = (SWEEP_TABLE, GPU_OFFSETS)
@@ -760,3 +850,16 @@ SWEEP: Rows[SweepAnalysis] = (SWEEP_TABLE, GPU_OFFSETS)
 def summarize_rows(view: str) -> Rows[RunAnalysis]:
     """The rows `summarize --view VIEW` prints, in order."""
     return tuple(row for row, views in SUMMARIZE if view in views)
+
+
+def print_result(
+    result: RunResult,
+    console: Console | None = None,
+    command: str = "python profile.py",
+    hints: bool = True,
+) -> None:
+    """A run's result as `run` prints it (the RUN rows) on ``console`` (default: a new one on
+    stdout); with ``hints``, what to run next, spelled with ``command`` (how the user started
+    the program: ``infer-profile`` or ``python profile.py``)."""
+    run = ResultAnalysis(result, command, hints)
+    print_sections(RUN, Context(run, console or make_console()))

@@ -169,8 +169,8 @@ def _run(config: RunConfig, command: list[str], started: float) -> tuple[str, st
     harness raised; the log (fds 1 and 2) gets what `run` would print. ``command``: the command
     line result.json records; ``started``: where the run's imports phase starts."""
     from profiler.collect import harness
-    from profiler.report import run_view
     from profiler.report.console import make_console
+    from profiler.report.sections import print_result
 
     # fd 2 is the cell's log here: what `run` would say on stderr goes there, whatever the
     # sweep's -q (its progress and notes, its error line: the cell's reason)
@@ -178,7 +178,7 @@ def _run(config: RunConfig, command: list[str], started: float) -> tuple[str, st
     try:  # the notes `run` says (a damaged noise floor), in its words
         with _interruptible(), notices.told(lambda line: print(line, file=sys.stderr)):
             result = harness.run(config, console=log, command_line=command, started=started)
-        run_view.print_result(result)
+        print_result(result)
         return "ok", None, 0
     except OutOfMemory as error:
         print(f"error: {error}", file=sys.stderr)
