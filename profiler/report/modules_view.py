@@ -4,12 +4,14 @@ terminal, an HTML page and summary.md. Formatting only."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 from rich.table import Table
 
 from profiler.report import html
 from profiler.report.console import FitTable
-from profiler.report.export import markdown_table
+from profiler.report.export import markdown_table, write_tables
 from profiler.report.fmt import count, percent, safe, time
 from profiler.trace.modules import SELF_PART, ModuleView
 
@@ -189,3 +191,19 @@ def modules_markdown(view: ModuleView, top: int = 0) -> list[str]:
             markdown_table(block_shares(view, phase).reset_index()),
         ]
     return md
+
+
+def write_modules(view: ModuleView, out_dir: Path, top: int = 0) -> list[Path]:
+    """--out: the tree, types, phases and blocks as tables (CSV), and modules.md."""
+    from profiler.fsutil import write_text_atomic
+
+    frames = {
+        "modules": view.tree,
+        "module_types": view.types,
+        "module_phases": view.phases,
+        "module_blocks": view.blocks,
+    }
+    written = write_tables(out_dir, {k: v for k, v in frames.items() if len(v)})
+    md = out_dir / "modules.md"
+    write_text_atomic(md, "\n".join(["# Modules", *modules_markdown(view, top)]) + "\n")
+    return [*written, md]
