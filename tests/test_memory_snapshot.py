@@ -168,3 +168,16 @@ def test_summarize_snapshot_walks_its_rows_alone(cli, monkeypatch):
     done = cli("summarize", str(CPU_RUN), "--view", "snapshot")
     assert done.code == 0, done.stderr
     assert walked == [(sections.MEMORY_SNAPSHOT,)] == [sections.summarize_rows("snapshot")]
+
+
+def test_the_registry_row_reads_its_figure_from_a_run_with_the_option():
+    from profiler.analysis.memory_snapshot import MemorySnapshot
+    from profiler.analysis.run_analysis import RunAnalysis
+    from profiler.report import sections
+
+    figure = sections.MEMORY_SNAPSHOT.read(RunAnalysis(CPU_RUN))
+    assert isinstance(figure, sections.MEMORY_SNAPSHOT.figure) and figure.view is None
+    assert (
+        isinstance(figure, MemorySnapshot)
+        and sections.MEMORY_SNAPSHOT.read(RunAnalysis(NO_HISTORY)) is None
+    )
