@@ -97,6 +97,11 @@ def run(
     (perf_counter), the start of the imports phase (None: no imports phase). ``console``: where
     the progress lines and bars go (stderr, the command's output sink's); none without one, or
     ``quiet``."""
+    if config.nproc > 1:  # (`run` starts the ranks: profiler.collect.ranks)
+        raise UserError(
+            f"--nproc {config.nproc} runs with `profile.py run`, which starts the ranks; "
+            "a run in this process is one rank"
+        )
     began = time.perf_counter()
     metadata.prefetch()  # git and nvidia-smi answer while the run goes on
     timer = Phases()

@@ -300,6 +300,37 @@ class TraceInfo(msgspec.Struct, frozen=True):
     untraced_kernels: dict[str, int] | None = None
 
 
+class RankFigures(msgspec.Struct, frozen=True):
+    """One rank of a run over several (run --nproc): its device, its trace files and its own
+    timed window's figures (rank 0's are the run's own, in ``timing`` and ``generation``)."""
+
+    rank: int
+    device: str
+    trace_files: list[str]
+    #: its per-iteration files (latency.csv, generation_steps.csv): rank 0's are the run's own,
+    #: another rank's are under ranks/rank<k>/ in the run folder
+    files_dir: str
+    p50_ms: float
+    mean_ms: float
+    iterations: int
+    ttft_p50_ms: float | None = None
+    tpot_p50_ms: float | None = None
+    tokens_per_s: float | None = None
+
+
+class Ranks(msgspec.Struct, frozen=True):
+    """How a run over several ranks (run --nproc N) was launched and split, and each rank's
+    figures: every rank ran the same timed window and profiled steps, each wrote its trace into
+    the run's one trace folder (``<model>.rank<k>.<id>.pt.trace.json[.gz]``, the trace's
+    ``distributedInfo`` holding its rank)."""
+
+    world_size: int
+    backend: str  # the process group's: nccl (one rank per GPU) or gloo (CPU)
+    launcher: str
+    parallelism: str
+    ranks: list[RankFigures]
+
+
 class Environment(msgspec.Struct, frozen=True):
     torch: str | None = None
     gpu: dict[str, Any] | None = None
@@ -415,6 +446,9 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
     #: a package.module:function model's module file and its SHA-256, as the run imported it
     #: (profiler.runs.model_source; absent for a built-in model and in runs recorded before)
     model_source: ModelSource | None = None
+    #: run --nproc N: the ranks, their process group and each one's figures and traces (absent
+    #: for a run in one process)
+    ranks: Ranks | None = None
 
     @property
     def run_dir(self) -> Path:
@@ -506,7 +540,7 @@ def result_to_dict(result: RunResult) -> dict[str, Any]:
         if key == "backend":
             ordered["backend"] = _backend_to_json(result.backend)
             ordered["artifacts"] = sorted(result.backend.artifacts)
-        elif key in ("memory", "gpu_state", "model_source") and value is None:  # no key, as before
+        elif key in ("memory", "gpu_state", "model_source", "ranks") and value is None:  # no key
             continue
         elif key == "trace" and value.get("untraced_kernels") is None:  # not recorded: no key
             ordered[key] = {k: v for k, v in value.items() if k != "untraced_kernels"}
