@@ -49,7 +49,6 @@ def _run(config: RunConfig, sink: Sink, tb_compat: bool, copies: Path, command: 
         sink.note(line)
     with loading_torch():
         from profiler.collect import harness, ranks
-    from profiler.report import run_view
     from profiler.runs.config import config_to_json
     from profiler.runs.layout import cache_dir
     from profiler.runs.phases import process_mark
@@ -71,11 +70,20 @@ def _run(config: RunConfig, sink: Sink, tb_compat: bool, copies: Path, command: 
             f"note: removed {copies}/, the tb-compat copy of the run this one replaced "
             "(--tb-compat makes a new one)"
         )
+    show(result, sink, command)
+    return result.run_dir
+
+
+def show(result: RunResult, sink: Sink, command: str = "python profile.py") -> None:
+    """What `run` prints once the run is written: its --json document (result.json's keys,
+    "$schema" first), or its sections (profiler.report.sections.RUN, read from the result's
+    ResultAnalysis), the ``next:`` hints spelled with ``command`` unless -q."""
     if sink.json:  # the run's result.json, as written
         sink.document("run", json.loads(result_text(result)))
-    else:
-        run_view.print_result(result, sink.console, command=command, hints=not sink.quiet)
-    return result.run_dir
+        return
+    from profiler.report.sections import print_result
+
+    print_result(result, sink.console, command=command, hints=not sink.quiet)
 
 
 def _refuse_cuda_only(config: RunConfig) -> None:
