@@ -26,7 +26,7 @@ from profiler.analysis.headline import (
 )
 from profiler.analysis.records import GpuComputeFigures, MemoryFigures, TailFigure, WindowNoise
 from profiler.runs.gpu_record import GpuState
-from profiler.runs.layout import RESULT_FILE
+from profiler.runs.layout import MEMORY_SNAPSHOT, RESULT_FILE
 from profiler.runs.result import Generation, Numerics, RunResult
 
 
@@ -125,6 +125,11 @@ def next_steps(result: RunResult, command: str = "python profile.py") -> list[st
     hints = [f"{command} summarize {run_dir}   (timed headline, kernels, step time)"]
     if result.backend.family == "tensorrt":
         hints.append(f"{command} summarize {run_dir} --view layers   (TensorRT layers)")
+    if MEMORY_SNAPSHOT in result.backend.artifacts:  # run --memory-history on a GPU
+        hints.append(
+            f"{command} summarize {run_dir} --view snapshot   (the stacks live at the memory "
+            f"peak; {MEMORY_SNAPSHOT} opens at https://pytorch.org/memory_viz)"
+        )
     # a backend that runs where this one ran (TensorRT needs a GPU; TorchScript runs anywhere)
     pair = (
         ("ttrt_fp16", "pytorch_fp32")
