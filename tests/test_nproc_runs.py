@@ -17,7 +17,7 @@ from profiler.collect import ranks, tensor_parallel
 from profiler.errors import UserError
 from profiler.runs.config import RunConfig
 from profiler.runs.result import read_result
-from tests.conftest import invoke_in
+from tests.conftest import FIXTURES, invoke_in
 
 TINY_TP = [
     "--model",
@@ -44,6 +44,7 @@ TINY_TP = [
     "2",
 ]
 RUN = "pytorch_fp32_bs1_llama-tiny_gen_tp2"
+FIXTURE = FIXTURES / "ranks_gloo_cpu"
 
 
 @pytest.fixture(scope="module")
@@ -165,3 +166,16 @@ def test_the_plan_shards_every_layer_over_the_mesh():
         "self_attn.o_proj",
         "mlp.down_proj",
     }
+
+
+def test_the_committed_rank_folder_is_what_the_tool_writes():
+    """tests/fixtures/ranks_gloo_cpu: a real `run --nproc 2` (gloo, CPU), for the rank-folder
+    analysis: each rank's trace named and marked with its rank, and rank 0's result naming
+    them."""
+    folder = FIXTURE / "runs" / RUN
+    result = read_result(folder / "result.json")
+    assert (result.ranks.world_size, result.ranks.backend) == (2, "gloo")
+    for figures in result.ranks.ranks:
+        (trace,) = figures.trace_files
+        assert f"llama-tiny.rank{figures.rank}." in trace
+        assert _trace(FIXTURE / trace)["distributedInfo"]["rank"] == figures.rank
