@@ -27,6 +27,7 @@ View = Literal[
     "phases",
     "definitions",
     "snapshot",
+    "modules",
 ]
 VIEWS: tuple[View, ...] = get_args(View)
 
@@ -53,6 +54,8 @@ def run(
         sink.note(run.note)
     if view == "layers":
         _layers(run, out, sink, top)
+    elif view == "modules":
+        _modules(run, out, sink, top)
     elif view == "snapshot":
         _snapshot(run, out, sink, top)
     else:
@@ -264,3 +267,22 @@ def _snapshot(run: RunAnalysis, out: Path | None, sink: Sink, top: int) -> None:
         from profiler.report.snapshot_view import snapshot_document
 
         sink.document("summarize-snapshot", snapshot_document(figure, top))
+
+
+def _modules(run: RunAnalysis, out: Path | None, sink: Sink, top: int) -> None:
+    """--view modules: time per nn.Module of a trace recorded with --with-stack (a trace
+    without nn.Module events refused in one line), written with --out and printed with --json."""
+    from profiler.trace.modules import NEEDS_STACKS
+
+    view = run.modules
+    if view is None:
+        raise UserError(f"{run.run_folder or run.path}: {NEEDS_STACKS}")
+    if out is not None:
+        from profiler.report.modules_view import write_modules
+
+        written = write_modules(view, out, top)
+        sink.note(f"wrote {len(written)} files to {out}")
+    if sink.json:
+        from profiler.trace.summary import json_safe
+
+        sink.document("summarize-modules", json_safe({"trace": str(run.path), **view.to_dict()}))

@@ -59,6 +59,7 @@ from profiler.report.hardware_view import print_hardware
 from profiler.report.headline_view import print_headline
 from profiler.report.insight_view import print_insight
 from profiler.report.layers_view import print_layers
+from profiler.report.modules_view import html_sections, print_modules
 from profiler.report.phases_view import (
     phase_categories_table,
     phase_kernels_table,
@@ -80,6 +81,7 @@ from profiler.runs.manifest import SweepCell
 from profiler.runs.result import Numerics, RunResult
 from profiler.trace.diff import Diff
 from profiler.trace.kernels import PIPE_BUSY_NOTE
+from profiler.trace.modules import ModuleView
 from profiler.trace.phase_kernels import PhaseSummary
 from profiler.trace.summary import Summary
 from profiler.trace.trt_layers import Attribution
@@ -310,6 +312,14 @@ def _snapshot_page(figure: MemorySnapshot, ctx: Context[RunAnalysis]) -> Section
 def _recorded_insight(run: RunAnalysis) -> Insight | None:
     """A run's roofline and advice; None for a bare trace (no timed window)."""
     return run.insight if run.result_json is not None else None
+
+
+def _modules(view: ModuleView, ctx: Context[RunAnalysis]) -> None:
+    print_modules(view, ctx.top, ctx.out)
+
+
+def _modules_page(view: ModuleView, ctx: Context[RunAnalysis]) -> Sections:
+    return html_sections(view, ctx.label)
 
 
 # ---- a run: HTML renderers --------------------------------------------------------------
@@ -625,6 +635,14 @@ LAYER_TIMES = ReportSection(
     "layer times", RunAnalysis, pd.DataFrame, lambda run: run.layer_times, html=_layer_times_page
 )
 LAYERS = ReportSection("layers", RunAnalysis, list, lambda run: run.layers, terminal=_layers)
+MODULES = ReportSection(
+    "modules",
+    RunAnalysis,
+    ModuleView,
+    lambda run: run.modules,
+    terminal=_modules,
+    html=_modules_page,
+)
 MEMORY_SNAPSHOT = ReportSection(
     "memory snapshot",
     RunAnalysis,
@@ -758,6 +776,7 @@ REGISTRY: tuple[ReportSection[Any, Any], ...] = (
     GEMMS,
     LAYER_TIMES,
     LAYERS,
+    MODULES,
     MEMORY_SNAPSHOT,
     ROOFLINE,
     TIMED,
@@ -788,7 +807,16 @@ REGISTRY: tuple[ReportSection[Any, Any], ...] = (
 
 #: `summarize`'s sections with the --view choices that show each (its VIEWS); the breakdown's
 #: definitions only when asked for
-RUN_VIEWS = ("all", "overview", "kernels", "categories", "operators", "phases", "definitions")
+RUN_VIEWS = (
+    "all",
+    "overview",
+    "kernels",
+    "categories",
+    "operators",
+    "phases",
+    "definitions",
+    "modules",
+)
 SUMMARIZE: tuple[tuple[ReportSection[RunAnalysis, Any], tuple[str, ...]], ...] = (
     (HEADLINE, RUN_VIEWS),
     (TRACE, RUN_VIEWS),
@@ -804,6 +832,7 @@ SUMMARIZE: tuple[tuple[ReportSection[RunAnalysis, Any], tuple[str, ...]], ...] =
     (HARDWARE, ("all", "kernels")),
     (INSIGHT, ("all", "overview")),
     (LAYERS, ("layers",)),
+    (MODULES, ("modules",)),
     (MEMORY_SNAPSHOT, ("all", "snapshot")),
 )
 #: `compare --view full`: the timed windows, why B differs, the diff, then each run's own
@@ -828,7 +857,7 @@ RUN_SIDE: Rows[RunAnalysis] = (
     GEMMS,
     LAYER_TIMES,
 )
-RUN_PAGE: Rows[RunAnalysis] = (*RUN_SIDE, PHASE_ROOFLINES, ROOFLINE, MEMORY_SNAPSHOT)
+RUN_PAGE: Rows[RunAnalysis] = (*RUN_SIDE, PHASE_ROOFLINES, ROOFLINE, MODULES, MEMORY_SNAPSHOT)
 COMPARE_PAGE: Rows[Comparison] = (TIMED, EXPLANATION, DIFF, ROOFLINES, SIDES)
 SWEEP_PAGE: Rows[SweepAnalysis] = (BENCHMARK, GEOMEANS, FIGURES, CELLS)
 #: what `run` prints once its result is written (and a sweep's cell into its log)
