@@ -127,9 +127,11 @@ def _operators_table(view: MemoryView, device: str, top: int) -> FitTable:
 
 def memory_figure(view: MemoryView, title: str = "") -> Figure:
     """Allocated and reserved memory over time, one panel per device, the peak marked."""
-    from profiler.report.plots import pyplot
+    from profiler.report.plots import use_agg
 
-    plt = pyplot()
+    use_agg()
+    import matplotlib.pyplot as plt
+
     devices = len(view.curves)
     fig, axes = plt.subplots(devices, 1, figsize=(9, 3.2 * devices), squeeze=False)
     for ax, curve, peak in zip(axes[:, 0], view.curves, view.peaks):

@@ -38,9 +38,10 @@ HOW = (
 
 def open_line(figure: MemorySnapshot) -> str:
     """Where the raw snapshot opens."""
+    gunzip = ", gunzipped" if (figure.file or "").endswith(".gz") else ""
     return (
         f"memory snapshot: {figure.file} (open it in PyTorch's viewer: {figure.memory_viz}, "
-        "drag and drop the file)"
+        f"drag and drop the file{gunzip})"
     )
 
 
@@ -156,9 +157,11 @@ def snapshot_markdown(figure: MemorySnapshot, top: int = 20) -> list[str]:
 
 def snapshot_figure(view: SnapshotView) -> Figure:
     """Allocated and reserved memory over each device's history, the peak marked."""
-    from profiler.report.plots import pyplot
+    from profiler.report.plots import use_agg
 
-    plt = pyplot()
+    use_agg()
+    import matplotlib.pyplot as plt
+
     devices = view.devices
     fig, axes = plt.subplots(len(devices), 1, figsize=(9, 3.2 * len(devices)), squeeze=False)
     mib = 2**20
