@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+from rich.console import Console
 from rich.table import Table
 
 from profiler.report import html
@@ -138,7 +139,7 @@ def totals_line(view: ModuleView) -> str:
     )
 
 
-def print_modules(view: ModuleView, top: int, console) -> None:  # noqa: ANN001 (rich Console)
+def print_modules(view: ModuleView, top: int, console: Console) -> None:
     console.print(tree_table(view, top))
     console.print(types_table(view, top))
     for table in blocks_tables(view):
