@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from profiler.analysis.run_analysis import RunAnalysis
+from profiler.report.sections import MODULES, summarize_rows
 from profiler.trace.kernels import kernel_rows
 from profiler.trace.load import load_trace
 from profiler.trace.modules import SELF_PART, module_view
@@ -156,3 +157,55 @@ def test_llama_blocks_split_per_phase(cpu):
 def test_a_trace_without_stacks_has_no_module_view():
     run = RunAnalysis(str(NO_STACKS))
     assert run.modules is None
+
+
+def test_summarize_view_modules_prints_the_tree_and_the_layers(cli, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    done = cli("summarize", str(CPU_RUN), "--view", "modules")
+    assert done.code == 0, done.stderr
+    out = done.stdout
+    assert "Modules (summed over the profiled steps" in out
+    assert "LlamaDecoderLayer_1" in out and "Module types" in out
+    for phase in ("prefill", "decode"):
+        assert f"{phase}: each block's host time and its parts' shares" in out
+    assert "128 module calls; a CPU trace" in out
+    # only with --view modules
+    assert MODULES in summarize_rows("modules") and MODULES not in summarize_rows("all")
+
+
+def test_summarize_modules_json_is_its_typed_document(cli):
+    from .test_cli_output import validate
+
+    done = cli("summarize", str(CPU_RUN), "--view", "modules", "--json")
+    assert done.code == 0, done.stderr
+    document = validate("summarize-modules", json.loads(done.stdout))
+    assert document["module_calls"] == 128 and len(document["tree"]) == 32
+    assert {b["part"] for b in document["blocks"]} == {
+        "LlamaRMSNorm",
+        "LlamaAttention",
+        "LlamaMLP",
+        SELF_PART,
+    }
+    assert all(b["gpu_share_pct"] is None for b in document["blocks"])  # a CPU trace
+
+
+def test_summarize_modules_out_writes_its_tables(cli, tmp_path):
+    done = cli("summarize", str(CPU_RUN), "--view", "modules", "--out", str(tmp_path / "o"))
+    assert done.code == 0, done.stderr
+    names = sorted(p.name for p in (tmp_path / "o").iterdir())
+    assert names == [
+        "module_blocks.csv",
+        "module_phases.csv",
+        "module_types.csv",
+        "modules.csv",
+        "modules.md",
+    ]
+    assert "## decode: each block's parts" in (tmp_path / "o" / "modules.md").read_text()
+
+
+def test_a_trace_without_stacks_is_refused_in_one_line(cli):
+    done = cli("summarize", str(NO_STACKS), "--view", "modules")
+    assert done.code != 0
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "record it with `run --with-stack`" in lines[0]
+    assert "Traceback" not in done.stderr
