@@ -602,7 +602,7 @@ def test_control_family_holds_each_figure_and_keeps_the_lines():
 
 RESULTS = sorted(FIXTURES.rglob("result.json"))
 #: fixtures recorded by a version that times GPU time per iteration (the rest are earlier)
-RECORDED_WITH_GPU_TIME = ("h100x4_sweep", "h100_ncu_fp16", "memory_h200")
+RECORDED_WITH_GPU_TIME = ("h100x4_sweep", "h100_ncu_fp16", "memory_h200", "snapshot_h200")
 
 
 def test_fixtures_are_there():
