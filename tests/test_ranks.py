@@ -214,3 +214,62 @@ def test_compare_rank_by_rank_and_whole(tmp_path):
     assert both.ranks[0].step_ms_a == both.ranks[0].step_ms_b
     assert any("only A: 1; only B: 2" in n for n in both.notes)
     assert both.job_step_ratio == pytest.approx(1.0)
+
+
+# ---- the commands -----------------------------------------------------------------------------
+
+
+def test_summarize_a_rank_folder(cli):
+    done = cli("summarize", str(HTA))
+    assert done.code == 0, done.stderr
+    out = done.stdout
+    assert "2 rank traces (ranks 0-1 of a world of 128, nccl)" in out
+    assert (
+        "computation†" in out and "the TensorBoard plugin's Distributed view gives these too" in out
+    )
+    assert "straggler: rank 1" in out and "ranks 2-127 missing" in out
+    refused = cli("summarize", str(HTA), "--view", "kernels")
+    assert refused.code != 0 and "folder of rank traces" in refused.stderr
+    assert "Traceback" not in refused.stderr
+
+
+def test_summarize_and_compare_json_follow_their_schemas(cli, tmp_path):
+    from .test_cli_output import json_of, validate
+
+    data = validate("summarize-ranks", json_of(cli("summarize", str(HTA), "--json")))
+    assert data["ranks"] == [0, 1] and data["straggler"]["rank"] == 1
+    assert [s["step"] for s in data["per_step"] if s["rank"] == 0] == [
+        "ProfilerStep#551",
+        "ProfilerStep#552",
+    ]
+    both = validate("compare-ranks", json_of(cli("compare", str(HTA), str(HTA), "--json")))
+    assert both["job_step_ratio"] == 1.0 and [d["rank"] for d in both["ranks"]] == [0, 1]
+
+
+def test_summarize_out_writes_summary_md(cli, tmp_path):
+    done = cli("summarize", str(HTA), "--out", str(tmp_path / "out"))
+    assert done.code == 0, done.stderr
+    md = (tmp_path / "out" / "summary.md").read_text()
+    assert md.startswith("# Rank traces:") and "straggler: rank 1" in md
+    assert "| rank | step |" in md  # each rank's steps
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "ranks.csv",
+        "steps.csv",
+        "summary.json",
+        "summary.md",
+    ]
+
+
+def test_compare_refuses_a_rank_folder_beside_a_run(cli):
+    done = cli("compare", str(HTA), str(FIXTURES / "h200" / "runs" / "pytorch_fp16_bs8"))
+    assert done.code != 0 and "not a folder of rank traces" in done.stderr
+
+
+def test_report_pages_of_rank_folders(tmp_path):
+    from profiler.commands.report import run
+
+    one = run(str(HTA), None, tmp_path / "one.html")
+    text = one.read_text()
+    assert "Straggler" in text and "Each rank&#x27;s steps" in text and "ProfilerStep#552" in text
+    two = run(str(HTA), str(HTA), tmp_path / "two.html")
+    assert "Rank by rank" in two.read_text() and "The runs as a whole" in two.read_text()

@@ -10,6 +10,7 @@ import json
 import pandas as pd
 import pytest
 
+from profiler.analysis.rank_run import RankComparison, RankRun
 from profiler.analysis.result_analysis import ResultAnalysis
 from profiler.analysis.run_analysis import Comparison, RunAnalysis
 from profiler.analysis.sweep_analysis import SweepAnalysis
@@ -27,6 +28,8 @@ TERMINAL_LISTS = {
     "summarize": tuple(row for row, _ in sections.SUMMARIZE),
     **{f"compare --view {view}": rows for view, rows in sections.COMPARE_VIEWS.items()},
     "compare side": sections.COMPARE_SIDE,
+    "summarize ranks": sections.SUMMARIZE_RANKS,
+    "compare ranks": sections.COMPARE_RANKS,
     "run": sections.RUN,
     "sweep": sections.SWEEP,
 }
@@ -35,6 +38,8 @@ PAGE_LISTS = {
     "run side": sections.RUN_SIDE,
     "compare page": sections.COMPARE_PAGE,
     "sweep page": sections.SWEEP_PAGE,
+    "ranks page": sections.RANKS_PAGE,
+    "compare ranks page": sections.COMPARE_RANKS_PAGE,
 }
 
 
@@ -51,7 +56,14 @@ def test_every_row_reads_a_facade_and_is_in_a_list_of_that_facades_rows():
     names = [row.name for row in sections.REGISTRY]
     assert len(names) == len(set(names)) and set(names) == listed
     for row in sections.REGISTRY:
-        assert row.subject in (RunAnalysis, Comparison, SweepAnalysis, ResultAnalysis), row.name
+        assert row.subject in (
+            RunAnalysis,
+            Comparison,
+            SweepAnalysis,
+            ResultAnalysis,
+            RankRun,
+            RankComparison,
+        ), row.name
         assert row.terminal is not None or row.html is not None, row.name
     for name, rows in lists.items():  # a walk reads every row from one subject
         assert len({row.subject for row in rows}) == 1, name
@@ -162,10 +174,13 @@ def subjects(tmp_path_factory):
         ResultAnalysis(read_result(path), result_json=path)
         for path in (H200 / "pytorch_fp16_bs8" / "result.json", GENERATION / "result.json")
     ]
+    ranks = RankRun(str(FIXTURES / "hta_ranks"))
     return {
         RunAnalysis: runs,
         Comparison: [both],
         SweepAnalysis: [SweepAnalysis(SWEEP, peaks_dir=none)],
+        RankRun: [ranks],
+        RankComparison: [RankComparison(ranks, ranks)],
         ResultAnalysis: results,
     }
 
@@ -191,7 +206,7 @@ def test_each_figure_a_row_reads_is_of_its_declared_type(subjects):
     assert wrong == []
     # no generation phases, no ncu.csv, no --record-shapes, no --memory-history in these runs
     # (tests/test_memory_snapshot.py reads the memory snapshot's row of runs recorded with it)
-    assert unread == {"phases", "hardware", "gemms", "modules", "memory snapshot"}
+    assert unread == {"phases", "hardware", "gemms", "memory snapshot"}
 
 
 def test_a_mistyped_reader_is_found(subjects):

@@ -57,7 +57,10 @@ def rank_folder(target: str, root: Path | None = None) -> list[tuple[Path, Distr
     """The traces of TARGET with their ranks, ordered by rank, when TARGET is a rank folder;
     None otherwise (one file, one trace, a trace without a rank, or one rank only). Two traces
     of one rank are refused in one line: a rank folder holds one trace per rank."""
-    found = trace_set(target, root)
+    try:
+        found = trace_set(target, root)
+    except UserError:  # no traces: the one-trace path says so, as it always has
+        return None
     if found.one_file or len(found.traces) < 2:
         return None
     infos = []

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from profiler import signals, units
+from profiler.analysis.rank_run import RankComparison, RankRun, rank_folder
 from profiler.analysis.records import plain
 from profiler.analysis.run_analysis import Comparison, RunAnalysis
 from profiler.commands.sink import Sink
@@ -40,6 +41,28 @@ def load_side(target: str, sink: Sink) -> RunAnalysis:
     return side
 
 
+def rank_runs(a: str, b: str) -> RankComparison:
+    """Two folders of rank traces, B against A; one line where only one of them is."""
+    for target in (a, b):
+        if rank_folder(target) is None:
+            raise UserError(
+                f"{target} is not a folder of rank traces, and the other target is: compare "
+                "two folders of rank traces, or two runs or traces"
+            )
+    return RankComparison(RankRun(a), RankRun(b))
+
+
+def _compare_ranks(a: str, b: str, sink: Sink, top: int) -> None:
+    """Two folders of rank traces, rank by rank and as a whole (COMPARE_RANKS); --json."""
+    both = rank_runs(a, b)
+    if sink.json:
+        sink.document("compare-ranks", plain(both.figures))
+        return
+    from profiler.report.sections import COMPARE_RANKS
+
+    print_sections(COMPARE_RANKS, Context(both, sink.console, top=top))
+
+
 def describe(label: str, side: RunAnalysis) -> str:
     """What a target resolved to (-v): its trace and its result.json."""
     return (
@@ -62,7 +85,7 @@ def run(
     same_within: float = 2.0,
     trust_model: bool = False,
     samples: Path | None = None,
-) -> Diff:
+) -> Diff | None:
     """``sink``: profiler.cli.output.Output, where the tables or the --json document go.
     ``processes`` / ``target_noise``: time both configs again in fresh processes, interleaved,
     and take both verdicts and every timed figure from those windows (profiler.sweep.rounds);
@@ -77,6 +100,9 @@ def run(
         raise UserError(
             f"--same-within is a percentage from 0 to 100 (got {units.plain(same_within)})"
         )
+    if rank_folder(a) is not None or rank_folder(b) is not None:  # folders of rank traces
+        _compare_ranks(a, b, sink, top)
+        return None
     both = Comparison(load_side(a, sink), load_side(b, sink), a, b, tolerance=same_within / 100)
     for label, side in (("A", both.a), ("B", both.b)):
         sink.detail(describe(label, side))

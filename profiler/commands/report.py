@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from profiler import notices
+from profiler.analysis.rank_run import RankComparison, RankRun, rank_folder
 from profiler.analysis.run_analysis import Comparison, RunAnalysis
 from profiler.analysis.sweep_analysis import SweepAnalysis
 from profiler.commands.sink import Sink
@@ -15,7 +16,15 @@ from profiler.fsutil import read_small, write_text_atomic
 from profiler.notices import Say
 from profiler.report import html
 from profiler.report.pages import target_label
-from profiler.report.sections import COMPARE_PAGE, RUN_PAGE, SWEEP_PAGE, Context, page
+from profiler.report.sections import (
+    COMPARE_PAGE,
+    COMPARE_RANKS_PAGE,
+    RANKS_PAGE,
+    RUN_PAGE,
+    SWEEP_PAGE,
+    Context,
+    page,
+)
 from profiler.runs.layout import RUNS_ROOT
 from profiler.runs.manifest import find_sweep
 
@@ -87,6 +96,21 @@ def sweep_page(
     return page(f"Sweep: {folder.name}", SWEEP_PAGE, Context(sweep, only_decided=only_decided))
 
 
+def rank_page(target: str, target_b: str | None = None) -> html.Page:
+    """A folder of rank traces' page (RANKS_PAGE), or two folders' (COMPARE_RANKS_PAGE)."""
+    if target_b is None:
+        return page(f"Rank traces: {target}", RANKS_PAGE, Context(RankRun(target)))
+    for one in (target, target_b):
+        if rank_folder(one) is None:
+            raise UserError(
+                f"{one} is not a folder of rank traces, and the other target is: report "
+                "two folders of rank traces, or two runs or traces"
+            )
+    both = RankComparison(RankRun(target), RankRun(target_b))
+    title = f"Rank traces: A = {target}, B = {target_b}"
+    return page(title, COMPARE_RANKS_PAGE, Context(both))
+
+
 def read_flops_table(path: Path | None) -> dict[str, Any] | None:
     if path is None:
         return None
@@ -128,6 +152,12 @@ def run(
     if sweep is not None:
         page = sweep_page(sweep, peaks_dir, flops_table, only_decided)
         default = sweep / "report.html"
+    elif rank_folder(target) is not None or (
+        target_b is not None and rank_folder(target_b) is not None
+    ):
+        page = rank_page(target, target_b)
+        name = Path(target).name + ("" if target_b is None else f"_vs_{Path(target_b).name}")
+        default = Path(RUNS_ROOT, f"report_{name}.html")
     elif target_b is not None:
         page = compare_page(target, target_b, peaks_dir, flops_table, detail)
         default = Path(RUNS_ROOT, f"report_{Path(target).name}_vs_{Path(target_b).name}.html")

@@ -45,6 +45,11 @@ def run(
     """``sink``: profiler.cli.output.Output, where the tables or the --json document go."""
     _check_options(view, top)
     _refuse_sweep(target)
+    from profiler.analysis.rank_run import rank_folder
+
+    if rank_folder(target) is not None:  # one trace per rank of a distributed run
+        _ranks(target, view, out, sink, top)
+        return
     ncu_path = _ncu_csv(ncu)
     # here, not at the top: the CLI imports VIEWS, and --help or a usage error needs no pandas
     from profiler.analysis.run_analysis import RunAnalysis
@@ -65,6 +70,37 @@ def run(
     from profiler.report.sections import Context, print_sections, summarize_rows
 
     print_sections(summarize_rows(view), Context(run, sink.console, top=top))
+
+
+#: the --view choices of `summarize` that a folder of rank traces shows (all of its figures)
+RANK_VIEWS = ("all", "overview")
+
+
+def _ranks(target: str, view: str, out: Path | None, sink: Sink, top: int) -> None:
+    """A folder of rank traces (profiler.analysis.rank_run.RankRun): each rank's figures, the
+    straggler and the notes (SUMMARIZE_RANKS), written with --out, printed with --json."""
+    if view not in RANK_VIEWS:
+        raise UserError(
+            f"{target} is a folder of rank traces: --view {view} is a view of one trace; "
+            "its view is all (or overview): each rank's figures, the straggler (summarize "
+            "one rank's trace for its tables)"
+        )
+    from profiler.analysis.rank_run import RankRun
+
+    ranks = RankRun(target)
+    sink.detail("traces: " + ", ".join(f"rank {i.rank} {p}" for p, i in ranks.traces))
+    if out is not None:
+        from profiler.report.ranks_view import export_ranks
+
+        sink.note(f"wrote {len(export_ranks(ranks.figures, out))} files to {out}")
+    if sink.json:
+        from profiler.analysis.records import plain
+
+        sink.document("summarize-ranks", plain(ranks.figures))
+        return
+    from profiler.report.sections import SUMMARIZE_RANKS, Context, print_sections
+
+    print_sections(SUMMARIZE_RANKS, Context(ranks, sink.console, top=top))
 
 
 def _run_view(run: RunAnalysis, view: str, out: Path | None, sink: Sink, top: int) -> None:

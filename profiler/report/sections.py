@@ -33,6 +33,8 @@ from rich.console import Console
 from profiler.analysis.gpu_offsets import GpuOffset
 from profiler.analysis.insight import Insight
 from profiler.analysis.memory_snapshot import MemorySnapshot
+from profiler.analysis.rank_records import RankComparisonFigures, RankRunFigures
+from profiler.analysis.rank_run import RankComparison, RankRun
 from profiler.analysis.records import CompareTimed, Explanation, Headline, WindowNoise
 from profiler.analysis.result_analysis import (
     GenerationFigures,
@@ -66,6 +68,14 @@ from profiler.report.phases_view import (
     phase_roofline_table,
     phases_table,
     positions_table,
+)
+from profiler.report.ranks_view import (
+    compare_ranks_sections,
+    print_rank_comparison,
+    print_rank_notes,
+    print_ranks,
+    print_straggler,
+    ranks_sections,
 )
 from profiler.report.snapshot_view import print_snapshot, snapshot_sections
 from profiler.report.tables import (
@@ -562,6 +572,33 @@ def _cells_page(finished: Finished, ctx: Context[SweepAnalysis]) -> Sections:
     )
 
 
+# ---- a folder of rank traces ---------------------------------------------------------------
+
+
+def _ranks(figures: RankRunFigures, ctx: Context[RankRun]) -> None:
+    print_ranks(figures, ctx.out)
+
+
+def _ranks_page(figures: RankRunFigures, ctx: Context[RankRun]) -> Sections:
+    return ranks_sections(figures)
+
+
+def _straggler(figures: RankRunFigures, ctx: Context[RankRun]) -> None:
+    print_straggler(figures, ctx.out)
+
+
+def _rank_notes(figures: RankRunFigures, ctx: Context[RankRun]) -> None:
+    print_rank_notes(figures, ctx.out)
+
+
+def _rank_comparison(figures: RankComparisonFigures, ctx: Context[RankComparison]) -> None:
+    print_rank_comparison(figures, ctx.out)
+
+
+def _rank_comparison_page(figures: RankComparisonFigures, ctx: Context[RankComparison]) -> Sections:
+    return compare_ranks_sections(figures)
+
+
 # ---- the registry ---------------------------------------------------------------------------
 
 HEADLINE = ReportSection(
@@ -755,6 +792,28 @@ SWEEP_TABLE = ReportSection(
 GPU_OFFSETS = ReportSection(
     "GPU offsets", SweepAnalysis, list, lambda sweep: sweep.offsets, terminal=_gpu_offsets
 )
+RANKS = ReportSection(
+    "ranks",
+    RankRun,
+    RankRunFigures,
+    lambda ranks: ranks.figures,
+    terminal=_ranks,
+    html=_ranks_page,
+)
+STRAGGLER = ReportSection(
+    "straggler", RankRun, RankRunFigures, lambda ranks: ranks.figures, terminal=_straggler
+)
+RANK_NOTES = ReportSection(
+    "rank notes", RankRun, RankRunFigures, lambda ranks: ranks.figures, terminal=_rank_notes
+)
+RANK_COMPARISON = ReportSection(
+    "rank comparison",
+    RankComparison,
+    RankComparisonFigures,
+    lambda both: both.figures,
+    terminal=_rank_comparison,
+    html=_rank_comparison_page,
+)
 
 #: every row
 REGISTRY: tuple[ReportSection[Any, Any], ...] = (
@@ -799,6 +858,10 @@ REGISTRY: tuple[ReportSection[Any, Any], ...] = (
     GEOMEANS,
     FIGURES,
     CELLS,
+    RANKS,
+    STRAGGLER,
+    RANK_NOTES,
+    RANK_COMPARISON,
     SWEEP_TABLE,
     GPU_OFFSETS,
 )
@@ -874,6 +937,12 @@ RUN: Rows[ResultAnalysis] = (
 #: `sweep`'s output on the terminal: the benchmark table (its geometric means and notes under
 #: it), then the GPUs' offsets from each other
 SWEEP: Rows[SweepAnalysis] = (SWEEP_TABLE, GPU_OFFSETS)
+
+#: a folder of rank traces: `summarize` and the `report` page; two of them: `compare` and its page
+SUMMARIZE_RANKS: Rows[RankRun] = (RANKS, STRAGGLER, RANK_NOTES)
+RANKS_PAGE: Rows[RankRun] = (RANKS,)
+COMPARE_RANKS: Rows[RankComparison] = (RANK_COMPARISON,)
+COMPARE_RANKS_PAGE: Rows[RankComparison] = (RANK_COMPARISON,)
 
 
 def summarize_rows(view: str) -> Rows[RunAnalysis]:
