@@ -49,9 +49,10 @@ def memory_snapshot(result: RunResult | None, run_folder: Path | None) -> Memory
         return None
     assert result is not None  # (asked_for)
     path = run_folder / MEMORY_SNAPSHOT
-    if path.is_file():
-        view = snapshot_view(path, MEMORY_HISTORY_MAX_ENTRIES)
-        return MemorySnapshot(file=str(path), view=view, why_none=None)
+    for found in (path, path.with_name(MEMORY_SNAPSHOT + ".gz")):  # (or a gzipped copy)
+        if found.is_file():
+            view = snapshot_view(found, MEMORY_HISTORY_MAX_ENTRIES)
+            return MemorySnapshot(file=str(found), view=view, why_none=None)
     on_cpu = not result.device.startswith("cuda")
     return MemorySnapshot(
         file=None, view=None, why_none=CPU_RUN if on_cpu else MISSING.format(path=path)

@@ -47,6 +47,7 @@ import numpy as np
 import numpy.typing as npt
 
 from profiler.errors import UserError
+from profiler.trace.file_bytes import read_bytes
 
 #: where PyTorch's viewer of a snapshot is (drag and drop the pickle onto the page)
 MEMORY_VIZ = "https://pytorch.org/memory_viz"
@@ -97,11 +98,9 @@ class _PlainUnpickler(pickle.Unpickler):
 
 
 def read_snapshot(path: Path) -> dict[str, Any]:
-    """The snapshot pickled at ``path``; a file that is not one is a one-line error."""
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise UserError(f"cannot read {path}: {error.strerror or error}") from None
+    """The snapshot pickled at ``path`` (or a gzipped copy of it); a file that is not one is a
+    one-line error."""
+    data = read_bytes(path)  # (a gzipped copy inflated, a gzip bomb refused)
     try:
         snapshot = _PlainUnpickler(io.BytesIO(data)).load()
     except Exception as error:  # any unpickling failure: a damaged or foreign file
