@@ -126,3 +126,71 @@ def test_records_read_the_same_from_a_plain_file(tmp_path):
     plain.write_bytes(gzip.decompress(path.read_bytes()))
     assert read_records(plain) == read_records(path)
     assert len(read_records(path)) == 176
+
+
+# ---- summarize --view memory -------------------------------------------------------------------
+
+RUN = MEMORY / "runs" / "pytorch_fp16_bs8_mem_resnet50_fp16_bs8"
+
+
+def test_summarize_memory_json_is_its_typed_document(cli):
+    from .test_cli_output import json_of, validate
+
+    data = validate(
+        "summarize-memory", json_of(cli("summarize", str(RUN), "--view", "memory", "--json"))
+    )
+    assert data["devices"] == ["GPU0"]
+    (peak,) = data["peaks"]
+    assert peak["allocated_bytes"] == 137022464 and peak["operator"] == "aten::empty"
+    assert peak["parent"] == "aten::native_batch_norm"
+    assert len(data["curves"][0]["time_ms"]) == data["events"] == 884
+    row = next(r for r in data["operators"] if r["operator"] == "aten::cudnn_convolution")
+    assert row["self_allocation_count"] == 116 and row["calls"] == 106
+
+
+def test_summarize_memory_prints_the_peak_and_the_table(cli):
+    done = cli("summarize", str(RUN), "--view", "memory", "--top", "3")
+    assert done.code == 0, done.stderr
+    out = " ".join(done.stdout.split())
+    assert (
+        "GPU0: peak 130.7 MiB allocated at 2.763 ms by aten::empty (in aten::native_batch_norm)"
+        in out
+    )
+    assert "memory by operator, by allocation size (top 3 of 16)" in out
+    assert "666 of 884 [memory] events attributed to an operator" in out
+
+
+def test_a_trace_without_memory_events_is_refused_in_one_line(cli):
+    done = cli(
+        "summarize", str(FIXTURES / "h200" / "runs" / "pytorch_fp16_bs8"), "--view", "memory"
+    )
+    assert done.code != 0
+    (line,) = done.stderr.strip().splitlines()
+    assert "holds no [memory] events: the run was not recorded with --profile-memory" in line
+    assert "Traceback" not in done.stderr
+
+
+def test_summarize_memory_walks_its_row(cli, monkeypatch):
+    from profiler.report import sections
+
+    walked = []
+    real = sections.print_sections
+
+    def spy(rows, ctx):
+        walked.append(tuple(rows))
+        return real(rows, ctx)
+
+    monkeypatch.setattr(sections, "print_sections", spy)
+    assert cli("summarize", str(RUN), "--view", "memory").code == 0
+    assert walked == [sections.summarize_rows("memory")] == [(sections.MEMORY,)]
+
+
+def test_the_run_page_shows_the_chart_and_each_devices_table(tmp_path):
+    from profiler.commands.report import run
+
+    page = tmp_path / "page.html"
+    text = run(str(CPU / "runs" / "pytorch_fp32_bs2_mem_resnet18_cpu"), None, page).read_text()
+    chart = text.index("memory over time</h2>")
+    assert text.index("data:image/png;base64", chart) < text.index("CPU memory by operator</h2>")
+    assert "by aten::mkldnn_convolution (in aten::_convolution)" in text
+    assert "Self Allocation Size (KiB)" in text

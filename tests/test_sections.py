@@ -96,7 +96,10 @@ def walked(monkeypatch):
 
 
 # (a snapshot is a run's of --memory-history: tests/test_memory_snapshot.py walks its rows)
-@pytest.mark.parametrize("view", [v for v in VIEWS if v not in ("layers", "phases", "snapshot")])
+# (memory: a run's of --profile-memory, tests/test_memory_view.py walks its rows)
+@pytest.mark.parametrize(
+    "view", [v for v in VIEWS if v not in ("layers", "phases", "snapshot", "memory")]
+)
 def test_summarize_walks_the_views_rows(cli, walked, view):
     done = cli("summarize", str(H200 / "pytorch_fp16_bs8"), "--view", view)
     assert done.code == 0, done.stderr
@@ -206,7 +209,7 @@ def test_each_figure_a_row_reads_is_of_its_declared_type(subjects):
     assert wrong == []
     # no generation phases, no ncu.csv, no --record-shapes, no --memory-history in these runs
     # (tests/test_memory_snapshot.py reads the memory snapshot's row of runs recorded with it)
-    assert unread == {"phases", "hardware", "gemms", "memory snapshot"}
+    assert unread == {"phases", "hardware", "gemms", "memory snapshot", "memory"}
 
 
 def test_a_mistyped_reader_is_found(subjects):

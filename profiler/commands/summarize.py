@@ -28,6 +28,7 @@ View = Literal[
     "definitions",
     "snapshot",
     "modules",
+    "memory",
 ]
 VIEWS: tuple[View, ...] = get_args(View)
 
@@ -59,6 +60,8 @@ def run(
         sink.note(run.note)
     if view == "layers":
         _layers(run, out, sink, top)
+    elif view == "memory":
+        _memory(run, sink)
     elif view == "modules":
         _modules(run, out, sink, top)
     elif view == "snapshot":
@@ -198,6 +201,20 @@ def _document(
             }
         )
     return data
+
+
+def _memory(run: RunAnalysis, sink: Sink) -> None:
+    """--view memory: memory over time from the trace's [memory] events
+    (profiler.trace.memory), printed with --json; a trace without them refused in one line."""
+    from profiler.trace.memory import NOT_RECORDED
+
+    view = run.memory
+    if view is None:
+        raise UserError(NOT_RECORDED.format(path=run.path))
+    if sink.json:
+        from profiler.analysis.records import plain
+
+        sink.document("summarize-memory", plain(view))
 
 
 def _check_options(view: str, top: int) -> None:

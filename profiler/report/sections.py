@@ -61,6 +61,7 @@ from profiler.report.hardware_view import print_hardware
 from profiler.report.headline_view import print_headline
 from profiler.report.insight_view import print_insight
 from profiler.report.layers_view import print_layers
+from profiler.report.memory_view import memory_sections, print_memory
 from profiler.report.modules_view import html_sections, print_modules
 from profiler.report.phases_view import (
     phase_categories_table,
@@ -91,6 +92,7 @@ from profiler.runs.manifest import SweepCell
 from profiler.runs.result import Numerics, RunResult
 from profiler.trace.diff import Diff
 from profiler.trace.kernels import PIPE_BUSY_NOTE
+from profiler.trace.memory import MemoryView
 from profiler.trace.modules import ModuleView
 from profiler.trace.phase_kernels import PhaseSummary
 from profiler.trace.summary import Summary
@@ -330,6 +332,23 @@ def _modules(view: ModuleView, ctx: Context[RunAnalysis]) -> None:
 
 def _modules_page(view: ModuleView, ctx: Context[RunAnalysis]) -> Sections:
     return html_sections(view, ctx.label)
+
+
+def _memory(view: MemoryView, ctx: Context[RunAnalysis]) -> None:
+    print_memory(view, ctx.out, ctx.top)
+
+
+def _memory_page(view: MemoryView, ctx: Context[RunAnalysis]) -> Sections:
+    return memory_sections(view, ctx.label, ctx.top)
+
+
+def _recorded_memory(run: RunAnalysis) -> MemoryView | None:
+    """The memory view of a run recorded with --profile-memory, or of a bare trace that holds
+    [memory] events; a run recorded without it is not read again for them."""
+    # ConfigRecord is built from RunConfig's fields when imported: no attribute a checker sees
+    if run.result is not None and not getattr(run.result.config, "profile_memory", False):
+        return None
+    return run.memory
 
 
 # ---- a run: HTML renderers --------------------------------------------------------------
@@ -691,6 +710,9 @@ MEMORY_SNAPSHOT = ReportSection(
 ROOFLINE = ReportSection(
     "roofline chart", RunAnalysis, Roofline, lambda run: run.roofline, html=_roofline_page
 )
+MEMORY = ReportSection(
+    "memory", RunAnalysis, MemoryView, _recorded_memory, terminal=_memory, html=_memory_page
+)
 
 TIMED = ReportSection(
     "timed",
@@ -838,6 +860,7 @@ REGISTRY: tuple[ReportSection[Any, Any], ...] = (
     MODULES,
     MEMORY_SNAPSHOT,
     ROOFLINE,
+    MEMORY,
     TIMED,
     EXPLANATION,
     DIFF,
@@ -895,6 +918,7 @@ SUMMARIZE: tuple[tuple[ReportSection[RunAnalysis, Any], tuple[str, ...]], ...] =
     (HARDWARE, ("all", "kernels")),
     (INSIGHT, ("all", "overview")),
     (LAYERS, ("layers",)),
+    (MEMORY, ("memory",)),
     (MODULES, ("modules",)),
     (MEMORY_SNAPSHOT, ("all", "snapshot")),
 )
@@ -920,7 +944,14 @@ RUN_SIDE: Rows[RunAnalysis] = (
     GEMMS,
     LAYER_TIMES,
 )
-RUN_PAGE: Rows[RunAnalysis] = (*RUN_SIDE, PHASE_ROOFLINES, ROOFLINE, MODULES, MEMORY_SNAPSHOT)
+RUN_PAGE: Rows[RunAnalysis] = (
+    *RUN_SIDE,
+    PHASE_ROOFLINES,
+    ROOFLINE,
+    MODULES,
+    MEMORY,
+    MEMORY_SNAPSHOT,
+)
 COMPARE_PAGE: Rows[Comparison] = (TIMED, EXPLANATION, DIFF, ROOFLINES, SIDES)
 SWEEP_PAGE: Rows[SweepAnalysis] = (BENCHMARK, GEOMEANS, FIGURES, CELLS)
 #: what `run` prints once its result is written (and a sweep's cell into its log)
