@@ -276,10 +276,9 @@ class RunConfig:
     with_flops: bool = option(False, "Estimate FLOPs of matmul/conv.", panel=PANEL_PROFILER)
     memory_history: bool = option(
         False,
-        "Record the CUDA caching allocator's history over the active steps "
-        "(torch.cuda.memory._record_memory_history: the last 100000 events, Python stacks) "
-        "into memory_snapshot.pickle in the run folder: summarize --view snapshot, or "
-        "https://pytorch.org/memory_viz. CUDA only.",
+        "Keep the CUDA caching allocator's history of the active steps (its last 100000 "
+        "events, with Python stacks) in memory_snapshot.pickle in the run folder, for "
+        "summarize --view snapshot and pytorch.org/memory_viz. CUDA only.",
         panel=PANEL_PROFILER,
     )
     gzip: bool = option(True, "Write the trace as .json.gz.", panel=PANEL_PROFILER)
