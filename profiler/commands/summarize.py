@@ -147,7 +147,7 @@ def _write_out(run: RunAnalysis, out: Path, joined: pd.DataFrame | None, sink: S
         top=0,
         headline=run.headline,
         insight=run.insight if run.result_json is not None else None,
-        more=_snapshot_markdown(run),
+        more=_snapshot_markdown(run) + _modules_markdown(run),
     )
     if joined is not None:
         from profiler.report.hardware_view import export_columns
@@ -339,3 +339,13 @@ def _modules(run: RunAnalysis, out: Path | None, sink: Sink, top: int) -> None:
         from profiler.trace.summary import json_safe
 
         sink.document("summarize-modules", json_safe({"trace": str(run.path), **view.to_dict()}))
+
+
+def _modules_markdown(run: RunAnalysis) -> list[str]:
+    """summary.md's module sections, for a trace recorded with --with-stack."""
+    view = run.modules
+    if view is None:
+        return []
+    from profiler.report.modules_view import modules_markdown
+
+    return modules_markdown(view, top=20)
