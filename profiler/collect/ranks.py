@@ -29,6 +29,7 @@ import dataclasses
 import logging
 import os
 import shutil
+import signal
 import time
 import uuid
 from pathlib import Path
@@ -197,12 +198,34 @@ def launch(
     if group != "nccl":
         _import_model_code()
     args = (config_to_json(config), str(run_stage), str(tb_stage), group, quiet, command_line)
-    with _launcher_quiet():
+    with _launcher_quiet(), _own_signals():
         try:
             returned = elastic_launch(launch_config, rank_main)(*args, began)
         except ChildFailedError as error:
             raise UserError(failure_line(error)) from None
     return {int(rank): value for rank, value in returned.items()}
+
+
+@contextlib.contextmanager
+def _own_signals():
+    """The launcher's agent takes SIGINT, SIGTERM and SIGHUP while the ranks run (it stops them
+    and raises its SignalException): that is turned into the interruption the command handles
+    (profiler.signals: Ctrl-C, or Terminated for SIGTERM and SIGHUP), and the handlers the
+    command had are put back after."""
+    from torch.distributed.elastic.multiprocessing.api import SignalException
+
+    handled = (signal.SIGINT, *signals.HANDLED)
+    saved = {signum: signal.getsignal(signum) for signum in handled}
+    try:
+        yield
+    except SignalException as stop:
+        if stop.sigval == signal.SIGINT:
+            raise KeyboardInterrupt from None
+        raise signals.Terminated(stop.sigval) from None
+    finally:
+        for signum, handler in saved.items():
+            if handler is not None:
+                signal.signal(signum, handler)
 
 
 def failure_line(error: Any) -> str:
@@ -221,8 +244,10 @@ def failure_line(error: Any) -> str:
 def _launcher_quiet():
     """The launcher's own log lines (its start, a failed rank's traceback) held back: the run
     says what failed in one line."""
-    names = ("torch.distributed.elastic", "torch.multiprocessing")
-    loggers = [logging.getLogger(name) for name in names]
+    prefixes = ("torch.distributed.elastic", "torch.multiprocessing")
+    # (each of the launcher's modules has a logger with a level of its own)
+    names = [n for n in logging.root.manager.loggerDict if n.startswith(prefixes)]
+    loggers = [logging.getLogger(name) for name in {*prefixes, *names}]
     levels = [logger.level for logger in loggers]
     for logger in loggers:
         logger.setLevel(logging.CRITICAL)
