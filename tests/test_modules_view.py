@@ -201,6 +201,11 @@ def test_summarize_modules_out_writes_its_tables(cli, tmp_path):
         "modules.md",
     ]
     assert "## decode: each block's parts" in (tmp_path / "o" / "modules.md").read_text()
+    # any view's --out: summary.md carries the module sections
+    done = cli("summarize", str(CPU_RUN), "--view", "operators", "--out", str(tmp_path / "s"))
+    assert done.code == 0, done.stderr
+    summary = (tmp_path / "s" / "summary.md").read_text()
+    assert "## Modules (nn.Module calls)" in summary and "## prefill: each block's parts" in summary
 
 
 def test_a_trace_without_stacks_is_refused_in_one_line(cli):
@@ -209,3 +214,13 @@ def test_a_trace_without_stacks_is_refused_in_one_line(cli):
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "record it with `run --with-stack`" in lines[0]
     assert "Traceback" not in done.stderr
+
+
+def test_the_run_page_carries_the_module_view(cli, tmp_path):
+    page = tmp_path / "page.html"
+    done = cli("report", str(CPU_RUN), "--out", str(page))
+    assert done.code == 0, done.stderr
+    html = page.read_text()
+    assert "modules (nn.Module calls, summed over the profiled steps)" in html
+    assert "decode, each block&#x27;s parts (% of the block)" in html
+    assert "LlamaDecoderLayer_1" in html
