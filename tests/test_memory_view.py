@@ -194,3 +194,17 @@ def test_the_run_page_shows_the_chart_and_each_devices_table(tmp_path):
     assert text.index("data:image/png;base64", chart) < text.index("CPU memory by operator</h2>")
     assert "by aten::mkldnn_convolution (in aten::_convolution)" in text
     assert "Self Allocation Size (KiB)" in text
+
+
+def test_plot_draws_the_memory_chart_beside_the_categories(cli, tmp_path):
+    cpu = cli(
+        "plot", str(CPU / "runs" / "pytorch_fp32_bs2_mem_resnet18_cpu"), "--out", str(tmp_path)
+    )
+    assert cpu.code == 0, cpu.stderr  # a CPU run: no kernels to plot, its memory still
+    gpu = cli("plot", str(RUN), "--out", str(tmp_path))
+    assert gpu.code == 0, gpu.stderr
+    assert sorted(p.name for p in tmp_path.glob("*.png")) == [
+        "pytorch_fp16_bs8_mem_resnet50_fp16_bs8_categories.png",
+        "pytorch_fp16_bs8_mem_resnet50_fp16_bs8_memory.png",
+        "pytorch_fp32_bs2_mem_resnet18_cpu_memory.png",
+    ]

@@ -53,6 +53,9 @@ def sweep(sweep_dir: Path, out: Path, note: Callable[[str], object]) -> list[Pat
 
 
 def run(target: str, out: Path | None) -> list[Path]:
+    """A run's kernel time by category, and its memory over time where it was recorded with
+    --profile-memory (a bare trace: where it holds [memory] events)."""
+    from profiler.report.memory_view import memory_plot, recorded_memory
     from profiler.report.plots import run_plot
     from profiler.trace.diff import steps_of
 
@@ -60,20 +63,20 @@ def run(target: str, out: Path | None) -> list[Path]:
     summary = analysis.summary
     steps = steps_of(summary)
     cats = {r.category: float(r.total_us) / steps for r in summary.kernels.categories.itertuples()}
-    if not cats:
-        raise UserError(f"{target}: the trace holds no GPU kernels; nothing to plot")
+    memory = recorded_memory(analysis)
+    if not cats and memory is None:
+        raise UserError(
+            f"{target}: the trace holds no GPU kernels and no [memory] events; nothing to plot"
+        )
     device = summary.devices[0]["name"] if summary.devices else "unknown device"
     model = analysis.result.model if analysis.result is not None else ""
     run_dir = analysis.run_folder or analysis.path.parent
+    folder = out if out is not None else run_dir / "plots"
     share = {r.category: r.tensor_core_pct for r in summary.kernels.categories.itertuples()}
-    return [
-        run_plot(
-            cats,
-            share,
-            steps,
-            run_dir.name,
-            model,
-            device,
-            out if out is not None else run_dir / "plots",
-        )
-    ]
+    written = []
+    if cats:
+        written.append(run_plot(cats, share, steps, run_dir.name, model, device, folder))
+    if memory is not None:
+        title = f"Memory over the recorded steps: {run_dir.name}" + (f", {model}" if model else "")
+        written.append(memory_plot(memory, folder / f"{run_dir.name}_memory.png", title))
+    return written

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 from rich.console import Console
 
+from profiler.analysis.run_analysis import RunAnalysis
 from profiler.errors import UserError
 from profiler.fsutil import write_with
 from profiler.report import html
@@ -44,6 +45,15 @@ HOW = (
     "[memory] event and each thread's outermost calls (the TensorBoard plugin's count). Sizes "
     "in KiB (the plugin's KB)."
 )
+
+
+def recorded_memory(run: RunAnalysis) -> MemoryView | None:
+    """The memory view of a run recorded with --profile-memory, or of a bare trace that holds
+    [memory] events; a run recorded without it is not read again for them."""
+    # ConfigRecord is built from RunConfig's fields when imported: no attribute a checker sees
+    if run.result is not None and not getattr(run.result.config, "profile_memory", False):
+        return None
+    return run.memory
 
 
 def _sized(column: str) -> bool:
