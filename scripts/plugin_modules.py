@@ -8,8 +8,8 @@ Each trace is read as the plugin reads the tool's plugin-friendly copy (profiler
 its runtime and driver categories renamed) and parsed by its own loader in this process; the
 rows are its ``aggegate_module_view`` (what its Module view shows), one per module path. The
 plugin hangs the runtime calls that carry no External id (cudaDeviceSynchronize ...) on the first
-module call it meets; ``runtimes_on_modules`` lists those, so the tests can say how that call's
-host self time differs.
+module call it meets; ``runtimes_on_modules`` lists those (their host time and the GPU time they
+launched), so the tests can say how that call's figures differ.
 """
 
 from __future__ import annotations
@@ -64,6 +64,7 @@ def reference(path: Path) -> dict[str, Any]:
             "start": m.start_time,
             "runtimes": len(m.runtimes),
             "runtime_us": sum(r.end_time - r.start_time for r in m.runtimes),
+            "device_us": sum(r.device_duration for r in m.runtimes),
         }
         for m in _get_node_list(profile.tid2tree, ModuleNode)
         if m.runtimes

@@ -56,18 +56,21 @@ def _reference(path):
 
 
 def _differences(view, plugin_rows, runtimes_on_modules=()):
-    """(path, column, ours, plugin's) where the figures differ; the plugin's first module call
-    carries the runtime calls without an External id (``runtimes_on_modules``), which leave
-    its host self time."""
-    off = {(r["module"].removeprefix("nn.Module: ")): r["runtime_us"] for r in runtimes_on_modules}
+    """(path, column, ours, plugin's) where the figures differ. The plugin's first module call
+    carries the runtime calls without an External id (``runtimes_on_modules``): their host time
+    leaves its host self time, the GPU time they launched joins its GPU total and self."""
+    host = {r["module"].removeprefix("nn.Module: "): r["runtime_us"] for r in runtimes_on_modules}
+    gpu = {r["module"].removeprefix("nn.Module: "): r["device_us"] for r in runtimes_on_modules}
     tree = view.tree.set_index("path")
     found = []
     for row in plugin_rows:
         ours = tree.loc[row["path"]]
         for column, theirs in PLUGIN_FIELDS.items():
             expected = row[theirs]
-            if column == "host_self_us" and row["path"] in off:
-                expected += off[row["path"]]
+            if column == "host_self_us":
+                expected += host.get(row["path"], 0.0)
+            if column in ("gpu_total_us", "gpu_self_us"):
+                expected -= gpu.get(row["path"], 0.0)
             if not math.isclose(float(ours[column]), expected, rel_tol=1e-12, abs_tol=1e-9):
                 found.append((row["path"], column, float(ours[column]), row[theirs]))
     return found
