@@ -77,8 +77,10 @@ def argv(values: dict) -> list[str]:
 
 @pytest.fixture
 def parse_run(cli, monkeypatch):
-    """`run` with its arguments, stopped where it hands the RunConfig to the harness."""
+    """`run` with its arguments, stopped where it hands the RunConfig to the harness (or, with
+    --nproc above 1, to the launcher of the ranks)."""
     import profiler.collect.harness
+    import profiler.collect.ranks
 
     seen = []
 
@@ -87,6 +89,7 @@ def parse_run(cli, monkeypatch):
         raise UserError("stopped at the harness")
 
     monkeypatch.setattr(profiler.collect.harness, "run", fake_run)
+    monkeypatch.setattr(profiler.collect.ranks, "run", fake_run)
 
     def parse(*args: str) -> RunConfig:
         done = cli("run", *args)

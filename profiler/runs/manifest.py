@@ -41,6 +41,7 @@ SWEEP_SETS = {
     "budget": "the sweep's --budget limits its --target-noise rounds",
     "cuda_graphs": "cells run without CUDA graphs (cell names do not carry it yet): "
     "`run --cuda-graphs` measures one config",
+    "nproc": "a cell is one process: `run --nproc N` starts N ranks of one config",
 }
 
 
