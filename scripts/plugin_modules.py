@@ -70,7 +70,9 @@ def reference(path: Path) -> dict[str, Any]:
         if m.runtimes
     ]
     return {
-        "file": str(path.relative_to(ROOT) if path.is_absolute() else path),
+        "file": str(
+            path.resolve().relative_to(ROOT) if path.resolve().is_relative_to(ROOT) else path
+        ),
         "plugin": f"torch-tb-profiler {plugin_version}",
         "modules": list(_flat(stats)),
         "runtimes_on_modules": attached,

@@ -227,3 +227,111 @@ def test_the_run_page_carries_the_module_view(cli, tmp_path):
     assert "modules (nn.Module calls, summed over the profiled steps)" in html
     assert "decode, each block&#x27;s parts (% of the block)" in html
     assert "LlamaDecoderLayer_1" in html
+
+
+def _built_trace(tmp_path, crossing=False):
+    """A small trace built here (not a recording) that holds each nesting case: a module with an
+    operator, a sub-module, a copy and a kernel under its operators, a module call that crosses
+    the end of the one holding it, and an operator with a kernel outside every module."""
+    events = []
+
+    def cpu(cat, name, ts, dur, **args):
+        events.append(
+            {
+                "ph": "X",
+                "cat": cat,
+                "name": name,
+                "pid": 1,
+                "tid": 1,
+                "ts": ts,
+                "dur": dur,
+                "args": args,
+            }
+        )
+
+    def gpu(cat, name, ts, dur, correlation, external):
+        events.append(
+            {
+                "ph": "X",
+                "cat": cat,
+                "name": name,
+                "pid": 0,
+                "tid": 7,
+                "ts": ts,
+                "dur": dur,
+                "args": {
+                    "correlation": correlation,
+                    "External id": external,
+                    "device": 0,
+                    "stream": 7,
+                },
+            }
+        )
+
+    def module(name, ts, dur, python_id, parent):
+        cpu(
+            "python_function",
+            f"nn.Module: {name}",
+            ts,
+            dur,
+            **{"Python id": python_id, "Python parent id": parent, "Python module id": 0},
+        )
+
+    cpu("user_annotation", "ProfilerStep#1", 0, 200)
+    cpu(
+        "python_function",
+        "run.py(1): <module>",
+        1,
+        198,
+        **{"Python id": 1, "Python parent id": None},
+    )
+    module("Outer_0", 10, 80, 2, 1)
+    cpu("cpu_op", "aten::mm", 20, 10, **{"External id": 11})
+    cpu("cuda_runtime", "cudaLaunchKernel", 21, 2, **{"External id": 11, "correlation": 101})
+    cpu("cuda_runtime", "cudaMemcpyAsync", 24, 2, **{"External id": 11, "correlation": 102})
+    module("Inner_0", 35, 25, 3, 2)
+    cpu("cpu_op", "aten::add", 40, 10, **{"External id": 12})
+    cpu("cuda_driver", "cuLaunchKernelEx", 41, 2, **{"External id": 12, "correlation": 103})
+    if crossing:
+        module("Crossing_0", 70, 40, 4, 2)  # ends after Outer_0: left out
+    cpu("cpu_op", "aten::relu", 120, 10, **{"External id": 13})
+    cpu("cuda_runtime", "cudaLaunchKernel", 121, 2, **{"External id": 13, "correlation": 104})
+    gpu("kernel", "gemm", 30, 7.5, 101, 11)
+    gpu("gpu_memcpy", "Memcpy HtoD", 40, 1.25, 102, 11)
+    gpu("kernel", "add", 50, 3.0, 103, 12)
+    gpu("kernel", "relu", 130, 2.0, 104, 13)
+    path = tmp_path / "built.pt.trace.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    return path
+
+
+def test_the_nesting_rules_are_the_plugins(tmp_path):
+    pytest.importorskip("torch_tb_profiler")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "plugin_modules", ROOT / "scripts/plugin_modules.py"
+    )
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    path = _built_trace(tmp_path)
+    view = module_view(load_trace(path))
+    plugin = script.reference(path)
+    assert sorted(r["path"] for r in plugin["modules"]) == ["Outer_0", "Outer_0/Inner_0"]
+    assert list(view.tree["path"]) == ["Outer_0", "Outer_0/Inner_0"]
+    assert _differences(view, plugin["modules"]) == []
+    outer = view.tree.iloc[0]
+    assert (outer.gpu_total_us, outer.gpu_self_us) == (7.5 + 1.25 + 3.0, 7.5 + 1.25)
+    assert (outer.kernel_total_us, outer.kernel_self_us) == (10.5, 7.5)
+    assert outer.host_self_us == 80 - 10 - 25 and outer.operators == 1
+    assert (view.kernel_outside_us, view.kernel_us) == (2.0, 12.5)
+    assert view.left_out_calls == 0 and not view.notes
+
+
+def test_a_module_call_crossing_its_parents_end_is_left_out(tmp_path):
+    """As the plugin's operator tree leaves it out (its Module view then fails on the call its
+    Python ids still name); the rest is unchanged."""
+    whole = module_view(load_trace(_built_trace(tmp_path)))
+    view = module_view(load_trace(_built_trace(tmp_path, crossing=True)))
+    assert view.left_out_calls == 1 and "1 module calls left out" in view.notes[0]
+    assert view.tree.equals(whole.tree)
