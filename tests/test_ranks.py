@@ -19,6 +19,11 @@ from .conftest import FIXTURES
 
 HTA = FIXTURES / "hta_ranks"
 RANK0, RANK1 = HTA / "sampled_rank-0.json.gz", HTA / "sampled_rank-1.json.gz"
+GLOO = FIXTURES / "ranks_gloo_cpu"
+GLOO_RUN = GLOO / "runs" / "pytorch_fp32_bs1_llama-tiny_gen_tp2"
+GLOO_TRACES = GLOO / "tb_logs" / "pytorch_fp32_bs1_llama-tiny_gen_tp2"
+GLOO0 = next(GLOO_TRACES.glob("*.rank0.*.pt.trace.json.gz"))
+GLOO1 = next(GLOO_TRACES.glob("*.rank1.*.pt.trace.json.gz"))
 
 
 def _json(path):
@@ -125,7 +130,11 @@ def _plugin_overlap(path):
     return {step: rows[worker] for step, rows in graph["data"].items() if step != "all"}
 
 
-@pytest.mark.parametrize("path", [RANK0, RANK1], ids=["rank0", "rank1"])
+@pytest.mark.parametrize(
+    "path",
+    [RANK0, RANK1, GLOO0, GLOO1],
+    ids=["nccl-rank0", "nccl-rank1", "gloo-rank0", "gloo-rank1"],
+)
 def test_distributed_view_equals_the_plugins(path):
     plugin = _plugin_overlap(path)
     steps = rank_steps(load_trace(path))
@@ -139,7 +148,11 @@ def test_distributed_view_equals_the_plugins(path):
         for row in steps.itertuples()
     }
     assert ours == plugin  # exact, µs, every step
-    assert list(plugin) == ["551", "552"]
+    assert list(plugin) == (["551", "552"] if path.parent == HTA else ["1", "2"])
+    assert all(
+        sum(parts) == pytest.approx(row.step_us)
+        for parts, row in zip(ours.values(), steps.itertuples())
+    )
 
 
 def _union(intervals):
@@ -273,3 +286,52 @@ def test_report_pages_of_rank_folders(tmp_path):
     assert "Straggler" in text and "Each rank&#x27;s steps" in text and "ProfilerStep#552" in text
     two = run(str(HTA), str(HTA), tmp_path / "two.html")
     assert "Rank by rank" in two.read_text() and "The runs as a whole" in two.read_text()
+
+
+def test_cpu_tool_figures_against_plain_interval_unions():
+    """A gloo rank's communication on the CPU: the union of its collective operators' spans on
+    the steps' thread (gloo runs all_reduce on threads of its own), by plain Python."""
+    events = [e for e in _json(GLOO0)["traceEvents"] if e.get("ph") == "X"]
+    main = {e["tid"] for e in events if e["name"].startswith("ProfilerStep#")}
+    prefixes = ("gloo:", "nccl:", "c10d::", "_c10d_functional::")
+    comm = _union(
+        [
+            (e["ts"], e["ts"] + e["dur"])
+            for e in events
+            if e["tid"] in main
+            and e.get("cat") in ("cpu_op", "user_annotation")
+            and (e["name"].startswith(prefixes) or e["name"] == "record_param_comms")
+        ]
+    )
+    steps = rank_steps(load_trace(GLOO0))
+    assert list(steps["step"]) == ["ProfilerStep#1", "ProfilerStep#2"]
+    for row in steps.itertuples():
+        assert row.kernel_us == 0
+        assert row.comm_us == pytest.approx(_length(comm, row.start, row.end), abs=1e-6)
+        assert row.exposed_comm_us == row.comm_us
+        assert row.busy_us == pytest.approx(row.step_us - row.comm_us)
+        assert 0 < row.comm_us < row.step_us
+
+
+def test_a_run_of_nproc_ranks_is_a_rank_folder():
+    """`run --nproc 2`'s run folder names one trace as the run's and each rank's in its ranks
+    block: it reads as the two ranks, as its trace folder does, with the same figures."""
+    by_run, by_folder = RankRun(str(GLOO_RUN)), RankRun(str(GLOO_TRACES))
+    assert [p.name for p, _ in by_run.traces] == [GLOO0.name, GLOO1.name]
+    a, b = by_run.figures, by_folder.figures
+    assert (a.ranks, a.world_size, a.backend, a.missing_ranks) == ([0, 1], 2, "gloo", [])
+    assert a.per_rank == [
+        r.__class__(**{**{f: getattr(r, f) for f in r.__struct_fields__}, "trace": p.trace})
+        for r, p in zip(b.per_rank, a.per_rank)
+    ]
+    assert any("traces without kernels" in n for n in a.notes)
+
+
+def test_compare_two_runs_of_different_worlds(cli):
+    from .test_cli_output import json_of
+
+    both = json_of(cli("compare", str(HTA), str(GLOO_RUN), "--json"))
+    assert [d["rank"] for d in both["ranks"]] == [0, 1]
+    assert any("world sizes differ: A 128, B 2" in n for n in both["notes"])
+    shown = cli("compare", str(HTA), str(GLOO_RUN))
+    assert shown.code == 0 and "job step (the slowest rank's step, mean)" in shown.stdout

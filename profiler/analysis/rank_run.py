@@ -2,7 +2,8 @@
 `summarize`, `compare` and `report` read it through, as RunAnalysis for one trace.
 
 A TARGET is a rank folder (rank_folder) when it resolves to several traces (a folder of traces,
-or a run folder whose result.json names several) that each record a rank in their
+a run folder whose result.json names several, the run folder of `run --nproc N`, whose
+result.json names each rank's) that each record a rank in their
 ``distributedInfo``, and the ranks differ; any other folder of traces keeps the one-trace rule
 (profiler.runs.command_targets.resolve_target: the newest). Ranks are ordered by the rank they
 record, never by file name. Steps are matched across ranks by name (``ProfilerStep#N``): the
@@ -27,7 +28,7 @@ from profiler.analysis.rank_records import (
     Straggler,
 )
 from profiler.errors import UserError
-from profiler.runs.command_targets import locate, trace_set
+from profiler.runs.command_targets import locate, rank_traces, trace_set
 from profiler.trace.load import load_trace
 from profiler.trace.ranks import DistributedInfo, distributed_info, rank_steps
 from profiler.units import time
@@ -61,10 +62,11 @@ def rank_folder(target: str, root: Path | None = None) -> list[tuple[Path, Distr
         found = trace_set(target, root)
     except UserError:  # no traces: the one-trace path says so, as it always has
         return None
-    if found.one_file or len(found.traces) < 2:
+    traces = rank_traces(target, root) or found.traces
+    if found.one_file or len(traces) < 2:
         return None
     infos = []
-    for path in found.traces:
+    for path in traces:
         info = distributed_info(path)
         if info is None:
             return None
@@ -232,9 +234,22 @@ def _straggler(steps: dict[int, pd.DataFrame], common: list[str]) -> Straggler |
     )
 
 
+#: what the plugin's split means in a trace without kernels
+CPU_PLUGIN_NOTE = (
+    "in traces without kernels the TensorBoard plugin's computation is every CPU operator's "
+    "span, the collectives' own operators included (c10d::allreduce_, "
+    "_c10d_functional::wait_tensor), and its communication the gloo:/nccl: spans, which gloo "
+    "runs on threads of its own: its overlapping holds the time a rank's thread waits in those "
+    "operators while the collective runs, not computation beside communication"
+)
+
+
 def _plugin_notes(per_rank: list[RankFigures]) -> list[str]:
     """Where the plugin's Distributed view misses communication this tool counts: collectives
-    it does not name (all_to_all, _all_gather_base ...) or kernels it cannot link to theirs."""
+    it does not name (all_to_all, _all_gather_base ...) or kernels it cannot link to theirs;
+    what its overlapping is in a trace without kernels."""
+    if per_rank and all(r.kernel_ms == 0 for r in per_rank):
+        return [CPU_PLUGIN_NOTE] if any(r.overlapping_ms for r in per_rank) else []
     missed = []
     for r in per_rank:
         if r.comm_ms is None or r.overlapping_ms is None or r.communication_ms is None:

@@ -36,7 +36,8 @@ PLUGIN_NOTE = (
 #: this tool's figures, in words
 TOOL_NOTE = (
     "kernel: the union of non-communication kernels; comm.: the union of communication "
-    "kernels (in a trace without kernels, of the gloo:/nccl:/c10d:: operators' CPU spans); "
+    "kernels (in a trace without kernels, of the collective operators' spans on the steps' "
+    "threads: gloo:, nccl:, c10d::, _c10d_functional:: with its wait_tensor); "
     "exposed: the communication no other kernel overlaps; busy: the step without it"
 )
 #: per-rank columns: record field -> header

@@ -1,7 +1,9 @@
 """A TARGET on the command line, resolved by one rule set (resolve_target): a file; a folder
 (run folder, tb_logs folder, folder of traces); or a name looked up as runs/<name> then
 tb_logs/<name> (``<sweep>/<cell>`` included). Analysis gets the paths and never sees these
-conventions."""
+conventions. Where those traces record different ranks (one trace per rank of a distributed
+run: a folder of them, or the run folder of `run --nproc N`, whose result.json names each
+rank's, rank_traces), profiler.analysis.rank_run reads them as one rank folder."""
 
 from __future__ import annotations
 
@@ -114,6 +116,40 @@ def resolve_target(target: str, root: Path | None = None) -> Target:
         result_json=result_json,
         result=result,
     )
+
+
+def rank_traces(target: str, root: Path | None = None) -> list[Path]:
+    """Every rank's traces of a `run --nproc N` run folder (its result.json's ``ranks`` block),
+    in the order it lists them; [] for any other TARGET (a trace, a folder of traces, a run of
+    one process, a result.json that does not read)."""
+    import json
+
+    root = Path.cwd() if root is None else root
+    path = locate(target, root)
+    result_json = path / RESULT_FILE
+    if not path.is_dir() or not result_json.is_file():
+        return []
+    try:
+        data = json.loads(result_json.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return []
+    block = data.get("ranks") if isinstance(data, dict) else None
+    ranks = block.get("ranks") if isinstance(block, dict) else None
+    names = [
+        name
+        for rank in (ranks if isinstance(ranks, list) else [])
+        if isinstance(rank, dict) and isinstance(rank.get("trace_files"), list)
+        for name in rank["trace_files"]
+        if isinstance(name, str)
+    ]
+    found = []
+    for name in names:  # relative to where `run` started, as traces_named_by_result reads them
+        bases = [root, Path.cwd(), path, *list(path.resolve().parents)[:4]]
+        candidates = [Path(name)] if Path(name).is_absolute() else [b / name for b in bases]
+        hit = next((c for c in candidates if c.is_file()), None)
+        if hit is not None:
+            found.append(hit)
+    return found if len(found) > 1 else []
 
 
 @dataclass

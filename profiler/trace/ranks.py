@@ -13,10 +13,13 @@ Two readings, side by side:
   ``definitions="plugin"``), as it reads the tb-compat copy of a trace;
 - this tool's: *kernel time* is the union of the kernels other than communication kernels,
   *communication time* the union of communication kernels as the category rules name them
-  (nccl, all_reduce, ...), or, in a trace without kernels, of the CPU spans of collective
-  operators (gloo:*, nccl:*, c10d::*); *exposed communication* the part of it with no other
-  kernel running, and *busy* the step without its exposed communication: what a rank spends
-  before it waits for the others.
+  (nccl, all_reduce, ...), or, in a trace without kernels, of the spans of collective operators
+  (CPU_COLLECTIVE: gloo:*, nccl:*, c10d::*, _c10d_functional::* with its wait_tensor,
+  record_param_comms) on the threads that run the steps (a backend's worker threads, where
+  gloo runs its all_reduce while the step's thread waits, are left out); *exposed
+  communication* the part of it with no other kernel running (all of it without kernels), and
+  *busy* the step without its exposed communication: what a rank spends before it waits for
+  the others.
 """
 
 from __future__ import annotations
@@ -44,8 +47,10 @@ DISTRIBUTED_KEY = b'"distributedInfo"'
 _EVENTS_KEY = b'"traceEvents"'
 #: bytes of a plain file read at most to find the header
 _HEADER_BYTES = 16 << 20
-#: CPU spans of collective operators, where a trace has no kernel (this tool's reading)
-CPU_COLLECTIVE = re.compile(r"^(?:gloo:|nccl:|c10d::)")
+#: CPU spans of collective operators, where a trace has no kernel (this tool's reading): the
+#: backend's own spans, c10d's operators and the functional collectives' (their wait_tensor is
+#: where a thread waits for the others)
+CPU_COLLECTIVE = re.compile(r"^(?:gloo:|nccl:|c10d::|_c10d_functional::|record_param_comms$)")
 
 #: per-step columns of rank_steps, in µs
 PLUGIN_COLUMNS = ("computation_us", "overlapping_us", "communication_us", "other_us")
@@ -136,7 +141,8 @@ def intersect(
 
 def _tool_communication(trace: Trace) -> npt.NDArray[np.bool_]:
     """This tool's communication events: kernels the category rules call communication, or in
-    a trace without kernels, CPU spans of collective operators."""
+    a trace without kernels, spans of collective operators (CPU_COLLECTIVE) on the threads that
+    hold the ProfilerStep#N spans (every thread without them)."""
     ev = trace.events
     kind = ev["kind"].to_numpy()
     name_id = ev["name_id"].to_numpy()
@@ -149,6 +155,11 @@ def _tool_communication(trace: Trace) -> npt.NDArray[np.bool_]:
         return found
     collective = np.array([bool(CPU_COLLECTIVE.match(str(n))) for n in trace.names], dtype=bool)
     cpu: npt.NDArray[np.bool_] = np.isin(kind, [KIND["cpu_op"], KIND["annotation"]])
+    is_step = np.array([str(n).startswith("ProfilerStep#") for n in trace.names], dtype=bool)
+    thread = ev["thread"].to_numpy()
+    step_threads = np.unique(thread[cpu & is_step[name_id]])
+    if len(step_threads):
+        cpu &= np.isin(thread, step_threads)
     found_cpu: npt.NDArray[np.bool_] = cpu & collective[name_id]
     return found_cpu
 
