@@ -61,7 +61,7 @@ from profiler.report.hardware_view import print_hardware
 from profiler.report.headline_view import print_headline
 from profiler.report.insight_view import print_insight
 from profiler.report.layers_view import print_layers
-from profiler.report.memory_view import memory_sections, print_memory
+from profiler.report.memory_view import memory_sections, print_memory, recorded_memory
 from profiler.report.modules_view import html_sections, print_modules
 from profiler.report.phases_view import (
     phase_categories_table,
@@ -340,15 +340,6 @@ def _memory(view: MemoryView, ctx: Context[RunAnalysis]) -> None:
 
 def _memory_page(view: MemoryView, ctx: Context[RunAnalysis]) -> Sections:
     return memory_sections(view, ctx.label, ctx.top)
-
-
-def _recorded_memory(run: RunAnalysis) -> MemoryView | None:
-    """The memory view of a run recorded with --profile-memory, or of a bare trace that holds
-    [memory] events; a run recorded without it is not read again for them."""
-    # ConfigRecord is built from RunConfig's fields when imported: no attribute a checker sees
-    if run.result is not None and not getattr(run.result.config, "profile_memory", False):
-        return None
-    return run.memory
 
 
 # ---- a run: HTML renderers --------------------------------------------------------------
@@ -711,7 +702,7 @@ ROOFLINE = ReportSection(
     "roofline chart", RunAnalysis, Roofline, lambda run: run.roofline, html=_roofline_page
 )
 MEMORY = ReportSection(
-    "memory", RunAnalysis, MemoryView, _recorded_memory, terminal=_memory, html=_memory_page
+    "memory", RunAnalysis, MemoryView, recorded_memory, terminal=_memory, html=_memory_page
 )
 
 TIMED = ReportSection(
