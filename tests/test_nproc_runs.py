@@ -43,14 +43,16 @@ TINY_TP = [
     "--nproc",
     "2",
 ]
-RUN = "pytorch_fp32_bs1_llama-tiny_gen_tp2"
+#: BF16, so that the numeric check runs: the shards' generation against a whole FP32 model's
+RUN = "pytorch_bf16_bs1_llama-tiny_gen_tp2"
 FIXTURE = FIXTURES / "ranks_gloo_cpu"
+FIXTURE_RUN = "pytorch_fp32_bs1_llama-tiny_gen_tp2"
 
 
 @pytest.fixture(scope="module")
 def tp_run(tmp_path_factory):
     folder = tmp_path_factory.mktemp("tp")
-    done = invoke_in(folder, "run", *TINY_TP)
+    done = invoke_in(folder, "run", *TINY_TP, "--backend", "pytorch_bf16")
     assert done.code == 0, done.stderr
     return folder
 
@@ -91,6 +93,13 @@ def test_rank_0_records_every_rank(tp_run):
         assert figures.iterations == 1 and figures.p50_ms > 0 and figures.ttft_p50_ms > 0
     assert result.trace.files == block.ranks[0].trace_files  # summarize reads rank 0's
     assert (tp_run / "runs" / RUN / "ranks" / "rank1" / "latency.csv").is_file()
+
+
+def test_the_shards_generate_what_the_whole_model_does(tp_run):
+    """Rank 0's first-step logits (each layer split over two ranks, BF16) against a fresh FP32
+    build of the whole model with the same seed: a wrong split would be far off."""
+    numerics = read_result(tp_run / "runs" / RUN / "result.json").numerics
+    assert numerics.skipped is None and numerics.rel_l2_error < 0.05
 
 
 def test_a_failing_rank_fails_the_run_in_one_line(tmp_path):
@@ -172,7 +181,7 @@ def test_the_committed_rank_folder_is_what_the_tool_writes():
     """tests/fixtures/ranks_gloo_cpu: a real `run --nproc 2` (gloo, CPU), for the rank-folder
     analysis: each rank's trace named and marked with its rank, and rank 0's result naming
     them."""
-    folder = FIXTURE / "runs" / RUN
+    folder = FIXTURE / "runs" / FIXTURE_RUN
     result = read_result(folder / "result.json")
     assert (result.ranks.world_size, result.ranks.backend) == (2, "gloo")
     for figures in result.ranks.ranks:
