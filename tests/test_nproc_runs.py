@@ -54,6 +54,9 @@ def tp_run(tmp_path_factory):
     folder = tmp_path_factory.mktemp("tp")
     done = invoke_in(folder, "run", *TINY_TP, "--backend", "pytorch_bf16")
     assert done.code == 0, done.stderr
+    for rank in (0, 1):  # a line a rank: its figures and its trace
+        assert f"rank {rank} (cpu): TTFT p50 " in done.stderr
+        assert f"; trace llama-tiny.rank{rank}." in done.stderr
     return folder
 
 

@@ -37,7 +37,7 @@ from typing import Any
 
 from rich.console import Console
 
-from profiler import runs, signals
+from profiler import runs, signals, units
 from profiler.collect import backends, bytecode, harness, metadata, tensor_parallel, window
 from profiler.errors import UserError
 from profiler.fsutil import (
@@ -164,7 +164,20 @@ def run(
             for stage in stages:
                 if not is_committed(stage):
                     shutil.rmtree(stage, ignore_errors=True)
+    _say_ranks(result, progress)
     return result
+
+
+def _say_ranks(result: RunResult, progress: window.Progress) -> None:
+    """Each rank's figures and trace, one line a rank (the run's own lines are rank 0's)."""
+    for figures in result.ranks.ranks if result.ranks else []:
+        phases = ", ".join(
+            f"{label} p50 {units.time(value, thousands=False)}"
+            for label, value in (("TTFT", figures.ttft_p50_ms), ("TPOT", figures.tpot_p50_ms))
+            if value is not None
+        )
+        traces = ", ".join(Path(name).name for name in figures.trace_files)
+        progress.say(f"  rank {figures.rank} ({figures.device}): {phases}; trace {traces}")
 
 
 def launch(
