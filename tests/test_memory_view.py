@@ -208,3 +208,12 @@ def test_plot_draws_the_memory_chart_beside_the_categories(cli, tmp_path):
         "pytorch_fp16_bs8_mem_resnet50_fp16_bs8_memory.png",
         "pytorch_fp32_bs2_mem_resnet18_cpu_memory.png",
     ]
+
+
+def test_summary_md_has_the_memory_section(cli, tmp_path):
+    done = cli("summarize", str(RUN), "--out", str(tmp_path / "out"))
+    assert done.code == 0, done.stderr
+    md = (tmp_path / "out" / "summary.md").read_text()
+    section = md[md.index("## Memory ([memory] events, run --profile-memory)") :]
+    assert "- GPU0: peak 130.7 MiB allocated at 2.763 ms by aten::empty" in section
+    assert "| aten::cudnn_convolution | 106 | 363,440.00 | 363,440.00 | 116 | 116 |" in section

@@ -147,7 +147,7 @@ def _write_out(run: RunAnalysis, out: Path, joined: pd.DataFrame | None, sink: S
         top=0,
         headline=run.headline,
         insight=run.insight if run.result_json is not None else None,
-        more=_snapshot_markdown(run) + _modules_markdown(run),
+        more=_snapshot_markdown(run) + _modules_markdown(run) + _memory_markdown(run),
     )
     if joined is not None:
         from profiler.report.hardware_view import export_columns
@@ -215,6 +215,14 @@ def _memory(run: RunAnalysis, sink: Sink) -> None:
         from profiler.analysis.records import plain
 
         sink.document("summarize-memory", plain(view))
+
+
+def _memory_markdown(run: RunAnalysis) -> list[str]:
+    """summary.md's memory section, for a run recorded with --profile-memory."""
+    from profiler.report.memory_view import memory_markdown, recorded_memory
+
+    figure = recorded_memory(run)
+    return memory_markdown(figure) if figure is not None else []
 
 
 def _check_options(view: str, top: int) -> None:

@@ -208,3 +208,26 @@ def memory_sections(view: MemoryView, label: str, top: int = 20) -> list[html.Se
         body = html.table(operators_frame(view, device), top=top, headers=headers, formats=formats)
         found.append(html.Section(f"{label}: {device} memory by operator", body + html.note(HOW)))
     return found
+
+
+def memory_markdown(view: MemoryView, top: int = 20) -> list[str]:
+    """summary.md's memory section: each device's peak, then its operators' table (``top``
+    rows, sizes in KiB as the plugin shows them)."""
+    from profiler.report.export import markdown_table
+
+    md = ["## Memory ([memory] events, run --profile-memory)\n"]
+    md += [f"- {peak_line(p)}" for p in view.peaks] + [""]
+    for device in view.devices:
+        frame = operators_frame(view, device)
+        shown = frame.head(top) if top else frame
+        for column in COLUMNS:
+            if _sized(column):
+                shown[column] = [size(v, "B", UNIT, 2, labelled=False) for v in shown[column]]
+        cut = f" (top {top} of {len(frame)})" if top and len(frame) > top else ""
+        md += [f"### {device}: memory by operator, by {ORDER.lower()}{cut}\n"]
+        md += [markdown_table(shown.rename(columns=_HEADERS)), ""]
+    return md + [HOW, ""]
+
+
+#: the table's headers with the sizes' unit
+_HEADERS = {c: f"{c} ({UNIT})" for c in COLUMNS if _sized(c)}
