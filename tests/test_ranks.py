@@ -4,7 +4,6 @@ this tool's figures against plain interval unions, the straggler, and two runs c
 
 import gzip
 import json
-import logging
 import shutil
 
 import pytest
@@ -13,7 +12,6 @@ from profiler.analysis.rank_run import RankComparison, RankRun, rank_folder, spa
 from profiler.errors import UserError
 from profiler.trace.load import load_trace
 from profiler.trace.ranks import distributed_info, rank_steps
-from profiler.trace.tb_compat import compat_trace
 
 from .conftest import FIXTURES
 
@@ -109,25 +107,11 @@ def test_a_folder_of_traces_without_ranks_is_not_a_rank_folder():
 
 
 def _plugin_overlap(path):
-    """The plugin's Distributed view per step (its _generate_overlap_graph's four figures), as
-    it reads the tb-compat copy of the trace."""
+    """The plugin's Distributed view per step, as scripts/plugin_distributed.py drives it."""
     pytest.importorskip("torch_tb_profiler")
-    from torch_tb_profiler.profiler.data import DistributedRunProfileData, RunProfileData
-    from torch_tb_profiler.profiler.run_generator import DistributedRunGenerator
+    from plugin_distributed import plugin_overlap
 
-    data = _json(path)
-    compat_trace(data)
-    logging.disable(logging.WARNING)
-    try:
-        profile = RunProfileData.from_json(f"worker{path.name}", 0, data)
-        profile.process()
-    finally:
-        logging.disable(logging.NOTSET)
-    graph = DistributedRunGenerator(
-        [DistributedRunProfileData(profile)], None
-    )._generate_overlap_graph()
-    worker = profile.worker
-    return {step: rows[worker] for step, rows in graph["data"].items() if step != "all"}
+    return plugin_overlap(path)
 
 
 @pytest.mark.parametrize(
