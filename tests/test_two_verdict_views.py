@@ -215,7 +215,7 @@ def test_compare_json_carries_both_verdicts_and_follows_the_schema(cli, monkeypa
     from profiler.cli.documents import schema_id
 
     data = json.loads(_fresh_cli(cli, monkeypatch, LAUNCH_BOUND, "--json"))
-    assert data["$schema"] == schema_id("compare") == "infer-profiler/compare/6"
+    assert data["$schema"] == schema_id("compare") == "infer-profiler/compare/7"
     schema = json.loads((ROOT / "docs" / "schema" / "compare.json").read_text())
     errors = [
         f"{list(e.absolute_path)}: {e.message[:200]}"

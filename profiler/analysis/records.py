@@ -18,6 +18,14 @@ import msgspec
 
 from profiler.runs.gpu_record import GpuSample
 from profiler.runs.result import GpuCompute, NoiseStats, RepeatSpread
+from profiler.trace.diff_rows import (
+    CategoryRow,
+    Change,
+    CpuOperatorRow,
+    KernelRow,
+    OperatorRow,
+    OverviewRow,
+)
 
 Unset = msgspec.UnsetType
 UNSET = msgspec.UNSET
@@ -429,6 +437,29 @@ class Explanation(Difference, frozen=True, kw_only=True):
     same_config: bool
     gpu_state_a: GpuStateFigures
     gpu_state_b: GpuStateFigures
+
+
+class CompareFigures(Record):
+    """What `compare` finds, as --json prints it (profiler.analysis.run_analysis.Comparison
+    .figures): the two targets, both timed windows and verdicts (None unless both are runs),
+    the diff's tables as typed rows (profiler.trace.diff_rows; the kernel, operator and CPU
+    operator lists and the largest changes cut at --top, ``totals`` saying how many rows each
+    had), its notes, and why B differs from A at the kernel level (None unless both are GPU
+    runs)."""
+
+    a: str
+    b: str
+    timed: CompareTimed | None
+    overview: list[OverviewRow]
+    categories: list[CategoryRow]
+    kernels: list[KernelRow]
+    operators: list[OperatorRow]
+    cpu_operators: list[CpuOperatorRow]
+    faster_in_b: list[Change]
+    slower_in_b: list[Change]
+    notes: list[str]
+    explanation: Explanation | None
+    totals: dict[str, int]
 
 
 class BaselineNoise(Record):

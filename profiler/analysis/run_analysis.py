@@ -27,7 +27,13 @@ from profiler.analysis.difference import explain_runs
 from profiler.analysis.headline import compare_timed, headline_data, window_noise
 from profiler.analysis.insight import Insight, ceilinged_roofline, evidence, sweep_table
 from profiler.analysis.memory_snapshot import MemorySnapshot, memory_snapshot
-from profiler.analysis.records import CompareTimed, Explanation, Headline, WindowNoise
+from profiler.analysis.records import (
+    CompareFigures,
+    CompareTimed,
+    Explanation,
+    Headline,
+    WindowNoise,
+)
 from profiler.analysis.roofline import (
     Roofline,
     cached_ceilings,
@@ -47,7 +53,7 @@ from profiler.runs.layout import (
 )
 from profiler.runs.result import RunResult
 from profiler.runs.samples import ConfigSamples
-from profiler.trace.diff import Diff, diff
+from profiler.trace.diff import Diff, diff, tables
 from profiler.trace.graphs import GraphCaptures, attach, read_captures
 from profiler.trace.hardware import Agreement, agreement_share, hardware_join, read_ncu_csv
 from profiler.trace.load import Trace, load_trace
@@ -377,6 +383,28 @@ class Comparison:
         if self.a.result is None or self.b.result is None:
             return None
         return explain_runs(self.a.result, self.b.result, self.a.kernels, self.b.kernels)
+
+    def figures(self, top: int = 0) -> CompareFigures:
+        """What `compare --json` prints (CompareFigures): the timed windows and verdicts, the
+        diff's tables as typed rows with the long lists cut to ``top`` rows (0: all), and why B
+        differs at the kernel level (nothing to say of two CPU runs)."""
+        found = self.diff
+        rows = tables(found, top)
+        return CompareFigures(
+            a=found.a_label,
+            b=found.b_label,
+            timed=self.timed,
+            overview=rows.overview,
+            categories=rows.categories,
+            kernels=rows.kernels,
+            operators=rows.operators,
+            cpu_operators=rows.cpu_operators,
+            faster_in_b=rows.faster_in_b,
+            slower_in_b=rows.slower_in_b,
+            notes=rows.notes,
+            explanation=None if found.on_cpu else self.explanation,
+            totals=rows.totals,
+        )
 
 
 def _window_cv(noise: WindowNoise | None) -> float:

@@ -6,7 +6,8 @@ Every ``--json`` document is one JSON object whose first key, ``"$schema"``, nam
 version: ``infer-profiler/<kind>/<version>`` (e.g. ``infer-profiler/summarize/1``); the rest are
 the keys the command printed before the key was added. The version goes up when a key is renamed
 or removed or changes meaning, not when one is added. A table is a list of row objects (column ->
-value); its columns are listed in docs/summarizer.md, not in the schema.
+value): compare's are typed rows (profiler.trace.diff_rows), their columns in the schema; the
+others' columns are listed in docs/summarizer.md.
 """
 
 from __future__ import annotations
@@ -34,6 +35,14 @@ from profiler.analysis.records import (
 from profiler.runs.manifest import MANIFEST_SCHEMA, SweepManifest
 from profiler.runs.noise_floor import NoiseFloor
 from profiler.runs.result import RESULT_SCHEMA, EngineMemory, RunResult
+from profiler.trace.diff_rows import (
+    CategoryRow,
+    Change,
+    CpuOperatorRow,
+    KernelRow,
+    OperatorRow,
+    OverviewRow,
+)
 from profiler.trace.memory import MemoryCurve, MemoryPeak, OperatorMemory
 from profiler.trace.snapshot import SnapshotDevice
 
@@ -306,27 +315,31 @@ class SummarizeModules(Document, kw_only=True):
 
 
 class Compare(Document, kw_only=True):
-    """``compare --json``: two targets, B against A (delta = B - A)."""
+    """``compare --json``: two targets, B against A (delta = B - A): the figures of
+    profiler.analysis.records.CompareFigures, the diff's tables as typed rows
+    (profiler.trace.diff_rows)."""
 
     a: str
     b: str
     timed: CompareTimed | None  # both sides runs: their timed windows and both verdicts
-    overview: Table
-    categories: Table
-    kernels: Table
-    operators: Table
-    faster_in_b: Table
-    slower_in_b: Table
-    notes: list[str]
-    #: both sides runs: why B differs from A at the kernel level (another SM clock, other
-    #: kernels named, kernel time, host-side; profiler.analysis.difference.explain_runs)
-    explanation: Explanation | None | Unset = UNSET
-    #: the rows of each list --top cuts (kernels, operators, faster_in_b, slower_in_b) before
-    #: the cut
-    totals: dict[str, int] | Unset = UNSET
+    overview: list[OverviewRow]
+    categories: list[CategoryRow]
+    kernels: list[KernelRow]
+    operators: list[OperatorRow]
     #: CPU operators matched by name: calls, self and total CPU µs per step (two CPU runs:
     #: faster_in_b and slower_in_b are its rows, by self time)
-    cpu_operators: Table | Unset = UNSET
+    cpu_operators: list[CpuOperatorRow]
+    #: the largest changes at the level the runs differ at (their "level": kernel, operator,
+    #: CPU operator)
+    faster_in_b: list[Change]
+    slower_in_b: list[Change]
+    notes: list[str]
+    #: both sides GPU runs: why B differs from A at the kernel level (another SM clock, other
+    #: kernels named, kernel time, host-side; profiler.analysis.difference.explain_runs)
+    explanation: Explanation | None
+    #: the rows of each list --top cuts (kernels, operators, cpu_operators, faster_in_b,
+    #: slower_in_b) before the cut
+    totals: dict[str, int]
 
 
 class GpuOffsetRecord(Record):
@@ -553,8 +566,9 @@ DOCUMENTS: dict[str, tuple[int, type]] = {
     # timed.gpu_verdict and timed.verdicts added, speedup_x the ratio of geometric means;
     # 4: timed.verdicts.lines gone, explanation.gpu_state_a/_b records, not lines (the views
     # word the records); 6: a config's bound by latency and median enqueue against GPU time
-    # ("near the launch bound" added), its record's enqueue_p90_ms now enqueue_p50_ms
-    "compare": (6, Compare),
+    # ("near the launch bound" added), its record's enqueue_p90_ms now enqueue_p50_ms; 7: the
+    # tables typed rows, each of faster_in_b and slower_in_b says its "level"
+    "compare": (7, Compare),
     # 2: cells[].verdicts (the record) replaced cells[].verdict_note (its words); 4: the bound
     # as compare's 6
     "benchmark": (4, Benchmark),

@@ -96,8 +96,11 @@ class Output:
 
     def document(self, kind: str, data: dict[str, Any]) -> None:
         """Print ``data`` as the --json document of ``kind`` (a key of documents.DOCUMENTS):
-        ``{"$schema": "infer-profiler/<kind>/<version>", **data}``, indented."""
+        ``{"$schema": "infer-profiler/<kind>/<version>", **data}``, indented; a number that is
+        not finite is written null (JSON has none), a numpy scalar as the number it holds."""
         if kind not in DOCUMENTS:
             raise KeyError(f"no --json document kind {kind!r} in profiler.cli.documents")
-        text = json.dumps({"$schema": schema_id(kind), **data}, indent=1, default=str)
+        from profiler.trace.summary import json_safe
+
+        text = json.dumps({"$schema": schema_id(kind), **json_safe(data)}, indent=1, default=str)
         sys.stdout.write(text + "\n")

@@ -17,10 +17,8 @@ from profiler.commands.sink import Sink
 from profiler.errors import UserError
 from profiler.notices import Say
 from profiler.report.export import write_table, write_tables
-from profiler.report.fmt import head
 from profiler.report.sections import COMPARE_VIEWS, Context, print_sections
 from profiler.trace.diff import Diff
-from profiler.trace.summary import json_safe
 
 if TYPE_CHECKING:
     from profiler.runs.samples import ConfigSamples
@@ -130,16 +128,14 @@ def run(
             f"kept the windows in {folder} ({KEPT[0]}, {KEPT[1]}): `compare A B --samples "
             f"{folder}` judges them again without timing"
         )
-    result, timed_ab = both.diff, both.timed
+    result = both.diff
     if both.a.path.resolve() == both.b.path.resolve():  # after what can fail: one error line
         sink.note(SAME_RUN.format(path=both.a.path))
     if out is not None:
         written = write_csvs(result, out)
         sink.note(f"wrote {len(written)} files to {out}")
-    # why B differs at the kernel level (SM clock, kernels): nothing to say of two CPU runs
-    explanation = None if result.on_cpu else both.explanation
-    if sink.json:
-        sink.document("compare", diff_json(result, plain(timed_ab), top, plain(explanation)))
+    if sink.json:  # the figures, the diff's tables as typed rows
+        sink.document("compare", plain(both.figures(top)))
         return result
     # the verdicts, why B differs and the largest changes on one screen; the timed headline, the
     # diff tables and each run's insight behind --view (all of them with -v)
@@ -304,48 +300,6 @@ def runnable_here(both: Comparison, results: dict[str, Any]) -> str:
         if recorded is not None:
             other.append(f"{label} was recorded on {recorded}")
     return here.words + (f" ({'; '.join(other)})" if other else "")
-
-
-def diff_json(
-    result: Diff,
-    timed_ab: dict[str, Any] | None,
-    top: int,
-    explanation: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The compare as JSON: the timed headline first, then every table (full kernel names),
-    and why B differs from A (both sides runs)."""
-
-    def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
-        return frame.to_dict(orient="records") if len(frame) else []
-
-    faster, slower = result.top_changes(top or 0)
-    every_faster, every_slower = result.top_changes(0)
-    # the lists --top cuts, with how many rows each had before the cut
-    totals = {
-        "kernels": len(result.kernels),
-        "operators": len(result.operators),
-        "cpu_operators": len(result.cpu_operators),
-        "faster_in_b": len(every_faster),
-        "slower_in_b": len(every_slower),
-    }
-    document: dict[str, Any] = json_safe(
-        {
-            "a": result.a_label,
-            "b": result.b_label,
-            "timed": timed_ab,
-            "overview": records(result.overview),
-            "categories": records(result.categories),
-            "kernels": records(head(result.kernels, top)),
-            "operators": records(head(result.operators, top)),
-            "cpu_operators": records(head(result.cpu_operators, top)),
-            "faster_in_b": records(faster),
-            "slower_in_b": records(slower),
-            "notes": list(result.notes),
-            "explanation": explanation,
-            "totals": totals,
-        }
-    )
-    return document
 
 
 def write_csvs(result: Diff, out: Path) -> list[Path]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +10,7 @@ from profiler.commands import loading_line, loading_torch, no_gpu_here
 from profiler.commands.sink import Sink
 from profiler.errors import UserError
 from profiler.runs.config import RunConfig
-from profiler.runs.result import RunResult, result_text
+from profiler.runs.result import RunResult, result_to_dict
 
 
 def run(
@@ -79,7 +78,7 @@ def show(result: RunResult, sink: Sink, command: str = "python profile.py") -> N
     "$schema" first), or its sections (profiler.report.sections.RUN, read from the result's
     ResultAnalysis), the ``next:`` hints spelled with ``command`` unless -q."""
     if sink.json:  # the run's result.json, as written
-        sink.document("run", json.loads(result_text(result)))
+        sink.document("run", result_to_dict(result))
         return
     from profiler.report.sections import print_result
 

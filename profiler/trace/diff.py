@@ -26,14 +26,28 @@ matched by name (calls, self and total CPU µs per step), and the overview's row
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
+import msgspec
 import numpy as np
 import pandas as pd
 
+from profiler.trace.diff_rows import (
+    CategoryRow,
+    Change,
+    CpuOperatorChange,
+    CpuOperatorRow,
+    DiffRow,
+    DiffTables,
+    KernelChange,
+    KernelRow,
+    OperatorChange,
+    OperatorRow,
+    OverviewRow,
+)
 from profiler.trace.kernels import NO_OPERATOR, PIPE_BUSY_NOTE, TC_KERNELS_LABEL
 from profiler.trace.rules import distinct_short_names
-from profiler.trace.summary import Summary
+from profiler.trace.summary import Summary, json_safe
 
 BOTH, ONLY_A, ONLY_B = "both", "only A", "only B"
 
@@ -357,4 +371,48 @@ def diff(a: Summary, b: Summary, a_label: str = "A", b_label: str = "B") -> Diff
         notes=notes,
         cpu_operators=cpu_operator_diff(a, b),
         on_cpu=on_cpu(a, b),
+    )
+
+
+# ---- the typed form of the tables: what `compare --json` prints (profiler.trace.diff_rows) ----
+
+_CHANGES: dict[str, type[Change]] = {
+    "kernel": KernelChange,
+    "operator": OperatorChange,
+    "CPU operator": CpuOperatorChange,
+}
+R = TypeVar("R", bound=DiffRow)
+
+
+def rows(frame: pd.DataFrame, row: type[R]) -> list[R]:
+    """A table's rows as records of ``row`` (a column it does not name is refused)."""
+    records = json_safe(frame.to_dict(orient="records")) if len(frame) else []
+    return [msgspec.convert(record, row) for record in records]
+
+
+def tables(found: Diff, top: int) -> DiffTables:
+    """The typed form of ``found``'s tables (DiffTables), the long lists cut to ``top``."""
+    faster, slower = found.top_changes(top or 0)
+    every_faster, every_slower = found.top_changes(0)
+    change = _CHANGES[found.change_level]
+
+    def head(frame: pd.DataFrame) -> pd.DataFrame:
+        return frame if not top else frame.head(top)
+
+    return DiffTables(
+        overview=rows(found.overview, OverviewRow),
+        categories=rows(found.categories, CategoryRow),
+        kernels=rows(head(found.kernels), KernelRow),
+        operators=rows(head(found.operators), OperatorRow),
+        cpu_operators=rows(head(found.cpu_operators), CpuOperatorRow),
+        faster_in_b=rows(faster, change),
+        slower_in_b=rows(slower, change),
+        notes=list(found.notes),
+        totals={
+            "kernels": len(found.kernels),
+            "operators": len(found.operators),
+            "cpu_operators": len(found.cpu_operators),
+            "faster_in_b": len(every_faster),
+            "slower_in_b": len(every_slower),
+        },
     )
