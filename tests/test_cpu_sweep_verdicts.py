@@ -45,7 +45,7 @@ def test_one_process_a_side_on_a_cpu_without_its_floor_decides_nothing(name):
         assert latency.withheld == "cpu-one-process"
         assert row.gpu_verdict in (None, "")  # no GPU time on a CPU
     console = Console(record=True, width=200)
-    print_benchmark(sweep.benchmark, sweep.manifest, console)
+    print_benchmark(sweep.rows, sweep.manifest, console)
     text = console.export_text()
     assert f"note: {WITHHELD_WORDS}: torchscript_fp32 bs 1, torchscript_fp32 bs 2" in text
     assert "faster" not in text.replace("faster/slower", "") and "slower" not in text.replace(

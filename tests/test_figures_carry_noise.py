@@ -4,11 +4,12 @@ fixture)."""
 
 import math
 
+import msgspec
 import pandas as pd
 import pytest
 from rich.console import Console
 
-from profiler.analysis.benchmark import benchmark_table, geomean_rows
+from profiler.analysis.benchmark import benchmark_rows, geomeans
 from profiler.report import fmt
 from profiler.report.benchmark_view import (
     interval_processes,
@@ -51,24 +52,24 @@ def test_flags_are_marked_inline():
 @pytest.fixture(scope="module")
 def sweep():
     manifest = read_manifest(SWEEP)
-    return benchmark_table(SWEEP, manifest), manifest
+    return benchmark_rows(SWEEP, manifest), manifest
 
 
 def test_geometric_mean_rows_match_benchmark_csv(sweep):
-    frame, _ = sweep
+    found, _ = sweep
     csv = pd.read_csv(SWEEP / "benchmark.csv")
-    rows = geomean_rows(frame).set_index("backend")
+    rows = {g.backend: g for g in geomeans(found)}
     for backend, cells in csv.groupby("backend"):
         for column in ("p50_ms", "gpu_compute_ms", "speedup", "gpu_speedup"):
             expected = math.exp(sum(math.log(v) for v in cells[column]) / len(cells))
-            assert rows.loc[backend, column] == pytest.approx(expected, rel=1e-5)
-        assert rows.loc[backend, "cells"] == len(cells) == 4
+            assert getattr(rows[backend], column) == pytest.approx(expected, rel=1e-5)
+        assert rows[backend].cells == len(cells) == 4
 
 
 def test_sweep_table_marks_noisy_cells_and_trims_them(sweep):
-    frame, manifest = sweep
+    rows, manifest = sweep
     console = Console(width=400, record=True)  # headers whole
-    print_benchmark(frame, manifest, console)
+    print_benchmark(rows, manifest, console)
     text = console.export_text()
     # pytorch_fp32 bs 1: p50 4.31841 ms, window CV 24.4 %, flagged noisy
     assert "4.3 (! noisy)" in text and "4.318" not in text
@@ -80,25 +81,26 @@ def test_sweep_table_marks_noisy_cells_and_trims_them(sweep):
     # the GPU-time verdicts paired the 5 rounds (the cell's own window is in no round): their
     # speedups are the rounds', and the header says so rather than the 6 processes
     assert "GPU-time speedup [95 %, paired over 5 rounds] verdict" in text
-    md = markdown(frame, manifest)
+    md = markdown(rows, manifest)
     assert "4.3 (! noisy)" in md and "## Geometric mean over batch sizes" in md
     assert "[95 %, 6 proc.]" in md and "[95 %, paired over 5 rounds]" in md
 
 
 def test_interval_processes_per_cell_when_they_differ(sweep):
-    frame, _ = sweep
-    changed = frame.copy()
-    changed.loc[changed.index[4], "processes"] = 3.0  # pytorch_fp16 bs 1
+    rows, _ = sweep
+    changed = list(rows)
+    changed[4] = msgspec.structs.replace(changed[4], processes=3)  # pytorch_fp16 bs 1
     spans = interval_processes(changed)
     assert spans[0] == "" and spans[4] == "6+3 proc." and spans[5] == "6 proc."
 
 
 def test_only_decided_hides_and_counts(sweep):
-    frame, manifest = sweep
-    assert not undecided_on_both(frame).any()  # the GPU-time verdicts decide every cell
-    both = frame.copy()
-    both.loc[both.index[4:6], "gpu_verdict"] = "undecided"  # pytorch_fp16 bs 1 and 8
-    assert list(undecided_on_both(both)) == [False] * 4 + [True] * 2 + [False] * 6
+    rows, manifest = sweep
+    assert not any(map(undecided_on_both, rows))  # the GPU-time verdicts decide every cell
+    both = list(rows)
+    for i in (4, 5):  # pytorch_fp16 bs 1 and 8
+        both[i] = msgspec.structs.replace(both[i], gpu_verdict="undecided")
+    assert list(map(undecided_on_both, both)) == [False] * 4 + [True] * 2 + [False] * 6
     console = Console(width=200, record=True)
     print_benchmark(both, manifest, console, only_decided=True)
     text = console.export_text()

@@ -171,7 +171,7 @@ def test_inductor_int8_on_distilbert_runs_its_linear_layers_on_int8_tensor_cores
 
 def test_a_cell_whose_output_is_nan_is_flagged_not_quoted():
     # ttrt_fp8 on ResNet50 finished on the H100 with a NaN output: the sweep says so
-    from profiler.analysis.benchmark import NOT_FINITE, benchmark_table
+    from profiler.analysis.benchmark import NOT_FINITE, benchmark_frame, benchmark_rows
     from profiler.report.benchmark_view import markdown
     from profiler.runs.manifest import SweepCell, SweepManifest
     from profiler.sweep.record import describe
@@ -188,10 +188,11 @@ def test_a_cell_whose_output_is_nan_is_flagged_not_quoted():
         batch_sizes=[8],
         cells=cells,
     )
-    frame = benchmark_table(SWEEP, manifest)
+    rows = benchmark_rows(SWEEP, manifest)
+    frame = benchmark_frame(rows, manifest)
     assert list(frame["reason"]) == ["", NOT_FINITE]
     assert list(frame["status"]) == ["ok", "ok"]
-    text = markdown(frame, manifest)
+    text = markdown(rows, manifest)
     assert "## Cells whose output holds NaN or Inf" in text and "- `ttrt_fp8` bs 8" in text
     assert "warning: the output holds NaN or Inf" in describe(
         SWEEP, "ttrt_fp8_bs8", cells["ttrt_fp8_bs8"]

@@ -325,7 +325,12 @@ def test_a_real_sweep_over_four_h100s_pairs_on_one_gpu_and_names_the_gpus():
     cell's windows, and no GPU sits further from the others than its floor."""
     from rich.console import Console
 
-    from profiler.analysis.benchmark import benchmark_table, cell_samples, sweep_gpu_offsets
+    from profiler.analysis.benchmark import (
+        benchmark_frame,
+        benchmark_rows,
+        cell_samples,
+        sweep_gpu_offsets,
+    )
     from profiler.report.benchmark_view import print_benchmark
     from profiler.runs.manifest import read_manifest
 
@@ -341,7 +346,8 @@ def test_a_real_sweep_over_four_h100s_pairs_on_one_gpu_and_names_the_gpus():
             same_bs = name.rsplit("_bs", 1)[1] == other.rsplit("_bs", 1)[1]
             assert len(shared) == (5 if same_bs else 4)  # the split fifth round: one bs each
             assert all(gpu_of[w.round] == w.gpu for w in shared)
-    frame = benchmark_table(H100X4, manifest)
+    rows = benchmark_rows(H100X4, manifest)
+    frame = benchmark_frame(rows, manifest)
     assert set(frame["gpus"]) == {"0;1;2;3"} and set(frame["processes"]) == {6.0}
     judged = frame[frame["gpu_verdict"].isin(["faster", "slower", "same", "undecided"])]
     assert len(judged) == 8 and set(judged["gpu_verdict"]) == {"faster"}
@@ -349,7 +355,7 @@ def test_a_real_sweep_over_four_h100s_pairs_on_one_gpu_and_names_the_gpus():
     assert [o.gpu for o in offsets] == ["0", "1", "2", "3"]
     assert not any(o.apart for o in offsets) and all(o.configs == 12 for o in offsets)
     console = Console(width=250, record=True)
-    print_benchmark(frame, manifest, console)
+    print_benchmark(rows, manifest, console)
     text = console.export_text()
     assert "GPUs" in text.splitlines()[3] + text.splitlines()[2] and "0,1,2,3" in text
 

@@ -28,6 +28,7 @@ TERMINAL_LISTS = {
     "summarize": tuple(row for row, _ in sections.SUMMARIZE),
     **{f"compare --view {view}": rows for view, rows in sections.COMPARE_VIEWS.items()},
     "compare side": sections.COMPARE_SIDE,
+    "sweep": sections.SWEEP,
     "summarize ranks": sections.SUMMARIZE_RANKS,
     "compare ranks": sections.COMPARE_RANKS,
     "run": sections.RUN,
@@ -251,16 +252,18 @@ def test_a_page_says_a_missing_timed_window_where_the_terminal_leaves_it_out(tmp
 
 def test_the_sweep_page_shows_each_backends_geometric_mean(tmp_path):
     """The geometric-mean rows `sweep` prints under its table, on the page under its own."""
+    from profiler.analysis.benchmark import geomeans
     from profiler.commands.report import run
-    from profiler.report.benchmark_view import geomean_table, has_gpu_time
+    from profiler.report.benchmark_view import geomean_columns, has_gpu_time
 
     text = run(str(SWEEP), None, tmp_path / "sweep.html", peaks_dir=tmp_path / "none").read_text()
     assert text.index("Benchmark</h2>") < text.index("Geometric mean over batch sizes</h2>")
     section = text.split("Geometric mean over batch sizes</h2>")[1].split("<h2")[0]
-    frame = SweepAnalysis(SWEEP).benchmark
-    shown = geomean_table(frame, has_gpu_time(frame))
-    assert list(shown["backend"]) == ["pytorch_fp16", "ttrt_fp16"]
-    for row in shown.itertuples(index=False):
+    rows = SweepAnalysis(SWEEP).rows
+    columns = geomean_columns(rows, has_gpu_time(rows))
+    shown = [[c.cell(g) for c in columns] for g in geomeans(rows)]
+    assert [row[0] for row in shown] == ["pytorch_fp16", "ttrt_fp16"]
+    for row in shown:
         assert (
             "<tr>"
             + "".join(f"<td{'' if i else ' class=text'}>{v}</td>" for i, v in enumerate(row))

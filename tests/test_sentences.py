@@ -141,7 +141,7 @@ def test_a_sweeps_verdict_notes_are_data_and_the_view_writes_benchmark_csvs_text
         " " not in text or text in words for v in judged for text in _strings(plain(v))
     )
     committed = pd.read_csv(folder / "benchmark.csv", keep_default_na=False)
-    csv_path, _ = write_benchmark(tmp_path, sweep.benchmark, sweep.manifest)
+    csv_path, _ = write_benchmark(tmp_path, sweep.rows, sweep.manifest)
     written = pd.read_csv(csv_path, keep_default_na=False)
     assert list(written.columns) == list(committed.columns)
     notes = committed["verdict_note"].tolist()

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from profiler.analysis.benchmark import benchmark_table
+from profiler.analysis.benchmark import benchmark_frame, benchmark_rows
 from profiler.analysis.records import BenchmarkCell
 from profiler.errors import UserError
 from profiler.report.benchmark_view import markdown
@@ -148,7 +148,8 @@ def test_speedup_compares_cells_with_the_same_values(tmp_path, monkeypatch):
         ),
     )
     manifest = _manifest(cells)
-    frame = benchmark_table(tmp_path, manifest)
+    rows = benchmark_rows(tmp_path, manifest)
+    frame = benchmark_frame(rows, manifest)
     assert list(frame.columns[:5]) == ["model", "device", "backend", "bs", "max_new_tokens"]
     speedup = {(r.backend, r.max_new_tokens): r.speedup for r in frame.itertuples()}
     assert speedup == {
@@ -157,7 +158,7 @@ def test_speedup_compares_cells_with_the_same_values(tmp_path, monkeypatch):
         ("ttrt_fp16", 16): 2.0,
         ("ttrt_fp16", 64): 4.0,
     }
-    assert "max_new_tokens: 16, 64" in markdown(frame, manifest)
+    assert "max_new_tokens: 16, 64" in markdown(rows, manifest)
 
 
 def test_cell_names_and_labels_carry_the_values():

@@ -113,7 +113,7 @@ def rendered(draw, width: int) -> str:
 
 
 def test_sweep_table():
-    from profiler.analysis.benchmark import benchmark_table
+    from profiler.analysis.benchmark import benchmark_rows
     from profiler.report.benchmark_view import print_benchmark
     from profiler.runs.manifest import SweepCell, SweepManifest
 
@@ -129,10 +129,10 @@ def test_sweep_table():
         batch_sizes=[8],
         cells=cells,
     )
-    frame = benchmark_table(sweep, manifest)
+    rows = benchmark_rows(sweep, manifest)
 
     def render(width):
-        return rendered(lambda c: print_benchmark(frame, manifest, c), width)
+        return rendered(lambda c: print_benchmark(rows, manifest, c), width)
 
     assert_numbers_whole(render)
     for width in WIDTHS:  # backend names whole, not `pytorc…`
@@ -165,16 +165,16 @@ def test_sweep_verdicts_never_break_inside_a_word():
     """At 80 columns the verdict and CV cells wrap between words ("undeci/ded" and
     "[1.18-/1.23]" were cut inside them), and the line under the table names what was left
     out."""
-    from profiler.analysis.benchmark import benchmark_table
+    from profiler.analysis.benchmark import benchmark_rows
     from profiler.report.benchmark_view import print_benchmark
     from profiler.runs.manifest import read_manifest
 
     sweep = FIXTURES / "h100_sweep" / "runs" / "gpu_sweep"
     manifest = read_manifest(sweep)
-    frame = benchmark_table(sweep, manifest)
+    rows = benchmark_rows(sweep, manifest)
 
     def render(width):
-        return rendered(lambda c: print_benchmark(frame, manifest, c), width)
+        return rendered(lambda c: print_benchmark(rows, manifest, c), width)
 
     assert_numbers_whole(render)
     wide = set(render(400).replace("│", " ").split())

@@ -133,19 +133,19 @@ def test_roofline_chart_says_which_bytes():
 def test_sweep_tables_label_tc_kernel_time_and_lower_bound_bandwidth():
     from rich.console import Console
 
-    from profiler.analysis.benchmark import benchmark_table
+    from profiler.analysis.benchmark import benchmark_rows
     from profiler.report.benchmark_view import markdown, print_benchmark
     from profiler.runs.manifest import read_manifest
 
     manifest = read_manifest(SWEEP)
-    frame = benchmark_table(SWEEP, manifest)
-    md = markdown(frame, manifest)
+    rows = benchmark_rows(SWEEP, manifest)
+    md = markdown(rows, manifest)
     header = next(line for line in md.splitlines() if line.startswith("| backend"))
     assert "| TC-kernel time % |" in header and "| ≥ GB/s (minimum bytes) |" in header
     assert "| ≥ % of bandwidth |" in header and "tensor_core_pct" not in header
     assert "| gbs |" not in header and md.count(HOW) == 1
     console = Console(width=300, record=True)
-    print_benchmark(frame, manifest, console)
+    print_benchmark(rows, manifest, console)
     text = flat(console.export_text())
     assert "TC-kernel time" in text and "Tensor Cores" not in text.split("TC-kernel time:")[0]
     assert text.count(HOW) == 1

@@ -289,18 +289,18 @@ def _sweep(folder):
     from profiler.analysis.sweep_analysis import SweepAnalysis
 
     found = SweepAnalysis(folder)
-    return found.benchmark, found.manifest
+    return found.benchmark, found.manifest, found.rows
 
 
 def test_sweep_terminal_table_has_a_labelled_column_per_figure(gpu_time_sweep):
     from profiler.report.benchmark_view import print_benchmark
 
-    frame, manifest = _sweep(gpu_time_sweep)
+    frame, manifest, rows = _sweep(gpu_time_sweep)
     row = frame.set_index(["backend", "bs"]).loc[("ttrt_fp16", 8)]
     assert row["verdict"] == "faster" and row["gpu_verdict"] == "faster"
     assert row["gpu_speedup"] == pytest.approx(2.5, rel=1e-3)
     assert row["speedup"] == pytest.approx(5.0, rel=1e-3)
-    text = rendered(lambda c: print_benchmark(frame, manifest, c), 400)  # headers whole
+    text = rendered(lambda c: print_benchmark(rows, manifest, c), 400)  # headers whole
     # the processes every interval spans, in the header when they are the same for all
     # both figures' verdicts paired the rounds: the header says so, not the processes
     assert re.search(r"latency speedup \[95 %, paired over 5 rounds\] verdict", text)
@@ -325,8 +325,8 @@ def test_sweep_terminal_table_has_a_labelled_column_per_figure(gpu_time_sweep):
 def test_sweep_markdown_and_csv_carry_both_verdicts(gpu_time_sweep):
     from profiler.report.benchmark_view import markdown, write_benchmark
 
-    frame, manifest = _sweep(gpu_time_sweep)
-    text = markdown(frame, manifest)
+    _, manifest, rows = _sweep(gpu_time_sweep)
+    text = markdown(rows, manifest)
     head = next(ln for ln in text.splitlines() if ln.startswith("| backend"))
     columns = [
         re.sub(r", (\d+ proc\.|paired over \d+ rounds)\]", "]", c.strip())
@@ -343,7 +343,7 @@ def test_sweep_markdown_and_csv_carry_both_verdicts(gpu_time_sweep):
     assert cells["bound"] == "GPU-bound"
     assert "false discovery rate" in text and "## How to read the verdicts" in text
     assert "- ttrt_fp16 bs 8: launch-bound (A)" in text
-    write_benchmark(gpu_time_sweep, frame, manifest)
+    write_benchmark(gpu_time_sweep, rows, manifest)
     csv = pd.read_csv(gpu_time_sweep / "benchmark.csv").set_index(["backend", "bs"])
     assert csv.loc[("ttrt_fp16", 8), "verdict"] == "faster"
     assert csv.loc[("ttrt_fp16", 8), "gpu_verdict"] == "faster"
@@ -386,21 +386,21 @@ def test_sweep_report_page_has_both_verdict_columns(gpu_time_sweep, tmp_path):
 def test_sweep_without_gpu_time_says_its_verdicts_are_latency_only():
     from profiler.report.benchmark_view import markdown, print_benchmark
 
-    frame, manifest = _sweep(SWEEP)
-    text = one_line(rendered(lambda c: print_benchmark(frame, manifest, c), 400))
+    _, manifest, rows = _sweep(SWEEP)
+    text = one_line(rendered(lambda c: print_benchmark(rows, manifest, c), 400))
     assert re.search(r"latency speedup \[95 %(, \d+ proc\.)?\] verdict", text)
     assert "GPU-time" not in text
     assert "GPU time: not measured in these cells" in text
-    assert "GPU time: not measured in these cells" in markdown(frame, manifest)
+    assert "GPU time: not measured in these cells" in markdown(rows, manifest)
 
 
 def test_sweep_table_with_gpu_time_fits_narrow_terminals(gpu_time_sweep):
     from profiler.report.benchmark_view import print_benchmark
 
-    frame, manifest = _sweep(gpu_time_sweep)
+    _, manifest, rows = _sweep(gpu_time_sweep)
 
     def render(width):
-        return rendered(lambda c: print_benchmark(frame, manifest, c), width)
+        return rendered(lambda c: print_benchmark(rows, manifest, c), width)
 
     assert_numbers_whole(render)
     for width in WIDTHS:  # both verdicts stay, whatever gives way

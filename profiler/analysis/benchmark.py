@@ -1,8 +1,10 @@
 """A sweep's benchmark table: one typed row per cell (profiler.analysis.records.BenchmarkCell),
 built in one pass from the manifest and each cell's one read of its result.json and windows
 (cell_analyses -> cell_figures -> the speedups against the baseline's cells, the verdicts held
-over the sweep -> benchmark_rows); benchmark_frame turns the rows into the frame
-profiler.report.benchmark_view writes as benchmark.csv and benchmark.md and prints.
+over the sweep -> benchmark_rows); profiler.report.benchmark_view writes the rows as
+benchmark.csv and benchmark.md and prints them, column spec by column spec; geomeans sums them
+up per backend; benchmark_frame lays them out as one frame for the plots and the HTML page's
+table.
 
 Columns (times in ms, as the timed window measured them; the trace figures come from the
 profiled steps, summarized with profiler.trace):
@@ -67,6 +69,7 @@ p90, p99 per backend) is the first columns.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -325,9 +328,8 @@ def with_phases(
 
 def benchmark_frame(rows: list[BenchmarkCell], manifest: SweepManifest) -> pd.DataFrame:
     """The typed rows as one frame, in one pass (benchmark.csv's columns, the swept options'
-    after bs; a missing figure NaN), for the views that slice and write it. In verdict_note's
-    place the column ``verdicts`` holds each cell's TimedVerdicts (None without): the views
-    write its words (profiler.report.benchmark_view.csv_table)."""
+    after bs; a missing figure NaN), for the plots and the HTML page's table. In verdict_note's
+    place the column ``verdicts`` holds each cell's TimedVerdicts (None without)."""
     axes = axis_columns(manifest)
     found = [
         {
@@ -428,21 +430,44 @@ def _number(value: float | None) -> float | None:
 GEOMEAN_FIGURES = ("p50_ms", "gpu_compute_ms", "speedup", "gpu_speedup")
 
 
-def geomean_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    """One row per backend: the geometric mean over its finished cells (batch sizes, and any
-    swept option) of p50_ms, gpu_compute_ms and both speedups, each over the cells that have
-    the figure (``cells``: the cells behind p50_ms), as pyperf's geometric mean of a suite."""
-    finished = frame[(frame["status"] == OK) & (frame["reason"] != NOT_FINITE)]
-    rows = []
-    for backend in dict.fromkeys(frame["backend"]):
-        cells = finished[finished["backend"] == backend]
-        row = {"backend": backend, "cells": int(cells["p50_ms"].gt(0).sum())}
-        for column in GEOMEAN_FIGURES:
-            values = cells[column].astype(float)
-            values = values[values > 0]
-            row[column] = float(np.exp(np.log(values).mean())) if len(values) else math.nan
-        rows.append(row)
-    return pd.DataFrame(rows, columns=["backend", "cells", *GEOMEAN_FIGURES])
+@dataclass(frozen=True)
+class Geomean:
+    """One backend's geometric mean over its finished cells (batch sizes, and any swept
+    option) of each figure, over the cells that have it (NaN where none has); ``cells``: the
+    cells behind p50_ms."""
+
+    backend: str
+    cells: int
+    p50_ms: float
+    gpu_compute_ms: float
+    speedup: float
+    gpu_speedup: float
+
+
+def geomeans(rows: Sequence[BenchmarkCell]) -> list[Geomean]:
+    """One row per backend, in the sweep's order: the geometric mean over its finished cells of
+    p50_ms, gpu_compute_ms and both speedups, each over the cells that have the figure, as
+    pyperf's geometric mean of a suite."""
+    finished = [r for r in rows if r.status == OK and r.reason != NOT_FINITE]
+
+    def mean(values: list[float | None]) -> float:
+        kept = np.asarray([v for v in values if v is not None and v > 0], dtype=float)
+        return float(np.exp(np.log(kept).mean())) if len(kept) else math.nan
+
+    found = []
+    for backend in dict.fromkeys(r.backend for r in rows):
+        cells = [r for r in finished if r.backend == backend]
+        found.append(
+            Geomean(
+                backend=backend,
+                cells=sum(1 for r in cells if r.p50_ms is not None and r.p50_ms > 0),
+                p50_ms=mean([r.p50_ms for r in cells]),
+                gpu_compute_ms=mean([r.gpu_compute_ms for r in cells]),
+                speedup=mean([r.speedup for r in cells]),
+                gpu_speedup=mean([r.gpu_speedup for r in cells]),
+            )
+        )
+    return found
 
 
 def cell_samples(sweep_dir: Path, manifest: SweepManifest) -> dict[str, ConfigSamples]:

@@ -64,5 +64,5 @@ def write_tables(plan: SweepPlan) -> SweepAnalysis:
     if not (plan.sweep_dir / MANIFEST).is_file():
         raise UserError(f"{plan.sweep_dir} lost its manifest during the sweep")
     sweep = SweepAnalysis(plan.sweep_dir)
-    write_benchmark(plan.sweep_dir, sweep.benchmark, sweep.manifest, sweep.offsets)
+    write_benchmark(plan.sweep_dir, sweep.rows, sweep.manifest, sweep.offsets)
     return sweep

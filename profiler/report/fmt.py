@@ -213,68 +213,18 @@ HTML_FORMATS = {
 }
 
 
-#: benchmark.md's format per column (a missing value left blank)
-MD_FORMATS = {
-    "mean_ms": ".3f",
-    "p50_ms": ".3f",
-    "p90_ms": ".3f",
-    "p99_ms": ".3f",
-    "gpu_compute_ms": ".3f",
-    "enqueue_ms": ".3f",
-    "throughput_per_s": ".1f",
-    "speedup": ".2f",
-    "speedup_low": ".2f",
-    "speedup_high": ".2f",
-    "processes": ".0f",
-    "ready_s": ".2f",
-    "compile_s": ".2f",
-    "rel_l2_error": ".2e",
-    "tensor_core_pct": ".1f",
-    "gpu_util_pct": ".1f",
-    "elapsed_s": ".1f",
-    "cv_pct": ".1f",
-    "peak_allocated_mib": ".1f",
-    "peak_reserved_mib": ".1f",
-    "engine_mib": ".1f",
-    "tflops": ".2f",
-    "pct_peak_compute": ".1f",
-    "gbs": ".1f",
-    "pct_peak_bandwidth": ".1f",
-    "flop_per_byte": ".0f",
-    "ttft_ms": ".3f",
-    "token_p50_ms": ".3f",
-    "token_p99_ms": ".3f",
-    "tokens_per_s": ".1f",
-    "token_agreement": ".3f",
-    "tpot_ms": ".3f",
-    "ttft_speedup": ".2f",
-    "tpot_speedup": ".2f",
-}
-#: the sweep's table on the terminal: the format per column of the plain figures
-SWEEP_FORMATS = {
-    "throughput_per_s": ",.1f",
-    "processes": ".0f",
-    "ready_s": ".2f",
-    "compile_s": ".2f",
-    "rel_l2_error": ".2g",
-    "ttft_ms": ".3f",
-    "tpot_ms": ".3f",
-    "token_p50_ms": ".3f",
-    "token_p99_ms": ".3f",
-    "tokens_per_s": ",.1f",
-}
 #: TensorRT's per-layer times (an HTML table)
 LAYER_FORMATS = {"averageMs": ".4f", "percentage": ".1f"}
 
 
-def md_cell(column: str, value) -> str:
-    """A value of benchmark.md's ``column`` (MD_FORMATS); blank for a missing one."""
-    return fixed(value, MD_FORMATS[column], blank="")
+def relative_error(value: float | None, blank: str = "-") -> str:
+    """A relative error to two significant figures: ``0.00059``."""
+    return blank if value is None or missing(value) else significant(value, 2)
 
 
-def sweep_cell(column: str, value) -> str:
-    """A value of the sweep table's ``column`` on the terminal (SWEEP_FORMATS)."""
-    return fixed(value, SWEEP_FORMATS[column])
+def exponent(value: float | None, decimals: int = 2, blank: str = "-") -> str:
+    """A figure in scientific notation (a relative error): ``5.89e-04``."""
+    return blank if missing(value) else f"{value:.{decimals}e}"
 
 
 def absent(value) -> bool:

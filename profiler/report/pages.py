@@ -6,12 +6,14 @@ and lays the sections out)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from profiler.analysis.records import BenchmarkCell
 from profiler.analysis.roofline import MIN_GBS, MIN_PCT_BANDWIDTH, Roofline
 from profiler.errors import UserError
 from profiler.report import fmt, html
@@ -154,15 +156,18 @@ def _paired(intervals: list[str], spans: list[str]) -> list[str]:
     ]
 
 
-def sweep_table(frame: pd.DataFrame, axes: list[str]) -> str:
+def sweep_table(rows: Sequence[BenchmarkCell], manifest: SweepManifest) -> str:
     """The benchmark table as the terminal shows it: each figure's speedup (latency, and GPU
     time where measured) with its 95 % interval and verdict, the classification, the processes
     behind them, the CV with the window's noise warnings; each cell's latencies to the
     figures its window's CV allows, p50 marked with its first flag (as the terminal shows
     them: benchmark_view.latency_cells)."""
+    from profiler.analysis.benchmark import axis_columns, benchmark_frame
     from profiler.report.benchmark_view import has_gpu_time, interval_spans, latency_cells
 
-    latencies = [latency_cells(r)[1:] for r in frame.itertuples()]  # p50, p90, p99
+    frame = benchmark_frame(list(rows), manifest)  # (the HTML table's input)
+    axes = axis_columns(manifest)
+    latencies = [latency_cells(r)[1:] for r in rows]  # p50, p90, p99
     shown = frame.assign(
         **{
             key: [cells[i] for cells in latencies] for i, key in enumerate(fmt.SWEEP_PAGE_LATENCIES)
@@ -170,17 +175,17 @@ def sweep_table(frame: pd.DataFrame, axes: list[str]) -> str:
         gpu_compute_ms=[fmt.number(v, None, noise=None) for v in frame["gpu_compute_ms"]],
         interval=_paired(
             _interval(frame["speedup_low"], frame["speedup_high"]),
-            interval_spans(frame, "latency"),
+            interval_spans(rows, "latency"),
         ),
         gpu_interval=_paired(
             _interval(frame["gpu_speedup_low"], frame["gpu_speedup_high"]),
-            interval_spans(frame, "gpu_time"),
+            interval_spans(rows, "gpu_time"),
         ),
         noise=[n if isinstance(n, str) and n else "-" for n in frame["noise"]],
         bound=[b if isinstance(b, str) and b else "-" for b in frame["bound"]],
         gpu_verdict=[v if isinstance(v, str) and v else "-" for v in frame["gpu_verdict"]],
     )
-    if not has_gpu_time(frame):  # latency's verdicts only: no empty GPU-time columns
+    if not has_gpu_time(rows):  # latency's verdicts only: no empty GPU-time columns
         shown = shown.drop(
             columns=["gpu_compute_ms", "bound", "gpu_speedup", "gpu_interval", "gpu_verdict"]
         )
@@ -199,73 +204,81 @@ def sweep_table(frame: pd.DataFrame, axes: list[str]) -> str:
     )
 
 
-def benchmark(frame: pd.DataFrame, manifest: SweepManifest, only_decided: bool = False) -> str:
+def benchmark(
+    rows: Sequence[BenchmarkCell], manifest: SweepManifest, only_decided: bool = False
+) -> str:
     """The sweep's headline and table; with ``only_decided`` the table leaves out the cells
     undecided on both figures (a line counts them), as `sweep --only-decided` does."""
-    from profiler.analysis.benchmark import axis_columns
-    from profiler.report.benchmark_view import undecided_on_both
+    from profiler.report.benchmark_view import decided
 
-    hidden = undecided_on_both(frame) if only_decided else pd.Series(False, index=frame.index)
+    kept = decided(rows) if only_decided else list(rows)
     shown = (
         html.note(
-            f"--only-decided: {int(hidden.sum())} of {len(frame)} cells hidden "
+            f"--only-decided: {len(rows) - len(kept)} of {len(rows)} cells hidden "
             "(undecided on both figures)"
         )
         if only_decided
         else ""
     )
     return (
-        sweep_headline(frame, manifest)
-        + sweep_table(frame[~hidden], axis_columns(manifest))
+        sweep_headline(rows, manifest)
+        + sweep_table(kept, manifest)
         + shown
         + html.note("note: TC-kernel time %: " + PIPE_BUSY_NOTE)
     )
 
 
-def geomeans(frame: pd.DataFrame) -> str | None:
+def geomeans(rows: Sequence[BenchmarkCell]) -> str | None:
     """Each backend's geometric mean over its batch sizes, as `sweep` prints it under its table
-    (benchmark_view.geomean_table); None without a finished cell."""
-    from profiler.report.benchmark_view import geomean_table, has_gpu_time
+    (benchmark_view.geomean_columns); None without a finished cell."""
+    from profiler.analysis.benchmark import geomeans as geomeans_of
+    from profiler.report.benchmark_view import geomean_columns, has_gpu_time
 
-    if not (frame["status"] == OK).any():
+    if not any(r.status == OK for r in rows):
         return None
-    shown = geomean_table(frame, has_gpu_time(frame))
+    columns = geomean_columns(rows, has_gpu_time(rows))
+    shown = pd.DataFrame(
+        [[c.cell(g) for c in columns] for g in geomeans_of(rows)],
+        columns=[c.header for c in columns],
+    )
     return html.table(shown, figures=tuple(c for c in shown.columns if c != "backend")) + (
         html.note("cells: the finished cells behind each mean")
     )
 
 
-def sweep_headline(frame: pd.DataFrame, manifest: SweepManifest) -> str:
+def sweep_headline(rows: Sequence[BenchmarkCell], manifest: SweepManifest) -> str:
     """What the sweep's numbers are: both speedups' definition, their intervals and verdicts
     (held to a false discovery rate over the cells), the timed window, each cell's verdict
     notes and noise warnings."""
     from profiler.report.benchmark_view import NO_GPU_TIME, has_gpu_time, verdict_notes
 
-    gpu_time = has_gpu_time(frame)
-    lines = _speedup_definition(frame, manifest, gpu_time)
+    gpu_time = has_gpu_time(rows)
+    lines = _speedup_definition(rows, manifest, gpu_time)
     if not gpu_time:
         lines.append(html.note(NO_GPU_TIME))
     lines.extend(
         html.note(f"note ({label}): {note}", "warn")
-        for label, note in verdict_notes(frame, manifest)
+        for label, note in verdict_notes(rows, manifest)
     )
     lines.append(_sweep_options(manifest))
-    noisy = frame[frame["noise"].astype(str) != ""]
-    if len(noisy):
+    noisy = [r for r in rows if r.noise]
+    if noisy:
         lines.append(
             html.warnings_list(
                 [
                     f"{r.backend} bs {r.bs}: {r.noise} (CV {fmt.percent(r.cv_pct)}): "
                     "its speedup is "
                     "less certain than the others'"
-                    for r in noisy.itertuples()
+                    for r in noisy
                 ]
             )
         )
     return "".join(lines)
 
 
-def _speedup_definition(frame: pd.DataFrame, manifest: SweepManifest, gpu_time: bool) -> list[str]:
+def _speedup_definition(
+    rows: Sequence[BenchmarkCell], manifest: SweepManifest, gpu_time: bool
+) -> list[str]:
     """The sweep's headline line and what its speedups are."""
     from profiler.analysis.benchmark import axis_columns
     from profiler.report.benchmark_view import (
@@ -276,7 +289,7 @@ def _speedup_definition(frame: pd.DataFrame, manifest: SweepManifest, gpu_time: 
         judged,
     )
 
-    devices = sorted({d for d in frame["device"].dropna() if d})
+    devices = sorted({r.device for r in rows if r.device})
     same = ", ".join(["batch size", *axis_columns(manifest)])
     return [
         f"<p class='big'>{escape(manifest.model)} on "
@@ -292,7 +305,7 @@ def _speedup_definition(frame: pd.DataFrame, manifest: SweepManifest, gpu_time: 
             "of the per-process medians, and the 95 % interval and the verdict "
             "(faster, slower, same within ±2 %, undecided) come from them "
             f"(profiler/analysis/verdict.py); {PAIRED_WORDS}"
-            + (f"; {FDR_WORDS}" if judged(frame) > 1 else "")
+            + (f"; {FDR_WORDS}" if judged(rows) > 1 else "")
             + "; processes: the timed windows behind the cell, each in its own "
             "process"
         ),

@@ -35,7 +35,13 @@ from profiler.analysis.insight import Insight
 from profiler.analysis.memory_snapshot import MemorySnapshot
 from profiler.analysis.rank_records import RankComparisonFigures, RankRunFigures
 from profiler.analysis.rank_run import RankComparison, RankRun
-from profiler.analysis.records import CompareTimed, Explanation, Headline, WindowNoise
+from profiler.analysis.records import (
+    BenchmarkCell,
+    CompareTimed,
+    Explanation,
+    Headline,
+    WindowNoise,
+)
 from profiler.analysis.result_analysis import (
     GenerationFigures,
     HowTimed,
@@ -178,6 +184,8 @@ PhaseRooflines = list[tuple[str, str, Roofline]]
 Sides = tuple[RunAnalysis, RunAnalysis]
 #: each run's roofline
 Rooflines = tuple[Roofline | None, Roofline | None]
+#: a sweep's cells, one typed record each (SweepAnalysis.rows)
+Cells = list[BenchmarkCell]
 #: a sweep's finished cells (SweepAnalysis.finished)
 Finished = list[tuple[SweepCell, RunAnalysis]]
 
@@ -548,13 +556,13 @@ def _next_steps(hints: list[str], ctx: Context[ResultAnalysis]) -> None:
 # ---- a sweep ------------------------------------------------------------------------------
 
 
-def _benchmark_page(frame: pd.DataFrame, ctx: Context[SweepAnalysis]) -> Sections:
-    body = pages.benchmark(frame, ctx.subject.manifest, ctx.only_decided)
+def _benchmark_page(rows: Cells, ctx: Context[SweepAnalysis]) -> Sections:
+    body = pages.benchmark(rows, ctx.subject.manifest, ctx.only_decided)
     return [html.Section("Benchmark", body)]
 
 
-def _geomeans_page(frame: pd.DataFrame, ctx: Context[SweepAnalysis]) -> Sections:
-    return _section("Geometric mean over batch sizes", pages.geomeans(frame))
+def _geomeans_page(rows: Cells, ctx: Context[SweepAnalysis]) -> Sections:
+    return _section("Geometric mean over batch sizes", pages.geomeans(rows))
 
 
 def _figures_page(frame: pd.DataFrame, ctx: Context[SweepAnalysis]) -> Sections:
@@ -566,8 +574,8 @@ def _figures_page(frame: pd.DataFrame, ctx: Context[SweepAnalysis]) -> Sections:
     ]
 
 
-def _sweep_table(frame: pd.DataFrame, ctx: Context[SweepAnalysis]) -> None:
-    print_benchmark(frame, ctx.subject.manifest, ctx.out, ctx.only_decided)
+def _sweep_table(rows: Cells, ctx: Context[SweepAnalysis]) -> None:
+    print_benchmark(rows, ctx.subject.manifest, ctx.out, ctx.only_decided)
 
 
 def _gpu_offsets(offsets: list[GpuOffset], ctx: Context[SweepAnalysis]) -> None:
@@ -776,18 +784,10 @@ NEXT_STEPS = ReportSection(
 )
 
 BENCHMARK = ReportSection(
-    "benchmark",
-    SweepAnalysis,
-    pd.DataFrame,
-    lambda sweep: sweep.benchmark,
-    html=_benchmark_page,
+    "benchmark", SweepAnalysis, list, lambda sweep: sweep.rows, html=_benchmark_page
 )
 GEOMEANS = ReportSection(
-    "geometric means",
-    SweepAnalysis,
-    pd.DataFrame,
-    lambda sweep: sweep.benchmark,
-    html=_geomeans_page,
+    "geometric means", SweepAnalysis, list, lambda sweep: sweep.rows, html=_geomeans_page
 )
 FIGURES = ReportSection(
     "figures", SweepAnalysis, pd.DataFrame, lambda sweep: sweep.benchmark, html=_figures_page
@@ -796,11 +796,7 @@ CELLS = ReportSection(
     "cells", SweepAnalysis, list, lambda sweep: sweep.finished(), html=_cells_page
 )
 SWEEP_TABLE = ReportSection(
-    "sweep table",
-    SweepAnalysis,
-    pd.DataFrame,
-    lambda sweep: sweep.benchmark,
-    terminal=_sweep_table,
+    "sweep table", SweepAnalysis, list, lambda sweep: sweep.rows, terminal=_sweep_table
 )
 GPU_OFFSETS = ReportSection(
     "GPU offsets", SweepAnalysis, list, lambda sweep: sweep.offsets, terminal=_gpu_offsets

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Iterator
 
 from rich.console import Console
 from rich.markup import escape
 
 
 @contextlib.contextmanager
-def cell_progress(console: Console, total: int, quiet: bool = False):
+def cell_progress(
+    console: Console, total: int, quiet: bool = False
+) -> Iterator[tuple[Callable[[str], None], Callable[[], None] | None]]:
     """A progress bar over the cells when stderr is a terminal, per-cell lines either way;
     neither when ``quiet`` (-q)."""
 
@@ -40,4 +43,8 @@ def cell_progress(console: Console, total: int, quiet: bool = False):
         transient=True,
     ) as bar:
         task = bar.add_task("sweep", total=total)
-        yield say, lambda: bar.advance(task)
+
+        def advance() -> None:
+            bar.advance(task)
+
+        yield say, advance

@@ -36,7 +36,7 @@ from profiler.report.fmt import (
     percent,
     plain,
     ratio,
-    sweep_cell,
+    relative_error,
     time,
 )
 from profiler.report.sentences import note_lines
@@ -249,7 +249,7 @@ def _trial_row(r: TrialRow, gpu_time: bool, kernels: bool) -> list[str]:
             r.bound or "-",
         ]
     cells += [
-        sweep_cell("rel_l2_error", r.rel_l2_error),
+        relative_error(r.rel_l2_error),
         projected_cell(r.projected, r.projected_kind),
     ]
     if kernels:
