@@ -152,7 +152,8 @@ def run(
                 run_stage,
                 tb_stage,
                 quiet or console is None,
-                list(command_line) if command_line is not None else None,
+                # (the parent's: a spawned rank's own argv is not the command)
+                list(command_line) if command_line is not None else metadata.this_command_line(),
                 began,
             )
             result = _assembled(config, group, outcomes, run_stage, tb_run_dir)
