@@ -111,6 +111,11 @@ def test_operator_table_equals_the_plugins(both):
     }
     assert mine == theirs
     assert len(mine) >= 15
+    # every call, beside the plugin's Calls: its Operator view's calls of the name
+    operator_view = {agg.name: agg.calls for agg in profile.op_list_groupby_name}
+    assert {r.operator: r.calls_in_trace for r in view.operators} == {
+        r.operator: operator_view[r.operator] for r in view.operators
+    }
 
 
 def test_a_trace_without_memory_events_has_no_view():

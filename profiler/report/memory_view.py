@@ -109,6 +109,14 @@ def print_memory(view: MemoryView, console: Console, top: int = 20) -> None:
     for device in view.devices:
         console.print(_operators_table(view, device, top))
     print_prose(console, f"[dim]{safe(HOW)}[/]")
+    fewer = sorted({r.operator for r in view.operators if r.calls != r.calls_in_trace})
+    if fewer:
+        print_prose(
+            console,
+            f"[yellow]note:[/yellow] Calls is below the operator's calls in the trace for "
+            f"{safe(', '.join(fewer))} (the plugin's walk stops at calls without [memory] events "
+            "below them; --json: calls_in_trace)",
+        )
     print_prose(
         console,
         f"[dim]{count(view.attributed_events)} of {count(view.events)} \\[memory] events "

@@ -219,7 +219,11 @@ class OperatorMemory(msgspec.Struct, kw_only=True):
 
     device: str
     operator: str
+    #: the plugin's Calls: the calls its walk meets (each call on the way to a [memory] event,
+    #: and the outermost calls of each thread), not every call
     calls: int
+    #: every call of the operator in the trace's call trees (not the plugin's)
+    calls_in_trace: int
     size_increase_bytes: int
     self_size_increase_bytes: int
     allocation_count: int
@@ -431,10 +435,12 @@ def _operator_rows(
     """The plugin's MemorySnapshot.get_memory_statistics over the whole recording."""
     by_name: dict[str, _Metrics] = defaultdict(lambda: defaultdict(lambda: [0] * 6))
     calls: dict[str, int] = defaultdict(int)
+    every: dict[str, int] = defaultdict(int)
     for tid, tree in trees.items():
         seen, of_node = visited.get(tid, set()), table.get(tid, {})
         for top in tree.children[0]:
             _walk(tree, top, seen, of_node, records, by_name, calls)
+        _count_calls(tree, every)
     rows = []
     for name, devices in by_name.items():
         for device, m in devices.items():
@@ -444,6 +450,7 @@ def _operator_rows(
                         device=device,
                         operator=name,
                         calls=calls[name],
+                        calls_in_trace=every[name],
                         size_increase_bytes=m[3],
                         self_size_increase_bytes=m[0],
                         allocation_count=m[5],
@@ -454,6 +461,17 @@ def _operator_rows(
                 )
     rows.sort(key=lambda r: (r.device, r.operator))
     return rows
+
+
+def _count_calls(tree: _Tree, every: dict[str, int]) -> None:
+    """Every operator call of ``tree`` (a call merged into its parent of the same name is
+    one call, as in the plugin's tree)."""
+    todo = list(tree.children[0])
+    while todo:
+        node = todo.pop()
+        if tree.is_op[node]:
+            every[tree.name[node]] += 1
+        todo.extend(tree.children[node])
 
 
 def _walk(
