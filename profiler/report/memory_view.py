@@ -114,7 +114,7 @@ def print_memory(view: MemoryView, console: Console, top: int = 20) -> None:
         print_prose(
             console,
             f"[yellow]note:[/yellow] Calls is below the operator's calls in the trace for "
-            f"{safe(', '.join(fewer))} (the plugin's walk stops at calls without [memory] events "
+            f"{safe(', '.join(fewer))} (the plugin's walk stops at calls without \\[memory] events "
             "below them; --json: calls_in_trace)",
         )
     print_prose(
