@@ -67,7 +67,10 @@ def rank_folder(target: str, root: Path | None = None) -> list[tuple[Path, Distr
         return None
     infos = []
     for path in traces:
-        info = distributed_info(path)
+        try:
+            info = distributed_info(path)
+        except UserError:  # a damaged file: the one-trace path says what is wrong with it
+            return None
         if info is None:
             return None
         infos.append((path, info))
