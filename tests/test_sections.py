@@ -210,7 +210,7 @@ def test_each_figure_a_row_reads_is_of_its_declared_type(subjects):
     assert wrong == []
     # no generation phases, no ncu.csv, no --record-shapes, no --memory-history in these runs
     # (tests/test_memory_snapshot.py reads the memory snapshot's row of runs recorded with it)
-    assert unread == {"phases", "hardware", "gemms", "memory snapshot", "memory"}
+    assert unread == {"phases", "hardware", "gemms", "modules", "memory snapshot", "memory"}
 
 
 def test_a_mistyped_reader_is_found(subjects):
