@@ -222,3 +222,17 @@ def test_summary_md_has_the_memory_section(cli, tmp_path):
     section = md[md.index("## Memory ([memory] events, run --profile-memory)") :]
     assert "- GPU0: peak 130.7 MiB allocated at 2.763 ms by aten::empty" in section
     assert "| aten::cudnn_convolution | 106 | 363,440.00 | 363,440.00 | 116 | 116 |" in section
+
+
+def test_a_file_the_fast_pass_refuses_is_read_whole(tmp_path):
+    """An event without 'ph' sends the pass to the whole file's decode, where a [memory] event
+    of odd values is left out instead of stopping the view."""
+    path = _trace(TRACES["resnet18_fp32"])
+    data = json.loads(gzip.decompress(path.read_bytes()))
+    data["traceEvents"] += [
+        {"name": "no phase"},
+        {"ph": "i", "name": "[memory]", "tid": 1, "ts": "soon", "args": {"Bytes": "many"}},
+    ]
+    odd = tmp_path / "odd.json"
+    odd.write_text(json.dumps(data))
+    assert read_records(odd) == read_records(path)

@@ -173,14 +173,17 @@ def _full_records(path: Path) -> list[_Instant]:
         if not (isinstance(e, dict) and e.get("ph") == "i" and e.get("name") == "[memory]"):
             continue
         args = e.get("args") if isinstance(e.get("args"), dict) else {}
-        found.append(
-            _Instant(
-                name="[memory]",
-                tid=e.get("tid", 0),
-                ts=float(e.get("ts", math.nan)),
-                args=msgspec.convert(args, _MemoryArgs, strict=False),
+        try:
+            found.append(
+                _Instant(
+                    name="[memory]",
+                    tid=msgspec.convert(e.get("tid", 0), int | str),
+                    ts=msgspec.convert(e.get("ts"), float, strict=False),
+                    args=msgspec.convert(args, _MemoryArgs, strict=False),
+                )
             )
-        )
+        except msgspec.ValidationError:  # a value of another type: not a record to read
+            continue
     return found
 
 
