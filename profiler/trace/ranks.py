@@ -36,7 +36,7 @@ import pandas as pd
 from profiler.errors import UserError
 from profiler.trace.breakdown import role_intervals
 from profiler.trace.file_bytes import inflated_blocks, is_gzip, read_data
-from profiler.trace.intervals import merge, merge_mask
+from profiler.trace.intervals import covered_per_window, covered_regions, merge, merge_mask
 from profiler.trace.load import KIND, Trace
 from profiler.trace.rules import classify
 from profiler.trace.steps import step_windows
@@ -112,31 +112,22 @@ def _per_step(
     hi: npt.NDArray[np.float64],
 ) -> npt.NDArray[np.float64]:
     """How much of each window [lo, hi] the merged ``intervals`` cover."""
-    starts, ends = intervals
-    out = np.zeros(len(lo))
-    for i, (a, b) in enumerate(zip(lo, hi)):
-        out[i] = float(np.clip(np.minimum(ends, b) - np.maximum(starts, a), 0, None).sum())
-    return out
+    return covered_per_window(intervals[0], intervals[1], lo, hi)
 
 
 def intersect(
     a: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]],
     b: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]],
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-    """The intersection of two unions of merged intervals, merged."""
+    """The intersection of two unions of merged intervals, merged: the regions between the
+    bounds of both that each of them covers."""
     (sa, ea), (sb, eb) = a, b
     if not len(sa) or not len(sb):
         return np.array([]), np.array([])
-    i = np.searchsorted(eb, sa, side="right")
-    j = np.searchsorted(sb, ea, side="left")
-    starts, ends = [], []
-    for k in range(len(sa)):  # each interval of a against those of b it meets
-        lo = np.maximum(sb[i[k] : j[k]], sa[k])
-        hi = np.minimum(eb[i[k] : j[k]], ea[k])
-        keep = hi > lo
-        starts.append(lo[keep])
-        ends.append(hi[keep])
-    return merge(np.concatenate(starts), np.concatenate(ends))
+    cuts = np.unique(np.concatenate([sa, ea, sb, eb]))
+    both = covered_regions(cuts, sa, ea) & covered_regions(cuts, sb, eb)
+    regions = np.flatnonzero(both[:-1])  # region r is [cuts[r], cuts[r + 1]); the last is open
+    return merge(cuts[regions], cuts[regions + 1])
 
 
 def _tool_communication(trace: Trace) -> npt.NDArray[np.bool_]:
