@@ -13,6 +13,7 @@ if TYPE_CHECKING:  # (pandas: not imported by a run, which prints no frame)
 
 from profiler.analysis.timed_window import FLAGS, window_flags  # noqa: F401 (re-exported)
 from profiler.runs.phases import LABELS as PHASE_LABELS
+from profiler.trace.diff_rows import CpuOperatorRow
 from profiler.units import (  # the one spelling of numbers, re-exported for the views
     CSV_FLOATS as CSV_FLOATS,
     MAX_FIGURES as MAX_FIGURES,
@@ -379,19 +380,9 @@ CPU_HEADERS = {
     "us_b": "self B µs",
     "delta_us": "self delta µs (B - A)",
 }
-#: two CPU runs' operators, matched by name (the top changes: all but the last two)
-CPU_DIFF_COLUMNS = [
-    "operator",
-    "side",
-    "calls_a",
-    "calls_b",
-    "us_a",
-    "us_b",
-    "delta_us",
-    "change_pct",
-    "total_a_us",
-    "total_b_us",
-]
+#: two CPU runs' operators, matched by name: the typed row's fields but the total's delta (the
+#: top changes: all but the last two)
+CPU_DIFF_COLUMNS = [c for c in CpuOperatorRow.__struct_fields__ if c != "total_delta_us"]
 #: the comparison's category table, in order
 CATEGORY_DIFF_COLUMNS = [
     "category",

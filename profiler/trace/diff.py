@@ -204,22 +204,7 @@ def kernel_diff(a: Summary, b: Summary) -> pd.DataFrame:
     frame["calls_b"] = tb["calls"].reindex(names).fillna(0).to_numpy(dtype=float) / nb
     frame["us_a"] = ta["total_us"].reindex(names).fillna(0.0).to_numpy(dtype=float) / na
     frame["us_b"] = tb["total_us"].reindex(names).fillna(0.0).to_numpy(dtype=float) / nb
-    frame = _finish(frame)
-    return frame[
-        [
-            "side",
-            "kernel",
-            "category",
-            "tensor_core",
-            "calls_a",
-            "calls_b",
-            "us_a",
-            "us_b",
-            "delta_us",
-            "change_pct",
-            "name",
-        ]
-    ]
+    return _finish(frame)[list(KernelRow.__struct_fields__)]  # the typed row's order
 
 
 def cpu_operator_diff(a: Summary, b: Summary) -> pd.DataFrame:
@@ -249,21 +234,7 @@ def cpu_operator_diff(a: Summary, b: Summary) -> pd.DataFrame:
         frame[f"us_{side}"] = ops["cpu_self_us"].reindex(names).fillna(0.0).to_numpy(float) / n
     frame = _finish(frame)
     frame["total_delta_us"] = frame["total_b_us"] - frame["total_a_us"]
-    return frame[
-        [
-            "operator",
-            "side",
-            "calls_a",
-            "calls_b",
-            "us_a",
-            "us_b",
-            "delta_us",
-            "change_pct",
-            "total_a_us",
-            "total_b_us",
-            "total_delta_us",
-        ]
-    ]
+    return frame[list(CpuOperatorRow.__struct_fields__)]  # the typed row's order
 
 
 def operator_diff(a: Summary, b: Summary) -> pd.DataFrame:
