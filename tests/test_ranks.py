@@ -319,3 +319,42 @@ def test_compare_two_runs_of_different_worlds(cli):
     assert any("world sizes differ: A 128, B 2" in n for n in both["notes"])
     shown = cli("compare", str(HTA), str(GLOO_RUN))
     assert shown.code == 0 and "job step (the slowest rank's step, mean)" in shown.stdout
+
+
+def test_distributed_view_against_plain_interval_unions():
+    """The plugin's four figures of a gloo rank from its events by plain Python, as the
+    plugin's definitions read (no kernel: computation is the cpu_op spans but steps and the
+    nccl:/gloo: operators, communication those operators' spans; the steps are the
+    ProfilerStep#N spans)."""
+    from profiler.trace.breakdown import PLUGIN_COMMUNICATION_OPS
+
+    events = [e for e in _json(GLOO1)["traceEvents"] if e.get("ph") == "X"]
+    steps = [(e["ts"], e["ts"] + e["dur"]) for e in events if e["name"].startswith("ProfilerStep#")]
+    comm = _union(
+        [
+            (e["ts"], e["ts"] + e["dur"])
+            for e in events
+            if e.get("cat") in ("cpu_op", "user_annotation")
+            and e["name"] in PLUGIN_COMMUNICATION_OPS
+        ]
+    )
+    comp = _union(
+        [
+            (e["ts"], e["ts"] + e["dur"])
+            for e in events
+            if e.get("cat") == "cpu_op"
+            and e["name"] not in PLUGIN_COMMUNICATION_OPS
+            and not e["name"].startswith("ProfilerStep#")
+        ]
+    )
+    overlap = _union(_intersection(comp, comm))
+    rows = rank_steps(load_trace(GLOO1))
+    assert len(rows) == len(steps) == 2
+    for (lo, hi), row in zip(steps, rows.itertuples()):
+        c, m, o = _length(comp, lo, hi), _length(comm, lo, hi), _length(overlap, lo, hi)
+        assert (row.start, row.end) == (lo, hi)
+        assert row.computation_us == pytest.approx(c - o, abs=1e-3)
+        assert row.overlapping_us == pytest.approx(o, abs=1e-3)
+        assert row.communication_us == pytest.approx(m - o, abs=1e-3)
+        assert row.other_us == pytest.approx((hi - lo) - (c + m - o), abs=1e-3)
+        assert o > 0.2 * m  # the thread's waits under gloo's spans: the plugin's "overlapping"
