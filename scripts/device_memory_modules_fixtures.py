@@ -95,8 +95,17 @@ for name, bs, prompt, new in (("llama-tiny", 2, 32, 6), ("llama", 1, 32, 3)):
     with open(spath, "wb") as f:
         pickle.dump(snap, f)
     gz(spath)
-    print(name, "bs", bs, "prompt", prompt, "new", new, "peak allocated",
-          torch.cuda.max_memory_allocated())
+    print(
+        name,
+        "bs",
+        bs,
+        "prompt",
+        prompt,
+        "new",
+        new,
+        "peak allocated",
+        torch.cuda.max_memory_allocated(),
+    )
     del model
     torch.cuda.empty_cache()
 
@@ -116,9 +125,15 @@ with open("/tmp/nccl_probe.py", "w") as f:
 began = time.time()
 r = subprocess.run(
     [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "/tmp/nccl_probe.py"],
-    capture_output=True, text=True, timeout=120,
+    capture_output=True,
+    text=True,
+    timeout=120,
 )
 with open(os.path.join(OUT, "nccl_one_gpu.log"), "w") as f:
     f.write(r.stdout + r.stderr + f"\nexit {r.returncode}\n")
 print("nccl two ranks on one GPU: exit", r.returncode, f"{time.time() - began:.1f} s")
-print("\n".join(line for line in (r.stdout + r.stderr).splitlines() if "uplicate" in line or "rank" in line)[:1500])
+print(
+    "\n".join(
+        line for line in (r.stdout + r.stderr).splitlines() if "uplicate" in line or "rank" in line
+    )[:1500]
+)
