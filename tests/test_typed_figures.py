@@ -205,7 +205,7 @@ def test_summarize_phases_read_back_as_their_record(cli):
     done = cli("summarize", str(run), "--json")
     assert done.code == 0, done.stderr
     phases = msgspec.convert(json.loads(done.stdout)["phases"], PhaseTables)
-    assert phases.has_kernels and {"encode", "decode"} <= {r["phase"] for r in phases.phases}
+    assert phases.has_kernels and {"encode", "decode"} <= {r.phase for r in phases.phases}
 
 
 def test_a_sweeps_table_is_built_in_one_pass_from_one_typed_record_per_cell(monkeypatch):

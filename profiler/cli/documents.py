@@ -6,8 +6,9 @@ Every ``--json`` document is one JSON object whose first key, ``"$schema"``, nam
 version: ``infer-profiler/<kind>/<version>`` (e.g. ``infer-profiler/summarize/1``); the rest are
 the keys the command printed before the key was added. The version goes up when a key is renamed
 or removed or changes meaning, not when one is added. A table is a list of row objects (column ->
-value): compare's are typed rows (profiler.trace.diff_rows), their columns in the schema; the
-others' columns are listed in docs/summarizer.md.
+value), typed: compare's rows (profiler.trace.diff_rows) name every column and no other, the
+trace's tables' rows (profiler.trace.table_rows) name their columns and let others through; what
+each column means is in docs/summarizer.md.
 """
 
 from __future__ import annotations
@@ -45,9 +46,20 @@ from profiler.trace.diff_rows import (
 )
 from profiler.trace.memory import MemoryCurve, MemoryPeak, OperatorMemory
 from profiler.trace.snapshot import SnapshotDevice
+from profiler.trace.table_rows import (
+    CategoryTableRow,
+    DeviceMetricsRow,
+    HardwareKernelRow,
+    KernelTableRow,
+    KernelTimeRow,
+    LayerRow,
+    OperatorTableRow,
+    PhaseRow,
+    PositionRow,
+    StepRow,
+    TraceDevice,
+)
 
-#: a table's rows, one object per row (column -> value)
-Table = list[dict[str, Any]]
 Unset = msgspec.UnsetType
 UNSET = msgspec.UNSET
 
@@ -88,8 +100,8 @@ class Overview(Record):
     dropped_tail_steps: int
     breakdown_mean_us_per_step: dict[str, float | None]
     breakdown_definitions: str  # whose definitions the breakdown follows: "tool" or "plugin"
-    devices: Table
-    per_step: Table
+    devices: list[DeviceMetricsRow]
+    per_step: list[StepRow]
 
 
 class Hardware(Record):
@@ -113,7 +125,7 @@ class Hardware(Record):
     tensor_core_kernel_us: float | None
     tensor_pipe_busy_us: float | None
     pipe_measured_us: float | None
-    kernels: Table
+    kernels: list[HardwareKernelRow]
 
 
 class PhaseKernels(Record):
@@ -122,8 +134,8 @@ class PhaseKernels(Record):
 
     kernel_us: float | None
     tensor_core_share_pct: float | None
-    categories: Table
-    kernels: Table
+    categories: list[CategoryTableRow]
+    kernels: list[KernelTableRow]
 
 
 class PhaseRoofline(Record):
@@ -141,8 +153,8 @@ class PhaseTables(Record):
     generation), whether the trace holds GPU kernels at all, each phase's kernels, and (a run
     folder of a decoder-only LM) each phase's roofline."""
 
-    phases: Table
-    positions: Table
+    phases: list[PhaseRow]
+    positions: list[PositionRow]
     has_kernels: bool
     kernels: dict[str, PhaseKernels] | Unset = UNSET
     rooflines: list[PhaseRoofline] | Unset = UNSET
@@ -171,13 +183,13 @@ class Summarize(Document, kw_only=True):
     headline: Headline | Unset = UNSET  # a run folder only
     trace: str
     schema: str  # the trace's own schema version, as Kineto wrote it
-    devices: Table
+    devices: list[TraceDevice]
     event_counts: dict[str, int]
     tensor_cores: TensorCores
     overview: Overview
-    categories: Table
-    kernels: Table
-    operators: Table
+    categories: list[CategoryTableRow]
+    kernels: list[KernelTableRow]
+    operators: list[OperatorTableRow]
     notes: list[str]
     warnings: list[str]
     excluded_events: dict[str, int]
@@ -195,9 +207,9 @@ class Engine(Record):
     engine_kernel_us: float | None
     attributed_us: float | None
     coverage_pct: float | None
-    layers: Table
-    not_attributed: Table
-    outside_engine: Table
+    layers: list[LayerRow]
+    not_attributed: list[KernelTimeRow]
+    outside_engine: list[KernelTimeRow]
 
 
 class SummarizeLayers(Document, kw_only=True):
