@@ -114,12 +114,12 @@ def print_rank_notes(f: RankRunFigures, console: Console) -> None:
 
 
 def rank_frame(f: RankRunFigures) -> pd.DataFrame:
-    """One row per rank: rank, trace, steps and the mean figures (ms)."""
+    """One row per rank: rank, its trace's file name, steps and the mean figures (ms)."""
     return pd.DataFrame(
         [
             {
                 "rank": r.rank,
-                "trace": r.trace,
+                "trace": Path(r.trace).name,
                 "steps": r.steps,
                 **{RANK_COLUMNS[k] + " ms": getattr(r, k) for k in RANK_COLUMNS},
             }
