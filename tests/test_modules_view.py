@@ -22,6 +22,9 @@ H100_STACKS = FIXTURES / "h100_stacks" / "h100_pytorch_fp16_bs8_stacks.pt.trace.
 CPU_RUN = FIXTURES / "modules_cpu" / "runs" / "pytorch_fp32_bs2_modules"
 CPU_TRACE = next((FIXTURES / "modules_cpu" / "tb_logs" / CPU_RUN.name).glob("*.pt.trace.json.gz"))
 REFERENCE = FIXTURES / "modules_cpu" / "plugin_modules.json"
+#: the H200 generations recorded with stacks (scripts/device_modules.sh)
+H200 = FIXTURES / "modules_h200"
+H200_RUNS = ("pytorch_fp16_bs2_mod_llama_tiny_gen", "pytorch_fp16_bs1_mod_llama_gen")
 #: a GPU trace recorded without stacks
 NO_STACKS = next((FIXTURES / "memory_h200" / "tb_logs").glob("*resnet18*/*.pt.trace.json.gz"))
 
@@ -92,6 +95,60 @@ def test_resnet50_h100_modules_equal_the_plugins(h100):
     root = view.tree.iloc[0]
     assert root["path"] == "ResNet_0" and root["calls"] == 10
     assert root["gpu_total_us"] == pytest.approx(11365.3994140625, abs=1e-9)
+
+
+@pytest.fixture(scope="module")
+def h200():
+    """Each H200 generation: its run's analysis and module view."""
+    runs = {name: RunAnalysis(str(H200 / "runs" / name)) for name in H200_RUNS}
+    return {name: (run, run.modules) for name, run in runs.items()}
+
+
+@pytest.mark.parametrize("name, layers, paths", [(H200_RUNS[0], 2, 32), (H200_RUNS[1], 16, 214)])
+def test_llama_h200_modules_equal_the_plugins(h200, name, layers, paths):
+    run, view = h200[name]
+    reference = _reference(run.path)
+    rows = reference["modules"]
+    assert len(view.tree) == paths == len({r["path"] for r in rows})
+    # the runtime calls without an External id the plugin hangs on the first module call:
+    # host time only, no GPU time
+    attached = reference["runtimes_on_modules"]
+    assert [a["module"] for a in attached] == ["nn.Module: LlamaForCausalLM_0"]
+    assert attached[0]["device_us"] == 0
+    assert _differences(view, rows, attached) == []
+    decoder = view.tree[view.tree["type"] == "LlamaDecoderLayer"]
+    assert len(decoder) == layers
+
+
+def test_llama_h200_kernel_time_inside_and_outside_the_modules(h200):
+    """A generation launches kernels outside every module too (the sampling of the next
+    token): with the root's, they are the operators' kernel total."""
+    for run, view in h200.values():
+        operators = operator_table(run.trace, kernel_rows(run.trace))
+        roots = view.tree[view.tree["depth"] == 0]
+        assert view.kernel_outside_us > 0
+        assert roots["kernel_total_us"].sum() + view.kernel_outside_us == pytest.approx(
+            operators["kernel_us"].sum(), rel=1e-12
+        )
+        # the GPU time counts the copies and memsets too
+        assert view.gpu_in_modules_us > view.kernel_in_modules_us
+
+
+def test_llama_h200_layers_split_per_phase(h200):
+    """The 1B llama's 16 decoder layers, prefill and decode apart: attention, MLP, norms and
+    the layer's own GPU time, adding up to the layer's."""
+    _, view = h200[H200_RUNS[1]]
+    blocks = view.blocks
+    for phase, calls in (("prefill", 1), ("decode", 3)):
+        rows = blocks[blocks["phase"] == phase]
+        assert rows["block"].nunique() == 16
+        for _, parts in rows.groupby("block"):
+            assert list(parts["part"]) == ["LlamaRMSNorm", "LlamaAttention", "LlamaMLP", SELF_PART]
+            assert parts["gpu_share_pct"].sum() == pytest.approx(100.0)
+            assert parts.set_index("part").loc["LlamaAttention", "calls"] == calls
+    # decode spends a larger share of each layer in attention than prefill does
+    share = blocks[blocks["part"] == "LlamaAttention"].groupby("phase")["gpu_share_pct"].mean()
+    assert share["decode"] > share["prefill"]
 
 
 def test_llama_tiny_cpu_modules_equal_the_plugins_live(cpu):
