@@ -236,3 +236,20 @@ def test_a_file_the_fast_pass_refuses_is_read_whole(tmp_path):
     odd = tmp_path / "odd.json"
     odd.write_text(json.dumps(data))
     assert read_records(odd) == read_records(path)
+
+
+def test_each_profiled_steps_peak_is_the_curves_largest_in_it(both):
+    view, profile, _ = both
+    assert [s.name for s in view.steps] == [f"ProfilerStep#{n}" for n in profile.steps_names]
+    for curve in view.curves:
+        per_step = []
+        for step in view.steps:
+            inside = [
+                b
+                for t, b in zip(curve.time_ms, curve.allocated_bytes)
+                if step.start_ms <= t < step.end_ms
+            ]
+            assert step.peak_allocated_bytes.get(curve.device) == (max(inside) if inside else None)
+            per_step += inside
+        peak = next(p for p in view.peaks if p.device == curve.device)
+        assert max(per_step) == peak.allocated_bytes  # the peak falls in a profiled step

@@ -44,7 +44,7 @@ from profiler.trace.diff_rows import (
     OperatorRow,
     OverviewRow,
 )
-from profiler.trace.memory import MemoryCurve, MemoryPeak, OperatorMemory
+from profiler.trace.memory import MemoryCurve, MemoryPeak, MemoryStep, OperatorMemory
 from profiler.trace.snapshot import SnapshotDevice
 from profiler.trace.table_rows import (
     CategoryTableRow,
@@ -228,6 +228,8 @@ class SummarizeMemory(Document, kw_only=True):
     devices: list[str]
     peaks: list[MemoryPeak]
     curves: list[MemoryCurve]
+    #: the profiled steps (ProfilerStep spans), each device's peak in each
+    steps: list[MemoryStep]
     #: per device and operator name: the plugin's Memory view table
     operators: list[OperatorMemory]
     events: int

@@ -92,6 +92,22 @@ def peak_line(peak: MemoryPeak) -> str:
     )
 
 
+def steps_line(view: MemoryView, device: str) -> str | None:
+    """``per profiled step, the peak allocated: ProfilerStep#2 130.7 MiB, ...``; None without
+    steps holding the device's events."""
+    peaks = [
+        (s.name, s.peak_allocated_bytes[device])
+        for s in view.steps
+        if device in s.peak_allocated_bytes
+    ]
+    if not peaks:
+        return None
+    unit = unit_of(max(p for _, p in peaks))
+    return "per profiled step, the peak allocated: " + ", ".join(
+        f"{name} {size(p, 'B', unit)}" for name, p in peaks
+    )
+
+
 def print_memory(view: MemoryView, console: Console, top: int = 20) -> None:
     """Each device's peak, its curve in a line, and its operators' table (``top`` rows)."""
     for peak, curve in zip(view.peaks, view.curves):
@@ -106,6 +122,9 @@ def print_memory(view: MemoryView, console: Console, top: int = 20) -> None:
                 f"{size(curve.allocated_bytes[-1], 'B', unit)} at the last "
                 "(the curve: `plot` or `report`)[/]",
             )
+        steps = steps_line(view, peak.device)
+        if steps is not None:
+            print_prose(console, f"[dim]  {safe(steps)}[/]")
     for device in view.devices:
         console.print(_operators_table(view, device, top))
     print_prose(console, f"[dim]{safe(HOW)}[/]")
@@ -169,6 +188,17 @@ def memory_figure(view: MemoryView, title: str = "") -> Figure:
             label="allocated",
             color="#1f77b4",
         )
+        for k, step in enumerate(view.steps):  # the profiled steps, shaded in turn
+            ax.axvspan(step.start_ms, step.end_ms, color="#e0e0e0" if k % 2 else "#f0f0f0", lw=0)
+            ax.annotate(
+                step.name,
+                (step.start_ms, 1),
+                xycoords=("data", "axes fraction"),
+                xytext=(2, -10),
+                textcoords="offset points",
+                fontsize=7,
+                color="#555555",
+            )
         ax.plot([peak.time_ms], [peak.allocated_bytes / mib], "v", color="#d62728")
         ax.annotate(
             f"peak {size(peak.allocated_bytes, 'B', unit)}"
@@ -205,7 +235,9 @@ def memory_sections(view: MemoryView, label: str, top: int = 20) -> list[html.Se
     """The page's sections: the chart (or why it is missing), then each device's table."""
     missing = html.figures_missing()
     chart = html.note(missing) if missing else html.figure_png(memory_figure(view))
-    peaks = "".join(html.note(peak_line(p), "src") for p in view.peaks)
+    lines = [peak_line(p) for p in view.peaks]
+    lines += [line for d in view.devices if (line := steps_line(view, d)) is not None]
+    peaks = "".join(html.note(line, "src") for line in lines)
     found = [html.Section(f"{label}: memory over time", chart + peaks)]
     formats: dict[str, Any] = {
         c: (lambda v: size(v, "B", UNIT, 2, labelled=False)) for c in COLUMNS if _sized(c)
@@ -224,7 +256,9 @@ def memory_markdown(view: MemoryView, top: int = 20) -> list[str]:
     from profiler.report.export import markdown_table
 
     md = ["## Memory ([memory] events, run --profile-memory)\n"]
-    md += [f"- {peak_line(p)}" for p in view.peaks] + [""]
+    md += [f"- {peak_line(p)}" for p in view.peaks]
+    md += [f"- {d}: {line}" for d in view.devices if (line := steps_line(view, d)) is not None]
+    md += [""]
     for device in view.devices:
         frame = operators_frame(view, device)
         shown = frame.head(top) if top else frame

@@ -33,6 +33,7 @@ the operators come from the loaded Trace's events.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -217,6 +218,17 @@ class MemoryPeak(msgspec.Struct, kw_only=True):
     reserved_bytes: int
 
 
+class MemoryStep(msgspec.Struct, kw_only=True):
+    """One ProfilerStep span of the recording (its CPU side) and each device's largest Total
+    Allocated among its [memory] events in it (a device with none in the step left out)."""
+
+    name: str
+    #: ms since the first event, as the curves
+    start_ms: float
+    end_ms: float
+    peak_allocated_bytes: dict[str, int]
+
+
 class OperatorMemory(msgspec.Struct, kw_only=True):
     """One operator name's row of the plugin's Memory view on one device (bytes, counts)."""
 
@@ -245,6 +257,8 @@ class MemoryView(msgspec.Struct, kw_only=True):
     devices: list[str]
     peaks: list[MemoryPeak]
     curves: list[MemoryCurve]
+    #: the profiled steps (ProfilerStep spans) and each device's peak in each
+    steps: list[MemoryStep]
     operators: list[OperatorMemory]
     #: [memory] events in the trace, and those attributed to an operator
     events: int
@@ -598,10 +612,38 @@ def memory_view(trace: Trace, records: MemoryRecords | None = None) -> MemoryVie
         devices=devices,
         peaks=[peaks[d] for d in devices],
         curves=[curves[d] for d in devices],
+        steps=_steps(trace, start, [curves[d] for d in devices]),
         operators=_operator_rows(records, trees, table, visited),
         events=len(records),
         attributed_events=sum(1 for n in node_of if n >= 0),
     )
+
+
+def _steps(trace: Trace, start: float, curves: list[MemoryCurve]) -> list[MemoryStep]:
+    """The ProfilerStep spans of the CPU threads, in time order, with each device's peak."""
+    events = trace.events
+    kind = events["kind"].to_numpy()
+    cpu = (kind == KIND["annotation"]) | (kind == KIND["cpu_op"])
+    names = cast(list[str], trace.names.tolist())
+    step = _per_name(names, lambda n: n.startswith("ProfilerStep#"))[events["name_id"].to_numpy()]
+    rows = np.flatnonzero(cpu & step)
+    ts = cast(list[float], events["ts"].to_numpy()[rows].tolist())
+    dur = cast(list[float], events["dur"].to_numpy()[rows].tolist())
+    name_ids = cast(list[int], events["name_id"].to_numpy()[rows].tolist())
+    found = []
+    for i in sorted(range(len(ts)), key=ts.__getitem__):
+        first, last = _MS_PER_US * (ts[i] - start), _MS_PER_US * (ts[i] + dur[i] - start)
+        peaks = {}
+        for c in curves:
+            lo, hi = bisect.bisect_left(c.time_ms, first), bisect.bisect_left(c.time_ms, last)
+            if hi > lo:
+                peaks[c.device] = max(c.allocated_bytes[lo:hi])
+        found.append(
+            MemoryStep(
+                name=names[name_ids[i]], start_ms=first, end_ms=last, peak_allocated_bytes=peaks
+            )
+        )
+    return found
 
 
 def _device_order(device: str) -> tuple[int, int | str]:
