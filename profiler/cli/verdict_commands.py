@@ -32,7 +32,9 @@ def sweep(
     backends: str = typer.Option(
         ..., "--backends", help="Comma-separated backends, e.g. pytorch_fp32,ttrt_fp32,ttrt_fp16."
     ),
-    bs: str = typer.Option(..., "--bs", help="Comma-separated batch sizes, e.g. 1,8,16,32."),
+    batch_sizes: str = typer.Option(
+        ..., "--bs", help="Comma-separated batch sizes, e.g. 1,8,16,32."
+    ),
     baseline: str | None = typer.Option(
         None, help="Backend the speedups are relative to (default: the first of --backends)."
     ),
@@ -141,7 +143,7 @@ def sweep(
 
     plan = sweep_module.plan(
         backends,
-        bs,
+        batch_sizes,
         keyed(options),
         name=name,
         baseline=baseline,
