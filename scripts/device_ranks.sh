@@ -41,7 +41,7 @@ else
     say "one GPU: NCCL needs a GPU per rank, so the ranks run with gloo on this machine's CPU" \
         "(CUDA_VISIBLE_DEVICES= hides the GPU)"
     refused tp2_on_1_gpu "${TINY[@]}" --nproc 2
-    CUDA_VISIBLE_DEVICES= one tp2_tiny_gloo_cpu "${TINY[@]}" --iters 5 --nproc 2
+    CUDA_VISIBLE_DEVICES= one tp2_tiny_gloo_cpu "${TINY[@]}" --nproc 2
 fi
 
 say "the ranks' traces"

@@ -139,7 +139,8 @@ def run(
         runs.check_destination(config)
         stages: list[Path] = []
         try:
-            stages += [staging_dir(run_dir), staging_dir(tb_run_dir)]
+            for final in (run_dir, tb_run_dir):  # (each kept for the clean-up as it is made)
+                stages.append(staging_dir(final))
             run_stage, tb_stage = stages
             bytecode.stop_precompile()  # (a forked rank must not hold the compiling child)
             progress.say(
