@@ -253,3 +253,19 @@ def test_each_profiled_steps_peak_is_the_curves_largest_in_it(both):
             per_step += inside
         peak = next(p for p in view.peaks if p.device == curve.device)
         assert max(per_step) == peak.allocated_bytes  # the peak falls in a profiled step
+
+
+def test_a_nan_literal_reads_as_the_loader_reads_it_and_a_cut_file_is_refused(tmp_path):
+    """Python's json takes the NaN literal that msgspec refuses (a trace the loader reads in
+    full); a file cut short is one line naming it, not a traceback."""
+    path = _trace(TRACES["resnet18_fp32"])
+    text = gzip.decompress(path.read_bytes()).decode()
+    nan = tmp_path / "nan.json"
+    nan.write_text(text.replace('"traceEvents": [', '"traceEvents": [{"ph": "X", "ts": NaN},', 1))
+    assert read_records(nan) == read_records(path)
+    cut = tmp_path / "cut.json"
+    cut.write_text(text[: len(text) // 2])
+    from profiler.errors import UserError
+
+    with pytest.raises(UserError, match="its \\[memory\\] events cannot be read"):
+        read_records(cut)

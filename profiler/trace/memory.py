@@ -34,6 +34,7 @@ the operators come from the loaded Trace's events.
 from __future__ import annotations
 
 import bisect
+import json
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -44,6 +45,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from profiler.errors import UserError
 from profiler.trace.file_bytes import inflated_blocks, is_gzip, read_data
 from profiler.trace.parsed_trace import Trace
 from profiler.trace.pieces import TextStream
@@ -167,7 +169,14 @@ def _fast_records(path: Path) -> list[_Instant] | None:
 def _full_records(path: Path) -> list[_Instant]:
     from profiler.trace.file_bytes import read_bytes
 
-    raw = msgspec.json.decode(read_bytes(path))
+    data = read_bytes(path)
+    try:
+        raw = msgspec.json.decode(data)
+    except msgspec.DecodeError:  # NaN literals, bytes that are not UTF-8: as the loader reads them
+        try:
+            raw = json.loads(data.decode("utf-8", errors="replace"))
+        except ValueError as error:
+            raise UserError(f"{path}: its [memory] events cannot be read ({error})") from None
     events = raw.get("traceEvents", []) if isinstance(raw, dict) else []
     found: list[_Instant] = []
     for e in events:
