@@ -392,3 +392,16 @@ def test_a_module_call_crossing_its_parents_end_is_left_out(tmp_path):
     view = module_view(load_trace(_built_trace(tmp_path, crossing=True)))
     assert view.left_out_calls == 1 and "1 module calls left out" in view.notes[0]
     assert view.tree.equals(whole.tree)
+
+
+def test_summarize_modules_walks_its_rows(cli, monkeypatch):
+    from profiler.report import sections
+
+    walked = []
+    real = sections.print_sections
+    monkeypatch.setattr(
+        sections, "print_sections", lambda rows, ctx: (walked.append(tuple(rows)), real(rows, ctx))
+    )
+    done = cli("summarize", str(CPU_RUN), "--view", "modules")
+    assert done.code == 0, done.stderr
+    assert walked == [summarize_rows("modules")] and MODULES in walked[0]
