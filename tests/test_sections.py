@@ -98,8 +98,9 @@ def walked(monkeypatch):
 
 # (a snapshot is a run's of --memory-history: tests/test_memory_snapshot.py walks its rows)
 # (memory: a run's of --profile-memory, tests/test_memory_view.py walks its rows)
+# (modules: a trace's recorded --with-stack, tests/test_modules_view.py walks its rows)
 @pytest.mark.parametrize(
-    "view", [v for v in VIEWS if v not in ("layers", "phases", "snapshot", "memory")]
+    "view", [v for v in VIEWS if v not in ("layers", "phases", "snapshot", "memory", "modules")]
 )
 def test_summarize_walks_the_views_rows(cli, walked, view):
     done = cli("summarize", str(H200 / "pytorch_fp16_bs8"), "--view", view)
