@@ -33,7 +33,7 @@ from profiler.analysis.roofline import MIN_BYTES_LABEL, MIN_GBS, MIN_PCT_BANDWID
 from profiler.analysis.timed_verdict import LATENCY_TARGET, LEVER
 from profiler.analysis.verdict import FDR_Q
 from profiler.fsutil import write_text_atomic
-from profiler.report.columns import Column, csv_value, markdown_table, text
+from profiler.report.columns import Column, cells, csv_value, markdown_table, text
 from profiler.report.console import FitTable, print_prose
 from profiler.report.fmt import (
     CSV_FLOATS,
@@ -130,12 +130,12 @@ def markdown(rows: Rows, manifest: SweepManifest, offsets: list[GpuOffset] | Non
     gpu_time = has_gpu_time(rows)
     lines = _md_preamble(rows, manifest)
     columns = md_columns(rows, manifest, gpu_time)
-    lines.append(markdown_table([c.header for c in columns], _cells(columns, rows)))
+    lines.append(markdown_table([c.header for c in columns], cells(columns, rows)))
     if any(r.status == OK for r in rows):
         lines.append("\n## Geometric mean over batch sizes\n")
         found = geomeans(rows)
         shown = geomean_columns(rows, gpu_time)
-        lines.append(markdown_table([c.header for c in shown], _cells(shown, found)))
+        lines.append(markdown_table([c.header for c in shown], cells(shown, found)))
     lines.extend(f"\n{line}" for line in gpu_offset_lines(offsets or []))
     if not gpu_time:
         lines.append(f"\n{NO_GPU_TIME}")
@@ -145,10 +145,6 @@ def markdown(rows: Rows, manifest: SweepManifest, offsets: list[GpuOffset] | Non
         lines.extend(f"- {label}: {note}" for label, note in notes)
     lines += _md_unquotable_cells(rows, manifest)
     return "\n".join(lines) + "\n"
-
-
-def _cells(columns: Sequence[Column[Any, Any]], rows: Sequence[Any]) -> list[list[str]]:
-    return [[c.cell(r) for c in columns] for r in rows]
 
 
 def _devices(rows: Rows) -> list[str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from profiler.units import missing
 
@@ -44,7 +44,7 @@ class Column(Generic[R, V]):
         return self.spell(self.read(row), self.noise(row))
 
 
-def cells(columns: Sequence[Column[R, object]], rows: Sequence[R]) -> list[list[str]]:
+def cells(columns: Sequence[Column[R, Any]], rows: Sequence[R]) -> list[list[str]]:
     """Every row's cells, column by column."""
     return [[column.cell(row) for column in columns] for row in rows]
 

@@ -233,14 +233,12 @@ def geomeans(rows: Sequence[BenchmarkCell]) -> str | None:
     (benchmark_view.geomean_columns); None without a finished cell."""
     from profiler.analysis.benchmark import geomeans as geomeans_of
     from profiler.report.benchmark_view import geomean_columns, has_gpu_time
+    from profiler.report.columns import cells
 
     if not any(r.status == OK for r in rows):
         return None
     columns = geomean_columns(rows, has_gpu_time(rows))
-    shown = pd.DataFrame(
-        [[c.cell(g) for c in columns] for g in geomeans_of(rows)],
-        columns=[c.header for c in columns],
-    )
+    shown = pd.DataFrame(cells(columns, geomeans_of(rows)), columns=[c.header for c in columns])
     return html.table(shown, figures=tuple(c for c in shown.columns if c != "backend")) + (
         html.note("cells: the finished cells behind each mean")
     )
