@@ -5,13 +5,15 @@
 
 Every command runs on the committed H200 fixtures (tests/fixtures/h200, h200_ncu) with a fixed
 terminal width; stdout, stderr and exit status are kept, and so are the files written by
-``--out``. The sweep's table comes from ``sweep --resume`` over a sweep folder built once, at
-capture time, from the fixture runs (every cell finished, so no cell runs): the check copies
-that folder and resumes it, which prints and writes the benchmark table. What `run` prints at
-its end (its view, or its ``--json`` document) is drawn for every committed run of the fixture
-folders in RUN_FIXTURES through the code `run` ends with (profiler.commands.run.show), without
-timing anything. Exit status 0 when every output is byte-identical, 1 otherwise (the differing
-files are listed); a case the folder captured before lacks is left out, and said.
+``--out`` (the checkout's place written as {root} in every text, so a baseline captured in
+another checkout, a `git worktree` of the old code, compares). The sweep's table comes from
+``sweep --resume`` over a sweep folder built once, at capture time, from the fixture runs (every
+cell finished, so no cell runs): the check copies that folder and resumes it, which prints and
+writes the benchmark table. What `run` prints at its end (its view, or its ``--json`` document)
+is drawn for every committed run of the fixture folders in RUN_FIXTURES through the code `run`
+ends with (profiler.commands.run.show), without timing anything. Exit status 0 when every output
+is byte-identical, 1 otherwise (the differing files are listed); a case the folder captured
+before lacks is left out, and said.
 """
 
 from __future__ import annotations
@@ -205,6 +207,13 @@ def run_case(args: list[str], cwd: Path, into: Path, scratch: Path) -> None:
     (into / "status").write_text(f"{done.returncode}\n")
     if out.is_dir():
         shutil.copytree(out, into / "files")
+        for path in (into / "files").rglob("*"):  # a text file written names the checkout too
+            try:
+                text = path.read_text() if path.is_file() else None
+            except UnicodeDecodeError:  # a binary file (Parquet) is kept as written
+                text = None
+            if text is not None:
+                path.write_text(_stable(text, out))
 
 
 def _stable(text: str, out: Path) -> str:

@@ -185,19 +185,36 @@ def test_plot_json(cli, tmp_path):
     assert [p.endswith(".png") for p in data["written"]] == [True]
 
 
-def test_result_files_and_run_json(capsys):
+def test_result_files_and_run_json(capsys, tmp_path):
     """Every committed result.json (schema 1 and 2) follows the result schema; `run --json`
-    prints the run's result.json with "$schema" first (through the sink, as the command does)."""
+    prints the run's result.json with "$schema" first (its ending, as the command ends), the
+    same keys and values as the file it wrote."""
     from profiler.cli.output import Output
-    from profiler.runs.result import read_result, result_text
+    from profiler.commands.run import show
+    from profiler.runs.result import read_result, write_result
 
     files = sorted(FIXTURES.rglob("result.json"))
     assert len(files) >= 10
     for path in files:
         validate("result", json.loads(path.read_text()))
-    Output(json=True).document("run", json.loads(result_text(read_result(files[0]))))
+    result = read_result(files[0])
+    show(result, Output(json=True))
     printed = validate("run", json.loads(capsys.readouterr().out))
     assert printed["schema"] == 2 and printed["run_name"]
+    written = json.loads(write_result(tmp_path, result).read_text())
+    assert list(printed) == ["$schema", *written] and {**printed, "$schema": 0} == {
+        **written,
+        "$schema": 0,
+    }
+
+
+def test_the_sink_writes_a_number_that_is_not_finite_as_null(capsys):
+    """JSON has no NaN: a document's figure that is not finite is printed null."""
+    from profiler.cli.output import Output
+
+    Output(json=True).document("plot", {"target": "x", "written": [], "figure": float("nan")})
+    text = capsys.readouterr().out
+    assert json.loads(text, parse_constant=lambda name: pytest.fail(name))["figure"] is None
 
 
 def test_sweep_manifest_and_sweep_json(tmp_path, monkeypatch, capsys):

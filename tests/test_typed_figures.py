@@ -111,6 +111,35 @@ def test_compare_records_read_back_from_their_json_as_the_same_records():
     assert msgspec.convert(plain(why), Explanation) == why
 
 
+def test_compare_json_reads_back_as_its_document_with_typed_rows(cli):
+    """compare --json is the typed figures: it decodes into the published Compare document, each
+    table a list of its rows, each of the largest changes the row of the level the runs differ at
+    (eager against TensorRT: launching operators; two CPU runs: CPU operators)."""
+    from profiler.cli.documents import Compare
+    from profiler.trace.diff_rows import CpuOperatorChange, KernelRow, OperatorChange
+
+    done = cli("compare", str(RUNS / "pytorch_fp16_bs8"), str(RUNS / "ttrt_fp16_bs8"), "--json")
+    assert done.code == 0, done.stderr
+    found = msgspec.json.decode(done.stdout, type=Compare)
+    assert found.faster_in_b and all(isinstance(r, OperatorChange) for r in found.faster_in_b)
+    assert isinstance(found.kernels[0], KernelRow) and found.totals["kernels"] == 50
+    both = Comparison(
+        RunAnalysis(RUNS / "pytorch_fp16_bs8"), RunAnalysis(RUNS / "ttrt_fp16_bs8"), "A", "B"
+    )
+    assert both.figures(top=3).kernels == both.figures().kernels[:3]
+    cpu = FIXTURES / "cpu_sweeps" / "runs" / "cpu_sweep"
+    done = cli(
+        "compare",
+        str(cpu / "pytorch_fp32_bs2_resnet18"),
+        str(cpu / "torchscript_fp32_bs2_resnet18"),
+        "--json",
+    )
+    assert done.code == 0, done.stderr
+    found = msgspec.json.decode(done.stdout, type=Compare)
+    assert found.slower_in_b and all(isinstance(r, CpuOperatorChange) for r in found.slower_in_b)
+    assert found.explanation is None and found.kernels == []
+
+
 def test_a_runs_headline_reads_back_with_its_gpu_state():
     from profiler.analysis.headline import gpu_state_of
     from profiler.report.sentences import gpu_state_line
