@@ -269,3 +269,17 @@ def test_a_nan_literal_reads_as_the_loader_reads_it_and_a_cut_file_is_refused(tm
 
     with pytest.raises(UserError, match="its \\[memory\\] events cannot be read"):
         read_records(cut)
+
+
+def test_summarize_memory_out_writes_its_tables(cli, tmp_path):
+    import pandas as pd
+
+    done = cli("summarize", str(RUN), "--view", "memory", "--out", str(tmp_path / "out"))
+    assert done.code == 0, done.stderr
+    ops = pd.read_csv(tmp_path / "out" / "memory_operators.csv")
+    conv = ops[ops["Operator"] == "aten::cudnn_convolution"].iloc[0]
+    assert (conv["Calls"], conv["Self Allocation Count"], conv["Calls in trace"]) == (106, 116, 106)
+    assert len(pd.read_csv(tmp_path / "out" / "memory_curve.csv")) == 884
+    steps = pd.read_csv(tmp_path / "out" / "memory_steps.csv")
+    assert list(steps["step"]) == ["ProfilerStep#2", "ProfilerStep#3"]
+    assert list(steps["peak_allocated_bytes"]) == [137022464, 137022464]

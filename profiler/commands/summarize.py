@@ -61,7 +61,7 @@ def run(
     if view == "layers":
         _layers(run, out, sink, top)
     elif view == "memory":
-        _memory(run, sink)
+        _memory(run, out, sink)
     elif view == "modules":
         _modules(run, out, sink, top)
     elif view == "snapshot":
@@ -203,14 +203,20 @@ def _document(
     return data
 
 
-def _memory(run: RunAnalysis, sink: Sink) -> None:
+def _memory(run: RunAnalysis, out: Path | None, sink: Sink) -> None:
     """--view memory: memory over time from the trace's [memory] events
-    (profiler.trace.memory), printed with --json; a trace without them refused in one line."""
+    (profiler.trace.memory), written with --out (CSV), printed with --json; a trace without
+    them refused in one line."""
     from profiler.trace.memory import NOT_RECORDED
 
     view = run.memory
     if view is None:
         raise UserError(NOT_RECORDED.format(path=run.path))
+    if out is not None:
+        from profiler.report.export import write_tables
+        from profiler.report.memory_view import memory_tables
+
+        sink.note(f"wrote {len(write_tables(out, memory_tables(view)))} files to {out}")
     if sink.json:
         from profiler.analysis.records import plain
 

@@ -273,3 +273,40 @@ def memory_markdown(view: MemoryView, top: int = 20) -> list[str]:
 
 #: the table's headers with the sizes' unit
 _HEADERS = {c: f"{c} ({UNIT})" for c in COLUMNS if _sized(c)}
+
+
+def memory_tables(view: MemoryView) -> dict[str, pd.DataFrame]:
+    """The view as tables (sizes in bytes): memory_operators (the plugin's columns per device
+    and operator, with every call in the trace), memory_curve (a row per event and device) and
+    memory_steps (each profiled step's peak per device)."""
+    operators = pd.DataFrame(
+        [
+            {"device": r.device, **{c: getattr(r, f) for c, f in COLUMNS.items()}}
+            | {"Calls in trace": r.calls_in_trace}
+            for r in view.operators
+        ],
+        columns=["device", *COLUMNS, "Calls in trace"],
+    )
+    curve = pd.DataFrame(
+        [
+            {"device": c.device, "time_ms": t, "allocated_bytes": a, "reserved_bytes": r}
+            for c in view.curves
+            for t, a, r in zip(c.time_ms, c.allocated_bytes, c.reserved_bytes)
+        ],
+        columns=["device", "time_ms", "allocated_bytes", "reserved_bytes"],
+    )
+    steps = pd.DataFrame(
+        [
+            {
+                "step": s.name,
+                "start_ms": s.start_ms,
+                "end_ms": s.end_ms,
+                "device": device,
+                "peak_allocated_bytes": peak,
+            }
+            for s in view.steps
+            for device, peak in s.peak_allocated_bytes.items()
+        ],
+        columns=["step", "start_ms", "end_ms", "device", "peak_allocated_bytes"],
+    )
+    return {"memory_operators": operators, "memory_curve": curve, "memory_steps": steps}
