@@ -137,9 +137,7 @@ def test_running_md_names_every_backend_that_runs_on_a_cpu():
 
 
 def test_a_sweeps_launch_bound_cells_are_named_in_one_line_with_the_lever_once():
-    import pandas as pd
-
-    from profiler.analysis.records import Bound, TimedVerdicts
+    from profiler.analysis.records import BenchmarkCell, Bound, TimedVerdicts
     from profiler.analysis.timed_verdict import LEVER
     from profiler.report.benchmark_view import grouped_notes
     from profiler.runs.manifest import SweepManifest
@@ -149,18 +147,27 @@ def test_a_sweeps_launch_bound_cells_are_named_in_one_line_with_the_lever_once()
     def verdicts(a, b, needed):
         return TimedVerdicts(None, None, a, b, "both", latency_processes_for_5pct=needed)
 
-    frame = pd.DataFrame(
-        {
-            "backend": ["pytorch_fp16", "inductor_fp16", "ttrt_fp16", "inductor_fp16"],
-            "bs": [1, 1, 1, 8],
-            "verdicts": [
-                verdicts(launch, launch, 30),
-                verdicts(launch, launch, 12),
-                verdicts(launch, gpu, 9),
-                verdicts(gpu, launch, None),
-            ],
-        }
-    )
+    found = [
+        ("pytorch_fp16", 1, verdicts(launch, launch, 30)),
+        ("inductor_fp16", 1, verdicts(launch, launch, 12)),
+        ("ttrt_fp16", 1, verdicts(launch, gpu, 9)),
+        ("inductor_fp16", 8, verdicts(gpu, launch, None)),
+    ]
+    rows = [
+        BenchmarkCell(
+            model="resnet50",
+            device="NVIDIA H100",
+            backend=backend,
+            bs=bs,
+            verdicts=v,
+            baseline="pytorch_fp16",
+            status="ok",
+            reason="",
+            gpu="",
+            node="",
+        )
+        for backend, bs, v in found
+    ]
     manifest = SweepManifest(
         options={},
         name="s",
@@ -170,7 +177,7 @@ def test_a_sweeps_launch_bound_cells_are_named_in_one_line_with_the_lever_once()
         baseline="pytorch_fp16",
         cells={},
     )
-    lines = grouped_notes(frame, manifest)
+    lines = grouped_notes(rows, manifest)
     assert len(lines) == 1, lines
     line = lines[0]
     assert line.count(LEVER) == 1 and line.count("launch-bound") == 1
