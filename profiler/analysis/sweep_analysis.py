@@ -92,8 +92,8 @@ class SweepAnalysis:
 
     @cached_property
     def benchmark(self) -> pd.DataFrame:
-        """The rows as one frame (benchmark_frame: the benchmark.csv columns), for the views
-        that slice it."""
+        """The rows as one frame (benchmark_frame: the benchmark.csv columns), for the plots and
+        the HTML page's table; the other views walk ``rows``."""
         return benchmark_frame(self.rows, self.manifest)
 
     @property
