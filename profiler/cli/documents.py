@@ -44,7 +44,7 @@ from profiler.trace.diff_rows import (
     OperatorRow,
     OverviewRow,
 )
-from profiler.trace.memory import MemoryCurve, MemoryPeak, MemoryStep, OperatorMemory
+from profiler.trace.memory_records import MemoryCurve, MemoryPeak, MemoryStep, OperatorMemory
 from profiler.trace.snapshot import SnapshotDevice
 from profiler.trace.table_rows import (
     CategoryTableRow,
