@@ -276,9 +276,8 @@ class RunConfig:
     with_flops: bool = option(False, "Estimate FLOPs of matmul/conv.", panel=PANEL_PROFILER)
     memory_history: bool = option(
         False,
-        "Keep the CUDA caching allocator's history of the active steps (its last 100000 "
-        "events, with Python stacks) in memory_snapshot.pickle in the run folder, for "
-        "summarize --view snapshot and pytorch.org/memory_viz. CUDA only.",
+        "Keep the CUDA allocator's history of the active steps (memory_snapshot.pickle: "
+        "summarize --view snapshot).",
         panel=PANEL_PROFILER,
     )
     gzip: bool = option(True, "Write the trace as .json.gz.", panel=PANEL_PROFILER)
@@ -361,9 +360,8 @@ class RunConfig:
     )
     capture: str = option(
         "torch",
-        "torch: torch.profiler traces the profiled steps (default). cuda-profiler-api: "
-        "no torch.profiler; torch.cuda.profiler.start() and stop() around the active steps, "
-        "for nsys/ncu to capture (no trace is written).",
+        "torch: torch.profiler traces the profiled steps. cuda-profiler-api: no trace; "
+        "cudaProfilerStart/Stop around the active steps, for nsys/ncu.",
         panel=PANEL_PROFILER,
         choices=CAPTURES,
     )
@@ -403,18 +401,14 @@ class RunConfig:
     )
     cuda_graphs: bool = option(
         False,
-        "Capture the forward step into a CUDA graph after prepare; the timed, profiled "
-        "and checked calls are its replays (launch overhead gone). Needs a GPU and --workload "
-        "forward; a backend that cannot be captured is refused with the reason. The run folder "
-        "ends in _cg.",
+        "Time, profile and check replays of the forward step captured in a CUDA graph "
+        "(a GPU, --workload forward; the run folder ends in _cg).",
         panel=PANEL_TIMING,
     )
     nproc: int = option(
         1,
-        "Ranks: N processes (torch.distributed's elastic launcher, as torchrun starts them), "
-        "each holding a tensor-parallel shard of the model (llama, llama-tiny; --workload "
-        "generate), one per GPU with NCCL, or on the CPU with gloo; each rank's trace goes "
-        "into the run's one trace folder. The run folder ends in _tp<N>.",
+        "N tensor-parallel ranks of a llama generation (NCCL, a GPU each; gloo on a CPU); "
+        "a trace per rank.",
         panel=PANEL_GENERATION,
     )
     extra: dict[str, Any] = field(default_factory=dict)
