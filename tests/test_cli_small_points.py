@@ -65,7 +65,7 @@ def test_output_cut_short_by_head_exits_0_quietly():
 
 def test_run_table_has_its_units_in_the_headers_and_separates_thousands():
     from profiler.report.fmt import time
-    from profiler.report.sections import print_result
+    from profiler.report.run_view import print_result
     from profiler.runs.result import read_result
 
     assert time(1150.0531, labelled=False) == "1,150.053" and time(1150.0531) == "1,150.053 ms"

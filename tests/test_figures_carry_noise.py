@@ -116,7 +116,7 @@ def test_only_decided_is_a_sweep_flag(cli):
 def test_run_view_marks_a_noisy_window_and_trims_its_figures():
     from profiler.analysis.headline import headline_data
     from profiler.report.headline_view import print_headline
-    from profiler.report.sections import print_result
+    from profiler.report.run_view import print_result
     from profiler.runs.result import read_result
 
     result = read_result(SWEEP / "pytorch_fp32_bs1")  # window CV 24.4 %, flagged noisy

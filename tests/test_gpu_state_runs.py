@@ -117,7 +117,7 @@ def test_summarize_prints_the_gpu_state_line_and_its_json_headline_carries_it(cl
 def test_the_run_view_prints_one_line_when_nvml_is_absent():
     from rich.console import Console
 
-    from profiler.report.sections import print_result
+    from profiler.report.run_view import print_result
 
     result = msgspec.structs.replace(
         runs.read_result(EAGER_BS8),

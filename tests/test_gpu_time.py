@@ -371,7 +371,7 @@ def test_the_run_view_and_the_headline_table_print_the_line():
 
     from profiler.analysis.headline import headline_data
     from profiler.report.headline_view import print_headline
-    from profiler.report.sections import print_result
+    from profiler.report.run_view import print_result
 
     out = StringIO()
     print_result(with_gpu_compute(GpuCompute(not_measured="no GPU")), Console(file=out, width=200))

@@ -190,7 +190,7 @@ def test_memory_and_noise_survive_result_json(tmp_path):
 
 
 def test_run_table_shows_noise_memory_and_next_steps(capsys):
-    from profiler.report.sections import print_result
+    from profiler.report.run_view import print_result
     from profiler.runs.result import Memory
 
     result = fixture_result(

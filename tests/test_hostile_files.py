@@ -157,7 +157,7 @@ def test_a_results_names_print_literally_in_the_run_view():
     import msgspec
     from rich.console import Console
 
-    from profiler.report.sections import print_result
+    from profiler.report.run_view import print_result
     from profiler.runs.result import read_result
 
     result = read_result(RUN / "result.json")

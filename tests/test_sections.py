@@ -93,6 +93,7 @@ def walked(monkeypatch):
     monkeypatch.setattr(sections, "print_sections", print_spy)
     monkeypatch.setattr(sections, "page_sections", page_spy)
     monkeypatch.setattr("profiler.commands.compare.print_sections", print_spy)
+    monkeypatch.setattr("profiler.report.run_view.print_sections", print_spy)
     return found
 
 

@@ -141,7 +141,7 @@ def test_sweep_table():
 
 @pytest.mark.parametrize("run", ["pytorch_fp16_bs8", "ttrt_fp16_bs8"])
 def test_run_result_view(run):
-    from profiler.report.sections import print_result
+    from profiler.report.run_view import print_result
     from profiler.runs.result import read_result
 
     result = read_result(H200 / run / "result.json")

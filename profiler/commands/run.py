@@ -80,7 +80,7 @@ def show(result: RunResult, sink: Sink, command: str = "python profile.py") -> N
     if sink.json:  # the run's result.json, as written
         sink.document("run", result_to_dict(result))
         return
-    from profiler.report.sections import print_result
+    from profiler.report.run_view import print_result
 
     print_result(result, sink.console, command=command, hints=not sink.quiet)
 

@@ -1,6 +1,8 @@
-"""Terminal views of a run result and of the backend list (plain data in, text out): the
-renderers of the RUN rows of profiler.report.sections, each given its figure read from
-profiler.analysis.result_analysis.ResultAnalysis, which derives what they show."""
+"""Terminal views of a run result and of the backend list (plain data in, text out): what `run`
+prints once its result is written is the RUN rows (here, in the registry of
+profiler.report.sections), each figure read from
+profiler.analysis.result_analysis.ResultAnalysis, which derives what they show, and drawn by a
+renderer below. Loads no pandas (a run of an eager model never does)."""
 
 from __future__ import annotations
 
@@ -11,9 +13,15 @@ from rich.markup import escape
 from rich.table import Table
 
 from profiler.analysis.records import WindowNoise
-from profiler.analysis.result_analysis import GenerationFigures, HowTimed, ResultTable, Tails
+from profiler.analysis.result_analysis import (
+    GenerationFigures,
+    HowTimed,
+    ResultAnalysis,
+    ResultTable,
+    Tails,
+)
 from profiler.analysis.timed_window import window_flags
-from profiler.report.console import FitTable
+from profiler.report.console import FitTable, make_console
 from profiler.report.fmt import (
     NOT_FINITE,
     count,
@@ -28,6 +36,7 @@ from profiler.report.fmt import (
     time,
 )
 from profiler.report.headline_view import gpu_compute_line, phase_gpu_line
+from profiler.report.registry import Context, ReportSection, Rows, print_sections
 from profiler.report.sentences import gpu_state_line, tail_rank, tail_value
 from profiler.runs.backends import family, generation_words
 from profiler.runs.layout import RESULT_FILE
@@ -344,3 +353,90 @@ def print_backends(rows: list[dict[str, Any]], cuda: bool, console: Console) -> 
             row["name"], row["precision"], "yes" if row["available"] else "[red]no[/]", text
         )
     console.print(table)
+
+
+# ---- the RUN rows: what `run` prints ---------------------------------------------------------
+
+
+def _run_table(figure: ResultTable, ctx: Context[ResultAnalysis]) -> None:
+    print_table(figure, ctx.out)
+
+
+def _tails(tails: Tails, ctx: Context[ResultAnalysis]) -> None:
+    print_tails(tails, ctx.out)
+
+
+def _generation(figures: GenerationFigures, ctx: Context[ResultAnalysis]) -> None:
+    print_generation(figures, ctx.out)
+
+
+def _numerics(numerics: Numerics, ctx: Context[ResultAnalysis]) -> None:
+    print_numerics(numerics, ctx.out)
+
+
+def _how_timed(figure: HowTimed, ctx: Context[ResultAnalysis]) -> None:
+    print_how_timed(figure, ctx.out)
+
+
+def _window(window: WindowNoise, ctx: Context[ResultAnalysis]) -> None:
+    print_window(window, ctx.out)
+
+
+def _run_files(result: RunResult, ctx: Context[ResultAnalysis]) -> None:
+    print_backend_lines(result, ctx.out)
+
+
+def _next_steps(hints: list[str], ctx: Context[ResultAnalysis]) -> None:
+    print_next_steps(hints, ctx.out)
+
+
+RUN_TABLE = ReportSection(
+    "run table", ResultAnalysis, ResultTable, lambda run: run.table, terminal=_run_table
+)
+RUN_TAILS = ReportSection("tails", ResultAnalysis, Tails, lambda run: run.tails, terminal=_tails)
+RUN_GENERATION = ReportSection(
+    "generation",
+    ResultAnalysis,
+    GenerationFigures,
+    lambda run: run.generation,
+    terminal=_generation,
+)
+RUN_NUMERICS = ReportSection(
+    "numerics", ResultAnalysis, Numerics, lambda run: run.result.numerics, terminal=_numerics
+)
+HOW_TIMED = ReportSection(
+    "how timed", ResultAnalysis, HowTimed, lambda run: run.how_timed, terminal=_how_timed
+)
+RUN_WINDOW = ReportSection(
+    "window", ResultAnalysis, WindowNoise, lambda run: run.window, terminal=_window
+)
+RUN_FILES = ReportSection(
+    "backend and files", ResultAnalysis, RunResult, lambda run: run.result, terminal=_run_files
+)
+NEXT_STEPS = ReportSection(
+    "next steps", ResultAnalysis, list, lambda run: run.next_steps, terminal=_next_steps
+)
+#: what `run` prints once its result is written (and a sweep's cell into its log)
+RUN: Rows[ResultAnalysis] = (
+    RUN_TABLE,
+    RUN_TAILS,
+    RUN_GENERATION,
+    RUN_NUMERICS,
+    HOW_TIMED,
+    RUN_WINDOW,
+    RUN_FILES,
+    NEXT_STEPS,
+)
+
+
+def print_result(
+    result: RunResult,
+    console: Console | None = None,
+    command: str = "python profile.py",
+    hints: bool = True,
+) -> None:
+    """A run's result as `run` prints it (the RUN rows) on ``console`` (default: a new one on
+    stdout); with ``hints``, what to run next, spelled with ``command`` (how the user started
+    the program: ``infer-profile`` or ``python profile.py``)."""
+    run = ResultAnalysis(result, command, hints)
+    print_sections(RUN, Context(run, console or make_console()))

@@ -23,12 +23,9 @@ Adding a section: its renderer, one row, and the row in the lists that show it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 import pandas as pd
-from rich.console import Console
 
 from profiler.analysis.gpu_offsets import GpuOffset
 from profiler.analysis.insight import Insight
@@ -40,19 +37,11 @@ from profiler.analysis.records import (
     CompareTimed,
     Explanation,
     Headline,
-    WindowNoise,
-)
-from profiler.analysis.result_analysis import (
-    GenerationFigures,
-    HowTimed,
-    ResultAnalysis,
-    ResultTable,
-    Tails,
 )
 from profiler.analysis.roofline import Roofline
 from profiler.analysis.run_analysis import Comparison, RunAnalysis
 from profiler.analysis.sweep_analysis import SweepAnalysis
-from profiler.report import html, pages, run_view
+from profiler.report import html, pages
 from profiler.report.benchmark_view import print_benchmark, print_gpu_offsets
 from profiler.report.compare_view import (
     largest_changes_table,
@@ -61,7 +50,7 @@ from profiler.report.compare_view import (
     print_explanation,
     print_timed_headline,
 )
-from profiler.report.console import make_console, print_prose
+from profiler.report.console import print_prose
 from profiler.report.fmt import safe
 from profiler.report.hardware_view import print_hardware
 from profiler.report.headline_view import print_headline
@@ -84,6 +73,24 @@ from profiler.report.ranks_view import (
     print_straggler,
     ranks_sections,
 )
+from profiler.report.registry import (
+    Context as Context,
+    ReportSection as ReportSection,
+    Rows as Rows,
+    page_sections as page_sections,
+    print_sections as print_sections,
+)
+from profiler.report.run_view import (
+    HOW_TIMED,
+    NEXT_STEPS,
+    RUN as RUN,
+    RUN_FILES,
+    RUN_GENERATION,
+    RUN_NUMERICS,
+    RUN_TABLE,
+    RUN_TAILS,
+    RUN_WINDOW,
+)
 from profiler.report.snapshot_view import print_snapshot, snapshot_sections
 from profiler.report.tables import (
     categories_table,
@@ -95,7 +102,7 @@ from profiler.report.tables import (
     trace_header,
 )
 from profiler.runs.manifest import SweepCell
-from profiler.runs.result import Numerics, RunResult
+from profiler.runs.result import RunResult
 from profiler.trace.diff import Diff
 from profiler.trace.kernels import PIPE_BUSY_NOTE
 from profiler.trace.memory import MemoryView
@@ -106,76 +113,9 @@ from profiler.trace.trt_layers import Attribution
 
 #: the facade a row reads (RunAnalysis, Comparison, SweepAnalysis)
 S = TypeVar("S")
-#: the figure a row reads from it
-F = TypeVar("F")
-T = TypeVar("T")
-
-
-@dataclass
-class Context(Generic[S]):
-    """What a walk renders with: the ``subject`` its rows read (a RunAnalysis, Comparison or
-    SweepAnalysis), the terminal's ``console``, ``top`` rows of a long table, the run's
-    ``label`` in titles and lines (its name on a run page, A or B beside another run), its
-    ``name`` on figures, and a sweep page's ``only_decided``."""
-
-    subject: S
-    console: Console | None = None
-    top: int = 20
-    label: str = ""
-    name: str | None = None
-    only_decided: bool = False
-
-    @property
-    def out(self) -> Console:
-        if self.console is None:
-            raise ValueError("a terminal walk needs a console")
-        return self.console
-
-    def about(self, subject: T, label: str) -> Context[T]:
-        """The same walk over another subject (a comparison's side), under ``label``."""
-        return Context(subject, self.console, self.top, label, self.name, self.only_decided)
-
 
 #: what a page's renderer gives: its sections, none when it has nothing to show
 Sections = list[html.Section]
-
-
-@dataclass(frozen=True)
-class ReportSection(Generic[S, F]):
-    """One section: its ``name``; the ``subject`` it reads and the ``figure`` it shows (the
-    classes: mypy infers the row's types from them, the registry's test checks each figure
-    read from the fixtures against ``figure``); ``read``, the figure of a subject (None: the
-    section is left out); its ``terminal`` and ``html`` renderers (None: not shown there); and
-    ``absent``, what a page shows in place of a missing figure (the terminal leaves the
-    section out)."""
-
-    name: str
-    subject: type[S]
-    figure: type[F]
-    read: Callable[[S], F | None]
-    terminal: Callable[[F, Context[S]], None] | None = None
-    html: Callable[[F, Context[S]], Sections] | None = None
-    absent: Callable[[Context[S]], Sections] | None = None
-
-    def print(self, ctx: Context[S]) -> None:
-        """The figure of ``ctx.subject`` on the terminal; nothing when there is none."""
-        assert self.terminal is not None, f"{self.name}: no terminal renderer"
-        figure = self.read(ctx.subject)
-        if figure is not None:
-            self.terminal(figure, ctx)
-
-    def sections(self, ctx: Context[S]) -> Sections:
-        """The figure of ``ctx.subject`` as a page's sections; ``absent``'s when there is
-        none."""
-        assert self.html is not None, f"{self.name}: no HTML renderer"
-        figure = self.read(ctx.subject)
-        if figure is not None:
-            return self.html(figure, ctx)
-        return self.absent(ctx) if self.absent is not None else []
-
-
-#: rows of one subject, each of its own figure
-Rows = Sequence[ReportSection[S, Any]]
 
 # the figures that are more than one record
 #: (phase, at, roofline) of a generation's phases (RunAnalysis.phase_rooflines)
@@ -188,21 +128,6 @@ Rooflines = tuple[Roofline | None, Roofline | None]
 Cells = list[BenchmarkCell]
 #: a sweep's finished cells (SweepAnalysis.finished)
 Finished = list[tuple[SweepCell, RunAnalysis]]
-
-
-def print_sections(rows: Rows[S], ctx: Context[S]) -> None:
-    """The terminal: each row's figure read from the subject and printed; None left out."""
-    for row in rows:
-        row.print(ctx)
-
-
-def page_sections(rows: Rows[S], ctx: Context[S]) -> Sections:
-    """A page's sections: each row's figure read from the subject and rendered; None left
-    out, or said where the row has an ``absent`` renderer."""
-    found: Sections = []
-    for row in rows:
-        found += row.sections(ctx)
-    return found
 
 
 def page(title: str, rows: Rows[S], ctx: Context[S]) -> html.Page:
@@ -518,41 +443,6 @@ def _sides_page(sides: Sides, ctx: Context[Comparison]) -> Sections:
     return found
 
 
-# ---- what `run` prints ----------------------------------------------------------------------
-
-
-def _run_table(figure: ResultTable, ctx: Context[ResultAnalysis]) -> None:
-    run_view.print_table(figure, ctx.out)
-
-
-def _tails(tails: Tails, ctx: Context[ResultAnalysis]) -> None:
-    run_view.print_tails(tails, ctx.out)
-
-
-def _generation(figures: GenerationFigures, ctx: Context[ResultAnalysis]) -> None:
-    run_view.print_generation(figures, ctx.out)
-
-
-def _numerics(numerics: Numerics, ctx: Context[ResultAnalysis]) -> None:
-    run_view.print_numerics(numerics, ctx.out)
-
-
-def _how_timed(figure: HowTimed, ctx: Context[ResultAnalysis]) -> None:
-    run_view.print_how_timed(figure, ctx.out)
-
-
-def _window(window: WindowNoise, ctx: Context[ResultAnalysis]) -> None:
-    run_view.print_window(window, ctx.out)
-
-
-def _run_files(result: RunResult, ctx: Context[ResultAnalysis]) -> None:
-    run_view.print_backend_lines(result, ctx.out)
-
-
-def _next_steps(hints: list[str], ctx: Context[ResultAnalysis]) -> None:
-    run_view.print_next_steps(hints, ctx.out)
-
-
 # ---- a sweep ------------------------------------------------------------------------------
 
 
@@ -756,33 +646,6 @@ SIDES = ReportSection(
     html=_sides_page,
 )
 
-RUN_TABLE = ReportSection(
-    "run table", ResultAnalysis, ResultTable, lambda run: run.table, terminal=_run_table
-)
-RUN_TAILS = ReportSection("tails", ResultAnalysis, Tails, lambda run: run.tails, terminal=_tails)
-RUN_GENERATION = ReportSection(
-    "generation",
-    ResultAnalysis,
-    GenerationFigures,
-    lambda run: run.generation,
-    terminal=_generation,
-)
-RUN_NUMERICS = ReportSection(
-    "numerics", ResultAnalysis, Numerics, lambda run: run.result.numerics, terminal=_numerics
-)
-HOW_TIMED = ReportSection(
-    "how timed", ResultAnalysis, HowTimed, lambda run: run.how_timed, terminal=_how_timed
-)
-RUN_WINDOW = ReportSection(
-    "window", ResultAnalysis, WindowNoise, lambda run: run.window, terminal=_window
-)
-RUN_FILES = ReportSection(
-    "backend and files", ResultAnalysis, RunResult, lambda run: run.result, terminal=_run_files
-)
-NEXT_STEPS = ReportSection(
-    "next steps", ResultAnalysis, list, lambda run: run.next_steps, terminal=_next_steps
-)
-
 BENCHMARK = ReportSection(
     "benchmark", SweepAnalysis, list, lambda sweep: sweep.rows, html=_benchmark_page
 )
@@ -941,17 +804,6 @@ RUN_PAGE: Rows[RunAnalysis] = (
 )
 COMPARE_PAGE: Rows[Comparison] = (TIMED, EXPLANATION, DIFF, ROOFLINES, SIDES)
 SWEEP_PAGE: Rows[SweepAnalysis] = (BENCHMARK, GEOMEANS, FIGURES, CELLS)
-#: what `run` prints once its result is written (and a sweep's cell into its log)
-RUN: Rows[ResultAnalysis] = (
-    RUN_TABLE,
-    RUN_TAILS,
-    RUN_GENERATION,
-    RUN_NUMERICS,
-    HOW_TIMED,
-    RUN_WINDOW,
-    RUN_FILES,
-    NEXT_STEPS,
-)
 #: `sweep`'s output on the terminal: the benchmark table (its geometric means and notes under
 #: it), then the GPUs' offsets from each other
 SWEEP: Rows[SweepAnalysis] = (SWEEP_TABLE, GPU_OFFSETS)
@@ -966,16 +818,3 @@ COMPARE_RANKS_PAGE: Rows[RankComparison] = (RANK_COMPARISON,)
 def summarize_rows(view: str) -> Rows[RunAnalysis]:
     """The rows `summarize --view VIEW` prints, in order."""
     return tuple(row for row, views in SUMMARIZE if view in views)
-
-
-def print_result(
-    result: RunResult,
-    console: Console | None = None,
-    command: str = "python profile.py",
-    hints: bool = True,
-) -> None:
-    """A run's result as `run` prints it (the RUN rows) on ``console`` (default: a new one on
-    stdout); with ``hints``, what to run next, spelled with ``command`` (how the user started
-    the program: ``infer-profile`` or ``python profile.py``)."""
-    run = ResultAnalysis(result, command, hints)
-    print_sections(RUN, Context(run, console or make_console()))

@@ -170,7 +170,7 @@ def _run(config: RunConfig, command: list[str], started: float) -> tuple[str, st
     line result.json records; ``started``: where the run's imports phase starts."""
     from profiler.collect import harness
     from profiler.report.console import make_console
-    from profiler.report.sections import print_result
+    from profiler.report.run_view import print_result
 
     # fd 2 is the cell's log here: what `run` would say on stderr goes there, whatever the
     # sweep's -q (its progress and notes, its error line: the cell's reason)
