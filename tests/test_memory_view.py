@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from profiler.trace.load import load_trace
-from profiler.trace.memory import MemoryView, memory_view, read_records
+from profiler.trace.memory import memory_view, read_records
+from profiler.trace.memory_records import MemoryView
 
 from .conftest import FIXTURES
 

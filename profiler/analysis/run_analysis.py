@@ -57,7 +57,8 @@ from profiler.trace.diff import Diff, diff, tables
 from profiler.trace.graphs import GraphCaptures, attach, read_captures
 from profiler.trace.hardware import Agreement, agreement_share, hardware_join, read_ncu_csv
 from profiler.trace.load import Trace, load_trace
-from profiler.trace.memory import MemoryView, memory_view
+from profiler.trace.memory import memory_view
+from profiler.trace.memory_records import MemoryView
 from profiler.trace.modules import ModuleView, module_view
 from profiler.trace.rules import RunContext
 from profiler.trace.summary import Summary, summarize_trace

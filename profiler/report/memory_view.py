@@ -16,7 +16,7 @@ from profiler.fsutil import write_with
 from profiler.report import html
 from profiler.report.console import FitTable, print_prose
 from profiler.report.fmt import count, safe, size, time
-from profiler.trace.memory import MemoryPeak, MemoryView, OperatorMemory
+from profiler.trace.memory_records import MemoryPeak, MemoryView, OperatorMemory
 from profiler.units import SIZE_UNITS
 
 if TYPE_CHECKING:

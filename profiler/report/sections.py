@@ -105,7 +105,7 @@ from profiler.runs.manifest import SweepCell
 from profiler.runs.result import RunResult
 from profiler.trace.diff import Diff
 from profiler.trace.kernels import PIPE_BUSY_NOTE
-from profiler.trace.memory import MemoryView
+from profiler.trace.memory_records import MemoryView
 from profiler.trace.modules import ModuleView
 from profiler.trace.phase_kernels import PhaseSummary
 from profiler.trace.summary import Summary
