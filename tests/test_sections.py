@@ -29,10 +29,9 @@ TERMINAL_LISTS = {
     **{f"compare --view {view}": rows for view, rows in sections.COMPARE_VIEWS.items()},
     "compare side": sections.COMPARE_SIDE,
     "sweep": sections.SWEEP,
+    "run": sections.RUN,
     "summarize ranks": sections.SUMMARIZE_RANKS,
     "compare ranks": sections.COMPARE_RANKS,
-    "run": sections.RUN,
-    "sweep": sections.SWEEP,
 }
 PAGE_LISTS = {
     "run page": sections.RUN_PAGE,
@@ -61,9 +60,9 @@ def test_every_row_reads_a_facade_and_is_in_a_list_of_that_facades_rows():
             RunAnalysis,
             Comparison,
             SweepAnalysis,
-            ResultAnalysis,
             RankRun,
             RankComparison,
+            ResultAnalysis,
         ), row.name
         assert row.terminal is not None or row.html is not None, row.name
     for name, rows in lists.items():  # a walk reads every row from one subject
@@ -185,9 +184,9 @@ def subjects(tmp_path_factory):
         RunAnalysis: runs,
         Comparison: [both],
         SweepAnalysis: [SweepAnalysis(SWEEP, peaks_dir=none)],
+        ResultAnalysis: results,
         RankRun: [ranks],
         RankComparison: [RankComparison(ranks, ranks)],
-        ResultAnalysis: results,
     }
 
 
@@ -210,7 +209,8 @@ def misread(rows, subjects) -> tuple[list[str], set[str]]:
 def test_each_figure_a_row_reads_is_of_its_declared_type(subjects):
     wrong, unread = misread(sections.REGISTRY, subjects)
     assert wrong == []
-    # no generation phases, no ncu.csv, no --record-shapes, no --memory-history in these runs
+    # no generation phases, no ncu.csv, no --record-shapes, no --memory-history, no
+    # --profile-memory in these runs
     # (tests/test_memory_snapshot.py reads the memory snapshot's row of runs recorded with it)
     assert unread == {"phases", "hardware", "gemms", "modules", "memory snapshot", "memory"}
 

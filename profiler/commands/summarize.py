@@ -60,10 +60,10 @@ def run(
         sink.note(run.note)
     if view == "layers":
         _layers(run, out, sink, top)
-    elif view == "memory":
-        _memory(run, out, sink)
     elif view == "modules":
         _modules(run, out, sink, top)
+    elif view == "memory":
+        _memory(run, out, sink)
     elif view == "snapshot":
         _snapshot(run, out, sink, top)
     else:

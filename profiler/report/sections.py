@@ -259,20 +259,20 @@ def _recorded_insight(run: RunAnalysis) -> Insight | None:
     return run.insight if run.result_json is not None else None
 
 
-def _modules(view: ModuleView, ctx: Context[RunAnalysis]) -> None:
-    print_modules(view, ctx.top, ctx.out)
-
-
-def _modules_page(view: ModuleView, ctx: Context[RunAnalysis]) -> Sections:
-    return html_sections(view, ctx.label)
-
-
 def _memory(view: MemoryView, ctx: Context[RunAnalysis]) -> None:
     print_memory(view, ctx.out, ctx.top)
 
 
 def _memory_page(view: MemoryView, ctx: Context[RunAnalysis]) -> Sections:
     return memory_sections(view, ctx.label, ctx.top)
+
+
+def _modules(view: ModuleView, ctx: Context[RunAnalysis]) -> None:
+    print_modules(view, ctx.top, ctx.out)
+
+
+def _modules_page(view: ModuleView, ctx: Context[RunAnalysis]) -> Sections:
+    return html_sections(view, ctx.label)
 
 
 # ---- a run: HTML renderers --------------------------------------------------------------
@@ -768,8 +768,8 @@ SUMMARIZE: tuple[tuple[ReportSection[RunAnalysis, Any], tuple[str, ...]], ...] =
     (HARDWARE, ("all", "kernels")),
     (INSIGHT, ("all", "overview")),
     (LAYERS, ("layers",)),
-    (MEMORY, ("memory",)),
     (MODULES, ("modules",)),
+    (MEMORY, ("memory",)),
     (MEMORY_SNAPSHOT, ("all", "snapshot")),
 )
 #: `compare --view full`: the timed windows, why B differs, the diff, then each run's own
