@@ -4,7 +4,7 @@ from collections import Counter
 
 import pytest
 
-from profiler.sweep.schedule import Turn, interleaved
+from profiler.sweep.rounds import Turn, interleaved
 
 
 def test_round_robin_repeated():

@@ -2,7 +2,7 @@
 ``--processes N`` and ``--target-noise P``.
 
 A **round** is one fresh process (``python -m profiler.collect.repeat_window``) that times every
-cell still sampled once, in the order of profiler.sweep.schedule.interleaved (A B, then B A ...;
+cell still sampled once, in the order of ``interleaved`` below (A B, then B A ...;
 round-robin over a sweep's cells, the leader rotated): drift of the machine (clocks, temperature,
 other tenants) lands on every cell alike, and two cells timed in one round are a pair. A cell's
 window in a round is a new process, a new CUDA context, a new model and backend (a TensorRT
@@ -40,9 +40,10 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import msgspec
+import numpy as np
 
 from profiler import child_env, signals, units
 from profiler.analysis import sequential
@@ -60,7 +61,6 @@ from profiler.errors import UserError
 from profiler.notices import Say
 from profiler.runs.config import RunConfig, check_processes, config_to_json
 from profiler.runs.samples import ConfigSamples, ProcessWindow, window_of
-from profiler.sweep.schedule import interleaved
 
 CHILD = ("-m", "profiler.collect.window_child")  # repeat_window, its bytecode kept
 #: the name of a slot that stands for one of a Ray cluster's GPUs (executors.ray.RayRounds)
@@ -68,6 +68,35 @@ RAY_SLOT = "ray-"
 #: rounds at most under --target-noise (the budget usually ends them first)
 MAX_ROUNDS = 50
 DEFAULT_BUDGET_S = 600.0
+
+
+class Turn(NamedTuple):
+    """One sample of one cell in the interleaved order."""
+
+    cell: Any
+    sample: int  # 0 for the cell's first sample, 1 for its second ...
+
+
+def interleaved(cells: Sequence[Any], samples: int, seed: int | None = None) -> list[Turn]:
+    """``samples`` turns of every cell, one round (each cell once) after another: A B A B ...,
+    so that drift of the machine hits every cell alike instead of the cells sampled last.
+
+    With a seed, each round is rotated so that no cell is always first: over every
+    ``len(cells)`` consecutive rounds (counted from the first) each cell leads exactly once, in
+    an order drawn from the seed. Pure: no clock, no I/O."""
+    if samples < 0:
+        raise ValueError("samples must be >= 0")
+    cells = list(cells)
+    n = len(cells)
+    if not n:
+        return []
+    leads = [0] * samples
+    if seed is not None:
+        rng = np.random.default_rng(seed)
+        leads = [int(v) for block in range(0, samples, n) for v in rng.permutation(n)][:samples]
+    return [
+        Turn(cells[(lead + i) % n], sample) for sample, lead in enumerate(leads) for i in range(n)
+    ]
 
 
 def window_config(config: RunConfig, iters: int, warmup: int) -> dict[str, Any]:
