@@ -61,7 +61,6 @@ from profiler.report.sentences import (
 from profiler.runs.manifest import OK, SweepManifest, axis_options
 from profiler.runs.samples import LAUNCH_BOUND, NEAR_LAUNCH_BOUND
 from profiler.trace.kernels import PIPE_BUSY_NOTE
-from profiler.trace.summary import json_safe
 
 #: a sweep's rows, in its grid's order
 Rows = Sequence[BenchmarkCell]
@@ -934,16 +933,14 @@ def benchmark_json(
     sweep_dir: Path,
     offsets: list[GpuOffset] | None = None,
 ) -> dict[str, Any]:
-    """The sweep's table as JSON: each cell's record (BenchmarkCell: the benchmark.csv
-    columns), and each GPU's offset and floor where the windows ran on several."""
-    found: dict[str, Any] = json_safe(
-        {
-            "sweep": manifest.name,
-            "folder": str(sweep_dir),
-            "model": manifest.model,
-            "baseline": manifest.baseline,
-            "gpus": [{**dataclasses.asdict(o), "apart": o.apart} for o in offsets or []],
-            "cells": plain_record(list(rows)),
-        }
-    )
-    return found
+    """The sweep's `benchmark` --json document: each cell's record (BenchmarkCell: the
+    benchmark.csv columns), and each GPU's offset and floor where the windows ran on several
+    (Output.document writes a figure that is not finite as null)."""
+    return {
+        "sweep": manifest.name,
+        "folder": str(sweep_dir),
+        "model": manifest.model,
+        "baseline": manifest.baseline,
+        "gpus": [{**dataclasses.asdict(o), "apart": o.apart} for o in offsets or []],
+        "cells": plain_record(list(rows)),
+    }
