@@ -1,7 +1,8 @@
 """run --memory-history and summarize --view snapshot (profiler.collect.memory_history,
 profiler.trace.snapshot, profiler.report.snapshot_view): what a CPU run says and shows, the
 recording stopped on every way out of the profiled window, the refusals, and a file that is not
-a snapshot."""
+a snapshot; on the snapshots recorded on an H200, the peak against the allocator's own
+state, the stacks at it against the sizes the tensors' shapes make, the --json and the report."""
 
 import io
 import json
@@ -181,3 +182,114 @@ def test_the_registry_row_reads_its_figure_from_a_run_with_the_option():
         isinstance(figure, MemorySnapshot)
         and sections.MEMORY_SNAPSHOT.read(RunAnalysis(NO_HISTORY)) is None
     )
+
+
+# ---- snapshots recorded on an H200 (tests/fixtures/snapshot_h200, its README says how) ------
+
+H200 = ROOT / "tests" / "fixtures" / "snapshot_h200" / "runs"
+LLAMA = H200 / "pytorch_fp16_bs1_mh_llama_gen"  # Llama 3.2 1B's shape, bs 1, prompt 32
+LLAMA_TINY = H200 / "pytorch_fp16_bs2_mh_llama_tiny_gen"  # bs 2, prompt 32
+RESNET50 = H200 / "pytorch_fp16_bs8_mh_resnet50_fp16_bs8"  # FP16 bs 8
+
+
+def _allocated_by_hand(snapshot: dict) -> tuple[int, int, int]:
+    """Allocated bytes at the history's start, its largest and its end on device 0, from the
+    allocator's own final state (the segments' active blocks) walked back over the history:
+    a second, plain reading to hold the view's replay against."""
+    final = sum(
+        block["size"]
+        for segment in snapshot["segments"]
+        if segment["device"] == 0
+        for block in segment["blocks"]
+        if block["state"].startswith("active")
+    )
+    deltas = [
+        {"alloc": e["size"], "free_completed": -e["size"]}.get(e["action"], 0)
+        for e in snapshot["device_traces"][0]
+    ]
+    start = final - sum(deltas)
+    level = most = start
+    for delta in deltas:
+        level += delta
+        most = max(most, level)
+    return start, most, final
+
+
+@pytest.mark.parametrize("run", [LLAMA, LLAMA_TINY, RESNET50], ids=lambda p: p.name)
+def test_the_h200_peak_is_the_allocators_own_state_replayed(run):
+    from profiler.trace.snapshot import BEFORE_HISTORY, snapshot_view
+
+    path = run / "memory_snapshot.pickle"
+    (device,) = snapshot_view(path).devices
+    start, peak, end = _allocated_by_hand(read_snapshot(path))
+    assert (device.allocated_at_start_bytes, device.peak_allocated_bytes) == (start, peak)
+    assert device.allocated_at_end_bytes == end
+    # the stacks live at the peak are the whole of it, the blocks made before the history too
+    assert sum(row.bytes for row in device.stacks) == device.peak_allocated_bytes
+    assert sum(row.blocks for row in device.stacks) == device.live_blocks
+    assert [r.bytes for r in device.stacks] == sorted(
+        (r.bytes for r in device.stacks), reverse=True
+    )
+    before = [r for r in device.stacks if r.frames == [BEFORE_HISTORY]]
+    assert [r.bytes for r in before] == [device.before_history_bytes]
+    # the timeline keeps the peak, and no point of it is above the peak
+    at = device.timeline_event.index(device.peak_event)
+    assert device.timeline_allocated_bytes[at] == device.peak_allocated_bytes
+    assert max(device.timeline_allocated_bytes) == device.peak_allocated_bytes
+    assert device.reserved_at_peak_bytes >= device.peak_allocated_bytes
+
+
+def test_the_largest_stacks_at_the_h200_peaks_are_the_tensors_their_shapes_make():
+    """Sizes checked by hand: the logits of a prefill are batch x prompt x vocabulary x 2
+    bytes (FP16), a decode step's batch x 1 x vocabulary x 2; ResNet50's stem convolution writes
+    batch x 64 x 112 x 112 x 2 bytes."""
+    from profiler.collect.models import LLAMA_SHAPES
+    from profiler.trace.snapshot import snapshot_view
+
+    def recorded(run: Path) -> list:
+        (device,) = snapshot_view(run / "memory_snapshot.pickle", top=4).devices
+        return device.stacks[1:]  # the first: the weights, made before the history
+
+    vocab = LLAMA_SHAPES["llama"].vocab
+    prefill, decode, *_ = recorded(LLAMA)
+    assert (prefill.bytes, prefill.blocks) == (1 * 32 * vocab * 2, 1)
+    assert prefill.frames[0] == "torch/nn/modules/linear.py:134 forward"
+    assert any(frame.endswith(" prefill") for frame in prefill.frames)
+    assert decode.bytes == 1 * 1 * vocab * 2 and any(f.endswith(" step") for f in decode.frames)
+    tiny = recorded(LLAMA_TINY)[0]
+    assert tiny.bytes == 2 * 32 * LLAMA_SHAPES["llama-tiny"].vocab * 2
+    stem = [row for row in recorded(RESNET50) if row.frames[0].startswith("torch/nn/modules/conv")]
+    assert stem[0].bytes == 8 * 64 * 112 * 112 * 2
+    # every stack of a device shares the command line's frames: shown once, outermost last
+    (device,) = snapshot_view(LLAMA / "memory_snapshot.pickle").devices
+    assert device.common_frames[-1] == "profile.py:40 <module>"
+    assert not any(f in row.frames for row in device.stacks for f in device.common_frames)
+
+
+def test_summarize_shows_the_h200_peak_and_its_json_is_the_same_figures(cli):
+    from profiler.trace.snapshot import snapshot_view
+
+    (device,) = snapshot_view(LLAMA / "memory_snapshot.pickle").devices
+    done = cli("summarize", str(LLAMA), "--view", "snapshot", "--top", "3")
+    assert done.code == 0, done.stderr
+    text = " ".join(done.stdout.split())
+    assert "GPU 0: peak 2,398.6 MiB allocated at event 7,084 of 9,177" in text
+    assert "in 220 blocks" in text and "https://pytorch.org/memory_viz" in text
+    assert "torch/nn/modules/linear.py:134 forward" in text
+    document = cli("summarize", str(LLAMA), "--view", "snapshot", "--top", "3", "--json")
+    assert document.code == 0, document.stderr
+    figures = msgspec.json.decode(document.stdout, type=SummarizeSnapshot)
+    (shown,) = figures.devices
+    assert shown.peak_allocated_bytes == device.peak_allocated_bytes == 2_515_154_844
+    assert [row.bytes for row in shown.stacks] == [row.bytes for row in device.stacks[:3]]
+    assert figures.file is not None and figures.file.endswith("memory_snapshot.pickle")
+
+
+def test_the_report_holds_the_h200_timeline_offline(tmp_path):
+    from profiler.commands.report import run
+
+    page = run(str(RESNET50), None, tmp_path / "page.html").read_text()
+    section = page[page.index("memory snapshot (run --memory-history)") :]
+    assert "data:image/png;base64" in section  # the timeline, drawn into the page
+    assert "https://pytorch.org/memory_viz" in section
+    assert "<script src=" not in page  # nothing fetched when the page opens
