@@ -5,6 +5,8 @@ under their own heading."""
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import pandas as pd
 from rich.console import Console
 from rich.markup import escape
@@ -116,6 +118,28 @@ def print_diff(
 RECORDED_SUFFIX = "(result.json)"
 
 
+class OverviewCells(Protocol):
+    """A row of a Diff's overview frame (``itertuples()``): its unit; each side's value and CV
+    are read by name (``a``, ``cv_a``)."""
+
+    @property
+    def unit(self) -> str: ...
+
+
+class TimedCells(Protocol):
+    """A row of a Diff's kernel or operator frame (``itertuples()``): each side's time per step
+    (µs), B - A and the relative change."""
+
+    @property
+    def us_a(self) -> float | None: ...
+    @property
+    def us_b(self) -> float | None: ...
+    @property
+    def delta_us(self) -> float | None: ...
+    @property
+    def change_pct(self) -> float | None: ...
+
+
 def overview_table(result: Diff, recorded: bool = True) -> Table:
     t = FitTable(title="Overview")
     t.add_column("metric")
@@ -134,7 +158,7 @@ def overview_table(result: Diff, recorded: bool = True) -> Table:
     return t
 
 
-def overview_figure(row, side: str) -> str:
+def overview_figure(row: OverviewCells, side: str) -> str:
     """An overview cell: a recorded latency to the figures its window's CV allows, anything
     else with its unit."""
     value, cv = getattr(row, side), getattr(row, f"cv_{side}", None)
@@ -285,7 +309,7 @@ def _delta_table(title: str, name: str, kind: str, counted: str) -> FitTable:
     return t
 
 
-def _delta_cells(r, count_a, count_b) -> list[str]:
+def _delta_cells(r: TimedCells, count_a: float | None, count_b: float | None) -> list[str]:
     return [
         with_unit(count_a),
         with_unit(count_b),
@@ -343,7 +367,7 @@ def figure_short(figure: str) -> str:
     return FIGURE_NAMES[figure].split(" (")[0]
 
 
-def _change(a, b) -> str:
+def _change(a: float | None, b: float | None) -> str:
     return percent(100 * (b - a) / a, sign=True) if a and b else "-"
 
 
@@ -367,7 +391,7 @@ def timed_title(t: CompareTimed) -> str:
 Figure = FigureOverProcesses | None
 
 
-def _geomean(figure: Figure):
+def _geomean(figure: Figure) -> float | None:
     return None if figure is None else figure.geomean_ms
 
 

@@ -6,12 +6,18 @@ from __future__ import annotations
 import math
 import re
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # (pandas: not imported by a run, which prints no frame)
     import pandas as pd
 
-from profiler.analysis.timed_window import FLAGS, window_flags  # noqa: F401 (re-exported)
+    from profiler.analysis.records import IntervalFigure
+
+from profiler.analysis.timed_window import (  # re-exported for the views
+    FLAGS as FLAGS,
+    window_flags as window_flags,
+)
 from profiler.runs.phases import LABELS as PHASE_LABELS
 from profiler.trace.diff_rows import CpuOperatorRow
 from profiler.units import (  # the one spelling of numbers, re-exported for the views
@@ -38,7 +44,7 @@ from profiler.units import (  # the one spelling of numbers, re-exported for the
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
-def safe(text) -> str:
+def safe(text: object) -> str:
     """A name read from a file, for rich: control characters shown as ``?`` and rich markup
     escaped, so ``[/]`` or ``ESC[2J`` in a kernel name is printed, never obeyed."""
     from rich.markup import escape
@@ -46,13 +52,16 @@ def safe(text) -> str:
     return escape(_CONTROL.sub("?", str(text)))
 
 
-def marked(text: str, flags) -> str:
+def marked(text: str, flags: Sequence[str]) -> str:
     """A figure with its window's flags beside it: ``7.2 ms (! noisy, bimodal)``."""
     return f"{text} (! {', '.join(flags)})" if flags else text
 
 
-def size_bytes(value) -> str:
-    if missing(value) or value < 0:
+def size_bytes(value: float | None) -> str:
+    if missing(value):
+        return "-"
+    assert value is not None  # (missing: None or NaN)
+    if value < 0:
         return "-"
     return f"{value / 1024:.1f} KB" if value >= 1024 else f"{int(value)} B"
 
@@ -61,7 +70,7 @@ def size_bytes(value) -> str:
 NOT_FINITE = "[red]not finite[/]"
 
 
-def with_unit(value, unit: str = "") -> str:
+def with_unit(value: float | None, unit: str = "") -> str:
     """A value of a diff's overview row in its unit: a time given in µs in ms or µs, one given
     in ms to the microsecond, a percentage (or its change in points, ``pt``), a count (no unit)
     or any other figure to one decimal with its unit."""
@@ -76,7 +85,7 @@ def with_unit(value, unit: str = "") -> str:
     return count(value, fractions=1) + (f" {unit}" if unit else "")
 
 
-def coloured(value, text: str) -> str:
+def coloured(value: float, text: str) -> str:
     """``text`` (the size of a difference B - A) behind its sign: red when B is slower (+),
     green when faster (-)."""
     sign = "+" if value > 0 else "-" if value < 0 else "±"
@@ -84,11 +93,12 @@ def coloured(value, text: str) -> str:
     return f"[{colour}]{sign}{text}[/]" if colour else f"{sign}{text}"
 
 
-def signed(value, unit: str = "µs") -> str:
+def signed(value: float | None, unit: str = "µs") -> str:
     """A difference in its ``unit`` (with_unit; a percentage's in points) with its sign, red
     when B is slower (+), green when faster (-)."""
     if missing(value):
         return "-"
+    assert value is not None  # (missing: None or NaN)
     return coloured(value, with_unit(abs(value), "pt" if unit == "%" else unit))
 
 
@@ -228,13 +238,13 @@ def exponent(value: float | None, decimals: int = 2, blank: str = "-") -> str:
     return blank if missing(value) else f"{value:.{decimals}e}"
 
 
-def absent(value) -> bool:
+def absent(value: object) -> bool:
     """None, NaN or pandas' NA (a frame's cell): shown as "-"."""
     pandas = sys.modules.get("pandas")  # (no NA without pandas imported)
     return missing(value) or (pandas is not None and value is pandas.NA)
 
 
-def key_value(value) -> str:
+def key_value(value: object) -> str:
     """One value of a key-value table (each row its own quantity): a whole number with
     thousands separators, a small one in scientific notation, else three decimals below 100
     and one above; text as it is."""
@@ -276,29 +286,32 @@ class TimeColumn:
     #: unit -> (µs in one, decimals)
     UNITS = {"s": (1e6, 3), "ms": (1e3, 2), "µs": (1.0, 1)}
 
-    def __init__(self, *columns) -> None:
+    def __init__(self, *columns: pd.Series) -> None:
         largest = max(
             (abs(float(v)) for values in columns for v in values if not missing(v)), default=0.0
         )
         self.unit = "s" if largest >= 1e6 else "ms" if largest >= 1e3 else "µs"
         self.scale, self.decimals = self.UNITS[self.unit]
 
-    def __call__(self, value) -> str:
+    def __call__(self, value: float | None) -> str:
         """``value`` (µs) in the column's unit, without it."""
         return time(value, "µs", self.unit, decimals=self.decimals, labelled=False)
 
-    def signed(self, value) -> str:
+    def signed(self, value: float | None) -> str:
         """A difference in the column's unit, with its sign: red when B is slower (+), green when
         faster (-)."""
-        return "-" if missing(value) else coloured(value, self(abs(value)))
+        if missing(value):
+            return "-"
+        assert value is not None  # (missing: None or NaN)
+        return coloured(value, self(abs(value)))
 
 
-def interval(low, high) -> str:
+def interval(low: float | None, high: float | None) -> str:
     """A speedup's 95 % interval: ``[3.16-19.70]``."""
     return f"[{low:.2f}-{high:.2f}]"
 
 
-def gflop(flops) -> str:
+def gflop(flops: float) -> str:
     """FLOPs as GFLOP, two decimals: ``1,234.57 GFLOP``."""
     return f"{flops / 1e9:,.2f} GFLOP"
 
@@ -333,18 +346,18 @@ def phases_line(
 # --- the figures of the run, compare, noise and peaks views and of the report page
 
 
-def span(low, high) -> str:
+def span(low: float, high: float) -> str:
     """A speedup's 95 % interval in a column headed by its name: ``3.16-19.70``."""
     return f"{low:.2f}-{high:.2f}"
 
 
-def peak_tflops(value) -> str:
+def peak_tflops(value: float) -> str:
     """A measured compute ceiling, four significant figures in ten columns:
     ``     989.4 TFLOP/s``."""
     return f"{value:10.4g} TFLOP/s"
 
 
-def peak_gbs(value) -> str:
+def peak_gbs(value: float) -> str:
     """A measured copy bandwidth, one decimal in ten columns: ``    2961.5 GB/s``."""
     return f"{value:10.1f} GB/s"
 
@@ -443,7 +456,7 @@ SWEEP_PAGE_HEADERS = {
 }
 
 
-def interval_figure(figure) -> str:
+def interval_figure(figure: IntervalFigure | None) -> str:
     """A generation figure over processes (profiler.analysis.records.IntervalFigure) to the
     digits its between-process CV allows, with its 95 % interval: ``12.3 ms [12.1-12.6]``;
     one process: the value alone."""
