@@ -293,3 +293,40 @@ def test_the_report_holds_the_h200_timeline_offline(tmp_path):
     assert "data:image/png;base64" in section  # the timeline, drawn into the page
     assert "https://pytorch.org/memory_viz" in section
     assert "<script src=" not in page  # nothing fetched when the page opens
+
+
+CHECK = ROOT / "tests" / "fixtures" / "snapshot_check_h200"
+
+
+def test_a_snapshot_of_known_sizes_peaks_at_what_was_asked_and_torchs_counter_agrees():
+    """Allocations of known sizes (tests/fixtures/snapshot_check_h200/README.md): the start and
+    end equal torch.cuda.memory_allocated's, the peak is the sizes asked, each stack holds its
+    tensors; torch's max_memory_allocated is above the peak by the rest of the one block the
+    allocator did not split, which the segment's addresses show."""
+    from profiler.trace.snapshot import snapshot_view
+
+    mib = 1 << 20
+    facts = json.loads((CHECK / "snapshot_check.json").read_text())
+    (device,) = snapshot_view(CHECK / "snapshot_check.pickle").devices
+    assert device.allocated_at_start_bytes == facts["allocated_at_start"] == 3 * mib
+    assert device.allocated_at_end_bytes == facts["allocated_at_end"] == 40 * mib
+    assert device.peak_allocated_bytes == (40 + 4 * 8 + 24) * mib
+    shown = {row.frames[0].split()[-1]: (row.bytes, row.blocks) for row in device.stacks}
+    assert shown == {
+        "weights": (40 * mib, 1),
+        "activations": (32 * mib, 4),
+        "scratch": (24 * mib, 1),
+    }
+    assert device.before_history_bytes == 0  # the 3 MiB were freed before the peak
+    # the second activation's block runs from its address to the end of its segment
+    snapshot = read_snapshot(CHECK / "snapshot_check.pickle")
+    allocs = [e for e in snapshot["device_traces"][0] if e["action"] == "alloc"]
+    second = allocs[2]
+    (segment,) = [
+        s
+        for s in snapshot["segments"]
+        if s["address"] <= second["addr"] < s["address"] + s["total_size"]
+    ]
+    block = segment["address"] + segment["total_size"] - second["addr"]
+    assert block - second["size"] == mib
+    assert facts["max_allocated"] == device.peak_allocated_bytes + block - second["size"]
