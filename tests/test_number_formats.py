@@ -139,3 +139,10 @@ def test_numbers_are_spelled_by_quantity_not_by_spelling():
         "thousands", "ratio_fine", "md_figure", "layer_ms", "megabytes", "tflops", "gbs",
     )  # fmt: skip
     assert [n for n in by_spelling if hasattr(units, n) or hasattr(fmt, n)] == []
+
+
+def test_an_interval_with_a_bound_missing_is_a_dash_not_a_crash():
+    from profiler.report.fmt import interval
+
+    assert interval(3.164, 19.7) == "[3.16-19.70]"
+    assert interval(None, 2.0) == interval(1.0, float("nan")) == "[-]"

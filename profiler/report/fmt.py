@@ -307,7 +307,9 @@ class TimeColumn:
 
 
 def interval(low: float | None, high: float | None) -> str:
-    """A speedup's 95 % interval: ``[3.16-19.70]``."""
+    """A speedup's 95 % interval: ``[3.16-19.70]``; ``[-]`` where a bound is missing."""
+    if low is None or high is None or missing(low) or missing(high):
+        return "[-]"
     return f"[{low:.2f}-{high:.2f}]"
 
 
