@@ -31,6 +31,12 @@ COUNT_COLUMN = re.compile(
 )
 
 
+def write_json(path: Path, data: object) -> Path:
+    """A file export's JSON (summary.json), indented, written atomically; ``path``."""
+    write_text_atomic(path, json.dumps(data, indent=1) + "\n")
+    return path
+
+
 def integer_counts(frame: pd.DataFrame) -> pd.DataFrame:
     """Count columns as nullable integers, so a CSV says 27, not 27.0."""
     counts = [
@@ -188,8 +194,7 @@ def export(
         data = {"headline": json_safe(plain(headline)), **data}
     if insight is not None:
         data["insight"] = json_safe(insight_dict(insight))
-    write_text_atomic(out_dir / "summary.json", json.dumps(data, indent=1) + "\n")
-    written.append(out_dir / "summary.json")
+    written.append(write_json(out_dir / "summary.json", data))
     md = [f"# Trace summary: `{summary.trace_path.name}`\n"]
     if headline is not None:
         md += headline_markdown(headline)

@@ -5,7 +5,6 @@ the figures are profiler.analysis.rank_records'."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
@@ -22,7 +21,7 @@ from profiler.errors import UserError
 from profiler.fsutil import write_text_atomic
 from profiler.report import html
 from profiler.report.console import FitTable, print_prose
-from profiler.report.export import markdown_table, write_table
+from profiler.report.export import markdown_table, write_json, write_table
 from profiler.report.fmt import count, ratio, safe, time
 
 #: the plugin's figures, as the views head them; what the mark beside them says
@@ -254,6 +253,6 @@ def export_ranks(f: RankRunFigures, out: Path) -> list[Path]:
         write_table(out / "ranks.csv", rank_frame(f)),
         write_table(out / "steps.csv", step_frame(f)),
     ]
-    write_text_atomic(out / "summary.json", json.dumps(plain(f), indent=1) + "\n")
+    written.append(write_json(out / "summary.json", plain(f)))
     write_text_atomic(out / "summary.md", ranks_markdown(f))
-    return [*written, out / "summary.json", out / "summary.md"]
+    return [*written, out / "summary.md"]
