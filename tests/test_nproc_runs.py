@@ -1,17 +1,19 @@
 """run --nproc N: tensor-parallel llama-tiny decode over ranks started by torch.distributed's
 elastic launcher (profiler/collect/ranks.py, profiler/collect/tensor_parallel.py).
-
-One 2-rank gloo run on the CPU end to end (the ranks' traces in one folder, each with its rank,
-their all-reduces), a run whose ranks fail (one line, nothing written), and the refusals."""
+One 2-rank gloo run on the CPU end to end, forked from a process that ran OpenMP threads (the
+ranks' traces in one folder, each with its rank, their all-reduces), a run whose ranks fail
+(one line, nothing written), and the refusals."""
 
 from __future__ import annotations
 
 import gzip
 import json
 import re
+import signal
 from pathlib import Path
 
 import pytest
+import torch
 
 from profiler.collect import ranks, tensor_parallel
 from profiler.errors import UserError
@@ -49,10 +51,27 @@ FIXTURE = FIXTURES / "ranks_gloo_cpu"
 FIXTURE_RUN = "pytorch_fp32_bs1_llama-tiny_gen_tp2"
 
 
+def _hung(signum: int, frame: object) -> None:
+    raise TimeoutError("the ranks did not finish in 300 s: hung")
+
+
 @pytest.fixture(scope="module")
 def tp_run(tmp_path_factory):
+    """The 2-rank run, started from a process that has run OpenMP threads (as a worker of the
+    suite has: a forked rank that started a team of its own would hang), under a watchdog."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    square = torch.rand(512, 512, dtype=torch.bfloat16)
+    (square @ square).sum()
+    torch.set_num_threads(threads)
     folder = tmp_path_factory.mktemp("tp")
-    done = invoke_in(folder, "run", *TINY_TP, "--backend", "pytorch_bf16")
+    before = signal.signal(signal.SIGALRM, _hung)
+    signal.alarm(300)
+    try:
+        done = invoke_in(folder, "run", *TINY_TP, "--backend", "pytorch_bf16")
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, before)
     assert done.code == 0, done.stderr
     for rank in (0, 1):  # a line a rank: its figures and its trace
         assert f"rank {rank} (cpu): TTFT p50 " in done.stderr

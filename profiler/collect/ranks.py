@@ -300,6 +300,11 @@ def rank_main(
     device = torch.device("cuda", local) if use_cuda else torch.device("cpu")
     if use_cuda:
         torch.cuda.set_device(device)
+    else:
+        # one intra-op thread a CPU rank, torchrun's default for several processes
+        # (OMP_NUM_THREADS=1): the ranks share the cores, and a rank forked from a parent that
+        # has run OpenMP threads hangs starting a team of its own (libgomp across fork)
+        torch.set_num_threads(1)
     if rank == 0:
         metadata.prefetch()
     dist.init_process_group(group, device_id=device if use_cuda else None)
