@@ -276,6 +276,9 @@ def test_summarize_shows_the_h200_peak_and_its_json_is_the_same_figures(cli):
     assert "GPU 0: peak 2,398.6 MiB allocated at event 7,084 of 9,177" in text
     assert "in 220 blocks" in text and "https://pytorch.org/memory_viz" in text
     assert "torch/nn/modules/linear.py:134 forward" in text
+    # a frame a line, each read from the file through the control-character filter alone
+    assert "forward?" not in done.stdout
+    assert "│ torch/nn/modules/linear.py:134 forward " in done.stdout
     document = cli("summarize", str(LLAMA), "--view", "snapshot", "--top", "3", "--json")
     assert document.code == 0, document.stderr
     figures = msgspec.json.decode(document.stdout, type=SummarizeSnapshot)

@@ -117,7 +117,7 @@ def print_snapshot(figure: MemorySnapshot, console: Console, top: int = 20) -> N
                 size(row.bytes, "B", "MiB", 2, labelled=False),
                 percent(row.share_pct),
                 count(row.blocks),
-                safe("\n".join(_shown_frames(row.frames))),
+                "\n".join(safe(frame) for frame in _shown_frames(row.frames)),
             )
         console.print(t)
         common = common_line(device)
