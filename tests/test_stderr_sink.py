@@ -19,6 +19,9 @@ SINK = "cli/output.py"
 ALLOWED = {
     ("sweep/cell.py", "_run"): "a sweep worker's run: fd 2 is the cell's log file there (no "
     "terminal, no -q), which gets what `run` would say; its last error line is the cell's reason",
+    ("collect/ranks.py", "rank_main"): "a rank of run --nproc, a process the launcher started: "
+    "rank 0's progress goes to the fd 2 it inherited from the command, none with -q or from "
+    "another rank, as the sink's err_console would write it",
     ("collect/device.py", "captured_stderr"): "hands back, filtered, what native libraries "
     "(Kineto, TensorRT) wrote on fd 2 during the block: not the tool's own lines",
 }

@@ -40,14 +40,16 @@ import io
 import pickle
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
-import numpy as np
-import numpy.typing as npt
 
 from profiler.errors import UserError
 from profiler.trace.file_bytes import read_bytes
+
+if TYPE_CHECKING:  # numpy loads with the replay: the records (cli/documents.py) need none
+    import numpy as np
+    import numpy.typing as npt
 
 #: where PyTorch's viewer of a snapshot is (drag and drop the pickle onto the page)
 MEMORY_VIZ = "https://pytorch.org/memory_viz"
@@ -241,6 +243,8 @@ def _device_of(segment: dict[str, Any]) -> int:
 def _replay(
     device: int, trace: list[dict[str, Any]], segments: list[dict[str, Any]], top: int
 ) -> SnapshotDevice | None:
+    import numpy as np
+
     own = [s for s in segments if _device_of(s) == device]
     if not trace and not own:
         return None
@@ -353,6 +357,8 @@ def _replay(
 def _thinned(moves: npt.NDArray[np.intp], peak_event: int | None) -> list[int]:
     """At most TIMELINE_POINTS of the events that moved allocated memory, evenly spread, the
     first, the last and the peak kept."""
+    import numpy as np
+
     if len(moves) <= TIMELINE_POINTS:
         return [int(i) for i in moves]
     picked = set(moves[np.linspace(0, len(moves) - 1, TIMELINE_POINTS - 1).astype(int)].tolist())
