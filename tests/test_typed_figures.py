@@ -127,11 +127,10 @@ def test_compare_json_reads_back_as_its_document_with_typed_rows(cli):
         RunAnalysis(RUNS / "pytorch_fp16_bs8"), RunAnalysis(RUNS / "ttrt_fp16_bs8"), "A", "B"
     )
     assert both.figures(top=3).kernels == both.figures().kernels[:3]
-    cpu = FIXTURES / "cpu_sweeps" / "runs" / "cpu_sweep"
-    done = cli(
+    done = cli(  # two llama-tiny runs on a CPU, bs 1 and bs 2, with their traces
         "compare",
-        str(cpu / "pytorch_fp32_bs2_resnet18"),
-        str(cpu / "torchscript_fp32_bs2_resnet18"),
+        str(FIXTURES / "memory_history_cpu" / "runs" / "pytorch_fp32_bs1_cpu_mh"),
+        str(FIXTURES / "modules_cpu" / "runs" / "pytorch_fp32_bs2_modules"),
         "--json",
     )
     assert done.code == 0, done.stderr
