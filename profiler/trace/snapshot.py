@@ -39,6 +39,7 @@ from __future__ import annotations
 import io
 import pickle
 from collections import defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -240,6 +241,88 @@ def _device_of(segment: dict[str, Any]) -> int:
     return int(segment.get("device", 0))
 
 
+@dataclass
+class _Walked:
+    """One device's history walked once: the allocations it made (index -> size, stack, the
+    index of its completed free), the blocks made before it (size, the index of their free;
+    None: still in use at the end), and per event the change of allocated and reserved bytes
+    and its time (µs, where torch recorded times)."""
+
+    sizes: dict[int, int] = field(default_factory=dict)
+    stacks: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    freed_at: dict[int, int] = field(default_factory=dict)
+    before: list[tuple[int, int | None]] = field(default_factory=list)
+    delta: list[int] = field(default_factory=list)
+    reserved: list[int] = field(default_factory=list)
+    times: list[float] = field(default_factory=list)
+
+
+def _walk(trace: list[dict[str, Any]], own: list[dict[str, Any]]) -> _Walked:
+    walked = _Walked()
+    cache: dict[int, tuple[str, ...]] = {}
+    open_at: dict[int, int] = {}  # address -> the index of its allocation still in use
+    for i, event in enumerate(trace):
+        action = event.get("action")
+        size = int(event.get("size", 0))
+        if "time_us" in event:
+            walked.times.append(float(event["time_us"]))
+        moved = grew = 0
+        if action == _ALLOCATED:
+            walked.sizes[i] = size
+            walked.stacks[i] = _stack(event.get("frames"), cache)
+            open_at[int(event["addr"])] = i
+            moved = size
+        elif action == _FREED:
+            made = open_at.pop(int(event["addr"]), None)
+            if made is None:
+                walked.before.append((size, i))
+            else:
+                walked.freed_at[made] = i
+            moved = -size
+        elif action in _SEGMENT_GROWS:
+            grew = size
+        elif action in _SEGMENT_SHRINKS:
+            grew = -size
+        walked.delta.append(moved)
+        walked.reserved.append(grew)
+    for segment in own:  # blocks in use at the end that no allocation of the history made
+        for block in segment.get("blocks", []):
+            if block.get("state") in _IN_USE and int(block["address"]) not in open_at:
+                walked.before.append((int(block["size"]), None))
+    return walked
+
+
+def _live_at(
+    walked: _Walked, at: int, events: int, peak: int
+) -> tuple[list[StackRow], list[str], int, int]:
+    """The blocks live after event ``at`` (-1: before the first) grouped by stack, largest
+    first; the outer frames every recorded stack shares; the bytes made before the history
+    still live; the live blocks."""
+    groups: dict[tuple[str, ...], list[int]] = defaultdict(lambda: [0, 0])
+    for i, size in walked.sizes.items():
+        if i <= at and walked.freed_at.get(i, events) > at:
+            groups[walked.stacks[i]][0] += size
+            groups[walked.stacks[i]][1] += 1
+    before = [size for size, freed in walked.before if freed is None or freed > at]
+    with_stacks = [s for s in groups if s]
+    shared = _common_outer(with_stacks)
+    common = list(with_stacks[0][len(with_stacks[0]) - shared :]) if shared else []
+    found = [
+        (total, blocks, list(stack[: len(stack) - shared]) if stack else ["(no stack recorded)"])
+        for stack, (total, blocks) in groups.items()
+    ]
+    if before:
+        found.append((sum(before), len(before), [BEFORE_HISTORY]))
+    rows = [
+        StackRow(
+            bytes=total, blocks=blocks, share_pct=100 * total / peak if peak else 0.0, frames=frames
+        )
+        for total, blocks, frames in found
+    ]
+    rows.sort(key=lambda r: (-r.bytes, -r.blocks, r.frames))
+    return rows, common, sum(before), sum(row.blocks for row in rows)
+
+
 def _replay(
     device: int, trace: list[dict[str, Any]], segments: list[dict[str, Any]], top: int
 ) -> SnapshotDevice | None:
@@ -248,42 +331,10 @@ def _replay(
     own = [s for s in segments if _device_of(s) == device]
     if not trace and not own:
         return None
-    cache: dict[int, tuple[str, ...]] = {}
-    # allocations of the history: index -> (size, stack), and when each was freed
-    sizes: dict[int, int] = {}
-    stacks: dict[int, tuple[str, ...]] = {}
-    freed_at: dict[int, int] = {}
-    open_at: dict[int, int] = {}  # address -> the index of its allocation still in use
-    before: list[tuple[int, int | None]] = []  # (size, freed at) of blocks made before
-    delta = np.zeros(len(trace), dtype=np.int64)
-    reserved = np.zeros(len(trace), dtype=np.int64)
-    times: list[float] = []
-    for i, event in enumerate(trace):
-        action = event.get("action")
-        size = int(event.get("size", 0))
-        if "time_us" in event:
-            times.append(float(event["time_us"]))
-        if action == _ALLOCATED:
-            sizes[i] = size
-            stacks[i] = _stack(event.get("frames"), cache)
-            open_at[int(event["addr"])] = i
-            delta[i] = size
-        elif action == _FREED:
-            made = open_at.pop(int(event["addr"]), None)
-            if made is None:
-                before.append((size, i))
-            else:
-                freed_at[made] = i
-            delta[i] = -size
-        elif action in _SEGMENT_GROWS:
-            reserved[i] = size
-        elif action in _SEGMENT_SHRINKS:
-            reserved[i] = -size
-    for segment in own:  # blocks in use at the end that no allocation of the history made
-        for block in segment.get("blocks", []):
-            if block.get("state") in _IN_USE and int(block["address"]) not in open_at:
-                before.append((int(block["size"]), None))
-    start = sum(size for size, _ in before)
+    walked = _walk(trace, own)
+    delta = np.array(walked.delta, dtype=np.int64)
+    reserved = np.array(walked.reserved, dtype=np.int64)
+    start = sum(size for size, _ in walked.before)
     allocated = start + np.cumsum(delta)
     reserved_end = sum(int(s.get("total_size", 0)) for s in own)
     reserved_curve = reserved_end - int(reserved.sum()) + np.cumsum(reserved)
@@ -293,45 +344,13 @@ def _replay(
         peak_event = int(np.argmax(allocated))
         peak = int(allocated[peak_event])
     at = -1 if peak_event is None else peak_event
-
-    groups: dict[tuple[str, ...], list[int]] = defaultdict(lambda: [0, 0])
-    for i, size in sizes.items():
-        if i <= at and freed_at.get(i, len(trace)) > at:
-            groups[stacks[i]][0] += size
-            groups[stacks[i]][1] += 1
-    before_bytes = before_blocks = 0
-    for size, freed in before:
-        if freed is None or freed > at:
-            before_bytes += size
-            before_blocks += 1
-    with_stacks = [s for s in groups if s]
-    shared = _common_outer(with_stacks)
-    common = list(with_stacks[0][len(with_stacks[0]) - shared :]) if shared else []
-    rows = [
-        StackRow(
-            bytes=total,
-            blocks=blocks,
-            share_pct=100 * total / peak if peak else 0.0,
-            frames=list(stack[: len(stack) - shared]) if stack else ["(no stack recorded)"],
-        )
-        for stack, (total, blocks) in groups.items()
-    ]
-    if before_blocks:
-        rows.append(
-            StackRow(
-                bytes=before_bytes,
-                blocks=before_blocks,
-                share_pct=100 * before_bytes / peak if peak else 0.0,
-                frames=[BEFORE_HISTORY],
-            )
-        )
-    rows.sort(key=lambda r: (-r.bytes, -r.blocks, r.frames))
-    moves = np.flatnonzero(delta)
-    points = _thinned(moves, peak_event)
+    rows, common, before_bytes, live = _live_at(walked, at, len(trace), peak)
+    points = _thinned(np.flatnonzero(delta), peak_event)
+    times = walked.times if len(walked.times) == len(trace) else None
     return SnapshotDevice(
         device=device,
         events=len(trace),
-        allocations=len(sizes),
+        allocations=len(walked.sizes),
         frees=int(np.count_nonzero(delta < 0)),
         allocated_at_start_bytes=start,
         peak_allocated_bytes=peak,
@@ -340,15 +359,13 @@ def _replay(
         if at >= 0
         else reserved_end - int(reserved.sum()),
         peak_event=peak_event,
-        peak_time_us=(times[at] - times[0]) if at >= 0 and len(times) == len(trace) else None,
-        live_blocks=sum(b for _, b in groups.values()) + before_blocks,
+        peak_time_us=(times[at] - times[0]) if at >= 0 and times is not None else None,
+        live_blocks=live,
         before_history_bytes=before_bytes,
         stacks=rows[:top] if top else rows,
         common_frames=common,
-        timeline_event=[int(i) for i in points],
-        timeline_time_us=[times[i] - times[0] for i in points]
-        if len(times) == len(trace)
-        else None,
+        timeline_event=points,
+        timeline_time_us=[times[i] - times[0] for i in points] if times is not None else None,
         timeline_allocated_bytes=[int(allocated[i]) for i in points],
         timeline_reserved_bytes=[int(reserved_curve[i]) for i in points],
     )
