@@ -33,7 +33,7 @@ import signal
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
@@ -50,6 +50,9 @@ from profiler.fsutil import (
 from profiler.runs.config import RunConfig, config_from_json, config_to_json
 from profiler.runs.phases import Phases
 from profiler.runs.result import RankFigures, Ranks, RunResult, TraceInfo, read_result
+
+if TYPE_CHECKING:
+    import torch
 
 LAUNCHER = (
     "torch.distributed.launcher.api.elastic_launch (torchrun's launcher), standalone "
@@ -290,21 +293,13 @@ def rank_main(
 ) -> dict[str, Any]:
     """One rank (the launcher's entry point, in a process of its own): the process group, the
     sharded model, the run's phases; its figures and trace files' names."""
-    import torch
     import torch.distributed as dist
     from torch.distributed.device_mesh import init_device_mesh
 
     rank, local = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
     config = config_from_json(config_data)
     use_cuda = group == "nccl"
-    device = torch.device("cuda", local) if use_cuda else torch.device("cpu")
-    if use_cuda:
-        torch.cuda.set_device(device)
-    else:
-        # one intra-op thread a CPU rank, torchrun's default for several processes
-        # (OMP_NUM_THREADS=1): the ranks share the cores, and a rank forked from a parent that
-        # has run OpenMP threads hangs starting a team of its own (libgomp across fork)
-        torch.set_num_threads(1)
+    device = _rank_device(use_cuda, local)
     if rank == 0:
         metadata.prefetch()
     dist.init_process_group(group, device_id=device if use_cuda else None)
@@ -333,12 +328,35 @@ def rank_main(
         traces = _moved_up(own_tb, Path(tb_stage), window.worker_name(config), rank)
     finally:
         dist.destroy_process_group()
-    generation = result.generation
     return {
         "rank": rank,
         "device": str(device),
         "traces": traces,
         "files_dir": str(own_run.relative_to(run_stage)),
+        **_figures(result),
+    }
+
+
+def _rank_device(use_cuda: bool, local: int) -> torch.device:
+    """The rank's device: its GPU (made current), or the CPU with one intra-op thread, torchrun's
+    default for several processes (OMP_NUM_THREADS=1): the ranks share the cores, and a rank
+    forked from a parent that has run OpenMP threads hangs starting a team of its own (libgomp
+    across fork)."""
+    import torch
+
+    if use_cuda:
+        device = torch.device("cuda", local)
+        torch.cuda.set_device(device)
+        return device
+    torch.set_num_threads(1)
+    return torch.device("cpu")
+
+
+def _figures(result: RunResult) -> dict[str, Any]:
+    """What rank 0 prints of each rank: its latency and, of a generation, its TTFT, TPOT and
+    tokens/s."""
+    generation = result.generation
+    return {
         "p50_ms": result.timing.p50_ms,
         "mean_ms": result.timing.mean_ms,
         "iterations": result.timing.iters,
