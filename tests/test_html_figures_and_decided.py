@@ -13,7 +13,7 @@ from profiler.runs.result import read_result
 
 from .conftest import FIXTURES
 from .test_advise_baseline_noise import trial
-from .test_report_html import tables_of
+from .test_report_html import sweep_grid
 from .test_two_verdict_views import TRIAL, _Plan
 
 #: one window, CV 62.0 %, flagged noisy
@@ -22,13 +22,6 @@ NOISY_RUN = FIXTURES / "h100_ncu_fp16" / "runs" / "pytorch_fp16_bs8"
 SWEEP = FIXTURES / "h100_sweep" / "runs" / "gpu_sweep"
 #: twelve cells, every one decided on GPU time
 SWEEP_X4 = FIXTURES / "h100x4_sweep" / "runs" / "g4"
-
-
-def sweep_grid(text: str) -> dict:
-    grid = next(
-        t for t in tables_of(text) if t["class"] == "grid" and "latency verdict" in t["head"]
-    )
-    return {(row[0], row[1]): dict(zip(grid["head"], row)) for row in grid["rows"]}
 
 
 def test_a_noisy_runs_page_trims_its_latencies_and_marks_the_window(tmp_path):
@@ -51,10 +44,10 @@ def test_a_sweep_page_trims_each_cell_by_its_own_noise(tmp_path):
     rows = sweep_grid(text)
     cells = SweepAnalysis(SWEEP).benchmark.set_index(["backend", "bs"])
     noisy, quiet = cells.loc[("pytorch_fp16", 8)], cells.loc[("ttrt_fp16", 1)]
-    assert rows[("pytorch_fp16", "8")]["latency p50 ms"] == f"{noisy['p50_ms']:.1f} (! noisy)"
+    assert rows[("pytorch_fp16", "8")]["p50 ms"] == f"{noisy['p50_ms']:.1f} (! noisy)"
     assert rows[("pytorch_fp16", "8")]["p90 ms"] == f"{noisy['p90_ms']:.0f}"  # 2 figures
     # CV 3.8 %: two figures too, and no mark
-    assert rows[("ttrt_fp16", "1")]["latency p50 ms"] == f"{quiet['p50_ms']:.1f}"
+    assert rows[("ttrt_fp16", "1")]["p50 ms"] == f"{quiet['p50_ms']:.1f}"
 
 
 def test_advise_try_page_trims_the_baseline_and_each_experiment():

@@ -122,7 +122,7 @@ def test_sweep_report_renders_in_a_browser_without_network(tmp_path):
         timeout=120,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    for figure in ("latency 95 % interval", "faster", "noise warnings", "CV %"):
+    for figure in ("latency speedup [95 %", "faster", "<th>CV</th>", "57.8 % noisy"):
         assert figure in done.stdout, figure
 
 
@@ -348,8 +348,29 @@ def number_format(cell: str) -> tuple | None:
 
 
 #: columns of figures each printed to the significant figures its own cell's noise allows (the
-#: sweep's latencies, by each cell's CV; GPU time to four figures): their decimals vary by row
-TRIMMED = ("latency p50 ms", "p90 ms", "p99 ms", "GPU time ms")
+#: sweep's latencies, by each cell's CV; GPU time to four figures) or to two significant figures
+#: (a relative error): their decimals vary by row
+TRIMMED = ("mean ms", "p50 ms", "p90 ms", "p99 ms", "GPU ms", "rel L2 err")
+
+
+def sweep_grid_table(text: str) -> dict:
+    """A sweep page's table of cells: the one headed by the latency's speedup column."""
+    return next(
+        t for t in tables_of(text) if t["class"] == "grid" and figure_header(t["head"], "latency")
+    )
+
+
+def figure_header(head: list[str], figure: str) -> str | None:
+    """The header of a figure's speedup column ("latency" or "GPU-time"): "latency speedup
+    [95 %, 6 proc.] verdict"; None without one."""
+    return next((h for h in head if h.startswith(f"{figure} speedup [95 %")), None)
+
+
+def sweep_grid(text: str) -> dict:
+    """A sweep page's cells, each row's cells by header, keyed by (backend, bs)."""
+    grid = sweep_grid_table(text)
+    rows = [dict(zip(grid["head"], row)) for row in grid["rows"]]
+    return {(row["backend"], row["bs"]): row for row in rows}
 
 
 def assert_readable_tables(text: str) -> None:
@@ -410,34 +431,25 @@ def test_sweep_report_carries_speedup_interval_verdict_processes_and_noise(tmp_p
 
     page = run(str(SWEEP), None, tmp_path / "sweep.html", peaks_dir=tmp_path / "none")
     text = page.read_text()
-    grid = next(
-        t for t in tables_of(text) if t["class"] == "grid" and "latency verdict" in t["head"]
-    )
-    head = grid["head"]
-    for column in (
-        "latency speedup x",
-        "latency 95 % interval",
-        "latency verdict",
-        "processes",
-        "CV %",
-        "noise warnings",
-    ):
+    head = sweep_grid_table(text)["head"]
+    latency = figure_header(head, "latency")
+    assert latency is not None  # one column: the speedup, its 95 % interval and the verdict
+    for column in ("p50 ms", "processes", "CV"):
         assert column in head, column
-    assert "GPU-time verdict" not in head  # no cell of this sweep measured GPU time
+    # no cell of this sweep measured GPU time
+    assert figure_header(head, "GPU-time") is None and "GPU ms" not in head
     assert "GPU time: not measured in these cells" in text
-    rows = {(row[0], row[1]): dict(zip(head, row)) for row in grid["rows"]}
+    rows = sweep_grid(text)
     from profiler.analysis.sweep_analysis import SweepAnalysis
 
     cell = SweepAnalysis(SWEEP).benchmark.set_index(["backend", "bs"]).loc[("ttrt_fp16", 1)]
     assert (
-        rows[("ttrt_fp16", "1")]["latency 95 % interval"]
-        == f"{cell['speedup_low']:.2f}-{cell['speedup_high']:.2f}"
+        rows[("ttrt_fp16", "1")][latency]
+        == f"{cell['speedup']:.2f}x [{cell['speedup_low']:.2f}-{cell['speedup_high']:.2f}] faster"
     )
-    assert rows[("ttrt_fp16", "1")]["latency verdict"] == "faster"
-    assert rows[("ttrt_fp16", "8")]["latency speedup x"] == "4.57"
-    assert rows[("pytorch_fp16", "8")]["latency verdict"] == "baseline"
-    assert rows[("pytorch_fp16", "8")]["CV %"] == "57.8"
-    assert rows[("pytorch_fp16", "8")]["noise warnings"] == "noisy"
+    assert rows[("ttrt_fp16", "8")][latency].startswith("4.57x [")
+    assert rows[("pytorch_fp16", "8")][latency] == "1.00x baseline"
+    assert rows[("pytorch_fp16", "8")]["CV"] == "57.8 % noisy"  # the window's noise warnings
     assert "warning: pytorch_fp16 bs 8: noisy (CV 57.8 %)" in text
     assert "speedup = pytorch_fp16 p50 / p50" in text and "50 iterations" in text
     assert_readable_tables(text)

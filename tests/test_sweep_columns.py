@@ -91,3 +91,54 @@ def test_the_sweep_page_warns_of_noisy_cells_only_not_of_a_cell_that_did_not_fin
     page = sweep_headline(ROWS, MANIFEST)
     assert "ttrt_fp16 bs 8: noisy: CV 12.0 %" in page
     assert "nan" not in page and "ttrt_fp32 bs 8:" not in page
+
+
+def test_the_sweep_page_shows_the_terminals_columns_and_cells(tmp_path):
+    """The page's sweep table is the terminal's (sweep_columns): the same headers, in order,
+    and each row the terminal's cells with their colours dropped, so the two cannot drift."""
+    from rich.text import Text
+
+    from profiler.analysis.sweep_analysis import SweepAnalysis
+    from profiler.commands import report
+    from profiler.report.benchmark_view import has_gpu_time, sweep_columns
+    from profiler.report.columns import cells
+
+    from .conftest import FIXTURES
+    from .test_report_html import sweep_grid_table
+
+    folder = FIXTURES / "h100x4_sweep" / "runs" / "g4"
+    sweep = SweepAnalysis(folder)
+    columns = sweep_columns(sweep.rows, sweep.manifest, has_gpu_time(sweep.rows))
+    terminal = [[Text.from_markup(c).plain for c in row] for row in cells(columns, sweep.rows)]
+    page = report.run(str(folder), None, tmp_path / "s.html", peaks_dir=tmp_path / "none")
+    grid = sweep_grid_table(page.read_text())
+    assert grid["head"] == [c.header for c in columns]
+    assert grid["rows"] == terminal and len(terminal) == len(sweep.rows)
+    # the verdicts' colours are markup on the terminal, words on the page
+    assert not any("[green]" in cell or "[/]" in cell for row in grid["rows"] for cell in row)
+    assert any(cell.endswith("] faster") for row in grid["rows"] for cell in row)
+
+
+def test_the_sweep_pages_cells_are_text_escaped_and_aligned():
+    from profiler.report import html
+    from profiler.report.pages import benchmark, sweep_table
+
+    from .test_report_html import tables_of
+
+    table = sweep_table(ROWS, MANIFEST)
+    grid = tables_of(table)[0]
+    rows = {row[0]: dict(zip(grid["head"], row)) for row in grid["rows"]}
+    assert rows["ttrt_fp32"]["status"] == "failed"  # red on the terminal
+    # why it failed: under the table, as benchmark.md says it
+    assert "ttrt_fp32 bs 8: failed: engine build failed" in benchmark(ROWS, MANIFEST)
+    assert rows["ttrt_fp16"]["p50 ms"] == "1.2 (! noisy)"
+    # a column of numbers is aligned right; one of words is marked text
+    first = table.split("<tr>")[2]
+    aligned = dict(zip(grid["head"], ("class=text" in td for td in first.split("<td")[1:])))
+    assert aligned["backend"] and aligned["status"]
+    assert not aligned["p50 ms"] and not aligned["samples/s"] and not aligned["bs"]
+    written = html.text_table(["name", "ms"], [["<a & b>", "-"], ["x" * 500, "1.5"]])
+    assert "&lt;a &amp; b&gt;" in written and "<a & b>" not in written
+    assert "<td>1.5</td>" in written and "<td class=text>-</td>" not in written
+    assert "x" * html.CELL_CHARS + "…" in written and "x" * (html.CELL_CHARS + 1) not in written
+    assert html.text_table(["name"], []) == html.note("(none)")

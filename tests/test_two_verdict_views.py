@@ -355,30 +355,21 @@ def test_sweep_markdown_and_csv_carry_both_verdicts(gpu_time_sweep):
 def test_sweep_report_page_has_both_verdict_columns(gpu_time_sweep, tmp_path):
     from profiler.commands.report import run
 
-    from .test_report_html import tables_of
+    from .test_report_html import figure_header, sweep_grid, sweep_grid_table
 
     text = run(
         str(gpu_time_sweep), None, tmp_path / "s.html", peaks_dir=tmp_path / "none"
     ).read_text()
-    grid = next(
-        t for t in tables_of(text) if t["class"] == "grid" and "latency verdict" in t["head"]
-    )
-    head = grid["head"]
-    for column in (
-        "latency speedup x",
-        "latency 95 % interval",
-        "latency verdict",
-        "GPU-time speedup x",
-        "GPU-time 95 % interval",
-        "GPU-time verdict",
-        "bound",
-        "GPU time ms",
-        "latency p50 ms",
-    ):
+    head = sweep_grid_table(text)["head"]
+    latency, gpu_time = figure_header(head, "latency"), figure_header(head, "GPU-time")
+    assert latency is not None and gpu_time is not None  # each figure's speedup and verdict
+    for column in ("bound", "GPU ms", "p50 ms"):
         assert column in head, column
-    rows = {(r[0], r[1]): dict(zip(head, r)) for r in grid["rows"]}
-    assert rows[("ttrt_fp16", "8")]["GPU-time speedup x"] == "2.50"
-    assert rows[("ttrt_fp16", "8")]["GPU-time verdict"] == "faster"
+    rows = sweep_grid(text)
+    assert rows[("ttrt_fp16", "8")][gpu_time].startswith("2.50x [")
+    assert rows[("ttrt_fp16", "8")][gpu_time].endswith("] faster")
+    assert rows[("ttrt_fp16", "8")][latency].endswith("] faster")
+    assert rows[("pytorch_fp16", "8")][gpu_time] == "1.00x baseline"
     assert rows[("pytorch_fp16", "8")]["bound"] == "launch-bound"
     assert "false discovery rate" in text and "note (ttrt_fp16 bs 8): launch-bound" in text
 

@@ -364,10 +364,9 @@ def peak_gbs(value: float) -> str:
     return f"{value:10.1f} GB/s"
 
 
-#: the report page's tables whose columns read otherwise than HTML_FORMATS: a CPU run's
-#: operators (calls per step, a fraction) and the sweep's table (its GPU-time speedup)
+#: the report page's table whose columns read otherwise than HTML_FORMATS: a CPU run's
+#: operators (calls per step, a fraction)
 CPU_OPERATOR_FORMATS = {"calls": ",.1f"}
-SWEEP_PAGE_FORMATS = {"gpu_speedup": ".2f"}
 
 # --- the report pages' columns and headers, table by table (a field name's header in words is
 # HEADERS' unless a table says otherwise)
@@ -414,48 +413,6 @@ CATEGORY_DIFF_COLUMNS = [
 ]
 #: a comparison's top changes after the kernel's (or operator's) name (those the frame has)
 CHANGE_COLUMNS = ("side", "us_a", "us_b", "delta_us", "change_pct")
-#: the sweep table's columns on the page (those the sweep has), in order
-SWEEP_PAGE_COLUMNS = (
-    "backend",
-    "bs",
-    "p50_ms",
-    "p90_ms",
-    "p99_ms",
-    "gpu_compute_ms",
-    "bound",
-    "throughput_per_s",
-    "speedup",
-    "interval",
-    "verdict",
-    "gpu_speedup",
-    "gpu_interval",
-    "gpu_verdict",
-    "processes",
-    "cv_pct",
-    "noise",
-    "tensor_core_pct",
-    "gpu_util_pct",
-    "rel_l2_error",
-    "ttft_ms",
-    "token_p50_ms",
-    "tokens_per_s",
-    "status",
-    "reason",
-)
-#: the sweep page's latency columns, each to the figures its cell's noise allows
-SWEEP_PAGE_LATENCIES = ("p50_ms", "p90_ms", "p99_ms")
-#: each figure's columns named for their figure: a latency figure never reads as GPU time
-SWEEP_PAGE_HEADERS = {
-    "p50_ms": "latency p50 ms",
-    "gpu_compute_ms": "GPU time ms",
-    "speedup": "latency speedup x",
-    "interval": "latency 95 % interval",
-    "verdict": "latency verdict",
-    "gpu_speedup": "GPU-time speedup x",
-    "gpu_interval": "GPU-time 95 % interval",
-    "gpu_verdict": "GPU-time verdict",
-    "bound": "bound",
-}
 
 
 def interval_figure(figure: IntervalFigure | None) -> str:

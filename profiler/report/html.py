@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import io
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from html import escape
@@ -201,6 +202,38 @@ def table(
     )
     shown = "" if total == len(frame) else note(f"the first {len(frame)} of {total} rows")
     return f"<table class='grid'><tr>{head}</tr>{rows}</table>{shown}"
+
+
+#: a cell that shows a number: it starts with one (a digit, or a sign and a digit: ``1,234.5``,
+#: ``-0.3``, ``4.60x [3.46-6.11] faster``, ``4.3 (! noisy)``)
+_NUMBER_CELL = re.compile(r"[+-]?\d")
+
+
+def _number_column(cells: Sequence[str]) -> bool:
+    """A column of numbers (aligned right): every cell starts with a number or is the "-"
+    placeholder, and one at least is not the placeholder."""
+    shown = [c.strip() for c in cells if c.strip() != "-"]
+    return bool(shown) and all(_NUMBER_CELL.match(c) for c in shown)
+
+
+def text_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A table of cells already written as text (a view's column specs,
+    profiler.report.columns): each cell escaped and cut to CELL_CHARS, a column of numbers
+    aligned right, any other marked ``text`` (as ``table`` marks its columns)."""
+    if not rows:
+        return note("(none)")
+    text_columns = [not _number_column([row[i] for row in rows]) for i in range(len(headers))]
+    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f"<td{' class=text' if text else ''}>{escape(_cut(cell))}</td>"
+            for text, cell in zip(text_columns, row)
+        )
+        + "</tr>"
+        for row in rows
+    )
+    return f"<table class='grid'><tr>{head}</tr>{body}</table>"
 
 
 def key_values(pairs: list[tuple[str, object]]) -> str:

@@ -144,63 +144,22 @@ def kernel_diff(result: Diff, labels: list[str], summaries: list[Summary]) -> li
 # ---- a sweep -------------------------------------------------------------------------------
 
 
-def _interval(lows: pd.Series, highs: pd.Series) -> list[str]:
-    return ["-" if pd.isna(low) else fmt.span(low, high) for low, high in zip(lows, highs)]
-
-
-def _paired(intervals: list[str], spans: list[str]) -> list[str]:
-    """Each interval, with "paired over N rounds" where its verdict paired the rounds (the
-    speedup is then the geometric mean of the per-round ratios)."""
-    return [
-        f"{i}, {s}" if i != "-" and s.startswith("paired") else i for i, s in zip(intervals, spans)
-    ]
-
-
 def sweep_table(rows: Sequence[BenchmarkCell], manifest: SweepManifest) -> str:
-    """The benchmark table as the terminal shows it: each figure's speedup (latency, and GPU
-    time where measured) with its 95 % interval and verdict, the classification, the processes
-    behind them, the CV with the window's noise warnings; each cell's latencies to the
-    figures its window's CV allows, p50 marked with its first flag (as the terminal shows
-    them: benchmark_view.latency_cells)."""
-    from profiler.analysis.benchmark import axis_columns, benchmark_frame
-    from profiler.report.benchmark_view import has_gpu_time, interval_spans, latency_cells
+    """The benchmark table as the terminal prints it (benchmark_view.sweep_columns, the same
+    headers and cells, its colours dropped): the cell, its latencies to the figures its
+    window's CV allows (p50 marked with its first flag), each figure's speedup with its 95 %
+    interval and verdict (latency, and GPU time where measured), the processes, the CV with the
+    window's noise warnings and the status."""
+    from rich.text import Text
 
-    frame = benchmark_frame(list(rows), manifest)  # (the HTML table's input)
-    axes = axis_columns(manifest)
-    latencies = [latency_cells(r)[1:] for r in rows]  # p50, p90, p99
-    shown = frame.assign(
-        **{
-            key: [cells[i] for cells in latencies] for i, key in enumerate(fmt.SWEEP_PAGE_LATENCIES)
-        },
-        gpu_compute_ms=[fmt.number(v, None, noise=None) for v in frame["gpu_compute_ms"]],
-        interval=_paired(
-            _interval(frame["speedup_low"], frame["speedup_high"]),
-            interval_spans(rows, "latency"),
-        ),
-        gpu_interval=_paired(
-            _interval(frame["gpu_speedup_low"], frame["gpu_speedup_high"]),
-            interval_spans(rows, "gpu_time"),
-        ),
-        noise=[n if isinstance(n, str) and n else "-" for n in frame["noise"]],
-        bound=[b if isinstance(b, str) and b else "-" for b in frame["bound"]],
-        gpu_verdict=[v if isinstance(v, str) and v else "-" for v in frame["gpu_verdict"]],
-    )
-    if not has_gpu_time(rows):  # latency's verdicts only: no empty GPU-time columns
-        shown = shown.drop(
-            columns=["gpu_compute_ms", "bound", "gpu_speedup", "gpu_interval", "gpu_verdict"]
-        )
-    if not shown["tokens_per_s"].notna().any():  # not a generation sweep
-        shown = shown.drop(columns=["ttft_ms", "token_p50_ms", "tokens_per_s"])
-    if not (shown["reason"].astype(str) != "").any():
-        shown = shown.drop(columns=["reason"])
-    columns = [c for c in fmt.SWEEP_PAGE_COLUMNS if c in shown]
-    columns[2:2] = axes
-    return html.table(
-        shown,
-        columns,
-        headers=fmt.SWEEP_PAGE_HEADERS,
-        formats=fmt.SWEEP_PAGE_FORMATS,
-        figures=(*fmt.SWEEP_PAGE_LATENCIES, "gpu_compute_ms"),
+    from profiler.report.benchmark_view import has_gpu_time, sweep_columns
+    from profiler.report.columns import cells
+
+    shown = list(rows)
+    columns = sweep_columns(shown, manifest, has_gpu_time(shown))
+    return html.text_table(
+        [c.header for c in columns],
+        [[Text.from_markup(cell).plain for cell in row] for row in cells(columns, shown)],
     )
 
 
@@ -223,9 +182,25 @@ def benchmark(
     return (
         sweep_headline(rows, manifest)
         + sweep_table(kept, manifest)
+        + unfinished(kept, manifest)
         + shown
-        + html.note("note: TC-kernel time %: " + PIPE_BUSY_NOTE)
+        + html.note("note: TC-kernel time: " + PIPE_BUSY_NOTE)
     )
+
+
+def unfinished(rows: Sequence[BenchmarkCell], manifest: SweepManifest) -> str:
+    """Under the table, each cell that did not finish with its status and why (the table's
+    status column says the status only, as the terminal's does; benchmark.md lists them so)."""
+    from profiler.analysis.benchmark import axis_columns
+    from profiler.report.benchmark_view import field
+
+    lines = []
+    for r in rows:
+        if r.status != OK:
+            values = "".join(f" {key} {field(r, key)}" for key in axis_columns(manifest))
+            where = f" (gpu {r.gpu})" if r.gpu else ""
+            lines.append(f"{r.backend} bs {r.bs}{values}{where}: {r.status}: {r.reason}")
+    return "".join(html.note(line, "warn") for line in lines)
 
 
 def geomeans(rows: Sequence[BenchmarkCell]) -> str | None:
