@@ -146,19 +146,7 @@ class RankRun:
                 f"{len(missing)} of {world} ranks have no trace here (ranks {spans(missing)} "
                 f"missing): the figures and the straggler are of ranks {spans(ranks)} only"
             )
-        names = {rank: list(frame["step"]) for rank, frame in self.steps.items()}
-        first = names[ranks[0]]
-        common = [s for s in first if all(s in names[r] for r in ranks)]
-        counts = {rank: len(steps) for rank, steps in names.items()}
-        if len(set(counts.values())) > 1 or len(common) < max(counts.values()):
-            held = ", ".join(f"rank {r}: {n}" for r, n in counts.items())
-            notes.append(
-                f"the ranks hold different steps ({held}); the figures are over the "
-                f"{len(common)} step(s) all hold"
-                + (f" ({common[0]} to {common[-1]})" if common else "")
-            )
-        if not common:
-            notes.append("no step is held by every rank: no per-rank means and no straggler")
+        common = _common_steps(self.steps, ranks, notes)
         per_rank, per_step = [], []
         for path, rank in zip((p for p, _ in self.traces), ranks):
             frame = self.steps[rank]
@@ -196,6 +184,24 @@ class RankRun:
             notes=notes,
             job_step_ms=_job_step(self.steps, common),
         )
+
+
+def _common_steps(steps: dict[int, pd.DataFrame], ranks: list[int], notes: list[str]) -> list[str]:
+    """The steps every rank holds, in the first rank's order; a note in ``notes`` where the
+    ranks hold different steps, or none in common."""
+    names = {rank: list(frame["step"]) for rank, frame in steps.items()}
+    common = [s for s in names[ranks[0]] if all(s in names[r] for r in ranks)]
+    counts = {rank: len(held) for rank, held in names.items()}
+    if len(set(counts.values())) > 1 or len(common) < max(counts.values()):
+        held = ", ".join(f"rank {r}: {n}" for r, n in counts.items())
+        notes.append(
+            f"the ranks hold different steps ({held}); the figures are over the "
+            f"{len(common)} step(s) all hold"
+            + (f" ({common[0]} to {common[-1]})" if common else "")
+        )
+    if not common:
+        notes.append("no step is held by every rank: no per-rank means and no straggler")
+    return common
 
 
 def _aligned(steps: dict[int, pd.DataFrame], common: list[str], column: str) -> pd.DataFrame:
