@@ -348,11 +348,6 @@ def phases_line(
 # --- the figures of the run, compare, noise and peaks views and of the report page
 
 
-def span(low: float, high: float) -> str:
-    """A speedup's 95 % interval in a column headed by its name: ``3.16-19.70``."""
-    return f"{low:.2f}-{high:.2f}"
-
-
 def peak_tflops(value: float) -> str:
     """A measured compute ceiling, four significant figures in ten columns:
     ``     989.4 TFLOP/s``."""
