@@ -17,3 +17,10 @@ timed() {  # wall seconds of one command, end to end
     echo "=== wall: $((ms / 1000)).$(printf %03d $((ms % 1000))) s (exit $code) for: ${*:2:6}"
     return $code
 }
+logged_start() {  # everything said from here into $OUT/all.log; the GPU and versions first
+    LOGS="$WORK/logs"
+    mkdir -p "$LOGS" "$WORK/reports"
+    exec > >(tee -a "$OUT/all.log") 2>&1
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
+    "$PY" -c "import torch, transformers, sys; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'transformers', transformers.__version__, 'python', sys.version.split()[0])" | tee "$OUT/versions.log"
+}

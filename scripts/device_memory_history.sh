@@ -8,11 +8,7 @@
 # ($OUT/memory_history.tar) of the runs, traces, reports and per-command logs.
 # Wheels: msgspec and nvtx in .whl.
 source "$(dirname "$0")/device_common.sh"
-LOGS="$WORK/logs"
-mkdir -p "$LOGS" "$WORK/reports"
-exec > >(tee -a "$OUT/all.log") 2>&1
-nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
-"$PY" -c "import torch, transformers, sys; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'transformers', transformers.__version__, 'python', sys.version.split()[0])" | tee "$OUT/versions.log"
+logged_start
 one() {  # one <name> <run arguments...>
     local name=$1
     shift

@@ -8,11 +8,7 @@
 # ($OUT/views.tar) of the run, its trace, the report and the per-command logs.
 # Wheels: msgspec and nvtx in .whl. BACKEND=pytorch_fp32 tries it on a CPU.
 source "$(dirname "$0")/device_common.sh"
-LOGS="$WORK/logs"
-mkdir -p "$LOGS" "$WORK/reports"
-exec > >(tee -a "$OUT/all.log") 2>&1
-nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
-"$PY" -c "import torch, transformers, sys; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'transformers', transformers.__version__, 'python', sys.version.split()[0])" | tee "$OUT/versions.log"
+logged_start
 name=views_llama_tiny_gen
 say "run $name"
 timed p run --model llama-tiny --workload generate --backend "${BACKEND:-pytorch_fp16}" --bs 2 --prompt-len 32 \
